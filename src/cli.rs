@@ -1,0 +1,416 @@
+//! The iperf3-compatible command line: `netperfd -c HOST …` and `netperfd -s …` take iperf3's
+//! flags and print iperf3's text table or `-J` document. Not for: the daemon or history
+//! commands (see `main.rs`).
+
+use crate::engine::iperf3::client::{self, ClientSpec, Event};
+use crate::engine::iperf3::server::{self, ServerConfig, ServerEvent};
+use crate::engine::iperf3::wire::{self, Direction, Protocol};
+use crate::engine::net::Family;
+use crate::engine::report::{self, parse_suffixed, Report};
+use clap::Args;
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::IpAddr;
+use std::time::Duration;
+
+/// iperf3's options (the subset netperfd implements; same letters, same defaults).
+#[derive(Debug, Clone, Args, Default)]
+pub struct IperfArgs {
+    /// Run in client mode, connecting to HOST
+    #[arg(short = 'c', long = "client", value_name = "HOST")]
+    pub client: Option<String>,
+    /// Run in server mode
+    #[arg(short = 's', long = "server")]
+    pub server: bool,
+    /// Server port to listen on / connect to (server: repeat or comma-separate for several)
+    #[arg(short = 'p', long = "port", value_delimiter = ',', value_name = "PORT")]
+    pub port: Vec<u16>,
+    /// Time in seconds to transmit for (default 10)
+    #[arg(short = 't', long = "time", value_name = "SECS")]
+    pub time: Option<u32>,
+    /// Number of bytes to transmit (instead of -t), K/M/G suffixes
+    #[arg(short = 'n', long = "bytes", value_name = "N[KMG]")]
+    pub bytes: Option<String>,
+    /// Number of blocks (packets) to transmit (instead of -t or -n)
+    #[arg(short = 'k', long = "blockcount", value_name = "N[KMG]")]
+    pub blockcount: Option<String>,
+    /// Number of parallel client streams to run (1..128)
+    #[arg(short = 'P', long = "parallel", value_name = "N", default_value_t = 1)]
+    pub parallel: u32,
+    /// Run in reverse mode (server sends, client receives)
+    #[arg(short = 'R', long = "reverse")]
+    pub reverse: bool,
+    /// Run in bidirectional mode (client and server send and receive)
+    #[arg(long = "bidir")]
+    pub bidir: bool,
+    /// Target bitrate in bits/sec per stream (0 for unlimited), K/M/G suffixes, optional /burst
+    #[arg(short = 'b', long = "bitrate", value_name = "N[KMG][/burst]")]
+    pub bitrate: Option<String>,
+    /// Length of buffer to read or write (default 128 KB for TCP)
+    #[arg(short = 'l', long = "length", value_name = "N[KMG]")]
+    pub length: Option<String>,
+    /// Set send/receive socket buffer sizes (window size)
+    #[arg(short = 'w', long = "window", value_name = "N[KMG]")]
+    pub window: Option<String>,
+    /// Set TCP maximum segment size (MTU - 40 bytes)
+    #[arg(short = 'M', long = "set-mss", value_name = "BYTES")]
+    pub mss: Option<u32>,
+    /// Set TCP no delay, disabling Nagle's algorithm
+    #[arg(short = 'N', long = "no-delay")]
+    pub nodelay: bool,
+    /// Set TCP congestion control algorithm
+    #[arg(short = 'C', long = "congestion", value_name = "ALGO")]
+    pub congestion: Option<String>,
+    /// Perform pre-test for N seconds and omit the pre-test statistics
+    #[arg(short = 'O', long = "omit", value_name = "N", default_value_t = 0)]
+    pub omit: u32,
+    /// Seconds between periodic throughput reports (0 to disable)
+    #[arg(short = 'i', long = "interval", value_name = "SECS", default_value_t = 1.0)]
+    pub interval: f64,
+    /// Bind to the interface associated with the address HOST
+    #[arg(short = 'B', long = "bind", value_name = "HOST")]
+    pub bind: Option<String>,
+    /// Bind to the network interface with SO_BINDTODEVICE
+    #[arg(long = "bind-dev", value_name = "DEV")]
+    pub bind_dev: Option<String>,
+    /// Bind data streams to a specific client port
+    #[arg(long = "cport", value_name = "PORT")]
+    pub cport: Option<u16>,
+    /// Get results from the server
+    #[arg(long = "get-server-output")]
+    pub get_server_output: bool,
+    /// Output in JSON format
+    #[arg(short = 'J', long = "json")]
+    pub json: bool,
+    /// Timeout for the control connection setup, in ms
+    #[arg(long = "connect-timeout", value_name = "MS")]
+    pub connect_timeout: Option<u64>,
+    /// Only use IPv4
+    #[arg(short = '4', long = "version4")]
+    pub v4: bool,
+    /// Only use IPv6
+    #[arg(short = '6', long = "version6")]
+    pub v6: bool,
+    /// Handle one client connection then exit (server)
+    #[arg(short = '1', long = "one-off")]
+    pub one_off: bool,
+    /// Run the server as a daemon
+    #[arg(short = 'D', long = "daemon")]
+    pub daemon: bool,
+    /// Use UDP rather than TCP
+    #[arg(short = 'u', long = "udp")]
+    pub udp: bool,
+    /// Prefix every output line with this string
+    #[arg(short = 'T', long = "title", value_name = "STR")]
+    pub title: Option<String>,
+    /// Data string to include in client and server JSON
+    #[arg(long = "extra-data", value_name = "STR")]
+    pub extra_data: Option<String>,
+    /// Set the IP type of service (0-255)
+    #[arg(short = 'S', long = "tos", value_name = "N")]
+    pub tos: Option<u32>,
+}
+
+/// Parse `-B`: an IP address, optionally `%dev` (iperf3's `-B addr%dev`).
+fn parse_bind(b: &str) -> Result<(IpAddr, Option<String>), String> {
+    let (addr, dev) = match b.split_once('%') {
+        Some((a, d)) => (a, Some(d.to_string())),
+        None => (b, None),
+    };
+    let ip: IpAddr = addr
+        .parse()
+        .map_err(|_| format!("'{addr}' is not an IP address (-B)"))?;
+    Ok((ip, dev))
+}
+
+/// Build the client spec from the flags, or say which flag is wrong.
+pub fn client_spec(a: &IperfArgs, host: &str) -> Result<ClientSpec, String> {
+    let mut spec = ClientSpec::new(host);
+    if a.port.len() > 1 {
+        return Err("a client takes one port (-p)".into());
+    }
+    if let Some(p) = a.port.first() {
+        spec.port = *p;
+    }
+    if a.udp {
+        return Err("UDP tests (-u) are not supported yet".into());
+    }
+    if a.reverse && a.bidir {
+        return Err("cannot be both reverse and bidirectional".into());
+    }
+    if a.v4 && a.v6 {
+        return Err("-4 and -6 exclude each other".into());
+    }
+    let p = &mut spec.params;
+    p.protocol = Protocol::Tcp;
+    p.direction = if a.bidir {
+        Direction::Bidir
+    } else if a.reverse {
+        Direction::Receive
+    } else {
+        Direction::Send
+    };
+    p.parallel = a.parallel;
+    p.omit = a.omit;
+    if let Some(n) = &a.bytes {
+        p.num = parse_suffixed(n, false).map_err(|e| format!("-n: {e}"))?;
+    }
+    if let Some(k) = &a.blockcount {
+        p.blockcount = parse_suffixed(k, false).map_err(|e| format!("-k: {e}"))?;
+    }
+    p.time = match a.time {
+        Some(t) => t,
+        None if p.num > 0 || p.blockcount > 0 => 0,
+        None => 10,
+    };
+    if let Some(b) = &a.bitrate {
+        let (rate, burst) = match b.split_once('/') {
+            Some((r, n)) => (r, Some(n)),
+            None => (b.as_str(), None),
+        };
+        p.bandwidth = parse_suffixed(rate, true).map_err(|e| format!("-b: {e}"))?;
+        if let Some(n) = burst {
+            p.burst = n
+                .parse()
+                .map_err(|_| format!("-b: burst '{n}' is not a number"))?;
+        }
+    }
+    if let Some(l) = &a.length {
+        let len = parse_suffixed(l, false).map_err(|e| format!("-l: {e}"))?;
+        if len == 0 || len > wire::MAX_TCP_BLKSIZE as u64 {
+            return Err(format!(
+                "block size {len} out of range (1..{} bytes) (-l)",
+                wire::MAX_TCP_BLKSIZE
+            ));
+        }
+        p.len = len as u32;
+    }
+    if let Some(w) = &a.window {
+        let w = parse_suffixed(w, false).map_err(|e| format!("-w: {e}"))?;
+        if w > i32::MAX as u64 {
+            return Err("window too large (-w)".into());
+        }
+        p.window = Some(w as u32);
+    }
+    p.mss = a.mss;
+    p.nodelay = a.nodelay;
+    p.congestion = a.congestion.clone();
+    p.get_server_output = a.get_server_output;
+    p.title = a.title.clone();
+    p.extra_data = a.extra_data.clone();
+    p.tos = a.tos.unwrap_or(0);
+    if p.tos > 255 {
+        return Err("TOS must be 0..255 (-S)".into());
+    }
+    spec.interval = a.interval;
+    spec.sock.window = p.window;
+    spec.sock.mss = p.mss;
+    spec.sock.nodelay = p.nodelay;
+    spec.sock.tos = p.tos;
+    spec.sock.congestion = p.congestion.clone();
+    if let Some(b) = &a.bind {
+        let (ip, dev) = parse_bind(b)?;
+        spec.sock.bind = Some(ip);
+        if dev.is_some() {
+            spec.sock.bind_dev = dev;
+        }
+    }
+    if let Some(d) = &a.bind_dev {
+        spec.sock.bind_dev = Some(d.clone());
+    }
+    spec.sock.cport = a.cport.unwrap_or(0);
+    if let Some(ms) = a.connect_timeout {
+        spec.connect_timeout = Duration::from_millis(ms.max(1));
+    }
+    spec.family = if a.v4 {
+        Family::V4
+    } else if a.v6 {
+        Family::V6
+    } else {
+        Family::Any
+    };
+    spec.validate()?;
+    Ok(spec)
+}
+
+fn out(s: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(s.as_bytes());
+    let _ = o.flush();
+}
+
+/// Run the client as iperf3 would; returns the process exit code.
+pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
+    let spec = match client_spec(a, host) {
+        Ok(s) => s,
+        Err(e) => return fail(a.json, &format!("parameter error - {e}")),
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let cancel = std::sync::Arc::new(tokio::sync::Notify::new());
+    let c2 = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            c2.notify_one();
+        }
+    });
+    let json = a.json;
+    let printer = tokio::spawn(async move {
+        let mut hdr: Option<Report> = None;
+        let mut first = true;
+        while let Some(ev) = rx.recv().await {
+            if json {
+                continue;
+            }
+            match ev {
+                Event::Started(r) => {
+                    out(&report::text_header(&r));
+                    hdr = Some(*r);
+                }
+                Event::Interval(rec) => {
+                    if let Some(h) = &hdr {
+                        out(&report::text_interval(h, &rec, first));
+                        first = false;
+                    }
+                }
+            }
+        }
+    });
+    let res = client::run(spec, Some(tx), Some(cancel)).await;
+    let _ = printer.await;
+    match res {
+        Ok(r) => {
+            if json {
+                out(&format!("{}\n", json_text(&report::to_iperf3_json(&r))));
+            } else {
+                out(&report::text_summary(&r));
+                if let Some(t) = &r.server_output_text {
+                    out(&format!("\nServer output:\n{t}"));
+                }
+                if let Some(j) = &r.server_output_json {
+                    out(&format!("\nServer JSON output:\n{}\n", json_text(j)));
+                }
+                out("\niperf Done.\n");
+            }
+            0
+        }
+        Err(e) => {
+            if json {
+                let doc = match &e.partial {
+                    Some(p) => report::to_iperf3_json(p),
+                    None => report::error_json(&e.message),
+                };
+                out(&format!("{}\n", json_text(&doc)));
+            } else {
+                if let Some(p) = &e.partial {
+                    out(&report::text_summary(&Report {
+                        error: None,
+                        ..(**p).clone()
+                    }));
+                }
+                eprintln!("netperfd: error - {}", e.message);
+            }
+            1
+        }
+    }
+}
+
+fn json_text(v: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|_| "{}".into())
+}
+
+fn fail(json: bool, msg: &str) -> i32 {
+    if json {
+        out(&format!("{}\n", json_text(&report::error_json(msg))));
+    } else {
+        eprintln!("netperfd: {msg}");
+    }
+    1
+}
+
+/// Server config from the flags.
+pub fn server_config(a: &IperfArgs) -> Result<ServerConfig, String> {
+    if a.client.is_some() {
+        return Err("cannot be both client and server".into());
+    }
+    let mut cfg = ServerConfig {
+        one_off: a.one_off,
+        json: a.json,
+        interval: if a.interval > 0.0 { a.interval } else { 1.0 },
+        ..ServerConfig::default()
+    };
+    if !a.port.is_empty() {
+        cfg.ports = a.port.clone();
+    }
+    if cfg.ports.contains(&0) {
+        return Err("port must be 1..65535 (-p)".into());
+    }
+    if let Some(b) = &a.bind {
+        cfg.bind = Some(parse_bind(b)?.0);
+    }
+    Ok(cfg)
+}
+
+/// Run the server as iperf3 would; returns the exit code.
+pub async fn run_server(a: &IperfArgs) -> i32 {
+    let cfg = match server_config(a) {
+        Ok(c) => c,
+        Err(e) => return fail(a.json, &format!("parameter error - {e}")),
+    };
+    let json = a.json;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let banner = |n: u64, ports: &[u16]| {
+        let ports: Vec<String> = ports.iter().map(|p| p.to_string()).collect();
+        format!(
+            "-----------------------------------------------------------\nServer listening on {} (test #{n})\n-----------------------------------------------------------\n",
+            ports.join(", ")
+        )
+    };
+    if !json {
+        out(&banner(1, &cfg.ports));
+    }
+    let ports = cfg.ports.clone();
+    let printer = tokio::spawn(async move {
+        let mut reports: HashMap<u64, (Report, bool)> = HashMap::new();
+        let mut tests = 1;
+        while let Some(ev) = rx.recv().await {
+            match ev {
+                ServerEvent::Started { session, report } => {
+                    if !json {
+                        out(&report::text_header(&report));
+                    }
+                    reports.insert(session, (*report, true));
+                }
+                ServerEvent::Interval { session, record } => {
+                    if let (false, Some((r, first))) = (json, reports.get_mut(&session)) {
+                        out(&report::text_interval(r, &record, *first));
+                        *first = false;
+                    }
+                }
+                ServerEvent::Finished { session, report, .. } => {
+                    reports.remove(&session);
+                    if json {
+                        out(&format!("{}\n", json_text(&report::to_iperf3_json(&report))));
+                    } else {
+                        out(&report::text_summary(&report));
+                        tests += 1;
+                        out(&banner(tests, &ports));
+                    }
+                }
+            }
+        }
+    });
+    let shutdown = std::sync::Arc::new(tokio::sync::Notify::new());
+    let s2 = shutdown.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            s2.notify_one();
+        }
+    });
+    let r = server::serve(cfg, Some(tx), Some(shutdown)).await;
+    // Let the printer drain what the last session reported.
+    let _ = tokio::time::timeout(Duration::from_millis(500), printer).await;
+    match r {
+        Ok(()) => 0,
+        Err(e) => fail(json, &format!("error - {e}")),
+    }
+}

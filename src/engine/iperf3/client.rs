@@ -1,0 +1,513 @@
+//! iperf3 client: drives one test against a stock `iperf3 -s` (or our server) over the control
+//! protocol of `shared/docs/iperf3-protocol.md` §2, runs the data phase, and returns the
+//! merged report. Progress is sent as [`Event`]s while the test runs.
+
+use super::wire::{self, ierr, Direction, Params, Protocol, Results, State, WireError};
+use crate::engine::net::{self, Family, SockOpts};
+use crate::engine::report::{Connected, IntervalRecord, Report, Role};
+use crate::engine::session::{merge_remote, DataPhase, DataStream};
+use crate::engine::stats::{system_info, CpuMark, CpuUtil};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, Notify};
+
+/// What to run: iperf3's client options.
+#[derive(Debug, Clone)]
+pub struct ClientSpec {
+    /// Server host name or address (`-c`).
+    pub host: String,
+    /// Server port (`-p`), default 5201.
+    pub port: u16,
+    /// Parameters sent to the server.
+    pub params: Params,
+    /// Reporting interval in seconds (`-i`), default 1.
+    pub interval: f64,
+    /// Socket options: `-B`, `--bind-dev`, `--cport`, `-w`, `-M`, `-N`, `-S`, `-C`.
+    pub sock: SockOpts,
+    /// `-4` / `-6`.
+    pub family: Family,
+    /// Control connection timeout (`--connect-timeout`), default 10 s.
+    pub connect_timeout: Duration,
+}
+
+impl ClientSpec {
+    /// A TCP test of `duration` seconds against `host:5201` with iperf3's defaults.
+    pub fn new(host: &str) -> ClientSpec {
+        ClientSpec {
+            host: host.to_string(),
+            port: wire::DEFAULT_PORT,
+            params: Params::default(),
+            interval: 1.0,
+            sock: SockOpts::default(),
+            family: Family::Any,
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// Check the spec before anything is sent. Errors name the option.
+    pub fn validate(&self) -> Result<(), String> {
+        let p = &self.params;
+        if self.host.trim().is_empty() {
+            return Err("peer host is empty".into());
+        }
+        if self.port == 0 {
+            return Err("port must be 1..65535".into());
+        }
+        if p.protocol != Protocol::Tcp {
+            return Err("only TCP tests are supported so far (UDP comes with the UDP issue)".into());
+        }
+        if p.parallel == 0 || p.parallel > wire::MAX_PARALLEL {
+            return Err(format!(
+                "parallel streams must be 1..={} (-P)",
+                wire::MAX_PARALLEL
+            ));
+        }
+        if p.len == 0 || p.len as usize > wire::MAX_TCP_BLKSIZE {
+            return Err(format!(
+                "block size must be 1..={} bytes (-l)",
+                wire::MAX_TCP_BLKSIZE
+            ));
+        }
+        if p.time > 86_400 || p.omit > 86_400 {
+            return Err("duration and omit must be at most 86400 s (-t, -O)".into());
+        }
+        if p.time == 0 && p.num == 0 && p.blockcount == 0 {
+            return Err("a test needs a duration (-t), a byte count (-n) or a block count (-k)".into());
+        }
+        if !(self.interval == 0.0 || (0.1..=60.0).contains(&self.interval)) {
+            return Err("interval must be 0.1..60 s (-i)".into());
+        }
+        if let Some(w) = p.window {
+            if w < 1024 || w > i32::MAX as u32 / 2 {
+                return Err("window must be 1 KiB..1 GiB (-w)".into());
+            }
+        }
+        if let Some(m) = p.mss {
+            if !(88..=9000).contains(&m) {
+                return Err("MSS must be 88..9000 bytes (-M)".into());
+            }
+        }
+        if let Some(c) = &p.congestion {
+            if c.is_empty() || c.len() > 15 || !c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+                return Err(format!("'{c}' is not a congestion control name (-C)"));
+            }
+        }
+        if let Some(d) = &self.sock.bind_dev {
+            if d.is_empty() || d.len() > 15 || d.contains('/') {
+                return Err(format!("'{d}' is not an interface name (--bind-dev)"));
+            }
+        }
+        let ser = serde_json::to_vec(&p.to_json()).map_err(|e| e.to_string())?;
+        if ser.len() > wire::MAX_PARAMS_JSON as usize {
+            return Err("title and extra data make the parameters longer than 8 KiB".into());
+        }
+        Ok(())
+    }
+}
+
+/// Progress of a running client test.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// Streams are connected; the report so far (header fields only).
+    Started(Box<Report>),
+    /// One interval sample.
+    Interval(IntervalRecord),
+}
+
+/// A failed test: the message (iperf3's wording where there is one) and whatever report
+/// had been built so far.
+#[derive(Debug)]
+pub struct ClientError {
+    pub message: String,
+    pub partial: Option<Box<Report>>,
+    /// True when the user (or a signal) stopped the test.
+    pub aborted: bool,
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+fn err(message: impl Into<String>) -> ClientError {
+    ClientError {
+        message: message.into(),
+        partial: None,
+        aborted: false,
+    }
+}
+
+const CONTROL_TIMEOUT: Duration = Duration::from_secs(30);
+
+async fn expect_state(ctrl: &mut TcpStream, want: State, limit: Duration) -> Result<(), ClientError> {
+    let b = wire::read_state(ctrl, limit).await.map_err(|e| match e {
+        WireError::Closed => err(wire::ierr_text(ierr::IECTRLCLOSE)),
+        e => err(format!("unable to receive control message: {e}")),
+    })?;
+    if b == want.byte() {
+        return Ok(());
+    }
+    Err(state_error(ctrl, b).await)
+}
+
+async fn state_error(ctrl: &mut TcpStream, b: u8) -> ClientError {
+    match State::from_byte(b) {
+        Some(State::AccessDenied) => err(wire::ierr_text(ierr::IEACCESSDENIED)),
+        Some(State::ServerError) => {
+            let mut w = [0u8; 8];
+            let _ = wire::read_exact_timeout(ctrl, &mut w[..4], Duration::from_secs(5), "error").await;
+            let code = i32::from_be_bytes([w[0], w[1], w[2], w[3]]);
+            let mut msg = wire::ierr_text(code);
+            if wire::read_exact_timeout(ctrl, &mut w[4..], Duration::from_secs(1), "errno")
+                .await
+                .is_ok()
+            {
+                let errno = i32::from_be_bytes([w[4], w[5], w[6], w[7]]);
+                if errno != 0 {
+                    msg = format!("{msg}: {}", std::io::Error::from_raw_os_error(errno));
+                }
+            }
+            err(msg)
+        }
+        Some(State::ServerTerminate) => err(wire::ierr_text(ierr::IESERVERTERM)),
+        _ => err(format!(
+            "{} (got byte 0x{b:02x})",
+            wire::ierr_text(ierr::IEMESSAGE)
+        )),
+    }
+}
+
+/// Run one test. `events` receives progress; `cancel` (when notified) stops the test early,
+/// telling the server CLIENT_TERMINATE. Returns the final report or an error.
+pub async fn run(
+    spec: ClientSpec,
+    events: Option<mpsc::UnboundedSender<Event>>,
+    cancel: Option<Arc<Notify>>,
+) -> Result<Report, ClientError> {
+    spec.validate().map_err(err)?;
+    let params = spec.params.clone();
+    let peer = {
+        let (h, p, f) = (spec.host.clone(), spec.port, spec.family);
+        tokio::task::spawn_blocking(move || net::resolve(&h, p, f))
+            .await
+            .map_err(|e| err(e.to_string()))?
+            .map_err(|e| err(format!("unable to resolve host '{}': {e}", spec.host)))?
+    };
+    let started_wall = chrono::Utc::now().timestamp();
+    let ctrl_opts = SockOpts {
+        bind: spec.sock.bind,
+        bind_dev: spec.sock.bind_dev.clone(),
+        ..Default::default()
+    };
+    let ct = spec.connect_timeout;
+    let std_ctrl = tokio::task::spawn_blocking(move || net::connect_tcp(peer, &ctrl_opts, 0, false, ct))
+        .await
+        .map_err(|e| err(e.to_string()))?
+        .map_err(|e| err(format!("unable to connect to server {peer}: {e}")))?;
+    net::keepalive(&std_ctrl, Duration::from_secs(5), Duration::from_secs(2), 3);
+    let mss_default = net::mss(&std_ctrl);
+    std_ctrl.set_nonblocking(true).map_err(|e| err(e.to_string()))?;
+    let local_ctrl = std_ctrl.local_addr().map_err(|e| err(e.to_string()))?;
+    let mut ctrl = TcpStream::from_std(std_ctrl).map_err(|e| err(e.to_string()))?;
+    let cookie = wire::make_cookie();
+    use tokio::io::AsyncWriteExt;
+    ctrl.write_all(&cookie)
+        .await
+        .map_err(|e| err(format!("unable to send cookie to server: {e}")))?;
+    expect_state(&mut ctrl, State::ParamExchange, CONTROL_TIMEOUT).await?;
+    wire::write_json(&mut ctrl, &params.to_json())
+        .await
+        .map_err(|e| err(format!("unable to send parameters to server: {e}")))?;
+    expect_state(&mut ctrl, State::CreateStreams, CONTROL_TIMEOUT).await?;
+
+    // Data streams: senders first, then receivers (bidir); ids 1, 3, 4, …
+    let n_send = params.client_send_streams() as usize;
+    let total = params.total_streams() as usize;
+    let mut streams = Vec::with_capacity(total);
+    let data_opts = SockOpts {
+        bind: spec.sock.bind.or(Some(local_ctrl.ip())),
+        bind_dev: spec.sock.bind_dev.clone(),
+        cport: spec.sock.cport,
+        window: params.window,
+        mss: params.mss,
+        nodelay: params.nodelay,
+        tos: params.tos,
+        congestion: params.congestion.clone(),
+    };
+    for i in 0..total {
+        let opts = data_opts.clone();
+        let cport = if opts.cport != 0 {
+            opts.cport.saturating_add(i as u16)
+        } else {
+            0
+        };
+        let ck = cookie;
+        let s = tokio::task::spawn_blocking(move || -> std::io::Result<std::net::TcpStream> {
+            let mut s = net::connect_tcp(peer, &opts, cport, true, ct)?;
+            use std::io::Write;
+            s.write_all(&ck)?;
+            Ok(s)
+        })
+        .await
+        .map_err(|e| err(e.to_string()))?
+        .map_err(|e| err(format!("unable to connect stream: {e}")))?;
+        let ds = DataStream::new(wire::stream_id(i), i < n_send, s).map_err(|e| err(e.to_string()))?;
+        streams.push(ds);
+    }
+    let (sndbuf, rcvbuf) = streams.first().map(|s| s.buffers()).unwrap_or((0, 0));
+    let connected: Vec<Connected> = streams
+        .iter()
+        .map(|s| Connected {
+            socket: s.socket_no,
+            local_host: net::ip_text(s.local.ip()),
+            local_port: s.local.port(),
+            remote_host: net::ip_text(s.remote.ip()),
+            remote_port: s.remote.port(),
+        })
+        .collect();
+    let congestion = streams.first().and_then(|s| s.congestion());
+    let mut report = Report {
+        role: Role::Client,
+        params: params.clone(),
+        cookie: wire::cookie_str(&cookie),
+        peer_host: spec.host.clone(),
+        peer_port: spec.port,
+        local_host: net::ip_text(local_ctrl.ip()),
+        local_port: local_ctrl.port(),
+        system_info: system_info(),
+        timestamp: started_wall,
+        connected,
+        tcp_mss_default: mss_default,
+        sndbuf_actual: sndbuf,
+        rcvbuf_actual: rcvbuf,
+        intervals: Vec::new(),
+        streams: Vec::new(),
+        cpu_local: CpuUtil::default(),
+        cpu_remote: CpuUtil::default(),
+        sender_congestion: None,
+        receiver_congestion: None,
+        server_output_text: None,
+        server_output_json: None,
+        error: None,
+    };
+    let mut phase = DataPhase::new(params.clone(), streams, spec.interval);
+
+    expect_state(&mut ctrl, State::TestStart, CONTROL_TIMEOUT).await?;
+    let cpu = CpuMark::now();
+    expect_state(&mut ctrl, State::TestRunning, CONTROL_TIMEOUT).await?;
+    let check_recv = params.client_recv_streams() > 0;
+    phase
+        .start(check_recv)
+        .map_err(|e| err(format!("unable to start stream threads: {e}")))?;
+    if let Some(tx) = &events {
+        let _ = tx.send(Event::Started(Box::new(report.clone())));
+    }
+
+    let outcome = drive(&spec, &mut phase, &mut ctrl, &events, cancel.as_deref()).await;
+    let final_rec = phase.finish();
+    if let (Some(rec), Some(tx)) = (&final_rec, &events) {
+        let _ = tx.send(Event::Interval(rec.clone()));
+    }
+    phase.request_stop();
+    let cpu_local = cpu.util_since();
+    report.cpu_local = cpu_local;
+    report.streams = phase.local_summaries();
+    report.intervals = phase.intervals.clone();
+    if phase.has_retransmits() {
+        report.sender_congestion = congestion.clone();
+    } else {
+        report.receiver_congestion = congestion.clone();
+    }
+    match outcome {
+        Drive::Ended => {}
+        Drive::Failed(msg, aborted) => {
+            if aborted {
+                let _ = wire::write_state(&mut ctrl, State::ClientTerminate).await;
+            }
+            stop_phase(phase).await;
+            report.error = Some(msg.clone());
+            return Err(ClientError {
+                message: msg,
+                partial: Some(Box::new(report)),
+                aborted,
+            });
+        }
+    }
+
+    // TEST_END → EXCHANGE_RESULTS → our results → theirs → DISPLAY_RESULTS → IPERF_DONE.
+    let fail = |report: &Report, msg: String| ClientError {
+        message: msg.clone(),
+        partial: Some(Box::new(Report {
+            error: Some(msg),
+            ..report.clone()
+        })),
+        aborted: false,
+    };
+    if let Err(e) = wire::write_state(&mut ctrl, State::TestEnd).await {
+        stop_phase(phase).await;
+        return Err(fail(&report, format!("unable to send TEST_END: {e}")));
+    }
+    if let Err(e) = expect_state(&mut ctrl, State::ExchangeResults, CONTROL_TIMEOUT).await {
+        stop_phase(phase).await;
+        return Err(fail(&report, e.message));
+    }
+    let sender_has_retransmits = if phase.has_retransmits() { 1 } else { -1 };
+    let mine = Results {
+        cpu_util_total: cpu_local.total,
+        cpu_util_user: cpu_local.user,
+        cpu_util_system: cpu_local.system,
+        sender_has_retransmits,
+        congestion_used: congestion,
+        server_output_text: None,
+        server_output_json: None,
+        streams: report
+            .streams
+            .iter()
+            .map(|s| wire::StreamResult {
+                id: s.id,
+                bytes: if s.local_sender {
+                    s.sender.bytes
+                } else {
+                    s.receiver.map(|r| r.bytes).unwrap_or(0)
+                },
+                retransmits: if s.local_sender { s.retransmits } else { -1 },
+                jitter: 0.0,
+                errors: 0,
+                omitted_errors: 0,
+                packets: 0,
+                omitted_packets: 0,
+                start_time: 0.0,
+                end_time: phase.measured_seconds(),
+            })
+            .collect(),
+    };
+    if let Err(e) = wire::write_json(&mut ctrl, &mine.to_json()).await {
+        stop_phase(phase).await;
+        return Err(fail(&report, format!("unable to send results: {e}")));
+    }
+    let theirs = match wire::read_json(&mut ctrl, wire::MAX_RESULTS_JSON, CONTROL_TIMEOUT)
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|v| Results::from_json(&v).map_err(|e| e.to_string()))
+    {
+        Ok(r) => r,
+        Err(e) => {
+            stop_phase(phase).await;
+            return Err(fail(&report, format!("unable to receive results: {e}")));
+        }
+    };
+    if let Err(e) = merge_remote(&mut report.streams, &theirs) {
+        stop_phase(phase).await;
+        return Err(fail(&report, e));
+    }
+    report.cpu_remote = CpuUtil {
+        total: theirs.cpu_util_total,
+        user: theirs.cpu_util_user,
+        system: theirs.cpu_util_system,
+    };
+    if let Some(c) = &theirs.congestion_used {
+        if report.sender_congestion.is_none() {
+            report.sender_congestion = Some(c.clone());
+        } else if report.receiver_congestion.is_none() {
+            report.receiver_congestion = Some(c.clone());
+        }
+    }
+    report.server_output_text = theirs.server_output_text.clone();
+    report.server_output_json = theirs.server_output_json.clone();
+    let display = expect_state(&mut ctrl, State::DisplayResults, CONTROL_TIMEOUT).await;
+    stop_phase(phase).await;
+    if let Err(e) = display {
+        return Err(fail(&report, e.message));
+    }
+    let _ = wire::write_state(&mut ctrl, State::IperfDone).await;
+    let _ = ctrl.shutdown().await;
+    Ok(report)
+}
+
+async fn stop_phase(mut phase: DataPhase) {
+    let _ = tokio::task::spawn_blocking(move || phase.stop()).await;
+}
+
+enum Drive {
+    Ended,
+    Failed(String, bool),
+}
+
+/// The running part: interval ticks, the end timer, byte/block targets, the omit timer, and
+/// anything the server says on the control connection meanwhile.
+async fn drive(
+    spec: &ClientSpec,
+    phase: &mut DataPhase,
+    ctrl: &mut TcpStream,
+    events: &Option<mpsc::UnboundedSender<Event>>,
+    cancel: Option<&Notify>,
+) -> Drive {
+    let p = &spec.params;
+    let interval = if spec.interval > 0.0 { spec.interval } else { 3600.0 };
+    let mut tick = tokio::time::interval_at(
+        tokio::time::Instant::now() + Duration::from_secs_f64(interval),
+        Duration::from_secs_f64(interval),
+    );
+    let start = tokio::time::Instant::now();
+    let omit_at = start + Duration::from_secs(p.omit as u64);
+    let end_at = if p.time > 0 {
+        Some(start + Duration::from_secs((p.time + p.omit) as u64))
+    } else {
+        None
+    };
+    let mut omit_pending = p.omit > 0;
+    let never = Arc::new(Notify::new());
+    let cancel = cancel.unwrap_or(&never);
+    let mut b = [0u8; 1];
+    use tokio::io::AsyncReadExt;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                if let Some(rec) = phase.sample() {
+                    if let Some(tx) = events { let _ = tx.send(Event::Interval(rec)); }
+                }
+            }
+            _ = tokio::time::sleep_until(omit_at), if omit_pending => {
+                omit_pending = false;
+                if let Some(rec) = phase.end_omit() {
+                    if let Some(tx) = events { let _ = tx.send(Event::Interval(rec)); }
+                }
+                tick.reset();
+            }
+            _ = async { match end_at { Some(t) => tokio::time::sleep_until(t).await, None => std::future::pending().await } } => {
+                if !phase.omitting() { return Drive::Ended; }
+            }
+            _ = phase.shared.wake.notified() => {
+                if let Some(e) = phase.shared.error() {
+                    return Drive::Failed(e, false);
+                }
+                if !phase.omitting() && (phase.shared.send_limit_reached() || phase.shared.recv_limit_reached()) {
+                    return Drive::Ended;
+                }
+            }
+            _ = cancel.notified() => {
+                return Drive::Failed("interrupt - the client has terminated".into(), true);
+            }
+            r = ctrl.read(&mut b) => {
+                match r {
+                    Ok(0) | Err(_) => return Drive::Failed(wire::ierr_text(ierr::IECTRLCLOSE), false),
+                    Ok(_) => {
+                        let e = state_error(ctrl, b[0]).await;
+                        return Drive::Failed(e.message, false);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The direction as a word for tables and history: the local side sends, receives, or both.
+pub fn direction_word(d: Direction, role: Role) -> &'static str {
+    match (d, role) {
+        (Direction::Bidir, _) => "bidir",
+        (Direction::Send, Role::Client) | (Direction::Receive, Role::Server) => "send",
+        _ => "receive",
+    }
+}

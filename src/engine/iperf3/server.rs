@@ -1,0 +1,549 @@
+//! iperf3 server: accepts stock `iperf3 -c` clients (and ours) on one or more ports, several
+//! tests at once. Every new connection first sends a 37-byte cookie; a cookie that belongs to
+//! a session waiting for its streams makes the connection a data stream of that session,
+//! anything else starts a new control session. A session whose client misbehaves or vanishes
+//! ends alone, with a logged reason; the listener keeps serving.
+
+use super::wire::{self, ierr, Params, Protocol, Results, State, COOKIE_SIZE};
+use crate::engine::net;
+use crate::engine::report::{self, Connected, IntervalRecord, Report, Role};
+use crate::engine::session::{merge_remote, DataPhase, DataStream};
+use crate::engine::stats::{system_info, CpuMark, CpuUtil};
+use crate::engine::RunStatus;
+use socket2::{Domain, Socket, Type};
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, Notify};
+
+/// How the server runs.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// TCP ports to listen on (`-p`, repeatable), default [5201].
+    pub ports: Vec<u16>,
+    /// Address to bind (`-B`); default: all addresses, IPv4 and IPv6.
+    pub bind: Option<IpAddr>,
+    /// Reporting interval in seconds (`-i`).
+    pub interval: f64,
+    /// Exit after one test (`-1`).
+    pub one_off: bool,
+    /// The server's own output is JSON (`-J`): `--get-server-output` then returns JSON.
+    pub json: bool,
+    /// Time a new connection has to send its 37-byte cookie.
+    pub cookie_timeout: Duration,
+    /// A running test with no bytes moved for this long is aborted (peer vanished).
+    pub stall_timeout: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            ports: vec![wire::DEFAULT_PORT],
+            bind: None,
+            interval: 1.0,
+            one_off: false,
+            json: false,
+            cookie_timeout: Duration::from_secs(10),
+            stall_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What the server reports about its sessions.
+#[derive(Debug, Clone)]
+pub enum ServerEvent {
+    /// Streams are up; the test starts now.
+    Started { session: u64, report: Box<Report> },
+    /// One interval of a running test.
+    Interval { session: u64, record: IntervalRecord },
+    /// The test ended (completed, failed or aborted), with what was measured.
+    Finished {
+        session: u64,
+        report: Box<Report>,
+        status: RunStatus,
+    },
+}
+
+type Pending = Mutex<HashMap<[u8; COOKIE_SIZE], mpsc::Sender<TcpStream>>>;
+
+struct Inner {
+    cfg: ServerConfig,
+    pending: Pending,
+    next: AtomicU64,
+    events: Option<mpsc::UnboundedSender<ServerEvent>>,
+    done: Notify,
+}
+
+/// Bind a listening socket: `bind` or the IPv6 any-address in dual-stack mode (falling back
+/// to IPv4 when the host has no IPv6).
+pub fn bind_listener(bind: Option<IpAddr>, port: u16) -> std::io::Result<TcpListener> {
+    let mk = |addr: SocketAddr, dual: bool| -> std::io::Result<std::net::TcpListener> {
+        let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+        s.set_reuse_address(true)?;
+        if dual {
+            s.set_only_v6(false)?;
+        }
+        s.bind(&addr.into())?;
+        s.listen(128)?;
+        s.set_nonblocking(true)?;
+        Ok(s.into())
+    };
+    let l = match bind {
+        Some(ip) => mk(SocketAddr::new(ip, port), false)?,
+        None => match mk(SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), port), true) {
+            Ok(l) => l,
+            Err(_) => mk(SocketAddr::new(IpAddr::from([0u8, 0, 0, 0]), port), false)?,
+        },
+    };
+    TcpListener::from_std(l)
+}
+
+/// Serve until `shutdown` is notified (or after one test with `one_off`). Errors only when a
+/// listener cannot be bound.
+pub async fn serve(
+    cfg: ServerConfig,
+    events: Option<mpsc::UnboundedSender<ServerEvent>>,
+    shutdown: Option<Arc<Notify>>,
+) -> std::io::Result<()> {
+    let mut listeners = Vec::new();
+    for &port in &cfg.ports {
+        let l = bind_listener(cfg.bind, port).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("unable to listen on port {port}: {e}"))
+        })?;
+        listeners.push(l);
+    }
+    serve_listeners(listeners, cfg, events, shutdown).await
+}
+
+/// Like [`serve`], on listeners bound by the caller.
+pub async fn serve_listeners(
+    listeners: Vec<TcpListener>,
+    cfg: ServerConfig,
+    events: Option<mpsc::UnboundedSender<ServerEvent>>,
+    shutdown: Option<Arc<Notify>>,
+) -> std::io::Result<()> {
+    let inner = Arc::new(Inner {
+        cfg,
+        pending: Mutex::new(HashMap::new()),
+        next: AtomicU64::new(1),
+        events,
+        done: Notify::new(),
+    });
+    let mut tasks = Vec::new();
+    for l in listeners {
+        let inner = inner.clone();
+        tasks.push(tokio::spawn(async move {
+            loop {
+                match l.accept().await {
+                    Ok((s, peer)) => {
+                        let inner = inner.clone();
+                        tokio::spawn(async move { handle_conn(inner, s, peer).await });
+                    }
+                    Err(e) => {
+                        tracing::warn!("accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            }
+        }));
+    }
+    let never = Arc::new(Notify::new());
+    let shutdown = shutdown.unwrap_or(never);
+    tokio::select! {
+        _ = shutdown.notified() => {}
+        _ = inner.done.notified(), if inner.cfg.one_off => {}
+    }
+    for t in tasks {
+        t.abort();
+    }
+    Ok(())
+}
+
+async fn handle_conn(inner: Arc<Inner>, mut s: TcpStream, peer: SocketAddr) {
+    let _ = s.set_nodelay(true);
+    let mut cookie = [0u8; COOKIE_SIZE];
+    if let Err(e) = wire::read_exact_timeout(&mut s, &mut cookie, inner.cfg.cookie_timeout, "the cookie").await {
+        tracing::warn!(%peer, "closing connection: unable to receive cookie at server ({e})");
+        return;
+    }
+    let tx = inner
+        .pending
+        .lock()
+        .ok()
+        .and_then(|m| m.get(&cookie).cloned());
+    if let Some(tx) = tx {
+        if let Err(mpsc::error::TrySendError::Full(mut s) | mpsc::error::TrySendError::Closed(mut s)) =
+            tx.try_send(s)
+        {
+            tracing::warn!(%peer, "extra data stream refused");
+            let _ = s.write_all(&[State::AccessDenied.byte()]).await;
+        }
+        return;
+    }
+    let id = inner.next.fetch_add(1, Ordering::Relaxed);
+    session(inner, s, peer, cookie, id).await;
+}
+
+/// Why a session ended early.
+struct Stop {
+    status: RunStatus,
+    reason: String,
+}
+
+fn stop(status: RunStatus, reason: impl Into<String>) -> Stop {
+    Stop {
+        status,
+        reason: reason.into(),
+    }
+}
+
+async fn session(inner: Arc<Inner>, mut ctrl: TcpStream, peer: SocketAddr, cookie: [u8; COOKIE_SIZE], id: u64) {
+    let local = ctrl.local_addr().unwrap_or(peer);
+    if wire::write_state(&mut ctrl, State::ParamExchange).await.is_err() {
+        return;
+    }
+    let params = match wire::read_json(&mut ctrl, wire::MAX_PARAMS_JSON, Duration::from_secs(30))
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|v| Params::from_json(&v).map_err(|e| e.to_string()))
+    {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::warn!(session = id, %peer, "closing session: bad parameters: {e}");
+            let _ = wire::write_server_error(&mut ctrl, ierr::IERECVPARAMS, 0).await;
+            return;
+        }
+    };
+    if params.protocol != Protocol::Tcp {
+        tracing::warn!(session = id, %peer, "closing session: {} tests are not supported yet", params.protocol.name());
+        let _ = wire::write_server_error(&mut ctrl, ierr::IEUNIMP, 0).await;
+        return;
+    }
+    let total = params.total_streams() as usize;
+    let (tx, mut rx) = mpsc::channel::<TcpStream>(total);
+    if let Ok(mut m) = inner.pending.lock() {
+        m.insert(cookie, tx);
+    }
+    let unregister = |inner: &Inner| {
+        if let Ok(mut m) = inner.pending.lock() {
+            m.remove(&cookie);
+        }
+    };
+    if wire::write_state(&mut ctrl, State::CreateStreams).await.is_err() {
+        unregister(&inner);
+        return;
+    }
+    let mut socks = Vec::with_capacity(total);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut b = [0u8; 1];
+    while socks.len() < total {
+        tokio::select! {
+            s = rx.recv() => match s { Some(s) => socks.push(s), None => break },
+            r = ctrl.read(&mut b) => {
+                let why = match r { Ok(0) | Err(_) => "client closed the control connection while streams were being created".to_string(),
+                    Ok(_) => format!("unexpected control byte 0x{:02x} while streams were being created", b[0]) };
+                tracing::warn!(session = id, %peer, "closing session: {why}");
+                unregister(&inner);
+                return;
+            }
+            _ = tokio::time::sleep_until(deadline) => {
+                tracing::warn!(session = id, %peer, "closing session: only {} of {total} streams arrived within 30 s", socks.len());
+                unregister(&inner);
+                return;
+            }
+        }
+    }
+    unregister(&inner);
+    drop(rx);
+
+    let n_recv = params.client_send_streams() as usize;
+    let mut streams = Vec::with_capacity(total);
+    for (i, s) in socks.into_iter().enumerate() {
+        let std = match s.into_std() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(session = id, "closing session: {e}");
+                return;
+            }
+        };
+        apply_stream_opts(&std, &params);
+        match DataStream::new(wire::stream_id(i), i >= n_recv, std) {
+            Ok(d) => streams.push(d),
+            Err(e) => {
+                tracing::warn!(session = id, "closing session: {e}");
+                return;
+            }
+        }
+    }
+    let congestion = streams.first().and_then(|s| s.congestion());
+    let (sndbuf, rcvbuf) = streams.first().map(|s| s.buffers()).unwrap_or((0, 0));
+    let mut report = Report {
+        role: Role::Server,
+        params: params.clone(),
+        cookie: wire::cookie_str(&cookie),
+        peer_host: net::ip_text(peer.ip()),
+        peer_port: peer.port(),
+        local_host: net::ip_text(local.ip()),
+        local_port: local.port(),
+        system_info: system_info(),
+        timestamp: chrono::Utc::now().timestamp(),
+        connected: streams
+            .iter()
+            .map(|s| Connected {
+                socket: s.socket_no,
+                local_host: net::ip_text(s.local.ip()),
+                local_port: s.local.port(),
+                remote_host: net::ip_text(s.remote.ip()),
+                remote_port: s.remote.port(),
+            })
+            .collect(),
+        tcp_mss_default: 0,
+        sndbuf_actual: sndbuf,
+        rcvbuf_actual: rcvbuf,
+        intervals: Vec::new(),
+        streams: Vec::new(),
+        cpu_local: CpuUtil::default(),
+        cpu_remote: CpuUtil::default(),
+        sender_congestion: None,
+        receiver_congestion: None,
+        server_output_text: None,
+        server_output_json: None,
+        error: None,
+    };
+    tracing::info!(session = id, %peer, streams = total, direction = ?params.direction, "test started");
+    emit(&inner, ServerEvent::Started {
+        session: id,
+        report: Box::new(report.clone()),
+    });
+    let mut phase = DataPhase::new(params.clone(), streams, inner.cfg.interval);
+    let msg = [State::TestStart.byte(), State::TestRunning.byte()];
+    if ctrl.write_all(&msg[..]).await.is_err() {
+        finish(&inner, id, report, RunStatus::Aborted, Some("client closed the control connection at test start".into()));
+        return;
+    }
+    let cpu = CpuMark::now();
+    if let Err(e) = phase.start(false) {
+        finish(&inner, id, report, RunStatus::Failed, Some(format!("unable to start streams: {e}")));
+        return;
+    }
+    let outcome = run_phase(&inner, id, &mut phase, &mut ctrl).await;
+    let last = phase.finish();
+    if let Some(rec) = last {
+        emit(&inner, ServerEvent::Interval { session: id, record: rec });
+    }
+    report.cpu_local = cpu.util_since();
+    report.streams = phase.local_summaries();
+    report.intervals = phase.intervals.clone();
+    if phase.has_retransmits() {
+        report.sender_congestion = congestion.clone();
+    } else {
+        report.receiver_congestion = congestion.clone();
+    }
+    let measured = phase.measured_seconds();
+    let has_retr = phase.has_retransmits();
+    let _ = tokio::task::spawn_blocking(move || phase.stop()).await;
+    if let Err(s) = outcome {
+        tracing::warn!(session = id, %peer, "test ended early: {}", s.reason);
+        finish(&inner, id, report, s.status, Some(s.reason));
+        return;
+    }
+
+    // EXCHANGE_RESULTS: read the client's results first, then send ours.
+    if wire::write_state(&mut ctrl, State::ExchangeResults).await.is_err() {
+        finish(&inner, id, report, RunStatus::Aborted, Some("client vanished before the results exchange".into()));
+        return;
+    }
+    let theirs = match wire::read_json(&mut ctrl, wire::MAX_RESULTS_JSON, Duration::from_secs(30))
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|v| Results::from_json(&v).map_err(|e| e.to_string()))
+    {
+        Ok(r) => r,
+        Err(e) => {
+            finish(&inner, id, report, RunStatus::Failed, Some(format!("unable to receive results: {e}")));
+            return;
+        }
+    };
+    let mine_streams: Vec<wire::StreamResult> = report
+        .streams
+        .iter()
+        .map(|s| wire::StreamResult {
+            id: s.id,
+            bytes: if s.local_sender {
+                s.sender.bytes
+            } else {
+                s.receiver.map(|r| r.bytes).unwrap_or(0)
+            },
+            retransmits: if s.local_sender { s.retransmits } else { -1 },
+            start_time: 0.0,
+            end_time: measured,
+            ..Default::default()
+        })
+        .collect();
+    if let Err(e) = merge_remote(&mut report.streams, &theirs) {
+        let _ = wire::write_server_error(&mut ctrl, ierr::IESTREAMID, 0).await;
+        finish(&inner, id, report, RunStatus::Failed, Some(e));
+        return;
+    }
+    report.cpu_remote = CpuUtil {
+        total: theirs.cpu_util_total,
+        user: theirs.cpu_util_user,
+        system: theirs.cpu_util_system,
+    };
+    if let Some(c) = theirs.congestion_used.clone() {
+        if report.sender_congestion.is_none() {
+            report.sender_congestion = Some(c);
+        } else if report.receiver_congestion.is_none() {
+            report.receiver_congestion = Some(c);
+        }
+    }
+    let mut mine = Results {
+        cpu_util_total: report.cpu_local.total,
+        cpu_util_user: report.cpu_local.user,
+        cpu_util_system: report.cpu_local.system,
+        sender_has_retransmits: if has_retr { 1 } else { -1 },
+        congestion_used: congestion,
+        server_output_text: None,
+        server_output_json: None,
+        streams: mine_streams,
+    };
+    if params.get_server_output {
+        if inner.cfg.json {
+            mine.server_output_json = Some(report::to_iperf3_json(&report));
+        } else {
+            mine.server_output_text = Some(server_text(&report));
+        }
+    }
+    if wire::write_json(&mut ctrl, &mine.to_json()).await.is_err()
+        || wire::write_state(&mut ctrl, State::DisplayResults).await.is_err()
+    {
+        finish(&inner, id, report, RunStatus::Aborted, Some("client vanished during the results exchange".into()));
+        return;
+    }
+    // IPERF_DONE, or the client just closes: either is a normal end.
+    let _ = wire::read_state(&mut ctrl, Duration::from_secs(5)).await;
+    tracing::info!(session = id, %peer, "test completed");
+    finish(&inner, id, report, RunStatus::Completed, None);
+}
+
+/// The server's text for one test, as `--get-server-output` returns it.
+pub fn server_text(report: &Report) -> String {
+    let mut t = report::text_header(report);
+    for (i, rec) in report.intervals.iter().enumerate() {
+        t.push_str(&report::text_interval(report, rec, i == 0));
+    }
+    t.push_str(&report::text_summary(report));
+    t
+}
+
+fn apply_stream_opts(s: &std::net::TcpStream, p: &Params) {
+    let sock = socket2::SockRef::from(s);
+    if let Some(w) = p.window {
+        let _ = sock.set_send_buffer_size(w as usize);
+        let _ = sock.set_recv_buffer_size(w as usize);
+    }
+    if p.nodelay {
+        let _ = sock.set_nodelay(true);
+    }
+    if p.tos > 0 {
+        let _ = sock.set_tos(p.tos);
+    }
+    if let Some(c) = &p.congestion {
+        use std::os::fd::AsRawFd;
+        if let Err(e) = crate::engine::stats::set_tcp_congestion(s.as_raw_fd(), c) {
+            tracing::warn!("congestion control '{c}' not set on the server: {e}");
+        }
+    }
+    // A client that vanishes with data unacknowledged fails the writes within 10 s.
+    net::user_timeout(s, Duration::from_secs(10));
+}
+
+fn emit(inner: &Inner, ev: ServerEvent) {
+    if let Some(tx) = &inner.events {
+        let _ = tx.send(ev);
+    }
+}
+
+fn finish(inner: &Inner, id: u64, mut report: Report, status: RunStatus, error: Option<String>) {
+    report.error = error;
+    emit(
+        inner,
+        ServerEvent::Finished {
+            session: id,
+            report: Box::new(report),
+            status,
+        },
+    );
+    inner.done.notify_one();
+}
+
+async fn run_phase(inner: &Inner, id: u64, phase: &mut DataPhase, ctrl: &mut TcpStream) -> Result<(), Stop> {
+    let p = phase.params.clone();
+    let interval = inner.cfg.interval.max(0.1);
+    let start = tokio::time::Instant::now();
+    let mut tick = tokio::time::interval_at(
+        start + Duration::from_secs_f64(interval),
+        Duration::from_secs_f64(interval),
+    );
+    let mut watchdog = tokio::time::interval(Duration::from_secs(1));
+    let omit_at = start + Duration::from_secs(p.omit as u64);
+    let mut omit_pending = p.omit > 0;
+    let deadline = if p.time > 0 {
+        Some(start + Duration::from_secs((p.time + p.omit) as u64) + Duration::from_secs(10))
+    } else {
+        None
+    };
+    let mut last_progress = (0u64, tokio::time::Instant::now());
+    let mut b = [0u8; 1];
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                if let Some(rec) = phase.sample() {
+                    emit(inner, ServerEvent::Interval { session: id, record: rec });
+                }
+            }
+            _ = tokio::time::sleep_until(omit_at), if omit_pending => {
+                omit_pending = false;
+                if let Some(rec) = phase.end_omit() {
+                    emit(inner, ServerEvent::Interval { session: id, record: rec });
+                }
+                tick.reset();
+            }
+            _ = watchdog.tick() => {
+                let prog = phase.progress();
+                let sending_done = phase.shared.send_limit_reached();
+                if prog != last_progress.0 || sending_done {
+                    last_progress = (prog, tokio::time::Instant::now());
+                } else if last_progress.1.elapsed() >= inner.cfg.stall_timeout {
+                    return Err(stop(RunStatus::Aborted, format!(
+                        "no data for {} s: the client vanished", inner.cfg.stall_timeout.as_secs())));
+                }
+                if let Some(d) = deadline {
+                    if tokio::time::Instant::now() >= d {
+                        return Err(stop(RunStatus::Aborted, "the client did not end the test in time (duration + omit + 10 s)"));
+                    }
+                }
+            }
+            _ = phase.shared.wake.notified() => {
+                if let Some(e) = phase.shared.error() {
+                    return Err(stop(RunStatus::Aborted, format!("data stream failed, the client vanished ({e})")));
+                }
+            }
+            r = ctrl.read(&mut b) => {
+                match r {
+                    Ok(0) | Err(_) => return Err(stop(RunStatus::Aborted, "the client has unexpectedly closed the connection")),
+                    Ok(_) => match State::from_byte(b[0]) {
+                        Some(State::TestEnd) => return Ok(()),
+                        Some(State::ClientTerminate) => return Err(stop(RunStatus::Aborted, wire::ierr_text(ierr::IECLIENTTERM))),
+                        Some(State::TestStart) => {}
+                        _ => return Err(stop(RunStatus::Failed, format!("{} (byte 0x{:02x})", wire::ierr_text(ierr::IEMESSAGE), b[0]))),
+                    },
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,849 @@
+//! iperf3 wire format: state bytes, cookie, length-prefixed JSON framing, the parameter
+//! document and the results document, read leniently and written the way stock iperf3
+//! 3.9–3.18 expects (see `shared/docs/iperf3-protocol.md` §3–§9).
+//!
+//! This module only turns bytes into values and back. It knows nothing of sockets' state
+//! machines (see `client.rs` / `server.rs`) and can be fuzzed on its own.
+
+use serde_json::{Map, Value};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Default iperf3 TCP/UDP port.
+pub const DEFAULT_PORT: u16 = 5201;
+/// Cookie length on the wire: 36 characters and a NUL.
+pub const COOKIE_SIZE: usize = 37;
+/// Largest params document we accept, in bytes (iperf3 3.18's `MAX_PARAMS_JSON_STRING`).
+pub const MAX_PARAMS_JSON: u32 = 8192;
+/// Largest results document we accept, in bytes. Stock iperf3 sets no limit; results with
+/// `server_output_json` of a long test can be large, 16 MiB is far above any real one.
+pub const MAX_RESULTS_JSON: u32 = 16 * 1024 * 1024;
+/// Largest number of parallel streams (iperf3's `MAX_STREAMS`).
+pub const MAX_PARALLEL: u32 = 128;
+/// Default TCP block size (write/read length), bytes.
+pub const DEFAULT_TCP_BLKSIZE: usize = 128 * 1024;
+/// Largest block size iperf3 accepts for TCP (`MAX_BLOCKSIZE`), bytes.
+pub const MAX_TCP_BLKSIZE: usize = 1024 * 1024;
+
+/// One-byte control states (signed on the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i8)]
+pub enum State {
+    TestStart = 1,
+    TestRunning = 2,
+    TestEnd = 4,
+    ParamExchange = 9,
+    CreateStreams = 10,
+    ServerTerminate = 11,
+    ClientTerminate = 12,
+    ExchangeResults = 13,
+    DisplayResults = 14,
+    IperfDone = 16,
+    AccessDenied = -1,
+    ServerError = -2,
+}
+
+impl State {
+    /// The byte as sent on the wire.
+    pub fn byte(self) -> u8 {
+        self as i8 as u8
+    }
+
+    /// Decode a received byte; `None` for values stock iperf3 never sends.
+    pub fn from_byte(b: u8) -> Option<State> {
+        Some(match b as i8 {
+            1 => State::TestStart,
+            2 => State::TestRunning,
+            4 => State::TestEnd,
+            9 => State::ParamExchange,
+            10 => State::CreateStreams,
+            11 => State::ServerTerminate,
+            12 => State::ClientTerminate,
+            13 => State::ExchangeResults,
+            14 => State::DisplayResults,
+            16 => State::IperfDone,
+            -1 => State::AccessDenied,
+            -2 => State::ServerError,
+            _ => return None,
+        })
+    }
+}
+
+/// iperf3 error codes (`i_errno`) we send or map to text.
+pub mod ierr {
+    pub const IEACCESSDENIED: i32 = 121;
+    pub const IESETBUF2: i32 = 141;
+    pub const IECTRLCLOSE: i32 = 109;
+    pub const IEMESSAGE: i32 = 110;
+    pub const IERECVMESSAGE: i32 = 112;
+    pub const IERECVPARAMS: i32 = 113;
+    pub const IERECVRESULTS: i32 = 117;
+    pub const IECLIENTTERM: i32 = 119;
+    pub const IESERVERTERM: i32 = 120;
+    pub const IEUNIMP: i32 = 126;
+    pub const IENOMSG: i32 = 144;
+    pub const IESTREAMCONNECT: i32 = 203;
+    pub const IESTREAMID: i32 = 208;
+}
+
+/// The stock text for an iperf3 error code, as the stock client prints it.
+pub fn ierr_text(code: i32) -> String {
+    match code {
+        ierr::IEACCESSDENIED => "the server is busy running a test. try again later".into(),
+        ierr::IESETBUF2 => "socket buffer size not set correctly".into(),
+        ierr::IECTRLCLOSE => "control socket has closed unexpectedly".into(),
+        ierr::IEMESSAGE => {
+            "received an unknown control message (ensure other side is iperf3 and not iperf)".into()
+        }
+        ierr::IERECVMESSAGE => "unable to receive control message".into(),
+        ierr::IERECVPARAMS => "unable to receive parameters from client".into(),
+        ierr::IERECVRESULTS => "unable to receive results".into(),
+        ierr::IECLIENTTERM => "the client has terminated".into(),
+        ierr::IESERVERTERM => "the server has terminated".into(),
+        ierr::IEUNIMP => "an option you are trying to set is not implemented yet".into(),
+        ierr::IENOMSG => "idle timeout for receiving data".into(),
+        ierr::IESTREAMCONNECT => "unable to connect stream".into(),
+        ierr::IESTREAMID => "stream has an invalid id".into(),
+        102 => "unable to start listener for connections".into(),
+        124 => "unable to set socket buffer size".into(),
+        134 => "unable to set TCP_CONGESTION: supplied congestion control algorithm not supported on this host".into(),
+        202 => "unable to start stream listener".into(),
+        _ => format!("server error {code}"),
+    }
+}
+
+/// Errors of the wire layer.
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    #[error("connection closed by peer")]
+    Closed,
+    #[error("timed out waiting for {0}")]
+    Timeout(&'static str),
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("JSON length {len} out of range (1..={max} bytes)")]
+    BadLength { len: u32, max: u32 },
+    #[error("invalid JSON: {0}")]
+    BadJson(String),
+    #[error("invalid value for '{key}': {why}")]
+    BadField { key: &'static str, why: String },
+    #[error("cookie is not 36 characters of iperf3's alphabet followed by NUL")]
+    BadCookie,
+}
+
+/// Alphabet iperf3 draws cookie characters from.
+const COOKIE_ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+
+/// A fresh random cookie: 36 characters, NUL-terminated (37 bytes).
+pub fn make_cookie() -> [u8; COOKIE_SIZE] {
+    let mut raw = [0u8; COOKIE_SIZE - 1];
+    // getrandom only fails when the OS has no entropy source at all; fall back to time.
+    if getrandom::getrandom(&mut raw).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        for (i, b) in raw.iter_mut().enumerate() {
+            *b = (t >> ((i % 16) * 8)) as u8 ^ (i as u8).wrapping_mul(31);
+        }
+    }
+    let mut c = [0u8; COOKIE_SIZE];
+    for (i, b) in raw.iter().enumerate() {
+        c[i] = COOKIE_ALPHABET[(*b % 32) as usize];
+    }
+    c
+}
+
+/// The printable part of a cookie (up to the first NUL), lossy UTF-8.
+pub fn cookie_str(c: &[u8]) -> String {
+    let end = c.iter().position(|&b| b == 0).unwrap_or(c.len());
+    String::from_utf8_lossy(&c[..end]).into_owned()
+}
+
+/// Read exactly `buf.len()` bytes within `limit`.
+pub async fn read_exact_timeout<R: AsyncRead + Unpin>(
+    r: &mut R,
+    buf: &mut [u8],
+    limit: Duration,
+    what: &'static str,
+) -> Result<(), WireError> {
+    match tokio::time::timeout(limit, r.read_exact(buf)).await {
+        Err(_) => Err(WireError::Timeout(what)),
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(WireError::Closed),
+        Ok(Err(e)) => Err(WireError::Io(e)),
+        Ok(Ok(_)) => Ok(()),
+    }
+}
+
+/// Read one state byte within `limit`.
+pub async fn read_state<R: AsyncRead + Unpin>(r: &mut R, limit: Duration) -> Result<u8, WireError> {
+    let mut b = [0u8; 1];
+    read_exact_timeout(r, &mut b, limit, "a control message").await?;
+    Ok(b[0])
+}
+
+/// Write one state byte.
+pub async fn write_state<W: AsyncWrite + Unpin>(w: &mut W, s: State) -> Result<(), WireError> {
+    w.write_all(&[s.byte()]).await?;
+    Ok(())
+}
+
+/// Write `0xFE` + `i_errno` + `errno` (both 4-byte big-endian), as a stock server does on a
+/// setup failure.
+pub async fn write_server_error<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    i_errno: i32,
+    errno: i32,
+) -> Result<(), WireError> {
+    let mut b = [0u8; 9];
+    b[0] = State::ServerError.byte();
+    b[1..5].copy_from_slice(&i_errno.to_be_bytes());
+    b[5..9].copy_from_slice(&errno.to_be_bytes());
+    w.write_all(&b).await?;
+    Ok(())
+}
+
+/// Read a 4-byte big-endian length and that many bytes of JSON. The length must be in
+/// `1..=max`; the whole message must arrive within `limit` (first byte included).
+pub async fn read_json<R: AsyncRead + Unpin>(
+    r: &mut R,
+    max: u32,
+    limit: Duration,
+) -> Result<Value, WireError> {
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut lb = [0u8; 4];
+    read_exact_timeout(r, &mut lb, limit, "a JSON length").await?;
+    let len = u32::from_be_bytes(lb);
+    if len == 0 || len > max {
+        return Err(WireError::BadLength { len, max });
+    }
+    let mut body = vec![0u8; len as usize];
+    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+    read_exact_timeout(r, &mut body, left, "a JSON body").await?;
+    serde_json::from_slice(&body).map_err(|e| WireError::BadJson(e.to_string()))
+}
+
+/// Write a value as compact JSON with its 4-byte big-endian length.
+pub async fn write_json<W: AsyncWrite + Unpin>(w: &mut W, v: &Value) -> Result<(), WireError> {
+    let body = serde_json::to_vec(v).map_err(|e| WireError::BadJson(e.to_string()))?;
+    let mut msg = Vec::with_capacity(body.len() + 4);
+    msg.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    msg.extend_from_slice(&body);
+    w.write_all(&msg).await?;
+    Ok(())
+}
+
+/// Read a JSON number as i64 the way iperf3 peers mean it: integers that do not fit i64
+/// (3.12/3.13 print −1 as 18446744073709551615) are reinterpreted as two's complement,
+/// and floats are truncated. Non-numbers give `None`.
+pub fn lenient_i64(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Some(i)
+            } else if let Some(u) = n.as_u64() {
+                Some(u as i64)
+            } else {
+                n.as_f64().filter(|f| f.is_finite()).map(|f| f as i64)
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Read a JSON number as f64; non-finite or non-numbers give `None`.
+pub fn lenient_f64(v: &Value) -> Option<f64> {
+    v.as_f64().filter(|f| f.is_finite())
+}
+
+/// A flag key as 3.9–3.18 peers send it: present and `true` or a non-zero number.
+/// (`false`, `0`, `null`, absent: off.) Strings count as on, as on ≤3.17 (presence only).
+fn flag(m: &Map<String, Value>, key: &str) -> bool {
+    match m.get(key) {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+        Some(Value::Number(n)) => n.as_f64().map(|f| f != 0.0).unwrap_or(true),
+        Some(_) => true,
+    }
+}
+
+/// Transport protocol of a test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Protocol {
+    #[serde(rename = "TCP")]
+    Tcp,
+    #[serde(rename = "UDP")]
+    Udp,
+    #[serde(rename = "SCTP")]
+    Sctp,
+}
+
+impl Protocol {
+    /// iperf3's name ("TCP", "UDP", "SCTP").
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "TCP",
+            Protocol::Udp => "UDP",
+            Protocol::Sctp => "SCTP",
+        }
+    }
+}
+
+/// Which way data flows, from the client's point of view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Client sends (iperf3 default).
+    Send,
+    /// Server sends (`-R`).
+    Receive,
+    /// Both send on separate streams (`--bidir`).
+    Bidir,
+}
+
+/// The test parameters exchanged at PARAM_EXCHANGE (client → server), §6.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Params {
+    pub protocol: Protocol,
+    /// Seconds excluded at the start (`-O`).
+    pub omit: u32,
+    /// Test duration in seconds (`-t`); 0 with `-n`/`-k`.
+    pub time: u32,
+    /// Bytes to transfer over all streams (`-n`), 0 = unset.
+    pub num: u64,
+    /// Blocks to transfer over all streams (`-k`), 0 = unset.
+    pub blockcount: u64,
+    /// TCP MSS in bytes (`-M`).
+    pub mss: Option<u32>,
+    /// TCP_NODELAY on data streams (`-N`).
+    pub nodelay: bool,
+    /// Streams per direction (`-P`), 1..=128.
+    pub parallel: u32,
+    pub direction: Direction,
+    /// SO_SNDBUF/SO_RCVBUF in bytes (`-w`).
+    pub window: Option<u32>,
+    /// Block size in bytes (`-l`).
+    pub len: u32,
+    /// Target rate per stream in bits/s (`-b`), 0 = unlimited.
+    pub bandwidth: u64,
+    /// Blocks per burst (`-b rate/N`), 0 = none.
+    pub burst: u32,
+    /// IP TOS byte (`-S`).
+    pub tos: u32,
+    pub title: Option<String>,
+    pub extra_data: Option<String>,
+    /// TCP congestion control algorithm (`-C`).
+    pub congestion: Option<String>,
+    pub get_server_output: bool,
+    pub udp_counters_64bit: bool,
+    pub repeating_payload: bool,
+    pub zerocopy: bool,
+    pub dont_fragment: bool,
+    /// The client's version string, e.g. "3.12"; `None` if not sent.
+    pub client_version: Option<String>,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            protocol: Protocol::Tcp,
+            omit: 0,
+            time: 10,
+            num: 0,
+            blockcount: 0,
+            mss: None,
+            nodelay: false,
+            parallel: 1,
+            direction: Direction::Send,
+            window: None,
+            len: DEFAULT_TCP_BLKSIZE as u32,
+            bandwidth: 0,
+            burst: 0,
+            tos: 0,
+            title: None,
+            extra_data: None,
+            congestion: None,
+            get_server_output: false,
+            udp_counters_64bit: false,
+            repeating_payload: false,
+            zerocopy: false,
+            dont_fragment: false,
+            client_version: None,
+        }
+    }
+}
+
+fn get_u64(m: &Map<String, Value>, key: &'static str, max: u64) -> Result<Option<u64>, WireError> {
+    match m.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => {
+            let i = lenient_i64(v).ok_or_else(|| WireError::BadField {
+                key,
+                why: format!("expected a number, got {v}"),
+            })?;
+            if i < 0 || i as u64 > max {
+                return Err(WireError::BadField {
+                    key,
+                    why: format!("{i} is outside 0..={max}"),
+                });
+            }
+            Ok(Some(i as u64))
+        }
+    }
+}
+
+fn get_string(m: &Map<String, Value>, key: &'static str) -> Result<Option<String>, WireError> {
+    match m.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(v) => Err(WireError::BadField {
+            key,
+            why: format!("expected a string, got {v}"),
+        }),
+    }
+}
+
+impl Params {
+    /// Parse a params document leniently (presence flags, numbers in any form, unknown keys
+    /// ignored) but refuse values that would make no sense or harm the server: a wrong type
+    /// on a numeric key, a negative or out-of-range number, `parallel` outside 1..=128,
+    /// `len` of 0 or above 1 MiB (TCP) / 65535 (UDP).
+    pub fn from_json(v: &Value) -> Result<Params, WireError> {
+        let m = v.as_object().ok_or_else(|| WireError::BadField {
+            key: "params",
+            why: "not a JSON object".into(),
+        })?;
+        let protocol = if flag(m, "udp") {
+            Protocol::Udp
+        } else if flag(m, "sctp") {
+            Protocol::Sctp
+        } else {
+            Protocol::Tcp
+        };
+        let direction = if flag(m, "bidirectional") {
+            Direction::Bidir
+        } else if flag(m, "reverse") {
+            Direction::Receive
+        } else {
+            Direction::Send
+        };
+        let parallel = get_u64(m, "parallel", MAX_PARALLEL as u64)?.unwrap_or(1) as u32;
+        if parallel == 0 {
+            return Err(WireError::BadField {
+                key: "parallel",
+                why: "0 streams".into(),
+            });
+        }
+        let max_len = if protocol == Protocol::Udp {
+            65535
+        } else {
+            MAX_TCP_BLKSIZE as u64
+        };
+        let len = get_u64(m, "len", max_len)?.unwrap_or(if protocol == Protocol::Udp {
+            1460
+        } else {
+            DEFAULT_TCP_BLKSIZE as u64
+        }) as u32;
+        if len == 0 {
+            return Err(WireError::BadField {
+                key: "len",
+                why: "block size 0".into(),
+            });
+        }
+        let day = 86_400u64;
+        Ok(Params {
+            protocol,
+            omit: get_u64(m, "omit", day)?.unwrap_or(0) as u32,
+            time: get_u64(m, "time", day)?.unwrap_or(10) as u32,
+            num: get_u64(m, "num", i64::MAX as u64)?.unwrap_or(0),
+            blockcount: get_u64(m, "blockcount", i64::MAX as u64)?.unwrap_or(0),
+            mss: get_u64(m, "MSS", 65535)?.map(|x| x as u32).filter(|&x| x > 0),
+            nodelay: flag(m, "nodelay"),
+            parallel,
+            direction,
+            window: get_u64(m, "window", i32::MAX as u64)?
+                .map(|x| x as u32)
+                .filter(|&x| x > 0),
+            len,
+            bandwidth: get_u64(m, "bandwidth", i64::MAX as u64)?.unwrap_or(0),
+            burst: get_u64(m, "burst", 1_000_000)?.unwrap_or(0) as u32,
+            tos: get_u64(m, "TOS", 255)?.unwrap_or(0) as u32,
+            title: get_string(m, "title")?,
+            extra_data: get_string(m, "extra_data")?,
+            congestion: get_string(m, "congestion")?,
+            get_server_output: flag(m, "get_server_output"),
+            udp_counters_64bit: flag(m, "udp_counters_64bit"),
+            repeating_payload: flag(m, "repeating_payload"),
+            zerocopy: flag(m, "zerocopy"),
+            dont_fragment: flag(m, "dont_fragment"),
+            client_version: get_string(m, "client_version")?,
+        })
+    }
+
+    /// The document as a stock 3.12 client sends it: stock key order, flag keys present only
+    /// when on, flags of the typed kind (`true` or `1`) that 3.18 requires.
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        match self.protocol {
+            Protocol::Tcp => m.insert("tcp".into(), Value::Bool(true)),
+            Protocol::Udp => m.insert("udp".into(), Value::Bool(true)),
+            Protocol::Sctp => m.insert("sctp".into(), Value::Bool(true)),
+        };
+        m.insert("omit".into(), self.omit.into());
+        m.insert("time".into(), self.time.into());
+        m.insert("num".into(), self.num.into());
+        m.insert("blockcount".into(), self.blockcount.into());
+        if let Some(mss) = self.mss {
+            m.insert("MSS".into(), mss.into());
+        }
+        if self.nodelay {
+            m.insert("nodelay".into(), Value::Bool(true));
+        }
+        m.insert("parallel".into(), self.parallel.into());
+        match self.direction {
+            Direction::Send => {}
+            Direction::Receive => {
+                m.insert("reverse".into(), Value::Bool(true));
+            }
+            Direction::Bidir => {
+                m.insert("bidirectional".into(), Value::Bool(true));
+            }
+        }
+        if let Some(w) = self.window {
+            m.insert("window".into(), w.into());
+        }
+        m.insert("len".into(), self.len.into());
+        if self.bandwidth > 0 || self.protocol == Protocol::Udp {
+            m.insert("bandwidth".into(), self.bandwidth.into());
+        }
+        m.insert("pacing_timer".into(), 1000.into());
+        if self.burst > 0 {
+            m.insert("burst".into(), self.burst.into());
+        }
+        if self.tos > 0 {
+            m.insert("TOS".into(), self.tos.into());
+        }
+        if let Some(t) = &self.title {
+            m.insert("title".into(), t.clone().into());
+        }
+        if let Some(t) = &self.extra_data {
+            m.insert("extra_data".into(), t.clone().into());
+        }
+        if let Some(c) = &self.congestion {
+            m.insert("congestion".into(), c.clone().into());
+        }
+        if self.get_server_output {
+            m.insert("get_server_output".into(), 1.into());
+        }
+        if self.udp_counters_64bit {
+            m.insert("udp_counters_64bit".into(), 1.into());
+        }
+        if self.repeating_payload {
+            m.insert("repeating_payload".into(), 1.into());
+        }
+        if self.zerocopy {
+            m.insert("zerocopy".into(), 1.into());
+        }
+        if self.dont_fragment {
+            m.insert("dont_fragment".into(), 1.into());
+        }
+        m.insert(
+            "client_version".into(),
+            self.client_version.clone().unwrap_or_else(|| "3.12".into()).into(),
+        );
+        Value::Object(m)
+    }
+
+    /// Number of streams the client sends on / the server receives on.
+    pub fn client_send_streams(&self) -> u32 {
+        match self.direction {
+            Direction::Send | Direction::Bidir => self.parallel,
+            Direction::Receive => 0,
+        }
+    }
+
+    /// Number of streams the server sends on / the client receives on.
+    pub fn client_recv_streams(&self) -> u32 {
+        match self.direction {
+            Direction::Receive | Direction::Bidir => self.parallel,
+            Direction::Send => 0,
+        }
+    }
+
+    /// Total number of data streams in the test.
+    pub fn total_streams(&self) -> u32 {
+        self.client_send_streams() + self.client_recv_streams()
+    }
+}
+
+/// Stream IDs in creation order, with iperf3's quirk: 1, 3, 4, 5, … (never 2).
+pub fn stream_id(index: usize) -> u32 {
+    if index == 0 {
+        1
+    } else {
+        index as u32 + 2
+    }
+}
+
+/// One stream's entry in a results document (§9.2).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StreamResult {
+    pub id: u32,
+    /// Bytes sent (sender) or received (receiver) after the omit period.
+    pub bytes: u64,
+    /// TCP retransmits, −1 when unknown / not a sender.
+    pub retransmits: i64,
+    /// Jitter in seconds (UDP receiver).
+    pub jitter: f64,
+    /// UDP lost datagrams.
+    pub errors: i64,
+    pub omitted_errors: i64,
+    /// UDP datagrams sent, or highest sequence seen by a receiver.
+    pub packets: i64,
+    pub omitted_packets: i64,
+    /// Seconds, always 0.
+    pub start_time: f64,
+    /// Seconds from stream start (after omit) to the final sample.
+    pub end_time: f64,
+}
+
+/// A results document (either direction), §9.2.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Results {
+    /// Process CPU, % of wall time (user + system).
+    pub cpu_util_total: f64,
+    pub cpu_util_user: f64,
+    pub cpu_util_system: f64,
+    /// −1 pure receiver, 1 TCP sender with retransmit counts, 0 otherwise.
+    pub sender_has_retransmits: i64,
+    pub congestion_used: Option<String>,
+    pub server_output_text: Option<String>,
+    pub server_output_json: Option<Value>,
+    pub streams: Vec<StreamResult>,
+}
+
+/// A finite f64 as JSON (never `null`: non-finite becomes 0).
+pub fn num(f: f64) -> Value {
+    if f.is_finite() {
+        serde_json::Number::from_f64(f)
+            .map(Value::Number)
+            .unwrap_or_else(|| Value::from(0))
+    } else {
+        Value::from(0)
+    }
+}
+
+impl Results {
+    /// Parse leniently; a missing required key is an error (stock IERECVRESULTS).
+    pub fn from_json(v: &Value) -> Result<Results, WireError> {
+        let m = v.as_object().ok_or_else(|| WireError::BadField {
+            key: "results",
+            why: "not a JSON object".into(),
+        })?;
+        let req_f = |k: &'static str| -> Result<f64, WireError> {
+            m.get(k).and_then(lenient_f64).ok_or(WireError::BadField {
+                key: k,
+                why: "missing or not a number".into(),
+            })
+        };
+        let streams_v = m
+            .get("streams")
+            .and_then(|s| s.as_array())
+            .ok_or(WireError::BadField {
+                key: "streams",
+                why: "missing or not an array".into(),
+            })?;
+        if streams_v.len() > 2 * MAX_PARALLEL as usize {
+            return Err(WireError::BadField {
+                key: "streams",
+                why: format!("{} streams", streams_v.len()),
+            });
+        }
+        let mut streams = Vec::with_capacity(streams_v.len());
+        for s in streams_v {
+            let sm = s.as_object().ok_or(WireError::BadField {
+                key: "streams",
+                why: "entry is not an object".into(),
+            })?;
+            let gi = |k: &'static str| sm.get(k).and_then(lenient_i64);
+            let gf = |k: &'static str| sm.get(k).and_then(lenient_f64);
+            let id = gi("id").ok_or(WireError::BadField {
+                key: "id",
+                why: "missing or not a number".into(),
+            })?;
+            if !(1..=(2 * MAX_PARALLEL as i64 + 2)).contains(&id) {
+                return Err(WireError::BadField {
+                    key: "id",
+                    why: format!("{id} is not a stream id"),
+                });
+            }
+            streams.push(StreamResult {
+                id: id as u32,
+                bytes: gi("bytes").unwrap_or(0).max(0) as u64,
+                retransmits: gi("retransmits").unwrap_or(-1),
+                jitter: gf("jitter").unwrap_or(0.0).max(0.0),
+                errors: gi("errors").unwrap_or(0),
+                omitted_errors: gi("omitted_errors").unwrap_or(0),
+                packets: gi("packets").unwrap_or(0),
+                omitted_packets: gi("omitted_packets").unwrap_or(0),
+                start_time: gf("start_time").unwrap_or(0.0),
+                end_time: gf("end_time").unwrap_or(0.0).max(0.0),
+            });
+        }
+        Ok(Results {
+            cpu_util_total: req_f("cpu_util_total")?,
+            cpu_util_user: req_f("cpu_util_user")?,
+            cpu_util_system: req_f("cpu_util_system")?,
+            sender_has_retransmits: m
+                .get("sender_has_retransmits")
+                .and_then(lenient_i64)
+                .ok_or(WireError::BadField {
+                    key: "sender_has_retransmits",
+                    why: "missing or not a number".into(),
+                })?,
+            congestion_used: m
+                .get("congestion_used")
+                .and_then(|v| v.as_str())
+                .map(String::from),
+            server_output_text: m
+                .get("server_output_text")
+                .and_then(|v| v.as_str())
+                .map(String::from),
+            server_output_json: m.get("server_output_json").cloned(),
+            streams,
+        })
+    }
+
+    /// The document as 3.14+ send it (signed −1, both `omitted_*` keys, no nulls).
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("cpu_util_total".into(), num(self.cpu_util_total));
+        m.insert("cpu_util_user".into(), num(self.cpu_util_user));
+        m.insert("cpu_util_system".into(), num(self.cpu_util_system));
+        m.insert(
+            "sender_has_retransmits".into(),
+            self.sender_has_retransmits.into(),
+        );
+        if let Some(c) = &self.congestion_used {
+            m.insert("congestion_used".into(), c.clone().into());
+        }
+        if let Some(t) = &self.server_output_text {
+            m.insert("server_output_text".into(), t.clone().into());
+        }
+        if let Some(j) = &self.server_output_json {
+            m.insert("server_output_json".into(), j.clone());
+        }
+        let streams: Vec<Value> = self
+            .streams
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "id": s.id,
+                    "bytes": s.bytes,
+                    "retransmits": s.retransmits,
+                    "jitter": num(s.jitter),
+                    "errors": s.errors,
+                    "omitted_errors": s.omitted_errors,
+                    "packets": s.packets,
+                    "omitted_packets": s.omitted_packets,
+                    "start_time": num(s.start_time),
+                    "end_time": num(s.end_time),
+                })
+            })
+            .collect();
+        m.insert("streams".into(), Value::Array(streams));
+        Value::Object(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minus_one_as_u64_reads_back_as_minus_one() {
+        let v: Value = serde_json::from_str("18446744073709551615").unwrap();
+        assert_eq!(lenient_i64(&v), Some(-1));
+        let v: Value = serde_json::from_str("1e+16").unwrap();
+        assert_eq!(lenient_i64(&v), Some(10_000_000_000_000_000));
+    }
+
+    #[test]
+    fn stream_ids_skip_two() {
+        let ids: Vec<u32> = (0..5).map(stream_id).collect();
+        assert_eq!(ids, vec![1, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn reverse_false_is_off_but_presence_with_true_is_on() {
+        let p = Params::from_json(&serde_json::json!({"tcp":true,"reverse":false})).unwrap();
+        assert_eq!(p.direction, Direction::Send);
+        let p = Params::from_json(&serde_json::json!({"tcp":true,"reverse":true})).unwrap();
+        assert_eq!(p.direction, Direction::Receive);
+        let p = Params::from_json(&serde_json::json!({"udp":true,"bidirectional":1})).unwrap();
+        assert_eq!(p.direction, Direction::Bidir);
+        assert_eq!(p.protocol, Protocol::Udp);
+    }
+
+    #[test]
+    fn params_reject_bad_types_and_ranges() {
+        for bad in [
+            r#"{"tcp":true,"parallel":"4"}"#,
+            r#"{"tcp":true,"parallel":0}"#,
+            r#"{"tcp":true,"parallel":129}"#,
+            r#"{"tcp":true,"len":0}"#,
+            r#"{"tcp":true,"len":2000000}"#,
+            r#"{"tcp":true,"time":-5}"#,
+            r#"{"tcp":true,"title":5}"#,
+            r#"[1,2,3]"#,
+        ] {
+            let v: Value = serde_json::from_str(bad).unwrap();
+            assert!(Params::from_json(&v).is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn params_round_trip_in_stock_order() {
+        let p = Params {
+            time: 2,
+            ..Params::default()
+        };
+        let s = serde_json::to_string(&p.to_json()).unwrap();
+        assert_eq!(
+            s,
+            r#"{"tcp":true,"omit":0,"time":2,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#
+        );
+        let back = Params::from_json(&p.to_json()).unwrap();
+        assert_eq!(back.time, 2);
+        assert_eq!(back.client_version.as_deref(), Some("3.12"));
+    }
+
+    #[test]
+    fn results_missing_required_key_is_error() {
+        let v = serde_json::json!({"cpu_util_total":1.0,"cpu_util_user":0.5,"streams":[]});
+        assert!(Results::from_json(&v).is_err());
+    }
+
+    #[test]
+    fn results_never_contain_null() {
+        let r = Results {
+            cpu_util_total: f64::NAN,
+            cpu_util_user: f64::INFINITY,
+            streams: vec![StreamResult {
+                id: 1,
+                jitter: f64::NAN,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let s = serde_json::to_string(&r.to_json()).unwrap();
+        assert!(!s.contains("null"), "{s}");
+    }
+
+    #[test]
+    fn cookie_is_36_chars_and_nul() {
+        let c = make_cookie();
+        assert_eq!(c[36], 0);
+        assert!(c[..36].iter().all(|b| COOKIE_ALPHABET.contains(b)));
+        assert_eq!(cookie_str(&c).len(), 36);
+    }
+}

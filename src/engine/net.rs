@@ -1,0 +1,165 @@
+//! Socket construction for tests: resolve the peer, create TCP sockets with the test's options
+//! (bind address, bind device, client port, window, MSS, TCP_NODELAY, TOS, congestion control)
+//! and connect with a timeout. Blocking calls: run them in `spawn_blocking`.
+
+use socket2::{Domain, Protocol as SockProto, SockAddr, Socket, Type};
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+/// IP version restriction (`-4` / `-6`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum Family {
+    #[default]
+    Any,
+    V4,
+    V6,
+}
+
+/// Options applied to every socket of a test.
+#[derive(Debug, Clone, Default)]
+pub struct SockOpts {
+    /// Local address to bind (`-B`).
+    pub bind: Option<IpAddr>,
+    /// Device to bind (`--bind-dev`, SO_BINDTODEVICE).
+    pub bind_dev: Option<String>,
+    /// Local port to bind (`--cport`), 0 = ephemeral.
+    pub cport: u16,
+    /// SO_SNDBUF/SO_RCVBUF in bytes (`-w`).
+    pub window: Option<u32>,
+    /// TCP_MAXSEG (`-M`).
+    pub mss: Option<u32>,
+    /// TCP_NODELAY (`-N`).
+    pub nodelay: bool,
+    /// IP TOS (`-S`).
+    pub tos: u32,
+    /// TCP congestion control (`-C`).
+    pub congestion: Option<String>,
+}
+
+/// Resolve `host:port`, honouring the family restriction; the first address wins.
+pub fn resolve(host: &str, port: u16, family: Family) -> std::io::Result<SocketAddr> {
+    let addrs = (host, port).to_socket_addrs()?;
+    for a in addrs {
+        match (family, a) {
+            (Family::Any, _) | (Family::V4, SocketAddr::V4(_)) | (Family::V6, SocketAddr::V6(_)) => {
+                return Ok(a)
+            }
+            _ => {}
+        }
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::NotFound,
+        format!("no {family:?} address for {host}"),
+    ))
+}
+
+/// Apply SO_BINDTODEVICE.
+pub fn bind_device(sock: &Socket, dev: &str) -> std::io::Result<()> {
+    sock.bind_device(Some(dev.as_bytes())).map_err(|e| {
+        std::io::Error::new(e.kind(), format!("cannot bind to device '{dev}': {e}"))
+    })
+}
+
+/// Create a TCP socket for `peer`, apply `opts` (and `cport`), connect within `timeout`.
+/// `data` applies the data-stream options (window, MSS, nodelay, TOS, congestion); the
+/// control connection gets only binding and TCP_NODELAY.
+pub fn connect_tcp(
+    peer: SocketAddr,
+    opts: &SockOpts,
+    cport: u16,
+    data: bool,
+    timeout: Duration,
+) -> std::io::Result<TcpStream> {
+    let domain = if peer.is_ipv4() {
+        Domain::IPV4
+    } else {
+        Domain::IPV6
+    };
+    let sock = Socket::new(domain, Type::STREAM, Some(SockProto::TCP))?;
+    if let Some(dev) = &opts.bind_dev {
+        bind_device(&sock, dev)?;
+    }
+    if data {
+        if let Some(w) = opts.window {
+            sock.set_send_buffer_size(w as usize)?;
+            sock.set_recv_buffer_size(w as usize)?;
+        }
+        if let Some(m) = opts.mss {
+            sock.set_mss(m)?;
+        }
+        if opts.tos > 0 {
+            if peer.is_ipv4() {
+                sock.set_tos(opts.tos)?;
+            } else {
+                sock.set_tclass_v6(opts.tos)?;
+            }
+        }
+    }
+    if opts.bind.is_some() || cport != 0 {
+        let ip = opts.bind.unwrap_or(if peer.is_ipv4() {
+            IpAddr::from([0u8, 0, 0, 0])
+        } else {
+            IpAddr::from([0u16; 8])
+        });
+        if cport != 0 {
+            sock.set_reuse_address(true)?;
+        }
+        sock.bind(&SockAddr::from(SocketAddr::new(ip, cport)))
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot bind to {ip} port {cport}: {e}")))?;
+    }
+    sock.connect_timeout(&SockAddr::from(peer), timeout)?;
+    if data || opts.nodelay {
+        sock.set_nodelay(opts.nodelay || !data)?;
+    } else {
+        sock.set_nodelay(true)?;
+    }
+    if data {
+        if let Some(c) = &opts.congestion {
+            crate::engine::stats::set_tcp_congestion(sock.as_raw_fd(), c).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("unable to set TCP_CONGESTION '{c}': {e}"))
+            })?;
+        }
+    }
+    Ok(sock.into())
+}
+
+/// Actual SO_SNDBUF and SO_RCVBUF of a socket, bytes.
+pub fn buffer_sizes(s: &TcpStream) -> (u32, u32) {
+    let sock = socket2::SockRef::from(s);
+    (
+        sock.send_buffer_size().unwrap_or(0) as u32,
+        sock.recv_buffer_size().unwrap_or(0) as u32,
+    )
+}
+
+/// TCP_MAXSEG of a connected socket, bytes.
+pub fn mss(s: &TcpStream) -> u32 {
+    socket2::SockRef::from(s).mss().unwrap_or(0)
+}
+
+/// Turn on TCP keepalive so a peer that vanishes without a FIN is noticed: first probe after
+/// `idle`, then every `interval`, `count` probes.
+pub fn keepalive(s: &TcpStream, idle: Duration, interval: Duration, count: u32) {
+    let ka = socket2::TcpKeepalive::new()
+        .with_time(idle)
+        .with_interval(interval)
+        .with_retries(count);
+    let _ = socket2::SockRef::from(s).set_tcp_keepalive(&ka);
+}
+
+/// TCP_USER_TIMEOUT: unacknowledged data older than this aborts the connection.
+pub fn user_timeout(s: &TcpStream, t: Duration) {
+    let _ = socket2::SockRef::from(s).set_tcp_user_timeout(Some(t));
+}
+
+/// Text form of an IP for output: IPv4-mapped IPv6 shown as plain IPv4.
+pub fn ip_text(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => v6.to_string(),
+        },
+        IpAddr::V4(v4) => v4.to_string(),
+    }
+}

@@ -1,0 +1,778 @@
+//! What a test produces — interval records and the final report — and their two renderings:
+//! iperf3's text table (Transfer, Bitrate, Retr, Cwnd; sender/receiver summary) and iperf3's
+//! `-J` document. Units: bytes, seconds, bits/s; RTT in µs; cwnd in bytes.
+//! Not for: measuring (see `session.rs`) or storing (see `store`).
+
+use crate::engine::iperf3::wire::{num, Direction, Params};
+use crate::engine::stats::CpuUtil;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+/// TCP_INFO figures of one sending stream over one interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TcpSample {
+    /// Retransmits during the interval.
+    pub retransmits: u64,
+    /// Congestion window at the end of the interval, bytes.
+    pub snd_cwnd: u64,
+    /// Send window at the end of the interval, bytes.
+    pub snd_wnd: u64,
+    /// Smoothed RTT, µs.
+    pub rtt: u32,
+    /// RTT variance, µs.
+    pub rttvar: u32,
+    /// Path MTU, bytes.
+    pub pmtu: u32,
+}
+
+/// One stream over one reporting interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamInterval {
+    /// iperf3 stream id (1, 3, 4, …).
+    pub id: u32,
+    /// Local socket number (shown as `[  5]`).
+    pub socket: i32,
+    /// Seconds since the test (or the end of omit) started.
+    pub start: f64,
+    pub end: f64,
+    /// Bytes moved in the interval.
+    pub bytes: u64,
+    /// Bits per second over the interval.
+    pub bits_per_second: f64,
+    /// True when this side sends on the stream.
+    pub sender: bool,
+    /// True inside the `-O` omit period.
+    pub omitted: bool,
+    /// TCP_INFO for sending TCP streams.
+    pub tcp: Option<TcpSample>,
+}
+
+/// All streams over one interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalRecord {
+    pub streams: Vec<StreamInterval>,
+}
+
+/// Totals of one side of a stream over the whole test.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct SideTotals {
+    /// Bytes after the omit period.
+    pub bytes: u64,
+    /// Seconds the side measured over.
+    pub seconds: f64,
+}
+
+impl SideTotals {
+    /// Bits per second; 0 for a zero duration (never NaN).
+    pub fn bits_per_second(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.bytes as f64 * 8.0 / self.seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Final figures of one stream, both ends.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamSummary {
+    pub id: u32,
+    pub socket: i32,
+    /// True when this side sent on the stream.
+    pub local_sender: bool,
+    /// The sending end's totals (local or from the peer's results).
+    pub sender: SideTotals,
+    /// The receiving end's totals (local or from the peer's results). `None` when the peer's
+    /// figures are not available (a stock server reports before it has the client's).
+    pub receiver: Option<SideTotals>,
+    /// Retransmits over the test, −1 when unknown.
+    pub retransmits: i64,
+    pub max_snd_cwnd: u64,
+    pub max_snd_wnd: u64,
+    /// RTT extremes and mean over the intervals, µs (local sender only).
+    pub max_rtt: u32,
+    pub min_rtt: u32,
+    pub mean_rtt: u32,
+}
+
+/// Which end of the control connection this report is from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Client,
+    Server,
+}
+
+/// One data connection as iperf3 lists it in `start.connected`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Connected {
+    pub socket: i32,
+    pub local_host: String,
+    pub local_port: u16,
+    pub remote_host: String,
+    pub remote_port: u16,
+}
+
+/// Everything a finished (or failed) test produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub role: Role,
+    pub params: Params,
+    pub cookie: String,
+    /// Peer host and control port (client: the server's; server: the client's).
+    pub peer_host: String,
+    pub peer_port: u16,
+    /// The control connection's local address and port.
+    pub local_host: String,
+    pub local_port: u16,
+    pub system_info: String,
+    /// Unix seconds at test start.
+    pub timestamp: i64,
+    pub connected: Vec<Connected>,
+    /// Control connection MSS, bytes.
+    pub tcp_mss_default: u32,
+    pub sndbuf_actual: u32,
+    pub rcvbuf_actual: u32,
+    pub intervals: Vec<IntervalRecord>,
+    pub streams: Vec<StreamSummary>,
+    pub cpu_local: CpuUtil,
+    pub cpu_remote: CpuUtil,
+    pub sender_congestion: Option<String>,
+    pub receiver_congestion: Option<String>,
+    pub server_output_text: Option<String>,
+    pub server_output_json: Option<Value>,
+    /// Set when the test failed or was aborted.
+    pub error: Option<String>,
+}
+
+/// Version string reported in `-J` and `--version`.
+pub fn version_string() -> String {
+    format!("netperfd {} (iperf 3.12 compatible)", env!("CARGO_PKG_VERSION"))
+}
+
+/// iperf3's `unit_snprintf` with adaptive units: bytes in powers of 1024 (`KBytes`…),
+/// bits in powers of 1000 (`Kbits`…), always 4 significant places. `bits` selects bits
+/// (the value is still given in bytes, as iperf3 does, and multiplied by 8).
+pub fn unit_format(value_bytes: f64, bits: bool) -> String {
+    let labels_byte = ["Byte", "KByte", "MByte", "GByte", "TByte"];
+    let labels_bit = ["bit", "Kbit", "Mbit", "Gbit", "Tbit"];
+    let mut n = if value_bytes.is_finite() {
+        value_bytes.max(0.0)
+    } else {
+        0.0
+    };
+    let base = if bits {
+        n *= 8.0;
+        1000.0
+    } else {
+        1024.0
+    };
+    let mut conv = 0;
+    while n >= base && conv < 4 {
+        n /= base;
+        conv += 1;
+    }
+    let label = if bits {
+        labels_bit[conv]
+    } else {
+        labels_byte[conv]
+    };
+    if n < 9.995 {
+        format!("{n:4.2} {label}")
+    } else if n < 99.95 {
+        format!("{n:4.1} {label}")
+    } else {
+        format!("{n:4.0} {label}")
+    }
+}
+
+/// Parse an iperf3-style size or rate: a number with an optional K/M/G/T suffix. Lower and
+/// upper case both mean powers of 1024 for sizes (`-n 10M`, `-w 300K`, `-l 8K`) and powers of
+/// 1000 for rates (`-b 100M`), as iperf3 does. Fractions are allowed (`1.5G`).
+pub fn parse_suffixed(s: &str, rate: bool) -> Result<u64, String> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Err("empty value".into());
+    }
+    let (digits, mult) = match s.chars().last() {
+        Some(c) if c.is_ascii_alphabetic() => {
+            let m: f64 = match c.to_ascii_uppercase() {
+                'K' => 1e3,
+                'M' => 1e6,
+                'G' => 1e9,
+                'T' => 1e12,
+                _ => return Err(format!("'{s}': unknown suffix '{c}' (use K, M, G or T)")),
+            };
+            let m = if rate {
+                m
+            } else {
+                // 1024-based for sizes.
+                match c.to_ascii_uppercase() {
+                    'K' => 1024.0,
+                    'M' => 1024.0 * 1024.0,
+                    'G' => 1024.0 * 1024.0 * 1024.0,
+                    _ => 1024.0f64.powi(4),
+                }
+            };
+            (&s[..s.len() - 1], m)
+        }
+        _ => (s, 1.0),
+    };
+    let v: f64 = digits
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number with an optional K/M/G/T suffix"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("'{s}' must be a non-negative number"));
+    }
+    let r = v * mult;
+    if r > u64::MAX as f64 / 2.0 {
+        return Err(format!("'{s}' is too large"));
+    }
+    Ok(r as u64)
+}
+
+fn role_tag(report: &Report, local_sender: bool) -> &'static str {
+    if report.params.direction != Direction::Bidir {
+        return "";
+    }
+    match (report.role, local_sender) {
+        (Role::Client, true) => "[TX-C]",
+        (Role::Client, false) => "[RX-C]",
+        (Role::Server, true) => "[TX-S]",
+        (Role::Server, false) => "[RX-S]",
+    }
+}
+
+/// Whether this side sends data in the test (and so reports retransmits and cwnd).
+fn local_sends(report: &Report) -> bool {
+    match (report.params.direction, report.role) {
+        (Direction::Bidir, _) => true,
+        (Direction::Send, Role::Client) | (Direction::Receive, Role::Server) => true,
+        _ => false,
+    }
+}
+
+fn sock_label(socket: i32) -> String {
+    format!("[{socket:3}]")
+}
+
+/// Text lines before the interval table ("Connecting to host …", "[  5] local … connected to …").
+pub fn text_header(report: &Report) -> String {
+    let mut out = String::new();
+    if report.role == Role::Client {
+        out.push_str(&format!(
+            "Connecting to host {}, port {}\n",
+            report.peer_host, report.peer_port
+        ));
+        if report.params.direction == Direction::Receive {
+            out.push_str(&format!(
+                "Reverse mode, remote host {} is sending\n",
+                report.peer_host
+            ));
+        }
+    } else {
+        out.push_str(&format!(
+            "Accepted connection from {}, port {}\n",
+            report.peer_host, report.peer_port
+        ));
+    }
+    for c in &report.connected {
+        out.push_str(&format!(
+            "{} local {} port {} connected to {} port {}\n",
+            sock_label(c.socket),
+            c.local_host,
+            c.local_port,
+            c.remote_host,
+            c.remote_port
+        ));
+    }
+    out
+}
+
+fn interval_table_header(report: &Report) -> &'static str {
+    let bidir = report.params.direction == Direction::Bidir;
+    let sends = local_sends(report);
+    match (sends, bidir) {
+        (true, false) => "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n",
+        (true, true) => "[ ID][Role] Interval           Transfer     Bitrate         Retr  Cwnd\n",
+        (false, false) => "[ ID] Interval           Transfer     Bitrate\n",
+        (false, true) => "[ ID][Role] Interval           Transfer     Bitrate\n",
+    }
+}
+
+/// Text of one interval (stream lines, and [SUM] lines with several streams). `first` adds the
+/// table header; later intervals of a multi-stream test start with the separator line.
+pub fn text_interval(report: &Report, rec: &IntervalRecord, first: bool) -> String {
+    let mut out = String::new();
+    if first {
+        out.push_str(interval_table_header(report));
+    } else if rec.streams.len() > 1 {
+        out.push_str("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
+    }
+    let omit_tag = |o: bool| if o { "(omitted)" } else { "" };
+    for s in &rec.streams {
+        let tag = role_tag(report, s.sender);
+        let tr = unit_format(s.bytes as f64, false);
+        let br = unit_format(s.bits_per_second / 8.0, true);
+        match s.tcp {
+            Some(t) if s.sender => out.push_str(&format!(
+                "{}{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {:3}   {}s       {}\n",
+                sock_label(s.socket),
+                tag,
+                s.start,
+                s.end,
+                tr,
+                br,
+                t.retransmits,
+                unit_format(t.snd_cwnd as f64, false),
+                omit_tag(s.omitted)
+            )),
+            _ => out.push_str(&format!(
+                "{}{} {:6.2}-{:<6.2} sec  {}s  {}s/sec                  {}\n",
+                sock_label(s.socket),
+                tag,
+                s.start,
+                s.end,
+                tr,
+                br,
+                omit_tag(s.omitted)
+            )),
+        }
+    }
+    let groups: Vec<bool> = if report.params.direction == Direction::Bidir {
+        vec![true, false]
+    } else {
+        vec![rec.streams.first().map(|s| s.sender).unwrap_or(true)]
+    };
+    let n_streams = rec.streams.len() / groups.len().max(1);
+    if n_streams > 1 {
+        for g in groups {
+            let ss: Vec<&StreamInterval> = rec.streams.iter().filter(|s| s.sender == g).collect();
+            if ss.is_empty() {
+                continue;
+            }
+            let bytes: u64 = ss.iter().map(|s| s.bytes).sum();
+            let bps: f64 = ss.iter().map(|s| s.bits_per_second).sum();
+            let tag = role_tag(report, g);
+            let start = ss[0].start;
+            let end = ss[0].end;
+            let omitted = ss[0].omitted;
+            if g {
+                let retr: u64 = ss.iter().filter_map(|s| s.tcp.map(|t| t.retransmits)).sum();
+                out.push_str(&format!(
+                    "[SUM]{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {:3}             {}\n",
+                    tag,
+                    start,
+                    end,
+                    unit_format(bytes as f64, false),
+                    unit_format(bps / 8.0, true),
+                    retr,
+                    omit_tag(omitted)
+                ));
+            } else {
+                out.push_str(&format!(
+                    "[SUM]{} {:6.2}-{:<6.2} sec  {}s  {}s/sec                  {}\n",
+                    tag,
+                    start,
+                    end,
+                    unit_format(bytes as f64, false),
+                    unit_format(bps / 8.0, true),
+                    omit_tag(omitted)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The summary block: separator, header, per-stream sender/receiver lines, [SUM] lines.
+pub fn text_summary(report: &Report) -> String {
+    let mut out = String::new();
+    out.push_str("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
+    let bidir = report.params.direction == Direction::Bidir;
+    out.push_str(if bidir {
+        "[ ID][Role] Interval           Transfer     Bitrate         Retr\n"
+    } else if report.role == Role::Client || local_sends(report) {
+        "[ ID] Interval           Transfer     Bitrate         Retr\n"
+    } else {
+        "[ ID] Interval           Transfer     Bitrate\n"
+    });
+    let groups: Vec<bool> = if bidir {
+        vec![true, false]
+    } else {
+        vec![report.streams.first().map(|s| s.local_sender).unwrap_or(true)]
+    };
+    for g in &groups {
+        let ss: Vec<&StreamSummary> = report
+            .streams
+            .iter()
+            .filter(|s| s.local_sender == *g)
+            .collect();
+        for s in &ss {
+            out.push_str(&summary_pair(
+                &sock_label(s.socket),
+                role_tag(report, s.local_sender),
+                &s.sender,
+                s.receiver.as_ref(),
+                s.retransmits,
+            ));
+        }
+        if report.streams.len() / groups.len() > 1 && !ss.is_empty() {
+            let sent = SideTotals {
+                bytes: ss.iter().map(|s| s.sender.bytes).sum(),
+                seconds: ss.iter().map(|s| s.sender.seconds).fold(0.0, f64::max),
+            };
+            let recv = if ss.iter().all(|s| s.receiver.is_some()) {
+                Some(SideTotals {
+                    bytes: ss.iter().filter_map(|s| s.receiver.map(|r| r.bytes)).sum(),
+                    seconds: ss
+                        .iter()
+                        .filter_map(|s| s.receiver.map(|r| r.seconds))
+                        .fold(0.0, f64::max),
+                })
+            } else {
+                None
+            };
+            let retr = if ss.iter().any(|s| s.retransmits >= 0) {
+                ss.iter().map(|s| s.retransmits.max(0)).sum()
+            } else {
+                -1
+            };
+            out.push_str(&summary_pair(
+                "[SUM]",
+                role_tag(report, *g),
+                &sent,
+                recv.as_ref(),
+                retr,
+            ));
+        }
+    }
+    if let Some(e) = &report.error {
+        out.push_str(&format!("error: {e}\n"));
+    }
+    out
+}
+
+fn summary_pair(
+    label: &str,
+    tag: &str,
+    sender: &SideTotals,
+    receiver: Option<&SideTotals>,
+    retransmits: i64,
+) -> String {
+    let mut out = String::new();
+    let retr = if retransmits >= 0 {
+        format!("{retransmits:3}")
+    } else {
+        "   ".into()
+    };
+    out.push_str(&format!(
+        "{}{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {}             sender\n",
+        label,
+        tag,
+        0.0,
+        sender.seconds,
+        unit_format(sender.bytes as f64, false),
+        unit_format(sender.bits_per_second() / 8.0, true),
+        retr
+    ));
+    match receiver {
+        Some(r) => out.push_str(&format!(
+            "{}{} {:6.2}-{:<6.2} sec  {}s  {}s/sec                  receiver\n",
+            label,
+            tag,
+            0.0,
+            r.seconds,
+            unit_format(r.bytes as f64, false),
+            unit_format(r.bits_per_second() / 8.0, true)
+        )),
+        None => out.push_str(&format!(
+            "{} (receiver statistics not available)\n",
+            label
+        )),
+    }
+    out
+}
+
+fn interval_stream_json(s: &StreamInterval) -> Value {
+    let mut m = Map::new();
+    m.insert("socket".into(), s.socket.into());
+    m.insert("start".into(), num(s.start));
+    m.insert("end".into(), num(s.end));
+    m.insert("seconds".into(), num(s.end - s.start));
+    m.insert("bytes".into(), s.bytes.into());
+    m.insert("bits_per_second".into(), num(s.bits_per_second));
+    if let (true, Some(t)) = (s.sender, s.tcp) {
+        m.insert("retransmits".into(), t.retransmits.into());
+        m.insert("snd_cwnd".into(), t.snd_cwnd.into());
+        m.insert("snd_wnd".into(), t.snd_wnd.into());
+        m.insert("rtt".into(), t.rtt.into());
+        m.insert("rttvar".into(), t.rttvar.into());
+        m.insert("pmtu".into(), t.pmtu.into());
+    }
+    m.insert("omitted".into(), s.omitted.into());
+    m.insert("sender".into(), s.sender.into());
+    Value::Object(m)
+}
+
+fn interval_sum_json(ss: &[&StreamInterval], sender: bool) -> Value {
+    let bytes: u64 = ss.iter().map(|s| s.bytes).sum();
+    let bps: f64 = ss.iter().map(|s| s.bits_per_second).sum();
+    let (start, end, omitted) = ss
+        .first()
+        .map(|s| (s.start, s.end, s.omitted))
+        .unwrap_or((0.0, 0.0, false));
+    let mut m = Map::new();
+    m.insert("start".into(), num(start));
+    m.insert("end".into(), num(end));
+    m.insert("seconds".into(), num(end - start));
+    m.insert("bytes".into(), bytes.into());
+    m.insert("bits_per_second".into(), num(bps));
+    if sender && ss.iter().any(|s| s.tcp.is_some()) {
+        let r: u64 = ss.iter().filter_map(|s| s.tcp.map(|t| t.retransmits)).sum();
+        m.insert("retransmits".into(), r.into());
+    }
+    m.insert("omitted".into(), omitted.into());
+    m.insert("sender".into(), sender.into());
+    Value::Object(m)
+}
+
+fn side_json(t: &SideTotals, socket: i32, sender_flag: bool) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("socket".into(), socket.into());
+    m.insert("start".into(), 0.into());
+    m.insert("end".into(), num(t.seconds));
+    m.insert("seconds".into(), num(t.seconds));
+    m.insert("bytes".into(), t.bytes.into());
+    m.insert("bits_per_second".into(), num(t.bits_per_second()));
+    m.insert("sender".into(), sender_flag.into());
+    m
+}
+
+fn sum_json(ss: &[&StreamSummary], sending_side: bool, flag: bool) -> Value {
+    let t = if sending_side {
+        SideTotals {
+            bytes: ss.iter().map(|s| s.sender.bytes).sum(),
+            seconds: ss.iter().map(|s| s.sender.seconds).fold(0.0, f64::max),
+        }
+    } else {
+        SideTotals {
+            bytes: ss.iter().filter_map(|s| s.receiver.map(|r| r.bytes)).sum(),
+            seconds: ss
+                .iter()
+                .filter_map(|s| s.receiver.map(|r| r.seconds))
+                .fold(0.0, f64::max),
+        }
+    };
+    let mut m = side_json(&t, 0, flag);
+    m.remove("socket");
+    if sending_side {
+        let r: i64 = ss.iter().map(|s| s.retransmits.max(0)).sum();
+        m.insert("retransmits".into(), r.into());
+        // keep key order close to iperf3: retransmits before sender
+        let sender = m.remove("sender").unwrap_or(Value::Bool(flag));
+        m.insert("sender".into(), sender);
+    }
+    Value::Object(m)
+}
+
+/// The iperf3 `-J` document for a report (one JSON object, no NaN/null numbers).
+pub fn to_iperf3_json(report: &Report) -> Value {
+    let p = &report.params;
+    let mut start = Map::new();
+    start.insert(
+        "connected".into(),
+        Value::Array(
+            report
+                .connected
+                .iter()
+                .map(|c| {
+                    json!({"socket": c.socket, "local_host": c.local_host, "local_port": c.local_port,
+                       "remote_host": c.remote_host, "remote_port": c.remote_port})
+                })
+                .collect(),
+        ),
+    );
+    start.insert("version".into(), version_string().into());
+    start.insert("system_info".into(), report.system_info.clone().into());
+    let ts = chrono::DateTime::from_timestamp(report.timestamp, 0)
+        .map(|d| d.format("%a, %d %b %Y %H:%M:%S GMT").to_string())
+        .unwrap_or_default();
+    start.insert(
+        "timestamp".into(),
+        json!({"time": ts, "timesecs": report.timestamp}),
+    );
+    match report.role {
+        Role::Client => start.insert(
+            "connecting_to".into(),
+            json!({"host": report.peer_host, "port": report.peer_port}),
+        ),
+        Role::Server => start.insert(
+            "accepted_connection".into(),
+            json!({"host": report.peer_host, "port": report.peer_port}),
+        ),
+    };
+    start.insert("cookie".into(), report.cookie.clone().into());
+    if let Some(mss) = p.mss {
+        start.insert("tcp_mss".into(), mss.into());
+    } else {
+        start.insert("tcp_mss_default".into(), report.tcp_mss_default.into());
+    }
+    start.insert("target_bitrate".into(), p.bandwidth.into());
+    start.insert("fq_rate".into(), 0.into());
+    start.insert("sock_bufsize".into(), p.window.unwrap_or(0).into());
+    start.insert("sndbuf_actual".into(), report.sndbuf_actual.into());
+    start.insert("rcvbuf_actual".into(), report.rcvbuf_actual.into());
+    start.insert(
+        "test_start".into(),
+        json!({
+            "protocol": p.protocol.name(),
+            "num_streams": p.parallel,
+            "blksize": p.len,
+            "omit": p.omit,
+            "duration": p.time,
+            "bytes": p.num,
+            "blocks": p.blockcount,
+            "reverse": i32::from(p.direction == Direction::Receive),
+            "tos": p.tos,
+            "target_bitrate": p.bandwidth,
+            "bidir": i32::from(p.direction == Direction::Bidir),
+            "fqrate": 0,
+        }),
+    );
+    let bidir = p.direction == Direction::Bidir;
+    let intervals: Vec<Value> = report
+        .intervals
+        .iter()
+        .map(|rec| {
+            let mut m = Map::new();
+            m.insert(
+                "streams".into(),
+                Value::Array(rec.streams.iter().map(interval_stream_json).collect()),
+            );
+            if bidir {
+                let tx: Vec<&StreamInterval> = rec.streams.iter().filter(|s| s.sender).collect();
+                let rx: Vec<&StreamInterval> = rec.streams.iter().filter(|s| !s.sender).collect();
+                m.insert("sum".into(), interval_sum_json(&tx, true));
+                m.insert("sum_bidir_reverse".into(), interval_sum_json(&rx, false));
+            } else {
+                let all: Vec<&StreamInterval> = rec.streams.iter().collect();
+                let sender = all.first().map(|s| s.sender).unwrap_or(true);
+                m.insert("sum".into(), interval_sum_json(&all, sender));
+            }
+            Value::Object(m)
+        })
+        .collect();
+
+    let mut end = Map::new();
+    let streams: Vec<Value> = report
+        .streams
+        .iter()
+        .map(|s| {
+            let mut snd = side_json(&s.sender, s.socket, s.local_sender);
+            let snd_flag = snd.remove("sender").unwrap_or(Value::Bool(s.local_sender));
+            snd.insert("retransmits".into(), s.retransmits.into());
+            snd.insert("max_snd_cwnd".into(), s.max_snd_cwnd.into());
+            snd.insert("max_snd_wnd".into(), s.max_snd_wnd.into());
+            snd.insert("max_rtt".into(), s.max_rtt.into());
+            snd.insert("min_rtt".into(), s.min_rtt.into());
+            snd.insert("mean_rtt".into(), s.mean_rtt.into());
+            snd.insert("sender".into(), snd_flag);
+            let rcv = side_json(&s.receiver.unwrap_or_default(), s.socket, s.local_sender);
+            json!({"sender": Value::Object(snd), "receiver": Value::Object(rcv)})
+        })
+        .collect();
+    end.insert("streams".into(), Value::Array(streams));
+    if bidir {
+        let tx: Vec<&StreamSummary> = report.streams.iter().filter(|s| s.local_sender).collect();
+        let rx: Vec<&StreamSummary> = report.streams.iter().filter(|s| !s.local_sender).collect();
+        end.insert("sum_sent".into(), sum_json(&tx, true, true));
+        end.insert("sum_received".into(), sum_json(&tx, false, true));
+        end.insert("sum_sent_bidir_reverse".into(), sum_json(&rx, true, false));
+        end.insert(
+            "sum_received_bidir_reverse".into(),
+            sum_json(&rx, false, false),
+        );
+    } else {
+        let all: Vec<&StreamSummary> = report.streams.iter().collect();
+        let flag = all.first().map(|s| s.local_sender).unwrap_or(true);
+        end.insert("sum_sent".into(), sum_json(&all, true, flag));
+        end.insert("sum_received".into(), sum_json(&all, false, flag));
+    }
+    end.insert(
+        "cpu_utilization_percent".into(),
+        json!({
+            "host_total": num(report.cpu_local.total),
+            "host_user": num(report.cpu_local.user),
+            "host_system": num(report.cpu_local.system),
+            "remote_total": num(report.cpu_remote.total),
+            "remote_user": num(report.cpu_remote.user),
+            "remote_system": num(report.cpu_remote.system),
+        }),
+    );
+    if let Some(c) = &report.sender_congestion {
+        end.insert("sender_tcp_congestion".into(), c.clone().into());
+    }
+    if let Some(c) = &report.receiver_congestion {
+        end.insert("receiver_tcp_congestion".into(), c.clone().into());
+    }
+
+    let mut top = Map::new();
+    top.insert("start".into(), Value::Object(start));
+    top.insert("intervals".into(), Value::Array(intervals));
+    top.insert("end".into(), Value::Object(end));
+    if let Some(t) = &p.title {
+        top.insert("title".into(), t.clone().into());
+    }
+    if let Some(t) = &p.extra_data {
+        top.insert("extra_data".into(), t.clone().into());
+    }
+    if let Some(t) = &report.server_output_text {
+        top.insert("server_output_text".into(), t.clone().into());
+    }
+    if let Some(j) = &report.server_output_json {
+        top.insert("server_output_json".into(), j.clone());
+    }
+    if let Some(e) = &report.error {
+        top.insert("error".into(), e.clone().into());
+    }
+    Value::Object(top)
+}
+
+/// The `-J` document for a test that failed before it produced anything.
+pub fn error_json(msg: &str) -> Value {
+    json!({
+        "start": {"connected": [], "version": version_string(), "system_info": crate::engine::stats::system_info()},
+        "intervals": [],
+        "end": {},
+        "error": msg,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_match_iperf3() {
+        assert_eq!(unit_format(2.75 * 1024.0 * 1024.0 * 1024.0, false), "2.75 GByte");
+        assert_eq!(unit_format(23.6e9 / 8.0, true), "23.6 Gbit");
+        assert_eq!(unit_format(941.48e6 / 8.0, true), " 941 Mbit");
+        assert_eq!(unit_format(0.0, true), "0.00 bit");
+        assert_eq!(unit_format(f64::NAN, true), "0.00 bit");
+        assert_eq!(unit_format(2_748_000.0, false), "2.62 MByte");
+    }
+
+    #[test]
+    fn suffixes_are_1024_for_sizes_and_1000_for_rates() {
+        assert_eq!(parse_suffixed("10M", false), Ok(10 * 1024 * 1024));
+        assert_eq!(parse_suffixed("300K", false), Ok(300 * 1024));
+        assert_eq!(parse_suffixed("8k", false), Ok(8192));
+        assert_eq!(parse_suffixed("100M", true), Ok(100_000_000));
+        assert_eq!(parse_suffixed("1.5G", true), Ok(1_500_000_000));
+        assert_eq!(parse_suffixed("42", true), Ok(42));
+        assert!(parse_suffixed("10X", true).is_err());
+        assert!(parse_suffixed("-5", true).is_err());
+        assert!(parse_suffixed("", true).is_err());
+    }
+}

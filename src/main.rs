@@ -1,0 +1,77 @@
+//! netperfd entry point: the iperf3-compatible client/server (`-c` / `-s`), the appliance
+//! (`daemon`), history (`runs`) and `hash-password`.
+use clap::{Parser, Subcommand};
+use netperfd::cli::{self, IperfArgs};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "netperfd",
+    about = "Network performance test appliance: iperf3-compatible client/server, web UI, history",
+    disable_version_flag = true,
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+    #[command(flatten)]
+    iperf: IperfArgs,
+    /// Show version information and quit
+    #[arg(short = 'v', long = "version")]
+    version: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Run the appliance: web UI, JSON API, iperf3 server, history in SQLite
+    Daemon(netperfd::daemon::DaemonArgs),
+    /// Read the run history
+    Runs(netperfd::runs_cli::RunsArgs),
+    /// Read a password on stdin and print its argon2 hash (for admin_password_hash)
+    HashPassword,
+}
+
+fn main() {
+    let args = Cli::parse();
+    if args.version {
+        println!("{}", netperfd::engine::report::version_string());
+        return;
+    }
+    let code = match args.cmd {
+        Some(Cmd::Daemon(d)) => netperfd::daemon::main(d),
+        Some(Cmd::Runs(r)) => netperfd::runs_cli::main(r),
+        Some(Cmd::HashPassword) => netperfd::web::auth::hash_password_cli(),
+        None => iperf_main(args.iperf),
+    };
+    std::process::exit(code);
+}
+
+fn iperf_main(a: IperfArgs) -> i32 {
+    if a.client.is_none() && !a.server {
+        eprintln!("netperfd: parameter error - must either be a client (-c) or server (-s)\n\nUsage: netperfd [-s|-c host] [options]\n       netperfd daemon | runs | hash-password\nTry 'netperfd --help' for more information.");
+        return 1;
+    }
+    if a.server && a.client.is_some() {
+        eprintln!("netperfd: parameter error - cannot be both server and client");
+        return 1;
+    }
+    if a.server && a.daemon {
+        if let Err(e) = nix::unistd::daemon(false, false) {
+            eprintln!("netperfd: error - unable to become a daemon: {e}");
+            return 1;
+        }
+    }
+    netperfd::logging::init(std::env::var("RUST_LOG").ok().as_deref().unwrap_or("warn"));
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("netperfd: error - {e}");
+            return 1;
+        }
+    };
+    rt.block_on(async move {
+        match a.client.clone() {
+            Some(host) => cli::run_client(&a, &host).await,
+            None => cli::run_server(&a).await,
+        }
+    })
+}

@@ -1,0 +1,3 @@
+#[derive(clap::Args, Debug)]
+pub struct RunsArgs {}
+pub fn main(_a: RunsArgs) -> i32 { 1 }
