@@ -94,7 +94,9 @@ wrapper=$dir/bin/rustc
     echo "# rustc $ver from Debian, unpacked by scripts/fetch-rust-1.85.sh"
     printf 'root=%q\n' "$root"
     printf 'libs=%q\n' "$root/usr/lib/$triple:$root/usr/lib/llvm-19/lib"
+    # shellcheck disable=SC2016 # written literally into the wrapper
     echo 'export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"'
+    # shellcheck disable=SC2016
     echo 'exec "$root/usr/bin/rustc" --sysroot "$root/usr" "$@"'
 } >"$wrapper.tmp"
 chmod +x "$wrapper.tmp"

@@ -73,6 +73,7 @@ def main() -> int:
             sys.stdout.writelines(diff[:60])
             if len(diff) > 60:
                 print(f"... ({len(diff) - 60} more diff lines)")
+            sys.stdout.flush()
             print(f"gen-crates-inc: {args.output} is stale; run scripts/gen-crates-inc.py", file=sys.stderr)
             return 1
         print(f"gen-crates-inc: {args.output.name} is up to date ({text.count('crate://')} crates)")

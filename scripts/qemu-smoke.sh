@@ -26,8 +26,8 @@ fail() { log "FAIL: $*"; exit 1; }
 [[ $(head -c 4 -- "$bin" | od -An -c | tr -d ' ') == '177ELF' ]] || fail "$bin is not an ELF file"
 machine=$(od -An -tx1 -j18 -N2 -- "$bin" | tr -d ' \n')
 case $machine in
-    b700) qemu=qemu-aarch64-static; arch=arm64 ;;
-    2800) qemu=qemu-arm-static; arch=armhf ;;
+    b700) qemu='qemu-aarch64-static'; arch=arm64 ;;
+    2800) qemu='qemu-arm-static'; arch=armhf ;;
     *) fail "unsupported ELF machine 0x$machine (want aarch64 or arm)" ;;
 esac
 

@@ -65,7 +65,12 @@ pub struct IperfArgs {
     #[arg(short = 'O', long = "omit", value_name = "N", default_value_t = 0)]
     pub omit: u32,
     /// Seconds between periodic throughput reports (0 to disable)
-    #[arg(short = 'i', long = "interval", value_name = "SECS", default_value_t = 1.0)]
+    #[arg(
+        short = 'i',
+        long = "interval",
+        value_name = "SECS",
+        default_value_t = 1.0
+    )]
     pub interval: f64,
     /// Bind to the interface associated with the address HOST
     #[arg(short = 'B', long = "bind", value_name = "HOST")]
@@ -386,10 +391,15 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
                         *first = false;
                     }
                 }
-                ServerEvent::Finished { session, report, .. } => {
+                ServerEvent::Finished {
+                    session, report, ..
+                } => {
                     reports.remove(&session);
                     if json {
-                        out(&format!("{}\n", json_text(&report::to_iperf3_json(&report))));
+                        out(&format!(
+                            "{}\n",
+                            json_text(&report::to_iperf3_json(&report))
+                        ));
                     } else {
                         out(&report::text_summary(&report));
                         tests += 1;

@@ -42,9 +42,9 @@ pub fn resolve(host: &str, port: u16, family: Family) -> std::io::Result<SocketA
     let addrs = (host, port).to_socket_addrs()?;
     for a in addrs {
         match (family, a) {
-            (Family::Any, _) | (Family::V4, SocketAddr::V4(_)) | (Family::V6, SocketAddr::V6(_)) => {
-                return Ok(a)
-            }
+            (Family::Any, _)
+            | (Family::V4, SocketAddr::V4(_))
+            | (Family::V6, SocketAddr::V6(_)) => return Ok(a),
             _ => {}
         }
     }
@@ -56,9 +56,8 @@ pub fn resolve(host: &str, port: u16, family: Family) -> std::io::Result<SocketA
 
 /// Apply SO_BINDTODEVICE.
 pub fn bind_device(sock: &Socket, dev: &str) -> std::io::Result<()> {
-    sock.bind_device(Some(dev.as_bytes())).map_err(|e| {
-        std::io::Error::new(e.kind(), format!("cannot bind to device '{dev}': {e}"))
-    })
+    sock.bind_device(Some(dev.as_bytes()))
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot bind to device '{dev}': {e}")))
 }
 
 /// Create a TCP socket for `peer`, apply `opts` (and `cport`), connect within `timeout`.
@@ -106,7 +105,9 @@ pub fn connect_tcp(
             sock.set_reuse_address(true)?;
         }
         sock.bind(&SockAddr::from(SocketAddr::new(ip, cport)))
-            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot bind to {ip} port {cport}: {e}")))?;
+            .map_err(|e| {
+                std::io::Error::new(e.kind(), format!("cannot bind to {ip} port {cport}: {e}"))
+            })?;
     }
     sock.connect_timeout(&SockAddr::from(peer), timeout)?;
     if data || opts.nodelay {

@@ -147,7 +147,10 @@ pub struct Report {
 
 /// Version string reported in `-J` and `--version`.
 pub fn version_string() -> String {
-    format!("netperfd {} (iperf 3.12 compatible)", env!("CARGO_PKG_VERSION"))
+    format!(
+        "netperfd {} (iperf 3.12 compatible)",
+        env!("CARGO_PKG_VERSION")
+    )
 }
 
 /// iperf3's `unit_snprintf` with adaptive units: bytes in powers of 1024 (`KBytes`…),
@@ -245,11 +248,12 @@ fn role_tag(report: &Report, local_sender: bool) -> &'static str {
 
 /// Whether this side sends data in the test (and so reports retransmits and cwnd).
 fn local_sends(report: &Report) -> bool {
-    match (report.params.direction, report.role) {
-        (Direction::Bidir, _) => true,
-        (Direction::Send, Role::Client) | (Direction::Receive, Role::Server) => true,
-        _ => false,
-    }
+    matches!(
+        (report.params.direction, report.role),
+        (Direction::Bidir, _)
+            | (Direction::Send, Role::Client)
+            | (Direction::Receive, Role::Server)
+    )
 }
 
 fn sock_label(socket: i32) -> String {
@@ -400,7 +404,11 @@ pub fn text_summary(report: &Report) -> String {
     let groups: Vec<bool> = if bidir {
         vec![true, false]
     } else {
-        vec![report.streams.first().map(|s| s.local_sender).unwrap_or(true)]
+        vec![report
+            .streams
+            .first()
+            .map(|s| s.local_sender)
+            .unwrap_or(true)]
     };
     for g in &groups {
         let ss: Vec<&StreamSummary> = report
@@ -486,10 +494,7 @@ fn summary_pair(
             unit_format(r.bytes as f64, false),
             unit_format(r.bits_per_second() / 8.0, true)
         )),
-        None => out.push_str(&format!(
-            "{} (receiver statistics not available)\n",
-            label
-        )),
+        None => out.push_str(&format!("{} (receiver statistics not available)\n", label)),
     }
     out
 }
@@ -755,7 +760,10 @@ mod tests {
 
     #[test]
     fn units_match_iperf3() {
-        assert_eq!(unit_format(2.75 * 1024.0 * 1024.0 * 1024.0, false), "2.75 GByte");
+        assert_eq!(
+            unit_format(2.75 * 1024.0 * 1024.0 * 1024.0, false),
+            "2.75 GByte"
+        );
         assert_eq!(unit_format(23.6e9 / 8.0, true), "23.6 Gbit");
         assert_eq!(unit_format(941.48e6 / 8.0, true), " 941 Mbit");
         assert_eq!(unit_format(0.0, true), "0.00 bit");

@@ -318,18 +318,18 @@ impl DataPhase {
                     id: s.id,
                     socket: s.socket_no,
                     local_sender: s.sender,
-                    sender: if s.sender { mine } else { SideTotals::default() },
+                    sender: if s.sender {
+                        mine
+                    } else {
+                        SideTotals::default()
+                    },
                     receiver: if s.sender { None } else { Some(mine) },
                     retransmits: retrans,
                     max_snd_cwnd: s.max_cwnd,
                     max_snd_wnd: s.max_wnd,
                     max_rtt: s.rtt_max,
                     min_rtt: if s.rtt_n > 0 { s.rtt_min } else { 0 },
-                    mean_rtt: if s.rtt_n > 0 {
-                        (s.rtt_sum / s.rtt_n) as u32
-                    } else {
-                        0
-                    },
+                    mean_rtt: s.rtt_sum.checked_div(s.rtt_n).unwrap_or(0) as u32,
                 }
             })
             .collect()

@@ -90,7 +90,13 @@ fn transient(e: &std::io::Error) -> bool {
 /// Write `buf` repeatedly until stopped, the `-n`/`-k` target is reached, or the socket fails.
 /// `rate` is the target in bits/s (0 = unlimited): the loop writes only while the average
 /// since its start is below it (iperf3's rule), sleeping until the next block is due.
-pub fn send_loop(sock: TcpStream, buf: Vec<u8>, counter: Arc<AtomicU64>, shared: Arc<Shared>, rate: u64) {
+pub fn send_loop(
+    sock: TcpStream,
+    buf: Vec<u8>,
+    counter: Arc<AtomicU64>,
+    shared: Arc<Shared>,
+    rate: u64,
+) {
     let _ = sock.set_write_timeout(Some(POLL));
     let start = Instant::now();
     let mut sent: u64 = 0;
@@ -135,7 +141,13 @@ pub fn send_loop(sock: TcpStream, buf: Vec<u8>, counter: Arc<AtomicU64>, shared:
 
 /// Read into a `len`-byte buffer until stopped, EOF or a socket error. With `check_limit`
 /// (a `-R` client) it wakes the session when the `-n`/`-k` target has been received.
-pub fn recv_loop(sock: TcpStream, len: usize, counter: Arc<AtomicU64>, shared: Arc<Shared>, check_limit: bool) {
+pub fn recv_loop(
+    sock: TcpStream,
+    len: usize,
+    counter: Arc<AtomicU64>,
+    shared: Arc<Shared>,
+    check_limit: bool,
+) {
     let _ = sock.set_read_timeout(Some(POLL));
     let mut buf = vec![0u8; len.max(1)];
     let mut r = &sock;

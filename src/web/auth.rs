@@ -1,1 +1,317 @@
-pub fn hash_password_cli() -> i32 { 1 }
+//! Authentication: the admin password (argon2), web sessions (HttpOnly, SameSite=Strict
+//! cookie; only its SHA-256 is stored), CSRF tokens, API bearer tokens, the first-run setup
+//! code, and a login rate limit. Not for: deciding what a route does.
+
+use super::AppState;
+use actix_web::{
+    dev::Payload, http::header, web, FromRequest, HttpRequest, HttpResponse, ResponseError,
+};
+use argon2::password_hash::{
+    rand_core::OsRng, PasswordHash, PasswordHasher, PasswordVerifier, SaltString,
+};
+use argon2::Argon2;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::future::{ready, Ready};
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Name of the session cookie.
+pub const SESSION_COOKIE: &str = "netperfd_session";
+/// Settings key of the admin password hash set through the UI.
+pub const PASSWORD_KEY: &str = "admin_password_hash";
+/// Shortest password accepted, characters.
+pub const MIN_PASSWORD: usize = 8;
+
+/// Random bytes as lowercase hex (`n` bytes → 2n characters).
+pub fn random_hex(n: usize) -> String {
+    let mut b = vec![0u8; n];
+    if getrandom::getrandom(&mut b).is_err() {
+        // No entropy source at all: refuse to make a guessable secret.
+        panic!("no OS random source available");
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// SHA-256 of a string, hex.
+pub fn sha256_hex(s: &str) -> String {
+    Sha256::digest(s.as_bytes())
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
+}
+
+/// Compare two strings in time independent of where they differ.
+pub fn ct_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Argon2id hash of a password (PHC string).
+pub fn hash_password(pw: &str) -> Result<String, String> {
+    let salt = SaltString::generate(&mut OsRng);
+    Argon2::default()
+        .hash_password(pw.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// Check a password against a PHC hash; false for a malformed hash.
+pub fn verify_password(hash: &str, pw: &str) -> bool {
+    match PasswordHash::new(hash) {
+        Ok(h) => Argon2::default().verify_password(pw.as_bytes(), &h).is_ok(),
+        Err(_) => false,
+    }
+}
+
+/// `netperfd hash-password`: read one line from stdin, print its hash.
+pub fn hash_password_cli() -> i32 {
+    let mut line = String::new();
+    if std::io::stdin().read_line(&mut line).is_err() {
+        eprintln!("netperfd: cannot read the password from stdin");
+        return 1;
+    }
+    let pw = line.trim_end_matches(['\r', '\n']);
+    if pw.chars().count() < MIN_PASSWORD {
+        eprintln!("netperfd: the password must have at least {MIN_PASSWORD} characters");
+        return 1;
+    }
+    match hash_password(pw) {
+        Ok(h) => {
+            println!("{h}");
+            0
+        }
+        Err(e) => {
+            eprintln!("netperfd: {e}");
+            1
+        }
+    }
+}
+
+/// Failed-login limiter: at most `max` failures per address in `window`.
+pub struct LoginLimiter {
+    max: u32,
+    window: Duration,
+    fails: Mutex<HashMap<IpAddr, (u32, Instant)>>,
+}
+
+impl LoginLimiter {
+    /// A limiter allowing `max` failures per `window`.
+    pub fn new(max: u32, window: Duration) -> LoginLimiter {
+        LoginLimiter {
+            max,
+            window,
+            fails: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// `Err(seconds to wait)` when the address is locked out.
+    pub fn check(&self, ip: IpAddr) -> Result<(), u64> {
+        let mut m = self.fails.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((n, t)) = m.get(&ip).copied() {
+            if t.elapsed() >= self.window {
+                m.remove(&ip);
+            } else if n >= self.max {
+                return Err((self.window - t.elapsed()).as_secs().max(1));
+            }
+        }
+        Ok(())
+    }
+
+    /// Count a failure.
+    pub fn fail(&self, ip: IpAddr) {
+        let mut m = self.fails.lock().unwrap_or_else(|p| p.into_inner());
+        if m.len() > 10_000 {
+            m.retain(|_, (_, t)| t.elapsed() < self.window);
+        }
+        let e = m.entry(ip).or_insert((0, Instant::now()));
+        if e.1.elapsed() >= self.window {
+            *e = (0, Instant::now());
+        }
+        e.0 += 1;
+    }
+
+    /// Forget failures after a success.
+    pub fn success(&self, ip: IpAddr) {
+        self.fails
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&ip);
+    }
+}
+
+/// How a request proved who it is.
+#[derive(Debug, Clone)]
+pub enum Auth {
+    /// A browser session; writes need its CSRF token.
+    Session { token_hash: String, csrf: String },
+    /// An API bearer token; no CSRF needed (no ambient credential).
+    Token,
+}
+
+/// Why a request was refused.
+#[derive(Debug)]
+pub enum AuthError {
+    /// No or invalid credentials. Pages redirect to the login (or setup) page.
+    Unauthenticated { api: bool, setup: bool },
+    /// Missing or wrong CSRF token on a state-changing request.
+    Csrf,
+    /// Something failed on our side.
+    Internal(String),
+}
+
+impl std::fmt::Display for AuthError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AuthError::Unauthenticated { .. } => f.write_str("authentication required"),
+            AuthError::Csrf => f.write_str("missing or invalid CSRF token"),
+            AuthError::Internal(e) => write!(f, "internal error: {e}"),
+        }
+    }
+}
+
+impl ResponseError for AuthError {
+    fn error_response(&self) -> HttpResponse {
+        match self {
+            AuthError::Unauthenticated { api: true, .. } => HttpResponse::Unauthorized()
+                .json(serde_json::json!({"error": "authentication required: log in or send 'Authorization: Bearer <token>'"})),
+            AuthError::Unauthenticated { api: false, setup } => HttpResponse::SeeOther()
+                .insert_header((header::LOCATION, if *setup { "/setup" } else { "/login" }))
+                .finish(),
+            AuthError::Csrf => HttpResponse::Forbidden()
+                .json(serde_json::json!({"error": "missing or invalid CSRF token"})),
+            AuthError::Internal(e) => {
+                HttpResponse::InternalServerError().json(serde_json::json!({"error": e}))
+            }
+        }
+    }
+}
+
+impl Auth {
+    /// Check the CSRF token of a state-changing request.
+    pub fn check_csrf(&self, provided: Option<&str>) -> Result<(), AuthError> {
+        match self {
+            Auth::Token => Ok(()),
+            Auth::Session { csrf, .. } => match provided {
+                Some(p) if ct_eq(p, csrf) => Ok(()),
+                _ => Err(AuthError::Csrf),
+            },
+        }
+    }
+
+    /// The CSRF token to put in forms (empty for token auth).
+    pub fn csrf(&self) -> &str {
+        match self {
+            Auth::Session { csrf, .. } => csrf,
+            Auth::Token => "",
+        }
+    }
+
+    /// Check the `X-CSRF-Token` header (API writes from the browser).
+    pub fn check_csrf_header(&self, req: &HttpRequest) -> Result<(), AuthError> {
+        let h = req
+            .headers()
+            .get("x-csrf-token")
+            .and_then(|v| v.to_str().ok());
+        self.check_csrf(h)
+    }
+}
+
+fn authenticate(req: &HttpRequest) -> Result<Auth, AuthError> {
+    let state = req
+        .app_data::<web::Data<AppState>>()
+        .ok_or_else(|| AuthError::Internal("no app state".into()))?;
+    let api = req.path().starts_with("/api/");
+    if let Some(h) = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    {
+        if let Some(tok) = h.strip_prefix("Bearer ") {
+            let ok = state
+                .store
+                .token_valid(&sha256_hex(tok.trim()))
+                .map_err(|e| AuthError::Internal(e.to_string()))?;
+            if ok {
+                return Ok(Auth::Token);
+            }
+            return Err(AuthError::Unauthenticated {
+                api: true,
+                setup: false,
+            });
+        }
+    }
+    if let Some(c) = req.cookie(SESSION_COOKIE) {
+        let th = sha256_hex(c.value());
+        if let Some(s) = state
+            .store
+            .session(&th)
+            .map_err(|e| AuthError::Internal(e.to_string()))?
+        {
+            return Ok(Auth::Session {
+                token_hash: th,
+                csrf: s.csrf,
+            });
+        }
+    }
+    Err(AuthError::Unauthenticated {
+        api,
+        setup: state.needs_setup(),
+    })
+}
+
+impl FromRequest for Auth {
+    type Error = AuthError;
+    type Future = Ready<Result<Auth, AuthError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(authenticate(req))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn password_hash_round_trip() {
+        let h = hash_password("correct horse").unwrap();
+        assert!(h.starts_with("$argon2id$"));
+        assert!(verify_password(&h, "correct horse"));
+        assert!(!verify_password(&h, "wrong horse"));
+        assert!(!verify_password("not a hash", "x"));
+    }
+
+    #[test]
+    fn limiter_locks_after_max_failures() {
+        let l = LoginLimiter::new(3, Duration::from_secs(60));
+        let ip: IpAddr = "192.0.2.9".parse().unwrap();
+        for _ in 0..3 {
+            assert!(l.check(ip).is_ok());
+            l.fail(ip);
+        }
+        let wait = l.check(ip).unwrap_err();
+        assert!((1..=60).contains(&wait));
+        // Another address is not affected.
+        assert!(l.check("192.0.2.10".parse().unwrap()).is_ok());
+        l.success(ip);
+        assert!(l.check(ip).is_ok());
+    }
+
+    #[test]
+    fn csrf_checks() {
+        let a = Auth::Session {
+            token_hash: "h".into(),
+            csrf: "abc".into(),
+        };
+        assert!(a.check_csrf(Some("abc")).is_ok());
+        assert!(a.check_csrf(Some("abd")).is_err());
+        assert!(a.check_csrf(None).is_err());
+        assert!(Auth::Token.check_csrf(None).is_ok());
+        assert!(ct_eq("x", "x") && !ct_eq("x", "xy"));
+    }
+}

@@ -55,7 +55,9 @@ impl ClientSpec {
             return Err("port must be 1..65535".into());
         }
         if p.protocol != Protocol::Tcp {
-            return Err("only TCP tests are supported so far (UDP comes with the UDP issue)".into());
+            return Err(
+                "only TCP tests are supported so far (UDP comes with the UDP issue)".into(),
+            );
         }
         if p.parallel == 0 || p.parallel > wire::MAX_PARALLEL {
             return Err(format!(
@@ -73,7 +75,9 @@ impl ClientSpec {
             return Err("duration and omit must be at most 86400 s (-t, -O)".into());
         }
         if p.time == 0 && p.num == 0 && p.blockcount == 0 {
-            return Err("a test needs a duration (-t), a byte count (-n) or a block count (-k)".into());
+            return Err(
+                "a test needs a duration (-t), a byte count (-n) or a block count (-k)".into(),
+            );
         }
         if !(self.interval == 0.0 || (0.1..=60.0).contains(&self.interval)) {
             return Err("interval must be 0.1..60 s (-i)".into());
@@ -89,7 +93,12 @@ impl ClientSpec {
             }
         }
         if let Some(c) = &p.congestion {
-            if c.is_empty() || c.len() > 15 || !c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+            if c.is_empty()
+                || c.len() > 15
+                || !c
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            {
                 return Err(format!("'{c}' is not a congestion control name (-C)"));
             }
         }
@@ -141,7 +150,11 @@ fn err(message: impl Into<String>) -> ClientError {
 
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(30);
 
-async fn expect_state(ctrl: &mut TcpStream, want: State, limit: Duration) -> Result<(), ClientError> {
+async fn expect_state(
+    ctrl: &mut TcpStream,
+    want: State,
+    limit: Duration,
+) -> Result<(), ClientError> {
     let b = wire::read_state(ctrl, limit).await.map_err(|e| match e {
         WireError::Closed => err(wire::ierr_text(ierr::IECTRLCLOSE)),
         e => err(format!("unable to receive control message: {e}")),
@@ -157,7 +170,8 @@ async fn state_error(ctrl: &mut TcpStream, b: u8) -> ClientError {
         Some(State::AccessDenied) => err(wire::ierr_text(ierr::IEACCESSDENIED)),
         Some(State::ServerError) => {
             let mut w = [0u8; 8];
-            let _ = wire::read_exact_timeout(ctrl, &mut w[..4], Duration::from_secs(5), "error").await;
+            let _ =
+                wire::read_exact_timeout(ctrl, &mut w[..4], Duration::from_secs(5), "error").await;
             let code = i32::from_be_bytes([w[0], w[1], w[2], w[3]]);
             let mut msg = wire::ierr_text(code);
             if wire::read_exact_timeout(ctrl, &mut w[4..], Duration::from_secs(1), "errno")
@@ -202,13 +216,16 @@ pub async fn run(
         ..Default::default()
     };
     let ct = spec.connect_timeout;
-    let std_ctrl = tokio::task::spawn_blocking(move || net::connect_tcp(peer, &ctrl_opts, 0, false, ct))
-        .await
-        .map_err(|e| err(e.to_string()))?
-        .map_err(|e| err(format!("unable to connect to server {peer}: {e}")))?;
+    let std_ctrl =
+        tokio::task::spawn_blocking(move || net::connect_tcp(peer, &ctrl_opts, 0, false, ct))
+            .await
+            .map_err(|e| err(e.to_string()))?
+            .map_err(|e| err(format!("unable to connect to server {peer}: {e}")))?;
     net::keepalive(&std_ctrl, Duration::from_secs(5), Duration::from_secs(2), 3);
     let mss_default = net::mss(&std_ctrl);
-    std_ctrl.set_nonblocking(true).map_err(|e| err(e.to_string()))?;
+    std_ctrl
+        .set_nonblocking(true)
+        .map_err(|e| err(e.to_string()))?;
     let local_ctrl = std_ctrl.local_addr().map_err(|e| err(e.to_string()))?;
     let mut ctrl = TcpStream::from_std(std_ctrl).map_err(|e| err(e.to_string()))?;
     let cookie = wire::make_cookie();
@@ -253,7 +270,8 @@ pub async fn run(
         .await
         .map_err(|e| err(e.to_string()))?
         .map_err(|e| err(format!("unable to connect stream: {e}")))?;
-        let ds = DataStream::new(wire::stream_id(i), i < n_send, s).map_err(|e| err(e.to_string()))?;
+        let ds =
+            DataStream::new(wire::stream_id(i), i < n_send, s).map_err(|e| err(e.to_string()))?;
         streams.push(ds);
     }
     let (sndbuf, rcvbuf) = streams.first().map(|s| s.buffers()).unwrap_or((0, 0));
@@ -445,7 +463,11 @@ async fn drive(
     cancel: Option<&Notify>,
 ) -> Drive {
     let p = &spec.params;
-    let interval = if spec.interval > 0.0 { spec.interval } else { 3600.0 };
+    let interval = if spec.interval > 0.0 {
+        spec.interval
+    } else {
+        3600.0
+    };
     let mut tick = tokio::time::interval_at(
         tokio::time::Instant::now() + Duration::from_secs_f64(interval),
         Duration::from_secs_f64(interval),

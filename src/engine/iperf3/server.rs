@@ -59,7 +59,10 @@ pub enum ServerEvent {
     /// Streams are up; the test starts now.
     Started { session: u64, report: Box<Report> },
     /// One interval of a running test.
-    Interval { session: u64, record: IntervalRecord },
+    Interval {
+        session: u64,
+        record: IntervalRecord,
+    },
     /// The test ended (completed, failed or aborted), with what was measured.
     Finished {
         session: u64,
@@ -94,7 +97,10 @@ pub fn bind_listener(bind: Option<IpAddr>, port: u16) -> std::io::Result<TcpList
     };
     let l = match bind {
         Some(ip) => mk(SocketAddr::new(ip, port), false)?,
-        None => match mk(SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), port), true) {
+        None => match mk(
+            SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), port),
+            true,
+        ) {
             Ok(l) => l,
             Err(_) => mk(SocketAddr::new(IpAddr::from([0u8, 0, 0, 0]), port), false)?,
         },
@@ -166,7 +172,9 @@ pub async fn serve_listeners(
 async fn handle_conn(inner: Arc<Inner>, mut s: TcpStream, peer: SocketAddr) {
     let _ = s.set_nodelay(true);
     let mut cookie = [0u8; COOKIE_SIZE];
-    if let Err(e) = wire::read_exact_timeout(&mut s, &mut cookie, inner.cfg.cookie_timeout, "the cookie").await {
+    if let Err(e) =
+        wire::read_exact_timeout(&mut s, &mut cookie, inner.cfg.cookie_timeout, "the cookie").await
+    {
         tracing::warn!(%peer, "closing connection: unable to receive cookie at server ({e})");
         return;
     }
@@ -176,8 +184,9 @@ async fn handle_conn(inner: Arc<Inner>, mut s: TcpStream, peer: SocketAddr) {
         .ok()
         .and_then(|m| m.get(&cookie).cloned());
     if let Some(tx) = tx {
-        if let Err(mpsc::error::TrySendError::Full(mut s) | mpsc::error::TrySendError::Closed(mut s)) =
-            tx.try_send(s)
+        if let Err(
+            mpsc::error::TrySendError::Full(mut s) | mpsc::error::TrySendError::Closed(mut s),
+        ) = tx.try_send(s)
         {
             tracing::warn!(%peer, "extra data stream refused");
             let _ = s.write_all(&[State::AccessDenied.byte()]).await;
@@ -201,9 +210,18 @@ fn stop(status: RunStatus, reason: impl Into<String>) -> Stop {
     }
 }
 
-async fn session(inner: Arc<Inner>, mut ctrl: TcpStream, peer: SocketAddr, cookie: [u8; COOKIE_SIZE], id: u64) {
+async fn session(
+    inner: Arc<Inner>,
+    mut ctrl: TcpStream,
+    peer: SocketAddr,
+    cookie: [u8; COOKIE_SIZE],
+    id: u64,
+) {
     let local = ctrl.local_addr().unwrap_or(peer);
-    if wire::write_state(&mut ctrl, State::ParamExchange).await.is_err() {
+    if wire::write_state(&mut ctrl, State::ParamExchange)
+        .await
+        .is_err()
+    {
         return;
     }
     let params = match wire::read_json(&mut ctrl, wire::MAX_PARAMS_JSON, Duration::from_secs(30))
@@ -233,7 +251,10 @@ async fn session(inner: Arc<Inner>, mut ctrl: TcpStream, peer: SocketAddr, cooki
             m.remove(&cookie);
         }
     };
-    if wire::write_state(&mut ctrl, State::CreateStreams).await.is_err() {
+    if wire::write_state(&mut ctrl, State::CreateStreams)
+        .await
+        .is_err()
+    {
         unregister(&inner);
         return;
     }
@@ -315,25 +336,46 @@ async fn session(inner: Arc<Inner>, mut ctrl: TcpStream, peer: SocketAddr, cooki
         error: None,
     };
     tracing::info!(session = id, %peer, streams = total, direction = ?params.direction, "test started");
-    emit(&inner, ServerEvent::Started {
-        session: id,
-        report: Box::new(report.clone()),
-    });
+    emit(
+        &inner,
+        ServerEvent::Started {
+            session: id,
+            report: Box::new(report.clone()),
+        },
+    );
     let mut phase = DataPhase::new(params.clone(), streams, inner.cfg.interval);
     let msg = [State::TestStart.byte(), State::TestRunning.byte()];
     if ctrl.write_all(&msg[..]).await.is_err() {
-        finish(&inner, id, report, RunStatus::Aborted, Some("client closed the control connection at test start".into()));
+        finish(
+            &inner,
+            id,
+            report,
+            RunStatus::Aborted,
+            Some("client closed the control connection at test start".into()),
+        );
         return;
     }
     let cpu = CpuMark::now();
     if let Err(e) = phase.start(false) {
-        finish(&inner, id, report, RunStatus::Failed, Some(format!("unable to start streams: {e}")));
+        finish(
+            &inner,
+            id,
+            report,
+            RunStatus::Failed,
+            Some(format!("unable to start streams: {e}")),
+        );
         return;
     }
     let outcome = run_phase(&inner, id, &mut phase, &mut ctrl).await;
     let last = phase.finish();
     if let Some(rec) = last {
-        emit(&inner, ServerEvent::Interval { session: id, record: rec });
+        emit(
+            &inner,
+            ServerEvent::Interval {
+                session: id,
+                record: rec,
+            },
+        );
     }
     report.cpu_local = cpu.util_since();
     report.streams = phase.local_summaries();
@@ -353,8 +395,17 @@ async fn session(inner: Arc<Inner>, mut ctrl: TcpStream, peer: SocketAddr, cooki
     }
 
     // EXCHANGE_RESULTS: read the client's results first, then send ours.
-    if wire::write_state(&mut ctrl, State::ExchangeResults).await.is_err() {
-        finish(&inner, id, report, RunStatus::Aborted, Some("client vanished before the results exchange".into()));
+    if wire::write_state(&mut ctrl, State::ExchangeResults)
+        .await
+        .is_err()
+    {
+        finish(
+            &inner,
+            id,
+            report,
+            RunStatus::Aborted,
+            Some("client vanished before the results exchange".into()),
+        );
         return;
     }
     let theirs = match wire::read_json(&mut ctrl, wire::MAX_RESULTS_JSON, Duration::from_secs(30))
@@ -364,7 +415,13 @@ async fn session(inner: Arc<Inner>, mut ctrl: TcpStream, peer: SocketAddr, cooki
     {
         Ok(r) => r,
         Err(e) => {
-            finish(&inner, id, report, RunStatus::Failed, Some(format!("unable to receive results: {e}")));
+            finish(
+                &inner,
+                id,
+                report,
+                RunStatus::Failed,
+                Some(format!("unable to receive results: {e}")),
+            );
             return;
         }
     };
@@ -419,9 +476,17 @@ async fn session(inner: Arc<Inner>, mut ctrl: TcpStream, peer: SocketAddr, cooki
         }
     }
     if wire::write_json(&mut ctrl, &mine.to_json()).await.is_err()
-        || wire::write_state(&mut ctrl, State::DisplayResults).await.is_err()
+        || wire::write_state(&mut ctrl, State::DisplayResults)
+            .await
+            .is_err()
     {
-        finish(&inner, id, report, RunStatus::Aborted, Some("client vanished during the results exchange".into()));
+        finish(
+            &inner,
+            id,
+            report,
+            RunStatus::Aborted,
+            Some("client vanished during the results exchange".into()),
+        );
         return;
     }
     // IPERF_DONE, or the client just closes: either is a normal end.
@@ -481,7 +546,12 @@ fn finish(inner: &Inner, id: u64, mut report: Report, status: RunStatus, error: 
     inner.done.notify_one();
 }
 
-async fn run_phase(inner: &Inner, id: u64, phase: &mut DataPhase, ctrl: &mut TcpStream) -> Result<(), Stop> {
+async fn run_phase(
+    inner: &Inner,
+    id: u64,
+    phase: &mut DataPhase,
+    ctrl: &mut TcpStream,
+) -> Result<(), Stop> {
     let p = phase.params.clone();
     let interval = inner.cfg.interval.max(0.1);
     let start = tokio::time::Instant::now();

@@ -456,7 +456,9 @@ impl Params {
             time: get_u64(m, "time", day)?.unwrap_or(10) as u32,
             num: get_u64(m, "num", i64::MAX as u64)?.unwrap_or(0),
             blockcount: get_u64(m, "blockcount", i64::MAX as u64)?.unwrap_or(0),
-            mss: get_u64(m, "MSS", 65535)?.map(|x| x as u32).filter(|&x| x > 0),
+            mss: get_u64(m, "MSS", 65535)?
+                .map(|x| x as u32)
+                .filter(|&x| x > 0),
             nodelay: flag(m, "nodelay"),
             parallel,
             direction,
@@ -548,7 +550,10 @@ impl Params {
         }
         m.insert(
             "client_version".into(),
-            self.client_version.clone().unwrap_or_else(|| "3.12".into()).into(),
+            self.client_version
+                .clone()
+                .unwrap_or_else(|| "3.12".into())
+                .into(),
         );
         Value::Object(m)
     }

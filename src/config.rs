@@ -1,0 +1,100 @@
+//! Daemon configuration: `/etc/netperfd/netperfd.toml` (or `--config FILE`), overridden by
+//! command-line flags. Every key is optional.
+
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// The daemon's settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Web UI address, default 127.0.0.1:8080 by hand (0.0.0.0:80 in the shipped config).
+    #[serde(default = "default_listen")]
+    pub listen: SocketAddr,
+    /// Directory of the SQLite history, default `./data`.
+    #[serde(default = "default_data")]
+    pub data_dir: PathBuf,
+    /// Admin password as an argon2 PHC string (`netperfd hash-password`), for image builders.
+    #[serde(default)]
+    pub admin_password_hash: Option<String>,
+    /// Ports of the built-in iperf3 server, default [5201]; empty turns it off.
+    #[serde(default = "default_iperf3_ports")]
+    pub iperf3_ports: Vec<u16>,
+    /// Web session lifetime in hours, default 12.
+    #[serde(default = "default_session_hours")]
+    pub session_hours: u32,
+}
+
+fn default_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 8080))
+}
+fn default_data() -> PathBuf {
+    PathBuf::from("./data")
+}
+fn default_iperf3_ports() -> Vec<u16> {
+    vec![5201]
+}
+fn default_session_hours() -> u32 {
+    12
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: default_listen(),
+            data_dir: default_data(),
+            admin_password_hash: None,
+            iperf3_ports: default_iperf3_ports(),
+            session_hours: default_session_hours(),
+        }
+    }
+}
+
+impl Config {
+    /// Read a TOML file. Errors name the file and the bad key.
+    pub fn load(path: &Path) -> Result<Config, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
+        Config::parse(&text).map_err(|e| format!("config {}: {e}", path.display()))
+    }
+
+    /// Parse TOML text and check values.
+    pub fn parse(text: &str) -> Result<Config, String> {
+        let c: Config = toml::from_str(text).map_err(|e| e.to_string())?;
+        if c.iperf3_ports.contains(&0) {
+            return Err("iperf3_ports: 0 is not a port".into());
+        }
+        if let Some(h) = &c.admin_password_hash {
+            argon2::PasswordHash::new(h)
+                .map_err(|e| format!("admin_password_hash is not an argon2 hash: {e}"))?;
+        }
+        if c.session_hours == 0 || c.session_hours > 24 * 30 {
+            return Err("session_hours must be 1..720".into());
+        }
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_overrides() {
+        let c = Config::parse("").unwrap();
+        assert_eq!(c.listen, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(c.iperf3_ports, vec![5201]);
+        let c = Config::parse("listen = \"0.0.0.0:80\"\niperf3_ports = [5201, 5202]\n").unwrap();
+        assert_eq!(c.listen.port(), 80);
+        assert_eq!(c.iperf3_ports, vec![5201, 5202]);
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        assert!(Config::parse("listen = \"nowhere\"").is_err());
+        assert!(Config::parse("iperf3_ports = [0]").is_err());
+        assert!(Config::parse("admin_password_hash = \"plain\"").is_err());
+        assert!(Config::parse("unknown_key = 1").is_err());
+    }
+}

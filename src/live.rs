@@ -1,0 +1,211 @@
+//! Runs in progress: starts client tests for the web UI/API, records what the built-in iperf3
+//! server serves, writes every interval to the store as it arrives and fans it out to
+//! server-sent-event subscribers. Not for: rendering (web) or measuring (engine).
+
+use crate::engine::iperf3::client::{self, ClientSpec, Event};
+use crate::engine::iperf3::server::ServerEvent;
+use crate::engine::report::{IntervalRecord, Report, Role};
+use crate::engine::RunStatus;
+use crate::store::{NewRun, Store};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{broadcast, mpsc, Notify};
+
+/// What live subscribers of a run receive.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum LiveEvent {
+    /// One interval (`seq` counts from 0).
+    Interval { seq: i64, record: IntervalRecord },
+    /// The run ended.
+    Done {
+        status: RunStatus,
+        error: Option<String>,
+    },
+}
+
+struct LiveRun {
+    tx: broadcast::Sender<LiveEvent>,
+    cancel: Option<Arc<Notify>>,
+}
+
+/// The registry of active runs.
+#[derive(Clone)]
+pub struct Hub {
+    store: Arc<Store>,
+    runs: Arc<Mutex<HashMap<i64, LiveRun>>>,
+}
+
+fn direction_of(r: &Report) -> &'static str {
+    client::direction_word(r.params.direction, r.role)
+}
+
+impl Hub {
+    /// A hub over a store.
+    pub fn new(store: Arc<Store>) -> Hub {
+        Hub {
+            store,
+            runs: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, LiveRun>> {
+        match self.runs.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Subscribe to a run's live events; `None` when it is not running here.
+    pub fn subscribe(&self, id: i64) -> Option<broadcast::Receiver<LiveEvent>> {
+        self.lock().get(&id).map(|r| r.tx.subscribe())
+    }
+
+    /// Whether a run is active in this process.
+    pub fn is_live(&self, id: i64) -> bool {
+        self.lock().contains_key(&id)
+    }
+
+    /// Ask a running client test to stop (CLIENT_TERMINATE); false if it is not one.
+    pub fn stop(&self, id: i64) -> bool {
+        match self.lock().get(&id).and_then(|r| r.cancel.clone()) {
+            Some(c) => {
+                c.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn register(&self, id: i64, cancel: Option<Arc<Notify>>) -> broadcast::Sender<LiveEvent> {
+        let (tx, _) = broadcast::channel(1024);
+        self.lock().insert(
+            id,
+            LiveRun {
+                tx: tx.clone(),
+                cancel,
+            },
+        );
+        tx
+    }
+
+    fn done(&self, id: i64, status: RunStatus, report: Option<&Report>, error: Option<&str>) {
+        if let Err(e) = self.store.finish_run(id, status, report, error) {
+            tracing::error!(run = id, "cannot store the end of the run: {e}");
+        }
+        if let Some(r) = self.lock().remove(&id) {
+            let _ = r.tx.send(LiveEvent::Done {
+                status,
+                error: error.map(String::from),
+            });
+        }
+    }
+
+    fn interval(&self, id: i64, seq: i64, rec: IntervalRecord, tx: &broadcast::Sender<LiveEvent>) {
+        if let Err(e) = self.store.add_interval(id, seq, &rec) {
+            tracing::error!(run = id, "cannot store an interval: {e}");
+        }
+        let _ = tx.send(LiveEvent::Interval { seq, record: rec });
+    }
+
+    /// Record and start a client test; returns the run id at once (the test runs on).
+    pub fn start_client(&self, spec: ClientSpec) -> Result<i64, String> {
+        spec.validate()?;
+        let direction = client::direction_word(spec.params.direction, Role::Client);
+        let id = self
+            .store
+            .create_run(&NewRun {
+                role: "client".into(),
+                protocol: spec.params.protocol.name().into(),
+                peer_host: spec.host.clone(),
+                peer_port: spec.port,
+                local_host: spec.sock.bind.map(|b| b.to_string()).unwrap_or_default(),
+                local_port: 0,
+                bind_dev: spec.sock.bind_dev.clone(),
+                direction: direction.into(),
+                params: serde_json::to_value(&spec.params).unwrap_or_default(),
+            })
+            .map_err(|e| e.to_string())?;
+        let cancel = Arc::new(Notify::new());
+        let tx = self.register(id, Some(cancel.clone()));
+        let hub = self.clone();
+        tokio::spawn(async move {
+            let (etx, mut erx) = mpsc::unbounded_channel();
+            let h2 = hub.clone();
+            let tx2 = tx.clone();
+            let rec = tokio::spawn(async move {
+                let mut seq = 0;
+                while let Some(ev) = erx.recv().await {
+                    match ev {
+                        Event::Started(r) => {
+                            let _ = h2.store.set_run_endpoints(id, &r.local_host, r.local_port);
+                        }
+                        Event::Interval(i) => {
+                            h2.interval(id, seq, i, &tx2);
+                            seq += 1;
+                        }
+                    }
+                }
+            });
+            let res = client::run(spec, Some(etx), Some(cancel)).await;
+            let _ = rec.await;
+            match res {
+                Ok(r) => hub.done(id, RunStatus::Completed, Some(&r), None),
+                Err(e) => {
+                    let status = if e.aborted {
+                        RunStatus::Aborted
+                    } else {
+                        RunStatus::Failed
+                    };
+                    hub.done(id, status, e.partial.as_deref(), Some(&e.message));
+                }
+            }
+        });
+        Ok(id)
+    }
+
+    /// Record what the built-in iperf3 server reports, until the channel closes.
+    pub async fn record_server(&self, mut rx: mpsc::UnboundedReceiver<ServerEvent>) {
+        let mut map: HashMap<u64, (i64, i64, broadcast::Sender<LiveEvent>)> = HashMap::new();
+        while let Some(ev) = rx.recv().await {
+            match ev {
+                ServerEvent::Started { session, report } => {
+                    let n = NewRun {
+                        role: "server".into(),
+                        protocol: report.params.protocol.name().into(),
+                        peer_host: report.peer_host.clone(),
+                        peer_port: report.peer_port,
+                        local_host: report.local_host.clone(),
+                        local_port: report.local_port,
+                        bind_dev: None,
+                        direction: direction_of(&report).into(),
+                        params: serde_json::to_value(&report.params).unwrap_or_default(),
+                    };
+                    match self.store.create_run(&n) {
+                        Ok(id) => {
+                            let tx = self.register(id, None);
+                            map.insert(session, (id, 0, tx));
+                        }
+                        Err(e) => tracing::error!("cannot record a served test: {e}"),
+                    }
+                }
+                ServerEvent::Interval { session, record } => {
+                    if let Some((id, seq, tx)) = map.get_mut(&session) {
+                        self.interval(*id, *seq, record, tx);
+                        *seq += 1;
+                    }
+                }
+                ServerEvent::Finished {
+                    session,
+                    report,
+                    status,
+                } => {
+                    if let Some((id, _, _)) = map.remove(&session) {
+                        self.done(id, status, Some(&report), report.error.as_deref());
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,729 @@
+//! SQLite history: runs, their streams and intervals, settings, web sessions and API tokens.
+//! WAL mode, versioned migrations (rusqlite_migration). Every interval is written when it
+//! arrives, so what the UI shows survives a power cut. Times are Unix milliseconds.
+//! Not for: deciding what to run (daemon) or how to show it (web).
+
+use crate::engine::report::{IntervalRecord, Report};
+use crate::engine::RunStatus;
+use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite_migration::{Migrations, M};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Errors of the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("database migration failed: {0}")]
+    Migration(#[from] rusqlite_migration::Error),
+    #[error("cannot create data directory {0}: {1}")]
+    Dir(PathBuf, std::io::Error),
+    #[error("stored JSON is invalid: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+type Result<T> = std::result::Result<T, StoreError>;
+
+fn migrations() -> Migrations<'static> {
+    Migrations::new(vec![M::up(
+        r#"
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    role TEXT NOT NULL CHECK (role IN ('client','server')),
+    protocol TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('running','completed','failed','aborted')),
+    peer_host TEXT NOT NULL,
+    peer_port INTEGER NOT NULL,
+    local_host TEXT NOT NULL DEFAULT '',
+    local_port INTEGER NOT NULL DEFAULT 0,
+    bind_dev TEXT,
+    direction TEXT NOT NULL,
+    params_json TEXT NOT NULL,
+    started_at INTEGER NOT NULL,
+    ended_at INTEGER,
+    error TEXT,
+    sender_bps REAL,
+    receiver_bps REAL,
+    bytes INTEGER,
+    retransmits INTEGER,
+    report_json TEXT
+);
+CREATE INDEX runs_started ON runs(started_at DESC);
+CREATE TABLE streams (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    stream_id INTEGER NOT NULL,
+    socket INTEGER NOT NULL,
+    local_sender INTEGER NOT NULL,
+    sender_bytes INTEGER NOT NULL,
+    sender_seconds REAL NOT NULL,
+    receiver_bytes INTEGER,
+    receiver_seconds REAL,
+    retransmits INTEGER NOT NULL,
+    max_snd_cwnd INTEGER NOT NULL,
+    min_rtt INTEGER NOT NULL,
+    mean_rtt INTEGER NOT NULL,
+    max_rtt INTEGER NOT NULL,
+    PRIMARY KEY (run_id, stream_id)
+);
+CREATE TABLE intervals (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    stream_id INTEGER NOT NULL,
+    socket INTEGER NOT NULL,
+    start REAL NOT NULL,
+    end REAL NOT NULL,
+    bytes INTEGER NOT NULL,
+    bits_per_second REAL NOT NULL,
+    sender INTEGER NOT NULL,
+    omitted INTEGER NOT NULL,
+    retransmits INTEGER,
+    snd_cwnd INTEGER,
+    rtt INTEGER,
+    PRIMARY KEY (run_id, seq, stream_id)
+);
+CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE sessions (
+    token_hash TEXT PRIMARY KEY,
+    csrf TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+CREATE TABLE api_tokens (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    token_hash TEXT NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL
+);
+"#,
+    )])
+}
+
+/// A run as listed in history.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RunRow {
+    pub id: i64,
+    /// "client" (the board ran the test) or "server" (a peer ran it against the board).
+    pub role: String,
+    /// "TCP".
+    pub protocol: String,
+    /// running / completed / failed / aborted.
+    pub status: String,
+    pub peer_host: String,
+    pub peer_port: u16,
+    /// The board's address of the control connection, and its port.
+    pub local_host: String,
+    pub local_port: u16,
+    pub bind_dev: Option<String>,
+    /// From the board's view: send / receive / bidir.
+    pub direction: String,
+    /// The iperf3 parameters (as `Params`).
+    pub params: serde_json::Value,
+    /// Unix ms.
+    pub started_at: i64,
+    pub ended_at: Option<i64>,
+    pub error: Option<String>,
+    /// Sender bitrate of the main direction, bits/s.
+    pub sender_bps: Option<f64>,
+    /// Receiver bitrate of the main direction (goodput), bits/s.
+    pub receiver_bps: Option<f64>,
+    /// Bytes received in the main direction.
+    pub bytes: Option<i64>,
+    pub retransmits: Option<i64>,
+}
+
+/// A stream's final figures.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StreamRow {
+    pub stream_id: u32,
+    pub socket: i32,
+    pub local_sender: bool,
+    pub sender_bytes: i64,
+    pub sender_seconds: f64,
+    pub receiver_bytes: Option<i64>,
+    pub receiver_seconds: Option<f64>,
+    pub retransmits: i64,
+    pub max_snd_cwnd: i64,
+    pub min_rtt: i64,
+    pub mean_rtt: i64,
+    pub max_rtt: i64,
+}
+
+/// One stream in one interval.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct IntervalRow {
+    pub seq: i64,
+    pub stream_id: u32,
+    pub socket: i32,
+    pub start: f64,
+    pub end: f64,
+    pub bytes: i64,
+    pub bits_per_second: f64,
+    pub sender: bool,
+    pub omitted: bool,
+    pub retransmits: Option<i64>,
+    pub snd_cwnd: Option<i64>,
+    pub rtt: Option<i64>,
+}
+
+/// What a new run starts with.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub role: String,
+    pub protocol: String,
+    pub peer_host: String,
+    pub peer_port: u16,
+    pub local_host: String,
+    pub local_port: u16,
+    pub bind_dev: Option<String>,
+    pub direction: String,
+    pub params: serde_json::Value,
+}
+
+/// History filters (all optional; `peer` and `port` match substrings).
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub struct RunFilter {
+    pub status: Option<String>,
+    pub peer: Option<String>,
+    /// A local address or bound device (the board's port).
+    pub port: Option<String>,
+    pub limit: Option<u32>,
+}
+
+/// A web session.
+#[derive(Debug, Clone)]
+pub struct SessionRow {
+    pub csrf: String,
+    pub expires_at: i64,
+}
+
+/// An API token as listed (the token itself is never stored, only its SHA-256).
+#[derive(Debug, Clone, Serialize)]
+pub struct TokenRow {
+    pub id: i64,
+    pub name: String,
+    pub created_at: i64,
+}
+
+/// The database handle (one connection behind a mutex; every call is short).
+pub struct Store {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+/// Now, Unix ms.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+    let params: String = r.get("params_json")?;
+    Ok(RunRow {
+        id: r.get("id")?,
+        role: r.get("role")?,
+        protocol: r.get("protocol")?,
+        status: r.get("status")?,
+        peer_host: r.get("peer_host")?,
+        peer_port: r.get("peer_port")?,
+        local_host: r.get("local_host")?,
+        local_port: r.get("local_port")?,
+        bind_dev: r.get("bind_dev")?,
+        direction: r.get("direction")?,
+        params: serde_json::from_str(&params).unwrap_or(serde_json::Value::Null),
+        started_at: r.get("started_at")?,
+        ended_at: r.get("ended_at")?,
+        error: r.get("error")?,
+        sender_bps: r.get("sender_bps")?,
+        receiver_bps: r.get("receiver_bps")?,
+        bytes: r.get("bytes")?,
+        retransmits: r.get("retransmits")?,
+    })
+}
+
+const RUN_COLS: &str = "id, role, protocol, status, peer_host, peer_port, local_host, local_port, bind_dev, direction, params_json, started_at, ended_at, error, sender_bps, receiver_bps, bytes, retransmits";
+
+impl Store {
+    /// Open (creating if needed) `dir/netperfd.sqlite`, migrate it, and enable WAL.
+    pub fn open_dir(dir: &Path) -> Result<Store> {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::Dir(dir.to_path_buf(), e))?;
+        Store::open(&dir.join("netperfd.sqlite"))
+    }
+
+    /// Open a database file.
+    pub fn open(path: &Path) -> Result<Store> {
+        let mut conn = Connection::open(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        migrations().to_latest(&mut conn)?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn c(&self) -> std::sync::MutexGuard<'_, Connection> {
+        match self.conn.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Mark runs left 'running' by a previous process as aborted; returns how many.
+    pub fn abort_stale_runs(&self) -> Result<usize> {
+        Ok(self.c().execute(
+            "UPDATE runs SET status='aborted', ended_at=?1, error='netperfd stopped while the run was active' WHERE status='running'",
+            params![now_ms()],
+        )?)
+    }
+
+    /// Record a new run in state 'running'; returns its id.
+    pub fn create_run(&self, n: &NewRun) -> Result<i64> {
+        let c = self.c();
+        c.execute(
+            "INSERT INTO runs (role, protocol, status, peer_host, peer_port, local_host, local_port, bind_dev, direction, params_json, started_at)
+             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![n.role, n.protocol, n.peer_host, n.peer_port, n.local_host, n.local_port, n.bind_dev, n.direction,
+                serde_json::to_string(&n.params)?, now_ms()],
+        )?;
+        Ok(c.last_insert_rowid())
+    }
+
+    /// Update the addresses of a run once the connection is up.
+    pub fn set_run_endpoints(&self, id: i64, local_host: &str, local_port: u16) -> Result<()> {
+        self.c().execute(
+            "UPDATE runs SET local_host=?2, local_port=?3 WHERE id=?1",
+            params![id, local_host, local_port],
+        )?;
+        Ok(())
+    }
+
+    /// Store one interval (sequence number `seq` within the run).
+    pub fn add_interval(&self, run_id: i64, seq: i64, rec: &IntervalRecord) -> Result<()> {
+        let mut c = self.c();
+        let tx = c.transaction()?;
+        {
+            let mut st = tx.prepare_cached(
+                "INSERT OR REPLACE INTO intervals (run_id, seq, stream_id, socket, start, end, bytes, bits_per_second, sender, omitted, retransmits, snd_cwnd, rtt)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            )?;
+            for s in &rec.streams {
+                st.execute(params![
+                    run_id,
+                    seq,
+                    s.id,
+                    s.socket,
+                    s.start,
+                    s.end,
+                    s.bytes as i64,
+                    s.bits_per_second,
+                    s.sender,
+                    s.omitted,
+                    s.tcp.map(|t| t.retransmits as i64),
+                    s.tcp.map(|t| t.snd_cwnd as i64),
+                    s.tcp.map(|t| t.rtt as i64),
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Close a run: status, error text, and (when there is one) the final report with its
+    /// per-stream summaries.
+    pub fn finish_run(
+        &self,
+        id: i64,
+        status: RunStatus,
+        report: Option<&Report>,
+        error: Option<&str>,
+    ) -> Result<()> {
+        let mut c = self.c();
+        let tx = c.transaction()?;
+        let (mut sender_bps, mut receiver_bps, mut bytes, mut retr) = (None, None, None, None);
+        if let Some(r) = report {
+            let primary = r.streams.first().map(|s| s.local_sender).unwrap_or(true);
+            let main: Vec<_> = r
+                .streams
+                .iter()
+                .filter(|s| s.local_sender == primary)
+                .collect();
+            if !main.is_empty() {
+                let sb: u64 = main.iter().map(|s| s.sender.bytes).sum();
+                let ss = main.iter().map(|s| s.sender.seconds).fold(0.0, f64::max);
+                if ss > 0.0 {
+                    sender_bps = Some(sb as f64 * 8.0 / ss);
+                }
+                if main.iter().all(|s| s.receiver.is_some()) {
+                    let rb: u64 = main
+                        .iter()
+                        .filter_map(|s| s.receiver.map(|x| x.bytes))
+                        .sum();
+                    let rs = main
+                        .iter()
+                        .filter_map(|s| s.receiver.map(|x| x.seconds))
+                        .fold(0.0, f64::max);
+                    bytes = Some(rb as i64);
+                    if rs > 0.0 {
+                        receiver_bps = Some(rb as f64 * 8.0 / rs);
+                    }
+                }
+                if main.iter().any(|s| s.retransmits >= 0) {
+                    retr = Some(main.iter().map(|s| s.retransmits.max(0)).sum::<i64>());
+                }
+            }
+            tx.execute("DELETE FROM streams WHERE run_id=?1", params![id])?;
+            for s in &r.streams {
+                tx.execute(
+                    "INSERT INTO streams (run_id, stream_id, socket, local_sender, sender_bytes, sender_seconds, receiver_bytes, receiver_seconds, retransmits, max_snd_cwnd, min_rtt, mean_rtt, max_rtt)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                    params![id, s.id, s.socket, s.local_sender, s.sender.bytes as i64, s.sender.seconds,
+                        s.receiver.map(|x| x.bytes as i64), s.receiver.map(|x| x.seconds), s.retransmits,
+                        s.max_snd_cwnd as i64, s.min_rtt, s.mean_rtt, s.max_rtt],
+                )?;
+            }
+        }
+        let report_json = match report {
+            Some(r) => Some(serde_json::to_string(r)?),
+            None => None,
+        };
+        tx.execute(
+            "UPDATE runs SET status=?2, ended_at=?3, error=?4, sender_bps=?5, receiver_bps=?6, bytes=?7, retransmits=?8, report_json=COALESCE(?9, report_json) WHERE id=?1",
+            params![id, status.as_str(), now_ms(), error, sender_bps, receiver_bps, bytes, retr, report_json],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Runs, newest first, filtered.
+    pub fn list_runs(&self, f: &RunFilter) -> Result<Vec<RunRow>> {
+        let c = self.c();
+        let mut sql = format!("SELECT {RUN_COLS} FROM runs WHERE 1=1");
+        let mut args: Vec<String> = Vec::new();
+        if let Some(s) = f.status.as_deref().filter(|s| !s.is_empty()) {
+            args.push(s.to_string());
+            sql.push_str(&format!(" AND status = ?{}", args.len()));
+        }
+        if let Some(p) = f.peer.as_deref().filter(|s| !s.is_empty()) {
+            args.push(format!("%{p}%"));
+            sql.push_str(&format!(" AND peer_host LIKE ?{}", args.len()));
+        }
+        if let Some(p) = f.port.as_deref().filter(|s| !s.is_empty()) {
+            args.push(format!("%{p}%"));
+            let n = args.len();
+            sql.push_str(&format!(" AND (local_host LIKE ?{n} OR bind_dev LIKE ?{n} OR CAST(local_port AS TEXT) LIKE ?{n})"));
+        }
+        sql.push_str(&format!(
+            " ORDER BY id DESC LIMIT {}",
+            f.limit.unwrap_or(500).min(5000)
+        ));
+        let mut st = c.prepare(&sql)?;
+        let rows = st.query_map(rusqlite::params_from_iter(args.iter()), run_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// One run.
+    pub fn get_run(&self, id: i64) -> Result<Option<RunRow>> {
+        let c = self.c();
+        Ok(c.query_row(
+            &format!("SELECT {RUN_COLS} FROM runs WHERE id=?1"),
+            params![id],
+            run_from_row,
+        )
+        .optional()?)
+    }
+
+    /// The stored final report of a run, if it has one.
+    pub fn report(&self, id: i64) -> Result<Option<Report>> {
+        let c = self.c();
+        let j: Option<Option<String>> = c
+            .query_row(
+                "SELECT report_json FROM runs WHERE id=?1",
+                params![id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        match j.flatten() {
+            Some(s) => Ok(Some(serde_json::from_str(&s)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// A run's streams.
+    pub fn streams(&self, id: i64) -> Result<Vec<StreamRow>> {
+        let c = self.c();
+        let mut st = c.prepare(
+            "SELECT stream_id, socket, local_sender, sender_bytes, sender_seconds, receiver_bytes, receiver_seconds, retransmits, max_snd_cwnd, min_rtt, mean_rtt, max_rtt FROM streams WHERE run_id=?1 ORDER BY stream_id",
+        )?;
+        let rows = st.query_map(params![id], |r| {
+            Ok(StreamRow {
+                stream_id: r.get(0)?,
+                socket: r.get(1)?,
+                local_sender: r.get(2)?,
+                sender_bytes: r.get(3)?,
+                sender_seconds: r.get(4)?,
+                receiver_bytes: r.get(5)?,
+                receiver_seconds: r.get(6)?,
+                retransmits: r.get(7)?,
+                max_snd_cwnd: r.get(8)?,
+                min_rtt: r.get(9)?,
+                mean_rtt: r.get(10)?,
+                max_rtt: r.get(11)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// A run's intervals, in order.
+    pub fn intervals(&self, id: i64) -> Result<Vec<IntervalRow>> {
+        let c = self.c();
+        let mut st = c.prepare(
+            "SELECT seq, stream_id, socket, start, end, bytes, bits_per_second, sender, omitted, retransmits, snd_cwnd, rtt FROM intervals WHERE run_id=?1 ORDER BY seq, stream_id",
+        )?;
+        let rows = st.query_map(params![id], |r| {
+            Ok(IntervalRow {
+                seq: r.get(0)?,
+                stream_id: r.get(1)?,
+                socket: r.get(2)?,
+                start: r.get(3)?,
+                end: r.get(4)?,
+                bytes: r.get(5)?,
+                bits_per_second: r.get(6)?,
+                sender: r.get(7)?,
+                omitted: r.get(8)?,
+                retransmits: r.get(9)?,
+                snd_cwnd: r.get(10)?,
+                rtt: r.get(11)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Delete a run and everything it owns; false if there was none.
+    pub fn delete_run(&self, id: i64) -> Result<bool> {
+        Ok(self
+            .c()
+            .execute("DELETE FROM runs WHERE id=?1", params![id])?
+            > 0)
+    }
+
+    /// A setting.
+    pub fn setting(&self, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .c()
+            .query_row(
+                "SELECT value FROM settings WHERE key=?1",
+                params![key],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// Set a setting.
+    pub fn set_setting(&self, key: &str, value: &str) -> Result<()> {
+        self.c().execute(
+            "INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+            params![key, value],
+        )?;
+        Ok(())
+    }
+
+    /// Store a web session (by the SHA-256 of its cookie value).
+    pub fn create_session(&self, token_hash: &str, csrf: &str, ttl_ms: i64) -> Result<()> {
+        let now = now_ms();
+        let c = self.c();
+        c.execute("DELETE FROM sessions WHERE expires_at < ?1", params![now])?;
+        c.execute(
+            "INSERT INTO sessions (token_hash, csrf, created_at, expires_at) VALUES (?1, ?2, ?3, ?4)",
+            params![token_hash, csrf, now, now + ttl_ms],
+        )?;
+        Ok(())
+    }
+
+    /// A live (unexpired) session.
+    pub fn session(&self, token_hash: &str) -> Result<Option<SessionRow>> {
+        Ok(self
+            .c()
+            .query_row(
+                "SELECT csrf, expires_at FROM sessions WHERE token_hash=?1 AND expires_at >= ?2",
+                params![token_hash, now_ms()],
+                |r| {
+                    Ok(SessionRow {
+                        csrf: r.get(0)?,
+                        expires_at: r.get(1)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// End a session (or all with `None`, as after a password change).
+    pub fn delete_sessions(&self, token_hash: Option<&str>) -> Result<()> {
+        match token_hash {
+            Some(h) => self
+                .c()
+                .execute("DELETE FROM sessions WHERE token_hash=?1", params![h])?,
+            None => self.c().execute("DELETE FROM sessions", [])?,
+        };
+        Ok(())
+    }
+
+    /// Add an API token (its SHA-256); returns its id.
+    pub fn create_token(&self, name: &str, token_hash: &str) -> Result<i64> {
+        let c = self.c();
+        c.execute(
+            "INSERT INTO api_tokens (name, token_hash, created_at) VALUES (?1, ?2, ?3)",
+            params![name, token_hash, now_ms()],
+        )?;
+        Ok(c.last_insert_rowid())
+    }
+
+    /// API tokens, newest first.
+    pub fn tokens(&self) -> Result<Vec<TokenRow>> {
+        let c = self.c();
+        let mut st = c.prepare("SELECT id, name, created_at FROM api_tokens ORDER BY id DESC")?;
+        let rows = st.query_map([], |r| {
+            Ok(TokenRow {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                created_at: r.get(2)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Whether a token hash belongs to a stored token.
+    pub fn token_valid(&self, token_hash: &str) -> Result<bool> {
+        Ok(self
+            .c()
+            .query_row(
+                "SELECT 1 FROM api_tokens WHERE token_hash=?1",
+                params![token_hash],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
+    }
+
+    /// Delete a token; false if there was none.
+    pub fn delete_token(&self, id: i64) -> Result<bool> {
+        Ok(self
+            .c()
+            .execute("DELETE FROM api_tokens WHERE id=?1", params![id])?
+            > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::report::{StreamInterval, TcpSample};
+
+    fn tmp() -> (Store, PathBuf) {
+        let d = std::env::temp_dir().join(format!(
+            "netperfd-store-{}-{}",
+            std::process::id(),
+            now_ms()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        (Store::open_dir(&d).unwrap(), d)
+    }
+
+    fn new_run(peer: &str) -> NewRun {
+        NewRun {
+            role: "client".into(),
+            protocol: "TCP".into(),
+            peer_host: peer.into(),
+            peer_port: 5201,
+            local_host: "192.0.2.1".into(),
+            local_port: 40000,
+            bind_dev: Some("eth0".into()),
+            direction: "send".into(),
+            params: serde_json::json!({"time": 2}),
+        }
+    }
+
+    #[test]
+    fn migrations_are_valid() {
+        assert!(migrations().validate().is_ok());
+    }
+
+    #[test]
+    fn run_lifecycle_and_filters() {
+        let (s, d) = tmp();
+        let a = s.create_run(&new_run("192.0.2.2")).unwrap();
+        let b = s.create_run(&new_run("198.51.100.2")).unwrap();
+        let rec = IntervalRecord {
+            streams: vec![StreamInterval {
+                id: 1,
+                socket: 5,
+                start: 0.0,
+                end: 1.0,
+                bytes: 117_000_000,
+                bits_per_second: 936e6,
+                sender: true,
+                omitted: false,
+                tcp: Some(TcpSample {
+                    retransmits: 3,
+                    snd_cwnd: 400_000,
+                    ..Default::default()
+                }),
+            }],
+        };
+        s.add_interval(a, 0, &rec).unwrap();
+        let iv = s.intervals(a).unwrap();
+        assert_eq!(iv.len(), 1);
+        assert_eq!(iv[0].bytes, 117_000_000);
+        assert_eq!(iv[0].retransmits, Some(3));
+        s.finish_run(b, RunStatus::Failed, None, Some("unable to connect"))
+            .unwrap();
+        let rows = s.list_runs(&RunFilter::default()).unwrap();
+        assert_eq!(rows.iter().map(|r| r.id).collect::<Vec<_>>(), vec![b, a]);
+        let f = RunFilter {
+            status: Some("running".into()),
+            ..Default::default()
+        };
+        assert_eq!(s.list_runs(&f).unwrap().len(), 1);
+        let f = RunFilter {
+            peer: Some("198.51".into()),
+            ..Default::default()
+        };
+        let r = s.list_runs(&f).unwrap();
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].error.as_deref(), Some("unable to connect"));
+        let f = RunFilter {
+            port: Some("eth0".into()),
+            ..Default::default()
+        };
+        assert_eq!(s.list_runs(&f).unwrap().len(), 2);
+        // A restart marks the still-running run as aborted.
+        assert_eq!(s.abort_stale_runs().unwrap(), 1);
+        assert_eq!(s.get_run(a).unwrap().unwrap().status, "aborted");
+        assert!(s.delete_run(a).unwrap());
+        assert!(s.intervals(a).unwrap().is_empty());
+        assert!(!s.delete_run(a).unwrap());
+        let _ = std::fs::remove_dir_all(d);
+    }
+
+    #[test]
+    fn sessions_expire_and_tokens_match_by_hash() {
+        let (s, d) = tmp();
+        s.create_session("h1", "c1", 60_000).unwrap();
+        s.create_session("h2", "c2", -1).unwrap();
+        assert_eq!(s.session("h1").unwrap().unwrap().csrf, "c1");
+        assert!(s.session("h2").unwrap().is_none());
+        let id = s.create_token("ci", "th").unwrap();
+        assert!(s.token_valid("th").unwrap());
+        assert!(!s.token_valid("other").unwrap());
+        assert!(s.delete_token(id).unwrap());
+        assert!(!s.token_valid("th").unwrap());
+        let _ = std::fs::remove_dir_all(d);
+    }
+}

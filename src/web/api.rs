@@ -1,0 +1,330 @@
+//! JSON API under `/api/`: runs (list, start, show, delete, stop, live events, export) and
+//! ports. Authenticated by the browser session (writes need the `X-CSRF-Token` header) or by
+//! `Authorization: Bearer <token>`. Errors are `{"error": "..."}` with a 4xx status.
+
+use super::auth::{Auth, AuthError};
+use super::test_request::TestRequest;
+use super::{run_csv, run_json, AppState};
+use crate::live::LiveEvent;
+use crate::store::RunFilter;
+use actix_web::{web, HttpRequest, HttpResponse};
+use futures_util::StreamExt;
+use serde::Deserialize;
+use serde_json::json;
+use std::time::Duration;
+
+/// Register the API routes.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/api/health", web::get().to(health))
+        .route("/api/ports", web::get().to(ports))
+        .route("/api/runs", web::get().to(list))
+        .route("/api/runs", web::post().to(start))
+        .route("/api/runs/{id}", web::get().to(show))
+        .route("/api/runs/{id}", web::delete().to(delete))
+        .route("/api/runs/{id}/stop", web::post().to(stop))
+        .route("/api/runs/{id}/events", web::get().to(events))
+        .route("/api/runs/{id}/export", web::get().to(export));
+}
+
+fn error(status: actix_web::http::StatusCode, msg: impl Into<String>) -> HttpResponse {
+    HttpResponse::build(status).json(json!({"error": msg.into()}))
+}
+
+fn internal(e: impl std::fmt::Display) -> HttpResponse {
+    error(
+        actix_web::http::StatusCode::INTERNAL_SERVER_ERROR,
+        e.to_string(),
+    )
+}
+
+fn not_found(id: i64) -> HttpResponse {
+    error(
+        actix_web::http::StatusCode::NOT_FOUND,
+        format!("no run {id}"),
+    )
+}
+
+async fn health() -> HttpResponse {
+    HttpResponse::Ok()
+        .json(json!({"status": "ok", "version": crate::engine::report::version_string()}))
+}
+
+async fn ports(_auth: Auth) -> HttpResponse {
+    HttpResponse::Ok().json(crate::system::ports())
+}
+
+async fn list(_auth: Auth, state: web::Data<AppState>, q: web::Query<RunFilter>) -> HttpResponse {
+    match state.store.list_runs(&q) {
+        Ok(r) => HttpResponse::Ok().json(r),
+        Err(e) => internal(e),
+    }
+}
+
+async fn start(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let tr: TestRequest = match serde_json::from_slice::<serde_json::Value>(&body)
+        .map_err(|e| e.to_string())
+        .and_then(normalize)
+        .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
+    {
+        Ok(t) => t,
+        Err(e) => {
+            return Ok(error(
+                actix_web::http::StatusCode::BAD_REQUEST,
+                format!("invalid request body: {e}"),
+            ))
+        }
+    };
+    let ports = crate::system::ports();
+    Ok(
+        match tr.to_spec(&ports).and_then(|s| state.hub.start_client(s)) {
+            Ok(id) => HttpResponse::Created()
+                .insert_header(("Location", format!("/api/runs/{id}")))
+                .json(json!({"id": id, "url": format!("/runs/{id}")})),
+            Err(e) => error(actix_web::http::StatusCode::BAD_REQUEST, e),
+        },
+    )
+}
+
+/// Accept numbers where the form sends strings (`{"duration": 5}` and `{"duration": "5"}`).
+fn normalize(v: serde_json::Value) -> Result<serde_json::Value, String> {
+    let serde_json::Value::Object(m) = v else {
+        return Err("expected a JSON object".into());
+    };
+    let mut out = serde_json::Map::new();
+    for (k, v) in m {
+        let v = match v {
+            serde_json::Value::Number(n) if k != "host" => serde_json::Value::String(n.to_string()),
+            other => other,
+        };
+        out.insert(k, v);
+    }
+    Ok(serde_json::Value::Object(out))
+}
+
+async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
+    let id = path.into_inner();
+    let run = match state.store.get_run(id) {
+        Ok(Some(r)) => r,
+        Ok(None) => return not_found(id),
+        Err(e) => return internal(e),
+    };
+    let streams = state.store.streams(id).unwrap_or_default();
+    let intervals = state.store.intervals(id).unwrap_or_default();
+    HttpResponse::Ok().json(json!({
+        "run": run,
+        "live": state.hub.is_live(id),
+        "streams": streams,
+        "intervals": intervals,
+    }))
+}
+
+async fn delete(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<i64>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let id = path.into_inner();
+    if state.hub.is_live(id) {
+        return Ok(error(
+            actix_web::http::StatusCode::CONFLICT,
+            "the run is active; stop it first",
+        ));
+    }
+    Ok(match state.store.delete_run(id) {
+        Ok(true) => HttpResponse::NoContent().finish(),
+        Ok(false) => not_found(id),
+        Err(e) => internal(e),
+    })
+}
+
+async fn stop(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<i64>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let id = path.into_inner();
+    Ok(if state.hub.stop(id) {
+        HttpResponse::Accepted().json(json!({"id": id, "stopping": true}))
+    } else {
+        error(
+            actix_web::http::StatusCode::CONFLICT,
+            "only a running test started from this board can be stopped",
+        )
+    })
+}
+
+#[derive(Deserialize)]
+struct ExportQuery {
+    #[serde(default)]
+    format: Option<String>,
+}
+
+async fn export(
+    _auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<i64>,
+    q: web::Query<ExportQuery>,
+) -> HttpResponse {
+    let id = path.into_inner();
+    let run = match state.store.get_run(id) {
+        Ok(Some(r)) => r,
+        Ok(None) => return not_found(id),
+        Err(e) => return internal(e),
+    };
+    let iv = state.store.intervals(id).unwrap_or_default();
+    let rep = state.store.report(id).ok().flatten();
+    match q.format.as_deref().unwrap_or("json") {
+        "json" => HttpResponse::Ok().json(run_json(&run, &iv, rep.as_ref())),
+        "csv" => HttpResponse::Ok()
+            .content_type("text/csv; charset=utf-8")
+            .body(run_csv(&run, &iv, rep.as_ref())),
+        f => error(
+            actix_web::http::StatusCode::BAD_REQUEST,
+            format!("format must be json or csv, got '{f}'"),
+        ),
+    }
+}
+
+fn sse(ev: &LiveEvent) -> web::Bytes {
+    web::Bytes::from(format!(
+        "data: {}\n\n",
+        serde_json::to_string(ev).unwrap_or_else(|_| "{}".into())
+    ))
+}
+
+/// Server-sent events: the stored intervals first, then live ones, then `done`.
+async fn events(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
+    let id = path.into_inner();
+    let run = match state.store.get_run(id) {
+        Ok(Some(r)) => r,
+        Ok(None) => return not_found(id),
+        Err(e) => return internal(e),
+    };
+    // Subscribe before reading the stored intervals so none falls in between.
+    let live = state.hub.subscribe(id);
+    let mut first: Vec<web::Bytes> = Vec::new();
+    let rows = state.store.intervals(id).unwrap_or_default();
+    let mut i = 0;
+    while i < rows.len() {
+        let seq = rows[i].seq;
+        let group: Vec<_> = rows[i..].iter().take_while(|r| r.seq == seq).collect();
+        i += group.len();
+        let rec = crate::engine::report::IntervalRecord {
+            streams: group
+                .iter()
+                .map(|r| crate::engine::report::StreamInterval {
+                    id: r.stream_id,
+                    socket: r.socket,
+                    start: r.start,
+                    end: r.end,
+                    bytes: r.bytes.max(0) as u64,
+                    bits_per_second: r.bits_per_second,
+                    sender: r.sender,
+                    omitted: r.omitted,
+                    tcp: r.retransmits.map(|x| crate::engine::report::TcpSample {
+                        retransmits: x.max(0) as u64,
+                        snd_cwnd: r.snd_cwnd.unwrap_or(0).max(0) as u64,
+                        rtt: r.rtt.unwrap_or(0).max(0) as u32,
+                        ..Default::default()
+                    }),
+                })
+                .collect(),
+        };
+        first.push(sse(&LiveEvent::Interval { seq, record: rec }));
+    }
+    let head = futures_util::stream::iter(first.into_iter().map(Ok::<_, actix_web::Error>));
+    let body: std::pin::Pin<
+        Box<dyn futures_util::Stream<Item = Result<web::Bytes, actix_web::Error>>>,
+    > = match live {
+        Some(rx) => {
+            let liv = tokio_stream::wrappers::BroadcastStream::new(rx)
+                .filter_map(|r| async move { r.ok() })
+                .take_while(|ev| {
+                    let more = !matches!(ev, LiveEvent::Done { .. });
+                    async move { more }
+                });
+            // take_while swallows the Done event; the stream ends with a plain one instead.
+            let tail = futures_util::stream::once(async move {
+                Ok::<_, actix_web::Error>(web::Bytes::from_static(b"data: {\"type\":\"done\"}\n\n"))
+            });
+            let ping = tokio_stream::wrappers::IntervalStream::new(tokio::time::interval(
+                Duration::from_secs(15),
+            ))
+            .map(|_| Ok::<_, actix_web::Error>(web::Bytes::from_static(b": keep-alive\n\n")));
+            let main = liv
+                .map(|ev| Ok::<_, actix_web::Error>(sse(&ev)))
+                .chain(tail);
+            Box::pin(head.chain(TakeUntilDone::new(main, ping)))
+        }
+        None => {
+            let done = LiveEvent::Done {
+                status: crate::engine::RunStatus::parse(&run.status)
+                    .unwrap_or(crate::engine::RunStatus::Aborted),
+                error: run.error.clone(),
+            };
+            Box::pin(head.chain(futures_util::stream::once(async move { Ok(sse(&done)) })))
+        }
+    };
+    HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header(("Cache-Control", "no-cache"))
+        .insert_header(("X-Accel-Buffering", "no"))
+        .streaming(body)
+}
+
+/// Merge the event stream with keep-alive pings, ending when the event stream ends.
+struct TakeUntilDone<A, B> {
+    main: std::pin::Pin<Box<A>>,
+    ping: std::pin::Pin<Box<B>>,
+    done: bool,
+}
+
+impl<A, B> TakeUntilDone<A, B> {
+    fn new(main: A, ping: B) -> Self {
+        TakeUntilDone {
+            main: Box::pin(main),
+            ping: Box::pin(ping),
+            done: false,
+        }
+    }
+}
+
+impl<A, B, T> futures_util::Stream for TakeUntilDone<A, B>
+where
+    A: futures_util::Stream<Item = T>,
+    B: futures_util::Stream<Item = T>,
+{
+    type Item = T;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<T>> {
+        use std::task::Poll;
+        if self.done {
+            return Poll::Ready(None);
+        }
+        match self.main.as_mut().poll_next(cx) {
+            Poll::Ready(Some(x)) => return Poll::Ready(Some(x)),
+            Poll::Ready(None) => {
+                self.done = true;
+                return Poll::Ready(None);
+            }
+            Poll::Pending => {}
+        }
+        match self.ping.as_mut().poll_next(cx) {
+            Poll::Ready(Some(x)) => Poll::Ready(Some(x)),
+            _ => Poll::Pending,
+        }
+    }
+}

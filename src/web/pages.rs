@@ -1,0 +1,940 @@
+//! HTML pages: setup, login, new test, history, run detail (live via server-sent events),
+//! settings. Every state-changing form carries the session's CSRF token.
+
+use super::auth::{self, Auth, AuthError};
+use super::test_request::TestRequest;
+use super::{fmt_bytes, fmt_rate, fmt_time, run_csv, run_json, AppState};
+use crate::engine::iperf3::wire::Params;
+use crate::engine::report::{self, version_string, Report};
+use crate::store::{IntervalRow, RunFilter, RunRow};
+use actix_web::cookie::{time::Duration as CookieDuration, Cookie, SameSite};
+use actix_web::{http::header, web, HttpRequest, HttpResponse};
+use askama::Template;
+use serde::Deserialize;
+
+/// Register the page routes.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/", web::get().to(index))
+        .route("/login", web::get().to(login_page))
+        .route("/login", web::post().to(login))
+        .route("/logout", web::post().to(logout))
+        .route("/setup", web::get().to(setup_page))
+        .route("/setup", web::post().to(setup))
+        .route("/tests", web::post().to(start_test))
+        .route("/runs", web::get().to(runs_page))
+        .route("/runs/{id}", web::get().to(run_page))
+        .route("/runs/{id}/delete", web::post().to(delete_run))
+        .route("/runs/{id}/stop", web::post().to(stop_run))
+        .route("/runs/{id}/export.json", web::get().to(export_json))
+        .route("/runs/{id}/export.csv", web::get().to(export_csv))
+        .route("/settings", web::get().to(settings_page))
+        .route("/settings/password", web::post().to(change_password))
+        .route("/settings/tokens", web::post().to(create_token))
+        .route("/settings/tokens/{id}/delete", web::post().to(delete_token));
+}
+
+fn html<T: Template>(status: actix_web::http::StatusCode, t: &T) -> HttpResponse {
+    match t.render() {
+        Ok(body) => HttpResponse::build(status)
+            .content_type("text/html; charset=utf-8")
+            .insert_header(("X-Frame-Options", "DENY"))
+            .insert_header((
+                "Content-Security-Policy",
+                "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:",
+            ))
+            .body(body),
+        Err(e) => HttpResponse::InternalServerError().body(format!("template error: {e}")),
+    }
+}
+
+fn ok<T: Template>(t: &T) -> HttpResponse {
+    html(actix_web::http::StatusCode::OK, t)
+}
+
+fn see_other(to: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, to))
+        .finish()
+}
+
+fn internal(e: impl std::fmt::Display) -> HttpResponse {
+    HttpResponse::InternalServerError().body(format!("internal error: {e}"))
+}
+
+fn client_ip(req: &HttpRequest) -> std::net::IpAddr {
+    req.peer_addr()
+        .map(|a| a.ip())
+        .unwrap_or(std::net::IpAddr::from([0u8, 0, 0, 0]))
+}
+
+#[derive(Template)]
+#[template(path = "message.html")]
+struct MessagePage {
+    nav: bool,
+    csrf: String,
+    version: String,
+    heading: String,
+    text: String,
+}
+
+fn message(
+    status: actix_web::http::StatusCode,
+    auth: Option<&Auth>,
+    heading: &str,
+    text: &str,
+) -> HttpResponse {
+    html(
+        status,
+        &MessagePage {
+            nav: auth.is_some(),
+            csrf: auth.map(|a| a.csrf().to_string()).unwrap_or_default(),
+            version: version_string(),
+            heading: heading.into(),
+            text: text.into(),
+        },
+    )
+}
+
+// ---------------------------------------------------------------- login and setup
+
+#[derive(Template)]
+#[template(path = "login.html")]
+struct LoginPage {
+    nav: bool,
+    csrf: String,
+    version: String,
+    error: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "setup.html")]
+struct SetupPage {
+    nav: bool,
+    csrf: String,
+    version: String,
+    error: Option<String>,
+}
+
+async fn login_page(state: web::Data<AppState>) -> HttpResponse {
+    if state.needs_setup() {
+        return see_other("/setup");
+    }
+    ok(&LoginPage {
+        nav: false,
+        csrf: String::new(),
+        version: version_string(),
+        error: None,
+    })
+}
+
+fn session_cookie(state: &AppState) -> Result<Cookie<'static>, String> {
+    let token = auth::random_hex(32);
+    let csrf = auth::random_hex(16);
+    let hours = state.config.session_hours as i64;
+    state
+        .store
+        .create_session(&auth::sha256_hex(&token), &csrf, hours * 3_600_000)
+        .map_err(|e| e.to_string())?;
+    Ok(Cookie::build(auth::SESSION_COOKIE, token)
+        .path("/")
+        .http_only(true)
+        .same_site(SameSite::Strict)
+        .max_age(CookieDuration::hours(hours))
+        .finish())
+}
+
+#[derive(Deserialize)]
+struct LoginForm {
+    password: String,
+}
+
+async fn login(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    form: web::Form<LoginForm>,
+) -> HttpResponse {
+    let ip = client_ip(&req);
+    let page = |status, e: String| {
+        html(
+            status,
+            &LoginPage {
+                nav: false,
+                csrf: String::new(),
+                version: version_string(),
+                error: Some(e),
+            },
+        )
+    };
+    if let Err(wait) = state.limiter.check(ip) {
+        return page(
+            actix_web::http::StatusCode::TOO_MANY_REQUESTS,
+            format!("Too many failed logins. Try again in {wait} s."),
+        );
+    }
+    let Some(hash) = state.admin_hash() else {
+        return see_other("/setup");
+    };
+    if !auth::verify_password(&hash, &form.password) {
+        state.limiter.fail(ip);
+        tracing::warn!(%ip, "failed login");
+        return page(
+            actix_web::http::StatusCode::UNAUTHORIZED,
+            "Wrong password.".into(),
+        );
+    }
+    state.limiter.success(ip);
+    match session_cookie(&state) {
+        Ok(c) => HttpResponse::SeeOther()
+            .cookie(c)
+            .insert_header((header::LOCATION, "/"))
+            .finish(),
+        Err(e) => internal(e),
+    }
+}
+
+#[derive(Deserialize)]
+struct CsrfForm {
+    #[serde(default)]
+    csrf: Option<String>,
+}
+
+async fn logout(
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<CsrfForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    if let Auth::Session { token_hash, .. } = &auth {
+        let _ = state.store.delete_sessions(Some(token_hash));
+    }
+    let mut gone = Cookie::build(auth::SESSION_COOKIE, "").path("/").finish();
+    gone.make_removal();
+    Ok(HttpResponse::SeeOther()
+        .cookie(gone)
+        .insert_header((header::LOCATION, "/login"))
+        .finish())
+}
+
+async fn setup_page(state: web::Data<AppState>) -> HttpResponse {
+    if !state.needs_setup() {
+        return see_other("/login");
+    }
+    ok(&SetupPage {
+        nav: false,
+        csrf: String::new(),
+        version: version_string(),
+        error: None,
+    })
+}
+
+#[derive(Deserialize)]
+struct SetupForm {
+    code: String,
+    password: String,
+    confirm: String,
+}
+
+async fn setup(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    form: web::Form<SetupForm>,
+) -> HttpResponse {
+    if !state.needs_setup() {
+        return message(
+            actix_web::http::StatusCode::CONFLICT,
+            None,
+            "Already set up",
+            "An admin password exists. Log in, and change it under Settings.",
+        );
+    }
+    let ip = client_ip(&req);
+    let err = |status, e: &str| {
+        html(
+            status,
+            &SetupPage {
+                nav: false,
+                csrf: String::new(),
+                version: version_string(),
+                error: Some(e.into()),
+            },
+        )
+    };
+    if let Err(wait) = state.limiter.check(ip) {
+        return err(
+            actix_web::http::StatusCode::TOO_MANY_REQUESTS,
+            &format!("Too many wrong setup codes. Try again in {wait} s."),
+        );
+    }
+    let code = state.setup_code().unwrap_or_default();
+    let given = form.code.trim().to_uppercase();
+    if code.is_empty() || !auth::ct_eq(&given, &code) {
+        state.limiter.fail(ip);
+        return err(
+            actix_web::http::StatusCode::UNAUTHORIZED,
+            "Wrong setup code. It is in the daemon's log.",
+        );
+    }
+    if form.password.chars().count() < auth::MIN_PASSWORD {
+        return err(
+            actix_web::http::StatusCode::BAD_REQUEST,
+            "The password must have at least 8 characters.",
+        );
+    }
+    if form.password != form.confirm {
+        return err(
+            actix_web::http::StatusCode::BAD_REQUEST,
+            "The two passwords differ.",
+        );
+    }
+    let hash = match auth::hash_password(&form.password) {
+        Ok(h) => h,
+        Err(e) => return internal(e),
+    };
+    if let Err(e) = state.store.set_setting(auth::PASSWORD_KEY, &hash) {
+        return internal(e);
+    }
+    if let Ok(mut g) = state.setup_code.lock() {
+        *g = None;
+    }
+    state.limiter.success(ip);
+    tracing::info!("admin password set through the setup page");
+    match session_cookie(&state) {
+        Ok(c) => HttpResponse::SeeOther()
+            .cookie(c)
+            .insert_header((header::LOCATION, "/"))
+            .finish(),
+        Err(e) => internal(e),
+    }
+}
+
+// ---------------------------------------------------------------- views
+
+/// A run as the tables show it.
+pub struct RunView {
+    pub id: i64,
+    pub when: String,
+    pub role: String,
+    pub role_text: String,
+    pub status: String,
+    pub peer: String,
+    pub local: String,
+    pub direction: String,
+    pub protocol: String,
+    pub streams: u32,
+    pub sender_rate: String,
+    pub receiver_rate: String,
+    pub retransmits: String,
+    pub error: Option<String>,
+}
+
+fn params_of(r: &RunRow) -> Option<Params> {
+    serde_json::from_value(r.params.clone()).ok()
+}
+
+fn run_view(r: &RunRow) -> RunView {
+    let p = params_of(r);
+    let local = match (&r.bind_dev, r.local_host.is_empty()) {
+        (Some(d), false) => format!("{d} ({})", r.local_host),
+        (Some(d), true) => d.clone(),
+        (None, false) => r.local_host.clone(),
+        (None, true) => "—".into(),
+    };
+    RunView {
+        id: r.id,
+        when: fmt_time(r.started_at),
+        role: r.role.clone(),
+        role_text: if r.role == "server" {
+            "the peer ran iperf3 -c against this board".into()
+        } else {
+            "this board ran the client".into()
+        },
+        status: r.status.clone(),
+        peer: format!("{}:{}", r.peer_host, r.peer_port),
+        local,
+        direction: r.direction.clone(),
+        protocol: r.protocol.clone(),
+        streams: p.as_ref().map(|p| p.parallel).unwrap_or(1),
+        sender_rate: r.sender_bps.map(fmt_rate).unwrap_or_else(|| "—".into()),
+        receiver_rate: r.receiver_bps.map(fmt_rate).unwrap_or_else(|| "—".into()),
+        retransmits: r
+            .retransmits
+            .map(|x| x.to_string())
+            .unwrap_or_else(|| "—".into()),
+        error: r.error.clone(),
+    }
+}
+
+/// An equivalent iperf3 command line for a run (what the user would have typed).
+pub fn command_line(r: &RunRow) -> String {
+    let Some(p) = params_of(r) else {
+        return String::new();
+    };
+    let mut c = if r.role == "server" {
+        format!("iperf3 -c <board> -p {}", r.local_port)
+    } else {
+        format!("iperf3 -c {} -p {}", r.peer_host, r.peer_port)
+    };
+    if p.time > 0 {
+        c.push_str(&format!(" -t {}", p.time));
+    }
+    if p.num > 0 {
+        c.push_str(&format!(" -n {}", p.num));
+    }
+    if p.blockcount > 0 {
+        c.push_str(&format!(" -k {}", p.blockcount));
+    }
+    if p.parallel > 1 {
+        c.push_str(&format!(" -P {}", p.parallel));
+    }
+    match p.direction {
+        crate::engine::iperf3::wire::Direction::Receive => c.push_str(" -R"),
+        crate::engine::iperf3::wire::Direction::Bidir => c.push_str(" --bidir"),
+        _ => {}
+    }
+    if p.bandwidth > 0 {
+        c.push_str(&format!(" -b {}", p.bandwidth));
+    }
+    if let Some(w) = p.window {
+        c.push_str(&format!(" -w {w}"));
+    }
+    if p.omit > 0 {
+        c.push_str(&format!(" -O {}", p.omit));
+    }
+    if r.role == "client" {
+        if !r.local_host.is_empty() && r.bind_dev.is_some() {
+            c.push_str(&format!(" -B {}", r.local_host));
+        }
+        if let Some(d) = &r.bind_dev {
+            c.push_str(&format!(" --bind-dev {d}"));
+        }
+    }
+    c
+}
+
+struct IntervalView {
+    seq: i64,
+    id: String,
+    role: String,
+    range: String,
+    transfer: String,
+    bitrate: String,
+    retr: String,
+    cwnd: String,
+    bps: f64,
+    class: String,
+}
+
+fn interval_views(rows: &[IntervalRow]) -> Vec<IntervalView> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < rows.len() {
+        let seq = rows[i].seq;
+        let group: Vec<&IntervalRow> = rows[i..].iter().take_while(|r| r.seq == seq).collect();
+        i += group.len();
+        for sender in [true, false] {
+            let g: Vec<&&IntervalRow> = group.iter().filter(|r| r.sender == sender).collect();
+            for r in &g {
+                out.push(IntervalView {
+                    seq,
+                    id: r.stream_id.to_string(),
+                    role: if r.sender { "sender" } else { "receiver" }.into(),
+                    range: format!(
+                        "{:.2}-{:.2} s{}",
+                        r.start,
+                        r.end,
+                        if r.omitted { " (omitted)" } else { "" }
+                    ),
+                    transfer: fmt_bytes(r.bytes as f64),
+                    bitrate: fmt_rate(r.bits_per_second),
+                    retr: r.retransmits.map(|x| x.to_string()).unwrap_or_default(),
+                    cwnd: r.snd_cwnd.map(|x| fmt_bytes(x as f64)).unwrap_or_default(),
+                    bps: if g.len() == 1 { r.bits_per_second } else { 0.0 },
+                    class: if g.len() == 1 {
+                        "sum".into()
+                    } else {
+                        String::new()
+                    },
+                });
+            }
+            if g.len() > 1 {
+                let bytes: i64 = g.iter().map(|r| r.bytes).sum();
+                let bps: f64 = g.iter().map(|r| r.bits_per_second).sum();
+                let retr: Option<i64> = if sender {
+                    Some(g.iter().filter_map(|r| r.retransmits).sum())
+                } else {
+                    None
+                };
+                out.push(IntervalView {
+                    seq,
+                    id: "SUM".into(),
+                    role: if sender { "sender" } else { "receiver" }.into(),
+                    range: format!("{:.2}-{:.2} s", g[0].start, g[0].end),
+                    transfer: fmt_bytes(bytes as f64),
+                    bitrate: fmt_rate(bps),
+                    retr: retr.map(|x| x.to_string()).unwrap_or_default(),
+                    cwnd: String::new(),
+                    bps,
+                    class: "sum".into(),
+                });
+            }
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------- new test
+
+/// A port in the "board port" list.
+struct PortOption {
+    name: String,
+    label: String,
+}
+
+struct FormValues {
+    host: String,
+    port: String,
+    duration: String,
+    parallel: String,
+    direction: String,
+    bitrate: String,
+    window: String,
+    omit: String,
+    bind: String,
+}
+
+impl FormValues {
+    fn from(r: Option<&TestRequest>) -> FormValues {
+        let g = |o: Option<&Option<String>>, d: &str| {
+            o.and_then(|x| x.clone())
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| d.to_string())
+        };
+        FormValues {
+            host: r.map(|r| r.host.clone()).unwrap_or_default(),
+            port: g(r.map(|r| &r.port), "5201"),
+            duration: g(r.map(|r| &r.duration), "10"),
+            parallel: g(r.map(|r| &r.parallel), "1"),
+            direction: g(r.map(|r| &r.direction), "send"),
+            bitrate: g(r.map(|r| &r.bitrate), ""),
+            window: g(r.map(|r| &r.window), ""),
+            omit: g(r.map(|r| &r.omit), "0"),
+            bind: g(r.map(|r| &r.bind), ""),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "index.html")]
+struct IndexPage {
+    nav: bool,
+    csrf: String,
+    version: String,
+    error: Option<String>,
+    form: FormValues,
+    ports: Vec<PortOption>,
+    runs: Vec<RunView>,
+}
+
+fn index_page(
+    state: &AppState,
+    auth: &Auth,
+    req: Option<&TestRequest>,
+    error: Option<String>,
+) -> IndexPage {
+    let ports = crate::system::ports()
+        .into_iter()
+        .map(|p| {
+            let addrs: Vec<String> = p.addresses.iter().map(|a| a.to_string()).collect();
+            PortOption {
+                label: format!(
+                    "{}{} {}",
+                    p.name,
+                    if p.running { "" } else { " (no link)" },
+                    if addrs.is_empty() {
+                        "(no address)".into()
+                    } else {
+                        addrs.join(", ")
+                    }
+                ),
+                name: p.name,
+            }
+        })
+        .collect();
+    let runs = state
+        .store
+        .list_runs(&RunFilter {
+            limit: Some(10),
+            ..Default::default()
+        })
+        .unwrap_or_default()
+        .iter()
+        .map(run_view)
+        .collect();
+    IndexPage {
+        nav: true,
+        csrf: auth.csrf().into(),
+        version: version_string(),
+        error,
+        form: FormValues::from(req),
+        ports,
+        runs,
+    }
+}
+
+async fn index(auth: Auth, state: web::Data<AppState>) -> HttpResponse {
+    ok(&index_page(&state, &auth, None, None))
+}
+
+async fn start_test(
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<TestRequest>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    let ports = crate::system::ports();
+    let res = form
+        .to_spec(&ports)
+        .and_then(|spec| state.hub.start_client(spec));
+    Ok(match res {
+        Ok(id) => see_other(&format!("/runs/{id}")),
+        Err(e) => html(
+            actix_web::http::StatusCode::BAD_REQUEST,
+            &index_page(&state, &auth, Some(&form), Some(e)),
+        ),
+    })
+}
+
+// ---------------------------------------------------------------- history
+
+#[derive(Template)]
+#[template(path = "runs.html")]
+struct RunsPage {
+    nav: bool,
+    csrf: String,
+    version: String,
+    runs: Vec<RunView>,
+    statuses: Vec<String>,
+    filter_status: String,
+    filter_peer: String,
+    filter_port: String,
+}
+
+async fn runs_page(
+    auth: Auth,
+    state: web::Data<AppState>,
+    q: web::Query<RunFilter>,
+) -> HttpResponse {
+    let runs = match state.store.list_runs(&q) {
+        Ok(r) => r.iter().map(run_view).collect(),
+        Err(e) => return internal(e),
+    };
+    ok(&RunsPage {
+        nav: true,
+        csrf: auth.csrf().into(),
+        version: version_string(),
+        runs,
+        statuses: ["running", "completed", "failed", "aborted"]
+            .map(String::from)
+            .to_vec(),
+        filter_status: q.status.clone().unwrap_or_default(),
+        filter_peer: q.peer.clone().unwrap_or_default(),
+        filter_port: q.port.clone().unwrap_or_default(),
+    })
+}
+
+#[derive(Template)]
+#[template(path = "run.html")]
+struct RunPage {
+    nav: bool,
+    csrf: String,
+    version: String,
+    run: RunView,
+    live: bool,
+    cmdline: String,
+    intervals: Vec<IntervalView>,
+    last_rate: String,
+    text: Option<String>,
+}
+
+fn load(
+    state: &AppState,
+    auth: &Auth,
+    id: i64,
+) -> Result<(RunRow, Vec<IntervalRow>, Option<Report>), HttpResponse> {
+    match state.store.get_run(id) {
+        Ok(Some(r)) => {
+            let iv = state.store.intervals(id).map_err(internal)?;
+            let rep = state.store.report(id).map_err(internal)?;
+            Ok((r, iv, rep))
+        }
+        Ok(None) => Err(message(
+            actix_web::http::StatusCode::NOT_FOUND,
+            Some(auth),
+            "No such run",
+            &format!("There is no run {id}. It may have been deleted."),
+        )),
+        Err(e) => Err(internal(e)),
+    }
+}
+
+async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
+    let id = path.into_inner();
+    let (run, iv, rep) = match load(&state, &auth, id) {
+        Ok(x) => x,
+        Err(resp) => return resp,
+    };
+    let intervals = interval_views(&iv);
+    let last_rate = intervals
+        .iter()
+        .rev()
+        .find(|i| i.class == "sum")
+        .map(|i| i.bitrate.clone())
+        .unwrap_or_else(|| "—".into());
+    let text = rep.as_ref().map(|r| {
+        let mut t = report::text_header(r);
+        t.push_str(&report::text_summary(r));
+        t
+    });
+    ok(&RunPage {
+        nav: true,
+        csrf: auth.csrf().into(),
+        version: version_string(),
+        live: state.hub.is_live(id),
+        cmdline: command_line(&run),
+        run: run_view(&run),
+        intervals,
+        last_rate,
+        text,
+    })
+}
+
+async fn delete_run(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<i64>,
+    form: web::Form<CsrfForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    let id = path.into_inner();
+    if state.hub.is_live(id) {
+        return Ok(message(
+            actix_web::http::StatusCode::CONFLICT,
+            Some(&auth),
+            "Run is active",
+            "Stop the run before deleting it.",
+        ));
+    }
+    Ok(match state.store.delete_run(id) {
+        Ok(true) => see_other("/runs"),
+        Ok(false) => message(
+            actix_web::http::StatusCode::NOT_FOUND,
+            Some(&auth),
+            "No such run",
+            "Nothing was deleted.",
+        ),
+        Err(e) => internal(e),
+    })
+}
+
+async fn stop_run(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<i64>,
+    form: web::Form<CsrfForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    let id = path.into_inner();
+    Ok(if state.hub.stop(id) {
+        see_other(&format!("/runs/{id}"))
+    } else {
+        message(
+            actix_web::http::StatusCode::CONFLICT,
+            Some(&auth),
+            "Not stoppable",
+            "Only a running test started from this board can be stopped.",
+        )
+    })
+}
+
+async fn export_json(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
+    let id = path.into_inner();
+    match load(&state, &auth, id) {
+        Ok((run, iv, rep)) => HttpResponse::Ok()
+            .content_type("application/json")
+            .insert_header((
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"netperfd-run-{id}.json\""),
+            ))
+            .body(
+                serde_json::to_string_pretty(&run_json(&run, &iv, rep.as_ref()))
+                    .unwrap_or_default(),
+            ),
+        Err(r) => r,
+    }
+}
+
+async fn export_csv(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
+    let id = path.into_inner();
+    match load(&state, &auth, id) {
+        Ok((run, iv, rep)) => HttpResponse::Ok()
+            .content_type("text/csv; charset=utf-8")
+            .insert_header((
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"netperfd-run-{id}.csv\""),
+            ))
+            .body(run_csv(&run, &iv, rep.as_ref())),
+        Err(r) => r,
+    }
+}
+
+// ---------------------------------------------------------------- settings
+
+struct TokenView {
+    id: i64,
+    name: String,
+    created: String,
+}
+
+#[derive(Template)]
+#[template(path = "settings.html")]
+struct SettingsPage {
+    nav: bool,
+    csrf: String,
+    version: String,
+    message: Option<String>,
+    error: Option<String>,
+    new_token: Option<String>,
+    tokens: Vec<TokenView>,
+}
+
+fn settings(
+    state: &AppState,
+    auth: &Auth,
+    message: Option<String>,
+    error: Option<String>,
+    new_token: Option<String>,
+) -> SettingsPage {
+    SettingsPage {
+        nav: true,
+        csrf: auth.csrf().into(),
+        version: version_string(),
+        message,
+        error,
+        new_token,
+        tokens: state
+            .store
+            .tokens()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| TokenView {
+                id: t.id,
+                name: t.name,
+                created: fmt_time(t.created_at),
+            })
+            .collect(),
+    }
+}
+
+async fn settings_page(auth: Auth, state: web::Data<AppState>) -> HttpResponse {
+    ok(&settings(&state, &auth, None, None, None))
+}
+
+#[derive(Deserialize)]
+struct PasswordForm {
+    #[serde(default)]
+    csrf: Option<String>,
+    current: String,
+    password: String,
+    confirm: String,
+}
+
+async fn change_password(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<PasswordForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    let ip = client_ip(&req);
+    let bad = |e: &str| {
+        html(
+            actix_web::http::StatusCode::BAD_REQUEST,
+            &settings(&state, &auth, None, Some(e.into()), None),
+        )
+    };
+    if state.limiter.check(ip).is_err() {
+        return Ok(bad("Too many wrong passwords. Try again later."));
+    }
+    let Some(hash) = state.admin_hash() else {
+        return Ok(bad("No password is set."));
+    };
+    if !auth::verify_password(&hash, &form.current) {
+        state.limiter.fail(ip);
+        return Ok(bad("The current password is wrong. Nothing was changed."));
+    }
+    if form.password.chars().count() < auth::MIN_PASSWORD {
+        return Ok(bad(
+            "The new password must have at least 8 characters. Nothing was changed.",
+        ));
+    }
+    if form.password != form.confirm {
+        return Ok(bad("The two new passwords differ. Nothing was changed."));
+    }
+    let h = auth::hash_password(&form.password).map_err(AuthError::Internal)?;
+    state
+        .store
+        .set_setting(auth::PASSWORD_KEY, &h)
+        .map_err(|e| AuthError::Internal(e.to_string()))?;
+    Ok(ok(&settings(
+        &state,
+        &auth,
+        Some("Password changed.".into()),
+        None,
+        None,
+    )))
+}
+
+#[derive(Deserialize)]
+struct TokenForm {
+    #[serde(default)]
+    csrf: Option<String>,
+    name: String,
+}
+
+async fn create_token(
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<TokenForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    let name = form.name.trim();
+    if name.is_empty() || name.chars().count() > 64 {
+        return Ok(html(
+            actix_web::http::StatusCode::BAD_REQUEST,
+            &settings(
+                &state,
+                &auth,
+                None,
+                Some("A token name has 1 to 64 characters.".into()),
+                None,
+            ),
+        ));
+    }
+    let token = auth::random_hex(24);
+    state
+        .store
+        .create_token(name, &auth::sha256_hex(&token))
+        .map_err(|e| AuthError::Internal(e.to_string()))?;
+    Ok(ok(&settings(&state, &auth, None, None, Some(token))))
+}
+
+async fn delete_token(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<i64>,
+    form: web::Form<CsrfForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    let _ = state.store.delete_token(path.into_inner());
+    Ok(see_other("/settings"))
+}

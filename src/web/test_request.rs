@@ -1,0 +1,229 @@
+//! The "new test" request as the web form and the JSON API send it, validated into a
+//! [`ClientSpec`] at the edge. Bad input gives one clear message and starts nothing.
+
+use crate::engine::iperf3::client::ClientSpec;
+use crate::engine::iperf3::wire::Direction;
+use crate::engine::report::parse_suffixed;
+use serde::Deserialize;
+
+/// A TCP throughput test against a peer running `iperf3 -s` (or netperfd).
+#[derive(Debug, Clone, Deserialize, Default)]
+pub struct TestRequest {
+    /// Peer host name or address.
+    pub host: String,
+    /// Peer port, default 5201.
+    #[serde(default)]
+    pub port: Option<String>,
+    /// Seconds, default 10.
+    #[serde(default)]
+    pub duration: Option<String>,
+    /// Parallel streams, default 1.
+    #[serde(default)]
+    pub parallel: Option<String>,
+    /// "send" (default), "receive" (`-R`) or "bidir".
+    #[serde(default)]
+    pub direction: Option<String>,
+    /// Bitrate limit per stream, e.g. "500M"; empty = unlimited.
+    #[serde(default)]
+    pub bitrate: Option<String>,
+    /// Socket buffer, e.g. "256K"; empty = kernel default.
+    #[serde(default)]
+    pub window: Option<String>,
+    /// Omit seconds at the start.
+    #[serde(default)]
+    pub omit: Option<String>,
+    /// Board port (interface name) to bind every socket to; empty = routing decides.
+    #[serde(default)]
+    pub bind: Option<String>,
+    /// CSRF token (forms only).
+    #[serde(default)]
+    pub csrf: Option<String>,
+}
+
+fn opt(s: &Option<String>) -> Option<&str> {
+    s.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
+fn int(s: &Option<String>, name: &str, default: u64, lo: u64, hi: u64) -> Result<u64, String> {
+    match opt(s) {
+        None => Ok(default),
+        Some(v) => {
+            let n: u64 = v
+                .parse()
+                .map_err(|_| format!("{name} must be a whole number, got '{v}'"))?;
+            if n < lo || n > hi {
+                return Err(format!("{name} must be {lo}..{hi}, got {n}"));
+            }
+            Ok(n)
+        }
+    }
+}
+
+/// Whether `h` looks like a host name or an IP address (no spaces, URL parts or options).
+pub fn valid_host(h: &str) -> bool {
+    if h.parse::<std::net::IpAddr>().is_ok() {
+        return true;
+    }
+    !h.is_empty()
+        && h.len() <= 253
+        && !h.starts_with('-')
+        && h.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+}
+
+impl TestRequest {
+    /// Validate into a client spec. `ports` are the board's interfaces, to check `bind` and
+    /// take its address from.
+    pub fn to_spec(&self, ports: &[crate::system::Port]) -> Result<ClientSpec, String> {
+        let host = self.host.trim();
+        if !valid_host(host) {
+            return Err(format!("peer '{host}' is not a host name or IP address"));
+        }
+        let mut spec = ClientSpec::new(host);
+        spec.port = int(&self.port, "port", 5201, 1, 65535)? as u16;
+        let p = &mut spec.params;
+        p.time = int(&self.duration, "duration", 10, 1, 86_400)? as u32;
+        p.parallel = int(&self.parallel, "parallel streams", 1, 1, 128)? as u32;
+        p.omit = int(&self.omit, "omit", 0, 0, 600)? as u32;
+        p.direction = match opt(&self.direction).unwrap_or("send") {
+            "send" => Direction::Send,
+            "receive" | "reverse" => Direction::Receive,
+            "bidir" => Direction::Bidir,
+            d => {
+                return Err(format!(
+                    "direction must be send, receive or bidir, got '{d}'"
+                ))
+            }
+        };
+        if let Some(b) = opt(&self.bitrate) {
+            p.bandwidth = parse_suffixed(b, true).map_err(|e| format!("bitrate: {e}"))?;
+        }
+        if let Some(w) = opt(&self.window) {
+            let w = parse_suffixed(w, false).map_err(|e| format!("window: {e}"))?;
+            if !(1024..=512 * 1024 * 1024).contains(&w) {
+                return Err("window must be 1K..512M".into());
+            }
+            p.window = Some(w as u32);
+            spec.sock.window = Some(w as u32);
+        }
+        if let Some(b) = opt(&self.bind) {
+            let port = ports
+                .iter()
+                .find(|x| x.name == b)
+                .ok_or_else(|| format!("the board has no port '{b}'"))?;
+            spec.sock.bind_dev = Some(port.name.clone());
+            spec.sock.bind = port.primary();
+        }
+        spec.validate()?;
+        Ok(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(host: &str) -> TestRequest {
+        TestRequest {
+            host: host.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn defaults_are_iperf3_defaults() {
+        let s = req("192.0.2.2").to_spec(&[]).unwrap();
+        assert_eq!(s.port, 5201);
+        assert_eq!(s.params.time, 10);
+        assert_eq!(s.params.parallel, 1);
+        assert_eq!(s.params.direction, Direction::Send);
+        assert_eq!(s.params.bandwidth, 0);
+    }
+
+    #[test]
+    fn bad_input_names_the_field() {
+        let cases = [
+            (
+                TestRequest {
+                    duration: Some("0".into()),
+                    ..req("h")
+                },
+                "duration",
+            ),
+            (
+                TestRequest {
+                    parallel: Some("129".into()),
+                    ..req("h")
+                },
+                "parallel",
+            ),
+            (
+                TestRequest {
+                    port: Some("70000".into()),
+                    ..req("h")
+                },
+                "port",
+            ),
+            (
+                TestRequest {
+                    direction: Some("up".into()),
+                    ..req("h")
+                },
+                "direction",
+            ),
+            (
+                TestRequest {
+                    bitrate: Some("fast".into()),
+                    ..req("h")
+                },
+                "bitrate",
+            ),
+            (
+                TestRequest {
+                    window: Some("1".into()),
+                    ..req("h")
+                },
+                "window",
+            ),
+            (
+                TestRequest {
+                    bind: Some("eth9".into()),
+                    ..req("h")
+                },
+                "port 'eth9'",
+            ),
+            (req("-rf /"), "not a host"),
+            (req("a b"), "not a host"),
+            (req(""), "not a host"),
+        ];
+        for (r, want) in cases {
+            let e = r.to_spec(&[]).unwrap_err();
+            assert!(e.contains(want), "{e} should mention {want}");
+        }
+    }
+
+    #[test]
+    fn bind_takes_the_ports_address() {
+        let ports = vec![crate::system::Port {
+            name: "eth1".into(),
+            up: true,
+            running: true,
+            loopback: false,
+            addresses: vec!["198.51.100.1".parse().unwrap()],
+        }];
+        let r = TestRequest {
+            bind: Some("eth1".into()),
+            bitrate: Some("100M".into()),
+            direction: Some("bidir".into()),
+            ..req("198.51.100.2")
+        };
+        let s = r.to_spec(&ports).unwrap();
+        assert_eq!(s.sock.bind_dev.as_deref(), Some("eth1"));
+        assert_eq!(s.sock.bind, Some("198.51.100.1".parse().unwrap()));
+        assert_eq!(s.params.bandwidth, 100_000_000);
+        assert_eq!(s.params.direction, Direction::Bidir);
+    }
+}

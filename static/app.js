@@ -1,0 +1,101 @@
+// netperfd run page: live intervals over server-sent events and a small bitrate chart.
+// No framework, no external code.
+(function () {
+  "use strict";
+  var box = document.getElementById("run");
+  if (!box) { return; }
+  var runId = box.getAttribute("data-run");
+  var live = box.getAttribute("data-live") === "true";
+  var tbody = document.getElementById("intervals");
+  var seen = {};
+  Array.prototype.forEach.call(tbody.querySelectorAll("tr[data-seq]"), function (tr) {
+    seen[tr.getAttribute("data-seq")] = true;
+  });
+
+  function unit(v, bits) {
+    var base = bits ? 1000 : 1024;
+    var labels = bits ? ["bit", "Kbit", "Mbit", "Gbit", "Tbit"] : ["Byte", "KByte", "MByte", "GByte", "TByte"];
+    var n = bits ? v * 8 : v, i = 0;
+    if (!isFinite(n) || n < 0) { n = 0; }
+    while (n >= base && i < 4) { n /= base; i++; }
+    var s = n < 9.995 ? n.toFixed(2) : (n < 99.95 ? n.toFixed(1) : n.toFixed(0));
+    return s + " " + labels[i] + "s";
+  }
+  function rate(bps) { return unit(bps / 8, true) + "/sec"; }
+
+  function cell(tr, text) { var td = document.createElement("td"); td.textContent = text; tr.appendChild(td); }
+
+  function addRow(seq, id, role, s, e, bytes, bps, retr, cwnd, sum, omitted) {
+    var tr = document.createElement("tr");
+    tr.setAttribute("data-seq", seq);
+    tr.setAttribute("data-bps", sum ? bps : 0);
+    if (sum) { tr.className = "sum"; }
+    cell(tr, id); cell(tr, role);
+    cell(tr, s.toFixed(2) + "-" + e.toFixed(2) + " s" + (omitted ? " (omitted)" : ""));
+    cell(tr, unit(bytes, false)); cell(tr, rate(bps));
+    cell(tr, retr === null ? "" : String(retr)); cell(tr, cwnd === null ? "" : unit(cwnd, false));
+    tbody.appendChild(tr);
+  }
+
+  function addInterval(seq, rec) {
+    if (seen[seq]) { return; }
+    seen[seq] = true;
+    [true, false].forEach(function (sender) {
+      var g = rec.streams.filter(function (s) { return s.sender === sender; });
+      g.forEach(function (s) {
+        addRow(seq, String(s.id), sender ? "sender" : "receiver", s.start, s.end, s.bytes, s.bits_per_second,
+          s.tcp ? s.tcp.retransmits : null, s.tcp ? s.tcp.snd_cwnd : null, g.length === 1, s.omitted);
+      });
+      if (g.length > 1) {
+        var bytes = 0, bps = 0, retr = 0;
+        g.forEach(function (s) { bytes += s.bytes; bps += s.bits_per_second; retr += s.tcp ? s.tcp.retransmits : 0; });
+        addRow(seq, "SUM", sender ? "sender" : "receiver", g[0].start, g[0].end, bytes, bps, sender ? retr : null, null, true, g[0].omitted);
+      }
+    });
+    var now = document.getElementById("now-rate");
+    var sums = tbody.querySelectorAll("tr.sum");
+    if (now && sums.length) { now.textContent = sums[sums.length - 1].children[4].textContent; }
+    draw();
+  }
+
+  function draw() {
+    var svg = document.getElementById("chart");
+    if (!svg) { return; }
+    var rows = tbody.querySelectorAll("tr.sum"), pts = [];
+    var bySeq = {};
+    Array.prototype.forEach.call(rows, function (tr) {
+      var seq = Number(tr.getAttribute("data-seq"));
+      bySeq[seq] = (bySeq[seq] || 0) + Number(tr.getAttribute("data-bps"));
+    });
+    Object.keys(bySeq).sort(function (a, b) { return a - b; }).forEach(function (k) { pts.push(bySeq[k]); });
+    while (svg.firstChild) { svg.removeChild(svg.firstChild); }
+    if (pts.length === 0) { return; }
+    var max = Math.max.apply(null, pts) || 1;
+    var ns = "http://www.w3.org/2000/svg";
+    var pl = document.createElementNS(ns, "polyline");
+    var w = 600, h = 150, n = Math.max(pts.length - 1, 1);
+    pl.setAttribute("points", pts.map(function (v, i) {
+      return (i * w / n).toFixed(1) + "," + (h - v / max * (h - 20) + 5).toFixed(1);
+    }).join(" "));
+    svg.appendChild(pl);
+    var t = document.createElementNS(ns, "text");
+    t.setAttribute("x", "4"); t.setAttribute("y", "14");
+    t.textContent = "max " + rate(max);
+    svg.appendChild(t);
+  }
+
+  draw();
+  if (!live || !window.EventSource) { return; }
+  var es = new EventSource("/api/runs/" + runId + "/events");
+  es.onmessage = function (m) {
+    var ev;
+    try { ev = JSON.parse(m.data); } catch (e) { return; }
+    if (ev.type === "interval") { addInterval(ev.seq, ev.record); }
+    if (ev.type === "done") {
+      es.close();
+      var st = document.getElementById("status");
+      if (st) { st.textContent = "finished"; }
+      window.setTimeout(function () { window.location.reload(); }, 300);
+    }
+  };
+}());
