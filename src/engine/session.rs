@@ -247,9 +247,29 @@ impl DataPhase {
         rec
     }
 
-    /// Freeze the totals now (bytes after this are not counted), take the final partial
-    /// interval if it is worth showing (≥ 10 % of an interval, or the only one).
-    pub fn finish(&mut self) -> Option<IntervalRecord> {
+    /// Stop the sending threads and wait for them (≤ the 200 ms poll period), so that the
+    /// sent totals read next are exactly what was written.
+    pub async fn stop_senders(&mut self) {
+        self.shared.stop_send.store(true, Relaxed);
+        let hs: Vec<JoinHandle<()>> = self
+            .streams
+            .iter_mut()
+            .filter(|s| s.sender)
+            .filter_map(|s| s.thread.take())
+            .collect();
+        let _ = tokio::task::spawn_blocking(move || {
+            for h in hs {
+                let _ = h.join();
+            }
+        })
+        .await;
+    }
+
+    /// Stop the senders, then freeze the totals (bytes after this are not counted) and take
+    /// the final partial interval if it is worth showing (≥ 10 % of an interval, or the only
+    /// one).
+    pub async fn finish(&mut self) -> Option<IntervalRecord> {
+        self.stop_senders().await;
         let since_last = self.last.elapsed().as_secs_f64();
         let rec = if since_last >= 0.1 * self.interval || self.intervals.is_empty() {
             self.sample()

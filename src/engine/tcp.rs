@@ -18,6 +18,9 @@ pub const POLL: Duration = Duration::from_millis(200);
 pub struct Shared {
     /// Set to stop every loop.
     pub stop: AtomicBool,
+    /// Set to stop the sending loops only (the end of a test: senders stop first, then the
+    /// totals are read, then everything stops).
+    pub stop_send: AtomicBool,
     /// Bytes written over all sending streams since start (or the omit reset), for `-n`.
     pub sent_bytes: AtomicU64,
     /// Full blocks written over all sending streams, for `-k`.
@@ -102,7 +105,7 @@ pub fn send_loop(
     let mut sent: u64 = 0;
     let mut w = &sock;
     loop {
-        if shared.stop.load(Relaxed) {
+        if shared.stop.load(Relaxed) || shared.stop_send.load(Relaxed) {
             return;
         }
         if shared.send_limit_reached() {

@@ -324,7 +324,7 @@ pub async fn run(
     }
 
     let outcome = drive(&spec, &mut phase, &mut ctrl, &events, cancel.as_deref()).await;
-    let final_rec = phase.finish();
+    let final_rec = phase.finish().await;
     if let (Some(rec), Some(tx)) = (&final_rec, &events) {
         let _ = tx.send(Event::Interval(rec.clone()));
     }

@@ -71,7 +71,10 @@ pub enum ServerEvent {
     },
 }
 
-type Pending = Mutex<HashMap<[u8; COOKIE_SIZE], mpsc::Sender<TcpStream>>>;
+/// Sessions waiting for their data streams, by cookie. Streams carry their accept sequence
+/// number: cookies are read concurrently, so they may finish out of order, but roles are
+/// assigned in accept order (the client connects its streams one after another).
+type Pending = Mutex<HashMap<[u8; COOKIE_SIZE], mpsc::Sender<(u64, TcpStream)>>>;
 
 struct Inner {
     cfg: ServerConfig,
@@ -140,14 +143,17 @@ pub async fn serve_listeners(
         done: Notify::new(),
     });
     let mut tasks = Vec::new();
+    let accepted = Arc::new(AtomicU64::new(0));
     for l in listeners {
         let inner = inner.clone();
+        let accepted = accepted.clone();
         tasks.push(tokio::spawn(async move {
             loop {
                 match l.accept().await {
                     Ok((s, peer)) => {
                         let inner = inner.clone();
-                        tokio::spawn(async move { handle_conn(inner, s, peer).await });
+                        let seq = accepted.fetch_add(1, Ordering::Relaxed);
+                        tokio::spawn(async move { handle_conn(inner, s, peer, seq).await });
                     }
                     Err(e) => {
                         tracing::warn!("accept failed: {e}");
@@ -169,7 +175,7 @@ pub async fn serve_listeners(
     Ok(())
 }
 
-async fn handle_conn(inner: Arc<Inner>, mut s: TcpStream, peer: SocketAddr) {
+async fn handle_conn(inner: Arc<Inner>, mut s: TcpStream, peer: SocketAddr, seq: u64) {
     let _ = s.set_nodelay(true);
     let mut cookie = [0u8; COOKIE_SIZE];
     if let Err(e) =
@@ -185,8 +191,9 @@ async fn handle_conn(inner: Arc<Inner>, mut s: TcpStream, peer: SocketAddr) {
         .and_then(|m| m.get(&cookie).cloned());
     if let Some(tx) = tx {
         if let Err(
-            mpsc::error::TrySendError::Full(mut s) | mpsc::error::TrySendError::Closed(mut s),
-        ) = tx.try_send(s)
+            mpsc::error::TrySendError::Full((_, mut s))
+            | mpsc::error::TrySendError::Closed((_, mut s)),
+        ) = tx.try_send((seq, s))
         {
             tracing::warn!(%peer, "extra data stream refused");
             let _ = s.write_all(&[State::AccessDenied.byte()]).await;
@@ -242,7 +249,7 @@ async fn session(
         return;
     }
     let total = params.total_streams() as usize;
-    let (tx, mut rx) = mpsc::channel::<TcpStream>(total);
+    let (tx, mut rx) = mpsc::channel::<(u64, TcpStream)>(total);
     if let Ok(mut m) = inner.pending.lock() {
         m.insert(cookie, tx);
     }
@@ -280,10 +287,11 @@ async fn session(
     }
     unregister(&inner);
     drop(rx);
+    socks.sort_by_key(|(seq, _)| *seq);
 
     let n_recv = params.client_send_streams() as usize;
     let mut streams = Vec::with_capacity(total);
-    for (i, s) in socks.into_iter().enumerate() {
+    for (i, (_, s)) in socks.into_iter().enumerate() {
         let std = match s.into_std() {
             Ok(s) => s,
             Err(e) => {
@@ -367,7 +375,7 @@ async fn session(
         return;
     }
     let outcome = run_phase(&inner, id, &mut phase, &mut ctrl).await;
-    let last = phase.finish();
+    let last = phase.finish().await;
     if let Some(rec) = last {
         emit(
             &inner,

@@ -1,0 +1,285 @@
+//! Test lab: network namespaces joined by veth pairs (the seed topology), processes started
+//! inside them, HTTP from inside a namespace, and clean-up on drop — even when a test fails.
+//! Needs root. Traffic only flows between namespaces the test created.
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// Path of the netperfd binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_netperfd")
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("run ip");
+    assert!(
+        out.status.success(),
+        "ip {:?} failed: {}",
+        args,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Two namespaces, `board` (192.0.2.1) and `pc1` (192.0.2.2), on one veth pair; optionally
+/// `pc2` (198.51.100.2) behind the board's second port (198.51.100.1).
+pub struct Lab {
+    pub board: String,
+    pub pc1: String,
+    pub pc2: Option<String>,
+    /// Board's port towards pc1 (inside the board namespace).
+    pub board_if: String,
+    pub board_if2: Option<String>,
+    dir: PathBuf,
+    procs: Vec<Child>,
+}
+
+pub const BOARD_IP: &str = "192.0.2.1";
+pub const PC1_IP: &str = "192.0.2.2";
+pub const BOARD_IP2: &str = "198.51.100.1";
+pub const PC2_IP: &str = "198.51.100.2";
+
+impl Lab {
+    /// board — pc1.
+    pub fn new() -> Lab {
+        Lab::build(false)
+    }
+
+    /// pc1 — board — pc2 (seed 000's topology).
+    pub fn with_pc2() -> Lab {
+        Lab::build(true)
+    }
+
+    fn build(pc2: bool) -> Lab {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let sfx = format!("{}{}", std::process::id() % 100_000, n);
+        let board = format!("npt-b{sfx}");
+        let pc1 = format!("npt-p{sfx}");
+        let dir = std::env::temp_dir().join(format!("netperfd-test-{sfx}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("tmp dir");
+        let mut lab = Lab {
+            board: board.clone(),
+            pc1: pc1.clone(),
+            pc2: None,
+            board_if: "eth0".into(),
+            board_if2: None,
+            dir,
+            procs: Vec::new(),
+        };
+        ip(&["netns", "add", &board]);
+        ip(&["netns", "add", &pc1]);
+        let (a, b) = (format!("vb{sfx}"), format!("vp{sfx}"));
+        ip(&["link", "add", &a, "type", "veth", "peer", "name", &b]);
+        ip(&["link", "set", &a, "netns", &board, "name", "eth0"]);
+        ip(&["link", "set", &b, "netns", &pc1, "name", "eth0"]);
+        for (ns, addr) in [(&board, "192.0.2.1/24"), (&pc1, "192.0.2.2/24")] {
+            ip(&["-n", ns, "addr", "add", addr, "dev", "eth0"]);
+            ip(&["-n", ns, "link", "set", "eth0", "up"]);
+            ip(&["-n", ns, "link", "set", "lo", "up"]);
+        }
+        if pc2 {
+            let p2 = format!("npt-q{sfx}");
+            ip(&["netns", "add", &p2]);
+            let (a, b) = (format!("wb{sfx}"), format!("wp{sfx}"));
+            ip(&["link", "add", &a, "type", "veth", "peer", "name", &b]);
+            ip(&["link", "set", &a, "netns", &board, "name", "eth1"]);
+            ip(&["link", "set", &b, "netns", &p2, "name", "eth0"]);
+            ip(&[
+                "-n",
+                &board,
+                "addr",
+                "add",
+                "198.51.100.1/24",
+                "dev",
+                "eth1",
+            ]);
+            ip(&["-n", &board, "link", "set", "eth1", "up"]);
+            ip(&["-n", &p2, "addr", "add", "198.51.100.2/24", "dev", "eth0"]);
+            ip(&["-n", &p2, "link", "set", "eth0", "up"]);
+            ip(&["-n", &p2, "link", "set", "lo", "up"]);
+            lab.pc2 = Some(p2);
+            lab.board_if2 = Some("eth1".into());
+        }
+        lab
+    }
+
+    /// A scratch directory removed with the lab.
+    pub fn dir(&self) -> &PathBuf {
+        &self.dir
+    }
+
+    /// Start `prog args` in namespace `ns`; stdout/stderr go to files named `name.out/.err`.
+    pub fn spawn(&mut self, ns: &str, name: &str, prog: &str, args: &[&str]) -> usize {
+        self.spawn_env(ns, name, prog, args, &[])
+    }
+
+    /// Like [`Lab::spawn`] with extra environment variables.
+    pub fn spawn_env(
+        &mut self,
+        ns: &str,
+        name: &str,
+        prog: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> usize {
+        let out = File::create(self.dir.join(format!("{name}.out"))).expect("out file");
+        let err = File::create(self.dir.join(format!("{name}.err"))).expect("err file");
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", ns, prog]).args(args);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let child = c
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .expect("spawn in namespace");
+        self.procs.push(child);
+        self.procs.len() - 1
+    }
+
+    /// PID of a spawned process.
+    pub fn pid(&self, idx: usize) -> u32 {
+        self.procs[idx].id()
+    }
+
+    /// Wait for a spawned process to exit (bounded); returns its exit code, None on timeout.
+    pub fn wait(&mut self, idx: usize, limit: Duration) -> Option<i32> {
+        let deadline = Instant::now() + limit;
+        loop {
+            match self.procs[idx].try_wait() {
+                Ok(Some(st)) => return Some(st.code().unwrap_or(-1)),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Whether a spawned process is still running.
+    pub fn alive(&mut self, idx: usize) -> bool {
+        matches!(self.procs[idx].try_wait(), Ok(None))
+    }
+
+    /// Send SIGKILL to a spawned process.
+    pub fn kill(&mut self, idx: usize) {
+        let _ = self.procs[idx].kill();
+        let _ = self.procs[idx].wait();
+    }
+
+    /// What a spawned process wrote so far.
+    pub fn output(&self, name: &str) -> (String, String) {
+        let r = |ext: &str| {
+            std::fs::read_to_string(self.dir.join(format!("{name}.{ext}"))).unwrap_or_default()
+        };
+        (r("out"), r("err"))
+    }
+
+    /// Run a command in a namespace to completion (killed after `limit`).
+    pub fn run(
+        &mut self,
+        ns: &str,
+        name: &str,
+        prog: &str,
+        args: &[&str],
+        limit: Duration,
+    ) -> (Option<i32>, String, String) {
+        let i = self.spawn(ns, name, prog, args);
+        let code = self.wait(i, limit);
+        if code.is_none() {
+            self.kill(i);
+        }
+        let (o, e) = self.output(name);
+        (code, o, e)
+    }
+
+    /// Wait until something listens on TCP `port` in `ns` (bounded). Reads the namespace's
+    /// socket table instead of connecting, so a one-off (`-1`) server is not used up.
+    pub fn wait_port(&self, ns: &str, _addr: &str, port: u16) {
+        let ns = ns.to_string();
+        let ok = in_ns(&ns, move || {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let needle = format!(":{port:04X} ");
+            while Instant::now() < deadline {
+                for f in ["/proc/self/net/tcp", "/proc/self/net/tcp6"] {
+                    // /proc/self/net follows the reading thread's namespace only for the main
+                    // thread; read the task's own entry instead.
+                    let f = f.replace("self", &format!("self/task/{}", nix::unistd::gettid()));
+                    let t = std::fs::read_to_string(&f).unwrap_or_default();
+                    if t.lines().any(|l| {
+                        let cols: Vec<&str> = l.split_whitespace().collect();
+                        cols.len() > 3
+                            && format!("{} ", cols[1]).contains(&needle)
+                            && cols[3] == "0A"
+                    }) {
+                        return true;
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            false
+        });
+        assert!(ok, "nothing listens on port {port} in {ns}");
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for p in &mut self.procs {
+            let _ = p.kill();
+            let _ = p.wait();
+        }
+        for ns in [Some(&self.board), Some(&self.pc1), self.pc2.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+        }
+        if std::env::var_os("NETPERFD_KEEP_TEST_FILES").is_none() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// Run `f` on a thread that has joined network namespace `ns` (sockets it opens, and
+/// processes it starts, live there).
+pub fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let path = format!("/var/run/netns/{ns}");
+    std::thread::spawn(move || {
+        let fd = File::open(&path).expect("open netns");
+        nix::sched::setns(fd.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
+        f()
+    })
+    .join()
+    .expect("namespace thread panicked")
+}
+
+/// Parse a JSON document printed by a tool, with a clear failure.
+pub fn json(text: &str, what: &str) -> serde_json::Value {
+    serde_json::from_str(text)
+        .unwrap_or_else(|e| panic!("{what} is not one JSON document ({e}):\n{text}"))
+}
+
+/// Read a number at a JSON pointer.
+pub fn num(v: &serde_json::Value, ptr: &str) -> f64 {
+    v.pointer(ptr)
+        .and_then(|x| x.as_f64())
+        .unwrap_or_else(|| panic!("no number at {ptr} in {v}"))
+}
+
+/// A TCP port that is free on loopback right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}

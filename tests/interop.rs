@@ -1,0 +1,392 @@
+//! Interop with Debian's stock iperf3 in network namespaces, both directions:
+//! netperfd client (board) → `iperf3 -s` (pc1), and `iperf3 -c` (pc1) → netperfd server
+//! (board). Each case checks that both tools exit 0, that both JSON reports parse, and that
+//! the byte counts agree within what can be in flight.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(40);
+
+/// Bytes that may be in flight when the server closes its streams at TEST_END: the largest
+/// send and receive socket buffers (tcp_wmem, tcp_rmem maxima) of each stream, twice over
+/// for the kernel's accounting overhead.
+fn in_flight(streams: usize) -> f64 {
+    let max = |f: &str| -> f64 {
+        std::fs::read_to_string(f)
+            .ok()
+            .and_then(|t| t.split_whitespace().nth(2).and_then(|x| x.parse().ok()))
+            .unwrap_or(8.0 * 1024.0 * 1024.0)
+    };
+    (streams as f64)
+        * 2.0
+        * (max("/proc/sys/net/ipv4/tcp_wmem") + max("/proc/sys/net/ipv4/tcp_rmem"))
+}
+
+fn check_bytes(client: &Value, streams: usize, what: &str) {
+    let sent = num(client, "/end/sum_sent/bytes");
+    let recv = num(client, "/end/sum_received/bytes");
+    assert!(sent > 0.0, "{what}: nothing sent");
+    // With -O the two ends reset their counters on their own timers, so in-flight bytes can
+    // fall on either side of the omit boundary.
+    let omit = num(client, "/start/test_start/omit") > 0.0;
+    let slack = if omit { in_flight(streams) } else { 0.0 };
+    assert!(
+        recv <= sent + slack,
+        "{what}: received {recv} > sent {sent}"
+    );
+    assert!(
+        sent - recv <= in_flight(streams),
+        "{what}: received {recv} is too far below sent {sent}"
+    );
+}
+
+/// Our client against stock `iperf3 -s -1 -J`.
+fn ours_to_stock(flags: &[&str]) -> (Value, Value) {
+    let mut lab = Lab::new();
+    let pc1 = lab.pc1.clone();
+    let board = lab.board.clone();
+    let srv = lab.spawn(&pc1, "iperf3-s", "iperf3", &["-s", "-1", "-J"]);
+    lab.wait_port(&pc1, PC1_IP, 5201);
+    let mut args = vec!["-c", PC1_IP, "-J"];
+    args.extend_from_slice(flags);
+    let (code, out, err) = lab.run(&board, "netperfd-c", bin(), &args, T);
+    assert_eq!(
+        code,
+        Some(0),
+        "netperfd client {flags:?} failed: {err}\n{out}"
+    );
+    let scode = lab.wait(srv, Duration::from_secs(10));
+    assert_eq!(scode, Some(0), "stock iperf3 -s did not finish cleanly");
+    let (sout, _) = lab.output("iperf3-s");
+    (json(&out, "netperfd -J"), json(&sout, "iperf3 -s -J"))
+}
+
+/// Stock `iperf3 -c … -J` against our `netperfd -s -1 -J`.
+fn stock_to_ours(flags: &[&str]) -> (Value, Value) {
+    let mut lab = Lab::new();
+    let pc1 = lab.pc1.clone();
+    let board = lab.board.clone();
+    let srv = lab.spawn(&board, "netperfd-s", bin(), &["-s", "-1", "-J"]);
+    lab.wait_port(&board, BOARD_IP, 5201);
+    let mut args = vec!["-c", BOARD_IP, "-J"];
+    args.extend_from_slice(flags);
+    let (code, out, err) = lab.run(&pc1, "iperf3-c", "iperf3", &args, T);
+    assert_eq!(
+        code,
+        Some(0),
+        "stock iperf3 client {flags:?} failed: {err}\n{out}"
+    );
+    let scode = lab.wait(srv, Duration::from_secs(10));
+    assert_eq!(scode, Some(0), "netperfd -s -1 did not exit 0");
+    let (sout, serr) = lab.output("netperfd-s");
+    assert!(!serr.contains("panicked"), "server panicked: {serr}");
+    (json(&out, "iperf3 -c -J"), json(&sout, "netperfd -s -J"))
+}
+
+fn both(flags: &[&str], streams: usize, check: impl Fn(&Value, &Value, &str)) {
+    let (c, s) = ours_to_stock(flags);
+    check_bytes(&c, streams, "netperfd → iperf3");
+    check(&c, &s, "netperfd → iperf3");
+    let (c, s) = stock_to_ours(flags);
+    check_bytes(&c, streams, "iperf3 → netperfd");
+    check(&c, &s, "iperf3 → netperfd");
+}
+
+fn streams(v: &Value) -> usize {
+    v.pointer("/end/streams")
+        .and_then(|s| s.as_array())
+        .map(|a| a.len())
+        .unwrap_or(0)
+}
+
+#[test]
+fn plain() {
+    both(&["-t", "2"], 1, |c, s, w| {
+        assert_eq!(streams(c), 1, "{w}");
+        assert!(
+            num(c, "/end/sum_received/bits_per_second") > 1e8,
+            "{w}: under 100 Mbit/s on veth"
+        );
+        // The server's own view of what it received equals what the client was told.
+        assert_eq!(
+            num(c, "/end/sum_received/bytes"),
+            num(s, "/end/sum_received/bytes"),
+            "{w}: the results exchange lost the receiver's count"
+        );
+        assert!(
+            c.pointer("/intervals")
+                .and_then(|i| i.as_array())
+                .map(|a| a.len())
+                .unwrap_or(0)
+                >= 2,
+            "{w}"
+        );
+        assert!(num(c, "/end/sum_sent/retransmits") >= 0.0, "{w}");
+    });
+}
+
+#[test]
+fn parallel_4() {
+    both(&["-t", "2", "-P", "4"], 4, |c, s, w| {
+        assert_eq!(streams(c), 4, "{w}");
+        assert_eq!(streams(s), 4, "{w}");
+        let sum: f64 = (0..4)
+            .map(|i| num(c, &format!("/end/streams/{i}/sender/bytes")))
+            .sum();
+        assert_eq!(
+            sum,
+            num(c, "/end/sum_sent/bytes"),
+            "{w}: per-stream bytes do not add up"
+        );
+    });
+}
+
+#[test]
+fn reverse() {
+    both(&["-t", "2", "-R"], 1, |c, s, w| {
+        assert_eq!(num(c, "/start/test_start/reverse"), 1.0, "{w}");
+        assert_eq!(
+            c.pointer("/end/sum_received/sender"),
+            Some(&Value::Bool(false)),
+            "{w}"
+        );
+        assert!(
+            num(s, "/end/sum_sent/bytes") > 0.0,
+            "{w}: server did not send"
+        );
+        // What the client reports as sent is the server's own count.
+        assert_eq!(
+            num(c, "/end/sum_sent/bytes"),
+            num(s, "/end/sum_sent/bytes"),
+            "{w}"
+        );
+    });
+}
+
+#[test]
+fn bidir() {
+    both(&["-t", "2", "--bidir"], 1, |c, _s, w| {
+        assert_eq!(streams(c), 2, "{w}");
+        assert!(num(c, "/end/sum_sent/bytes") > 0.0, "{w}");
+        assert!(
+            num(c, "/end/sum_sent_bidir_reverse/bytes") > 0.0,
+            "{w}: no reverse traffic"
+        );
+        assert!(num(c, "/end/sum_received_bidir_reverse/bytes") > 0.0, "{w}");
+    });
+}
+
+#[test]
+fn bytes_n() {
+    both(&["-n", "10M"], 1, |c, _s, w| {
+        let sent = num(c, "/end/sum_sent/bytes");
+        let target = 10.0 * 1024.0 * 1024.0;
+        assert!(
+            sent >= target && sent <= target + 131072.0,
+            "{w}: -n 10M sent {sent}"
+        );
+        assert_eq!(num(c, "/start/test_start/bytes"), target, "{w}");
+    });
+}
+
+#[test]
+fn blocks_k() {
+    both(&["-k", "100"], 1, |c, _s, w| {
+        assert_eq!(
+            num(c, "/end/sum_sent/bytes"),
+            100.0 * 131072.0,
+            "{w}: -k 100 is 100 blocks of 128 KiB"
+        );
+    });
+}
+
+#[test]
+fn window() {
+    both(&["-t", "2", "-w", "256K"], 1, |c, _s, w| {
+        assert_eq!(num(c, "/start/sock_bufsize"), 262144.0, "{w}");
+    });
+}
+
+#[test]
+fn bitrate_limit() {
+    both(&["-t", "3", "-b", "50M"], 1, |c, _s, w| {
+        let bps = num(c, "/end/sum_received/bits_per_second");
+        assert!((45e6..=55e6).contains(&bps), "{w}: -b 50M gave {bps} bit/s");
+    });
+}
+
+#[test]
+fn omit() {
+    both(&["-t", "2", "-O", "1"], 1, |c, _s, w| {
+        let iv = c
+            .pointer("/intervals")
+            .and_then(|i| i.as_array())
+            .cloned()
+            .unwrap_or_default();
+        assert!(iv.len() >= 3, "{w}: {} intervals", iv.len());
+        assert_eq!(
+            iv[0].pointer("/sum/omitted"),
+            Some(&Value::Bool(true)),
+            "{w}"
+        );
+        assert_eq!(
+            iv.last().and_then(|l| l.pointer("/sum/omitted")),
+            Some(&Value::Bool(false)),
+            "{w}"
+        );
+        // The summary covers the 2 measured seconds, not the omitted one.
+        let secs = num(c, "/end/sum_sent/seconds");
+        assert!((1.8..2.5).contains(&secs), "{w}: summary over {secs} s");
+    });
+}
+
+#[test]
+fn get_server_output() {
+    both(&["-t", "1", "--get-server-output"], 1, |c, _s, w| {
+        let so = c
+            .get("server_output_json")
+            .unwrap_or_else(|| panic!("{w}: no server_output_json in {c}"));
+        assert!(
+            so.pointer("/end/sum_received/bytes")
+                .and_then(|b| b.as_f64())
+                .unwrap_or(0.0)
+                > 0.0,
+            "{w}"
+        );
+    });
+}
+
+#[test]
+fn get_server_output_text() {
+    // Text mode on both sides: the stock client prints the server's text after "Server output:".
+    let mut lab = Lab::new();
+    let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+    lab.spawn(&board, "netperfd-s", bin(), &["-s", "-1"]);
+    lab.wait_port(&board, BOARD_IP, 5201);
+    let (code, out, err) = lab.run(
+        &pc1,
+        "iperf3-c",
+        "iperf3",
+        &["-c", BOARD_IP, "-t", "1", "--get-server-output"],
+        T,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let tail = out
+        .split("Server output:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no server output in:\n{out}"));
+    assert!(
+        tail.contains("Accepted connection from 192.0.2.2"),
+        "{tail}"
+    );
+    assert!(tail.contains("receiver"), "{tail}");
+}
+
+#[test]
+fn text_output_has_iperf3_shape() {
+    let mut lab = Lab::new();
+    let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+    lab.spawn(&pc1, "iperf3-s", "iperf3", &["-s", "-1"]);
+    lab.wait_port(&pc1, PC1_IP, 5201);
+    let (code, out, err) = lab.run(
+        &board,
+        "netperfd-c",
+        bin(),
+        &["-c", PC1_IP, "-t", "2", "-i", "1"],
+        T,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with("Connecting to host 192.0.2.2, port 5201\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n"),
+        "{out}"
+    );
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.ends_with("sender") || l.ends_with("receiver"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(
+        lines[0].contains("0.00-2.0") && lines[0].contains("bits/sec"),
+        "{out}"
+    );
+    assert!(out.trim_end().ends_with("iperf Done."), "{out}");
+}
+
+#[test]
+fn json_error_is_one_document_and_nonzero_exit() {
+    let mut lab = Lab::new();
+    let board = lab.board.clone();
+    // Nothing listens on pc1: connection refused.
+    let (code, out, _) = lab.run(
+        &board,
+        "netperfd-c",
+        bin(),
+        &["-c", PC1_IP, "-t", "1", "-J"],
+        T,
+    );
+    assert_eq!(code, Some(1));
+    let v = json(&out, "error -J");
+    let e = v.get("error").and_then(|e| e.as_str()).unwrap_or_default();
+    assert!(e.contains("unable to connect"), "{e}");
+    assert!(!out.contains("NaN") && !out.contains("null"), "{out}");
+}
+
+#[test]
+fn bind_address_and_device_bind_every_socket() {
+    let mut lab = Lab::new();
+    let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+    lab.spawn(&pc1, "iperf3-s", "iperf3", &["-s", "-1", "-J"]);
+    lab.wait_port(&pc1, PC1_IP, 5201);
+    let (code, out, err) = lab.run(
+        &board,
+        "netperfd-c",
+        bin(),
+        &[
+            "-c",
+            PC1_IP,
+            "-t",
+            "1",
+            "-B",
+            BOARD_IP,
+            "--bind-dev",
+            "eth0",
+            "--cport",
+            "40100",
+            "-P",
+            "2",
+            "--bidir",
+            "-J",
+        ],
+        T,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let c = json(&out, "client");
+    let conns = c
+        .pointer("/start/connected")
+        .and_then(|x| x.as_array())
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(conns.len(), 4);
+    for (i, k) in conns.iter().enumerate() {
+        assert_eq!(k["local_host"], BOARD_IP);
+        assert_eq!(
+            k["local_port"].as_u64(),
+            Some(40100 + i as u64),
+            "--cport gives consecutive ports"
+        );
+    }
+    let (sout, _) = lab.output("iperf3-s");
+    let s = json(&sout, "server");
+    assert_eq!(
+        s.pointer("/start/accepted_connection/host")
+            .and_then(|h| h.as_str()),
+        Some(BOARD_IP)
+    );
+}
