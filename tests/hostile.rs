@@ -1,0 +1,284 @@
+//! Hostile or broken input on the control connection must close only that session, with a
+//! logged reason; the server keeps serving and the next normal test (stock iperf3) passes.
+//! Also: a client that vanishes mid-test frees its session within 15 s.
+
+mod common;
+use common::*;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Server {
+    child: Child,
+    port: u16,
+    log: std::path::PathBuf,
+}
+
+impl Server {
+    fn start() -> Server {
+        let port = free_port();
+        let log = std::env::temp_dir().join(format!("netperfd-hostile-{port}.log"));
+        let child = Command::new(bin())
+            .args(["-s", "-p", &port.to_string()])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log"))
+            .spawn()
+            .expect("start server");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        // Probe with a connection that sends a full cookie of garbage then closes: counts as a
+        // (bad) session, which the server must survive anyway.
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "server did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Server { child, port, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// A normal stock-iperf3 test against the server; panics unless it passes.
+    fn normal_test(&mut self) {
+        let out = Command::new("iperf3")
+            .args(["-c", "127.0.0.1", "-p", &self.port.to_string(), "-t", "1", "-J"])
+            .output()
+            .expect("run iperf3");
+        assert!(out.status.success(), "normal test failed: {}", String::from_utf8_lossy(&out.stdout));
+        let v = json(&String::from_utf8_lossy(&out.stdout), "iperf3 -J");
+        assert!(num(&v, "/end/sum_received/bytes") > 0.0);
+        assert!(self.alive(), "server died");
+    }
+
+    fn wait_log(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let l = self.log();
+            if l.contains(needle) {
+                return l;
+            }
+            assert!(Instant::now() < deadline, "log never said '{needle}':\n{l}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+const COOKIE: &[u8; 37] = b"abcdefghijklmnopqrstuvwxyz234567abcd\0";
+
+/// Connect, send a cookie, expect PARAM_EXCHANGE (9).
+fn control(port: u16) -> TcpStream {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.write_all(COOKIE).expect("cookie");
+    let mut b = [0u8; 1];
+    s.read_exact(&mut b).expect("state");
+    assert_eq!(b[0], 9, "expected PARAM_EXCHANGE");
+    s
+}
+
+/// Read until EOF; returns what came (the server's answer before it closed).
+fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
+    let mut v = Vec::new();
+    let _ = s.read_to_end(&mut v);
+    v
+}
+
+fn send_params(port: u16, bytes: &[u8]) -> Vec<u8> {
+    let mut s = control(port);
+    s.write_all(bytes).expect("send");
+    read_to_close(&mut s)
+}
+
+fn framed(body: &[u8]) -> Vec<u8> {
+    let mut v = (body.len() as u32).to_be_bytes().to_vec();
+    v.extend_from_slice(body);
+    v
+}
+
+#[test]
+fn bad_json_lengths_close_only_that_session() {
+    let mut srv = Server::start();
+    // 0xFE + i_errno 113 (IERECVPARAMS) + errno 0: the stock client prints "unable to receive
+    // parameters from client".
+    let refused = [0xFEu8, 0, 0, 0, 113, 0, 0, 0, 0];
+    for (len, body, reason) in [
+        (0u32, &b""[..], "JSON length 0 out of range"),
+        (1, &b"x"[..], "invalid JSON"),
+        (8193, &b"{"[..], "JSON length 8193 out of range"),
+        (0xFFFF_FFFF, &b""[..], "JSON length 4294967295 out of range"),
+    ] {
+        let mut msg = len.to_be_bytes().to_vec();
+        msg.extend_from_slice(body);
+        let answer = send_params(srv.port, &msg);
+        assert_eq!(answer, refused, "length {len}");
+        srv.wait_log(reason);
+        srv.normal_test();
+    }
+}
+
+#[test]
+fn wrong_json_types_and_values_are_refused() {
+    let mut srv = Server::start();
+    for (body, reason) in [
+        (&br#"{"tcp":true,"parallel":"4"}"#[..], "parallel"),
+        (&br#"{"tcp":true,"time":-1}"#[..], "time"),
+        (&br#"{"tcp":true,"parallel":100000}"#[..], "parallel"),
+        (&br#"{"tcp":true,"len":0}"#[..], "len"),
+        (&br#"[1,2,3]"#[..], "not a JSON object"),
+        (&br#"{"tcp":true,"title":{"a":1}}"#[..], "title"),
+    ] {
+        let answer = send_params(srv.port, &framed(body));
+        assert_eq!(answer.first(), Some(&0xFE), "{}", String::from_utf8_lossy(body));
+        srv.wait_log(reason);
+    }
+    srv.normal_test();
+}
+
+#[test]
+fn truncated_body_and_vanishing_mid_message() {
+    let mut srv = Server::start();
+    let mut s = control(srv.port);
+    s.write_all(&100u32.to_be_bytes()).expect("len");
+    s.write_all(b"{\"tcp\":").expect("part");
+    drop(s); // the client vanishes mid-message
+    srv.wait_log("closing session: bad parameters");
+    srv.normal_test();
+}
+
+#[test]
+fn idle_connection_without_cookie_does_not_block_others() {
+    let mut srv = Server::start();
+    let mut idle = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
+    idle.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    // While it idles, a normal test runs.
+    srv.normal_test();
+    // The idle connection is closed by the server after its 10 s cookie timeout.
+    let t = Instant::now();
+    let mut b = [0u8; 1];
+    let n = idle.read(&mut b).unwrap_or(0);
+    assert_eq!(n, 0, "expected the server to close the idle connection");
+    assert!(t.elapsed() < Duration::from_secs(15));
+    srv.wait_log("unable to receive cookie at server");
+    srv.normal_test();
+}
+
+#[test]
+fn wrong_cookie_on_a_data_stream_leaves_the_session_alone() {
+    let mut srv = Server::start();
+    let mut c = control(srv.port);
+    c.write_all(&framed(br#"{"tcp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":1,"len":131072,"client_version":"3.12"}"#))
+        .expect("params");
+    let mut b = [0u8; 1];
+    c.read_exact(&mut b).expect("state");
+    assert_eq!(b[0], 10, "expected CREATE_STREAMS");
+    // A data stream with the wrong cookie: not this session's stream.
+    let mut bad = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
+    bad.write_all(b"zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz\0").expect("bad cookie");
+    // The right one: the session gets its stream and starts (TEST_START, TEST_RUNNING).
+    let mut good = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
+    good.write_all(COOKIE).expect("cookie");
+    let mut st = [0u8; 2];
+    c.read_exact(&mut st).expect("start");
+    assert_eq!(st, [1, 2], "expected TEST_START and TEST_RUNNING");
+    good.write_all(&vec![0u8; 65536]).expect("data");
+    std::thread::sleep(Duration::from_millis(500));
+    // End the test: TEST_END → EXCHANGE_RESULTS; send results; read the server's.
+    c.write_all(&[4]).expect("TEST_END");
+    c.read_exact(&mut b).expect("state");
+    assert_eq!(b[0], 13, "expected EXCHANGE_RESULTS");
+    c.write_all(&framed(br#"{"cpu_util_total":1,"cpu_util_user":0.5,"cpu_util_system":0.5,"sender_has_retransmits":0,"streams":[{"id":1,"bytes":65536,"retransmits":-1,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":1}]}"#))
+        .expect("results");
+    let mut len = [0u8; 4];
+    c.read_exact(&mut len).expect("len");
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    c.read_exact(&mut body).expect("body");
+    let v = json(&String::from_utf8_lossy(&body), "server results");
+    assert_eq!(num(&v, "/streams/0/bytes"), 65536.0, "server counted the good stream's bytes");
+    c.read_exact(&mut b).expect("state");
+    assert_eq!(b[0], 14, "expected DISPLAY_RESULTS");
+    c.write_all(&[16]).expect("IPERF_DONE");
+    drop(bad);
+    srv.normal_test();
+}
+
+#[test]
+fn garbage_instead_of_params_closes_only_that_session() {
+    let mut srv = Server::start();
+    // An iperf 2 client's first bytes are not a cookie followed by params: the session ends.
+    let mut s = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(15))).expect("t");
+    s.write_all(&[0u8; 24]).expect("iperf2 header");
+    s.write_all(&[0x80u8; 13]).expect("more");
+    s.write_all(&[0xFFu8; 8]).expect("length");
+    let answer = read_to_close(&mut s);
+    assert_eq!(answer.first(), Some(&9));
+    srv.normal_test();
+}
+
+#[test]
+fn killed_client_frees_its_session_fast() {
+    let mut lab = Lab::new();
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    let srv = lab.spawn_env(&board, "netperfd-s", bin(), &["-s"], &[("RUST_LOG", "warn")]);
+    lab.wait_port(&board, BOARD_IP, 5201);
+    let cli = lab.spawn(&pc1, "iperf3-long", "iperf3", &["-c", BOARD_IP, "-t", "60"]);
+    std::thread::sleep(Duration::from_secs(2));
+    lab.kill(cli);
+    let t = Instant::now();
+    // A new test is accepted (the server never says busy anyway) and passes.
+    let (code, out, err) = lab.run(&pc1, "iperf3-next", "iperf3", &["-c", BOARD_IP, "-t", "1", "-J"], Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{out}{err}");
+    // And the killed session was closed with its reason, well within 15 s.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (_, log) = lab.output("netperfd-s");
+        if log.contains("test ended early") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no abort logged:\n{log}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(t.elapsed() < Duration::from_secs(15));
+    assert!(lab.alive(srv));
+}
+
+#[test]
+fn cable_pulled_mid_test_frees_the_session_within_15_s() {
+    let mut lab = Lab::new();
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    let srv = lab.spawn_env(&board, "netperfd-s", bin(), &["-s", "-J"], &[("RUST_LOG", "warn")]);
+    lab.wait_port(&board, BOARD_IP, 5201);
+    let cli = lab.spawn(&pc1, "iperf3-long", "iperf3", &["-c", BOARD_IP, "-t", "60", "-R"]);
+    std::thread::sleep(Duration::from_secs(2));
+    // Pull the cable: the peer's port goes down, no FIN or RST ever reaches the board.
+    let out = Command::new("ip").args(["-n", &pc1, "link", "set", "eth0", "down"]).output().expect("ip");
+    assert!(out.status.success());
+    let t = Instant::now();
+    loop {
+        let (json_out, _) = lab.output("netperfd-s");
+        if json_out.contains("\"error\"") {
+            let v = json(&json_out, "server -J after abort");
+            let e = v["error"].as_str().unwrap_or_default().to_string();
+            assert!(e.contains("vanished") || e.contains("closed"), "{e}");
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(15), "session not freed within 15 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    lab.kill(cli);
+    assert!(lab.alive(srv));
+}
