@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The test command (README): installs what the tests need on a fresh Debian machine, then runs
+# every test — unit tests, interop with stock iperf3/iperf in network namespaces, the web UI
+# through HTTP and headless Chromium. Needs root (network namespaces, apt).
+#   usage: scripts/test.sh [extra cargo test args]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+if [[ $(id -u) -ne 0 ]]; then
+    echo "test.sh: run as root (the tests build network namespaces and install packages)" >&2
+    exit 2
+fi
+
+# Debian packages the tests use: stock peers, namespace tooling, the browser and its driver.
+need=(iperf3 iperf iproute2 procps chromium chromium-driver time curl)
+missing=()
+for p in "${need[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    echo "test.sh: installing ${missing[*]}"
+    # A stale index for a foreign architecture makes `apt-get update` exit 100; the install
+    # below is what must succeed.
+    apt-get update -q || echo "test.sh: apt-get update failed (continuing; checking the install)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+for t in iperf3 iperf ip chromium chromedriver; do
+    command -v "$t" >/dev/null || { echo "test.sh: $t is still missing" >&2; exit 1; }
+done
+
+# Namespaces left by an interrupted earlier run (names are npt-*) would not clash, but clean them.
+for ns in $(ip netns list 2>/dev/null | awk '/^npt-/ {print $1}'); do ip netns del "$ns" || true; done
+
+cargo test --locked "$@"
