@@ -47,10 +47,22 @@ impl Server {
     /// A normal stock-iperf3 test against the server; panics unless it passes.
     fn normal_test(&mut self) {
         let out = Command::new("iperf3")
-            .args(["-c", "127.0.0.1", "-p", &self.port.to_string(), "-t", "1", "-J"])
+            .args([
+                "-c",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-t",
+                "1",
+                "-J",
+            ])
             .output()
             .expect("run iperf3");
-        assert!(out.status.success(), "normal test failed: {}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            out.status.success(),
+            "normal test failed: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         let v = json(&String::from_utf8_lossy(&out.stdout), "iperf3 -J");
         assert!(num(&v, "/end/sum_received/bytes") > 0.0);
         assert!(self.alive(), "server died");
@@ -82,7 +94,8 @@ const COOKIE: &[u8; 37] = b"abcdefghijklmnopqrstuvwxyz234567abcd\0";
 /// Connect, send a cookie, expect PARAM_EXCHANGE (9).
 fn control(port: u16) -> TcpStream {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
     s.write_all(COOKIE).expect("cookie");
     let mut b = [0u8; 1];
     s.read_exact(&mut b).expect("state");
@@ -142,7 +155,12 @@ fn wrong_json_types_and_values_are_refused() {
         (&br#"{"tcp":true,"title":{"a":1}}"#[..], "title"),
     ] {
         let answer = send_params(srv.port, &framed(body));
-        assert_eq!(answer.first(), Some(&0xFE), "{}", String::from_utf8_lossy(body));
+        assert_eq!(
+            answer.first(),
+            Some(&0xFE),
+            "{}",
+            String::from_utf8_lossy(body)
+        );
         srv.wait_log(reason);
     }
     srv.normal_test();
@@ -163,7 +181,8 @@ fn truncated_body_and_vanishing_mid_message() {
 fn idle_connection_without_cookie_does_not_block_others() {
     let mut srv = Server::start();
     let mut idle = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
-    idle.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    idle.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
     // While it idles, a normal test runs.
     srv.normal_test();
     // The idle connection is closed by the server after its 10 s cookie timeout.
@@ -187,7 +206,8 @@ fn wrong_cookie_on_a_data_stream_leaves_the_session_alone() {
     assert_eq!(b[0], 10, "expected CREATE_STREAMS");
     // A data stream with the wrong cookie: not this session's stream.
     let mut bad = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
-    bad.write_all(b"zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz\0").expect("bad cookie");
+    bad.write_all(b"zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz\0")
+        .expect("bad cookie");
     // The right one: the session gets its stream and starts (TEST_START, TEST_RUNNING).
     let mut good = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
     good.write_all(COOKIE).expect("cookie");
@@ -207,7 +227,11 @@ fn wrong_cookie_on_a_data_stream_leaves_the_session_alone() {
     let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
     c.read_exact(&mut body).expect("body");
     let v = json(&String::from_utf8_lossy(&body), "server results");
-    assert_eq!(num(&v, "/streams/0/bytes"), 65536.0, "server counted the good stream's bytes");
+    assert_eq!(
+        num(&v, "/streams/0/bytes"),
+        65536.0,
+        "server counted the good stream's bytes"
+    );
     c.read_exact(&mut b).expect("state");
     assert_eq!(b[0], 14, "expected DISPLAY_RESULTS");
     c.write_all(&[16]).expect("IPERF_DONE");
@@ -220,7 +244,8 @@ fn garbage_instead_of_params_closes_only_that_session() {
     let mut srv = Server::start();
     // An iperf 2 client's first bytes are not a cookie followed by params: the session ends.
     let mut s = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(15))).expect("t");
+    s.set_read_timeout(Some(Duration::from_secs(15)))
+        .expect("t");
     s.write_all(&[0u8; 24]).expect("iperf2 header");
     s.write_all(&[0x80u8; 13]).expect("more");
     s.write_all(&[0xFFu8; 8]).expect("length");
@@ -233,14 +258,26 @@ fn garbage_instead_of_params_closes_only_that_session() {
 fn killed_client_frees_its_session_fast() {
     let mut lab = Lab::new();
     let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
-    let srv = lab.spawn_env(&board, "netperfd-s", bin(), &["-s"], &[("RUST_LOG", "warn")]);
+    let srv = lab.spawn_env(
+        &board,
+        "netperfd-s",
+        bin(),
+        &["-s"],
+        &[("RUST_LOG", "warn")],
+    );
     lab.wait_port(&board, BOARD_IP, 5201);
     let cli = lab.spawn(&pc1, "iperf3-long", "iperf3", &["-c", BOARD_IP, "-t", "60"]);
     std::thread::sleep(Duration::from_secs(2));
     lab.kill(cli);
     let t = Instant::now();
     // A new test is accepted (the server never says busy anyway) and passes.
-    let (code, out, err) = lab.run(&pc1, "iperf3-next", "iperf3", &["-c", BOARD_IP, "-t", "1", "-J"], Duration::from_secs(30));
+    let (code, out, err) = lab.run(
+        &pc1,
+        "iperf3-next",
+        "iperf3",
+        &["-c", BOARD_IP, "-t", "1", "-J"],
+        Duration::from_secs(30),
+    );
     assert_eq!(code, Some(0), "{out}{err}");
     // And the killed session was closed with its reason, well within 15 s.
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -260,12 +297,26 @@ fn killed_client_frees_its_session_fast() {
 fn cable_pulled_mid_test_frees_the_session_within_15_s() {
     let mut lab = Lab::new();
     let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
-    let srv = lab.spawn_env(&board, "netperfd-s", bin(), &["-s", "-J"], &[("RUST_LOG", "warn")]);
+    let srv = lab.spawn_env(
+        &board,
+        "netperfd-s",
+        bin(),
+        &["-s", "-J"],
+        &[("RUST_LOG", "warn")],
+    );
     lab.wait_port(&board, BOARD_IP, 5201);
-    let cli = lab.spawn(&pc1, "iperf3-long", "iperf3", &["-c", BOARD_IP, "-t", "60", "-R"]);
+    let cli = lab.spawn(
+        &pc1,
+        "iperf3-long",
+        "iperf3",
+        &["-c", BOARD_IP, "-t", "60", "-R"],
+    );
     std::thread::sleep(Duration::from_secs(2));
     // Pull the cable: the peer's port goes down, no FIN or RST ever reaches the board.
-    let out = Command::new("ip").args(["-n", &pc1, "link", "set", "eth0", "down"]).output().expect("ip");
+    let out = Command::new("ip")
+        .args(["-n", &pc1, "link", "set", "eth0", "down"])
+        .output()
+        .expect("ip");
     assert!(out.status.success());
     let t = Instant::now();
     loop {
@@ -276,7 +327,10 @@ fn cable_pulled_mid_test_frees_the_session_within_15_s() {
             assert!(e.contains("vanished") || e.contains("closed"), "{e}");
             break;
         }
-        assert!(t.elapsed() < Duration::from_secs(15), "session not freed within 15 s");
+        assert!(
+            t.elapsed() < Duration::from_secs(15),
+            "session not freed within 15 s"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     lab.kill(cli);

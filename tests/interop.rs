@@ -390,3 +390,67 @@ fn bind_address_and_device_bind_every_socket() {
         Some(BOARD_IP)
     );
 }
+
+#[test]
+fn several_clients_at_once_are_never_busy() {
+    let mut lab = Lab::with_pc2();
+    let (board, pc1, pc2) = (
+        lab.board.clone(),
+        lab.pc1.clone(),
+        lab.pc2.clone().expect("pc2"),
+    );
+    lab.spawn(&board, "netperfd-s", bin(), &["-s", "-p", "5201,5202"]);
+    lab.wait_port(&board, BOARD_IP, 5201);
+    lab.wait_port(&board, BOARD_IP, 5202);
+    // Three stock clients at once, from two PCs, on both ports.
+    let a = lab.spawn(&pc1, "c1", "iperf3", &["-c", BOARD_IP, "-t", "3", "-J"]);
+    let b = lab.spawn(
+        &pc1,
+        "c2",
+        "iperf3",
+        &["-c", BOARD_IP, "-t", "3", "-R", "-J"],
+    );
+    let c = lab.spawn(
+        &pc2,
+        "c3",
+        "iperf3",
+        &["-c", BOARD_IP2, "-p", "5202", "-t", "3", "-J"],
+    );
+    for (i, name) in [(a, "c1"), (b, "c2"), (c, "c3")] {
+        let code = lab.wait(i, T);
+        let (out, err) = lab.output(name);
+        assert_eq!(code, Some(0), "{name}: {out}{err}");
+        let v = json(&out, name);
+        assert!(v.get("error").is_none(), "{name}: {}", v["error"]);
+        assert!(num(&v, "/end/sum_received/bytes") > 0.0, "{name}");
+    }
+}
+
+#[test]
+fn per_session_state_n1_then_reverse() {
+    // iperf3 issue: a -n 1 test followed by a -R test on the same server; both must be right.
+    let mut lab = Lab::new();
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    lab.spawn(&board, "netperfd-s", bin(), &["-s"]);
+    lab.wait_port(&board, BOARD_IP, 5201);
+    let (code, out, err) = lab.run(&pc1, "n1", "iperf3", &["-c", BOARD_IP, "-n", "1", "-J"], T);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let v = json(&out, "-n 1");
+    // One block written (iperf3 writes whole blocks), and the server received all of it.
+    assert_eq!(num(&v, "/end/sum_sent/bytes"), 131072.0);
+    let (code, out, err) = lab.run(
+        &pc1,
+        "rev",
+        "iperf3",
+        &["-c", BOARD_IP, "-R", "-t", "2", "-J"],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let v = json(&out, "-R");
+    let secs = num(&v, "/end/sum_received/seconds");
+    assert!(
+        (1.9..2.6).contains(&secs),
+        "the -R test ran its own 2 s, not the previous -n: {secs}"
+    );
+    assert!(num(&v, "/end/sum_received/bytes") > 1e6);
+}

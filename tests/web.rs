@@ -26,7 +26,14 @@ struct Http {
     cookie: Option<String>,
 }
 
-fn do_req(base: String, cookie: Option<String>, method: &str, path: &str, hdrs: Vec<(String, String)>, body: Option<(String, String)>) -> Resp {
+fn do_req(
+    base: String,
+    cookie: Option<String>,
+    method: &str,
+    path: &str,
+    hdrs: Vec<(String, String)>,
+    body: Option<(String, String)>,
+) -> Resp {
     let agent = ureq::AgentBuilder::new()
         .redirects(0)
         .timeout(Duration::from_secs(20))
@@ -55,12 +62,28 @@ fn do_req(base: String, cookie: Option<String>, method: &str, path: &str, hdrs: 
         .find(|c| c.starts_with("netperfd_session="))
         .map(|c| c.to_string());
     let body = resp.into_string().unwrap_or_default();
-    Resp { status, location, cookie, body }
+    Resp {
+        status,
+        location,
+        cookie,
+        body,
+    }
 }
 
 impl Http {
-    fn req(&self, method: &str, path: &str, hdrs: Vec<(String, String)>, body: Option<(String, String)>) -> Resp {
-        let (base, cookie, m, p) = (self.base.clone(), self.cookie.clone(), method.to_string(), path.to_string());
+    fn req(
+        &self,
+        method: &str,
+        path: &str,
+        hdrs: Vec<(String, String)>,
+        body: Option<(String, String)>,
+    ) -> Resp {
+        let (base, cookie, m, p) = (
+            self.base.clone(),
+            self.cookie.clone(),
+            method.to_string(),
+            path.to_string(),
+        );
         match &self.ns {
             Some(ns) => in_ns(ns, move || do_req(base, cookie, &m, &p, hdrs, body)),
             None => do_req(base, cookie, &m, &p, hdrs, body),
@@ -70,18 +93,35 @@ impl Http {
         self.req("GET", path, vec![], None)
     }
     fn form(&self, path: &str, fields: &[(&str, &str)]) -> Resp {
-        let enc: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={}", urlencode(v))).collect();
-        self.req("POST", path, vec![], Some(("application/x-www-form-urlencoded".into(), enc.join("&"))))
+        let enc: Vec<String> = fields
+            .iter()
+            .map(|(k, v)| format!("{k}={}", urlencode(v)))
+            .collect();
+        self.req(
+            "POST",
+            path,
+            vec![],
+            Some(("application/x-www-form-urlencoded".into(), enc.join("&"))),
+        )
     }
     fn json(&self, method: &str, path: &str, hdrs: Vec<(String, String)>, v: &Value) -> Resp {
-        self.req(method, path, hdrs, Some(("application/json".into(), v.to_string())))
+        self.req(
+            method,
+            path,
+            hdrs,
+            Some(("application/json".into(), v.to_string())),
+        )
     }
     /// Take the session cookie a response set.
     fn take_cookie(&mut self, r: &Resp) {
         let c = r.cookie.as_ref().expect("a session cookie");
         assert!(c.contains("HttpOnly"), "{c}");
         assert!(c.contains("SameSite=Strict"), "{c}");
-        let v = c.trim_start_matches("netperfd_session=").split(';').next().unwrap_or_default();
+        let v = c
+            .trim_start_matches("netperfd_session=")
+            .split(';')
+            .next()
+            .unwrap_or_default();
         self.cookie = Some(v.to_string());
     }
     fn csrf(&self) -> String {
@@ -94,7 +134,9 @@ impl Http {
 fn urlencode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()
@@ -102,24 +144,47 @@ fn urlencode(s: &str) -> String {
 
 fn setup_code(log: &str) -> String {
     let i = log.find("setup code ").expect("setup code in the log") + 11;
-    log[i..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect()
+    log[i..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect()
 }
 
 /// Start the daemon; returns (process index, Http).
 fn daemon(lab: &mut Lab, ns: &str, port: u16, extra: &[&str]) -> (usize, Http) {
     let data = lab.dir().join("data");
     let listen = format!("127.0.0.1:{port}");
-    let mut args = vec!["daemon", "--listen", &listen, "--data", data.to_str().unwrap_or("data")];
+    let mut args = vec![
+        "daemon",
+        "--listen",
+        &listen,
+        "--data",
+        data.to_str().unwrap_or("data"),
+    ];
     args.extend_from_slice(extra);
     let i = lab.spawn(ns, "daemon", bin(), &args);
     lab.wait_port(ns, "127.0.0.1", port);
-    (i, Http { ns: Some(ns.to_string()), base: format!("http://{listen}"), cookie: None })
+    (
+        i,
+        Http {
+            ns: Some(ns.to_string()),
+            base: format!("http://{listen}"),
+            cookie: None,
+        },
+    )
 }
 
 fn set_up(lab: &Lab, http: &mut Http) {
     let (_, log) = lab.output("daemon");
     let code = setup_code(&log);
-    let r = http.form("/setup", &[("code", &code), ("password", "correct horse"), ("confirm", "correct horse")]);
+    let r = http.form(
+        "/setup",
+        &[
+            ("code", &code),
+            ("password", "correct horse"),
+            ("confirm", "correct horse"),
+        ],
+    );
     assert_eq!(r.status, 303, "{}", r.body);
     http.take_cookie(&r);
 }
@@ -149,7 +214,14 @@ fn user_runs_a_test_from_the_browser_and_finds_it_in_history() {
     // First run: everything leads to the setup page, which needs the logged code.
     let r = http.get("/");
     assert_eq!((r.status, r.location.as_str()), (303, "/setup"));
-    let r = http.form("/setup", &[("code", "WRONG-CODE"), ("password", "correct horse"), ("confirm", "correct horse")]);
+    let r = http.form(
+        "/setup",
+        &[
+            ("code", "WRONG-CODE"),
+            ("password", "correct horse"),
+            ("confirm", "correct horse"),
+        ],
+    );
     assert_eq!(r.status, 401);
     assert!(r.body.contains("Wrong setup code"));
     set_up(&lab, &mut http);
@@ -169,48 +241,89 @@ fn user_runs_a_test_from_the_browser_and_finds_it_in_history() {
     let csrf = http.csrf();
 
     // Bad input: a clear error, nothing started.
-    let r = http.form("/tests", &[("csrf", &csrf), ("host", PC1_IP), ("duration", "0")]);
+    let r = http.form(
+        "/tests",
+        &[("csrf", &csrf), ("host", PC1_IP), ("duration", "0")],
+    );
     assert_eq!(r.status, 400);
     assert!(r.body.contains("duration must be 1..86400"), "{}", r.body);
     let r = http.form("/tests", &[("csrf", &csrf), ("host", "pc1; rm -rf /")]);
     assert_eq!(r.status, 400);
     assert!(r.body.contains("is not a host name or IP address"));
     let runs: Value = serde_json::from_str(&http.get("/api/runs").body).expect("json");
-    assert_eq!(runs.as_array().map(|a| a.len()), Some(0), "bad input started a run");
+    assert_eq!(
+        runs.as_array().map(|a| a.len()),
+        Some(0),
+        "bad input started a run"
+    );
 
     // The new-test form, bound to the board's eth0, two streams.
     let index = http.get("/").body;
-    assert!(index.contains("<option value=\"eth0\""), "eth0 is offered as a board port");
+    assert!(
+        index.contains("<option value=\"eth0\""),
+        "eth0 is offered as a board port"
+    );
     let r = http.form(
         "/tests",
-        &[("csrf", &csrf), ("host", PC1_IP), ("port", "5201"), ("duration", "3"), ("parallel", "2"), ("direction", "send"), ("bind", "eth0")],
+        &[
+            ("csrf", &csrf),
+            ("host", PC1_IP),
+            ("port", "5201"),
+            ("duration", "3"),
+            ("parallel", "2"),
+            ("direction", "send"),
+            ("bind", "eth0"),
+        ],
     );
     assert_eq!(r.status, 303, "{}", r.body);
-    let id: i64 = r.location.trim_start_matches("/runs/").parse().expect("run id");
+    let id: i64 = r
+        .location
+        .trim_start_matches("/runs/")
+        .parse()
+        .expect("run id");
 
     // Live: the page says running, and the event stream delivers intervals then "done".
     let page = http.get(&format!("/runs/{id}")).body;
     assert!(page.contains("badge running"), "{page}");
     let ev = http.get(&format!("/api/runs/{id}/events"));
     assert_eq!(ev.status, 200);
-    let intervals = ev.body.lines().filter(|l| l.contains("\"type\":\"interval\"")).count();
-    assert!(intervals >= 3 * 2 / 2, "only {intervals} interval events:\n{}", ev.body);
+    let intervals = ev
+        .body
+        .lines()
+        .filter(|l| l.contains("\"type\":\"interval\""))
+        .count();
+    assert!(
+        intervals >= 3 * 2 / 2,
+        "only {intervals} interval events:\n{}",
+        ev.body
+    );
     assert!(ev.body.contains("\"type\":\"done\""));
 
     let v = wait_run(&http, id, Duration::from_secs(20));
     assert_eq!(v["run"]["status"], "completed", "{v}");
     assert_eq!(v["run"]["bind_dev"], "eth0");
     assert_eq!(v["run"]["local_host"], BOARD_IP);
-    assert!(v["run"]["receiver_bps"].as_f64().unwrap_or(0.0) > 1e8, "{v}");
+    assert!(
+        v["run"]["receiver_bps"].as_f64().unwrap_or(0.0) > 1e8,
+        "{v}"
+    );
     assert_eq!(v["streams"].as_array().map(|a| a.len()), Some(2));
-    let seqs: std::collections::BTreeSet<i64> = v["intervals"].as_array().expect("intervals").iter().filter_map(|i| i["seq"].as_i64()).collect();
+    let seqs: std::collections::BTreeSet<i64> = v["intervals"]
+        .as_array()
+        .expect("intervals")
+        .iter()
+        .filter_map(|i| i["seq"].as_i64())
+        .collect();
     assert!(seqs.len() >= 3, "{seqs:?}");
 
     // History lists it; the detail page shows the summary in iperf3's format.
     let hist = http.get("/runs?status=completed&port=eth0").body;
     assert!(hist.contains(&format!("href=\"/runs/{id}\"")), "{hist}");
     let detail = http.get(&format!("/runs/{id}")).body;
-    assert!(detail.contains("sender") && detail.contains("receiver") && detail.contains("[SUM]"), "{detail}");
+    assert!(
+        detail.contains("sender") && detail.contains("receiver") && detail.contains("[SUM]"),
+        "{detail}"
+    );
 
     // Exports.
     let j = http.get(&format!("/runs/{id}/export.json"));
@@ -220,18 +333,35 @@ fn user_runs_a_test_from_the_browser_and_finds_it_in_history() {
     let csv = http.get(&format!("/runs/{id}/export.csv")).body;
     let rows: Vec<&str> = csv.lines().collect();
     assert!(rows[0].starts_with("run_id,kind,stream,role,start,end"));
-    assert_eq!(rows.iter().filter(|r| r.contains(",summary,")).count(), 4, "sender+receiver per stream");
+    assert_eq!(
+        rows.iter().filter(|r| r.contains(",summary,")).count(),
+        4,
+        "sender+receiver per stream"
+    );
 
     // A stock iperf3 client on pc1 against the board is recorded as a run.
-    let (code, out, err) = lab.run(&pc1, "iperf3-c", "iperf3", &["-c", BOARD_IP, "-t", "2", "-R"], Duration::from_secs(30));
+    let (code, out, err) = lab.run(
+        &pc1,
+        "iperf3-c",
+        "iperf3",
+        &["-c", BOARD_IP, "-t", "2", "-R"],
+        Duration::from_secs(30),
+    );
     assert_eq!(code, Some(0), "{out}{err}");
     let t = Instant::now();
     let served = loop {
-        let list: Value = serde_json::from_str(&http.get("/api/runs?peer=192.0.2.2").body).expect("json");
-        if let Some(r) = list.as_array().and_then(|a| a.iter().find(|r| r["role"] == "server" && r["status"] != "running")) {
+        let list: Value =
+            serde_json::from_str(&http.get("/api/runs?peer=192.0.2.2").body).expect("json");
+        if let Some(r) = list.as_array().and_then(|a| {
+            a.iter()
+                .find(|r| r["role"] == "server" && r["status"] != "running")
+        }) {
             break r.clone();
         }
-        assert!(t.elapsed() < Duration::from_secs(10), "served test not in history: {list}");
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "served test not in history: {list}"
+        );
         std::thread::sleep(Duration::from_millis(200));
     };
     assert_eq!(served["status"], "completed");
@@ -242,16 +372,35 @@ fn user_runs_a_test_from_the_browser_and_finds_it_in_history() {
     let r = http.form("/settings/tokens", &[("csrf", &csrf), ("name", "lab-ci")]);
     assert_eq!(r.status, 200);
     let i = r.body.find("id=\"new-token\">").expect("token shown") + 15;
-    let token: String = r.body[i..].chars().take_while(|c| c.is_ascii_hexdigit()).collect();
+    let token: String = r.body[i..]
+        .chars()
+        .take_while(|c| c.is_ascii_hexdigit())
+        .collect();
     let mut bot = http.clone();
     bot.cookie = None;
     let auth = vec![("Authorization".to_string(), format!("Bearer {token}"))];
-    let r = bot.json("POST", "/api/runs", auth.clone(), &serde_json::json!({"host": PC1_IP, "duration": 1, "direction": "receive"}));
+    let r = bot.json(
+        "POST",
+        "/api/runs",
+        auth.clone(),
+        &serde_json::json!({"host": PC1_IP, "duration": 1, "direction": "receive"}),
+    );
     assert_eq!(r.status, 201, "{}", r.body);
-    let id2 = serde_json::from_str::<Value>(&r.body).expect("json")["id"].as_i64().expect("id");
-    let bad = bot.json("POST", "/api/runs", auth.clone(), &serde_json::json!({"host": PC1_IP, "parallel": 500}));
+    let id2 = serde_json::from_str::<Value>(&r.body).expect("json")["id"]
+        .as_i64()
+        .expect("id");
+    let bad = bot.json(
+        "POST",
+        "/api/runs",
+        auth.clone(),
+        &serde_json::json!({"host": PC1_IP, "parallel": 500}),
+    );
     assert_eq!(bad.status, 400);
-    assert!(bad.body.contains("parallel streams must be 1..128"), "{}", bad.body);
+    assert!(
+        bad.body.contains("parallel streams must be 1..128"),
+        "{}",
+        bad.body
+    );
     let mut authed = http.clone();
     authed.cookie = http.cookie.clone();
     let v = wait_run(&authed, id2, Duration::from_secs(20));
@@ -259,18 +408,33 @@ fn user_runs_a_test_from_the_browser_and_finds_it_in_history() {
     assert_eq!(v["run"]["status"], "completed");
 
     // Delete from the UI.
-    assert_eq!(http.form(&format!("/runs/{id}/delete"), &[("csrf", &csrf)]).status, 303);
+    assert_eq!(
+        http.form(&format!("/runs/{id}/delete"), &[("csrf", &csrf)])
+            .status,
+        303
+    );
     assert_eq!(http.get(&format!("/api/runs/{id}")).status, 404);
 
     // The CLI reads the same history.
     let data = lab.dir().join("data");
     let out = std::process::Command::new(bin())
-        .args(["runs", "list", "--json", "--data", data.to_str().unwrap_or_default()])
+        .args([
+            "runs",
+            "list",
+            "--json",
+            "--data",
+            data.to_str().unwrap_or_default(),
+        ])
         .output()
         .expect("runs list");
     assert!(out.status.success());
     let list: Value = serde_json::from_slice(&out.stdout).expect("json");
-    let ids: Vec<i64> = list.as_array().expect("array").iter().filter_map(|r| r["id"].as_i64()).collect();
+    let ids: Vec<i64> = list
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|r| r["id"].as_i64())
+        .collect();
     assert!(ids.contains(&id2) && !ids.contains(&id), "{ids:?}");
 }
 
@@ -282,7 +446,10 @@ fn every_state_changing_route_needs_a_session_and_the_csrf_token() {
     set_up(&lab, &mut http);
     let csrf = http.csrf();
     // A run to aim at (it fails at once: nothing listens there), and a token.
-    let r = http.form("/tests", &[("csrf", &csrf), ("host", "192.0.2.77"), ("duration", "1")]);
+    let r = http.form(
+        "/tests",
+        &[("csrf", &csrf), ("host", "192.0.2.77"), ("duration", "1")],
+    );
     assert_eq!(r.status, 303);
     let r = http.form("/settings/tokens", &[("csrf", &csrf), ("name", "t")]);
     assert_eq!(r.status, 200);
@@ -310,7 +477,11 @@ fn every_state_changing_route_needs_a_session_and_the_csrf_token() {
             match *kind {
                 "form" => Some((
                     "application/x-www-form-urlencoded".into(),
-                    if with_csrf { format!("{form_body}&csrf={csrf}") } else { form_body.into() },
+                    if with_csrf {
+                        format!("{form_body}&csrf={csrf}")
+                    } else {
+                        form_body.into()
+                    },
                 )),
                 "json" => Some(("application/json".into(), json_body.into())),
                 _ => None,
@@ -321,14 +492,28 @@ fn every_state_changing_route_needs_a_session_and_the_csrf_token() {
         if path.starts_with("/api/") {
             assert_eq!(r.status, 401, "{m} {path} without a session");
         } else {
-            assert_eq!((r.status, r.location.as_str()), (303, "/login"), "{m} {path} without a session");
+            assert_eq!(
+                (r.status, r.location.as_str()),
+                (303, "/login"),
+                "{m} {path} without a session"
+            );
         }
         // A session but no CSRF token.
         let r = http.req(m, path, vec![], body(false));
-        assert_eq!(r.status, 403, "{m} {path} without the CSRF token: {}", r.body);
+        assert_eq!(
+            r.status, 403,
+            "{m} {path} without the CSRF token: {}",
+            r.body
+        );
         // A wrong CSRF token.
         let hdr = vec![("X-CSRF-Token".to_string(), "0".repeat(32))];
-        let wrong = body(false).map(|(ct, b)| if ct.contains("form") { (ct, format!("{b}&csrf={}", "0".repeat(32))) } else { (ct, b) });
+        let wrong = body(false).map(|(ct, b)| {
+            if ct.contains("form") {
+                (ct, format!("{b}&csrf={}", "0".repeat(32)))
+            } else {
+                (ct, b)
+            }
+        });
         let r = http.req(m, path, hdr, wrong);
         assert_eq!(r.status, 403, "{m} {path} with a wrong CSRF token");
     }
@@ -336,7 +521,10 @@ fn every_state_changing_route_needs_a_session_and_the_csrf_token() {
     assert_eq!(http.get("/api/runs").body, runs_before);
     let r = anon.form("/login", &[("password", "correct horse")]);
     assert_eq!(r.status, 303);
-    assert!(http.get("/settings").body.contains("<td>t</td>"), "token still there");
+    assert!(
+        http.get("/settings").body.contains("<td>t</td>"),
+        "token still there"
+    );
 
     // Login rate limit: 5 failures, then 429 even for the right password.
     for _ in 0..5 {
@@ -366,7 +554,11 @@ impl Driver {
         v["value"].clone()
     }
     fn find(&self, css: &str) -> String {
-        let v = self.cmd("POST", "/element", serde_json::json!({"using": "css selector", "value": css}));
+        let v = self.cmd(
+            "POST",
+            "/element",
+            serde_json::json!({"using": "css selector", "value": css}),
+        );
         v.as_object()
             .and_then(|o| o.values().next())
             .and_then(|x| x.as_str())
@@ -375,15 +567,31 @@ impl Driver {
     }
     fn type_into(&self, css: &str, text: &str) {
         let e = self.find(css);
-        self.cmd("POST", &format!("/element/{e}/clear"), serde_json::json!({}));
-        self.cmd("POST", &format!("/element/{e}/value"), serde_json::json!({"text": text}));
+        self.cmd(
+            "POST",
+            &format!("/element/{e}/clear"),
+            serde_json::json!({}),
+        );
+        self.cmd(
+            "POST",
+            &format!("/element/{e}/value"),
+            serde_json::json!({"text": text}),
+        );
     }
     fn click(&self, css: &str) {
         let e = self.find(css);
-        self.cmd("POST", &format!("/element/{e}/click"), serde_json::json!({}));
+        self.cmd(
+            "POST",
+            &format!("/element/{e}/click"),
+            serde_json::json!({}),
+        );
     }
     fn js(&self, script: &str) -> Value {
-        self.cmd("POST", "/execute/sync", serde_json::json!({"script": script, "args": []}))
+        self.cmd(
+            "POST",
+            "/execute/sync",
+            serde_json::json!({"script": script, "args": []}),
+        )
     }
     fn go(&self, url: &str) {
         self.cmd("POST", "/url", serde_json::json!({"url": url}));
@@ -401,7 +609,11 @@ fn browser_sees_the_live_run_page() {
     let profile = lab.dir().join("chromium-profile");
     lab.spawn(&board, "chromedriver", "chromedriver", &["--port=9515"]);
     lab.wait_port(&board, "127.0.0.1", 9515);
-    let wd = Http { ns: Some(board.clone()), base: "http://127.0.0.1:9515".into(), cookie: None };
+    let wd = Http {
+        ns: Some(board.clone()),
+        base: "http://127.0.0.1:9515".into(),
+        cookie: None,
+    };
     let caps = serde_json::json!({"capabilities": {"alwaysMatch": {"goog:chromeOptions": {
         "binary": "/usr/bin/chromium",
         "args": ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
@@ -410,7 +622,13 @@ fn browser_sees_the_live_run_page() {
     let r = wd.json("POST", "/session", vec![], &caps);
     assert_eq!(r.status, 200, "chromedriver: {}", r.body);
     let v: Value = serde_json::from_str(&r.body).expect("json");
-    let d = Driver { http: wd, session: v["value"]["sessionId"].as_str().expect("session").to_string() };
+    let d = Driver {
+        http: wd,
+        session: v["value"]["sessionId"]
+            .as_str()
+            .expect("session")
+            .to_string(),
+    };
 
     // Log in like a user.
     d.go("http://127.0.0.1:8082/login");
@@ -425,13 +643,29 @@ fn browser_sees_the_live_run_page() {
     assert!(url.as_str().unwrap_or_default().contains("/runs/"), "{url}");
     // Let intervals arrive over server-sent events, then look.
     std::thread::sleep(Duration::from_millis(3500));
-    let rows = d.js("return document.querySelectorAll('#intervals tr').length").as_u64().unwrap_or(0);
-    let status = d.js("return document.getElementById('status').textContent").as_str().unwrap_or_default().to_string();
-    let now = d.js("return document.getElementById('now-rate').textContent").as_str().unwrap_or_default().to_string();
-    let chart = d.js("return document.querySelectorAll('#chart polyline').length").as_u64().unwrap_or(0);
+    let rows = d
+        .js("return document.querySelectorAll('#intervals tr').length")
+        .as_u64()
+        .unwrap_or(0);
+    let status = d
+        .js("return document.getElementById('status').textContent")
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let now = d
+        .js("return document.getElementById('now-rate').textContent")
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let chart = d
+        .js("return document.querySelectorAll('#chart polyline').length")
+        .as_u64()
+        .unwrap_or(0);
     let shot = d.cmd("GET", "/screenshot", Value::Null);
     use base64::Engine;
-    let png = base64::engine::general_purpose::STANDARD.decode(shot.as_str().unwrap_or_default()).expect("base64 PNG");
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(shot.as_str().unwrap_or_default())
+        .expect("base64 PNG");
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
     let _ = std::fs::create_dir_all(&dir);
     let path = dir.join("live-run.png");
@@ -443,10 +677,23 @@ fn browser_sees_the_live_run_page() {
     assert!(now.contains("bits/sec"), "current bitrate shown: {now}");
     assert_eq!(chart, 1, "the bitrate chart is drawn");
     assert_eq!(&png[1..4], b"PNG");
-    assert!(png.len() > 20_000, "screenshot is suspiciously small ({} bytes)", png.len());
+    assert!(
+        png.len() > 20_000,
+        "screenshot is suspiciously small ({} bytes)",
+        png.len()
+    );
     // At the end the page reloads itself with the summary.
     std::thread::sleep(Duration::from_secs(5));
-    let body = d.js("return document.body.innerText").as_str().unwrap_or_default().to_string();
-    assert!(body.contains("completed") && body.contains("receiver"), "{body}");
-    let _ = d.http.req("DELETE", &format!("/session/{}", d.session), vec![], None);
+    let body = d
+        .js("return document.body.innerText")
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        body.contains("completed") && body.contains("receiver"),
+        "{body}"
+    );
+    let _ = d
+        .http
+        .req("DELETE", &format!("/session/{}", d.session), vec![], None);
 }
