@@ -93,7 +93,7 @@ fn every_results_vector_parses_with_minus_one_restored() {
     assert_eq!(c.congestion_used.as_deref(), Some("bbr"));
     let u = get("results-server-udp-b100M.json");
     assert_eq!((u.streams[0].errors, u.streams[0].packets), (10, 763));
-    assert!((u.streams[0].jitter - 5.1186102255145548e-05).abs() < 1e-15);
+    assert!((u.streams[0].jitter - 5.118_610_225_514_555e-5).abs() < 1e-15);
     let b = get("results-server-bidir-P2.json");
     let ids: Vec<u32> = b.streams.iter().map(|s| s.id).collect();
     assert_eq!(ids, vec![1, 3, 4, 5]);
