@@ -114,6 +114,15 @@ pub struct IperfArgs {
     /// Set the IP type of service (0-255)
     #[arg(short = 'S', long = "tos", value_name = "N")]
     pub tos: Option<u32>,
+    /// Use 64-bit counters in UDP test packets
+    #[arg(long = "udp-counters-64bit")]
+    pub udp_counters_64bit: bool,
+    /// Use repeating pattern in payload, instead of randomized payload
+    #[arg(long = "repeating-payload")]
+    pub repeating_payload: bool,
+    /// Set IPv4 Don't Fragment flag (UDP)
+    #[arg(long = "dont-fragment")]
+    pub dont_fragment: bool,
 }
 
 /// Parse `-B`: an IP address, optionally `%dev` (iperf3's `-B addr%dev`).
@@ -137,9 +146,6 @@ pub fn client_spec(a: &IperfArgs, host: &str) -> Result<ClientSpec, String> {
     if let Some(p) = a.port.first() {
         spec.port = *p;
     }
-    if a.udp {
-        return Err("UDP tests (-u) are not supported yet".into());
-    }
     if a.reverse && a.bidir {
         return Err("cannot be both reverse and bidirectional".into());
     }
@@ -147,7 +153,15 @@ pub fn client_spec(a: &IperfArgs, host: &str) -> Result<ClientSpec, String> {
         return Err("-4 and -6 exclude each other".into());
     }
     let p = &mut spec.params;
-    p.protocol = Protocol::Tcp;
+    p.protocol = if a.udp { Protocol::Udp } else { Protocol::Tcp };
+    if a.udp {
+        // iperf3's UDP defaults: 1 Mbit/s per stream, datagram size from the path MSS.
+        p.bandwidth = 1024 * 1024;
+        p.len = 0;
+    }
+    p.udp_counters_64bit = a.udp_counters_64bit;
+    p.repeating_payload = a.repeating_payload;
+    p.dont_fragment = a.dont_fragment;
     p.direction = if a.bidir {
         Direction::Bidir
     } else if a.reverse {
@@ -182,13 +196,23 @@ pub fn client_spec(a: &IperfArgs, host: &str) -> Result<ClientSpec, String> {
     }
     if let Some(l) = &a.length {
         let len = parse_suffixed(l, false).map_err(|e| format!("-l: {e}"))?;
-        if len == 0 || len > wire::MAX_TCP_BLKSIZE as u64 {
+        if a.udp {
+            let max = crate::engine::udp::MAX_UDP_LEN_V6 as u64;
+            if !(16..=max).contains(&len) {
+                return Err(format!(
+                    "UDP datagram size {len} out of range (16..{} bytes; 65507 over IPv4) (-l)",
+                    crate::engine::udp::MAX_UDP_LEN_V4
+                ));
+            }
+            p.len = len as u32;
+        } else if len == 0 || len > wire::MAX_TCP_BLKSIZE as u64 {
             return Err(format!(
                 "block size {len} out of range (1..{} bytes) (-l)",
                 wire::MAX_TCP_BLKSIZE
             ));
+        } else {
+            p.len = len as u32;
         }
-        p.len = len as u32;
     }
     if let Some(w) = &a.window {
         let w = parse_suffixed(w, false).map_err(|e| format!("-w: {e}"))?;

@@ -111,6 +111,16 @@ impl Hub {
 
     /// Record and start a client test; returns the run id at once (the test runs on).
     pub fn start_client(&self, spec: ClientSpec) -> Result<i64, String> {
+        self.start_client_in(spec, None).map(|(id, _)| id)
+    }
+
+    /// Like [`Hub::start_client`], as part of suite `suite_id`; also returns a handle that
+    /// resolves when the run has ended.
+    pub fn start_client_in(
+        &self,
+        spec: ClientSpec,
+        suite_id: Option<i64>,
+    ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
         spec.validate()?;
         let direction = client::direction_word(spec.params.direction, Role::Client);
         let id = self
@@ -125,12 +135,13 @@ impl Hub {
                 bind_dev: spec.sock.bind_dev.clone(),
                 direction: direction.into(),
                 params: serde_json::to_value(&spec.params).unwrap_or_default(),
+                suite_id,
             })
             .map_err(|e| e.to_string())?;
         let cancel = Arc::new(Notify::new());
         let tx = self.register(id, Some(cancel.clone()));
         let hub = self.clone();
-        tokio::spawn(async move {
+        let handle = tokio::spawn(async move {
             let (etx, mut erx) = mpsc::unbounded_channel();
             let h2 = hub.clone();
             let tx2 = tx.clone();
@@ -151,7 +162,10 @@ impl Hub {
             let res = client::run(spec, Some(etx), Some(cancel)).await;
             let _ = rec.await;
             match res {
-                Ok(r) => hub.done(id, RunStatus::Completed, Some(&r), None),
+                Ok(r) => {
+                    hub.done(id, RunStatus::Completed, Some(&r), None);
+                    RunStatus::Completed
+                }
                 Err(e) => {
                     let status = if e.aborted {
                         RunStatus::Aborted
@@ -159,10 +173,11 @@ impl Hub {
                         RunStatus::Failed
                     };
                     hub.done(id, status, e.partial.as_deref(), Some(&e.message));
+                    status
                 }
             }
         });
-        Ok(id)
+        Ok((id, handle))
     }
 
     /// Record what the built-in iperf3 server reports, until the channel closes.
@@ -181,6 +196,7 @@ impl Hub {
                         bind_dev: None,
                         direction: direction_of(&report).into(),
                         params: serde_json::to_value(&report.params).unwrap_or_default(),
+                        suite_id: None,
                     };
                     match self.store.create_run(&n) {
                         Ok(id) => {

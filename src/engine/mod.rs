@@ -6,6 +6,7 @@ pub mod report;
 pub mod session;
 pub mod stats;
 pub mod tcp;
+pub mod udp;
 
 /// Outcome of a run as stored in history.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

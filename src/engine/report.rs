@@ -25,6 +25,68 @@ pub struct TcpSample {
     pub pmtu: u32,
 }
 
+/// UDP figures of one stream over one interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpSample {
+    /// Sender: datagrams sent. Receiver: datagrams expected (highest sequence delta).
+    pub packets: u64,
+    /// Receiver: datagrams lost in the interval (never negative).
+    pub lost: u64,
+    /// Receiver: jitter at the end of the interval, ms (RFC 3550).
+    pub jitter_ms: f64,
+    /// Receiver: datagrams that arrived out of order in the interval.
+    pub out_of_order: u64,
+}
+
+impl UdpSample {
+    /// Loss in percent of the expected datagrams (0..=100, 0 when none expected).
+    pub fn lost_percent(&self) -> f64 {
+        crate::engine::udp::loss_percent(self.lost, self.packets)
+    }
+}
+
+/// UDP totals of one stream (after the omit period), both ends as far as known.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpSummary {
+    /// Datagrams the sender sent (its own count).
+    pub sent_packets: Option<u64>,
+    /// Datagrams the receiver expected (highest sequence number seen).
+    pub expected: Option<u64>,
+    /// Datagrams the receiver counted as lost (expected − unique received).
+    pub lost: Option<u64>,
+    /// Receiver's jitter, ms (RFC 3550).
+    pub jitter_ms: f64,
+    /// Receiver-side counts (only where this side received).
+    pub out_of_order: u64,
+    pub duplicates: u64,
+    pub stray: u64,
+    /// Receiver's peak rate over any 1 ms window, bits/s (burstiness of the sender's pacing).
+    pub peak_1ms_bps: f64,
+}
+
+impl UdpSummary {
+    /// (lost, total) as shown: the receiver's view, lost = expected − unique with expected
+    /// the highest sequence number seen (so datagrams still in flight when the receiver stops
+    /// do not count as lost). When the receiver saw nothing at all of what was sent, every
+    /// sent datagram is lost.
+    pub fn loss(&self) -> (u64, u64) {
+        match (self.expected, self.lost) {
+            (Some(e), Some(l)) if e > 0 => (l.min(e), e),
+            (Some(_), _) => {
+                let sent = self.sent_packets.unwrap_or(0);
+                (sent, sent)
+            }
+            _ => (0, self.sent_packets.unwrap_or(0)),
+        }
+    }
+
+    /// Loss in percent (0..=100).
+    pub fn lost_percent(&self) -> f64 {
+        let (l, t) = self.loss();
+        crate::engine::udp::loss_percent(l, t)
+    }
+}
+
 /// One stream over one reporting interval.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StreamInterval {
@@ -45,6 +107,9 @@ pub struct StreamInterval {
     pub omitted: bool,
     /// TCP_INFO for sending TCP streams.
     pub tcp: Option<TcpSample>,
+    /// Datagram figures for UDP streams.
+    #[serde(default)]
+    pub udp: Option<UdpSample>,
 }
 
 /// All streams over one interval.
@@ -93,6 +158,9 @@ pub struct StreamSummary {
     pub max_rtt: u32,
     pub min_rtt: u32,
     pub mean_rtt: u32,
+    /// UDP figures (UDP tests only).
+    #[serde(default)]
+    pub udp: Option<UdpSummary>,
 }
 
 /// Which end of the control connection this report is from.
@@ -293,9 +361,35 @@ pub fn text_header(report: &Report) -> String {
     out
 }
 
+fn is_udp(report: &Report) -> bool {
+    report.params.protocol == crate::engine::iperf3::wire::Protocol::Udp
+}
+
+/// iperf3's `%.2g` for loss percentages.
+fn g2(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return "0".into();
+    }
+    let mag = x.abs().log10().floor() as i32;
+    let decimals = (1 - mag).max(0) as usize;
+    let s = format!("{x:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 fn interval_table_header(report: &Report) -> &'static str {
     let bidir = report.params.direction == Direction::Bidir;
     let sends = local_sends(report);
+    if is_udp(report) {
+        return match (bidir, sends && report.params.direction != Direction::Bidir) {
+            (true, _) => "[ ID][Role] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams\n",
+            (false, true) => "[ ID] Interval           Transfer     Bitrate         Total Datagrams\n",
+            (false, false) => "[ ID] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams\n",
+        };
+    }
     match (sends, bidir) {
         (true, false) => "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd\n",
         (true, true) => "[ ID][Role] Interval           Transfer     Bitrate         Retr  Cwnd\n",
@@ -318,6 +412,37 @@ pub fn text_interval(report: &Report, rec: &IntervalRecord, first: bool) -> Stri
         let tag = role_tag(report, s.sender);
         let tr = unit_format(s.bytes as f64, false);
         let br = unit_format(s.bits_per_second / 8.0, true);
+        if let Some(u) = s.udp {
+            if s.sender {
+                out.push_str(&format!(
+                    "{}{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {}  {}\n",
+                    sock_label(s.socket),
+                    tag,
+                    s.start,
+                    s.end,
+                    tr,
+                    br,
+                    u.packets,
+                    omit_tag(s.omitted)
+                ));
+            } else {
+                out.push_str(&format!(
+                    "{}{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {:5.3} ms  {}/{} ({}%)  {}\n",
+                    sock_label(s.socket),
+                    tag,
+                    s.start,
+                    s.end,
+                    tr,
+                    br,
+                    u.jitter_ms,
+                    u.lost,
+                    u.packets,
+                    g2(u.lost_percent()),
+                    omit_tag(s.omitted)
+                ));
+            }
+            continue;
+        }
         match s.tcp {
             Some(t) if s.sender => out.push_str(&format!(
                 "{}{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {:3}   {}s       {}\n",
@@ -361,6 +486,42 @@ pub fn text_interval(report: &Report, rec: &IntervalRecord, first: bool) -> Stri
             let start = ss[0].start;
             let end = ss[0].end;
             let omitted = ss[0].omitted;
+            if is_udp(report) {
+                let pk: u64 = ss.iter().filter_map(|s| s.udp.map(|u| u.packets)).sum();
+                if g {
+                    out.push_str(&format!(
+                        "[SUM]{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {}  {}\n",
+                        tag,
+                        start,
+                        end,
+                        unit_format(bytes as f64, false),
+                        unit_format(bps / 8.0, true),
+                        pk,
+                        omit_tag(omitted)
+                    ));
+                } else {
+                    let lost: u64 = ss.iter().filter_map(|s| s.udp.map(|u| u.lost)).sum();
+                    let jit = ss
+                        .iter()
+                        .filter_map(|s| s.udp.map(|u| u.jitter_ms))
+                        .sum::<f64>()
+                        / ss.len() as f64;
+                    out.push_str(&format!(
+                        "[SUM]{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {:5.3} ms  {}/{} ({}%)  {}\n",
+                        tag,
+                        start,
+                        end,
+                        unit_format(bytes as f64, false),
+                        unit_format(bps / 8.0, true),
+                        jit,
+                        lost,
+                        pk,
+                        g2(crate::engine::udp::loss_percent(lost, pk)),
+                        omit_tag(omitted)
+                    ));
+                }
+                continue;
+            }
             if g {
                 let retr: u64 = ss.iter().filter_map(|s| s.tcp.map(|t| t.retransmits)).sum();
                 out.push_str(&format!(
@@ -394,7 +555,12 @@ pub fn text_summary(report: &Report) -> String {
     let mut out = String::new();
     out.push_str("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
     let bidir = report.params.direction == Direction::Bidir;
-    out.push_str(if bidir {
+    let udp = is_udp(report);
+    out.push_str(if udp && bidir {
+        "[ ID][Role] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams\n"
+    } else if udp {
+        "[ ID] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams\n"
+    } else if bidir {
         "[ ID][Role] Interval           Transfer     Bitrate         Retr\n"
     } else if report.role == Role::Client || local_sends(report) {
         "[ ID] Interval           Transfer     Bitrate         Retr\n"
@@ -417,13 +583,22 @@ pub fn text_summary(report: &Report) -> String {
             .filter(|s| s.local_sender == *g)
             .collect();
         for s in &ss {
-            out.push_str(&summary_pair(
-                &sock_label(s.socket),
-                role_tag(report, s.local_sender),
-                &s.sender,
-                s.receiver.as_ref(),
-                s.retransmits,
-            ));
+            match s.udp {
+                Some(u) => out.push_str(&udp_pair(
+                    &sock_label(s.socket),
+                    role_tag(report, s.local_sender),
+                    &s.sender,
+                    s.receiver.as_ref(),
+                    &u,
+                )),
+                None => out.push_str(&summary_pair(
+                    &sock_label(s.socket),
+                    role_tag(report, s.local_sender),
+                    &s.sender,
+                    s.receiver.as_ref(),
+                    s.retransmits,
+                )),
+            }
         }
         if report.streams.len() / groups.len() > 1 && !ss.is_empty() {
             let sent = SideTotals {
@@ -446,6 +621,16 @@ pub fn text_summary(report: &Report) -> String {
             } else {
                 -1
             };
+            if udp {
+                out.push_str(&udp_pair(
+                    "[SUM]",
+                    role_tag(report, *g),
+                    &sent,
+                    recv.as_ref(),
+                    &udp_total(&ss),
+                ));
+                continue;
+            }
             out.push_str(&summary_pair(
                 "[SUM]",
                 role_tag(report, *g),
@@ -457,6 +642,74 @@ pub fn text_summary(report: &Report) -> String {
     }
     if let Some(e) = &report.error {
         out.push_str(&format!("error: {e}\n"));
+    }
+    out
+}
+
+/// Sum of the UDP figures of several streams (jitter averaged).
+fn udp_total(ss: &[&StreamSummary]) -> UdpSummary {
+    let us: Vec<UdpSummary> = ss.iter().filter_map(|s| s.udp).collect();
+    let sum_opt = |f: &dyn Fn(&UdpSummary) -> Option<u64>| -> Option<u64> {
+        if us.iter().all(|u| f(u).is_some()) && !us.is_empty() {
+            Some(us.iter().filter_map(f).sum())
+        } else {
+            None
+        }
+    };
+    UdpSummary {
+        sent_packets: sum_opt(&|u| u.sent_packets),
+        expected: sum_opt(&|u| u.expected),
+        lost: sum_opt(&|u| u.lost),
+        jitter_ms: if us.is_empty() {
+            0.0
+        } else {
+            us.iter().map(|u| u.jitter_ms).sum::<f64>() / us.len() as f64
+        },
+        out_of_order: us.iter().map(|u| u.out_of_order).sum(),
+        duplicates: us.iter().map(|u| u.duplicates).sum(),
+        stray: us.iter().map(|u| u.stray).sum(),
+        peak_1ms_bps: us.iter().map(|u| u.peak_1ms_bps).fold(0.0, f64::max),
+    }
+}
+
+fn udp_pair(
+    label: &str,
+    tag: &str,
+    sender: &SideTotals,
+    receiver: Option<&SideTotals>,
+    u: &UdpSummary,
+) -> String {
+    let mut out = format!(
+        "{}{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {:5.3} ms  {}/{} ({}%)  sender\n",
+        label,
+        tag,
+        0.0,
+        sender.seconds,
+        unit_format(sender.bytes as f64, false),
+        unit_format(sender.bits_per_second() / 8.0, true),
+        0.0,
+        0,
+        u.sent_packets.unwrap_or(0),
+        0
+    );
+    match (receiver, u.expected) {
+        (Some(r), Some(_)) => {
+            let (lost, total) = u.loss();
+            out.push_str(&format!(
+                "{}{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {:5.3} ms  {}/{} ({}%)  receiver\n",
+                label,
+                tag,
+                0.0,
+                r.seconds,
+                unit_format(r.bytes as f64, false),
+                unit_format(r.bits_per_second() / 8.0, true),
+                u.jitter_ms,
+                lost,
+                total,
+                g2(crate::engine::udp::loss_percent(lost, total))
+            ));
+        }
+        _ => out.push_str(&format!("{label} (receiver statistics not available)\n")),
     }
     out
 }
@@ -507,6 +760,16 @@ fn interval_stream_json(s: &StreamInterval) -> Value {
     m.insert("seconds".into(), num(s.end - s.start));
     m.insert("bytes".into(), s.bytes.into());
     m.insert("bits_per_second".into(), num(s.bits_per_second));
+    if let Some(u) = s.udp {
+        if s.sender {
+            m.insert("packets".into(), u.packets.into());
+        } else {
+            m.insert("jitter_ms".into(), num(u.jitter_ms));
+            m.insert("lost_packets".into(), u.lost.into());
+            m.insert("packets".into(), u.packets.into());
+            m.insert("lost_percent".into(), num(u.lost_percent()));
+        }
+    }
     if let (true, Some(t)) = (s.sender, s.tcp) {
         m.insert("retransmits".into(), t.retransmits.into());
         m.insert("snd_cwnd".into(), t.snd_cwnd.into());
@@ -536,6 +799,26 @@ fn interval_sum_json(ss: &[&StreamInterval], sender: bool) -> Value {
     if sender && ss.iter().any(|s| s.tcp.is_some()) {
         let r: u64 = ss.iter().filter_map(|s| s.tcp.map(|t| t.retransmits)).sum();
         m.insert("retransmits".into(), r.into());
+    }
+    if ss.iter().any(|s| s.udp.is_some()) {
+        let pk: u64 = ss.iter().filter_map(|s| s.udp.map(|u| u.packets)).sum();
+        if sender {
+            m.insert("packets".into(), pk.into());
+        } else {
+            let lost: u64 = ss.iter().filter_map(|s| s.udp.map(|u| u.lost)).sum();
+            let jit = ss
+                .iter()
+                .filter_map(|s| s.udp.map(|u| u.jitter_ms))
+                .sum::<f64>()
+                / ss.len().max(1) as f64;
+            m.insert("jitter_ms".into(), num(jit));
+            m.insert("lost_packets".into(), lost.into());
+            m.insert("packets".into(), pk.into());
+            m.insert(
+                "lost_percent".into(),
+                num(crate::engine::udp::loss_percent(lost, pk)),
+            );
+        }
     }
     m.insert("omitted".into(), omitted.into());
     m.insert("sender".into(), sender.into());
@@ -670,39 +953,10 @@ pub fn to_iperf3_json(report: &Report) -> Value {
         .collect();
 
     let mut end = Map::new();
-    let streams: Vec<Value> = report
-        .streams
-        .iter()
-        .map(|s| {
-            let mut snd = side_json(&s.sender, s.socket, s.local_sender);
-            let snd_flag = snd.remove("sender").unwrap_or(Value::Bool(s.local_sender));
-            snd.insert("retransmits".into(), s.retransmits.into());
-            snd.insert("max_snd_cwnd".into(), s.max_snd_cwnd.into());
-            snd.insert("max_snd_wnd".into(), s.max_snd_wnd.into());
-            snd.insert("max_rtt".into(), s.max_rtt.into());
-            snd.insert("min_rtt".into(), s.min_rtt.into());
-            snd.insert("mean_rtt".into(), s.mean_rtt.into());
-            snd.insert("sender".into(), snd_flag);
-            let rcv = side_json(&s.receiver.unwrap_or_default(), s.socket, s.local_sender);
-            json!({"sender": Value::Object(snd), "receiver": Value::Object(rcv)})
-        })
-        .collect();
-    end.insert("streams".into(), Value::Array(streams));
-    if bidir {
-        let tx: Vec<&StreamSummary> = report.streams.iter().filter(|s| s.local_sender).collect();
-        let rx: Vec<&StreamSummary> = report.streams.iter().filter(|s| !s.local_sender).collect();
-        end.insert("sum_sent".into(), sum_json(&tx, true, true));
-        end.insert("sum_received".into(), sum_json(&tx, false, true));
-        end.insert("sum_sent_bidir_reverse".into(), sum_json(&rx, true, false));
-        end.insert(
-            "sum_received_bidir_reverse".into(),
-            sum_json(&rx, false, false),
-        );
+    if is_udp(report) {
+        udp_end_json(report, &mut end);
     } else {
-        let all: Vec<&StreamSummary> = report.streams.iter().collect();
-        let flag = all.first().map(|s| s.local_sender).unwrap_or(true);
-        end.insert("sum_sent".into(), sum_json(&all, true, flag));
-        end.insert("sum_received".into(), sum_json(&all, false, flag));
+        tcp_end_json(report, &mut end);
     }
     end.insert(
         "cpu_utilization_percent".into(),
@@ -742,6 +996,142 @@ pub fn to_iperf3_json(report: &Report) -> Value {
         top.insert("error".into(), e.clone().into());
     }
     Value::Object(top)
+}
+
+fn tcp_end_json(report: &Report, end: &mut Map<String, Value>) {
+    let bidir = report.params.direction == Direction::Bidir;
+    let streams: Vec<Value> = report
+        .streams
+        .iter()
+        .map(|s| {
+            let mut snd = side_json(&s.sender, s.socket, s.local_sender);
+            let snd_flag = snd.remove("sender").unwrap_or(Value::Bool(s.local_sender));
+            snd.insert("retransmits".into(), s.retransmits.into());
+            snd.insert("max_snd_cwnd".into(), s.max_snd_cwnd.into());
+            snd.insert("max_snd_wnd".into(), s.max_snd_wnd.into());
+            snd.insert("max_rtt".into(), s.max_rtt.into());
+            snd.insert("min_rtt".into(), s.min_rtt.into());
+            snd.insert("mean_rtt".into(), s.mean_rtt.into());
+            snd.insert("sender".into(), snd_flag);
+            let rcv = side_json(&s.receiver.unwrap_or_default(), s.socket, s.local_sender);
+            json!({"sender": Value::Object(snd), "receiver": Value::Object(rcv)})
+        })
+        .collect();
+    end.insert("streams".into(), Value::Array(streams));
+    if bidir {
+        let tx: Vec<&StreamSummary> = report.streams.iter().filter(|s| s.local_sender).collect();
+        let rx: Vec<&StreamSummary> = report.streams.iter().filter(|s| !s.local_sender).collect();
+        end.insert("sum_sent".into(), sum_json(&tx, true, true));
+        end.insert("sum_received".into(), sum_json(&tx, false, true));
+        end.insert("sum_sent_bidir_reverse".into(), sum_json(&rx, true, false));
+        end.insert(
+            "sum_received_bidir_reverse".into(),
+            sum_json(&rx, false, false),
+        );
+    } else {
+        let all: Vec<&StreamSummary> = report.streams.iter().collect();
+        let flag = all.first().map(|s| s.local_sender).unwrap_or(true);
+        end.insert("sum_sent".into(), sum_json(&all, true, flag));
+        end.insert("sum_received".into(), sum_json(&all, false, flag));
+    }
+}
+
+fn udp_side_json(
+    t: &SideTotals,
+    u: &UdpSummary,
+    receiver_side: bool,
+    flag: bool,
+    socket: Option<i32>,
+) -> Map<String, Value> {
+    let mut m = Map::new();
+    if let Some(sk) = socket {
+        m.insert("socket".into(), sk.into());
+    }
+    m.insert("start".into(), 0.into());
+    m.insert("end".into(), num(t.seconds));
+    m.insert("seconds".into(), num(t.seconds));
+    m.insert("bytes".into(), t.bytes.into());
+    m.insert("bits_per_second".into(), num(t.bits_per_second()));
+    if receiver_side {
+        let (lost, total) = u.loss();
+        m.insert("jitter_ms".into(), num(u.jitter_ms));
+        m.insert("lost_packets".into(), lost.into());
+        m.insert("packets".into(), total.into());
+        m.insert(
+            "lost_percent".into(),
+            num(crate::engine::udp::loss_percent(lost, total)),
+        );
+    } else {
+        m.insert("jitter_ms".into(), 0.into());
+        m.insert("lost_packets".into(), 0.into());
+        m.insert("packets".into(), u.sent_packets.unwrap_or(0).into());
+        m.insert("lost_percent".into(), 0.into());
+    }
+    m.insert("sender".into(), flag.into());
+    m
+}
+
+fn udp_end_json(report: &Report, end: &mut Map<String, Value>) {
+    let streams: Vec<Value> = report
+        .streams
+        .iter()
+        .map(|s| {
+            let u = s.udp.unwrap_or_default();
+            let r = s.receiver.unwrap_or_default();
+            let mut m = udp_side_json(&r, &u, true, s.local_sender, Some(s.socket));
+            let sender = m.remove("sender").unwrap_or(Value::Bool(s.local_sender));
+            m.insert("out_of_order".into(), u.out_of_order.into());
+            m.insert("duplicates".into(), u.duplicates.into());
+            m.insert("stray".into(), u.stray.into());
+            m.insert("peak_1ms_bits_per_second".into(), num(u.peak_1ms_bps));
+            m.insert("sender".into(), sender);
+            json!({"udp": Value::Object(m)})
+        })
+        .collect();
+    end.insert("streams".into(), Value::Array(streams));
+    let groups: Vec<(bool, &str)> = if report.params.direction == Direction::Bidir {
+        vec![(true, ""), (false, "_bidir_reverse")]
+    } else {
+        vec![(
+            report
+                .streams
+                .first()
+                .map(|s| s.local_sender)
+                .unwrap_or(true),
+            "",
+        )]
+    };
+    for (g, suffix) in groups {
+        let ss: Vec<&StreamSummary> = report
+            .streams
+            .iter()
+            .filter(|s| s.local_sender == g)
+            .collect();
+        let u = udp_total(&ss);
+        let sent = SideTotals {
+            bytes: ss.iter().map(|s| s.sender.bytes).sum(),
+            seconds: ss.iter().map(|s| s.sender.seconds).fold(0.0, f64::max),
+        };
+        let recv = SideTotals {
+            bytes: ss.iter().filter_map(|s| s.receiver.map(|r| r.bytes)).sum(),
+            seconds: ss
+                .iter()
+                .filter_map(|s| s.receiver.map(|r| r.seconds))
+                .fold(0.0, f64::max),
+        };
+        end.insert(
+            format!("sum{suffix}"),
+            Value::Object(udp_side_json(&recv, &u, true, g, None)),
+        );
+        end.insert(
+            format!("sum_sent{suffix}"),
+            Value::Object(udp_side_json(&sent, &u, false, true, None)),
+        );
+        end.insert(
+            format!("sum_received{suffix}"),
+            Value::Object(udp_side_json(&recv, &u, true, false, None)),
+        );
+    }
 }
 
 /// The `-J` document for a test that failed before it produced anything.

@@ -1,34 +1,59 @@
-//! The data phase of one test, shared by client and server: starts the stream threads, takes
-//! interval samples (bytes, bits/s, TCP_INFO), handles the `-O` omit reset, and produces each
-//! stream's local totals at the end. Times are seconds since the test start (or omit end).
+//! The data phase of one test, shared by client and server: starts the stream threads (TCP or
+//! UDP), takes interval samples (bytes, bits/s; TCP_INFO for TCP senders; datagrams, loss and
+//! jitter for UDP), handles the `-O` omit reset, and produces each stream's local totals at the
+//! end. Times are seconds since the test start (or omit end).
 //! Not for: the control protocol (client.rs / server.rs).
 
-use crate::engine::iperf3::wire::Params;
-use crate::engine::report::{IntervalRecord, SideTotals, StreamInterval, StreamSummary, TcpSample};
+use crate::engine::iperf3::wire::{Params, Protocol, Results};
+use crate::engine::report::{
+    IntervalRecord, SideTotals, StreamInterval, StreamSummary, TcpSample, UdpSample, UdpSummary,
+};
 use crate::engine::stats::{tcp_congestion, tcp_info};
 use crate::engine::tcp::{payload, recv_loop, send_loop, Shared};
-use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
+use crate::engine::udp::{self, UdpRecv, UdpSendCfg};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-/// One data connection and what has been measured on it.
+enum Sock {
+    Tcp(TcpStream),
+    Udp(UdpSocket),
+}
+
+impl Sock {
+    fn fd(&self) -> RawFd {
+        match self {
+            Sock::Tcp(s) => s.as_raw_fd(),
+            Sock::Udp(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+/// One data connection (TCP) or flow (UDP) and what has been measured on it.
 pub struct DataStream {
     /// iperf3 stream id (1, 3, 4, …).
     pub id: u32,
     /// True when this side writes on the stream.
     pub sender: bool,
-    sock: TcpStream,
+    sock: Sock,
     /// Local socket number, as shown in iperf3's `[  5]`.
     pub socket_no: i32,
     pub local: SocketAddr,
     pub remote: SocketAddr,
     counter: Arc<AtomicU64>,
+    packets: Arc<AtomicU64>,
+    udp_recv: Option<Arc<Mutex<UdpRecv>>>,
     thread: Option<JoinHandle<()>>,
     prev_bytes: u64,
     omit_bytes: u64,
+    prev_packets: u64,
+    omit_packets: u64,
+    prev_max_seq: u64,
+    prev_unique: u64,
+    prev_ooo: u64,
     retrans_prev: u64,
     retrans_omit: u64,
     max_cwnd: u64,
@@ -38,27 +63,37 @@ pub struct DataStream {
     rtt_sum: u64,
     rtt_n: u64,
     final_bytes: Option<u64>,
+    final_packets: Option<u64>,
     final_retrans: Option<u64>,
 }
 
 impl DataStream {
-    /// Wrap a connected socket (blocking mode is set here).
-    pub fn new(id: u32, sender: bool, sock: TcpStream) -> std::io::Result<DataStream> {
-        sock.set_nonblocking(false)?;
-        let local = sock.local_addr()?;
-        let remote = sock.peer_addr()?;
-        let socket_no = sock.as_raw_fd();
-        Ok(DataStream {
+    fn build(
+        id: u32,
+        sender: bool,
+        sock: Sock,
+        local: SocketAddr,
+        remote: SocketAddr,
+        udp_recv: Option<Arc<Mutex<UdpRecv>>>,
+    ) -> DataStream {
+        DataStream {
             id,
             sender,
+            socket_no: sock.fd(),
             sock,
-            socket_no,
             local,
             remote,
             counter: Arc::new(AtomicU64::new(0)),
+            packets: Arc::new(AtomicU64::new(0)),
+            udp_recv,
             thread: None,
             prev_bytes: 0,
             omit_bytes: 0,
+            prev_packets: 0,
+            omit_packets: 0,
+            prev_max_seq: 0,
+            prev_unique: 0,
+            prev_ooo: 0,
             retrans_prev: 0,
             retrans_omit: 0,
             max_cwnd: 0,
@@ -68,23 +103,87 @@ impl DataStream {
             rtt_sum: 0,
             rtt_n: 0,
             final_bytes: None,
+            final_packets: None,
             final_retrans: None,
-        })
+        }
     }
 
-    /// Congestion control algorithm in use on the socket.
+    /// Wrap a connected TCP socket (blocking mode is set here).
+    pub fn new(id: u32, sender: bool, sock: TcpStream) -> std::io::Result<DataStream> {
+        sock.set_nonblocking(false)?;
+        let local = sock.local_addr()?;
+        let remote = sock.peer_addr()?;
+        Ok(DataStream::build(
+            id,
+            sender,
+            Sock::Tcp(sock),
+            local,
+            remote,
+            None,
+        ))
+    }
+
+    /// Wrap a connected UDP socket; `wide` = 64-bit sequence numbers.
+    pub fn new_udp(
+        id: u32,
+        sender: bool,
+        sock: UdpSocket,
+        wide: bool,
+    ) -> std::io::Result<DataStream> {
+        sock.set_nonblocking(false)?;
+        let local = sock.local_addr()?;
+        let remote = sock.peer_addr()?;
+        let recv = if sender {
+            None
+        } else {
+            Some(Arc::new(Mutex::new(UdpRecv::new(wide))))
+        };
+        Ok(DataStream::build(
+            id,
+            sender,
+            Sock::Udp(sock),
+            local,
+            remote,
+            recv,
+        ))
+    }
+
+    /// Congestion control algorithm in use on a TCP socket.
     pub fn congestion(&self) -> Option<String> {
-        tcp_congestion(self.sock.as_raw_fd())
+        match &self.sock {
+            Sock::Tcp(s) => tcp_congestion(s.as_raw_fd()),
+            Sock::Udp(_) => None,
+        }
     }
 
     /// Actual SO_SNDBUF and SO_RCVBUF, bytes.
     pub fn buffers(&self) -> (u32, u32) {
-        crate::engine::net::buffer_sizes(&self.sock)
+        let r = match &self.sock {
+            Sock::Tcp(s) => socket2::SockRef::from(s),
+            Sock::Udp(s) => socket2::SockRef::from(s),
+        };
+        (
+            r.send_buffer_size().unwrap_or(0) as u32,
+            r.recv_buffer_size().unwrap_or(0) as u32,
+        )
     }
 
     /// Bytes moved so far (since start; the omit part included).
     pub fn bytes_total(&self) -> u64 {
         self.counter.load(Relaxed)
+    }
+
+    fn shutdown(&self) {
+        if let Sock::Tcp(s) = &self.sock {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+fn lock(m: &Mutex<UdpRecv>) -> std::sync::MutexGuard<'_, UdpRecv> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
     }
 }
 
@@ -95,7 +194,6 @@ pub struct DataPhase {
     pub shared: Arc<Shared>,
     /// When TEST_START happened.
     pub started: Instant,
-    /// Start of the measured period (`started`, or the end of the omit period).
     t0: Instant,
     last: Instant,
     interval: f64,
@@ -128,6 +226,11 @@ impl DataPhase {
         }
     }
 
+    /// True for a UDP test.
+    pub fn udp(&self) -> bool {
+        self.params.protocol == Protocol::Udp
+    }
+
     /// Start every stream's thread. `check_recv_limit`: wake on a received `-n`/`-k` target
     /// (the client in `-R`/`--bidir`).
     pub fn start(&mut self, check_recv_limit: bool) -> std::io::Result<()> {
@@ -139,19 +242,40 @@ impl DataPhase {
         let len = self.params.len as usize;
         let block = payload(len, self.params.repeating_payload);
         for s in &mut self.streams {
-            let sock = s.sock.try_clone()?;
             let ctr = s.counter.clone();
             let sh = self.shared.clone();
             let name = format!("stream-{}", s.id);
-            let handle = if s.sender {
-                let buf = block.clone();
-                std::thread::Builder::new()
-                    .name(name)
-                    .spawn(move || send_loop(sock, buf, ctr, sh, rate))?
-            } else {
-                std::thread::Builder::new()
-                    .name(name)
-                    .spawn(move || recv_loop(sock, len, ctr, sh, check_recv_limit))?
+            let b = std::thread::Builder::new().name(name);
+            let handle = match (&s.sock, s.sender) {
+                (Sock::Tcp(t), true) => {
+                    let sock = t.try_clone()?;
+                    let buf = block.clone();
+                    b.spawn(move || send_loop(sock, buf, ctr, sh, rate))?
+                }
+                (Sock::Tcp(t), false) => {
+                    let sock = t.try_clone()?;
+                    b.spawn(move || recv_loop(sock, len, ctr, sh, check_recv_limit))?
+                }
+                (Sock::Udp(u), true) => {
+                    let sock = u.try_clone()?;
+                    let cfg = UdpSendCfg {
+                        len,
+                        rate,
+                        wide: self.params.udp_counters_64bit,
+                        repeating: self.params.repeating_payload,
+                        gso: true,
+                    };
+                    let pk = s.packets.clone();
+                    b.spawn(move || udp::udp_send_loop(sock, cfg, ctr, pk, sh))?
+                }
+                (Sock::Udp(u), false) => {
+                    let sock = u.try_clone()?;
+                    let st = s
+                        .udp_recv
+                        .clone()
+                        .unwrap_or_else(|| Arc::new(Mutex::new(UdpRecv::new(false))));
+                    b.spawn(move || udp::udp_recv_loop(sock, len, st, ctr, sh, check_recv_limit))?
+                }
             };
             s.thread = Some(handle);
         }
@@ -175,7 +299,11 @@ impl DataPhase {
 
     /// Take an interval sample now. Returns `None` for a zero-length interval.
     pub fn sample(&mut self) -> Option<IntervalRecord> {
-        let now = Instant::now();
+        self.sample_at(Instant::now())
+    }
+
+    /// Take an interval sample ending at `now`.
+    fn sample_at(&mut self, now: Instant) -> Option<IntervalRecord> {
         let start = self.last.duration_since(self.t0).as_secs_f64();
         let end = now.duration_since(self.t0).as_secs_f64();
         let secs = end - start;
@@ -189,30 +317,57 @@ impl DataPhase {
             let cur = s.counter.load(Relaxed);
             let bytes = cur.saturating_sub(s.prev_bytes);
             s.prev_bytes = cur;
-            let tcp = if s.sender {
-                tcp_info(s.sock.as_raw_fd()).ok().map(|ti| {
-                    let retr = ti.total_retrans.saturating_sub(s.retrans_prev);
-                    s.retrans_prev = ti.total_retrans;
-                    if !omitted {
-                        s.max_cwnd = s.max_cwnd.max(ti.snd_cwnd);
-                        s.max_wnd = s.max_wnd.max(ti.snd_wnd);
-                        s.rtt_min = s.rtt_min.min(ti.rtt);
-                        s.rtt_max = s.rtt_max.max(ti.rtt);
-                        s.rtt_sum += ti.rtt as u64;
-                        s.rtt_n += 1;
+            let mut tcp = None;
+            let mut udp_s = None;
+            match (&s.sock, s.sender) {
+                (Sock::Tcp(t), true) => {
+                    tcp = tcp_info(t.as_raw_fd()).ok().map(|ti| {
+                        let retr = ti.total_retrans.saturating_sub(s.retrans_prev);
+                        s.retrans_prev = ti.total_retrans;
+                        if !omitted {
+                            s.max_cwnd = s.max_cwnd.max(ti.snd_cwnd);
+                            s.max_wnd = s.max_wnd.max(ti.snd_wnd);
+                            s.rtt_min = s.rtt_min.min(ti.rtt);
+                            s.rtt_max = s.rtt_max.max(ti.rtt);
+                            s.rtt_sum += ti.rtt as u64;
+                            s.rtt_n += 1;
+                        }
+                        TcpSample {
+                            retransmits: retr,
+                            snd_cwnd: ti.snd_cwnd,
+                            snd_wnd: ti.snd_wnd,
+                            rtt: ti.rtt,
+                            rttvar: ti.rttvar,
+                            pmtu: ti.pmtu,
+                        }
+                    });
+                }
+                (Sock::Tcp(_), false) => {}
+                (Sock::Udp(_), true) => {
+                    let p = s.packets.load(Relaxed);
+                    udp_s = Some(UdpSample {
+                        packets: p.saturating_sub(s.prev_packets),
+                        ..Default::default()
+                    });
+                    s.prev_packets = p;
+                }
+                (Sock::Udp(_), false) => {
+                    if let Some(st) = &s.udp_recv {
+                        let g = lock(st);
+                        let expected = g.max_seq.saturating_sub(s.prev_max_seq);
+                        let uniq = g.unique.saturating_sub(s.prev_unique);
+                        udp_s = Some(UdpSample {
+                            packets: expected,
+                            lost: expected.saturating_sub(uniq),
+                            jitter_ms: g.jitter * 1000.0,
+                            out_of_order: g.out_of_order.saturating_sub(s.prev_ooo),
+                        });
+                        s.prev_max_seq = g.max_seq;
+                        s.prev_unique = g.unique;
+                        s.prev_ooo = g.out_of_order;
                     }
-                    TcpSample {
-                        retransmits: retr,
-                        snd_cwnd: ti.snd_cwnd,
-                        snd_wnd: ti.snd_wnd,
-                        rtt: ti.rtt,
-                        rttvar: ti.rttvar,
-                        pmtu: ti.pmtu,
-                    }
-                })
-            } else {
-                None
-            };
+                }
+            }
             out.push(StreamInterval {
                 id: s.id,
                 socket: s.socket_no,
@@ -223,6 +378,7 @@ impl DataPhase {
                 sender: s.sender,
                 omitted,
                 tcp,
+                udp: udp_s,
             });
         }
         let rec = IntervalRecord { streams: out };
@@ -231,7 +387,7 @@ impl DataPhase {
     }
 
     /// The omit period is over: sample what is pending as omitted, then restart the clock and
-    /// the baselines (bytes, retransmits, `-n`/`-k` send totals) from now.
+    /// the baselines (bytes, retransmits, datagrams, `-n`/`-k` send totals) from now.
     pub fn end_omit(&mut self) -> Option<IntervalRecord> {
         let rec = self.sample();
         self.omitting = false;
@@ -241,6 +397,10 @@ impl DataPhase {
         for s in &mut self.streams {
             s.omit_bytes = s.counter.load(Relaxed);
             s.retrans_omit = s.retrans_prev;
+            s.omit_packets = s.packets.load(Relaxed);
+            if let Some(st) = &s.udp_recv {
+                lock(st).end_omit();
+            }
         }
         self.shared.sent_bytes.store(0, Relaxed);
         self.shared.sent_blocks.store(0, Relaxed);
@@ -251,10 +411,14 @@ impl DataPhase {
     /// sent totals read next are exactly what was written.
     pub async fn stop_senders(&mut self) {
         self.shared.stop_send.store(true, Relaxed);
+        self.join(|s| s.sender).await;
+    }
+
+    async fn join(&mut self, which: impl Fn(&DataStream) -> bool) {
         let hs: Vec<JoinHandle<()>> = self
             .streams
             .iter_mut()
-            .filter(|s| s.sender)
+            .filter(|s| which(s))
             .filter_map(|s| s.thread.take())
             .collect();
         let _ = tokio::task::spawn_blocking(move || {
@@ -267,20 +431,27 @@ impl DataPhase {
 
     /// Stop the senders, then freeze the totals (bytes after this are not counted) and take
     /// the final partial interval if it is worth showing (≥ 10 % of an interval, or the only
-    /// one).
+    /// one). UDP receivers first read what is already queued, so it is not counted as lost.
     pub async fn finish(&mut self) -> Option<IntervalRecord> {
+        let t_end = Instant::now();
         self.stop_senders().await;
-        let since_last = self.last.elapsed().as_secs_f64();
+        if self.udp() {
+            // The receiving threads read what is queued before they exit.
+            self.shared.stop.store(true, Relaxed);
+            self.join(|s| !s.sender).await;
+        }
+        let since_last = t_end.saturating_duration_since(self.last).as_secs_f64();
         let rec = if since_last >= 0.1 * self.interval || self.intervals.is_empty() {
-            self.sample()
+            self.sample_at(t_end)
         } else {
             None
         };
-        self.end = Some(Instant::now());
+        self.end = Some(t_end);
         for s in &mut self.streams {
             s.final_bytes = Some(s.counter.load(Relaxed));
-            if s.sender {
-                if let Ok(ti) = tcp_info(s.sock.as_raw_fd()) {
+            s.final_packets = Some(s.packets.load(Relaxed));
+            if let (Sock::Tcp(t), true) = (&s.sock, s.sender) {
+                if let Ok(ti) = tcp_info(t.as_raw_fd()) {
                     s.final_retrans = Some(ti.total_retrans);
                 }
             }
@@ -296,12 +467,12 @@ impl DataPhase {
             .as_secs_f64()
     }
 
-    /// Stop all threads and close the sockets for reading and writing. Blocks up to ~200 ms
-    /// (the loops' poll period); call from `spawn_blocking` or a non-async context.
+    /// Stop all threads and close the sockets. Blocks up to ~200 ms (the loops' poll period);
+    /// call from `spawn_blocking` or a non-async context.
     pub fn stop(&mut self) {
         self.shared.stop.store(true, Relaxed);
         for s in &self.streams {
-            let _ = s.sock.shutdown(std::net::Shutdown::Both);
+            s.shutdown();
         }
         for s in &mut self.streams {
             if let Some(h) = s.thread.take() {
@@ -327,12 +498,35 @@ impl DataPhase {
                     bytes: total.saturating_sub(s.omit_bytes),
                     seconds: secs,
                 };
-                let retrans = if s.sender {
-                    s.final_retrans
+                let retrans = match (&s.sock, s.sender) {
+                    (Sock::Tcp(_), true) => s
+                        .final_retrans
                         .map(|r| r.saturating_sub(s.retrans_omit) as i64)
-                        .unwrap_or(-1)
-                } else {
-                    -1
+                        .unwrap_or(-1),
+                    _ => -1,
+                };
+                let udp_sum = match (&s.sock, s.sender) {
+                    (Sock::Udp(_), true) => {
+                        let p = s.final_packets.unwrap_or_else(|| s.packets.load(Relaxed));
+                        Some(UdpSummary {
+                            sent_packets: Some(p.saturating_sub(s.omit_packets)),
+                            ..Default::default()
+                        })
+                    }
+                    (Sock::Udp(_), false) => s.udp_recv.as_ref().map(|st| {
+                        let g = lock(st);
+                        UdpSummary {
+                            sent_packets: None,
+                            expected: Some(g.expected_after_omit()),
+                            lost: Some(g.lost_after_omit()),
+                            jitter_ms: g.jitter * 1000.0,
+                            out_of_order: g.out_of_order,
+                            duplicates: g.duplicates,
+                            stray: g.stray,
+                            peak_1ms_bps: g.peak_1ms_bps,
+                        }
+                    }),
+                    _ => None,
                 };
                 StreamSummary {
                     id: s.id,
@@ -350,14 +544,75 @@ impl DataPhase {
                     max_rtt: s.rtt_max,
                     min_rtt: if s.rtt_n > 0 { s.rtt_min } else { 0 },
                     mean_rtt: s.rtt_sum.checked_div(s.rtt_n).unwrap_or(0) as u32,
+                    udp: udp_sum,
                 }
             })
             .collect()
     }
 
-    /// True when any sending stream reports TCP_INFO (Linux: always for TCP).
+    /// This side's results document for the exchange (§9.2).
+    pub fn results(
+        &self,
+        cpu: crate::engine::stats::CpuUtil,
+        congestion: Option<String>,
+        summaries: &[StreamSummary],
+    ) -> Results {
+        let end = self.measured_seconds();
+        let has_tcp_sender = !self.udp() && self.streams.iter().any(|s| s.sender);
+        let sender_has_retransmits = if has_tcp_sender {
+            1
+        } else if self.streams.iter().any(|s| s.sender) {
+            0
+        } else {
+            -1
+        };
+        let streams = self
+            .streams
+            .iter()
+            .zip(summaries)
+            .map(|(s, sum)| {
+                let mut r = crate::engine::iperf3::wire::StreamResult {
+                    id: s.id,
+                    bytes: if s.sender {
+                        sum.sender.bytes
+                    } else {
+                        sum.receiver.map(|x| x.bytes).unwrap_or(0)
+                    },
+                    retransmits: if s.sender { sum.retransmits } else { -1 },
+                    start_time: 0.0,
+                    end_time: end,
+                    ..Default::default()
+                };
+                if s.sender {
+                    let p = s.final_packets.unwrap_or_else(|| s.packets.load(Relaxed));
+                    r.packets = p as i64;
+                    r.omitted_packets = s.omit_packets as i64;
+                } else if let Some(st) = &s.udp_recv {
+                    let g = lock(st);
+                    r.packets = g.max_seq as i64;
+                    r.omitted_packets = g.omit_max_seq as i64;
+                    r.errors = g.lost() as i64;
+                    r.omitted_errors = g.omit_max_seq.saturating_sub(g.omit_unique) as i64;
+                    r.jitter = g.jitter;
+                }
+                r
+            })
+            .collect();
+        Results {
+            cpu_util_total: cpu.total,
+            cpu_util_user: cpu.user,
+            cpu_util_system: cpu.system,
+            sender_has_retransmits,
+            congestion_used: congestion,
+            server_output_text: None,
+            server_output_json: None,
+            streams,
+        }
+    }
+
+    /// True when any stream sends TCP (and so reports TCP_INFO).
     pub fn has_retransmits(&self) -> bool {
-        self.streams.iter().any(|s| s.sender)
+        !self.udp() && self.streams.iter().any(|s| s.sender)
     }
 }
 
@@ -365,18 +620,16 @@ impl Drop for DataPhase {
     fn drop(&mut self) {
         self.shared.stop.store(true, Relaxed);
         for s in &self.streams {
-            let _ = s.sock.shutdown(std::net::Shutdown::Both);
+            s.shutdown();
         }
     }
 }
 
 /// Merge the peer's results into this side's summaries (matched by stream id): for a local
-/// sender the peer's received bytes and duration; for a local receiver the peer's sent
-/// bytes, duration and retransmits. Errors on an id this side does not know (IESTREAMID).
-pub fn merge_remote(
-    summaries: &mut [StreamSummary],
-    remote: &crate::engine::iperf3::wire::Results,
-) -> Result<(), String> {
+/// sender the peer's received bytes, duration, and (UDP) expected/lost datagrams and jitter;
+/// for a local receiver the peer's sent bytes, duration, retransmits and datagrams sent.
+/// Errors on an id this side does not know (IESTREAMID).
+pub fn merge_remote(summaries: &mut [StreamSummary], remote: &Results) -> Result<(), String> {
     for r in &remote.streams {
         let Some(s) = summaries.iter_mut().find(|s| s.id == r.id) else {
             return Err(format!("stream has an invalid id ({})", r.id));
@@ -388,9 +641,17 @@ pub fn merge_remote(
         };
         if s.local_sender {
             s.receiver = Some(t);
+            if let Some(u) = s.udp.as_mut() {
+                u.expected = Some((r.packets - r.omitted_packets).max(0) as u64);
+                u.lost = Some((r.errors - r.omitted_errors).max(0) as u64);
+                u.jitter_ms = r.jitter * 1000.0;
+            }
         } else {
             s.sender = t;
             s.retransmits = r.retransmits;
+            if let Some(u) = s.udp.as_mut() {
+                u.sent_packets = Some((r.packets - r.omitted_packets).max(0) as u64);
+            }
         }
     }
     Ok(())

@@ -104,16 +104,19 @@ pub fn send_loop(
     let start = Instant::now();
     let mut sent: u64 = 0;
     let mut w = &sock;
+    // Offset into the current block: a write cut short by the send timeout is completed before
+    // the next block starts, so a block is counted once, whole (`-k` stays exact).
+    let mut off = 0usize;
     loop {
         if shared.stop.load(Relaxed) || shared.stop_send.load(Relaxed) {
             return;
         }
-        if shared.send_limit_reached() {
+        if off == 0 && shared.send_limit_reached() {
             shared.wake.notify_one();
             std::thread::sleep(Duration::from_millis(20));
             continue;
         }
-        if rate > 0 {
+        if rate > 0 && off == 0 {
             let due = sent as f64 * 8.0 / rate as f64;
             let el = start.elapsed().as_secs_f64();
             if due > el {
@@ -121,13 +124,15 @@ pub fn send_loop(
                 continue;
             }
         }
-        match w.write(&buf) {
+        match w.write(&buf[off..]) {
             Ok(0) => return,
             Ok(n) => {
                 sent += n as u64;
                 counter.fetch_add(n as u64, Relaxed);
                 shared.sent_bytes.fetch_add(n as u64, Relaxed);
-                if n == buf.len() {
+                off += n;
+                if off >= buf.len() {
+                    off = 0;
                     shared.sent_blocks.fetch_add(1, Relaxed);
                 }
             }

@@ -27,8 +27,9 @@ pub enum StoreError {
 type Result<T> = std::result::Result<T, StoreError>;
 
 fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![M::up(
-        r#"
+    Migrations::new(vec![
+        M::up(
+            r#"
 CREATE TABLE runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     role TEXT NOT NULL CHECK (role IN ('client','server')),
@@ -97,7 +98,30 @@ CREATE TABLE api_tokens (
     created_at INTEGER NOT NULL
 );
 "#,
-    )])
+        ),
+        // 2: UDP figures (datagrams, loss, jitter) and suites (e.g. the UDP ladder).
+        M::up(
+            r#"
+CREATE TABLE suites (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    peer_host TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('running','completed','failed','aborted')),
+    created_at INTEGER NOT NULL,
+    ended_at INTEGER
+);
+ALTER TABLE runs ADD COLUMN suite_id INTEGER REFERENCES suites(id) ON DELETE SET NULL;
+ALTER TABLE runs ADD COLUMN lost_packets INTEGER;
+ALTER TABLE runs ADD COLUMN total_packets INTEGER;
+ALTER TABLE runs ADD COLUMN lost_percent REAL;
+ALTER TABLE runs ADD COLUMN jitter_ms REAL;
+ALTER TABLE intervals ADD COLUMN packets INTEGER;
+ALTER TABLE intervals ADD COLUMN lost INTEGER;
+ALTER TABLE intervals ADD COLUMN jitter_ms REAL;
+ALTER TABLE intervals ADD COLUMN out_of_order INTEGER;
+"#,
+        ),
+    ])
 }
 
 /// A run as listed in history.
@@ -131,6 +155,26 @@ pub struct RunRow {
     /// Bytes received in the main direction.
     pub bytes: Option<i64>,
     pub retransmits: Option<i64>,
+    /// UDP: datagrams lost and total (the sender's count when known), loss %, jitter ms.
+    pub lost_packets: Option<i64>,
+    pub total_packets: Option<i64>,
+    pub lost_percent: Option<f64>,
+    pub jitter_ms: Option<f64>,
+    /// The suite this run belongs to, if any.
+    pub suite_id: Option<i64>,
+}
+
+/// A suite: several runs started together as one job (e.g. the UDP ladder).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SuiteRow {
+    pub id: i64,
+    /// e.g. "udp-ladder".
+    pub name: String,
+    pub peer_host: String,
+    pub status: String,
+    /// Unix ms.
+    pub created_at: i64,
+    pub ended_at: Option<i64>,
 }
 
 /// A stream's final figures.
@@ -165,6 +209,23 @@ pub struct IntervalRow {
     pub retransmits: Option<i64>,
     pub snd_cwnd: Option<i64>,
     pub rtt: Option<i64>,
+    /// UDP: datagrams (sent, or expected by the receiver), lost, jitter (ms), out of order.
+    pub packets: Option<i64>,
+    pub lost: Option<i64>,
+    pub jitter_ms: Option<f64>,
+    pub out_of_order: Option<i64>,
+}
+
+impl IntervalRow {
+    /// The UDP figures as the engine reports them, if this is a UDP interval.
+    pub fn udp_sample(&self) -> Option<crate::engine::report::UdpSample> {
+        self.packets.map(|p| crate::engine::report::UdpSample {
+            packets: p.max(0) as u64,
+            lost: self.lost.unwrap_or(0).max(0) as u64,
+            jitter_ms: self.jitter_ms.unwrap_or(0.0),
+            out_of_order: self.out_of_order.unwrap_or(0).max(0) as u64,
+        })
+    }
 }
 
 /// What a new run starts with.
@@ -179,6 +240,8 @@ pub struct NewRun {
     pub bind_dev: Option<String>,
     pub direction: String,
     pub params: serde_json::Value,
+    /// The suite this run belongs to.
+    pub suite_id: Option<i64>,
 }
 
 /// History filters (all optional; `peer` and `port` match substrings).
@@ -238,10 +301,15 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
         receiver_bps: r.get("receiver_bps")?,
         bytes: r.get("bytes")?,
         retransmits: r.get("retransmits")?,
+        lost_packets: r.get("lost_packets")?,
+        total_packets: r.get("total_packets")?,
+        lost_percent: r.get("lost_percent")?,
+        jitter_ms: r.get("jitter_ms")?,
+        suite_id: r.get("suite_id")?,
     })
 }
 
-const RUN_COLS: &str = "id, role, protocol, status, peer_host, peer_port, local_host, local_port, bind_dev, direction, params_json, started_at, ended_at, error, sender_bps, receiver_bps, bytes, retransmits";
+const RUN_COLS: &str = "id, role, protocol, status, peer_host, peer_port, local_host, local_port, bind_dev, direction, params_json, started_at, ended_at, error, sender_bps, receiver_bps, bytes, retransmits, lost_packets, total_packets, lost_percent, jitter_ms, suite_id";
 
 impl Store {
     /// Open (creating if needed) `dir/netperfd.sqlite`, migrate it, and enable WAL.
@@ -288,10 +356,10 @@ impl Store {
     pub fn create_run(&self, n: &NewRun) -> Result<i64> {
         let c = self.c();
         c.execute(
-            "INSERT INTO runs (role, protocol, status, peer_host, peer_port, local_host, local_port, bind_dev, direction, params_json, started_at)
-             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            "INSERT INTO runs (role, protocol, status, peer_host, peer_port, local_host, local_port, bind_dev, direction, params_json, started_at, suite_id)
+             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![n.role, n.protocol, n.peer_host, n.peer_port, n.local_host, n.local_port, n.bind_dev, n.direction,
-                serde_json::to_string(&n.params)?, now_ms()],
+                serde_json::to_string(&n.params)?, now_ms(), n.suite_id],
         )?;
         Ok(c.last_insert_rowid())
     }
@@ -311,8 +379,8 @@ impl Store {
         let tx = c.transaction()?;
         {
             let mut st = tx.prepare_cached(
-                "INSERT OR REPLACE INTO intervals (run_id, seq, stream_id, socket, start, end, bytes, bits_per_second, sender, omitted, retransmits, snd_cwnd, rtt)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                "INSERT OR REPLACE INTO intervals (run_id, seq, stream_id, socket, start, end, bytes, bits_per_second, sender, omitted, retransmits, snd_cwnd, rtt, packets, lost, jitter_ms, out_of_order)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
             )?;
             for s in &rec.streams {
                 st.execute(params![
@@ -329,6 +397,10 @@ impl Store {
                     s.tcp.map(|t| t.retransmits as i64),
                     s.tcp.map(|t| t.snd_cwnd as i64),
                     s.tcp.map(|t| t.rtt as i64),
+                    s.udp.map(|u| u.packets as i64),
+                    s.udp.filter(|_| !s.sender).map(|u| u.lost as i64),
+                    s.udp.filter(|_| !s.sender).map(|u| u.jitter_ms),
+                    s.udp.filter(|_| !s.sender).map(|u| u.out_of_order as i64),
                 ])?;
             }
         }
@@ -348,6 +420,7 @@ impl Store {
         let mut c = self.c();
         let tx = c.transaction()?;
         let (mut sender_bps, mut receiver_bps, mut bytes, mut retr) = (None, None, None, None);
+        let (mut lost_p, mut total_p, mut loss_pct, mut jitter) = (None, None, None, None);
         if let Some(r) = report {
             let primary = r.streams.first().map(|s| s.local_sender).unwrap_or(true);
             let main: Vec<_> = r
@@ -378,6 +451,21 @@ impl Store {
                 if main.iter().any(|s| s.retransmits >= 0) {
                     retr = Some(main.iter().map(|s| s.retransmits.max(0)).sum::<i64>());
                 }
+                let us: Vec<_> = main
+                    .iter()
+                    .filter_map(|s| s.udp)
+                    .filter(|u| u.expected.is_some())
+                    .collect();
+                if !us.is_empty() {
+                    let (l, t) = us
+                        .iter()
+                        .map(|u| u.loss())
+                        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+                    lost_p = Some(l as i64);
+                    total_p = Some(t as i64);
+                    loss_pct = Some(crate::engine::udp::loss_percent(l, t));
+                    jitter = Some(us.iter().map(|u| u.jitter_ms).sum::<f64>() / us.len() as f64);
+                }
             }
             tx.execute("DELETE FROM streams WHERE run_id=?1", params![id])?;
             for s in &r.streams {
@@ -395,8 +483,9 @@ impl Store {
             None => None,
         };
         tx.execute(
-            "UPDATE runs SET status=?2, ended_at=?3, error=?4, sender_bps=?5, receiver_bps=?6, bytes=?7, retransmits=?8, report_json=COALESCE(?9, report_json) WHERE id=?1",
-            params![id, status.as_str(), now_ms(), error, sender_bps, receiver_bps, bytes, retr, report_json],
+            "UPDATE runs SET status=?2, ended_at=?3, error=?4, sender_bps=?5, receiver_bps=?6, bytes=?7, retransmits=?8, report_json=COALESCE(?9, report_json),
+                 lost_packets=?10, total_packets=?11, lost_percent=?12, jitter_ms=?13 WHERE id=?1",
+            params![id, status.as_str(), now_ms(), error, sender_bps, receiver_bps, bytes, retr, report_json, lost_p, total_p, loss_pct, jitter],
         )?;
         tx.commit()?;
         Ok(())
@@ -485,7 +574,7 @@ impl Store {
     pub fn intervals(&self, id: i64) -> Result<Vec<IntervalRow>> {
         let c = self.c();
         let mut st = c.prepare(
-            "SELECT seq, stream_id, socket, start, end, bytes, bits_per_second, sender, omitted, retransmits, snd_cwnd, rtt FROM intervals WHERE run_id=?1 ORDER BY seq, stream_id",
+            "SELECT seq, stream_id, socket, start, end, bytes, bits_per_second, sender, omitted, retransmits, snd_cwnd, rtt, packets, lost, jitter_ms, out_of_order FROM intervals WHERE run_id=?1 ORDER BY seq, stream_id",
         )?;
         let rows = st.query_map(params![id], |r| {
             Ok(IntervalRow {
@@ -501,6 +590,10 @@ impl Store {
                 retransmits: r.get(9)?,
                 snd_cwnd: r.get(10)?,
                 rtt: r.get(11)?,
+                packets: r.get(12)?,
+                lost: r.get(13)?,
+                jitter_ms: r.get(14)?,
+                out_of_order: r.get(15)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
@@ -512,6 +605,71 @@ impl Store {
             .c()
             .execute("DELETE FROM runs WHERE id=?1", params![id])?
             > 0)
+    }
+
+    /// Record a new suite (status running); returns its id.
+    pub fn create_suite(&self, name: &str, peer_host: &str) -> Result<i64> {
+        let c = self.c();
+        c.execute(
+            "INSERT INTO suites (name, peer_host, status, created_at) VALUES (?1, ?2, 'running', ?3)",
+            params![name, peer_host, now_ms()],
+        )?;
+        Ok(c.last_insert_rowid())
+    }
+
+    /// Close a suite.
+    pub fn finish_suite(&self, id: i64, status: RunStatus) -> Result<()> {
+        self.c().execute(
+            "UPDATE suites SET status=?2, ended_at=?3 WHERE id=?1",
+            params![id, status.as_str(), now_ms()],
+        )?;
+        Ok(())
+    }
+
+    /// One suite and its runs (in order).
+    pub fn suite(&self, id: i64) -> Result<Option<(SuiteRow, Vec<RunRow>)>> {
+        let c = self.c();
+        let s = c
+            .query_row(
+                "SELECT id, name, peer_host, status, created_at, ended_at FROM suites WHERE id=?1",
+                params![id],
+                |r| {
+                    Ok(SuiteRow {
+                        id: r.get(0)?,
+                        name: r.get(1)?,
+                        peer_host: r.get(2)?,
+                        status: r.get(3)?,
+                        created_at: r.get(4)?,
+                        ended_at: r.get(5)?,
+                    })
+                },
+            )
+            .optional()?;
+        let Some(s) = s else { return Ok(None) };
+        let mut st = c.prepare(&format!(
+            "SELECT {RUN_COLS} FROM runs WHERE suite_id=?1 ORDER BY id"
+        ))?;
+        let runs = st
+            .query_map(params![id], run_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(Some((s, runs)))
+    }
+
+    /// Suites, newest first.
+    pub fn suites(&self, limit: u32) -> Result<Vec<SuiteRow>> {
+        let c = self.c();
+        let mut st = c.prepare("SELECT id, name, peer_host, status, created_at, ended_at FROM suites ORDER BY id DESC LIMIT ?1")?;
+        let rows = st.query_map(params![limit], |r| {
+            Ok(SuiteRow {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                peer_host: r.get(2)?,
+                status: r.get(3)?,
+                created_at: r.get(4)?,
+                ended_at: r.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
     /// A setting.
@@ -647,6 +805,7 @@ mod tests {
             bind_dev: Some("eth0".into()),
             direction: "send".into(),
             params: serde_json::json!({"time": 2}),
+            suite_id: None,
         }
     }
 
@@ -675,6 +834,7 @@ mod tests {
                     snd_cwnd: 400_000,
                     ..Default::default()
                 }),
+                udp: None,
             }],
         };
         s.add_interval(a, 0, &rec).unwrap();

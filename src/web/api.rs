@@ -231,6 +231,7 @@ async fn events(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -
                     bits_per_second: r.bits_per_second,
                     sender: r.sender,
                     omitted: r.omitted,
+                    udp: r.udp_sample(),
                     tcp: r.retransmits.map(|x| crate::engine::report::TcpSample {
                         retransmits: x.max(0) as u64,
                         snd_cwnd: r.snd_cwnd.unwrap_or(0).max(0) as u64,

@@ -54,10 +54,17 @@ impl ClientSpec {
         if self.port == 0 {
             return Err("port must be 1..65535".into());
         }
-        if p.protocol != Protocol::Tcp {
-            return Err(
-                "only TCP tests are supported so far (UDP comes with the UDP issue)".into(),
-            );
+        if p.protocol == Protocol::Sctp {
+            return Err("SCTP tests are not supported".into());
+        }
+        if p.protocol == Protocol::Udp
+            && p.len != 0
+            && !(16..=crate::engine::udp::MAX_UDP_LEN_V6 as u32).contains(&p.len)
+        {
+            return Err(format!(
+                "UDP datagram size must be 16..{} bytes (65507 over IPv4) (-l)",
+                crate::engine::udp::MAX_UDP_LEN_V6
+            ));
         }
         if p.parallel == 0 || p.parallel > wire::MAX_PARALLEL {
             return Err(format!(
@@ -65,7 +72,7 @@ impl ClientSpec {
                 wire::MAX_PARALLEL
             ));
         }
-        if p.len == 0 || p.len as usize > wire::MAX_TCP_BLKSIZE {
+        if p.protocol == Protocol::Tcp && (p.len == 0 || p.len as usize > wire::MAX_TCP_BLKSIZE) {
             return Err(format!(
                 "block size must be 1..={} bytes (-l)",
                 wire::MAX_TCP_BLKSIZE
@@ -201,7 +208,7 @@ pub async fn run(
     cancel: Option<Arc<Notify>>,
 ) -> Result<Report, ClientError> {
     spec.validate().map_err(err)?;
-    let params = spec.params.clone();
+    let mut params = spec.params.clone();
     let peer = {
         let (h, p, f) = (spec.host.clone(), spec.port, spec.family);
         tokio::task::spawn_blocking(move || net::resolve(&h, p, f))
@@ -209,6 +216,14 @@ pub async fn run(
             .map_err(|e| err(e.to_string()))?
             .map_err(|e| err(format!("unable to resolve host '{}': {e}", spec.host)))?
     };
+    let udp = params.protocol == Protocol::Udp;
+    if udp && peer.is_ipv4() && params.len as usize > crate::engine::udp::MAX_UDP_LEN_V4 {
+        return Err(err(format!(
+            "UDP datagram size {} is above the IPv4 maximum of {} bytes (-l)",
+            params.len,
+            crate::engine::udp::MAX_UDP_LEN_V4
+        )));
+    }
     let started_wall = chrono::Utc::now().timestamp();
     let ctrl_opts = SockOpts {
         bind: spec.sock.bind,
@@ -223,6 +238,15 @@ pub async fn run(
             .map_err(|e| err(format!("unable to connect to server {peer}: {e}")))?;
     net::keepalive(&std_ctrl, Duration::from_secs(5), Duration::from_secs(2), 3);
     let mss_default = net::mss(&std_ctrl);
+    if udp && params.len == 0 {
+        // iperf3's default UDP size: the control connection's MSS (1460 if unknown).
+        let max = if peer.is_ipv4() {
+            crate::engine::udp::MAX_UDP_LEN_V4
+        } else {
+            crate::engine::udp::MAX_UDP_LEN_V6
+        };
+        params.len = if mss_default > 0 { mss_default } else { 1460 }.clamp(16, max as u32);
+    }
     std_ctrl
         .set_nonblocking(true)
         .map_err(|e| err(e.to_string()))?;
@@ -260,6 +284,21 @@ pub async fn run(
         } else {
             0
         };
+        if udp {
+            let reverse_len = params.len as usize;
+            let df = params.dont_fragment;
+            let s = tokio::task::spawn_blocking(move || {
+                udp_stream(peer, &opts, cport, df, reverse_len)
+            })
+            .await
+            .map_err(|e| err(e.to_string()))?
+            .map_err(|e| err(format!("unable to connect UDP stream: {e}")))?;
+            let ds =
+                DataStream::new_udp(wire::stream_id(i), i < n_send, s, params.udp_counters_64bit)
+                    .map_err(|e| err(e.to_string()))?;
+            streams.push(ds);
+            continue;
+        }
         let ck = cookie;
         let s = tokio::task::spawn_blocking(move || -> std::io::Result<std::net::TcpStream> {
             let mut s = net::connect_tcp(peer, &opts, cport, true, ct)?;
@@ -371,36 +410,7 @@ pub async fn run(
         stop_phase(phase).await;
         return Err(fail(&report, e.message));
     }
-    let sender_has_retransmits = if phase.has_retransmits() { 1 } else { -1 };
-    let mine = Results {
-        cpu_util_total: cpu_local.total,
-        cpu_util_user: cpu_local.user,
-        cpu_util_system: cpu_local.system,
-        sender_has_retransmits,
-        congestion_used: congestion,
-        server_output_text: None,
-        server_output_json: None,
-        streams: report
-            .streams
-            .iter()
-            .map(|s| wire::StreamResult {
-                id: s.id,
-                bytes: if s.local_sender {
-                    s.sender.bytes
-                } else {
-                    s.receiver.map(|r| r.bytes).unwrap_or(0)
-                },
-                retransmits: if s.local_sender { s.retransmits } else { -1 },
-                jitter: 0.0,
-                errors: 0,
-                omitted_errors: 0,
-                packets: 0,
-                omitted_packets: 0,
-                start_time: 0.0,
-                end_time: phase.measured_seconds(),
-            })
-            .collect(),
-    };
+    let mine = phase.results(cpu_local, congestion, &report.streams);
     if let Err(e) = wire::write_json(&mut ctrl, &mine.to_json()).await {
         stop_phase(phase).await;
         return Err(fail(&report, format!("unable to send results: {e}")));
@@ -446,6 +456,67 @@ pub async fn run(
 
 async fn stop_phase(mut phase: DataPhase) {
     let _ = tokio::task::spawn_blocking(move || phase.stop()).await;
+}
+
+/// Open one UDP stream: a socket connected to the server, the 4-byte hello, and the server's
+/// 4-byte reply (datagrams longer than 4 bytes — early data in reverse mode — are skipped).
+fn udp_stream(
+    peer: std::net::SocketAddr,
+    opts: &SockOpts,
+    cport: u16,
+    df: bool,
+    len: usize,
+) -> std::io::Result<std::net::UdpSocket> {
+    use socket2::{Domain, Protocol as P, SockAddr, Socket, Type};
+    let domain = if peer.is_ipv4() {
+        Domain::IPV4
+    } else {
+        Domain::IPV6
+    };
+    let s = Socket::new(domain, Type::DGRAM, Some(P::UDP))?;
+    if let Some(dev) = &opts.bind_dev {
+        net::bind_device(&s, dev)?;
+    }
+    let want = opts.window.map(|w| w as usize).unwrap_or(4 * 1024 * 1024);
+    let _ = s.set_recv_buffer_size(want);
+    let _ = s.set_send_buffer_size(opts.window.map(|w| w as usize).unwrap_or(1024 * 1024));
+    if opts.tos > 0 && peer.is_ipv4() {
+        let _ = s.set_tos(opts.tos);
+    }
+    if opts.bind.is_some() || cport != 0 {
+        let ip = opts.bind.unwrap_or(if peer.is_ipv4() {
+            std::net::IpAddr::from([0u8, 0, 0, 0])
+        } else {
+            std::net::IpAddr::from([0u16; 8])
+        });
+        s.bind(&SockAddr::from(std::net::SocketAddr::new(ip, cport)))?;
+    }
+    s.connect(&SockAddr::from(peer))?;
+    let sock: std::net::UdpSocket = s.into();
+    if df && peer.is_ipv4() {
+        crate::engine::udp::set_dont_fragment(&sock)?;
+    }
+    sock.set_read_timeout(Some(Duration::from_secs(10)))?;
+    sock.send(&crate::engine::udp::HELLO)?;
+    let mut buf = vec![0u8; len.max(64) + 64];
+    let mut skipped = 0usize;
+    loop {
+        let n = sock.recv(&mut buf).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("no reply to the UDP hello from {peer}: {e}"),
+            )
+        })?;
+        if n == 4 {
+            return Ok(sock);
+        }
+        skipped += n;
+        if skipped > 4 + 2 * len.max(1) * 64 {
+            return Err(std::io::Error::other(
+                "no 4-byte UDP reply among the server's datagrams",
+            ));
+        }
+    }
 }
 
 enum Drive {

@@ -76,9 +76,22 @@ pub enum ServerEvent {
 /// assigned in accept order (the client connects its streams one after another).
 type Pending = Mutex<HashMap<[u8; COOKIE_SIZE], mpsc::Sender<(u64, TcpStream)>>>;
 
+/// A UDP session waiting for its streams' hellos.
+struct UdpPending {
+    session: u64,
+    /// Local port of the session's control connection (= the UDP port the hellos come to).
+    port: u16,
+    /// Client address of the control connection.
+    peer: IpAddr,
+    tx: mpsc::Sender<std::net::UdpSocket>,
+}
+
 struct Inner {
     cfg: ServerConfig,
     pending: Pending,
+    udp_pending: Mutex<Vec<UdpPending>>,
+    /// Datagrams that reached a hello listener but belong to no pending session.
+    stray: AtomicU64,
     next: AtomicU64,
     events: Option<mpsc::UnboundedSender<ServerEvent>>,
     done: Notify,
@@ -135,9 +148,22 @@ pub async fn serve_listeners(
     events: Option<mpsc::UnboundedSender<ServerEvent>>,
     shutdown: Option<Arc<Notify>>,
 ) -> std::io::Result<()> {
+    let mut udp_listeners = Vec::new();
+    for l in &listeners {
+        let addr = l.local_addr()?;
+        let u = bind_udp(addr, None).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("unable to listen for UDP on port {}: {e}", addr.port()),
+            )
+        })?;
+        udp_listeners.push(u);
+    }
     let inner = Arc::new(Inner {
         cfg,
         pending: Mutex::new(HashMap::new()),
+        udp_pending: Mutex::new(Vec::new()),
+        stray: AtomicU64::new(0),
         next: AtomicU64::new(1),
         events,
         done: Notify::new(),
@@ -163,6 +189,10 @@ pub async fn serve_listeners(
             }
         }));
     }
+    for u in udp_listeners {
+        let inner = inner.clone();
+        tasks.push(tokio::spawn(async move { udp_hellos(inner, u).await }));
+    }
     let never = Arc::new(Notify::new());
     let shutdown = shutdown.unwrap_or(never);
     tokio::select! {
@@ -173,6 +203,106 @@ pub async fn serve_listeners(
         t.abort();
     }
     Ok(())
+}
+
+/// The address without IPv4-mapping (::ffff:a.b.c.d → a.b.c.d).
+fn canon(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map(IpAddr::V4)
+            .unwrap_or(IpAddr::V6(v6)),
+        v4 => v4,
+    }
+}
+
+/// A UDP socket on `local` (SO_REUSEADDR, dual-stack for the IPv6 any-address), connected to
+/// `peer` when given. Several such sockets share the port: the kernel hands each connected one
+/// the datagrams of its peer, the unconnected listener the rest.
+fn bind_udp(local: SocketAddr, peer: Option<SocketAddr>) -> std::io::Result<std::net::UdpSocket> {
+    let s = Socket::new(
+        Domain::for_address(local),
+        Type::DGRAM,
+        Some(socket2::Protocol::UDP),
+    )?;
+    s.set_reuse_address(true)?;
+    if local.is_ipv6() && local.ip().is_unspecified() {
+        s.set_only_v6(false)?;
+    }
+    let _ = s.set_recv_buffer_size(4 * 1024 * 1024);
+    let _ = s.set_send_buffer_size(1024 * 1024);
+    s.bind(&local.into())?;
+    if let Some(p) = peer {
+        s.connect(&p.into())?;
+    }
+    Ok(s.into())
+}
+
+/// Answer UDP hellos on one port: a 4-byte datagram from the address of a session waiting
+/// for its UDP streams becomes that session's next stream (a socket connected to the sender,
+/// which sends the reply). Anything else is counted as stray and dropped.
+async fn udp_hellos(inner: Arc<Inner>, sock: std::net::UdpSocket) {
+    let local = match sock.local_addr() {
+        Ok(a) => a,
+        Err(_) => return,
+    };
+    if sock.set_nonblocking(true).is_err() {
+        return;
+    }
+    let Ok(sock) = tokio::net::UdpSocket::from_std(sock) else {
+        return;
+    };
+    let mut buf = vec![0u8; 65536];
+    loop {
+        let (n, from) = match sock.recv_from(&mut buf).await {
+            Ok(x) => x,
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let target = if n == 4 {
+            let g = inner.udp_pending.lock().ok();
+            g.and_then(|g| {
+                let same_port: Vec<&UdpPending> =
+                    g.iter().filter(|p| p.port == local.port()).collect();
+                same_port
+                    .iter()
+                    .find(|p| p.peer == canon(from.ip()))
+                    .or_else(|| {
+                        if same_port.len() == 1 {
+                            same_port.first()
+                        } else {
+                            None
+                        }
+                    })
+                    .map(|p| (p.session, p.tx.clone()))
+            })
+        } else {
+            None
+        };
+        let Some((session, tx)) = target else {
+            inner.stray.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(%from, bytes = n, "stray UDP datagram ignored");
+            continue;
+        };
+        // Reply "6789", or "9876" to a big-endian 3.12–3.16 client that sent "6789".
+        let reply = if buf[..4] == crate::engine::udp::REPLY {
+            crate::engine::udp::HELLO
+        } else {
+            crate::engine::udp::REPLY
+        };
+        match bind_udp(local, Some(from)) {
+            Ok(s) => {
+                if let Err(e) = s.send(&reply) {
+                    tracing::warn!(session, %from, "cannot answer the UDP hello: {e}");
+                    continue;
+                }
+                let _ = tx.try_send(s);
+            }
+            Err(e) => tracing::warn!(session, %from, "cannot open the UDP stream socket: {e}"),
+        }
+    }
 }
 
 async fn handle_conn(inner: Arc<Inner>, mut s: TcpStream, peer: SocketAddr, seq: u64) {
@@ -243,68 +373,98 @@ async fn session(
             return;
         }
     };
-    if params.protocol != Protocol::Tcp {
-        tracing::warn!(session = id, %peer, "closing session: {} tests are not supported yet", params.protocol.name());
+    if params.protocol == Protocol::Sctp {
+        tracing::warn!(session = id, %peer, "closing session: SCTP tests are not supported");
         let _ = wire::write_server_error(&mut ctrl, ierr::IEUNIMP, 0).await;
         return;
     }
     let total = params.total_streams() as usize;
-    let (tx, mut rx) = mpsc::channel::<(u64, TcpStream)>(total);
-    if let Ok(mut m) = inner.pending.lock() {
-        m.insert(cookie, tx);
-    }
-    let unregister = |inner: &Inner| {
-        if let Ok(mut m) = inner.pending.lock() {
-            m.remove(&cookie);
-        }
-    };
-    if wire::write_state(&mut ctrl, State::CreateStreams)
-        .await
-        .is_err()
-    {
-        unregister(&inner);
-        return;
-    }
-    let mut socks = Vec::with_capacity(total);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let mut b = [0u8; 1];
-    while socks.len() < total {
-        tokio::select! {
-            s = rx.recv() => match s { Some(s) => socks.push(s), None => break },
-            r = ctrl.read(&mut b) => {
-                let why = match r { Ok(0) | Err(_) => "client closed the control connection while streams were being created".to_string(),
-                    Ok(_) => format!("unexpected control byte 0x{:02x} while streams were being created", b[0]) };
-                tracing::warn!(session = id, %peer, "closing session: {why}");
-                unregister(&inner);
-                return;
-            }
-            _ = tokio::time::sleep_until(deadline) => {
-                tracing::warn!(session = id, %peer, "closing session: only {} of {total} streams arrived within 30 s", socks.len());
-                unregister(&inner);
-                return;
-            }
-        }
-    }
-    unregister(&inner);
-    drop(rx);
-    socks.sort_by_key(|(seq, _)| *seq);
-
     let n_recv = params.client_send_streams() as usize;
+    let udp_socks = if params.protocol == Protocol::Udp {
+        if !(16..=crate::engine::udp::MAX_UDP_LEN_V6 as u32).contains(&params.len) {
+            tracing::warn!(session = id, %peer, "closing session: UDP datagram size {} out of range", params.len);
+            let _ = wire::write_server_error(&mut ctrl, ierr::IERECVPARAMS, 0).await;
+            return;
+        }
+        match udp_streams(&inner, &mut ctrl, id, peer, local.port(), total).await {
+            Some(v) => Some(v),
+            None => return,
+        }
+    } else {
+        None
+    };
     let mut streams = Vec::with_capacity(total);
-    for (i, (_, s)) in socks.into_iter().enumerate() {
-        let std = match s.into_std() {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(session = id, "closing session: {e}");
-                return;
+    if let Some(socks) = udp_socks {
+        for (i, s) in socks.into_iter().enumerate() {
+            match DataStream::new_udp(
+                wire::stream_id(i),
+                i >= n_recv,
+                s,
+                params.udp_counters_64bit,
+            ) {
+                Ok(d) => streams.push(d),
+                Err(e) => {
+                    tracing::warn!(session = id, "closing session: {e}");
+                    return;
+                }
+            }
+        }
+    } else {
+        let (tx, mut rx) = mpsc::channel::<(u64, TcpStream)>(total);
+        if let Ok(mut m) = inner.pending.lock() {
+            m.insert(cookie, tx);
+        }
+        let unregister = |inner: &Inner| {
+            if let Ok(mut m) = inner.pending.lock() {
+                m.remove(&cookie);
             }
         };
-        apply_stream_opts(&std, &params);
-        match DataStream::new(wire::stream_id(i), i >= n_recv, std) {
-            Ok(d) => streams.push(d),
-            Err(e) => {
-                tracing::warn!(session = id, "closing session: {e}");
-                return;
+        if wire::write_state(&mut ctrl, State::CreateStreams)
+            .await
+            .is_err()
+        {
+            unregister(&inner);
+            return;
+        }
+        let mut socks = Vec::with_capacity(total);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        let mut b = [0u8; 1];
+        while socks.len() < total {
+            tokio::select! {
+                s = rx.recv() => match s { Some(s) => socks.push(s), None => break },
+                r = ctrl.read(&mut b) => {
+                    let why = match r { Ok(0) | Err(_) => "client closed the control connection while streams were being created".to_string(),
+                        Ok(_) => format!("unexpected control byte 0x{:02x} while streams were being created", b[0]) };
+                    tracing::warn!(session = id, %peer, "closing session: {why}");
+                    unregister(&inner);
+                    return;
+                }
+                _ = tokio::time::sleep_until(deadline) => {
+                    tracing::warn!(session = id, %peer, "closing session: only {} of {total} streams arrived within 30 s", socks.len());
+                    unregister(&inner);
+                    return;
+                }
+            }
+        }
+        unregister(&inner);
+        drop(rx);
+        socks.sort_by_key(|(seq, _)| *seq);
+
+        for (i, (_, s)) in socks.into_iter().enumerate() {
+            let std = match s.into_std() {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(session = id, "closing session: {e}");
+                    return;
+                }
+            };
+            apply_stream_opts(&std, &params);
+            match DataStream::new(wire::stream_id(i), i >= n_recv, std) {
+                Ok(d) => streams.push(d),
+                Err(e) => {
+                    tracing::warn!(session = id, "closing session: {e}");
+                    return;
+                }
             }
         }
     }
@@ -393,8 +553,7 @@ async fn session(
     } else {
         report.receiver_congestion = congestion.clone();
     }
-    let measured = phase.measured_seconds();
-    let has_retr = phase.has_retransmits();
+    let mine_results = phase.results(report.cpu_local, congestion.clone(), &report.streams);
     let _ = tokio::task::spawn_blocking(move || phase.stop()).await;
     if let Err(s) = outcome {
         tracing::warn!(session = id, %peer, "test ended early: {}", s.reason);
@@ -433,22 +592,6 @@ async fn session(
             return;
         }
     };
-    let mine_streams: Vec<wire::StreamResult> = report
-        .streams
-        .iter()
-        .map(|s| wire::StreamResult {
-            id: s.id,
-            bytes: if s.local_sender {
-                s.sender.bytes
-            } else {
-                s.receiver.map(|r| r.bytes).unwrap_or(0)
-            },
-            retransmits: if s.local_sender { s.retransmits } else { -1 },
-            start_time: 0.0,
-            end_time: measured,
-            ..Default::default()
-        })
-        .collect();
     if let Err(e) = merge_remote(&mut report.streams, &theirs) {
         let _ = wire::write_server_error(&mut ctrl, ierr::IESTREAMID, 0).await;
         finish(&inner, id, report, RunStatus::Failed, Some(e));
@@ -466,16 +609,7 @@ async fn session(
             report.receiver_congestion = Some(c);
         }
     }
-    let mut mine = Results {
-        cpu_util_total: report.cpu_local.total,
-        cpu_util_user: report.cpu_local.user,
-        cpu_util_system: report.cpu_local.system,
-        sender_has_retransmits: if has_retr { 1 } else { -1 },
-        congestion_used: congestion,
-        server_output_text: None,
-        server_output_json: None,
-        streams: mine_streams,
-    };
+    let mut mine = mine_results;
     if params.get_server_output {
         if inner.cfg.json {
             mine.server_output_json = Some(report::to_iperf3_json(&report));
@@ -552,6 +686,57 @@ fn finish(inner: &Inner, id: u64, mut report: Report, status: RunStatus, error: 
         },
     );
     inner.done.notify_one();
+}
+
+/// Collect a UDP session's `total` streams from the hello listener (30 s at most, and only
+/// while the control connection stays up). `None` when the session must end.
+async fn udp_streams(
+    inner: &Arc<Inner>,
+    ctrl: &mut TcpStream,
+    id: u64,
+    peer: SocketAddr,
+    port: u16,
+    total: usize,
+) -> Option<Vec<std::net::UdpSocket>> {
+    let (tx, mut rx) = mpsc::channel::<std::net::UdpSocket>(total.max(1));
+    if let Ok(mut g) = inner.udp_pending.lock() {
+        g.push(UdpPending {
+            session: id,
+            port,
+            peer: canon(peer.ip()),
+            tx,
+        });
+    }
+    let unregister = || {
+        if let Ok(mut g) = inner.udp_pending.lock() {
+            g.retain(|p| p.session != id);
+        }
+    };
+    if wire::write_state(ctrl, State::CreateStreams).await.is_err() {
+        unregister();
+        return None;
+    }
+    let mut socks = Vec::with_capacity(total);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut b = [0u8; 1];
+    while socks.len() < total {
+        tokio::select! {
+            s = rx.recv() => match s { Some(s) => socks.push(s), None => break },
+            r = ctrl.read(&mut b) => {
+                let _ = r;
+                tracing::warn!(session = id, %peer, "closing session: the client went away while UDP streams were being created");
+                unregister();
+                return None;
+            }
+            _ = tokio::time::sleep_until(deadline) => {
+                tracing::warn!(session = id, %peer, "closing session: only {} of {total} UDP streams said hello within 30 s", socks.len());
+                unregister();
+                return None;
+            }
+        }
+    }
+    unregister();
+    Some(socks)
 }
 
 async fn run_phase(

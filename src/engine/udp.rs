@@ -1,0 +1,968 @@
+//! UDP streams: the iperf3 datagram header (§8.2), the receiver's accounting (loss as expected
+//! minus unique received, out-of-order and duplicates apart, 64-bit sequence numbers, RFC 3550
+//! §6.4.1 jitter), a burst-free token-bucket pacer, and the send/receive loops on the fast path
+//! (sendmmsg/recvmmsg, UDP GSO/GRO when the kernel offers them, with fallback).
+//! Units: bytes, bits/s, seconds; sequence numbers start at 1.
+
+use crate::engine::tcp::Shared;
+use std::net::UdpSocket;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The 4 bytes a client sends to open a UDP stream ("9876" on the wire, §7.3).
+pub const HELLO: [u8; 4] = *b"9876";
+/// The 4 bytes the server answers with ("6789").
+pub const REPLY: [u8; 4] = *b"6789";
+/// Largest UDP payload over IPv4, bytes (65535 − 20 − 8).
+pub const MAX_UDP_LEN_V4: usize = 65507;
+/// Largest UDP payload over IPv6, bytes (65535 − 8; jumbograms aside).
+pub const MAX_UDP_LEN_V6: usize = 65527;
+/// Most datagrams handed to the kernel in one call.
+const MAX_BATCH: usize = 64;
+
+/// Header size in bytes: 12 with 32-bit sequence numbers, 16 with 64-bit ones.
+pub fn header_len(wide: bool) -> usize {
+    if wide {
+        16
+    } else {
+        12
+    }
+}
+
+/// Write the header: big-endian seconds, microseconds, sequence number (32 or 64 bits).
+pub fn write_header(buf: &mut [u8], sec: u32, usec: u32, seq: u64, wide: bool) {
+    buf[0..4].copy_from_slice(&sec.to_be_bytes());
+    buf[4..8].copy_from_slice(&usec.to_be_bytes());
+    if wide {
+        buf[8..16].copy_from_slice(&seq.to_be_bytes());
+    } else {
+        buf[8..12].copy_from_slice(&(seq as u32).to_be_bytes());
+    }
+}
+
+/// Read a header: (sent time in µs, sequence number as on the wire). `None` if too short.
+pub fn read_header(buf: &[u8], wide: bool) -> Option<(i64, u64)> {
+    if buf.len() < header_len(wide) {
+        return None;
+    }
+    let sec = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as i64;
+    let usec = u32::from_be_bytes([buf[4], buf[5], buf[6], buf[7]]) as i64;
+    let seq = if wide {
+        u64::from_be_bytes([
+            buf[8], buf[9], buf[10], buf[11], buf[12], buf[13], buf[14], buf[15],
+        ])
+    } else {
+        u32::from_be_bytes([buf[8], buf[9], buf[10], buf[11]]) as u64
+    };
+    Some((sec * 1_000_000 + usec, seq))
+}
+
+/// Extend a 32-bit wire sequence number to 64 bits: the value ≡ `s32` (mod 2^32) closest to
+/// `reference` (the highest sequence seen so far). Correct across 2^31 and 2^32.
+pub fn extend_seq(s32: u32, reference: u64) -> u64 {
+    let base = reference & !0xFFFF_FFFF;
+    let cand = base | s32 as u64;
+    let mut best = cand;
+    let dist = |x: u64| x.abs_diff(reference);
+    if cand >= 1 << 32 && dist(cand - (1 << 32)) < dist(best) {
+        best = cand - (1 << 32);
+    }
+    if dist(cand + (1 << 32)) < dist(best) {
+        best = cand + (1 << 32);
+    }
+    best
+}
+
+/// Window (in sequence numbers) within which duplicates are told from late datagrams.
+const DUP_WINDOW: u64 = 1 << 16;
+
+/// Receiver-side accounting of one UDP stream.
+///
+/// * expected = highest sequence number seen (`max_seq`); lost = expected − unique received,
+///   never negative and never above expected;
+/// * a datagram below `max_seq` not seen before is out-of-order (and, being unique, cancels
+///   the loss it was counted as); one seen before is a duplicate and changes nothing else;
+/// * jitter per RFC 3550 §6.4.1: D = (R_j − S_j) − (R_i − S_i) on consecutive unique
+///   datagrams, J += (|D| − J)/16, in seconds; the first value is the first |D| (no ramp from
+///   0), and a constant offset between the two clocks cancels out.
+#[derive(Debug, Clone)]
+pub struct UdpRecv {
+    wide: bool,
+    /// Highest (64-bit) sequence number seen.
+    pub max_seq: u64,
+    /// Distinct sequence numbers received (≤ max_seq).
+    pub unique: u64,
+    /// Late datagrams (below max_seq, first time seen).
+    pub out_of_order: u64,
+    /// Datagrams seen before.
+    pub duplicates: u64,
+    /// Datagrams that are not of this test (too short for a header, sequence 0).
+    pub stray: u64,
+    /// Jitter in seconds (0 until two datagrams arrived).
+    pub jitter: f64,
+    jitter_set: bool,
+    prev_transit: Option<i64>,
+    bitmap: Vec<u64>,
+    /// Values at the end of the omit period (excluded from the results).
+    pub omit_max_seq: u64,
+    pub omit_unique: u64,
+    /// Distinct datagrams above `omit_max_seq` (the ones the results count).
+    pub unique_after_omit: u64,
+    /// Peak bits per second over any 1 ms window of arrival times (burstiness).
+    pub peak_1ms_bps: f64,
+    win: std::collections::VecDeque<(i64, u64)>,
+    win_bytes: u64,
+}
+
+impl UdpRecv {
+    /// Fresh accounting; `wide` = 64-bit sequence numbers on the wire.
+    pub fn new(wide: bool) -> UdpRecv {
+        UdpRecv {
+            wide,
+            max_seq: 0,
+            unique: 0,
+            out_of_order: 0,
+            duplicates: 0,
+            stray: 0,
+            jitter: 0.0,
+            jitter_set: false,
+            prev_transit: None,
+            bitmap: vec![0; (DUP_WINDOW / 64) as usize],
+            omit_max_seq: 0,
+            omit_unique: 0,
+            unique_after_omit: 0,
+            peak_1ms_bps: 0.0,
+            win: std::collections::VecDeque::new(),
+            win_bytes: 0,
+        }
+    }
+
+    fn bit(&mut self, seq: u64) -> (usize, u64) {
+        let i = (seq % DUP_WINDOW) as usize;
+        (i / 64, 1u64 << (i % 64))
+    }
+
+    /// Count one datagram: its bytes (`len`), arrival time in µs on the local clock.
+    /// Returns false for a stray datagram (not counted).
+    pub fn on_datagram(&mut self, data: &[u8], arrival_us: i64) -> bool {
+        let Some((sent_us, wire_seq)) = read_header(data, self.wide) else {
+            self.stray += 1;
+            return false;
+        };
+        let seq = if self.wide {
+            wire_seq
+        } else {
+            extend_seq(wire_seq as u32, self.max_seq.max(1))
+        };
+        if seq == 0 {
+            self.stray += 1;
+            return false;
+        }
+        if seq > self.max_seq {
+            // Clear the bits of the sequence numbers we now expect.
+            let gap = seq - self.max_seq;
+            if gap >= DUP_WINDOW {
+                self.bitmap.iter_mut().for_each(|w| *w = 0);
+            } else {
+                for s in self.max_seq + 1..=seq {
+                    let (w, m) = self.bit(s);
+                    self.bitmap[w] &= !m;
+                }
+            }
+            let (w, m) = self.bit(seq);
+            self.bitmap[w] |= m;
+            self.max_seq = seq;
+            self.unique += 1;
+            self.unique_after_omit += 1;
+        } else if self.max_seq - seq >= DUP_WINDOW {
+            // Too old to tell: count it as a late datagram.
+            self.unique += 1;
+            self.out_of_order += 1;
+            if seq > self.omit_max_seq {
+                self.unique_after_omit += 1;
+            }
+        } else {
+            let (w, m) = self.bit(seq);
+            if self.bitmap[w] & m != 0 {
+                self.duplicates += 1;
+                return true;
+            }
+            self.bitmap[w] |= m;
+            self.unique += 1;
+            self.out_of_order += 1;
+            if seq > self.omit_max_seq {
+                self.unique_after_omit += 1;
+            }
+        }
+        let transit = arrival_us - sent_us;
+        if let Some(prev) = self.prev_transit {
+            let d = (transit - prev).unsigned_abs() as f64 / 1e6;
+            if self.jitter_set {
+                self.jitter += (d - self.jitter) / 16.0;
+            } else {
+                self.jitter = d;
+                self.jitter_set = true;
+            }
+        }
+        self.prev_transit = Some(transit);
+        // Peak rate over a sliding 1 ms window of arrivals.
+        let len = data.len() as u64;
+        self.win.push_back((arrival_us, len));
+        self.win_bytes += len;
+        while let Some(&(t, b)) = self.win.front() {
+            if arrival_us - t >= 1000 {
+                self.win.pop_front();
+                self.win_bytes -= b;
+            } else {
+                break;
+            }
+        }
+        if self.max_seq - self.omit_max_seq > 1 {
+            let bps = self.win_bytes as f64 * 8.0 / 1e-3;
+            if bps > self.peak_1ms_bps {
+                self.peak_1ms_bps = bps;
+            }
+        }
+        true
+    }
+
+    /// Lost datagrams so far (whole test): expected − unique, never negative.
+    pub fn lost(&self) -> u64 {
+        self.max_seq.saturating_sub(self.unique)
+    }
+
+    /// The omit period ends: later results exclude what came before; jitter restarts.
+    pub fn end_omit(&mut self) {
+        self.omit_max_seq = self.max_seq;
+        self.omit_unique = self.unique;
+        self.unique_after_omit = 0;
+        self.jitter = 0.0;
+        self.jitter_set = false;
+        self.prev_transit = None;
+        self.peak_1ms_bps = 0.0;
+    }
+
+    /// Expected datagrams after the omit period.
+    pub fn expected_after_omit(&self) -> u64 {
+        self.max_seq - self.omit_max_seq
+    }
+
+    /// Lost datagrams after the omit period: expected − unique among the datagrams above
+    /// the omit boundary (a late one from the omit period changes nothing here).
+    pub fn lost_after_omit(&self) -> u64 {
+        self.expected_after_omit()
+            .saturating_sub(self.unique_after_omit)
+    }
+}
+
+/// Loss in percent of `expected`, clamped to 0..=100; 0 when nothing was expected (no NaN).
+pub fn loss_percent(lost: u64, expected: u64) -> f64 {
+    if expected == 0 {
+        0.0
+    } else {
+        (lost.min(expected) as f64 * 100.0 / expected as f64).clamp(0.0, 100.0)
+    }
+}
+
+/// Pacer: sends follow a fixed schedule at `rate` (each `take` moves the schedule on by the
+/// batch's transmission time), so the average rate holds exactly. A late wake-up is made good
+/// by sending the next batches at most 1.1 × the rate (never as a burst); a stall longer than
+/// `max_debt` is forgiven instead of made up. Sleeps subtract the measured oversleep of this
+/// host (an EWMA), so batches leave close to their scheduled time.
+pub struct Pacer {
+    /// Bytes per second.
+    rate: f64,
+    next: Instant,
+    last_send: Option<Instant>,
+    max_debt: Duration,
+    /// Estimated oversleep of `thread::sleep`, ns.
+    oversleep_ns: f64,
+}
+
+/// How much faster than the target rate the pacer may send while it catches up.
+const CATCH_UP: f64 = 1.1;
+
+impl Pacer {
+    /// A pacer for `rate_bps` bits/s that forgives stalls longer than `max_debt`.
+    pub fn new(rate_bps: u64, max_debt: Duration) -> Pacer {
+        Pacer {
+            rate: (rate_bps as f64 / 8.0).max(1.0),
+            next: Instant::now(),
+            last_send: None,
+            max_debt,
+            oversleep_ns: 10_000.0,
+        }
+    }
+
+    /// Wait until `n` bytes may go, then book them. Returns false if `stop` became true while
+    /// waiting.
+    pub fn take(&mut self, n: usize, stop: &dyn Fn() -> bool) -> bool {
+        let cost = Duration::from_secs_f64(n as f64 / self.rate);
+        let now = Instant::now();
+        if now > self.next + self.max_debt {
+            self.next = now;
+        }
+        let mut at = self.next;
+        if let Some(ls) = self.last_send {
+            at = at.max(ls + cost.div_f64(CATCH_UP));
+        }
+        loop {
+            let now = Instant::now();
+            if now >= at {
+                break;
+            }
+            if stop() {
+                return false;
+            }
+            let rem = at - now;
+            let ask = rem.saturating_sub(Duration::from_nanos(self.oversleep_ns as u64));
+            if ask.is_zero() {
+                std::hint::spin_loop();
+                continue;
+            }
+            let ask = ask.min(Duration::from_millis(50));
+            let t0 = Instant::now();
+            std::thread::sleep(ask);
+            let over = t0.elapsed().saturating_sub(ask).as_nanos() as f64;
+            self.oversleep_ns += (over.min(200_000.0) - self.oversleep_ns) / 16.0;
+        }
+        self.last_send = Some(Instant::now());
+        self.next += cost;
+        true
+    }
+}
+
+/// Set this thread's timer slack to 1 ns (PR_SET_TIMERSLACK) for precise pacing sleeps.
+pub fn fine_timer_slack() {
+    // SAFETY: prctl with PR_SET_TIMERSLACK takes an integer argument and affects only the
+    // calling thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1u64, 0u64, 0u64, 0u64);
+    }
+}
+
+/// Monotonic clock as (seconds, microseconds), the sender timestamp iperf3 uses.
+pub fn mono_now() -> (u32, u32) {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec to write into.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+    }
+    (ts.tv_sec as u32, (ts.tv_nsec / 1000) as u32)
+}
+
+fn setsockopt_int(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    v: libc::c_int,
+) -> std::io::Result<()> {
+    // SAFETY: v is a valid c_int for the duration of the call.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            &v as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Ask for a `bytes` receive buffer: SO_RCVBUFFORCE (above rmem_max, needs CAP_NET_ADMIN),
+/// else SO_RCVBUF (capped at rmem_max). A deep buffer keeps a briefly busy receiver from
+/// dropping datagrams at high rates.
+pub fn deep_recv_buffer(fd: RawFd, bytes: usize) {
+    let v = bytes.min(i32::MAX as usize) as libc::c_int;
+    if setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v).is_err() {
+        let _ = setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, v);
+    }
+}
+
+/// Set IP_MTU_DISCOVER=DO (the DF bit) on an IPv4 UDP socket.
+pub fn set_dont_fragment(sock: &UdpSocket) -> std::io::Result<()> {
+    setsockopt_int(
+        sock.as_raw_fd(),
+        libc::IPPROTO_IP,
+        libc::IP_MTU_DISCOVER,
+        libc::IP_PMTUDISC_DO,
+    )
+}
+
+const UDP_SEGMENT: libc::c_int = 103;
+const UDP_GRO: libc::c_int = 104;
+
+/// Turn on UDP GSO with segments of `len` bytes; false when the kernel does not offer it.
+pub fn enable_gso(sock: &UdpSocket, len: usize) -> bool {
+    setsockopt_int(
+        sock.as_raw_fd(),
+        libc::SOL_UDP,
+        UDP_SEGMENT,
+        len as libc::c_int,
+    )
+    .is_ok()
+}
+
+fn disable_gso(sock: &UdpSocket) {
+    let _ = setsockopt_int(sock.as_raw_fd(), libc::SOL_UDP, UDP_SEGMENT, 0);
+}
+
+/// Turn on UDP GRO; false when the kernel does not offer it.
+pub fn enable_gro(sock: &UdpSocket) -> bool {
+    setsockopt_int(sock.as_raw_fd(), libc::SOL_UDP, UDP_GRO, 1).is_ok()
+}
+
+/// Sender settings of one UDP stream.
+#[derive(Debug, Clone)]
+pub struct UdpSendCfg {
+    /// Datagram size in bytes (header included).
+    pub len: usize,
+    /// Target in bits/s; 0 = as fast as possible.
+    pub rate: u64,
+    /// 64-bit sequence numbers.
+    pub wide: bool,
+    /// Payload is the "0123456789" pattern instead of random bytes.
+    pub repeating: bool,
+    /// Try UDP GSO.
+    pub gso: bool,
+}
+
+/// Datagrams per kernel call at this rate: about 200 µs of traffic, 1..64 (64 unpaced).
+pub fn batch_size(rate_bps: u64, len: usize) -> usize {
+    if rate_bps == 0 {
+        return MAX_BATCH;
+    }
+    let pps = rate_bps as f64 / 8.0 / len.max(1) as f64;
+    ((pps * 200e-6) as usize).clamp(1, MAX_BATCH)
+}
+
+/// Send datagrams until stopped (or the `-n`/`-k` target is reached): paced by a token bucket
+/// of one batch's depth, sendmmsg (or one GSO super-datagram) per batch. `packets` counts
+/// datagrams sent, `bytes` their bytes.
+pub fn udp_send_loop(
+    sock: UdpSocket,
+    cfg: UdpSendCfg,
+    bytes: Arc<AtomicU64>,
+    packets: Arc<AtomicU64>,
+    shared: Arc<Shared>,
+) {
+    fine_timer_slack();
+    let _ = sock.set_write_timeout(Some(crate::engine::tcp::POLL));
+    let len = cfg.len.max(header_len(cfg.wide));
+    let mut batch = batch_size(cfg.rate, len);
+    let mut gso = cfg.gso && len <= 16 * 1024 && batch > 1 && enable_gso(&sock, len);
+    if gso {
+        batch = batch.min(65000 / len).max(1);
+    }
+    let fill = crate::engine::tcp::payload(len, cfg.repeating);
+    let mut buf = Vec::with_capacity(batch * len);
+    for _ in 0..batch {
+        buf.extend_from_slice(&fill);
+    }
+    // A stall of more than 10 ms is not made up.
+    let mut pacer = if cfg.rate > 0 {
+        Some(Pacer::new(cfg.rate, Duration::from_millis(10)))
+    } else {
+        None
+    };
+    let mut seq: u64 = 1;
+    let fd = sock.as_raw_fd();
+    let stopped = || shared.stop.load(Relaxed) || shared.stop_send.load(Relaxed);
+    loop {
+        if stopped() {
+            return;
+        }
+        if shared.send_limit_reached() {
+            shared.wake.notify_one();
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        }
+        if let Some(p) = pacer.as_mut() {
+            if !p.take(batch * len, &stopped) {
+                return;
+            }
+        }
+        let (sec, usec) = mono_now();
+        for i in 0..batch {
+            write_header(&mut buf[i * len..], sec, usec, seq + i as u64, cfg.wide);
+        }
+        let sent = if gso {
+            // SAFETY: buf is valid for batch*len bytes.
+            let rc = unsafe { libc::send(fd, buf.as_ptr() as *const libc::c_void, batch * len, 0) };
+            if rc < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::EIO) || e.raw_os_error() == Some(libc::EINVAL) {
+                    // No checksum offload on this route: fall back to sendmmsg.
+                    disable_gso(&sock);
+                    gso = false;
+                    continue;
+                }
+                Err(e)
+            } else {
+                Ok((rc as usize) / len)
+            }
+        } else {
+            sendmmsg(fd, &buf, len, batch)
+        };
+        match sent {
+            Ok(n) => {
+                seq += n as u64;
+                packets.fetch_add(n as u64, Relaxed);
+                bytes.fetch_add((n * len) as u64, Relaxed);
+                shared.sent_bytes.fetch_add((n * len) as u64, Relaxed);
+                shared.sent_blocks.fetch_add(n as u64, Relaxed);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::Interrupted
+                        | std::io::ErrorKind::TimedOut
+                ) || e.raw_os_error() == Some(libc::ENOBUFS)
+                    || e.raw_os_error() == Some(libc::ECONNREFUSED) =>
+            {
+                // Queue full or a transient ICMP error: try again (datagrams are not reused,
+                // so the sequence stays continuous).
+                std::thread::yield_now();
+            }
+            Err(e) => {
+                if !stopped() {
+                    if let Ok(mut g) = shared.error.lock() {
+                        if g.is_none() {
+                            *g = Some(format!("UDP send failed: {e}"));
+                        }
+                    }
+                    shared.wake.notify_one();
+                }
+                return;
+            }
+        }
+    }
+}
+
+fn sendmmsg(fd: RawFd, buf: &[u8], len: usize, n: usize) -> std::io::Result<usize> {
+    let mut iov: Vec<libc::iovec> = (0..n)
+        .map(|i| libc::iovec {
+            iov_base: buf[i * len..].as_ptr() as *mut libc::c_void,
+            iov_len: len,
+        })
+        .collect();
+    // SAFETY: an all-zero mmsghdr is a valid "no name, no control" header.
+    let mut msgs: Vec<libc::mmsghdr> = (0..n).map(|_| unsafe { std::mem::zeroed() }).collect();
+    for (m, v) in msgs.iter_mut().zip(iov.iter_mut()) {
+        m.msg_hdr.msg_iov = v;
+        m.msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: msgs and the iovecs they point to live until the call returns.
+    let rc = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), n as libc::c_uint, 0) };
+    if rc < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(rc as usize)
+    }
+}
+
+/// A UDP receiving socket with its recvmmsg buffers: each call reads a batch, splits GRO
+/// super-datagrams into their segments, and feeds every datagram to the accounting.
+pub struct Receiver {
+    sock: UdpSocket,
+    slot: usize,
+    n: usize,
+    bufs: Vec<u8>,
+    ctrl: Vec<u8>,
+    stats: Arc<Mutex<UdpRecv>>,
+    bytes: Arc<AtomicU64>,
+}
+
+const CTRL: usize = 128;
+
+impl Receiver {
+    /// Prepare a socket: deep receive buffer, kernel timestamps, GRO when offered.
+    pub fn new(
+        sock: UdpSocket,
+        len: usize,
+        stats: Arc<Mutex<UdpRecv>>,
+        bytes: Arc<AtomicU64>,
+    ) -> Receiver {
+        let fd = sock.as_raw_fd();
+        deep_recv_buffer(fd, 8 * 1024 * 1024);
+        let _ = setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1);
+        let gro = enable_gro(&sock);
+        let (slot, n) = if gro {
+            (65536, 16)
+        } else {
+            (len.max(16), MAX_BATCH)
+        };
+        Receiver {
+            sock,
+            slot,
+            n,
+            bufs: vec![0u8; slot * n],
+            ctrl: vec![0u8; CTRL * n],
+            stats,
+            bytes,
+        }
+    }
+
+    /// One recvmmsg call (`flags`: MSG_WAITFORONE to block for the first datagram,
+    /// MSG_DONTWAIT to poll). Returns the payload bytes counted.
+    pub fn recv_once(&mut self, flags: libc::c_int) -> std::io::Result<u64> {
+        let (slot, n) = (self.slot, self.n);
+        let mut iov: Vec<libc::iovec> = (0..n)
+            .map(|i| libc::iovec {
+                iov_base: self.bufs[i * slot..].as_mut_ptr() as *mut libc::c_void,
+                iov_len: slot,
+            })
+            .collect();
+        // SAFETY: zeroed mmsghdr is valid; pointers set below outlive the call.
+        let mut msgs: Vec<libc::mmsghdr> = (0..n).map(|_| unsafe { std::mem::zeroed() }).collect();
+        for (i, (m, v)) in msgs.iter_mut().zip(iov.iter_mut()).enumerate() {
+            m.msg_hdr.msg_iov = v;
+            m.msg_hdr.msg_iovlen = 1;
+            m.msg_hdr.msg_control = self.ctrl[i * CTRL..].as_mut_ptr() as *mut libc::c_void;
+            m.msg_hdr.msg_controllen = CTRL as _;
+        }
+        // SAFETY: msgs, iov, bufs and ctrl are valid for the call.
+        let rc = unsafe {
+            libc::recvmmsg(
+                self.sock.as_raw_fd(),
+                msgs.as_mut_ptr(),
+                n as libc::c_uint,
+                flags,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let now_us = realtime_us();
+        let mut counted = 0u64;
+        let mut st = match self.stats.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        for (i, m) in msgs.iter().take(rc as usize).enumerate() {
+            let got = (m.msg_len as usize).min(slot);
+            let (ts, seg) = parse_cmsgs(&m.msg_hdr);
+            let at = ts.unwrap_or(now_us);
+            let data = &self.bufs[i * slot..i * slot + got];
+            let seg = seg.filter(|&s| s > 0 && s < got).unwrap_or(got.max(1));
+            for chunk in data.chunks(seg) {
+                if st.on_datagram(chunk, at) {
+                    counted += chunk.len() as u64;
+                }
+            }
+        }
+        drop(st);
+        self.bytes.fetch_add(counted, Relaxed);
+        Ok(counted)
+    }
+
+    /// Read whatever is already queued (used at TEST_END, so datagrams that arrived but were
+    /// not read yet are not counted as lost). Returns the bytes counted.
+    pub fn drain(&mut self) -> u64 {
+        let mut total = 0;
+        for _ in 0..10_000 {
+            match self.recv_once(libc::MSG_DONTWAIT) {
+                Ok(0) => {}
+                Ok(b) => total += b,
+                Err(_) => break,
+            }
+        }
+        total
+    }
+}
+
+/// Receive datagrams until stopped: recvmmsg in batches, kernel arrival timestamps
+/// (SO_TIMESTAMPNS), GRO super-datagrams split into their segments. Each datagram goes through
+/// the stream's [`UdpRecv`]; `bytes` counts payload bytes of counted datagrams. On stop, what
+/// is already queued is read too.
+pub fn udp_recv_loop(
+    sock: UdpSocket,
+    len: usize,
+    stats: Arc<Mutex<UdpRecv>>,
+    bytes: Arc<AtomicU64>,
+    shared: Arc<Shared>,
+    check_limit: bool,
+) {
+    let _ = sock.set_read_timeout(Some(crate::engine::tcp::POLL));
+    let mut rx = Receiver::new(sock, len, stats, bytes);
+    loop {
+        if shared.stop.load(Relaxed) {
+            let b = rx.drain();
+            shared.recv_bytes.fetch_add(b, Relaxed);
+            return;
+        }
+        match rx.recv_once(libc::MSG_WAITFORONE) {
+            Ok(counted) => {
+                shared.recv_bytes.fetch_add(counted, Relaxed);
+                if check_limit && shared.recv_limit_reached() {
+                    shared.wake.notify_one();
+                }
+            }
+            Err(e) => match e.kind() {
+                std::io::ErrorKind::WouldBlock
+                | std::io::ErrorKind::Interrupted
+                | std::io::ErrorKind::TimedOut => {}
+                _ if e.raw_os_error() == Some(libc::ECONNREFUSED) => {}
+                _ => {
+                    if !shared.stop.load(Relaxed) {
+                        if let Ok(mut g) = shared.error.lock() {
+                            if g.is_none() {
+                                *g = Some(format!("UDP receive failed: {e}"));
+                            }
+                        }
+                        shared.wake.notify_one();
+                    }
+                    return;
+                }
+            },
+        }
+    }
+}
+
+fn realtime_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
+
+/// (kernel arrival time in µs from SCM_TIMESTAMPNS, GRO segment size).
+fn parse_cmsgs(h: &libc::msghdr) -> (Option<i64>, Option<usize>) {
+    let mut ts = None;
+    let mut seg = None;
+    // SAFETY: CMSG_* walk the control buffer the kernel filled, within msg_controllen.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(h);
+        while !c.is_null() {
+            let level = (*c).cmsg_level;
+            let ty = (*c).cmsg_type;
+            let data = libc::CMSG_DATA(c);
+            if level == libc::SOL_SOCKET && ty == libc::SCM_TIMESTAMPNS {
+                let t: libc::timespec = std::ptr::read_unaligned(data as *const libc::timespec);
+                ts = Some(t.tv_sec as i64 * 1_000_000 + t.tv_nsec as i64 / 1000);
+            } else if level == libc::SOL_UDP && ty == UDP_GRO {
+                let s: libc::c_int = std::ptr::read_unaligned(data as *const libc::c_int);
+                seg = Some(s as usize);
+            }
+            c = libc::CMSG_NXTHDR(h, c);
+        }
+    }
+    (ts, seg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dgram(seq: u64, sent_us: i64, wide: bool) -> Vec<u8> {
+        let mut b = vec![0u8; 64];
+        write_header(
+            &mut b,
+            (sent_us / 1_000_000) as u32,
+            (sent_us % 1_000_000) as u32,
+            seq,
+            wide,
+        );
+        b
+    }
+
+    fn feed(r: &mut UdpRecv, seqs: &[u64]) {
+        for (i, s) in seqs.iter().enumerate() {
+            r.on_datagram(
+                &dgram(*s, 1_000_000 + i as i64 * 100, r.wide),
+                5_000_000 + i as i64 * 100,
+            );
+        }
+    }
+
+    #[test]
+    fn header_round_trip_matches_the_capture() {
+        // control-trace-udp-b100M.txt: 000001c5 000b9de3 00000001
+        let b = [
+            0x00, 0x00, 0x01, 0xc5, 0x00, 0x0b, 0x9d, 0xe3, 0x00, 0x00, 0x00, 0x01,
+        ];
+        assert_eq!(
+            read_header(&b, false),
+            Some((0x1c5 * 1_000_000 + 0x0b9de3, 1))
+        );
+        let mut w = [0u8; 16];
+        write_header(&mut w, 0x488, 0x68a97, 1, true);
+        assert_eq!(
+            &w,
+            &[0, 0, 4, 0x88, 0, 6, 0x8a, 0x97, 0, 0, 0, 0, 0, 0, 0, 1]
+        );
+        assert_eq!(read_header(&w[..15], true), None);
+    }
+
+    #[test]
+    fn loss_is_expected_minus_unique() {
+        let mut r = UdpRecv::new(false);
+        feed(&mut r, &[1, 2, 4, 5, 8]);
+        assert_eq!((r.max_seq, r.unique, r.lost()), (8, 5, 3));
+        assert_eq!(loss_percent(r.lost(), r.max_seq), 37.5);
+    }
+
+    #[test]
+    fn late_datagram_cancels_its_loss_and_counts_out_of_order() {
+        let mut r = UdpRecv::new(false);
+        feed(&mut r, &[1, 2, 4, 3, 5]);
+        assert_eq!((r.lost(), r.out_of_order, r.duplicates), (0, 1, 0));
+    }
+
+    #[test]
+    fn duplicates_change_neither_loss_nor_order() {
+        let mut r = UdpRecv::new(false);
+        feed(&mut r, &[1, 2, 2, 3, 3, 3, 5]);
+        assert_eq!(
+            (r.lost(), r.out_of_order, r.duplicates, r.unique),
+            (1, 0, 3, 4)
+        );
+        assert!(loss_percent(r.lost(), r.max_seq) <= 100.0);
+    }
+
+    #[test]
+    fn loss_never_negative_nor_above_100() {
+        let mut r = UdpRecv::new(false);
+        // Only duplicates of one datagram.
+        feed(&mut r, &[7, 7, 7, 7]);
+        assert_eq!(r.lost(), 6);
+        assert_eq!(loss_percent(r.lost(), r.max_seq), 6.0 * 100.0 / 7.0);
+        assert_eq!(loss_percent(10, 5), 100.0);
+        assert_eq!(loss_percent(0, 0), 0.0);
+    }
+
+    #[test]
+    fn sequence_numbers_wrap_across_2_31_and_2_32() {
+        for start in [(1u64 << 31) - 3, (1u64 << 32) - 3] {
+            let mut r = UdpRecv::new(false);
+            // Prime the receiver near `start` with wide arithmetic, then feed 32-bit values.
+            let seqs: Vec<u64> = (start..start + 7).filter(|s| s % 5 != 0).collect();
+            for (i, s) in seqs.iter().enumerate() {
+                let b = dgram(*s & 0xFFFF_FFFF, i as i64 * 100, false);
+                r.on_datagram(&b, 1_000 + i as i64 * 100);
+            }
+            assert_eq!(r.max_seq, start + 6, "start {start}");
+            assert_eq!(
+                r.lost() as usize,
+                7 - seqs.len() + (start as usize - 1),
+                "start {start}"
+            );
+        }
+        assert_eq!(extend_seq(2, (1 << 32) - 2), (1 << 32) + 2);
+        assert_eq!(extend_seq(u32::MAX - 1, (1 << 32) + 3), (1 << 32) - 2);
+        assert_eq!(extend_seq(5, 3), 5);
+    }
+
+    #[test]
+    fn sixty_four_bit_sequence_numbers() {
+        let mut r = UdpRecv::new(true);
+        feed(&mut r, &[(1 << 40) + 1, (1 << 40) + 3]);
+        assert_eq!(r.max_seq, (1 << 40) + 3);
+        assert_eq!(r.lost(), (1 << 40) + 1);
+    }
+
+    #[test]
+    fn jitter_is_rfc3550_and_ignores_clock_offset() {
+        // Transit alternates 1000 and 1300 µs: |D| = 300 µs each time.
+        let run = |offset_us: i64| {
+            let mut r = UdpRecv::new(false);
+            for i in 0..200i64 {
+                let sent = 10_000_000 + i * 1000;
+                let transit = if i % 2 == 0 { 1000 } else { 1300 };
+                r.on_datagram(
+                    &dgram(i as u64 + 1, sent, false),
+                    sent + transit + offset_us,
+                );
+            }
+            r.jitter
+        };
+        let j = run(0);
+        assert!((j - 300e-6).abs() < 1e-9, "{j}");
+        // An hour of clock offset between the hosts: the same jitter.
+        assert_eq!(run(3_600_000_000), j);
+        assert_eq!(run(-3_600_000_000), j);
+        // The first value is the first transit difference, not an absurd start.
+        let mut r = UdpRecv::new(false);
+        r.on_datagram(&dgram(1, 0, false), 3_600_000_000 + 500);
+        assert_eq!(r.jitter, 0.0);
+        r.on_datagram(&dgram(2, 1000, false), 3_600_000_000 + 1000 + 700);
+        assert!((r.jitter - 200e-6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn omit_window_is_excluded_from_both_sides() {
+        let mut r = UdpRecv::new(false);
+        feed(&mut r, &[1, 3, 4]); // 1 lost during omit
+        r.end_omit();
+        feed(&mut r, &[5, 6, 8, 9, 10]); // 1 lost after
+        assert_eq!(r.expected_after_omit(), 6);
+        assert_eq!(r.lost_after_omit(), 1);
+        assert_eq!(r.lost(), 2);
+        // A late datagram from the omit period does not make post-omit loss negative.
+        feed(&mut r, &[2]);
+        assert_eq!(r.lost_after_omit(), 1);
+    }
+
+    #[test]
+    fn strays_are_ignored_and_counted() {
+        let mut r = UdpRecv::new(false);
+        assert!(!r.on_datagram(&[1, 2, 3], 0));
+        assert!(!r.on_datagram(&dgram(0, 0, false), 0));
+        assert_eq!((r.stray, r.max_seq, r.unique), (2, 0, 0));
+    }
+
+    #[test]
+    fn pacer_holds_the_rate_without_catch_up() {
+        // 8 Mbit/s = 1 MB/s, 1000-byte datagrams: one per ms.
+        fine_timer_slack();
+        let mut p = Pacer::new(8_000_000, Duration::from_millis(10));
+        let t = Instant::now();
+        let mut n = 0;
+        while t.elapsed() < Duration::from_millis(300) {
+            p.take(1000, &|| false);
+            n += 1;
+        }
+        assert!((298..=303).contains(&n), "{n} datagrams in 300 ms");
+        // A 5 ms stall is made up at 1.1 × the rate, not in a burst: at most 12 in 10 ms.
+        std::thread::sleep(Duration::from_millis(5));
+        let t = Instant::now();
+        let mut k = 0;
+        while t.elapsed() < Duration::from_millis(10) {
+            p.take(1000, &|| false);
+            k += 1;
+        }
+        assert!(
+            (10..=12).contains(&k),
+            "{k} datagrams in 10 ms after a 5 ms stall"
+        );
+        // A 50 ms stall is forgiven: the next 10 ms carry ~10 datagrams, not 60.
+        std::thread::sleep(Duration::from_millis(50));
+        let t = Instant::now();
+        let mut m = 0;
+        while t.elapsed() < Duration::from_millis(10) {
+            p.take(1000, &|| false);
+            m += 1;
+        }
+        assert!(m <= 13, "burst of {m} after a stall");
+    }
+
+    #[test]
+    fn batch_sizes() {
+        assert_eq!(batch_size(0, 1448), 64);
+        assert_eq!(batch_size(100_000_000, 1448), 1);
+        assert_eq!(batch_size(1_000_000_000, 1448), 17);
+        assert_eq!(batch_size(1_000_000, 1448), 1);
+    }
+}
