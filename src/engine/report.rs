@@ -48,8 +48,11 @@ impl UdpSample {
 /// UDP totals of one stream (after the omit period), both ends as far as known.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct UdpSummary {
-    /// Datagrams the sender sent (its own count).
+    /// Datagrams the sender sent (its own count, after the omit period).
     pub sent_packets: Option<u64>,
+    /// Datagrams the sender sent during the omit period (sender side only).
+    #[serde(default)]
+    pub omitted_packets: u64,
     /// Datagrams the receiver expected (highest sequence number seen).
     pub expected: Option<u64>,
     /// Datagrams the receiver counted as lost (expected − unique received).
@@ -658,6 +661,7 @@ fn udp_total(ss: &[&StreamSummary]) -> UdpSummary {
     };
     UdpSummary {
         sent_packets: sum_opt(&|u| u.sent_packets),
+        omitted_packets: us.iter().map(|u| u.omitted_packets).sum(),
         expected: sum_opt(&|u| u.expected),
         lost: sum_opt(&|u| u.lost),
         jitter_ms: if us.is_empty() {

@@ -510,6 +510,7 @@ impl DataPhase {
                         let p = s.final_packets.unwrap_or_else(|| s.packets.load(Relaxed));
                         Some(UdpSummary {
                             sent_packets: Some(p.saturating_sub(s.omit_packets)),
+                            omitted_packets: s.omit_packets,
                             ..Default::default()
                         })
                     }
@@ -517,6 +518,7 @@ impl DataPhase {
                         let g = lock(st);
                         UdpSummary {
                             sent_packets: None,
+                            omitted_packets: 0,
                             expected: Some(g.expected_after_omit()),
                             lost: Some(g.lost_after_omit()),
                             jitter_ms: g.jitter * 1000.0,
@@ -642,7 +644,14 @@ pub fn merge_remote(summaries: &mut [StreamSummary], remote: &Results) -> Result
         if s.local_sender {
             s.receiver = Some(t);
             if let Some(u) = s.udp.as_mut() {
-                u.expected = Some((r.packets - r.omitted_packets).max(0) as u64);
+                // Peers before 3.14 do not send omitted_packets: use our own count of what
+                // was sent during the omit period instead.
+                let omitted = if r.omitted_packets > 0 {
+                    r.omitted_packets
+                } else {
+                    u.omitted_packets as i64
+                };
+                u.expected = Some((r.packets - omitted).max(0) as u64);
                 u.lost = Some((r.errors - r.omitted_errors).max(0) as u64);
                 u.jitter_ms = r.jitter * 1000.0;
             }
