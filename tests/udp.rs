@@ -334,7 +334,7 @@ fn crafted(order: &[u64], stamp: impl Fn(u64) -> i64) -> (Value, Value) {
         m.extend(b);
         m
     };
-    let mut state = |c: &mut TcpStream, want: u8| {
+    let state = |c: &mut TcpStream, want: u8| {
         let mut b = [0u8; 1];
         c.read_exact(&mut b).expect("state");
         assert_eq!(b[0], want);
