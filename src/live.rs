@@ -57,6 +57,11 @@ impl Hub {
         }
     }
 
+    /// The store behind this hub.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
     /// Subscribe to a run's live events; `None` when it is not running here.
     pub fn subscribe(&self, id: i64) -> Option<broadcast::Receiver<LiveEvent>> {
         self.lock().get(&id).map(|r| r.tx.subscribe())

@@ -26,6 +26,8 @@ enum Cmd {
     Daemon(netperfd::daemon::DaemonArgs),
     /// Read the run history
     Runs(netperfd::runs_cli::RunsArgs),
+    /// Run the UDP ladder of seed 001 (UDP at 100M/400M/1000M, both directions) and record it
+    Ladder(netperfd::ladder_cli::LadderArgs),
     /// Read a password on stdin and print its argon2 hash (for admin_password_hash)
     HashPassword,
 }
@@ -39,6 +41,7 @@ fn main() {
     let code = match args.cmd {
         Some(Cmd::Daemon(d)) => netperfd::daemon::main(d),
         Some(Cmd::Runs(r)) => netperfd::runs_cli::main(r),
+        Some(Cmd::Ladder(l)) => netperfd::ladder_cli::main(l),
         Some(Cmd::HashPassword) => netperfd::web::auth::hash_password_cli(),
         None => iperf_main(args.iperf),
     };

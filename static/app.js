@@ -22,10 +22,20 @@
     return s + " " + labels[i] + "s";
   }
   function rate(bps) { return unit(bps / 8, true) + "/sec"; }
+  function pct(l, t) { return t > 0 ? (100 * Math.min(l, t) / t).toFixed(2) : "0.00"; }
+
+  // The two protocol columns: TCP Retr / Cwnd; UDP jitter / lost-total (receiver) or datagrams.
+  function cols(s) {
+    if (s.udp) {
+      if (s.sender) { return ["", s.udp.packets + " datagrams"]; }
+      return [s.udp.jitter_ms.toFixed(3) + " ms", s.udp.lost + "/" + s.udp.packets + " (" + pct(s.udp.lost, s.udp.packets) + " %)"];
+    }
+    return [s.tcp ? String(s.tcp.retransmits) : "", s.tcp ? unit(s.tcp.snd_cwnd, false) : ""];
+  }
 
   function cell(tr, text) { var td = document.createElement("td"); td.textContent = text; tr.appendChild(td); }
 
-  function addRow(seq, id, role, s, e, bytes, bps, retr, cwnd, sum, omitted) {
+  function addRow(seq, id, role, s, e, bytes, bps, c1, c2, sum, omitted) {
     var tr = document.createElement("tr");
     tr.setAttribute("data-seq", seq);
     tr.setAttribute("data-bps", sum ? bps : 0);
@@ -33,7 +43,7 @@
     cell(tr, id); cell(tr, role);
     cell(tr, s.toFixed(2) + "-" + e.toFixed(2) + " s" + (omitted ? " (omitted)" : ""));
     cell(tr, unit(bytes, false)); cell(tr, rate(bps));
-    cell(tr, retr === null ? "" : String(retr)); cell(tr, cwnd === null ? "" : unit(cwnd, false));
+    cell(tr, c1); cell(tr, c2);
     tbody.appendChild(tr);
   }
 
@@ -43,13 +53,19 @@
     [true, false].forEach(function (sender) {
       var g = rec.streams.filter(function (s) { return s.sender === sender; });
       g.forEach(function (s) {
+        var c = cols(s);
         addRow(seq, String(s.id), sender ? "sender" : "receiver", s.start, s.end, s.bytes, s.bits_per_second,
-          s.tcp ? s.tcp.retransmits : null, s.tcp ? s.tcp.snd_cwnd : null, g.length === 1, s.omitted);
+          c[0], c[1], g.length === 1, s.omitted);
       });
       if (g.length > 1) {
-        var bytes = 0, bps = 0, retr = 0;
-        g.forEach(function (s) { bytes += s.bytes; bps += s.bits_per_second; retr += s.tcp ? s.tcp.retransmits : 0; });
-        addRow(seq, "SUM", sender ? "sender" : "receiver", g[0].start, g[0].end, bytes, bps, sender ? retr : null, null, true, g[0].omitted);
+        var bytes = 0, bps = 0, retr = 0, pk = 0, lost = 0, udp = false;
+        g.forEach(function (s) {
+          bytes += s.bytes; bps += s.bits_per_second; retr += s.tcp ? s.tcp.retransmits : 0;
+          if (s.udp) { udp = true; pk += s.udp.packets; lost += s.udp.lost; }
+        });
+        var c1 = udp ? "" : (sender ? String(retr) : ""), c2 = "";
+        if (udp) { c2 = sender ? pk + " datagrams" : lost + "/" + pk + " (" + pct(lost, pk) + " %)"; }
+        addRow(seq, "SUM", sender ? "sender" : "receiver", g[0].start, g[0].end, bytes, bps, c1, c2, true, g[0].omitted);
       }
     });
     var now = document.getElementById("now-rate");

@@ -443,3 +443,65 @@ fn jitter_follows_delay_variation_whatever_the_clock_offset() {
     assert!((j1 - j0).abs() < 0.3, "offset changed jitter: {j0} vs {j1}");
     assert!((num(&s0, "/end/streams/0/udp/jitter_ms") - j0).abs() < 1e-9);
 }
+
+#[test]
+fn udp_ladder_from_the_cli_is_recorded_as_a_suite() {
+    let mut lab = Lab::new();
+    let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+    lab.spawn(&pc1, "iperf3-s", "iperf3", &["-s"]);
+    lab.wait_port(&pc1, PC1_IP, 5201);
+    let data = lab.dir().join("data");
+    let d = data.to_str().unwrap_or("data").to_string();
+    let (code, out, err) = lab.run(
+        &board,
+        "ladder",
+        bin(),
+        &[
+            "ladder", "-c", PC1_IP, "--rates", "10M,20M", "-t", "1", "-l", "1000", "--data", &d,
+            "--json",
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let v = json(&out, "ladder --json");
+    let rows = v["rows"].as_array().cloned().unwrap_or_default();
+    let got: Vec<(u64, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["target_bps"].as_u64().unwrap_or(0),
+                r["direction"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (10_000_000, "send".into()),
+            (10_000_000, "receive".into()),
+            (20_000_000, "send".into()),
+            (20_000_000, "receive".into())
+        ]
+    );
+    for r in &rows {
+        let target = r["target_bps"].as_f64().unwrap_or(0.0);
+        let bps = r["bitrate_bps"].as_f64().unwrap_or(0.0);
+        assert!((target * 0.95..=target * 1.05).contains(&bps), "{r}");
+        assert!(r["lost_percent"].as_f64().unwrap_or(100.0) < 1.0, "{r}");
+        assert!(r["total"].as_i64().unwrap_or(0) > 0, "{r}");
+        assert_eq!(r["status"], "completed");
+    }
+    assert_eq!(v["suite"]["status"], "completed");
+    // The same history, read back by `runs list`.
+    let out = std::process::Command::new(bin())
+        .args(["runs", "list", "--json", "--data", &d])
+        .output()
+        .expect("runs");
+    let list = json(&String::from_utf8_lossy(&out.stdout), "runs list");
+    assert_eq!(list.as_array().map(|a| a.len()), Some(4));
+    assert!(list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .all(|r| r["protocol"] == "UDP" && r["suite_id"] == v["suite"]["id"]));
+}

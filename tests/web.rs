@@ -697,3 +697,105 @@ fn browser_sees_the_live_run_page() {
         .http
         .req("DELETE", &format!("/session/{}", d.session), vec![], None);
 }
+
+#[test]
+fn udp_test_and_udp_ladder_from_the_web() {
+    let mut lab = Lab::new();
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    lab.spawn(&pc1, "iperf3-s", "iperf3", &["-s"]);
+    lab.wait_port(&pc1, PC1_IP, 5201);
+    let (_, mut http) = daemon(&mut lab, &board, 8083, &[]);
+    set_up(&lab, &mut http);
+    let csrf = http.csrf();
+
+    // A UDP test from the New test form.
+    let r = http.form(
+        "/tests",
+        &[
+            ("csrf", &csrf),
+            ("protocol", "udp"),
+            ("host", PC1_IP),
+            ("duration", "2"),
+            ("bitrate", "50M"),
+            ("length", "1400"),
+        ],
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    let id: i64 = r.location.trim_start_matches("/runs/").parse().expect("id");
+    let v = wait_run(&http, id, Duration::from_secs(20));
+    assert_eq!(v["run"]["status"], "completed", "{v}");
+    assert_eq!(v["run"]["protocol"], "UDP");
+    let rbps = v["run"]["receiver_bps"].as_f64().unwrap_or(0.0);
+    assert!((47.5e6..=52.5e6).contains(&rbps), "{rbps}");
+    assert!(
+        v["run"]["total_packets"].as_i64().unwrap_or(0) > 8000,
+        "{v}"
+    );
+    assert!(v["run"]["lost_percent"].as_f64().unwrap_or(100.0) < 1.0);
+    assert!(v["run"]["jitter_ms"].as_f64().is_some());
+    let page = http.get(&format!("/runs/{id}")).body;
+    assert!(
+        page.contains("<th>Jitter</th>") && page.contains("<th>Lost/Total</th>"),
+        "UDP columns"
+    );
+    assert!(
+        page.contains("iperf3 -c 192.0.2.2 -p 5201 -u -t 2 -b 50000000 -l 1400"),
+        "command line shown"
+    );
+    let csv = http.get(&format!("/runs/{id}/export.csv")).body;
+    assert!(csv
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .ends_with("packets,lost,jitter_ms"));
+
+    // Bad ladder input: a clear error, nothing started.
+    let r = http.form(
+        "/suites/udp-ladder",
+        &[("csrf", &csrf), ("host", PC1_IP), ("rates", "fast")],
+    );
+    assert_eq!(r.status, 400);
+    assert!(r.body.contains("rates:"), "{}", r.body);
+
+    // The ladder through the API (session + CSRF header), then its page.
+    let hdr = vec![("X-CSRF-Token".to_string(), csrf.clone())];
+    let r = http.json(
+        "POST",
+        "/api/suites/udp-ladder",
+        hdr,
+        &serde_json::json!({"host": PC1_IP, "rates": "20M,40M", "duration": 1, "length": 1000}),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let sid = serde_json::from_str::<Value>(&r.body).expect("json")["id"]
+        .as_i64()
+        .expect("id");
+    let t = Instant::now();
+    let v = loop {
+        let v: Value =
+            serde_json::from_str(&http.get(&format!("/api/suites/{sid}")).body).expect("json");
+        if v["suite"]["status"] != "running" {
+            break v;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(40),
+            "ladder still running: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert_eq!(v["suite"]["status"], "completed", "{v}");
+    let rows = v["rows"].as_array().cloned().unwrap_or_default();
+    assert_eq!(rows.len(), 4);
+    assert_eq!(rows[1]["direction"], "receive");
+    assert_eq!(rows[2]["target_bps"].as_u64(), Some(40_000_000));
+    let page = http.get(&format!("/suites/{sid}")).body;
+    assert!(
+        page.contains("udp-ladder")
+            && page.contains("40.0 Mbits/sec")
+            && page.contains("Lost/Total"),
+        "{page}"
+    );
+    assert!(http
+        .get("/runs")
+        .body
+        .contains(&format!("href=\"/suites/{sid}\"")));
+}

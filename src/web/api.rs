@@ -23,7 +23,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/api/runs/{id}", web::delete().to(delete))
         .route("/api/runs/{id}/stop", web::post().to(stop))
         .route("/api/runs/{id}/events", web::get().to(events))
-        .route("/api/runs/{id}/export", web::get().to(export));
+        .route("/api/runs/{id}/export", web::get().to(export))
+        .route("/api/suites/udp-ladder", web::post().to(start_ladder))
+        .route("/api/suites/{id}", web::get().to(suite));
 }
 
 fn error(status: actix_web::http::StatusCode, msg: impl Into<String>) -> HttpResponse {
@@ -105,6 +107,48 @@ fn normalize(v: serde_json::Value) -> Result<serde_json::Value, String> {
         out.insert(k, v);
     }
     Ok(serde_json::Value::Object(out))
+}
+
+async fn start_ladder(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let form: super::pages::LadderForm = match serde_json::from_slice::<serde_json::Value>(&body)
+        .map_err(|e| e.to_string())
+        .and_then(normalize)
+        .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
+    {
+        Ok(f) => f,
+        Err(e) => {
+            return Ok(error(
+                actix_web::http::StatusCode::BAD_REQUEST,
+                format!("invalid request body: {e}"),
+            ))
+        }
+    };
+    Ok(match form.start(&state) {
+        Ok(id) => HttpResponse::Created().json(json!({"id": id, "url": format!("/suites/{id}")})),
+        Err(e) => error(actix_web::http::StatusCode::BAD_REQUEST, e),
+    })
+}
+
+async fn suite(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
+    let id = path.into_inner();
+    match state.store.suite(id) {
+        Ok(Some((s, runs))) => HttpResponse::Ok().json(json!({
+            "suite": s,
+            "rows": crate::suites::ladder_rows(&runs),
+            "text": crate::suites::ladder_text(&crate::suites::ladder_rows(&runs)),
+        })),
+        Ok(None) => error(
+            actix_web::http::StatusCode::NOT_FOUND,
+            format!("no suite {id}"),
+        ),
+        Err(e) => internal(e),
+    }
 }
 
 async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {

@@ -68,7 +68,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     pages::configure(cfg);
     api::configure(cfg);
     cfg.route("/static/style.css", web::get().to(style))
-        .route("/static/app.js", web::get().to(script));
+        .route("/static/app.js", web::get().to(script))
+        .route("/static/refresh.js", web::get().to(refresh));
 }
 
 async fn style() -> HttpResponse {
@@ -76,6 +77,12 @@ async fn style() -> HttpResponse {
         .content_type("text/css; charset=utf-8")
         .insert_header(("Cache-Control", "max-age=3600"))
         .body(include_str!("../../static/style.css"))
+}
+
+async fn refresh() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/javascript; charset=utf-8")
+        .body(include_str!("../../static/refresh.js"))
 }
 
 async fn script() -> HttpResponse {
@@ -107,12 +114,12 @@ pub fn fmt_time(ms: i64) -> String {
 /// snd_cwnd (bytes), rtt (µs), omitted.
 pub fn run_csv(run: &RunRow, intervals: &[IntervalRow], report: Option<&Report>) -> String {
     let mut out = String::from(
-        "run_id,kind,stream,role,start,end,seconds,bytes,bits_per_second,retransmits,snd_cwnd,rtt_us,omitted\n",
+        "run_id,kind,stream,role,start,end,seconds,bytes,bits_per_second,retransmits,snd_cwnd,rtt_us,omitted,packets,lost,jitter_ms\n",
     );
     let opt = |v: Option<i64>| v.map(|x| x.to_string()).unwrap_or_default();
     for i in intervals {
         out.push_str(&format!(
-            "{},interval,{},{},{:.6},{:.6},{:.6},{},{:.3},{},{},{},{}\n",
+            "{},interval,{},{},{:.6},{:.6},{:.6},{},{:.3},{},{},{},{},{},{},{}\n",
             run.id,
             i.stream_id,
             if i.sender { "sender" } else { "receiver" },
@@ -124,13 +131,16 @@ pub fn run_csv(run: &RunRow, intervals: &[IntervalRow], report: Option<&Report>)
             opt(i.retransmits),
             opt(i.snd_cwnd),
             opt(i.rtt),
-            i.omitted
+            i.omitted,
+            opt(i.packets),
+            opt(i.lost),
+            i.jitter_ms.map(|j| format!("{j:.4}")).unwrap_or_default()
         ));
     }
     if let Some(r) = report {
         for s in &r.streams {
             out.push_str(&format!(
-                "{},summary,{},sender,0,{:.6},{:.6},{},{:.3},{},,,false\n",
+                "{},summary,{},sender,0,{:.6},{:.6},{},{:.3},{},,,false,{},,\n",
                 run.id,
                 s.id,
                 s.sender.seconds,
@@ -141,17 +151,26 @@ pub fn run_csv(run: &RunRow, intervals: &[IntervalRow], report: Option<&Report>)
                     s.retransmits.to_string()
                 } else {
                     String::new()
-                }
+                },
+                s.udp
+                    .and_then(|u| u.sent_packets)
+                    .map(|p| p.to_string())
+                    .unwrap_or_default()
             ));
             if let Some(rc) = s.receiver {
                 out.push_str(&format!(
-                    "{},summary,{},receiver,0,{:.6},{:.6},{},{:.3},,,,false\n",
+                    "{},summary,{},receiver,0,{:.6},{:.6},{},{:.3},,,,false,{},{},{}\n",
                     run.id,
                     s.id,
                     rc.seconds,
                     rc.seconds,
                     rc.bytes,
-                    rc.bits_per_second()
+                    rc.bits_per_second(),
+                    s.udp.map(|u| u.loss().1.to_string()).unwrap_or_default(),
+                    s.udp.map(|u| u.loss().0.to_string()).unwrap_or_default(),
+                    s.udp
+                        .map(|u| format!("{:.4}", u.jitter_ms))
+                        .unwrap_or_default()
                 ));
             }
         }

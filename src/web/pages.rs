@@ -27,6 +27,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/runs/{id}/stop", web::post().to(stop_run))
         .route("/runs/{id}/export.json", web::get().to(export_json))
         .route("/runs/{id}/export.csv", web::get().to(export_csv))
+        .route("/suites/udp-ladder", web::post().to(start_ladder))
+        .route("/suites/{id}", web::get().to(suite_page))
         .route("/settings", web::get().to(settings_page))
         .route("/settings/password", web::post().to(change_password))
         .route("/settings/tokens", web::post().to(create_token))
@@ -324,6 +326,13 @@ pub struct RunView {
     pub sender_rate: String,
     pub receiver_rate: String,
     pub retransmits: String,
+    /// UDP: "lost/total (x %)"; TCP: empty.
+    pub loss: String,
+    /// UDP: receiver jitter "0.012 ms"; TCP: empty.
+    pub jitter: String,
+    /// What the history's "Retr / Loss" column shows.
+    pub retr_or_loss: String,
+    pub udp: bool,
     pub error: Option<String>,
 }
 
@@ -360,6 +369,24 @@ fn run_view(r: &RunRow) -> RunView {
             .retransmits
             .map(|x| x.to_string())
             .unwrap_or_else(|| "—".into()),
+        loss: match (r.lost_packets, r.total_packets, r.lost_percent) {
+            (Some(l), Some(t), Some(p)) => format!("{l}/{t} ({p:.2} %)"),
+            _ => String::new(),
+        },
+        jitter: r
+            .jitter_ms
+            .map(|j| format!("{j:.3} ms"))
+            .unwrap_or_default(),
+        retr_or_loss: if r.protocol == "UDP" {
+            r.lost_percent
+                .map(|p| format!("{p:.2} % loss"))
+                .unwrap_or_else(|| "—".into())
+        } else {
+            r.retransmits
+                .map(|x| x.to_string())
+                .unwrap_or_else(|| "—".into())
+        },
+        udp: r.protocol == "UDP",
         error: r.error.clone(),
     }
 }
@@ -374,6 +401,9 @@ pub fn command_line(r: &RunRow) -> String {
     } else {
         format!("iperf3 -c {} -p {}", r.peer_host, r.peer_port)
     };
+    if p.protocol == crate::engine::iperf3::wire::Protocol::Udp {
+        c.push_str(" -u");
+    }
     if p.time > 0 {
         c.push_str(&format!(" -t {}", p.time));
     }
@@ -396,6 +426,9 @@ pub fn command_line(r: &RunRow) -> String {
     }
     if let Some(w) = p.window {
         c.push_str(&format!(" -w {w}"));
+    }
+    if p.protocol == crate::engine::iperf3::wire::Protocol::Udp && p.len > 0 {
+        c.push_str(&format!(" -l {}", p.len));
     }
     if p.omit > 0 {
         c.push_str(&format!(" -O {}", p.omit));
@@ -459,11 +492,16 @@ fn interval_views(rows: &[IntervalRow]) -> Vec<IntervalView> {
             if g.len() > 1 {
                 let bytes: i64 = g.iter().map(|r| r.bytes).sum();
                 let bps: f64 = g.iter().map(|r| r.bits_per_second).sum();
-                let retr: Option<i64> = if sender {
+                let udp = g.iter().any(|r| r.packets.is_some());
+                let retr: Option<i64> = if sender && !udp {
                     Some(g.iter().filter_map(|r| r.retransmits).sum())
                 } else {
                     None
                 };
+                let (pk, lost): (i64, i64) = (
+                    g.iter().filter_map(|r| r.packets).sum(),
+                    g.iter().filter_map(|r| r.lost).sum(),
+                );
                 out.push(IntervalView {
                     seq,
                     id: "SUM".into(),
@@ -472,7 +510,14 @@ fn interval_views(rows: &[IntervalRow]) -> Vec<IntervalView> {
                     transfer: fmt_bytes(bytes as f64),
                     bitrate: fmt_rate(bps),
                     retr: retr.map(|x| x.to_string()).unwrap_or_default(),
-                    cwnd: String::new(),
+                    cwnd: match (udp, sender) {
+                        (true, true) => format!("{pk} datagrams"),
+                        (true, false) => format!(
+                            "{lost}/{pk} ({:.2} %)",
+                            crate::engine::udp::loss_percent(lost.max(0) as u64, pk.max(0) as u64)
+                        ),
+                        _ => String::new(),
+                    },
                     bps,
                     class: "sum".into(),
                 });
@@ -491,6 +536,8 @@ struct PortOption {
 }
 
 struct FormValues {
+    protocol: String,
+    length: String,
     host: String,
     port: String,
     duration: String,
@@ -510,6 +557,8 @@ impl FormValues {
                 .unwrap_or_else(|| d.to_string())
         };
         FormValues {
+            protocol: g(r.map(|r| &r.protocol), "tcp"),
+            length: g(r.map(|r| &r.length), ""),
             host: r.map(|r| r.host.clone()).unwrap_or_default(),
             port: g(r.map(|r| &r.port), "5201"),
             duration: g(r.map(|r| &r.duration), "10"),
@@ -606,12 +655,21 @@ async fn start_test(
 
 // ---------------------------------------------------------------- history
 
+struct SuiteLink {
+    id: i64,
+    name: String,
+    peer: String,
+    when: String,
+    status: String,
+}
+
 #[derive(Template)]
 #[template(path = "runs.html")]
 struct RunsPage {
     nav: bool,
     csrf: String,
     version: String,
+    suites: Vec<SuiteLink>,
     runs: Vec<RunView>,
     statuses: Vec<String>,
     filter_status: String,
@@ -628,10 +686,24 @@ async fn runs_page(
         Ok(r) => r.iter().map(run_view).collect(),
         Err(e) => return internal(e),
     };
+    let suites = state
+        .store
+        .suites(20)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| SuiteLink {
+            id: s.id,
+            name: s.name,
+            peer: s.peer_host,
+            when: fmt_time(s.created_at),
+            status: s.status,
+        })
+        .collect();
     ok(&RunsPage {
         nav: true,
         csrf: auth.csrf().into(),
         version: version_string(),
+        suites,
         runs,
         statuses: ["running", "completed", "failed", "aborted"]
             .map(String::from)
@@ -648,6 +720,9 @@ struct RunPage {
     nav: bool,
     csrf: String,
     version: String,
+    /// Headers of the two protocol-specific interval columns.
+    col1: String,
+    col2: String,
     run: RunView,
     live: bool,
     cmdline: String,
@@ -695,10 +770,13 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
         t.push_str(&report::text_summary(r));
         t
     });
+    let udp = run.protocol == "UDP";
     ok(&RunPage {
         nav: true,
         csrf: auth.csrf().into(),
         version: version_string(),
+        col1: if udp { "Jitter" } else { "Retr" }.into(),
+        col2: if udp { "Lost/Total" } else { "Cwnd" }.into(),
         live: state.hub.is_live(id),
         cmdline: command_line(&run),
         run: run_view(&run),
@@ -785,6 +863,143 @@ async fn export_csv(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>
             .body(run_csv(&run, &iv, rep.as_ref())),
         Err(r) => r,
     }
+}
+
+// ---------------------------------------------------------------- suites
+
+/// The UDP ladder form (also the JSON body of `POST /api/suites/udp-ladder`).
+#[derive(Deserialize, Debug, Clone, Default)]
+pub struct LadderForm {
+    #[serde(default)]
+    pub csrf: Option<String>,
+    pub host: String,
+    #[serde(default)]
+    pub port: Option<String>,
+    /// "100M,400M,1000M".
+    #[serde(default)]
+    pub rates: Option<String>,
+    /// Seconds per test.
+    #[serde(default)]
+    pub duration: Option<String>,
+    /// Datagram size.
+    #[serde(default)]
+    pub length: Option<String>,
+    /// Board port.
+    #[serde(default)]
+    pub bind: Option<String>,
+}
+
+impl LadderForm {
+    /// Validate and start the suite; returns its id.
+    pub fn start(&self, state: &AppState) -> Result<i64, String> {
+        let rates = crate::suites::parse_rates(self.rates.as_deref().unwrap_or("100M,400M,1000M"))?;
+        let base = TestRequest {
+            host: self.host.clone(),
+            port: self.port.clone(),
+            duration: self.duration.clone(),
+            length: self.length.clone(),
+            bind: self.bind.clone(),
+            ..Default::default()
+        };
+        let specs = crate::suites::ladder_specs(&base, &rates, &crate::system::ports())?;
+        state.hub.start_suite(crate::suites::UDP_LADDER, specs)
+    }
+}
+
+async fn start_ladder(
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<LadderForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    Ok(match form.start(&state) {
+        Ok(id) => see_other(&format!("/suites/{id}")),
+        Err(e) => message(
+            actix_web::http::StatusCode::BAD_REQUEST,
+            Some(&auth),
+            "Cannot start the ladder",
+            &e,
+        ),
+    })
+}
+
+struct LadderView {
+    run_id: i64,
+    target: String,
+    direction: String,
+    bitrate: String,
+    jitter: String,
+    lost_total: String,
+    loss: String,
+    status: String,
+}
+
+#[derive(Template)]
+#[template(path = "suite.html")]
+struct SuitePage {
+    nav: bool,
+    csrf: String,
+    version: String,
+    suite_id: i64,
+    name: String,
+    status: String,
+    peer: String,
+    when: String,
+    running: bool,
+    rows: Vec<LadderView>,
+    text: String,
+}
+
+async fn suite_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
+    let id = path.into_inner();
+    let (suite, runs) = match state.store.suite(id) {
+        Ok(Some(x)) => x,
+        Ok(None) => {
+            return message(
+                actix_web::http::StatusCode::NOT_FOUND,
+                Some(&auth),
+                "No such suite",
+                &format!("There is no suite {id}."),
+            )
+        }
+        Err(e) => return internal(e),
+    };
+    let rows = crate::suites::ladder_rows(&runs);
+    let text = crate::suites::ladder_text(&rows);
+    ok(&SuitePage {
+        nav: true,
+        csrf: auth.csrf().into(),
+        version: version_string(),
+        suite_id: suite.id,
+        name: suite.name.clone(),
+        running: suite.status == "running",
+        status: suite.status,
+        peer: suite.peer_host,
+        when: fmt_time(suite.created_at),
+        rows: rows
+            .iter()
+            .map(|r| LadderView {
+                run_id: r.run_id,
+                target: fmt_rate(r.target_bps as f64),
+                direction: r.direction.clone(),
+                bitrate: r.bitrate_bps.map(fmt_rate).unwrap_or_else(|| "—".into()),
+                jitter: r
+                    .jitter_ms
+                    .map(|j| format!("{j:.3} ms"))
+                    .unwrap_or_else(|| "—".into()),
+                lost_total: match (r.lost, r.total) {
+                    (Some(l), Some(t)) => format!("{l}/{t}"),
+                    _ => "—".into(),
+                },
+                loss: r
+                    .lost_percent
+                    .map(|p| format!("{p:.2} %"))
+                    .unwrap_or_else(|| "—".into()),
+                status: r.status.clone(),
+            })
+            .collect(),
+        text,
+    })
 }
 
 // ---------------------------------------------------------------- settings

@@ -11,6 +11,12 @@ use serde::Deserialize;
 pub struct TestRequest {
     /// Peer host name or address.
     pub host: String,
+    /// "tcp" (default) or "udp".
+    #[serde(default)]
+    pub protocol: Option<String>,
+    /// TCP block or UDP datagram size, e.g. "128K" or "1448"; empty = iperf3's default.
+    #[serde(default)]
+    pub length: Option<String>,
     /// Peer port, default 5201.
     #[serde(default)]
     pub port: Option<String>,
@@ -85,6 +91,29 @@ impl TestRequest {
         let mut spec = ClientSpec::new(host);
         spec.port = int(&self.port, "port", 5201, 1, 65535)? as u16;
         let p = &mut spec.params;
+        let udp = match opt(&self.protocol).unwrap_or("tcp") {
+            "tcp" | "TCP" => false,
+            "udp" | "UDP" => true,
+            x => return Err(format!("protocol must be tcp or udp, got '{x}'")),
+        };
+        if udp {
+            p.protocol = crate::engine::iperf3::wire::Protocol::Udp;
+            // iperf3's UDP defaults: 1 Mbit/s per stream, datagram size from the path MSS.
+            p.bandwidth = 1024 * 1024;
+            p.len = 0;
+        }
+        if let Some(l) = opt(&self.length) {
+            let len = parse_suffixed(l, false).map_err(|e| format!("length: {e}"))?;
+            let (lo, hi) = if udp {
+                (16, crate::engine::udp::MAX_UDP_LEN_V4 as u64)
+            } else {
+                (1, crate::engine::iperf3::wire::MAX_TCP_BLKSIZE as u64)
+            };
+            if !(lo..=hi).contains(&len) {
+                return Err(format!("length must be {lo}..{hi} bytes, got {len}"));
+            }
+            p.len = len as u32;
+        }
         p.time = int(&self.duration, "duration", 10, 1, 86_400)? as u32;
         p.parallel = int(&self.parallel, "parallel streams", 1, 1, 128)? as u32;
         p.omit = int(&self.omit, "omit", 0, 0, 600)? as u32;
@@ -203,6 +232,37 @@ mod tests {
             let e = r.to_spec(&[]).unwrap_err();
             assert!(e.contains(want), "{e} should mention {want}");
         }
+    }
+
+    #[test]
+    fn udp_defaults_and_length_limits() {
+        let r = TestRequest {
+            protocol: Some("udp".into()),
+            ..req("192.0.2.2")
+        };
+        let s = r.to_spec(&[]).unwrap();
+        assert_eq!(
+            s.params.protocol,
+            crate::engine::iperf3::wire::Protocol::Udp
+        );
+        assert_eq!(s.params.bandwidth, 1_048_576);
+        let r = TestRequest {
+            protocol: Some("udp".into()),
+            length: Some("65508".into()),
+            ..req("192.0.2.2")
+        };
+        assert!(r
+            .to_spec(&[])
+            .unwrap_err()
+            .contains("length must be 16..65507"));
+        let r = TestRequest {
+            protocol: Some("sctp".into()),
+            ..req("192.0.2.2")
+        };
+        assert!(r
+            .to_spec(&[])
+            .unwrap_err()
+            .contains("protocol must be tcp or udp"));
     }
 
     #[test]

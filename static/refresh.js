@@ -1,0 +1,2 @@
+// Reload a page every 2 s (suite pages while their tests run).
+window.setTimeout(function () { window.location.reload(); }, 2000);
