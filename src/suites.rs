@@ -202,7 +202,7 @@ mod tests {
         assert!(parse_rates("").is_err());
         assert!(parse_rates("fast").is_err());
         assert!(parse_rates("0").is_err());
-        assert!(parse_rates(&vec!["1M"; 11].join(",")).is_err());
+        assert!(parse_rates(&["1M"; 11].join(",")).is_err());
     }
 
     #[test]
