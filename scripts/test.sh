@@ -31,4 +31,5 @@ done
 # Namespaces left by an interrupted earlier run (names are npt-*) would not clash, but clean them.
 for ns in $(ip netns list 2>/dev/null | awk '/^npt-/ {print $1}'); do ip netns del "$ns" || true; done
 
-cargo test --locked "$@"
+# --no-fail-fast: one failing test binary must not hide the results of the others.
+cargo test --locked --no-fail-fast "$@"

@@ -505,3 +505,59 @@ fn udp_ladder_from_the_cli_is_recorded_as_a_suite() {
         .flatten()
         .all(|r| r["protocol"] == "UDP" && r["suite_id"] == v["suite"]["id"]));
 }
+
+#[test]
+fn udp_reverse_to_a_pulled_cable_frees_the_session_and_the_server_stays_ready() {
+    let mut lab = Lab::new();
+    let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+    lab.spawn_env(
+        &board,
+        "netperfd-s",
+        bin(),
+        &["-s", "-J"],
+        &[("RUST_LOG", "warn")],
+    );
+    lab.wait_port(&board, BOARD_IP, 5201);
+    // The board sends UDP to pc1 (-R) for 60 s; then pc1's cable is pulled.
+    let cli = lab.spawn(
+        &pc1,
+        "long",
+        "iperf3",
+        &["-c", BOARD_IP, "-u", "-b", "10M", "-t", "60", "-R"],
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let out = std::process::Command::new("ip")
+        .args(["-n", &pc1, "link", "set", "eth0", "down"])
+        .output()
+        .expect("ip");
+    assert!(out.status.success());
+    let t = std::time::Instant::now();
+    loop {
+        let (o, _) = lab.output("netperfd-s");
+        if o.contains("\"error\"") {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(15),
+            "UDP sender session not freed within 15 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    lab.kill(cli);
+    // Cable back: the next UDP test passes.
+    let out = std::process::Command::new("ip")
+        .args(["-n", &pc1, "link", "set", "eth0", "up"])
+        .output()
+        .expect("ip");
+    assert!(out.status.success());
+    std::thread::sleep(Duration::from_millis(500));
+    let (code, o, e) = lab.run(
+        &pc1,
+        "next",
+        "iperf3",
+        &["-c", BOARD_IP, "-u", "-b", "10M", "-t", "1", "-J"],
+        T,
+    );
+    assert_eq!(code, Some(0), "{o}{e}");
+    assert!(num(&json(&o, "next"), "/end/sum_received/packets") > 0.0);
+}
