@@ -716,7 +716,7 @@ fn udp_test_and_udp_ladder_from_the_web() {
             ("protocol", "udp"),
             ("host", PC1_IP),
             ("duration", "2"),
-            ("bitrate", "50M"),
+            ("bitrate", "20M"),
             ("length", "1400"),
         ],
     );
@@ -726,9 +726,9 @@ fn udp_test_and_udp_ladder_from_the_web() {
     assert_eq!(v["run"]["status"], "completed", "{v}");
     assert_eq!(v["run"]["protocol"], "UDP");
     let rbps = v["run"]["receiver_bps"].as_f64().unwrap_or(0.0);
-    assert!((47.5e6..=52.5e6).contains(&rbps), "{rbps}");
+    assert!((18e6..=22e6).contains(&rbps), "{rbps}");
     assert!(
-        v["run"]["total_packets"].as_i64().unwrap_or(0) > 8000,
+        v["run"]["total_packets"].as_i64().unwrap_or(0) > 3000,
         "{v}"
     );
     assert!(v["run"]["lost_percent"].as_f64().unwrap_or(100.0) < 1.0);
@@ -739,7 +739,7 @@ fn udp_test_and_udp_ladder_from_the_web() {
         "UDP columns"
     );
     assert!(
-        page.contains("iperf3 -c 192.0.2.2 -p 5201 -u -t 2 -b 50000000 -l 1400"),
+        page.contains("iperf3 -c 192.0.2.2 -p 5201 -u -t 2 -b 20000000 -l 1400"),
         "command line shown"
     );
     let csv = http.get(&format!("/runs/{id}/export.csv")).body;
