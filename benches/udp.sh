@@ -87,6 +87,9 @@ else
     NETPERFD=$CARGO_TARGET_DIR/release/netperfd
 fi
 NETPERFD=$(readlink -f "$NETPERFD")
+# the tree as of the start (others may commit during the run)
+git_rev=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git_dirty=$(git -C "$repo" status --porcelain 2>/dev/null | grep -q . && echo true || echo false)
 
 # --- topology -----------------------------------------------------------------------
 # names differ from tcp.sh's (npb-*) so both benches can run side by side
@@ -390,8 +393,6 @@ mkdir -p "$here/results"
 [[ -f $here/results/.gitignore ]] || printf '*.json\n' >"$here/results/.gitignore"
 stamp=$(date -u +%Y-%m-%dT%H%M%SZ)
 out_json=$here/results/udp-$stamp.json
-git_rev=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)
-git_dirty=$(git -C "$repo" status --porcelain 2>/dev/null | grep -q . && echo true || echo false)
 
 NPB_STAMP=$stamp NPB_DURATION=$DURATION NPB_REPEATS=$REPEATS NPB_LEN=$LEN NPB_PACED_RATE=$PACED_RATE \
 NPB_NETPERFD=$NETPERFD NPB_NETPERFD_VERSION=$("$NETPERFD" -v 2>/dev/null | head -n1 || true) \

@@ -94,10 +94,8 @@
       return (i * w / n).toFixed(1) + "," + (h - v / max * (h - 20) + 5).toFixed(1);
     }).join(" "));
     svg.appendChild(pl);
-    var t = document.createElementNS(ns, "text");
-    t.setAttribute("x", "4"); t.setAttribute("y", "14");
-    t.textContent = "max " + rate(max);
-    svg.appendChild(t);
+    var label = document.getElementById("chart-label");
+    if (label) { label.textContent = "Bitrate per interval (sender and receiver sums), max " + rate(max); }
   }
 
   draw();

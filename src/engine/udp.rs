@@ -104,6 +104,7 @@ pub struct UdpRecv {
     pub jitter: f64,
     jitter_set: bool,
     prev_transit: Option<i64>,
+    prev_sent: Option<i64>,
     bitmap: Vec<u64>,
     /// Values at the end of the omit period (excluded from the results).
     pub omit_max_seq: u64,
@@ -129,6 +130,7 @@ impl UdpRecv {
             jitter: 0.0,
             jitter_set: false,
             prev_transit: None,
+            prev_sent: None,
             bitmap: vec![0; (DUP_WINDOW / 64) as usize],
             omit_max_seq: 0,
             omit_unique: 0,
@@ -196,6 +198,13 @@ impl UdpRecv {
                 self.unique_after_omit += 1;
             }
         }
+        // Datagrams sent in one batch (sendmmsg/GSO) carry one timestamp, and a GRO
+        // super-datagram has one arrival time: such a batch is one jitter sample, not many
+        // zero differences that would pull the estimate towards 0.
+        if self.prev_sent == Some(sent_us) {
+            return true;
+        }
+        self.prev_sent = Some(sent_us);
         let transit = arrival_us - sent_us;
         if let Some(prev) = self.prev_transit {
             let d = (transit - prev).unsigned_abs() as f64 / 1e6;
@@ -241,6 +250,7 @@ impl UdpRecv {
         self.jitter = 0.0;
         self.jitter_set = false;
         self.prev_transit = None;
+        self.prev_sent = None;
         self.peak_1ms_bps = 0.0;
     }
 
@@ -906,6 +916,24 @@ mod tests {
         assert_eq!(r.jitter, 0.0);
         r.on_datagram(&dgram(2, 1000, false), 3_600_000_000 + 1000 + 700);
         assert!((r.jitter - 200e-6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_batch_with_one_timestamp_is_one_jitter_sample() {
+        // Batches of 8 datagrams sent with one timestamp, arriving together; between batches
+        // the transit alternates by 400 µs. Jitter must be ~400 µs, not diluted by the zeros.
+        let mut r = UdpRecv::new(false);
+        let mut seq = 1;
+        for b in 0..100i64 {
+            let sent = 1_000_000 + b * 1000;
+            let arrival = sent + 5_000 + if b % 2 == 0 { 0 } else { 400 };
+            for _ in 0..8 {
+                r.on_datagram(&dgram(seq, sent, false), arrival);
+                seq += 1;
+            }
+        }
+        assert!((r.jitter - 400e-6).abs() < 1e-6, "{}", r.jitter);
+        assert_eq!(r.unique, 800);
     }
 
     #[test]

@@ -467,6 +467,17 @@ fn interval_views(rows: &[IntervalRow]) -> Vec<IntervalView> {
         for sender in [true, false] {
             let g: Vec<&&IntervalRow> = group.iter().filter(|r| r.sender == sender).collect();
             for r in &g {
+                let (c1, c2) = match r.udp_sample() {
+                    Some(u) if r.sender => (String::new(), format!("{} datagrams", u.packets)),
+                    Some(u) => (
+                        format!("{:.3} ms", u.jitter_ms),
+                        format!("{}/{} ({:.2} %)", u.lost, u.packets, u.lost_percent()),
+                    ),
+                    None => (
+                        r.retransmits.map(|x| x.to_string()).unwrap_or_default(),
+                        r.snd_cwnd.map(|x| fmt_bytes(x as f64)).unwrap_or_default(),
+                    ),
+                };
                 out.push(IntervalView {
                     seq,
                     id: r.stream_id.to_string(),
@@ -479,8 +490,8 @@ fn interval_views(rows: &[IntervalRow]) -> Vec<IntervalView> {
                     ),
                     transfer: fmt_bytes(r.bytes as f64),
                     bitrate: fmt_rate(r.bits_per_second),
-                    retr: r.retransmits.map(|x| x.to_string()).unwrap_or_default(),
-                    cwnd: r.snd_cwnd.map(|x| fmt_bytes(x as f64)).unwrap_or_default(),
+                    retr: c1,
+                    cwnd: c2,
                     bps: if g.len() == 1 { r.bits_per_second } else { 0.0 },
                     class: if g.len() == 1 {
                         "sum".into()
