@@ -1000,4 +1000,101 @@ mod tests {
         assert_eq!(batch_size(1_000_000_000, 1448), 17);
         assert_eq!(batch_size(1_000_000, 1448), 1);
     }
+
+    /// xorshift64*: a small deterministic generator for the property tests.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n.max(1)
+        }
+    }
+
+    /// Property: for random streams (loss, reordering within a window, duplicates, a random
+    /// omit point, 32-bit wire numbers starting anywhere, across 2^31 and 2^32), the accounting
+    /// equals a reference model: lost = distinct sequence numbers missing in 1..=max,
+    /// out-of-order = first arrivals below the running maximum, duplicates = repeats, loss
+    /// within 0..=100 %, and after the omit point only datagrams above it count.
+    #[test]
+    fn property_accounting_matches_a_reference_model() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        for case in 0..400 {
+            let start: u64 = match case % 4 {
+                0 => 1,
+                1 => (1 << 31) - rng.below(50),
+                2 => (1 << 32) - rng.below(50),
+                _ => 1 + rng.below(1 << 40),
+            };
+            let wide = case % 3 == 0;
+            // 32-bit wire numbers start at 1 and wrap with time: a narrow stream cannot begin
+            // above 2^32.
+            let start = if wide {
+                start
+            } else {
+                (start % (1 << 32)).max(1)
+            };
+            let n = 50 + rng.below(400);
+            let loss = rng.below(40);
+            let mut order: Vec<u64> = (start..start + n)
+                .filter(|_| rng.below(100) >= loss)
+                .collect();
+            // Local reordering: swap neighbours within a few positions.
+            for i in 0..order.len() {
+                if rng.below(100) < 20 {
+                    let j = (i + 1 + rng.below(4) as usize).min(order.len() - 1);
+                    order.swap(i, j);
+                }
+            }
+            // Duplicates.
+            let mut sent = Vec::new();
+            for s in order {
+                sent.push(s);
+                if rng.below(100) < 5 {
+                    sent.push(s);
+                }
+            }
+            let omit_at = rng.below(sent.len() as u64 / 2 + 1) as usize;
+            let mut r = UdpRecv::new(wide);
+            // The receiver learns where the stream is from its first datagram, as a real one does
+            // (32-bit numbers are extended relative to what it has seen).
+            let (mut seen, mut max, mut ooo, mut dups) =
+                (std::collections::HashSet::new(), 0u64, 0u64, 0u64);
+            for (i, &s) in sent.iter().enumerate() {
+                if i == omit_at {
+                    r.end_omit();
+                    assert_eq!(r.omit_max_seq, max);
+                }
+                let wire = if wide { s } else { s & 0xFFFF_FFFF };
+                r.on_datagram(&dgram(wire, i as i64 * 10, wide), 1_000 + i as i64 * 10);
+                if !seen.insert(s) {
+                    dups += 1;
+                } else if s < max {
+                    ooo += 1;
+                }
+                max = max.max(s);
+            }
+            // Expected values relative to the first sequence the receiver could know about:
+            // numbers below the stream's start were never sent, so the reference counts from
+            // `start` and the receiver from 1 (its "lost" includes start-1 for a late start).
+            assert_eq!(r.max_seq, max, "case {case}");
+            assert_eq!(r.unique, seen.len() as u64, "case {case}");
+            assert_eq!(r.duplicates, dups, "case {case}");
+            assert_eq!(r.out_of_order, ooo, "case {case}");
+            let missing_in_range = (max - start + 1) - seen.len() as u64;
+            assert_eq!(r.lost(), missing_in_range + (start - 1), "case {case}");
+            let pct = loss_percent(r.lost(), r.max_seq);
+            assert!((0.0..=100.0).contains(&pct), "case {case}: {pct}");
+            // After the omit point: expected and lost over numbers above the omit boundary.
+            let exp_after = max - r.omit_max_seq;
+            assert_eq!(r.expected_after_omit(), exp_after, "case {case}");
+            let uniq_after = seen.iter().filter(|&&s| s > r.omit_max_seq).count() as u64;
+            assert_eq!(r.lost_after_omit(), exp_after - uniq_after, "case {case}");
+            assert!(r.lost_after_omit() <= r.expected_after_omit());
+        }
+    }
 }
