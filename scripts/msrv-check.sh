@@ -32,6 +32,9 @@ fetched=$SECONDS
 
 cd "$project"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$project/target/msrv}
+# The dev profile is optimised for the tests' sake; proving the compiler version needs no
+# optimisation, so build unoptimised (faster) unless told otherwise.
+export CARGO_PROFILE_DEV_OPT_LEVEL=${CARGO_PROFILE_DEV_OPT_LEVEL:-0}
 # RUSTC overrides rustup's toolchain choice; a RUSTC_WRAPPER (sccache) would still work.
 if ! RUSTC=$rustc185 "$cargo" "$cmd" --locked; then
     echo "msrv-check: FAILED: cargo $cmd --locked with $("$rustc185" --version)" >&2

@@ -50,7 +50,7 @@ fn main() {
 
 fn iperf_main(a: IperfArgs) -> i32 {
     if a.client.is_none() && !a.server {
-        eprintln!("netperfd: parameter error - must either be a client (-c) or server (-s)\n\nUsage: netperfd [-s|-c host] [options]\n       netperfd daemon | runs | hash-password\nTry 'netperfd --help' for more information.");
+        eprintln!("netperfd: parameter error - must either be a client (-c) or server (-s)\n\nUsage: netperfd [-s|-c host] [options]\n       netperfd daemon | runs | ladder | hash-password\nTry 'netperfd --help' for more information.");
         return 1;
     }
     if a.server && a.client.is_some() {
