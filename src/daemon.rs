@@ -80,6 +80,8 @@ async fn run(cfg: Config) -> Result<(), String> {
     if stale > 0 {
         tracing::warn!("{stale} run(s) were active when netperfd last stopped; marked aborted");
     }
+    // Board control: restore an unconfirmed change's snapshot, re-apply the confirmed config.
+    crate::system::apply::start_daemon(store.clone(), &cfg.data_dir).await;
     let hub = Hub::new(store.clone());
     let state = actix_web::web::Data::new(AppState::new(store.clone(), hub.clone(), cfg.clone()));
     if let Some(code) = state.setup_code() {

@@ -8,6 +8,7 @@ pub mod engine;
 pub mod ladder_cli;
 pub mod live;
 pub mod logging;
+pub mod net_cli;
 pub mod runs_cli;
 pub mod store;
 pub mod suites;

@@ -143,6 +143,7 @@ impl Hub {
                 suite_id,
             })
             .map_err(|e| e.to_string())?;
+        crate::system::record_net_config(&self.store, id);
         let cancel = Arc::new(Notify::new());
         let tx = self.register(id, Some(cancel.clone()));
         let hub = self.clone();
@@ -205,6 +206,7 @@ impl Hub {
                     };
                     match self.store.create_run(&n) {
                         Ok(id) => {
+                            crate::system::record_net_config(&self.store, id);
                             let tx = self.register(id, None);
                             map.insert(session, (id, 0, tx));
                         }

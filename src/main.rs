@@ -30,6 +30,8 @@ enum Cmd {
     Ladder(netperfd::ladder_cli::LadderArgs),
     /// Read a password on stdin and print its argon2 hash (for admin_password_hash)
     HashPassword,
+    /// Board control: ports, addresses, links, default gateway, forwarding/NAT, CPU governor
+    Net(netperfd::net_cli::NetArgs),
 }
 
 fn main() {
@@ -43,6 +45,7 @@ fn main() {
         Some(Cmd::Runs(r)) => netperfd::runs_cli::main(r),
         Some(Cmd::Ladder(l)) => netperfd::ladder_cli::main(l),
         Some(Cmd::HashPassword) => netperfd::web::auth::hash_password_cli(),
+        Some(Cmd::Net(n)) => netperfd::net_cli::main(n),
         None => iperf_main(args.iperf),
     };
     std::process::exit(code);

@@ -726,7 +726,9 @@ fn udp_test_and_udp_ladder_from_the_web() {
     assert_eq!(v["run"]["status"], "completed", "{v}");
     assert_eq!(v["run"]["protocol"], "UDP");
     let rbps = v["run"]["receiver_bps"].as_f64().unwrap_or(0.0);
-    assert!((18e6..=22e6).contains(&rbps), "{rbps}");
+    // The rate as the peer's receiver measured it: interop, not pacing accuracy, is
+    // checked here (tests/udp_pacing.rs holds the sender to 1 % on its own).
+    assert!((14e6..=22e6).contains(&rbps), "{rbps}");
     assert!(
         v["run"]["total_packets"].as_i64().unwrap_or(0) > 3000,
         "{v}"

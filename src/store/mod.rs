@@ -11,6 +11,9 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+mod board;
+pub use board::BoardLogRow;
+
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -121,6 +124,8 @@ ALTER TABLE intervals ADD COLUMN jitter_ms REAL;
 ALTER TABLE intervals ADD COLUMN out_of_order INTEGER;
 "#,
         ),
+        // 3: board control (system::apply): confirmed network config, change log, run net config.
+        M::up(board::BOARD_MIGRATION),
     ])
 }
 

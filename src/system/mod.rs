@@ -1,5 +1,17 @@
-//! The board: what its network ports are. (Changing them comes with the board-control issue.)
-//! Read with getifaddrs(3), not by parsing `ip` output.
+//! The board: its network ports (a quick getifaddrs(3) list here; the full netlink inventory in
+//! `links`), changing them (`addresses`, `forwarding`, `apply`), and the CPU governor.
+//! Nothing here parses `ip` or `ifconfig` output.
+
+pub mod addresses;
+pub mod apply;
+pub mod error;
+pub mod forwarding;
+pub mod governor;
+pub mod links;
+pub mod netconfig;
+
+pub use apply::{record_net_config, snapshot_json};
+pub use error::BoardError;
 
 use serde::Serialize;
 use std::collections::BTreeMap;

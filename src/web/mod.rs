@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod board;
 pub mod pages;
 pub mod test_request;
 
@@ -65,6 +66,7 @@ impl AppState {
 
 /// Register every route.
 pub fn configure(cfg: &mut web::ServiceConfig) {
+    board::configure(cfg);
     pages::configure(cfg);
     api::configure(cfg);
     cfg.route("/static/style.css", web::get().to(style))

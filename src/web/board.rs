@@ -1,0 +1,1286 @@
+//! Board control in the web UI and the JSON API: the Ports page (inventory with live rates,
+//! addresses, up/down, MTU, default gateway, forwarding with NAT, CPU governor) and its API.
+//! Every change goes through `system::apply` (apply → confirm within the window → or roll
+//! back) unless "Apply unchecked" is asked for. Without CAP_NET_ADMIN everything is shown
+//! read-only, with the reason. Writes need a session plus the CSRF token (form field `csrf`, or
+//! the `X-CSRF-Token` header for the API), or a bearer token. API errors are
+//! `{"error": "...", "kind": "..."}` with a 4xx/5xx status.
+//! Not for: how changes are made or undone (system::apply and friends).
+
+use super::auth::{Auth, AuthError};
+use super::{fmt_bytes, fmt_rate, fmt_time, AppState};
+use crate::engine::report::version_string;
+use crate::system::apply::{self, ApplyOptions, BoardView, Controller};
+use crate::system::error::BoardError;
+use crate::system::governor;
+use crate::system::links;
+use crate::system::netconfig::Change;
+use actix_web::{http::header, http::StatusCode, web, HttpRequest, HttpResponse};
+use askama::Template;
+use serde::Deserialize;
+use serde_json::json;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+/// Register the Ports page, its form posts, the board API and `/static/board.js`.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/ports", web::get().to(ports_page))
+        .route("/ports/change", web::post().to(change_form))
+        .route("/ports/confirm", web::post().to(confirm_form))
+        .route("/ports/rollback", web::post().to(rollback_form))
+        .route("/ports/governor", web::post().to(governor_form))
+        .route("/ports/settings", web::post().to(settings_form))
+        .route("/api/ports", web::get().to(api_ports))
+        .route("/api/board", web::get().to(api_board))
+        .route("/api/board/changes", web::post().to(api_changes))
+        .route("/api/board/confirm", web::post().to(api_confirm))
+        .route("/api/board/rollback", web::post().to(api_rollback))
+        .route("/api/board/settings", web::put().to(api_settings))
+        .route(
+            "/api/ports/{port}/addresses",
+            web::post().to(api_add_address),
+        )
+        .route(
+            "/api/ports/{port}/addresses/{addr}/{prefix}",
+            web::delete().to(api_del_address),
+        )
+        .route("/api/ports/{port}/link", web::post().to(api_link))
+        .route("/api/gateway", web::put().to(api_set_gateway))
+        .route("/api/gateway", web::delete().to(api_del_gateway))
+        .route("/api/forwarding", web::post().to(api_forward_enable))
+        .route("/api/forwarding", web::delete().to(api_forward_disable))
+        .route("/api/governor", web::get().to(api_governor))
+        .route("/api/governor", web::put().to(api_set_governor))
+        .route(
+            "/api/runs/{id}/net-config",
+            web::get().to(api_run_net_config),
+        )
+        .route("/static/board.js", web::get().to(script));
+}
+
+async fn script() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/javascript; charset=utf-8")
+        .insert_header(("Cache-Control", "max-age=3600"))
+        .body(include_str!("../../static/board.js"))
+}
+
+/// The process's board controller (installed by the daemon at start; made here otherwise).
+fn controller(state: &AppState) -> Arc<Controller> {
+    apply::global().unwrap_or_else(|| {
+        apply::install(Controller::new(
+            Some(state.store.clone()),
+            Some(&state.config.data_dir),
+        ))
+    })
+}
+
+/// The board address the request came in on: the Host header's address when it is one,
+/// else the listener's address when it is a specific one.
+pub fn management_address(req: &HttpRequest) -> Option<IpAddr> {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    let h = if let Some(rest) = host.strip_prefix('[') {
+        rest.split(']').next().unwrap_or_default()
+    } else {
+        match host.rsplit_once(':') {
+            Some((a, p)) if !a.contains(':') && p.bytes().all(|b| b.is_ascii_digit()) => a,
+            _ => host,
+        }
+    };
+    if let Ok(ip) = h.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    let local = req.app_config().local_addr().ip();
+    (!local.is_unspecified()).then_some(local)
+}
+
+fn status(e: &BoardError) -> StatusCode {
+    StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+fn api_error(e: &BoardError) -> HttpResponse {
+    let mut body = json!({"error": e.to_string(), "kind": e.kind()});
+    if let BoardError::Warning(w) = e {
+        body["warning"] = json!(w);
+    }
+    HttpResponse::build(status(e)).json(body)
+}
+
+fn bad_request(msg: impl Into<String>) -> HttpResponse {
+    api_error(&BoardError::Invalid(msg.into()))
+}
+
+// ---------------------------------------------------------------- API
+
+async fn api_ports(_auth: Auth) -> HttpResponse {
+    match links::inventory().await {
+        Ok(l) => HttpResponse::Ok().json(l),
+        Err(e) => api_error(&e),
+    }
+}
+
+async fn api_board(_auth: Auth, state: web::Data<AppState>) -> HttpResponse {
+    match controller(&state).view().await {
+        Ok(v) => HttpResponse::Ok().json(v),
+        Err(e) => api_error(&e),
+    }
+}
+
+/// How to apply, as the API takes it (next to the change's own fields).
+#[derive(Debug, Default, Deserialize)]
+struct ApplyParams {
+    /// Confirmation window, seconds (number or string).
+    #[serde(default)]
+    confirm_within: Option<serde_json::Value>,
+    /// Apply without a confirmation window.
+    #[serde(default)]
+    unchecked: Option<bool>,
+    /// Apply even when it removes the address the request came in on.
+    #[serde(default)]
+    force: Option<bool>,
+}
+
+impl ApplyParams {
+    fn options(&self, req: &HttpRequest, source: &str) -> Result<ApplyOptions, BoardError> {
+        let confirm_within = match &self.confirm_within {
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::Number(n)) => Some(
+                n.as_u64()
+                    .and_then(|v| u32::try_from(v).ok())
+                    .ok_or_else(|| {
+                        BoardError::Invalid(format!(
+                            "confirm_within must be a whole number of seconds, got {n}"
+                        ))
+                    })?,
+            ),
+            Some(serde_json::Value::String(s)) if s.trim().is_empty() => None,
+            Some(serde_json::Value::String(s)) => Some(s.trim().parse::<u32>().map_err(|_| {
+                BoardError::Invalid(format!(
+                    "confirm_within must be a whole number of seconds, got '{s}'"
+                ))
+            })?),
+            Some(other) => {
+                return Err(BoardError::Invalid(format!(
+                    "confirm_within must be a whole number of seconds, got {other}"
+                )))
+            }
+        };
+        Ok(ApplyOptions {
+            confirm_within,
+            unchecked: self.unchecked.unwrap_or(false),
+            force: self.force.unwrap_or(false),
+            mgmt: management_address(req),
+            source: source.into(),
+        })
+    }
+}
+
+fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, HttpResponse> {
+    if body.iter().all(|b| b.is_ascii_whitespace()) {
+        return serde_json::from_str("{}")
+            .map_err(|e| bad_request(format!("invalid request body: {e}")));
+    }
+    serde_json::from_slice(body).map_err(|e| bad_request(format!("invalid request body: {e}")))
+}
+
+async fn run_changes(
+    req: &HttpRequest,
+    state: &AppState,
+    changes: Vec<Change>,
+    p: &ApplyParams,
+) -> HttpResponse {
+    let o = match p.options(req, "api") {
+        Ok(o) => o,
+        Err(e) => return api_error(&e),
+    };
+    match apply_or_defer(&controller(state), changes, o).await {
+        Ok(Done::Applied(out)) => HttpResponse::Ok().json(out),
+        Ok(Done::Deferred(p)) => HttpResponse::Accepted().json(json!({
+            "applied": p.applied,
+            "pending": null,
+            "unchecked": true,
+            "deferred_ms": DEFER.as_millis() as u64,
+            "moved_to": p.moved_to,
+            "message": p.cuts_off,
+        })),
+        Err(e) => api_error(&e),
+    }
+}
+
+/// How long a change that takes away the request's own address waits, so that the answer
+/// leaves first.
+const DEFER: std::time::Duration = std::time::Duration::from_millis(500);
+
+enum Done {
+    Applied(apply::ApplyOutcome),
+    Deferred(apply::Preview),
+}
+
+/// Apply, except a change asked for explicitly (unchecked or forced) that takes away the
+/// address this request came in on: that one is answered first and applied [`DEFER`] later.
+async fn apply_or_defer(
+    c: &Arc<Controller>,
+    changes: Vec<Change>,
+    o: ApplyOptions,
+) -> Result<Done, BoardError> {
+    if o.mgmt.is_some() && (o.unchecked || o.force) {
+        let p = c.preview(&changes, &o).await?;
+        if p.cuts_off.is_some() {
+            c.apply_later(changes, o, DEFER);
+            return Ok(Done::Deferred(p));
+        }
+    }
+    Ok(Done::Applied(c.apply(&changes, &o).await?))
+}
+
+/// `http://ADDR:PORT/ports` for each address the browser can continue at.
+fn continue_urls(req: &HttpRequest, addrs: &[String]) -> Vec<String> {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    let port = match host.rsplit_once(':') {
+        Some((a, p))
+            if (!a.contains(':') || a.ends_with(']')) && p.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            format!(":{p}")
+        }
+        _ => String::new(),
+    };
+    addrs
+        .iter()
+        .map(|a| {
+            if a.contains(':') {
+                format!("http://[{a}]{port}/ports")
+            } else {
+                format!("http://{a}{port}/ports")
+            }
+        })
+        .collect()
+}
+
+#[derive(Deserialize)]
+struct ChangesBody {
+    changes: Vec<Change>,
+    #[serde(flatten)]
+    params: ApplyParams,
+}
+
+async fn api_changes(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let b: ChangesBody = match parse_body(&body) {
+        Ok(b) => b,
+        Err(r) => return Ok(r),
+    };
+    Ok(run_changes(&req, &state, b.changes, &b.params).await)
+}
+
+async fn api_confirm(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    Ok(match controller(&state).confirm().await {
+        Ok(c) => HttpResponse::Ok().json(json!({"confirmed": c})),
+        Err(e) => api_error(&e),
+    })
+}
+
+async fn api_rollback(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    Ok(
+        match controller(&state).rollback("rolled back by the user").await {
+            Ok(c) => HttpResponse::Ok().json(json!({"rolled_back": c})),
+            Err(e) => api_error(&e),
+        },
+    )
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SettingsBody {
+    #[serde(default)]
+    confirm_window_secs: Option<u32>,
+    #[serde(default)]
+    firewall: Option<String>,
+}
+
+async fn api_settings(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let b: SettingsBody = match parse_body(&body) {
+        Ok(b) => b,
+        Err(r) => return Ok(r),
+    };
+    let c = controller(&state);
+    Ok(
+        match c.save_settings(b.confirm_window_secs, b.firewall.as_deref()) {
+            Ok(()) => HttpResponse::Ok().json(json!({
+                "confirm_window_secs": c.window_secs(),
+                "firewall": c.backend_choice().name(),
+            })),
+            Err(e) => api_error(&e),
+        },
+    )
+}
+
+#[derive(Deserialize)]
+struct AddressBody {
+    address: String,
+    #[serde(flatten)]
+    params: ApplyParams,
+}
+
+async fn api_add_address(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let b: AddressBody = match parse_body(&body) {
+        Ok(b) => b,
+        Err(r) => return Ok(r),
+    };
+    let c = Change::AddAddress {
+        port: path.into_inner(),
+        address: b.address,
+    };
+    Ok(run_changes(&req, &state, vec![c], &b.params).await)
+}
+
+#[derive(Deserialize)]
+struct QueryParams {
+    #[serde(default)]
+    confirm_within: Option<String>,
+    #[serde(default)]
+    unchecked: Option<String>,
+    #[serde(default)]
+    force: Option<String>,
+    #[serde(default)]
+    family: Option<String>,
+    #[serde(default, rename = "in")]
+    ingress: Option<String>,
+    #[serde(default)]
+    out: Option<String>,
+}
+
+fn truthy(s: &Option<String>) -> Option<bool> {
+    s.as_deref()
+        .map(|v| matches!(v.trim(), "1" | "true" | "yes" | "on"))
+}
+
+impl QueryParams {
+    fn params(&self) -> ApplyParams {
+        ApplyParams {
+            confirm_within: self.confirm_within.clone().map(serde_json::Value::String),
+            unchecked: truthy(&self.unchecked),
+            force: truthy(&self.force),
+        }
+    }
+}
+
+async fn api_del_address(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String, String)>,
+    q: web::Query<QueryParams>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let (port, addr, prefix) = path.into_inner();
+    let c = Change::DelAddress {
+        port,
+        address: format!("{addr}/{prefix}"),
+    };
+    Ok(run_changes(&req, &state, vec![c], &q.params()).await)
+}
+
+#[derive(Deserialize)]
+struct LinkBody {
+    #[serde(default)]
+    up: Option<bool>,
+    #[serde(default)]
+    mtu: Option<serde_json::Value>,
+    #[serde(flatten)]
+    params: ApplyParams,
+}
+
+async fn api_link(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let b: LinkBody = match parse_body(&body) {
+        Ok(b) => b,
+        Err(r) => return Ok(r),
+    };
+    let mtu = match b.mtu {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(s)) => Some(s),
+        Some(v) => Some(v.to_string()),
+    };
+    let c = Change::Link {
+        port: path.into_inner(),
+        up: b.up,
+        mtu,
+    };
+    Ok(run_changes(&req, &state, vec![c], &b.params).await)
+}
+
+#[derive(Deserialize)]
+struct GatewayBody {
+    via: String,
+    #[serde(default)]
+    port: Option<String>,
+    #[serde(flatten)]
+    params: ApplyParams,
+}
+
+async fn api_set_gateway(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let b: GatewayBody = match parse_body(&body) {
+        Ok(b) => b,
+        Err(r) => return Ok(r),
+    };
+    if b.via.trim().is_empty() {
+        return Ok(bad_request(
+            "via is empty; DELETE /api/gateway?family=ipv4 removes the default route",
+        ));
+    }
+    let c = Change::Gateway {
+        via: Some(b.via),
+        port: b.port,
+        family: None,
+    };
+    Ok(run_changes(&req, &state, vec![c], &b.params).await)
+}
+
+async fn api_del_gateway(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    q: web::Query<QueryParams>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let c = Change::Gateway {
+        via: None,
+        port: None,
+        family: Some(q.family.clone().unwrap_or_else(|| "ipv4".into())),
+    };
+    Ok(run_changes(&req, &state, vec![c], &q.params()).await)
+}
+
+#[derive(Deserialize)]
+struct ForwardBody {
+    #[serde(rename = "in")]
+    ingress: String,
+    out: String,
+    #[serde(default)]
+    nat: bool,
+    #[serde(default)]
+    ipv6: bool,
+    #[serde(flatten)]
+    params: ApplyParams,
+}
+
+async fn api_forward_enable(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let b: ForwardBody = match parse_body(&body) {
+        Ok(b) => b,
+        Err(r) => return Ok(r),
+    };
+    let c = Change::ForwardEnable {
+        ingress: b.ingress,
+        egress: b.out,
+        nat: b.nat,
+        ipv6: b.ipv6,
+    };
+    Ok(run_changes(&req, &state, vec![c], &b.params).await)
+}
+
+async fn api_forward_disable(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    q: web::Query<QueryParams>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let (Some(i), Some(o)) = (q.ingress.clone(), q.out.clone()) else {
+        return Ok(bad_request(
+            "give the forwarding to disable as ?in=PORT&out=PORT",
+        ));
+    };
+    let c = Change::ForwardDisable {
+        ingress: i,
+        egress: o,
+    };
+    Ok(run_changes(&req, &state, vec![c], &q.params()).await)
+}
+
+async fn api_governor(_auth: Auth) -> HttpResponse {
+    HttpResponse::Ok().json(json!({"cores": governor::read()}))
+}
+
+#[derive(Deserialize)]
+struct GovernorBody {
+    governor: String,
+}
+
+async fn api_set_governor(
+    req: HttpRequest,
+    auth: Auth,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let b: GovernorBody = match parse_body(&body) {
+        Ok(b) => b,
+        Err(r) => return Ok(r),
+    };
+    Ok(match governor::set(&b.governor) {
+        Ok(c) => HttpResponse::Ok().json(json!({"cores": c})),
+        Err(e) => api_error(&e),
+    })
+}
+
+async fn api_run_net_config(
+    _auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<i64>,
+) -> HttpResponse {
+    let id = path.into_inner();
+    match state.store.get_run(id) {
+        Ok(Some(_)) => {}
+        Ok(None) => return HttpResponse::NotFound().json(json!({"error": format!("no run {id}")})),
+        Err(e) => return HttpResponse::InternalServerError().json(json!({"error": e.to_string()})),
+    }
+    match state.store.run_net_config(id) {
+        Ok(c) => HttpResponse::Ok().json(json!({"id": id, "net_config": c})),
+        Err(e) => HttpResponse::InternalServerError().json(json!({"error": e.to_string()})),
+    }
+}
+
+// ---------------------------------------------------------------- page
+
+/// One address as the page shows it.
+pub struct AddrView {
+    /// `192.0.2.1/24`.
+    pub text: String,
+    /// The address part (for the delete form).
+    pub addr: String,
+    /// The prefix (for the delete form).
+    pub prefix: u8,
+    /// netperfd may remove it (permanent, not link-local).
+    pub managed: bool,
+    /// Where it comes from when not managed.
+    pub note: String,
+}
+
+/// One port as the page shows it.
+pub struct PortRow {
+    /// Interface name.
+    pub name: String,
+    /// Loopback (not changeable).
+    pub loopback: bool,
+    /// Administratively up.
+    pub up: bool,
+    /// "link" / "no link".
+    pub carrier: String,
+    /// MAC or "—".
+    pub mac: String,
+    /// Driver or "—".
+    pub driver: String,
+    /// "1000 Mb/s full" or "—".
+    pub speed: String,
+    /// MTU, bytes.
+    pub mtu: u32,
+    /// Addresses.
+    pub addresses: Vec<AddrView>,
+    /// Live rates, formatted.
+    pub rx_rate: String,
+    /// Live rates, formatted.
+    pub tx_rate: String,
+    /// Packets per second, formatted.
+    pub rx_pps: String,
+    /// Packets per second, formatted.
+    pub tx_pps: String,
+    /// Totals, formatted.
+    pub rx_total: String,
+    /// Totals, formatted.
+    pub tx_total: String,
+    /// Error counters.
+    pub errors: String,
+    /// Drop counters.
+    pub dropped: String,
+    /// Overruns (rx_over_errors).
+    pub overruns: u64,
+    /// FIFO errors rx/tx.
+    pub fifo: String,
+}
+
+struct ForwardRow {
+    ingress: String,
+    egress: String,
+    text: String,
+}
+
+struct LogView {
+    when: String,
+    source: String,
+    changes: String,
+    outcome: String,
+    detail: String,
+}
+
+struct CoreView {
+    cpu: u32,
+    governor: String,
+    freq: String,
+}
+
+#[derive(Template)]
+#[template(path = "ports.html")]
+struct PortsPage {
+    nav: bool,
+    csrf: String,
+    version: String,
+    error: Option<String>,
+    warning: Option<String>,
+    /// Fields of the warned-about form, to send again with another mode.
+    resubmit: Vec<(String, String)>,
+    notice: Option<String>,
+    writable: bool,
+    read_only_reason: String,
+    pending: bool,
+    pending_changes: Vec<String>,
+    pending_deadline: i64,
+    pending_left: u64,
+    ports: Vec<PortRow>,
+    port_names: Vec<String>,
+    gw4: String,
+    gw6: String,
+    forwards: Vec<ForwardRow>,
+    backend: String,
+    backend_error: String,
+    backend_choice: String,
+    ip_forward: String,
+    window: u32,
+    cores: Vec<CoreView>,
+    governors: Vec<String>,
+    log: Vec<LogView>,
+}
+
+fn pps(v: f64) -> String {
+    if v >= 10_000.0 {
+        format!("{:.1} kpps", v / 1000.0)
+    } else {
+        format!("{v:.0} pps")
+    }
+}
+
+fn port_rows(v: &BoardView) -> Vec<PortRow> {
+    v.ports
+        .iter()
+        .map(|l| {
+            let r = l.rates.unwrap_or_default();
+            let c = &l.counters;
+            PortRow {
+                name: l.name.clone(),
+                loopback: l.loopback,
+                up: l.up,
+                carrier: if l.carrier { "link" } else { "no link" }.into(),
+                mac: l.mac.clone().unwrap_or_else(|| "—".into()),
+                driver: l.driver.clone().unwrap_or_else(|| "—".into()),
+                speed: match (l.speed_mbps, &l.duplex) {
+                    (Some(s), Some(d)) => format!("{s} Mb/s {d}"),
+                    (Some(s), None) => format!("{s} Mb/s"),
+                    _ => "—".into(),
+                },
+                mtu: l.mtu,
+                addresses: l
+                    .addresses
+                    .iter()
+                    .map(|a| AddrView {
+                        text: a.address.to_string(),
+                        addr: a.address.addr.to_string(),
+                        prefix: a.address.prefix,
+                        managed: a.permanent && !a.address.is_link_local() && !l.loopback,
+                        note: if a.address.is_link_local() {
+                            "link-local".into()
+                        } else if !a.permanent {
+                            "DHCP/SLAAC".into()
+                        } else {
+                            String::new()
+                        },
+                    })
+                    .collect(),
+                rx_rate: fmt_rate(r.rx_bits_per_second),
+                tx_rate: fmt_rate(r.tx_bits_per_second),
+                rx_pps: pps(r.rx_packets_per_second),
+                tx_pps: pps(r.tx_packets_per_second),
+                rx_total: fmt_bytes(c.rx_bytes as f64),
+                tx_total: fmt_bytes(c.tx_bytes as f64),
+                errors: format!("{} / {}", c.rx_errors, c.tx_errors),
+                dropped: format!("{} / {}", c.rx_dropped, c.tx_dropped),
+                overruns: c.rx_overruns,
+                fifo: format!("{} / {}", c.rx_fifo, c.tx_fifo),
+            }
+        })
+        .collect()
+}
+
+struct Notes {
+    error: Option<String>,
+    warning: Option<String>,
+    resubmit: Vec<(String, String)>,
+    notice: Option<String>,
+}
+
+async fn render(state: &AppState, auth: &Auth, status: StatusCode, n: Notes) -> HttpResponse {
+    let v = match controller(state).view().await {
+        Ok(v) => v,
+        Err(e) => {
+            return HttpResponse::InternalServerError()
+                .content_type("text/plain; charset=utf-8")
+                .body(format!("cannot read the board: {e}"))
+        }
+    };
+    let ports = port_rows(&v);
+    let mut governors: Vec<String> = v
+        .governors
+        .iter()
+        .flat_map(|c| c.available.iter().cloned())
+        .collect();
+    governors.sort();
+    governors.dedup();
+    let page = PortsPage {
+        nav: true,
+        csrf: auth.csrf().into(),
+        version: version_string(),
+        error: n.error,
+        warning: n.warning,
+        resubmit: n.resubmit,
+        notice: n.notice,
+        writable: v.writable,
+        read_only_reason: v.read_only_reason.clone().unwrap_or_default(),
+        pending: v.pending.is_some(),
+        pending_changes: v
+            .pending
+            .as_ref()
+            .map(|p| p.changes.clone())
+            .unwrap_or_default(),
+        pending_deadline: v.pending.as_ref().map(|p| p.deadline).unwrap_or(0),
+        pending_left: v.pending.as_ref().map(|p| p.seconds_left).unwrap_or(0),
+        port_names: v
+            .ports
+            .iter()
+            .filter(|l| !l.loopback)
+            .map(|l| l.name.clone())
+            .collect(),
+        ports,
+        gw4: v
+            .ipv4_default_route
+            .as_ref()
+            .map(|g| g.to_string())
+            .unwrap_or_else(|| "none".into()),
+        gw6: v
+            .ipv6_default_route
+            .as_ref()
+            .map(|g| g.to_string())
+            .unwrap_or_else(|| "none".into()),
+        forwards: v
+            .forwarding
+            .forwards
+            .iter()
+            .map(|f| ForwardRow {
+                ingress: f.ingress.clone(),
+                egress: f.egress.clone(),
+                text: f.to_string(),
+            })
+            .collect(),
+        backend: v
+            .forwarding
+            .backend
+            .map(|b| b.name().to_string())
+            .unwrap_or_else(|| "none".into()),
+        backend_error: v.forwarding.backend_error.clone().unwrap_or_default(),
+        backend_choice: v.forwarding.backend_choice.clone(),
+        ip_forward: format!(
+            "IPv4 {}, IPv6 {}",
+            if v.forwarding.ipv4_forwarding {
+                "on"
+            } else {
+                "off"
+            },
+            if v.forwarding.ipv6_forwarding {
+                "on"
+            } else {
+                "off"
+            }
+        ),
+        window: v.confirm_window_secs,
+        cores: v
+            .governors
+            .iter()
+            .map(|c| CoreView {
+                cpu: c.cpu,
+                governor: c.governor.clone(),
+                freq: c
+                    .cur_khz
+                    .map(|k| format!("{} MHz", k / 1000))
+                    .unwrap_or_else(|| "—".into()),
+            })
+            .collect(),
+        governors,
+        log: v
+            .log
+            .iter()
+            .map(|l| LogView {
+                when: fmt_time(l.at),
+                source: l.source.clone(),
+                changes: l.changes.clone(),
+                outcome: l.outcome.clone(),
+                detail: l.detail.clone().unwrap_or_default(),
+            })
+            .collect(),
+    };
+    match page.render() {
+        Ok(body) => HttpResponse::build(status)
+            .content_type("text/html; charset=utf-8")
+            .insert_header(("X-Frame-Options", "DENY"))
+            .insert_header((
+                "Content-Security-Policy",
+                "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:",
+            ))
+            .insert_header(("Cache-Control", "no-store"))
+            .body(body),
+        Err(e) => HttpResponse::InternalServerError().body(format!("template error: {e}")),
+    }
+}
+
+fn plain() -> Notes {
+    Notes {
+        error: None,
+        warning: None,
+        resubmit: Vec::new(),
+        notice: None,
+    }
+}
+
+fn see_ports() -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, "/ports"))
+        .finish()
+}
+
+async fn ports_page(auth: Auth, state: web::Data<AppState>) -> HttpResponse {
+    render(&state, &auth, StatusCode::OK, plain()).await
+}
+
+/// The change form: one operation (`op`) with its fields, and how to apply it (`mode`:
+/// `apply`, `unchecked` or `force`).
+#[derive(Debug, Deserialize, Default)]
+struct ChangeForm {
+    #[serde(default)]
+    csrf: Option<String>,
+    #[serde(default)]
+    op: String,
+    #[serde(default)]
+    port: Option<String>,
+    #[serde(default)]
+    address: Option<String>,
+    #[serde(default)]
+    up: Option<String>,
+    #[serde(default)]
+    mtu: Option<String>,
+    #[serde(default)]
+    via: Option<String>,
+    #[serde(default)]
+    family: Option<String>,
+    #[serde(default, rename = "in")]
+    ingress: Option<String>,
+    #[serde(default)]
+    out: Option<String>,
+    #[serde(default)]
+    nat: Option<String>,
+    #[serde(default)]
+    ipv6: Option<String>,
+    #[serde(default)]
+    mode: Option<String>,
+}
+
+fn need(v: &Option<String>, what: &str) -> Result<String, BoardError> {
+    v.as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .ok_or_else(|| BoardError::Invalid(format!("{what} is missing")))
+}
+
+impl ChangeForm {
+    fn change(&self) -> Result<Change, BoardError> {
+        let on = |v: &Option<String>| v.as_deref().is_some_and(|s| !s.is_empty() && s != "0");
+        Ok(match self.op.as_str() {
+            "add_address" => Change::AddAddress {
+                port: need(&self.port, "the port")?,
+                address: need(&self.address, "the address")?,
+            },
+            "del_address" => Change::DelAddress {
+                port: need(&self.port, "the port")?,
+                address: need(&self.address, "the address")?,
+            },
+            "link" => Change::Link {
+                port: need(&self.port, "the port")?,
+                up: match self.up.as_deref().map(str::trim) {
+                    Some("up") => Some(true),
+                    Some("down") => Some(false),
+                    None | Some("") => None,
+                    Some(o) => {
+                        return Err(BoardError::Invalid(format!(
+                            "state must be up or down, got '{o}'"
+                        )))
+                    }
+                },
+                mtu: self.mtu.clone().filter(|m| !m.trim().is_empty()),
+            },
+            "gateway" => Change::Gateway {
+                via: self.via.clone(),
+                port: self.port.clone(),
+                family: self.family.clone(),
+            },
+            "forward_enable" => Change::ForwardEnable {
+                ingress: need(&self.ingress, "the ingress port")?,
+                egress: need(&self.out, "the egress port")?,
+                nat: on(&self.nat),
+                ipv6: on(&self.ipv6),
+            },
+            "forward_disable" => Change::ForwardDisable {
+                ingress: need(&self.ingress, "the ingress port")?,
+                egress: need(&self.out, "the egress port")?,
+            },
+            o => return Err(BoardError::Invalid(format!("unknown operation '{o}'"))),
+        })
+    }
+
+    fn fields(&self) -> Vec<(String, String)> {
+        let mut v = vec![("op".to_string(), self.op.clone())];
+        for (k, x) in [
+            ("port", &self.port),
+            ("address", &self.address),
+            ("up", &self.up),
+            ("mtu", &self.mtu),
+            ("via", &self.via),
+            ("family", &self.family),
+            ("in", &self.ingress),
+            ("out", &self.out),
+            ("nat", &self.nat),
+            ("ipv6", &self.ipv6),
+        ] {
+            if let Some(x) = x {
+                v.push((k.to_string(), x.clone()));
+            }
+        }
+        v
+    }
+}
+
+async fn change_form(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<ChangeForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    let change = match form.change() {
+        Ok(c) => c,
+        Err(e) => {
+            let n = Notes {
+                error: Some(e.to_string()),
+                ..plain()
+            };
+            return Ok(render(&state, &auth, status(&e), n).await);
+        }
+    };
+    let mode = form.mode.as_deref().unwrap_or("apply");
+    let o = ApplyOptions {
+        confirm_within: None,
+        unchecked: mode == "unchecked",
+        force: mode == "force",
+        mgmt: management_address(&req),
+        source: "web".into(),
+    };
+    Ok(
+        match apply_or_defer(&controller(&state), vec![change], o).await {
+            Ok(Done::Applied(_)) => see_ports(),
+            Ok(Done::Deferred(p)) => {
+                let urls = continue_urls(&req, &p.moved_to);
+                let n = Notes {
+                    notice: Some(format!(
+                        "Applying in a moment: {}. This browser's address goes away{}",
+                        p.applied.join("; "),
+                        if urls.is_empty() {
+                            ".".to_string()
+                        } else {
+                            format!("; continue at {}", urls.join(" or "))
+                        }
+                    )),
+                    ..plain()
+                };
+                render(&state, &auth, StatusCode::ACCEPTED, n).await
+            }
+            Err(e @ BoardError::Warning(_)) => {
+                let n = Notes {
+                    warning: Some(e.to_string()),
+                    resubmit: form.fields(),
+                    ..plain()
+                };
+                render(&state, &auth, status(&e), n).await
+            }
+            Err(e) => {
+                let n = Notes {
+                    error: Some(e.to_string()),
+                    ..plain()
+                };
+                render(&state, &auth, status(&e), n).await
+            }
+        },
+    )
+}
+
+#[derive(Deserialize)]
+struct CsrfForm {
+    #[serde(default)]
+    csrf: Option<String>,
+}
+
+async fn confirm_form(
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<CsrfForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    Ok(match controller(&state).confirm().await {
+        Ok(c) => {
+            let n = Notes {
+                notice: Some(format!("Confirmed: {}.", c.join("; "))),
+                ..plain()
+            };
+            render(&state, &auth, StatusCode::OK, n).await
+        }
+        Err(e) => {
+            let n = Notes {
+                error: Some(e.to_string()),
+                ..plain()
+            };
+            render(&state, &auth, status(&e), n).await
+        }
+    })
+}
+
+async fn rollback_form(
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<CsrfForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    Ok(
+        match controller(&state).rollback("rolled back by the user").await {
+            Ok(c) => {
+                let n = Notes {
+                    notice: Some(format!("Rolled back: {}.", c.join("; "))),
+                    ..plain()
+                };
+                render(&state, &auth, StatusCode::OK, n).await
+            }
+            Err(e) => {
+                let n = Notes {
+                    error: Some(e.to_string()),
+                    ..plain()
+                };
+                render(&state, &auth, status(&e), n).await
+            }
+        },
+    )
+}
+
+#[derive(Deserialize)]
+struct GovernorForm {
+    #[serde(default)]
+    csrf: Option<String>,
+    #[serde(default)]
+    governor: String,
+}
+
+async fn governor_form(
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<GovernorForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    Ok(match governor::set(&form.governor) {
+        Ok(_) => see_ports(),
+        Err(e) => {
+            let n = Notes {
+                error: Some(e.to_string()),
+                ..plain()
+            };
+            render(&state, &auth, status(&e), n).await
+        }
+    })
+}
+
+#[derive(Deserialize)]
+struct SettingsForm {
+    #[serde(default)]
+    csrf: Option<String>,
+    #[serde(default)]
+    window: Option<String>,
+    #[serde(default)]
+    firewall: Option<String>,
+}
+
+async fn settings_form(
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<SettingsForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    let window = match form
+        .window
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        None => Ok(None),
+        Some(w) => w.parse::<u32>().map(Some).map_err(|_| {
+            BoardError::Invalid(format!(
+                "the confirmation window must be a whole number of seconds, got '{w}'"
+            ))
+        }),
+    };
+    let r = window.and_then(|w| {
+        controller(&state)
+            .save_settings(w, form.firewall.as_deref().filter(|s| !s.trim().is_empty()))
+    });
+    Ok(match r {
+        Ok(()) => see_ports(),
+        Err(e) => {
+            let n = Notes {
+                error: Some(e.to_string()),
+                ..plain()
+            };
+            render(&state, &auth, status(&e), n).await
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::test::TestRequest;
+
+    #[test]
+    fn management_address_from_the_host_header() {
+        let r = TestRequest::default()
+            .insert_header(("Host", "192.0.2.1:8080"))
+            .to_http_request();
+        assert_eq!(management_address(&r), Some("192.0.2.1".parse().unwrap()));
+        let r = TestRequest::default()
+            .insert_header(("Host", "[2001:db8::1]:80"))
+            .to_http_request();
+        assert_eq!(management_address(&r), Some("2001:db8::1".parse().unwrap()));
+        let r = TestRequest::default()
+            .insert_header(("Host", "198.51.100.1"))
+            .to_http_request();
+        assert_eq!(
+            management_address(&r),
+            Some("198.51.100.1".parse().unwrap())
+        );
+    }
+
+    #[test]
+    fn forms_become_changes() {
+        let f = ChangeForm {
+            op: "link".into(),
+            port: Some("eth0".into()),
+            up: Some("down".into()),
+            mtu: Some("".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            f.change().unwrap(),
+            Change::Link {
+                port: "eth0".into(),
+                up: Some(false),
+                mtu: None
+            }
+        );
+        let f = ChangeForm {
+            op: "forward_enable".into(),
+            ingress: Some("eth0".into()),
+            out: Some("eth1".into()),
+            nat: Some("on".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            f.change().unwrap(),
+            Change::ForwardEnable {
+                ingress: "eth0".into(),
+                egress: "eth1".into(),
+                nat: true,
+                ipv6: false
+            }
+        );
+        let f = ChangeForm {
+            op: "add_address".into(),
+            port: Some("eth0".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            f.change().unwrap_err().to_string(),
+            "the address is missing"
+        );
+        let f = ChangeForm {
+            op: "reboot".into(),
+            ..Default::default()
+        };
+        assert!(f
+            .change()
+            .unwrap_err()
+            .to_string()
+            .contains("unknown operation"));
+    }
+}

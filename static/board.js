@@ -1,0 +1,69 @@
+// netperfd Ports page: live rates and counters (1 Hz, from /api/ports) and the countdown of a
+// change waiting for confirmation. Works without it too (plain forms). No external code.
+(function () {
+  "use strict";
+  var table = document.getElementById("ports");
+  if (!table) { return; }
+
+  function unit(v, bits) {
+    var base = bits ? 1000 : 1024;
+    var labels = bits ? ["bit", "Kbit", "Mbit", "Gbit", "Tbit"] : ["Byte", "KByte", "MByte", "GByte", "TByte"];
+    var n = bits ? v * 8 : v, i = 0;
+    if (!isFinite(n) || n < 0) { n = 0; }
+    while (n >= base && i < 4) { n /= base; i++; }
+    var s = n < 9.995 ? n.toFixed(2) : (n < 99.95 ? n.toFixed(1) : n.toFixed(0));
+    return s + " " + labels[i] + "s";
+  }
+  function rate(bps) { return unit(bps / 8, true) + "/sec"; }
+  function pps(v) { return v >= 10000 ? (v / 1000).toFixed(1) + " kpps" : Math.round(v) + " pps"; }
+  function set(tr, field, text) {
+    var td = tr.querySelector('[data-field="' + field + '"]');
+    if (td && td.textContent !== text) { td.textContent = text; }
+  }
+
+  function refresh() {
+    fetch("/api/ports", { credentials: "same-origin", headers: { "Accept": "application/json" } })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (ports) {
+        if (!ports) { return; }
+        ports.forEach(function (p) {
+          var tr = table.querySelector('tr[data-port="' + p.name + '"]');
+          if (!tr) { return; }
+          var r = p.rates || { rx_bits_per_second: 0, tx_bits_per_second: 0, rx_packets_per_second: 0, tx_packets_per_second: 0 };
+          var c = p.counters;
+          set(tr, "rx_rate", rate(r.rx_bits_per_second));
+          set(tr, "tx_rate", rate(r.tx_bits_per_second));
+          set(tr, "rx_pps", pps(r.rx_packets_per_second));
+          set(tr, "tx_pps", pps(r.tx_packets_per_second));
+          set(tr, "rx_total", unit(c.rx_bytes, false));
+          set(tr, "tx_total", unit(c.tx_bytes, false));
+          set(tr, "errors", c.rx_errors + " / " + c.tx_errors);
+          set(tr, "dropped", c.rx_dropped + " / " + c.tx_dropped);
+          set(tr, "overruns", String(c.rx_overruns));
+          set(tr, "fifo", c.rx_fifo + " / " + c.tx_fifo);
+        });
+      })
+      .catch(function () { /* the board may be unreachable for a moment after a change */ });
+  }
+  refresh();
+  setInterval(refresh, 1000);
+
+  var pending = document.getElementById("pending");
+  var countdown = document.getElementById("countdown");
+  if (pending && countdown) {
+    // Count from the seconds left when the page was made: the browser's clock may differ
+    // from the board's.
+    var deadline = Date.now() + Number(pending.getAttribute("data-left")) * 1000;
+    var tick = function () {
+      var left = Math.max(0, Math.ceil((deadline - Date.now()) / 1000));
+      countdown.textContent = String(left);
+      if (left === 0) {
+        clearInterval(timer);
+        // The change has been rolled back: show the board as it is now.
+        setTimeout(function () { window.location.replace("/ports"); }, 1500);
+      }
+    };
+    var timer = setInterval(tick, 250);
+    tick();
+  }
+})();
