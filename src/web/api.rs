@@ -1,5 +1,6 @@
 //! JSON API under `/api/`: runs (list, start, show, delete, stop, live events, export) and
-//! ports. Authenticated by the browser session (writes need the `X-CSRF-Token` header) or by
+//! suites; the board's ports and configuration are in `board.rs`. Authenticated by the
+//! browser session (writes need the `X-CSRF-Token` header) or by
 //! `Authorization: Bearer <token>`. Errors are `{"error": "..."}` with a 4xx status.
 
 use super::auth::{Auth, AuthError};
@@ -16,7 +17,6 @@ use std::time::Duration;
 /// Register the API routes.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/api/health", web::get().to(health))
-        .route("/api/ports", web::get().to(ports))
         .route("/api/runs", web::get().to(list))
         .route("/api/runs", web::post().to(start))
         .route("/api/runs/{id}", web::get().to(show))
@@ -49,10 +49,6 @@ fn not_found(id: i64) -> HttpResponse {
 async fn health() -> HttpResponse {
     HttpResponse::Ok()
         .json(json!({"status": "ok", "version": crate::engine::report::version_string()}))
-}
-
-async fn ports(_auth: Auth) -> HttpResponse {
-    HttpResponse::Ok().json(crate::system::ports())
 }
 
 async fn list(_auth: Auth, state: web::Data<AppState>, q: web::Query<RunFilter>) -> HttpResponse {
