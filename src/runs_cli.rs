@@ -96,8 +96,8 @@ fn run(a: RunsArgs) -> Result<(), String> {
                 return Ok(());
             }
             println!(
-                "{:>5}  {:<23}  {:<6}  {:<22}  {:<8}  {:>16}  {:>16}  {:>5}  STATUS",
-                "ID", "STARTED", "ROLE", "PEER", "DIR", "SENDER", "RECEIVER", "RETR"
+                "{:>5}  {:<23}  {:<6}  {:<22}  {:<12}  {:>16}  {:>16}  {:>14}  STATUS",
+                "ID", "STARTED", "ROLE", "PEER", "TEST", "SENDER", "RECEIVER", "RETR/LOSS"
             );
             for r in rows {
                 println!(

@@ -219,7 +219,7 @@ pub struct Report {
 /// Version string reported in `-J` and `--version`.
 pub fn version_string() -> String {
     format!(
-        "netperfd {} (iperf 3.12 compatible)",
+        "netperfd {} (iperf3 3.9-3.18 wire protocol)",
         env!("CARGO_PKG_VERSION")
     )
 }
