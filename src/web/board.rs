@@ -1080,11 +1080,7 @@ async fn change_form(
     )
 }
 
-#[derive(Deserialize)]
-struct CsrfForm {
-    #[serde(default)]
-    csrf: Option<String>,
-}
+use super::pages::CsrfForm;
 
 async fn confirm_form(
     auth: Auth,

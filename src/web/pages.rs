@@ -194,10 +194,11 @@ async fn login(
     }
 }
 
+/// A form whose only field is the CSRF token (buttons such as delete, stop, confirm).
 #[derive(Deserialize)]
-struct CsrfForm {
+pub(super) struct CsrfForm {
     #[serde(default)]
-    csrf: Option<String>,
+    pub(super) csrf: Option<String>,
 }
 
 async fn logout(
