@@ -6,7 +6,7 @@ use crate::engine::iperf3::client::{self, ClientSpec, Event};
 use crate::engine::iperf3::server::ServerEvent;
 use crate::engine::report::{IntervalRecord, Report, Role};
 use crate::engine::RunStatus;
-use crate::store::{NewRun, Store};
+use crate::store::{NewRun, RunFigures, Store};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -84,6 +84,20 @@ impl Hub {
     }
 
     fn register(&self, id: i64, cancel: Option<Arc<Notify>>) -> broadcast::Sender<LiveEvent> {
+        self.track(id, cancel, Vec::new())
+    }
+
+    /// Make run `id` (already created in the store) live: subscribers can follow it, `stop`
+    /// notifies `cancel`, and the monitor samples CPU per core and `ports` (interface names;
+    /// empty = the ports that carry the run's addresses) every second until the run ends.
+    /// Returns the channel that intervals go out on (see [`Hub::interval`]).
+    pub fn track(
+        &self,
+        id: i64,
+        cancel: Option<Arc<Notify>>,
+        ports: Vec<String>,
+    ) -> broadcast::Sender<LiveEvent> {
+        let _ = ports;
         let (tx, _) = broadcast::channel(1024);
         self.lock().insert(
             id,
@@ -95,10 +109,34 @@ impl Hub {
         tx
     }
 
-    fn done(&self, id: i64, status: RunStatus, report: Option<&Report>, error: Option<&str>) {
+    /// End a tracked iperf3 run with its report (if any): stored, subscribers told.
+    pub fn done(&self, id: i64, status: RunStatus, report: Option<&Report>, error: Option<&str>) {
         if let Err(e) = self.store.finish_run(id, status, report, error) {
             tracing::error!(run = id, "cannot store the end of the run: {e}");
         }
+        self.untrack(id, status, error);
+    }
+
+    /// End a tracked run that has no iperf3 report (HTTP, raw TCP, forwarding, monitor…) with
+    /// its figures and kind-specific summary.
+    pub fn done_with(
+        &self,
+        id: i64,
+        status: RunStatus,
+        figures: &RunFigures,
+        summary: Option<&serde_json::Value>,
+        error: Option<&str>,
+    ) {
+        if let Err(e) = self
+            .store
+            .finish_run_with(id, status, figures, summary, error)
+        {
+            tracing::error!(run = id, "cannot store the end of the run: {e}");
+        }
+        self.untrack(id, status, error);
+    }
+
+    fn untrack(&self, id: i64, status: RunStatus, error: Option<&str>) {
         if let Some(r) = self.lock().remove(&id) {
             let _ = r.tx.send(LiveEvent::Done {
                 status,
@@ -107,7 +145,14 @@ impl Hub {
         }
     }
 
-    fn interval(&self, id: i64, seq: i64, rec: IntervalRecord, tx: &broadcast::Sender<LiveEvent>) {
+    /// Store interval `seq` (from 0) of run `id` and send it to the run's subscribers.
+    pub fn interval(
+        &self,
+        id: i64,
+        seq: i64,
+        rec: IntervalRecord,
+        tx: &broadcast::Sender<LiveEvent>,
+    ) {
         if let Err(e) = self.store.add_interval(id, seq, &rec) {
             tracing::error!(run = id, "cannot store an interval: {e}");
         }
@@ -141,6 +186,7 @@ impl Hub {
                 direction: direction.into(),
                 params: serde_json::to_value(&spec.params).unwrap_or_default(),
                 suite_id,
+                ..Default::default()
             })
             .map_err(|e| e.to_string())?;
         crate::system::record_net_config(&self.store, id);
@@ -203,6 +249,7 @@ impl Hub {
                         direction: direction_of(&report).into(),
                         params: serde_json::to_value(&report.params).unwrap_or_default(),
                         suite_id: None,
+                        ..Default::default()
                     };
                     match self.store.create_run(&n) {
                         Ok(id) => {

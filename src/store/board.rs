@@ -193,6 +193,7 @@ mod tests {
                 direction: "send".into(),
                 params: serde_json::json!({}),
                 suite_id: None,
+                ..Default::default()
             })
             .unwrap();
         assert_eq!(s.run_net_config(id).unwrap(), None);

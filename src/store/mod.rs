@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 mod board;
+mod samples;
 pub use board::BoardLogRow;
+pub use samples::{CpuSampleRow, PortSampleRow, RunFigures, SysSampleRow};
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
@@ -126,6 +128,9 @@ ALTER TABLE intervals ADD COLUMN out_of_order INTEGER;
         ),
         // 3: board control (system::apply): confirmed network config, change log, run net config.
         M::up(board::BOARD_MIGRATION),
+        // 4: run kinds beyond iperf3 (legs of multi-port runs, forwarding, monitor-only, HTTP,
+        // raw TCP, iperf 2) and the 1 Hz monitor samples (CPU per core, port counters).
+        M::up(samples::SAMPLES_MIGRATION),
     ])
 }
 
@@ -167,6 +172,14 @@ pub struct RunRow {
     pub jitter_ms: Option<f64>,
     /// The suite this run belongs to, if any.
     pub suite_id: Option<i64>,
+    /// What ran: "iperf3" (default), "iperf2", "multi" (a run of several legs; the legs are
+    /// runs whose `parent_id` is this run), "forward", "monitor", "http-serve", "http-get",
+    /// "tcp-sink", "tcp-source".
+    pub kind: String,
+    /// The multi-port run this run is a leg of.
+    pub parent_id: Option<i64>,
+    /// Kind-specific result (JSON object) for runs that have no iperf3 report; `Null` if none.
+    pub summary: serde_json::Value,
 }
 
 /// A suite: several runs started together as one job (e.g. the UDP ladder).
@@ -234,7 +247,7 @@ impl IntervalRow {
 }
 
 /// What a new run starts with.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct NewRun {
     pub role: String,
     pub protocol: String,
@@ -247,6 +260,10 @@ pub struct NewRun {
     pub params: serde_json::Value,
     /// The suite this run belongs to.
     pub suite_id: Option<i64>,
+    /// See [`RunRow::kind`]; empty means "iperf3".
+    pub kind: String,
+    /// The multi-port run this run is a leg of.
+    pub parent_id: Option<i64>,
 }
 
 /// History filters (all optional; `peer` and `port` match substrings).
@@ -285,7 +302,7 @@ pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
 
-fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+pub(crate) fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
     let params: String = r.get("params_json")?;
     Ok(RunRow {
         id: r.get("id")?,
@@ -311,10 +328,16 @@ fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
         lost_percent: r.get("lost_percent")?,
         jitter_ms: r.get("jitter_ms")?,
         suite_id: r.get("suite_id")?,
+        kind: r.get("kind")?,
+        parent_id: r.get("parent_id")?,
+        summary: r
+            .get::<_, Option<String>>("summary_json")?
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or(serde_json::Value::Null),
     })
 }
 
-const RUN_COLS: &str = "id, role, protocol, status, peer_host, peer_port, local_host, local_port, bind_dev, direction, params_json, started_at, ended_at, error, sender_bps, receiver_bps, bytes, retransmits, lost_packets, total_packets, lost_percent, jitter_ms, suite_id";
+pub(crate) const RUN_COLS: &str = "id, role, protocol, status, peer_host, peer_port, local_host, local_port, bind_dev, direction, params_json, started_at, ended_at, error, sender_bps, receiver_bps, bytes, retransmits, lost_packets, total_packets, lost_percent, jitter_ms, suite_id, kind, parent_id, summary_json";
 
 impl Store {
     /// Open (creating if needed) `dir/netperfd.sqlite`, migrate it, and enable WAL.
@@ -361,10 +384,11 @@ impl Store {
     pub fn create_run(&self, n: &NewRun) -> Result<i64> {
         let c = self.c();
         c.execute(
-            "INSERT INTO runs (role, protocol, status, peer_host, peer_port, local_host, local_port, bind_dev, direction, params_json, started_at, suite_id)
-             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            "INSERT INTO runs (role, protocol, status, peer_host, peer_port, local_host, local_port, bind_dev, direction, params_json, started_at, suite_id, kind, parent_id)
+             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             params![n.role, n.protocol, n.peer_host, n.peer_port, n.local_host, n.local_port, n.bind_dev, n.direction,
-                serde_json::to_string(&n.params)?, now_ms(), n.suite_id],
+                serde_json::to_string(&n.params)?, now_ms(), n.suite_id,
+                if n.kind.is_empty() { "iperf3" } else { n.kind.as_str() }, n.parent_id],
         )?;
         Ok(c.last_insert_rowid())
     }
@@ -811,6 +835,7 @@ mod tests {
             direction: "send".into(),
             params: serde_json::json!({"time": 2}),
             suite_id: None,
+            ..Default::default()
         }
     }
 
