@@ -10,6 +10,7 @@ pub mod ladder_cli;
 pub mod live;
 pub mod logging;
 pub mod monitor;
+pub mod multi;
 pub mod net_cli;
 pub mod runs_cli;
 pub mod store;

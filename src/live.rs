@@ -321,6 +321,27 @@ impl Hub {
         spec: ClientSpec,
         suite_id: Option<i64>,
     ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
+        self.launch_client(spec, suite_id, None, Arc::new(Notify::new()))
+    }
+
+    /// Start a client test as a leg of multi-port run `parent_id` (not sampled on its own:
+    /// the parent run is); `cancel` stops it.
+    pub fn start_leg(
+        &self,
+        spec: ClientSpec,
+        parent_id: i64,
+        cancel: Arc<Notify>,
+    ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
+        self.launch_client(spec, None, Some(parent_id), cancel)
+    }
+
+    fn launch_client(
+        &self,
+        spec: ClientSpec,
+        suite_id: Option<i64>,
+        parent_id: Option<i64>,
+        cancel: Arc<Notify>,
+    ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
         spec.validate()?;
         let direction = client::direction_word(spec.params.direction, Role::Client);
         let id = self
@@ -336,12 +357,16 @@ impl Hub {
                 direction: direction.into(),
                 params: serde_json::to_value(&spec.params).unwrap_or_default(),
                 suite_id,
+                parent_id,
                 ..Default::default()
             })
             .map_err(|e| e.to_string())?;
         crate::system::record_net_config(&self.store, id);
-        let cancel = Arc::new(Notify::new());
-        let tx = self.register(id, Some(cancel.clone()));
+        let tx = if parent_id.is_some() {
+            self.track_unmonitored(id, Some(cancel.clone()))
+        } else {
+            self.register(id, Some(cancel.clone()))
+        };
         let hub = self.clone();
         let handle = tokio::spawn(async move {
             let (etx, mut erx) = mpsc::unbounded_channel();
