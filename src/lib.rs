@@ -11,6 +11,7 @@ pub mod live;
 pub mod logging;
 pub mod monitor;
 pub mod multi;
+pub mod multi_cli;
 pub mod net_cli;
 pub mod runs_cli;
 pub mod store;

@@ -32,6 +32,8 @@ enum Cmd {
     HashPassword,
     /// Board control: ports, addresses, links, default gateway, forwarding/NAT, CPU governor
     Net(netperfd::net_cli::NetArgs),
+    /// Several ports at once: iperf3 legs, each bound to its board port, started together
+    Multi(netperfd::multi_cli::MultiArgs),
 }
 
 fn main() {
@@ -46,6 +48,7 @@ fn main() {
         Some(Cmd::Ladder(l)) => netperfd::ladder_cli::main(l),
         Some(Cmd::HashPassword) => netperfd::web::auth::hash_password_cli(),
         Some(Cmd::Net(n)) => netperfd::net_cli::main(n),
+        Some(Cmd::Multi(m)) => netperfd::multi_cli::main(m),
         None => iperf_main(args.iperf),
     };
     std::process::exit(code);

@@ -238,8 +238,9 @@ impl Snapshot {
 
 /// Link speed (Mbit/s) and MTU (bytes) of a port from sysfs. sysfs shows the network
 /// namespace it was mounted in, so the values are used only when its `ifindex` matches the
-/// index this process sees for the name; speed is `None` when unknown (veth, no carrier: the
-/// kernel reports -1 or an error).
+/// index this process sees for the name; speed is `None` when unknown: no carrier (the
+/// kernel reports -1 or an error) or a virtual port without a device (veth reports a fixed
+/// 10000 that says nothing about the path).
 pub fn link_speed_mtu(ifname: &str) -> (Option<i64>, Option<i64>) {
     if !crate::system::valid_ifname(ifname) {
         return (None, None);
@@ -257,7 +258,10 @@ pub fn link_speed_mtu(ifname: &str) -> (Option<i64>, Option<i64>) {
     if read("ifindex") != Some(i64::from(idx)) {
         return (None, None);
     }
-    (read("speed").filter(|s| *s > 0), read("mtu"))
+    // Virtual ports (veth, bridges, tunnels) have no `device` link; their "speed" is a
+    // made-up constant (veth says 10000), so it stays unknown.
+    let hardware = std::path::Path::new(&format!("/sys/class/net/{ifname}/device")).exists();
+    (read("speed").filter(|s| *s > 0 && hardware), read("mtu"))
 }
 
 /// Entries in the conntrack table, if the module is loaded (`nf_conntrack_count`).
@@ -324,7 +328,8 @@ intr 12999 1 2 3\n";
     #[test]
     fn proc_stat_oddities() {
         // Old kernel (4 fields), garbage, "cpufreq"-like names, negative index.
-        let v = parse_proc_stat("cpu 1 2 3 4\ncpu0 1 x 3 4\ncpux 1 2 3 4\ncpu1 1 2\ncpu-1 1 2 3 4\n");
+        let v =
+            parse_proc_stat("cpu 1 2 3 4\ncpu0 1 x 3 4\ncpux 1 2 3 4\ncpu1 1 2\ncpu-1 1 2 3 4\n");
         assert_eq!(v.len(), 1);
         assert_eq!(v[0].1.idle, 4);
         assert_eq!(v[0].1.softirq, 0);
@@ -350,8 +355,14 @@ broken: 1 2 3\n";
         let m = parse_proc_net_dev(a);
         assert_eq!(m.len(), 2);
         let e = m["eth0"];
-        assert_eq!((e.rx_bytes, e.rx_packets, e.rx_errors, e.rx_dropped), (5_000_000, 4000, 1, 2));
-        assert_eq!((e.tx_bytes, e.tx_packets, e.tx_errors, e.tx_dropped), (9_000_000, 7000, 3, 4));
+        assert_eq!(
+            (e.rx_bytes, e.rx_packets, e.rx_errors, e.rx_dropped),
+            (5_000_000, 4000, 1, 2)
+        );
+        assert_eq!(
+            (e.tx_bytes, e.tx_packets, e.tx_errors, e.tx_dropped),
+            (9_000_000, 7000, 3, 4)
+        );
         let later = PortCounters {
             rx_bytes: 5_000_000 + 125_000_000,
             rx_packets: 4000 + 82_000,
@@ -373,7 +384,10 @@ broken: 1 2 3\n";
         assert!(a.cpus.iter().any(|(i, _)| *i == -1));
         assert!(a.cpus.iter().filter(|(i, _)| *i >= 0).count() >= 1);
         assert!(a.ports.contains_key("lo"));
-        assert_eq!(port_of_address("127.0.0.1".parse().unwrap()).as_deref(), Some("lo"));
+        assert_eq!(
+            port_of_address("127.0.0.1".parse().unwrap()).as_deref(),
+            Some("lo")
+        );
         assert_eq!(port_of_address("0.0.0.0".parse().unwrap()), None);
         assert_eq!(link_speed_mtu("lo").0, None, "loopback has no link speed");
         assert_eq!(link_speed_mtu("no/such"), (None, None));

@@ -90,7 +90,7 @@ async fn start(
 }
 
 /// Accept numbers where the form sends strings (`{"duration": 5}` and `{"duration": "5"}`).
-fn normalize(v: serde_json::Value) -> Result<serde_json::Value, String> {
+pub(super) fn normalize(v: serde_json::Value) -> Result<serde_json::Value, String> {
     let serde_json::Value::Object(m) = v else {
         return Err("expected a JSON object".into());
     };

@@ -5,6 +5,8 @@
 pub mod api;
 pub mod auth;
 pub mod board;
+pub mod charts;
+pub mod multi;
 pub mod pages;
 pub mod test_request;
 
@@ -67,6 +69,8 @@ impl AppState {
 /// Register every route.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     board::configure(cfg);
+    charts::configure(cfg);
+    multi::configure(cfg);
     pages::configure(cfg);
     api::configure(cfg);
     cfg.route("/static/style.css", web::get().to(style))
