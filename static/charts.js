@@ -24,6 +24,10 @@
     ports: { title: "Port rates", fmt: function (v) { return si(v, "bit/s"); } }
   };
 
+  // One time axis: every chart spans 0 … the latest sample of any chart.
+  var tMax = 1;
+  function xRange() { return [0, tMax]; }
+
   function options(kind, ch, width) {
     var k = kinds[kind];
     var series = [{ label: "t (s)", value: function (u, v) { return v === null ? "—" : v.toFixed(1) + " s"; } }];
@@ -42,7 +46,7 @@
       width: width,
       height: 190,
       cursor: { sync: { key: sync.key } },
-      scales: { x: { time: false }, y: k.max ? { range: [0, k.max] } : { range: function (u, min, max) { return [0, Math.max(max, 1) * 1.08]; } } },
+      scales: { x: { time: false, range: xRange }, y: k.max ? { range: [0, k.max] } : { range: function (u, min, max) { return [0, Math.max(max, 1) * 1.08]; } } },
       axes: [
         { label: "seconds since start" },
         { size: 80, values: function (u, ticks) { return ticks.map(function (v) { return k.fmt(v); }); } }
@@ -53,6 +57,10 @@
 
   function render(data) {
     Object.keys(kinds).forEach(function (kind) {
+      var t = data[kind] && data[kind].t;
+      if (t && t.length) { tMax = Math.max(tMax, t[t.length - 1]); }
+    });
+    Object.keys(kinds).forEach(function (kind) {
       var el = document.getElementById("chart-" + kind);
       if (!el) { return; }
       var ch = data[kind];
@@ -62,7 +70,7 @@
       }
       var d = [ch.t].concat(ch.series.map(function (s) { return s.values; }));
       var p = plots[kind];
-      if (p && p.series.length === d.length) { p.setData(d); return; }
+      if (p && p.series.length === d.length) { p.setData(d); p.setScale("x", { min: 0, max: tMax }); return; }
       if (p) { p.destroy(); }
       el.textContent = "";
       plots[kind] = new window.uPlot(options(kind, ch, Math.max(el.clientWidth, 320)), d, el);

@@ -156,11 +156,19 @@ async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> 
     };
     let streams = state.store.streams(id).unwrap_or_default();
     let intervals = state.store.intervals(id).unwrap_or_default();
+    let analysis = super::charts::analyze_run(&state.store, &run);
+    let legs = if run.kind == "multi" {
+        state.store.children(id).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     HttpResponse::Ok().json(json!({
         "run": run,
         "live": state.hub.is_live(id),
         "streams": streams,
         "intervals": intervals,
+        "analysis": analysis,
+        "legs": legs,
     }))
 }
 
