@@ -2,6 +2,7 @@
 //! the iperf3-compatible engine, the SQLite store, the web UI and the CLI; `main.rs` is a thin
 //! entry point.
 pub mod cli;
+pub mod compare;
 pub mod config;
 pub mod daemon;
 pub mod engine;
@@ -11,6 +12,7 @@ pub mod logging;
 pub mod net_cli;
 pub mod runs_cli;
 pub mod store;
+pub mod suite_cli;
 pub mod suites;
 pub mod system;
 pub mod web;

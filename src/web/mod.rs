@@ -6,6 +6,7 @@ pub mod api;
 pub mod auth;
 pub mod board;
 pub mod pages;
+pub mod suites;
 pub mod test_request;
 
 use crate::config::Config;
@@ -67,6 +68,7 @@ impl AppState {
 /// Register every route.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     board::configure(cfg);
+    suites::configure(cfg);
     pages::configure(cfg);
     api::configure(cfg);
     cfg.route("/static/style.css", web::get().to(style))
