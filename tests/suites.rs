@@ -346,6 +346,23 @@ fn saved_suite_runs_against_stock_iperf3_and_two_suites_compare() {
     let vb = wait_suite(&http, b, Duration::from_secs(60));
     let runs_b = check_steps(&http, b, &vb);
 
+    // CPU column: the busiest core's highest busy share from the monitor's samples.
+    let db = rusqlite::Connection::open(lab.dir().join("data").join("netperfd.sqlite"))
+        .expect("open the history");
+    for s in va["steps"].as_array().into_iter().flatten() {
+        let id = s["run_id"].as_i64().unwrap_or(0);
+        let want: Option<f64> = db
+            .query_row(
+                "SELECT MAX(MIN(MAX(100.0 - idle - iowait, 0.0), 100.0)) FROM cpu_samples WHERE run_id=?1 AND cpu >= 0",
+                [id],
+                |r| r.get(0),
+            )
+            .expect("cpu samples");
+        let want = want.unwrap_or_else(|| panic!("run {id} of 2 s has monitor samples"));
+        assert_close(f(&s["cpu_max_percent"]), want, &s.to_string());
+        assert!(want > 0.0 && want <= 100.0, "{want}");
+    }
+
     // The suite's own table: page, Markdown and CSV carry the runs' numbers.
     let page = http.get(&format!("/suites/{a}")).body;
     assert!(
@@ -423,6 +440,76 @@ fn saved_suite_runs_against_stock_iperf3_and_two_suites_compare() {
     );
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(out, md);
+
+    // The CLI: list, export → import under a new name, run it, print its table.
+    let d = data.to_str().unwrap_or("").to_string();
+    let (code, out, err) = lab.run(
+        &board,
+        "cli-list",
+        bin(),
+        &["suite", "list", "--data", &d],
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("seed 001 table") && out.contains("8 tests") && out.contains("quick"),
+        "{out}"
+    );
+    let (code, out, err) = lab.run(
+        &board,
+        "cli-export",
+        bin(),
+        &["suite", "export", "quick", "--data", &d],
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let mut exported: Value = serde_json::from_str(&out).expect("exported JSON");
+    assert_eq!(exported["steps"][2]["bitrate"], "50M");
+    exported["name"] = json!("quick copy");
+    exported["steps"] = json!([{"kind": "tcp", "direction": "bidir", "streams": 2}]);
+    let file = lab.dir().join("copy.json");
+    std::fs::write(&file, exported.to_string()).expect("write");
+    let (code, _, err) = lab.run(
+        &board,
+        "cli-import",
+        bin(),
+        &["suite", "import", file.to_str().unwrap_or(""), "--data", &d],
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out, err) = lab.run(
+        &board,
+        "cli-run",
+        bin(),
+        &[
+            "suite",
+            "run",
+            "quick copy",
+            "--peer",
+            PC1_IP,
+            "--time",
+            "1",
+            "--label",
+            "cli",
+            "--format",
+            "md",
+            "--data",
+            &d,
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.starts_with("**quick copy** — Suite "), "{out}");
+    assert!(out.contains("| TCP bidir ×2 | "), "{out}");
+    let (code, _, err) = lab.run(
+        &board,
+        "cli-bad",
+        bin(),
+        &["suite", "run", "nope", "--peer", PC1_IP, "--data", &d],
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(1));
+    assert!(err.contains("no suite definition 'nope'"), "{err}");
 
     // Runs side by side by metric.
     let (r1, r2) = (
@@ -538,6 +625,59 @@ fn suite_editor_and_stop() {
         http.get_json("/api/suite-defs/edited")["definition"]["steps"][0]["kind"],
         "tcp"
     );
+
+    // Writes need the session and its CSRF token (form field or X-CSRF-Token header).
+    let no_csrf = Http {
+        csrf: "0".repeat(32),
+        ..http.clone()
+    };
+    let r = no_csrf.form("/suites/defs/save", &[("name", "x"), ("s0_kind", "tcp")]);
+    assert_eq!(r.status, 403, "{}", r.body);
+    let r = no_csrf.json(
+        "POST",
+        "/api/suite-defs",
+        &json!({"name": "x", "steps": [{"kind": "tcp"}]}),
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+    let r = no_csrf.json(
+        "POST",
+        "/api/suite-defs/edited/run",
+        &json!({"host": PC1_IP}),
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+    let anon = Http {
+        cookie: None,
+        ..http.clone()
+    };
+    assert_eq!(
+        anon.json("DELETE", "/api/suite-defs/edited", &json!({}))
+            .status,
+        401
+    );
+    assert_eq!(anon.get("/compare?runs=1").status, 303);
+    assert_eq!(anon.get("/suites").status, 303);
+    assert_eq!(
+        http.get_json("/api/suite-defs").as_array().map(Vec::len),
+        Some(3),
+        "refused writes stored nothing"
+    );
+
+    // A failed test is recorded and the suite goes on (nothing listens on port 5999).
+    let r = http.json(
+        "POST",
+        "/api/suite-defs",
+        &json!({"name": "no server", "port": 5999, "time": 1, "steps": [
+            {"kind": "tcp"}, {"kind": "udp", "bitrate": "1M"}]}),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let sid = run_suite(&http, "no%20server", json!({"host": PC1_IP}));
+    let v = wait_suite(&http, sid, Duration::from_secs(30));
+    assert_eq!(v["suite"]["status"], "failed", "{v}");
+    for s in v["steps"].as_array().into_iter().flatten() {
+        assert_eq!(s["status"], "failed", "{v}");
+        assert!(s["run_id"].is_i64(), "{v}");
+        assert!(s["error"].as_str().unwrap_or("").contains("refused"), "{v}");
+    }
 
     // Stop: the running test ends aborted, the rest are skipped and never run.
     let sid = run_suite(&http, "seed 001 table", json!({"host": PC1_IP, "time": 10}));
