@@ -284,8 +284,13 @@ fn retr_text(s: &StepResult) -> String {
     }
 }
 
-fn delta_text(d: Option<f64>) -> String {
-    d.map(|d| format!(" ({d:+.1} %)")).unwrap_or_default()
+/// " (+2.1 %)"; a change that rounds to zero shows as "+0.0" (never "-0.0").
+pub fn delta_text(d: Option<f64>) -> String {
+    d.map(|d| {
+        let d = if d.abs() < 0.05 { 0.0 } else { d };
+        format!(" ({d:+.1} %)")
+    })
+    .unwrap_or_default()
 }
 
 /// A table of text cells: what text, Markdown and HTML render.
@@ -839,6 +844,11 @@ mod tests {
         let many: Vec<String> = (1..=21).map(|i| i.to_string()).collect();
         assert!(parse_ids("suites", &many.join(",")).is_err());
         assert_eq!(fmt_mbps(5_250_000.0), "5.25 Mbit/s");
+        assert_eq!(
+            delta_text(delta_percent(Some(400.1e6), Some(400.0e6))),
+            " (+0.0 %)"
+        );
+        assert_eq!(delta_text(delta_percent(Some(0.0), Some(400.0e6))), "");
         assert_eq!(fmt_mbps(512_000.0), "0.512 Mbit/s");
     }
 }

@@ -401,7 +401,7 @@ fn saved_suite_runs_against_stock_iperf3_and_two_suites_compare() {
     assert_eq!(lines[3], "| --- | ---: | ---: |");
     for (ra, rb) in runs_a.iter().zip(&runs_b) {
         let (x, y) = (f(&ra["receiver_bps"]), f(&rb["receiver_bps"]));
-        let delta = format!("({:+.1} %)", (y - x) / x * 100.0);
+        let delta = format!("({:+.1} %)", (y - x) / x * 100.0).replace("-0.0 %", "+0.0 %");
         assert!(md.contains(&mbit(x)), "{md}");
         let cell = if rb["protocol"] == "UDP" {
             format!("{}, {:.2} % loss {delta}", mbit(y), f(&rb["lost_percent"]))
