@@ -134,11 +134,20 @@ async fn start_ladder(
 async fn suite(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
     let id = path.into_inner();
     match state.store.suite(id) {
-        Ok(Some((s, runs))) => HttpResponse::Ok().json(json!({
-            "suite": s,
-            "rows": crate::suites::ladder_rows(&runs),
-            "text": crate::suites::ladder_text(&crate::suites::ladder_rows(&runs)),
-        })),
+        Ok(Some((s, runs))) => {
+            let table = crate::suites::run::suite_result(&state.store, id)
+                .ok()
+                .flatten();
+            HttpResponse::Ok().json(json!({
+                "suite": s,
+                "rows": crate::suites::ladder_rows(&runs),
+                "text": crate::suites::ladder_text(&crate::suites::ladder_rows(&runs)),
+                "label": table.as_ref().map(|t| t.label.clone()),
+                "def_id": table.as_ref().and_then(|t| t.def_id),
+                "steps": table.as_ref().map(|t| t.steps.clone()).unwrap_or_default(),
+                "markdown": table.as_ref().map(crate::compare::suite_markdown),
+            }))
+        }
         Ok(None) => error(
             actix_web::http::StatusCode::NOT_FOUND,
             format!("no suite {id}"),

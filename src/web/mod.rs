@@ -8,6 +8,7 @@ pub mod board;
 pub mod charts;
 pub mod multi;
 pub mod pages;
+pub mod suites;
 pub mod test_request;
 
 use crate::config::Config;
@@ -71,6 +72,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     board::configure(cfg);
     charts::configure(cfg);
     multi::configure(cfg);
+    suites::configure(cfg);
     pages::configure(cfg);
     api::configure(cfg);
     cfg.route("/static/style.css", web::get().to(style))

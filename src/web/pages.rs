@@ -28,7 +28,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/runs/{id}/export.json", web::get().to(export_json))
         .route("/runs/{id}/export.csv", web::get().to(export_csv))
         .route("/suites/udp-ladder", web::post().to(start_ladder))
-        .route("/suites/{id}", web::get().to(suite_page))
         .route("/settings", web::get().to(settings_page))
         .route("/settings/password", web::post().to(change_password))
         .route("/settings/tokens", web::post().to(create_token))
@@ -1108,85 +1107,6 @@ async fn start_ladder(
             "Cannot start the ladder",
             &e,
         ),
-    })
-}
-
-struct LadderView {
-    run_id: i64,
-    target: String,
-    direction: String,
-    bitrate: String,
-    jitter: String,
-    lost_total: String,
-    loss: String,
-    status: String,
-}
-
-#[derive(Template)]
-#[template(path = "suite.html")]
-struct SuitePage {
-    nav: bool,
-    csrf: String,
-    version: String,
-    suite_id: i64,
-    name: String,
-    status: String,
-    peer: String,
-    when: String,
-    running: bool,
-    rows: Vec<LadderView>,
-    text: String,
-}
-
-async fn suite_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
-    let id = path.into_inner();
-    let (suite, runs) = match state.store.suite(id) {
-        Ok(Some(x)) => x,
-        Ok(None) => {
-            return message(
-                actix_web::http::StatusCode::NOT_FOUND,
-                Some(&auth),
-                "No such suite",
-                &format!("There is no suite {id}."),
-            )
-        }
-        Err(e) => return internal(e),
-    };
-    let rows = crate::suites::ladder_rows(&runs);
-    let text = crate::suites::ladder_text(&rows);
-    ok(&SuitePage {
-        nav: true,
-        csrf: auth.csrf().into(),
-        version: version_string(),
-        suite_id: suite.id,
-        name: suite.name.clone(),
-        running: suite.status == "running",
-        status: suite.status,
-        peer: suite.peer_host,
-        when: fmt_time(suite.created_at),
-        rows: rows
-            .iter()
-            .map(|r| LadderView {
-                run_id: r.run_id,
-                target: fmt_rate(r.target_bps as f64),
-                direction: r.direction.clone(),
-                bitrate: r.bitrate_bps.map(fmt_rate).unwrap_or_else(|| "—".into()),
-                jitter: r
-                    .jitter_ms
-                    .map(|j| format!("{j:.3} ms"))
-                    .unwrap_or_else(|| "—".into()),
-                lost_total: match (r.lost, r.total) {
-                    (Some(l), Some(t)) => format!("{l}/{t}"),
-                    _ => "—".into(),
-                },
-                loss: r
-                    .lost_percent
-                    .map(|p| format!("{p:.2} %"))
-                    .unwrap_or_else(|| "—".into()),
-                status: r.status.clone(),
-            })
-            .collect(),
-        text,
     })
 }
 
