@@ -168,3 +168,131 @@ fn multi_port_bad_input_changes_nothing() {
         assert_eq!(json(&out, "runs list").as_array().map(|a| a.len()), Some(0));
     }
 }
+
+#[test]
+fn multi_port_run_from_the_api_with_charts_and_verdicts() {
+    use common::http::*;
+    let mut lab = Lab::with_pc2();
+    let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+    let pc2 = lab.pc2.clone().unwrap_or_default();
+    lab.spawn(&pc1, "iperf3-pc1", "iperf3", &["-s"]);
+    lab.spawn(&pc2, "iperf3-pc2", "iperf3", &["-s"]);
+    lab.wait_port(&pc1, PC1_IP, 5201);
+    lab.wait_port(&pc2, PC2_IP, 5201);
+    let (_, mut http) = daemon(&mut lab, &board, 8095, &[]);
+    set_up(&lab, &mut http);
+
+    // Bad input: one leg, a port used twice, a leg without a port — 400, nothing recorded.
+    for (legs, msg) in [
+        (
+            serde_json::json!([{"host": PC1_IP, "bind": "eth0"}]),
+            "at least 2 legs",
+        ),
+        (
+            serde_json::json!([{"host": PC1_IP, "bind": "eth0"}, {"host": PC2_IP, "bind": "eth0"}]),
+            "already used by leg 1",
+        ),
+        (
+            serde_json::json!([{"host": PC1_IP, "bind": "eth0"}, {"host": PC2_IP}]),
+            "leg 2: choose the board port",
+        ),
+        (
+            serde_json::json!([{"host": PC1_IP, "bind": "eth0"}, {"host": PC2_IP, "bind": "eth1", "duration": -3}]),
+            "leg 2:",
+        ),
+    ] {
+        let r = http.api(
+            "POST",
+            "/api/runs/multi",
+            &serde_json::json!({ "legs": legs }),
+        );
+        assert_eq!(r.status, 400, "{}", r.body);
+        assert!(r.body.contains(msg), "expected '{msg}' in {}", r.body);
+    }
+    assert_eq!(
+        http.get_json("/api/runs").as_array().map(|a| a.len()),
+        Some(0)
+    );
+    // Without the CSRF token nothing starts.
+    let r = http.json(
+        "POST",
+        "/api/runs/multi",
+        vec![],
+        &serde_json::json!({"legs": [{"host": PC1_IP, "bind": "eth0"}, {"host": PC2_IP, "bind": "eth1"}]}),
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+
+    let r = http.api(
+        "POST",
+        "/api/runs/multi",
+        &serde_json::json!({"legs": [
+            {"host": PC1_IP, "bind": "eth0", "duration": 3, "bitrate": "150M"},
+            {"host": PC2_IP, "bind": "eth1", "duration": 3, "bitrate": "50M", "direction": "receive"}
+        ]}),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.json()["id"].as_i64().expect("run id");
+    let v = wait_run(&http, id, Duration::from_secs(30));
+    assert_eq!(v["run"]["status"], "completed", "{v}");
+    assert_eq!(v["legs"].as_array().map(|a| a.len()), Some(2));
+
+    let c = http.get_json(&format!("/api/runs/{id}/chart"));
+    let labels = |k: &str| -> Vec<String> {
+        c[k]["series"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|s| s["label"].as_str().unwrap_or_default().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        labels("throughput"),
+        ["leg 1 eth0 sender sum", "leg 2 eth1 receiver sum"]
+    );
+    assert_eq!(
+        labels("ports"),
+        ["eth0 rx", "eth0 tx", "eth1 rx", "eth1 tx"]
+    );
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(labels("cpu").len(), cores + 1);
+    // Leg 1's paced 150 Mbit/s shows on eth0 tx in the middle of the run.
+    let t = c["ports"]["t"].as_array().cloned().unwrap_or_default();
+    let eth0_tx = c["ports"]["series"][1]["values"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mid: Vec<f64> = t
+        .iter()
+        .zip(&eth0_tx)
+        .filter(|(t, _)| t.as_f64().unwrap_or(0.0) > 1.5 && t.as_f64().unwrap_or(0.0) < 3.0)
+        .filter_map(|(_, v)| v.as_f64())
+        .collect();
+    assert!(!mid.is_empty(), "{c}");
+    for r in mid {
+        assert!(
+            r > 120e6 && r < 200e6,
+            "eth0 tx {r} bit/s while leg 1 sends 150M"
+        );
+    }
+
+    let a = http.get_json(&format!("/api/runs/{id}/analysis"));
+    for l in a["legs"].as_array().cloned().unwrap_or_default() {
+        assert!(l["analysis"]["ceiling_bps"].is_null(), "veth: {l}");
+        assert!(l["analysis"]["verdict"].is_string());
+    }
+    let page = http.get(&format!("/runs/{id}")).body;
+    for want in [
+        "Multi-port run: 2 legs",
+        "<h2>Legs</h2>",
+        "eth1",
+        "CPU per core",
+        "id=\"chart-throughput\"",
+        "unknown",
+    ] {
+        assert!(page.contains(want), "run page lacks {want}");
+    }
+    let leg_page = http.get(&format!("/runs/{}", a["legs"][0]["id"])).body;
+    assert!(leg_page.contains(&format!("multi-port run {id}")));
+}

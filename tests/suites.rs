@@ -4,6 +4,7 @@
 //! compared with CSV/Markdown exports (web and CLI), unknown ids, and stopping a suite.
 
 mod common;
+use common::http::*;
 use common::*;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -15,158 +16,11 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-#[derive(Debug)]
-struct Resp {
-    status: u16,
-    location: String,
-    cookie: Option<String>,
-    body: String,
-}
-
-#[derive(Clone)]
-struct Http {
-    ns: String,
-    base: String,
-    cookie: Option<String>,
-    csrf: String,
-}
-
-fn do_req(
-    base: String,
-    cookie: Option<String>,
-    method: &str,
-    path: &str,
-    hdrs: Vec<(String, String)>,
-    body: Option<(String, String)>,
-) -> Resp {
-    let agent = ureq::AgentBuilder::new()
-        .redirects(0)
-        .timeout(Duration::from_secs(20))
-        .build();
-    let mut r = agent.request(method, &format!("{base}{path}"));
-    if let Some(c) = &cookie {
-        r = r.set("Cookie", &format!("netperfd_session={c}"));
-    }
-    for (k, v) in &hdrs {
-        r = r.set(k, v);
-    }
-    let res = match body {
-        Some((ct, b)) => r.set("Content-Type", &ct).send_string(&b),
-        None => r.call(),
-    };
-    let resp = match res {
-        Ok(r) => r,
-        Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("{method} {path}: {e}"),
-    };
-    Resp {
-        status: resp.status(),
-        location: resp.header("location").unwrap_or_default().to_string(),
-        cookie: resp
-            .all("set-cookie")
-            .iter()
-            .find(|c| c.starts_with("netperfd_session="))
-            .map(|c| c.to_string()),
-        body: resp.into_string().unwrap_or_default(),
-    }
-}
-
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-impl Http {
-    fn req(&self, method: &str, path: &str, body: Option<(String, String)>) -> Resp {
-        let (base, cookie, m, p) = (
-            self.base.clone(),
-            self.cookie.clone(),
-            method.to_string(),
-            path.to_string(),
-        );
-        let hdrs = vec![("X-CSRF-Token".to_string(), self.csrf.clone())];
-        in_ns(&self.ns, move || do_req(base, cookie, &m, &p, hdrs, body))
-    }
-    fn get(&self, path: &str) -> Resp {
-        self.req("GET", path, None)
-    }
-    fn json(&self, method: &str, path: &str, v: &Value) -> Resp {
-        self.req(
-            method,
-            path,
-            Some(("application/json".into(), v.to_string())),
-        )
-    }
-    fn form(&self, path: &str, fields: &[(&str, &str)]) -> Resp {
-        let enc: Vec<String> = fields
-            .iter()
-            .map(|(k, v)| format!("{k}={}", urlencode(v)))
-            .collect();
-        self.req(
-            "POST",
-            path,
-            Some(("application/x-www-form-urlencoded".into(), enc.join("&"))),
-        )
-    }
-    fn get_json(&self, path: &str) -> Value {
-        let r = self.get(path);
-        assert_eq!(r.status, 200, "{path}: {}", r.body);
-        serde_json::from_str(&r.body).unwrap_or_else(|e| panic!("{path}: {e}: {}", r.body))
-    }
-}
-
 /// Start the daemon in the board namespace, set the password, log in.
-fn daemon(lab: &mut Lab, port: u16) -> Http {
-    let data = lab.dir().join("data");
-    let listen = format!("127.0.0.1:{port}");
+fn logged_in(lab: &mut Lab, port: u16) -> Http {
     let board = lab.board.clone();
-    let args = [
-        "daemon",
-        "--listen",
-        &listen,
-        "--data",
-        data.to_str().unwrap_or("data"),
-    ];
-    lab.spawn(&board, "daemon", bin(), &args);
-    lab.wait_port(&board, "127.0.0.1", port);
-    let mut http = Http {
-        ns: board,
-        base: format!("http://{listen}"),
-        cookie: None,
-        csrf: String::new(),
-    };
-    let (_, log) = lab.output("daemon");
-    let i = log.find("setup code ").expect("setup code in the log") + 11;
-    let code: String = log[i..]
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
-        .collect();
-    let r = http.form(
-        "/setup",
-        &[
-            ("code", &code),
-            ("password", "correct horse"),
-            ("confirm", "correct horse"),
-        ],
-    );
-    assert_eq!(r.status, 303, "{}", r.body);
-    let c = r.cookie.expect("session cookie");
-    http.cookie = Some(
-        c.trim_start_matches("netperfd_session=")
-            .split(';')
-            .next()
-            .unwrap_or_default()
-            .to_string(),
-    );
-    let page = http.get("/settings").body;
-    let i = page.find("name=\"csrf\" value=\"").expect("csrf field") + 19;
-    http.csrf = page[i..i + 32].to_string();
+    let (_, mut http) = daemon(lab, &board, port, &[]);
+    set_up(lab, &mut http);
     http
 }
 
@@ -187,7 +41,7 @@ fn wait_suite(http: &Http, sid: i64, limit: Duration) -> Value {
 }
 
 fn run_suite(http: &Http, def: &str, body: Value) -> i64 {
-    let r = http.json("POST", &format!("/api/suite-defs/{def}/run"), &body);
+    let r = http.api("POST", &format!("/api/suite-defs/{def}/run"), &body);
     assert_eq!(r.status, 201, "{}", r.body);
     serde_json::from_str::<Value>(&r.body).expect("json")["id"]
         .as_i64()
@@ -271,7 +125,7 @@ fn saved_suite_runs_against_stock_iperf3_and_two_suites_compare() {
     let pc1 = lab.pc1.clone();
     lab.spawn(&pc1, "iperf3-s", "iperf3", &["-s"]);
     lab.wait_port(&pc1, PC1_IP, 5201);
-    let http = daemon(&mut lab, 8093);
+    let http = logged_in(&mut lab, 8093);
 
     // Built-in definitions exist on first start.
     let defs = http.get_json("/api/suite-defs");
@@ -309,11 +163,11 @@ fn saved_suite_runs_against_stock_iperf3_and_two_suites_compare() {
         (json!([1, 2]), "invalid suite definition"),
     ];
     for (body, want) in &bad {
-        let r = http.json("POST", "/api/suite-defs", body);
+        let r = http.api("POST", "/api/suite-defs", body);
         assert_eq!(r.status, 400, "{want}: {}", r.body);
         assert!(r.body.contains(want), "{} should mention {want}", r.body);
     }
-    let r = http.json(
+    let r = http.api(
         "PUT",
         "/api/suite-defs/udp-ladder",
         &json!({"name": "udp-ladder", "steps": [{"kind": "udp", "time": 0, "bitrate": "1M"}]}),
@@ -331,7 +185,7 @@ fn saved_suite_runs_against_stock_iperf3_and_two_suites_compare() {
         {"kind": "tcp", "direction": "receive"},
         {"kind": "udp", "direction": "send", "bitrate": "50M", "length": 1400}
     ]});
-    let r = http.json("POST", "/api/suite-defs", &quick);
+    let r = http.api("POST", "/api/suite-defs", &quick);
     assert_eq!(r.status, 201, "{}", r.body);
 
     let a = run_suite(&http, "quick", json!({"host": PC1_IP, "label": "board A"}));
@@ -542,7 +396,7 @@ fn saved_suite_runs_against_stock_iperf3_and_two_suites_compare() {
     assert!(r.body.contains("'abc' is not a number"));
     assert_eq!(http.get("/suites/999999/export.md").status, 404);
     assert_eq!(
-        http.json("POST", "/api/suite-defs/nope/run", &json!({"host": PC1_IP}))
+        http.api("POST", "/api/suite-defs/nope/run", &json!({"host": PC1_IP}))
             .status,
         404
     );
@@ -563,7 +417,7 @@ fn suite_editor_and_stop() {
     let pc1 = lab.pc1.clone();
     lab.spawn(&pc1, "iperf3-s", "iperf3", &["-s"]);
     lab.wait_port(&pc1, PC1_IP, 5201);
-    let http = daemon(&mut lab, 8094);
+    let http = logged_in(&mut lab, 8094);
 
     // The editor: add a step (re-rendered, not saved), then save with a bad time (refused),
     // then a good one.
@@ -633,13 +487,13 @@ fn suite_editor_and_stop() {
     };
     let r = no_csrf.form("/suites/defs/save", &[("name", "x"), ("s0_kind", "tcp")]);
     assert_eq!(r.status, 403, "{}", r.body);
-    let r = no_csrf.json(
+    let r = no_csrf.api(
         "POST",
         "/api/suite-defs",
         &json!({"name": "x", "steps": [{"kind": "tcp"}]}),
     );
     assert_eq!(r.status, 403, "{}", r.body);
-    let r = no_csrf.json(
+    let r = no_csrf.api(
         "POST",
         "/api/suite-defs/edited/run",
         &json!({"host": PC1_IP}),
@@ -650,7 +504,7 @@ fn suite_editor_and_stop() {
         ..http.clone()
     };
     assert_eq!(
-        anon.json("DELETE", "/api/suite-defs/edited", &json!({}))
+        anon.api("DELETE", "/api/suite-defs/edited", &json!({}))
             .status,
         401
     );
@@ -663,7 +517,7 @@ fn suite_editor_and_stop() {
     );
 
     // A failed test is recorded and the suite goes on (nothing listens on port 5999).
-    let r = http.json(
+    let r = http.api(
         "POST",
         "/api/suite-defs",
         &json!({"name": "no server", "port": 5999, "time": 1, "steps": [
@@ -691,7 +545,7 @@ fn suite_editor_and_stop() {
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_secs(1));
-    let r = http.req("POST", &format!("/api/suites/{sid}/stop"), None);
+    let r = http.call("POST", &format!("/api/suites/{sid}/stop"));
     assert_eq!(r.status, 202, "{}", r.body);
     let v = wait_suite(&http, sid, Duration::from_secs(15));
     assert!(
@@ -708,7 +562,7 @@ fn suite_editor_and_stop() {
             .all(|s| s["status"] == "skipped" && s["run_id"].is_null()),
         "{v}"
     );
-    let r = http.req("POST", &format!("/api/suites/{sid}/stop"), None);
+    let r = http.call("POST", &format!("/api/suites/{sid}/stop"));
     assert_eq!(r.status, 409, "{}", r.body);
     let page = http.get(&format!("/suites/{sid}")).body;
     assert!(

@@ -5,6 +5,7 @@
 //! without a session or without the CSRF token.
 
 mod common;
+use common::http::*;
 use common::*;
 use serde_json::Value;
 use std::time::{Duration, Instant};
@@ -15,200 +16,6 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// An HTTP response, reduced to what the tests look at.
-#[derive(Debug)]
-struct Resp {
-    status: u16,
-    location: String,
-    cookie: Option<String>,
-    body: String,
-}
-
-/// HTTP from inside a namespace (or the root one with `ns = None`).
-#[derive(Clone)]
-struct Http {
-    ns: Option<String>,
-    base: String,
-    cookie: Option<String>,
-}
-
-fn do_req(
-    base: String,
-    cookie: Option<String>,
-    method: &str,
-    path: &str,
-    hdrs: Vec<(String, String)>,
-    body: Option<(String, String)>,
-) -> Resp {
-    let agent = ureq::AgentBuilder::new()
-        .redirects(0)
-        .timeout(Duration::from_secs(20))
-        .build();
-    let mut r = agent.request(method, &format!("{base}{path}"));
-    if let Some(c) = &cookie {
-        r = r.set("Cookie", &format!("netperfd_session={c}"));
-    }
-    for (k, v) in &hdrs {
-        r = r.set(k, v);
-    }
-    let res = match body {
-        Some((ct, b)) => r.set("Content-Type", &ct).send_string(&b),
-        None => r.call(),
-    };
-    let resp = match res {
-        Ok(r) => r,
-        Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("{method} {path}: {e}"),
-    };
-    let status = resp.status();
-    let location = resp.header("location").unwrap_or_default().to_string();
-    let cookie = resp
-        .all("set-cookie")
-        .iter()
-        .find(|c| c.starts_with("netperfd_session="))
-        .map(|c| c.to_string());
-    let body = resp.into_string().unwrap_or_default();
-    Resp {
-        status,
-        location,
-        cookie,
-        body,
-    }
-}
-
-impl Http {
-    fn req(
-        &self,
-        method: &str,
-        path: &str,
-        hdrs: Vec<(String, String)>,
-        body: Option<(String, String)>,
-    ) -> Resp {
-        let (base, cookie, m, p) = (
-            self.base.clone(),
-            self.cookie.clone(),
-            method.to_string(),
-            path.to_string(),
-        );
-        match &self.ns {
-            Some(ns) => in_ns(ns, move || do_req(base, cookie, &m, &p, hdrs, body)),
-            None => do_req(base, cookie, &m, &p, hdrs, body),
-        }
-    }
-    fn get(&self, path: &str) -> Resp {
-        self.req("GET", path, vec![], None)
-    }
-    fn form(&self, path: &str, fields: &[(&str, &str)]) -> Resp {
-        let enc: Vec<String> = fields
-            .iter()
-            .map(|(k, v)| format!("{k}={}", urlencode(v)))
-            .collect();
-        self.req(
-            "POST",
-            path,
-            vec![],
-            Some(("application/x-www-form-urlencoded".into(), enc.join("&"))),
-        )
-    }
-    fn json(&self, method: &str, path: &str, hdrs: Vec<(String, String)>, v: &Value) -> Resp {
-        self.req(
-            method,
-            path,
-            hdrs,
-            Some(("application/json".into(), v.to_string())),
-        )
-    }
-    /// Take the session cookie a response set.
-    fn take_cookie(&mut self, r: &Resp) {
-        let c = r.cookie.as_ref().expect("a session cookie");
-        assert!(c.contains("HttpOnly"), "{c}");
-        assert!(c.contains("SameSite=Strict"), "{c}");
-        let v = c
-            .trim_start_matches("netperfd_session=")
-            .split(';')
-            .next()
-            .unwrap_or_default();
-        self.cookie = Some(v.to_string());
-    }
-    fn csrf(&self) -> String {
-        let page = self.get("/settings").body;
-        let i = page.find("name=\"csrf\" value=\"").expect("csrf field") + 19;
-        page[i..i + 32].to_string()
-    }
-}
-
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-fn setup_code(log: &str) -> String {
-    let i = log.find("setup code ").expect("setup code in the log") + 11;
-    log[i..]
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
-        .collect()
-}
-
-/// Start the daemon; returns (process index, Http).
-fn daemon(lab: &mut Lab, ns: &str, port: u16, extra: &[&str]) -> (usize, Http) {
-    let data = lab.dir().join("data");
-    let listen = format!("127.0.0.1:{port}");
-    let mut args = vec![
-        "daemon",
-        "--listen",
-        &listen,
-        "--data",
-        data.to_str().unwrap_or("data"),
-    ];
-    args.extend_from_slice(extra);
-    let i = lab.spawn(ns, "daemon", bin(), &args);
-    lab.wait_port(ns, "127.0.0.1", port);
-    (
-        i,
-        Http {
-            ns: Some(ns.to_string()),
-            base: format!("http://{listen}"),
-            cookie: None,
-        },
-    )
-}
-
-fn set_up(lab: &Lab, http: &mut Http) {
-    let (_, log) = lab.output("daemon");
-    let code = setup_code(&log);
-    let r = http.form(
-        "/setup",
-        &[
-            ("code", &code),
-            ("password", "correct horse"),
-            ("confirm", "correct horse"),
-        ],
-    );
-    assert_eq!(r.status, 303, "{}", r.body);
-    http.take_cookie(&r);
-}
-
-fn wait_run(http: &Http, id: i64, limit: Duration) -> Value {
-    let t = Instant::now();
-    loop {
-        let r = http.get(&format!("/api/runs/{id}"));
-        assert_eq!(r.status, 200, "{}", r.body);
-        let v: Value = serde_json::from_str(&r.body).expect("json");
-        if v["run"]["status"] != "running" {
-            return v;
-        }
-        assert!(t.elapsed() < limit, "run {id} still running");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 #[test]
@@ -237,7 +44,7 @@ fn user_runs_a_test_from_the_browser_and_finds_it_in_history() {
     assert_eq!(http.get("/setup").status, 303, "setup is closed once done");
 
     // Log out and in again.
-    let csrf = http.csrf();
+    let csrf = http.page_csrf();
     assert_eq!(http.form("/logout", &[("csrf", &csrf)]).status, 303);
     assert_eq!(http.get("/").location, "/login");
     let mut anon = http.clone();
@@ -247,7 +54,7 @@ fn user_runs_a_test_from_the_browser_and_finds_it_in_history() {
     let r = anon.form("/login", &[("password", "correct horse")]);
     assert_eq!(r.status, 303);
     http.take_cookie(&r);
-    let csrf = http.csrf();
+    let csrf = http.page_csrf();
 
     // Bad input: a clear error, nothing started.
     let r = http.form(
@@ -454,7 +261,7 @@ fn every_state_changing_route_needs_a_session_and_the_csrf_token() {
     let board = lab.board.clone();
     let (_, mut http) = daemon(&mut lab, &board, 8081, &["--iperf3-port", "0"]);
     set_up(&lab, &mut http);
-    let csrf = http.csrf();
+    let csrf = http.page_csrf();
     // A run to aim at (it fails at once: nothing listens there), and a token.
     let r = http.form(
         "/tests",
@@ -620,11 +427,7 @@ fn browser_sees_the_live_run_page() {
     let profile = lab.dir().join("chromium-profile");
     lab.spawn(&board, "chromedriver", "chromedriver", &["--port=9515"]);
     lab.wait_port(&board, "127.0.0.1", 9515);
-    let wd = Http {
-        ns: Some(board.clone()),
-        base: "http://127.0.0.1:9515".into(),
-        cookie: None,
-    };
+    let wd = Http::new(Some(&board), "http://127.0.0.1:9515");
     let caps = serde_json::json!({"capabilities": {"alwaysMatch": {"goog:chromeOptions": {
         "binary": "/usr/bin/chromium",
         "args": ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
@@ -737,7 +540,7 @@ fn udp_test_and_udp_ladder_from_the_web() {
     lab.wait_port(&pc1, PC1_IP, 5201);
     let (_, mut http) = daemon(&mut lab, &board, 8083, &[]);
     set_up(&lab, &mut http);
-    let csrf = http.csrf();
+    let csrf = http.page_csrf();
 
     // A UDP test from the New test form.
     let r = http.form(

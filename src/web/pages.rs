@@ -819,9 +819,9 @@ struct LegView {
     verdict: String,
 }
 
-fn core_views(a: &crate::analysis::Analysis) -> Vec<CoreView> {
+fn core_views(cores: &[crate::analysis::CoreLoad]) -> Vec<CoreView> {
     let f = |v: f64| format!("{v:.0} %");
-    a.cores
+    cores
         .iter()
         .map(|c| CoreView {
             name: if c.cpu < 0 {
@@ -863,11 +863,11 @@ fn leg_views(state: &AppState, run: &RunRow) -> Vec<LegView> {
                 sender_rate: v.sender_rate.clone(),
                 receiver_rate: v.receiver_rate.clone(),
                 retr_or_loss: v.retr_or_loss.clone(),
-                percent: a
-                    .as_ref()
-                    .and_then(|a| a.percent_of_ceiling)
-                    .map(|p| format!("{p:.1} %"))
-                    .unwrap_or_else(|| "—".into()),
+                percent: match a.as_ref().map(|a| (a.percent_of_ceiling, a.ceiling_bps)) {
+                    Some((Some(p), _)) => format!("{p:.1} %"),
+                    Some((None, None)) => "unknown".into(),
+                    _ => "—".into(),
+                },
                 verdict: a.map(|a| a.verdict_text).unwrap_or_default(),
             }
         })
@@ -942,7 +942,13 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
     });
     let udp = run.protocol == "UDP";
     let analysis = super::charts::analyze_run(&state.store, &run);
-    let cores = analysis.as_ref().map(core_views).unwrap_or_default();
+    let cores = match &analysis {
+        Some(a) => core_views(&a.cores),
+        // A multi-port run is judged per leg; its CPU table covers all legs.
+        None => core_views(&crate::analysis::core_loads(
+            &state.store.cpu_samples(id).unwrap_or_default(),
+        )),
+    };
     let legs = leg_views(&state, &run);
     let details = if run.kind == "iperf3" || run.kind == "multi" {
         Vec::new()

@@ -3,6 +3,8 @@
 //! Needs root. Traffic only flows between namespaces the test created.
 #![allow(dead_code)]
 
+pub mod http;
+
 use std::fs::File;
 use std::os::fd::AsFd;
 use std::path::PathBuf;
