@@ -9,168 +9,19 @@
 //! network configuration recorded with each run; and the `netperfd net` CLI.
 
 mod common;
+use common::http::*;
 use common::*;
 use serde_json::{json, Value};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-// ---------------------------------------------------------------- HTTP (as in tests/web.rs)
+// ---------------------------------------------------------------- HTTP (tests/common/http.rs)
 
-#[derive(Debug)]
-struct Resp {
-    status: u16,
-    location: String,
-    cookie: Option<String>,
-    body: String,
-}
-
-impl Resp {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.status, self.body))
-    }
-}
-
-#[derive(Clone)]
-struct Http {
-    ns: Option<String>,
-    base: String,
-    cookie: Option<String>,
-    csrf: String,
-}
-
-fn do_req(
-    base: String,
-    cookie: Option<String>,
-    method: &str,
-    path: &str,
-    hdrs: Vec<(String, String)>,
-    body: Option<(String, String)>,
-) -> Result<Resp, String> {
-    let agent = ureq::AgentBuilder::new()
-        .redirects(0)
-        .timeout(Duration::from_secs(20))
-        .build();
-    let mut r = agent.request(method, &format!("{base}{path}"));
-    if let Some(c) = &cookie {
-        r = r.set("Cookie", &format!("netperfd_session={c}"));
-    }
-    for (k, v) in &hdrs {
-        r = r.set(k, v);
-    }
-    let res = match body {
-        Some((ct, b)) => r.set("Content-Type", &ct).send_string(&b),
-        None => r.call(),
-    };
-    let resp = match res {
-        Ok(r) => r,
-        Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => return Err(format!("{method} {path}: {e}")),
-    };
-    let status = resp.status();
-    let location = resp.header("location").unwrap_or_default().to_string();
-    let cookie = resp
-        .all("set-cookie")
-        .iter()
-        .find(|c| c.starts_with("netperfd_session="))
-        .map(|c| c.to_string());
-    let body = resp.into_string().unwrap_or_default();
-    Ok(Resp {
-        status,
-        location,
-        cookie,
-        body,
-    })
-}
-
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-impl Http {
-    fn try_req(
-        &self,
-        method: &str,
-        path: &str,
-        hdrs: Vec<(String, String)>,
-        body: Option<(String, String)>,
-    ) -> Result<Resp, String> {
-        let (base, cookie, m, p) = (
-            self.base.clone(),
-            self.cookie.clone(),
-            method.to_string(),
-            path.to_string(),
-        );
-        match &self.ns {
-            Some(ns) => in_ns(ns, move || do_req(base, cookie, &m, &p, hdrs, body)),
-            None => do_req(base, cookie, &m, &p, hdrs, body),
-        }
-    }
-    fn req(
-        &self,
-        method: &str,
-        path: &str,
-        hdrs: Vec<(String, String)>,
-        body: Option<(String, String)>,
-    ) -> Resp {
-        self.try_req(method, path, hdrs, body)
-            .unwrap_or_else(|e| panic!("{e}"))
-    }
-    fn get(&self, path: &str) -> Resp {
-        self.req("GET", path, vec![], None)
-    }
-    fn form(&self, path: &str, fields: &[(&str, &str)]) -> Resp {
-        let enc: Vec<String> = fields
-            .iter()
-            .map(|(k, v)| format!("{k}={}", urlencode(v)))
-            .collect();
-        self.req(
-            "POST",
-            path,
-            vec![],
-            Some(("application/x-www-form-urlencoded".into(), enc.join("&"))),
-        )
-    }
-    /// A JSON API call with the CSRF header.
-    fn api(&self, method: &str, path: &str, v: Option<&Value>) -> Resp {
-        let hdrs = vec![("X-CSRF-Token".to_string(), self.csrf.clone())];
-        let body = v.map(|v| ("application/json".to_string(), v.to_string()));
-        self.req(method, path, hdrs, body)
-    }
-    fn take_cookie(&mut self, r: &Resp) {
-        let c = r.cookie.as_ref().expect("a session cookie");
-        let v = c
-            .trim_start_matches("netperfd_session=")
-            .split(';')
-            .next()
-            .unwrap_or_default();
-        self.cookie = Some(v.to_string());
-    }
-    fn fetch_csrf(&mut self) {
-        let page = self.get("/settings").body;
-        let i = page.find("name=\"csrf\" value=\"").expect("csrf field") + 19;
-        self.csrf = page[i..i + 32].to_string();
-    }
-    fn board(&self) -> Value {
-        let r = self.get("/api/board");
-        assert_eq!(r.status, 200, "{}", r.body);
-        r.json()
-    }
-}
-
-fn setup_code(log: &str) -> String {
-    let i = log.find("setup code ").expect("setup code in the log") + 11;
-    log[i..]
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
-        .collect()
+/// The board's state as the API reports it.
+fn board_state(http: &Http) -> Value {
+    let r = http.get("/api/board");
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()
 }
 
 const PASSWORD: &str = "correct horse";
@@ -211,12 +62,7 @@ fn start(
 
 /// First start: set the admin password with the logged setup code; returns a logged-in client.
 fn log_in_first(lab: &Lab, daemon_name: &str, http_ns: &str, base: &str) -> Http {
-    let mut http = Http {
-        ns: Some(http_ns.to_string()),
-        base: base.to_string(),
-        cookie: None,
-        csrf: String::new(),
-    };
+    let mut http = Http::new(Some(http_ns), base);
     let (_, log) = lab.output(daemon_name);
     let code = setup_code(&log);
     let r = http.form(
@@ -423,7 +269,7 @@ fn forwarding_with_nat(backend: &str) {
         &[],
     );
     let http = log_in_first(&lab, "daemon", &board, "http://127.0.0.1:8080");
-    let v = http.board();
+    let v = board_state(&http);
     assert_eq!(v["forwarding"]["backend"], backend, "{v}");
     assert_eq!(v["writable"], true);
 
@@ -431,10 +277,10 @@ fn forwarding_with_nat(backend: &str) {
     let r = http.api(
         "POST",
         "/api/board/changes",
-        Some(&json!({"changes": [
+        &json!({"changes": [
             {"op": "add_address", "port": "eth0", "address": "192.0.2.1/24"},
             {"op": "add_address", "port": "eth1", "address": "198.51.100.1/24"},
-        ], "confirm_within": 30})),
+        ], "confirm_within": 30}),
     );
     assert_eq!(r.status, 200, "{}", r.body);
     let out = r.json();
@@ -448,7 +294,7 @@ fn forwarding_with_nat(backend: &str) {
     );
     assert_eq!(addrs(&board, "eth0"), vec!["192.0.2.1/24"]);
     assert_eq!(addrs(&board, "eth1"), vec!["198.51.100.1/24"]);
-    let r = http.api("POST", "/api/board/confirm", None);
+    let r = http.call("POST", "/api/board/confirm");
     assert_eq!(r.status, 200, "{}", r.body);
 
     // Not a router yet: pc1 cannot reach pc2.
@@ -470,16 +316,16 @@ fn forwarding_with_nat(backend: &str) {
     let r = http.api(
         "POST",
         "/api/forwarding",
-        Some(&json!({"in": "eth0", "out": "eth1", "nat": true})),
+        &json!({"in": "eth0", "out": "eth1", "nat": true}),
     );
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(
         r.json()["applied"],
         json!(["enable forwarding eth0 → eth1 with NAT"])
     );
-    assert_eq!(http.api("POST", "/api/board/confirm", None).status, 200);
+    assert_eq!(http.call("POST", "/api/board/confirm").status, 200);
     assert_eq!(ip_forward(&board), "1");
-    let v = http.board();
+    let v = board_state(&http);
     assert_eq!(
         v["forwarding"]["forwards"],
         json!([{"in": "eth0", "out": "eth1", "nat": true, "ipv6": false}])
@@ -567,9 +413,9 @@ fn forwarding_with_nat(backend: &str) {
     assert!(tx1 >= got, "eth1 sent {tx1} bytes, pc2 got {got}");
 
     // Disable: our rules go, ip_forward is back to what it was (0), foreign rules stay.
-    let r = http.api("DELETE", "/api/forwarding?in=eth0&out=eth1", None);
+    let r = http.call("DELETE", "/api/forwarding?in=eth0&out=eth1");
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(http.api("POST", "/api/board/confirm", None).status, 200);
+    assert_eq!(http.call("POST", "/api/board/confirm").status, 200);
     assert_eq!(ip_forward(&board), "0");
     assert!(!nft_has_our_table(&board));
     assert!(
@@ -582,7 +428,7 @@ fn forwarding_with_nat(backend: &str) {
         foreign_before,
         "foreign rules changed"
     );
-    assert_eq!(http.board()["forwarding"]["forwards"], json!([]));
+    assert_eq!(board_state(&http)["forwarding"]["forwards"], json!([]));
 
     // Traffic stops: the connection attempt fails, quickly.
     lab.spawn(&pc2, "iperf3-s2", "iperf3", &["-s", "-1"]);
@@ -599,7 +445,7 @@ fn forwarding_with_nat(backend: &str) {
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
 
     // The change log has every step, confirmed.
-    let log = http.board()["log"].clone();
+    let log = board_state(&http)["log"].clone();
     let outcomes: Vec<&str> = log
         .as_array()
         .expect("log")
@@ -642,7 +488,7 @@ fn unconfirmed_changes_roll_back_after_the_window_and_after_kill_9() {
 
     // Applied, not confirmed: everything is back after the 3 s window.
     let t = Instant::now();
-    let r = http.api("POST", "/api/board/changes", Some(&change));
+    let r = http.api("POST", "/api/board/changes", &change);
     assert_eq!(r.status, 200, "{}", r.body);
     let p = &r.json()["pending"];
     assert_eq!(p["window_secs"], 3);
@@ -672,11 +518,11 @@ fn unconfirmed_changes_roll_back_after_the_window_and_after_kill_9() {
         "rolled back early: {took:?}"
     );
     assert!(!nft_has_our_table(&board));
-    let v = http.board();
+    let v = board_state(&http);
     assert_eq!(v["pending"], Value::Null);
     assert_eq!(v["log"][0]["outcome"], "rolled back", "{v}");
     assert_eq!(v["log"][0]["detail"], "not confirmed within 3 s");
-    let r = http.api("POST", "/api/board/confirm", None);
+    let r = http.call("POST", "/api/board/confirm");
     assert_eq!(r.status, 409);
     assert!(r.json()["error"]
         .as_str()
@@ -687,7 +533,7 @@ fn unconfirmed_changes_roll_back_after_the_window_and_after_kill_9() {
     // it serves the UI.
     let mut change60 = change.clone();
     change60["confirm_within"] = json!(60);
-    let r = http.api("POST", "/api/board/changes", Some(&change60));
+    let r = http.api("POST", "/api/board/changes", &change60);
     assert_eq!(r.status, 200, "{}", r.body);
     let snap = lab.dir().join("data/board-rollback.json");
     assert!(snap.exists(), "the snapshot is on disk");
@@ -699,7 +545,7 @@ fn unconfirmed_changes_roll_back_after_the_window_and_after_kill_9() {
     let d2 = start(&mut lab, &board, "daemon2", "127.0.0.1:8080", &[], &[]);
     assert_eq!(observe(&board), s0, "restored before the UI was served");
     assert!(!snap.exists());
-    let v = http.board();
+    let v = board_state(&http);
     assert_eq!(v["log"][0]["outcome"], "rolled back");
     assert_eq!(
         v["log"][0]["detail"],
@@ -710,10 +556,10 @@ fn unconfirmed_changes_roll_back_after_the_window_and_after_kill_9() {
     let r = http.api(
         "POST",
         "/api/ports/eth1/addresses",
-        Some(&json!({"address": "203.0.113.1/24"})),
+        &json!({"address": "203.0.113.1/24"}),
     );
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(http.api("POST", "/api/board/confirm", None).status, 200);
+    assert_eq!(http.call("POST", "/api/board/confirm").status, 200);
     lab.kill(d2);
     sh_ok(
         &board,
@@ -727,18 +573,14 @@ fn unconfirmed_changes_roll_back_after_the_window_and_after_kill_9() {
         vec!["198.51.100.1/24", "203.0.113.1/24"]
     );
     assert_eq!(
-        http.board()["confirmed"]["ports"]["eth1"]["addresses"],
+        board_state(&http)["confirmed"]["ports"]["eth1"]["addresses"],
         json!(["198.51.100.1/24", "203.0.113.1/24"])
     );
     // Roll back on request.
-    let r = http.api(
-        "POST",
-        "/api/ports/eth0/link",
-        Some(&json!({"mtu": "1280"})),
-    );
+    let r = http.api("POST", "/api/ports/eth0/link", &json!({"mtu": "1280"}));
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(observe(&board).mtu0, 1280);
-    let r = http.api("POST", "/api/board/rollback", None);
+    let r = http.call("POST", "/api/board/rollback");
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json()["rolled_back"], json!(["set eth0 MTU 1280"]));
     assert_eq!(observe(&board).mtu0, 1500);
@@ -797,8 +639,11 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
         ("POST", "/api/board/confirm", Value::Null, 409, "nothing is waiting for confirmation"),
     ];
     for (m, path, body, status, want) in &cases {
-        let b = (!body.is_null()).then_some(body);
-        let r = http.api(m, path, b);
+        let r = if body.is_null() {
+            http.call(m, path)
+        } else {
+            http.api(m, path, body)
+        };
         assert_eq!(r.status, *status, "{m} {path} {body}: {}", r.body);
         let e = r.json()["error"].as_str().unwrap_or_default().to_string();
         assert!(
@@ -847,7 +692,7 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
     assert_eq!(r.status, 403);
     let mut anon = http.clone();
     anon.cookie = None;
-    assert_eq!(anon.api("POST", "/api/board/confirm", None).status, 401);
+    assert_eq!(anon.call("POST", "/api/board/confirm").status, 401);
     assert_eq!(anon.get("/ports").location, "/login");
 
     // The CLI gives the same errors, with exit code 2.
@@ -884,7 +729,7 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
     assert_eq!(observe(&board), s0);
-    let v = http.board();
+    let v = board_state(&http);
     assert_eq!(v["pending"], Value::Null);
     assert_eq!(v["log"], json!([]), "nothing was applied, nothing logged");
 }
@@ -901,7 +746,7 @@ fn removing_the_browsers_address_warns_and_apply_unchecked_moves_it() {
     let before = addrs(&board, "eth0");
     assert_eq!(before, vec!["192.0.2.1/24"]);
 
-    let r = http.api("DELETE", "/api/ports/eth0/addresses/192.0.2.1/24", None);
+    let r = http.call("DELETE", "/api/ports/eth0/addresses/192.0.2.1/24");
     assert_eq!(r.status, 409, "{}", r.body);
     let v = r.json();
     assert_eq!(v["kind"], "warning");
@@ -911,7 +756,7 @@ fn removing_the_browsers_address_warns_and_apply_unchecked_moves_it() {
         ),
         "{v}"
     );
-    let r = http.api("POST", "/api/ports/eth0/link", Some(&json!({"up": false})));
+    let r = http.api("POST", "/api/ports/eth0/link", &json!({"up": false}));
     assert_eq!(r.status, 409);
     assert!(r.body.contains("brings eth0 down"), "{}", r.body);
     // The page warns and offers "Apply unchecked" with the same change.
@@ -934,19 +779,19 @@ fn removing_the_browsers_address_warns_and_apply_unchecked_moves_it() {
     let r = http.api(
         "POST",
         "/api/ports/eth0/addresses",
-        Some(&json!({"address": "2001:db8::1/64"})),
+        &json!({"address": "2001:db8::1/64"}),
     );
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(http.api("POST", "/api/board/rollback", None).status, 200);
+    assert_eq!(http.call("POST", "/api/board/rollback").status, 200);
 
     // A deliberate move of the management address: answered first, applied, kept.
     let r = http.api(
         "POST",
         "/api/board/changes",
-        Some(&json!({"changes": [
+        &json!({"changes": [
             {"op": "add_address", "port": "eth0", "address": "192.0.2.10/24"},
             {"op": "del_address", "port": "eth0", "address": "192.0.2.1/24"},
-        ], "unchecked": true})),
+        ], "unchecked": true}),
     );
     assert_eq!(r.status, 202, "{}", r.body);
     let v = r.json();
@@ -956,7 +801,7 @@ fn removing_the_browsers_address_warns_and_apply_unchecked_moves_it() {
         addrs(&board, "eth0") == vec!["192.0.2.10/24"]
     });
     http.base = "http://192.0.2.10:8080".into();
-    let v = http.board();
+    let v = board_state(&http);
     assert_eq!(v["pending"], Value::Null);
     assert_eq!(v["log"][0]["outcome"], "unchecked");
     assert_eq!(
@@ -1002,7 +847,7 @@ fn without_cap_net_admin_the_board_is_read_only_and_says_why() {
         !page.body.contains("value=\"add_address\""),
         "no change forms"
     );
-    let v = http.board();
+    let v = board_state(&http);
     assert_eq!(v["writable"], false);
     assert!(v["read_only_reason"]
         .as_str()
@@ -1021,7 +866,7 @@ fn without_cap_net_admin_the_board_is_read_only_and_says_why() {
     let r = http.api(
         "POST",
         "/api/ports/eth0/addresses",
-        Some(&json!({"address": "192.0.2.5/24"})),
+        &json!({"address": "192.0.2.5/24"}),
     );
     assert_eq!(r.status, 403, "{}", r.body);
     assert!(r.json()["error"]
@@ -1109,7 +954,7 @@ fn inventory_live_rates_governor_and_the_config_each_run_ran_under() {
     let r = http.api(
         "POST",
         "/api/runs",
-        Some(&json!({"host": PC1_IP, "duration": 5, "bitrate": "50M"})),
+        &json!({"host": PC1_IP, "duration": 5, "bitrate": "50M"}),
     );
     assert_eq!(r.status, 201, "{}", r.body);
     let id = r.json()["id"].as_i64().expect("run id");
@@ -1157,7 +1002,7 @@ fn inventory_live_rates_governor_and_the_config_each_run_ran_under() {
     assert_eq!(g["cores"].as_array().map(Vec::len), Some(2));
     assert_eq!(g["cores"][1]["governor"], "schedutil");
     assert_eq!(g["cores"][0]["cur_khz"], 1_200_000);
-    let r = http.api("PUT", "/api/governor", Some(&json!({"governor": "turbo"})));
+    let r = http.api("PUT", "/api/governor", &json!({"governor": "turbo"}));
     assert_eq!(r.status, 400);
     assert_eq!(
         r.json()["error"],

@@ -38,7 +38,7 @@ fn do_req(
     path: &str,
     hdrs: Vec<(String, String)>,
     body: Option<(String, String)>,
-) -> Resp {
+) -> Result<Resp, String> {
     let agent = ureq::AgentBuilder::new()
         .redirects(0)
         .timeout(Duration::from_secs(20))
@@ -57,9 +57,9 @@ fn do_req(
     let resp = match res {
         Ok(r) => r,
         Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("{method} {path}: {e}"),
+        Err(e) => return Err(format!("{method} {path}: {e}")),
     };
-    Resp {
+    Ok(Resp {
         status: resp.status(),
         location: resp.header("location").unwrap_or_default().to_string(),
         cookie: resp
@@ -68,7 +68,7 @@ fn do_req(
             .find(|c| c.starts_with("netperfd_session="))
             .map(|c| c.to_string()),
         body: resp.into_string().unwrap_or_default(),
-    }
+    })
 }
 
 /// Percent-encode a form value.
@@ -94,7 +94,7 @@ impl Http {
         }
     }
 
-    /// One request exactly as given (no CSRF header added).
+    /// One request exactly as given (no CSRF header added); panics when there is no answer.
     pub fn req(
         &self,
         method: &str,
@@ -102,6 +102,18 @@ impl Http {
         hdrs: Vec<(String, String)>,
         body: Option<(String, String)>,
     ) -> Resp {
+        self.try_req(method, path, hdrs, body)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Like [`Http::req`], with a connection error as `Err` (the daemon may be down).
+    pub fn try_req(
+        &self,
+        method: &str,
+        path: &str,
+        hdrs: Vec<(String, String)>,
+        body: Option<(String, String)>,
+    ) -> Result<Resp, String> {
         let (base, cookie, m, p) = (
             self.base.clone(),
             self.cookie.clone(),
