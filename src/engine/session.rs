@@ -193,7 +193,10 @@ impl DataStream {
 
     /// Whether the stream's thread has ended (a TCP receiver saw EOF, or a socket failed).
     pub fn thread_done(&self) -> bool {
-        self.thread.as_ref().map(|t| t.is_finished()).unwrap_or(true)
+        self.thread
+            .as_ref()
+            .map(|t| t.is_finished())
+            .unwrap_or(true)
     }
 
     /// Congestion control algorithm in use on a TCP socket.

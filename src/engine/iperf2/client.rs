@@ -260,8 +260,8 @@ fn accept_back(
                 let s = super::server::bind_udp(local, Some(from)).map_err(|e| e.to_string())?;
                 udp.push(s.try_clone().map_err(|e| e.to_string())?);
                 let id = 101 + streams.len() as u32;
-                let ds = DataStream::new_udp_iperf2(id, false, s, false)
-                    .map_err(|e| e.to_string())?;
+                let ds =
+                    DataStream::new_udp_iperf2(id, false, s, false).map_err(|e| e.to_string())?;
                 pending_first.push(buf[..k].to_vec());
                 streams.push(ds);
             }
@@ -454,7 +454,11 @@ async fn run_inner(
         offset: 0.0,
         layout: Layout::V21,
     };
-    let interval = if spec.interval > 0.0 { spec.interval } else { 1e9 };
+    let interval = if spec.interval > 0.0 {
+        spec.interval
+    } else {
+        1e9
+    };
     let back_secs = if spec.bytes > 0 { 3600.0 } else { spec.time };
     let limit = Duration::from_secs_f64(back_secs + 15.0);
     let stall = Duration::from_secs(10);

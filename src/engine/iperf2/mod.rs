@@ -180,8 +180,7 @@ impl Outcome {
             f.lost_packets = Some(lost as i64);
             f.total_packets = Some(total as i64);
             f.lost_percent = Some(crate::engine::udp::loss_percent(lost, total));
-            f.jitter_ms =
-                Some(udp.iter().map(|u| u.jitter_ms).sum::<f64>() / udp.len() as f64);
+            f.jitter_ms = Some(udp.iter().map(|u| u.jitter_ms).sum::<f64>() / udp.len() as f64);
         }
         f
     }
@@ -243,7 +242,11 @@ async fn drive(
     let mut aborted = false;
     let mut error = None;
     if let Err(e) = leg.phase.start(false) {
-        return (Vec::new(), Some(format!("cannot start the streams: {e}")), false);
+        return (
+            Vec::new(),
+            Some(format!("cannot start the streams: {e}")),
+            false,
+        );
     }
     let udp = leg.phase.udp();
     let send = matches!(leg.until, Until::Send { .. });
@@ -284,7 +287,10 @@ async fn drive(
                     leg.phase.streams.iter().all(|s| s.thread_done())
                 };
                 if !all && el >= limit.as_secs_f64() {
-                    error = Some(format!("the peer's streams did not end within {} s", limit.as_secs()));
+                    error = Some(format!(
+                        "the peer's streams did not end within {} s",
+                        limit.as_secs()
+                    ));
                     true
                 } else if !all && last_progress.1.elapsed() >= stall {
                     error = Some(format!("no data from the peer for {} s", stall.as_secs()));
@@ -313,7 +319,13 @@ async fn drive(
     for (i, s) in leg.phase.streams.iter().enumerate() {
         let bytes = sums
             .get(i)
-            .map(|x| if x.local_sender { x.sender.bytes } else { x.receiver.map(|r| r.bytes).unwrap_or(0) })
+            .map(|x| {
+                if x.local_sender {
+                    x.sender.bytes
+                } else {
+                    x.receiver.map(|r| r.bytes).unwrap_or(0)
+                }
+            })
             .unwrap_or(0)
             + leg.pre.get(i).copied().unwrap_or(0);
         let udp_fig = s.udp_stats().map(|u| UdpFigures {
@@ -326,19 +338,33 @@ async fn drive(
         });
         out.push(StreamResult {
             id: s.id,
-            local: format!("{} port {}", crate::engine::net::ip_text(s.local.ip()), s.local.port()),
-            remote: format!("{} port {}", crate::engine::net::ip_text(s.remote.ip()), s.remote.port()),
+            local: format!(
+                "{} port {}",
+                crate::engine::net::ip_text(s.local.ip()),
+                s.local.port()
+            ),
+            remote: format!(
+                "{} port {}",
+                crate::engine::net::ip_text(s.remote.ip()),
+                s.remote.port()
+            ),
             sender: s.sender,
             bytes,
             seconds: secs,
-            sent_datagrams: if udp && s.sender { Some(s.packets_sent()) } else { None },
+            sent_datagrams: if udp && s.sender {
+                Some(s.packets_sent())
+            } else {
+                None
+            },
             udp: udp_fig,
         });
     }
     let len = leg.phase.params.len as usize;
     let layout = leg.layout;
     let socks = std::mem::take(&mut leg.udp);
-    tokio::task::spawn_blocking(move || leg.phase.stop()).await.ok();
+    tokio::task::spawn_blocking(move || leg.phase.stop())
+        .await
+        .ok();
     if udp && !aborted {
         let results = out.clone();
         let ex = tokio::task::spawn_blocking(move || {
@@ -448,7 +474,7 @@ pub fn text_line(id: u32, start: f64, end: f64, bytes: u64, udp: Option<&UdpFigu
     let secs = end - start;
     let bps = if secs > 0.0 { bytes as f64 / secs } else { 0.0 };
     let mut s = format!(
-        "[{id:3}] {start:.4}-{end:.4} sec  {}  {}/sec",
+        "[{id:3}] {start:.4}-{end:.4} sec  {}s  {}s/sec",
         crate::engine::report::unit_format(bytes as f64, false),
         crate::engine::report::unit_format(bps, true)
     );

@@ -7,8 +7,8 @@
 //! `mPort` and send. A hostile or truncated header ends that test alone, with a logged reason.
 
 use super::wire::{self, ClientHeader, Layout, Return};
-use super::{drive, phase_params, Event, Leg, Outcome, Role, StreamResult, TestInfo, Until};
 use super::LOOKS_LIKE_IPERF3;
+use super::{drive, phase_params, Event, Leg, Outcome, Role, StreamResult, TestInfo, Until};
 use crate::engine::net::{self, SockOpts};
 use crate::engine::session::{DataPhase, DataStream};
 use crate::engine::RunStatus;
@@ -103,9 +103,9 @@ struct Inner {
     cfg: Iperf2ServerConfig,
     next: AtomicU64,
     events: Option<mpsc::UnboundedSender<Event>>,
-    /// Return tests started recently, by (client address, port): a `-P` client sends the
-    /// header on every stream, the return test runs once.
-    returns: Mutex<HashMap<(IpAddr, i32), Instant>>,
+    /// Return tests started in the last second, by (client address, port, UDP): a `-P`
+    /// client sends the header on every stream, the return test runs once.
+    returns: Mutex<HashMap<(IpAddr, i32, bool), Instant>>,
 }
 
 impl Inner {
@@ -115,15 +115,15 @@ impl Inner {
         }
     }
 
-    fn first_return(&self, ip: IpAddr, port: i32) -> bool {
+    fn first_return(&self, ip: IpAddr, port: i32, udp: bool) -> bool {
         let Ok(mut m) = self.returns.lock() else {
             return false;
         };
-        m.retain(|_, t| t.elapsed() < Duration::from_secs(5));
-        if m.contains_key(&(ip, port)) {
+        m.retain(|_, t| t.elapsed() < Duration::from_secs(1));
+        if m.contains_key(&(ip, port, udp)) {
             return false;
         }
-        m.insert((ip, port), Instant::now());
+        m.insert((ip, port, udp), Instant::now());
         true
     }
 }
@@ -235,6 +235,17 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
     if wire::looks_like_iperf3(&first[..got]) {
         tracing::warn!(%peer, "iperf 2 port: {LOOKS_LIKE_IPERF3} (sent an iperf3 cookie); closing");
         report_refused(&inner, peer, local, false, LOOKS_LIKE_IPERF3);
+        // Stay silent a while: an iperf3 client then says the peer looks like iperf 2.x
+        // instead of a bare "control socket closed".
+        let mut sink = [0u8; 1024];
+        let _ = tokio::time::timeout(Duration::from_secs(10), async {
+            while let Ok(n) = s.read(&mut sink).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        })
+        .await;
         return;
     }
     if got < wire::CLIENT_HEADER_LEN {
@@ -253,7 +264,7 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
     let ret_ok = match ret {
         Return::None => false,
         _ => match hdr.check_return() {
-            Ok(()) => inner.first_return(peer.ip(), hdr.port),
+            Ok(()) => inner.first_return(peer.ip(), hdr.port, false),
             Err(e) => {
                 tracing::warn!(%peer, "iperf 2 return test refused: {e}");
                 false
@@ -414,7 +425,13 @@ async fn return_leg(
             } else {
                 let mut last = None;
                 for _ in 0..10 {
-                    match net::connect_tcp(to, &SockOpts::default(), 0, true, Duration::from_secs(5)) {
+                    match net::connect_tcp(
+                        to,
+                        &SockOpts::default(),
+                        0,
+                        true,
+                        Duration::from_secs(5),
+                    ) {
                         Ok(s) => return DataStream::new(id, true, s),
                         Err(e) => last = Some(e),
                     }
@@ -518,7 +535,12 @@ fn udp_loop(
             let _ = sock.send_to(data, from);
             continue;
         }
-        let (layout, wide, hdr) = wire::classify_udp(data);
+        let (layout, wide, mut hdr) = wire::classify_udp(data);
+        if let Some(h) = hdr.as_mut() {
+            if h.win_band <= 0 {
+                h.win_band = wire::ext_rate(&data[layout.offset()..]).unwrap_or(0) as i32;
+            }
+        }
         let flow = match bind_udp(local, Some(from)) {
             Ok(s) => s,
             Err(e) => {
@@ -554,7 +576,7 @@ fn udp_loop(
         let ret = hdr_v.return_test();
         let ret_ok = ret != Return::None
             && match hdr_v.check_return() {
-                Ok(()) => inner.first_return(from.ip(), hdr_v.port),
+                Ok(()) => inner.first_return(from.ip(), hdr_v.port, true),
                 Err(e) => {
                     tracing::warn!(%from, "iperf 2 return test refused: {e}");
                     false
@@ -562,7 +584,7 @@ fn udp_loop(
             };
         inner.emit(Event::Started {
             test,
-            info: Box::new(info(true, from, local, hdr.as_ref(), Some(layout))),
+            info: Box::new(info(true, from, ds.local, hdr.as_ref(), Some(layout))),
         });
         let len = n.max(wire::UDP_MIN_LEN);
         let phase = DataPhase::new(phase_params(true, len, 0, 0), vec![ds], inner.cfg.interval);
@@ -632,7 +654,10 @@ async fn run_test_udp(
     if let Ok(mut m) = flows.lock() {
         match report {
             Some(r) => {
-                m.insert(from, FlowState::Done(r.datagram(layout, &[], len), Instant::now()));
+                m.insert(
+                    from,
+                    FlowState::Done(r.datagram(layout, &[], len), Instant::now()),
+                );
             }
             None => {
                 m.remove(&from);

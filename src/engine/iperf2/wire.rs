@@ -177,6 +177,17 @@ impl ClientHeader {
     }
 }
 
+/// The rate of a 2.0.10+/2.1 client (`-b`, bits/s) from the header extension (word 6 after
+/// the v1 fields; 2.1 leaves `mWinBand` 0 for UDP). `hdr` starts at the v1 flags. None when
+/// there is no extension or no rate.
+pub fn ext_rate(hdr: &[u8]) -> Option<u32> {
+    let h = ClientHeader::parse(hdr).ok()?;
+    if h.flags & HEADER_EXTEND == 0 || hdr.len() < CLIENT_HEADER_LEN + 28 {
+        return None;
+    }
+    Some(be32(hdr, CLIENT_HEADER_LEN + 24)).filter(|&r| r > 0 && r <= i32::MAX as u32)
+}
+
 /// Length of a test as the header carries it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Amount {
@@ -462,7 +473,10 @@ mod tests {
                 let inner = l.split("ints=[").nth(1).unwrap().trim_end_matches(']');
                 let ws: Vec<u32> = inner
                     .split(", ")
-                    .map(|x| u32::from_str_radix(x.trim_matches('\'').trim_start_matches("0x"), 16).unwrap())
+                    .map(|x| {
+                        u32::from_str_radix(x.trim_matches('\'').trim_start_matches("0x"), 16)
+                            .unwrap()
+                    })
                     .collect();
                 (l.trim().to_string(), words(&ws))
             })
@@ -480,6 +494,8 @@ mod tests {
         assert_eq!(h.amount(), Amount::Time(1.0));
         assert!(looks_like_iperf2(&b));
         assert!(!looks_like_iperf3(&b));
+        // `-b 10M` travels in the extension (10 × 2^20 bits/s).
+        assert_eq!(ext_rate(&b), Some(10 * 1024 * 1024));
         assert_eq!(ClientHeader::parse(&h.to_bytes()).unwrap(), h);
     }
 
@@ -516,7 +532,11 @@ mod tests {
             read_udp_id(first, true).unwrap().0,
             0x6b0c_ffa0 * 1_000_000 + 0x19613
         );
-        let fin = &lines.iter().find(|(l, _)| l.contains("'0xffffffa3'")).unwrap().1;
+        let fin = &lines
+            .iter()
+            .find(|(l, _)| l.contains("'0xffffffa3'"))
+            .unwrap()
+            .1;
         assert_eq!(read_udp_id(fin, true).unwrap().1, -93);
         assert_eq!(read_udp_id(fin, false).unwrap().1, -93);
         let (_, rep) = lines.last().unwrap();
@@ -568,18 +588,7 @@ mod tests {
         assert_eq!(classify_udp(&fin), (Layout::V205, false, Some(hdr)));
         assert_eq!(read_udp_id(&fin, false).unwrap().1, -1001);
         let mut reply = fin.clone();
-        let report = words(&[
-            0x8000_0000,
-            0,
-            1_470_000,
-            10,
-            12_345,
-            7,
-            2,
-            1000,
-            0,
-            1_234,
-        ]);
+        let report = words(&[0x8000_0000, 0, 1_470_000, 10, 12_345, 7, 2, 1000, 0, 1_234]);
         reply[12..52].copy_from_slice(&report);
         let (r, layout) = ServerReport::parse(&reply).unwrap();
         assert_eq!(layout, Layout::V205);
