@@ -92,8 +92,26 @@ fn banner(info: &TestInfo) -> String {
     )
 }
 
-/// Print one event as iperf 2 would.
-fn print_event(ev: &Event, infos: &mut HashMap<u64, TestInfo>) {
+/// Print one event as iperf 2 would; with `json`, only one JSON line per finished test
+/// (`{"test", "info", "outcome"}`, byte counts exact).
+fn print_event(ev: &Event, infos: &mut HashMap<u64, TestInfo>, json: bool) {
+    if json {
+        match ev {
+            Event::Started { test, info } => {
+                infos.insert(*test, (**info).clone());
+            }
+            Event::Interval { .. } => {}
+            Event::Finished { test, outcome } => {
+                let doc = serde_json::json!({
+                    "test": test,
+                    "info": infos.remove(test),
+                    "outcome": outcome,
+                });
+                out(&format!("{doc}\n"));
+            }
+        }
+        return;
+    }
     match ev {
         Event::Started { test, info } => {
             out(&banner(info));
@@ -134,12 +152,15 @@ pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
             return 1;
         }
     };
-    out(&format!(
-        "------------------------------------------------------------\nClient connecting to {}, {} port {}\n------------------------------------------------------------\n",
-        spec.host,
-        if spec.udp { "UDP" } else { "TCP" },
-        spec.port
-    ));
+    let json = a.json;
+    if !json {
+        out(&format!(
+            "------------------------------------------------------------\nClient connecting to {}, {} port {}\n------------------------------------------------------------\n",
+            spec.host,
+            if spec.udp { "UDP" } else { "TCP" },
+            spec.port
+        ));
+    }
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let cancel = std::sync::Arc::new(tokio::sync::Notify::new());
     let c2 = cancel.clone();
@@ -151,7 +172,7 @@ pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
     let printer = tokio::spawn(async move {
         let mut infos = HashMap::new();
         while let Some(ev) = rx.recv().await {
-            print_event(&ev, &mut infos);
+            print_event(&ev, &mut infos, json);
         }
     });
     let o = client::run(spec, Some(tx), Some(cancel)).await;
@@ -192,15 +213,18 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
         }
     };
     let ports: Vec<String> = cfg.ports.iter().map(|p| p.to_string()).collect();
-    out(&format!(
-        "------------------------------------------------------------\nServer listening on TCP and UDP port {} (iperf 2)\n------------------------------------------------------------\n",
-        ports.join(", ")
-    ));
+    let json = a.json;
+    if !json {
+        out(&format!(
+            "------------------------------------------------------------\nServer listening on TCP and UDP port {} (iperf 2)\n------------------------------------------------------------\n",
+            ports.join(", ")
+        ));
+    }
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(async move {
         let mut infos = HashMap::new();
         while let Some(ev) = rx.recv().await {
-            print_event(&ev, &mut infos);
+            print_event(&ev, &mut infos, json);
         }
     });
     let shutdown = std::sync::Arc::new(tokio::sync::Notify::new());
