@@ -559,4 +559,42 @@ fn daemon_serves_iperf2_on_5001_and_records_the_run() {
     assert_eq!(run["protocol"], "UDP");
     assert_eq!(run["lost_packets"], 0);
     assert!(run["total_packets"].as_i64().unwrap() > 300, "{run}");
+
+    // An iperf 2 client on the iperf3 port: a failed run that says why.
+    let _ = lab.run(
+        &pc1,
+        "iperf-c3",
+        "iperf",
+        &["-c", BOARD_IP, "-p", "5201", "-t", "1"],
+        T,
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, o, _) = lab.run(
+            &board,
+            "runs",
+            bin(),
+            &["runs", "--data", &data_s, "--json", "list"],
+            T,
+        );
+        let v: Value = serde_json::from_str(&o).unwrap_or(Value::Null);
+        let hit = v.as_array().and_then(|a| {
+            a.iter()
+                .find(|r| {
+                    r["status"] == "failed"
+                        && r["error"]
+                            .as_str()
+                            .is_some_and(|e| e.contains("peer looks like iperf 2.x"))
+                })
+                .cloned()
+        });
+        if hit.is_some() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no failed run naming iperf 2 in {o}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
 }
