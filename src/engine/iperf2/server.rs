@@ -166,12 +166,25 @@ pub async fn serve(
     }
 }
 
+/// Most TCP connections served at once (each has a receiving thread).
+const MAX_TCP_TESTS: usize = 128;
+
 async fn accept_loop(inner: Arc<Inner>, l: TcpListener) {
+    let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     loop {
         match l.accept().await {
             Ok((s, peer)) => {
+                if active.load(Ordering::Relaxed) >= MAX_TCP_TESTS {
+                    tracing::warn!(%peer, "{MAX_TCP_TESTS} iperf 2 connections open; refused");
+                    continue;
+                }
+                active.fetch_add(1, Ordering::Relaxed);
                 let i = inner.clone();
-                tokio::spawn(async move { tcp_test(i, s, peer).await });
+                let a = active.clone();
+                tokio::spawn(async move {
+                    tcp_test(i, s, peer).await;
+                    a.fetch_sub(1, Ordering::Relaxed);
+                });
             }
             Err(e) => {
                 tracing::warn!("iperf 2 accept failed: {e}");
@@ -535,6 +548,18 @@ fn udp_loop(
             let _ = sock.send_to(data, from);
             continue;
         }
+        let running = flows
+            .lock()
+            .map(|m| {
+                m.values()
+                    .filter(|f| matches!(f, FlowState::Running(_)))
+                    .count()
+            })
+            .unwrap_or(0);
+        if running >= MAX_UDP_FLOWS {
+            tracing::warn!(%from, "{running} iperf 2 UDP flows running; new flow ignored");
+            continue;
+        }
         let (layout, wide, mut hdr) = wire::classify_udp(data);
         if let Some(h) = hdr.as_mut() {
             if h.win_band <= 0 {
@@ -606,6 +631,10 @@ fn udp_loop(
         });
     }
 }
+
+/// Most UDP flows served at once (each has a receiving thread): a flood of new source
+/// addresses cannot exhaust the board.
+const MAX_UDP_FLOWS: usize = 64;
 
 #[derive(Clone)]
 enum FlowState {

@@ -179,10 +179,11 @@ pub async fn probe_iperf3(host: &str, port: u16) -> Result<bool, String> {
         .await
         .map_err(|e| format!("unable to send to {peer}: {e}"))?;
     let mut b = [0u8; 1];
+    // PARAM_EXCHANGE, ACCESS_DENIED or SERVER_ERROR: iperf3. Silence, another byte (an iperf
+    // 2.1 server may answer parts of the cookie as its own header bits), or a reset: iperf 2.
     match tokio::time::timeout(IPERF2_SILENCE, s.read(&mut b)).await {
-        Ok(Ok(1)) => Ok(true),
-        Ok(_) => Err(format!("{peer} closed the connection without a word")),
-        Err(_) => Ok(false),
+        Ok(Ok(1)) => Ok(matches!(b[0], 9 | 0xFF | 0xFE)),
+        Ok(Ok(_)) | Ok(Err(_)) | Err(_) => Ok(false),
     }
 }
 
@@ -294,7 +295,22 @@ pub async fn run(
     )
     .await
     {
-        Ok(r) => r?,
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            // An iperf3 server's first byte is PARAM_EXCHANGE, ACCESS_DENIED or SERVER_ERROR
+            // (handled above); closing at once or an unknown byte is an iperf 2 server.
+            if e.message.starts_with(wire::ierr_text(ierr::IECTRLCLOSE).as_str())
+                || e.message.contains("got byte 0x")
+                || e.message.contains("unable to receive control message")
+            {
+                return Err(err(format!(
+                    "{}: it did not answer the iperf3 cookie as iperf3 does ({})",
+                    crate::engine::iperf2::LOOKS_LIKE_IPERF2,
+                    e.message
+                )));
+            }
+            return Err(e);
+        }
         Err(_) => {
             return Err(err(format!(
                 "{}: no answer to the iperf3 cookie within {} s (an iperf 2 server listens without answering; use peer type iperf 2, or --iperf2 on the command line)",
