@@ -123,6 +123,23 @@ pub struct IperfArgs {
     /// Set IPv4 Don't Fragment flag (UDP)
     #[arg(long = "dont-fragment")]
     pub dont_fragment: bool,
+    /// Speak iperf 2 (2.0.5 … 2.1.x) instead of iperf3: default port 5001, no control channel
+    #[arg(long = "iperf2")]
+    pub iperf2: bool,
+    /// iperf 2: the server sends back after the test (tradeoff, -r)
+    #[arg(short = 'r', long = "tradeoff", requires = "iperf2")]
+    pub tradeoff: bool,
+    /// iperf 2: the server sends back at the same time (dual test, -d)
+    #[arg(short = 'd', long = "dualtest", requires = "iperf2")]
+    pub dualtest: bool,
+    /// iperf 2: port to listen on for the return test (-r/-d), default the server port
+    #[arg(
+        short = 'L',
+        long = "listenport",
+        value_name = "PORT",
+        requires = "iperf2"
+    )]
+    pub listenport: Option<u16>,
 }
 
 /// Parse `-B`: an IP address, optionally `%dev` (iperf3's `-B addr%dev`).

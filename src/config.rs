@@ -21,6 +21,10 @@ pub struct Config {
     /// Ports of the built-in iperf3 server, default [5201]; empty turns it off.
     #[serde(default = "default_iperf3_ports")]
     pub iperf3_ports: Vec<u16>,
+    /// Ports of the built-in iperf 2 server (TCP and UDP each), default [5001]; empty turns
+    /// it off.
+    #[serde(default = "default_iperf2_ports")]
+    pub iperf2_ports: Vec<u16>,
     /// Web session lifetime in hours, default 12.
     #[serde(default = "default_session_hours")]
     pub session_hours: u32,
@@ -35,6 +39,9 @@ fn default_data() -> PathBuf {
 fn default_iperf3_ports() -> Vec<u16> {
     vec![5201]
 }
+fn default_iperf2_ports() -> Vec<u16> {
+    vec![5001]
+}
 fn default_session_hours() -> u32 {
     12
 }
@@ -46,6 +53,7 @@ impl Default for Config {
             data_dir: default_data(),
             admin_password_hash: None,
             iperf3_ports: default_iperf3_ports(),
+            iperf2_ports: default_iperf2_ports(),
             session_hours: default_session_hours(),
         }
     }
@@ -64,6 +72,12 @@ impl Config {
         let c: Config = toml::from_str(text).map_err(|e| e.to_string())?;
         if c.iperf3_ports.contains(&0) {
             return Err("iperf3_ports: 0 is not a port".into());
+        }
+        if c.iperf2_ports.contains(&0) {
+            return Err("iperf2_ports: 0 is not a port".into());
+        }
+        if c.iperf2_ports.iter().any(|p| c.iperf3_ports.contains(p)) {
+            return Err("iperf2_ports and iperf3_ports share a port".into());
         }
         if let Some(h) = &c.admin_password_hash {
             argon2::PasswordHash::new(h)
@@ -85,6 +99,11 @@ mod tests {
         let c = Config::parse("").unwrap();
         assert_eq!(c.listen, "127.0.0.1:8080".parse().unwrap());
         assert_eq!(c.iperf3_ports, vec![5201]);
+        assert_eq!(c.iperf2_ports, vec![5001]);
+        assert!(Config::parse("iperf2_ports = []")
+            .unwrap()
+            .iperf2_ports
+            .is_empty());
         let c = Config::parse("listen = \"0.0.0.0:80\"\niperf3_ports = [5201, 5202]\n").unwrap();
         assert_eq!(c.listen.port(), 80);
         assert_eq!(c.iperf3_ports, vec![5201, 5202]);
@@ -94,6 +113,8 @@ mod tests {
     fn bad_values_are_refused() {
         assert!(Config::parse("listen = \"nowhere\"").is_err());
         assert!(Config::parse("iperf3_ports = [0]").is_err());
+        assert!(Config::parse("iperf2_ports = [0]").is_err());
+        assert!(Config::parse("iperf2_ports = [5201]").is_err());
         assert!(Config::parse("admin_password_hash = \"plain\"").is_err());
         assert!(Config::parse("unknown_key = 1").is_err());
     }

@@ -27,6 +27,9 @@ pub struct DaemonArgs {
     /// iperf3 server ports (default 5201; 0 turns the server off)
     #[arg(long = "iperf3-port", value_delimiter = ',', value_name = "PORT")]
     pub iperf3_port: Vec<u16>,
+    /// iperf 2 server ports, TCP and UDP (default 5001; 0 turns the server off)
+    #[arg(long = "iperf2-port", value_delimiter = ',', value_name = "PORT")]
+    pub iperf2_port: Vec<u16>,
 }
 
 /// Resolve the configuration: file first, then flags.
@@ -43,6 +46,9 @@ pub fn config_from(a: &DaemonArgs) -> Result<Config, String> {
     }
     if !a.iperf3_port.is_empty() {
         c.iperf3_ports = a.iperf3_port.iter().copied().filter(|&p| p != 0).collect();
+    }
+    if !a.iperf2_port.is_empty() {
+        c.iperf2_ports = a.iperf2_port.iter().copied().filter(|&p| p != 0).collect();
     }
     Ok(c)
 }
@@ -118,6 +124,11 @@ async fn run(cfg: Config) -> Result<(), String> {
             }
         });
         tracing::info!(ports = ?cfg.iperf3_ports, "iperf3 server listening");
+    }
+
+    // The iperf 2 server (TCP and UDP): a busy port is logged, the appliance still starts.
+    if !cfg.iperf2_ports.is_empty() {
+        crate::iperf2_live::start_server(&hub, &cfg.iperf2_ports, shutdown.clone());
     }
 
     let st = state.clone();

@@ -7,6 +7,8 @@ pub mod compare;
 pub mod config;
 pub mod daemon;
 pub mod engine;
+pub mod iperf2_cli;
+pub mod iperf2_live;
 pub mod ladder_cli;
 pub mod live;
 pub mod logging;

@@ -83,6 +83,14 @@ fn iperf_main(a: IperfArgs) -> i32 {
             return 1;
         }
     };
+    if a.iperf2 {
+        return rt.block_on(async move {
+            match a.client.clone() {
+                Some(host) => netperfd::iperf2_cli::run_client(&a, &host).await,
+                None => netperfd::iperf2_cli::run_server(&a).await,
+            }
+        });
+    }
     rt.block_on(async move {
         match a.client.clone() {
             Some(host) => cli::run_client(&a, &host).await,

@@ -148,6 +148,57 @@ impl DataStream {
         ))
     }
 
+    /// Wrap a connected UDP socket carrying iperf 2 datagrams; `wide` = 64-bit sequence
+    /// numbers (HEADER_SEQNO64B).
+    pub fn new_udp_iperf2(
+        id: u32,
+        sender: bool,
+        sock: UdpSocket,
+        wide: bool,
+    ) -> std::io::Result<DataStream> {
+        let mut s = DataStream::new_udp(id, sender, sock, wide)?;
+        if !sender {
+            s.udp_recv = Some(Arc::new(Mutex::new(UdpRecv::new_iperf2(wide))));
+        }
+        Ok(s)
+    }
+
+    /// Count a datagram that reached this receiving stream another way (the first datagram
+    /// of an iperf 2 flow arrives on the listening socket). `arrival_us`: wall clock, µs.
+    pub fn feed_udp(&self, data: &[u8], arrival_us: i64) {
+        if let Some(st) = &self.udp_recv {
+            if lock(st).on_datagram(data, arrival_us) {
+                self.counter.fetch_add(data.len() as u64, Relaxed);
+            }
+        }
+    }
+
+    /// Another handle on a UDP stream's socket (for the iperf 2 FIN and report exchange).
+    pub fn try_clone_udp(&self) -> std::io::Result<UdpSocket> {
+        match &self.sock {
+            Sock::Udp(u) => u.try_clone(),
+            Sock::Tcp(_) => Err(std::io::Error::other("not a UDP stream")),
+        }
+    }
+
+    /// A copy of a receiving UDP stream's accounting.
+    pub fn udp_stats(&self) -> Option<UdpRecv> {
+        self.udp_recv.as_ref().map(|st| lock(st).clone())
+    }
+
+    /// Datagrams a sending UDP stream has sent so far.
+    pub fn packets_sent(&self) -> u64 {
+        self.packets.load(Relaxed)
+    }
+
+    /// Whether the stream's thread has ended (a TCP receiver saw EOF, or a socket failed).
+    pub fn thread_done(&self) -> bool {
+        self.thread
+            .as_ref()
+            .map(|t| t.is_finished())
+            .unwrap_or(true)
+    }
+
     /// Congestion control algorithm in use on a TCP socket.
     pub fn congestion(&self) -> Option<String> {
         match &self.sock {
@@ -200,6 +251,8 @@ pub struct DataPhase {
     omitting: bool,
     pub intervals: Vec<IntervalRecord>,
     end: Option<Instant>,
+    /// iperf 2 UDP senders: the datagram layout (None = iperf3 datagrams).
+    pub iperf2_tx: Option<crate::engine::udp::Iperf2Tx>,
 }
 
 impl DataPhase {
@@ -223,6 +276,7 @@ impl DataPhase {
             interval: if interval > 0.0 { interval } else { 1.0 },
             intervals: Vec::new(),
             end: None,
+            iperf2_tx: None,
         }
     }
 
@@ -264,6 +318,7 @@ impl DataPhase {
                         wide: self.params.udp_counters_64bit,
                         repeating: self.params.repeating_payload,
                         gso: true,
+                        iperf2: self.iperf2_tx.clone(),
                     };
                     let pk = s.packets.clone();
                     b.spawn(move || udp::udp_send_loop(sock, cfg, ctr, pk, sh))?

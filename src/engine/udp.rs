@@ -90,6 +90,12 @@ const DUP_WINDOW: u64 = 1 << 16;
 #[derive(Debug, Clone)]
 pub struct UdpRecv {
     wide: bool,
+    /// iperf 2 datagrams: sequence number at offset 0 (high word at 12 when `wide`), sender
+    /// wall-clock time at 4/8, a negative sequence number marks the FIN.
+    iperf2: bool,
+    /// iperf 2: the FIN's sequence number (the count of datagrams the sender numbered), once
+    /// the first FIN arrived.
+    pub fin: Option<u64>,
     /// Highest (64-bit) sequence number seen.
     pub max_seq: u64,
     /// Distinct sequence numbers received (≤ max_seq).
@@ -122,6 +128,8 @@ impl UdpRecv {
     pub fn new(wide: bool) -> UdpRecv {
         UdpRecv {
             wide,
+            iperf2: false,
+            fin: None,
             max_seq: 0,
             unique: 0,
             out_of_order: 0,
@@ -146,10 +154,38 @@ impl UdpRecv {
         (i / 64, 1u64 << (i % 64))
     }
 
+    /// Fresh accounting of iperf 2 datagrams (see `engine::iperf2::wire`); `wide` = the
+    /// client set HEADER_SEQNO64B (high sequence word at offset 12). The FIN (negative id) is
+    /// counted like a datagram of its sequence number, as iperf 2 servers do; repeats of it
+    /// are not.
+    pub fn new_iperf2(wide: bool) -> UdpRecv {
+        UdpRecv {
+            iperf2: true,
+            ..UdpRecv::new(wide)
+        }
+    }
+
     /// Count one datagram: its bytes (`len`), arrival time in µs on the local clock.
     /// Returns false for a stray datagram (not counted).
     pub fn on_datagram(&mut self, data: &[u8], arrival_us: i64) -> bool {
-        let Some((sent_us, wire_seq)) = read_header(data, self.wide) else {
+        let parsed = if self.iperf2 {
+            match crate::engine::iperf2::wire::read_udp_id(data, self.wide) {
+                Some((sent_us, id)) if id < 0 => {
+                    if self.fin.is_some() {
+                        // A repeated FIN: the client waits for our report, nothing to count.
+                        return false;
+                    }
+                    let seq = id.unsigned_abs();
+                    self.fin = Some(seq);
+                    Some((sent_us, if self.wide { seq } else { seq & 0xFFFF_FFFF }))
+                }
+                Some((sent_us, id)) => Some((sent_us, id as u64)),
+                None => None,
+            }
+        } else {
+            read_header(data, self.wide)
+        };
+        let Some((sent_us, wire_seq)) = parsed else {
             self.stray += 1;
             return false;
         };
@@ -446,6 +482,17 @@ pub struct UdpSendCfg {
     pub repeating: bool,
     /// Try UDP GSO.
     pub gso: bool,
+    /// Send iperf 2 datagrams instead of iperf3 ones.
+    pub iperf2: Option<Iperf2Tx>,
+}
+
+/// How an iperf 2 sender lays out its datagrams (see `engine::iperf2::wire`).
+#[derive(Debug, Clone)]
+pub struct Iperf2Tx {
+    /// Bytes written at offset 16 of every datagram (the client header, or empty).
+    pub header: Vec<u8>,
+    /// Sequence number of the first datagram (0 suits 2.0.5 and 2.1 servers alike).
+    pub first_seq: u64,
 }
 
 /// Datagrams per kernel call at this rate: about 200 µs of traffic, 1..64 (64 unpaced).
@@ -475,7 +522,17 @@ pub fn udp_send_loop(
     if gso {
         batch = batch.min(65000 / len).max(1);
     }
-    let fill = crate::engine::tcp::payload(len, cfg.repeating);
+    let len = if cfg.iperf2.is_some() {
+        len.max(crate::engine::iperf2::wire::UDP_MIN_LEN)
+    } else {
+        len
+    };
+    let mut fill = crate::engine::tcp::payload(len, cfg.repeating);
+    if let Some(t) = &cfg.iperf2 {
+        fill[12..16].fill(0);
+        let n = t.header.len().min(len.saturating_sub(16));
+        fill[16..16 + n].copy_from_slice(&t.header[..n]);
+    }
     let mut buf = Vec::with_capacity(batch * len);
     for _ in 0..batch {
         buf.extend_from_slice(&fill);
@@ -486,7 +543,7 @@ pub fn udp_send_loop(
     } else {
         None
     };
-    let mut seq: u64 = 1;
+    let mut seq: u64 = cfg.iperf2.as_ref().map(|t| t.first_seq).unwrap_or(1);
     let fd = sock.as_raw_fd();
     let stopped = || shared.stop.load(Relaxed) || shared.stop_send.load(Relaxed);
     loop {
@@ -503,9 +560,21 @@ pub fn udp_send_loop(
                 return;
             }
         }
-        let (sec, usec) = mono_now();
-        for i in 0..batch {
-            write_header(&mut buf[i * len..], sec, usec, seq + i as u64, cfg.wide);
+        if cfg.iperf2.is_some() {
+            let (sec, usec) = crate::engine::iperf2::wire::wall_now();
+            for i in 0..batch {
+                crate::engine::iperf2::wire::write_udp_id(
+                    &mut buf[i * len..],
+                    (seq + i as u64) as i64,
+                    sec,
+                    usec,
+                );
+            }
+        } else {
+            let (sec, usec) = mono_now();
+            for i in 0..batch {
+                write_header(&mut buf[i * len..], sec, usec, seq + i as u64, cfg.wide);
+            }
         }
         let sent = if gso {
             // SAFETY: buf is valid for batch*len bytes.

@@ -79,14 +79,12 @@ async fn start(
         }
     };
     let ports = crate::system::ports();
-    Ok(
-        match tr.to_spec(&ports).and_then(|s| state.hub.start_client(s)) {
-            Ok(id) => HttpResponse::Created()
-                .insert_header(("Location", format!("/api/runs/{id}")))
-                .json(json!({"id": id, "url": format!("/runs/{id}")})),
-            Err(e) => error(actix_web::http::StatusCode::BAD_REQUEST, e),
-        },
-    )
+    Ok(match tr.start(&state.hub, &ports).await {
+        Ok(id) => HttpResponse::Created()
+            .insert_header(("Location", format!("/api/runs/{id}")))
+            .json(json!({"id": id, "url": format!("/runs/{id}")})),
+        Err(e) => error(actix_web::http::StatusCode::BAD_REQUEST, e),
+    })
 }
 
 /// Accept numbers where the form sends strings (`{"duration": 5}` and `{"duration": "5"}`).

@@ -581,6 +581,7 @@ struct FormValues {
     window: String,
     omit: String,
     bind: String,
+    peer_type: String,
 }
 
 impl FormValues {
@@ -594,7 +595,7 @@ impl FormValues {
             protocol: g(r.map(|r| &r.protocol), "tcp"),
             length: g(r.map(|r| &r.length), ""),
             host: r.map(|r| r.host.clone()).unwrap_or_default(),
-            port: g(r.map(|r| &r.port), "5201"),
+            port: g(r.map(|r| &r.port), ""),
             duration: g(r.map(|r| &r.duration), "10"),
             parallel: g(r.map(|r| &r.parallel), "1"),
             direction: g(r.map(|r| &r.direction), "send"),
@@ -602,6 +603,7 @@ impl FormValues {
             window: g(r.map(|r| &r.window), ""),
             omit: g(r.map(|r| &r.omit), "0"),
             bind: g(r.map(|r| &r.bind), ""),
+            peer_type: g(r.map(|r| &r.peer_type), "iperf3"),
         }
     }
 }
@@ -657,9 +659,7 @@ async fn start_test(
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let ports = crate::system::ports();
-    let res = form
-        .to_spec(&ports)
-        .and_then(|spec| state.hub.start_client(spec));
+    let res = form.start(&state.hub, &ports).await;
     Ok(match res {
         Ok(id) => see_other(&format!("/runs/{id}")),
         Err(e) => html(

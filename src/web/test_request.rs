@@ -41,6 +41,10 @@ pub struct TestRequest {
     /// Board port (interface name) to bind every socket to; empty = routing decides.
     #[serde(default)]
     pub bind: Option<String>,
+    /// What the peer runs: "iperf3" (default), "iperf2" (iperf 2.0.5 … 2.1.x, default port
+    /// 5001) or "auto" (ask the port with an iperf3 cookie; silence means iperf 2).
+    #[serde(default)]
+    pub peer_type: Option<String>,
     /// CSRF token (forms only).
     #[serde(default)]
     pub csrf: Option<String>,
@@ -151,9 +155,148 @@ impl TestRequest {
     }
 }
 
+/// What a request asks the peer to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerType {
+    Iperf3,
+    Iperf2,
+    Auto,
+}
+
+impl TestRequest {
+    /// The peer type field, checked.
+    pub fn peer_type(&self) -> Result<PeerType, String> {
+        match opt(&self.peer_type).unwrap_or("iperf3") {
+            "iperf3" => Ok(PeerType::Iperf3),
+            "iperf2" => Ok(PeerType::Iperf2),
+            "auto" => Ok(PeerType::Auto),
+            x => Err(format!(
+                "peer type must be iperf3, iperf2 or auto, got '{x}'"
+            )),
+        }
+    }
+
+    /// Validate into an iperf 2 client spec (default port 5001). Direction: "send" (plain),
+    /// "bidir" (`-d`, both at once) or "tradeoff" (`-r`, send then receive); iperf 2 has no
+    /// receive-only test. Omit does not exist in iperf 2.
+    pub fn to_iperf2_spec(
+        &self,
+        ports: &[crate::system::Port],
+    ) -> Result<crate::engine::iperf2::client::Iperf2Spec, String> {
+        use crate::engine::iperf2::wire::Return;
+        let host = self.host.trim();
+        if !valid_host(host) {
+            return Err(format!("peer '{host}' is not a host name or IP address"));
+        }
+        let mut s = crate::engine::iperf2::client::Iperf2Spec::new(host);
+        s.port = int(&self.port, "port", 5001, 1, 65535)? as u16;
+        s.udp = match opt(&self.protocol).unwrap_or("tcp") {
+            "tcp" | "TCP" => false,
+            "udp" | "UDP" => true,
+            x => return Err(format!("protocol must be tcp or udp, got '{x}'")),
+        };
+        if s.udp {
+            s.rate = crate::engine::iperf2::wire::UDP_DEFAULT_RATE;
+        }
+        if let Some(b) = opt(&self.bitrate) {
+            s.rate = parse_suffixed(b, true).map_err(|e| format!("bitrate: {e}"))?;
+        }
+        if let Some(l) = opt(&self.length) {
+            let len = parse_suffixed(l, false).map_err(|e| format!("length: {e}"))?;
+            s.len = u32::try_from(len).map_err(|_| "length is too large".to_string())?;
+        }
+        s.time = int(&self.duration, "duration", 10, 1, 86_400)? as f64;
+        s.parallel = int(&self.parallel, "parallel streams", 1, 1, 128)? as u32;
+        if int(&self.omit, "omit", 0, 0, 600)? > 0 {
+            return Err("omit does not exist in iperf 2: leave it at 0".into());
+        }
+        s.ret = match opt(&self.direction).unwrap_or("send") {
+            "send" => Return::None,
+            "bidir" => Return::Dual,
+            "tradeoff" => Return::Tradeoff,
+            "receive" | "reverse" => {
+                return Err("iperf 2 peers send back only with a return test: choose Both (-d) or Send then receive (-r)".into())
+            }
+            d => return Err(format!("direction must be send, bidir or tradeoff, got '{d}'")),
+        };
+        if let Some(w) = opt(&self.window) {
+            let w = parse_suffixed(w, false).map_err(|e| format!("window: {e}"))?;
+            if !(1024..=512 * 1024 * 1024).contains(&w) {
+                return Err("window must be 1K..512M".into());
+            }
+            s.window = Some(w as u32);
+        }
+        if let Some(b) = opt(&self.bind) {
+            let port = ports
+                .iter()
+                .find(|x| x.name == b)
+                .ok_or_else(|| format!("the board has no port '{b}'"))?;
+            s.bind = Some(
+                port.primary()
+                    .ok_or_else(|| format!("port '{b}' has no address"))?,
+            );
+        }
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Start the test this request describes (iperf3, iperf 2, or the one the peer speaks);
+    /// returns the run id. Bad input starts nothing.
+    pub async fn start(
+        &self,
+        hub: &crate::live::Hub,
+        ports: &[crate::system::Port],
+    ) -> Result<i64, String> {
+        match self.peer_type()? {
+            PeerType::Iperf3 => hub.start_client(self.to_spec(ports)?),
+            PeerType::Iperf2 => hub.start_iperf2_client(self.to_iperf2_spec(ports)?),
+            PeerType::Auto => {
+                // Check both readings before probing, so bad input is reported as such.
+                let spec3 = self.to_spec(ports)?;
+                let explicit = opt(&self.port).is_some();
+                let mut req2 = self.clone();
+                if !explicit {
+                    req2.port = Some(spec3.port.to_string());
+                }
+                match crate::engine::iperf3::client::probe_iperf3(&spec3.host, spec3.port).await {
+                    Ok(true) => hub.start_client(spec3),
+                    Ok(false) => hub.start_iperf2_client(req2.to_iperf2_spec(ports)?),
+                    Err(_) if !explicit => hub.start_iperf2_client(self.to_iperf2_spec(ports)?),
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn iperf2_requests() {
+        let r = TestRequest {
+            peer_type: Some("iperf2".into()),
+            protocol: Some("udp".into()),
+            direction: Some("tradeoff".into()),
+            bitrate: Some("100M".into()),
+            ..req("192.0.2.2")
+        };
+        assert_eq!(r.peer_type().unwrap(), PeerType::Iperf2);
+        let s = r.to_iperf2_spec(&[]).unwrap();
+        assert_eq!((s.port, s.udp, s.rate), (5001, true, 100_000_000));
+        assert_eq!(s.ret, crate::engine::iperf2::wire::Return::Tradeoff);
+        let bad = TestRequest {
+            direction: Some("receive".into()),
+            ..r.clone()
+        };
+        assert!(bad.to_iperf2_spec(&[]).unwrap_err().contains("return test"));
+        let bad = TestRequest {
+            peer_type: Some("iperf4".into()),
+            ..r
+        };
+        assert!(bad.peer_type().unwrap_err().contains("peer type"));
+    }
 
     fn req(host: &str) -> TestRequest {
         TestRequest {

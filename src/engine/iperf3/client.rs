@@ -156,6 +156,36 @@ fn err(message: impl Into<String>) -> ClientError {
 }
 
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Silence after the cookie that marks the peer as an iperf 2 server.
+pub const IPERF2_SILENCE: Duration = Duration::from_secs(3);
+
+/// Whether `host:port` answers like an iperf3 server: connect, send a cookie, and wait
+/// [`IPERF2_SILENCE`] for the first control byte. `Ok(false)` = silence (an iperf 2 server);
+/// the connection is closed either way (an iperf3 server logs a dropped control connection).
+pub async fn probe_iperf3(host: &str, port: u16) -> Result<bool, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let peer = {
+        let h = host.to_string();
+        tokio::task::spawn_blocking(move || net::resolve(&h, port, Family::Any))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("unable to resolve host '{host}': {e}"))?
+    };
+    let mut s = tokio::time::timeout(Duration::from_secs(10), TcpStream::connect(peer))
+        .await
+        .map_err(|_| format!("unable to connect to {peer}: timed out"))?
+        .map_err(|e| format!("unable to connect to {peer}: {e}"))?;
+    s.write_all(&wire::make_cookie())
+        .await
+        .map_err(|e| format!("unable to send to {peer}: {e}"))?;
+    let mut b = [0u8; 1];
+    // PARAM_EXCHANGE, ACCESS_DENIED or SERVER_ERROR: iperf3. Silence, another byte (an iperf
+    // 2.1 server may answer parts of the cookie as its own header bits), or a reset: iperf 2.
+    match tokio::time::timeout(IPERF2_SILENCE, s.read(&mut b)).await {
+        Ok(Ok(1)) => Ok(matches!(b[0], 9 | 0xFF | 0xFE)),
+        Ok(Ok(_)) | Ok(Err(_)) | Err(_) => Ok(false),
+    }
+}
 
 async fn expect_state(
     ctrl: &mut TcpStream,
@@ -257,7 +287,38 @@ pub async fn run(
     ctrl.write_all(&cookie)
         .await
         .map_err(|e| err(format!("unable to send cookie to server: {e}")))?;
-    expect_state(&mut ctrl, State::ParamExchange, CONTROL_TIMEOUT).await?;
+    // An iperf3 server answers the cookie at once (PARAM_EXCHANGE, or ACCESS_DENIED when
+    // busy); an iperf 2 server takes it as a stream header and stays silent.
+    match tokio::time::timeout(
+        IPERF2_SILENCE,
+        expect_state(&mut ctrl, State::ParamExchange, CONTROL_TIMEOUT),
+    )
+    .await
+    {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            // An iperf3 server's first byte is PARAM_EXCHANGE, ACCESS_DENIED or SERVER_ERROR
+            // (handled above); closing at once or an unknown byte is an iperf 2 server.
+            if e.message.starts_with(wire::ierr_text(ierr::IECTRLCLOSE).as_str())
+                || e.message.contains("got byte 0x")
+                || e.message.contains("unable to receive control message")
+            {
+                return Err(err(format!(
+                    "{}: it did not answer the iperf3 cookie as iperf3 does ({})",
+                    crate::engine::iperf2::LOOKS_LIKE_IPERF2,
+                    e.message
+                )));
+            }
+            return Err(e);
+        }
+        Err(_) => {
+            return Err(err(format!(
+                "{}: no answer to the iperf3 cookie within {} s (an iperf 2 server listens without answering; use peer type iperf 2, or --iperf2 on the command line)",
+                crate::engine::iperf2::LOOKS_LIKE_IPERF2,
+                IPERF2_SILENCE.as_secs()
+            )))
+        }
+    }
     wire::write_json(&mut ctrl, &params.to_json())
         .await
         .map_err(|e| err(format!("unable to send parameters to server: {e}")))?;

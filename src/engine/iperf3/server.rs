@@ -314,6 +314,10 @@ async fn handle_conn(inner: Arc<Inner>, mut s: TcpStream, peer: SocketAddr, seq:
         tracing::warn!(%peer, "closing connection: unable to receive cookie at server ({e})");
         return;
     }
+    if crate::engine::iperf2::wire::looks_like_iperf2(&cookie) {
+        refuse_iperf2(&inner, &s, peer);
+        return;
+    }
     let tx = inner
         .pending
         .lock()
@@ -340,6 +344,57 @@ async fn handle_conn(inner: Arc<Inner>, mut s: TcpStream, peer: SocketAddr, seq:
         .with_retries(3);
     let _ = socket2::SockRef::from(&s).set_tcp_keepalive(&ka);
     session(inner, s, peer, cookie, id).await;
+}
+
+/// An iperf 2 client reached the iperf3 port (its first bytes are an iperf 2 header or the
+/// digit filler, not a cookie): say so in the log and in a failed run record, then close.
+fn refuse_iperf2(inner: &Inner, s: &TcpStream, peer: SocketAddr) {
+    let msg = format!(
+        "{}: its first bytes are an iperf 2 header, not an iperf3 cookie (iperf 2 clients belong on port 5001)",
+        crate::engine::iperf2::LOOKS_LIKE_IPERF2
+    );
+    tracing::warn!(%peer, "closing connection: {msg}");
+    let local = s.local_addr().unwrap_or(peer);
+    let id = inner.next.fetch_add(1, Ordering::Relaxed);
+    let report = Report {
+        role: Role::Server,
+        params: Params::default(),
+        cookie: String::new(),
+        peer_host: net::ip_text(peer.ip()),
+        peer_port: peer.port(),
+        local_host: net::ip_text(local.ip()),
+        local_port: local.port(),
+        system_info: system_info(),
+        timestamp: chrono::Utc::now().timestamp(),
+        connected: Vec::new(),
+        tcp_mss_default: 0,
+        sndbuf_actual: 0,
+        rcvbuf_actual: 0,
+        intervals: Vec::new(),
+        streams: Vec::new(),
+        cpu_local: CpuUtil::default(),
+        cpu_remote: CpuUtil::default(),
+        sender_congestion: None,
+        receiver_congestion: None,
+        server_output_text: None,
+        server_output_json: None,
+        error: Some(msg),
+    };
+    emit(
+        inner,
+        ServerEvent::Started {
+            session: id,
+            report: Box::new(report.clone()),
+        },
+    );
+    emit(
+        inner,
+        ServerEvent::Finished {
+            session: id,
+            report: Box::new(report),
+            status: RunStatus::Failed,
+        },
+    );
 }
 
 /// Why a session ended early.

@@ -1,0 +1,559 @@
+//! iperf 2 client: runs a test against `iperf -s` / `iperf -u -s` (2.0.5 … 2.1.x).
+//! TCP: each stream connects, writes the 24-byte v1 header, then payload until the time or
+//! byte target, and closes; nothing comes back. UDP: datagrams in the 2.1 layout with ids
+//! from 0 (counted right by 2.0.5 and 2.1 servers alike), then the FIN and the server report.
+//! `-r`/`-d`: we listen on `-L` and receive the server's return streams.
+
+use super::wire::{self, ClientHeader, Layout, Return};
+use super::{drive, phase_params, Event, Leg, Outcome, Role, StreamResult, TestInfo, Until};
+use crate::engine::net::{self, Family, SockOpts};
+use crate::engine::session::{DataPhase, DataStream};
+use crate::engine::RunStatus;
+use serde::{Deserialize, Serialize};
+use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, Notify};
+
+/// What to run: iperf 2's client options.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Iperf2Spec {
+    /// Server host (`-c`).
+    pub host: String,
+    /// Server port (`-p`), default 5001.
+    pub port: u16,
+    /// UDP instead of TCP (`-u`).
+    pub udp: bool,
+    /// Rate per stream, bits/s (`-b`); UDP default 1048576, TCP 0 = unlimited.
+    pub rate: u64,
+    /// Write size (`-l`), bytes; 0 = default (TCP 128 KiB, UDP 1470).
+    pub len: u32,
+    /// Duration (`-t`), seconds; default 10.
+    pub time: f64,
+    /// Byte count per stream (`-n`) instead of a duration; 0 = none.
+    pub bytes: u64,
+    /// Parallel streams (`-P`), 1..=128.
+    pub parallel: u32,
+    /// `-r` (after) or `-d` (at the same time) return test.
+    pub ret: Return,
+    /// Port we listen on for the return test (`-L`); 0 = the same as `port`.
+    pub listen_port: u16,
+    /// Interval between reports, seconds (`-i`).
+    pub interval: f64,
+    /// Local address to bind (`-B`).
+    pub bind: Option<std::net::IpAddr>,
+    /// Socket buffer (`-w`), bytes.
+    pub window: Option<u32>,
+    /// Connect timeout.
+    #[serde(skip, default = "default_timeout")]
+    pub connect_timeout: Duration,
+}
+
+fn default_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
+impl Iperf2Spec {
+    /// A 10-second TCP test against `host:5001`.
+    pub fn new(host: &str) -> Iperf2Spec {
+        Iperf2Spec {
+            host: host.to_string(),
+            port: wire::DEFAULT_PORT,
+            udp: false,
+            rate: 0,
+            len: 0,
+            time: 10.0,
+            bytes: 0,
+            parallel: 1,
+            ret: Return::None,
+            listen_port: 0,
+            interval: 1.0,
+            bind: None,
+            window: None,
+            connect_timeout: default_timeout(),
+        }
+    }
+
+    /// Write size in bytes with the defaults applied.
+    pub fn write_len(&self) -> usize {
+        match (self.len, self.udp) {
+            (0, true) => wire::UDP_DEFAULT_LEN,
+            (0, false) => wire::TCP_DEFAULT_LEN,
+            (l, _) => l as usize,
+        }
+    }
+
+    /// Check the options. Errors name the option.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.host.trim().is_empty() {
+            return Err("peer host is empty".into());
+        }
+        if self.port == 0 {
+            return Err("port must be 1..65535 (-p)".into());
+        }
+        if !(1..=128).contains(&self.parallel) {
+            return Err("parallel streams must be 1..=128 (-P)".into());
+        }
+        if self.bytes == 0 && !(self.time > 0.0 && self.time <= 86_400.0) {
+            return Err("duration must be 0..86400 s (-t)".into());
+        }
+        if self.bytes > i32::MAX as u64 {
+            return Err("byte count must be below 2 GiB (-n, iperf 2's header has 31 bits)".into());
+        }
+        if !(self.interval == 0.0 || (0.1..=60.0).contains(&self.interval)) {
+            return Err("interval must be 0.1..60 s (-i)".into());
+        }
+        if self.udp {
+            if self.len != 0 && !(wire::UDP_MIN_LEN as u32..=65507).contains(&self.len) {
+                return Err(format!(
+                    "UDP datagram size must be {}..65507 bytes (-l)",
+                    wire::UDP_MIN_LEN
+                ));
+            }
+            if self.rate > i32::MAX as u64 {
+                return Err("UDP rate must be below 2.1 Gbit/s per stream for iperf 2 (-b)".into());
+            }
+        } else if self.len > 16 * 1024 * 1024 {
+            return Err("write size must be 1..16 MiB (-l)".into());
+        }
+        if let Some(w) = self.window {
+            if !(1024..=i32::MAX as u32 / 2).contains(&w) {
+                return Err("window must be 1 KiB..1 GiB (-w)".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The v1 header our streams carry.
+    fn header(&self) -> ClientHeader {
+        let flags = match self.ret {
+            Return::None => 0,
+            Return::Tradeoff => wire::HEADER_VERSION1,
+            Return::Dual => wire::HEADER_VERSION1 | wire::RUN_NOW,
+        };
+        ClientHeader {
+            flags,
+            num_threads: self.parallel as i32,
+            port: self.return_port() as i32,
+            buffer_len: self.len as i32,
+            win_band: if self.udp {
+                self.rate as i32
+            } else {
+                self.window.unwrap_or(0) as i32
+            },
+            amount: if self.bytes > 0 {
+                self.bytes as i32
+            } else {
+                -((self.time * 100.0).round() as i32)
+            },
+        }
+    }
+
+    fn return_port(&self) -> u16 {
+        if self.listen_port != 0 {
+            self.listen_port
+        } else {
+            self.port
+        }
+    }
+
+    fn direction(&self) -> &'static str {
+        match self.ret {
+            Return::None => "send",
+            _ => "bidir",
+        }
+    }
+}
+
+/// Listening sockets for the return streams.
+enum Back {
+    Tcp(TcpListener),
+    Udp(UdpSocket),
+}
+
+fn bind_back(spec: &Iperf2Spec, peer: SocketAddr) -> std::io::Result<Back> {
+    let ip = spec.bind.unwrap_or(if peer.is_ipv4() {
+        std::net::IpAddr::from([0u8, 0, 0, 0])
+    } else {
+        std::net::IpAddr::from([0u16; 8])
+    });
+    let addr = SocketAddr::new(ip, spec.return_port());
+    if spec.udp {
+        Ok(Back::Udp(super::server::bind_udp(addr, None)?))
+    } else {
+        let s = socket2::Socket::new(
+            socket2::Domain::for_address(addr),
+            socket2::Type::STREAM,
+            None,
+        )?;
+        s.set_reuse_address(true)?;
+        s.bind(&addr.into())?;
+        s.listen(128)?;
+        Ok(Back::Tcp(s.into()))
+    }
+}
+
+/// Accept the server's `n` return streams (within `limit`) and make them a receiving leg.
+fn accept_back(
+    back: Back,
+    n: usize,
+    peer: std::net::IpAddr,
+    len: usize,
+    limit: Duration,
+    stall: Duration,
+) -> Result<Leg, String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut streams = Vec::new();
+    let mut udp = Vec::new();
+    let mut pending_first = Vec::new();
+    let mut layout = Layout::V21;
+    match back {
+        Back::Tcp(l) => {
+            l.set_nonblocking(true).map_err(|e| e.to_string())?;
+            while streams.len() < n {
+                match l.accept() {
+                    Ok((s, from)) => {
+                        if net::ip_text(from.ip()) != net::ip_text(peer) {
+                            continue;
+                        }
+                        let id = 101 + streams.len() as u32;
+                        streams.push(DataStream::new(id, false, s).map_err(|e| e.to_string())?);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        if std::time::Instant::now() > deadline {
+                            return Err(format!(
+                                "the server opened {} of {n} return streams within 10 s",
+                                streams.len()
+                            ));
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    Err(e) => return Err(format!("cannot accept a return stream: {e}")),
+                }
+            }
+        }
+        Back::Udp(l) => {
+            let local = l.local_addr().map_err(|e| e.to_string())?;
+            let _ = l.set_read_timeout(Some(Duration::from_millis(100)));
+            let mut buf = vec![0u8; 65536];
+            let mut seen: Vec<SocketAddr> = Vec::new();
+            while streams.len() < n {
+                if std::time::Instant::now() > deadline {
+                    return Err(format!(
+                        "the server opened {} of {n} return flows within 10 s",
+                        streams.len()
+                    ));
+                }
+                let Ok((k, from)) = l.recv_from(&mut buf) else {
+                    continue;
+                };
+                if net::ip_text(from.ip()) != net::ip_text(peer) || seen.contains(&from) {
+                    continue;
+                }
+                seen.push(from);
+                // 2.1 senders write the high id word (0) at 12; 2.0.5 senders write filler.
+                layout = if k >= 16 && buf[12..16] == [0, 0, 0, 0] {
+                    Layout::V21
+                } else {
+                    Layout::V205
+                };
+                let s = super::server::bind_udp(local, Some(from)).map_err(|e| e.to_string())?;
+                udp.push(s.try_clone().map_err(|e| e.to_string())?);
+                let id = 101 + streams.len() as u32;
+                let ds =
+                    DataStream::new_udp_iperf2(id, false, s, false).map_err(|e| e.to_string())?;
+                pending_first.push(buf[..k].to_vec());
+                streams.push(ds);
+            }
+        }
+    }
+    let udp_mode = !udp.is_empty();
+    let now_us = crate::engine::iperf2::wire::wall_now();
+    let arrival = now_us.0 as i64 * 1_000_000 + now_us.1 as i64;
+    for (s, first) in streams.iter().zip(pending_first.iter()) {
+        s.feed_udp(first, arrival);
+    }
+    let mut phase = DataPhase::new(phase_params(udp_mode, len, 0, 0), streams, 1.0);
+    phase.iperf2_tx = None;
+    Ok(Leg {
+        pre: vec![0; phase.streams.len()],
+        phase,
+        until: Until::Recv { limit, stall },
+        udp,
+        offset: 0.0,
+        layout,
+    })
+}
+
+/// A failure before anything ran.
+fn failed(msg: String) -> Outcome {
+    Outcome {
+        status: RunStatus::Failed,
+        error: Some(msg),
+        streams: Vec::new(),
+        notes: Vec::new(),
+    }
+}
+
+/// Run one iperf 2 client test. Events go out as test 0 (`Started` once, intervals, and
+/// `Finished`); the outcome is also returned. `cancel` stops it early (status aborted).
+pub async fn run(
+    spec: Iperf2Spec,
+    events: Option<mpsc::UnboundedSender<Event>>,
+    cancel: Option<Arc<Notify>>,
+) -> Outcome {
+    let o = run_inner(&spec, events.clone(), cancel).await;
+    if let Some(tx) = &events {
+        let _ = tx.send(Event::Finished {
+            test: 0,
+            outcome: Box::new(o.clone()),
+        });
+    }
+    o
+}
+
+async fn run_inner(
+    spec: &Iperf2Spec,
+    events: Option<mpsc::UnboundedSender<Event>>,
+    cancel: Option<Arc<Notify>>,
+) -> Outcome {
+    if let Err(e) = spec.validate() {
+        return failed(e);
+    }
+    let peer = {
+        let (h, p) = (spec.host.clone(), spec.port);
+        match tokio::task::spawn_blocking(move || net::resolve(&h, p, Family::Any)).await {
+            Ok(Ok(a)) => a,
+            Ok(Err(e)) => return failed(format!("unable to resolve host '{}': {e}", spec.host)),
+            Err(e) => return failed(e.to_string()),
+        }
+    };
+    let len = spec.write_len();
+    let back = if spec.ret != Return::None {
+        match bind_back(spec, peer) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                return failed(format!(
+                    "cannot listen on port {} for the return test (-L): {e}",
+                    spec.return_port()
+                ))
+            }
+        }
+    } else {
+        None
+    };
+    let hdr = spec.header();
+    let opts = SockOpts {
+        bind: spec.bind,
+        window: spec.window,
+        ..Default::default()
+    };
+    let mut streams = Vec::new();
+    let mut udp_socks = Vec::new();
+    for i in 0..spec.parallel {
+        let id = i + 1;
+        if spec.udp {
+            let o = opts.clone();
+            let r = tokio::task::spawn_blocking(move || -> std::io::Result<UdpSocket> {
+                let local = SocketAddr::new(
+                    o.bind.unwrap_or(if peer.is_ipv4() {
+                        std::net::IpAddr::from([0u8, 0, 0, 0])
+                    } else {
+                        std::net::IpAddr::from([0u16; 8])
+                    }),
+                    0,
+                );
+                let s = std::net::UdpSocket::bind(local)?;
+                if let Some(w) = o.window {
+                    let _ = socket2::SockRef::from(&s).set_send_buffer_size(w as usize);
+                }
+                s.connect(peer)?;
+                Ok(s)
+            })
+            .await;
+            let s = match r {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => return failed(format!("unable to open a UDP socket to {peer}: {e}")),
+                Err(e) => return failed(e.to_string()),
+            };
+            match s.try_clone() {
+                Ok(c) => udp_socks.push(c),
+                Err(e) => return failed(e.to_string()),
+            }
+            match DataStream::new_udp_iperf2(id, true, s, false) {
+                Ok(d) => streams.push(d),
+                Err(e) => return failed(e.to_string()),
+            }
+        } else {
+            let o = opts.clone();
+            let ct = spec.connect_timeout;
+            let bytes = hdr.to_bytes();
+            let r = tokio::task::spawn_blocking(move || -> std::io::Result<std::net::TcpStream> {
+                let mut s = net::connect_tcp(peer, &o, 0, true, ct)?;
+                use std::io::Write;
+                s.write_all(&bytes)?;
+                Ok(s)
+            })
+            .await;
+            match r {
+                Ok(Ok(s)) => match DataStream::new(id, true, s) {
+                    Ok(d) => streams.push(d),
+                    Err(e) => return failed(e.to_string()),
+                },
+                Ok(Err(e)) => return failed(format!("unable to connect to {peer}: {e}")),
+                Err(e) => return failed(e.to_string()),
+            }
+        }
+    }
+    let first = &streams[0];
+    let info = TestInfo {
+        role: Role::Client,
+        protocol: if spec.udp { "UDP" } else { "TCP" },
+        peer_host: net::ip_text(peer.ip()),
+        peer_port: peer.port(),
+        local_host: net::ip_text(first.local.ip()),
+        local_port: first.local.port(),
+        direction: spec.direction(),
+        params: serde_json::to_value(spec).unwrap_or_default(),
+    };
+    if let Some(tx) = &events {
+        let _ = tx.send(Event::Started {
+            test: 0,
+            info: Box::new(info),
+        });
+    }
+    // With -n the target is per stream in iperf 2; the shared counter sums all streams.
+    let rate = if spec.udp && spec.rate == 0 {
+        wire::UDP_DEFAULT_RATE
+    } else {
+        spec.rate
+    };
+    let mut phase = DataPhase::new(
+        phase_params(spec.udp, len, rate, spec.bytes * spec.parallel as u64),
+        streams,
+        spec.interval,
+    );
+    if spec.udp {
+        phase.iperf2_tx = Some(crate::engine::udp::Iperf2Tx {
+            header: hdr.to_bytes().to_vec(),
+            first_seq: 0,
+        });
+    }
+    let pre = if spec.udp {
+        vec![0; spec.parallel as usize]
+    } else {
+        vec![wire::CLIENT_HEADER_LEN as u64; spec.parallel as usize]
+    };
+    let out_leg = Leg {
+        phase,
+        until: Until::Send {
+            secs: if spec.bytes > 0 { 0.0 } else { spec.time },
+        },
+        udp: udp_socks,
+        pre,
+        offset: 0.0,
+        layout: Layout::V21,
+    };
+    let interval = if spec.interval > 0.0 {
+        spec.interval
+    } else {
+        1e9
+    };
+    let back_secs = if spec.bytes > 0 { 3600.0 } else { spec.time };
+    let limit = Duration::from_secs_f64(back_secs + 15.0);
+    let stall = Duration::from_secs(10);
+    let n_back = spec.parallel as usize;
+    let mut notes = Vec::new();
+    let (mut results, mut error, mut aborted);
+    match (back, spec.ret) {
+        (Some(back), Return::Dual) => {
+            let peer_ip = peer.ip();
+            let acc = tokio::task::spawn_blocking(move || {
+                accept_back(back, n_back, peer_ip, len, limit, stall)
+            });
+            let ev = events.clone();
+            let c = cancel.clone();
+            let out = tokio::spawn(drive(out_leg, 0, interval, ev, c));
+            let back_res = match acc.await {
+                Ok(Ok(leg)) => Some(drive(leg, 0, interval, events.clone(), cancel.clone()).await),
+                Ok(Err(e)) => {
+                    notes.push(e);
+                    None
+                }
+                Err(e) => {
+                    notes.push(e.to_string());
+                    None
+                }
+            };
+            let (r, e, a) = out
+                .await
+                .unwrap_or_else(|e| (Vec::new(), Some(e.to_string()), false));
+            results = r;
+            error = e;
+            aborted = a;
+            if let Some((r2, e2, a2)) = back_res {
+                results.extend(r2);
+                error = error.or(e2);
+                aborted |= a2;
+            } else {
+                error = error.or_else(|| notes.first().cloned());
+            }
+        }
+        (Some(back), Return::Tradeoff) => {
+            let (r, e, a) = drive(out_leg, 0, interval, events.clone(), cancel.clone()).await;
+            results = r;
+            error = e;
+            aborted = a;
+            let offset = results.first().map(|r| r.seconds).unwrap_or(0.0);
+            if !aborted && error.is_none() {
+                let peer_ip = peer.ip();
+                let acc = tokio::task::spawn_blocking(move || {
+                    accept_back(back, n_back, peer_ip, len, limit, stall)
+                })
+                .await;
+                match acc {
+                    Ok(Ok(mut leg)) => {
+                        leg.offset = offset;
+                        let (r2, e2, a2) = drive(leg, 0, interval, events.clone(), cancel).await;
+                        results.extend(r2);
+                        error = e2;
+                        aborted = a2;
+                    }
+                    Ok(Err(e)) => error = Some(e),
+                    Err(e) => error = Some(e.to_string()),
+                }
+            }
+        }
+        _ => {
+            let (r, e, a) = drive(out_leg, 0, interval, events.clone(), cancel).await;
+            results = r;
+            error = e;
+            aborted = a;
+        }
+    }
+    if spec.udp && results.iter().any(|r| r.sender && r.udp.is_none()) && !aborted {
+        notes.push("no server report came back for the UDP FIN (10 tries)".into());
+    }
+    finish(results, error, aborted, notes)
+}
+
+fn finish(
+    streams: Vec<StreamResult>,
+    error: Option<String>,
+    aborted: bool,
+    notes: Vec<String>,
+) -> Outcome {
+    let status = if aborted {
+        RunStatus::Aborted
+    } else if error.is_some() {
+        RunStatus::Failed
+    } else {
+        RunStatus::Completed
+    };
+    Outcome {
+        status,
+        error,
+        streams,
+        notes,
+    }
+}

@@ -1,0 +1,523 @@
+//! iperf 2 peers (2.0.5 … 2.1.x): client and server for TCP and UDP, `-r`/`-d` return tests,
+//! the UDP FIN / server report exchange. iperf 2 has no control connection: every stream is
+//! its own TCP connection or UDP flow to port 5001, and only UDP brings numbers back.
+//! The stream loops, UDP pacer and loss/jitter accounting are the iperf3 engine's
+//! (`session::DataPhase`); this module drives them with iperf 2's framing and end rules.
+//! Not for: the iperf3 protocol (see `engine::iperf3`).
+
+pub mod client;
+pub mod server;
+pub mod wire;
+
+use crate::engine::iperf3::wire::{Params, Protocol};
+use crate::engine::report::IntervalRecord;
+use crate::engine::session::DataPhase;
+use crate::engine::RunStatus;
+use serde::Serialize;
+use std::net::UdpSocket;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, Notify};
+use wire::{Layout, ServerReport};
+
+/// The exact words our iperf3 side uses when the peer speaks iperf 2 (issue B09).
+pub const LOOKS_LIKE_IPERF2: &str = "peer looks like iperf 2.x";
+/// The words our iperf 2 side uses when the peer speaks iperf3.
+pub const LOOKS_LIKE_IPERF3: &str = "peer looks like iperf 3";
+
+/// Who started the test, from the board's view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Client,
+    Server,
+}
+
+/// What a test is, known when it starts.
+#[derive(Debug, Clone, Serialize)]
+pub struct TestInfo {
+    pub role: Role,
+    /// "TCP" or "UDP".
+    pub protocol: &'static str,
+    pub peer_host: String,
+    pub peer_port: u16,
+    pub local_host: String,
+    pub local_port: u16,
+    /// From the board's view: "send", "receive" or "bidir".
+    pub direction: &'static str,
+    /// The test's settings as JSON (rate bits/s, length bytes, time s, streams, return test).
+    pub params: serde_json::Value,
+}
+
+/// Final figures of one stream.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StreamResult {
+    /// Stream number as printed (`[  1]`).
+    pub id: u32,
+    pub local: String,
+    pub remote: String,
+    /// True when the board sent on this stream.
+    pub sender: bool,
+    /// Bytes this side moved (header bytes included, as iperf 2 counts them).
+    pub bytes: u64,
+    /// Seconds this side measured.
+    pub seconds: f64,
+    /// UDP sender: datagrams sent (the FIN excluded).
+    pub sent_datagrams: Option<u64>,
+    /// UDP: the receiver's figures — ours for a receiving stream, the peer's server report
+    /// for a sending one (None when no report came back).
+    pub udp: Option<UdpFigures>,
+}
+
+impl StreamResult {
+    /// Bits per second over the stream's own duration.
+    pub fn bits_per_second(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.bytes as f64 * 8.0 / self.seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+/// A UDP receiver's figures (iperf 2's "Server Report" fields).
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct UdpFigures {
+    /// Bytes received.
+    pub bytes: u64,
+    /// Seconds the receiver measured.
+    pub seconds: f64,
+    /// Datagrams lost / counted, out of order; jitter in ms.
+    pub lost: u64,
+    pub total: u64,
+    pub out_of_order: u64,
+    pub jitter_ms: f64,
+}
+
+impl UdpFigures {
+    /// From a server report datagram.
+    pub fn from_report(r: &ServerReport) -> UdpFigures {
+        UdpFigures {
+            bytes: r.total_len,
+            seconds: r.seconds(),
+            lost: r.error_cnt.max(0) as u64,
+            total: r.datagrams.max(0) as u64,
+            out_of_order: r.outorder_cnt.max(0) as u64,
+            jitter_ms: r.jitter_ms(),
+        }
+    }
+
+    /// Loss, percent of the counted datagrams (0..=100).
+    pub fn lost_percent(&self) -> f64 {
+        crate::engine::udp::loss_percent(self.lost, self.total)
+    }
+
+    /// Received bits per second.
+    pub fn bits_per_second(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.bytes as f64 * 8.0 / self.seconds
+        } else {
+            0.0
+        }
+    }
+
+    /// The report datagram fields for these figures.
+    pub fn to_report(&self) -> ServerReport {
+        let us = (self.seconds.max(0.0) * 1e6).round() as i64;
+        let jus = (self.jitter_ms.max(0.0) * 1e3).round() as i64;
+        ServerReport {
+            flags: wire::HEADER_VERSION1,
+            total_len: self.bytes,
+            stop_sec: (us / 1_000_000) as i32,
+            stop_usec: (us % 1_000_000) as i32,
+            error_cnt: self.lost.min(i32::MAX as u64) as i32,
+            outorder_cnt: self.out_of_order.min(i32::MAX as u64) as i32,
+            datagrams: self.total.min(i32::MAX as u64) as i32,
+            jitter_sec: (jus / 1_000_000) as i32,
+            jitter_usec: (jus % 1_000_000) as i32,
+        }
+    }
+}
+
+/// How a test ended and what it measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    pub status: RunStatus,
+    pub error: Option<String>,
+    pub streams: Vec<StreamResult>,
+    /// Notes worth keeping with the run (e.g. no server report, a peer that looks like iperf3).
+    pub notes: Vec<String>,
+}
+
+impl Outcome {
+    /// The run figures for history: the main direction is the board's sending streams when
+    /// there are any (iperf 2 clients' view), else its receiving ones.
+    pub fn figures(&self) -> crate::store::RunFigures {
+        let send: Vec<&StreamResult> = self.streams.iter().filter(|s| s.sender).collect();
+        let recv: Vec<&StreamResult> = self.streams.iter().filter(|s| !s.sender).collect();
+        let main = if send.is_empty() { &recv } else { &send };
+        let sum_bps = |v: &[&StreamResult]| v.iter().map(|s| s.bits_per_second()).sum::<f64>();
+        let mut f = crate::store::RunFigures::default();
+        if main.is_empty() {
+            return f;
+        }
+        let udp: Vec<UdpFigures> = main.iter().filter_map(|s| s.udp).collect();
+        if main[0].sender {
+            f.sender_bps = Some(sum_bps(main));
+            if !udp.is_empty() {
+                f.receiver_bps = Some(udp.iter().map(|u| u.bits_per_second()).sum());
+                f.bytes = Some(udp.iter().map(|u| u.bytes as i64).sum());
+            } else {
+                f.bytes = Some(main.iter().map(|s| s.bytes as i64).sum());
+            }
+        } else {
+            f.receiver_bps = Some(sum_bps(main));
+            f.bytes = Some(main.iter().map(|s| s.bytes as i64).sum());
+        }
+        if !udp.is_empty() {
+            let lost: u64 = udp.iter().map(|u| u.lost).sum();
+            let total: u64 = udp.iter().map(|u| u.total).sum();
+            f.lost_packets = Some(lost as i64);
+            f.total_packets = Some(total as i64);
+            f.lost_percent = Some(crate::engine::udp::loss_percent(lost, total));
+            f.jitter_ms = Some(udp.iter().map(|u| u.jitter_ms).sum::<f64>() / udp.len() as f64);
+        }
+        f
+    }
+}
+
+/// Progress of iperf 2 tests (client: one test numbered 0; server: one per connection/flow).
+#[derive(Debug, Clone)]
+pub enum Event {
+    Started { test: u64, info: Box<TestInfo> },
+    Interval { test: u64, record: IntervalRecord },
+    Finished { test: u64, outcome: Box<Outcome> },
+}
+
+/// iperf3-engine parameters for an iperf 2 data phase: protocol, length (bytes), rate
+/// (bits/s, 0 = unlimited), byte target, the digit filler iperf 2 sends.
+fn phase_params(udp: bool, len: usize, rate: u64, bytes: u64) -> Params {
+    Params {
+        protocol: if udp { Protocol::Udp } else { Protocol::Tcp },
+        len: len as u32,
+        bandwidth: rate,
+        num: bytes,
+        repeating_payload: true,
+        ..Params::default()
+    }
+}
+
+/// When a leg ends.
+#[derive(Debug, Clone, Copy)]
+enum Until {
+    /// A sender: after `secs` (or the byte target in the params).
+    Send { secs: f64 },
+    /// A receiver: when every stream saw EOF (TCP) or a FIN (UDP); gives up after `limit`
+    /// or when nothing arrived for `stall`.
+    Recv { limit: Duration, stall: Duration },
+}
+
+/// One direction of a test: a data phase and how it ends.
+struct Leg {
+    phase: DataPhase,
+    until: Until,
+    /// Sockets of UDP streams (clones), for the FIN and report exchange.
+    udp: Vec<UdpSocket>,
+    /// Bytes already read before the phase started (TCP headers), per stream.
+    pre: Vec<u64>,
+    /// Seconds to add to interval times (a `-r` return leg starts after the first).
+    offset: f64,
+    /// UDP receivers: where the report goes in the reply to the FIN.
+    layout: Layout,
+}
+
+/// Drive a leg to its end, sending intervals as `test`; returns (stream results, error).
+async fn drive(
+    mut leg: Leg,
+    test: u64,
+    interval: f64,
+    events: Option<mpsc::UnboundedSender<Event>>,
+    cancel: Option<Arc<Notify>>,
+) -> (Vec<StreamResult>, Option<String>, bool) {
+    let mut aborted = false;
+    let mut error = None;
+    if let Err(e) = leg.phase.start(false) {
+        return (
+            Vec::new(),
+            Some(format!("cannot start the streams: {e}")),
+            false,
+        );
+    }
+    let udp = leg.phase.udp();
+    let send = matches!(leg.until, Until::Send { .. });
+    let tick = Duration::from_secs_f64(interval.clamp(0.1, 60.0));
+    let mut next_tick = Instant::now() + tick;
+    let mut last_progress = (leg.phase.progress(), Instant::now());
+    let notify = Arc::new(Notify::new());
+    let cancel = cancel.unwrap_or(notify);
+    loop {
+        let wait = next_tick
+            .saturating_duration_since(Instant::now())
+            .min(Duration::from_millis(50));
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = cancel.notified() => { aborted = true; break; }
+            _ = leg.phase.shared.wake.notified() => {}
+        }
+        if let Some(e) = leg.phase.shared.error() {
+            error = Some(e);
+            break;
+        }
+        let el = leg.phase.elapsed();
+        let done = match leg.until {
+            Until::Send { secs } => {
+                (secs > 0.0 && el >= secs) || leg.phase.shared.send_limit_reached()
+            }
+            Until::Recv { limit, stall } => {
+                let p = leg.phase.progress();
+                if p != last_progress.0 {
+                    last_progress = (p, Instant::now());
+                }
+                let all = if udp {
+                    leg.phase
+                        .streams
+                        .iter()
+                        .all(|s| s.udp_stats().map(|u| u.fin.is_some()).unwrap_or(true))
+                } else {
+                    leg.phase.streams.iter().all(|s| s.thread_done())
+                };
+                if !all && el >= limit.as_secs_f64() {
+                    error = Some(format!(
+                        "the peer's streams did not end within {} s",
+                        limit.as_secs()
+                    ));
+                    true
+                } else if !all && last_progress.1.elapsed() >= stall {
+                    error = Some(format!("no data from the peer for {} s", stall.as_secs()));
+                    true
+                } else {
+                    all
+                }
+            }
+        };
+        if done {
+            break;
+        }
+        if Instant::now() >= next_tick {
+            next_tick += tick;
+            if let Some(rec) = leg.phase.sample() {
+                emit_interval(&events, test, rec, leg.offset);
+            }
+        }
+    }
+    if let Some(rec) = leg.phase.finish().await {
+        emit_interval(&events, test, rec, leg.offset);
+    }
+    let secs = leg.phase.measured_seconds();
+    let sums = leg.phase.local_summaries();
+    let mut out = Vec::new();
+    for (i, s) in leg.phase.streams.iter().enumerate() {
+        let bytes = sums
+            .get(i)
+            .map(|x| {
+                if x.local_sender {
+                    x.sender.bytes
+                } else {
+                    x.receiver.map(|r| r.bytes).unwrap_or(0)
+                }
+            })
+            .unwrap_or(0)
+            + leg.pre.get(i).copied().unwrap_or(0);
+        let udp_fig = s.udp_stats().map(|u| UdpFigures {
+            bytes,
+            seconds: secs,
+            lost: u.lost(),
+            total: u.max_seq,
+            out_of_order: u.out_of_order,
+            jitter_ms: u.jitter * 1000.0,
+        });
+        out.push(StreamResult {
+            id: s.id,
+            local: format!(
+                "{} port {}",
+                crate::engine::net::ip_text(s.local.ip()),
+                s.local.port()
+            ),
+            remote: format!(
+                "{} port {}",
+                crate::engine::net::ip_text(s.remote.ip()),
+                s.remote.port()
+            ),
+            sender: s.sender,
+            bytes,
+            seconds: secs,
+            sent_datagrams: if udp && s.sender {
+                Some(s.packets_sent())
+            } else {
+                None
+            },
+            udp: udp_fig,
+        });
+    }
+    let len = leg.phase.params.len as usize;
+    let layout = leg.layout;
+    let socks = std::mem::take(&mut leg.udp);
+    tokio::task::spawn_blocking(move || leg.phase.stop())
+        .await
+        .ok();
+    if udp && !aborted {
+        let results = out.clone();
+        let ex = tokio::task::spawn_blocking(move || {
+            socks
+                .iter()
+                .zip(results.iter())
+                .map(|(sock, r)| {
+                    if send {
+                        fin_exchange(sock, r.sent_datagrams.unwrap_or(0), len)
+                    } else {
+                        if let Some(u) = r.udp {
+                            answer_fins(sock, &u.to_report(), layout, len);
+                        }
+                        None
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_default();
+        if send {
+            for (r, rep) in out.iter_mut().zip(ex) {
+                r.udp = rep.map(|x| UdpFigures::from_report(&x));
+            }
+        }
+    } else if udp && send {
+        for r in out.iter_mut() {
+            r.udp = None;
+        }
+    }
+    (out, error, aborted)
+}
+
+fn emit_interval(
+    events: &Option<mpsc::UnboundedSender<Event>>,
+    test: u64,
+    mut rec: IntervalRecord,
+    offset: f64,
+) {
+    for s in &mut rec.streams {
+        s.start += offset;
+        s.end += offset;
+    }
+    if let Some(tx) = events {
+        let _ = tx.send(Event::Interval { test, record: rec });
+    }
+}
+
+/// The client's end of a UDP flow: send the FIN (id = −(datagrams numbered), 64-bit form)
+/// up to 10 times, 250 ms apart, and return the first server report that comes back.
+fn fin_exchange(sock: &UdpSocket, sent: u64, len: usize) -> Option<ServerReport> {
+    let len = len.max(wire::UDP_MIN_LEN);
+    let mut fin = vec![b'0'; len];
+    let id = -(sent.max(1) as i64);
+    let _ = sock.set_read_timeout(Some(Duration::from_millis(250)));
+    let mut buf = vec![0u8; 65536];
+    for _ in 0..10 {
+        let (sec, usec) = wire::wall_now();
+        wire::write_udp_id(&mut fin, id, sec, usec);
+        if sock.send(&fin).is_err() {
+            std::thread::sleep(Duration::from_millis(250));
+            continue;
+        }
+        let deadline = Instant::now() + Duration::from_millis(250);
+        while Instant::now() < deadline {
+            match sock.recv(&mut buf) {
+                Ok(n) => {
+                    if let Ok((r, _)) = ServerReport::parse(&buf[..n]) {
+                        return Some(r);
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+    }
+    None
+}
+
+/// The server's end of a UDP flow: answer the FIN (and its repeats) with the report, until
+/// the client has been quiet for 300 ms (at most 10 answers, 3 s).
+fn answer_fins(sock: &UdpSocket, report: &ServerReport, layout: Layout, len: usize) {
+    let reply = report.datagram(layout, &[], len);
+    let _ = sock.send(&reply);
+    let _ = sock.set_read_timeout(Some(Duration::from_millis(300)));
+    let mut buf = vec![0u8; 65536];
+    let start = Instant::now();
+    let mut sent = 1;
+    while sent < 10 && start.elapsed() < Duration::from_secs(3) {
+        match sock.recv(&mut buf) {
+            Ok(n) => {
+                if let Some((_, id)) = wire::read_udp_id(&buf[..n], false) {
+                    if id < 0 {
+                        let _ = sock.send(&reply);
+                        sent += 1;
+                    }
+                }
+            }
+            Err(_) => break,
+        }
+    }
+}
+
+/// Text of the interval and summary lines as iperf 2 prints them:
+/// `[  1] 0.0000-1.0000 sec  1.38 MBytes  11.5 Mbits/sec` (UDP receivers add jitter and
+/// lost/total).
+pub fn text_line(id: u32, start: f64, end: f64, bytes: u64, udp: Option<&UdpFigures>) -> String {
+    let secs = end - start;
+    let bps = if secs > 0.0 { bytes as f64 / secs } else { 0.0 };
+    let mut s = format!(
+        "[{id:3}] {start:.4}-{end:.4} sec  {}s  {}s/sec",
+        crate::engine::report::unit_format(bytes as f64, false),
+        crate::engine::report::unit_format(bps, true)
+    );
+    if let Some(u) = udp {
+        s.push_str(&format!(
+            "  {:6.3} ms {}/{} ({:.2}%)",
+            u.jitter_ms,
+            u.lost,
+            u.total,
+            u.lost_percent()
+        ));
+        if u.out_of_order > 0 {
+            s.push_str(&format!(" {} out-of-order", u.out_of_order));
+        }
+    }
+    s.push('\n');
+    s
+}
+
+/// Text of an outcome's summary lines (per stream; UDP senders add the server report).
+pub fn text_summary(o: &Outcome) -> String {
+    let mut t = String::new();
+    for s in &o.streams {
+        let ud = if s.sender { None } else { s.udp.as_ref() };
+        t.push_str(&text_line(s.id, 0.0, s.seconds, s.bytes, ud));
+        if s.sender {
+            if let Some(n) = s.sent_datagrams {
+                t.push_str(&format!("[{:3}] Sent {} datagrams\n", s.id, n + 1));
+                match &s.udp {
+                    Some(u) => {
+                        t.push_str(&format!("[{:3}] Server Report:\n", s.id));
+                        t.push_str(&text_line(s.id, 0.0, u.seconds, u.bytes, Some(u)));
+                    }
+                    None => t.push_str(&format!(
+                        "[{:3}] WARNING: did not receive ack of last datagram after 10 tries.\n",
+                        s.id
+                    )),
+                }
+            }
+        }
+    }
+    for n in &o.notes {
+        t.push_str(&format!("note: {n}\n"));
+    }
+    t
+}

@@ -1,0 +1,696 @@
+//! iperf 2 server: serves `iperf -c` clients (2.0.5 … 2.1.x) on TCP and UDP (default port
+//! 5001), many at once. Each TCP connection and each UDP flow (source address) is one test.
+//! TCP: the first 24 bytes are the v1 header; bytes are counted (header included) until EOF.
+//! UDP: the first datagram opens the flow (a socket connected to the sender takes it over),
+//! the FIN is answered with the server report at the offset the client's layout expects.
+//! A header asking for a return test (`-r`/`-d`) makes us connect back to the client's
+//! `mPort` and send. A hostile or truncated header ends that test alone, with a logged reason.
+
+use super::wire::{self, ClientHeader, Layout, Return};
+use super::LOOKS_LIKE_IPERF3;
+use super::{drive, phase_params, Event, Leg, Outcome, Role, StreamResult, TestInfo, Until};
+use crate::engine::net::{self, SockOpts};
+use crate::engine::session::{DataPhase, DataStream};
+use crate::engine::RunStatus;
+use socket2::{Domain, Socket, Type};
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, Notify};
+
+/// How the server runs.
+#[derive(Debug, Clone)]
+pub struct Iperf2ServerConfig {
+    /// Ports (TCP and UDP each), default [5001].
+    pub ports: Vec<u16>,
+    /// Address to bind; default all (IPv6 dual-stack, else IPv4).
+    pub bind: Option<IpAddr>,
+    /// Interval between reports, seconds.
+    pub interval: f64,
+    /// A test with no data for this long ends (peer vanished).
+    pub stall: Duration,
+}
+
+impl Default for Iperf2ServerConfig {
+    fn default() -> Self {
+        Iperf2ServerConfig {
+            ports: vec![wire::DEFAULT_PORT],
+            bind: None,
+            interval: 1.0,
+            stall: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Bind a UDP socket with SO_REUSEADDR (so per-flow sockets connected to one sender can share
+/// the port), optionally connected to `peer`.
+pub fn bind_udp(local: SocketAddr, peer: Option<SocketAddr>) -> std::io::Result<UdpSocket> {
+    let s = Socket::new(
+        Domain::for_address(local),
+        Type::DGRAM,
+        Some(socket2::Protocol::UDP),
+    )?;
+    s.set_reuse_address(true)?;
+    if local.is_ipv6() && local.ip().is_unspecified() {
+        s.set_only_v6(false)?;
+    }
+    let _ = s.set_recv_buffer_size(4 * 1024 * 1024);
+    s.bind(&local.into())?;
+    if let Some(p) = peer {
+        s.connect(&p.into())?;
+    }
+    Ok(s.into())
+}
+
+fn bind_udp_any(bind: Option<IpAddr>, port: u16) -> std::io::Result<UdpSocket> {
+    match bind {
+        Some(ip) => bind_udp(SocketAddr::new(ip, port), None),
+        None => bind_udp(SocketAddr::new(IpAddr::from([0u16; 8]), port), None)
+            .or_else(|_| bind_udp(SocketAddr::new(IpAddr::from([0u8; 4]), port), None)),
+    }
+}
+
+/// Bound sockets of one port, so a busy port is an error before serving starts.
+pub struct Listeners {
+    tcp: Vec<TcpListener>,
+    udp: Vec<UdpSocket>,
+}
+
+/// Bind TCP and UDP on every port. Errors name the port.
+pub fn bind(cfg: &Iperf2ServerConfig) -> Result<Listeners, String> {
+    let mut l = Listeners {
+        tcp: Vec::new(),
+        udp: Vec::new(),
+    };
+    for &p in &cfg.ports {
+        l.tcp.push(
+            crate::engine::iperf3::server::bind_listener(cfg.bind, p)
+                .map_err(|e| format!("cannot listen for iperf 2 clients on TCP port {p}: {e}"))?,
+        );
+        l.udp.push(
+            bind_udp_any(cfg.bind, p)
+                .map_err(|e| format!("cannot listen for iperf 2 clients on UDP port {p}: {e}"))?,
+        );
+    }
+    Ok(l)
+}
+
+struct Inner {
+    cfg: Iperf2ServerConfig,
+    next: AtomicU64,
+    events: Option<mpsc::UnboundedSender<Event>>,
+    /// Return tests started in the last second, by (client address, port, UDP): a `-P`
+    /// client sends the header on every stream, the return test runs once.
+    returns: Mutex<HashMap<(IpAddr, i32, bool), Instant>>,
+}
+
+impl Inner {
+    fn emit(&self, e: Event) {
+        if let Some(tx) = &self.events {
+            let _ = tx.send(e);
+        }
+    }
+
+    fn first_return(&self, ip: IpAddr, port: i32, udp: bool) -> bool {
+        let Ok(mut m) = self.returns.lock() else {
+            return false;
+        };
+        m.retain(|_, t| t.elapsed() < Duration::from_secs(1));
+        if m.contains_key(&(ip, port, udp)) {
+            return false;
+        }
+        m.insert((ip, port, udp), Instant::now());
+        true
+    }
+}
+
+/// Serve on bound listeners until `shutdown` is notified.
+pub async fn serve(
+    l: Listeners,
+    cfg: Iperf2ServerConfig,
+    events: Option<mpsc::UnboundedSender<Event>>,
+    shutdown: Option<Arc<Notify>>,
+) {
+    let inner = Arc::new(Inner {
+        cfg,
+        next: AtomicU64::new(1),
+        events,
+        returns: Mutex::new(HashMap::new()),
+    });
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for t in l.tcp {
+        let i = inner.clone();
+        tasks.push(tokio::spawn(accept_loop(i, t)));
+    }
+    for u in l.udp {
+        let i = inner.clone();
+        let st = stop.clone();
+        let rt = tokio::runtime::Handle::current();
+        std::thread::Builder::new()
+            .name("iperf2-udp".into())
+            .spawn(move || udp_loop(i, u, st, rt))
+            .ok();
+    }
+    match shutdown {
+        Some(s) => s.notified().await,
+        None => std::future::pending::<()>().await,
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.abort();
+    }
+}
+
+/// Most TCP connections served at once (each has a receiving thread).
+const MAX_TCP_TESTS: usize = 128;
+
+async fn accept_loop(inner: Arc<Inner>, l: TcpListener) {
+    let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    loop {
+        match l.accept().await {
+            Ok((s, peer)) => {
+                if active.load(Ordering::Relaxed) >= MAX_TCP_TESTS {
+                    tracing::warn!(%peer, "{MAX_TCP_TESTS} iperf 2 connections open; refused");
+                    continue;
+                }
+                active.fetch_add(1, Ordering::Relaxed);
+                let i = inner.clone();
+                let a = active.clone();
+                tokio::spawn(async move {
+                    tcp_test(i, s, peer).await;
+                    a.fetch_sub(1, Ordering::Relaxed);
+                });
+            }
+            Err(e) => {
+                tracing::warn!("iperf 2 accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+fn info(
+    udp: bool,
+    peer: SocketAddr,
+    local: SocketAddr,
+    hdr: Option<&ClientHeader>,
+    layout: Option<Layout>,
+) -> TestInfo {
+    let ret = hdr.map(|h| h.return_test()).unwrap_or(Return::None);
+    TestInfo {
+        role: Role::Server,
+        protocol: if udp { "UDP" } else { "TCP" },
+        peer_host: net::ip_text(peer.ip()),
+        peer_port: peer.port(),
+        local_host: net::ip_text(local.ip()),
+        local_port: local.port(),
+        direction: if ret == Return::None {
+            "receive"
+        } else {
+            "bidir"
+        },
+        params: serde_json::json!({
+            "iperf2": true,
+            "header": hdr.map(|h| serde_json::json!({
+                "flags": format!("0x{:08x}", h.flags),
+                "num_threads": h.num_threads,
+                "port": h.port,
+                "buffer_len": h.buffer_len,
+                "win_band": h.win_band,
+                "amount": h.amount,
+            })),
+            "return": ret,
+            "layout": layout,
+        }),
+    }
+}
+
+async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketAddr) {
+    let local = s.local_addr().unwrap_or(peer);
+    let mut first = [0u8; 37];
+    let mut got = 0;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    // Read the 24-byte header (37 bytes when it may be an iperf3 cookie; whatever comes first).
+    while got < wire::CLIENT_HEADER_LEN
+        || (got < 37 && first[..got].iter().all(|c| c.is_ascii_alphanumeric()))
+    {
+        match tokio::time::timeout_at(deadline, s.read(&mut first[got..])).await {
+            Ok(Ok(0)) | Ok(Err(_)) => break,
+            Ok(Ok(n)) => got += n,
+            Err(_) => break,
+        }
+    }
+    if wire::looks_like_iperf3(&first[..got]) {
+        tracing::warn!(%peer, "iperf 2 port: {LOOKS_LIKE_IPERF3} (sent an iperf3 cookie); closing");
+        report_refused(&inner, peer, local, false, LOOKS_LIKE_IPERF3);
+        // Stay silent a while: an iperf3 client then says the peer looks like iperf 2.x
+        // instead of a bare "control socket closed".
+        let mut sink = [0u8; 1024];
+        let _ = tokio::time::timeout(Duration::from_secs(10), async {
+            while let Ok(n) = s.read(&mut sink).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        })
+        .await;
+        return;
+    }
+    if got < wire::CLIENT_HEADER_LEN {
+        tracing::warn!(%peer, bytes = got, "iperf 2 connection closed before its 24-byte header");
+        return;
+    }
+    let hdr = match ClientHeader::parse(&first[..got]) {
+        Ok(h) => h,
+        Err(e) => {
+            tracing::warn!(%peer, "iperf 2 header: {e}");
+            return;
+        }
+    };
+    let test = inner.next.fetch_add(1, Ordering::Relaxed);
+    let ret = hdr.return_test();
+    let ret_ok = match ret {
+        Return::None => false,
+        _ => match hdr.check_return() {
+            Ok(()) => inner.first_return(peer.ip(), hdr.port, false),
+            Err(e) => {
+                tracing::warn!(%peer, "iperf 2 return test refused: {e}");
+                false
+            }
+        },
+    };
+    inner.emit(Event::Started {
+        test,
+        info: Box::new(info(false, peer, local, Some(&hdr), None)),
+    });
+    let std = match s.into_std() {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(%peer, "{e}");
+            return;
+        }
+    };
+    let ds = match DataStream::new(1, false, std) {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::warn!(%peer, "{e}");
+            return;
+        }
+    };
+    let phase = DataPhase::new(
+        phase_params(false, wire::TCP_DEFAULT_LEN, 0, 0),
+        vec![ds],
+        inner.cfg.interval,
+    );
+    let leg = Leg {
+        phase,
+        until: Until::Recv {
+            limit: Duration::from_secs(86_400 + 60),
+            stall: inner.cfg.stall,
+        },
+        udp: Vec::new(),
+        pre: vec![got as u64],
+        offset: 0.0,
+        layout: Layout::V205,
+    };
+    run_test(inner, test, leg, peer, hdr, ret_ok, false).await;
+}
+
+/// Run the inbound leg and, when asked, the return leg; then report the outcome.
+async fn run_test(
+    inner: Arc<Inner>,
+    test: u64,
+    leg: Leg,
+    peer: SocketAddr,
+    hdr: ClientHeader,
+    ret_ok: bool,
+    udp: bool,
+) {
+    let interval = inner.cfg.interval;
+    let ev = inner.events.clone();
+    let ret = if ret_ok {
+        hdr.return_test()
+    } else {
+        Return::None
+    };
+    let (mut streams, mut error, aborted);
+    if ret == Return::Dual {
+        let back = tokio::spawn(return_leg(inner.clone(), test, peer, hdr, udp, 0.0));
+        let (r, e, a) = drive(leg, test, interval, ev, None).await;
+        streams = r;
+        error = e;
+        aborted = a;
+        match back.await {
+            Ok(Ok(r2)) => streams.extend(r2),
+            Ok(Err(e)) => error = error.or(Some(e)),
+            Err(e) => error = error.or(Some(e.to_string())),
+        }
+    } else {
+        let (r, e, a) = drive(leg, test, interval, ev, None).await;
+        streams = r;
+        error = e;
+        aborted = a;
+        if ret == Return::Tradeoff && error.is_none() {
+            let offset = streams.first().map(|s| s.seconds).unwrap_or(0.0);
+            match return_leg(inner.clone(), test, peer, hdr, udp, offset).await {
+                Ok(r2) => streams.extend(r2),
+                Err(e) => error = Some(e),
+            }
+        }
+    }
+    let status = if aborted {
+        RunStatus::Aborted
+    } else if error.is_some() {
+        RunStatus::Failed
+    } else {
+        RunStatus::Completed
+    };
+    if let Some(e) = &error {
+        tracing::warn!(test, %peer, "iperf 2 test ended: {e}");
+    }
+    inner.emit(Event::Finished {
+        test,
+        outcome: Box::new(Outcome {
+            status,
+            error,
+            streams,
+            notes: Vec::new(),
+        }),
+    });
+}
+
+/// Connect back to the client (`mPort`, its protocol, `numThreads` streams, no header) and
+/// send for the header's amount at its rate and length.
+async fn return_leg(
+    inner: Arc<Inner>,
+    test: u64,
+    peer: SocketAddr,
+    hdr: ClientHeader,
+    udp: bool,
+    offset: f64,
+) -> Result<Vec<StreamResult>, String> {
+    let to = SocketAddr::new(peer.ip(), hdr.port as u16);
+    let n = hdr.num_threads as u32;
+    let len = if hdr.buffer_len > 0 {
+        hdr.buffer_len as usize
+    } else if udp {
+        wire::UDP_DEFAULT_LEN
+    } else {
+        wire::TCP_DEFAULT_LEN
+    }
+    .max(if udp { wire::UDP_MIN_LEN } else { 1 });
+    let rate = if udp {
+        if hdr.win_band > 0 {
+            hdr.win_band as u64
+        } else {
+            wire::UDP_DEFAULT_RATE
+        }
+    } else {
+        0
+    };
+    let (secs, bytes) = match hdr.amount() {
+        wire::Amount::Time(t) => (t, 0),
+        wire::Amount::Bytes(b) => (0.0, b * n as u64),
+    };
+    let mut streams = Vec::new();
+    let mut socks = Vec::new();
+    // The client's listener may need a moment to be up (2.0.5 starts it after sending).
+    for i in 0..n {
+        let id = 101 + i;
+        let r = tokio::task::spawn_blocking(move || -> std::io::Result<DataStream> {
+            if udp {
+                let local = SocketAddr::new(
+                    if to.is_ipv4() {
+                        IpAddr::from([0u8; 4])
+                    } else {
+                        IpAddr::from([0u16; 8])
+                    },
+                    0,
+                );
+                let s = UdpSocket::bind(local)?;
+                s.connect(to)?;
+                DataStream::new_udp_iperf2(id, true, s, false)
+            } else {
+                let mut last = None;
+                for _ in 0..10 {
+                    match net::connect_tcp(
+                        to,
+                        &SockOpts::default(),
+                        0,
+                        true,
+                        Duration::from_secs(5),
+                    ) {
+                        Ok(s) => return DataStream::new(id, true, s),
+                        Err(e) => last = Some(e),
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                Err(last.unwrap_or_else(|| std::io::Error::other("connect failed")))
+            }
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("cannot connect back to {to} for the return test: {e}"))?;
+        streams.push(r);
+    }
+    if udp {
+        for s in &streams {
+            socks.push(s.try_clone_udp().map_err(|e| e.to_string())?);
+        }
+    }
+    let mut phase = DataPhase::new(phase_params(udp, len, rate, bytes), streams, 1.0);
+    if udp {
+        phase.iperf2_tx = Some(crate::engine::udp::Iperf2Tx {
+            header: Vec::new(),
+            first_seq: 0,
+        });
+    }
+    let leg = Leg {
+        pre: vec![0; phase.streams.len()],
+        phase,
+        until: Until::Send { secs },
+        udp: socks,
+        offset,
+        layout: Layout::V21,
+    };
+    let (r, e, _) = drive(leg, test, inner.cfg.interval, inner.events.clone(), None).await;
+    match e {
+        Some(e) => Err(e),
+        None => Ok(r),
+    }
+}
+
+fn report_refused(inner: &Inner, peer: SocketAddr, local: SocketAddr, udp: bool, why: &str) {
+    let test = inner.next.fetch_add(1, Ordering::Relaxed);
+    inner.emit(Event::Started {
+        test,
+        info: Box::new(info(udp, peer, local, None, None)),
+    });
+    inner.emit(Event::Finished {
+        test,
+        outcome: Box::new(Outcome {
+            status: RunStatus::Failed,
+            error: Some(why.to_string()),
+            streams: Vec::new(),
+            notes: Vec::new(),
+        }),
+    });
+}
+
+/// The UDP listener: new sources become flows (a socket connected to the sender takes over,
+/// the first datagram is counted there); FINs of flows already finished get their report
+/// again; iperf3 hellos are answered in the log.
+fn udp_loop(
+    inner: Arc<Inner>,
+    sock: UdpSocket,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    rt: tokio::runtime::Handle,
+) {
+    let Ok(local) = sock.local_addr() else {
+        return;
+    };
+    let _ = sock.set_read_timeout(Some(Duration::from_millis(200)));
+    let mut buf = vec![0u8; 65536];
+    // Flows by sender: when they started (a datagram from one of them reaching the listener
+    // is a race at the start, not a new test).
+    let flows: Arc<Mutex<HashMap<SocketAddr, FlowState>>> = Arc::new(Mutex::new(HashMap::new()));
+    while !stop.load(Ordering::Relaxed) {
+        let Ok((n, from)) = sock.recv_from(&mut buf) else {
+            continue;
+        };
+        let data = &buf[..n];
+        let state = flows.lock().ok().and_then(|m| m.get(&from).cloned());
+        match state {
+            Some(FlowState::Running(t)) if t.elapsed() < Duration::from_secs(90_000) => continue,
+            Some(FlowState::Done(reply, t)) if t.elapsed() < Duration::from_secs(10) => {
+                if matches!(wire::read_udp_id(data, false), Some((_, id)) if id < 0) {
+                    let _ = sock.send_to(&reply, from);
+                }
+                continue;
+            }
+            _ => {}
+        }
+        if n == 4 && (data == b"9876" || data == b"6789") {
+            tracing::warn!(%from, "iperf 2 UDP port: {LOOKS_LIKE_IPERF3} (sent an iperf3 UDP hello)");
+            continue;
+        }
+        let Some((_, id)) = wire::read_udp_id(data, false) else {
+            tracing::debug!(%from, bytes = n, "short datagram on the iperf 2 port ignored");
+            continue;
+        };
+        if id < 0 {
+            // A FIN of a flow we never saw (or forgot): echo it without a report, as iperf 2.
+            let _ = sock.send_to(data, from);
+            continue;
+        }
+        let running = flows
+            .lock()
+            .map(|m| {
+                m.values()
+                    .filter(|f| matches!(f, FlowState::Running(_)))
+                    .count()
+            })
+            .unwrap_or(0);
+        if running >= MAX_UDP_FLOWS {
+            tracing::warn!(%from, "{running} iperf 2 UDP flows running; new flow ignored");
+            continue;
+        }
+        let (layout, wide, mut hdr) = wire::classify_udp(data);
+        if let Some(h) = hdr.as_mut() {
+            if h.win_band <= 0 {
+                h.win_band = wire::ext_rate(&data[layout.offset()..]).unwrap_or(0) as i32;
+            }
+        }
+        let flow = match bind_udp(local, Some(from)) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(%from, "cannot open the UDP flow socket: {e}");
+                continue;
+            }
+        };
+        let clone = match flow.try_clone() {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(%from, "{e}");
+                continue;
+            }
+        };
+        let ds = match DataStream::new_udp_iperf2(1, false, flow, wide) {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::warn!(%from, "{e}");
+                continue;
+            }
+        };
+        let (s, us) = wire::wall_now();
+        ds.feed_udp(data, s as i64 * 1_000_000 + us as i64);
+        if let Ok(mut m) = flows.lock() {
+            m.retain(|_, st| match st {
+                FlowState::Running(_) => true,
+                FlowState::Done(_, t) => t.elapsed() < Duration::from_secs(10),
+            });
+            m.insert(from, FlowState::Running(Instant::now()));
+        }
+        let test = inner.next.fetch_add(1, Ordering::Relaxed);
+        let hdr_v = hdr.unwrap_or_default();
+        let ret = hdr_v.return_test();
+        let ret_ok = ret != Return::None
+            && match hdr_v.check_return() {
+                Ok(()) => inner.first_return(from.ip(), hdr_v.port, true),
+                Err(e) => {
+                    tracing::warn!(%from, "iperf 2 return test refused: {e}");
+                    false
+                }
+            };
+        inner.emit(Event::Started {
+            test,
+            info: Box::new(info(true, from, ds.local, hdr.as_ref(), Some(layout))),
+        });
+        let len = n.max(wire::UDP_MIN_LEN);
+        let phase = DataPhase::new(phase_params(true, len, 0, 0), vec![ds], inner.cfg.interval);
+        let leg = Leg {
+            pre: vec![0],
+            phase,
+            until: Until::Recv {
+                limit: Duration::from_secs(86_400 + 60),
+                stall: inner.cfg.stall,
+            },
+            udp: vec![clone],
+            offset: 0.0,
+            layout,
+        };
+        let i2 = inner.clone();
+        let flows2 = flows.clone();
+        rt.spawn(async move {
+            run_test_udp(i2, test, leg, from, hdr_v, ret_ok, layout, flows2).await;
+        });
+    }
+}
+
+/// Most UDP flows served at once (each has a receiving thread): a flood of new source
+/// addresses cannot exhaust the board.
+const MAX_UDP_FLOWS: usize = 64;
+
+#[derive(Clone)]
+enum FlowState {
+    Running(Instant),
+    Done(Vec<u8>, Instant),
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_test_udp(
+    inner: Arc<Inner>,
+    test: u64,
+    leg: Leg,
+    from: SocketAddr,
+    hdr: ClientHeader,
+    ret_ok: bool,
+    layout: Layout,
+    flows: Arc<Mutex<HashMap<SocketAddr, FlowState>>>,
+) {
+    let len = leg.phase.params.len as usize;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let i2 = Arc::new(Inner {
+        cfg: inner.cfg.clone(),
+        next: AtomicU64::new(0),
+        events: Some(tx),
+        returns: Mutex::new(HashMap::new()),
+    });
+    // Share the return-test bookkeeping: only this flow's test runs through i2.
+    let outer = inner.clone();
+    let fwd = tokio::spawn(async move {
+        let mut report = None;
+        while let Some(ev) = rx.recv().await {
+            if let Event::Finished { outcome, .. } = &ev {
+                report = outcome
+                    .streams
+                    .iter()
+                    .find(|s| !s.sender)
+                    .and_then(|s| s.udp)
+                    .map(|u| u.to_report());
+            }
+            outer.emit(ev);
+        }
+        report
+    });
+    run_test(i2, test, leg, from, hdr, ret_ok, true).await;
+    let report = fwd.await.ok().flatten();
+    if let Ok(mut m) = flows.lock() {
+        match report {
+            Some(r) => {
+                m.insert(
+                    from,
+                    FlowState::Done(r.datagram(layout, &[], len), Instant::now()),
+                );
+            }
+            None => {
+                m.remove(&from);
+            }
+        }
+    }
+}

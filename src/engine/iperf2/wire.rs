@@ -1,0 +1,639 @@
+//! iperf 2 wire format (2.0.5 … 2.1.x), from `shared/docs/iperf2-protocol.md`: the 24-byte
+//! version-1 client header (TCP: the first bytes of every connection; UDP: at offset 16 of
+//! every datagram in 2.0.10+/2.1 layout, offset 12 in 2.0.5 layout), the UDP datagram header
+//! (sequence number, sender wall-clock time), the FIN and the server report datagram.
+//! All fields are big-endian 32-bit integers. Parsers check lengths strictly and never panic.
+
+/// Default iperf 2 port (TCP and UDP).
+pub const DEFAULT_PORT: u16 = 5001;
+/// Size of the version-1 client header, bytes.
+pub const CLIENT_HEADER_LEN: usize = 24;
+/// Smallest UDP datagram we send, bytes: 16 bytes of datagram header, the 24-byte client
+/// header, and room for the server report (16 + 40) in the same size.
+pub const UDP_MIN_LEN: usize = 60;
+/// Default UDP datagram size of iperf 2, bytes.
+pub const UDP_DEFAULT_LEN: usize = 1470;
+/// Default UDP rate of iperf 2, bits/s.
+pub const UDP_DEFAULT_RATE: u64 = 1024 * 1024;
+/// Default TCP write size of iperf 2.1 (2.0.5 used 8 KiB), bytes.
+pub const TCP_DEFAULT_LEN: usize = 128 * 1024;
+
+/// "Run a return test" (`-r` / `-d`); in a server report: the report is valid.
+pub const HEADER_VERSION1: u32 = 0x8000_0000;
+/// An extension follows the v1 fields (2.0.10+).
+pub const HEADER_EXTEND: u32 = 0x4000_0000;
+/// UDP test settings present (2.1).
+pub const HEADER_UDPTESTS: u32 = 0x2000_0000;
+/// A permit key follows (2.1 `--permit-key`).
+pub const HEADER_KEYCHECK: u32 = 0x1000_0000;
+/// 64-bit UDP sequence numbers (high word at offset 12).
+pub const HEADER_SEQNO64B: u32 = 0x0800_0000;
+/// Version-2 header (2.1).
+pub const HEADER_VERSION2: u32 = 0x0400_0000;
+/// `-X` peer version detection (2.1).
+pub const HEADER_V2PEERDETECT: u32 = 0x0200_0000;
+/// The header length is in bits 1..15 (as `len << 1`).
+pub const HEADER_LEN_BIT: u32 = 0x0001_0000;
+/// With HEADER_VERSION1: run the return test at the same time (`-d`), not after (`-r`).
+pub const RUN_NOW: u32 = 0x0000_0001;
+
+/// Why bytes are not an iperf 2 message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    #[error("iperf 2 message too short: {got} bytes, need {need}")]
+    Short { got: usize, need: usize },
+    #[error("datagram carries no iperf 2 server report")]
+    NoReport,
+    #[error("iperf 2 header field {field} out of range ({value})")]
+    Range { field: &'static str, value: i64 },
+}
+
+fn be32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn put32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_be_bytes());
+}
+
+/// The return test a client asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Return {
+    /// Plain one-way test.
+    None,
+    /// `-r`: the server sends back after the client's test ends ("tradeoff").
+    Tradeoff,
+    /// `-d`: the server sends back at the same time ("dual test").
+    Dual,
+}
+
+/// The version-1 client header (24 bytes, all versions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ClientHeader {
+    /// Flag bits (HEADER_*; RUN_NOW).
+    pub flags: u32,
+    /// `-P`: streams of the return test.
+    pub num_threads: i32,
+    /// Port the client listens on for the return test (`-L`).
+    pub port: i32,
+    /// `-l`, bytes; 0 = not given.
+    pub buffer_len: i32,
+    /// TCP: `-w` window in bytes; UDP: `-b` rate in bits/s.
+    pub win_band: i32,
+    /// Negative: duration in units of 10 ms; positive: byte count (31 bits).
+    pub amount: i32,
+}
+
+impl ClientHeader {
+    /// Parse the first 24 bytes. Errors when fewer are given.
+    pub fn parse(b: &[u8]) -> Result<ClientHeader, WireError> {
+        if b.len() < CLIENT_HEADER_LEN {
+            return Err(WireError::Short {
+                got: b.len(),
+                need: CLIENT_HEADER_LEN,
+            });
+        }
+        Ok(ClientHeader {
+            flags: be32(b, 0),
+            num_threads: be32(b, 4) as i32,
+            port: be32(b, 8) as i32,
+            buffer_len: be32(b, 12) as i32,
+            win_band: be32(b, 16) as i32,
+            amount: be32(b, 20) as i32,
+        })
+    }
+
+    /// The 24 bytes on the wire.
+    pub fn to_bytes(&self) -> [u8; CLIENT_HEADER_LEN] {
+        let mut b = [0u8; CLIENT_HEADER_LEN];
+        put32(&mut b, 0, self.flags);
+        put32(&mut b, 4, self.num_threads as u32);
+        put32(&mut b, 8, self.port as u32);
+        put32(&mut b, 12, self.buffer_len as u32);
+        put32(&mut b, 16, self.win_band as u32);
+        put32(&mut b, 20, self.amount as u32);
+        b
+    }
+
+    /// Which return test the header asks for.
+    pub fn return_test(&self) -> Return {
+        if self.flags & HEADER_VERSION1 == 0 {
+            Return::None
+        } else if self.flags & RUN_NOW != 0 {
+            Return::Dual
+        } else {
+            Return::Tradeoff
+        }
+    }
+
+    /// Total header length the client sent on TCP, bytes: the LEN_BIT length (2.0.10+), else
+    /// 24 for a v1 header. Bounded to 24..=1024.
+    pub fn tcp_len(&self) -> usize {
+        if self.flags & HEADER_LEN_BIT != 0 {
+            (((self.flags & 0xFFFE) >> 1) as usize).clamp(CLIENT_HEADER_LEN, 1024)
+        } else {
+            CLIENT_HEADER_LEN
+        }
+    }
+
+    /// The test length: `Ok(Duration)` for a timed test, or the byte count.
+    pub fn amount(&self) -> Amount {
+        if self.amount < 0 {
+            Amount::Time(-(self.amount as i64) as f64 / 100.0)
+        } else {
+            Amount::Bytes(self.amount as u64)
+        }
+    }
+
+    /// Check the fields a return test would use (streams 1..=128, port 1..65535, a length
+    /// below 64 KiB, a duration up to a day). Errors name the field.
+    pub fn check_return(&self) -> Result<(), WireError> {
+        if !(1..=128).contains(&self.num_threads) {
+            return Err(WireError::Range {
+                field: "numThreads",
+                value: self.num_threads as i64,
+            });
+        }
+        if !(1..=65535).contains(&self.port) {
+            return Err(WireError::Range {
+                field: "mPort",
+                value: self.port as i64,
+            });
+        }
+        if !(0..=65507).contains(&self.buffer_len) {
+            return Err(WireError::Range {
+                field: "bufferlen",
+                value: self.buffer_len as i64,
+            });
+        }
+        if self.amount < -8_640_000 || self.amount == 0 {
+            return Err(WireError::Range {
+                field: "mAmount",
+                value: self.amount as i64,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The rate of a 2.0.10+/2.1 client (`-b`, bits/s) from the header extension (word 6 after
+/// the v1 fields; 2.1 leaves `mWinBand` 0 for UDP). `hdr` starts at the v1 flags. None when
+/// there is no extension or no rate.
+pub fn ext_rate(hdr: &[u8]) -> Option<u32> {
+    let h = ClientHeader::parse(hdr).ok()?;
+    if h.flags & HEADER_EXTEND == 0 || hdr.len() < CLIENT_HEADER_LEN + 28 {
+        return None;
+    }
+    Some(be32(hdr, CLIENT_HEADER_LEN + 24)).filter(|&r| r > 0 && r <= i32::MAX as u32)
+}
+
+/// Length of a test as the header carries it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Amount {
+    /// Seconds.
+    Time(f64),
+    /// Bytes.
+    Bytes(u64),
+}
+
+/// Where a UDP client's header sits, and so where the server report goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Layout {
+    /// 2.0.5 … 2.0.9: 32-bit id, header and report at offset 12.
+    V205,
+    /// 2.0.10+ / 2.1: high id word at 12, header and report at offset 16.
+    V21,
+}
+
+impl Layout {
+    /// Offset of the client header and of the server report, bytes.
+    pub fn offset(self) -> usize {
+        match self {
+            Layout::V205 => 12,
+            Layout::V21 => 16,
+        }
+    }
+}
+
+/// What the first datagram of a UDP flow says: its layout, 64-bit ids, and the client header
+/// (None when the datagram is too short or carries none).
+pub fn classify_udp(first: &[u8]) -> (Layout, bool, Option<ClientHeader>) {
+    let at16 = if first.len() >= 16 + CLIENT_HEADER_LEN {
+        ClientHeader::parse(&first[16..]).ok()
+    } else {
+        None
+    };
+    let at12 = if first.len() >= 12 + CLIENT_HEADER_LEN {
+        ClientHeader::parse(&first[12..]).ok()
+    } else {
+        None
+    };
+    let v2_bits = HEADER_EXTEND | HEADER_SEQNO64B | HEADER_UDPTESTS | HEADER_VERSION2;
+    match (at12, at16) {
+        // A 2.0.5 client asking for a return test.
+        (Some(h12), _) if h12.flags & HEADER_VERSION1 != 0 && h12.flags & v2_bits == 0 => {
+            (Layout::V205, false, Some(h12))
+        }
+        // 2.0.10+/2.1 (our client too): the high id word (0) at 12, flags at 16.
+        (Some(h12), Some(h16))
+            if h12.flags == 0 && (h16.flags & (v2_bits | HEADER_VERSION1) != 0) =>
+        {
+            (Layout::V21, h16.flags & HEADER_SEQNO64B != 0, Some(h16))
+        }
+        // A plain 2.0.5 client, or one we cannot tell: the 2.0.5 layout, no return test.
+        (Some(h12), _) => (Layout::V205, false, Some(h12)),
+        _ => (Layout::V205, false, None),
+    }
+}
+
+/// Wall clock as (seconds, microseconds): iperf 2 timestamps its datagrams with it.
+pub fn wall_now() -> (u32, u32) {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    (d.as_secs() as u32, d.subsec_micros())
+}
+
+/// Read a datagram's (sent time in µs, signed sequence number). `wide`: the high 32 bits are
+/// at offset 12 (HEADER_SEQNO64B). A negative number is the FIN. `None` if too short.
+pub fn read_udp_id(b: &[u8], wide: bool) -> Option<(i64, i64)> {
+    if b.len() < if wide { 16 } else { 12 } {
+        return None;
+    }
+    let lo = be32(b, 0);
+    let id = if wide {
+        (((be32(b, 12) as u64) << 32) | lo as u64) as i64
+    } else {
+        lo as i32 as i64
+    };
+    let sent = be32(b, 4) as i64 * 1_000_000 + be32(b, 8) as i64;
+    Some((sent, id))
+}
+
+/// Write a datagram header (2.1 layout): low id word at 0, seconds at 4, µs at 8, high id word
+/// at 12. `b` must hold 16 bytes.
+pub fn write_udp_id(b: &mut [u8], id: i64, sec: u32, usec: u32) {
+    put32(b, 0, id as u64 as u32);
+    put32(b, 4, sec);
+    put32(b, 8, usec);
+    put32(b, 12, ((id as u64) >> 32) as u32);
+}
+
+/// The server's report (v1 fields) as sent back after a UDP FIN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct ServerReport {
+    /// Flag bits (HEADER_VERSION1 = valid).
+    pub flags: u32,
+    /// Bytes the server received.
+    pub total_len: u64,
+    /// Test duration the server saw: seconds and microseconds.
+    pub stop_sec: i32,
+    pub stop_usec: i32,
+    /// Datagrams lost.
+    pub error_cnt: i32,
+    /// Datagrams out of order.
+    pub outorder_cnt: i32,
+    /// Datagrams the server counted.
+    pub datagrams: i32,
+    /// Jitter: seconds and microseconds.
+    pub jitter_sec: i32,
+    pub jitter_usec: i32,
+}
+
+/// Size of the v1 server report fields, bytes.
+pub const SERVER_REPORT_LEN: usize = 40;
+
+impl ServerReport {
+    /// Duration, seconds.
+    pub fn seconds(&self) -> f64 {
+        self.stop_sec as f64 + self.stop_usec as f64 / 1e6
+    }
+
+    /// Jitter, ms.
+    pub fn jitter_ms(&self) -> f64 {
+        self.jitter_sec as f64 * 1e3 + self.jitter_usec as f64 / 1e3
+    }
+
+    /// Received bitrate, bits/s (0 for a zero duration).
+    pub fn bits_per_second(&self) -> f64 {
+        let s = self.seconds();
+        if s > 0.0 {
+            self.total_len as f64 * 8.0 / s
+        } else {
+            0.0
+        }
+    }
+
+    /// Parse the v1 fields at `at`. Errors when the datagram is too short.
+    pub fn parse_at(b: &[u8], at: usize) -> Result<ServerReport, WireError> {
+        let need = at + SERVER_REPORT_LEN;
+        if b.len() < need {
+            return Err(WireError::Short { got: b.len(), need });
+        }
+        let w = |i: usize| be32(b, at + 4 * i);
+        Ok(ServerReport {
+            flags: w(0),
+            total_len: ((w(1) as u64) << 32) | w(2) as u64,
+            stop_sec: w(3) as i32,
+            stop_usec: w(4) as i32,
+            error_cnt: w(5) as i32,
+            outorder_cnt: w(6) as i32,
+            datagrams: w(7) as i32,
+            jitter_sec: w(8) as i32,
+            jitter_usec: w(9) as i32,
+        })
+    }
+
+    /// Find the report in a reply to our FIN: offset 12 (2.0.5) if HEADER_VERSION1 is set
+    /// there, else offset 16 (2.0.10+/2.1). Errors when neither holds a valid report (an
+    /// echo of the FIN from a server that lost the flow).
+    pub fn parse(b: &[u8]) -> Result<(ServerReport, Layout), WireError> {
+        for layout in [Layout::V205, Layout::V21] {
+            if let Ok(r) = ServerReport::parse_at(b, layout.offset()) {
+                if r.flags & HEADER_VERSION1 != 0 {
+                    return Ok((r, layout));
+                }
+            }
+        }
+        if b.len() < 12 + SERVER_REPORT_LEN {
+            return Err(WireError::Short {
+                got: b.len(),
+                need: 12 + SERVER_REPORT_LEN,
+            });
+        }
+        Err(WireError::NoReport)
+    }
+
+    /// The reply datagram to a FIN: `len` bytes (at least offset + 40, 128 for 2.1 peers),
+    /// zero except the report; the 2.0.5 layout keeps the FIN's first 12 bytes as 2.0.5
+    /// servers do, and sets only HEADER_VERSION1, the 2.1 layout adds HEADER_SEQNO64B.
+    pub fn datagram(&self, layout: Layout, fin: &[u8], len: usize) -> Vec<u8> {
+        let at = layout.offset();
+        let min = match layout {
+            Layout::V205 => at + SERVER_REPORT_LEN,
+            Layout::V21 => 128,
+        };
+        let mut b = vec![0u8; len.clamp(min, 65507)];
+        if layout == Layout::V205 {
+            let n = fin.len().min(12);
+            b[..n].copy_from_slice(&fin[..n]);
+        }
+        let flags = match layout {
+            Layout::V205 => HEADER_VERSION1,
+            Layout::V21 => HEADER_VERSION1 | HEADER_SEQNO64B,
+        };
+        let words = [
+            flags,
+            (self.total_len >> 32) as u32,
+            self.total_len as u32,
+            self.stop_sec as u32,
+            self.stop_usec as u32,
+            self.error_cnt as u32,
+            self.outorder_cnt as u32,
+            self.datagrams as u32,
+            self.jitter_sec as u32,
+            self.jitter_usec as u32,
+        ];
+        for (i, w) in words.iter().enumerate() {
+            put32(&mut b, at + 4 * i, *w);
+        }
+        b
+    }
+}
+
+/// Whether the first bytes a peer sent on an iperf3 port look like an iperf 2 client: a
+/// v1 header (flags with only iperf 2 bits, 1..=1000 streams, a port) or, with `-C`, the
+/// digit filler. An iperf3 cookie is 36 characters of `a-z2-7` then NUL, which neither is.
+pub fn looks_like_iperf2(first: &[u8]) -> bool {
+    if first.len() >= 10 && &first[..10] == b"0123456789" {
+        return true;
+    }
+    let Ok(h) = ClientHeader::parse(first) else {
+        return false;
+    };
+    let known = HEADER_VERSION1
+        | HEADER_EXTEND
+        | HEADER_UDPTESTS
+        | HEADER_KEYCHECK
+        | HEADER_SEQNO64B
+        | HEADER_VERSION2
+        | HEADER_V2PEERDETECT
+        | 0x0080_0000
+        | HEADER_LEN_BIT
+        | 0xFFFF;
+    let len_ok = h.flags & HEADER_LEN_BIT != 0 || h.flags & 0xFFFE == 0;
+    h.flags & !known == 0
+        && len_ok
+        && (1..=1000).contains(&h.num_threads)
+        && (0..=65535).contains(&h.port)
+}
+
+/// Whether the first bytes a peer sent on an iperf 2 port look like an iperf3 client's
+/// cookie (36 characters of `a-z2-7`, then NUL).
+pub fn looks_like_iperf3(first: &[u8]) -> bool {
+    first.len() >= 37
+        && first[..36]
+            .iter()
+            .all(|c| matches!(c, b'a'..=b'z' | b'2'..=b'7'))
+        && first[36] == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hex dump of the first 64 bytes of a capture line to bytes.
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    fn words(ws: &[u32]) -> Vec<u8> {
+        ws.iter().flat_map(|w| w.to_be_bytes()).collect()
+    }
+
+    const VEC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/iperf2-2.1.8/");
+
+    /// The "first 64: …" hex of the first TCP connection in a capture file.
+    fn first_tcp(file: &str) -> Vec<u8> {
+        let text = std::fs::read_to_string(format!("{VEC}{file}")).unwrap();
+        let line = text.lines().find(|l| l.starts_with("TCP ")).unwrap();
+        hex(line.rsplit("first 64: ").next().unwrap().trim())
+    }
+
+    /// The `ints=[…]` of every UDP datagram in a capture file, as bytes.
+    fn udp_lines(file: &str) -> Vec<(String, Vec<u8>)> {
+        let text = std::fs::read_to_string(format!("{VEC}{file}")).unwrap();
+        text.lines()
+            .filter(|l| l.contains("ints=["))
+            .map(|l| {
+                let inner = l.split("ints=[").nth(1).unwrap().trim_end_matches(']');
+                let ws: Vec<u32> = inner
+                    .split(", ")
+                    .map(|x| {
+                        u32::from_str_radix(x.trim_matches('\'').trim_start_matches("0x"), 16)
+                            .unwrap()
+                    })
+                    .collect();
+                (l.trim().to_string(), words(&ws))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tcp_plain_capture() {
+        let b = first_tcp("capture-tcp.txt");
+        let h = ClientHeader::parse(&b).unwrap();
+        assert_eq!(h.flags, 0x4001_0078);
+        assert_eq!((h.num_threads, h.port, h.amount), (1, 5001, -100));
+        assert_eq!(h.return_test(), Return::None);
+        assert_eq!(h.tcp_len(), 60);
+        assert_eq!(h.amount(), Amount::Time(1.0));
+        assert!(looks_like_iperf2(&b));
+        assert!(!looks_like_iperf3(&b));
+        // `-b 10M` travels in the extension (10 × 2^20 bits/s).
+        assert_eq!(ext_rate(&b), Some(10 * 1024 * 1024));
+        assert_eq!(ClientHeader::parse(&h.to_bytes()).unwrap(), h);
+    }
+
+    #[test]
+    fn tcp_return_captures() {
+        let r = ClientHeader::parse(&first_tcp("capture-tcp_r.txt")).unwrap();
+        assert_eq!((r.flags, r.port), (0xc001_0078, 5002));
+        assert_eq!(r.return_test(), Return::Tradeoff);
+        assert!(r.check_return().is_ok());
+        let d = ClientHeader::parse(&first_tcp("capture-tcp_d.txt")).unwrap();
+        assert_eq!(d.flags, 0xc001_0079);
+        assert_eq!(d.return_test(), Return::Dual);
+    }
+
+    #[test]
+    fn tcp_compat_capture_has_no_header() {
+        let b = first_tcp("capture-tcp_C.txt");
+        // The filler's first word has bit 31 clear: no return test is triggered.
+        let h = ClientHeader::parse(&b).unwrap();
+        assert_eq!(h.return_test(), Return::None);
+        assert!(looks_like_iperf2(&b));
+    }
+
+    #[test]
+    fn udp_capture_datagrams_and_report() {
+        let lines = udp_lines("capture-udp.txt");
+        let (_, first) = &lines[0];
+        let (layout, wide, h) = classify_udp(first);
+        assert_eq!((layout, wide), (Layout::V21, true));
+        assert_eq!(h.unwrap().flags, 0x4801_0098);
+        assert_eq!(h.unwrap().return_test(), Return::None);
+        assert_eq!(read_udp_id(first, true).unwrap().1, 1);
+        assert_eq!(
+            read_udp_id(first, true).unwrap().0,
+            0x6b0c_ffa0 * 1_000_000 + 0x19613
+        );
+        let fin = &lines
+            .iter()
+            .find(|(l, _)| l.contains("'0xffffffa3'"))
+            .unwrap()
+            .1;
+        assert_eq!(read_udp_id(fin, true).unwrap().1, -93);
+        assert_eq!(read_udp_id(fin, false).unwrap().1, -93);
+        let (_, rep) = lines.last().unwrap();
+        let (r, layout) = ServerReport::parse(rep).unwrap();
+        assert_eq!(layout, Layout::V21);
+        assert_eq!(r.flags, 0x8800_0000);
+        assert_eq!(r.total_len, 136_710);
+        assert_eq!((r.stop_sec, r.stop_usec), (1, 0x453a));
+        assert!((r.seconds() - 1.017722).abs() < 1e-9);
+        assert_eq!((r.error_cnt, r.outorder_cnt, r.datagrams), (0, 0, 93));
+        assert!((r.jitter_ms() - 0.005).abs() < 1e-12);
+        // Our own 2.1-layout reply has the same report where a 2.1 client reads it.
+        let ours = r.datagram(Layout::V21, fin, 128);
+        assert_eq!(ours.len(), 128);
+        assert_eq!(&ours[..16], &[0u8; 16]);
+        assert_eq!(ServerReport::parse(&ours).unwrap(), (r, Layout::V21));
+    }
+
+    #[test]
+    fn udp_return_capture_asks_for_a_return_test() {
+        let lines = udp_lines("capture-udp_r.txt");
+        let (layout, _, h) = classify_udp(&lines[0].1);
+        assert_eq!(layout, Layout::V21);
+        let h = h.unwrap();
+        assert_eq!(h.flags, 0xc801_0098);
+        assert_eq!(h.return_test(), Return::Tradeoff);
+        assert_eq!((h.port, h.amount), (5001, -100));
+        let (r, _) = ServerReport::parse(&lines.last().unwrap().1).unwrap();
+        assert_eq!((r.datagrams, r.error_cnt), (93, 0));
+    }
+
+    /// A constructed 2.0.5 exchange: a 1470-byte FIN (id −1001) and the server's reply, the
+    /// FIN buffer with bytes 12..51 overwritten by the report (flags 0x80000000).
+    #[test]
+    fn udp_205_report_layout() {
+        let mut fin = vec![b'0'; 1470];
+        put32(&mut fin, 0, (-1001i32) as u32);
+        put32(&mut fin, 4, 1_700_000_000);
+        put32(&mut fin, 8, 250_000);
+        let hdr = ClientHeader {
+            flags: 0,
+            num_threads: 1,
+            port: 5001,
+            buffer_len: 0,
+            win_band: 1_048_576,
+            amount: -1000,
+        };
+        fin[12..36].copy_from_slice(&hdr.to_bytes());
+        assert_eq!(classify_udp(&fin), (Layout::V205, false, Some(hdr)));
+        assert_eq!(read_udp_id(&fin, false).unwrap().1, -1001);
+        let mut reply = fin.clone();
+        let report = words(&[0x8000_0000, 0, 1_470_000, 10, 12_345, 7, 2, 1000, 0, 1_234]);
+        reply[12..52].copy_from_slice(&report);
+        let (r, layout) = ServerReport::parse(&reply).unwrap();
+        assert_eq!(layout, Layout::V205);
+        assert_eq!(r.total_len, 1_470_000);
+        assert!((r.seconds() - 10.012345).abs() < 1e-9);
+        assert_eq!((r.error_cnt, r.outorder_cnt, r.datagrams), (7, 2, 1000));
+        assert!((r.jitter_ms() - 1.234).abs() < 1e-12);
+        // What we send a 2.0.5 client: the same bytes where it reads them.
+        let ours = r.datagram(Layout::V205, &fin, fin.len());
+        assert_eq!(ours.len(), 1470);
+        assert_eq!(&ours[..52], &reply[..52]);
+        // An echo without a report, and truncated datagrams, are errors, not panics.
+        assert_eq!(ServerReport::parse(&fin), Err(WireError::NoReport));
+        assert!(ServerReport::parse(&reply[..51]).is_err());
+        assert!(matches!(
+            ServerReport::parse(&[0u8; 20]),
+            Err(WireError::Short { .. })
+        ));
+    }
+
+    #[test]
+    fn short_and_hostile_input() {
+        for n in 0..CLIENT_HEADER_LEN {
+            assert!(ClientHeader::parse(&vec![0xff; n]).is_err());
+            assert!(!looks_like_iperf2(&vec![0xff; n]));
+            let _ = classify_udp(&vec![0xff; n]);
+            assert!(read_udp_id(&vec![0xff; n], n < 12).is_none() || n >= 12);
+        }
+        let h = ClientHeader::parse(&[0xff; 24]).unwrap();
+        assert!(h.check_return().is_err());
+        assert_eq!(h.tcp_len(), 1024);
+        assert!(!looks_like_iperf2(&[0xff; 40]));
+        let cookie = b"abcdefghijklmnopqrstuvwxyz2345672345\0";
+        assert!(looks_like_iperf3(cookie));
+        assert!(!looks_like_iperf2(cookie));
+    }
+
+    #[test]
+    fn written_ids_round_trip() {
+        let mut b = [0u8; 16];
+        write_udp_id(&mut b, -93, 5, 6);
+        assert_eq!(&b[12..16], &[0xff; 4]);
+        assert_eq!(read_udp_id(&b, true), Some((5_000_006, -93)));
+        write_udp_id(&mut b, (1 << 33) + 7, 0, 0);
+        assert_eq!(read_udp_id(&b, true).unwrap().1, (1 << 33) + 7);
+        assert_eq!(read_udp_id(&b, false).unwrap().1, 7);
+    }
+}

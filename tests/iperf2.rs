@@ -1,0 +1,607 @@
+//! iperf 2 interop with Debian's stock `iperf` (2.1.x) in network namespaces: netperfd in the
+//! board namespace, `iperf` in pc1. Both directions, TCP and UDP, `-r` and `-d`; byte counts
+//! compared between both ends (stock side from `-y C`, ours from `--iperf2 -J`), UDP loss
+//! injected with nftables numgen and read back from iperf 2's server report; detection of the
+//! other protocol both ways; a hostile iperf 2 header does not stop the server.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+const T: Duration = Duration::from_secs(40);
+
+/// Bytes that may be in flight when a TCP test ends: send and receive buffer maxima, twice.
+fn in_flight(streams: usize) -> u64 {
+    let max = |f: &str| -> u64 {
+        std::fs::read_to_string(f)
+            .ok()
+            .and_then(|t| t.split_whitespace().nth(2).and_then(|x| x.parse().ok()))
+            .unwrap_or(8 * 1024 * 1024)
+    };
+    streams as u64 * 2 * (max("/proc/sys/net/ipv4/tcp_wmem") + max("/proc/sys/net/ipv4/tcp_rmem"))
+}
+
+/// Lines of `iperf -y C` output: (local port, remote port, bytes, the rest).
+fn csv(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .filter(|l| l.split(',').count() >= 9 && l.starts_with(|c: char| c.is_ascii_digit()))
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect()
+}
+
+/// The JSON lines netperfd prints with `--iperf2 -J`.
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| json(l, "netperfd --iperf2 -J line"))
+        .collect()
+}
+
+fn streams(doc: &Value) -> Vec<Value> {
+    doc.pointer("/outcome/streams")
+        .and_then(|v| v.as_array())
+        .cloned()
+        .unwrap_or_else(|| panic!("no streams in {doc}"))
+}
+
+fn u(v: &Value, ptr: &str) -> u64 {
+    num(v, ptr) as u64
+}
+
+fn nft(ns: &str, rules: &str) {
+    let mut c = std::process::Command::new("ip")
+        .args(["netns", "exec", ns, "nft", "-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("nft");
+    c.stdin
+        .take()
+        .expect("stdin")
+        .write_all(rules.as_bytes())
+        .expect("rules");
+    assert!(
+        c.wait().expect("nft").success(),
+        "nft rules failed:\n{rules}"
+    );
+}
+
+/// Drop 20 % of incoming UDP datagrams to port 5001 longer than 200 bytes (data, not FINs'
+/// replies: those go the other way).
+fn drop_20(port: u16) -> String {
+    format!(
+        "table inet impair {{\n  chain in {{\n    type filter hook input priority 0; policy accept;\n    udp dport {port} meta length > 200 numgen random mod 100 < 20 drop\n  }}\n}}\n"
+    )
+}
+
+/// Wait until a UDP socket is bound on `port` in `ns`.
+fn wait_udp(ns: &str, port: u16) {
+    let ns = ns.to_string();
+    let ok = in_ns(&ns, move || {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let needle = format!(":{port:04X} ");
+        while Instant::now() < deadline {
+            for f in ["/proc/self/net/udp", "/proc/self/net/udp6"] {
+                let f = f.replace("self", &format!("self/task/{}", nix::unistd::gettid()));
+                let t = std::fs::read_to_string(&f).unwrap_or_default();
+                if t.lines().any(|l| l.contains(&needle)) {
+                    return true;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    });
+    assert!(ok, "nothing bound on UDP port {port}");
+}
+
+// ------------------------------------------------------------ our client → stock server
+
+#[test]
+fn tcp_ours_to_stock_byte_counts_agree() {
+    let mut lab = Lab::new();
+    let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+    lab.spawn(&pc1, "iperf-s", "iperf", &["-s", "-y", "C"]);
+    lab.wait_port(&pc1, PC1_IP, 5001);
+    let (code, out, err) = lab.run(
+        &board,
+        "ours",
+        bin(),
+        &["-c", PC1_IP, "--iperf2", "-t", "2", "-P", "2", "-J"],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let doc = &json_lines(&out)[0];
+    assert_eq!(doc["outcome"]["status"], "completed");
+    let ours: Vec<Value> = streams(doc);
+    assert_eq!(ours.len(), 2);
+    std::thread::sleep(Duration::from_millis(500));
+    let stock = csv(&lab.output("iperf-s").0);
+    for s in &ours {
+        let local_port = s["local"]
+            .as_str()
+            .unwrap()
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .to_string();
+        let line = stock
+            .iter()
+            .find(|l| l[2] == local_port)
+            .unwrap_or_else(|| panic!("stock server has no line for port {local_port}: {stock:?}"));
+        let theirs: u64 = line[7].parse().unwrap();
+        let mine = u(s, "/bytes");
+        assert!(mine > 1_000_000, "sent only {mine} bytes");
+        // TCP closes cleanly: the server read what we wrote. iperf 2.1 leaves the 4-byte
+        // flags word of a v1 header (flags 0) out of its count; nothing else may differ.
+        assert!(
+            theirs <= mine && mine - theirs <= 4,
+            "stock server received {theirs}, we sent {mine}"
+        );
+    }
+}
+
+#[test]
+fn udp_ours_to_stock_loss_from_the_server_report() {
+    let mut lab = Lab::new();
+    let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+    nft(&pc1, &drop_20(5001));
+    lab.spawn(&pc1, "iperf-s", "iperf", &["-s", "-u", "-y", "C"]);
+    wait_udp(&pc1, 5001);
+    let (code, out, err) = lab.run(
+        &board,
+        "ours",
+        bin(),
+        &["-c", PC1_IP, "--iperf2", "-u", "-b", "20M", "-t", "2", "-J"],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let doc = &json_lines(&out)[0];
+    let s = &streams(doc)[0];
+    let sent = u(s, "/sent_datagrams");
+    let (lost, total) = (u(s, "/udp/lost"), u(s, "/udp/total"));
+    let pct = lost as f64 * 100.0 / total as f64;
+    assert!(
+        (15.0..=25.0).contains(&pct),
+        "loss {lost}/{total} = {pct:.1} %"
+    );
+    // ids 0..sent-1 and the FIN: the server counts ids 1.. and the FIN, i.e. `sent`.
+    assert_eq!(total, sent, "server counted {total}, we sent {sent}");
+    // The stock server's own line says the same.
+    std::thread::sleep(Duration::from_millis(500));
+    let stock = csv(&lab.output("iperf-s").0);
+    let line = stock.last().unwrap_or_else(|| panic!("no stock line"));
+    assert_eq!(line[10].parse::<u64>().unwrap(), lost, "{line:?}");
+    assert_eq!(line[11].parse::<u64>().unwrap(), total, "{line:?}");
+    assert_eq!(u(s, "/udp/bytes"), line[7].parse::<u64>().unwrap());
+}
+
+#[test]
+fn tcp_and_udp_return_tests_ours_to_stock() {
+    let mut lab = Lab::new();
+    let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+    lab.spawn(&pc1, "iperf-s", "iperf", &["-s", "-y", "C"]);
+    lab.spawn(&pc1, "iperf-su", "iperf", &["-s", "-u", "-y", "C"]);
+    lab.wait_port(&pc1, PC1_IP, 5001);
+    wait_udp(&pc1, 5001);
+    // TCP -r: we send 2 s, then the stock server sends back 2 s to our port 5002.
+    let (code, out, err) = lab.run(
+        &board,
+        "tcp-r",
+        bin(),
+        &[
+            "-c", PC1_IP, "--iperf2", "-t", "2", "-r", "-L", "5002", "-b", "50M", "-J",
+        ],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let ss = streams(&json_lines(&out)[0]);
+    assert_eq!(ss.len(), 2, "{out}");
+    assert!(ss[0]["sender"].as_bool().unwrap() && !ss[1]["sender"].as_bool().unwrap());
+    let back = u(&ss[1], "/bytes");
+    std::thread::sleep(Duration::from_millis(500));
+    let stock = csv(&lab.output("iperf-s").0);
+    // The stock side's reverse line: its port 5002 side is ours.
+    let rev = stock
+        .iter()
+        .find(|l| l[4] == "5002")
+        .unwrap_or_else(|| panic!("no reverse line: {stock:?}"));
+    let theirs: u64 = rev[7].parse().unwrap();
+    assert!(back > 1_000_000, "received back only {back}");
+    assert!(
+        theirs.abs_diff(back) <= in_flight(1),
+        "stock sent {theirs}, we got {back}"
+    );
+    let fwd = stock.iter().find(|l| l[4] != "5002").unwrap();
+    assert_eq!(fwd[7].parse::<u64>().unwrap(), u(&ss[0], "/bytes"));
+
+    // UDP -d: both at once; the return flow's loss as we counted it, and our server report
+    // reaching the stock sender.
+    let (code, out, err) = lab.run(
+        &board,
+        "udp-d",
+        bin(),
+        &[
+            "-c", PC1_IP, "--iperf2", "-u", "-b", "5M", "-t", "2", "-d", "-L", "5003", "-J",
+        ],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let ss = streams(&json_lines(&out)[0]);
+    assert_eq!(ss.len(), 2, "{out}");
+    let out_s = ss.iter().find(|s| s["sender"] == true).unwrap();
+    let in_s = ss.iter().find(|s| s["sender"] == false).unwrap();
+    // No loss injected: at most the odd datagram a loaded 2-core host drops.
+    assert!(
+        u(out_s, "/udp/lost") * 50 <= u(out_s, "/udp/total"),
+        "{out_s}"
+    );
+    assert_eq!(u(out_s, "/udp/total"), u(out_s, "/sent_datagrams"));
+    assert!(u(in_s, "/udp/total") > 100, "{in_s}");
+    assert!(u(in_s, "/udp/lost") * 50 <= u(in_s, "/udp/total"), "{in_s}");
+}
+
+// ------------------------------------------------------------ stock client → our server
+
+fn start_ours(lab: &mut Lab) {
+    let board = lab.board.clone();
+    lab.spawn_env(
+        &board,
+        "ours-s",
+        bin(),
+        &["-s", "--iperf2", "-J"],
+        &[("RUST_LOG", "info")],
+    );
+    lab.wait_port(&board, BOARD_IP, 5001);
+    wait_udp(&board, 5001);
+}
+
+/// Wait for `n` JSON lines from our server.
+fn our_lines(lab: &Lab, n: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let v = json_lines(&lab.output("ours-s").0);
+        if v.len() >= n || Instant::now() > deadline {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn tcp_stock_to_ours_byte_counts_agree_and_dual_test() {
+    let mut lab = Lab::new();
+    let pc1 = lab.pc1.clone();
+    start_ours(&mut lab);
+    let (code, out, err) = lab.run(
+        &pc1,
+        "iperf-c",
+        "iperf",
+        &["-c", BOARD_IP, "-t", "2", "-y", "C"],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let theirs: u64 = csv(&out)[0][7].parse().unwrap();
+    let ours = our_lines(&lab, 1);
+    let s = &streams(&ours[0])[0];
+    assert_eq!(ours[0]["outcome"]["status"], "completed");
+    assert_eq!(ours[0]["info"]["direction"], "receive");
+    assert!(theirs > 1_000_000);
+    assert_eq!(
+        u(s, "/bytes"),
+        theirs,
+        "we received {}, stock sent {theirs}",
+        s["bytes"]
+    );
+
+    // -d: the stock client listens on 5002; we connect back and send while receiving.
+    let (code, out, err) = lab.run(
+        &pc1,
+        "iperf-d",
+        "iperf",
+        &["-c", BOARD_IP, "-t", "2", "-d", "-L", "5002", "-y", "C"],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let lines = csv(&out);
+    assert_eq!(lines.len(), 2, "{out}");
+    let ours = our_lines(&lab, 2);
+    let d = &ours[1];
+    assert_eq!(d["info"]["direction"], "bidir");
+    let ss = streams(d);
+    assert_eq!(ss.len(), 2, "{d}");
+    let recv = ss.iter().find(|s| s["sender"] == false).unwrap();
+    let sent = ss.iter().find(|s| s["sender"] == true).unwrap();
+    // The stock client's line to port 5001 is what it sent us; the 5002 one what it received.
+    let to_us: u64 = lines.iter().find(|l| l[4] == "5001").unwrap()[7]
+        .parse()
+        .unwrap();
+    let from_us: u64 = lines.iter().find(|l| l[4] == "5002").unwrap()[7]
+        .parse()
+        .unwrap();
+    assert_eq!(u(recv, "/bytes"), to_us);
+    assert!(from_us > 1_000_000, "stock received {from_us} back");
+    assert!(
+        u(sent, "/bytes").abs_diff(from_us) <= in_flight(1),
+        "{sent} vs {from_us}"
+    );
+}
+
+#[test]
+fn udp_stock_to_ours_loss_in_our_server_report() {
+    let mut lab = Lab::new();
+    let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+    nft(&board, &drop_20(5001));
+    start_ours(&mut lab);
+    let (code, out, err) = lab.run(
+        &pc1,
+        "iperf-c",
+        "iperf",
+        &["-c", BOARD_IP, "-u", "-b", "20M", "-t", "2"],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    // The stock client prints our report: "... 0.012 ms 1234/5678 (21%)".
+    let rep = out
+        .lines()
+        .skip_while(|l| !l.contains("Server Report"))
+        .find(|l| l.contains(" ms ") && l.contains('/'))
+        .unwrap_or_else(|| panic!("no server report in:\n{out}{err}"));
+    let lt = rep
+        .split(" ms ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    let (l, t) = lt.split_once('/').unwrap();
+    let (l, t): (u64, u64) = (l.parse().unwrap(), t.parse().unwrap());
+    let ours = our_lines(&lab, 1);
+    let s = &streams(&ours[0])[0];
+    assert_eq!((u(s, "/udp/lost"), u(s, "/udp/total")), (l, t), "{rep}");
+    let pct = l as f64 * 100.0 / t as f64;
+    assert!((15.0..=25.0).contains(&pct), "loss {l}/{t} = {pct:.1} %");
+    let sent: u64 = out
+        .lines()
+        .find_map(|x| x.split("Sent ").nth(1))
+        .and_then(|x| x.split_whitespace().next())
+        .and_then(|x| x.parse().ok())
+        .unwrap();
+    // iperf 2.1 counts one more than the server (ids from 1 plus the FIN, see the notes).
+    assert!(t + 1 >= sent && t <= sent, "sent {sent}, total {t}");
+
+    // UDP -r from the stock client: we send the return flow after; it reports our loss-free
+    // flow back to us.
+    let (code, out, err) = lab.run(
+        &pc1,
+        "iperf-r",
+        "iperf",
+        &[
+            "-c", BOARD_IP, "-u", "-b", "2M", "-t", "1", "-r", "-L", "5002",
+        ],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let ours = our_lines(&lab, 2);
+    let ss = streams(&ours[1]);
+    let back = ss
+        .iter()
+        .find(|s| s["sender"] == true)
+        .unwrap_or_else(|| panic!("{}", ours[1]));
+    assert!(u(back, "/sent_datagrams") > 100);
+    assert!(u(back, "/udp/lost") * 50 <= u(back, "/udp/total"), "{back}");
+    assert_eq!(u(back, "/udp/total"), u(back, "/sent_datagrams"), "{back}");
+}
+
+// ------------------------------------------------------------ detection
+
+#[test]
+fn iperf3_client_says_peer_looks_like_iperf2_within_seconds() {
+    let mut lab = Lab::new();
+    let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+    lab.spawn(&pc1, "iperf-s", "iperf", &["-s", "-p", "5201"]);
+    lab.wait_port(&pc1, PC1_IP, 5201);
+    let t0 = Instant::now();
+    let (code, out, err) = lab.run(&board, "ours", bin(), &["-c", PC1_IP, "-t", "2"], T);
+    let took = t0.elapsed();
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(err.contains("peer looks like iperf 2.x"), "{err}");
+    assert!(took < Duration::from_secs(6), "took {took:?}");
+}
+
+#[test]
+fn iperf2_client_on_the_iperf3_port_is_named_in_the_log() {
+    let mut lab = Lab::new();
+    let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+    lab.spawn_env(&board, "ours3", bin(), &["-s"], &[("RUST_LOG", "warn")]);
+    lab.wait_port(&board, BOARD_IP, 5201);
+    let _ = lab.run(
+        &pc1,
+        "iperf-c",
+        "iperf",
+        &["-c", BOARD_IP, "-p", "5201", "-t", "1"],
+        T,
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let (o, e) = lab.output("ours3");
+    assert!(
+        format!("{o}{e}").contains("peer looks like iperf 2.x"),
+        "{o}{e}"
+    );
+    // And our iperf 2 server, facing an iperf3 client, lets it say the same.
+    start_ours(&mut lab);
+    let (code, out, err) = lab.run(
+        &pc1,
+        "iperf3-c",
+        "iperf3",
+        &["-c", BOARD_IP, "-p", "5001", "-t", "1"],
+        T,
+    );
+    assert_ne!(code, Some(0), "{out}{err}");
+    std::thread::sleep(Duration::from_millis(300));
+    let (o, e) = lab.output("ours-s");
+    assert!(e.contains("peer looks like iperf 3"), "{o}{e}");
+}
+
+// ------------------------------------------------------------ hostile input
+
+#[test]
+fn hostile_iperf2_headers_do_not_stop_the_server() {
+    let mut lab = Lab::new();
+    let pc1 = lab.pc1.clone();
+    start_ours(&mut lab);
+    in_ns(&pc1, || {
+        use std::net::{TcpStream, UdpSocket};
+        let addr = format!("{BOARD_IP}:5001");
+        // A truncated header, then close.
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.write_all(&[0x80, 0, 0, 0, 0, 0]).unwrap();
+        drop(s);
+        // A return test to an absurd port with absurd streams, and a huge LEN_BIT length.
+        let mut s = TcpStream::connect(&addr).unwrap();
+        let mut h = vec![0xff, 0xff, 0xff, 0xff];
+        h.extend_from_slice(&[0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]);
+        h.extend_from_slice(&[0xff; 12]);
+        s.write_all(&h).unwrap();
+        drop(s);
+        // UDP: short datagrams, a FIN of an unknown flow, a header asking for 10^9 streams.
+        let u = UdpSocket::bind("0.0.0.0:0").unwrap();
+        u.connect(&addr).unwrap();
+        for n in [0usize, 1, 3, 11, 12, 15, 39] {
+            let _ = u.send(&vec![0xffu8; n]);
+        }
+        let mut d = vec![0u8; 100];
+        d[16..20].copy_from_slice(&0x8000_0000u32.to_be_bytes());
+        d[20..24].copy_from_slice(&1_000_000_000u32.to_be_bytes());
+        let _ = u.send(&d);
+        d[..4].copy_from_slice(&(-5i32).to_be_bytes());
+        let _ = u.send(&d);
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    // Still serving: a stock test goes through with full counts.
+    let (code, out, err) = lab.run(
+        &pc1,
+        "iperf-c",
+        "iperf",
+        &["-c", BOARD_IP, "-t", "1", "-y", "C"],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let theirs: u64 = csv(&out)[0][7].parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let found = loop {
+        let lines = json_lines(&lab.output("ours-s").0);
+        if let Some(l) = lines
+            .iter()
+            .find(|l| l["outcome"]["streams"][0]["bytes"].as_u64() == Some(theirs))
+        {
+            break Some(l.clone());
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        found.is_some(),
+        "no test of {theirs} bytes recorded:\n{}",
+        lab.output("ours-s").0
+    );
+    let (_, e) = lab.output("ours-s");
+    assert!(e.contains("return test refused"), "{e}");
+}
+
+// ------------------------------------------------------------ the daemon
+
+#[test]
+fn daemon_serves_iperf2_on_5001_and_records_the_run() {
+    let mut lab = Lab::new();
+    let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+    let data = lab.dir().join("data");
+    let data_s = data.to_string_lossy().to_string();
+    lab.spawn(
+        &board,
+        "daemon",
+        bin(),
+        &["daemon", "--data", &data_s, "--listen", "127.0.0.1:8080"],
+    );
+    lab.wait_port(&board, BOARD_IP, 5001);
+    lab.wait_port(&board, BOARD_IP, 5201);
+    wait_udp(&board, 5001);
+    let (code, out, err) = lab.run(
+        &pc1,
+        "iperf-c",
+        "iperf",
+        &["-c", BOARD_IP, "-u", "-b", "5M", "-t", "1"],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("Server Report"), "{out}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let run = loop {
+        let (_, o, _) = lab.run(
+            &board,
+            "runs",
+            bin(),
+            &["runs", "--data", &data_s, "--json", "list"],
+            T,
+        );
+        let v: Value = serde_json::from_str(&o).unwrap_or(Value::Null);
+        let hit = v.as_array().and_then(|a| {
+            a.iter()
+                .find(|r| r["kind"] == "iperf2" && r["status"] == "completed")
+                .cloned()
+        });
+        if let Some(r) = hit {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "no completed iperf2 run in {o}");
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert_eq!(run["role"], "server");
+    assert_eq!(run["protocol"], "UDP");
+    // Stored from our server report: a count (a loaded 2-core host may drop a few datagrams).
+    let total = run["total_packets"].as_i64().unwrap_or(0);
+    let lost = run["lost_packets"].as_i64().unwrap_or(-1);
+    assert!(total > 300, "{run}");
+    assert!((0..=total / 20).contains(&lost), "{run}");
+
+    // An iperf 2 client on the iperf3 port: a failed run that says why.
+    let _ = lab.run(
+        &pc1,
+        "iperf-c3",
+        "iperf",
+        &["-c", BOARD_IP, "-p", "5201", "-t", "1"],
+        T,
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, o, _) = lab.run(
+            &board,
+            "runs",
+            bin(),
+            &["runs", "--data", &data_s, "--json", "list"],
+            T,
+        );
+        let v: Value = serde_json::from_str(&o).unwrap_or(Value::Null);
+        let hit = v.as_array().and_then(|a| {
+            a.iter()
+                .find(|r| {
+                    r["status"] == "failed"
+                        && r["error"]
+                            .as_str()
+                            .is_some_and(|e| e.contains("peer looks like iperf 2.x"))
+                })
+                .cloned()
+        });
+        if hit.is_some() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no failed run naming iperf 2 in {o}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
