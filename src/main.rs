@@ -32,6 +32,12 @@ enum Cmd {
     HashPassword,
     /// Board control: ports, addresses, links, default gateway, forwarding/NAT, CPU governor
     Net(netperfd::net_cli::NetArgs),
+    /// Peer agent for forwarding runs: lets a board run iperf3 tests from this PC (token needed)
+    Peer(netperfd::peer::agent::PeerArgs),
+    /// Forwarding run: a peer agent tests through the board while the board records its ports
+    Forward(netperfd::forward_cli::ForwardArgs),
+    /// Monitor-only run: record the board's ports (rates, conntrack, CPU) until stopped
+    Monitor(netperfd::forward_cli::MonitorArgs),
 }
 
 fn main() {
@@ -46,6 +52,9 @@ fn main() {
         Some(Cmd::Ladder(l)) => netperfd::ladder_cli::main(l),
         Some(Cmd::HashPassword) => netperfd::web::auth::hash_password_cli(),
         Some(Cmd::Net(n)) => netperfd::net_cli::main(n),
+        Some(Cmd::Peer(p)) => netperfd::peer::agent::main(p),
+        Some(Cmd::Forward(f)) => netperfd::forward_cli::forward_main(f),
+        Some(Cmd::Monitor(m)) => netperfd::forward_cli::monitor_main(m),
         None => iperf_main(args.iperf),
     };
     std::process::exit(code);
