@@ -803,7 +803,7 @@ pub fn start_monitor(
     let id = hub
         .store()
         .create_run(&NewRun {
-            role: "monitor".into(),
+            role: "client".into(),
             protocol: String::new(),
             peer_host: plan.label.clone(),
             bind_dev: Some(plan.ports.join(",")),

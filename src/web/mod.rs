@@ -5,6 +5,7 @@
 pub mod api;
 pub mod auth;
 pub mod board;
+pub mod forwarding;
 pub mod pages;
 pub mod test_request;
 
@@ -67,6 +68,7 @@ impl AppState {
 /// Register every route.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     board::configure(cfg);
+    forwarding::configure(cfg);
     pages::configure(cfg);
     api::configure(cfg);
     cfg.route("/static/style.css", web::get().to(style))

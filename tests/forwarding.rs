@@ -1,0 +1,474 @@
+//! Forwarding runs and monitor-only runs end to end (seed 000, scenario 5), in network
+//! namespaces: `netperfd peer` in pc1, stock `iperf3 -s` in pc2, the board (CLI or daemon) in
+//! the board namespace turning on forwarding with MASQUERADE for the run. Independent
+//! observers: the board's /sys/class/net counters, /proc/sys, `nft`/`iptables-save`, and what
+//! stock iperf3 on pc2 saw.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+use std::process::Command;
+use std::time::Duration;
+
+const TOKEN: &str = "lab-token-0123456789";
+
+fn ns_out(ns: &str, prog: &str, args: &[&str]) -> String {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, prog])
+        .args(args)
+        .output()
+        .expect("run in namespace");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn counter(ns: &str, dev: &str, what: &str) -> u64 {
+    ns_out(
+        ns,
+        "cat",
+        &[&format!("/sys/class/net/{dev}/statistics/{what}")],
+    )
+    .parse()
+    .unwrap_or_else(|_| panic!("no counter {what} of {dev} in {ns}"))
+}
+
+fn ip_forward(ns: &str) -> String {
+    ns_out(ns, "cat", &["/proc/sys/net/ipv4/ip_forward"])
+}
+
+/// Whether any netperfd firewall rule is left in `ns` (nft table or iptables chains).
+fn our_rules_left(ns: &str) -> bool {
+    let nft = Command::new("ip")
+        .args([
+            "netns", "exec", ns, "nft", "list", "table", "inet", "netperfd",
+        ])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    let ipt = ns_out(ns, "iptables-save", &[]);
+    nft || ipt.contains("NETPERFD")
+}
+
+fn token_file(lab: &Lab, token: &str) -> String {
+    let p = lab.dir().join(format!("token-{}", token.len()));
+    std::fs::write(&p, format!("{token}\n")).expect("token file");
+    p.to_str().expect("utf-8").to_string()
+}
+
+fn data_dir(lab: &Lab) -> String {
+    lab.dir().join("data").to_str().expect("utf-8").to_string()
+}
+
+/// pc1 with the board as its gateway, the agent listening in pc1, stock iperf3 -s in pc2 (no
+/// route back: only NAT on the board makes replies find pc1).
+fn seed_lab() -> (Lab, String, String, String) {
+    let mut lab = Lab::with_pc2();
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    let pc2 = lab.pc2.clone().expect("pc2");
+    ns_out(&pc1, "ip", &["route", "add", "default", "via", BOARD_IP]);
+    let tf = token_file(&lab, TOKEN);
+    lab.spawn(
+        &pc1,
+        "agent",
+        bin(),
+        &["peer", "--listen", "192.0.2.2:5280", "--token-file", &tf],
+    );
+    lab.wait_port(&pc1, PC1_IP, 5280);
+    lab.spawn(&pc2, "iperf3-s", "iperf3", &["-s"]);
+    lab.wait_port(&pc2, PC2_IP, 5201);
+    assert_eq!(ip_forward(&board), "0");
+    (lab, board, pc1, pc2)
+}
+
+fn agent_req(ns: &str, method: &str, path: &str, token: &str, body: Option<Value>) -> (u16, Value) {
+    let (m, p, t) = (method.to_string(), path.to_string(), token.to_string());
+    in_ns(ns, move || {
+        let r = ureq::request(&m, &format!("http://{PC1_IP}:5280{p}"))
+            .set("Authorization", &format!("Bearer {t}"))
+            .timeout(Duration::from_secs(10));
+        let res = match body {
+            Some(b) => r.send_json(b),
+            None => r.call(),
+        };
+        let resp = match res {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("{m} {p}: {e}"),
+        };
+        let status = resp.status();
+        let v = resp.into_json().unwrap_or(Value::Null);
+        (status, v)
+    })
+}
+
+fn forward_cli(lab: &mut Lab, name: &str, args: &[&str]) -> (Option<i32>, Value, String) {
+    let data = data_dir(lab);
+    let mut a = vec!["forward", "--data", &data, "--json"];
+    a.extend_from_slice(args);
+    let board = lab.board.clone();
+    let (code, out, err) = lab.run(&board, name, bin(), &a, Duration::from_secs(90));
+    let v = if out.trim().is_empty() {
+        Value::Null
+    } else {
+        json(&out, "netperfd forward --json")
+    };
+    (code, v, err)
+}
+
+#[test]
+fn seed_000_forwarding_run_pc1_to_pc2_through_the_board_with_nat() {
+    let (mut lab, board, _pc1, _pc2) = seed_lab();
+    let tf = token_file(&lab, TOKEN);
+    let eth0_rx = counter(&board, "eth0", "rx_bytes");
+    let eth1_tx = counter(&board, "eth1", "tx_bytes");
+    let (code, run, err) = forward_cli(
+        &mut lab,
+        "forward",
+        &[
+            "--peer",
+            "http://192.0.2.2:5280",
+            "--token-file",
+            &tf,
+            "--to",
+            PC2_IP,
+            "--in",
+            "eth0",
+            "--out",
+            "eth1",
+            "--nat",
+            "-t",
+            "3",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}\n{run}");
+    let eth0_rx = counter(&board, "eth0", "rx_bytes") - eth0_rx;
+    let eth1_tx = counter(&board, "eth1", "tx_bytes") - eth1_tx;
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["kind"], "forward");
+    assert_eq!(run["direction"], "send");
+    let s = &run["summary"];
+    // The peer's figures (its own iperf3 report, stock server's receiver side).
+    let sent = num(s, "/peer_report/end/sum_sent/bytes");
+    let received = num(s, "/peer_report/end/sum_received/bytes");
+    assert!(received > 10e6, "{s}");
+    let rcv_bps = run["receiver_bps"].as_f64().expect("receiver_bps");
+    assert!(rcv_bps > 50e6, "forwarded goodput {rcv_bps}");
+    // The board really forwarded it: its counters moved by the payload plus headers (a few %).
+    let fwd_rx = num(s, "/ports/eth0/rx_bytes");
+    let fwd_tx = num(s, "/ports/eth1/tx_bytes");
+    for (what, v) in [("eth0 rx", fwd_rx), ("eth1 tx", fwd_tx)] {
+        let ratio = v / sent;
+        assert!(
+            (1.0..1.08).contains(&ratio),
+            "{what} {v} bytes vs the peer's {sent} sent: ratio {ratio}"
+        );
+    }
+    assert_eq!(num(s, "/forwarded/eth0->eth1/bytes"), fwd_tx);
+    assert!(
+        num(s, "/forwarded/eth0->eth1/packets_per_second") > 1000.0,
+        "{s}"
+    );
+    // An independent reading of /sys around the whole command agrees (it also holds the
+    // agent's HTTP and the control connection, hence the upper slack).
+    for (what, observed, recorded) in [("eth0 rx", eth0_rx, fwd_rx), ("eth1 tx", eth1_tx, fwd_tx)] {
+        let r = observed as f64 / recorded;
+        assert!(
+            (1.0..1.03).contains(&r),
+            "{what}: /sys {observed} vs run {recorded}"
+        );
+    }
+    // NAT: pc2's stock iperf3 saw the board's egress address.
+    let (server_out, _) = lab.output("iperf3-s");
+    assert!(
+        server_out.contains(&format!("Accepted connection from {BOARD_IP2}")),
+        "{server_out}"
+    );
+    assert_eq!(s["nat"]["enabled_by_run"], true, "{s}");
+    assert_eq!(s["nat"]["restored"], true, "{s}");
+    // Conntrack held the NAT'd connections (control + data) while the run went.
+    if !ns_out(
+        &board,
+        "cat",
+        &["/proc/sys/net/netfilter/nf_conntrack_count"],
+    )
+    .is_empty()
+    {
+        assert!(num(s, "/conntrack/peak") >= 2.0, "{s}");
+    }
+    // The agent's intervals are the run's intervals, stored in the history.
+    let id = run["id"].as_i64().expect("run id").to_string();
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &board,
+            bin(),
+            "runs",
+            "--data",
+            &data_dir(&lab),
+        ])
+        .args(["export", &id, "--format", "csv"])
+        .output()
+        .expect("runs export");
+    let csv = String::from_utf8_lossy(&out.stdout);
+    let intervals = csv.lines().filter(|l| l.contains(",interval,")).count();
+    assert!(intervals >= 3, "{csv}");
+    // Nothing left enabled by the run.
+    assert_eq!(ip_forward(&board), "0");
+    assert!(!our_rules_left(&board), "firewall rules left behind");
+    println!(
+        "forwarded: peer sent {sent} B, received {received} B ({:.1} Mbit/s); board eth0 rx {fwd_rx} B, eth1 tx {fwd_tx} B; conntrack {}",
+        rcv_bps / 1e6,
+        s["conntrack"]
+    );
+}
+
+#[test]
+fn wrong_token_gets_401_runs_nothing_and_the_run_fails_with_nothing_left_enabled() {
+    let (mut lab, board, _pc1, pc2) = seed_lab();
+    // Straight to the agent: 401 with a wrong or missing token, nothing started.
+    let spec = json!({"host": PC2_IP, "time": 1});
+    let (st, v) = agent_req(
+        &board,
+        "POST",
+        "/peer/v1/run",
+        "wrong-token-xyz",
+        Some(spec.clone()),
+    );
+    assert_eq!(st, 401, "{v}");
+    assert!(
+        v["error"].as_str().unwrap_or_default().contains("token"),
+        "{v}"
+    );
+    let (st, _) = agent_req(&board, "GET", "/peer/v1/info", "", None);
+    assert_eq!(st, 401);
+    // The right token: info, a bad spec is 400 with the field named, an unknown job 404.
+    let (st, v) = agent_req(&board, "GET", "/peer/v1/info", TOKEN, None);
+    assert_eq!(st, 200, "{v}");
+    assert!(
+        v["addresses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == PC1_IP),
+        "{v}"
+    );
+    assert_eq!(v["busy"], false);
+    let (st, v) = agent_req(
+        &board,
+        "POST",
+        "/peer/v1/run",
+        TOKEN,
+        Some(json!({"host": PC2_IP, "parallel": 1000})),
+    );
+    assert_eq!(st, 400, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("parallel"), "{v}");
+    let (st, v) = agent_req(
+        &board,
+        "POST",
+        "/peer/v1/run",
+        TOKEN,
+        Some(json!({"host": "-rf /", "time": 1})),
+    );
+    assert_eq!(st, 400, "{v}");
+    let (st, _) = agent_req(&board, "GET", "/peer/v1/run/999", TOKEN, None);
+    assert_eq!(st, 404);
+    let (server_out, _) = lab.output("iperf3-s");
+    assert!(
+        !server_out.contains("Accepted connection"),
+        "a refused request reached pc2: {server_out}"
+    );
+
+    // The board with a wrong token: the run fails with the reason, the board is unchanged.
+    let wrong = token_file(&lab, "not-the-lab-token");
+    let (code, run, err) = forward_cli(
+        &mut lab,
+        "forward-bad",
+        &[
+            "--peer",
+            "192.0.2.2",
+            "--token-file",
+            &wrong,
+            "--to",
+            PC2_IP,
+            "--in",
+            "eth0",
+            "--out",
+            "eth1",
+            "--nat",
+            "-t",
+            "2",
+        ],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(run["status"], "failed", "{run}");
+    let e = run["error"].as_str().unwrap_or_default();
+    assert!(e.contains("refused the token (HTTP 401)"), "{e}");
+    assert_eq!(ip_forward(&board), "0");
+    assert!(!our_rules_left(&board));
+    // An agent that is not there: a clear error too.
+    let tf = token_file(&lab, TOKEN);
+    let (code, run, _) = forward_cli(
+        &mut lab,
+        "forward-gone",
+        &[
+            "--peer",
+            "http://192.0.2.2:5999",
+            "--token-file",
+            &tf,
+            "--to",
+            PC2_IP,
+            "--in",
+            "eth0",
+            "--out",
+            "eth1",
+            "--nat",
+            "-t",
+            "2",
+        ],
+    );
+    assert_eq!(code, Some(1));
+    assert!(
+        run["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cannot reach the peer agent"),
+        "{run}"
+    );
+    assert_eq!(ip_forward(&board), "0");
+    // Bad input on the command line: refused before anything is recorded.
+    let (code, run, err) = forward_cli(
+        &mut lab,
+        "forward-input",
+        &[
+            "--peer",
+            "http://192.0.2.2:5280",
+            "--token-file",
+            &tf,
+            "--to",
+            PC2_IP,
+            "--in",
+            "eth0",
+            "--out",
+            "eth0",
+        ],
+    );
+    assert_eq!(code, Some(2));
+    assert_eq!(run, Value::Null);
+    assert!(err.contains("two different ports"), "{err}");
+    let _ = pc2;
+}
+
+#[test]
+fn the_agent_refuses_to_start_without_a_usable_token() {
+    let mut lab = Lab::new();
+    let pc1 = lab.pc1.clone();
+    let (code, _, err) = lab.run(
+        &pc1,
+        "agent-none",
+        bin(),
+        &["peer", "--listen", "127.0.0.1:5280"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("token is required"), "{err}");
+    let short = token_file(&lab, "short");
+    let (code, _, err) = lab.run(
+        &pc1,
+        "agent-short",
+        bin(),
+        &["peer", "--listen", "127.0.0.1:5280", "--token-file", &short],
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("8..256"), "{err}");
+    let (code, _, err) = lab.run(
+        &pc1,
+        "agent-missing",
+        bin(),
+        &["peer", "--token-file", "/nonexistent/token"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("cannot read the token file"), "{err}");
+}
+
+#[test]
+fn monitor_only_run_records_a_stock_iperf3_flow_through_the_board_until_stopped() {
+    let mut lab = Lab::with_pc2();
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    let pc2 = lab.pc2.clone().expect("pc2");
+    // Someone else routes pc1 ↔ pc2 through the board (plain forwarding, routes both ways).
+    ns_out(&pc1, "ip", &["route", "add", "default", "via", BOARD_IP]);
+    ns_out(&pc2, "ip", &["route", "add", "default", "via", BOARD_IP2]);
+    ns_out(&board, "sysctl", &["-qw", "net.ipv4.ip_forward=1"]);
+    lab.spawn(&pc2, "iperf3-s", "iperf3", &["-s", "-1"]);
+    lab.wait_port(&pc2, PC2_IP, 5201);
+    let data = data_dir(&lab);
+    let mon = lab.spawn(
+        &board,
+        "monitor",
+        bin(),
+        &[
+            "monitor",
+            "--ports",
+            "eth0,eth1",
+            "--label",
+            "pc1 to pc2",
+            "--data",
+            &data,
+            "--json",
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let (code, out, err) = lab.run(
+        &pc1,
+        "iperf3-c",
+        "iperf3",
+        &["-c", PC2_IP, "-t", "3", "-J"],
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let client = json(&out, "iperf3 -J");
+    let sent = num(&client, "/end/sum_sent/bytes");
+    std::thread::sleep(Duration::from_millis(500));
+    // Stop it as a user would (Ctrl-C).
+    let pid = lab.pid(mon).to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let code = lab.wait(mon, Duration::from_secs(15));
+    let (out, err) = lab.output("monitor");
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let run = json(&out, &format!("netperfd monitor --json ({err})"));
+    assert_eq!(run["kind"], "monitor");
+    assert_eq!(run["status"], "completed");
+    let s = &run["summary"];
+    assert_eq!(s["label"], "pc1 to pc2");
+    let secs = num(s, "/seconds");
+    assert!((4.0..15.0).contains(&secs), "{secs}");
+    for (ptr, what) in [
+        ("/ports/eth0/rx_bytes", "eth0 rx"),
+        ("/ports/eth1/tx_bytes", "eth1 tx"),
+    ] {
+        let v = num(s, ptr);
+        let ratio = v / sent;
+        assert!(
+            (1.0..1.08).contains(&ratio),
+            "{what}: {v} bytes vs stock iperf3's {sent}: {ratio}"
+        );
+    }
+    let mean = num(s, "/ports/eth1/tx_bits_per_second");
+    let expect = sent * 8.0 / secs;
+    assert!(
+        (mean / expect - 1.0).abs() < 0.1,
+        "mean tx rate {mean} vs {expect}"
+    );
+    assert!(num(s, "/ports/eth0/rx_packets_per_second") > 100.0, "{s}");
+    println!(
+        "monitor: iperf3 sent {sent} B; eth0 rx {} B, eth1 tx {} B over {secs:.2} s",
+        num(s, "/ports/eth0/rx_bytes"),
+        num(s, "/ports/eth1/tx_bytes")
+    );
+}
