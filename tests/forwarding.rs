@@ -472,3 +472,321 @@ fn monitor_only_run_records_a_stock_iperf3_flow_through_the_board_until_stopped(
         num(s, "/ports/eth1/tx_bytes")
     );
 }
+
+// ---------------------------------------------------------------- the daemon: web UI and API
+
+struct Web {
+    ns: String,
+    base: String,
+    cookie: String,
+    csrf: String,
+}
+
+/// One HTTP request from inside the board namespace: status, Location, Set-Cookie, body.
+fn http(
+    ns: &str,
+    method: &str,
+    url: &str,
+    cookie: Option<&str>,
+    hdrs: &[(&str, &str)],
+    body: Option<(&str, String)>,
+) -> (u16, String, Option<String>, String) {
+    let (m, u) = (method.to_string(), url.to_string());
+    let cookie = cookie.map(String::from);
+    let hdrs: Vec<(String, String)> = hdrs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let body = body.map(|(ct, b)| (ct.to_string(), b));
+    in_ns(ns, move || {
+        let agent = ureq::AgentBuilder::new()
+            .redirects(0)
+            .timeout(Duration::from_secs(20))
+            .build();
+        let mut r = agent.request(&m, &u);
+        if let Some(c) = &cookie {
+            r = r.set("Cookie", &format!("netperfd_session={c}"));
+        }
+        for (k, v) in &hdrs {
+            r = r.set(k, v);
+        }
+        let res = match body {
+            Some((ct, b)) => r.set("Content-Type", &ct).send_string(&b),
+            None => r.call(),
+        };
+        let resp = match res {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("{m} {u}: {e}"),
+        };
+        let status = resp.status();
+        let loc = resp.header("location").unwrap_or_default().to_string();
+        let set = resp
+            .all("set-cookie")
+            .iter()
+            .find(|c| c.starts_with("netperfd_session="))
+            .map(|c| {
+                c.trim_start_matches("netperfd_session=")
+                    .split(';')
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            });
+        (status, loc, set, resp.into_string().unwrap_or_default())
+    })
+}
+
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+impl Web {
+    fn start(lab: &mut Lab) -> Web {
+        let board = lab.board.clone();
+        let data = data_dir(lab);
+        lab.spawn(
+            &board,
+            "daemon",
+            bin(),
+            &[
+                "daemon",
+                "--listen",
+                "127.0.0.1:8080",
+                "--data",
+                &data,
+                "--iperf3-port",
+                "0",
+            ],
+        );
+        lab.wait_port(&board, "127.0.0.1", 8080);
+        let base = "http://127.0.0.1:8080".to_string();
+        let (_, log) = lab.output("daemon");
+        let i = log.find("setup code ").expect("setup code in the log") + 11;
+        let code: String = log[i..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        let form = format!(
+            "code={}&password=correct+horse&confirm=correct+horse",
+            enc(&code)
+        );
+        let (st, _, cookie, body) = http(
+            &board,
+            "POST",
+            &format!("{base}/setup"),
+            None,
+            &[],
+            Some(("application/x-www-form-urlencoded", form)),
+        );
+        assert_eq!(st, 303, "{body}");
+        let cookie = cookie.expect("session cookie");
+        let mut w = Web {
+            ns: board,
+            base,
+            cookie,
+            csrf: String::new(),
+        };
+        let page = w.get("/settings").1;
+        let i = page.find("name=\"csrf\" value=\"").expect("csrf field") + 19;
+        w.csrf = page[i..i + 32].to_string();
+        w
+    }
+    fn get(&self, path: &str) -> (u16, String) {
+        let (s, _, _, b) = http(
+            &self.ns,
+            "GET",
+            &format!("{}{path}", self.base),
+            Some(&self.cookie),
+            &[],
+            None,
+        );
+        (s, b)
+    }
+    fn api(&self, method: &str, path: &str, v: Option<Value>) -> (u16, Value) {
+        let (s, _, _, b) = http(
+            &self.ns,
+            method,
+            &format!("{}{path}", self.base),
+            Some(&self.cookie),
+            &[("X-CSRF-Token", &self.csrf)],
+            v.map(|v| ("application/json", v.to_string())),
+        );
+        (s, serde_json::from_str(&b).unwrap_or(Value::String(b)))
+    }
+    fn form(&self, path: &str, fields: &[(&str, &str)]) -> (u16, String, String) {
+        let mut all = vec![("csrf", self.csrf.as_str())];
+        all.extend_from_slice(fields);
+        let body: Vec<String> = all.iter().map(|(k, v)| format!("{k}={}", enc(v))).collect();
+        let (s, loc, _, b) = http(
+            &self.ns,
+            "POST",
+            &format!("{}{path}", self.base),
+            Some(&self.cookie),
+            &[],
+            Some(("application/x-www-form-urlencoded", body.join("&"))),
+        );
+        (s, loc, b)
+    }
+    /// Wait (bounded) until run `id` is no longer live; its API view.
+    fn wait_run(&self, id: i64, limit: Duration) -> Value {
+        let t = std::time::Instant::now();
+        loop {
+            let (st, v) = self.api("GET", &format!("/api/runs/{id}"), None);
+            assert_eq!(st, 200, "{v}");
+            if v["live"] == false && v["run"]["status"] != "running" {
+                return v;
+            }
+            assert!(t.elapsed() < limit, "run {id} still going: {v}");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+}
+
+#[test]
+fn web_and_api_one_click_forwarding_and_monitor_runs_stored_in_history() {
+    let (mut lab, board, _pc1, _pc2) = seed_lab();
+    let w = Web::start(&mut lab);
+    // The page offers both forms and the ports.
+    let (st, page) = w.get("/forwarding");
+    assert_eq!(st, 200);
+    assert!(page.contains("action=\"/forwarding/run\"") && page.contains("no token stored yet"));
+    assert!(page.contains("<option value=\"eth1\""), "{page}");
+
+    // Bad input: a clear 400, nothing recorded, nothing changed.
+    let (st, v) = w.api(
+        "POST",
+        "/api/forward",
+        Some(
+            json!({"peer": "http://192.0.2.2:5280", "token": TOKEN, "target": PC2_IP,
+                    "ingress": "eth0", "egress": "eth7", "nat": true}),
+        ),
+    );
+    assert_eq!(st, 400, "{v}");
+    assert!(
+        v["error"].as_str().unwrap().contains("no port 'eth7'"),
+        "{v}"
+    );
+    let (_, runs) = w.api("GET", "/api/runs", None);
+    assert_eq!(runs.as_array().map(|a| a.len()), Some(0), "{runs}");
+    // A wrong token: the run fails with the agent's 401, forwarding stays off.
+    let (st, v) = w.api(
+        "POST",
+        "/api/forward",
+        Some(
+            json!({"peer": "http://192.0.2.2:5280", "token": "wrong-token-123", "target": PC2_IP,
+                    "ingress": "eth0", "egress": "eth1", "nat": true, "duration": 2}),
+        ),
+    );
+    assert_eq!(st, 201, "{v}");
+    let bad = w.wait_run(v["id"].as_i64().unwrap(), Duration::from_secs(30));
+    assert_eq!(bad["run"]["status"], "failed");
+    assert!(
+        bad["run"]["error"].as_str().unwrap().contains("HTTP 401"),
+        "{bad}"
+    );
+    assert_eq!(ip_forward(&board), "0");
+    assert!(!our_rules_left(&board));
+
+    // One click: the form with the right token (stored for later, never shown back).
+    let (st, loc, body) = w.form(
+        "/forwarding/run",
+        &[
+            ("peer", "http://192.0.2.2:5280"),
+            ("token", TOKEN),
+            ("target", PC2_IP),
+            ("port", "5201"),
+            ("ingress", "eth0"),
+            ("egress", "eth1"),
+            ("protocol", "tcp"),
+            ("direction", "receive"),
+            ("duration", "2"),
+            ("parallel", "2"),
+            ("nat", "on"),
+        ],
+    );
+    assert_eq!(st, 303, "{body}");
+    let id: i64 = loc.trim_start_matches("/runs/").parse().expect("run id");
+    let v = w.wait_run(id, Duration::from_secs(60));
+    let run = &v["run"];
+    assert_eq!(run["status"], "completed", "{v}");
+    assert_eq!(run["kind"], "forward");
+    assert_eq!(run["direction"], "receive");
+    assert!(
+        v["intervals"].as_array().map(|a| a.len()).unwrap_or(0) >= 4,
+        "{v}"
+    );
+    assert_eq!(v["streams"].as_array().map(|a| a.len()), Some(2), "{v}");
+    let s = &run["summary"];
+    // -R: PC2 sends, so the board forwards eth1 → eth0.
+    let recv = num(s, "/peer_report/end/sum_received/bytes");
+    let fwd = num(s, "/forwarded/eth1->eth0/bytes");
+    assert!(
+        (1.0..1.08).contains(&(fwd / recv)),
+        "eth0 tx {fwd} vs received {recv}"
+    );
+    assert_eq!(s["nat"]["restored"], true);
+    assert_eq!(ip_forward(&board), "0");
+    assert!(!our_rules_left(&board));
+    let (_, page) = w.get("/forwarding");
+    assert!(page.contains("a token is stored (20 characters)"), "{page}");
+    assert!(!page.contains(TOKEN), "the token is shown back");
+    assert!(page.contains("eth1 → eth0: "), "{page}");
+    let (_, peer) = w.api("GET", "/api/peer", None);
+    assert_eq!(
+        peer,
+        json!({"url": "http://192.0.2.2:5280", "token_stored": true})
+    );
+    // The API with the stored token, UDP at a set rate.
+    let (st, v) = w.api(
+        "POST",
+        "/api/forward",
+        Some(json!({"peer": "http://192.0.2.2:5280", "target": PC2_IP, "ingress": "eth0",
+                    "egress": "eth1", "nat": true, "duration": 2, "protocol": "udp", "bitrate": "50M"})),
+    );
+    assert_eq!(st, 201, "{v}");
+    let u = w.wait_run(v["id"].as_i64().unwrap(), Duration::from_secs(60));
+    assert_eq!(u["run"]["status"], "completed", "{u}");
+    let pps = num(
+        &u["run"]["summary"],
+        "/forwarded/eth0->eth1/packets_per_second",
+    );
+    // 50 Mbit/s of datagrams of the path MSS (1448 B): about 4300 packets/s.
+    assert!(
+        (3500.0..5500.0).contains(&pps),
+        "UDP forwarded {pps} packets/s"
+    );
+
+    // Monitor-only: start, stop over the API, summary stored.
+    let (st, v) = w.api(
+        "POST",
+        "/api/monitor",
+        Some(json!({"ports": ["eth0", "eth1"], "label": "idle check"})),
+    );
+    assert_eq!(st, 201, "{v}");
+    let mid = v["id"].as_i64().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let (_, page) = w.get("/forwarding");
+    assert!(
+        page.contains(&format!("action=\"/forwarding/stop/{mid}\"")),
+        "no stop button"
+    );
+    let (st, _) = w.api("POST", &format!("/api/monitor/{mid}/stop"), None);
+    assert_eq!(st, 202);
+    let m = w.wait_run(mid, Duration::from_secs(10));
+    assert_eq!(m["run"]["kind"], "monitor");
+    assert_eq!(m["run"]["status"], "completed");
+    assert!(num(&m["run"]["summary"], "/seconds") >= 1.0);
+    assert!(m["run"]["summary"]["ports"]["eth1"].is_object(), "{m}");
+    let (st, v) = w.api("POST", &format!("/api/monitor/{mid}/stop"), None);
+    assert_eq!(st, 409, "{v}");
+    let (st, v) = w.api("POST", "/api/monitor", Some(json!({"ports": "eth0,lo"})));
+    assert_eq!(st, 400, "{v}");
+    println!("web: forwarded eth1->eth0 {fwd} B for {recv} B received; UDP 50M {pps:.0} packets/s");
+}

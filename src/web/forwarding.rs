@@ -100,7 +100,8 @@ fn run_line(r: &RunRow, live: bool) -> RunLine {
             m.iter()
                 .map(|(d, v)| {
                     format!(
-                        "{d}: {} ({:.0} pkt/s)",
+                        "{}: {} ({:.0} pkt/s)",
+                        d.replace("->", " → "),
                         rate(&v["bits_per_second"]),
                         v["packets_per_second"].as_f64().unwrap_or(0.0)
                     )
