@@ -36,8 +36,6 @@ use tokio::sync::{broadcast, Notify};
 pub const TOKEN_KEY: &str = "peer.token";
 /// Settings key of the last peer agent address used.
 pub const URL_KEY: &str = "peer.url";
-/// Where the kernel counts conntrack entries (absent without the nf_conntrack module).
-pub const CONNTRACK_COUNT: &str = "/proc/sys/net/netfilter/nf_conntrack_count";
 /// How long past its duration a peer test may take before the board gives up, seconds.
 pub const GRACE_SECS: u64 = 45;
 
@@ -232,13 +230,6 @@ pub async fn read_counters(ports: &[String]) -> BTreeMap<String, Counters> {
     }
 }
 
-/// Entries in the conntrack table now, when the kernel has the module.
-pub fn conntrack_count() -> Option<i64> {
-    std::fs::read_to_string(CONNTRACK_COUNT)
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-}
-
 /// Counter deltas of one port over a run, and the rates they give.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PortFigures {
@@ -342,19 +333,20 @@ pub fn figures_from_samples(samples: &[PortSampleRow]) -> BTreeMap<String, PortF
     out
 }
 
-/// Conntrack figures: from the monitor's samples when there are some, else from the readings
-/// the run took itself. `null` when the kernel has no conntrack.
+/// Conntrack figures: the peak and last count over the monitor's samples and the readings
+/// the run took itself (at its start, each second of a forwarding run, at its end). `null`
+/// when the kernel has no conntrack.
 pub fn conntrack_summary(sys: &[SysSampleRow], own: &[i64]) -> Value {
     let sampled: Vec<i64> = sys.iter().filter_map(|s| s.conntrack).collect();
-    let v = if sampled.is_empty() { own } else { &sampled };
-    if v.is_empty() {
+    let peak = sampled.iter().chain(own).max();
+    let Some(peak) = peak else {
         return Value::Null;
-    }
+    };
     json!({
-        "peak": v.iter().max(),
-        "first": v.first(),
-        "last": v.last(),
-        "source": if sampled.is_empty() { "run" } else { "samples" },
+        "peak": peak,
+        "samples": sampled.len(),
+        "start": own.first(),
+        "end": own.last(),
     })
 }
 
@@ -380,21 +372,33 @@ pub fn cpu_summary(cpu: &[CpuSampleRow]) -> Value {
     )
 }
 
-/// The port figures of a run: the monitor's samples when it stored some for every port, else
-/// the run's own start/end counter readings. Returns the figures and their source.
+/// The port figures of a run: totals and means from the run's own counter readings at its
+/// start and end (exact: the monitor's 1 s samples miss the part of a second before the run
+/// ends), peaks from the monitor's samples. Without own readings (netlink failed), the samples'
+/// figures. Returns the figures and where they came from.
 fn port_figures(
     hub: &Hub,
     id: i64,
-    ports: &[String],
     own: BTreeMap<String, PortFigures>,
 ) -> (BTreeMap<String, PortFigures>, &'static str) {
     let samples = hub.store().port_samples(id).unwrap_or_default();
     let from = figures_from_samples(&samples);
-    if !from.is_empty() && ports.iter().all(|p| from.contains_key(p)) {
-        (from, "samples")
-    } else {
-        (own, "counters")
+    if own.is_empty() {
+        return (from, "samples");
     }
+    if from.is_empty() {
+        return (own, "counters");
+    }
+    let mut out = own;
+    for (name, f) in out.iter_mut() {
+        if let Some(s) = from.get(name) {
+            f.peak_rx_bits_per_second = s.peak_rx_bits_per_second;
+            f.peak_tx_bits_per_second = s.peak_tx_bits_per_second;
+            f.peak_rx_packets_per_second = s.peak_rx_packets_per_second;
+            f.peak_tx_packets_per_second = s.peak_tx_packets_per_second;
+        }
+    }
+    (out, "counters, peaks from samples")
 }
 
 /// What a forwarding run changed on the board, to undo at its end.
@@ -578,12 +582,12 @@ async fn forward_task(
     }
     // 3. The test.
     let c0 = read_counters(&ports).await;
-    let mut conntrack: Vec<i64> = conntrack_count().into_iter().collect();
+    let mut conntrack: Vec<i64> = crate::monitor::conntrack_count().into_iter().collect();
     let t0 = Instant::now();
     let res = run_peer_test(hub, id, plan, &cancel, &tx, &mut conntrack).await;
     let wall = t0.elapsed().as_secs_f64();
     let c1 = read_counters(&ports).await;
-    conntrack.extend(conntrack_count());
+    conntrack.extend(crate::monitor::conntrack_count());
     // 4. Undo what the run turned on.
     let mut restore_error = None;
     if let Some(c) = &ctl {
@@ -612,7 +616,7 @@ async fn forward_task(
         .filter(|s| *s > 0.0)
         .unwrap_or(wall);
     let own = figures_from_counters(&c0, &c1, secs);
-    let (figs, source) = port_figures(hub, id, &ports, own);
+    let (figs, source) = port_figures(hub, id, own);
     summary["seconds"] = json!(secs);
     summary["wall_seconds"] = json!(wall);
     summary["port_source"] = json!(source);
@@ -690,7 +694,7 @@ async fn run_peer_test(
                 let _ = plan.client.stop(job).await;
             }
         }
-        conntrack.extend(conntrack_count());
+        conntrack.extend(crate::monitor::conntrack_count());
         match plan.client.poll(job, since).await {
             Ok(v) => {
                 errors = 0;
@@ -818,7 +822,7 @@ pub fn start_monitor(
     let hub = hub.clone();
     let handle = tokio::spawn(async move {
         let c0 = read_counters(&plan.ports).await;
-        let mut conntrack: Vec<i64> = conntrack_count().into_iter().collect();
+        let mut conntrack: Vec<i64> = crate::monitor::conntrack_count().into_iter().collect();
         let t0 = Instant::now();
         let until = async {
             match plan.seconds {
@@ -832,9 +836,9 @@ pub fn start_monitor(
         }
         let secs = t0.elapsed().as_secs_f64();
         let c1 = read_counters(&plan.ports).await;
-        conntrack.extend(conntrack_count());
+        conntrack.extend(crate::monitor::conntrack_count());
         let own = figures_from_counters(&c0, &c1, secs);
-        let (figs, source) = port_figures(&hub, id, &plan.ports, own);
+        let (figs, source) = port_figures(&hub, id, own);
         let summary = json!({
             "label": plan.label,
             "seconds": secs,
@@ -1090,8 +1094,12 @@ mod tests {
             &[1],
         );
         assert_eq!(ct["peak"], 9);
-        assert_eq!(ct["source"], "samples");
-        assert_eq!(conntrack_summary(&[], &[4, 2])["peak"], 4);
+        assert_eq!(ct["samples"], 2);
+        let ct = conntrack_summary(&[], &[4, 2]);
+        assert_eq!(
+            (&ct["peak"], &ct["start"], &ct["end"]),
+            (&json!(4), &json!(4), &json!(2))
+        );
         assert_eq!(conntrack_summary(&[], &[]), Value::Null);
         let cpu = cpu_summary(&[
             CpuSampleRow {

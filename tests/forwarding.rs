@@ -194,6 +194,15 @@ fn seed_000_forwarding_run_pc1_to_pc2_through_the_board_with_nat() {
     {
         assert!(num(s, "/conntrack/peak") >= 2.0, "{s}");
     }
+    // The monitor sampled CPU per core and the ports during the run.
+    assert!(
+        s["cpu"].as_array().map(|a| a.len()).unwrap_or(0) >= 2,
+        "{s}"
+    );
+    assert!(
+        num(s, "/ports/eth1/peak_tx_bits_per_second") >= num(s, "/ports/eth1/tx_bits_per_second"),
+        "{s}"
+    );
     // The agent's intervals are the run's intervals, stored in the history.
     let id = run["id"].as_i64().expect("run id").to_string();
     let out = Command::new("ip")
@@ -494,6 +503,14 @@ fn monitor_only_run_records_a_stock_iperf3_flow_through_the_board_until_stopped(
         "mean tx rate {mean} vs {expect}"
     );
     assert!(num(s, "/ports/eth0/rx_packets_per_second") > 100.0, "{s}");
+    // The monitor's 1 s samples give the peak: at least the mean over the whole run, and
+    // about the flow's own rate (it ran 3 of the ~5 s).
+    let peak = num(s, "/ports/eth1/peak_tx_bits_per_second");
+    let flow = sent * 8.0 / 3.0;
+    assert!(
+        peak > mean && peak > flow * 0.7 && peak < flow * 1.5,
+        "peak {peak} vs flow {flow}"
+    );
     println!(
         "monitor: iperf3 sent {sent} B; eth0 rx {} B, eth1 tx {} B over {secs:.2} s",
         num(s, "/ports/eth0/rx_bytes"),
