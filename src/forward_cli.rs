@@ -325,3 +325,17 @@ pub fn summary_text(run: &RunRow) -> String {
     }
     out
 }
+
+/// For forwarding and monitor runs, the board's summary ([`summary_text`]) followed by `text`
+/// (the peer's iperf3 summary); other runs' `text` unchanged.
+pub fn board_text(run: &RunRow, text: Option<String>) -> Option<String> {
+    if run.kind != "forward" && run.kind != "monitor" || run.summary.is_null() {
+        return text;
+    }
+    let mut t = summary_text(run);
+    if let Some(x) = text {
+        t.push_str("\nThe peer's test:\n");
+        t.push_str(&x);
+    }
+    Some(t)
+}

@@ -783,6 +783,12 @@ fn web_and_api_one_click_forwarding_and_monitor_runs_stored_in_history() {
     assert!(page.contains("a token is stored (20 characters)"), "{page}");
     assert!(!page.contains(TOKEN), "the token is shown back");
     assert!(page.contains("eth1 → eth0: "), "{page}");
+    let (st, rp) = w.get(&format!("/runs/{id}"));
+    assert_eq!(st, 200);
+    assert!(
+        rp.contains("forwarded eth1-&#62;eth0: ") && rp.contains("conntrack entries: peak"),
+        "{rp}"
+    );
     let (_, peer) = w.api("GET", "/api/peer", None);
     assert_eq!(
         peer,
