@@ -401,9 +401,11 @@ fn port_figures(
     (out, "counters, peaks from samples")
 }
 
-/// What a forwarding run changed on the board, to undo at its end.
-#[derive(Debug, Clone, PartialEq)]
-enum Undo {
+/// What a forwarding run changed on the board, to undo at its end (kept in the run's summary
+/// while it runs, so a daemon that restarts after a crash can undo it too).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Undo {
     /// Nothing (forwarding with NAT was on already, or not asked for).
     Nothing,
     /// Disable the forward the run enabled.
@@ -479,6 +481,45 @@ async fn undo_forwarding(
         .await
         .map(|_| ())
         .map_err(|e| format!("cannot restore forwarding {ingress} → {egress}: {e}"))
+}
+
+/// Forwarding runs still marked running (left by a process that stopped mid-run) that had
+/// turned on forwarding: their ids, ports and what to undo. Call before
+/// `Store::abort_stale_runs`.
+pub fn stale_forwarding(store: &crate::store::Store) -> Vec<(i64, String, String, Undo)> {
+    let runs = store
+        .list_runs(&crate::store::RunFilter {
+            status: Some("running".into()),
+            limit: Some(1000),
+            ..Default::default()
+        })
+        .unwrap_or_default();
+    runs.into_iter()
+        .filter(|r| r.kind == "forward")
+        .filter_map(|r| {
+            let undo: Undo = serde_json::from_value(r.summary["nat"]["undo"].clone()).ok()?;
+            let i = r.summary["ingress"].as_str()?.to_string();
+            let e = r.summary["egress"].as_str()?.to_string();
+            (undo != Undo::Nothing).then_some((r.id, i, e, undo))
+        })
+        .collect()
+}
+
+/// Undo what stale forwarding runs (see [`stale_forwarding`]) had turned on, with the
+/// process's board controller; failures are logged.
+pub async fn undo_stale(stale: Vec<(i64, String, String, Undo)>) {
+    let Some(ctl) = crate::system::apply::global() else {
+        return;
+    };
+    for (id, i, e, undo) in stale {
+        match undo_forwarding(&ctl, id, &i, &e, &undo).await {
+            Ok(()) => tracing::warn!(
+                run = id,
+                "forwarding {i} → {e} turned on by run {id}, which was cut short, is restored"
+            ),
+            Err(err) => tracing::error!(run = id, "{err}"),
+        }
+    }
 }
 
 /// Record and start a forwarding run; returns its id at once and a handle that resolves when
@@ -575,6 +616,10 @@ async fn forward_task(
         match enable_forwarding(c, id, &plan.ingress, &plan.egress).await {
             Ok(u) => {
                 summary["nat"]["enabled_by_run"] = json!(u != Undo::Nothing);
+                summary["nat"]["undo"] = json!(u);
+                if let Err(e) = hub.store().set_run_summary(id, &summary) {
+                    tracing::warn!(run = id, "cannot store what to undo: {e}");
+                }
                 undo = u;
             }
             Err(e) => return fail(summary, e),

@@ -521,6 +521,8 @@ fn monitor_only_run_records_a_stock_iperf3_flow_through_the_board_until_stopped(
 // ---------------------------------------------------------------- the daemon: web UI and API
 
 struct Web {
+    /// The daemon's index in the lab's processes.
+    idx: usize,
     ns: String,
     base: String,
     cookie: String,
@@ -596,7 +598,7 @@ impl Web {
     fn start(lab: &mut Lab) -> Web {
         let board = lab.board.clone();
         let data = data_dir(lab);
-        lab.spawn(
+        let idx = lab.spawn(
             &board,
             "daemon",
             bin(),
@@ -633,6 +635,7 @@ impl Web {
         assert_eq!(st, 303, "{body}");
         let cookie = cookie.expect("session cookie");
         let mut w = Web {
+            idx,
             ns: board,
             base,
             cookie,
@@ -849,4 +852,54 @@ fn web_and_api_one_click_forwarding_and_monitor_runs_stored_in_history() {
     let (st, v) = w.api("POST", "/api/monitor", Some(json!({"ports": "eth0,lo"})));
     assert_eq!(st, 400, "{v}");
     println!("web: forwarded eth1->eth0 {fwd} B for {recv} B received; UDP 50M: {bps:.0} bits/s, {pps:.0} packets/s");
+}
+
+#[test]
+fn forwarding_turned_on_by_a_run_cut_short_by_kill_9_goes_off_at_the_next_start() {
+    let (mut lab, board, _pc1, _pc2) = seed_lab();
+    let w = Web::start(&mut lab);
+    let (st, v) = w.api(
+        "POST",
+        "/api/forward",
+        Some(
+            json!({"peer": "http://192.0.2.2:5280", "token": TOKEN, "target": PC2_IP,
+                    "ingress": "eth0", "egress": "eth1", "nat": true, "duration": 60}),
+        ),
+    );
+    assert_eq!(st, 201, "{v}");
+    let id = v["id"].as_i64().unwrap();
+    let t = std::time::Instant::now();
+    while ip_forward(&board) != "1" || !our_rules_left(&board) {
+        assert!(
+            t.elapsed() < Duration::from_secs(15),
+            "forwarding never came on"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    lab.kill(w.idx);
+    assert_eq!(ip_forward(&board), "1", "still on after the crash");
+    let data = data_dir(&lab);
+    lab.spawn(
+        &board,
+        "daemon2",
+        bin(),
+        &[
+            "daemon",
+            "--listen",
+            "127.0.0.1:8080",
+            "--data",
+            &data,
+            "--iperf3-port",
+            "0",
+        ],
+    );
+    lab.wait_port(&board, "127.0.0.1", 8080);
+    assert_eq!(ip_forward(&board), "0");
+    assert!(!our_rules_left(&board), "rules left after the restart");
+    let (st, v) = w.api("GET", &format!("/api/runs/{id}"), None);
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["run"]["status"], "aborted", "{v}");
+    let (_, log) = lab.output("daemon2");
+    assert!(log.contains("is restored"), "{log}");
 }
