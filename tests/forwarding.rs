@@ -826,6 +826,27 @@ fn web_and_api_one_click_forwarding_and_monitor_runs_stored_in_history() {
         "UDP forwarded {pps} packets/s for {datagrams} datagrams in {secs} s"
     );
 
+    // Stopping a forwarding run: the peer's test ends (aborted), forwarding goes off.
+    let (st, v) = w.api(
+        "POST",
+        "/api/forward",
+        Some(
+            json!({"peer": "http://192.0.2.2:5280", "target": PC2_IP, "ingress": "eth0",
+                    "egress": "eth1", "nat": true, "duration": 30}),
+        ),
+    );
+    assert_eq!(st, 201, "{v}");
+    let sid = v["id"].as_i64().unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(ip_forward(&board), "1");
+    let (st, _) = w.api("POST", &format!("/api/runs/{sid}/stop"), None);
+    assert_eq!(st, 202);
+    let stopped = w.wait_run(sid, Duration::from_secs(20));
+    assert_eq!(stopped["run"]["status"], "aborted", "{stopped}");
+    assert_eq!(stopped["run"]["summary"]["nat"]["restored"], true);
+    assert_eq!(ip_forward(&board), "0");
+    assert!(!our_rules_left(&board));
+
     // Monitor-only: start, stop over the API, summary stored.
     let (st, v) = w.api(
         "POST",
