@@ -5,8 +5,11 @@
 pub mod api;
 pub mod auth;
 pub mod board;
+pub mod charts;
 pub mod forwarding;
+pub mod multi;
 pub mod pages;
+pub mod suites;
 pub mod test_request;
 
 use crate::config::Config;
@@ -68,6 +71,9 @@ impl AppState {
 /// Register every route.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     board::configure(cfg);
+    charts::configure(cfg);
+    multi::configure(cfg);
+    suites::configure(cfg);
     forwarding::configure(cfg);
     pages::configure(cfg);
     api::configure(cfg);
