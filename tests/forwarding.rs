@@ -503,12 +503,12 @@ fn monitor_only_run_records_a_stock_iperf3_flow_through_the_board_until_stopped(
         "mean tx rate {mean} vs {expect}"
     );
     assert!(num(s, "/ports/eth0/rx_packets_per_second") > 100.0, "{s}");
-    // The monitor's 1 s samples give the peak: at least the mean over the whole run, and
-    // about the flow's own rate (it ran 3 of the ~5 s).
+    // The monitor's 1 s samples give the peak: above the mean over the whole run and near the
+    // flow's own rate (it ran 3 of the ~5 s), and below the whole flow in one second.
     let peak = num(s, "/ports/eth1/peak_tx_bits_per_second");
     let flow = sent * 8.0 / 3.0;
     assert!(
-        peak > mean && peak > flow * 0.7 && peak < flow * 1.5,
+        peak > mean && peak > flow * 0.7 && peak < sent * 8.0,
         "peak {peak} vs flow {flow}"
     );
     println!(
