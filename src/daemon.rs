@@ -82,6 +82,7 @@ pub fn main(a: DaemonArgs) -> i32 {
 
 async fn run(cfg: Config) -> Result<(), String> {
     let store = Arc::new(Store::open_dir(&cfg.data_dir).map_err(|e| e.to_string())?);
+    let stale_forwarding = crate::forward::stale_forwarding(&store);
     let stale = store.abort_stale_runs().map_err(|e| e.to_string())?;
     if stale > 0 {
         tracing::warn!("{stale} run(s) were active when netperfd last stopped; marked aborted");
@@ -91,6 +92,8 @@ async fn run(cfg: Config) -> Result<(), String> {
     store.abort_stale_suites().map_err(|e| e.to_string())?;
     // Board control: restore an unconfirmed change's snapshot, re-apply the confirmed config.
     crate::system::apply::start_daemon(store.clone(), &cfg.data_dir).await;
+    // Forwarding turned on by a forwarding run that was cut short goes off again.
+    crate::forward::undo_stale(stale_forwarding).await;
     let hub = Hub::new(store.clone());
     let state = actix_web::web::Data::new(AppState::new(store.clone(), hub.clone(), cfg.clone()));
     if let Some(code) = state.setup_code() {

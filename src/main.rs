@@ -38,6 +38,12 @@ enum Cmd {
     Net(netperfd::net_cli::NetArgs),
     /// Several ports at once: iperf3 legs, each bound to its board port, started together
     Multi(netperfd::multi_cli::MultiArgs),
+    /// Peer agent for forwarding runs: lets a board run iperf3 tests from this PC (token needed)
+    Peer(netperfd::peer::agent::PeerArgs),
+    /// Forwarding run: a peer agent tests through the board while the board records its ports
+    Forward(netperfd::forward_cli::ForwardArgs),
+    /// Monitor-only run: record the board's ports (rates, conntrack, CPU) until stopped
+    Monitor(netperfd::forward_cli::MonitorArgs),
 }
 
 fn main() {
@@ -55,6 +61,9 @@ fn main() {
         Some(Cmd::HashPassword) => netperfd::web::auth::hash_password_cli(),
         Some(Cmd::Net(n)) => netperfd::net_cli::main(n),
         Some(Cmd::Multi(m)) => netperfd::multi_cli::main(m),
+        Some(Cmd::Peer(p)) => netperfd::peer::agent::main(p),
+        Some(Cmd::Forward(f)) => netperfd::forward_cli::forward_main(f),
+        Some(Cmd::Monitor(m)) => netperfd::forward_cli::monitor_main(m),
         None => iperf_main(args.iperf),
     };
     std::process::exit(code);

@@ -6,6 +6,7 @@ pub mod api;
 pub mod auth;
 pub mod board;
 pub mod charts;
+pub mod forwarding;
 pub mod multi;
 pub mod pages;
 pub mod suites;
@@ -73,6 +74,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     charts::configure(cfg);
     multi::configure(cfg);
     suites::configure(cfg);
+    forwarding::configure(cfg);
     pages::configure(cfg);
     api::configure(cfg);
     cfg.route("/static/style.css", web::get().to(style))

@@ -940,6 +940,8 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
         t.push_str(&report::text_summary(r));
         t
     });
+    // Forwarding and monitor runs: what the board saw (ports, forwarded rates, conntrack) first.
+    let text = crate::forward_cli::board_text(&run, text);
     let udp = run.protocol == "UDP";
     let analysis = super::charts::analyze_run(&state.store, &run);
     let cores = match &analysis {

@@ -1,0 +1,395 @@
+//! The peer agent (`netperfd peer`): an HTTP/JSON service on a lab PC that runs one iperf3
+//! client test at a time, to the host the board names, with our own iperf3 engine.
+//!
+//! API (every route needs `Authorization: Bearer <token>`; a wrong or missing token gets 401
+//! and nothing runs; errors are `{"error": "..."}`):
+//! * `GET /peer/v1/info` → `{"version", "hostname", "addresses": [..], "busy": bool}`;
+//! * `POST /peer/v1/run` with a [`PeerTestSpec`] → 201 `{"id": N}`; 400 for a bad spec, 409
+//!   while another test runs;
+//! * `GET /peer/v1/run/N?since=K` → [`JobView`]: status, the intervals from number K on, and
+//!   at the end the report (`report`, our `Report`) and iperf3's `-J` document (`iperf3`);
+//! * `POST /peer/v1/run/N/stop` → 202 (the test ends with CLIENT_TERMINATE, status aborted).
+//!
+//! Jobs live in memory; the newest [`KEEP_JOBS`] are kept. Not for: storing history (the board
+//! does) or reaching anything but the host in the spec.
+
+use super::spec::PeerTestSpec;
+use crate::engine::iperf3::client::{self, Event};
+use crate::engine::report::{IntervalRecord, Report};
+use crate::engine::RunStatus;
+use crate::web::auth::{ct_eq, sha256_hex};
+use actix_web::{http::header, web, HttpRequest, HttpResponse};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{mpsc, Notify};
+
+/// Finished jobs kept for the board to fetch.
+pub const KEEP_JOBS: usize = 16;
+
+/// One test's state as the agent reports it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JobView {
+    pub id: u64,
+    /// running / completed / failed / aborted.
+    pub status: RunStatus,
+    /// Why it failed (iperf3's wording where there is one).
+    #[serde(default)]
+    pub error: Option<String>,
+    /// The spec it runs.
+    pub spec: PeerTestSpec,
+    /// Number of the first interval in `intervals` (the `since` asked for).
+    #[serde(default)]
+    pub first: usize,
+    /// Intervals from number `first` on.
+    #[serde(default)]
+    pub intervals: Vec<IntervalRecord>,
+    /// Intervals so far (ask `since=next` for the following ones).
+    #[serde(default)]
+    pub next: usize,
+    /// The final (or partial, on failure) report, once the test has ended.
+    #[serde(default)]
+    pub report: Option<Box<Report>>,
+    /// The report as iperf3's `-J` document, once the test has ended.
+    #[serde(default)]
+    pub iperf3: Option<serde_json::Value>,
+    /// Start and end, Unix ms.
+    pub started_at: i64,
+    #[serde(default)]
+    pub ended_at: Option<i64>,
+}
+
+struct Job {
+    view: JobView,
+    cancel: Arc<Notify>,
+}
+
+/// The agent's shared state.
+pub struct Agent {
+    token_hash: String,
+    jobs: Mutex<VecDeque<Job>>,
+    next_id: Mutex<u64>,
+    rt: tokio::runtime::Handle,
+}
+
+impl Agent {
+    /// An agent accepting `token` (checked with [`super::check_token`] by the caller); tests run
+    /// on the current tokio runtime.
+    pub fn new(token: &str) -> Arc<Agent> {
+        Arc::new(Agent {
+            token_hash: sha256_hex(token),
+            jobs: Mutex::new(VecDeque::new()),
+            next_id: Mutex::new(1),
+            rt: tokio::runtime::Handle::current(),
+        })
+    }
+
+    fn jobs(&self) -> std::sync::MutexGuard<'_, VecDeque<Job>> {
+        match self.jobs.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Whether `req` carries the token (compared as SHA-256 digests, in constant time).
+    fn authorized(&self, req: &HttpRequest) -> bool {
+        let Some(h) = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+        else {
+            return false;
+        };
+        let Some(tok) = h.strip_prefix("Bearer ") else {
+            return false;
+        };
+        ct_eq(&sha256_hex(tok.trim()), &self.token_hash)
+    }
+
+    fn busy(&self) -> bool {
+        self.jobs()
+            .iter()
+            .any(|j| j.view.status == RunStatus::Running)
+    }
+
+    /// Start a test; its id, or why not (400 / 409 with the message).
+    pub fn start(self: &Arc<Self>, spec: PeerTestSpec) -> Result<u64, (u16, String)> {
+        let cs = spec.to_client_spec().map_err(|e| (400, e))?;
+        let cancel = Arc::new(Notify::new());
+        let id = {
+            let mut jobs = self.jobs();
+            if jobs.iter().any(|j| j.view.status == RunStatus::Running) {
+                return Err((409, "another test is running on this peer".into()));
+            }
+            let id = {
+                let mut n = match self.next_id.lock() {
+                    Ok(g) => g,
+                    Err(p) => p.into_inner(),
+                };
+                let id = *n;
+                *n += 1;
+                id
+            };
+            jobs.push_back(Job {
+                view: JobView {
+                    id,
+                    status: RunStatus::Running,
+                    error: None,
+                    spec: spec.clone(),
+                    first: 0,
+                    intervals: Vec::new(),
+                    next: 0,
+                    report: None,
+                    iperf3: None,
+                    started_at: crate::store::now_ms(),
+                    ended_at: None,
+                },
+                cancel: cancel.clone(),
+            });
+            while jobs.len() > KEEP_JOBS {
+                jobs.pop_front();
+            }
+            id
+        };
+        tracing::info!(job = id, host = %spec.host, "peer test requested");
+        let me = self.clone();
+        self.rt.spawn(async move {
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let m2 = me.clone();
+            let rec = tokio::spawn(async move {
+                while let Some(ev) = rx.recv().await {
+                    if let Event::Interval(i) = ev {
+                        m2.with_job(id, |j| {
+                            j.view.intervals.push(i);
+                            j.view.next = j.view.intervals.len();
+                        });
+                    }
+                }
+            });
+            let res = client::run(cs, Some(tx), Some(cancel)).await;
+            let _ = rec.await;
+            let (status, report, error) = match res {
+                Ok(r) => (RunStatus::Completed, Some(Box::new(r)), None),
+                Err(e) => (
+                    if e.aborted {
+                        RunStatus::Aborted
+                    } else {
+                        RunStatus::Failed
+                    },
+                    e.partial,
+                    Some(e.message),
+                ),
+            };
+            tracing::info!(job = id, status = status.as_str(), "peer test ended");
+            me.with_job(id, |j| {
+                j.view.iperf3 = report.as_deref().map(crate::engine::report::to_iperf3_json);
+                j.view.report = report;
+                j.view.error = error;
+                j.view.ended_at = Some(crate::store::now_ms());
+                j.view.status = status;
+            });
+        });
+        Ok(id)
+    }
+
+    fn with_job(&self, id: u64, f: impl FnOnce(&mut Job)) {
+        if let Some(j) = self.jobs().iter_mut().find(|j| j.view.id == id) {
+            f(j);
+        }
+    }
+
+    /// A job's view with the intervals from `since` on; None if unknown.
+    pub fn view(&self, id: u64, since: usize) -> Option<JobView> {
+        let jobs = self.jobs();
+        let j = jobs.iter().find(|j| j.view.id == id)?;
+        let v = &j.view;
+        let first = since.min(v.intervals.len());
+        Some(JobView {
+            id: v.id,
+            status: v.status,
+            error: v.error.clone(),
+            spec: v.spec.clone(),
+            first,
+            intervals: v.intervals[first..].to_vec(),
+            next: v.intervals.len(),
+            report: v.report.clone(),
+            iperf3: v.iperf3.clone(),
+            started_at: v.started_at,
+            ended_at: v.ended_at,
+        })
+    }
+
+    /// Ask a running job to stop: Some(true) when asked, Some(false) when it had ended, None
+    /// when unknown.
+    pub fn stop(&self, id: u64) -> Option<bool> {
+        let jobs = self.jobs();
+        let j = jobs.iter().find(|j| j.view.id == id)?;
+        if j.view.status != RunStatus::Running {
+            return Some(false);
+        }
+        j.cancel.notify_one();
+        Some(true)
+    }
+}
+
+fn error(status: u16, msg: impl Into<String>) -> HttpResponse {
+    HttpResponse::build(
+        actix_web::http::StatusCode::from_u16(status)
+            .unwrap_or(actix_web::http::StatusCode::BAD_REQUEST),
+    )
+    .json(json!({"error": msg.into()}))
+}
+
+fn unauthorized() -> HttpResponse {
+    HttpResponse::Unauthorized()
+        .insert_header((header::WWW_AUTHENTICATE, "Bearer realm=\"netperfd peer\""))
+        .json(json!({"error": "missing or wrong token (send 'Authorization: Bearer <token>')"}))
+}
+
+/// Register the agent's routes (the app must hold `web::Data<Arc<Agent>>`).
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/peer/v1/info", web::get().to(info))
+        .route("/peer/v1/run", web::post().to(run))
+        .route("/peer/v1/run/{id}", web::get().to(show))
+        .route("/peer/v1/run/{id}/stop", web::post().to(stop));
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+async fn info(req: HttpRequest, agent: web::Data<Arc<Agent>>) -> HttpResponse {
+    if !agent.authorized(&req) {
+        return unauthorized();
+    }
+    let addresses: Vec<String> = crate::system::ports()
+        .iter()
+        .filter(|p| !p.loopback)
+        .flat_map(|p| p.addresses.iter().map(|a| a.to_string()))
+        .collect();
+    HttpResponse::Ok().json(json!({
+        "version": crate::engine::report::version_string(),
+        "hostname": hostname(),
+        "addresses": addresses,
+        "busy": agent.busy(),
+    }))
+}
+
+async fn run(req: HttpRequest, agent: web::Data<Arc<Agent>>, body: web::Bytes) -> HttpResponse {
+    if !agent.authorized(&req) {
+        return unauthorized();
+    }
+    let spec: PeerTestSpec = match serde_json::from_slice(&body) {
+        Ok(s) => s,
+        Err(e) => return error(400, format!("invalid test spec: {e}")),
+    };
+    match agent.start(spec) {
+        Ok(id) => HttpResponse::Created()
+            .insert_header((header::LOCATION, format!("/peer/v1/run/{id}")))
+            .json(json!({"id": id})),
+        Err((code, msg)) => error(code, msg),
+    }
+}
+
+#[derive(Deserialize)]
+struct Since {
+    #[serde(default)]
+    since: Option<usize>,
+}
+
+async fn show(
+    req: HttpRequest,
+    agent: web::Data<Arc<Agent>>,
+    path: web::Path<String>,
+    q: web::Query<Since>,
+) -> HttpResponse {
+    if !agent.authorized(&req) {
+        return unauthorized();
+    }
+    let Ok(id) = path.parse::<u64>() else {
+        return error(404, "no such test");
+    };
+    match agent.view(id, q.since.unwrap_or(0)) {
+        Some(v) => HttpResponse::Ok().json(v),
+        None => error(404, format!("no test {id} on this peer")),
+    }
+}
+
+async fn stop(
+    req: HttpRequest,
+    agent: web::Data<Arc<Agent>>,
+    path: web::Path<String>,
+) -> HttpResponse {
+    if !agent.authorized(&req) {
+        return unauthorized();
+    }
+    let Ok(id) = path.parse::<u64>() else {
+        return error(404, "no such test");
+    };
+    match agent.stop(id) {
+        Some(true) => HttpResponse::Accepted().json(json!({"id": id, "stopping": true})),
+        Some(false) => error(409, format!("test {id} has already ended")),
+        None => error(404, format!("no test {id} on this peer")),
+    }
+}
+
+/// Flags of `netperfd peer`.
+#[derive(clap::Args, Debug)]
+pub struct PeerArgs {
+    /// Address to listen on
+    #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:5280")]
+    pub listen: std::net::SocketAddr,
+    /// File holding the shared token (the board sends it as a bearer token)
+    #[arg(long = "token-file", value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
+    /// The shared token itself (visible in the process list; prefer --token-file or
+    /// $NETPERFD_PEER_TOKEN)
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+}
+
+/// Run the agent until killed; returns the exit code (2 without a usable token).
+pub fn main(a: PeerArgs) -> i32 {
+    crate::logging::init("info");
+    let token = match super::token_from(a.token.as_deref(), a.token_file.as_deref()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("netperfd peer: {e}; refusing to start without one");
+            return 2;
+        }
+    };
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("netperfd peer: {e}");
+            return 1;
+        }
+    };
+    let r = rt.block_on(async move {
+        let agent = web::Data::new(Agent::new(&token));
+        let server = actix_web::HttpServer::new(move || {
+            actix_web::App::new()
+                .app_data(agent.clone())
+                .app_data(web::PayloadConfig::new(64 * 1024))
+                .configure(configure)
+        })
+        .workers(1)
+        .bind(a.listen)
+        .map_err(|e| format!("cannot listen on {}: {e}", a.listen))?;
+        eprintln!(
+            "netperfd peer agent on http://{}/peer/v1/ (one test at a time)",
+            a.listen
+        );
+        server.run().await.map_err(|e| e.to_string())
+    });
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("netperfd peer: {e}");
+            1
+        }
+    }
+}

@@ -1,0 +1,926 @@
+//! Forwarding runs and monitor-only runs end to end (seed 000, scenario 5), in network
+//! namespaces: `netperfd peer` in pc1, stock `iperf3 -s` in pc2, the board (CLI or daemon) in
+//! the board namespace turning on forwarding with MASQUERADE for the run. Independent
+//! observers: the board's /sys/class/net counters, /proc/sys, `nft`/`iptables-save`, and what
+//! stock iperf3 on pc2 saw.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+use std::process::Command;
+use std::time::Duration;
+
+const TOKEN: &str = "lab-token-0123456789";
+
+fn ns_out(ns: &str, prog: &str, args: &[&str]) -> String {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, prog])
+        .args(args)
+        .output()
+        .expect("run in namespace");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn counter(ns: &str, dev: &str, what: &str) -> u64 {
+    ns_out(
+        ns,
+        "cat",
+        &[&format!("/sys/class/net/{dev}/statistics/{what}")],
+    )
+    .parse()
+    .unwrap_or_else(|_| panic!("no counter {what} of {dev} in {ns}"))
+}
+
+fn ip_forward(ns: &str) -> String {
+    ns_out(ns, "cat", &["/proc/sys/net/ipv4/ip_forward"])
+}
+
+/// Whether any netperfd firewall rule is left in `ns` (nft table or iptables chains).
+fn our_rules_left(ns: &str) -> bool {
+    let nft = Command::new("ip")
+        .args([
+            "netns", "exec", ns, "nft", "list", "table", "inet", "netperfd",
+        ])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    let ipt = ns_out(ns, "iptables-save", &[]);
+    nft || ipt.contains("NETPERFD")
+}
+
+fn token_file(lab: &Lab, token: &str) -> String {
+    let p = lab.dir().join(format!("token-{}", token.len()));
+    std::fs::write(&p, format!("{token}\n")).expect("token file");
+    p.to_str().expect("utf-8").to_string()
+}
+
+fn data_dir(lab: &Lab) -> String {
+    lab.dir().join("data").to_str().expect("utf-8").to_string()
+}
+
+/// pc1 with the board as its gateway, the agent listening in pc1, stock iperf3 -s in pc2 (no
+/// route back: only NAT on the board makes replies find pc1).
+fn seed_lab() -> (Lab, String, String, String) {
+    let mut lab = Lab::with_pc2();
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    let pc2 = lab.pc2.clone().expect("pc2");
+    ns_out(&pc1, "ip", &["route", "add", "default", "via", BOARD_IP]);
+    let tf = token_file(&lab, TOKEN);
+    lab.spawn(
+        &pc1,
+        "agent",
+        bin(),
+        &["peer", "--listen", "192.0.2.2:5280", "--token-file", &tf],
+    );
+    lab.wait_port(&pc1, PC1_IP, 5280);
+    lab.spawn(&pc2, "iperf3-s", "iperf3", &["-s"]);
+    lab.wait_port(&pc2, PC2_IP, 5201);
+    assert_eq!(ip_forward(&board), "0");
+    (lab, board, pc1, pc2)
+}
+
+fn agent_req(ns: &str, method: &str, path: &str, token: &str, body: Option<Value>) -> (u16, Value) {
+    let (m, p, t) = (method.to_string(), path.to_string(), token.to_string());
+    in_ns(ns, move || {
+        let r = ureq::request(&m, &format!("http://{PC1_IP}:5280{p}"))
+            .set("Authorization", &format!("Bearer {t}"))
+            .timeout(Duration::from_secs(10));
+        let res = match body {
+            Some(b) => r.send_json(b),
+            None => r.call(),
+        };
+        let resp = match res {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("{m} {p}: {e}"),
+        };
+        let status = resp.status();
+        let v = resp.into_json().unwrap_or(Value::Null);
+        (status, v)
+    })
+}
+
+fn forward_cli(lab: &mut Lab, name: &str, args: &[&str]) -> (Option<i32>, Value, String) {
+    let data = data_dir(lab);
+    let mut a = vec!["forward", "--data", &data, "--json"];
+    a.extend_from_slice(args);
+    let board = lab.board.clone();
+    let (code, out, err) = lab.run(&board, name, bin(), &a, Duration::from_secs(90));
+    let v = if out.trim().is_empty() {
+        Value::Null
+    } else {
+        json(&out, "netperfd forward --json")
+    };
+    (code, v, err)
+}
+
+#[test]
+fn seed_000_forwarding_run_pc1_to_pc2_through_the_board_with_nat() {
+    let (mut lab, board, _pc1, _pc2) = seed_lab();
+    let tf = token_file(&lab, TOKEN);
+    let eth0_rx = counter(&board, "eth0", "rx_bytes");
+    let eth1_tx = counter(&board, "eth1", "tx_bytes");
+    let (code, run, err) = forward_cli(
+        &mut lab,
+        "forward",
+        &[
+            "--peer",
+            "http://192.0.2.2:5280",
+            "--token-file",
+            &tf,
+            "--to",
+            PC2_IP,
+            "--in",
+            "eth0",
+            "--out",
+            "eth1",
+            "--nat",
+            "-t",
+            "3",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}\n{run}");
+    let eth0_rx = counter(&board, "eth0", "rx_bytes") - eth0_rx;
+    let eth1_tx = counter(&board, "eth1", "tx_bytes") - eth1_tx;
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["kind"], "forward");
+    assert_eq!(run["direction"], "send");
+    let s = &run["summary"];
+    // The peer's figures (its own iperf3 report, stock server's receiver side).
+    let sent = num(s, "/peer_report/end/sum_sent/bytes");
+    let received = num(s, "/peer_report/end/sum_received/bytes");
+    assert!(received > 10e6, "{s}");
+    let rcv_bps = run["receiver_bps"].as_f64().expect("receiver_bps");
+    assert!(rcv_bps > 50e6, "forwarded goodput {rcv_bps}");
+    // The board really forwarded it: its counters moved by the payload plus headers (a few %).
+    let fwd_rx = num(s, "/ports/eth0/rx_bytes");
+    let fwd_tx = num(s, "/ports/eth1/tx_bytes");
+    for (what, v) in [("eth0 rx", fwd_rx), ("eth1 tx", fwd_tx)] {
+        let ratio = v / sent;
+        assert!(
+            (1.0..1.08).contains(&ratio),
+            "{what} {v} bytes vs the peer's {sent} sent: ratio {ratio}"
+        );
+    }
+    assert_eq!(num(s, "/forwarded/eth0->eth1/bytes"), fwd_tx);
+    assert!(
+        num(s, "/forwarded/eth0->eth1/packets_per_second") > 1000.0,
+        "{s}"
+    );
+    // An independent reading of /sys around the whole command agrees (it also holds the
+    // agent's HTTP and the control connection, hence the upper slack).
+    for (what, observed, recorded) in [("eth0 rx", eth0_rx, fwd_rx), ("eth1 tx", eth1_tx, fwd_tx)] {
+        let r = observed as f64 / recorded;
+        assert!(
+            (1.0..1.03).contains(&r),
+            "{what}: /sys {observed} vs run {recorded}"
+        );
+    }
+    // NAT: pc2's stock iperf3 saw the board's egress address.
+    let (server_out, _) = lab.output("iperf3-s");
+    assert!(
+        server_out.contains(&format!("Accepted connection from {BOARD_IP2}")),
+        "{server_out}"
+    );
+    assert_eq!(s["nat"]["enabled_by_run"], true, "{s}");
+    assert_eq!(s["nat"]["restored"], true, "{s}");
+    // Conntrack held the NAT'd connections (control + data) while the run went.
+    if !ns_out(
+        &board,
+        "cat",
+        &["/proc/sys/net/netfilter/nf_conntrack_count"],
+    )
+    .is_empty()
+    {
+        assert!(num(s, "/conntrack/peak") >= 2.0, "{s}");
+    }
+    // The monitor sampled CPU per core and the ports during the run.
+    assert!(
+        s["cpu"].as_array().map(|a| a.len()).unwrap_or(0) >= 2,
+        "{s}"
+    );
+    assert!(
+        num(s, "/ports/eth1/peak_tx_bits_per_second") >= num(s, "/ports/eth1/tx_bits_per_second"),
+        "{s}"
+    );
+    // The agent's intervals are the run's intervals, stored in the history.
+    let id = run["id"].as_i64().expect("run id").to_string();
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &board,
+            bin(),
+            "runs",
+            "--data",
+            &data_dir(&lab),
+        ])
+        .args(["export", &id, "--format", "csv"])
+        .output()
+        .expect("runs export");
+    let csv = String::from_utf8_lossy(&out.stdout);
+    let intervals = csv.lines().filter(|l| l.contains(",interval,")).count();
+    assert!(intervals >= 3, "{csv}");
+    // Nothing left enabled by the run.
+    assert_eq!(ip_forward(&board), "0");
+    assert!(!our_rules_left(&board), "firewall rules left behind");
+    println!(
+        "forwarded: peer sent {sent} B, received {received} B ({:.1} Mbit/s); board eth0 rx {fwd_rx} B, eth1 tx {fwd_tx} B; conntrack {}",
+        rcv_bps / 1e6,
+        s["conntrack"]
+    );
+}
+
+#[test]
+fn wrong_token_gets_401_runs_nothing_and_the_run_fails_with_nothing_left_enabled() {
+    let (mut lab, board, _pc1, pc2) = seed_lab();
+    // Straight to the agent: 401 with a wrong or missing token, nothing started.
+    let spec = json!({"host": PC2_IP, "time": 1});
+    let (st, v) = agent_req(
+        &board,
+        "POST",
+        "/peer/v1/run",
+        "wrong-token-xyz",
+        Some(spec.clone()),
+    );
+    assert_eq!(st, 401, "{v}");
+    assert!(
+        v["error"].as_str().unwrap_or_default().contains("token"),
+        "{v}"
+    );
+    let (st, _) = agent_req(&board, "GET", "/peer/v1/info", "", None);
+    assert_eq!(st, 401);
+    // The right token: info, a bad spec is 400 with the field named, an unknown job 404.
+    let (st, v) = agent_req(&board, "GET", "/peer/v1/info", TOKEN, None);
+    assert_eq!(st, 200, "{v}");
+    assert!(
+        v["addresses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == PC1_IP),
+        "{v}"
+    );
+    assert_eq!(v["busy"], false);
+    let (st, v) = agent_req(
+        &board,
+        "POST",
+        "/peer/v1/run",
+        TOKEN,
+        Some(json!({"host": PC2_IP, "parallel": 1000})),
+    );
+    assert_eq!(st, 400, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("parallel"), "{v}");
+    let (st, v) = agent_req(
+        &board,
+        "POST",
+        "/peer/v1/run",
+        TOKEN,
+        Some(json!({"host": "-rf /", "time": 1})),
+    );
+    assert_eq!(st, 400, "{v}");
+    let (st, _) = agent_req(&board, "GET", "/peer/v1/run/999", TOKEN, None);
+    assert_eq!(st, 404);
+    // One test at a time (the board does not forward yet, so this one hangs in connect).
+    let (st, v) = agent_req(&board, "POST", "/peer/v1/run", TOKEN, Some(spec.clone()));
+    assert_eq!(st, 201, "{v}");
+    let job = v["id"].as_u64().expect("job id");
+    let (st, v) = agent_req(&board, "POST", "/peer/v1/run", TOKEN, Some(spec.clone()));
+    assert_eq!(st, 409, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("another test"), "{v}");
+    let (_, v) = agent_req(&board, "GET", "/peer/v1/info", TOKEN, None);
+    assert_eq!(v["busy"], true);
+    let (st, v) = agent_req(&board, "GET", &format!("/peer/v1/run/{job}"), TOKEN, None);
+    assert_eq!((st, &v["status"]), (200, &json!("running")), "{v}");
+    assert_eq!(v["spec"]["host"], PC2_IP);
+    let (st, _) = agent_req(
+        &board,
+        "POST",
+        &format!("/peer/v1/run/{job}/stop"),
+        "bad-token-xx",
+        None,
+    );
+    assert_eq!(st, 401);
+    let (st, _) = agent_req(
+        &board,
+        "POST",
+        &format!("/peer/v1/run/{job}/stop"),
+        TOKEN,
+        None,
+    );
+    assert_eq!(st, 202);
+    let (server_out, _) = lab.output("iperf3-s");
+    assert!(
+        !server_out.contains("Accepted connection"),
+        "a refused request reached pc2: {server_out}"
+    );
+
+    // The board with a wrong token: the run fails with the reason, the board is unchanged.
+    let wrong = token_file(&lab, "not-the-lab-token");
+    let (code, run, err) = forward_cli(
+        &mut lab,
+        "forward-bad",
+        &[
+            "--peer",
+            "192.0.2.2",
+            "--token-file",
+            &wrong,
+            "--to",
+            PC2_IP,
+            "--in",
+            "eth0",
+            "--out",
+            "eth1",
+            "--nat",
+            "-t",
+            "2",
+        ],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(run["status"], "failed", "{run}");
+    let e = run["error"].as_str().unwrap_or_default();
+    assert!(e.contains("refused the token (HTTP 401)"), "{e}");
+    assert_eq!(ip_forward(&board), "0");
+    assert!(!our_rules_left(&board));
+    // An agent that is not there: a clear error too.
+    let tf = token_file(&lab, TOKEN);
+    let (code, run, _) = forward_cli(
+        &mut lab,
+        "forward-gone",
+        &[
+            "--peer",
+            "http://192.0.2.2:5999",
+            "--token-file",
+            &tf,
+            "--to",
+            PC2_IP,
+            "--in",
+            "eth0",
+            "--out",
+            "eth1",
+            "--nat",
+            "-t",
+            "2",
+        ],
+    );
+    assert_eq!(code, Some(1));
+    assert!(
+        run["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cannot reach the peer agent"),
+        "{run}"
+    );
+    assert_eq!(ip_forward(&board), "0");
+    // Bad input on the command line: refused before anything is recorded.
+    let (code, run, err) = forward_cli(
+        &mut lab,
+        "forward-input",
+        &[
+            "--peer",
+            "http://192.0.2.2:5280",
+            "--token-file",
+            &tf,
+            "--to",
+            PC2_IP,
+            "--in",
+            "eth0",
+            "--out",
+            "eth0",
+        ],
+    );
+    assert_eq!(code, Some(2));
+    assert_eq!(run, Value::Null);
+    assert!(err.contains("two different ports"), "{err}");
+    let _ = pc2;
+}
+
+#[test]
+fn the_agent_refuses_to_start_without_a_usable_token() {
+    let mut lab = Lab::new();
+    let pc1 = lab.pc1.clone();
+    let (code, _, err) = lab.run(
+        &pc1,
+        "agent-none",
+        bin(),
+        &["peer", "--listen", "127.0.0.1:5280"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("token is required"), "{err}");
+    let short = token_file(&lab, "short");
+    let (code, _, err) = lab.run(
+        &pc1,
+        "agent-short",
+        bin(),
+        &["peer", "--listen", "127.0.0.1:5280", "--token-file", &short],
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("8..256"), "{err}");
+    let (code, _, err) = lab.run(
+        &pc1,
+        "agent-missing",
+        bin(),
+        &["peer", "--token-file", "/nonexistent/token"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("cannot read the token file"), "{err}");
+}
+
+#[test]
+fn monitor_only_run_records_a_stock_iperf3_flow_through_the_board_until_stopped() {
+    let mut lab = Lab::with_pc2();
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    let pc2 = lab.pc2.clone().expect("pc2");
+    // Someone else routes pc1 ↔ pc2 through the board (plain forwarding, routes both ways).
+    ns_out(&pc1, "ip", &["route", "add", "default", "via", BOARD_IP]);
+    ns_out(&pc2, "ip", &["route", "add", "default", "via", BOARD_IP2]);
+    ns_out(&board, "sysctl", &["-qw", "net.ipv4.ip_forward=1"]);
+    lab.spawn(&pc2, "iperf3-s", "iperf3", &["-s", "-1"]);
+    lab.wait_port(&pc2, PC2_IP, 5201);
+    let data = data_dir(&lab);
+    let mon = lab.spawn(
+        &board,
+        "monitor",
+        bin(),
+        &[
+            "monitor",
+            "--ports",
+            "eth0,eth1",
+            "--label",
+            "pc1 to pc2",
+            "--data",
+            &data,
+            "--json",
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let (code, out, err) = lab.run(
+        &pc1,
+        "iperf3-c",
+        "iperf3",
+        &["-c", PC2_IP, "-t", "3", "-J"],
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let client = json(&out, "iperf3 -J");
+    let sent = num(&client, "/end/sum_sent/bytes");
+    std::thread::sleep(Duration::from_millis(500));
+    // Stop it as a user would (Ctrl-C).
+    let pid = lab.pid(mon).to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let code = lab.wait(mon, Duration::from_secs(15));
+    let (out, err) = lab.output("monitor");
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let run = json(&out, &format!("netperfd monitor --json ({err})"));
+    assert_eq!(run["kind"], "monitor");
+    assert_eq!(run["status"], "completed");
+    let s = &run["summary"];
+    assert_eq!(s["label"], "pc1 to pc2");
+    let secs = num(s, "/seconds");
+    assert!((4.0..15.0).contains(&secs), "{secs}");
+    for (ptr, what) in [
+        ("/ports/eth0/rx_bytes", "eth0 rx"),
+        ("/ports/eth1/tx_bytes", "eth1 tx"),
+    ] {
+        let v = num(s, ptr);
+        let ratio = v / sent;
+        assert!(
+            (1.0..1.08).contains(&ratio),
+            "{what}: {v} bytes vs stock iperf3's {sent}: {ratio}"
+        );
+    }
+    let mean = num(s, "/ports/eth1/tx_bits_per_second");
+    let expect = sent * 8.0 / secs;
+    assert!(
+        (mean / expect - 1.0).abs() < 0.1,
+        "mean tx rate {mean} vs {expect}"
+    );
+    assert!(num(s, "/ports/eth0/rx_packets_per_second") > 100.0, "{s}");
+    // The monitor's 1 s samples give the peak: above the mean over the whole run and near the
+    // flow's own rate (it ran 3 of the ~5 s), and below the whole flow in one second.
+    let peak = num(s, "/ports/eth1/peak_tx_bits_per_second");
+    let flow = sent * 8.0 / 3.0;
+    assert!(
+        peak > mean && peak > flow * 0.7 && peak < sent * 8.0,
+        "peak {peak} vs flow {flow}"
+    );
+    println!(
+        "monitor: iperf3 sent {sent} B; eth0 rx {} B, eth1 tx {} B over {secs:.2} s",
+        num(s, "/ports/eth0/rx_bytes"),
+        num(s, "/ports/eth1/tx_bytes")
+    );
+}
+
+// ---------------------------------------------------------------- the daemon: web UI and API
+
+struct Web {
+    /// The daemon's index in the lab's processes.
+    idx: usize,
+    ns: String,
+    base: String,
+    cookie: String,
+    csrf: String,
+}
+
+/// One HTTP request from inside the board namespace: status, Location, Set-Cookie, body.
+fn http(
+    ns: &str,
+    method: &str,
+    url: &str,
+    cookie: Option<&str>,
+    hdrs: &[(&str, &str)],
+    body: Option<(&str, String)>,
+) -> (u16, String, Option<String>, String) {
+    let (m, u) = (method.to_string(), url.to_string());
+    let cookie = cookie.map(String::from);
+    let hdrs: Vec<(String, String)> = hdrs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let body = body.map(|(ct, b)| (ct.to_string(), b));
+    in_ns(ns, move || {
+        let agent = ureq::AgentBuilder::new()
+            .redirects(0)
+            .timeout(Duration::from_secs(20))
+            .build();
+        let mut r = agent.request(&m, &u);
+        if let Some(c) = &cookie {
+            r = r.set("Cookie", &format!("netperfd_session={c}"));
+        }
+        for (k, v) in &hdrs {
+            r = r.set(k, v);
+        }
+        let res = match body {
+            Some((ct, b)) => r.set("Content-Type", &ct).send_string(&b),
+            None => r.call(),
+        };
+        let resp = match res {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("{m} {u}: {e}"),
+        };
+        let status = resp.status();
+        let loc = resp.header("location").unwrap_or_default().to_string();
+        let set = resp
+            .all("set-cookie")
+            .iter()
+            .find(|c| c.starts_with("netperfd_session="))
+            .map(|c| {
+                c.trim_start_matches("netperfd_session=")
+                    .split(';')
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            });
+        (status, loc, set, resp.into_string().unwrap_or_default())
+    })
+}
+
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+impl Web {
+    fn start(lab: &mut Lab) -> Web {
+        let board = lab.board.clone();
+        let data = data_dir(lab);
+        let idx = lab.spawn(
+            &board,
+            "daemon",
+            bin(),
+            &[
+                "daemon",
+                "--listen",
+                "127.0.0.1:8080",
+                "--data",
+                &data,
+                "--iperf3-port",
+                "0",
+            ],
+        );
+        lab.wait_port(&board, "127.0.0.1", 8080);
+        let base = "http://127.0.0.1:8080".to_string();
+        let (_, log) = lab.output("daemon");
+        let i = log.find("setup code ").expect("setup code in the log") + 11;
+        let code: String = log[i..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        let form = format!(
+            "code={}&password=correct+horse&confirm=correct+horse",
+            enc(&code)
+        );
+        let (st, _, cookie, body) = http(
+            &board,
+            "POST",
+            &format!("{base}/setup"),
+            None,
+            &[],
+            Some(("application/x-www-form-urlencoded", form)),
+        );
+        assert_eq!(st, 303, "{body}");
+        let cookie = cookie.expect("session cookie");
+        let mut w = Web {
+            idx,
+            ns: board,
+            base,
+            cookie,
+            csrf: String::new(),
+        };
+        let page = w.get("/settings").1;
+        let i = page.find("name=\"csrf\" value=\"").expect("csrf field") + 19;
+        w.csrf = page[i..i + 32].to_string();
+        w
+    }
+    fn get(&self, path: &str) -> (u16, String) {
+        let (s, _, _, b) = http(
+            &self.ns,
+            "GET",
+            &format!("{}{path}", self.base),
+            Some(&self.cookie),
+            &[],
+            None,
+        );
+        (s, b)
+    }
+    fn api(&self, method: &str, path: &str, v: Option<Value>) -> (u16, Value) {
+        let (s, _, _, b) = http(
+            &self.ns,
+            method,
+            &format!("{}{path}", self.base),
+            Some(&self.cookie),
+            &[("X-CSRF-Token", &self.csrf)],
+            v.map(|v| ("application/json", v.to_string())),
+        );
+        (s, serde_json::from_str(&b).unwrap_or(Value::String(b)))
+    }
+    fn form(&self, path: &str, fields: &[(&str, &str)]) -> (u16, String, String) {
+        let mut all = vec![("csrf", self.csrf.as_str())];
+        all.extend_from_slice(fields);
+        let body: Vec<String> = all.iter().map(|(k, v)| format!("{k}={}", enc(v))).collect();
+        let (s, loc, _, b) = http(
+            &self.ns,
+            "POST",
+            &format!("{}{path}", self.base),
+            Some(&self.cookie),
+            &[],
+            Some(("application/x-www-form-urlencoded", body.join("&"))),
+        );
+        (s, loc, b)
+    }
+    /// Wait (bounded) until run `id` is no longer live; its API view.
+    fn wait_run(&self, id: i64, limit: Duration) -> Value {
+        let t = std::time::Instant::now();
+        loop {
+            let (st, v) = self.api("GET", &format!("/api/runs/{id}"), None);
+            assert_eq!(st, 200, "{v}");
+            if v["live"] == false && v["run"]["status"] != "running" {
+                return v;
+            }
+            assert!(t.elapsed() < limit, "run {id} still going: {v}");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+}
+
+#[test]
+fn web_and_api_one_click_forwarding_and_monitor_runs_stored_in_history() {
+    let (mut lab, board, _pc1, _pc2) = seed_lab();
+    let w = Web::start(&mut lab);
+    // The page offers both forms and the ports.
+    let (st, page) = w.get("/forwarding");
+    assert_eq!(st, 200);
+    assert!(page.contains("action=\"/forwarding/run\"") && page.contains("no token stored yet"));
+    assert!(page.contains("<option value=\"eth1\""), "{page}");
+
+    // Bad input: a clear 400, nothing recorded, nothing changed.
+    let (st, v) = w.api(
+        "POST",
+        "/api/forward",
+        Some(
+            json!({"peer": "http://192.0.2.2:5280", "token": TOKEN, "target": PC2_IP,
+                    "ingress": "eth0", "egress": "eth7", "nat": true}),
+        ),
+    );
+    assert_eq!(st, 400, "{v}");
+    assert!(
+        v["error"].as_str().unwrap().contains("no port 'eth7'"),
+        "{v}"
+    );
+    let (_, runs) = w.api("GET", "/api/runs", None);
+    assert_eq!(runs.as_array().map(|a| a.len()), Some(0), "{runs}");
+    // A wrong token: the run fails with the agent's 401, forwarding stays off.
+    let (st, v) = w.api(
+        "POST",
+        "/api/forward",
+        Some(
+            json!({"peer": "http://192.0.2.2:5280", "token": "wrong-token-123", "target": PC2_IP,
+                    "ingress": "eth0", "egress": "eth1", "nat": true, "duration": 2}),
+        ),
+    );
+    assert_eq!(st, 201, "{v}");
+    let bad = w.wait_run(v["id"].as_i64().unwrap(), Duration::from_secs(30));
+    assert_eq!(bad["run"]["status"], "failed");
+    assert!(
+        bad["run"]["error"].as_str().unwrap().contains("HTTP 401"),
+        "{bad}"
+    );
+    assert_eq!(ip_forward(&board), "0");
+    assert!(!our_rules_left(&board));
+
+    // One click: the form with the right token (stored for later, never shown back).
+    let (st, loc, body) = w.form(
+        "/forwarding/run",
+        &[
+            ("peer", "http://192.0.2.2:5280"),
+            ("token", TOKEN),
+            ("target", PC2_IP),
+            ("port", "5201"),
+            ("ingress", "eth0"),
+            ("egress", "eth1"),
+            ("protocol", "tcp"),
+            ("direction", "receive"),
+            ("duration", "2"),
+            ("parallel", "2"),
+            ("nat", "on"),
+        ],
+    );
+    assert_eq!(st, 303, "{body}");
+    let id: i64 = loc.trim_start_matches("/runs/").parse().expect("run id");
+    let v = w.wait_run(id, Duration::from_secs(60));
+    let run = &v["run"];
+    assert_eq!(run["status"], "completed", "{v}");
+    assert_eq!(run["kind"], "forward");
+    assert_eq!(run["direction"], "receive");
+    assert!(
+        v["intervals"].as_array().map(|a| a.len()).unwrap_or(0) >= 4,
+        "{v}"
+    );
+    assert_eq!(v["streams"].as_array().map(|a| a.len()), Some(2), "{v}");
+    let s = &run["summary"];
+    // -R: PC2 sends, so the board forwards eth1 → eth0.
+    let recv = num(s, "/peer_report/end/sum_received/bytes");
+    let fwd = num(s, "/forwarded/eth1->eth0/bytes");
+    assert!(
+        (1.0..1.08).contains(&(fwd / recv)),
+        "eth0 tx {fwd} vs received {recv}"
+    );
+    assert_eq!(s["nat"]["restored"], true);
+    assert_eq!(ip_forward(&board), "0");
+    assert!(!our_rules_left(&board));
+    let (_, page) = w.get("/forwarding");
+    assert!(page.contains("a token is stored (20 characters)"), "{page}");
+    assert!(!page.contains(TOKEN), "the token is shown back");
+    assert!(page.contains("eth1 → eth0: "), "{page}");
+    let (st, rp) = w.get(&format!("/runs/{id}"));
+    assert_eq!(st, 200);
+    assert!(
+        rp.contains("forwarded eth1-&#62;eth0: ") && rp.contains("conntrack entries: peak"),
+        "{rp}"
+    );
+    let (_, peer) = w.api("GET", "/api/peer", None);
+    assert_eq!(
+        peer,
+        json!({"url": "http://192.0.2.2:5280", "token_stored": true})
+    );
+    // The API with the stored token, UDP at a set rate.
+    let (st, v) = w.api(
+        "POST",
+        "/api/forward",
+        Some(json!({"peer": "http://192.0.2.2:5280", "target": PC2_IP, "ingress": "eth0",
+                    "egress": "eth1", "nat": true, "duration": 2, "protocol": "udp", "bitrate": "50M"})),
+    );
+    assert_eq!(st, 201, "{v}");
+    let u = w.wait_run(v["id"].as_i64().unwrap(), Duration::from_secs(60));
+    assert_eq!(u["run"]["status"], "completed", "{u}");
+    let us = &u["run"]["summary"];
+    let pps = num(us, "/forwarded/eth0->eth1/packets_per_second");
+    let bps = num(us, "/forwarded/eth0->eth1/bits_per_second");
+    // The board's egress sent what the peer's UDP stream carried, plus headers.
+    let udp_sent = num(us, "/peer_report/end/sum/bytes");
+    let datagrams = num(us, "/peer_report/end/sum/packets");
+    let secs = num(us, "/seconds");
+    let ratio = num(us, "/forwarded/eth0->eth1/bytes") / udp_sent;
+    assert!(
+        (1.0..1.08).contains(&ratio),
+        "UDP: eth1 tx vs sent {ratio}: {us}"
+    );
+    // Counters count what the ports pass: on veth a UDP GSO burst is one packet, so the packet
+    // rate may be below the datagram rate, never above it.
+    assert!(
+        pps > 100.0 && pps <= datagrams / secs * 1.02,
+        "UDP forwarded {pps} packets/s for {datagrams} datagrams in {secs} s"
+    );
+
+    // Stopping a forwarding run: the peer's test ends (aborted), forwarding goes off.
+    let (st, v) = w.api(
+        "POST",
+        "/api/forward",
+        Some(
+            json!({"peer": "http://192.0.2.2:5280", "target": PC2_IP, "ingress": "eth0",
+                    "egress": "eth1", "nat": true, "duration": 30}),
+        ),
+    );
+    assert_eq!(st, 201, "{v}");
+    let sid = v["id"].as_i64().unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(ip_forward(&board), "1");
+    let (st, _) = w.api("POST", &format!("/api/runs/{sid}/stop"), None);
+    assert_eq!(st, 202);
+    let stopped = w.wait_run(sid, Duration::from_secs(20));
+    assert_eq!(stopped["run"]["status"], "aborted", "{stopped}");
+    assert_eq!(stopped["run"]["summary"]["nat"]["restored"], true);
+    assert_eq!(ip_forward(&board), "0");
+    assert!(!our_rules_left(&board));
+
+    // Monitor-only: start, stop over the API, summary stored.
+    let (st, v) = w.api(
+        "POST",
+        "/api/monitor",
+        Some(json!({"ports": ["eth0", "eth1"], "label": "idle check"})),
+    );
+    assert_eq!(st, 201, "{v}");
+    let mid = v["id"].as_i64().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let (_, page) = w.get("/forwarding");
+    assert!(
+        page.contains(&format!("action=\"/forwarding/stop/{mid}\"")),
+        "no stop button"
+    );
+    let (st, _) = w.api("POST", &format!("/api/monitor/{mid}/stop"), None);
+    assert_eq!(st, 202);
+    let m = w.wait_run(mid, Duration::from_secs(10));
+    assert_eq!(m["run"]["kind"], "monitor");
+    assert_eq!(m["run"]["status"], "completed");
+    assert!(num(&m["run"]["summary"], "/seconds") >= 1.0);
+    assert!(m["run"]["summary"]["ports"]["eth1"].is_object(), "{m}");
+    let (st, v) = w.api("POST", &format!("/api/monitor/{mid}/stop"), None);
+    assert_eq!(st, 409, "{v}");
+    let (st, v) = w.api("POST", "/api/monitor", Some(json!({"ports": "eth0,lo"})));
+    assert_eq!(st, 400, "{v}");
+    println!("web: forwarded eth1->eth0 {fwd} B for {recv} B received; UDP 50M: {bps:.0} bits/s, {pps:.0} packets/s");
+}
+
+#[test]
+fn forwarding_turned_on_by_a_run_cut_short_by_kill_9_goes_off_at_the_next_start() {
+    let (mut lab, board, _pc1, _pc2) = seed_lab();
+    let w = Web::start(&mut lab);
+    let (st, v) = w.api(
+        "POST",
+        "/api/forward",
+        Some(
+            json!({"peer": "http://192.0.2.2:5280", "token": TOKEN, "target": PC2_IP,
+                    "ingress": "eth0", "egress": "eth1", "nat": true, "duration": 60}),
+        ),
+    );
+    assert_eq!(st, 201, "{v}");
+    let id = v["id"].as_i64().unwrap();
+    let t = std::time::Instant::now();
+    while ip_forward(&board) != "1" || !our_rules_left(&board) {
+        assert!(
+            t.elapsed() < Duration::from_secs(15),
+            "forwarding never came on"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    lab.kill(w.idx);
+    assert_eq!(ip_forward(&board), "1", "still on after the crash");
+    let data = data_dir(&lab);
+    lab.spawn(
+        &board,
+        "daemon2",
+        bin(),
+        &[
+            "daemon",
+            "--listen",
+            "127.0.0.1:8080",
+            "--data",
+            &data,
+            "--iperf3-port",
+            "0",
+        ],
+    );
+    lab.wait_port(&board, "127.0.0.1", 8080);
+    assert_eq!(ip_forward(&board), "0");
+    assert!(!our_rules_left(&board), "rules left after the restart");
+    let (st, v) = w.api("GET", &format!("/api/runs/{id}"), None);
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["run"]["status"], "aborted", "{v}");
+    let (_, log) = lab.output("daemon2");
+    assert!(log.contains("is restored"), "{log}");
+}
