@@ -32,6 +32,8 @@ enum Cmd {
     HashPassword,
     /// Board control: ports, addresses, links, default gateway, forwarding/NAT, CPU governor
     Net(netperfd::net_cli::NetArgs),
+    /// Download an http:// URL over N connections (axel-style ranges) and record the goodput
+    HttpGet(netperfd::http_cli::HttpGetArgs),
 }
 
 fn main() {
@@ -46,6 +48,7 @@ fn main() {
         Some(Cmd::Ladder(l)) => netperfd::ladder_cli::main(l),
         Some(Cmd::HashPassword) => netperfd::web::auth::hash_password_cli(),
         Some(Cmd::Net(n)) => netperfd::net_cli::main(n),
+        Some(Cmd::HttpGet(h)) => netperfd::http_cli::main(h),
         None => iperf_main(args.iperf),
     };
     std::process::exit(code);

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod board;
 pub mod pages;
 pub mod test_request;
+pub mod traffic;
 
 use crate::config::Config;
 use crate::engine::report::{unit_format, Report};
@@ -69,6 +70,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     board::configure(cfg);
     pages::configure(cfg);
     api::configure(cfg);
+    traffic::configure(cfg);
     cfg.route("/static/style.css", web::get().to(style))
         .route("/static/app.js", web::get().to(script))
         .route("/static/refresh.js", web::get().to(refresh));
