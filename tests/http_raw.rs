@@ -643,3 +643,130 @@ fn web_form_starts_a_download() {
         "the run is listed on the page"
     );
 }
+
+/// Hostile or broken peers on the unauthenticated ports: garbage, oversized heads, too many
+/// connections, a download dropped half-way — clear answers, bounded resources, and the
+/// services keep working.
+#[test]
+fn hostile_peers_do_not_wedge_the_services() {
+    use std::io::{Read, Write};
+    let _one = serial();
+    let mut lab = Lab::new();
+    let data = daemon(&mut lab);
+    let pc1 = lab.pc1.clone();
+
+    let answers = in_ns(&pc1, || {
+        let ask = |bytes: Vec<u8>| -> String {
+            let mut s = std::net::TcpStream::connect((BOARD_IP, HTTP_PORT)).expect("connect");
+            s.set_read_timeout(Some(Duration::from_secs(10))).ok();
+            let _ = s.write_all(&bytes);
+            let mut out = Vec::new();
+            let _ = s.read_to_end(&mut out);
+            String::from_utf8_lossy(&out).to_string()
+        };
+        let mut big = b"GET /payload/1M HTTP/1.1\r\nX: ".to_vec();
+        big.extend(std::iter::repeat_n(b'a', 20_000));
+        vec![
+            ask(b"\x00\x01\x02 garbage\r\n\r\n".to_vec()),
+            ask(big),
+            ask(b"POST /payload/1M HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello".to_vec()),
+            ask(b"DELETE /payload/1M HTTP/1.1\r\n\r\n".to_vec()),
+            ask(b"GET /payload/1M HTTP/3\r\n\r\n".to_vec()),
+        ]
+    });
+    assert!(answers[0].starts_with("HTTP/1.1 400"), "{}", answers[0]);
+    assert!(
+        answers[1].starts_with("HTTP/1.1 400") && answers[1].contains("too large"),
+        "{}",
+        answers[1]
+    );
+    assert!(
+        answers[2].starts_with("HTTP/1.1 400") && answers[2].contains("body"),
+        "{}",
+        answers[2]
+    );
+    assert!(
+        answers[3].starts_with("HTTP/1.1 405") && answers[3].contains("Allow: GET, HEAD"),
+        "{}",
+        answers[3]
+    );
+    assert!(answers[4].starts_with("HTTP/1.1 400"), "{}", answers[4]);
+
+    // 70 idle connections: the first 64 are held, the rest get 503 at once.
+    let refused = in_ns(&pc1, || {
+        let mut held = Vec::new();
+        let mut refused = 0;
+        for _ in 0..70 {
+            let s = std::net::TcpStream::connect((BOARD_IP, HTTP_PORT)).expect("connect");
+            held.push(s);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        for s in &mut held {
+            s.set_nonblocking(true).ok();
+            let mut b = [0u8; 64];
+            if let Ok(n) = s.read(&mut b) {
+                if String::from_utf8_lossy(&b[..n]).starts_with("HTTP/1.1 503") {
+                    refused += 1;
+                }
+            }
+        }
+        refused
+    });
+    assert_eq!(refused, 6, "connections over the cap of 64 are refused");
+
+    // A download dropped half-way: its run ends, marked aborted with the reason.
+    let i = lab.spawn(
+        &pc1,
+        "curl-slow",
+        "curl",
+        &[
+            "-sS",
+            "-o",
+            "/dev/null",
+            "--limit-rate",
+            "2M",
+            &url("/payload/1G"),
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    lab.kill(i);
+    let r = ended(&mut lab, &data, "http-serve", 1, Duration::from_secs(40));
+    assert_eq!(r[0]["status"], "aborted", "{:#}", r[0]);
+    assert!(
+        r[0]["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("closed every request"),
+        "{:#}",
+        r[0]
+    );
+
+    // Everything still works.
+    let (code, out, err) = lab.run(
+        &pc1,
+        "curl-after",
+        "curl",
+        &[
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code} %{size_download}",
+            &url("/payload/10M"),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.trim(), "200 10000000");
+    let cmd = format!("head -c 1000000 /dev/zero | nc -N {BOARD_IP} {SINK_PORT}");
+    let (code, _, err) = lab.run(
+        &pc1,
+        "nc-after",
+        "sh",
+        &["-c", &cmd],
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let r = ended(&mut lab, &data, "tcp-sink", 1, Duration::from_secs(20));
+    assert_eq!(r[0]["bytes"], 1_000_000);
+}
