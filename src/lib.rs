@@ -1,6 +1,7 @@
 //! netperfd: a network performance test appliance for embedded Linux boards. The library holds
 //! the iperf3-compatible engine, the SQLite store, the web UI and the CLI; `main.rs` is a thin
 //! entry point.
+pub mod analysis;
 pub mod cli;
 pub mod config;
 pub mod daemon;
@@ -9,6 +10,8 @@ pub mod http_cli;
 pub mod ladder_cli;
 pub mod live;
 pub mod logging;
+pub mod monitor;
+pub mod multi;
 pub mod net_cli;
 pub mod runs_cli;
 pub mod store;

@@ -6,7 +6,11 @@ use crate::engine::iperf3::client::{self, ClientSpec, Event};
 use crate::engine::iperf3::server::ServerEvent;
 use crate::engine::report::{IntervalRecord, Report, Role};
 use crate::engine::RunStatus;
-use crate::store::{NewRun, RunFigures, Store};
+use crate::monitor::{self, Snapshot};
+use crate::store::{CpuSampleRow, NewRun, PortSampleRow, RunFigures, Store, SysSampleRow};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,6 +22,15 @@ use tokio::sync::{broadcast, mpsc, Notify};
 pub enum LiveEvent {
     /// One interval (`seq` counts from 0).
     Interval { seq: i64, record: IntervalRecord },
+    /// One monitor sample (every second while the run is active): CPU per core (the
+    /// all-cores line has `cpu` = -1), the run's ports' counter deltas, conntrack entries.
+    Monitor {
+        /// Seconds since the run started.
+        t: f64,
+        cpus: Vec<CpuSampleRow>,
+        ports: Vec<PortSampleRow>,
+        conntrack: Option<i64>,
+    },
     /// The run ended.
     Done {
         status: RunStatus,
@@ -30,11 +43,29 @@ struct LiveRun {
     cancel: Option<Arc<Notify>>,
 }
 
+/// A run the monitor samples: its ports (empty = not known yet, resolved from the run's
+/// bound device or local address) and the previous reading.
+struct Watch {
+    started: Instant,
+    ports: Vec<String>,
+    prev: Snapshot,
+    tx: broadcast::Sender<LiveEvent>,
+}
+
 /// The registry of active runs.
 #[derive(Clone)]
 pub struct Hub {
     store: Arc<Store>,
     runs: Arc<Mutex<HashMap<i64, LiveRun>>>,
+    watches: Arc<Mutex<HashMap<i64, Watch>>>,
+    monitor_on: Arc<AtomicBool>,
+}
+
+fn relock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
 }
 
 fn direction_of(r: &Report) -> &'static str {
@@ -47,14 +78,13 @@ impl Hub {
         Hub {
             store,
             runs: Arc::new(Mutex::new(HashMap::new())),
+            watches: Arc::new(Mutex::new(HashMap::new())),
+            monitor_on: Arc::new(AtomicBool::new(false)),
         }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, LiveRun>> {
-        match self.runs.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
+        relock(&self.runs)
     }
 
     /// The store behind this hub.
@@ -87,6 +117,132 @@ impl Hub {
         self.track(id, cancel, Vec::new())
     }
 
+    /// Like [`Hub::track`] but without monitor samples (legs of a multi-port run: their
+    /// parent run is sampled once for all of them).
+    pub fn track_unmonitored(
+        &self,
+        id: i64,
+        cancel: Option<Arc<Notify>>,
+    ) -> broadcast::Sender<LiveEvent> {
+        let (tx, _) = broadcast::channel(1024);
+        self.lock().insert(
+            id,
+            LiveRun {
+                tx: tx.clone(),
+                cancel,
+            },
+        );
+        tx
+    }
+
+    fn watch(&self, id: i64, ports: Vec<String>, tx: broadcast::Sender<LiveEvent>) {
+        relock(&self.watches).insert(
+            id,
+            Watch {
+                started: Instant::now(),
+                ports,
+                prev: Snapshot::take(),
+                tx,
+            },
+        );
+        if self.monitor_on.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            self.monitor_on.store(false, Ordering::SeqCst);
+            return;
+        };
+        let hub = self.clone();
+        rt.spawn(async move {
+            let mut iv = tokio::time::interval(Duration::from_secs(1));
+            iv.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            iv.tick().await;
+            loop {
+                iv.tick().await;
+                let h = hub.clone();
+                match tokio::task::spawn_blocking(move || h.monitor_tick()).await {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(e) => {
+                        tracing::error!("monitor sample failed: {e}");
+                        hub.monitor_on.store(false, Ordering::SeqCst);
+                        break;
+                    }
+                }
+            }
+        });
+    }
+
+    /// Ports of a run whose ports were not given: its bound device, else the port holding its
+    /// local address (known once the control connection is up).
+    fn resolve_ports(&self, id: i64) -> Vec<String> {
+        let Ok(Some(r)) = self.store.get_run(id) else {
+            return Vec::new();
+        };
+        if let Some(d) = r.bind_dev.filter(|d| !d.is_empty()) {
+            return vec![d];
+        }
+        r.local_host
+            .parse::<IpAddr>()
+            .ok()
+            .and_then(monitor::port_of_address)
+            .into_iter()
+            .collect()
+    }
+
+    /// Take one reading and store a sample for every watched run; false (and the monitor
+    /// task ends) when no run is watched.
+    fn monitor_tick(&self) -> bool {
+        let unresolved: Vec<i64> = relock(&self.watches)
+            .iter()
+            .filter(|(_, w)| w.ports.is_empty())
+            .map(|(id, _)| *id)
+            .collect();
+        let resolved: Vec<(i64, Vec<String>)> = unresolved
+            .into_iter()
+            .map(|id| (id, self.resolve_ports(id)))
+            .collect();
+        let now = Snapshot::take();
+        let conntrack = monitor::conntrack_count();
+        let mut out = Vec::new();
+        {
+            let mut ws = relock(&self.watches);
+            if ws.is_empty() {
+                self.monitor_on.store(false, Ordering::SeqCst);
+                return false;
+            }
+            for (id, ports) in resolved {
+                if let Some(w) = ws.get_mut(&id) {
+                    if w.ports.is_empty() {
+                        w.ports = ports;
+                    }
+                }
+            }
+            for (id, w) in ws.iter_mut() {
+                let t = (now.at.saturating_duration_since(w.started).as_secs_f64() * 1000.0)
+                    .round()
+                    / 1000.0;
+                let cpus = now.cpu_since(&w.prev, t);
+                let ports = now.ports_since(&w.prev, t, &w.ports);
+                w.prev = now.clone();
+                out.push((*id, t, cpus, ports, w.tx.clone()));
+            }
+        }
+        for (id, t, cpus, ports, tx) in out {
+            let sys = SysSampleRow { t, conntrack };
+            if let Err(e) = self.store.add_samples(id, &cpus, &ports, Some(&sys)) {
+                tracing::error!(run = id, "cannot store a monitor sample: {e}");
+            }
+            let _ = tx.send(LiveEvent::Monitor {
+                t,
+                cpus,
+                ports,
+                conntrack,
+            });
+        }
+        true
+    }
+
     /// Make run `id` (already created in the store) live: subscribers can follow it, `stop`
     /// notifies `cancel`, and the monitor samples CPU per core and `ports` (interface names;
     /// empty = the ports that carry the run's addresses) every second until the run ends.
@@ -97,15 +253,8 @@ impl Hub {
         cancel: Option<Arc<Notify>>,
         ports: Vec<String>,
     ) -> broadcast::Sender<LiveEvent> {
-        let _ = ports;
-        let (tx, _) = broadcast::channel(1024);
-        self.lock().insert(
-            id,
-            LiveRun {
-                tx: tx.clone(),
-                cancel,
-            },
-        );
+        let tx = self.track_unmonitored(id, cancel);
+        self.watch(id, ports, tx.clone());
         tx
     }
 
@@ -137,6 +286,7 @@ impl Hub {
     }
 
     fn untrack(&self, id: i64, status: RunStatus, error: Option<&str>) {
+        relock(&self.watches).remove(&id);
         if let Some(r) = self.lock().remove(&id) {
             let _ = r.tx.send(LiveEvent::Done {
                 status,
@@ -171,6 +321,27 @@ impl Hub {
         spec: ClientSpec,
         suite_id: Option<i64>,
     ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
+        self.launch_client(spec, suite_id, None, Arc::new(Notify::new()))
+    }
+
+    /// Start a client test as a leg of multi-port run `parent_id` (not sampled on its own:
+    /// the parent run is); `cancel` stops it.
+    pub fn start_leg(
+        &self,
+        spec: ClientSpec,
+        parent_id: i64,
+        cancel: Arc<Notify>,
+    ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
+        self.launch_client(spec, None, Some(parent_id), cancel)
+    }
+
+    fn launch_client(
+        &self,
+        spec: ClientSpec,
+        suite_id: Option<i64>,
+        parent_id: Option<i64>,
+        cancel: Arc<Notify>,
+    ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
         spec.validate()?;
         let direction = client::direction_word(spec.params.direction, Role::Client);
         let id = self
@@ -186,12 +357,16 @@ impl Hub {
                 direction: direction.into(),
                 params: serde_json::to_value(&spec.params).unwrap_or_default(),
                 suite_id,
+                parent_id,
                 ..Default::default()
             })
             .map_err(|e| e.to_string())?;
         crate::system::record_net_config(&self.store, id);
-        let cancel = Arc::new(Notify::new());
-        let tx = self.register(id, Some(cancel.clone()));
+        let tx = if parent_id.is_some() {
+            self.track_unmonitored(id, Some(cancel.clone()))
+        } else {
+            self.register(id, Some(cancel.clone()))
+        };
         let hub = self.clone();
         let handle = tokio::spawn(async move {
             let (etx, mut erx) = mpsc::unbounded_channel();
