@@ -103,20 +103,22 @@ async fn run(a: HttpGetArgs) -> Result<i32, String> {
             for c in per {
                 println!(
                     "[{:>3}] {:>12}  {:>16}  in {:.2} s",
-                    c["id"],
+                    c["id"].as_u64().unwrap_or(0),
                     fmt_bytes(c["bytes"].as_f64().unwrap_or(0.0)),
                     fmt_rate(c["bits_per_second"].as_f64().unwrap_or(0.0)),
                     c["seconds"].as_f64().unwrap_or(0.0)
                 );
             }
         }
-        println!(
-            "Total: {} of {} in {:.2} s, goodput {}",
-            fmt_bytes(run.bytes.unwrap_or(0) as f64),
-            fmt_bytes(run.summary["size"].as_f64().unwrap_or(0.0)),
-            run.summary["seconds"].as_f64().unwrap_or(0.0),
-            run.receiver_bps.map(fmt_rate).unwrap_or_else(|| "—".into())
-        );
+        if !run.summary.is_null() {
+            println!(
+                "Total: {} of {} in {:.2} s, goodput {}",
+                fmt_bytes(run.bytes.unwrap_or(0) as f64),
+                fmt_bytes(run.summary["size"].as_f64().unwrap_or(0.0)),
+                run.summary["seconds"].as_f64().unwrap_or(0.0),
+                run.receiver_bps.map(fmt_rate).unwrap_or_else(|| "—".into())
+            );
+        }
         if let Some(e) = &run.error {
             println!("Error: {e}");
         }

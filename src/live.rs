@@ -8,12 +8,12 @@ use crate::engine::report::{IntervalRecord, Report, Role};
 use crate::engine::RunStatus;
 use crate::monitor::{self, Snapshot};
 use crate::store::{CpuSampleRow, NewRun, PortSampleRow, RunFigures, Store, SysSampleRow};
-use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 use serde::Serialize;
 use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, mpsc, Notify};
 
 /// What live subscribers of a run receive.

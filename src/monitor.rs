@@ -324,7 +324,8 @@ intr 12999 1 2 3\n";
     #[test]
     fn proc_stat_oddities() {
         // Old kernel (4 fields), garbage, "cpufreq"-like names, negative index.
-        let v = parse_proc_stat("cpu 1 2 3 4\ncpu0 1 x 3 4\ncpux 1 2 3 4\ncpu1 1 2\ncpu-1 1 2 3 4\n");
+        let v =
+            parse_proc_stat("cpu 1 2 3 4\ncpu0 1 x 3 4\ncpux 1 2 3 4\ncpu1 1 2\ncpu-1 1 2 3 4\n");
         assert_eq!(v.len(), 1);
         assert_eq!(v[0].1.idle, 4);
         assert_eq!(v[0].1.softirq, 0);
@@ -350,8 +351,14 @@ broken: 1 2 3\n";
         let m = parse_proc_net_dev(a);
         assert_eq!(m.len(), 2);
         let e = m["eth0"];
-        assert_eq!((e.rx_bytes, e.rx_packets, e.rx_errors, e.rx_dropped), (5_000_000, 4000, 1, 2));
-        assert_eq!((e.tx_bytes, e.tx_packets, e.tx_errors, e.tx_dropped), (9_000_000, 7000, 3, 4));
+        assert_eq!(
+            (e.rx_bytes, e.rx_packets, e.rx_errors, e.rx_dropped),
+            (5_000_000, 4000, 1, 2)
+        );
+        assert_eq!(
+            (e.tx_bytes, e.tx_packets, e.tx_errors, e.tx_dropped),
+            (9_000_000, 7000, 3, 4)
+        );
         let later = PortCounters {
             rx_bytes: 5_000_000 + 125_000_000,
             rx_packets: 4000 + 82_000,
@@ -373,7 +380,10 @@ broken: 1 2 3\n";
         assert!(a.cpus.iter().any(|(i, _)| *i == -1));
         assert!(a.cpus.iter().filter(|(i, _)| *i >= 0).count() >= 1);
         assert!(a.ports.contains_key("lo"));
-        assert_eq!(port_of_address("127.0.0.1".parse().unwrap()).as_deref(), Some("lo"));
+        assert_eq!(
+            port_of_address("127.0.0.1".parse().unwrap()).as_deref(),
+            Some("lo")
+        );
         assert_eq!(port_of_address("0.0.0.0".parse().unwrap()), None);
         assert_eq!(link_speed_mtu("lo").0, None, "loopback has no link speed");
         assert_eq!(link_speed_mtu("no/such"), (None, None));

@@ -190,7 +190,10 @@ impl Hub {
         for (i, l) in legs.iter().enumerate() {
             l.validate().map_err(|e| format!("leg {}: {e}", i + 1))?;
         }
-        let ports: Vec<String> = legs.iter().filter_map(|l| l.sock.bind_dev.clone()).collect();
+        let ports: Vec<String> = legs
+            .iter()
+            .filter_map(|l| l.sock.bind_dev.clone())
+            .collect();
         let mut peers: Vec<String> = legs.iter().map(|l| l.host.clone()).collect();
         peers.dedup();
         let desc: Vec<serde_json::Value> = legs
@@ -393,7 +396,10 @@ mod tests {
         assert_eq!(l.parallel.as_deref(), Some("2"));
         assert_eq!(l.duration.as_deref(), Some("5"));
         let v6 = parse_leg("eth0=[2001:db8::2]:5201", &base).unwrap();
-        assert_eq!((v6.host.as_str(), v6.port.as_deref()), ("2001:db8::2", Some("5201")));
+        assert_eq!(
+            (v6.host.as_str(), v6.port.as_deref()),
+            ("2001:db8::2", Some("5201"))
+        );
         let v6b = parse_leg("eth0=2001:db8::2", &base).unwrap();
         assert_eq!((v6b.host.as_str(), v6b.port), ("2001:db8::2", None));
         assert!(parse_leg("eth0", &base).unwrap_err().contains("PORT=HOST"));

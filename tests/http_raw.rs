@@ -197,6 +197,28 @@ fn curl_and_axel_download_payloads_from_the_board() {
             "range {range}: content differs from the full body"
         );
     }
+    // 64-bit offsets: the last 10 bytes of a 10 GB payload are the block at that offset.
+    let part = format!("{dir}/part10g.bin");
+    let (code, out, err) = lab.run(
+        &pc1,
+        "curl-range-10g",
+        "curl",
+        &[
+            "-sS",
+            "-o",
+            &part,
+            "-r",
+            "9999999990-",
+            "-w",
+            "%{http_code} %{size_download}",
+            &url("/payload/10G"),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.trim(), "206 10");
+    let at = (9_999_999_990u64 % 1_048_576) as usize;
+    assert!(std::fs::read(&part).expect("part") == body[at..at + 10]);
     let n_before = runs(&mut lab, &data).len();
     // Bad input: clear errors, nothing recorded.
     for (path, range, status, text) in [
@@ -253,7 +275,7 @@ fn curl_and_axel_download_payloads_from_the_board() {
     assert_eq!(code, Some(0), "axel: {err}");
     let got = std::fs::read(&ax).expect("axel output");
     assert!(got == body, "axel's file equals curl's");
-    let r = ended(&mut lab, &data, "http-serve", 3, Duration::from_secs(20));
+    let r = ended(&mut lab, &data, "http-serve", 4, Duration::from_secs(20));
     let run = r.last().expect("axel run");
     assert_eq!(
         run["summary"]["user_agent"]
@@ -575,6 +597,34 @@ fn web_form_starts_a_download() {
     let j = page.find("name=\"csrf\" value=\"").expect("csrf") + 19;
     let csrf = page[j..j + 32].to_string();
 
+    // The API: a session without the X-CSRF-Token header is refused, so is no login at all.
+    let out = curl(
+        &mut lab,
+        &[
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            &format!("{{\"url\":\"{base}/test.dat\"}}"),
+            "http://127.0.0.1:8080/api/http-get",
+        ],
+    );
+    assert!(out.trim_end().ends_with("403"), "{out}");
+    let (c, out, _) = lab.run(
+        &board,
+        "curl-anon",
+        "curl",
+        &[
+            "-sS",
+            "-w",
+            "\n%{http_code}",
+            "-d",
+            &format!("{{\"url\":\"{base}/test.dat\"}}"),
+            "http://127.0.0.1:8080/api/http-get",
+        ],
+        Duration::from_secs(20),
+    );
+    assert_eq!(c, Some(0));
+    assert!(out.trim_end().ends_with("401"), "{out}");
     // Without the CSRF token: refused.
     let out = curl(
         &mut lab,
