@@ -820,3 +820,86 @@ fn hostile_peers_do_not_wedge_the_services() {
     let r = ended(&mut lab, &data, "tcp-sink", 1, Duration::from_secs(20));
     assert_eq!(r[0]["bytes"], 1_000_000);
 }
+
+/// Seed 003's "php built-in server" case: a server without byte ranges gets one connection
+/// (and the run says so); a server that closes before the announced Content-Length gives a
+/// failed run with the reason.
+#[test]
+fn servers_without_ranges_and_short_bodies() {
+    let _one = serial();
+    let mut lab = Lab::new();
+    let pc1 = lab.pc1.clone();
+    let board = lab.board.clone();
+    let dir = lab.dir().display().to_string();
+    let data = format!("{dir}/data");
+    let www = format!("{dir}/www");
+    std::fs::create_dir_all(&www).expect("www");
+    std::fs::write(format!("{www}/f.dat"), vec![7u8; 5_000_000]).expect("file");
+    // Python's http.server: HEAD and GET with Content-Length, no Accept-Ranges.
+    lab.spawn(
+        &pc1,
+        "pyhttp",
+        "python3",
+        &[
+            "-m",
+            "http.server",
+            "8000",
+            "--bind",
+            PC1_IP,
+            "--directory",
+            &www,
+        ],
+    );
+    lab.wait_port(&pc1, PC1_IP, 8000);
+    let u = format!("http://{PC1_IP}:8000/f.dat");
+    let (code, out, err) = lab.run(
+        &board,
+        "get-norange",
+        bin(),
+        &["http-get", &u, "-n", "4", "--data", &data, "--json"],
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let run = json(&out, "http-get");
+    assert_eq!(run["bytes"], 5_000_000);
+    assert_eq!(run["summary"]["ranges"], false);
+    assert_eq!(run["summary"]["connections"], 1);
+
+    // A server that announces 1 000 000 bytes and sends 500 000.
+    let script = format!(
+        "import socket\n\
+         s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+         s.bind(('{PC1_IP}', 8001)); s.listen(8)\n\
+         while True:\n\
+         \x20   c,_=s.accept(); r=c.recv(4096)\n\
+         \x20   c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Length: 1000000\\r\\nConnection: close\\r\\n\\r\\n')\n\
+         \x20   if r.startswith(b'GET'): c.sendall(b'x'*500000)\n\
+         \x20   c.close()\n"
+    );
+    lab.spawn(&pc1, "short", "python3", &["-c", &script]);
+    lab.wait_port(&pc1, PC1_IP, 8001);
+    let (code, out, _) = lab.run(
+        &board,
+        "get-short",
+        bin(),
+        &[
+            "http-get",
+            &format!("http://{PC1_IP}:8001/x"),
+            "-n",
+            "4",
+            "--data",
+            &data,
+            "--json",
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, Some(1));
+    let run = json(&out, "short http-get");
+    assert_eq!(run["status"], "failed");
+    let e = run["error"].as_str().unwrap_or("");
+    assert!(
+        e.contains("short body") && e.contains("500000 of 1000000"),
+        "{e}"
+    );
+    assert_eq!(run["bytes"], 500_000, "the partial figures are kept");
+}
