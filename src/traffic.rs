@@ -164,6 +164,9 @@ struct Group {
     id: i64,
     meter: Arc<Meter>,
     tx: broadcast::Sender<LiveEvent>,
+    /// Notified by the run page's Stop button; `stopped` then cuts every transfer.
+    cancel: Arc<Notify>,
+    stopped: std::sync::atomic::AtomicBool,
     path: String,
     size: u64,
     user_agent: String,
@@ -269,9 +272,13 @@ async fn write_payload(
     first: u64,
     len: u64,
     c: &Counter,
+    stop: &std::sync::atomic::AtomicBool,
 ) -> Result<u64, String> {
     let mut sent = 0u64;
     while sent < len {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err("stopped by the user".into());
+        }
         let off = ((first + sent) % block.len() as u64) as usize;
         let n = ((block.len() - off) as u64).min(len - sent).min(256 * 1024) as usize;
         match tokio::time::timeout(
@@ -478,7 +485,7 @@ impl PayloadServer {
             n.active += 1;
             n.peak = n.peak.max(n.active);
         }
-        let r = write_payload(c, &self.block, first, len, &ctr).await;
+        let r = write_payload(c, &self.block, first, len, &ctr, &g.stopped).await;
         let mut n = g.counts.lock().unwrap_or_else(|p| p.into_inner());
         n.active -= 1;
         n.last_byte = Some(Instant::now());
@@ -532,9 +539,10 @@ impl PayloadServer {
                 -1
             }
         };
+        let cancel = Arc::new(Notify::new());
         let tx = if id > 0 {
             crate::system::record_net_config(self.hub.store(), id);
-            self.hub.track(id, None, Vec::new())
+            self.hub.track(id, Some(cancel.clone()), Vec::new())
         } else {
             broadcast::channel(1).0
         };
@@ -542,6 +550,8 @@ impl PayloadServer {
             id,
             meter: Meter::new(true),
             tx,
+            cancel,
+            stopped: std::sync::atomic::AtomicBool::new(false),
             path,
             size: key.1,
             user_agent: req
@@ -596,6 +606,9 @@ impl PayloadServer {
                         seq += 1;
                     }
                 }
+                _ = g.cancel.notified() => {
+                    g.stopped.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
                 _ = tokio::time::sleep(Duration::from_millis(250)) => {}
             }
             let done = {
@@ -631,10 +644,14 @@ impl PayloadServer {
             .map(|t| t.saturating_duration_since(g.meter.started()).as_secs_f64())
             .unwrap_or(0.0);
         // Goodput counts the requests served to their end: a request the peer dropped (axel
-        // drops its size probe) left bytes in socket buffers that it never read.
-        let goodput = bps(n.delivered, seconds);
+        // drops its size probe) left bytes in socket buffers that it never read. When none
+        // ended (a dropped or stopped download), what was sent is the best figure there is.
         let complete = n.requests - n.cut;
-        let (status, error) = if complete == 0 && n.cut > 0 {
+        let counted = if complete > 0 { n.delivered } else { bytes };
+        let goodput = bps(counted, seconds);
+        let (status, error) = if g.stopped.load(std::sync::atomic::Ordering::Relaxed) {
+            (RunStatus::Aborted, Some("stopped by the user".to_string()))
+        } else if complete == 0 && n.cut > 0 {
             (
                 RunStatus::Aborted,
                 Some(format!(
@@ -653,7 +670,7 @@ impl PayloadServer {
             "requests": n.requests,
             "requests_cut_short": n.cut,
             "requested_bytes": n.asked,
-            "bytes": n.delivered,
+            "bytes": counted,
             "bytes_sent": bytes,
             "seconds": seconds,
             "bits_per_second": goodput,
@@ -665,7 +682,7 @@ impl PayloadServer {
             status,
             &RunFigures {
                 sender_bps: Some(goodput),
-                bytes: Some(n.delivered as i64),
+                bytes: Some(counted as i64),
                 ..Default::default()
             },
             Some(&summary),

@@ -692,6 +692,88 @@ fn web_form_starts_a_download() {
         list.contains(&format!("href=\"/runs/{id}\"")),
         "the run is listed on the page"
     );
+
+    // Stop: a slow download from the payload server and an nc into the sink, each stopped
+    // from the board; both runs end as aborted by the user, the peers see the close.
+    let pc1 = lab.pc1.clone();
+    let dl = lab.spawn(
+        &pc1,
+        "curl-slow",
+        "curl",
+        &[
+            "-sS",
+            "-o",
+            "/dev/null",
+            "--limit-rate",
+            "5M",
+            &url("/payload/1G"),
+        ],
+    );
+    let nc = lab.spawn(
+        &pc1,
+        "nc-stop",
+        "sh",
+        &["-c", &format!("nc {BOARD_IP} {SINK_PORT} < /dev/zero")],
+    );
+    for kind in ["http-serve", "tcp-sink"] {
+        let t = Instant::now();
+        let rid = loop {
+            let out = curl(&mut lab, &["http://127.0.0.1:8080/api/runs?status=running"]);
+            let body = out.rsplit_once('\n').map(|x| x.0).unwrap_or("");
+            let v = json(body, "running runs");
+            if let Some(r) = v
+                .as_array()
+                .and_then(|a| a.iter().find(|r| r["kind"] == kind))
+            {
+                break r["id"].as_i64().expect("id");
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "no running {kind} run"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        std::thread::sleep(Duration::from_millis(1200));
+        let out = curl(
+            &mut lab,
+            &[
+                "-X",
+                "POST",
+                "-H",
+                &format!("X-CSRF-Token: {csrf}"),
+                &format!("http://127.0.0.1:8080/api/runs/{rid}/stop"),
+            ],
+        );
+        assert!(out.trim_end().ends_with("202"), "{kind}: {out}");
+        let t = Instant::now();
+        let v = loop {
+            let out = curl(
+                &mut lab,
+                &[&format!("http://127.0.0.1:8080/api/runs/{rid}")],
+            );
+            let body = out.rsplit_once('\n').map(|x| x.0).unwrap_or("");
+            let v = json(body, "api run");
+            if v["run"]["status"] != "running" {
+                break v;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "{kind} run not stopped"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        assert_eq!(v["run"]["status"], "aborted", "{v:#}");
+        assert_eq!(v["run"]["error"], "stopped by the user");
+        assert!(v["run"]["bytes"].as_u64() > Some(0), "{v:#}");
+    }
+    assert!(
+        lab.wait(dl, Duration::from_secs(20)).is_some(),
+        "curl saw the close"
+    );
+    assert!(
+        lab.wait(nc, Duration::from_secs(20)).is_some(),
+        "nc saw the close"
+    );
 }
 
 /// Hostile or broken peers on the unauthenticated ports: garbage, oversized heads, too many
