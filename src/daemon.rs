@@ -80,6 +80,9 @@ async fn run(cfg: Config) -> Result<(), String> {
     if stale > 0 {
         tracing::warn!("{stale} run(s) were active when netperfd last stopped; marked aborted");
     }
+    // Suites: built-in definitions on first start; suites cut by a restart end as aborted.
+    crate::suites::def::seed_builtins(&store)?;
+    store.abort_stale_suites().map_err(|e| e.to_string())?;
     // Board control: restore an unconfirmed change's snapshot, re-apply the confirmed config.
     crate::system::apply::start_daemon(store.clone(), &cfg.data_dir).await;
     let hub = Hub::new(store.clone());

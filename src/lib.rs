@@ -3,6 +3,7 @@
 //! entry point.
 pub mod analysis;
 pub mod cli;
+pub mod compare;
 pub mod config;
 pub mod daemon;
 pub mod engine;
@@ -12,9 +13,11 @@ pub mod live;
 pub mod logging;
 pub mod monitor;
 pub mod multi;
+pub mod multi_cli;
 pub mod net_cli;
 pub mod runs_cli;
 pub mod store;
+pub mod suite_cli;
 pub mod suites;
 pub mod system;
 pub mod traffic;

@@ -243,6 +243,41 @@ impl Hub {
         true
     }
 
+    /// Stop watching run `id`, storing what happened since the last sample (so the counters
+    /// cover the whole run, not only its whole seconds).
+    fn final_sample(&self, id: i64) {
+        let Some(w) = relock(&self.watches).remove(&id) else {
+            return;
+        };
+        let now = Snapshot::take();
+        let secs = now.at.saturating_duration_since(w.prev.at).as_secs_f64();
+        if secs <= 0.0 {
+            return;
+        }
+        let ports = if w.ports.is_empty() {
+            self.resolve_ports(id)
+        } else {
+            w.ports
+        };
+        let t =
+            (now.at.saturating_duration_since(w.started).as_secs_f64() * 1000.0).round() / 1000.0;
+        // Port counters always (every byte of the run is counted); CPU shares only over a
+        // window long enough to mean something (USER_HZ ticks are 10 ms).
+        let cpus = if secs >= 0.2 {
+            now.cpu_since(&w.prev, t)
+        } else {
+            Vec::new()
+        };
+        let ports = now.ports_since(&w.prev, t, &ports);
+        let sys = SysSampleRow {
+            t,
+            conntrack: monitor::conntrack_count(),
+        };
+        if let Err(e) = self.store.add_samples(id, &cpus, &ports, Some(&sys)) {
+            tracing::error!(run = id, "cannot store the last monitor sample: {e}");
+        }
+    }
+
     /// Make run `id` (already created in the store) live: subscribers can follow it, `stop`
     /// notifies `cancel`, and the monitor samples CPU per core and `ports` (interface names;
     /// empty = the ports that carry the run's addresses) every second until the run ends.
@@ -286,7 +321,7 @@ impl Hub {
     }
 
     fn untrack(&self, id: i64, status: RunStatus, error: Option<&str>) {
-        relock(&self.watches).remove(&id);
+        self.final_sample(id);
         if let Some(r) = self.lock().remove(&id) {
             let _ = r.tx.send(LiveEvent::Done {
                 status,

@@ -28,12 +28,18 @@ enum Cmd {
     Runs(netperfd::runs_cli::RunsArgs),
     /// Run the UDP ladder of seed 001 (UDP at 100M/400M/1000M, both directions) and record it
     Ladder(netperfd::ladder_cli::LadderArgs),
+    /// Saved test suites: list, show, run NAME --peer HOST, delete, import, export, result
+    Suite(netperfd::suite_cli::SuiteArgs),
+    /// Runs or suites side by side: --runs 1,2 | --suites 4,5, as text, Markdown or CSV
+    Compare(netperfd::suite_cli::CompareArgs),
     /// Read a password on stdin and print its argon2 hash (for admin_password_hash)
     HashPassword,
     /// Board control: ports, addresses, links, default gateway, forwarding/NAT, CPU governor
     Net(netperfd::net_cli::NetArgs),
     /// Download an http:// URL over N connections (axel-style ranges) and record the goodput
     HttpGet(netperfd::http_cli::HttpGetArgs),
+    /// Several ports at once: iperf3 legs, each bound to its board port, started together
+    Multi(netperfd::multi_cli::MultiArgs),
 }
 
 fn main() {
@@ -46,9 +52,12 @@ fn main() {
         Some(Cmd::Daemon(d)) => netperfd::daemon::main(d),
         Some(Cmd::Runs(r)) => netperfd::runs_cli::main(r),
         Some(Cmd::Ladder(l)) => netperfd::ladder_cli::main(l),
+        Some(Cmd::Suite(a)) => netperfd::suite_cli::main(a),
+        Some(Cmd::Compare(a)) => netperfd::suite_cli::compare_main(a),
         Some(Cmd::HashPassword) => netperfd::web::auth::hash_password_cli(),
         Some(Cmd::Net(n)) => netperfd::net_cli::main(n),
         Some(Cmd::HttpGet(h)) => netperfd::http_cli::main(h),
+        Some(Cmd::Multi(m)) => netperfd::multi_cli::main(m),
         None => iperf_main(args.iperf),
     };
     std::process::exit(code);
@@ -56,7 +65,7 @@ fn main() {
 
 fn iperf_main(a: IperfArgs) -> i32 {
     if a.client.is_none() && !a.server {
-        eprintln!("netperfd: parameter error - must either be a client (-c) or server (-s)\n\nUsage: netperfd [-s|-c host] [options]\n       netperfd daemon | runs | ladder | hash-password\nTry 'netperfd --help' for more information.");
+        eprintln!("netperfd: parameter error - must either be a client (-c) or server (-s)\n\nUsage: netperfd [-s|-c host] [options]\n       netperfd daemon | runs | ladder | suite | compare | hash-password\nTry 'netperfd --help' for more information.");
         return 1;
     }
     if a.server && a.client.is_some() {

@@ -238,8 +238,9 @@ impl Snapshot {
 
 /// Link speed (Mbit/s) and MTU (bytes) of a port from sysfs. sysfs shows the network
 /// namespace it was mounted in, so the values are used only when its `ifindex` matches the
-/// index this process sees for the name; speed is `None` when unknown (veth, no carrier: the
-/// kernel reports -1 or an error).
+/// index this process sees for the name; speed is `None` when unknown: no carrier (the
+/// kernel reports -1 or an error) or a virtual port without a device (veth reports a fixed
+/// 10000 that says nothing about the path).
 pub fn link_speed_mtu(ifname: &str) -> (Option<i64>, Option<i64>) {
     if !crate::system::valid_ifname(ifname) {
         return (None, None);
@@ -257,7 +258,10 @@ pub fn link_speed_mtu(ifname: &str) -> (Option<i64>, Option<i64>) {
     if read("ifindex") != Some(i64::from(idx)) {
         return (None, None);
     }
-    (read("speed").filter(|s| *s > 0), read("mtu"))
+    // Virtual ports (veth, bridges, tunnels) have no `device` link; their "speed" is a
+    // made-up constant (veth says 10000), so it stays unknown.
+    let hardware = std::path::Path::new(&format!("/sys/class/net/{ifname}/device")).exists();
+    (read("speed").filter(|s| *s > 0 && hardware), read("mtu"))
 }
 
 /// Entries in the conntrack table, if the module is loaded (`nf_conntrack_count`).

@@ -1,12 +1,14 @@
 //! Suites: several tests run one after another as one job, with one result table. The UDP
 //! ladder of seed 001: UDP at each bitrate (default 100M, 400M, 1000M), board sending and then
-//! receiving, shown as bitrate, jitter and lost/total datagrams per test.
+//! receiving, shown as bitrate, jitter and lost/total datagrams per test. Saved definitions,
+//! their runner and result tables are in [`def`] and [`run`].
+
+pub mod def;
+pub mod run;
 
 use crate::engine::iperf3::client::ClientSpec;
 use crate::engine::iperf3::wire::{Direction, Protocol};
 use crate::engine::report::parse_suffixed;
-use crate::engine::RunStatus;
-use crate::live::Hub;
 use crate::store::RunRow;
 use crate::web::test_request::TestRequest;
 use serde::Serialize;
@@ -59,51 +61,6 @@ pub fn ladder_specs(
         }
     }
     Ok(out)
-}
-
-impl Hub {
-    /// Record suite `name` and run `specs` one after another in the background; a test the
-    /// user stops ends the suite. Returns the suite id at once.
-    pub fn start_suite(&self, name: &str, specs: Vec<ClientSpec>) -> Result<i64, String> {
-        let host = specs
-            .first()
-            .map(|s| s.host.clone())
-            .ok_or("a suite needs at least one test")?;
-        let sid = self
-            .store()
-            .create_suite(name, &host)
-            .map_err(|e| e.to_string())?;
-        let hub = self.clone();
-        tokio::spawn(async move {
-            let mut all_ok = true;
-            for spec in specs {
-                let status = match hub.start_client_in(spec, Some(sid)) {
-                    Ok((_, h)) => h.await.unwrap_or(RunStatus::Failed),
-                    Err(e) => {
-                        tracing::warn!(suite = sid, "cannot start a suite test: {e}");
-                        RunStatus::Failed
-                    }
-                };
-                if status != RunStatus::Completed {
-                    all_ok = false;
-                }
-                if status == RunStatus::Aborted {
-                    break;
-                }
-                // Give the peer's one-test-at-a-time server a moment to re-arm (stock iperf3).
-                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-            }
-            let st = if all_ok {
-                RunStatus::Completed
-            } else {
-                RunStatus::Failed
-            };
-            if let Err(e) = hub.store().finish_suite(sid, st) {
-                tracing::error!(suite = sid, "cannot store the end of the suite: {e}");
-            }
-        });
-        Ok(sid)
-    }
 }
 
 /// One line of the ladder table.

@@ -1,4 +1,4 @@
-// netperfd run page: live intervals over server-sent events and a small bitrate chart.
+// netperfd run page: live intervals over server-sent events (charts: charts.js).
 // No framework, no external code.
 (function () {
   "use strict";
@@ -71,34 +71,8 @@
     var now = document.getElementById("now-rate");
     var sums = tbody.querySelectorAll("tr.sum");
     if (now && sums.length) { now.textContent = sums[sums.length - 1].children[4].textContent; }
-    draw();
   }
 
-  function draw() {
-    var svg = document.getElementById("chart");
-    if (!svg) { return; }
-    var rows = tbody.querySelectorAll("tr.sum"), pts = [];
-    var bySeq = {};
-    Array.prototype.forEach.call(rows, function (tr) {
-      var seq = Number(tr.getAttribute("data-seq"));
-      bySeq[seq] = (bySeq[seq] || 0) + Number(tr.getAttribute("data-bps"));
-    });
-    Object.keys(bySeq).sort(function (a, b) { return a - b; }).forEach(function (k) { pts.push(bySeq[k]); });
-    while (svg.firstChild) { svg.removeChild(svg.firstChild); }
-    if (pts.length === 0) { return; }
-    var max = Math.max.apply(null, pts) || 1;
-    var ns = "http://www.w3.org/2000/svg";
-    var pl = document.createElementNS(ns, "polyline");
-    var w = 600, h = 150, n = Math.max(pts.length - 1, 1);
-    pl.setAttribute("points", pts.map(function (v, i) {
-      return (i * w / n).toFixed(1) + "," + (h - v / max * (h - 20) + 5).toFixed(1);
-    }).join(" "));
-    svg.appendChild(pl);
-    var label = document.getElementById("chart-label");
-    if (label) { label.textContent = "Bitrate per interval (sender and receiver sums), max " + rate(max); }
-  }
-
-  draw();
   if (!live || !window.EventSource) { return; }
   var es = new EventSource("/api/runs/" + runId + "/events");
   es.onmessage = function (m) {

@@ -13,8 +13,10 @@ use std::sync::Mutex;
 
 mod board;
 mod samples;
+mod suite_defs;
 pub use board::BoardLogRow;
 pub use samples::{CpuSampleRow, PortSampleRow, RunFigures, SysSampleRow};
+pub use suite_defs::{SuiteDefRow, SuiteExtra};
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
@@ -131,6 +133,8 @@ ALTER TABLE intervals ADD COLUMN out_of_order INTEGER;
         // 4: run kinds beyond iperf3 (legs of multi-port runs, forwarding, monitor-only, HTTP,
         // raw TCP, iperf 2) and the 1 Hz monitor samples (CPU per core, port counters).
         M::up(samples::SAMPLES_MIGRATION),
+        // 5: saved suite definitions; suite runs keep their definition, label and plan.
+        M::up(suite_defs::SUITE_DEFS_MIGRATION),
     ])
 }
 

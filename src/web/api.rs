@@ -90,7 +90,7 @@ async fn start(
 }
 
 /// Accept numbers where the form sends strings (`{"duration": 5}` and `{"duration": "5"}`).
-fn normalize(v: serde_json::Value) -> Result<serde_json::Value, String> {
+pub(super) fn normalize(v: serde_json::Value) -> Result<serde_json::Value, String> {
     let serde_json::Value::Object(m) = v else {
         return Err("expected a JSON object".into());
     };
@@ -134,11 +134,20 @@ async fn start_ladder(
 async fn suite(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
     let id = path.into_inner();
     match state.store.suite(id) {
-        Ok(Some((s, runs))) => HttpResponse::Ok().json(json!({
-            "suite": s,
-            "rows": crate::suites::ladder_rows(&runs),
-            "text": crate::suites::ladder_text(&crate::suites::ladder_rows(&runs)),
-        })),
+        Ok(Some((s, runs))) => {
+            let table = crate::suites::run::suite_result(&state.store, id)
+                .ok()
+                .flatten();
+            HttpResponse::Ok().json(json!({
+                "suite": s,
+                "rows": crate::suites::ladder_rows(&runs),
+                "text": crate::suites::ladder_text(&crate::suites::ladder_rows(&runs)),
+                "label": table.as_ref().map(|t| t.label.clone()),
+                "def_id": table.as_ref().and_then(|t| t.def_id),
+                "steps": table.as_ref().map(|t| t.steps.clone()).unwrap_or_default(),
+                "markdown": table.as_ref().map(crate::compare::suite_markdown),
+            }))
+        }
         Ok(None) => error(
             actix_web::http::StatusCode::NOT_FOUND,
             format!("no suite {id}"),
@@ -156,11 +165,19 @@ async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> 
     };
     let streams = state.store.streams(id).unwrap_or_default();
     let intervals = state.store.intervals(id).unwrap_or_default();
+    let analysis = super::charts::analyze_run(&state.store, &run);
+    let legs = if run.kind == "multi" {
+        state.store.children(id).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     HttpResponse::Ok().json(json!({
         "run": run,
         "live": state.hub.is_live(id),
         "streams": streams,
         "intervals": intervals,
+        "analysis": analysis,
+        "legs": legs,
     }))
 }
 

@@ -5,7 +5,10 @@
 pub mod api;
 pub mod auth;
 pub mod board;
+pub mod charts;
+pub mod multi;
 pub mod pages;
+pub mod suites;
 pub mod test_request;
 pub mod traffic;
 
@@ -68,6 +71,9 @@ impl AppState {
 /// Register every route.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     board::configure(cfg);
+    charts::configure(cfg);
+    multi::configure(cfg);
+    suites::configure(cfg);
     pages::configure(cfg);
     api::configure(cfg);
     traffic::configure(cfg);

@@ -28,14 +28,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/runs/{id}/export.json", web::get().to(export_json))
         .route("/runs/{id}/export.csv", web::get().to(export_csv))
         .route("/suites/udp-ladder", web::post().to(start_ladder))
-        .route("/suites/{id}", web::get().to(suite_page))
         .route("/settings", web::get().to(settings_page))
         .route("/settings/password", web::post().to(change_password))
         .route("/settings/tokens", web::post().to(create_token))
         .route("/settings/tokens/{id}/delete", web::post().to(delete_token));
 }
 
-fn html<T: Template>(status: actix_web::http::StatusCode, t: &T) -> HttpResponse {
+pub(super) fn html<T: Template>(status: actix_web::http::StatusCode, t: &T) -> HttpResponse {
     match t.render() {
         Ok(body) => HttpResponse::build(status)
             .content_type("text/html; charset=utf-8")
@@ -53,7 +52,7 @@ fn ok<T: Template>(t: &T) -> HttpResponse {
     html(actix_web::http::StatusCode::OK, t)
 }
 
-fn see_other(to: &str) -> HttpResponse {
+pub(super) fn see_other(to: &str) -> HttpResponse {
     HttpResponse::SeeOther()
         .insert_header((header::LOCATION, to))
         .finish()
@@ -551,9 +550,32 @@ fn interval_views(rows: &[IntervalRow]) -> Vec<IntervalView> {
 // ---------------------------------------------------------------- new test
 
 /// A port in the "board port" list.
-struct PortOption {
-    name: String,
-    label: String,
+pub(super) struct PortOption {
+    pub(super) name: String,
+    pub(super) label: String,
+}
+
+/// The board's ports for a "Board port" select: name and "eth0 192.0.2.1" label.
+pub(super) fn port_options() -> Vec<PortOption> {
+    crate::system::ports()
+        .into_iter()
+        .map(|p| {
+            let addrs: Vec<String> = p.addresses.iter().map(|a| a.to_string()).collect();
+            PortOption {
+                label: format!(
+                    "{}{} {}",
+                    p.name,
+                    if p.running { "" } else { " (no link)" },
+                    if addrs.is_empty() {
+                        "(no address)".into()
+                    } else {
+                        addrs.join(", ")
+                    }
+                ),
+                name: p.name,
+            }
+        })
+        .collect()
 }
 
 struct FormValues {
@@ -611,25 +633,7 @@ fn index_page(
     req: Option<&TestRequest>,
     error: Option<String>,
 ) -> IndexPage {
-    let ports = crate::system::ports()
-        .into_iter()
-        .map(|p| {
-            let addrs: Vec<String> = p.addresses.iter().map(|a| a.to_string()).collect();
-            PortOption {
-                label: format!(
-                    "{}{} {}",
-                    p.name,
-                    if p.running { "" } else { " (no link)" },
-                    if addrs.is_empty() {
-                        "(no address)".into()
-                    } else {
-                        addrs.join(", ")
-                    }
-                ),
-                name: p.name,
-            }
-        })
-        .collect();
+    let ports = port_options();
     let runs = state
         .store
         .list_runs(&RunFilter {
@@ -750,8 +754,160 @@ struct RunPage {
     intervals: Vec<IntervalView>,
     last_rate: String,
     text: Option<String>,
-    /// Kind-specific facts (HTTP, raw TCP runs).
-    facts: Vec<(String, String)>,
+    analysis: Option<AnalysisView>,
+    cores: Vec<CoreView>,
+    legs: Vec<LegView>,
+    /// "iperf3", "multi", … (see `RunRow::kind`).
+    kind: String,
+    parent_id: Option<i64>,
+    /// Kind-specific summary as label/value rows (runs other than iperf3 and multi).
+    details: Vec<(String, String)>,
+}
+
+/// Ceiling and verdict as shown.
+struct AnalysisView {
+    ceiling: String,
+    basis: String,
+    percent: String,
+    verdict: String,
+    /// CSS class: good (link-bound), warn (core/softirq), bad (measurement error), "".
+    class: String,
+    evidence: Vec<String>,
+}
+
+impl AnalysisView {
+    fn of(a: &crate::analysis::Analysis) -> AnalysisView {
+        use crate::analysis::Verdict;
+        AnalysisView {
+            ceiling: a
+                .ceiling_bps
+                .map(fmt_rate)
+                .unwrap_or_else(|| "unknown".into()),
+            basis: a.ceiling_basis.clone(),
+            percent: a
+                .percent_of_ceiling
+                .map(|p| format!("{p:.1} %"))
+                .unwrap_or_else(|| "—".into()),
+            verdict: a.verdict_text.clone(),
+            class: match a.verdict {
+                Verdict::LinkBound => "good",
+                Verdict::CoreSaturated | Verdict::SoftirqBound => "warn",
+                Verdict::MeasurementError => "bad",
+                _ => "",
+            }
+            .into(),
+            evidence: a.evidence.clone(),
+        }
+    }
+}
+
+/// Mean CPU of one core over the run, as shown.
+struct CoreView {
+    name: String,
+    busy: String,
+    user: String,
+    system: String,
+    irq: String,
+    softirq: String,
+    peak: String,
+    hot: bool,
+}
+
+/// One leg of a multi-port run, as shown.
+struct LegView {
+    n: usize,
+    id: i64,
+    port: String,
+    peer: String,
+    test: String,
+    status: String,
+    sender_rate: String,
+    receiver_rate: String,
+    retr_or_loss: String,
+    percent: String,
+    verdict: String,
+}
+
+fn core_views(a: &crate::analysis::Analysis) -> Vec<CoreView> {
+    let f = |v: f64| format!("{v:.0} %");
+    a.cores
+        .iter()
+        .map(|c| CoreView {
+            name: if c.cpu < 0 {
+                "all".into()
+            } else {
+                format!("cpu{}", c.cpu)
+            },
+            busy: f(c.busy),
+            user: f(c.user),
+            system: f(c.system),
+            irq: f(c.irq),
+            softirq: f(c.softirq),
+            peak: f(c.peak_busy),
+            hot: c.cpu >= 0 && c.busy >= crate::analysis::CORE_SATURATED,
+        })
+        .collect()
+}
+
+fn leg_views(state: &AppState, run: &RunRow) -> Vec<LegView> {
+    if run.kind != "multi" {
+        return Vec::new();
+    }
+    state
+        .store
+        .children(run.id)
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let a = super::charts::analyze_run(&state.store, l);
+            let v = run_view(l);
+            LegView {
+                n: i + 1,
+                id: l.id,
+                port: l.bind_dev.clone().unwrap_or_default(),
+                peer: v.peer.clone(),
+                test: format!("{} {}", v.protocol, v.direction),
+                status: v.status.clone(),
+                sender_rate: v.sender_rate.clone(),
+                receiver_rate: v.receiver_rate.clone(),
+                retr_or_loss: v.retr_or_loss.clone(),
+                percent: a
+                    .as_ref()
+                    .and_then(|a| a.percent_of_ceiling)
+                    .map(|p| format!("{p:.1} %"))
+                    .unwrap_or_else(|| "—".into()),
+                verdict: a.map(|a| a.verdict_text).unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
+/// Top-level scalar entries of a kind-specific summary, as label/value rows.
+fn detail_rows(summary: &serde_json::Value) -> Vec<(String, String)> {
+    let Some(m) = summary.as_object() else {
+        return Vec::new();
+    };
+    m.iter()
+        .filter_map(|(k, v)| {
+            let text = match v {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Number(n) => {
+                    let f = n.as_f64().unwrap_or(0.0);
+                    if k.ends_with("_bps") {
+                        fmt_rate(f)
+                    } else if k.ends_with("bytes") {
+                        fmt_bytes(f)
+                    } else {
+                        n.to_string()
+                    }
+                }
+                serde_json::Value::Bool(b) => b.to_string(),
+                _ => return None,
+            };
+            Some((k.replace('_', " "), text))
+        })
+        .collect()
 }
 
 fn load(
@@ -794,6 +950,16 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
         t
     });
     let udp = run.protocol == "UDP";
+    let analysis = super::charts::analyze_run(&state.store, &run);
+    let cores = analysis.as_ref().map(core_views).unwrap_or_default();
+    let legs = leg_views(&state, &run);
+    let details = if super::traffic::is_traffic_kind(&run.kind) {
+        super::traffic::facts(&run)
+    } else if run.kind == "iperf3" || run.kind == "multi" {
+        Vec::new()
+    } else {
+        detail_rows(&run.summary)
+    };
     ok(&RunPage {
         nav: true,
         csrf: auth.csrf().into(),
@@ -802,11 +968,19 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
         col2: if udp { "Lost/Total" } else { "Cwnd" }.into(),
         live: state.hub.is_live(id),
         cmdline: command_line(&run),
-        facts: super::traffic::facts(&run),
         run: run_view(&run),
         intervals,
         last_rate,
         text,
+        analysis: analysis
+            .as_ref()
+            .filter(|a| a.bitrate_bps.is_some())
+            .map(AnalysisView::of),
+        cores,
+        legs,
+        kind: run.kind.clone(),
+        parent_id: run.parent_id,
+        details,
     })
 }
 
@@ -944,85 +1118,6 @@ async fn start_ladder(
             "Cannot start the ladder",
             &e,
         ),
-    })
-}
-
-struct LadderView {
-    run_id: i64,
-    target: String,
-    direction: String,
-    bitrate: String,
-    jitter: String,
-    lost_total: String,
-    loss: String,
-    status: String,
-}
-
-#[derive(Template)]
-#[template(path = "suite.html")]
-struct SuitePage {
-    nav: bool,
-    csrf: String,
-    version: String,
-    suite_id: i64,
-    name: String,
-    status: String,
-    peer: String,
-    when: String,
-    running: bool,
-    rows: Vec<LadderView>,
-    text: String,
-}
-
-async fn suite_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
-    let id = path.into_inner();
-    let (suite, runs) = match state.store.suite(id) {
-        Ok(Some(x)) => x,
-        Ok(None) => {
-            return message(
-                actix_web::http::StatusCode::NOT_FOUND,
-                Some(&auth),
-                "No such suite",
-                &format!("There is no suite {id}."),
-            )
-        }
-        Err(e) => return internal(e),
-    };
-    let rows = crate::suites::ladder_rows(&runs);
-    let text = crate::suites::ladder_text(&rows);
-    ok(&SuitePage {
-        nav: true,
-        csrf: auth.csrf().into(),
-        version: version_string(),
-        suite_id: suite.id,
-        name: suite.name.clone(),
-        running: suite.status == "running",
-        status: suite.status,
-        peer: suite.peer_host,
-        when: fmt_time(suite.created_at),
-        rows: rows
-            .iter()
-            .map(|r| LadderView {
-                run_id: r.run_id,
-                target: fmt_rate(r.target_bps as f64),
-                direction: r.direction.clone(),
-                bitrate: r.bitrate_bps.map(fmt_rate).unwrap_or_else(|| "—".into()),
-                jitter: r
-                    .jitter_ms
-                    .map(|j| format!("{j:.3} ms"))
-                    .unwrap_or_else(|| "—".into()),
-                lost_total: match (r.lost, r.total) {
-                    (Some(l), Some(t)) => format!("{l}/{t}"),
-                    _ => "—".into(),
-                },
-                loss: r
-                    .lost_percent
-                    .map(|p| format!("{p:.2} %"))
-                    .unwrap_or_else(|| "—".into()),
-                status: r.status.clone(),
-            })
-            .collect(),
-        text,
     })
 }
 

@@ -1,0 +1,168 @@
+//! The multi-port run page (`/multi`: several legs, each bound to its own board port, started
+//! together) and its API (`POST /api/runs/multi` with `{"legs": [TestRequest, …]}`).
+
+use super::auth::{Auth, AuthError};
+use super::pages::{html, port_options, see_other, PortOption};
+use super::test_request::TestRequest;
+use super::AppState;
+use crate::engine::report::version_string;
+use crate::multi::{self, MultiRequest};
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+use serde_json::json;
+use std::collections::HashMap;
+
+/// Legs the form shows (empty rows are skipped).
+const FORM_LEGS: usize = 4;
+
+/// Register the routes.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/multi", web::get().to(page))
+        .route("/multi", web::post().to(start))
+        .route("/api/runs/multi", web::post().to(api_start));
+}
+
+struct LegForm {
+    n: usize,
+    bind: String,
+    host: String,
+    port: String,
+    direction: String,
+    protocol: String,
+    bitrate: String,
+}
+
+#[derive(Template)]
+#[template(path = "multi.html")]
+struct MultiPage {
+    nav: bool,
+    csrf: String,
+    version: String,
+    error: Option<String>,
+    legs: Vec<LegForm>,
+    duration: String,
+    parallel: String,
+    ports: Vec<PortOption>,
+}
+
+fn form_page(auth: &Auth, f: &HashMap<String, String>, error: Option<String>) -> MultiPage {
+    let g = |k: &str, d: &str| {
+        f.get(k)
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| d.to_string())
+    };
+    let ports = port_options();
+    let non_lo: Vec<&PortOption> = ports.iter().filter(|p| p.name != "lo").collect();
+    let legs = (1..=FORM_LEGS)
+        .map(|n| {
+            let default_port = if n <= 2 {
+                non_lo.get(n - 1).map(|p| p.name.as_str()).unwrap_or("")
+            } else {
+                ""
+            };
+            LegForm {
+                n,
+                bind: g(&format!("leg{n}_bind"), default_port),
+                host: g(&format!("leg{n}_host"), ""),
+                port: g(&format!("leg{n}_port"), "5201"),
+                direction: g(&format!("leg{n}_direction"), "send"),
+                protocol: g(&format!("leg{n}_protocol"), "tcp"),
+                bitrate: g(&format!("leg{n}_bitrate"), ""),
+            }
+        })
+        .collect();
+    MultiPage {
+        nav: true,
+        csrf: auth.csrf().into(),
+        version: version_string(),
+        error,
+        legs,
+        duration: g("duration", "10"),
+        parallel: g("parallel", "1"),
+        ports,
+    }
+}
+
+/// The legs a form filled in: rows with a peer host, with the common duration and streams.
+fn legs_of_form(f: &HashMap<String, String>) -> Vec<TestRequest> {
+    let get = |k: String| f.get(&k).cloned().filter(|s| !s.trim().is_empty());
+    (1..=multi::MAX_LEGS)
+        .filter_map(|n| {
+            let host = get(format!("leg{n}_host"))?;
+            Some(TestRequest {
+                host: host.trim().to_string(),
+                bind: get(format!("leg{n}_bind")),
+                port: get(format!("leg{n}_port")),
+                direction: get(format!("leg{n}_direction")),
+                protocol: get(format!("leg{n}_protocol")),
+                bitrate: get(format!("leg{n}_bitrate")),
+                duration: get("duration".into()),
+                parallel: get("parallel".into()),
+                ..Default::default()
+            })
+        })
+        .collect()
+}
+
+async fn page(auth: Auth) -> HttpResponse {
+    html(
+        actix_web::http::StatusCode::OK,
+        &form_page(&auth, &HashMap::new(), None),
+    )
+}
+
+async fn start(
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<HashMap<String, String>>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.get("csrf").map(String::as_str))?;
+    let res = multi::specs(&legs_of_form(&form), &crate::system::ports())
+        .and_then(|specs| state.hub.start_multi(specs, None));
+    Ok(match res {
+        Ok((id, _)) => see_other(&format!("/runs/{id}")),
+        Err(e) => html(
+            actix_web::http::StatusCode::BAD_REQUEST,
+            &form_page(&auth, &form, Some(e)),
+        ),
+    })
+}
+
+async fn api_start(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let bad = |m: String| HttpResponse::BadRequest().json(json!({ "error": m }));
+    let v: serde_json::Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => return Ok(bad(format!("invalid request body: {e}"))),
+    };
+    let legs = match v.get("legs").and_then(|l| l.as_array()) {
+        Some(a) => a,
+        None => return Ok(bad("expected {\"legs\": [test, test, …]}".into())),
+    };
+    let mut reqs = Vec::new();
+    for (i, l) in legs.iter().enumerate() {
+        match super::api::normalize(l.clone())
+            .and_then(|v| serde_json::from_value::<TestRequest>(v).map_err(|e| e.to_string()))
+        {
+            Ok(t) => reqs.push(t),
+            Err(e) => return Ok(bad(format!("leg {}: {e}", i + 1))),
+        }
+    }
+    let mr = MultiRequest { legs: reqs };
+    Ok(
+        match multi::specs(&mr.legs, &crate::system::ports())
+            .and_then(|s| state.hub.start_multi(s, None))
+        {
+            Ok((id, _)) => HttpResponse::Created()
+                .insert_header(("Location", format!("/api/runs/{id}")))
+                .json(json!({"id": id, "url": format!("/runs/{id}")})),
+            Err(e) => bad(e),
+        },
+    )
+}

@@ -1,0 +1,1035 @@
+//! Saved suites and comparisons in the web UI and API.
+//!
+//! Pages: `/suites` (definitions: run, edit, export, delete, import; recent suite runs),
+//! `/suites/defs/new`, `/suites/defs/{id}` (editor: steps added, removed, moved without
+//! JavaScript), `/suites/{id}` (a suite run: live table, stop, CSV/Markdown), `/compare`
+//! (`?runs=1,2` or `?suites=4,5`, also repeated `run=`/`suite=` from the history's
+//! checkboxes; `.csv` and `.md` exports).
+//! API: `/api/suite-defs` (GET list, POST create), `/api/suite-defs/{id or name}` (GET, PUT,
+//! DELETE), `/api/suite-defs/{id or name}/run` (POST), `/api/suites/{id}/stop` (POST),
+//! `/api/compare?runs=…|suites=…&format=json|csv|md|text`.
+
+use super::auth::{Auth, AuthError};
+use super::AppState;
+use crate::compare::{self, CompareError, Comparison};
+use crate::engine::report::version_string;
+use crate::suites::def::{self, RunTarget, Step, SuiteDef};
+use crate::suites::run;
+use actix_web::http::StatusCode;
+use actix_web::{http::header, web, HttpRequest, HttpResponse};
+use askama::Template;
+use serde_json::json;
+
+/// Register the routes (before the pages' `/suites/{id}` catch-alls).
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/suites", web::get().to(suites_page))
+        .route("/suites/defs/new", web::get().to(new_def))
+        .route("/suites/defs/save", web::post().to(save_def))
+        .route("/suites/defs/import", web::post().to(import_def))
+        .route("/suites/defs/{id}", web::get().to(edit_def))
+        .route("/suites/defs/{id}/delete", web::post().to(delete_def))
+        .route("/suites/defs/{id}/run", web::post().to(run_def))
+        .route("/suites/defs/{id}/export.json", web::get().to(export_def))
+        .route("/suites/{id}", web::get().to(suite_page))
+        .route("/suites/{id}/stop", web::post().to(stop_suite))
+        .route("/suites/{id}/export.csv", web::get().to(suite_csv))
+        .route("/suites/{id}/export.md", web::get().to(suite_md))
+        .route("/compare", web::get().to(compare_page))
+        .route("/compare.csv", web::get().to(compare_csv))
+        .route("/compare.md", web::get().to(compare_md))
+        .route("/api/suite-defs", web::get().to(api_list))
+        .route("/api/suite-defs", web::post().to(api_create))
+        .route("/api/suite-defs/{key}", web::get().to(api_show))
+        .route("/api/suite-defs/{key}", web::put().to(api_update))
+        .route("/api/suite-defs/{key}", web::delete().to(api_delete))
+        .route("/api/suite-defs/{key}/run", web::post().to(api_run))
+        .route("/api/suites/{id}/stop", web::post().to(api_stop))
+        .route("/api/compare", web::get().to(api_compare));
+}
+
+fn html<T: Template>(status: StatusCode, t: &T) -> HttpResponse {
+    match t.render() {
+        Ok(body) => HttpResponse::build(status)
+            .content_type("text/html; charset=utf-8")
+            .insert_header(("X-Frame-Options", "DENY"))
+            .insert_header((
+                "Content-Security-Policy",
+                "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:",
+            ))
+            .body(body),
+        Err(e) => HttpResponse::InternalServerError().body(format!("template error: {e}")),
+    }
+}
+
+fn see_other(to: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, to))
+        .finish()
+}
+
+#[derive(Template)]
+#[template(path = "message.html")]
+struct MessagePage {
+    nav: bool,
+    csrf: String,
+    version: String,
+    heading: String,
+    text: String,
+}
+
+fn message(status: StatusCode, auth: &Auth, heading: &str, text: &str) -> HttpResponse {
+    html(
+        status,
+        &MessagePage {
+            nav: true,
+            csrf: auth.csrf().into(),
+            version: version_string(),
+            heading: heading.into(),
+            text: text.into(),
+        },
+    )
+}
+
+fn api_error(status: StatusCode, msg: impl Into<String>) -> HttpResponse {
+    HttpResponse::build(status).json(json!({"error": msg.into()}))
+}
+
+fn pairs_get<'a>(p: &'a [(String, String)], k: &str) -> Option<&'a str> {
+    p.iter().find(|(a, _)| a == k).map(|(_, v)| v.as_str())
+}
+
+fn nonempty(s: Option<&str>) -> Option<String> {
+    s.map(str::trim).filter(|s| !s.is_empty()).map(String::from)
+}
+
+fn def_row(state: &AppState, key: &str) -> Result<crate::store::SuiteDefRow, (StatusCode, String)> {
+    def::find(&state.store, key)
+        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e))?
+        .ok_or_else(|| {
+            (
+                StatusCode::NOT_FOUND,
+                format!("there is no suite definition '{key}'"),
+            )
+        })
+}
+
+// ---------------------------------------------------------------- suites page
+
+struct DefView {
+    id: i64,
+    name: String,
+    description: String,
+    builtin: bool,
+    summary: String,
+    error: Option<String>,
+    port: String,
+    bind: String,
+}
+
+struct SuiteRunView {
+    id: i64,
+    name: String,
+    label: String,
+    peer: String,
+    when: String,
+    status: String,
+}
+
+#[derive(Template)]
+#[template(path = "suites.html")]
+struct SuitesPage {
+    nav: bool,
+    csrf: String,
+    version: String,
+    defs: Vec<DefView>,
+    runs: Vec<SuiteRunView>,
+    ports: Vec<String>,
+    board: String,
+    error: Option<String>,
+}
+
+fn suites_view(state: &AppState, auth: &Auth, error: Option<String>) -> SuitesPage {
+    let placeholder = RunTarget {
+        host: "peer.invalid".into(),
+        ..Default::default()
+    };
+    let defs = state
+        .store
+        .suite_defs()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| {
+            let d = def::from_row(&r);
+            let plan = d
+                .as_ref()
+                .map_err(Clone::clone)
+                .and_then(|d| d.plan(&placeholder, &[]));
+            let (summary, error) = match &plan {
+                Ok(p) => {
+                    let secs: u64 = p.iter().map(|t| u64::from(t.spec.params.time)).sum();
+                    let labels: Vec<&str> = p.iter().map(|t| t.label.as_str()).collect();
+                    (
+                        format!("{} tests, {} s: {}", p.len(), secs, labels.join(", ")),
+                        None,
+                    )
+                }
+                Err(e) => (String::new(), Some(e.clone())),
+            };
+            let d = d.unwrap_or_default();
+            DefView {
+                id: r.id,
+                name: r.name,
+                description: d.description,
+                builtin: r.builtin,
+                summary,
+                error,
+                port: d.port.unwrap_or_default(),
+                bind: d.bind.unwrap_or_default(),
+            }
+        })
+        .collect();
+    let runs = state
+        .store
+        .suites(30)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| SuiteRunView {
+            label: state
+                .store
+                .suite_extra(s.id)
+                .ok()
+                .flatten()
+                .and_then(|x| x.label)
+                .unwrap_or_default(),
+            id: s.id,
+            name: s.name,
+            peer: s.peer_host,
+            when: super::fmt_time(s.created_at),
+            status: s.status,
+        })
+        .collect();
+    SuitesPage {
+        nav: true,
+        csrf: auth.csrf().into(),
+        version: version_string(),
+        defs,
+        runs,
+        ports: crate::system::ports()
+            .into_iter()
+            .filter(|p| !p.loopback)
+            .map(|p| p.name)
+            .collect(),
+        board: run::board_label(),
+        error,
+    }
+}
+
+async fn suites_page(auth: Auth, state: web::Data<AppState>) -> HttpResponse {
+    html(StatusCode::OK, &suites_view(&state, &auth, None))
+}
+
+// ---------------------------------------------------------------- editor
+
+#[derive(Default, Clone)]
+struct StepForm {
+    kind: String,
+    direction: String,
+    time: String,
+    streams: String,
+    bitrate: String,
+    length: String,
+    window: String,
+    rates: String,
+    label: String,
+}
+
+impl StepForm {
+    fn from(s: &Step) -> StepForm {
+        let g = |o: &Option<String>| o.clone().unwrap_or_default();
+        StepForm {
+            kind: s.kind.clone(),
+            direction: g(&s.direction),
+            time: g(&s.time),
+            streams: g(&s.streams),
+            bitrate: g(&s.bitrate),
+            length: g(&s.length),
+            window: g(&s.window),
+            rates: g(&s.rates),
+            label: g(&s.label),
+        }
+    }
+    fn to_step(&self) -> Step {
+        let o = |s: &str| nonempty(Some(s));
+        Step {
+            kind: self.kind.trim().to_string(),
+            direction: o(&self.direction),
+            time: o(&self.time),
+            streams: o(&self.streams),
+            bitrate: o(&self.bitrate),
+            length: o(&self.length),
+            window: o(&self.window),
+            rates: o(&self.rates),
+            label: o(&self.label),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "suite_edit.html")]
+struct EditPage {
+    nav: bool,
+    csrf: String,
+    version: String,
+    /// Empty for a new definition.
+    id: String,
+    name: String,
+    description: String,
+    port: String,
+    bind: String,
+    time: String,
+    steps: Vec<StepForm>,
+    kinds: Vec<String>,
+    directions: Vec<String>,
+    error: Option<String>,
+}
+
+fn edit_page(auth: &Auth, id: Option<i64>, d: &SuiteDef, error: Option<String>) -> EditPage {
+    EditPage {
+        nav: true,
+        csrf: auth.csrf().into(),
+        version: version_string(),
+        id: id.map(|i| i.to_string()).unwrap_or_default(),
+        name: d.name.clone(),
+        description: d.description.clone(),
+        port: d.port.clone().unwrap_or_default(),
+        bind: d.bind.clone().unwrap_or_default(),
+        time: d.time.clone().unwrap_or_default(),
+        steps: d.steps.iter().map(StepForm::from).collect(),
+        kinds: def::STEP_KINDS.iter().map(|s| s.to_string()).collect(),
+        directions: ["send", "receive", "bidir"].map(String::from).to_vec(),
+        error,
+    }
+}
+
+async fn new_def(auth: Auth) -> HttpResponse {
+    let d = SuiteDef {
+        time: Some("10".into()),
+        steps: vec![Step {
+            kind: "tcp".into(),
+            direction: Some("send".into()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    html(StatusCode::OK, &edit_page(&auth, None, &d, None))
+}
+
+async fn edit_def(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
+    let id = path.into_inner();
+    match def_row(&state, &id.to_string()) {
+        Ok(r) => match def::from_row(&r) {
+            Ok(d) => html(StatusCode::OK, &edit_page(&auth, Some(r.id), &d, None)),
+            Err(e) => message(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &auth,
+                "Bad definition",
+                &e,
+            ),
+        },
+        Err((s, e)) => message(s, &auth, "No such suite", &e),
+    }
+}
+
+/// Most step rows the editor accepts from a form.
+const MAX_FORM_STEPS: usize = def::MAX_STEPS + 1;
+
+async fn save_def(
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, AuthError> {
+    let f = form.into_inner();
+    auth.check_csrf(pairs_get(&f, "csrf"))?;
+    let id: Option<i64> = match nonempty(pairs_get(&f, "id")) {
+        None => None,
+        Some(s) => match s.parse() {
+            Ok(i) => Some(i),
+            Err(_) => {
+                return Ok(message(
+                    StatusCode::BAD_REQUEST,
+                    &auth,
+                    "Bad form",
+                    "the suite id is not a number",
+                ))
+            }
+        },
+    };
+    let mut steps: Vec<StepForm> = Vec::new();
+    for i in 0..MAX_FORM_STEPS {
+        let g = |k: &str| {
+            pairs_get(&f, &format!("s{i}_{k}"))
+                .unwrap_or_default()
+                .to_string()
+        };
+        if pairs_get(&f, &format!("s{i}_kind")).is_none() {
+            break;
+        }
+        steps.push(StepForm {
+            kind: g("kind"),
+            direction: g("direction"),
+            time: g("time"),
+            streams: g("streams"),
+            bitrate: g("bitrate"),
+            length: g("length"),
+            window: g("window"),
+            rates: g("rates"),
+            label: g("label"),
+        });
+    }
+    let action = pairs_get(&f, "action").unwrap_or("save");
+    let idx = |p: &str| {
+        action
+            .strip_prefix(p)
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|&n| n < steps.len())
+    };
+    let mut note = None;
+    let save = match action {
+        "save" => true,
+        "add" => {
+            if steps.len() < def::MAX_STEPS {
+                let last = steps.last().cloned().unwrap_or_default();
+                steps.push(StepForm {
+                    kind: if last.kind.is_empty() {
+                        "tcp".into()
+                    } else {
+                        last.kind
+                    },
+                    direction: last.direction,
+                    ..Default::default()
+                });
+            } else {
+                note = Some(format!("a suite has at most {} steps", def::MAX_STEPS));
+            }
+            false
+        }
+        a if a.starts_with("remove-") => {
+            if let Some(i) = idx("remove-") {
+                steps.remove(i);
+            }
+            false
+        }
+        a if a.starts_with("up-") => {
+            if let Some(i) = idx("up-").filter(|&i| i > 0) {
+                steps.swap(i, i - 1);
+            }
+            false
+        }
+        a if a.starts_with("down-") => {
+            if let Some(i) = idx("down-").filter(|&i| i + 1 < steps.len()) {
+                steps.swap(i, i + 1);
+            }
+            false
+        }
+        _ => {
+            note = Some(format!("unknown action '{action}'"));
+            false
+        }
+    };
+    let d = SuiteDef {
+        name: pairs_get(&f, "name").unwrap_or_default().trim().to_string(),
+        description: pairs_get(&f, "description")
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+        port: nonempty(pairs_get(&f, "port")),
+        bind: nonempty(pairs_get(&f, "bind")),
+        time: nonempty(pairs_get(&f, "time")),
+        steps: steps.iter().map(StepForm::to_step).collect(),
+    };
+    if !save {
+        return Ok(html(StatusCode::OK, &edit_page(&auth, id, &d, note)));
+    }
+    Ok(match def::save(&state.store, id, &d) {
+        Ok(_) => see_other("/suites"),
+        Err(e) => html(StatusCode::BAD_REQUEST, &edit_page(&auth, id, &d, Some(e))),
+    })
+}
+
+async fn delete_def(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<i64>,
+    form: web::Form<super::pages::CsrfForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    let id = path.into_inner();
+    Ok(match state.store.delete_suite_def(id) {
+        Ok(true) => see_other("/suites"),
+        Ok(false) => message(
+            StatusCode::NOT_FOUND,
+            &auth,
+            "No such suite",
+            "Nothing was deleted.",
+        ),
+        Err(e) => message(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &auth,
+            "Error",
+            &e.to_string(),
+        ),
+    })
+}
+
+#[derive(serde::Deserialize)]
+struct RunForm {
+    #[serde(default)]
+    csrf: Option<String>,
+    #[serde(flatten)]
+    target: RunTarget,
+}
+
+async fn run_def(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<i64>,
+    form: web::Form<RunForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    let id = path.into_inner();
+    let row = match def_row(&state, &id.to_string()) {
+        Ok(r) => r,
+        Err((s, e)) => return Ok(message(s, &auth, "No such suite", &e)),
+    };
+    Ok(match run::start_def(&state.hub, &row, &form.target) {
+        Ok(sid) => see_other(&format!("/suites/{sid}")),
+        Err(e) => html(
+            StatusCode::BAD_REQUEST,
+            &suites_view(
+                &state,
+                &auth,
+                Some(format!("Cannot run '{}': {e}", row.name)),
+            ),
+        ),
+    })
+}
+
+async fn export_def(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
+    let id = path.into_inner();
+    match def_row(&state, &id.to_string())
+        .and_then(|r| def::from_row(&r).map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e)))
+    {
+        Ok(d) => HttpResponse::Ok()
+            .content_type("application/json")
+            .insert_header((
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"netperfd-suite-{id}.json\""),
+            ))
+            .body(serde_json::to_string_pretty(&d).unwrap_or_default()),
+        Err((s, e)) => message(s, &auth, "No such suite", &e),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct ImportForm {
+    #[serde(default)]
+    csrf: Option<String>,
+    json: String,
+    #[serde(default)]
+    replace: Option<String>,
+}
+
+fn import(state: &AppState, body: &[u8], replace: bool) -> Result<i64, String> {
+    let d = SuiteDef::from_json(body)?;
+    let existing = state
+        .store
+        .suite_def_by_name(d.name.trim())
+        .map_err(|e| e.to_string())?;
+    match existing {
+        Some(r) if replace => def::save(&state.store, Some(r.id), &d),
+        _ => def::save(&state.store, None, &d),
+    }
+}
+
+async fn import_def(
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<ImportForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    Ok(
+        match import(&state, form.json.as_bytes(), form.replace.is_some()) {
+            Ok(_) => see_other("/suites"),
+            Err(e) => html(
+                StatusCode::BAD_REQUEST,
+                &suites_view(&state, &auth, Some(format!("Import refused: {e}"))),
+            ),
+        },
+    )
+}
+
+// ---------------------------------------------------------------- a suite run
+
+struct StepView {
+    index: usize,
+    label: String,
+    bitrate: String,
+    retr: String,
+    jitter: String,
+    lost_total: String,
+    loss: String,
+    cpu: String,
+    status: String,
+    run_id: Option<i64>,
+    error: String,
+}
+
+#[derive(Template)]
+#[template(path = "suite.html")]
+struct SuitePage {
+    nav: bool,
+    csrf: String,
+    version: String,
+    suite_id: i64,
+    name: String,
+    label: String,
+    status: String,
+    peer: String,
+    when: String,
+    running: bool,
+    progress: String,
+    rows: Vec<StepView>,
+    text: String,
+    markdown: String,
+}
+
+async fn suite_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
+    let id = path.into_inner();
+    let r = match run::suite_result(&state.store, id) {
+        Ok(Some(r)) => r,
+        Ok(None) => {
+            return message(
+                StatusCode::NOT_FOUND,
+                &auth,
+                "No such suite",
+                &format!("There is no suite {id}."),
+            )
+        }
+        Err(e) => return message(StatusCode::INTERNAL_SERVER_ERROR, &auth, "Error", &e),
+    };
+    let grid = compare::suite_grid(&r);
+    let done = r
+        .steps
+        .iter()
+        .filter(|s| !matches!(s.status.as_str(), "pending" | "running"))
+        .count();
+    let current = r.steps.iter().find(|s| s.status == "running");
+    let running = r.suite.status == "running" || current.is_some();
+    let progress = match current {
+        Some(c) => format!("test {} of {} running: {}", c.index, r.steps.len(), c.label),
+        None if running => format!("{done} of {} tests done", r.steps.len()),
+        None => String::new(),
+    };
+    let rows = r
+        .steps
+        .iter()
+        .zip(grid.rows.iter())
+        .map(|(s, g)| StepView {
+            index: s.index,
+            label: s.label.clone(),
+            bitrate: g[1].clone(),
+            retr: g[2].clone(),
+            jitter: g[3].clone(),
+            lost_total: g[4].clone(),
+            loss: g[5].clone(),
+            cpu: g[6].clone(),
+            status: s.status.clone(),
+            run_id: s.run_id,
+            error: s.error.clone().unwrap_or_default(),
+        })
+        .collect();
+    html(
+        StatusCode::OK,
+        &SuitePage {
+            nav: true,
+            csrf: auth.csrf().into(),
+            version: version_string(),
+            suite_id: r.suite.id,
+            name: r.suite.name.clone(),
+            label: r.label.clone(),
+            status: r.suite.status.clone(),
+            peer: r.suite.peer_host.clone(),
+            when: super::fmt_time(r.suite.created_at),
+            running,
+            progress,
+            rows,
+            text: grid.text(),
+            markdown: compare::suite_markdown(&r),
+        },
+    )
+}
+
+async fn stop_suite(
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<i64>,
+    form: web::Form<super::pages::CsrfForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    let id = path.into_inner();
+    Ok(match state.hub.stop_suite(id) {
+        Ok(_) => see_other(&format!("/suites/{id}")),
+        Err(e) => message(StatusCode::NOT_FOUND, &auth, "No such suite", &e),
+    })
+}
+
+fn download(ct: &str, name: String, body: String) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(ct)
+        .insert_header((
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"{name}\""),
+        ))
+        .body(body)
+}
+
+fn plain_error(status: StatusCode, msg: &str) -> HttpResponse {
+    HttpResponse::build(status)
+        .content_type("text/plain; charset=utf-8")
+        .body(format!("{msg}\n"))
+}
+
+fn suite_export(state: &AppState, id: i64, md: bool) -> HttpResponse {
+    match run::suite_result(&state.store, id) {
+        Ok(Some(r)) if md => download(
+            "text/markdown; charset=utf-8",
+            format!("netperfd-suite-{id}.md"),
+            compare::suite_markdown(&r),
+        ),
+        Ok(Some(r)) => download(
+            "text/csv; charset=utf-8",
+            format!("netperfd-suite-{id}.csv"),
+            compare::suite_csv(&r),
+        ),
+        Ok(None) => plain_error(StatusCode::NOT_FOUND, &format!("there is no suite {id}")),
+        Err(e) => plain_error(StatusCode::INTERNAL_SERVER_ERROR, &e),
+    }
+}
+
+async fn suite_csv(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
+    suite_export(&state, path.into_inner(), false)
+}
+
+async fn suite_md(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
+    suite_export(&state, path.into_inner(), true)
+}
+
+// ---------------------------------------------------------------- compare
+
+/// What a comparison's query selects.
+struct Selection {
+    runs: bool,
+    ids: Vec<i64>,
+    boards: bool,
+    /// The query string that selects the same thing (for export links).
+    query: String,
+}
+
+fn selection(q: &[(String, String)]) -> Result<Selection, CompareError> {
+    let mut runs = String::new();
+    let mut suites = String::new();
+    for (k, v) in q {
+        match k.as_str() {
+            "runs" | "run" => {
+                runs.push_str(v);
+                runs.push(',');
+            }
+            "suites" | "suite" => {
+                suites.push_str(v);
+                suites.push(',');
+            }
+            _ => {}
+        }
+    }
+    let boards = pairs_get(q, "layout") == Some("boards");
+    let run_ids = compare::parse_ids("runs", &runs)?;
+    let suite_ids = compare::parse_ids("suites", &suites)?;
+    if !run_ids.is_empty() && !suite_ids.is_empty() {
+        return Err(CompareError::Bad(
+            "compare runs or suites, not both at once".into(),
+        ));
+    }
+    let (is_runs, ids) = if suite_ids.is_empty() {
+        (true, run_ids)
+    } else {
+        (false, suite_ids)
+    };
+    if ids.is_empty() {
+        return Err(CompareError::Empty);
+    }
+    let list: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+    let query = format!(
+        "{}={}{}",
+        if is_runs { "runs" } else { "suites" },
+        list.join(","),
+        if boards { "&layout=boards" } else { "" }
+    );
+    Ok(Selection {
+        runs: is_runs,
+        ids,
+        boards,
+        query,
+    })
+}
+
+fn comparison(
+    state: &AppState,
+    q: &[(String, String)],
+) -> Result<(Selection, Comparison), CompareError> {
+    let sel = selection(q)?;
+    let c = if sel.runs {
+        compare::compare_runs(&state.store, &sel.ids)?
+    } else {
+        compare::compare_suites(&state.store, &sel.ids)?
+    };
+    Ok((sel, c))
+}
+
+fn cmp_status(e: &CompareError) -> StatusCode {
+    match e {
+        CompareError::Empty | CompareError::Bad(_) => StatusCode::BAD_REQUEST,
+        CompareError::NotFound(_) => StatusCode::NOT_FOUND,
+        CompareError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+#[derive(Template)]
+#[template(path = "compare.html")]
+struct ComparePage {
+    nav: bool,
+    csrf: String,
+    version: String,
+    suites: bool,
+    boards: bool,
+    query: String,
+    /// The same selection in the other layout (suites only).
+    other_layout: String,
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+    markdown: String,
+}
+
+async fn compare_page(
+    auth: Auth,
+    state: web::Data<AppState>,
+    q: web::Query<Vec<(String, String)>>,
+) -> HttpResponse {
+    match comparison(&state, &q) {
+        Ok((sel, c)) => {
+            let g = compare::grid(&c, sel.boards);
+            let list: Vec<String> = sel.ids.iter().map(|i| i.to_string()).collect();
+            html(
+                StatusCode::OK,
+                &ComparePage {
+                    nav: true,
+                    csrf: auth.csrf().into(),
+                    version: version_string(),
+                    suites: !sel.runs,
+                    boards: sel.boards,
+                    other_layout: format!(
+                        "suites={}{}",
+                        list.join(","),
+                        if sel.boards { "" } else { "&layout=boards" }
+                    ),
+                    query: sel.query,
+                    header: g.header,
+                    rows: g.rows,
+                    markdown: compare::markdown(&c, sel.boards),
+                },
+            )
+        }
+        Err(e) => message(cmp_status(&e), &auth, "Cannot compare", &e.to_string()),
+    }
+}
+
+fn compare_export(state: &AppState, q: &[(String, String)], md: bool) -> HttpResponse {
+    match comparison(state, q) {
+        Ok((sel, c)) if md => download(
+            "text/markdown; charset=utf-8",
+            "netperfd-compare.md".into(),
+            compare::markdown(&c, sel.boards),
+        ),
+        Ok((_, c)) => download(
+            "text/csv; charset=utf-8",
+            "netperfd-compare.csv".into(),
+            compare::csv(&c),
+        ),
+        Err(e) => plain_error(cmp_status(&e), &e.to_string()),
+    }
+}
+
+async fn compare_csv(
+    _auth: Auth,
+    state: web::Data<AppState>,
+    q: web::Query<Vec<(String, String)>>,
+) -> HttpResponse {
+    compare_export(&state, &q, false)
+}
+
+async fn compare_md(
+    _auth: Auth,
+    state: web::Data<AppState>,
+    q: web::Query<Vec<(String, String)>>,
+) -> HttpResponse {
+    compare_export(&state, &q, true)
+}
+
+// ---------------------------------------------------------------- API
+
+async fn api_list(_auth: Auth, state: web::Data<AppState>) -> HttpResponse {
+    match state.store.suite_defs() {
+        Ok(rows) => HttpResponse::Ok().json(
+            rows.iter()
+                .map(|r| json!({"id": r.id, "name": r.name, "builtin": r.builtin, "definition": r.body}))
+                .collect::<Vec<_>>(),
+        ),
+        Err(e) => api_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+async fn api_show(
+    _auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> HttpResponse {
+    match def_row(&state, &path) {
+        Ok(r) => HttpResponse::Ok()
+            .json(json!({"id": r.id, "name": r.name, "builtin": r.builtin, "definition": r.body})),
+        Err((s, e)) => api_error(s, e),
+    }
+}
+
+async fn api_create(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    Ok(match import(&state, &body, false) {
+        Ok(id) => HttpResponse::Created()
+            .insert_header(("Location", format!("/api/suite-defs/{id}")))
+            .json(json!({"id": id})),
+        Err(e) => api_error(StatusCode::BAD_REQUEST, e),
+    })
+}
+
+async fn api_update(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let row = match def_row(&state, &path) {
+        Ok(r) => r,
+        Err((s, e)) => return Ok(api_error(s, e)),
+    };
+    Ok(
+        match SuiteDef::from_json(&body).and_then(|d| def::save(&state.store, Some(row.id), &d)) {
+            Ok(id) => HttpResponse::Ok().json(json!({"id": id})),
+            Err(e) => api_error(StatusCode::BAD_REQUEST, e),
+        },
+    )
+}
+
+async fn api_delete(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    Ok(match def_row(&state, &path) {
+        Ok(r) => match state.store.delete_suite_def(r.id) {
+            Ok(_) => HttpResponse::NoContent().finish(),
+            Err(e) => api_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        },
+        Err((s, e)) => api_error(s, e),
+    })
+}
+
+async fn api_run(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let row = match def_row(&state, &path) {
+        Ok(r) => r,
+        Err((s, e)) => return Ok(api_error(s, e)),
+    };
+    let t: RunTarget = match serde_json::from_slice(&body) {
+        Ok(t) => t,
+        Err(e) => {
+            return Ok(api_error(
+                StatusCode::BAD_REQUEST,
+                format!("invalid request body: {e}"),
+            ))
+        }
+    };
+    Ok(match run::start_def(&state.hub, &row, &t) {
+        Ok(sid) => HttpResponse::Created()
+            .insert_header(("Location", format!("/api/suites/{sid}")))
+            .json(json!({"id": sid, "url": format!("/suites/{sid}")})),
+        Err(e) => api_error(StatusCode::BAD_REQUEST, e),
+    })
+}
+
+async fn api_stop(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<i64>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let id = path.into_inner();
+    Ok(match state.hub.stop_suite(id) {
+        Ok(true) => HttpResponse::Accepted().json(json!({"id": id, "stopping": true})),
+        Ok(false) => api_error(StatusCode::CONFLICT, format!("suite {id} is not running")),
+        Err(e) => api_error(StatusCode::NOT_FOUND, e),
+    })
+}
+
+async fn api_compare(
+    _auth: Auth,
+    state: web::Data<AppState>,
+    q: web::Query<Vec<(String, String)>>,
+) -> HttpResponse {
+    let (sel, c) = match comparison(&state, &q) {
+        Ok(x) => x,
+        Err(e) => return api_error(cmp_status(&e), e.to_string()),
+    };
+    match pairs_get(&q, "format").unwrap_or("json") {
+        "json" => HttpResponse::Ok().json(json!({
+            "comparison": c,
+            "grid": compare::grid(&c, sel.boards),
+        })),
+        "csv" => HttpResponse::Ok()
+            .content_type("text/csv; charset=utf-8")
+            .body(compare::csv(&c)),
+        "md" => HttpResponse::Ok()
+            .content_type("text/markdown; charset=utf-8")
+            .body(compare::markdown(&c, sel.boards)),
+        "text" => HttpResponse::Ok()
+            .content_type("text/plain; charset=utf-8")
+            .body(compare::grid(&c, sel.boards).text()),
+        f => api_error(
+            StatusCode::BAD_REQUEST,
+            format!("format must be json, csv, md or text, got '{f}'"),
+        ),
+    }
+}

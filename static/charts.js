@@ -1,0 +1,93 @@
+// netperfd run charts: throughput per stream/leg, CPU per core and port rates on one time
+// axis (seconds since the run started), drawn with uPlot (static/vendor, MIT). Data from
+// GET /api/runs/{id}/chart; refreshed every 2 s while the run is live.
+(function () {
+  "use strict";
+  var box = document.getElementById("charts");
+  if (!box || !window.uPlot) { return; }
+  var runId = box.getAttribute("data-run");
+  var live = box.getAttribute("data-live") === "true";
+  var plots = {};
+  var sync = window.uPlot.sync("run-" + runId);
+  var colors = ["#0b63c5", "#d9480f", "#2b8a3e", "#862e9c", "#e67700", "#1098ad", "#c2255c", "#5c940d",
+    "#364fc7", "#a61e4d"];
+
+  function si(v, unit) {
+    if (v === null || v === undefined || !isFinite(v)) { return "—"; }
+    var p = ["", "K", "M", "G", "T"], i = 0, n = Math.abs(v);
+    while (n >= 1000 && i < 4) { n /= 1000; v /= 1000; i++; }
+    return (Math.abs(v) < 10 ? v.toFixed(2) : v.toFixed(Math.abs(v) < 100 ? 1 : 0)) + " " + p[i] + unit;
+  }
+  var kinds = {
+    throughput: { title: "Throughput", fmt: function (v) { return si(v, "bit/s"); } },
+    cpu: { title: "CPU per core", fmt: function (v) { return v === null || v === undefined ? "—" : v.toFixed(0) + " %"; }, max: 100 },
+    ports: { title: "Port rates", fmt: function (v) { return si(v, "bit/s"); } }
+  };
+
+  // One time axis: every chart spans 0 … the latest sample of any chart.
+  var tMax = 1;
+  function xRange() { return [0, tMax]; }
+
+  function options(kind, ch, width) {
+    var k = kinds[kind];
+    var series = [{ label: "t (s)", value: function (u, v) { return v === null ? "—" : v.toFixed(1) + " s"; } }];
+    ch.series.forEach(function (s, i) {
+      series.push({
+        label: s.label,
+        stroke: colors[i % colors.length],
+        width: s.label.indexOf("sum") >= 0 || s.label.indexOf("softirq") >= 0 ? 2 : 1.5,
+        dash: s.label.indexOf("softirq") >= 0 ? [5, 4] : undefined,
+        spanGaps: false,
+        value: function (u, v) { return k.fmt(v); }
+      });
+    });
+    return {
+      title: k.title,
+      width: width,
+      height: 190,
+      cursor: { sync: { key: sync.key } },
+      scales: { x: { time: false, range: xRange }, y: k.max ? { range: [0, k.max] } : { range: function (u, min, max) { return [0, Math.max(max, 1) * 1.08]; } } },
+      axes: [
+        { label: "seconds since start" },
+        { size: 80, values: function (u, ticks) { return ticks.map(function (v) { return k.fmt(v); }); } }
+      ],
+      series: series
+    };
+  }
+
+  function render(data) {
+    Object.keys(kinds).forEach(function (kind) {
+      var t = data[kind] && data[kind].t;
+      if (t && t.length) { tMax = Math.max(tMax, t[t.length - 1]); }
+    });
+    Object.keys(kinds).forEach(function (kind) {
+      var el = document.getElementById("chart-" + kind);
+      if (!el) { return; }
+      var ch = data[kind];
+      if (!ch || !ch.t.length) {
+        if (!plots[kind]) { el.textContent = kinds[kind].title + ": no samples yet"; }
+        return;
+      }
+      var d = [ch.t].concat(ch.series.map(function (s) { return s.values; }));
+      var p = plots[kind];
+      if (p && p.series.length === d.length) { p.setData(d); p.setScale("x", { min: 0, max: tMax }); return; }
+      if (p) { p.destroy(); }
+      el.textContent = "";
+      plots[kind] = new window.uPlot(options(kind, ch, Math.max(el.clientWidth, 320)), d, el);
+      el.setAttribute("data-series", String(ch.series.length));
+    });
+  }
+
+  function load() {
+    var x = new XMLHttpRequest();
+    x.open("GET", "/api/runs/" + runId + "/chart");
+    x.onload = function () {
+      if (x.status !== 200) { return; }
+      try { render(JSON.parse(x.responseText)); } catch (e) { /* keep the last chart */ }
+    };
+    x.send();
+  }
+
+  load();
+  if (live) { window.setInterval(load, 2000); }
+}());
