@@ -28,6 +28,16 @@ pub struct Config {
     /// Web session lifetime in hours, default 12.
     #[serde(default = "default_session_hours")]
     pub session_hours: u32,
+    /// Port of the HTTP payload server (`GET /payload/<size>`, no login), default 8088;
+    /// 0 turns it off.
+    #[serde(default = "default_http_payload_port")]
+    pub http_payload_port: u16,
+    /// Port of the TCP sink (`nc board PORT < /dev/zero`), default 5009; 0 turns it off.
+    #[serde(default = "default_tcp_sink_port")]
+    pub tcp_sink_port: u16,
+    /// Port of the TCP source (`nc board PORT > /dev/null`), default 5019; 0 turns it off.
+    #[serde(default = "default_tcp_source_port")]
+    pub tcp_source_port: u16,
 }
 
 fn default_listen() -> SocketAddr {
@@ -45,6 +55,15 @@ fn default_iperf2_ports() -> Vec<u16> {
 fn default_session_hours() -> u32 {
     12
 }
+fn default_http_payload_port() -> u16 {
+    8088
+}
+fn default_tcp_sink_port() -> u16 {
+    5009
+}
+fn default_tcp_source_port() -> u16 {
+    5019
+}
 
 impl Default for Config {
     fn default() -> Self {
@@ -55,6 +74,9 @@ impl Default for Config {
             iperf3_ports: default_iperf3_ports(),
             iperf2_ports: default_iperf2_ports(),
             session_hours: default_session_hours(),
+            http_payload_port: default_http_payload_port(),
+            tcp_sink_port: default_tcp_sink_port(),
+            tcp_source_port: default_tcp_source_port(),
         }
     }
 }
@@ -85,6 +107,19 @@ impl Config {
         }
         if c.session_hours == 0 || c.session_hours > 24 * 30 {
             return Err("session_hours must be 1..720".into());
+        }
+        let svc = [
+            ("http_payload_port", c.http_payload_port),
+            ("tcp_sink_port", c.tcp_sink_port),
+            ("tcp_source_port", c.tcp_source_port),
+        ];
+        for (i, (k, p)) in svc.iter().enumerate() {
+            let clash = c.iperf3_ports.contains(p)
+                || c.listen.port() == *p
+                || svc[..i].iter().any(|(_, q)| q == p);
+            if *p != 0 && clash {
+                return Err(format!("{k}: port {p} is already used by another service"));
+            }
         }
         Ok(c)
     }
@@ -117,5 +152,13 @@ mod tests {
         assert!(Config::parse("iperf2_ports = [5201]").is_err());
         assert!(Config::parse("admin_password_hash = \"plain\"").is_err());
         assert!(Config::parse("unknown_key = 1").is_err());
+        assert!(Config::parse("tcp_sink_port = 5201").is_err());
+        assert!(Config::parse("tcp_sink_port = 8088").is_err());
+        assert!(Config::parse("http_payload_port = 8080").is_err());
+        let c = Config::parse("tcp_sink_port = 0\ntcp_source_port = 0\n").unwrap();
+        assert_eq!(
+            (c.tcp_sink_port, c.tcp_source_port, c.http_payload_port),
+            (0, 0, 8088)
+        );
     }
 }

@@ -139,6 +139,9 @@ async fn run(cfg: Config) -> Result<(), String> {
         .workers(2)
         .bind(cfg.listen)
         .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
+    // Payload server, TCP sink and source (after the web UI has its port; one that cannot
+    // listen is logged and left off).
+    let _ = crate::traffic::start(&hub, &cfg);
     tracing::info!(
         "web UI on http://{}/ (data in {})",
         cfg.listen,

@@ -36,6 +36,8 @@ enum Cmd {
     HashPassword,
     /// Board control: ports, addresses, links, default gateway, forwarding/NAT, CPU governor
     Net(netperfd::net_cli::NetArgs),
+    /// Download an http:// URL over N connections (axel-style ranges) and record the goodput
+    HttpGet(netperfd::http_cli::HttpGetArgs),
     /// Several ports at once: iperf3 legs, each bound to its board port, started together
     Multi(netperfd::multi_cli::MultiArgs),
     /// Peer agent for forwarding runs: lets a board run iperf3 tests from this PC (token needed)
@@ -60,6 +62,7 @@ fn main() {
         Some(Cmd::Compare(a)) => netperfd::suite_cli::compare_main(a),
         Some(Cmd::HashPassword) => netperfd::web::auth::hash_password_cli(),
         Some(Cmd::Net(n)) => netperfd::net_cli::main(n),
+        Some(Cmd::HttpGet(h)) => netperfd::http_cli::main(h),
         Some(Cmd::Multi(m)) => netperfd::multi_cli::main(m),
         Some(Cmd::Peer(p)) => netperfd::peer::agent::main(p),
         Some(Cmd::Forward(f)) => netperfd::forward_cli::forward_main(f),

@@ -11,6 +11,7 @@ pub mod multi;
 pub mod pages;
 pub mod suites;
 pub mod test_request;
+pub mod traffic;
 
 use crate::config::Config;
 use crate::engine::report::{unit_format, Report};
@@ -77,6 +78,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     forwarding::configure(cfg);
     pages::configure(cfg);
     api::configure(cfg);
+    traffic::configure(cfg);
     cfg.route("/static/style.css", web::get().to(style))
         .route("/static/app.js", web::get().to(script))
         .route("/static/refresh.js", web::get().to(refresh));

@@ -352,7 +352,9 @@ fn run_view(r: &RunRow) -> RunView {
         id: r.id,
         when: fmt_time(r.started_at),
         role: r.role.clone(),
-        role_text: if r.role == "server" {
+        role_text: if let Some(t) = super::traffic::role_text(&r.kind) {
+            t.into()
+        } else if r.role == "server" {
             "the peer ran iperf3 -c against this board".into()
         } else {
             "this board ran the client".into()
@@ -362,7 +364,11 @@ fn run_view(r: &RunRow) -> RunView {
         local,
         direction: r.direction.clone(),
         protocol: r.protocol.clone(),
-        streams: p.as_ref().map(|p| p.parallel).unwrap_or(1),
+        streams: p
+            .as_ref()
+            .map(|p| p.parallel)
+            .or_else(|| r.summary["connections"].as_u64().map(|c| c as u32))
+            .unwrap_or(1),
         sender_rate: r.sender_bps.map(fmt_rate).unwrap_or_else(|| "—".into()),
         receiver_rate: r.receiver_bps.map(fmt_rate).unwrap_or_else(|| "—".into()),
         retransmits: r
@@ -393,6 +399,9 @@ fn run_view(r: &RunRow) -> RunView {
 
 /// An equivalent iperf3 command line for a run (what the user would have typed).
 pub fn command_line(r: &RunRow) -> String {
+    if let Some(c) = super::traffic::command_line(r) {
+        return c;
+    }
     let Some(p) = params_of(r) else {
         return String::new();
     };
@@ -952,7 +961,9 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
         )),
     };
     let legs = leg_views(&state, &run);
-    let details = if run.kind == "iperf3" || run.kind == "multi" {
+    let details = if super::traffic::is_traffic_kind(&run.kind) {
+        super::traffic::facts(&run)
+    } else if run.kind == "iperf3" || run.kind == "multi" {
         Vec::new()
     } else {
         detail_rows(&run.summary)

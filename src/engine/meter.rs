@@ -1,0 +1,243 @@
+//! Byte counters of the connections of one run, cut into reporting intervals (iperf3's
+//! [`IntervalRecord`] with one [`StreamInterval`] per connection) for the runs that are not
+//! iperf3 tests: HTTP downloads served or fetched, raw TCP sink and source.
+//! Not for: iperf3 streams (they keep their own interval state in `session.rs`).
+
+use crate::engine::report::{IntervalRecord, StreamInterval};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// One connection's counter, shared between the task that moves the bytes and the meter.
+#[derive(Debug)]
+pub struct Counter {
+    /// Stream id as shown in the interval table (1, 2, …).
+    pub id: u32,
+    /// Local socket number (file descriptor), shown as iperf3 does.
+    pub socket: i32,
+    bytes: AtomicU64,
+    closed: AtomicBool,
+    started: Instant,
+    ended: Mutex<Option<Instant>>,
+}
+
+impl Counter {
+    /// Count `n` more bytes moved.
+    pub fn add(&self, n: u64) {
+        self.bytes.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Bytes moved so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// The connection has ended (idempotent; the first call fixes its end time).
+    pub fn close(&self) {
+        if !self.closed.swap(true, Ordering::AcqRel) {
+            if let Ok(mut g) = self.ended.lock() {
+                *g = Some(Instant::now());
+            }
+        }
+    }
+
+    /// Whether [`Counter::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Seconds from the connection's start to its end (or to now while it is open).
+    pub fn seconds(&self) -> f64 {
+        let end = self
+            .ended
+            .lock()
+            .ok()
+            .and_then(|g| *g)
+            .unwrap_or_else(Instant::now);
+        end.duration_since(self.started).as_secs_f64()
+    }
+}
+
+/// Final figures of one connection.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ConnTotals {
+    pub id: u32,
+    /// Bytes moved over the connection's life.
+    pub bytes: u64,
+    /// Connection life, seconds.
+    pub seconds: f64,
+    /// bytes × 8 / seconds (0 for a zero duration), bits/s.
+    pub bits_per_second: f64,
+}
+
+struct State {
+    streams: Vec<Arc<Counter>>,
+    /// Bytes of each stream at the last cut.
+    last: Vec<u64>,
+    /// Seconds since `t0` of the last cut.
+    last_t: f64,
+}
+
+/// The counters of one run and the cut of the last interval.
+pub struct Meter {
+    t0: Instant,
+    sender: bool,
+    state: Mutex<State>,
+}
+
+/// bits/s of `bytes` over `secs`, never NaN (0 for a zero duration).
+pub fn bps(bytes: u64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        bytes as f64 * 8.0 / secs
+    } else {
+        0.0
+    }
+}
+
+impl Meter {
+    /// A meter starting now. `sender`: the board sends on these connections (served
+    /// downloads, TCP source) rather than receives (downloads, TCP sink).
+    pub fn new(sender: bool) -> Arc<Meter> {
+        Arc::new(Meter {
+            t0: Instant::now(),
+            sender,
+            state: Mutex::new(State {
+                streams: Vec::new(),
+                last: Vec::new(),
+                last_t: 0.0,
+            }),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Add a connection (socket number `socket`); its stream id is the next number from 1.
+    pub fn add_stream(&self, socket: i32) -> Arc<Counter> {
+        let mut s = self.lock();
+        let c = Arc::new(Counter {
+            id: s.streams.len() as u32 + 1,
+            socket,
+            bytes: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+            started: Instant::now(),
+            ended: Mutex::new(None),
+        });
+        s.streams.push(c.clone());
+        s.last.push(0);
+        c
+    }
+
+    /// When the meter started.
+    pub fn started(&self) -> Instant {
+        self.t0
+    }
+
+    /// Seconds since the meter started.
+    pub fn elapsed(&self) -> f64 {
+        self.t0.elapsed().as_secs_f64()
+    }
+
+    /// Cut the interval from the last cut to now: one [`StreamInterval`] per connection that
+    /// moved bytes in it or is still open. `None` when no connection qualifies or
+    /// the interval is shorter than `min_secs`.
+    pub fn cut(&self, min_secs: f64) -> Option<IntervalRecord> {
+        let now = self.elapsed();
+        let mut s = self.lock();
+        let start = s.last_t;
+        if now - start < min_secs {
+            return None;
+        }
+        let mut streams = Vec::new();
+        for i in 0..s.streams.len() {
+            let c = s.streams[i].clone();
+            let total = c.bytes();
+            let delta = total.saturating_sub(s.last[i]);
+            let was_open = delta > 0 || !c.is_closed();
+            s.last[i] = total;
+            if !was_open {
+                continue;
+            }
+            streams.push(StreamInterval {
+                id: c.id,
+                socket: c.socket,
+                start,
+                end: now,
+                bytes: delta,
+                bits_per_second: bps(delta, now - start),
+                sender: self.sender,
+                omitted: false,
+                tcp: None,
+                udp: None,
+            });
+        }
+        s.last_t = now;
+        if streams.is_empty() {
+            None
+        } else {
+            Some(IntervalRecord { streams })
+        }
+    }
+
+    /// Totals: bytes of every connection, and per connection.
+    pub fn totals(&self) -> (u64, Vec<ConnTotals>) {
+        let s = self.lock();
+        let per: Vec<ConnTotals> = s
+            .streams
+            .iter()
+            .map(|c| {
+                let (b, secs) = (c.bytes(), c.seconds());
+                ConnTotals {
+                    id: c.id,
+                    bytes: b,
+                    seconds: secs,
+                    bits_per_second: bps(b, secs),
+                }
+            })
+            .collect();
+        (per.iter().map(|c| c.bytes).sum(), per)
+    }
+
+    /// Number of connections so far.
+    pub fn streams(&self) -> usize {
+        self.lock().streams.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_count_each_byte_once() {
+        let m = Meter::new(true);
+        let a = m.add_stream(5);
+        let b = m.add_stream(6);
+        a.add(1000);
+        b.add(500);
+        let r = m.cut(0.0).expect("an interval");
+        assert_eq!(r.streams.len(), 2);
+        assert_eq!(r.streams[0].bytes, 1000);
+        assert_eq!(r.streams[1].bytes, 500);
+        assert_eq!((r.streams[0].id, r.streams[1].id), (1, 2));
+        assert!(r
+            .streams
+            .iter()
+            .all(|s| s.sender && s.bits_per_second >= 0.0));
+        a.add(10);
+        b.close();
+        let r = m.cut(0.0).expect("an interval");
+        // b is closed and moved nothing since the last cut: not listed again.
+        assert_eq!(r.streams.len(), 1);
+        assert_eq!(r.streams[0].bytes, 10);
+        assert_eq!(r.streams[0].start, r.streams[0].start.max(0.0));
+        let (total, per) = m.totals();
+        assert_eq!(total, 1510);
+        assert_eq!(per[0].bytes, 1010);
+        assert_eq!(per[1].bytes, 500);
+        assert!(per.iter().all(|c| c.bits_per_second.is_finite()));
+        assert_eq!(bps(1000, 0.0), 0.0);
+        assert_eq!(bps(1000, 2.0), 4000.0);
+    }
+}

@@ -1,0 +1,455 @@
+//! The "HTTP & raw TCP" page (seed 003): the payload server, TCP sink and source with the
+//! stock-tool command lines to use them, the board's download form (one click), and the runs
+//! of those kinds; `POST /api/http-get` for scripts. Also what the run page shows for these
+//! kinds (facts and an equivalent command line).
+//! Not for: serving payloads or measuring (see `crate::traffic`, `engine::http`).
+
+use super::auth::{Auth, AuthError};
+use super::{fmt_bytes, fmt_rate, fmt_time, AppState};
+use crate::engine::http::GetSpec;
+use crate::engine::report::version_string;
+use crate::store::{RunFilter, RunRow};
+use actix_web::{http::header, http::StatusCode, web, HttpRequest, HttpResponse};
+use askama::Template;
+use serde::Deserialize;
+use serde_json::json;
+
+/// Register the routes.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/traffic", web::get().to(page))
+        .route("/traffic/http-get", web::post().to(start_form))
+        .route("/api/http-get", web::post().to(start_api))
+        .route("/api/traffic", web::get().to(services_api));
+}
+
+/// The download form (also the JSON body of `POST /api/http-get`; numbers may be strings).
+#[derive(Deserialize, Debug, Clone, Default)]
+pub struct HttpGetForm {
+    #[serde(default)]
+    pub csrf: Option<String>,
+    /// `http://host[:port]/path`.
+    pub url: String,
+    /// Parallel connections, 1..64 (default 4).
+    #[serde(default)]
+    pub connections: Option<serde_json::Value>,
+    /// Seconds before giving up, 1..86400 (default 600).
+    #[serde(default)]
+    pub timeout: Option<serde_json::Value>,
+    /// Board port to bind to; empty = routing decides.
+    #[serde(default)]
+    pub bind: Option<String>,
+}
+
+fn num_field(v: &Option<serde_json::Value>, name: &str, default: u32) -> Result<u32, String> {
+    match v {
+        None => Ok(default),
+        Some(serde_json::Value::Number(n)) => n
+            .as_u64()
+            .and_then(|x| u32::try_from(x).ok())
+            .ok_or_else(|| format!("{name} must be a whole number")),
+        Some(serde_json::Value::String(s)) if s.trim().is_empty() => Ok(default),
+        Some(serde_json::Value::String(s)) => s
+            .trim()
+            .parse()
+            .map_err(|_| format!("{name} must be a whole number, not '{s}'")),
+        Some(_) => Err(format!("{name} must be a number")),
+    }
+}
+
+impl HttpGetForm {
+    /// Validate into a download spec (the port must be one of the board's).
+    pub fn to_spec(&self) -> Result<GetSpec, String> {
+        let bind = self
+            .bind
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty());
+        if let Some(b) = bind {
+            if !crate::system::ports().iter().any(|p| p.name == b) {
+                return Err(format!("the board has no port '{b}'"));
+            }
+        }
+        let spec = GetSpec {
+            url: self.url.trim().to_string(),
+            connections: num_field(&self.connections, "connections", 4)?,
+            timeout_secs: num_field(&self.timeout, "timeout", 600)?,
+            bind_dev: bind.map(String::from),
+        };
+        spec.validate()?;
+        Ok(spec)
+    }
+}
+
+struct ServiceView {
+    name: String,
+    port: String,
+    commands: Vec<String>,
+}
+
+struct TrafficRunView {
+    id: i64,
+    when: String,
+    kind: String,
+    peer: String,
+    what: String,
+    connections: String,
+    bytes: String,
+    rate: String,
+    status: String,
+}
+
+#[derive(Template)]
+#[template(path = "traffic.html")]
+struct TrafficPage {
+    nav: bool,
+    csrf: String,
+    version: String,
+    error: Option<String>,
+    url: String,
+    connections: String,
+    timeout: String,
+    bind: String,
+    ports: Vec<(String, String)>,
+    services: Vec<ServiceView>,
+    service_errors: Vec<String>,
+    runs: Vec<TrafficRunView>,
+}
+
+/// Whether a run kind belongs to this page.
+pub fn is_traffic_kind(kind: &str) -> bool {
+    matches!(kind, "http-serve" | "http-get" | "tcp-sink" | "tcp-source")
+}
+
+fn board_host(req: &HttpRequest) -> String {
+    // The address the browser reached the board on is the one its peers can use.
+    req.app_config().local_addr().ip().to_string()
+}
+
+fn build_page(
+    state: &AppState,
+    auth: &Auth,
+    req: &HttpRequest,
+    form: Option<&HttpGetForm>,
+    error: Option<String>,
+) -> TrafficPage {
+    let l = crate::traffic::listening();
+    let host = {
+        let h = board_host(req);
+        if h == "0.0.0.0" || h == "::" || h.is_empty() {
+            "<board>".to_string()
+        } else if h.contains(':') {
+            format!("[{h}]")
+        } else {
+            h
+        }
+    };
+    let mut services = Vec::new();
+    let off = |p: Option<u16>| p.map(|x| x.to_string()).unwrap_or_else(|| "off".into());
+    services.push(ServiceView {
+        name: "HTTP payload server".into(),
+        port: off(l.http_port),
+        commands: l
+            .http_port
+            .map(|p| {
+                vec![
+                    format!("curl -o /dev/null http://{host}:{p}/payload/100M"),
+                    format!("axel -n 10 -o /dev/null http://{host}:{p}/payload/1G"),
+                    format!("http://{host}:{p}/payload/10G  (in a browser)"),
+                ]
+            })
+            .unwrap_or_default(),
+    });
+    services.push(ServiceView {
+        name: "TCP sink (the peer sends)".into(),
+        port: off(l.sink_port),
+        commands: l
+            .sink_port
+            .map(|p| {
+                vec![
+                    format!("nc {host} {p} < /dev/zero"),
+                    format!("pv /dev/urandom | nc {host} {p}"),
+                ]
+            })
+            .unwrap_or_default(),
+    });
+    services.push(ServiceView {
+        name: "TCP source (the peer receives)".into(),
+        port: off(l.source_port),
+        commands: l
+            .source_port
+            .map(|p| {
+                vec![
+                    format!("nc -d {host} {p} > /dev/null"),
+                    format!("nc -d {host} {p} | pv > /dev/null"),
+                ]
+            })
+            .unwrap_or_default(),
+    });
+    let runs = state
+        .store
+        .list_runs(&RunFilter {
+            limit: Some(300),
+            ..Default::default()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| is_traffic_kind(&r.kind))
+        .take(30)
+        .map(|r| TrafficRunView {
+            id: r.id,
+            when: fmt_time(r.started_at),
+            kind: r.kind.clone(),
+            peer: format!("{}:{}", r.peer_host, r.peer_port),
+            what: what(&r),
+            connections: r.summary["connections"]
+                .as_u64()
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| {
+                    if r.kind.starts_with("tcp-") {
+                        "1".into()
+                    } else {
+                        "—".into()
+                    }
+                }),
+            bytes: r
+                .bytes
+                .map(|b| fmt_bytes(b as f64))
+                .unwrap_or_else(|| "—".into()),
+            rate: r
+                .receiver_bps
+                .or(r.sender_bps)
+                .map(fmt_rate)
+                .unwrap_or_else(|| "—".into()),
+            status: r.status.clone(),
+        })
+        .collect();
+    let ports = crate::system::ports()
+        .into_iter()
+        .filter(|p| !p.loopback)
+        .map(|p| {
+            let a: Vec<String> = p.addresses.iter().map(|a| a.to_string()).collect();
+            (p.name.clone(), format!("{} {}", p.name, a.join(", ")))
+        })
+        .collect();
+    let v = |o: Option<&serde_json::Value>, d: &str| match o {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(x) => x.to_string(),
+        None => d.to_string(),
+    };
+    TrafficPage {
+        nav: true,
+        csrf: auth.csrf().into(),
+        version: version_string(),
+        error,
+        url: form.map(|f| f.url.clone()).unwrap_or_default(),
+        connections: v(form.and_then(|f| f.connections.as_ref()), "4"),
+        timeout: v(form.and_then(|f| f.timeout.as_ref()), "600"),
+        bind: form.and_then(|f| f.bind.clone()).unwrap_or_default(),
+        ports,
+        services,
+        service_errors: l.errors.clone(),
+        runs,
+    }
+}
+
+fn what(r: &RunRow) -> String {
+    match r.kind.as_str() {
+        "http-serve" => format!(
+            "served {}",
+            r.summary["path"]
+                .as_str()
+                .or(r.params["path"].as_str())
+                .unwrap_or("")
+        ),
+        "http-get" => format!("downloaded {}", r.params["url"].as_str().unwrap_or("")),
+        "tcp-sink" => format!("received on port {}", r.local_port),
+        "tcp-source" => format!("sent from port {}", r.local_port),
+        _ => String::new(),
+    }
+}
+
+fn render(status: StatusCode, p: &TrafficPage) -> HttpResponse {
+    match p.render() {
+        Ok(body) => HttpResponse::build(status)
+            .content_type("text/html; charset=utf-8")
+            .insert_header(("X-Frame-Options", "DENY"))
+            .insert_header((
+                "Content-Security-Policy",
+                "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:",
+            ))
+            .body(body),
+        Err(e) => HttpResponse::InternalServerError().body(format!("template error: {e}")),
+    }
+}
+
+async fn page(auth: Auth, req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    render(StatusCode::OK, &build_page(&state, &auth, &req, None, None))
+}
+
+async fn start_form(
+    auth: Auth,
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    form: web::Form<HttpGetForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    let res = form
+        .to_spec()
+        .and_then(|s| crate::traffic::start_http_get(&state.hub, s));
+    Ok(match res {
+        Ok((id, _)) => HttpResponse::SeeOther()
+            .insert_header((header::LOCATION, format!("/runs/{id}")))
+            .finish(),
+        Err(e) => render(
+            StatusCode::BAD_REQUEST,
+            &build_page(&state, &auth, &req, Some(&form), Some(e)),
+        ),
+    })
+}
+
+async fn start_api(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let bad = |m: String| HttpResponse::BadRequest().json(json!({ "error": m }));
+    let form: HttpGetForm = match serde_json::from_slice(&body) {
+        Ok(f) => f,
+        Err(e) => return Ok(bad(format!("invalid request body: {e}"))),
+    };
+    Ok(
+        match form
+            .to_spec()
+            .and_then(|s| crate::traffic::start_http_get(&state.hub, s))
+        {
+            Ok((id, _)) => HttpResponse::Created()
+                .insert_header(("Location", format!("/api/runs/{id}")))
+                .json(json!({"id": id, "url": format!("/runs/{id}")})),
+            Err(e) => bad(e),
+        },
+    )
+}
+
+async fn services_api(_auth: Auth) -> HttpResponse {
+    HttpResponse::Ok().json(crate::traffic::listening())
+}
+
+/// How the run page describes who ran a run of these kinds; None for other kinds.
+pub fn role_text(kind: &str) -> Option<&'static str> {
+    Some(match kind {
+        "http-serve" => "a peer downloaded from the board's payload server",
+        "http-get" => "this board downloaded from a peer's HTTP server",
+        "tcp-sink" => "a peer sent into the board's TCP sink",
+        "tcp-source" => "a peer read from the board's TCP source",
+        _ => return None,
+    })
+}
+
+/// Facts the run page shows for these kinds: (label, value) pairs; empty for other kinds.
+pub fn facts(r: &RunRow) -> Vec<(String, String)> {
+    if !is_traffic_kind(&r.kind) {
+        return Vec::new();
+    }
+    let s = &r.summary;
+    let mut v = vec![("Kind".to_string(), r.kind.clone())];
+    let f = |k: &str| s[k].as_f64();
+    match r.kind.as_str() {
+        "http-serve" => {
+            if let Some(p) = s["path"].as_str() {
+                v.push(("Payload".into(), p.to_string()));
+            }
+            if let Some(c) = s["connections"].as_u64() {
+                v.push((
+                    "Connections".into(),
+                    format!(
+                        "{c} at once ({} TCP connections, {} requests, {} cut short by the peer)",
+                        s["tcp_connections"], s["requests"], s["requests_cut_short"]
+                    ),
+                ));
+            }
+            if let Some(ua) = s["user_agent"].as_str().filter(|u| !u.is_empty()) {
+                v.push(("Client".into(), ua.to_string()));
+            }
+        }
+        "http-get" => {
+            v.push((
+                "URL".into(),
+                r.params["url"].as_str().unwrap_or("").to_string(),
+            ));
+            if let Some(sz) = f("size") {
+                v.push((
+                    "Size".into(),
+                    format!(
+                        "{} ({} bytes){}",
+                        fmt_bytes(sz),
+                        sz as u64,
+                        if s["ranges"].as_bool() == Some(false) {
+                            " — the server does not do ranges: one connection"
+                        } else {
+                            ""
+                        }
+                    ),
+                ));
+            }
+            if let Some(c) = s["connections"].as_u64() {
+                v.push(("Connections".into(), c.to_string()));
+            }
+        }
+        _ => {}
+    }
+    if let (Some(b), Some(sec)) = (f("bytes"), f("seconds")) {
+        v.push((
+            "Transfer".into(),
+            format!("{} ({} bytes) in {sec:.2} s", fmt_bytes(b), b as u64),
+        ));
+    }
+    if let Some(bps) = f("bits_per_second") {
+        v.push(("Goodput".into(), fmt_rate(bps)));
+    }
+    if let Some(per) = s["per_connection"].as_array() {
+        let text: Vec<String> = per
+            .iter()
+            .map(|c| {
+                format!(
+                    "#{}: {} at {}",
+                    c["id"],
+                    fmt_bytes(c["bytes"].as_f64().unwrap_or(0.0)),
+                    fmt_rate(c["bits_per_second"].as_f64().unwrap_or(0.0))
+                )
+            })
+            .collect();
+        if per.len() > 1 {
+            v.push(("Per connection".into(), text.join("; ")));
+        }
+    }
+    if let Some(n) = s["note"].as_str() {
+        v.push(("Note".into(), n.to_string()));
+    }
+    v
+}
+
+/// The stock-tool command line equivalent to a run of these kinds; None for other kinds.
+pub fn command_line(r: &RunRow) -> Option<String> {
+    Some(match r.kind.as_str() {
+        "http-serve" => format!(
+            "axel -n {} -o /dev/null http://<board>:{}{}",
+            r.summary["connections"].as_u64().unwrap_or(1),
+            r.local_port,
+            r.params["path"].as_str().unwrap_or("/")
+        ),
+        "http-get" => format!(
+            "netperfd http-get {} -n {}{}",
+            r.params["url"].as_str().unwrap_or(""),
+            r.params["connections"].as_u64().unwrap_or(1),
+            r.bind_dev
+                .as_ref()
+                .map(|d| format!(" --bind-dev {d}"))
+                .unwrap_or_default()
+        ),
+        "tcp-sink" => format!("nc <board> {} < /dev/zero", r.local_port),
+        "tcp-source" => format!("nc -d <board> {} > /dev/null", r.local_port),
+        _ => return None,
+    })
+}
