@@ -465,3 +465,23 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
         Err(e) => fail(json, &format!("error - {e}")),
     }
 }
+
+/// Run a subcommand's async body on a fresh tokio runtime with warnings logged: its exit code,
+/// or 1 with "netperfd: <error>" on stderr.
+pub fn run_command(fut: impl std::future::Future<Output = Result<i32, String>>) -> i32 {
+    crate::logging::init("warn");
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("netperfd: {e}");
+            return 1;
+        }
+    };
+    match rt.block_on(fut) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("netperfd: {e}");
+            1
+        }
+    }
+}

@@ -33,21 +33,7 @@ pub struct HttpGetArgs {
 
 /// Run the download; returns the exit code.
 pub fn main(a: HttpGetArgs) -> i32 {
-    crate::logging::init("warn");
-    let rt = match tokio::runtime::Runtime::new() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("netperfd: {e}");
-            return 1;
-        }
-    };
-    match rt.block_on(run(a)) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("netperfd: {e}");
-            1
-        }
-    }
+    crate::cli::run_command(run(a))
 }
 
 async fn run(a: HttpGetArgs) -> Result<i32, String> {

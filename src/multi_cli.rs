@@ -39,21 +39,7 @@ pub struct MultiArgs {
 
 /// Run it; returns the exit code (1 if any leg failed).
 pub fn main(a: MultiArgs) -> i32 {
-    crate::logging::init("warn");
-    let rt = match tokio::runtime::Runtime::new() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("netperfd: {e}");
-            return 1;
-        }
-    };
-    match rt.block_on(run(a)) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("netperfd: {e}");
-            1
-        }
-    }
+    crate::cli::run_command(run(a))
 }
 
 async fn run(a: MultiArgs) -> Result<i32, String> {

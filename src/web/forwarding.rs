@@ -291,27 +291,11 @@ fn render(
         token_note,
         runs,
     };
-    match page.render() {
-        Ok(body) => HttpResponse::build(status)
-            .content_type("text/html; charset=utf-8")
-            .insert_header(("X-Frame-Options", "DENY"))
-            .insert_header((
-                "Content-Security-Policy",
-                "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:",
-            ))
-            .body(body),
-        Err(e) => HttpResponse::InternalServerError().body(format!("template error: {e}")),
-    }
+    super::pages::html(status, &page)
 }
 
 async fn page(auth: Auth, state: web::Data<AppState>) -> HttpResponse {
     render(&state, &auth, StatusCode::OK, None, None, None)
-}
-
-fn see_other(to: String) -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, to))
-        .finish()
 }
 
 async fn form_forward(
@@ -326,7 +310,7 @@ async fn form_forward(
         f.nat = Some("off".into());
     }
     Ok(match start_forward(&state, &f) {
-        Ok(id) => see_other(format!("/runs/{id}")),
+        Ok(id) => super::pages::see_other(&format!("/runs/{id}")),
         Err(e) => {
             f.token = None;
             render(
@@ -349,7 +333,7 @@ async fn form_monitor(
     auth.check_csrf(form.csrf.as_deref())?;
     let m = form.into_inner();
     Ok(match start_monitor(&state, &m) {
-        Ok(_) => see_other("/forwarding".into()),
+        Ok(_) => super::pages::see_other("/forwarding"),
         Err(e) => render(
             &state,
             &auth,
@@ -369,7 +353,7 @@ async fn form_stop(
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     state.hub.stop(path.into_inner());
-    Ok(see_other("/forwarding".into()))
+    Ok(super::pages::see_other("/forwarding"))
 }
 
 // ---------------------------------------------------------------- API

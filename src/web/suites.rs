@@ -10,6 +10,7 @@
 //! `/api/compare?runs=…|suites=…&format=json|csv|md|text`.
 
 use super::auth::{Auth, AuthError};
+use super::pages::{html, see_other};
 use super::AppState;
 use crate::compare::{self, CompareError, Comparison};
 use crate::engine::report::version_string;
@@ -45,26 +46,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/api/suite-defs/{key}/run", web::post().to(api_run))
         .route("/api/suites/{id}/stop", web::post().to(api_stop))
         .route("/api/compare", web::get().to(api_compare));
-}
-
-fn html<T: Template>(status: StatusCode, t: &T) -> HttpResponse {
-    match t.render() {
-        Ok(body) => HttpResponse::build(status)
-            .content_type("text/html; charset=utf-8")
-            .insert_header(("X-Frame-Options", "DENY"))
-            .insert_header((
-                "Content-Security-Policy",
-                "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:",
-            ))
-            .body(body),
-        Err(e) => HttpResponse::InternalServerError().body(format!("template error: {e}")),
-    }
-}
-
-fn see_other(to: &str) -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, to))
-        .finish()
 }
 
 #[derive(Template)]

@@ -269,17 +269,7 @@ fn what(r: &RunRow) -> String {
 }
 
 fn render(status: StatusCode, p: &TrafficPage) -> HttpResponse {
-    match p.render() {
-        Ok(body) => HttpResponse::build(status)
-            .content_type("text/html; charset=utf-8")
-            .insert_header(("X-Frame-Options", "DENY"))
-            .insert_header((
-                "Content-Security-Policy",
-                "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:",
-            ))
-            .body(body),
-        Err(e) => HttpResponse::InternalServerError().body(format!("template error: {e}")),
-    }
+    super::pages::html(status, p)
 }
 
 async fn page(auth: Auth, req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
