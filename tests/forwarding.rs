@@ -5,6 +5,7 @@
 //! stock iperf3 on pc2 saw.
 
 mod common;
+use common::http::*;
 use common::*;
 use serde_json::{json, Value};
 use std::process::Command;
@@ -520,167 +521,41 @@ fn monitor_only_run_records_a_stock_iperf3_flow_through_the_board_until_stopped(
 
 // ---------------------------------------------------------------- the daemon: web UI and API
 
+/// The daemon in the board namespace (no iperf3 server), logged in (tests/common/http.rs).
 struct Web {
     /// The daemon's index in the lab's processes.
     idx: usize,
-    ns: String,
-    base: String,
-    cookie: String,
-    csrf: String,
-}
-
-/// One HTTP request from inside the board namespace: status, Location, Set-Cookie, body.
-fn http(
-    ns: &str,
-    method: &str,
-    url: &str,
-    cookie: Option<&str>,
-    hdrs: &[(&str, &str)],
-    body: Option<(&str, String)>,
-) -> (u16, String, Option<String>, String) {
-    let (m, u) = (method.to_string(), url.to_string());
-    let cookie = cookie.map(String::from);
-    let hdrs: Vec<(String, String)> = hdrs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let body = body.map(|(ct, b)| (ct.to_string(), b));
-    in_ns(ns, move || {
-        let agent = ureq::AgentBuilder::new()
-            .redirects(0)
-            .timeout(Duration::from_secs(20))
-            .build();
-        let mut r = agent.request(&m, &u);
-        if let Some(c) = &cookie {
-            r = r.set("Cookie", &format!("netperfd_session={c}"));
-        }
-        for (k, v) in &hdrs {
-            r = r.set(k, v);
-        }
-        let res = match body {
-            Some((ct, b)) => r.set("Content-Type", &ct).send_string(&b),
-            None => r.call(),
-        };
-        let resp = match res {
-            Ok(r) => r,
-            Err(ureq::Error::Status(_, r)) => r,
-            Err(e) => panic!("{m} {u}: {e}"),
-        };
-        let status = resp.status();
-        let loc = resp.header("location").unwrap_or_default().to_string();
-        let set = resp
-            .all("set-cookie")
-            .iter()
-            .find(|c| c.starts_with("netperfd_session="))
-            .map(|c| {
-                c.trim_start_matches("netperfd_session=")
-                    .split(';')
-                    .next()
-                    .unwrap_or_default()
-                    .to_string()
-            });
-        (status, loc, set, resp.into_string().unwrap_or_default())
-    })
-}
-
-fn enc(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    h: Http,
 }
 
 impl Web {
     fn start(lab: &mut Lab) -> Web {
         let board = lab.board.clone();
-        let data = data_dir(lab);
-        let idx = lab.spawn(
-            &board,
-            "daemon",
-            bin(),
-            &[
-                "daemon",
-                "--listen",
-                "127.0.0.1:8080",
-                "--data",
-                &data,
-                "--iperf3-port",
-                "0",
-            ],
-        );
-        lab.wait_port(&board, "127.0.0.1", 8080);
-        let base = "http://127.0.0.1:8080".to_string();
-        let (_, log) = lab.output("daemon");
-        let i = log.find("setup code ").expect("setup code in the log") + 11;
-        let code: String = log[i..]
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
-            .collect();
-        let form = format!(
-            "code={}&password=correct+horse&confirm=correct+horse",
-            enc(&code)
-        );
-        let (st, _, cookie, body) = http(
-            &board,
-            "POST",
-            &format!("{base}/setup"),
-            None,
-            &[],
-            Some(("application/x-www-form-urlencoded", form)),
-        );
-        assert_eq!(st, 303, "{body}");
-        let cookie = cookie.expect("session cookie");
-        let mut w = Web {
-            idx,
-            ns: board,
-            base,
-            cookie,
-            csrf: String::new(),
-        };
-        let page = w.get("/settings").1;
-        let i = page.find("name=\"csrf\" value=\"").expect("csrf field") + 19;
-        w.csrf = page[i..i + 32].to_string();
-        w
+        let (idx, mut h) = daemon(lab, &board, 8080, &["--iperf3-port", "0"]);
+        set_up(lab, &mut h);
+        Web { idx, h }
     }
     fn get(&self, path: &str) -> (u16, String) {
-        let (s, _, _, b) = http(
-            &self.ns,
-            "GET",
-            &format!("{}{path}", self.base),
-            Some(&self.cookie),
-            &[],
-            None,
-        );
-        (s, b)
+        let r = self.h.get(path);
+        (r.status, r.body)
     }
     fn api(&self, method: &str, path: &str, v: Option<Value>) -> (u16, Value) {
-        let (s, _, _, b) = http(
-            &self.ns,
-            method,
-            &format!("{}{path}", self.base),
-            Some(&self.cookie),
-            &[("X-CSRF-Token", &self.csrf)],
-            v.map(|v| ("application/json", v.to_string())),
-        );
-        (s, serde_json::from_str(&b).unwrap_or(Value::String(b)))
+        let r = match v {
+            Some(v) => self.h.api(method, path, &v),
+            None => self.h.call(method, path),
+        };
+        let b = r.body;
+        (
+            r.status,
+            serde_json::from_str(&b).unwrap_or(Value::String(b)),
+        )
     }
+    /// A page form with the session's CSRF field added: status, Location, body.
     fn form(&self, path: &str, fields: &[(&str, &str)]) -> (u16, String, String) {
-        let mut all = vec![("csrf", self.csrf.as_str())];
+        let mut all = vec![("csrf", self.h.csrf.as_str())];
         all.extend_from_slice(fields);
-        let body: Vec<String> = all.iter().map(|(k, v)| format!("{k}={}", enc(v))).collect();
-        let (s, loc, _, b) = http(
-            &self.ns,
-            "POST",
-            &format!("{}{path}", self.base),
-            Some(&self.cookie),
-            &[],
-            Some(("application/x-www-form-urlencoded", body.join("&"))),
-        );
-        (s, loc, b)
+        let r = self.h.form(path, &all);
+        (r.status, r.location, r.body)
     }
     /// Wait (bounded) until run `id` is no longer live; its API view.
     fn wait_run(&self, id: i64, limit: Duration) -> Value {
