@@ -28,9 +28,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/api/suites/{id}", web::get().to(suite));
 }
 
-fn error(status: actix_web::http::StatusCode, msg: impl Into<String>) -> HttpResponse {
-    HttpResponse::build(status).json(json!({"error": msg.into()}))
-}
+use super::json_error as error;
 
 fn internal(e: impl std::fmt::Display) -> HttpResponse {
     error(
@@ -39,12 +37,7 @@ fn internal(e: impl std::fmt::Display) -> HttpResponse {
     )
 }
 
-fn not_found(id: i64) -> HttpResponse {
-    error(
-        actix_web::http::StatusCode::NOT_FOUND,
-        format!("no run {id}"),
-    )
-}
+use super::run_not_found as not_found;
 
 async fn health() -> HttpResponse {
     HttpResponse::Ok()

@@ -584,12 +584,12 @@ async fn api_run_net_config(
     let id = path.into_inner();
     match state.store.get_run(id) {
         Ok(Some(_)) => {}
-        Ok(None) => return HttpResponse::NotFound().json(json!({"error": format!("no run {id}")})),
-        Err(e) => return HttpResponse::InternalServerError().json(json!({"error": e.to_string()})),
+        Ok(None) => return super::run_not_found(id),
+        Err(e) => return super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
     match state.store.run_net_config(id) {
         Ok(c) => HttpResponse::Ok().json(json!({"id": id, "net_config": c})),
-        Err(e) => HttpResponse::InternalServerError().json(json!({"error": e.to_string()})),
+        Err(e) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
 

@@ -8,7 +8,7 @@ use super::auth::Auth;
 use super::AppState;
 use crate::analysis::{self, Analysis};
 use crate::store::{CpuSampleRow, IntervalRow, PortSampleRow, RunRow, Store};
-use actix_web::{web, HttpResponse};
+use actix_web::{http::StatusCode, web, HttpResponse};
 use serde::Serialize;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -245,16 +245,14 @@ pub fn charts_of(store: &Store, run: &RunRow) -> RunCharts {
     build_charts(&iv, &legs, &cpus, &ports)
 }
 
-fn not_found(id: i64) -> HttpResponse {
-    HttpResponse::NotFound().json(json!({"error": format!("no run {id}")}))
-}
+use super::run_not_found as not_found;
 
 async fn chart(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
     let id = path.into_inner();
     match state.store.get_run(id) {
         Ok(Some(r)) => HttpResponse::Ok().json(charts_of(&state.store, &r)),
         Ok(None) => not_found(id),
-        Err(e) => HttpResponse::InternalServerError().json(json!({"error": e.to_string()})),
+        Err(e) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
 
@@ -284,7 +282,7 @@ async fn analysis_api(
             }))
         }
         Ok(None) => not_found(id),
-        Err(e) => HttpResponse::InternalServerError().json(json!({"error": e.to_string()})),
+        Err(e) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
 

@@ -358,9 +358,7 @@ async fn form_stop(
 
 // ---------------------------------------------------------------- API
 
-fn api_error(status: StatusCode, msg: impl Into<String>) -> HttpResponse {
-    HttpResponse::build(status).json(json!({"error": msg.into()}))
-}
+use super::json_error as api_error;
 
 fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, String> {
     serde_json::from_slice::<Value>(body)

@@ -104,6 +104,22 @@ async fn script() -> HttpResponse {
         .body(include_str!("../../static/app.js"))
 }
 
+/// A JSON API error: `{"error": msg}` with `status`.
+pub(crate) fn json_error(
+    status: actix_web::http::StatusCode,
+    msg: impl Into<String>,
+) -> HttpResponse {
+    HttpResponse::build(status).json(serde_json::json!({"error": msg.into()}))
+}
+
+/// The API's answer for an unknown run id: 404 `{"error": "no run N"}`.
+pub(crate) fn run_not_found(id: i64) -> HttpResponse {
+    json_error(
+        actix_web::http::StatusCode::NOT_FOUND,
+        format!("no run {id}"),
+    )
+}
+
 /// A bitrate as iperf3 prints it: "941 Mbits/sec".
 pub fn fmt_rate(bps: f64) -> String {
     format!("{}s/sec", unit_format(bps / 8.0, true).trim())

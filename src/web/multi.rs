@@ -136,7 +136,7 @@ async fn api_start(
     body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf_header(&req)?;
-    let bad = |m: String| HttpResponse::BadRequest().json(json!({ "error": m }));
+    let bad = |m: String| super::json_error(actix_web::http::StatusCode::BAD_REQUEST, m);
     let v: serde_json::Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => return Ok(bad(format!("invalid request body: {e}"))),

@@ -71,9 +71,7 @@ fn message(status: StatusCode, auth: &Auth, heading: &str, text: &str) -> HttpRe
     )
 }
 
-fn api_error(status: StatusCode, msg: impl Into<String>) -> HttpResponse {
-    HttpResponse::build(status).json(json!({"error": msg.into()}))
-}
+use super::json_error as api_error;
 
 fn pairs_get<'a>(p: &'a [(String, String)], k: &str) -> Option<&'a str> {
     p.iter().find(|(a, _)| a == k).map(|(_, v)| v.as_str())

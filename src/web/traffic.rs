@@ -304,7 +304,7 @@ async fn start_api(
     body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf_header(&req)?;
-    let bad = |m: String| HttpResponse::BadRequest().json(json!({ "error": m }));
+    let bad = |m: String| super::json_error(actix_web::http::StatusCode::BAD_REQUEST, m);
     let form: HttpGetForm = match serde_json::from_slice(&body) {
         Ok(f) => f,
         Err(e) => return Ok(bad(format!("invalid request body: {e}"))),
