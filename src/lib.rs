@@ -27,3 +27,20 @@ pub mod suites;
 pub mod system;
 pub mod traffic;
 pub mod web;
+
+/// Scratch directories for unit tests: each call gets a new, unique directory (the
+/// `tempfile` crate), so tests that run at the same moment never share a database.
+#[cfg(test)]
+pub(crate) mod scratch {
+    /// A new empty directory named `netperfd-TAG-…` under the system's temp dir; kept after
+    /// the test (the OS cleans its temp dir) so a failing test's database can be inspected.
+    pub(crate) fn dir(tag: &str) -> std::path::PathBuf {
+        match tempfile::Builder::new()
+            .prefix(&format!("netperfd-{tag}-"))
+            .tempdir()
+        {
+            Ok(d) => d.keep(),
+            Err(e) => panic!("cannot create a scratch directory: {e}"),
+        }
+    }
+}

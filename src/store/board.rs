@@ -154,11 +154,7 @@ mod tests {
 
     #[test]
     fn board_config_log_and_run_net_config() {
-        let d = std::env::temp_dir().join(format!(
-            "netperfd-store-board-{}-{}",
-            std::process::id(),
-            now_ms()
-        ));
+        let d = crate::scratch::dir("store-board");
         let s = Store::open_dir(&d).unwrap();
         assert_eq!(s.board_config().unwrap(), None);
         s.set_board_config("{\"ports\":{}}").unwrap();

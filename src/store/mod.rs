@@ -818,11 +818,7 @@ mod tests {
     use crate::engine::report::{StreamInterval, TcpSample};
 
     fn tmp() -> (Store, PathBuf) {
-        let d = std::env::temp_dir().join(format!(
-            "netperfd-store-{}-{}",
-            std::process::id(),
-            now_ms()
-        ));
+        let d = crate::scratch::dir("store");
         let _ = std::fs::remove_dir_all(&d);
         (Store::open_dir(&d).unwrap(), d)
     }

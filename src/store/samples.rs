@@ -399,11 +399,7 @@ mod tests {
     }
 
     fn tempfile_dir() -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!(
-            "netperfd-samples-{}-{}",
-            std::process::id(),
-            now_ms()
-        ));
+        let d = crate::scratch::dir("samples");
         let _ = std::fs::remove_dir_all(&d);
         d
     }

@@ -192,7 +192,7 @@ mod tests {
     #[test]
     fn defs_crud_and_suite_extra() {
         let d =
-            std::env::temp_dir().join(format!("netperfd-defs-{}-{}", std::process::id(), now_ms()));
+            crate::scratch::dir("defs");
         let s = Store::open_dir(&d).unwrap();
         let body = serde_json::json!({"name": "a", "steps": [{"kind": "tcp"}]});
         let id = s.create_suite_def("a", false, &body).unwrap();

@@ -718,11 +718,7 @@ mod tests {
 
     #[test]
     fn seeding_is_once_and_save_keeps_names_unique() {
-        let d = std::env::temp_dir().join(format!(
-            "netperfd-seed-{}-{}",
-            std::process::id(),
-            crate::store::now_ms()
-        ));
+        let d = crate::scratch::dir("seed");
         let s = Store::open_dir(&d).unwrap();
         assert_eq!(seed_builtins(&s).unwrap(), 2);
         let row = find(&s, SEED_001).unwrap().unwrap();

@@ -1072,11 +1072,7 @@ mod tests {
             .to_string()
             .contains("1..3600 seconds, got 0"));
         assert!(check_window(3601).is_err());
-        let d = std::env::temp_dir().join(format!(
-            "netperfd-apply-{}-{}",
-            std::process::id(),
-            crate::store::now_ms()
-        ));
+        let d = crate::scratch::dir("apply");
         std::fs::create_dir_all(&d).unwrap();
         let p = d.join(SNAPSHOT_FILE);
         let pend = Pending {

@@ -127,11 +127,7 @@ mod tests {
     use super::*;
 
     fn fake(cores: u32) -> PathBuf {
-        let d = std::env::temp_dir().join(format!(
-            "netperfd-gov-{}-{}",
-            std::process::id(),
-            crate::store::now_ms()
-        ));
+        let d = crate::scratch::dir("gov");
         for c in 0..cores {
             let f = d.join(format!("devices/system/cpu/cpu{c}/cpufreq"));
             std::fs::create_dir_all(&f).unwrap();
