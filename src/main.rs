@@ -1,7 +1,7 @@
 //! netperfd entry point: the iperf3-compatible client/server (`-c` / `-s`), the appliance
 //! (`daemon`), history (`runs`) and `hash-password`.
 use clap::{Parser, Subcommand};
-use netperfd::cli::{self, IperfArgs};
+use netperfd::cmd::iperf::{self, IperfArgs};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -23,29 +23,29 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Run the appliance: web UI, JSON API, iperf3 server, history in SQLite
-    Daemon(netperfd::daemon::DaemonArgs),
+    Daemon(netperfd::cmd::daemon::DaemonArgs),
     /// Read the run history
-    Runs(netperfd::runs_cli::RunsArgs),
+    Runs(netperfd::cmd::runs::RunsArgs),
     /// Run the UDP ladder of seed 001 (UDP at 100M/400M/1000M, both directions) and record it
-    Ladder(netperfd::ladder_cli::LadderArgs),
+    Ladder(netperfd::cmd::ladder::LadderArgs),
     /// Saved test suites: list, show, run NAME --peer HOST, delete, import, export, result
-    Suite(netperfd::suite_cli::SuiteArgs),
+    Suite(netperfd::cmd::suite::SuiteArgs),
     /// Runs or suites side by side: --runs 1,2 | --suites 4,5, as text, Markdown or CSV
-    Compare(netperfd::suite_cli::CompareArgs),
+    Compare(netperfd::cmd::suite::CompareArgs),
     /// Read a password on stdin and print its argon2 hash (for admin_password_hash)
     HashPassword,
     /// Board control: ports, addresses, links, default gateway, forwarding/NAT, CPU governor
-    Net(netperfd::net_cli::NetArgs),
+    Net(netperfd::cmd::net::NetArgs),
     /// Download an http:// URL over N connections (axel-style ranges) and record the goodput
-    HttpGet(netperfd::http_cli::HttpGetArgs),
+    HttpGet(netperfd::cmd::http_get::HttpGetArgs),
     /// Several ports at once: iperf3 legs, each bound to its board port, started together
-    Multi(netperfd::multi_cli::MultiArgs),
+    Multi(netperfd::cmd::multi::MultiArgs),
     /// Peer agent for forwarding runs: lets a board run iperf3 tests from this PC (token needed)
     Peer(netperfd::peer::agent::PeerArgs),
     /// Forwarding run: a peer agent tests through the board while the board records its ports
-    Forward(netperfd::forward_cli::ForwardArgs),
+    Forward(netperfd::cmd::forward::ForwardArgs),
     /// Monitor-only run: record the board's ports (rates, conntrack, CPU) until stopped
-    Monitor(netperfd::forward_cli::MonitorArgs),
+    Monitor(netperfd::cmd::forward::MonitorArgs),
 }
 
 fn main() {
@@ -55,18 +55,18 @@ fn main() {
         return;
     }
     let code = match args.cmd {
-        Some(Cmd::Daemon(d)) => netperfd::daemon::main(d),
-        Some(Cmd::Runs(r)) => netperfd::runs_cli::main(r),
-        Some(Cmd::Ladder(l)) => netperfd::ladder_cli::main(l),
-        Some(Cmd::Suite(a)) => netperfd::suite_cli::main(a),
-        Some(Cmd::Compare(a)) => netperfd::suite_cli::compare_main(a),
+        Some(Cmd::Daemon(d)) => netperfd::cmd::daemon::main(d),
+        Some(Cmd::Runs(r)) => netperfd::cmd::runs::main(r),
+        Some(Cmd::Ladder(l)) => netperfd::cmd::ladder::main(l),
+        Some(Cmd::Suite(a)) => netperfd::cmd::suite::main(a),
+        Some(Cmd::Compare(a)) => netperfd::cmd::suite::compare_main(a),
         Some(Cmd::HashPassword) => netperfd::web::auth::hash_password_cli(),
-        Some(Cmd::Net(n)) => netperfd::net_cli::main(n),
-        Some(Cmd::HttpGet(h)) => netperfd::http_cli::main(h),
-        Some(Cmd::Multi(m)) => netperfd::multi_cli::main(m),
+        Some(Cmd::Net(n)) => netperfd::cmd::net::main(n),
+        Some(Cmd::HttpGet(h)) => netperfd::cmd::http_get::main(h),
+        Some(Cmd::Multi(m)) => netperfd::cmd::multi::main(m),
         Some(Cmd::Peer(p)) => netperfd::peer::agent::main(p),
-        Some(Cmd::Forward(f)) => netperfd::forward_cli::forward_main(f),
-        Some(Cmd::Monitor(m)) => netperfd::forward_cli::monitor_main(m),
+        Some(Cmd::Forward(f)) => netperfd::cmd::forward::forward_main(f),
+        Some(Cmd::Monitor(m)) => netperfd::cmd::forward::monitor_main(m),
         None => iperf_main(args.iperf),
     };
     std::process::exit(code);
@@ -98,8 +98,8 @@ fn iperf_main(a: IperfArgs) -> i32 {
     if a.iperf2 {
         return rt.block_on(async move {
             match a.client.clone() {
-                Some(host) => netperfd::iperf2_cli::run_client(&a, &host).await,
-                None => netperfd::iperf2_cli::run_server(&a).await,
+                Some(host) => netperfd::cmd::iperf2::run_client(&a, &host).await,
+                None => netperfd::cmd::iperf2::run_server(&a).await,
             }
         });
     }

@@ -3,7 +3,7 @@
 //! multi-connection download client (axel-style: learn the size, split it into N byte ranges,
 //! fetch them in parallel, discard the bytes, report 1 s intervals and the goodput).
 //! Plain `http://` only: TLS would measure the board's crypto, not its port.
-//! Not for: recording runs or serving sockets (see `crate::traffic`).
+//! Not for: recording runs or serving sockets (see `crate::runs::traffic`).
 
 use crate::engine::meter::{bps, ConnTotals, Meter};
 use crate::engine::net::{self, Family, SockOpts};
@@ -401,7 +401,7 @@ impl GetSpec {
             return Err("timeout must be 1..86400 s".into());
         }
         if let Some(d) = &self.bind_dev {
-            if !crate::system::valid_ifname(d) {
+            if !crate::model::names::valid_ifname(d) {
                 return Err(format!("'{d}' is not a port name"));
             }
         }

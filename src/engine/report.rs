@@ -5,6 +5,7 @@
 
 use crate::engine::iperf3::wire::{num, Direction, Params};
 use crate::engine::stats::CpuUtil;
+use crate::model::units::unit_format;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
@@ -222,42 +223,6 @@ pub fn version_string() -> String {
         "netperfd {} (iperf3 3.9-3.18 wire protocol)",
         env!("CARGO_PKG_VERSION")
     )
-}
-
-/// iperf3's `unit_snprintf` with adaptive units: bytes in powers of 1024 (`KBytes`…),
-/// bits in powers of 1000 (`Kbits`…), always 4 significant places. `bits` selects bits
-/// (the value is still given in bytes, as iperf3 does, and multiplied by 8).
-pub fn unit_format(value_bytes: f64, bits: bool) -> String {
-    let labels_byte = ["Byte", "KByte", "MByte", "GByte", "TByte"];
-    let labels_bit = ["bit", "Kbit", "Mbit", "Gbit", "Tbit"];
-    let mut n = if value_bytes.is_finite() {
-        value_bytes.max(0.0)
-    } else {
-        0.0
-    };
-    let base = if bits {
-        n *= 8.0;
-        1000.0
-    } else {
-        1024.0
-    };
-    let mut conv = 0;
-    while n >= base && conv < 4 {
-        n /= base;
-        conv += 1;
-    }
-    let label = if bits {
-        labels_bit[conv]
-    } else {
-        labels_byte[conv]
-    };
-    if n < 9.995 {
-        format!("{n:4.2} {label}")
-    } else if n < 99.95 {
-        format!("{n:4.1} {label}")
-    } else {
-        format!("{n:4.0} {label}")
-    }
 }
 
 /// Parse an iperf3-style size or rate: a number with an optional K/M/G/T suffix. Lower and

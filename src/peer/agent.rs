@@ -16,8 +16,8 @@
 use super::spec::PeerTestSpec;
 use crate::engine::iperf3::client::{self, Event};
 use crate::engine::report::{IntervalRecord, Report};
-use crate::engine::RunStatus;
-use crate::web::auth::{ct_eq, sha256_hex};
+use crate::model::secrets::{ct_eq, sha256_hex};
+use crate::model::RunStatus;
 use actix_web::{http::header, web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -142,7 +142,7 @@ impl Agent {
                     next: 0,
                     report: None,
                     iperf3: None,
-                    started_at: crate::store::now_ms(),
+                    started_at: crate::model::time::now_ms(),
                     ended_at: None,
                 },
                 cancel: cancel.clone(),
@@ -186,7 +186,7 @@ impl Agent {
                 j.view.iperf3 = report.as_deref().map(crate::engine::report::to_iperf3_json);
                 j.view.report = report;
                 j.view.error = error;
-                j.view.ended_at = Some(crate::store::now_ms());
+                j.view.ended_at = Some(crate::model::time::now_ms());
                 j.view.status = status;
             });
         });
@@ -265,7 +265,7 @@ async fn info(req: HttpRequest, agent: web::Data<Arc<Agent>>) -> HttpResponse {
     if !agent.authorized(&req) {
         return unauthorized();
     }
-    let addresses: Vec<String> = crate::system::ports()
+    let addresses: Vec<String> = crate::board::ports()
         .iter()
         .filter(|p| !p.loopback)
         .flat_map(|p| p.addresses.iter().map(|a| a.to_string()))

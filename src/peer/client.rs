@@ -6,7 +6,7 @@
 
 use super::agent::JobView;
 use super::spec::PeerTestSpec;
-use crate::web::test_request::valid_host;
+use crate::model::names::valid_host;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -2,7 +2,7 @@
 //! the same rules as the board's own "new test" form (`TestRequest::to_spec`).
 
 use crate::engine::iperf3::client::ClientSpec;
-use crate::web::test_request::TestRequest;
+use crate::spec::test::TestRequest;
 use serde::{Deserialize, Serialize};
 
 /// One iperf3 client test, as `POST /peer/v1/run` takes it. Unknown fields are refused.

@@ -4,7 +4,8 @@
 //! Not for: deciding what to run (daemon) or how to show it (web).
 
 use crate::engine::report::{IntervalRecord, Report};
-use crate::engine::RunStatus;
+use crate::model::time::now_ms;
+use crate::model::RunStatus;
 use rusqlite::{params, Connection, OptionalExtension};
 use rusqlite_migration::{Migrations, M};
 use serde::Serialize;
@@ -15,7 +16,7 @@ mod board;
 mod samples;
 mod suite_defs;
 pub use board::BoardLogRow;
-pub use samples::{CpuSampleRow, PortSampleRow, RunFigures, SysSampleRow};
+pub use samples::{CpuSampleRow, PortSampleRow, SysSampleRow};
 pub use suite_defs::{SuiteDefRow, SuiteExtra};
 
 /// Errors of the store.
@@ -299,11 +300,6 @@ pub struct TokenRow {
 pub struct Store {
     conn: Mutex<Connection>,
     path: PathBuf,
-}
-
-/// Now, Unix ms.
-pub fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
 }
 
 pub(crate) fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {

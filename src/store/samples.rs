@@ -2,7 +2,7 @@
 //! than iperf3 (their figures and JSON summary), and the legs of multi-port runs.
 
 use super::{now_ms, run_from_row, Result, RunRow, Store, RUN_COLS};
-use crate::engine::RunStatus;
+use crate::model::{RunFigures, RunStatus};
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
@@ -132,23 +132,6 @@ pub struct SysSampleRow {
     pub t: f64,
     /// Entries in the conntrack table (`nf_conntrack_count`), when the module is loaded.
     pub conntrack: Option<i64>,
-}
-
-/// Final figures of a run that has no iperf3 report (HTTP, raw TCP, forwarding, legs' sum…).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RunFigures {
-    /// Sender bitrate, bits/s.
-    pub sender_bps: Option<f64>,
-    /// Receiver bitrate (goodput), bits/s.
-    pub receiver_bps: Option<f64>,
-    /// Bytes moved in the main direction.
-    pub bytes: Option<i64>,
-    pub retransmits: Option<i64>,
-    /// UDP datagrams lost / total, loss %, jitter ms.
-    pub lost_packets: Option<i64>,
-    pub total_packets: Option<i64>,
-    pub lost_percent: Option<f64>,
-    pub jitter_ms: Option<f64>,
 }
 
 impl Store {

@@ -1,4 +1,4 @@
-//! Saved suite definitions (a name and a JSON list of steps, see `crate::suites::SuiteDef`)
+//! Saved suite definitions (a name and a JSON list of steps, see `crate::runs::suites::SuiteDef`)
 //! and what a suite run remembers of its definition: the definition's id, a label for the
 //! board or change under test, and the plan (one entry per test, in order).
 
@@ -176,7 +176,7 @@ impl Store {
     pub fn finish_suite_if_running(
         &self,
         id: i64,
-        status: crate::engine::RunStatus,
+        status: crate::model::RunStatus,
     ) -> Result<bool> {
         Ok(self.c().execute(
             "UPDATE suites SET status=?2, ended_at=?3 WHERE id=?1 AND status='running'",
@@ -191,8 +191,7 @@ mod tests {
 
     #[test]
     fn defs_crud_and_suite_extra() {
-        let d =
-            crate::scratch::dir("defs");
+        let d = crate::scratch::dir("defs");
         let s = Store::open_dir(&d).unwrap();
         let body = serde_json::json!({"name": "a", "steps": [{"kind": "tcp"}]});
         let id = s.create_suite_def("a", false, &body).unwrap();
@@ -216,10 +215,10 @@ mod tests {
         assert!(!s.delete_suite_def(id).unwrap());
         assert_eq!(s.suite_extra(sid).unwrap().unwrap().def_id, None);
         assert!(s
-            .finish_suite_if_running(sid, crate::engine::RunStatus::Aborted)
+            .finish_suite_if_running(sid, crate::model::RunStatus::Aborted)
             .unwrap());
         assert!(!s
-            .finish_suite_if_running(sid, crate::engine::RunStatus::Completed)
+            .finish_suite_if_running(sid, crate::model::RunStatus::Completed)
             .unwrap());
         assert_eq!(s.suite(sid).unwrap().unwrap().0.status, "aborted");
         let _ = std::fs::remove_dir_all(d);

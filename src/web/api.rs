@@ -4,9 +4,10 @@
 //! `Authorization: Bearer <token>`. Errors are `{"error": "..."}` with a 4xx status.
 
 use super::auth::{Auth, AuthError};
-use super::test_request::TestRequest;
-use super::{run_csv, run_json, AppState};
-use crate::live::LiveEvent;
+use super::AppState;
+use crate::results::export::{run_csv, run_json};
+use crate::runs::live::LiveEvent;
+use crate::spec::test::TestRequest;
 use crate::store::RunFilter;
 use actix_web::{web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
@@ -71,8 +72,8 @@ async fn start(
             ))
         }
     };
-    let ports = crate::system::ports();
-    Ok(match tr.start(&state.hub, &ports).await {
+    let ports = crate::board::ports();
+    Ok(match state.hub.start_request(&tr, &ports).await {
         Ok(id) => HttpResponse::Created()
             .insert_header(("Location", format!("/api/runs/{id}")))
             .json(json!({"id": id, "url": format!("/runs/{id}")})),
@@ -126,17 +127,17 @@ async fn suite(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) ->
     let id = path.into_inner();
     match state.store.suite(id) {
         Ok(Some((s, runs))) => {
-            let table = crate::suites::run::suite_result(&state.store, id)
+            let table = crate::results::suite_table::suite_result(&state.store, id)
                 .ok()
                 .flatten();
             HttpResponse::Ok().json(json!({
                 "suite": s,
-                "rows": crate::suites::ladder_rows(&runs),
-                "text": crate::suites::ladder_text(&crate::suites::ladder_rows(&runs)),
+                "rows": crate::runs::suites::ladder_rows(&runs),
+                "text": crate::runs::suites::ladder_text(&crate::runs::suites::ladder_rows(&runs)),
                 "label": table.as_ref().map(|t| t.label.clone()),
                 "def_id": table.as_ref().and_then(|t| t.def_id),
                 "steps": table.as_ref().map(|t| t.steps.clone()).unwrap_or_default(),
-                "markdown": table.as_ref().map(crate::compare::suite_markdown),
+                "markdown": table.as_ref().map(crate::results::compare::suite_markdown),
             }))
         }
         Ok(None) => error(
@@ -156,7 +157,7 @@ async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> 
     };
     let streams = state.store.streams(id).unwrap_or_default();
     let intervals = state.store.intervals(id).unwrap_or_default();
-    let analysis = super::charts::analyze_run(&state.store, &run);
+    let analysis = crate::results::charts::analyze_run(&state.store, &run);
     let legs = if run.kind == "multi" {
         state.store.children(id).unwrap_or_default()
     } else {
@@ -317,8 +318,8 @@ async fn events(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -
         }
         None => {
             let done = LiveEvent::Done {
-                status: crate::engine::RunStatus::parse(&run.status)
-                    .unwrap_or(crate::engine::RunStatus::Aborted),
+                status: crate::model::RunStatus::parse(&run.status)
+                    .unwrap_or(crate::model::RunStatus::Aborted),
                 error: run.error.clone(),
             };
             Box::pin(head.chain(futures_util::stream::once(async move { Ok(sse(&done)) })))

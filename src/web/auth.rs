@@ -3,6 +3,7 @@
 //! code, and a login rate limit. Not for: deciding what a route does.
 
 use super::AppState;
+use crate::model::secrets::{ct_eq, sha256_hex};
 use actix_web::{
     dev::Payload, http::header, web, FromRequest, HttpRequest, HttpResponse, ResponseError,
 };
@@ -10,7 +11,6 @@ use argon2::password_hash::{
     rand_core::OsRng, PasswordHash, PasswordHasher, PasswordVerifier, SaltString,
 };
 use argon2::Argon2;
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::future::{ready, Ready};
 use std::net::IpAddr;
@@ -32,23 +32,6 @@ pub fn random_hex(n: usize) -> String {
         panic!("no OS random source available");
     }
     b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-/// SHA-256 of a string, hex.
-pub fn sha256_hex(s: &str) -> String {
-    Sha256::digest(s.as_bytes())
-        .iter()
-        .map(|x| format!("{x:02x}"))
-        .collect()
-}
-
-/// Compare two strings in time independent of where they differ.
-pub fn ct_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Argon2id hash of a password (PHC string).

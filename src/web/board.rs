@@ -8,13 +8,15 @@
 //! Not for: how changes are made or undone (system::apply and friends).
 
 use super::auth::{Auth, AuthError};
-use super::{fmt_bytes, fmt_rate, fmt_time, AppState};
+use super::AppState;
+use crate::board::apply::{self, ApplyOptions, BoardView, Controller};
+use crate::board::error::BoardError;
+use crate::board::governor;
+use crate::board::links;
+use crate::board::netconfig::Change;
 use crate::engine::report::version_string;
-use crate::system::apply::{self, ApplyOptions, BoardView, Controller};
-use crate::system::error::BoardError;
-use crate::system::governor;
-use crate::system::links;
-use crate::system::netconfig::Change;
+use crate::model::time::fmt_time;
+use crate::model::units::{fmt_bytes, fmt_rate};
 use actix_web::{http::header, http::StatusCode, web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;

@@ -9,11 +9,13 @@
 
 use super::auth::{Auth, AuthError};
 use super::pages::CsrfForm;
-use super::{fmt_rate, fmt_time, AppState};
+use super::AppState;
+use crate::board::apply::{self, Controller};
 use crate::engine::report::version_string;
-use crate::forward::{self, ForwardRequest, MonitorRequest, TOKEN_KEY, URL_KEY};
+use crate::model::time::fmt_time;
+use crate::model::units::fmt_rate;
+use crate::runs::forward::{self, ForwardRequest, MonitorRequest, TOKEN_KEY, URL_KEY};
 use crate::store::{RunFilter, RunRow};
-use crate::system::apply::{self, Controller};
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -49,7 +51,7 @@ fn stored_token(state: &AppState) -> Option<String> {
 /// the next run once the request is valid.
 fn start_forward(state: &AppState, req: &ForwardRequest) -> Result<i64, String> {
     let stored = stored_token(state);
-    let plan = req.plan(&crate::system::ports(), stored.as_deref())?;
+    let plan = req.plan(&crate::board::ports(), stored.as_deref())?;
     let ctl = controller(state);
     let (id, _) = forward::start_forward(&state.hub, Some(ctl), plan)?;
     if let Some(t) = req
@@ -67,7 +69,7 @@ fn start_forward(state: &AppState, req: &ForwardRequest) -> Result<i64, String> 
 }
 
 fn start_monitor(state: &AppState, req: &MonitorRequest) -> Result<i64, String> {
-    let plan = req.plan(&crate::system::ports())?;
+    let plan = req.plan(&crate::board::ports())?;
     forward::start_monitor(&state.hub, plan).map(|(id, _)| id)
 }
 
@@ -216,7 +218,7 @@ fn render(
     f: Option<&ForwardRequest>,
     m: Option<&MonitorRequest>,
 ) -> HttpResponse {
-    let names: Vec<String> = crate::system::ports()
+    let names: Vec<String> = crate::board::ports()
         .into_iter()
         .filter(|p| !p.loopback)
         .map(|p| p.name)

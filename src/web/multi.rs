@@ -3,10 +3,10 @@
 
 use super::auth::{Auth, AuthError};
 use super::pages::{html, port_options, see_other, PortOption};
-use super::test_request::TestRequest;
 use super::AppState;
 use crate::engine::report::version_string;
-use crate::multi::{self, MultiRequest};
+use crate::runs::multi::{self, MultiRequest};
+use crate::spec::test::TestRequest;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde_json::json;
@@ -118,7 +118,7 @@ async fn start(
     form: web::Form<HashMap<String, String>>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.get("csrf").map(String::as_str))?;
-    let res = multi::specs(&legs_of_form(&form), &crate::system::ports())
+    let res = multi::specs(&legs_of_form(&form), &crate::board::ports())
         .and_then(|specs| state.hub.start_multi(specs, None));
     Ok(match res {
         Ok((id, _)) => see_other(&format!("/runs/{id}")),
@@ -156,7 +156,7 @@ async fn api_start(
     }
     let mr = MultiRequest { legs: reqs };
     Ok(
-        match multi::specs(&mr.legs, &crate::system::ports())
+        match multi::specs(&mr.legs, &crate::board::ports())
             .and_then(|s| state.hub.start_multi(s, None))
         {
             Ok((id, _)) => HttpResponse::Created()

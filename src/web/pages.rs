@@ -2,10 +2,13 @@
 //! settings. Every state-changing form carries the session's CSRF token.
 
 use super::auth::{self, Auth, AuthError};
-use super::test_request::TestRequest;
-use super::{fmt_bytes, fmt_rate, fmt_time, run_csv, run_json, AppState};
+use super::AppState;
 use crate::engine::iperf3::wire::Params;
 use crate::engine::report::{self, version_string, Report};
+use crate::model::time::fmt_time;
+use crate::model::units::{fmt_bytes, fmt_rate};
+use crate::results::export::{run_csv, run_json};
+use crate::spec::test::TestRequest;
 use crate::store::{IntervalRow, RunFilter, RunRow};
 use actix_web::cookie::{time::Duration as CookieDuration, Cookie, SameSite};
 use actix_web::{http::header, web, HttpRequest, HttpResponse};
@@ -134,7 +137,11 @@ fn session_cookie(state: &AppState) -> Result<Cookie<'static>, String> {
     let hours = state.config.session_hours as i64;
     state
         .store
-        .create_session(&auth::sha256_hex(&token), &csrf, hours * 3_600_000)
+        .create_session(
+            &crate::model::secrets::sha256_hex(&token),
+            &csrf,
+            hours * 3_600_000,
+        )
         .map_err(|e| e.to_string())?;
     Ok(Cookie::build(auth::SESSION_COOKIE, token)
         .path("/")
@@ -269,7 +276,7 @@ async fn setup(
     }
     let code = state.setup_code().unwrap_or_default();
     let given = form.code.trim().to_uppercase();
-    if code.is_empty() || !auth::ct_eq(&given, &code) {
+    if code.is_empty() || !crate::model::secrets::ct_eq(&given, &code) {
         state.limiter.fail(ip);
         return err(
             actix_web::http::StatusCode::UNAUTHORIZED,
@@ -557,7 +564,7 @@ pub(super) struct PortOption {
 
 /// The board's ports for a "Board port" select: name and "eth0 192.0.2.1" label.
 pub(super) fn port_options() -> Vec<PortOption> {
-    crate::system::ports()
+    crate::board::ports()
         .into_iter()
         .map(|p| {
             let addrs: Vec<String> = p.addresses.iter().map(|a| a.to_string()).collect();
@@ -667,8 +674,8 @@ async fn start_test(
     form: web::Form<TestRequest>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
-    let ports = crate::system::ports();
-    let res = form.start(&state.hub, &ports).await;
+    let ports = crate::board::ports();
+    let res = state.hub.start_request(&form, &ports).await;
     Ok(match res {
         Ok(id) => see_other(&format!("/runs/{id}")),
         Err(e) => html(
@@ -776,8 +783,8 @@ struct AnalysisView {
 }
 
 impl AnalysisView {
-    fn of(a: &crate::analysis::Analysis) -> AnalysisView {
-        use crate::analysis::Verdict;
+    fn of(a: &crate::results::analysis::Analysis) -> AnalysisView {
+        use crate::results::analysis::Verdict;
         AnalysisView {
             ceiling: a
                 .ceiling_bps
@@ -828,7 +835,7 @@ struct LegView {
     verdict: String,
 }
 
-fn core_views(cores: &[crate::analysis::CoreLoad]) -> Vec<CoreView> {
+fn core_views(cores: &[crate::results::analysis::CoreLoad]) -> Vec<CoreView> {
     let f = |v: f64| format!("{v:.0} %");
     cores
         .iter()
@@ -844,7 +851,7 @@ fn core_views(cores: &[crate::analysis::CoreLoad]) -> Vec<CoreView> {
             irq: f(c.irq),
             softirq: f(c.softirq),
             peak: f(c.peak_busy),
-            hot: c.cpu >= 0 && c.busy >= crate::analysis::CORE_SATURATED,
+            hot: c.cpu >= 0 && c.busy >= crate::results::analysis::CORE_SATURATED,
         })
         .collect()
 }
@@ -860,7 +867,7 @@ fn leg_views(state: &AppState, run: &RunRow) -> Vec<LegView> {
         .iter()
         .enumerate()
         .map(|(i, l)| {
-            let a = super::charts::analyze_run(&state.store, l);
+            let a = crate::results::charts::analyze_run(&state.store, l);
             let v = run_view(l);
             LegView {
                 n: i + 1,
@@ -950,13 +957,13 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
         t
     });
     // Forwarding and monitor runs: what the board saw (ports, forwarded rates, conntrack) first.
-    let text = crate::forward_cli::board_text(&run, text);
+    let text = crate::results::text::board_text(&run, text);
     let udp = run.protocol == "UDP";
-    let analysis = super::charts::analyze_run(&state.store, &run);
+    let analysis = crate::results::charts::analyze_run(&state.store, &run);
     let cores = match &analysis {
         Some(a) => core_views(&a.cores),
         // A multi-port run is judged per leg; its CPU table covers all legs.
-        None => core_views(&crate::analysis::core_loads(
+        None => core_views(&crate::results::analysis::core_loads(
             &state.store.cpu_samples(id).unwrap_or_default(),
         )),
     };
@@ -1098,7 +1105,8 @@ pub struct LadderForm {
 impl LadderForm {
     /// Validate and start the suite; returns its id.
     pub fn start(&self, state: &AppState) -> Result<i64, String> {
-        let rates = crate::suites::parse_rates(self.rates.as_deref().unwrap_or("100M,400M,1000M"))?;
+        let rates =
+            crate::spec::suite::parse_rates(self.rates.as_deref().unwrap_or("100M,400M,1000M"))?;
         let base = TestRequest {
             host: self.host.clone(),
             port: self.port.clone(),
@@ -1107,8 +1115,8 @@ impl LadderForm {
             bind: self.bind.clone(),
             ..Default::default()
         };
-        let specs = crate::suites::ladder_specs(&base, &rates, &crate::system::ports())?;
-        state.hub.start_suite(crate::suites::UDP_LADDER, specs)
+        let specs = crate::runs::suites::ladder_specs(&base, &rates, &crate::board::ports())?;
+        state.hub.start_suite(crate::spec::suite::UDP_LADDER, specs)
     }
 }
 
@@ -1265,7 +1273,7 @@ async fn create_token(
     let token = auth::random_hex(24);
     state
         .store
-        .create_token(name, &auth::sha256_hex(&token))
+        .create_token(name, &crate::model::secrets::sha256_hex(&token))
         .map_err(|e| AuthError::Internal(e.to_string()))?;
     Ok(ok(&settings(&state, &auth, None, None, Some(token))))
 }

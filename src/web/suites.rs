@@ -12,10 +12,11 @@
 use super::auth::{Auth, AuthError};
 use super::pages::{html, see_other};
 use super::AppState;
-use crate::compare::{self, CompareError, Comparison};
 use crate::engine::report::version_string;
-use crate::suites::def::{self, RunTarget, Step, SuiteDef};
-use crate::suites::run;
+use crate::results::compare::{self, CompareError, Comparison};
+use crate::runs::suites::run;
+use crate::spec::suite as def;
+use crate::spec::suite::{RunTarget, Step, SuiteDef};
 use actix_web::http::StatusCode;
 use actix_web::{http::header, web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -183,7 +184,7 @@ fn suites_view(state: &AppState, auth: &Auth, error: Option<String>) -> SuitesPa
             id: s.id,
             name: s.name,
             peer: s.peer_host,
-            when: super::fmt_time(s.created_at),
+            when: crate::model::time::fmt_time(s.created_at),
             status: s.status,
         })
         .collect();
@@ -193,7 +194,7 @@ fn suites_view(state: &AppState, auth: &Auth, error: Option<String>) -> SuitesPa
         version: version_string(),
         defs,
         runs,
-        ports: crate::system::ports()
+        ports: crate::board::ports()
             .into_iter()
             .filter(|p| !p.loopback)
             .map(|p| p.name)
@@ -584,7 +585,7 @@ struct SuitePage {
 
 async fn suite_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
     let id = path.into_inner();
-    let r = match run::suite_result(&state.store, id) {
+    let r = match crate::results::suite_table::suite_result(&state.store, id) {
         Ok(Some(r)) => r,
         Ok(None) => {
             return message(
@@ -638,7 +639,7 @@ async fn suite_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>
             label: r.label.clone(),
             status: r.suite.status.clone(),
             peer: r.suite.peer_host.clone(),
-            when: super::fmt_time(r.suite.created_at),
+            when: crate::model::time::fmt_time(r.suite.created_at),
             running,
             progress,
             rows,
@@ -679,7 +680,7 @@ fn plain_error(status: StatusCode, msg: &str) -> HttpResponse {
 }
 
 fn suite_export(state: &AppState, id: i64, md: bool) -> HttpResponse {
-    match run::suite_result(&state.store, id) {
+    match crate::results::suite_table::suite_result(&state.store, id) {
         Ok(Some(r)) if md => download(
             "text/markdown; charset=utf-8",
             format!("netperfd-suite-{id}.md"),

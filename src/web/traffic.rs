@@ -2,12 +2,14 @@
 //! stock-tool command lines to use them, the board's download form (one click), and the runs
 //! of those kinds; `POST /api/http-get` for scripts. Also what the run page shows for these
 //! kinds (facts and an equivalent command line).
-//! Not for: serving payloads or measuring (see `crate::traffic`, `engine::http`).
+//! Not for: serving payloads or measuring (see `crate::runs::traffic`, `engine::http`).
 
 use super::auth::{Auth, AuthError};
-use super::{fmt_bytes, fmt_rate, fmt_time, AppState};
+use super::AppState;
 use crate::engine::http::GetSpec;
 use crate::engine::report::version_string;
+use crate::model::time::fmt_time;
+use crate::model::units::{fmt_bytes, fmt_rate};
 use crate::store::{RunFilter, RunRow};
 use actix_web::{http::header, http::StatusCode, web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -65,7 +67,7 @@ impl HttpGetForm {
             .map(str::trim)
             .filter(|s| !s.is_empty());
         if let Some(b) = bind {
-            if !crate::system::ports().iter().any(|p| p.name == b) {
+            if !crate::board::ports().iter().any(|p| p.name == b) {
                 return Err(format!("the board has no port '{b}'"));
             }
         }
@@ -132,7 +134,7 @@ fn build_page(
     form: Option<&HttpGetForm>,
     error: Option<String>,
 ) -> TrafficPage {
-    let l = crate::traffic::listening();
+    let l = crate::runs::traffic::listening();
     let host = {
         let h = board_host(req);
         if h == "0.0.0.0" || h == "::" || h.is_empty() {
@@ -223,7 +225,7 @@ fn build_page(
             status: r.status.clone(),
         })
         .collect();
-    let ports = crate::system::ports()
+    let ports = crate::board::ports()
         .into_iter()
         .filter(|p| !p.loopback)
         .map(|p| {
@@ -285,7 +287,7 @@ async fn start_form(
     auth.check_csrf(form.csrf.as_deref())?;
     let res = form
         .to_spec()
-        .and_then(|s| crate::traffic::start_http_get(&state.hub, s));
+        .and_then(|s| crate::runs::traffic::start_http_get(&state.hub, s));
     Ok(match res {
         Ok((id, _)) => HttpResponse::SeeOther()
             .insert_header((header::LOCATION, format!("/runs/{id}")))
@@ -312,7 +314,7 @@ async fn start_api(
     Ok(
         match form
             .to_spec()
-            .and_then(|s| crate::traffic::start_http_get(&state.hub, s))
+            .and_then(|s| crate::runs::traffic::start_http_get(&state.hub, s))
         {
             Ok((id, _)) => HttpResponse::Created()
                 .insert_header(("Location", format!("/api/runs/{id}")))
@@ -323,7 +325,7 @@ async fn start_api(
 }
 
 async fn services_api(_auth: Auth) -> HttpResponse {
-    HttpResponse::Ok().json(crate::traffic::listening())
+    HttpResponse::Ok().json(crate::runs::traffic::listening())
 }
 
 /// How the run page describes who ran a run of these kinds; None for other kinds.

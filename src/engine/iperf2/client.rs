@@ -8,7 +8,7 @@ use super::wire::{self, ClientHeader, Layout, Return};
 use super::{drive, phase_params, Event, Leg, Outcome, Role, StreamResult, TestInfo, Until};
 use crate::engine::net::{self, Family, SockOpts};
 use crate::engine::session::{DataPhase, DataStream};
-use crate::engine::RunStatus;
+use crate::model::RunStatus;
 use serde::{Deserialize, Serialize};
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::sync::Arc;

@@ -12,7 +12,7 @@ pub mod wire;
 use crate::engine::iperf3::wire::{Params, Protocol};
 use crate::engine::report::IntervalRecord;
 use crate::engine::session::DataPhase;
-use crate::engine::RunStatus;
+use crate::model::RunStatus;
 use serde::Serialize;
 use std::net::UdpSocket;
 use std::sync::Arc;
@@ -147,43 +147,6 @@ pub struct Outcome {
     pub streams: Vec<StreamResult>,
     /// Notes worth keeping with the run (e.g. no server report, a peer that looks like iperf3).
     pub notes: Vec<String>,
-}
-
-impl Outcome {
-    /// The run figures for history: the main direction is the board's sending streams when
-    /// there are any (iperf 2 clients' view), else its receiving ones.
-    pub fn figures(&self) -> crate::store::RunFigures {
-        let send: Vec<&StreamResult> = self.streams.iter().filter(|s| s.sender).collect();
-        let recv: Vec<&StreamResult> = self.streams.iter().filter(|s| !s.sender).collect();
-        let main = if send.is_empty() { &recv } else { &send };
-        let sum_bps = |v: &[&StreamResult]| v.iter().map(|s| s.bits_per_second()).sum::<f64>();
-        let mut f = crate::store::RunFigures::default();
-        if main.is_empty() {
-            return f;
-        }
-        let udp: Vec<UdpFigures> = main.iter().filter_map(|s| s.udp).collect();
-        if main[0].sender {
-            f.sender_bps = Some(sum_bps(main));
-            if !udp.is_empty() {
-                f.receiver_bps = Some(udp.iter().map(|u| u.bits_per_second()).sum());
-                f.bytes = Some(udp.iter().map(|u| u.bytes as i64).sum());
-            } else {
-                f.bytes = Some(main.iter().map(|s| s.bytes as i64).sum());
-            }
-        } else {
-            f.receiver_bps = Some(sum_bps(main));
-            f.bytes = Some(main.iter().map(|s| s.bytes as i64).sum());
-        }
-        if !udp.is_empty() {
-            let lost: u64 = udp.iter().map(|u| u.lost).sum();
-            let total: u64 = udp.iter().map(|u| u.total).sum();
-            f.lost_packets = Some(lost as i64);
-            f.total_packets = Some(total as i64);
-            f.lost_percent = Some(crate::engine::udp::loss_percent(lost, total));
-            f.jitter_ms = Some(udp.iter().map(|u| u.jitter_ms).sum::<f64>() / udp.len() as f64);
-        }
-        f
-    }
 }
 
 /// Progress of iperf 2 tests (client: one test numbered 0; server: one per connection/flow).
@@ -475,8 +438,8 @@ pub fn text_line(id: u32, start: f64, end: f64, bytes: u64, udp: Option<&UdpFigu
     let bps = if secs > 0.0 { bytes as f64 / secs } else { 0.0 };
     let mut s = format!(
         "[{id:3}] {start:.4}-{end:.4} sec  {}s  {}s/sec",
-        crate::engine::report::unit_format(bytes as f64, false),
-        crate::engine::report::unit_format(bps, true)
+        crate::model::units::unit_format(bytes as f64, false),
+        crate::model::units::unit_format(bps, true)
     );
     if let Some(u) = udp {
         s.push_str(&format!(

@@ -11,7 +11,7 @@ use super::LOOKS_LIKE_IPERF3;
 use super::{drive, phase_params, Event, Leg, Outcome, Role, StreamResult, TestInfo, Until};
 use crate::engine::net::{self, SockOpts};
 use crate::engine::session::{DataPhase, DataStream};
-use crate::engine::RunStatus;
+use crate::model::RunStatus;
 use socket2::{Domain, Socket, Type};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, UdpSocket};

@@ -9,7 +9,7 @@ use crate::engine::net;
 use crate::engine::report::{self, Connected, IntervalRecord, Report, Role};
 use crate::engine::session::{merge_remote, DataPhase, DataStream};
 use crate::engine::stats::{system_info, CpuMark, CpuUtil};
-use crate::engine::RunStatus;
+use crate::model::RunStatus;
 use socket2::{Domain, Socket, Type};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};

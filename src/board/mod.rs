@@ -1,0 +1,98 @@
+//! The board: its network ports (a quick getifaddrs(3) list here; the full netlink inventory in
+//! `links`), changing them (`addresses`, `forwarding`, `apply`), the CPU governor, and the
+//! 1 Hz sampler of CPU per core and port counters (`sampler`). It knows nothing of tests.
+//! Nothing here parses `ip` or `ifconfig` output.
+
+pub mod addresses;
+pub mod apply;
+pub mod error;
+pub mod forwarding;
+pub mod governor;
+pub mod links;
+pub mod netconfig;
+pub mod sampler;
+
+pub use apply::{record_net_config, snapshot_json};
+pub use error::BoardError;
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+/// A network interface of the board and its addresses.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Port {
+    /// Interface name, e.g. `eth0`.
+    pub name: String,
+    /// Administratively up (IFF_UP).
+    pub up: bool,
+    /// Has carrier (IFF_RUNNING).
+    pub running: bool,
+    pub loopback: bool,
+    /// IPv4 then IPv6 addresses (without prefix).
+    pub addresses: Vec<IpAddr>,
+}
+
+impl Port {
+    /// The first IPv4 address, else the first IPv6 one.
+    pub fn primary(&self) -> Option<IpAddr> {
+        self.addresses
+            .iter()
+            .find(|a| a.is_ipv4())
+            .or_else(|| self.addresses.first())
+            .copied()
+    }
+}
+
+/// All interfaces, sorted by name.
+pub fn ports() -> Vec<Port> {
+    use nix::net::if_::InterfaceFlags;
+    let mut map: BTreeMap<String, Port> = BTreeMap::new();
+    let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
+        return Vec::new();
+    };
+    for a in addrs {
+        let p = map.entry(a.interface_name.clone()).or_insert_with(|| Port {
+            name: a.interface_name.clone(),
+            up: a.flags.contains(InterfaceFlags::IFF_UP),
+            running: a.flags.contains(InterfaceFlags::IFF_RUNNING),
+            loopback: a.flags.contains(InterfaceFlags::IFF_LOOPBACK),
+            addresses: Vec::new(),
+        });
+        if let Some(addr) = a.address {
+            if let Some(v4) = addr.as_sockaddr_in() {
+                p.addresses.push(IpAddr::V4(v4.ip()));
+            } else if let Some(v6) = addr.as_sockaddr_in6() {
+                p.addresses.push(IpAddr::V6(v6.ip()));
+            }
+        }
+    }
+    let mut v: Vec<Port> = map.into_values().collect();
+    for p in &mut v {
+        p.addresses.sort_by_key(|a| a.is_ipv6());
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_is_listed_with_127_0_0_1() {
+        let ps = ports();
+        let lo = ps.iter().find(|p| p.loopback).expect("a loopback port");
+        assert_eq!(lo.primary(), Some("127.0.0.1".parse().unwrap()));
+        assert!(lo.up);
+    }
+
+    #[test]
+    fn interface_names() {
+        assert!(valid_ifname("eth0"));
+        assert!(valid_ifname("fm1-mac9"));
+        assert!(!valid_ifname(""));
+        assert!(!valid_ifname("a/b"));
+        assert!(!valid_ifname("sixteen-chars-xx"));
+        assert!(!valid_ifname("eth 0"));
+    }
+}

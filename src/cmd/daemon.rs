@@ -1,0 +1,164 @@
+//! `netperfd daemon`: the appliance. Opens the history, starts the built-in iperf3 server
+//! (recording every test a peer runs against the board), serves the web UI and API, and tells
+//! systemd when it is ready (sd_notify READY=1, WATCHDOG=1 pings when WatchdogSec is set).
+
+use crate::config::Config;
+use crate::engine::iperf3::server::{self, ServerConfig};
+use crate::runs::live::Hub;
+use crate::store::Store;
+use crate::web::{self, AppState};
+use actix_web::{App, HttpServer};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Flags of `netperfd daemon` (they override the config file).
+#[derive(clap::Args, Debug, Default)]
+pub struct DaemonArgs {
+    /// Web UI address (default 127.0.0.1:8080)
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<SocketAddr>,
+    /// Data directory for the SQLite history (default ./data)
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// Configuration file (TOML; see systemd/netperfd.toml)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// iperf3 server ports (default 5201; 0 turns the server off)
+    #[arg(long = "iperf3-port", value_delimiter = ',', value_name = "PORT")]
+    pub iperf3_port: Vec<u16>,
+    /// iperf 2 server ports, TCP and UDP (default 5001; 0 turns the server off)
+    #[arg(long = "iperf2-port", value_delimiter = ',', value_name = "PORT")]
+    pub iperf2_port: Vec<u16>,
+}
+
+/// Resolve the configuration: file first, then flags.
+pub fn config_from(a: &DaemonArgs) -> Result<Config, String> {
+    let mut c = match &a.config {
+        Some(p) => Config::load(p)?,
+        None => Config::default(),
+    };
+    if let Some(l) = a.listen {
+        c.listen = l;
+    }
+    if let Some(d) = &a.data {
+        c.data_dir = d.clone();
+    }
+    if !a.iperf3_port.is_empty() {
+        c.iperf3_ports = a.iperf3_port.iter().copied().filter(|&p| p != 0).collect();
+    }
+    if !a.iperf2_port.is_empty() {
+        c.iperf2_ports = a.iperf2_port.iter().copied().filter(|&p| p != 0).collect();
+    }
+    Ok(c)
+}
+
+/// Run the daemon; returns the exit code.
+pub fn main(a: DaemonArgs) -> i32 {
+    crate::logging::init("info");
+    let cfg = match config_from(&a) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("netperfd: {e}");
+            return 2;
+        }
+    };
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("netperfd: cannot start the runtime: {e}");
+            return 1;
+        }
+    };
+    match rt.block_on(run(cfg)) {
+        Ok(()) => 0,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("netperfd: {e}");
+            1
+        }
+    }
+}
+
+async fn run(cfg: Config) -> Result<(), String> {
+    let store = Arc::new(Store::open_dir(&cfg.data_dir).map_err(|e| e.to_string())?);
+    let stale_forwarding = crate::runs::forward::stale_forwarding(&store);
+    let stale = store.abort_stale_runs().map_err(|e| e.to_string())?;
+    if stale > 0 {
+        tracing::warn!("{stale} run(s) were active when netperfd last stopped; marked aborted");
+    }
+    // Suites: built-in definitions on first start; suites cut by a restart end as aborted.
+    crate::spec::suite::seed_builtins(&store)?;
+    store.abort_stale_suites().map_err(|e| e.to_string())?;
+    // Board control: restore an unconfirmed change's snapshot, re-apply the confirmed config.
+    crate::board::apply::start_daemon(store.clone(), &cfg.data_dir).await;
+    // Forwarding turned on by a forwarding run that was cut short goes off again.
+    crate::runs::forward::undo_stale(stale_forwarding).await;
+    let hub = Hub::new(store.clone());
+    let state = actix_web::web::Data::new(AppState::new(store.clone(), hub.clone(), cfg.clone()));
+    if let Some(code) = state.setup_code() {
+        tracing::warn!(
+            "no admin password yet: open http://{}/setup and enter the one-time setup code {code}",
+            cfg.listen
+        );
+    }
+
+    // The iperf3 server: bind now so a busy port is a start-up error, not a silent gap.
+    let shutdown = Arc::new(tokio::sync::Notify::new());
+    if !cfg.iperf3_ports.is_empty() {
+        let mut listeners = Vec::new();
+        for &p in &cfg.iperf3_ports {
+            listeners.push(
+                server::bind_listener(None, p)
+                    .map_err(|e| format!("cannot listen for iperf3 clients on port {p}: {e}"))?,
+            );
+        }
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let h = hub.clone();
+        tokio::spawn(async move { h.record_server(rx).await });
+        let scfg = ServerConfig {
+            ports: cfg.iperf3_ports.clone(),
+            ..ServerConfig::default()
+        };
+        let sd = shutdown.clone();
+        tokio::spawn(async move {
+            if let Err(e) = server::serve_listeners(listeners, scfg, Some(tx), Some(sd)).await {
+                tracing::error!("iperf3 server stopped: {e}");
+            }
+        });
+        tracing::info!(ports = ?cfg.iperf3_ports, "iperf3 server listening");
+    }
+
+    // The iperf 2 server (TCP and UDP): a busy port is logged, the appliance still starts.
+    if !cfg.iperf2_ports.is_empty() {
+        crate::runs::iperf2::start_server(&hub, &cfg.iperf2_ports, shutdown.clone());
+    }
+
+    let st = state.clone();
+    let http = HttpServer::new(move || App::new().app_data(st.clone()).configure(web::configure))
+        .workers(2)
+        .bind(cfg.listen)
+        .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
+    // Payload server, TCP sink and source (after the web UI has its port; one that cannot
+    // listen is logged and left off).
+    let _ = crate::runs::traffic::start(&hub, &cfg);
+    tracing::info!(
+        "web UI on http://{}/ (data in {})",
+        cfg.listen,
+        store.path().display()
+    );
+    let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
+    if let Some(wd) = sd_notify::watchdog_enabled() {
+        let period = (wd / 2).max(std::time::Duration::from_millis(100));
+        tokio::spawn(async move {
+            let mut t = tokio::time::interval(period);
+            loop {
+                t.tick().await;
+                let _ = sd_notify::notify(&[sd_notify::NotifyState::Watchdog]);
+            }
+        });
+    }
+    let r = http.run().await.map_err(|e| e.to_string());
+    shutdown.notify_one();
+    r
+}

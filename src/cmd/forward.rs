@@ -1,0 +1,281 @@
+//! `netperfd forward` and `netperfd monitor`: forwarding runs and monitor-only runs from the
+//! command line, recorded in the history (`--data DIR`) like the web UI's, with a short table
+//! at the end (or the stored summary as JSON). Ctrl-C stops the run cleanly (the peer's test
+//! is stopped and forwarding restored). `netperfd peer` is in `peer::agent`.
+
+use crate::board::apply::Controller;
+use crate::runs::forward::{self, ForwardRequest, MonitorRequest};
+use crate::runs::live::Hub;
+use crate::store::Store;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Flags of `netperfd forward`.
+#[derive(clap::Args, Debug)]
+pub struct ForwardArgs {
+    /// The peer agent on PC1 (`netperfd peer`): http://HOST[:PORT] (port default 5280)
+    #[arg(long, value_name = "URL")]
+    pub peer: String,
+    /// File holding the agent's token
+    #[arg(long = "token-file", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// The agent's token (prefer --token-file or $NETPERFD_PEER_TOKEN)
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Host the peer tests to (PC2, running iperf3 -s or netperfd)
+    #[arg(long = "to", value_name = "HOST")]
+    pub to: String,
+    /// PC2's iperf3 port
+    #[arg(short = 'p', long = "port", default_value_t = 5201)]
+    pub port: u16,
+    /// Board port the traffic comes in on (PC1's side)
+    #[arg(long = "in", value_name = "PORT")]
+    pub ingress: String,
+    /// Board port the traffic leaves through (PC2's side)
+    #[arg(long = "out", value_name = "PORT")]
+    pub egress: String,
+    /// Turn on forwarding with NAT (MASQUERADE on --out) for the run, and off afterwards
+    #[arg(long)]
+    pub nat: bool,
+    /// Seconds
+    #[arg(short = 't', long = "time", default_value_t = 10)]
+    pub time: u32,
+    /// Parallel streams
+    #[arg(short = 'P', long = "parallel", default_value_t = 1)]
+    pub parallel: u32,
+    /// PC2 sends to PC1
+    #[arg(short = 'R', long = "reverse")]
+    pub reverse: bool,
+    /// Both directions at once
+    #[arg(long)]
+    pub bidir: bool,
+    /// UDP instead of TCP
+    #[arg(short = 'u', long = "udp")]
+    pub udp: bool,
+    /// Bitrate per stream, e.g. 500M
+    #[arg(short = 'b', long = "bitrate")]
+    pub bitrate: Option<String>,
+    /// Block / datagram size in bytes
+    #[arg(short = 'l', long = "length")]
+    pub length: Option<String>,
+    /// Data directory of the history (default ./data)
+    #[arg(long, default_value = "./data")]
+    pub data: PathBuf,
+    /// Print the stored run and its summary as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Flags of `netperfd monitor`.
+#[derive(clap::Args, Debug)]
+pub struct MonitorArgs {
+    /// Ports to watch, comma-separated
+    #[arg(long, value_name = "PORTS")]
+    pub ports: String,
+    /// Seconds to record (default: until Ctrl-C)
+    #[arg(short = 't', long = "time")]
+    pub time: Option<u32>,
+    /// What is being watched
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Data directory of the history (default ./data)
+    #[arg(long, default_value = "./data")]
+    pub data: PathBuf,
+    /// Print the stored run and its summary as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, i32> {
+    tokio::runtime::Runtime::new().map_err(|e| {
+        eprintln!("netperfd: {e}");
+        1
+    })
+}
+
+/// Run `netperfd forward`; exit code 0 when the run completed.
+pub fn forward_main(a: ForwardArgs) -> i32 {
+    crate::logging::init("warn");
+    let rt = match runtime() {
+        Ok(r) => r,
+        Err(c) => return c,
+    };
+    rt.block_on(async move {
+        let token = match crate::peer::token_from(a.token.as_deref(), a.token_file.as_deref()) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("netperfd: {e}");
+                return 2;
+            }
+        };
+        let direction = match (a.reverse, a.bidir) {
+            (true, true) => {
+                eprintln!("netperfd: -R and --bidir exclude each other");
+                return 2;
+            }
+            (true, false) => "receive",
+            (false, true) => "bidir",
+            _ => "send",
+        };
+        let req = ForwardRequest {
+            peer: a.peer.clone(),
+            token: Some(token),
+            target: a.to.clone(),
+            port: Some(a.port.to_string()),
+            ingress: a.ingress.clone(),
+            egress: a.egress.clone(),
+            duration: Some(a.time.to_string()),
+            parallel: Some(a.parallel.to_string()),
+            direction: Some(direction.into()),
+            protocol: Some(if a.udp { "udp" } else { "tcp" }.into()),
+            bitrate: a.bitrate.clone(),
+            length: a.length.clone(),
+            nat: Some(a.nat.to_string()),
+            csrf: None,
+        };
+        let plan = match req.plan(&crate::board::ports(), None) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("netperfd: {e}");
+                return 2;
+            }
+        };
+        let store = match Store::open_dir(&a.data) {
+            Ok(s) => Arc::new(s),
+            Err(e) => {
+                eprintln!(
+                    "netperfd: cannot open the data directory {}: {e}",
+                    a.data.display()
+                );
+                return 1;
+            }
+        };
+        let hub = Hub::new(store.clone());
+        let ctl = Controller::new(Some(store.clone()), Some(&a.data));
+        if !a.json {
+            println!(
+                "Forwarding run: {} tests to {}:{} through {} → {}{} for {} s",
+                plan.client.url(),
+                a.to,
+                a.port,
+                plan.ingress,
+                plan.egress,
+                if plan.nat {
+                    " (forwarding with NAT for the run)"
+                } else {
+                    ""
+                },
+                a.time
+            );
+        }
+        let (id, handle) = match forward::start_forward(&hub, Some(ctl), plan) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("netperfd: {e}");
+                return 1;
+            }
+        };
+        finish(&hub, &store, id, handle, a.json).await
+    })
+}
+
+/// Run `netperfd monitor`; exit code 0 when the run completed.
+pub fn monitor_main(a: MonitorArgs) -> i32 {
+    crate::logging::init("warn");
+    let rt = match runtime() {
+        Ok(r) => r,
+        Err(c) => return c,
+    };
+    rt.block_on(async move {
+        let req = MonitorRequest {
+            ports: a.ports.clone(),
+            label: a.label.clone(),
+            duration: a.time.map(|t| t.to_string()),
+            csrf: None,
+        };
+        let plan = match req.plan(&crate::board::ports()) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("netperfd: {e}");
+                return 2;
+            }
+        };
+        let store = match Store::open_dir(&a.data) {
+            Ok(s) => Arc::new(s),
+            Err(e) => {
+                eprintln!(
+                    "netperfd: cannot open the data directory {}: {e}",
+                    a.data.display()
+                );
+                return 1;
+            }
+        };
+        let hub = Hub::new(store.clone());
+        if !a.json {
+            match plan.seconds {
+                Some(s) => println!("Watching {} for {s} s", plan.ports.join(", ")),
+                None => println!("Watching {} until Ctrl-C", plan.ports.join(", ")),
+            }
+        }
+        let (id, handle) = match forward::start_monitor(&hub, plan) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("netperfd: {e}");
+                return 1;
+            }
+        };
+        finish(&hub, &store, id, handle, a.json).await
+    })
+}
+
+/// Wait for the run (Ctrl-C or SIGTERM stops it), then print it.
+async fn finish(
+    hub: &Hub,
+    store: &Store,
+    id: i64,
+    mut handle: tokio::task::JoinHandle<crate::model::RunStatus>,
+    json: bool,
+) -> i32 {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let stop = async {
+        match term.as_mut() {
+            Some(t) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = t.recv() => {}
+                }
+            }
+            None => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    };
+    tokio::select! {
+        _ = &mut handle => {}
+        _ = stop => {
+            hub.stop(id);
+            let _ = (&mut handle).await;
+        }
+    }
+    let run = match store.get_run(id) {
+        Ok(Some(r)) => r,
+        _ => {
+            eprintln!("netperfd: run {id} is not in the history");
+            return 1;
+        }
+    };
+    if json {
+        match serde_json::to_string_pretty(&run) {
+            Ok(s) => println!("{s}"),
+            Err(e) => eprintln!("netperfd: {e}"),
+        }
+    } else {
+        print!("{}", crate::results::text::summary_text(&run));
+        println!("Run {id} recorded in {}", store.path().display());
+    }
+    if run.status == "completed" {
+        0
+    } else {
+        1
+    }
+}

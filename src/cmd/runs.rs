@@ -1,0 +1,191 @@
+//! `netperfd runs list|show|export`: the history from the command line (same SQLite file as
+//! the daemon; safe while it runs, thanks to WAL).
+
+use crate::model::time::fmt_time;
+use crate::model::units::fmt_rate;
+use crate::results::export::{run_csv, run_json};
+use crate::store::{RunFilter, Store};
+use std::path::PathBuf;
+
+/// `netperfd runs …`
+#[derive(clap::Args, Debug)]
+pub struct RunsArgs {
+    #[command(subcommand)]
+    pub cmd: RunsCmd,
+    /// Data directory (default ./data)
+    #[arg(long, global = true, value_name = "DIR", default_value = "./data")]
+    pub data: PathBuf,
+    /// Print JSON instead of a table
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// The history commands.
+#[derive(clap::Subcommand, Debug)]
+pub enum RunsCmd {
+    /// List runs, newest first
+    List {
+        /// Only runs with this status (running, completed, failed, aborted)
+        #[arg(long)]
+        status: Option<String>,
+        /// Only runs whose peer contains this text
+        #[arg(long)]
+        peer: Option<String>,
+        /// Only runs on this board port (interface or address)
+        #[arg(long)]
+        port: Option<String>,
+        /// At most this many runs
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// Show one run: summary and intervals
+    Show { id: i64 },
+    /// Export one run as iperf3 JSON (default) or CSV
+    Export {
+        id: i64,
+        /// json or csv
+        #[arg(long, default_value = "json")]
+        format: String,
+    },
+}
+
+/// Run the command; returns the exit code.
+pub fn main(a: RunsArgs) -> i32 {
+    match run(a) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("netperfd: {e}");
+            1
+        }
+    }
+}
+
+fn run(a: RunsArgs) -> Result<(), String> {
+    if !a.data.join("netperfd.sqlite").exists() {
+        return Err(format!(
+            "no history in {} (netperfd.sqlite not found; use --data DIR)",
+            a.data.display()
+        ));
+    }
+    let store = Store::open_dir(&a.data).map_err(|e| e.to_string())?;
+    match a.cmd {
+        RunsCmd::List {
+            status,
+            peer,
+            port,
+            limit,
+        } => {
+            if let Some(s) = &status {
+                if crate::model::RunStatus::parse(s).is_none() {
+                    return Err(format!(
+                        "status must be running, completed, failed or aborted, got '{s}'"
+                    ));
+                }
+            }
+            let rows = store
+                .list_runs(&RunFilter {
+                    status,
+                    peer,
+                    port,
+                    limit: Some(limit),
+                })
+                .map_err(|e| e.to_string())?;
+            if a.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?
+                );
+                return Ok(());
+            }
+            println!(
+                "{:>5}  {:<23}  {:<6}  {:<22}  {:<12}  {:>16}  {:>16}  {:>14}  STATUS",
+                "ID", "STARTED", "ROLE", "PEER", "TEST", "SENDER", "RECEIVER", "RETR/LOSS"
+            );
+            for r in rows {
+                println!(
+                    "{:>5}  {:<23}  {:<6}  {:<22}  {:<8}  {:>16}  {:>16}  {:>5}  {}",
+                    r.id,
+                    fmt_time(r.started_at),
+                    r.role,
+                    format!("{}:{}", r.peer_host, r.peer_port),
+                    r.direction,
+                    r.sender_bps.map(fmt_rate).unwrap_or_else(|| "-".into()),
+                    r.receiver_bps.map(fmt_rate).unwrap_or_else(|| "-".into()),
+                    r.retransmits
+                        .map(|x| x.to_string())
+                        .unwrap_or_else(|| "-".into()),
+                    r.status
+                );
+            }
+        }
+        RunsCmd::Show { id } => {
+            let run = store
+                .get_run(id)
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("no run {id}"))?;
+            let rep = store.report(id).map_err(|e| e.to_string())?;
+            if a.json {
+                let v = serde_json::json!({
+                    "run": run,
+                    "streams": store.streams(id).map_err(|e| e.to_string())?,
+                    "intervals": store.intervals(id).map_err(|e| e.to_string())?,
+                });
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
+                );
+                return Ok(());
+            }
+            println!(
+                "Run {} — {} {} {} with {}:{} — {}{}",
+                run.id,
+                run.protocol,
+                run.role,
+                run.direction,
+                run.peer_host,
+                run.peer_port,
+                run.status,
+                run.error
+                    .as_ref()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default()
+            );
+            println!("Started {}", fmt_time(run.started_at));
+            match rep {
+                Some(r) => {
+                    print!("{}", crate::engine::iperf3::server::server_text(&r));
+                }
+                None => {
+                    for i in store.intervals(id).map_err(|e| e.to_string())? {
+                        println!(
+                            "[{:3}] {:6.2}-{:<6.2} sec  {}  {}",
+                            i.socket,
+                            i.start,
+                            i.end,
+                            crate::model::units::fmt_bytes(i.bytes as f64),
+                            fmt_rate(i.bits_per_second)
+                        );
+                    }
+                }
+            }
+        }
+        RunsCmd::Export { id, format } => {
+            let run = store
+                .get_run(id)
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("no run {id}"))?;
+            let iv = store.intervals(id).map_err(|e| e.to_string())?;
+            let rep = store.report(id).map_err(|e| e.to_string())?;
+            match format.as_str() {
+                "json" => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&run_json(&run, &iv, rep.as_ref()))
+                        .map_err(|e| e.to_string())?
+                ),
+                "csv" => print!("{}", run_csv(&run, &iv, rep.as_ref())),
+                f => return Err(format!("format must be json or csv, got '{f}'")),
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,366 @@
+//! `netperfd suite …` (saved suite definitions: list, show, run, delete, import, export, and a
+//! suite run's table) and `netperfd compare` (runs or suites side by side), on the history
+//! in `--data DIR`. `suite run` runs the tests in this process and records them like the
+//! daemon does.
+
+use crate::results::compare::{self, CompareError};
+use crate::runs::live::Hub;
+use crate::runs::suites::run;
+use crate::spec::suite as def;
+use crate::spec::suite::{RunTarget, SuiteDef};
+use crate::store::Store;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Output formats of tables.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Aligned plain text
+    #[default]
+    Text,
+    /// GitHub-flavoured Markdown table
+    Md,
+    /// CSV, numbers in base units
+    Csv,
+    /// JSON
+    Json,
+}
+
+/// Flags of `netperfd suite`.
+#[derive(clap::Args, Debug)]
+pub struct SuiteArgs {
+    #[command(subcommand)]
+    pub cmd: SuiteCmd,
+    /// Data directory of the history (default ./data)
+    #[arg(long, global = true, default_value = "./data")]
+    pub data: PathBuf,
+}
+
+/// `netperfd suite` subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum SuiteCmd {
+    /// List saved suite definitions
+    List,
+    /// Print a definition's steps (and the tests they expand to)
+    Show { name: String },
+    /// Run a definition against a peer and print its table
+    Run {
+        name: String,
+        /// Peer running iperf3 -s
+        #[arg(long, short = 'c')]
+        peer: String,
+        /// Peer port (default: the definition's, else 5201)
+        #[arg(long, short = 'p')]
+        port: Option<u16>,
+        /// Board port (interface) to bind every test to
+        #[arg(long = "bind-dev")]
+        bind_dev: Option<String>,
+        /// Seconds per test for every step (overrides the definition)
+        #[arg(long, short = 't')]
+        time: Option<u32>,
+        /// Board or change under test, shown in tables (default: host name)
+        #[arg(long)]
+        label: Option<String>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Delete a definition (its past runs stay in history)
+    Delete { name: String },
+    /// Print a definition as JSON (for `suite import` on another board)
+    Export { name: String },
+    /// Store a definition from a JSON file ("-" = stdin)
+    Import {
+        file: PathBuf,
+        /// Replace a definition of the same name
+        #[arg(long)]
+        replace: bool,
+    },
+    /// Print the table of a suite run
+    Result {
+        id: i64,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+}
+
+/// Flags of `netperfd compare`.
+#[derive(clap::Args, Debug)]
+pub struct CompareArgs {
+    /// Run ids, comma-separated
+    #[arg(long, conflicts_with = "suites")]
+    pub runs: Option<String>,
+    /// Suite run ids, comma-separated
+    #[arg(long)]
+    pub suites: Option<String>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Suites: one row per suite, one column per test (seed 001's layout)
+    #[arg(long)]
+    pub boards: bool,
+    /// Data directory of the history (default ./data)
+    #[arg(long, default_value = "./data")]
+    pub data: PathBuf,
+}
+
+fn open(data: &std::path::Path) -> Result<Arc<Store>, String> {
+    let store = Store::open_dir(data).map_err(|e| e.to_string())?;
+    def::seed_builtins(&store)?;
+    Ok(Arc::new(store))
+}
+
+fn exit(r: Result<i32, String>) -> i32 {
+    match r {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("netperfd: {e}");
+            1
+        }
+    }
+}
+
+fn need(store: &Store, name: &str) -> Result<crate::store::SuiteDefRow, String> {
+    def::find(store, name)?
+        .ok_or_else(|| format!("no suite definition '{name}' (see 'netperfd suite list')"))
+}
+
+/// Run `netperfd suite`; returns the exit code.
+pub fn main(a: SuiteArgs) -> i32 {
+    crate::logging::init("warn");
+    exit(suite(a))
+}
+
+fn suite(a: SuiteArgs) -> Result<i32, String> {
+    let store = open(&a.data)?;
+    match a.cmd {
+        SuiteCmd::List => {
+            let defs = store.suite_defs().map_err(|e| e.to_string())?;
+            if defs.is_empty() {
+                println!("No suite definitions.");
+            }
+            for r in defs {
+                let d = def::from_row(&r);
+                let (steps, tests) = match &d {
+                    Ok(d) => (
+                        d.steps.len().to_string(),
+                        d.plan(
+                            &RunTarget {
+                                host: "peer.invalid".into(),
+                                ..Default::default()
+                            },
+                            &[],
+                        )
+                        .map(|p| p.len().to_string())
+                        .unwrap_or_else(|_| "?".into()),
+                    ),
+                    Err(_) => ("?".into(), "?".into()),
+                };
+                println!(
+                    "{:>4}  {:<24}  {:>2} steps  {:>3} tests{}",
+                    r.id,
+                    r.name,
+                    steps,
+                    tests,
+                    if r.builtin { "  (built-in)" } else { "" }
+                );
+            }
+            Ok(0)
+        }
+        SuiteCmd::Show { name } => {
+            let r = need(&store, &name)?;
+            let d = def::from_row(&r)?;
+            println!(
+                "{} (id {}){}",
+                d.name,
+                r.id,
+                if r.builtin { ", built-in" } else { "" }
+            );
+            if !d.description.is_empty() {
+                println!("{}", d.description);
+            }
+            let t = RunTarget {
+                host: "PEER".into(),
+                ..Default::default()
+            };
+            for p in d.plan(&t, &[])? {
+                println!(
+                    "  step {:>2}: {:<24} -t {}{}",
+                    p.step,
+                    p.label,
+                    p.spec.params.time,
+                    if p.spec.params.window.is_some() {
+                        format!(" -w {}", p.spec.params.window.unwrap_or(0))
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+            Ok(0)
+        }
+        SuiteCmd::Delete { name } => {
+            let r = need(&store, &name)?;
+            store.delete_suite_def(r.id).map_err(|e| e.to_string())?;
+            println!("Deleted suite definition '{}'.", r.name);
+            Ok(0)
+        }
+        SuiteCmd::Export { name } => {
+            let r = need(&store, &name)?;
+            let d = def::from_row(&r)?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&d).map_err(|e| e.to_string())?
+            );
+            Ok(0)
+        }
+        SuiteCmd::Import { file, replace } => {
+            let body = if file.as_os_str() == "-" {
+                let mut s = Vec::new();
+                std::io::Read::read_to_end(&mut std::io::stdin(), &mut s)
+                    .map_err(|e| e.to_string())?;
+                s
+            } else {
+                std::fs::read(&file).map_err(|e| format!("{}: {e}", file.display()))?
+            };
+            if body.len() > 256 * 1024 {
+                return Err("a suite definition file is at most 256 KiB".into());
+            }
+            let d = SuiteDef::from_json(&body)?;
+            let existing = store
+                .suite_def_by_name(d.name.trim())
+                .map_err(|e| e.to_string())?;
+            let id = match existing {
+                Some(r) if replace => def::save(&store, Some(r.id), &d)?,
+                _ => def::save(&store, None, &d)?,
+            };
+            println!("Stored suite definition '{}' (id {id}).", d.name.trim());
+            Ok(0)
+        }
+        SuiteCmd::Result { id, format } => {
+            let r = crate::results::suite_table::suite_result(&store, id)?
+                .ok_or(format!("there is no suite {id}"))?;
+            print_suite(&r, format);
+            Ok(if r.suite.status == "completed" { 0 } else { 1 })
+        }
+        SuiteCmd::Run {
+            name,
+            peer,
+            port,
+            bind_dev,
+            time,
+            label,
+            format,
+        } => {
+            let row = need(&store, &name)?;
+            let t = RunTarget {
+                host: peer,
+                port: port.map(|p| p.to_string()),
+                bind: bind_dev,
+                time: time.map(|t| t.to_string()),
+                label,
+            };
+            let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+            rt.block_on(run_suite(store, row, t, format))
+        }
+    }
+}
+
+fn print_suite(r: &crate::results::suite_table::SuiteResult, format: Format) {
+    match format {
+        Format::Text => {
+            let c = compare::suite_column(r);
+            println!("{} — {} ({})", r.suite.name, c.title(), r.suite.status);
+            print!("{}", compare::suite_grid(r).text());
+            for s in r.steps.iter().filter(|s| s.error.is_some()) {
+                println!(
+                    "run {}: {}",
+                    s.run_id.unwrap_or(0),
+                    s.error.clone().unwrap_or_default()
+                );
+            }
+        }
+        Format::Md => print!("{}", compare::suite_markdown(r)),
+        Format::Csv => print!("{}", compare::suite_csv(r)),
+        Format::Json => println!("{}", serde_json::to_string_pretty(r).unwrap_or_default()),
+    }
+}
+
+async fn run_suite(
+    store: Arc<Store>,
+    row: crate::store::SuiteDefRow,
+    t: RunTarget,
+    format: Format,
+) -> Result<i32, String> {
+    let hub = Hub::new(store.clone());
+    let sid = run::start_def(&hub, &row, &t)?;
+    if format == Format::Text {
+        println!(
+            "Suite '{}' against {}: suite run {sid} (Ctrl-C stops it)",
+            row.name, t.host
+        );
+    }
+    let mut shown = 0;
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => {}
+            _ = tokio::signal::ctrl_c() => {
+                let _ = hub.stop_suite(sid);
+            }
+        }
+        let r =
+            crate::results::suite_table::suite_result(&store, sid)?.ok_or("the suite vanished")?;
+        if format == Format::Text {
+            for s in r.steps.iter().skip(shown) {
+                if matches!(s.status.as_str(), "pending" | "running") {
+                    break;
+                }
+                println!(
+                    "  {:>2}/{}  {:<22} {}",
+                    s.index,
+                    r.steps.len(),
+                    s.label,
+                    match s.bitrate_bps {
+                        Some(b) if s.status == "completed" => compare::fmt_mbps(b),
+                        _ => s.status.clone(),
+                    }
+                );
+                shown += 1;
+            }
+        }
+        // The suite is over once no test of it is live any more.
+        if r.suite.status != "running" && !r.steps.iter().any(|s| s.status == "running") {
+            print_suite(&r, format);
+            if format == Format::Text {
+                println!("Recorded in {}", store.path().display());
+            }
+            return Ok(if r.suite.status == "completed" { 0 } else { 1 });
+        }
+    }
+}
+
+/// Run `netperfd compare`; returns the exit code.
+pub fn compare_main(a: CompareArgs) -> i32 {
+    crate::logging::init("warn");
+    exit(compare_cmd(a))
+}
+
+fn compare_cmd(a: CompareArgs) -> Result<i32, String> {
+    let store = open(&a.data)?;
+    let e = |e: CompareError| e.to_string();
+    let c = match (&a.runs, &a.suites) {
+        (Some(r), _) => compare::compare_runs(&store, &compare::parse_ids("runs", r).map_err(e)?),
+        (None, Some(s)) => {
+            compare::compare_suites(&store, &compare::parse_ids("suites", s).map_err(e)?)
+        }
+        (None, None) => Err(CompareError::Empty),
+    }
+    .map_err(e)?;
+    match a.format {
+        Format::Text => print!("{}", compare::grid(&c, a.boards).text()),
+        Format::Md => print!("{}", compare::markdown(&c, a.boards)),
+        Format::Csv => print!("{}", compare::csv(&c)),
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&c).map_err(|e| e.to_string())?
+        ),
+    }
+    Ok(0)
+}

@@ -1,0 +1,139 @@
+//! What a run is and how it ended: the run-kind enum and the run status, with the words the
+//! store, the API and the exports use for them (unchanged since the first database schema).
+
+use serde::{Deserialize, Serialize};
+
+/// What ran. The stored word (`as_str`, serde) is the `runs.kind` column's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunKind {
+    /// An iperf3 test: the board's client, or a PC's client served by the board.
+    #[default]
+    Iperf3,
+    /// An iperf 2 test (client or served).
+    Iperf2,
+    /// Several legs (iperf3 tests bound to their ports) started together; the legs are runs
+    /// whose `parent_id` is this run.
+    Multi,
+    /// A forwarding run: a peer agent tests through the board while the board records.
+    Forward,
+    /// A monitor-only run: the board's ports and CPU recorded while others' traffic flows.
+    Monitor,
+    /// The payload server serving one client's HTTP downloads.
+    HttpServe,
+    /// The board downloading an http:// URL over N connections.
+    HttpGet,
+    /// One connection into the raw TCP sink.
+    TcpSink,
+    /// One connection out of the raw TCP source.
+    TcpSource,
+}
+
+impl RunKind {
+    /// Every kind, in the order History lists them.
+    pub const ALL: [RunKind; 9] = [
+        RunKind::Iperf3,
+        RunKind::Iperf2,
+        RunKind::Multi,
+        RunKind::Forward,
+        RunKind::Monitor,
+        RunKind::HttpServe,
+        RunKind::HttpGet,
+        RunKind::TcpSink,
+        RunKind::TcpSource,
+    ];
+
+    /// The stored word: iperf3, iperf2, multi, forward, monitor, http-serve, http-get,
+    /// tcp-sink, tcp-source.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunKind::Iperf3 => "iperf3",
+            RunKind::Iperf2 => "iperf2",
+            RunKind::Multi => "multi",
+            RunKind::Forward => "forward",
+            RunKind::Monitor => "monitor",
+            RunKind::HttpServe => "http-serve",
+            RunKind::HttpGet => "http-get",
+            RunKind::TcpSink => "tcp-sink",
+            RunKind::TcpSource => "tcp-source",
+        }
+    }
+
+    /// Parse a stored word; `None` for an unknown one.
+    pub fn parse(s: &str) -> Option<RunKind> {
+        RunKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// A short label for people: "iperf3", "iperf 2", "multi-port", "forwarding",
+    /// "monitor", "HTTP serve", "HTTP download", "TCP sink", "TCP source".
+    pub fn label(self) -> &'static str {
+        match self {
+            RunKind::Iperf3 => "iperf3",
+            RunKind::Iperf2 => "iperf 2",
+            RunKind::Multi => "multi-port",
+            RunKind::Forward => "forwarding",
+            RunKind::Monitor => "monitor",
+            RunKind::HttpServe => "HTTP serve",
+            RunKind::HttpGet => "HTTP download",
+            RunKind::TcpSink => "TCP sink",
+            RunKind::TcpSource => "TCP source",
+        }
+    }
+}
+
+impl std::fmt::Display for RunKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Outcome of a run as stored in history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Running,
+    Completed,
+    Failed,
+    Aborted,
+}
+
+impl RunStatus {
+    /// The stored word: running / completed / failed / aborted.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+            RunStatus::Aborted => "aborted",
+        }
+    }
+
+    /// Parse a stored word.
+    pub fn parse(s: &str) -> Option<RunStatus> {
+        Some(match s {
+            "running" => RunStatus::Running,
+            "completed" => RunStatus::Completed,
+            "failed" => RunStatus::Failed,
+            "aborted" => RunStatus::Aborted,
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_words_round_trip_and_match_serde() {
+        for k in RunKind::ALL {
+            assert_eq!(RunKind::parse(k.as_str()), Some(k));
+            assert_eq!(
+                serde_json::to_value(k).unwrap(),
+                serde_json::Value::String(k.as_str().into())
+            );
+        }
+        assert_eq!(RunKind::HttpServe.as_str(), "http-serve");
+        assert_eq!(RunKind::parse("iperf4"), None);
+    }
+}

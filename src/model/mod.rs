@@ -1,0 +1,12 @@
+//! Words every layer shares: run kinds and statuses (`kind`), units (`units`), checked names
+//! (`names`) and token hashing (`secrets`). Depends on nothing above the engine's formatting.
+
+pub mod figures;
+pub mod kind;
+pub mod names;
+pub mod secrets;
+pub mod time;
+pub mod units;
+
+pub use figures::RunFigures;
+pub use kind::{RunKind, RunStatus};

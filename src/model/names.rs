@@ -1,0 +1,29 @@
+//! Names checked once at the edge: peer hosts (host names and IP addresses) and port
+//! (interface) names.
+
+/// Whether `h` looks like a host name or an IP address (no spaces, URL parts or options).
+pub fn valid_host(h: &str) -> bool {
+    if h.parse::<std::net::IpAddr>().is_ok() {
+        return true;
+    }
+    !h.is_empty()
+        && h.len() <= 253
+        && !h.starts_with('-')
+        && h.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+}
+
+/// Whether `name` is a valid Linux interface name (1–15 bytes, no '/', no whitespace, not
+/// "." or "..").
+pub fn valid_ifname(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 15
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'/' && b != b':')
+}

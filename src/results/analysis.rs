@@ -1,0 +1,520 @@
+//! What a result means: the protocol-, IP-version-, MTU- and link-speed-aware ceiling
+//! (the most goodput the link can carry), the result as % of it, and a verdict with its
+//! evidence (link-bound, one core saturated, softirq-bound, limited elsewhere).
+//! Not for: taking the samples (see [`crate::board::sampler`]).
+
+use crate::store::{CpuSampleRow, PortSampleRow, RunRow};
+use serde::Serialize;
+
+/// Ethernet overhead per frame on the wire beyond the MTU-sized IP packet, bytes:
+/// preamble + SFD 8, MAC header 14, FCS 4, inter-frame gap 12 (IEEE 802.3). No VLAN tag.
+pub const ETH_OVERHEAD: u32 = 38;
+/// Smallest Ethernet payload, bytes (shorter packets are padded; IEEE 802.3).
+pub const ETH_MIN_PAYLOAD: u32 = 46;
+/// TCP timestamps option as sent on every segment (RFC 7323: 10 bytes + 2 NOP), bytes.
+pub const TCP_TIMESTAMPS: u32 = 12;
+
+/// Transport of a test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Transport {
+    Tcp,
+    Udp,
+}
+
+/// How payload is framed on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Framing {
+    pub transport: Transport,
+    pub ipv6: bool,
+    /// IP MTU of the port, bytes (1500 standard, 9000 jumbo).
+    pub mtu: u32,
+    /// TCP only: the timestamps option is on (Linux default, `net.ipv4.tcp_timestamps=1`).
+    pub tcp_timestamps: bool,
+    /// UDP only: datagram payload (`-l`), bytes; `None` = the largest that fits the MTU.
+    pub udp_payload: Option<u32>,
+}
+
+impl Framing {
+    fn ip_header(&self) -> u32 {
+        if self.ipv6 {
+            40
+        } else {
+            20
+        }
+    }
+
+    /// Share of the line rate that is payload (goodput / line rate), from header sizes:
+    /// TCP: (MTU − IP − 20 − timestamps) / (MTU + 38); UDP: payload / wire bytes of the
+    /// datagram, fragments included. `None` when the MTU cannot carry any payload.
+    pub fn payload_fraction(&self) -> Option<f64> {
+        let ip = self.ip_header();
+        match self.transport {
+            Transport::Tcp => {
+                let opts = if self.tcp_timestamps {
+                    TCP_TIMESTAMPS
+                } else {
+                    0
+                };
+                let payload = self.mtu.checked_sub(ip + 20 + opts)?;
+                (payload > 0).then(|| payload as f64 / (self.mtu + ETH_OVERHEAD) as f64)
+            }
+            Transport::Udp => {
+                let max = self.mtu.checked_sub(ip + 8)?;
+                let payload = self.udp_payload.unwrap_or(max);
+                if payload == 0 || max == 0 {
+                    return None;
+                }
+                let wire = if payload <= max {
+                    (payload + 8 + ip).max(ETH_MIN_PAYLOAD) + ETH_OVERHEAD
+                } else {
+                    // IP fragments: each carries a multiple of 8 bytes of the UDP datagram
+                    // (IPv6 adds an 8-byte fragment header to each).
+                    let frag_hdr = if self.ipv6 { 8 } else { 0 };
+                    let per = (self.mtu.checked_sub(ip + frag_hdr)? / 8) * 8;
+                    if per == 0 {
+                        return None;
+                    }
+                    let data = u64::from(payload) + 8;
+                    let n = data.div_ceil(u64::from(per));
+                    let wire = data + n * u64::from(ip + frag_hdr + ETH_OVERHEAD);
+                    return Some(f64::from(payload) / wire as f64);
+                };
+                Some(f64::from(payload) / f64::from(wire))
+            }
+        }
+    }
+
+    /// Ceiling, bits/s, for a link of `link_bps` bits/s: `link_bps × payload_fraction`.
+    /// 1 GbE, MTU 1500: TCP/IPv4 with timestamps 941.48 Mbit/s, without 949.28, UDP/IPv4
+    /// 957.09, TCP/IPv6 (timestamps) 928.48.
+    pub fn ceiling_bps(&self, link_bps: f64) -> Option<f64> {
+        self.payload_fraction().map(|f| f * link_bps)
+    }
+
+    /// "TCP/IPv4 with timestamps, MTU 1500".
+    pub fn describe(&self) -> String {
+        let ipv = if self.ipv6 { "IPv6" } else { "IPv4" };
+        match self.transport {
+            Transport::Tcp => format!(
+                "TCP/{ipv} {} timestamps, MTU {}",
+                if self.tcp_timestamps {
+                    "with"
+                } else {
+                    "without"
+                },
+                self.mtu
+            ),
+            Transport::Udp => match self.udp_payload {
+                Some(l) => format!("UDP/{ipv} {l}-byte datagrams, MTU {}", self.mtu),
+                None => format!("UDP/{ipv}, MTU {}", self.mtu),
+            },
+        }
+    }
+}
+
+/// What limited a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Above the ceiling: the reading cannot be right.
+    MeasurementError,
+    /// ≥ 95 % of the ceiling.
+    LinkBound,
+    /// One core ≥ 90 % busy, mostly softirq/irq (packet processing).
+    SoftirqBound,
+    /// One core ≥ 90 % busy in user/system time.
+    CoreSaturated,
+    /// Neither the link nor a board core: the peer, the path, or unknown.
+    LimitedElsewhere,
+    /// No bitrate to judge (failed or running).
+    NoResult,
+}
+
+impl Verdict {
+    /// Words for the UI.
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::MeasurementError => "measurement error (above the ceiling)",
+            Verdict::LinkBound => "link-bound",
+            Verdict::SoftirqBound => "softirq-bound",
+            Verdict::CoreSaturated => "one core saturated",
+            Verdict::LimitedElsewhere => "limited elsewhere (peer / unknown)",
+            Verdict::NoResult => "no result",
+        }
+    }
+}
+
+/// Mean load of one core over a run, percent.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CoreLoad {
+    /// Core index; -1 = all cores.
+    pub cpu: i32,
+    pub busy: f64,
+    pub user: f64,
+    pub system: f64,
+    pub irq: f64,
+    pub softirq: f64,
+    /// Highest 1 s busy value, percent.
+    pub peak_busy: f64,
+}
+
+/// Share of a core at which it counts as saturated, percent.
+pub const CORE_SATURATED: f64 = 90.0;
+/// Share of the ceiling at which a result counts as link-bound, percent.
+pub const LINK_BOUND: f64 = 95.0;
+
+/// Mean per-core load over the samples (all-cores line first, then cores in order).
+pub fn core_loads(samples: &[CpuSampleRow]) -> Vec<CoreLoad> {
+    let mut by: std::collections::BTreeMap<i32, Vec<&CpuSampleRow>> = Default::default();
+    for s in samples {
+        by.entry(s.cpu).or_default().push(s);
+    }
+    by.into_iter()
+        .map(|(cpu, v)| {
+            let n = v.len() as f64;
+            let mean = |f: fn(&CpuSampleRow) -> f64| v.iter().map(|s| f(s)).sum::<f64>() / n;
+            CoreLoad {
+                cpu,
+                busy: mean(|s| s.busy()),
+                user: mean(|s| s.user),
+                system: mean(|s| s.system),
+                irq: mean(|s| s.irq),
+                softirq: mean(|s| s.softirq),
+                peak_busy: v.iter().map(|s| s.busy()).fold(0.0, f64::max),
+            }
+        })
+        .collect()
+}
+
+/// A result judged.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Analysis {
+    /// The bitrate judged (receiver goodput, else sender), bits/s.
+    pub bitrate_bps: Option<f64>,
+    /// Ceiling, bits/s; `None` when the link speed is unknown (veth, no carrier).
+    pub ceiling_bps: Option<f64>,
+    /// How the ceiling was computed, or why it is unknown.
+    pub ceiling_basis: String,
+    /// Bitrate as % of the ceiling.
+    pub percent_of_ceiling: Option<f64>,
+    pub verdict: Verdict,
+    /// `verdict` in words.
+    pub verdict_text: String,
+    /// The facts behind the verdict, one sentence each.
+    pub evidence: Vec<String>,
+    /// Mean CPU per core over the run (-1 = all cores).
+    pub cores: Vec<CoreLoad>,
+}
+
+/// Judge `run`'s result from the monitor samples taken during it. `port` picks the port
+/// samples that carried the run (default: the first port sampled). TCP timestamps are taken
+/// as `tcp_timestamps` (read `net.ipv4.tcp_timestamps` for the board's setting).
+pub fn analyze(
+    run: &RunRow,
+    cpus: &[CpuSampleRow],
+    ports: &[PortSampleRow],
+    port: Option<&str>,
+    tcp_timestamps: bool,
+) -> Analysis {
+    let bitrate = run.receiver_bps.or(run.sender_bps).filter(|b| *b > 0.0);
+    let port = port
+        .map(str::to_string)
+        .or_else(|| ports.first().map(|p| p.ifname.clone()));
+    let mine: Vec<&PortSampleRow> = ports
+        .iter()
+        .filter(|p| Some(&p.ifname) == port.as_ref())
+        .collect();
+    let speed = mine.iter().filter_map(|p| p.speed_mbps).max();
+    let mtu = mine.iter().filter_map(|p| p.mtu).max();
+    let ipv6 = run.local_host.contains(':') || run.peer_host.contains(':');
+    let transport = if run.protocol.eq_ignore_ascii_case("UDP") {
+        Transport::Udp
+    } else {
+        Transport::Tcp
+    };
+    let udp_payload = run
+        .params
+        .get("len")
+        .and_then(|v| v.as_u64())
+        .filter(|l| *l > 0)
+        .and_then(|l| u32::try_from(l).ok());
+    let mut evidence = Vec::new();
+    let (ceiling, basis) = match (speed, mtu) {
+        (Some(s), Some(m)) if m > 0 => {
+            let f = Framing {
+                transport,
+                ipv6,
+                mtu: m as u32,
+                tcp_timestamps,
+                udp_payload: if transport == Transport::Udp {
+                    udp_payload
+                } else {
+                    None
+                },
+            };
+            match f.ceiling_bps(s as f64 * 1e6) {
+                Some(c) => (
+                    Some(c),
+                    format!(
+                        "{} Mbit/s link on {}, {}",
+                        s,
+                        port.as_deref().unwrap_or("?"),
+                        f.describe()
+                    ),
+                ),
+                None => (None, format!("MTU {m} carries no payload")),
+            }
+        }
+        _ => (
+            None,
+            match &port {
+                Some(p) => format!("link speed of {p} unknown (the driver reports none)"),
+                None => "no port samples (link speed unknown)".to_string(),
+            },
+        ),
+    };
+    let pct = match (bitrate, ceiling) {
+        (Some(b), Some(c)) if c > 0.0 => Some(b * 100.0 / c),
+        _ => None,
+    };
+    let cores = core_loads(cpus);
+    let hottest = cores
+        .iter()
+        .filter(|c| c.cpu >= 0)
+        .max_by(|a, b| a.busy.total_cmp(&b.busy))
+        .copied();
+    if let Some(p) = pct {
+        evidence.push(format!(
+            "{} is {:.1} % of the {} ceiling ({})",
+            crate::model::units::fmt_rate(bitrate.unwrap_or(0.0)),
+            p,
+            crate::model::units::fmt_rate(ceiling.unwrap_or(0.0)),
+            basis
+        ));
+    } else {
+        evidence.push(format!("ceiling unknown: {basis}"));
+    }
+    if let Some(h) = hottest {
+        evidence.push(format!(
+            "busiest core cpu{}: {:.0} % busy on average (user {:.0} %, system {:.0} %, irq {:.0} %, softirq {:.0} %), peak {:.0} %",
+            h.cpu, h.busy, h.user, h.system, h.irq, h.softirq, h.peak_busy
+        ));
+    } else {
+        evidence.push("no CPU samples".to_string());
+    }
+    if let Some(l) = run.lost_percent.filter(|l| *l > 0.0) {
+        evidence.push(format!("UDP loss {l:.2} %"));
+    }
+    if let Some(r) = run.retransmits.filter(|r| *r > 0) {
+        evidence.push(format!("{r} TCP retransmits"));
+    }
+    let verdict = match (bitrate, pct, hottest) {
+        (None, _, _) => Verdict::NoResult,
+        // Allow 0.1 % for rounding and clock differences before calling it impossible.
+        (_, Some(p), _) if p > 100.1 => Verdict::MeasurementError,
+        (_, Some(p), _) if p >= LINK_BOUND => Verdict::LinkBound,
+        (_, _, Some(h)) if h.busy >= CORE_SATURATED => {
+            if h.softirq + h.irq >= h.busy / 2.0 {
+                Verdict::SoftirqBound
+            } else {
+                Verdict::CoreSaturated
+            }
+        }
+        _ => Verdict::LimitedElsewhere,
+    };
+    Analysis {
+        bitrate_bps: bitrate,
+        ceiling_bps: ceiling,
+        ceiling_basis: basis,
+        percent_of_ceiling: pct,
+        verdict,
+        verdict_text: verdict.text().to_string(),
+        evidence,
+        cores,
+    }
+}
+
+/// The board's `net.ipv4.tcp_timestamps` setting (on unless it reads 0).
+pub fn tcp_timestamps_enabled() -> bool {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_timestamps")
+        .map(|s| s.trim() != "0")
+        .unwrap_or(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tcp(ipv6: bool, mtu: u32, ts: bool) -> Framing {
+        Framing {
+            transport: Transport::Tcp,
+            ipv6,
+            mtu,
+            tcp_timestamps: ts,
+            udp_payload: None,
+        }
+    }
+
+    fn mbit(f: Framing, link_mbps: f64) -> f64 {
+        let c = f.ceiling_bps(link_mbps * 1e6).unwrap() / 1e6;
+        (c * 100.0).round() / 100.0
+    }
+
+    #[test]
+    fn ceiling_table_1gbe_mtu_1500() {
+        assert_eq!(mbit(tcp(false, 1500, true), 1000.0), 941.48);
+        assert_eq!(mbit(tcp(false, 1500, false), 1000.0), 949.28);
+        assert_eq!(mbit(tcp(true, 1500, true), 1000.0), 928.48);
+        let udp = Framing {
+            transport: Transport::Udp,
+            ipv6: false,
+            mtu: 1500,
+            tcp_timestamps: false,
+            udp_payload: None,
+        };
+        assert_eq!(mbit(udp, 1000.0), 957.09);
+        // -l 1472 is the same datagram.
+        assert_eq!(
+            mbit(
+                Framing {
+                    udp_payload: Some(1472),
+                    ..udp
+                },
+                1000.0
+            ),
+            957.09
+        );
+    }
+
+    #[test]
+    fn ceiling_scales_with_speed_and_mtu() {
+        assert_eq!(mbit(tcp(false, 1500, true), 100.0), 94.15);
+        assert_eq!(mbit(tcp(false, 1500, true), 2500.0), 2353.71);
+        assert_eq!(mbit(tcp(false, 1500, true), 10000.0), 9414.82);
+        // Jumbo: (9000-52)/(9000+38).
+        assert_eq!(mbit(tcp(false, 9000, true), 1000.0), 990.04);
+        assert_eq!(mbit(tcp(false, 9000, true), 10000.0), 9900.42);
+    }
+
+    #[test]
+    fn ceiling_small_and_fragmented_datagrams() {
+        let u = |l| Framing {
+            transport: Transport::Udp,
+            ipv6: false,
+            mtu: 1500,
+            tcp_timestamps: false,
+            udp_payload: Some(l),
+        };
+        // 64-byte payload: 64+28 = 92-byte packet, 130 bytes on the wire.
+        assert_eq!(mbit(u(64), 1000.0), 492.31);
+        // 8-byte payload pads to the 46-byte minimum: 8/84.
+        assert_eq!(mbit(u(8), 1000.0), 95.24);
+        // 8000 bytes over MTU 1500: 8008 bytes in 6 fragments of ≤1480, each +20+38.
+        let f = u(8000).payload_fraction().unwrap();
+        assert!((f - 8000.0 / (8008.0 + 6.0 * 58.0)).abs() < 1e-12);
+        assert_eq!(tcp(false, 52, true).payload_fraction(), None);
+    }
+
+    fn run(proto: &str, bps: f64) -> RunRow {
+        RunRow {
+            id: 1,
+            role: "client".into(),
+            protocol: proto.into(),
+            status: "completed".into(),
+            peer_host: "192.0.2.2".into(),
+            peer_port: 5201,
+            local_host: "192.0.2.1".into(),
+            local_port: 40000,
+            bind_dev: None,
+            direction: "send".into(),
+            params: serde_json::json!({"len": 0}),
+            started_at: 0,
+            ended_at: Some(10_000),
+            error: None,
+            sender_bps: Some(bps),
+            receiver_bps: Some(bps),
+            bytes: None,
+            retransmits: Some(0),
+            lost_packets: None,
+            total_packets: None,
+            lost_percent: None,
+            jitter_ms: None,
+            suite_id: None,
+            kind: "iperf3".into(),
+            parent_id: None,
+            summary: serde_json::Value::Null,
+        }
+    }
+
+    fn port(speed: Option<i64>) -> PortSampleRow {
+        PortSampleRow {
+            t: 1.0,
+            ifname: "eth0".into(),
+            seconds: 1.0,
+            speed_mbps: speed,
+            mtu: Some(1500),
+            ..Default::default()
+        }
+    }
+
+    fn cpu(core: i32, user: f64, softirq: f64) -> CpuSampleRow {
+        CpuSampleRow {
+            t: 1.0,
+            cpu: core,
+            user,
+            softirq,
+            idle: 100.0 - user - softirq,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn verdicts() {
+        let p = [port(Some(1000))];
+        let calm = [cpu(0, 20.0, 10.0), cpu(1, 5.0, 0.0)];
+        let a = analyze(&run("TCP", 935e6), &calm, &p, None, true);
+        assert_eq!(a.verdict, Verdict::LinkBound);
+        assert!((a.percent_of_ceiling.unwrap() - 99.31).abs() < 0.01);
+        let a = analyze(&run("TCP", 960e6), &calm, &p, None, true);
+        assert_eq!(a.verdict, Verdict::MeasurementError);
+        let hot_soft = [cpu(0, 10.0, 85.0), cpu(1, 5.0, 0.0)];
+        let a = analyze(&run("TCP", 600e6), &hot_soft, &p, None, true);
+        assert_eq!(a.verdict, Verdict::SoftirqBound);
+        assert!(a.evidence.iter().any(|e| e.contains("cpu0: 95 % busy")));
+        let hot_user = [cpu(0, 30.0, 0.0), cpu(1, 92.0, 3.0)];
+        let a = analyze(&run("TCP", 600e6), &hot_user, &p, None, true);
+        assert_eq!(a.verdict, Verdict::CoreSaturated);
+        let a = analyze(&run("TCP", 600e6), &calm, &p, None, true);
+        assert_eq!(a.verdict, Verdict::LimitedElsewhere);
+        // veth: speed unknown, never guessed.
+        let a = analyze(&run("TCP", 20e9), &calm, &[port(None)], None, true);
+        assert_eq!(a.ceiling_bps, None);
+        assert_eq!(a.percent_of_ceiling, None);
+        assert_eq!(a.verdict, Verdict::LimitedElsewhere);
+        assert!(a.ceiling_basis.contains("unknown"));
+        // UDP uses the UDP ceiling: 950 Mbit/s is link-bound, not an error.
+        let a = analyze(&run("UDP", 950e6), &calm, &p, None, true);
+        assert_eq!(a.verdict, Verdict::LinkBound);
+        let mut failed = run("TCP", 0.0);
+        failed.receiver_bps = None;
+        failed.sender_bps = None;
+        assert_eq!(
+            analyze(&failed, &calm, &p, None, true).verdict,
+            Verdict::NoResult
+        );
+    }
+
+    #[test]
+    fn core_means_over_samples() {
+        let mut a = cpu(0, 40.0, 0.0);
+        let mut b = cpu(0, 80.0, 10.0);
+        a.t = 1.0;
+        b.t = 2.0;
+        let l = core_loads(&[a, b, cpu(-1, 30.0, 5.0)]);
+        assert_eq!(l.len(), 2);
+        assert_eq!(l[0].cpu, -1);
+        assert_eq!(l[1].busy, 65.0);
+        assert_eq!(l[1].peak_busy, 90.0);
+        assert_eq!(l[1].softirq, 5.0);
+    }
+}

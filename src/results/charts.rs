@@ -1,0 +1,322 @@
+//! Chart data of a run for the run page, the API and the CLI: throughput per stream or leg,
+//! CPU per core and port rates on one time axis (seconds since the run started), plus the
+//! ceiling and verdict ([`crate::results::analysis`]). Drawn by static/charts.js with uPlot.
+
+use crate::results::analysis::{self, Analysis};
+use crate::store::{CpuSampleRow, IntervalRow, PortSampleRow, RunRow, Store};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One line of a chart: `values[i]` belongs to the chart's `t[i]`; `null` = no value then.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Series {
+    pub label: String,
+    pub values: Vec<Option<f64>>,
+}
+
+/// A chart: shared time axis `t` (seconds since the run started) and its lines.
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct Chart {
+    pub t: Vec<f64>,
+    pub series: Vec<Series>,
+}
+
+impl Chart {
+    /// Build from (series label → (t → value)) keeping label order as given.
+    fn from_points(order: &[String], pts: &BTreeMap<String, BTreeMap<i64, f64>>) -> Chart {
+        let mut ts: Vec<i64> = pts.values().flat_map(|m| m.keys().copied()).collect();
+        ts.sort_unstable();
+        ts.dedup();
+        Chart {
+            t: ts.iter().map(|t| *t as f64 / 1000.0).collect(),
+            series: order
+                .iter()
+                .filter_map(|l| {
+                    let m = pts.get(l)?;
+                    Some(Series {
+                        label: l.clone(),
+                        values: ts.iter().map(|t| m.get(t).copied()).collect(),
+                    })
+                })
+                .collect(),
+        }
+    }
+}
+
+struct Points {
+    order: Vec<String>,
+    pts: BTreeMap<String, BTreeMap<i64, f64>>,
+}
+
+impl Points {
+    fn new() -> Points {
+        Points {
+            order: Vec::new(),
+            pts: BTreeMap::new(),
+        }
+    }
+    fn add(&mut self, label: &str, t: f64, v: f64) {
+        if !self.pts.contains_key(label) {
+            self.order.push(label.to_string());
+        }
+        *self
+            .pts
+            .entry(label.to_string())
+            .or_default()
+            .entry((t * 1000.0).round() as i64)
+            .or_insert(0.0) += v;
+    }
+    fn chart(&self) -> Chart {
+        Chart::from_points(&self.order, &self.pts)
+    }
+}
+
+/// Throughput lines of one run's intervals, bits/s at each interval's end: one line per
+/// stream and role ("stream 5 sender"), plus the role's sum when there are several streams.
+/// `prefix` names a leg ("leg 1 eth0 ").
+fn throughput_points(p: &mut Points, iv: &[IntervalRow], prefix: &str, per_stream: bool) {
+    let streams = |sender: bool| {
+        let mut ids: Vec<u32> = iv
+            .iter()
+            .filter(|i| i.sender == sender)
+            .map(|i| i.stream_id)
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.len()
+    };
+    for sender in [true, false] {
+        let role = if sender { "sender" } else { "receiver" };
+        let n = streams(sender);
+        for i in iv.iter().filter(|i| i.sender == sender) {
+            if per_stream && n > 1 {
+                p.add(
+                    &format!("{prefix}stream {} {role}", i.stream_id),
+                    i.end,
+                    i.bits_per_second,
+                );
+            }
+            let label = if n > 1 || !per_stream {
+                format!("{prefix}{role} sum")
+            } else {
+                format!("{prefix}{role}")
+            };
+            p.add(&label, i.end, i.bits_per_second);
+        }
+    }
+}
+
+/// The three charts of a run.
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct RunCharts {
+    /// Bits/s per stream / leg.
+    pub throughput: Chart,
+    /// Busy % per core (100 − idle − iowait), and softirq % of the all-cores line.
+    pub cpu: Chart,
+    /// Bits/s per port and direction.
+    pub ports: Chart,
+}
+
+/// Build a run's charts. `legs` are the legs of a multi-port run with their intervals (empty
+/// for other runs, whose own intervals are `iv`).
+pub fn build_charts(
+    iv: &[IntervalRow],
+    legs: &[(RunRow, Vec<IntervalRow>)],
+    cpus: &[CpuSampleRow],
+    ports: &[PortSampleRow],
+) -> RunCharts {
+    let mut tp = Points::new();
+    if legs.is_empty() {
+        throughput_points(&mut tp, iv, "", true);
+    } else {
+        for (n, (leg, liv)) in legs.iter().enumerate() {
+            let prefix = format!(
+                "leg {} {} ",
+                n + 1,
+                leg.bind_dev.clone().unwrap_or_default()
+            );
+            throughput_points(&mut tp, liv, &prefix, false);
+        }
+    }
+    let mut cp = Points::new();
+    for c in cpus {
+        if c.cpu < 0 {
+            cp.add("all cores softirq", c.t, c.softirq);
+        } else {
+            cp.add(&format!("cpu{} busy", c.cpu), c.t, c.busy());
+        }
+    }
+    // Per-core lines first, then the all-cores softirq line.
+    let mut order: Vec<String> = cp
+        .order
+        .iter()
+        .filter(|l| l.starts_with("cpu"))
+        .cloned()
+        .collect();
+    order.sort_by_key(|l| {
+        l.trim_start_matches("cpu")
+            .split(' ')
+            .next()
+            .and_then(|n| n.parse::<u32>().ok())
+            .unwrap_or(u32::MAX)
+    });
+    if cp.pts.contains_key("all cores softirq") {
+        order.push("all cores softirq".into());
+    }
+    cp.order = order;
+    let mut pp = Points::new();
+    for s in ports {
+        pp.add(&format!("{} rx", s.ifname), s.t, s.rx_bps());
+        pp.add(&format!("{} tx", s.ifname), s.t, s.tx_bps());
+    }
+    RunCharts {
+        throughput: tp.chart(),
+        cpu: cp.chart(),
+        ports: pp.chart(),
+    }
+}
+
+/// The run whose monitor samples cover `run` (a leg's are its multi-port parent's) and the
+/// port to judge it on.
+fn sample_source(run: &RunRow) -> (i64, Option<String>) {
+    match run.parent_id {
+        Some(p) => (p, run.bind_dev.clone()),
+        None => (run.id, run.bind_dev.clone().filter(|d| !d.contains(','))),
+    }
+}
+
+/// Ceiling and verdict for a run from its (or its parent's) samples. `None` for a multi-port
+/// run itself (each leg is judged on its own port).
+pub fn analyze_run(store: &Store, run: &RunRow) -> Option<Analysis> {
+    if run.kind == "multi" {
+        return None;
+    }
+    let (src, port) = sample_source(run);
+    let cpus = store.cpu_samples(src).unwrap_or_default();
+    let ports = store.port_samples(src).unwrap_or_default();
+    Some(analysis::analyze(
+        run,
+        &cpus,
+        &ports,
+        port.as_deref(),
+        analysis::tcp_timestamps_enabled(),
+    ))
+}
+
+/// All charts of run `id`.
+pub fn charts_of(store: &Store, run: &RunRow) -> RunCharts {
+    let iv = store.intervals(run.id).unwrap_or_default();
+    let legs: Vec<(RunRow, Vec<IntervalRow>)> = if run.kind == "multi" {
+        store
+            .children(run.id)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|l| {
+                let i = store.intervals(l.id).unwrap_or_default();
+                (l, i)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let src = run.parent_id.unwrap_or(run.id);
+    let cpus = store.cpu_samples(src).unwrap_or_default();
+    let mut ports = store.port_samples(src).unwrap_or_default();
+    if run.parent_id.is_some() {
+        if let Some(d) = &run.bind_dev {
+            ports.retain(|p| &p.ifname == d);
+        }
+    }
+    build_charts(&iv, &legs, &cpus, &ports)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iv(seq: i64, stream: u32, sender: bool, end: f64, bps: f64) -> IntervalRow {
+        IntervalRow {
+            seq,
+            stream_id: stream,
+            socket: 5,
+            start: end - 1.0,
+            end,
+            bytes: (bps / 8.0) as i64,
+            bits_per_second: bps,
+            sender,
+            omitted: false,
+            retransmits: None,
+            snd_cwnd: None,
+            rtt: None,
+            packets: None,
+            lost: None,
+            jitter_ms: None,
+            out_of_order: None,
+        }
+    }
+
+    #[test]
+    fn throughput_per_stream_and_sum() {
+        let rows = [
+            iv(0, 5, true, 1.0, 400e6),
+            iv(0, 7, true, 1.0, 500e6),
+            iv(1, 5, true, 2.0, 410e6),
+            iv(1, 7, true, 2.0, 490e6),
+        ];
+        let c = build_charts(&rows, &[], &[], &[]);
+        assert_eq!(c.throughput.t, vec![1.0, 2.0]);
+        let labels: Vec<&str> = c
+            .throughput
+            .series
+            .iter()
+            .map(|s| s.label.as_str())
+            .collect();
+        assert_eq!(labels, ["stream 5 sender", "sender sum", "stream 7 sender"]);
+        assert_eq!(
+            c.throughput.series[1].values,
+            vec![Some(900e6), Some(900e6)]
+        );
+        // One stream: one line, named by role.
+        let c = build_charts(&rows[..1], &[], &[], &[]);
+        assert_eq!(c.throughput.series.len(), 1);
+        assert_eq!(c.throughput.series[0].label, "sender");
+    }
+
+    #[test]
+    fn cpu_and_port_lines_share_the_time_axis() {
+        let cpu = |t: f64, n: i32, idle: f64| CpuSampleRow {
+            t,
+            cpu: n,
+            idle,
+            user: 100.0 - idle,
+            ..Default::default()
+        };
+        let cpus = [
+            cpu(1.0, -1, 50.0),
+            cpu(1.0, 0, 20.0),
+            cpu(1.0, 1, 80.0),
+            cpu(2.0, 0, 10.0),
+            cpu(2.0, 10, 90.0),
+        ];
+        let ports = [PortSampleRow {
+            t: 1.0,
+            ifname: "eth0".into(),
+            seconds: 1.0,
+            rx_bytes: 125_000_000,
+            tx_bytes: 1_000,
+            ..Default::default()
+        }];
+        let c = build_charts(&[], &[], &cpus, &ports);
+        let labels: Vec<&str> = c.cpu.series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["cpu0 busy", "cpu1 busy", "cpu10 busy", "all cores softirq"]
+        );
+        assert_eq!(c.cpu.t, vec![1.0, 2.0]);
+        assert_eq!(c.cpu.series[0].values, vec![Some(80.0), Some(90.0)]);
+        assert_eq!(c.cpu.series[1].values, vec![Some(20.0), None]);
+        assert_eq!(c.ports.series[0].label, "eth0 rx");
+        assert_eq!(c.ports.series[0].values, vec![Some(1e9)]);
+        assert_eq!(c.ports.series[1].values, vec![Some(8000.0)]);
+    }
+}

@@ -1,0 +1,11 @@
+//! Results: what a stored run means — the ceiling and verdict (`analysis`), result tables and
+//! comparisons (`compare`), chart series (`charts`) and exports (`export`: CSV, iperf3 JSON),
+//! with the unit formatting of `model::units`. Reads the store; never measures or renders HTML.
+
+pub mod analysis;
+pub mod charts;
+pub mod compare;
+pub mod export;
+pub mod figures;
+pub mod suite_table;
+pub mod text;

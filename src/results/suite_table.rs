@@ -1,0 +1,170 @@
+//! Result tables of suites and compared runs: one row of figures per test ([`StepResult`]),
+//! a suite's table ([`SuiteResult`]).
+
+use crate::spec::suite::PlanEntry;
+use crate::store::{RunRow, Store, SuiteRow};
+use serde::Serialize;
+
+/// One test's figures as result tables show them (a suite step, or a run being compared).
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct StepResult {
+    /// 1-based position in the suite (or in the comparison).
+    pub index: usize,
+    /// Row name: "TCP send", "UDP receive 400M".
+    pub label: String,
+    pub run_id: Option<i64>,
+    /// running / completed / failed / aborted, or pending / skipped for tests not run.
+    pub status: String,
+    /// "TCP" / "UDP".
+    pub protocol: String,
+    /// send / receive / bidir (board's view).
+    pub direction: String,
+    /// Target bitrate per stream, bits/s (0 = unlimited).
+    pub target_bps: u64,
+    /// The table's bitrate: the receiver's (goodput), else the sender's, bits/s.
+    pub bitrate_bps: Option<f64>,
+    pub sender_bps: Option<f64>,
+    pub receiver_bps: Option<f64>,
+    /// TCP retransmits (sender side).
+    pub retransmits: Option<i64>,
+    /// UDP receiver jitter, ms.
+    pub jitter_ms: Option<f64>,
+    /// UDP datagrams lost / total and loss %.
+    pub lost: Option<i64>,
+    pub total: Option<i64>,
+    pub loss_percent: Option<f64>,
+    /// Busiest core's busy share over the run, % (from the 1 Hz monitor; None without
+    /// samples).
+    pub cpu_max_percent: Option<f64>,
+    /// Board port (bind_dev or local address) and peer.
+    pub board_port: String,
+    pub peer: String,
+    /// Unix ms.
+    pub started_at: Option<i64>,
+    pub error: Option<String>,
+}
+
+/// Busiest core's highest busy %, over all of a run's samples.
+pub fn cpu_max(store: &Store, run_id: i64) -> Option<f64> {
+    store
+        .cpu_samples(run_id)
+        .ok()?
+        .iter()
+        .filter(|c| c.cpu >= 0)
+        .map(|c| c.busy())
+        .fold(None, |m: Option<f64>, b| Some(m.map_or(b, |m| m.max(b))))
+}
+
+/// The default row name of a stored run ("TCP send", "UDP receive 400M").
+pub fn run_label(r: &RunRow) -> String {
+    let bw = r
+        .params
+        .get("bandwidth")
+        .and_then(|b| b.as_u64())
+        .unwrap_or(0);
+    let par = r
+        .params
+        .get("parallel")
+        .and_then(|b| b.as_u64())
+        .unwrap_or(1);
+    let mut l = format!("{} {}", r.protocol, r.direction);
+    if r.protocol == "UDP" || bw > 0 {
+        l.push(' ');
+        l.push_str(&crate::spec::suite::rate_word(bw));
+    }
+    if par > 1 {
+        l.push_str(&format!(" ×{par}"));
+    }
+    l
+}
+
+/// A stored run's figures.
+pub fn run_result(store: &Store, index: usize, label: &str, r: &RunRow) -> StepResult {
+    StepResult {
+        index,
+        label: label.to_string(),
+        run_id: Some(r.id),
+        status: r.status.clone(),
+        protocol: r.protocol.clone(),
+        direction: r.direction.clone(),
+        target_bps: r
+            .params
+            .get("bandwidth")
+            .and_then(|b| b.as_u64())
+            .unwrap_or(0),
+        bitrate_bps: r.receiver_bps.or(r.sender_bps),
+        sender_bps: r.sender_bps,
+        receiver_bps: r.receiver_bps,
+        retransmits: r.retransmits,
+        jitter_ms: r.jitter_ms,
+        lost: r.lost_packets,
+        total: r.total_packets,
+        loss_percent: r.lost_percent,
+        cpu_max_percent: cpu_max(store, r.id),
+        board_port: match (&r.bind_dev, r.local_host.is_empty()) {
+            (Some(d), _) => d.clone(),
+            (None, false) => r.local_host.clone(),
+            (None, true) => String::new(),
+        },
+        peer: format!("{}:{}", r.peer_host, r.peer_port),
+        started_at: Some(r.started_at),
+        error: r.error.clone(),
+    }
+}
+
+/// A suite run with its result table.
+#[derive(Debug, Clone, Serialize)]
+pub struct SuiteResult {
+    pub suite: SuiteRow,
+    /// Board / change label.
+    pub label: String,
+    pub def_id: Option<i64>,
+    /// One row per planned test, in order (tests not run yet are pending / skipped).
+    pub steps: Vec<StepResult>,
+}
+
+/// Load suite `sid` and build its table; `Ok(None)` if there is no such suite.
+pub fn suite_result(store: &Store, sid: i64) -> Result<Option<SuiteResult>, String> {
+    let e = |e: crate::store::StoreError| e.to_string();
+    let Some((suite, runs)) = store.suite(sid).map_err(e)? else {
+        return Ok(None);
+    };
+    let extra = store.suite_extra(sid).map_err(e)?.unwrap_or_default();
+    let plan: Vec<PlanEntry> = serde_json::from_value(extra.plan.clone()).unwrap_or_default();
+    let n = plan.len().max(runs.len());
+    let mut steps = Vec::with_capacity(n);
+    for i in 0..n {
+        let label = plan
+            .get(i)
+            .map(|p| p.label.clone())
+            .or_else(|| runs.get(i).map(run_label))
+            .unwrap_or_default();
+        steps.push(match runs.get(i) {
+            Some(r) => run_result(store, i + 1, &label, r),
+            None => {
+                let p = &plan[i];
+                StepResult {
+                    index: i + 1,
+                    label,
+                    status: if suite.status == "running" {
+                        "pending"
+                    } else {
+                        "skipped"
+                    }
+                    .into(),
+                    protocol: p.protocol.clone(),
+                    direction: p.direction.clone(),
+                    target_bps: p.target_bps,
+                    peer: suite.peer_host.clone(),
+                    ..Default::default()
+                }
+            }
+        });
+    }
+    Ok(Some(SuiteResult {
+        label: extra.label.unwrap_or_default(),
+        def_id: extra.def_id,
+        suite,
+        steps,
+    }))
+}

@@ -1,0 +1,1171 @@
+//! Forwarding runs and monitor-only runs (seed 000, scenario 5: PC1 → board → PC2 with NAT,
+//! while watching the board).
+//!
+//! * A **forwarding run** (kind `forward`): the board optionally turns on forwarding with
+//!   MASQUERADE between two of its ports (through the board controller, undoing afterwards only
+//!   what the run itself turned on), asks a peer agent (`netperfd peer` on PC1) to run an
+//!   iperf3 test to PC2 through the board, stores the agent's intervals and report as the
+//!   run's, and summarises what the board saw: forwarded bits/s and packets/s per direction
+//!   from its port counters, conntrack entries, CPU per core when the monitor sampled it.
+//! * A **monitor-only run** (kind `monitor`): traffic that someone else starts; the board
+//!   records its ports until stopped (or for a set time) and summarises mean/peak rates per
+//!   port and the peak conntrack count.
+//!
+//! Both are tracked with `Hub::track`, so the 1 Hz monitor samples them (CPU per core, port
+//! counters, conntrack); the summaries prefer those samples and fall back to counter readings
+//! at the start and end. Not for: the sampling itself (the monitor), the firewall rules
+//! (`system::forwarding`), the iperf3 test (the agent).
+
+use crate::board::apply::{ApplyOptions, Controller};
+use crate::board::forwarding::rule_safe_name;
+use crate::board::links::Counters;
+use crate::board::netconfig::Change;
+use crate::model::RunFigures;
+use crate::model::RunStatus;
+use crate::peer::{PeerClient, PeerTestSpec};
+use crate::runs::live::{Hub, LiveEvent};
+use crate::store::NewRun;
+use crate::store::{CpuSampleRow, PortSampleRow, SysSampleRow};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{broadcast, Notify};
+
+/// Settings key of the peer agent's token (the web form stores it; never shown back in full).
+pub const TOKEN_KEY: &str = "peer.token";
+/// Settings key of the last peer agent address used.
+pub const URL_KEY: &str = "peer.url";
+/// How long past its duration a peer test may take before the board gives up, seconds.
+pub const GRACE_SECS: u64 = 45;
+
+/// A forwarding run as the web form, the API and the CLI give it (strings, as forms send
+/// them; the API also takes numbers and booleans).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ForwardRequest {
+    /// Peer agent address, `http://HOST:PORT` (port default 5280).
+    #[serde(default)]
+    pub peer: String,
+    /// The agent's token; empty = the stored one.
+    #[serde(default)]
+    pub token: Option<String>,
+    /// Host the peer tests to (PC2, running `iperf3 -s` or netperfd).
+    #[serde(default)]
+    pub target: String,
+    /// Its iperf3 port, default 5201.
+    #[serde(default)]
+    pub port: Option<String>,
+    /// Board port the traffic comes in on (PC1's side).
+    #[serde(default)]
+    pub ingress: String,
+    /// Board port the traffic leaves through (PC2's side; MASQUERADE applies here).
+    #[serde(default)]
+    pub egress: String,
+    /// Seconds, default 10.
+    #[serde(default)]
+    pub duration: Option<String>,
+    /// Parallel streams, default 1.
+    #[serde(default)]
+    pub parallel: Option<String>,
+    /// From PC1's view: "send" (PC1 → PC2, default), "receive" (PC2 → PC1) or "bidir".
+    #[serde(default)]
+    pub direction: Option<String>,
+    /// "tcp" (default) or "udp".
+    #[serde(default)]
+    pub protocol: Option<String>,
+    /// Bitrate per stream, e.g. "500M"; empty = unlimited (TCP), 1M (UDP).
+    #[serde(default)]
+    pub bitrate: Option<String>,
+    /// Block / datagram size, e.g. "1448"; empty = iperf3's default.
+    #[serde(default)]
+    pub length: Option<String>,
+    /// Turn on forwarding with NAT (MASQUERADE on the egress port) for the run.
+    #[serde(default)]
+    pub nat: Option<String>,
+    /// CSRF token (forms only).
+    #[serde(default)]
+    pub csrf: Option<String>,
+}
+
+fn opt(s: &Option<String>) -> Option<&str> {
+    s.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// A checkbox or boolean: on/true/1/yes.
+pub fn truthy(s: &Option<String>) -> bool {
+    matches!(
+        opt(s).map(|v| v.to_ascii_lowercase()).as_deref(),
+        Some("on" | "true" | "1" | "yes")
+    )
+}
+
+/// Turn JSON numbers and booleans into strings (forms send strings; the API may not), and
+/// lists of strings into comma-separated text.
+pub fn normalize(v: Value) -> Result<Value, String> {
+    let Value::Object(m) = v else {
+        return Err("expected a JSON object".into());
+    };
+    let mut out = serde_json::Map::new();
+    for (k, v) in m {
+        let v = match v {
+            Value::Number(n) => Value::String(n.to_string()),
+            Value::Bool(b) => Value::String(b.to_string()),
+            Value::Array(a) => Value::String(
+                a.iter()
+                    .map(|x| match x {
+                        Value::String(s) => Ok(s.clone()),
+                        o => Err(format!("{k}: expected a list of names, got {o}")),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?
+                    .join(","),
+            ),
+            other => other,
+        };
+        out.insert(k, v);
+    }
+    Ok(Value::Object(out))
+}
+
+/// A validated forwarding run.
+#[derive(Debug, Clone)]
+pub struct ForwardPlan {
+    pub client: PeerClient,
+    pub spec: PeerTestSpec,
+    pub ingress: String,
+    pub egress: String,
+    /// Set up forwarding + MASQUERADE for the run.
+    pub nat: bool,
+}
+
+fn check_port(name: &str, what: &str, ports: &[crate::board::Port]) -> Result<String, String> {
+    let n = name.trim();
+    if n.is_empty() {
+        return Err(format!("choose the {what} port"));
+    }
+    match ports.iter().find(|p| p.name == n) {
+        Some(p) if p.loopback => Err(format!("{what} port {n} is the loopback")),
+        Some(_) if !rule_safe_name(n) => Err(format!("port name '{n}' cannot be used")),
+        Some(_) => Ok(n.to_string()),
+        None => Err(format!("the board has no port '{n}' ({what})")),
+    }
+}
+
+impl ForwardRequest {
+    /// Validate against the board's ports; `stored_token` is used when no token is given.
+    pub fn plan(
+        &self,
+        ports: &[crate::board::Port],
+        stored_token: Option<&str>,
+    ) -> Result<ForwardPlan, String> {
+        let token = match opt(&self.token).or(stored_token) {
+            Some(t) => t.to_string(),
+            None => return Err("the peer agent's token is missing (none stored yet)".into()),
+        };
+        if self.peer.trim().is_empty() {
+            return Err("the peer agent address is missing (http://PC1:5280)".into());
+        }
+        let client = PeerClient::parse(&self.peer, &token)?;
+        let ingress = check_port(&self.ingress, "ingress", ports)?;
+        let egress = check_port(&self.egress, "egress", ports)?;
+        if ingress == egress {
+            return Err(format!(
+                "ingress and egress must be two different ports (both are {ingress})"
+            ));
+        }
+        let tr = crate::spec::test::TestRequest {
+            host: self.target.clone(),
+            protocol: self.protocol.clone(),
+            length: self.length.clone(),
+            port: self.port.clone(),
+            duration: self.duration.clone(),
+            parallel: self.parallel.clone(),
+            direction: self.direction.clone(),
+            bitrate: self.bitrate.clone(),
+            ..Default::default()
+        };
+        let cs = tr.to_spec(&[]).map_err(|e| {
+            if e.starts_with("peer '") {
+                e.replacen("peer '", "target '", 1)
+            } else {
+                e
+            }
+        })?;
+        use crate::engine::iperf3::wire::{Direction, Protocol};
+        let p = &cs.params;
+        let spec = PeerTestSpec {
+            host: cs.host.clone(),
+            port: Some(cs.port),
+            time: Some(p.time),
+            parallel: Some(p.parallel),
+            reverse: p.direction == Direction::Receive,
+            bidir: p.direction == Direction::Bidir,
+            udp: p.protocol == Protocol::Udp,
+            bitrate: (p.bandwidth > 0).then_some(p.bandwidth),
+            length: opt(&self.length).map(|_| p.len),
+        };
+        spec.to_client_spec()?;
+        Ok(ForwardPlan {
+            client,
+            spec,
+            ingress,
+            egress,
+            nat: truthy(&self.nat),
+        })
+    }
+}
+
+/// Read the counters of `ports` (netlink, this process's network namespace); ports that are
+/// missing are left out.
+pub async fn read_counters(ports: &[String]) -> BTreeMap<String, Counters> {
+    match crate::board::links::inventory().await {
+        Ok(links) => links
+            .into_iter()
+            .filter(|l| ports.contains(&l.name))
+            .map(|l| (l.name, l.counters))
+            .collect(),
+        Err(e) => {
+            tracing::warn!("cannot read port counters: {e}");
+            BTreeMap::new()
+        }
+    }
+}
+
+/// Counter deltas of one port over a run, and the rates they give.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PortFigures {
+    /// Bytes and packets received / sent over the run (as the kernel counts them: layer-2
+    /// frames without FCS).
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    pub rx_dropped: u64,
+    pub tx_dropped: u64,
+    pub rx_errors: u64,
+    pub tx_errors: u64,
+    /// Seconds the figures cover.
+    pub seconds: f64,
+    /// Mean rates over `seconds`: bits/s and packets/s.
+    pub rx_bits_per_second: f64,
+    pub tx_bits_per_second: f64,
+    pub rx_packets_per_second: f64,
+    pub tx_packets_per_second: f64,
+    /// Peaks over the monitor's 1 s samples (None without samples).
+    pub peak_rx_bits_per_second: Option<f64>,
+    pub peak_tx_bits_per_second: Option<f64>,
+    pub peak_rx_packets_per_second: Option<f64>,
+    pub peak_tx_packets_per_second: Option<f64>,
+}
+
+fn per_s(v: f64, s: f64) -> f64 {
+    if s > 0.0 {
+        v / s
+    } else {
+        0.0
+    }
+}
+
+impl PortFigures {
+    fn fill_rates(&mut self) {
+        let s = self.seconds;
+        self.rx_bits_per_second = per_s(self.rx_bytes as f64 * 8.0, s);
+        self.tx_bits_per_second = per_s(self.tx_bytes as f64 * 8.0, s);
+        self.rx_packets_per_second = per_s(self.rx_packets as f64, s);
+        self.tx_packets_per_second = per_s(self.tx_packets as f64, s);
+    }
+}
+
+/// Figures per port from two counter readings `seconds` apart (a counter that went backwards —
+/// the port was re-created — counts 0).
+pub fn figures_from_counters(
+    start: &BTreeMap<String, Counters>,
+    end: &BTreeMap<String, Counters>,
+    seconds: f64,
+) -> BTreeMap<String, PortFigures> {
+    let d = |a: u64, b: u64| b.saturating_sub(a);
+    start
+        .iter()
+        .filter_map(|(name, a)| {
+            let b = end.get(name)?;
+            let mut f = PortFigures {
+                rx_bytes: d(a.rx_bytes, b.rx_bytes),
+                tx_bytes: d(a.tx_bytes, b.tx_bytes),
+                rx_packets: d(a.rx_packets, b.rx_packets),
+                tx_packets: d(a.tx_packets, b.tx_packets),
+                rx_dropped: d(a.rx_dropped, b.rx_dropped),
+                tx_dropped: d(a.tx_dropped, b.tx_dropped),
+                rx_errors: d(a.rx_errors, b.rx_errors),
+                tx_errors: d(a.tx_errors, b.tx_errors),
+                seconds,
+                ..Default::default()
+            };
+            f.fill_rates();
+            Some((name.clone(), f))
+        })
+        .collect()
+}
+
+/// Figures per port from the monitor's samples: sums of the deltas, mean over the sampled
+/// seconds, and the peak 1 s rates. Ports without samples are absent.
+pub fn figures_from_samples(samples: &[PortSampleRow]) -> BTreeMap<String, PortFigures> {
+    let mut out: BTreeMap<String, PortFigures> = BTreeMap::new();
+    let c = |v: i64| v.max(0) as u64;
+    let mx = |a: Option<f64>, b: f64| Some(a.map_or(b, |a| a.max(b)));
+    for s in samples {
+        let f = out.entry(s.ifname.clone()).or_default();
+        f.rx_bytes += c(s.rx_bytes);
+        f.tx_bytes += c(s.tx_bytes);
+        f.rx_packets += c(s.rx_packets);
+        f.tx_packets += c(s.tx_packets);
+        f.rx_dropped += c(s.rx_dropped);
+        f.tx_dropped += c(s.tx_dropped);
+        f.rx_errors += c(s.rx_errors);
+        f.tx_errors += c(s.tx_errors);
+        f.seconds += s.seconds.max(0.0);
+        f.peak_rx_bits_per_second = mx(f.peak_rx_bits_per_second, s.rx_bps());
+        f.peak_tx_bits_per_second = mx(f.peak_tx_bits_per_second, s.tx_bps());
+        f.peak_rx_packets_per_second = mx(f.peak_rx_packets_per_second, s.rx_pps());
+        f.peak_tx_packets_per_second = mx(f.peak_tx_packets_per_second, s.tx_pps());
+    }
+    for f in out.values_mut() {
+        f.fill_rates();
+    }
+    out
+}
+
+/// Conntrack figures: the peak and last count over the monitor's samples and the readings
+/// the run took itself (at its start, each second of a forwarding run, at its end). `null`
+/// when the kernel has no conntrack.
+pub fn conntrack_summary(sys: &[SysSampleRow], own: &[i64]) -> Value {
+    let sampled: Vec<i64> = sys.iter().filter_map(|s| s.conntrack).collect();
+    let peak = sampled.iter().chain(own).max();
+    let Some(peak) = peak else {
+        return Value::Null;
+    };
+    json!({
+        "peak": peak,
+        "samples": sampled.len(),
+        "start": own.first(),
+        "end": own.last(),
+    })
+}
+
+/// CPU per core from the monitor's samples: mean and peak busy % (100 − idle − iowait) per
+/// core; `null` without samples.
+pub fn cpu_summary(cpu: &[CpuSampleRow]) -> Value {
+    let mut per: BTreeMap<i32, (f64, f64, usize)> = BTreeMap::new();
+    for s in cpu {
+        let e = per.entry(s.cpu).or_insert((0.0, 0.0, 0));
+        e.0 += s.busy();
+        e.1 = e.1.max(s.busy());
+        e.2 += 1;
+    }
+    if per.is_empty() {
+        return Value::Null;
+    }
+    Value::Array(
+        per.into_iter()
+            .map(|(c, (sum, peak, n))| {
+                json!({"cpu": c, "mean_busy_percent": sum / n as f64, "peak_busy_percent": peak})
+            })
+            .collect(),
+    )
+}
+
+/// The port figures of a run: totals and means from the run's own counter readings at its
+/// start and end (exact: the monitor's 1 s samples miss the part of a second before the run
+/// ends), peaks from the monitor's samples. Without own readings (netlink failed), the samples'
+/// figures. Returns the figures and where they came from.
+fn port_figures(
+    hub: &Hub,
+    id: i64,
+    own: BTreeMap<String, PortFigures>,
+) -> (BTreeMap<String, PortFigures>, &'static str) {
+    let samples = hub.store().port_samples(id).unwrap_or_default();
+    let from = figures_from_samples(&samples);
+    if own.is_empty() {
+        return (from, "samples");
+    }
+    if from.is_empty() {
+        return (own, "counters");
+    }
+    let mut out = own;
+    for (name, f) in out.iter_mut() {
+        if let Some(s) = from.get(name) {
+            f.peak_rx_bits_per_second = s.peak_rx_bits_per_second;
+            f.peak_tx_bits_per_second = s.peak_tx_bits_per_second;
+            f.peak_rx_packets_per_second = s.peak_rx_packets_per_second;
+            f.peak_tx_packets_per_second = s.peak_tx_packets_per_second;
+        }
+    }
+    (out, "counters, peaks from samples")
+}
+
+/// What a forwarding run changed on the board, to undo at its end (kept in the run's summary
+/// while it runs, so a daemon that restarts after a crash can undo it too).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Undo {
+    /// Nothing (forwarding with NAT was on already, or not asked for).
+    Nothing,
+    /// Disable the forward the run enabled.
+    Disable,
+    /// Put back the forward that was there (without NAT).
+    Restore(crate::board::forwarding::Forward),
+}
+
+fn apply_options(id: i64) -> ApplyOptions {
+    ApplyOptions {
+        confirm_within: None,
+        unchecked: true,
+        force: true,
+        mgmt: None,
+        source: format!("forward run {id}"),
+    }
+}
+
+async fn enable_forwarding(
+    ctl: &Arc<Controller>,
+    id: i64,
+    ingress: &str,
+    egress: &str,
+) -> Result<Undo, String> {
+    let view = ctl
+        .view()
+        .await
+        .map_err(|e| format!("cannot read the board: {e}"))?;
+    let existing = view
+        .forwarding
+        .forwards
+        .iter()
+        .find(|f| f.ingress == ingress && f.egress == egress)
+        .cloned();
+    let (undo, ipv6) = match existing {
+        Some(f) if f.nat && view.forwarding.ipv4_forwarding => return Ok(Undo::Nothing),
+        Some(f) => (Undo::Restore(f.clone()), f.ipv6),
+        None => (Undo::Disable, false),
+    };
+    let change = Change::ForwardEnable {
+        ingress: ingress.into(),
+        egress: egress.into(),
+        nat: true,
+        ipv6,
+    };
+    ctl.apply(std::slice::from_ref(&change), &apply_options(id))
+        .await
+        .map_err(|e| format!("cannot turn on forwarding {ingress} → {egress} with NAT: {e}"))?;
+    Ok(undo)
+}
+
+async fn undo_forwarding(
+    ctl: &Arc<Controller>,
+    id: i64,
+    ingress: &str,
+    egress: &str,
+    undo: &Undo,
+) -> Result<(), String> {
+    let change = match undo {
+        Undo::Nothing => return Ok(()),
+        Undo::Disable => Change::ForwardDisable {
+            ingress: ingress.into(),
+            egress: egress.into(),
+        },
+        Undo::Restore(f) => Change::ForwardEnable {
+            ingress: f.ingress.clone(),
+            egress: f.egress.clone(),
+            nat: f.nat,
+            ipv6: f.ipv6,
+        },
+    };
+    ctl.apply(std::slice::from_ref(&change), &apply_options(id))
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("cannot restore forwarding {ingress} → {egress}: {e}"))
+}
+
+/// Forwarding runs still marked running (left by a process that stopped mid-run) that had
+/// turned on forwarding: their ids, ports and what to undo. Call before
+/// `Store::abort_stale_runs`.
+pub fn stale_forwarding(store: &crate::store::Store) -> Vec<(i64, String, String, Undo)> {
+    let runs = store
+        .list_runs(&crate::store::RunFilter {
+            status: Some("running".into()),
+            limit: Some(1000),
+            ..Default::default()
+        })
+        .unwrap_or_default();
+    runs.into_iter()
+        .filter(|r| r.kind == "forward")
+        .filter_map(|r| {
+            let undo: Undo = serde_json::from_value(r.summary["nat"]["undo"].clone()).ok()?;
+            let i = r.summary["ingress"].as_str()?.to_string();
+            let e = r.summary["egress"].as_str()?.to_string();
+            (undo != Undo::Nothing).then_some((r.id, i, e, undo))
+        })
+        .collect()
+}
+
+/// Undo what stale forwarding runs (see [`stale_forwarding`]) had turned on, with the
+/// process's board controller; failures are logged.
+pub async fn undo_stale(stale: Vec<(i64, String, String, Undo)>) {
+    let Some(ctl) = crate::board::apply::global() else {
+        return;
+    };
+    for (id, i, e, undo) in stale {
+        match undo_forwarding(&ctl, id, &i, &e, &undo).await {
+            Ok(()) => tracing::warn!(
+                run = id,
+                "forwarding {i} → {e} turned on by run {id}, which was cut short, is restored"
+            ),
+            Err(err) => tracing::error!(run = id, "{err}"),
+        }
+    }
+}
+
+/// Record and start a forwarding run; returns its id at once and a handle that resolves when
+/// it has ended. `ctl` changes the board when the plan asks for NAT.
+pub fn start_forward(
+    hub: &Hub,
+    ctl: Option<Arc<Controller>>,
+    plan: ForwardPlan,
+) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
+    if plan.nat && ctl.is_none() {
+        return Err("no board controller to set up forwarding with".into());
+    }
+    let params = json!({
+        "peer": plan.client.url(),
+        "test": plan.spec,
+        "ingress": plan.ingress,
+        "egress": plan.egress,
+        "nat": plan.nat,
+    });
+    let id = hub
+        .store()
+        .create_run(&NewRun {
+            role: "client".into(),
+            protocol: if plan.spec.udp { "UDP" } else { "TCP" }.into(),
+            peer_host: plan.spec.host.clone(),
+            peer_port: plan.spec.port.unwrap_or(5201),
+            local_host: String::new(),
+            local_port: 0,
+            bind_dev: Some(format!("{},{}", plan.ingress, plan.egress)),
+            direction: plan.spec.direction_word().into(),
+            params,
+            kind: "forward".into(),
+            ..Default::default()
+        })
+        .map_err(|e| e.to_string())?;
+    crate::board::record_net_config(hub.store(), id);
+    let cancel = Arc::new(Notify::new());
+    let tx = hub.track(
+        id,
+        Some(cancel.clone()),
+        vec![plan.ingress.clone(), plan.egress.clone()],
+    );
+    let hub = hub.clone();
+    let handle = tokio::spawn(async move {
+        let r = forward_task(&hub, id, &plan, ctl, cancel, tx).await;
+        let (status, summary, report, error) = r;
+        if let Err(e) = hub.store().set_run_summary(id, &summary) {
+            tracing::error!(run = id, "cannot store the summary: {e}");
+        }
+        hub.done(id, status, report.as_deref(), error.as_deref());
+        status
+    });
+    Ok((id, handle))
+}
+
+type Outcome = (
+    RunStatus,
+    Value,
+    Option<Box<crate::engine::report::Report>>,
+    Option<String>,
+);
+
+async fn forward_task(
+    hub: &Hub,
+    id: i64,
+    plan: &ForwardPlan,
+    ctl: Option<Arc<Controller>>,
+    cancel: Arc<Notify>,
+    tx: broadcast::Sender<LiveEvent>,
+) -> Outcome {
+    let ports = vec![plan.ingress.clone(), plan.egress.clone()];
+    let mut summary = json!({
+        "peer": {"url": plan.client.url()},
+        "target": {"host": plan.spec.host, "port": plan.spec.port.unwrap_or(5201)},
+        "ingress": plan.ingress,
+        "egress": plan.egress,
+        "nat": {"requested": plan.nat},
+    });
+    let fail = |mut s: Value, msg: String| -> Outcome {
+        s["error"] = json!(msg);
+        (RunStatus::Failed, s, None, Some(msg))
+    };
+    // 1. The agent answers and takes the token (nothing on the board changes before).
+    match plan.client.info().await {
+        Ok(info) => summary["peer"]["info"] = info,
+        Err(e) => return fail(summary, e.message),
+    }
+    // 2. Forwarding with NAT, if asked for.
+    let mut undo = Undo::Nothing;
+    if plan.nat {
+        let Some(c) = &ctl else {
+            return fail(summary, "no board controller".into());
+        };
+        match enable_forwarding(c, id, &plan.ingress, &plan.egress).await {
+            Ok(u) => {
+                summary["nat"]["enabled_by_run"] = json!(u != Undo::Nothing);
+                summary["nat"]["undo"] = json!(u);
+                if let Err(e) = hub.store().set_run_summary(id, &summary) {
+                    tracing::warn!(run = id, "cannot store what to undo: {e}");
+                }
+                undo = u;
+            }
+            Err(e) => return fail(summary, e),
+        }
+    }
+    // 3. The test.
+    let c0 = read_counters(&ports).await;
+    let mut conntrack: Vec<i64> = crate::board::sampler::conntrack_count()
+        .into_iter()
+        .collect();
+    let t0 = Instant::now();
+    let res = run_peer_test(hub, id, plan, &cancel, &tx, &mut conntrack).await;
+    let wall = t0.elapsed().as_secs_f64();
+    let c1 = read_counters(&ports).await;
+    conntrack.extend(crate::board::sampler::conntrack_count());
+    // 4. Undo what the run turned on.
+    let mut restore_error = None;
+    if let Some(c) = &ctl {
+        if let Err(e) = undo_forwarding(c, id, &plan.ingress, &plan.egress, &undo).await {
+            tracing::error!(run = id, "{e}");
+            restore_error = Some(e);
+        }
+    }
+    if plan.nat {
+        summary["nat"]["restored"] = json!(restore_error.is_none());
+    }
+    // 5. Figures.
+    let (status, job_error, report, iperf3) = match res {
+        Ok(v) => (v.status, v.error, v.report, v.iperf3),
+        Err((status, e)) => (status, Some(e), None, None),
+    };
+    // The seconds the traffic flowed: the peer's measured test time when known.
+    let secs = report
+        .as_ref()
+        .and_then(|r| {
+            r.streams
+                .iter()
+                .map(|s| s.sender.seconds)
+                .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))))
+        })
+        .filter(|s| *s > 0.0)
+        .unwrap_or(wall);
+    let own = figures_from_counters(&c0, &c1, secs);
+    let (figs, source) = port_figures(hub, id, own);
+    summary["seconds"] = json!(secs);
+    summary["wall_seconds"] = json!(wall);
+    summary["port_source"] = json!(source);
+    summary["forwarded"] = forwarded(&figs, &plan.ingress, &plan.egress);
+    summary["ports"] = json!(figs);
+    summary["conntrack"] =
+        conntrack_summary(&hub.store().sys_samples(id).unwrap_or_default(), &conntrack);
+    summary["cpu"] = cpu_summary(&hub.store().cpu_samples(id).unwrap_or_default());
+    summary["peer_report"] = iperf3.unwrap_or(Value::Null);
+    let mut error = job_error;
+    let mut status = status;
+    if let Some(e) = restore_error {
+        error = Some(match error {
+            Some(m) => format!("{m}; {e}"),
+            None => e,
+        });
+        if status == RunStatus::Completed {
+            status = RunStatus::Failed;
+        }
+    }
+    if let Some(e) = &error {
+        summary["error"] = json!(e);
+    }
+    (status, summary, report, error)
+}
+
+/// Forwarded traffic per direction: into `ingress` and out of `egress` (PC1 → PC2), and back.
+/// Bits/s and packets/s of the egress transmit (what left the board) and of the ingress receive.
+pub fn forwarded(figs: &BTreeMap<String, PortFigures>, ingress: &str, egress: &str) -> Value {
+    let (Some(i), Some(e)) = (figs.get(ingress), figs.get(egress)) else {
+        return Value::Null;
+    };
+    let dir = |rx: &PortFigures, tx: &PortFigures| {
+        json!({
+            "bytes": tx.tx_bytes,
+            "packets": tx.tx_packets,
+            "bits_per_second": tx.tx_bits_per_second,
+            "packets_per_second": tx.tx_packets_per_second,
+            "received_bytes": rx.rx_bytes,
+            "received_bits_per_second": rx.rx_bits_per_second,
+            "received_packets_per_second": rx.rx_packets_per_second,
+            "peak_bits_per_second": tx.peak_tx_bits_per_second,
+            "peak_packets_per_second": tx.peak_tx_packets_per_second,
+        })
+    };
+    json!({
+        format!("{ingress}->{egress}"): dir(i, e),
+        format!("{egress}->{ingress}"): dir(e, i),
+    })
+}
+
+/// Run the test on the agent, turning its intervals into this run's; the agent's final view,
+/// or the status and message it ended with.
+async fn run_peer_test(
+    hub: &Hub,
+    id: i64,
+    plan: &ForwardPlan,
+    cancel: &Notify,
+    tx: &broadcast::Sender<LiveEvent>,
+    conntrack: &mut Vec<i64>,
+) -> Result<crate::peer::agent::JobView, (RunStatus, String)> {
+    let job = plan
+        .client
+        .start(&plan.spec)
+        .await
+        .map_err(|e| (RunStatus::Failed, e.message))?;
+    let limit = Duration::from_secs(u64::from(plan.spec.time.unwrap_or(10)) + GRACE_SECS);
+    let t0 = Instant::now();
+    let (mut since, mut seq, mut errors, mut stopping) = (0usize, 0i64, 0u32, false);
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = cancel.notified(), if !stopping => {
+                stopping = true;
+                let _ = plan.client.stop(job).await;
+            }
+        }
+        conntrack.extend(crate::board::sampler::conntrack_count());
+        match plan.client.poll(job, since).await {
+            Ok(v) => {
+                errors = 0;
+                if v.first == since {
+                    for rec in v.intervals.iter().cloned() {
+                        hub.interval(id, seq, rec, tx);
+                        seq += 1;
+                    }
+                    since = v.first + v.intervals.len();
+                }
+                if v.status != RunStatus::Running {
+                    return Ok(v);
+                }
+            }
+            Err(e) if e.unauthorized => return Err((RunStatus::Failed, e.message)),
+            Err(e) => {
+                errors += 1;
+                if errors >= 5 {
+                    return Err((RunStatus::Failed, format!("lost the peer agent: {e}")));
+                }
+            }
+        }
+        if t0.elapsed() > limit {
+            let _ = plan.client.stop(job).await;
+            return Err((
+                RunStatus::Failed,
+                format!(
+                    "the peer test did not end within {} s of its duration",
+                    GRACE_SECS
+                ),
+            ));
+        }
+    }
+}
+
+/// A monitor-only run as the web form, the API and the CLI give it.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct MonitorRequest {
+    /// Ports to watch, comma-separated (the API also takes a list).
+    #[serde(default)]
+    pub ports: String,
+    /// What is being watched, free text (at most 100 characters).
+    #[serde(default)]
+    pub label: Option<String>,
+    /// Seconds to record; empty = until stopped (at most 86400).
+    #[serde(default)]
+    pub duration: Option<String>,
+    /// CSRF token (forms only).
+    #[serde(default)]
+    pub csrf: Option<String>,
+}
+
+/// A validated monitor-only run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MonitorPlan {
+    pub ports: Vec<String>,
+    pub label: String,
+    /// None = until stopped.
+    pub seconds: Option<u32>,
+}
+
+impl MonitorRequest {
+    /// Validate against the board's ports.
+    pub fn plan(&self, ports: &[crate::board::Port]) -> Result<MonitorPlan, String> {
+        let mut names = Vec::new();
+        for n in self
+            .ports
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            let n = check_port(n, "watched", ports)?;
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+        if names.is_empty() {
+            return Err("choose at least one port to watch".into());
+        }
+        if names.len() > 16 {
+            return Err("at most 16 ports can be watched at once".into());
+        }
+        let label = opt(&self.label).unwrap_or_default().to_string();
+        if label.chars().count() > 100 || label.chars().any(char::is_control) {
+            return Err("the label must be at most 100 characters on one line".into());
+        }
+        let seconds = match opt(&self.duration) {
+            None => None,
+            Some(d) => Some(
+                d.parse::<u32>()
+                    .ok()
+                    .filter(|s| (1..=86_400).contains(s))
+                    .ok_or_else(|| format!("duration must be 1..86400 s, got '{d}'"))?,
+            ),
+        };
+        Ok(MonitorPlan {
+            ports: names,
+            label,
+            seconds,
+        })
+    }
+}
+
+/// Record and start a monitor-only run; it ends when stopped (`Hub::stop`) or after its
+/// duration. Returns its id and a handle that resolves when it has ended.
+pub fn start_monitor(
+    hub: &Hub,
+    plan: MonitorPlan,
+) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
+    let id = hub
+        .store()
+        .create_run(&NewRun {
+            role: "client".into(),
+            protocol: String::new(),
+            peer_host: plan.label.clone(),
+            bind_dev: Some(plan.ports.join(",")),
+            params: json!({"ports": plan.ports, "label": plan.label, "duration": plan.seconds}),
+            kind: "monitor".into(),
+            ..Default::default()
+        })
+        .map_err(|e| e.to_string())?;
+    crate::board::record_net_config(hub.store(), id);
+    let cancel = Arc::new(Notify::new());
+    let _tx = hub.track(id, Some(cancel.clone()), plan.ports.clone());
+    let hub = hub.clone();
+    let handle = tokio::spawn(async move {
+        let c0 = read_counters(&plan.ports).await;
+        let mut conntrack: Vec<i64> = crate::board::sampler::conntrack_count()
+            .into_iter()
+            .collect();
+        let t0 = Instant::now();
+        let until = async {
+            match plan.seconds {
+                Some(s) => tokio::time::sleep(Duration::from_secs(u64::from(s))).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = until => {}
+            _ = cancel.notified() => {}
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        let c1 = read_counters(&plan.ports).await;
+        conntrack.extend(crate::board::sampler::conntrack_count());
+        let own = figures_from_counters(&c0, &c1, secs);
+        let (figs, source) = port_figures(&hub, id, own);
+        let summary = json!({
+            "label": plan.label,
+            "seconds": secs,
+            "port_source": source,
+            "ports": figs,
+            "conntrack": conntrack_summary(&hub.store().sys_samples(id).unwrap_or_default(), &conntrack),
+            "cpu": cpu_summary(&hub.store().cpu_samples(id).unwrap_or_default()),
+        });
+        hub.done_with(
+            id,
+            RunStatus::Completed,
+            &RunFigures::default(),
+            Some(&summary),
+            None,
+        );
+        RunStatus::Completed
+    });
+    Ok((id, handle))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn port(name: &str) -> crate::board::Port {
+        crate::board::Port {
+            name: name.into(),
+            up: true,
+            running: true,
+            loopback: name == "lo",
+            addresses: vec![],
+        }
+    }
+
+    fn ports() -> Vec<crate::board::Port> {
+        vec![port("eth0"), port("eth1"), port("lo")]
+    }
+
+    fn req() -> ForwardRequest {
+        ForwardRequest {
+            peer: "http://192.0.2.2:5280".into(),
+            token: Some("s3cret-token".into()),
+            target: "198.51.100.2".into(),
+            ingress: "eth0".into(),
+            egress: "eth1".into(),
+            nat: Some("on".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_forward_request_becomes_a_plan() {
+        let p = ForwardRequest {
+            duration: Some("5".into()),
+            parallel: Some("2".into()),
+            direction: Some("receive".into()),
+            protocol: Some("udp".into()),
+            bitrate: Some("100M".into()),
+            ..req()
+        }
+        .plan(&ports(), None)
+        .unwrap();
+        assert_eq!(p.client.url(), "http://192.0.2.2:5280");
+        assert_eq!(
+            (p.ingress.as_str(), p.egress.as_str(), p.nat),
+            ("eth0", "eth1", true)
+        );
+        assert_eq!(p.spec.host, "198.51.100.2");
+        assert_eq!(p.spec.time, Some(5));
+        assert_eq!(p.spec.parallel, Some(2));
+        assert!(p.spec.reverse && p.spec.udp && !p.spec.bidir);
+        assert_eq!(p.spec.bitrate, Some(100_000_000));
+        // The stored token stands in for a missing one.
+        let p = ForwardRequest {
+            token: None,
+            nat: None,
+            ..req()
+        }
+        .plan(&ports(), Some("stored-token"))
+        .unwrap();
+        assert!(!p.nat);
+    }
+
+    #[test]
+    fn bad_forward_requests_name_the_problem() {
+        let bad = |r: ForwardRequest, want: &str| {
+            let e = r.plan(&ports(), None).unwrap_err();
+            assert!(e.contains(want), "{e} should mention {want}");
+        };
+        bad(
+            ForwardRequest {
+                token: None,
+                ..req()
+            },
+            "token is missing",
+        );
+        bad(
+            ForwardRequest {
+                token: Some("short".into()),
+                ..req()
+            },
+            "8..256",
+        );
+        bad(
+            ForwardRequest {
+                peer: "https://pc1".into(),
+                ..req()
+            },
+            "plain HTTP",
+        );
+        bad(
+            ForwardRequest {
+                egress: "eth0".into(),
+                ..req()
+            },
+            "two different ports",
+        );
+        bad(
+            ForwardRequest {
+                egress: "eth9".into(),
+                ..req()
+            },
+            "no port 'eth9'",
+        );
+        bad(
+            ForwardRequest {
+                ingress: "lo".into(),
+                ..req()
+            },
+            "loopback",
+        );
+        bad(
+            ForwardRequest {
+                target: "a b".into(),
+                ..req()
+            },
+            "target 'a b'",
+        );
+        bad(
+            ForwardRequest {
+                duration: Some("0".into()),
+                ..req()
+            },
+            "duration",
+        );
+    }
+
+    #[test]
+    fn monitor_requests() {
+        let p = MonitorRequest {
+            ports: "eth0, eth1,eth0".into(),
+            label: Some("pc1 to pc2".into()),
+            duration: Some("30".into()),
+            csrf: None,
+        }
+        .plan(&ports())
+        .unwrap();
+        assert_eq!(p.ports, vec!["eth0", "eth1"]);
+        assert_eq!(p.seconds, Some(30));
+        for (ports_, dur, want) in [
+            ("", None, "at least one"),
+            ("eth7", None, "no port 'eth7'"),
+            ("eth0", Some("0"), "duration"),
+            ("eth0", Some("x"), "duration"),
+        ] {
+            let e = MonitorRequest {
+                ports: ports_.into(),
+                duration: dur.map(String::from),
+                ..Default::default()
+            }
+            .plan(&ports())
+            .unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
+        let v = normalize(json!({"ports": ["eth0", "eth1"], "duration": 5, "nat": true})).unwrap();
+        assert_eq!(v["ports"], "eth0,eth1");
+        assert_eq!(v["duration"], "5");
+        assert_eq!(v["nat"], "true");
+        assert!(normalize(json!({"ports": [1]})).is_err());
+    }
+
+    #[test]
+    fn figures_from_counter_readings() {
+        let c = |rx: u64, tx: u64, rp: u64, tp: u64| Counters {
+            rx_bytes: rx,
+            tx_bytes: tx,
+            rx_packets: rp,
+            tx_packets: tp,
+            ..Default::default()
+        };
+        let start = BTreeMap::from([
+            ("eth0".to_string(), c(1000, 500, 10, 5)),
+            ("eth1".to_string(), c(200, 300, 2, 3)),
+        ]);
+        let end = BTreeMap::from([
+            (
+                "eth0".to_string(),
+                c(1000 + 125_000_000, 500 + 1_000_000, 10 + 85_000, 5 + 20_000),
+            ),
+            (
+                "eth1".to_string(),
+                c(200 + 1_000_000, 300 + 124_000_000, 2 + 20_000, 3 + 85_000),
+            ),
+        ]);
+        let f = figures_from_counters(&start, &end, 10.0);
+        assert_eq!(f["eth0"].rx_bytes, 125_000_000);
+        assert_eq!(f["eth0"].rx_bits_per_second, 100_000_000.0);
+        assert_eq!(f["eth1"].tx_packets_per_second, 8_500.0);
+        let fw = forwarded(&f, "eth0", "eth1");
+        assert_eq!(fw["eth0->eth1"]["bytes"], 124_000_000);
+        assert_eq!(fw["eth0->eth1"]["bits_per_second"], 99_200_000.0);
+        assert_eq!(fw["eth0->eth1"]["received_bits_per_second"], 100_000_000.0);
+        assert_eq!(fw["eth1->eth0"]["packets_per_second"], 2_000.0);
+        // A counter that went backwards (port re-created) counts 0, never negative.
+        let f = figures_from_counters(&end, &start, 1.0);
+        assert_eq!(f["eth0"].rx_bytes, 0);
+    }
+
+    #[test]
+    fn figures_from_monitor_samples() {
+        let s = |t: f64, ifname: &str, secs: f64, rx: i64, rp: i64| PortSampleRow {
+            t,
+            ifname: ifname.into(),
+            seconds: secs,
+            rx_bytes: rx,
+            rx_packets: rp,
+            ..Default::default()
+        };
+        let samples = vec![
+            s(1.0, "eth0", 1.0, 100_000_000, 70_000),
+            s(2.0, "eth0", 1.0, 50_000_000, 30_000),
+            s(2.5, "eth0", 0.5, 0, 0),
+            s(1.0, "eth1", 1.0, 10, 1),
+        ];
+        let f = figures_from_samples(&samples);
+        assert_eq!(f["eth0"].rx_bytes, 150_000_000);
+        assert_eq!(f["eth0"].seconds, 2.5);
+        assert_eq!(f["eth0"].rx_bits_per_second, 480_000_000.0);
+        assert_eq!(f["eth0"].peak_rx_bits_per_second, Some(800_000_000.0));
+        assert_eq!(f["eth0"].peak_rx_packets_per_second, Some(70_000.0));
+        assert_eq!(f["eth1"].rx_packets, 1);
+        let ct = conntrack_summary(
+            &[
+                SysSampleRow {
+                    t: 1.0,
+                    conntrack: Some(3),
+                },
+                SysSampleRow {
+                    t: 2.0,
+                    conntrack: Some(9),
+                },
+            ],
+            &[1],
+        );
+        assert_eq!(ct["peak"], 9);
+        assert_eq!(ct["samples"], 2);
+        let ct = conntrack_summary(&[], &[4, 2]);
+        assert_eq!(
+            (&ct["peak"], &ct["start"], &ct["end"]),
+            (&json!(4), &json!(4), &json!(2))
+        );
+        assert_eq!(conntrack_summary(&[], &[]), Value::Null);
+        let cpu = cpu_summary(&[
+            CpuSampleRow {
+                t: 1.0,
+                cpu: 0,
+                idle: 30.0,
+                ..Default::default()
+            },
+            CpuSampleRow {
+                t: 2.0,
+                cpu: 0,
+                idle: 70.0,
+                ..Default::default()
+            },
+        ]);
+        assert_eq!(cpu[0]["peak_busy_percent"], 70.0);
+        assert_eq!(cpu[0]["mean_busy_percent"], 50.0);
+    }
+}

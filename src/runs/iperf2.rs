@@ -1,0 +1,164 @@
+//! iperf 2 runs in history: starts client tests for the web UI/API and records what the
+//! built-in iperf 2 server serves, as runs of kind "iperf2" through the [`Hub`] (followable,
+//! stoppable, intervals stored as they arrive, figures and a JSON summary at the end).
+
+use crate::engine::iperf2::client::{self, Iperf2Spec};
+use crate::engine::iperf2::{Event, Outcome, TestInfo};
+use crate::model::RunStatus;
+use crate::runs::live::{Hub, LiveEvent};
+use crate::store::NewRun;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::sync::{broadcast, mpsc, Notify};
+
+fn new_run(info: &TestInfo) -> NewRun {
+    NewRun {
+        role: match info.role {
+            crate::engine::iperf2::Role::Client => "client".into(),
+            crate::engine::iperf2::Role::Server => "server".into(),
+        },
+        protocol: info.protocol.into(),
+        peer_host: info.peer_host.clone(),
+        peer_port: info.peer_port,
+        local_host: info.local_host.clone(),
+        local_port: info.local_port,
+        bind_dev: None,
+        direction: info.direction.into(),
+        params: info.params.clone(),
+        kind: "iperf2".into(),
+        ..Default::default()
+    }
+}
+
+/// The run's summary JSON: every stream's figures and the notes.
+pub fn summary(o: &Outcome) -> serde_json::Value {
+    serde_json::json!({
+        "peer": "iperf 2",
+        "streams": o.streams,
+        "notes": o.notes,
+    })
+}
+
+fn finish(hub: &Hub, id: i64, o: &Outcome) {
+    hub.done_with(
+        id,
+        o.status,
+        &crate::results::figures::of_iperf2(&o),
+        Some(&summary(o)),
+        o.error.as_deref(),
+    );
+}
+
+impl Hub {
+    /// Record and start an iperf 2 client test; returns the run id at once.
+    pub fn start_iperf2_client(&self, spec: Iperf2Spec) -> Result<i64, String> {
+        spec.validate()?;
+        let id = self
+            .store()
+            .create_run(&NewRun {
+                role: "client".into(),
+                protocol: if spec.udp { "UDP" } else { "TCP" }.into(),
+                peer_host: spec.host.clone(),
+                peer_port: spec.port,
+                local_host: spec.bind.map(|b| b.to_string()).unwrap_or_default(),
+                direction: match spec.ret {
+                    crate::engine::iperf2::wire::Return::None => "send",
+                    _ => "bidir",
+                }
+                .into(),
+                params: serde_json::to_value(&spec).unwrap_or_default(),
+                kind: "iperf2".into(),
+                ..Default::default()
+            })
+            .map_err(|e| e.to_string())?;
+        crate::board::record_net_config(self.store(), id);
+        let cancel = Arc::new(Notify::new());
+        let tx = self.track(id, Some(cancel.clone()), Vec::new());
+        let hub = self.clone();
+        tokio::spawn(async move {
+            let (etx, mut erx) = mpsc::unbounded_channel();
+            let h2 = hub.clone();
+            let rec = tokio::spawn(async move {
+                let mut seq = 0;
+                while let Some(ev) = erx.recv().await {
+                    match ev {
+                        Event::Started { info, .. } => {
+                            let _ =
+                                h2.store()
+                                    .set_run_endpoints(id, &info.local_host, info.local_port);
+                        }
+                        Event::Interval { record, .. } => {
+                            h2.interval(id, seq, record, &tx);
+                            seq += 1;
+                        }
+                        Event::Finished { .. } => {}
+                    }
+                }
+            });
+            let o = client::run(spec, Some(etx), Some(cancel)).await;
+            let _ = rec.await;
+            finish(&hub, id, &o);
+        });
+        Ok(id)
+    }
+
+    /// Record what the built-in iperf 2 server serves, until the channel closes.
+    pub async fn record_iperf2(&self, mut rx: mpsc::UnboundedReceiver<Event>) {
+        let mut map: HashMap<u64, (i64, i64, broadcast::Sender<LiveEvent>)> = HashMap::new();
+        while let Some(ev) = rx.recv().await {
+            match ev {
+                Event::Started { test, info } => match self.store().create_run(&new_run(&info)) {
+                    Ok(id) => {
+                        crate::board::record_net_config(self.store(), id);
+                        let tx = self.track(id, None, Vec::new());
+                        map.insert(test, (id, 0, tx));
+                    }
+                    Err(e) => tracing::error!("cannot record an iperf 2 test: {e}"),
+                },
+                Event::Interval { test, record } => {
+                    if let Some((id, seq, tx)) = map.get_mut(&test) {
+                        self.interval(*id, *seq, record, tx);
+                        *seq += 1;
+                    }
+                }
+                Event::Finished { test, outcome } => {
+                    if let Some((id, _, _)) = map.remove(&test) {
+                        finish(self, id, &outcome);
+                    }
+                }
+            }
+        }
+        for (_, (id, _, _)) in map {
+            self.done_with(
+                id,
+                RunStatus::Aborted,
+                &Default::default(),
+                None,
+                Some("server stopped"),
+            );
+        }
+    }
+}
+
+/// Start the built-in iperf 2 server on `ports` (TCP and UDP each), recording every test a
+/// peer runs as a run of kind "iperf2", until `shutdown` is notified. A port that cannot be
+/// bound is logged as an error; the appliance keeps running without the iperf 2 server.
+pub fn start_server(hub: &Hub, ports: &[u16], shutdown: Arc<Notify>) {
+    use crate::engine::iperf2::server::{self, Iperf2ServerConfig};
+    let cfg = Iperf2ServerConfig {
+        ports: ports.to_vec(),
+        ..Default::default()
+    };
+    let l = match server::bind(&cfg) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!("iperf 2 server not started: {e}");
+            return;
+        }
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    let h = hub.clone();
+    tokio::spawn(async move { h.record_iperf2(rx).await });
+    tokio::spawn(async move { server::serve(l, cfg, Some(tx), Some(shutdown)).await });
+    tracing::info!(?ports, "iperf 2 server listening (TCP and UDP)");
+}

@@ -1,0 +1,527 @@
+//! Runs in progress: starts client tests for the web UI/API, records what the built-in iperf3
+//! server serves, writes every interval to the store as it arrives and fans it out to
+//! server-sent-event subscribers. Not for: rendering (web) or measuring (engine).
+
+use crate::board::sampler::{self as monitor, Snapshot};
+use crate::engine::iperf3::client::{self, ClientSpec, Event};
+use crate::engine::iperf3::server::ServerEvent;
+use crate::engine::report::{IntervalRecord, Report, Role};
+use crate::model::{RunFigures, RunStatus};
+use crate::spec::test::TestRequest;
+use crate::store::{CpuSampleRow, NewRun, PortSampleRow, Store, SysSampleRow};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{broadcast, mpsc, Notify};
+
+/// What live subscribers of a run receive.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum LiveEvent {
+    /// One interval (`seq` counts from 0).
+    Interval { seq: i64, record: IntervalRecord },
+    /// One monitor sample (every second while the run is active): CPU per core (the
+    /// all-cores line has `cpu` = -1), the run's ports' counter deltas, conntrack entries.
+    Monitor {
+        /// Seconds since the run started.
+        t: f64,
+        cpus: Vec<CpuSampleRow>,
+        ports: Vec<PortSampleRow>,
+        conntrack: Option<i64>,
+    },
+    /// The run ended.
+    Done {
+        status: RunStatus,
+        error: Option<String>,
+    },
+}
+
+struct LiveRun {
+    tx: broadcast::Sender<LiveEvent>,
+    cancel: Option<Arc<Notify>>,
+}
+
+/// A run the monitor samples: its ports (empty = not known yet, resolved from the run's
+/// bound device or local address) and the previous reading.
+struct Watch {
+    started: Instant,
+    ports: Vec<String>,
+    prev: Snapshot,
+    tx: broadcast::Sender<LiveEvent>,
+}
+
+/// The registry of active runs.
+#[derive(Clone)]
+pub struct Hub {
+    store: Arc<Store>,
+    runs: Arc<Mutex<HashMap<i64, LiveRun>>>,
+    watches: Arc<Mutex<HashMap<i64, Watch>>>,
+    monitor_on: Arc<AtomicBool>,
+}
+
+fn relock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+fn direction_of(r: &Report) -> &'static str {
+    client::direction_word(r.params.direction, r.role)
+}
+
+impl Hub {
+    /// A hub over a store.
+    pub fn new(store: Arc<Store>) -> Hub {
+        Hub {
+            store,
+            runs: Arc::new(Mutex::new(HashMap::new())),
+            watches: Arc::new(Mutex::new(HashMap::new())),
+            monitor_on: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, LiveRun>> {
+        relock(&self.runs)
+    }
+
+    /// The store behind this hub.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// Subscribe to a run's live events; `None` when it is not running here.
+    pub fn subscribe(&self, id: i64) -> Option<broadcast::Receiver<LiveEvent>> {
+        self.lock().get(&id).map(|r| r.tx.subscribe())
+    }
+
+    /// Whether a run is active in this process.
+    pub fn is_live(&self, id: i64) -> bool {
+        self.lock().contains_key(&id)
+    }
+
+    /// Ask a running client test to stop (CLIENT_TERMINATE); false if it is not one.
+    pub fn stop(&self, id: i64) -> bool {
+        match self.lock().get(&id).and_then(|r| r.cancel.clone()) {
+            Some(c) => {
+                c.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn register(&self, id: i64, cancel: Option<Arc<Notify>>) -> broadcast::Sender<LiveEvent> {
+        self.track(id, cancel, Vec::new())
+    }
+
+    /// Like [`Hub::track`] but without monitor samples (legs of a multi-port run: their
+    /// parent run is sampled once for all of them).
+    pub fn track_unmonitored(
+        &self,
+        id: i64,
+        cancel: Option<Arc<Notify>>,
+    ) -> broadcast::Sender<LiveEvent> {
+        let (tx, _) = broadcast::channel(1024);
+        self.lock().insert(
+            id,
+            LiveRun {
+                tx: tx.clone(),
+                cancel,
+            },
+        );
+        tx
+    }
+
+    fn watch(&self, id: i64, ports: Vec<String>, tx: broadcast::Sender<LiveEvent>) {
+        relock(&self.watches).insert(
+            id,
+            Watch {
+                started: Instant::now(),
+                ports,
+                prev: Snapshot::take(),
+                tx,
+            },
+        );
+        if self.monitor_on.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            self.monitor_on.store(false, Ordering::SeqCst);
+            return;
+        };
+        let hub = self.clone();
+        rt.spawn(async move {
+            let mut iv = tokio::time::interval(Duration::from_secs(1));
+            iv.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            iv.tick().await;
+            loop {
+                iv.tick().await;
+                let h = hub.clone();
+                match tokio::task::spawn_blocking(move || h.monitor_tick()).await {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(e) => {
+                        tracing::error!("monitor sample failed: {e}");
+                        hub.monitor_on.store(false, Ordering::SeqCst);
+                        break;
+                    }
+                }
+            }
+        });
+    }
+
+    /// Ports of a run whose ports were not given: its bound device, else the port holding its
+    /// local address (known once the control connection is up).
+    fn resolve_ports(&self, id: i64) -> Vec<String> {
+        let Ok(Some(r)) = self.store.get_run(id) else {
+            return Vec::new();
+        };
+        if let Some(d) = r.bind_dev.filter(|d| !d.is_empty()) {
+            return vec![d];
+        }
+        r.local_host
+            .parse::<IpAddr>()
+            .ok()
+            .and_then(monitor::port_of_address)
+            .into_iter()
+            .collect()
+    }
+
+    /// Take one reading and store a sample for every watched run; false (and the monitor
+    /// task ends) when no run is watched.
+    fn monitor_tick(&self) -> bool {
+        let unresolved: Vec<i64> = relock(&self.watches)
+            .iter()
+            .filter(|(_, w)| w.ports.is_empty())
+            .map(|(id, _)| *id)
+            .collect();
+        let resolved: Vec<(i64, Vec<String>)> = unresolved
+            .into_iter()
+            .map(|id| (id, self.resolve_ports(id)))
+            .collect();
+        let now = Snapshot::take();
+        let conntrack = monitor::conntrack_count();
+        let mut out = Vec::new();
+        {
+            let mut ws = relock(&self.watches);
+            if ws.is_empty() {
+                self.monitor_on.store(false, Ordering::SeqCst);
+                return false;
+            }
+            for (id, ports) in resolved {
+                if let Some(w) = ws.get_mut(&id) {
+                    if w.ports.is_empty() {
+                        w.ports = ports;
+                    }
+                }
+            }
+            for (id, w) in ws.iter_mut() {
+                let t = (now.at.saturating_duration_since(w.started).as_secs_f64() * 1000.0)
+                    .round()
+                    / 1000.0;
+                let cpus = now.cpu_since(&w.prev, t);
+                let ports = now.ports_since(&w.prev, t, &w.ports);
+                w.prev = now.clone();
+                out.push((*id, t, cpus, ports, w.tx.clone()));
+            }
+        }
+        for (id, t, cpus, ports, tx) in out {
+            let sys = SysSampleRow { t, conntrack };
+            if let Err(e) = self.store.add_samples(id, &cpus, &ports, Some(&sys)) {
+                tracing::error!(run = id, "cannot store a monitor sample: {e}");
+            }
+            let _ = tx.send(LiveEvent::Monitor {
+                t,
+                cpus,
+                ports,
+                conntrack,
+            });
+        }
+        true
+    }
+
+    /// Stop watching run `id`, storing what happened since the last sample (so the counters
+    /// cover the whole run, not only its whole seconds).
+    fn final_sample(&self, id: i64) {
+        let Some(w) = relock(&self.watches).remove(&id) else {
+            return;
+        };
+        let now = Snapshot::take();
+        let secs = now.at.saturating_duration_since(w.prev.at).as_secs_f64();
+        if secs <= 0.0 {
+            return;
+        }
+        let ports = if w.ports.is_empty() {
+            self.resolve_ports(id)
+        } else {
+            w.ports
+        };
+        let t =
+            (now.at.saturating_duration_since(w.started).as_secs_f64() * 1000.0).round() / 1000.0;
+        // Port counters always (every byte of the run is counted); CPU shares only over a
+        // window long enough to mean something (USER_HZ ticks are 10 ms).
+        let cpus = if secs >= 0.2 {
+            now.cpu_since(&w.prev, t)
+        } else {
+            Vec::new()
+        };
+        let ports = now.ports_since(&w.prev, t, &ports);
+        let sys = SysSampleRow {
+            t,
+            conntrack: monitor::conntrack_count(),
+        };
+        if let Err(e) = self.store.add_samples(id, &cpus, &ports, Some(&sys)) {
+            tracing::error!(run = id, "cannot store the last monitor sample: {e}");
+        }
+    }
+
+    /// Make run `id` (already created in the store) live: subscribers can follow it, `stop`
+    /// notifies `cancel`, and the monitor samples CPU per core and `ports` (interface names;
+    /// empty = the ports that carry the run's addresses) every second until the run ends.
+    /// Returns the channel that intervals go out on (see [`Hub::interval`]).
+    pub fn track(
+        &self,
+        id: i64,
+        cancel: Option<Arc<Notify>>,
+        ports: Vec<String>,
+    ) -> broadcast::Sender<LiveEvent> {
+        let tx = self.track_unmonitored(id, cancel);
+        self.watch(id, ports, tx.clone());
+        tx
+    }
+
+    /// End a tracked iperf3 run with its report (if any): stored, subscribers told.
+    pub fn done(&self, id: i64, status: RunStatus, report: Option<&Report>, error: Option<&str>) {
+        if let Err(e) = self.store.finish_run(id, status, report, error) {
+            tracing::error!(run = id, "cannot store the end of the run: {e}");
+        }
+        self.untrack(id, status, error);
+    }
+
+    /// End a tracked run that has no iperf3 report (HTTP, raw TCP, forwarding, monitor…) with
+    /// its figures and kind-specific summary.
+    pub fn done_with(
+        &self,
+        id: i64,
+        status: RunStatus,
+        figures: &RunFigures,
+        summary: Option<&serde_json::Value>,
+        error: Option<&str>,
+    ) {
+        if let Err(e) = self
+            .store
+            .finish_run_with(id, status, figures, summary, error)
+        {
+            tracing::error!(run = id, "cannot store the end of the run: {e}");
+        }
+        self.untrack(id, status, error);
+    }
+
+    fn untrack(&self, id: i64, status: RunStatus, error: Option<&str>) {
+        self.final_sample(id);
+        if let Some(r) = self.lock().remove(&id) {
+            let _ = r.tx.send(LiveEvent::Done {
+                status,
+                error: error.map(String::from),
+            });
+        }
+    }
+
+    /// Store interval `seq` (from 0) of run `id` and send it to the run's subscribers.
+    pub fn interval(
+        &self,
+        id: i64,
+        seq: i64,
+        rec: IntervalRecord,
+        tx: &broadcast::Sender<LiveEvent>,
+    ) {
+        if let Err(e) = self.store.add_interval(id, seq, &rec) {
+            tracing::error!(run = id, "cannot store an interval: {e}");
+        }
+        let _ = tx.send(LiveEvent::Interval { seq, record: rec });
+    }
+
+    /// Record and start a client test; returns the run id at once (the test runs on).
+    pub fn start_client(&self, spec: ClientSpec) -> Result<i64, String> {
+        self.start_client_in(spec, None).map(|(id, _)| id)
+    }
+
+    /// Like [`Hub::start_client`], as part of suite `suite_id`; also returns a handle that
+    /// resolves when the run has ended.
+    pub fn start_client_in(
+        &self,
+        spec: ClientSpec,
+        suite_id: Option<i64>,
+    ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
+        self.launch_client(spec, suite_id, None, Arc::new(Notify::new()))
+    }
+
+    /// Start a client test as a leg of multi-port run `parent_id` (not sampled on its own:
+    /// the parent run is); `cancel` stops it.
+    pub fn start_leg(
+        &self,
+        spec: ClientSpec,
+        parent_id: i64,
+        cancel: Arc<Notify>,
+    ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
+        self.launch_client(spec, None, Some(parent_id), cancel)
+    }
+
+    fn launch_client(
+        &self,
+        spec: ClientSpec,
+        suite_id: Option<i64>,
+        parent_id: Option<i64>,
+        cancel: Arc<Notify>,
+    ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
+        spec.validate()?;
+        let direction = client::direction_word(spec.params.direction, Role::Client);
+        let id = self
+            .store
+            .create_run(&NewRun {
+                role: "client".into(),
+                protocol: spec.params.protocol.name().into(),
+                peer_host: spec.host.clone(),
+                peer_port: spec.port,
+                local_host: spec.sock.bind.map(|b| b.to_string()).unwrap_or_default(),
+                local_port: 0,
+                bind_dev: spec.sock.bind_dev.clone(),
+                direction: direction.into(),
+                params: serde_json::to_value(&spec.params).unwrap_or_default(),
+                suite_id,
+                parent_id,
+                ..Default::default()
+            })
+            .map_err(|e| e.to_string())?;
+        crate::board::record_net_config(&self.store, id);
+        let tx = if parent_id.is_some() {
+            self.track_unmonitored(id, Some(cancel.clone()))
+        } else {
+            self.register(id, Some(cancel.clone()))
+        };
+        let hub = self.clone();
+        let handle = tokio::spawn(async move {
+            let (etx, mut erx) = mpsc::unbounded_channel();
+            let h2 = hub.clone();
+            let tx2 = tx.clone();
+            let rec = tokio::spawn(async move {
+                let mut seq = 0;
+                while let Some(ev) = erx.recv().await {
+                    match ev {
+                        Event::Started(r) => {
+                            let _ = h2.store.set_run_endpoints(id, &r.local_host, r.local_port);
+                        }
+                        Event::Interval(i) => {
+                            h2.interval(id, seq, i, &tx2);
+                            seq += 1;
+                        }
+                    }
+                }
+            });
+            let res = client::run(spec, Some(etx), Some(cancel)).await;
+            let _ = rec.await;
+            match res {
+                Ok(r) => {
+                    hub.done(id, RunStatus::Completed, Some(&r), None);
+                    RunStatus::Completed
+                }
+                Err(e) => {
+                    let status = if e.aborted {
+                        RunStatus::Aborted
+                    } else {
+                        RunStatus::Failed
+                    };
+                    hub.done(id, status, e.partial.as_deref(), Some(&e.message));
+                    status
+                }
+            }
+        });
+        Ok((id, handle))
+    }
+
+    /// Record what the built-in iperf3 server reports, until the channel closes.
+    pub async fn record_server(&self, mut rx: mpsc::UnboundedReceiver<ServerEvent>) {
+        let mut map: HashMap<u64, (i64, i64, broadcast::Sender<LiveEvent>)> = HashMap::new();
+        while let Some(ev) = rx.recv().await {
+            match ev {
+                ServerEvent::Started { session, report } => {
+                    let n = NewRun {
+                        role: "server".into(),
+                        protocol: report.params.protocol.name().into(),
+                        peer_host: report.peer_host.clone(),
+                        peer_port: report.peer_port,
+                        local_host: report.local_host.clone(),
+                        local_port: report.local_port,
+                        bind_dev: None,
+                        direction: direction_of(&report).into(),
+                        params: serde_json::to_value(&report.params).unwrap_or_default(),
+                        suite_id: None,
+                        ..Default::default()
+                    };
+                    match self.store.create_run(&n) {
+                        Ok(id) => {
+                            crate::board::record_net_config(&self.store, id);
+                            let tx = self.register(id, None);
+                            map.insert(session, (id, 0, tx));
+                        }
+                        Err(e) => tracing::error!("cannot record a served test: {e}"),
+                    }
+                }
+                ServerEvent::Interval { session, record } => {
+                    if let Some((id, seq, tx)) = map.get_mut(&session) {
+                        self.interval(*id, *seq, record, tx);
+                        *seq += 1;
+                    }
+                }
+                ServerEvent::Finished {
+                    session,
+                    report,
+                    status,
+                } => {
+                    if let Some((id, _, _)) = map.remove(&session) {
+                        self.done(id, status, Some(&report), report.error.as_deref());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Start the test this request describes (iperf3, iperf 2, or the one the peer speaks);
+    /// returns the run id. Bad input starts nothing.
+    pub async fn start_request(
+        &self,
+        req: &TestRequest,
+        ports: &[crate::board::Port],
+    ) -> Result<i64, String> {
+        match req.peer_type()? {
+            crate::spec::test::PeerType::Iperf3 => self.start_client(req.to_spec(ports)?),
+            crate::spec::test::PeerType::Iperf2 => {
+                self.start_iperf2_client(req.to_iperf2_spec(ports)?)
+            }
+            crate::spec::test::PeerType::Auto => {
+                // Check both readings before probing, so bad input is reported as such.
+                let spec3 = req.to_spec(ports)?;
+                let explicit = req
+                    .port
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .is_some();
+                let mut req2 = req.clone();
+                if !explicit {
+                    req2.port = Some(spec3.port.to_string());
+                }
+                match crate::engine::iperf3::client::probe_iperf3(&spec3.host, spec3.port).await {
+                    Ok(true) => self.start_client(spec3),
+                    Ok(false) => self.start_iperf2_client(req2.to_iperf2_spec(ports)?),
+                    Err(_) if !explicit => self.start_iperf2_client(req.to_iperf2_spec(ports)?),
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+}

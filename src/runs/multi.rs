@@ -1,0 +1,473 @@
+//! Multi-port runs (seed 000 scenarios 2 and 4, seed 003 §7): several iperf3 client legs,
+//! each bound to its own board port, started together as one run of kind "multi". Each leg
+//! is a run of its own (`parent_id` = the multi run) with its own intervals; the multi run
+//! carries the monitor samples (CPU per core, every leg's port) and the per-leg and aggregate
+//! results. Not for: one test on one port (see [`crate::runs::live::Hub::start_client`]).
+
+use crate::engine::iperf3::client::{self, ClientSpec};
+use crate::engine::report::Role;
+use crate::model::{RunFigures, RunStatus};
+use crate::runs::live::Hub;
+use crate::spec::test::TestRequest;
+use crate::store::{NewRun, RunRow};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+/// Most legs in one run.
+pub const MAX_LEGS: usize = 8;
+
+/// A multi-port run as the web form, the API and the CLI send it: one test request per leg,
+/// each with its board port (`bind`) set.
+#[derive(Debug, Clone, Deserialize, Default)]
+pub struct MultiRequest {
+    pub legs: Vec<TestRequest>,
+}
+
+/// Check the legs: 2..=8 legs, each valid and bound to a board port, no port used twice.
+/// Returns the client specs in order, or one message naming the leg at fault.
+pub fn specs(
+    legs: &[TestRequest],
+    ports: &[crate::board::Port],
+) -> Result<Vec<ClientSpec>, String> {
+    if legs.len() < 2 {
+        return Err(format!(
+            "a multi-port run needs at least 2 legs, got {}",
+            legs.len()
+        ));
+    }
+    if legs.len() > MAX_LEGS {
+        return Err(format!(
+            "a multi-port run has at most {MAX_LEGS} legs, got {}",
+            legs.len()
+        ));
+    }
+    let mut out: Vec<ClientSpec> = Vec::new();
+    for (i, l) in legs.iter().enumerate() {
+        let n = i + 1;
+        if l.bind.as_deref().map(str::trim).unwrap_or("").is_empty() {
+            return Err(format!("leg {n}: choose the board port it runs on"));
+        }
+        let s = l.to_spec(ports).map_err(|e| format!("leg {n}: {e}"))?;
+        s.validate().map_err(|e| format!("leg {n}: {e}"))?;
+        if let Some(prev) = out
+            .iter()
+            .position(|o| o.sock.bind_dev.is_some() && o.sock.bind_dev == s.sock.bind_dev)
+        {
+            return Err(format!(
+                "leg {n}: port {} is already used by leg {}",
+                s.sock.bind_dev.clone().unwrap_or_default(),
+                prev + 1
+            ));
+        }
+        out.push(s);
+    }
+    Ok(out)
+}
+
+fn same_or_mixed(v: impl Iterator<Item = String>) -> String {
+    let v: Vec<String> = v.collect();
+    match v.first() {
+        Some(f) if v.iter().all(|x| x == f) => f.clone(),
+        _ => "mixed".into(),
+    }
+}
+
+/// One leg's result as kept in the multi run's summary.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LegResult {
+    /// The leg's own run.
+    pub id: i64,
+    /// Board port (interface).
+    pub port: String,
+    pub peer: String,
+    pub protocol: String,
+    /// From the board's view: send / receive / bidir.
+    pub direction: String,
+    pub status: String,
+    /// Bits/s.
+    pub sender_bps: Option<f64>,
+    /// Bits/s (goodput).
+    pub receiver_bps: Option<f64>,
+    pub bytes: Option<i64>,
+    pub retransmits: Option<i64>,
+    pub lost_percent: Option<f64>,
+    pub error: Option<String>,
+}
+
+impl LegResult {
+    fn of(r: &RunRow) -> LegResult {
+        LegResult {
+            id: r.id,
+            port: r.bind_dev.clone().unwrap_or_default(),
+            peer: format!("{}:{}", r.peer_host, r.peer_port),
+            protocol: r.protocol.clone(),
+            direction: r.direction.clone(),
+            status: r.status.clone(),
+            sender_bps: r.sender_bps,
+            receiver_bps: r.receiver_bps,
+            bytes: r.bytes,
+            retransmits: r.retransmits,
+            lost_percent: r.lost_percent,
+            error: r.error.clone(),
+        }
+    }
+}
+
+/// The multi run's status, figures, summary and error from its legs' stored rows: completed
+/// when every leg completed; failed when any failed (its error named); else aborted. Bitrates
+/// and bytes are sums over the legs (the board's aggregate); a sum is `None` when a leg lacks
+/// the figure.
+pub fn aggregate(legs: &[RunRow]) -> (RunStatus, RunFigures, serde_json::Value, Option<String>) {
+    let results: Vec<LegResult> = legs.iter().map(LegResult::of).collect();
+    let sum_f = |f: fn(&LegResult) -> Option<f64>| -> Option<f64> {
+        results.iter().map(f).sum::<Option<f64>>()
+    };
+    let sum_i = |f: fn(&LegResult) -> Option<i64>| -> Option<i64> {
+        results.iter().map(f).sum::<Option<i64>>()
+    };
+    let figures = RunFigures {
+        sender_bps: sum_f(|l| l.sender_bps),
+        receiver_bps: sum_f(|l| l.receiver_bps),
+        bytes: sum_i(|l| l.bytes),
+        retransmits: results
+            .iter()
+            .any(|l| l.retransmits.is_some())
+            .then(|| results.iter().filter_map(|l| l.retransmits).sum()),
+        ..Default::default()
+    };
+    let failed: Vec<String> = results
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.status != "completed")
+        .map(|(i, l)| {
+            format!(
+                "leg {} ({} → {}): {}",
+                i + 1,
+                l.port,
+                l.peer,
+                l.error.clone().unwrap_or_else(|| l.status.clone())
+            )
+        })
+        .collect();
+    let status = if results.is_empty() {
+        RunStatus::Failed
+    } else if results.iter().all(|l| l.status == "completed") {
+        RunStatus::Completed
+    } else if results.iter().any(|l| l.status == "failed") {
+        RunStatus::Failed
+    } else {
+        RunStatus::Aborted
+    };
+    let summary = json!({
+        "legs": results,
+        "aggregate": {
+            "sender_bps": figures.sender_bps,
+            "receiver_bps": figures.receiver_bps,
+            "bytes": figures.bytes,
+        },
+    });
+    let error = (!failed.is_empty()).then(|| failed.join("; "));
+    (status, figures, summary, error)
+}
+
+impl Hub {
+    /// Record and start a multi-port run: every leg starts at once, each bound to its port.
+    /// Returns the multi run's id and a handle that resolves when every leg has ended.
+    /// Stopping the multi run ([`Hub::stop`]) stops every leg.
+    pub fn start_multi(
+        &self,
+        legs: Vec<ClientSpec>,
+        suite_id: Option<i64>,
+    ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
+        if legs.len() < 2 || legs.len() > MAX_LEGS {
+            return Err(format!(
+                "a multi-port run needs 2..{MAX_LEGS} legs, got {}",
+                legs.len()
+            ));
+        }
+        for (i, l) in legs.iter().enumerate() {
+            l.validate().map_err(|e| format!("leg {}: {e}", i + 1))?;
+        }
+        let ports: Vec<String> = legs
+            .iter()
+            .filter_map(|l| l.sock.bind_dev.clone())
+            .collect();
+        let mut peers: Vec<String> = legs.iter().map(|l| l.host.clone()).collect();
+        peers.dedup();
+        let desc: Vec<serde_json::Value> = legs
+            .iter()
+            .map(|l| {
+                json!({
+                    "port": l.sock.bind_dev,
+                    "peer": l.host,
+                    "peer_port": l.port,
+                    "direction": client::direction_word(l.params.direction, Role::Client),
+                    "params": l.params,
+                })
+            })
+            .collect();
+        let time = legs.iter().map(|l| l.params.time).max().unwrap_or(0);
+        let parallel: u32 = legs.iter().map(|l| l.params.parallel).sum();
+        let id = self
+            .store()
+            .create_run(&NewRun {
+                role: "client".into(),
+                protocol: same_or_mixed(legs.iter().map(|l| l.params.protocol.name().into())),
+                peer_host: peers.join(", "),
+                peer_port: legs[0].port,
+                local_host: String::new(),
+                local_port: 0,
+                bind_dev: Some(ports.join(",")),
+                direction: same_or_mixed(
+                    legs.iter()
+                        .map(|l| client::direction_word(l.params.direction, Role::Client).into()),
+                ),
+                params: json!({"time": time, "parallel": parallel, "legs": desc}),
+                suite_id,
+                kind: "multi".into(),
+                parent_id: None,
+            })
+            .map_err(|e| e.to_string())?;
+        crate::board::record_net_config(self.store(), id);
+        let cancel = Arc::new(Notify::new());
+        self.track(id, Some(cancel.clone()), ports);
+        let mut handles = Vec::new();
+        let mut leg_cancels = Vec::new();
+        let mut start_error = None;
+        for (i, spec) in legs.into_iter().enumerate() {
+            let c = Arc::new(Notify::new());
+            match self.start_leg(spec, id, c.clone()) {
+                Ok((_, h)) => {
+                    handles.push(h);
+                    leg_cancels.push(c);
+                }
+                Err(e) => {
+                    start_error = Some(format!("leg {}: {e}", i + 1));
+                    break;
+                }
+            }
+        }
+        if start_error.is_some() {
+            for c in &leg_cancels {
+                c.notify_one();
+            }
+        }
+        let hub = self.clone();
+        let handle = tokio::spawn(async move {
+            let stopper = {
+                let cancel = cancel.clone();
+                let leg_cancels = leg_cancels.clone();
+                tokio::spawn(async move {
+                    cancel.notified().await;
+                    for c in &leg_cancels {
+                        c.notify_one();
+                    }
+                })
+            };
+            for h in handles {
+                let _ = h.await;
+            }
+            stopper.abort();
+            let legs = hub.store().children(id).unwrap_or_default();
+            let (mut status, figures, summary, mut error) = aggregate(&legs);
+            if let Some(e) = start_error {
+                status = RunStatus::Failed;
+                error = Some(e);
+            }
+            hub.done_with(id, status, &figures, Some(&summary), error.as_deref());
+            status
+        });
+        Ok((id, handle))
+    }
+}
+
+/// Parse a CLI leg: `PORT=HOST[:PEERPORT][,send|receive|bidir][,tcp|udp][,b=RATE][,P=N]`,
+/// e.g. `eth0=192.0.2.2`, `eth1=198.51.100.2:5202,receive,udp,b=100M`. Options not given come
+/// from `base` (the command's common flags).
+pub fn parse_leg(s: &str, base: &TestRequest) -> Result<TestRequest, String> {
+    let (port, rest) = s
+        .split_once('=')
+        .ok_or_else(|| format!("leg '{s}': expected PORT=HOST[,options]"))?;
+    let mut parts = rest.split(',');
+    let target = parts.next().unwrap_or("").trim();
+    let mut r = TestRequest {
+        bind: Some(port.trim().to_string()),
+        ..base.clone()
+    };
+    // HOST:PORT, but an IPv6 address keeps its colons ([v6]:port for a port).
+    let (host, peer_port) = if let Some(v6) = target.strip_prefix('[') {
+        let (h, p) = v6
+            .split_once(']')
+            .ok_or_else(|| format!("leg '{s}': missing ']'"))?;
+        (h.to_string(), p.strip_prefix(':').map(str::to_string))
+    } else if target.matches(':').count() == 1 {
+        let (h, p) = target.split_once(':').unwrap_or((target, ""));
+        (h.to_string(), Some(p.to_string()))
+    } else {
+        (target.to_string(), None)
+    };
+    r.host = host;
+    if let Some(p) = peer_port {
+        r.port = Some(p);
+    }
+    for o in parts.map(str::trim).filter(|o| !o.is_empty()) {
+        match o {
+            "send" | "receive" | "bidir" => r.direction = Some(o.into()),
+            "tcp" | "udp" => r.protocol = Some(o.into()),
+            _ => {
+                if let Some(b) = o.strip_prefix("b=") {
+                    r.bitrate = Some(b.into());
+                } else if let Some(n) = o.strip_prefix("P=") {
+                    r.parallel = Some(n.into());
+                } else {
+                    return Err(format!(
+                        "leg '{s}': unknown option '{o}' (send, receive, bidir, tcp, udp, b=RATE, P=N)"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::board::Port;
+
+    fn ports() -> Vec<Port> {
+        ["eth0", "eth1"]
+            .iter()
+            .map(|n| Port {
+                name: n.to_string(),
+                up: true,
+                running: true,
+                loopback: false,
+                addresses: vec![],
+            })
+            .collect()
+    }
+
+    fn leg(port: &str, host: &str) -> TestRequest {
+        TestRequest {
+            host: host.into(),
+            bind: Some(port.into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn legs_are_checked() {
+        let p = ports();
+        assert!(specs(&[leg("eth0", "192.0.2.2")], &p)
+            .unwrap_err()
+            .contains("at least 2 legs"));
+        let ok = specs(&[leg("eth0", "192.0.2.2"), leg("eth1", "198.51.100.2")], &p).unwrap();
+        assert_eq!(ok[1].sock.bind_dev.as_deref(), Some("eth1"));
+        assert_eq!(
+            specs(&[leg("eth0", "192.0.2.2"), leg("eth0", "198.51.100.2")], &p).unwrap_err(),
+            "leg 2: port eth0 is already used by leg 1"
+        );
+        assert_eq!(
+            specs(&[leg("eth0", "192.0.2.2"), leg("", "198.51.100.2")], &p).unwrap_err(),
+            "leg 2: choose the board port it runs on"
+        );
+        let bad = specs(&[leg("eth0", "192.0.2.2"), leg("eth1", "-x")], &p).unwrap_err();
+        assert!(bad.starts_with("leg 2: "), "{bad}");
+        let nine: Vec<TestRequest> = (0..9).map(|i| leg(&format!("e{i}"), "h")).collect();
+        assert!(specs(&nine, &p).unwrap_err().contains("at most 8"));
+    }
+
+    #[test]
+    fn cli_legs() {
+        let base = TestRequest {
+            duration: Some("5".into()),
+            ..Default::default()
+        };
+        let l = parse_leg("eth1=198.51.100.2:5202,receive,udp,b=100M,P=2", &base).unwrap();
+        assert_eq!(l.bind.as_deref(), Some("eth1"));
+        assert_eq!(l.host, "198.51.100.2");
+        assert_eq!(l.port.as_deref(), Some("5202"));
+        assert_eq!(l.direction.as_deref(), Some("receive"));
+        assert_eq!(l.protocol.as_deref(), Some("udp"));
+        assert_eq!(l.bitrate.as_deref(), Some("100M"));
+        assert_eq!(l.parallel.as_deref(), Some("2"));
+        assert_eq!(l.duration.as_deref(), Some("5"));
+        let v6 = parse_leg("eth0=[2001:db8::2]:5201", &base).unwrap();
+        assert_eq!(
+            (v6.host.as_str(), v6.port.as_deref()),
+            ("2001:db8::2", Some("5201"))
+        );
+        let v6b = parse_leg("eth0=2001:db8::2", &base).unwrap();
+        assert_eq!((v6b.host.as_str(), v6b.port), ("2001:db8::2", None));
+        assert!(parse_leg("eth0", &base).unwrap_err().contains("PORT=HOST"));
+        assert!(parse_leg("eth0=h,fast", &base)
+            .unwrap_err()
+            .contains("unknown option 'fast'"));
+    }
+
+    fn row(id: i64, port: &str, status: &str, s: Option<f64>, r: Option<f64>) -> RunRow {
+        RunRow {
+            id,
+            role: "client".into(),
+            protocol: "TCP".into(),
+            status: status.into(),
+            peer_host: "192.0.2.2".into(),
+            peer_port: 5201,
+            local_host: String::new(),
+            local_port: 0,
+            bind_dev: Some(port.into()),
+            direction: "send".into(),
+            params: json!({}),
+            started_at: 0,
+            ended_at: None,
+            error: (status == "failed").then(|| "connection refused".to_string()),
+            sender_bps: s,
+            receiver_bps: r,
+            bytes: r.map(|b| (b / 8.0 * 10.0) as i64),
+            retransmits: Some(2),
+            lost_packets: None,
+            total_packets: None,
+            lost_percent: None,
+            jitter_ms: None,
+            suite_id: None,
+            kind: "iperf3".into(),
+            parent_id: Some(9),
+            summary: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn aggregate_sums_legs() {
+        let legs = [
+            row(1, "eth0", "completed", Some(941e6), Some(940e6)),
+            row(2, "eth1", "completed", Some(500e6), Some(499e6)),
+        ];
+        let (st, f, sum, err) = aggregate(&legs);
+        assert_eq!(st, RunStatus::Completed);
+        assert_eq!(f.sender_bps, Some(1441e6));
+        assert_eq!(f.receiver_bps, Some(1439e6));
+        assert_eq!(f.bytes, Some(1_175_000_000 + 623_750_000));
+        assert_eq!(f.retransmits, Some(4));
+        assert_eq!(sum["legs"][1]["port"], "eth1");
+        assert_eq!(err, None);
+        let legs = [
+            row(1, "eth0", "completed", Some(941e6), Some(940e6)),
+            row(2, "eth1", "failed", None, None),
+        ];
+        let (st, f, _, err) = aggregate(&legs);
+        assert_eq!(st, RunStatus::Failed);
+        assert_eq!(f.receiver_bps, None, "no sum when a leg has no figure");
+        assert_eq!(
+            err.as_deref(),
+            Some("leg 2 (eth1 → 192.0.2.2:5201): connection refused")
+        );
+        let legs = [
+            row(1, "eth0", "completed", Some(1.0), Some(1.0)),
+            row(2, "eth1", "aborted", Some(1.0), Some(1.0)),
+        ];
+        assert_eq!(aggregate(&legs).0, RunStatus::Aborted);
+    }
+}

@@ -1,0 +1,164 @@
+//! Suites: several tests run one after another as one job, with one result table. The UDP
+//! ladder of seed 001: UDP at each bitrate (default 100M, 400M, 1000M), board sending and then
+//! receiving, shown as bitrate, jitter and lost/total datagrams per test. Saved definitions,
+//! their runner and result tables are in [`def`] and [`run`].
+
+pub mod run;
+
+use crate::engine::iperf3::client::ClientSpec;
+use crate::engine::iperf3::wire::{Direction, Protocol};
+use crate::spec::test::TestRequest;
+use crate::store::RunRow;
+use serde::Serialize;
+
+/// The tests of a UDP ladder: for each rate, the board sends, then receives (`-R`). `base`
+/// gives peer, port, duration, datagram size and board port (its protocol, direction and
+/// bitrate are set here).
+pub fn ladder_specs(
+    base: &TestRequest,
+    rates: &[u64],
+    ports: &[crate::board::Port],
+) -> Result<Vec<ClientSpec>, String> {
+    let mut req = base.clone();
+    req.protocol = Some("udp".into());
+    req.parallel = None;
+    req.direction = None;
+    req.bitrate = None;
+    let spec = req.to_spec(ports)?;
+    let mut out = Vec::new();
+    for &r in rates {
+        for d in [Direction::Send, Direction::Receive] {
+            let mut s = spec.clone();
+            s.params.bandwidth = r;
+            s.params.direction = d;
+            s.validate()?;
+            out.push(s);
+        }
+    }
+    Ok(out)
+}
+
+/// One line of the ladder table.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LadderRow {
+    pub run_id: i64,
+    /// Target bitrate, bits/s.
+    pub target_bps: u64,
+    /// "send" (board → peer) or "receive".
+    pub direction: String,
+    /// Receiver bitrate, bits/s.
+    pub bitrate_bps: Option<f64>,
+    pub jitter_ms: Option<f64>,
+    pub lost: Option<i64>,
+    pub total: Option<i64>,
+    pub lost_percent: Option<f64>,
+    pub status: String,
+}
+
+/// The table rows of a suite's runs.
+pub fn ladder_rows(runs: &[RunRow]) -> Vec<LadderRow> {
+    runs.iter()
+        .map(|r| LadderRow {
+            run_id: r.id,
+            target_bps: r
+                .params
+                .get("bandwidth")
+                .and_then(|b| b.as_u64())
+                .unwrap_or(0),
+            direction: r.direction.clone(),
+            bitrate_bps: r.receiver_bps,
+            jitter_ms: r.jitter_ms,
+            lost: r.lost_packets,
+            total: r.total_packets,
+            lost_percent: r.lost_percent,
+            status: r.status.clone(),
+        })
+        .collect()
+}
+
+fn short_rate(bps: u64) -> String {
+    if bps >= 1_000_000_000 && bps % 1_000_000 == 0 {
+        format!("{}M", bps / 1_000_000)
+    } else if bps >= 1_000_000 {
+        format!("{}M", bps as f64 / 1e6)
+    } else {
+        format!("{}K", bps as f64 / 1e3)
+    }
+}
+
+/// The table as text, like the seed reports' (one line per test).
+pub fn ladder_text(rows: &[LadderRow]) -> String {
+    let mut t = format!(
+        "{:>7}  {:<9}  {:>16}  {:>10}  {:>17}  {:>8}  {}\n",
+        "Target", "Direction", "Bitrate", "Jitter", "Lost/Total", "Loss", "Status"
+    );
+    for r in rows {
+        t.push_str(&format!(
+            "{:>7}  {:<9}  {:>16}  {:>10}  {:>17}  {:>8}  {}\n",
+            short_rate(r.target_bps),
+            r.direction,
+            r.bitrate_bps
+                .map(crate::model::units::fmt_rate)
+                .unwrap_or_else(|| "-".into()),
+            r.jitter_ms
+                .map(|j| format!("{j:.3} ms"))
+                .unwrap_or_else(|| "-".into()),
+            match (r.lost, r.total) {
+                (Some(l), Some(t)) => format!("{l}/{t}"),
+                _ => "-".into(),
+            },
+            r.lost_percent
+                .map(|p| format!("{p:.2} %"))
+                .unwrap_or_else(|| "-".into()),
+            r.status
+        ));
+    }
+    t
+}
+
+/// Whether this spec is a UDP test (for callers assembling suites).
+pub fn is_udp(s: &ClientSpec) -> bool {
+    s.params.protocol == Protocol::Udp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::suite::parse_rates;
+
+    #[test]
+    fn rates_parse_and_limits() {
+        assert_eq!(
+            parse_rates("100M, 400M,1000M").unwrap(),
+            vec![100_000_000, 400_000_000, 1_000_000_000]
+        );
+        assert!(parse_rates("").is_err());
+        assert!(parse_rates("fast").is_err());
+        assert!(parse_rates("0").is_err());
+        assert!(parse_rates(&["1M"; 11].join(",")).is_err());
+    }
+
+    #[test]
+    fn ladder_is_send_then_receive_per_rate() {
+        let base = TestRequest {
+            host: "192.0.2.2".into(),
+            duration: Some("5".into()),
+            ..Default::default()
+        };
+        let specs = ladder_specs(&base, &[100_000_000, 400_000_000], &[]).unwrap();
+        let got: Vec<(u64, Direction)> = specs
+            .iter()
+            .map(|s| (s.params.bandwidth, s.params.direction))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (100_000_000, Direction::Send),
+                (100_000_000, Direction::Receive),
+                (400_000_000, Direction::Send),
+                (400_000_000, Direction::Receive)
+            ]
+        );
+        assert!(specs.iter().all(|s| is_udp(s) && s.params.time == 5));
+    }
+}

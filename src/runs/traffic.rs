@@ -1,0 +1,906 @@
+//! Seed 003's stock-tool tests as daemon services, each transfer recorded as a run:
+//! * the **payload server** — `GET /payload/<size>` (any size up to 100G) generated from one
+//!   shared 1 MiB block in memory, with `Range:` and several connections, so `axel -n 10`,
+//!   `curl` or a browser download it; the parallel connections of one client for one payload
+//!   are one run of kind `http-serve`;
+//! * the **TCP sink** (`nc board PORT < /dev/zero`) and **TCP source**
+//!   (`nc board PORT > /dev/null`): each connection a run of kind `tcp-sink` / `tcp-source`;
+//! * **HTTP downloads** by the board (`http-get`), started from the web UI, the API or the CLI.
+//!
+//! Not for: the HTTP wire details and the download engine (`engine::http`), rendering (web).
+
+use crate::config::Config;
+use crate::engine::http::{self, GetEvent, GetSpec, RangeAsk, RequestHead};
+use crate::engine::meter::{bps, Counter, Meter};
+use crate::engine::net;
+use crate::model::RunFigures;
+use crate::model::RunStatus;
+use crate::runs::live::{Hub, LiveEvent};
+use crate::store::NewRun;
+use serde_json::json;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{broadcast, mpsc, Notify, Semaphore};
+
+/// Most connections the payload server serves at once (more get 503).
+pub const MAX_HTTP_CONNECTIONS: usize = 64;
+/// Most connections the TCP sink, and the TCP source, each serve at once (more are closed).
+pub const MAX_RAW_CONNECTIONS: usize = 32;
+/// A sink connection that brings no byte for this long is closed (aborted), seconds.
+pub const SINK_IDLE_SECS: u64 = 60;
+/// A source or payload connection whose peer takes no byte for this long is closed, seconds.
+pub const STALL_SECS: u64 = 30;
+/// A payload connection that sends no request for this long is closed, seconds.
+pub const REQUEST_IDLE_SECS: u64 = 30;
+/// The parallel connections of one client for one payload form one run until none has been
+/// active for this long, ms.
+pub const GROUP_LINGER_MS: u64 = 1000;
+
+/// What each service listens on (0 = off), for the web page.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Listening {
+    pub http_port: Option<u16>,
+    pub sink_port: Option<u16>,
+    pub source_port: Option<u16>,
+    /// Ports that could not be opened, with the reason.
+    pub errors: Vec<String>,
+}
+
+/// Start the services the configuration turns on. A port that cannot be opened is logged and
+/// left out (the iperf3 server and the web UI still start); the result says what listens.
+pub fn start(hub: &Hub, cfg: &Config) -> Listening {
+    let l = start_services(hub, cfg);
+    let _ = LISTENING.set(l.clone());
+    l
+}
+
+static LISTENING: std::sync::OnceLock<Listening> = std::sync::OnceLock::new();
+
+/// What the services of this process listen on (all off before [`start`]).
+pub fn listening() -> Listening {
+    LISTENING.get().cloned().unwrap_or_default()
+}
+
+fn start_services(hub: &Hub, cfg: &Config) -> Listening {
+    let mut l = Listening::default();
+    let mut open = |port: u16, what: &str| -> Option<TcpListener> {
+        if port == 0 {
+            return None;
+        }
+        match crate::engine::iperf3::server::bind_listener(None, port) {
+            Ok(s) => {
+                tracing::info!(port, "{what} listening");
+                Some(s)
+            }
+            Err(e) => {
+                let m = format!("{what}: cannot listen on port {port}: {e}");
+                tracing::error!("{m}");
+                l.errors.push(m);
+                None
+            }
+        }
+    };
+    if let Some(s) = open(cfg.http_payload_port, "HTTP payload server") {
+        l.http_port = Some(cfg.http_payload_port);
+        let st = Arc::new(PayloadServer {
+            hub: hub.clone(),
+            block: http::payload_block(),
+            groups: Mutex::new(HashMap::new()),
+            port: cfg.http_payload_port,
+        });
+        tokio::spawn(accept_loop(
+            s,
+            MAX_HTTP_CONNECTIONS,
+            move |c, peer, permit| {
+                let st = st.clone();
+                async move { st.serve(c, peer, permit).await }
+            },
+        ));
+    }
+    if let Some(s) = open(cfg.tcp_sink_port, "TCP sink") {
+        l.sink_port = Some(cfg.tcp_sink_port);
+        let (h, port) = (hub.clone(), cfg.tcp_sink_port);
+        tokio::spawn(accept_loop(
+            s,
+            MAX_RAW_CONNECTIONS,
+            move |c, peer, permit| raw_conn(h.clone(), c, peer, port, false, permit),
+        ));
+    }
+    if let Some(s) = open(cfg.tcp_source_port, "TCP source") {
+        l.source_port = Some(cfg.tcp_source_port);
+        let (h, port) = (hub.clone(), cfg.tcp_source_port);
+        tokio::spawn(accept_loop(
+            s,
+            MAX_RAW_CONNECTIONS,
+            move |c, peer, permit| raw_conn(h.clone(), c, peer, port, true, permit),
+        ));
+    }
+    l
+}
+
+/// Accept connections; each runs `f` while it holds one of `max` permits. Over the cap, `f`
+/// still runs with `None` so it can refuse politely.
+async fn accept_loop<F, Fut>(l: TcpListener, max: usize, f: F)
+where
+    F: Fn(TcpStream, SocketAddr, Option<tokio::sync::OwnedSemaphorePermit>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let sem = Arc::new(Semaphore::new(max));
+    loop {
+        match l.accept().await {
+            Ok((c, peer)) => {
+                let permit = sem.clone().try_acquire_owned().ok();
+                tokio::spawn(f(c, peer, permit));
+            }
+            Err(e) => {
+                // EMFILE and friends: wait instead of spinning.
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+}
+
+fn keepalive(c: &TcpStream) {
+    let s = socket2::SockRef::from(c);
+    let ka = socket2::TcpKeepalive::new()
+        .with_time(Duration::from_secs(10))
+        .with_interval(Duration::from_secs(5))
+        .with_retries(3);
+    let _ = s.set_tcp_keepalive(&ka);
+    let _ = s.set_tcp_user_timeout(Some(Duration::from_secs(STALL_SECS)));
+}
+
+// ---------------------------------------------------------------- payload server
+
+/// One client (address and User-Agent) downloading one payload size.
+type GroupKey = (IpAddr, u64, String);
+
+struct Group {
+    id: i64,
+    meter: Arc<Meter>,
+    tx: broadcast::Sender<LiveEvent>,
+    /// Notified by the run page's Stop button; `stopped` then cuts every transfer.
+    cancel: Arc<Notify>,
+    stopped: std::sync::atomic::AtomicBool,
+    path: String,
+    size: u64,
+    user_agent: String,
+    /// (requests, bytes asked, requests cut short, active body transfers, peak of those)
+    counts: Mutex<GroupCounts>,
+}
+
+#[derive(Default)]
+struct GroupCounts {
+    requests: u64,
+    asked: u64,
+    cut: u64,
+    active: usize,
+    peak: usize,
+    /// Body bytes of the requests served to their end.
+    delivered: u64,
+    /// When the last body byte of any request was handed to the kernel.
+    last_byte: Option<Instant>,
+}
+
+struct Slot {
+    group: Arc<Group>,
+    /// Connections joined and not yet left.
+    members: usize,
+    idle_since: Option<Instant>,
+}
+
+struct PayloadServer {
+    hub: Hub,
+    block: Arc<[u8]>,
+    groups: Mutex<HashMap<GroupKey, Slot>>,
+    port: u16,
+}
+
+const HELP: &str = "netperfd payload server\n\nGET /payload/<size> returns <size> bytes generated in memory (no disk), e.g.\n  curl -o /dev/null http://<board>:<port>/payload/100M\n  axel -n 10 -o /dev/null http://<board>:<port>/payload/1G\nSizes: bytes, or K/M/G/T (decimal, 100M = 100000000 bytes) or Ki/Mi/Gi (binary); at most 100G.\nSingle Range requests are served (206). Every download is recorded in the board's history.\n";
+
+fn response_head(
+    status: u16,
+    reason: &str,
+    headers: &[(&str, String)],
+    keep_alive: bool,
+) -> Vec<u8> {
+    let mut h = format!(
+        "HTTP/1.1 {status} {reason}\r\nServer: netperfd/{}\r\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    for (k, v) in headers {
+        h.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if !keep_alive {
+        h.push_str("Connection: close\r\n");
+    }
+    h.push_str("\r\n");
+    h.into_bytes()
+}
+
+fn text_response(status: u16, reason: &str, body: &str, extra: &[(&str, String)]) -> Vec<u8> {
+    let mut hs = vec![
+        ("Content-Type", "text/plain; charset=utf-8".to_string()),
+        ("Content-Length", body.len().to_string()),
+    ];
+    hs.extend(extra.iter().cloned());
+    let mut v = response_head(status, reason, &hs, false);
+    v.extend_from_slice(body.as_bytes());
+    v
+}
+
+/// Read one request head into `buf` (which keeps what follows it). Ok(None) when the peer
+/// closed or went quiet between requests.
+async fn read_request(
+    c: &mut TcpStream,
+    buf: &mut Vec<u8>,
+) -> Result<Option<Vec<u8>>, &'static str> {
+    let mut chunk = [0u8; 2048];
+    loop {
+        if let Some(end) = http::head_end(buf) {
+            let head = buf[..end].to_vec();
+            buf.drain(..end);
+            return Ok(Some(head));
+        }
+        if buf.len() > http::MAX_HEAD {
+            return Err("request head too large");
+        }
+        let n =
+            match tokio::time::timeout(Duration::from_secs(REQUEST_IDLE_SECS), c.read(&mut chunk))
+                .await
+            {
+                Ok(Ok(n)) => n,
+                _ => return Ok(None),
+            };
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// Write `len` bytes of the payload starting at body offset `first`, counting into `c`.
+/// Returns the bytes written; an error when the peer stops reading or goes away.
+async fn write_payload(
+    w: &mut TcpStream,
+    block: &[u8],
+    first: u64,
+    len: u64,
+    c: &Counter,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<u64, String> {
+    let mut sent = 0u64;
+    while sent < len {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err("stopped by the user".into());
+        }
+        let off = ((first + sent) % block.len() as u64) as usize;
+        let n = ((block.len() - off) as u64).min(len - sent).min(256 * 1024) as usize;
+        match tokio::time::timeout(
+            Duration::from_secs(STALL_SECS),
+            w.write_all(&block[off..off + n]),
+        )
+        .await
+        {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(format!("{e}")),
+            Err(_) => return Err(format!("the peer took no data for {STALL_SECS} s")),
+        }
+        sent += n as u64;
+        c.add(n as u64);
+    }
+    Ok(sent)
+}
+
+impl PayloadServer {
+    async fn serve(
+        self: Arc<Self>,
+        mut c: TcpStream,
+        peer: SocketAddr,
+        permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) {
+        if permit.is_none() {
+            let _ = c
+                .write_all(&text_response(
+                    503,
+                    "Service Unavailable",
+                    &format!("too many connections (at most {MAX_HTTP_CONNECTIONS} at once)\n"),
+                    &[("Retry-After", "5".into())],
+                ))
+                .await;
+            return;
+        }
+        keepalive(&c);
+        let local = c.local_addr().ok();
+        let mut buf = Vec::new();
+        // The group this connection counts in, and its counter there.
+        let mut joined: Option<(GroupKey, Arc<Group>, Arc<Counter>)> = None;
+        loop {
+            let head = match read_request(&mut c, &mut buf).await {
+                Ok(Some(h)) => h,
+                Ok(None) => break,
+                Err(e) => {
+                    let _ = c
+                        .write_all(&text_response(400, "Bad Request", &format!("{e}\n"), &[]))
+                        .await;
+                    break;
+                }
+            };
+            let req = match http::parse_request(&head) {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = c
+                        .write_all(&text_response(400, "Bad Request", &format!("{e}\n"), &[]))
+                        .await;
+                    break;
+                }
+            };
+            let has_body = req
+                .header("content-length")
+                .is_some_and(|v| v.trim() != "0")
+                || req.header("transfer-encoding").is_some();
+            if has_body {
+                let _ = c
+                    .write_all(&text_response(
+                        400,
+                        "Bad Request",
+                        "requests with a body are not accepted here\n",
+                        &[],
+                    ))
+                    .await;
+                break;
+            }
+            match self.answer(&mut c, &req, peer, local, &mut joined).await {
+                Ok(true) if req.keep_alive() => continue,
+                _ => break,
+            }
+        }
+        if let Some((key, g, ctr)) = joined.take() {
+            ctr.close();
+            self.leave(key, &g);
+        }
+        drop(permit);
+    }
+
+    /// Answer one request; Ok(true) when the connection may carry another.
+    async fn answer(
+        self: &Arc<Self>,
+        c: &mut TcpStream,
+        req: &RequestHead,
+        peer: SocketAddr,
+        local: Option<SocketAddr>,
+        joined: &mut Option<(GroupKey, Arc<Group>, Arc<Counter>)>,
+    ) -> Result<bool, String> {
+        let head_only = match req.method.as_str() {
+            "GET" => false,
+            "HEAD" => true,
+            _ => {
+                let r = text_response(
+                    405,
+                    "Method Not Allowed",
+                    "only GET and HEAD\n",
+                    &[("Allow", "GET, HEAD".into())],
+                );
+                c.write_all(&r).await.map_err(|e| e.to_string())?;
+                return Ok(false);
+            }
+        };
+        let path = req.path();
+        if path == "/" {
+            c.write_all(&text_response(200, "OK", HELP, &[]))
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(false);
+        }
+        let Some(name) = path.strip_prefix("/payload/") else {
+            c.write_all(&text_response(
+                404,
+                "Not Found",
+                "no such path: use /payload/<size>, e.g. /payload/100M\n",
+                &[],
+            ))
+            .await
+            .map_err(|e| e.to_string())?;
+            return Ok(false);
+        };
+        let name = name.strip_suffix(".bin").unwrap_or(name);
+        let size = match http::parse_size(name) {
+            Ok(s) => s,
+            Err(e) => {
+                c.write_all(&text_response(400, "Bad Request", &format!("{e}\n"), &[]))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                return Ok(false);
+            }
+        };
+        let ka = req.keep_alive();
+        let mut hs = vec![
+            ("Content-Type", "application/octet-stream".to_string()),
+            ("Accept-Ranges", "bytes".to_string()),
+            ("Cache-Control", "no-store".to_string()),
+        ];
+        let (status, reason, first, len) = match http::parse_range(req.header("range"), size) {
+            RangeAsk::Full => (200, "OK", 0, size),
+            RangeAsk::Part { first, last } => {
+                hs.push(("Content-Range", format!("bytes {first}-{last}/{size}")));
+                (206, "Partial Content", first, last - first + 1)
+            }
+            RangeAsk::Unsatisfiable => {
+                let r = text_response(
+                    416,
+                    "Range Not Satisfiable",
+                    &format!("the range is outside the {size} bytes of this payload\n"),
+                    &[("Content-Range", format!("bytes */{size}"))],
+                );
+                c.write_all(&r).await.map_err(|e| e.to_string())?;
+                return Ok(false);
+            }
+            RangeAsk::Invalid => {
+                let r = text_response(
+                    400,
+                    "Bad Request",
+                    "malformed Range header: use bytes=FIRST-LAST, bytes=FIRST- or bytes=-SUFFIX\n",
+                    &[],
+                );
+                c.write_all(&r).await.map_err(|e| e.to_string())?;
+                return Ok(false);
+            }
+        };
+        hs.push(("Content-Length", len.to_string()));
+        c.write_all(&response_head(status, reason, &hs, ka))
+            .await
+            .map_err(|e| e.to_string())?;
+        if head_only || len == 0 {
+            return Ok(true);
+        }
+        let ua: String = req
+            .header("user-agent")
+            .unwrap_or("")
+            .chars()
+            .take(120)
+            .collect();
+        let key = (http::addr_ip(&peer), size, ua);
+        let (g, ctr) = match joined {
+            Some((k, g, ctr)) if *k == key => (g.clone(), ctr.clone()),
+            _ => {
+                if let Some((k, g, ctr)) = joined.take() {
+                    ctr.close();
+                    self.leave(k, &g);
+                }
+                let g = self.join(key.clone(), peer, local, req);
+                let ctr = g.meter.add_stream(c.as_raw_fd());
+                *joined = Some((key, g.clone(), ctr.clone()));
+                (g, ctr)
+            }
+        };
+        {
+            let mut n = g.counts.lock().unwrap_or_else(|p| p.into_inner());
+            n.requests += 1;
+            n.asked += len;
+            n.active += 1;
+            n.peak = n.peak.max(n.active);
+        }
+        let r = write_payload(c, &self.block, first, len, &ctr, &g.stopped).await;
+        let mut n = g.counts.lock().unwrap_or_else(|p| p.into_inner());
+        n.active -= 1;
+        n.last_byte = Some(Instant::now());
+        match r {
+            Ok(sent) => {
+                n.delivered += sent;
+                Ok(true)
+            }
+            Err(e) => {
+                n.cut += 1;
+                Err(e)
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<GroupKey, Slot>> {
+        self.groups.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Join (or open) the run of this client for this payload.
+    fn join(
+        self: &Arc<Self>,
+        key: GroupKey,
+        peer: SocketAddr,
+        local: Option<SocketAddr>,
+        req: &RequestHead,
+    ) -> Arc<Group> {
+        let mut map = self.lock();
+        if let Some(s) = map.get_mut(&key) {
+            s.members += 1;
+            s.idle_since = None;
+            return s.group.clone();
+        }
+        let path = req.path().to_string();
+        let run = NewRun {
+            role: "server".into(),
+            protocol: "HTTP".into(),
+            peer_host: net::ip_text(peer.ip()),
+            peer_port: peer.port(),
+            local_host: local.map(|l| net::ip_text(l.ip())).unwrap_or_default(),
+            local_port: self.port,
+            direction: "send".into(),
+            params: json!({"path": path, "size": key.1}),
+            kind: "http-serve".into(),
+            ..Default::default()
+        };
+        let id = match self.hub.store().create_run(&run) {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::error!("cannot record a download: {e}");
+                -1
+            }
+        };
+        let cancel = Arc::new(Notify::new());
+        let tx = if id > 0 {
+            crate::board::record_net_config(self.hub.store(), id);
+            self.hub.track(id, Some(cancel.clone()), Vec::new())
+        } else {
+            broadcast::channel(1).0
+        };
+        let g = Arc::new(Group {
+            id,
+            meter: Meter::new(true),
+            tx,
+            cancel,
+            stopped: std::sync::atomic::AtomicBool::new(false),
+            path,
+            size: key.1,
+            user_agent: req
+                .header("user-agent")
+                .unwrap_or("")
+                .chars()
+                .take(120)
+                .collect(),
+            counts: Mutex::new(GroupCounts::default()),
+        });
+        map.insert(
+            key.clone(),
+            Slot {
+                group: g.clone(),
+                members: 1,
+                idle_since: None,
+            },
+        );
+        drop(map);
+        let me = self.clone();
+        let g2 = g.clone();
+        tokio::spawn(async move { me.watch(key, g2).await });
+        g
+    }
+
+    fn leave(&self, key: GroupKey, g: &Arc<Group>) {
+        let mut map = self.lock();
+        if let Some(s) = map.get_mut(&key) {
+            if Arc::ptr_eq(&s.group, g) {
+                s.members = s.members.saturating_sub(1);
+                if s.members == 0 {
+                    s.idle_since = Some(Instant::now());
+                }
+            }
+        }
+    }
+
+    /// Cut intervals every second; end the run once no member has been active for the linger.
+    async fn watch(self: Arc<Self>, key: GroupKey, g: Arc<Group>) {
+        let mut seq = 0i64;
+        let mut tick = tokio::time::interval_at(
+            tokio::time::Instant::now() + Duration::from_secs(1),
+            Duration::from_secs(1),
+        );
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    if let Some(rec) = g.meter.cut(0.0) {
+                        if g.id > 0 {
+                            self.hub.interval(g.id, seq, rec, &g.tx);
+                        }
+                        seq += 1;
+                    }
+                }
+                _ = g.cancel.notified() => {
+                    g.stopped.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+            }
+            let done = {
+                let mut map = self.lock();
+                let over = map.get(&key).is_some_and(|s| {
+                    Arc::ptr_eq(&s.group, &g)
+                        && s.members == 0
+                        && s.idle_since
+                            .is_some_and(|t| t.elapsed() >= Duration::from_millis(GROUP_LINGER_MS))
+                });
+                if over {
+                    map.remove(&key);
+                }
+                over
+            };
+            if done {
+                break;
+            }
+        }
+        if let Some(rec) = g.meter.cut(0.01) {
+            if g.id > 0 {
+                self.hub.interval(g.id, seq, rec, &g.tx);
+            }
+        }
+        if g.id <= 0 {
+            return;
+        }
+        let (bytes, per) = g.meter.totals();
+        let n = g.counts.lock().unwrap_or_else(|p| p.into_inner());
+        // Duration: from the first request to the last body byte handed to the kernel.
+        let seconds = n
+            .last_byte
+            .map(|t| t.saturating_duration_since(g.meter.started()).as_secs_f64())
+            .unwrap_or(0.0);
+        // Goodput counts the requests served to their end: a request the peer dropped (axel
+        // drops its size probe) left bytes in socket buffers that it never read. When none
+        // ended (a dropped or stopped download), what was sent is the best figure there is.
+        let complete = n.requests - n.cut;
+        let counted = if complete > 0 { n.delivered } else { bytes };
+        let goodput = bps(counted, seconds);
+        let (status, error) = if g.stopped.load(std::sync::atomic::Ordering::Relaxed) {
+            (RunStatus::Aborted, Some("stopped by the user".to_string()))
+        } else if complete == 0 && n.cut > 0 {
+            (
+                RunStatus::Aborted,
+                Some(format!(
+                    "the peer closed every request before its end ({bytes} of {} bytes sent)",
+                    n.asked
+                )),
+            )
+        } else {
+            (RunStatus::Completed, None)
+        };
+        let summary = json!({
+            "path": g.path,
+            "size": g.size,
+            "connections": n.peak,
+            "tcp_connections": per.len(),
+            "requests": n.requests,
+            "requests_cut_short": n.cut,
+            "requested_bytes": n.asked,
+            "bytes": counted,
+            "bytes_sent": bytes,
+            "seconds": seconds,
+            "bits_per_second": goodput,
+            "user_agent": g.user_agent,
+            "per_connection": per,
+        });
+        self.hub.done_with(
+            g.id,
+            status,
+            &RunFigures {
+                sender_bps: Some(goodput),
+                bytes: Some(counted as i64),
+                ..Default::default()
+            },
+            Some(&summary),
+            error.as_deref(),
+        );
+    }
+}
+
+// ---------------------------------------------------------------- TCP sink and source
+
+async fn raw_conn(
+    hub: Hub,
+    mut c: TcpStream,
+    peer: SocketAddr,
+    port: u16,
+    source: bool,
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
+) {
+    if permit.is_none() {
+        tracing::warn!(%peer, port, "too many connections (at most {MAX_RAW_CONNECTIONS}); closed");
+        return;
+    }
+    keepalive(&c);
+    let local = c.local_addr().ok();
+    let kind = if source { "tcp-source" } else { "tcp-sink" };
+    let run = NewRun {
+        role: "server".into(),
+        protocol: "TCP".into(),
+        peer_host: net::ip_text(peer.ip()),
+        peer_port: peer.port(),
+        local_host: local.map(|l| net::ip_text(l.ip())).unwrap_or_default(),
+        local_port: port,
+        direction: if source { "send" } else { "receive" }.into(),
+        params: json!({"port": port}),
+        kind: kind.into(),
+        ..Default::default()
+    };
+    let id = match hub.store().create_run(&run) {
+        Ok(id) => id,
+        Err(e) => {
+            tracing::error!("cannot record a {kind} connection: {e}");
+            return;
+        }
+    };
+    crate::board::record_net_config(hub.store(), id);
+    let cancel = Arc::new(Notify::new());
+    let tx = hub.track(id, Some(cancel.clone()), Vec::new());
+    let meter = Meter::new(source);
+    let ctr = meter.add_stream(c.as_raw_fd());
+    let mut seq = 0i64;
+    let mut tick = tokio::time::interval_at(
+        tokio::time::Instant::now() + Duration::from_secs(1),
+        Duration::from_secs(1),
+    );
+    let block = if source {
+        http::payload_block()
+    } else {
+        Arc::from(Vec::new())
+    };
+    let mut rbuf = vec![0u8; 256 * 1024];
+    let (mut rd, mut wr) = c.split();
+    let mut peer_eof = false;
+    let mut off = 0usize;
+    let mut last_progress = Instant::now();
+    let mut check = tokio::time::interval(Duration::from_secs(1));
+    let (status, error): (RunStatus, Option<String>) = loop {
+        tokio::select! {
+            r = rd.read(&mut rbuf), if !peer_eof => match r {
+                Ok(0) => {
+                    if !source { break (RunStatus::Completed, None); }
+                    // A source peer may half-close and keep reading.
+                    peer_eof = true;
+                }
+                Ok(n) => {
+                    if !source {
+                        ctr.add(n as u64);
+                        last_progress = Instant::now();
+                    }
+                }
+                // A reset by the peer ends a raw stream normally (Ctrl-C on `nc`).
+                Err(_) => break (RunStatus::Completed, None),
+            },
+            r = wr.write(&block[off..]), if source => match r {
+                Ok(n) => {
+                    ctr.add(n as u64);
+                    off = (off + n) % block.len();
+                    last_progress = Instant::now();
+                }
+                // The peer closing (EPIPE, ECONNRESET) is how a source run ends.
+                Err(_) => break (RunStatus::Completed, None),
+            },
+            _ = tick.tick() => {
+                if let Some(rec) = meter.cut(0.0) {
+                    hub.interval(id, seq, rec, &tx);
+                    seq += 1;
+                }
+            }
+            _ = check.tick() => {
+                let limit = if source { STALL_SECS } else { SINK_IDLE_SECS };
+                if last_progress.elapsed() >= Duration::from_secs(limit) {
+                    break (RunStatus::Aborted, Some(if source {
+                        format!("the peer took no data for {limit} s; connection closed")
+                    } else {
+                        format!("the peer sent no data for {limit} s; connection closed")
+                    }));
+                }
+            }
+            _ = cancel.notified() => break (RunStatus::Aborted, Some("stopped by the user".into())),
+        }
+    };
+    ctr.close();
+    drop(c);
+    if let Some(rec) = meter.cut(0.01) {
+        hub.interval(id, seq, rec, &tx);
+    }
+    let (bytes, per) = meter.totals();
+    let seconds = per.first().map(|p| p.seconds).unwrap_or(0.0);
+    let rate = bps(bytes, seconds);
+    let summary = json!({
+        "port": port,
+        "bytes": bytes,
+        "seconds": seconds,
+        "bits_per_second": rate,
+        "note": if source { "bytes the board wrote to the socket; the peer may have read fewer (in flight when it closed)" } else { "bytes the board read from the socket" },
+    });
+    let fig = if source {
+        RunFigures {
+            sender_bps: Some(rate),
+            bytes: Some(bytes as i64),
+            ..Default::default()
+        }
+    } else {
+        RunFigures {
+            receiver_bps: Some(rate),
+            bytes: Some(bytes as i64),
+            ..Default::default()
+        }
+    };
+    hub.done_with(id, status, &fig, Some(&summary), error.as_deref());
+    drop(permit);
+}
+
+// ---------------------------------------------------------------- downloads by the board
+
+/// Record and start a download by the board; returns the run id and a handle that resolves
+/// when it has ended.
+pub fn start_http_get(
+    hub: &Hub,
+    spec: GetSpec,
+) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
+    let u = spec.validate()?;
+    let id = hub
+        .store()
+        .create_run(&NewRun {
+            role: "client".into(),
+            protocol: "HTTP".into(),
+            peer_host: u.host.clone(),
+            peer_port: u.port,
+            bind_dev: spec.bind_dev.clone(),
+            direction: "receive".into(),
+            params: json!({"url": spec.url, "connections": spec.connections, "timeout": spec.timeout_secs}),
+            kind: "http-get".into(),
+            ..Default::default()
+        })
+        .map_err(|e| e.to_string())?;
+    crate::board::record_net_config(hub.store(), id);
+    let cancel = Arc::new(Notify::new());
+    let tx = hub.track(id, Some(cancel.clone()), Vec::new());
+    let hub = hub.clone();
+    let handle = tokio::spawn(async move {
+        let (etx, mut erx) = mpsc::unbounded_channel();
+        let (h2, tx2) = (hub.clone(), tx.clone());
+        let rec = tokio::spawn(async move {
+            let mut seq = 0;
+            while let Some(ev) = erx.recv().await {
+                match ev {
+                    GetEvent::Started { local, .. } => {
+                        let _ = h2.store().set_run_endpoints(
+                            id,
+                            &net::ip_text(local.ip()),
+                            local.port(),
+                        );
+                    }
+                    GetEvent::Interval(i) => {
+                        h2.interval(id, seq, i, &tx2);
+                        seq += 1;
+                    }
+                }
+            }
+        });
+        let res = http::get(spec, Some(etx), Some(cancel)).await;
+        let _ = rec.await;
+        let fig = |r: &http::GetResult| RunFigures {
+            receiver_bps: Some(r.bits_per_second),
+            bytes: Some(r.bytes as i64),
+            ..Default::default()
+        };
+        match res {
+            Ok(r) => {
+                let s = serde_json::to_value(&r).unwrap_or_default();
+                hub.done_with(id, RunStatus::Completed, &fig(&r), Some(&s), None);
+                RunStatus::Completed
+            }
+            Err(e) => {
+                let status = if e.aborted {
+                    RunStatus::Aborted
+                } else {
+                    RunStatus::Failed
+                };
+                let (f, s) = match &e.partial {
+                    Some(p) => (fig(p), serde_json::to_value(p).ok()),
+                    None => (RunFigures::default(), None),
+                };
+                hub.done_with(id, status, &f, s.as_ref(), Some(&e.message));
+                status
+            }
+        }
+    });
+    Ok((id, handle))
+}

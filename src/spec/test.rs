@@ -1,0 +1,390 @@
+//! The "new test" request as the web form and the JSON API send it, validated into a
+//! [`ClientSpec`] at the edge. Bad input gives one clear message and starts nothing.
+
+use crate::engine::iperf3::client::ClientSpec;
+use crate::engine::iperf3::wire::Direction;
+use crate::engine::report::parse_suffixed;
+use crate::model::names::valid_host;
+use serde::Deserialize;
+
+/// A TCP throughput test against a peer running `iperf3 -s` (or netperfd).
+#[derive(Debug, Clone, Deserialize, Default)]
+pub struct TestRequest {
+    /// Peer host name or address.
+    pub host: String,
+    /// "tcp" (default) or "udp".
+    #[serde(default)]
+    pub protocol: Option<String>,
+    /// TCP block or UDP datagram size, e.g. "128K" or "1448"; empty = iperf3's default.
+    #[serde(default)]
+    pub length: Option<String>,
+    /// Peer port, default 5201.
+    #[serde(default)]
+    pub port: Option<String>,
+    /// Seconds, default 10.
+    #[serde(default)]
+    pub duration: Option<String>,
+    /// Parallel streams, default 1.
+    #[serde(default)]
+    pub parallel: Option<String>,
+    /// "send" (default), "receive" (`-R`) or "bidir".
+    #[serde(default)]
+    pub direction: Option<String>,
+    /// Bitrate limit per stream, e.g. "500M"; empty = unlimited.
+    #[serde(default)]
+    pub bitrate: Option<String>,
+    /// Socket buffer, e.g. "256K"; empty = kernel default.
+    #[serde(default)]
+    pub window: Option<String>,
+    /// Omit seconds at the start.
+    #[serde(default)]
+    pub omit: Option<String>,
+    /// Board port (interface name) to bind every socket to; empty = routing decides.
+    #[serde(default)]
+    pub bind: Option<String>,
+    /// What the peer runs: "iperf3" (default), "iperf2" (iperf 2.0.5 … 2.1.x, default port
+    /// 5001) or "auto" (ask the port with an iperf3 cookie; silence means iperf 2).
+    #[serde(default)]
+    pub peer_type: Option<String>,
+    /// CSRF token (forms only).
+    #[serde(default)]
+    pub csrf: Option<String>,
+}
+
+fn opt(s: &Option<String>) -> Option<&str> {
+    s.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
+fn int(s: &Option<String>, name: &str, default: u64, lo: u64, hi: u64) -> Result<u64, String> {
+    match opt(s) {
+        None => Ok(default),
+        Some(v) => {
+            let n: u64 = v
+                .parse()
+                .map_err(|_| format!("{name} must be a whole number, got '{v}'"))?;
+            if n < lo || n > hi {
+                return Err(format!("{name} must be {lo}..{hi}, got {n}"));
+            }
+            Ok(n)
+        }
+    }
+}
+
+impl TestRequest {
+    /// Validate into a client spec. `ports` are the board's interfaces, to check `bind` and
+    /// take its address from.
+    pub fn to_spec(&self, ports: &[crate::board::Port]) -> Result<ClientSpec, String> {
+        let host = self.host.trim();
+        if !valid_host(host) {
+            return Err(format!("peer '{host}' is not a host name or IP address"));
+        }
+        let mut spec = ClientSpec::new(host);
+        spec.port = int(&self.port, "port", 5201, 1, 65535)? as u16;
+        let p = &mut spec.params;
+        let udp = match opt(&self.protocol).unwrap_or("tcp") {
+            "tcp" | "TCP" => false,
+            "udp" | "UDP" => true,
+            x => return Err(format!("protocol must be tcp or udp, got '{x}'")),
+        };
+        if udp {
+            p.protocol = crate::engine::iperf3::wire::Protocol::Udp;
+            // iperf3's UDP defaults: 1 Mbit/s per stream, datagram size from the path MSS.
+            p.bandwidth = 1024 * 1024;
+            p.len = 0;
+        }
+        if let Some(l) = opt(&self.length) {
+            let len = parse_suffixed(l, false).map_err(|e| format!("length: {e}"))?;
+            let (lo, hi) = if udp {
+                (16, crate::engine::udp::MAX_UDP_LEN_V4 as u64)
+            } else {
+                (1, crate::engine::iperf3::wire::MAX_TCP_BLKSIZE as u64)
+            };
+            if !(lo..=hi).contains(&len) {
+                return Err(format!("length must be {lo}..{hi} bytes, got {len}"));
+            }
+            p.len = len as u32;
+        }
+        p.time = int(&self.duration, "duration", 10, 1, 86_400)? as u32;
+        p.parallel = int(&self.parallel, "parallel streams", 1, 1, 128)? as u32;
+        p.omit = int(&self.omit, "omit", 0, 0, 600)? as u32;
+        p.direction = match opt(&self.direction).unwrap_or("send") {
+            "send" => Direction::Send,
+            "receive" | "reverse" => Direction::Receive,
+            "bidir" => Direction::Bidir,
+            d => {
+                return Err(format!(
+                    "direction must be send, receive or bidir, got '{d}'"
+                ))
+            }
+        };
+        if let Some(b) = opt(&self.bitrate) {
+            p.bandwidth = parse_suffixed(b, true).map_err(|e| format!("bitrate: {e}"))?;
+        }
+        if let Some(w) = opt(&self.window) {
+            let w = parse_suffixed(w, false).map_err(|e| format!("window: {e}"))?;
+            if !(1024..=512 * 1024 * 1024).contains(&w) {
+                return Err("window must be 1K..512M".into());
+            }
+            p.window = Some(w as u32);
+            spec.sock.window = Some(w as u32);
+        }
+        if let Some(b) = opt(&self.bind) {
+            let port = ports
+                .iter()
+                .find(|x| x.name == b)
+                .ok_or_else(|| format!("the board has no port '{b}'"))?;
+            spec.sock.bind_dev = Some(port.name.clone());
+            spec.sock.bind = port.primary();
+        }
+        spec.validate()?;
+        Ok(spec)
+    }
+}
+
+/// What a request asks the peer to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerType {
+    Iperf3,
+    Iperf2,
+    Auto,
+}
+
+impl TestRequest {
+    /// The peer type field, checked.
+    pub fn peer_type(&self) -> Result<PeerType, String> {
+        match opt(&self.peer_type).unwrap_or("iperf3") {
+            "iperf3" => Ok(PeerType::Iperf3),
+            "iperf2" => Ok(PeerType::Iperf2),
+            "auto" => Ok(PeerType::Auto),
+            x => Err(format!(
+                "peer type must be iperf3, iperf2 or auto, got '{x}'"
+            )),
+        }
+    }
+
+    /// Validate into an iperf 2 client spec (default port 5001). Direction: "send" (plain),
+    /// "bidir" (`-d`, both at once) or "tradeoff" (`-r`, send then receive); iperf 2 has no
+    /// receive-only test. Omit does not exist in iperf 2.
+    pub fn to_iperf2_spec(
+        &self,
+        ports: &[crate::board::Port],
+    ) -> Result<crate::engine::iperf2::client::Iperf2Spec, String> {
+        use crate::engine::iperf2::wire::Return;
+        let host = self.host.trim();
+        if !valid_host(host) {
+            return Err(format!("peer '{host}' is not a host name or IP address"));
+        }
+        let mut s = crate::engine::iperf2::client::Iperf2Spec::new(host);
+        s.port = int(&self.port, "port", 5001, 1, 65535)? as u16;
+        s.udp = match opt(&self.protocol).unwrap_or("tcp") {
+            "tcp" | "TCP" => false,
+            "udp" | "UDP" => true,
+            x => return Err(format!("protocol must be tcp or udp, got '{x}'")),
+        };
+        if s.udp {
+            s.rate = crate::engine::iperf2::wire::UDP_DEFAULT_RATE;
+        }
+        if let Some(b) = opt(&self.bitrate) {
+            s.rate = parse_suffixed(b, true).map_err(|e| format!("bitrate: {e}"))?;
+        }
+        if let Some(l) = opt(&self.length) {
+            let len = parse_suffixed(l, false).map_err(|e| format!("length: {e}"))?;
+            s.len = u32::try_from(len).map_err(|_| "length is too large".to_string())?;
+        }
+        s.time = int(&self.duration, "duration", 10, 1, 86_400)? as f64;
+        s.parallel = int(&self.parallel, "parallel streams", 1, 1, 128)? as u32;
+        if int(&self.omit, "omit", 0, 0, 600)? > 0 {
+            return Err("omit does not exist in iperf 2: leave it at 0".into());
+        }
+        s.ret = match opt(&self.direction).unwrap_or("send") {
+            "send" => Return::None,
+            "bidir" => Return::Dual,
+            "tradeoff" => Return::Tradeoff,
+            "receive" | "reverse" => {
+                return Err("iperf 2 peers send back only with a return test: choose Both (-d) or Send then receive (-r)".into())
+            }
+            d => return Err(format!("direction must be send, bidir or tradeoff, got '{d}'")),
+        };
+        if let Some(w) = opt(&self.window) {
+            let w = parse_suffixed(w, false).map_err(|e| format!("window: {e}"))?;
+            if !(1024..=512 * 1024 * 1024).contains(&w) {
+                return Err("window must be 1K..512M".into());
+            }
+            s.window = Some(w as u32);
+        }
+        if let Some(b) = opt(&self.bind) {
+            let port = ports
+                .iter()
+                .find(|x| x.name == b)
+                .ok_or_else(|| format!("the board has no port '{b}'"))?;
+            s.bind = Some(
+                port.primary()
+                    .ok_or_else(|| format!("port '{b}' has no address"))?,
+            );
+        }
+        s.validate()?;
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iperf2_requests() {
+        let r = TestRequest {
+            peer_type: Some("iperf2".into()),
+            protocol: Some("udp".into()),
+            direction: Some("tradeoff".into()),
+            bitrate: Some("100M".into()),
+            ..req("192.0.2.2")
+        };
+        assert_eq!(r.peer_type().unwrap(), PeerType::Iperf2);
+        let s = r.to_iperf2_spec(&[]).unwrap();
+        assert_eq!((s.port, s.udp, s.rate), (5001, true, 100_000_000));
+        assert_eq!(s.ret, crate::engine::iperf2::wire::Return::Tradeoff);
+        let bad = TestRequest {
+            direction: Some("receive".into()),
+            ..r.clone()
+        };
+        assert!(bad.to_iperf2_spec(&[]).unwrap_err().contains("return test"));
+        let bad = TestRequest {
+            peer_type: Some("iperf4".into()),
+            ..r
+        };
+        assert!(bad.peer_type().unwrap_err().contains("peer type"));
+    }
+
+    fn req(host: &str) -> TestRequest {
+        TestRequest {
+            host: host.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn defaults_are_iperf3_defaults() {
+        let s = req("192.0.2.2").to_spec(&[]).unwrap();
+        assert_eq!(s.port, 5201);
+        assert_eq!(s.params.time, 10);
+        assert_eq!(s.params.parallel, 1);
+        assert_eq!(s.params.direction, Direction::Send);
+        assert_eq!(s.params.bandwidth, 0);
+    }
+
+    #[test]
+    fn bad_input_names_the_field() {
+        let cases = [
+            (
+                TestRequest {
+                    duration: Some("0".into()),
+                    ..req("h")
+                },
+                "duration",
+            ),
+            (
+                TestRequest {
+                    parallel: Some("129".into()),
+                    ..req("h")
+                },
+                "parallel",
+            ),
+            (
+                TestRequest {
+                    port: Some("70000".into()),
+                    ..req("h")
+                },
+                "port",
+            ),
+            (
+                TestRequest {
+                    direction: Some("up".into()),
+                    ..req("h")
+                },
+                "direction",
+            ),
+            (
+                TestRequest {
+                    bitrate: Some("fast".into()),
+                    ..req("h")
+                },
+                "bitrate",
+            ),
+            (
+                TestRequest {
+                    window: Some("1".into()),
+                    ..req("h")
+                },
+                "window",
+            ),
+            (
+                TestRequest {
+                    bind: Some("eth9".into()),
+                    ..req("h")
+                },
+                "port 'eth9'",
+            ),
+            (req("-rf /"), "not a host"),
+            (req("a b"), "not a host"),
+            (req(""), "not a host"),
+        ];
+        for (r, want) in cases {
+            let e = r.to_spec(&[]).unwrap_err();
+            assert!(e.contains(want), "{e} should mention {want}");
+        }
+    }
+
+    #[test]
+    fn udp_defaults_and_length_limits() {
+        let r = TestRequest {
+            protocol: Some("udp".into()),
+            ..req("192.0.2.2")
+        };
+        let s = r.to_spec(&[]).unwrap();
+        assert_eq!(
+            s.params.protocol,
+            crate::engine::iperf3::wire::Protocol::Udp
+        );
+        assert_eq!(s.params.bandwidth, 1_048_576);
+        let r = TestRequest {
+            protocol: Some("udp".into()),
+            length: Some("65508".into()),
+            ..req("192.0.2.2")
+        };
+        assert!(r
+            .to_spec(&[])
+            .unwrap_err()
+            .contains("length must be 16..65507"));
+        let r = TestRequest {
+            protocol: Some("sctp".into()),
+            ..req("192.0.2.2")
+        };
+        assert!(r
+            .to_spec(&[])
+            .unwrap_err()
+            .contains("protocol must be tcp or udp"));
+    }
+
+    #[test]
+    fn bind_takes_the_ports_address() {
+        let ports = vec![crate::board::Port {
+            name: "eth1".into(),
+            up: true,
+            running: true,
+            loopback: false,
+            addresses: vec!["198.51.100.1".parse().unwrap()],
+        }];
+        let r = TestRequest {
+            bind: Some("eth1".into()),
+            bitrate: Some("100M".into()),
+            direction: Some("bidir".into()),
+            ..req("198.51.100.2")
+        };
+        let s = r.to_spec(&ports).unwrap();
+        assert_eq!(s.sock.bind_dev.as_deref(), Some("eth1"));
+        assert_eq!(s.sock.bind, Some("198.51.100.1".parse().unwrap()));
+        assert_eq!(s.params.bandwidth, 100_000_000);
+        assert_eq!(s.params.direction, Direction::Bidir);
+    }
+}
