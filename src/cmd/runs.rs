@@ -34,6 +34,10 @@ pub enum RunsCmd {
         /// Only runs on this board port (interface or address)
         #[arg(long)]
         port: Option<String>,
+        /// Only runs of this kind (iperf3, iperf2, multi, forward, monitor, http-serve,
+        /// http-get, tcp-sink, tcp-source)
+        #[arg(long)]
+        kind: Option<String>,
         /// At most this many runs
         #[arg(long, default_value_t = 50)]
         limit: u32,
@@ -73,8 +77,21 @@ fn run(a: RunsArgs) -> Result<(), String> {
             status,
             peer,
             port,
+            kind,
             limit,
         } => {
+            if let Some(k) = &kind {
+                if crate::model::RunKind::parse(k).is_none() {
+                    let words: Vec<&str> = crate::model::RunKind::ALL
+                        .iter()
+                        .map(|k| k.as_str())
+                        .collect();
+                    return Err(format!(
+                        "kind must be one of {}, got '{k}'",
+                        words.join(", ")
+                    ));
+                }
+            }
             if let Some(s) = &status {
                 if crate::model::RunStatus::parse(s).is_none() {
                     return Err(format!(
@@ -87,6 +104,7 @@ fn run(a: RunsArgs) -> Result<(), String> {
                     status,
                     peer,
                     port,
+                    kind,
                     limit: Some(limit),
                 })
                 .map_err(|e| e.to_string())?;
@@ -98,14 +116,15 @@ fn run(a: RunsArgs) -> Result<(), String> {
                 return Ok(());
             }
             println!(
-                "{:>5}  {:<23}  {:<6}  {:<22}  {:<12}  {:>16}  {:>16}  {:>14}  STATUS",
-                "ID", "STARTED", "ROLE", "PEER", "TEST", "SENDER", "RECEIVER", "RETR/LOSS"
+                "{:>5}  {:<23}  {:<10}  {:<6}  {:<22}  {:<12}  {:>16}  {:>16}  {:>14}  STATUS",
+                "ID", "STARTED", "KIND", "ROLE", "PEER", "TEST", "SENDER", "RECEIVER", "RETR/LOSS"
             );
             for r in rows {
                 println!(
-                    "{:>5}  {:<23}  {:<6}  {:<22}  {:<8}  {:>16}  {:>16}  {:>5}  {}",
+                    "{:>5}  {:<23}  {:<10}  {:<6}  {:<22}  {:<8}  {:>16}  {:>16}  {:>5}  {}",
                     r.id,
                     fmt_time(r.started_at),
+                    r.kind.as_str(),
                     r.role,
                     format!("{}:{}", r.peer_host, r.peer_port),
                     r.direction,
@@ -127,6 +146,7 @@ fn run(a: RunsArgs) -> Result<(), String> {
             if a.json {
                 let v = serde_json::json!({
                     "run": run,
+                    "view": crate::results::view::view(&run),
                     "streams": store.streams(id).map_err(|e| e.to_string())?,
                     "intervals": store.intervals(id).map_err(|e| e.to_string())?,
                 });
@@ -136,21 +156,7 @@ fn run(a: RunsArgs) -> Result<(), String> {
                 );
                 return Ok(());
             }
-            println!(
-                "Run {} — {} {} {} with {}:{} — {}{}",
-                run.id,
-                run.protocol,
-                run.role,
-                run.direction,
-                run.peer_host,
-                run.peer_port,
-                run.status,
-                run.error
-                    .as_ref()
-                    .map(|e| format!(" ({e})"))
-                    .unwrap_or_default()
-            );
-            println!("Started {}", fmt_time(run.started_at));
+            print!("{}", crate::results::view::view_text(&run));
             match rep {
                 Some(r) => {
                     print!("{}", crate::engine::iperf3::server::server_text(&r));

@@ -27,3 +27,18 @@ pub fn valid_ifname(name: &str) -> bool {
             .bytes()
             .all(|b| b.is_ascii_graphic() && b != b'/' && b != b':')
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interface_names() {
+        assert!(valid_ifname("eth0"));
+        assert!(valid_ifname("fm1-mac9"));
+        assert!(!valid_ifname(""));
+        assert!(!valid_ifname("a/b"));
+        assert!(!valid_ifname("sixteen-chars-xx"));
+        assert!(!valid_ifname("eth 0"));
+    }
+}

@@ -440,7 +440,7 @@ mod tests {
             lost_percent: None,
             jitter_ms: None,
             suite_id: None,
-            kind: "iperf3".into(),
+            kind: crate::model::RunKind::Iperf3,
             parent_id: None,
             summary: serde_json::Value::Null,
         }

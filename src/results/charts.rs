@@ -85,6 +85,15 @@ fn throughput_points(p: &mut Points, iv: &[IntervalRow], prefix: &str, per_strea
         ids.dedup();
         ids.len()
     };
+    // Legs start together but their intervals end a few ms apart: put them on a 0.1 s grid so
+    // the lines share time points (else every point is a gap and the chart draws dots).
+    let at = |t: f64| {
+        if prefix.is_empty() {
+            t
+        } else {
+            (t * 10.0).round() / 10.0
+        }
+    };
     for sender in [true, false] {
         let role = if sender { "sender" } else { "receiver" };
         let n = streams(sender);
@@ -92,7 +101,7 @@ fn throughput_points(p: &mut Points, iv: &[IntervalRow], prefix: &str, per_strea
             if per_stream && n > 1 {
                 p.add(
                     &format!("{prefix}stream {} {role}", i.stream_id),
-                    i.end,
+                    at(i.end),
                     i.bits_per_second,
                 );
             }
@@ -101,7 +110,7 @@ fn throughput_points(p: &mut Points, iv: &[IntervalRow], prefix: &str, per_strea
             } else {
                 format!("{prefix}{role}")
             };
-            p.add(&label, i.end, i.bits_per_second);
+            p.add(&label, at(i.end), i.bits_per_second);
         }
     }
 }
@@ -188,7 +197,7 @@ fn sample_source(run: &RunRow) -> (i64, Option<String>) {
 /// Ceiling and verdict for a run from its (or its parent's) samples. `None` for a multi-port
 /// run itself (each leg is judged on its own port).
 pub fn analyze_run(store: &Store, run: &RunRow) -> Option<Analysis> {
-    if run.kind == "multi" {
+    if run.kind == crate::model::RunKind::Multi {
         return None;
     }
     let (src, port) = sample_source(run);
@@ -206,7 +215,7 @@ pub fn analyze_run(store: &Store, run: &RunRow) -> Option<Analysis> {
 /// All charts of run `id`.
 pub fn charts_of(store: &Store, run: &RunRow) -> RunCharts {
     let iv = store.intervals(run.id).unwrap_or_default();
-    let legs: Vec<(RunRow, Vec<IntervalRow>)> = if run.kind == "multi" {
+    let legs: Vec<(RunRow, Vec<IntervalRow>)> = if run.kind == crate::model::RunKind::Multi {
         store
             .children(run.id)
             .unwrap_or_default()

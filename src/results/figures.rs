@@ -38,3 +38,50 @@ pub fn of_iperf2(o: &Outcome) -> RunFigures {
     }
     f
 }
+
+/// Retransmits of a run from its stored intervals: the sum over the board's sending streams'
+/// intervals (each interval carries that stream's retransmits in it, from TCP_INFO); `None`
+/// when no interval carries a count (UDP, or a receiving side).
+pub fn retransmits_of(intervals: &[crate::store::IntervalRow]) -> Option<i64> {
+    let counts: Vec<i64> = intervals
+        .iter()
+        .filter(|i| i.sender)
+        .filter_map(|i| i.retransmits)
+        .collect();
+    (!counts.is_empty()).then(|| counts.iter().sum())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::IntervalRow;
+
+    fn iv(sender: bool, retr: Option<i64>) -> IntervalRow {
+        IntervalRow {
+            seq: 0,
+            stream_id: 1,
+            socket: 3,
+            start: 0.0,
+            end: 1.0,
+            bytes: 1,
+            bits_per_second: 8.0,
+            sender,
+            omitted: false,
+            retransmits: retr,
+            snd_cwnd: None,
+            rtt: None,
+            packets: None,
+            lost: None,
+            jitter_ms: None,
+            out_of_order: None,
+        }
+    }
+
+    #[test]
+    fn retransmits_sum_the_sending_intervals() {
+        let rows = [iv(true, Some(3)), iv(true, Some(4)), iv(false, None)];
+        assert_eq!(retransmits_of(&rows), Some(7));
+        assert_eq!(retransmits_of(&[iv(false, None)]), None);
+        assert_eq!(retransmits_of(&[iv(true, None)]), None);
+    }
+}

@@ -9,3 +9,4 @@ pub mod export;
 pub mod figures;
 pub mod suite_table;
 pub mod text;
+pub mod view;

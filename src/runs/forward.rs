@@ -496,7 +496,7 @@ pub fn stale_forwarding(store: &crate::store::Store) -> Vec<(i64, String, String
         })
         .unwrap_or_default();
     runs.into_iter()
-        .filter(|r| r.kind == "forward")
+        .filter(|r| r.kind == crate::model::RunKind::Forward)
         .filter_map(|r| {
             let undo: Undo = serde_json::from_value(r.summary["nat"]["undo"].clone()).ok()?;
             let i = r.summary["ingress"].as_str()?.to_string();
@@ -552,7 +552,7 @@ pub fn start_forward(
             bind_dev: Some(format!("{},{}", plan.ingress, plan.egress)),
             direction: plan.spec.direction_word().into(),
             params,
-            kind: "forward".into(),
+            kind: crate::model::RunKind::Forward,
             ..Default::default()
         })
         .map_err(|e| e.to_string())?;
@@ -860,7 +860,7 @@ pub fn start_monitor(
             peer_host: plan.label.clone(),
             bind_dev: Some(plan.ports.join(",")),
             params: json!({"ports": plan.ports, "label": plan.label, "duration": plan.seconds}),
-            kind: "monitor".into(),
+            kind: crate::model::RunKind::Monitor,
             ..Default::default()
         })
         .map_err(|e| e.to_string())?;

@@ -25,7 +25,7 @@ fn new_run(info: &TestInfo) -> NewRun {
         bind_dev: None,
         direction: info.direction.into(),
         params: info.params.clone(),
-        kind: "iperf2".into(),
+        kind: crate::model::RunKind::Iperf2,
         ..Default::default()
     }
 }
@@ -40,10 +40,16 @@ pub fn summary(o: &Outcome) -> serde_json::Value {
 }
 
 fn finish(hub: &Hub, id: i64, o: &Outcome) {
+    let mut figures = crate::results::figures::of_iperf2(o);
+    if figures.retransmits.is_none() {
+        // iperf 2 reports no retransmits; the board's own TCP_INFO counts are in the intervals.
+        let iv = hub.store().intervals(id).unwrap_or_default();
+        figures.retransmits = crate::results::figures::retransmits_of(&iv);
+    }
     hub.done_with(
         id,
         o.status,
-        &crate::results::figures::of_iperf2(&o),
+        &figures,
         Some(&summary(o)),
         o.error.as_deref(),
     );
@@ -67,7 +73,7 @@ impl Hub {
                 }
                 .into(),
                 params: serde_json::to_value(&spec).unwrap_or_default(),
-                kind: "iperf2".into(),
+                kind: crate::model::RunKind::Iperf2,
                 ..Default::default()
             })
             .map_err(|e| e.to_string())?;

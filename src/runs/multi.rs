@@ -226,7 +226,7 @@ impl Hub {
                 ),
                 params: json!({"time": time, "parallel": parallel, "legs": desc}),
                 suite_id,
-                kind: "multi".into(),
+                kind: crate::model::RunKind::Multi,
                 parent_id: None,
             })
             .map_err(|e| e.to_string())?;
@@ -433,7 +433,7 @@ mod tests {
             lost_percent: None,
             jitter_ms: None,
             suite_id: None,
-            kind: "iperf3".into(),
+            kind: crate::model::RunKind::Iperf3,
             parent_id: Some(9),
             summary: serde_json::Value::Null,
         }

@@ -530,7 +530,7 @@ impl PayloadServer {
             local_port: self.port,
             direction: "send".into(),
             params: json!({"path": path, "size": key.1}),
-            kind: "http-serve".into(),
+            kind: crate::model::RunKind::HttpServe,
             ..Default::default()
         };
         let id = match self.hub.store().create_run(&run) {
@@ -708,7 +708,11 @@ async fn raw_conn(
     }
     keepalive(&c);
     let local = c.local_addr().ok();
-    let kind = if source { "tcp-source" } else { "tcp-sink" };
+    let kind = if source {
+        crate::model::RunKind::TcpSource
+    } else {
+        crate::model::RunKind::TcpSink
+    };
     let run = NewRun {
         role: "server".into(),
         protocol: "TCP".into(),
@@ -718,7 +722,7 @@ async fn raw_conn(
         local_port: port,
         direction: if source { "send" } else { "receive" }.into(),
         params: json!({"port": port}),
-        kind: kind.into(),
+        kind,
         ..Default::default()
     };
     let id = match hub.store().create_run(&run) {
@@ -845,7 +849,7 @@ pub fn start_http_get(
             bind_dev: spec.bind_dev.clone(),
             direction: "receive".into(),
             params: json!({"url": spec.url, "connections": spec.connections, "timeout": spec.timeout_secs}),
-            kind: "http-get".into(),
+            kind: crate::model::RunKind::HttpGet,
             ..Default::default()
         })
         .map_err(|e| e.to_string())?;

@@ -5,7 +5,7 @@
 
 use crate::engine::report::{IntervalRecord, Report};
 use crate::model::time::now_ms;
-use crate::model::RunStatus;
+use crate::model::{RunKind, RunStatus};
 use rusqlite::{params, Connection, OptionalExtension};
 use rusqlite_migration::{Migrations, M};
 use serde::Serialize;
@@ -177,10 +177,8 @@ pub struct RunRow {
     pub jitter_ms: Option<f64>,
     /// The suite this run belongs to, if any.
     pub suite_id: Option<i64>,
-    /// What ran: "iperf3" (default), "iperf2", "multi" (a run of several legs; the legs are
-    /// runs whose `parent_id` is this run), "forward", "monitor", "http-serve", "http-get",
-    /// "tcp-sink", "tcp-source".
-    pub kind: String,
+    /// What ran (stored as its word: iperf3, iperf2, multi, …; see [`RunKind`]).
+    pub kind: RunKind,
     /// The multi-port run this run is a leg of.
     pub parent_id: Option<i64>,
     /// Kind-specific result (JSON object) for runs that have no iperf3 report; `Null` if none.
@@ -265,8 +263,8 @@ pub struct NewRun {
     pub params: serde_json::Value,
     /// The suite this run belongs to.
     pub suite_id: Option<i64>,
-    /// See [`RunRow::kind`]; empty means "iperf3".
-    pub kind: String,
+    /// What runs (default iperf3).
+    pub kind: RunKind,
     /// The multi-port run this run is a leg of.
     pub parent_id: Option<i64>,
 }
@@ -278,6 +276,8 @@ pub struct RunFilter {
     pub peer: Option<String>,
     /// A local address or bound device (the board's port).
     pub port: Option<String>,
+    /// A kind's stored word (iperf3, iperf2, multi, forward, …).
+    pub kind: Option<String>,
     pub limit: Option<u32>,
 }
 
@@ -328,7 +328,7 @@ pub(crate) fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
         lost_percent: r.get("lost_percent")?,
         jitter_ms: r.get("jitter_ms")?,
         suite_id: r.get("suite_id")?,
-        kind: r.get("kind")?,
+        kind: RunKind::parse(&r.get::<_, String>("kind")?).unwrap_or_default(),
         parent_id: r.get("parent_id")?,
         summary: r
             .get::<_, Option<String>>("summary_json")?
@@ -388,7 +388,7 @@ impl Store {
              VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             params![n.role, n.protocol, n.peer_host, n.peer_port, n.local_host, n.local_port, n.bind_dev, n.direction,
                 serde_json::to_string(&n.params)?, now_ms(), n.suite_id,
-                if n.kind.is_empty() { "iperf3" } else { n.kind.as_str() }, n.parent_id],
+                n.kind.as_str(), n.parent_id],
         )?;
         Ok(c.last_insert_rowid())
     }
@@ -537,6 +537,10 @@ impl Store {
             args.push(format!("%{p}%"));
             let n = args.len();
             sql.push_str(&format!(" AND (local_host LIKE ?{n} OR bind_dev LIKE ?{n} OR CAST(local_port AS TEXT) LIKE ?{n})"));
+        }
+        if let Some(k) = f.kind.as_deref().filter(|s| !s.is_empty()) {
+            args.push(k.to_string());
+            sql.push_str(&format!(" AND kind = ?{}", args.len()));
         }
         sql.push_str(&format!(
             " ORDER BY id DESC LIMIT {}",

@@ -308,7 +308,7 @@ mod tests {
             .create_run(&NewRun {
                 role: "client".into(),
                 protocol: "TCP".into(),
-                kind: "multi".into(),
+                kind: crate::model::RunKind::Multi,
                 ..Default::default()
             })
             .unwrap();
@@ -357,8 +357,11 @@ mod tests {
         let kids = s.children(parent).unwrap();
         assert_eq!(kids.len(), 1);
         assert_eq!(kids[0].id, leg);
-        assert_eq!(kids[0].kind, "iperf3");
-        assert_eq!(s.get_run(parent).unwrap().unwrap().kind, "multi");
+        assert_eq!(kids[0].kind, crate::model::RunKind::Iperf3);
+        assert_eq!(
+            s.get_run(parent).unwrap().unwrap().kind,
+            crate::model::RunKind::Multi
+        );
         s.finish_run_with(
             parent,
             RunStatus::Completed,

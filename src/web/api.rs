@@ -158,13 +158,15 @@ async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> 
     let streams = state.store.streams(id).unwrap_or_default();
     let intervals = state.store.intervals(id).unwrap_or_default();
     let analysis = crate::results::charts::analyze_run(&state.store, &run);
-    let legs = if run.kind == "multi" {
+    let legs = if run.kind == crate::model::RunKind::Multi {
         state.store.children(id).unwrap_or_default()
     } else {
         Vec::new()
     };
+    let view = crate::results::view::view(&run);
     HttpResponse::Ok().json(json!({
         "run": run,
+        "view": view,
         "live": state.hub.is_live(id),
         "streams": streams,
         "intervals": intervals,

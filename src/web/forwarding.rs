@@ -137,7 +137,7 @@ fn run_line(r: &RunRow, live: bool) -> RunLine {
                 .join("; ")
         })
         .unwrap_or_default();
-    let what = if r.kind == "forward" {
+    let what = if r.kind == crate::model::RunKind::Forward {
         format!(
             "{} {} → {}:{} via {}",
             r.protocol,
@@ -156,7 +156,7 @@ fn run_line(r: &RunRow, live: bool) -> RunLine {
     };
     RunLine {
         id: r.id,
-        kind: r.kind.clone(),
+        kind: r.kind.as_str().to_string(),
         when: fmt_time(r.started_at),
         status: r.status.clone(),
         what,
@@ -276,7 +276,9 @@ fn render(
         })
         .unwrap_or_default()
         .into_iter()
-        .filter(|r| r.kind == "forward" || r.kind == "monitor")
+        .filter(|r| {
+            r.kind == crate::model::RunKind::Forward || r.kind == crate::model::RunKind::Monitor
+        })
         .take(20)
         .map(|r| {
             let live = state.hub.is_live(r.id);

@@ -321,6 +321,9 @@ async fn setup(
 /// A run as the tables show it.
 pub struct RunView {
     pub id: i64,
+    /// The kind's label ("iperf3", "forwarding", …) and the run's one-line title.
+    pub kind: String,
+    pub title: String,
     pub when: String,
     pub role: String,
     pub role_text: String,
@@ -349,26 +352,17 @@ fn params_of(r: &RunRow) -> Option<Params> {
 
 fn run_view(r: &RunRow) -> RunView {
     let p = params_of(r);
-    let local = match (&r.bind_dev, r.local_host.is_empty()) {
-        (Some(d), false) => format!("{d} ({})", r.local_host),
-        (Some(d), true) => d.clone(),
-        (None, false) => r.local_host.clone(),
-        (None, true) => "—".into(),
-    };
+    let kv = crate::results::view::view(r);
     RunView {
         id: r.id,
+        kind: kv.kind_label.to_string(),
+        title: kv.title.clone(),
         when: fmt_time(r.started_at),
         role: r.role.clone(),
-        role_text: if let Some(t) = super::traffic::role_text(&r.kind) {
-            t.into()
-        } else if r.role == "server" {
-            "the peer ran iperf3 -c against this board".into()
-        } else {
-            "this board ran the client".into()
-        },
+        role_text: kv.role_text.clone(),
         status: r.status.clone(),
-        peer: format!("{}:{}", r.peer_host, r.peer_port),
-        local,
+        peer: kv.peer,
+        local: kv.local,
         direction: r.direction.clone(),
         protocol: r.protocol.clone(),
         streams: p
@@ -402,62 +396,6 @@ fn run_view(r: &RunRow) -> RunView {
         udp: r.protocol == "UDP",
         error: r.error.clone(),
     }
-}
-
-/// An equivalent iperf3 command line for a run (what the user would have typed).
-pub fn command_line(r: &RunRow) -> String {
-    if let Some(c) = super::traffic::command_line(r) {
-        return c;
-    }
-    let Some(p) = params_of(r) else {
-        return String::new();
-    };
-    let mut c = if r.role == "server" {
-        format!("iperf3 -c <board> -p {}", r.local_port)
-    } else {
-        format!("iperf3 -c {} -p {}", r.peer_host, r.peer_port)
-    };
-    if p.protocol == crate::engine::iperf3::wire::Protocol::Udp {
-        c.push_str(" -u");
-    }
-    if p.time > 0 {
-        c.push_str(&format!(" -t {}", p.time));
-    }
-    if p.num > 0 {
-        c.push_str(&format!(" -n {}", p.num));
-    }
-    if p.blockcount > 0 {
-        c.push_str(&format!(" -k {}", p.blockcount));
-    }
-    if p.parallel > 1 {
-        c.push_str(&format!(" -P {}", p.parallel));
-    }
-    match p.direction {
-        crate::engine::iperf3::wire::Direction::Receive => c.push_str(" -R"),
-        crate::engine::iperf3::wire::Direction::Bidir => c.push_str(" --bidir"),
-        _ => {}
-    }
-    if p.bandwidth > 0 {
-        c.push_str(&format!(" -b {}", p.bandwidth));
-    }
-    if let Some(w) = p.window {
-        c.push_str(&format!(" -w {w}"));
-    }
-    if p.protocol == crate::engine::iperf3::wire::Protocol::Udp && p.len > 0 {
-        c.push_str(&format!(" -l {}", p.len));
-    }
-    if p.omit > 0 {
-        c.push_str(&format!(" -O {}", p.omit));
-    }
-    if r.role == "client" {
-        if !r.local_host.is_empty() && r.bind_dev.is_some() {
-            c.push_str(&format!(" -B {}", r.local_host));
-        }
-        if let Some(d) = &r.bind_dev {
-            c.push_str(&format!(" --bind-dev {d}"));
-        }
-    }
-    c
 }
 
 struct IntervalView {
@@ -705,6 +643,9 @@ struct RunsPage {
     runs: Vec<RunView>,
     statuses: Vec<String>,
     filter_status: String,
+    /// (stored word, label) of every kind, for the kind filter.
+    kinds: Vec<(String, String)>,
+    filter_kind: String,
     filter_peer: String,
     filter_port: String,
 }
@@ -741,6 +682,11 @@ async fn runs_page(
             .map(String::from)
             .to_vec(),
         filter_status: q.status.clone().unwrap_or_default(),
+        kinds: crate::model::RunKind::ALL
+            .iter()
+            .map(|k| (k.as_str().to_string(), k.label().to_string()))
+            .collect(),
+        filter_kind: q.kind.clone().unwrap_or_default(),
         filter_peer: q.peer.clone().unwrap_or_default(),
         filter_port: q.port.clone().unwrap_or_default(),
     })
@@ -756,19 +702,16 @@ struct RunPage {
     col1: String,
     col2: String,
     run: RunView,
+    /// The kind's view: title, command lines, headline cards, facts.
+    view: crate::results::view::KindView,
     live: bool,
-    cmdline: String,
     intervals: Vec<IntervalView>,
     last_rate: String,
     text: Option<String>,
     analysis: Option<AnalysisView>,
     cores: Vec<CoreView>,
     legs: Vec<LegView>,
-    /// "iperf3", "multi", … (see `RunRow::kind`).
-    kind: String,
     parent_id: Option<i64>,
-    /// Kind-specific summary as label/value rows (runs other than iperf3 and multi).
-    details: Vec<(String, String)>,
 }
 
 /// Ceiling and verdict as shown.
@@ -857,7 +800,7 @@ fn core_views(cores: &[crate::results::analysis::CoreLoad]) -> Vec<CoreView> {
 }
 
 fn leg_views(state: &AppState, run: &RunRow) -> Vec<LegView> {
-    if run.kind != "multi" {
+    if run.kind != crate::model::RunKind::Multi {
         return Vec::new();
     }
     state
@@ -890,31 +833,23 @@ fn leg_views(state: &AppState, run: &RunRow) -> Vec<LegView> {
         .collect()
 }
 
-/// Top-level scalar entries of a kind-specific summary, as label/value rows.
-fn detail_rows(summary: &serde_json::Value) -> Vec<(String, String)> {
-    let Some(m) = summary.as_object() else {
-        return Vec::new();
-    };
-    m.iter()
-        .filter_map(|(k, v)| {
-            let text = match v {
-                serde_json::Value::String(s) => s.clone(),
-                serde_json::Value::Number(n) => {
-                    let f = n.as_f64().unwrap_or(0.0);
-                    if k.ends_with("_bps") {
-                        fmt_rate(f)
-                    } else if k.ends_with("bytes") {
-                        fmt_bytes(f)
-                    } else {
-                        n.to_string()
-                    }
-                }
-                serde_json::Value::Bool(b) => b.to_string(),
-                _ => return None,
-            };
-            Some((k.replace('_', " "), text))
-        })
-        .collect()
+/// A multi-port run's intervals: every leg's, each row's ID naming its leg ("leg 2 · 5").
+fn leg_intervals(state: &AppState, run: &RunRow) -> Vec<IntervalView> {
+    let mut out = Vec::new();
+    for (n, leg) in state
+        .store
+        .children(run.id)
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        let iv = state.store.intervals(leg.id).unwrap_or_default();
+        for mut v in interval_views(&iv) {
+            v.id = format!("leg {} · {}", n + 1, v.id);
+            out.push(v);
+        }
+    }
+    out
 }
 
 fn load(
@@ -944,7 +879,11 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
         Ok(x) => x,
         Err(resp) => return resp,
     };
-    let intervals = interval_views(&iv);
+    let intervals = if run.kind == crate::model::RunKind::Multi {
+        leg_intervals(&state, &run)
+    } else {
+        interval_views(&iv)
+    };
     let last_rate = intervals
         .iter()
         .rev()
@@ -968,13 +907,6 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
         )),
     };
     let legs = leg_views(&state, &run);
-    let details = if super::traffic::is_traffic_kind(&run.kind) {
-        super::traffic::facts(&run)
-    } else if run.kind == "iperf3" || run.kind == "multi" {
-        Vec::new()
-    } else {
-        detail_rows(&run.summary)
-    };
     ok(&RunPage {
         nav: true,
         csrf: auth.csrf().into(),
@@ -982,7 +914,7 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
         col1: if udp { "Jitter" } else { "Retr" }.into(),
         col2: if udp { "Lost/Total" } else { "Cwnd" }.into(),
         live: state.hub.is_live(id),
-        cmdline: command_line(&run),
+        view: crate::results::view::view(&run),
         run: run_view(&run),
         intervals,
         last_rate,
@@ -993,9 +925,7 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
             .map(AnalysisView::of),
         cores,
         legs,
-        kind: run.kind.clone(),
         parent_id: run.parent_id,
-        details,
     })
 }
 

@@ -6,6 +6,7 @@
 
 use super::auth::{Auth, AuthError};
 use super::AppState;
+use crate::model::RunKind;
 use crate::engine::http::GetSpec;
 use crate::engine::report::version_string;
 use crate::model::time::fmt_time;
@@ -118,8 +119,11 @@ struct TrafficPage {
 }
 
 /// Whether a run kind belongs to this page.
-pub fn is_traffic_kind(kind: &str) -> bool {
-    matches!(kind, "http-serve" | "http-get" | "tcp-sink" | "tcp-source")
+pub fn is_traffic_kind(kind: RunKind) -> bool {
+    matches!(
+        kind,
+        RunKind::HttpServe | RunKind::HttpGet | RunKind::TcpSink | RunKind::TcpSource
+    )
 }
 
 fn board_host(req: &HttpRequest) -> String {
@@ -195,19 +199,19 @@ fn build_page(
         })
         .unwrap_or_default()
         .into_iter()
-        .filter(|r| is_traffic_kind(&r.kind))
+        .filter(|r| is_traffic_kind(r.kind))
         .take(30)
         .map(|r| TrafficRunView {
             id: r.id,
             when: fmt_time(r.started_at),
-            kind: r.kind.clone(),
+            kind: r.kind.as_str().to_string(),
             peer: format!("{}:{}", r.peer_host, r.peer_port),
             what: what(&r),
             connections: r.summary["connections"]
                 .as_u64()
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| {
-                    if r.kind.starts_with("tcp-") {
+                    if matches!(r.kind, RunKind::TcpSink | RunKind::TcpSource) {
                         "1".into()
                     } else {
                         "—".into()
@@ -326,122 +330,4 @@ async fn start_api(
 
 async fn services_api(_auth: Auth) -> HttpResponse {
     HttpResponse::Ok().json(crate::runs::traffic::listening())
-}
-
-/// How the run page describes who ran a run of these kinds; None for other kinds.
-pub fn role_text(kind: &str) -> Option<&'static str> {
-    Some(match kind {
-        "http-serve" => "a peer downloaded from the board's payload server",
-        "http-get" => "this board downloaded from a peer's HTTP server",
-        "tcp-sink" => "a peer sent into the board's TCP sink",
-        "tcp-source" => "a peer read from the board's TCP source",
-        _ => return None,
-    })
-}
-
-/// Facts the run page shows for these kinds: (label, value) pairs; empty for other kinds.
-pub fn facts(r: &RunRow) -> Vec<(String, String)> {
-    if !is_traffic_kind(&r.kind) {
-        return Vec::new();
-    }
-    let s = &r.summary;
-    let mut v = vec![("Kind".to_string(), r.kind.clone())];
-    let f = |k: &str| s[k].as_f64();
-    match r.kind.as_str() {
-        "http-serve" => {
-            if let Some(p) = s["path"].as_str() {
-                v.push(("Payload".into(), p.to_string()));
-            }
-            if let Some(c) = s["connections"].as_u64() {
-                v.push((
-                    "Connections".into(),
-                    format!(
-                        "{c} at once ({} TCP connections, {} requests, {} cut short by the peer)",
-                        s["tcp_connections"], s["requests"], s["requests_cut_short"]
-                    ),
-                ));
-            }
-            if let Some(ua) = s["user_agent"].as_str().filter(|u| !u.is_empty()) {
-                v.push(("Client".into(), ua.to_string()));
-            }
-        }
-        "http-get" => {
-            v.push((
-                "URL".into(),
-                r.params["url"].as_str().unwrap_or("").to_string(),
-            ));
-            if let Some(sz) = f("size") {
-                v.push((
-                    "Size".into(),
-                    format!(
-                        "{} ({} bytes){}",
-                        fmt_bytes(sz),
-                        sz as u64,
-                        if s["ranges"].as_bool() == Some(false) {
-                            " — the server does not do ranges: one connection"
-                        } else {
-                            ""
-                        }
-                    ),
-                ));
-            }
-            if let Some(c) = s["connections"].as_u64() {
-                v.push(("Connections".into(), c.to_string()));
-            }
-        }
-        _ => {}
-    }
-    if let (Some(b), Some(sec)) = (f("bytes"), f("seconds")) {
-        v.push((
-            "Transfer".into(),
-            format!("{} ({} bytes) in {sec:.2} s", fmt_bytes(b), b as u64),
-        ));
-    }
-    if let Some(bps) = f("bits_per_second") {
-        v.push(("Goodput".into(), fmt_rate(bps)));
-    }
-    if let Some(per) = s["per_connection"].as_array() {
-        let text: Vec<String> = per
-            .iter()
-            .map(|c| {
-                format!(
-                    "#{}: {} at {}",
-                    c["id"],
-                    fmt_bytes(c["bytes"].as_f64().unwrap_or(0.0)),
-                    fmt_rate(c["bits_per_second"].as_f64().unwrap_or(0.0))
-                )
-            })
-            .collect();
-        if per.len() > 1 {
-            v.push(("Per connection".into(), text.join("; ")));
-        }
-    }
-    if let Some(n) = s["note"].as_str() {
-        v.push(("Note".into(), n.to_string()));
-    }
-    v
-}
-
-/// The stock-tool command line equivalent to a run of these kinds; None for other kinds.
-pub fn command_line(r: &RunRow) -> Option<String> {
-    Some(match r.kind.as_str() {
-        "http-serve" => format!(
-            "axel -n {} -o /dev/null http://<board>:{}{}",
-            r.summary["connections"].as_u64().unwrap_or(1),
-            r.local_port,
-            r.params["path"].as_str().unwrap_or("/")
-        ),
-        "http-get" => format!(
-            "netperfd http-get {} -n {}{}",
-            r.params["url"].as_str().unwrap_or(""),
-            r.params["connections"].as_u64().unwrap_or(1),
-            r.bind_dev
-                .as_ref()
-                .map(|d| format!(" --bind-dev {d}"))
-                .unwrap_or_default()
-        ),
-        "tcp-sink" => format!("nc <board> {} < /dev/zero", r.local_port),
-        "tcp-source" => format!("nc -d <board> {} > /dev/null", r.local_port),
-        _ => return None,
-    })
 }

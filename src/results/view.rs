@@ -1,0 +1,934 @@
+//! One view per kind of run: what the run page, `GET /api/runs/N`, `netperfd runs show` and the
+//! History list say about a run — its title, who ran it, the peer, the equivalent command lines
+//! (ours, and the stock tool's a PC would run), the headline cards and the kind's own facts.
+//! [`view`] matches on [`RunKind`] without a catch-all arm, so a new kind of run does not
+//! compile until it says how it is shown.
+
+use crate::engine::iperf3::wire::{Direction, Params, Protocol};
+use crate::model::time::fmt_time;
+use crate::model::units::{fmt_bytes, fmt_rate};
+use crate::model::RunKind;
+use crate::store::RunRow;
+use serde::Serialize;
+use serde_json::Value;
+
+/// A headline figure: `label` ("Receiver bitrate"), `value` as shown ("941 Mbits/sec", "—"
+/// when unknown), and a stable `id` the live page updates (`sum-sender`, `sum-receiver`,
+/// `sum-loss`, or a kind's own).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Card {
+    pub id: String,
+    pub label: String,
+    pub value: String,
+}
+
+/// How a run is shown.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct KindView {
+    pub kind: RunKind,
+    /// "iperf3", "iperf 2", "multi-port", …
+    pub kind_label: &'static str,
+    /// One line: "TCP send, 2 streams", "monitor of eth0, eth1", "HTTP download of 1 GB".
+    pub title: String,
+    /// Who ran it: "this board ran the client", "a peer ran iperf3 -c against this board", …
+    pub role_text: String,
+    /// The other end as host:port, "—" when there is none (monitor-only runs).
+    pub peer: String,
+    /// The board's port and address ("eth0 (192.0.2.1)"), "—" when unknown.
+    pub local: String,
+    /// The command line that does this run with netperfd (empty when a peer started it).
+    pub command: String,
+    /// The stock tool's command line: what a PC ran (server kinds) or would run by hand.
+    pub stock_command: Option<String>,
+    /// Headline cards, most important first.
+    pub cards: Vec<Card>,
+    /// The kind's own facts as (label, value) rows.
+    pub facts: Vec<(String, String)>,
+}
+
+fn card(id: &str, label: &str, value: String) -> Card {
+    Card {
+        id: id.into(),
+        label: label.into(),
+        value,
+    }
+}
+
+fn rate_or_dash(v: Option<f64>) -> String {
+    v.map(fmt_rate).unwrap_or_else(|| "—".into())
+}
+
+fn plural(n: u64, one: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {one}s")
+    }
+}
+
+/// The board's address as a peer would type it: the run's local address, else `<board>`.
+fn board_addr(r: &RunRow) -> String {
+    if r.local_host.is_empty() {
+        "<board>".into()
+    } else if r.local_host.contains(':') {
+        format!("[{}]", r.local_host)
+    } else {
+        r.local_host.clone()
+    }
+}
+
+/// The sender/receiver cards every throughput kind has: bitrates, then retransmits (TCP) or
+/// lost/total and jitter (UDP).
+fn throughput_cards(r: &RunRow) -> Vec<Card> {
+    let mut v = vec![
+        card("sum-sender", "Sender bitrate", rate_or_dash(r.sender_bps)),
+        card(
+            "sum-receiver",
+            "Receiver bitrate",
+            rate_or_dash(r.receiver_bps),
+        ),
+    ];
+    if r.protocol == "UDP" {
+        v.push(card(
+            "sum-loss",
+            "Lost/Total (receiver)",
+            match (r.lost_packets, r.total_packets, r.lost_percent) {
+                (Some(l), Some(t), Some(p)) => format!("{l}/{t} ({p:.2} %)"),
+                _ => "—".into(),
+            },
+        ));
+        v.push(card(
+            "sum-jitter",
+            "Jitter",
+            r.jitter_ms
+                .map(|j| format!("{j:.3} ms"))
+                .unwrap_or_else(|| "—".into()),
+        ));
+    } else {
+        v.push(card(
+            "sum-retr",
+            "Retransmits",
+            r.retransmits
+                .map(|x| x.to_string())
+                .unwrap_or_else(|| "—".into()),
+        ));
+    }
+    v
+}
+
+/// Cards of a transfer (HTTP, raw TCP): goodput and bytes.
+fn transfer_cards(r: &RunRow) -> Vec<Card> {
+    let bps = r
+        .receiver_bps
+        .or(r.sender_bps)
+        .or_else(|| r.summary["bits_per_second"].as_f64());
+    let bytes = r.bytes.map(|b| b as f64).or(r.summary["bytes"].as_f64());
+    vec![
+        card("sum-receiver", "Goodput", rate_or_dash(bps)),
+        card(
+            "sum-bytes",
+            "Transfer",
+            bytes.map(fmt_bytes).unwrap_or_else(|| "—".into()),
+        ),
+    ]
+}
+
+/// The iperf3 flags of `p` after `-c HOST` (`-p`, `-u`, `-t`, …), as iperf3 spells them.
+fn iperf3_flags(p: &Params) -> String {
+    let mut c = String::new();
+    if p.protocol == Protocol::Udp {
+        c.push_str(" -u");
+    }
+    if p.time > 0 && p.num == 0 && p.blockcount == 0 {
+        c.push_str(&format!(" -t {}", p.time));
+    }
+    if p.num > 0 {
+        c.push_str(&format!(" -n {}", p.num));
+    }
+    if p.blockcount > 0 {
+        c.push_str(&format!(" -k {}", p.blockcount));
+    }
+    if p.parallel > 1 {
+        c.push_str(&format!(" -P {}", p.parallel));
+    }
+    match p.direction {
+        Direction::Receive => c.push_str(" -R"),
+        Direction::Bidir => c.push_str(" --bidir"),
+        _ => {}
+    }
+    if p.bandwidth > 0 {
+        c.push_str(&format!(" -b {}", p.bandwidth));
+    }
+    if let Some(w) = p.window {
+        c.push_str(&format!(" -w {w}"));
+    }
+    if p.protocol == Protocol::Udp && p.len > 0 {
+        c.push_str(&format!(" -l {}", p.len));
+    }
+    if p.omit > 0 {
+        c.push_str(&format!(" -O {}", p.omit));
+    }
+    c
+}
+
+fn iperf3_view(r: &RunRow) -> KindView {
+    let p: Option<Params> = serde_json::from_value(r.params.clone()).ok();
+    let streams = p.as_ref().map(|p| p.parallel).unwrap_or(1).max(1);
+    let flags = p.as_ref().map(iperf3_flags).unwrap_or_default();
+    let (command, stock, role_text) = if r.role == "server" {
+        let line = format!("iperf3 -c {} -p {}{flags}", board_addr(r), r.local_port);
+        (
+            String::new(),
+            Some(line),
+            "a peer ran iperf3 -c against this board".to_string(),
+        )
+    } else {
+        let mut bind = String::new();
+        if !r.local_host.is_empty() && r.bind_dev.is_some() {
+            bind.push_str(&format!(" -B {}", r.local_host));
+        }
+        if let Some(d) = &r.bind_dev {
+            bind.push_str(&format!(" --bind-dev {d}"));
+        }
+        let target = format!("-c {} -p {}", r.peer_host, r.peer_port);
+        (
+            format!("netperfd {target}{flags}{bind}"),
+            Some(format!("iperf3 {target}{flags}{bind}")),
+            "this board ran the client".to_string(),
+        )
+    };
+    KindView {
+        kind: r.kind,
+        kind_label: r.kind.label(),
+        title: format!(
+            "{} {}, {}",
+            r.protocol,
+            r.direction,
+            plural(streams as u64, "stream")
+        ),
+        role_text,
+        peer: format!("{}:{}", r.peer_host, r.peer_port),
+        local: local_text(r),
+        command,
+        stock_command: stock,
+        cards: throughput_cards(r),
+        facts: Vec::new(),
+    }
+}
+
+fn local_text(r: &RunRow) -> String {
+    match (&r.bind_dev, r.local_host.is_empty()) {
+        (Some(d), false) => format!("{d} ({})", r.local_host),
+        (Some(d), true) => d.clone(),
+        (None, false) if r.local_port > 0 => format!("{}:{}", r.local_host, r.local_port),
+        (None, false) => r.local_host.clone(),
+        (None, true) => "—".into(),
+    }
+}
+
+/// iperf 2 flags from the stored spec (client runs) or the client's header (served runs).
+fn iperf2_flags(r: &RunRow) -> String {
+    let p = &r.params;
+    let mut c = String::new();
+    if r.protocol == "UDP" {
+        c.push_str(" -u");
+    }
+    if let Some(rate) = p["rate"].as_u64().filter(|b| *b > 0) {
+        c.push_str(&format!(" -b {rate}"));
+    }
+    if let Some(l) = p["len"].as_u64().filter(|l| *l > 0) {
+        c.push_str(&format!(" -l {l}"));
+    }
+    if let Some(t) = p["time"].as_f64().filter(|t| *t > 0.0) {
+        c.push_str(&format!(" -t {t}"));
+    }
+    if let Some(n) = p["bytes"].as_u64().filter(|n| *n > 0) {
+        c.push_str(&format!(" -n {n}"));
+    }
+    if let Some(n) = p["parallel"].as_u64().filter(|n| *n > 1) {
+        c.push_str(&format!(" -P {n}"));
+    }
+    match p["ret"].as_str().or(p["return"].as_str()) {
+        Some("tradeoff") => c.push_str(" -r"),
+        Some("dual") => c.push_str(" -d"),
+        _ => {}
+    }
+    if let Some(l) = p["listen_port"].as_u64().filter(|l| *l > 0) {
+        if c.contains(" -r") || c.contains(" -d") {
+            c.push_str(&format!(" -L {l}"));
+        }
+    }
+    c
+}
+
+fn iperf2_view(r: &RunRow) -> KindView {
+    let flags = iperf2_flags(r);
+    let streams = r.params["parallel"].as_u64().unwrap_or(1).max(1);
+    let (command, stock, role_text) = if r.role == "server" {
+        (
+            String::new(),
+            Some(format!(
+                "iperf -c {} -p {}{flags}",
+                board_addr(r),
+                r.local_port
+            )),
+            "a peer ran iperf -c (iperf 2) against this board".to_string(),
+        )
+    } else {
+        let target = format!("-c {} -p {}", r.peer_host, r.peer_port);
+        (
+            format!("netperfd {target} --iperf2{flags}"),
+            Some(format!("iperf {target}{flags}")),
+            "this board ran the iperf 2 client".to_string(),
+        )
+    };
+    let mut facts = Vec::new();
+    if let Some(notes) = r.summary["notes"].as_array() {
+        for n in notes.iter().filter_map(|n| n.as_str()) {
+            facts.push(("Note".to_string(), n.to_string()));
+        }
+    }
+    KindView {
+        kind: r.kind,
+        kind_label: r.kind.label(),
+        title: format!(
+            "iperf 2 {} {}, {}",
+            r.protocol,
+            r.direction,
+            plural(streams, "stream")
+        ),
+        role_text,
+        peer: format!("{}:{}", r.peer_host, r.peer_port),
+        local: local_text(r),
+        command,
+        stock_command: stock,
+        cards: throughput_cards(r),
+        facts,
+    }
+}
+
+/// `--leg` arguments of a multi-port run, one per leg: `eth0=HOST[:PORT][,receive|bidir]
+/// [,udp][,b=RATE][,P=N]`.
+fn leg_args(r: &RunRow) -> Vec<String> {
+    let Some(legs) = r.params["legs"].as_array() else {
+        return Vec::new();
+    };
+    legs.iter()
+        .map(|l| {
+            let mut a = format!(
+                "{}={}",
+                l["port"].as_str().unwrap_or("?"),
+                l["peer"].as_str().unwrap_or("?")
+            );
+            if let Some(p) = l["peer_port"].as_u64().filter(|p| *p != 5201) {
+                a.push_str(&format!(":{p}"));
+            }
+            match l["direction"].as_str() {
+                Some("receive") => a.push_str(",receive"),
+                Some("bidir") => a.push_str(",bidir"),
+                _ => {}
+            }
+            let p: Option<Params> = serde_json::from_value(l["params"].clone()).ok();
+            if let Some(p) = p {
+                if p.protocol == Protocol::Udp {
+                    a.push_str(",udp");
+                }
+                if p.bandwidth > 0 {
+                    a.push_str(&format!(",b={}", p.bandwidth));
+                }
+                if p.parallel > 1 {
+                    a.push_str(&format!(",P={}", p.parallel));
+                }
+            }
+            a
+        })
+        .collect()
+}
+
+fn multi_view(r: &RunRow) -> KindView {
+    let legs = leg_args(r);
+    let mut command = String::from("netperfd multi");
+    for l in &legs {
+        command.push_str(&format!(" --leg {l}"));
+    }
+    if let Some(t) = r.params["time"].as_u64().filter(|t| *t > 0) {
+        command.push_str(&format!(" -t {t}"));
+    }
+    KindView {
+        kind: r.kind,
+        kind_label: r.kind.label(),
+        title: format!(
+            "multi-port run: {} started together, each bound to its port ({}, {})",
+            plural(legs.len() as u64, "leg"),
+            r.protocol,
+            r.direction
+        ),
+        role_text: "this board ran every leg's client".into(),
+        peer: r.peer_host.clone(),
+        local: r.bind_dev.clone().unwrap_or_else(|| "—".into()),
+        command,
+        stock_command: None,
+        cards: throughput_cards(r),
+        facts: Vec::new(),
+    }
+}
+
+fn forward_view(r: &RunRow) -> KindView {
+    let p = &r.params;
+    let t = &p["test"];
+    let mut command = format!(
+        "netperfd forward --peer {} --token-file TOKEN --to {} --in {} --out {}",
+        p["peer"].as_str().unwrap_or("?"),
+        t["host"].as_str().unwrap_or(&r.peer_host),
+        p["ingress"].as_str().unwrap_or("?"),
+        p["egress"].as_str().unwrap_or("?")
+    );
+    if p["nat"].as_bool() == Some(true) {
+        command.push_str(" --nat");
+    }
+    let mut flags = String::new();
+    if let Some(x) = t["time"].as_u64() {
+        flags.push_str(&format!(" -t {x}"));
+    }
+    if let Some(x) = t["parallel"].as_u64().filter(|x| *x > 1) {
+        flags.push_str(&format!(" -P {x}"));
+    }
+    if t["reverse"].as_bool() == Some(true) {
+        flags.push_str(" -R");
+    }
+    if t["bidir"].as_bool() == Some(true) {
+        flags.push_str(" --bidir");
+    }
+    if t["udp"].as_bool() == Some(true) {
+        flags.push_str(" -u");
+    }
+    if let Some(b) = t["bitrate"].as_u64() {
+        flags.push_str(&format!(" -b {b}"));
+    }
+    command.push_str(&flags);
+    let mut stock = format!("iperf3 -c {}", t["host"].as_str().unwrap_or(&r.peer_host));
+    if let Some(port) = t["port"].as_u64() {
+        stock.push_str(&format!(" -p {port}"));
+    }
+    stock.push_str(&flags);
+    let mut cards = throughput_cards(r);
+    if let Some(fw) = r.summary["forwarded"].as_object() {
+        for (dir, v) in fw {
+            cards.push(card(
+                &format!(
+                    "fwd-{}",
+                    dir.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+                ),
+                &format!("Forwarded {dir}"),
+                rate_or_dash(v["bits_per_second"].as_f64()),
+            ));
+        }
+    }
+    let mut facts = vec![
+        (
+            "Through the board".to_string(),
+            format!(
+                "{} → {}{}",
+                p["ingress"].as_str().unwrap_or("?"),
+                p["egress"].as_str().unwrap_or("?"),
+                if p["nat"].as_bool() == Some(true) {
+                    ", NAT (MASQUERADE on the egress port) for the run"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        (
+            "Peer agent".to_string(),
+            p["peer"].as_str().unwrap_or("?").to_string(),
+        ),
+    ];
+    if let Some(peak) = r.summary.pointer("/conntrack/peak").and_then(Value::as_i64) {
+        facts.push(("Conntrack entries (peak)".into(), peak.to_string()));
+    }
+    KindView {
+        kind: r.kind,
+        kind_label: r.kind.label(),
+        title: format!(
+            "forwarding run: {} {} through the board",
+            r.protocol, r.direction
+        ),
+        role_text: "a peer agent ran the client through this board; the board recorded its ports"
+            .into(),
+        peer: format!("{}:{}", r.peer_host, r.peer_port),
+        local: r.bind_dev.clone().unwrap_or_else(|| "—".into()),
+        command,
+        stock_command: Some(format!("{stock}   (run by the agent on the first PC)")),
+        cards,
+        facts,
+    }
+}
+
+fn monitor_view(r: &RunRow) -> KindView {
+    let p = &r.params;
+    let ports: Vec<String> = p["ports"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut command = format!("netperfd monitor --ports {}", ports.join(","));
+    if let Some(t) = p["duration"].as_u64().filter(|t| *t > 0) {
+        command.push_str(&format!(" -t {t}"));
+    }
+    let label = p["label"].as_str().unwrap_or("").trim().to_string();
+    if !label.is_empty() {
+        command.push_str(&format!(" --label {label:?}"));
+    }
+    let mut cards = Vec::new();
+    if let Some(m) = r.summary["ports"].as_object() {
+        for (name, v) in m.iter().take(4) {
+            cards.push(card(
+                &format!("port-{name}"),
+                &format!("{name} rx / tx"),
+                format!(
+                    "{} / {}",
+                    rate_or_dash(v["rx_bits_per_second"].as_f64()),
+                    rate_or_dash(v["tx_bits_per_second"].as_f64())
+                ),
+            ));
+        }
+    }
+    if let Some(peak) = r.summary.pointer("/conntrack/peak").and_then(Value::as_i64) {
+        cards.push(card("conntrack", "Conntrack (peak)", peak.to_string()));
+    }
+    let mut facts = Vec::new();
+    if !label.is_empty() {
+        facts.push(("Label".to_string(), label));
+    }
+    KindView {
+        kind: r.kind,
+        kind_label: r.kind.label(),
+        title: format!("monitor of {}", ports.join(", ")),
+        role_text: "this board recorded its ports while others' traffic flowed".into(),
+        peer: "—".into(),
+        local: ports.join(", "),
+        command,
+        stock_command: Some(format!("bmon -p {}", ports.join(","))),
+        cards,
+        facts,
+    }
+}
+
+fn http_serve_view(r: &RunRow) -> KindView {
+    let s = &r.summary;
+    let conns = s["connections"].as_u64().unwrap_or(1).max(1);
+    let path = r.params["path"].as_str().unwrap_or("/");
+    let url = format!("http://{}:{}{}", board_addr(r), r.local_port, path);
+    let stock = if conns > 1 {
+        format!("axel -n {conns} -o /dev/null {url}")
+    } else {
+        format!("curl -o /dev/null {url}")
+    };
+    let mut facts = vec![("Payload".to_string(), path.to_string())];
+    facts.push((
+        "Connections".into(),
+        format!(
+            "{conns} at once ({} TCP connections, {} requests, {} cut short by the peer)",
+            s["tcp_connections"].as_u64().unwrap_or(conns),
+            s["requests"].as_u64().unwrap_or(0),
+            s["requests_cut_short"].as_u64().unwrap_or(0)
+        ),
+    ));
+    if let Some(ua) = s["user_agent"].as_str().filter(|u| !u.is_empty()) {
+        facts.push(("Client".into(), ua.to_string()));
+    }
+    transfer_facts(r, &mut facts);
+    KindView {
+        kind: r.kind,
+        kind_label: r.kind.label(),
+        title: format!(
+            "HTTP download of {path} from the board, {}",
+            plural(conns, "connection")
+        ),
+        role_text: "a peer downloaded from the board's payload server".into(),
+        peer: format!("{}:{}", r.peer_host, r.peer_port),
+        local: local_text(r),
+        command: String::new(),
+        stock_command: Some(stock),
+        cards: transfer_cards(r),
+        facts,
+    }
+}
+
+/// Facts every transfer kind shares: bytes and seconds, goodput per connection, a note.
+fn transfer_facts(r: &RunRow, v: &mut Vec<(String, String)>) {
+    let s = &r.summary;
+    if let (Some(b), Some(sec)) = (s["bytes"].as_f64(), s["seconds"].as_f64()) {
+        v.push((
+            "Transfer".into(),
+            format!("{} ({} bytes) in {sec:.2} s", fmt_bytes(b), b as u64),
+        ));
+    }
+    if let Some(per) = s["per_connection"].as_array().filter(|p| p.len() > 1) {
+        let text: Vec<String> = per
+            .iter()
+            .map(|c| {
+                format!(
+                    "#{}: {} at {}",
+                    c["id"],
+                    fmt_bytes(c["bytes"].as_f64().unwrap_or(0.0)),
+                    fmt_rate(c["bits_per_second"].as_f64().unwrap_or(0.0))
+                )
+            })
+            .collect();
+        v.push(("Per connection".into(), text.join("; ")));
+    }
+    if let Some(n) = s["note"].as_str() {
+        v.push(("Note".into(), n.to_string()));
+    }
+}
+
+fn http_get_view(r: &RunRow) -> KindView {
+    let url = r.params["url"].as_str().unwrap_or("").to_string();
+    let conns = r.params["connections"].as_u64().unwrap_or(1).max(1);
+    let bind = r
+        .bind_dev
+        .as_ref()
+        .map(|d| format!(" --bind-dev {d}"))
+        .unwrap_or_default();
+    let s = &r.summary;
+    let mut facts = vec![("URL".to_string(), url.clone())];
+    if let Some(sz) = s["size"].as_f64() {
+        facts.push((
+            "Size".into(),
+            format!(
+                "{} ({} bytes){}",
+                fmt_bytes(sz),
+                sz as u64,
+                if s["ranges"].as_bool() == Some(false) {
+                    " — the server does not do ranges: one connection"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    facts.push(("Connections".into(), conns.to_string()));
+    transfer_facts(r, &mut facts);
+    KindView {
+        kind: r.kind,
+        kind_label: r.kind.label(),
+        title: format!(
+            "HTTP download by the board of {url}, {}",
+            plural(conns, "connection")
+        ),
+        role_text: "this board downloaded from a peer's HTTP server".into(),
+        peer: format!("{}:{}", r.peer_host, r.peer_port),
+        local: local_text(r),
+        command: format!("netperfd http-get {url} -n {conns}{bind}"),
+        stock_command: Some(format!("axel -n {conns} -o /dev/null {url}")),
+        cards: transfer_cards(r),
+        facts,
+    }
+}
+
+fn tcp_raw_view(r: &RunRow, source: bool) -> KindView {
+    let board = board_addr(r);
+    let mut facts = Vec::new();
+    transfer_facts(r, &mut facts);
+    KindView {
+        kind: r.kind,
+        kind_label: r.kind.label(),
+        title: if source {
+            "raw TCP stream out of the board's TCP source".into()
+        } else {
+            "raw TCP stream into the board's TCP sink".into()
+        },
+        role_text: if source {
+            "a peer read from the board's TCP source".into()
+        } else {
+            "a peer sent into the board's TCP sink".into()
+        },
+        peer: format!("{}:{}", r.peer_host, r.peer_port),
+        local: local_text(r),
+        command: String::new(),
+        stock_command: Some(if source {
+            format!("nc -d {board} {} > /dev/null", r.local_port)
+        } else {
+            format!("nc {board} {} < /dev/zero", r.local_port)
+        }),
+        cards: transfer_cards(r),
+        facts,
+    }
+}
+
+/// The view of run `r`.
+pub fn view(r: &RunRow) -> KindView {
+    match r.kind {
+        RunKind::Iperf3 => iperf3_view(r),
+        RunKind::Iperf2 => iperf2_view(r),
+        RunKind::Multi => multi_view(r),
+        RunKind::Forward => forward_view(r),
+        RunKind::Monitor => monitor_view(r),
+        RunKind::HttpServe => http_serve_view(r),
+        RunKind::HttpGet => http_get_view(r),
+        RunKind::TcpSink => tcp_raw_view(r, false),
+        RunKind::TcpSource => tcp_raw_view(r, true),
+    }
+}
+
+/// The view as `netperfd runs show` prints it: title, who, peer, command lines, cards, facts.
+pub fn view_text(r: &RunRow) -> String {
+    let v = view(r);
+    let mut out = format!(
+        "Run {} ({}): {} — {}\n",
+        r.id, v.kind_label, r.status, v.title
+    );
+    out.push_str(&format!("started  {}\n", fmt_time(r.started_at)));
+    out.push_str(&format!("who      {}\n", v.role_text));
+    out.push_str(&format!("peer     {}\n", v.peer));
+    out.push_str(&format!("port     {}\n", v.local));
+    if !v.command.is_empty() {
+        out.push_str(&format!("command  {}\n", v.command));
+    }
+    if let Some(s) = &v.stock_command {
+        out.push_str(&format!("stock    {s}\n"));
+    }
+    for c in &v.cards {
+        out.push_str(&format!("{:<24} {}\n", c.label, c.value));
+    }
+    for (k, val) in &v.facts {
+        out.push_str(&format!("{k:<24} {val}\n"));
+    }
+    if let Some(e) = &r.error {
+        out.push_str(&format!("error    {e}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn row(kind: RunKind) -> RunRow {
+        RunRow {
+            id: 7,
+            role: "client".into(),
+            protocol: "TCP".into(),
+            status: "completed".into(),
+            peer_host: "192.0.2.2".into(),
+            peer_port: 5201,
+            local_host: "192.0.2.1".into(),
+            local_port: 0,
+            bind_dev: None,
+            direction: "send".into(),
+            params: Value::Null,
+            started_at: 0,
+            ended_at: Some(10_000),
+            error: None,
+            sender_bps: Some(941_000_000.0),
+            receiver_bps: Some(940_000_000.0),
+            bytes: Some(1_175_000_000),
+            retransmits: Some(3),
+            lost_packets: None,
+            total_packets: None,
+            lost_percent: None,
+            jitter_ms: None,
+            suite_id: None,
+            kind,
+            parent_id: None,
+            summary: Value::Null,
+        }
+    }
+
+    fn card_value<'a>(v: &'a KindView, label: &str) -> &'a str {
+        v.cards
+            .iter()
+            .find(|c| c.label == label)
+            .map(|c| c.value.as_str())
+            .unwrap_or_else(|| panic!("no card {label} in {:?}", v.cards))
+    }
+
+    #[test]
+    fn iperf3_client_and_server() {
+        let mut r = row(RunKind::Iperf3);
+        r.params = serde_json::to_value(Params {
+            parallel: 2,
+            time: 60,
+            direction: Direction::Receive,
+            window: Some(307_200),
+            ..Params::default()
+        })
+        .unwrap();
+        r.bind_dev = Some("eth0".into());
+        let v = view(&r);
+        assert_eq!(
+            v.command,
+            "netperfd -c 192.0.2.2 -p 5201 -t 60 -P 2 -R -w 307200 -B 192.0.2.1 --bind-dev eth0"
+        );
+        assert_eq!(
+            v.stock_command.as_deref(),
+            Some(
+                "iperf3 -c 192.0.2.2 -p 5201 -t 60 -P 2 -R -w 307200 -B 192.0.2.1 --bind-dev eth0"
+            )
+        );
+        assert_eq!(v.title, "TCP send, 2 streams");
+        assert_eq!(card_value(&v, "Retransmits"), "3");
+        assert_eq!(card_value(&v, "Receiver bitrate"), "940 Mbits/sec");
+        r.role = "server".into();
+        r.local_port = 5201;
+        r.bind_dev = None;
+        let v = view(&r);
+        assert_eq!(v.command, "");
+        assert_eq!(
+            v.stock_command.as_deref(),
+            Some("iperf3 -c 192.0.2.1 -p 5201 -t 60 -P 2 -R -w 307200")
+        );
+        assert!(v.role_text.contains("peer ran iperf3 -c"));
+    }
+
+    #[test]
+    fn iperf3_udp_cards() {
+        let mut r = row(RunKind::Iperf3);
+        r.protocol = "UDP".into();
+        (r.lost_packets, r.total_packets, r.lost_percent, r.jitter_ms) =
+            (Some(5), Some(1000), Some(0.5), Some(0.0123));
+        let v = view(&r);
+        assert_eq!(card_value(&v, "Lost/Total (receiver)"), "5/1000 (0.50 %)");
+        assert_eq!(card_value(&v, "Jitter"), "0.012 ms");
+        assert!(v.cards.iter().all(|c| c.label != "Retransmits"));
+    }
+
+    #[test]
+    fn iperf2_client_shows_both_command_lines_and_retransmits() {
+        let mut r = row(RunKind::Iperf2);
+        r.protocol = "UDP".into();
+        r.peer_port = 5001;
+        r.params = json!({"host": "192.0.2.2", "port": 5001, "udp": true, "rate": 100000000u64,
+            "len": 1470, "time": 10.0, "bytes": 0, "parallel": 2, "ret": "tradeoff", "listen_port": 5002});
+        let v = view(&r);
+        assert_eq!(
+            v.command,
+            "netperfd -c 192.0.2.2 -p 5001 --iperf2 -u -b 100000000 -l 1470 -t 10 -P 2 -r -L 5002"
+        );
+        assert_eq!(
+            v.stock_command.as_deref(),
+            Some("iperf -c 192.0.2.2 -p 5001 -u -b 100000000 -l 1470 -t 10 -P 2 -r -L 5002")
+        );
+        r.protocol = "TCP".into();
+        r.retransmits = Some(12);
+        assert_eq!(card_value(&view(&r), "Retransmits"), "12");
+    }
+
+    #[test]
+    fn multi_command_has_every_leg() {
+        let mut r = row(RunKind::Multi);
+        r.bind_dev = Some("eth0,eth1".into());
+        let p = serde_json::to_value(Params {
+            protocol: Protocol::Udp,
+            bandwidth: 500_000_000,
+            ..Params::default()
+        })
+        .unwrap();
+        r.params = json!({"time": 10, "parallel": 2, "legs": [
+            {"port": "eth0", "peer": "192.0.2.2", "peer_port": 5201, "direction": "send", "params": p},
+            {"port": "eth1", "peer": "198.51.100.2", "peer_port": 5202, "direction": "receive",
+             "params": serde_json::to_value(Params::default()).unwrap()}]});
+        let v = view(&r);
+        assert_eq!(
+            v.command,
+            "netperfd multi --leg eth0=192.0.2.2,udp,b=500000000 --leg eth1=198.51.100.2:5202,receive -t 10"
+        );
+        assert!(v.title.starts_with("multi-port run: 2 legs"));
+    }
+
+    #[test]
+    fn forward_and_monitor_say_what_they_are() {
+        let mut r = row(RunKind::Forward);
+        r.params = json!({"peer": "http://192.0.2.2:5280", "ingress": "eth0", "egress": "eth1", "nat": true,
+            "test": {"host": "198.51.100.2", "time": 10, "parallel": 4, "reverse": false, "bidir": false, "udp": false}});
+        r.summary = json!({"forwarded": {"eth0 → eth1": {"bits_per_second": 9.4e8}}, "conntrack": {"peak": 12}});
+        let v = view(&r);
+        assert_eq!(
+            v.command,
+            "netperfd forward --peer http://192.0.2.2:5280 --token-file TOKEN --to 198.51.100.2 --in eth0 --out eth1 --nat -t 10 -P 4"
+        );
+        assert!(v.role_text.contains("peer agent"), "{}", v.role_text);
+        assert!(!v.role_text.contains("this board ran the client"));
+        assert_eq!(card_value(&v, "Forwarded eth0 → eth1"), "940 Mbits/sec");
+
+        let mut m = row(RunKind::Monitor);
+        m.protocol = String::new();
+        m.peer_host = "PC1 to PC2".into();
+        m.peer_port = 0;
+        m.params = json!({"ports": ["eth0", "eth1"], "label": "PC1 to PC2", "duration": 30});
+        m.summary =
+            json!({"ports": {"eth0": {"rx_bits_per_second": 1.0e8, "tx_bits_per_second": 2.0e6}}});
+        let v = view(&m);
+        assert_eq!(v.title, "monitor of eth0, eth1");
+        assert_eq!(v.peer, "—");
+        assert_eq!(
+            v.command,
+            "netperfd monitor --ports eth0,eth1 -t 30 --label \"PC1 to PC2\""
+        );
+        assert_eq!(
+            card_value(&v, "eth0 rx / tx"),
+            "100 Mbits/sec / 2.00 Mbits/sec"
+        );
+    }
+
+    #[test]
+    fn transfers_name_the_tool_that_made_them() {
+        let mut r = row(RunKind::HttpServe);
+        r.role = "server".into();
+        r.local_port = 8088;
+        r.params = json!({"path": "/payload/100M"});
+        r.summary = json!({"connections": 1, "bytes": 100000000u64, "seconds": 1.0, "bits_per_second": 8.0e8});
+        let v = view(&r);
+        assert_eq!(
+            v.stock_command.as_deref(),
+            Some("curl -o /dev/null http://192.0.2.1:8088/payload/100M")
+        );
+        r.summary["connections"] = json!(4);
+        assert_eq!(
+            view(&r).stock_command.as_deref(),
+            Some("axel -n 4 -o /dev/null http://192.0.2.1:8088/payload/100M")
+        );
+
+        let mut g = row(RunKind::HttpGet);
+        g.params = json!({"url": "http://192.0.2.2/test.dat", "connections": 3});
+        g.bind_dev = Some("eth0".into());
+        let v = view(&g);
+        assert_eq!(
+            v.command,
+            "netperfd http-get http://192.0.2.2/test.dat -n 3 --bind-dev eth0"
+        );
+        assert_eq!(card_value(&v, "Goodput"), "940 Mbits/sec");
+
+        let mut s = row(RunKind::TcpSink);
+        s.local_port = 5009;
+        assert_eq!(
+            view(&s).stock_command.as_deref(),
+            Some("nc 192.0.2.1 5009 < /dev/zero")
+        );
+        s.kind = RunKind::TcpSource;
+        s.local_port = 5019;
+        assert_eq!(
+            view(&s).stock_command.as_deref(),
+            Some("nc -d 192.0.2.1 5019 > /dev/null")
+        );
+    }
+
+    #[test]
+    fn every_kind_has_a_title_and_cards() {
+        for k in RunKind::ALL {
+            let v = view(&row(k));
+            assert!(!v.title.trim().is_empty(), "{k}");
+            assert!(!v.role_text.is_empty(), "{k}");
+            assert!(
+                v.command.len() + v.stock_command.map(|s| s.len()).unwrap_or(0) > 0,
+                "{k}"
+            );
+            assert_eq!(v.kind_label, k.label());
+        }
+    }
+}
