@@ -1,4 +1,4 @@
-//! iperf 2 wire format (2.0.5 … 2.1.x), from `shared/docs/iperf2-protocol.md`: the 24-byte
+//! iperf 2 wire format (2.0.5 … 2.1.x), see `docs/iperf2-wire.md` §2–§4: the 24-byte
 //! version-1 client header (TCP: the first bytes of every connection; UDP: at offset 16 of
 //! every datagram in 2.0.10+/2.1 layout, offset 12 in 2.0.5 layout), the UDP datagram header
 //! (sequence number, sender wall-clock time), the FIN and the server report datagram.

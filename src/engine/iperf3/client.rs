@@ -1,5 +1,5 @@
 //! iperf3 client: drives one test against a stock `iperf3 -s` (or our server) over the control
-//! protocol of `shared/docs/iperf3-protocol.md` §2, runs the data phase, and returns the
+//! protocol of `docs/iperf3-wire.md` §2, runs the data phase, and returns the
 //! merged report. Progress is sent as [`Event`]s while the test runs.
 
 use super::wire::{self, ierr, Direction, Params, Protocol, Results, State, WireError};

@@ -1,5 +1,5 @@
 //! iperf3 protocol: wire format (`wire`), client (`client`) and server (`server`), compatible
-//! with stock iperf3 3.9–3.18 (`shared/docs/iperf3-protocol.md`).
+//! with stock iperf3 3.9–3.18 (see `docs/iperf3-wire.md`).
 pub mod client;
 pub mod server;
 pub mod wire;

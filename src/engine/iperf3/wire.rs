@@ -1,6 +1,6 @@
 //! iperf3 wire format: state bytes, cookie, length-prefixed JSON framing, the parameter
 //! document and the results document, read leniently and written the way stock iperf3
-//! 3.9–3.18 expects (see `shared/docs/iperf3-protocol.md` §3–§9).
+//! 3.9–3.18 expects (see `docs/iperf3-wire.md` §3–§9).
 //!
 //! This module only turns bytes into values and back. It knows nothing of sockets' state
 //! machines (see `client.rs` / `server.rs`) and can be fuzzed on its own.
