@@ -1055,6 +1055,7 @@ pub fn snapshot_json() -> String {
         "forwards": fw.map(|f| f.forwards.clone()).unwrap_or_default(),
         "ipv4_forwarding": s.ipv4,
         "ipv6_forwarding": s.ipv6,
+        "tcp_timestamps": super::tcp_timestamps_enabled(),
         "cpu_governors": governor::read().iter().map(|c| serde_json::json!({"cpu": c.cpu, "governor": c.governor})).collect::<Vec<_>>(),
     })
     .to_string()

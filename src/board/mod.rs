@@ -74,6 +74,13 @@ pub fn ports() -> Vec<Port> {
     v
 }
 
+/// The board's `net.ipv4.tcp_timestamps` setting (on unless it reads 0).
+pub fn tcp_timestamps_enabled() -> bool {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_timestamps")
+        .map(|s| s.trim() != "0")
+        .unwrap_or(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -208,8 +208,19 @@ pub fn analyze_run(store: &Store, run: &RunRow) -> Option<Analysis> {
         &cpus,
         &ports,
         port.as_deref(),
-        analysis::tcp_timestamps_enabled(),
+        timestamps_at_start(store, run),
     ))
+}
+
+/// Whether TCP timestamps were on when `run` started (its recorded network configuration, or
+/// its multi-port parent's). Runs recorded before the setting was kept count as on (Linux's
+/// default): an old run is never judged by today's settings.
+fn timestamps_at_start(store: &Store, run: &RunRow) -> bool {
+    [Some(run.id), run.parent_id]
+        .into_iter()
+        .flatten()
+        .find_map(|id| store.run_net_config(id).ok().flatten()?["tcp_timestamps"].as_bool())
+        .unwrap_or(true)
 }
 
 /// All charts of run `id`.

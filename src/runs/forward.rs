@@ -23,7 +23,8 @@ use crate::board::netconfig::Change;
 use crate::model::RunFigures;
 use crate::model::RunStatus;
 use crate::peer::{PeerClient, PeerTestSpec};
-use crate::runs::live::{Hub, LiveEvent};
+use crate::runs::live::Hub;
+use crate::runs::recorder::{Outcome as RecOutcome, Recorder, Sampling};
 use crate::store::NewRun;
 use crate::store::{CpuSampleRow, PortSampleRow, SysSampleRow};
 use serde::{Deserialize, Serialize};
@@ -31,7 +32,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{broadcast, Notify};
+use tokio::sync::Notify;
 
 /// Settings key of the peer agent's token (the web form stores it; never shown back in full).
 pub const TOKEN_KEY: &str = "peer.token";
@@ -540,9 +541,9 @@ pub fn start_forward(
         "egress": plan.egress,
         "nat": plan.nat,
     });
-    let id = hub
-        .store()
-        .create_run(&NewRun {
+    let cancel = Arc::new(Notify::new());
+    let rec = hub.begin(
+        &NewRun {
             role: "client".into(),
             protocol: if plan.spec.udp { "UDP" } else { "TCP" }.into(),
             peer_host: plan.spec.host.clone(),
@@ -554,23 +555,23 @@ pub fn start_forward(
             params,
             kind: crate::model::RunKind::Forward,
             ..Default::default()
-        })
-        .map_err(|e| e.to_string())?;
-    crate::board::record_net_config(hub.store(), id);
-    let cancel = Arc::new(Notify::new());
-    let tx = hub.track(
-        id,
+        },
         Some(cancel.clone()),
-        vec![plan.ingress.clone(), plan.egress.clone()],
-    );
+        Sampling::Ports(vec![plan.ingress.clone(), plan.egress.clone()]),
+    )?;
+    let id = rec.id();
     let hub = hub.clone();
     let handle = tokio::spawn(async move {
-        let r = forward_task(&hub, id, &plan, ctl, cancel, tx).await;
+        let r = forward_task(&hub, id, &plan, ctl, cancel, &rec).await;
         let (status, summary, report, error) = r;
         if let Err(e) = hub.store().set_run_summary(id, &summary) {
             tracing::error!(run = id, "cannot store the summary: {e}");
         }
-        hub.done(id, status, report.as_deref(), error.as_deref());
+        rec.finish(
+            status,
+            RecOutcome::Report(report.as_deref()),
+            error.as_deref(),
+        );
         status
     });
     Ok((id, handle))
@@ -589,7 +590,7 @@ async fn forward_task(
     plan: &ForwardPlan,
     ctl: Option<Arc<Controller>>,
     cancel: Arc<Notify>,
-    tx: broadcast::Sender<LiveEvent>,
+    rec: &Recorder,
 ) -> Outcome {
     let ports = vec![plan.ingress.clone(), plan.egress.clone()];
     let mut summary = json!({
@@ -632,7 +633,7 @@ async fn forward_task(
         .into_iter()
         .collect();
     let t0 = Instant::now();
-    let res = run_peer_test(hub, id, plan, &cancel, &tx, &mut conntrack).await;
+    let res = run_peer_test(plan, &cancel, rec, &mut conntrack).await;
     let wall = t0.elapsed().as_secs_f64();
     let c1 = read_counters(&ports).await;
     conntrack.extend(crate::board::sampler::conntrack_count());
@@ -719,11 +720,9 @@ pub fn forwarded(figs: &BTreeMap<String, PortFigures>, ingress: &str, egress: &s
 /// Run the test on the agent, turning its intervals into this run's; the agent's final view,
 /// or the status and message it ended with.
 async fn run_peer_test(
-    hub: &Hub,
-    id: i64,
     plan: &ForwardPlan,
     cancel: &Notify,
-    tx: &broadcast::Sender<LiveEvent>,
+    recorder: &Recorder,
     conntrack: &mut Vec<i64>,
 ) -> Result<crate::peer::agent::JobView, (RunStatus, String)> {
     let job = plan
@@ -733,7 +732,7 @@ async fn run_peer_test(
         .map_err(|e| (RunStatus::Failed, e.message))?;
     let limit = Duration::from_secs(u64::from(plan.spec.time.unwrap_or(10)) + GRACE_SECS);
     let t0 = Instant::now();
-    let (mut since, mut seq, mut errors, mut stopping) = (0usize, 0i64, 0u32, false);
+    let (mut since, mut errors, mut stopping) = (0usize, 0u32, false);
     loop {
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
@@ -747,9 +746,8 @@ async fn run_peer_test(
             Ok(v) => {
                 errors = 0;
                 if v.first == since {
-                    for rec in v.intervals.iter().cloned() {
-                        hub.interval(id, seq, rec, tx);
-                        seq += 1;
+                    for r in v.intervals.iter().cloned() {
+                        recorder.interval(r);
                     }
                     since = v.first + v.intervals.len();
                 }
@@ -852,9 +850,9 @@ pub fn start_monitor(
     hub: &Hub,
     plan: MonitorPlan,
 ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
-    let id = hub
-        .store()
-        .create_run(&NewRun {
+    let cancel = Arc::new(Notify::new());
+    let rec = hub.begin(
+        &NewRun {
             role: "client".into(),
             protocol: String::new(),
             peer_host: plan.label.clone(),
@@ -862,11 +860,11 @@ pub fn start_monitor(
             params: json!({"ports": plan.ports, "label": plan.label, "duration": plan.seconds}),
             kind: crate::model::RunKind::Monitor,
             ..Default::default()
-        })
-        .map_err(|e| e.to_string())?;
-    crate::board::record_net_config(hub.store(), id);
-    let cancel = Arc::new(Notify::new());
-    let _tx = hub.track(id, Some(cancel.clone()), plan.ports.clone());
+        },
+        Some(cancel.clone()),
+        Sampling::Ports(plan.ports.clone()),
+    )?;
+    let id = rec.id();
     let hub = hub.clone();
     let handle = tokio::spawn(async move {
         let c0 = read_counters(&plan.ports).await;
@@ -897,11 +895,9 @@ pub fn start_monitor(
             "conntrack": conntrack_summary(&hub.store().sys_samples(id).unwrap_or_default(), &conntrack),
             "cpu": cpu_summary(&hub.store().cpu_samples(id).unwrap_or_default()),
         });
-        hub.done_with(
-            id,
+        rec.finish(
             RunStatus::Completed,
-            &RunFigures::default(),
-            Some(&summary),
+            RecOutcome::Figures(&RunFigures::default(), Some(&summary)),
             None,
         );
         RunStatus::Completed

@@ -5,11 +5,12 @@
 use crate::engine::iperf2::client::{self, Iperf2Spec};
 use crate::engine::iperf2::{Event, Outcome, TestInfo};
 use crate::model::RunStatus;
-use crate::runs::live::{Hub, LiveEvent};
+use crate::runs::live::Hub;
+use crate::runs::recorder::{Outcome as RecOutcome, Recorder, Sampling};
 use crate::store::NewRun;
 use std::collections::HashMap;
 use std::sync::Arc;
-use tokio::sync::{broadcast, mpsc, Notify};
+use tokio::sync::{mpsc, Notify};
 
 fn new_run(info: &TestInfo) -> NewRun {
     NewRun {
@@ -39,18 +40,16 @@ pub fn summary(o: &Outcome) -> serde_json::Value {
     })
 }
 
-fn finish(hub: &Hub, id: i64, o: &Outcome) {
+fn finish(rec: &Recorder, o: &Outcome) {
     let mut figures = crate::results::figures::of_iperf2(o);
     if figures.retransmits.is_none() {
         // iperf 2 reports no retransmits; the board's own TCP_INFO counts are in the intervals.
-        let iv = hub.store().intervals(id).unwrap_or_default();
+        let iv = rec.store_intervals();
         figures.retransmits = crate::results::figures::retransmits_of(&iv);
     }
-    hub.done_with(
-        id,
+    rec.finish(
         o.status,
-        &figures,
-        Some(&summary(o)),
+        RecOutcome::Figures(&figures, Some(&summary(o))),
         o.error.as_deref(),
     );
 }
@@ -59,87 +58,74 @@ impl Hub {
     /// Record and start an iperf 2 client test; returns the run id at once.
     pub fn start_iperf2_client(&self, spec: Iperf2Spec) -> Result<i64, String> {
         spec.validate()?;
-        let id = self
-            .store()
-            .create_run(&NewRun {
-                role: "client".into(),
-                protocol: if spec.udp { "UDP" } else { "TCP" }.into(),
-                peer_host: spec.host.clone(),
-                peer_port: spec.port,
-                local_host: spec.bind.map(|b| b.to_string()).unwrap_or_default(),
-                direction: match spec.ret {
-                    crate::engine::iperf2::wire::Return::None => "send",
-                    _ => "bidir",
-                }
-                .into(),
-                params: serde_json::to_value(&spec).unwrap_or_default(),
-                kind: crate::model::RunKind::Iperf2,
-                ..Default::default()
-            })
-            .map_err(|e| e.to_string())?;
-        crate::board::record_net_config(self.store(), id);
+        let run = NewRun {
+            role: "client".into(),
+            protocol: if spec.udp { "UDP" } else { "TCP" }.into(),
+            peer_host: spec.host.clone(),
+            peer_port: spec.port,
+            local_host: spec.bind.map(|b| b.to_string()).unwrap_or_default(),
+            direction: match spec.ret {
+                crate::engine::iperf2::wire::Return::None => "send",
+                _ => "bidir",
+            }
+            .into(),
+            params: serde_json::to_value(&spec).unwrap_or_default(),
+            kind: crate::model::RunKind::Iperf2,
+            ..Default::default()
+        };
         let cancel = Arc::new(Notify::new());
-        let tx = self.track(id, Some(cancel.clone()), Vec::new());
-        let hub = self.clone();
+        let rec = self.begin(&run, Some(cancel.clone()), Sampling::Ports(Vec::new()))?;
+        let id = rec.id();
         tokio::spawn(async move {
             let (etx, mut erx) = mpsc::unbounded_channel();
-            let h2 = hub.clone();
-            let rec = tokio::spawn(async move {
-                let mut seq = 0;
+            let r2 = rec.clone();
+            let forward = tokio::spawn(async move {
                 while let Some(ev) = erx.recv().await {
                     match ev {
                         Event::Started { info, .. } => {
-                            let _ =
-                                h2.store()
-                                    .set_run_endpoints(id, &info.local_host, info.local_port);
+                            r2.endpoints(&info.local_host, info.local_port)
                         }
-                        Event::Interval { record, .. } => {
-                            h2.interval(id, seq, record, &tx);
-                            seq += 1;
-                        }
+                        Event::Interval { record, .. } => r2.interval(record),
                         Event::Finished { .. } => {}
                     }
                 }
             });
             let o = client::run(spec, Some(etx), Some(cancel)).await;
-            let _ = rec.await;
-            finish(&hub, id, &o);
+            let _ = forward.await;
+            finish(&rec, &o);
         });
         Ok(id)
     }
 
     /// Record what the built-in iperf 2 server serves, until the channel closes.
     pub async fn record_iperf2(&self, mut rx: mpsc::UnboundedReceiver<Event>) {
-        let mut map: HashMap<u64, (i64, i64, broadcast::Sender<LiveEvent>)> = HashMap::new();
+        let mut map: HashMap<u64, Recorder> = HashMap::new();
         while let Some(ev) = rx.recv().await {
             match ev {
-                Event::Started { test, info } => match self.store().create_run(&new_run(&info)) {
-                    Ok(id) => {
-                        crate::board::record_net_config(self.store(), id);
-                        let tx = self.track(id, None, Vec::new());
-                        map.insert(test, (id, 0, tx));
+                Event::Started { test, info } => {
+                    match self.begin(&new_run(&info), None, Sampling::Ports(Vec::new())) {
+                        Ok(rec) => {
+                            map.insert(test, rec);
+                        }
+                        Err(e) => tracing::error!("cannot record an iperf 2 test: {e}"),
                     }
-                    Err(e) => tracing::error!("cannot record an iperf 2 test: {e}"),
-                },
+                }
                 Event::Interval { test, record } => {
-                    if let Some((id, seq, tx)) = map.get_mut(&test) {
-                        self.interval(*id, *seq, record, tx);
-                        *seq += 1;
+                    if let Some(rec) = map.get(&test) {
+                        rec.interval(record);
                     }
                 }
                 Event::Finished { test, outcome } => {
-                    if let Some((id, _, _)) = map.remove(&test) {
-                        finish(self, id, &outcome);
+                    if let Some(rec) = map.remove(&test) {
+                        finish(&rec, &outcome);
                     }
                 }
             }
         }
-        for (_, (id, _, _)) in map {
-            self.done_with(
-                id,
+        for (_, rec) in map {
+            rec.finish(
                 RunStatus::Aborted,
-                &Default::default(),
-                None,
+                RecOutcome::Figures(&Default::default(), None),
                 Some("server stopped"),
             );
         }

@@ -2,6 +2,7 @@
 //! server serves, writes every interval to the store as it arrives and fans it out to
 //! server-sent-event subscribers. Not for: rendering (web) or measuring (engine).
 
+use super::recorder::{Outcome, Recorder, Sampling};
 use crate::board::sampler::{self as monitor, Snapshot};
 use crate::engine::iperf3::client::{self, ClientSpec, Event};
 use crate::engine::iperf3::server::ServerEvent;
@@ -112,10 +113,6 @@ impl Hub {
             }
             None => false,
         }
-    }
-
-    fn register(&self, id: i64, cancel: Option<Arc<Notify>>) -> broadcast::Sender<LiveEvent> {
-        self.track(id, cancel, Vec::new())
     }
 
     /// Like [`Hub::track`] but without monitor samples (legs of a multi-port run: their
@@ -380,53 +377,43 @@ impl Hub {
     ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
         spec.validate()?;
         let direction = client::direction_word(spec.params.direction, Role::Client);
-        let id = self
-            .store
-            .create_run(&NewRun {
-                role: "client".into(),
-                protocol: spec.params.protocol.name().into(),
-                peer_host: spec.host.clone(),
-                peer_port: spec.port,
-                local_host: spec.sock.bind.map(|b| b.to_string()).unwrap_or_default(),
-                local_port: 0,
-                bind_dev: spec.sock.bind_dev.clone(),
-                direction: direction.into(),
-                params: serde_json::to_value(&spec.params).unwrap_or_default(),
-                suite_id,
-                parent_id,
-                ..Default::default()
-            })
-            .map_err(|e| e.to_string())?;
-        crate::board::record_net_config(&self.store, id);
-        let tx = if parent_id.is_some() {
-            self.track_unmonitored(id, Some(cancel.clone()))
-        } else {
-            self.register(id, Some(cancel.clone()))
+        let run = NewRun {
+            role: "client".into(),
+            protocol: spec.params.protocol.name().into(),
+            peer_host: spec.host.clone(),
+            peer_port: spec.port,
+            local_host: spec.sock.bind.map(|b| b.to_string()).unwrap_or_default(),
+            local_port: 0,
+            bind_dev: spec.sock.bind_dev.clone(),
+            direction: direction.into(),
+            params: serde_json::to_value(&spec.params).unwrap_or_default(),
+            suite_id,
+            parent_id,
+            ..Default::default()
         };
-        let hub = self.clone();
+        let sampling = if parent_id.is_some() {
+            Sampling::Parent
+        } else {
+            Sampling::Ports(Vec::new())
+        };
+        let rec = self.begin(&run, Some(cancel.clone()), sampling)?;
+        let id = rec.id();
         let handle = tokio::spawn(async move {
             let (etx, mut erx) = mpsc::unbounded_channel();
-            let h2 = hub.clone();
-            let tx2 = tx.clone();
-            let rec = tokio::spawn(async move {
-                let mut seq = 0;
+            let r2 = rec.clone();
+            let forward = tokio::spawn(async move {
                 while let Some(ev) = erx.recv().await {
                     match ev {
-                        Event::Started(r) => {
-                            let _ = h2.store.set_run_endpoints(id, &r.local_host, r.local_port);
-                        }
-                        Event::Interval(i) => {
-                            h2.interval(id, seq, i, &tx2);
-                            seq += 1;
-                        }
+                        Event::Started(r) => r2.endpoints(&r.local_host, r.local_port),
+                        Event::Interval(i) => r2.interval(i),
                     }
                 }
             });
             let res = client::run(spec, Some(etx), Some(cancel)).await;
-            let _ = rec.await;
+            let _ = forward.await;
             match res {
                 Ok(r) => {
-                    hub.done(id, RunStatus::Completed, Some(&r), None);
+                    rec.finish(RunStatus::Completed, Outcome::Report(Some(&r)), None);
                     RunStatus::Completed
                 }
                 Err(e) => {
@@ -435,7 +422,11 @@ impl Hub {
                     } else {
                         RunStatus::Failed
                     };
-                    hub.done(id, status, e.partial.as_deref(), Some(&e.message));
+                    rec.finish(
+                        status,
+                        Outcome::Report(e.partial.as_deref()),
+                        Some(&e.message),
+                    );
                     status
                 }
             }
@@ -445,7 +436,7 @@ impl Hub {
 
     /// Record what the built-in iperf3 server reports, until the channel closes.
     pub async fn record_server(&self, mut rx: mpsc::UnboundedReceiver<ServerEvent>) {
-        let mut map: HashMap<u64, (i64, i64, broadcast::Sender<LiveEvent>)> = HashMap::new();
+        let mut map: HashMap<u64, Recorder> = HashMap::new();
         while let Some(ev) = rx.recv().await {
             match ev {
                 ServerEvent::Started { session, report } => {
@@ -462,19 +453,16 @@ impl Hub {
                         suite_id: None,
                         ..Default::default()
                     };
-                    match self.store.create_run(&n) {
-                        Ok(id) => {
-                            crate::board::record_net_config(&self.store, id);
-                            let tx = self.register(id, None);
-                            map.insert(session, (id, 0, tx));
+                    match self.begin(&n, None, Sampling::Ports(Vec::new())) {
+                        Ok(rec) => {
+                            map.insert(session, rec);
                         }
                         Err(e) => tracing::error!("cannot record a served test: {e}"),
                     }
                 }
                 ServerEvent::Interval { session, record } => {
-                    if let Some((id, seq, tx)) = map.get_mut(&session) {
-                        self.interval(*id, *seq, record, tx);
-                        *seq += 1;
+                    if let Some(rec) = map.get(&session) {
+                        rec.interval(record);
                     }
                 }
                 ServerEvent::Finished {
@@ -482,8 +470,12 @@ impl Hub {
                     report,
                     status,
                 } => {
-                    if let Some((id, _, _)) = map.remove(&session) {
-                        self.done(id, status, Some(&report), report.error.as_deref());
+                    if let Some(rec) = map.remove(&session) {
+                        rec.finish(
+                            status,
+                            Outcome::Report(Some(&report)),
+                            report.error.as_deref(),
+                        );
                     }
                 }
             }

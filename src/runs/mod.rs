@@ -8,5 +8,6 @@ pub mod forward;
 pub mod iperf2;
 pub mod live;
 pub mod multi;
+pub mod recorder;
 pub mod suites;
 pub mod traffic;

@@ -8,6 +8,7 @@ use crate::engine::iperf3::client::{self, ClientSpec};
 use crate::engine::report::Role;
 use crate::model::{RunFigures, RunStatus};
 use crate::runs::live::Hub;
+use crate::runs::recorder::{Outcome, Sampling};
 use crate::spec::test::TestRequest;
 use crate::store::{NewRun, RunRow};
 use serde::{Deserialize, Serialize};
@@ -210,9 +211,9 @@ impl Hub {
             .collect();
         let time = legs.iter().map(|l| l.params.time).max().unwrap_or(0);
         let parallel: u32 = legs.iter().map(|l| l.params.parallel).sum();
-        let id = self
-            .store()
-            .create_run(&NewRun {
+        let cancel = Arc::new(Notify::new());
+        let rec = self.begin(
+            &NewRun {
                 role: "client".into(),
                 protocol: same_or_mixed(legs.iter().map(|l| l.params.protocol.name().into())),
                 peer_host: peers.join(", "),
@@ -228,11 +229,11 @@ impl Hub {
                 suite_id,
                 kind: crate::model::RunKind::Multi,
                 parent_id: None,
-            })
-            .map_err(|e| e.to_string())?;
-        crate::board::record_net_config(self.store(), id);
-        let cancel = Arc::new(Notify::new());
-        self.track(id, Some(cancel.clone()), ports);
+            },
+            Some(cancel.clone()),
+            Sampling::Ports(ports),
+        )?;
+        let id = rec.id();
         let mut handles = Vec::new();
         let mut leg_cancels = Vec::new();
         let mut start_error = None;
@@ -276,7 +277,11 @@ impl Hub {
                 status = RunStatus::Failed;
                 error = Some(e);
             }
-            hub.done_with(id, status, &figures, Some(&summary), error.as_deref());
+            rec.finish(
+                status,
+                Outcome::Figures(&figures, Some(&summary)),
+                error.as_deref(),
+            );
             status
         });
         Ok((id, handle))

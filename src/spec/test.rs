@@ -1,7 +1,7 @@
 //! The "new test" request as the web form and the JSON API send it, validated into a
 //! [`ClientSpec`] at the edge. Bad input gives one clear message and starts nothing.
 
-use crate::engine::iperf3::client::ClientSpec;
+use crate::engine::iperf3::client::{ClientSpec, WINDOW_MAX, WINDOW_MIN};
 use crate::engine::iperf3::wire::Direction;
 use crate::engine::report::parse_suffixed;
 use crate::model::names::valid_host;
@@ -122,8 +122,8 @@ impl TestRequest {
         }
         if let Some(w) = opt(&self.window) {
             let w = parse_suffixed(w, false).map_err(|e| format!("window: {e}"))?;
-            if !(1024..=512 * 1024 * 1024).contains(&w) {
-                return Err("window must be 1K..512M".into());
+            if !(WINDOW_MIN as u64..=WINDOW_MAX as u64).contains(&w) {
+                return Err("window must be 1K..1G (1 KiB..1 GiB)".into());
             }
             p.window = Some(w as u32);
             spec.sock.window = Some(w as u32);
@@ -207,8 +207,8 @@ impl TestRequest {
         };
         if let Some(w) = opt(&self.window) {
             let w = parse_suffixed(w, false).map_err(|e| format!("window: {e}"))?;
-            if !(1024..=512 * 1024 * 1024).contains(&w) {
-                return Err("window must be 1K..512M".into());
+            if !(WINDOW_MIN as u64..=WINDOW_MAX as u64).contains(&w) {
+                return Err("window must be 1K..1G (1 KiB..1 GiB)".into());
             }
             s.window = Some(w as u32);
         }

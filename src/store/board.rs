@@ -60,7 +60,7 @@ impl Store {
     /// or no such run).
     pub fn run_net_config(&self, run_id: i64) -> Result<Option<serde_json::Value>> {
         let j: Option<Option<String>> = self
-            .c()
+            .r()
             .query_row(
                 "SELECT net_config_json FROM runs WHERE id=?1",
                 params![run_id],
@@ -76,7 +76,7 @@ impl Store {
     /// The confirmed board configuration (JSON of `system::netconfig::NetState`).
     pub fn board_config(&self) -> Result<Option<String>> {
         Ok(self
-            .c()
+            .r()
             .query_row("SELECT config_json FROM board_config WHERE id=1", [], |r| {
                 r.get(0)
             })
@@ -128,7 +128,7 @@ impl Store {
 
     /// The newest `limit` log entries, newest first.
     pub fn board_log(&self, limit: u32) -> Result<Vec<BoardLogRow>> {
-        let c = self.c();
+        let c = self.r();
         let mut st = c.prepare(
             "SELECT id, at, source, changes, outcome, detail, decided_at FROM board_changes ORDER BY id DESC LIMIT ?1",
         )?;

@@ -296,9 +296,15 @@ pub struct TokenRow {
     pub created_at: i64,
 }
 
-/// The database handle (one connection behind a mutex; every call is short).
+/// How many read-only connections serve reads (pages, API, exports) beside the one writer.
+const READERS: usize = 3;
+
+/// The database handle: one writer connection behind a mutex (every write is short) and a
+/// few read-only connections, so that pages and the API read (WAL: readers never wait for the
+/// writer) while a run writes its intervals and samples.
 pub struct Store {
     conn: Mutex<Connection>,
+    readers: Vec<Mutex<Connection>>,
     path: PathBuf,
 }
 
@@ -354,8 +360,19 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         migrations().to_latest(&mut conn)?;
+        let mut readers = Vec::with_capacity(READERS);
+        for _ in 0..READERS {
+            let r = Connection::open_with_flags(
+                path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            r.busy_timeout(std::time::Duration::from_secs(5))?;
+            readers.push(Mutex::new(r));
+        }
         Ok(Store {
             conn: Mutex::new(conn),
+            readers,
             path: path.to_path_buf(),
         })
     }
@@ -363,6 +380,21 @@ impl Store {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// A read-only connection: the first one free, else (all busy) the first one.
+    fn r(&self) -> std::sync::MutexGuard<'_, Connection> {
+        for m in &self.readers {
+            match m.try_lock() {
+                Ok(g) => return g,
+                Err(std::sync::TryLockError::Poisoned(p)) => return p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+        }
+        match self.readers[0].lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
     }
 
     fn c(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -522,7 +554,7 @@ impl Store {
 
     /// Runs, newest first, filtered.
     pub fn list_runs(&self, f: &RunFilter) -> Result<Vec<RunRow>> {
-        let c = self.c();
+        let c = self.r();
         let mut sql = format!("SELECT {RUN_COLS} FROM runs WHERE 1=1");
         let mut args: Vec<String> = Vec::new();
         if let Some(s) = f.status.as_deref().filter(|s| !s.is_empty()) {
@@ -553,7 +585,7 @@ impl Store {
 
     /// One run.
     pub fn get_run(&self, id: i64) -> Result<Option<RunRow>> {
-        let c = self.c();
+        let c = self.r();
         Ok(c.query_row(
             &format!("SELECT {RUN_COLS} FROM runs WHERE id=?1"),
             params![id],
@@ -564,7 +596,7 @@ impl Store {
 
     /// The stored final report of a run, if it has one.
     pub fn report(&self, id: i64) -> Result<Option<Report>> {
-        let c = self.c();
+        let c = self.r();
         let j: Option<Option<String>> = c
             .query_row(
                 "SELECT report_json FROM runs WHERE id=?1",
@@ -580,7 +612,7 @@ impl Store {
 
     /// A run's streams.
     pub fn streams(&self, id: i64) -> Result<Vec<StreamRow>> {
-        let c = self.c();
+        let c = self.r();
         let mut st = c.prepare(
             "SELECT stream_id, socket, local_sender, sender_bytes, sender_seconds, receiver_bytes, receiver_seconds, retransmits, max_snd_cwnd, min_rtt, mean_rtt, max_rtt FROM streams WHERE run_id=?1 ORDER BY stream_id",
         )?;
@@ -605,7 +637,7 @@ impl Store {
 
     /// A run's intervals, in order.
     pub fn intervals(&self, id: i64) -> Result<Vec<IntervalRow>> {
-        let c = self.c();
+        let c = self.r();
         let mut st = c.prepare(
             "SELECT seq, stream_id, socket, start, end, bytes, bits_per_second, sender, omitted, retransmits, snd_cwnd, rtt, packets, lost, jitter_ms, out_of_order FROM intervals WHERE run_id=?1 ORDER BY seq, stream_id",
         )?;
@@ -661,7 +693,7 @@ impl Store {
 
     /// One suite and its runs (in order).
     pub fn suite(&self, id: i64) -> Result<Option<(SuiteRow, Vec<RunRow>)>> {
-        let c = self.c();
+        let c = self.r();
         let s = c
             .query_row(
                 "SELECT id, name, peer_host, status, created_at, ended_at FROM suites WHERE id=?1",
@@ -690,7 +722,7 @@ impl Store {
 
     /// Suites, newest first.
     pub fn suites(&self, limit: u32) -> Result<Vec<SuiteRow>> {
-        let c = self.c();
+        let c = self.r();
         let mut st = c.prepare("SELECT id, name, peer_host, status, created_at, ended_at FROM suites ORDER BY id DESC LIMIT ?1")?;
         let rows = st.query_map(params![limit], |r| {
             Ok(SuiteRow {
@@ -708,7 +740,7 @@ impl Store {
     /// A setting.
     pub fn setting(&self, key: &str) -> Result<Option<String>> {
         Ok(self
-            .c()
+            .r()
             .query_row(
                 "SELECT value FROM settings WHERE key=?1",
                 params![key],
@@ -741,7 +773,7 @@ impl Store {
     /// A live (unexpired) session.
     pub fn session(&self, token_hash: &str) -> Result<Option<SessionRow>> {
         Ok(self
-            .c()
+            .r()
             .query_row(
                 "SELECT csrf, expires_at FROM sessions WHERE token_hash=?1 AND expires_at >= ?2",
                 params![token_hash, now_ms()],
@@ -778,7 +810,7 @@ impl Store {
 
     /// API tokens, newest first.
     pub fn tokens(&self) -> Result<Vec<TokenRow>> {
-        let c = self.c();
+        let c = self.r();
         let mut st = c.prepare("SELECT id, name, created_at FROM api_tokens ORDER BY id DESC")?;
         let rows = st.query_map([], |r| {
             Ok(TokenRow {
@@ -793,7 +825,7 @@ impl Store {
     /// Whether a token hash belongs to a stored token.
     pub fn token_valid(&self, token_hash: &str) -> Result<bool> {
         Ok(self
-            .c()
+            .r()
             .query_row(
                 "SELECT 1 FROM api_tokens WHERE token_hash=?1",
                 params![token_hash],

@@ -191,7 +191,7 @@ impl Store {
 
     /// A run's CPU samples, by time then core (-1, the all-cores line, first).
     pub fn cpu_samples(&self, run_id: i64) -> Result<Vec<CpuSampleRow>> {
-        let c = self.c();
+        let c = self.r();
         let mut st = c.prepare(
             "SELECT t, cpu, user, system, iowait, irq, softirq, steal, idle FROM cpu_samples WHERE run_id=?1 ORDER BY t, cpu",
         )?;
@@ -213,7 +213,7 @@ impl Store {
 
     /// A run's port samples, by time then port name.
     pub fn port_samples(&self, run_id: i64) -> Result<Vec<PortSampleRow>> {
-        let c = self.c();
+        let c = self.r();
         let mut st = c.prepare(
             "SELECT t, ifname, seconds, rx_bytes, tx_bytes, rx_packets, tx_packets, rx_errors, tx_errors, rx_dropped, tx_dropped, speed_mbps, mtu
              FROM port_samples WHERE run_id=?1 ORDER BY t, ifname",
@@ -240,7 +240,7 @@ impl Store {
 
     /// A run's board-wide samples, by time.
     pub fn sys_samples(&self, run_id: i64) -> Result<Vec<SysSampleRow>> {
-        let c = self.c();
+        let c = self.r();
         let mut st =
             c.prepare("SELECT t, conntrack FROM sys_samples WHERE run_id=?1 ORDER BY t")?;
         let rows = st.query_map(params![run_id], |r| {
@@ -286,7 +286,7 @@ impl Store {
 
     /// The legs of a multi-port run, in order.
     pub fn children(&self, parent_id: i64) -> Result<Vec<RunRow>> {
-        let c = self.c();
+        let c = self.r();
         let mut st = c.prepare(&format!(
             "SELECT {RUN_COLS} FROM runs WHERE parent_id=?1 ORDER BY id"
         ))?;

@@ -64,7 +64,7 @@ const DEF_COLS: &str = "id, name, builtin, body_json, created_at, updated_at";
 impl Store {
     /// Every suite definition, by name.
     pub fn suite_defs(&self) -> Result<Vec<SuiteDefRow>> {
-        let c = self.c();
+        let c = self.r();
         let mut st = c.prepare(&format!(
             "SELECT {DEF_COLS} FROM suite_defs ORDER BY name COLLATE NOCASE"
         ))?;
@@ -75,7 +75,7 @@ impl Store {
     /// One definition by id.
     pub fn suite_def(&self, id: i64) -> Result<Option<SuiteDefRow>> {
         Ok(self
-            .c()
+            .r()
             .query_row(
                 &format!("SELECT {DEF_COLS} FROM suite_defs WHERE id=?1"),
                 params![id],
@@ -87,7 +87,7 @@ impl Store {
     /// One definition by its exact name.
     pub fn suite_def_by_name(&self, name: &str) -> Result<Option<SuiteDefRow>> {
         Ok(self
-            .c()
+            .r()
             .query_row(
                 &format!("SELECT {DEF_COLS} FROM suite_defs WHERE name=?1"),
                 params![name],

@@ -12,6 +12,12 @@ use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Notify};
 
+/// Smallest socket buffer (`-w`) a test may ask for, bytes.
+pub const WINDOW_MIN: u32 = 1024;
+/// Largest socket buffer (`-w`) a test may ask for, bytes (1 GiB − 1: the kernel doubles the
+/// value into an `int`). The web form, the API and the CLI use the same bounds.
+pub const WINDOW_MAX: u32 = i32::MAX as u32 / 2;
+
 /// What to run: iperf3's client options.
 #[derive(Debug, Clone)]
 pub struct ClientSpec {
@@ -90,7 +96,7 @@ impl ClientSpec {
             return Err("interval must be 0.1..60 s (-i)".into());
         }
         if let Some(w) = p.window {
-            if w < 1024 || w > i32::MAX as u32 / 2 {
+            if !(WINDOW_MIN..=WINDOW_MAX).contains(&w) {
                 return Err("window must be 1 KiB..1 GiB (-w)".into());
             }
         }
