@@ -138,6 +138,17 @@ mod tests {
     use super::*;
     use crate::store::Store;
 
+    fn client_run() -> NewRun {
+        NewRun {
+            role: "client".into(),
+            protocol: "TCP".into(),
+            peer_host: "192.0.2.2".into(),
+            peer_port: 5201,
+            direction: "send".into(),
+            ..Default::default()
+        }
+    }
+
     fn hub() -> Hub {
         let d = crate::scratch::dir("recorder");
         Hub::new(Arc::new(Store::open_dir(&d).unwrap()))
@@ -151,7 +162,7 @@ mod tests {
             .build()
             .unwrap();
         rt.block_on(async {
-            let r = h.begin(&NewRun::default(), None, Sampling::Parent).unwrap();
+            let r = h.begin(&client_run(), None, Sampling::Parent).unwrap();
             let id = r.id();
             assert!(h.is_live(id));
             assert_eq!(h.store().get_run(id).unwrap().unwrap().status, "running");
@@ -161,7 +172,7 @@ mod tests {
             assert!(row.error.unwrap().contains("without a result"));
             assert!(!h.is_live(id));
 
-            let r = h.begin(&NewRun::default(), None, Sampling::Parent).unwrap();
+            let r = h.begin(&client_run(), None, Sampling::Parent).unwrap();
             let figures = RunFigures {
                 receiver_bps: Some(1e9),
                 ..Default::default()
