@@ -12,16 +12,7 @@
     seen[tr.getAttribute("data-seq")] = true;
   });
 
-  function unit(v, bits) {
-    var base = bits ? 1000 : 1024;
-    var labels = bits ? ["bit", "Kbit", "Mbit", "Gbit", "Tbit"] : ["Byte", "KByte", "MByte", "GByte", "TByte"];
-    var n = bits ? v * 8 : v, i = 0;
-    if (!isFinite(n) || n < 0) { n = 0; }
-    while (n >= base && i < 4) { n /= base; i++; }
-    var s = n < 9.995 ? n.toFixed(2) : (n < 99.95 ? n.toFixed(1) : n.toFixed(0));
-    return s + " " + labels[i] + "s";
-  }
-  function rate(bps) { return unit(bps / 8, true) + "/sec"; }
+  var unit = window.netperfdUnits.unit, rate = window.netperfdUnits.rate;
   function pct(l, t) { return t > 0 ? (100 * Math.min(l, t) / t).toFixed(2) : "0.00"; }
 
   // The two protocol columns: TCP Retr / Cwnd; UDP jitter / lost-total (receiver) or datagrams.

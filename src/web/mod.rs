@@ -79,6 +79,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     traffic::configure(cfg);
     cfg.route("/static/style.css", web::get().to(style))
         .route("/static/app.js", web::get().to(script))
+        .route("/static/units.js", web::get().to(units_js))
         .route("/static/refresh.js", web::get().to(refresh));
 }
 
@@ -93,6 +94,12 @@ async fn refresh() -> HttpResponse {
     HttpResponse::Ok()
         .content_type("application/javascript; charset=utf-8")
         .body(include_str!("../../static/refresh.js"))
+}
+
+async fn units_js() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/javascript; charset=utf-8")
+        .body(include_str!("../../static/units.js"))
 }
 
 async fn script() -> HttpResponse {
