@@ -2,6 +2,7 @@
 //! keeps ([`RunFigures`]).
 
 use crate::engine::iperf2::{Outcome, StreamResult, UdpFigures};
+use crate::engine::report::Report;
 use crate::model::RunFigures;
 
 /// The figures of an iperf 2 test for history: the main direction is the board's sending streams when
@@ -35,6 +36,63 @@ pub fn of_iperf2(o: &Outcome) -> RunFigures {
         f.total_packets = Some(total as i64);
         f.lost_percent = Some(crate::engine::udp::loss_percent(lost, total));
         f.jitter_ms = Some(udp.iter().map(|u| u.jitter_ms).sum::<f64>() / udp.len() as f64);
+    }
+    f
+}
+
+/// The figures of an iperf3 report: the main direction is the first stream's (the board's
+/// sending streams when it sends first); sender bitrate = bytes × 8 / the longest sender time,
+/// receiver bitrate the same over the receiver's bytes and time (only when every main stream
+/// has a receiver side), retransmits summed where known, UDP lost/total summed over streams
+/// with an expected count, loss % from those ([`crate::engine::udp::loss_percent`]) and jitter
+/// the streams' mean (ms).
+pub fn of_report(r: &Report) -> RunFigures {
+    let mut f = RunFigures::default();
+    let primary = r.streams.first().map(|s| s.local_sender).unwrap_or(true);
+    let main: Vec<_> = r
+        .streams
+        .iter()
+        .filter(|s| s.local_sender == primary)
+        .collect();
+    if main.is_empty() {
+        return f;
+    }
+    let sb: u64 = main.iter().map(|s| s.sender.bytes).sum();
+    let ss = main.iter().map(|s| s.sender.seconds).fold(0.0, f64::max);
+    if ss > 0.0 {
+        f.sender_bps = Some(sb as f64 * 8.0 / ss);
+    }
+    if main.iter().all(|s| s.receiver.is_some()) {
+        let rb: u64 = main
+            .iter()
+            .filter_map(|s| s.receiver.map(|x| x.bytes))
+            .sum();
+        let rs = main
+            .iter()
+            .filter_map(|s| s.receiver.map(|x| x.seconds))
+            .fold(0.0, f64::max);
+        f.bytes = Some(rb as i64);
+        if rs > 0.0 {
+            f.receiver_bps = Some(rb as f64 * 8.0 / rs);
+        }
+    }
+    if main.iter().any(|s| s.retransmits >= 0) {
+        f.retransmits = Some(main.iter().map(|s| s.retransmits.max(0)).sum::<i64>());
+    }
+    let us: Vec<_> = main
+        .iter()
+        .filter_map(|s| s.udp)
+        .filter(|u| u.expected.is_some())
+        .collect();
+    if !us.is_empty() {
+        let (l, t) = us
+            .iter()
+            .map(|u| u.loss())
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+        f.lost_packets = Some(l as i64);
+        f.total_packets = Some(t as i64);
+        f.lost_percent = Some(crate::engine::udp::loss_percent(l, t));
+        f.jitter_ms = Some(us.iter().map(|u| u.jitter_ms).sum::<f64>() / us.len() as f64);
     }
     f
 }

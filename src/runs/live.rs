@@ -293,7 +293,10 @@ impl Hub {
 
     /// End a tracked iperf3 run with its report (if any): stored, subscribers told.
     pub fn done(&self, id: i64, status: RunStatus, report: Option<&Report>, error: Option<&str>) {
-        if let Err(e) = self.store.finish_run(id, status, report, error) {
+        let figures = report
+            .map(crate::results::figures::of_report)
+            .unwrap_or_default();
+        if let Err(e) = self.store.finish_run(id, status, report, &figures, error) {
             tracing::error!(run = id, "cannot store the end of the run: {e}");
         }
         self.untrack(id, status, error);

@@ -5,7 +5,7 @@
 
 use crate::engine::report::{IntervalRecord, Report};
 use crate::model::time::now_ms;
-use crate::model::{RunKind, RunStatus};
+use crate::model::{RunFigures, RunKind, RunStatus};
 use rusqlite::{params, Connection, OptionalExtension};
 use rusqlite_migration::{Migrations, M};
 use serde::Serialize;
@@ -476,58 +476,12 @@ impl Store {
         id: i64,
         status: RunStatus,
         report: Option<&Report>,
+        f: &RunFigures,
         error: Option<&str>,
     ) -> Result<()> {
         let mut c = self.c();
         let tx = c.transaction()?;
-        let (mut sender_bps, mut receiver_bps, mut bytes, mut retr) = (None, None, None, None);
-        let (mut lost_p, mut total_p, mut loss_pct, mut jitter) = (None, None, None, None);
         if let Some(r) = report {
-            let primary = r.streams.first().map(|s| s.local_sender).unwrap_or(true);
-            let main: Vec<_> = r
-                .streams
-                .iter()
-                .filter(|s| s.local_sender == primary)
-                .collect();
-            if !main.is_empty() {
-                let sb: u64 = main.iter().map(|s| s.sender.bytes).sum();
-                let ss = main.iter().map(|s| s.sender.seconds).fold(0.0, f64::max);
-                if ss > 0.0 {
-                    sender_bps = Some(sb as f64 * 8.0 / ss);
-                }
-                if main.iter().all(|s| s.receiver.is_some()) {
-                    let rb: u64 = main
-                        .iter()
-                        .filter_map(|s| s.receiver.map(|x| x.bytes))
-                        .sum();
-                    let rs = main
-                        .iter()
-                        .filter_map(|s| s.receiver.map(|x| x.seconds))
-                        .fold(0.0, f64::max);
-                    bytes = Some(rb as i64);
-                    if rs > 0.0 {
-                        receiver_bps = Some(rb as f64 * 8.0 / rs);
-                    }
-                }
-                if main.iter().any(|s| s.retransmits >= 0) {
-                    retr = Some(main.iter().map(|s| s.retransmits.max(0)).sum::<i64>());
-                }
-                let us: Vec<_> = main
-                    .iter()
-                    .filter_map(|s| s.udp)
-                    .filter(|u| u.expected.is_some())
-                    .collect();
-                if !us.is_empty() {
-                    let (l, t) = us
-                        .iter()
-                        .map(|u| u.loss())
-                        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-                    lost_p = Some(l as i64);
-                    total_p = Some(t as i64);
-                    loss_pct = Some(crate::engine::udp::loss_percent(l, t));
-                    jitter = Some(us.iter().map(|u| u.jitter_ms).sum::<f64>() / us.len() as f64);
-                }
-            }
             tx.execute("DELETE FROM streams WHERE run_id=?1", params![id])?;
             for s in &r.streams {
                 tx.execute(
@@ -546,7 +500,8 @@ impl Store {
         tx.execute(
             "UPDATE runs SET status=?2, ended_at=?3, error=?4, sender_bps=?5, receiver_bps=?6, bytes=?7, retransmits=?8, report_json=COALESCE(?9, report_json),
                  lost_packets=?10, total_packets=?11, lost_percent=?12, jitter_ms=?13 WHERE id=?1",
-            params![id, status.as_str(), now_ms(), error, sender_bps, receiver_bps, bytes, retr, report_json, lost_p, total_p, loss_pct, jitter],
+            params![id, status.as_str(), now_ms(), error, f.sender_bps, f.receiver_bps, f.bytes, f.retransmits, report_json,
+                f.lost_packets, f.total_packets, f.lost_percent, f.jitter_ms],
         )?;
         tx.commit()?;
         Ok(())
@@ -904,8 +859,14 @@ mod tests {
         assert_eq!(iv.len(), 1);
         assert_eq!(iv[0].bytes, 117_000_000);
         assert_eq!(iv[0].retransmits, Some(3));
-        s.finish_run(b, RunStatus::Failed, None, Some("unable to connect"))
-            .unwrap();
+        s.finish_run(
+            b,
+            RunStatus::Failed,
+            None,
+            &RunFigures::default(),
+            Some("unable to connect"),
+        )
+        .unwrap();
         let rows = s.list_runs(&RunFilter::default()).unwrap();
         assert_eq!(rows.iter().map(|r| r.id).collect::<Vec<_>>(), vec![b, a]);
         let f = RunFilter {
