@@ -2,9 +2,10 @@
 # benches/ui-latency.sh — does the web UI stay responsive while a run writes its history?
 #
 # What it measures
-#   A board namespace with two ports (eth0 → pc1, eth1 → pc2, documentation addresses, veth,
-#   no route anywhere else) runs `netperfd daemon`; stock `iperf3 -s` listens twice in each
-#   peer namespace. A 4-leg multi-port run (2 legs per port, TCP, -P 4 each, DURATION s)
+#   A board namespace with four ports (eth0..eth3, each a veth to its own peer namespace,
+#   documentation addresses, no route anywhere else) runs `netperfd daemon`; stock
+#   `iperf3 -s` listens in each peer. A 4-leg multi-port run (one leg per port, TCP, -P 4 at
+#   25 Mbit/s per stream: the run writes 16 streams of intervals without saturating the CPU)
 #   writes intervals and monitor samples to SQLite while a client in the board namespace asks,
 #   one request after another, for `GET /api/health` and the run's page `GET /runs/ID`.
 #   Printed: count, p50, p99 and max latency (ms) of each, during the run.
@@ -26,34 +27,38 @@ if [[ -z ${NETPERFD:-} ]]; then
 fi
 
 sfx=$$
-B=npu-board-$sfx P1=npu-pc1-$sfx P2=npu-pc2-$sfx
+B=npu-board-$sfx
+PEERS=(npu-pc1-$sfx npu-pc2-$sfx npu-pc3-$sfx npu-pc4-$sfx)
+# Four ports, one peer each (documentation ranges split in halves): eth$i = board .1/.129, peer .2/.130.
+NETS=(192.0.2.0 192.0.2.128 198.51.100.0 198.51.100.128)
 tmp=$(mktemp -d)
 cleanup() {
-    for ns in $B $P1 $P2; do
+    for ns in $B "${PEERS[@]}"; do
         ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
     done
     sleep 0.3
-    for ns in $B $P1 $P2; do ip netns del "$ns" 2>/dev/null || true; done
+    for ns in $B "${PEERS[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-for ns in $B $P1 $P2; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
-ip link add eth0 netns "$B" type veth peer name eth0 netns "$P1"
-ip link add eth1 netns "$B" type veth peer name eth0 netns "$P2"
-ip -n "$B" addr add 192.0.2.1/24 dev eth0
-ip -n "$P1" addr add 192.0.2.2/24 dev eth0
-ip -n "$B" addr add 198.51.100.1/24 dev eth1
-ip -n "$P2" addr add 198.51.100.2/24 dev eth0
-for l in "$B eth0" "$B eth1" "$P1 eth0" "$P2 eth0"; do set -- $l; ip -n "$1" link set "$2" up; done
-for ns in $P1 $P2; do
-    for port in 5201 5202; do ip netns exec "$ns" iperf3 -s -p $port -D >/dev/null 2>&1; done
+ip netns add "$B"; ip -n "$B" link set lo up
+for i in 0 1 2 3; do
+    ns=${PEERS[$i]} net=${NETS[$i]}
+    base=${net%.*}; last=${net##*.}
+    ip netns add "$ns"; ip -n "$ns" link set lo up
+    ip link add "eth$i" netns "$B" type veth peer name eth0 netns "$ns"
+    ip -n "$B" addr add "$base.$((last + 1))/25" dev "eth$i"
+    ip -n "$ns" addr add "$base.$((last + 2))/25" dev eth0
+    ip -n "$B" link set "eth$i" up
+    ip -n "$ns" link set eth0 up
+    ip netns exec "$ns" iperf3 -s -D >/dev/null 2>&1
 done
 ip netns exec "$B" "$NETPERFD" daemon --listen 127.0.0.1:18080 --data "$tmp/data" \
     >"$tmp/daemon.log" 2>&1 &
 sleep 2
 
 ip netns exec "$B" python3 - "$tmp/daemon.log" "$DURATION" <<'PY'
-import http.cookiejar, json, re, sys, time, urllib.parse, urllib.request
+import http.cookiejar, json, re, sys, time, urllib.error, urllib.parse, urllib.request
 log, duration = open(sys.argv[1]).read(), int(sys.argv[2])
 base = "http://127.0.0.1:18080"
 code = re.search(r"setup code ([0-9A-Za-z-]+)", log).group(1)
@@ -62,11 +67,15 @@ op = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
 form = urllib.parse.urlencode({"code": code, "password": "correct horse", "confirm": "correct horse"}).encode()
 op.open(base + "/setup", form)
 csrf = re.search(r'name="csrf" value="([^"]+)"', op.open(base + "/").read().decode()).group(1)
-legs = [{"host": h, "port": str(p), "bind": d, "duration": str(duration), "parallel": "4"}
-        for (h, d) in (("192.0.2.2", "eth0"), ("198.51.100.2", "eth1")) for p in (5201, 5202)]
+peers = ("192.0.2.2", "192.0.2.130", "198.51.100.2", "198.51.100.130")
+legs = [{"host": h, "bind": f"eth{i}", "duration": str(duration), "parallel": "4", "bitrate": "25M"}
+        for i, h in enumerate(peers)]
 req = urllib.request.Request(base + "/api/runs/multi", json.dumps({"legs": legs}).encode(),
                              {"Content-Type": "application/json", "X-CSRF-Token": csrf})
-run = json.loads(op.open(req).read())
+try:
+    run = json.loads(op.open(req).read())
+except urllib.error.HTTPError as e:
+    sys.exit(f"ui-latency.sh: the multi-port run did not start: {e.code} {e.read().decode()}")
 rid = run.get("id") or run.get("run_id")
 lat = {"/api/health": [], f"/runs/{rid}": []}
 end = time.time() + duration - 1
