@@ -5,10 +5,12 @@ pub mod iperf2;
 pub mod iperf3;
 pub mod meter;
 pub mod net;
+pub mod pacer;
 pub mod report;
 pub mod session;
 pub mod stats;
 pub mod tcp;
+pub mod threadcpu;
 pub mod udp;
 
 /// Outcome of a run as stored in history.
