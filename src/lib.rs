@@ -21,6 +21,7 @@ pub mod multi_cli;
 pub mod net_cli;
 pub mod peer;
 pub mod runs_cli;
+pub mod shortfall;
 pub mod store;
 pub mod suite_cli;
 pub mod suites;
