@@ -1125,9 +1125,9 @@ fn rate_checks_json(report: &Report, end: &mut Map<String, Value>) {
     }
     if report.params.bandwidth > 0 && report.streams.iter().any(|s| s.local_sender) {
         let how = if is_udp(report) {
-            crate::engine::pacer::Pacing::UserSpace.as_str()
+            crate::engine::pacer::pacing_text(crate::engine::pacer::Pacing::UserSpace)
         } else {
-            "user-space write schedule"
+            "user-space write schedule".to_string()
         };
         end.insert("pacing".into(), how.into());
     }
