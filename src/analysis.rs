@@ -573,7 +573,7 @@ mod tests {
     fn twice(v: &[CpuSampleRow]) -> Vec<CpuSampleRow> {
         let mut out = v.to_vec();
         for c in v {
-            let mut c2 = c.clone();
+            let mut c2 = *c;
             c2.t = 2.0;
             out.push(c2);
         }
