@@ -19,9 +19,33 @@ pub struct Counter {
     closed: AtomicBool,
     started: Instant,
     ended: Mutex<Option<Instant>>,
+    /// When the connection's last request was served to its end (cleared by the next one).
+    idle_since: Mutex<Option<Instant>>,
 }
 
 impl Counter {
+    /// The connection finished a request (its last byte went out now): an interval that ends
+    /// later is cut at this time, not at the interval tick.
+    pub fn request_done(&self) {
+        if let Ok(mut g) = self.idle_since.lock() {
+            *g = Some(Instant::now());
+        }
+    }
+
+    /// The connection started a new request.
+    pub fn request_started(&self) {
+        if let Ok(mut g) = self.idle_since.lock() {
+            *g = None;
+        }
+    }
+
+    /// When this connection stopped moving bytes for good or for now: closed, or its last
+    /// request done; `None` while busy.
+    fn finished_at(&self) -> Option<Instant> {
+        let ended = self.ended.lock().ok().and_then(|g| *g);
+        ended.or_else(|| self.idle_since.lock().ok().and_then(|g| *g))
+    }
+
     /// Count `n` more bytes moved.
     pub fn add(&self, n: u64) {
         self.bytes.fetch_add(n, Ordering::Relaxed);
@@ -123,6 +147,7 @@ impl Meter {
             closed: AtomicBool::new(false),
             started: Instant::now(),
             ended: Mutex::new(None),
+            idle_since: Mutex::new(None),
         });
         s.streams.push(c.clone());
         s.last.push(0);
@@ -159,13 +184,26 @@ impl Meter {
             if !was_open {
                 continue;
             }
+            // A connection that finished inside this interval is shown up to its last byte
+            // (a 0.25 s transfer is 0.00–0.25 s, at its real bitrate).
+            let end = match c.finished_at() {
+                Some(t) if delta > 0 => {
+                    let f = t.saturating_duration_since(self.t0).as_secs_f64();
+                    if f > start && f < now {
+                        f
+                    } else {
+                        now
+                    }
+                }
+                _ => now,
+            };
             streams.push(StreamInterval {
                 id: c.id,
                 socket: c.socket,
                 start,
-                end: now,
+                end,
                 bytes: delta,
-                bits_per_second: bps(delta, now - start),
+                bits_per_second: bps(delta, end - start),
                 sender: self.sender,
                 omitted: false,
                 tcp: None,
@@ -208,6 +246,30 @@ impl Meter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interval_ends_at_the_last_byte_of_a_finished_request() {
+        // Regression (issue 11): a 0.25 s http-serve transfer was shown as 0.00–1.00 s at a
+        // quarter of its bitrate. Here: 1 MB in ~60 ms, then idle until the cut at ~200 ms.
+        let m = Meter::new(true);
+        let a = m.add_stream(5);
+        a.request_started();
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        a.add(1_000_000);
+        a.request_done();
+        let done = m.elapsed();
+        std::thread::sleep(std::time::Duration::from_millis(140));
+        let r = m.cut(0.0).expect("an interval");
+        let s = &r.streams[0];
+        assert_eq!(s.start, 0.0);
+        assert!((s.end - done).abs() < 0.005, "end {} vs done {done}", s.end);
+        assert!(m.elapsed() - s.end > 0.1, "not truncated: {}", s.end);
+        assert!((s.bits_per_second - 8e6 / s.end).abs() < 1.0);
+        // The next interval of the still-open, idle connection is a normal empty one.
+        let r = m.cut(0.0).expect("the connection is still open");
+        assert_eq!(r.streams[0].bytes, 0);
+        assert!(r.streams[0].end > r.streams[0].start);
+    }
 
     #[test]
     fn intervals_count_each_byte_once() {

@@ -165,6 +165,9 @@ pub struct StreamSummary {
     /// UDP figures (UDP tests only).
     #[serde(default)]
     pub udp: Option<UdpSummary>,
+    /// CPU of this end's thread for the stream (local streams only; the tool-bound evidence).
+    #[serde(default)]
+    pub thread_cpu: Option<crate::engine::threadcpu::ThreadCpu>,
 }
 
 /// Which end of the control connection this report is from.
@@ -608,6 +611,9 @@ pub fn text_summary(report: &Report) -> String {
             ));
         }
     }
+    if let Some(c) = crate::engine::shortfall::for_report(report).filter(|c| c.short) {
+        out.push_str(&format!("{}\n", c.sentence()));
+    }
     if let Some(e) = &report.error {
         out.push_str(&format!("error: {e}\n"));
     }
@@ -908,10 +914,14 @@ pub fn to_iperf3_json(report: &Report) -> Value {
                 Value::Array(rec.streams.iter().map(interval_stream_json).collect()),
             );
             if bidir {
-                let tx: Vec<&StreamInterval> = rec.streams.iter().filter(|s| s.sender).collect();
-                let rx: Vec<&StreamInterval> = rec.streams.iter().filter(|s| !s.sender).collect();
-                m.insert("sum".into(), interval_sum_json(&tx, true));
-                m.insert("sum_bidir_reverse".into(), interval_sum_json(&rx, false));
+                // Stock iperf3 (client and server alike) puts the client→server leg in `sum`.
+                let fwd = forward_leg_sends(report);
+                let tx: Vec<&StreamInterval> =
+                    rec.streams.iter().filter(|s| s.sender == fwd).collect();
+                let rx: Vec<&StreamInterval> =
+                    rec.streams.iter().filter(|s| s.sender != fwd).collect();
+                m.insert("sum".into(), interval_sum_json(&tx, fwd));
+                m.insert("sum_bidir_reverse".into(), interval_sum_json(&rx, !fwd));
             } else {
                 let all: Vec<&StreamInterval> = rec.streams.iter().collect();
                 let sender = all.first().map(|s| s.sender).unwrap_or(true);
@@ -927,6 +937,7 @@ pub fn to_iperf3_json(report: &Report) -> Value {
     } else {
         tcp_end_json(report, &mut end);
     }
+    rate_checks_json(report, &mut end);
     end.insert(
         "cpu_utilization_percent".into(),
         json!({
@@ -988,14 +999,24 @@ fn tcp_end_json(report: &Report, end: &mut Map<String, Value>) {
         .collect();
     end.insert("streams".into(), Value::Array(streams));
     if bidir {
-        let tx: Vec<&StreamSummary> = report.streams.iter().filter(|s| s.local_sender).collect();
-        let rx: Vec<&StreamSummary> = report.streams.iter().filter(|s| !s.local_sender).collect();
-        end.insert("sum_sent".into(), sum_json(&tx, true, true));
-        end.insert("sum_received".into(), sum_json(&tx, false, true));
-        end.insert("sum_sent_bidir_reverse".into(), sum_json(&rx, true, false));
+        // The client→server leg first, as stock writes it on both ends.
+        let fwd = forward_leg_sends(report);
+        let tx: Vec<&StreamSummary> = report
+            .streams
+            .iter()
+            .filter(|s| s.local_sender == fwd)
+            .collect();
+        let rx: Vec<&StreamSummary> = report
+            .streams
+            .iter()
+            .filter(|s| s.local_sender != fwd)
+            .collect();
+        end.insert("sum_sent".into(), sum_json(&tx, true, fwd));
+        end.insert("sum_received".into(), sum_json(&tx, false, fwd));
+        end.insert("sum_sent_bidir_reverse".into(), sum_json(&rx, true, !fwd));
         end.insert(
             "sum_received_bidir_reverse".into(),
-            sum_json(&rx, false, false),
+            sum_json(&rx, false, !fwd),
         );
     } else {
         let all: Vec<&StreamSummary> = report.streams.iter().collect();
@@ -1040,14 +1061,63 @@ fn udp_side_json(
     m
 }
 
+/// netperfd's additions beside stock's layout for a paced test (`-b`): the rate asked for in
+/// `sum_sent.target_bits_per_second` (and `sum_sent_bidir_reverse`), `end.shortfall` (see
+/// [`crate::engine::shortfall::RateCheck::to_json`]) for the main leg, and `end.pacing` — how this
+/// end paced what it sent ("user-space token bucket", …).
+fn rate_checks_json(report: &Report, end: &mut Map<String, Value>) {
+    let fwd = if report.params.direction == Direction::Bidir {
+        forward_leg_sends(report)
+    } else {
+        match report.streams.first() {
+            Some(s) => s.local_sender,
+            None => return,
+        }
+    };
+    for (leg, key) in [(fwd, "sum_sent"), (!fwd, "sum_sent_bidir_reverse")] {
+        if let (Some(c), Some(Value::Object(m))) = (
+            crate::engine::shortfall::for_report_leg(report, leg),
+            end.get_mut(key),
+        ) {
+            m.insert(
+                "target_bits_per_second".into(),
+                num(c.target_bits_per_second),
+            );
+        }
+    }
+    if let Some(c) = crate::engine::shortfall::for_report(report) {
+        end.insert("shortfall".into(), c.to_json());
+    }
+    if report.params.bandwidth > 0 && report.streams.iter().any(|s| s.local_sender) {
+        let how = if is_udp(report) {
+            crate::engine::pacer::pacing_text(crate::engine::pacer::Pacing::UserSpace)
+        } else {
+            "user-space write schedule".to_string()
+        };
+        end.insert("pacing".into(), how.into());
+    }
+}
+
+/// In a `--bidir` test, whether this end sends on the client→server leg (the leg stock iperf3
+/// reports in `sum` / `sum_sent` / `sum_received`, on the client and on the server).
+fn forward_leg_sends(report: &Report) -> bool {
+    report.role == Role::Client
+}
+
 fn udp_end_json(report: &Report, end: &mut Map<String, Value>) {
     let streams: Vec<Value> = report
         .streams
         .iter()
         .map(|s| {
             let u = s.udp.unwrap_or_default();
-            let r = s.receiver.unwrap_or_default();
-            let mut m = udp_side_json(&r, &u, true, s.local_sender, Some(s.socket));
+            // Stock: a sending stream carries the sender's bytes and rate (its own seconds),
+            // with the receiver's jitter and loss; a receiving stream the receiver's.
+            let t = if s.local_sender {
+                s.sender
+            } else {
+                s.receiver.unwrap_or_default()
+            };
+            let mut m = udp_side_json(&t, &u, true, s.local_sender, Some(s.socket));
             let sender = m.remove("sender").unwrap_or(Value::Bool(s.local_sender));
             m.insert("out_of_order".into(), u.out_of_order.into());
             m.insert("duplicates".into(), u.duplicates.into());
@@ -1059,7 +1129,8 @@ fn udp_end_json(report: &Report, end: &mut Map<String, Value>) {
         .collect();
     end.insert("streams".into(), Value::Array(streams));
     let groups: Vec<(bool, &str)> = if report.params.direction == Direction::Bidir {
-        vec![(true, ""), (false, "_bidir_reverse")]
+        let fwd = forward_leg_sends(report);
+        vec![(fwd, ""), (!fwd, "_bidir_reverse")]
     } else {
         vec![(
             report
@@ -1088,10 +1159,15 @@ fn udp_end_json(report: &Report, end: &mut Map<String, Value>) {
                 .filter_map(|s| s.receiver.map(|r| r.seconds))
                 .fold(0.0, f64::max),
         };
-        end.insert(
-            format!("sum{suffix}"),
-            Value::Object(udp_side_json(&recv, &u, true, g, None)),
-        );
+        // Stock's `sum` on a sending side: the receiver's seconds, jitter and loss, but the
+        // sender's bytes and rate (`sum.bytes == sum_sent.bytes`). A receiving side keeps the
+        // received bytes (stock 3.12 writes its own sent bytes there: 0).
+        let mut sum = udp_side_json(&recv, &u, true, g, None);
+        if g {
+            sum.insert("bytes".into(), sent.bytes.into());
+            sum.insert("bits_per_second".into(), num(sent.bits_per_second()));
+        }
+        end.insert(format!("sum{suffix}"), Value::Object(sum));
         end.insert(
             format!("sum_sent{suffix}"),
             Value::Object(udp_side_json(&sent, &u, false, true, None)),

@@ -13,7 +13,7 @@ use crate::engine::tcp::{payload, recv_loop, send_loop, Shared};
 use crate::engine::udp::{self, UdpRecv, UdpSendCfg};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -253,6 +253,10 @@ pub struct DataPhase {
     end: Option<Instant>,
     /// iperf 2 UDP senders: the datagram layout (None = iperf3 datagrams).
     pub iperf2_tx: Option<crate::engine::udp::Iperf2Tx>,
+    /// Kernel TID of each stream's thread (same order as `streams`; 0 until it started).
+    tids: Vec<Arc<AtomicI32>>,
+    /// CPU of the stream threads, sampled every interval (the tool-bound evidence).
+    thread_cpu: crate::engine::threadcpu::Sampler,
 }
 
 impl DataPhase {
@@ -277,6 +281,8 @@ impl DataPhase {
             intervals: Vec::new(),
             end: None,
             iperf2_tx: None,
+            tids: Vec::new(),
+            thread_cpu: Default::default(),
         }
     }
 
@@ -295,20 +301,30 @@ impl DataPhase {
         let rate = self.params.bandwidth;
         let len = self.params.len as usize;
         let block = payload(len, self.params.repeating_payload);
+        self.tids.clear();
         for s in &mut self.streams {
             let ctr = s.counter.clone();
             let sh = self.shared.clone();
+            let tid = Arc::new(AtomicI32::new(0));
+            self.tids.push(tid.clone());
+            let tid_slot = move || tid.store(crate::engine::threadcpu::current_tid(), Relaxed);
             let name = format!("stream-{}", s.id);
             let b = std::thread::Builder::new().name(name);
             let handle = match (&s.sock, s.sender) {
                 (Sock::Tcp(t), true) => {
                     let sock = t.try_clone()?;
                     let buf = block.clone();
-                    b.spawn(move || send_loop(sock, buf, ctr, sh, rate))?
+                    b.spawn(move || {
+                        tid_slot();
+                        send_loop(sock, buf, ctr, sh, rate)
+                    })?
                 }
                 (Sock::Tcp(t), false) => {
                     let sock = t.try_clone()?;
-                    b.spawn(move || recv_loop(sock, len, ctr, sh, check_recv_limit))?
+                    b.spawn(move || {
+                        tid_slot();
+                        recv_loop(sock, len, ctr, sh, check_recv_limit)
+                    })?
                 }
                 (Sock::Udp(u), true) => {
                     let sock = u.try_clone()?;
@@ -321,7 +337,10 @@ impl DataPhase {
                         iperf2: self.iperf2_tx.clone(),
                     };
                     let pk = s.packets.clone();
-                    b.spawn(move || udp::udp_send_loop(sock, cfg, ctr, pk, sh))?
+                    b.spawn(move || {
+                        tid_slot();
+                        udp::udp_send_loop(sock, cfg, ctr, pk, sh)
+                    })?
                 }
                 (Sock::Udp(u), false) => {
                     let sock = u.try_clone()?;
@@ -329,7 +348,10 @@ impl DataPhase {
                         .udp_recv
                         .clone()
                         .unwrap_or_else(|| Arc::new(Mutex::new(UdpRecv::new(false))));
-                    b.spawn(move || udp::udp_recv_loop(sock, len, st, ctr, sh, check_recv_limit))?
+                    b.spawn(move || {
+                        tid_slot();
+                        udp::udp_recv_loop(sock, len, st, ctr, sh, check_recv_limit)
+                    })?
                 }
             };
             s.thread = Some(handle);
@@ -367,6 +389,8 @@ impl DataPhase {
         }
         self.last = now;
         let omitted = self.omitting;
+        let tids = self.stream_tids();
+        self.thread_cpu.sample(&tids);
         let mut out = Vec::with_capacity(self.streams.len());
         for s in &mut self.streams {
             let cur = s.counter.load(Relaxed);
@@ -541,13 +565,25 @@ impl DataPhase {
         self.shared.stop.store(true, Relaxed);
     }
 
+    /// Kernel TIDs of the stream threads that have started (0 = not yet), in stream order.
+    pub fn stream_tids(&self) -> Vec<i32> {
+        self.tids.iter().map(|t| t.load(Relaxed)).collect()
+    }
+
     /// This side's summary of each stream: local totals filled in, the peer's side left
     /// empty (`receiver: None` for local senders, zero sender totals for local receivers).
     pub fn local_summaries(&self) -> Vec<StreamSummary> {
         let secs = self.measured_seconds();
+        let tids = self.stream_tids();
+        let cpu = self.thread_cpu.result();
         self.streams
             .iter()
-            .map(|s| {
+            .enumerate()
+            .map(|(i, s)| {
+                let thread_cpu = tids
+                    .get(i)
+                    .and_then(|t| cpu.iter().find(|c| c.tid == *t))
+                    .copied();
                 let total = s.final_bytes.unwrap_or_else(|| s.counter.load(Relaxed));
                 let mine = SideTotals {
                     bytes: total.saturating_sub(s.omit_bytes),
@@ -602,6 +638,7 @@ impl DataPhase {
                     min_rtt: if s.rtt_n > 0 { s.rtt_min } else { 0 },
                     mean_rtt: s.rtt_sum.checked_div(s.rtt_n).unwrap_or(0) as u32,
                     udp: udp_sum,
+                    thread_cpu,
                 }
             })
             .collect()

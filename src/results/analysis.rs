@@ -1,8 +1,12 @@
 //! What a result means: the protocol-, IP-version-, MTU- and link-speed-aware ceiling
 //! (the most goodput the link can carry), the result as % of it, and a verdict with its
-//! evidence (link-bound, one core saturated, softirq-bound, limited elsewhere).
+//! evidence. One rule set, first match wins: no result; measurement error (above the
+//! ceiling); reached the requested rate; too short to judge; link-bound; tool-bound (a
+//! netperfd stream thread used a full core); softirq-bound; all cores saturated; one core
+//! saturated; limited elsewhere.
 //! Not for: taking the samples (see [`crate::board::sampler`]).
 
+use crate::engine::threadcpu::{ThreadCpu, FULL_CORE};
 use crate::store::{CpuSampleRow, PortSampleRow, RunRow};
 use serde::Serialize;
 
@@ -118,11 +122,20 @@ impl Framing {
 pub enum Verdict {
     /// Above the ceiling: the reading cannot be right.
     MeasurementError,
+    /// A paced test (`-b`) whose result reached ≥ 97 % of the rate asked for: the rate was
+    /// limited by request, nothing else is to blame.
+    RateLimited,
+    /// Fewer than 2 CPU samples (a run shorter than about 2 s): no evidence to judge on.
+    TooShort,
     /// ≥ 95 % of the ceiling.
     LinkBound,
+    /// One of netperfd's own stream threads used ≥ 90 % of a core: the test tool is the limit.
+    ToolBound,
     /// One core ≥ 90 % busy, mostly softirq/irq (packet processing).
     SoftirqBound,
-    /// One core ≥ 90 % busy in user/system time.
+    /// Every core ≥ 90 % busy.
+    AllCoresSaturated,
+    /// One core ≥ 90 % busy in user/system time (others not).
     CoreSaturated,
     /// Neither the link nor a board core: the peer, the path, or unknown.
     LimitedElsewhere,
@@ -135,8 +148,12 @@ impl Verdict {
     pub fn text(self) -> &'static str {
         match self {
             Verdict::MeasurementError => "measurement error (above the ceiling)",
+            Verdict::RateLimited => "reached the requested rate (rate-limited by request)",
+            Verdict::TooShort => "too short to judge",
             Verdict::LinkBound => "link-bound",
+            Verdict::ToolBound => "tool-bound (a netperfd stream thread used a full core)",
             Verdict::SoftirqBound => "softirq-bound",
+            Verdict::AllCoresSaturated => "all cores saturated",
             Verdict::CoreSaturated => "one core saturated",
             Verdict::LimitedElsewhere => "limited elsewhere (peer / unknown)",
             Verdict::NoResult => "no result",
@@ -204,17 +221,60 @@ pub struct Analysis {
     pub evidence: Vec<String>,
     /// Mean CPU per core over the run (-1 = all cores).
     pub cores: Vec<CoreLoad>,
+    /// Paced runs: the rate asked for, sent and received, and whether the sender fell short.
+    pub rate_check: Option<crate::engine::shortfall::RateCheck>,
+    /// CPU of netperfd's stream threads during the run (one per local stream).
+    pub threads: Vec<ThreadCpu>,
 }
 
-/// Judge `run`'s result from the monitor samples taken during it. `port` picks the port
-/// samples that carried the run (default: the first port sampled). TCP timestamps are taken
-/// as `tcp_timestamps` (read `net.ipv4.tcp_timestamps` for the board's setting).
+/// Ports without a physical link (veth, bridges, tunnels, loopback…): no `device` link in
+/// sysfs, or (when the port is gone) a name such ports get. `ifname` is not trusted as a path.
+pub fn port_is_virtual(ifname: &str) -> bool {
+    const PREFIXES: [&str; 12] = [
+        "veth", "lo", "br", "docker", "virbr", "tun", "tap", "wg", "vxlan", "dummy", "bond",
+        "macvlan",
+    ];
+    let safe = !ifname.is_empty() && !ifname.contains('/') && !ifname.starts_with('.');
+    if safe {
+        let base = std::path::Path::new("/sys/class/net").join(ifname);
+        if base.exists() {
+            return !base.join("device").exists();
+        }
+    }
+    PREFIXES.iter().any(|p| ifname.starts_with(p))
+}
+
+/// Number of distinct CPU sample times (the monitor takes one per second).
+fn sample_count(samples: &[CpuSampleRow]) -> usize {
+    let mut ts: Vec<i64> = samples.iter().map(|s| (s.t * 1000.0) as i64).collect();
+    ts.sort_unstable();
+    ts.dedup();
+    ts.len()
+}
+
+/// Judge `run`'s result from the monitor samples taken during it, without thread CPU figures
+/// (see [`analyze_with`]).
 pub fn analyze(
     run: &RunRow,
     cpus: &[CpuSampleRow],
     ports: &[PortSampleRow],
     port: Option<&str>,
     tcp_timestamps: bool,
+) -> Analysis {
+    analyze_with(run, cpus, ports, port, tcp_timestamps, &[])
+}
+
+/// Judge `run`'s result from the monitor samples taken during it and the CPU of netperfd's
+/// stream threads (`threads`, from the run's report). `port` picks the port samples that
+/// carried the run (default: the first port sampled). TCP timestamps are taken as
+/// `tcp_timestamps` (read `net.ipv4.tcp_timestamps` for the board's setting).
+pub fn analyze_with(
+    run: &RunRow,
+    cpus: &[CpuSampleRow],
+    ports: &[PortSampleRow],
+    port: Option<&str>,
+    tcp_timestamps: bool,
+    threads: &[ThreadCpu],
 ) -> Analysis {
     let bitrate = run.receiver_bps.or(run.sender_bps).filter(|b| *b > 0.0);
     let port = port
@@ -268,7 +328,12 @@ pub fn analyze(
         _ => (
             None,
             match &port {
-                Some(p) => format!("link speed of {p} unknown (the driver reports none)"),
+                Some(p) if port_is_virtual(p) => {
+                    format!("virtual port {p} — no physical ceiling")
+                }
+                Some(p) => {
+                    format!("link speed of {p} unknown (no carrier, or the driver reports none)")
+                }
                 None => "no port samples (link speed unknown)".to_string(),
             },
         ),
@@ -283,6 +348,23 @@ pub fn analyze(
         .filter(|c| c.cpu >= 0)
         .max_by(|a, b| a.busy.total_cmp(&b.busy))
         .copied();
+    let per_core: Vec<&CoreLoad> = cores.iter().filter(|c| c.cpu >= 0).collect();
+    let all_saturated = !per_core.is_empty() && per_core.iter().all(|c| c.busy >= CORE_SATURATED);
+    let n_samples = sample_count(cpus);
+    let rate_check = crate::results::shortfall::for_run(run);
+    // Reached: what arrived (else what was sent) is ≥ 97 % of the rate asked for.
+    let reached = rate_check.filter(|c| {
+        c.reached()
+            && c.received_bits_per_second.unwrap_or(c.sent_bits_per_second) * 100.0
+                >= crate::engine::shortfall::SHORTFALL_PERCENT * c.target_bits_per_second
+    });
+    let busiest_thread = threads
+        .iter()
+        .max_by(|a, b| a.mean_percent.total_cmp(&b.mean_percent))
+        .copied();
+    if let Some(c) = &rate_check {
+        evidence.push(c.sentence());
+    }
     if let Some(p) = pct {
         evidence.push(format!(
             "{} is {:.1} % of the {} ceiling ({})",
@@ -302,20 +384,37 @@ pub fn analyze(
     } else {
         evidence.push("no CPU samples".to_string());
     }
+    if n_samples < 2 {
+        evidence.push(format!(
+            "{n_samples} CPU sample(s): the monitor samples once a second"
+        ));
+    }
+    if let Some(t) = busiest_thread {
+        evidence.push(format!(
+            "busiest netperfd stream thread (TID {}): {:.0} % of a core on average, peak {:.0} %, {} samples",
+            t.tid, t.mean_percent, t.peak_percent, t.samples
+        ));
+    }
     if let Some(l) = run.lost_percent.filter(|l| *l > 0.0) {
         evidence.push(format!("UDP loss {l:.2} %"));
     }
     if let Some(r) = run.retransmits.filter(|r| *r > 0) {
         evidence.push(format!("{r} TCP retransmits"));
     }
+    let tool_bound = busiest_thread.is_some_and(|t| t.mean_percent >= FULL_CORE && t.samples > 0);
     let verdict = match (bitrate, pct, hottest) {
         (None, _, _) => Verdict::NoResult,
         // Allow 0.1 % for rounding and clock differences before calling it impossible.
         (_, Some(p), _) if p > 100.1 => Verdict::MeasurementError,
+        _ if reached.is_some() => Verdict::RateLimited,
+        _ if n_samples < 2 => Verdict::TooShort,
         (_, Some(p), _) if p >= LINK_BOUND => Verdict::LinkBound,
+        _ if tool_bound => Verdict::ToolBound,
         (_, _, Some(h)) if h.busy >= CORE_SATURATED => {
             if h.softirq + h.irq >= h.busy / 2.0 {
                 Verdict::SoftirqBound
+            } else if all_saturated {
+                Verdict::AllCoresSaturated
             } else {
                 Verdict::CoreSaturated
             }
@@ -331,6 +430,8 @@ pub fn analyze(
         verdict_text: verdict.text().to_string(),
         evidence,
         cores,
+        rate_check,
+        threads: threads.to_vec(),
     }
 }
 
@@ -461,33 +562,79 @@ mod tests {
         }
     }
 
+    /// The same core loads sampled at t = 1 s and t = 2 s (two samples: enough to judge).
+    fn twice(v: &[CpuSampleRow]) -> Vec<CpuSampleRow> {
+        let mut out = v.to_vec();
+        for c in v {
+            let mut c2 = *c;
+            c2.t = 2.0;
+            out.push(c2);
+        }
+        out
+    }
+
+    fn paced(proto: &str, target: u64, sent: f64, received: f64) -> RunRow {
+        let mut r = run(proto, sent);
+        r.receiver_bps = Some(received);
+        r.params = serde_json::json!({"len": 0, "bandwidth": target, "parallel": 1});
+        r
+    }
+
+    fn thread(pct: f64) -> ThreadCpu {
+        ThreadCpu {
+            tid: 4242,
+            mean_percent: pct,
+            peak_percent: pct,
+            samples: 4,
+        }
+    }
+
     #[test]
-    fn verdicts() {
+    fn verdict_link_bound_and_measurement_error() {
         let p = [port(Some(1000))];
-        let calm = [cpu(0, 20.0, 10.0), cpu(1, 5.0, 0.0)];
+        let calm = twice(&[cpu(0, 20.0, 10.0), cpu(1, 5.0, 0.0)]);
         let a = analyze(&run("TCP", 935e6), &calm, &p, None, true);
         assert_eq!(a.verdict, Verdict::LinkBound);
         assert!((a.percent_of_ceiling.unwrap() - 99.31).abs() < 0.01);
         let a = analyze(&run("TCP", 960e6), &calm, &p, None, true);
         assert_eq!(a.verdict, Verdict::MeasurementError);
-        let hot_soft = [cpu(0, 10.0, 85.0), cpu(1, 5.0, 0.0)];
-        let a = analyze(&run("TCP", 600e6), &hot_soft, &p, None, true);
-        assert_eq!(a.verdict, Verdict::SoftirqBound);
-        assert!(a.evidence.iter().any(|e| e.contains("cpu0: 95 % busy")));
-        let hot_user = [cpu(0, 30.0, 0.0), cpu(1, 92.0, 3.0)];
-        let a = analyze(&run("TCP", 600e6), &hot_user, &p, None, true);
-        assert_eq!(a.verdict, Verdict::CoreSaturated);
-        let a = analyze(&run("TCP", 600e6), &calm, &p, None, true);
-        assert_eq!(a.verdict, Verdict::LimitedElsewhere);
-        // veth: speed unknown, never guessed.
-        let a = analyze(&run("TCP", 20e9), &calm, &[port(None)], None, true);
-        assert_eq!(a.ceiling_bps, None);
-        assert_eq!(a.percent_of_ceiling, None);
-        assert_eq!(a.verdict, Verdict::LimitedElsewhere);
-        assert!(a.ceiling_basis.contains("unknown"));
         // UDP uses the UDP ceiling: 950 Mbit/s is link-bound, not an error.
         let a = analyze(&run("UDP", 950e6), &calm, &p, None, true);
         assert_eq!(a.verdict, Verdict::LinkBound);
+    }
+
+    #[test]
+    fn verdict_softirq_bound() {
+        let p = [port(Some(1000))];
+        let hot_soft = twice(&[cpu(0, 10.0, 85.0), cpu(1, 5.0, 0.0)]);
+        let a = analyze(&run("TCP", 600e6), &hot_soft, &p, None, true);
+        assert_eq!(a.verdict, Verdict::SoftirqBound);
+        assert!(a.evidence.iter().any(|e| e.contains("cpu0: 95 % busy")));
+    }
+
+    #[test]
+    fn verdict_one_core_saturated() {
+        let p = [port(Some(1000))];
+        let hot_user = twice(&[cpu(0, 30.0, 0.0), cpu(1, 92.0, 3.0)]);
+        let a = analyze(&run("TCP", 600e6), &hot_user, &p, None, true);
+        assert_eq!(a.verdict, Verdict::CoreSaturated);
+        assert_eq!(a.verdict_text, "one core saturated");
+    }
+
+    #[test]
+    fn verdict_all_cores_saturated() {
+        let p = [port(Some(1000))];
+        let all = twice(&[cpu(0, 95.0, 2.0), cpu(1, 93.0, 5.0)]);
+        let a = analyze(&run("TCP", 600e6), &all, &p, None, true);
+        assert_eq!(a.verdict, Verdict::AllCoresSaturated);
+    }
+
+    #[test]
+    fn verdict_limited_elsewhere() {
+        let p = [port(Some(1000))];
+        let calm = twice(&[cpu(0, 20.0, 10.0), cpu(1, 5.0, 0.0)]);
+        let a = analyze_with(&run("TCP", 600e6), &calm, &p, None, true, &[thread(40.0)]);
+        assert_eq!(a.verdict, Verdict::LimitedElsewhere);
         let mut failed = run("TCP", 0.0);
         failed.receiver_bps = None;
         failed.sender_bps = None;
@@ -495,6 +642,96 @@ mod tests {
             analyze(&failed, &calm, &p, None, true).verdict,
             Verdict::NoResult
         );
+    }
+
+    #[test]
+    fn verdict_reached_the_requested_rate() {
+        // A paced 100M UDP test that got there: not "limited elsewhere", not "one core
+        // saturated", even with a busy core.
+        let p = [port(Some(1000))];
+        let hot = twice(&[cpu(0, 30.0, 0.0), cpu(1, 95.0, 3.0)]);
+        let a = analyze(
+            &paced("UDP", 100_000_000, 100.1e6, 99.9e6),
+            &hot,
+            &p,
+            None,
+            true,
+        );
+        assert_eq!(a.verdict, Verdict::RateLimited);
+        assert_eq!(
+            a.verdict_text,
+            "reached the requested rate (rate-limited by request)"
+        );
+        assert!(!a.rate_check.unwrap().short);
+        // Reached even with a single CPU sample (a short paced run).
+        let one = [cpu(0, 10.0, 0.0)];
+        let a = analyze(&paced("UDP", 100_000_000, 99e6, 98e6), &one, &p, None, true);
+        assert_eq!(a.verdict, Verdict::RateLimited);
+    }
+
+    #[test]
+    fn verdict_shortfall_is_in_the_evidence_and_not_reached() {
+        let p = [port(Some(1000))];
+        let calm = twice(&[cpu(0, 20.0, 10.0), cpu(1, 5.0, 0.0)]);
+        let a = analyze(
+            &paced("UDP", 100_000_000, 52e6, 52e6),
+            &calm,
+            &p,
+            None,
+            true,
+        );
+        assert_ne!(a.verdict, Verdict::RateLimited);
+        let c = a.rate_check.unwrap();
+        assert!(c.short);
+        assert!(
+            a.evidence[0].starts_with("shortfall: the sender sent 52"),
+            "{:?}",
+            a.evidence
+        );
+    }
+
+    #[test]
+    fn verdict_too_short_to_judge() {
+        // A 0.04 s transfer: no CPU sample at all, or one.
+        let p = [port(Some(1000))];
+        let a = analyze(&run("TCP", 600e6), &[], &p, None, true);
+        assert_eq!(a.verdict, Verdict::TooShort);
+        let a = analyze(&run("TCP", 600e6), &[cpu(0, 99.0, 0.0)], &p, None, true);
+        assert_eq!(a.verdict, Verdict::TooShort);
+    }
+
+    #[test]
+    fn verdict_tool_bound() {
+        // A stream thread at 98 % of a core (seed 001's UDP send stuck at 674 of 949 Mbit/s):
+        // the tool is the limit, before the core-saturated rule.
+        let p = [port(Some(1000))];
+        let hot = twice(&[cpu(0, 30.0, 0.0), cpu(1, 98.0, 2.0)]);
+        let a = analyze_with(&run("UDP", 674e6), &hot, &p, None, true, &[thread(98.0)]);
+        assert_eq!(a.verdict, Verdict::ToolBound);
+        assert!(
+            a.evidence
+                .iter()
+                .any(|e| e.contains("(TID 4242): 98 % of a core")),
+            "{:?}",
+            a.evidence
+        );
+    }
+
+    #[test]
+    fn virtual_port_has_no_physical_ceiling() {
+        let calm = twice(&[cpu(0, 20.0, 10.0), cpu(1, 5.0, 0.0)]);
+        let mut veth = port(None);
+        veth.ifname = "veth-np0".into();
+        let a = analyze(&run("TCP", 20e9), &calm, &[veth], None, true);
+        assert_eq!(a.ceiling_bps, None);
+        assert_eq!(a.percent_of_ceiling, None);
+        assert_eq!(a.verdict, Verdict::LimitedElsewhere);
+        assert_eq!(
+            a.ceiling_basis,
+            "virtual port veth-np0 — no physical ceiling"
+        );
+        assert!(!a.ceiling_basis.contains("driver"));
+        assert!(port_is_virtual("lo"));
     }
 
     #[test]

@@ -203,12 +203,20 @@ pub fn analyze_run(store: &Store, run: &RunRow) -> Option<Analysis> {
     let (src, port) = sample_source(run);
     let cpus = store.cpu_samples(src).unwrap_or_default();
     let ports = store.port_samples(src).unwrap_or_default();
-    Some(analysis::analyze(
+    // The CPU of netperfd's own stream threads, as the run's report recorded it.
+    let threads: Vec<_> = store
+        .report(run.id)
+        .ok()
+        .flatten()
+        .map(|r| r.streams.iter().filter_map(|s| s.thread_cpu).collect())
+        .unwrap_or_default();
+    Some(analysis::analyze_with(
         run,
         &cpus,
         &ports,
         port.as_deref(),
         timestamps_at_start(store, run),
+        &threads,
     ))
 }
 

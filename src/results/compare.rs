@@ -405,12 +405,32 @@ fn num<T: ToString>(v: Option<T>) -> String {
     v.map(|x| x.to_string()).unwrap_or_default()
 }
 
-/// One suite's own table, like seed 001's per-test results: test, bitrate, retransmits,
-/// jitter, lost/total, loss, CPU (busiest core), status, run.
+/// The rate asked for (all streams), or "—" for an unpaced test.
+fn target_text(s: &StepResult) -> String {
+    match s.rate_check {
+        Some(c) => fmt_mbps(c.target_bits_per_second),
+        None if s.target_bps > 0 => fmt_mbps(s.target_bps as f64),
+        None => DASH.into(),
+    }
+}
+
+/// The sender's bitrate, marked "short" when it fell below 97 % of the target.
+fn sent_text(s: &StepResult) -> String {
+    let t = or_dash(s.sender_bps.map(fmt_mbps));
+    match s.rate_check {
+        Some(c) if c.short => format!("{t} (short: {:.1} %)", c.sent_percent),
+        _ => t,
+    }
+}
+
+/// One suite's own table, like seed 001's per-test results: test, target, sent, received
+/// (bitrate), retransmits, jitter, lost/total, loss, CPU (busiest core), status, run.
 pub fn suite_grid(r: &SuiteResult) -> Grid {
     Grid {
         header: [
             "Test",
+            "Target",
+            "Sent",
             "Bitrate",
             "Retr",
             "Jitter",
@@ -428,6 +448,8 @@ pub fn suite_grid(r: &SuiteResult) -> Grid {
             .map(|s| {
                 vec![
                     s.label.clone(),
+                    target_text(s),
+                    sent_text(s),
                     or_dash(s.bitrate_bps.map(fmt_mbps)),
                     retr_text(s),
                     jitter_text(s),
@@ -454,7 +476,7 @@ pub fn metric_grid(c: &Comparison) -> Grid {
     let mut header = vec!["Metric".to_string()];
     header.extend(c.columns.iter().map(Column::title));
     type Metric = (&'static str, fn(&StepResult, Option<f64>, usize) -> String);
-    let metrics: [Metric; 9] = [
+    let metrics: [Metric; 10] = [
         ("Test", |s, _, _| s.label.clone()),
         ("Bitrate (receiver)", |s, b, i| {
             let d = if i > 0 {
@@ -464,14 +486,13 @@ pub fn metric_grid(c: &Comparison) -> Grid {
             };
             format!("{}{}", bitrate_text(s), delta_text(d))
         }),
-        ("Sender bitrate", |s, _, _| {
-            or_dash(s.sender_bps.map(fmt_mbps))
-        }),
+        ("Sender bitrate", |s, _, _| sent_text(s)),
         ("Retransmits", |s, _, _| retr_text(s)),
         ("Jitter", |s, _, _| jitter_text(s)),
         ("Lost/Total", |s, _, _| lost_total_text(s)),
         ("Loss", |s, _, _| loss_text(s)),
         ("CPU (max core)", |s, _, _| cpu_text(s)),
+        ("Target", |s, _, _| target_text(s)),
         ("Status", |s, _, _| s.status.clone()),
     ];
     let rows = metrics
@@ -511,6 +532,13 @@ pub fn step_grid(c: &Comparison) -> Grid {
                     let mut t = bitrate_text(s);
                     if s.protocol == "UDP" && s.loss_percent.is_some() {
                         t.push_str(&format!(", {} loss", loss_text(s)));
+                    }
+                    if let Some(c) = s.rate_check.filter(|c| c.short) {
+                        t.push_str(&format!(
+                            ", sender short: {} of {}",
+                            fmt_mbps(c.sent_bits_per_second),
+                            fmt_mbps(c.target_bits_per_second)
+                        ));
                     }
                     if i > 0 {
                         t.push_str(&delta_text(delta_percent(base, s.bitrate_bps)));
@@ -771,6 +799,8 @@ mod tests {
             g.rows[2],
             vec![
                 "UDP receive 400M",
+                "—",
+                "400.0 Mbit/s",
                 "400.0 Mbit/s",
                 "—",
                 "0.098 ms",
@@ -784,11 +814,38 @@ mod tests {
         let t = g.text();
         let lines: Vec<&str> = t.lines().collect();
         assert!(
-            lines[1].starts_with("TCP send          406.0 Mbit/s     0"),
+            lines[1].starts_with("TCP send               —  406.0 Mbit/s  406.0 Mbit/s     0"),
             "{t}"
         );
         let md = suite_markdown(r);
-        assert!(md.starts_with("**seed 001 table** — Suite 4 · Apalis iMX6Q · 192.0.2.2 · 2025-11-30 12:00 UTC (completed)\n\n| Test | Bitrate |"), "{md}");
+        assert!(md.starts_with("**seed 001 table** — Suite 4 · Apalis iMX6Q · 192.0.2.2 · 2025-11-30 12:00 UTC (completed)\n\n| Test | Target | Sent | Bitrate |"), "{md}");
+    }
+
+    #[test]
+    fn a_short_sender_is_flagged_in_the_suite_table_and_comparisons() {
+        // Issue 11: "UDP send 100M → 93.9 Mbit/s, 0/24318, 0.00 %" hid a sender at 93.9 %.
+        let mut s = step("UDP send 100M", "UDP", 93.9e6);
+        s.target_bps = 100_000_000;
+        s.lost = Some(0);
+        s.total = Some(24318);
+        s.loss_percent = Some(0.0);
+        s.rate_check = crate::engine::shortfall::RateCheck::new(100e6, 93.9e6, Some(93.9e6));
+        let mut ok = step("UDP send 100M", "UDP", 100.0e6);
+        ok.target_bps = 100_000_000;
+        ok.rate_check = crate::engine::shortfall::RateCheck::new(100e6, 100.0e6, Some(100.0e6));
+        let r = suite(4, "board", vec![s.clone(), ok]);
+        let g = suite_grid(&r);
+        assert_eq!(&g.header[1..4], ["Target", "Sent", "Bitrate"]);
+        assert_eq!(g.rows[0][1], "100.0 Mbit/s");
+        assert_eq!(g.rows[0][2], "93.9 Mbit/s (short: 93.9 %)");
+        assert_eq!(g.rows[1][2], "100.0 Mbit/s");
+        let c = suites_side_by_side(&[r.clone(), r]);
+        let sg = step_grid(&c);
+        assert!(
+            sg.rows[0][1].contains("sender short: 93.9 Mbit/s of 100.0 Mbit/s"),
+            "{:?}",
+            sg.rows[0]
+        );
     }
 
     #[test]

@@ -25,6 +25,8 @@ pub struct StepResult {
     pub bitrate_bps: Option<f64>,
     pub sender_bps: Option<f64>,
     pub receiver_bps: Option<f64>,
+    /// Paced runs: target (all streams), sent, received and whether the sender fell short.
+    pub rate_check: Option<crate::engine::shortfall::RateCheck>,
     /// TCP retransmits (sender side).
     pub retransmits: Option<i64>,
     /// UDP receiver jitter, ms.
@@ -95,6 +97,7 @@ pub fn run_result(store: &Store, index: usize, label: &str, r: &RunRow) -> StepR
         bitrate_bps: r.receiver_bps.or(r.sender_bps),
         sender_bps: r.sender_bps,
         receiver_bps: r.receiver_bps,
+        rate_check: crate::results::shortfall::for_run(r),
         retransmits: r.retransmits,
         jitter_ms: r.jitter_ms,
         lost: r.lost_packets,

@@ -48,6 +48,10 @@ pub struct LadderRow {
     pub direction: String,
     /// Receiver bitrate, bits/s.
     pub bitrate_bps: Option<f64>,
+    /// Sender bitrate, bits/s.
+    pub sender_bps: Option<f64>,
+    /// True when the sender sent less than 97 % of the target (see [`crate::shortfall`]).
+    pub short: bool,
     pub jitter_ms: Option<f64>,
     pub lost: Option<i64>,
     pub total: Option<i64>,
@@ -67,6 +71,8 @@ pub fn ladder_rows(runs: &[RunRow]) -> Vec<LadderRow> {
                 .unwrap_or(0),
             direction: r.direction.clone(),
             bitrate_bps: r.receiver_bps,
+            sender_bps: r.sender_bps,
+            short: crate::results::shortfall::for_run(r).is_some_and(|c| c.short),
             jitter_ms: r.jitter_ms,
             lost: r.lost_packets,
             total: r.total_packets,
@@ -86,17 +92,27 @@ fn short_rate(bps: u64) -> String {
     }
 }
 
-/// The table as text, like the seed reports' (one line per test).
+/// The table as text, like the seed reports' (one line per test): target, direction, sent
+/// (marked "short" below 97 % of the target), received, jitter, lost/total, loss, status.
 pub fn ladder_text(rows: &[LadderRow]) -> String {
     let mut t = format!(
-        "{:>7}  {:<9}  {:>16}  {:>10}  {:>17}  {:>8}  {}\n",
-        "Target", "Direction", "Bitrate", "Jitter", "Lost/Total", "Loss", "Status"
+        "{:>7}  {:<9}  {:>22}  {:>16}  {:>10}  {:>17}  {:>8}  {}\n",
+        "Target", "Direction", "Sent", "Received", "Jitter", "Lost/Total", "Loss", "Status"
     );
     for r in rows {
+        let sent = r
+            .sender_bps
+            .map(crate::model::units::fmt_rate)
+            .unwrap_or_else(|| "-".into());
         t.push_str(&format!(
-            "{:>7}  {:<9}  {:>16}  {:>10}  {:>17}  {:>8}  {}\n",
+            "{:>7}  {:<9}  {:>22}  {:>16}  {:>10}  {:>17}  {:>8}  {}\n",
             short_rate(r.target_bps),
             r.direction,
+            if r.short {
+                format!("{sent} (short)")
+            } else {
+                sent
+            },
             r.bitrate_bps
                 .map(crate::model::units::fmt_rate)
                 .unwrap_or_else(|| "-".into()),

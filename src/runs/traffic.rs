@@ -486,7 +486,9 @@ impl PayloadServer {
             n.active += 1;
             n.peak = n.peak.max(n.active);
         }
+        ctr.request_started();
         let r = write_payload(c, &self.block, first, len, &ctr, &g.stopped).await;
+        ctr.request_done();
         let mut n = g.counts.lock().unwrap_or_else(|p| p.into_inner());
         n.active -= 1;
         n.last_byte = Some(Instant::now());

@@ -723,6 +723,19 @@ struct AnalysisView {
     /// CSS class: good (link-bound), warn (core/softirq), bad (measurement error), "".
     class: String,
     evidence: Vec<String>,
+    /// Paced runs: target / sent / received and the shortfall note.
+    rate: Option<RateView>,
+}
+
+/// Target, sent and received rate of a paced run, as shown.
+struct RateView {
+    target: String,
+    sent: String,
+    received: String,
+    /// "shortfall: …" or "reached the requested rate".
+    note: String,
+    /// "bad" when the sender fell short, else "good".
+    class: String,
 }
 
 impl AnalysisView {
@@ -740,13 +753,30 @@ impl AnalysisView {
                 .unwrap_or_else(|| "—".into()),
             verdict: a.verdict_text.clone(),
             class: match a.verdict {
-                Verdict::LinkBound => "good",
-                Verdict::CoreSaturated | Verdict::SoftirqBound => "warn",
+                Verdict::LinkBound | Verdict::RateLimited => "good",
+                Verdict::CoreSaturated
+                | Verdict::AllCoresSaturated
+                | Verdict::SoftirqBound
+                | Verdict::ToolBound => "warn",
                 Verdict::MeasurementError => "bad",
                 _ => "",
             }
             .into(),
             evidence: a.evidence.clone(),
+            rate: a.rate_check.map(|c| RateView {
+                target: fmt_rate(c.target_bits_per_second),
+                sent: fmt_rate(c.sent_bits_per_second),
+                received: c
+                    .received_bits_per_second
+                    .map(fmt_rate)
+                    .unwrap_or_else(|| "—".into()),
+                note: if c.short {
+                    format!("shortfall: sender at {:.1} % of -b", c.sent_percent)
+                } else {
+                    "reached the requested rate".into()
+                },
+                class: if c.short { "bad" } else { "good" }.into(),
+            }),
         }
     }
 }

@@ -240,7 +240,9 @@ fn accept_back(
             while streams.len() < n {
                 if std::time::Instant::now() > deadline {
                     return Err(format!(
-                        "the server opened {} of {n} return flows within 10 s",
+                        "the server opened {} of {n} return flows within 10 s \
+                         (iperf 2.0.x servers do not run UDP return tests (-r/-d) for this \
+                         client; iperf 2.1 and later do)",
                         streams.len()
                     ));
                 }
@@ -434,8 +436,9 @@ async fn run_inner(
         spec.interval,
     );
     if spec.udp {
+        // 2.1+ servers take the rate of a UDP return test (-r/-d) from the header extension.
         phase.iperf2_tx = Some(crate::engine::udp::Iperf2Tx {
-            header: hdr.to_bytes().to_vec(),
+            header: wire::udp_client_header_ext(&hdr, rate),
             first_seq: 0,
         });
     }

@@ -188,6 +188,33 @@ pub fn ext_rate(hdr: &[u8]) -> Option<u32> {
     Some(be32(hdr, CLIENT_HEADER_LEN + 24)).filter(|&r| r > 0 && r <= i32::MAX as u32)
 }
 
+/// Length of the UDP client header a 2.1 client sends (v1 fields + extension), bytes; the
+/// flags carry it as `len << 1` with HEADER_LEN_BIT (2.1.8: `0x…0098`).
+pub const UDP_EXT_HEADER_LEN: usize = 76;
+/// Version words a 2.1.8 client puts in the extension (2.1.8 = `0x00020001`, `0x00080003`).
+const EXT_VERSION: (u32, u32) = (0x0002_0001, 0x0008_0003);
+
+/// The UDP client header with the 2.1 extension, as a 2.1.8 client lays it out (76 bytes):
+/// v1 fields with HEADER_EXTEND | HEADER_SEQNO64B | HEADER_LEN_BIT | (76 << 1) added to
+/// `h.flags`, then the extension: type, length, upper/lower flags (0), the version words,
+/// reserved/TOS (0), the rate `rate_bps` (bits/s) as low word and upper word (`(rate >> 32)
+/// << 8`, rate units 0 = bits/s), write-prefetch and the rest 0. 2.1+ servers take a UDP
+/// return test's rate from here (they ignore `mWinBand`); 2.0.10+ skip the extension by its
+/// length. Our datagrams carry the high id word at offset 12, as SEQNO64B says.
+pub fn udp_client_header_ext(h: &ClientHeader, rate_bps: u64) -> Vec<u8> {
+    let mut v1 = *h;
+    v1.flags |=
+        HEADER_EXTEND | HEADER_SEQNO64B | HEADER_LEN_BIT | ((UDP_EXT_HEADER_LEN as u32) << 1);
+    let mut b = vec![0u8; UDP_EXT_HEADER_LEN];
+    b[..CLIENT_HEADER_LEN].copy_from_slice(&v1.to_bytes());
+    let e = CLIENT_HEADER_LEN;
+    put32(&mut b, e + 12, EXT_VERSION.0);
+    put32(&mut b, e + 16, EXT_VERSION.1);
+    put32(&mut b, e + 24, rate_bps as u32);
+    put32(&mut b, e + 28, ((rate_bps >> 32) as u32) << 8);
+    b
+}
+
 /// Length of a test as the header carries it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Amount {
@@ -566,6 +593,38 @@ mod tests {
         assert_eq!((h.port, h.amount), (5001, -100));
         let (r, _) = ServerReport::parse(&lines.last().unwrap().1).unwrap();
         assert_eq!((r.datagrams, r.error_cnt), (93, 0));
+    }
+
+    #[test]
+    fn udp_header_extension_is_laid_out_as_2_1_8_sends_it() {
+        // `iperf -c … -u -b 1M -t 1 -r` (2.1.8): v1 fields and the first 24 extension bytes.
+        let lines = udp_lines("capture-udp_r.txt");
+        let theirs = &lines[0].1[16..64];
+        let h = ClientHeader {
+            flags: HEADER_VERSION1,
+            num_threads: 1,
+            port: 5001,
+            buffer_len: 0,
+            win_band: 0,
+            amount: -100,
+        };
+        let ours = udp_client_header_ext(&h, 1_048_576);
+        assert_eq!(ours.len(), 76);
+        assert_eq!(&ours[..48], theirs);
+        // The rate travels in the extension, where 2.1+ servers read it (and ext_rate too).
+        assert_eq!(ext_rate(&ours), Some(1_048_576));
+        let fast = udp_client_header_ext(&h, 100_000_000);
+        assert_eq!(ext_rate(&fast), Some(100_000_000));
+        let d = ClientHeader::parse(&udp_client_header_ext(
+            &ClientHeader {
+                flags: HEADER_VERSION1 | RUN_NOW,
+                ..h
+            },
+            1,
+        ))
+        .unwrap();
+        assert_eq!(d.flags, 0xc801_0099);
+        assert_eq!(d.return_test(), Return::Dual);
     }
 
     /// A constructed 2.0.5 exchange: a 1470-byte FIN (id −1001) and the server's reply, the

@@ -238,6 +238,15 @@ fn bind_udp(local: SocketAddr, peer: Option<SocketAddr>) -> std::io::Result<std:
     Ok(s.into())
 }
 
+/// Whether a datagram looks like iperf 2 UDP data: id, timestamp, then an iperf 2 client
+/// header at offset 16 (2.0.10+/2.1) or 12 (2.0.5).
+fn looks_like_iperf2_datagram(d: &[u8]) -> bool {
+    use crate::engine::iperf2::wire::{looks_like_iperf2, CLIENT_HEADER_LEN};
+    [16usize, 12]
+        .iter()
+        .any(|&at| d.len() >= at + CLIENT_HEADER_LEN && looks_like_iperf2(&d[at..]))
+}
+
 /// Answer UDP hellos on one port: a 4-byte datagram from the address of a session waiting
 /// for its UDP streams becomes that session's next stream (a socket connected to the sender,
 /// which sends the reply). Anything else is counted as stray and dropped.
@@ -253,6 +262,8 @@ async fn udp_hellos(inner: Arc<Inner>, sock: std::net::UdpSocket) {
         return;
     };
     let mut buf = vec![0u8; 65536];
+    // iperf 2 UDP clients already named in the log (bounded: a flood logs at most 64).
+    let mut named_iperf2: Vec<std::net::IpAddr> = Vec::new();
     loop {
         let (n, from) = match sock.recv_from(&mut buf).await {
             Ok(x) => x,
@@ -283,6 +294,19 @@ async fn udp_hellos(inner: Arc<Inner>, sock: std::net::UdpSocket) {
         };
         let Some((session, tx)) = target else {
             inner.stray.fetch_add(1, Ordering::Relaxed);
+            if n > 4
+                && !named_iperf2.contains(&from.ip())
+                && named_iperf2.len() < 64
+                && looks_like_iperf2_datagram(&buf[..n])
+            {
+                named_iperf2.push(from.ip());
+                tracing::warn!(
+                    %from,
+                    port = local.port(),
+                    "UDP datagrams from {from}: peer looks like iperf 2.x (an iperf 2 UDP client \
+                     on the iperf3 port); use `--iperf2` / the iperf 2 server on port 5001"
+                );
+            }
             tracing::debug!(%from, bytes = n, "stray UDP datagram ignored");
             continue;
         };

@@ -1,0 +1,154 @@
+//! Rate checks of paced runs: the rate asked for (`-b`), what the sender sent and what the
+//! receiver got, and whether the sender fell short of the target — a first-class result shown
+//! in `-J`, the CLI summary, the run page and the suite, ladder and compare tables.
+//! Not for: pacing itself (see [`crate::engine::pacer`]).
+
+use crate::engine::iperf3::wire::Direction;
+use crate::engine::report::{Report, Role, StreamSummary};
+use serde::Serialize;
+
+/// A sender below this share of the asked rate fell short, percent.
+pub const SHORTFALL_PERCENT: f64 = 97.0;
+
+/// Target, sent and received rate of one paced direction of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RateCheck {
+    /// The rate asked for, all streams of the direction together, bits/s.
+    pub target_bits_per_second: f64,
+    /// What the sender sent, bits/s (its bytes over its seconds).
+    pub sent_bits_per_second: f64,
+    /// What the receiver got, bits/s; `None` when the receiver's figures are not known.
+    pub received_bits_per_second: Option<f64>,
+    /// Sent as % of the target.
+    pub sent_percent: f64,
+    /// True when the sender sent less than [`SHORTFALL_PERCENT`] % of the target.
+    pub short: bool,
+}
+
+impl RateCheck {
+    /// Check `sent_bps` (and `received_bps`) against `target_bps`, all bits/s. `None` when
+    /// nothing was asked for (target 0 = unpaced) or nothing was sent.
+    pub fn new(target_bps: f64, sent_bps: f64, received_bps: Option<f64>) -> Option<RateCheck> {
+        if target_bps <= 0.0 || !target_bps.is_finite() || !sent_bps.is_finite() {
+            return None;
+        }
+        let pct = sent_bps * 100.0 / target_bps;
+        Some(RateCheck {
+            target_bits_per_second: target_bps,
+            sent_bits_per_second: sent_bps,
+            received_bits_per_second: received_bps.filter(|r| r.is_finite()),
+            sent_percent: pct,
+            short: pct < SHORTFALL_PERCENT,
+        })
+    }
+
+    /// True when the sender reached the target (≥ [`SHORTFALL_PERCENT`] %).
+    pub fn reached(&self) -> bool {
+        !self.short
+    }
+
+    /// One sentence for the CLI summary and the run page, e.g. "shortfall: the sender sent
+    /// 52.1 Mbit/s of the 100 Mbit/s asked (52.1 %)".
+    pub fn sentence(&self) -> String {
+        let recv = match self.received_bits_per_second {
+            Some(r) => format!(", the receiver got {}", crate::model::units::fmt_rate(r)),
+            None => String::new(),
+        };
+        if self.short {
+            format!(
+                "shortfall: the sender sent {} of the {} asked ({:.1} %){recv}",
+                crate::model::units::fmt_rate(self.sent_bits_per_second),
+                crate::model::units::fmt_rate(self.target_bits_per_second),
+                self.sent_percent
+            )
+        } else {
+            format!(
+                "reached the requested rate: the sender sent {} of the {} asked ({:.1} %){recv}",
+                crate::model::units::fmt_rate(self.sent_bits_per_second),
+                crate::model::units::fmt_rate(self.target_bits_per_second),
+                self.sent_percent
+            )
+        }
+    }
+
+    /// The `-J` object (`end.shortfall`): target, sent, received (bits/s), sent_percent,
+    /// short (bool), threshold_percent.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "target_bits_per_second": self.target_bits_per_second,
+            "sent_bits_per_second": self.sent_bits_per_second,
+            "received_bits_per_second": self.received_bits_per_second,
+            "sent_percent": self.sent_percent,
+            "threshold_percent": SHORTFALL_PERCENT,
+            "short": self.short,
+        })
+    }
+}
+
+fn group_rates(ss: &[&StreamSummary]) -> (f64, Option<f64>) {
+    let sb: u64 = ss.iter().map(|s| s.sender.bytes).sum();
+    let secs = ss.iter().map(|s| s.sender.seconds).fold(0.0, f64::max);
+    let sent = if secs > 0.0 {
+        sb as f64 * 8.0 / secs
+    } else {
+        0.0
+    };
+    let recv = if !ss.is_empty() && ss.iter().all(|s| s.receiver.is_some()) {
+        let rb: u64 = ss.iter().filter_map(|s| s.receiver.map(|r| r.bytes)).sum();
+        let rs = ss
+            .iter()
+            .filter_map(|s| s.receiver.map(|r| r.seconds))
+            .fold(0.0, f64::max);
+        (rs > 0.0).then(|| rb as f64 * 8.0 / rs)
+    } else {
+        None
+    };
+    (sent, recv)
+}
+
+/// The rate check of an iperf3 report's leg: `local_sender` picks the streams this end sends
+/// (true) or receives (false). `-b` is per stream (iperf3), so the target is `-b` × streams.
+/// `None` when the test was not paced or the leg has no streams.
+pub fn for_report_leg(report: &Report, local_sender: bool) -> Option<RateCheck> {
+    let ss: Vec<&StreamSummary> = report
+        .streams
+        .iter()
+        .filter(|s| s.local_sender == local_sender)
+        .collect();
+    if ss.is_empty() || report.params.bandwidth == 0 {
+        return None;
+    }
+    let (sent, recv) = group_rates(&ss);
+    RateCheck::new(report.params.bandwidth as f64 * ss.len() as f64, sent, recv)
+}
+
+/// The rate check of an iperf3 report's main leg: the client→server leg of a `--bidir` test,
+/// else the only leg.
+pub fn for_report(report: &Report) -> Option<RateCheck> {
+    let leg = if report.params.direction == Direction::Bidir {
+        report.role == Role::Client
+    } else {
+        report.streams.first().map(|s| s.local_sender)?
+    };
+    for_report_leg(report, leg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shortfall_threshold_is_97_percent() {
+        let c = RateCheck::new(100e6, 52e6, Some(51e6)).unwrap();
+        assert!(c.short);
+        assert_eq!(c.sent_percent, 52.0);
+        assert!(c.sentence().starts_with("shortfall: the sender sent 52"));
+        let ok = RateCheck::new(100e6, 97.0e6, None).unwrap();
+        assert!(!ok.short && ok.reached());
+        assert!(RateCheck::new(100e6, 96.9e6, None).unwrap().short);
+        assert_eq!(RateCheck::new(0.0, 5e6, None), None);
+        let j = c.to_json();
+        assert_eq!(j["short"], true);
+        assert_eq!(j["target_bits_per_second"], 100e6);
+    }
+}
