@@ -170,19 +170,19 @@ fn server_bidir_json_layout_matches_stock_key_by_key() {
         assert_eq!(flag(&theirs, k), f, "stock {k}");
         assert_eq!(flag(&ours, k), f, "ours {k}");
     }
-    // Values: what we received is what the stock client sent on its forward leg.
-    let got = num(&ours, "/end/sum_received/bytes");
-    let sent = num(&client, "/end/sum_sent/bytes");
-    assert!(
-        (got - sent).abs() <= sent * 0.01 + 300_000.0,
-        "received {got}, client sent {sent}"
-    );
-    let back = num(&ours, "/end/sum_sent_bidir_reverse/bytes");
-    let client_got = num(&client, "/end/sum_received_bidir_reverse/bytes");
-    assert!(
-        (back - client_got).abs() <= back * 0.01 + 300_000.0,
-        "sent back {back}, client received {client_got}"
-    );
+    // Values: the stock client got our figures in the exchange and puts them where stock
+    // puts them, so our legs must agree with its document leg for leg.
+    for k in [
+        "/end/sum_received/bytes",
+        "/end/sum_sent_bidir_reverse/bytes",
+    ] {
+        let (a, b) = (num(&ours, k), num(&client, k));
+        assert!(a > 1e6, "{k}: {a}");
+        assert!(
+            (a - b).abs() <= a * 0.001,
+            "{k}: ours {a}, stock client {b}"
+        );
+    }
 }
 
 #[test]
