@@ -6,11 +6,11 @@
 
 use super::auth::{Auth, AuthError};
 use super::AppState;
-use crate::model::RunKind;
 use crate::engine::http::GetSpec;
 use crate::engine::report::version_string;
 use crate::model::time::fmt_time;
 use crate::model::units::{fmt_bytes, fmt_rate};
+use crate::model::RunKind;
 use crate::store::{RunFilter, RunRow};
 use actix_web::{http::header, http::StatusCode, web, HttpRequest, HttpResponse};
 use askama::Template;
