@@ -75,7 +75,11 @@ impl Driver {
     fn type_into(&self, css: &str, text: &str) {
         let e = self.find(css);
         self.cmd("POST", &format!("/element/{e}/clear"), json!({}));
-        self.cmd("POST", &format!("/element/{e}/value"), json!({"text": text}));
+        self.cmd(
+            "POST",
+            &format!("/element/{e}/value"),
+            json!({"text": text}),
+        );
     }
     fn click(&self, css: &str) {
         let e = self.find(css);
@@ -162,7 +166,10 @@ fn finished(http: &Http, id: i64) -> Value {
             assert_eq!(v["run"]["status"], "completed", "run {id}: {v}");
             return v;
         }
-        assert!(t.elapsed() < Duration::from_secs(60), "run {id} still going");
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "run {id} still going"
+        );
         std::thread::sleep(Duration::from_millis(250));
     }
 }
@@ -173,9 +180,8 @@ fn served(http: &Http, kind: &str) -> Value {
     loop {
         let list = http.get_json(&format!("/api/runs?kind={kind}"));
         let hit = list.as_array().and_then(|a| {
-            a.iter().find(|r| {
-                r["kind"] == kind && r["role"] == "server" && r["status"] != "running"
-            })
+            a.iter()
+                .find(|r| r["kind"] == kind && r["role"] == "server" && r["status"] != "running")
         });
         if let Some(r) = hit {
             return finished(http, r["id"].as_i64().expect("id"));
@@ -312,7 +318,9 @@ fn every_kind_of_run_has_a_true_page() {
     want.push(Expect {
         name: "multi",
         api: v,
-        ours: Some(format!("netperfd multi --leg eth0={PC1_IP} --leg eth1={PC2_IP}")),
+        ours: Some(format!(
+            "netperfd multi --leg eth0={PC1_IP} --leg eth1={PC2_IP}"
+        )),
         stock: None,
         rate_cards: rates(&["sum-sender", "sum-receiver"]),
         count_cards: vec!["sum-retr"],
@@ -525,12 +533,16 @@ fn every_kind_of_run_has_a_true_page() {
              const cards = {};
              document.querySelectorAll('#cards .big').forEach(c => { cards[c.id] = c.textContent.trim(); });
              return {kind: t('kind'), title: t('title'), cmd: t('cmdline'), stock: t('stock-cmdline'), cards,
+                     chart: t('chart-throughput'),
                      table: document.querySelector('table.intervals') !== null,
                      rows: document.querySelectorAll('#intervals tr').length};",
         );
         let mut bad = |what: String| problems.push(format!("run {id} ({}): {what}", e.name));
         if page["kind"] != e.api["view"]["kind_label"] || page["kind"].is_null() {
-            bad(format!("kind {} vs {}", page["kind"], e.api["view"]["kind_label"]));
+            bad(format!(
+                "kind {} vs {}",
+                page["kind"], e.api["view"]["kind_label"]
+            ));
         }
         let title = page["title"].as_str().unwrap_or_default();
         if title.len() < 10 || title.contains(", 1 stream(s)") || title.starts_with(',') {
@@ -541,8 +553,35 @@ fn every_kind_of_run_has_a_true_page() {
             match (want_start, got) {
                 (Some(w), Some(g)) if g.starts_with(w.as_str()) => {}
                 (None, None) => {}
-                _ => bad(format!("{sel} line {got:?}, want it to start with {want_start:?}")),
+                _ => bad(format!(
+                    "{sel} line {got:?}, want it to start with {want_start:?}"
+                )),
             }
+        }
+        // The page shows the API's view: same command lines.
+        let api_cmd = e.api["view"]["command"].as_str().filter(|c| !c.is_empty());
+        if page["cmd"].as_str() != api_cmd
+            || page["stock"].as_str() != e.api["view"]["stock_command"].as_str()
+        {
+            bad(format!(
+                "page lines {} / {} differ from the API's view {}",
+                page["cmd"], page["stock"], e.api["view"]
+            ));
+        }
+        // Every run here completed and measured what its cards show: no card says "—".
+        if let Some(m) = page["cards"].as_object() {
+            for (id, val) in m {
+                if val.as_str().unwrap_or("—").contains('—') {
+                    bad(format!("card {id} = {val}"));
+                }
+            }
+        }
+        if page["chart"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no samples yet")
+        {
+            bad(format!("a finished run's chart says {}", page["chart"]));
         }
         let card = |id: &str| page["cards"][id].as_str().map(String::from);
         for c in &e.rate_cards {
@@ -592,7 +631,9 @@ fn every_kind_of_run_has_a_true_page() {
         .to_string();
     match eth0.split(" / ").next().and_then(bps) {
         Some(rx) if rx > 1e6 => {}
-        _ => problems.push(format!("monitor eth0 rx / tx = {eth0:?}: rx should be > 1 Mbit/s")),
+        _ => problems.push(format!(
+            "monitor eth0 rx / tx = {eth0:?}: rx should be > 1 Mbit/s"
+        )),
     }
 
     // History: the Kind column names each kind; ?kind=forward lists only forwarding runs.
