@@ -105,8 +105,8 @@ fn iperf_main(a: IperfArgs) -> i32 {
     }
     rt.block_on(async move {
         match a.client.clone() {
-            Some(host) => cli::run_client(&a, &host).await,
-            None => cli::run_server(&a).await,
+            Some(host) => iperf::run_client(&a, &host).await,
+            None => iperf::run_server(&a).await,
         }
     })
 }

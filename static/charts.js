@@ -65,7 +65,7 @@
       if (!el) { return; }
       var ch = data[kind];
       if (!ch || !ch.t.length) {
-        if (!plots[kind]) { el.textContent = kinds[kind].title + ": no samples yet"; }
+        if (!plots[kind]) { el.textContent = kinds[kind].title + (live ? ": no samples yet" : ": none recorded"); }
         return;
       }
       var d = [ch.t].concat(ch.series.map(function (s) { return s.values; }));

@@ -283,6 +283,17 @@ fn iperf2_view(r: &RunRow) -> KindView {
         )
     };
     let mut facts = Vec::new();
+    let mut cards = throughput_cards(r);
+    // Over TCP an iperf 2 server sends nothing back (docs/iperf2-wire.md): the board's
+    // client never learns the receiver's figure, so there is no card to leave at "—".
+    if r.role != "server" && r.protocol != "UDP" && r.receiver_bps.is_none() {
+        cards.retain(|c| c.id != "sum-receiver");
+        facts.push((
+            "Receiver bitrate".to_string(),
+            "not reported: over TCP an iperf 2 server sends no report back (see the peer's output)"
+                .to_string(),
+        ));
+    }
     if let Some(notes) = r.summary["notes"].as_array() {
         for n in notes.iter().filter_map(|n| n.as_str()) {
             facts.push(("Note".to_string(), n.to_string()));
@@ -302,7 +313,7 @@ fn iperf2_view(r: &RunRow) -> KindView {
         local: local_text(r),
         command,
         stock_command: stock,
-        cards: throughput_cards(r),
+        cards,
         facts,
     }
 }
@@ -442,6 +453,10 @@ fn forward_view(r: &RunRow) -> KindView {
             "Peer agent".to_string(),
             p["peer"].as_str().unwrap_or("?").to_string(),
         ),
+        (
+            "Stock tool runs on".to_string(),
+            "the first PC: the peer agent starts it there".to_string(),
+        ),
     ];
     if let Some(peak) = r.summary.pointer("/conntrack/peak").and_then(Value::as_i64) {
         facts.push(("Conntrack entries (peak)".into(), peak.to_string()));
@@ -458,7 +473,7 @@ fn forward_view(r: &RunRow) -> KindView {
         peer: format!("{}:{}", r.peer_host, r.peer_port),
         local: r.bind_dev.clone().unwrap_or_else(|| "—".into()),
         command,
-        stock_command: Some(format!("{stock}   (run by the agent on the first PC)")),
+        stock_command: Some(stock),
         cards,
         facts,
     }
@@ -817,6 +832,31 @@ mod tests {
         r.protocol = "TCP".into();
         r.retransmits = Some(12);
         assert_eq!(card_value(&view(&r), "Retransmits"), "12");
+        assert_eq!(card_value(&view(&r), "Receiver bitrate"), "940 Mbits/sec");
+    }
+
+    #[test]
+    fn iperf2_tcp_client_has_no_receiver_card_it_cannot_fill() {
+        // Over TCP the iperf 2 server reports nothing back: no "—" card, a fact says why.
+        let mut r = row(RunKind::Iperf2);
+        r.peer_port = 5001;
+        r.receiver_bps = None;
+        r.params = json!({"host": "192.0.2.2", "port": 5001, "time": 2.0});
+        let v = view(&r);
+        let ids: Vec<&str> = v.cards.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["sum-sender", "sum-retr"]);
+        assert_eq!(card_value(&v, "Sender bitrate"), "941 Mbits/sec");
+        assert!(v
+            .facts
+            .iter()
+            .any(|(k, val)| k == "Receiver bitrate" && val.starts_with("not reported")));
+        // UDP has the server report: the card stays (with "—" when the report was lost).
+        r.protocol = "UDP".into();
+        assert!(view(&r).cards.iter().any(|c| c.id == "sum-receiver"));
+        // A served iperf 2 run measured the receiver itself: the card stays.
+        r.protocol = "TCP".into();
+        r.role = "server".into();
+        assert!(view(&r).cards.iter().any(|c| c.id == "sum-receiver"));
     }
 
     #[test]
@@ -855,6 +895,11 @@ mod tests {
         assert!(v.role_text.contains("peer agent"), "{}", v.role_text);
         assert!(!v.role_text.contains("this board ran the client"));
         assert_eq!(card_value(&v, "Forwarded eth0 → eth1"), "940 Mbits/sec");
+        // The stock line is a command a user can paste, nothing appended.
+        assert_eq!(
+            v.stock_command.as_deref(),
+            Some("iperf3 -c 198.51.100.2 -t 10 -P 4")
+        );
 
         let mut m = row(RunKind::Monitor);
         m.protocol = String::new();
