@@ -1,7 +1,7 @@
 //! netperfd entry point: the iperf3-compatible client/server (`-c` / `-s`), the appliance
 //! (`daemon`), history (`runs`) and `hash-password`.
 use clap::{Parser, Subcommand};
-use netperfd::cmd::iperf::{self as cli, IperfArgs};
+use netperfd::cmd::iperf::{self, IperfArgs};
 
 #[derive(Parser, Debug)]
 #[command(
