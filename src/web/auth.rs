@@ -68,6 +68,36 @@ pub fn verify_password(hash: &str, pw: &str) -> bool {
     }
 }
 
+/// Argon2 password checks that may run at once, server-wide. Each takes ~50 ms of CPU here
+/// and far more on a board; they run on the blocking pool, never on the two web workers, and
+/// a flood of logins beyond this gets "busy" at once instead of queueing.
+pub const MAX_ARGON2: usize = 2;
+
+static ARGON2_RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// [`verify_password`] off the async workers, at most [`MAX_ARGON2`] at once. `None` when
+/// that many are running already (the caller answers "busy, try again").
+pub async fn verify_password_limited(hash: &str, pw: &str) -> Option<bool> {
+    use std::sync::atomic::Ordering::SeqCst;
+    struct Slot;
+    impl Drop for Slot {
+        fn drop(&mut self) {
+            ARGON2_RUNNING.fetch_sub(1, SeqCst);
+        }
+    }
+    if ARGON2_RUNNING.fetch_add(1, SeqCst) >= MAX_ARGON2 {
+        ARGON2_RUNNING.fetch_sub(1, SeqCst);
+        return None;
+    }
+    let _slot = Slot;
+    let (h, p) = (hash.to_owned(), pw.to_owned());
+    Some(
+        web::block(move || verify_password(&h, &p))
+            .await
+            .unwrap_or(false),
+    )
+}
+
 /// `netperfd hash-password`: read one line from stdin, print its hash.
 pub fn hash_password_cli() -> i32 {
     let mut line = String::new();
@@ -160,6 +190,9 @@ pub enum AuthError {
     Unauthenticated { api: bool, setup: bool },
     /// Missing or wrong CSRF token on a state-changing request.
     Csrf,
+    /// Authenticated, but this credential may not do this (an API token managing tokens or
+    /// the password: those need a logged-in session).
+    Forbidden(&'static str),
     /// Something failed on our side.
     Internal(String),
 }
@@ -169,6 +202,7 @@ impl std::fmt::Display for AuthError {
         match self {
             AuthError::Unauthenticated { .. } => f.write_str("authentication required"),
             AuthError::Csrf => f.write_str("missing or invalid CSRF token"),
+            AuthError::Forbidden(why) => f.write_str(why),
             AuthError::Internal(e) => write!(f, "internal error: {e}"),
         }
     }
@@ -184,6 +218,9 @@ impl ResponseError for AuthError {
                 .finish(),
             AuthError::Csrf => HttpResponse::Forbidden()
                 .json(serde_json::json!({"error": "missing or invalid CSRF token"})),
+            AuthError::Forbidden(why) => {
+                HttpResponse::Forbidden().json(serde_json::json!({ "error": why }))
+            }
             AuthError::Internal(e) => {
                 HttpResponse::InternalServerError().json(serde_json::json!({"error": e}))
             }
@@ -200,6 +237,18 @@ impl Auth {
                 Some(p) if ct_eq(p, csrf) => Ok(()),
                 _ => Err(AuthError::Csrf),
             },
+        }
+    }
+
+    /// Refuse API tokens: what only a logged-in admin may do (create or delete tokens,
+    /// change the password). A token may run tests and read history, never mint the
+    /// credentials that would outlive its own deletion.
+    pub fn require_session(&self) -> Result<(), AuthError> {
+        match self {
+            Auth::Session { .. } => Ok(()),
+            Auth::Token => Err(AuthError::Forbidden(
+                "API tokens cannot manage tokens or the password: log in",
+            )),
         }
     }
 
@@ -221,6 +270,17 @@ impl Auth {
     }
 }
 
+/// The token of an `Authorization: Bearer <token>` value; the scheme name is
+/// case-insensitive (RFC 9110 §11.1), spaces after it are skipped.
+pub fn bearer_token(h: &str) -> Option<&str> {
+    let (scheme, rest) = h.trim_start().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let tok = rest.trim();
+    (!tok.is_empty()).then_some(tok)
+}
+
 fn authenticate(req: &HttpRequest) -> Result<Auth, AuthError> {
     let state = req
         .app_data::<web::Data<AppState>>()
@@ -231,7 +291,7 @@ fn authenticate(req: &HttpRequest) -> Result<Auth, AuthError> {
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
     {
-        if let Some(tok) = h.strip_prefix("Bearer ") {
+        if let Some(tok) = bearer_token(h) {
             let ok = state
                 .store
                 .token_valid(&sha256_hex(tok.trim()))
@@ -313,5 +373,25 @@ mod tests {
         assert!(a.check_csrf(None).is_err());
         assert!(Auth::Token.check_csrf(None).is_ok());
         assert!(ct_eq("x", "x") && !ct_eq("x", "xy"));
+    }
+
+    #[test]
+    fn bearer_scheme_is_case_insensitive() {
+        assert_eq!(bearer_token("Bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("BEARER  abc "), Some("abc"));
+        assert_eq!(bearer_token("Basic abc"), None);
+        assert_eq!(bearer_token("Bearer "), None);
+        assert_eq!(bearer_token("Bearerabc"), None);
+    }
+
+    #[test]
+    fn tokens_cannot_manage_credentials() {
+        assert!(Auth::Token.require_session().is_err());
+        let s = Auth::Session {
+            token_hash: "h".into(),
+            csrf: "c".into(),
+        };
+        assert!(s.require_session().is_ok());
     }
 }

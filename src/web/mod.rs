@@ -6,6 +6,7 @@ pub mod api;
 pub mod auth;
 pub mod board;
 pub mod charts;
+pub mod extract;
 pub mod forwarding;
 pub mod multi;
 pub mod pages;
@@ -71,6 +72,7 @@ impl AppState {
 
 /// Register every route.
 pub fn configure(cfg: &mut web::ServiceConfig) {
+    extract::configure(cfg);
     board::configure(cfg);
     charts::configure(cfg);
     multi::configure(cfg);

@@ -175,7 +175,13 @@ async fn login(
     let Some(hash) = state.admin_hash() else {
         return see_other("/setup");
     };
-    if !auth::verify_password(&hash, &form.password) {
+    let Some(right) = auth::verify_password_limited(&hash, &form.password).await else {
+        return page(
+            actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+            "The board is busy checking other logins. Try again in a moment.".into(),
+        );
+    };
+    if !right {
         state.limiter.fail(ip);
         tracing::warn!(%ip, "failed login");
         return page(
@@ -1196,6 +1202,7 @@ async fn change_password(
     state: web::Data<AppState>,
     form: web::Form<PasswordForm>,
 ) -> Result<HttpResponse, AuthError> {
+    auth.require_session()?;
     auth.check_csrf(form.csrf.as_deref())?;
     let ip = client_ip(&req);
     let bad = |e: &str| {
@@ -1210,7 +1217,12 @@ async fn change_password(
     let Some(hash) = state.admin_hash() else {
         return Ok(bad("No password is set."));
     };
-    if !auth::verify_password(&hash, &form.current) {
+    let Some(right) = auth::verify_password_limited(&hash, &form.current).await else {
+        return Ok(bad(
+            "The board is busy checking passwords. Try again in a moment.",
+        ));
+    };
+    if !right {
         state.limiter.fail(ip);
         return Ok(bad("The current password is wrong. Nothing was changed."));
     }
@@ -1248,6 +1260,7 @@ async fn create_token(
     state: web::Data<AppState>,
     form: web::Form<TokenForm>,
 ) -> Result<HttpResponse, AuthError> {
+    auth.require_session()?;
     auth.check_csrf(form.csrf.as_deref())?;
     let name = form.name.trim();
     if name.is_empty() || name.chars().count() > 64 {
@@ -1276,6 +1289,7 @@ async fn delete_token(
     path: web::Path<i64>,
     form: web::Form<CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
+    auth.require_session()?;
     auth.check_csrf(form.csrf.as_deref())?;
     let _ = state.store.delete_token(path.into_inner());
     Ok(see_other("/settings"))
