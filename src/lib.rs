@@ -2,6 +2,7 @@
 //! the iperf3-compatible engine, the SQLite store, the web UI and the CLI; `main.rs` is a thin
 //! entry point.
 pub mod analysis;
+pub mod anon_runs;
 pub mod cli;
 pub mod compare;
 pub mod config;

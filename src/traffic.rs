@@ -218,6 +218,10 @@ fn keepalive(c: &TcpStream) {
 /// One client (address and User-Agent) downloading one payload size.
 type GroupKey = (IpAddr, u64, String);
 
+/// The size in the group key of a peer's folded run (requests beyond its run budget, see
+/// `crate::anon_runs`); no real payload has it.
+const FOLDED_SIZE: u64 = u64::MAX;
+
 struct Group {
     id: i64,
     meter: Arc<Meter>,
@@ -521,7 +525,17 @@ impl PayloadServer {
             .chars()
             .take(120)
             .collect();
-        let key = (http::addr_ip(&peer), size, ua);
+        let mut key = (http::addr_ip(&peer), size, ua);
+        let known =
+            self.lock().contains_key(&key) || matches!(joined, Some((k, _, _)) if *k == key);
+        if !known {
+            if let crate::anon_runs::Record::Fold(_) =
+                crate::anon_runs::global().decide(key.0, "http-serve")
+            {
+                // Beyond the per-peer run budget: one folded run for this peer's requests.
+                key = (key.0, FOLDED_SIZE, String::new());
+            }
+        }
         let (g, ctr) = match joined {
             Some((k, g, ctr)) if *k == key => (g.clone(), ctr.clone()),
             _ => {
@@ -585,7 +599,12 @@ impl PayloadServer {
             local_host: local.map(|l| net::ip_text(l.ip())).unwrap_or_default(),
             local_port: self.port,
             direction: "send".into(),
-            params: json!({"path": path, "size": key.1}),
+            params: if key.1 == FOLDED_SIZE {
+                json!({"path": "(several)", "folded": true,
+                    "note": format!("requests beyond {} runs a minute from this peer, counted together", crate::anon_runs::RUNS_PER_MINUTE)})
+            } else {
+                json!({"path": path, "size": key.1})
+            },
             kind: "http-serve".into(),
             ..Default::default()
         };
@@ -777,6 +796,30 @@ async fn raw_conn(
         kind: kind.into(),
         ..Default::default()
     };
+    if let crate::anon_runs::Record::Fold(fold) = crate::anon_runs::global().decide(peer.ip(), kind)
+    {
+        // Beyond the per-peer run budget: served, counted in one folded run.
+        let fold = match fold {
+            Some(f) => Some(f),
+            None => {
+                let mut r = run.clone();
+                r.params = json!({"port": port, "folded_connections": 0});
+                let f = hub.store().create_run(&r).ok();
+                if let Some(f) = f {
+                    crate::anon_runs::global().set_fold(peer.ip(), kind, f);
+                }
+                f
+            }
+        };
+        let bytes = raw_folded(c, source).await;
+        if let Some(f) = fold {
+            if let Err(e) = hub.store().fold_into(f, bytes) {
+                tracing::error!("cannot record a {kind} connection: {e}");
+            }
+        }
+        drop(permit);
+        return;
+    }
     let id = match hub.store().create_run(&run) {
         Ok(id) => id,
         Err(e) => {
@@ -888,6 +931,37 @@ async fn raw_conn(
     };
     hub.done_with(id, status, &fig, Some(&summary), error.as_deref());
     drop(permit);
+}
+
+/// Serve a sink or source connection that is not recorded as a run of its own (see
+/// `crate::anon_runs`), with the same time limits; returns the bytes moved.
+async fn raw_folded(mut c: TcpStream, source: bool) -> u64 {
+    keepalive(&c);
+    let block = http::payload_block();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut bytes = 0u64;
+    let mut off = 0usize;
+    loop {
+        let limit = match (source, bytes) {
+            (true, _) => STALL_SECS,
+            (false, 0) => HEAD_TIMEOUT_SECS,
+            (false, _) => SINK_IDLE_SECS,
+        };
+        let r = if source {
+            tokio::time::timeout(Duration::from_secs(limit), c.write(&block[off..])).await
+        } else {
+            tokio::time::timeout(Duration::from_secs(limit), c.read(&mut buf)).await
+        };
+        match r {
+            Ok(Ok(n)) if n > 0 => {
+                bytes += n as u64;
+                if source {
+                    off = (off + n) % block.len();
+                }
+            }
+            _ => return bytes,
+        }
+    }
 }
 
 // ---------------------------------------------------------------- downloads by the board
