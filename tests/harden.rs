@@ -523,6 +523,11 @@ fn anonymous_requests_add_a_bounded_number_of_runs() {
     let added = count(&http) - before;
     eprintln!("{sent} payload requests and 20 sink connections added {added} runs");
     assert!(added <= 50, "{added} runs for {sent} requests");
+    let settings = http.get("/settings").body;
+    assert!(
+        settings.contains("At most 20000 runs and 512 MiB of history"),
+        "retention not shown in Settings"
+    );
     let runs = http.get_json("/api/runs?limit=100000");
     let folded_sink: i64 = runs
         .as_array()

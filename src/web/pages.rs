@@ -1153,6 +1153,8 @@ struct SettingsPage {
     error: Option<String>,
     new_token: Option<String>,
     tokens: Vec<TokenView>,
+    /// History retention in force, one line of text.
+    retention: String,
 }
 
 fn settings(
@@ -1180,6 +1182,16 @@ fn settings(
                 created: fmt_time(t.created_at),
             })
             .collect(),
+        retention: {
+            let r = state.store.retention();
+            format!(
+                "At most {} runs and {} MiB of history ({} MiB in use); the oldest runs that are not pinned and not in a suite are deleted first. Anonymous services (payload, sink, source) record at most {} runs per peer a minute, the rest counted in one folded run.",
+                r.max_runs,
+                r.max_bytes >> 20,
+                state.store.used_bytes().unwrap_or(0) >> 20,
+                crate::anon_runs::RUNS_PER_MINUTE
+            )
+        },
     }
 }
 
