@@ -13,8 +13,118 @@ pub fn init(default: &str) {
         .unwrap_or(LevelFilter::INFO);
     let _ = tracing_subscriber::fmt()
         .with_max_level(level)
-        .with_writer(std::io::stderr)
+        .with_writer(|| Escaping(std::io::stderr()))
         .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // No colours: the escaping writer would show their escape codes as text.
+        .with_ansi(false)
         .try_init();
+}
+
+/// Warnings one peer address may cause per [`PEER_WARN_WINDOW`]; the rest are counted and
+/// reported with the next warning after the window (field `suppressed`).
+pub const PEER_WARNINGS: u32 = 10;
+/// Window of [`PEER_WARNINGS`].
+pub const PEER_WARN_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+
+static PEER_WARN: std::sync::Mutex<Option<PeerWarn>> = std::sync::Mutex::new(None);
+
+type PeerWarn = std::collections::HashMap<std::net::IpAddr, (std::time::Instant, u32, u64)>;
+
+/// Whether a warning about `ip` may be logged now: `Some(n)` with the number of warnings
+/// about it suppressed since the last one logged, `None` to stay quiet (it is counted).
+/// Keeps at most 4096 addresses (older windows are dropped first).
+pub fn peer_budget(ip: std::net::IpAddr) -> Option<u64> {
+    let mut g = PEER_WARN.lock().unwrap_or_else(|p| p.into_inner());
+    let m = g.get_or_insert_with(Default::default);
+    let now = std::time::Instant::now();
+    if m.len() >= 4096 && !m.contains_key(&ip) {
+        m.retain(|_, (t, _, _)| now.duration_since(*t) < PEER_WARN_WINDOW);
+        if m.len() >= 4096 {
+            m.clear();
+        }
+    }
+    let e = m.entry(ip).or_insert((now, 0, 0));
+    if now.duration_since(e.0) >= PEER_WARN_WINDOW {
+        e.0 = now;
+        e.1 = 0;
+    }
+    if e.1 < PEER_WARNINGS {
+        e.1 += 1;
+        Some(std::mem::take(&mut e.2))
+    } else {
+        e.2 += 1;
+        None
+    }
+}
+
+/// `tracing::warn!` about a peer, rate-limited per address with [`peer_budget`]:
+/// `peer_warn!(ip, %peer, "closing connection: {why}")`.
+#[macro_export]
+macro_rules! peer_warn {
+    ($ip:expr, $($arg:tt)+) => {
+        match $crate::logging::peer_budget($ip) {
+            Some(0) => tracing::warn!($($arg)+),
+            Some(n) => tracing::warn!(suppressed = n, $($arg)+),
+            None => {}
+        }
+    };
+}
+
+/// Writes log lines with control characters escaped (`\n` → `\\n`, other C0 bytes and DEL
+/// → `\\xNN`), except the newline that ends the line: text a client chose (a congestion
+/// name, a User-Agent) cannot forge a log line or send terminal escapes.
+pub struct Escaping<W: std::io::Write>(pub W);
+
+/// `line` with control characters escaped as [`Escaping`] writes them.
+pub fn escape_controls(line: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(line.len() + 8);
+    let last = line.len().saturating_sub(1);
+    for (i, &b) in line.iter().enumerate() {
+        match b {
+            b'\n' if i == last => out.push(b),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.push(b),
+            0..=0x1f | 0x7f => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+            _ => out.push(b),
+        }
+    }
+    out
+}
+
+impl<W: std::io::Write> std::io::Write for Escaping<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write_all(&escape_controls(buf))?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped_but_the_line_end_is_kept() {
+        let line = b"WARN bad congestion 'cubic\nINFO forged\x1b[31m'\n";
+        assert_eq!(
+            String::from_utf8(escape_controls(line)).unwrap(),
+            "WARN bad congestion 'cubic\\nINFO forged\\x1b[31m'\n"
+        );
+    }
+
+    #[test]
+    fn warnings_per_peer_are_limited_and_counted() {
+        let ip: std::net::IpAddr = "192.0.2.77".parse().unwrap();
+        let other: std::net::IpAddr = "192.0.2.78".parse().unwrap();
+        for _ in 0..PEER_WARNINGS {
+            assert_eq!(peer_budget(ip), Some(0));
+        }
+        for _ in 0..100 {
+            assert_eq!(peer_budget(ip), None);
+        }
+        assert_eq!(peer_budget(other), Some(0));
+    }
 }

@@ -409,7 +409,8 @@ fn the_agent_refuses_to_start_without_a_usable_token() {
     );
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("token is required"), "{err}");
-    let short = token_file(&lab, "short");
+    // 8 characters were accepted before; 16 is the minimum now.
+    let short = token_file(&lab, "8chars!!");
     let (code, _, err) = lab.run(
         &pc1,
         "agent-short",
@@ -418,7 +419,7 @@ fn the_agent_refuses_to_start_without_a_usable_token() {
         Duration::from_secs(10),
     );
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("8..256"), "{err}");
+    assert!(err.contains("16..256"), "{err}");
     let (code, _, err) = lab.run(
         &pc1,
         "agent-missing",

@@ -336,3 +336,94 @@ fn cable_pulled_mid_test_frees_the_session_within_15_s() {
     lab.kill(cli);
     assert!(lab.alive(srv));
 }
+
+/// Peak resident memory of a process in KiB (`VmHWM` of /proc/PID/status).
+fn vm_hwm_kib(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
+}
+
+/// Drive a 1-stream TCP test up to EXCHANGE_RESULTS; returns the control connection.
+fn up_to_results(port: u16, cookie: &[u8; 37]) -> TcpStream {
+    let mut c = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    c.set_read_timeout(Some(Duration::from_secs(15)))
+        .expect("timeout");
+    c.write_all(cookie).expect("cookie");
+    let mut b = [0u8; 1];
+    c.read_exact(&mut b).expect("state");
+    assert_eq!(b[0], 9, "expected PARAM_EXCHANGE");
+    c.write_all(&framed(br#"{"tcp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":1,"len":131072,"client_version":"3.12"}"#))
+        .expect("params");
+    c.read_exact(&mut b).expect("state");
+    assert_eq!(b[0], 10, "expected CREATE_STREAMS");
+    let mut d = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    d.write_all(cookie).expect("cookie");
+    let mut st = [0u8; 2];
+    c.read_exact(&mut st).expect("start");
+    assert_eq!(st, [1, 2], "expected TEST_START and TEST_RUNNING");
+    d.write_all(&vec![0u8; 65536]).expect("data");
+    std::thread::sleep(Duration::from_millis(500));
+    c.write_all(&[4]).expect("TEST_END");
+    c.read_exact(&mut b).expect("state");
+    assert_eq!(b[0], 13, "expected EXCHANGE_RESULTS");
+    drop(d);
+    c
+}
+
+/// A ~`size`-byte results document that is valid but nearly all `server_output_json`
+/// made of tiny objects (the shape that cost ~85 × its size as a `serde_json::Value`).
+fn fat_results(size: usize) -> Vec<u8> {
+    let mut v = br#"{"cpu_util_total":1,"cpu_util_user":0.5,"cpu_util_system":0.5,"sender_has_retransmits":0,"streams":[{"id":1,"bytes":65536}],"server_output_json":{"intervals":["#.to_vec();
+    let item = br#"{"streams":[{"bytes":1}]},"#;
+    while v.len() + item.len() + 8 < size {
+        v.extend_from_slice(item);
+    }
+    v.extend_from_slice(br#"{}]}}"#);
+    v
+}
+
+#[test]
+fn huge_results_documents_keep_the_server_small() {
+    let mut srv = Server::start();
+    let pid = srv.child.id();
+    let base = vm_hwm_kib(pid);
+    // Three clients at once, each with a 16 MB document (refused by its length, 1 MiB max)
+    // and then one just under 1 MiB (parsed, its server output skipped).
+    let mut handles = Vec::new();
+    for i in 0..3u8 {
+        let port = srv.port;
+        handles.push(std::thread::spawn(move || {
+            let mut cookie = *COOKIE;
+            cookie[0] = b'a' + i;
+            let mut c = up_to_results(port, &cookie);
+            let big = fat_results(16 * 1024 * 1024);
+            let _ = c.write_all(&framed(&big));
+            let answer = read_to_close(&mut c);
+            // Refused: the session ends without the server's results.
+            assert!(answer.len() < 4, "16 MB results were accepted");
+            cookie[1] = b'z';
+            let mut c = up_to_results(port, &cookie);
+            let fat = fat_results(1024 * 1024 - 64);
+            c.write_all(&framed(&fat)).expect("results");
+            let mut len = [0u8; 4];
+            c.read_exact(&mut len).expect("server results length");
+            let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+            c.read_exact(&mut body).expect("server results");
+            let v = json(&String::from_utf8_lossy(&body), "server results");
+            assert_eq!(num(&v, "/streams/0/bytes"), 65536.0);
+        }));
+    }
+    for h in handles {
+        h.join().expect("hostile client");
+    }
+    let peak = vm_hwm_kib(pid);
+    eprintln!("server VmHWM: {base} KiB at start, {peak} KiB after the hostile results");
+    assert!(
+        peak < 100 * 1024,
+        "server peak RSS {peak} KiB (limit 100 MiB)"
+    );
+    srv.normal_test();
+}

@@ -279,6 +279,32 @@ pub fn client_spec(a: &IperfArgs, host: &str) -> Result<ClientSpec, String> {
     Ok(spec)
 }
 
+/// Resolves when the process gets SIGINT, SIGTERM or SIGHUP (what Ctrl-C, `kill`, `timeout`
+/// and a closed terminal send); stock iperf3 ends a test the same way on all three. If a
+/// handler cannot be installed, only the others count.
+pub async fn terminate_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).ok();
+    let mut hup = signal(SignalKind::hangup()).ok();
+    async fn recv(s: Option<&mut tokio::signal::unix::Signal>) {
+        match s {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    }
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => {
+            if r.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+        _ = recv(term.as_mut()) => {}
+        _ = recv(hup.as_mut()) => {}
+    }
+}
+
 fn out(s: &str) {
     let mut o = std::io::stdout().lock();
     let _ = o.write_all(s.as_bytes());
@@ -295,9 +321,8 @@ pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
     let cancel = std::sync::Arc::new(tokio::sync::Notify::new());
     let c2 = cancel.clone();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            c2.notify_one();
-        }
+        terminate_signal().await;
+        c2.notify_one();
     });
     let json = a.json;
     let printer = tokio::spawn(async move {
@@ -391,7 +416,12 @@ pub fn server_config(a: &IperfArgs) -> Result<ServerConfig, String> {
         return Err("port must be 1..65535 (-p)".into());
     }
     if let Some(b) = &a.bind {
-        cfg.bind = Some(parse_bind(b)?.0);
+        let (ip, dev) = parse_bind(b)?;
+        cfg.bind = Some(ip);
+        cfg.bind_dev = dev;
+    }
+    if let Some(d) = &a.bind_dev {
+        cfg.bind_dev = Some(d.clone());
     }
     Ok(cfg)
 }
@@ -453,9 +483,8 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
     let shutdown = std::sync::Arc::new(tokio::sync::Notify::new());
     let s2 = shutdown.clone();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            s2.notify_one();
-        }
+        terminate_signal().await;
+        s2.notify_one();
     });
     let r = server::serve(cfg, Some(tx), Some(shutdown)).await;
     // Let the printer drain what the last session reported.

@@ -37,10 +37,30 @@ pub struct SockOpts {
     pub congestion: Option<String>,
 }
 
+/// Whether `ip` is an IPv6 link-local address (fe80::/10): it means something only together
+/// with an interface (a scope id, `fe80::1%eth0`).
+pub fn is_link_local_v6(ip: IpAddr) -> bool {
+    matches!(ip, IpAddr::V6(v6) if (v6.segments()[0] & 0xffc0) == 0xfe80)
+}
+
 /// Resolve `host:port`, honouring the family restriction; the first address wins.
+/// `fe80::1%eth0` keeps its interface (as the scope id); a link-local address without one
+/// is an error that says so.
 pub fn resolve(host: &str, port: u16, family: Family) -> std::io::Result<SocketAddr> {
     let addrs = (host, port).to_socket_addrs()?;
     for a in addrs {
+        if let SocketAddr::V6(v6) = a {
+            if is_link_local_v6(a.ip()) && v6.scope_id() == 0 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!(
+                        "{} is an IPv6 link-local address: give its interface as {}%INTERFACE (e.g. %eth0)",
+                        v6.ip(),
+                        v6.ip()
+                    ),
+                ));
+            }
+        }
         match (family, a) {
             (Family::Any, _)
             | (Family::V4, SocketAddr::V4(_))
@@ -162,5 +182,27 @@ pub fn ip_text(ip: IpAddr) -> String {
             None => v6.to_string(),
         },
         IpAddr::V4(v4) => v4.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_local_needs_an_interface() {
+        let e = resolve("fe80::1", 5201, Family::Any)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("link-local") && e.contains("fe80::1%INTERFACE"),
+            "{e}"
+        );
+        match resolve("fe80::1%lo", 5201, Family::Any).unwrap() {
+            SocketAddr::V6(v6) => assert_eq!(v6.scope_id(), 1),
+            a => panic!("not IPv6: {a}"),
+        }
+        assert!(is_link_local_v6("fe80::1".parse().unwrap()));
+        assert!(!is_link_local_v6("fd00::1".parse().unwrap()));
     }
 }

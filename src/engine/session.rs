@@ -300,7 +300,8 @@ impl DataPhase {
         self.last = now;
         let rate = self.params.bandwidth;
         let len = self.params.len as usize;
-        let block = payload(len, self.params.repeating_payload);
+        // One block shared by every sending stream (-P 128 -l 1M: 1 MiB, not 128 MiB).
+        let block: Arc<[u8]> = payload(len, self.params.repeating_payload).into();
         self.tids.clear();
         for s in &mut self.streams {
             let ctr = s.counter.clone();

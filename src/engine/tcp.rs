@@ -93,14 +93,15 @@ fn transient(e: &std::io::Error) -> bool {
 /// Write `buf` repeatedly until stopped, the `-n`/`-k` target is reached, or the socket fails.
 /// `rate` is the target in bits/s (0 = unlimited): the loop writes only while the average
 /// since its start is below it (iperf3's rule), sleeping until the next block is due.
-pub fn send_loop(
+pub fn send_loop<B: AsRef<[u8]>>(
     sock: TcpStream,
-    buf: Vec<u8>,
+    buf: B,
     counter: Arc<AtomicU64>,
     shared: Arc<Shared>,
     rate: u64,
 ) {
     let _ = sock.set_write_timeout(Some(POLL));
+    let buf = buf.as_ref();
     let start = Instant::now();
     let mut sent: u64 = 0;
     let mut w = &sock;
@@ -147,7 +148,12 @@ pub fn send_loop(
     }
 }
 
-/// Read into a `len`-byte buffer until stopped, EOF or a socket error. With `check_limit`
+/// Largest receive buffer of one TCP stream, bytes (128 KiB). A larger `-l` (up to 1 MiB)
+/// is read in pieces: TCP has no message boundaries, so the byte counts are the same, and a
+/// client asking for `-P 128 -l 1M` cannot make the server hold 128 MiB of buffers.
+pub const MAX_RECV_BUF: usize = 128 * 1024;
+
+/// Read into a `len`-byte buffer (at most [`MAX_RECV_BUF`]) until stopped, EOF or a socket error. With `check_limit`
 /// (a `-R` client) it wakes the session when the `-n`/`-k` target has been received.
 pub fn recv_loop(
     sock: TcpStream,
@@ -157,7 +163,7 @@ pub fn recv_loop(
     check_limit: bool,
 ) {
     let _ = sock.set_read_timeout(Some(POLL));
-    let mut buf = vec![0u8; len.max(1)];
+    let mut buf = vec![0u8; len.clamp(1, MAX_RECV_BUF)];
     let mut r = &sock;
     loop {
         if shared.stop.load(Relaxed) {

@@ -6,6 +6,15 @@ pub fn valid_host(h: &str) -> bool {
     if h.parse::<std::net::IpAddr>().is_ok() {
         return true;
     }
+    // An IPv6 link-local address with its interface: fe80::1%eth0.
+    if let Some((ip, dev)) = h.split_once('%') {
+        return ip.parse::<std::net::Ipv6Addr>().is_ok()
+            && !dev.is_empty()
+            && dev.len() < 16
+            && dev
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.@".contains(&b));
+    }
     !h.is_empty()
         && h.len() <= 253
         && !h.starts_with('-')

@@ -65,9 +65,17 @@ struct Job {
     cancel: Arc<Notify>,
 }
 
+/// Wrong tokens one client address may send per [`WRONG_TOKEN_WINDOW`] before it gets 429.
+pub const WRONG_TOKENS: u32 = 10;
+/// Window of the wrong-token limit.
+pub const WRONG_TOKEN_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// The agent's shared state.
 pub struct Agent {
     token_hash: String,
+    /// Wrong tokens per client address: [`WRONG_TOKENS`] per [`WRONG_TOKEN_WINDOW`], then
+    /// 429 until the window has passed.
+    limiter: crate::model::secrets::LoginLimiter,
     jobs: Mutex<VecDeque<Job>>,
     next_id: Mutex<u64>,
     rt: tokio::runtime::Handle,
@@ -79,6 +87,7 @@ impl Agent {
     pub fn new(token: &str) -> Arc<Agent> {
         Arc::new(Agent {
             token_hash: sha256_hex(token),
+            limiter: crate::model::secrets::LoginLimiter::new(WRONG_TOKENS, WRONG_TOKEN_WINDOW),
             jobs: Mutex::new(VecDeque::new()),
             next_id: Mutex::new(1),
             rt: tokio::runtime::Handle::current(),
@@ -101,10 +110,31 @@ impl Agent {
         else {
             return false;
         };
-        let Some(tok) = h.strip_prefix("Bearer ") else {
+        let Some(tok) = crate::model::secrets::bearer_token(h) else {
             return false;
         };
-        ct_eq(&sha256_hex(tok.trim()), &self.token_hash)
+        ct_eq(&sha256_hex(tok), &self.token_hash)
+    }
+
+    /// Let a request through if it carries the token; 401 when it does not, 429 once its
+    /// address sent [`WRONG_TOKENS`] wrong ones within [`WRONG_TOKEN_WINDOW`].
+    fn check(&self, req: &HttpRequest) -> Result<(), HttpResponse> {
+        let ip = req
+            .peer_addr()
+            .map(|a| a.ip())
+            .unwrap_or(std::net::IpAddr::from([0u8, 0, 0, 0]));
+        if let Err(wait) = self.limiter.check(ip) {
+            return Err(HttpResponse::TooManyRequests()
+                .insert_header((header::RETRY_AFTER, wait.to_string()))
+                .json(json!({"error": format!("too many wrong tokens from this address; try again in {wait} s")})));
+        }
+        if self.authorized(req) {
+            self.limiter.success(ip);
+            Ok(())
+        } else {
+            self.limiter.fail(ip);
+            Err(unauthorized())
+        }
     }
 
     fn busy(&self) -> bool {
@@ -262,8 +292,8 @@ fn hostname() -> String {
 }
 
 async fn info(req: HttpRequest, agent: web::Data<Arc<Agent>>) -> HttpResponse {
-    if !agent.authorized(&req) {
-        return unauthorized();
+    if let Err(r) = agent.check(&req) {
+        return r;
     }
     let addresses: Vec<String> = crate::board::ports()
         .iter()
@@ -279,8 +309,8 @@ async fn info(req: HttpRequest, agent: web::Data<Arc<Agent>>) -> HttpResponse {
 }
 
 async fn run(req: HttpRequest, agent: web::Data<Arc<Agent>>, body: web::Bytes) -> HttpResponse {
-    if !agent.authorized(&req) {
-        return unauthorized();
+    if let Err(r) = agent.check(&req) {
+        return r;
     }
     let spec: PeerTestSpec = match serde_json::from_slice(&body) {
         Ok(s) => s,
@@ -306,8 +336,8 @@ async fn show(
     path: web::Path<String>,
     q: web::Query<Since>,
 ) -> HttpResponse {
-    if !agent.authorized(&req) {
-        return unauthorized();
+    if let Err(r) = agent.check(&req) {
+        return r;
     }
     let Ok(id) = path.parse::<u64>() else {
         return error(404, "no such test");
@@ -323,8 +353,8 @@ async fn stop(
     agent: web::Data<Arc<Agent>>,
     path: web::Path<String>,
 ) -> HttpResponse {
-    if !agent.authorized(&req) {
-        return unauthorized();
+    if let Err(r) = agent.check(&req) {
+        return r;
     }
     let Ok(id) = path.parse::<u64>() else {
         return error(404, "no such test");

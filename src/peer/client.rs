@@ -287,7 +287,7 @@ mod tests {
 
     #[test]
     fn agent_addresses() {
-        let t = "s3cret-token";
+        let t = "s3cret-token-0123";
         let c = PeerClient::parse("http://192.0.2.2:5280/", t).unwrap();
         assert_eq!(c.url(), "http://192.0.2.2:5280");
         assert_eq!(

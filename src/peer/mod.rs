@@ -22,7 +22,7 @@ pub const DEFAULT_PORT: u16 = 5280;
 /// Environment variable holding the agent's token (for `netperfd peer` and `netperfd forward`).
 pub const TOKEN_ENV: &str = "NETPERFD_PEER_TOKEN";
 /// Shortest token accepted, characters.
-pub const MIN_TOKEN: usize = 8;
+pub const MIN_TOKEN: usize = 16;
 /// Longest token accepted, characters.
 pub const MAX_TOKEN: usize = 256;
 
@@ -76,12 +76,15 @@ mod tests {
 
     #[test]
     fn tokens_are_checked() {
-        assert!(check_token("s3cret-token").is_ok());
-        assert!(check_token("short").unwrap_err().contains("8..256"));
+        assert!(check_token("s3cret-token-0123").is_ok());
+        assert!(check_token("short").unwrap_err().contains("16..256"));
+        // 8 characters were enough before: too few to resist guessing over the network.
+        assert!(check_token("8chars!!").is_err());
+        assert!(check_token("sixteen-chars-ok").is_ok());
         assert!(check_token("has space inside")
             .unwrap_err()
             .contains("printable"));
         assert!(check_token("line\nbreak-token").is_err());
-        assert!(token_from(Some("  padded-token \n"), None).unwrap() == "padded-token");
+        assert!(token_from(Some("  padded-token-0123 \n"), None).unwrap() == "padded-token-0123");
     }
 }

@@ -926,7 +926,7 @@ mod tests {
     fn req() -> ForwardRequest {
         ForwardRequest {
             peer: "http://192.0.2.2:5280".into(),
-            token: Some("s3cret-token".into()),
+            token: Some("s3cret-token-0123".into()),
             target: "198.51.100.2".into(),
             ingress: "eth0".into(),
             egress: "eth1".into(),
@@ -963,7 +963,7 @@ mod tests {
             nat: None,
             ..req()
         }
-        .plan(&ports(), Some("stored-token"))
+        .plan(&ports(), Some("stored-token-0123"))
         .unwrap();
         assert!(!p.nat);
     }
@@ -986,7 +986,7 @@ mod tests {
                 token: Some("short".into()),
                 ..req()
             },
-            "8..256",
+            "16..256",
         );
         bad(
             ForwardRequest {

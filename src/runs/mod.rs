@@ -4,6 +4,7 @@
 //! (`traffic`), iperf 2 served by the daemon (`iperf2`), and suites of steps (`suites`).
 //! Not for: measuring (engine), SQL (store), or showing (results, web).
 
+pub mod anon;
 pub mod forward;
 pub mod iperf2;
 pub mod live;

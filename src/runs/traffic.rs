@@ -35,8 +35,16 @@ pub const MAX_RAW_CONNECTIONS: usize = 32;
 pub const SINK_IDLE_SECS: u64 = 60;
 /// A source or payload connection whose peer takes no byte for this long is closed, seconds.
 pub const STALL_SECS: u64 = 30;
-/// A payload connection that sends no request for this long is closed, seconds.
-pub const REQUEST_IDLE_SECS: u64 = 30;
+/// A request head (the first one, or the next on a kept-alive connection) must arrive whole
+/// within this many seconds of the connection being ready for it, seconds; a sink
+/// connection must bring its first byte as fast. Idle or trickling connections cannot hold
+/// the service's connection slots for long.
+pub const HEAD_TIMEOUT_SECS: u64 = 10;
+/// Most connections one client address may hold on the payload server at once (a download
+/// manager uses up to 16); more get 503.
+pub const MAX_HTTP_PER_ADDRESS: usize = 16;
+/// Most connections one client address may hold on the TCP sink, and on the TCP source.
+pub const MAX_RAW_PER_ADDRESS: usize = 8;
 /// The parallel connections of one client for one payload form one run until none has been
 /// active for this long, ms.
 pub const GROUP_LINGER_MS: u64 = 1000;
@@ -96,6 +104,7 @@ fn start_services(hub: &Hub, cfg: &Config) -> Listening {
         tokio::spawn(accept_loop(
             s,
             MAX_HTTP_CONNECTIONS,
+            MAX_HTTP_PER_ADDRESS,
             move |c, peer, permit| {
                 let st = st.clone();
                 async move { st.serve(c, peer, permit).await }
@@ -108,6 +117,7 @@ fn start_services(hub: &Hub, cfg: &Config) -> Listening {
         tokio::spawn(accept_loop(
             s,
             MAX_RAW_CONNECTIONS,
+            MAX_RAW_PER_ADDRESS,
             move |c, peer, permit| raw_conn(h.clone(), c, peer, port, false, permit),
         ));
     }
@@ -117,25 +127,73 @@ fn start_services(hub: &Hub, cfg: &Config) -> Listening {
         tokio::spawn(accept_loop(
             s,
             MAX_RAW_CONNECTIONS,
+            MAX_RAW_PER_ADDRESS,
             move |c, peer, permit| raw_conn(h.clone(), c, peer, port, true, permit),
         ));
     }
     l
 }
 
-/// Accept connections; each runs `f` while it holds one of `max` permits. Over the cap, `f`
-/// still runs with `None` so it can refuse politely.
-async fn accept_loop<F, Fut>(l: TcpListener, max: usize, f: F)
+/// Connections per client address, for [`accept_loop`]'s per-address cap.
+type PerAddress = Arc<Mutex<HashMap<IpAddr, usize>>>;
+
+/// One connection counted for its address; uncounted when dropped.
+struct AddrSlot {
+    map: PerAddress,
+    ip: IpAddr,
+}
+
+impl Drop for AddrSlot {
+    fn drop(&mut self) {
+        let mut m = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = m.get_mut(&self.ip) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                m.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// Count a connection from `ip` unless it already has `max`.
+fn addr_slot(map: &PerAddress, ip: IpAddr, max: usize) -> Option<AddrSlot> {
+    let mut m = map.lock().unwrap_or_else(|p| p.into_inner());
+    let n = m.entry(ip).or_insert(0);
+    if *n >= max {
+        return None;
+    }
+    *n += 1;
+    Some(AddrSlot {
+        map: map.clone(),
+        ip,
+    })
+}
+
+/// Accept connections; each runs `f` while it holds one of `max` permits, and at most
+/// `per_addr` of them per client address (so a few idle connections from one address cannot
+/// lock out the others). Over either cap, `f` still runs with `None` so it can refuse
+/// politely.
+async fn accept_loop<F, Fut>(l: TcpListener, max: usize, per_addr: usize, f: F)
 where
     F: Fn(TcpStream, SocketAddr, Option<tokio::sync::OwnedSemaphorePermit>) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     let sem = Arc::new(Semaphore::new(max));
+    let addrs: PerAddress = Arc::new(Mutex::new(HashMap::new()));
     loop {
         match l.accept().await {
             Ok((c, peer)) => {
-                let permit = sem.clone().try_acquire_owned().ok();
-                tokio::spawn(f(c, peer, permit));
+                let slot = addr_slot(&addrs, peer.ip().to_canonical(), per_addr);
+                let permit = if slot.is_some() {
+                    sem.clone().try_acquire_owned().ok()
+                } else {
+                    None
+                };
+                let fut = f(c, peer, permit);
+                tokio::spawn(async move {
+                    fut.await;
+                    drop(slot);
+                });
             }
             Err(e) => {
                 // EMFILE and friends: wait instead of spinning.
@@ -160,6 +218,10 @@ fn keepalive(c: &TcpStream) {
 
 /// One client (address and User-Agent) downloading one payload size.
 type GroupKey = (IpAddr, u64, String);
+
+/// The size in the group key of a peer's folded run (requests beyond its run budget, see
+/// `crate::runs::anon`); no real payload has it.
+const FOLDED_SIZE: u64 = u64::MAX;
 
 struct Group {
     id: i64,
@@ -242,6 +304,8 @@ async fn read_request(
     buf: &mut Vec<u8>,
 ) -> Result<Option<Vec<u8>>, &'static str> {
     let mut chunk = [0u8; 2048];
+    // The whole head within HEAD_TIMEOUT_SECS: a trickle of bytes does not extend it.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(HEAD_TIMEOUT_SECS);
     loop {
         if let Some(end) = http::head_end(buf) {
             let head = buf[..end].to_vec();
@@ -251,13 +315,10 @@ async fn read_request(
         if buf.len() > http::MAX_HEAD {
             return Err("request head too large");
         }
-        let n =
-            match tokio::time::timeout(Duration::from_secs(REQUEST_IDLE_SECS), c.read(&mut chunk))
-                .await
-            {
-                Ok(Ok(n)) => n,
-                _ => return Ok(None),
-            };
+        let n = match tokio::time::timeout_at(deadline, c.read(&mut chunk)).await {
+            Ok(Ok(n)) => n,
+            _ => return Ok(None),
+        };
         if n == 0 {
             return Ok(None);
         }
@@ -310,7 +371,7 @@ impl PayloadServer {
                 .write_all(&text_response(
                     503,
                     "Service Unavailable",
-                    &format!("too many connections (at most {MAX_HTTP_CONNECTIONS} at once)\n"),
+                    &format!("too many connections (at most {MAX_HTTP_CONNECTIONS} at once, {MAX_HTTP_PER_ADDRESS} per client address)\n"),
                     &[("Retry-After", "5".into())],
                 ))
                 .await;
@@ -465,7 +526,17 @@ impl PayloadServer {
             .chars()
             .take(120)
             .collect();
-        let key = (http::addr_ip(&peer), size, ua);
+        let mut key = (http::addr_ip(&peer), size, ua);
+        let known =
+            self.lock().contains_key(&key) || matches!(joined, Some((k, _, _)) if *k == key);
+        if !known {
+            if let crate::runs::anon::Record::Fold(_) =
+                crate::runs::anon::global().decide(key.0, crate::model::RunKind::HttpServe)
+            {
+                // Beyond the per-peer run budget: one folded run for this peer's requests.
+                key = (key.0, FOLDED_SIZE, String::new());
+            }
+        }
         let (g, ctr) = match joined {
             Some((k, g, ctr)) if *k == key => (g.clone(), ctr.clone()),
             _ => {
@@ -531,7 +602,12 @@ impl PayloadServer {
             local_host: local.map(|l| net::ip_text(l.ip())).unwrap_or_default(),
             local_port: self.port,
             direction: "send".into(),
-            params: json!({"path": path, "size": key.1}),
+            params: if key.1 == FOLDED_SIZE {
+                json!({"path": "(several)", "folded": true,
+                    "note": format!("requests beyond {} runs a minute from this peer, counted together", crate::runs::anon::RUNS_PER_MINUTE)})
+            } else {
+                json!({"path": path, "size": key.1})
+            },
             kind: crate::model::RunKind::HttpServe,
             ..Default::default()
         };
@@ -705,7 +781,7 @@ async fn raw_conn(
     permit: Option<tokio::sync::OwnedSemaphorePermit>,
 ) {
     if permit.is_none() {
-        tracing::warn!(%peer, port, "too many connections (at most {MAX_RAW_CONNECTIONS}); closed");
+        crate::peer_warn!(peer.ip(), %peer, port, "too many connections (at most {MAX_RAW_CONNECTIONS}, {MAX_RAW_PER_ADDRESS} per client address); closed");
         return;
     }
     keepalive(&c);
@@ -727,6 +803,31 @@ async fn raw_conn(
         kind,
         ..Default::default()
     };
+    if let crate::runs::anon::Record::Fold(fold) =
+        crate::runs::anon::global().decide(peer.ip(), kind)
+    {
+        // Beyond the per-peer run budget: served, counted in one folded run.
+        let fold = match fold {
+            Some(f) => Some(f),
+            None => {
+                let mut r = run.clone();
+                r.params = json!({"port": port, "folded_connections": 0});
+                let f = hub.store().create_run(&r).ok();
+                if let Some(f) = f {
+                    crate::runs::anon::global().set_fold(peer.ip(), kind, f);
+                }
+                f
+            }
+        };
+        let bytes = raw_folded(c, source).await;
+        if let Some(f) = fold {
+            if let Err(e) = hub.store().fold_into(f, bytes) {
+                tracing::error!("cannot record a {kind} connection: {e}");
+            }
+        }
+        drop(permit);
+        return;
+    }
     let id = match hub.store().create_run(&run) {
         Ok(id) => id,
         Err(e) => {
@@ -754,6 +855,8 @@ async fn raw_conn(
     let mut peer_eof = false;
     let mut off = 0usize;
     let mut last_progress = Instant::now();
+    let started = Instant::now();
+    let mut got_any = false;
     let mut check = tokio::time::interval(Duration::from_secs(1));
     let (status, error): (RunStatus, Option<String>) = loop {
         tokio::select! {
@@ -767,6 +870,7 @@ async fn raw_conn(
                     if !source {
                         ctr.add(n as u64);
                         last_progress = Instant::now();
+                        got_any = true;
                     }
                 }
                 // A reset by the peer ends a raw stream normally (Ctrl-C on `nc`).
@@ -788,6 +892,11 @@ async fn raw_conn(
                 }
             }
             _ = check.tick() => {
+                if !source && !got_any && started.elapsed() >= Duration::from_secs(HEAD_TIMEOUT_SECS) {
+                    break (RunStatus::Aborted, Some(format!(
+                        "the peer sent nothing within {HEAD_TIMEOUT_SECS} s; connection closed"
+                    )));
+                }
                 let limit = if source { STALL_SECS } else { SINK_IDLE_SECS };
                 if last_progress.elapsed() >= Duration::from_secs(limit) {
                     break (RunStatus::Aborted, Some(if source {
@@ -830,6 +939,37 @@ async fn raw_conn(
     };
     hub.done_with(id, status, &fig, Some(&summary), error.as_deref());
     drop(permit);
+}
+
+/// Serve a sink or source connection that is not recorded as a run of its own (see
+/// `crate::runs::anon`), with the same time limits; returns the bytes moved.
+async fn raw_folded(mut c: TcpStream, source: bool) -> u64 {
+    keepalive(&c);
+    let block = http::payload_block();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut bytes = 0u64;
+    let mut off = 0usize;
+    loop {
+        let limit = match (source, bytes) {
+            (true, _) => STALL_SECS,
+            (false, 0) => HEAD_TIMEOUT_SECS,
+            (false, _) => SINK_IDLE_SECS,
+        };
+        let r = if source {
+            tokio::time::timeout(Duration::from_secs(limit), c.write(&block[off..])).await
+        } else {
+            tokio::time::timeout(Duration::from_secs(limit), c.read(&mut buf)).await
+        };
+        match r {
+            Ok(Ok(n)) if n > 0 => {
+                bytes += n as u64;
+                if source {
+                    off = (off + n) % block.len();
+                }
+            }
+            _ => return bytes,
+        }
+    }
 }
 
 // ---------------------------------------------------------------- downloads by the board

@@ -7,8 +7,25 @@ use crate::engine::report::parse_suffixed;
 use crate::model::names::valid_host;
 use serde::Deserialize;
 
-/// A TCP throughput test against a peer running `iperf3 -s` (or netperfd).
+/// Highest bitrate a test may ask for, bits/s (100 Gbit/s, above any board's port): a value
+/// such as "100T" is a typo, not a test.
+pub const MAX_BITRATE: u64 = 100_000_000_000;
+
+/// Parse a bitrate ("500M", "1G", bits/s) up to [`MAX_BITRATE`].
+pub fn parse_bitrate(b: &str) -> Result<u64, String> {
+    let r = parse_suffixed(b, true).map_err(|e| format!("bitrate: {e}"))?;
+    if r > MAX_BITRATE {
+        return Err(format!(
+            "bitrate: '{b}' is above the maximum of 100G ({MAX_BITRATE} bits/s)"
+        ));
+    }
+    Ok(r)
+}
+
+/// A TCP throughput test against a peer running `iperf3 -s` (or netperfd). Unknown keys
+/// are refused (a misspelt key in an API call would otherwise silently run a default test).
 #[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 pub struct TestRequest {
     /// Peer host name or address.
     pub host: String,
@@ -118,7 +135,7 @@ impl TestRequest {
             }
         };
         if let Some(b) = opt(&self.bitrate) {
-            p.bandwidth = parse_suffixed(b, true).map_err(|e| format!("bitrate: {e}"))?;
+            p.bandwidth = parse_bitrate(b)?;
         }
         if let Some(w) = opt(&self.window) {
             let w = parse_suffixed(w, false).map_err(|e| format!("window: {e}"))?;
@@ -185,7 +202,7 @@ impl TestRequest {
             s.rate = crate::engine::iperf2::wire::UDP_DEFAULT_RATE;
         }
         if let Some(b) = opt(&self.bitrate) {
-            s.rate = parse_suffixed(b, true).map_err(|e| format!("bitrate: {e}"))?;
+            s.rate = parse_bitrate(b)?;
         }
         if let Some(l) = opt(&self.length) {
             let len = parse_suffixed(l, false).map_err(|e| format!("length: {e}"))?;
@@ -310,6 +327,13 @@ mod tests {
                     ..req("h")
                 },
                 "bitrate",
+            ),
+            (
+                TestRequest {
+                    bitrate: Some("100T".into()),
+                    ..req("h")
+                },
+                "maximum of 100G",
             ),
             (
                 TestRequest {

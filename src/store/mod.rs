@@ -13,9 +13,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 mod board;
+mod retention;
 mod samples;
 mod suite_defs;
 pub use board::BoardLogRow;
+pub use retention::{Retention, DEFAULT_MAX_BYTES, DEFAULT_MAX_RUNS};
 pub use samples::{CpuSampleRow, PortSampleRow, SysSampleRow};
 pub use suite_defs::{SuiteDefRow, SuiteExtra};
 
@@ -136,6 +138,8 @@ ALTER TABLE intervals ADD COLUMN out_of_order INTEGER;
         M::up(samples::SAMPLES_MIGRATION),
         // 5: saved suite definitions; suite runs keep their definition, label and plan.
         M::up(suite_defs::SUITE_DEFS_MIGRATION),
+        // 6: a pin flag on runs for history retention (pinned runs are never pruned).
+        M::up(retention::RETENTION_MIGRATION),
     ])
 }
 
@@ -422,7 +426,10 @@ impl Store {
                 serde_json::to_string(&n.params)?, now_ms(), n.suite_id,
                 n.kind.as_str(), n.parent_id],
         )?;
-        Ok(c.last_insert_rowid())
+        let id = c.last_insert_rowid();
+        drop(c);
+        self.maybe_prune(id);
+        Ok(id)
     }
 
     /// Update the addresses of a run once the connection is up.

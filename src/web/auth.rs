@@ -3,7 +3,7 @@
 //! code, and a login rate limit. Not for: deciding what a route does.
 
 use super::AppState;
-use crate::model::secrets::{ct_eq, sha256_hex};
+use crate::model::secrets::{bearer_token, ct_eq, sha256_hex};
 use actix_web::{
     dev::Payload, http::header, web, FromRequest, HttpRequest, HttpResponse, ResponseError,
 };
@@ -11,11 +11,7 @@ use argon2::password_hash::{
     rand_core::OsRng, PasswordHash, PasswordHasher, PasswordVerifier, SaltString,
 };
 use argon2::Argon2;
-use std::collections::HashMap;
 use std::future::{ready, Ready};
-use std::net::IpAddr;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 /// Name of the session cookie.
 pub const SESSION_COOKIE: &str = "netperfd_session";
@@ -51,6 +47,36 @@ pub fn verify_password(hash: &str, pw: &str) -> bool {
     }
 }
 
+/// Argon2 password checks that may run at once, server-wide. Each takes ~50 ms of CPU here
+/// and far more on a board; they run on the blocking pool, never on the two web workers, and
+/// a flood of logins beyond this gets "busy" at once instead of queueing.
+pub const MAX_ARGON2: usize = 2;
+
+static ARGON2_RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// [`verify_password`] off the async workers, at most [`MAX_ARGON2`] at once. `None` when
+/// that many are running already (the caller answers "busy, try again").
+pub async fn verify_password_limited(hash: &str, pw: &str) -> Option<bool> {
+    use std::sync::atomic::Ordering::SeqCst;
+    struct Slot;
+    impl Drop for Slot {
+        fn drop(&mut self) {
+            ARGON2_RUNNING.fetch_sub(1, SeqCst);
+        }
+    }
+    if ARGON2_RUNNING.fetch_add(1, SeqCst) >= MAX_ARGON2 {
+        ARGON2_RUNNING.fetch_sub(1, SeqCst);
+        return None;
+    }
+    let _slot = Slot;
+    let (h, p) = (hash.to_owned(), pw.to_owned());
+    Some(
+        web::block(move || verify_password(&h, &p))
+            .await
+            .unwrap_or(false),
+    )
+}
+
 /// `netperfd hash-password`: read one line from stdin, print its hash.
 pub fn hash_password_cli() -> i32 {
     let mut line = String::new();
@@ -75,58 +101,6 @@ pub fn hash_password_cli() -> i32 {
     }
 }
 
-/// Failed-login limiter: at most `max` failures per address in `window`.
-pub struct LoginLimiter {
-    max: u32,
-    window: Duration,
-    fails: Mutex<HashMap<IpAddr, (u32, Instant)>>,
-}
-
-impl LoginLimiter {
-    /// A limiter allowing `max` failures per `window`.
-    pub fn new(max: u32, window: Duration) -> LoginLimiter {
-        LoginLimiter {
-            max,
-            window,
-            fails: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// `Err(seconds to wait)` when the address is locked out.
-    pub fn check(&self, ip: IpAddr) -> Result<(), u64> {
-        let mut m = self.fails.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((n, t)) = m.get(&ip).copied() {
-            if t.elapsed() >= self.window {
-                m.remove(&ip);
-            } else if n >= self.max {
-                return Err((self.window - t.elapsed()).as_secs().max(1));
-            }
-        }
-        Ok(())
-    }
-
-    /// Count a failure.
-    pub fn fail(&self, ip: IpAddr) {
-        let mut m = self.fails.lock().unwrap_or_else(|p| p.into_inner());
-        if m.len() > 10_000 {
-            m.retain(|_, (_, t)| t.elapsed() < self.window);
-        }
-        let e = m.entry(ip).or_insert((0, Instant::now()));
-        if e.1.elapsed() >= self.window {
-            *e = (0, Instant::now());
-        }
-        e.0 += 1;
-    }
-
-    /// Forget failures after a success.
-    pub fn success(&self, ip: IpAddr) {
-        self.fails
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&ip);
-    }
-}
-
 /// How a request proved who it is.
 #[derive(Debug, Clone)]
 pub enum Auth {
@@ -143,6 +117,9 @@ pub enum AuthError {
     Unauthenticated { api: bool, setup: bool },
     /// Missing or wrong CSRF token on a state-changing request.
     Csrf,
+    /// Authenticated, but this credential may not do this (an API token managing tokens or
+    /// the password: those need a logged-in session).
+    Forbidden(&'static str),
     /// Something failed on our side.
     Internal(String),
 }
@@ -152,6 +129,7 @@ impl std::fmt::Display for AuthError {
         match self {
             AuthError::Unauthenticated { .. } => f.write_str("authentication required"),
             AuthError::Csrf => f.write_str("missing or invalid CSRF token"),
+            AuthError::Forbidden(why) => f.write_str(why),
             AuthError::Internal(e) => write!(f, "internal error: {e}"),
         }
     }
@@ -167,6 +145,9 @@ impl ResponseError for AuthError {
                 .finish(),
             AuthError::Csrf => HttpResponse::Forbidden()
                 .json(serde_json::json!({"error": "missing or invalid CSRF token"})),
+            AuthError::Forbidden(why) => {
+                HttpResponse::Forbidden().json(serde_json::json!({ "error": why }))
+            }
             AuthError::Internal(e) => {
                 HttpResponse::InternalServerError().json(serde_json::json!({"error": e}))
             }
@@ -183,6 +164,18 @@ impl Auth {
                 Some(p) if ct_eq(p, csrf) => Ok(()),
                 _ => Err(AuthError::Csrf),
             },
+        }
+    }
+
+    /// Refuse API tokens: what only a logged-in admin may do (create or delete tokens,
+    /// change the password). A token may run tests and read history, never mint the
+    /// credentials that would outlive its own deletion.
+    pub fn require_session(&self) -> Result<(), AuthError> {
+        match self {
+            Auth::Session { .. } => Ok(()),
+            Auth::Token => Err(AuthError::Forbidden(
+                "API tokens cannot manage tokens or the password: log in",
+            )),
         }
     }
 
@@ -214,7 +207,7 @@ fn authenticate(req: &HttpRequest) -> Result<Auth, AuthError> {
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
     {
-        if let Some(tok) = h.strip_prefix("Bearer ") {
+        if let Some(tok) = bearer_token(h) {
             let ok = state
                 .store
                 .token_valid(&sha256_hex(tok.trim()))
@@ -270,22 +263,6 @@ mod tests {
     }
 
     #[test]
-    fn limiter_locks_after_max_failures() {
-        let l = LoginLimiter::new(3, Duration::from_secs(60));
-        let ip: IpAddr = "192.0.2.9".parse().unwrap();
-        for _ in 0..3 {
-            assert!(l.check(ip).is_ok());
-            l.fail(ip);
-        }
-        let wait = l.check(ip).unwrap_err();
-        assert!((1..=60).contains(&wait));
-        // Another address is not affected.
-        assert!(l.check("192.0.2.10".parse().unwrap()).is_ok());
-        l.success(ip);
-        assert!(l.check(ip).is_ok());
-    }
-
-    #[test]
     fn csrf_checks() {
         let a = Auth::Session {
             token_hash: "h".into(),
@@ -296,5 +273,25 @@ mod tests {
         assert!(a.check_csrf(None).is_err());
         assert!(Auth::Token.check_csrf(None).is_ok());
         assert!(ct_eq("x", "x") && !ct_eq("x", "xy"));
+    }
+
+    #[test]
+    fn bearer_scheme_is_case_insensitive() {
+        assert_eq!(bearer_token("Bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("BEARER  abc "), Some("abc"));
+        assert_eq!(bearer_token("Basic abc"), None);
+        assert_eq!(bearer_token("Bearer "), None);
+        assert_eq!(bearer_token("Bearerabc"), None);
+    }
+
+    #[test]
+    fn tokens_cannot_manage_credentials() {
+        assert!(Auth::Token.require_session().is_err());
+        let s = Auth::Session {
+            token_hash: "h".into(),
+            csrf: "c".into(),
+        };
+        assert!(s.require_session().is_ok());
     }
 }

@@ -6,6 +6,7 @@ pub mod api;
 pub mod auth;
 pub mod board;
 pub mod charts;
+pub mod extract;
 pub mod forwarding;
 pub mod multi;
 pub mod pages;
@@ -25,7 +26,7 @@ pub struct AppState {
     pub config: Config,
     /// The one-time code that the first-run setup page requires (None once set up).
     pub setup_code: Mutex<Option<String>>,
-    pub limiter: auth::LoginLimiter,
+    pub limiter: crate::model::secrets::LoginLimiter,
 }
 
 impl AppState {
@@ -36,7 +37,10 @@ impl AppState {
             hub,
             config,
             setup_code: Mutex::new(None),
-            limiter: auth::LoginLimiter::new(5, std::time::Duration::from_secs(300)),
+            limiter: crate::model::secrets::LoginLimiter::new(
+                5,
+                std::time::Duration::from_secs(300),
+            ),
         };
         if s.needs_setup() {
             let raw = auth::random_hex(5).to_uppercase();
@@ -69,6 +73,7 @@ impl AppState {
 
 /// Register every route.
 pub fn configure(cfg: &mut web::ServiceConfig) {
+    extract::configure(cfg);
     board::configure(cfg);
     charts::configure(cfg);
     multi::configure(cfg);

@@ -182,7 +182,13 @@ async fn login(
     let Some(hash) = state.admin_hash() else {
         return see_other("/setup");
     };
-    if !auth::verify_password(&hash, &form.password) {
+    let Some(right) = auth::verify_password_limited(&hash, &form.password).await else {
+        return page(
+            actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+            "The board is busy checking other logins. Try again in a moment.".into(),
+        );
+    };
+    if !right {
         state.limiter.fail(ip);
         tracing::warn!(%ip, "failed login");
         return page(
@@ -1115,6 +1121,8 @@ struct SettingsPage {
     error: Option<String>,
     new_token: Option<String>,
     tokens: Vec<TokenView>,
+    /// History retention in force, one line of text.
+    retention: String,
 }
 
 fn settings(
@@ -1142,6 +1150,16 @@ fn settings(
                 created: fmt_time(t.created_at),
             })
             .collect(),
+        retention: {
+            let r = state.store.retention();
+            format!(
+                "At most {} runs and {} MiB of history ({} MiB in use); the oldest runs that are not pinned and not in a suite are deleted first. Anonymous services (payload, sink, source) record at most {} runs per peer a minute, the rest counted in one folded run.",
+                r.max_runs,
+                r.max_bytes >> 20,
+                state.store.used_bytes().unwrap_or(0) >> 20,
+                crate::runs::anon::RUNS_PER_MINUTE
+            )
+        },
     }
 }
 
@@ -1164,6 +1182,7 @@ async fn change_password(
     state: web::Data<AppState>,
     form: web::Form<PasswordForm>,
 ) -> Result<HttpResponse, AuthError> {
+    auth.require_session()?;
     auth.check_csrf(form.csrf.as_deref())?;
     let ip = client_ip(&req);
     let bad = |e: &str| {
@@ -1178,7 +1197,12 @@ async fn change_password(
     let Some(hash) = state.admin_hash() else {
         return Ok(bad("No password is set."));
     };
-    if !auth::verify_password(&hash, &form.current) {
+    let Some(right) = auth::verify_password_limited(&hash, &form.current).await else {
+        return Ok(bad(
+            "The board is busy checking passwords. Try again in a moment.",
+        ));
+    };
+    if !right {
         state.limiter.fail(ip);
         return Ok(bad("The current password is wrong. Nothing was changed."));
     }
@@ -1216,6 +1240,7 @@ async fn create_token(
     state: web::Data<AppState>,
     form: web::Form<TokenForm>,
 ) -> Result<HttpResponse, AuthError> {
+    auth.require_session()?;
     auth.check_csrf(form.csrf.as_deref())?;
     let name = form.name.trim();
     if name.is_empty() || name.chars().count() > 64 {
@@ -1244,6 +1269,7 @@ async fn delete_token(
     path: web::Path<i64>,
     form: web::Form<CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
+    auth.require_session()?;
     auth.check_csrf(form.csrf.as_deref())?;
     let _ = state.store.delete_token(path.into_inner());
     Ok(see_other("/settings"))

@@ -175,7 +175,7 @@ async fn accept_loop(inner: Arc<Inner>, l: TcpListener) {
         match l.accept().await {
             Ok((s, peer)) => {
                 if active.load(Ordering::Relaxed) >= MAX_TCP_TESTS {
-                    tracing::warn!(%peer, "{MAX_TCP_TESTS} iperf 2 connections open; refused");
+                    crate::peer_warn!(peer.ip(), %peer, "{MAX_TCP_TESTS} iperf 2 connections open; refused");
                     continue;
                 }
                 active.fetch_add(1, Ordering::Relaxed);
@@ -246,7 +246,7 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
         }
     }
     if wire::looks_like_iperf3(&first[..got]) {
-        tracing::warn!(%peer, "iperf 2 port: {LOOKS_LIKE_IPERF3} (sent an iperf3 cookie); closing");
+        crate::peer_warn!(peer.ip(), %peer, "iperf 2 port: {LOOKS_LIKE_IPERF3} (sent an iperf3 cookie); closing");
         report_refused(&inner, peer, local, false, LOOKS_LIKE_IPERF3);
         // Stay silent a while: an iperf3 client then says the peer looks like iperf 2.x
         // instead of a bare "control socket closed".
@@ -262,13 +262,13 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
         return;
     }
     if got < wire::CLIENT_HEADER_LEN {
-        tracing::warn!(%peer, bytes = got, "iperf 2 connection closed before its 24-byte header");
+        crate::peer_warn!(peer.ip(), %peer, bytes = got, "iperf 2 connection closed before its 24-byte header");
         return;
     }
     let hdr = match ClientHeader::parse(&first[..got]) {
         Ok(h) => h,
         Err(e) => {
-            tracing::warn!(%peer, "iperf 2 header: {e}");
+            crate::peer_warn!(peer.ip(), %peer, "iperf 2 header: {e}");
             return;
         }
     };
@@ -279,7 +279,7 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
         _ => match hdr.check_return() {
             Ok(()) => inner.first_return(peer.ip(), hdr.port, false),
             Err(e) => {
-                tracing::warn!(%peer, "iperf 2 return test refused: {e}");
+                crate::peer_warn!(peer.ip(), %peer, "iperf 2 return test refused: {e}");
                 false
             }
         },
@@ -291,14 +291,14 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
     let std = match s.into_std() {
         Ok(s) => s,
         Err(e) => {
-            tracing::warn!(%peer, "{e}");
+            crate::peer_warn!(peer.ip(), %peer, "{e}");
             return;
         }
     };
     let ds = match DataStream::new(1, false, std) {
         Ok(d) => d,
         Err(e) => {
-            tracing::warn!(%peer, "{e}");
+            crate::peer_warn!(peer.ip(), %peer, "{e}");
             return;
         }
     };
@@ -371,7 +371,7 @@ async fn run_test(
         RunStatus::Completed
     };
     if let Some(e) = &error {
-        tracing::warn!(test, %peer, "iperf 2 test ended: {e}");
+        crate::peer_warn!(peer.ip(), test, %peer, "iperf 2 test ended: {e}");
     }
     inner.emit(Event::Finished {
         test,
@@ -536,7 +536,7 @@ fn udp_loop(
             _ => {}
         }
         if n == 4 && (data == b"9876" || data == b"6789") {
-            tracing::warn!(%from, "iperf 2 UDP port: {LOOKS_LIKE_IPERF3} (sent an iperf3 UDP hello)");
+            crate::peer_warn!(from.ip(), %from, "iperf 2 UDP port: {LOOKS_LIKE_IPERF3} (sent an iperf3 UDP hello)");
             continue;
         }
         let Some((_, id)) = wire::read_udp_id(data, false) else {
@@ -557,7 +557,7 @@ fn udp_loop(
             })
             .unwrap_or(0);
         if running >= MAX_UDP_FLOWS {
-            tracing::warn!(%from, "{running} iperf 2 UDP flows running; new flow ignored");
+            crate::peer_warn!(from.ip(), %from, "{running} iperf 2 UDP flows running; new flow ignored");
             continue;
         }
         let (layout, wide, mut hdr) = wire::classify_udp(data);
@@ -569,21 +569,21 @@ fn udp_loop(
         let flow = match bind_udp(local, Some(from)) {
             Ok(s) => s,
             Err(e) => {
-                tracing::warn!(%from, "cannot open the UDP flow socket: {e}");
+                crate::peer_warn!(from.ip(), %from, "cannot open the UDP flow socket: {e}");
                 continue;
             }
         };
         let clone = match flow.try_clone() {
             Ok(c) => c,
             Err(e) => {
-                tracing::warn!(%from, "{e}");
+                crate::peer_warn!(from.ip(), %from, "{e}");
                 continue;
             }
         };
         let ds = match DataStream::new_udp_iperf2(1, false, flow, wide) {
             Ok(d) => d,
             Err(e) => {
-                tracing::warn!(%from, "{e}");
+                crate::peer_warn!(from.ip(), %from, "{e}");
                 continue;
             }
         };
@@ -603,7 +603,7 @@ fn udp_loop(
             && match hdr_v.check_return() {
                 Ok(()) => inner.first_return(from.ip(), hdr_v.port, true),
                 Err(e) => {
-                    tracing::warn!(%from, "iperf 2 return test refused: {e}");
+                    crate::peer_warn!(from.ip(), %from, "iperf 2 return test refused: {e}");
                     false
                 }
             };

@@ -335,7 +335,13 @@ pub async fn run(
     let total = params.total_streams() as usize;
     let mut streams = Vec::with_capacity(total);
     let data_opts = SockOpts {
-        bind: spec.sock.bind.or(Some(local_ctrl.ip())),
+        // The control connection's own address, so the data streams leave the same way;
+        // not a link-local one (it binds only with its scope, and the peer's scope already
+        // sends the streams out of the right interface).
+        bind: spec
+            .sock
+            .bind
+            .or(Some(local_ctrl.ip()).filter(|ip| !net::is_link_local_v6(*ip))),
         bind_dev: spec.sock.bind_dev.clone(),
         cport: spec.sock.cport,
         window: params.window,

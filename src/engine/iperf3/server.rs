@@ -27,6 +27,9 @@ pub struct ServerConfig {
     pub ports: Vec<u16>,
     /// Address to bind (`-B`); default: all addresses, IPv4 and IPv6.
     pub bind: Option<IpAddr>,
+    /// Interface to listen on only (`--bind-dev DEV` or `-B addr%DEV`): SO_BINDTODEVICE on
+    /// the TCP and UDP listeners. A device that does not exist is an error ("No such device").
+    pub bind_dev: Option<String>,
     /// Reporting interval in seconds (`-i`).
     pub interval: f64,
     /// Exit after one test (`-1`).
@@ -44,6 +47,7 @@ impl Default for ServerConfig {
         ServerConfig {
             ports: vec![wire::DEFAULT_PORT],
             bind: None,
+            bind_dev: None,
             interval: 1.0,
             one_off: false,
             json: false,
@@ -86,8 +90,72 @@ struct UdpPending {
     tx: mpsc::Sender<std::net::UdpSocket>,
 }
 
+/// Most control sessions (tests) one server runs at once; the next client gets
+/// ACCESS_DENIED ("the server is busy running a test"), as from a busy stock server.
+/// Each session holds at most ~1 MiB of control-message buffers ([`wire::MAX_CLIENT_RESULTS_JSON`])
+/// and one send block (≤ 1 MiB, shared by its streams).
+pub const MAX_SESSIONS: usize = 8;
+
+/// Receive-buffer memory all running tests of one server may hold together, bytes (64 MiB):
+/// a TCP stream costs [`crate::engine::tcp::MAX_RECV_BUF`] (128 KiB), a UDP stream
+/// [`UDP_STREAM_COST`]. A test that would exceed it is refused like a busy server. With
+/// [`MAX_SESSIONS`] this keeps the server's peak RSS under ~100 MB for any client input.
+pub const STREAM_BUDGET: u64 = 64 * 1024 * 1024;
+
+/// Receive-buffer bytes one UDP stream may hold (GRO batch of 16 × 64 KiB).
+pub const UDP_STREAM_COST: u64 = 1024 * 1024;
+
+/// Bytes of [`STREAM_BUDGET`] a test with these params reserves.
+pub fn stream_cost(params: &Params) -> u64 {
+    let per = if params.protocol == Protocol::Udp {
+        UDP_STREAM_COST
+    } else {
+        crate::engine::tcp::MAX_RECV_BUF as u64
+    };
+    params.total_streams() as u64 * per
+}
+
+/// Returns what it reserved from a counter when dropped.
+struct Reserved {
+    counter: Arc<AtomicU64>,
+    amount: u64,
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        self.counter.fetch_sub(self.amount, Ordering::Relaxed);
+    }
+}
+
+/// Reserve `amount` from `counter` if the total stays within `max`.
+fn reserve(counter: &Arc<AtomicU64>, amount: u64, max: u64) -> Option<Reserved> {
+    let mut cur = counter.load(Ordering::Relaxed);
+    loop {
+        if cur.saturating_add(amount) > max {
+            return None;
+        }
+        match counter.compare_exchange_weak(cur, cur + amount, Ordering::AcqRel, Ordering::Relaxed)
+        {
+            Ok(_) => {
+                return Some(Reserved {
+                    counter: counter.clone(),
+                    amount,
+                })
+            }
+            Err(now) => cur = now,
+        }
+    }
+}
+
 struct Inner {
     cfg: ServerConfig,
+    /// Control sessions running now (≤ [`MAX_SESSIONS`]).
+    sessions: Arc<AtomicU64>,
+    /// Receive-buffer bytes reserved by running tests (≤ [`STREAM_BUDGET`]).
+    budget: Arc<AtomicU64>,
+    /// A duplicate of each running session's control connection, by session: on shutdown
+    /// each gets SERVER_TERMINATE, as from a stock server stopped by a signal.
+    controls: Mutex<HashMap<u64, std::net::TcpStream>>,
     pending: Pending,
     udp_pending: Mutex<Vec<UdpPending>>,
     /// Datagrams that reached a hello listener but belong to no pending session.
@@ -100,9 +168,22 @@ struct Inner {
 /// Bind a listening socket: `bind` or the IPv6 any-address in dual-stack mode (falling back
 /// to IPv4 when the host has no IPv6).
 pub fn bind_listener(bind: Option<IpAddr>, port: u16) -> std::io::Result<TcpListener> {
+    bind_listener_dev(bind, None, port)
+}
+
+/// Like [`bind_listener`], listening only on interface `dev` when given (SO_BINDTODEVICE;
+/// errors with ENODEV, "No such device", when it does not exist).
+pub fn bind_listener_dev(
+    bind: Option<IpAddr>,
+    dev: Option<&str>,
+    port: u16,
+) -> std::io::Result<TcpListener> {
     let mk = |addr: SocketAddr, dual: bool| -> std::io::Result<std::net::TcpListener> {
         let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
         s.set_reuse_address(true)?;
+        if let Some(d) = dev {
+            net::bind_device(&s, d)?;
+        }
         if dual {
             s.set_only_v6(false)?;
         }
@@ -118,6 +199,7 @@ pub fn bind_listener(bind: Option<IpAddr>, port: u16) -> std::io::Result<TcpList
             true,
         ) {
             Ok(l) => l,
+            Err(e) if dev.is_some() && e.raw_os_error() == Some(libc::ENODEV) => return Err(e),
             Err(_) => mk(SocketAddr::new(IpAddr::from([0u8, 0, 0, 0]), port), false)?,
         },
     };
@@ -133,7 +215,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let mut listeners = Vec::new();
     for &port in &cfg.ports {
-        let l = bind_listener(cfg.bind, port).map_err(|e| {
+        let l = bind_listener_dev(cfg.bind, cfg.bind_dev.as_deref(), port).map_err(|e| {
             std::io::Error::new(e.kind(), format!("unable to listen on port {port}: {e}"))
         })?;
         listeners.push(l);
@@ -151,7 +233,7 @@ pub async fn serve_listeners(
     let mut udp_listeners = Vec::new();
     for l in &listeners {
         let addr = l.local_addr()?;
-        let u = bind_udp(addr, None).map_err(|e| {
+        let u = bind_udp(addr, None, cfg.bind_dev.as_deref()).map_err(|e| {
             std::io::Error::new(
                 e.kind(),
                 format!("unable to listen for UDP on port {}: {e}", addr.port()),
@@ -161,6 +243,9 @@ pub async fn serve_listeners(
     }
     let inner = Arc::new(Inner {
         cfg,
+        sessions: Arc::new(AtomicU64::new(0)),
+        budget: Arc::new(AtomicU64::new(0)),
+        controls: Mutex::new(HashMap::new()),
         pending: Mutex::new(HashMap::new()),
         udp_pending: Mutex::new(Vec::new()),
         stray: AtomicU64::new(0),
@@ -202,7 +287,23 @@ pub async fn serve_listeners(
     for t in tasks {
         t.abort();
     }
+    terminate_sessions(&inner);
     Ok(())
+}
+
+/// Send SERVER_TERMINATE on every running session's control connection and shut it down:
+/// stock clients then report "the server has terminated".
+fn terminate_sessions(inner: &Inner) {
+    let controls: Vec<(u64, std::net::TcpStream)> = match inner.controls.lock() {
+        Ok(mut m) => m.drain().collect(),
+        Err(_) => return,
+    };
+    for (id, c) in controls {
+        use std::io::Write;
+        let _ = (&c).write_all(&[State::ServerTerminate.byte()]);
+        let _ = c.shutdown(std::net::Shutdown::Both);
+        tracing::info!(session = id, "server shutting down: sent SERVER_TERMINATE");
+    }
 }
 
 /// The address without IPv4-mapping (::ffff:a.b.c.d → a.b.c.d).
@@ -219,13 +320,20 @@ fn canon(ip: IpAddr) -> IpAddr {
 /// A UDP socket on `local` (SO_REUSEADDR, dual-stack for the IPv6 any-address), connected to
 /// `peer` when given. Several such sockets share the port: the kernel hands each connected one
 /// the datagrams of its peer, the unconnected listener the rest.
-fn bind_udp(local: SocketAddr, peer: Option<SocketAddr>) -> std::io::Result<std::net::UdpSocket> {
+fn bind_udp(
+    local: SocketAddr,
+    peer: Option<SocketAddr>,
+    dev: Option<&str>,
+) -> std::io::Result<std::net::UdpSocket> {
     let s = Socket::new(
         Domain::for_address(local),
         Type::DGRAM,
         Some(socket2::Protocol::UDP),
     )?;
     s.set_reuse_address(true)?;
+    if let Some(d) = dev {
+        net::bind_device(&s, d)?;
+    }
     if local.is_ipv6() && local.ip().is_unspecified() {
         s.set_only_v6(false)?;
     }
@@ -316,7 +424,7 @@ async fn udp_hellos(inner: Arc<Inner>, sock: std::net::UdpSocket) {
         } else {
             crate::engine::udp::REPLY
         };
-        match bind_udp(local, Some(from)) {
+        match bind_udp(local, Some(from), inner.cfg.bind_dev.as_deref()) {
             Ok(s) => {
                 if let Err(e) = s.send(&reply) {
                     tracing::warn!(session, %from, "cannot answer the UDP hello: {e}");
@@ -335,7 +443,7 @@ async fn handle_conn(inner: Arc<Inner>, mut s: TcpStream, peer: SocketAddr, seq:
     if let Err(e) =
         wire::read_exact_timeout(&mut s, &mut cookie, inner.cfg.cookie_timeout, "the cookie").await
     {
-        tracing::warn!(%peer, "closing connection: unable to receive cookie at server ({e})");
+        crate::peer_warn!(peer.ip(), %peer, "closing connection: unable to receive cookie at server ({e})");
         return;
     }
     if crate::engine::iperf2::wire::looks_like_iperf2(&cookie) {
@@ -353,11 +461,16 @@ async fn handle_conn(inner: Arc<Inner>, mut s: TcpStream, peer: SocketAddr, seq:
             | mpsc::error::TrySendError::Closed((_, mut s)),
         ) = tx.try_send((seq, s))
         {
-            tracing::warn!(%peer, "extra data stream refused");
+            crate::peer_warn!(peer.ip(), %peer, "extra data stream refused");
             let _ = s.write_all(&[State::AccessDenied.byte()]).await;
         }
         return;
     }
+    let Some(_slot) = reserve(&inner.sessions, 1, MAX_SESSIONS as u64) else {
+        crate::peer_warn!(peer.ip(), %peer, "closing connection: {MAX_SESSIONS} tests running already (server busy)");
+        let _ = s.write_all(&[State::AccessDenied.byte()]).await;
+        return;
+    };
     let id = inner.next.fetch_add(1, Ordering::Relaxed);
     // A client whose cable is pulled sends no FIN: keepalive probes (after 5 s idle, every
     // 2 s, 3 of them) end the control connection within ~11 s even while this side only
@@ -367,7 +480,14 @@ async fn handle_conn(inner: Arc<Inner>, mut s: TcpStream, peer: SocketAddr, seq:
         .with_interval(Duration::from_secs(2))
         .with_retries(3);
     let _ = socket2::SockRef::from(&s).set_tcp_keepalive(&ka);
-    session(inner, s, peer, cookie, id).await;
+    let dup = socket2::SockRef::from(&s).try_clone();
+    if let (Ok(d), Ok(mut m)) = (dup, inner.controls.lock()) {
+        m.insert(id, d.into());
+    }
+    session(inner.clone(), s, peer, cookie, id).await;
+    if let Ok(mut m) = inner.controls.lock() {
+        m.remove(&id);
+    }
 }
 
 /// An iperf 2 client reached the iperf3 port (its first bytes are an iperf 2 header or the
@@ -377,7 +497,7 @@ fn refuse_iperf2(inner: &Inner, s: &TcpStream, peer: SocketAddr) {
         "{}: its first bytes are an iperf 2 header, not an iperf3 cookie (iperf 2 clients belong on port 5001)",
         crate::engine::iperf2::LOOKS_LIKE_IPERF2
     );
-    tracing::warn!(%peer, "closing connection: {msg}");
+    crate::peer_warn!(peer.ip(), %peer, "closing connection: {msg}");
     let local = s.local_addr().unwrap_or(peer);
     let id = inner.next.fetch_add(1, Ordering::Relaxed);
     let report = Report {
@@ -455,21 +575,26 @@ async fn session(
     {
         Ok(p) => p,
         Err(e) => {
-            tracing::warn!(session = id, %peer, "closing session: bad parameters: {e}");
+            crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: bad parameters: {e}");
             let _ = wire::write_server_error(&mut ctrl, ierr::IERECVPARAMS, 0).await;
             return;
         }
     };
     if params.protocol == Protocol::Sctp {
-        tracing::warn!(session = id, %peer, "closing session: SCTP tests are not supported");
+        crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: SCTP tests are not supported");
         let _ = wire::write_server_error(&mut ctrl, ierr::IEUNIMP, 0).await;
         return;
     }
+    let Some(_buffers) = reserve(&inner.budget, stream_cost(&params), STREAM_BUDGET) else {
+        crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: {} streams would exceed the server's stream buffer budget ({} MiB)", params.total_streams(), STREAM_BUDGET >> 20);
+        let _ = wire::write_state(&mut ctrl, State::AccessDenied).await;
+        return;
+    };
     let total = params.total_streams() as usize;
     let n_recv = params.client_send_streams() as usize;
     let udp_socks = if params.protocol == Protocol::Udp {
         if !(16..=crate::engine::udp::MAX_UDP_LEN_V6 as u32).contains(&params.len) {
-            tracing::warn!(session = id, %peer, "closing session: UDP datagram size {} out of range", params.len);
+            crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: UDP datagram size {} out of range", params.len);
             let _ = wire::write_server_error(&mut ctrl, ierr::IERECVPARAMS, 0).await;
             return;
         }
@@ -522,12 +647,12 @@ async fn session(
                 r = ctrl.read(&mut b) => {
                     let why = match r { Ok(0) | Err(_) => "client closed the control connection while streams were being created".to_string(),
                         Ok(_) => format!("unexpected control byte 0x{:02x} while streams were being created", b[0]) };
-                    tracing::warn!(session = id, %peer, "closing session: {why}");
+                    crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: {why}");
                     unregister(&inner);
                     return;
                 }
                 _ = tokio::time::sleep_until(deadline) => {
-                    tracing::warn!(session = id, %peer, "closing session: only {} of {total} streams arrived within 30 s", socks.len());
+                    crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: only {} of {total} streams arrived within 30 s", socks.len());
                     unregister(&inner);
                     return;
                 }
@@ -643,7 +768,7 @@ async fn session(
     let mine_results = phase.results(report.cpu_local, congestion.clone(), &report.streams);
     let _ = tokio::task::spawn_blocking(move || phase.stop()).await;
     if let Err(s) = outcome {
-        tracing::warn!(session = id, %peer, "test ended early: {}", s.reason);
+        crate::peer_warn!(peer.ip(), session = id, %peer, "test ended early: {}", s.reason);
         finish(&inner, id, report, s.status, Some(s.reason));
         return;
     }
@@ -662,10 +787,14 @@ async fn session(
         );
         return;
     }
-    let theirs = match wire::read_json(&mut ctrl, wire::MAX_RESULTS_JSON, Duration::from_secs(30))
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|v| Results::from_json(&v).map_err(|e| e.to_string()))
+    let theirs = match wire::read_frame(
+        &mut ctrl,
+        wire::MAX_CLIENT_RESULTS_JSON,
+        Duration::from_secs(30),
+    )
+    .await
+    .and_then(|b| Results::from_slice(&b))
+    .map_err(|e| e.to_string())
     {
         Ok(r) => r,
         Err(e) => {
@@ -811,12 +940,12 @@ async fn udp_streams(
             s = rx.recv() => match s { Some(s) => socks.push(s), None => break },
             r = ctrl.read(&mut b) => {
                 let _ = r;
-                tracing::warn!(session = id, %peer, "closing session: the client went away while UDP streams were being created");
+                crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: the client went away while UDP streams were being created");
                 unregister();
                 return None;
             }
             _ = tokio::time::sleep_until(deadline) => {
-                tracing::warn!(session = id, %peer, "closing session: only {} of {total} UDP streams said hello within 30 s", socks.len());
+                crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: only {} of {total} UDP streams said hello within 30 s", socks.len());
                 unregister();
                 return None;
             }

@@ -15,9 +15,16 @@ pub const DEFAULT_PORT: u16 = 5201;
 pub const COOKIE_SIZE: usize = 37;
 /// Largest params document we accept, in bytes (iperf3 3.18's `MAX_PARAMS_JSON_STRING`).
 pub const MAX_PARAMS_JSON: u32 = 8192;
-/// Largest results document we accept, in bytes. Stock iperf3 sets no limit; results with
-/// `server_output_json` of a long test can be large, 16 MiB is far above any real one.
+/// Largest results document a client accepts from a server, in bytes. Stock iperf3 sets no
+/// limit; results with `server_output_json` of a long test can be large, 16 MiB is far above
+/// any real one. (The client talks to a server its user chose; the server side, which anyone
+/// can reach, uses [`MAX_CLIENT_RESULTS_JSON`].)
 pub const MAX_RESULTS_JSON: u32 = 16 * 1024 * 1024;
+/// Largest results document the server accepts from a client, in bytes (1 MiB). A real
+/// client's results are under 50 KB (128 streams × ~250 bytes plus CPU figures; a client
+/// never sends server output). The document is parsed into typed fields, skipping everything
+/// else, so one session holds at most this much plus a few KB.
+pub const MAX_CLIENT_RESULTS_JSON: u32 = 1024 * 1024;
 /// Largest number of parallel streams (iperf3's `MAX_STREAMS`).
 pub const MAX_PARALLEL: u32 = 128;
 /// Default TCP block size (write/read length), bytes.
@@ -203,23 +210,50 @@ pub async fn write_server_error<W: AsyncWrite + Unpin>(
     Ok(())
 }
 
-/// Read a 4-byte big-endian length and that many bytes of JSON. The length must be in
-/// `1..=max`; the whole message must arrive within `limit` (first byte included).
+/// Check a frame's 4-byte big-endian length prefix: the length must be in `1..=max` bytes.
+/// Pure; used by [`read_frame`] and the fuzz targets.
+pub fn frame_len(prefix: [u8; 4], max: u32) -> Result<u32, WireError> {
+    let len = u32::from_be_bytes(prefix);
+    if len == 0 || len > max {
+        return Err(WireError::BadLength { len, max });
+    }
+    Ok(len)
+}
+
+/// Read a 4-byte big-endian length and that many bytes (the body of a JSON message). The
+/// length must be in `1..=max`; the whole message must arrive within `limit` (first byte
+/// included). Memory grows with the bytes that actually arrive (at most `max`), not with the
+/// announced length.
+pub async fn read_frame<R: AsyncRead + Unpin>(
+    r: &mut R,
+    max: u32,
+    limit: Duration,
+) -> Result<Vec<u8>, WireError> {
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut lb = [0u8; 4];
+    read_exact_timeout(r, &mut lb, limit, "a JSON length").await?;
+    let len = frame_len(lb, max)?;
+    let mut body = Vec::with_capacity((len as usize).min(64 * 1024));
+    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+    match tokio::time::timeout(left, r.take(len as u64).read_to_end(&mut body)).await {
+        Err(_) => return Err(WireError::Timeout("a JSON body")),
+        Ok(Err(e)) => return Err(WireError::Io(e)),
+        Ok(Ok(_)) => {}
+    }
+    if body.len() < len as usize {
+        return Err(WireError::Closed);
+    }
+    Ok(body)
+}
+
+/// Read one length-prefixed JSON message (see [`read_frame`]) as a [`Value`]. Only for small
+/// documents (params, 8 KiB): a `Value` takes up to ~85 times the text's size.
 pub async fn read_json<R: AsyncRead + Unpin>(
     r: &mut R,
     max: u32,
     limit: Duration,
 ) -> Result<Value, WireError> {
-    let deadline = tokio::time::Instant::now() + limit;
-    let mut lb = [0u8; 4];
-    read_exact_timeout(r, &mut lb, limit, "a JSON length").await?;
-    let len = u32::from_be_bytes(lb);
-    if len == 0 || len > max {
-        return Err(WireError::BadLength { len, max });
-    }
-    let mut body = vec![0u8; len as usize];
-    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-    read_exact_timeout(r, &mut body, left, "a JSON body").await?;
+    let body = read_frame(r, max, limit).await?;
     serde_json::from_slice(&body).map_err(|e| WireError::BadJson(e.to_string()))
 }
 
@@ -381,9 +415,10 @@ fn get_u64(m: &Map<String, Value>, key: &'static str, max: u64) -> Result<Option
                 why: format!("expected a number, got {v}"),
             })?;
             if i < 0 || i as u64 > max {
+                // Quote the number as sent: 2^63 wraps to i64::MIN above, but is not negative.
                 return Err(WireError::BadField {
                     key,
-                    why: format!("{i} is outside 0..={max}"),
+                    why: format!("{v} is outside 0..={max}"),
                 });
             }
             Ok(Some(i as u64))
@@ -638,84 +673,17 @@ pub fn num(f: f64) -> Value {
 }
 
 impl Results {
-    /// Parse leniently; a missing required key is an error (stock IERECVRESULTS).
+    /// Parse leniently; a missing required key is an error (stock IERECVRESULTS). Numbers
+    /// in any form (see [`lenient_i64`]), non-numbers where a number is optional count as
+    /// absent, at most 2 × [`MAX_PARALLEL`] streams with ids 1..=258.
     pub fn from_json(v: &Value) -> Result<Results, WireError> {
-        let m = v.as_object().ok_or_else(|| WireError::BadField {
-            key: "results",
-            why: "not a JSON object".into(),
-        })?;
-        let req_f = |k: &'static str| -> Result<f64, WireError> {
-            m.get(k).and_then(lenient_f64).ok_or(WireError::BadField {
-                key: k,
-                why: "missing or not a number".into(),
-            })
-        };
-        let streams_v = m
-            .get("streams")
-            .and_then(|s| s.as_array())
-            .ok_or(WireError::BadField {
-                key: "streams",
-                why: "missing or not an array".into(),
-            })?;
-        if streams_v.len() > 2 * MAX_PARALLEL as usize {
-            return Err(WireError::BadField {
-                key: "streams",
-                why: format!("{} streams", streams_v.len()),
-            });
-        }
-        let mut streams = Vec::with_capacity(streams_v.len());
-        for s in streams_v {
-            let sm = s.as_object().ok_or(WireError::BadField {
-                key: "streams",
-                why: "entry is not an object".into(),
-            })?;
-            let gi = |k: &'static str| sm.get(k).and_then(lenient_i64);
-            let gf = |k: &'static str| sm.get(k).and_then(lenient_f64);
-            let id = gi("id").ok_or(WireError::BadField {
-                key: "id",
-                why: "missing or not a number".into(),
-            })?;
-            if !(1..=(2 * MAX_PARALLEL as i64 + 2)).contains(&id) {
-                return Err(WireError::BadField {
-                    key: "id",
-                    why: format!("{id} is not a stream id"),
-                });
-            }
-            streams.push(StreamResult {
-                id: id as u32,
-                bytes: gi("bytes").unwrap_or(0).max(0) as u64,
-                retransmits: gi("retransmits").unwrap_or(-1),
-                jitter: gf("jitter").unwrap_or(0.0).max(0.0),
-                errors: gi("errors").unwrap_or(0),
-                omitted_errors: gi("omitted_errors").unwrap_or(0),
-                packets: gi("packets").unwrap_or(0),
-                omitted_packets: gi("omitted_packets").unwrap_or(0),
-                start_time: gf("start_time").unwrap_or(0.0),
-                end_time: gf("end_time").unwrap_or(0.0).max(0.0),
-            });
-        }
-        Ok(Results {
-            cpu_util_total: req_f("cpu_util_total")?,
-            cpu_util_user: req_f("cpu_util_user")?,
-            cpu_util_system: req_f("cpu_util_system")?,
-            sender_has_retransmits: m
-                .get("sender_has_retransmits")
-                .and_then(lenient_i64)
-                .ok_or(WireError::BadField {
-                    key: "sender_has_retransmits",
-                    why: "missing or not a number".into(),
-                })?,
-            congestion_used: m
-                .get("congestion_used")
-                .and_then(|v| v.as_str())
-                .map(String::from),
-            server_output_text: m
-                .get("server_output_text")
-                .and_then(|v| v.as_str())
-                .map(String::from),
-            server_output_json: m.get("server_output_json").cloned(),
-            streams,
-        })
+        super::lenient::results_from_value(v)
+    }
+
+    /// Parse from the document's bytes without building a `Value` (memory: the input plus a
+    /// few KB); `server_output_json` is skipped. What the server does with a client's results.
+    pub fn from_slice(bytes: &[u8]) -> Result<Results, WireError> {
+        super::lenient::results_from_slice(bytes)
     }
 
     /// The document as 3.14+ send it (signed −1, both `omitted_*` keys, no nulls).
@@ -804,6 +772,50 @@ mod tests {
             let v: Value = serde_json::from_str(bad).unwrap();
             assert!(Params::from_json(&v).is_err(), "{bad} accepted");
         }
+    }
+
+    #[test]
+    fn out_of_range_numbers_are_quoted_as_sent() {
+        let v: Value = serde_json::from_str(r#"{"tcp":true,"num":9223372036854775808}"#).unwrap();
+        let e = Params::from_json(&v).unwrap_err().to_string();
+        assert!(e.contains("9223372036854775808 is outside"), "{e}");
+        assert!(!e.contains('-'), "{e}");
+    }
+
+    #[test]
+    fn results_from_bytes_skip_server_output_and_agree_with_value_parse() {
+        let doc = br#"{"cpu_util_total":1,"cpu_util_user":0.5,"cpu_util_system":0.5,"sender_has_retransmits":18446744073709551615,"congestion_used":"cubic","server_output_json":{"intervals":[{"streams":[{"bytes":1}]}]},"extra":[1,2,{"a":[]}],"streams":[{"id":1,"bytes":1.5e3,"retransmits":[1],"jitter":"x","packets":18446744073709551615,"end_time":1}]}"#;
+        let a = Results::from_slice(doc).unwrap();
+        assert_eq!(a.sender_has_retransmits, -1);
+        assert_eq!(a.server_output_json, None);
+        assert_eq!(a.congestion_used.as_deref(), Some("cubic"));
+        assert_eq!(a.streams[0].bytes, 1500);
+        assert_eq!(a.streams[0].retransmits, -1);
+        assert_eq!(a.streams[0].packets, -1);
+        let v: Value = serde_json::from_slice(doc).unwrap();
+        let mut b = Results::from_json(&v).unwrap();
+        assert!(b.server_output_json.is_some());
+        b.server_output_json = None;
+        assert_eq!(a, b);
+        for bad in [
+            &br#"[1]"#[..],
+            br#"{"cpu_util_total":1,"cpu_util_user":0.5,"cpu_util_system":0.5,"sender_has_retransmits":0}"#,
+            br#"{"cpu_util_total":1,"cpu_util_user":0.5,"cpu_util_system":0.5,"sender_has_retransmits":0,"streams":[1]}"#,
+            br#"{"cpu_util_total":1,"cpu_util_user":0.5,"cpu_util_system":0.5,"sender_has_retransmits":0,"streams":[{"id":0}]}"#,
+            br#"{"cpu_util_total":1,"#,
+        ] {
+            assert!(Results::from_slice(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+        // 257 streams: refused without storing them.
+        let mut many = br#"{"cpu_util_total":1,"cpu_util_user":0.5,"cpu_util_system":0.5,"sender_has_retransmits":0,"streams":["#.to_vec();
+        for i in 0..257 {
+            many.extend_from_slice(
+                format!("{}{{\"id\":1}}", if i > 0 { "," } else { "" }).as_bytes(),
+            );
+        }
+        many.extend_from_slice(b"]}");
+        let e = Results::from_slice(&many).unwrap_err().to_string();
+        assert!(e.contains("257 streams"), "{e}");
     }
 
     #[test]
