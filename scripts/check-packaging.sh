@@ -3,8 +3,10 @@
 #   1. meta-netperf/.../netperfd-crates.inc matches Cargo.lock   (scripts/gen-crates-inc.py --check)
 #   2. the unit/config copies in meta-netperf and buildroot-package equal systemd/
 #   3. LICENSE checksums in the recipe (md5) and the Buildroot .hash (sha256) match LICENSE
-#   4. systemd unit: verify + security exposure <= 3.0      (scripts/check-unit.sh)
+#   4. systemd unit: verify + security exposure <= 2.5      (scripts/check-unit.sh)
 #   5. oelint-adv on the recipe (pip-installs oelint-adv when missing)
+#   6. LICENSE-THIRD-PARTY matches Cargo.lock           (scripts/third-party-licenses.py --check)
+#   7. one build setting: Buildroot's restated opt-level equals Cargo.toml's [profile.release]
 # Runs every check, then exits 1 if any failed. Needs network only to install missing tools.
 set -euo pipefail
 
@@ -37,6 +39,8 @@ copies() {
     same_file systemd/netperfd.service "$recipe_dir/files/netperfd.service" || rc=1
     same_file systemd/netperfd.toml "$recipe_dir/files/netperfd.toml" || rc=1
     same_file systemd/netperfd.service buildroot-package/package/netperfd/netperfd.service || rc=1
+    same_file systemd/netperfd-tmpfiles.conf "$recipe_dir/files/netperfd-tmpfiles.conf" || rc=1
+    same_file systemd/netperfd-modules.conf "$recipe_dir/files/netperfd-modules.conf" || rc=1
     return "$rc"
 }
 
@@ -44,7 +48,7 @@ license_sums() {
     local rc=0 md5 sha
     md5=$(md5sum LICENSE | cut -d' ' -f1)
     sha=$(sha256sum LICENSE | cut -d' ' -f1)
-    if grep -q "file://LICENSE;md5=$md5\"" "$recipe_dir"/netperfd_*.bb; then
+    if grep -Eq "file://LICENSE;md5=$md5( |\")" "$recipe_dir"/netperfd_*.bb; then
         echo "recipe LIC_FILES_CHKSUM md5=$md5"
     else
         echo "recipe LIC_FILES_CHKSUM is not file://LICENSE;md5=$md5"; rc=1
@@ -54,7 +58,34 @@ license_sums() {
     else
         echo "buildroot-package/package/netperfd/netperfd.hash: LICENSE line is not sha256 $sha"; rc=1
     fi
+    local f want
+    for f in LICENSE-THIRD-PARTY LICENSES/Unicode-3.0.txt; do
+        want=$(sha256sum "$f" | cut -d' ' -f1)
+        if grep -Eq "^sha256[[:space:]]+${want}[[:space:]]+${f}$" buildroot-package/package/netperfd/netperfd.hash; then
+            echo "netperfd.hash $f sha256=$want"
+        else
+            echo "buildroot-package/package/netperfd/netperfd.hash: $f line is not sha256 $want"; rc=1
+        fi
+    done
+    want=$(md5sum LICENSES/Unicode-3.0.txt | cut -d' ' -f1)
+    if grep -q "file://LICENSES/Unicode-3.0.txt;md5=$want" "$recipe_dir"/netperfd_*.bb; then
+        echo "recipe LIC_FILES_CHKSUM LICENSES/Unicode-3.0.txt md5=$want"
+    else
+        echo "recipe LIC_FILES_CHKSUM: LICENSES/Unicode-3.0.txt is not md5=$want"; rc=1
+    fi
     return "$rc"
+}
+
+build_setting() {
+    local cargo_opt br_opt
+    cargo_opt=$(sed -n '/^\[profile.release\]/,/^\[/{s/^opt-level *= *"\{0,1\}\([0-9sz]\)"\{0,1\}.*/\1/p}' Cargo.toml)
+    br_opt=$(sed -nE 's/^NETPERFD_CARGO_ENV = CARGO_PROFILE_RELEASE_OPT_LEVEL=([0-9sz])$/\1/p' \
+        buildroot-package/package/netperfd/netperfd.mk)
+    echo "Cargo.toml [profile.release] opt-level=$cargo_opt, netperfd.mk restates $br_opt"
+    [[ -n $cargo_opt && $cargo_opt == "$br_opt" ]] || { echo "they differ"; return 1; }
+    if grep -qE 'PROFILE|opt-level|lto' "$recipe_dir"/netperfd_*.bb; then
+        echo "the recipe must not override the release profile"; return 1
+    fi
 }
 
 unit() {
@@ -91,6 +122,8 @@ run "packaging copies equal systemd/" copies
 run "LICENSE checksums" license_sums
 run "systemd unit" unit
 run "oelint-adv" oelint
+run "LICENSE-THIRD-PARTY up to date" python3 scripts/third-party-licenses.py --check
+run "one build setting (Cargo.toml = Buildroot)" build_setting
 
 echo
 if ((failed)); then

@@ -2,13 +2,13 @@
 # Offline checks of the systemd unit (default: systemd/netperfd.service):
 #  1. `systemd-analyze verify` on a copy whose ExecStart is /bin/true (the real binary
 #     is not installed here); verify exits 0 on unknown keys, so any stderr output fails.
-#  2. `systemd-analyze security --offline=yes`: the exposure must be <= 3.0 (0-10 scale).
+#  2. `systemd-analyze security --offline=yes`: the exposure must be <= 2.5 (0-10 scale).
 # Needs systemd-analyze (Debian: apt-get install systemd); installs nothing.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 unit=${1:-$here/../systemd/netperfd.service}
-max_exposure=3.0
+max_exposure=2.5
 
 command -v systemd-analyze >/dev/null || { echo "check-unit: systemd-analyze not found (apt-get install systemd)" >&2; exit 2; }
 [[ -f $unit ]] || { echo "check-unit: no such unit: $unit" >&2; exit 2; }
@@ -36,11 +36,11 @@ else
     echo "verify: clean"
 fi
 
-echo "== systemd-analyze security --offline=yes --threshold=30"
-# --threshold is on the 0-100 scale (30 = 3.0); the command fails above it.
-if ! systemd-analyze security --offline=yes --threshold=30 --no-pager "$copy" >"$tmp/sec.out" 2>&1; then
+echo "== systemd-analyze security --offline=yes --threshold=25"
+# --threshold is on the 0-100 scale (25 = 2.5); the command fails above it.
+if ! systemd-analyze security --offline=yes --threshold=25 --no-pager "$copy" >"$tmp/sec.out" 2>&1; then
     cat "$tmp/sec.out"
-    echo "check-unit: systemd-analyze security failed (exposure above 3.0?)" >&2
+    echo "check-unit: systemd-analyze security failed (exposure above 2.5?)" >&2
     exit 1
 fi
 line=$(grep -E 'Overall exposure level' "$tmp/sec.out" || true)

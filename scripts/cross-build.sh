@@ -76,12 +76,8 @@ add_arch() {
     fi
 }
 
-# Size profile for the boards (the repository's [profile.release] stays the desktop default).
-# Unwinding is kept: a panicking web handler must not take the daemon down.
-export CARGO_PROFILE_RELEASE_OPT_LEVEL=s
-export CARGO_PROFILE_RELEASE_LTO=fat
-export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1
-export CARGO_PROFILE_RELEASE_STRIP=true
+# The repository's [profile.release] (Cargo.toml) is the board profile, the same one Yocto
+# and Buildroot use: no overrides here (docs/build-settings.md).
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 
 built=()

@@ -159,6 +159,9 @@ pub fn detect(choice: BackendChoice) -> Result<Backend, BoardError> {
 /// Run a program with arguments (no shell), optionally feeding `stdin`; returns stdout.
 fn run(prog: &str, args: &[&str], stdin: Option<&str>) -> Result<String, BoardError> {
     let mut c = Command::new(prog);
+    if let Some(lock) = xtables_lockfile_for_children() {
+        c.env(XTABLES_LOCKFILE_ENV, lock);
+    }
     c.args(args)
         .stdin(if stdin.is_some() {
             Stdio::piped()
@@ -183,20 +186,72 @@ fn run(prog: &str, args: &[&str], stdin: Option<&str>) -> Result<String, BoardEr
         return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
     }
     let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
-    if err.contains("Operation not permitted") || err.contains("Permission denied") {
-        return Err(BoardError::ReadOnly(format!(
-            "{prog}: operation not permitted (netperfd needs the CAP_NET_ADMIN capability)"
-        )));
+    Err(classify_failure(prog, args, &err, &out.status.to_string()))
+}
+
+/// Environment variable with which iptables (legacy, 1.8.5 and later) takes its lock file
+/// instead of `/run/xtables.lock`; iptables-nft and nft take no lock file.
+pub const XTABLES_LOCKFILE_ENV: &str = "XTABLES_LOCKFILE";
+
+/// The lock file path to hand to our iptables children: `$RUNTIME_DIRECTORY/xtables.lock`
+/// (the first directory systemd's `RuntimeDirectory=` gives) when `XTABLES_LOCKFILE` is not
+/// set already (then children inherit it); `None` otherwise, which leaves iptables'
+/// default. As the unprivileged `netperfd` user, iptables-legacy cannot open root's
+/// `/run/xtables.lock` and fails every change with "Permission denied".
+pub fn xtables_lockfile_for_children() -> Option<std::path::PathBuf> {
+    lockfile_from(
+        std::env::var_os(XTABLES_LOCKFILE_ENV),
+        std::env::var_os("RUNTIME_DIRECTORY"),
+    )
+}
+
+fn lockfile_from(
+    lockfile: Option<std::ffi::OsString>,
+    runtime_dir: Option<std::ffi::OsString>,
+) -> Option<std::path::PathBuf> {
+    if lockfile.is_some_and(|v| !v.is_empty()) {
+        return None;
     }
-    Err(BoardError::System(format!(
-        "{prog} {} failed: {}",
-        args.join(" "),
-        if err.is_empty() {
-            format!("exit status {}", out.status)
-        } else {
-            err
-        }
-    )))
+    let dirs = runtime_dir?;
+    let first = dirs.to_str()?.split(':').next()?.trim();
+    if first.is_empty() {
+        return None;
+    }
+    Some(std::path::Path::new(first).join("xtables.lock"))
+}
+
+/// Turn a failed program run into the error the user sees, keeping the program's own words:
+/// * iptables' "Permission denied (you must be root)" and "Operation not permitted" (netlink
+///   EPERM, nft) mean the process lacks CAP_NET_ADMIN → [`BoardError::ReadOnly`] (HTTP 403);
+/// * a lock file iptables cannot open ("can't open lock file …: Permission denied") is an
+///   image/unit configuration fault, not a missing privilege → [`BoardError::System`]
+///   (HTTP 500) with a hint at `XTABLES_LOCKFILE`;
+/// * anything else (other "Permission denied" included) → [`BoardError::System`].
+///
+/// `status` is the exit status as text (`exit status: 4`), shown when the program printed
+/// nothing.
+pub fn classify_failure(prog: &str, args: &[&str], stderr: &str, status: &str) -> BoardError {
+    let what = format!("{prog} {}", args.join(" "));
+    let what = what.trim_end();
+    let text = if stderr.is_empty() {
+        status.to_string()
+    } else {
+        stderr.to_string()
+    };
+    let lower = stderr.to_ascii_lowercase();
+    if lower.contains("lock file") {
+        return BoardError::System(format!(
+            "{what} failed: {text} (iptables-legacy cannot open its lock file as user netperfd: \
+             set {XTABLES_LOCKFILE_ENV} to a file in netperfd's runtime directory, as the shipped \
+             netperfd.service does)"
+        ));
+    }
+    if lower.contains("you must be root") || lower.contains("operation not permitted") {
+        return BoardError::ReadOnly(format!(
+            "{what} failed: {text} (netperfd needs the CAP_NET_ADMIN capability)"
+        ));
+    }
+    BoardError::System(format!("{what} failed: {text}"))
 }
 
 fn comment_fwd(f: &Forward) -> String {
@@ -722,5 +777,87 @@ mod tests {
         assert!(BackendChoice::parse("pf")
             .unwrap_err()
             .contains("auto, nftables or iptables"));
+    }
+
+    #[test]
+    fn lock_file_denial_is_a_system_error_with_iptables_text() {
+        // What iptables-legacy 1.8.9 prints as user netperfd without XTABLES_LOCKFILE.
+        let e = classify_failure(
+            "iptables-restore",
+            &["--noflush"],
+            "Fatal: can't open lock file /run/xtables.lock: Permission denied",
+            "exit status: 4",
+        );
+        assert_eq!(e.http_status(), 500);
+        assert_eq!(e.kind(), "system");
+        let m = e.to_string();
+        assert!(m.starts_with("iptables-restore --noflush failed: Fatal: can't open lock file /run/xtables.lock: Permission denied"), "{m}");
+        assert!(m.contains("XTABLES_LOCKFILE"), "{m}");
+        assert!(!m.contains("CAP_NET_ADMIN"), "{m}");
+    }
+
+    #[test]
+    fn missing_capability_is_read_only_with_iptables_text() {
+        let e = classify_failure(
+            "iptables-save",
+            &[],
+            "iptables-save v1.8.9 (legacy): Cannot initialize: Permission denied (you must be root)",
+            "exit status: 1",
+        );
+        assert_eq!(e.http_status(), 403);
+        assert_eq!(e.to_string(), "iptables-save failed: iptables-save v1.8.9 (legacy): Cannot initialize: Permission denied (you must be root) (netperfd needs the CAP_NET_ADMIN capability)");
+        let e = classify_failure(
+            "nft",
+            &["-f", "-"],
+            "Error: Could not process rule: Operation not permitted",
+            "exit status: 1",
+        );
+        assert_eq!(e.http_status(), 403);
+        assert!(e
+            .to_string()
+            .contains("Could not process rule: Operation not permitted"));
+    }
+
+    #[test]
+    fn other_permission_denied_is_not_blamed_on_capabilities() {
+        let e = classify_failure(
+            "nft",
+            &["-f", "-"],
+            "Error: Could not open file /etc/x: Permission denied",
+            "exit status: 1",
+        );
+        assert_eq!(e.http_status(), 500);
+        assert_eq!(
+            e.to_string(),
+            "nft -f - failed: Error: Could not open file /etc/x: Permission denied"
+        );
+        let e = classify_failure("iptables-save", &[], "", "exit status: 2");
+        assert_eq!(e.to_string(), "iptables-save failed: exit status: 2");
+    }
+
+    #[test]
+    fn lockfile_goes_into_the_runtime_directory_unless_set() {
+        use std::ffi::OsString;
+        assert_eq!(
+            lockfile_from(None, Some(OsString::from("/run/netperfd"))),
+            Some(std::path::PathBuf::from("/run/netperfd/xtables.lock"))
+        );
+        assert_eq!(
+            lockfile_from(None, Some(OsString::from("/run/a:/run/b"))),
+            Some(std::path::PathBuf::from("/run/a/xtables.lock"))
+        );
+        assert_eq!(
+            lockfile_from(
+                Some(OsString::from("/run/x.lock")),
+                Some(OsString::from("/run/netperfd"))
+            ),
+            None
+        );
+        assert_eq!(lockfile_from(None, None), None);
+        assert_eq!(lockfile_from(None, Some(OsString::new())), None);
+        assert_eq!(
+            lockfile_from(Some(OsString::new()), Some(OsString::from("/run/n"))),
+            Some(std::path::PathBuf::from("/run/n/xtables.lock"))
+        );
     }
 }

@@ -109,17 +109,55 @@ pub fn set_at(root: &Path, governor: &str) -> Result<Vec<Core>, BoardError> {
         }
     }
     for (cpu, d) in cpu_dirs(root) {
-        std::fs::write(d.join("scaling_governor"), format!("{g}\n")).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::PermissionDenied {
-                BoardError::ReadOnly(format!(
-                    "cannot set the governor of cpu{cpu}: permission denied (writing cpufreq needs root)"
-                ))
-            } else {
-                BoardError::System(format!("cannot set the governor of cpu{cpu}: {e}"))
+        let f = d.join("scaling_governor");
+        std::fs::write(&f, format!("{g}\n")).map_err(|e| match write_denied(&f, &e) {
+            Some(why) => {
+                BoardError::ReadOnly(format!("cannot set the governor of cpu{cpu}: {why}"))
             }
+            None => BoardError::System(format!("cannot set the governor of cpu{cpu}: {e}")),
         })?;
     }
     Ok(read_at(root))
+}
+
+/// The tmpfiles.d entry the Yocto recipe and the Buildroot package install (from
+/// `systemd/netperfd-tmpfiles.conf`); it gives group `netperfd` write access to every
+/// core's `scaling_governor` at boot.
+pub const TMPFILES_CONF: &str = "/usr/lib/tmpfiles.d/netperfd.conf";
+
+/// The user-facing reason when writing `file` failed with `e` for lack of access (EACCES,
+/// EPERM or a read-only file system); `None` for other errors.
+fn write_denied(file: &Path, e: &std::io::Error) -> Option<String> {
+    match e.kind() {
+        std::io::ErrorKind::PermissionDenied => Some(format!(
+            "{} is not writable by netperfd ({e}); cpufreq files belong to root, and the image \
+             must give group netperfd write access (the shipped {TMPFILES_CONF} does at boot), \
+             so the governor is read-only here",
+            file.display()
+        )),
+        std::io::ErrorKind::ReadOnlyFilesystem => Some(format!(
+            "{} is on a read-only file system ({e}), so the governor is read-only here",
+            file.display()
+        )),
+        _ => None,
+    }
+}
+
+/// Why this process cannot change the governor, or `None` when it can (or there is no
+/// cpufreq). Opens the first core's `scaling_governor` for writing without writing to it
+/// (sysfs acts only on a write), so nothing changes.
+pub fn read_only_reason() -> Option<String> {
+    read_only_reason_at(&sysfs_root())
+}
+
+/// [`read_only_reason`] under another sysfs root.
+pub fn read_only_reason_at(root: &Path) -> Option<String> {
+    let (_, d) = cpu_dirs(root).into_iter().next()?;
+    let f = d.join("scaling_governor");
+    match std::fs::OpenOptions::new().write(true).open(&f) {
+        Ok(_) => None,
+        Err(e) => write_denied(&f, &e),
+    }
 }
 
 #[cfg(test)]
@@ -158,6 +196,7 @@ mod tests {
         let e = set_at(&d, "turbo").unwrap_err();
         assert!(e.to_string().contains("governor 'turbo' is not available on cpu0 (available: performance, schedutil, powersave)"), "{e}");
         assert!(set_at(&d, "../x").is_err());
+        assert_eq!(read_only_reason_at(&d), None);
         assert_eq!(read_at(&d)[0].governor, "schedutil", "nothing changed");
         let after = set_at(&d, "performance").unwrap();
         assert!(after.iter().all(|c| c.governor == "performance"));
@@ -166,5 +205,39 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("no CPU frequency scaling"));
+    }
+
+    #[test]
+    fn unwritable_governor_says_why() {
+        use std::os::unix::fs::PermissionsExt;
+        // Own scratch directory (fake() names by pid + ms, which a parallel test may share).
+        let d = std::env::temp_dir().join(format!("netperfd-gov-ro-{}", std::process::id()));
+        let c0 = d.join("devices/system/cpu/cpu0/cpufreq");
+        std::fs::create_dir_all(&c0).unwrap();
+        let f = c0.join("scaling_governor");
+        std::fs::write(&f, "schedutil\n").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o444)).unwrap();
+        // root bypasses file modes: only check the message when the write is really refused.
+        if std::fs::OpenOptions::new().write(true).open(&f).is_ok() {
+            let e = std::io::Error::from_raw_os_error(13);
+            let why = write_denied(&f, &e).unwrap();
+            assert!(
+                why.contains("not writable by netperfd (Permission denied (os error 13))"),
+                "{why}"
+            );
+            assert!(why.contains("/usr/lib/tmpfiles.d/netperfd.conf"), "{why}");
+            assert!(write_denied(&f, &std::io::Error::from_raw_os_error(5)).is_none());
+        } else {
+            let why = read_only_reason_at(&d).unwrap();
+            assert!(why.contains("group netperfd write access"), "{why}");
+            let e = set_at(&d, "performance").unwrap_err();
+            assert_eq!(e.http_status(), 403);
+            assert!(
+                e.to_string()
+                    .starts_with("cannot set the governor of cpu0: "),
+                "{e}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -554,7 +554,10 @@ async fn api_forward_disable(
 }
 
 async fn api_governor(_auth: Auth) -> HttpResponse {
-    HttpResponse::Ok().json(json!({"cores": governor::read()}))
+    HttpResponse::Ok().json(json!({
+        "cores": governor::read(),
+        "read_only_reason": governor::read_only_reason(),
+    }))
 }
 
 #[derive(Deserialize)]
@@ -702,6 +705,8 @@ struct PortsPage {
     window: u32,
     cores: Vec<CoreView>,
     governors: Vec<String>,
+    /// Why the governor cannot be changed (empty when it can).
+    governor_read_only: String,
     log: Vec<LogView>,
 }
 
@@ -867,6 +872,11 @@ async fn render(state: &AppState, auth: &Auth, status: StatusCode, n: Notes) -> 
             })
             .collect(),
         governors,
+        governor_read_only: if v.governors.is_empty() {
+            String::new()
+        } else {
+            governor::read_only_reason().unwrap_or_default()
+        },
         log: v
             .log
             .iter()

@@ -9,31 +9,53 @@
 NETPERFD_VERSION = v0.1.0
 NETPERFD_SITE = https://github.com/ORG/netperf.git
 NETPERFD_SITE_METHOD = git
-NETPERFD_LICENSE = MIT
-NETPERFD_LICENSE_FILES = LICENSE
+# netperfd is MIT; the binary statically links crates under these licenses and the
+# bundled SQLite (public domain). Per-crate list and texts: LICENSE-THIRD-PARTY.
+NETPERFD_LICENSE = MIT, Apache-2.0, BSD-3-Clause, Unicode-3.0, Zlib, Public Domain (SQLite)
+NETPERFD_LICENSE_FILES = LICENSE LICENSE-THIRD-PARTY LICENSES/Unicode-3.0.txt
 
-# Size-optimised release build for the boards (rusqlite `bundled` compiles
-# SQLite with the cross CC: no BR2_PACKAGE_SQLITE needed). Unwinding stays on.
-NETPERFD_CARGO_ENV = \
-	CARGO_PROFILE_RELEASE_OPT_LEVEL=s \
-	CARGO_PROFILE_RELEASE_LTO=fat \
-	CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1
+# Rust >= 1.85 (rust-version of Cargo.toml): stop before building anything with an older
+# host-rustc (Buildroot 2025.02 has 1.82) instead of failing in the middle of the compile.
+NETPERFD_RUST_VERSION = $(if $(BR2_PACKAGE_HOST_RUST),$(RUST_VERSION),$(RUST_BIN_VERSION))
+ifeq ($(BR2_PACKAGE_NETPERFD)$(BR_BUILDING),yy)
+ifneq ($(firstword $(shell printf '%s\n' 1.85.0 $(NETPERFD_RUST_VERSION) | sort -V)),1.85.0)
+$(error netperfd needs Rust >= 1.85, this Buildroot has host-rustc $(NETPERFD_RUST_VERSION): use Buildroot 2025.05 or newer)
+endif
+endif
 
-# Local checkout (NETPERFD_OVERRIDE_SRCDIR in local.mk): there is no download
-# step, hence no vendoring by Buildroot. If the checkout has a VENDOR/
-# directory (`cargo vendor --locked VENDOR`), point cargo at it.
+# Build settings: none here. cargo uses the repository's [profile.release] (Cargo.toml),
+# the one documented choice shared with Yocto and scripts/cross-build.sh. Only the
+# optimisation level is restated, because Buildroot's cargo infrastructure maps the global
+# BR2_OPTIMIZE_* onto CARGO_PROFILE_RELEASE_OPT_LEVEL; scripts/check-packaging.sh checks
+# that it equals Cargo.toml's.
+NETPERFD_CARGO_ENV = CARGO_PROFILE_RELEASE_OPT_LEVEL=s
+
+# Local checkout (NETPERFD_OVERRIDE_SRCDIR, as the shipped defconfigs set through
+# local.mk): there is no download step, hence no vendoring by Buildroot. cargo then reads
+# the crates from $(@D)/VENDOR: the checkout's own VENDOR/ (`cargo vendor --locked VENDOR`,
+# for offline builds), else `cargo vendor` fetches them before the build (needs network).
 NETPERFD_OVERRIDE_SRCDIR_RSYNC_EXCLUSIONS = --exclude target
-ifneq ($(wildcard $(NETPERFD_OVERRIDE_SRCDIR)/VENDOR),)
+ifneq ($(NETPERFD_OVERRIDE_SRCDIR),)
 NETPERFD_CARGO_VENDOR_OPTS = \
 	--config 'source.crates-io.replace-with="vendored-sources"' \
 	--config 'source.vendored-sources.directory="$(@D)/VENDOR"'
 NETPERFD_CARGO_BUILD_OPTS += $(NETPERFD_CARGO_VENDOR_OPTS)
 NETPERFD_CARGO_INSTALL_OPTS += $(NETPERFD_CARGO_VENDOR_OPTS)
+define NETPERFD_VENDOR_CRATES
+	if [ ! -d $(@D)/VENDOR ]; then \
+		cd $(@D) && $(PKG_CARGO_ENV) $(HOST_DIR)/bin/cargo vendor --locked VENDOR >/dev/null; \
+	fi
+endef
+NETPERFD_PRE_BUILD_HOOKS += NETPERFD_VENDOR_CRATES
 endif
 
 define NETPERFD_INSTALL_CONFIG
 	$(INSTALL) -D -m 0640 $(@D)/systemd/netperfd.toml \
 		$(TARGET_DIR)/etc/netperfd/netperfd.toml
+	$(INSTALL) -D -m 0644 $(@D)/systemd/netperfd-tmpfiles.conf \
+		$(TARGET_DIR)/usr/lib/tmpfiles.d/netperfd.conf
+	$(INSTALL) -D -m 0644 $(@D)/systemd/netperfd-modules.conf \
+		$(TARGET_DIR)/usr/lib/modules-load.d/netperfd.conf
 endef
 NETPERFD_POST_INSTALL_TARGET_HOOKS += NETPERFD_INSTALL_CONFIG
 
@@ -45,6 +67,36 @@ endef
 define NETPERFD_INSTALL_INIT_SYSTEMD
 	$(INSTALL) -D -m 0644 $(NETPERFD_PKGDIR)/netperfd.service \
 		$(TARGET_DIR)/usr/lib/systemd/system/netperfd.service
+endef
+
+# Kernel options for forwarding with NAT through nftables, iptables-nft and iptables-legacy
+# (the unit's ProtectKernelModules=yes: modules are loaded at boot by modules-load.d).
+define NETPERFD_LINUX_CONFIG_FIXUPS
+	$(call KCONFIG_ENABLE_OPT,CONFIG_NETFILTER)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_NETFILTER_ADVANCED)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_NF_CONNTRACK)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_NF_NAT)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_NF_TABLES)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_NF_TABLES_INET)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_NF_TABLES_IPV4)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_NF_TABLES_IPV6)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_NFT_CT)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_NFT_NAT)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_NFT_MASQ)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_NFT_COMPAT)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_NETFILTER_XTABLES)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_NETFILTER_XT_MATCH_COMMENT)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_NETFILTER_XT_MATCH_CONNTRACK)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_NETFILTER_XT_TARGET_MASQUERADE)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_IP_NF_IPTABLES)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_IP_NF_IPTABLES_LEGACY)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_IP_NF_FILTER)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_IP_NF_NAT)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_IP_NF_TARGET_MASQUERADE)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_IP6_NF_IPTABLES)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_IP6_NF_FILTER)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_IP6_NF_NAT)
+	$(call KCONFIG_ENABLE_OPT,CONFIG_IP6_NF_TARGET_MASQUERADE)
 endef
 
 define NETPERFD_USERS

@@ -3,20 +3,42 @@ DESCRIPTION = "netperfd runs iperf3-compatible network tests on an embedded Linu
 HOMEPAGE = "https://github.com/ORG/netperf"
 BUGTRACKER = "https://github.com/ORG/netperf/issues"
 SECTION = "net"
-LICENSE = "MIT"
-LIC_FILES_CHKSUM = "file://LICENSE;md5=6e01131aea56f24df0c7ad5be6e93e15"
+# netperfd is MIT; the binary statically links crates under Apache-2.0, BSD-3-Clause,
+# Unicode-3.0, Zlib and MIT, and the bundled SQLite (public domain). Per-crate list and
+# the license texts: LICENSE-THIRD-PARTY (scripts/third-party-licenses.py --check in CI).
+LICENSE = "MIT & Apache-2.0 & BSD-3-Clause & Unicode-3.0 & Zlib & PD"
+LIC_FILES_CHKSUM = "file://LICENSE;md5=6e01131aea56f24df0c7ad5be6e93e15 \
+                    file://LICENSES/Unicode-3.0.txt;md5=9541a35d720222b4579e8c8fb11a95ef \
+                    "
+# Older oe-core releases have no common-licenses/Unicode-3.0.
+NO_GENERIC_LICENSE[Unicode-3.0] = "LICENSES/Unicode-3.0.txt"
 
 # Replace ORG and SRCREV with the release repository and commit. Cargo.lock of that
 # commit must match netperfd-crates.inc (scripts/gen-crates-inc.py --check).
-SRC_URI = "git://github.com/ORG/netperf.git;protocol=https;branch=main \
+# destsuffix=${BP}: the checkout lands where S points by default on every release
+# (scarthgap: ${WORKDIR}/${BP}; whinlatter/wrynose: ${UNPACKDIR}/${BP}), so no S line,
+# which would be fatal at unpack on whinlatter and later.
+SRC_URI = "git://github.com/ORG/netperf.git;protocol=https;branch=main;destsuffix=${BP} \
            file://netperfd.service \
            file://netperfd.toml \
+           file://netperfd-tmpfiles.conf \
+           file://netperfd-modules.conf \
            "
 SRCREV = "0000000000000000000000000000000000000000"
-# kirkstone .. walnascar; drop on whinlatter and later (git unpacks to ${UNPACKDIR}/${BP}).
-S = "${WORKDIR}/git"
 
 # Needs Rust >= 1.85: stock on whinlatter/wrynose, meta-lts-mixins scarthgap/rust on scarthgap.
+# Refused at parse time with stock scarthgap (1.75) instead of failing at compile time.
+NETPERF_MIN_RUST = "1.85"
+# A parse-time check is the point here (SkipRecipe names the fix).
+# nooelint: oelint.task.noanonpython
+python () {
+    rv = d.getVar('RUSTVERSION') or ''
+    if rv and bb.utils.vercmp_string_op(rv, d.getVar('NETPERF_MIN_RUST'), '<'):
+        raise bb.parse.SkipRecipe('netperfd needs Rust >= %s, this build has RUSTVERSION %s: '
+                                  'add meta-lts-mixins (branch scarthgap/rust) or use wrynose' %
+                                  (d.getVar('NETPERF_MIN_RUST'), rv))
+}
+
 inherit cargo systemd useradd
 # kirkstone has no cargo-update-recipe-crates class (the mixin may bring it).
 # The expansion is empty on kirkstone, which oelint reads as a trailing space (false positive).
@@ -25,9 +47,12 @@ inherit ${@bb.utils.contains('LAYERSERIES_CORENAMES', 'kirkstone', '', 'cargo-up
 
 require ${BPN}-crates.inc
 
-# iptables (default) or nftables (meta-networking) for the forwarding/NAT rules; ip from iproute2.
+# iptables (default) or nftables (meta-networking) for the forwarding/NAT rules. The daemon
+# talks rtnetlink itself and never runs ip (iproute2). The netfilter modules are loaded at
+# boot by ${nonarch_libdir}/modules-load.d/netperfd.conf (or build them into the kernel).
 NETPERF_FIREWALL ??= "iptables"
-RDEPENDS:${PN} += "${NETPERF_FIREWALL} iproute2"
+FILES:${PN} += "${nonarch_libdir}/tmpfiles.d/netperfd.conf ${nonarch_libdir}/modules-load.d/netperfd.conf"
+RDEPENDS:${PN} += "${NETPERF_FIREWALL}"
 
 # Argon2id hash of the web UI admin password (`netperfd hash-password`). When set, it is
 # written into ${sysconfdir}/netperfd/netperfd.toml; when empty the example stays commented.
@@ -49,6 +74,10 @@ do_install:append() {
     install -m 0644 ${UNPACKDIR_COMPAT}/netperfd.service ${D}${systemd_system_unitdir}/
     install -d -m 0755 ${D}${sysconfdir}/netperfd
     install -m 0640 -g netperfd ${UNPACKDIR_COMPAT}/netperfd.toml ${D}${sysconfdir}/netperfd/netperfd.toml
+    # group netperfd may write scaling_governor (CPU governor from the web UI)
+    install -D -m 0644 ${UNPACKDIR_COMPAT}/netperfd-tmpfiles.conf ${D}${nonarch_libdir}/tmpfiles.d/netperfd.conf
+    # netfilter modules: the unit's ProtectKernelModules=yes stops on-demand loading
+    install -D -m 0644 ${UNPACKDIR_COMPAT}/netperfd-modules.conf ${D}${nonarch_libdir}/modules-load.d/netperfd.conf
 }
 
 python netperfd_set_password_hash() {

@@ -1,0 +1,4 @@
+# Build netperfd from the checkout this BR2_EXTERNAL tree lives in (buildroot-package/ is a
+# directory of the netperfd repository). The shipped defconfigs name this file in
+# BR2_PACKAGE_OVERRIDE_FILE; a release build from git instead removes that line.
+NETPERFD_OVERRIDE_SRCDIR = $(BR2_EXTERNAL_NETPERF_PATH)/..
