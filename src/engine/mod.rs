@@ -10,6 +10,7 @@ pub mod report;
 pub mod session;
 pub mod shortfall;
 pub mod stats;
+pub mod sys;
 pub mod tcp;
 pub mod threadcpu;
 pub mod udp;

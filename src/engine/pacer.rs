@@ -35,9 +35,7 @@ static BOOST: AtomicU8 = AtomicU8::new(0);
 /// Give the calling (paced sender) thread [`SENDER_NICE`]; false when the kernel refused.
 pub fn boost_current_thread() -> bool {
     let tid = crate::engine::threadcpu::current_tid();
-    // SAFETY: setpriority on our own thread id; no memory is passed.
-    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, SENDER_NICE) };
-    let ok = rc == 0;
+    let ok = crate::engine::sys::set_thread_nice(tid, SENDER_NICE);
     BOOST.store(if ok { 1 } else { 2 }, Ordering::Relaxed);
     ok
 }

@@ -2,69 +2,8 @@
 //! process CPU time (getrusage), and the system identification string. Not for: deciding
 //! anything about a test; the session code does that.
 
-use std::os::fd::RawFd;
+pub use super::sys::{set_tcp_congestion, tcp_congestion, tcp_info};
 use std::time::Instant;
-
-/// The leading part of Linux `struct tcp_info` (include/uapi/linux/tcp.h) up to
-/// `tcpi_snd_wnd` (kernel 5.19+). Older kernels return fewer bytes; missing fields stay 0.
-#[repr(C)]
-#[derive(Default, Clone, Copy)]
-struct RawTcpInfo {
-    state: u8,
-    ca_state: u8,
-    retransmits: u8,
-    probes: u8,
-    backoff: u8,
-    options: u8,
-    wscale: u8,
-    flags: u8,
-    rto: u32,
-    ato: u32,
-    snd_mss: u32,
-    rcv_mss: u32,
-    unacked: u32,
-    sacked: u32,
-    lost: u32,
-    retrans: u32,
-    fackets: u32,
-    last_data_sent: u32,
-    last_ack_sent: u32,
-    last_data_recv: u32,
-    last_ack_recv: u32,
-    pmtu: u32,
-    rcv_ssthresh: u32,
-    rtt: u32,
-    rttvar: u32,
-    snd_ssthresh: u32,
-    snd_cwnd: u32,
-    advmss: u32,
-    reordering: u32,
-    rcv_rtt: u32,
-    rcv_space: u32,
-    total_retrans: u32,
-    pacing_rate: u64,
-    max_pacing_rate: u64,
-    bytes_acked: u64,
-    bytes_received: u64,
-    segs_out: u32,
-    segs_in: u32,
-    notsent_bytes: u32,
-    min_rtt: u32,
-    data_segs_in: u32,
-    data_segs_out: u32,
-    delivery_rate: u64,
-    busy_time: u64,
-    rwnd_limited: u64,
-    sndbuf_limited: u64,
-    delivered: u32,
-    delivered_ce: u32,
-    bytes_sent: u64,
-    bytes_retrans: u64,
-    dsack_dups: u32,
-    reord_seen: u32,
-    rcv_ooopack: u32,
-    snd_wnd: u32,
-}
 
 /// What iperf3 reports from TCP_INFO for a sending stream.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -83,77 +22,6 @@ pub struct TcpInfo {
     pub pmtu: u32,
     /// Sender MSS in bytes.
     pub snd_mss: u32,
-}
-
-/// Read TCP_INFO of a TCP socket. Errors when `fd` is not a TCP socket.
-pub fn tcp_info(fd: RawFd) -> std::io::Result<TcpInfo> {
-    let mut raw = RawTcpInfo::default();
-    let mut len = std::mem::size_of::<RawTcpInfo>() as libc::socklen_t;
-    // SAFETY: raw is a plain repr(C) struct of integers, len is its size; the kernel writes
-    // at most len bytes.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            &mut raw as *mut RawTcpInfo as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(TcpInfo {
-        total_retrans: raw.total_retrans as u64,
-        snd_cwnd: raw.snd_cwnd as u64 * raw.snd_mss as u64,
-        snd_wnd: raw.snd_wnd as u64,
-        rtt: raw.rtt,
-        rttvar: raw.rttvar,
-        pmtu: raw.pmtu,
-        snd_mss: raw.snd_mss,
-    })
-}
-
-/// Name of the congestion control algorithm in use on a TCP socket.
-pub fn tcp_congestion(fd: RawFd) -> Option<String> {
-    let mut buf = [0u8; 32];
-    let mut len = buf.len() as libc::socklen_t;
-    // SAFETY: buf is writable for len bytes.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            buf.as_mut_ptr() as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return None;
-    }
-    let end = buf[..len as usize]
-        .iter()
-        .position(|&b| b == 0)
-        .unwrap_or(len as usize);
-    Some(String::from_utf8_lossy(&buf[..end]).into_owned())
-}
-
-/// Set TCP_CONGESTION on a socket. Errors (ENOENT) when the algorithm is not available.
-pub fn set_tcp_congestion(fd: RawFd, name: &str) -> std::io::Result<()> {
-    // SAFETY: pointer and length describe name's bytes.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            name.as_ptr() as *const libc::c_void,
-            name.len() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// Process CPU utilisation over a wall-clock span, in % of one CPU (user + system; can exceed

@@ -26,8 +26,7 @@ pub struct ThreadCpu {
 
 /// The calling thread's kernel TID.
 pub fn current_tid() -> i32 {
-    // SAFETY: gettid has no arguments and cannot fail.
-    unsafe { libc::gettid() }
+    crate::engine::sys::gettid()
 }
 
 /// Add the calling thread's TID to `tids` (a stream thread calls this first thing).
@@ -55,13 +54,7 @@ pub fn parse_stat_ticks(line: &str) -> Option<u64> {
 }
 
 fn ticks_per_second() -> f64 {
-    // SAFETY: sysconf has no memory side effects.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
-    } else {
-        100.0
-    }
+    crate::engine::sys::clock_ticks_per_second()
 }
 
 /// Per-thread sampler: call [`Sampler::sample`] once per interval with the TIDs to watch.

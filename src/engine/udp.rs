@@ -313,51 +313,8 @@ pub fn loss_percent(lost: u64, expected: u64) -> f64 {
 }
 
 pub use super::pacer::Pacer;
-
-/// Set this thread's timer slack to 1 ns (PR_SET_TIMERSLACK) for precise pacing sleeps.
-pub fn fine_timer_slack() {
-    // SAFETY: prctl with PR_SET_TIMERSLACK takes an integer argument and affects only the
-    // calling thread.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1u64, 0u64, 0u64, 0u64);
-    }
-}
-
-/// Monotonic clock as (seconds, microseconds), the sender timestamp iperf3 uses.
-pub fn mono_now() -> (u32, u32) {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec to write into.
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
-    }
-    (ts.tv_sec as u32, (ts.tv_nsec / 1000) as u32)
-}
-
-fn setsockopt_int(
-    fd: RawFd,
-    level: libc::c_int,
-    name: libc::c_int,
-    v: libc::c_int,
-) -> std::io::Result<()> {
-    // SAFETY: v is a valid c_int for the duration of the call.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            &v as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
+pub use super::sys::{fine_timer_slack, mono_now};
+use super::sys::{recvmmsg, send, sendmmsg, setsockopt_int};
 
 /// Ask for a `bytes` receive buffer: SO_RCVBUFFORCE (above rmem_max, needs CAP_NET_ADMIN),
 /// else SO_RCVBUF (capped at rmem_max). A deep buffer keeps a briefly busy receiver from
@@ -380,7 +337,7 @@ pub fn set_dont_fragment(sock: &UdpSocket) -> std::io::Result<()> {
 }
 
 const UDP_SEGMENT: libc::c_int = 103;
-const UDP_GRO: libc::c_int = 104;
+use super::sys::UDP_GRO;
 
 /// Turn on UDP GSO with segments of `len` bytes; false when the kernel does not offer it.
 pub fn enable_gso(sock: &UdpSocket, len: usize) -> bool {
@@ -512,10 +469,8 @@ pub fn udp_send_loop(
             }
         }
         let sent = if gso {
-            // SAFETY: buf is valid for batch*len bytes.
-            let rc = unsafe { libc::send(fd, buf.as_ptr() as *const libc::c_void, batch * len, 0) };
-            if rc < 0 {
-                let e = std::io::Error::last_os_error();
+            let rc = send(fd, &buf[..batch * len]);
+            if let Err(e) = rc {
                 if e.raw_os_error() == Some(libc::EIO) || e.raw_os_error() == Some(libc::EINVAL) {
                     // No checksum offload on this route: fall back to sendmmsg.
                     disable_gso(&sock);
@@ -524,7 +479,7 @@ pub fn udp_send_loop(
                 }
                 Err(e)
             } else {
-                Ok((rc as usize) / len)
+                rc.map(|n| n / len)
             }
         } else {
             sendmmsg(fd, &buf, len, batch)
@@ -569,28 +524,6 @@ pub fn udp_send_loop(
                 return;
             }
         }
-    }
-}
-
-fn sendmmsg(fd: RawFd, buf: &[u8], len: usize, n: usize) -> std::io::Result<usize> {
-    let mut iov: Vec<libc::iovec> = (0..n)
-        .map(|i| libc::iovec {
-            iov_base: buf[i * len..].as_ptr() as *mut libc::c_void,
-            iov_len: len,
-        })
-        .collect();
-    // SAFETY: an all-zero mmsghdr is a valid "no name, no control" header.
-    let mut msgs: Vec<libc::mmsghdr> = (0..n).map(|_| unsafe { std::mem::zeroed() }).collect();
-    for (m, v) in msgs.iter_mut().zip(iov.iter_mut()) {
-        m.msg_hdr.msg_iov = v;
-        m.msg_hdr.msg_iovlen = 1;
-    }
-    // SAFETY: msgs and the iovecs they point to live until the call returns.
-    let rc = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), n as libc::c_uint, 0) };
-    if rc < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(rc as usize)
     }
 }
 
@@ -640,42 +573,23 @@ impl Receiver {
     /// MSG_DONTWAIT to poll). Returns the payload bytes counted.
     pub fn recv_once(&mut self, flags: libc::c_int) -> std::io::Result<u64> {
         let (slot, n) = (self.slot, self.n);
-        let mut iov: Vec<libc::iovec> = (0..n)
-            .map(|i| libc::iovec {
-                iov_base: self.bufs[i * slot..].as_mut_ptr() as *mut libc::c_void,
-                iov_len: slot,
-            })
-            .collect();
-        // SAFETY: zeroed mmsghdr is valid; pointers set below outlive the call.
-        let mut msgs: Vec<libc::mmsghdr> = (0..n).map(|_| unsafe { std::mem::zeroed() }).collect();
-        for (i, (m, v)) in msgs.iter_mut().zip(iov.iter_mut()).enumerate() {
-            m.msg_hdr.msg_iov = v;
-            m.msg_hdr.msg_iovlen = 1;
-            m.msg_hdr.msg_control = self.ctrl[i * CTRL..].as_mut_ptr() as *mut libc::c_void;
-            m.msg_hdr.msg_controllen = CTRL as _;
-        }
-        // SAFETY: msgs, iov, bufs and ctrl are valid for the call.
-        let rc = unsafe {
-            libc::recvmmsg(
-                self.sock.as_raw_fd(),
-                msgs.as_mut_ptr(),
-                n as libc::c_uint,
-                flags,
-                std::ptr::null_mut(),
-            )
-        };
-        if rc < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        let got = recvmmsg(
+            self.sock.as_raw_fd(),
+            &mut self.bufs,
+            slot,
+            &mut self.ctrl,
+            CTRL,
+            n,
+            flags,
+        )?;
         let now_us = realtime_us();
         let mut counted = 0u64;
         let mut st = match self.stats.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
-        for (i, m) in msgs.iter().take(rc as usize).enumerate() {
-            let got = (m.msg_len as usize).min(slot);
-            let (ts, seg) = parse_cmsgs(&m.msg_hdr);
+        for (i, m) in got.iter().enumerate() {
+            let (got, ts, seg) = (m.len.min(slot), m.timestamp_us, m.segment);
             let at = ts.unwrap_or(now_us);
             let data = &self.bufs[i * slot..i * slot + got];
             let seg = seg.filter(|&s| s > 0 && s < got).unwrap_or(got.max(1));
@@ -758,30 +672,6 @@ fn realtime_us() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_micros() as i64)
         .unwrap_or(0)
-}
-
-/// (kernel arrival time in µs from SCM_TIMESTAMPNS, GRO segment size).
-fn parse_cmsgs(h: &libc::msghdr) -> (Option<i64>, Option<usize>) {
-    let mut ts = None;
-    let mut seg = None;
-    // SAFETY: CMSG_* walk the control buffer the kernel filled, within msg_controllen.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(h);
-        while !c.is_null() {
-            let level = (*c).cmsg_level;
-            let ty = (*c).cmsg_type;
-            let data = libc::CMSG_DATA(c);
-            if level == libc::SOL_SOCKET && ty == libc::SCM_TIMESTAMPNS {
-                let t: libc::timespec = std::ptr::read_unaligned(data as *const libc::timespec);
-                ts = Some(t.tv_sec as i64 * 1_000_000 + t.tv_nsec as i64 / 1000);
-            } else if level == libc::SOL_UDP && ty == UDP_GRO {
-                let s: libc::c_int = std::ptr::read_unaligned(data as *const libc::c_int);
-                seg = Some(s as usize);
-            }
-            c = libc::CMSG_NXTHDR(h, c);
-        }
-    }
-    (ts, seg)
 }
 
 #[cfg(test)]

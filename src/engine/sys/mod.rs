@@ -1,0 +1,332 @@
+//! The engine's system calls: the only `unsafe` code of netperfd. Each function wraps one
+//! call (or one family: sendmmsg/recvmmsg with their message headers, TCP_INFO) behind a safe
+//! signature whose buffers outlive the call; callers never see a raw pointer.
+
+use super::stats::TcpInfo;
+use std::os::fd::RawFd;
+
+/// UDP_GRO (linux/udp.h): the segment size of a GRO super-datagram, as a cmsg.
+pub const UDP_GRO: libc::c_int = 104;
+
+/// Set this thread's timer slack to 1 ns (PR_SET_TIMERSLACK) for precise pacing sleeps.
+pub fn fine_timer_slack() {
+    // SAFETY: prctl with PR_SET_TIMERSLACK takes an integer argument and affects only the
+    // calling thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1u64, 0u64, 0u64, 0u64);
+    }
+}
+
+/// Monotonic clock as (seconds, microseconds), the sender timestamp iperf3 uses.
+pub fn mono_now() -> (u32, u32) {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec to write into.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+    }
+    (ts.tv_sec as u32, (ts.tv_nsec / 1000) as u32)
+}
+
+pub fn setsockopt_int(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    v: libc::c_int,
+) -> std::io::Result<()> {
+    // SAFETY: v is a valid c_int for the duration of the call.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            &v as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// send(2) of `buf` on a connected socket; the bytes sent.
+pub fn send(fd: RawFd, buf: &[u8]) -> std::io::Result<usize> {
+    // SAFETY: buf is valid for buf.len() bytes for the duration of the call.
+    let rc = unsafe { libc::send(fd, buf.as_ptr() as *const libc::c_void, buf.len(), 0) };
+    if rc < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(rc as usize)
+    }
+}
+
+/// sendmmsg(2) of `n` datagrams of `len` bytes each, laid end to end in `buf`; how many went.
+pub fn sendmmsg(fd: RawFd, buf: &[u8], len: usize, n: usize) -> std::io::Result<usize> {
+    let mut iov: Vec<libc::iovec> = (0..n)
+        .map(|i| libc::iovec {
+            iov_base: buf[i * len..].as_ptr() as *mut libc::c_void,
+            iov_len: len,
+        })
+        .collect();
+    // SAFETY: an all-zero mmsghdr is a valid "no name, no control" header.
+    let mut msgs: Vec<libc::mmsghdr> = (0..n).map(|_| unsafe { std::mem::zeroed() }).collect();
+    for (m, v) in msgs.iter_mut().zip(iov.iter_mut()) {
+        m.msg_hdr.msg_iov = v;
+        m.msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: msgs and the iovecs they point to live until the call returns.
+    let rc = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), n as libc::c_uint, 0) };
+    if rc < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(rc as usize)
+    }
+}
+
+/// One datagram that [`recvmmsg`] read: its length in bytes (before truncation to the slot),
+/// the kernel's arrival time (µs since the epoch, SCM_TIMESTAMPNS) and the GRO segment size.
+#[derive(Debug, Clone, Copy)]
+pub struct RecvMsg {
+    pub len: usize,
+    pub timestamp_us: Option<i64>,
+    pub segment: Option<usize>,
+}
+
+/// recvmmsg(2) of up to `n` datagrams into `bufs` (slot `i` at `i * slot`, `slot` bytes) with
+/// their control messages in `ctrl` (`ctrl_slot` bytes each). `flags`: MSG_WAITFORONE,
+/// MSG_DONTWAIT. Panics never; `bufs`/`ctrl` shorter than `n` slots read fewer datagrams.
+pub fn recvmmsg(
+    fd: RawFd,
+    bufs: &mut [u8],
+    slot: usize,
+    ctrl: &mut [u8],
+    ctrl_slot: usize,
+    n: usize,
+    flags: libc::c_int,
+) -> std::io::Result<Vec<RecvMsg>> {
+    let n = n
+        .min(bufs.len() / slot.max(1))
+        .min(ctrl.len() / ctrl_slot.max(1));
+    let mut iov: Vec<libc::iovec> = (0..n)
+        .map(|i| libc::iovec {
+            iov_base: bufs[i * slot..].as_mut_ptr() as *mut libc::c_void,
+            iov_len: slot,
+        })
+        .collect();
+    // SAFETY: zeroed mmsghdr is valid; pointers set below outlive the call.
+    let mut msgs: Vec<libc::mmsghdr> = (0..n).map(|_| unsafe { std::mem::zeroed() }).collect();
+    for (i, (m, v)) in msgs.iter_mut().zip(iov.iter_mut()).enumerate() {
+        m.msg_hdr.msg_iov = v;
+        m.msg_hdr.msg_iovlen = 1;
+        m.msg_hdr.msg_control = ctrl[i * ctrl_slot..].as_mut_ptr() as *mut libc::c_void;
+        m.msg_hdr.msg_controllen = ctrl_slot as _;
+    }
+    // SAFETY: msgs, iov, bufs and ctrl are valid for the call.
+    let rc = unsafe {
+        libc::recvmmsg(
+            fd,
+            msgs.as_mut_ptr(),
+            n as libc::c_uint,
+            flags,
+            std::ptr::null_mut(),
+        )
+    };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(msgs
+        .iter()
+        .take(rc as usize)
+        .map(|m| {
+            let (timestamp_us, segment) = parse_cmsgs(&m.msg_hdr);
+            RecvMsg {
+                len: m.msg_len as usize,
+                timestamp_us,
+                segment,
+            }
+        })
+        .collect())
+}
+
+/// (kernel arrival time in µs from SCM_TIMESTAMPNS, GRO segment size).
+fn parse_cmsgs(h: &libc::msghdr) -> (Option<i64>, Option<usize>) {
+    let mut ts = None;
+    let mut seg = None;
+    // SAFETY: CMSG_* walk the control buffer the kernel filled, within msg_controllen.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(h);
+        while !c.is_null() {
+            let level = (*c).cmsg_level;
+            let ty = (*c).cmsg_type;
+            let data = libc::CMSG_DATA(c);
+            if level == libc::SOL_SOCKET && ty == libc::SCM_TIMESTAMPNS {
+                let t: libc::timespec = std::ptr::read_unaligned(data as *const libc::timespec);
+                ts = Some(t.tv_sec as i64 * 1_000_000 + t.tv_nsec as i64 / 1000);
+            } else if level == libc::SOL_UDP && ty == UDP_GRO {
+                let s: libc::c_int = std::ptr::read_unaligned(data as *const libc::c_int);
+                seg = Some(s as usize);
+            }
+            c = libc::CMSG_NXTHDR(h, c);
+        }
+    }
+    (ts, seg)
+}
+
+/// The leading part of Linux `struct tcp_info` (include/uapi/linux/tcp.h) up to
+/// `tcpi_snd_wnd` (kernel 5.19+). Older kernels return fewer bytes; missing fields stay 0.
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+struct RawTcpInfo {
+    state: u8,
+    ca_state: u8,
+    retransmits: u8,
+    probes: u8,
+    backoff: u8,
+    options: u8,
+    wscale: u8,
+    flags: u8,
+    rto: u32,
+    ato: u32,
+    snd_mss: u32,
+    rcv_mss: u32,
+    unacked: u32,
+    sacked: u32,
+    lost: u32,
+    retrans: u32,
+    fackets: u32,
+    last_data_sent: u32,
+    last_ack_sent: u32,
+    last_data_recv: u32,
+    last_ack_recv: u32,
+    pmtu: u32,
+    rcv_ssthresh: u32,
+    rtt: u32,
+    rttvar: u32,
+    snd_ssthresh: u32,
+    snd_cwnd: u32,
+    advmss: u32,
+    reordering: u32,
+    rcv_rtt: u32,
+    rcv_space: u32,
+    total_retrans: u32,
+    pacing_rate: u64,
+    max_pacing_rate: u64,
+    bytes_acked: u64,
+    bytes_received: u64,
+    segs_out: u32,
+    segs_in: u32,
+    notsent_bytes: u32,
+    min_rtt: u32,
+    data_segs_in: u32,
+    data_segs_out: u32,
+    delivery_rate: u64,
+    busy_time: u64,
+    rwnd_limited: u64,
+    sndbuf_limited: u64,
+    delivered: u32,
+    delivered_ce: u32,
+    bytes_sent: u64,
+    bytes_retrans: u64,
+    dsack_dups: u32,
+    reord_seen: u32,
+    rcv_ooopack: u32,
+    snd_wnd: u32,
+}
+
+/// Read TCP_INFO of a TCP socket. Errors when `fd` is not a TCP socket.
+pub fn tcp_info(fd: RawFd) -> std::io::Result<TcpInfo> {
+    let mut raw = RawTcpInfo::default();
+    let mut len = std::mem::size_of::<RawTcpInfo>() as libc::socklen_t;
+    // SAFETY: raw is a plain repr(C) struct of integers, len is its size; the kernel writes
+    // at most len bytes.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            &mut raw as *mut RawTcpInfo as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(TcpInfo {
+        total_retrans: raw.total_retrans as u64,
+        snd_cwnd: raw.snd_cwnd as u64 * raw.snd_mss as u64,
+        snd_wnd: raw.snd_wnd as u64,
+        rtt: raw.rtt,
+        rttvar: raw.rttvar,
+        pmtu: raw.pmtu,
+        snd_mss: raw.snd_mss,
+    })
+}
+
+/// Name of the congestion control algorithm in use on a TCP socket.
+pub fn tcp_congestion(fd: RawFd) -> Option<String> {
+    let mut buf = [0u8; 32];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: buf is writable for len bytes.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            buf.as_mut_ptr() as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    let end = buf[..len as usize]
+        .iter()
+        .position(|&b| b == 0)
+        .unwrap_or(len as usize);
+    Some(String::from_utf8_lossy(&buf[..end]).into_owned())
+}
+
+/// Set TCP_CONGESTION on a socket. Errors (ENOENT) when the algorithm is not available.
+pub fn set_tcp_congestion(fd: RawFd, name: &str) -> std::io::Result<()> {
+    // SAFETY: pointer and length describe name's bytes.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_ptr() as *const libc::c_void,
+            name.len() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The calling thread's kernel TID.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// Clock ticks per second of /proc's CPU times (sysconf _SC_CLK_TCK); 100 when unknown.
+pub fn clock_ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no memory side effects.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+/// Set thread `tid`'s nice value (setpriority PRIO_PROCESS on a TID); false when refused.
+pub fn set_thread_nice(tid: i32, nice: i32) -> bool {
+    // SAFETY: setpriority on a thread id; no memory is passed.
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) == 0 }
+}
