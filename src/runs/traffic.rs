@@ -15,7 +15,8 @@ use crate::engine::meter::{bps, Counter, Meter};
 use crate::engine::net;
 use crate::model::RunFigures;
 use crate::model::RunStatus;
-use crate::runs::live::{Hub, LiveEvent};
+use crate::runs::live::Hub;
+use crate::runs::recorder::{Outcome, Recorder, Sampling};
 use crate::store::NewRun;
 use serde_json::json;
 use std::collections::HashMap;
@@ -25,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{broadcast, mpsc, Notify, Semaphore};
+use tokio::sync::{mpsc, Notify, Semaphore};
 
 /// Most connections the payload server serves at once (more get 503).
 pub const MAX_HTTP_CONNECTIONS: usize = 64;
@@ -224,9 +225,10 @@ type GroupKey = (IpAddr, u64, String);
 const FOLDED_SIZE: u64 = u64::MAX;
 
 struct Group {
-    id: i64,
     meter: Arc<Meter>,
-    tx: broadcast::Sender<LiveEvent>,
+    /// The run's recorder (`None` when the store could not record it; the download is
+    /// served all the same).
+    rec: Option<Recorder>,
     /// Notified by the run page's Stop button; `stopped` then cuts every transfer.
     cancel: Arc<Notify>,
     stopped: std::sync::atomic::AtomicBool,
@@ -611,24 +613,20 @@ impl PayloadServer {
             kind: crate::model::RunKind::HttpServe,
             ..Default::default()
         };
-        let id = match self.hub.store().create_run(&run) {
-            Ok(id) => id,
+        let cancel = Arc::new(Notify::new());
+        let rec = match self
+            .hub
+            .begin(&run, Some(cancel.clone()), Sampling::Ports(Vec::new()))
+        {
+            Ok(r) => Some(r),
             Err(e) => {
                 tracing::error!("cannot record a download: {e}");
-                -1
+                None
             }
         };
-        let cancel = Arc::new(Notify::new());
-        let tx = if id > 0 {
-            crate::board::record_net_config(self.hub.store(), id);
-            self.hub.track(id, Some(cancel.clone()), Vec::new())
-        } else {
-            broadcast::channel(1).0
-        };
         let g = Arc::new(Group {
-            id,
             meter: Meter::new(true),
-            tx,
+            rec,
             cancel,
             stopped: std::sync::atomic::AtomicBool::new(false),
             path,
@@ -670,7 +668,6 @@ impl PayloadServer {
 
     /// Cut intervals every second; end the run once no member has been active for the linger.
     async fn watch(self: Arc<Self>, key: GroupKey, g: Arc<Group>) {
-        let mut seq = 0i64;
         let mut tick = tokio::time::interval_at(
             tokio::time::Instant::now() + Duration::from_secs(1),
             Duration::from_secs(1),
@@ -678,11 +675,8 @@ impl PayloadServer {
         loop {
             tokio::select! {
                 _ = tick.tick() => {
-                    if let Some(rec) = g.meter.cut(0.0) {
-                        if g.id > 0 {
-                            self.hub.interval(g.id, seq, rec, &g.tx);
-                        }
-                        seq += 1;
+                    if let (Some(iv), Some(r)) = (g.meter.cut(0.0), &g.rec) {
+                        r.interval(iv);
                     }
                 }
                 _ = g.cancel.notified() => {
@@ -707,13 +701,11 @@ impl PayloadServer {
                 break;
             }
         }
-        if let Some(rec) = g.meter.cut(0.01) {
-            if g.id > 0 {
-                self.hub.interval(g.id, seq, rec, &g.tx);
-            }
-        }
-        if g.id <= 0 {
+        let Some(recorder) = &g.rec else {
             return;
+        };
+        if let Some(iv) = g.meter.cut(0.01) {
+            recorder.interval(iv);
         }
         let (bytes, per) = g.meter.totals();
         let n = g.counts.lock().unwrap_or_else(|p| p.into_inner());
@@ -756,15 +748,14 @@ impl PayloadServer {
             "user_agent": g.user_agent,
             "per_connection": per,
         });
-        self.hub.done_with(
-            g.id,
+        let figures = RunFigures {
+            sender_bps: Some(goodput),
+            bytes: Some(counted as i64),
+            ..Default::default()
+        };
+        recorder.finish(
             status,
-            &RunFigures {
-                sender_bps: Some(goodput),
-                bytes: Some(counted as i64),
-                ..Default::default()
-            },
-            Some(&summary),
+            Outcome::Figures(&figures, Some(&summary)),
             error.as_deref(),
         );
     }
@@ -828,19 +819,16 @@ async fn raw_conn(
         drop(permit);
         return;
     }
-    let id = match hub.store().create_run(&run) {
-        Ok(id) => id,
+    let cancel = Arc::new(Notify::new());
+    let recorder = match hub.begin(&run, Some(cancel.clone()), Sampling::Ports(Vec::new())) {
+        Ok(r) => r,
         Err(e) => {
             tracing::error!("cannot record a {kind} connection: {e}");
             return;
         }
     };
-    crate::board::record_net_config(hub.store(), id);
-    let cancel = Arc::new(Notify::new());
-    let tx = hub.track(id, Some(cancel.clone()), Vec::new());
     let meter = Meter::new(source);
     let ctr = meter.add_stream(c.as_raw_fd());
-    let mut seq = 0i64;
     let mut tick = tokio::time::interval_at(
         tokio::time::Instant::now() + Duration::from_secs(1),
         Duration::from_secs(1),
@@ -886,9 +874,8 @@ async fn raw_conn(
                 Err(_) => break (RunStatus::Completed, None),
             },
             _ = tick.tick() => {
-                if let Some(rec) = meter.cut(0.0) {
-                    hub.interval(id, seq, rec, &tx);
-                    seq += 1;
+                if let Some(iv) = meter.cut(0.0) {
+                    recorder.interval(iv);
                 }
             }
             _ = check.tick() => {
@@ -911,8 +898,8 @@ async fn raw_conn(
     };
     ctr.close();
     drop(c);
-    if let Some(rec) = meter.cut(0.01) {
-        hub.interval(id, seq, rec, &tx);
+    if let Some(iv) = meter.cut(0.01) {
+        recorder.interval(iv);
     }
     let (bytes, per) = meter.totals();
     let seconds = per.first().map(|p| p.seconds).unwrap_or(0.0);
@@ -937,7 +924,11 @@ async fn raw_conn(
             ..Default::default()
         }
     };
-    hub.done_with(id, status, &fig, Some(&summary), error.as_deref());
+    recorder.finish(
+        status,
+        Outcome::Figures(&fig, Some(&summary)),
+        error.as_deref(),
+    );
     drop(permit);
 }
 
@@ -981,9 +972,9 @@ pub fn start_http_get(
     spec: GetSpec,
 ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
     let u = spec.validate()?;
-    let id = hub
-        .store()
-        .create_run(&NewRun {
+    let cancel = Arc::new(Notify::new());
+    let recorder = hub.begin(
+        &NewRun {
             role: "client".into(),
             protocol: "HTTP".into(),
             peer_host: u.host.clone(),
@@ -993,35 +984,26 @@ pub fn start_http_get(
             params: json!({"url": spec.url, "connections": spec.connections, "timeout": spec.timeout_secs}),
             kind: crate::model::RunKind::HttpGet,
             ..Default::default()
-        })
-        .map_err(|e| e.to_string())?;
-    crate::board::record_net_config(hub.store(), id);
-    let cancel = Arc::new(Notify::new());
-    let tx = hub.track(id, Some(cancel.clone()), Vec::new());
-    let hub = hub.clone();
+        },
+        Some(cancel.clone()),
+        Sampling::Ports(Vec::new()),
+    )?;
+    let id = recorder.id();
     let handle = tokio::spawn(async move {
         let (etx, mut erx) = mpsc::unbounded_channel();
-        let (h2, tx2) = (hub.clone(), tx.clone());
-        let rec = tokio::spawn(async move {
-            let mut seq = 0;
+        let r2 = recorder.clone();
+        let forward = tokio::spawn(async move {
             while let Some(ev) = erx.recv().await {
                 match ev {
                     GetEvent::Started { local, .. } => {
-                        let _ = h2.store().set_run_endpoints(
-                            id,
-                            &net::ip_text(local.ip()),
-                            local.port(),
-                        );
+                        r2.endpoints(&net::ip_text(local.ip()), local.port())
                     }
-                    GetEvent::Interval(i) => {
-                        h2.interval(id, seq, i, &tx2);
-                        seq += 1;
-                    }
+                    GetEvent::Interval(i) => r2.interval(i),
                 }
             }
         });
         let res = http::get(spec, Some(etx), Some(cancel)).await;
-        let _ = rec.await;
+        let _ = forward.await;
         let fig = |r: &http::GetResult| RunFigures {
             receiver_bps: Some(r.bits_per_second),
             bytes: Some(r.bytes as i64),
@@ -1030,7 +1012,11 @@ pub fn start_http_get(
         match res {
             Ok(r) => {
                 let s = serde_json::to_value(&r).unwrap_or_default();
-                hub.done_with(id, RunStatus::Completed, &fig(&r), Some(&s), None);
+                recorder.finish(
+                    RunStatus::Completed,
+                    Outcome::Figures(&fig(&r), Some(&s)),
+                    None,
+                );
                 RunStatus::Completed
             }
             Err(e) => {
@@ -1043,7 +1029,7 @@ pub fn start_http_get(
                     Some(p) => (fig(p), serde_json::to_value(p).ok()),
                     None => (RunFigures::default(), None),
                 };
-                hub.done_with(id, status, &f, s.as_ref(), Some(&e.message));
+                recorder.finish(status, Outcome::Figures(&f, s.as_ref()), Some(&e.message));
                 status
             }
         }
