@@ -117,7 +117,7 @@ impl Hub {
 
     /// Like [`Hub::track`] but without monitor samples (legs of a multi-port run: their
     /// parent run is sampled once for all of them).
-    pub fn track_unmonitored(
+    pub(super) fn track_unmonitored(
         &self,
         id: i64,
         cancel: Option<Arc<Notify>>,
@@ -280,7 +280,7 @@ impl Hub {
     /// notifies `cancel`, and the monitor samples CPU per core and `ports` (interface names;
     /// empty = the ports that carry the run's addresses) every second until the run ends.
     /// Returns the channel that intervals go out on (see [`Hub::interval`]).
-    pub fn track(
+    pub(super) fn track(
         &self,
         id: i64,
         cancel: Option<Arc<Notify>>,
@@ -292,7 +292,7 @@ impl Hub {
     }
 
     /// End a tracked iperf3 run with its report (if any): stored, subscribers told.
-    pub fn done(&self, id: i64, status: RunStatus, report: Option<&Report>, error: Option<&str>) {
+    pub(super) fn done(&self, id: i64, status: RunStatus, report: Option<&Report>, error: Option<&str>) {
         let figures = report
             .map(crate::results::figures::of_report)
             .unwrap_or_default();
@@ -304,7 +304,7 @@ impl Hub {
 
     /// End a tracked run that has no iperf3 report (HTTP, raw TCP, forwarding, monitor…) with
     /// its figures and kind-specific summary.
-    pub fn done_with(
+    pub(super) fn done_with(
         &self,
         id: i64,
         status: RunStatus,
@@ -332,7 +332,7 @@ impl Hub {
     }
 
     /// Store interval `seq` (from 0) of run `id` and send it to the run's subscribers.
-    pub fn interval(
+    pub(super) fn interval(
         &self,
         id: i64,
         seq: i64,
