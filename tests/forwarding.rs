@@ -604,7 +604,7 @@ fn web_and_api_one_click_forwarding_and_monitor_runs_stored_in_history() {
         "POST",
         "/api/forward",
         Some(
-            json!({"peer": "http://192.0.2.2:5280", "token": "wrong-token-123", "target": PC2_IP,
+            json!({"peer": "http://192.0.2.2:5280", "token": "wrong-token-12345", "target": PC2_IP,
                     "ingress": "eth0", "egress": "eth1", "nat": true, "duration": 2}),
         ),
     );

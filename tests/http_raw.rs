@@ -824,7 +824,8 @@ fn hostile_peers_do_not_wedge_the_services() {
     );
     assert!(answers[4].starts_with("HTTP/1.1 400"), "{}", answers[4]);
 
-    // 70 idle connections: the first 64 are held, the rest get 503 at once.
+    // 70 idle connections from one address: the first 16 (the per-address cap; 64 in all)
+    // are held, the rest get 503 at once.
     let refused = in_ns(&pc1, || {
         let mut held = Vec::new();
         let mut refused = 0;
@@ -844,7 +845,10 @@ fn hostile_peers_do_not_wedge_the_services() {
         }
         refused
     });
-    assert_eq!(refused, 6, "connections over the cap of 64 are refused");
+    assert_eq!(
+        refused, 54,
+        "connections over the per-address cap of 16 are refused"
+    );
 
     // A download dropped half-way: its run ends, marked aborted with the reason.
     let i = lab.spawn(

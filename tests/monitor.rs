@@ -108,13 +108,17 @@ fn multi_port_legs_use_their_own_ports() {
         .sum();
         assert!((total - 100.0).abs() < 0.01, "shares add to {total}: {c}");
     }
-    // veth reports no link speed: the ceiling is unknown, not guessed.
+    // veth is a virtual port: no physical ceiling, never a guessed one.
     for l in &legs {
         assert!(l["analysis"]["ceiling_bps"].is_null(), "{}", l["analysis"]);
-        assert!(l["analysis"]["ceiling_basis"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("unknown"));
+        assert!(
+            l["analysis"]["ceiling_basis"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("virtual port"),
+            "{}",
+            l["analysis"]
+        );
     }
     // Stored: the history lists the multi run and its legs.
     let (code, out, _) = lab.run(

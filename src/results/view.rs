@@ -369,7 +369,7 @@ fn multi_view(r: &RunRow) -> KindView {
         kind: r.kind,
         kind_label: r.kind.label(),
         title: format!(
-            "multi-port run: {} started together, each bound to its port ({}, {})",
+            "Multi-port run: {} started together, each bound to its port ({}, {})",
             plural(legs.len() as u64, "leg"),
             r.protocol,
             r.direction
@@ -878,7 +878,7 @@ mod tests {
             v.command,
             "netperfd multi --leg eth0=192.0.2.2,udp,b=500000000 --leg eth1=198.51.100.2:5202,receive -t 10"
         );
-        assert!(v.title.starts_with("multi-port run: 2 legs"));
+        assert!(v.title.starts_with("Multi-port run: 2 legs"));
     }
 
     #[test]

@@ -292,7 +292,13 @@ impl Hub {
     }
 
     /// End a tracked iperf3 run with its report (if any): stored, subscribers told.
-    pub(super) fn done(&self, id: i64, status: RunStatus, report: Option<&Report>, error: Option<&str>) {
+    pub(super) fn done(
+        &self,
+        id: i64,
+        status: RunStatus,
+        report: Option<&Report>,
+        error: Option<&str>,
+    ) {
         let figures = report
             .map(crate::results::figures::of_report)
             .unwrap_or_default();

@@ -22,10 +22,11 @@ pub fn parse_bitrate(b: &str) -> Result<u64, String> {
     Ok(r)
 }
 
-/// A TCP throughput test against a peer running `iperf3 -s` (or netperfd). Unknown keys
-/// are refused (a misspelt key in an API call would otherwise silently run a default test).
+/// A TCP throughput test against a peer running `iperf3 -s` (or netperfd). The API refuses
+/// keys that are not in [`TestRequest::FIELDS`] (a misspelt key would otherwise silently run
+/// a default test); the web form's own fields are all known, and its CSRF token is checked
+/// before anything else.
 #[derive(Debug, Clone, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
 pub struct TestRequest {
     /// Peer host name or address.
     pub host: String,
@@ -83,6 +84,40 @@ fn int(s: &Option<String>, name: &str, default: u64, lo: u64, hi: u64) -> Result
                 return Err(format!("{name} must be {lo}..{hi}, got {n}"));
             }
             Ok(n)
+        }
+    }
+}
+
+impl TestRequest {
+    /// Every key a request may have.
+    pub const FIELDS: [&'static str; 13] = [
+        "host",
+        "protocol",
+        "length",
+        "port",
+        "duration",
+        "parallel",
+        "direction",
+        "bitrate",
+        "window",
+        "omit",
+        "bind",
+        "peer_type",
+        "csrf",
+    ];
+
+    /// `Err("unknown field `k`, expected one of …")` for the first key of `keys` that is not a
+    /// request field.
+    pub fn check_keys<'a>(keys: impl IntoIterator<Item = &'a String>) -> Result<(), String> {
+        match keys
+            .into_iter()
+            .find(|k| !Self::FIELDS.contains(&k.as_str()))
+        {
+            Some(k) => Err(format!(
+                "unknown field `{k}`, expected one of {}",
+                Self::FIELDS.join(", ")
+            )),
+            None => Ok(()),
         }
     }
 }
@@ -247,6 +282,17 @@ impl TestRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let keys = ["host".to_string(), "duraton".to_string()];
+        let e = TestRequest::check_keys(keys.iter()).unwrap_err();
+        assert!(
+            e.starts_with("unknown field `duraton`, expected one of host, protocol"),
+            "{e}"
+        );
+        assert!(TestRequest::check_keys(["host".to_string(), "csrf".to_string()].iter()).is_ok());
+    }
 
     #[test]
     fn iperf2_requests() {

@@ -81,11 +81,13 @@ async fn start(
     })
 }
 
-/// Accept numbers where the form sends strings (`{"duration": 5}` and `{"duration": "5"}`).
+/// Check a test request's keys (unknown ones are refused) and accept numbers where the form
+/// sends strings (`{"duration": 5}` and `{"duration": "5"}`).
 pub(super) fn normalize(v: serde_json::Value) -> Result<serde_json::Value, String> {
     let serde_json::Value::Object(m) = v else {
         return Err("expected a JSON object".into());
     };
+    TestRequest::check_keys(m.keys())?;
     let mut out = serde_json::Map::new();
     for (k, v) in m {
         let v = match v {
