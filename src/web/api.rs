@@ -61,7 +61,7 @@ async fn start(
     auth.check_csrf_header(&req)?;
     let tr: TestRequest = match serde_json::from_slice::<serde_json::Value>(&body)
         .map_err(|e| e.to_string())
-        .and_then(normalize)
+        .and_then(test_request_json)
         .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
     {
         Ok(t) => t,
@@ -81,13 +81,20 @@ async fn start(
     })
 }
 
-/// Check a test request's keys (unknown ones are refused) and accept numbers where the form
-/// sends strings (`{"duration": 5}` and `{"duration": "5"}`).
+/// A test request's JSON: unknown keys refused ([`TestRequest::check_keys`]), then
+/// [`normalize`]d.
+pub(super) fn test_request_json(v: serde_json::Value) -> Result<serde_json::Value, String> {
+    if let serde_json::Value::Object(m) = &v {
+        TestRequest::check_keys(m.keys())?;
+    }
+    normalize(v)
+}
+
+/// Accept numbers where the form sends strings (`{"duration": 5}` and `{"duration": "5"}`).
 pub(super) fn normalize(v: serde_json::Value) -> Result<serde_json::Value, String> {
     let serde_json::Value::Object(m) = v else {
         return Err("expected a JSON object".into());
     };
-    TestRequest::check_keys(m.keys())?;
     let mut out = serde_json::Map::new();
     for (k, v) in m {
         let v = match v {

@@ -147,7 +147,7 @@ async fn api_start(
     };
     let mut reqs = Vec::new();
     for (i, l) in legs.iter().enumerate() {
-        match super::api::normalize(l.clone())
+        match super::api::test_request_json(l.clone())
             .and_then(|v| serde_json::from_value::<TestRequest>(v).map_err(|e| e.to_string()))
         {
             Ok(t) => reqs.push(t),
