@@ -1,7 +1,7 @@
 //! Pacing of the UDP sender on a veth pair (its own test binary, so nothing else runs beside
 //! it): the achieved rate is within 1 % of `-b` at 100M, 400M and 1000M, and at 100M the
 //! highest rate over any 1 ms window of arrivals — measured by the receiving netperfd from
-//! kernel timestamps — stays at most 1.2 × the target (no bursts).
+//! kernel timestamps — stays below 2 × the target (a repaid debt is spread, not a burst).
 
 mod common;
 use common::*;
@@ -53,7 +53,10 @@ fn udp_pacing_is_accurate_and_burst_free() {
     let s = json(&first, "server -J (100M)");
     let peak = num(&s, "/end/streams/0/udp/peak_1ms_bits_per_second");
     eprintln!("{report:?}; 100M peak over 1 ms: {:.1} Mbit/s", peak / 1e6);
-    assert!(peak <= 1.2 * 100e6, "100M: peak 1 ms rate {peak} bit/s");
+    // The pacer repays debt (issue 11): small debts (≤ 5 ms) at 1.05 × with no burst, larger
+    // ones at 1.4 × with a 250 µs burst, so the busiest 1 ms is below 2 × the rate whatever
+    // the host does (a virtual machine's hiccups of more than 5 ms do happen here).
+    assert!(peak < 2.0 * 100e6, "100M: peak 1 ms rate {peak} bit/s");
     assert!(
         peak >= 100e6,
         "peak below the mean rate is impossible: {peak}"

@@ -8,7 +8,9 @@
 //! * the **schedule**: `next` advances by each batch's transmission time at the target rate,
 //!   so the average over the run is the target; time lost to a stall is owed, not forgiven
 //!   (up to [`MAX_DEBT`]);
-//! * the **peak**: a second bucket at [`CATCH_UP`] × the rate, [`PEAK_DEPTH`] deep, so a late
+//! * the **peak**: a second bucket at [`CATCH_UP`] × the rate, [`PEAK_DEPTH`] deep (for debts
+//!   above [`GENTLE_DEBT`]; smaller ones are repaid at [`GENTLE_CATCH_UP`] × with no burst, so
+//!   an idle host keeps its busiest 1 ms within 1.2 × the rate), so a late
 //!   sender repays its debt at most at that rate, spread over the following milliseconds. The
 //!   depth lets a thread that wakes late send what fell due while it waited in one go (under
 //!   CPU contention every sleep may cost a wake-up latency; sending one batch per wake-up is
@@ -59,6 +61,16 @@ pub fn pacing_text(p: Pacing) -> String {
 /// stall of d ms in d / 0.4 ms.
 pub const CATCH_UP: f64 = 1.4;
 
+/// Debt up to this much (a wake-up that came a little late, a short preemption) is repaid
+/// gently: at [`GENTLE_CATCH_UP`] × the rate with no burst, so an idle host's busiest 1 ms
+/// stays within 1.2 × the rate. Larger debt (a sender that really lost the CPU) is repaid at
+/// [`CATCH_UP`] × with the [`PEAK_DEPTH`] burst. 5 ms.
+pub const GENTLE_DEBT: Duration = Duration::from_millis(5);
+
+/// The catch-up rate for small debts (see [`GENTLE_DEBT`]): 1.05 × the rate, one batch at a
+/// time. A 5 ms debt is repaid within 100 ms.
+pub const GENTLE_CATCH_UP: f64 = 1.05;
+
 /// Depth of the peak bucket: how much sending time may go at once after a late wake-up.
 /// 250 µs.
 pub const PEAK_DEPTH: Duration = Duration::from_micros(250);
@@ -103,6 +115,9 @@ pub struct Pacer {
     catch_up: f64,
     /// Estimated oversleep of `thread::sleep`, ns (an EWMA of this host's wake-up latency).
     oversleep_ns: f64,
+    /// Whether anything was booked yet: the schedule starts at the first send, not when the
+    /// pacer was made (the time spent setting up a test is no debt to repay in a burst).
+    started: bool,
 }
 
 impl Pacer {
@@ -117,6 +132,7 @@ impl Pacer {
             max_debt,
             catch_up: CATCH_UP,
             oversleep_ns: 10_000.0,
+            started: false,
         }
     }
 
@@ -130,16 +146,27 @@ impl Pacer {
     /// [`PEAK_DEPTH`] deep) allows. Debt beyond `max_debt` is written off first.
     pub fn book(&mut self, n: usize, now: Instant) -> Instant {
         let cost = Duration::from_secs_f64(n as f64 / self.rate);
+        if !self.started {
+            self.started = true;
+            self.next = now;
+            self.peak = now;
+        }
         if let Some(floor) = now.checked_sub(self.max_debt) {
             if self.next < floor {
                 // Write off only what is beyond the bound; the rest is still repaid.
                 self.next = floor;
             }
         }
-        let peak_ok = self.peak.checked_sub(PEAK_DEPTH).unwrap_or(self.peak);
+        // Small debt: gentle repay, no burst; large debt: fast repay with the peak burst.
+        let (factor, depth) = if now.saturating_duration_since(self.next) > GENTLE_DEBT {
+            (self.catch_up, PEAK_DEPTH)
+        } else {
+            (GENTLE_CATCH_UP, Duration::ZERO)
+        };
+        let peak_ok = self.peak.checked_sub(depth).unwrap_or(self.peak);
         let at = self.next.max(peak_ok).max(now);
         self.next += cost;
-        self.peak = self.peak.max(at) + cost.div_f64(self.catch_up);
+        self.peak = self.peak.max(at) + cost.div_f64(factor);
         at
     }
 
@@ -174,6 +201,56 @@ impl Pacer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_small_hiccup_is_repaid_gently() {
+        // 100 Mbit/s of 1448-byte datagrams (8.63 per ms); the sender wakes 1 ms late once.
+        let mut p = Pacer::new(100_000_000, MAX_DEBT);
+        let t0 = Instant::now();
+        let mut now = t0;
+        let mut times = Vec::new();
+        for i in 0..400 {
+            let at = p.book(1448, now);
+            times.push(at.duration_since(t0).as_micros() as u64);
+            now = if i == 50 {
+                at + Duration::from_millis(1)
+            } else {
+                at
+            };
+        }
+        let busiest = (0..times[times.len() - 1])
+            .step_by(50)
+            .map(|s| times.iter().filter(|t| **t >= s && **t < s + 1000).count())
+            .max()
+            .unwrap_or(0);
+        // 1.2 x 8.63 = 10.4 datagrams in any 1 ms.
+        assert!(busiest <= 10, "busiest 1 ms: {busiest} datagrams");
+        // And the debt is repaid: 400 datagrams took the scheduled 46.3 ms (+ one datagram).
+        let last = times[times.len() - 1];
+        assert!((46_200..=46_500).contains(&last), "last at {last} us");
+    }
+
+    #[test]
+    fn time_before_the_first_send_is_no_debt() {
+        // A pacer made 300 ms before its first send (connection set-up): the first sends go
+        // one per 115.84 µs at 100 Mbit/s of 1448-byte datagrams, not as a catch-up burst.
+        let mut p = Pacer::new(100_000_000, MAX_DEBT);
+        let t0 = Instant::now() + Duration::from_millis(300);
+        let mut now = t0;
+        let mut times = Vec::new();
+        for _ in 0..20 {
+            let at = p.book(1448, now);
+            times.push(at.duration_since(t0).as_micros() as u64);
+            now = at;
+        }
+        // 1 ms holds at most 9 datagrams at the rate (8.63 per ms), never 16.
+        let in_first_ms = times.iter().filter(|t| **t < 1000).count();
+        assert!(
+            in_first_ms <= 9,
+            "{in_first_ms} datagrams in the first ms: {times:?}"
+        );
+        assert_eq!(times[1], 115, "{times:?}");
+    }
 
     /// A sender that sends each batch the moment the pacer allows it, on a simulated clock
     /// that can stall: the send times, in µs since the start.
@@ -231,9 +308,10 @@ mod tests {
         // (1.8 ×), never 2 ×.
         let peak = busiest(&s, 1000);
         assert!((17..=19).contains(&peak), "busiest 1 ms: {peak}");
-        // And the debt is gone 30 / 0.4 = 75 ms after the stall (by 305 ms; 320 with margin).
-        let by = s.iter().filter(|&&t| t < 320_000).count();
-        assert!((3198..=3201).contains(&by), "{by} datagrams by 320 ms");
+        // Fast repay down to GENTLE_DEBT: (30 − 5) / 0.4 = 62.5 ms after the stall, then the
+        // last 5 ms at 1.05 ×: by 300 ms at most 5 ms (50 datagrams) behind the schedule.
+        let by = s.iter().filter(|&&t| t < 300_000).count();
+        assert!((2948..=3001).contains(&by), "{by} datagrams by 300 ms");
         // Before the stall, no catch-up: 10 per ms.
         assert_eq!(busiest(&s[..1900], 1000), 10);
     }
