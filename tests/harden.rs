@@ -552,3 +552,120 @@ fn anonymous_requests_add_a_bounded_number_of_runs() {
         .count();
     assert_eq!(sink_runs, 6, "5 sink runs and one folded run");
 }
+
+/// Retention caps are editable (API and Settings) within bounds; a bad value changes
+/// nothing; lowering the cap prunes the oldest unpinned runs at once and a pinned run stays.
+#[test]
+fn retention_caps_are_editable_and_pinned_runs_stay() {
+    let mut lab = Lab::new();
+    let board = lab.board.clone();
+    let (_, mut http) = daemon(&mut lab, &board, 8085, &["--iperf3-port", "0"]);
+    set_up(&lab, &mut http);
+    // 103 runs that fail at once: nothing listens on the PC's port 9.
+    let mut ids = Vec::new();
+    for _ in 0..103 {
+        let r = http.api(
+            "POST",
+            "/api/runs",
+            &json!({"host": PC1_IP, "port": 9, "duration": 1}),
+        );
+        assert_eq!(r.status, 201, "{}", r.body);
+        ids.push(r.json()["id"].as_i64().expect("run id"));
+    }
+    for &id in &ids {
+        common::http::wait_run(&http, id, Duration::from_secs(20));
+    }
+    let count = |http: &common::http::Http| {
+        http.get_json("/api/runs?limit=100000")
+            .as_array()
+            .map(|a| a.len())
+            .unwrap_or(0)
+    };
+    assert_eq!(count(&http), 103);
+
+    // Pin the oldest run (API) and the second oldest (page button), then unpin the second.
+    let r = http.api(
+        "POST",
+        &format!("/api/runs/{}/pin", ids[0]),
+        &json!({"pinned": true}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["pinned"], true);
+    assert_eq!(
+        http.get_json(&format!("/api/runs/{}", ids[0]))["pinned"],
+        true
+    );
+    let csrf = http.csrf.clone();
+    let r = http.form(&format!("/runs/{}/pin", ids[1]), &[("csrf", &csrf)]);
+    assert_eq!(r.status, 303, "{}", r.body);
+    let page = http.get(&format!("/runs/{}", ids[1])).body;
+    assert!(
+        page.contains("id=\"unpin\""),
+        "no Unpin button on a pinned run"
+    );
+    let r = http.form(&format!("/runs/{}/unpin", ids[1]), &[("csrf", &csrf)]);
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert_eq!(
+        http.get_json(&format!("/api/runs/{}", ids[1]))["pinned"],
+        false
+    );
+    let r = http.api("POST", "/api/runs/999999/pin", &json!({"pinned": true}));
+    assert_eq!(r.status, 404, "{}", r.body);
+
+    // Bad caps: refused with the reason, nothing changed or pruned.
+    for (body, needle) in [
+        (json!({"max_runs": 5, "max_bytes": 512u64 << 20}), "100 to"),
+        (json!({"max_runs": 100, "max_bytes": 1000}), "whole MiB"),
+        (json!({"max_runs": 100, "max_bytes": 1u64 << 20}), "16 to"),
+        (json!({"max_runs": 100}), "max_bytes"),
+    ] {
+        let r = http.api("PUT", "/api/settings/retention", &body);
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+        assert!(r.body.contains(needle), "{body}: {}", r.body);
+    }
+    let r = http.form(
+        "/settings/retention",
+        &[("csrf", &csrf), ("max_runs", "many"), ("max_mib", "512")],
+    );
+    assert_eq!(r.status, 200);
+    assert!(
+        r.body
+            .contains("runs kept must be a whole number, got &#39;many&#39;"),
+        "{}",
+        r.body
+    );
+    let caps = http.get_json("/api/settings/retention");
+    assert_eq!(caps["max_runs"], 20000);
+    assert_eq!(count(&http), 103);
+
+    // Cap 100 runs: the three oldest unpinned runs go, the pinned oldest stays.
+    let r = http.api(
+        "PUT",
+        "/api/settings/retention",
+        &json!({"max_runs": 100, "max_bytes": 512u64 << 20}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["pruned"], 3);
+    assert_eq!(count(&http), 100);
+    assert_eq!(http.get(&format!("/api/runs/{}", ids[0])).status, 200);
+    for &gone in &ids[1..4] {
+        assert_eq!(http.get(&format!("/api/runs/{gone}")).status, 404, "{gone}");
+    }
+    assert_eq!(http.get(&format!("/api/runs/{}", ids[4])).status, 200);
+    // The Settings form shows and saves the caps.
+    let r = http.form(
+        "/settings/retention",
+        &[("csrf", &csrf), ("max_runs", "5000"), ("max_mib", "256")],
+    );
+    assert!(
+        r.body
+            .contains("History retention saved: at most 5000 runs and 256 MiB; 0 runs pruned now."),
+        "{}",
+        r.body
+    );
+    assert!(r.body.contains("name=\"max_runs\" value=\"5000\""));
+    assert_eq!(
+        http.get_json("/api/settings/retention")["max_bytes"],
+        256u64 << 20
+    );
+}

@@ -18,6 +18,10 @@ pub const DEFAULT_MAX_BYTES: u64 = 512 * 1024 * 1024;
 /// Settings keys that override the caps (whole numbers).
 pub const MAX_RUNS_KEY: &str = "retention.max_runs";
 pub const MAX_BYTES_KEY: &str = "retention.max_bytes";
+/// Bounds a user may set (Settings, API): runs kept.
+pub const MAX_RUNS_RANGE: std::ops::RangeInclusive<u64> = 100..=1_000_000;
+/// Bounds a user may set (Settings, API): database size, MiB (16 MiB … 64 GiB).
+pub const MAX_MIB_RANGE: std::ops::RangeInclusive<u64> = 16..=65_536;
 /// Pruning runs after every this many new runs (and at daemon start).
 pub const PRUNE_EVERY: i64 = 50;
 
@@ -30,7 +34,65 @@ pub struct Retention {
     pub max_bytes: u64,
 }
 
+impl Retention {
+    /// Caps a user asked for: `max_runs` runs and `max_mib` MiB, both within
+    /// [`MAX_RUNS_RANGE`] / [`MAX_MIB_RANGE`].
+    ///
+    /// # Errors
+    /// A sentence naming the value out of range (nothing is changed by the caller then).
+    pub fn checked(max_runs: u64, max_mib: u64) -> std::result::Result<Retention, String> {
+        if !MAX_RUNS_RANGE.contains(&max_runs) {
+            return Err(format!(
+                "runs kept must be {} to {}, got {max_runs}",
+                MAX_RUNS_RANGE.start(),
+                MAX_RUNS_RANGE.end()
+            ));
+        }
+        if !MAX_MIB_RANGE.contains(&max_mib) {
+            return Err(format!(
+                "history size must be {} to {} MiB, got {max_mib}",
+                MAX_MIB_RANGE.start(),
+                MAX_MIB_RANGE.end()
+            ));
+        }
+        Ok(Retention {
+            max_runs,
+            max_bytes: max_mib << 20,
+        })
+    }
+}
+
 impl Store {
+    /// Store new caps (both settings in one transaction) and prune to them at once.
+    /// Returns how many runs were deleted.
+    pub fn set_retention(&self, r: Retention) -> Result<u64> {
+        {
+            let mut c = self.c();
+            let tx = c.transaction()?;
+            for (k, v) in [(MAX_RUNS_KEY, r.max_runs), (MAX_BYTES_KEY, r.max_bytes)] {
+                tx.execute(
+                    "INSERT INTO settings(key, value) VALUES (?1, ?2)
+                     ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    params![k, v.to_string()],
+                )?;
+            }
+            tx.commit()?;
+        }
+        self.prune(r)
+    }
+
+    /// Whether run `id` is pinned; `None` when there is no such run.
+    pub fn is_pinned(&self, id: i64) -> Result<Option<bool>> {
+        use rusqlite::OptionalExtension;
+        Ok(self
+            .r()
+            .query_row("SELECT pinned FROM runs WHERE id=?1", params![id], |r| {
+                r.get::<_, i64>(0)
+            })
+            .optional()?
+            .map(|p| p != 0))
+    }
+
     /// The retention caps: settings, else the defaults.
     pub fn retention(&self) -> Retention {
         let get = |k: &str, d: u64| {

@@ -177,6 +177,7 @@ async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> 
         "run": run,
         "view": view,
         "live": state.hub.is_live(id),
+        "pinned": state.store.is_pinned(id).ok().flatten().unwrap_or(false),
         "streams": streams,
         "intervals": intervals,
         "analysis": analysis,

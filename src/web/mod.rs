@@ -10,6 +10,7 @@ pub mod extract;
 pub mod forwarding;
 pub mod multi;
 pub mod pages;
+pub mod retention;
 pub mod suites;
 pub mod traffic;
 
@@ -82,6 +83,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     pages::configure(cfg);
     api::configure(cfg);
     traffic::configure(cfg);
+    retention::configure(cfg);
     cfg.route("/static/style.css", web::get().to(style))
         .route("/static/app.js", web::get().to(script))
         .route("/static/units.js", web::get().to(units_js))

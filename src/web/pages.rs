@@ -51,7 +51,7 @@ pub(super) fn html<T: Template>(status: actix_web::http::StatusCode, t: &T) -> H
     }
 }
 
-fn ok<T: Template>(t: &T) -> HttpResponse {
+pub(super) fn ok<T: Template>(t: &T) -> HttpResponse {
     html(actix_web::http::StatusCode::OK, t)
 }
 
@@ -718,6 +718,8 @@ struct RunPage {
     cores: Vec<CoreView>,
     legs: Vec<LegView>,
     parent_id: Option<i64>,
+    /// Pinned runs are never pruned by history retention.
+    pinned: bool,
 }
 
 /// Ceiling and verdict as shown.
@@ -962,6 +964,12 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
         cores,
         legs,
         parent_id: run.parent_id,
+        pinned: state
+            .store
+            .is_pinned(run.id)
+            .ok()
+            .flatten()
+            .unwrap_or(false),
     })
 }
 
@@ -1113,7 +1121,7 @@ struct TokenView {
 
 #[derive(Template)]
 #[template(path = "settings.html")]
-struct SettingsPage {
+pub(super) struct SettingsPage {
     nav: bool,
     csrf: String,
     version: String,
@@ -1123,9 +1131,12 @@ struct SettingsPage {
     tokens: Vec<TokenView>,
     /// History retention in force, one line of text.
     retention: String,
+    /// The caps in force, for the form: runs kept and MiB.
+    max_runs: u64,
+    max_mib: u64,
 }
 
-fn settings(
+pub(super) fn settings(
     state: &AppState,
     auth: &Auth,
     message: Option<String>,
@@ -1150,6 +1161,8 @@ fn settings(
                 created: fmt_time(t.created_at),
             })
             .collect(),
+        max_runs: state.store.retention().max_runs,
+        max_mib: state.store.retention().max_bytes >> 20,
         retention: {
             let r = state.store.retention();
             format!(
