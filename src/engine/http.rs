@@ -16,105 +16,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Notify};
 
-/// Largest payload the server offers and a size the parsers accept: 100 GB (10^11 bytes).
-pub const MAX_PAYLOAD: u64 = 100_000_000_000;
+pub use crate::model::units::{parse_size, MAX_PAYLOAD};
 /// Largest request head (request line and headers) accepted or response head read, bytes.
 pub const MAX_HEAD: usize = 16 * 1024;
 /// Most connections one download may open.
 pub const MAX_CONNECTIONS: u32 = 64;
-
-/// Parse a payload size: a number of bytes with an optional suffix. `K`, `M`, `G`, `T` are
-/// decimal (10^3…10^12, as disk and download sizes are quoted: "100M" = 100 000 000 bytes);
-/// `Ki`, `Mi`, `Gi`, `Ti` are binary (2^10…2^40); a trailing `B` is allowed ("1GiB", "10GB").
-/// Errors: empty, not a whole number of bytes, unknown suffix, 0, or above [`MAX_PAYLOAD`].
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let u = t.strip_suffix(['B', 'b']).unwrap_or(t);
-    let (digits, mult): (&str, u64) = if let Some(d) = strip_ci(u, "i") {
-        let (d, c) = split_last(d).ok_or_else(|| size_err(s))?;
-        let m = match c.to_ascii_uppercase() {
-            'K' => 1 << 10,
-            'M' => 1 << 20,
-            'G' => 1 << 30,
-            'T' => 1 << 40,
-            _ => return Err(size_err(s)),
-        };
-        (d, m)
-    } else {
-        match u.chars().last() {
-            Some(c) if c.is_ascii_alphabetic() => {
-                let m = match c.to_ascii_uppercase() {
-                    'K' => 1_000,
-                    'M' => 1_000_000,
-                    'G' => 1_000_000_000,
-                    'T' => 1_000_000_000_000,
-                    _ => return Err(size_err(s)),
-                };
-                (&u[..u.len() - 1], m)
-            }
-            _ => (u, 1),
-        }
-    };
-    if digits.is_empty() || digits.len() > 15 {
-        return Err(size_err(s));
-    }
-    // Decimal fractions ("1.5G") are allowed when the result is a whole number of bytes.
-    let bytes = match digits.split_once('.') {
-        None => {
-            if !digits.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(size_err(s));
-            }
-            digits.parse::<u64>().ok().and_then(|v| v.checked_mul(mult))
-        }
-        Some((w, f)) => {
-            if w.is_empty()
-                || f.is_empty()
-                || !w.bytes().chain(f.bytes()).all(|b| b.is_ascii_digit())
-                || f.len() > 12
-            {
-                return Err(size_err(s));
-            }
-            let scale = 10u64.pow(f.len() as u32);
-            let whole = w.parse::<u64>().ok().and_then(|v| v.checked_mul(mult));
-            let frac = f.parse::<u64>().ok().and_then(|v| v.checked_mul(mult));
-            match (whole, frac) {
-                (Some(a), Some(b)) if b % scale == 0 => a.checked_add(b / scale),
-                (Some(_), Some(_)) => {
-                    return Err(format!("size '{s}' is not a whole number of bytes"))
-                }
-                _ => None,
-            }
-        }
-    };
-    match bytes {
-        Some(0) => Err(format!("size '{s}' is zero")),
-        Some(b) if b <= MAX_PAYLOAD => Ok(b),
-        _ => Err(format!(
-            "size '{s}' is larger than the limit of {MAX_PAYLOAD} bytes (100G)"
-        )),
-    }
-}
-
-fn strip_ci<'a>(s: &'a str, suffix: &str) -> Option<&'a str> {
-    let n = suffix.len();
-    if s.len() > n
-        && s.is_char_boundary(s.len() - n)
-        && s[s.len() - n..].eq_ignore_ascii_case(suffix)
-    {
-        Some(&s[..s.len() - n])
-    } else {
-        None
-    }
-}
-
-fn split_last(s: &str) -> Option<(&str, char)> {
-    let c = s.chars().last()?;
-    Some((&s[..s.len() - c.len_utf8()], c))
-}
-
-fn size_err(s: &str) -> String {
-    format!("invalid size '{s}': use bytes, or a number with K/M/G/T (decimal) or Ki/Mi/Gi/Ti (binary), e.g. 100M, 1G, 10G, 512Mi")
-}
 
 /// What a `Range:` header asks of a body of `total` bytes (RFC 9110 §14).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -228,50 +228,7 @@ pub fn version_string() -> String {
     )
 }
 
-/// Parse an iperf3-style size or rate: a number with an optional K/M/G/T suffix. Lower and
-/// upper case both mean powers of 1024 for sizes (`-n 10M`, `-w 300K`, `-l 8K`) and powers of
-/// 1000 for rates (`-b 100M`), as iperf3 does. Fractions are allowed (`1.5G`).
-pub fn parse_suffixed(s: &str, rate: bool) -> Result<u64, String> {
-    let s = s.trim();
-    if s.is_empty() {
-        return Err("empty value".into());
-    }
-    let (digits, mult) = match s.chars().last() {
-        Some(c) if c.is_ascii_alphabetic() => {
-            let m: f64 = match c.to_ascii_uppercase() {
-                'K' => 1e3,
-                'M' => 1e6,
-                'G' => 1e9,
-                'T' => 1e12,
-                _ => return Err(format!("'{s}': unknown suffix '{c}' (use K, M, G or T)")),
-            };
-            let m = if rate {
-                m
-            } else {
-                // 1024-based for sizes.
-                match c.to_ascii_uppercase() {
-                    'K' => 1024.0,
-                    'M' => 1024.0 * 1024.0,
-                    'G' => 1024.0 * 1024.0 * 1024.0,
-                    _ => 1024.0f64.powi(4),
-                }
-            };
-            (&s[..s.len() - 1], m)
-        }
-        _ => (s, 1.0),
-    };
-    let v: f64 = digits
-        .parse()
-        .map_err(|_| format!("'{s}' is not a number with an optional K/M/G/T suffix"))?;
-    if !v.is_finite() || v < 0.0 {
-        return Err(format!("'{s}' must be a non-negative number"));
-    }
-    let r = v * mult;
-    if r > u64::MAX as f64 / 2.0 {
-        return Err(format!("'{s}' is too large"));
-    }
-    Ok(r as u64)
-}
+pub use crate::model::units::parse_suffixed;
 
 fn role_tag(report: &Report, local_sender: bool) -> &'static str {
     if report.params.direction != Direction::Bidir {

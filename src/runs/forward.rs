@@ -561,7 +561,7 @@ pub fn start_forward(
     )?;
     let id = rec.id();
     let hub = hub.clone();
-    let handle = tokio::spawn(async move {
+    let handle = hub.clone().spawn(async move {
         let r = forward_task(&hub, id, &plan, ctl, cancel, &rec).await;
         let (status, summary, report, error) = r;
         if let Err(e) = hub.store().set_run_summary(id, &summary) {
@@ -866,7 +866,7 @@ pub fn start_monitor(
     )?;
     let id = rec.id();
     let hub = hub.clone();
-    let handle = tokio::spawn(async move {
+    let handle = hub.clone().spawn(async move {
         let c0 = read_counters(&plan.ports).await;
         let mut conntrack: Vec<i64> = crate::board::sampler::conntrack_count()
             .into_iter()

@@ -76,7 +76,7 @@ impl Hub {
         let cancel = Arc::new(Notify::new());
         let rec = self.begin(&run, Some(cancel.clone()), Sampling::Ports(Vec::new()))?;
         let id = rec.id();
-        tokio::spawn(async move {
+        self.spawn(async move {
             let (etx, mut erx) = mpsc::unbounded_channel();
             let r2 = rec.clone();
             let forward = tokio::spawn(async move {

@@ -61,6 +61,10 @@ pub struct Hub {
     runs: Arc<Mutex<HashMap<i64, LiveRun>>>,
     watches: Arc<Mutex<HashMap<i64, Watch>>>,
     monitor_on: Arc<AtomicBool>,
+    /// The runtime runs execute on: the one the hub was made in (the daemon's main runtime),
+    /// never the web server's workers, so a slow store write inside a run cannot stall pages
+    /// or live streams. `None` outside a runtime (then the caller's runtime is used).
+    rt: Option<tokio::runtime::Handle>,
 }
 
 fn relock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -82,6 +86,20 @@ impl Hub {
             runs: Arc::new(Mutex::new(HashMap::new())),
             watches: Arc::new(Mutex::new(HashMap::new())),
             monitor_on: Arc::new(AtomicBool::new(false)),
+            rt: tokio::runtime::Handle::try_current().ok(),
+        }
+    }
+
+    /// Run `fut` on the hub's runtime (see the `rt` field): every task that measures or
+    /// records a run is started here, whichever thread asked for the run.
+    pub fn spawn<F>(&self, fut: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        match &self.rt {
+            Some(rt) => rt.spawn(fut),
+            None => tokio::spawn(fut),
         }
     }
 
@@ -146,7 +164,11 @@ impl Hub {
         if self.monitor_on.swap(true, Ordering::SeqCst) {
             return;
         }
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+        let Some(rt) = self
+            .rt
+            .clone()
+            .or_else(|| tokio::runtime::Handle::try_current().ok())
+        else {
             self.monitor_on.store(false, Ordering::SeqCst);
             return;
         };
@@ -407,7 +429,7 @@ impl Hub {
         };
         let rec = self.begin(&run, Some(cancel.clone()), sampling)?;
         let id = rec.id();
-        let handle = tokio::spawn(async move {
+        let handle = self.spawn(async move {
             let (etx, mut erx) = mpsc::unbounded_channel();
             let r2 = rec.clone();
             let forward = tokio::spawn(async move {

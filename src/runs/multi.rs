@@ -256,7 +256,7 @@ impl Hub {
             }
         }
         let hub = self.clone();
-        let handle = tokio::spawn(async move {
+        let handle = self.spawn(async move {
             let stopper = {
                 let cancel = cancel.clone();
                 let leg_cancels = leg_cancels.clone();

@@ -989,7 +989,7 @@ pub fn start_http_get(
         Sampling::Ports(Vec::new()),
     )?;
     let id = recorder.id();
-    let handle = tokio::spawn(async move {
+    let handle = hub.spawn(async move {
         let (etx, mut erx) = mpsc::unbounded_channel();
         let r2 = recorder.clone();
         let forward = tokio::spawn(async move {

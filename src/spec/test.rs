@@ -146,8 +146,16 @@ impl TestRequest {
         }
         if let Some(l) = opt(&self.length) {
             let len = parse_suffixed(l, false).map_err(|e| format!("length: {e}"))?;
+            // The engine's bounds: IPv6 allows 65527-byte datagrams, IPv4 65507; a peer
+            // named by host name is checked against its address family when the test starts.
             let (lo, hi) = if udp {
-                (16, crate::engine::udp::MAX_UDP_LEN_V4 as u64)
+                let v4 = host.parse::<std::net::Ipv4Addr>().is_ok();
+                let max = if v4 {
+                    crate::engine::udp::MAX_UDP_LEN_V4
+                } else {
+                    crate::engine::udp::MAX_UDP_LEN_V6
+                };
+                (16, max as u64)
             } else {
                 (1, crate::engine::iperf3::wire::MAX_TCP_BLKSIZE as u64)
             };
@@ -156,9 +164,11 @@ impl TestRequest {
             }
             p.len = len as u32;
         }
-        p.time = int(&self.duration, "duration", 10, 1, 86_400)? as u32;
-        p.parallel = int(&self.parallel, "parallel streams", 1, 1, 128)? as u32;
-        p.omit = int(&self.omit, "omit", 0, 0, 600)? as u32;
+        let max_s = crate::engine::iperf3::client::MAX_SECONDS as u64;
+        let max_p = crate::engine::iperf3::wire::MAX_PARALLEL as u64;
+        p.time = int(&self.duration, "duration", 10, 1, max_s)? as u32;
+        p.parallel = int(&self.parallel, "parallel streams", 1, 1, max_p)? as u32;
+        p.omit = int(&self.omit, "omit", 0, 0, max_s)? as u32;
         p.direction = match opt(&self.direction).unwrap_or("send") {
             "send" => Direction::Send,
             "receive" | "reverse" => Direction::Receive,
@@ -426,6 +436,33 @@ mod tests {
             .to_spec(&[])
             .unwrap_err()
             .contains("length must be 16..65507"));
+        // IPv6 peers: up to 65527, the engine's bound (the CLI's too).
+        let r = TestRequest {
+            protocol: Some("udp".into()),
+            length: Some("65527".into()),
+            ..req("2001:db8::2")
+        };
+        assert_eq!(r.to_spec(&[]).unwrap().params.len, 65527);
+        let r = TestRequest {
+            protocol: Some("udp".into()),
+            length: Some("65528".into()),
+            ..req("2001:db8::2")
+        };
+        assert!(r
+            .to_spec(&[])
+            .unwrap_err()
+            .contains("length must be 16..65527"));
+        // Omit: the engine's bound of a day, like the CLI's -O.
+        let r = TestRequest {
+            omit: Some("3600".into()),
+            ..req("192.0.2.2")
+        };
+        assert_eq!(r.to_spec(&[]).unwrap().params.omit, 3600);
+        let r = TestRequest {
+            omit: Some("86401".into()),
+            ..req("192.0.2.2")
+        };
+        assert!(r.to_spec(&[]).unwrap_err().contains("omit"));
         let r = TestRequest {
             protocol: Some("sctp".into()),
             ..req("192.0.2.2")

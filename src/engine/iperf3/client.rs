@@ -12,6 +12,10 @@ use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Notify};
 
+/// Longest test duration and omit period a client accepts, seconds (a day): the one
+/// bound the CLI, the web form, the API and suites share.
+pub const MAX_SECONDS: u32 = 86_400;
+
 /// Smallest socket buffer (`-w`) a test may ask for, bytes.
 pub const WINDOW_MIN: u32 = 1024;
 /// Largest socket buffer (`-w`) a test may ask for, bytes (1 GiB − 1: the kernel doubles the
@@ -84,8 +88,10 @@ impl ClientSpec {
                 wire::MAX_TCP_BLKSIZE
             ));
         }
-        if p.time > 86_400 || p.omit > 86_400 {
-            return Err("duration and omit must be at most 86400 s (-t, -O)".into());
+        if p.time > MAX_SECONDS || p.omit > MAX_SECONDS {
+            return Err(format!(
+                "duration and omit must be at most {MAX_SECONDS} s (-t, -O)"
+            ));
         }
         if p.time == 0 && p.num == 0 && p.blockcount == 0 {
             return Err(

@@ -69,7 +69,7 @@ impl Hub {
             return Err(e.to_string());
         }
         let hub = self.clone();
-        tokio::spawn(async move {
+        self.spawn(async move {
             let mut all_ok = true;
             let n = tests.len();
             for (i, t) in tests.into_iter().enumerate() {
