@@ -8,10 +8,13 @@ pub mod board;
 pub mod charts;
 pub mod extract;
 pub mod forwarding;
+pub mod metrics;
 pub mod multi;
 pub mod pages;
+pub mod schedules;
 pub mod suites;
 pub mod traffic;
+pub mod transfer;
 
 use crate::config::Config;
 use crate::runs::live::Hub;
@@ -82,6 +85,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     pages::configure(cfg);
     api::configure(cfg);
     traffic::configure(cfg);
+    metrics::configure(cfg);
+    schedules::configure(cfg);
+    transfer::configure(cfg);
     cfg.route("/static/style.css", web::get().to(style))
         .route("/static/app.js", web::get().to(script))
         .route("/static/units.js", web::get().to(units_js))
