@@ -171,6 +171,23 @@ mod tests {
     }
 
     #[test]
+    fn fleet_keys() {
+        let c = Config::parse("").unwrap();
+        assert!(!c.metrics_open, "token-protected by default");
+        assert_eq!(c.schedule_min_period_s, 60);
+        assert_eq!(c.import_max_bytes, 64 * 1024 * 1024);
+        let c = Config::parse(
+            "metrics_open = true\nschedule_min_period_s = 1\nimport_max_bytes = 4096\n",
+        )
+        .unwrap();
+        assert!(c.metrics_open);
+        assert_eq!((c.schedule_min_period_s, c.import_max_bytes), (1, 4096));
+        assert!(Config::parse("schedule_min_period_s = 0").is_err());
+        assert!(Config::parse("import_max_bytes = 10").is_err());
+        assert!(Config::parse("metrics_open = \"yes\"").is_err());
+    }
+
+    #[test]
     fn bad_values_are_refused() {
         assert!(Config::parse("listen = \"nowhere\"").is_err());
         assert!(Config::parse("iperf3_ports = [0]").is_err());

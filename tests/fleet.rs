@@ -204,11 +204,12 @@ fn metrics_pass_promtool_and_match_the_history() {
     let steps = v["steps"].as_array().cloned().unwrap_or_default();
     let tcp = steps[0]["bitrate_bps"].as_f64().expect("tcp bitrate");
     assert!(tcp > 50e6, "{tcp}");
+    // Rates in bytes/s (Prometheus' base unit): the stored bits/s / 8.
     let got = sample(
         &text,
-        "netperfd_suite_step_bits_per_second{suite=\"fleet quick\",step=\"TCP send\",board=\"board A\"}",
+        "netperfd_suite_step_bytes_per_second{suite=\"fleet quick\",step=\"TCP send\",board=\"board A\"}",
     );
-    assert!((got - tcp).abs() <= tcp * 1e-12, "{got} != {tcp}");
+    assert!((got * 8.0 - tcp).abs() <= tcp * 1e-12, "{got} x 8 != {tcp}");
     // A label with a double quote is escaped, and its loss and jitter are there.
     let udp = "{suite=\"fleet quick\",step=\"UDP \\\"20M\\\"\",board=\"board A\"}";
     let loss = sample(&text, &format!("netperfd_suite_step_loss_ratio{udp}"));
@@ -618,9 +619,9 @@ fn history_moves_between_two_daemons_idempotently() {
     assert_eq!(m.status, 200, "{}", m.body);
     for l in ["board A", "board B"] {
         let s = format!(
-            "netperfd_suite_step_bits_per_second{{suite=\"fleet quick\",step=\"TCP send\",board=\"{l}\"}}"
+            "netperfd_suite_step_bytes_per_second{{suite=\"fleet quick\",step=\"TCP send\",board=\"{l}\"}}"
         );
-        assert!(sample(&m.body, &s) > 1e6);
+        assert!(sample(&m.body, &s) > 1e6 / 8.0);
     }
     // Imported runs are not B's own runs.
     assert_eq!(

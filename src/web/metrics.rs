@@ -10,8 +10,9 @@
 //! * `netperfd_runs_total{kind,status}` (runs made here, in history; pruning old runs lowers
 //!   it, which Prometheus reads as a counter reset), `netperfd_runs_in_progress{kind}`;
 //! * the newest ended run of each suite per board label: `netperfd_suite_step_*{suite,step,
-//!   board}` (bitrate bits/s, sender bits/s, retransmits, jitter s, loss ratio, busiest-core
-//!   ratio, start time s, completed 0/1);
+//!   board}` (rate and sender rate in bytes/s, retransmits, jitter s, loss ratio, busiest-core
+//!   ratio, start time s, completed 0/1). Rates are bytes/s (x 8 = bits/s): Prometheus' base
+//!   unit is the byte and `promtool check metrics` refuses a `_bits` name;
 //! * `netperfd_info{board_id,board,version}` = 1.
 
 use super::auth::Auth;
@@ -266,14 +267,14 @@ fn run_families(state: &AppState) -> Result<Vec<Family>, String> {
 fn suite_families(state: &AppState) -> Result<Vec<Family>, String> {
     let mut f = vec![
         Family::new(
-            "netperfd_suite_step_bits_per_second",
+            "netperfd_suite_step_bytes_per_second",
             "gauge",
-            "Bitrate of the suite step's last run: the receiver's, else the sender's, bits/s.",
+            "Rate of the suite step's last run: the receiver's, else the sender's, bytes/s (bits/s / 8).",
         ),
         Family::new(
-            "netperfd_suite_step_sender_bits_per_second",
+            "netperfd_suite_step_sender_bytes_per_second",
             "gauge",
-            "Sender bitrate of the suite step's last run, bits/s.",
+            "Sender rate of the suite step's last run, bytes/s (bits/s / 8).",
         ),
         Family::new(
             "netperfd_suite_step_retransmits",
@@ -330,8 +331,8 @@ fn suite_families(state: &AppState) -> Result<Vec<Family>, String> {
                 ]
             };
             let vals = [
-                s.bitrate_bps,
-                s.sender_bps,
+                s.bitrate_bps.map(|b| b / 8.0),
+                s.sender_bps.map(|b| b / 8.0),
                 s.retransmits.map(|v| v as f64),
                 s.jitter_ms.map(|j| j / 1000.0),
                 s.loss_percent.map(|p| p / 100.0),

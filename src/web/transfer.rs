@@ -98,22 +98,20 @@ async fn import(
             format!("the history file is larger than {max} bytes (import_max_bytes); nothing was imported"),
         )
     };
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > max) {
-        return Ok(too_big());
-    }
+    // A file over the limit is read to its end (up to 4 x the limit, then the connection is
+    // dropped) but not kept, so that the client reads the 413 instead of a broken pipe.
     let mut buf = web::BytesMut::new();
+    let mut total = 0usize;
     while let Some(chunk) = body.next().await {
         match chunk {
             Ok(c) => {
-                if buf.len() + c.len() > max {
+                total = total.saturating_add(c.len());
+                if total > max.saturating_mul(4) {
                     return Ok(too_big());
                 }
-                buf.extend_from_slice(&c);
+                if total <= max {
+                    buf.extend_from_slice(&c);
+                }
             }
             Err(e) => {
                 return Ok(json_error(
@@ -122,6 +120,9 @@ async fn import(
                 ))
             }
         }
+    }
+    if total > max {
+        return Ok(too_big());
     }
     if buf.is_empty() {
         return Ok(json_error(
