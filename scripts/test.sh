@@ -12,7 +12,7 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 # Debian packages the tests use: stock peers, namespace tooling, the browser and its driver.
-need=(iperf3 iperf iproute2 procps chromium chromium-driver time curl nftables iptables axel nginx-light netcat-openbsd python3)
+need=(iperf3 iperf iproute2 procps chromium chromium-driver time curl nftables iptables axel nginx-light netcat-openbsd python3 prometheus)
 missing=()
 for p in "${need[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -38,6 +38,16 @@ pub struct Config {
     /// Port of the TCP source (`nc board PORT > /dev/null`), default 5019; 0 turns it off.
     #[serde(default = "default_tcp_source_port")]
     pub tcp_source_port: u16,
+    /// `GET /metrics` without credentials (true) or only with an API bearer token or a
+    /// session (false, the default).
+    #[serde(default)]
+    pub metrics_open: bool,
+    /// Shortest period of a scheduled suite run, seconds, default 60 (tests use less).
+    #[serde(default = "default_schedule_min_period_s")]
+    pub schedule_min_period_s: u64,
+    /// Largest history file `POST /api/import` and the UI accept, bytes, default 64 MiB.
+    #[serde(default = "default_import_max_bytes")]
+    pub import_max_bytes: usize,
 }
 
 fn default_listen() -> SocketAddr {
@@ -65,6 +75,13 @@ fn default_tcp_source_port() -> u16 {
     5019
 }
 
+fn default_schedule_min_period_s() -> u64 {
+    60
+}
+fn default_import_max_bytes() -> usize {
+    64 * 1024 * 1024
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -77,6 +94,9 @@ impl Default for Config {
             http_payload_port: default_http_payload_port(),
             tcp_sink_port: default_tcp_sink_port(),
             tcp_source_port: default_tcp_source_port(),
+            metrics_open: false,
+            schedule_min_period_s: default_schedule_min_period_s(),
+            import_max_bytes: default_import_max_bytes(),
         }
     }
 }
@@ -104,6 +124,12 @@ impl Config {
         if let Some(h) = &c.admin_password_hash {
             argon2::PasswordHash::new(h)
                 .map_err(|e| format!("admin_password_hash is not an argon2 hash: {e}"))?;
+        }
+        if c.schedule_min_period_s == 0 {
+            return Err("schedule_min_period_s must be at least 1".into());
+        }
+        if c.import_max_bytes < 1024 {
+            return Err("import_max_bytes must be at least 1024".into());
         }
         if c.session_hours == 0 || c.session_hours > 24 * 30 {
             return Err("session_hours must be 1..720".into());
@@ -142,6 +168,23 @@ mod tests {
         let c = Config::parse("listen = \"0.0.0.0:80\"\niperf3_ports = [5201, 5202]\n").unwrap();
         assert_eq!(c.listen.port(), 80);
         assert_eq!(c.iperf3_ports, vec![5201, 5202]);
+    }
+
+    #[test]
+    fn fleet_keys() {
+        let c = Config::parse("").unwrap();
+        assert!(!c.metrics_open, "token-protected by default");
+        assert_eq!(c.schedule_min_period_s, 60);
+        assert_eq!(c.import_max_bytes, 64 * 1024 * 1024);
+        let c = Config::parse(
+            "metrics_open = true\nschedule_min_period_s = 1\nimport_max_bytes = 4096\n",
+        )
+        .unwrap();
+        assert!(c.metrics_open);
+        assert_eq!((c.schedule_min_period_s, c.import_max_bytes), (1, 4096));
+        assert!(Config::parse("schedule_min_period_s = 0").is_err());
+        assert!(Config::parse("import_max_bytes = 10").is_err());
+        assert!(Config::parse("metrics_open = \"yes\"").is_err());
     }
 
     #[test]

@@ -95,6 +95,11 @@ async fn run(cfg: Config) -> Result<(), String> {
     // Forwarding turned on by a forwarding run that was cut short goes off again.
     crate::runs::forward::undo_stale(stale_forwarding).await;
     let hub = Hub::new(store.clone());
+    // Scheduled suite runs (due ones that were missed while netperfd was down fire once now).
+    crate::runs::schedule::start(hub.clone());
+    if let Err(e) = store.board_id() {
+        tracing::warn!("cannot make the board id: {e}");
+    }
     let state = actix_web::web::Data::new(AppState::new(store.clone(), hub.clone(), cfg.clone()));
     if let Some(code) = state.setup_code() {
         tracing::warn!(

@@ -1,4 +1,4 @@
-//! `netperfd runs list|show|export`: the history from the command line (same SQLite file as
+//! `netperfd runs list|show|export|export-history|import-history`: the history from the command line (same SQLite file as
 //! the daemon; safe while it runs, thanks to WAL).
 
 use crate::model::time::fmt_time;
@@ -51,6 +51,12 @@ pub enum RunsCmd {
         #[arg(long, default_value = "json")]
         format: String,
     },
+    /// Write the whole ended history (runs, suite runs, suite definitions) as one history
+    /// file for another netperfd ("-" for stdout)
+    ExportHistory { file: PathBuf },
+    /// Add a history file from another netperfd (all or nothing; runs already here are not
+    /// added again)
+    ImportHistory { file: PathBuf },
 }
 
 /// Run the command; returns the exit code.
@@ -65,6 +71,9 @@ pub fn main(a: RunsArgs) -> i32 {
 }
 
 fn run(a: RunsArgs) -> Result<(), String> {
+    if let RunsCmd::ImportHistory { file } = &a.cmd {
+        return import_history(&a.data, file, a.json);
+    }
     if !a.data.join("netperfd.sqlite").exists() {
         return Err(format!(
             "no history in {} (netperfd.sqlite not found; use --data DIR)",
@@ -192,6 +201,62 @@ fn run(a: RunsArgs) -> Result<(), String> {
                 f => return Err(format!("format must be json or csv, got '{f}'")),
             }
         }
+        RunsCmd::ExportHistory { file } => {
+            let doc = store
+                .export_history(&crate::runs::suites::run::board_label())
+                .map_err(|e| e.to_string())?;
+            let text = serde_json::to_vec(&doc).map_err(|e| e.to_string())?;
+            if file.as_os_str() == "-" {
+                use std::io::Write;
+                std::io::stdout()
+                    .write_all(&text)
+                    .map_err(|e| e.to_string())?;
+            } else {
+                std::fs::write(&file, &text)
+                    .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+                let runs = doc["runs"].as_array().map_or(0, Vec::len);
+                let suites = doc["suites"].as_array().map_or(0, Vec::len);
+                eprintln!(
+                    "wrote {} ({runs} runs, {suites} suite runs, {} bytes)",
+                    file.display(),
+                    text.len()
+                );
+            }
+        }
+        RunsCmd::ImportHistory { .. } => {}
+    }
+    Ok(())
+}
+
+/// `runs import-history FILE`: the same checks and transaction as `POST /api/import`, with
+/// the default size limit of the daemon's `import_max_bytes`.
+fn import_history(
+    data: &std::path::Path,
+    file: &std::path::Path,
+    json: bool,
+) -> Result<(), String> {
+    let max = crate::config::Config::default().import_max_bytes;
+    let len = std::fs::metadata(file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?
+        .len();
+    if len > max as u64 {
+        return Err(format!(
+            "{} is {len} bytes, larger than {max}; nothing was imported",
+            file.display()
+        ));
+    }
+    let text = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let store = Store::open_dir(data).map_err(|e| e.to_string())?;
+    let s = store
+        .import_history(&text)
+        .map_err(|e| format!("{e}; nothing was imported"))?;
+    if json {
+        println!("{}", serde_json::to_string(&s).map_err(|e| e.to_string())?);
+    } else {
+        println!(
+            "imported from {} ({}): {} runs added, {} already here; {} suite runs added, {} already here; {} suite definitions added",
+            s.board_label, s.board_id, s.runs_added, s.runs_present, s.suites_added, s.suites_present, s.defs_added
+        );
     }
     Ok(())
 }

@@ -10,5 +10,6 @@ pub mod iperf2;
 pub mod live;
 pub mod multi;
 pub mod recorder;
+pub mod schedule;
 pub mod suites;
 pub mod traffic;

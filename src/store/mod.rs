@@ -13,13 +13,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 mod board;
+mod fleet;
 mod retention;
 mod samples;
 mod suite_defs;
+mod transfer;
 pub use board::BoardLogRow;
+pub use fleet::{NewSchedule, Origin, RunCount, ScheduleRow};
 pub use retention::{Retention, DEFAULT_MAX_BYTES, DEFAULT_MAX_RUNS};
 pub use samples::{CpuSampleRow, PortSampleRow, SysSampleRow};
 pub use suite_defs::{SuiteDefRow, SuiteExtra};
+pub use transfer::{ImportSummary, EXPORT_FORMAT, EXPORT_VERSION};
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +36,11 @@ pub enum StoreError {
     Dir(PathBuf, std::io::Error),
     #[error("stored JSON is invalid: {0}")]
     Json(#[from] serde_json::Error),
+    #[error("no OS random source: {0}")]
+    Random(String),
+    /// A history file refused on import (nothing was changed).
+    #[error("{0}")]
+    Import(String),
 }
 
 type Result<T> = std::result::Result<T, StoreError>;
@@ -140,6 +149,8 @@ ALTER TABLE intervals ADD COLUMN out_of_order INTEGER;
         M::up(suite_defs::SUITE_DEFS_MIGRATION),
         // 6: a pin flag on runs for history retention (pinned runs are never pruned).
         M::up(retention::RETENTION_MIGRATION),
+        // 7: fleets: scheduled suite runs, the board id, where imported runs came from.
+        M::up(fleet::FLEET_MIGRATION),
     ])
 }
 

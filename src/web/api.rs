@@ -182,6 +182,7 @@ async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> 
         "intervals": intervals,
         "analysis": analysis,
         "legs": legs,
+        "origin": state.store.run_origin(id).ok().flatten(),
     }))
 }
 

@@ -8,11 +8,14 @@ pub mod board;
 pub mod charts;
 pub mod extract;
 pub mod forwarding;
+pub mod metrics;
 pub mod multi;
 pub mod pages;
 pub mod retention;
+pub mod schedules;
 pub mod suites;
 pub mod traffic;
+pub mod transfer;
 
 use crate::config::Config;
 use crate::runs::live::Hub;
@@ -84,6 +87,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     api::configure(cfg);
     traffic::configure(cfg);
     retention::configure(cfg);
+    metrics::configure(cfg);
+    schedules::configure(cfg);
+    transfer::configure(cfg);
     cfg.route("/static/style.css", web::get().to(style))
         .route("/static/app.js", web::get().to(script))
         .route("/static/units.js", web::get().to(units_js))

@@ -350,6 +350,8 @@ pub struct RunView {
     pub retr_or_loss: String,
     pub udp: bool,
     pub error: Option<String>,
+    /// Imported runs: "imported from LABEL (its run N, board ID)"; empty for runs made here.
+    pub origin: String,
 }
 
 fn params_of(r: &RunRow) -> Option<Params> {
@@ -401,6 +403,33 @@ fn run_view(r: &RunRow) -> RunView {
         },
         udp: r.protocol == "UDP",
         error: r.error.clone(),
+        origin: String::new(),
+    }
+}
+
+/// The provenance line of an imported run.
+pub(super) fn origin_text(o: &crate::store::Origin) -> String {
+    format!(
+        "imported from {} (its run {}, board {})",
+        if o.label.is_empty() {
+            "another board"
+        } else {
+            &o.label
+        },
+        o.id,
+        o.board
+    )
+}
+
+/// Fill in [`RunView::origin`] of the imported runs among `views`.
+fn mark_origins(store: &crate::store::Store, views: &mut [RunView]) {
+    let ids: Vec<i64> = views.iter().map(|v| v.id).collect();
+    if let Ok(m) = store.run_origins(&ids) {
+        for v in views.iter_mut() {
+            if let Some(o) = m.get(&v.id) {
+                v.origin = origin_text(o);
+            }
+        }
     }
 }
 
@@ -661,10 +690,11 @@ async fn runs_page(
     state: web::Data<AppState>,
     q: web::Query<RunFilter>,
 ) -> HttpResponse {
-    let runs = match state.store.list_runs(&q) {
+    let mut runs: Vec<RunView> = match state.store.list_runs(&q) {
         Ok(r) => r.iter().map(run_view).collect(),
         Err(e) => return internal(e),
     };
+    mark_origins(&state.store, &mut runs);
     let suites = state
         .store
         .suites(20)
@@ -953,7 +983,12 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
         col2: if udp { "Lost/Total" } else { "Cwnd" }.into(),
         live: state.hub.is_live(id),
         view: crate::results::view::view(&run),
-        run: run_view(&run),
+        run: {
+            let mut v = [run_view(&run)];
+            mark_origins(&state.store, &mut v);
+            let [v] = v;
+            v
+        },
         intervals,
         last_rate,
         text,
