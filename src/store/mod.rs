@@ -13,10 +13,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 mod board;
+mod latency;
 mod retention;
 mod samples;
 mod suite_defs;
 pub use board::BoardLogRow;
+pub use latency::LatencySampleRow;
 pub use retention::{Retention, DEFAULT_MAX_BYTES, DEFAULT_MAX_RUNS};
 pub use samples::{CpuSampleRow, PortSampleRow, SysSampleRow};
 pub use suite_defs::{SuiteDefRow, SuiteExtra};
@@ -140,6 +142,8 @@ ALTER TABLE intervals ADD COLUMN out_of_order INTEGER;
         M::up(suite_defs::SUITE_DEFS_MIGRATION),
         // 6: a pin flag on runs for history retention (pinned runs are never pruned).
         M::up(retention::RETENTION_MIGRATION),
+        // 7: probe samples of latency-under-load runs.
+        M::up(latency::LATENCY_MIGRATION),
     ])
 }
 
