@@ -38,6 +38,9 @@ pub struct LatencyArgs {
     /// Board port (interface) to bind the probes and the load to
     #[arg(long = "bind-dev")]
     pub bind_dev: Option<String>,
+    /// TCP congestion control of the load's streams, e.g. cubic (the peer's too, via iperf3)
+    #[arg(short = 'C', long = "congestion")]
+    pub congestion: Option<String>,
     /// Data directory of the history (default ./data)
     #[arg(long, default_value = "./data")]
     pub data: PathBuf,
@@ -67,6 +70,7 @@ async fn run(a: LatencyArgs) -> Result<i32, String> {
         loaded_s: a.loaded,
         interval_ms: a.interval,
         bind_dev: a.bind_dev.clone().filter(|d| !d.is_empty()),
+        congestion: a.congestion.clone().filter(|c| !c.is_empty()),
     };
     // Refuse bad input before touching the history.
     spec.validate()?;
@@ -92,7 +96,12 @@ async fn run(a: LatencyArgs) -> Result<i32, String> {
                 LiveEvent::Interval { record, .. } if !a.json => {
                     let rate: f64 = record.streams.iter().map(|s| s.bits_per_second).sum();
                     if let Some(s) = record.streams.first() {
-                        println!("[load] {:6.2}-{:<6.2} sec  {:>16}", s.start, s.end, fmt_rate(rate));
+                        println!(
+                            "[load] {:6.2}-{:<6.2} sec  {:>16}",
+                            s.start,
+                            s.end,
+                            fmt_rate(rate)
+                        );
                     }
                 }
                 LiveEvent::Done { .. } => break,
@@ -124,7 +133,11 @@ async fn run(a: LatencyArgs) -> Result<i32, String> {
         );
     } else {
         println!("phase        probes  lost   p50 ms   p90 ms   p99 ms   max ms");
-        for (k, label) in [("idle", "idle"), ("loaded", "loaded"), ("idle_after", "idle after")] {
+        for (k, label) in [
+            ("idle", "idle"),
+            ("loaded", "loaded"),
+            ("idle_after", "idle after"),
+        ] {
             let p = &s[k];
             let r = &p["rtt_ms"];
             println!(
@@ -150,7 +163,10 @@ async fn run(a: LatencyArgs) -> Result<i32, String> {
         println!(
             "increase: {} ms   RPM: {}",
             ms(&s["increase_ms"]),
-            s["rpm"].as_f64().map(|x| format!("{x:.0}")).unwrap_or_else(|| "—".into())
+            s["rpm"]
+                .as_f64()
+                .map(|x| format!("{x:.0}"))
+                .unwrap_or_else(|| "—".into())
         );
         if let Some(v) = s["verdict"].as_str() {
             println!("{v}");

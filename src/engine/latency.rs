@@ -27,6 +27,15 @@ use tokio::sync::mpsc;
 /// number (8) and 4 bytes of padding; 24 bytes of ICMP, 52 bytes of IPv4 packet per probe.
 pub const PAYLOAD_LEN: usize = 16;
 const MAGIC: [u8; 4] = *b"NPLt";
+/// Nice value the two probe threads ask for (as the UDP pacer's sender does): a thread that
+/// needs ~1 % of a core must not wait behind busy loops for a scheduler slice before it sends
+/// or timestamps a reply. Needs CAP_SYS_NICE; refused = the threads stay at nice 0.
+pub const PROBE_NICE: i32 = -10;
+
+/// Give the calling thread [`PROBE_NICE`]; false when refused.
+fn boost() -> bool {
+    crate::engine::sys::set_thread_nice(crate::engine::sys::gettid(), PROBE_NICE)
+}
 
 /// What to probe and how often.
 #[derive(Debug, Clone)]
@@ -68,6 +77,8 @@ pub struct ProberStats {
     pub cpu_us: u64,
     /// "ping socket" or "raw socket".
     pub socket: &'static str,
+    /// Whether both probe threads run at [`PROBE_NICE`].
+    pub boosted: bool,
 }
 
 /// An open ICMP echo socket.
@@ -203,7 +214,8 @@ fn thread_cpu_us() -> u64 {
     use nix::sys::resource::{getrusage, UsageWho};
     match getrusage(UsageWho::RUSAGE_THREAD) {
         Ok(u) => {
-            let tv = |t: nix::sys::time::TimeVal| t.tv_sec() as u64 * 1_000_000 + t.tv_usec() as u64;
+            let tv =
+                |t: nix::sys::time::TimeVal| t.tv_sec() as u64 * 1_000_000 + t.tv_usec() as u64;
             tv(u.user_time()) + tv(u.system_time())
         }
         Err(_) => 0,
@@ -217,14 +229,15 @@ struct Shared {
     sender_done: AtomicBool,
 }
 
-/// What the sender thread returns: probes sent, slots skipped, lateness per probe (µs), CPU µs.
-type SenderEnd = (u64, u64, Vec<f64>, u64);
+/// What the sender thread returns: probes sent, slots skipped, lateness per probe (µs), CPU µs,
+/// whether it got [`PROBE_NICE`].
+type SenderEnd = (u64, u64, Vec<f64>, u64, bool);
 
 /// A running prober; [`Prober::stop`] ends it.
 pub struct Prober {
     shared: Arc<Shared>,
     sender: Option<JoinHandle<SenderEnd>>,
-    receiver: Option<JoinHandle<(u64, u64)>>,
+    receiver: Option<JoinHandle<(u64, u64, bool)>>,
     socket: &'static str,
 }
 
@@ -253,6 +266,7 @@ pub fn start(
         .name("latency-probe-tx".into())
         .spawn(move || {
             crate::engine::sys::fine_timer_slack();
+            let boosted = boost();
             let start = Instant::now();
             let mut k: u64 = 0;
             let mut seq: u64 = 0;
@@ -289,12 +303,13 @@ pub fn start(
                 k += 1;
             }
             sh.sender_done.store(true, Ordering::SeqCst);
-            (seq, skipped, late, thread_cpu_us())
+            (seq, skipped, late, thread_cpu_us(), boosted)
         })?;
     let sh = shared.clone();
     let receiver = std::thread::Builder::new()
         .name("latency-probe-rx".into())
         .spawn(move || {
+            let boosted = boost();
             let mut buf = [0u8; 2048];
             let mut late_replies = 0u64;
             loop {
@@ -308,7 +323,8 @@ pub fn start(
                             let hit = sh.outstanding.lock().ok().and_then(|mut o| o.remove(&seq));
                             match hit {
                                 Some((sent, at)) => {
-                                    let rtt = now.saturating_duration_since(sent).as_secs_f64() * 1e3;
+                                    let rtt =
+                                        now.saturating_duration_since(sent).as_secs_f64() * 1e3;
                                     let _ = tx.send(Probe {
                                         seq,
                                         t: at,
@@ -331,7 +347,9 @@ pub fn start(
                     Ok(mut o) => {
                         let old: Vec<u64> = o
                             .iter()
-                            .filter(|(_, (sent, _))| now.saturating_duration_since(*sent) >= timeout)
+                            .filter(|(_, (sent, _))| {
+                                now.saturating_duration_since(*sent) >= timeout
+                            })
                             .map(|(s, _)| *s)
                             .collect();
                         old.into_iter()
@@ -353,7 +371,7 @@ pub fn start(
                     break;
                 }
             }
-            (late_replies, thread_cpu_us())
+            (late_replies, thread_cpu_us(), boosted)
         })?;
     Ok(Prober {
         shared,
@@ -373,7 +391,8 @@ impl Prober {
             ..Default::default()
         };
         if let Some(h) = self.sender.take() {
-            if let Ok((sent, skipped, late, cpu)) = h.join() {
+            if let Ok((sent, skipped, late, cpu, boosted)) = h.join() {
+                st.boosted = boosted;
                 st.sent = sent;
                 st.skipped = skipped;
                 st.lateness_us = late;
@@ -383,7 +402,8 @@ impl Prober {
         // A sender that panicked never set this; the receiver must still end.
         self.shared.sender_done.store(true, Ordering::SeqCst);
         if let Some(h) = self.receiver.take() {
-            if let Ok((late_replies, cpu)) = h.join() {
+            if let Ok((late_replies, cpu, boosted)) = h.join() {
+                st.boosted &= boosted;
                 st.late_replies = late_replies;
                 st.cpu_us += cpu;
             }
@@ -463,7 +483,11 @@ mod tests {
         got.sort_by_key(|p| p.seq);
         let last = got.last().unwrap();
         let expect = last.seq as f64 * 0.010;
-        assert!((last.t - got[0].t - expect).abs() < 0.005, "{} vs {expect}", last.t);
+        assert!(
+            (last.t - got[0].t - expect).abs() < 0.005,
+            "{} vs {expect}",
+            last.t
+        );
         assert_eq!(st.lateness_us.len() as u64, st.sent);
     }
 

@@ -368,11 +368,31 @@ mod tests {
     fn rtt_chart_has_gaps_for_lost_probes_and_the_tcp_line() {
         use crate::store::LatencySampleRow as L;
         let rows = [
-            L { probe: "icmp", t: 0.0, rtt_ms: Some(0.2) },
-            L { probe: "icmp", t: 0.01, rtt_ms: None },
-            L { probe: "tcp", t: 0.01, rtt_ms: Some(90.0) },
-            L { probe: "tcp", t: 0.01, rtt_ms: Some(95.0) },
-            L { probe: "icmp", t: 0.02, rtt_ms: Some(99.0) },
+            L {
+                probe: "icmp",
+                t: 0.0,
+                rtt_ms: Some(0.2),
+            },
+            L {
+                probe: "icmp",
+                t: 0.01,
+                rtt_ms: None,
+            },
+            L {
+                probe: "tcp",
+                t: 0.01,
+                rtt_ms: Some(90.0),
+            },
+            L {
+                probe: "tcp",
+                t: 0.01,
+                rtt_ms: Some(95.0),
+            },
+            L {
+                probe: "icmp",
+                t: 0.02,
+                rtt_ms: Some(99.0),
+            },
         ];
         let c = rtt_chart(&rows);
         assert_eq!(c.t, vec![0.0, 0.01, 0.02]);

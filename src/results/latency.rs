@@ -80,6 +80,8 @@ pub struct ProbeTotals {
     pub interval_ms: f64,
     /// "ping socket" or "raw socket".
     pub socket: String,
+    /// The probe threads' priority: "nice -10", or "nice 0 (raising it was refused)".
+    pub priority: String,
     /// How late the probe clock woke after each deadline, µs: p50, p99, max.
     pub late_us: LateStats,
     /// Slots skipped because the clock woke more than one interval late.
@@ -259,6 +261,11 @@ pub fn summarize(i: &Inputs<'_>) -> LatencyResult {
             lost_percent,
             interval_ms: i.interval_ms,
             socket: i.stats.socket.to_string(),
+            priority: if i.stats.boosted {
+                format!("nice {}", crate::engine::latency::PROBE_NICE)
+            } else {
+                "nice 0 (raising it was refused)".into()
+            },
             late_us: LateStats {
                 p50: percentile(&late, 50.0).unwrap_or(0.0),
                 p99: percentile(&late, 99.0).unwrap_or(0.0),
@@ -287,7 +294,10 @@ mod tests {
     fn nearest_rank_percentiles() {
         let v: Vec<f64> = (1..=100).map(|x| x as f64).collect();
         let s = RttStats::of(&v).unwrap();
-        assert_eq!((s.p50, s.p90, s.p99, s.min, s.max, s.n), (50.0, 90.0, 99.0, 1.0, 100.0, 100));
+        assert_eq!(
+            (s.p50, s.p90, s.p99, s.min, s.max, s.n),
+            (50.0, 90.0, 99.0, 1.0, 100.0, 100)
+        );
         assert_eq!(percentile(&[7.0], 99.0), Some(7.0));
         assert_eq!(RttStats::of(&[]), None);
     }
@@ -307,7 +317,11 @@ mod tests {
             } else {
                 Some(0.5)
             };
-            probes.push(Probe { seq: k, t, rtt_ms: rtt });
+            probes.push(Probe {
+                seq: k,
+                t,
+                rtt_ms: rtt,
+            });
         }
         let stats = ProberStats {
             sent: 2000,

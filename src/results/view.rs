@@ -691,9 +691,21 @@ fn latency_view(r: &RunRow) -> KindView {
             .unwrap_or_else(|| "—".into())
     };
     let cards = vec![
-        card("lat-idle-p50", "Idle RTT p50", ms(&s["idle"]["rtt_ms"]["p50"])),
-        card("lat-loaded-p50", "Loaded RTT p50", ms(&s["loaded"]["rtt_ms"]["p50"])),
-        card("lat-loaded-p99", "Loaded RTT p99", ms(&s["loaded"]["rtt_ms"]["p99"])),
+        card(
+            "lat-idle-p50",
+            "Idle RTT p50",
+            ms(&s["idle"]["rtt_ms"]["p50"]),
+        ),
+        card(
+            "lat-loaded-p50",
+            "Loaded RTT p50",
+            ms(&s["loaded"]["rtt_ms"]["p50"]),
+        ),
+        card(
+            "lat-loaded-p99",
+            "Loaded RTT p99",
+            ms(&s["loaded"]["rtt_ms"]["p99"]),
+        ),
         card(
             "lat-increase",
             "Increase under load",
@@ -731,7 +743,11 @@ fn latency_view(r: &RunRow) -> KindView {
     if let Some(v) = s["verdict"].as_str() {
         facts.push(("Verdict".to_string(), v.to_string()));
     }
-    for (key, label) in [("idle", "Idle"), ("loaded", "Loaded"), ("idle_after", "Idle after")] {
+    for (key, label) in [
+        ("idle", "Idle"),
+        ("loaded", "Loaded"),
+        ("idle_after", "Idle after"),
+    ] {
         let ph = &s[key];
         let rt = &ph["rtt_ms"];
         if rt.is_object() {
@@ -752,21 +768,30 @@ fn latency_view(r: &RunRow) -> KindView {
         if tt.is_object() {
             facts.push((
                 format!("{label} TCP RTT (TCP_INFO)"),
-                format!("p50 {} · p99 {} · max {}", ms(&tt["p50"]), ms(&tt["p99"]), ms(&tt["max"])),
+                format!(
+                    "p50 {} · p99 {} · max {}",
+                    ms(&tt["p50"]),
+                    ms(&tt["p99"]),
+                    ms(&tt["max"])
+                ),
             ));
         }
     }
     if let Some(q) = s["queue_bytes"].as_f64() {
-        facts.push(("Implied queue".into(), format!("{} ({q:.0} bytes)", fmt_bytes(q))));
+        facts.push((
+            "Implied queue".into(),
+            format!("{} ({q:.0} bytes)", fmt_bytes(q)),
+        ));
     }
     let pr = &s["probes"];
     if pr.is_object() {
         facts.push((
             "Probes".into(),
             format!(
-                "ICMP echo every {} ms over a {}; clock late p50 {:.0} µs, p99 {:.0} µs; prober CPU {:.2} % of a core",
+                "ICMP echo every {} ms over a {} ({}); clock late p50 {:.0} µs, p99 {:.0} µs; prober CPU {:.2} % of a core",
                 pr["interval_ms"].as_f64().unwrap_or(0.0),
                 pr["socket"].as_str().unwrap_or("?"),
+                pr["priority"].as_str().unwrap_or("?"),
                 pr["late_us"]["p50"].as_f64().unwrap_or(0.0),
                 pr["late_us"]["p99"].as_f64().unwrap_or(0.0),
                 pr["cpu_percent"].as_f64().unwrap_or(0.0)

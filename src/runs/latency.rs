@@ -63,8 +63,8 @@ impl Hub {
                 return Err(format!("the board has no port '{d}'"));
             }
         }
-        let sock = EchoSocket::open(peer.ip(), spec.bind_dev.as_deref())
-            .map_err(|e| e.to_string())?;
+        let sock =
+            EchoSocket::open(peer.ip(), spec.bind_dev.as_deref()).map_err(|e| e.to_string())?;
         let cancel = Arc::new(Notify::new());
         let rec = self.begin(
             &NewRun {
@@ -173,6 +173,7 @@ async fn run(
             Load::Both => Direction::Bidir,
         };
         cs.sock.bind_dev = spec.bind_dev.clone();
+        cs.params.congestion = spec.congestion.clone();
         let (etx, mut erx) = mpsc::unbounded_channel();
         let (r2, tr, st2) = (rec.clone(), tcp_rtt.clone(), hub.store().clone());
         let forward = tokio::spawn(async move {
@@ -236,7 +237,10 @@ async fn run(
                     aborted = true;
                 }
                 report = e.partial.map(|b| *b);
-                error = Some(format!("load (iperf3 to {}:{}): {}", spec.host, spec.port, e.message));
+                error = Some(format!(
+                    "load (iperf3 to {}:{}): {}",
+                    spec.host, spec.port, e.message
+                ));
             }
             Err(e) => error = Some(format!("the load task failed: {e}")),
         }
@@ -277,6 +281,10 @@ async fn run(
         RunStatus::Completed
     };
     let summary = serde_json::to_value(&result).unwrap_or_default();
-    rec.finish(status, Outcome::Figures(&figures, Some(&summary)), error.as_deref());
+    rec.finish(
+        status,
+        Outcome::Figures(&figures, Some(&summary)),
+        error.as_deref(),
+    );
     status
 }

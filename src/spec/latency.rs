@@ -74,6 +74,10 @@ pub struct LatencySpec {
     pub interval_ms: u32,
     /// Board port to bind the probes and the load to (SO_BINDTODEVICE).
     pub bind_dev: Option<String>,
+    /// TCP congestion control of the load's streams (`-C`, e.g. "cubic"); iperf3 sends it to
+    /// the peer, whose sending sockets use it too (download). `None` = each host's default.
+    #[serde(default)]
+    pub congestion: Option<String>,
 }
 
 impl Default for LatencySpec {
@@ -87,6 +91,7 @@ impl Default for LatencySpec {
             loaded_s: 10,
             interval_ms: 10,
             bind_dev: None,
+            congestion: None,
         }
     }
 }
@@ -119,6 +124,16 @@ impl LatencySpec {
                 "probe interval must be {MIN_INTERVAL_MS}..{MAX_INTERVAL_MS} ms (-i)"
             ));
         }
+        if let Some(c) = &self.congestion {
+            if c.is_empty()
+                || c.len() > 15
+                || !c
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            {
+                return Err(format!("'{c}' is not a congestion control name (-C)"));
+            }
+        }
         if let Some(d) = &self.bind_dev {
             if !crate::model::names::valid_ifname(d) {
                 return Err(format!("'{d}' is not a port (interface) name (--bind-dev)"));
@@ -129,7 +144,11 @@ impl LatencySpec {
 
     /// Our command line for this run.
     pub fn command(&self) -> String {
-        let mut s = format!("netperfd latency -c {} --load {}", self.host, self.load.word());
+        let mut s = format!(
+            "netperfd latency -c {} --load {}",
+            self.host,
+            self.load.word()
+        );
         if self.port != 5201 {
             s.push_str(&format!(" -p {}", self.port));
         }
@@ -139,6 +158,9 @@ impl LatencySpec {
         ));
         if let Some(d) = &self.bind_dev {
             s.push_str(&format!(" --bind-dev {d}"));
+        }
+        if let Some(c) = &self.congestion {
+            s.push_str(&format!(" -C {c}"));
         }
         s
     }
@@ -156,10 +178,13 @@ impl LatencySpec {
         } else {
             String::new()
         };
-        let (iface_ping, iface_iperf) = match &self.bind_dev {
+        let (iface_ping, mut iface_iperf) = match &self.bind_dev {
             Some(d) => (format!(" -I {d}"), format!(" --bind-dev {d}")),
             None => (String::new(), String::new()),
         };
+        if let Some(c) = &self.congestion {
+            iface_iperf.push_str(&format!(" -C {c}"));
+        }
         format!(
             "ping -i {} -w {}{iface_ping} {h} & sleep {}; iperf3 -c {h}{port} -P {} -t {}{iperf}{iface_iperf}",
             self.interval_ms as f64 / 1000.0,
@@ -217,6 +242,9 @@ pub struct LatencyForm {
     /// Board port; empty = routing decides.
     #[serde(default)]
     pub bind: Option<String>,
+    /// TCP congestion control of the load (e.g. "cubic"); empty = the hosts' default.
+    #[serde(default)]
+    pub congestion: Option<String>,
 }
 
 impl LatencyForm {
@@ -234,6 +262,12 @@ impl LatencyForm {
             interval_ms: num(&self.interval, "interval", d.interval_ms)?,
             bind_dev: self
                 .bind
+                .as_deref()
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from),
+            congestion: self
+                .congestion
                 .as_deref()
                 .map(str::trim)
                 .filter(|s| !s.is_empty())
@@ -260,20 +294,43 @@ mod tests {
     #[test]
     fn defaults_and_bounds() {
         let s = form(serde_json::json!({"host": "192.0.2.2"})).unwrap();
-        assert_eq!((s.idle_s, s.loaded_s, s.interval_ms, s.streams), (5, 10, 10, 1));
+        assert_eq!(
+            (s.idle_s, s.loaded_s, s.interval_ms, s.streams),
+            (5, 10, 10, 1)
+        );
         assert_eq!(s.load, Load::Down);
-        let s = form(serde_json::json!({"host": "pc", "load": "both", "streams": "4", "loaded": 3})).unwrap();
+        let s =
+            form(serde_json::json!({"host": "pc", "load": "both", "streams": "4", "loaded": 3}))
+                .unwrap();
         assert_eq!((s.load, s.streams, s.loaded_s), (Load::Both, 4, 3));
         for (j, want) in [
             (serde_json::json!({"host": ""}), "host"),
             (serde_json::json!({"host": "a b"}), "host"),
-            (serde_json::json!({"host": "pc", "streams": 0}), "streams must be 1..32"),
-            (serde_json::json!({"host": "pc", "streams": "33"}), "streams must be 1..32"),
-            (serde_json::json!({"host": "pc", "loaded": 0}), "loaded phase"),
+            (
+                serde_json::json!({"host": "pc", "streams": 0}),
+                "streams must be 1..32",
+            ),
+            (
+                serde_json::json!({"host": "pc", "streams": "33"}),
+                "streams must be 1..32",
+            ),
+            (
+                serde_json::json!({"host": "pc", "loaded": 0}),
+                "loaded phase",
+            ),
             (serde_json::json!({"host": "pc", "idle": 601}), "idle phase"),
-            (serde_json::json!({"host": "pc", "interval": "x"}), "interval must be a whole number"),
-            (serde_json::json!({"host": "pc", "load": "sideways"}), "load must be up, down or both"),
-            (serde_json::json!({"host": "pc", "bogus": 1}), "unknown field"),
+            (
+                serde_json::json!({"host": "pc", "interval": "x"}),
+                "interval must be a whole number",
+            ),
+            (
+                serde_json::json!({"host": "pc", "load": "sideways"}),
+                "load must be up, down or both",
+            ),
+            (
+                serde_json::json!({"host": "pc", "bogus": 1}),
+                "unknown field",
+            ),
         ] {
             let e = form(j.clone()).unwrap_err();
             assert!(e.contains(want), "{j}: {e}");

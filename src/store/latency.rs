@@ -48,9 +48,8 @@ impl Store {
     /// A run's samples by time.
     pub fn latency_samples(&self, run_id: i64) -> Result<Vec<LatencySampleRow>> {
         let c = self.r();
-        let mut st = c.prepare(
-            "SELECT probe, t, rtt_ms FROM latency_samples WHERE run_id=?1 ORDER BY t",
-        )?;
+        let mut st =
+            c.prepare("SELECT probe, t, rtt_ms FROM latency_samples WHERE run_id=?1 ORDER BY t")?;
         let rows = st.query_map(params![run_id], |r| {
             let p: String = r.get(0)?;
             Ok(LatencySampleRow {
@@ -83,14 +82,29 @@ mod tests {
             })
             .unwrap();
         let rows = [
-            LatencySampleRow { probe: "icmp", t: 0.02, rtt_ms: Some(0.3) },
-            LatencySampleRow { probe: "icmp", t: 0.01, rtt_ms: None },
-            LatencySampleRow { probe: "tcp", t: 1.0, rtt_ms: Some(12.5) },
+            LatencySampleRow {
+                probe: "icmp",
+                t: 0.02,
+                rtt_ms: Some(0.3),
+            },
+            LatencySampleRow {
+                probe: "icmp",
+                t: 0.01,
+                rtt_ms: None,
+            },
+            LatencySampleRow {
+                probe: "tcp",
+                t: 1.0,
+                rtt_ms: Some(12.5),
+            },
         ];
         s.add_latency_samples(id, &rows).unwrap();
         let got = s.latency_samples(id).unwrap();
         assert_eq!(got, vec![rows[1], rows[0], rows[2]]);
-        assert_eq!(s.get_run(id).unwrap().unwrap().kind, crate::model::RunKind::Latency);
+        assert_eq!(
+            s.get_run(id).unwrap().unwrap().kind,
+            crate::model::RunKind::Latency
+        );
         assert!(s.delete_run(id).unwrap());
         assert!(s.latency_samples(id).unwrap().is_empty());
     }

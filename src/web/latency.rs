@@ -48,6 +48,7 @@ struct LatencyPage {
     loaded: String,
     interval: String,
     bind: String,
+    congestion: String,
     ports: Vec<PortOption>,
     runs: Vec<RunLine>,
 }
@@ -108,13 +109,17 @@ fn build(state: &AppState, auth: &Auth, f: &LatencyForm, error: Option<String>) 
         loaded: text(&f.loaded, "10"),
         interval: text(&f.interval, "10"),
         bind: f.bind.clone().unwrap_or_default(),
+        congestion: f.congestion.clone().unwrap_or_default(),
         ports: port_options(),
         runs,
     }
 }
 
 async fn page(auth: Auth, state: web::Data<AppState>) -> HttpResponse {
-    html(StatusCode::OK, &build(&state, &auth, &LatencyForm::default(), None))
+    html(
+        StatusCode::OK,
+        &build(&state, &auth, &LatencyForm::default(), None),
+    )
 }
 
 async fn start_form(
@@ -129,7 +134,10 @@ async fn start_form(
     };
     Ok(match res {
         Ok((id, _)) => see_other(&format!("/runs/{id}")),
-        Err(e) => html(StatusCode::BAD_REQUEST, &build(&state, &auth, &form, Some(e))),
+        Err(e) => html(
+            StatusCode::BAD_REQUEST,
+            &build(&state, &auth, &form, Some(e)),
+        ),
     })
 }
 
