@@ -75,10 +75,14 @@ fn prober(lab: &Lab) -> String {
 /// `netperfd latency -c PC --json …` in the prober namespace; its JSON document.
 fn cli(lab: &mut Lab, name: &str, extra: &[&str]) -> Value {
     let data = lab.dir().join("data");
+    // This kernel defaults to BBR, which keeps queues short by design; bufferbloat is what
+    // loss-based TCP (cubic, Linux's usual default) does to a deep queue.
     let mut args = vec![
         "latency",
         "-c",
         PC1_IP,
+        "-C",
+        "cubic",
         "--json",
         "--data",
         data.to_str().unwrap(),
