@@ -46,6 +46,8 @@ enum Cmd {
     Forward(netperfd::cmd::forward::ForwardArgs),
     /// Monitor-only run: record the board's ports (rates, conntrack, CPU) until stopped
     Monitor(netperfd::cmd::forward::MonitorArgs),
+    /// Latency under load: ICMP probes every 10 ms, idle → TCP load (up/down/both) → idle
+    Latency(netperfd::cmd::latency::LatencyArgs),
 }
 
 fn main() {
@@ -67,6 +69,7 @@ fn main() {
         Some(Cmd::Peer(p)) => netperfd::peer::agent::main(p),
         Some(Cmd::Forward(f)) => netperfd::cmd::forward::forward_main(f),
         Some(Cmd::Monitor(m)) => netperfd::cmd::forward::monitor_main(m),
+        Some(Cmd::Latency(l)) => netperfd::cmd::latency::main(l),
         None => iperf_main(args.iperf),
     };
     std::process::exit(code);

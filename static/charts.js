@@ -21,7 +21,8 @@
   var kinds = {
     throughput: { title: "Throughput", fmt: function (v) { return si(v, "bit/s"); } },
     cpu: { title: "CPU per core", fmt: function (v) { return v === null || v === undefined ? "—" : v.toFixed(0) + " %"; }, max: 100 },
-    ports: { title: "Port rates", fmt: function (v) { return si(v, "bit/s"); } }
+    ports: { title: "Port rates", fmt: function (v) { return si(v, "bit/s"); } },
+    rtt: { title: "Round-trip time", fmt: function (v) { return v === null || v === undefined ? "—" : (v < 10 ? v.toFixed(2) : v.toFixed(0)) + " ms"; } }
   };
 
   // One time axis: every chart spans 0 … the latest sample of any chart.
@@ -37,7 +38,7 @@
         stroke: colors[i % colors.length],
         width: s.label.indexOf("sum") >= 0 || s.label.indexOf("softirq") >= 0 ? 2 : 1.5,
         dash: s.label.indexOf("softirq") >= 0 ? [5, 4] : undefined,
-        spanGaps: false,
+        spanGaps: s.label.indexOf("TCP RTT") === 0,
         value: function (u, v) { return k.fmt(v); }
       });
     });
@@ -56,6 +57,13 @@
   }
 
   function render(data) {
+    // Latency runs: the RTT chart goes first, on the same time axis (only when the run has one).
+    if (data.rtt && !document.getElementById("chart-rtt")) {
+      var r = document.createElement("div");
+      r.id = "chart-rtt";
+      r.className = "chart";
+      box.insertBefore(r, box.firstChild);
+    }
     Object.keys(kinds).forEach(function (kind) {
       var t = data[kind] && data[kind].t;
       if (t && t.length) { tMax = Math.max(tMax, t[t.length - 1]); }

@@ -8,6 +8,7 @@ pub mod http_get;
 pub mod iperf;
 pub mod iperf2;
 pub mod ladder;
+pub mod latency;
 pub mod multi;
 pub mod net;
 pub mod runs;

@@ -3,6 +3,7 @@
 pub mod http;
 pub mod iperf2;
 pub mod iperf3;
+pub mod latency;
 pub mod meter;
 pub mod net;
 pub mod pacer;

@@ -27,11 +27,14 @@ pub enum RunKind {
     TcpSink,
     /// One connection out of the raw TCP source.
     TcpSource,
+    /// Latency under load: ICMP probes to a peer while TCP streams load the path
+    /// (idle → loaded → idle).
+    Latency,
 }
 
 impl RunKind {
     /// Every kind, in the order History lists them.
-    pub const ALL: [RunKind; 9] = [
+    pub const ALL: [RunKind; 10] = [
         RunKind::Iperf3,
         RunKind::Iperf2,
         RunKind::Multi,
@@ -41,10 +44,11 @@ impl RunKind {
         RunKind::HttpGet,
         RunKind::TcpSink,
         RunKind::TcpSource,
+        RunKind::Latency,
     ];
 
     /// The stored word: iperf3, iperf2, multi, forward, monitor, http-serve, http-get,
-    /// tcp-sink, tcp-source.
+    /// tcp-sink, tcp-source, latency.
     pub fn as_str(self) -> &'static str {
         match self {
             RunKind::Iperf3 => "iperf3",
@@ -56,6 +60,7 @@ impl RunKind {
             RunKind::HttpGet => "http-get",
             RunKind::TcpSink => "tcp-sink",
             RunKind::TcpSource => "tcp-source",
+            RunKind::Latency => "latency",
         }
     }
 
@@ -65,7 +70,7 @@ impl RunKind {
     }
 
     /// A short label for people: "iperf3", "iperf 2", "multi-port", "forwarding",
-    /// "monitor", "HTTP serve", "HTTP download", "TCP sink", "TCP source".
+    /// "monitor", "HTTP serve", "HTTP download", "TCP sink", "TCP source", "latency under load".
     pub fn label(self) -> &'static str {
         match self {
             RunKind::Iperf3 => "iperf3",
@@ -77,6 +82,7 @@ impl RunKind {
             RunKind::HttpGet => "HTTP download",
             RunKind::TcpSink => "TCP sink",
             RunKind::TcpSource => "TCP source",
+            RunKind::Latency => "latency under load",
         }
     }
 }

@@ -124,6 +124,9 @@ pub struct RunCharts {
     pub cpu: Chart,
     /// Bits/s per port and direction.
     pub ports: Chart,
+    /// Round-trip times in ms (latency-under-load runs; empty for other kinds).
+    #[serde(skip_serializing_if = "Chart::is_empty")]
+    pub rtt: Chart,
 }
 
 /// Build a run's charts. `legs` are the legs of a multi-port run with their intervals (empty
@@ -182,6 +185,53 @@ pub fn build_charts(
         throughput: tp.chart(),
         cpu: cp.chart(),
         ports: pp.chart(),
+        rtt: Chart::default(),
+    }
+}
+
+impl Chart {
+    /// No time points.
+    pub fn is_empty(&self) -> bool {
+        self.t.is_empty()
+    }
+}
+
+/// The RTT chart of a latency run, ms on the run's time axis: one line for the ICMP probes
+/// (a lost probe is a gap) and one for the load's TCP RTT (TCP_INFO; the largest of the
+/// streams read at the same moment).
+pub fn rtt_chart(samples: &[crate::store::LatencySampleRow]) -> Chart {
+    let key = |t: f64| (t * 1000.0).round() as i64;
+    let mut icmp: BTreeMap<i64, Option<f64>> = BTreeMap::new();
+    let mut tcp: BTreeMap<i64, f64> = BTreeMap::new();
+    for s in samples {
+        if s.probe == "tcp" {
+            if let Some(v) = s.rtt_ms {
+                let e = tcp.entry(key(s.t)).or_insert(v);
+                *e = e.max(v);
+            }
+        } else {
+            icmp.insert(key(s.t), s.rtt_ms);
+        }
+    }
+    let mut ts: Vec<i64> = icmp.keys().chain(tcp.keys()).copied().collect();
+    ts.sort_unstable();
+    ts.dedup();
+    let mut series = Vec::new();
+    if !icmp.is_empty() {
+        series.push(Series {
+            label: "ICMP RTT".into(),
+            values: ts.iter().map(|t| icmp.get(t).copied().flatten()).collect(),
+        });
+    }
+    if !tcp.is_empty() {
+        series.push(Series {
+            label: "TCP RTT (TCP_INFO)".into(),
+            values: ts.iter().map(|t| tcp.get(t).copied()).collect(),
+        });
+    }
+    Chart {
+        t: ts.iter().map(|t| *t as f64 / 1000.0).collect(),
+        series,
     }
 }
 
@@ -255,7 +305,11 @@ pub fn charts_of(store: &Store, run: &RunRow) -> RunCharts {
             ports.retain(|p| &p.ifname == d);
         }
     }
-    build_charts(&iv, &legs, &cpus, &ports)
+    let mut c = build_charts(&iv, &legs, &cpus, &ports);
+    if run.kind == crate::model::RunKind::Latency {
+        c.rtt = rtt_chart(&store.latency_samples(run.id).unwrap_or_default());
+    }
+    c
 }
 
 #[cfg(test)]
@@ -308,6 +362,43 @@ mod tests {
         let c = build_charts(&rows[..1], &[], &[], &[]);
         assert_eq!(c.throughput.series.len(), 1);
         assert_eq!(c.throughput.series[0].label, "sender");
+    }
+
+    #[test]
+    fn rtt_chart_has_gaps_for_lost_probes_and_the_tcp_line() {
+        use crate::store::LatencySampleRow as L;
+        let rows = [
+            L {
+                probe: "icmp",
+                t: 0.0,
+                rtt_ms: Some(0.2),
+            },
+            L {
+                probe: "icmp",
+                t: 0.01,
+                rtt_ms: None,
+            },
+            L {
+                probe: "tcp",
+                t: 0.01,
+                rtt_ms: Some(90.0),
+            },
+            L {
+                probe: "tcp",
+                t: 0.01,
+                rtt_ms: Some(95.0),
+            },
+            L {
+                probe: "icmp",
+                t: 0.02,
+                rtt_ms: Some(99.0),
+            },
+        ];
+        let c = rtt_chart(&rows);
+        assert_eq!(c.t, vec![0.0, 0.01, 0.02]);
+        assert_eq!(c.series[0].values, vec![Some(0.2), None, Some(99.0)]);
+        assert_eq!(c.series[1].values, vec![None, Some(95.0), None]);
+        assert!(rtt_chart(&[]).is_empty());
     }
 
     #[test]

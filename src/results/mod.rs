@@ -7,6 +7,7 @@ pub mod charts;
 pub mod compare;
 pub mod export;
 pub mod figures;
+pub mod latency;
 pub mod shortfall;
 pub mod suite_table;
 pub mod text;

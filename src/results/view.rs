@@ -675,6 +675,150 @@ fn tcp_raw_view(r: &RunRow, source: bool) -> KindView {
     }
 }
 
+fn latency_view(r: &RunRow) -> KindView {
+    let spec: crate::spec::latency::LatencySpec =
+        serde_json::from_value(r.params.clone()).unwrap_or_default();
+    let s = &r.summary;
+    let ms = |v: &Value| {
+        v.as_f64()
+            .map(|x| {
+                if x.abs() < 10.0 {
+                    format!("{x:.2} ms")
+                } else {
+                    format!("{x:.0} ms")
+                }
+            })
+            .unwrap_or_else(|| "—".into())
+    };
+    let cards = vec![
+        card(
+            "lat-idle-p50",
+            "Idle RTT p50",
+            ms(&s["idle"]["rtt_ms"]["p50"]),
+        ),
+        card(
+            "lat-loaded-p50",
+            "Loaded RTT p50",
+            ms(&s["loaded"]["rtt_ms"]["p50"]),
+        ),
+        card(
+            "lat-loaded-p99",
+            "Loaded RTT p99",
+            ms(&s["loaded"]["rtt_ms"]["p99"]),
+        ),
+        card(
+            "lat-increase",
+            "Increase under load",
+            s["increase_ms"]
+                .as_f64()
+                .map(|x| format!("{x:+.1} ms"))
+                .unwrap_or_else(|| "—".into()),
+        ),
+        card(
+            "lat-rpm",
+            "RPM (loaded)",
+            s["rpm"]
+                .as_f64()
+                .map(|x| format!("{x:.0}"))
+                .unwrap_or_else(|| "—".into()),
+        ),
+        card(
+            "sum-receiver",
+            "Throughput",
+            rate_or_dash(s["loaded"]["bits_per_second"].as_f64().or(r.receiver_bps)),
+        ),
+        card(
+            "lat-loss",
+            "Probe loss",
+            match (s["probes"]["lost"].as_u64(), s["probes"]["sent"].as_u64()) {
+                (Some(l), Some(n)) => format!(
+                    "{l}/{n} ({:.2} %)",
+                    s["probes"]["lost_percent"].as_f64().unwrap_or(0.0)
+                ),
+                _ => "—".into(),
+            },
+        ),
+    ];
+    let mut facts = Vec::new();
+    if let Some(v) = s["verdict"].as_str() {
+        facts.push(("Verdict".to_string(), v.to_string()));
+    }
+    for (key, label) in [
+        ("idle", "Idle"),
+        ("loaded", "Loaded"),
+        ("idle_after", "Idle after"),
+    ] {
+        let ph = &s[key];
+        let rt = &ph["rtt_ms"];
+        if rt.is_object() {
+            facts.push((
+                format!("{label} RTT (ICMP)"),
+                format!(
+                    "p50 {} · p90 {} · p99 {} · max {} ({} probes, {} lost)",
+                    ms(&rt["p50"]),
+                    ms(&rt["p90"]),
+                    ms(&rt["p99"]),
+                    ms(&rt["max"]),
+                    ph["sent"].as_u64().unwrap_or(0),
+                    ph["lost"].as_u64().unwrap_or(0)
+                ),
+            ));
+        }
+        let tt = &ph["tcp_rtt_ms"];
+        if tt.is_object() {
+            facts.push((
+                format!("{label} TCP RTT (TCP_INFO)"),
+                format!(
+                    "p50 {} · p99 {} · max {}",
+                    ms(&tt["p50"]),
+                    ms(&tt["p99"]),
+                    ms(&tt["max"])
+                ),
+            ));
+        }
+    }
+    if let Some(q) = s["queue_bytes"].as_f64() {
+        facts.push((
+            "Implied queue".into(),
+            format!("{} ({q:.0} bytes)", fmt_bytes(q)),
+        ));
+    }
+    let pr = &s["probes"];
+    if pr.is_object() {
+        facts.push((
+            "Probes".into(),
+            format!(
+                "ICMP echo every {} ms over a {} ({}); clock late p50 {:.0} µs, p99 {:.0} µs; prober CPU {:.2} % of a core",
+                pr["interval_ms"].as_f64().unwrap_or(0.0),
+                pr["socket"].as_str().unwrap_or("?"),
+                pr["priority"].as_str().unwrap_or("?"),
+                pr["late_us"]["p50"].as_f64().unwrap_or(0.0),
+                pr["late_us"]["p99"].as_f64().unwrap_or(0.0),
+                pr["cpu_percent"].as_f64().unwrap_or(0.0)
+            ),
+        ));
+    }
+    KindView {
+        kind: r.kind,
+        kind_label: r.kind.label(),
+        title: format!(
+            "latency under {} load, {}, {} s idle / {} s loaded / {} s idle",
+            spec.load.direction(),
+            plural(spec.streams as u64, "TCP stream"),
+            spec.idle_s,
+            spec.loaded_s,
+            spec.idle_s
+        ),
+        role_text: "this board probed the peer with ICMP while loading it with iperf3".into(),
+        peer: format!("{}:{}", r.peer_host, r.peer_port),
+        local: local_text(r),
+        command: spec.command(),
+        stock_command: Some(spec.stock_command()),
+        cards,
+        facts,
+    }
+}
+
 /// The view of run `r`.
 pub fn view(r: &RunRow) -> KindView {
     match r.kind {
@@ -687,6 +831,7 @@ pub fn view(r: &RunRow) -> KindView {
         RunKind::HttpGet => http_get_view(r),
         RunKind::TcpSink => tcp_raw_view(r, false),
         RunKind::TcpSource => tcp_raw_view(r, true),
+        RunKind::Latency => latency_view(r),
     }
 }
 

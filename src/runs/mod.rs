@@ -7,6 +7,7 @@
 pub mod anon;
 pub mod forward;
 pub mod iperf2;
+pub mod latency;
 pub mod live;
 pub mod multi;
 pub mod recorder;

@@ -2,6 +2,7 @@
 //! before anything runs. `test` is the throughput test (iperf3 / iperf 2) as the web form and the
 //! API send it; `suite` the saved suite definitions and their steps.
 
+pub mod latency;
 pub mod schedule;
 pub mod suite;
 pub mod test;

@@ -14,12 +14,14 @@ use std::sync::Mutex;
 
 mod board;
 mod fleet;
+mod latency;
 mod retention;
 mod samples;
 mod suite_defs;
 mod transfer;
 pub use board::BoardLogRow;
 pub use fleet::{NewSchedule, Origin, RunCount, ScheduleRow};
+pub use latency::LatencySampleRow;
 pub use retention::{Retention, DEFAULT_MAX_BYTES, DEFAULT_MAX_RUNS};
 pub use samples::{CpuSampleRow, PortSampleRow, SysSampleRow};
 pub use suite_defs::{SuiteDefRow, SuiteExtra};
@@ -151,6 +153,8 @@ ALTER TABLE intervals ADD COLUMN out_of_order INTEGER;
         M::up(retention::RETENTION_MIGRATION),
         // 7: fleets: scheduled suite runs, the board id, where imported runs came from.
         M::up(fleet::FLEET_MIGRATION),
+        // 8: probe samples of latency-under-load runs.
+        M::up(latency::LATENCY_MIGRATION),
     ])
 }
 

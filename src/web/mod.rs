@@ -8,6 +8,7 @@ pub mod board;
 pub mod charts;
 pub mod extract;
 pub mod forwarding;
+pub mod latency;
 pub mod metrics;
 pub mod multi;
 pub mod pages;
@@ -81,6 +82,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     board::configure(cfg);
     charts::configure(cfg);
     multi::configure(cfg);
+    latency::configure(cfg);
     suites::configure(cfg);
     forwarding::configure(cfg);
     pages::configure(cfg);

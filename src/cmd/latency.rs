@@ -1,0 +1,188 @@
+//! `netperfd latency -c HOST`: latency under load — ICMP probes every 10 ms (`-i`) through an
+//! idle phase, a loaded phase (N TCP streams up, down or both to the peer's `iperf3 -s`) and
+//! an idle phase; prints RTT percentiles per phase, the increase, RPM and a verdict (or, with
+//! `--json`, the run's result document) and records the run (kind `latency`) in the history
+//! (`--data DIR`). Exit code 0 only when the run completed.
+
+use crate::model::units::fmt_rate;
+use crate::runs::live::{Hub, LiveEvent};
+use crate::spec::latency::{LatencySpec, Load};
+use crate::store::Store;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Flags of `netperfd latency`.
+#[derive(clap::Args, Debug)]
+pub struct LatencyArgs {
+    /// Peer host name or address (answers ICMP echo; runs `iperf3 -s` for the load)
+    #[arg(short = 'c', long = "client")]
+    pub host: String,
+    /// The peer's iperf3 port
+    #[arg(short = 'p', long = "port", default_value_t = 5201)]
+    pub port: u16,
+    /// Load direction: up (the board sends), down (the peer sends, iperf3 -R) or both (--bidir)
+    #[arg(long = "load", default_value = "down")]
+    pub load: String,
+    /// TCP streams per direction, 1..32
+    #[arg(short = 'P', long = "parallel", default_value_t = 1)]
+    pub streams: u32,
+    /// Idle phase before and after the load, seconds (0..600)
+    #[arg(long = "idle", default_value_t = 5)]
+    pub idle: u32,
+    /// Loaded phase, seconds (1..3600)
+    #[arg(long = "loaded", default_value_t = 10)]
+    pub loaded: u32,
+    /// Probe interval, milliseconds (1..1000)
+    #[arg(short = 'i', long = "interval", default_value_t = 10)]
+    pub interval: u32,
+    /// Board port (interface) to bind the probes and the load to
+    #[arg(long = "bind-dev")]
+    pub bind_dev: Option<String>,
+    /// TCP congestion control of the load's streams, e.g. cubic (the peer's too, via iperf3)
+    #[arg(short = 'C', long = "congestion")]
+    pub congestion: Option<String>,
+    /// Data directory of the history (default ./data)
+    #[arg(long, default_value = "./data")]
+    pub data: PathBuf,
+    /// Print the result as one JSON document instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run it; returns the exit code.
+pub fn main(a: LatencyArgs) -> i32 {
+    crate::cmd::iperf::run_command(run(a))
+}
+
+fn ms(v: &serde_json::Value) -> String {
+    v.as_f64()
+        .map(|x| format!("{x:.2}"))
+        .unwrap_or_else(|| "—".into())
+}
+
+async fn run(a: LatencyArgs) -> Result<i32, String> {
+    let spec = LatencySpec {
+        host: a.host.trim().to_string(),
+        port: a.port,
+        load: Load::parse(&a.load)?,
+        streams: a.streams,
+        idle_s: a.idle,
+        loaded_s: a.loaded,
+        interval_ms: a.interval,
+        bind_dev: a.bind_dev.clone().filter(|d| !d.is_empty()),
+        congestion: a.congestion.clone().filter(|c| !c.is_empty()),
+    };
+    // Refuse bad input before touching the history.
+    spec.validate()?;
+    let store = Arc::new(Store::open_dir(&a.data).map_err(|e| e.to_string())?);
+    let hub = Hub::new(store.clone());
+    let (id, handle) = hub.start_latency(spec.clone(), None).await?;
+    let mut rx = hub.subscribe(id);
+    if !a.json {
+        println!(
+            "Latency under load to {}: {} s idle, {} s {} load ({} stream(s)), {} s idle; ICMP every {} ms",
+            spec.host,
+            spec.idle_s,
+            spec.loaded_s,
+            spec.load.direction(),
+            spec.streams,
+            spec.idle_s,
+            spec.interval_ms
+        );
+    }
+    if let Some(rx) = rx.as_mut() {
+        while let Ok(ev) = rx.recv().await {
+            match ev {
+                LiveEvent::Interval { record, .. } if !a.json => {
+                    let rate: f64 = record.streams.iter().map(|s| s.bits_per_second).sum();
+                    if let Some(s) = record.streams.first() {
+                        println!(
+                            "[load] {:6.2}-{:<6.2} sec  {:>16}",
+                            s.start,
+                            s.end,
+                            fmt_rate(rate)
+                        );
+                    }
+                }
+                LiveEvent::Done { .. } => break,
+                _ => {}
+            }
+        }
+    }
+    let status = handle.await.map_err(|e| e.to_string())?;
+    let run = store
+        .get_run(id)
+        .map_err(|e| e.to_string())?
+        .ok_or("the run vanished")?;
+    let s = &run.summary;
+    if a.json {
+        let mut doc = serde_json::json!({
+            "run_id": id,
+            "status": run.status,
+            "error": run.error,
+            "host": spec.host,
+        });
+        if let (Some(d), Some(m)) = (doc.as_object_mut(), s.as_object()) {
+            for (k, v) in m {
+                d.insert(k.clone(), v.clone());
+            }
+        }
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?
+        );
+    } else {
+        println!("phase        probes  lost   p50 ms   p90 ms   p99 ms   max ms");
+        for (k, label) in [
+            ("idle", "idle"),
+            ("loaded", "loaded"),
+            ("idle_after", "idle after"),
+        ] {
+            let p = &s[k];
+            let r = &p["rtt_ms"];
+            println!(
+                "{label:<11} {:>7} {:>5} {:>8} {:>8} {:>8} {:>8}",
+                p["sent"].as_u64().unwrap_or(0),
+                p["lost"].as_u64().unwrap_or(0),
+                ms(&r["p50"]),
+                ms(&r["p90"]),
+                ms(&r["p99"]),
+                ms(&r["max"])
+            );
+        }
+        if let Some(b) = s["loaded"]["bits_per_second"].as_f64() {
+            println!("throughput under load: {}", fmt_rate(b));
+        }
+        if let Some(t) = s["loaded"]["tcp_rtt_ms"].as_object() {
+            println!(
+                "TCP RTT of the load (TCP_INFO): p50 {} ms, p99 {} ms",
+                ms(&t["p50"]),
+                ms(&t["p99"])
+            );
+        }
+        println!(
+            "increase: {} ms   RPM: {}",
+            ms(&s["increase_ms"]),
+            s["rpm"]
+                .as_f64()
+                .map(|x| format!("{x:.0}"))
+                .unwrap_or_else(|| "—".into())
+        );
+        if let Some(v) = s["verdict"].as_str() {
+            println!("{v}");
+        }
+        if let Some(e) = &run.error {
+            println!("Error: {e}");
+        }
+        println!(
+            "Run {id} ({}) recorded in {}",
+            run.status,
+            store.path().display()
+        );
+    }
+    Ok(if status == crate::model::RunStatus::Completed {
+        0
+    } else {
+        1
+    })
+}

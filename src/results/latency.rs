@@ -1,0 +1,367 @@
+//! What a latency-under-load run measured: RTT percentiles per phase (idle → loaded → idle),
+//! the increase under load, responsiveness in round trips per minute, probe loss, and a
+//! verdict in words with the queue the increase implies. Pure functions over the probes; the
+//! runner stores the result as the run's summary (the `--json` document of
+//! `netperfd latency`). Method and sources: `docs/latency.md`.
+
+use crate::engine::latency::{Probe, ProberStats};
+use crate::model::units::{fmt_bytes, fmt_rate};
+use serde::Serialize;
+
+/// RTT percentiles of one set of samples, ms. Nearest-rank percentiles (the smallest sample
+/// with at least p % of the samples at or below it).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Default)]
+pub struct RttStats {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Number of samples.
+    pub n: usize,
+}
+
+/// Nearest-rank percentile `p` (0..=100) of sorted `v`; `None` when `v` is empty.
+pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted.get(rank.min(sorted.len()) - 1).copied()
+}
+
+impl RttStats {
+    /// Statistics of `v` (any order); `None` when empty.
+    pub fn of(v: &[f64]) -> Option<RttStats> {
+        let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+        s.sort_by(f64::total_cmp);
+        Some(RttStats {
+            p50: percentile(&s, 50.0)?,
+            p90: percentile(&s, 90.0)?,
+            p99: percentile(&s, 99.0)?,
+            min: *s.first()?,
+            max: *s.last()?,
+            n: s.len(),
+        })
+    }
+}
+
+/// One phase of the run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Phase {
+    /// "idle", "loaded" or "idle after".
+    pub name: &'static str,
+    /// The load's direction in this phase: "none", "upload", "download" or "both".
+    pub direction: String,
+    /// Start and end, seconds since the run started.
+    pub start: f64,
+    pub end: f64,
+    /// ICMP echo RTT of the answered probes sent in this phase, ms.
+    pub rtt_ms: Option<RttStats>,
+    /// TCP RTT of the load's sending streams (TCP_INFO `tcpi_rtt`, sampled each interval), ms;
+    /// only where the board sends (upload or both).
+    pub tcp_rtt_ms: Option<RttStats>,
+    /// Probes sent in this phase and lost (no reply within the timeout).
+    pub sent: u64,
+    pub lost: u64,
+    /// The load's goodput in this phase, bits/s (received bytes of every stream; both
+    /// directions summed for "both"); `None` in idle phases.
+    pub bits_per_second: Option<f64>,
+}
+
+/// Probe counts over the whole run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ProbeTotals {
+    pub sent: u64,
+    pub lost: u64,
+    /// lost / sent, percent.
+    pub lost_percent: f64,
+    /// Time between probes, ms.
+    pub interval_ms: f64,
+    /// "ping socket" or "raw socket".
+    pub socket: String,
+    /// The probe threads' priority: "nice -10", or "nice 0 (raising it was refused)".
+    pub priority: String,
+    /// How late the probe clock woke after each deadline, µs: p50, p99, max.
+    pub late_us: LateStats,
+    /// Slots skipped because the clock woke more than one interval late.
+    pub skipped: u64,
+    /// Replies that came after their probe was counted lost.
+    pub late_replies: u64,
+    /// CPU time of the prober's two threads, ms, and as percent of one core over the run.
+    pub cpu_ms: f64,
+    pub cpu_percent: f64,
+}
+
+/// Lateness of the probe clock, µs.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Default)]
+pub struct LateStats {
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// The result of a latency-under-load run (the run's summary and `--json` document).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LatencyResult {
+    /// Idle phase before the load.
+    pub idle: Phase,
+    /// The loaded phase.
+    pub loaded: Phase,
+    /// Idle phase after the load (shows whether the queue drained).
+    pub idle_after: Phase,
+    /// loaded p50 − idle p50, ms (ICMP probes).
+    pub increase_ms: Option<f64>,
+    /// Responsiveness: round trips per minute at the loaded p50 ICMP RTT = 60 000 / RTT ms
+    /// (IETF draft "Responsiveness under Working Conditions": 60 / RTT in seconds).
+    pub rpm: Option<f64>,
+    /// The same at the idle p50.
+    pub idle_rpm: Option<f64>,
+    /// The queue the increase implies at the loaded throughput: increase_s × bits/s ÷ 8, bytes.
+    pub queue_bytes: Option<f64>,
+    pub probes: ProbeTotals,
+    /// One sentence: "latency under load grows by 98 ms: a 1.17 MBytes queue at the bottleneck …".
+    pub verdict: String,
+}
+
+/// Inputs of [`summarize`].
+pub struct Inputs<'a> {
+    /// Every probe (answered and lost), any order.
+    pub probes: &'a [Probe],
+    /// TCP RTT samples of the load's sending streams: (seconds since start, ms).
+    pub tcp_rtt: &'a [(f64, f64)],
+    /// Load start and end, seconds since start; `end` = when the run ended.
+    pub load_start: f64,
+    pub load_end: f64,
+    pub end: f64,
+    /// "upload", "download" or "both".
+    pub direction: &'a str,
+    /// The load's goodput, bits/s.
+    pub bits_per_second: Option<f64>,
+    pub stats: &'a ProberStats,
+    pub interval_ms: f64,
+}
+
+fn phase(
+    name: &'static str,
+    dir: &str,
+    start: f64,
+    end: f64,
+    i: &Inputs<'_>,
+    bps: Option<f64>,
+) -> Phase {
+    let inside = |t: f64| t >= start && t < end;
+    let ps: Vec<&Probe> = i.probes.iter().filter(|p| inside(p.t)).collect();
+    let rtts: Vec<f64> = ps.iter().filter_map(|p| p.rtt_ms).collect();
+    let tcp: Vec<f64> = i
+        .tcp_rtt
+        .iter()
+        .filter(|(t, _)| inside(*t))
+        .map(|x| x.1)
+        .collect();
+    Phase {
+        name,
+        direction: dir.to_string(),
+        start,
+        end,
+        rtt_ms: RttStats::of(&rtts),
+        tcp_rtt_ms: RttStats::of(&tcp),
+        sent: ps.len() as u64,
+        lost: ps.iter().filter(|p| p.rtt_ms.is_none()).count() as u64,
+        bits_per_second: bps,
+    }
+}
+
+/// The words for an increase: "latency under load grows by 98 ms (p50 0.05 → 98 ms): a
+/// 1.17 MBytes queue at the bottleneck at 95.1 Mbits/sec".
+pub fn verdict(
+    idle_p50: Option<f64>,
+    loaded_p50: Option<f64>,
+    bps: Option<f64>,
+    lost_percent: f64,
+) -> String {
+    let (Some(i), Some(l)) = (idle_p50, loaded_p50) else {
+        return "no verdict: no probe was answered in the idle or the loaded phase".into();
+    };
+    let inc = l - i;
+    let ms = |v: f64| {
+        if v.abs() < 10.0 {
+            format!("{v:.2} ms")
+        } else {
+            format!("{v:.0} ms")
+        }
+    };
+    let mut s = if inc < 1.0 {
+        format!(
+            "latency under load stays flat (p50 {} idle, {} loaded): no standing queue at the bottleneck",
+            ms(i),
+            ms(l)
+        )
+    } else {
+        let q = bps
+            .filter(|b| *b > 0.0)
+            .map(|b| {
+                format!(
+                    ": a {} queue at the bottleneck at {}",
+                    fmt_bytes(inc / 1e3 * b / 8.0),
+                    fmt_rate(b)
+                )
+            })
+            .unwrap_or_default();
+        format!(
+            "latency under load grows by {} (p50 {} idle → {} loaded){q}",
+            ms(inc),
+            ms(i),
+            ms(l)
+        )
+    };
+    if lost_percent >= 1.0 {
+        s.push_str(&format!("; {lost_percent:.1} % of the probes were lost"));
+    }
+    s
+}
+
+/// Compute the result of a run.
+pub fn summarize(i: &Inputs<'_>) -> LatencyResult {
+    let idle = phase("idle", "none", 0.0, i.load_start, i, None);
+    let loaded = phase(
+        "loaded",
+        i.direction,
+        i.load_start,
+        i.load_end,
+        i,
+        i.bits_per_second,
+    );
+    let idle_after = phase("idle after", "none", i.load_end, f64::INFINITY, i, None);
+    let ip50 = idle.rtt_ms.map(|r| r.p50);
+    let lp50 = loaded.rtt_ms.map(|r| r.p50);
+    let increase_ms = ip50.zip(lp50).map(|(a, b)| b - a);
+    let rpm_of = |ms: f64| (ms > 0.0).then(|| 60_000.0 / ms);
+    let sent = i.probes.len() as u64;
+    let lost = i.probes.iter().filter(|p| p.rtt_ms.is_none()).count() as u64;
+    let lost_percent = if sent > 0 {
+        lost as f64 * 100.0 / sent as f64
+    } else {
+        0.0
+    };
+    let mut late = i.stats.lateness_us.clone();
+    late.sort_by(f64::total_cmp);
+    let cpu_ms = i.stats.cpu_us as f64 / 1e3;
+    LatencyResult {
+        increase_ms,
+        rpm: lp50.and_then(rpm_of),
+        idle_rpm: ip50.and_then(rpm_of),
+        queue_bytes: increase_ms
+            .zip(i.bits_per_second)
+            .map(|(inc, b)| (inc.max(0.0) / 1e3) * b / 8.0),
+        verdict: verdict(ip50, lp50, i.bits_per_second, lost_percent),
+        probes: ProbeTotals {
+            sent,
+            lost,
+            lost_percent,
+            interval_ms: i.interval_ms,
+            socket: i.stats.socket.to_string(),
+            priority: if i.stats.boosted {
+                format!("nice {}", crate::engine::latency::PROBE_NICE)
+            } else {
+                "nice 0 (raising it was refused)".into()
+            },
+            late_us: LateStats {
+                p50: percentile(&late, 50.0).unwrap_or(0.0),
+                p99: percentile(&late, 99.0).unwrap_or(0.0),
+                max: late.last().copied().unwrap_or(0.0),
+            },
+            skipped: i.stats.skipped,
+            late_replies: i.stats.late_replies,
+            cpu_ms,
+            cpu_percent: if i.end > 0.0 {
+                cpu_ms / 10.0 / i.end
+            } else {
+                0.0
+            },
+        },
+        idle,
+        loaded,
+        idle_after,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<f64> = (1..=100).map(|x| x as f64).collect();
+        let s = RttStats::of(&v).unwrap();
+        assert_eq!(
+            (s.p50, s.p90, s.p99, s.min, s.max, s.n),
+            (50.0, 90.0, 99.0, 1.0, 100.0, 100)
+        );
+        assert_eq!(percentile(&[7.0], 99.0), Some(7.0));
+        assert_eq!(RttStats::of(&[]), None);
+    }
+
+    #[test]
+    fn phases_increase_rpm_queue_and_verdict() {
+        // 5 s idle at 0.5 ms, 10 s loaded at 100.5 ms with 10 lost, 5 s idle after.
+        let mut probes = Vec::new();
+        for k in 0..2000u64 {
+            let t = k as f64 * 0.01;
+            let rtt = if (5.0..15.0).contains(&t) {
+                if k % 100 == 0 {
+                    None
+                } else {
+                    Some(100.5)
+                }
+            } else {
+                Some(0.5)
+            };
+            probes.push(Probe {
+                seq: k,
+                t,
+                rtt_ms: rtt,
+            });
+        }
+        let stats = ProberStats {
+            sent: 2000,
+            lateness_us: vec![60.0; 2000],
+            cpu_us: 40_000,
+            socket: "raw socket",
+            ..Default::default()
+        };
+        let r = summarize(&Inputs {
+            probes: &probes,
+            tcp_rtt: &[(6.0, 101.0), (1.0, 0.2)],
+            load_start: 5.0,
+            load_end: 15.0,
+            end: 20.0,
+            direction: "download",
+            bits_per_second: Some(95e6),
+            stats: &stats,
+            interval_ms: 10.0,
+        });
+        assert_eq!(r.idle.rtt_ms.unwrap().p50, 0.5);
+        assert_eq!(r.loaded.rtt_ms.unwrap().p99, 100.5);
+        assert_eq!(r.loaded.sent, 1000);
+        assert_eq!(r.loaded.lost, 10);
+        assert_eq!(r.idle_after.sent, 500);
+        assert_eq!(r.loaded.tcp_rtt_ms.unwrap().n, 1);
+        assert_eq!(r.idle.tcp_rtt_ms.unwrap().p50, 0.2);
+        assert!((r.increase_ms.unwrap() - 100.0).abs() < 1e-9);
+        assert!((r.rpm.unwrap() - 60_000.0 / 100.5).abs() < 1e-9);
+        // 0.1 s × 95 Mbit/s ÷ 8 = 1 187 500 bytes.
+        assert!((r.queue_bytes.unwrap() - 1_187_500.0).abs() < 1.0);
+        assert_eq!(r.probes.lost, 10);
+        assert!((r.probes.cpu_percent - 0.2).abs() < 1e-9);
+        assert!(
+            r.verdict.starts_with("latency under load grows by 100 ms"),
+            "{}",
+            r.verdict
+        );
+        assert!(r.verdict.contains("1.13 MBytes queue"), "{}", r.verdict);
+        let flat = verdict(Some(0.05), Some(0.3), Some(1e8), 0.0);
+        assert!(flat.contains("stays flat"), "{flat}");
+        assert!(verdict(None, Some(1.0), None, 0.0).starts_with("no verdict"));
+    }
+}

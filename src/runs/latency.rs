@@ -1,0 +1,290 @@
+//! Latency-under-load runs (kind `latency`): ICMP probes to the peer from start to end, an
+//! iperf3 client loading the path in the middle (idle → loaded → idle), recorded through the
+//! one [`Recorder`]: the load's intervals (on the run's time axis), the probe samples in batches
+//! (the RTT chart reads them live), and at the end the result of
+//! [`crate::results::latency::summarize`] as the run's summary.
+
+use crate::engine::iperf3::client::{self, ClientSpec, Event};
+use crate::engine::iperf3::wire::Direction;
+use crate::engine::latency::{self as probe, EchoSocket, Probe, ProbeSpec, ProberStats};
+use crate::engine::net::{self, Family};
+use crate::engine::report::Report;
+use crate::model::{RunFigures, RunKind, RunStatus};
+use crate::results::latency::{summarize, Inputs};
+use crate::runs::live::Hub;
+use crate::runs::recorder::{Outcome, Recorder, Sampling};
+use crate::spec::latency::{LatencySpec, Load};
+use crate::store::{LatencySampleRow, NewRun};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, Notify};
+
+/// A probe without a reply after this long is lost.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The load's goodput, bits/s: received bytes over the receiver's time, summed over every
+/// stream (both directions for `--bidir`); the sender's figures where no receiver side came.
+pub fn load_bits_per_second(r: &Report) -> Option<f64> {
+    let v: Vec<f64> = r
+        .streams
+        .iter()
+        .map(|s| s.receiver.unwrap_or(s.sender).bits_per_second())
+        .collect();
+    (!v.is_empty()).then(|| v.iter().sum())
+}
+
+/// Sleep `d` unless `cancel` fires first; true when cancelled.
+async fn pause(d: Duration, cancel: &Notify) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(d) => false,
+        _ = cancel.notified() => true,
+    }
+}
+
+impl Hub {
+    /// Check `spec`, resolve the peer, open the ICMP socket, record the run and start it;
+    /// returns the run id and a handle that resolves when the run has ended. Errors (bad
+    /// input, unknown host, no ICMP socket, the store) leave nothing recorded.
+    pub async fn start_latency(
+        &self,
+        spec: LatencySpec,
+        suite_id: Option<i64>,
+    ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
+        spec.validate()?;
+        let peer = {
+            let (h, p) = (spec.host.clone(), spec.port);
+            tokio::task::spawn_blocking(move || net::resolve(&h, p, Family::Any))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| format!("unable to resolve host '{}': {e}", spec.host))?
+        };
+        if let Some(d) = &spec.bind_dev {
+            if !crate::board::ports().iter().any(|p| &p.name == d) {
+                return Err(format!("the board has no port '{d}'"));
+            }
+        }
+        let sock =
+            EchoSocket::open(peer.ip(), spec.bind_dev.as_deref()).map_err(|e| e.to_string())?;
+        let cancel = Arc::new(Notify::new());
+        let rec = self.begin(
+            &NewRun {
+                role: "client".into(),
+                protocol: "TCP".into(),
+                peer_host: spec.host.clone(),
+                peer_port: spec.port,
+                bind_dev: spec.bind_dev.clone(),
+                direction: match spec.load {
+                    Load::Up => "send",
+                    Load::Down => "receive",
+                    Load::Both => "bidir",
+                }
+                .into(),
+                params: serde_json::to_value(&spec).unwrap_or_default(),
+                kind: RunKind::Latency,
+                suite_id,
+                ..Default::default()
+            },
+            Some(cancel.clone()),
+            Sampling::Ports(Vec::new()),
+        )?;
+        let id = rec.id();
+        let hub = self.clone();
+        let handle = self.spawn(async move { run(hub, rec, spec, peer, sock, cancel).await });
+        Ok((id, handle))
+    }
+}
+
+async fn run(
+    hub: Hub,
+    rec: Recorder,
+    spec: LatencySpec,
+    peer: std::net::SocketAddr,
+    sock: EchoSocket,
+    cancel: Arc<Notify>,
+) -> RunStatus {
+    let t0 = Instant::now();
+    let id = rec.id();
+    let pspec = ProbeSpec {
+        target: peer.ip(),
+        interval: Duration::from_millis(spec.interval_ms as u64),
+        timeout: PROBE_TIMEOUT,
+        bind_dev: spec.bind_dev.clone(),
+    };
+    let (ptx, mut prx) = mpsc::unbounded_channel::<Probe>();
+    let prober = match probe::start(&pspec, sock, t0, ptx) {
+        Ok(p) => p,
+        Err(e) => {
+            let msg = format!("cannot start the probes: {e}");
+            rec.finish(
+                RunStatus::Failed,
+                Outcome::Figures(&RunFigures::default(), None),
+                Some(&msg),
+            );
+            return RunStatus::Failed;
+        }
+    };
+    // Probes go to the store in batches (the chart polls it) and are kept for the result.
+    let store = hub.store().clone();
+    let collector = tokio::spawn(async move {
+        let mut all: Vec<Probe> = Vec::new();
+        let mut batch: Vec<LatencySampleRow> = Vec::new();
+        let mut tick = tokio::time::interval(Duration::from_millis(500));
+        loop {
+            tokio::select! {
+                p = prx.recv() => match p {
+                    Some(p) => {
+                        batch.push(LatencySampleRow { probe: "icmp", t: p.t, rtt_ms: p.rtt_ms });
+                        all.push(p);
+                    }
+                    None => break,
+                },
+                _ = tick.tick() => {
+                    if !batch.is_empty() {
+                        if let Err(e) = store.add_latency_samples(id, &batch) {
+                            tracing::error!(run = id, "cannot store probe samples: {e}");
+                        }
+                        batch.clear();
+                    }
+                }
+            }
+        }
+        if !batch.is_empty() {
+            if let Err(e) = store.add_latency_samples(id, &batch) {
+                tracing::error!(run = id, "cannot store probe samples: {e}");
+            }
+        }
+        all
+    });
+
+    let mut error: Option<String> = None;
+    let mut aborted = pause(Duration::from_secs(spec.idle_s as u64), &cancel).await;
+    let mut load_start = t0.elapsed().as_secs_f64();
+    let mut load_end = load_start;
+    let mut report: Option<Report> = None;
+    let tcp_rtt: Arc<Mutex<Vec<(f64, f64)>>> = Arc::new(Mutex::new(Vec::new()));
+    if !aborted {
+        let mut cs = ClientSpec::new(&spec.host);
+        cs.port = spec.port;
+        cs.params.parallel = spec.streams;
+        cs.params.time = spec.loaded_s;
+        cs.params.direction = match spec.load {
+            Load::Up => Direction::Send,
+            Load::Down => Direction::Receive,
+            Load::Both => Direction::Bidir,
+        };
+        cs.sock.bind_dev = spec.bind_dev.clone();
+        cs.params.congestion = spec.congestion.clone();
+        let (etx, mut erx) = mpsc::unbounded_channel();
+        let (r2, tr, st2) = (rec.clone(), tcp_rtt.clone(), hub.store().clone());
+        let forward = tokio::spawn(async move {
+            // Intervals count from the load's start; the run's axis from the run's start.
+            let mut off = t0.elapsed().as_secs_f64();
+            let mut start = None;
+            while let Some(ev) = erx.recv().await {
+                match ev {
+                    Event::Started(r) => {
+                        off = t0.elapsed().as_secs_f64();
+                        start = Some(off);
+                        r2.endpoints(&r.local_host, r.local_port);
+                    }
+                    Event::Interval(mut iv) => {
+                        let mut rows = Vec::new();
+                        for s in iv.streams.iter_mut() {
+                            s.start += off;
+                            s.end += off;
+                            if let (true, Some(t)) = (s.sender, s.tcp) {
+                                if t.rtt > 0 {
+                                    rows.push(LatencySampleRow {
+                                        probe: "tcp",
+                                        t: s.end,
+                                        rtt_ms: Some(t.rtt as f64 / 1e3),
+                                    });
+                                }
+                            }
+                        }
+                        if !rows.is_empty() {
+                            if let Err(e) = st2.add_latency_samples(id, &rows) {
+                                tracing::error!(run = id, "cannot store TCP RTT samples: {e}");
+                            }
+                            if let Ok(mut g) = tr.lock() {
+                                g.extend(rows.iter().filter_map(|r| Some((r.t, r.rtt_ms?))));
+                            }
+                        }
+                        r2.interval(iv);
+                    }
+                }
+            }
+            start
+        });
+        let load_cancel = Arc::new(Notify::new());
+        let mut client = tokio::spawn(client::run(cs, Some(etx), Some(load_cancel.clone())));
+        let res = tokio::select! {
+            r = &mut client => r,
+            _ = cancel.notified() => {
+                aborted = true;
+                load_cancel.notify_one();
+                client.await
+            }
+        };
+        load_end = t0.elapsed().as_secs_f64();
+        if let Ok(Some(s)) = forward.await {
+            load_start = s;
+        }
+        match res {
+            Ok(Ok(r)) => report = Some(r),
+            Ok(Err(e)) => {
+                if e.aborted {
+                    aborted = true;
+                }
+                report = e.partial.map(|b| *b);
+                error = Some(format!(
+                    "load (iperf3 to {}:{}): {}",
+                    spec.host, spec.port, e.message
+                ));
+            }
+            Err(e) => error = Some(format!("the load task failed: {e}")),
+        }
+        if !aborted && error.is_none() {
+            aborted = pause(Duration::from_secs(spec.idle_s as u64), &cancel).await;
+        }
+    }
+    let end = t0.elapsed().as_secs_f64();
+    let stats: ProberStats = tokio::task::spawn_blocking(move || prober.stop())
+        .await
+        .unwrap_or_default();
+    let probes = collector.await.unwrap_or_default();
+    let bps = report.as_ref().and_then(load_bits_per_second);
+    let tcp = tcp_rtt.lock().map(|g| g.clone()).unwrap_or_default();
+    let result = summarize(&Inputs {
+        probes: &probes,
+        tcp_rtt: &tcp,
+        load_start,
+        load_end,
+        end,
+        direction: spec.load.direction(),
+        bits_per_second: bps,
+        stats: &stats,
+        interval_ms: spec.interval_ms as f64,
+    });
+    let mut figures = report
+        .as_ref()
+        .map(crate::results::figures::of_report)
+        .unwrap_or_default();
+    if spec.load == Load::Both {
+        figures.receiver_bps = bps;
+    }
+    let status = if aborted {
+        RunStatus::Aborted
+    } else if error.is_some() {
+        RunStatus::Failed
+    } else {
+        RunStatus::Completed
+    };
+    let summary = serde_json::to_value(&result).unwrap_or_default();
+    rec.finish(
+        status,
+        Outcome::Figures(&figures, Some(&summary)),
+        error.as_deref(),
+    );
+    status
+}

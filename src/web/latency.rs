@@ -1,0 +1,166 @@
+//! The latency-under-load page (`/latency`: a form like New test, and the recent latency
+//! runs) and its API (`POST /api/runs/latency` with the form's fields as JSON). Bad input is
+//! answered with the form and one clear error; nothing runs then.
+
+use super::auth::{Auth, AuthError};
+use super::pages::{html, port_options, see_other, PortOption};
+use super::AppState;
+use crate::engine::report::version_string;
+use crate::model::time::fmt_time;
+use crate::model::RunKind;
+use crate::spec::latency::LatencyForm;
+use crate::store::RunFilter;
+use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
+use askama::Template;
+use serde_json::json;
+
+/// Register the routes (before `/api/runs/{id}`).
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/latency", web::get().to(page))
+        .route("/latency", web::post().to(start_form))
+        .route("/api/runs/latency", web::post().to(start_api));
+}
+
+struct RunLine {
+    id: i64,
+    when: String,
+    peer: String,
+    load: String,
+    idle: String,
+    loaded: String,
+    increase: String,
+    rpm: String,
+    status: String,
+}
+
+#[derive(Template)]
+#[template(path = "latency.html")]
+struct LatencyPage {
+    nav: bool,
+    csrf: String,
+    version: String,
+    error: Option<String>,
+    host: String,
+    port: String,
+    load: String,
+    streams: String,
+    idle: String,
+    loaded: String,
+    interval: String,
+    bind: String,
+    congestion: String,
+    ports: Vec<PortOption>,
+    runs: Vec<RunLine>,
+}
+
+fn text(v: &Option<serde_json::Value>, d: &str) -> String {
+    match v {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Null) | None => d.to_string(),
+        Some(x) => x.to_string(),
+    }
+}
+
+fn build(state: &AppState, auth: &Auth, f: &LatencyForm, error: Option<String>) -> LatencyPage {
+    let ms = |v: &serde_json::Value| {
+        v.as_f64()
+            .map(|x| format!("{x:.2} ms"))
+            .unwrap_or_else(|| "—".into())
+    };
+    let runs = state
+        .store
+        .list_runs(&RunFilter {
+            limit: Some(300),
+            ..Default::default()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.kind == RunKind::Latency)
+        .take(20)
+        .map(|r| RunLine {
+            id: r.id,
+            when: fmt_time(r.started_at),
+            peer: r.peer_host.clone(),
+            load: format!(
+                "{} × {}",
+                r.params["load"].as_str().unwrap_or("?"),
+                r.params["streams"].as_u64().unwrap_or(1)
+            ),
+            idle: ms(&r.summary["idle"]["rtt_ms"]["p50"]),
+            loaded: ms(&r.summary["loaded"]["rtt_ms"]["p50"]),
+            increase: ms(&r.summary["increase_ms"]),
+            rpm: r.summary["rpm"]
+                .as_f64()
+                .map(|x| format!("{x:.0}"))
+                .unwrap_or_else(|| "—".into()),
+            status: r.status.clone(),
+        })
+        .collect();
+    LatencyPage {
+        nav: true,
+        csrf: auth.csrf().into(),
+        version: version_string(),
+        error,
+        host: f.host.clone(),
+        port: text(&f.port, "5201"),
+        load: f.load.clone().unwrap_or_else(|| "down".into()),
+        streams: text(&f.streams, "1"),
+        idle: text(&f.idle, "5"),
+        loaded: text(&f.loaded, "10"),
+        interval: text(&f.interval, "10"),
+        bind: f.bind.clone().unwrap_or_default(),
+        congestion: f.congestion.clone().unwrap_or_default(),
+        ports: port_options(),
+        runs,
+    }
+}
+
+async fn page(auth: Auth, state: web::Data<AppState>) -> HttpResponse {
+    html(
+        StatusCode::OK,
+        &build(&state, &auth, &LatencyForm::default(), None),
+    )
+}
+
+async fn start_form(
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<LatencyForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    let res = match form.to_spec() {
+        Ok(s) => state.hub.start_latency(s, None).await,
+        Err(e) => Err(e),
+    };
+    Ok(match res {
+        Ok((id, _)) => see_other(&format!("/runs/{id}")),
+        Err(e) => html(
+            StatusCode::BAD_REQUEST,
+            &build(&state, &auth, &form, Some(e)),
+        ),
+    })
+}
+
+async fn start_api(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let bad = |m: String| super::json_error(StatusCode::BAD_REQUEST, m);
+    let form: LatencyForm = match serde_json::from_slice(&body) {
+        Ok(f) => f,
+        Err(e) => return Ok(bad(format!("invalid request body: {e}"))),
+    };
+    let res = match form.to_spec() {
+        Ok(s) => state.hub.start_latency(s, None).await,
+        Err(e) => Err(e),
+    };
+    Ok(match res {
+        Ok((id, _)) => HttpResponse::Created()
+            .insert_header(("Location", format!("/api/runs/{id}")))
+            .json(json!({"id": id, "url": format!("/runs/{id}")})),
+        Err(e) => bad(e),
+    })
+}
