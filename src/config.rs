@@ -38,6 +38,15 @@ pub struct Config {
     /// Port of the TCP source (`nc board PORT > /dev/null`), default 5019; 0 turns it off.
     #[serde(default = "default_tcp_source_port")]
     pub tcp_source_port: u16,
+    /// Until an admin password exists, the setup code is written to this file for the login
+    /// prompt (agetty shows `/run/issue.d/*.issue`); removed once a password is set. Default
+    /// empty: off (the shipped config sets `/run/issue.d/netperfd.issue`).
+    #[serde(default)]
+    pub setup_issue_file: PathBuf,
+    /// Until an admin password exists, also write the setup code to the kernel console
+    /// (`/dev/kmsg`, best effort). Default off (on in the shipped config).
+    #[serde(default)]
+    pub setup_kmsg: bool,
 }
 
 fn default_listen() -> SocketAddr {
@@ -77,6 +86,8 @@ impl Default for Config {
             http_payload_port: default_http_payload_port(),
             tcp_sink_port: default_tcp_sink_port(),
             tcp_source_port: default_tcp_source_port(),
+            setup_issue_file: PathBuf::new(),
+            setup_kmsg: false,
         }
     }
 }
