@@ -235,11 +235,15 @@ fn compare_takes_a_chosen_baseline_and_flags_differing_durations_and_ports() {
     let page = http.get(&format!("/compare?runs={a},{b},{c}")).body;
     assert!(page.contains("id=\"baseline\""), "a baseline picker");
     assert!(
-        page.contains(&format!("Durations differ: run {a} 10 s, run {b} 30 s, run {c} 10 s.")),
+        page.contains(&format!(
+            "Durations differ: run {a} 10 s, run {b} 30 s, run {c} 10 s."
+        )),
         "{page}"
     );
     assert!(
-        page.contains(&format!("Peer ports differ: run {a} 5201, run {b} 5202, run {c} 5201.")),
+        page.contains(&format!(
+            "Peer ports differ: run {a} 5201, run {b} 5202, run {c} 5201."
+        )),
         "{page}"
     );
     // Same duration and port: no note.
@@ -247,15 +251,30 @@ fn compare_takes_a_chosen_baseline_and_flags_differing_durations_and_ports() {
     assert!(!same.contains("differ:"), "{same}");
 
     // Baseline = run c: its column comes first.
-    let page = http.get(&format!("/compare?runs={a},{b},{c}&baseline={c}")).body;
+    let page = http
+        .get(&format!("/compare?runs={a},{b},{c}&baseline={c}"))
+        .body;
     let first = |p: &str| {
         let i = p.find("<th>Metric</th><th>").map(|i| i + 19).unwrap_or(0);
         p[i..].split("</th>").next().unwrap_or_default().to_string()
     };
-    assert!(first(&page).starts_with(&format!("Run {c} ")), "{}", first(&page));
-    assert!(page.contains(&format!("value=\"{c},{a},{b}\"")), "the picker keeps the order");
+    assert!(
+        first(&page).starts_with(&format!("Run {c} ")),
+        "{}",
+        first(&page)
+    );
+    assert!(
+        page.contains(&format!("value=\"{c},{a},{b}\"")),
+        "the picker keeps the order"
+    );
     let r = http.get(&format!("/compare?runs={a},{b}&baseline={c}"));
     assert_eq!(r.status, 400, "{}", r.body);
-    assert!(r.body.contains(&format!("the baseline run {c} is not among those compared")));
-    assert_eq!(http.get(&format!("/compare?runs={a},{b}&baseline=x")).status, 400);
+    assert!(r
+        .body
+        .contains(&format!("the baseline run {c} is not among those compared")));
+    assert_eq!(
+        http.get(&format!("/compare?runs={a},{b}&baseline=x"))
+            .status,
+        400
+    );
 }

@@ -339,6 +339,30 @@ fn every_page_fits_a_phone_and_a_desk() {
         b.click("#rollback");
         b.wait_path("/ports/rollback");
 
+        // Forms remember their last values in this browser: the monitor form's label and
+        // duration come back on the next visit (the board sends the form empty).
+        if w >= 600 {
+            b.go("/forwarding");
+            b.type_into(
+                "form[data-remember=monitor] input[name=label]",
+                "remember me",
+            );
+            b.type_into("form[data-remember=monitor] input[name=duration]", "1");
+            b.click("form[data-remember=monitor] button[type=submit]");
+            b.wait_path("/forwarding");
+            b.go("/forwarding");
+            let v = b.js(
+                "const f = document.querySelector('form[data-remember=monitor]');
+                 return [f.label.value, f.duration.value, f.label.getAttribute('value')];",
+            );
+            assert_eq!(
+                v,
+                json!(["remember me", "1", ""]),
+                "monitor form after a reload"
+            );
+            b.go("/runs?kind=monitor");
+        }
+
         // The navigation: at 390 px folded into a menu, every entry reached through it.
         b.go("/");
         let entries: Vec<String> = b

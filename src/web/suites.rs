@@ -852,7 +852,8 @@ fn run_differences(state: &AppState, ids: &[i64]) -> Vec<String> {
             .filter(|d| !d.is_empty())
             .unwrap_or_else(|| r.local_host.clone())
     };
-    let props: [(&str, &dyn Fn(&crate::store::RunRow) -> String); 3] = [
+    type Prop<'a> = (&'a str, &'a dyn Fn(&crate::store::RunRow) -> String);
+    let props: [Prop<'_>; 3] = [
         ("Durations", &duration),
         ("Peer ports", &|r| r.peer_port.to_string()),
         ("Board ports", &board),
