@@ -48,6 +48,15 @@ pub struct Config {
     /// Largest history file `POST /api/import` and the UI accept, bytes, default 64 MiB.
     #[serde(default = "default_import_max_bytes")]
     pub import_max_bytes: usize,
+    /// Until an admin password exists, the setup code is written to this file for the login
+    /// prompt (agetty shows `/run/issue.d/*.issue`); removed once a password is set. Default
+    /// empty: off (the shipped config sets `/run/issue.d/netperfd.issue`).
+    #[serde(default)]
+    pub setup_issue_file: PathBuf,
+    /// Until an admin password exists, also write the setup code to the kernel console
+    /// (`/dev/kmsg`, best effort). Default off (on in the shipped config).
+    #[serde(default)]
+    pub setup_kmsg: bool,
 }
 
 fn default_listen() -> SocketAddr {
@@ -97,6 +106,8 @@ impl Default for Config {
             metrics_open: false,
             schedule_min_period_s: default_schedule_min_period_s(),
             import_max_bytes: default_import_max_bytes(),
+            setup_issue_file: PathBuf::new(),
+            setup_kmsg: false,
         }
     }
 }

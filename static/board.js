@@ -2,6 +2,12 @@
 // change waiting for confirmation. Works without it too (plain forms). No external code.
 (function () {
   "use strict";
+  // A change that takes this browser's address away: come back when its fate is known.
+  var back = document.querySelector("[data-return-in]");
+  if (back) {
+    setTimeout(function () { window.location.replace("/ports"); },
+      Number(back.getAttribute("data-return-in")) * 1000);
+  }
   var table = document.getElementById("ports");
   if (!table) { return; }
 

@@ -586,12 +586,12 @@ fn web_form_starts_a_download() {
     let page = curl(&mut lab, &["http://127.0.0.1:8080/traffic"]);
     assert!(
         page.contains(&format!(
-            "axel -n 10 -o /dev/null http://127.0.0.1:{HTTP_PORT}/payload/1G"
+            "axel -n 10 -q -o /tmp/payload-1G http://{BOARD_IP}:{HTTP_PORT}/payload/1G; rm -f /tmp/payload-1G /tmp/payload-1G.st"
         )),
         "{page}"
     );
     assert!(
-        page.contains(&format!("nc 127.0.0.1 {SINK_PORT} &#60; /dev/zero")),
+        page.contains(&format!("nc {BOARD_IP} {SINK_PORT} &#60; /dev/zero")),
         "{page}"
     );
     let j = page.find("name=\"csrf\" value=\"").expect("csrf") + 19;

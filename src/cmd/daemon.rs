@@ -101,11 +101,9 @@ async fn run(cfg: Config) -> Result<(), String> {
         tracing::warn!("cannot make the board id: {e}");
     }
     let state = actix_web::web::Data::new(AppState::new(store.clone(), hub.clone(), cfg.clone()));
-    if let Some(code) = state.setup_code() {
-        tracing::warn!(
-            "no admin password yet: open http://{}/setup and enter the one-time setup code {code}",
-            cfg.listen
-        );
+    match state.setup_code() {
+        Some(code) => web::first_run::announce(&cfg, &code),
+        None => web::first_run::withdraw(&cfg),
     }
 
     // The iperf3 server: bind now so a busy port is a start-up error, not a silent gap.

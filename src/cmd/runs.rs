@@ -115,6 +115,7 @@ fn run(a: RunsArgs) -> Result<(), String> {
                     port,
                     kind,
                     limit: Some(limit),
+                    ..Default::default()
                 })
                 .map_err(|e| e.to_string())?;
             if a.json {

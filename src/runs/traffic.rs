@@ -924,11 +924,22 @@ async fn raw_conn(
             ..Default::default()
         }
     };
+    let probe = !source && bytes == 0 && matches!(status, RunStatus::Completed);
     recorder.finish(
         status,
         Outcome::Figures(&fig, Some(&summary)),
         error.as_deref(),
     );
+    if probe {
+        // Connected and closed without sending a byte (a port probe, a health check): no
+        // run with a meaningless bitrate is kept.
+        let id = recorder.id();
+        if let Err(e) = hub.store().delete_run(id) {
+            tracing::warn!("cannot drop the empty {kind} run {id}: {e}");
+        } else {
+            tracing::info!(%peer, port, "{kind} connection closed without data; no run kept");
+        }
+    }
     drop(permit);
 }
 

@@ -43,6 +43,9 @@ pub enum StoreError {
     /// A history file refused on import (nothing was changed).
     #[error("{0}")]
     Import(String),
+    /// A filter the caller gave is malformed (e.g. a date); the text says which and why.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 type Result<T> = std::result::Result<T, StoreError>;
@@ -297,6 +300,12 @@ pub struct RunFilter {
     pub port: Option<String>,
     /// A kind's stored word (iperf3, iperf2, multi, forward, …).
     pub kind: Option<String>,
+    /// Only runs started on or after this day (YYYY-MM-DD, UTC).
+    pub from: Option<String>,
+    /// Only runs started on or before this day (YYYY-MM-DD, UTC; the whole day counts).
+    pub to: Option<String>,
+    /// Paging: only runs with an id below this one (the last id of the page before).
+    pub before: Option<i64>,
     pub limit: Option<u32>,
 }
 
@@ -550,6 +559,17 @@ impl Store {
         if let Some(k) = f.kind.as_deref().filter(|s| !s.is_empty()) {
             args.push(k.to_string());
             sql.push_str(&format!(" AND kind = ?{}", args.len()));
+        }
+        let day = |d: &str| crate::model::time::parse_day(d).map_err(StoreError::Invalid);
+        if let Some(d) = f.from.as_deref().filter(|s| !s.trim().is_empty()) {
+            sql.push_str(&format!(" AND started_at >= {}", day(d)?));
+        }
+        if let Some(d) = f.to.as_deref().filter(|s| !s.trim().is_empty()) {
+            let end = day(d)? + crate::model::time::DAY_MS;
+            sql.push_str(&format!(" AND started_at < {end}"));
+        }
+        if let Some(b) = f.before {
+            sql.push_str(&format!(" AND id < {b}"));
         }
         sql.push_str(&format!(
             " ORDER BY id DESC LIMIT {}",

@@ -48,6 +48,9 @@ async fn health() -> HttpResponse {
 async fn list(_auth: Auth, state: web::Data<AppState>, q: web::Query<RunFilter>) -> HttpResponse {
     match state.store.list_runs(&q) {
         Ok(r) => HttpResponse::Ok().json(r),
+        Err(crate::store::StoreError::Invalid(e)) => {
+            super::json_error(actix_web::http::StatusCode::BAD_REQUEST, e)
+        }
         Err(e) => internal(e),
     }
 }
@@ -74,9 +77,12 @@ async fn start(
     };
     let ports = crate::board::ports();
     Ok(match state.hub.start_request(&tr, &ports).await {
-        Ok(id) => HttpResponse::Created()
-            .insert_header(("Location", format!("/api/runs/{id}")))
-            .json(json!({"id": id, "url": format!("/runs/{id}")})),
+        Ok(id) => {
+            super::audit::run_started(&state, &auth, &req, id);
+            HttpResponse::Created()
+                .insert_header(("Location", format!("/api/runs/{id}")))
+                .json(json!({"id": id, "url": format!("/runs/{id}")}))
+        }
         Err(e) => error(actix_web::http::StatusCode::BAD_REQUEST, e),
     })
 }

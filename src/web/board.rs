@@ -687,6 +687,11 @@ struct PortsPage {
     /// Fields of the warned-about form, to send again with another mode.
     resubmit: Vec<(String, String)>,
     notice: Option<String>,
+    /// The newest decided change when no other notice is shown (see [`outcome_notice`]):
+    /// (CSS class, text).
+    outcome: Option<(String, String)>,
+    /// Seconds after which the page reloads itself (a deferred change's fate is known then).
+    return_in: Option<u64>,
     writable: bool,
     read_only_reason: String,
     pending: bool,
@@ -774,6 +779,60 @@ struct Notes {
     warning: Option<String>,
     resubmit: Vec<(String, String)>,
     notice: Option<String>,
+    return_in: Option<u64>,
+}
+
+/// How long the newest decided change stays on the Ports page as a notice (ms).
+const OUTCOME_SHOWN_MS: i64 = 10 * 60 * 1000;
+
+/// "14:03:27 UTC": the time of day of Unix ms `ms`, as the board's log shows it.
+fn clock(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|d| d.format("%H:%M:%S UTC").to_string())
+        .unwrap_or_default()
+}
+
+/// The notice for the newest change in the board's log when it was decided in the last
+/// [`OUTCOME_SHOWN_MS`] at `now` (Unix ms): confirmed, rolled back (when and why), applied
+/// unchecked, or a failed roll-back; None while it is pending or when it is older.
+/// Returns (CSS class, text).
+fn outcome_notice(log: &[crate::store::BoardLogRow], now: i64) -> Option<(String, String)> {
+    let l = log.first()?;
+    let at = l.decided_at.unwrap_or(l.at);
+    if now - at > OUTCOME_SHOWN_MS {
+        return None;
+    }
+    let why = l
+        .detail
+        .as_deref()
+        .filter(|d| !d.is_empty())
+        .map(|d| format!(" — {d}"))
+        .unwrap_or_default();
+    let (class, text) = match l.outcome.as_str() {
+        "confirmed" => ("ok", format!("Confirmed at {}: {}.", clock(at), l.changes)),
+        "rolled back" => (
+            "warn",
+            format!("Rolled back at {}{why}: {}.", clock(at), l.changes),
+        ),
+        "unchecked" => (
+            "ok",
+            format!(
+                "Applied unchecked at {} (no confirmation, no roll-back): {}.",
+                clock(at),
+                l.changes
+            ),
+        ),
+        "roll-back failed" => (
+            "error",
+            format!("Roll-back failed at {}{why}: {}.", clock(at), l.changes),
+        ),
+        "failed" => (
+            "error",
+            format!("Failed at {}{why}: {}.", clock(at), l.changes),
+        ),
+        _ => return None,
+    };
+    Some((class.to_string(), text))
 }
 
 async fn render(state: &AppState, auth: &Auth, status: StatusCode, n: Notes) -> HttpResponse {
@@ -793,6 +852,11 @@ async fn render(state: &AppState, auth: &Auth, status: StatusCode, n: Notes) -> 
         .collect();
     governors.sort();
     governors.dedup();
+    let outcome = if n.notice.is_none() && n.error.is_none() && n.warning.is_none() {
+        outcome_notice(&v.log, crate::model::time::now_ms())
+    } else {
+        None
+    };
     let page = PortsPage {
         nav: true,
         csrf: auth.csrf().into(),
@@ -801,6 +865,8 @@ async fn render(state: &AppState, auth: &Auth, status: StatusCode, n: Notes) -> 
         warning: n.warning,
         resubmit: n.resubmit,
         notice: n.notice,
+        outcome,
+        return_in: n.return_in,
         writable: v.writable,
         read_only_reason: v.read_only_reason.clone().unwrap_or_default(),
         pending: v.pending.is_some(),
@@ -909,6 +975,7 @@ fn plain() -> Notes {
         warning: None,
         resubmit: Vec::new(),
         notice: None,
+        return_in: None,
     }
 }
 
@@ -1047,6 +1114,7 @@ async fn change_form(
         }
     };
     let mode = form.mode.as_deref().unwrap_or("apply");
+    let force = mode == "force";
     let o = ApplyOptions {
         confirm_within: None,
         unchecked: mode == "unchecked",
@@ -1059,16 +1127,39 @@ async fn change_form(
             Ok(Done::Applied(_)) => see_ports(),
             Ok(Done::Deferred(p)) => {
                 let urls = continue_urls(&req, &p.moved_to);
+                let mut notice = format!(
+                    "Applying in a moment: {}. This browser's address goes away{}",
+                    p.applied.join("; "),
+                    if urls.is_empty() {
+                        ".".to_string()
+                    } else {
+                        format!("; continue at {}.", urls.join(" or "))
+                    }
+                );
+                let mut return_in = None;
+                if force {
+                    // Applied after DEFER, then rolled back unless confirmed within the window.
+                    let window = controller(&state)
+                        .view()
+                        .await
+                        .map(|v| v.confirm_window_secs);
+                    if let Ok(w) = window {
+                        let back_ms = DEFER.as_millis() as i64 + i64::from(w) * 1000;
+                        let at = crate::model::time::now_ms() + back_ms;
+                        notice.push_str(&format!(
+                            " Unless it is confirmed there within {w} s, the old configuration \
+                             comes back at {} and this page returns by itself then.",
+                            clock(at)
+                        ));
+                        // A few seconds after the roll-back, so that the address is back.
+                        return_in = Some(back_ms.unsigned_abs().div_ceil(1000) + 3);
+                    }
+                } else {
+                    notice.push_str(" Applied unchecked: nothing is rolled back.");
+                }
                 let n = Notes {
-                    notice: Some(format!(
-                        "Applying in a moment: {}. This browser's address goes away{}",
-                        p.applied.join("; "),
-                        if urls.is_empty() {
-                            ".".to_string()
-                        } else {
-                            format!("; continue at {}", urls.join(" or "))
-                        }
-                    )),
+                    notice: Some(notice),
+                    return_in,
                     ..plain()
                 };
                 render(&state, &auth, StatusCode::ACCEPTED, n).await
@@ -1103,7 +1194,11 @@ async fn confirm_form(
     Ok(match controller(&state).confirm().await {
         Ok(c) => {
             let n = Notes {
-                notice: Some(format!("Confirmed: {}.", c.join("; "))),
+                notice: Some(format!(
+                    "Confirmed at {}: {}.",
+                    clock(crate::model::time::now_ms()),
+                    c.join("; ")
+                )),
                 ..plain()
             };
             render(&state, &auth, StatusCode::OK, n).await
@@ -1128,7 +1223,11 @@ async fn rollback_form(
         match controller(&state).rollback("rolled back by the user").await {
             Ok(c) => {
                 let n = Notes {
-                    notice: Some(format!("Rolled back: {}.", c.join("; "))),
+                    notice: Some(format!(
+                        "Rolled back at {} (by you): {}.",
+                        clock(crate::model::time::now_ms()),
+                        c.join("; ")
+                    )),
                     ..plain()
                 };
                 render(&state, &auth, StatusCode::OK, n).await
@@ -1219,6 +1318,53 @@ async fn settings_form(
 mod tests {
     use super::*;
     use actix_web::test::TestRequest;
+
+    fn row(
+        outcome: &str,
+        detail: Option<&str>,
+        decided_at: Option<i64>,
+    ) -> crate::store::BoardLogRow {
+        crate::store::BoardLogRow {
+            id: 1,
+            at: 1_764_597_600_000, // 2025-12-01 14:00:00 UTC
+            source: "web".into(),
+            changes: "add 203.0.113.7/24 to eth1".into(),
+            outcome: outcome.into(),
+            detail: detail.map(String::from),
+            decided_at,
+        }
+    }
+
+    #[test]
+    fn each_decided_outcome_is_a_notice_with_its_time_and_reason() {
+        let t = 1_764_597_600_000;
+        let rb = row(
+            "rolled back",
+            Some("not confirmed within 60 s"),
+            Some(t + 61_000),
+        );
+        assert_eq!(
+            outcome_notice(&[rb], t + 62_000),
+            Some((
+                "warn".into(),
+                "Rolled back at 14:01:01 UTC — not confirmed within 60 s: add 203.0.113.7/24 to eth1."
+                    .into()
+            ))
+        );
+        let ok = row("confirmed", None, Some(t + 5_000));
+        assert_eq!(
+            outcome_notice(&[ok], t + 6_000).map(|n| n.1),
+            Some("Confirmed at 14:00:05 UTC: add 203.0.113.7/24 to eth1.".into())
+        );
+        let un = row("unchecked", None, None);
+        assert!(outcome_notice(&[un], t + 1_000)
+            .is_some_and(|n| n.1.starts_with("Applied unchecked at 14:00:00 UTC")));
+        assert_eq!(outcome_notice(&[row("pending", None, None)], t), None);
+        // Old news is not repeated.
+        let old = row("confirmed", None, Some(t));
+        assert_eq!(outcome_notice(&[old], t + OUTCOME_SHOWN_MS + 1), None);
+        assert_eq!(outcome_notice(&[], t), None);
+    }
 
     #[test]
     fn management_address_from_the_host_header() {

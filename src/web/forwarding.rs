@@ -47,22 +47,36 @@ fn stored_token(state: &AppState) -> Option<String> {
     state.store.setting(TOKEN_KEY).ok().flatten()
 }
 
-/// Validate and start a forwarding run; a given token (and the agent address) is stored for
-/// the next run once the request is valid.
+/// Validate and start a forwarding run. The agent address is stored for the next run once
+/// the request is valid; a new token only once the run with it has completed (a mistyped
+/// token never replaces the stored good one).
 fn start_forward(state: &AppState, req: &ForwardRequest) -> Result<i64, String> {
     let stored = stored_token(state);
     let plan = req.plan(&crate::board::ports(), stored.as_deref())?;
     let ctl = controller(state);
-    let (id, _) = forward::start_forward(&state.hub, Some(ctl), plan)?;
-    if let Some(t) = req
+    let (id, done) = forward::start_forward(&state.hub, Some(ctl), plan)?;
+    let new_token = req
         .token
         .as_deref()
         .map(str::trim)
-        .filter(|t| !t.is_empty())
-    {
-        if let Err(e) = state.store.set_setting(TOKEN_KEY, t) {
-            tracing::warn!("cannot store the peer token: {e}");
-        }
+        .filter(|t| !t.is_empty() && Some(*t) != stored.as_deref())
+        .map(String::from);
+    if let Some(t) = new_token {
+        let store = state.store.clone();
+        tokio::spawn(async move {
+            match done.await {
+                Ok(crate::model::RunStatus::Completed) => {
+                    if let Err(e) = store.set_setting(TOKEN_KEY, &t) {
+                        tracing::warn!("cannot store the peer token: {e}");
+                    } else {
+                        tracing::info!("run {id} completed: its peer token is stored for the next runs");
+                    }
+                }
+                _ => tracing::info!(
+                    "run {id} did not complete: the token given for it is not stored (the stored one stays)"
+                ),
+            }
+        });
     }
     let _ = state.store.set_setting(URL_KEY, req.peer.trim());
     Ok(id)
@@ -303,6 +317,7 @@ async fn page(auth: Auth, state: web::Data<AppState>) -> HttpResponse {
 }
 
 async fn form_forward(
+    req: actix_web::HttpRequest,
     auth: Auth,
     state: web::Data<AppState>,
     form: web::Form<ForwardRequest>,
@@ -314,7 +329,10 @@ async fn form_forward(
         f.nat = Some("off".into());
     }
     Ok(match start_forward(&state, &f) {
-        Ok(id) => super::pages::see_other(&format!("/runs/{id}")),
+        Ok(id) => {
+            super::audit::run_started(&state, &auth, &req, id);
+            super::pages::see_other(&format!("/runs/{id}"))
+        }
         Err(e) => {
             f.token = None;
             render(
@@ -330,6 +348,7 @@ async fn form_forward(
 }
 
 async fn form_monitor(
+    req: actix_web::HttpRequest,
     auth: Auth,
     state: web::Data<AppState>,
     form: web::Form<MonitorRequest>,
@@ -337,7 +356,10 @@ async fn form_monitor(
     auth.check_csrf(form.csrf.as_deref())?;
     let m = form.into_inner();
     Ok(match start_monitor(&state, &m) {
-        Ok(_) => super::pages::see_other("/forwarding"),
+        Ok(id) => {
+            super::audit::run_started(&state, &auth, &req, id);
+            super::pages::see_other("/forwarding")
+        }
         Err(e) => render(
             &state,
             &auth,
@@ -390,7 +412,10 @@ async fn api_forward(
         Err(e) => return Ok(api_error(StatusCode::BAD_REQUEST, e)),
     };
     Ok(match start_forward(&state, &f) {
-        Ok(id) => created(id),
+        Ok(id) => {
+            super::audit::run_started(&state, &auth, &req, id);
+            created(id)
+        }
         Err(e) => api_error(StatusCode::BAD_REQUEST, e),
     })
 }
@@ -407,7 +432,10 @@ async fn api_monitor(
         Err(e) => return Ok(api_error(StatusCode::BAD_REQUEST, e)),
     };
     Ok(match start_monitor(&state, &m) {
-        Ok(id) => created(id),
+        Ok(id) => {
+            super::audit::run_started(&state, &auth, &req, id);
+            created(id)
+        }
         Err(e) => api_error(StatusCode::BAD_REQUEST, e),
     })
 }

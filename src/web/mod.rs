@@ -3,10 +3,12 @@
 //! Not for: measuring or storing (engine, store, live).
 
 pub mod api;
+pub mod audit;
 pub mod auth;
 pub mod board;
 pub mod charts;
 pub mod extract;
+pub mod first_run;
 pub mod forwarding;
 pub mod latency;
 pub mod metrics;
@@ -95,6 +97,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/static/style.css", web::get().to(style))
         .route("/static/app.js", web::get().to(script))
         .route("/static/units.js", web::get().to(units_js))
+        .route("/static/forms.js", web::get().to(forms_js))
         .route("/static/refresh.js", web::get().to(refresh));
 }
 
@@ -109,6 +112,12 @@ async fn refresh() -> HttpResponse {
     HttpResponse::Ok()
         .content_type("application/javascript; charset=utf-8")
         .body(include_str!("../../static/refresh.js"))
+}
+
+async fn forms_js() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/javascript; charset=utf-8")
+        .body(include_str!("../../static/forms.js"))
 }
 
 async fn units_js() -> HttpResponse {

@@ -113,15 +113,28 @@ async fn page(auth: Auth) -> HttpResponse {
 }
 
 async fn start(
+    req: actix_web::HttpRequest,
     auth: Auth,
     state: web::Data<AppState>,
     form: web::Form<HashMap<String, String>>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.get("csrf").map(String::as_str))?;
-    let res = multi::specs(&legs_of_form(&form), &crate::board::ports())
-        .and_then(|specs| state.hub.start_multi(specs, None));
+    let legs = legs_of_form(&form);
+    let res = if legs.len() < 2 {
+        // The grey example addresses are placeholders, not values: say so.
+        Err(format!(
+            "enter the peer host of at least 2 legs (the grey addresses are only examples); {} filled in",
+            legs.len()
+        ))
+    } else {
+        multi::specs(&legs, &crate::board::ports())
+    }
+    .and_then(|specs| state.hub.start_multi(specs, None));
     Ok(match res {
-        Ok((id, _)) => see_other(&format!("/runs/{id}")),
+        Ok((id, _)) => {
+            super::audit::run_started(&state, &auth, &req, id);
+            see_other(&format!("/runs/{id}"))
+        }
         Err(e) => html(
             actix_web::http::StatusCode::BAD_REQUEST,
             &form_page(&auth, &form, Some(e)),

@@ -281,12 +281,11 @@ async fn setup(
         );
     }
     let code = state.setup_code().unwrap_or_default();
-    let given = form.code.trim().to_uppercase();
-    if code.is_empty() || !crate::model::secrets::ct_eq(&given, &code) {
+    if !super::first_run::same_code(&form.code, &code) {
         state.limiter.fail(ip);
         return err(
             actix_web::http::StatusCode::UNAUTHORIZED,
-            "Wrong setup code. It is in the daemon's log.",
+            "Wrong setup code. It is on the board's login prompt and in the daemon's log.",
         );
     }
     if form.password.chars().count() < auth::MIN_PASSWORD {
@@ -311,6 +310,7 @@ async fn setup(
     if let Ok(mut g) = state.setup_code.lock() {
         *g = None;
     }
+    super::first_run::withdraw(&state.config);
     state.limiter.success(ip);
     tracing::info!("admin password set through the setup page");
     match session_cookie(&state) {
@@ -352,6 +352,46 @@ pub struct RunView {
     pub error: Option<String>,
     /// Imported runs: "imported from LABEL (its run N, board ID)"; empty for runs made here.
     pub origin: String,
+    /// The run's own label (monitor and forwarding runs), or its suite's board label.
+    pub label: String,
+    /// The suite the run belongs to and that suite's name (filled by [`with_suites`]).
+    pub suite_id: Option<i64>,
+    pub suite_name: String,
+}
+
+/// Fill in the suite name (and, for runs without their own label, the suite's board label)
+/// of runs that belong to a suite: one query for the names, one per distinct suite.
+fn with_suites(state: &AppState, mut runs: Vec<RunView>) -> Vec<RunView> {
+    if runs.iter().all(|r| r.suite_id.is_none()) {
+        return runs;
+    }
+    let names: std::collections::HashMap<i64, String> = state
+        .store
+        .suites(5000)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| (s.id, s.name))
+        .collect();
+    let mut labels: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
+    for r in runs.iter_mut() {
+        let Some(sid) = r.suite_id else { continue };
+        r.suite_name = names.get(&sid).cloned().unwrap_or_default();
+        if r.label.is_empty() {
+            r.label = labels
+                .entry(sid)
+                .or_insert_with(|| {
+                    state
+                        .store
+                        .suite_extra(sid)
+                        .ok()
+                        .flatten()
+                        .and_then(|e| e.label)
+                        .unwrap_or_default()
+                })
+                .clone();
+        }
+    }
+    runs
 }
 
 fn params_of(r: &RunRow) -> Option<Params> {
@@ -403,6 +443,13 @@ fn run_view(r: &RunRow) -> RunView {
         },
         udp: r.protocol == "UDP",
         error: r.error.clone(),
+        label: r.params["label"]
+            .as_str()
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+        suite_id: r.suite_id,
+        suite_name: String::new(),
         origin: String::new(),
     }
 }
@@ -626,6 +673,7 @@ fn index_page(
         .iter()
         .map(run_view)
         .collect();
+    let runs = with_suites(state, runs);
     IndexPage {
         nav: true,
         csrf: auth.csrf().into(),
@@ -642,6 +690,7 @@ async fn index(auth: Auth, state: web::Data<AppState>) -> HttpResponse {
 }
 
 async fn start_test(
+    req: HttpRequest,
     auth: Auth,
     state: web::Data<AppState>,
     form: web::Form<TestRequest>,
@@ -650,7 +699,10 @@ async fn start_test(
     let ports = crate::board::ports();
     let res = state.hub.start_request(&form, &ports).await;
     Ok(match res {
-        Ok(id) => see_other(&format!("/runs/{id}")),
+        Ok(id) => {
+            super::audit::run_started(&state, &auth, &req, id);
+            see_other(&format!("/runs/{id}"))
+        }
         Err(e) => html(
             actix_web::http::StatusCode::BAD_REQUEST,
             &index_page(&state, &auth, Some(&form), Some(e)),
@@ -683,6 +735,57 @@ struct RunsPage {
     filter_kind: String,
     filter_peer: String,
     filter_port: String,
+    /// Date range (YYYY-MM-DD, UTC) as typed.
+    filter_from: String,
+    filter_to: String,
+    /// A bad filter (e.g. a date that is not one): shown, and no runs listed.
+    error: Option<String>,
+    /// "Runs 1–100" / "older than run N" text above the table.
+    page_note: String,
+    /// Link to the next (older) page with the same filters, if there are older runs.
+    older: Option<String>,
+    /// Link back to the newest page, when this is not the first page.
+    newest: Option<String>,
+}
+
+/// Runs per History page.
+const HISTORY_PAGE: u32 = 100;
+
+/// Percent-encode a query value (everything but unreserved characters).
+fn query_value(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// `/runs?…` with the filters of `q` (empty ones left out) and `before`.
+fn runs_link(q: &RunFilter, before: Option<i64>) -> String {
+    let mut parts = Vec::new();
+    for (k, v) in [
+        ("status", &q.status),
+        ("kind", &q.kind),
+        ("peer", &q.peer),
+        ("port", &q.port),
+        ("from", &q.from),
+        ("to", &q.to),
+    ] {
+        if let Some(v) = v.as_deref().filter(|v| !v.trim().is_empty()) {
+            parts.push(format!("{k}={}", query_value(v)));
+        }
+    }
+    if let Some(b) = before {
+        parts.push(format!("before={b}"));
+    }
+    if parts.is_empty() {
+        "/runs".into()
+    } else {
+        format!("/runs?{}", parts.join("&"))
+    }
 }
 
 async fn runs_page(
@@ -690,10 +793,29 @@ async fn runs_page(
     state: web::Data<AppState>,
     q: web::Query<RunFilter>,
 ) -> HttpResponse {
-    let mut runs: Vec<RunView> = match state.store.list_runs(&q) {
-        Ok(r) => r.iter().map(run_view).collect(),
+    let mut f = q.clone();
+    f.limit = Some(HISTORY_PAGE + 1);
+    let (rows, error) = match state.store.list_runs(&f) {
+        Ok(r) => (r, None),
+        Err(crate::store::StoreError::Invalid(e)) => (Vec::new(), Some(e)),
         Err(e) => return internal(e),
     };
+    let more = rows.len() > HISTORY_PAGE as usize;
+    let rows = &rows[..rows.len().min(HISTORY_PAGE as usize)];
+    let older = if more {
+        rows.last().map(|r| runs_link(&q, Some(r.id)))
+    } else {
+        None
+    };
+    let page_note = match (rows.first(), rows.last(), q.before) {
+        (Some(a), Some(b), Some(before)) => {
+            format!("Runs {} … {} (older than run {before})", a.id, b.id)
+        }
+        (Some(a), Some(b), None) => format!("Runs {} … {}, newest first", a.id, b.id),
+        _ => String::new(),
+    };
+    let newest = q.before.map(|_| runs_link(&q, None));
+    let mut runs = with_suites(&state, rows.iter().map(run_view).collect());
     mark_origins(&state.store, &mut runs);
     let suites = state
         .store
@@ -725,6 +847,12 @@ async fn runs_page(
         filter_kind: q.kind.clone().unwrap_or_default(),
         filter_peer: q.peer.clone().unwrap_or_default(),
         filter_port: q.port.clone().unwrap_or_default(),
+        filter_from: q.from.clone().unwrap_or_default(),
+        filter_to: q.to.clone().unwrap_or_default(),
+        error,
+        page_note,
+        older,
+        newest,
     })
 }
 
@@ -1130,13 +1258,17 @@ impl LadderForm {
 }
 
 async fn start_ladder(
+    req: HttpRequest,
     auth: Auth,
     state: web::Data<AppState>,
     form: web::Form<LadderForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     Ok(match form.start(&state) {
-        Ok(id) => see_other(&format!("/suites/{id}")),
+        Ok(id) => {
+            super::audit::suite_started(&auth, &req, id, crate::spec::suite::UDP_LADDER);
+            see_other(&format!("/suites/{id}"))
+        }
         Err(e) => message(
             actix_web::http::StatusCode::BAD_REQUEST,
             Some(&auth),

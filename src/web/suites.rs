@@ -470,6 +470,7 @@ struct RunForm {
 }
 
 async fn run_def(
+    req: actix_web::HttpRequest,
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<i64>,
@@ -482,7 +483,10 @@ async fn run_def(
         Err((s, e)) => return Ok(message(s, &auth, "No such suite", &e)),
     };
     Ok(match run::start_def(&state.hub, &row, &form.target) {
-        Ok(sid) => see_other(&format!("/suites/{sid}")),
+        Ok(sid) => {
+            super::audit::suite_started(&auth, &req, sid, &row.name);
+            see_other(&format!("/suites/{sid}"))
+        }
         Err(e) => html(
             StatusCode::BAD_REQUEST,
             &suites_view(
@@ -751,6 +755,21 @@ fn selection(q: &[(String, String)]) -> Result<Selection, CompareError> {
     if ids.is_empty() {
         return Err(CompareError::Empty);
     }
+    // The baseline (differences are against it) is shown first.
+    let mut ids = ids;
+    if let Some(b) = pairs_get(q, "baseline").filter(|b| !b.trim().is_empty()) {
+        let what = if is_runs { "run" } else { "suite" };
+        let b: i64 = b.trim().parse().map_err(|_| {
+            CompareError::Bad(format!("baseline '{}' is not a {what} number", b.trim()))
+        })?;
+        let at = ids.iter().position(|&i| i == b).ok_or_else(|| {
+            CompareError::Bad(format!(
+                "the baseline {what} {b} is not among those compared"
+            ))
+        })?;
+        let first = ids.remove(at);
+        ids.insert(0, first);
+    }
     let list: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
     let query = format!(
         "{}={}{}",
@@ -801,6 +820,57 @@ struct ComparePage {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
     markdown: String,
+    /// "runs" or "suites", the compared ids ("4,5,6") and each column's (id, title), for the
+    /// baseline picker.
+    what: String,
+    ids: String,
+    columns: Vec<(i64, String)>,
+    /// Differences between the compared runs that make the figures less comparable
+    /// (durations, peer ports, board ports).
+    notes: Vec<String>,
+}
+
+/// Notes on runs `ids` that differ in duration, peer port or board port: one line per
+/// property that differs, naming each run's value ("Durations differ: run 4 10 s, run 5 30 s").
+fn run_differences(state: &AppState, ids: &[i64]) -> Vec<String> {
+    let rows: Vec<crate::store::RunRow> = ids
+        .iter()
+        .filter_map(|&id| state.store.get_run(id).ok().flatten())
+        .collect();
+    let duration = |r: &crate::store::RunRow| -> String {
+        match r.params["time"].as_f64().filter(|t| *t > 0.0) {
+            Some(t) => format!("{t} s"),
+            None => match r.ended_at {
+                Some(e) => format!("{:.0} s", (e - r.started_at) as f64 / 1000.0),
+                None => "running".into(),
+            },
+        }
+    };
+    let board = |r: &crate::store::RunRow| -> String {
+        r.bind_dev
+            .clone()
+            .filter(|d| !d.is_empty())
+            .unwrap_or_else(|| r.local_host.clone())
+    };
+    type Prop<'a> = (&'a str, &'a dyn Fn(&crate::store::RunRow) -> String);
+    let props: [Prop<'_>; 3] = [
+        ("Durations", &duration),
+        ("Peer ports", &|r| r.peer_port.to_string()),
+        ("Board ports", &board),
+    ];
+    let mut out = Vec::new();
+    for (name, f) in props {
+        let vals: Vec<String> = rows.iter().map(f).collect();
+        if vals.iter().any(|v| v != &vals[0]) {
+            let each: Vec<String> = rows
+                .iter()
+                .zip(&vals)
+                .map(|(r, v)| format!("run {} {v}", r.id))
+                .collect();
+            out.push(format!("{name} differ: {}.", each.join(", ")));
+        }
+    }
+    out
 }
 
 async fn compare_page(
@@ -829,6 +899,14 @@ async fn compare_page(
                     header: g.header,
                     rows: g.rows,
                     markdown: compare::markdown(&c, sel.boards),
+                    what: if sel.runs { "runs" } else { "suites" }.into(),
+                    ids: list.join(","),
+                    columns: c.columns.iter().map(|col| (col.id, col.title())).collect(),
+                    notes: if sel.runs {
+                        run_differences(&state, &sel.ids)
+                    } else {
+                        Vec::new()
+                    },
                 },
             )
         }
@@ -966,9 +1044,12 @@ async fn api_run(
         }
     };
     Ok(match run::start_def(&state.hub, &row, &t) {
-        Ok(sid) => HttpResponse::Created()
-            .insert_header(("Location", format!("/api/suites/{sid}")))
-            .json(json!({"id": sid, "url": format!("/suites/{sid}")})),
+        Ok(sid) => {
+            super::audit::suite_started(&auth, &req, sid, &row.name);
+            HttpResponse::Created()
+                .insert_header(("Location", format!("/api/suites/{sid}")))
+                .json(json!({"id": sid, "url": format!("/suites/{sid}")}))
+        }
         Err(e) => api_error(StatusCode::BAD_REQUEST, e),
     })
 }

@@ -114,6 +114,8 @@ struct TrafficPage {
     bind: String,
     ports: Vec<(String, String)>,
     services: Vec<ServiceView>,
+    /// The board's other addresses (the commands use the first one).
+    other_hosts: Vec<String>,
     service_errors: Vec<String>,
     runs: Vec<TrafficRunView>,
 }
@@ -126,9 +128,20 @@ pub fn is_traffic_kind(kind: RunKind) -> bool {
     )
 }
 
-fn board_host(req: &HttpRequest) -> String {
-    // The address the browser reached the board on is the one its peers can use.
-    req.app_config().local_addr().ip().to_string()
+/// The board's addresses for peers' commands: the one this browser came in on first (unless
+/// loopback), then every other non-loopback address (the services listen on all of them).
+fn board_hosts(req: &HttpRequest) -> Vec<std::net::IpAddr> {
+    let mut out: Vec<std::net::IpAddr> = super::board::management_address(req)
+        .filter(|a| !a.is_loopback() && !a.is_unspecified())
+        .into_iter()
+        .collect();
+    let any = std::net::IpAddr::from([0u8, 0, 0, 0]);
+    for a in super::first_run::reachable_addresses(any) {
+        if !out.contains(&a) {
+            out.push(a);
+        }
+    }
+    out
 }
 
 fn build_page(
@@ -139,16 +152,12 @@ fn build_page(
     error: Option<String>,
 ) -> TrafficPage {
     let l = crate::runs::traffic::listening();
-    let host = {
-        let h = board_host(req);
-        if h == "0.0.0.0" || h == "::" || h.is_empty() {
-            "<board>".to_string()
-        } else if h.contains(':') {
-            format!("[{h}]")
-        } else {
-            h
-        }
-    };
+    let hosts = board_hosts(req);
+    let host = hosts
+        .first()
+        .map(|a| super::first_run::url_host(*a))
+        .unwrap_or_else(|| "127.0.0.1".into());
+    let other_hosts: Vec<String> = hosts.iter().skip(1).map(|a| a.to_string()).collect();
     let mut services = Vec::new();
     let off = |p: Option<u16>| p.map(|x| x.to_string()).unwrap_or_else(|| "off".into());
     services.push(ServiceView {
@@ -159,7 +168,11 @@ fn build_page(
             .map(|p| {
                 vec![
                     format!("curl -o /dev/null http://{host}:{p}/payload/100M"),
-                    format!("axel -n 10 -o /dev/null http://{host}:{p}/payload/1G"),
+                    // Debian 12's axel 2.17 cannot write to /dev/null ("No state file, cannot
+                    // resume!"): a scratch file, removed with its state file afterwards.
+                    format!(
+                        "axel -n 10 -q -o /tmp/payload-1G http://{host}:{p}/payload/1G; rm -f /tmp/payload-1G /tmp/payload-1G.st"
+                    ),
                     format!("http://{host}:{p}/payload/10G  (in a browser)"),
                 ]
             })
@@ -253,6 +266,7 @@ fn build_page(
         bind: form.and_then(|f| f.bind.clone()).unwrap_or_default(),
         ports,
         services,
+        other_hosts,
         service_errors: l.errors.clone(),
         runs,
     }
@@ -293,9 +307,12 @@ async fn start_form(
         .to_spec()
         .and_then(|s| crate::runs::traffic::start_http_get(&state.hub, s));
     Ok(match res {
-        Ok((id, _)) => HttpResponse::SeeOther()
-            .insert_header((header::LOCATION, format!("/runs/{id}")))
-            .finish(),
+        Ok((id, _)) => {
+            super::audit::run_started(&state, &auth, &req, id);
+            HttpResponse::SeeOther()
+                .insert_header((header::LOCATION, format!("/runs/{id}")))
+                .finish()
+        }
         Err(e) => render(
             StatusCode::BAD_REQUEST,
             &build_page(&state, &auth, &req, Some(&form), Some(e)),
@@ -320,9 +337,12 @@ async fn start_api(
             .to_spec()
             .and_then(|s| crate::runs::traffic::start_http_get(&state.hub, s))
         {
-            Ok((id, _)) => HttpResponse::Created()
-                .insert_header(("Location", format!("/api/runs/{id}")))
-                .json(json!({"id": id, "url": format!("/runs/{id}")})),
+            Ok((id, _)) => {
+                super::audit::run_started(&state, &auth, &req, id);
+                HttpResponse::Created()
+                    .insert_header(("Location", format!("/api/runs/{id}")))
+                    .json(json!({"id": id, "url": format!("/runs/{id}")}))
+            }
             Err(e) => bad(e),
         },
     )

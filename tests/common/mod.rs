@@ -3,6 +3,7 @@
 //! Needs root. Traffic only flows between namespaces the test created.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod http;
 
 use std::fs::File;

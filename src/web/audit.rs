@@ -1,0 +1,37 @@
+//! The daemon's log line for every run a user starts from the web UI or the API: who (the
+//! admin's browser session or an API token, and the client address), what (the run's kind and
+//! title, as its page shows them) and the run id — so `journalctl -u netperfd` tells who ran
+//! what when.
+
+use super::auth::Auth;
+use super::AppState;
+use actix_web::HttpRequest;
+
+/// "admin session from 192.0.2.2" / "API token from 192.0.2.2".
+fn who(auth: &Auth, req: &HttpRequest) -> String {
+    let from = req
+        .peer_addr()
+        .map(|a| a.ip().to_string())
+        .unwrap_or_else(|| "?".into());
+    match auth {
+        Auth::Session { .. } => format!("admin session from {from}"),
+        Auth::Token => format!("API token from {from}"),
+    }
+}
+
+/// Log that run `id` was started (INFO, target `netperfd::web::audit`).
+pub(crate) fn run_started(state: &AppState, auth: &Auth, req: &HttpRequest, id: i64) {
+    let what = match state.store.get_run(id) {
+        Ok(Some(r)) => {
+            let v = crate::results::view::view(&r);
+            format!("{}: {}", v.kind_label, v.title)
+        }
+        _ => "a run".to_string(),
+    };
+    tracing::info!(run = id, "{} started run {id} ({what})", who(auth, req));
+}
+
+/// Log that suite run `id` (`name`) was started.
+pub(crate) fn suite_started(auth: &Auth, req: &HttpRequest, id: i64, name: &str) {
+    tracing::info!(suite = id, "{} started suite {id} ({name})", who(auth, req));
+}

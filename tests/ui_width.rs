@@ -1,0 +1,414 @@
+//! Every page at phone width (390 × 844) and on a desk (1400 × 1000), in headless Chromium,
+//! with data on the pages (issue 12): the daemon in the board namespace with runs of several
+//! kinds (iperf3 TCP and UDP, multi-port, HTTP payload, TCP sink, monitor, a suite), then each
+//! page that `src/web/` serves as HTML is opened at both sizes. On each the document must not be
+//! wider than the window (`scrollWidth <= innerWidth`) and every button must lie inside the
+//! window or inside a box that scrolls by itself. At 390 px the navigation is folded into a
+//! menu and every entry is reached by clicking through it (Log out last); at 1400 px every
+//! entry is on screen. Screenshots: `target/ui-screens/<width>-<page>.png`.
+
+mod common;
+use common::browser::{chromedriver, Browser};
+use common::http::*;
+use common::*;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+const WEB_PORT: u16 = 8093;
+const WD_PORT: u16 = 9521;
+const SIZES: [(u32, u32); 2] = [(1400, 1000), (390, 844)];
+
+/// The GET routes of `src/web/*.rs` that may be pages (not `/api/`, `/static/` or a file
+/// download such as `export.csv`), as written in the source: `/runs/{id}`.
+fn page_routes() -> Vec<String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/web");
+    let mut out = Vec::new();
+    for f in std::fs::read_dir(&dir).expect("src/web") {
+        let f = f.expect("entry").path();
+        if f.extension().and_then(|e| e.to_str()) != Some("rs") {
+            continue;
+        }
+        let src: String = std::fs::read_to_string(&f)
+            .expect("source")
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        for part in src.split(".route(\"").skip(1) {
+            let Some((path, rest)) = part.split_once('"') else {
+                continue;
+            };
+            let file = path.rsplit('/').next().unwrap_or_default();
+            if rest.starts_with(",web::get()")
+                && !path.starts_with("/api/")
+                && !path.starts_with("/static/")
+                && !file.contains('.')
+            {
+                out.push(path.to_string());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Start a run through the API and wait until it has ended; its id.
+fn api_run(http: &Http, path: &str, body: Value) -> i64 {
+    let r = http.api("POST", path, &body);
+    assert_eq!(r.status, 201, "{path} {body}: {}", r.body);
+    let id = r.json()["id"].as_i64().expect("id");
+    let v = wait_run(http, id, Duration::from_secs(60));
+    assert_eq!(v["run"]["status"], "completed", "run {id}: {v}");
+    id
+}
+
+/// The newest ended run of `kind`: its id.
+fn newest(http: &Http, kind: &str) -> i64 {
+    let t = Instant::now();
+    loop {
+        let list = http.get_json(&format!("/api/runs?kind={kind}"));
+        if let Some(id) = list.as_array().and_then(|a| {
+            a.iter()
+                .find(|r| r["kind"] == kind && r["status"] != "running")
+                .and_then(|r| r["id"].as_i64())
+        }) {
+            return id;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "no {kind} run: {list}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// What the page looks like at this size: document and window width, and the buttons that
+/// lie outside the window (and not inside a box that scrolls by itself).
+const MEASURE: &str = "
+const W = window.innerWidth;
+const out = [];
+document.querySelectorAll('main button, main a.button, main input[type=submit]').forEach(b => {
+  const r = b.getBoundingClientRect();
+  if (r.width === 0 && r.height === 0) return;
+  const box = b.closest('.scroll');
+  const lim = box ? box.getBoundingClientRect() : r;
+  if (lim.right > W + 0.5 || lim.left < -0.5 || r.width < 8)
+    out.push(b.textContent.trim() + ' [' + Math.round(r.left) + '..' + Math.round(r.right) + ']');
+});
+return {sw: document.documentElement.scrollWidth, iw: W, title: document.title, clipped: out,
+        buttons: document.querySelectorAll('main button, main a.button').length};";
+
+/// Open `path` in `b`, measure it, screenshot it; problems go to `problems`.
+fn check_page(
+    b: &Browser,
+    shots: &std::path::Path,
+    w: u32,
+    name: &str,
+    path: &str,
+    problems: &mut Vec<String>,
+) {
+    b.go(path);
+    let m = b.js(MEASURE);
+    let sw = m["sw"].as_u64().unwrap_or(u64::MAX);
+    let iw = m["iw"].as_u64().unwrap_or(0);
+    b.screenshot(shots, &format!("{w}-{name}"));
+    eprintln!(
+        "{w:>4} px {path:<28} scrollWidth {sw:>5} innerWidth {iw:>5} buttons {} title {}",
+        m["buttons"], m["title"]
+    );
+    if iw != w as u64 {
+        problems.push(format!("{w} px {path}: the window is {iw} px wide"));
+    }
+    if sw > iw {
+        problems.push(format!(
+            "{w} px {path}: scrolls sideways (document {sw} px, window {iw} px)"
+        ));
+    }
+    if m["clipped"].as_array().is_some_and(|a| !a.is_empty()) {
+        problems.push(format!(
+            "{w} px {path}: buttons out of reach {}",
+            m["clipped"]
+        ));
+    }
+    if m["title"].as_str().unwrap_or_default().starts_with("Error") {
+        problems.push(format!("{w} px {path}: {}", m["title"]));
+    }
+}
+
+#[test]
+fn every_page_fits_a_phone_and_a_desk() {
+    let mut lab = Lab::with_pc2();
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    let pc2 = lab.pc2.clone().expect("pc2");
+    lab.spawn(&pc1, "iperf3-pc1", "iperf3", &["-s"]);
+    lab.spawn(&pc2, "iperf3-pc2", "iperf3", &["-s"]);
+    lab.wait_port(&pc1, PC1_IP, 5201);
+    lab.wait_port(&pc2, PC2_IP, 5201);
+    let (_, mut http) = daemon(&mut lab, &board, WEB_PORT, &[]);
+    for p in [8088, 5009] {
+        lab.wait_port(&board, BOARD_IP, p);
+    }
+    chromedriver(&mut lab, &board, WD_PORT);
+    let base = format!("http://127.0.0.1:{WEB_PORT}");
+    let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .map(|p| p.join("ui-screens"))
+        .expect("target dir");
+    let _ = std::fs::create_dir_all(&shots);
+    let mut problems = Vec::new();
+
+    // Before the first login: the setup page.
+    for (w, h) in SIZES {
+        let b = Browser::open(
+            &board,
+            WD_PORT,
+            &base,
+            w,
+            h,
+            &lab.dir().join(format!("setup-{w}")),
+        );
+        check_page(&b, &shots, w, "setup", "/setup", &mut problems);
+    }
+    set_up(&lab, &mut http);
+
+    // Data for the pages: runs of several kinds, a suite, a saved definition.
+    let tcp = api_run(
+        &http,
+        "/api/runs",
+        json!({"host": PC1_IP, "duration": 1, "bind": "eth0"}),
+    );
+    let udp = api_run(
+        &http,
+        "/api/runs",
+        json!({"host": PC1_IP, "duration": 1, "protocol": "udp", "bitrate": "20M"}),
+    );
+    let multi = api_run(
+        &http,
+        "/api/runs/multi",
+        json!({"legs": [{"host": PC1_IP, "bind": "eth0", "duration": 1},
+                        {"host": PC2_IP, "bind": "eth1", "duration": 1}]}),
+    );
+    let mon = api_run(
+        &http,
+        "/api/monitor",
+        json!({"ports": ["eth0", "eth1"], "duration": "1", "label": "width check"}),
+    );
+    let (code, _, err) = lab.run(
+        &pc1,
+        "curl",
+        "curl",
+        &[
+            "-sS",
+            "-o",
+            "/dev/null",
+            &format!("http://{BOARD_IP}:8088/payload/5M"),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let serve = newest(&http, "http-serve");
+    let (code, _, err) = lab.run(
+        &pc1,
+        "nc-sink",
+        "sh",
+        &[
+            "-c",
+            &format!("head -c 5000000 /dev/zero | nc -N {BOARD_IP} 5009"),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let sink = newest(&http, "tcp-sink");
+    let quick = json!({"name": "quick", "description": "width check", "time": 1, "steps": [
+        {"kind": "tcp", "direction": "send"}, {"kind": "udp", "direction": "send", "bitrate": "10M"}]});
+    let r = http.api("POST", "/api/suite-defs", &quick);
+    assert_eq!(r.status, 201, "{}", r.body);
+    let def = r.json()["id"].as_i64().expect("def id");
+    let r = http.api(
+        "POST",
+        "/api/suite-defs/quick/run",
+        &json!({"host": PC1_IP, "label": "board A"}),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let suite = r.json()["id"].as_i64().expect("suite id");
+    let t = Instant::now();
+    while http.get_json(&format!("/api/suites/{suite}"))["status"] == "running" {
+        assert!(t.elapsed() < Duration::from_secs(60), "suite still running");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+
+    // Every page route, with real ids.
+    let mut pages: Vec<(String, String)> = Vec::new();
+    let add = |pages: &mut Vec<(String, String)>, name: &str, path: String| {
+        pages.push((name.to_string(), path))
+    };
+    for route in page_routes() {
+        match route.as_str() {
+            "/setup" => {} // seen before the password was set
+            "/login" => {} // seen after logging out
+            "/runs/{id}" => {
+                for (n, id) in [
+                    ("tcp", tcp),
+                    ("udp", udp),
+                    ("multi", multi),
+                    ("monitor", mon),
+                    ("http-serve", serve),
+                    ("tcp-sink", sink),
+                ] {
+                    add(&mut pages, &format!("run-{n}"), format!("/runs/{id}"));
+                }
+            }
+            "/suites/defs/{id}" => add(&mut pages, "suite-def", format!("/suites/defs/{def}")),
+            "/suites/{id}" => add(&mut pages, "suite", format!("/suites/{suite}")),
+            "/compare" => {
+                add(
+                    &mut pages,
+                    "compare-runs",
+                    format!("/compare?runs={tcp},{udp}"),
+                );
+                add(
+                    &mut pages,
+                    "compare-suites",
+                    format!("/compare?suites={suite}"),
+                );
+            }
+            p if !p.contains('{') => {
+                let name = p.trim_matches('/').replace('/', "-");
+                let name = if name.is_empty() {
+                    "index".into()
+                } else {
+                    name
+                };
+                // Plain-text routes (no page) are left out.
+                let r = http.get(p);
+                if r.body.trim_start().starts_with("<!doctype html") {
+                    add(&mut pages, &name, p.to_string());
+                }
+            }
+            other => problems.push(format!("page route {other} has no example here: add one")),
+        }
+    }
+    add(&mut pages, "history-kind", "/runs?kind=iperf3".to_string());
+    let names: Vec<&str> = pages.iter().map(|p| p.1.as_str()).collect();
+    eprintln!("pages: {names:?}");
+    for want in [
+        "/",
+        "/runs",
+        "/ports",
+        "/forwarding",
+        "/settings",
+        "/traffic",
+        "/multi",
+        "/suites",
+    ] {
+        assert!(names.contains(&want), "{want} missing from {names:?}");
+    }
+
+    for (w, h) in SIZES {
+        let b = Browser::open(
+            &board,
+            WD_PORT,
+            &base,
+            w,
+            h,
+            &lab.dir().join(format!("p{w}")),
+        );
+        check_page(&b, &shots, w, "login", "/login", &mut problems);
+        b.log_in("correct horse");
+        for (name, path) in &pages {
+            check_page(&b, &shots, w, name, path, &mut problems);
+        }
+
+        // A pending board change (the confirm card) at this size, then rolled back.
+        b.go("/ports");
+        b.type_into(
+            "#edit-eth1 input[name=address]:not([type=hidden])",
+            "203.0.113.7/24",
+        );
+        b.click("#edit-eth1 form:has(input[name=address]:not([type=hidden])) button[value=apply]");
+        b.wait_path("/ports");
+        assert!(b.displayed("#pending"), "no confirm card");
+        let m = b.js(MEASURE);
+        b.screenshot(&shots, &format!("{w}-ports-pending"));
+        if m["sw"].as_u64() > m["iw"].as_u64()
+            || m["clipped"].as_array().is_some_and(|a| !a.is_empty())
+        {
+            problems.push(format!("{w} px /ports with a pending change: {m}"));
+        }
+        b.click("#rollback");
+        b.wait_path("/ports/rollback");
+
+        // Forms remember their last values in this browser: the monitor form's label and
+        // duration come back on the next visit (the board sends the form empty).
+        if w >= 600 {
+            b.go("/forwarding");
+            b.type_into(
+                "form[data-remember=monitor] input[name=label]",
+                "remember me",
+            );
+            b.type_into("form[data-remember=monitor] input[name=duration]", "1");
+            b.click("form[data-remember=monitor] button[type=submit]");
+            b.wait_path("/forwarding");
+            b.go("/forwarding");
+            let v = b.js(
+                "const f = document.querySelector('form[data-remember=monitor]');
+                 return [f.label.value, f.duration.value, f.label.getAttribute('value')];",
+            );
+            assert_eq!(
+                v,
+                json!(["remember me", "1", ""]),
+                "monitor form after a reload"
+            );
+            b.go("/runs?kind=monitor");
+        }
+
+        // The navigation: at 390 px folded into a menu, every entry reached through it.
+        b.go("/");
+        let entries: Vec<String> = b
+            .js("return Array.from(document.querySelectorAll('#nav a')).map(a => a.getAttribute('href'));")
+            .as_array()
+            .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+            .unwrap_or_default();
+        assert!(entries.len() >= 8, "navigation entries: {entries:?}");
+        if w < 600 {
+            assert!(b.displayed("#nav-button"), "no menu button at {w} px");
+            assert!(
+                !b.displayed("#nav a[href='/runs']"),
+                "navigation not folded at {w} px"
+            );
+            for e in &entries {
+                b.go("/");
+                b.click("#nav-button");
+                b.click(&format!("#nav a[href='{e}']"));
+                b.wait_path(e);
+            }
+            b.go("/");
+            b.click("#nav-button");
+            b.screenshot(&shots, &format!("{w}-menu-open"));
+            b.click("#nav button.link");
+            b.wait_path("/login");
+        } else {
+            assert!(!b.displayed("#nav-button"), "menu button shown at {w} px");
+            let off = b.js(
+                "return Array.from(document.querySelectorAll('#nav a, #nav button'))
+                   .filter(a => { const r = a.getBoundingClientRect();
+                                  return r.width === 0 || r.right > window.innerWidth || r.top > 200; })
+                   .map(a => a.textContent.trim());",
+            );
+            if off != json!([]) {
+                problems.push(format!("{w} px: navigation entries off screen {off}"));
+            }
+            for e in &entries {
+                b.go("/");
+                b.click(&format!("#nav a[href='{e}']"));
+                b.wait_path(e);
+            }
+            b.click("#nav button.link");
+            b.wait_path("/login");
+        }
+        eprintln!("{w} px: navigation entries {entries:?} + Log out reached");
+    }
+    eprintln!("screenshots: {}", shots.display());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
