@@ -38,6 +38,12 @@ pub fn xml_escape(s: &str) -> String {
     out
 }
 
+/// [`xml_escape`] for element text: line breaks stay line breaks (only attribute values need
+/// them as references).
+fn xml_text(s: &str) -> String {
+    xml_escape(s).replace("&#10;", "\n")
+}
+
 /// A row passes when its verdict passes, or (no thresholds) when its test completed.
 pub fn row_passed(s: &StepResult) -> bool {
     match step_word(s) {
@@ -176,7 +182,7 @@ pub fn junit_xml(r: &SuiteResult, hostname: &str) -> String {
             x.push_str(&format!(
                 "      <failure message=\"{}\" type=\"{kind}\">{}</failure>\n",
                 a(first),
-                a(&reasons.join("\n"))
+                xml_text(&reasons.join("\n"))
             ));
         }
         let mut out: Vec<String> = measurements(s)
@@ -195,7 +201,7 @@ pub fn junit_xml(r: &SuiteResult, hostname: &str) -> String {
         }
         x.push_str(&format!(
             "      <system-out>{}</system-out>\n",
-            a(&out.join("\n"))
+            xml_text(&out.join("\n"))
         ));
         x.push_str("    </testcase>\n");
     }
