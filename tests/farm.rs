@@ -4,7 +4,8 @@
 //! cannot run exits 2 (unknown suite, bad arguments, nothing listening on the peer's port).
 //! The JUnit file is read back with junitparser (PyPI) and validated with
 //! `xmllint --schema tests/data/junit.xsd`; the LAVA lines are matched by a regex of LAVA's
-//! signal syntax (tests/data/farm_check.py).
+//! signal syntax (tests/data/farm_check.py). The daemon then shows the same verdicts on the
+//! suite page, in its API and in compare.
 
 mod common;
 use common::*;
@@ -200,6 +201,10 @@ fn suite_run_for_ci_pass_fail_junit_lava_exit_codes() {
             .contains("ok: loss "),
         "{v}"
     );
+    let pass_sid = s["properties"]["suite_id"]
+        .as_str()
+        .unwrap_or("0")
+        .to_string();
     let lava = v["lava"].as_array().cloned().unwrap_or_default();
     assert_eq!(
         v["lava_lines"], 2,
@@ -297,6 +302,38 @@ fn suite_run_for_ci_pass_fail_junit_lava_exit_codes() {
     assert!(lines[0].ends_with(",verdict,reasons"), "{csv}");
     assert!(lines[1].contains(",fail,receiver bitrate "), "{csv}");
     assert!(lines[2].ends_with(",pass,"), "{csv}");
+
+    // The same verdicts on the daemon's suite page, in its API and in compare.
+    let port = free_port();
+    let (_, mut http) = common::http::daemon(&mut lab, &board, port, &[]);
+    common::http::set_up(&lab, &mut http);
+    let page = http.get(&format!("/suites/{sid}")).body;
+    assert!(
+        page.contains("id=\"suite-verdict\">FAIL</span>"),
+        "suite page without its verdict: {page}"
+    );
+    assert!(
+        page.contains("<li>#1 TCP send: receiver bitrate ")
+            && page.contains(" &#60; 1000000.0 Mbit/s</li>"),
+        "{page}"
+    );
+    assert!(page.contains("<th>Verdict</th>"), "{page}");
+    let page = http.get(&format!("/suites/{pass_sid}")).body;
+    assert!(page.contains("id=\"suite-verdict\">PASS</span>"), "{page}");
+    let api = http.get_json(&format!("/api/suites/{sid}"));
+    assert_eq!(api["verdict"]["result"], "FAIL", "{api}");
+    assert_eq!(api["verdict"]["failed"], 1);
+    assert_eq!(api["steps"][1]["verdict"]["pass"], true);
+    let cmp = http
+        .get(&format!("/compare.md?suites={pass_sid},{sid}"))
+        .body;
+    assert!(
+        cmp.contains(&format!("Suite {pass_sid} · farm-board · {PC1_IP}"))
+            && cmp.contains(" · PASS |")
+            && cmp.contains(" · FAIL |")
+            && cmp.contains(" — FAIL |"),
+        "{cmp}"
+    );
 
     // Could not run → exit 2: unknown suite, bad arguments, nothing on the peer's port.
     for (name, args, want) in [
