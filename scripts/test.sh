@@ -12,7 +12,7 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 # Debian packages the tests use: stock peers, namespace tooling, the browser and its driver.
-need=(iperf3 iperf iproute2 procps chromium chromium-driver time curl nftables iptables axel nginx-light netcat-openbsd python3 prometheus)
+need=(iperf3 iperf iproute2 procps chromium chromium-driver time curl nftables iptables axel nginx-light netcat-openbsd python3 python3-pip libxml2-utils prometheus)
 missing=()
 for p in "${need[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -24,9 +24,17 @@ if ((${#missing[@]})); then
     apt-get update -q || echo "test.sh: apt-get update failed (continuing; checking the install)"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-for t in iperf3 iperf ip chromium chromedriver; do
+for t in iperf3 iperf ip chromium chromedriver xmllint; do
     command -v "$t" >/dev/null || { echo "test.sh: $t is still missing" >&2; exit 1; }
 done
+
+# junitparser (PyPI) reads back the JUnit reports of `netperfd suite run --junit` (tests/farm.rs).
+junitparser_version=${JUNITPARSER_VERSION:-5.0.3}
+if ! python3 -c 'import junitparser' 2>/dev/null; then
+    echo "test.sh: installing junitparser==$junitparser_version"
+    python3 -m pip install -q --disable-pip-version-check "junitparser==$junitparser_version" ||
+        python3 -m pip install -q --disable-pip-version-check --break-system-packages "junitparser==$junitparser_version"
+fi
 
 # Namespaces left by an interrupted earlier run (names are npt-*) would not clash, but clean them.
 for ns in $(ip netns list 2>/dev/null | awk '/^npt-/ {print $1}'); do ip netns del "$ns" || true; done

@@ -43,7 +43,9 @@ pub enum SuiteCmd {
     List,
     /// Print a definition's steps (and the tests they expand to)
     Show { name: String },
-    /// Run a definition against a peer and print its table
+    /// Run a definition against a peer and print its table. Exit status: 0 PASS (or, without
+    /// thresholds, every test completed), 1 FAIL, 2 the suite could not run (unknown suite,
+    /// bad arguments, peer unreachable: no test completed, or the suite was stopped)
     Run {
         name: String,
         /// Peer running iperf3 -s
@@ -63,6 +65,12 @@ pub enum SuiteCmd {
         label: Option<String>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// Write a JUnit XML report (one testcase per step) to FILE ("-" = stdout)
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+        /// Print one <LAVA_SIGNAL_TESTCASE …> line per step (for a LAVA test shell)
+        #[arg(long)]
+        lava: bool,
     },
     /// Delete a definition (its past runs stay in history)
     Delete { name: String },
@@ -123,10 +131,20 @@ fn need(store: &Store, name: &str) -> Result<crate::store::SuiteDefRow, String> 
         .ok_or_else(|| format!("no suite definition '{name}' (see 'netperfd suite list')"))
 }
 
-/// Run `netperfd suite`; returns the exit code.
+/// Exit status of `suite run` when the suite could not run.
+const COULD_NOT_RUN: i32 = 2;
+
+/// Run `netperfd suite`; returns the exit code (`suite run`: see [`SuiteCmd::Run`]).
 pub fn main(a: SuiteArgs) -> i32 {
     crate::logging::init("warn");
-    exit(suite(a))
+    let run = matches!(a.cmd, SuiteCmd::Run { .. });
+    match suite(a) {
+        Err(e) if run => {
+            eprintln!("netperfd: {e}");
+            COULD_NOT_RUN
+        }
+        r => exit(r),
+    }
 }
 
 fn suite(a: SuiteArgs) -> Result<i32, String> {
@@ -248,6 +266,8 @@ fn suite(a: SuiteArgs) -> Result<i32, String> {
             time,
             label,
             format,
+            junit,
+            lava,
         } => {
             let row = need(&store, &name)?;
             let t = RunTarget {
@@ -258,7 +278,12 @@ fn suite(a: SuiteArgs) -> Result<i32, String> {
                 label,
             };
             let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
-            rt.block_on(run_suite(store, row, t, format))
+            let out = Outputs {
+                format,
+                junit,
+                lava,
+            };
+            rt.block_on(run_suite(store, row, t, out))
         }
     }
 }
@@ -276,6 +301,9 @@ fn print_suite(r: &crate::results::suite_table::SuiteResult, format: Format) {
                     s.error.clone().unwrap_or_default()
                 );
             }
+            for l in compare::verdict_lines(r) {
+                println!("{l}");
+            }
         }
         Format::Md => print!("{}", compare::suite_markdown(r)),
         Format::Csv => print!("{}", compare::suite_csv(r)),
@@ -283,12 +311,56 @@ fn print_suite(r: &crate::results::suite_table::SuiteResult, format: Format) {
     }
 }
 
+/// What `suite run` writes besides its table.
+struct Outputs {
+    format: Format,
+    /// JUnit XML file ("-" = stdout).
+    junit: Option<PathBuf>,
+    /// LAVA signal lines on stdout.
+    lava: bool,
+}
+
+/// The exit status of a finished suite run: 2 when it could not run (stopped, or no test
+/// completed — the peer was unreachable or refused), else 0 on PASS / 1 on FAIL, or without
+/// thresholds 0 when every test completed and 1 otherwise.
+pub(crate) fn exit_code(r: &crate::results::suite_table::SuiteResult) -> i32 {
+    if r.suite.status == "aborted" || !r.steps.iter().any(|s| s.status == "completed") {
+        return COULD_NOT_RUN;
+    }
+    match &r.verdict {
+        Some(v) if v.pass() => 0,
+        Some(_) => 1,
+        None if r.suite.status == "completed" => 0,
+        None => 1,
+    }
+}
+
+/// Write the JUnit report and the LAVA lines of a finished suite.
+fn farm_outputs(r: &crate::results::suite_table::SuiteResult, o: &Outputs) -> Result<(), String> {
+    if o.lava {
+        for l in crate::results::farm::lava_lines(r) {
+            println!("{l}");
+        }
+    }
+    if let Some(f) = &o.junit {
+        let host = crate::runs::suites::run::board_label();
+        let x = crate::results::farm::junit_xml(r, &host);
+        if f.as_os_str() == "-" {
+            print!("{x}");
+        } else {
+            std::fs::write(f, x).map_err(|e| format!("{}: {e}", f.display()))?;
+        }
+    }
+    Ok(())
+}
+
 async fn run_suite(
     store: Arc<Store>,
     row: crate::store::SuiteDefRow,
     t: RunTarget,
-    format: Format,
+    out: Outputs,
 ) -> Result<i32, String> {
+    let format = out.format;
     let hub = Hub::new(store.clone());
     let sid = run::start_def(&hub, &row, &t)?;
     if format == Format::Text {
@@ -331,7 +403,22 @@ async fn run_suite(
             if format == Format::Text {
                 println!("Recorded in {}", store.path().display());
             }
-            return Ok(if r.suite.status == "completed" { 0 } else { 1 });
+            let code = exit_code(&r);
+            if let Err(e) = farm_outputs(&r, &out) {
+                eprintln!("netperfd: {e}");
+                return Ok(COULD_NOT_RUN);
+            }
+            if code == COULD_NOT_RUN {
+                eprintln!(
+                    "netperfd: suite run {sid} could not run: {}",
+                    if r.suite.status == "aborted" {
+                        "it was stopped".to_string()
+                    } else {
+                        format!("no test completed (is iperf3 -s running on {}?)", t.host)
+                    }
+                );
+            }
+            return Ok(code);
         }
     }
 }

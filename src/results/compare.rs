@@ -74,6 +74,9 @@ pub struct Column {
     pub status: String,
     /// Suite name (suites) or test label (runs).
     pub name: String,
+    /// Suites with thresholds: "PASS" / "FAIL" (see [`crate::results::verdict`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
 }
 
 impl Column {
@@ -89,6 +92,10 @@ impl Column {
                 t.push_str(" · ");
                 t.push_str(p);
             }
+        }
+        if let Some(v) = &self.verdict {
+            t.push_str(" · ");
+            t.push_str(v);
         }
         t
     }
@@ -138,6 +145,7 @@ pub fn compare_runs(store: &Store, ids: &[i64]) -> Result<Comparison, CompareErr
             when: minute(r.started_at),
             status: r.status.clone(),
             name: label,
+            verdict: None,
         });
         cells.push(Some(s));
     }
@@ -161,6 +169,7 @@ pub fn suite_column(r: &SuiteResult) -> Column {
         when: minute(r.suite.created_at),
         status: r.suite.status.clone(),
         name: r.suite.name.clone(),
+        verdict: r.verdict.as_ref().map(|v| v.result.to_string()),
     }
 }
 
@@ -426,7 +435,8 @@ fn sent_text(s: &StepResult) -> String {
 /// One suite's own table, like seed 001's per-test results: test, target, sent, received
 /// (bitrate), retransmits, jitter, lost/total, loss, CPU (busiest core), status, run.
 pub fn suite_grid(r: &SuiteResult) -> Grid {
-    Grid {
+    let judged = r.steps.iter().any(|s| s.thresholds.is_some());
+    let mut g = Grid {
         header: [
             "Test",
             "Target",
@@ -461,7 +471,39 @@ pub fn suite_grid(r: &SuiteResult) -> Grid {
                 ]
             })
             .collect(),
+    };
+    // Suites with thresholds get a last column: pass / fail per row (reasons below the table).
+    if judged {
+        g.header.push("Verdict".into());
+        for (row, s) in g.rows.iter_mut().zip(&r.steps) {
+            row.push(crate::results::verdict::step_word(s).into());
+        }
     }
+    g
+}
+
+/// The suite's verdict as lines for text and Markdown: "PASS: 8 of 8 tests passed the
+/// thresholds" or "FAIL: 1 of 8 tests failed" and one line per failing row with its reasons;
+/// empty without thresholds (or while running).
+pub fn verdict_lines(r: &SuiteResult) -> Vec<String> {
+    let Some(v) = &r.verdict else {
+        return Vec::new();
+    };
+    let n = v.passed + v.failed;
+    let mut out = vec![if v.pass() {
+        format!("PASS: {} of {n} tests passed the thresholds", v.passed)
+    } else {
+        format!("FAIL: {} of {n} tests failed", v.failed)
+    }];
+    for f in &v.failing {
+        out.push(format!(
+            "#{} {}: {}",
+            f.index,
+            f.label,
+            f.reasons.join("; ")
+        ));
+    }
+    out
 }
 
 /// Runs compared metric by metric: rows = metrics, columns = runs; the bitrate row shows
@@ -543,6 +585,9 @@ pub fn step_grid(c: &Comparison) -> Grid {
                     if i > 0 {
                         t.push_str(&delta_text(delta_percent(base, s.bitrate_bps)));
                     }
+                    if crate::results::verdict::step_word(s) == "fail" {
+                        t.push_str(" — FAIL");
+                    }
                     t
                 }
             }));
@@ -567,9 +612,10 @@ pub fn grid(c: &Comparison, boards: bool) -> Grid {
 /// CSV of a comparison, one line per test per column, numbers in base units: test, column
 /// (kind, id, board, peer, started), run, status, protocol, direction, target_bps,
 /// bitrate_bps, sender_bps, receiver_bps, retransmits, jitter_ms, lost, total, loss_percent,
-/// cpu_max_percent, delta_percent (bitrate against the first column).
+/// cpu_max_percent, delta_percent (bitrate against the first column), verdict (pass / fail /
+/// empty without thresholds), reasons (why it failed, "; "-separated).
 pub fn csv(c: &Comparison) -> String {
-    let mut out = String::from("test,kind,id,board,peer,started,run_id,status,protocol,direction,target_bps,bitrate_bps,sender_bps,receiver_bps,retransmits,jitter_ms,lost,total,loss_percent,cpu_max_percent,delta_percent\n");
+    let mut out = String::from("test,kind,id,board,peer,started,run_id,status,protocol,direction,target_bps,bitrate_bps,sender_bps,receiver_bps,retransmits,jitter_ms,lost,total,loss_percent,cpu_max_percent,delta_percent,verdict,reasons\n");
     for r in &c.rows {
         let base = r
             .cells
@@ -606,6 +652,13 @@ pub fn csv(c: &Comparison) -> String {
                 num(s.loss_percent),
                 num(s.cpu_max_percent),
                 delta.unwrap_or_default(),
+                crate::results::verdict::step_word(s).to_string(),
+                csv_field(
+                    &s.verdict
+                        .as_ref()
+                        .map(|v| v.reasons.join("; "))
+                        .unwrap_or_default(),
+                ),
             ];
             out.push_str(&fields.join(","));
             out.push('\n');
@@ -628,13 +681,24 @@ pub fn markdown(c: &Comparison, boards: bool) -> String {
 /// A suite's own table as Markdown, with a heading line (name, label, peer, date, status).
 pub fn suite_markdown(r: &SuiteResult) -> String {
     let col = suite_column(r);
-    format!(
+    let mut out = format!(
         "**{}** — {} ({})\n\n{}",
         md_escape(&r.suite.name),
         md_escape(&col.title()),
         r.suite.status,
         suite_grid(r).markdown()
-    )
+    );
+    let lines = verdict_lines(r);
+    if let Some((head, rows)) = lines.split_first() {
+        out.push_str(&format!("\n**{}**\n", md_escape(head)));
+        for l in rows {
+            out.push_str(&format!("\n* {}", md_escape(l)));
+        }
+        if !rows.is_empty() {
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// A suite's own table as CSV (the comparison CSV of this one suite).
@@ -673,6 +737,7 @@ mod tests {
             label: label.into(),
             def_id: Some(1),
             steps,
+            verdict: None,
         }
     }
 
@@ -775,7 +840,7 @@ mod tests {
         assert_eq!(lines.len(), 1 + 6);
         assert_eq!(
             lines[1],
-            "TCP send,suite,4,Apalis iMX6Q,192.0.2.2,2025-11-30 12:00 UTC,,completed,TCP,send,0,406000000,406000000,406000000,0,,,,,,"
+            "TCP send,suite,4,Apalis iMX6Q,192.0.2.2,2025-11-30 12:00 UTC,,completed,TCP,send,0,406000000,406000000,406000000,0,,,,,,,,"
         );
         assert!(out.contains("\"iMX8QM, \"\"after\"\" governor\""), "{out}");
         assert!(out.contains("\n'=cmd,suite,5,"), "{out}");
@@ -783,7 +848,7 @@ mod tests {
             .iter()
             .find(|l| l.starts_with("UDP receive 400M,suite,5"))
             .unwrap();
-        assert!(udp8.ends_with(",121,366076,0.033,,0.000"), "{udp8}");
+        assert!(udp8.ends_with(",121,366076,0.033,,0.000,,"), "{udp8}");
         // Every line has the header's field count (quoted commas do not count).
         let n = lines[0].split(',').count();
         assert_eq!(lines[1].split(',').count(), n);
@@ -864,6 +929,7 @@ mod tests {
                     when: "w".into(),
                     status: "completed".into(),
                     name: "TCP send".into(),
+                    verdict: None,
                 },
                 Column {
                     kind: "run".into(),
@@ -873,6 +939,7 @@ mod tests {
                     when: "w".into(),
                     status: "completed".into(),
                     name: "TCP send".into(),
+                    verdict: None,
                 },
             ],
             rows: vec![CompareRow {

@@ -1,14 +1,17 @@
 //! Results: what a stored run means — the ceiling and verdict (`analysis`), result tables and
 //! comparisons (`compare`), chart series (`charts`) and exports (`export`: CSV, iperf3 JSON),
-//! with the unit formatting of `model::units`. Reads the store; never measures or renders HTML.
+//! with the unit formatting of `model::units`; PASS / FAIL of suite runs against their
+//! thresholds (`verdict`) and their JUnit / LAVA forms (`farm`). Reads the store; never measures or renders HTML.
 
 pub mod analysis;
 pub mod charts;
 pub mod compare;
 pub mod export;
+pub mod farm;
 pub mod figures;
 pub mod latency;
 pub mod shortfall;
 pub mod suite_table;
 pub mod text;
+pub mod verdict;
 pub mod view;

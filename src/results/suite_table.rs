@@ -43,7 +43,22 @@ pub struct StepResult {
     pub peer: String,
     /// Unix ms.
     pub started_at: Option<i64>,
+    /// When the test ended, Unix ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<i64>,
     pub error: Option<String>,
+    /// The limits this row is checked against (suite runs with thresholds only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<crate::spec::thresholds::Thresholds>,
+    /// The port's ceiling, bits/s (filled when a `min_ceiling_percent` limit needs it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ceiling_bps: Option<f64>,
+    /// How the ceiling was computed, or why it is unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ceiling_basis: Option<String>,
+    /// Pass / fail against `thresholds` (see [`crate::results::verdict`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<crate::results::verdict::StepVerdict>,
 }
 
 /// Busiest core's highest busy %, over all of a run's samples.
@@ -111,7 +126,9 @@ pub fn run_result(store: &Store, index: usize, label: &str, r: &RunRow) -> StepR
         },
         peer: format!("{}:{}", r.peer_host, r.peer_port),
         started_at: Some(r.started_at),
+        ended_at: r.ended_at,
         error: r.error.clone(),
+        ..Default::default()
     }
 }
 
@@ -124,6 +141,8 @@ pub struct SuiteResult {
     pub def_id: Option<i64>,
     /// One row per planned test, in order (tests not run yet are pending / skipped).
     pub steps: Vec<StepResult>,
+    /// PASS / FAIL with the failing rows; `None` without thresholds or while running.
+    pub verdict: Option<crate::results::verdict::SuiteVerdict>,
 }
 
 /// Load suite `sid` and build its table; `Ok(None)` if there is no such suite.
@@ -142,8 +161,19 @@ pub fn suite_result(store: &Store, sid: i64) -> Result<Option<SuiteResult>, Stri
             .map(|p| p.label.clone())
             .or_else(|| runs.get(i).map(run_label))
             .unwrap_or_default();
+        let thresholds = plan.get(i).and_then(|p| p.thresholds);
         steps.push(match runs.get(i) {
-            Some(r) => run_result(store, i + 1, &label, r),
+            Some(r) => {
+                let mut s = run_result(store, i + 1, &label, r);
+                s.thresholds = thresholds;
+                if thresholds.is_some_and(|t| t.min_ceiling_percent.is_some()) {
+                    if let Some(a) = crate::results::charts::analyze_run(store, r) {
+                        s.ceiling_bps = a.ceiling_bps;
+                        s.ceiling_basis = Some(a.ceiling_basis);
+                    }
+                }
+                s
+            }
             None => {
                 let p = &plan[i];
                 StepResult {
@@ -159,15 +189,19 @@ pub fn suite_result(store: &Store, sid: i64) -> Result<Option<SuiteResult>, Stri
                     direction: p.direction.clone(),
                     target_bps: p.target_bps,
                     peer: suite.peer_host.clone(),
+                    thresholds,
                     ..Default::default()
                 }
             }
         });
     }
-    Ok(Some(SuiteResult {
+    let mut r = SuiteResult {
         label: extra.label.unwrap_or_default(),
         def_id: extra.def_id,
         suite,
         steps,
-    }))
+        verdict: None,
+    };
+    crate::results::verdict::judge(&mut r);
+    Ok(Some(r))
 }

@@ -16,6 +16,7 @@ use crate::engine::iperf3::client::ClientSpec;
 use crate::engine::iperf3::wire::{Direction, Protocol};
 use crate::engine::report::parse_suffixed;
 use crate::spec::test::TestRequest;
+use crate::spec::thresholds::Thresholds;
 use crate::store::Store;
 use serde::{de::Error as _, Deserialize, Deserializer, Serialize};
 
@@ -104,6 +105,11 @@ pub struct Step {
         skip_serializing_if = "Option::is_none"
     )]
     pub label: Option<String>,
+    /// Pass/fail limits of this step's tests (see [`crate::spec::thresholds`]); replaces the
+    /// suite's `thresholds`. Kept as JSON here and checked by [`SuiteDef::validate`], so an
+    /// error names the step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<serde_json::Value>,
 }
 
 /// A saved suite: what the Suites page edits and `netperfd suite` runs.
@@ -135,6 +141,9 @@ pub struct SuiteDef {
         skip_serializing_if = "Option::is_none"
     )]
     pub time: Option<String>,
+    /// Pass/fail limits for every step that sets none (see [`crate::spec::thresholds`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<serde_json::Value>,
     pub steps: Vec<Step>,
 }
 
@@ -165,6 +174,8 @@ pub struct PlannedTest {
     /// Row name in result tables.
     pub label: String,
     pub spec: ClientSpec,
+    /// Limits its result must keep (the step's, else the suite's); `None` = no verdict.
+    pub thresholds: Option<Thresholds>,
 }
 
 /// What the store keeps of a planned test (the suite page shows pending tests from it).
@@ -180,6 +191,9 @@ pub struct PlanEntry {
     pub target_bps: u64,
     /// Seconds.
     pub time: u32,
+    /// Limits the result must keep (absent in suites run before thresholds existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<Thresholds>,
 }
 
 impl PlannedTest {
@@ -196,6 +210,7 @@ impl PlannedTest {
             .into(),
             target_bps: self.spec.params.bandwidth,
             time: self.spec.params.time,
+            thresholds: self.thresholds.filter(|t| !t.is_empty()),
         }
     }
 }
@@ -315,6 +330,10 @@ impl SuiteDef {
             .to_spec(&[])
             .map_err(|e| format!("port: {e}"))?;
         }
+        let suite_th = match &self.thresholds {
+            Some(v) => Some(Thresholds::from_value(v)?),
+            None => None,
+        };
         let mut out = Vec::new();
         for (i, st) in self.steps.iter().enumerate() {
             let n = i + 1;
@@ -322,6 +341,10 @@ impl SuiteDef {
             if let Some(l) = &st.label {
                 check_text("the label", l, 80).map_err(e)?;
             }
+            let thresholds = match &st.thresholds {
+                Some(v) => Some(Thresholds::from_value(v).map_err(e)?),
+                None => suite_th,
+            };
             let time = opt(&t.time)
                 .or(opt(&st.time))
                 .or(opt(&self.time))
@@ -370,6 +393,7 @@ impl SuiteDef {
                         step: n,
                         label,
                         spec,
+                        thresholds,
                     });
                 }
                 "udp-ladder" => {
@@ -403,6 +427,7 @@ impl SuiteDef {
                                 step: n,
                                 label,
                                 spec: s,
+                                thresholds,
                             });
                         }
                     }
@@ -435,6 +460,11 @@ pub fn builtin_defs() -> Vec<SuiteDef> {
         kind: "udp".into(),
         direction: Some(d.into()),
         bitrate: Some(r.into()),
+        // 1 GbE defaults: up to 400M the port must carry UDP without loss worth the name
+        // (≤ 0.1 %) and the sender must keep the rate (≤ 3 % short); at 1000M (above the
+        // 957 Mbit/s UDP ceiling) the suite-level ceiling rule applies instead.
+        thresholds: (r != "1000M")
+            .then(|| serde_json::json!({"max_loss_percent": 0.1, "max_shortfall_percent": 3})),
         ..Default::default()
     };
     let mut seed = vec![tcp("send"), tcp("receive")];
@@ -448,9 +478,13 @@ pub fn builtin_defs() -> Vec<SuiteDef> {
             name: SEED_001.into(),
             description: "Seed 001's comparison (Apalis iMX8QM vs iMX6Q): TCP send and receive, \
                           then UDP at 100M, 400M and 1000M sending and receiving. The seed ran \
-                          60 s per test (iperf3 -t 60); set time to 60 for the same figures."
+                          60 s per test (iperf3 -t 60); set time to 60 for the same figures. \
+                          Thresholds for a 1 GbE port: TCP and UDP 1000M reach 90 % of the \
+                          port's ceiling; UDP up to 400M loses at most 0.1 % and the sender \
+                          stays within 3 % of the rate."
                 .into(),
             time: Some("10".into()),
+            thresholds: Some(serde_json::json!({"min_ceiling_percent": 90})),
             steps: seed,
             ..Default::default()
         },
@@ -611,6 +645,82 @@ mod tests {
         // Built-ins survive a JSON round trip (they are stored that way).
         let j = serde_json::to_vec(&d).unwrap();
         assert_eq!(SuiteDef::from_json(&j).unwrap(), d);
+    }
+
+    #[test]
+    fn thresholds_per_step_or_from_the_suite() {
+        let d = SuiteDef::from_json(
+            serde_json::json!({"name": "t", "thresholds": {"min_bits_per_second": 9e8},
+            "steps": [
+                {"kind": "tcp"},
+                {"kind": "udp", "bitrate": "400M", "thresholds": {"max_loss_percent": 0.1}},
+                {"kind": "udp-ladder", "rates": "10M", "thresholds": {}}
+            ]})
+            .to_string()
+            .as_bytes(),
+        )
+        .unwrap();
+        let p = d
+            .plan(
+                &RunTarget {
+                    host: "h".into(),
+                    ..Default::default()
+                },
+                &[],
+            )
+            .unwrap();
+        assert_eq!(p[0].thresholds.unwrap().min_bits_per_second, Some(9e8));
+        // A step's own object replaces the suite's whole (no merge).
+        let own = p[1].thresholds.unwrap();
+        assert_eq!(own.max_loss_percent, Some(0.1));
+        assert_eq!(own.min_bits_per_second, None);
+        // An empty object turns the suite's limits off for that step (both ladder tests).
+        assert!(p[2].thresholds.unwrap().is_empty() && p[3].thresholds.unwrap().is_empty());
+        assert_eq!(p[2].entry().thresholds, None);
+        assert_eq!(p[0].entry().thresholds, p[0].thresholds);
+        // Errors name the step, or the suite.
+        let e = def(serde_json::json!([{"kind": "tcp"}, {"kind": "tcp", "thresholds": {"max_loss_percent": -1}}]))
+            .unwrap_err();
+        assert_eq!(
+            e,
+            "step 2 (tcp): thresholds: max_loss_percent must not be negative, got -1"
+        );
+        let e = SuiteDef::from_json(
+            br#"{"name": "t", "thresholds": {"min_mbps": 900}, "steps": [{"kind": "tcp"}]}"#,
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("thresholds: unknown key 'min_mbps' (known: min_bits_per_second"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn seed_001_has_1gbe_thresholds() {
+        let d = builtin_defs().remove(0);
+        let p = d
+            .plan(
+                &RunTarget {
+                    host: "h".into(),
+                    ..Default::default()
+                },
+                &[],
+            )
+            .unwrap();
+        let th: Vec<(String, Thresholds)> = p
+            .iter()
+            .map(|x| (x.label.clone(), x.thresholds.unwrap_or_default()))
+            .collect();
+        for (label, t) in &th {
+            if label.starts_with("TCP") || label.ends_with("1000M") {
+                assert_eq!(t.min_ceiling_percent, Some(90.0), "{label}");
+                assert_eq!(t.max_loss_percent, None, "{label}");
+            } else {
+                assert_eq!(t.max_loss_percent, Some(0.1), "{label}");
+                assert_eq!(t.max_shortfall_percent, Some(3.0), "{label}");
+                assert_eq!(t.min_ceiling_percent, None, "{label}");
+            }
+        }
     }
 
     #[test]

@@ -152,6 +152,7 @@ async fn suite(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) ->
                 "label": table.as_ref().map(|t| t.label.clone()),
                 "def_id": table.as_ref().and_then(|t| t.def_id),
                 "steps": table.as_ref().map(|t| t.steps.clone()).unwrap_or_default(),
+                "verdict": table.as_ref().and_then(|t| t.verdict.clone()),
                 "markdown": table.as_ref().map(crate::results::compare::suite_markdown),
             }))
         }

@@ -221,6 +221,23 @@ struct StepForm {
     window: String,
     rates: String,
     label: String,
+    /// Thresholds as JSON text (`{"max_loss_percent": 0.1}`), empty = the suite's.
+    thresholds: String,
+}
+
+/// Thresholds JSON as the editor shows it ("" when none).
+fn thresholds_text(v: &Option<serde_json::Value>) -> String {
+    v.as_ref().map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// The editor's thresholds text as JSON: empty = none; text that is not JSON is kept as a
+/// JSON string, which the definition check refuses with the reason (the form is shown again).
+fn thresholds_value(s: &str) -> Option<serde_json::Value> {
+    let s = s.trim();
+    if s.is_empty() {
+        return None;
+    }
+    Some(serde_json::from_str(s).unwrap_or_else(|_| serde_json::Value::String(s.to_string())))
 }
 
 impl StepForm {
@@ -236,6 +253,7 @@ impl StepForm {
             window: g(&s.window),
             rates: g(&s.rates),
             label: g(&s.label),
+            thresholds: thresholds_text(&s.thresholds),
         }
     }
     fn to_step(&self) -> Step {
@@ -250,6 +268,7 @@ impl StepForm {
             window: o(&self.window),
             rates: o(&self.rates),
             label: o(&self.label),
+            thresholds: thresholds_value(&self.thresholds),
         }
     }
 }
@@ -267,6 +286,8 @@ struct EditPage {
     port: String,
     bind: String,
     time: String,
+    /// Suite-level thresholds as JSON text.
+    thresholds: String,
     steps: Vec<StepForm>,
     kinds: Vec<String>,
     directions: Vec<String>,
@@ -284,6 +305,7 @@ fn edit_page(auth: &Auth, id: Option<i64>, d: &SuiteDef, error: Option<String>) 
         port: d.port.clone().unwrap_or_default(),
         bind: d.bind.clone().unwrap_or_default(),
         time: d.time.clone().unwrap_or_default(),
+        thresholds: thresholds_text(&d.thresholds),
         steps: d.steps.iter().map(StepForm::from).collect(),
         kinds: def::STEP_KINDS.iter().map(|s| s.to_string()).collect(),
         directions: ["send", "receive", "bidir"].map(String::from).to_vec(),
@@ -364,6 +386,7 @@ async fn save_def(
             window: g("window"),
             rates: g("rates"),
             label: g("label"),
+            thresholds: g("thresholds"),
         });
     }
     let action = pairs_get(&f, "action").unwrap_or("save");
@@ -425,6 +448,7 @@ async fn save_def(
         port: nonempty(pairs_get(&f, "port")),
         bind: nonempty(pairs_get(&f, "bind")),
         time: nonempty(pairs_get(&f, "time")),
+        thresholds: thresholds_value(pairs_get(&f, "thresholds").unwrap_or_default()),
         steps: steps.iter().map(StepForm::to_step).collect(),
     };
     if !save {
@@ -568,6 +592,10 @@ struct StepView {
     status: String,
     run_id: Option<i64>,
     error: String,
+    /// "pass" / "fail" / "" (no thresholds, or not done).
+    verdict: String,
+    /// Every limit checked, in words ("loss 0.012 % ≤ 0.1 %").
+    checks: Vec<String>,
 }
 
 #[derive(Template)]
@@ -585,6 +613,12 @@ struct SuitePage {
     running: bool,
     progress: String,
     rows: Vec<StepView>,
+    /// Some row has thresholds (the table gets a Verdict column).
+    judged: bool,
+    /// "PASS" / "FAIL", empty without thresholds or while running.
+    verdict: String,
+    /// The verdict line and the failing rows with their reasons.
+    verdict_lines: Vec<String>,
     text: String,
     markdown: String,
 }
@@ -634,6 +668,18 @@ async fn suite_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>
             status: s.status.clone(),
             run_id: s.run_id,
             error: s.error.clone().unwrap_or_default(),
+            verdict: crate::results::verdict::step_word(s).into(),
+            checks: s
+                .verdict
+                .as_ref()
+                .map(|v| {
+                    let mut c: Vec<String> = v.checks.iter().map(|c| c.text.clone()).collect();
+                    if v.checks.is_empty() {
+                        c.extend(v.reasons.iter().cloned());
+                    }
+                    c
+                })
+                .unwrap_or_default(),
         })
         .collect();
     html(
@@ -651,6 +697,13 @@ async fn suite_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>
             running,
             progress,
             rows,
+            judged: r.steps.iter().any(|s| s.thresholds.is_some()),
+            verdict: r
+                .verdict
+                .as_ref()
+                .map(|v| v.result.to_string())
+                .unwrap_or_default(),
+            verdict_lines: compare::verdict_lines(&r),
             text: grid.text(),
             markdown: compare::suite_markdown(&r),
         },

@@ -33,6 +33,7 @@ impl Hub {
                 step: i + 1,
                 label: crate::spec::suite::spec_label(&spec),
                 spec,
+                thresholds: None,
             })
             .collect();
         self.start_planned(name, None, None, tests)

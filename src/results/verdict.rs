@@ -1,0 +1,506 @@
+//! PASS / FAIL of suite runs: each test row checked against its step's thresholds
+//! ([`crate::spec::thresholds`]), and the suite judged from its rows. Used by the suite page,
+//! the API, compare, the suite exports and `netperfd suite run` (exit code, JUnit, LAVA).
+//!
+//! Rules:
+//! * a row whose test is still pending or running has no verdict yet, and neither has its
+//!   suite;
+//! * a row whose test failed, was stopped or was skipped fails ("the test failed: …");
+//! * a completed row fails when any of its limits is broken; a limit that does not apply to
+//!   the row is left out (loss and jitter are UDP figures, retransmits TCP, shortfall only for
+//!   paced tests), and a limit whose figure is unknown (no ceiling on a virtual port, no CPU
+//!   samples) fails with the reason — a board farm must not pass on what it could not check;
+//! * a suite with no thresholds on any row has no verdict; otherwise it passes when every row
+//!   passes (rows without thresholds pass when their test completed).
+
+use crate::results::suite_table::{StepResult, SuiteResult};
+use crate::spec::thresholds::Thresholds;
+use serde::Serialize;
+
+/// One limit checked against one row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Check {
+    /// The threshold key, e.g. "min_ceiling_percent".
+    pub key: &'static str,
+    /// The measured figure in the unit of [`Check::units`] (`None` when unknown).
+    pub value: Option<f64>,
+    /// The limit in the same unit (for `min_ceiling_percent`: the bitrate it means, bits/s).
+    pub limit: f64,
+    /// "bits/s", "%", "ms" or "retransmits".
+    pub units: &'static str,
+    pub pass: bool,
+    /// The check in words, e.g. "receiver bitrate 812.0 Mbit/s < 847.3 Mbit/s (90 % of the
+    /// 941.5 Mbit/s ceiling)".
+    pub text: String,
+}
+
+/// A row's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepVerdict {
+    pub pass: bool,
+    /// Every limit checked (passed and failed), in [`crate::spec::thresholds::THRESHOLD_KEYS`]
+    /// order.
+    pub checks: Vec<Check>,
+    /// Why the row failed, one sentence each (empty when it passed).
+    pub reasons: Vec<String>,
+}
+
+/// A failing row of a suite.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailingRow {
+    /// 1-based row number.
+    pub index: usize,
+    pub label: String,
+    pub reasons: Vec<String>,
+}
+
+/// A suite run's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SuiteVerdict {
+    /// "PASS" or "FAIL".
+    pub result: &'static str,
+    pub passed: usize,
+    pub failed: usize,
+    pub failing: Vec<FailingRow>,
+}
+
+impl SuiteVerdict {
+    /// True for PASS.
+    pub fn pass(&self) -> bool {
+        self.result == "PASS"
+    }
+}
+
+/// "812.0 Mbit/s" (bits/s in, decimal Mbit/s out, like the suite tables).
+fn mbps(bps: f64) -> String {
+    let m = bps / 1e6;
+    if m >= 10.0 {
+        format!("{m:.1} Mbit/s")
+    } else if m >= 1.0 {
+        format!("{m:.2} Mbit/s")
+    } else {
+        format!("{m:.3} Mbit/s")
+    }
+}
+
+/// A number without needless decimals: 90, 0.1, 2.5.
+fn n(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn is_udp(s: &StepResult) -> bool {
+    s.protocol.eq_ignore_ascii_case("UDP")
+}
+
+/// Check one minimum (`min = true`) or maximum: value against limit, with the words.
+#[allow(clippy::too_many_arguments)]
+fn check(
+    key: &'static str,
+    what: &str,
+    value: Option<f64>,
+    limit: f64,
+    units: &'static str,
+    fmt: fn(f64) -> String,
+    min: bool,
+    note: &str,
+) -> Check {
+    let (pass, text) = match value {
+        None => (false, format!("{what} unknown{note}")),
+        Some(v) => {
+            let pass = if min { v >= limit } else { v <= limit };
+            let op = match (min, pass) {
+                (true, true) => "≥",
+                (true, false) => "<",
+                (false, true) => "≤",
+                (false, false) => ">",
+            };
+            (pass, format!("{what} {} {op} {}{note}", fmt(v), fmt(limit)))
+        }
+    };
+    Check {
+        key,
+        value,
+        limit,
+        units,
+        pass,
+        text,
+    }
+}
+
+/// Judge one row against `th`. `None` while its test is pending or running.
+pub fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict> {
+    match s.status.as_str() {
+        "pending" | "running" => return None,
+        "completed" => {}
+        other => {
+            let why = match other {
+                "skipped" => "not run (the suite stopped before it)".to_string(),
+                "aborted" => "the test was stopped".to_string(),
+                _ => match &s.error {
+                    Some(e) if !e.is_empty() => format!("the test failed: {e}"),
+                    _ => format!("the test ended {other}"),
+                },
+            };
+            return Some(StepVerdict {
+                pass: false,
+                checks: Vec::new(),
+                reasons: vec![why],
+            });
+        }
+    }
+    let pct = |v: f64| format!("{} %", n(v));
+    let ms = |v: f64| format!("{v:.3} ms");
+    let count = |v: f64| format!("{v:.0}");
+    let mut checks = Vec::new();
+    if let Some(min) = th.min_bits_per_second {
+        checks.push(check(
+            "min_bits_per_second",
+            "receiver bitrate",
+            s.bitrate_bps,
+            min,
+            "bits/s",
+            mbps,
+            true,
+            "",
+        ));
+    }
+    if let Some(p) = th.min_ceiling_percent {
+        checks.push(match s.ceiling_bps {
+            Some(c) => check(
+                "min_ceiling_percent",
+                "receiver bitrate",
+                s.bitrate_bps,
+                c * p / 100.0,
+                "bits/s",
+                mbps,
+                true,
+                &format!(" ({} % of the {} ceiling)", n(p), mbps(c)),
+            ),
+            None => Check {
+                key: "min_ceiling_percent",
+                value: s.bitrate_bps,
+                limit: f64::NAN,
+                units: "bits/s",
+                pass: false,
+                text: format!(
+                    "{} % of the ceiling cannot be checked: {}",
+                    n(p),
+                    s.ceiling_basis
+                        .clone()
+                        .filter(|b| !b.is_empty())
+                        .unwrap_or_else(|| "the port's ceiling is unknown".into())
+                ),
+            },
+        });
+    }
+    if let Some(max) = th.max_loss_percent.filter(|_| is_udp(s)) {
+        checks.push(check(
+            "max_loss_percent",
+            "loss",
+            s.loss_percent,
+            max,
+            "%",
+            pct,
+            false,
+            "",
+        ));
+    }
+    if let Some(max) = th.max_jitter_ms.filter(|_| is_udp(s)) {
+        checks.push(check(
+            "max_jitter_ms",
+            "jitter",
+            s.jitter_ms,
+            max,
+            "ms",
+            ms,
+            false,
+            "",
+        ));
+    }
+    if let Some(max) = th.max_retransmits.filter(|_| !is_udp(s)) {
+        checks.push(check(
+            "max_retransmits",
+            "retransmits",
+            s.retransmits.map(|r| r as f64),
+            max as f64,
+            "retransmits",
+            count,
+            false,
+            "",
+        ));
+    }
+    if let Some(max) = th.max_cpu_percent {
+        checks.push(check(
+            "max_cpu_percent",
+            "busiest core",
+            s.cpu_max_percent,
+            max,
+            "%",
+            pct,
+            false,
+            if s.cpu_max_percent.is_none() {
+                " (no CPU samples)"
+            } else {
+                ""
+            },
+        ));
+    }
+    if let (Some(max), Some(rc)) = (th.max_shortfall_percent, s.rate_check) {
+        let short = (100.0 - rc.sent_percent).max(0.0);
+        checks.push(check(
+            "max_shortfall_percent",
+            "sender shortfall",
+            Some(short),
+            max,
+            "%",
+            pct,
+            false,
+            &format!(
+                " (sent {} of the {} asked)",
+                mbps(rc.sent_bits_per_second),
+                mbps(rc.target_bits_per_second)
+            ),
+        ));
+    }
+    let reasons: Vec<String> = checks
+        .iter()
+        .filter(|c| !c.pass)
+        .map(|c| c.text.clone())
+        .collect();
+    Some(StepVerdict {
+        pass: reasons.is_empty(),
+        checks,
+        reasons,
+    })
+}
+
+/// Judge a suite from its rows (each row's `verdict` already set by [`judge_step`] where it
+/// has thresholds). `None` when no row has thresholds or a test is still pending or running.
+pub fn judge_suite(steps: &[StepResult]) -> Option<SuiteVerdict> {
+    if !steps.iter().any(|s| s.thresholds.is_some()) {
+        return None;
+    }
+    if steps
+        .iter()
+        .any(|s| matches!(s.status.as_str(), "pending" | "running"))
+    {
+        return None;
+    }
+    let mut failing = Vec::new();
+    for s in steps {
+        let reasons = match &s.verdict {
+            Some(v) if v.pass => continue,
+            Some(v) => v.reasons.clone(),
+            None if s.status == "completed" => continue,
+            None => vec![match &s.error {
+                Some(e) if !e.is_empty() => format!("the test failed: {e}"),
+                _ => format!("the test ended {}", s.status),
+            }],
+        };
+        failing.push(FailingRow {
+            index: s.index,
+            label: s.label.clone(),
+            reasons,
+        });
+    }
+    Some(SuiteVerdict {
+        result: if failing.is_empty() { "PASS" } else { "FAIL" },
+        passed: steps.len() - failing.len(),
+        failed: failing.len(),
+        failing,
+    })
+}
+
+/// Set every row's verdict and the suite's (called when a suite result is built).
+pub fn judge(r: &mut SuiteResult) {
+    for s in &mut r.steps {
+        s.verdict = s.thresholds.as_ref().and_then(|t| judge_step(s, t));
+    }
+    r.verdict = judge_suite(&r.steps);
+}
+
+/// The row's verdict as one word for tables: "pass", "fail", or "" (no thresholds / not done).
+pub fn step_word(s: &StepResult) -> &'static str {
+    match &s.verdict {
+        Some(v) if v.pass => "pass",
+        Some(_) => "fail",
+        None => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::shortfall::RateCheck;
+
+    fn tcp(bps: f64) -> StepResult {
+        StepResult {
+            index: 1,
+            label: "TCP send".into(),
+            status: "completed".into(),
+            protocol: "TCP".into(),
+            direction: "send".into(),
+            bitrate_bps: Some(bps),
+            receiver_bps: Some(bps),
+            sender_bps: Some(bps),
+            retransmits: Some(12),
+            cpu_max_percent: Some(63.0),
+            ..Default::default()
+        }
+    }
+
+    fn udp(target: f64, sent: f64, got: f64, loss: f64) -> StepResult {
+        StepResult {
+            index: 2,
+            label: "UDP send 400M".into(),
+            status: "completed".into(),
+            protocol: "UDP".into(),
+            direction: "send".into(),
+            target_bps: target as u64,
+            bitrate_bps: Some(got),
+            receiver_bps: Some(got),
+            sender_bps: Some(sent),
+            rate_check: RateCheck::new(target, sent, Some(got)),
+            jitter_ms: Some(0.098),
+            lost: Some(4374),
+            total: Some(365_993),
+            loss_percent: Some(loss),
+            ..Default::default()
+        }
+    }
+
+    fn th(v: serde_json::Value) -> Thresholds {
+        Thresholds::from_value(&v).unwrap()
+    }
+
+    #[test]
+    fn ceiling_rule_passes_and_fails_with_the_reason() {
+        let t = th(serde_json::json!({"min_ceiling_percent": 90}));
+        // 1 GbE, TCP/IPv4 with timestamps: 941.48 Mbit/s ceiling; 90 % = 847.3 Mbit/s.
+        let mut s = tcp(812e6);
+        s.ceiling_bps = Some(941.48e6);
+        let v = judge_step(&s, &t).unwrap();
+        assert!(!v.pass);
+        assert_eq!(
+            v.reasons,
+            ["receiver bitrate 812.0 Mbit/s < 847.3 Mbit/s (90 % of the 941.5 Mbit/s ceiling)"]
+        );
+        assert!((v.checks[0].limit - 847.332e6).abs() < 1.0);
+        let mut s = tcp(934.2e6);
+        s.ceiling_bps = Some(941.48e6);
+        let v = judge_step(&s, &t).unwrap();
+        assert!(v.pass, "{v:?}");
+        assert!(v.checks[0]
+            .text
+            .starts_with("receiver bitrate 934.2 Mbit/s ≥ 847.3"));
+        // A virtual port has no ceiling: the rule cannot pass.
+        let mut s = tcp(20e9);
+        s.ceiling_basis = Some("virtual port veth0 — no physical ceiling".into());
+        let v = judge_step(&s, &t).unwrap();
+        assert!(!v.pass);
+        assert!(v.reasons[0].contains("cannot be checked: virtual port veth0"));
+    }
+
+    #[test]
+    fn udp_limits_from_seed_001() {
+        // Seed 001, Apalis iMX6Q receiving at 400M: 4374/365993 lost (1.195 %).
+        let s = udp(400e6, 400e6, 395.2e6, 1.195);
+        let t = th(
+            serde_json::json!({"max_loss_percent": 0.1, "max_jitter_ms": 0.5,
+            "max_shortfall_percent": 3, "max_retransmits": 0}),
+        );
+        let v = judge_step(&s, &t).unwrap();
+        assert!(!v.pass);
+        assert_eq!(v.reasons, ["loss 1.195 % > 0.1 %"]);
+        // retransmits do not apply to UDP: three checks, not four.
+        let keys: Vec<&str> = v.checks.iter().map(|c| c.key).collect();
+        assert_eq!(
+            keys,
+            ["max_loss_percent", "max_jitter_ms", "max_shortfall_percent"]
+        );
+        assert!(v.checks[1].pass && v.checks[1].text == "jitter 0.098 ms ≤ 0.500 ms");
+        // iMX8QM: 121/366076 (0.033 %) passes.
+        let ok = udp(400e6, 399.9e6, 399.8e6, 0.033);
+        assert!(judge_step(&ok, &t).unwrap().pass);
+        // A sender at 52.1 % of 100M is 47.9 % short.
+        let short = udp(100e6, 52.1e6, 52.1e6, 0.0);
+        let v = judge_step(&short, &t).unwrap();
+        assert_eq!(
+            v.reasons,
+            ["sender shortfall 47.9 % > 3 % (sent 52.1 Mbit/s of the 100.0 Mbit/s asked)"]
+        );
+    }
+
+    #[test]
+    fn tcp_limits_and_unknown_figures() {
+        let t = th(
+            serde_json::json!({"min_bits_per_second": 900e6, "max_retransmits": 10,
+            "max_cpu_percent": 50, "max_loss_percent": 0}),
+        );
+        let s = tcp(934.2e6);
+        let v = judge_step(&s, &t).unwrap();
+        assert_eq!(
+            v.reasons,
+            ["retransmits 12 > 10", "busiest core 63 % > 50 %"]
+        );
+        assert_eq!(v.checks.len(), 3, "loss does not apply to TCP");
+        let mut s = tcp(934.2e6);
+        s.cpu_max_percent = None;
+        s.retransmits = Some(3);
+        let v = judge_step(&s, &t).unwrap();
+        assert_eq!(v.reasons, ["busiest core unknown (no CPU samples)"]);
+    }
+
+    #[test]
+    fn suite_verdict_from_rows() {
+        let t = th(serde_json::json!({"min_bits_per_second": 100e6}));
+        let mut r = SuiteResult {
+            suite: crate::store::SuiteRow {
+                id: 1,
+                name: "s".into(),
+                peer_host: "192.0.2.2".into(),
+                status: "completed".into(),
+                created_at: 0,
+                ended_at: None,
+            },
+            label: String::new(),
+            def_id: None,
+            steps: vec![tcp(934.2e6), tcp(50e6)],
+            verdict: None,
+        };
+        r.steps[1].index = 2;
+        r.steps[1].label = "TCP receive".into();
+        judge(&mut r);
+        assert!(r.verdict.is_none(), "no thresholds: no verdict");
+        for s in &mut r.steps {
+            s.thresholds = Some(t);
+        }
+        judge(&mut r);
+        let v = r.verdict.clone().unwrap();
+        assert_eq!(v.result, "FAIL");
+        assert_eq!((v.passed, v.failed), (1, 1));
+        assert_eq!(v.failing[0].index, 2);
+        assert_eq!(
+            v.failing[0].reasons,
+            ["receiver bitrate 50.0 Mbit/s < 100.0 Mbit/s"]
+        );
+        assert_eq!(step_word(&r.steps[0]), "pass");
+        r.steps[1].bitrate_bps = Some(120e6);
+        judge(&mut r);
+        assert!(r.verdict.as_ref().unwrap().pass());
+        // A failed test fails the suite even without thresholds on its row.
+        r.steps[1].thresholds = None;
+        r.steps[1].status = "failed".into();
+        r.steps[1].error = Some("unable to connect to server: Connection refused".into());
+        judge(&mut r);
+        assert_eq!(
+            r.verdict.clone().unwrap().failing[0].reasons,
+            ["the test failed: unable to connect to server: Connection refused"]
+        );
+        // Still running: no verdict yet.
+        r.steps[1].status = "running".into();
+        judge(&mut r);
+        assert!(r.verdict.is_none());
+    }
+}

@@ -1,0 +1,194 @@
+//! Pass/fail thresholds of a suite step (board farms, CI): the limits a test's result must
+//! keep, in a step's or a suite's `"thresholds"` object. A suite-level object applies to every
+//! step that sets none (a step's own object replaces it whole, it is not merged).
+//!
+//! Keys (all optional, all JSON numbers, none negative):
+//! * `min_bits_per_second` — receiver bitrate (goodput) at least this, bits/s;
+//! * `min_ceiling_percent` — receiver bitrate at least this % of the port's ceiling
+//!   (0..100; the ceiling as the run page computes it: link speed × payload / wire bytes);
+//! * `max_loss_percent` — UDP: lost datagrams at most this % of those sent (0..100);
+//! * `max_jitter_ms` — UDP: receiver jitter (RFC 3550) at most this, ms;
+//! * `max_retransmits` — TCP: sender retransmits at most this many (a whole number);
+//! * `max_cpu_percent` — busiest core's busy share during the test at most this % (0..100);
+//! * `max_shortfall_percent` — paced tests (`-b`): the sender at most this % below the rate
+//!   asked for, i.e. sent ≥ (100 − this) % of the target (0..100).
+//!
+//! Checking is in `results::verdict`; this module only parses and validates.
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// The threshold keys this build knows, in the order they are checked and shown.
+pub const THRESHOLD_KEYS: &[&str] = &[
+    "min_bits_per_second",
+    "min_ceiling_percent",
+    "max_loss_percent",
+    "max_jitter_ms",
+    "max_retransmits",
+    "max_cpu_percent",
+    "max_shortfall_percent",
+];
+
+/// Largest `min_bits_per_second` accepted: 10 Tbit/s.
+const MAX_BPS: f64 = 1e13;
+/// Largest `max_jitter_ms` accepted: one hour, ms.
+const MAX_JITTER_MS: f64 = 3_600_000.0;
+/// Largest `max_retransmits` accepted.
+const MAX_RETRANSMITS: f64 = 1e15;
+
+/// Limits one suite step's result must keep. `None` = not checked.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct Thresholds {
+    /// Minimum receiver bitrate, bits/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_bits_per_second: Option<f64>,
+    /// Minimum receiver bitrate as % of the port's ceiling (0..100).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_ceiling_percent: Option<f64>,
+    /// UDP: maximum lost datagrams, % of those sent (0..100).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_loss_percent: Option<f64>,
+    /// UDP: maximum receiver jitter, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_jitter_ms: Option<f64>,
+    /// TCP: maximum sender retransmits (count).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_retransmits: Option<u64>,
+    /// Maximum busy share of the busiest core during the test, % (0..100).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cpu_percent: Option<f64>,
+    /// Paced tests: maximum sender shortfall below the target, % (0..100).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_shortfall_percent: Option<f64>,
+}
+
+impl Thresholds {
+    /// True when no limit is set (an empty object).
+    pub fn is_empty(&self) -> bool {
+        *self == Thresholds::default()
+    }
+
+    /// Parse a `"thresholds"` JSON value. Errors: not an object, an unknown key (the known
+    /// ones are listed), a value that is not a JSON number (text such as `"900M"` is refused:
+    /// thresholds are plain numbers in base units), a negative number, a percentage above
+    /// 100, a fractional retransmit count, or a value beyond the sane range.
+    pub fn from_value(v: &serde_json::Value) -> Result<Thresholds, String> {
+        let obj = v
+            .as_object()
+            .ok_or_else(|| format!("thresholds must be an object of numbers, got {v}"))?;
+        let mut t = Thresholds::default();
+        for (k, val) in obj {
+            if val.is_null() {
+                continue;
+            }
+            let n = val.as_f64().filter(|_| val.is_number()).ok_or_else(|| {
+                format!("thresholds: {k} must be a number (in base units, no suffix), got {val}")
+            })?;
+            if !n.is_finite() {
+                return Err(format!("thresholds: {k} must be a finite number"));
+            }
+            if n < 0.0 {
+                return Err(format!("thresholds: {k} must not be negative, got {n}"));
+            }
+            let pct = |n: f64| -> Result<f64, String> {
+                if n > 100.0 {
+                    Err(format!("thresholds: {k} is a percentage (0..100), got {n}"))
+                } else {
+                    Ok(n)
+                }
+            };
+            let upto = |n: f64, max: f64| -> Result<f64, String> {
+                if n > max {
+                    Err(format!("thresholds: {k} must be at most {max}, got {n}"))
+                } else {
+                    Ok(n)
+                }
+            };
+            match k.as_str() {
+                "min_bits_per_second" => t.min_bits_per_second = Some(upto(n, MAX_BPS)?),
+                "min_ceiling_percent" => t.min_ceiling_percent = Some(pct(n)?),
+                "max_loss_percent" => t.max_loss_percent = Some(pct(n)?),
+                "max_jitter_ms" => t.max_jitter_ms = Some(upto(n, MAX_JITTER_MS)?),
+                "max_retransmits" => {
+                    if n.fract() != 0.0 {
+                        return Err(format!(
+                            "thresholds: max_retransmits must be a whole number, got {n}"
+                        ));
+                    }
+                    t.max_retransmits = Some(upto(n, MAX_RETRANSMITS)? as u64);
+                }
+                "max_cpu_percent" => t.max_cpu_percent = Some(pct(n)?),
+                "max_shortfall_percent" => t.max_shortfall_percent = Some(pct(n)?),
+                other => {
+                    return Err(format!(
+                        "thresholds: unknown key '{other}' (known: {})",
+                        THRESHOLD_KEYS.join(", ")
+                    ))
+                }
+            }
+        }
+        Ok(t)
+    }
+}
+
+impl<'de> Deserialize<'de> for Thresholds {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        Thresholds::from_value(&v).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn all_keys_parse_and_round_trip() {
+        let v = json!({
+            "min_bits_per_second": 900_000_000u64,
+            "min_ceiling_percent": 90,
+            "max_loss_percent": 0.1,
+            "max_jitter_ms": 0.5,
+            "max_retransmits": 100,
+            "max_cpu_percent": 95.5,
+            "max_shortfall_percent": 3
+        });
+        let t = Thresholds::from_value(&v).unwrap();
+        assert_eq!(t.min_bits_per_second, Some(9e8));
+        assert_eq!(t.min_ceiling_percent, Some(90.0));
+        assert_eq!(t.max_loss_percent, Some(0.1));
+        assert_eq!(t.max_jitter_ms, Some(0.5));
+        assert_eq!(t.max_retransmits, Some(100));
+        assert_eq!(t.max_cpu_percent, Some(95.5));
+        assert_eq!(t.max_shortfall_percent, Some(3.0));
+        let back: Thresholds = serde_json::from_value(serde_json::to_value(t).unwrap()).unwrap();
+        assert_eq!(back, t);
+        // Only the keys that are set are written.
+        let one = Thresholds::from_value(&json!({"max_jitter_ms": 1})).unwrap();
+        assert_eq!(
+            serde_json::to_value(one).unwrap(),
+            json!({"max_jitter_ms": 1.0})
+        );
+        assert!(Thresholds::from_value(&json!({})).unwrap().is_empty());
+    }
+
+    #[test]
+    fn bad_thresholds_are_refused_with_the_reason() {
+        let cases = [
+            (json!({"min_bps": 1}), "unknown key 'min_bps'"),
+            (json!({"max_loss_percent": "0.1"}), "must be a number"),
+            (json!({"min_bits_per_second": "900M"}), "no suffix"),
+            (json!({"max_jitter_ms": -1}), "must not be negative"),
+            (json!({"min_ceiling_percent": 120}), "percentage (0..100)"),
+            (json!({"max_retransmits": 1.5}), "whole number"),
+            (json!({"max_cpu_percent": true}), "must be a number"),
+            (json!({"min_bits_per_second": 1e20}), "at most"),
+            (json!([1, 2]), "must be an object"),
+            (json!(5), "must be an object"),
+        ];
+        for (v, want) in cases {
+            let e = Thresholds::from_value(&v).unwrap_err();
+            assert!(e.contains(want), "{e} should mention {want} ({v})");
+        }
+    }
+}
