@@ -7,7 +7,7 @@
 //! `net.ipv4.ping_group_range` allows it, else a raw ICMP socket (needs CAP_NET_RAW; we fill
 //! the identifier and the IPv4 checksum, RFC 792 / RFC 1071, and skip the IPv4 header on
 //! receive; ICMPv6 raw sockets get their checksum from the kernel, RFC 3542 §3.1). The method
-//! is in `docs/latency.md`. No new `unsafe`: socket2 opens the socket, std's `UdpSocket`
+//! is in `docs/latency.md`. All safe Rust (the syscalls stay in engine/sys): socket2 opens the socket, std's `UdpSocket`
 //! sends and receives on it.
 //!
 //! Two threads per prober: the sender (sleeps to each deadline with 1 ns timer slack and
