@@ -194,12 +194,29 @@ fn bytes_n() {
 
 #[test]
 fn blocks_k() {
-    both(&["-k", "100"], 1, |c, _s, w| {
-        assert_eq!(
-            num(c, "/end/sum_sent/bytes"),
-            100.0 * 131072.0,
-            "{w}: -k 100 is 100 blocks of 128 KiB"
-        );
+    both(&["-k", "100"], 1, |c, s, w| {
+        let sent = num(c, "/end/sum_sent/bytes");
+        if w.starts_with("netperfd") {
+            // Our client: exactly 100 blocks of 128 KiB.
+            assert_eq!(
+                sent,
+                100.0 * 131072.0,
+                "{w}: -k 100 is 100 blocks of 128 KiB"
+            );
+        } else {
+            // The stock iperf3 3.12 client sometimes sends one block more than -k asks (seen
+            // in about 1 run of 4 here, whatever the server): that count is the stock
+            // client's. What our server must do is receive and report every byte it sent.
+            assert!(
+                sent == 100.0 * 131072.0 || sent == 101.0 * 131072.0,
+                "{w}: -k 100 sent {sent}"
+            );
+            assert_eq!(
+                num(s, "/end/sum_received/bytes"),
+                sent,
+                "{w}: our server's count differs from what the client sent"
+            );
+        }
     });
 }
 
