@@ -104,6 +104,7 @@ fn every_board_change_outcome_is_said_on_the_ports_page() {
         "203.0.113.7/24",
     );
     b.click("#edit-eth1 form:has(input[name=address]:not([type=hidden])) button[value=apply]");
+    b.wait_text("countdown", "");
     assert!(b.displayed("#countdown"), "no countdown");
     assert_eq!(addrs(&board, "eth1"), ["198.51.100.1/24", "203.0.113.7/24"]);
     let t = Instant::now();
@@ -147,22 +148,16 @@ fn every_board_change_outcome_is_said_on_the_ports_page() {
         "203.0.113.8/24",
     );
     b.click("#edit-eth1 form:has(input[name=address]:not([type=hidden])) button[value=apply]");
+    b.wait_text("countdown", "");
     b.click("#confirm");
-    let n = b.js("return document.getElementById('notice').textContent;");
-    let n = n.as_str().unwrap_or_default();
-    assert!(
-        n.starts_with("Confirmed at ") && n.contains("203.0.113.8/24"),
-        "{n}"
-    );
-    let at = clock_after(n, "Confirmed at ").expect("a time");
+    let n = b.wait_text("notice", "Confirmed at ");
+    assert!(n.contains("203.0.113.8/24"), "{n}");
+    let at = clock_after(&n, "Confirmed at ").expect("a time");
     assert!(near(at, now_of_day(), 10));
     // A plain visit later says the same from the board's log.
     b.go("/ports");
-    let n = b.js("return document.getElementById('outcome-notice').textContent;");
-    assert!(
-        n.as_str().unwrap_or_default().starts_with("Confirmed at "),
-        "{n}"
-    );
+    let n = b.wait_text("outcome-notice", "Confirmed at ");
+    assert!(n.contains("203.0.113.8/24"), "{n}");
 
     // Applied unchecked.
     b.type_into(
@@ -170,13 +165,9 @@ fn every_board_change_outcome_is_said_on_the_ports_page() {
         "203.0.113.9/24",
     );
     b.click("#edit-eth1 form:has(input[name=address]:not([type=hidden])) button[value=unchecked]");
-    b.wait_path("/ports");
-    let n = b.js("return document.getElementById('outcome-notice').textContent;");
-    let n = n.as_str().unwrap_or_default();
-    assert!(
-        n.starts_with("Applied unchecked at ") && n.contains("203.0.113.9/24"),
-        "{n}"
-    );
+    // The form posts back to /ports, the path we are on: wait for the new page's notice.
+    let n = b.wait_text("outcome-notice", "Applied unchecked at ");
+    assert!(n.contains("203.0.113.9/24"), "{n}");
     assert_eq!(
         addrs(&board, "eth1"),
         ["198.51.100.1/24", "203.0.113.8/24", "203.0.113.9/24"]

@@ -327,7 +327,8 @@ fn every_page_fits_a_phone_and_a_desk() {
             "203.0.113.7/24",
         );
         b.click("#edit-eth1 form:has(input[name=address]:not([type=hidden])) button[value=apply]");
-        b.wait_path("/ports");
+        // The form posts back to /ports: wait for the new page's countdown.
+        b.wait_text("countdown", "");
         assert!(b.displayed("#pending"), "no confirm card");
         let m = b.js(MEASURE);
         b.screenshot(&shots, &format!("{w}-ports-pending"));

@@ -158,6 +158,27 @@ impl Browser {
         }
     }
 
+    /// Wait (bounded, 10 s) until the element with `id` exists and its text starts with
+    /// `prefix`; returns that text. For form posts that come back to the same path, where
+    /// the path alone cannot tell the old page from the new one.
+    pub fn wait_text(&self, id: &str, prefix: &str) -> String {
+        let t = Instant::now();
+        let script =
+            format!("const e = document.getElementById('{id}'); return e ? e.textContent : null;");
+        loop {
+            let v = self.js(&script);
+            let s = v.as_str().unwrap_or_default();
+            if s.starts_with(prefix) {
+                return s.to_string();
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "#{id} says {s:?}, want it to start with {prefix:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// Log in with the admin password.
     pub fn log_in(&self, password: &str) {
         self.go("/login");
