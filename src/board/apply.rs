@@ -30,7 +30,7 @@ use crate::store::{BoardLogRow, Store};
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Default confirmation window, seconds.
@@ -208,42 +208,28 @@ pub struct BoardView {
     pub log: Vec<BoardLogRow>,
 }
 
-/// The board-control engine: one per process (see [`install`]).
+/// The board-control engine. The daemon makes one ([`start_daemon`]) and hands it to the web
+/// layer and the run hub; one-shot CLI commands make their own. It owns the 1 Hz port
+/// sampler and the last configuration it read (for the network snapshot of each run).
 pub struct Controller {
     store: Option<Arc<Store>>,
     snapshot: Option<PathBuf>,
     inner: tokio::sync::Mutex<Inner>,
     backend: Mutex<Option<(BackendChoice, Backend)>>,
     rt: tokio::runtime::Handle,
+    ports: Arc<links::PortSampler>,
+    last_state: Mutex<Option<NetState>>,
 }
 
-static GLOBAL: OnceLock<Arc<Controller>> = OnceLock::new();
-static LAST_STATE: Mutex<Option<NetState>> = Mutex::new(None);
-
-/// The process's controller, once installed.
-pub fn global() -> Option<Arc<Controller>> {
-    GLOBAL.get().cloned()
-}
-
-/// Make `c` the process's controller (the first one installed wins; it is returned).
-pub fn install(c: Arc<Controller>) -> Arc<Controller> {
-    GLOBAL.get_or_init(|| c).clone()
-}
-
-/// The daemon's start-up hook, to be awaited before the web UI is served: installs the
+/// The daemon's start-up hook, to be awaited before the web UI is served: makes the
 /// controller over `store` and `data_dir`, restores the snapshot of a change left unconfirmed
 /// by a previous run, re-applies the confirmed configuration, and starts the 1 Hz port
 /// sampler. Failures are logged; the daemon goes on (the UI must come up in any case).
-pub async fn start_daemon(store: Arc<Store>, data_dir: &Path) {
-    let c = install(Controller::new(Some(store), Some(data_dir)));
+pub async fn start_daemon(store: Arc<Store>, data_dir: &Path) -> Arc<Controller> {
+    let c = Controller::new(Some(store), Some(data_dir));
     c.startup().await;
-    links::start_sampler();
-}
-
-fn set_last_state(s: &NetState) {
-    if let Ok(mut g) = LAST_STATE.lock() {
-        *g = Some(s.clone());
-    }
+    c.ports.start();
+    c
 }
 
 fn env_window() -> Option<u32> {
@@ -299,7 +285,21 @@ impl Controller {
             }),
             backend: Mutex::new(None),
             rt: tokio::runtime::Handle::current(),
+            ports: Arc::default(),
+            last_state: Mutex::new(None),
         })
+    }
+
+    /// Every interface of the board with the sampler's latest rates (see
+    /// [`links::inventory`]). Errors: netlink could not be read.
+    pub async fn inventory(&self) -> Result<Vec<Link>, BoardError> {
+        let mut l = links::inventory().await?;
+        self.ports.attach_rates(&mut l);
+        Ok(l)
+    }
+
+    fn set_last_state(&self, s: &NetState) {
+        *self.last_state.lock().unwrap_or_else(|p| p.into_inner()) = Some(s.clone());
     }
 
     /// The confirmation window in force, seconds: `$NETPERFD_CONFIRM_WINDOW`, else the stored
@@ -458,7 +458,7 @@ impl Controller {
     /// and the inventory it was read from.
     async fn read_state(&self, inner: &Inner) -> Result<(NetState, Vec<Link>), BoardError> {
         let h = netlink()?;
-        let links = links::inventory().await?;
+        let links = self.inventory().await?;
         let name_of = |i: Option<u32>| {
             i.and_then(|i| links.iter().find(|l| l.index == i).map(|l| l.name.clone()))
         };
@@ -498,7 +498,7 @@ impl Controller {
                 saved: self.saved_sysctls(inner),
             }),
         };
-        set_last_state(&state);
+        self.set_last_state(&state);
         Ok((state, links))
     }
 
@@ -1008,8 +1008,8 @@ fn failed(e: BoardError, undo: Option<BoardError>) -> BoardError {
 
 /// Record [`snapshot_json`] as the network configuration run `run_id` runs under (errors are
 /// logged: a run is never refused for this).
-pub fn record_net_config(store: &Store, run_id: i64) {
-    if let Err(e) = store.set_run_net_config(run_id, &snapshot_json()) {
+pub fn record_net_config(store: &Store, run_id: i64, board: Option<&Controller>) {
+    if let Err(e) = store.set_run_net_config(run_id, &snapshot_json(board)) {
         tracing::warn!(run = run_id, "cannot record the network configuration: {e}");
     }
 }
@@ -1017,9 +1017,10 @@ pub fn record_net_config(store: &Store, run_id: i64) {
 /// The network configuration a run runs under, as JSON: ports (state, link, addresses),
 /// default routes, forwarding, the kernel switches and the CPU governor per core. Cheap and
 /// synchronous (the sampler's last inventory, at most about a second old, and the last state
-/// the controller read); never fails.
-pub fn snapshot_json() -> String {
-    let ports: Vec<serde_json::Value> = match links::cached_inventory() {
+/// `board` read); without a controller (one-shot CLI runs) the ports come from a quick
+/// `/proc`/sysfs read and the default routes and forwards are left out. Never fails.
+pub fn snapshot_json(board: Option<&Controller>) -> String {
+    let ports: Vec<serde_json::Value> = match board.and_then(|b| b.ports.cached()) {
         Some(l) => l
             .iter()
             .filter(|l| !l.loopback)
@@ -1043,7 +1044,12 @@ pub fn snapshot_json() -> String {
             })
             .collect(),
     };
-    let last = LAST_STATE.lock().ok().and_then(|g| g.clone());
+    let last = board.and_then(|b| {
+        b.last_state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    });
     let gw = |r: Option<&DefaultRoute>| r.and_then(|r| r.gateway.as_ref()).map(|g| g.to_string());
     let fw = last.as_ref().and_then(|s| s.forwarding.as_ref());
     let s = forwarding::read_sysctls();
@@ -1096,7 +1102,7 @@ mod tests {
 
     #[test]
     fn snapshot_json_is_one_document() {
-        let v: serde_json::Value = serde_json::from_str(&snapshot_json()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&snapshot_json(None)).unwrap();
         assert!(v["ports"].is_array());
         assert!(v["captured_at"].as_i64().unwrap_or(0) > 0);
         assert!(v["ipv4_forwarding"].is_boolean());

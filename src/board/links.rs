@@ -2,7 +2,8 @@
 //! duplex, carrier, MTU, admin state, addresses (with prefix) and counters — what `ifconfig`
 //! and `bmon` showed in the seed reports. Read through rtnetlink (links, addresses, 64-bit
 //! counters) and sysfs (`/sys/class/net/PORT/{speed,duplex,device/driver}`), never by parsing
-//! `ip`/`ifconfig` output. A 1 Hz sampler turns the counters into live rates.
+//! `ip`/`ifconfig` output. A 1 Hz sampler ([`PortSampler`]) turns the
+//! counters into live rates.
 //! Not for: changing anything (see `addresses`, `forwarding`, `apply`).
 
 use super::error::BoardError;
@@ -302,7 +303,7 @@ pub struct Rates {
 }
 
 /// A network interface of the board, fully described.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Link {
     /// Kernel interface index.
     pub index: u32,
@@ -482,7 +483,7 @@ fn address_from_message(m: &AddressMessage) -> Option<(u32, PortAddress)> {
 }
 
 /// Every interface of the board (this process's network namespace), sorted by name, with
-/// addresses and counters; `rates` are filled from the sampler when it runs.
+/// addresses and counters; `rates` are left `None` (see [`PortSampler::attach_rates`]).
 pub async fn inventory() -> Result<Vec<Link>, BoardError> {
     let h = netlink()?;
     let msgs: Vec<LinkMessage> = h
@@ -506,7 +507,6 @@ pub async fn inventory() -> Result<Vec<Link>, BoardError> {
             by_index.entry(i).or_default().push(a);
         }
     }
-    let rates = current_rates();
     for l in &mut links {
         let mut a = by_index.remove(&l.index).unwrap_or_default();
         a.sort_by_key(|x| (!x.address.is_ipv4(), x.address.is_link_local()));
@@ -517,7 +517,6 @@ pub async fn inventory() -> Result<Vec<Link>, BoardError> {
             .map(|s| s as u32);
         l.duplex = sysfs_net(&l.name, "duplex").filter(|d| d == "full" || d == "half");
         l.driver = sysfs_driver(&l.name).or_else(|| l.kind.clone());
-        l.rates = rates.get(&l.name).copied();
     }
     links.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(links)
@@ -545,16 +544,21 @@ pub fn find<'a>(links: &'a [Link], name: &str) -> Result<&'a Link, BoardError> {
 
 // ---------------------------------------------------------------- 1 Hz sampler
 
+#[derive(Default)]
 struct SamplerState {
     last: HashMap<String, (Instant, Counters)>,
     rates: HashMap<String, Rates>,
     links: Vec<Link>,
 }
 
-static SAMPLER: Mutex<Option<SamplerState>> = Mutex::new(None);
-
-fn sampler() -> std::sync::MutexGuard<'static, Option<SamplerState>> {
-    SAMPLER.lock().unwrap_or_else(|p| p.into_inner())
+/// The 1 Hz port sampler: the last inventory it read and each port's rates between its last
+/// two readings. One per board [`Controller`](super::apply::Controller), which owns it; the
+/// daemon starts it with [`PortSampler::start`]. Without a start (one-shot CLI commands) it
+/// stays empty and readers fall back to a fresh inventory.
+#[derive(Default)]
+pub struct PortSampler {
+    state: Mutex<SamplerState>,
+    started: std::sync::atomic::AtomicBool,
 }
 
 /// Rate of a counter between two readings; 0 when it went backwards (the port was
@@ -578,65 +582,72 @@ pub fn rates_between(old: &Counters, new: &Counters, secs: f64) -> Rates {
     }
 }
 
-/// Feed one inventory reading into the sampler (updates rates and the cached inventory).
-fn sample(links: Vec<Link>, now: Instant) {
-    let mut g = sampler();
-    let st = g.get_or_insert_with(|| SamplerState {
-        last: HashMap::new(),
-        rates: HashMap::new(),
-        links: Vec::new(),
-    });
-    let mut rates = HashMap::new();
-    let mut last = HashMap::new();
-    for l in &links {
-        if let Some((t, c)) = st.last.get(&l.name) {
-            let secs = now.duration_since(*t).as_secs_f64();
-            rates.insert(l.name.clone(), rates_between(c, &l.counters, secs));
-        }
-        last.insert(l.name.clone(), (now, l.counters));
+impl PortSampler {
+    fn state(&self) -> std::sync::MutexGuard<'_, SamplerState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
-    st.last = last;
-    st.rates = rates;
-    st.links = links;
-    let r = st.rates.clone();
-    for l in &mut st.links {
-        l.rates = r.get(&l.name).copied();
-    }
-}
 
-/// The latest rates per port name (empty until the sampler has two readings).
-pub fn current_rates() -> HashMap<String, Rates> {
-    sampler()
-        .as_ref()
-        .map(|s| s.rates.clone())
-        .unwrap_or_default()
-}
-
-/// The inventory of the sampler's last reading (at most about a second old), if it runs.
-pub fn cached_inventory() -> Option<Vec<Link>> {
-    sampler()
-        .as_ref()
-        .map(|s| s.links.clone())
-        .filter(|l| !l.is_empty())
-}
-
-/// Start the 1 Hz sampler on the current tokio runtime (once per process).
-pub fn start_sampler() {
-    static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if STARTED.swap(true, std::sync::atomic::Ordering::SeqCst) {
-        return;
-    }
-    tokio::spawn(async {
-        let mut t = tokio::time::interval(Duration::from_secs(1));
-        t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            t.tick().await;
-            match inventory().await {
-                Ok(l) => sample(l, Instant::now()),
-                Err(e) => tracing::debug!("port sampler: {e}"),
+    /// Feed one inventory reading taken at `now` (updates the rates and the cached inventory).
+    pub fn sample(&self, links: Vec<Link>, now: Instant) {
+        let mut st = self.state();
+        let mut rates = HashMap::new();
+        let mut last = HashMap::new();
+        for l in &links {
+            if let Some((t, c)) = st.last.get(&l.name) {
+                let secs = now.duration_since(*t).as_secs_f64();
+                rates.insert(l.name.clone(), rates_between(c, &l.counters, secs));
             }
+            last.insert(l.name.clone(), (now, l.counters));
         }
-    });
+        st.last = last;
+        st.rates = rates;
+        st.links = links;
+        let r = st.rates.clone();
+        for l in &mut st.links {
+            l.rates = r.get(&l.name).copied();
+        }
+    }
+
+    /// The latest rates per port name (empty until the sampler has two readings).
+    pub fn rates(&self) -> HashMap<String, Rates> {
+        self.state().rates.clone()
+    }
+
+    /// Set each port's `rates` from the latest sample (ports the sampler has not seen twice
+    /// get `None`).
+    pub fn attach_rates(&self, links: &mut [Link]) {
+        let st = self.state();
+        for l in links {
+            l.rates = st.rates.get(&l.name).copied();
+        }
+    }
+
+    /// The inventory of the last reading (at most about a second old while started).
+    pub fn cached(&self) -> Option<Vec<Link>> {
+        Some(self.state().links.clone()).filter(|l| !l.is_empty())
+    }
+
+    /// Read the inventory every second on the current tokio runtime, for as long as the
+    /// sampler exists. A second call does nothing.
+    pub fn start(self: &std::sync::Arc<Self>) {
+        if self.started.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        let me = std::sync::Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut t = tokio::time::interval(Duration::from_secs(1));
+            t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                t.tick().await;
+                let r = inventory().await;
+                let Some(s) = me.upgrade() else { return };
+                match r {
+                    Ok(l) => s.sample(l, Instant::now()),
+                    Err(e) => tracing::debug!("port sampler: {e}"),
+                }
+            }
+        });
+    }
 }
 
 #[cfg(test)]
@@ -710,6 +721,45 @@ mod tests {
         assert_eq!(r.tx_bits_per_second, 0.0);
         assert_eq!(r.rx_packets_per_second, 200.0);
         assert_eq!(r.tx_packets_per_second, 0.0);
+    }
+
+    #[test]
+    fn the_sampler_keeps_the_last_inventory_and_the_rates_between_two_readings() {
+        let s = PortSampler::default();
+        assert!(s.cached().is_none());
+        let port = |rx_bytes| Link {
+            name: "eth0".into(),
+            counters: Counters {
+                rx_bytes,
+                ..Default::default()
+            },
+            ..Link::default()
+        };
+        let t0 = Instant::now();
+        s.sample(vec![port(1_000)], t0);
+        assert!(s.rates().is_empty(), "one reading has no rate");
+        s.sample(vec![port(251_000)], t0 + Duration::from_secs(2));
+        let r = s.rates()["eth0"];
+        assert_eq!(r.rx_bits_per_second, 1_000_000.0);
+        assert_eq!(r.seconds, 2.0);
+        let cached = s.cached().expect("an inventory");
+        assert_eq!(
+            cached[0].rates.map(|r| r.rx_bits_per_second),
+            Some(1_000_000.0)
+        );
+        let mut fresh = vec![
+            port(300_000),
+            Link {
+                name: "eth1".into(),
+                ..Link::default()
+            },
+        ];
+        s.attach_rates(&mut fresh);
+        assert_eq!(
+            fresh[0].rates.map(|r| r.rx_bits_per_second),
+            Some(1_000_000.0)
+        );
+        assert!(fresh[1].rates.is_none());
     }
 
     #[test]

@@ -91,10 +91,10 @@ async fn run(cfg: Config) -> Result<(), String> {
     crate::spec::suite::seed_builtins(&store)?;
     store.abort_stale_suites().map_err(|e| e.to_string())?;
     // Board control: restore an unconfirmed change's snapshot, re-apply the confirmed config.
-    crate::board::apply::start_daemon(store.clone(), &cfg.data_dir).await;
+    let board = crate::board::apply::start_daemon(store.clone(), &cfg.data_dir).await;
     // Forwarding turned on by a forwarding run that was cut short goes off again.
-    crate::runs::forward::undo_stale(stale_forwarding).await;
-    let hub = Hub::new(store.clone());
+    crate::runs::forward::undo_stale(&board, stale_forwarding).await;
+    let hub = Hub::with_board(store.clone(), board);
     // Scheduled suite runs (due ones that were missed while netperfd was down fire once now).
     crate::runs::schedule::start(hub.clone());
     if let Err(e) = store.board_id() {

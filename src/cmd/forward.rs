@@ -150,8 +150,8 @@ pub fn forward_main(a: ForwardArgs) -> i32 {
                 return 1;
             }
         };
-        let hub = Hub::new(store.clone());
         let ctl = Controller::new(Some(store.clone()), Some(&a.data));
+        let hub = Hub::with_board(store.clone(), ctl.clone());
         if !a.json {
             println!(
                 "Forwarding run: {} tests to {}:{} through {} → {}{} for {} s",

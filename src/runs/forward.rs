@@ -509,12 +509,9 @@ pub fn stale_forwarding(store: &crate::store::Store) -> Vec<(i64, String, String
 
 /// Undo what stale forwarding runs (see [`stale_forwarding`]) had turned on, with the
 /// process's board controller; failures are logged.
-pub async fn undo_stale(stale: Vec<(i64, String, String, Undo)>) {
-    let Some(ctl) = crate::board::apply::global() else {
-        return;
-    };
+pub async fn undo_stale(ctl: &Arc<Controller>, stale: Vec<(i64, String, String, Undo)>) {
     for (id, i, e, undo) in stale {
-        match undo_forwarding(&ctl, id, &i, &e, &undo).await {
+        match undo_forwarding(ctl, id, &i, &e, &undo).await {
             Ok(()) => tracing::warn!(
                 run = id,
                 "forwarding {i} → {e} turned on by run {id}, which was cut short, is restored"

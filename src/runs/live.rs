@@ -3,6 +3,7 @@
 //! server-sent-event subscribers. Not for: rendering (web) or measuring (engine).
 
 use super::recorder::{Outcome, Recorder, Sampling};
+use crate::board::apply::Controller;
 use crate::board::sampler::{self as monitor, Snapshot};
 use crate::engine::iperf3::client::{self, ClientSpec, Event};
 use crate::engine::iperf3::server::ServerEvent;
@@ -65,6 +66,10 @@ pub struct Hub {
     /// never the web server's workers, so a slow store write inside a run cannot stall pages
     /// or live streams. `None` outside a runtime (then the caller's runtime is used).
     rt: Option<tokio::runtime::Handle>,
+    /// The board controller (the daemon's): its port sampler and last read configuration go
+    /// into each run's network snapshot, and forwarding runs change the board through it.
+    /// `None` in one-shot CLI commands that do not touch the board.
+    board: Option<Arc<Controller>>,
 }
 
 fn relock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -87,7 +92,22 @@ impl Hub {
             watches: Arc::new(Mutex::new(HashMap::new())),
             monitor_on: Arc::new(AtomicBool::new(false)),
             rt: tokio::runtime::Handle::try_current().ok(),
+            board: None,
         }
+    }
+
+    /// A hub over `store` that records runs with `board`'s view of the network (see the
+    /// `board` field).
+    pub fn with_board(store: Arc<Store>, board: Arc<Controller>) -> Hub {
+        Hub {
+            board: Some(board),
+            ..Hub::new(store)
+        }
+    }
+
+    /// The board controller, when the hub has one.
+    pub fn board(&self) -> Option<&Arc<Controller>> {
+        self.board.as_ref()
     }
 
     /// Run `fut` on the hub's runtime (see the `rt` field): every task that measures or

@@ -57,7 +57,7 @@ impl Hub {
             .store()
             .create_run(run)
             .map_err(|e| format!("cannot record the run: {e}"))?;
-        crate::board::record_net_config(self.store(), id);
+        crate::board::record_net_config(self.store(), id, self.board().map(|b| &**b));
         let tx = match sampling {
             Sampling::Ports(ports) => self.track(id, cancel, ports),
             Sampling::Parent => self.track_unmonitored(id, cancel),

@@ -12,7 +12,6 @@ use super::AppState;
 use crate::board::apply::{self, ApplyOptions, BoardView, Controller};
 use crate::board::error::BoardError;
 use crate::board::governor;
-use crate::board::links;
 use crate::board::netconfig::Change;
 use crate::engine::report::version_string;
 use crate::model::time::fmt_time;
@@ -69,12 +68,7 @@ async fn script() -> HttpResponse {
 
 /// The process's board controller (installed by the daemon at start; made here otherwise).
 fn controller(state: &AppState) -> Arc<Controller> {
-    apply::global().unwrap_or_else(|| {
-        apply::install(Controller::new(
-            Some(state.store.clone()),
-            Some(&state.config.data_dir),
-        ))
-    })
+    state.board.clone()
 }
 
 /// The board address the request came in on: the Host header's address when it is one,
@@ -118,8 +112,8 @@ fn bad_request(msg: impl Into<String>) -> HttpResponse {
 
 // ---------------------------------------------------------------- API
 
-async fn api_ports(_auth: Auth) -> HttpResponse {
-    match links::inventory().await {
+async fn api_ports(_auth: Auth, state: web::Data<AppState>) -> HttpResponse {
+    match controller(&state).inventory().await {
         Ok(l) => HttpResponse::Ok().json(l),
         Err(e) => api_error(&e),
     }

@@ -10,7 +10,7 @@
 use super::auth::{Auth, AuthError};
 use super::pages::CsrfForm;
 use super::AppState;
-use crate::board::apply::{self, Controller};
+use crate::board::apply::Controller;
 use crate::engine::report::version_string;
 use crate::model::time::fmt_time;
 use crate::model::units::fmt_rate;
@@ -35,12 +35,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 fn controller(state: &AppState) -> Arc<Controller> {
-    apply::global().unwrap_or_else(|| {
-        apply::install(Controller::new(
-            Some(state.store.clone()),
-            Some(&state.config.data_dir),
-        ))
-    })
+    state.board.clone()
 }
 
 fn stored_token(state: &AppState) -> Option<String> {

@@ -34,12 +34,18 @@ pub struct AppState {
     /// The one-time code that the first-run setup page requires (None once set up).
     pub setup_code: Mutex<Option<String>>,
     pub limiter: crate::model::secrets::LoginLimiter,
+    /// The board controller: the hub's, else one made for this state.
+    pub board: Arc<crate::board::apply::Controller>,
 }
 
 impl AppState {
     /// State over a store; makes a setup code when no admin password exists yet.
     pub fn new(store: Arc<Store>, hub: Hub, config: Config) -> AppState {
+        let board = hub.board().cloned().unwrap_or_else(|| {
+            crate::board::apply::Controller::new(Some(store.clone()), Some(&config.data_dir))
+        });
         let s = AppState {
+            board,
             store,
             hub,
             config,
