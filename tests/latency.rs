@@ -176,6 +176,51 @@ fn small_tbf_queue_keeps_latency_flat_and_upload_reads_tcp_rtt() {
 }
 
 #[test]
+fn load_both_reports_each_direction() {
+    // TBF 100 Mbit/s (30 KB queue) on the router's port towards the prober: the PC → prober
+    // leg (down: the board receives) is capped, the prober → PC leg (up) is not.
+    let mut lab = lab("30000");
+    let v = cli(
+        &mut lab,
+        "both",
+        &["--load", "both", "--idle", "1", "--loaded", "3"],
+    );
+    let up = num(&v, "/loaded/up/bits_per_second");
+    let down = num(&v, "/loaded/down/bits_per_second");
+    let total = num(&v, "/loaded/bits_per_second");
+    eprintln!(
+        "both: up {:.1} Mbit/s, down {:.1} Mbit/s, total {:.1} Mbit/s, up TCP RTT p50 {:.3} ms",
+        up / 1e6,
+        down / 1e6,
+        total / 1e6,
+        num(&v, "/loaded/up/tcp_rtt_ms/p50")
+    );
+    assert_eq!(v["loaded"]["direction"], "both");
+    assert!(
+        (30e6..=100e6).contains(&down),
+        "down through the TBF: {down}"
+    );
+    assert!(
+        up > down,
+        "up {up} is not behind the 100 Mbit/s TBF (down {down})"
+    );
+    assert!(
+        (up + down - total).abs() <= total * 1e-9,
+        "{up} + {down} != {total}"
+    );
+    assert_eq!(num(&v, "/loaded/up/streams"), 1.0);
+    assert_eq!(num(&v, "/loaded/down/streams"), 1.0);
+    // The TCP RTT is the board's sending streams': with the up leg, not the down leg.
+    assert!(num(&v, "/loaded/up/tcp_rtt_ms/n") >= 2.0, "{}", v["loaded"]);
+    assert_eq!(
+        num(&v, "/loaded/up/tcp_rtt_ms/p50"),
+        num(&v, "/loaded/tcp_rtt_ms/p50")
+    );
+    assert!(v["loaded"]["down"].get("tcp_rtt_ms").is_none());
+    assert!(v["idle"].get("up").is_none() && v["idle_after"].get("down").is_none());
+}
+
+#[test]
 fn bad_input_is_refused_and_records_nothing() {
     let mut lab = Lab::new();
     let board = lab.board.clone();
