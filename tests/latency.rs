@@ -68,6 +68,32 @@ fn lab(limit: &str) -> Lab {
     lab
 }
 
+/// The TBF's drop count and backlog and the PC's retransmit / reordering counters, for the
+/// failure message of a queue that did not fill.
+fn queue_report(lab: &Lab) -> String {
+    let out = |ns: &str, args: &[&str]| {
+        Command::new("ip")
+            .args(["netns", "exec", ns])
+            .args(args)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    };
+    let tbf = out(&lab.board, &["tc", "-s", "qdisc", "show", "dev", "eth1"]);
+    let tcp = out(
+        &lab.pc1,
+        &[
+            "nstat",
+            "-az",
+            "TcpRetransSegs",
+            "TcpExtTCPSackRecovery",
+            "TcpExtTCPDSACKRecv",
+            "TcpExtTCPDSACKUndo",
+        ],
+    );
+    format!("router: {tbf}\nPC: {tcp}")
+}
+
 fn prober(lab: &Lab) -> String {
     lab.pc2.clone().expect("pc2")
 }
@@ -94,14 +120,30 @@ fn cli(lab: &mut Lab, name: &str, extra: &[&str]) -> Value {
     json(&out, "netperfd latency --json")
 }
 
+/// The big-queue tests load with 4 streams. With one stream they failed when the machine was
+/// busy (both run in parallel: +19 to +57 ms instead of ~+83 ms in 6 of 8 runs): CPU
+/// contention delays packets in a veth's per-CPU backlog, the PC's TCP sees them out of order
+/// or late, retransmits spuriously (a DSACK comes back; the TBF dropped nothing), cubic cuts
+/// its window to 0.7 × and takes seconds to grow back, so the 1.25 MB queue never fills. Such
+/// a cut of one stream of four costs the aggregate ~8 %, and the queue still fills.
+const BIG_QUEUE_STREAMS: &str = "4";
+
 #[test]
-#[ignore = "flaky (1 full run of 4 here: the queue grew 33 ms, not ~83 ms; probably window-limited): run with --ignored"]
 fn download_through_a_big_tbf_queue_grows_by_its_drain_time() {
     let mut lab = lab("1250000");
     let v = cli(
         &mut lab,
         "big",
-        &["--load", "down", "--idle", "2", "--loaded", "6"],
+        &[
+            "--load",
+            "down",
+            "-P",
+            BIG_QUEUE_STREAMS,
+            "--idle",
+            "2",
+            "--loaded",
+            "6",
+        ],
     );
     let idle = num(&v, "/idle/rtt_ms/p50");
     let loaded = num(&v, "/loaded/rtt_ms/p50");
@@ -122,7 +164,11 @@ fn download_through_a_big_tbf_queue_grows_by_its_drain_time() {
     );
     assert!(idle < 1.0, "idle p50 {idle} ms");
     // 1.25 MB at 100 Mbit/s drains in 100 ms: ± 25 %.
-    assert!((75.0..=125.0).contains(&growth), "growth {growth} ms");
+    assert!(
+        (75.0..=125.0).contains(&growth),
+        "growth {growth} ms\n{}",
+        queue_report(&lab)
+    );
     let bps = num(&v, "/loaded/bits_per_second");
     assert!((85e6..=100e6).contains(&bps), "throughput {bps}");
     assert!((num(&v, "/rpm") - 60_000.0 / loaded).abs() < 1e-6);
@@ -279,7 +325,6 @@ fn wd(http: &Http, session: &str, method: &str, path: &str, body: Value) -> Valu
 }
 
 #[test]
-#[ignore = "flaky (1 full run of 4 here: the queue grew 33 ms, not ~83 ms; probably window-limited): run with --ignored"]
 fn api_and_web_page_in_chromium() {
     let mut lab = lab("1250000");
     let board = prober(&lab);
@@ -311,7 +356,7 @@ fn api_and_web_page_in_chromium() {
     let r = http.api(
         "POST",
         "/api/runs/latency",
-        &json!({"host": PC1_IP, "load": "down", "idle": "1", "loaded": "4", "streams": 1, "congestion": "cubic"}),
+        &json!({"host": PC1_IP, "load": "down", "idle": "1", "loaded": "4", "streams": BIG_QUEUE_STREAMS, "congestion": "cubic"}),
     );
     assert_eq!(r.status, 201, "{}", r.body);
     let id = r.json()["id"].as_i64().expect("id");
@@ -320,7 +365,11 @@ fn api_and_web_page_in_chromium() {
     assert_eq!(v["run"]["kind"], "latency");
     let s = &v["run"]["summary"];
     let growth = num(s, "/increase_ms");
-    assert!((60.0..=140.0).contains(&growth), "growth {growth}");
+    assert!(
+        (60.0..=140.0).contains(&growth),
+        "growth {growth}\n{}",
+        queue_report(&lab)
+    );
     let chart = http.get_json(&format!("/api/runs/{id}/chart"));
     let rtt_points = chart["rtt"]["t"].as_array().map(|a| a.len()).unwrap_or(0);
     assert!(rtt_points > 400, "rtt chart points {rtt_points}");
@@ -402,7 +451,7 @@ fn api_and_web_page_in_chromium() {
         ok["stock"]
             .as_str()
             .unwrap()
-            .contains("iperf3 -c 192.0.2.2 -P 1 -t 4 -R -C cubic"),
+            .contains("iperf3 -c 192.0.2.2 -P 4 -t 4 -R -C cubic"),
         "{ok}"
     );
     assert!(
