@@ -68,6 +68,32 @@ fn lab(limit: &str) -> Lab {
     lab
 }
 
+/// The TBF's drop count and backlog and the PC's retransmit / reordering counters, for the
+/// failure message of a queue that did not fill.
+fn queue_report(lab: &Lab) -> String {
+    let out = |ns: &str, args: &[&str]| {
+        Command::new("ip")
+            .args(["netns", "exec", ns])
+            .args(args)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    };
+    let tbf = out(&lab.board, &["tc", "-s", "qdisc", "show", "dev", "eth1"]);
+    let tcp = out(
+        &lab.pc1,
+        &[
+            "nstat",
+            "-az",
+            "TcpRetransSegs",
+            "TcpExtTCPSackRecovery",
+            "TcpExtTCPDSACKRecv",
+            "TcpExtTCPDSACKUndo",
+        ],
+    );
+    format!("router: {tbf}\nPC: {tcp}")
+}
+
 fn prober(lab: &Lab) -> String {
     lab.pc2.clone().expect("pc2")
 }
@@ -94,14 +120,30 @@ fn cli(lab: &mut Lab, name: &str, extra: &[&str]) -> Value {
     json(&out, "netperfd latency --json")
 }
 
+/// The big-queue tests load with 4 streams. With one stream they failed when the machine was
+/// busy (both run in parallel: +19 to +57 ms instead of ~+83 ms in 6 of 8 runs): CPU
+/// contention delays packets in a veth's per-CPU backlog, the PC's TCP sees them out of order
+/// or late, retransmits spuriously (a DSACK comes back; the TBF dropped nothing), cubic cuts
+/// its window to 0.7 × and takes seconds to grow back, so the 1.25 MB queue never fills. Such
+/// a cut of one stream of four costs the aggregate ~8 %, and the queue still fills.
+const BIG_QUEUE_STREAMS: &str = "4";
+
 #[test]
-#[ignore = "flaky (1 full run of 4 here: the queue grew 33 ms, not ~83 ms; probably window-limited): run with --ignored"]
 fn download_through_a_big_tbf_queue_grows_by_its_drain_time() {
     let mut lab = lab("1250000");
     let v = cli(
         &mut lab,
         "big",
-        &["--load", "down", "--idle", "2", "--loaded", "6"],
+        &[
+            "--load",
+            "down",
+            "-P",
+            BIG_QUEUE_STREAMS,
+            "--idle",
+            "2",
+            "--loaded",
+            "6",
+        ],
     );
     let idle = num(&v, "/idle/rtt_ms/p50");
     let loaded = num(&v, "/loaded/rtt_ms/p50");
@@ -122,7 +164,11 @@ fn download_through_a_big_tbf_queue_grows_by_its_drain_time() {
     );
     assert!(idle < 1.0, "idle p50 {idle} ms");
     // 1.25 MB at 100 Mbit/s drains in 100 ms: ± 25 %.
-    assert!((75.0..=125.0).contains(&growth), "growth {growth} ms");
+    assert!(
+        (75.0..=125.0).contains(&growth),
+        "growth {growth} ms\n{}",
+        queue_report(&lab)
+    );
     let bps = num(&v, "/loaded/bits_per_second");
     assert!((85e6..=100e6).contains(&bps), "throughput {bps}");
     assert!((num(&v, "/rpm") - 60_000.0 / loaded).abs() < 1e-6);
@@ -173,6 +219,51 @@ fn small_tbf_queue_keeps_latency_flat_and_upload_reads_tcp_rtt() {
     assert!(num(&u, "/loaded/tcp_rtt_ms/n") >= 2.0, "{}", u["loaded"]);
     let sent = num(&u, "/probes/sent");
     assert!((200.0..=300.0).contains(&sent), "5 s at 20 ms: {sent}");
+}
+
+#[test]
+fn load_both_reports_each_direction() {
+    // TBF 100 Mbit/s (30 KB queue) on the router's port towards the prober: the PC → prober
+    // leg (down: the board receives) is capped, the prober → PC leg (up) is not.
+    let mut lab = lab("30000");
+    let v = cli(
+        &mut lab,
+        "both",
+        &["--load", "both", "--idle", "1", "--loaded", "3"],
+    );
+    let up = num(&v, "/loaded/up/bits_per_second");
+    let down = num(&v, "/loaded/down/bits_per_second");
+    let total = num(&v, "/loaded/bits_per_second");
+    eprintln!(
+        "both: up {:.1} Mbit/s, down {:.1} Mbit/s, total {:.1} Mbit/s, up TCP RTT p50 {:.3} ms",
+        up / 1e6,
+        down / 1e6,
+        total / 1e6,
+        num(&v, "/loaded/up/tcp_rtt_ms/p50")
+    );
+    assert_eq!(v["loaded"]["direction"], "both");
+    assert!(
+        (30e6..=100e6).contains(&down),
+        "down through the TBF: {down}"
+    );
+    assert!(
+        up > down,
+        "up {up} is not behind the 100 Mbit/s TBF (down {down})"
+    );
+    assert!(
+        (up + down - total).abs() <= total * 1e-9,
+        "{up} + {down} != {total}"
+    );
+    assert_eq!(num(&v, "/loaded/up/streams"), 1.0);
+    assert_eq!(num(&v, "/loaded/down/streams"), 1.0);
+    // The TCP RTT is the board's sending streams': with the up leg, not the down leg.
+    assert!(num(&v, "/loaded/up/tcp_rtt_ms/n") >= 2.0, "{}", v["loaded"]);
+    assert_eq!(
+        num(&v, "/loaded/up/tcp_rtt_ms/p50"),
+        num(&v, "/loaded/tcp_rtt_ms/p50")
+    );
+    assert!(v["loaded"]["down"].get("tcp_rtt_ms").is_none());
+    assert!(v["idle"].get("up").is_none() && v["idle_after"].get("down").is_none());
 }
 
 #[test]
@@ -234,7 +325,6 @@ fn wd(http: &Http, session: &str, method: &str, path: &str, body: Value) -> Valu
 }
 
 #[test]
-#[ignore = "flaky (1 full run of 4 here: the queue grew 33 ms, not ~83 ms; probably window-limited): run with --ignored"]
 fn api_and_web_page_in_chromium() {
     let mut lab = lab("1250000");
     let board = prober(&lab);
@@ -266,7 +356,7 @@ fn api_and_web_page_in_chromium() {
     let r = http.api(
         "POST",
         "/api/runs/latency",
-        &json!({"host": PC1_IP, "load": "down", "idle": "1", "loaded": "4", "streams": 1, "congestion": "cubic"}),
+        &json!({"host": PC1_IP, "load": "down", "idle": "1", "loaded": "4", "streams": BIG_QUEUE_STREAMS, "congestion": "cubic"}),
     );
     assert_eq!(r.status, 201, "{}", r.body);
     let id = r.json()["id"].as_i64().expect("id");
@@ -275,7 +365,11 @@ fn api_and_web_page_in_chromium() {
     assert_eq!(v["run"]["kind"], "latency");
     let s = &v["run"]["summary"];
     let growth = num(s, "/increase_ms");
-    assert!((60.0..=140.0).contains(&growth), "growth {growth}");
+    assert!(
+        (60.0..=140.0).contains(&growth),
+        "growth {growth}\n{}",
+        queue_report(&lab)
+    );
     let chart = http.get_json(&format!("/api/runs/{id}/chart"));
     let rtt_points = chart["rtt"]["t"].as_array().map(|a| a.len()).unwrap_or(0);
     assert!(rtt_points > 400, "rtt chart points {rtt_points}");
@@ -357,7 +451,7 @@ fn api_and_web_page_in_chromium() {
         ok["stock"]
             .as_str()
             .unwrap()
-            .contains("iperf3 -c 192.0.2.2 -P 1 -t 4 -R -C cubic"),
+            .contains("iperf3 -c 192.0.2.2 -P 4 -t 4 -R -C cubic"),
         "{ok}"
     );
     assert!(

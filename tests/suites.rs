@@ -52,13 +52,13 @@ fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
-/// Numeric field `i` (0-based, of 23) of a CSV line, counted from the end: the text fields
-/// before it (the board label) may hold quoted commas, the numeric ones never do (the last two,
-/// verdict and reasons, are empty in suites without thresholds).
+/// Numeric field `i` (0-based, of 28) of a CSV line, counted from the end: the text fields
+/// before it (the board label) may hold quoted commas, the numeric ones never do (verdict and
+/// reasons are empty in suites without thresholds, the five latency columns for iperf3 rows).
 fn csv_num(line: &str, i: usize) -> f64 {
     let fields: Vec<&str> = line.rsplit(',').collect();
-    // 23 columns; field i counted from the start is field 22 - i from the end.
-    fields[22 - i]
+    // 28 columns; field i counted from the start is field 27 - i from the end.
+    fields[27 - i]
         .parse()
         .unwrap_or_else(|e| panic!("field {i} of {line}: {e}"))
 }

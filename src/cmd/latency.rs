@@ -153,6 +153,16 @@ async fn run(a: LatencyArgs) -> Result<i32, String> {
         if let Some(b) = s["loaded"]["bits_per_second"].as_f64() {
             println!("throughput under load: {}", fmt_rate(b));
         }
+        if let (Some(u), Some(d)) = (
+            s["loaded"]["up"]["bits_per_second"].as_f64(),
+            s["loaded"]["down"]["bits_per_second"].as_f64(),
+        ) {
+            println!(
+                "  up (board sends): {}   down (board receives): {}",
+                fmt_rate(u),
+                fmt_rate(d)
+            );
+        }
         if let Some(t) = s["loaded"]["tcp_rtt_ms"].as_object() {
             println!(
                 "TCP RTT of the load (TCP_INFO): p50 {} ms, p99 {} ms",

@@ -7,7 +7,7 @@ use crate::results::compare::{self, CompareError};
 use crate::runs::live::Hub;
 use crate::runs::suites::run;
 use crate::spec::suite as def;
-use crate::spec::suite::{RunTarget, SuiteDef};
+use crate::spec::suite::{PlannedRun, RunTarget, SuiteDef};
 use crate::store::Store;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -200,17 +200,18 @@ fn suite(a: SuiteArgs) -> Result<i32, String> {
                 ..Default::default()
             };
             for p in d.plan(&t, &[])? {
-                println!(
-                    "  step {:>2}: {:<24} -t {}{}",
-                    p.step,
-                    p.label,
-                    p.spec.params.time,
-                    if p.spec.params.window.is_some() {
-                        format!(" -w {}", p.spec.params.window.unwrap_or(0))
-                    } else {
-                        String::new()
-                    }
-                );
+                let how = match &p.spec {
+                    PlannedRun::Iperf3(c) => format!(
+                        "-t {}{}",
+                        c.params.time,
+                        match c.params.window {
+                            Some(w) => format!(" -w {w}"),
+                            None => String::new(),
+                        }
+                    ),
+                    PlannedRun::Latency(l) => l.command().replace("netperfd latency -c PEER ", ""),
+                };
+                println!("  step {:>2}: {:<24} {how}", p.step, p.label);
             }
             Ok(0)
         }

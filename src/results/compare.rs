@@ -479,7 +479,20 @@ pub fn suite_grid(r: &SuiteResult) -> Grid {
             row.push(crate::results::verdict::step_word(s).into());
         }
     }
+    // Suites with a latency step: its figures in one more column.
+    if r.steps.iter().any(|s| s.latency.is_some()) {
+        g.header.push("Latency under load".into());
+        for (row, s) in g.rows.iter_mut().zip(&r.steps) {
+            row.push(latency_text(s));
+        }
+    }
     g
+}
+
+/// A latency row's figures in one cell (see [`crate::results::latency::LatencyFigures::text`]);
+/// empty for other rows.
+fn latency_text(s: &StepResult) -> String {
+    s.latency.map(|l| l.text()).unwrap_or_default()
 }
 
 /// The suite's verdict as lines for text and Markdown: "PASS: 8 of 8 tests passed the
@@ -537,8 +550,30 @@ pub fn metric_grid(c: &Comparison) -> Grid {
         ("Target", |s, _, _| target_text(s)),
         ("Status", |s, _, _| s.status.clone()),
     ];
+    let latency: [Metric; 5] = [
+        ("Idle RTT p50", |s, _, _| {
+            ms_or_dash(s.latency.and_then(|l| l.idle_p50_ms))
+        }),
+        ("Loaded RTT p50", |s, _, _| {
+            ms_or_dash(s.latency.and_then(|l| l.loaded_p50_ms))
+        }),
+        ("Loaded RTT p99", |s, _, _| {
+            ms_or_dash(s.latency.and_then(|l| l.loaded_p99_ms))
+        }),
+        ("Latency increase", |s, _, _| {
+            ms_or_dash(s.latency.and_then(|l| l.increase_ms))
+        }),
+        ("RPM", |s, _, _| {
+            s.latency
+                .and_then(|l| l.rpm)
+                .map(|r| format!("{r:.0}"))
+                .unwrap_or_else(|| DASH.into())
+        }),
+    ];
+    let with_latency = cells.iter().flatten().any(|s| s.latency.is_some());
     let rows = metrics
         .iter()
+        .chain(latency.iter().filter(|_| with_latency))
         .map(|(name, f)| {
             let mut row = vec![name.to_string()];
             row.extend(
@@ -575,6 +610,18 @@ pub fn step_grid(c: &Comparison) -> Grid {
                     if s.protocol == "UDP" && s.loss_percent.is_some() {
                         t.push_str(&format!(", {} loss", loss_text(s)));
                     }
+                    if let Some(l) = s.latency {
+                        t.push_str(&format!(
+                            ", loaded p50 {} ({}), RPM {}",
+                            ms_or_dash(l.loaded_p50_ms),
+                            l.increase_ms
+                                .map(|v| format!("{v:+.1} ms"))
+                                .unwrap_or_else(|| DASH.into()),
+                            l.rpm
+                                .map(|r| format!("{r:.0}"))
+                                .unwrap_or_else(|| DASH.into())
+                        ));
+                    }
                     if let Some(c) = s.rate_check.filter(|c| c.short) {
                         t.push_str(&format!(
                             ", sender short: {} of {}",
@@ -597,6 +644,11 @@ pub fn step_grid(c: &Comparison) -> Grid {
     Grid { header, rows }
 }
 
+fn ms_or_dash(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.1} ms"))
+        .unwrap_or_else(|| DASH.into())
+}
+
 /// The grid a comparison is shown as: runs by metric; suites by test, or with
 /// `boards = true` one row per suite and one column per test (seed 001's summary layout).
 pub fn grid(c: &Comparison, boards: bool) -> Grid {
@@ -613,9 +665,10 @@ pub fn grid(c: &Comparison, boards: bool) -> Grid {
 /// (kind, id, board, peer, started), run, status, protocol, direction, target_bps,
 /// bitrate_bps, sender_bps, receiver_bps, retransmits, jitter_ms, lost, total, loss_percent,
 /// cpu_max_percent, delta_percent (bitrate against the first column), verdict (pass / fail /
-/// empty without thresholds), reasons (why it failed, "; "-separated).
+/// empty without thresholds), reasons (why it failed, "; "-separated), and for latency runs
+/// idle_p50_ms, loaded_p50_ms, loaded_p99_ms, latency_increase_ms, rpm (empty otherwise).
 pub fn csv(c: &Comparison) -> String {
-    let mut out = String::from("test,kind,id,board,peer,started,run_id,status,protocol,direction,target_bps,bitrate_bps,sender_bps,receiver_bps,retransmits,jitter_ms,lost,total,loss_percent,cpu_max_percent,delta_percent,verdict,reasons\n");
+    let mut out = String::from("test,kind,id,board,peer,started,run_id,status,protocol,direction,target_bps,bitrate_bps,sender_bps,receiver_bps,retransmits,jitter_ms,lost,total,loss_percent,cpu_max_percent,delta_percent,verdict,reasons,idle_p50_ms,loaded_p50_ms,loaded_p99_ms,latency_increase_ms,rpm\n");
     for r in &c.rows {
         let base = r
             .cells
@@ -659,6 +712,11 @@ pub fn csv(c: &Comparison) -> String {
                         .map(|v| v.reasons.join("; "))
                         .unwrap_or_default(),
                 ),
+                num(s.latency.and_then(|l| l.idle_p50_ms)),
+                num(s.latency.and_then(|l| l.loaded_p50_ms)),
+                num(s.latency.and_then(|l| l.loaded_p99_ms)),
+                num(s.latency.and_then(|l| l.increase_ms)),
+                num(s.latency.and_then(|l| l.rpm)),
             ];
             out.push_str(&fields.join(","));
             out.push('\n');
@@ -840,7 +898,7 @@ mod tests {
         assert_eq!(lines.len(), 1 + 6);
         assert_eq!(
             lines[1],
-            "TCP send,suite,4,Apalis iMX6Q,192.0.2.2,2025-11-30 12:00 UTC,,completed,TCP,send,0,406000000,406000000,406000000,0,,,,,,,,"
+            "TCP send,suite,4,Apalis iMX6Q,192.0.2.2,2025-11-30 12:00 UTC,,completed,TCP,send,0,406000000,406000000,406000000,0,,,,,,,,,,,,,"
         );
         assert!(out.contains("\"iMX8QM, \"\"after\"\" governor\""), "{out}");
         assert!(out.contains("\n'=cmd,suite,5,"), "{out}");
@@ -848,7 +906,7 @@ mod tests {
             .iter()
             .find(|l| l.starts_with("UDP receive 400M,suite,5"))
             .unwrap();
-        assert!(udp8.ends_with(",121,366076,0.033,,0.000,,"), "{udp8}");
+        assert!(udp8.ends_with(",121,366076,0.033,,0.000,,,,,,,"), "{udp8}");
         // Every line has the header's field count (quoted commas do not count).
         let n = lines[0].split(',').count();
         assert_eq!(lines[1].split(',').count(), n);

@@ -109,6 +109,14 @@ pub fn measurements(s: &StepResult) -> Vec<(&'static str, String)> {
         "cpu_max_percent",
         s.cpu_max_percent.map(|c| format!("{c:.1}")),
     );
+    if let Some(l) = s.latency {
+        let ms = |v: Option<f64>| v.map(|v| format!("{v:.3}"));
+        put("idle_rtt_p50_ms", ms(l.idle_p50_ms));
+        put("loaded_rtt_p50_ms", ms(l.loaded_p50_ms));
+        put("loaded_rtt_p99_ms", ms(l.loaded_p99_ms));
+        put("latency_increase_ms", ms(l.increase_ms));
+        put("rpm", l.rpm.map(|r| format!("{r:.0}")));
+    }
     m
 }
 

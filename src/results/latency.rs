@@ -67,6 +67,27 @@ pub struct Phase {
     /// The load's goodput in this phase, bits/s (received bytes of every stream; both
     /// directions summed for "both"); `None` in idle phases.
     pub bits_per_second: Option<f64>,
+    /// The loaded phase's streams where the board sends (load up or both).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub up: Option<DirectionLoad>,
+    /// The loaded phase's streams where the board receives (load down or both).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub down: Option<DirectionLoad>,
+}
+
+/// The load in one direction (`loaded.up` = the board sends, `loaded.down` = the board
+/// receives); with load "both" the two legs of `iperf3 --bidir` apart.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DirectionLoad {
+    /// Goodput, bits/s: the receiver's bytes over its time, summed over this direction's
+    /// streams (the sender's where no receiver figures came).
+    pub bits_per_second: f64,
+    /// Streams in this direction.
+    pub streams: usize,
+    /// TCP RTT of the board's sending streams (TCP_INFO `tcpi_rtt` each interval), ms; only
+    /// in `up`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp_rtt_ms: Option<RttStats>,
 }
 
 /// Probe counts over the whole run.
@@ -138,6 +159,10 @@ pub struct Inputs<'a> {
     pub direction: &'a str,
     /// The load's goodput, bits/s.
     pub bits_per_second: Option<f64>,
+    /// Goodput (bits/s) and stream count of the streams where the board sends (`up`) and
+    /// where it receives (`down`); `None` where the load has no such streams.
+    pub up: Option<(f64, usize)>,
+    pub down: Option<(f64, usize)>,
     pub stats: &'a ProberStats,
     pub interval_ms: f64,
 }
@@ -159,16 +184,28 @@ fn phase(
         .filter(|(t, _)| inside(*t))
         .map(|x| x.1)
         .collect();
+    let tcp_rtt_ms = RttStats::of(&tcp);
+    // Only the loaded phase (the one with a goodput) has the load's directions.
+    let leg = |v: Option<(f64, usize)>, rtt: Option<RttStats>| {
+        v.filter(|_| bps.is_some())
+            .map(|(bits_per_second, streams)| DirectionLoad {
+                bits_per_second,
+                streams,
+                tcp_rtt_ms: rtt,
+            })
+    };
     Phase {
         name,
         direction: dir.to_string(),
         start,
         end,
         rtt_ms: RttStats::of(&rtts),
-        tcp_rtt_ms: RttStats::of(&tcp),
+        tcp_rtt_ms,
         sent: ps.len() as u64,
         lost: ps.iter().filter(|p| p.rtt_ms.is_none()).count() as u64,
         bits_per_second: bps,
+        up: leg(i.up, tcp_rtt_ms),
+        down: leg(i.down, None),
     }
 }
 
@@ -286,6 +323,74 @@ pub fn summarize(i: &Inputs<'_>) -> LatencyResult {
     }
 }
 
+/// A latency run's headline figures as suite and compare tables show them, read from the
+/// run's stored summary (a [`LatencyResult`]). All RTTs are ICMP echo RTTs, ms.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Default)]
+pub struct LatencyFigures {
+    /// Idle phase (before the load) RTT p50, ms.
+    pub idle_p50_ms: Option<f64>,
+    /// Loaded phase RTT p50 and p99, ms.
+    pub loaded_p50_ms: Option<f64>,
+    pub loaded_p99_ms: Option<f64>,
+    /// loaded p50 − idle p50, ms.
+    pub increase_ms: Option<f64>,
+    /// Round trips per minute at the loaded p50 (60 000 / ms).
+    pub rpm: Option<f64>,
+    /// The load's goodput, bits/s (both directions summed for load "both").
+    pub bits_per_second: Option<f64>,
+    /// Probes sent and lost over the run.
+    pub probes_sent: u64,
+    pub probes_lost: u64,
+}
+
+impl LatencyFigures {
+    /// The figures of a stored summary; `None` when it is not a latency result (e.g. the run
+    /// is still running, or failed before it had one).
+    pub fn of_summary(v: &serde_json::Value) -> Option<LatencyFigures> {
+        let f = |p: &str| v.pointer(p).and_then(serde_json::Value::as_f64);
+        let probes_sent = v.pointer("/probes/sent")?.as_u64()?;
+        Some(LatencyFigures {
+            idle_p50_ms: f("/idle/rtt_ms/p50"),
+            loaded_p50_ms: f("/loaded/rtt_ms/p50"),
+            loaded_p99_ms: f("/loaded/rtt_ms/p99"),
+            increase_ms: f("/increase_ms"),
+            rpm: f("/rpm"),
+            bits_per_second: f("/loaded/bits_per_second"),
+            probes_sent,
+            probes_lost: v
+                .pointer("/probes/lost")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0),
+        })
+    }
+
+    /// One line for tables: "idle p50 0.06 ms · loaded p50 83.0 ms, p99 104.2 ms · +82.9 ms ·
+    /// RPM 722 · 95.3 Mbit/s"; "—" for a figure that is unknown.
+    pub fn text(&self) -> String {
+        let ms = |v: Option<f64>| match v {
+            Some(v) if v.abs() < 10.0 => format!("{v:.2} ms"),
+            Some(v) => format!("{v:.1} ms"),
+            None => "—".into(),
+        };
+        let inc = match self.increase_ms {
+            Some(v) if v >= 0.0 => format!("+{}", ms(Some(v))),
+            other => ms(other),
+        };
+        format!(
+            "idle p50 {} · loaded p50 {}, p99 {} · {inc} · RPM {} · {}",
+            ms(self.idle_p50_ms),
+            ms(self.loaded_p50_ms),
+            ms(self.loaded_p99_ms),
+            self.rpm
+                .map(|r| format!("{r:.0}"))
+                .unwrap_or_else(|| "—".into()),
+            self.bits_per_second
+                .map(|b| format!("{:.1} Mbit/s", b / 1e6))
+                .unwrap_or_else(|| "—".into()),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,9 +443,25 @@ mod tests {
             end: 20.0,
             direction: "download",
             bits_per_second: Some(95e6),
+            up: Some((5e6, 1)),
+            down: Some((90e6, 2)),
             stats: &stats,
             interval_ms: 10.0,
         });
+        // Per direction in the loaded phase only; the TCP RTT with the board's sending leg.
+        let up = r.loaded.up.as_ref().unwrap();
+        assert_eq!((up.bits_per_second, up.streams), (5e6, 1));
+        assert_eq!(up.tcp_rtt_ms.unwrap().p50, 101.0);
+        let down = r.loaded.down.as_ref().unwrap();
+        assert_eq!(
+            (down.bits_per_second, down.streams, down.tcp_rtt_ms),
+            (90e6, 2, None)
+        );
+        assert!(r.idle.up.is_none() && r.idle_after.down.is_none());
+        let j = serde_json::to_value(&r).unwrap();
+        assert_eq!(j["loaded"]["up"]["bits_per_second"], 5e6);
+        assert_eq!(j["loaded"]["down"]["bits_per_second"], 90e6);
+        assert!(j["idle"].get("up").is_none());
         assert_eq!(r.idle.rtt_ms.unwrap().p50, 0.5);
         assert_eq!(r.loaded.rtt_ms.unwrap().p99, 100.5);
         assert_eq!(r.loaded.sent, 1000);
@@ -363,5 +484,23 @@ mod tests {
         let flat = verdict(Some(0.05), Some(0.3), Some(1e8), 0.0);
         assert!(flat.contains("stays flat"), "{flat}");
         assert!(verdict(None, Some(1.0), None, 0.0).starts_with("no verdict"));
+    }
+
+    #[test]
+    fn figures_of_a_stored_summary() {
+        let v = serde_json::json!({
+            "idle": {"rtt_ms": {"p50": 0.06}},
+            "loaded": {"rtt_ms": {"p50": 83.0, "p99": 104.24}, "bits_per_second": 95.3e6},
+            "increase_ms": 82.94, "rpm": 722.9,
+            "probes": {"sent": 2100, "lost": 3}
+        });
+        let f = LatencyFigures::of_summary(&v).unwrap();
+        assert_eq!(f.loaded_p99_ms, Some(104.24));
+        assert_eq!((f.probes_sent, f.probes_lost), (2100, 3));
+        assert_eq!(
+            f.text(),
+            "idle p50 0.06 ms · loaded p50 83.0 ms, p99 104.2 ms · +82.9 ms · RPM 723 · 95.3 Mbit/s"
+        );
+        assert_eq!(LatencyFigures::of_summary(&serde_json::Value::Null), None);
     }
 }

@@ -56,6 +56,9 @@ pub struct StepResult {
     /// How the ceiling was computed, or why it is unknown.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ceiling_basis: Option<String>,
+    /// Latency runs (suite step kind `latency`): idle and loaded RTT, increase, RPM, goodput.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<crate::results::latency::LatencyFigures>,
     /// Pass / fail against `thresholds` (see [`crate::results::verdict`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verdict: Option<crate::results::verdict::StepVerdict>,
@@ -72,8 +75,14 @@ pub fn cpu_max(store: &Store, run_id: i64) -> Option<f64> {
         .fold(None, |m: Option<f64>, b| Some(m.map_or(b, |m| m.max(b))))
 }
 
-/// The default row name of a stored run ("TCP send", "UDP receive 400M").
+/// The default row name of a stored run ("TCP send", "UDP receive 400M", "Latency down").
 pub fn run_label(r: &RunRow) -> String {
+    if r.kind == crate::model::RunKind::Latency {
+        if let Ok(l) = serde_json::from_value::<crate::spec::latency::LatencySpec>(r.params.clone())
+        {
+            return crate::spec::suite_latency::label(&l);
+        }
+    }
     let bw = r
         .params
         .get("bandwidth")
@@ -128,6 +137,9 @@ pub fn run_result(store: &Store, index: usize, label: &str, r: &RunRow) -> StepR
         started_at: Some(r.started_at),
         ended_at: r.ended_at,
         error: r.error.clone(),
+        latency: (r.kind == crate::model::RunKind::Latency)
+            .then(|| crate::results::latency::LatencyFigures::of_summary(&r.summary))
+            .flatten(),
         ..Default::default()
     }
 }

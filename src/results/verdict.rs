@@ -8,8 +8,8 @@
 //! * a row whose test failed, was stopped or was skipped fails ("the test failed: …");
 //! * a completed row fails when any of its limits is broken; a limit that does not apply to
 //!   the row is left out (loss and jitter are UDP figures, retransmits TCP, shortfall only for
-//!   paced tests), and a limit whose figure is unknown (no ceiling on a virtual port, no CPU
-//!   samples) fails with the reason — a board farm must not pass on what it could not check;
+//!   paced tests, the latency increase only latency runs), and a limit whose figure is unknown
+//!   (no ceiling on a virtual port, no CPU samples) fails with the reason — a board farm must not pass on what it could not check;
 //! * a suite with no thresholds on any row has no verdict; otherwise it passes when every row
 //!   passes (rows without thresholds pass when their test completed).
 
@@ -261,6 +261,18 @@ pub fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict> {
                 mbps(rc.sent_bits_per_second),
                 mbps(rc.target_bits_per_second)
             ),
+        ));
+    }
+    if let (Some(max), Some(l)) = (th.max_latency_increase_ms, s.latency) {
+        checks.push(check(
+            "max_latency_increase_ms",
+            "latency increase under load",
+            l.increase_ms,
+            max,
+            "ms",
+            ms,
+            false,
+            " (loaded p50 − idle p50)",
         ));
     }
     let reasons: Vec<String> = checks

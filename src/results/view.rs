@@ -727,21 +727,58 @@ fn latency_view(r: &RunRow) -> KindView {
             "Throughput",
             rate_or_dash(s["loaded"]["bits_per_second"].as_f64().or(r.receiver_bps)),
         ),
-        card(
-            "lat-loss",
-            "Probe loss",
-            match (s["probes"]["lost"].as_u64(), s["probes"]["sent"].as_u64()) {
-                (Some(l), Some(n)) => format!(
-                    "{l}/{n} ({:.2} %)",
-                    s["probes"]["lost_percent"].as_f64().unwrap_or(0.0)
-                ),
-                _ => "—".into(),
-            },
-        ),
     ];
+    let mut cards = cards;
+    // Load both: each direction's goodput apart (up = the board sends).
+    let up = &s["loaded"]["up"];
+    let down = &s["loaded"]["down"];
+    if up.is_object() && down.is_object() {
+        cards.push(card(
+            "lat-up-bps",
+            "Up (board sends)",
+            rate_or_dash(up["bits_per_second"].as_f64()),
+        ));
+        cards.push(card(
+            "lat-down-bps",
+            "Down (board receives)",
+            rate_or_dash(down["bits_per_second"].as_f64()),
+        ));
+    }
+    cards.extend([card(
+        "lat-loss",
+        "Probe loss",
+        match (s["probes"]["lost"].as_u64(), s["probes"]["sent"].as_u64()) {
+            (Some(l), Some(n)) => format!(
+                "{l}/{n} ({:.2} %)",
+                s["probes"]["lost_percent"].as_f64().unwrap_or(0.0)
+            ),
+            _ => "—".into(),
+        },
+    )]);
     let mut facts = Vec::new();
     if let Some(v) = s["verdict"].as_str() {
         facts.push(("Verdict".to_string(), v.to_string()));
+    }
+    for (leg, label) in [
+        (up, "Load up (board sends)"),
+        (down, "Load down (board receives)"),
+    ] {
+        if let Some(b) = leg["bits_per_second"].as_f64() {
+            let mut t = format!(
+                "{} over {}",
+                rate_or_dash(Some(b)),
+                plural(leg["streams"].as_u64().unwrap_or(0), "stream")
+            );
+            let tt = &leg["tcp_rtt_ms"];
+            if tt.is_object() {
+                t.push_str(&format!(
+                    " · TCP RTT p50 {} · p99 {}",
+                    ms(&tt["p50"]),
+                    ms(&tt["p99"])
+                ));
+            }
+            facts.push((label.to_string(), t));
+        }
     }
     for (key, label) in [
         ("idle", "Idle"),
@@ -906,6 +943,45 @@ mod tests {
             .find(|c| c.label == label)
             .map(|c| c.value.as_str())
             .unwrap_or_else(|| panic!("no card {label} in {:?}", v.cards))
+    }
+
+    #[test]
+    fn latency_both_shows_each_direction() {
+        let mut r = row(RunKind::Latency);
+        r.params = serde_json::to_value(crate::spec::latency::LatencySpec {
+            host: "192.0.2.2".into(),
+            load: crate::spec::latency::Load::Both,
+            ..Default::default()
+        })
+        .unwrap();
+        r.summary = serde_json::json!({
+            "loaded": {"rtt_ms": {"p50": 40.0}, "bits_per_second": 1.5e8,
+                "up": {"bits_per_second": 1.2e8, "streams": 1,
+                       "tcp_rtt_ms": {"p50": 38.4, "p99": 51.0}},
+                "down": {"bits_per_second": 3e7, "streams": 1}},
+            "probes": {"sent": 100, "lost": 0}
+        });
+        let v = view(&r);
+        assert_eq!(card_value(&v, "Up (board sends)"), "120 Mbits/sec");
+        assert_eq!(card_value(&v, "Down (board receives)"), "30.0 Mbits/sec");
+        let fact = |k: &str| {
+            v.facts
+                .iter()
+                .find(|f| f.0 == k)
+                .map(|f| f.1.clone())
+                .unwrap_or_else(|| panic!("no fact {k} in {:?}", v.facts))
+        };
+        assert_eq!(
+            fact("Load up (board sends)"),
+            "120 Mbits/sec over 1 stream · TCP RTT p50 38 ms · p99 51 ms"
+        );
+        assert_eq!(
+            fact("Load down (board receives)"),
+            "30.0 Mbits/sec over 1 stream"
+        );
+        // One direction: no per-direction cards (the throughput card is that direction).
+        r.summary["loaded"].as_object_mut().unwrap().remove("down");
+        assert!(view(&r).cards.iter().all(|c| c.id != "lat-up-bps"));
     }
 
     #[test]

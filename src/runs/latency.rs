@@ -33,6 +33,19 @@ pub fn load_bits_per_second(r: &Report) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum())
 }
 
+/// Goodput (bits/s, as [`load_bits_per_second`]) and stream count of the load's streams in one
+/// direction: `board_sends` = the streams this board sends on (up), else those it receives
+/// (down); `None` when there are none (e.g. no up streams in a download).
+pub fn direction_bits_per_second(r: &Report, board_sends: bool) -> Option<(f64, usize)> {
+    let v: Vec<f64> = r
+        .streams
+        .iter()
+        .filter(|s| s.local_sender == board_sends)
+        .map(|s| s.receiver.unwrap_or(s.sender).bits_per_second())
+        .collect();
+    (!v.is_empty()).then(|| (v.iter().sum(), v.len()))
+}
+
 /// Sleep `d` unless `cancel` fires first; true when cancelled.
 async fn pause(d: Duration, cancel: &Notify) -> bool {
     tokio::select! {
@@ -263,6 +276,12 @@ async fn run(
         end,
         direction: spec.load.direction(),
         bits_per_second: bps,
+        up: report
+            .as_ref()
+            .and_then(|r| direction_bits_per_second(r, true)),
+        down: report
+            .as_ref()
+            .and_then(|r| direction_bits_per_second(r, false)),
         stats: &stats,
         interval_ms: spec.interval_ms as f64,
     });

@@ -1,10 +1,12 @@
 //! Specs: what a user asks for, typed and validated once at the edge (web form, API body, CLI),
 //! before anything runs. `test` is the throughput test (iperf3 / iperf 2) as the web form and the
 //! API send it; `suite` the saved suite definitions and their steps; `thresholds` the pass/fail
-//! limits of a suite step.
+//! limits of a suite step;
+//! `suite_latency` the suite step of kind `latency`.
 
 pub mod latency;
 pub mod schedule;
 pub mod suite;
+pub mod suite_latency;
 pub mod test;
 pub mod thresholds;

@@ -9,12 +9,17 @@
 //! * `udp-ladder` — UDP at each of `rates` (default 100M,400M,1000M), sending then receiving
 //!   per rate (seed 001).
 //!
-//! Every step may set `time` (s), `streams` (`-P`), `bitrate` (`-b`, bits/s with K/M/G),
-//! `length` (`-l`, bytes), `window` (`-w`, bytes) and a `label` (the row name in tables).
+//! * `latency` — a latency-under-load run (idle → loaded → idle, ICMP probes beside an iperf3
+//!   load) with the fields of `POST /api/runs/latency`: `load`, `streams`, `idle`, `loaded`,
+//!   `interval`, `congestion` (see [`crate::spec::suite_latency`]).
+//!
+//! Every iperf3 step may set `time` (s), `streams` (`-P`), `bitrate` (`-b`, bits/s with K/M/G),
+//! `length` (`-l`, bytes), `window` (`-w`, bytes); every step a `label` (the row name in tables).
 
 use crate::engine::iperf3::client::ClientSpec;
 use crate::engine::iperf3::wire::{Direction, Protocol};
 use crate::engine::report::parse_suffixed;
+use crate::spec::latency::LatencySpec;
 use crate::spec::test::TestRequest;
 use crate::spec::thresholds::Thresholds;
 use crate::store::Store;
@@ -25,7 +30,7 @@ pub const MAX_STEPS: usize = 50;
 /// Most tests a definition may expand to (a ladder step is two tests per rate).
 pub const MAX_TESTS: usize = 100;
 /// The step kinds this build knows.
-pub const STEP_KINDS: &[&str] = &["tcp", "udp", "udp-ladder"];
+pub const STEP_KINDS: &[&str] = &["tcp", "udp", "udp-ladder", "latency"];
 /// Name of the built-in definition that reproduces seed 001's result tables.
 pub const SEED_001: &str = "seed 001 table";
 /// Settings key set once the built-in definitions were seeded (so a deleted one stays gone).
@@ -98,6 +103,41 @@ pub struct Step {
         skip_serializing_if = "Option::is_none"
     )]
     pub rates: Option<String>,
+    /// `latency`: the load's direction, up / down (default) / both.
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub load: Option<String>,
+    /// `latency`: idle phase before and after the load, s (0..600, default 5).
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub idle: Option<String>,
+    /// `latency`: loaded phase, s (1..3600, default 10).
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub loaded: Option<String>,
+    /// `latency`: probe interval, ms (1..1000, default 10).
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub interval: Option<String>,
+    /// `latency`: TCP congestion control of the load (e.g. "cubic"); default: the hosts'.
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub congestion: Option<String>,
     /// Row name in result tables (default e.g. "TCP send", "UDP receive 400M").
     #[serde(
         default,
@@ -166,6 +206,35 @@ pub struct RunTarget {
     pub label: Option<String>,
 }
 
+/// What one planned test runs.
+// A plan holds at most MAX_TESTS of these: the size difference does not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum PlannedRun {
+    /// An iperf3 client test (step kinds `tcp`, `udp`, `udp-ladder`).
+    Iperf3(ClientSpec),
+    /// A latency-under-load run (step kind `latency`).
+    Latency(LatencySpec),
+}
+
+impl PlannedRun {
+    /// The peer host the test runs against.
+    pub fn host(&self) -> &str {
+        match self {
+            PlannedRun::Iperf3(c) => &c.host,
+            PlannedRun::Latency(l) => &l.host,
+        }
+    }
+
+    /// How long the test runs, s (a latency run: idle + loaded + idle).
+    pub fn seconds(&self) -> u32 {
+        match self {
+            PlannedRun::Iperf3(c) => c.params.time,
+            PlannedRun::Latency(l) => 2 * l.idle_s + l.loaded_s,
+        }
+    }
+}
+
 /// One test of a planned suite.
 #[derive(Debug, Clone)]
 pub struct PlannedTest {
@@ -173,7 +242,7 @@ pub struct PlannedTest {
     pub step: usize,
     /// Row name in result tables.
     pub label: String,
-    pub spec: ClientSpec,
+    pub spec: PlannedRun,
     /// Limits its result must keep (the step's, else the suite's); `None` = no verdict.
     pub thresholds: Option<Thresholds>,
 }
@@ -183,6 +252,9 @@ pub struct PlannedTest {
 pub struct PlanEntry {
     pub step: usize,
     pub label: String,
+    /// The run kind when it is not an iperf3 test: "latency"; absent for iperf3 tests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
     /// "TCP" / "UDP".
     pub protocol: String,
     /// send / receive / bidir.
@@ -199,18 +271,41 @@ pub struct PlanEntry {
 impl PlannedTest {
     /// The entry stored in the suite's plan.
     pub fn entry(&self) -> PlanEntry {
-        PlanEntry {
-            step: self.step,
-            label: self.label.clone(),
-            protocol: self.spec.params.protocol.name().into(),
-            direction: crate::engine::iperf3::client::direction_word(
-                self.spec.params.direction,
-                crate::engine::report::Role::Client,
-            )
-            .into(),
-            target_bps: self.spec.params.bandwidth,
-            time: self.spec.params.time,
-            thresholds: self.thresholds.filter(|t| !t.is_empty()),
+        let thresholds = self.thresholds.filter(|t| !t.is_empty());
+        match &self.spec {
+            PlannedRun::Iperf3(c) => PlanEntry {
+                step: self.step,
+                label: self.label.clone(),
+                kind: None,
+                protocol: c.params.protocol.name().into(),
+                direction: crate::engine::iperf3::client::direction_word(
+                    c.params.direction,
+                    crate::engine::report::Role::Client,
+                )
+                .into(),
+                target_bps: c.params.bandwidth,
+                time: c.params.time,
+                thresholds,
+            },
+            PlannedRun::Latency(l) => PlanEntry {
+                step: self.step,
+                label: self.label.clone(),
+                kind: Some("latency".into()),
+                protocol: "TCP".into(),
+                direction: crate::spec::suite_latency::board_direction(l.load).into(),
+                target_bps: 0,
+                time: self.spec.seconds(),
+                thresholds,
+            },
+        }
+    }
+
+    /// The iperf3 spec of an iperf3 test (tests only; panics on a latency test).
+    #[cfg(test)]
+    fn client(&self) -> &ClientSpec {
+        match &self.spec {
+            PlannedRun::Iperf3(c) => c,
+            PlannedRun::Latency(_) => panic!("not an iperf3 test"),
         }
     }
 }
@@ -373,8 +468,25 @@ impl SuiteDef {
                 direction: st.direction.clone(),
                 ..base.clone()
             };
+            if st.kind != "latency" {
+                crate::spec::suite_latency::refuse_latency_fields(st).map_err(e)?;
+            }
             let ports = ports.unwrap_or(&[]);
             match st.kind.as_str() {
+                "latency" => {
+                    let spec =
+                        crate::spec::suite_latency::plan_step(st, &base, opt(&t.time), ports)
+                            .map_err(e)?;
+                    let label = opt(&st.label)
+                        .map(String::from)
+                        .unwrap_or_else(|| crate::spec::suite_latency::label(&spec));
+                    out.push(PlannedTest {
+                        step: n,
+                        label,
+                        spec: PlannedRun::Latency(spec),
+                        thresholds,
+                    });
+                }
                 "tcp" | "udp" => {
                     if st.rates.is_some() {
                         return Err(e("'rates' is only for udp-ladder steps".into()));
@@ -392,7 +504,7 @@ impl SuiteDef {
                     out.push(PlannedTest {
                         step: n,
                         label,
-                        spec,
+                        spec: PlannedRun::Iperf3(spec),
                         thresholds,
                     });
                 }
@@ -426,7 +538,7 @@ impl SuiteDef {
                             out.push(PlannedTest {
                                 step: n,
                                 label,
-                                spec: s,
+                                spec: PlannedRun::Iperf3(s),
                                 thresholds,
                             });
                         }
@@ -629,9 +741,9 @@ mod tests {
                 "UDP receive 1000M"
             ]
         );
-        assert_eq!(p[4].spec.params.bandwidth, 1_000_000_000);
-        assert_eq!(p[5].spec.params.direction, Direction::Receive);
-        assert!(p.iter().all(|x| x.spec.params.time == 10));
+        assert_eq!(p[4].client().params.bandwidth, 1_000_000_000);
+        assert_eq!(p[5].client().params.direction, Direction::Receive);
+        assert!(p.iter().all(|x| x.client().params.time == 10));
         // A run-time override of the time applies to every test.
         let quick = RunTarget {
             time: Some("2".into()),
@@ -641,7 +753,7 @@ mod tests {
             .plan(&quick, &[])
             .unwrap()
             .iter()
-            .all(|x| x.spec.params.time == 2));
+            .all(|x| x.client().params.time == 2));
         // Built-ins survive a JSON round trip (they are stored that way).
         let j = serde_json::to_vec(&d).unwrap();
         assert_eq!(SuiteDef::from_json(&j).unwrap(), d);
@@ -740,9 +852,9 @@ mod tests {
             .map(|x| {
                 (
                     x.label.clone(),
-                    x.spec.params.bandwidth,
-                    x.spec.params.time,
-                    x.spec.params.len,
+                    x.client().params.bandwidth,
+                    x.client().params.time,
+                    x.client().params.len,
                 )
             })
             .collect();
@@ -775,13 +887,13 @@ mod tests {
             )
             .unwrap();
         assert_eq!(p[0].label, "iMX6 receive -w 300K");
-        assert_eq!(p[0].spec.params.window, Some(300 * 1024));
-        assert_eq!(p[0].spec.params.parallel, 4);
-        assert_eq!(p[0].spec.params.time, 3);
-        assert_eq!(p[0].spec.port, 5202);
+        assert_eq!(p[0].client().params.window, Some(300 * 1024));
+        assert_eq!(p[0].client().params.parallel, 4);
+        assert_eq!(p[0].client().params.time, 3);
+        assert_eq!(p[0].client().port, 5202);
         assert_eq!(p[1].label, "UDP bidir 50M");
-        assert_eq!(p[1].spec.params.len, 1200);
-        assert_eq!(p[1].spec.params.protocol, Protocol::Udp);
+        assert_eq!(p[1].client().params.len, 1200);
+        assert_eq!(p[1].client().params.protocol, Protocol::Udp);
     }
 
     #[test]

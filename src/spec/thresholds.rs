@@ -11,7 +11,9 @@
 //! * `max_retransmits` — TCP: sender retransmits at most this many (a whole number);
 //! * `max_cpu_percent` — busiest core's busy share during the test at most this % (0..100);
 //! * `max_shortfall_percent` — paced tests (`-b`): the sender at most this % below the rate
-//!   asked for, i.e. sent ≥ (100 − this) % of the target (0..100).
+//!   asked for, i.e. sent ≥ (100 − this) % of the target (0..100);
+//! * `max_latency_increase_ms` — latency steps: the ICMP RTT p50 under load at most this much
+//!   above the idle p50, ms (loaded p50 − idle p50).
 //!
 //! Checking is in `results::verdict`; this module only parses and validates.
 
@@ -26,11 +28,12 @@ pub const THRESHOLD_KEYS: &[&str] = &[
     "max_retransmits",
     "max_cpu_percent",
     "max_shortfall_percent",
+    "max_latency_increase_ms",
 ];
 
 /// Largest `min_bits_per_second` accepted: 10 Tbit/s.
 const MAX_BPS: f64 = 1e13;
-/// Largest `max_jitter_ms` accepted: one hour, ms.
+/// Largest `max_jitter_ms` and `max_latency_increase_ms` accepted: one hour, ms.
 const MAX_JITTER_MS: f64 = 3_600_000.0;
 /// Largest `max_retransmits` accepted.
 const MAX_RETRANSMITS: f64 = 1e15;
@@ -59,6 +62,9 @@ pub struct Thresholds {
     /// Paced tests: maximum sender shortfall below the target, % (0..100).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_shortfall_percent: Option<f64>,
+    /// Latency runs: maximum increase of the ICMP RTT p50 under load over the idle p50, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_latency_increase_ms: Option<f64>,
 }
 
 impl Thresholds {
@@ -118,6 +124,9 @@ impl Thresholds {
                 }
                 "max_cpu_percent" => t.max_cpu_percent = Some(pct(n)?),
                 "max_shortfall_percent" => t.max_shortfall_percent = Some(pct(n)?),
+                "max_latency_increase_ms" => {
+                    t.max_latency_increase_ms = Some(upto(n, MAX_JITTER_MS)?)
+                }
                 other => {
                     return Err(format!(
                         "thresholds: unknown key '{other}' (known: {})",
@@ -151,7 +160,8 @@ mod tests {
             "max_jitter_ms": 0.5,
             "max_retransmits": 100,
             "max_cpu_percent": 95.5,
-            "max_shortfall_percent": 3
+            "max_shortfall_percent": 3,
+            "max_latency_increase_ms": 25
         });
         let t = Thresholds::from_value(&v).unwrap();
         assert_eq!(t.min_bits_per_second, Some(9e8));
@@ -161,6 +171,7 @@ mod tests {
         assert_eq!(t.max_retransmits, Some(100));
         assert_eq!(t.max_cpu_percent, Some(95.5));
         assert_eq!(t.max_shortfall_percent, Some(3.0));
+        assert_eq!(t.max_latency_increase_ms, Some(25.0));
         let back: Thresholds = serde_json::from_value(serde_json::to_value(t).unwrap()).unwrap();
         assert_eq!(back, t);
         // Only the keys that are set are written.

@@ -146,7 +146,7 @@ fn suites_view(state: &AppState, auth: &Auth, error: Option<String>) -> SuitesPa
                 .and_then(|d| d.plan(&placeholder, &[]));
             let (summary, error) = match &plan {
                 Ok(p) => {
-                    let secs: u64 = p.iter().map(|t| u64::from(t.spec.params.time)).sum();
+                    let secs: u64 = p.iter().map(|t| u64::from(t.spec.seconds())).sum();
                     let labels: Vec<&str> = p.iter().map(|t| t.label.as_str()).collect();
                     (
                         format!("{} tests, {} s: {}", p.len(), secs, labels.join(", ")),
@@ -220,6 +220,13 @@ struct StepForm {
     length: String,
     window: String,
     rates: String,
+    /// Latency steps: load (up / down / both), idle and loaded phase (s), probe interval (ms),
+    /// congestion control.
+    load: String,
+    idle: String,
+    loaded: String,
+    interval: String,
+    congestion: String,
     label: String,
     /// Thresholds as JSON text (`{"max_loss_percent": 0.1}`), empty = the suite's.
     thresholds: String,
@@ -252,6 +259,11 @@ impl StepForm {
             length: g(&s.length),
             window: g(&s.window),
             rates: g(&s.rates),
+            load: g(&s.load),
+            idle: g(&s.idle),
+            loaded: g(&s.loaded),
+            interval: g(&s.interval),
+            congestion: g(&s.congestion),
             label: g(&s.label),
             thresholds: thresholds_text(&s.thresholds),
         }
@@ -267,6 +279,11 @@ impl StepForm {
             length: o(&self.length),
             window: o(&self.window),
             rates: o(&self.rates),
+            load: o(&self.load),
+            idle: o(&self.idle),
+            loaded: o(&self.loaded),
+            interval: o(&self.interval),
+            congestion: o(&self.congestion),
             label: o(&self.label),
             thresholds: thresholds_value(&self.thresholds),
         }
@@ -385,6 +402,11 @@ async fn save_def(
             length: g("length"),
             window: g("window"),
             rates: g("rates"),
+            load: g("load"),
+            idle: g("idle"),
+            loaded: g("loaded"),
+            interval: g("interval"),
+            congestion: g("congestion"),
             label: g("label"),
             thresholds: g("thresholds"),
         });
@@ -596,6 +618,8 @@ struct StepView {
     verdict: String,
     /// Every limit checked, in words ("loss 0.012 % ≤ 0.1 %").
     checks: Vec<String>,
+    /// Latency rows: idle p50, loaded p50 / p99, increase, RPM, goodput; empty otherwise.
+    latency: String,
 }
 
 #[derive(Template)]
@@ -615,6 +639,8 @@ struct SuitePage {
     rows: Vec<StepView>,
     /// Some row has thresholds (the table gets a Verdict column).
     judged: bool,
+    /// A latency row is in the table: show its column.
+    with_latency: bool,
     /// "PASS" / "FAIL", empty without thresholds or while running.
     verdict: String,
     /// The verdict line and the failing rows with their reasons.
@@ -650,7 +676,7 @@ async fn suite_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>
         None if running => format!("{done} of {} tests done", r.steps.len()),
         None => String::new(),
     };
-    let rows = r
+    let rows: Vec<StepView> = r
         .steps
         .iter()
         .zip(grid.rows.iter())
@@ -680,8 +706,10 @@ async fn suite_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>
                     c
                 })
                 .unwrap_or_default(),
+            latency: s.latency.map(|l| l.text()).unwrap_or_default(),
         })
         .collect();
+    let with_latency = rows.iter().any(|r| !r.latency.is_empty());
     html(
         StatusCode::OK,
         &SuitePage {
@@ -698,6 +726,7 @@ async fn suite_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>
             progress,
             rows,
             judged: r.steps.iter().any(|s| s.thresholds.is_some()),
+            with_latency,
             verdict: r
                 .verdict
                 .as_ref()

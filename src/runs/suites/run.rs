@@ -1,6 +1,8 @@
 //! Running a suite and reading its result table.
 //!
-//! Tests run in order, each a normal run in history (`runs.suite_id` = the suite). A failed
+//! Tests run in order, each a normal run in history (`runs.suite_id` = the suite): an iperf3
+//! client test, or a latency-under-load run (step kind `latency`, through
+//! [`Hub::start_latency`]). A failed
 //! test is recorded and the suite goes on with the next one (one unreachable rate must not
 //! hide the others); the suite then ends `failed`. Stopping the suite (or one of its tests)
 //! stops the current test and skips the rest; the suite ends `aborted`. Otherwise it ends
@@ -9,7 +11,7 @@
 use crate::engine::iperf3::client::ClientSpec;
 use crate::model::RunStatus;
 use crate::runs::live::Hub;
-use crate::spec::suite::{PlanEntry, PlannedTest, RunTarget};
+use crate::spec::suite::{PlanEntry, PlannedRun, PlannedTest, RunTarget};
 use crate::store::{Store, SuiteExtra};
 
 /// Pause between tests so a stock `iperf3 -s` (one test at a time) re-arms, ms.
@@ -32,7 +34,7 @@ impl Hub {
             .map(|(i, spec)| PlannedTest {
                 step: i + 1,
                 label: crate::spec::suite::spec_label(&spec),
-                spec,
+                spec: PlannedRun::Iperf3(spec),
                 thresholds: None,
             })
             .collect();
@@ -51,7 +53,7 @@ impl Hub {
     ) -> Result<i64, String> {
         let host = tests
             .first()
-            .map(|t| t.spec.host.clone())
+            .map(|t| t.spec.host().to_string())
             .ok_or("a suite needs at least one test")?;
         let plan: Vec<PlanEntry> = tests.iter().map(PlannedTest::entry).collect();
         let store = self.store().clone();
@@ -77,7 +79,11 @@ impl Hub {
                 if !still_running(&store, sid) {
                     return;
                 }
-                let status = match hub.start_client_in(t.spec, Some(sid)) {
+                let started = match t.spec {
+                    PlannedRun::Iperf3(spec) => hub.start_client_in(spec, Some(sid)),
+                    PlannedRun::Latency(spec) => hub.start_latency(spec, Some(sid)).await,
+                };
+                let status = match started {
                     Ok((rid, h)) => {
                         // Stopped between the check above and the start: stop this one too.
                         if !still_running(&store, sid) {
