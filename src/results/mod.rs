@@ -11,6 +11,7 @@ pub mod farm;
 pub mod figures;
 pub mod latency;
 pub mod shortfall;
+pub mod suite_notes;
 pub mod suite_table;
 pub mod text;
 pub mod verdict;
