@@ -12,7 +12,7 @@
     seen[tr.getAttribute("data-seq")] = true;
   });
 
-  var unit = window.netperfdUnits.unit, rate = window.netperfdUnits.rate;
+  var size = window.netperfdUnits.size, rate = window.netperfdUnits.rate;
   function pct(l, t) { return t > 0 ? (100 * Math.min(l, t) / t).toFixed(2) : "0.00"; }
 
   // The two protocol columns: TCP Retr / Cwnd; UDP jitter / lost-total (receiver) or datagrams.
@@ -21,7 +21,7 @@
       if (s.sender) { return ["", s.udp.packets + " datagrams"]; }
       return [s.udp.jitter_ms.toFixed(3) + " ms", s.udp.lost + "/" + s.udp.packets + " (" + pct(s.udp.lost, s.udp.packets) + " %)"];
     }
-    return [s.tcp ? String(s.tcp.retransmits) : "", s.tcp ? unit(s.tcp.snd_cwnd, false) : ""];
+    return [s.tcp ? String(s.tcp.retransmits) : "", s.tcp ? size(s.tcp.snd_cwnd) : ""];
   }
 
   function cell(tr, text) { var td = document.createElement("td"); td.textContent = text; tr.appendChild(td); }
@@ -33,7 +33,7 @@
     if (sum) { tr.className = "sum"; }
     cell(tr, id); cell(tr, role);
     cell(tr, s.toFixed(2) + "-" + e.toFixed(2) + " s" + (omitted ? " (omitted)" : ""));
-    cell(tr, unit(bytes, false)); cell(tr, rate(bps));
+    cell(tr, size(bytes)); cell(tr, rate(bps));
     cell(tr, c1); cell(tr, c2);
     tbody.appendChild(tr);
   }

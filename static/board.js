@@ -11,7 +11,7 @@
   var table = document.getElementById("ports");
   if (!table) { return; }
 
-  var unit = window.netperfdUnits.unit, rate = window.netperfdUnits.rate;
+  var size = window.netperfdUnits.size, rate = window.netperfdUnits.rate;
   function pps(v) { return v >= 10000 ? (v / 1000).toFixed(1) + " kpps" : Math.round(v) + " pps"; }
   function set(tr, field, text) {
     var td = tr.querySelector('[data-field="' + field + '"]');
@@ -32,8 +32,8 @@
           set(tr, "tx_rate", rate(r.tx_bits_per_second));
           set(tr, "rx_pps", pps(r.rx_packets_per_second));
           set(tr, "tx_pps", pps(r.tx_packets_per_second));
-          set(tr, "rx_total", unit(c.rx_bytes, false));
-          set(tr, "tx_total", unit(c.tx_bytes, false));
+          set(tr, "rx_total", size(c.rx_bytes));
+          set(tr, "tx_total", size(c.tx_bytes));
           set(tr, "errors", c.rx_errors + " / " + c.tx_errors);
           set(tr, "dropped", c.rx_dropped + " / " + c.tx_dropped);
           set(tr, "overruns", String(c.rx_overruns));

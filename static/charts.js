@@ -12,16 +12,16 @@
   var colors = ["#0b63c5", "#d9480f", "#2b8a3e", "#862e9c", "#e67700", "#1098ad", "#c2255c", "#5c940d",
     "#364fc7", "#a61e4d"];
 
-  function si(v, unit) {
-    if (v === null || v === undefined || !isFinite(v)) { return "—"; }
-    var p = ["", "K", "M", "G", "T"], i = 0, n = Math.abs(v);
-    while (n >= 1000 && i < 4) { n /= 1000; v /= 1000; i++; }
-    return (Math.abs(v) < 10 ? v.toFixed(2) : v.toFixed(Math.abs(v) < 100 ? 1 : 0)) + " " + p[i] + unit;
+  // Rates as every page writes them (units.js: one scale, Mbit/s); the axis carries the unit
+  // once and its ticks the numbers.
+  function mbit(v) {
+    return v === null || v === undefined || !isFinite(v) ? "—" : window.netperfdUnits.rate(v);
   }
+  function mbitTick(v) { return window.netperfdUnits.mbit(v); }
   var kinds = {
-    throughput: { title: "Throughput", fmt: function (v) { return si(v, "bit/s"); } },
+    throughput: { title: "Throughput", fmt: mbit, tick: mbitTick, axis: "Mbit/s" },
     cpu: { title: "CPU per core", fmt: function (v) { return v === null || v === undefined ? "—" : v.toFixed(0) + " %"; }, max: 100 },
-    ports: { title: "Port rates", fmt: function (v) { return si(v, "bit/s"); } },
+    ports: { title: "Port rates", fmt: mbit, tick: mbitTick, axis: "Mbit/s" },
     rtt: { title: "Round-trip time", fmt: function (v) { return v === null || v === undefined ? "—" : (v < 10 ? v.toFixed(2) : v.toFixed(0)) + " ms"; } }
   };
 
@@ -50,7 +50,7 @@
       scales: { x: { time: false, range: xRange }, y: k.max ? { range: [0, k.max] } : { range: function (u, min, max) { return [0, Math.max(max, 1) * 1.08]; } } },
       axes: [
         { label: "seconds since start" },
-        { size: 80, values: function (u, ticks) { return ticks.map(function (v) { return k.fmt(v); }); } }
+        { size: 80, label: k.axis, values: function (u, ticks) { return ticks.map(function (v) { return (k.tick || k.fmt)(v); }); } }
       ],
       series: series
     };

@@ -1,19 +1,19 @@
-// netperfd units for the pages' scripts, as the server formats them (model/units.rs): byte
-// counts in powers of 1024 ("1.10 GBytes"), bitrates in powers of 1000 ("941 Mbits/sec"),
-// four significant places like iperf3's unit_snprintf. No external code.
+// netperfd units for the pages' scripts, exactly as the server formats them
+// (src/model/display.rs; docs/units.md §5): bitrates always in decimal Mbit/s ("941.5 Mbit/s"),
+// sizes always in decimal MB ("100.0 MB"), one scale for every value so a column never mixes
+// "1000 Mbit/s" and "1.00 Gbit/s"; 1 decimal from 10 up, 2 from 1, 3 below. No external code.
 (function () {
   "use strict";
-  function unit(v, bits) {
-    var base = bits ? 1000 : 1024;
-    var labels = bits ? ["bit", "Kbit", "Mbit", "Gbit", "Tbit"] : ["Byte", "KByte", "MByte", "GByte", "TByte"];
-    var n = bits ? v * 8 : v, i = 0;
-    if (!isFinite(n) || n < 0) { n = 0; }
-    while (n >= base && i < 4) { n /= base; i++; }
-    var s = n < 9.995 ? n.toFixed(2) : (n < 99.95 ? n.toFixed(1) : n.toFixed(0));
-    return s + " " + labels[i] + "s";
+  function scaled(v) {
+    if (!isFinite(v) || v < 0) { v = 0; }
+    return v >= 9.995 ? v.toFixed(1) : (v >= 0.9995 ? v.toFixed(2) : v.toFixed(3));
   }
   window.netperfdUnits = {
-    unit: unit,
-    rate: function (bps) { return unit(bps / 8, true) + "/sec"; }
+    /** Bytes → "100.0 MB". */
+    size: function (bytes) { return scaled(bytes / 1e6) + " MB"; },
+    /** Bits/s → "941.5 Mbit/s". */
+    rate: function (bps) { return scaled(bps / 1e6) + " Mbit/s"; },
+    /** Bits/s → "941.5" (the number of Mbit/s, for an axis labelled Mbit/s). */
+    mbit: function (bps) { return scaled(bps / 1e6); }
   };
 })();

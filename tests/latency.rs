@@ -441,7 +441,7 @@ fn api_and_web_page_in_chromium() {
         .parse()
         .unwrap();
     assert!((loaded - num(s, "/loaded/rtt_ms/p50")).abs() < 1.0, "{ok}");
-    assert!(ok["tput"].as_str().unwrap().contains("Mbits/sec"), "{ok}");
+    assert!(ok["tput"].as_str().unwrap().contains(" Mbit/s"), "{ok}");
     assert!(ok["rpm"].as_str().unwrap().parse::<f64>().is_ok(), "{ok}");
     assert!(
         ok["stock"].as_str().unwrap().starts_with("ping -i 0.01"),

@@ -194,19 +194,15 @@ fn served(http: &Http, kind: &str) -> Value {
     }
 }
 
-/// Bits/s from a card's text ("941 Mbits/sec", "1.20 Gbits/sec"); None for "—" or other text.
+/// Bits/s from a card's text ("941.5 Mbit/s": every page writes rates in Mbit/s,
+/// docs/units.md §5); None for "—" or other text.
 fn bps(text: &str) -> Option<f64> {
     let mut it = text.split_whitespace();
     let n: f64 = it.next()?.parse().ok()?;
-    let mult = match it.next()? {
-        "bits/sec" => 1.0,
-        "Kbits/sec" => 1e3,
-        "Mbits/sec" => 1e6,
-        "Gbits/sec" => 1e9,
-        "Tbits/sec" => 1e12,
-        _ => return None,
-    };
-    Some(n * mult)
+    match it.next()? {
+        "Mbit/s" => Some(n * 1e6),
+        _ => None,
+    }
 }
 
 /// What one kind's page must show.

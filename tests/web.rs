@@ -132,13 +132,20 @@ fn user_runs_a_test_from_the_browser_and_finds_it_in_history() {
         .collect();
     assert!(seqs.len() >= 3, "{seqs:?}");
 
-    // History lists it; the detail page shows the summary in iperf3's format.
+    // History lists it; the detail page links the summary in iperf3's format.
     let hist = http.get("/runs?status=completed&port=eth0").body;
     assert!(hist.contains(&format!("href=\"/runs/{id}\"")), "{hist}");
     let detail = http.get(&format!("/runs/{id}")).body;
     assert!(
-        detail.contains("sender") && detail.contains("receiver") && detail.contains("[SUM]"),
+        detail.contains("Sender bitrate")
+            && detail.contains("Receiver bitrate")
+            && detail.contains(&format!("href=\"/runs/{id}/summary.txt\"")),
         "{detail}"
+    );
+    let text = http.get(&format!("/runs/{id}/summary.txt")).body;
+    assert!(
+        text.contains("sender") && text.contains("receiver") && text.contains("[SUM]"),
+        "{text}"
     );
 
     // Exports.
@@ -500,7 +507,7 @@ fn browser_sees_the_live_run_page() {
     assert_eq!(status, "running", "the run is live while we look");
     // Two streams: per-stream rows and a SUM row for each interval seen so far.
     assert!(rows >= 6, "only {rows} interval rows arrived live");
-    assert!(now.contains("bits/sec"), "current bitrate shown: {now}");
+    assert!(now.ends_with(" Mbit/s"), "current bitrate shown: {now}");
     assert_eq!(charts, 3, "throughput, CPU and port charts are drawn");
     assert_eq!(tp_series, "3", "stream 1, stream 2 and their sum");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -523,7 +530,7 @@ fn browser_sees_the_live_run_page() {
         .unwrap_or_default()
         .to_string();
     assert!(
-        body.contains("completed") && body.contains("receiver"),
+        body.contains("completed") && body.contains("Receiver bitrate"),
         "{body}"
     );
     let _ = d

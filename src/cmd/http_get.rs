@@ -3,7 +3,7 @@
 //! in the history (`--data DIR`). Exit code 0 only when the whole body arrived.
 
 use crate::engine::http::GetSpec;
-use crate::model::units::{fmt_bytes, fmt_rate};
+use crate::model::display;
 use crate::runs::live::{Hub, LiveEvent};
 use crate::store::Store;
 use std::path::PathBuf;
@@ -63,8 +63,8 @@ async fn run(a: HttpGetArgs) -> Result<i32, String> {
                             "[SUM] {:6.2}-{:<6.2} sec  {:>12}  {:>16}  ({} connection(s))",
                             s.start,
                             s.end,
-                            fmt_bytes(bytes as f64),
-                            fmt_rate(rate),
+                            display::size(bytes as f64),
+                            display::rate(rate),
                             record.streams.len()
                         );
                     }
@@ -90,8 +90,8 @@ async fn run(a: HttpGetArgs) -> Result<i32, String> {
                 println!(
                     "[{:>3}] {:>12}  {:>16}  in {:.2} s",
                     c["id"].as_u64().unwrap_or(0),
-                    fmt_bytes(c["bytes"].as_f64().unwrap_or(0.0)),
-                    fmt_rate(c["bits_per_second"].as_f64().unwrap_or(0.0)),
+                    display::size(c["bytes"].as_f64().unwrap_or(0.0)),
+                    display::rate(c["bits_per_second"].as_f64().unwrap_or(0.0)),
                     c["seconds"].as_f64().unwrap_or(0.0)
                 );
             }
@@ -99,10 +99,12 @@ async fn run(a: HttpGetArgs) -> Result<i32, String> {
         if !run.summary.is_null() {
             println!(
                 "Total: {} of {} in {:.2} s, goodput {}",
-                fmt_bytes(run.bytes.unwrap_or(0) as f64),
-                fmt_bytes(run.summary["size"].as_f64().unwrap_or(0.0)),
+                display::size(run.bytes.unwrap_or(0) as f64),
+                display::size(run.summary["size"].as_f64().unwrap_or(0.0)),
                 run.summary["seconds"].as_f64().unwrap_or(0.0),
-                run.receiver_bps.map(fmt_rate).unwrap_or_else(|| "—".into())
+                run.receiver_bps
+                    .map(display::rate)
+                    .unwrap_or_else(|| "—".into())
             );
         }
         if let Some(e) = &run.error {

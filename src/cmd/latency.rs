@@ -4,7 +4,7 @@
 //! `--json`, the run's result document) and records the run (kind `latency`) in the history
 //! (`--data DIR`). Exit code 0 only when the run completed.
 
-use crate::model::units::fmt_rate;
+use crate::model::display;
 use crate::runs::live::{Hub, LiveEvent};
 use crate::spec::latency::{LatencySpec, Load};
 use crate::store::Store;
@@ -100,7 +100,7 @@ async fn run(a: LatencyArgs) -> Result<i32, String> {
                             "[load] {:6.2}-{:<6.2} sec  {:>16}",
                             s.start,
                             s.end,
-                            fmt_rate(rate)
+                            display::rate(rate)
                         );
                     }
                 }
@@ -151,7 +151,7 @@ async fn run(a: LatencyArgs) -> Result<i32, String> {
             );
         }
         if let Some(b) = s["loaded"]["bits_per_second"].as_f64() {
-            println!("throughput under load: {}", fmt_rate(b));
+            println!("throughput under load: {}", display::rate(b));
         }
         if let (Some(u), Some(d)) = (
             s["loaded"]["up"]["bits_per_second"].as_f64(),

@@ -3,7 +3,7 @@
 //! (`--data DIR`) with CPU per core and port counters, printed as a legs table with the
 //! aggregate and each leg's ceiling and verdict.
 
-use crate::model::units::fmt_rate;
+use crate::model::display;
 use crate::results::charts;
 use crate::runs::live::Hub;
 use crate::runs::multi;
@@ -89,7 +89,7 @@ async fn run(a: MultiArgs) -> Result<i32, String> {
             serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
         );
     } else {
-        let r = |v: Option<f64>| v.map(fmt_rate).unwrap_or_else(|| "—".into());
+        let r = |v: Option<f64>| v.map(display::rate).unwrap_or_else(|| "—".into());
         println!(
             "{:<4} {:<8} {:<22} {:<12} {:<10} {:>18} {:>18} {:>10}  Verdict",
             "Leg", "Port", "Peer", "Test", "Status", "Sender", "Receiver", "% ceiling"

@@ -8,7 +8,7 @@ use crate::board::apply::{ApplyOptions, BoardView, Controller};
 use crate::board::error::BoardError;
 use crate::board::netconfig::Change;
 use crate::board::{governor, links};
-use crate::model::units::{fmt_bytes, fmt_rate};
+use crate::model::display;
 use crate::store::Store;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -400,7 +400,7 @@ fn port_text(l: &links::Link) -> String {
     }
     s.push_str(&format!(
         "    RX {} packets {} errors {} dropped {} overruns {} fifo {}\n",
-        fmt_bytes(c.rx_bytes as f64),
+        display::size(c.rx_bytes as f64),
         c.rx_packets,
         c.rx_errors,
         c.rx_dropped,
@@ -409,7 +409,7 @@ fn port_text(l: &links::Link) -> String {
     ));
     s.push_str(&format!(
         "    TX {} packets {} errors {} dropped {} fifo {} carrier {} collisions {}\n",
-        fmt_bytes(c.tx_bytes as f64),
+        display::size(c.tx_bytes as f64),
         c.tx_packets,
         c.tx_errors,
         c.tx_dropped,
@@ -420,8 +420,8 @@ fn port_text(l: &links::Link) -> String {
     if let Some(r) = &l.rates {
         s.push_str(&format!(
             "    rate RX {} TX {}\n",
-            fmt_rate(r.rx_bits_per_second),
-            fmt_rate(r.tx_bits_per_second)
+            display::rate(r.rx_bits_per_second),
+            display::rate(r.tx_bits_per_second)
         ));
     }
     s

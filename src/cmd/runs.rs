@@ -1,8 +1,8 @@
 //! `netperfd runs list|show|export|export-history|import-history`: the history from the command line (same SQLite file as
 //! the daemon; safe while it runs, thanks to WAL).
 
+use crate::model::display;
 use crate::model::time::fmt_time;
-use crate::model::units::fmt_rate;
 use crate::results::export::{run_csv, run_json};
 use crate::store::{RunFilter, Store};
 use std::path::PathBuf;
@@ -138,8 +138,12 @@ fn run(a: RunsArgs) -> Result<(), String> {
                     r.role,
                     format!("{}:{}", r.peer_host, r.peer_port),
                     r.direction,
-                    r.sender_bps.map(fmt_rate).unwrap_or_else(|| "-".into()),
-                    r.receiver_bps.map(fmt_rate).unwrap_or_else(|| "-".into()),
+                    r.sender_bps
+                        .map(display::rate)
+                        .unwrap_or_else(|| "-".into()),
+                    r.receiver_bps
+                        .map(display::rate)
+                        .unwrap_or_else(|| "-".into()),
                     r.retransmits
                         .map(|x| x.to_string())
                         .unwrap_or_else(|| "-".into()),
@@ -178,8 +182,8 @@ fn run(a: RunsArgs) -> Result<(), String> {
                             i.socket,
                             i.start,
                             i.end,
-                            crate::model::units::fmt_bytes(i.bytes as f64),
-                            fmt_rate(i.bits_per_second)
+                            display::size(i.bytes as f64),
+                            display::rate(i.bits_per_second)
                         );
                     }
                 }

@@ -391,7 +391,7 @@ async fn run_suite(
                     r.steps.len(),
                     s.label,
                     match s.bitrate_bps {
-                        Some(b) if s.status == "completed" => compare::fmt_mbps(b),
+                        Some(b) if s.status == "completed" => crate::model::display::rate(b),
                         _ => s.status.clone(),
                     }
                 );

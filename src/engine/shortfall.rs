@@ -51,21 +51,21 @@ impl RateCheck {
     /// 52.1 Mbit/s of the 100 Mbit/s asked (52.1 %)".
     pub fn sentence(&self) -> String {
         let recv = match self.received_bits_per_second {
-            Some(r) => format!(", the receiver got {}", crate::model::units::fmt_rate(r)),
+            Some(r) => format!(", the receiver got {}", crate::model::display::rate(r)),
             None => String::new(),
         };
         if self.short {
             format!(
                 "shortfall: the sender sent {} of the {} asked ({:.1} %){recv}",
-                crate::model::units::fmt_rate(self.sent_bits_per_second),
-                crate::model::units::fmt_rate(self.target_bits_per_second),
+                crate::model::display::rate(self.sent_bits_per_second),
+                crate::model::display::rate(self.target_bits_per_second),
                 self.sent_percent
             )
         } else {
             format!(
                 "reached the requested rate: the sender sent {} of the {} asked ({:.1} %){recv}",
-                crate::model::units::fmt_rate(self.sent_bits_per_second),
-                crate::model::units::fmt_rate(self.target_bits_per_second),
+                crate::model::display::rate(self.sent_bits_per_second),
+                crate::model::display::rate(self.target_bits_per_second),
                 self.sent_percent
             )
         }

@@ -1,6 +1,8 @@
-//! Words every layer shares: run kinds and statuses (`kind`), units (`units`), checked names
+//! Words every layer shares: run kinds and statuses (`kind`), units (`units`; how pages show
+//! bitrates and sizes: `display`), checked names
 //! (`names`) and token hashing (`secrets`). Depends on nothing above the engine's formatting.
 
+pub mod display;
 pub mod figures;
 pub mod kind;
 pub mod names;

@@ -1,18 +1,9 @@
-//! Units as people read and type them, in one place (conventions: docs/units.md):
-//! formatting in iperf3's style ("941 Mbits/sec", "1.10 GBytes": binary multiples for bytes,
-//! decimal for bits); parsing of iperf3-style sizes and rates ([`parse_suffixed`]: sizes
+//! Units as people read and type them (conventions: docs/units.md): formatting in iperf3's
+//! style for the iperf3/iperf 2-compatible text output ("941 Mbits/sec", "1.10 GBytes": binary
+//! multiples for bytes, decimal for bits; pages and netperfd's own tables use
+//! [`crate::model::display`] instead); parsing of iperf3-style sizes and rates ([`parse_suffixed`]: sizes
 //! 1024-based, rates 1000-based, as stock iperf3) and of HTTP payload sizes ([`parse_size`]:
 //! K/M/G/T decimal, Ki/Mi/Gi/Ti binary, as download sizes are quoted).
-
-/// A bitrate as iperf3 prints it: "941 Mbits/sec".
-pub fn fmt_rate(bps: f64) -> String {
-    format!("{}s/sec", unit_format(bps / 8.0, true).trim())
-}
-
-/// A byte count as iperf3 prints it: "1.10 GBytes".
-pub fn fmt_bytes(b: f64) -> String {
-    format!("{}s", unit_format(b, false).trim())
-}
 
 /// iperf3's `unit_snprintf` with adaptive units: bytes in powers of 1024 (`KBytes`…),
 /// bits in powers of 1000 (`Kbits`…), always 4 significant places. `bits` selects bits

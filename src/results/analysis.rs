@@ -368,9 +368,9 @@ pub fn analyze_with(
     if let Some(p) = pct {
         evidence.push(format!(
             "{} is {:.1} % of the {} ceiling ({})",
-            crate::model::units::fmt_rate(bitrate.unwrap_or(0.0)),
+            crate::model::display::rate(bitrate.unwrap_or(0.0)),
             p,
-            crate::model::units::fmt_rate(ceiling.unwrap_or(0.0)),
+            crate::model::display::rate(ceiling.unwrap_or(0.0)),
             basis
         ));
     } else {

@@ -227,18 +227,6 @@ pub fn suites_side_by_side(results: &[SuiteResult]) -> Comparison {
 
 // ---------------------------------------------------------------- formatting
 
-/// A bitrate in Mbit/s as the tables show it: "934.2 Mbit/s", "5.25 Mbit/s", "0.512 Mbit/s".
-pub fn fmt_mbps(bps: f64) -> String {
-    let m = bps / 1e6;
-    if m >= 10.0 {
-        format!("{m:.1} Mbit/s")
-    } else if m >= 1.0 {
-        format!("{m:.2} Mbit/s")
-    } else {
-        format!("{m:.3} Mbit/s")
-    }
-}
-
 /// Difference of `v` against `base` in percent, when `base` is positive.
 pub fn delta_percent(base: Option<f64>, v: Option<f64>) -> Option<f64> {
     match (base, v) {
@@ -259,7 +247,7 @@ fn finished(s: &StepResult) -> bool {
 
 fn bitrate_text(s: &StepResult) -> String {
     match s.bitrate_bps {
-        Some(b) if finished(s) || b > 0.0 => fmt_mbps(b),
+        Some(b) if finished(s) || b > 0.0 => crate::model::display::rate(b),
         _ => s.status.clone(),
     }
 }
@@ -417,15 +405,15 @@ fn num<T: ToString>(v: Option<T>) -> String {
 /// The rate asked for (all streams), or "—" for an unpaced test.
 fn target_text(s: &StepResult) -> String {
     match s.rate_check {
-        Some(c) => fmt_mbps(c.target_bits_per_second),
-        None if s.target_bps > 0 => fmt_mbps(s.target_bps as f64),
+        Some(c) => crate::model::display::rate(c.target_bits_per_second),
+        None if s.target_bps > 0 => crate::model::display::rate(s.target_bps as f64),
         None => DASH.into(),
     }
 }
 
 /// The sender's bitrate, marked "short" when it fell below 97 % of the target.
 fn sent_text(s: &StepResult) -> String {
-    let t = or_dash(s.sender_bps.map(fmt_mbps));
+    let t = or_dash(s.sender_bps.map(crate::model::display::rate));
     match s.rate_check {
         Some(c) if c.short => format!("{t} (short: {:.1} %)", c.sent_percent),
         _ => t,
@@ -460,7 +448,7 @@ pub fn suite_grid(r: &SuiteResult) -> Grid {
                     s.label.clone(),
                     target_text(s),
                     sent_text(s),
-                    or_dash(s.bitrate_bps.map(fmt_mbps)),
+                    or_dash(s.bitrate_bps.map(crate::model::display::rate)),
                     retr_text(s),
                     jitter_text(s),
                     lost_total_text(s),
@@ -625,8 +613,8 @@ pub fn step_grid(c: &Comparison) -> Grid {
                     if let Some(c) = s.rate_check.filter(|c| c.short) {
                         t.push_str(&format!(
                             ", sender short: {} of {}",
-                            fmt_mbps(c.sent_bits_per_second),
-                            fmt_mbps(c.target_bits_per_second)
+                            crate::model::display::rate(c.sent_bits_per_second),
+                            crate::model::display::rate(c.target_bits_per_second)
                         ));
                     }
                     if i > 0 {
@@ -1025,12 +1013,10 @@ mod tests {
         assert!(parse_ids("runs", "-2").is_err());
         let many: Vec<String> = (1..=21).map(|i| i.to_string()).collect();
         assert!(parse_ids("suites", &many.join(",")).is_err());
-        assert_eq!(fmt_mbps(5_250_000.0), "5.25 Mbit/s");
         assert_eq!(
             delta_text(delta_percent(Some(400.1e6), Some(400.0e6))),
             " (+0.0 %)"
         );
         assert_eq!(delta_text(delta_percent(Some(0.0), Some(400.0e6))), "");
-        assert_eq!(fmt_mbps(512_000.0), "0.512 Mbit/s");
     }
 }

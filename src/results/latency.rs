@@ -5,7 +5,7 @@
 //! `netperfd latency`). Method and sources: `docs/latency.md`.
 
 use crate::engine::latency::{Probe, ProberStats};
-use crate::model::units::{fmt_bytes, fmt_rate};
+use crate::model::display;
 use serde::Serialize;
 
 /// RTT percentiles of one set of samples, ms. Nearest-rank percentiles (the smallest sample
@@ -141,7 +141,7 @@ pub struct LatencyResult {
     /// The queue the increase implies at the loaded throughput: increase_s × bits/s ÷ 8, bytes.
     pub queue_bytes: Option<f64>,
     pub probes: ProbeTotals,
-    /// One sentence: "latency under load grows by 98 ms: a 1.17 MBytes queue at the bottleneck …".
+    /// One sentence: "latency under load grows by 98 ms: a 1.19 MB queue at the bottleneck …".
     pub verdict: String,
 }
 
@@ -210,7 +210,7 @@ fn phase(
 }
 
 /// The words for an increase: "latency under load grows by 98 ms (p50 0.05 → 98 ms): a
-/// 1.17 MBytes queue at the bottleneck at 95.1 Mbits/sec".
+/// 1.19 MB queue at the bottleneck at 95.1 Mbit/s".
 pub fn verdict(
     idle_p50: Option<f64>,
     loaded_p50: Option<f64>,
@@ -240,8 +240,8 @@ pub fn verdict(
             .map(|b| {
                 format!(
                     ": a {} queue at the bottleneck at {}",
-                    fmt_bytes(inc / 1e3 * b / 8.0),
-                    fmt_rate(b)
+                    display::size(inc / 1e3 * b / 8.0),
+                    display::rate(b)
                 )
             })
             .unwrap_or_default();
@@ -480,7 +480,7 @@ mod tests {
             "{}",
             r.verdict
         );
-        assert!(r.verdict.contains("1.13 MBytes queue"), "{}", r.verdict);
+        assert!(r.verdict.contains("1.19 MB queue"), "{}", r.verdict);
         let flat = verdict(Some(0.05), Some(0.3), Some(1e8), 0.0);
         assert!(flat.contains("stays flat"), "{flat}");
         assert!(verdict(None, Some(1.0), None, 0.0).starts_with("no verdict"));

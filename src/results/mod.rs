@@ -1,6 +1,7 @@
 //! Results: what a stored run means — the ceiling and verdict (`analysis`), result tables and
 //! comparisons (`compare`), chart series (`charts`) and exports (`export`: CSV, iperf3 JSON),
-//! with the unit formatting of `model::units`; PASS / FAIL of suite runs against their
+//! with the pages' unit style of `model::display`, notes on suites compared that were not run
+//! alike (`suite_notes`); PASS / FAIL of suite runs against their
 //! thresholds (`verdict`) and their JUnit / LAVA forms (`farm`). Reads the store; never measures or renders HTML.
 
 pub mod analysis;
@@ -11,6 +12,7 @@ pub mod farm;
 pub mod figures;
 pub mod latency;
 pub mod shortfall;
+pub mod suite_notes;
 pub mod suite_table;
 pub mod text;
 pub mod verdict;

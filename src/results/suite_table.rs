@@ -41,6 +41,9 @@ pub struct StepResult {
     /// Board port (bind_dev or local address) and peer.
     pub board_port: String,
     pub peer: String,
+    /// Asked duration of the test, seconds (`-t`; the plan's for a test not run yet).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
     /// Unix ms.
     pub started_at: Option<i64>,
     /// When the test ended, Unix ms.
@@ -134,6 +137,7 @@ pub fn run_result(store: &Store, index: usize, label: &str, r: &RunRow) -> StepR
             (None, true) => String::new(),
         },
         peer: format!("{}:{}", r.peer_host, r.peer_port),
+        duration_s: r.params["time"].as_f64().filter(|t| *t > 0.0),
         started_at: Some(r.started_at),
         ended_at: r.ended_at,
         error: r.error.clone(),
@@ -178,6 +182,9 @@ pub fn suite_result(store: &Store, sid: i64) -> Result<Option<SuiteResult>, Stri
             Some(r) => {
                 let mut s = run_result(store, i + 1, &label, r);
                 s.thresholds = thresholds;
+                if s.duration_s.is_none() {
+                    s.duration_s = plan.get(i).map(|p| f64::from(p.time));
+                }
                 if thresholds.is_some_and(|t| t.min_ceiling_percent.is_some()) {
                     if let Some(a) = crate::results::charts::analyze_run(store, r) {
                         s.ceiling_bps = a.ceiling_bps;
@@ -201,6 +208,7 @@ pub fn suite_result(store: &Store, sid: i64) -> Result<Option<SuiteResult>, Stri
                     direction: p.direction.clone(),
                     target_bps: p.target_bps,
                     peer: suite.peer_host.clone(),
+                    duration_s: Some(f64::from(p.time)),
                     thresholds,
                     ..Default::default()
                 }

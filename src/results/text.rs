@@ -8,7 +8,7 @@ pub fn summary_text(run: &RunRow) -> String {
     let s = &run.summary;
     let rate = |v: &serde_json::Value| {
         v.as_f64()
-            .map(crate::model::units::fmt_rate)
+            .map(crate::model::display::rate)
             .unwrap_or_default()
     };
     let mut out = format!("Run {} ({}): {}\n", run.id, run.kind, run.status);
@@ -18,8 +18,8 @@ pub fn summary_text(run: &RunRow) -> String {
     if let (Some(snd), Some(rcv)) = (run.sender_bps, run.receiver_bps) {
         out.push_str(&format!(
             "peer test: sender {}, receiver {}\n",
-            crate::model::units::fmt_rate(snd),
-            crate::model::units::fmt_rate(rcv)
+            crate::model::display::rate(snd),
+            crate::model::display::rate(rcv)
         ));
     }
     if let Some(fw) = s.get("forwarded").and_then(|f| f.as_object()) {

@@ -71,18 +71,6 @@ impl SuiteVerdict {
     }
 }
 
-/// "812.0 Mbit/s" (bits/s in, decimal Mbit/s out, like the suite tables).
-fn mbps(bps: f64) -> String {
-    let m = bps / 1e6;
-    if m >= 10.0 {
-        format!("{m:.1} Mbit/s")
-    } else if m >= 1.0 {
-        format!("{m:.2} Mbit/s")
-    } else {
-        format!("{m:.3} Mbit/s")
-    }
-}
-
 /// A number without needless decimals: 90, 0.1, 2.5.
 fn n(v: f64) -> String {
     let s = format!("{v:.3}");
@@ -160,7 +148,7 @@ pub fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict> {
             s.bitrate_bps,
             min,
             "bits/s",
-            mbps,
+            crate::model::display::rate,
             true,
             "",
         ));
@@ -173,9 +161,13 @@ pub fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict> {
                 s.bitrate_bps,
                 c * p / 100.0,
                 "bits/s",
-                mbps,
+                crate::model::display::rate,
                 true,
-                &format!(" ({} % of the {} ceiling)", n(p), mbps(c)),
+                &format!(
+                    " ({} % of the {} ceiling)",
+                    n(p),
+                    crate::model::display::rate(c)
+                ),
             ),
             None => Check {
                 key: "min_ceiling_percent",
@@ -258,8 +250,8 @@ pub fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict> {
             false,
             &format!(
                 " (sent {} of the {} asked)",
-                mbps(rc.sent_bits_per_second),
-                mbps(rc.target_bits_per_second)
+                crate::model::display::rate(rc.sent_bits_per_second),
+                crate::model::display::rate(rc.target_bits_per_second)
             ),
         ));
     }

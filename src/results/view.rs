@@ -5,14 +5,14 @@
 //! compile until it says how it is shown.
 
 use crate::engine::iperf3::wire::{Direction, Params, Protocol};
+use crate::model::display;
 use crate::model::time::fmt_time;
-use crate::model::units::{fmt_bytes, fmt_rate};
 use crate::model::RunKind;
 use crate::store::RunRow;
 use serde::Serialize;
 use serde_json::Value;
 
-/// A headline figure: `label` ("Receiver bitrate"), `value` as shown ("941 Mbits/sec", "—"
+/// A headline figure: `label` ("Receiver bitrate"), `value` as shown ("941.5 Mbit/s", "—"
 /// when unknown), and a stable `id` the live page updates (`sum-sender`, `sum-receiver`,
 /// `sum-loss`, or a kind's own).
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -55,7 +55,7 @@ fn card(id: &str, label: &str, value: String) -> Card {
 }
 
 fn rate_or_dash(v: Option<f64>) -> String {
-    v.map(fmt_rate).unwrap_or_else(|| "—".into())
+    v.map(display::rate).unwrap_or_else(|| "—".into())
 }
 
 fn plural(n: u64, one: &str) -> String {
@@ -128,7 +128,7 @@ fn transfer_cards(r: &RunRow) -> Vec<Card> {
         card(
             "sum-bytes",
             "Transfer",
-            bytes.map(fmt_bytes).unwrap_or_else(|| "—".into()),
+            bytes.map(display::size).unwrap_or_else(|| "—".into()),
         ),
     ]
 }
@@ -579,7 +579,7 @@ fn transfer_facts(r: &RunRow, v: &mut Vec<(String, String)>) {
     if let (Some(b), Some(sec)) = (s["bytes"].as_f64(), s["seconds"].as_f64()) {
         v.push((
             "Transfer".into(),
-            format!("{} ({} bytes) in {sec:.2} s", fmt_bytes(b), b as u64),
+            format!("{} ({} bytes) in {sec:.2} s", display::size(b), b as u64),
         ));
     }
     if let Some(per) = s["per_connection"].as_array().filter(|p| p.len() > 1) {
@@ -589,8 +589,8 @@ fn transfer_facts(r: &RunRow, v: &mut Vec<(String, String)>) {
                 format!(
                     "#{}: {} at {}",
                     c["id"],
-                    fmt_bytes(c["bytes"].as_f64().unwrap_or(0.0)),
-                    fmt_rate(c["bits_per_second"].as_f64().unwrap_or(0.0))
+                    display::size(c["bytes"].as_f64().unwrap_or(0.0)),
+                    display::rate(c["bits_per_second"].as_f64().unwrap_or(0.0))
                 )
             })
             .collect();
@@ -616,7 +616,7 @@ fn http_get_view(r: &RunRow) -> KindView {
             "Size".into(),
             format!(
                 "{} ({} bytes){}",
-                fmt_bytes(sz),
+                display::size(sz),
                 sz as u64,
                 if s["ranges"].as_bool() == Some(false) {
                     " — the server does not do ranges: one connection"
@@ -817,7 +817,7 @@ fn latency_view(r: &RunRow) -> KindView {
     if let Some(q) = s["queue_bytes"].as_f64() {
         facts.push((
             "Implied queue".into(),
-            format!("{} ({q:.0} bytes)", fmt_bytes(q)),
+            format!("{} ({q:.0} bytes)", display::size(q)),
         ));
     }
     let pr = &s["probes"];
@@ -1009,7 +1009,7 @@ mod tests {
         );
         assert_eq!(v.title, "TCP send, 2 streams");
         assert_eq!(card_value(&v, "Retransmits"), "3");
-        assert_eq!(card_value(&v, "Receiver bitrate"), "940 Mbits/sec");
+        assert_eq!(card_value(&v, "Receiver bitrate"), "940.0 Mbit/s");
         r.role = "server".into();
         r.local_port = 5201;
         r.bind_dev = None;
@@ -1053,7 +1053,7 @@ mod tests {
         r.protocol = "TCP".into();
         r.retransmits = Some(12);
         assert_eq!(card_value(&view(&r), "Retransmits"), "12");
-        assert_eq!(card_value(&view(&r), "Receiver bitrate"), "940 Mbits/sec");
+        assert_eq!(card_value(&view(&r), "Receiver bitrate"), "940.0 Mbit/s");
     }
 
     #[test]
@@ -1066,7 +1066,7 @@ mod tests {
         let v = view(&r);
         let ids: Vec<&str> = v.cards.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["sum-sender", "sum-retr"]);
-        assert_eq!(card_value(&v, "Sender bitrate"), "941 Mbits/sec");
+        assert_eq!(card_value(&v, "Sender bitrate"), "941.0 Mbit/s");
         assert!(v
             .facts
             .iter()
@@ -1115,7 +1115,7 @@ mod tests {
         );
         assert!(v.role_text.contains("peer agent"), "{}", v.role_text);
         assert!(!v.role_text.contains("this board ran the client"));
-        assert_eq!(card_value(&v, "Forwarded eth0 → eth1"), "940 Mbits/sec");
+        assert_eq!(card_value(&v, "Forwarded eth0 → eth1"), "940.0 Mbit/s");
         // The stock line is a command a user can paste, nothing appended.
         assert_eq!(
             v.stock_command.as_deref(),
@@ -1136,10 +1136,7 @@ mod tests {
             v.command,
             "netperfd monitor --ports eth0,eth1 -t 30 --label \"PC1 to PC2\""
         );
-        assert_eq!(
-            card_value(&v, "eth0 rx / tx"),
-            "100 Mbits/sec / 2.00 Mbits/sec"
-        );
+        assert_eq!(card_value(&v, "eth0 rx / tx"), "100.0 Mbit/s / 2.00 Mbit/s");
     }
 
     #[test]
@@ -1168,7 +1165,7 @@ mod tests {
             v.command,
             "netperfd http-get http://192.0.2.2/test.dat -n 3 --bind-dev eth0"
         );
-        assert_eq!(card_value(&v, "Goodput"), "940 Mbits/sec");
+        assert_eq!(card_value(&v, "Goodput"), "940.0 Mbit/s");
 
         let mut s = row(RunKind::TcpSink);
         s.local_port = 5009;

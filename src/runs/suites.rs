@@ -102,7 +102,7 @@ pub fn ladder_text(rows: &[LadderRow]) -> String {
     for r in rows {
         let sent = r
             .sender_bps
-            .map(crate::model::units::fmt_rate)
+            .map(crate::model::display::rate)
             .unwrap_or_else(|| "-".into());
         t.push_str(&format!(
             "{:>7}  {:<9}  {:>22}  {:>16}  {:>10}  {:>17}  {:>8}  {}\n",
@@ -114,7 +114,7 @@ pub fn ladder_text(rows: &[LadderRow]) -> String {
                 sent
             },
             r.bitrate_bps
-                .map(crate::model::units::fmt_rate)
+                .map(crate::model::display::rate)
                 .unwrap_or_else(|| "-".into()),
             r.jitter_ms
                 .map(|j| format!("{j:.3} ms"))

@@ -14,8 +14,8 @@ use crate::board::error::BoardError;
 use crate::board::governor;
 use crate::board::netconfig::Change;
 use crate::engine::report::version_string;
+use crate::model::display;
 use crate::model::time::fmt_time;
-use crate::model::units::{fmt_bytes, fmt_rate};
 use actix_web::{http::header, http::StatusCode, web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
@@ -753,12 +753,12 @@ fn port_rows(v: &BoardView) -> Vec<PortRow> {
                         },
                     })
                     .collect(),
-                rx_rate: fmt_rate(r.rx_bits_per_second),
-                tx_rate: fmt_rate(r.tx_bits_per_second),
+                rx_rate: display::rate(r.rx_bits_per_second),
+                tx_rate: display::rate(r.tx_bits_per_second),
                 rx_pps: pps(r.rx_packets_per_second),
                 tx_pps: pps(r.tx_packets_per_second),
-                rx_total: fmt_bytes(c.rx_bytes as f64),
-                tx_total: fmt_bytes(c.tx_bytes as f64),
+                rx_total: display::size(c.rx_bytes as f64),
+                tx_total: display::size(c.tx_bytes as f64),
                 errors: format!("{} / {}", c.rx_errors, c.tx_errors),
                 dropped: format!("{} / {}", c.rx_dropped, c.tx_dropped),
                 overruns: c.rx_overruns,

@@ -12,8 +12,8 @@ use super::pages::CsrfForm;
 use super::AppState;
 use crate::board::apply::Controller;
 use crate::engine::report::version_string;
+use crate::model::display;
 use crate::model::time::fmt_time;
-use crate::model::units::fmt_rate;
 use crate::runs::forward::{self, ForwardRequest, MonitorRequest, TOKEN_KEY, URL_KEY};
 use crate::store::{RunFilter, RunRow};
 use actix_web::http::{header, StatusCode};
@@ -99,7 +99,7 @@ struct RunLine {
 }
 
 fn rate(v: &Value) -> String {
-    v.as_f64().map(fmt_rate).unwrap_or_else(|| "—".into())
+    v.as_f64().map(display::rate).unwrap_or_else(|| "—".into())
 }
 
 fn run_line(r: &RunRow, live: bool) -> RunLine {
@@ -160,7 +160,7 @@ fn run_line(r: &RunRow, live: bool) -> RunLine {
         format!("{} {l}", r.bind_dev.clone().unwrap_or_default())
     };
     let peer = match (r.sender_bps, r.receiver_bps) {
-        (Some(a), Some(b)) => format!("{} / {}", fmt_rate(a), fmt_rate(b)),
+        (Some(a), Some(b)) => format!("{} / {}", display::rate(a), display::rate(b)),
         _ => String::new(),
     };
     RunLine {

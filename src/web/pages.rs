@@ -5,8 +5,8 @@ use super::auth::{self, Auth, AuthError};
 use super::AppState;
 use crate::engine::iperf3::wire::Params;
 use crate::engine::report::{self, version_string, Report};
+use crate::model::display;
 use crate::model::time::fmt_time;
-use crate::model::units::{fmt_bytes, fmt_rate};
 use crate::results::export::{run_csv, run_json};
 use crate::spec::test::TestRequest;
 use crate::store::{IntervalRow, RunFilter, RunRow};
@@ -30,6 +30,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/runs/{id}/stop", web::post().to(stop_run))
         .route("/runs/{id}/export.json", web::get().to(export_json))
         .route("/runs/{id}/export.csv", web::get().to(export_csv))
+        .route("/runs/{id}/summary.txt", web::get().to(export_text))
         .route("/suites/udp-ladder", web::post().to(start_ladder))
         .route("/settings", web::get().to(settings_page))
         .route("/settings/password", web::post().to(change_password))
@@ -418,8 +419,14 @@ fn run_view(r: &RunRow) -> RunView {
             .map(|p| p.parallel)
             .or_else(|| r.summary["connections"].as_u64().map(|c| c as u32))
             .unwrap_or(1),
-        sender_rate: r.sender_bps.map(fmt_rate).unwrap_or_else(|| "—".into()),
-        receiver_rate: r.receiver_bps.map(fmt_rate).unwrap_or_else(|| "—".into()),
+        sender_rate: r
+            .sender_bps
+            .map(display::rate)
+            .unwrap_or_else(|| "—".into()),
+        receiver_rate: r
+            .receiver_bps
+            .map(display::rate)
+            .unwrap_or_else(|| "—".into()),
         retransmits: r
             .retransmits
             .map(|x| x.to_string())
@@ -511,7 +518,9 @@ fn interval_views(rows: &[IntervalRow]) -> Vec<IntervalView> {
                     ),
                     None => (
                         r.retransmits.map(|x| x.to_string()).unwrap_or_default(),
-                        r.snd_cwnd.map(|x| fmt_bytes(x as f64)).unwrap_or_default(),
+                        r.snd_cwnd
+                            .map(|x| display::size(x as f64))
+                            .unwrap_or_default(),
                     ),
                 };
                 out.push(IntervalView {
@@ -524,8 +533,8 @@ fn interval_views(rows: &[IntervalRow]) -> Vec<IntervalView> {
                         r.end,
                         if r.omitted { " (omitted)" } else { "" }
                     ),
-                    transfer: fmt_bytes(r.bytes as f64),
-                    bitrate: fmt_rate(r.bits_per_second),
+                    transfer: display::size(r.bytes as f64),
+                    bitrate: display::rate(r.bits_per_second),
                     retr: c1,
                     cwnd: c2,
                     bps: if g.len() == 1 { r.bits_per_second } else { 0.0 },
@@ -554,8 +563,8 @@ fn interval_views(rows: &[IntervalRow]) -> Vec<IntervalView> {
                     id: "SUM".into(),
                     role: if sender { "sender" } else { "receiver" }.into(),
                     range: format!("{:.2}-{:.2} s", g[0].start, g[0].end),
-                    transfer: fmt_bytes(bytes as f64),
-                    bitrate: fmt_rate(bps),
+                    transfer: display::size(bytes as f64),
+                    bitrate: display::rate(bps),
                     retr: retr.map(|x| x.to_string()).unwrap_or_default(),
                     cwnd: match (udp, sender) {
                         (true, true) => format!("{pk} datagrams"),
@@ -871,7 +880,11 @@ struct RunPage {
     live: bool,
     intervals: Vec<IntervalView>,
     last_rate: String,
-    text: Option<String>,
+    /// The run has a text summary in iperf3's format (`/runs/{id}/summary.txt`; kept off the
+    /// page, whose units are `model::display`'s).
+    text: bool,
+    /// Forwarding and monitor runs: what the board saw (forwarded rates, ports, conntrack).
+    board_summary: Option<String>,
     analysis: Option<AnalysisView>,
     cores: Vec<CoreView>,
     legs: Vec<LegView>,
@@ -910,7 +923,7 @@ impl AnalysisView {
         AnalysisView {
             ceiling: a
                 .ceiling_bps
-                .map(fmt_rate)
+                .map(display::rate)
                 .unwrap_or_else(|| "unknown".into()),
             basis: a.ceiling_basis.clone(),
             percent: a
@@ -930,11 +943,11 @@ impl AnalysisView {
             .into(),
             evidence: a.evidence.clone(),
             rate: a.rate_check.map(|c| RateView {
-                target: fmt_rate(c.target_bits_per_second),
-                sent: fmt_rate(c.sent_bits_per_second),
+                target: display::rate(c.target_bits_per_second),
+                sent: display::rate(c.sent_bits_per_second),
                 received: c
                     .received_bits_per_second
-                    .map(fmt_rate)
+                    .map(display::rate)
                     .unwrap_or_else(|| "—".into()),
                 note: if c.short {
                     format!("shortfall: sender at {:.1} % of -b", c.sent_percent)
@@ -1086,13 +1099,12 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
         .find(|i| i.class == "sum")
         .map(|i| i.bitrate.clone())
         .unwrap_or_else(|| "—".into());
-    let text = rep.as_ref().map(|r| {
-        let mut t = report::text_header(r);
-        t.push_str(&report::text_summary(r));
-        t
-    });
-    // Forwarding and monitor runs: what the board saw (ports, forwarded rates, conntrack) first.
-    let text = crate::results::text::board_text(&run, text);
+    let text = run_text(&run, rep.as_ref()).is_some();
+    let board_summary = (matches!(
+        run.kind,
+        crate::model::RunKind::Forward | crate::model::RunKind::Monitor
+    ) && !run.summary.is_null())
+    .then(|| crate::results::text::summary_text(&run));
     let udp = run.protocol == "UDP";
     let analysis = crate::results::charts::analyze_run(&state.store, &run);
     let cores = match &analysis {
@@ -1120,6 +1132,7 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
         intervals,
         last_rate,
         text,
+        board_summary,
         analysis: analysis
             .as_ref()
             .filter(|a| a.bitrate_bps.is_some())
@@ -1197,6 +1210,37 @@ async fn export_json(auth: Auth, state: web::Data<AppState>, path: web::Path<i64
                 serde_json::to_string_pretty(&run_json(&run, &iv, rep.as_ref()))
                     .unwrap_or_default(),
             ),
+        Err(r) => r,
+    }
+}
+
+/// The run's summary as stock iperf3 prints it (its own units: "Mbits/sec", "MBytes"); for
+/// forwarding and monitor runs the board's summary first. None when there is neither.
+fn run_text(run: &RunRow, rep: Option<&Report>) -> Option<String> {
+    let text = rep.map(|r| {
+        let mut t = report::text_header(r);
+        t.push_str(&report::text_summary(r));
+        t
+    });
+    // Forwarding and monitor runs: what the board saw (ports, forwarded rates, conntrack) first.
+    crate::results::text::board_text(run, text)
+}
+
+/// `GET /runs/{id}/summary.txt`: [`run_text`] as text/plain; 404 when the run has none.
+async fn export_text(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
+    let id = path.into_inner();
+    match load(&state, &auth, id) {
+        Ok((run, _, rep)) => match run_text(&run, rep.as_ref()) {
+            Some(t) => HttpResponse::Ok()
+                .content_type("text/plain; charset=utf-8")
+                .body(t),
+            None => message(
+                actix_web::http::StatusCode::NOT_FOUND,
+                Some(&auth),
+                "No text summary",
+                &format!("Run {id} has no iperf3-format summary."),
+            ),
+        },
         Err(r) => r,
     }
 }

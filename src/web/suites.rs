@@ -907,8 +907,8 @@ struct ComparePage {
     what: String,
     ids: String,
     columns: Vec<(i64, String)>,
-    /// Differences between the compared runs that make the figures less comparable
-    /// (durations, peer ports, board ports).
+    /// Differences between the compared runs or suites that make the figures less comparable
+    /// (durations, peer ports, board ports; for suites also the number and kinds of steps).
     notes: Vec<String>,
 }
 
@@ -955,6 +955,21 @@ fn run_differences(state: &AppState, ids: &[i64]) -> Vec<String> {
     out
 }
 
+/// Notes on suites `ids` that differ in number or kind of steps, step durations, peer ports or
+/// board ports ([`crate::results::suite_notes::suite_differences`]); suites that cannot be
+/// loaded are left out (the comparison itself reports them).
+fn suite_differences(state: &AppState, ids: &[i64]) -> Vec<String> {
+    let results: Vec<_> = ids
+        .iter()
+        .filter_map(|&id| {
+            crate::results::suite_table::suite_result(&state.store, id)
+                .ok()
+                .flatten()
+        })
+        .collect();
+    crate::results::suite_notes::suite_differences(&results)
+}
+
 async fn compare_page(
     auth: Auth,
     state: web::Data<AppState>,
@@ -987,7 +1002,7 @@ async fn compare_page(
                     notes: if sel.runs {
                         run_differences(&state, &sel.ids)
                     } else {
-                        Vec::new()
+                        suite_differences(&state, &sel.ids)
                     },
                 },
             )

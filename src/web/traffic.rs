@@ -8,8 +8,8 @@ use super::auth::{Auth, AuthError};
 use super::AppState;
 use crate::engine::http::GetSpec;
 use crate::engine::report::version_string;
+use crate::model::display;
 use crate::model::time::fmt_time;
-use crate::model::units::{fmt_bytes, fmt_rate};
 use crate::model::RunKind;
 use crate::store::{RunFilter, RunRow};
 use actix_web::{http::header, http::StatusCode, web, HttpRequest, HttpResponse};
@@ -232,12 +232,12 @@ fn build_page(
                 }),
             bytes: r
                 .bytes
-                .map(|b| fmt_bytes(b as f64))
+                .map(|b| display::size(b as f64))
                 .unwrap_or_else(|| "—".into()),
             rate: r
                 .receiver_bps
                 .or(r.sender_bps)
-                .map(fmt_rate)
+                .map(display::rate)
                 .unwrap_or_else(|| "—".into()),
             status: r.status.clone(),
         })

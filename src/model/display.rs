@@ -1,0 +1,75 @@
+//! How every web page, the API's human-readable strings, the run views (`results::view`, also
+//! `netperfd runs show`) and the suite/compare/verdict tables write bitrates and sizes: one
+//! style, one scale (docs/units.md §5).
+//!
+//! * Bitrates: always **Mbit/s**, decimal (10^6 bits/s), e.g. "941.5 Mbit/s", "5.25 Mbit/s",
+//!   "0.512 Mbit/s", "9410.0 Mbit/s". One scale for every value, so a column never shows
+//!   "1000 Mbit/s" beside "1.00 Gbit/s".
+//! * Sizes: always **MB**, decimal (10^6 bytes), e.g. a 100M payload (100 000 000 bytes) is
+//!   "100.0 MB", a 1 GiB transfer "1073.7 MB", a 300 KiB window "0.307 MB".
+//!
+//! Precision: 1 decimal from 10 units up, 2 from 1, 3 below 1 (about 3–4 significant digits,
+//! like iperf3). Negative, NaN and infinite inputs show as 0.
+//!
+//! Not for the iperf3/iperf 2-compatible text output of the CLI client and server, which keeps
+//! stock iperf3's adaptive "Mbits/sec"/"MBytes" (`model::units::unit_format`). The pages'
+//! scripts mirror this module in `static/units.js`.
+
+/// Bits/s → "941.5 Mbit/s" (decimal megabits per second, one scale for every value).
+pub fn rate(bps: f64) -> String {
+    format!("{} Mbit/s", scaled(bps / 1e6))
+}
+
+/// Bytes → "100.0 MB" (decimal megabytes, 10^6 bytes, one scale for every value).
+pub fn size(bytes: f64) -> String {
+    format!("{} MB", scaled(bytes / 1e6))
+}
+
+/// `v` with 1 decimal from 10 up, 2 from 1, else 3; not finite or negative → "0.000".
+fn scaled(v: f64) -> String {
+    let v = if v.is_finite() { v.max(0.0) } else { 0.0 };
+    if v >= 9.995 {
+        format!("{v:.1}")
+    } else if v >= 0.9995 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_in_mbit_per_second_one_scale() {
+        // 1 GbE TCP/IPv4 ceiling with timestamps (docs/units.md, results::analysis).
+        assert_eq!(rate(941_480_000.0), "941.5 Mbit/s");
+        assert_eq!(rate(941_500_000.0), "941.5 Mbit/s");
+        // No switch to Gbit/s: 1 Gbit/s and 10 GbE stay in Mbit/s.
+        assert_eq!(rate(1_000_000_000.0), "1000.0 Mbit/s");
+        assert_eq!(rate(9_414_800_000.0), "9414.8 Mbit/s");
+        assert_eq!(rate(5_250_000.0), "5.25 Mbit/s");
+        // iperf3's UDP default, 1 048 576 bits/s.
+        assert_eq!(rate(1_048_576.0), "1.05 Mbit/s");
+        assert_eq!(rate(512_000.0), "0.512 Mbit/s");
+        assert_eq!(rate(9_999_000.0), "10.0 Mbit/s");
+        assert_eq!(rate(0.0), "0.000 Mbit/s");
+        assert_eq!(rate(f64::NAN), "0.000 Mbit/s");
+        assert_eq!(rate(-3.0), "0.000 Mbit/s");
+    }
+
+    #[test]
+    fn sizes_in_decimal_megabytes_one_scale() {
+        // /payload/100M is 100 000 000 bytes: 100 MB, not iperf3's "95.4 MBytes".
+        assert_eq!(size(100_000_000.0), "100.0 MB");
+        // iperf3 -n 10M is 10 485 760 bytes.
+        assert_eq!(size(10_485_760.0), "10.5 MB");
+        assert_eq!(size(1_073_741_824.0), "1073.7 MB");
+        assert_eq!(size(100_000_000_000.0), "100000.0 MB");
+        assert_eq!(size(1_234_567.0), "1.23 MB");
+        // A 300 KiB window (-w 300K).
+        assert_eq!(size(307_200.0), "0.307 MB");
+        assert_eq!(size(0.0), "0.000 MB");
+    }
+}
