@@ -159,8 +159,8 @@ async fn run(a: LatencyArgs) -> Result<i32, String> {
         ) {
             println!(
                 "  up (board sends): {}   down (board receives): {}",
-                fmt_rate(u),
-                fmt_rate(d)
+                display::rate(u),
+                display::rate(d)
             );
         }
         if let Some(t) = s["loaded"]["tcp_rtt_ms"].as_object() {
