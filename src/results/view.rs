@@ -962,8 +962,8 @@ mod tests {
             "probes": {"sent": 100, "lost": 0}
         });
         let v = view(&r);
-        assert_eq!(card_value(&v, "Up (board sends)"), "120 Mbits/sec");
-        assert_eq!(card_value(&v, "Down (board receives)"), "30.0 Mbits/sec");
+        assert_eq!(card_value(&v, "Up (board sends)"), "120.0 Mbit/s");
+        assert_eq!(card_value(&v, "Down (board receives)"), "30.0 Mbit/s");
         let fact = |k: &str| {
             v.facts
                 .iter()
@@ -973,11 +973,11 @@ mod tests {
         };
         assert_eq!(
             fact("Load up (board sends)"),
-            "120 Mbits/sec over 1 stream · TCP RTT p50 38 ms · p99 51 ms"
+            "120.0 Mbit/s over 1 stream · TCP RTT p50 38 ms · p99 51 ms"
         );
         assert_eq!(
             fact("Load down (board receives)"),
-            "30.0 Mbits/sec over 1 stream"
+            "30.0 Mbit/s over 1 stream"
         );
         // One direction: no per-direction cards (the throughput card is that direction).
         r.summary["loaded"].as_object_mut().unwrap().remove("down");
