@@ -17,11 +17,17 @@
   function mbit(v) {
     return v === null || v === undefined || !isFinite(v) ? "—" : window.netperfdUnits.rate(v);
   }
-  function mbitTick(v) { return window.netperfdUnits.mbit(v); }
+  // Ticks of one axis share their decimals (those the tick step needs), so an axis reads
+  // 0 / 5000 / 10000, not 0.000 / 5000.0 / 10000.0.
+  function mbitTicks(ticks) {
+    var step = ticks.length > 1 ? Math.abs(ticks[1] - ticks[0]) / 1e6 : 1;
+    var d = step >= 1 || step <= 0 ? 0 : Math.min(3, Math.ceil(-Math.log10(step) - 1e-9));
+    return ticks.map(function (v) { return (v / 1e6).toFixed(d); });
+  }
   var kinds = {
-    throughput: { title: "Throughput", fmt: mbit, tick: mbitTick, axis: "Mbit/s" },
+    throughput: { title: "Throughput", fmt: mbit, ticks: mbitTicks, axis: "Mbit/s" },
     cpu: { title: "CPU per core", fmt: function (v) { return v === null || v === undefined ? "—" : v.toFixed(0) + " %"; }, max: 100 },
-    ports: { title: "Port rates", fmt: mbit, tick: mbitTick, axis: "Mbit/s" },
+    ports: { title: "Port rates", fmt: mbit, ticks: mbitTicks, axis: "Mbit/s" },
     rtt: { title: "Round-trip time", fmt: function (v) { return v === null || v === undefined ? "—" : (v < 10 ? v.toFixed(2) : v.toFixed(0)) + " ms"; } }
   };
 
@@ -50,7 +56,7 @@
       scales: { x: { time: false, range: xRange }, y: k.max ? { range: [0, k.max] } : { range: function (u, min, max) { return [0, Math.max(max, 1) * 1.08]; } } },
       axes: [
         { label: "seconds since start" },
-        { size: 80, label: k.axis, values: function (u, ticks) { return ticks.map(function (v) { return (k.tick || k.fmt)(v); }); } }
+        { size: 80, label: k.axis, values: function (u, ticks) { return k.ticks ? k.ticks(ticks) : ticks.map(k.fmt); } }
       ],
       series: series
     };

@@ -12,8 +12,6 @@
     /** Bytes → "100.0 MB". */
     size: function (bytes) { return scaled(bytes / 1e6) + " MB"; },
     /** Bits/s → "941.5 Mbit/s". */
-    rate: function (bps) { return scaled(bps / 1e6) + " Mbit/s"; },
-    /** Bits/s → "941.5" (the number of Mbit/s, for an axis labelled Mbit/s). */
-    mbit: function (bps) { return scaled(bps / 1e6); }
+    rate: function (bps) { return scaled(bps / 1e6) + " Mbit/s"; }
   };
 })();

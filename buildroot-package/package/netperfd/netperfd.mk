@@ -28,7 +28,7 @@ endif
 # optimisation level is restated, because Buildroot's cargo infrastructure maps the global
 # BR2_OPTIMIZE_* onto CARGO_PROFILE_RELEASE_OPT_LEVEL; scripts/check-packaging.sh checks
 # that it equals Cargo.toml's.
-NETPERFD_CARGO_ENV = CARGO_PROFILE_RELEASE_OPT_LEVEL=s
+NETPERFD_CARGO_ENV = CARGO_PROFILE_RELEASE_OPT_LEVEL=z
 
 # Local checkout (NETPERFD_OVERRIDE_SRCDIR, as the shipped defconfigs set through
 # local.mk): there is no download step, hence no vendoring by Buildroot. cargo then reads
