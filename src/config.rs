@@ -88,7 +88,8 @@ fn default_tcp_source_port() -> u16 {
     5019
 }
 fn default_echo_port() -> u16 {
-    crate::engine::echo::DEFAULT_PORT
+    // engine::echo::DEFAULT_PORT (config may not import the engine).
+    5291
 }
 
 fn default_schedule_min_period_s() -> u64 {

@@ -316,6 +316,7 @@ pub struct EchoStats {
 #[derive(Debug)]
 pub struct EchoProber {
     stop: Arc<AtomicBool>,
+    sender_done: Arc<AtomicBool>,
     sender: Option<JoinHandle<(u64, bool)>>,
     receiver: Option<JoinHandle<(Vec<EchoSample>, u64)>>,
     port: u16,
@@ -347,7 +348,13 @@ pub fn start_prober(
     let sent = Arc::new(AtomicU64::new(0));
     let answered = Arc::new(AtomicBool::new(false));
     let interval = interval.max(Duration::from_millis(1));
-    let (st, sn, an) = (stop.clone(), sent.clone(), answered.clone());
+    let sender_done = Arc::new(AtomicBool::new(false));
+    let (st, sn, an, sd) = (
+        stop.clone(),
+        sent.clone(),
+        answered.clone(),
+        sender_done.clone(),
+    );
     let sender = std::thread::Builder::new()
         .name("latency-echo-tx".into())
         .spawn(move || {
@@ -378,16 +385,18 @@ pub fn start_prober(
                     seq,
                     t1: crate::engine::sys::mono_ns(),
                 };
+                seq += 1;
+                // Counted before it leaves: its reply may come before the next line runs.
+                sn.store(seq, Ordering::SeqCst);
                 // A failed send (e.g. ECONNREFUSED after the peer's port unreachable) is a
                 // request without a reply.
                 let _ = tx_sock.send(&encode_request(&req));
-                seq += 1;
-                sn.store(seq, Ordering::SeqCst);
                 k += 1;
             }
+            sd.store(true, Ordering::SeqCst);
             (seq, gave_up)
         })?;
-    let (st, sn, an) = (stop.clone(), sent.clone(), answered);
+    let (st, sn, an, sd) = (stop.clone(), sent.clone(), answered, sender_done.clone());
     let timeout_ns = timeout.as_nanos() as u64;
     let receiver = std::thread::Builder::new()
         .name("latency-echo-rx".into())
@@ -398,7 +407,7 @@ pub fn start_prober(
             let mut stray = 0u64;
             let mut stop_seen: Option<Instant> = None;
             loop {
-                if st.load(Ordering::SeqCst) {
+                if st.load(Ordering::SeqCst) && sd.load(Ordering::SeqCst) {
                     let since = *stop_seen.get_or_insert_with(Instant::now);
                     if since.elapsed() >= timeout || seen.len() as u64 >= sn.load(Ordering::SeqCst)
                     {
@@ -438,6 +447,7 @@ pub fn start_prober(
         })?;
     Ok(EchoProber {
         stop,
+        sender_done,
         sender: Some(sender),
         receiver: Some(receiver),
         port: peer.port(),
@@ -459,6 +469,8 @@ impl EchoProber {
                 st.gave_up = gave_up;
             }
         }
+        // A sender that panicked never said so; the receiver must still end.
+        self.sender_done.store(true, Ordering::SeqCst);
         if let Some(h) = self.receiver.take() {
             if let Ok((samples, stray)) = h.join() {
                 st.samples = samples;
