@@ -230,7 +230,7 @@ fn netperfd_peer_echo_gives_one_way_delays_per_direction() {
     let icmp = num(&v, "/loaded/rtt_ms/p50") - num(&v, "/idle/rtt_ms/p50");
     let echo_rtt = num(&v, "/loaded/owd_ms/rtt/p50");
     eprintln!(
-        "one-way: down +{down:.1} ms (loaded p50 {:.1} p99 {:.1}), up +{up:.2} ms (loaded p50 {:.2} p99 {:.2}); echo RTT p50 {echo_rtt:.1} ms vs ICMP loaded p50 {:.1} (ICMP increase {icmp:.1}); echo {echo}",
+        "one-way: down +{down:.1} ms (loaded p50 {:.1} p99 {:.1}), up {up:+.2} ms (loaded p50 {:.2} p99 {:.2}); echo RTT p50 {echo_rtt:.1} ms vs ICMP loaded p50 {:.1} (ICMP increase {icmp:.1}); echo {echo}",
         num(&v, "/loaded/owd_ms/down/p50"),
         num(&v, "/loaded/owd_ms/down/p99"),
         num(&v, "/loaded/owd_ms/up/p50"),
