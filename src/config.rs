@@ -38,6 +38,10 @@ pub struct Config {
     /// Port of the TCP source (`nc board PORT > /dev/null`), default 5019; 0 turns it off.
     #[serde(default = "default_tcp_source_port")]
     pub tcp_source_port: u16,
+    /// UDP port of the latency echo responder (one-way delays for a board that probes this
+    /// host), default 5291; 0 turns it off.
+    #[serde(default = "default_echo_port")]
+    pub echo_port: u16,
     /// `GET /metrics` without credentials (true) or only with an API bearer token or a
     /// session (false, the default).
     #[serde(default)]
@@ -83,6 +87,10 @@ fn default_tcp_sink_port() -> u16 {
 fn default_tcp_source_port() -> u16 {
     5019
 }
+fn default_echo_port() -> u16 {
+    // engine::echo::DEFAULT_PORT (config may not import the engine).
+    5291
+}
 
 fn default_schedule_min_period_s() -> u64 {
     60
@@ -103,6 +111,7 @@ impl Default for Config {
             http_payload_port: default_http_payload_port(),
             tcp_sink_port: default_tcp_sink_port(),
             tcp_source_port: default_tcp_source_port(),
+            echo_port: default_echo_port(),
             metrics_open: false,
             schedule_min_period_s: default_schedule_min_period_s(),
             import_max_bytes: default_import_max_bytes(),

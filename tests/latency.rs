@@ -189,6 +189,81 @@ fn download_through_a_big_tbf_queue_grows_by_its_drain_time() {
     assert!(num(&v, "/idle_after/rtt_ms/p50") < 1.0);
 }
 
+/// The PC runs `netperfd peer` (its UDP echo on 5291) beside stock `iperf3 -s`: the big queue
+/// sits on the PC → prober way, so under download load the *down* one-way delay grows by the
+/// queue's drain time and the *up* one stays flat.
+#[test]
+fn netperfd_peer_echo_gives_one_way_delays_per_direction() {
+    let mut lab = lab("1250000");
+    let pc = lab.pc1.clone();
+    let bin_path = bin();
+    lab.spawn(
+        &pc,
+        "peer",
+        bin_path,
+        &[
+            "peer",
+            "--listen",
+            &format!("{PC1_IP}:5280"),
+            "--token",
+            "echo-test-token-0123",
+        ],
+    );
+    lab.wait_port(&pc, PC1_IP, 5280);
+    let v = cli(
+        &mut lab,
+        "owd",
+        &[
+            "--load",
+            "down",
+            "-P",
+            BIG_QUEUE_STREAMS,
+            "--idle",
+            "2",
+            "--loaded",
+            "6",
+        ],
+    );
+    let echo = &v["echo"];
+    let down = num(&v, "/loaded/owd_increase_ms/down");
+    let up = num(&v, "/loaded/owd_increase_ms/up");
+    let icmp = num(&v, "/loaded/rtt_ms/p50") - num(&v, "/idle/rtt_ms/p50");
+    let echo_rtt = num(&v, "/loaded/owd_ms/rtt/p50");
+    eprintln!(
+        "one-way: down +{down:.1} ms (loaded p50 {:.1} p99 {:.1}), up {up:+.2} ms (loaded p50 {:.2} p99 {:.2}); echo RTT p50 {echo_rtt:.1} ms vs ICMP loaded p50 {:.1} (ICMP increase {icmp:.1}); echo {echo}",
+        num(&v, "/loaded/owd_ms/down/p50"),
+        num(&v, "/loaded/owd_ms/down/p99"),
+        num(&v, "/loaded/owd_ms/up/p50"),
+        num(&v, "/loaded/owd_ms/up/p99"),
+        num(&v, "/loaded/rtt_ms/p50"),
+    );
+    assert_eq!(echo["answered"], true, "{echo}");
+    assert!(echo["note"].is_null(), "{echo}");
+    // 2 + 6 + 2 s at 10 ms: ~1000 requests, nearly all answered.
+    let (sent, replies) = (num(&v, "/echo/sent"), num(&v, "/echo/replies"));
+    assert!((900.0..=1100.0).contains(&sent), "echo sent {sent}");
+    assert!(replies > sent * 0.95, "echo replies {replies} of {sent}");
+    // The queue (1.25 MB at 100 Mbit/s = 100 ms) is on the way down: ± 25 %, as the ICMP test.
+    assert!(
+        (75.0..=125.0).contains(&down),
+        "down increase {down} ms\n{}",
+        queue_report(&lab)
+    );
+    assert!(up < 10.0, "up increase {up} ms");
+    // Relative to the idle minimum: the idle phase's delays start at 0 and stay small.
+    assert!(num(&v, "/idle/owd_ms/down/p50") >= 0.0);
+    assert!(num(&v, "/idle/owd_ms/up/p50") < 1.0);
+    // The echo's round trip (up + down, without the peer's turnaround) sees the same queue
+    // as the ICMP probes.
+    let icmp_loaded = num(&v, "/loaded/rtt_ms/p50");
+    assert!(
+        (echo_rtt - icmp_loaded).abs() < 0.25 * icmp_loaded,
+        "echo RTT {echo_rtt} vs ICMP {icmp_loaded}"
+    );
+    // The ICMP figures are still there, unchanged in shape.
+    assert!((75.0..=125.0).contains(&icmp), "ICMP increase {icmp}");
+}
+
 #[test]
 fn small_tbf_queue_keeps_latency_flat_and_upload_reads_tcp_rtt() {
     let mut lab = lab("30000");
@@ -207,6 +282,12 @@ fn small_tbf_queue_keeps_latency_flat_and_upload_reads_tcp_rtt() {
     );
     assert!(growth < 10.0, "growth {growth} ms");
     assert!(num(&v, "/loaded/bits_per_second") > 50e6);
+    // Stock iperf3 only on the PC: no UDP echo, the run is ICMP-only and says so.
+    assert_eq!(v["echo"]["answered"], false, "{}", v["echo"]);
+    assert_eq!(v["echo"]["note"], "peer has no netperfd echo");
+    assert_eq!(v["status"], "completed");
+    assert!(v["loaded"].get("owd_ms").is_none(), "{}", v["loaded"]);
+    assert!(v["loaded"].get("owd_increase_ms").is_none());
     // Upload: the board's own sending streams' TCP_INFO RTT is sampled.
     let u = cli(
         &mut lab,

@@ -30,6 +30,9 @@ pub struct DaemonArgs {
     /// iperf 2 server ports, TCP and UDP (default 5001; 0 turns the server off)
     #[arg(long = "iperf2-port", value_delimiter = ',', value_name = "PORT")]
     pub iperf2_port: Vec<u16>,
+    /// UDP port of the latency echo responder (default 5291; 0 turns it off)
+    #[arg(long = "echo-port", value_name = "PORT")]
+    pub echo_port: Option<u16>,
 }
 
 /// Resolve the configuration: file first, then flags.
@@ -49,6 +52,9 @@ pub fn config_from(a: &DaemonArgs) -> Result<Config, String> {
     }
     if !a.iperf2_port.is_empty() {
         c.iperf2_ports = a.iperf2_port.iter().copied().filter(|&p| p != 0).collect();
+    }
+    if let Some(p) = a.echo_port {
+        c.echo_port = p;
     }
     Ok(c)
 }
@@ -136,6 +142,26 @@ async fn run(cfg: Config) -> Result<(), String> {
     if !cfg.iperf2_ports.is_empty() {
         crate::runs::iperf2::start_server(&hub, &cfg.iperf2_ports, shutdown.clone());
     }
+
+    // The UDP echo for latency runs of other boards: a busy port is logged, the appliance
+    // still starts. Kept until the daemon ends.
+    let _echo = (cfg.echo_port != 0)
+        .then(
+            || match crate::engine::echo::Responder::start(cfg.echo_port) {
+                Ok(r) => {
+                    tracing::info!(port = cfg.echo_port, "UDP echo (latency) listening");
+                    Some(r)
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        "cannot listen for the UDP echo on port {}: {e}",
+                        cfg.echo_port
+                    );
+                    None
+                }
+            },
+        )
+        .flatten();
 
     let st = state.clone();
     let http = HttpServer::new(move || App::new().app_data(st.clone()).configure(web::configure))

@@ -170,6 +170,10 @@ async fn run(a: LatencyArgs) -> Result<i32, String> {
                 ms(&t["p99"])
             );
         }
+        // The UDP echo's one-way delays (or why there are none), as on the run page.
+        for (label, value) in crate::results::owd::facts(s) {
+            println!("{label}: {value}");
+        }
         println!(
             "increase: {} ms   RPM: {}",
             ms(&s["increase_ms"]),

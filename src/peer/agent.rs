@@ -379,6 +379,10 @@ pub struct PeerArgs {
     /// $NETPERFD_PEER_TOKEN)
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
+    /// UDP port of the latency echo responder (one-way delays for a board's latency runs;
+    /// 0 turns it off)
+    #[arg(long = "echo-port", value_name = "PORT", default_value_t = crate::engine::echo::DEFAULT_PORT)]
+    pub echo_port: u16,
 }
 
 /// Run the agent until killed; returns the exit code (2 without a usable token).
@@ -397,6 +401,23 @@ pub fn main(a: PeerArgs) -> i32 {
             eprintln!("netperfd peer: {e}");
             return 1;
         }
+    };
+    let _echo = if a.echo_port != 0 {
+        match crate::engine::echo::Responder::start(a.echo_port) {
+            Ok(r) => {
+                eprintln!("netperfd peer: UDP echo (latency) on port {}", a.echo_port);
+                Some(r)
+            }
+            Err(e) => {
+                eprintln!(
+                    "netperfd peer: cannot listen for the UDP echo on port {}: {e} (latency runs against this host get round trips only)",
+                    a.echo_port
+                );
+                None
+            }
+        }
+    } else {
+        None
     };
     let r = rt.block_on(async move {
         let agent = web::Data::new(Agent::new(&token));

@@ -67,6 +67,13 @@ pub struct Phase {
     /// The load's goodput in this phase, bits/s (received bytes of every stream; both
     /// directions summed for "both"); `None` in idle phases.
     pub bits_per_second: Option<f64>,
+    /// UDP echo one-way delays (peer = netperfd), ms above each direction's idle minimum, and
+    /// the echo's round trip; absent when the peer has no echo.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owd_ms: Option<crate::results::owd::PhaseOwd>,
+    /// Loaded phase only: loaded − idle p50 of each direction's one-way delay, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owd_increase_ms: Option<crate::results::owd::OwdIncrease>,
     /// The loaded phase's streams where the board sends (load up or both).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub up: Option<DirectionLoad>,
@@ -141,6 +148,9 @@ pub struct LatencyResult {
     /// The queue the increase implies at the loaded throughput: increase_s × bits/s ÷ 8, bytes.
     pub queue_bytes: Option<f64>,
     pub probes: ProbeTotals,
+    /// The UDP echo (one-way delays): answered or not, and why not; absent when not tried.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub echo: Option<crate::results::owd::EchoSummary>,
     /// One sentence: "latency under load grows by 98 ms: a 1.19 MB queue at the bottleneck …".
     pub verdict: String,
 }
@@ -165,6 +175,8 @@ pub struct Inputs<'a> {
     pub down: Option<(f64, usize)>,
     pub stats: &'a ProberStats,
     pub interval_ms: f64,
+    /// The UDP echo prober's outcome; `None` when it was not started.
+    pub echo: Option<&'a crate::engine::echo::EchoStats>,
 }
 
 fn phase(
@@ -204,6 +216,8 @@ fn phase(
         sent: ps.len() as u64,
         lost: ps.iter().filter(|p| p.rtt_ms.is_none()).count() as u64,
         bits_per_second: bps,
+        owd_ms: None,
+        owd_increase_ms: None,
         up: leg(i.up, tcp_rtt_ms),
         down: leg(i.down, None),
     }
@@ -269,7 +283,18 @@ pub fn summarize(i: &Inputs<'_>) -> LatencyResult {
         i,
         i.bits_per_second,
     );
-    let idle_after = phase("idle after", "none", i.load_end, f64::INFINITY, i, None);
+    let mut idle_after = phase("idle after", "none", i.load_end, f64::INFINITY, i, None);
+    let mut idle = idle;
+    let mut loaded = loaded;
+    let echo = i.echo.map(|st| {
+        use crate::results::owd;
+        let base = owd::bases(&st.samples, i.load_start);
+        idle.owd_ms = owd::phase(&st.samples, base, 0.0, i.load_start);
+        loaded.owd_ms = owd::phase(&st.samples, base, i.load_start, i.load_end);
+        idle_after.owd_ms = owd::phase(&st.samples, base, i.load_end, f64::INFINITY);
+        loaded.owd_increase_ms = owd::increase(idle.owd_ms.as_ref(), loaded.owd_ms.as_ref());
+        owd::summary(st, base)
+    });
     let ip50 = idle.rtt_ms.map(|r| r.p50);
     let lp50 = loaded.rtt_ms.map(|r| r.p50);
     let increase_ms = ip50.zip(lp50).map(|(a, b)| b - a);
@@ -317,6 +342,7 @@ pub fn summarize(i: &Inputs<'_>) -> LatencyResult {
                 0.0
             },
         },
+        echo,
         idle,
         loaded,
         idle_after,
@@ -447,6 +473,7 @@ mod tests {
             down: Some((90e6, 2)),
             stats: &stats,
             interval_ms: 10.0,
+            echo: None,
         });
         // Per direction in the loaded phase only; the TCP RTT with the board's sending leg.
         let up = r.loaded.up.as_ref().unwrap();

@@ -11,6 +11,7 @@ pub mod export;
 pub mod farm;
 pub mod figures;
 pub mod latency;
+pub mod owd;
 pub mod shortfall;
 pub mod suite_notes;
 pub mod suite_table;

@@ -814,6 +814,7 @@ fn latency_view(r: &RunRow) -> KindView {
             ));
         }
     }
+    facts.extend(crate::results::owd::facts(s));
     if let Some(q) = s["queue_bytes"].as_f64() {
         facts.push((
             "Implied queue".into(),

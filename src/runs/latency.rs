@@ -136,6 +136,21 @@ async fn run(
             return RunStatus::Failed;
         }
     };
+    // The UDP echo (one-way delays) on the same interval; a peer without netperfd does not
+    // answer and the prober stops after its answer window.
+    let echo = match crate::engine::echo::start_prober(
+        std::net::SocketAddr::new(peer.ip(), crate::engine::echo::DEFAULT_PORT),
+        pspec.interval,
+        PROBE_TIMEOUT,
+        spec.bind_dev.as_deref(),
+        t0,
+    ) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            tracing::warn!(run = id, "no UDP echo probes: {e}");
+            None
+        }
+    };
     // Probes go to the store in batches (the chart polls it) and are kept for the result.
     let store = hub.store().clone();
     let collector = tokio::spawn(async move {
@@ -265,6 +280,10 @@ async fn run(
     let stats: ProberStats = tokio::task::spawn_blocking(move || prober.stop())
         .await
         .unwrap_or_default();
+    let echo_stats = match echo {
+        Some(p) => tokio::task::spawn_blocking(move || p.stop()).await.ok(),
+        None => None,
+    };
     let probes = collector.await.unwrap_or_default();
     let bps = report.as_ref().and_then(load_bits_per_second);
     let tcp = tcp_rtt.lock().map(|g| g.clone()).unwrap_or_default();
@@ -284,6 +303,7 @@ async fn run(
             .and_then(|r| direction_bits_per_second(r, false)),
         stats: &stats,
         interval_ms: spec.interval_ms as f64,
+        echo: echo_stats.as_ref(),
     });
     let mut figures = report
         .as_ref()

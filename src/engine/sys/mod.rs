@@ -308,6 +308,22 @@ pub fn set_tcp_congestion(fd: RawFd, name: &str) -> std::io::Result<()> {
     Ok(())
 }
 
+/// CLOCK_MONOTONIC in nanoseconds (since an unspecified start, usually boot): the clock of
+/// the UDP echo's timestamps (never stepped by NTP or by hand, unlike CLOCK_REALTIME).
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec to write into.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+    }
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
+}
+
 /// The calling thread's kernel TID.
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.
