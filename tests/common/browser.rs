@@ -83,12 +83,25 @@ impl Browser {
     }
 
     /// The element id of the first match of `css`; panics when there is none.
+    /// Waits (bounded, 10 s) for the element to exist: after a click that loads a page, or
+    /// while a page reloads itself, the element can be briefly missing.
     pub fn find(&self, css: &str) -> String {
-        let v = self.cmd(
-            "POST",
-            "/element",
-            json!({"using": "css selector", "value": css}),
-        );
+        let t = Instant::now();
+        let v = loop {
+            let (status, v) = self.try_cmd(
+                "POST",
+                "/element",
+                json!({"using": "css selector", "value": css}),
+            );
+            if status == 200 {
+                break v["value"].clone();
+            }
+            assert!(
+                status == 404 && t.elapsed() < Duration::from_secs(10),
+                "webdriver POST /element {css}: {v}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        };
         v.as_object()
             .and_then(|o| o.values().next())
             .and_then(|x| x.as_str())
@@ -114,9 +127,22 @@ impl Browser {
     }
 
     /// Click like a user: fails when the element is hidden, covered or off-screen.
+    /// Retries (bounded, 10 s) when the page was replaced between finding and clicking
+    /// (a stale or vanished element).
     pub fn click(&self, css: &str) {
-        let e = self.find(css);
-        self.cmd("POST", &format!("/element/{e}/click"), json!({}));
+        let t = Instant::now();
+        loop {
+            let e = self.find(css);
+            let (status, v) = self.try_cmd("POST", &format!("/element/{e}/click"), json!({}));
+            if status == 200 {
+                return;
+            }
+            assert!(
+                status == 404 && t.elapsed() < Duration::from_secs(10),
+                "webdriver click {css}: {v}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// Run a script (its `return` value).
