@@ -5,6 +5,7 @@
 
 pub mod browser;
 pub mod http;
+pub mod pages;
 
 use std::fs::File;
 use std::os::fd::AsFd;
