@@ -206,16 +206,16 @@ fn blocks_k() {
         } else {
             // The stock iperf3 3.12 client sometimes sends one block more than -k asks (seen
             // in about 1 run of 4 here, whatever the server): that count is the stock
-            // client's. What our server must do is receive and report every byte it sent.
+            // client's.
             assert!(
                 sent == 100.0 * 131072.0 || sent == 101.0 * 131072.0,
                 "{w}: -k 100 sent {sent}"
             );
-            // Our server ends the count at TEST_END, as stock iperf3's server does: bytes still
-            // in flight then (up to the socket buffers, about 2 MB here on a busy machine; seen
-            // in 1 full run of 6) are not counted. Draining to the -k/-n total before the
-            // report is open work (issue 11). Never more than was sent, never short by more
-            // than the buffers.
+            // Our server ends its count at TEST_END (stock iperf3's server closes its streams
+            // there too, as far as we know): bytes still in flight then, up to the socket
+            // buffers (about 2 MB, seen in 1 full run of 6 on a busy machine), are not counted.
+            // Draining to the -k/-n total before the report is open work (issue 11). Never
+            // more than was sent, never short by more than the buffers.
             let got = num(s, "/end/sum_received/bytes");
             assert!(
                 got <= sent && sent - got <= 4.0 * 1024.0 * 1024.0,
