@@ -209,7 +209,7 @@ pub struct BoardView {
 }
 
 /// The board-control engine. The daemon makes one ([`start_daemon`]) and hands it to the web
-/// layer and the run hub; one-shot CLI commands make their own. It owns the 1 Hz port
+/// layer and the run hub; one-shot CLI commands make their own. It owns the board's 1 Hz
 /// sampler and the last configuration it read (for the network snapshot of each run).
 pub struct Controller {
     store: Option<Arc<Store>>,
@@ -217,18 +217,19 @@ pub struct Controller {
     inner: tokio::sync::Mutex<Inner>,
     backend: Mutex<Option<(BackendChoice, Backend)>>,
     rt: tokio::runtime::Handle,
-    ports: Arc<links::PortSampler>,
+    sampler: Arc<super::sampler::Sampler>,
     last_state: Mutex<Option<NetState>>,
 }
 
 /// The daemon's start-up hook, to be awaited before the web UI is served: makes the
 /// controller over `store` and `data_dir`, restores the snapshot of a change left unconfirmed
-/// by a previous run, re-applies the confirmed configuration, and starts the 1 Hz port
-/// sampler. Failures are logged; the daemon goes on (the UI must come up in any case).
+/// by a previous run, re-applies the confirmed configuration, and starts the board's 1 Hz
+/// sampler with the port inventory. Failures are logged; the daemon goes on (the UI must come up in any case).
 pub async fn start_daemon(store: Arc<Store>, data_dir: &Path) -> Arc<Controller> {
     let c = Controller::new(Some(store), Some(data_dir));
     c.startup().await;
-    c.ports.start();
+    c.sampler.read_inventory();
+    c.sampler.start(&c.rt);
     c
 }
 
@@ -285,16 +286,22 @@ impl Controller {
             }),
             backend: Mutex::new(None),
             rt: tokio::runtime::Handle::current(),
-            ports: Arc::default(),
+            sampler: super::sampler::Sampler::new(),
             last_state: Mutex::new(None),
         })
+    }
+
+    /// The board's 1 Hz sampler (the run hub samples runs with it; see
+    /// [`super::sampler::Sampler`]).
+    pub fn sampler(&self) -> &Arc<super::sampler::Sampler> {
+        &self.sampler
     }
 
     /// Every interface of the board with the sampler's latest rates (see
     /// [`links::inventory`]). Errors: netlink could not be read.
     pub async fn inventory(&self) -> Result<Vec<Link>, BoardError> {
         let mut l = links::inventory().await?;
-        self.ports.attach_rates(&mut l);
+        self.sampler.ports().attach_rates(&mut l);
         Ok(l)
     }
 
@@ -1020,7 +1027,7 @@ pub fn record_net_config(store: &Store, run_id: i64, board: Option<&Controller>)
 /// `board` read); without a controller (one-shot CLI runs) the ports come from a quick
 /// `/proc`/sysfs read and the default routes and forwards are left out. Never fails.
 pub fn snapshot_json(board: Option<&Controller>) -> String {
-    let ports: Vec<serde_json::Value> = match board.and_then(|b| b.ports.cached()) {
+    let ports: Vec<serde_json::Value> = match board.and_then(|b| b.sampler.ports().cached()) {
         Some(l) => l
             .iter()
             .filter(|l| !l.loopback)

@@ -2,7 +2,7 @@
 //! duplex, carrier, MTU, admin state, addresses (with prefix) and counters — what `ifconfig`
 //! and `bmon` showed in the seed reports. Read through rtnetlink (links, addresses, 64-bit
 //! counters) and sysfs (`/sys/class/net/PORT/{speed,duplex,device/driver}`), never by parsing
-//! `ip`/`ifconfig` output. A 1 Hz sampler ([`PortSampler`]) turns the
+//! `ip`/`ifconfig` output. The board's 1 Hz sampler feeds [`PortSampler`], which turns the
 //! counters into live rates.
 //! Not for: changing anything (see `addresses`, `forwarding`, `apply`).
 
@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Open an rtnetlink connection in the calling process's network namespace. Its driver task
 /// runs on the current tokio runtime and ends when the handle is dropped.
@@ -551,14 +551,14 @@ struct SamplerState {
     links: Vec<Link>,
 }
 
-/// The 1 Hz port sampler: the last inventory it read and each port's rates between its last
-/// two readings. One per board [`Controller`](super::apply::Controller), which owns it; the
-/// daemon starts it with [`PortSampler::start`]. Without a start (one-shot CLI commands) it
-/// stays empty and readers fall back to a fresh inventory.
+/// The port inventory the board's 1 Hz [`Sampler`](super::sampler::Sampler) last read, and
+/// each port's rates between its last two readings. The daemon's board
+/// [`Controller`](super::apply::Controller) owns the sampler and asks it for the inventory;
+/// elsewhere (one-shot CLI commands) it stays empty and readers fall back to a fresh
+/// inventory.
 #[derive(Default)]
 pub struct PortSampler {
     state: Mutex<SamplerState>,
-    started: std::sync::atomic::AtomicBool,
 }
 
 /// Rate of a counter between two readings; 0 when it went backwards (the port was
@@ -625,28 +625,6 @@ impl PortSampler {
     /// The inventory of the last reading (at most about a second old while started).
     pub fn cached(&self) -> Option<Vec<Link>> {
         Some(self.state().links.clone()).filter(|l| !l.is_empty())
-    }
-
-    /// Read the inventory every second on the current tokio runtime, for as long as the
-    /// sampler exists. A second call does nothing.
-    pub fn start(self: &std::sync::Arc<Self>) {
-        if self.started.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            return;
-        }
-        let me = std::sync::Arc::downgrade(self);
-        tokio::spawn(async move {
-            let mut t = tokio::time::interval(Duration::from_secs(1));
-            t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                t.tick().await;
-                let r = inventory().await;
-                let Some(s) = me.upgrade() else { return };
-                match r {
-                    Ok(l) => s.sample(l, Instant::now()),
-                    Err(e) => tracing::debug!("port sampler: {e}"),
-                }
-            }
-        });
     }
 }
 
@@ -738,7 +716,7 @@ mod tests {
         let t0 = Instant::now();
         s.sample(vec![port(1_000)], t0);
         assert!(s.rates().is_empty(), "one reading has no rate");
-        s.sample(vec![port(251_000)], t0 + Duration::from_secs(2));
+        s.sample(vec![port(251_000)], t0 + std::time::Duration::from_secs(2));
         let r = s.rates()["eth0"];
         assert_eq!(r.rx_bits_per_second, 1_000_000.0);
         assert_eq!(r.seconds, 2.0);

@@ -1,13 +1,91 @@
 //! The board monitor: CPU time per core from `/proc/stat`, port counters from `/proc/net/dev`
 //! (both follow the reader's network namespace), link speed and MTU from sysfs, and the
-//! conntrack entry count. [`Hub`](crate::runs::live::Hub) takes a [`Snapshot`] every second while
-//! any run is active and stores the differences with each run. Not for: deciding what the
-//! numbers mean (see [`crate::results::analysis`]).
+//! conntrack entry count. The board's one 1 Hz loop is [`Sampler`]: each second it takes a
+//! [`Snapshot`] (which the run hub, [`crate::runs::live::Hub`], turns into each active run's
+//! samples) and, on the daemon's board, reads the netlink port inventory whose rates the
+//! Ports page shows ([`PortSampler`]). Not for: deciding what the numbers mean (see
+//! [`crate::results::analysis`]).
 
+use crate::board::links::{self, PortSampler};
 use crate::store::{CpuSampleRow, PortSampleRow};
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// Seconds between two readings of [`Sampler`]: 1 s.
+pub const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
+
+/// The board's one 1 Hz sampler. Every [`SAMPLE_PERIOD`] it takes a [`Snapshot`] (CPU per
+/// core and every port's counters, from /proc) and publishes it to [`Sampler::subscribe`]rs;
+/// when [`Sampler::read_inventory`] was asked (the daemon's board controller), it also reads
+/// the netlink port inventory into [`Sampler::ports`] (each port's rates between its last two
+/// readings, for the Ports page). The loop runs on the runtime given to [`Sampler::start`]
+/// for as long as the sampler exists (it holds only a weak reference).
+pub struct Sampler {
+    latest: watch::Sender<Option<Arc<Snapshot>>>,
+    ports: PortSampler,
+    inventory: AtomicBool,
+    started: AtomicBool,
+}
+
+impl Sampler {
+    /// A sampler that has not started (no readings until [`Sampler::start`]).
+    pub fn new() -> Arc<Sampler> {
+        Arc::new(Sampler {
+            latest: watch::channel(None).0,
+            ports: PortSampler::default(),
+            inventory: AtomicBool::new(false),
+            started: AtomicBool::new(false),
+        })
+    }
+
+    /// The port inventory and rates of the last readings (empty unless
+    /// [`Sampler::read_inventory`] was asked and the loop has run).
+    pub fn ports(&self) -> &PortSampler {
+        &self.ports
+    }
+
+    /// Also read the netlink port inventory every second (the daemon's board does; one-shot
+    /// CLI runs only need the /proc snapshot).
+    pub fn read_inventory(&self) {
+        self.inventory.store(true, Ordering::SeqCst);
+    }
+
+    /// Readings as they are taken: the receiver sees each new [`Snapshot`] (`None` before
+    /// the first).
+    pub fn subscribe(&self) -> watch::Receiver<Option<Arc<Snapshot>>> {
+        self.latest.subscribe()
+    }
+
+    /// Start the loop on `rt`; a second call does nothing.
+    pub fn start(self: &Arc<Self>, rt: &tokio::runtime::Handle) {
+        if self.started.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let me = Arc::downgrade(self);
+        rt.spawn(async move {
+            let mut t = tokio::time::interval(SAMPLE_PERIOD);
+            t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                t.tick().await;
+                let Ok(snap) = tokio::task::spawn_blocking(Snapshot::take).await else {
+                    return;
+                };
+                let Some(s) = me.upgrade() else { return };
+                if s.inventory.load(Ordering::SeqCst) {
+                    match links::inventory().await {
+                        Ok(l) => s.ports.sample(l, Instant::now()),
+                        Err(e) => tracing::debug!("port sampler: {e}"),
+                    }
+                }
+                s.latest.send_replace(Some(Arc::new(snap)));
+            }
+        });
+    }
+}
 
 /// Cumulative CPU time of one `/proc/stat` line, in jiffies (USER_HZ ticks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -391,5 +469,45 @@ broken: 1 2 3\n";
         assert_eq!(port_of_address("0.0.0.0".parse().unwrap()), None);
         assert_eq!(link_speed_mtu("lo").0, None, "loopback has no link speed");
         assert_eq!(link_speed_mtu("no/such"), (None, None));
+    }
+
+    #[test]
+    fn one_loop_publishes_readings_and_the_inventory_and_stops_when_dropped() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let s = Sampler::new();
+        s.read_inventory();
+        s.start(rt.handle());
+        s.start(rt.handle()); // a second start adds no second loop
+        let mut rx = s.subscribe();
+        async fn next(rx: &mut watch::Receiver<Option<Arc<Snapshot>>>) -> Option<Arc<Snapshot>> {
+            tokio::time::timeout(Duration::from_secs(5), rx.changed())
+                .await
+                .ok()?
+                .ok()?;
+            rx.borrow_and_update().clone()
+        }
+        let (a, b) = rt.block_on(async { (next(&mut rx).await, next(&mut rx).await) });
+        let (a, b) = (a.expect("a first reading"), b.expect("a second reading"));
+        // Each reading is a whole snapshot: CPU lines and this namespace's loopback.
+        assert!(a.cpus.iter().any(|(i, _)| *i == -1));
+        assert!(b.ports.contains_key("lo"));
+        // One loop at SAMPLE_PERIOD: two readings about a second apart, not two loops' worth.
+        let gap = b.at.duration_since(a.at).as_secs_f64();
+        assert!((0.5..2.5).contains(&gap), "{gap} s between readings");
+        // The inventory was read for the Ports page too.
+        let inv = s.ports().cached().expect("an inventory");
+        assert!(inv.iter().any(|l| l.name == "lo"), "{:?}", inv.len());
+        // Dropping the sampler ends its loop: the receiver sees the sender gone.
+        drop(s);
+        let closed = rt.block_on(async {
+            tokio::time::timeout(Duration::from_secs(5), rx.changed())
+                .await
+                .map(|r| r.is_err())
+        });
+        assert_eq!(closed, Ok(true));
     }
 }

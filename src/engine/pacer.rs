@@ -20,41 +20,11 @@
 //!   i.e. < 2 × the rate.
 //!
 //! Kernel pacing (`SO_MAX_PACING_RATE` with the fq qdisc, `SO_TXTIME` with etf) would pace
-//! without waking this thread, but UDP sockets get neither unless the egress qdisc is fq/etf;
-//! the sender then reports which pacing it used (see [`Pacing`]).
+//! without waking this thread, but UDP sockets get neither unless the egress qdisc is fq/etf,
+//! which stock board images (and this project's lab kernel) do not set up; so every paced
+//! sender uses this pacer and says so in `end.pacing` (see [`Pacing`]).
 
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
-
-/// Nice value a paced sender's thread asks for: wake-ups of a thread that needs a few % of a
-/// core must not wait behind busy loops for a whole scheduler slice. Needs CAP_SYS_NICE (the
-/// daemon runs as root); without it the thread stays at its nice value and says so.
-pub const SENDER_NICE: i32 = -10;
-
-/// 0 = no paced sender yet, 1 = the last one got [`SENDER_NICE`], 2 = it was refused.
-static BOOST: AtomicU8 = AtomicU8::new(0);
-
-/// Give the calling (paced sender) thread [`SENDER_NICE`]; false when the kernel refused.
-pub fn boost_current_thread() -> bool {
-    let tid = crate::engine::threadcpu::current_tid();
-    let ok = crate::engine::sys::set_thread_nice(tid, SENDER_NICE);
-    BOOST.store(if ok { 1 } else { 2 }, Ordering::Relaxed);
-    ok
-}
-
-/// How the last paced sender ran, for `end.pacing`: the pacing words plus the thread
-/// priority ("user-space token bucket, sender thread at nice -10").
-pub fn pacing_text(p: Pacing) -> String {
-    match (p, BOOST.load(Ordering::Relaxed)) {
-        (Pacing::None, _) => p.as_str().to_string(),
-        (_, 1) => format!("{}, sender thread at nice {SENDER_NICE}", p.as_str()),
-        (_, 2) => format!(
-            "{}, sender thread not boosted (no CAP_SYS_NICE)",
-            p.as_str()
-        ),
-        _ => p.as_str().to_string(),
-    }
-}
 
 /// How much faster than the target rate a late sender may send while it repays its debt.
 /// 1.4 × (with [`PEAK_DEPTH`] and one batch) stays below 2 × in any 1 ms window, and repays a
@@ -86,18 +56,14 @@ pub enum Pacing {
     None,
     /// This module's user-space token bucket.
     UserSpace,
-    /// The kernel's fq qdisc via `SO_MAX_PACING_RATE` (plus the user-space bucket as a bound).
-    KernelFq,
 }
 
 impl Pacing {
-    /// The word written into `-J` and the run record: "none", "user-space token bucket",
-    /// "kernel fq (SO_MAX_PACING_RATE)".
+    /// The word written into `-J` and the run record: "none", "user-space token bucket".
     pub fn as_str(self) -> &'static str {
         match self {
             Pacing::None => "none",
             Pacing::UserSpace => "user-space token bucket",
-            Pacing::KernelFq => "kernel fq (SO_MAX_PACING_RATE)",
         }
     }
 }

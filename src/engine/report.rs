@@ -1047,7 +1047,7 @@ fn rate_checks_json(report: &Report, end: &mut Map<String, Value>) {
     }
     if report.params.bandwidth > 0 && report.streams.iter().any(|s| s.local_sender) {
         let how = if is_udp(report) {
-            crate::engine::pacer::pacing_text(crate::engine::pacer::Pacing::UserSpace)
+            crate::engine::pacer::Pacing::UserSpace.as_str().to_string()
         } else {
             "user-space write schedule".to_string()
         };

@@ -73,12 +73,6 @@ impl AnonRuns {
     }
 }
 
-/// The process's counter.
-pub fn global() -> &'static AnonRuns {
-    static G: std::sync::OnceLock<AnonRuns> = std::sync::OnceLock::new();
-    G.get_or_init(AnonRuns::default)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

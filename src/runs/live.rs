@@ -4,7 +4,7 @@
 
 use super::recorder::{Outcome, Recorder, Sampling};
 use crate::board::apply::Controller;
-use crate::board::sampler::{self as monitor, Snapshot};
+use crate::board::sampler::{self as monitor, Sampler, Snapshot};
 use crate::engine::iperf3::client::{self, ClientSpec, Event};
 use crate::engine::iperf3::server::ServerEvent;
 use crate::engine::report::{IntervalRecord, Report, Role};
@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio::sync::{broadcast, mpsc, Notify};
 
 /// What live subscribers of a run receive.
@@ -51,7 +51,7 @@ struct LiveRun {
 struct Watch {
     started: Instant,
     ports: Vec<String>,
-    prev: Snapshot,
+    prev: Arc<Snapshot>,
     tx: broadcast::Sender<LiveEvent>,
 }
 
@@ -62,6 +62,9 @@ pub struct Hub {
     runs: Arc<Mutex<HashMap<i64, LiveRun>>>,
     watches: Arc<Mutex<HashMap<i64, Watch>>>,
     monitor_on: Arc<AtomicBool>,
+    /// The board's 1 Hz sampler whose readings become each watched run's samples: the board
+    /// controller's when the hub has one, else the hub's own.
+    sampler: Arc<Sampler>,
     /// The runtime runs execute on: the one the hub was made in (the daemon's main runtime),
     /// never the web server's workers, so a slow store write inside a run cannot stall pages
     /// or live streams. `None` outside a runtime (then the caller's runtime is used).
@@ -70,7 +73,15 @@ pub struct Hub {
     /// into each run's network snapshot, and forwarding runs change the board through it.
     /// `None` in one-shot CLI commands that do not touch the board.
     board: Option<Arc<Controller>>,
+    /// Runs per peer a minute of the anonymous services (payload, sink, source): this hub's
+    /// budget, beyond which one peer's connections are folded into one run.
+    anon: Arc<super::anon::AnonRuns>,
+    /// What the services started by [`super::traffic::start`] listen on (all off before).
+    services: Arc<Mutex<super::traffic::Listening>>,
 }
+
+/// Shortest time a monitor sample covers, s (see [`Hub::monitor_tick`]): 0.5 s.
+const MIN_SAMPLE_SECS: f64 = 0.5;
 
 fn relock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     match m.lock() {
@@ -91,15 +102,34 @@ impl Hub {
             runs: Arc::new(Mutex::new(HashMap::new())),
             watches: Arc::new(Mutex::new(HashMap::new())),
             monitor_on: Arc::new(AtomicBool::new(false)),
+            sampler: Sampler::new(),
             rt: tokio::runtime::Handle::try_current().ok(),
             board: None,
+            anon: Arc::default(),
+            services: Arc::default(),
         }
+    }
+
+    /// The per-peer run budget of the anonymous services (see [`super::anon`]).
+    pub fn anon(&self) -> &super::anon::AnonRuns {
+        &self.anon
+    }
+
+    /// What the payload server, TCP sink and TCP source of this hub listen on (all `None`
+    /// before [`super::traffic::start`], or when turned off).
+    pub fn listening(&self) -> super::traffic::Listening {
+        relock(&self.services).clone()
+    }
+
+    pub(super) fn set_listening(&self, l: super::traffic::Listening) {
+        *relock(&self.services) = l;
     }
 
     /// A hub over `store` that records runs with `board`'s view of the network (see the
     /// `board` field).
     pub fn with_board(store: Arc<Store>, board: Arc<Controller>) -> Hub {
         Hub {
+            sampler: board.sampler().clone(),
             board: Some(board),
             ..Hub::new(store)
         }
@@ -177,7 +207,7 @@ impl Hub {
             Watch {
                 started: Instant::now(),
                 ports,
-                prev: Snapshot::take(),
+                prev: Arc::new(Snapshot::take()),
                 tx,
             },
         );
@@ -192,15 +222,22 @@ impl Hub {
             self.monitor_on.store(false, Ordering::SeqCst);
             return;
         };
+        // The samples come from the board's one 1 Hz loop, not from a loop of the hub's own.
+        self.sampler.start(&rt);
+        let mut readings = self.sampler.subscribe();
+        readings.borrow_and_update();
         let hub = self.clone();
         rt.spawn(async move {
-            let mut iv = tokio::time::interval(Duration::from_secs(1));
-            iv.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            iv.tick().await;
             loop {
-                iv.tick().await;
+                if readings.changed().await.is_err() {
+                    hub.monitor_on.store(false, Ordering::SeqCst);
+                    break;
+                }
+                let Some(now) = readings.borrow_and_update().clone() else {
+                    continue;
+                };
                 let h = hub.clone();
-                match tokio::task::spawn_blocking(move || h.monitor_tick()).await {
+                match tokio::task::spawn_blocking(move || h.monitor_tick(&now)).await {
                     Ok(true) => {}
                     Ok(false) => break,
                     Err(e) => {
@@ -230,9 +267,11 @@ impl Hub {
             .collect()
     }
 
-    /// Take one reading and store a sample for every watched run; false (and the monitor
-    /// task ends) when no run is watched.
-    fn monitor_tick(&self) -> bool {
+    /// Store a sample of reading `now` for every watched run; false (and the monitor task
+    /// ends) when no run is watched. A run watched for less than [`MIN_SAMPLE_SECS`] gets its
+    /// first sample at the next reading instead (the sampler's second does not start with the
+    /// run).
+    fn monitor_tick(&self, now: &Arc<Snapshot>) -> bool {
         let unresolved: Vec<i64> = relock(&self.watches)
             .iter()
             .filter(|(_, w)| w.ports.is_empty())
@@ -242,7 +281,6 @@ impl Hub {
             .into_iter()
             .map(|id| (id, self.resolve_ports(id)))
             .collect();
-        let now = Snapshot::take();
         let conntrack = monitor::conntrack_count();
         let mut out = Vec::new();
         {
@@ -259,6 +297,9 @@ impl Hub {
                 }
             }
             for (id, w) in ws.iter_mut() {
+                if now.at.saturating_duration_since(w.prev.at).as_secs_f64() < MIN_SAMPLE_SECS {
+                    continue;
+                }
                 let t = (now.at.saturating_duration_since(w.started).as_secs_f64() * 1000.0)
                     .round()
                     / 1000.0;

@@ -64,15 +64,8 @@ pub struct Listening {
 /// left out (the iperf3 server and the web UI still start); the result says what listens.
 pub fn start(hub: &Hub, cfg: &Config) -> Listening {
     let l = start_services(hub, cfg);
-    let _ = LISTENING.set(l.clone());
+    hub.set_listening(l.clone());
     l
-}
-
-static LISTENING: std::sync::OnceLock<Listening> = std::sync::OnceLock::new();
-
-/// What the services of this process listen on (all off before [`start`]).
-pub fn listening() -> Listening {
-    LISTENING.get().cloned().unwrap_or_default()
 }
 
 fn start_services(hub: &Hub, cfg: &Config) -> Listening {
@@ -532,8 +525,10 @@ impl PayloadServer {
         let known =
             self.lock().contains_key(&key) || matches!(joined, Some((k, _, _)) if *k == key);
         if !known {
-            if let crate::runs::anon::Record::Fold(_) =
-                crate::runs::anon::global().decide(key.0, crate::model::RunKind::HttpServe)
+            if let crate::runs::anon::Record::Fold(_) = self
+                .hub
+                .anon()
+                .decide(key.0, crate::model::RunKind::HttpServe)
             {
                 // Beyond the per-peer run budget: one folded run for this peer's requests.
                 key = (key.0, FOLDED_SIZE, String::new());
@@ -794,9 +789,7 @@ async fn raw_conn(
         kind,
         ..Default::default()
     };
-    if let crate::runs::anon::Record::Fold(fold) =
-        crate::runs::anon::global().decide(peer.ip(), kind)
-    {
+    if let crate::runs::anon::Record::Fold(fold) = hub.anon().decide(peer.ip(), kind) {
         // Beyond the per-peer run budget: served, counted in one folded run.
         let fold = match fold {
             Some(f) => Some(f),
@@ -805,7 +798,7 @@ async fn raw_conn(
                 r.params = json!({"port": port, "folded_connections": 0});
                 let f = hub.store().create_run(&r).ok();
                 if let Some(f) = f {
-                    crate::runs::anon::global().set_fold(peer.ip(), kind, f);
+                    hub.anon().set_fold(peer.ip(), kind, f);
                 }
                 f
             }

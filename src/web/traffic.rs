@@ -151,7 +151,7 @@ fn build_page(
     form: Option<&HttpGetForm>,
     error: Option<String>,
 ) -> TrafficPage {
-    let l = crate::runs::traffic::listening();
+    let l = state.hub.listening();
     let hosts = board_hosts(req);
     let host = hosts
         .first()
@@ -348,6 +348,6 @@ async fn start_api(
     )
 }
 
-async fn services_api(_auth: Auth) -> HttpResponse {
-    HttpResponse::Ok().json(crate::runs::traffic::listening())
+async fn services_api(_auth: Auth, state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().json(state.hub.listening())
 }
