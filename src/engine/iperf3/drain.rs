@@ -48,6 +48,8 @@ pub(crate) enum Interrupted {
 pub(crate) struct Drain {
     test_end: Instant,
     total: u64,
+    /// [`QUIET`], longer in tests that must not end on a stall of a loaded machine.
+    quiet: Duration,
 }
 
 impl Drain {
@@ -64,7 +66,11 @@ impl Drain {
         } else {
             params.blockcount.saturating_mul(params.len as u64)
         };
-        (total > 0).then_some(Drain { test_end, total })
+        (total > 0).then_some(Drain {
+            test_end,
+            total,
+            quiet: QUIET,
+        })
     }
 
     /// The total the client's parameters promise, bytes.
@@ -144,7 +150,7 @@ impl Drain {
             if now >= deadline {
                 return Ok(Ended::Bound);
             }
-            if now.saturating_duration_since(self.end_time(phase)) >= QUIET {
+            if now.saturating_duration_since(self.end_time(phase)) >= self.quiet {
                 return Ok(Ended::Quiet);
             }
             match ctrl.as_deref_mut() {
@@ -175,6 +181,15 @@ mod tests {
             blockcount,
             len,
             ..Default::default()
+        }
+    }
+
+    /// A drain that only ends on its total, the bound or a closed stream (a loaded test
+    /// machine can stall a writer thread for longer than [`QUIET`]).
+    fn patient(p: &Params, test_end: Instant) -> Drain {
+        Drain {
+            quiet: Duration::from_secs(60),
+            ..Drain::new(p, test_end).unwrap()
         }
     }
 
@@ -240,7 +255,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn reads_to_the_total_and_ends_at_the_last_byte() {
         let (mut phase, client, mut ctrl, _cc) = setup(params(20_000, 0, 1000)).await;
-        let d = Drain::new(&phase.params, Instant::now()).unwrap();
+        let d = patient(&phase.params, Instant::now());
         // 20 blocks of 1000 bytes, 20 ms apart: all of them arrive after "TEST_END".
         trickle(client, 20, 1000, Duration::from_millis(20));
         assert_eq!(d.until_total(&phase, &mut ctrl).await, Ok(Ended::Reached));
@@ -278,20 +293,20 @@ mod tests {
     async fn a_trickling_client_is_cut_off_at_the_bound() {
         let (mut phase, client, mut ctrl, _cc) = setup(params(1_000_000, 0, 1000)).await;
         let t0 = Instant::now();
-        let d = Drain::new(&phase.params, t0).unwrap();
+        let d = patient(&phase.params, t0);
         // One byte every 100 ms: never quiet, never done.
         trickle(client, 100, 1, Duration::from_millis(100));
         assert_eq!(d.until_total(&phase, &mut ctrl).await, Ok(Ended::Bound));
         assert!(t0.elapsed() >= BOUND);
         let got = phase.received_after_omit();
-        assert!((5..=30).contains(&got), "{got} bytes in 2 s");
+        assert!((1..=30).contains(&got), "{got} bytes in 2 s");
         phase.stop();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_closed_control_connection_interrupts_the_drain() {
         let (mut phase, client, mut ctrl, cc) = setup(params(1_000_000, 0, 1000)).await;
-        let d = Drain::new(&phase.params, Instant::now()).unwrap();
+        let d = patient(&phase.params, Instant::now());
         trickle(client, 100, 1, Duration::from_millis(10));
         drop(cc);
         assert_eq!(
@@ -304,7 +319,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_closed_data_stream_ends_the_drain() {
         let (mut phase, client, mut ctrl, _cc) = setup(params(1_000_000, 0, 1000)).await;
-        let d = Drain::new(&phase.params, Instant::now()).unwrap();
+        let d = patient(&phase.params, Instant::now());
         drop(client);
         assert_eq!(
             d.until_total(&phase, &mut ctrl).await,
@@ -317,7 +332,7 @@ mod tests {
     async fn step_two_reads_what_the_client_sent_beyond_the_total() {
         // -k 10 of 1000 bytes, but the client wrote 11 blocks (as stock sometimes does).
         let (mut phase, client, mut ctrl, _cc) = setup(params(0, 10, 1000)).await;
-        let d = Drain::new(&phase.params, Instant::now()).unwrap();
+        let d = patient(&phase.params, Instant::now());
         trickle(client, 11, 1000, Duration::from_millis(15));
         assert_eq!(d.until_total(&phase, &mut ctrl).await, Ok(Ended::Reached));
         let theirs = Results {
