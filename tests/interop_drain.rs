@@ -34,6 +34,11 @@ fn bottleneck(lab: &Lab) {
 /// Start a one-off server in the board namespace (ours, or stock with `stock`), run stock
 /// `iperf3 -c board -J flags` in pc1 through the bottleneck; both JSON documents.
 fn through_queue(stock: bool, flags: &[&str]) -> (Value, Value) {
+    through_queue_from("iperf3", stock, flags)
+}
+
+/// [`through_queue`] with `client` (a program path) as the client.
+fn through_queue_from(client: &str, stock: bool, flags: &[&str]) -> (Value, Value) {
     let mut lab = Lab::new();
     bottleneck(&lab);
     let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
@@ -45,7 +50,7 @@ fn through_queue(stock: bool, flags: &[&str]) -> (Value, Value) {
     lab.wait_port(&board, BOARD_IP, 5201);
     let mut args = vec!["-c", BOARD_IP, "-J"];
     args.extend_from_slice(flags);
-    let (code, out, err) = lab.run(&pc1, "iperf3-c", "iperf3", &args, T);
+    let (code, out, err) = lab.run(&pc1, "client", client, &args, T);
     assert_eq!(code, Some(0), "iperf3 -c {flags:?} failed: {err}\n{out}");
     assert_eq!(
         lab.wait(srv, Duration::from_secs(10)),
@@ -154,4 +159,13 @@ fn bidir_n_through_a_queue_our_server_counts_the_clients_leg() {
     assert_eq!(got, sent, "our server's count of the client's leg");
     assert_eq!(told, sent, "the client's end.sum_received");
     assert!(num(&c, "/end/sum_received_bidir_reverse/bytes") >= N50M);
+}
+
+#[test]
+fn n_through_a_queue_from_our_client_our_server_counts_every_byte() {
+    // Our client also sends TEST_END once it has written -n, and keeps its sockets open until
+    // the results are in, so what it left in flight reaches our server.
+    let (c, s) = through_queue_from(bin(), false, &["-n", "50M"]);
+    assert_eq!(num(&c, "/end/sum_sent/bytes"), N50M, "-n 50M");
+    assert_counts_every_byte(&c, &s, "netperfd -n 50M");
 }
