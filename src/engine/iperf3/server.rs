@@ -773,21 +773,17 @@ async fn session(
         }
         None => outcome,
     };
+    let closing = Closing {
+        inner: &inner,
+        id,
+        cpu: &cpu,
+        congestion: &congestion,
+        drain: drain.as_ref(),
+    };
     let mut open = Some(phase);
     let mut mine = None;
     if drain.is_none() || outcome.is_err() {
-        if let Some(p) = open.take() {
-            let r = close_phase(
-                &inner,
-                id,
-                p,
-                &mut report,
-                &cpu,
-                &congestion,
-                drain.as_ref(),
-            );
-            mine = Some(r.await);
-        }
+        mine = closing.close(&mut open, &mut report).await;
     }
     if let Err(s) = outcome {
         crate::peer_warn!(peer.ip(), session = id, %peer, "test ended early: {}", s.reason);
@@ -800,18 +796,7 @@ async fn session(
         .await
         .is_err()
     {
-        if let Some(p) = open.take() {
-            close_phase(
-                &inner,
-                id,
-                p,
-                &mut report,
-                &cpu,
-                &congestion,
-                drain.as_ref(),
-            )
-            .await;
-        }
+        closing.close(&mut open, &mut report).await;
         finish(
             &inner,
             id,
@@ -832,18 +817,7 @@ async fn session(
     {
         Ok(r) => r,
         Err(e) => {
-            if let Some(p) = open.take() {
-                close_phase(
-                    &inner,
-                    id,
-                    p,
-                    &mut report,
-                    &cpu,
-                    &congestion,
-                    drain.as_ref(),
-                )
-                .await;
-            }
+            closing.close(&mut open, &mut report).await;
             finish(
                 &inner,
                 id,
@@ -854,29 +828,18 @@ async fn session(
             return;
         }
     };
-    if let Some(p) = open.take() {
-        if let Some(d) = &drain {
-            // The client's own counts: it may have sent more than the promised total.
-            let ended = d.until_client_counts(&p, &theirs).await;
-            tracing::debug!(
-                session = id,
-                ?ended,
-                received = p.received_after_omit(),
-                "drained to the client's sent bytes"
-            );
-        }
-        mine = Some(
-            close_phase(
-                &inner,
-                id,
-                p,
-                &mut report,
-                &cpu,
-                &congestion,
-                drain.as_ref(),
-            )
-            .await,
+    if let (Some(d), Some(p)) = (&drain, &open) {
+        // The client's own counts: it may have sent more than the promised total.
+        let ended = d.until_client_counts(p, &theirs).await;
+        tracing::debug!(
+            session = id,
+            ?ended,
+            received = p.received_after_omit(),
+            "drained to the client's sent bytes"
         );
+    }
+    if let Some(r) = closing.close(&mut open, &mut report).await {
+        mine = Some(r);
     }
     if let Err(e) = merge_remote(&mut report.streams, &theirs) {
         let _ = wire::write_server_error(&mut ctrl, ierr::IESTREAMID, 0).await;
@@ -974,45 +937,50 @@ fn finish(inner: &Inner, id: u64, mut report: Report, status: RunStatus, error: 
     inner.done.notify_one();
 }
 
-/// End the data phase: freeze the totals (at the drain's end time when there was one), emit
-/// the final interval, fill the report's streams, intervals, CPU and congestion, close the
-/// sockets, and return this side's results document.
-async fn close_phase(
-    inner: &Inner,
+/// What ending a session's data phase needs besides the phase and the report.
+struct Closing<'a> {
+    inner: &'a Inner,
     id: u64,
-    mut phase: DataPhase,
-    report: &mut Report,
-    cpu: &CpuMark,
-    congestion: &Option<String>,
-    drain: Option<&Drain>,
-) -> Results {
-    let last = match drain {
-        Some(d) => {
-            let t_end = d.end_time(&phase);
-            phase.finish_at(t_end).await
+    cpu: &'a CpuMark,
+    congestion: &'a Option<String>,
+    drain: Option<&'a Drain>,
+}
+
+impl Closing<'_> {
+    /// End the data phase if it is still `open`: freeze the totals (at the drain's end time
+    /// when there was one), emit the final interval, fill the report's streams, intervals, CPU
+    /// and congestion, close the sockets; this side's results document. `None` when it was
+    /// already closed.
+    async fn close(&self, open: &mut Option<DataPhase>, report: &mut Report) -> Option<Results> {
+        let mut phase = open.take()?;
+        let last = match self.drain {
+            Some(d) => {
+                let t_end = d.end_time(&phase);
+                phase.finish_at(t_end).await
+            }
+            None => phase.finish().await,
+        };
+        if let Some(rec) = last {
+            emit(
+                self.inner,
+                ServerEvent::Interval {
+                    session: self.id,
+                    record: rec,
+                },
+            );
         }
-        None => phase.finish().await,
-    };
-    if let Some(rec) = last {
-        emit(
-            inner,
-            ServerEvent::Interval {
-                session: id,
-                record: rec,
-            },
-        );
+        report.cpu_local = self.cpu.util_since();
+        report.streams = phase.local_summaries();
+        report.intervals = phase.intervals.clone();
+        if phase.has_retransmits() {
+            report.sender_congestion = self.congestion.clone();
+        } else {
+            report.receiver_congestion = self.congestion.clone();
+        }
+        let mine = phase.results(report.cpu_local, self.congestion.clone(), &report.streams);
+        let _ = tokio::task::spawn_blocking(move || phase.stop()).await;
+        Some(mine)
     }
-    report.cpu_local = cpu.util_since();
-    report.streams = phase.local_summaries();
-    report.intervals = phase.intervals.clone();
-    if phase.has_retransmits() {
-        report.sender_congestion = congestion.clone();
-    } else {
-        report.receiver_congestion = congestion.clone();
-    }
-    let mine = phase.results(report.cpu_local, congestion.clone(), &report.streams);
-    let _ = tokio::task::spawn_blocking(move || phase.stop()).await;
-    mine
 }
 
 /// Why a session ends when its control connection speaks or closes during the drain.
