@@ -427,3 +427,61 @@ fn huge_results_documents_keep_the_server_small() {
     );
     srv.normal_test();
 }
+
+/// A raw `-n 10M` test that writes only 64 KiB and then sends TEST_END: the control
+/// connection after TEST_END.
+fn short_n_test(srv: &Server) -> (TcpStream, TcpStream) {
+    let mut c = control(srv.port);
+    c.write_all(&framed(br#"{"tcp":true,"omit":0,"time":0,"num":10485760,"blockcount":0,"parallel":1,"len":131072,"client_version":"3.12"}"#))
+        .expect("params");
+    let mut b = [0u8; 1];
+    c.read_exact(&mut b).expect("state");
+    assert_eq!(b[0], 10, "expected CREATE_STREAMS");
+    let mut data = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
+    data.write_all(COOKIE).expect("cookie");
+    let mut st = [0u8; 2];
+    c.read_exact(&mut st).expect("start");
+    assert_eq!(st, [1, 2], "expected TEST_START and TEST_RUNNING");
+    data.write_all(&vec![0u8; 65536]).expect("data");
+    c.write_all(&[4]).expect("TEST_END");
+    (c, data)
+}
+
+#[test]
+fn a_byte_limited_client_that_stops_short_and_lies_cannot_hold_its_session() {
+    let mut srv = Server::start();
+    // The drain after TEST_END waits for the 10 MiB promised and gives up after 250 ms without
+    // a byte; the client's results then claim 1 TiB, and still nothing comes (the drain is
+    // also bounded at 2 s after TEST_END): the server reports the 64 KiB it really received.
+    let (mut c, _data) = short_n_test(&srv);
+    let t = Instant::now();
+    let mut b = [0u8; 1];
+    c.read_exact(&mut b).expect("state");
+    assert_eq!(b[0], 13, "expected EXCHANGE_RESULTS");
+    c.write_all(&framed(br#"{"cpu_util_total":1,"cpu_util_user":0.5,"cpu_util_system":0.5,"sender_has_retransmits":0,"streams":[{"id":1,"bytes":1099511627776,"retransmits":-1,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":1}]}"#))
+        .expect("results");
+    let mut len = [0u8; 4];
+    c.read_exact(&mut len).expect("len");
+    let waited = t.elapsed();
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    c.read_exact(&mut body).expect("body");
+    let v = json(&String::from_utf8_lossy(&body), "server results");
+    assert_eq!(num(&v, "/streams/0/bytes"), 65536.0, "what really arrived");
+    assert!(
+        waited < Duration::from_secs(5),
+        "the drain held the results for {waited:?}"
+    );
+    c.read_exact(&mut b).expect("state");
+    assert_eq!(b[0], 14, "expected DISPLAY_RESULTS");
+    c.write_all(&[16]).expect("IPERF_DONE");
+    srv.normal_test();
+}
+
+#[test]
+fn a_control_connection_closed_during_the_drain_aborts_only_that_session() {
+    let mut srv = Server::start();
+    let (c, _data) = short_n_test(&srv);
+    drop(c);
+    srv.wait_log("test ended early: the client has unexpectedly closed the connection");
+    srv.normal_test();
+}

@@ -513,7 +513,15 @@ impl DataPhase {
     /// the final partial interval if it is worth showing (≥ 10 % of an interval, or the only
     /// one). UDP receivers first read what is already queued, so it is not counted as lost.
     pub async fn finish(&mut self) -> Option<IntervalRecord> {
-        let t_end = Instant::now();
+        self.finish_at(Instant::now()).await
+    }
+
+    /// [`DataPhase::finish`] with the end of the measurement at `t_end` instead of now (a
+    /// server that read a `-n`/`-k` test to its end: the time its last byte arrived). A
+    /// `t_end` before the last interval sample is taken as that sample's end, so the summary
+    /// never ends before its intervals. Totals are frozen now, whatever `t_end` says.
+    pub async fn finish_at(&mut self, t_end: Instant) -> Option<IntervalRecord> {
+        let t_end = t_end.max(self.last);
         self.stop_senders().await;
         if self.udp() {
             // The receiving threads read what is queued before they exit.
@@ -537,6 +545,24 @@ impl DataPhase {
             }
         }
         rec
+    }
+
+    /// Bytes received after the omit period, summed over the receiving streams (bytes).
+    pub fn received_after_omit(&self) -> u64 {
+        self.streams
+            .iter()
+            .filter(|s| !s.sender)
+            .map(|s| s.counter.load(Relaxed).saturating_sub(s.omit_bytes))
+            .sum()
+    }
+
+    /// Bytes received after the omit period on the receiving stream with iperf3 id `id`;
+    /// `None` for a sending stream or an unknown id.
+    pub fn stream_received_after_omit(&self, id: u32) -> Option<u64> {
+        self.streams
+            .iter()
+            .find(|s| s.id == id && !s.sender)
+            .map(|s| s.counter.load(Relaxed).saturating_sub(s.omit_bytes))
     }
 
     /// Seconds of the measured period (omit excluded), up to `finish` (or now).

@@ -1,6 +1,7 @@
 //! TCP stream loops: one OS thread per stream, blocking writes/reads of `len`-byte blocks with
 //! short socket timeouts so a stop request is seen within 200 ms. This is the hot path: no
-//! allocation, no locks, two relaxed atomic adds per block.
+//! allocation, no locks, two relaxed atomic adds per block (a receiver also stores the time of
+//! its latest read: one monotonic clock read and one atomic max).
 //! Not for: deciding when a test ends (the session does; loops only report limits reached).
 
 use std::io::{ErrorKind, Read, Write};
@@ -37,6 +38,21 @@ pub struct Shared {
     pub wake: Notify,
     /// First stream error (text), if any stream failed before stop.
     pub error: Mutex<Option<String>>,
+    /// Origin of `last_recv_ns`: when this state was made.
+    pub epoch: Epoch,
+    /// Nanoseconds from `epoch` to the end of the latest read on any TCP receiving stream;
+    /// 0 = nothing read yet. Read with [`Shared::last_recv`].
+    pub last_recv_ns: AtomicU64,
+}
+
+/// A monotonic time origin that defaults to the moment it is made.
+#[derive(Debug, Clone, Copy)]
+pub struct Epoch(pub Instant);
+
+impl Default for Epoch {
+    fn default() -> Self {
+        Epoch(Instant::now())
+    }
 }
 
 impl Shared {
@@ -65,6 +81,21 @@ impl Shared {
     /// The first stream error, if any.
     pub fn error(&self) -> Option<String> {
         self.error.lock().ok().and_then(|g| g.clone())
+    }
+
+    /// When the latest read on any TCP receiving stream returned data; `None` before the
+    /// first one. The end of a receiver's measurement when it reads a test to its end
+    /// (`docs/iperf3-wire.md` §8.4).
+    pub fn last_recv(&self) -> Option<Instant> {
+        match self.last_recv_ns.load(Relaxed) {
+            0 => None,
+            ns => Some(self.epoch.0 + Duration::from_nanos(ns)),
+        }
+    }
+
+    fn note_recv(&self) {
+        let ns = self.epoch.0.elapsed().as_nanos().clamp(1, u64::MAX as u128) as u64;
+        self.last_recv_ns.fetch_max(ns, Relaxed);
     }
 }
 
@@ -174,6 +205,7 @@ pub fn recv_loop(
             Ok(n) => {
                 counter.fetch_add(n as u64, Relaxed);
                 shared.recv_bytes.fetch_add(n as u64, Relaxed);
+                shared.note_recv();
                 if check_limit && shared.recv_limit_reached() {
                     shared.wake.notify_one();
                 }

@@ -4,6 +4,7 @@
 //! anything else starts a new control session. A session whose client misbehaves or vanishes
 //! ends alone, with a logged reason; the listener keeps serving.
 
+use super::drain::{Drain, Interrupted};
 use super::wire::{self, ierr, Params, Protocol, Results, State, COOKIE_SIZE};
 use crate::engine::net;
 use crate::engine::report::{self, Connected, IntervalRecord, Report, Role};
@@ -747,26 +748,43 @@ async fn session(
         return;
     }
     let outcome = run_phase(&inner, id, &mut phase, &mut ctrl).await;
-    let last = phase.finish().await;
-    if let Some(rec) = last {
-        emit(
-            &inner,
-            ServerEvent::Interval {
-                session: id,
-                record: rec,
-            },
-        );
+    // A -n / -k test in which we receive: read what is still in flight before the results
+    // (§8.4). Anything else freezes its totals here, at TEST_END, as a stock server does.
+    let drain = match &outcome {
+        Ok(()) => Drain::new(&params, std::time::Instant::now()),
+        Err(_) => None,
+    };
+    let outcome = match &drain {
+        Some(d) => {
+            phase.stop_senders().await;
+            match d.until_total(&phase, &mut ctrl).await {
+                Ok(ended) => {
+                    tracing::debug!(
+                        session = id,
+                        ?ended,
+                        received = phase.received_after_omit(),
+                        total = d.total(),
+                        "drained to the -n/-k total"
+                    );
+                    Ok(())
+                }
+                Err(i) => Err(drain_stop(i)),
+            }
+        }
+        None => outcome,
+    };
+    let closing = Closing {
+        inner: &inner,
+        id,
+        cpu: &cpu,
+        congestion: &congestion,
+        drain: drain.as_ref(),
+    };
+    let mut open = Some(phase);
+    let mut mine = None;
+    if drain.is_none() || outcome.is_err() {
+        mine = closing.close(&mut open, &mut report).await;
     }
-    report.cpu_local = cpu.util_since();
-    report.streams = phase.local_summaries();
-    report.intervals = phase.intervals.clone();
-    if phase.has_retransmits() {
-        report.sender_congestion = congestion.clone();
-    } else {
-        report.receiver_congestion = congestion.clone();
-    }
-    let mine_results = phase.results(report.cpu_local, congestion.clone(), &report.streams);
-    let _ = tokio::task::spawn_blocking(move || phase.stop()).await;
     if let Err(s) = outcome {
         crate::peer_warn!(peer.ip(), session = id, %peer, "test ended early: {}", s.reason);
         finish(&inner, id, report, s.status, Some(s.reason));
@@ -778,6 +796,7 @@ async fn session(
         .await
         .is_err()
     {
+        closing.close(&mut open, &mut report).await;
         finish(
             &inner,
             id,
@@ -798,6 +817,7 @@ async fn session(
     {
         Ok(r) => r,
         Err(e) => {
+            closing.close(&mut open, &mut report).await;
             finish(
                 &inner,
                 id,
@@ -808,6 +828,19 @@ async fn session(
             return;
         }
     };
+    if let (Some(d), Some(p)) = (&drain, &open) {
+        // The client's own counts: it may have sent more than the promised total.
+        let ended = d.until_client_counts(p, &theirs).await;
+        tracing::debug!(
+            session = id,
+            ?ended,
+            received = p.received_after_omit(),
+            "drained to the client's sent bytes"
+        );
+    }
+    if let Some(r) = closing.close(&mut open, &mut report).await {
+        mine = Some(r);
+    }
     if let Err(e) = merge_remote(&mut report.streams, &theirs) {
         let _ = wire::write_server_error(&mut ctrl, ierr::IESTREAMID, 0).await;
         finish(&inner, id, report, RunStatus::Failed, Some(e));
@@ -825,7 +858,7 @@ async fn session(
             report.receiver_congestion = Some(c);
         }
     }
-    let mut mine = mine_results;
+    let mut mine = mine.unwrap_or_default();
     if params.get_server_output {
         if inner.cfg.json {
             mine.server_output_json = Some(report::to_iperf3_json(&report));
@@ -902,6 +935,71 @@ fn finish(inner: &Inner, id: u64, mut report: Report, status: RunStatus, error: 
         },
     );
     inner.done.notify_one();
+}
+
+/// What ending a session's data phase needs besides the phase and the report.
+struct Closing<'a> {
+    inner: &'a Inner,
+    id: u64,
+    cpu: &'a CpuMark,
+    congestion: &'a Option<String>,
+    drain: Option<&'a Drain>,
+}
+
+impl Closing<'_> {
+    /// End the data phase if it is still `open`: freeze the totals (at the drain's end time
+    /// when there was one), emit the final interval, fill the report's streams, intervals, CPU
+    /// and congestion, close the sockets; this side's results document. `None` when it was
+    /// already closed.
+    async fn close(&self, open: &mut Option<DataPhase>, report: &mut Report) -> Option<Results> {
+        let mut phase = open.take()?;
+        let last = match self.drain {
+            Some(d) => {
+                let t_end = d.end_time(&phase);
+                phase.finish_at(t_end).await
+            }
+            None => phase.finish().await,
+        };
+        if let Some(rec) = last {
+            emit(
+                self.inner,
+                ServerEvent::Interval {
+                    session: self.id,
+                    record: rec,
+                },
+            );
+        }
+        report.cpu_local = self.cpu.util_since();
+        report.streams = phase.local_summaries();
+        report.intervals = phase.intervals.clone();
+        if phase.has_retransmits() {
+            report.sender_congestion = self.congestion.clone();
+        } else {
+            report.receiver_congestion = self.congestion.clone();
+        }
+        let mine = phase.results(report.cpu_local, self.congestion.clone(), &report.streams);
+        let _ = tokio::task::spawn_blocking(move || phase.stop()).await;
+        Some(mine)
+    }
+}
+
+/// Why a session ends when its control connection speaks or closes during the drain.
+fn drain_stop(i: Interrupted) -> Stop {
+    match i {
+        Interrupted::Closed => stop(
+            RunStatus::Aborted,
+            "the client has unexpectedly closed the connection",
+        ),
+        Interrupted::Byte(b) => match State::from_byte(b) {
+            Some(State::ClientTerminate) => {
+                stop(RunStatus::Aborted, wire::ierr_text(ierr::IECLIENTTERM))
+            }
+            _ => stop(
+                RunStatus::Failed,
+                format!("{} (byte 0x{:02x})", wire::ierr_text(ierr::IEMESSAGE), b),
+            ),
+        },
+    }
 }
 
 /// Collect a UDP session's `total` streams from the hello listener (30 s at most, and only
