@@ -1,49 +1,57 @@
-//! The UDP sender's pacer: a schedule at the target rate plus a peak-rate limit, so that a
-//! sender that lost CPU time (a loaded board: the daemon, the UI and other processes share the
-//! cores with the test) repays its debt quickly enough to reach the asked average, without
-//! sending it as a burst. Not for: the send loop itself (see [`crate::engine::udp`]).
+//! The UDP sender's pacer: a schedule at the target rate plus a burst limit, so that a sender
+//! that lost CPU time (a loaded board: the daemon, the UI and other processes share the cores
+//! with the test) repays its debt quickly enough to reach the asked average, without sending
+//! it as a burst. Not for: the send loop itself (see [`crate::engine::udp`]).
 //!
-//! Two limits hold at once (a GCRA / virtual-scheduling formulation of two token buckets):
+//! Two limits hold at once:
 //!
 //! * the **schedule**: `next` advances by each batch's transmission time at the target rate,
 //!   so the average over the run is the target; time lost to a stall is owed, not forgiven
-//!   (up to [`MAX_DEBT`]);
-//! * the **peak**: a second bucket at [`CATCH_UP`] × the rate, [`PEAK_DEPTH`] deep (for debts
-//!   above [`GENTLE_DEBT`]; smaller ones are repaid at [`GENTLE_CATCH_UP`] × with no burst, so
-//!   an idle host keeps its busiest 1 ms within 1.2 × the rate), so a late
-//!   sender repays its debt at most at that rate, spread over the following milliseconds. The
-//!   depth lets a thread that wakes late send what fell due while it waited in one go (under
-//!   CPU contention every sleep may cost a wake-up latency; sending one batch per wake-up is
-//!   what held the old pacer at ~52 % of `-b` with two busy loops). With batches of ≤ 200 µs
-//!   of traffic (see `udp::batch_size`), the busiest 1 ms carries at most
-//!   `CATCH_UP` × (1 ms + `PEAK_DEPTH`) + one batch = 1.4 × 1.25 + 0.2 = 1.95 ms of traffic,
-//!   i.e. < 2 × the rate.
+//!   (up to [`MAX_DEBT`]). Small debt (up to [`GENTLE_DEBT`]: a wake-up that came a little
+//!   late) is repaid at [`GENTLE_CATCH_UP`] × the rate, one batch at a time, so an idle host
+//!   keeps its busiest 1 ms within 1.2 × the rate;
+//! * the **window**: larger debt is repaid as fast as the sender gets the CPU, but no window
+//!   of [`WINDOW`] (1.2 ms) holds more than [`WINDOW_CAP`] (1.9 ms) of traffic at the target
+//!   rate: every send is checked against the sends of the window before it, at the times
+//!   they really went. The busiest 1 ms is thus at most 1.9 × the rate at the sender.
+//!
+//! Why a window and not a second token bucket: on a loaded host every sleep costs a wake-up
+//! latency L (often more than 1 ms behind busy processes). A peak bucket D deep lets a late
+//! sender send only about D × its rate per wake-up, so it reaches about (D + batch) / L of
+//! the target (measured with a 250 µs bucket at 1.4 ×: 37–55 % of `-b` with two busy loops
+//! and a compile beside them). The window lets each late wake-up send up to 1.9 ms of
+//! traffic, so wake-ups up to ~1.7 ms late still repay the debt (except around 1 ms late,
+//! when two bursts share one window: 82–89 %), and the 2 × bound holds.
 //!
 //! Kernel pacing (`SO_MAX_PACING_RATE` with the fq qdisc, `SO_TXTIME` with etf) would pace
 //! without waking this thread, but UDP sockets get neither unless the egress qdisc is fq/etf,
 //! which stock board images (and this project's lab kernel) do not set up; so every paced
 //! sender uses this pacer and says so in `end.pacing` (see [`Pacing`]).
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
-
-/// How much faster than the target rate a late sender may send while it repays its debt.
-/// 1.4 × (with [`PEAK_DEPTH`] and one batch) stays below 2 × in any 1 ms window, and repays a
-/// stall of d ms in d / 0.4 ms.
-pub const CATCH_UP: f64 = 1.4;
 
 /// Debt up to this much (a wake-up that came a little late, a short preemption) is repaid
 /// gently: at [`GENTLE_CATCH_UP`] × the rate with no burst, so an idle host's busiest 1 ms
-/// stays within 1.2 × the rate. Larger debt (a sender that really lost the CPU) is repaid at
-/// [`CATCH_UP`] × with the [`PEAK_DEPTH`] burst. 5 ms.
+/// stays within 1.2 × the rate. Larger debt (a sender that really lost the CPU) is repaid
+/// within the [`WINDOW`] limit. 5 ms.
 pub const GENTLE_DEBT: Duration = Duration::from_millis(5);
 
 /// The catch-up rate for small debts (see [`GENTLE_DEBT`]): 1.05 × the rate, one batch at a
 /// time. A 5 ms debt is repaid within 100 ms.
 pub const GENTLE_CATCH_UP: f64 = 1.05;
 
-/// Depth of the peak bucket: how much sending time may go at once after a late wake-up.
-/// 250 µs.
-pub const PEAK_DEPTH: Duration = Duration::from_micros(250);
+/// Length of the burst-limit window: 1.2 ms. Longer than the 1 ms the busiest-1-ms figure
+/// is taken over, so two full windows sent back to back are at least 0.2 ms apart and a
+/// receiver whose arrivals bunch (a loaded receiving host) does not see both in one 1 ms.
+/// (A 1 ms window with a 1.8 ms cap was measured with three busy loops: the receiver saw
+/// 2.09 × and 3.59 × in two of three runs; 1.2 ms / 1.9 ms gave 1.85 × in three of three,
+/// each at 99.9 % of the rate.)
+pub const WINDOW: Duration = Duration::from_micros(1200);
+
+/// Most traffic any [`WINDOW`] may carry, as time at the target rate: 1.9 ms, so the
+/// sender's busiest 1 ms stays below 2 × the rate.
+pub const WINDOW_CAP: Duration = Duration::from_micros(1900);
 
 /// Debt older than this (a stopped process, a suspended VM) is written off rather than repaid;
 /// the run then shows a shortfall. 1 s.
@@ -74,11 +82,19 @@ pub struct Pacer {
     rate: f64,
     /// When the next byte is due at the target rate (may lie in the past: debt).
     next: Instant,
-    /// Theoretical arrival time of the peak bucket (GCRA): a batch may go once
-    /// `now ≥ peak − PEAK_DEPTH`.
+    /// Theoretical arrival time of the gentle catch-up bucket (GCRA at
+    /// [`GENTLE_CATCH_UP`] × the rate, no depth): while repaying a small debt, a batch may go
+    /// once `now ≥ peak`.
     peak: Instant,
+    /// Sends of the last [`WINDOW`]: (when, bytes), oldest first.
+    recent: VecDeque<(Instant, usize)>,
+    /// Bytes of `recent`.
+    recent_bytes: usize,
+    /// [`WINDOW_CAP`] in bytes at the target rate.
+    window_cap: usize,
+    /// [`WINDOW`].
+    window: Duration,
     max_debt: Duration,
-    catch_up: f64,
     /// Estimated oversleep of `thread::sleep`, ns (an EWMA of this host's wake-up latency).
     oversleep_ns: f64,
     /// Whether anything was booked yet: the schedule starts at the first send, not when the
@@ -88,15 +104,19 @@ pub struct Pacer {
 
 impl Pacer {
     /// A pacer for `rate_bps` bits/s (> 0) that writes off debt beyond `max_debt`
-    /// (normally [`MAX_DEBT`]) and repays smaller debt at [`CATCH_UP`] × the rate.
+    /// (normally [`MAX_DEBT`]) and repays smaller debt within the [`WINDOW`] limit.
     pub fn new(rate_bps: u64, max_debt: Duration) -> Pacer {
         let now = Instant::now();
+        let rate = (rate_bps as f64 / 8.0).max(1.0);
         Pacer {
-            rate: (rate_bps as f64 / 8.0).max(1.0),
+            rate,
             next: now,
             peak: now,
+            recent: VecDeque::new(),
+            recent_bytes: 0,
+            window_cap: (rate * WINDOW_CAP.as_secs_f64()) as usize,
+            window: WINDOW,
             max_debt,
-            catch_up: CATCH_UP,
             oversleep_ns: 10_000.0,
             started: false,
         }
@@ -107,9 +127,11 @@ impl Pacer {
         Instant::now().saturating_duration_since(self.next)
     }
 
-    /// Book `n` bytes asked for at `now` and return when they may go (≥ `now`): not before
-    /// the schedule at the target rate, nor before the peak bucket ([`CATCH_UP`] × the rate,
-    /// [`PEAK_DEPTH`] deep) allows. Debt beyond `max_debt` is written off first.
+    /// Book `n` bytes asked for at `now` and return when they may go (≥ `now`): on time, not
+    /// before the schedule at the target rate; in small debt not before the gentle bucket
+    /// ([`GENTLE_CATCH_UP`] × the rate) allows; in larger debt as soon as the last
+    /// [`WINDOW`] leaves room for them under [`WINDOW_CAP`]. Debt beyond `max_debt` is
+    /// written off first.
     pub fn book(&mut self, n: usize, now: Instant) -> Instant {
         let cost = Duration::from_secs_f64(n as f64 / self.rate);
         if !self.started {
@@ -123,17 +145,56 @@ impl Pacer {
                 self.next = floor;
             }
         }
-        // Small debt: gentle repay, no burst; large debt: fast repay with the peak burst.
-        let (factor, depth) = if now.saturating_duration_since(self.next) > GENTLE_DEBT {
-            (self.catch_up, PEAK_DEPTH)
+        let gentle = now.saturating_duration_since(self.next) <= GENTLE_DEBT;
+        let at = if gentle {
+            // On time or a small debt: the schedule, repaid gently, never a burst.
+            let at = self.next.max(self.peak).max(now);
+            self.window_room(n, at)
         } else {
-            (GENTLE_CATCH_UP, Duration::ZERO)
+            // Large debt: as fast as the window allows.
+            self.window_room(n, now)
         };
-        let peak_ok = self.peak.checked_sub(depth).unwrap_or(self.peak);
-        let at = self.next.max(peak_ok).max(now);
         self.next += cost;
-        self.peak = self.peak.max(at) + cost.div_f64(factor);
+        // The gentle bucket restarts after a window-limited repay (it does not carry the
+        // burst's bytes into the next milliseconds).
+        self.peak = if gentle { self.peak.max(at) } else { at } + cost.div_f64(GENTLE_CATCH_UP);
+        self.recent.push_back((at, n));
+        self.recent_bytes += n;
         at
+    }
+
+    /// Correct the time of the last booked send to when it really went (a sender that slept
+    /// until its booked time wakes late on a loaded host), so the [`WINDOW`] counts it where
+    /// it was sent.
+    pub fn sent_at(&mut self, t: Instant) {
+        if let Some(last) = self.recent.back_mut() {
+            last.0 = last.0.max(t);
+        }
+    }
+
+    /// The earliest time ≥ `t` at which `n` more bytes keep every [`WINDOW`] within
+    /// [`WINDOW_CAP`] (sends older than a window before `t` are forgotten).
+    fn window_room(&mut self, n: usize, t: Instant) -> Instant {
+        while let Some(&(when, bytes)) = self.recent.front() {
+            if t.saturating_duration_since(when) >= self.window {
+                self.recent.pop_front();
+                self.recent_bytes -= bytes;
+            } else {
+                break;
+            }
+        }
+        let mut over = (self.recent_bytes + n).saturating_sub(self.window_cap.max(n));
+        if over == 0 {
+            return t;
+        }
+        // Wait until enough of the oldest sends have left the window.
+        for &(when, bytes) in &self.recent {
+            over = over.saturating_sub(bytes);
+            if over == 0 {
+                return (when + self.window).max(t);
+            }
+        }
+        t
     }
 
     /// Wait until `n` bytes may go, then book them. Returns false if `stop` became true while
@@ -143,6 +204,7 @@ impl Pacer {
         loop {
             let now = Instant::now();
             if now >= at {
+                self.sent_at(now);
                 break;
             }
             if stop() {
@@ -270,16 +332,78 @@ mod tests {
         // The average holds: 400 ms of schedule → 4000 datagrams (the stall repaid in full;
         // the old pacer forgave stalls > 100 ms and repaid at 1.05 ×).
         assert!((3998..=4000).contains(&s.len()), "{} datagrams", s.len());
-        // Repaid at ≤ 1.4 × with a 250 µs bucket: the busiest 1 ms carries 18 datagrams
-        // (1.8 ×), never 2 ×.
+        // Repaid within the window: the busiest 1 ms carries at most 19 datagrams (1.9 ×),
+        // never 2 ×.
         let peak = busiest(&s, 1000);
-        assert!((17..=19).contains(&peak), "busiest 1 ms: {peak}");
-        // Fast repay down to GENTLE_DEBT: (30 − 5) / 0.4 = 62.5 ms after the stall, then the
+        assert_eq!(peak, 19, "busiest 1 ms");
+        // Fast repay down to GENTLE_DEBT: (30 − 5) / 0.58 = 43 ms after the stall, then the
         // last 5 ms at 1.05 ×: by 300 ms at most 5 ms (50 datagrams) behind the schedule.
         let by = s.iter().filter(|&&t| t < 300_000).count();
         assert!((2948..=3001).contains(&by), "{by} datagrams by 300 ms");
         // Before the stall, no catch-up: 10 per ms.
         assert_eq!(busiest(&s[..1900], 1000), 10);
+    }
+
+    /// Like [`simulate`] for a loaded host: every wait for a later send time wakes `late_us`
+    /// µs late (the wake-up latency behind busy processes). The send times, µs since the start.
+    fn simulate_late_wakeups(
+        p: &mut Pacer,
+        t0: Instant,
+        len: usize,
+        until_us: u64,
+        late_us: u64,
+    ) -> Vec<u64> {
+        let mut now = t0;
+        let mut out = Vec::new();
+        loop {
+            let at = p.book(len, now);
+            if at > now {
+                now = at + Duration::from_micros(late_us);
+                p.sent_at(now);
+            }
+            let us = now.duration_since(t0).as_micros() as u64;
+            if us >= until_us {
+                return out;
+            }
+            out.push(us);
+        }
+    }
+
+    #[test]
+    fn late_wakeups_are_repaid_within_the_window_limit() {
+        // 100 Mbit/s of 1250-byte datagrams (one per 100 µs) for 1 s, every sleep waking
+        // `late` µs late (a loaded host). Each late wake-up may send up to 1.9 ms of traffic
+        // (19 datagrams) when the last 1.2 ms leave room, so the sender keeps the rate while it
+        // gets the CPU often enough: ≥ 99.3 % (what is missing is the last ≤ 5 ms of debt,
+        // repaid gently) up to 1.7 ms late, except 0.9–1.1 ms late, where two bursts share one
+        // window (90, 86, 82 %). Beyond 1.7 ms each cycle is the window plus the lateness:
+        // 2 ms late gives 1.9 / (1.2 + 2) = 59 %, a shortfall the run reports. (The old 250 µs
+        // bucket at 1.4 × sent about one bucket per wake-up: 37–55 % measured under load.)
+        let cases = [
+            (100, 9930..=10_000),
+            (500, 9930..=10_000),
+            (800, 9930..=10_000),
+            (900, 8950..=9050),
+            (1000, 8550..=8650),
+            (1100, 8150..=8250),
+            (1200, 9930..=10_000),
+            (1500, 9930..=10_000),
+            (1700, 9930..=10_000),
+            (2000, 5850..=5950),
+        ];
+        for (late, want) in cases {
+            let t0 = Instant::now();
+            let mut p = Pacer::new(100_000_000, MAX_DEBT);
+            let s = simulate_late_wakeups(&mut p, t0, 1250, 1_000_000, late);
+            assert!(
+                want.contains(&s.len()),
+                "{late} µs late: {} of 10000 datagrams, want {want:?}",
+                s.len()
+            );
+            // Never more than 19 in any 1 ms (1.9 ×), however late the wake-ups.
+            let peak = busiest(&s, 1000);
+            assert!(peak <= 19, "{late} µs late: busiest 1 ms {peak}");
+        }
     }
 
     #[test]
