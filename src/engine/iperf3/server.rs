@@ -288,22 +288,33 @@ pub async fn serve_listeners(
     for t in tasks {
         t.abort();
     }
-    terminate_sessions(&inner);
+    terminate_sessions(&inner).await;
     Ok(())
 }
 
-/// Send SERVER_TERMINATE on every running session's control connection and shut it down:
-/// stock clients then report "the server has terminated".
-fn terminate_sessions(inner: &Inner) {
+/// How long a stopping server waits between sending SERVER_TERMINATE and closing the
+/// sessions: 200 ms.
+const TERMINATE_GRACE: Duration = Duration::from_millis(200);
+
+/// Send SERVER_TERMINATE on every running session's control connection, give the clients
+/// [`TERMINATE_GRACE`] to read it, then shut the connections down: stock clients then report
+/// "the server has terminated". (Closing at once raced with a client in the middle of a data
+/// write, which then reported "unable to write to stream socket: Broken pipe" instead.)
+async fn terminate_sessions(inner: &Inner) {
     let controls: Vec<(u64, std::net::TcpStream)> = match inner.controls.lock() {
         Ok(mut m) => m.drain().collect(),
         Err(_) => return,
     };
-    for (id, c) in controls {
+    for (id, c) in &controls {
         use std::io::Write;
-        let _ = (&c).write_all(&[State::ServerTerminate.byte()]);
-        let _ = c.shutdown(std::net::Shutdown::Both);
+        let _ = (&*c).write_all(&[State::ServerTerminate.byte()]);
         tracing::info!(session = id, "server shutting down: sent SERVER_TERMINATE");
+    }
+    if !controls.is_empty() {
+        tokio::time::sleep(TERMINATE_GRACE).await;
+    }
+    for (_, c) in controls {
+        let _ = c.shutdown(std::net::Shutdown::Both);
     }
 }
 
