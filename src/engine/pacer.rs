@@ -34,11 +34,14 @@ use std::time::{Duration, Instant};
 /// Debt up to this much (a wake-up that came a little late, a short preemption) is repaid
 /// gently: at [`GENTLE_CATCH_UP`] × the rate with no burst, so an idle host's busiest 1 ms
 /// stays within 1.2 × the rate. Larger debt (a sender that really lost the CPU) is repaid
-/// within the [`WINDOW`] limit. 5 ms.
-pub const GENTLE_DEBT: Duration = Duration::from_millis(5);
+/// within the [`WINDOW`] limit. 20 ms: a one-off stall on an idle host is then repaid
+/// without a burst (with 5 ms, one 100M test in a full test run had a debt above it, repaid
+/// as a 1.9 ms burst that the receiver saw as 2.43 × in 1 ms); on a loaded host at most 20 ms
+/// of debt is left at the end of a run (0.4 % of a 5 s test).
+pub const GENTLE_DEBT: Duration = Duration::from_millis(20);
 
 /// The catch-up rate for small debts (see [`GENTLE_DEBT`]): 1.05 × the rate, one batch at a
-/// time. A 5 ms debt is repaid within 100 ms.
+/// time. A 20 ms debt is repaid within 400 ms.
 pub const GENTLE_CATCH_UP: f64 = 1.05;
 
 /// Length of the burst-limit window: 1.2 ms. Longer than the 1 ms the busiest-1-ms figure
@@ -328,18 +331,17 @@ mod tests {
         let mut p = Pacer::new(100_000_000, MAX_DEBT);
         p.next = t0;
         p.peak = t0;
-        let s = simulate(&mut p, t0, 1250, 400_000, (200_000, 30_000));
-        // The average holds: 400 ms of schedule → 4000 datagrams (the stall repaid in full;
+        let s = simulate(&mut p, t0, 1250, 1_000_000, (200_000, 30_000));
+        // The average holds: 1 s of schedule → 10000 datagrams (the stall repaid in full;
         // the old pacer forgave stalls > 100 ms and repaid at 1.05 ×).
-        assert!((3998..=4000).contains(&s.len()), "{} datagrams", s.len());
+        assert!((9998..=10_000).contains(&s.len()), "{} datagrams", s.len());
         // Repaid within the window: the busiest 1 ms carries at most 19 datagrams (1.9 ×),
         // never 2 ×.
-        let peak = busiest(&s, 1000);
-        assert_eq!(peak, 19, "busiest 1 ms");
-        // Fast repay down to GENTLE_DEBT: (30 − 5) / 0.58 = 43 ms after the stall, then the
-        // last 5 ms at 1.05 ×: by 300 ms at most 5 ms (50 datagrams) behind the schedule.
+        assert_eq!(busiest(&s, 1000), 19, "busiest 1 ms");
+        // Fast repay down to GENTLE_DEBT: (30 − 20) / 0.58 = 17 ms after the stall, then the
+        // last 20 ms at 1.05 ×: by 300 ms at most 20 ms (200 datagrams) behind the schedule.
         let by = s.iter().filter(|&&t| t < 300_000).count();
-        assert!((2948..=3001).contains(&by), "{by} datagrams by 300 ms");
+        assert!((2800..=2900).contains(&by), "{by} datagrams by 300 ms");
         // Before the stall, no catch-up: 10 per ms.
         assert_eq!(busiest(&s[..1900], 1000), 10);
     }
@@ -374,22 +376,23 @@ mod tests {
         // 100 Mbit/s of 1250-byte datagrams (one per 100 µs) for 1 s, every sleep waking
         // `late` µs late (a loaded host). Each late wake-up may send up to 1.9 ms of traffic
         // (19 datagrams) when the last 1.2 ms leave room, so the sender keeps the rate while it
-        // gets the CPU often enough: ≥ 99.3 % (what is missing is the last ≤ 5 ms of debt,
-        // repaid gently) up to 1.7 ms late, except 0.9–1.1 ms late, where two bursts share one
-        // window (90, 86, 82 %). Beyond 1.7 ms each cycle is the window plus the lateness:
-        // 2 ms late gives 1.9 / (1.2 + 2) = 59 %, a shortfall the run reports. (The old 250 µs
+        // gets the CPU often enough: ≥ 97.8 % (what is missing is the last ≤ 20 ms of debt,
+        // repaid gently; 0.4 % of a 5 s test) up to 1.7 ms late, except 0.9–1.1 ms late, where
+        // two bursts share one window (89, 85, 81 %). Beyond 1.7 ms each cycle is the window
+        // plus the lateness: 2 ms late gives 1.9 / (1.2 + 2) = 59 %, a shortfall the run
+        // reports. (The old 250 µs
         // bucket at 1.4 × sent about one bucket per wake-up: 37–55 % measured under load.)
         let cases = [
-            (100, 9930..=10_000),
-            (500, 9930..=10_000),
-            (800, 9930..=10_000),
-            (900, 8950..=9050),
-            (1000, 8550..=8650),
-            (1100, 8150..=8250),
-            (1200, 9930..=10_000),
-            (1500, 9930..=10_000),
-            (1700, 9930..=10_000),
-            (2000, 5850..=5950),
+            (100, 9990..=10_000),
+            (500, 9780..=9810),
+            (800, 9780..=9810),
+            (900, 8800..=8950),
+            (1000, 8400..=8550),
+            (1100, 8050..=8150),
+            (1200, 9780..=9810),
+            (1500, 9770..=9810),
+            (1700, 9780..=9810),
+            (2000, 5780..=5880),
         ];
         for (late, want) in cases {
             let t0 = Instant::now();
@@ -409,12 +412,12 @@ mod tests {
     #[test]
     fn debt_beyond_the_bound_is_written_off() {
         let t0 = Instant::now();
-        let mut p = Pacer::new(100_000_000, Duration::from_millis(20));
+        let mut p = Pacer::new(100_000_000, Duration::from_millis(50));
         p.next = t0;
         p.peak = t0;
-        // A 100 ms stall: only 20 ms (200 datagrams) are repaid, the rest written off.
-        let s = simulate(&mut p, t0, 1250, 300_000, (50_000, 100_000));
-        assert!((2195..=2201).contains(&s.len()), "{} datagrams", s.len());
+        // A 100 ms stall: only 50 ms (500 datagrams) are repaid, the rest written off.
+        let s = simulate(&mut p, t0, 1250, 1_000_000, (50_000, 100_000));
+        assert!((9495..=9501).contains(&s.len()), "{} datagrams", s.len());
         assert!(busiest(&s, 1000) <= 19);
     }
 
