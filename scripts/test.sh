@@ -28,6 +28,11 @@ for t in iperf3 iperf ip chromium chromedriver xmllint; do
     command -v "$t" >/dev/null || { echo "test.sh: $t is still missing" >&2; exit 1; }
 done
 
+# Stock iperf 2 / iperf3 of other versions (Debian's own builds, unpacked, not installed) for
+# the version tests in tests/peer_safety.rs; fetched once into a cache.
+NETPERFD_STOCK_PEERS=$(scripts/stock-peers.sh "${NETPERFD_STOCK_PEERS:-/var/cache/netperfd-stock-peers}")
+export NETPERFD_STOCK_PEERS
+
 # junitparser (PyPI) reads back the JUnit reports of `netperfd suite run --junit` (tests/farm.rs).
 junitparser_version=${JUNITPARSER_VERSION:-5.0.3}
 if ! python3 -c 'import junitparser' 2>/dev/null; then

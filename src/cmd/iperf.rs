@@ -143,7 +143,7 @@ pub struct IperfArgs {
 }
 
 /// Parse `-B`: an IP address, optionally `%dev` (iperf3's `-B addr%dev`).
-fn parse_bind(b: &str) -> Result<(IpAddr, Option<String>), String> {
+pub(crate) fn parse_bind(b: &str) -> Result<(IpAddr, Option<String>), String> {
     let (addr, dev) = match b.split_once('%') {
         Some((a, d)) => (a, Some(d.to_string())),
         None => (b, None),

@@ -61,10 +61,13 @@ pub fn spec_from(a: &IperfArgs, host: &str) -> Result<Iperf2Spec, String> {
     s.listen_port = a.listenport.unwrap_or(0);
     s.interval = a.interval;
     if let Some(b) = &a.bind {
-        s.bind = Some(
-            b.parse()
-                .map_err(|_| format!("'{b}' is not an IP address (-B)"))?,
-        );
+        // `-B addr%dev` binds the device too, as iperf 2 2.1+ does.
+        let (ip, dev) = crate::cmd::iperf::parse_bind(b)?;
+        s.bind = Some(ip);
+        s.bind_dev = dev;
+    }
+    if let Some(d) = &a.bind_dev {
+        s.bind_dev = Some(d.clone());
     }
     if let Some(w) = &a.window {
         let w = parse_suffixed(w, false).map_err(|e| format!("-w: {e}"))?;

@@ -80,6 +80,21 @@ pub fn bind_device(sock: &Socket, dev: &str) -> std::io::Result<()> {
         .map_err(|e| std::io::Error::new(e.kind(), format!("cannot bind to device '{dev}': {e}")))
 }
 
+/// A UDP socket bound to `local`, first bound to device `dev` when given (SO_BINDTODEVICE
+/// before bind, so the kernel picks the port's route and source for every datagram).
+pub fn udp_socket(local: SocketAddr, dev: Option<&str>) -> std::io::Result<std::net::UdpSocket> {
+    let sock = Socket::new(
+        Domain::for_address(local),
+        Type::DGRAM,
+        Some(SockProto::UDP),
+    )?;
+    if let Some(d) = dev {
+        bind_device(&sock, d)?;
+    }
+    sock.bind(&local.into())?;
+    Ok(sock.into())
+}
+
 /// Create a TCP socket for `peer`, apply `opts` (and `cport`), connect within `timeout`.
 /// `data` applies the data-stream options (window, MSS, nodelay, TOS, congestion); the
 /// control connection gets only binding and TCP_NODELAY.

@@ -283,6 +283,7 @@ impl TestRequest {
                 port.primary()
                     .ok_or_else(|| format!("port '{b}' has no address"))?,
             );
+            s.bind_dev = Some(port.name.clone());
         }
         s.validate()?;
         Ok(s)

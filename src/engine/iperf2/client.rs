@@ -42,6 +42,11 @@ pub struct Iperf2Spec {
     pub interval: f64,
     /// Local address to bind (`-B`).
     pub bind: Option<std::net::IpAddr>,
+    /// Board port (interface) every socket of the test is bound to (SO_BINDTODEVICE), so the
+    /// traffic leaves and the return test arrives through it whatever the routes say; `None` =
+    /// routing decides. A source address alone (`bind`) does not pick the port.
+    #[serde(default)]
+    pub bind_dev: Option<String>,
     /// Socket buffer (`-w`), bytes.
     pub window: Option<u32>,
     /// Connect timeout.
@@ -69,6 +74,7 @@ impl Iperf2Spec {
             listen_port: 0,
             interval: 1.0,
             bind: None,
+            bind_dev: None,
             window: None,
             connect_timeout: default_timeout(),
         }
@@ -179,13 +185,20 @@ fn bind_back(spec: &Iperf2Spec, peer: SocketAddr) -> std::io::Result<Back> {
     });
     let addr = SocketAddr::new(ip, spec.return_port());
     if spec.udp {
-        Ok(Back::Udp(super::server::bind_udp(addr, None)?))
+        let s = super::server::bind_udp(addr, None)?;
+        if let Some(d) = &spec.bind_dev {
+            net::bind_device(&socket2::SockRef::from(&s), d)?;
+        }
+        Ok(Back::Udp(s))
     } else {
         let s = socket2::Socket::new(
             socket2::Domain::for_address(addr),
             socket2::Type::STREAM,
             None,
         )?;
+        if let Some(d) = &spec.bind_dev {
+            net::bind_device(&s, d)?;
+        }
         s.set_reuse_address(true)?;
         s.bind(&addr.into())?;
         s.listen(128)?;
@@ -196,6 +209,7 @@ fn bind_back(spec: &Iperf2Spec, peer: SocketAddr) -> std::io::Result<Back> {
 /// Accept the server's `n` return streams (within `limit`) and make them a receiving leg.
 fn accept_back(
     back: Back,
+    dev: Option<&str>,
     n: usize,
     peer: std::net::IpAddr,
     len: usize,
@@ -260,6 +274,9 @@ fn accept_back(
                     Layout::V205
                 };
                 let s = super::server::bind_udp(local, Some(from)).map_err(|e| e.to_string())?;
+                if let Some(d) = dev {
+                    net::bind_device(&socket2::SockRef::from(&s), d).map_err(|e| e.to_string())?;
+                }
                 udp.push(s.try_clone().map_err(|e| e.to_string())?);
                 let id = 101 + streams.len() as u32;
                 let ds =
@@ -347,6 +364,7 @@ async fn run_inner(
     let hdr = spec.header();
     let opts = SockOpts {
         bind: spec.bind,
+        bind_dev: spec.bind_dev.clone(),
         window: spec.window,
         ..Default::default()
     };
@@ -365,7 +383,7 @@ async fn run_inner(
                     }),
                     0,
                 );
-                let s = std::net::UdpSocket::bind(local)?;
+                let s = net::udp_socket(local, o.bind_dev.as_deref())?;
                 if let Some(w) = o.window {
                     let _ = socket2::SockRef::from(&s).set_send_buffer_size(w as usize);
                 }
@@ -466,13 +484,14 @@ async fn run_inner(
     let limit = Duration::from_secs_f64(back_secs + 15.0);
     let stall = Duration::from_secs(10);
     let n_back = spec.parallel as usize;
+    let dev = spec.bind_dev.clone();
     let mut notes = Vec::new();
     let (mut results, mut error, mut aborted);
     match (back, spec.ret) {
         (Some(back), Return::Dual) => {
             let peer_ip = peer.ip();
             let acc = tokio::task::spawn_blocking(move || {
-                accept_back(back, n_back, peer_ip, len, limit, stall)
+                accept_back(back, dev.as_deref(), n_back, peer_ip, len, limit, stall)
             });
             let ev = events.clone();
             let c = cancel.clone();
@@ -511,7 +530,7 @@ async fn run_inner(
             if !aborted && error.is_none() {
                 let peer_ip = peer.ip();
                 let acc = tokio::task::spawn_blocking(move || {
-                    accept_back(back, n_back, peer_ip, len, limit, stall)
+                    accept_back(back, dev.as_deref(), n_back, peer_ip, len, limit, stall)
                 })
                 .await;
                 match acc {

@@ -171,9 +171,13 @@ const CONTROL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Silence after the cookie that marks the peer as an iperf 2 server.
 pub const IPERF2_SILENCE: Duration = Duration::from_secs(3);
 
-/// Whether `host:port` answers like an iperf3 server: connect, send a cookie, and wait
-/// [`IPERF2_SILENCE`] for the first control byte. `Ok(false)` = silence (an iperf 2 server);
-/// the connection is closed either way (an iperf3 server logs a dropped control connection).
+/// Whether `host:port` answers like an iperf3 server. Connects, sends the harmless
+/// [`wire::probe_cookie`], half-closes (FIN), and waits up to [`IPERF2_SILENCE`] for the first
+/// control byte: PARAM_EXCHANGE, ACCESS_DENIED or SERVER_ERROR mean iperf3 (`Ok(true)`). An
+/// iperf 2 server takes the 37 bytes for a plain 37-byte test, ends it at our FIN and closes:
+/// end of stream, silence, a reset or another byte mean iperf 2 (`Ok(false)`). A stock iperf3
+/// server logs a dropped control connection and serves on. Errors: the host does not resolve,
+/// or nothing listens (connect refused or timed out after 10 s).
 pub async fn probe_iperf3(host: &str, port: u16) -> Result<bool, String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let peer = {
@@ -187,12 +191,13 @@ pub async fn probe_iperf3(host: &str, port: u16) -> Result<bool, String> {
         .await
         .map_err(|_| format!("unable to connect to {peer}: timed out"))?
         .map_err(|e| format!("unable to connect to {peer}: {e}"))?;
-    s.write_all(&wire::make_cookie())
+    s.write_all(&wire::probe_cookie())
         .await
         .map_err(|e| format!("unable to send to {peer}: {e}"))?;
+    // The FIN ends an iperf 2 server's test at once (no waiting on its read timeout); an
+    // iperf3 server has already read all it needs to answer.
+    let _ = s.shutdown().await;
     let mut b = [0u8; 1];
-    // PARAM_EXCHANGE, ACCESS_DENIED or SERVER_ERROR: iperf3. Silence, another byte (an iperf
-    // 2.1 server may answer parts of the cookie as its own header bits), or a reset: iperf 2.
     match tokio::time::timeout(IPERF2_SILENCE, s.read(&mut b)).await {
         Ok(Ok(1)) => Ok(matches!(b[0], 9 | 0xFF | 0xFE)),
         Ok(Ok(_)) | Ok(Err(_)) | Err(_) => Ok(false),

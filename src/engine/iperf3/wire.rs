@@ -161,6 +161,22 @@ pub fn make_cookie() -> [u8; COOKIE_SIZE] {
     c
 }
 
+/// The cookie of a peer probe (peer type "auto"): four NUL bytes, 32 random cookie characters
+/// and the NUL (37 bytes). An iperf3 server takes any 37 bytes as a cookie and answers
+/// PARAM_EXCHANGE; an iperf 2 server reads the first word as its header flags, and 0 means a
+/// plain test with no return test, no extension and no key — what every iperf 2 server from
+/// 2.0.5 to 2.2 survives. A real cookie's letters would set iperf 2 flag bits (`0x40` of `a`
+/// is HEADER_EXTEND) and send 2.0.x servers into a reverse test and 2.1.8 into a crash
+/// (docs/iperf2-wire.md §6). Our own iperf3 server does not take it for an iperf 2 header: its
+/// second word (`numThreads`) is far out of range.
+pub fn probe_cookie() -> [u8; COOKIE_SIZE] {
+    let mut c = make_cookie();
+    c.copy_within(0..COOKIE_SIZE - 5, 4);
+    c[..4].fill(0);
+    c[COOKIE_SIZE - 1] = 0;
+    c
+}
+
 /// The printable part of a cookie (up to the first NUL), lossy UTF-8.
 pub fn cookie_str(c: &[u8]) -> String {
     let end = c.iter().position(|&b| b == 0).unwrap_or(c.len());
@@ -738,6 +754,29 @@ mod tests {
         assert_eq!(lenient_i64(&v), Some(-1));
         let v: Value = serde_json::from_str("1e+16").unwrap();
         assert_eq!(lenient_i64(&v), Some(10_000_000_000_000_000));
+    }
+
+    #[test]
+    fn probe_cookie_is_a_plain_iperf2_header_and_not_iperf2_to_our_server() {
+        use crate::engine::iperf2::wire::{looks_like_iperf2, looks_like_iperf3, ClientHeader};
+        for _ in 0..200 {
+            let c = probe_cookie();
+            assert_eq!(c.len(), 37);
+            assert_eq!(&c[..4], &[0, 0, 0, 0]);
+            assert_eq!(c[36], 0);
+            assert!(c[4..36].iter().all(|b| COOKIE_ALPHABET.contains(b)));
+            // As iperf 2 reads it: flags 0 (no return test, no extension, no key), and a
+            // numThreads word of four letters that no server takes for a stream count.
+            let h = ClientHeader::parse(&c).unwrap();
+            assert_eq!(h.flags, 0);
+            assert!(h.num_threads > 0x3232_3232);
+            // Our iperf3 server answers it as a cookie (refuse_iperf2 stays out of it), and
+            // our iperf 2 server does not mistake it for a stock iperf3 cookie either.
+            assert!(!looks_like_iperf2(&c));
+            assert!(!looks_like_iperf3(&c));
+        }
+        // The first real-cookie letter would set iperf 2's HEADER_EXTEND bit.
+        assert_eq!(u32::from(b'a') << 24 & 0x4000_0000, 0x4000_0000);
     }
 
     #[test]
