@@ -306,6 +306,32 @@ fn curl_and_axel_download_payloads_from_the_board() {
         .map(|i| i["stream_id"].as_u64().unwrap_or(0))
         .collect();
     assert!(ids.len() >= 4, "one stream per connection: {ids:?}");
+    // The run page's "Command line (peer)" is a line Debian 12's axel 2.17 runs as given (it
+    // cannot write to /dev/null), and it cleans up after itself.
+    let line = detail["view"]["stock_command"]
+        .as_str()
+        .expect("stock command");
+    assert_eq!(
+        line,
+        format!(
+            "axel -n 4 -q -o /tmp/netperfd-100M {u}; rm -f /tmp/netperfd-100M /tmp/netperfd-100M.st",
+            u = url("/payload/100M")
+        )
+    );
+    let (code, out, err) = lab.run(
+        &pc1,
+        "axel-line",
+        "sh",
+        &["-c", line],
+        Duration::from_secs(120),
+    );
+    assert_eq!(code, Some(0), "{line}: {out}{err}");
+    assert!(!std::path::Path::new("/tmp/netperfd-100M").exists());
+    let r = ended(&mut lab, &data, "http-serve", 5, Duration::from_secs(20));
+    assert_eq!(
+        r.last().map(|x| x["status"].clone()),
+        Some("completed".into())
+    );
 }
 
 fn nginx(lab: &mut Lab) -> (String, u64) {
@@ -603,7 +629,7 @@ fn web_form_starts_a_download() {
     let page = curl(&mut lab, &["http://127.0.0.1:8080/traffic"]);
     assert!(
         page.contains(&format!(
-            "axel -n 10 -q -o /tmp/payload-1G http://{BOARD_IP}:{HTTP_PORT}/payload/1G; rm -f /tmp/payload-1G /tmp/payload-1G.st"
+            "axel -n 10 -q -o /tmp/netperfd-1G http://{BOARD_IP}:{HTTP_PORT}/payload/1G; rm -f /tmp/netperfd-1G /tmp/netperfd-1G.st"
         )),
         "{page}"
     );

@@ -445,7 +445,7 @@ fn every_kind_of_run_has_a_true_page() {
         name: "http-get",
         api: v,
         ours: Some(format!("netperfd http-get {dl_url} -n 2")),
-        stock: Some(format!("axel -n 2 -o /dev/null {dl_url}")),
+        stock: Some("axel -n 2 -q -o /tmp/netperfd-".into()),
         rate_cards: rates(&["sum-receiver"]),
         count_cards: vec![],
         filled_cards: vec!["sum-bytes"],

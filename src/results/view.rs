@@ -532,16 +532,33 @@ fn monitor_view(r: &RunRow) -> KindView {
     }
 }
 
+/// The stock command line that downloads `url` with `conns` connections: `axel` for several
+/// (into a scratch file under /tmp, removed with its `.st` state file afterwards — Debian 12's
+/// axel 2.17 cannot write to `/dev/null`: "No state file, cannot resume!"), `curl` for one.
+pub fn download_command(conns: u64, url: &str) -> String {
+    if conns > 1 {
+        let name = url
+            .rsplit('/')
+            .next()
+            .filter(|n| {
+                !n.is_empty()
+                    && n.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+            })
+            .unwrap_or("download");
+        let file = format!("/tmp/netperfd-{name}");
+        format!("axel -n {conns} -q -o {file} {url}; rm -f {file} {file}.st")
+    } else {
+        format!("curl -o /dev/null {url}")
+    }
+}
+
 fn http_serve_view(r: &RunRow) -> KindView {
     let s = &r.summary;
     let conns = s["connections"].as_u64().unwrap_or(1).max(1);
     let path = r.params["path"].as_str().unwrap_or("/");
     let url = format!("http://{}:{}{}", board_addr(r), r.local_port, path);
-    let stock = if conns > 1 {
-        format!("axel -n {conns} -o /dev/null {url}")
-    } else {
-        format!("curl -o /dev/null {url}")
-    };
+    let stock = download_command(conns, &url);
     let mut facts = vec![("Payload".to_string(), path.to_string())];
     facts.push((
         "Connections".into(),
@@ -639,7 +656,7 @@ fn http_get_view(r: &RunRow) -> KindView {
         peer: format!("{}:{}", r.peer_host, r.peer_port),
         local: local_text(r),
         command: format!("netperfd http-get {url} -n {conns}{bind}"),
-        stock_command: Some(format!("axel -n {conns} -o /dev/null {url}")),
+        stock_command: Some(download_command(conns, &url)),
         cards: transfer_cards(r),
         facts,
     }

@@ -259,7 +259,7 @@ struct PayloadServer {
     port: u16,
 }
 
-const HELP: &str = "netperfd payload server\n\nGET /payload/<size> returns <size> bytes generated in memory (no disk), e.g.\n  curl -o /dev/null http://<board>:<port>/payload/100M\n  axel -n 10 -o /dev/null http://<board>:<port>/payload/1G\nSizes: bytes, or K/M/G/T (decimal, 100M = 100000000 bytes) or Ki/Mi/Gi (binary); at most 100G.\nSingle Range requests are served (206). Every download is recorded in the board's history.\n";
+const HELP: &str = "netperfd payload server\n\nGET /payload/<size> returns <size> bytes generated in memory (no disk), e.g.\n  curl -o /dev/null http://<board>:<port>/payload/100M\n  axel -n 10 -q -o /tmp/netperfd-1G http://<board>:<port>/payload/1G; rm -f /tmp/netperfd-1G /tmp/netperfd-1G.st\nSizes: bytes, or K/M/G/T (decimal, 100M = 100000000 bytes) or Ki/Mi/Gi (binary); at most 100G.\nSingle Range requests are served (206). Every download is recorded in the board's history.\n";
 
 fn response_head(
     status: u16,

@@ -168,10 +168,9 @@ fn build_page(
             .map(|p| {
                 vec![
                     format!("curl -o /dev/null http://{host}:{p}/payload/100M"),
-                    // Debian 12's axel 2.17 cannot write to /dev/null ("No state file, cannot
-                    // resume!"): a scratch file, removed with its state file afterwards.
-                    format!(
-                        "axel -n 10 -q -o /tmp/payload-1G http://{host}:{p}/payload/1G; rm -f /tmp/payload-1G /tmp/payload-1G.st"
+                    crate::results::view::download_command(
+                        10,
+                        &format!("http://{host}:{p}/payload/1G"),
                     ),
                     format!("http://{host}:{p}/payload/10G  (in a browser)"),
                 ]
