@@ -582,7 +582,7 @@ fn udp_test_and_udp_ladder_from_the_web() {
         "UDP columns"
     );
     assert!(
-        page.contains("iperf3 -c 192.0.2.2 -p 5201 -u -t 2 -b 20000000 -l 1400"),
+        page.contains("iperf3 -c 192.0.2.2 -p 5201 -u -t 2 -b 20M -l 1400"),
         "command line shown"
     );
     let csv = http.get(&format!("/runs/{id}/export.csv")).body;

@@ -157,7 +157,7 @@ fn iperf3_flags(p: &Params) -> String {
         _ => {}
     }
     if p.bandwidth > 0 {
-        c.push_str(&format!(" -b {}", p.bandwidth));
+        c.push_str(&format!(" -b {}", iperf3_rate_arg(p.bandwidth)));
     }
     if let Some(w) = p.window {
         c.push_str(&format!(" -w {w}"));
@@ -169,6 +169,18 @@ fn iperf3_flags(p: &Params) -> String {
         c.push_str(&format!(" -O {}", p.omit));
     }
     c
+}
+
+/// A bitrate in bits/s as a user types it after iperf3's `-b`: iperf3 reads K/M/G as powers
+/// of 1000 for rates, so 100000000 is "100M" and 1500000 "1500K"; a rate with no such round
+/// form stays in bits/s. (iperf 2 lines keep bits/s: iperf 2 reads "M" as 2^20.)
+pub fn iperf3_rate_arg(bits: u64) -> String {
+    for (unit, s) in [(1_000_000_000u64, "G"), (1_000_000, "M"), (1_000, "K")] {
+        if bits >= unit && bits % unit == 0 {
+            return format!("{}{s}", bits / unit);
+        }
+    }
+    bits.to_string()
 }
 
 fn iperf3_view(r: &RunRow) -> KindView {
@@ -414,7 +426,7 @@ fn forward_view(r: &RunRow) -> KindView {
         flags.push_str(" -u");
     }
     if let Some(b) = t["bitrate"].as_u64() {
-        flags.push_str(&format!(" -b {b}"));
+        flags.push_str(&format!(" -b {}", iperf3_rate_arg(b)));
     }
     command.push_str(&flags);
     let mut stock = format!("iperf3 -c {}", t["host"].as_str().unwrap_or(&r.peer_host));
@@ -924,6 +936,16 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    #[test]
+    fn iperf3_rates_read_as_typed() {
+        assert_eq!(iperf3_rate_arg(100_000_000), "100M");
+        assert_eq!(iperf3_rate_arg(1_000_000_000), "1G");
+        assert_eq!(iperf3_rate_arg(2_500_000_000), "2500M");
+        assert_eq!(iperf3_rate_arg(1_500_000), "1500K");
+        assert_eq!(iperf3_rate_arg(1_048_576), "1048576");
+        assert_eq!(iperf3_rate_arg(999), "999");
+    }
+
     fn row(kind: RunKind) -> RunRow {
         RunRow {
             id: 7,
@@ -1172,7 +1194,7 @@ mod tests {
         r.summary["connections"] = json!(4);
         assert_eq!(
             view(&r).stock_command.as_deref(),
-            Some("axel -n 4 -o /dev/null http://192.0.2.1:8088/payload/100M")
+            Some("axel -n 4 -q -o /tmp/netperfd-100M http://192.0.2.1:8088/payload/100M; rm -f /tmp/netperfd-100M /tmp/netperfd-100M.st")
         );
 
         let mut g = row(RunKind::HttpGet);
