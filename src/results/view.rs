@@ -384,6 +384,17 @@ fn multi_view(r: &RunRow) -> KindView {
     }
 }
 
+/// Which way a forwarding run's traffic went through the board, in the page's terms: "PC1 →
+/// PC2", "PC2 → PC1" (`-R`), "PC1 ⇄ PC2" (`--bidir`). The run's own direction word is the
+/// peer agent's view ("receive" = PC1 received), which read as the board's (issue 22 item 11).
+pub fn forward_direction(r: &RunRow) -> &'static str {
+    match r.direction.as_str() {
+        "receive" => "PC2 → PC1",
+        "bidir" => "PC1 ⇄ PC2",
+        _ => "PC1 → PC2",
+    }
+}
+
 fn forward_view(r: &RunRow) -> KindView {
     let p = &r.params;
     let t = &p["test"];
@@ -414,7 +425,7 @@ fn forward_view(r: &RunRow) -> KindView {
         flags.push_str(" -u");
     }
     if let Some(b) = t["bitrate"].as_u64() {
-        flags.push_str(&format!(" -b {b}"));
+        flags.push_str(&format!(" -b {}", crate::spec::suite::rate_word(b)));
     }
     command.push_str(&flags);
     let mut stock = format!("iperf3 -c {}", t["host"].as_str().unwrap_or(&r.peer_host));
@@ -466,7 +477,8 @@ fn forward_view(r: &RunRow) -> KindView {
         kind_label: r.kind.label(),
         title: format!(
             "forwarding run: {} {} through the board",
-            r.protocol, r.direction
+            r.protocol,
+            forward_direction(r)
         ),
         role_text: "a peer agent ran the client through this board; the board recorded its ports"
             .into(),
@@ -604,6 +616,18 @@ fn transfer_facts(r: &RunRow, v: &mut Vec<(String, String)>) {
 fn http_get_view(r: &RunRow) -> KindView {
     let url = r.params["url"].as_str().unwrap_or("").to_string();
     let conns = r.params["connections"].as_u64().unwrap_or(1).max(1);
+    // What the download really used (a server without ranges gets one connection), as the
+    // result says; the request's number until there is a result.
+    let used = r.summary["connections"]
+        .as_u64()
+        .filter(|n| *n > 0)
+        .or_else(|| {
+            r.summary["per_connection"]
+                .as_array()
+                .map(|a| a.len() as u64)
+                .filter(|n| *n > 0)
+        })
+        .unwrap_or(conns);
     let bind = r
         .bind_dev
         .as_ref()
@@ -626,14 +650,21 @@ fn http_get_view(r: &RunRow) -> KindView {
             ),
         ));
     }
-    facts.push(("Connections".into(), conns.to_string()));
+    facts.push((
+        "Connections".into(),
+        if used == conns {
+            conns.to_string()
+        } else {
+            format!("{used} used of the {conns} asked")
+        },
+    ));
     transfer_facts(r, &mut facts);
     KindView {
         kind: r.kind,
         kind_label: r.kind.label(),
         title: format!(
             "HTTP download by the board of {url}, {}",
-            plural(conns, "connection")
+            plural(used, "connection")
         ),
         role_text: "this board downloaded from a peer's HTTP server".into(),
         peer: format!("{}:{}", r.peer_host, r.peer_port),
@@ -1167,6 +1198,18 @@ mod tests {
             "netperfd http-get http://192.0.2.2/test.dat -n 3 --bind-dev eth0"
         );
         assert_eq!(card_value(&v, "Goodput"), "940.0 Mbit/s");
+        // Issue 22 item 11: 3 asked, the server has no ranges, 1 used: the page says 1.
+        g.summary = json!({"connections": 1, "ranges": false, "size": 1000000u64, "bytes": 1000000u64, "seconds": 0.1});
+        let v = view(&g);
+        assert!(v.title.ends_with(", 1 connection"), "{}", v.title);
+        assert!(
+            v.facts.contains(&(
+                "Connections".to_string(),
+                "1 used of the 3 asked".to_string()
+            )),
+            "{:?}",
+            v.facts
+        );
 
         let mut s = row(RunKind::TcpSink);
         s.local_port = 5009;
