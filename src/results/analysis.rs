@@ -139,8 +139,9 @@ pub enum Verdict {
     CoreSaturated,
     /// Neither the link nor a board core: the peer, the path, or unknown.
     LimitedElsewhere,
-    /// A paced test where the board sent the rate asked for but the receiver got less than
-    /// 97 % of it: the datagrams were lost on the way or at the peer, not on the board.
+    /// A paced test whose sender sent the rate asked for but whose receiver got less than
+    /// 97 % of it, with no board core to blame (or the board was the sender): the datagrams
+    /// were lost on the way or at the receiver.
     LostOnTheWay,
     /// No bitrate to judge (failed or running).
     NoResult,
@@ -159,7 +160,7 @@ impl Verdict {
             Verdict::AllCoresSaturated => "all cores saturated",
             Verdict::CoreSaturated => "one core saturated",
             Verdict::LimitedElsewhere => "limited elsewhere (peer / unknown)",
-            Verdict::LostOnTheWay => "lost on the way (the path or the peer)",
+            Verdict::LostOnTheWay => "lost on the way (the path or the receiver)",
             Verdict::NoResult => "no result",
         }
     }
@@ -495,17 +496,18 @@ pub fn analyze_recorded(
     };
     let mut verdict_text = verdict.text().to_string();
     if let Some(p) = received_short {
-        // The board sent it all: its own cores did not lose what went missing.
-        if run.direction == "send"
-            && run.kind != crate::model::RunKind::Forward
-            && matches!(
-                verdict,
-                Verdict::CoreSaturated
-                    | Verdict::AllCoresSaturated
-                    | Verdict::SoftirqBound
-                    | Verdict::ToolBound
-                    | Verdict::LimitedElsewhere
-            )
+        // Nothing on the board to blame, or the board sent it all (its own cores did not lose
+        // what went missing): lost on the way.
+        let board_sent = run.direction == "send" && run.kind != crate::model::RunKind::Forward;
+        if verdict == Verdict::LimitedElsewhere
+            || (board_sent
+                && matches!(
+                    verdict,
+                    Verdict::CoreSaturated
+                        | Verdict::AllCoresSaturated
+                        | Verdict::SoftirqBound
+                        | Verdict::ToolBound
+                ))
         {
             verdict = Verdict::LostOnTheWay;
         }
