@@ -1153,6 +1153,19 @@ mod tests {
             v.stock_command.as_deref(),
             Some("iperf3 -c 198.51.100.2 -t 10 -P 4")
         );
+        assert_eq!(v.title, "forwarding run: TCP PC1 → PC2 through the board");
+        // Issue 22 item 11: -R is PC2 → PC1 (not "UDP receive"), -b as typed ("100M").
+        r.protocol = "UDP".into();
+        r.direction = "receive".into();
+        r.params["test"] = json!({"host": "198.51.100.2", "time": 10, "reverse": true, "udp": true, "bitrate": 100_000_000u64});
+        let v = view(&r);
+        assert_eq!(v.title, "forwarding run: UDP PC2 → PC1 through the board");
+        assert_eq!(
+            v.stock_command.as_deref(),
+            Some("iperf3 -c 198.51.100.2 -t 10 -R -u -b 100M")
+        );
+        r.direction = "bidir".into();
+        assert_eq!(forward_direction(&r), "PC1 ⇄ PC2");
 
         let mut m = row(RunKind::Monitor);
         m.protocol = String::new();
