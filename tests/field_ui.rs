@@ -13,7 +13,9 @@
 //!   says when the load may not have filled the queue;
 //! * 7 — a suite saved with board port eth0 is not shown as broken on the Suites page;
 //! * 11 — no text on a phone breaks inside a word; the run pages of a failed and a monitor run
-//!   run app.js without a JavaScript error; a threshold given as "900M" is accepted.
+//!   run app.js without a JavaScript error; a threshold given as "900M" is accepted; a live
+//!   multi-port run's leg cells fill in during the run; figures of 1,000 and more have their
+//!   thousands grouped (server and units.js).
 //!
 //! Screenshots: `target/ui-screens/field-<width>-<page>.png`.
 
@@ -68,6 +70,10 @@ document.querySelectorAll('main .big, main .verdict, main h1, main h2, main .bad
     }
   });
 return out;";
+
+/// Figures of 1000 and more written without a thousands separator ("9154.8 Mbit/s").
+const UNGROUPED: &str =
+    "return Array.from(new Set(document.body.innerText.match(/\\b\\d{4,}\\.\\d+ (Mbit\\/s|MB)/g) || []));";
 
 /// Run app.js again on the open page (a second `<script src>`, as the page's CSP allows) and
 /// report the errors it raised ("ok" when none).
@@ -285,6 +291,9 @@ fn field_pages_at_a_desk_on_a_phone_and_across_a_resize() {
                 std::thread::sleep(Duration::from_millis(250));
             };
             shot(&b, &shots, w, "run-multi-live");
+            // Thousands grouped by units.js as by the server ("3,365.5 Mbit/s").
+            let ungrouped = b.js(UNGROUPED);
+            assert_eq!(ungrouped, json!([]), "live figures without separators");
             eprintln!("live multi-port run {multi}: {cells}");
             assert_eq!(
                 cells["status"], "running",
@@ -312,6 +321,10 @@ fn field_pages_at_a_desk_on_a_phone_and_across_a_resize() {
             if m.is_null() {
                 problems.push(format!("{w} px {path}: no {table}"));
                 continue;
+            }
+            let ungrouped = b.js(UNGROUPED);
+            if ungrouped != json!([]) {
+                problems.push(format!("{w} px {path}: thousands not grouped {ungrouped}"));
             }
             let n = |k: &str| m[k].as_i64().unwrap_or(i64::MAX);
             if n("sw") > n("iw") {
