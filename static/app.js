@@ -6,10 +6,20 @@
   if (!box) { return; }
   var runId = box.getAttribute("data-run");
   var live = box.getAttribute("data-live") === "true";
+  // A failed or monitor-only run has no Intervals table: nothing to fill then.
   var tbody = document.getElementById("intervals");
+  if (!tbody) { return; }
+  var legs = Array.prototype.map.call(document.querySelectorAll("tr[data-leg]"), function (tr) {
+    return { id: tr.getAttribute("data-leg"), n: tr.getAttribute("data-n"), row: tr, now: 0 };
+  });
+  var legId = {};
+  legs.forEach(function (l) { legId[l.n] = l.id; });
+  // Rows already on the page: "seq", or "leg id:seq" for a leg's ("leg 2 · 5").
   var seen = {};
   Array.prototype.forEach.call(tbody.querySelectorAll("tr[data-seq]"), function (tr) {
-    seen[tr.getAttribute("data-seq")] = true;
+    var m = /^leg (\d+) · /.exec(tr.children[0] ? tr.children[0].textContent : "");
+    var seq = tr.getAttribute("data-seq");
+    seen[m && legId[m[1]] ? legId[m[1]] + ":" + seq : seq] = true;
   });
 
   var size = window.netperfdUnits.size, rate = window.netperfdUnits.rate;
@@ -29,6 +39,7 @@
   function addRow(seq, id, role, s, e, bytes, bps, c1, c2, sum, omitted) {
     var tr = document.createElement("tr");
     tr.setAttribute("data-seq", seq);
+    if (prefix) { id = prefix + id; }
     tr.setAttribute("data-bps", sum ? bps : 0);
     if (sum) { tr.className = "sum"; }
     cell(tr, id); cell(tr, role);
@@ -38,9 +49,13 @@
     tbody.appendChild(tr);
   }
 
-  function addInterval(seq, rec) {
-    if (seen[seq]) { return; }
-    seen[seq] = true;
+  // A multi-port run's rows name their leg ("leg 2 · 5"), as the page renders them.
+  var prefix = "";
+  function addInterval(seq, rec, leg) {
+    var key = leg ? leg.id + ":" + seq : seq;
+    if (seen[key]) { return; }
+    seen[key] = true;
+    prefix = leg ? "leg " + leg.n + " · " : "";
     [true, false].forEach(function (sender) {
       var g = rec.streams.filter(function (s) { return s.sender === sender; });
       g.forEach(function (s) {
@@ -59,12 +74,44 @@
         addRow(seq, "SUM", sender ? "sender" : "receiver", g[0].start, g[0].end, bytes, bps, c1, c2, true, g[0].omitted);
       }
     });
+    prefix = "";
+    if (leg) { legInterval(leg, rec); return; }
     var now = document.getElementById("now-rate");
     var sums = tbody.querySelectorAll("tr.sum");
     if (now && sums.length) { now.textContent = sums[sums.length - 1].children[4].textContent; }
   }
 
+  // Multi-port: each leg's row in the Legs table shows its latest interval (sender and
+  // receiver sums, retransmits or loss) while the run is live; "Now" is the legs' total.
+  function legInterval(leg, rec) {
+    var snd = 0, rcv = 0, retr = 0, pk = 0, lost = 0, hasS = false, hasR = false, udp = false;
+    rec.streams.forEach(function (s) {
+      if (s.sender) { snd += s.bits_per_second; hasS = true; retr += s.tcp ? s.tcp.retransmits : 0; }
+      else { rcv += s.bits_per_second; hasR = true; }
+      if (s.udp && !s.sender) { udp = true; pk += s.udp.packets; lost += s.udp.lost; }
+    });
+    var cell = function (c, t) { var td = leg.row.querySelector(c); if (td) { td.textContent = t; } };
+    if (hasS) { cell(".leg-sender", rate(snd)); leg.now = snd; }
+    if (hasR) { cell(".leg-receiver", rate(rcv)); if (!hasS) { leg.now = rcv; } }
+    cell(".leg-loss", udp ? pct(lost, pk) + " % loss" : String(retr));
+    var now = document.getElementById("now-rate");
+    if (now) {
+      var total = 0;
+      legs.forEach(function (l) { total += l.now || 0; });
+      now.textContent = rate(total);
+    }
+  }
+
   if (!live || !window.EventSource) { return; }
+  legs.forEach(function (leg) {
+    var les = new EventSource("/api/runs/" + leg.id + "/events");
+    les.onmessage = function (m) {
+      var ev;
+      try { ev = JSON.parse(m.data); } catch (e) { return; }
+      if (ev.type === "interval") { addInterval(ev.seq, ev.record, leg); }
+      if (ev.type === "done") { les.close(); }
+    };
+  });
   var es = new EventSource("/api/runs/" + runId + "/events");
   es.onmessage = function (m) {
     var ev;

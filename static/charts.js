@@ -44,7 +44,9 @@
         stroke: colors[i % colors.length],
         width: s.label.indexOf("sum") >= 0 || s.label.indexOf("softirq") >= 0 ? 2 : 1.5,
         dash: s.label.indexOf("softirq") >= 0 ? [5, 4] : undefined,
-        spanGaps: s.label.indexOf("TCP RTT") === 0,
+        // Throughput lines bridge the time points of other lines (streams and legs end their
+        // intervals a few ms apart); a lost ICMP probe stays a gap.
+        spanGaps: kind === "throughput" || s.label.indexOf("TCP RTT") === 0,
         value: function (u, v) { return k.fmt(v); }
       });
     });
@@ -61,6 +63,26 @@
       series: series
     };
   }
+
+  // A chart is as wide as its box (at least 200 px); the box follows the window.
+  function width(el) { return Math.max(el.clientWidth, 200); }
+
+  // Charts follow the window: a resize or a phone's rotation redraws them at the new width
+  // (once the size has settled, 150 ms), so they never make the page scroll sideways.
+  var lastWidth = box.clientWidth, pending = null;
+  function fit() {
+    pending = null;
+    if (box.clientWidth === lastWidth) { return; }
+    lastWidth = box.clientWidth;
+    Object.keys(plots).forEach(function (kind) {
+      var el = document.getElementById("chart-" + kind);
+      if (el && plots[kind]) { plots[kind].setSize({ width: width(el), height: 190 }); }
+    });
+  }
+  function later() { if (pending === null) { pending = window.setTimeout(fit, 150); } }
+  if (window.ResizeObserver) { new window.ResizeObserver(later).observe(box); }
+  window.addEventListener("resize", later);
+  window.addEventListener("orientationchange", later);
 
   function render(data) {
     // Latency runs: the RTT chart goes first, on the same time axis (only when the run has one).
@@ -87,7 +109,7 @@
       if (p && p.series.length === d.length) { p.setData(d); p.setScale("x", { min: 0, max: tMax }); return; }
       if (p) { p.destroy(); }
       el.textContent = "";
-      plots[kind] = new window.uPlot(options(kind, ch, Math.max(el.clientWidth, 320)), d, el);
+      plots[kind] = new window.uPlot(options(kind, ch, width(el)), d, el);
       el.setAttribute("data-series", String(ch.series.length));
     });
   }

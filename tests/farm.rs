@@ -257,13 +257,10 @@ fn suite_run_for_ci_pass_fail_junit_lava_exit_codes() {
     let msg = fail["message"].as_str().unwrap_or("");
     let got = f(&s["properties"]["step.01.bits_per_second"]);
     assert!(
-        msg.starts_with("receiver bitrate ") && msg.ends_with(" < 1000000.0 Mbit/s"),
+        msg.starts_with("receiver bitrate ") && msg.ends_with(" < 1,000,000.0 Mbit/s"),
         "{msg}"
     );
-    assert!(
-        msg.contains(&format!("{:.1} Mbit/s", got / 1e6)),
-        "{msg} vs {got}"
-    );
+    assert!(msg.contains(&mbit_text(got)), "{msg} vs {got}");
     assert_eq!(s["cases"][1]["passed"], true, "{v}");
     let lava = v["lava"].as_array().cloned().unwrap_or_default();
     let results: Vec<&str> = lava
@@ -300,7 +297,8 @@ fn suite_run_for_ci_pass_fail_junit_lava_exit_codes() {
     );
     let lines: Vec<&str> = csv.lines().collect();
     assert!(lines[0].contains(",verdict,reasons,"), "{csv}");
-    assert!(lines[1].contains(",fail,receiver bitrate "), "{csv}");
+    // The reason holds "3,312.3 Mbit/s" (thousands grouped): a quoted CSV field.
+    assert!(lines[1].contains(",fail,\"receiver bitrate "), "{csv}");
     // pass, no reasons, and the five latency columns empty for an iperf3 row.
     assert!(lines[2].ends_with(",pass,,,,,,"), "{csv}");
 
@@ -315,7 +313,7 @@ fn suite_run_for_ci_pass_fail_junit_lava_exit_codes() {
     );
     assert!(
         page.contains("<li>#1 TCP send: receiver bitrate ")
-            && page.contains(" &#60; 1000000.0 Mbit/s</li>"),
+            && page.contains(" &#60; 1,000,000.0 Mbit/s</li>"),
         "{page}"
     );
     assert!(page.contains("<th>Verdict</th>"), "{page}");

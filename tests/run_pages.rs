@@ -194,11 +194,11 @@ fn served(http: &Http, kind: &str) -> Value {
     }
 }
 
-/// Bits/s from a card's text ("941.5 Mbit/s": every page writes rates in Mbit/s,
+/// Bits/s from a card's text ("941.5 Mbit/s", "9,154.8 Mbit/s": every page writes rates in Mbit/s,
 /// docs/units.md §5); None for "—" or other text.
 fn bps(text: &str) -> Option<f64> {
     let mut it = text.split_whitespace();
-    let n: f64 = it.next()?.parse().ok()?;
+    let n: f64 = it.next()?.replace(',', "").parse().ok()?;
     match it.next()? {
         "Mbit/s" => Some(n * 1e6),
         _ => None,

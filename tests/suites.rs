@@ -69,7 +69,7 @@ fn assert_close(a: f64, b: f64, ctx: &str) {
 }
 
 fn mbit(bps: f64) -> String {
-    format!("{:.1} Mbit/s", bps / 1e6)
+    mbit_text(bps)
 }
 
 /// Every step's stored run against the suite table; returns the runs.

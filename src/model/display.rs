@@ -3,10 +3,12 @@
 //! style, one scale (docs/units.md §5).
 //!
 //! * Bitrates: always **Mbit/s**, decimal (10^6 bits/s), e.g. "941.5 Mbit/s", "5.25 Mbit/s",
-//!   "0.512 Mbit/s", "9410.0 Mbit/s". One scale for every value, so a column never shows
+//!   "0.512 Mbit/s", "9,410.0 Mbit/s". One scale for every value, so a column never shows
 //!   "1000 Mbit/s" beside "1.00 Gbit/s".
 //! * Sizes: always **MB**, decimal (10^6 bytes), e.g. a 100M payload (100 000 000 bytes) is
-//!   "100.0 MB", a 1 GiB transfer "1073.7 MB", a 300 KiB window "0.307 MB".
+//!   "100.0 MB", a 1 GiB transfer "1,073.7 MB", a 300 KiB window "0.307 MB".
+//! * Thousands are grouped with a comma ("1,957.3 Mbit/s"), as a reader compares 10 GbE
+//!   figures (issue 22 item 11).
 //!
 //! Precision: 1 decimal from 10 units up, 2 from 1, 3 below 1 (about 3–4 significant digits,
 //! like iperf3). Negative, NaN and infinite inputs show as 0.
@@ -29,12 +31,29 @@ pub fn size(bytes: f64) -> String {
 fn scaled(v: f64) -> String {
     let v = if v.is_finite() { v.max(0.0) } else { 0.0 };
     if v >= 9.995 {
-        format!("{v:.1}")
+        group(&format!("{v:.1}"))
     } else if v >= 0.9995 {
         format!("{v:.2}")
     } else {
         format!("{v:.3}")
     }
+}
+
+/// "12345.6" → "12,345.6": a comma between each group of three digits of the whole part.
+fn group(s: &str) -> String {
+    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
+    let mut out = String::with_capacity(s.len() + whole.len() / 3);
+    for (i, c) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if !frac.is_empty() {
+        out.push('.');
+        out.push_str(frac);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -47,8 +66,13 @@ mod tests {
         assert_eq!(rate(941_480_000.0), "941.5 Mbit/s");
         assert_eq!(rate(941_500_000.0), "941.5 Mbit/s");
         // No switch to Gbit/s: 1 Gbit/s and 10 GbE stay in Mbit/s.
-        assert_eq!(rate(1_000_000_000.0), "1000.0 Mbit/s");
-        assert_eq!(rate(9_414_800_000.0), "9414.8 Mbit/s");
+        assert_eq!(rate(1_000_000_000.0), "1,000.0 Mbit/s");
+        assert_eq!(rate(9_414_800_000.0), "9,414.8 Mbit/s");
+        // Thousands grouped (issue 22 item 11): the http-serve sum of 1,957 Mbit/s.
+        assert_eq!(rate(1_957_300_000.0), "1,957.3 Mbit/s");
+        assert_eq!(rate(999_940_000.0), "999.9 Mbit/s");
+        assert_eq!(rate(999_960_000.0), "1,000.0 Mbit/s");
+        assert_eq!(rate(1e15), "1,000,000,000.0 Mbit/s");
         assert_eq!(rate(5_250_000.0), "5.25 Mbit/s");
         // iperf3's UDP default, 1 048 576 bits/s.
         assert_eq!(rate(1_048_576.0), "1.05 Mbit/s");
@@ -65,8 +89,8 @@ mod tests {
         assert_eq!(size(100_000_000.0), "100.0 MB");
         // iperf3 -n 10M is 10 485 760 bytes.
         assert_eq!(size(10_485_760.0), "10.5 MB");
-        assert_eq!(size(1_073_741_824.0), "1073.7 MB");
-        assert_eq!(size(100_000_000_000.0), "100000.0 MB");
+        assert_eq!(size(1_073_741_824.0), "1,073.7 MB");
+        assert_eq!(size(100_000_000_000.0), "100,000.0 MB");
         assert_eq!(size(1_234_567.0), "1.23 MB");
         // A 300 KiB window (-w 300K).
         assert_eq!(size(307_200.0), "0.307 MB");

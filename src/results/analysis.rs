@@ -139,6 +139,10 @@ pub enum Verdict {
     CoreSaturated,
     /// Neither the link nor a board core: the peer, the path, or unknown.
     LimitedElsewhere,
+    /// A paced test whose sender sent the rate asked for but whose receiver got less than
+    /// 97 % of it, with no board core to blame (or the board was the sender): the datagrams
+    /// were lost on the way or at the receiver.
+    LostOnTheWay,
     /// No bitrate to judge (failed or running).
     NoResult,
 }
@@ -156,7 +160,23 @@ impl Verdict {
             Verdict::AllCoresSaturated => "all cores saturated",
             Verdict::CoreSaturated => "one core saturated",
             Verdict::LimitedElsewhere => "limited elsewhere (peer / unknown)",
+            Verdict::LostOnTheWay => "lost on the way (the path or the receiver)",
             Verdict::NoResult => "no result",
+        }
+    }
+
+    /// How the page colours it: "good" (link-bound, reached the rate), "warn" (a board core,
+    /// the tool, loss on the way), "bad" (a measurement error) or "" (nothing to blame).
+    pub fn tone(self) -> &'static str {
+        match self {
+            Verdict::LinkBound | Verdict::RateLimited => "good",
+            Verdict::CoreSaturated
+            | Verdict::AllCoresSaturated
+            | Verdict::SoftirqBound
+            | Verdict::ToolBound
+            | Verdict::LostOnTheWay => "warn",
+            Verdict::MeasurementError => "bad",
+            Verdict::TooShort | Verdict::LimitedElsewhere | Verdict::NoResult => "",
         }
     }
 }
@@ -225,6 +245,35 @@ pub struct Analysis {
     pub rate_check: Option<crate::engine::shortfall::RateCheck>,
     /// CPU of netperfd's stream threads during the run (one per local stream).
     pub threads: Vec<ThreadCpu>,
+    /// Paced runs: the sender reached the rate asked for but the receiver got less than
+    /// [`crate::engine::shortfall::SHORTFALL_PERCENT`] % of it (received as % of the target).
+    pub received_percent_short: Option<f64>,
+}
+
+impl Analysis {
+    /// The note under the target / sent / received card and its tone, from the same judgement
+    /// as the verdict (issue 22 item 5: a green "reached" card never stands beside an amber
+    /// verdict about the same loss). `None` for unpaced runs.
+    pub fn rate_note(&self) -> Option<(String, &'static str)> {
+        let c = self.rate_check?;
+        Some(if c.short {
+            (
+                format!("shortfall: sender at {:.1} % of -b", c.sent_percent),
+                "bad",
+            )
+        } else if let Some(p) = self.received_percent_short {
+            let tone = match self.verdict.tone() {
+                "" | "good" => "warn",
+                t => t,
+            };
+            (
+                format!("sent in full; the receiver got only {p:.1} % of it"),
+                tone,
+            )
+        } else {
+            ("reached the requested rate".into(), "good")
+        })
+    }
 }
 
 /// Ports without a physical link (veth, bridges, tunnels, loopback…): no `device` link in
@@ -275,6 +324,22 @@ pub fn analyze_with(
     port: Option<&str>,
     tcp_timestamps: bool,
     threads: &[ThreadCpu],
+) -> Analysis {
+    analyze_recorded(run, cpus, ports, port, tcp_timestamps, threads, false)
+}
+
+/// [`analyze_with`] for a run recorded on this board (`imported` false) or imported from
+/// another (`imported` true): an imported run is judged on its own samples only — this
+/// board's ports (whether its `eth0` is virtual, has a carrier) say nothing about the board
+/// that ran it (issue 22 item 11: imported runs were called "no carrier").
+pub fn analyze_recorded(
+    run: &RunRow,
+    cpus: &[CpuSampleRow],
+    ports: &[PortSampleRow],
+    port: Option<&str>,
+    tcp_timestamps: bool,
+    threads: &[ThreadCpu],
+    imported: bool,
 ) -> Analysis {
     let bitrate = run.receiver_bps.or(run.sender_bps).filter(|b| *b > 0.0);
     let port = port
@@ -328,6 +393,9 @@ pub fn analyze_with(
         _ => (
             None,
             match &port {
+                Some(p) if imported => format!(
+                    "link speed of {p} not recorded on the board that ran it (a virtual port, no carrier, or no driver figure)"
+                ),
                 Some(p) if port_is_virtual(p) => {
                     format!("virtual port {p} — no physical ceiling")
                 }
@@ -402,7 +470,12 @@ pub fn analyze_with(
         evidence.push(format!("{r} TCP retransmits"));
     }
     let tool_bound = busiest_thread.is_some_and(|t| t.mean_percent >= FULL_CORE && t.samples > 0);
-    let verdict = match (bitrate, pct, hottest) {
+    // The sender reached the rate but the receiver got less: received as % of the target.
+    let received_short = rate_check.filter(|c| c.reached()).and_then(|c| {
+        let p = c.received_bits_per_second? * 100.0 / c.target_bits_per_second;
+        (p < crate::engine::shortfall::SHORTFALL_PERCENT).then_some(p)
+    });
+    let mut verdict = match (bitrate, pct, hottest) {
         (None, _, _) => Verdict::NoResult,
         // Allow 0.1 % for rounding and clock differences before calling it impossible.
         (_, Some(p), _) if p > 100.1 => Verdict::MeasurementError,
@@ -421,17 +494,40 @@ pub fn analyze_with(
         }
         _ => Verdict::LimitedElsewhere,
     };
+    let mut verdict_text = verdict.text().to_string();
+    if let Some(p) = received_short {
+        // Nothing on the board to blame, or the board sent it all (its own cores did not lose
+        // what went missing): lost on the way.
+        let board_sent = run.direction == "send" && run.kind != crate::model::RunKind::Forward;
+        if verdict == Verdict::LimitedElsewhere
+            || (board_sent
+                && matches!(
+                    verdict,
+                    Verdict::CoreSaturated
+                        | Verdict::AllCoresSaturated
+                        | Verdict::SoftirqBound
+                        | Verdict::ToolBound
+                ))
+        {
+            verdict = Verdict::LostOnTheWay;
+        }
+        verdict_text = format!(
+            "{}: the requested rate was sent, the receiver got {p:.1} % of it",
+            verdict.text()
+        );
+    }
     Analysis {
         bitrate_bps: bitrate,
         ceiling_bps: ceiling,
         ceiling_basis: basis,
         percent_of_ceiling: pct,
         verdict,
-        verdict_text: verdict.text().to_string(),
+        verdict_text,
         evidence,
         cores,
         rate_check,
         threads: threads.to_vec(),
+        received_percent_short: received_short,
     }
 }
 
@@ -667,6 +763,81 @@ mod tests {
         let one = [cpu(0, 10.0, 0.0)];
         let a = analyze(&paced("UDP", 100_000_000, 99e6, 98e6), &one, &p, None, true);
         assert_eq!(a.verdict, Verdict::RateLimited);
+    }
+
+    /// Issue 22 item 5: UDP 1000M, sent in full, 11.44 % lost, every core busy. The card
+    /// under target / sent / received and the verdict tell one story: not a green "reached"
+    /// beside an amber "all cores saturated".
+    #[test]
+    fn sent_in_full_but_lost_is_one_story() {
+        let p = [port(Some(10_000))];
+        let all = twice(&[cpu(0, 95.0, 2.0), cpu(1, 96.0, 1.0)]);
+        // The board received: its saturated cores explain the loss.
+        let mut r = paced("UDP", 1_000_000_000, 999.6e6, 885.2e6);
+        r.direction = "receive".into();
+        r.lost_percent = Some(11.44);
+        let a = analyze(&r, &all, &p, None, true);
+        assert_eq!(a.verdict, Verdict::AllCoresSaturated);
+        assert_eq!(
+            a.verdict_text,
+            "all cores saturated: the requested rate was sent, the receiver got 88.5 % of it"
+        );
+        let (note, tone) = a.rate_note().unwrap();
+        assert_eq!(note, "sent in full; the receiver got only 88.5 % of it");
+        assert_eq!((tone, a.verdict.tone()), ("warn", "warn"));
+        // The board sent it all: the loss was on the way, whatever its cores did.
+        r.direction = "send".into();
+        let a = analyze(&r, &all, &p, None, true);
+        assert_eq!(a.verdict, Verdict::LostOnTheWay);
+        assert!(
+            a.verdict_text.starts_with("lost on the way"),
+            "{}",
+            a.verdict_text
+        );
+        assert_eq!(a.rate_note().unwrap().1, a.verdict.tone());
+        // Reached at both ends: green card, green verdict.
+        let a = analyze(
+            &paced("UDP", 100_000_000, 100e6, 99.5e6),
+            &all,
+            &p,
+            None,
+            true,
+        );
+        assert_eq!(
+            a.rate_note().unwrap(),
+            ("reached the requested rate".into(), "good")
+        );
+        assert_eq!(a.verdict.tone(), "good");
+        // The sender fell short: a red card, never "reached".
+        let a = analyze(&paced("UDP", 100_000_000, 52e6, 52e6), &all, &p, None, true);
+        assert_eq!(a.rate_note().unwrap().1, "bad");
+        assert!(a.received_percent_short.is_none());
+    }
+
+    /// Issue 22 item 11: an imported run's port is not looked up on this board.
+    #[test]
+    fn imported_runs_are_judged_on_their_own_samples() {
+        // "lo" exists here and is virtual: a local run on it says so…
+        let mut r = run("TCP", 600e6);
+        r.bind_dev = Some("lo".into());
+        let none = PortSampleRow {
+            ifname: "lo".into(),
+            speed_mbps: None,
+            ..port(None)
+        };
+        let a = analyze(&r, &[], std::slice::from_ref(&none), Some("lo"), true);
+        assert_eq!(a.ceiling_basis, "virtual port lo — no physical ceiling");
+        // …an imported one does not borrow this board's port.
+        let a = analyze_recorded(&r, &[], &[none], Some("lo"), true, &[], true);
+        assert!(
+            a.ceiling_basis
+                .starts_with("link speed of lo not recorded on the board that ran it"),
+            "{}",
+            a.ceiling_basis
+        );
+        // With the speed in its samples it gets its ceiling as any run.
+        let a = analyze_recorded(&r, &[], &[port(Some(1000))], Some("eth0"), true, &[], true);
+        assert!(a.ceiling_bps.is_some());
     }
 
     #[test]

@@ -73,6 +73,9 @@ impl Points {
 
 /// Throughput lines of one run's intervals, bits/s at each interval's end: one line per
 /// stream and role ("stream 5 sender"), plus the role's sum when there are several streams.
+/// The sum adds the streams of one interval (same `seq`, as the Intervals table's SUM row
+/// does) and is drawn at the latest end among them: streams whose intervals end a few ms
+/// apart (HTTP connections, each on its own clock) still add up (issue 22 item 9).
 /// `prefix` names a leg ("leg 1 eth0 ").
 fn throughput_points(p: &mut Points, iv: &[IntervalRow], prefix: &str, per_stream: bool) {
     let streams = |sender: bool| {
@@ -97,6 +100,13 @@ fn throughput_points(p: &mut Points, iv: &[IntervalRow], prefix: &str, per_strea
     for sender in [true, false] {
         let role = if sender { "sender" } else { "receiver" };
         let n = streams(sender);
+        let label = if n > 1 || !per_stream {
+            format!("{prefix}{role} sum")
+        } else {
+            format!("{prefix}{role}")
+        };
+        // seq → (latest end, sum of bits/s), in the order the intervals came.
+        let mut sums: Vec<(i64, f64, f64)> = Vec::new();
         for i in iv.iter().filter(|i| i.sender == sender) {
             if per_stream && n > 1 {
                 p.add(
@@ -105,12 +115,16 @@ fn throughput_points(p: &mut Points, iv: &[IntervalRow], prefix: &str, per_strea
                     i.bits_per_second,
                 );
             }
-            let label = if n > 1 || !per_stream {
-                format!("{prefix}{role} sum")
-            } else {
-                format!("{prefix}{role}")
-            };
-            p.add(&label, at(i.end), i.bits_per_second);
+            match sums.iter_mut().find(|s| s.0 == i.seq) {
+                Some(s) => {
+                    s.1 = s.1.max(i.end);
+                    s.2 += i.bits_per_second;
+                }
+                None => sums.push((i.seq, i.end, i.bits_per_second)),
+            }
+        }
+        for (_, end, bps) in sums {
+            p.add(&label, at(end), bps);
         }
     }
 }
@@ -260,13 +274,19 @@ pub fn analyze_run(store: &Store, run: &RunRow) -> Option<Analysis> {
         .flatten()
         .map(|r| r.streams.iter().filter_map(|s| s.thread_cpu).collect())
         .unwrap_or_default();
-    Some(analysis::analyze_with(
+    // An imported run (or a leg of one) is judged on its own samples, not this board's ports.
+    let imported = [Some(run.id), run.parent_id]
+        .into_iter()
+        .flatten()
+        .any(|id| store.run_origin(id).ok().flatten().is_some());
+    Some(analysis::analyze_recorded(
         run,
         &cpus,
         &ports,
         port.as_deref(),
         timestamps_at_start(store, run),
         &threads,
+        imported,
     ))
 }
 
@@ -353,15 +373,56 @@ mod tests {
             .iter()
             .map(|s| s.label.as_str())
             .collect();
-        assert_eq!(labels, ["stream 5 sender", "sender sum", "stream 7 sender"]);
+        assert_eq!(labels, ["stream 5 sender", "stream 7 sender", "sender sum"]);
         assert_eq!(
-            c.throughput.series[1].values,
+            c.throughput.series[2].values,
             vec![Some(900e6), Some(900e6)]
         );
         // One stream: one line, named by role.
         let c = build_charts(&rows[..1], &[], &[], &[]);
         assert_eq!(c.throughput.series.len(), 1);
         assert_eq!(c.throughput.series[0].label, "sender");
+    }
+
+    /// Issue 22 item 9: HTTP connections' intervals end a few ms apart (each connection on
+    /// its own clock); the sum line is the interval's sum (1,957 Mbit/s here), not one
+    /// connection's value at each end time.
+    #[test]
+    fn sum_adds_the_streams_of_an_interval_that_end_apart() {
+        let mut rows = Vec::new();
+        for seq in 0..3 {
+            for (k, bps) in [194e6, 590e6, 600e6, 573e6].into_iter().enumerate() {
+                let end = 1.0 + seq as f64 + 0.003 * k as f64;
+                rows.push(iv(seq, k as u32 + 1, true, end, bps));
+            }
+        }
+        let c = build_charts(&rows, &[], &[], &[]);
+        let sum = c
+            .throughput
+            .series
+            .iter()
+            .find(|s| s.label == "sender sum")
+            .expect("sum line");
+        let pts: Vec<(f64, f64)> = c
+            .throughput
+            .t
+            .iter()
+            .zip(&sum.values)
+            .filter_map(|(t, v)| v.map(|v| (*t, v)))
+            .collect();
+        assert_eq!(pts.len(), 3, "{pts:?}");
+        for (n, (t, v)) in pts.iter().enumerate() {
+            assert!((v - 1957e6).abs() < 1.0, "interval {n}: {v}");
+            assert!((t - (1.009 + n as f64)).abs() < 1e-9, "interval {n} at {t}");
+        }
+        // Every connection keeps its own line.
+        let streams = c
+            .throughput
+            .series
+            .iter()
+            .filter(|s| s.label.starts_with("stream "))
+            .count();
+        assert_eq!(streams, 4);
     }
 
     #[test]

@@ -417,9 +417,101 @@ impl LatencyFigures {
     }
 }
 
+/// The congestion control of a latency run's load in words: what was asked (`-C`) or, when
+/// nothing was, what the sending streams used (the run's `summary.congestion`, read from the
+/// sockets); `None` when neither is known (runs recorded before it was kept).
+pub fn congestion_text(summary: &serde_json::Value, params: &serde_json::Value) -> Option<String> {
+    let used = |k: &str| {
+        summary["congestion"][k]
+            .as_str()
+            .filter(|c| !c.is_empty())
+            .map(String::from)
+    };
+    if let Some(c) = params["congestion"].as_str().filter(|c| !c.is_empty()) {
+        return Some(format!("{c} (asked with -C, on both hosts)"));
+    }
+    match (used("sender"), used("receiver")) {
+        (Some(a), Some(b)) if a != b => Some(format!(
+            "{a} and {b} (each host's default; none asked with -C)"
+        )),
+        (Some(a), _) | (None, Some(a)) => {
+            Some(format!("{a} (the hosts' default; none asked with -C)"))
+        }
+        (None, None) => None,
+    }
+}
+
+/// Why the load of a latency run may not have filled the bottleneck's queue, one sentence
+/// each (empty when nothing speaks against it): fewer than
+/// [`crate::spec::latency::FILLING_STREAMS`] streams per direction, BBR (which keeps queues
+/// short by design), a loaded phase under 5 s. From the run's `params` and `summary`.
+pub fn fill_notes(summary: &serde_json::Value, params: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let streams = params["streams"].as_u64().unwrap_or(1);
+    let want = crate::spec::latency::FILLING_STREAMS as u64;
+    if streams < want {
+        out.push(format!(
+            "The load may not have filled the queue: {} per direction (RRUL loads {want} each way); the increase may be understated.",
+            if streams == 1 {
+                "1 TCP stream".to_string()
+            } else {
+                format!("{streams} TCP streams")
+            }
+        ));
+    }
+    let cc = [
+        params["congestion"].as_str(),
+        summary["congestion"]["sender"].as_str(),
+        summary["congestion"]["receiver"].as_str(),
+    ];
+    if cc.iter().flatten().any(|c| c.starts_with("bbr")) {
+        out.push(
+            "The load used BBR, which keeps queues short by design: the increase shows BBR's queue, not how deep the buffer is (use -C cubic to fill it).".into(),
+        );
+    }
+    if let Some(l) = params["loaded_s"].as_u64().filter(|l| *l < 5) {
+        out.push(format!(
+            "The loaded phase was {l} s: loss-based TCP may not have grown into the queue that soon."
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 22 item 6: the page says which congestion control loaded the path and when the
+    /// load may not have filled the queue.
+    #[test]
+    fn congestion_and_fill_notes() {
+        use serde_json::json;
+        let rrul = json!({"streams": 4, "loaded_s": 10, "load": "both"});
+        let sum = json!({"congestion": {"sender": "cubic", "receiver": "cubic"}});
+        assert_eq!(
+            congestion_text(&sum, &rrul).as_deref(),
+            Some("cubic (the hosts' default; none asked with -C)")
+        );
+        assert!(fill_notes(&sum, &rrul).is_empty());
+        let one = json!({"streams": 1, "loaded_s": 3, "congestion": "bbr"});
+        assert_eq!(
+            congestion_text(&sum, &one).as_deref(),
+            Some("bbr (asked with -C, on both hosts)")
+        );
+        let notes = fill_notes(&sum, &one);
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(notes[0]
+            .starts_with("The load may not have filled the queue: 1 TCP stream per direction"));
+        assert!(notes[1].contains("BBR"));
+        assert!(notes[2].contains("3 s"));
+        let mixed = json!({"congestion": {"sender": "bbr", "receiver": "cubic"}});
+        assert_eq!(
+            congestion_text(&mixed, &rrul).as_deref(),
+            Some("bbr and cubic (each host's default; none asked with -C)")
+        );
+        assert_eq!(fill_notes(&mixed, &rrul).len(), 1);
+        assert_eq!(congestion_text(&json!({}), &rrul), None);
+    }
 
     #[test]
     fn nearest_rank_percentiles() {

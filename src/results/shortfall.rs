@@ -5,9 +5,16 @@ use crate::engine::shortfall::RateCheck;
 use crate::store::RunRow;
 
 /// The rate asked for by a stored run, bits/s (all streams): iperf3 `bandwidth` × `parallel`,
-/// iperf 2 `rate` × `parallel`; `None` when unpaced.
+/// iperf 2 `rate` × `parallel`, a forwarding run's `test.bitrate` × `test.parallel` (what
+/// the peer agent was asked to send through the board); `None` when unpaced.
 pub fn run_target_bps(run: &RunRow) -> Option<f64> {
     let p = &run.params;
+    if run.kind == crate::model::RunKind::Forward {
+        let t = &p["test"];
+        let per = t["bitrate"].as_u64().filter(|b| *b > 0)?;
+        let n = t["parallel"].as_u64().filter(|n| *n > 0).unwrap_or(1);
+        return Some(per as f64 * n as f64);
+    }
     let per = p
         .get("bandwidth")
         .or_else(|| p.get("rate"))
@@ -26,4 +33,59 @@ pub fn run_target_bps(run: &RunRow) -> Option<f64> {
 pub fn for_run(run: &RunRow) -> Option<RateCheck> {
     let target = run_target_bps(run)?;
     RateCheck::new(target, run.sender_bps?, run.receiver_bps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 22 item 11: a forwarding UDP run has a target (the peer agent's `-b` × `-P`)
+    /// and so a shortfall check, like a run the board made itself.
+    #[test]
+    fn forwarding_runs_have_a_target() {
+        let mut r = RunRow {
+            kind: crate::model::RunKind::Forward,
+            protocol: "UDP".into(),
+            params: serde_json::json!({"test": {"udp": true, "bitrate": 100_000_000u64, "parallel": 2}}),
+            sender_bps: Some(150e6),
+            receiver_bps: Some(149e6),
+            ..test_row()
+        };
+        assert_eq!(run_target_bps(&r), Some(200e6));
+        let c = for_run(&r).unwrap();
+        assert!(c.short);
+        r.params = serde_json::json!({"test": {"udp": false}});
+        assert_eq!(run_target_bps(&r), None);
+    }
+
+    fn test_row() -> RunRow {
+        RunRow {
+            id: 1,
+            role: "client".into(),
+            protocol: "TCP".into(),
+            status: "completed".into(),
+            peer_host: "198.51.100.2".into(),
+            peer_port: 5201,
+            local_host: String::new(),
+            local_port: 0,
+            bind_dev: Some("eth0,eth1".into()),
+            direction: "send".into(),
+            params: serde_json::Value::Null,
+            started_at: 0,
+            ended_at: Some(10_000),
+            error: None,
+            sender_bps: None,
+            receiver_bps: None,
+            bytes: None,
+            retransmits: None,
+            lost_packets: None,
+            total_packets: None,
+            lost_percent: None,
+            jitter_ms: None,
+            suite_id: None,
+            kind: crate::model::RunKind::Iperf3,
+            parent_id: None,
+            summary: serde_json::Value::Null,
+        }
+    }
 }

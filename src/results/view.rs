@@ -171,16 +171,14 @@ fn iperf3_flags(p: &Params) -> String {
     c
 }
 
-/// A bitrate in bits/s as a user types it after iperf3's `-b`: iperf3 reads K/M/G as powers
-/// of 1000 for rates, so 100000000 is "100M" and 1500000 "1500K"; a rate with no such round
-/// form stays in bits/s. (iperf 2 lines keep bits/s: iperf 2 reads "M" as 2^20.)
+/// A bitrate in bits/s as a user types it after iperf3's `-b` ([`crate::spec::suite::rate_word`]:
+/// iperf3 reads K/M/G as powers of 1000 for rates, so 100000000 is "100M"); 0 stays "0"
+/// (unlimited). iperf 2 lines keep bits/s: iperf 2 reads "M" as 2^20.
 pub fn iperf3_rate_arg(bits: u64) -> String {
-    for (unit, s) in [(1_000_000_000u64, "G"), (1_000_000, "M"), (1_000, "K")] {
-        if bits >= unit && bits % unit == 0 {
-            return format!("{}{s}", bits / unit);
-        }
+    if bits == 0 {
+        return "0".into();
     }
-    bits.to_string()
+    crate::spec::suite::rate_word(bits)
 }
 
 fn iperf3_view(r: &RunRow) -> KindView {
@@ -396,6 +394,17 @@ fn multi_view(r: &RunRow) -> KindView {
     }
 }
 
+/// Which way a forwarding run's traffic went through the board, in the page's terms: "PC1 →
+/// PC2", "PC2 → PC1" (`-R`), "PC1 ⇄ PC2" (`--bidir`). The run's own direction word is the
+/// peer agent's view ("receive" = PC1 received), which read as the board's (issue 22 item 11).
+pub fn forward_direction(r: &RunRow) -> &'static str {
+    match r.direction.as_str() {
+        "receive" => "PC2 → PC1",
+        "bidir" => "PC1 ⇄ PC2",
+        _ => "PC1 → PC2",
+    }
+}
+
 fn forward_view(r: &RunRow) -> KindView {
     let p = &r.params;
     let t = &p["test"];
@@ -478,7 +487,8 @@ fn forward_view(r: &RunRow) -> KindView {
         kind_label: r.kind.label(),
         title: format!(
             "forwarding run: {} {} through the board",
-            r.protocol, r.direction
+            r.protocol,
+            forward_direction(r)
         ),
         role_text: "a peer agent ran the client through this board; the board recorded its ports"
             .into(),
@@ -633,6 +643,18 @@ fn transfer_facts(r: &RunRow, v: &mut Vec<(String, String)>) {
 fn http_get_view(r: &RunRow) -> KindView {
     let url = r.params["url"].as_str().unwrap_or("").to_string();
     let conns = r.params["connections"].as_u64().unwrap_or(1).max(1);
+    // What the download really used (a server without ranges gets one connection), as the
+    // result says; the request's number until there is a result.
+    let used = r.summary["connections"]
+        .as_u64()
+        .filter(|n| *n > 0)
+        .or_else(|| {
+            r.summary["per_connection"]
+                .as_array()
+                .map(|a| a.len() as u64)
+                .filter(|n| *n > 0)
+        })
+        .unwrap_or(conns);
     let bind = r
         .bind_dev
         .as_ref()
@@ -655,14 +677,21 @@ fn http_get_view(r: &RunRow) -> KindView {
             ),
         ));
     }
-    facts.push(("Connections".into(), conns.to_string()));
+    facts.push((
+        "Connections".into(),
+        if used == conns {
+            conns.to_string()
+        } else {
+            format!("{used} used of the {conns} asked")
+        },
+    ));
     transfer_facts(r, &mut facts);
     KindView {
         kind: r.kind,
         kind_label: r.kind.label(),
         title: format!(
             "HTTP download by the board of {url}, {}",
-            plural(conns, "connection")
+            plural(used, "connection")
         ),
         role_text: "this board downloaded from a peer's HTTP server".into(),
         peer: format!("{}:{}", r.peer_host, r.peer_port),
@@ -939,7 +968,8 @@ mod tests {
     #[test]
     fn iperf3_rates_read_as_typed() {
         assert_eq!(iperf3_rate_arg(100_000_000), "100M");
-        assert_eq!(iperf3_rate_arg(1_000_000_000), "1G");
+        assert_eq!(iperf3_rate_arg(1_000_000_000), "1000M");
+        assert_eq!(iperf3_rate_arg(0), "0");
         assert_eq!(iperf3_rate_arg(2_500_000_000), "2500M");
         assert_eq!(iperf3_rate_arg(1_500_000), "1500K");
         assert_eq!(iperf3_rate_arg(1_048_576), "1048576");
@@ -1161,6 +1191,19 @@ mod tests {
             v.stock_command.as_deref(),
             Some("iperf3 -c 198.51.100.2 -t 10 -P 4")
         );
+        assert_eq!(v.title, "forwarding run: TCP PC1 → PC2 through the board");
+        // Issue 22 item 11: -R is PC2 → PC1 (not "UDP receive"), -b as typed ("100M").
+        r.protocol = "UDP".into();
+        r.direction = "receive".into();
+        r.params["test"] = json!({"host": "198.51.100.2", "time": 10, "reverse": true, "udp": true, "bitrate": 100_000_000u64});
+        let v = view(&r);
+        assert_eq!(v.title, "forwarding run: UDP PC2 → PC1 through the board");
+        assert_eq!(
+            v.stock_command.as_deref(),
+            Some("iperf3 -c 198.51.100.2 -t 10 -R -u -b 100M")
+        );
+        r.direction = "bidir".into();
+        assert_eq!(forward_direction(&r), "PC1 ⇄ PC2");
 
         let mut m = row(RunKind::Monitor);
         m.protocol = String::new();
@@ -1206,6 +1249,18 @@ mod tests {
             "netperfd http-get http://192.0.2.2/test.dat -n 3 --bind-dev eth0"
         );
         assert_eq!(card_value(&v, "Goodput"), "940.0 Mbit/s");
+        // Issue 22 item 11: 3 asked, the server has no ranges, 1 used: the page says 1.
+        g.summary = json!({"connections": 1, "ranges": false, "size": 1000000u64, "bytes": 1000000u64, "seconds": 0.1});
+        let v = view(&g);
+        assert!(v.title.ends_with(", 1 connection"), "{}", v.title);
+        assert!(
+            v.facts.contains(&(
+                "Connections".to_string(),
+                "1 used of the 3 asked".to_string()
+            )),
+            "{:?}",
+            v.facts
+        );
 
         let mut s = row(RunKind::TcpSink);
         s.local_port = 5009;

@@ -319,7 +319,14 @@ async fn run(
     } else {
         RunStatus::Completed
     };
-    let summary = serde_json::to_value(&result).unwrap_or_default();
+    let mut summary = serde_json::to_value(&result).unwrap_or_default();
+    // The load's congestion control as its sockets used it (the run page shows it).
+    if let (Some(r), Some(o)) = (&report, summary.as_object_mut()) {
+        o.insert(
+            "congestion".into(),
+            serde_json::json!({"sender": r.sender_congestion, "receiver": r.receiver_congestion}),
+        );
+    }
     rec.finish(
         status,
         Outcome::Figures(&figures, Some(&summary)),

@@ -15,25 +15,33 @@ pub const MAX_LOADED_S: u32 = 3600;
 pub const MIN_INTERVAL_MS: u32 = 1;
 pub const MAX_INTERVAL_MS: u32 = 1000;
 
-/// The load's direction.
+/// The load's direction. Default: both (RRUL-like, as [`DEFAULT_STREAMS`] per direction).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Load {
     /// The board sends (iperf3 client sending).
     Up,
     /// The peer sends (`iperf3 -R`).
-    #[default]
     Down,
     /// Both at once (`iperf3 --bidir`).
+    #[default]
     Both,
 }
 
+/// TCP streams per direction when none are asked for: 4, as RRUL loads a link (issue 22
+/// item 6: one stream raised a ~100 ms queue by 3.5 ms, four cubic streams by 42 ms).
+pub const DEFAULT_STREAMS: u32 = 4;
+/// Below this many streams per direction a load may not fill the bottleneck's queue.
+pub const FILLING_STREAMS: u32 = 4;
+
 impl Load {
-    /// Parse "up" / "down" / "both" (also "upload", "download", "send", "receive", "bidir").
+    /// Parse "up" / "down" / "both" (also "upload", "download", "send", "receive", "bidir");
+    /// empty = the default (both).
     pub fn parse(s: &str) -> Result<Load, String> {
         Ok(match s.trim().to_ascii_lowercase().as_str() {
             "up" | "upload" | "send" => Load::Up,
-            "down" | "download" | "receive" | "" => Load::Down,
+            "down" | "download" | "receive" => Load::Down,
+            "" => Load::default(),
             "both" | "bidir" => Load::Both,
             o => return Err(format!("load must be up, down or both, not '{o}'")),
         })
@@ -64,7 +72,7 @@ pub struct LatencySpec {
     /// The peer's iperf3 port, default 5201.
     pub port: u16,
     pub load: Load,
-    /// TCP streams per direction (`-P`), 1..=32.
+    /// TCP streams per direction (`-P`), 1..=32; default [`DEFAULT_STREAMS`].
     pub streams: u32,
     /// Idle phase before and after the load, s (0..=600; default 5).
     pub idle_s: u32,
@@ -85,8 +93,8 @@ impl Default for LatencySpec {
         LatencySpec {
             host: String::new(),
             port: 5201,
-            load: Load::Down,
-            streams: 1,
+            load: Load::default(),
+            streams: DEFAULT_STREAMS,
             idle_s: 5,
             loaded_s: 10,
             interval_ms: 10,
@@ -255,7 +263,7 @@ impl LatencyForm {
         let spec = LatencySpec {
             host: self.host.trim().to_string(),
             port: u16::try_from(port).map_err(|_| "port must be 1..65535".to_string())?,
-            load: Load::parse(self.load.as_deref().unwrap_or("down"))?,
+            load: Load::parse(self.load.as_deref().unwrap_or(""))?,
             streams: num(&self.streams, "streams", d.streams)?,
             idle_s: num(&self.idle, "idle", d.idle_s)?,
             loaded_s: num(&self.loaded, "loaded", d.loaded_s)?,
@@ -296,9 +304,16 @@ mod tests {
         let s = form(serde_json::json!({"host": "192.0.2.2"})).unwrap();
         assert_eq!(
             (s.idle_s, s.loaded_s, s.interval_ms, s.streams),
-            (5, 10, 10, 1)
+            (5, 10, 10, 4)
         );
-        assert_eq!(s.load, Load::Down);
+        // RRUL-like: 4 streams each way (issue 22 item 6).
+        assert_eq!(s.load, Load::Both);
+        assert_eq!(
+            form(serde_json::json!({"host": "pc", "load": ""}))
+                .unwrap()
+                .load,
+            Load::Both
+        );
         let s =
             form(serde_json::json!({"host": "pc", "load": "both", "streams": "4", "loaded": 3}))
                 .unwrap();
@@ -342,6 +357,7 @@ mod tests {
         let s = LatencySpec {
             host: "192.0.2.2".into(),
             streams: 2,
+            load: Load::Down,
             ..Default::default()
         };
         assert_eq!(

@@ -386,6 +386,13 @@ impl SuiteDef {
         self.plan_with(t, Some(ports))
     }
 
+    /// The tests to run against `t`, checked, in order, without the board port: what the
+    /// Suites page lists before a run, when the port is still to be picked (the saved one, or
+    /// another in the run form). A saved port is checked against the board when it runs.
+    pub fn plan_any_port(&self, t: &RunTarget) -> Result<Vec<PlannedTest>, String> {
+        self.plan_with(t, None)
+    }
+
     fn plan_with(
         &self,
         t: &RunTarget,

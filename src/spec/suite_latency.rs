@@ -167,14 +167,14 @@ mod tests {
             panic!("step 2 is not a latency test")
         };
         assert_eq!((l.idle_s, l.loaded_s), (1, 2));
-        // Defaults are the API's: down, 1 stream, 5 / 10 / 5 s, 10 ms.
+        // Defaults are the API's: both, 4 streams each way, 5 / 10 / 5 s, 10 ms.
         let d = def(serde_json::json!([{"kind": "latency"}])).unwrap();
         let PlannedRun::Latency(l) = &d.plan(&target(None), &[]).unwrap()[0].spec else {
             panic!("not a latency test")
         };
         assert_eq!(
             (l.load, l.streams, l.idle_s, l.loaded_s, l.interval_ms),
-            (Load::Down, 1, 5, 10, 10)
+            (Load::Both, 4, 5, 10, 10)
         );
     }
 

@@ -3,7 +3,8 @@
 //! step that sets none (a step's own object replaces it whole, it is not merged).
 //!
 //! Keys (all optional, all JSON numbers, none negative):
-//! * `min_bits_per_second` — receiver bitrate (goodput) at least this, bits/s;
+//! * `min_bits_per_second` — receiver bitrate (goodput) at least this, bits/s; also as text
+//!   with iperf's rate suffix, powers of 1000 (`"900M"` = 900 000 000);
 //! * `min_ceiling_percent` — receiver bitrate at least this % of the port's ceiling
 //!   (0..100; the ceiling as the run page computes it: link speed × payload / wire bytes);
 //! * `max_loss_percent` — UDP: lost datagrams at most this % of those sent (0..100);
@@ -73,10 +74,11 @@ impl Thresholds {
         *self == Thresholds::default()
     }
 
-    /// Parse a `"thresholds"` JSON value. Errors: not an object, an unknown key (the known
-    /// ones are listed), a value that is not a JSON number (text such as `"900M"` is refused:
-    /// thresholds are plain numbers in base units), a negative number, a percentage above
-    /// 100, a fractional retransmit count, or a value beyond the sane range.
+    /// Parse a `"thresholds"` JSON value. A value is a JSON number in base units;
+    /// `min_bits_per_second` also takes a rate as text with a K/M/G/T suffix (`"900M"`, powers
+    /// of 1000 as `-b`). Errors: not an object, an unknown key (the known ones are listed), a
+    /// value that is neither, a negative number, a percentage above 100, a fractional
+    /// retransmit count, or a value beyond the sane range.
     pub fn from_value(v: &serde_json::Value) -> Result<Thresholds, String> {
         let obj = v
             .as_object()
@@ -86,9 +88,26 @@ impl Thresholds {
             if val.is_null() {
                 continue;
             }
-            let n = val.as_f64().filter(|_| val.is_number()).ok_or_else(|| {
-                format!("thresholds: {k} must be a number (in base units, no suffix), got {val}")
-            })?;
+            let n = match val {
+                serde_json::Value::Number(n) => n.as_f64(),
+                serde_json::Value::String(t) if k == "min_bits_per_second" => {
+                    // A rate as -b takes it: "900M" (the suffix is all a field engineer types).
+                    let t = t.trim();
+                    let t = t
+                        .strip_suffix("bit/s")
+                        .or_else(|| t.strip_suffix("bps"))
+                        .unwrap_or(t)
+                        .replace(' ', "");
+                    if t.starts_with('-') {
+                        return Err(format!("thresholds: {k} must not be negative, got {val}"));
+                    }
+                    Some(crate::model::units::parse_suffixed(&t, true).map_err(|e| {
+                        format!("thresholds: {k} must be a rate in bits/s such as 900M: {e}")
+                    })? as f64)
+                }
+                _ => None,
+            }
+            .ok_or_else(|| format!("thresholds: {k} must be a number, got {val}"))?;
             if !n.is_finite() {
                 return Err(format!("thresholds: {k} must be a finite number"));
             }
@@ -183,12 +202,37 @@ mod tests {
         assert!(Thresholds::from_value(&json!({})).unwrap().is_empty());
     }
 
+    /// Issue 22 item 11: a field engineer types "900M", as for -b.
+    #[test]
+    fn rates_take_a_suffix() {
+        let t = Thresholds::from_value(
+            &json!({"min_bits_per_second": "900M", "max_loss_percent": 0.1}),
+        )
+        .unwrap();
+        assert_eq!(t.min_bits_per_second, Some(9e8));
+        assert_eq!(t.max_loss_percent, Some(0.1));
+        for (text, bps) in [
+            ("1.5G", 1.5e9),
+            ("900 Mbit/s", 9e8),
+            ("250k", 250e3),
+            ("42", 42.0),
+        ] {
+            let t = Thresholds::from_value(&json!({ "min_bits_per_second": text })).unwrap();
+            assert_eq!(t.min_bits_per_second, Some(bps), "{text}");
+        }
+    }
+
     #[test]
     fn bad_thresholds_are_refused_with_the_reason() {
         let cases = [
             (json!({"min_bps": 1}), "unknown key 'min_bps'"),
             (json!({"max_loss_percent": "0.1"}), "must be a number"),
-            (json!({"min_bits_per_second": "900M"}), "no suffix"),
+            (json!({"min_bits_per_second": "900X"}), "such as 900M"),
+            (
+                json!({"min_bits_per_second": "-900M"}),
+                "must not be negative",
+            ),
+            (json!({"min_bits_per_second": "100T"}), "at most"),
             (json!({"max_jitter_ms": -1}), "must not be negative"),
             (json!({"min_ceiling_percent": 120}), "percentage (0..100)"),
             (json!({"max_retransmits": 1.5}), "whole number"),

@@ -298,6 +298,11 @@ pub struct RunFilter {
     pub peer: Option<String>,
     /// A local address or bound device (the board's port).
     pub port: Option<String>,
+    /// The addresses of the port `port` names (filled by the caller from the board's ports):
+    /// a run that bound no device (iperf 2, a peer's run against the board, a sink, a run
+    /// started through the API without `bind`) matches by the address it used.
+    #[serde(skip)]
+    pub port_addrs: Vec<String>,
     /// A kind's stored word (iperf3, iperf2, multi, forward, …).
     pub kind: Option<String>,
     /// Only runs started on or after this day (YYYY-MM-DD, UTC).
@@ -554,7 +559,14 @@ impl Store {
         if let Some(p) = f.port.as_deref().filter(|s| !s.is_empty()) {
             args.push(format!("%{p}%"));
             let n = args.len();
-            sql.push_str(&format!(" AND (local_host LIKE ?{n} OR bind_dev LIKE ?{n} OR CAST(local_port AS TEXT) LIKE ?{n})"));
+            let mut any = format!(
+                "local_host LIKE ?{n} OR bind_dev LIKE ?{n} OR CAST(local_port AS TEXT) LIKE ?{n}"
+            );
+            for a in &f.port_addrs {
+                args.push(a.clone());
+                any.push_str(&format!(" OR local_host = ?{}", args.len()));
+            }
+            sql.push_str(&format!(" AND ({any})"));
         }
         if let Some(k) = f.kind.as_deref().filter(|s| !s.is_empty()) {
             args.push(k.to_string());
@@ -928,6 +940,34 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(s.list_runs(&f).unwrap().len(), 2);
+        // A run that bound no device (a peer's run against the board, iperf 2, a sink): the
+        // port filter finds it by the port's address (issue 22 item 11), and only by it.
+        let served = s
+            .create_run(&NewRun {
+                role: "server".into(),
+                bind_dev: None,
+                local_host: "192.0.2.1".into(),
+                ..new_run("192.0.2.2")
+            })
+            .unwrap();
+        let other = s
+            .create_run(&NewRun {
+                bind_dev: None,
+                local_host: "203.0.113.1".into(),
+                ..new_run("203.0.113.2")
+            })
+            .unwrap();
+        let ids =
+            |f: &RunFilter| -> Vec<i64> { s.list_runs(f).unwrap().iter().map(|r| r.id).collect() };
+        assert_eq!(ids(&f), vec![b, a]);
+        let f = RunFilter {
+            port: Some("eth0".into()),
+            port_addrs: vec!["192.0.2.1".into(), "2001:db8::1".into()],
+            ..Default::default()
+        };
+        assert_eq!(ids(&f), vec![served, b, a]);
+        assert!(!ids(&f).contains(&other));
+        assert!(s.delete_run(served).unwrap() && s.delete_run(other).unwrap());
         // A restart marks the still-running run as aborted.
         assert_eq!(s.abort_stale_runs().unwrap(), 1);
         assert_eq!(s.get_run(a).unwrap().unwrap().status, "aborted");

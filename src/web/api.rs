@@ -46,7 +46,9 @@ async fn health() -> HttpResponse {
 }
 
 async fn list(_auth: Auth, state: web::Data<AppState>, q: web::Query<RunFilter>) -> HttpResponse {
-    match state.store.list_runs(&q) {
+    let mut f = q.into_inner();
+    super::pages::port_filter_addresses(&mut f);
+    match state.store.list_runs(&f) {
         Ok(r) => HttpResponse::Ok().json(r),
         Err(crate::store::StoreError::Invalid(e)) => {
             super::json_error(actix_web::http::StatusCode::BAD_REQUEST, e)

@@ -790,12 +790,39 @@ fn clock(ms: i64) -> String {
 /// [`OUTCOME_SHOWN_MS`] at `now` (Unix ms): confirmed, rolled back (when and why), applied
 /// unchecked, or a failed roll-back; None while it is pending or when it is older.
 /// Returns (CSS class, text).
+/// Changes stacked while one was pending are decided together (one confirm, one roll-back):
+/// the notice names every one of them, oldest first (issue 22 item 11).
 fn outcome_notice(log: &[crate::store::BoardLogRow], now: i64) -> Option<(String, String)> {
-    let l = log.first()?;
-    let at = l.decided_at.unwrap_or(l.at);
+    let first = log.first()?;
+    let at = first.decided_at.unwrap_or(first.at);
     if now - at > OUTCOME_SHOWN_MS {
         return None;
     }
+    // Decided together: same outcome and reason, decided within a second of the newest.
+    let together: Vec<&str> = log
+        .iter()
+        .take_while(|r| {
+            r.outcome == first.outcome
+                && r.detail == first.detail
+                && r.decided_at.is_some()
+                && r.decided_at.is_some_and(|d| (at - d).abs() <= 1000)
+        })
+        .map(|r| r.changes.as_str())
+        .collect();
+    let changes = if together.len() > 1 {
+        together
+            .iter()
+            .rev()
+            .copied()
+            .collect::<Vec<_>>()
+            .join("; ")
+    } else {
+        first.changes.clone()
+    };
+    let l = crate::store::BoardLogRow {
+        changes,
+        ..first.clone()
+    };
     let why = l
         .detail
         .as_deref()
@@ -1349,6 +1376,35 @@ mod tests {
         assert_eq!(
             outcome_notice(&[ok], t + 6_000).map(|n| n.1),
             Some("Confirmed at 14:00:05 UTC: add 203.0.113.7/24 to eth1.".into())
+        );
+        // Two changes stacked while the first was pending, rolled back together: both named,
+        // in the order they were made (the newest row comes first in the log).
+        let mut a = row(
+            "rolled back",
+            Some("not confirmed within 60 s"),
+            Some(t + 61_000),
+        );
+        let mut b = a.clone();
+        b.id = 2;
+        b.changes = "set eth1 MTU 9000".into();
+        b.decided_at = Some(t + 61_001);
+        let older = row("confirmed", None, Some(t - 5_000));
+        assert_eq!(
+            outcome_notice(&[b.clone(), a.clone(), older.clone()], t + 62_000).map(|n| n.1),
+            Some(
+                "Rolled back at 14:01:01 UTC — not confirmed within 60 s: add 203.0.113.7/24 to eth1; set eth1 MTU 9000."
+                    .into()
+            )
+        );
+        // A change decided on its own is not mixed with an earlier decision.
+        a.outcome = "confirmed".into();
+        a.detail = None;
+        assert_eq!(
+            outcome_notice(&[b, a], t + 62_000).map(|n| n.1),
+            Some(
+                "Rolled back at 14:01:01 UTC — not confirmed within 60 s: set eth1 MTU 9000."
+                    .into()
+            )
         );
         let un = row("unchecked", None, None);
         assert!(outcome_notice(&[un], t + 1_000)

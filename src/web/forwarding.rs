@@ -148,9 +148,9 @@ fn run_line(r: &RunRow, live: bool) -> RunLine {
         .unwrap_or_default();
     let what = if r.kind == crate::model::RunKind::Forward {
         format!(
-            "{} {} → {}:{} via {}",
+            "{} {} ({}:{}) via {}",
             r.protocol,
-            r.direction,
+            crate::results::view::forward_direction(r),
             r.peer_host,
             r.peer_port,
             r.bind_dev.clone().unwrap_or_default().replace(',', " → ")

@@ -103,8 +103,15 @@ fn build(state: &AppState, auth: &Auth, f: &LatencyForm, error: Option<String>) 
         error,
         host: f.host.clone(),
         port: text(&f.port, "5201"),
-        load: f.load.clone().unwrap_or_else(|| "down".into()),
-        streams: text(&f.streams, "1"),
+        load: f
+            .load
+            .clone()
+            .filter(|l| !l.trim().is_empty())
+            .unwrap_or_else(|| crate::spec::latency::Load::default().word().into()),
+        streams: text(
+            &f.streams,
+            &crate::spec::latency::DEFAULT_STREAMS.to_string(),
+        ),
         idle: text(&f.idle, "5"),
         loaded: text(&f.loaded, "10"),
         interval: text(&f.interval, "10"),

@@ -412,7 +412,11 @@ fn run_view(r: &RunRow) -> RunView {
         status: r.status.clone(),
         peer: kv.peer,
         local: kv.local,
-        direction: r.direction.clone(),
+        direction: if r.kind == crate::model::RunKind::Forward {
+            crate::results::view::forward_direction(r).to_string()
+        } else {
+            r.direction.clone()
+        },
         protocol: r.protocol.clone(),
         streams: p
             .as_ref()
@@ -797,12 +801,25 @@ fn runs_link(q: &RunFilter, before: Option<i64>) -> String {
     }
 }
 
+/// When the History filter names one of the board's ports ("eth0"), also match the runs that
+/// used one of its addresses without binding the port (iperf 2, server, sink and API runs
+/// record the address only; issue 22 item 11).
+pub(super) fn port_filter_addresses(f: &mut RunFilter) {
+    let Some(name) = f.port.as_deref().map(str::trim).filter(|p| !p.is_empty()) else {
+        return;
+    };
+    if let Some(p) = crate::board::ports().into_iter().find(|p| p.name == name) {
+        f.port_addrs = p.addresses.iter().map(|a| a.to_string()).collect();
+    }
+}
+
 async fn runs_page(
     auth: Auth,
     state: web::Data<AppState>,
     q: web::Query<RunFilter>,
 ) -> HttpResponse {
     let mut f = q.clone();
+    port_filter_addresses(&mut f);
     f.limit = Some(HISTORY_PAGE + 1);
     let (rows, error) = match state.store.list_runs(&f) {
         Ok(r) => (r, None),
@@ -891,6 +908,40 @@ struct RunPage {
     parent_id: Option<i64>,
     /// Pinned runs are never pruned by history retention.
     pinned: bool,
+    /// Latency runs: the latency result, shown first (the throughput verdict is the load's).
+    latency: Option<LatencyHead>,
+}
+
+/// The headline of a latency run: the latency verdict, its tone, the load's congestion
+/// control, and why the load may not have filled the queue.
+struct LatencyHead {
+    verdict: String,
+    /// good (under 5 ms), warn (30 ms and more) or "".
+    class: String,
+    congestion: String,
+    notes: Vec<String>,
+}
+
+impl LatencyHead {
+    fn of(run: &RunRow) -> Option<LatencyHead> {
+        if run.kind != crate::model::RunKind::Latency {
+            return None;
+        }
+        let s = &run.summary;
+        let verdict = s["verdict"].as_str()?.to_string();
+        Some(LatencyHead {
+            verdict,
+            class: match s["increase_ms"].as_f64() {
+                Some(i) if i < 5.0 => "good",
+                Some(i) if i >= 30.0 => "warn",
+                _ => "",
+            }
+            .into(),
+            congestion: crate::results::latency::congestion_text(s, &run.params)
+                .unwrap_or_else(|| "not recorded (each host's default)".into()),
+            notes: crate::results::latency::fill_notes(s, &run.params),
+        })
+    }
 }
 
 /// Ceiling and verdict as shown.
@@ -899,7 +950,8 @@ struct AnalysisView {
     basis: String,
     percent: String,
     verdict: String,
-    /// CSS class: good (link-bound), warn (core/softirq), bad (measurement error), "".
+    /// CSS class: good (link-bound), warn (core/softirq, loss on the way), bad (measurement
+    /// error), "".
     class: String,
     evidence: Vec<String>,
     /// Paced runs: target / sent / received and the shortfall note.
@@ -911,15 +963,15 @@ struct RateView {
     target: String,
     sent: String,
     received: String,
-    /// "shortfall: …" or "reached the requested rate".
+    /// "shortfall: …", "sent in full; the receiver got only …" or "reached the requested rate".
     note: String,
-    /// "bad" when the sender fell short, else "good".
+    /// "bad" when the sender fell short, the verdict's tone when the receiver got less, else
+    /// "good".
     class: String,
 }
 
 impl AnalysisView {
     fn of(a: &crate::results::analysis::Analysis) -> AnalysisView {
-        use crate::results::analysis::Verdict;
         AnalysisView {
             ceiling: a
                 .ceiling_bps
@@ -931,31 +983,22 @@ impl AnalysisView {
                 .map(|p| format!("{p:.1} %"))
                 .unwrap_or_else(|| "—".into()),
             verdict: a.verdict_text.clone(),
-            class: match a.verdict {
-                Verdict::LinkBound | Verdict::RateLimited => "good",
-                Verdict::CoreSaturated
-                | Verdict::AllCoresSaturated
-                | Verdict::SoftirqBound
-                | Verdict::ToolBound => "warn",
-                Verdict::MeasurementError => "bad",
-                _ => "",
-            }
-            .into(),
+            class: a.verdict.tone().into(),
             evidence: a.evidence.clone(),
-            rate: a.rate_check.map(|c| RateView {
-                target: display::rate(c.target_bits_per_second),
-                sent: display::rate(c.sent_bits_per_second),
-                received: c
-                    .received_bits_per_second
-                    .map(display::rate)
-                    .unwrap_or_else(|| "—".into()),
-                note: if c.short {
-                    format!("shortfall: sender at {:.1} % of -b", c.sent_percent)
-                } else {
-                    "reached the requested rate".into()
-                },
-                class: if c.short { "bad" } else { "good" }.into(),
-            }),
+            // The card's note and colour come from the same judgement as the verdict.
+            rate: a
+                .rate_check
+                .zip(a.rate_note())
+                .map(|(c, (note, tone))| RateView {
+                    target: display::rate(c.target_bits_per_second),
+                    sent: display::rate(c.sent_bits_per_second),
+                    received: c
+                        .received_bits_per_second
+                        .map(display::rate)
+                        .unwrap_or_else(|| "—".into()),
+                    note,
+                    class: tone.into(),
+                }),
         }
     }
 }
@@ -1115,14 +1158,21 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
         )),
     };
     let legs = leg_views(&state, &run);
+    let latency = LatencyHead::of(&run);
+    let mut view = crate::results::view::view(&run);
+    if latency.is_some() {
+        // The verdict leads the page; Details keep the figures.
+        view.facts.retain(|f| f.0 != "Verdict");
+    }
     ok(&RunPage {
+        latency,
         nav: true,
         csrf: auth.csrf().into(),
         version: version_string(),
         col1: if udp { "Jitter" } else { "Retr" }.into(),
         col2: if udp { "Lost/Total" } else { "Cwnd" }.into(),
         live: state.hub.is_live(id),
-        view: crate::results::view::view(&run),
+        view,
         run: {
             let mut v = [run_view(&run)];
             mark_origins(&state.store, &mut v);

@@ -102,6 +102,8 @@ struct DefView {
     builtin: bool,
     summary: String,
     error: Option<String>,
+    /// The saved board port is not on this board (a definition from another board).
+    port_note: Option<String>,
     port: String,
     bind: String,
 }
@@ -133,6 +135,11 @@ fn suites_view(state: &AppState, auth: &Auth, error: Option<String>) -> SuitesPa
         host: "peer.invalid".into(),
         ..Default::default()
     };
+    let board_ports: Vec<String> = crate::board::ports()
+        .into_iter()
+        .filter(|p| !p.loopback)
+        .map(|p| p.name)
+        .collect();
     let defs = state
         .store
         .suite_defs()
@@ -140,10 +147,13 @@ fn suites_view(state: &AppState, auth: &Auth, error: Option<String>) -> SuitesPa
         .into_iter()
         .map(|r| {
             let d = def::from_row(&r);
+            // The board port is picked when the suite runs: the summary checks the steps
+            // only (it once checked the saved port against no ports at all and called every
+            // suite with a board port broken, issue 22 item 7).
             let plan = d
                 .as_ref()
                 .map_err(Clone::clone)
-                .and_then(|d| d.plan(&placeholder, &[]));
+                .and_then(|d| d.plan_any_port(&placeholder));
             let (summary, error) = match &plan {
                 Ok(p) => {
                     let secs: u64 = p.iter().map(|t| u64::from(t.spec.seconds())).sum();
@@ -156,7 +166,17 @@ fn suites_view(state: &AppState, auth: &Auth, error: Option<String>) -> SuitesPa
                 Err(e) => (String::new(), Some(e.clone())),
             };
             let d = d.unwrap_or_default();
+            let bind = d.bind.clone().unwrap_or_default();
+            let port_note = (!bind.trim().is_empty()
+                && !board_ports.iter().any(|p| p == bind.trim()))
+            .then(|| {
+                format!(
+                    "Saved board port '{}' is not on this board: pick one below to run it.",
+                    bind.trim()
+                )
+            });
             DefView {
+                port_note,
                 id: r.id,
                 name: r.name,
                 description: d.description,
@@ -194,11 +214,7 @@ fn suites_view(state: &AppState, auth: &Auth, error: Option<String>) -> SuitesPa
         version: version_string(),
         defs,
         runs,
-        ports: crate::board::ports()
-            .into_iter()
-            .filter(|p| !p.loopback)
-            .map(|p| p.name)
-            .collect(),
+        ports: board_ports,
         board: run::board_label(),
         error,
     }

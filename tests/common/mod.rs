@@ -287,3 +287,18 @@ pub fn free_port() -> u16 {
         .map(|a| a.port())
         .expect("free port")
 }
+
+/// A bitrate as the pages write it from 10 Mbit/s up (src/model/display.rs): one decimal,
+/// thousands grouped with a comma — 9154.83e6 → "9,154.8 Mbit/s".
+pub fn mbit_text(bps: f64) -> String {
+    let t = format!("{:.1}", bps / 1e6);
+    let (whole, frac) = t.split_once('.').unwrap_or((&t, "0"));
+    let mut g = String::new();
+    for (i, c) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            g.push(',');
+        }
+        g.push(c);
+    }
+    format!("{g}.{frac} Mbit/s")
+}
