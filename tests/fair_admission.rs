@@ -78,7 +78,10 @@ fn idle_from(addrs: &[String], port: u16, n: usize) -> (Vec<TcpStream>, usize) {
         }
         std::thread::sleep(Duration::from_millis(200));
         for mut s in mine {
-            match answered(&mut s, Duration::from_millis(50)) {
+            // A source connection starts writing once its run is recorded (slow on a loaded
+            // machine): wait for its first bytes or its close.
+            let wait = Duration::from_millis(if source { 5000 } else { 50 });
+            match answered(&mut s, wait) {
                 None if !source => held.push(s),
                 Some(b) if source && !b.is_empty() => held.push(s),
                 _ => refused += 1,

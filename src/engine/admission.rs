@@ -123,6 +123,13 @@ impl Admission {
     /// source at its pending cap replaces its own oldest pending entry once that is older
     /// than [`Limits::replace_own_after`].
     pub fn admit(&self, source: IpAddr) -> Result<Ticket, Refused> {
+        self.admit_as(source, true)
+    }
+
+    /// Like [`Admission::admit`], the new entry pending or not (a TCP source connection is
+    /// useful from its first byte: admitted as working, it does not count against
+    /// [`Limits::pending_per_source`] until it stalls).
+    pub fn admit_as(&self, source: IpAddr, pending: bool) -> Result<Ticket, Refused> {
         let source = source_of(source);
         let l = self.limits;
         let now = Instant::now();
@@ -135,7 +142,7 @@ impl Admission {
             .min_by_key(|e| e.since)
             .map(|e| (e.id, e.since));
         let my_total = mine.len();
-        if my_pending >= l.pending_per_source {
+        if pending && my_pending >= l.pending_per_source {
             match own_oldest_pending {
                 Some((id, since)) if now.duration_since(since) >= l.replace_own_after => {
                     t.evict_id(id);
@@ -162,7 +169,7 @@ impl Admission {
             id,
             source,
             since: now,
-            pending: true,
+            pending,
             holds: 0,
             evict: evict.clone(),
         });

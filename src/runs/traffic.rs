@@ -106,6 +106,7 @@ fn start_services(hub: &Hub, cfg: &Config) -> Listening {
             s,
             http_limits(),
             "HTTP payload server",
+            true,
             move |c, peer, ticket| {
                 let st = st.clone();
                 async move { st.serve(c, peer, ticket).await }
@@ -119,6 +120,7 @@ fn start_services(hub: &Hub, cfg: &Config) -> Listening {
             s,
             raw_limits(),
             "TCP sink",
+            true,
             move |c, peer, ticket| raw_conn(h.clone(), c, peer, port, false, ticket),
         ));
     }
@@ -129,6 +131,7 @@ fn start_services(hub: &Hub, cfg: &Config) -> Listening {
             s,
             raw_limits(),
             "TCP source",
+            false,
             move |c, peer, ticket| raw_conn(h.clone(), c, peer, port, true, ticket),
         ));
     }
@@ -161,9 +164,15 @@ pub fn raw_limits() -> Limits {
 /// Accept connections; each runs `f` with a [`Ticket`] of the service's fair admission
 /// table (caps per client address, idle connections of the busiest address evicted for a
 /// new one, see [`crate::engine::admission`]). Refused connections run `f` with `None` so
-/// it can refuse politely. Accept failures (EMFILE…) are logged at most once a minute.
-async fn accept_loop<F, Fut>(l: TcpListener, limits: Limits, what: &'static str, f: F)
-where
+/// it can refuse politely; a new connection starts pending (idle) when `pending_at_start`.
+/// Accept failures (EMFILE…) are logged at most once a minute.
+async fn accept_loop<F, Fut>(
+    l: TcpListener,
+    limits: Limits,
+    what: &'static str,
+    pending_at_start: bool,
+    f: F,
+) where
     F: Fn(TcpStream, SocketAddr, Option<Ticket>) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
@@ -171,7 +180,7 @@ where
     loop {
         match l.accept().await {
             Ok((c, peer)) => {
-                let ticket = table.admit(peer.ip()).ok();
+                let ticket = table.admit_as(peer.ip(), pending_at_start).ok();
                 tokio::spawn(f(c, peer, ticket));
             }
             Err(e) => {
