@@ -828,8 +828,6 @@ fn hostile_peers_do_not_wedge_the_services() {
             ask(b"GET /payload/1K HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n".to_vec()),
             ask(b"GET /payload/1K HTTP/1.1\r\nHost: b\r\nX-A: a\rb\r\n\r\n".to_vec()),
             ask(b"GET /payload/1K HTTP/1.1\r\nHost: b\0x\r\n\r\n".to_vec()),
-            // The same request, well formed: served in full.
-            ask(b"GET /payload/1K HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n".to_vec()),
         ]
     });
     for (answer, reason) in answers[5..11].iter().zip([
@@ -846,16 +844,6 @@ fn hostile_peers_do_not_wedge_the_services() {
             "expected 400 '{reason}', got:\n{answer}"
         );
     }
-    assert!(
-        answers[11].starts_with("HTTP/1.1 200 OK\r\n"),
-        "{}",
-        answers[11]
-    );
-    assert!(
-        answers[11].contains("\r\nContent-Length: 1000\r\n"),
-        "{}",
-        answers[11]
-    );
     assert!(answers[0].starts_with("HTTP/1.1 400"), "{}", answers[0]);
     assert!(
         answers[1].starts_with("HTTP/1.1 400") && answers[1].contains("too large"),
