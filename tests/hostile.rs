@@ -630,3 +630,28 @@ fn an_announced_udp_p64_that_opens_nothing_does_not_lock_the_server() {
     let (got, _) = until_closed(&mut c);
     assert_eq!(got, [0xFF], "the announcing session was evicted");
 }
+
+#[test]
+fn connections_without_cookie_are_capped_per_address() {
+    let srv = Server::start();
+    // 300 connections from one address that never send their cookie: 256 are kept waiting
+    // (MAX_GREETINGS_PER_SOURCE), 44 are closed at once.
+    let mut idle: Vec<TcpStream> = (0..300)
+        .map(|_| connect_from("127.0.0.2", srv.port))
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let mut closed = 0;
+    for s in &mut idle {
+        s.set_nonblocking(true).expect("nonblocking");
+        let mut b = [0u8; 1];
+        match s.read(&mut b) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            _ => closed += 1,
+        }
+    }
+    assert_eq!(closed, 44, "connections closed over the per-address cap");
+    // Another address runs a real test meanwhile.
+    let (code, bytes) = stock_from(srv.port, "127.0.0.3");
+    assert_eq!(code, 0, "stock iperf3 exit code");
+    assert!(bytes > 1_000_000.0, "received {bytes} bytes");
+}

@@ -111,6 +111,14 @@ pub const MAX_SESSIONS_PER_SOURCE: usize = 6;
 /// stream set-up not finished).
 pub const MAX_PENDING_PER_SOURCE: usize = 4;
 
+/// Connections one server keeps while they send their 37-byte cookie (each a file
+/// descriptor for up to [`ServerConfig::cookie_timeout`]).
+pub const MAX_GREETINGS: usize = 1024;
+
+/// Of [`MAX_GREETINGS`], what one client address may hold: a `-P 128` client opens 129
+/// connections at once, twice that leaves room for a second test.
+pub const MAX_GREETINGS_PER_SOURCE: usize = 256;
+
 /// Default [`ServerConfig::setup_timeout`]: 5 s from the cookie to the last announced stream
 /// (a stock client on a LAN needs a few ms).
 pub const SETUP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -182,6 +190,8 @@ struct Inner {
     cfg: ServerConfig,
     /// Control sessions admitted now (≤ [`MAX_SESSIONS`]), pending or running.
     admission: Admission,
+    /// Connections reading their cookie ([`MAX_GREETINGS`], [`MAX_GREETINGS_PER_SOURCE`]).
+    greetings: Admission,
     /// Becomes true when the server stops: every session ends at once with "the server has
     /// terminated".
     stopping: watch::Sender<bool>,
@@ -278,6 +288,12 @@ pub async fn serve_listeners(
     let inner = Arc::new(Inner {
         cfg,
         admission: Admission::new(admission_limits()),
+        greetings: Admission::new(Limits {
+            max: MAX_GREETINGS,
+            per_source: MAX_GREETINGS_PER_SOURCE,
+            pending_per_source: MAX_GREETINGS_PER_SOURCE,
+            replace_own_after: Duration::from_secs(1),
+        }),
         stopping: watch::channel(false).0,
         budget: Arc::new(AtomicU64::new(0)),
         controls: Mutex::new(HashMap::new()),
@@ -493,10 +509,19 @@ async fn udp_hellos(inner: Arc<Inner>, sock: std::net::UdpSocket) {
 
 async fn handle_conn(inner: Arc<Inner>, mut s: TcpStream, peer: SocketAddr, seq: u64) {
     let _ = s.set_nodelay(true);
+    // Connections still sending their cookie are capped too (file descriptors): per address,
+    // and a new address evicts the oldest of the busiest one when all are taken.
+    let Ok(greeting) = inner.greetings.admit(peer.ip()) else {
+        crate::peer_warn!(peer.ip(), %peer, "closing connection: too many connections waiting for their cookie ({MAX_GREETINGS} at most, {MAX_GREETINGS_PER_SOURCE} per address)");
+        return;
+    };
     let mut cookie = [0u8; COOKIE_SIZE];
-    if let Err(e) =
-        wire::read_exact_timeout(&mut s, &mut cookie, inner.cfg.cookie_timeout, "the cookie").await
-    {
+    let read = tokio::select! {
+        r = wire::read_exact_timeout(&mut s, &mut cookie, inner.cfg.cookie_timeout, "the cookie") => r.map_err(|e| e.to_string()),
+        _ = greeting.evicted() => Err("evicted: another address needed the slot".to_string()),
+    };
+    drop(greeting);
+    if let Err(e) = read {
         crate::peer_warn!(peer.ip(), %peer, "closing connection: unable to receive cookie at server ({e})");
         return;
     }
