@@ -269,3 +269,71 @@ fn idle_web_connections_from_one_address_are_capped() {
     // A fresh board sends /login to the first-run setup.
     assert_eq!(status, "HTTP/1.1 303", "the other address's answer");
 }
+
+/// Issue 21, item 7: 2,000 live-update streams hung the UI. One address may follow a run
+/// with at most 8 streams (the 9th gets 429 with the reason), another address still can.
+#[test]
+fn live_update_streams_are_capped_per_address() {
+    use common::http::{daemon as web_daemon, set_up};
+    let mut lab = Lab::new();
+    let board = lab.board.clone();
+    let (_, mut http) = web_daemon(&mut lab, &board, 8134, &["--iperf3-port", "0"]);
+    set_up(&lab, &mut http);
+    lab.wait_port(&board, BOARD_IP, SINK_PORT);
+    // A sink connection that stays open keeps its run running.
+    let sink = in_ns(&board, || {
+        let mut k = connect_from("127.0.0.5", SINK_PORT);
+        k.write_all(&vec![0u8; 65536]).expect("sink");
+        k
+    });
+    let t = Instant::now();
+    let id = loop {
+        let runs = http.get_json("/api/runs");
+        let found = runs.as_array().and_then(|a| {
+            a.iter()
+                .find(|r| r["kind"] == "tcp-sink" && r["status"] == "running")
+                .and_then(|r| r["id"].as_i64())
+        });
+        if let Some(id) = found {
+            break id;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "no running sink run: {runs}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let cookie = http.cookie.clone().expect("session cookie");
+    let (statuses, other, body) = in_ns(&board, move || {
+        let open = |from: &str| {
+            let mut s = connect_from(from, 8134);
+            s.set_read_timeout(Some(Duration::from_secs(5))).expect("t");
+            let req = format!(
+                "GET /api/runs/{id}/events HTTP/1.1\r\nHost: b\r\nCookie: netperfd_session={cookie}\r\n\r\n"
+            );
+            s.write_all(req.as_bytes()).expect("request");
+            let mut b = vec![0u8; 4096];
+            let n = s.read(&mut b).unwrap_or(0);
+            (s, String::from_utf8_lossy(&b[..n]).to_string())
+        };
+        let mut held = Vec::new();
+        let mut statuses = Vec::new();
+        let mut last = String::new();
+        for _ in 0..9 {
+            let (s, text) = open("127.0.0.2");
+            statuses.push(text.get(..12).unwrap_or("").to_string());
+            last = text;
+            held.push(s);
+        }
+        let (_s, other) = open("127.0.0.3");
+        (statuses, other.get(..12).unwrap_or("").to_string(), last)
+    });
+    drop(sink);
+    assert_eq!(statuses[..8], vec!["HTTP/1.1 200".to_string(); 8][..]);
+    assert_eq!(statuses[8], "HTTP/1.1 429", "the 9th stream: {body}");
+    assert!(
+        body.contains("too many live-update streams from this address (at most 8)"),
+        "{body}"
+    );
+    assert_eq!(other, "HTTP/1.1 200", "another address");
+}
