@@ -70,6 +70,50 @@ macro_rules! peer_warn {
     };
 }
 
+/// Window of [`rate_budget`]: one warning per key per minute.
+pub const RATE_WARN_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+
+static RATE_WARN: std::sync::Mutex<Option<RateWarn>> = std::sync::Mutex::new(None);
+
+type RateWarn = std::collections::HashMap<&'static str, (std::time::Instant, u64)>;
+
+/// Whether a warning of kind `key` (a fixed string, e.g. "accept") may be logged now: at
+/// most one per [`RATE_WARN_WINDOW`]. `Some(n)` with the number suppressed since the last
+/// one, `None` to stay quiet (it is counted).
+pub fn rate_budget(key: &'static str) -> Option<u64> {
+    let mut g = RATE_WARN.lock().unwrap_or_else(|p| p.into_inner());
+    let m = g.get_or_insert_with(Default::default);
+    let now = std::time::Instant::now();
+    match m.get_mut(key) {
+        Some((t, n)) if now.duration_since(*t) < RATE_WARN_WINDOW => {
+            *n += 1;
+            None
+        }
+        Some((t, n)) => {
+            *t = now;
+            Some(std::mem::take(n))
+        }
+        None => {
+            m.insert(key, (now, 0));
+            Some(0)
+        }
+    }
+}
+
+/// `tracing::warn!` at most once a minute per kind (see [`rate_budget`]), for failures that
+/// can repeat in a tight loop (accept failing with EMFILE): `rate_warn!("accept", "accept
+/// failed: {e}")`. The next line logged says how many were suppressed.
+#[macro_export]
+macro_rules! rate_warn {
+    ($key:expr, $($arg:tt)+) => {
+        match $crate::logging::rate_budget($key) {
+            Some(0) => tracing::warn!($($arg)+),
+            Some(n) => tracing::warn!(suppressed = n, $($arg)+),
+            None => {}
+        }
+    };
+}
+
 /// Writes log lines with control characters escaped (`\n` → `\\n`, other C0 bytes and DEL
 /// → `\\xNN`), except the newline that ends the line: text a client chose (a congestion
 /// name, a User-Agent) cannot forge a log line or send terminal escapes.
@@ -105,6 +149,16 @@ impl<W: std::io::Write> std::io::Write for Escaping<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rate_budget_allows_one_warning_per_window_and_counts_the_rest() {
+        assert_eq!(rate_budget("test-key"), Some(0));
+        for _ in 0..5 {
+            assert_eq!(rate_budget("test-key"), None);
+        }
+        // Another key has its own budget.
+        assert_eq!(rate_budget("test-other"), Some(0));
+    }
 
     #[test]
     fn control_characters_are_escaped_but_the_line_end_is_kept() {

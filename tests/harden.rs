@@ -119,6 +119,71 @@ fn server_shutdown_sends_server_terminate_to_stock_clients() {
     }
 }
 
+/// Issue 21, item 9: `netperfd -s -J` stopped by SIGTERM, SIGHUP or SIGINT behaves like stock
+/// iperf3 3.19+ (iperf_got_sigend → iperf_signormalexit): one JSON document whose `error` is
+/// "interrupt - the server has terminated by signal Terminated(15)", exit code 0 — idle (an
+/// empty document) or mid-test (the test's document so far). It used to print nothing when
+/// idle and "unknown control message (byte 0x10)" mid-test.
+#[test]
+fn json_server_stopped_by_a_signal_prints_the_stock_3_19_error_document() {
+    use nix::sys::signal::Signal;
+    let start = || {
+        let port = free_port();
+        let srv = Command::new(bin())
+            .args(["-s", "-p", &port.to_string(), "-J"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("server");
+        wait_listen(port);
+        (srv, port)
+    };
+    let stop = |mut srv: Child, sig: Signal| -> (Option<i32>, String) {
+        signal(&srv, sig);
+        let code = wait_exit(&mut srv, Duration::from_secs(10));
+        let mut out = String::new();
+        let _ = srv.stdout.take().expect("stdout").read_to_string(&mut out);
+        (code, out)
+    };
+    for (sig, text) in [
+        (Signal::SIGTERM, "Terminated(15)"),
+        (Signal::SIGHUP, "Hangup(1)"),
+        (Signal::SIGINT, "Interrupt(2)"),
+    ] {
+        let (srv, _) = start();
+        std::thread::sleep(Duration::from_millis(300));
+        let (code, out) = stop(srv, sig);
+        assert_eq!(code, Some(0), "{sig} idle: exit code; stdout:\n{out}");
+        let v = json(&out, "netperfd -s -J output");
+        assert_eq!(
+            v["error"],
+            format!("interrupt - the server has terminated by signal {text}"),
+            "{sig} idle"
+        );
+        assert_eq!(v["intervals"], json!([]));
+    }
+    // Mid-test: the running test's document, with what was measured, carries the error.
+    let (srv, port) = start();
+    let mut cli = Command::new("iperf3")
+        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "20"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("iperf3 -c");
+    std::thread::sleep(Duration::from_millis(2500));
+    let (code, out) = stop(srv, Signal::SIGTERM);
+    let _ = wait_exit(&mut cli, Duration::from_secs(10));
+    assert_eq!(code, Some(0), "mid-test: exit code; stdout:\n{out}");
+    let v = json(&out, "netperfd -s -J output mid-test");
+    assert_eq!(
+        v["error"],
+        "interrupt - the server has terminated by signal Terminated(15)"
+    );
+    let intervals = v["intervals"].as_array().map(|a| a.len()).unwrap_or(0);
+    assert!(intervals >= 2, "{intervals} intervals in {out}");
+    assert!(num(&v, "/end/sum_received/bytes") > 1e6, "{out}");
+}
+
 #[test]
 fn server_bind_dev_missing_device_is_an_error() {
     let port = free_port().to_string();

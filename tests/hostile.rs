@@ -485,3 +485,173 @@ fn a_control_connection_closed_during_the_drain_aborts_only_that_session() {
     srv.wait_log("test ended early: the client has unexpectedly closed the connection");
     srv.normal_test();
 }
+
+// ---------------------------------------------------------------- fair admission (issue 21, item 1)
+
+/// A TCP connection from loopback source address `from` (127.0.0.x: each a distinct client
+/// address to the server) to the server's port.
+fn connect_from(from: &str, port: u16) -> TcpStream {
+    let s =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+    let src: std::net::SocketAddr = format!("{from}:0").parse().expect("source");
+    s.bind(&src.into()).expect("bind source");
+    let dst: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("dest");
+    s.connect(&dst.into()).expect("connect");
+    s.into()
+}
+
+/// Connect from `from`, send a cookie, and return the connection with the server's first
+/// answer: 9 (PARAM_EXCHANGE, admitted) or 0xFF (ACCESS_DENIED).
+fn cookie_from(from: &str, port: u16, n: u8) -> (TcpStream, u8) {
+    let mut s = connect_from(from, port);
+    s.set_read_timeout(Some(Duration::from_secs(15)))
+        .expect("timeout");
+    let mut cookie = *COOKIE;
+    cookie[0] = b'a' + n % 26;
+    cookie[1] = b'a' + n / 26;
+    s.write_all(&cookie).expect("cookie");
+    let mut b = [0u8; 1];
+    s.read_exact(&mut b).expect("first answer");
+    (s, b[0])
+}
+
+/// A stock `iperf3 -c` test of 1 s from source address `from`: exit code and the bytes the
+/// server received.
+fn stock_from(port: u16, from: &str) -> (i32, f64) {
+    let out = Command::new("iperf3")
+        .args(["-c", "127.0.0.1", "-B", from, "-p", &port.to_string()])
+        .args(["-t", "1", "-J"])
+        .output()
+        .expect("run iperf3");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let code = out.status.code().unwrap_or(-1);
+    let bytes = if code == 0 {
+        num(&json(&text, "iperf3 -J"), "/end/sum_received/bytes")
+    } else {
+        eprintln!("stock client failed: {text}");
+        0.0
+    };
+    (code, bytes)
+}
+
+/// Wait for the server to close `s`; what it sent before, and when it closed.
+fn until_closed(s: &mut TcpStream) -> (Vec<u8>, Instant) {
+    let v = read_to_close(s);
+    (v, Instant::now())
+}
+
+#[test]
+fn silent_sessions_from_one_address_do_not_lock_the_server() {
+    let mut srv = Server::start();
+    let t0 = Instant::now();
+    let mut admitted = Vec::new();
+    let mut denied = 0;
+    for n in 0..8 {
+        let (s, first) = cookie_from("127.0.0.2", srv.port, n);
+        match first {
+            9 => admitted.push(s),
+            0xFF => denied += 1,
+            b => panic!("unexpected first byte {b:#x}"),
+        }
+    }
+    // 4 unfinished sessions per address (MAX_PENDING_PER_SOURCE); the rest are refused.
+    assert_eq!((admitted.len(), denied), (4, 4));
+    // A real client from another address is served in full meanwhile.
+    let (code, bytes) = stock_from(srv.port, "127.0.0.3");
+    assert_eq!(code, 0, "stock iperf3 exit code");
+    assert!(bytes > 1_000_000.0, "received {bytes} bytes");
+    // The silent sessions are dropped at the 5 s set-up deadline: ACCESS_DENIED, then closed.
+    for s in &mut admitted {
+        let (got, at) = until_closed(s);
+        assert_eq!(got, [0xFF], "answer of a timed-out session");
+        let after = at.duration_since(t0);
+        assert!(
+            after >= Duration::from_millis(4500) && after < Duration::from_secs(9),
+            "closed after {after:?}"
+        );
+    }
+    srv.wait_log("not finished within 5 s");
+    assert!(srv.alive());
+}
+
+#[test]
+fn silent_sessions_from_two_addresses_are_evicted_for_a_third() {
+    let srv = Server::start();
+    let mut silent = Vec::new();
+    for (n, from) in ["127.0.0.2", "127.0.0.4"]
+        .iter()
+        .cycle()
+        .take(8)
+        .enumerate()
+    {
+        let (s, first) = cookie_from(from, srv.port, n as u8);
+        assert_eq!(first, 9, "session {n} from {from} admitted");
+        silent.push(s);
+    }
+    // All 8 slots hold unfinished sessions: the new address evicts the oldest of one of them.
+    let t = Instant::now();
+    let (code, bytes) = stock_from(srv.port, "127.0.0.3");
+    assert_eq!(code, 0, "stock iperf3 exit code");
+    assert!(bytes > 1_000_000.0, "received {bytes} bytes");
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "took {:?}",
+        t.elapsed()
+    );
+    let (got, _) = until_closed(&mut silent[0]);
+    assert_eq!(
+        got,
+        [0xFF],
+        "the oldest silent session was evicted with ACCESS_DENIED"
+    );
+    srv.wait_log("another client needed the slot (evicted)");
+}
+
+#[test]
+fn an_announced_udp_p64_that_opens_nothing_does_not_lock_the_server() {
+    let srv = Server::start();
+    let (mut c, first) = cookie_from("127.0.0.2", srv.port, 1);
+    assert_eq!(first, 9);
+    // 64 UDP streams x 1 MiB: the whole stream buffer budget, and no hello ever sent.
+    c.write_all(&framed(br#"{"udp":true,"omit":0,"time":10,"num":0,"blockcount":0,"parallel":64,"len":1400,"bandwidth":1000000,"client_version":"3.12"}"#))
+        .expect("params");
+    let mut b = [0u8; 1];
+    c.read_exact(&mut b).expect("state");
+    assert_eq!(b[0], 10, "expected CREATE_STREAMS");
+    let t = Instant::now();
+    let (code, bytes) = stock_from(srv.port, "127.0.0.3");
+    assert_eq!(code, 0, "stock iperf3 exit code");
+    assert!(bytes > 1_000_000.0, "received {bytes} bytes");
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "took {:?}",
+        t.elapsed()
+    );
+    let (got, _) = until_closed(&mut c);
+    assert_eq!(got, [0xFF], "the announcing session was evicted");
+}
+
+#[test]
+fn connections_without_cookie_are_capped_per_address() {
+    let srv = Server::start();
+    // 300 connections from one address that never send their cookie: 256 are kept waiting
+    // (MAX_GREETINGS_PER_SOURCE), 44 are closed at once.
+    let mut idle: Vec<TcpStream> = (0..300)
+        .map(|_| connect_from("127.0.0.2", srv.port))
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let mut closed = 0;
+    for s in &mut idle {
+        s.set_nonblocking(true).expect("nonblocking");
+        let mut b = [0u8; 1];
+        match s.read(&mut b) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            _ => closed += 1,
+        }
+    }
+    assert_eq!(closed, 44, "connections closed over the per-address cap");
+    // Another address runs a real test meanwhile.
+    let (code, bytes) = stock_from(srv.port, "127.0.0.3");
+    assert_eq!(code, 0, "stock iperf3 exit code");
+    assert!(bytes > 1_000_000.0, "received {bytes} bytes");
+}

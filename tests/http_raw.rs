@@ -844,11 +844,32 @@ fn hostile_peers_do_not_wedge_the_services() {
         vec![
             ask(b"\x00\x01\x02 garbage\r\n\r\n".to_vec()),
             ask(big),
-            ask(b"POST /payload/1M HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello".to_vec()),
-            ask(b"DELETE /payload/1M HTTP/1.1\r\n\r\n".to_vec()),
+            ask(b"POST /payload/1M HTTP/1.1\r\nHost: b\r\nContent-Length: 5\r\n\r\nhello".to_vec()),
+            ask(b"DELETE /payload/1M HTTP/1.1\r\nHost: b\r\n\r\n".to_vec()),
             ask(b"GET /payload/1M HTTP/3\r\n\r\n".to_vec()),
+            // Issue 21: ambiguous heads are refused with the reason, never "first wins".
+            ask(b"GET /payload/1K HTTP/1.1\r\nHost: b\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\n".to_vec()),
+            ask(b"GET /payload/1K HTTP/1.1\r\nHost: b\r\nX-A: one\r\n two\r\n\r\n".to_vec()),
+            ask(b"GET /payload/1K HTTP/1.1\r\nConnection: close\r\n\r\n".to_vec()),
+            ask(b"GET /payload/1K HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n".to_vec()),
+            ask(b"GET /payload/1K HTTP/1.1\r\nHost: b\r\nX-A: a\rb\r\n\r\n".to_vec()),
+            ask(b"GET /payload/1K HTTP/1.1\r\nHost: b\0x\r\n\r\n".to_vec()),
         ]
     });
+    for (answer, reason) in answers[5..11].iter().zip([
+        "more than one Content-Length header",
+        "a header line continued on the next line (obs-fold) is not accepted",
+        "missing Host header (required in HTTP/1.1)",
+        "more than one Host header",
+        "header 'x-a': control character (CR) in the value",
+        "header 'host': control character (NUL) in the value",
+    ]) {
+        assert!(
+            answer.starts_with("HTTP/1.1 400 Bad Request\r\n")
+                && answer.ends_with(&format!("\r\n\r\n{reason}\n")),
+            "expected 400 '{reason}', got:\n{answer}"
+        );
+    }
     assert!(answers[0].starts_with("HTTP/1.1 400"), "{}", answers[0]);
     assert!(
         answers[1].starts_with("HTTP/1.1 400") && answers[1].contains("too large"),
@@ -867,8 +888,8 @@ fn hostile_peers_do_not_wedge_the_services() {
     );
     assert!(answers[4].starts_with("HTTP/1.1 400"), "{}", answers[4]);
 
-    // 70 idle connections from one address: the first 16 (the per-address cap; 64 in all)
-    // are held, the rest get 503 at once.
+    // 70 idle connections from one address: the first 8 (the per-address cap of connections
+    // waiting for a request; 16 per address, 64 in all) are held, the rest get 503 at once.
     let refused = in_ns(&pc1, || {
         let mut held = Vec::new();
         let mut refused = 0;
@@ -889,8 +910,8 @@ fn hostile_peers_do_not_wedge_the_services() {
         refused
     });
     assert_eq!(
-        refused, 54,
-        "connections over the per-address cap of 16 are refused"
+        refused, 62,
+        "connections over the per-address cap of 8 waiting ones are refused"
     );
 
     // A download dropped half-way: its run ends, marked aborted with the reason.

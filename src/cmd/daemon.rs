@@ -166,6 +166,10 @@ async fn run(cfg: Config) -> Result<(), String> {
     let st = state.clone();
     let http = HttpServer::new(move || App::new().app_data(st.clone()).configure(web::configure))
         .workers(2)
+        // Connections per worker, and per client address (web::limits): well below the
+        // unit's LimitNOFILE (docs/hardening.md, file-descriptor budget).
+        .max_connections(web::limits::MAX_CONNECTIONS_PER_WORKER)
+        .on_connect(web::limits::on_connect)
         .bind(cfg.listen)
         .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
     // Payload server, TCP sink and source (after the web UI has its port; one that cannot

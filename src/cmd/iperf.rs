@@ -11,6 +11,8 @@ use clap::Args;
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// iperf3's options (the subset netperfd implements; same letters, same defaults).
@@ -283,6 +285,13 @@ pub fn client_spec(a: &IperfArgs, host: &str) -> Result<ClientSpec, String> {
 /// and a closed terminal send); stock iperf3 ends a test the same way on all three. If a
 /// handler cannot be installed, only the others count.
 pub async fn terminate_signal() {
+    terminate_signal_named().await;
+}
+
+/// Like [`terminate_signal`]: which signal came, as glibc's `strsignal` names it and its
+/// number ("Interrupt" 2, "Terminated" 15, "Hangup" 1) — what stock iperf3 3.19+ prints in
+/// "interrupt - the server has terminated by signal Terminated(15)".
+pub async fn terminate_signal_named() -> (&'static str, i32) {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).ok();
     let mut hup = signal(SignalKind::hangup()).ok();
@@ -299,9 +308,10 @@ pub async fn terminate_signal() {
             if r.is_err() {
                 std::future::pending::<()>().await;
             }
+            ("Interrupt", libc::SIGINT)
         }
-        _ = recv(term.as_mut()) => {}
-        _ = recv(hup.as_mut()) => {}
+        _ = recv(term.as_mut()) => ("Terminated", libc::SIGTERM),
+        _ = recv(hup.as_mut()) => ("Hangup", libc::SIGHUP),
     }
 }
 
@@ -445,6 +455,10 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
         out(&banner(1, &cfg.ports));
     }
     let ports = cfg.ports.clone();
+    // The signal that stops the server, and whether a test's document already said so.
+    let signalled: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+    let said = Arc::new(AtomicBool::new(false));
+    let (sig, said2) = (signalled.clone(), said.clone());
     let printer = tokio::spawn(async move {
         let mut reports: HashMap<u64, (Report, bool)> = HashMap::new();
         let mut tests = 1;
@@ -463,9 +477,20 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
                     }
                 }
                 ServerEvent::Finished {
-                    session, report, ..
+                    session,
+                    mut report,
+                    ..
                 } => {
                     reports.remove(&session);
+                    let stopped = sig.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                    if let (Some(msg), Some(e)) = (stopped, report.error.as_mut()) {
+                        // A test cut short by the stop: its document carries stock iperf3's
+                        // error (3.19+), and the server prints no other.
+                        if *e == wire::ierr_text(wire::ierr::IESERVERTERM) {
+                            *e = msg;
+                            said2.store(true, Ordering::Relaxed);
+                        }
+                    }
                     if json {
                         out(&format!(
                             "{}\n",
@@ -482,17 +507,38 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
     });
     let shutdown = std::sync::Arc::new(tokio::sync::Notify::new());
     let s2 = shutdown.clone();
+    let sig = signalled.clone();
     tokio::spawn(async move {
-        terminate_signal().await;
+        let (name, num) = terminate_signal_named().await;
+        *sig.lock().unwrap_or_else(|p| p.into_inner()) = Some(interrupt_message(name, num));
         s2.notify_one();
     });
     let r = server::serve(cfg, Some(tx), Some(shutdown)).await;
     // Let the printer drain what the last session reported.
     let _ = tokio::time::timeout(Duration::from_millis(500), printer).await;
-    match r {
-        Ok(()) => 0,
-        Err(e) => fail(json, &format!("error - {e}")),
+    if let Err(e) = r {
+        return fail(json, &format!("error - {e}"));
     }
+    let stopped = signalled.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    if let Some(msg) = stopped {
+        // Stock iperf3 3.19+ (iperf_got_sigend → iperf_signormalexit): the error in the JSON
+        // document (an empty one when idle), or "iperf3: <msg>" on stderr; exit code 0.
+        if !json {
+            eprintln!("netperfd: {msg}");
+        } else if !said.load(Ordering::Relaxed) {
+            out(&format!("{}\n", json_text(&report::error_json(&msg))));
+        }
+    }
+    0
+}
+
+/// Stock iperf3 3.19+'s message for a server stopped by a signal, e.g. "interrupt - the
+/// server has terminated by signal Terminated(15)".
+pub fn interrupt_message(signal_name: &str, signal_number: i32) -> String {
+    format!(
+        "interrupt - {} by signal {signal_name}({signal_number})",
+        wire::ierr_text(wire::ierr::IESERVERTERM)
+    )
 }
 
 /// Run a subcommand's async body on a fresh tokio runtime with warnings logged: its exit code,

@@ -39,8 +39,9 @@ pub const ANSWER_WINDOW: Duration = Duration::from_secs(1);
 pub const RATE_PER_SOURCE: f64 = 1100.0;
 /// Burst of a source's token bucket, datagrams.
 pub const BURST_PER_SOURCE: f64 = 100.0;
-/// Source addresses the responder keeps a bucket for; a new source beyond this is dropped
-/// until a bucket has been idle for 1 s.
+/// Source addresses the responder keeps a bucket for; a new source beyond this takes the
+/// bucket of the source heard from least recently (so 300 spoofed sources cannot fill the
+/// table and leave a new prober unanswered; a live prober, heard every few ms, keeps its own).
 pub const MAX_SOURCES: usize = 256;
 
 /// A request as it travels: sequence number and the sender's send time T1 (ns, its
@@ -145,7 +146,15 @@ impl RateLimit {
             self.buckets
                 .retain(|_, (_, at)| now.saturating_duration_since(*at) < Duration::from_secs(1));
             if self.buckets.len() >= MAX_SOURCES {
-                return false;
+                // Evict the least recently heard source (a linear scan of ≤ 256 entries).
+                let oldest = self
+                    .buckets
+                    .iter()
+                    .min_by_key(|(_, (_, at))| *at)
+                    .map(|(ip, _)| *ip);
+                if let Some(ip) = oldest {
+                    self.buckets.remove(&ip);
+                }
             }
         }
         let (tokens, at) = self.buckets.entry(src).or_insert((BURST_PER_SOURCE, now));
@@ -557,6 +566,40 @@ mod tests {
             l.allow(IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + i)), now);
         }
         assert!(l.buckets.len() <= MAX_SOURCES);
+    }
+
+    /// Issue 21: 300 spoofed sources used to fill the 256-source table, and a new prober got
+    /// no answer until one bucket had been idle for 1 s.
+    #[test]
+    fn spoofed_sources_cannot_lock_out_a_new_or_a_live_prober() {
+        let mut l = RateLimit::default();
+        let t0 = Instant::now();
+        let live: IpAddr = "192.0.2.77".parse().unwrap();
+        assert!(l.allow(live, t0));
+        let spoof = |i: u32| IpAddr::from(std::net::Ipv4Addr::from(0xc633_6400 + i));
+        let mut answered_live = 0;
+        // 300 spoofed sources, each heard once per round, 3 rounds within 300 ms; the live
+        // prober sends every 1 ms in between.
+        for round in 0..3u32 {
+            for i in 0..300u32 {
+                let now = t0 + Duration::from_micros((round * 300 + i) as u64 * 333);
+                l.allow(spoof(i), now);
+                if i % 3 == 0 && l.allow(live, now) {
+                    answered_live += 1;
+                }
+            }
+        }
+        assert_eq!(
+            answered_live, 300,
+            "the live prober was answered every time"
+        );
+        assert_eq!(l.buckets.len(), MAX_SOURCES);
+        // A new prober, 0.3 s into the flood (no bucket idle for 1 s): answered at once.
+        let newcomer: IpAddr = "192.0.2.200".parse().unwrap();
+        let now = t0 + Duration::from_millis(301);
+        assert!(l.allow(newcomer, now));
+        assert!(l.buckets.contains_key(&newcomer));
+        assert!(l.buckets.contains_key(&live));
     }
 
     #[test]

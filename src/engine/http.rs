@@ -171,21 +171,58 @@ pub fn parse_request(head: &[u8]) -> Result<RequestHead, String> {
     if !target.starts_with('/') {
         return Err("the request target must be a path".into());
     }
-    let mut headers = Vec::new();
+    let mut headers: Vec<(String, String)> = Vec::new();
     for l in lines {
         if l.is_empty() {
             break;
         }
+        if l.starts_with([' ', '\t']) {
+            // RFC 9112 §5.2: a server must reject obs-fold in a request (or replace it).
+            return Err(
+                "a header line continued on the next line (obs-fold) is not accepted".into(),
+            );
+        }
         let Some((k, v)) = l.split_once(':') else {
             return Err("malformed header line".into());
         };
-        if k.is_empty() || k.contains(' ') {
+        if k.is_empty() || !k.bytes().all(is_tchar) {
             return Err("malformed header name".into());
+        }
+        if let Some(b) = v.bytes().find(|&b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+            let what = match b {
+                b'\r' => "CR".to_string(),
+                0 => "NUL".to_string(),
+                b => format!("byte 0x{b:02x}"),
+            };
+            return Err(format!(
+                "header '{}': control character ({what}) in the value",
+                k.to_ascii_lowercase()
+            ));
         }
         headers.push((k.to_ascii_lowercase(), v.trim().to_string()));
         if headers.len() > 100 {
             return Err("too many header lines".into());
         }
+    }
+    let count = |name: &str| headers.iter().filter(|(k, _)| k == name).count();
+    // RFC 9112 §6.3: several Content-Length values, or one with Transfer-Encoding, are the
+    // stuff of request smuggling: refused, never "first wins".
+    if count("content-length") > 1 {
+        return Err("more than one Content-Length header".into());
+    }
+    if let Some((_, v)) = headers.iter().find(|(k, _)| k == "content-length") {
+        if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!("Content-Length '{v}' is not a number"));
+        }
+        if count("transfer-encoding") > 0 {
+            return Err("both Content-Length and Transfer-Encoding".into());
+        }
+    }
+    // RFC 9112 §3.2: exactly one Host in HTTP/1.1, at most one in HTTP/1.0.
+    match count("host") {
+        0 if http11 => return Err("missing Host header (required in HTTP/1.1)".into()),
+        n if n > 1 => return Err("more than one Host header".into()),
+        _ => {}
     }
     Ok(RequestHead {
         method: method.into(),
@@ -193,6 +230,11 @@ pub fn parse_request(head: &[u8]) -> Result<RequestHead, String> {
         http11,
         headers,
     })
+}
+
+/// A token character of a header name (RFC 9110 §5.6.2).
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 // ---------------------------------------------------------------- download client
@@ -865,7 +907,7 @@ mod tests {
         assert!(h.keep_alive());
         let h = parse_request(b"GET / HTTP/1.0\r\n\r\n").unwrap();
         assert!(!h.keep_alive());
-        let h = parse_request(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n").unwrap();
+        let h = parse_request(b"GET / HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n").unwrap();
         assert!(!h.keep_alive());
         for bad in [
             &b"GET /\r\n\r\n"[..],
@@ -883,6 +925,69 @@ mod tests {
         }
         assert_eq!(head_end(b"GET / HTTP/1.1\r\n\r\nrest"), Some(18));
         assert_eq!(head_end(b"GET / HTTP/1.1\r\n"), None);
+    }
+
+    /// Issue 21: two Content-Lengths (first won), obs-fold, missing or duplicate Host and
+    /// CR/NUL in values were accepted.
+    #[test]
+    fn ambiguous_request_heads_are_refused_with_the_reason() {
+        for (bad, why) in [
+            (
+                &b"GET / HTTP/1.1\r\nHost: b\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\n"[..],
+                "more than one Content-Length header",
+            ),
+            (
+                b"GET / HTTP/1.1\r\nHost: b\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n",
+                "both Content-Length and Transfer-Encoding",
+            ),
+            (
+                b"GET / HTTP/1.1\r\nHost: b\r\nContent-Length: -1\r\n\r\n",
+                "Content-Length '-1' is not a number",
+            ),
+            (
+                b"GET / HTTP/1.1\r\nHost: b\r\nX-A: one\r\n two\r\n\r\n",
+                "a header line continued on the next line (obs-fold) is not accepted",
+            ),
+            (
+                b"GET / HTTP/1.1\r\nHost: b\r\nX-A: one\r\n\ttwo\r\n\r\n",
+                "a header line continued on the next line (obs-fold) is not accepted",
+            ),
+            (
+                b"GET / HTTP/1.1\r\nRange: bytes=0-1\r\n\r\n",
+                "missing Host header (required in HTTP/1.1)",
+            ),
+            (
+                b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+                "more than one Host header",
+            ),
+            (
+                b"GET / HTTP/1.0\r\nHost: a\r\nhost: b\r\n\r\n",
+                "more than one Host header",
+            ),
+            (
+                b"GET / HTTP/1.1\r\nHost: b\r\nX-A: a\rb\r\n\r\n",
+                "header 'x-a': control character (CR) in the value",
+            ),
+            (
+                b"GET / HTTP/1.1\r\nHost: b\0evil\r\n\r\n",
+                "header 'host': control character (NUL) in the value",
+            ),
+            (
+                b"GET / HTTP/1.1\r\nHost: b\r\nX(A): a\r\n\r\n",
+                "malformed header name",
+            ),
+        ] {
+            assert_eq!(
+                parse_request(bad).err().as_deref(),
+                Some(why),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        // Tabs in a value are fine; HTTP/1.0 needs no Host.
+        let h = parse_request(b"GET / HTTP/1.1\r\nHost: b\r\nX-A: a\tb\r\n\r\n").unwrap();
+        assert_eq!(h.header("x-a"), Some("a\tb"));
+        assert!(parse_request(b"GET / HTTP/1.0\r\n\r\n").is_ok());
     }
 
     #[test]

@@ -16,39 +16,63 @@ use std::time::Duration;
 /// How often due schedules are looked for.
 const TICK: Duration = Duration::from_secs(1);
 
-/// Start the scheduler in the background (daemon start).
+/// Most schedules the board keeps; creating one more is refused with a clear error (each
+/// firing is a suite run on this board: 100 is far more than a board can usefully run).
+pub const MAX_SCHEDULES: usize = 100;
+
+/// Most suite runs started by schedules that run at once. A schedule due while this many
+/// run waits (it stays due and fires, oldest due first, when one has ended): 1,000 schedules
+/// due at the same second used to start 1,000 suites at once (520 threads, a stock 1 s test
+/// took 14 s).
+pub const MAX_SCHEDULED_RUNNING: usize = 2;
+
+/// Start the scheduler in the background (daemon start): one task for every schedule.
 pub fn start(hub: Hub) {
     tokio::spawn(async move {
         let mut t = tokio::time::interval(TICK);
         t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut running = Vec::new();
         loop {
             t.tick().await;
-            if let Err(e) = tick(&hub, now_ms()) {
+            if let Err(e) = tick(&hub, now_ms(), &mut running) {
                 tracing::error!("scheduler: {e}");
             }
         }
     });
 }
 
-/// Fire every schedule due at `now` (Unix ms); returns how many suites were started.
-pub fn tick(hub: &Hub, now: i64) -> Result<usize, String> {
+/// Fire the schedules due at `now` (Unix ms), oldest due first, while fewer than
+/// [`MAX_SCHEDULED_RUNNING`] suite runs of the scheduler (`running`, suite ids; ended ones
+/// are dropped from it here) are running; the others stay due. Returns how many suites were
+/// started.
+pub fn tick(hub: &Hub, now: i64, running: &mut Vec<i64>) -> Result<usize, String> {
     let store = hub.store();
-    let due: Vec<ScheduleRow> = store
+    running.retain(|sid| store.suite_running(*sid).unwrap_or(false));
+    if running.len() >= MAX_SCHEDULED_RUNNING {
+        return Ok(0);
+    }
+    let mut due: Vec<ScheduleRow> = store
         .schedules()
         .map_err(|e| e.to_string())?
         .into_iter()
         .filter(|s| s.enabled && s.next_at.is_some_and(|n| n <= now))
         .collect();
+    due.sort_by_key(|s| (s.next_at, s.id));
     let mut started = 0;
     for s in due {
-        if fire(hub, &s, now)? {
+        if running.len() >= MAX_SCHEDULED_RUNNING {
+            break;
+        }
+        if let Some(sid) = fire(hub, &s, now)? {
+            running.push(sid);
             started += 1;
         }
     }
     Ok(started)
 }
 
-fn fire(hub: &Hub, s: &ScheduleRow, now: i64) -> Result<bool, String> {
+/// Fire one due schedule: the suite run's id when one started.
+fn fire(hub: &Hub, s: &ScheduleRow, now: i64) -> Result<Option<i64>, String> {
     let store = hub.store();
     let e = |e: crate::store::StoreError| e.to_string();
     let record = |sid: Option<i64>, note: &str, next: Option<i64>| {
@@ -56,12 +80,12 @@ fn fire(hub: &Hub, s: &ScheduleRow, now: i64) -> Result<bool, String> {
     };
     let Some(every) = from_stored(s.every_s, s.daily_at.as_deref()) else {
         record(None, "disabled: the stored schedule has no period", None)?;
-        return Ok(false);
+        return Ok(None);
     };
     if s.stop_at.is_some_and(|t| now >= t) {
         tracing::info!(schedule = s.id, "schedule reached its stop date; disabled");
         record(None, "ended: the stop date has passed", None)?;
-        return Ok(false);
+        return Ok(None);
     }
     let next = next_after(every, now, s.stop_at);
     if let Some(prev) = s.last_suite_id {
@@ -69,12 +93,12 @@ fn fire(hub: &Hub, s: &ScheduleRow, now: i64) -> Result<bool, String> {
             let note = format!("skipped: suite run {prev} of the previous firing is still running");
             tracing::warn!(schedule = s.id, suite = prev, "scheduled run {note}");
             record(None, &note, next)?;
-            return Ok(false);
+            return Ok(None);
         }
     }
     let Some(row) = store.suite_def(s.def_id).map_err(e)? else {
         record(None, "disabled: its suite definition is gone", None)?;
-        return Ok(false);
+        return Ok(None);
     };
     let target: RunTarget = match serde_json::from_value(s.target.clone()) {
         Ok(t) => t,
@@ -84,7 +108,7 @@ fn fire(hub: &Hub, s: &ScheduleRow, now: i64) -> Result<bool, String> {
                 &format!("disabled: stored target is invalid: {x}"),
                 None,
             )?;
-            return Ok(false);
+            return Ok(None);
         }
     };
     if let Err(x) = store.prune_scheduled(store.retention()) {
@@ -99,7 +123,7 @@ fn fire(hub: &Hub, s: &ScheduleRow, now: i64) -> Result<bool, String> {
                 row.name
             );
             record(Some(sid), &format!("started suite run {sid}"), next)?;
-            Ok(true)
+            Ok(Some(sid))
         }
         Err(x) => {
             tracing::warn!(
@@ -108,7 +132,7 @@ fn fire(hub: &Hub, s: &ScheduleRow, now: i64) -> Result<bool, String> {
                 row.name
             );
             record(None, &format!("could not start: {x}"), next)?;
-            Ok(false)
+            Ok(None)
         }
     }
 }

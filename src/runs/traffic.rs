@@ -10,6 +10,7 @@
 //! Not for: the HTTP wire details and the download engine (`engine::http`), rendering (web).
 
 use crate::config::Config;
+use crate::engine::admission::{Admission, Limits, Ticket};
 use crate::engine::http::{self, GetEvent, GetSpec, RangeAsk, RequestHead};
 use crate::engine::meter::{bps, Counter, Meter};
 use crate::engine::net;
@@ -26,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, Notify, Semaphore};
+use tokio::sync::{mpsc, Notify};
 
 /// Most connections the payload server serves at once (more get 503).
 pub const MAX_HTTP_CONNECTIONS: usize = 64;
@@ -46,6 +47,12 @@ pub const HEAD_TIMEOUT_SECS: u64 = 10;
 pub const MAX_HTTP_PER_ADDRESS: usize = 16;
 /// Most connections one client address may hold on the TCP sink, and on the TCP source.
 pub const MAX_RAW_PER_ADDRESS: usize = 8;
+/// Most connections one client address may hold on the payload server while they wait for
+/// a request (or idle between two); more get 503.
+pub const MAX_HTTP_PENDING_PER_ADDRESS: usize = 8;
+/// Most idle connections (no byte yet, or moving less than [`SLOW_WINDOW_BYTES`] per
+/// [`SLOW_WINDOW_SECS`]) one client address may hold on the TCP sink, and on the TCP source.
+pub const MAX_RAW_PENDING_PER_ADDRESS: usize = 4;
 /// The parallel connections of one client for one payload form one run until none has been
 /// active for this long, ms.
 pub const GROUP_LINGER_MS: u64 = 1000;
@@ -97,11 +104,12 @@ fn start_services(hub: &Hub, cfg: &Config) -> Listening {
         });
         tokio::spawn(accept_loop(
             s,
-            MAX_HTTP_CONNECTIONS,
-            MAX_HTTP_PER_ADDRESS,
-            move |c, peer, permit| {
+            http_limits(),
+            "HTTP payload server",
+            true,
+            move |c, peer, ticket| {
                 let st = st.clone();
-                async move { st.serve(c, peer, permit).await }
+                async move { st.serve(c, peer, ticket).await }
             },
         ));
     }
@@ -110,9 +118,10 @@ fn start_services(hub: &Hub, cfg: &Config) -> Listening {
         let (h, port) = (hub.clone(), cfg.tcp_sink_port);
         tokio::spawn(accept_loop(
             s,
-            MAX_RAW_CONNECTIONS,
-            MAX_RAW_PER_ADDRESS,
-            move |c, peer, permit| raw_conn(h.clone(), c, peer, port, false, permit),
+            raw_limits(),
+            "TCP sink",
+            true,
+            move |c, peer, ticket| raw_conn(h.clone(), c, peer, port, false, ticket),
         ));
     }
     if let Some(s) = open(cfg.tcp_source_port, "TCP source") {
@@ -120,83 +129,79 @@ fn start_services(hub: &Hub, cfg: &Config) -> Listening {
         let (h, port) = (hub.clone(), cfg.tcp_source_port);
         tokio::spawn(accept_loop(
             s,
-            MAX_RAW_CONNECTIONS,
-            MAX_RAW_PER_ADDRESS,
-            move |c, peer, permit| raw_conn(h.clone(), c, peer, port, true, permit),
+            raw_limits(),
+            "TCP source",
+            false,
+            move |c, peer, ticket| raw_conn(h.clone(), c, peer, port, true, ticket),
         ));
     }
     l
 }
 
-/// Connections per client address, for [`accept_loop`]'s per-address cap.
-type PerAddress = Arc<Mutex<HashMap<IpAddr, usize>>>;
-
-/// One connection counted for its address; uncounted when dropped.
-struct AddrSlot {
-    map: PerAddress,
-    ip: IpAddr,
-}
-
-impl Drop for AddrSlot {
-    fn drop(&mut self) {
-        let mut m = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = m.get_mut(&self.ip) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                m.remove(&self.ip);
-            }
-        }
+/// The payload server's admission caps: [`MAX_HTTP_CONNECTIONS`] in all,
+/// [`MAX_HTTP_PER_ADDRESS`] per client address, [`MAX_HTTP_PENDING_PER_ADDRESS`] of them
+/// waiting for a request.
+pub fn http_limits() -> Limits {
+    Limits {
+        max: MAX_HTTP_CONNECTIONS,
+        per_source: MAX_HTTP_PER_ADDRESS,
+        pending_per_source: MAX_HTTP_PENDING_PER_ADDRESS,
+        replace_own_after: Duration::from_secs(1),
     }
 }
 
-/// Count a connection from `ip` unless it already has `max`.
-fn addr_slot(map: &PerAddress, ip: IpAddr, max: usize) -> Option<AddrSlot> {
-    let mut m = map.lock().unwrap_or_else(|p| p.into_inner());
-    let n = m.entry(ip).or_insert(0);
-    if *n >= max {
-        return None;
+/// The TCP sink's and the TCP source's admission caps: [`MAX_RAW_CONNECTIONS`] in all,
+/// [`MAX_RAW_PER_ADDRESS`] per client address, [`MAX_RAW_PENDING_PER_ADDRESS`] of them idle.
+pub fn raw_limits() -> Limits {
+    Limits {
+        max: MAX_RAW_CONNECTIONS,
+        per_source: MAX_RAW_PER_ADDRESS,
+        pending_per_source: MAX_RAW_PENDING_PER_ADDRESS,
+        replace_own_after: Duration::from_secs(1),
     }
-    *n += 1;
-    Some(AddrSlot {
-        map: map.clone(),
-        ip,
-    })
 }
 
-/// Accept connections; each runs `f` while it holds one of `max` permits, and at most
-/// `per_addr` of them per client address (so a few idle connections from one address cannot
-/// lock out the others). Over either cap, `f` still runs with `None` so it can refuse
-/// politely.
-async fn accept_loop<F, Fut>(l: TcpListener, max: usize, per_addr: usize, f: F)
-where
-    F: Fn(TcpStream, SocketAddr, Option<tokio::sync::OwnedSemaphorePermit>) -> Fut,
+/// Accept connections; each runs `f` with a [`Ticket`] of the service's fair admission
+/// table (caps per client address, idle connections of the busiest address evicted for a
+/// new one, see [`crate::engine::admission`]). Refused connections run `f` with `None` so
+/// it can refuse politely; a new connection starts pending (idle) when `pending_at_start`.
+/// Accept failures (EMFILE…) are logged at most once a minute.
+async fn accept_loop<F, Fut>(
+    l: TcpListener,
+    limits: Limits,
+    what: &'static str,
+    pending_at_start: bool,
+    f: F,
+) where
+    F: Fn(TcpStream, SocketAddr, Option<Ticket>) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    let sem = Arc::new(Semaphore::new(max));
-    let addrs: PerAddress = Arc::new(Mutex::new(HashMap::new()));
+    let table = Admission::new(limits);
     loop {
         match l.accept().await {
             Ok((c, peer)) => {
-                let slot = addr_slot(&addrs, peer.ip().to_canonical(), per_addr);
-                let permit = if slot.is_some() {
-                    sem.clone().try_acquire_owned().ok()
-                } else {
-                    None
-                };
-                let fut = f(c, peer, permit);
-                tokio::spawn(async move {
-                    fut.await;
-                    drop(slot);
-                });
+                let ticket = table.admit_as(peer.ip(), pending_at_start).ok();
+                tokio::spawn(f(c, peer, ticket));
             }
             Err(e) => {
                 // EMFILE and friends: wait instead of spinning.
-                tracing::warn!("accept failed: {e}");
+                crate::rate_warn!(what, "{what}: accept failed: {e}");
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
         }
     }
 }
+
+/// A sink or source connection that moved no byte for this long counts as idle: while the
+/// service is full, a new client address may evict it (see [`crate::engine::admission`]),
+/// seconds.
+pub const IDLE_SECS: u64 = 2;
+
+/// Bytes a TCP source connection's peer must take per [`SLOW_WINDOW_SECS`] window, or the
+/// connection is closed (a slow reader must not hold a slot indefinitely): 64 KiB.
+pub const SLOW_WINDOW_BYTES: u64 = 64 * 1024;
+/// The window of [`SLOW_WINDOW_BYTES`], seconds.
+pub const SLOW_WINDOW_SECS: u64 = 10;
 
 fn keepalive(c: &TcpStream) {
     let s = socket2::SockRef::from(c);
@@ -355,30 +360,35 @@ async fn write_payload(
 }
 
 impl PayloadServer {
-    async fn serve(
-        self: Arc<Self>,
-        mut c: TcpStream,
-        peer: SocketAddr,
-        permit: Option<tokio::sync::OwnedSemaphorePermit>,
-    ) {
-        if permit.is_none() {
+    async fn serve(self: Arc<Self>, mut c: TcpStream, peer: SocketAddr, ticket: Option<Ticket>) {
+        let Some(ticket) = ticket else {
             let _ = c
                 .write_all(&text_response(
                     503,
                     "Service Unavailable",
-                    &format!("too many connections (at most {MAX_HTTP_CONNECTIONS} at once, {MAX_HTTP_PER_ADDRESS} per client address)\n"),
+                    &format!("too many connections (at most {MAX_HTTP_CONNECTIONS} at once, {MAX_HTTP_PER_ADDRESS} per client address, {MAX_HTTP_PENDING_PER_ADDRESS} of them waiting)\n"),
                     &[("Retry-After", "5".into())],
                 ))
                 .await;
             return;
-        }
+        };
         keepalive(&c);
         let local = c.local_addr().ok();
         let mut buf = Vec::new();
         // The group this connection counts in, and its counter there.
         let mut joined: Option<(GroupKey, Arc<Group>, Arc<Counter>)> = None;
         loop {
-            let head = match read_request(&mut c, &mut buf).await {
+            // Waiting for a request: idle, so evictable when another address needs the slot.
+            ticket.set_pending(true);
+            let read = tokio::select! {
+                r = read_request(&mut c, &mut buf) => r,
+                _ = ticket.evicted() => {
+                    crate::peer_warn!(peer.ip(), %peer, "payload connection idle while the server is full: closed for another client");
+                    Ok(None)
+                }
+            };
+            ticket.set_pending(false);
+            let head = match read {
                 Ok(Some(h)) => h,
                 Ok(None) => break,
                 Err(e) => {
@@ -421,7 +431,7 @@ impl PayloadServer {
             ctr.close();
             self.leave(key, &g);
         }
-        drop(permit);
+        drop(ticket);
     }
 
     /// Answer one request; Ok(true) when the connection may carry another.
@@ -764,12 +774,14 @@ async fn raw_conn(
     peer: SocketAddr,
     port: u16,
     source: bool,
-    permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    ticket: Option<Ticket>,
 ) {
-    if permit.is_none() {
-        crate::peer_warn!(peer.ip(), %peer, port, "too many connections (at most {MAX_RAW_CONNECTIONS}, {MAX_RAW_PER_ADDRESS} per client address); closed");
+    let Some(ticket) = ticket else {
+        crate::peer_warn!(peer.ip(), %peer, port, "too many connections (at most {MAX_RAW_CONNECTIONS}, {MAX_RAW_PER_ADDRESS} per client address, {MAX_RAW_PENDING_PER_ADDRESS} of them idle); closed");
         return;
-    }
+    };
+    // A source is useful from its first byte on; a sink once its peer sends.
+    ticket.set_pending(!source);
     keepalive(&c);
     let local = c.local_addr().ok();
     let kind = if source {
@@ -803,13 +815,13 @@ async fn raw_conn(
                 f
             }
         };
-        let bytes = raw_folded(c, source).await;
+        let bytes = raw_folded(c, source, &ticket).await;
         if let Some(f) = fold {
             if let Err(e) = hub.store().fold_into(f, bytes) {
                 tracing::error!("cannot record a {kind} connection: {e}");
             }
         }
-        drop(permit);
+        drop(ticket);
         return;
     }
     let cancel = Arc::new(Notify::new());
@@ -839,6 +851,7 @@ async fn raw_conn(
     let started = Instant::now();
     let mut got_any = false;
     let mut check = tokio::time::interval(Duration::from_secs(1));
+    let mut window = SlowWindow::new();
     let (status, error): (RunStatus, Option<String>) = loop {
         tokio::select! {
             r = rd.read(&mut rbuf), if !peer_eof => match r {
@@ -850,8 +863,12 @@ async fn raw_conn(
                 Ok(n) => {
                     if !source {
                         ctr.add(n as u64);
+                        window.moved(n);
                         last_progress = Instant::now();
-                        got_any = true;
+                        if !got_any {
+                            got_any = true;
+                            ticket.set_pending(false);
+                        }
                     }
                 }
                 // A reset by the peer ends a raw stream normally (Ctrl-C on `nc`).
@@ -860,6 +877,7 @@ async fn raw_conn(
             r = wr.write(&block[off..]), if source => match r {
                 Ok(n) => {
                     ctr.add(n as u64);
+                    window.moved(n);
                     off = (off + n) % block.len();
                     last_progress = Instant::now();
                 }
@@ -871,7 +889,22 @@ async fn raw_conn(
                     recorder.interval(iv);
                 }
             }
+            _ = ticket.evicted() => break (RunStatus::Aborted, Some(
+                "idle while the service was full: closed for another client".into())),
             _ = check.tick() => {
+                // Idle (evictable for another address): a sink that has sent nothing yet,
+                // or any connection that moved no byte for IDLE_SECS.
+                let idle = !source && !got_any
+                    || last_progress.elapsed() >= Duration::from_secs(IDLE_SECS);
+                ticket.set_pending(idle);
+                if let Some(slow) = window.check() {
+                    if slow && source {
+                        break (RunStatus::Aborted, Some(format!(
+                            "the peer read less than {} KiB in {SLOW_WINDOW_SECS} s (a slow reader); connection closed",
+                            SLOW_WINDOW_BYTES >> 10
+                        )));
+                    }
+                }
                 if !source && !got_any && started.elapsed() >= Duration::from_secs(HEAD_TIMEOUT_SECS) {
                     break (RunStatus::Aborted, Some(format!(
                         "the peer sent nothing within {HEAD_TIMEOUT_SECS} s; connection closed"
@@ -933,36 +966,87 @@ async fn raw_conn(
             tracing::info!(%peer, port, "{kind} connection closed without data; no run kept");
         }
     }
-    drop(permit);
+    drop(ticket);
+}
+
+/// Bytes moved per [`SLOW_WINDOW_SECS`] window, to tell slow or idle connections.
+struct SlowWindow {
+    start: Instant,
+    bytes: u64,
+}
+
+impl SlowWindow {
+    fn new() -> SlowWindow {
+        SlowWindow {
+            start: Instant::now(),
+            bytes: 0,
+        }
+    }
+
+    fn moved(&mut self, n: usize) {
+        self.bytes += n as u64;
+    }
+
+    /// At the end of a window: whether it moved less than [`SLOW_WINDOW_BYTES`] (a new
+    /// window starts); `None` inside a window.
+    fn check(&mut self) -> Option<bool> {
+        if self.start.elapsed() < Duration::from_secs(SLOW_WINDOW_SECS) {
+            return None;
+        }
+        let slow = self.bytes < SLOW_WINDOW_BYTES;
+        *self = SlowWindow::new();
+        Some(slow)
+    }
 }
 
 /// Serve a sink or source connection that is not recorded as a run of its own (see
 /// `crate::runs::anon`), with the same time limits; returns the bytes moved.
-async fn raw_folded(mut c: TcpStream, source: bool) -> u64 {
+async fn raw_folded(mut c: TcpStream, source: bool, ticket: &Ticket) -> u64 {
     keepalive(&c);
     let block = http::payload_block();
     let mut buf = vec![0u8; 64 * 1024];
     let mut bytes = 0u64;
     let mut off = 0usize;
+    let mut window = SlowWindow::new();
+    let mut last_progress = Instant::now();
     loop {
         let limit = match (source, bytes) {
             (true, _) => STALL_SECS,
             (false, 0) => HEAD_TIMEOUT_SECS,
             (false, _) => SINK_IDLE_SECS,
         };
-        let r = if source {
-            tokio::time::timeout(Duration::from_secs(limit), c.write(&block[off..])).await
-        } else {
-            tokio::time::timeout(Duration::from_secs(limit), c.read(&mut buf)).await
+        // Reads and writes of a tokio TcpStream are cancel-safe: the 1 s tick loses nothing.
+        let io = async {
+            if source {
+                c.write(&block[off..]).await
+            } else {
+                c.read(&mut buf).await
+            }
+        };
+        let r = tokio::select! {
+            r = io => Some(r),
+            _ = ticket.evicted() => return bytes,
+            _ = tokio::time::sleep(Duration::from_secs(1)) => None,
         };
         match r {
-            Ok(Ok(n)) if n > 0 => {
+            Some(Ok(n)) if n > 0 => {
                 bytes += n as u64;
+                window.moved(n);
+                last_progress = Instant::now();
                 if source {
                     off = (off + n) % block.len();
                 }
             }
-            _ => return bytes,
+            Some(_) => return bytes,
+            None => {}
+        }
+        let idle = last_progress.elapsed();
+        if idle >= Duration::from_secs(limit) {
+            return bytes;
+        }
+        ticket.set_pending((!source && bytes == 0) || idle >= Duration::from_secs(IDLE_SECS));
+        if window.check() == Some(true) && source {
+            return bytes;
         }
     }
 }

@@ -274,7 +274,17 @@ fn sse(ev: &LiveEvent) -> web::Bytes {
 }
 
 /// Server-sent events: the stored intervals first, then live ones, then `done`.
-async fn events(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
+async fn events(
+    req: actix_web::HttpRequest,
+    _auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<i64>,
+) -> HttpResponse {
+    // Capped in all and per address (429 / 503); the slot goes with the response body.
+    let slot = match super::limits::live_slot(req.peer_addr()) {
+        Ok(s) => s,
+        Err(refused) => return refused,
+    };
     let id = path.into_inner();
     let run = match state.store.get_run(id) {
         Ok(Some(r)) => r,
@@ -347,6 +357,10 @@ async fn events(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -
             Box::pin(head.chain(futures_util::stream::once(async move { Ok(sse(&done)) })))
         }
     };
+    let body = body.map(move |chunk| {
+        let _held = &slot;
+        chunk
+    });
     HttpResponse::Ok()
         .content_type("text/event-stream")
         .insert_header(("Cache-Control", "no-cache"))

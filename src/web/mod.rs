@@ -11,6 +11,7 @@ pub mod extract;
 pub mod first_run;
 pub mod forwarding;
 pub mod latency;
+pub mod limits;
 pub mod metrics;
 pub mod multi;
 pub mod pages;

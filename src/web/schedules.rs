@@ -35,6 +35,20 @@ type Failure = (StatusCode, String);
 fn save(state: &AppState, id: Option<i64>, r: &ScheduleRequest) -> Result<i64, Failure> {
     let now = now_ms();
     let bad = |e: String| (StatusCode::BAD_REQUEST, e);
+    if id.is_none() {
+        let max = crate::runs::schedule::MAX_SCHEDULES;
+        let have = state
+            .store
+            .schedules()
+            .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+            .len();
+        if have >= max {
+            return Err((
+                StatusCode::CONFLICT,
+                format!("this board keeps at most {max} schedules ({have} now): delete one before adding another"),
+            ));
+        }
+    }
     let s = r
         .check(state.config.schedule_min_period_s, now)
         .map_err(bad)?;

@@ -187,7 +187,7 @@ async fn accept_loop(inner: Arc<Inner>, l: TcpListener) {
                 });
             }
             Err(e) => {
-                tracing::warn!("iperf 2 accept failed: {e}");
+                crate::rate_warn!("iperf2-accept", "iperf 2 accept failed: {e}");
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }

@@ -6,6 +6,7 @@
 
 use super::drain::{Drain, Interrupted};
 use super::wire::{self, ierr, Params, Protocol, Results, State, COOKIE_SIZE};
+use crate::engine::admission::{Admission, Limits, Ticket};
 use crate::engine::net;
 use crate::engine::report::{self, Connected, IntervalRecord, Report, Role};
 use crate::engine::session::{merge_remote, DataPhase, DataStream};
@@ -19,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, watch, Notify};
 
 /// How the server runs.
 #[derive(Debug, Clone)]
@@ -39,6 +40,9 @@ pub struct ServerConfig {
     pub json: bool,
     /// Time a new connection has to send its 37-byte cookie.
     pub cookie_timeout: Duration,
+    /// Time a new session has, from its cookie, to finish the parameter exchange and open
+    /// every stream it announced; past it the session is closed and its slot freed.
+    pub setup_timeout: Duration,
     /// A running test with no bytes moved for this long is aborted (peer vanished).
     pub stall_timeout: Duration,
 }
@@ -53,6 +57,7 @@ impl Default for ServerConfig {
             one_off: false,
             json: false,
             cookie_timeout: Duration::from_secs(10),
+            setup_timeout: SETUP_TIMEOUT,
             stall_timeout: Duration::from_secs(10),
         }
     }
@@ -92,10 +97,43 @@ struct UdpPending {
 }
 
 /// Most control sessions (tests) one server runs at once; the next client gets
-/// ACCESS_DENIED ("the server is busy running a test"), as from a busy stock server.
+/// ACCESS_DENIED ("the server is busy running a test"), as from a busy stock server — but only
+/// after the fair admission of [`admission_limits`] found no pending session to evict.
 /// Each session holds at most ~1 MiB of control-message buffers ([`wire::MAX_CLIENT_RESULTS_JSON`])
 /// and one send block (≤ 1 MiB, shared by its streams).
 pub const MAX_SESSIONS: usize = 8;
+
+/// Sessions one client address may hold at once (running or not): 6 of the 8, so two slots
+/// always remain for other addresses.
+pub const MAX_SESSIONS_PER_SOURCE: usize = 6;
+
+/// Sessions one client address may hold while *pending* (cookie sent, parameter exchange or
+/// stream set-up not finished).
+pub const MAX_PENDING_PER_SOURCE: usize = 4;
+
+/// Connections one server keeps while they send their 37-byte cookie (each a file
+/// descriptor for up to [`ServerConfig::cookie_timeout`]).
+pub const MAX_GREETINGS: usize = 1024;
+
+/// Of [`MAX_GREETINGS`], what one client address may hold: a `-P 128` client opens 129
+/// connections at once, twice that leaves room for a second test.
+pub const MAX_GREETINGS_PER_SOURCE: usize = 256;
+
+/// Default [`ServerConfig::setup_timeout`]: 5 s from the cookie to the last announced stream
+/// (a stock client on a LAN needs a few ms).
+pub const SETUP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The admission caps of the iperf3 server: [`MAX_SESSIONS`] slots, [`MAX_SESSIONS_PER_SOURCE`]
+/// and [`MAX_PENDING_PER_SOURCE`] per address; an address at its pending cap replaces its own
+/// oldest pending session once that is 1 s old.
+pub fn admission_limits() -> Limits {
+    Limits {
+        max: MAX_SESSIONS,
+        per_source: MAX_SESSIONS_PER_SOURCE,
+        pending_per_source: MAX_PENDING_PER_SOURCE,
+        replace_own_after: Duration::from_secs(1),
+    }
+}
 
 /// Receive-buffer memory all running tests of one server may hold together, bytes (64 MiB):
 /// a TCP stream costs [`crate::engine::tcp::MAX_RECV_BUF`] (128 KiB), a UDP stream
@@ -150,8 +188,13 @@ fn reserve(counter: &Arc<AtomicU64>, amount: u64, max: u64) -> Option<Reserved> 
 
 struct Inner {
     cfg: ServerConfig,
-    /// Control sessions running now (≤ [`MAX_SESSIONS`]).
-    sessions: Arc<AtomicU64>,
+    /// Control sessions admitted now (≤ [`MAX_SESSIONS`]), pending or running.
+    admission: Admission,
+    /// Connections reading their cookie ([`MAX_GREETINGS`], [`MAX_GREETINGS_PER_SOURCE`]).
+    greetings: Admission,
+    /// Becomes true when the server stops: every session ends at once with "the server has
+    /// terminated".
+    stopping: watch::Sender<bool>,
     /// Receive-buffer bytes reserved by running tests (≤ [`STREAM_BUDGET`]).
     budget: Arc<AtomicU64>,
     /// A duplicate of each running session's control connection, by session: on shutdown
@@ -244,7 +287,14 @@ pub async fn serve_listeners(
     }
     let inner = Arc::new(Inner {
         cfg,
-        sessions: Arc::new(AtomicU64::new(0)),
+        admission: Admission::new(admission_limits()),
+        greetings: Admission::new(Limits {
+            max: MAX_GREETINGS,
+            per_source: MAX_GREETINGS_PER_SOURCE,
+            pending_per_source: MAX_GREETINGS_PER_SOURCE,
+            replace_own_after: Duration::from_secs(1),
+        }),
+        stopping: watch::channel(false).0,
         budget: Arc::new(AtomicU64::new(0)),
         controls: Mutex::new(HashMap::new()),
         pending: Mutex::new(HashMap::new()),
@@ -268,7 +318,7 @@ pub async fn serve_listeners(
                         tokio::spawn(async move { handle_conn(inner, s, peer, seq).await });
                     }
                     Err(e) => {
-                        tracing::warn!("accept failed: {e}");
+                        crate::rate_warn!("iperf3-accept", "iperf3 server: accept failed: {e}");
                         tokio::time::sleep(Duration::from_millis(100)).await;
                     }
                 }
@@ -288,7 +338,15 @@ pub async fn serve_listeners(
     for t in tasks {
         t.abort();
     }
+    // Sessions see this first, so a client's answer to SERVER_TERMINATE is not taken for a
+    // protocol error; then the clients are told.
+    inner.stopping.send_replace(true);
     terminate_sessions(&inner).await;
+    // Let every session end and report what it measured (≤ 2 s).
+    let until = tokio::time::Instant::now() + Duration::from_secs(2);
+    while !inner.admission.is_empty() && tokio::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     Ok(())
 }
 
@@ -451,10 +509,19 @@ async fn udp_hellos(inner: Arc<Inner>, sock: std::net::UdpSocket) {
 
 async fn handle_conn(inner: Arc<Inner>, mut s: TcpStream, peer: SocketAddr, seq: u64) {
     let _ = s.set_nodelay(true);
+    // Connections still sending their cookie are capped too (file descriptors): per address,
+    // and a new address evicts the oldest of the busiest one when all are taken.
+    let Ok(greeting) = inner.greetings.admit(peer.ip()) else {
+        crate::peer_warn!(peer.ip(), %peer, "closing connection: too many connections waiting for their cookie ({MAX_GREETINGS} at most, {MAX_GREETINGS_PER_SOURCE} per address)");
+        return;
+    };
     let mut cookie = [0u8; COOKIE_SIZE];
-    if let Err(e) =
-        wire::read_exact_timeout(&mut s, &mut cookie, inner.cfg.cookie_timeout, "the cookie").await
-    {
+    let read = tokio::select! {
+        r = wire::read_exact_timeout(&mut s, &mut cookie, inner.cfg.cookie_timeout, "the cookie") => r.map_err(|e| e.to_string()),
+        _ = greeting.evicted() => Err("evicted: another address needed the slot".to_string()),
+    };
+    drop(greeting);
+    if let Err(e) = read {
         crate::peer_warn!(peer.ip(), %peer, "closing connection: unable to receive cookie at server ({e})");
         return;
     }
@@ -478,10 +545,16 @@ async fn handle_conn(inner: Arc<Inner>, mut s: TcpStream, peer: SocketAddr, seq:
         }
         return;
     }
-    let Some(_slot) = reserve(&inner.sessions, 1, MAX_SESSIONS as u64) else {
-        crate::peer_warn!(peer.ip(), %peer, "closing connection: {MAX_SESSIONS} tests running already (server busy)");
-        let _ = s.write_all(&[State::AccessDenied.byte()]).await;
+    if *inner.stopping.borrow() {
         return;
+    }
+    let ticket = match inner.admission.admit(peer.ip()) {
+        Ok(t) => t,
+        Err(why) => {
+            crate::peer_warn!(peer.ip(), %peer, "closing connection: server busy ({why}; {} sessions at most, {MAX_SESSIONS_PER_SOURCE} per address, {MAX_PENDING_PER_SOURCE} unfinished)", MAX_SESSIONS);
+            let _ = s.write_all(&[State::AccessDenied.byte()]).await;
+            return;
+        }
     };
     let id = inner.next.fetch_add(1, Ordering::Relaxed);
     // A client whose cable is pulled sends no FIN: keepalive probes (after 5 s idle, every
@@ -496,7 +569,7 @@ async fn handle_conn(inner: Arc<Inner>, mut s: TcpStream, peer: SocketAddr, seq:
     if let (Ok(d), Ok(mut m)) = (dup, inner.controls.lock()) {
         m.insert(id, d.into());
     }
-    session(inner.clone(), s, peer, cookie, id).await;
+    session(inner.clone(), s, peer, cookie, id, ticket).await;
     if let Ok(mut m) = inner.controls.lock() {
         m.remove(&id);
     }
@@ -566,21 +639,76 @@ fn stop(status: RunStatus, reason: impl Into<String>) -> Stop {
     }
 }
 
-async fn session(
-    inner: Arc<Inner>,
-    mut ctrl: TcpStream,
+/// Runs its closure when dropped.
+struct Unregister<F: FnMut()>(F);
+
+impl<F: FnMut()> Drop for Unregister<F> {
+    fn drop(&mut self) {
+        (self.0)();
+    }
+}
+
+/// What a session has once its set-up is done.
+struct Setup {
+    params: Params,
+    streams: Vec<DataStream>,
+    /// The session's share of [`STREAM_BUDGET`], returned when dropped.
+    buffers: Reserved,
+}
+
+/// Why a session's set-up ended without a test.
+enum SetupEnd {
+    /// Already answered and logged.
+    Done,
+    /// Another client needed the slot or the buffers (see [`Admission`]).
+    Evicted,
+    /// [`ServerConfig::setup_timeout`] passed.
+    Timeout,
+    /// The server is stopping.
+    Stopping,
+}
+
+/// Reserve the test's stream buffers; when the budget is short, evict the oldest pending
+/// session of another address that holds some (an announced `-u -P 64` that opens nothing
+/// must not lock the server) and wait for it to let go, 1 s at most.
+async fn reserve_buffers(inner: &Inner, ticket: &Ticket, cost: u64) -> Option<Reserved> {
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(1);
+    let mut evicted_at: Option<tokio::time::Instant> = None;
+    loop {
+        if let Some(r) = reserve(&inner.budget, cost, STREAM_BUDGET) {
+            ticket.set_holds(cost);
+            return Some(r);
+        }
+        let now = tokio::time::Instant::now();
+        if cost > STREAM_BUDGET || now >= give_up {
+            return None;
+        }
+        if evicted_at.is_none_or(|t| now - t >= Duration::from_millis(200)) {
+            if inner.admission.evict_holding(ticket) {
+                evicted_at = Some(now);
+            } else if evicted_at.is_none() {
+                return None;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The set-up of a session: parameter exchange, stream buffers, streams. Runs under the
+/// session's set-up deadline; what it registers is unregistered however it ends.
+async fn setup(
+    inner: &Arc<Inner>,
+    ctrl: &mut TcpStream,
     peer: SocketAddr,
+    local: SocketAddr,
     cookie: [u8; COOKIE_SIZE],
     id: u64,
-) {
-    let local = ctrl.local_addr().unwrap_or(peer);
-    if wire::write_state(&mut ctrl, State::ParamExchange)
-        .await
-        .is_err()
-    {
-        return;
+    ticket: &Ticket,
+) -> Result<Setup, SetupEnd> {
+    if wire::write_state(ctrl, State::ParamExchange).await.is_err() {
+        return Err(SetupEnd::Done);
     }
-    let params = match wire::read_json(&mut ctrl, wire::MAX_PARAMS_JSON, Duration::from_secs(30))
+    let params = match wire::read_json(ctrl, wire::MAX_PARAMS_JSON, Duration::from_secs(30))
         .await
         .map_err(|e| e.to_string())
         .and_then(|v| Params::from_json(&v).map_err(|e| e.to_string()))
@@ -588,31 +716,31 @@ async fn session(
         Ok(p) => p,
         Err(e) => {
             crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: bad parameters: {e}");
-            let _ = wire::write_server_error(&mut ctrl, ierr::IERECVPARAMS, 0).await;
-            return;
+            let _ = wire::write_server_error(ctrl, ierr::IERECVPARAMS, 0).await;
+            return Err(SetupEnd::Done);
         }
     };
     if params.protocol == Protocol::Sctp {
         crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: SCTP tests are not supported");
-        let _ = wire::write_server_error(&mut ctrl, ierr::IEUNIMP, 0).await;
-        return;
+        let _ = wire::write_server_error(ctrl, ierr::IEUNIMP, 0).await;
+        return Err(SetupEnd::Done);
     }
-    let Some(_buffers) = reserve(&inner.budget, stream_cost(&params), STREAM_BUDGET) else {
+    let Some(buffers) = reserve_buffers(inner, ticket, stream_cost(&params)).await else {
         crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: {} streams would exceed the server's stream buffer budget ({} MiB)", params.total_streams(), STREAM_BUDGET >> 20);
-        let _ = wire::write_state(&mut ctrl, State::AccessDenied).await;
-        return;
+        let _ = wire::write_state(ctrl, State::AccessDenied).await;
+        return Err(SetupEnd::Done);
     };
     let total = params.total_streams() as usize;
     let n_recv = params.client_send_streams() as usize;
     let udp_socks = if params.protocol == Protocol::Udp {
         if !(16..=crate::engine::udp::MAX_UDP_LEN_V6 as u32).contains(&params.len) {
             crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: UDP datagram size {} out of range", params.len);
-            let _ = wire::write_server_error(&mut ctrl, ierr::IERECVPARAMS, 0).await;
-            return;
+            let _ = wire::write_server_error(ctrl, ierr::IERECVPARAMS, 0).await;
+            return Err(SetupEnd::Done);
         }
-        match udp_streams(&inner, &mut ctrl, id, peer, local.port(), total).await {
+        match udp_streams(inner, ctrl, id, peer, local.port(), total).await {
             Some(v) => Some(v),
-            None => return,
+            None => return Err(SetupEnd::Done),
         }
     } else {
         None
@@ -629,7 +757,7 @@ async fn session(
                 Ok(d) => streams.push(d),
                 Err(e) => {
                     tracing::warn!(session = id, "closing session: {e}");
-                    return;
+                    return Err(SetupEnd::Done);
                 }
             }
         }
@@ -638,17 +766,14 @@ async fn session(
         if let Ok(mut m) = inner.pending.lock() {
             m.insert(cookie, tx);
         }
-        let unregister = |inner: &Inner| {
+        // Unregistered however the set-up ends (its future may be dropped at the deadline).
+        let registered = Unregister(|| {
             if let Ok(mut m) = inner.pending.lock() {
                 m.remove(&cookie);
             }
-        };
-        if wire::write_state(&mut ctrl, State::CreateStreams)
-            .await
-            .is_err()
-        {
-            unregister(&inner);
-            return;
+        });
+        if wire::write_state(ctrl, State::CreateStreams).await.is_err() {
+            return Err(SetupEnd::Done);
         }
         let mut socks = Vec::with_capacity(total);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
@@ -660,17 +785,15 @@ async fn session(
                     let why = match r { Ok(0) | Err(_) => "client closed the control connection while streams were being created".to_string(),
                         Ok(_) => format!("unexpected control byte 0x{:02x} while streams were being created", b[0]) };
                     crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: {why}");
-                    unregister(&inner);
-                    return;
+                    return Err(SetupEnd::Done);
                 }
                 _ = tokio::time::sleep_until(deadline) => {
                     crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: only {} of {total} streams arrived within 30 s", socks.len());
-                    unregister(&inner);
-                    return;
+                    return Err(SetupEnd::Done);
                 }
             }
         }
-        unregister(&inner);
+        drop(registered);
         drop(rx);
         socks.sort_by_key(|(seq, _)| *seq);
 
@@ -679,7 +802,7 @@ async fn session(
                 Ok(s) => s,
                 Err(e) => {
                     tracing::warn!(session = id, "closing session: {e}");
-                    return;
+                    return Err(SetupEnd::Done);
                 }
             };
             apply_stream_opts(&std, &params);
@@ -687,11 +810,55 @@ async fn session(
                 Ok(d) => streams.push(d),
                 Err(e) => {
                     tracing::warn!(session = id, "closing session: {e}");
-                    return;
+                    return Err(SetupEnd::Done);
                 }
             }
         }
     }
+    Ok(Setup {
+        params,
+        streams,
+        buffers,
+    })
+}
+
+async fn session(
+    inner: Arc<Inner>,
+    mut ctrl: TcpStream,
+    peer: SocketAddr,
+    cookie: [u8; COOKIE_SIZE],
+    id: u64,
+    ticket: Ticket,
+) {
+    let local = ctrl.local_addr().unwrap_or(peer);
+    let mut stopping = inner.stopping.subscribe();
+    let ended = tokio::select! {
+        r = setup(&inner, &mut ctrl, peer, local, cookie, id, &ticket) => r,
+        _ = ticket.evicted() => Err(SetupEnd::Evicted),
+        _ = tokio::time::sleep(inner.cfg.setup_timeout) => Err(SetupEnd::Timeout),
+        _ = stopping.wait_for(|s| *s) => Err(SetupEnd::Stopping),
+    };
+    let Setup {
+        params,
+        streams,
+        buffers: _buffers,
+    } = match ended {
+        Ok(s) => s,
+        Err(SetupEnd::Done | SetupEnd::Stopping) => return,
+        Err(SetupEnd::Evicted) => {
+            crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: its set-up was not finished and another client needed the slot (evicted)");
+            let _ = ctrl.write_all(&[State::AccessDenied.byte()]).await;
+            return;
+        }
+        Err(SetupEnd::Timeout) => {
+            crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: parameter exchange and stream set-up not finished within {} s", inner.cfg.setup_timeout.as_secs_f64());
+            let _ = ctrl.write_all(&[State::AccessDenied.byte()]).await;
+            return;
+        }
+    };
+    // Set up: a running test is never evicted.
+    ticket.set_pending(false);
+    ticket.set_holds(0);
     let congestion = streams.first().and_then(|s| s.congestion());
     let (sndbuf, rcvbuf) = streams.first().map(|s| s.buffers()).unwrap_or((0, 0));
     let mut report = Report {
@@ -727,7 +894,7 @@ async fn session(
         server_output_json: None,
         error: None,
     };
-    tracing::info!(session = id, %peer, streams = total, direction = ?params.direction, "test started");
+    tracing::info!(session = id, %peer, streams = streams.len(), direction = ?params.direction, "test started");
     emit(
         &inner,
         ServerEvent::Started {
@@ -1032,13 +1199,13 @@ async fn udp_streams(
             tx,
         });
     }
-    let unregister = || {
+    // Unregistered however this ends (the set-up future may be dropped at its deadline).
+    let _registered = Unregister(|| {
         if let Ok(mut g) = inner.udp_pending.lock() {
             g.retain(|p| p.session != id);
         }
-    };
+    });
     if wire::write_state(ctrl, State::CreateStreams).await.is_err() {
-        unregister();
         return None;
     }
     let mut socks = Vec::with_capacity(total);
@@ -1050,17 +1217,14 @@ async fn udp_streams(
             r = ctrl.read(&mut b) => {
                 let _ = r;
                 crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: the client went away while UDP streams were being created");
-                unregister();
                 return None;
             }
             _ = tokio::time::sleep_until(deadline) => {
                 crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: only {} of {total} UDP streams said hello within 30 s", socks.len());
-                unregister();
                 return None;
             }
         }
     }
-    unregister();
     Some(socks)
 }
 
@@ -1087,8 +1251,11 @@ async fn run_phase(
     };
     let mut last_progress = (0u64, tokio::time::Instant::now());
     let mut b = [0u8; 1];
+    let mut stopping = inner.stopping.subscribe();
+    let terminated = || stop(RunStatus::Aborted, wire::ierr_text(ierr::IESERVERTERM));
     loop {
         tokio::select! {
+            _ = stopping.wait_for(|s| *s) => return Err(terminated()),
             _ = tick.tick() => {
                 if let Some(rec) = phase.sample() {
                     emit(inner, ServerEvent::Interval { session: id, record: rec });
@@ -1122,6 +1289,10 @@ async fn run_phase(
                 }
             }
             r = ctrl.read(&mut b) => {
+                if *inner.stopping.borrow() {
+                    // The client answering our SERVER_TERMINATE (IPERF_DONE), or closing.
+                    return Err(terminated());
+                }
                 match r {
                     Ok(0) | Err(_) => return Err(stop(RunStatus::Aborted, "the client has unexpectedly closed the connection")),
                     Ok(_) => match State::from_byte(b[0]) {

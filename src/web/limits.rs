@@ -1,0 +1,165 @@
+//! Caps that keep the web UI reachable for everyone: TCP connections per client address
+//! (checked when actix accepts a connection, [`on_connect`]) and live-update (server-sent
+//! event) streams in all and per address ([`live_slot`]). One address with 1,100 idle
+//! connections, or 2,000 live streams, used to starve every other user.
+//! Not for: login rate limits (auth) or the test services' own caps (`runs::traffic`).
+
+use actix_web::http::StatusCode;
+use actix_web::HttpResponse;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Mutex;
+
+/// Connections one actix worker serves at once (actix's `max_connections`, per worker; the
+/// daemon runs 2 workers): more wait in the listen backlog.
+pub const MAX_CONNECTIONS_PER_WORKER: usize = 1024;
+/// TCP connections one client address may hold to the web UI; more are closed at once.
+pub const MAX_CONNECTIONS_PER_ADDRESS: usize = 128;
+/// Live-update streams (`/api/runs/{id}/events`) open at once, all addresses; more get 503.
+pub const MAX_LIVE_STREAMS: usize = 64;
+/// Live-update streams one client address may hold; more get 429.
+pub const MAX_LIVE_PER_ADDRESS: usize = 8;
+
+#[derive(Default)]
+struct Counts {
+    total: usize,
+    per: HashMap<IpAddr, usize>,
+}
+
+impl Counts {
+    fn take(&mut self, ip: IpAddr, max_total: usize, max_per: usize) -> Result<(), bool> {
+        let n = self.per.get(&ip).copied().unwrap_or(0);
+        if n >= max_per {
+            return Err(true);
+        }
+        if self.total >= max_total {
+            return Err(false);
+        }
+        self.per.insert(ip, n + 1);
+        self.total += 1;
+        Ok(())
+    }
+
+    fn give(&mut self, ip: IpAddr) {
+        if let Some(n) = self.per.get_mut(&ip) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.per.remove(&ip);
+            }
+            self.total = self.total.saturating_sub(1);
+        }
+    }
+}
+
+static CONNECTIONS: Mutex<Option<Counts>> = Mutex::new(None);
+static LIVE: Mutex<Option<Counts>> = Mutex::new(None);
+
+fn with<T>(m: &Mutex<Option<Counts>>, f: impl FnOnce(&mut Counts) -> T) -> T {
+    let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
+    f(g.get_or_insert_with(Counts::default))
+}
+
+/// One web connection counted for its address; uncounted when the connection ends.
+struct Connection(IpAddr);
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        with(&CONNECTIONS, |c| c.give(self.0));
+    }
+}
+
+/// actix's `on_connect` hook: count the connection for its client address, or shut it down
+/// at once when that address already holds [`MAX_CONNECTIONS_PER_ADDRESS`] (logged at most
+/// once a minute).
+pub fn on_connect(conn: &dyn std::any::Any, ext: &mut actix_web::dev::Extensions) {
+    let Some(s) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() else {
+        return;
+    };
+    let Ok(peer) = s.peer_addr() else {
+        return;
+    };
+    let ip = peer.ip().to_canonical();
+    match with(&CONNECTIONS, |c| {
+        c.take(ip, usize::MAX, MAX_CONNECTIONS_PER_ADDRESS)
+    }) {
+        Ok(()) => {
+            ext.insert(Connection(ip));
+        }
+        Err(_) => {
+            crate::rate_warn!(
+                "web-per-address",
+                %ip,
+                "web UI: {MAX_CONNECTIONS_PER_ADDRESS} connections from {ip} already; closing the next"
+            );
+            let _ = socket2::SockRef::from(s).shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+/// One live-update stream counted for its address; uncounted when dropped (with the
+/// response body).
+pub struct LiveSlot(IpAddr);
+
+impl Drop for LiveSlot {
+    fn drop(&mut self) {
+        with(&LIVE, |c| c.give(self.0));
+    }
+}
+
+/// Take a live-update stream slot for the client at `peer`, or the answer to give instead:
+/// 429 when the address holds [`MAX_LIVE_PER_ADDRESS`], 503 when [`MAX_LIVE_STREAMS`] are
+/// open (both with `Retry-After: 5` and a JSON error).
+pub fn live_slot(peer: Option<SocketAddr>) -> Result<LiveSlot, HttpResponse> {
+    let ip = peer
+        .map(|p| p.ip().to_canonical())
+        .unwrap_or(IpAddr::from([0u8, 0, 0, 0]));
+    match with(&LIVE, |c| {
+        c.take(ip, MAX_LIVE_STREAMS, MAX_LIVE_PER_ADDRESS)
+    }) {
+        Ok(()) => Ok(LiveSlot(ip)),
+        Err(per_address) => {
+            let (status, msg) = if per_address {
+                (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    format!("too many live-update streams from this address (at most {MAX_LIVE_PER_ADDRESS}); close one and retry"),
+                )
+            } else {
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("too many live-update streams open (at most {MAX_LIVE_STREAMS}); retry shortly"),
+                )
+            };
+            Err(HttpResponse::build(status)
+                .insert_header(("Retry-After", "5"))
+                .json(serde_json::json!({ "error": msg })))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_slots_are_capped_per_address_and_in_all() {
+        let a: SocketAddr = "192.0.2.50:1000".parse().unwrap();
+        let held: Vec<LiveSlot> = (0..MAX_LIVE_PER_ADDRESS)
+            .map(|_| live_slot(Some(a)).expect("slot"))
+            .collect();
+        let r = live_slot(Some(a)).err().expect("refused");
+        assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+        drop(held);
+        // Freed with the streams.
+        assert!(live_slot(Some(a)).is_ok());
+        let mut c = Counts::default();
+        for i in 0..MAX_LIVE_STREAMS {
+            let ip = IpAddr::from([10, 0, (i / 256) as u8, (i % 256) as u8]);
+            assert!(c.take(ip, MAX_LIVE_STREAMS, MAX_LIVE_PER_ADDRESS).is_ok());
+        }
+        let new = IpAddr::from([10, 1, 0, 0]);
+        assert_eq!(
+            c.take(new, MAX_LIVE_STREAMS, MAX_LIVE_PER_ADDRESS),
+            Err(false)
+        );
+    }
+}
