@@ -47,6 +47,23 @@ inherit ${@bb.utils.contains('LAYERSERIES_CORENAMES', 'kirkstone', '', 'cargo-up
 
 require ${BPN}-crates.inc
 
+# One binary everywhere (docs/build-settings.md; scripts/check-build-envs.py builds with this
+# recipe's cargo environment in CI and requires the same binary as a plain release build):
+# * oe-core strips the binary itself and moves the symbols into ${PN}-dbg; one that rustc
+#   already stripped (strip = true in Cargo.toml) stops do_package with the already-stripped
+#   QA error on every release. This is the only override of Cargo.toml's [profile.release]
+#   (scripts/check-packaging.sh; scripts/yocto-qa.py runs oe-core's QA on the result in CI).
+CARGO_BUILD_FLAGS:append = " --config profile.release.strip=false"
+# * cargo runs in ${B}, outside the source tree, so .cargo/config.toml's [env] is never read:
+#   the bundled SQLite's options are restated here (check-packaging.sh compares the two).
+export LIBSQLITE3_FLAGS = "-USQLITE_ENABLE_FTS3 -USQLITE_ENABLE_FTS3_PARENTHESIS -USQLITE_ENABLE_FTS5 -USQLITE_ENABLE_RTREE -USQLITE_ENABLE_DBSTAT_VTAB -USQLITE_ENABLE_STAT4 -USQLITE_SOUNDEX -USQLITE_ENABLE_COLUMN_METADATA -USQLITE_ENABLE_LOAD_EXTENSION -DSQLITE_OMIT_LOAD_EXTENSION"
+# * oe-core master (from 2026-08) exports LIBSQLITE3_SYS_USE_PKG_CONFIG=1 in oe_cargo_fix_env,
+#   which would link the image's libsqlite3 instead of the bundled SQLite built with the
+#   options above: keep the bundled one on every release.
+oe_cargo_fix_env:append() {
+	unset LIBSQLITE3_SYS_USE_PKG_CONFIG
+}
+
 # iptables (default) or nftables (meta-networking) for the forwarding/NAT rules. The daemon
 # talks rtnetlink itself and never runs ip (iproute2). The netfilter modules are loaded at
 # boot by ${nonarch_libdir}/modules-load.d/netperfd.conf (or build them into the kernel).
@@ -78,6 +95,10 @@ do_install:append() {
     install -D -m 0644 ${UNPACKDIR_COMPAT}/netperfd-tmpfiles.conf ${D}${nonarch_libdir}/tmpfiles.d/netperfd.conf
     # netfilter modules: the unit's ProtectKernelModules=yes stops on-demand loading
     install -D -m 0644 ${UNPACKDIR_COMPAT}/netperfd-modules.conf ${D}${nonarch_libdir}/modules-load.d/netperfd.conf
+    # the first start's setup code above the console's login prompt: agetty reads
+    # /etc/issue.d/, the daemon writes the file in its RuntimeDirectory (netperfd.toml)
+    install -d -m 0755 ${D}${sysconfdir}/issue.d
+    ln -sf ${runtimedir}/netperfd/setup.issue ${D}${sysconfdir}/issue.d/netperfd.issue
 }
 
 python netperfd_set_password_hash() {
