@@ -273,7 +273,8 @@ def main() -> int:
             env.update(buildroot_env(a.target))
             env.update(br_pkg_env)
             env["CARGO_TARGET_DIR"] = target_dir
-            argv = [cargo, "build", "--offline", "--release", "--manifest-path", "Cargo.toml", "--locked"]
+            # -v only prints why cargo would recompile ("Dirty ..."); it changes nothing built.
+            argv = [cargo, "build", "-v", "--offline", "--release", "--manifest-path", "Cargo.toml", "--locked"]
             systems.append(("buildroot", argv, env, ROOT))
         for name, argv, env, cwd in systems:
             t = time.monotonic()

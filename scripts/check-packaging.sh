@@ -2,7 +2,8 @@
 # Offline checks of the packaging (issue 7): Yocto layer, Buildroot tree, systemd unit.
 #   1. meta-netperf/.../netperfd-crates.inc matches Cargo.lock   (scripts/gen-crates-inc.py --check)
 #   2. the unit/config copies in meta-netperf and buildroot-package equal systemd/
-#   3. LICENSE checksums in the recipe (md5) and the Buildroot .hash (sha256) match LICENSE
+#   3. LICENSE checksums in the recipe (md5) and the Buildroot .hash (sha256) match LICENSE,
+#      LICENSE-THIRD-PARTY and LICENSES/; SECURITY.md exists (yocto-check-layer test_security)
 #   4. systemd unit: verify + security exposure <= 2.5      (scripts/check-unit.sh)
 #   5. oelint-adv on the recipe (pip-installs oelint-adv when missing)
 #   6. LICENSE-THIRD-PARTY matches Cargo.lock           (scripts/third-party-licenses.py --check)
@@ -68,12 +69,19 @@ license_sums() {
             echo "buildroot-package/package/netperfd/netperfd.hash: $f line is not sha256 $want"; rc=1
         fi
     done
-    want=$(md5sum LICENSES/Unicode-3.0.txt | cut -d' ' -f1)
-    if grep -q "file://LICENSES/Unicode-3.0.txt;md5=$want" "$recipe_dir"/netperfd_*.bb; then
-        echo "recipe LIC_FILES_CHKSUM LICENSES/Unicode-3.0.txt md5=$want"
-    else
-        echo "recipe LIC_FILES_CHKSUM: LICENSES/Unicode-3.0.txt is not md5=$want"; rc=1
-    fi
+    # LICENSE-THIRD-PARTY too, so the image's license manifest carries the crate notices
+    # (after scripts/third-party-licenses.py rewrites it, update its md5 here).
+    for f in LICENSE-THIRD-PARTY LICENSES/Unicode-3.0.txt; do
+        want=$(md5sum "$f" | cut -d' ' -f1)
+        if grep -q "file://$f;md5=$want" "$recipe_dir"/netperfd_*.bb; then
+            echo "recipe LIC_FILES_CHKSUM $f md5=$want"
+        else
+            echo "recipe LIC_FILES_CHKSUM: $f is not md5=$want"; rc=1
+        fi
+    done
+    # yocto-check-layer's test_security (whinlatter and later): a non-empty SECURITY.md in the
+    # layer or at the top of its repository.
+    if [[ -s SECURITY.md ]]; then echo "SECURITY.md present"; else echo "SECURITY.md missing or empty"; rc=1; fi
     return "$rc"
 }
 

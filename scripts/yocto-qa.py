@@ -50,7 +50,6 @@ SHT_DYNAMIC = 6
 DT = {"NULL": 0, "RPATH": 15, "SYMTAB": 6, "TEXTREL": 22, "RUNPATH": 29, "GNU_HASH": 0x6FFFFEF5,
       "FLAGS_1": 0x6FFFFFFB}
 DF_1_PIE = 0x08000000
-ET_NAMES = {2: "executable", 3: "shared object"}
 
 
 class Elf:
@@ -182,7 +181,8 @@ def main() -> int:
     if got != want:
         errors.append(("arch", f"Architecture did not match ({got} wanted {want}) in {name}"))
 
-    print(f"{path}: ELF {ET_NAMES.get(elf.type, elf.type)}, machine {elf.machine}, "
+    kind = "executable" if mask & 4 else "shared object" if mask & 8 else f"type {elf.type}"
+    print(f"{path}: ELF {kind}, machine {elf.machine}, "
           f"{'symbol table' if elf.has_symtab() else 'no symbol table'}, {len(elf.dynamic)} dynamic tags")
     for check, msg in errors:
         print(f"ERROR: netperfd-1.0-r0 do_package: QA Issue: {msg} [{check}]")

@@ -118,25 +118,34 @@ fn iperf_main(a: IperfArgs) -> i32 {
 }
 
 /// `netperfd build-info`: one `key: value` line each (scripts/check-build-envs.py reads the
-/// `sqlite version:` and `sqlite option:` lines). Exit code 1 when SQLite cannot be queried.
+/// `sqlite version:` and `sqlite option:` lines). Exit code 1 when SQLite cannot be queried
+/// or stdout cannot be written (a closed pipe ends the listing quietly).
 fn build_info() -> i32 {
-    println!("{}", netperfd::engine::report::version_string());
-    println!(
-        "target: {}-{}",
-        std::env::consts::ARCH,
-        std::env::consts::OS
-    );
-    match netperfd::store::sqlite_build_info() {
+    use std::io::Write;
+    let mut lines = vec![
+        netperfd::engine::report::version_string(),
+        format!(
+            "target: {}-{}",
+            std::env::consts::ARCH,
+            std::env::consts::OS
+        ),
+    ];
+    let code = match netperfd::store::sqlite_build_info() {
         Ok((version, options)) => {
-            println!("sqlite version: {version}");
-            for o in options {
-                println!("sqlite option: {o}");
-            }
+            lines.push(format!("sqlite version: {version}"));
+            lines.extend(options.into_iter().map(|o| format!("sqlite option: {o}")));
             0
         }
         Err(e) => {
             eprintln!("netperfd: cannot query the bundled SQLite: {e}");
             1
         }
+    };
+    let mut out = std::io::stdout().lock();
+    for l in lines {
+        if writeln!(out, "{l}").is_err() {
+            return 1;
+        }
     }
+    code
 }

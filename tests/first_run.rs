@@ -53,10 +53,7 @@ fn the_setup_code_reaches_the_console_and_is_accepted_as_typed() {
     // The snippet makes agetty watch address changes (escapes that print nothing) and is
     // renewed when the board gets another address later, as from a DHCP lease (issue 23
     // item 2, issue 22 item 10: it used to keep the addresses of the start).
-    assert!(
-        snippet.contains("\\4{netperfd-no-such-port}"),
-        "{snippet}"
-    );
+    assert!(snippet.contains("\\4{netperfd-no-such-port}"), "{snippet}");
     let late = "192.0.2.77";
     let board_if = lab.board_if.clone();
     let (rc, _, err) = lab.run(

@@ -6,8 +6,15 @@ SECTION = "net"
 # netperfd is MIT; the binary statically links crates under Apache-2.0, BSD-3-Clause,
 # Unicode-3.0, Zlib and MIT, and the bundled SQLite (public domain). Per-crate list and
 # the license texts: LICENSE-THIRD-PARTY (scripts/third-party-licenses.py --check in CI).
-LICENSE = "MIT & Apache-2.0 & BSD-3-Clause & Unicode-3.0 & Zlib & PD"
+# oe-core master (from 2026-07) parses LICENSE as an SPDX expression and warns about the
+# legacy operators; older releases know only the legacy form. Feature test, not a branch name.
+# (The SPDX form is the one oe-core's parser prints for it, checked with oe.spdx_license.)
+NETPERF_LICENSE_LEGACY = "MIT & Apache-2.0 & BSD-3-Clause & Unicode-3.0 & Zlib & PD"
+NETPERF_LICENSE_SPDX = "Apache-2.0 AND BSD-3-Clause AND MIT AND Unicode-3.0 AND Zlib AND LicenseRef-PD"
+LICENSE = "${@d.getVar('NETPERF_LICENSE_SPDX') if hasattr(oe.license, 'convert_legacy_license_to_spdx') else d.getVar('NETPERF_LICENSE_LEGACY')}"
+# LICENSE-THIRD-PARTY: every crate's notice, so the image's license manifest carries them.
 LIC_FILES_CHKSUM = "file://LICENSE;md5=6e01131aea56f24df0c7ad5be6e93e15 \
+                    file://LICENSE-THIRD-PARTY;md5=0850d6a081022761fb9388a5167f08ec \
                     file://LICENSES/Unicode-3.0.txt;md5=9541a35d720222b4579e8c8fb11a95ef \
                     "
 # Older oe-core releases have no common-licenses/Unicode-3.0.
@@ -69,7 +76,11 @@ oe_cargo_fix_env:append() {
 # boot by ${nonarch_libdir}/modules-load.d/netperfd.conf (or build them into the kernel).
 NETPERF_FIREWALL ??= "iptables"
 FILES:${PN} += "${nonarch_libdir}/tmpfiles.d/netperfd.conf ${nonarch_libdir}/modules-load.d/netperfd.conf"
-RDEPENDS:${PN} += "${NETPERF_FIREWALL}"
+# The iptables extensions the rules use (-j MASQUERADE, -m conntrack, -m comment; iptables and
+# iptables-nft alike): the iptables recipe only recommends its modules, and an image with
+# NO_RECOMMENDATIONS or BAD_RECOMMENDATIONS would lack them (NAT fails at run time).
+NETPERF_FIREWALL_EXTENSIONS = "${@'iptables-module-xt-masquerade iptables-module-xt-conntrack iptables-module-xt-comment' if d.getVar('NETPERF_FIREWALL') == 'iptables' else ''}"
+RDEPENDS:${PN} += "${NETPERF_FIREWALL} ${NETPERF_FIREWALL_EXTENSIONS}"
 
 # Argon2id hash of the web UI admin password (`netperfd hash-password`). When set, it is
 # written into ${sysconfdir}/netperfd/netperfd.toml; when empty the example stays commented.
