@@ -9,9 +9,10 @@ SECTION = "net"
 # oe-core master (from 2026-07) parses LICENSE as an SPDX expression and warns about the
 # legacy operators; older releases know only the legacy form. Feature test, not a branch name.
 # (The SPDX form is the one oe-core's parser prints for it, checked with oe.spdx_license.)
-NETPERF_LICENSE_LEGACY = "MIT & Apache-2.0 & BSD-3-Clause & Unicode-3.0 & Zlib & PD"
+# nooelint: oelint.vars.mispell.unknown
+NETPERF_LICENSE_AMPERSANDS = "MIT & Apache-2.0 & BSD-3-Clause & Unicode-3.0 & Zlib & PD"
 NETPERF_LICENSE_SPDX = "Apache-2.0 AND BSD-3-Clause AND MIT AND Unicode-3.0 AND Zlib AND LicenseRef-PD"
-LICENSE = "${@d.getVar('NETPERF_LICENSE_SPDX') if hasattr(oe.license, 'convert_legacy_license_to_spdx') else d.getVar('NETPERF_LICENSE_LEGACY')}"
+LICENSE = "${@d.getVar('NETPERF_LICENSE_SPDX') if hasattr(oe.license, 'convert_legacy_license_to_spdx') else d.getVar('NETPERF_LICENSE_AMPERSANDS')}"
 # LICENSE-THIRD-PARTY: every crate's notice, so the image's license manifest carries them.
 LIC_FILES_CHKSUM = "file://LICENSE;md5=6e01131aea56f24df0c7ad5be6e93e15 \
                     file://LICENSE-THIRD-PARTY;md5=0850d6a081022761fb9388a5167f08ec \
@@ -68,7 +69,7 @@ export LIBSQLITE3_FLAGS = "-USQLITE_ENABLE_FTS3 -USQLITE_ENABLE_FTS3_PARENTHESIS
 #   which would link the image's libsqlite3 instead of the bundled SQLite built with the
 #   options above: keep the bundled one on every release.
 oe_cargo_fix_env:append() {
-	unset LIBSQLITE3_SYS_USE_PKG_CONFIG
+    unset LIBSQLITE3_SYS_USE_PKG_CONFIG
 }
 
 # iptables (default) or nftables (meta-networking) for the forwarding/NAT rules. The daemon
@@ -80,7 +81,7 @@ FILES:${PN} += "${nonarch_libdir}/tmpfiles.d/netperfd.conf ${nonarch_libdir}/mod
 # iptables-nft alike): the iptables recipe only recommends its modules, and an image with
 # NO_RECOMMENDATIONS or BAD_RECOMMENDATIONS would lack them (NAT fails at run time).
 NETPERF_FIREWALL_EXTENSIONS = "${@'iptables-module-xt-masquerade iptables-module-xt-conntrack iptables-module-xt-comment' if d.getVar('NETPERF_FIREWALL') == 'iptables' else ''}"
-RDEPENDS:${PN} += "${NETPERF_FIREWALL} ${NETPERF_FIREWALL_EXTENSIONS}"
+RDEPENDS:${PN} += "${NETPERF_FIREWALL_EXTENSIONS} ${NETPERF_FIREWALL}"
 
 # Argon2id hash of the web UI admin password (`netperfd hash-password`). When set, it is
 # written into ${sysconfdir}/netperfd/netperfd.toml; when empty the example stays commented.
