@@ -18,6 +18,8 @@
 #     traffic through the NAT: the server in peer 2 sees the board's address as the source;
 #   * `systemctl restart` and `kill -9` recover (new main PID, port 80 answers again), and so
 #     does a crash loop (6 kill -9 in a row, more than systemd's default start limit);
+#   * a confirmed address removed by something else (as `networkctl reconfigure` does) is
+#     named on the Ports page and in GET /api/board;
 #   * a reboot keeps the state: the password, the confirmed address (re-applied), the run
 #     history; an unconfirmed change is gone; no setup code on the console;
 #   * `systemd-analyze security netperfd` exposure <= 2.5.
@@ -414,6 +416,15 @@ login
 ip netns exec "$ns_p1" timeout 20 iperf3 -c 192.0.2.1 -t 1 >/dev/null || fail "stock iperf3 against the board's server failed"
 sleep 1
 runs_before=$(bx curl -sS -b "$work/cookies" http://127.0.0.1/api/runs | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d if isinstance(d, list) else d.get("runs", [])))' 2>/dev/null || echo "?")
+# Something else drops a confirmed address (as `networkctl reconfigure` does): the Ports page
+# and GET /api/board name it.
+bx ip addr del 198.51.100.1/24 dev wan0
+http GET /api/board
+python3 -c 'import json,sys; m=json.load(sys.stdin).get("missing"); sys.exit(0 if m == ["198.51.100.1/24 on wan0"] else f"missing: {m}")' <<<"$body" ||
+    fail "GET /api/board does not name the dropped 198.51.100.1/24 ($code)"
+http GET /ports
+grep -q 'id="missing-addresses"' <<<"$body" || fail "the Ports page does not say that 198.51.100.1/24 is gone"
+ok "a confirmed address removed behind netperfd's back is named on the Ports page and in /api/board"
 http POST /api/ports/wan0/addresses '{"address":"198.51.100.88/24","confirm_within":300}'
 [[ $code == 200 ]] || fail "unconfirmed change answered $code: $body"
 # A real reboot: the kernel forgets every address (the namespace outlives the container here).
