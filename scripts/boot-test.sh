@@ -22,6 +22,8 @@
 #     named on the Ports page and in GET /api/board;
 #   * a reboot keeps the state: the password, the confirmed address (re-applied), the run
 #     history; an unconfirmed change is gone; no setup code on the console;
+#   * an image with admin_password_hash (netperfd hash-password) and no state logs in with it
+#     and shows no setup code;
 #   * `systemd-analyze security netperfd` exposure <= 2.5.
 # Each phase prints its time.
 #
@@ -160,7 +162,9 @@ install -D -m 0644 "$repo/systemd/netperfd-tmpfiles.conf" "$root/usr/lib/tmpfile
 install -D -m 0644 "$repo/systemd/netperfd-modules.conf" "$root/usr/lib/modules-load.d/netperfd.conf"
 install -d -m 0755 "$root/etc/netperfd"
 # Factory state: no admin_password_hash (the first boot shows the setup code on the console;
-# the provisioning route, `netperfd hash-password` into admin_password_hash, is tests/'s).
+# the provisioning route, `netperfd hash-password` into admin_password_hash, is checked last).
+hash=$(printf '%s\n' "$password" | "$bin" hash-password | tail -1)
+[[ $hash == '$argon2'* ]] || fail "netperfd hash-password printed '$hash'"
 install -m 0640 "$repo/systemd/netperfd.toml" "$root/etc/netperfd/netperfd.toml"
 grep -q '^setup_issue_file = "/run/netperfd/setup.issue"' "$root/etc/netperfd/netperfd.toml" ||
     fail "the shipped netperfd.toml does not set setup_issue_file"
@@ -452,6 +456,18 @@ console_has 'setup code' && fail "the console shows a setup code after the reboo
 issue=$(show_issue)
 grep -q 'setup code' <<<"$issue" && fail "agetty shows a setup code after the reboot: $issue"
 ok "no setup code on the console; run history kept ($runs_after runs)"
+
+# ---------------------------------------------------------------- provisioned password
+phase "factory reset with a provisioned password"
+c systemctl stop netperfd.service
+c find /var/lib/netperfd -mindepth 1 -delete
+sed -i "s|^# *admin_password_hash = .*|admin_password_hash = \"$hash\"|" "$root/etc/netperfd/netperfd.toml"
+grep -q '^admin_password_hash = "\$argon2' "$root/etc/netperfd/netperfd.toml" || fail "hash not set in the toml"
+c systemctl start netperfd.service
+wait_for 15 "web UI after the start with admin_password_hash" web_up
+login
+c test -e /run/netperfd/setup.issue && fail "a setup code was written although admin_password_hash is set"
+ok "empty state + admin_password_hash from netperfd hash-password: logs in, no setup code (image builders' route)"
 
 phase ""
 log "checks passed: ${#passed[@]}"
