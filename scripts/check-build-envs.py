@@ -198,6 +198,9 @@ def run_cargo(name: str, argv: list, env: dict, cwd: str) -> bool:
         print(f"FAIL {name}: cargo recompiles ({compiling}): this environment builds a different binary")
         for d in dirty[:10]:
             print(f"    {d}")
+        if not dirty:
+            print("    (no 'Dirty' reason: a profile value or the target differs, so every unit gets "
+                  "another hash; compare the variables above with Cargo.toml's [profile.release])")
         return False
     if p.returncode != 0:
         print(f"FAIL {name}: cargo exited {p.returncode}")
