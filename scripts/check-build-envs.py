@@ -25,7 +25,8 @@ target-applies-to-host) and their vendored CARGO_HOME; the caller's toolchain en
 
 When an environment selects anything else (profile values, SQLite options, features), cargo
 recompiles: the script stops it at the first "Compiling" line (so a failure costs seconds, not
-a build), prints cargo's reason ("Dirty ...") and fails. When cargo finds everything fresh, the
+a build), prints cargo's reason ("Dirty ...") and fails. The unit cargo had started is then
+half-built, and the next build in that target directory compiles it again (cargo notices). When cargo finds everything fresh, the
 binary is the reference file itself: its SHA-256, size (and stripped size) and the SQLite
 compile options it reports (`netperfd build-info`, under --run for a cross binary) are
 compared with the reference's and printed, with the time of each step.
