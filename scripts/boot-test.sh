@@ -1,21 +1,36 @@
 #!/usr/bin/env bash
-# scripts/boot-test.sh — boot netperfd under a real systemd (Debian 12, systemd 252) in
-# systemd-nspawn, installed the way the Yocto recipe / Buildroot package install it, and check
-# what a board image must do:
+# scripts/boot-test.sh — boot netperfd under a real systemd (Debian 12, systemd 252, util-linux
+# 2.38.1) in systemd-nspawn, installed the way the Yocto recipe / Buildroot package install it,
+# and check what a board image must do, from its first boot on:
+#   * first boot without a password: the console's login prompt (agetty of console-getty, read
+#     from the container's console) shows the one-time setup code through
+#     /etc/issue.d/netperfd.issue -> /run/netperfd/setup.issue, exactly once; the setup URL is
+#     renewed when the board's address comes later (as with DHCP); the code from the console
+#     sets the password through /setup, and the line leaves the prompt (issue 23 item 2);
 #   * netperfd.service is active (running), reached through sd_notify (Type=notify);
 #   * port 80 answers, served by user netperfd with exactly CAP_NET_ADMIN, CAP_NET_RAW and
 #     CAP_NET_BIND_SERVICE;
 #   * the web UI is up within BOOT_MAX_S seconds of boot although one port has no carrier
 #     and systemd-networkd-wait-online holds network-online.target back (issue 13 item 2);
-#   * an address change and forwarding with NAT through the API, with nftables, iptables-nft
-#     and iptables-legacy (update-alternatives), and stock iperf3 traffic through the NAT:
-#     the server in peer 2 sees the board's address as the source;
-#   * `systemctl restart` and `kill -9` recover (new main PID, port 80 answers again);
+#   * board changes through the API: apply -> confirm, and apply -> rollback;
+#   * forwarding with NAT through the API, with nftables, iptables-nft and iptables-legacy
+#     (update-alternatives), the rules listed by the container's own tools, and stock iperf3
+#     traffic through the NAT: the server in peer 2 sees the board's address as the source;
+#   * `systemctl restart` and `kill -9` recover (new main PID, port 80 answers again), and so
+#     does a crash loop (6 kill -9 in a row, more than systemd's default start limit);
+#   * a confirmed address removed by something else (as `networkctl reconfigure` does) is
+#     named on the Ports page and in GET /api/board;
+#   * a reboot keeps the state: the password, the confirmed address (re-applied), the run
+#     history; an unconfirmed change is gone; no setup code on the console;
+#   * an image with admin_password_hash (netperfd hash-password) and no state logs in with it
+#     and shows no setup code;
 #   * `systemd-analyze security netperfd` exposure <= 2.5.
+# Each phase prints its time.
 #
 # Topology (all namespaces created here, removed on exit, failure or Ctrl-C; traffic stays in
 # them; addresses are documentation ranges):
 #   nbt-p1-PID  eth0 192.0.2.2/24 (default via .1) --- lan0 192.0.2.1/24    nbt-board-PID
+#               (lan0 gets its address only after the web UI is up, as from a late DHCP lease)
 #   nbt-p2-PID  eth0 198.51.100.2/24 (no route back) --- wan0 (198.51.100.1/24 set via API)
 #               nc0p (down)                          --- nc0 (no carrier, managed by networkd)
 # The container boots with --network-namespace-path=/run/netns/nbt-board-PID.
@@ -42,12 +57,18 @@ cache=${BOOTTEST_CACHE:-/var/cache/netperfd-boottest}
 boot_max=${BOOT_MAX_S:-10}
 # systemd + the firewall tools the daemon runs; procps for ps in checks; dbus for
 # systemd-analyze; kmod so modules-load.d is read as on a board. No iproute2: the daemon
-# never runs `ip` (the recipe no longer depends on it); the checks use the host's.
+# never runs `ip` (the recipe no longer depends on it); the checks use the host's. agetty
+# (util-linux) and script (bsdutils) are in every Debian root.
 pkgs=systemd,systemd-sysv,dbus,iptables,nftables,procps,kmod
 password=boot-test-password
 
 t0=$SECONDS
+phase_t=$SECONDS phase_name=
 log() { echo "boot-test [$((SECONDS - t0)) s]: $*"; }
+phase() { # phase NAME: print the time of the phase that ends here
+    [[ -n $phase_name ]] && log "phase took $((SECONDS - phase_t)) s: $phase_name"
+    phase_name=$1 phase_t=$SECONDS
+}
 fail() { echo "boot-test: FAILED: $*" >&2; exit 1; }
 passed=()
 ok() { passed+=("$1"); log "ok: $1"; }
@@ -76,6 +97,10 @@ fi
 # ---------------------------------------------------------------- cached Debian root
 key=$(printf '%s\n' "$suite" "$mirror" minbase "$pkgs" | sha256sum | cut -c1-16)
 base=$cache/$suite-$key
+mkdir -p "$cache"
+# One debootstrap at a time: several checkouts on one machine share the cache.
+exec {cache_lock}>"$cache/.lock"
+flock "$cache_lock"
 if [[ ! -e $base/.complete ]]; then
     log "cold cache: debootstrap $suite from $mirror into $base"
     rm -rf "$base" "$base.tmp"
@@ -90,6 +115,7 @@ if [[ ! -e $base/.complete ]]; then
 else
     log "warm cache: $base"
 fi
+flock -u "$cache_lock"
 
 # ---------------------------------------------------------------- cleanup
 id=$$
@@ -135,14 +161,18 @@ install -D -m 0644 "${BOOTTEST_UNIT:-$repo/systemd/netperfd.service}" "$root/usr
 install -D -m 0644 "$repo/systemd/netperfd-tmpfiles.conf" "$root/usr/lib/tmpfiles.d/netperfd.conf"
 install -D -m 0644 "$repo/systemd/netperfd-modules.conf" "$root/usr/lib/modules-load.d/netperfd.conf"
 install -d -m 0755 "$root/etc/netperfd"
-# NETPERF_ADMIN_PASSWORD_HASH / the README's provisioning: netperfd hash-password.
+# Factory state: no admin_password_hash (the first boot shows the setup code on the console;
+# the provisioning route, `netperfd hash-password` into admin_password_hash, is checked last).
 hash=$(printf '%s\n' "$password" | "$bin" hash-password | tail -1)
 [[ $hash == '$argon2'* ]] || fail "netperfd hash-password printed '$hash'"
-sed "s|^# *admin_password_hash = .*|admin_password_hash = \"$hash\"|" "$repo/systemd/netperfd.toml" \
-    >"$root/etc/netperfd/netperfd.toml"
-grep -q '^admin_password_hash = "\$argon2' "$root/etc/netperfd/netperfd.toml" || fail "hash not set in toml"
+install -m 0640 "$repo/systemd/netperfd.toml" "$root/etc/netperfd/netperfd.toml"
+grep -q '^setup_issue_file = "/run/netperfd/setup.issue"' "$root/etc/netperfd/netperfd.toml" ||
+    fail "the shipped netperfd.toml does not set setup_issue_file"
 chroot "$root" chown root:netperfd /etc/netperfd/netperfd.toml
-chmod 0640 "$root/etc/netperfd/netperfd.toml"
+# recipe / Buildroot package: the login prompt's link to the daemon's file
+install -d -m 0755 "$root/etc/issue.d"
+ln -sf /run/netperfd/setup.issue "$root/etc/issue.d/netperfd.issue"
+[[ -s $root/etc/issue ]] || fail "the Debian root has no /etc/issue (agetty would read /run/issue.d instead)"
 chroot "$root" systemctl enable netperfd.service >/dev/null 2>&1 || fail "systemctl enable"
 # A typical image: networkd manages a port without a cable, and something pulls
 # network-online.target in (then systemd-networkd-wait-online waits 120 s for it).
@@ -162,8 +192,7 @@ ip -n "$ns_board" link add lan0 type veth peer name eth0 netns "$ns_p1"
 ip -n "$ns_board" link add wan0 type veth peer name eth0 netns "$ns_p2"
 ip -n "$ns_board" link add nc0 type veth peer name nc0p netns "$ns_p1"
 for n in "$ns_board" "$ns_p1" "$ns_p2"; do ip -n "$n" link set lo up; done
-ip -n "$ns_board" addr add 192.0.2.1/24 dev lan0
-ip -n "$ns_board" link set lan0 up
+ip -n "$ns_board" link set lan0 up # its address comes after boot (a late DHCP lease)
 ip -n "$ns_board" link set wan0 up
 ip -n "$ns_board" link set nc0 up # peer nc0p stays down: NO-CARRIER
 ip -n "$ns_p1" addr add 192.0.2.2/24 dev eth0
@@ -197,19 +226,59 @@ active_running() { [[ $(c systemctl show -P ActiveState netperfd.service) == act
     $(c systemctl show -P SubState netperfd.service) == running ]]; }
 
 # ---------------------------------------------------------------- boot
+console=$work/console-1.txt
+boot() { # boot N: start the container (boot number N), wait for the web UI, find its systemd
+    console=$work/console-$1.txt
+    boot_start=$(date +%s.%N)
+    systemd-nspawn -q -D "$root" -b --register=no --keep-unit --capability=CAP_NET_ADMIN \
+        --network-namespace-path="/run/netns/$ns_board" --machine="nbt$id" \
+        >"$console" 2>&1 </dev/null &
+    nspawn_pid=$!
+    wait_for 30 "web UI answers on port 80" web_up
+    boot_s=$(awk -v a="$boot_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    leader=
+    for p in $(pgrep -P "$nspawn_pid"); do [[ $(cat "/proc/$p/comm") == systemd ]] && leader=$p; done
+    [[ -n $leader ]] || fail "cannot find the container's systemd (children of $nspawn_pid: $(pgrep -P "$nspawn_pid"))"
+}
+console_has() { grep -aqE "$1" "$console"; } # the container's console (agetty's screen)
+show_issue() { # what agetty shows above login: now, inside the container (util-linux 2.38.1)
+    c script -qec 'agetty --show-issue' /dev/null </dev/null 2>&1 | tr -d '\r'
+}
+
+phase "first boot"
 log "boot: systemd-nspawn -b in $ns_board"
-boot_start=$(date +%s.%N)
-systemd-nspawn -q -D "$root" -b --register=no --keep-unit --capability=CAP_NET_ADMIN \
-    --network-namespace-path="/run/netns/$ns_board" --machine="nbt$id" \
-    >"$work/console.txt" 2>&1 </dev/null &
-nspawn_pid=$!
-wait_for 30 "web UI answers on port 80" web_up
-boot_s=$(awk -v a="$boot_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-for p in $(pgrep -P "$nspawn_pid"); do [[ $(cat "/proc/$p/comm") == systemd ]] && leader=$p; done
-[[ -n $leader ]] || fail "cannot find the container's systemd (children of $nspawn_pid: $(pgrep -P "$nspawn_pid"))"
+boot 1
 le "$boot_s" "$boot_max" || fail "web UI up after $boot_s s (> $boot_max s)"
 online=$(c systemctl is-active network-online.target || true)
 ok "web UI up ${boot_s} s after boot start with nc0 without carrier (network-online.target: $online)"
+
+# ---------------------------------------------------------------- first boot: setup code
+code_re='setup code ([0-9A-F]{5}-[0-9A-F]{5})'
+wait_for 15 "the setup code on the console's login prompt (console-getty)" console_has "$code_re"
+code=$(grep -aoE "$code_re" "$console" | head -1 | awk '{print $3}')
+line=$(grep -aE "$code_re" "$console" | head -1 | tr -d '\r')
+if grep -q '192.0.2.1' <<<"$line"; then fail "the console names 192.0.2.1 before lan0 has it: $line"; fi
+log "console before lan0 has an address: ${line#*netperfd: }"
+issue=$(show_issue)
+n=$(grep -c "setup code $code" <<<"$issue" || true)
+[[ $n == 1 ]] || fail "agetty --show-issue shows the setup code $n times (want 1): $issue"
+ok "console login prompt shows the setup code $code once (agetty 2.38 with /etc/issue, via /etc/issue.d/netperfd.issue)"
+
+addr_t=$(date +%s.%N)
+ip -n "$ns_board" addr add 192.0.2.1/24 dev lan0 # the DHCP lease arrives
+renewed() { console_has "Open http://192\.0\.2\.1/setup.*setup code $code"; }
+wait_for 10 "the console's setup line renewed with 192.0.2.1 after the address came" renewed
+ok "console line renewed with http://192.0.2.1/setup $(awk -v a="$addr_t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s after the address came (agetty reprinted the prompt)"
+
+typed=$(tr 'A-F' 'a-f' <<<"${code/-/ }")
+st=$(bx curl -sS -o /dev/null -w '%{http_code}' -c "$work/cookies" --data-urlencode "code=$typed" \
+    --data-urlencode "password=$password" --data-urlencode "confirm=$password" http://127.0.0.1/setup)
+[[ $st == 303 ]] || fail "/setup with the code from the console ('$typed') answered $st"
+gone() { ! c test -e /run/netperfd/setup.issue; }
+wait_for 5 "setup.issue removed after the setup" gone
+issue=$(show_issue)
+if grep -q 'setup code' <<<"$issue"; then fail "agetty still shows a setup code: $issue"; fi
+ok "the code read from the console set the password through /setup; the line left the login prompt"
 
 wait_for 10 "active (running)" active_running
 [[ $(c systemctl show -P Type netperfd.service) == notify ]] || fail "Type is not notify"
@@ -230,19 +299,37 @@ le "$sec" 2.5 || fail "systemd-analyze security exposure $sec > 2.5"
 ok "systemd-analyze security netperfd: exposure $sec (<= 2.5)"
 
 # ---------------------------------------------------------------- API session
+phase "service, API, apply/confirm/rollback"
+login() {
+    rm -f "$work/cookies"
+    code=$(bx curl -sS -o /dev/null -w '%{http_code}' -c "$work/cookies" --data-urlencode "password=$password" http://127.0.0.1/login)
+    [[ $code == 303 ]] || fail "login answered $code"
+    csrf=
+    http GET /ports
+    csrf=$(sed -nE 's/.*name="csrf" value="([0-9a-fA-F]+)".*/\1/p' <<<"$body" | head -1)
+    [[ -n $csrf ]] || fail "no CSRF token on /ports ($code)"
+}
 code=$(bx curl -sS -o /dev/null -w '%{http_code}' -c "$work/cookies" --data-urlencode "password=$password" http://127.0.0.1/login)
 [[ $code == 303 ]] || fail "login answered $code"
 csrf=
 http GET /ports
 csrf=$(sed -nE 's/.*name="csrf" value="([0-9a-fA-F]+)".*/\1/p' <<<"$body" | head -1)
 [[ -n $csrf ]] || fail "no CSRF token on /ports ($code)"
-ok "logged in with the provisioned admin_password_hash"
+ok "logged in with the password set through /setup"
 
-http POST /api/ports/wan0/addresses '{"address":"198.51.100.1/24","unchecked":true}'
+has_addr() { grep -q " $2/" <<<"$(bx ip -4 -o addr show dev "$1")"; }
+http POST /api/ports/wan0/addresses '{"address":"198.51.100.1/24","confirm_within":120}'
 [[ $code == 200 ]] || fail "address change answered $code: $body"
-addrs=$(bx ip -4 -o addr show dev wan0)
-grep -q '198.51.100.1/24' <<<"$addrs" || fail "198.51.100.1/24 not on wan0: $body"
-ok "address change via API (198.51.100.1/24 on wan0)"
+has_addr wan0 198.51.100.1 || fail "198.51.100.1/24 not on wan0: $body"
+http POST /api/board/confirm
+[[ $code == 200 ]] || fail "confirm answered $code: $body"
+ok "apply -> confirm through the API (198.51.100.1/24 on wan0, confirmed)"
+http POST /api/ports/wan0/addresses '{"address":"198.51.100.77/24","confirm_within":120}'
+[[ $code == 200 ]] && has_addr wan0 198.51.100.77 || fail "second change answered $code: $body"
+http POST /api/board/rollback
+[[ $code == 200 ]] || fail "rollback answered $code: $body"
+! has_addr wan0 198.51.100.77 && has_addr wan0 198.51.100.1 || fail "rollback left $(bx ip -4 -o addr show dev wan0)"
+ok "apply -> rollback through the API (198.51.100.77 gone, the confirmed 198.51.100.1 kept)"
 
 # ---------------------------------------------------------------- forwarding with NAT, 3 backends
 nat_traffic() { # iperf3 from peer 1 to peer 2 through the board; source must be the board's
@@ -265,7 +352,7 @@ if bps <= 0:
 print(f"{name}: iperf3 through the NAT at {bps / 1e6:.0f} Mbit/s, source seen as {src}")
 EOF
 }
-backend() { # backend NAME FIREWALL_SETTING ALTERNATIVE RULES_CMD...
+backend() { # backend NAME FIREWALL_SETTING ALTERNATIVE RULES_CMD (run inside the container)...
     local name=$1 setting=$2 alt=$3; shift 3
     if [[ -n $alt ]]; then
         c update-alternatives --quiet --set iptables "/usr/sbin/iptables-$alt"
@@ -276,7 +363,7 @@ backend() { # backend NAME FIREWALL_SETTING ALTERNATIVE RULES_CMD...
     http POST /api/forwarding '{"in":"lan0","out":"wan0","nat":true,"unchecked":true}'
     [[ $code == 200 ]] || fail "$name: forwarding with NAT answered $code: $body"
     local rules # (no `cmd | grep -q` under pipefail: grep's early exit gives cmd SIGPIPE)
-    rules=$(bx "$@" 2>&1) || fail "$name: '$*' failed: $rules"
+    rules=$(c "$@" 2>&1) || fail "$name: '$*' (in the container) failed: $rules"
     grep -qi masquerade <<<"$rules" || fail "$name: no MASQUERADE rule in '$*'"
     [[ $(bx cat /proc/sys/net/ipv4/ip_forward) == 1 ]] || fail "$name: ip_forward is not 1"
     local line
@@ -284,10 +371,11 @@ backend() { # backend NAME FIREWALL_SETTING ALTERNATIVE RULES_CMD...
     ok "$line"
     http DELETE '/api/forwarding?in=lan0&out=wan0&unchecked=true'
     [[ $code == 200 ]] || fail "$name: disabling forwarding answered $code: $body"
-    rules=$(bx "$@" 2>&1) || fail "$name: '$*' failed: $rules"
+    rules=$(c "$@" 2>&1) || fail "$name: '$*' (in the container) failed: $rules"
     if grep -qi masquerade <<<"$rules"; then fail "$name: MASQUERADE rule left after disable"; fi
     ok "$name: forwarding with NAT enabled and disabled through the API"
 }
+phase "forwarding with NAT, 3 backends"
 backend nftables nftables "" nft list ruleset
 backend iptables-nft iptables nft iptables-nft-save
 backend iptables-legacy iptables legacy iptables-legacy-save
@@ -296,6 +384,7 @@ backend iptables-legacy iptables legacy iptables-legacy-save
 ok "iptables-legacy took its lock in /run/netperfd/xtables.lock (XTABLES_LOCKFILE)"
 
 # ---------------------------------------------------------------- recovery
+phase "restart, kill -9, crash loop"
 old=$(main_pid)
 c systemctl restart netperfd.service
 wait_for 15 "active after systemctl restart" active_running
@@ -313,4 +402,72 @@ wait_for 15 "active after kill -9" active_running
 wait_for 15 "web UI after kill -9" web_up
 ok "kill -9: restarted by systemd and serving again after $((SECONDS - kill_start)) s (PID $old -> $(main_pid))"
 
+loop_start=$SECONDS
+for i in 1 2 3 4 5 6; do # more starts than systemd's default limit (5 in 10 s)
+    old=$(main_pid)
+    c kill -9 "$old"
+    wait_for 20 "new main PID after kill -9 number $i of the crash loop" new_pid
+done
+wait_for 15 "active after the crash loop" active_running
+wait_for 15 "web UI after the crash loop" web_up
+nres=$(c systemctl show -P NRestarts netperfd.service)
+ok "crash loop: 6 kill -9 in $((SECONDS - loop_start)) s, serving again (NRestarts=$nres, no start limit hit)"
+
+# ---------------------------------------------------------------- reboot keeps the state
+phase "reboot"
+login
+# a run in the history: stock iperf3 against the board's iperf3 server
+ip netns exec "$ns_p1" timeout 20 iperf3 -c 192.0.2.1 -t 1 >/dev/null || fail "stock iperf3 against the board's server failed"
+sleep 1
+runs_before=$(bx curl -sS -b "$work/cookies" http://127.0.0.1/api/runs | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d if isinstance(d, list) else d.get("runs", [])))' 2>/dev/null || echo "?")
+# Something else drops a confirmed address (as `networkctl reconfigure` does): the Ports page
+# and GET /api/board name it.
+bx ip addr del 198.51.100.1/24 dev wan0
+http GET /api/board
+python3 -c 'import json,sys; m=json.load(sys.stdin).get("missing"); sys.exit(0 if m == ["198.51.100.1/24 on wan0"] else f"missing: {m}")' <<<"$body" ||
+    fail "GET /api/board does not name the dropped 198.51.100.1/24 ($code)"
+http GET /ports
+grep -q 'id="missing-addresses"' <<<"$body" || fail "the Ports page does not say that 198.51.100.1/24 is gone"
+ok "a confirmed address removed behind netperfd's back is named on the Ports page and in /api/board"
+http POST /api/ports/wan0/addresses '{"address":"198.51.100.88/24","confirm_within":300}'
+[[ $code == 200 ]] || fail "unconfirmed change answered $code: $body"
+# A real reboot: the kernel forgets every address (the namespace outlives the container here).
+bx ip addr flush dev wan0
+bx ip addr flush dev lan0
+log "systemctl reboot"
+c systemctl reboot || true
+for _ in $(seq 1 300); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$nspawn_pid" 2>/dev/null && fail "the container did not go down for the reboot within 30 s"
+wait "$nspawn_pid" || true
+nspawn_pid= leader=
+ip -n "$ns_board" addr add 192.0.2.1/24 dev lan0 # DHCP again (the checks reach the board on it)
+boot 2
+ok "rebooted: web UI up ${boot_s} s after boot start"
+login
+ok "the password set on the first boot still logs in"
+wait_for 10 "the confirmed 198.51.100.1/24 re-applied on wan0" has_addr wan0 198.51.100.1
+has_addr wan0 198.51.100.88 && fail "the unconfirmed 198.51.100.88 came back after the reboot"
+ok "confirmed address re-applied at start, the unconfirmed change is gone"
+runs_after=$(bx curl -sS -b "$work/cookies" http://127.0.0.1/api/runs | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d if isinstance(d, list) else d.get("runs", [])))' 2>/dev/null || echo "?")
+[[ $runs_before =~ ^[1-9][0-9]*$ ]] || fail "no run in the history before the reboot ($runs_before)"
+[[ $runs_after == "$runs_before" ]] || fail "run history: $runs_before runs before the reboot, $runs_after after"
+sleep 2
+console_has 'setup code' && fail "the console shows a setup code after the reboot although a password is set"
+issue=$(show_issue)
+grep -q 'setup code' <<<"$issue" && fail "agetty shows a setup code after the reboot: $issue"
+ok "no setup code on the console; run history kept ($runs_after runs)"
+
+# ---------------------------------------------------------------- provisioned password
+phase "factory reset with a provisioned password"
+c systemctl stop netperfd.service
+c find /var/lib/netperfd -mindepth 1 -delete
+sed -i "s|^# *admin_password_hash = .*|admin_password_hash = \"$hash\"|" "$root/etc/netperfd/netperfd.toml"
+grep -q '^admin_password_hash = "\$argon2' "$root/etc/netperfd/netperfd.toml" || fail "hash not set in the toml"
+c systemctl start netperfd.service
+wait_for 15 "web UI after the start with admin_password_hash" web_up
+login
+c test -e /run/netperfd/setup.issue && fail "a setup code was written although admin_password_hash is set"
+ok "empty state + admin_password_hash from netperfd hash-password: logs in, no setup code (image builders' route)"
+
+phase ""
 log "checks passed: ${#passed[@]}"

@@ -2,11 +2,13 @@
 # Offline checks of the packaging (issue 7): Yocto layer, Buildroot tree, systemd unit.
 #   1. meta-netperf/.../netperfd-crates.inc matches Cargo.lock   (scripts/gen-crates-inc.py --check)
 #   2. the unit/config copies in meta-netperf and buildroot-package equal systemd/
-#   3. LICENSE checksums in the recipe (md5) and the Buildroot .hash (sha256) match LICENSE
+#   3. LICENSE checksums in the recipe (md5) and the Buildroot .hash (sha256) match LICENSE,
+#      LICENSE-THIRD-PARTY and LICENSES/; SECURITY.md exists (yocto-check-layer test_security)
 #   4. systemd unit: verify + security exposure <= 2.5      (scripts/check-unit.sh)
 #   5. oelint-adv on the recipe (pip-installs oelint-adv when missing)
 #   6. LICENSE-THIRD-PARTY matches Cargo.lock           (scripts/third-party-licenses.py --check)
-#   7. one build setting: Buildroot's restated opt-level equals Cargo.toml's [profile.release]
+#   7. one build setting: Buildroot restates Cargo.toml's [profile.release] (+ strip=false); the
+#      recipe overrides only strip=false and restates .cargo/config.toml's LIBSQLITE3_FLAGS
 # Runs every check, then exits 1 if any failed. Needs network only to install missing tools.
 set -euo pipefail
 
@@ -67,25 +69,68 @@ license_sums() {
             echo "buildroot-package/package/netperfd/netperfd.hash: $f line is not sha256 $want"; rc=1
         fi
     done
-    want=$(md5sum LICENSES/Unicode-3.0.txt | cut -d' ' -f1)
-    if grep -q "file://LICENSES/Unicode-3.0.txt;md5=$want" "$recipe_dir"/netperfd_*.bb; then
-        echo "recipe LIC_FILES_CHKSUM LICENSES/Unicode-3.0.txt md5=$want"
-    else
-        echo "recipe LIC_FILES_CHKSUM: LICENSES/Unicode-3.0.txt is not md5=$want"; rc=1
-    fi
+    # LICENSE-THIRD-PARTY too, so the image's license manifest carries the crate notices
+    # (after scripts/third-party-licenses.py rewrites it, update its md5 here).
+    for f in LICENSE-THIRD-PARTY LICENSES/Unicode-3.0.txt; do
+        want=$(md5sum "$f" | cut -d' ' -f1)
+        if grep -q "file://$f;md5=$want" "$recipe_dir"/netperfd_*.bb; then
+            echo "recipe LIC_FILES_CHKSUM $f md5=$want"
+        else
+            echo "recipe LIC_FILES_CHKSUM: $f is not md5=$want"; rc=1
+        fi
+    done
+    # yocto-check-layer's test_security (whinlatter and later): a non-empty SECURITY.md in the
+    # layer or at the top of its repository.
+    if [[ -s SECURITY.md ]]; then echo "SECURITY.md present"; else echo "SECURITY.md missing or empty"; rc=1; fi
     return "$rc"
 }
 
 build_setting() {
-    local cargo_opt br_opt
-    cargo_opt=$(sed -n '/^\[profile.release\]/,/^\[/{s/^opt-level *= *"\{0,1\}\([0-9sz]\)"\{0,1\}.*/\1/p}' Cargo.toml)
-    br_opt=$(sed -nE 's/^NETPERFD_CARGO_ENV = CARGO_PROFILE_RELEASE_OPT_LEVEL=([0-9sz])$/\1/p' \
-        buildroot-package/package/netperfd/netperfd.mk)
-    echo "Cargo.toml [profile.release] opt-level=$cargo_opt, netperfd.mk restates $br_opt"
-    [[ -n $cargo_opt && $cargo_opt == "$br_opt" ]] || { echo "they differ"; return 1; }
-    if grep -qE 'PROFILE|opt-level|lto' "$recipe_dir"/netperfd_*.bb; then
-        echo "the recipe must not override the release profile"; return 1
-    fi
+    # Buildroot's pkg-cargo.mk exports CARGO_PROFILE_RELEASE_{OPT_LEVEL,LTO,CODEGEN_UNITS}, which
+    # beat Cargo.toml: netperfd.mk restates Cargo.toml's values, and STRIP=false (Buildroot
+    # strips). The recipe's one override is strip=false (oe-core's already-stripped QA), and
+    # it restates .cargo/config.toml's LIBSQLITE3_FLAGS (cargo runs outside the tree there).
+    python3 - "$recipe_dir"/netperfd_*.bb buildroot-package/package/netperfd/netperfd.mk <<'EOF'
+import re, sys
+recipe, mk = open(sys.argv[1]).read(), open(sys.argv[2]).read().replace("\\\n", " ")
+toml = open("Cargo.toml").read()
+prof = toml[toml.index("[profile.release]"):]
+prof = prof[:prof.find("\n[", 1)] if "\n[" in prof[1:] else prof
+def cargo(key):
+    m = re.search(r"^%s\s*=\s*\"?([^\"\n]+?)\"?\s*$" % re.escape(key), prof, re.M)
+    return m.group(1) if m else None
+want = {"OPT_LEVEL": cargo("opt-level"), "LTO": cargo("lto"), "CODEGEN_UNITS": cargo("codegen-units"),
+        "STRIP": "false"}
+env = {}
+for m in re.finditer(r"^NETPERFD_CARGO_ENV\s*(\+?=)(.*)$", mk, re.M):
+    if m.group(1) == "=":
+        env = {}
+    env.update(dict(w.split("=", 1) for w in m.group(2).split()))
+got = {k[len("CARGO_PROFILE_RELEASE_"):]: v for k, v in env.items() if k.startswith("CARGO_PROFILE_RELEASE_")}
+rc = 0
+print(f"Cargo.toml [profile.release]: {want}; netperfd.mk NETPERFD_CARGO_ENV: {got}")
+if got != want:
+    print("netperfd.mk must set exactly CARGO_PROFILE_RELEASE_{OPT_LEVEL,LTO,CODEGEN_UNITS} as in Cargo.toml and STRIP=false")
+    rc = 1
+code = "\n".join(l for l in recipe.splitlines() if not l.lstrip().startswith("#"))
+allowed = 'CARGO_BUILD_FLAGS:append = " --config profile.release.strip=false"'
+if allowed not in code:
+    print(f"the recipe must keep: {allowed} (oe-core's already-stripped QA)")
+    rc = 1
+rest = code.replace(allowed, "")
+if re.search(r"PROFILE|opt-level|\blto\b|profile\.|codegen", rest):
+    print("the recipe overrides the release profile beyond strip=false:",
+          [l for l in rest.splitlines() if re.search(r"PROFILE|opt-level|\blto\b|profile\.|codegen", l)])
+    rc = 1
+flags = re.search(r'LIBSQLITE3_FLAGS\s*=\s*"([^"]*)"', open(".cargo/config.toml").read()).group(1)
+m = re.search(r'^export LIBSQLITE3_FLAGS\s*=\s*"([^"]*)"', recipe, re.M)
+if not m or m.group(1) != flags:
+    print(f'the recipe must export LIBSQLITE3_FLAGS = "{flags}" (.cargo/config.toml), has {m and m.group(1)!r}')
+    rc = 1
+else:
+    print("recipe LIBSQLITE3_FLAGS == .cargo/config.toml's; its one profile override: strip=false")
+sys.exit(rc)
+EOF
 }
 
 unit() {
@@ -123,7 +168,7 @@ run "LICENSE checksums" license_sums
 run "systemd unit" unit
 run "oelint-adv" oelint
 run "LICENSE-THIRD-PARTY up to date" python3 scripts/third-party-licenses.py --check
-run "one build setting (Cargo.toml = Buildroot)" build_setting
+run "one build setting (Cargo.toml = Buildroot = Yocto)" build_setting
 
 echo
 if ((failed)); then

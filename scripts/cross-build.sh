@@ -9,10 +9,14 @@
 #            bookworm-security is not reliably served) + gcc-arm-linux-gnueabihf
 #
 #   usage: cross-build.sh [--target aarch64|armv7|all] [--rustc system|1.85] [--project DIR]
-#     --target    default all
-#     --rustc     compiler: system = /usr/bin/rustc from rustc-web (default for aarch64),
-#                 1.85 = unpacked Rust 1.85 (default and only choice for armv7)
-#     --project   cargo project to build (default: this repository)
+#                         [--unstripped]
+#     --target      default all
+#     --rustc       compiler: system = /usr/bin/rustc from rustc-web (default for aarch64),
+#                   1.85 = unpacked Rust 1.85 (default and only choice for armv7)
+#     --project     cargo project to build (default: this repository)
+#     --unstripped  build as Yocto and Buildroot do (--config profile.release.strip=false;
+#                   they strip themselves) and write stripped copies to <triple>/stripped/
+#                   (CI: scripts/yocto-qa.py and check-build-envs.py check the unstripped one)
 # Output: ${CARGO_TARGET_DIR:-target}/<triple>/release/, relative to the project.
 # Run it under `nice -n 19` on a shared machine.
 set -euo pipefail
@@ -21,8 +25,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 target=all
 rustc_choice=
 project=$here/..
+unstripped=no
 
-usage() { sed -n '12,17p' "$0" >&2; exit 2; }
+usage() { sed -n '12,22p' "$0" >&2; exit 2; }
 while (($#)); do
     case $1 in
         --target) [[ $# -ge 2 ]] || usage; target=$2; shift 2 ;;
@@ -31,6 +36,7 @@ while (($#)); do
         --rustc=*) rustc_choice=${1#*=}; shift ;;
         --project) [[ $# -ge 2 ]] || usage; project=$2; shift 2 ;;
         --project=*) project=${1#*=}; shift ;;
+        --unstripped) unstripped=yes; shift ;;
         -h|--help) usage ;;
         *) echo "cross-build: unknown argument: $1" >&2; usage ;;
     esac
@@ -117,19 +123,28 @@ for t in "${targets[@]}"; do
         export "CARGO_TARGET_${up}_LINKER=$gnu-gcc"
         export "CC_${triple//-/_}=$gnu-gcc"
         export "AR_${triple//-/_}=$gnu-ar"
-        "$cargo" build --release --locked --target "$triple"
+        extra=()
+        [[ $unstripped == yes ]] && extra=(--config profile.release.strip=false)
+        "$cargo" build --release --locked --target "$triple" "${extra[@]}"
     )
     log "$triple: built in $((SECONDS - start)) s"
     built+=("$triple")
 done
 
-echo "== stripped release binaries"
+echo "== release binaries"
 cd "$project"
 for triple in "${built[@]}"; do
     dir=$CARGO_TARGET_DIR/$triple/release
     found=no
     while IFS= read -r -d '' bin; do
         found=yes
+        if [[ $unstripped == yes ]]; then
+            case $triple in aarch64*) gnu=aarch64-linux-gnu ;; armv7*) gnu=arm-linux-gnueabihf ;; esac
+            printf '%-32s %-28s %9d bytes (unstripped, as Yocto/Buildroot get it)\n' "$triple" "${bin##*/}" "$(stat -c %s "$bin")"
+            mkdir -p "$CARGO_TARGET_DIR/$triple/stripped"
+            "$gnu-strip" -o "$CARGO_TARGET_DIR/$triple/stripped/${bin##*/}" "$bin"
+            bin=$CARGO_TARGET_DIR/$triple/stripped/${bin##*/}
+        fi
         size=$(stat -c %s "$bin")
         if readelf -S "$bin" | grep -q '\.symtab'; then state="NOT stripped"; else state=stripped; fi
         printf '%-32s %-28s %9d bytes (%s KiB, %s)\n' "$triple" "${bin##*/}" "$size" "$((size / 1024))" "$state"

@@ -52,15 +52,18 @@ pub struct Config {
     /// Largest history file `POST /api/import` and the UI accept, bytes, default 64 MiB.
     #[serde(default = "default_import_max_bytes")]
     pub import_max_bytes: usize,
-    /// Until an admin password exists, the setup code is written to this file for the login
-    /// prompt (agetty shows `/run/issue.d/*.issue`); removed once a password is set. Default
-    /// empty: off (the shipped config sets `/run/issue.d/netperfd.issue`).
+    /// Until an admin password exists, the setup code and the setup URLs are written to this
+    /// file for the console's login prompt, renewed when the board's addresses change, and
+    /// removed once a password is set. The shipped config sets `/run/netperfd/setup.issue`
+    /// (the unit's RuntimeDirectory), which the images link from
+    /// `/etc/issue.d/netperfd.issue` (agetty reads that directory). Default empty: off.
     #[serde(default)]
     pub setup_issue_file: PathBuf,
-    /// Until an admin password exists, also write the setup code to the kernel console
-    /// (`/dev/kmsg`, best effort). Default off (on in the shipped config).
+    /// No longer used (a line on the kernel console through `/dev/kmsg`, which the unit's
+    /// `PrivateDevices=`/`ProtectKernelLogs=` hide). Still accepted, so an older config file
+    /// keeps working; the daemon logs a warning when it is set.
     #[serde(default)]
-    pub setup_kmsg: bool,
+    pub setup_kmsg: Option<bool>,
 }
 
 fn default_listen() -> SocketAddr {
@@ -116,7 +119,7 @@ impl Default for Config {
             schedule_min_period_s: default_schedule_min_period_s(),
             import_max_bytes: default_import_max_bytes(),
             setup_issue_file: PathBuf::new(),
-            setup_kmsg: false,
+            setup_kmsg: None,
         }
     }
 }
@@ -222,6 +225,23 @@ mod tests {
         assert_eq!(
             (c.tcp_sink_port, c.tcp_source_port, c.http_payload_port),
             (0, 0, 8088)
+        );
+    }
+
+    #[test]
+    fn an_older_config_with_setup_kmsg_still_loads() {
+        // The config shipped before issue 23 had `setup_kmsg = true`; images keep a changed
+        // conffile on upgrade, and an unknown key would stop the daemon.
+        let old = "setup_issue_file = \"/run/issue.d/netperfd.issue\"\nsetup_kmsg = true\n";
+        let c = Config::parse(old).unwrap();
+        assert_eq!(c.setup_kmsg, Some(true));
+        assert_eq!(Config::parse("").unwrap().setup_kmsg, None);
+        let shipped = include_str!("../systemd/netperfd.toml");
+        let c = Config::parse(shipped).unwrap();
+        assert_eq!(c.setup_kmsg, None, "the shipped config no longer sets it");
+        assert_eq!(
+            c.setup_issue_file,
+            std::path::Path::new("/run/netperfd/setup.issue")
         );
     }
 }

@@ -34,6 +34,8 @@ enum Cmd {
     Compare(netperfd::cmd::suite::CompareArgs),
     /// Read a password on stdin and print its argon2 hash (for admin_password_hash)
     HashPassword,
+    /// How this binary was built: version, target, the bundled SQLite and its compile options
+    BuildInfo,
     /// Board control: ports, addresses, links, default gateway, forwarding/NAT, CPU governor
     Net(netperfd::cmd::net::NetArgs),
     /// Download an http:// URL over N connections (axel-style ranges) and record the goodput
@@ -63,6 +65,7 @@ fn main() {
         Some(Cmd::Suite(a)) => netperfd::cmd::suite::main(a),
         Some(Cmd::Compare(a)) => netperfd::cmd::suite::compare_main(a),
         Some(Cmd::HashPassword) => netperfd::web::auth::hash_password_cli(),
+        Some(Cmd::BuildInfo) => build_info(),
         Some(Cmd::Net(n)) => netperfd::cmd::net::main(n),
         Some(Cmd::HttpGet(h)) => netperfd::cmd::http_get::main(h),
         Some(Cmd::Multi(m)) => netperfd::cmd::multi::main(m),
@@ -112,4 +115,37 @@ fn iperf_main(a: IperfArgs) -> i32 {
             None => iperf::run_server(&a).await,
         }
     })
+}
+
+/// `netperfd build-info`: one `key: value` line each (scripts/check-build-envs.py reads the
+/// `sqlite version:` and `sqlite option:` lines). Exit code 1 when SQLite cannot be queried
+/// or stdout cannot be written (a closed pipe ends the listing quietly).
+fn build_info() -> i32 {
+    use std::io::Write;
+    let mut lines = vec![
+        netperfd::engine::report::version_string(),
+        format!(
+            "target: {}-{}",
+            std::env::consts::ARCH,
+            std::env::consts::OS
+        ),
+    ];
+    let code = match netperfd::store::sqlite_build_info() {
+        Ok((version, options)) => {
+            lines.push(format!("sqlite version: {version}"));
+            lines.extend(options.into_iter().map(|o| format!("sqlite option: {o}")));
+            0
+        }
+        Err(e) => {
+            eprintln!("netperfd: cannot query the bundled SQLite: {e}");
+            1
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    for l in lines {
+        if writeln!(out, "{l}").is_err() {
+            return 1;
+        }
+    }
+    code
 }

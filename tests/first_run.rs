@@ -1,7 +1,8 @@
 //! First start without a shell (issue 12), end to end: the daemon listens on 0.0.0.0 in the
 //! board namespace with `setup_issue_file` in a scratch directory. Its log line names the
 //! board's real address (http://192.0.2.1:PORT/setup, never 0.0.0.0); the login-prompt snippet
-//! holds the same URL and the code; a PC in pc1 enters a wrong code (refused, nothing changes),
+//! holds the same URL and the code, and is renewed (with the log line) when the board gets a
+//! second address later; a PC in pc1 enters a wrong code (refused, nothing changes),
 //! then the code in lower case with a space instead of the dash, and sets the password; the
 //! snippet is gone then, and a restart with a password writes none.
 
@@ -47,6 +48,40 @@ fn the_setup_code_reaches_the_console_and_is_accepted_as_typed() {
     assert!(
         snippet.contains(&url) && snippet.contains(&code),
         "{snippet}"
+    );
+
+    // The snippet makes agetty watch address changes (escapes that print nothing) and is
+    // renewed when the board gets another address later, as from a DHCP lease (issue 23
+    // item 2, issue 22 item 10: it used to keep the addresses of the start).
+    assert!(snippet.contains("\\4{netperfd-no-such-port}"), "{snippet}");
+    let late = "192.0.2.77";
+    let board_if = lab.board_if.clone();
+    let (rc, _, err) = lab.run(
+        &board,
+        "late-address",
+        "ip",
+        &["addr", "add", &format!("{late}/24"), "dev", &board_if],
+        std::time::Duration::from_secs(5),
+    );
+    assert_eq!(rc, Some(0), "ip addr add: {err}");
+    let late_url = format!("http://{late}:{WEB_PORT}/setup");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let renewed = loop {
+        let now = std::fs::read_to_string(&issue).unwrap_or_default();
+        if now.contains(&late_url) || std::time::Instant::now() > deadline {
+            break now;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(
+        renewed.contains(&late_url) && renewed.contains(&url) && renewed.contains(&code),
+        "the snippet was not renewed with {late_url}: {renewed}"
+    );
+    let (_, log) = lab.output("daemon");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("addresses changed") && l.contains(&late_url)),
+        "{log}"
     );
 
     // A PC on the bench: the wrong code changes nothing.

@@ -204,6 +204,10 @@ pub struct BoardView {
     pub governors: Vec<Core>,
     /// The confirmed configuration, re-applied when the daemon starts.
     pub confirmed: NetState,
+    /// Addresses of the confirmed configuration that are not on the board now, as
+    /// `192.0.2.1/24 on eth0` (something else reconfigured the port: `networkctl
+    /// reconfigure`, a DHCP client, NetworkManager). Empty while a change is pending.
+    pub missing: Vec<String>,
     /// The newest changes and their outcomes.
     pub log: Vec<BoardLogRow>,
 }
@@ -974,6 +978,12 @@ impl Controller {
             saved: None,
         });
         let writable = net_admin();
+        let confirmed = self.confirmed();
+        let missing = if pending.is_some() {
+            Vec::new()
+        } else {
+            super::netconfig::missing_addresses(&confirmed, &ports)
+        };
         Ok(BoardView {
             ports,
             ipv4_default_route: state.ipv4_default_route.and_then(|r| r.gateway),
@@ -991,7 +1001,8 @@ impl Controller {
             writable: writable.is_ok(),
             read_only_reason: writable.err().map(|e| e.to_string()),
             governors: governor::read(),
-            confirmed: self.confirmed(),
+            confirmed,
+            missing,
             log: self
                 .store
                 .as_ref()

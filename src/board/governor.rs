@@ -122,7 +122,8 @@ pub fn set_at(root: &Path, governor: &str) -> Result<Vec<Core>, BoardError> {
 
 /// The tmpfiles.d entry the Yocto recipe and the Buildroot package install (from
 /// `systemd/netperfd-tmpfiles.conf`); it gives group `netperfd` write access to every
-/// core's `scaling_governor` at boot.
+/// core's `scaling_governor` at boot, and again at each start of the unit (its
+/// `ExecStartPre=`), for a cpufreq driver that loads after systemd-tmpfiles-setup.
 pub const TMPFILES_CONF: &str = "/usr/lib/tmpfiles.d/netperfd.conf";
 
 /// The user-facing reason when writing `file` failed with `e` for lack of access (EACCES,
@@ -131,8 +132,9 @@ fn write_denied(file: &Path, e: &std::io::Error) -> Option<String> {
     match e.kind() {
         std::io::ErrorKind::PermissionDenied => Some(format!(
             "{} is not writable by netperfd ({e}); cpufreq files belong to root, and the image \
-             must give group netperfd write access (the shipped {TMPFILES_CONF} does at boot), \
-             so the governor is read-only here",
+             must give group netperfd write access (the shipped {TMPFILES_CONF} does at boot \
+             and at each start of netperfd.service: a cpufreq driver loaded later needs a \
+             restart of netperfd), so the governor is read-only here",
             file.display()
         )),
         std::io::ErrorKind::ReadOnlyFilesystem => Some(format!(

@@ -27,6 +27,35 @@ pub(crate) fn netlink() -> Result<rtnetlink::Handle, BoardError> {
     Ok(handle)
 }
 
+/// Changes of the board's ports as the kernel announces them: the receiver's value goes up by
+/// one for each notice of an address added or removed (IPv4 or IPv6) or of a port changing
+/// (up, down, carrier, added, removed), in the calling process's network namespace. The
+/// listening task runs on the current tokio runtime and ends at the first notice after every
+/// receiver is gone. Errors: the netlink socket cannot be opened or subscribed.
+pub fn port_changes() -> Result<tokio::sync::watch::Receiver<u64>, BoardError> {
+    use futures_util::StreamExt;
+    use rtnetlink::MulticastGroup;
+    let (conn, handle, mut messages) = rtnetlink::new_multicast_connection(&[
+        MulticastGroup::Link,
+        MulticastGroup::Ipv4Ifaddr,
+        MulticastGroup::Ipv6Ifaddr,
+    ])
+    .map_err(|e| BoardError::System(format!("cannot listen for port changes on netlink: {e}")))?;
+    let driver = tokio::spawn(conn);
+    let (tx, rx) = tokio::sync::watch::channel(0u64);
+    tokio::spawn(async move {
+        let _handle = handle; // the connection lives as long as a handle does
+        while messages.next().await.is_some() {
+            tx.send_modify(|n| *n = n.wrapping_add(1));
+            if tx.is_closed() {
+                break;
+            }
+        }
+        driver.abort();
+    });
+    Ok(rx)
+}
+
 /// Turn a netlink error into a user-facing [`BoardError`]; `what` says what was being done
 /// ("adding 192.0.2.5/24 to eth0").
 pub(crate) fn nl_error(what: &str, e: rtnetlink::Error) -> BoardError {

@@ -631,6 +631,26 @@ pub fn management_warning(
     None
 }
 
+/// The addresses of `confirmed` that none of `ports` carries now, as `192.0.2.1/24 on eth0`
+/// (`eth0 is gone` for a port that no longer exists), in the confirmed configuration's order.
+pub fn missing_addresses(confirmed: &NetState, ports: &[Link]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, want) in &confirmed.ports {
+        let Some(link) = ports.iter().find(|l| &l.name == name) else {
+            if !want.addresses.is_empty() {
+                out.push(format!("{name} is gone"));
+            }
+            continue;
+        };
+        for a in &want.addresses {
+            if !link.addresses.iter().any(|p| p.address == *a) {
+                out.push(format!("{a} on {name}"));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -664,6 +684,40 @@ mod tests {
             counters: Counters::default(),
             rates: None,
         }
+    }
+
+    #[test]
+    fn addresses_something_else_removed_are_named() {
+        // networkctl reconfigure (or a DHCP client) dropped 198.51.100.1 from eth1 behind
+        // netperfd's back, and the USB port eth2 is gone: the Ports page says so.
+        let (links, mut confirmed) = board();
+        assert!(missing_addresses(&confirmed, &links).is_empty());
+        confirmed.ports.insert(
+            "eth2".into(),
+            PortState {
+                up: true,
+                mtu: 1500,
+                addresses: vec![IfAddr::parse_any("203.0.113.1/24").unwrap()],
+            },
+        );
+        let now = vec![
+            link("eth0", 2, &["192.0.2.1/24"]),
+            link("eth1", 3, &[]),
+            link("lo", 1, &["127.0.0.1/8"]),
+        ];
+        assert_eq!(
+            missing_addresses(&confirmed, &now),
+            vec!["198.51.100.1/24 on eth1".to_string(), "eth2 is gone".into()]
+        );
+        // Another prefix length is another address.
+        let now = vec![
+            link("eth0", 2, &["192.0.2.1/25"]),
+            link("eth1", 3, &["198.51.100.1/24"]),
+        ];
+        assert_eq!(
+            missing_addresses(&confirmed, &now),
+            vec!["192.0.2.1/24 on eth0".to_string(), "eth2 is gone".into()]
+        );
     }
 
     fn board() -> (Vec<Link>, NetState) {

@@ -108,8 +108,17 @@ async fn run(cfg: Config) -> Result<(), String> {
     }
     let state = actix_web::web::Data::new(AppState::new(store.clone(), hub.clone(), cfg.clone()));
     match state.setup_code() {
-        Some(code) => web::first_run::announce(&cfg, &code),
+        Some(code) => {
+            web::first_run::announce(&cfg, &code);
+            web::first_run::keep_current(state.clone());
+        }
         None => web::first_run::withdraw(&cfg),
+    }
+    if cfg.setup_kmsg.is_some() {
+        tracing::warn!(
+            "setup_kmsg in the config file is no longer used (the unit hides /dev/kmsg; the \
+             setup code is on the login prompt through /etc/issue.d/netperfd.issue): remove it"
+        );
     }
 
     // The iperf3 server: bind now so a busy port is a start-up error, not a silent gap.

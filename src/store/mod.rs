@@ -378,6 +378,26 @@ pub(crate) fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
 
 pub(crate) const RUN_COLS: &str = "id, role, protocol, status, peer_host, peer_port, local_host, local_port, bind_dev, direction, params_json, started_at, ended_at, error, sender_bps, receiver_bps, bytes, retransmits, lost_packets, total_packets, lost_percent, jitter_ms, suite_id, kind, parent_id, summary_json";
 
+/// The bundled SQLite as this binary was built: its version (`sqlite_version()`) and its
+/// compile options (`PRAGMA compile_options`, e.g. `THREADSAFE=1`, without the `SQLITE_`
+/// prefix), for `netperfd build-info` and the build checks (scripts/check-build-envs.py).
+/// Errors: SQLite cannot open an in-memory database or run the queries (message text).
+pub fn sqlite_build_info() -> std::result::Result<(String, Vec<String>), String> {
+    let db = Connection::open_in_memory().map_err(|e| e.to_string())?;
+    let version: String = db
+        .query_row("SELECT sqlite_version()", [], |r| r.get(0))
+        .map_err(|e| e.to_string())?;
+    let mut stmt = db
+        .prepare("PRAGMA compile_options")
+        .map_err(|e| e.to_string())?;
+    let options = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .map_err(|e| e.to_string())?
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    Ok((version, options))
+}
+
 impl Store {
     /// Open (creating if needed) `dir/netperfd.sqlite`, migrate it, and enable WAL.
     pub fn open_dir(dir: &Path) -> Result<Store> {

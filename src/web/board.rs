@@ -688,6 +688,8 @@ struct PortsPage {
     return_in: Option<u64>,
     writable: bool,
     read_only_reason: String,
+    /// Confirmed addresses something else removed (see `BoardView::missing`).
+    missing: Vec<String>,
     pending: bool,
     pending_changes: Vec<String>,
     pending_deadline: i64,
@@ -890,6 +892,7 @@ async fn render(state: &AppState, auth: &Auth, status: StatusCode, n: Notes) -> 
         return_in: n.return_in,
         writable: v.writable,
         read_only_reason: v.read_only_reason.clone().unwrap_or_default(),
+        missing: v.missing.clone(),
         pending: v.pending.is_some(),
         pending_changes: v
             .pending

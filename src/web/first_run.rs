@@ -2,10 +2,18 @@
 //!
 //! * the daemon's log line names the board's real addresses (each non-loopback address when
 //!   the web UI listens on 0.0.0.0 or ::);
-//! * a snippet for the login prompt: agetty shows every `*.issue` file in `/run/issue.d/`
-//!   above `login:` (config key `setup_issue_file`; removed once a password is set);
-//! * one line on the kernel console through `/dev/kmsg` (config key `setup_kmsg`; best effort:
-//!   the systemd unit's `ProtectKernelLogs=yes` refuses it, the login prompt still has it).
+//! * a snippet for the login prompt, written to `setup_issue_file` (the shipped config:
+//!   `/run/netperfd/setup.issue`, in the unit's RuntimeDirectory). The images link
+//!   `/etc/issue.d/netperfd.issue` to it: agetty of every util-linux since 2.35 reads
+//!   `/etc/issue.d/` when `/etc/issue` exists, while `/run/issue.d/` is only read without an
+//!   `/etc/issue` before util-linux 2.41 (and in addition to `/etc/issue.d/` from 2.41 on, so
+//!   writing both would show the line twice). Removed once a password is set.
+//! * the snippet and the log line are renewed whenever the board's addresses change (a DHCP
+//!   lease after start, a cable plugged in): [`keep_current`] follows the kernel's netlink
+//!   notices. The snippet carries two agetty escapes that print nothing (`\4{…}`, `\6{…}`
+//!   for a port that cannot exist) but make agetty itself watch address changes and show the
+//!   prompt again with the renewed text (agetty re-reads it 1 s after the notice on a serial
+//!   console).
 //!
 //! The code is accepted with a dash, a space or nothing between its halves, in any case
 //! ([`same_code`]).
@@ -77,47 +85,88 @@ pub(crate) fn same_code(given: &str, code: &str) -> bool {
     !c.is_empty() && crate::model::secrets::ct_eq(&g, &c)
 }
 
-/// Tell the setup code: the log line (WARN) with the board's real addresses, the login
-/// prompt's snippet and the kernel console line. Failures of the last two are logged, never
-/// fatal.
+/// agetty escapes that print nothing (no port has this 16+ character name) and make agetty
+/// listen for IPv4/IPv6 address changes and re-read the issue files on each.
+const AGETTY_WATCH_ADDRESSES: &str = "\\4{netperfd-no-such-port}\\6{netperfd-no-such-port}";
+
+/// The login prompt's snippet for `urls` and `code`. agetty prints issue files as they are,
+/// expanding only `\`-escapes: plain text, and the escapes of [`AGETTY_WATCH_ADDRESSES`].
+fn issue_text(urls: &[String], code: &str) -> String {
+    format!(
+        "netperfd: no admin password yet. Open {} and enter the setup code {code}{AGETTY_WATCH_ADDRESSES}\n\n",
+        urls.join(" or ")
+    )
+}
+
+/// Write the login prompt's snippet (failures are logged, never fatal).
+fn write_issue(cfg: &Config, urls: &[String], code: &str) {
+    let Some(path) = issue_path(cfg) else { return };
+    let res = path
+        .parent()
+        .map(std::fs::create_dir_all)
+        .unwrap_or(Ok(()))
+        .and_then(|_| std::fs::write(path, issue_text(urls, code)));
+    if let Err(e) = res {
+        tracing::warn!(
+            "cannot write the setup code to {}: {e} (the login prompt will not show it)",
+            path.display()
+        );
+    }
+}
+
+/// Tell the setup code: the log line (WARN) with the board's real addresses and the login
+/// prompt's snippet. A failure to write the snippet is logged, never fatal.
 pub fn announce(cfg: &Config, code: &str) {
     let urls = setup_urls(cfg);
     tracing::warn!(
         "no admin password yet: open {} and enter the one-time setup code {code}",
         urls.join(" or ")
     );
-    if let Some(path) = issue_path(cfg) {
-        // agetty prints issue files as they are, expanding only \-escapes: keep it plain.
-        let text = format!(
-            "netperfd: no admin password yet. Open {} and enter the setup code {code}\n\n",
-            urls.join(" or ")
-        );
-        let res = path
-            .parent()
-            .map(std::fs::create_dir_all)
-            .unwrap_or(Ok(()))
-            .and_then(|_| std::fs::write(path, text));
-        if let Err(e) = res {
-            tracing::warn!(
-                "cannot write the setup code to {}: {e} (the login prompt will not show it)",
-                path.display()
-            );
+    write_issue(cfg, &urls, code);
+}
+
+/// Keep the setup URLs current until the setup is done: whenever the board's addresses
+/// change (the kernel's netlink notices, [`crate::board::links::port_changes`]; checked at
+/// least every second as well, so a netlink failure only slows it down), log the new line
+/// and rewrite the login prompt's snippet. Runs on the current tokio runtime; ends once
+/// `state` has no setup code.
+pub fn keep_current(state: actix_web::web::Data<super::AppState>) {
+    let mut changes = match crate::board::links::port_changes() {
+        Ok(rx) => Some(rx),
+        Err(e) => {
+            tracing::info!("{e}; the setup URL is checked every second instead");
+            None
         }
-    }
-    if cfg.setup_kmsg {
-        // <4> = KERN_WARNING: shown on the console with the default loglevel.
-        let line = format!(
-            "<4>netperfd: setup code {code}, open {}\n",
-            urls.first().map(String::as_str).unwrap_or("/setup")
-        );
-        let res = std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/kmsg")
-            .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
-        if let Err(e) = res {
-            tracing::info!("setup code not written to the kernel console (/dev/kmsg: {e})");
+    };
+    tokio::spawn(async move {
+        let mut shown = setup_urls(&state.config);
+        loop {
+            let tick = std::time::Duration::from_secs(1);
+            match changes.as_mut() {
+                Some(rx) => {
+                    if let Ok(Err(_)) = tokio::time::timeout(tick, rx.changed()).await {
+                        changes = None; // the netlink listener ended: poll
+                    }
+                }
+                None => tokio::time::sleep(tick).await,
+            }
+            let urls = setup_urls(&state.config);
+            // Under the lock, so the setup page's withdraw() cannot run between the check
+            // and the write (it takes the code first, then removes the snippet).
+            let Ok(guard) = state.setup_code.lock() else {
+                return;
+            };
+            let Some(code) = guard.as_deref() else { return };
+            if urls != shown {
+                tracing::warn!(
+                    "the board's addresses changed: open {} and enter the one-time setup code {code}",
+                    urls.join(" or ")
+                );
+                write_issue(&state.config, &urls, code);
+                shown = urls;
+            }
         }
-    }
+    });
 }
 
 /// The password is set: take the code off the login prompt (removed; emptied when the

@@ -23,12 +23,20 @@ $(error netperfd needs Rust >= 1.85, this Buildroot has host-rustc $(NETPERFD_RU
 endif
 endif
 
-# Build settings: none here. cargo uses the repository's [profile.release] (Cargo.toml),
-# the one documented choice shared with Yocto and scripts/cross-build.sh. Only the
-# optimisation level is restated, because Buildroot's cargo infrastructure maps the global
-# BR2_OPTIMIZE_* onto CARGO_PROFILE_RELEASE_OPT_LEVEL; scripts/check-packaging.sh checks
-# that it equals Cargo.toml's.
-NETPERFD_CARGO_ENV = CARGO_PROFILE_RELEASE_OPT_LEVEL=z
+# Build settings: Buildroot's cargo infrastructure (package/pkg-cargo.mk) exports
+# CARGO_PROFILE_RELEASE_{OPT_LEVEL,LTO,CODEGEN_UNITS} from BR2_OPTIMIZE_*, BR2_ENABLE_LTO and
+# its own default (16 codegen units), and the environment beats Cargo.toml. So the values of
+# Cargo.toml's [profile.release] that decide the binary are restated here (they come after
+# Buildroot's in the environment, so they win), and STRIP=false: Buildroot strips target
+# binaries itself (BR2_STRIP_strip) or keeps the symbols for debugging (BR2_STRIP_none), as
+# Yocto does. scripts/check-packaging.sh requires these to equal Cargo.toml, and
+# scripts/check-build-envs.py builds with this environment in CI and requires the same binary
+# as a plain release build (docs/build-settings.md).
+NETPERFD_CARGO_ENV = \
+	CARGO_PROFILE_RELEASE_OPT_LEVEL=z \
+	CARGO_PROFILE_RELEASE_LTO=fat \
+	CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
+	CARGO_PROFILE_RELEASE_STRIP=false
 
 # Local checkout (NETPERFD_OVERRIDE_SRCDIR, as the shipped defconfigs set through
 # local.mk): there is no download step, hence no vendoring by Buildroot. cargo then reads
@@ -56,6 +64,8 @@ define NETPERFD_INSTALL_CONFIG
 		$(TARGET_DIR)/usr/lib/tmpfiles.d/netperfd.conf
 	$(INSTALL) -D -m 0644 $(@D)/systemd/netperfd-modules.conf \
 		$(TARGET_DIR)/usr/lib/modules-load.d/netperfd.conf
+	$(INSTALL) -d -m 0755 $(TARGET_DIR)/etc/issue.d
+	ln -sf /run/netperfd/setup.issue $(TARGET_DIR)/etc/issue.d/netperfd.issue
 endef
 NETPERFD_POST_INSTALL_TARGET_HOOKS += NETPERFD_INSTALL_CONFIG
 

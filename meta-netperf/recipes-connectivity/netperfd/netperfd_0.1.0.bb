@@ -6,8 +6,16 @@ SECTION = "net"
 # netperfd is MIT; the binary statically links crates under Apache-2.0, BSD-3-Clause,
 # Unicode-3.0, Zlib and MIT, and the bundled SQLite (public domain). Per-crate list and
 # the license texts: LICENSE-THIRD-PARTY (scripts/third-party-licenses.py --check in CI).
-LICENSE = "MIT & Apache-2.0 & BSD-3-Clause & Unicode-3.0 & Zlib & PD"
+# oe-core master (from 2026-07) parses LICENSE as an SPDX expression and warns about the
+# legacy operators; older releases know only the legacy form. Feature test, not a branch name.
+# (The SPDX form is the one oe-core's parser prints for it, checked with oe.spdx_license.)
+# nooelint: oelint.vars.mispell.unknown
+NETPERF_LICENSE_AMPERSANDS = "MIT & Apache-2.0 & BSD-3-Clause & Unicode-3.0 & Zlib & PD"
+NETPERF_LICENSE_SPDX = "Apache-2.0 AND BSD-3-Clause AND MIT AND Unicode-3.0 AND Zlib AND LicenseRef-PD"
+LICENSE = "${@d.getVar('NETPERF_LICENSE_SPDX') if hasattr(oe.license, 'convert_legacy_license_to_spdx') else d.getVar('NETPERF_LICENSE_AMPERSANDS')}"
+# LICENSE-THIRD-PARTY: every crate's notice, so the image's license manifest carries them.
 LIC_FILES_CHKSUM = "file://LICENSE;md5=6e01131aea56f24df0c7ad5be6e93e15 \
+                    file://LICENSE-THIRD-PARTY;md5=0850d6a081022761fb9388a5167f08ec \
                     file://LICENSES/Unicode-3.0.txt;md5=9541a35d720222b4579e8c8fb11a95ef \
                     "
 # Older oe-core releases have no common-licenses/Unicode-3.0.
@@ -47,12 +55,33 @@ inherit ${@bb.utils.contains('LAYERSERIES_CORENAMES', 'kirkstone', '', 'cargo-up
 
 require ${BPN}-crates.inc
 
+# One binary everywhere (docs/build-settings.md; scripts/check-build-envs.py builds with this
+# recipe's cargo environment in CI and requires the same binary as a plain release build):
+# * oe-core strips the binary itself and moves the symbols into ${PN}-dbg; one that rustc
+#   already stripped (strip = true in Cargo.toml) stops do_package with the already-stripped
+#   QA error on every release. This is the only override of Cargo.toml's [profile.release]
+#   (scripts/check-packaging.sh; scripts/yocto-qa.py runs oe-core's QA on the result in CI).
+CARGO_BUILD_FLAGS:append = " --config profile.release.strip=false"
+# * cargo runs in ${B}, outside the source tree, so .cargo/config.toml's [env] is never read:
+#   the bundled SQLite's options are restated here (check-packaging.sh compares the two).
+export LIBSQLITE3_FLAGS = "-USQLITE_ENABLE_FTS3 -USQLITE_ENABLE_FTS3_PARENTHESIS -USQLITE_ENABLE_FTS5 -USQLITE_ENABLE_RTREE -USQLITE_ENABLE_DBSTAT_VTAB -USQLITE_ENABLE_STAT4 -USQLITE_SOUNDEX -USQLITE_ENABLE_COLUMN_METADATA -USQLITE_ENABLE_LOAD_EXTENSION -DSQLITE_OMIT_LOAD_EXTENSION"
+# * oe-core master (from 2026-08) exports LIBSQLITE3_SYS_USE_PKG_CONFIG=1 in oe_cargo_fix_env,
+#   which would link the image's libsqlite3 instead of the bundled SQLite built with the
+#   options above: keep the bundled one on every release.
+oe_cargo_fix_env:append() {
+    unset LIBSQLITE3_SYS_USE_PKG_CONFIG
+}
+
 # iptables (default) or nftables (meta-networking) for the forwarding/NAT rules. The daemon
 # talks rtnetlink itself and never runs ip (iproute2). The netfilter modules are loaded at
 # boot by ${nonarch_libdir}/modules-load.d/netperfd.conf (or build them into the kernel).
 NETPERF_FIREWALL ??= "iptables"
 FILES:${PN} += "${nonarch_libdir}/tmpfiles.d/netperfd.conf ${nonarch_libdir}/modules-load.d/netperfd.conf"
-RDEPENDS:${PN} += "${NETPERF_FIREWALL}"
+# The iptables extensions the rules use (-j MASQUERADE, -m conntrack, -m comment; iptables and
+# iptables-nft alike): the iptables recipe only recommends its modules, and an image with
+# NO_RECOMMENDATIONS or BAD_RECOMMENDATIONS would lack them (NAT fails at run time).
+NETPERF_FIREWALL_EXTENSIONS = "${@'iptables-module-xt-masquerade iptables-module-xt-conntrack iptables-module-xt-comment' if d.getVar('NETPERF_FIREWALL') == 'iptables' else ''}"
+RDEPENDS:${PN} += "${NETPERF_FIREWALL_EXTENSIONS} ${NETPERF_FIREWALL}"
 
 # Argon2id hash of the web UI admin password (`netperfd hash-password`). When set, it is
 # written into ${sysconfdir}/netperfd/netperfd.toml; when empty the example stays commented.
@@ -78,6 +107,10 @@ do_install:append() {
     install -D -m 0644 ${UNPACKDIR_COMPAT}/netperfd-tmpfiles.conf ${D}${nonarch_libdir}/tmpfiles.d/netperfd.conf
     # netfilter modules: the unit's ProtectKernelModules=yes stops on-demand loading
     install -D -m 0644 ${UNPACKDIR_COMPAT}/netperfd-modules.conf ${D}${nonarch_libdir}/modules-load.d/netperfd.conf
+    # the first start's setup code above the console's login prompt: agetty reads
+    # /etc/issue.d/, the daemon writes the file in its RuntimeDirectory (netperfd.toml)
+    install -d -m 0755 ${D}${sysconfdir}/issue.d
+    ln -sf ${runtimedir}/netperfd/setup.issue ${D}${sysconfdir}/issue.d/netperfd.issue
 }
 
 python netperfd_set_password_hash() {
