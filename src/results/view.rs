@@ -935,6 +935,7 @@ mod tests {
             kind,
             parent_id: None,
             summary: Value::Null,
+            invalid: Vec::new(),
         }
     }
 

@@ -21,6 +21,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/login", web::get().to(login_page))
         .route("/login", web::post().to(login))
         .route("/logout", web::post().to(logout))
+        .route("/logout-everywhere", web::post().to(logout_everywhere))
         .route("/setup", web::get().to(setup_page))
         .route("/setup", web::post().to(setup))
         .route("/tests", web::post().to(start_test))
@@ -203,7 +204,26 @@ async fn login(
             .cookie(c)
             .insert_header((header::LOCATION, "/"))
             .finish(),
-        Err(e) => internal(e),
+        Err(e) => {
+            tracing::warn!("login: cannot store the session: {e}");
+            page(
+                actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+                storage_message("the login session cannot be stored", &e),
+            )
+        }
+    }
+}
+
+/// What to tell a person when the store cannot write (`e` is the store's error text): a
+/// full data partition gets its own sentence, anything else the error itself.
+pub(super) fn storage_message(what: &str, e: &str) -> String {
+    let full = e.contains("full") || e.contains("No space");
+    if full {
+        format!(
+            "The board's storage is full: {what}. Nothing stored was lost. Free space on the data partition (delete files there, or `netperfd runs delete ID` on the console) and try again."
+        )
+    } else {
+        format!("The board cannot write its database: {what} ({e}). Try again.")
     }
 }
 
@@ -223,6 +243,28 @@ async fn logout(
     if let Auth::Session { token_hash, .. } = &auth {
         let _ = state.store.delete_sessions(Some(token_hash));
     }
+    let mut gone = Cookie::build(auth::SESSION_COOKIE, "").path("/").finish();
+    gone.make_removal();
+    Ok(HttpResponse::SeeOther()
+        .cookie(gone)
+        .insert_header((header::LOCATION, "/login"))
+        .finish())
+}
+
+/// Log out everywhere: every web session (this one too) ends and every API token is
+/// revoked.
+async fn logout_everywhere(
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<CsrfForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.require_session()?;
+    auth.check_csrf(form.csrf.as_deref())?;
+    let (s, t) = state
+        .store
+        .revoke_all_credentials()
+        .map_err(|e| AuthError::Internal(e.to_string()))?;
+    tracing::info!(sessions = s, tokens = t, "logged out everywhere");
     let mut gone = Cookie::build(auth::SESSION_COOKIE, "").path("/").finish();
     gone.make_removal();
     Ok(HttpResponse::SeeOther()
@@ -1328,6 +1370,8 @@ struct TokenView {
     id: i64,
     name: String,
     created: String,
+    /// read-only / run tests / admin.
+    scope: &'static str,
 }
 
 #[derive(Template)]
@@ -1370,6 +1414,7 @@ pub(super) fn settings(
                 id: t.id,
                 name: t.name,
                 created: fmt_time(t.created_at),
+                scope: auth::Scope::parse(&t.scope).label(),
             })
             .collect(),
         max_runs: state.store.retention().max_runs,
@@ -1443,13 +1488,35 @@ async fn change_password(
         .store
         .set_setting(auth::PASSWORD_KEY, &h)
         .map_err(|e| AuthError::Internal(e.to_string()))?;
-    Ok(ok(&settings(
-        &state,
-        &auth,
-        Some("Password changed.".into()),
-        None,
-        None,
-    )))
+    // Whoever knew the old password is out: every session and API token ends; this browser
+    // gets a new session.
+    let (s, t) = state
+        .store
+        .revoke_all_credentials()
+        .map_err(|e| AuthError::Internal(e.to_string()))?;
+    tracing::info!(
+        sessions = s,
+        tokens = t,
+        "password changed: sessions ended, tokens revoked"
+    );
+    let cookie = session_cookie(&state).map_err(AuthError::Internal)?;
+    let csrf = state
+        .store
+        .session(&crate::model::secrets::sha256_hex(cookie.value()))
+        .ok()
+        .flatten()
+        .map(|r| r.csrf)
+        .unwrap_or_default();
+    let me = Auth::Session {
+        token_hash: crate::model::secrets::sha256_hex(cookie.value()),
+        csrf,
+    };
+    let msg = format!(
+        "Password changed. Every other session was logged out and all {t} API tokens were revoked (make new ones below)."
+    );
+    let mut resp = ok(&settings(&state, &me, Some(msg), None, None));
+    let _ = resp.add_cookie(&cookie);
+    Ok(resp)
 }
 
 #[derive(Deserialize)]
@@ -1457,6 +1524,9 @@ struct TokenForm {
     #[serde(default)]
     csrf: Option<String>,
     name: String,
+    /// read / run / admin (default read: the least a token may do).
+    #[serde(default)]
+    scope: Option<String>,
 }
 
 async fn create_token(
@@ -1479,10 +1549,29 @@ async fn create_token(
             ),
         ));
     }
+    let scope = match form.scope.as_deref().unwrap_or("read") {
+        w @ ("read" | "run" | "admin") => auth::Scope::parse(w),
+        _ => {
+            return Ok(html(
+                actix_web::http::StatusCode::BAD_REQUEST,
+                &settings(
+                    &state,
+                    &auth,
+                    None,
+                    Some("A token's scope is read, run or admin.".into()),
+                    None,
+                ),
+            ))
+        }
+    };
     let token = auth::random_hex(24);
     state
         .store
-        .create_token(name, &crate::model::secrets::sha256_hex(&token))
+        .create_token(
+            name,
+            &crate::model::secrets::sha256_hex(&token),
+            scope.as_str(),
+        )
         .map_err(|e| AuthError::Internal(e.to_string()))?;
     Ok(ok(&settings(&state, &auth, None, None, Some(token))))
 }
