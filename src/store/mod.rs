@@ -617,6 +617,17 @@ impl Store {
         Ok(id)
     }
 
+    /// The least write that ends a run: its status, end time and error only (no report, no
+    /// streams), for when the full [`Store::finish_run`] cannot be written (e.g. the disk is
+    /// full: this changes one existing row and needs almost no new space). Only a run still
+    /// marked running is changed; returns whether one was.
+    pub fn mark_ended(&self, id: i64, status: RunStatus, error: Option<&str>) -> Result<bool> {
+        Ok(self.c().execute(
+            "UPDATE runs SET status=?2, ended_at=?3, error=COALESCE(?4, error) WHERE id=?1 AND status='running'",
+            params![id, status.as_str(), now_ms(), error],
+        )? > 0)
+    }
+
     /// Update the addresses of a run once the connection is up.
     pub fn set_run_endpoints(&self, id: i64, local_host: &str, local_port: u16) -> Result<()> {
         self.c().execute(

@@ -168,11 +168,18 @@ async fn suite(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) ->
 /// 200,000 intervals is never held in memory).
 async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
     let id = path.into_inner();
-    let run = match state.store.get_run(id) {
+    let mut run = match state.store.get_run(id) {
         Ok(Some(r)) => r,
         Ok(None) => return not_found(id),
         Err(e) => return internal(e),
     };
+    // Ended, but its end is not stored yet (e.g. the disk is full): say how it ended.
+    if let Some((status, error)) = state.hub.unsaved_end(id) {
+        if run.status == "running" {
+            run.status = status.as_str().into();
+            run.error = error;
+        }
+    }
     let streams = state.store.streams(id).unwrap_or_default();
     let analysis = crate::results::charts::analyze_run(&state.store, &run);
     let legs = if run.kind == crate::model::RunKind::Multi {

@@ -400,6 +400,9 @@ pub struct RunView {
     /// The suite the run belongs to and that suite's name (filled by [`with_suites`]).
     pub suite_id: Option<i64>,
     pub suite_name: String,
+    /// Stored fields that could not be read, e.g. "peer_port, report_json" (shown empty);
+    /// empty for sound runs.
+    pub invalid: String,
 }
 
 /// Fill in the suite name (and, for runs without their own label, the suite's board label)
@@ -492,6 +495,7 @@ fn run_view(r: &RunRow) -> RunView {
         },
         udp: r.protocol == "UDP",
         error: r.error.clone(),
+        invalid: r.invalid.join(", "),
         label: r.params["label"]
             .as_str()
             .unwrap_or_default()
