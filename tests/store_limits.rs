@@ -155,6 +155,15 @@ fn imports_exports_and_big_views_stay_under_100_mib() {
     eprintln!("daemon VmHWM after /api/runs/ID of 200,000 intervals: {after3} KiB");
     check(after3);
 
+    // Its page: the last 1,000 intervals, a note, bounded memory.
+    let (status, page) = big_get(&http, &format!("/runs/{id}"));
+    assert_eq!(status, 200);
+    assert!(page.contains("id=\"older-intervals\""));
+    assert_eq!(page.matches("<tr data-seq=").count(), 1000);
+    let after_page = vm_hwm_kib(pid);
+    eprintln!("daemon VmHWM after the run page of 200,000 intervals: {after_page} KiB");
+    check(after_page);
+
     // 20 live-update streams of it: each sends at most the last 600 intervals.
     let hs: Vec<_> = (0..20)
         .map(|_| {

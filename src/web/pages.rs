@@ -937,6 +937,8 @@ struct RunPage {
     parent_id: Option<i64>,
     /// Pinned runs are never pruned by history retention.
     pinned: bool,
+    /// Only the last [`PAGE_INTERVALS`] intervals are shown (the exports hold all).
+    older_intervals: bool,
 }
 
 /// Ceiling and verdict as shown.
@@ -1107,14 +1109,31 @@ fn leg_intervals(state: &AppState, run: &RunRow) -> Vec<IntervalView> {
     out
 }
 
+/// Interval sequence numbers the run page shows (the last ones; the exports hold all).
+pub const PAGE_INTERVALS: i64 = 1000;
+
 fn load(
     state: &AppState,
     auth: &Auth,
     id: i64,
 ) -> Result<(RunRow, Vec<IntervalRow>, Option<Report>), HttpResponse> {
+    load_tail(state, auth, id, None)
+}
+
+/// [`load`] with only the intervals of the last `tail` sequence numbers (all with `None`).
+fn load_tail(
+    state: &AppState,
+    auth: &Auth,
+    id: i64,
+    tail: Option<i64>,
+) -> Result<(RunRow, Vec<IntervalRow>, Option<Report>), HttpResponse> {
     match state.store.get_run(id) {
         Ok(Some(r)) => {
-            let iv = state.store.intervals(id).map_err(internal)?;
+            let iv = match tail {
+                Some(n) => state.store.intervals_tail(id, n),
+                None => state.store.intervals(id),
+            }
+            .map_err(internal)?;
             let rep = state.store.report(id).map_err(internal)?;
             Ok((r, iv, rep))
         }
@@ -1130,10 +1149,11 @@ fn load(
 
 async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
     let id = path.into_inner();
-    let (run, iv, rep) = match load(&state, &auth, id) {
+    let (run, iv, rep) = match load_tail(&state, &auth, id, Some(PAGE_INTERVALS)) {
         Ok(x) => x,
         Err(resp) => return resp,
     };
+    let older_intervals = iv.first().is_some_and(|r| r.seq > 0);
     let intervals = if run.kind == crate::model::RunKind::Multi {
         leg_intervals(&state, &run)
     } else {
@@ -1192,6 +1212,7 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
             .ok()
             .flatten()
             .unwrap_or(false),
+        older_intervals,
     })
 }
 
