@@ -25,7 +25,24 @@ impl Spool {
         static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = db.parent().unwrap_or(std::path::Path::new("."));
-        let path = dir.join(format!("import-{}-{n}.part", std::process::id()));
+        let me = std::process::id();
+        // Uploads a previous process left (it stopped mid-import) are removed.
+        if let Ok(rd) = std::fs::read_dir(dir) {
+            for e in rd.flatten() {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                let stale = name
+                    .strip_prefix("import-")
+                    .and_then(|r| r.strip_suffix(".part"))
+                    .and_then(|r| r.split('-').next())
+                    .and_then(|p| p.parse::<u32>().ok())
+                    .is_some_and(|pid| pid != me);
+                if stale {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        let path = dir.join(format!("import-{me}-{n}.part"));
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
