@@ -1447,7 +1447,7 @@ pub(super) fn settings(
         retention: {
             let r = state.store.retention();
             format!(
-                "At most {} runs and {} MiB of history ({} MiB in use); the oldest runs that are not pinned and not in a suite are deleted first. Anonymous services (payload, sink, source) record at most {} runs per peer a minute, the rest counted in one folded run.",
+                "At most {} runs and {} MiB of history ({} MiB in use). Imported runs are deleted first, then the oldest of whichever source is over its fair share (own runs 2 parts, scheduled and anonymous runs 1 part each); pinned, running and hand-started suite runs are kept. Anonymous services (payload, sink, source) record at most {} runs per peer a minute, the rest counted in one folded run.",
                 r.max_runs,
                 r.max_bytes >> 20,
                 state.store.used_bytes().unwrap_or(0) >> 20,
