@@ -23,7 +23,7 @@ if [[ ${1:-} == --smoke ]]; then
     shift
     if [[ ${1:-} =~ ^[0-9]+$ ]]; then SECS=$1; shift; fi
 fi
-ALL=(iperf3_frame iperf3_params iperf3_results iperf3_udp iperf2_wire http_head peer_spec)
+ALL=(iperf3_frame iperf3_params iperf3_results iperf3_udp iperf2_wire http_head peer_spec history_import suite_def schedule)
 TARGETS=("$@")
 [[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=("${ALL[@]}")
 
@@ -53,7 +53,7 @@ framed() {
 
 seed() {
     local c=fuzz/corpus f n=0
-    mkdir -p "$c"/{iperf3_frame,iperf3_params,iperf3_results,iperf3_udp,iperf2_wire,http_head,peer_spec}
+    mkdir -p "$c"/{iperf3_frame,iperf3_params,iperf3_results,iperf3_udp,iperf2_wire,http_head,peer_spec,history_import,suite_def,schedule}
     for f in tests/vectors/iperf3-3.12/params-*.json; do
         cp "$f" "$c/iperf3_params/"
         framed "$f" "$c/iperf3_frame/$(basename "$f")"
@@ -89,6 +89,14 @@ seed() {
     printf '{"host":"192.168.1.1","port":5201,"time":10,"parallel":4,"reverse":true}' >"$c/peer_spec/reverse"
     printf '{"host":"fe80::1%%eth0","udp":true,"bitrate":100000000,"length":1400}' >"$c/peer_spec/udp"
     printf '{"host":"board.local","bidir":true,"time":86400}' >"$c/peer_spec/bidir"
+    # History files: one run with a suite, a leg and run data (times in 2026).
+    printf '%s' '{"format":"netperfd-history","version":1,"board":{"id":"ab12","label":"a"},"suite_defs":[{"name":"q","builtin":false,"body":{"name":"q","steps":[]}}],"suites":[{"id":1,"name":"q","peer_host":"192.0.2.2","status":"completed","created_at":1796000000000,"ended_at":1796000010000,"def_name":"q","origin_board":"ab12","origin_id":1}],"runs":[{"id":1,"role":"client","protocol":"TCP","status":"completed","peer_host":"192.0.2.2","peer_port":5201,"direction":"send","params_json":"{}","started_at":1796000000000,"ended_at":1796000001000,"kind":"multi","suite_id":1,"origin_board":"ab12","origin_id":1},{"id":2,"role":"client","protocol":"UDP","status":"failed","peer_host":"192.0.2.2","peer_port":5201,"direction":"receive","params_json":"{\"time\":1}","started_at":1796000000000,"kind":"iperf3","parent_id":1,"error":"x","origin_board":"ab12","origin_id":2}],"run_data":{"intervals":[{"run_id":2,"seq":0,"stream_id":1,"socket":5,"start":0.0,"end":1.0,"bytes":10,"bits_per_second":80.0,"sender":0,"omitted":0,"packets":3,"lost":1,"jitter_ms":0.1}],"streams":[{"run_id":2,"stream_id":1,"socket":5,"local_sender":0,"sender_bytes":10,"sender_seconds":1.0,"retransmits":0,"max_snd_cwnd":0,"min_rtt":0,"mean_rtt":0,"max_rtt":0}]}}' >"$c/history_import/suite-and-leg"
+    printf '%s' '{"format":"netperfd-history","version":1,"board":{"id":"cd34"},"runs":[{"id":7,"role":"server","protocol":"TCP","status":"aborted","peer_host":"h","peer_port":1,"direction":"bidir","params_json":"{}","started_at":1796000000000,"kind":"http-serve","summary_json":"{\"connections\":2}","origin_board":"cd34","origin_id":7}]}' >"$c/history_import/served"
+    printf '%s' '{"name":"seed","steps":[{"kind":"tcp","direction":"send","time":5},{"kind":"udp","direction":"receive","bitrate":"100M"}]}' >"$c/suite_def/tcp-udp"
+    printf '%s' '{"name":"ladder","time":2,"steps":[{"kind":"tcp","direction":"bidir","parallel":4}]}' >"$c/suite_def/bidir"
+    printf '%s' '{"suite":"seed","host":"192.0.2.2","every":"2h","stop_at":"2026-12-31"}' >"$c/schedule/every"
+    printf '%s' '{"suite":"3","host":"board.local","daily_at":"06:30","enabled":false}' >"$c/schedule/daily"
+    printf '%s' '90m' >"$c/schedule/period"
 }
 
 seed

@@ -454,7 +454,10 @@ fn api_tokens_scopes_and_json_errors() {
     let (_, mut http) = daemon(&mut lab, &board, 8083, &["--iperf3-port", "0"]);
     set_up(&lab, &mut http);
     let csrf = http.csrf.clone();
-    let r = http.form("/settings/tokens", &[("csrf", &csrf), ("name", "ci")]);
+    let r = http.form(
+        "/settings/tokens",
+        &[("csrf", &csrf), ("name", "ci"), ("scope", "run")],
+    );
     assert_eq!(r.status, 200, "{}", r.body);
     // The new token is shown once on the page.
     let i = r.body.find("id=\"new-token\">").expect("token on the page") + 15;

@@ -192,7 +192,10 @@ fn user_runs_a_test_from_the_browser_and_finds_it_in_history() {
     assert!(served["sender_bps"].as_f64().unwrap_or(0.0) > 1e8);
 
     // API token for scripts: no CSRF needed with a bearer token.
-    let r = http.form("/settings/tokens", &[("csrf", &csrf), ("name", "lab-ci")]);
+    let r = http.form(
+        "/settings/tokens",
+        &[("csrf", &csrf), ("name", "lab-ci"), ("scope", "run")],
+    );
     assert_eq!(r.status, 200);
     let i = r.body.find("id=\"new-token\">").expect("token shown") + 15;
     let token: String = r.body[i..]

@@ -207,24 +207,34 @@ fn run(a: RunsArgs) -> Result<(), String> {
             }
         }
         RunsCmd::ExportHistory { file } => {
-            let doc = store
-                .export_history(&crate::runs::suites::run::board_label())
-                .map_err(|e| e.to_string())?;
-            let text = serde_json::to_vec(&doc).map_err(|e| e.to_string())?;
+            let label = crate::runs::suites::run::board_label();
             if file.as_os_str() == "-" {
-                use std::io::Write;
-                std::io::stdout()
-                    .write_all(&text)
+                let out = std::io::stdout();
+                let mut w = std::io::BufWriter::new(out.lock());
+                store
+                    .export_history_to(&mut w, &label)
                     .map_err(|e| e.to_string())?;
             } else {
-                std::fs::write(&file, &text)
+                // Written beside the target and renamed: a failed export leaves no half file.
+                let tmp = file.with_extension("part");
+                let f = std::fs::File::create(&tmp)
+                    .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+                let mut w = std::io::BufWriter::new(f);
+                let r = store.export_history_to(&mut w, &label);
+                let (runs, suites) = match r {
+                    Ok(n) => n,
+                    Err(e) => {
+                        let _ = std::fs::remove_file(&tmp);
+                        return Err(format!("cannot write {}: {e}", file.display()));
+                    }
+                };
+                drop(w);
+                std::fs::rename(&tmp, &file)
                     .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
-                let runs = doc["runs"].as_array().map_or(0, Vec::len);
-                let suites = doc["suites"].as_array().map_or(0, Vec::len);
+                let len = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
                 eprintln!(
-                    "wrote {} ({runs} runs, {suites} suite runs, {} bytes)",
-                    file.display(),
-                    text.len()
+                    "wrote {} ({runs} runs, {suites} suite runs, {len} bytes)",
+                    file.display()
                 );
             }
         }
@@ -250,10 +260,11 @@ fn import_history(
             file.display()
         ));
     }
-    let text = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let f =
+        std::fs::File::open(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let store = Store::open_dir(data).map_err(|e| e.to_string())?;
     let s = store
-        .import_history(&text)
+        .import_history_from(f, max as u64)
         .map_err(|e| format!("{e}; nothing was imported"))?;
     if json {
         println!("{}", serde_json::to_string(&s).map_err(|e| e.to_string())?);

@@ -1004,6 +1004,7 @@ mod tests {
             kind,
             parent_id: None,
             summary: Value::Null,
+            invalid: Vec::new(),
         }
     }
 

@@ -78,7 +78,21 @@ pub struct Hub {
     anon: Arc<super::anon::AnonRuns>,
     /// What the services started by [`super::traffic::start`] listen on (all off before).
     services: Arc<Mutex<super::traffic::Listening>>,
+    /// Runs that ended but whose end could not be stored yet (e.g. the disk is full): their
+    /// status and error, kept until a retry stores them (see [`Hub::store_end`]).
+    unsaved: Arc<Mutex<HashMap<i64, UnsavedEnd>>>,
 }
+
+/// How often, and how many times, a run's end that could not be stored is tried again:
+/// every 10 s for an hour.
+const END_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
+const END_RETRIES: u32 = 360;
+
+/// How a run ended whose end is not stored yet: status and error.
+type UnsavedEnd = (RunStatus, Option<String>);
+
+/// The write that stores a run's end (tried again while it fails).
+type EndWrite = Box<dyn Fn(&Store) -> std::result::Result<(), crate::store::StoreError> + Send>;
 
 /// Shortest time a monitor sample covers, s (see [`Hub::monitor_tick`]): 0.5 s.
 const MIN_SAMPLE_SECS: f64 = 0.5;
@@ -107,6 +121,56 @@ impl Hub {
             board: None,
             anon: Arc::default(),
             services: Arc::default(),
+            unsaved: Arc::default(),
+        }
+    }
+
+    /// A run that ended while its end could not be stored: its status and error.
+    pub fn unsaved_end(&self, id: i64) -> Option<(RunStatus, Option<String>)> {
+        relock(&self.unsaved).get(&id).cloned()
+    }
+
+    /// Store a run's end with `write`; when that fails (e.g. the disk is full) mark the run
+    /// ended with the least write there is ([`Store::mark_ended`]) so it never stays
+    /// "running", remember its end in memory, and retry `write` every [`END_RETRY`] on a
+    /// thread of its own until it succeeds (or [`END_RETRIES`] times).
+    fn store_end(&self, id: i64, status: RunStatus, error: Option<&str>, write: EndWrite) {
+        let Err(e) = write(&self.store) else { return };
+        tracing::error!(
+            run = id,
+            "cannot store the end of the run: {e}; retrying every {} s",
+            END_RETRY.as_secs()
+        );
+        let why = format!(
+            "{}the end of the run could not be stored at first ({e})",
+            error.map(|x| format!("{x}; ")).unwrap_or_default()
+        );
+        let marked = self.store.mark_ended(id, status, Some(&why));
+        relock(&self.unsaved).insert(id, (status, Some(why)));
+        if let Err(e2) = &marked {
+            tracing::error!(run = id, "cannot mark the run ended either: {e2}");
+        }
+        let (store, unsaved) = (self.store.clone(), self.unsaved.clone());
+        let spawned = std::thread::Builder::new()
+            .name("end-retry".into())
+            .spawn(move || {
+                for _ in 0..END_RETRIES {
+                    std::thread::sleep(END_RETRY);
+                    // The full end first; else at least the status.
+                    let ok = write(&store).is_ok();
+                    if ok || store.mark_ended(id, status, None).is_ok() {
+                        if ok {
+                            tracing::info!(run = id, "the end of the run is stored now");
+                        }
+                        relock(&unsaved).remove(&id);
+                        if ok {
+                            return;
+                        }
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::error!(run = id, "cannot start the retry of the run's end: {e}");
         }
     }
 
@@ -179,7 +243,8 @@ impl Hub {
                 c.notify_one();
                 true
             }
-            None => false,
+            // Ended already; only its end is not stored yet (disk full): nothing to stop.
+            None => self.unsaved_end(id).is_some(),
         }
     }
 
@@ -385,9 +450,15 @@ impl Hub {
         let figures = report
             .map(crate::results::figures::of_report)
             .unwrap_or_default();
-        if let Err(e) = self.store.finish_run(id, status, report, &figures, error) {
-            tracing::error!(run = id, "cannot store the end of the run: {e}");
-        }
+        let (rep, err) = (report.cloned(), error.map(String::from));
+        self.store_end(
+            id,
+            status,
+            error,
+            Box::new(move |s: &Store| {
+                s.finish_run(id, status, rep.as_ref(), &figures, err.as_deref())
+            }),
+        );
         self.untrack(id, status, error);
     }
 
@@ -401,12 +472,15 @@ impl Hub {
         summary: Option<&serde_json::Value>,
         error: Option<&str>,
     ) {
-        if let Err(e) = self
-            .store
-            .finish_run_with(id, status, figures, summary, error)
-        {
-            tracing::error!(run = id, "cannot store the end of the run: {e}");
-        }
+        let (fig, sum, err) = (figures.clone(), summary.cloned(), error.map(String::from));
+        self.store_end(
+            id,
+            status,
+            error,
+            Box::new(move |s: &Store| {
+                s.finish_run_with(id, status, &fig, sum.as_ref(), err.as_deref())
+            }),
+        );
         self.untrack(id, status, error);
     }
 

@@ -441,6 +441,7 @@ mod tests {
             kind: crate::model::RunKind::Iperf3,
             parent_id: Some(9),
             summary: serde_json::Value::Null,
+            invalid: Vec::new(),
         }
     }
 

@@ -321,42 +321,10 @@ impl Store {
             .is_some())
     }
 
-    /// History caps for scheduled suite runs (which ordinary pruning never touches): while
-    /// the runs or the used size are over `r`'s caps, delete the oldest ended suite run made by
-    /// a schedule that holds no pinned run, with its runs. Returns the suites deleted.
+    /// Retention before a schedule fires: [`Store::prune`] (scheduled suite runs keep their
+    /// fair share, pruned a whole suite run at a time). Returns the runs deleted.
     pub fn prune_scheduled(&self, r: super::Retention) -> Result<u64> {
-        let mut deleted = 0u64;
-        for _ in 0..10_000 {
-            let total: i64 = self
-                .c()
-                .query_row("SELECT COUNT(*) FROM runs", [], |row| row.get(0))?;
-            if total as u64 <= r.max_runs && self.used_bytes()? <= r.max_bytes {
-                break;
-            }
-            let c = self.c();
-            let oldest: Option<i64> = c
-                .query_row(
-                    "SELECT id FROM suites s WHERE schedule_id IS NOT NULL AND status != 'running'
-                       AND NOT EXISTS (SELECT 1 FROM runs WHERE suite_id = s.id AND pinned = 1)
-                     ORDER BY created_at ASC, id ASC LIMIT 1",
-                    [],
-                    |row| row.get(0),
-                )
-                .optional()?;
-            let Some(sid) = oldest else { break };
-            let tx = c.unchecked_transaction()?;
-            tx.execute("DELETE FROM runs WHERE suite_id=?1", params![sid])?;
-            tx.execute("DELETE FROM suites WHERE id=?1", params![sid])?;
-            tx.commit()?;
-            deleted += 1;
-        }
-        if deleted > 0 {
-            tracing::info!(
-                deleted,
-                "history retention: pruned the oldest scheduled suite runs"
-            );
-        }
-        Ok(deleted)
+        self.prune(r)
     }
 }
 
@@ -428,7 +396,7 @@ mod tests {
                 max_bytes: u64::MAX,
             })
             .unwrap();
-        assert_eq!(n, 2);
+        assert_eq!(n, 4);
         assert!(s.suite(suites[0]).unwrap().is_none());
         assert!(s.suite(suites[1]).unwrap().is_none());
         assert_eq!(s.suite(suites[2]).unwrap().unwrap().1.len(), 2);

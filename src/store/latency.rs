@@ -58,7 +58,7 @@ impl Store {
                 rtt_ms: r.get(2)?,
             })
         })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        Ok(super::readable("latency samples", rows)?)
     }
 }
 

@@ -14,6 +14,7 @@ use std::sync::Mutex;
 
 mod board;
 mod fleet;
+mod import;
 mod latency;
 mod retention;
 mod samples;
@@ -21,6 +22,7 @@ mod suite_defs;
 mod transfer;
 pub use board::BoardLogRow;
 pub use fleet::{NewSchedule, Origin, RunCount, ScheduleRow};
+pub use import::{MAX_SKEW_MS, MIN_TIME_MS};
 pub use latency::LatencySampleRow;
 pub use retention::{Retention, DEFAULT_MAX_BYTES, DEFAULT_MAX_RUNS};
 pub use samples::{CpuSampleRow, PortSampleRow, SysSampleRow};
@@ -43,6 +45,9 @@ pub enum StoreError {
     /// A history file refused on import (nothing was changed).
     #[error("{0}")]
     Import(String),
+    /// Writing a streamed answer failed (e.g. the client went away).
+    #[error("cannot write: {0}")]
+    Io(String),
     /// A filter the caller gave is malformed (e.g. a date); the text says which and why.
     #[error("{0}")]
     Invalid(String),
@@ -158,6 +163,8 @@ ALTER TABLE intervals ADD COLUMN out_of_order INTEGER;
         M::up(fleet::FLEET_MIGRATION),
         // 8: probe samples of latency-under-load runs.
         M::up(latency::LATENCY_MIGRATION),
+        // 9: API token scopes (read, run, admin); tokens made before keep what they could do.
+        M::up("ALTER TABLE api_tokens ADD COLUMN scope TEXT NOT NULL DEFAULT 'admin';"),
     ])
 }
 
@@ -205,6 +212,11 @@ pub struct RunRow {
     pub parent_id: Option<i64>,
     /// Kind-specific result (JSON object) for runs that have no iperf3 report; `Null` if none.
     pub summary: serde_json::Value,
+    /// Stored fields that could not be read (out of range, wrong type, JSON that does not
+    /// parse), by column name; they are shown empty (0, null) and the run is listed all the
+    /// same. Empty for every run this netperfd wrote.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub invalid: Vec<String>,
 }
 
 /// A suite: several runs started together as one job (e.g. the UDP ladder).
@@ -327,6 +339,8 @@ pub struct TokenRow {
     pub id: i64,
     pub name: String,
     pub created_at: i64,
+    /// What the token may do: "read", "run" or "admin" (see `web::auth::Scope`).
+    pub scope: String,
 }
 
 /// How many read-only connections serve reads (pages, API, exports) beside the one writer.
@@ -341,38 +355,185 @@ pub struct Store {
     path: PathBuf,
 }
 
+/// A run's row, never failing on a bad value: a field that cannot be read (e.g. a port of
+/// -5, text in a number column, JSON that does not parse) is shown empty and named in
+/// [`RunRow::invalid`]. Only a row without an id fails.
 pub(crate) fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
-    let params: String = r.get("params_json")?;
-    Ok(RunRow {
-        id: r.get("id")?,
-        role: r.get("role")?,
-        protocol: r.get("protocol")?,
-        status: r.get("status")?,
-        peer_host: r.get("peer_host")?,
-        peer_port: r.get("peer_port")?,
-        local_host: r.get("local_host")?,
-        local_port: r.get("local_port")?,
-        bind_dev: r.get("bind_dev")?,
-        direction: r.get("direction")?,
-        params: serde_json::from_str(&params).unwrap_or(serde_json::Value::Null),
-        started_at: r.get("started_at")?,
-        ended_at: r.get("ended_at")?,
-        error: r.get("error")?,
-        sender_bps: r.get("sender_bps")?,
-        receiver_bps: r.get("receiver_bps")?,
-        bytes: r.get("bytes")?,
-        retransmits: r.get("retransmits")?,
-        lost_packets: r.get("lost_packets")?,
-        total_packets: r.get("total_packets")?,
-        lost_percent: r.get("lost_percent")?,
-        jitter_ms: r.get("jitter_ms")?,
-        suite_id: r.get("suite_id")?,
-        kind: RunKind::parse(&r.get::<_, String>("kind")?).unwrap_or_default(),
-        parent_id: r.get("parent_id")?,
-        summary: r
-            .get::<_, Option<String>>("summary_json")?
-            .and_then(|s| serde_json::from_str(&s).ok())
-            .unwrap_or(serde_json::Value::Null),
+    let mut invalid: Vec<String> = Vec::new();
+    let mut get = |name: &str| -> Option<rusqlite::types::Value> {
+        match r.get::<_, rusqlite::types::Value>(name) {
+            Ok(v) => Some(v),
+            Err(_) => {
+                invalid.push(name.to_string());
+                None
+            }
+        }
+    };
+    use rusqlite::types::Value as V;
+    let mut bad: Vec<&'static str> = Vec::new();
+    macro_rules! field {
+        // A required integer of type $t.
+        ($name:literal, int $t:ty) => {
+            match get($name) {
+                Some(V::Integer(i)) => <$t>::try_from(i).unwrap_or_else(|_| {
+                    bad.push($name);
+                    <$t>::default()
+                }),
+                _ => {
+                    bad.push($name);
+                    <$t>::default()
+                }
+            }
+        };
+        ($name:literal, opt_int) => {
+            match get($name) {
+                Some(V::Integer(i)) => Some(i),
+                Some(V::Null) => None,
+                _ => {
+                    bad.push($name);
+                    None
+                }
+            }
+        };
+        ($name:literal, opt_real) => {
+            match get($name) {
+                Some(V::Real(f)) => Some(f),
+                Some(V::Integer(i)) => Some(i as f64),
+                Some(V::Null) => None,
+                _ => {
+                    bad.push($name);
+                    None
+                }
+            }
+        };
+        ($name:literal, text) => {
+            match get($name) {
+                Some(V::Text(t)) => t,
+                _ => {
+                    bad.push($name);
+                    String::new()
+                }
+            }
+        };
+        ($name:literal, opt_text) => {
+            match get($name) {
+                Some(V::Text(t)) => Some(t),
+                Some(V::Null) => None,
+                _ => {
+                    bad.push($name);
+                    None
+                }
+            }
+        };
+    }
+    let id: i64 = r.get("id")?;
+    let params = field!("params_json", text);
+    let params = match serde_json::from_str(&params) {
+        Ok(v) => v,
+        Err(_) => {
+            bad.push("params_json");
+            serde_json::Value::Null
+        }
+    };
+    let kind = field!("kind", text);
+    let kind = RunKind::parse(&kind).unwrap_or_else(|| {
+        bad.push("kind");
+        RunKind::default()
+    });
+    let summary = match field!("summary_json", opt_text) {
+        None => serde_json::Value::Null,
+        Some(s) => serde_json::from_str(&s).unwrap_or_else(|_| {
+            bad.push("summary_json");
+            serde_json::Value::Null
+        }),
+    };
+    let mut row = RunRow {
+        id,
+        role: field!("role", text),
+        protocol: field!("protocol", text),
+        status: field!("status", text),
+        peer_host: field!("peer_host", text),
+        peer_port: field!("peer_port", int u16),
+        local_host: field!("local_host", text),
+        local_port: field!("local_port", int u16),
+        bind_dev: field!("bind_dev", opt_text),
+        direction: field!("direction", text),
+        params,
+        started_at: field!("started_at", int i64),
+        ended_at: field!("ended_at", opt_int),
+        error: field!("error", opt_text),
+        sender_bps: field!("sender_bps", opt_real),
+        receiver_bps: field!("receiver_bps", opt_real),
+        bytes: field!("bytes", opt_int),
+        retransmits: field!("retransmits", opt_int),
+        lost_packets: field!("lost_packets", opt_int),
+        total_packets: field!("total_packets", opt_int),
+        lost_percent: field!("lost_percent", opt_real),
+        jitter_ms: field!("jitter_ms", opt_real),
+        suite_id: field!("suite_id", opt_int),
+        kind,
+        parent_id: field!("parent_id", opt_int),
+        summary,
+        invalid: Vec::new(),
+    };
+    for b in bad {
+        if !invalid.iter().any(|i| i == b) {
+            invalid.push(b.to_string());
+        }
+    }
+    row.invalid = invalid;
+    Ok(row)
+}
+
+/// Rows of a query, skipping (with a warning) those holding a value that does not fit its
+/// field (wrong type, out of range), so one bad stored row never fails a whole page; other
+/// errors (the database's) still fail.
+pub(crate) fn readable<T>(
+    what: &str,
+    rows: impl Iterator<Item = rusqlite::Result<T>>,
+) -> rusqlite::Result<Vec<T>> {
+    let mut out = Vec::new();
+    let mut skipped = 0u64;
+    for r in rows {
+        match r {
+            Ok(v) => out.push(v),
+            Err(
+                rusqlite::Error::FromSqlConversionFailure(..)
+                | rusqlite::Error::IntegralValueOutOfRange(..)
+                | rusqlite::Error::InvalidColumnType(..),
+            ) => skipped += 1,
+            Err(e) => return Err(e),
+        }
+    }
+    if skipped > 0 {
+        tracing::warn!(
+            skipped,
+            "{what}: stored rows with invalid values were left out"
+        );
+    }
+    Ok(out)
+}
+
+const INTERVAL_COLS: &str = "seq, stream_id, socket, start, end, bytes, bits_per_second, sender, omitted, retransmits, snd_cwnd, rtt, packets, lost, jitter_ms, out_of_order";
+
+fn interval_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<IntervalRow> {
+    Ok(IntervalRow {
+        seq: r.get(0)?,
+        stream_id: r.get(1)?,
+        socket: r.get(2)?,
+        start: r.get(3)?,
+        end: r.get(4)?,
+        bytes: r.get(5)?,
+        bits_per_second: r.get(6)?,
+        sender: r.get(7)?,
+        omitted: r.get(8)?,
+        retransmits: r.get(9)?,
+        snd_cwnd: r.get(10)?,
+        rtt: r.get(11)?,
+        packets: r.get(12)?,
+        lost: r.get(13)?,
+        jitter_ms: r.get(14)?,
+        out_of_order: r.get(15)?,
     })
 }
 
@@ -479,6 +640,17 @@ impl Store {
         drop(c);
         self.maybe_prune(id);
         Ok(id)
+    }
+
+    /// The least write that ends a run: its status, end time and error only (no report, no
+    /// streams), for when the full [`Store::finish_run`] cannot be written (e.g. the disk is
+    /// full: this changes one existing row and needs almost no new space). Only a run still
+    /// marked running is changed; returns whether one was.
+    pub fn mark_ended(&self, id: i64, status: RunStatus, error: Option<&str>) -> Result<bool> {
+        Ok(self.c().execute(
+            "UPDATE runs SET status=?2, ended_at=?3, error=COALESCE(?4, error) WHERE id=?1 AND status='running'",
+            params![id, status.as_str(), now_ms(), error],
+        )? > 0)
     }
 
     /// Update the addresses of a run once the connection is up.
@@ -609,18 +781,36 @@ impl Store {
         ));
         let mut st = c.prepare(&sql)?;
         let rows = st.query_map(rusqlite::params_from_iter(args.iter()), run_from_row)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        Ok(readable("runs", rows)?)
     }
 
-    /// One run.
+    /// One run (its stored report, when it does not parse, is named in `invalid`).
     pub fn get_run(&self, id: i64) -> Result<Option<RunRow>> {
         let c = self.r();
-        Ok(c.query_row(
-            &format!("SELECT {RUN_COLS} FROM runs WHERE id=?1"),
-            params![id],
-            run_from_row,
-        )
-        .optional()?)
+        let mut run = c
+            .query_row(
+                &format!("SELECT {RUN_COLS} FROM runs WHERE id=?1"),
+                params![id],
+                run_from_row,
+            )
+            .optional()?;
+        if let Some(run) = run.as_mut() {
+            let rep: Option<String> = c
+                .query_row(
+                    "SELECT report_json FROM runs WHERE id=?1",
+                    params![id],
+                    |r| r.get::<_, rusqlite::types::Value>(0),
+                )
+                .map(|v| match v {
+                    rusqlite::types::Value::Text(t) => Some(t),
+                    rusqlite::types::Value::Null => None,
+                    _ => Some(String::new()),
+                })?;
+            if rep.is_some_and(|t| serde_json::from_str::<Report>(&t).is_err()) {
+                run.invalid.push("report_json".into());
+            }
+        }
+        Ok(run)
     }
 
     /// The stored final report of a run, if it has one.
@@ -634,7 +824,14 @@ impl Store {
             )
             .optional()?;
         match j.flatten() {
-            Some(s) => Ok(Some(serde_json::from_str(&s)?)),
+            Some(s) => match serde_json::from_str(&s) {
+                Ok(r) => Ok(Some(r)),
+                Err(e) => {
+                    // Shown as a run without a report (get_run marks the field invalid).
+                    tracing::warn!(run = id, "stored report does not parse: {e}");
+                    Ok(None)
+                }
+            },
             None => Ok(None),
         }
     }
@@ -661,36 +858,58 @@ impl Store {
                 max_rtt: r.get(11)?,
             })
         })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        Ok(readable("streams", rows)?)
     }
 
     /// A run's intervals, in order.
     pub fn intervals(&self, id: i64) -> Result<Vec<IntervalRow>> {
         let c = self.r();
-        let mut st = c.prepare(
-            "SELECT seq, stream_id, socket, start, end, bytes, bits_per_second, sender, omitted, retransmits, snd_cwnd, rtt, packets, lost, jitter_ms, out_of_order FROM intervals WHERE run_id=?1 ORDER BY seq, stream_id",
+        let mut st = c.prepare(&format!(
+            "SELECT {INTERVAL_COLS} FROM intervals WHERE run_id=?1 ORDER BY seq, stream_id"
+        ))?;
+        let rows = st.query_map(params![id], interval_from_row)?;
+        Ok(readable("intervals", rows)?)
+    }
+
+    /// The intervals of a run's last `seqs` sequence numbers (what a live view shows on
+    /// connect), in order.
+    pub fn intervals_tail(&self, id: i64, seqs: i64) -> Result<Vec<IntervalRow>> {
+        let c = self.r();
+        let mut st = c.prepare(&format!(
+            "SELECT {INTERVAL_COLS} FROM intervals WHERE run_id=?1
+               AND seq > (SELECT COALESCE(MAX(seq), 0) FROM intervals WHERE run_id=?1) - ?2
+             ORDER BY seq, stream_id"
+        ))?;
+        let rows = st.query_map(params![id, seqs], interval_from_row)?;
+        Ok(readable("intervals", rows)?)
+    }
+
+    /// Call `f` with each interval of a run, in order, one row in memory at a time, on a
+    /// connection of its own (a slow `f`, e.g. a streamed answer, holds up no page). Rows
+    /// with invalid values are left out.
+    ///
+    /// # Errors
+    /// The database's, or the first error of `f` (which stops the walk).
+    pub fn for_each_interval(
+        &self,
+        id: i64,
+        mut f: impl FnMut(&IntervalRow) -> Result<()>,
+    ) -> Result<()> {
+        let c = Connection::open_with_flags(
+            &self.path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
-        let rows = st.query_map(params![id], |r| {
-            Ok(IntervalRow {
-                seq: r.get(0)?,
-                stream_id: r.get(1)?,
-                socket: r.get(2)?,
-                start: r.get(3)?,
-                end: r.get(4)?,
-                bytes: r.get(5)?,
-                bits_per_second: r.get(6)?,
-                sender: r.get(7)?,
-                omitted: r.get(8)?,
-                retransmits: r.get(9)?,
-                snd_cwnd: r.get(10)?,
-                rtt: r.get(11)?,
-                packets: r.get(12)?,
-                lost: r.get(13)?,
-                jitter_ms: r.get(14)?,
-                out_of_order: r.get(15)?,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        c.busy_timeout(std::time::Duration::from_secs(5))?;
+        let mut st = c.prepare(&format!(
+            "SELECT {INTERVAL_COLS} FROM intervals WHERE run_id=?1 ORDER BY seq, stream_id"
+        ))?;
+        let mut rows = st.query(params![id])?;
+        while let Some(r) = rows.next()? {
+            if let Ok(iv) = interval_from_row(r) {
+                f(&iv)?;
+            }
+        }
+        Ok(())
     }
 
     /// Delete a run and everything it owns; false if there was none.
@@ -743,9 +962,8 @@ impl Store {
         let mut st = c.prepare(&format!(
             "SELECT {RUN_COLS} FROM runs WHERE suite_id=?1 ORDER BY id"
         ))?;
-        let runs = st
-            .query_map(params![id], run_from_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let runs = st.query_map(params![id], run_from_row)?;
+        let runs = readable("runs", runs)?;
         Ok(Some((s, runs)))
     }
 
@@ -827,12 +1045,12 @@ impl Store {
         Ok(())
     }
 
-    /// Add an API token (its SHA-256); returns its id.
-    pub fn create_token(&self, name: &str, token_hash: &str) -> Result<i64> {
+    /// Add an API token (its SHA-256) with its scope word; returns its id.
+    pub fn create_token(&self, name: &str, token_hash: &str, scope: &str) -> Result<i64> {
         let c = self.c();
         c.execute(
-            "INSERT INTO api_tokens (name, token_hash, created_at) VALUES (?1, ?2, ?3)",
-            params![name, token_hash, now_ms()],
+            "INSERT INTO api_tokens (name, token_hash, created_at, scope) VALUES (?1, ?2, ?3, ?4)",
+            params![name, token_hash, now_ms(), scope],
         )?;
         Ok(c.last_insert_rowid())
     }
@@ -840,28 +1058,34 @@ impl Store {
     /// API tokens, newest first.
     pub fn tokens(&self) -> Result<Vec<TokenRow>> {
         let c = self.r();
-        let mut st = c.prepare("SELECT id, name, created_at FROM api_tokens ORDER BY id DESC")?;
+        let mut st =
+            c.prepare("SELECT id, name, created_at, scope FROM api_tokens ORDER BY id DESC")?;
         let rows = st.query_map([], |r| {
             Ok(TokenRow {
                 id: r.get(0)?,
                 name: r.get(1)?,
                 created_at: r.get(2)?,
+                scope: r.get(3)?,
             })
         })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        Ok(readable("api_tokens", rows)?)
+    }
+
+    /// The scope word of the stored token with this hash; `None` when there is none.
+    pub fn token_scope(&self, token_hash: &str) -> Result<Option<String>> {
+        Ok(self
+            .r()
+            .query_row(
+                "SELECT scope FROM api_tokens WHERE token_hash=?1",
+                params![token_hash],
+                |r| r.get(0),
+            )
+            .optional()?)
     }
 
     /// Whether a token hash belongs to a stored token.
     pub fn token_valid(&self, token_hash: &str) -> Result<bool> {
-        Ok(self
-            .r()
-            .query_row(
-                "SELECT 1 FROM api_tokens WHERE token_hash=?1",
-                params![token_hash],
-                |_| Ok(()),
-            )
-            .optional()?
-            .is_some())
+        Ok(self.token_scope(token_hash)?.is_some())
     }
 
     /// Delete a token; false if there was none.
@@ -870,6 +1094,17 @@ impl Store {
             .c()
             .execute("DELETE FROM api_tokens WHERE id=?1", params![id])?
             > 0)
+    }
+
+    /// Log out everywhere: end every web session and revoke every API token, in one
+    /// transaction (as after a password change). Returns (sessions, tokens) removed.
+    pub fn revoke_all_credentials(&self) -> Result<(u64, u64)> {
+        let mut c = self.c();
+        let tx = c.transaction()?;
+        let s = tx.execute("DELETE FROM sessions", [])?;
+        let t = tx.execute("DELETE FROM api_tokens", [])?;
+        tx.commit()?;
+        Ok((s as u64, t as u64))
     }
 }
 
@@ -998,17 +1233,73 @@ mod tests {
     }
 
     #[test]
+    fn one_bad_row_never_fails_a_read() {
+        // Issue 21 item 4: a run with peer_port -5, a report that does not parse, text in a
+        // number column, and an interval with a negative stream id.
+        let (s, d) = tmp();
+        let good = s.create_run(&new_run("192.0.2.2")).unwrap();
+        let bad = s.create_run(&new_run("192.0.2.3")).unwrap();
+        s.abort_stale_runs().unwrap();
+        s.c()
+            .execute(
+                "UPDATE runs SET peer_port = -5, report_json = '{not json', bytes = 'many', kind = 'warp' WHERE id = ?1",
+                params![bad],
+            )
+            .unwrap();
+        s.c()
+            .execute(
+                "INSERT INTO intervals (run_id, seq, stream_id, socket, start, end, bytes, bits_per_second, sender, omitted)
+                 VALUES (?1, 0, -1, 5, 0, 1, 10, 80, 1, 0), (?1, 1, 1, 5, 1, 2, 10, 80, 1, 0)",
+                params![bad],
+            )
+            .unwrap();
+        let rows = s.list_runs(&RunFilter::default()).unwrap();
+        assert_eq!(
+            rows.iter().map(|r| r.id).collect::<Vec<_>>(),
+            vec![bad, good]
+        );
+        assert_eq!(rows[0].peer_port, 0);
+        assert_eq!(rows[0].bytes, None);
+        assert_eq!(rows[0].invalid, vec!["kind", "peer_port", "bytes"]);
+        assert!(rows[1].invalid.is_empty());
+        let one = s.get_run(bad).unwrap().unwrap();
+        assert_eq!(
+            one.invalid,
+            vec!["kind", "peer_port", "bytes", "report_json"]
+        );
+        assert!(s.report(bad).unwrap().is_none());
+        let iv = s.intervals(bad).unwrap();
+        assert_eq!(iv.len(), 1);
+        assert_eq!(iv[0].seq, 1);
+        // Serialized for the API, the invalid fields are named.
+        let v = serde_json::to_value(&rows[0]).unwrap();
+        assert_eq!(v["invalid"][1], "peer_port");
+        assert!(serde_json::to_value(&rows[1])
+            .unwrap()
+            .get("invalid")
+            .is_none());
+        let _ = std::fs::remove_dir_all(d);
+    }
+
+    #[test]
     fn sessions_expire_and_tokens_match_by_hash() {
         let (s, d) = tmp();
         s.create_session("h1", "c1", 60_000).unwrap();
         s.create_session("h2", "c2", -1).unwrap();
         assert_eq!(s.session("h1").unwrap().unwrap().csrf, "c1");
         assert!(s.session("h2").unwrap().is_none());
-        let id = s.create_token("ci", "th").unwrap();
+        let id = s.create_token("ci", "th", "read").unwrap();
+        assert_eq!(s.token_scope("th").unwrap().as_deref(), Some("read"));
         assert!(s.token_valid("th").unwrap());
         assert!(!s.token_valid("other").unwrap());
         assert!(s.delete_token(id).unwrap());
         assert!(!s.token_valid("th").unwrap());
+        s.create_token("a", "t1", "admin").unwrap();
+        s.create_token("b", "t2", "run").unwrap();
+        // Sessions h1 and (expired) h2, tokens t1 and t2.
+        assert_eq!(s.revoke_all_credentials().unwrap(), (2, 2));
+        assert!(s.session("h1").unwrap().is_none());
+        assert!(s.tokens().unwrap().is_empty());
         let _ = std::fs::remove_dir_all(d);
     }
 }

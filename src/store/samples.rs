@@ -208,7 +208,7 @@ impl Store {
                 idle: r.get(8)?,
             })
         })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        Ok(super::readable("samples", rows)?)
     }
 
     /// A run's port samples, by time then port name.
@@ -235,7 +235,7 @@ impl Store {
                 mtu: r.get(12)?,
             })
         })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        Ok(super::readable("samples", rows)?)
     }
 
     /// A run's board-wide samples, by time.
@@ -249,7 +249,7 @@ impl Store {
                 conntrack: r.get(1)?,
             })
         })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        Ok(super::readable("samples", rows)?)
     }
 
     /// Close a run that has no iperf3 report: status, figures, kind-specific summary (JSON
@@ -291,7 +291,7 @@ impl Store {
             "SELECT {RUN_COLS} FROM runs WHERE parent_id=?1 ORDER BY id"
         ))?;
         let rows = st.query_map(params![parent_id], run_from_row)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        Ok(super::readable("samples", rows)?)
     }
 }
 

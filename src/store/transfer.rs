@@ -8,11 +8,11 @@
 //! identity is already here adds nothing.
 
 use super::{now_ms, Result, Store, StoreError};
-use rusqlite::types::{Value as SqlValue, ValueRef};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::types::ValueRef;
+use rusqlite::Connection;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use std::collections::HashMap;
+use std::io::Write;
 
 /// The `format` word of a history file.
 pub const EXPORT_FORMAT: &str = "netperfd-history";
@@ -35,24 +35,18 @@ pub struct ImportSummary {
     pub defs_added: u64,
 }
 
-fn bad(msg: impl Into<String>) -> StoreError {
+pub(super) fn bad(msg: impl Into<String>) -> StoreError {
     StoreError::Import(msg.into())
 }
 
 /// Tables whose rows belong to one run (`run_id` → `runs(id)`), found in the schema, so
 /// that a table added by a later migration travels without a change here.
-fn run_tables(c: &Connection) -> Result<Vec<String>> {
+pub(super) fn run_tables(c: &Connection) -> Result<Vec<String>> {
     let mut st = c.prepare(
         "SELECT m.name FROM sqlite_master m, pragma_foreign_key_list(m.name) f
          WHERE m.type = 'table' AND f.\"table\" = 'runs' AND f.\"from\" = 'run_id' ORDER BY m.name",
     )?;
     let rows = st.query_map([], |r| r.get(0))?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-}
-
-fn columns(c: &Connection, table: &str) -> Result<Vec<String>> {
-    let mut st = c.prepare("SELECT name FROM pragma_table_info(?1) ORDER BY cid")?;
-    let rows = st.query_map(params![table], |r| r.get(0))?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
@@ -69,37 +63,52 @@ fn to_json(v: ValueRef<'_>) -> Value {
     }
 }
 
-fn to_sql(table: &str, col: &str, v: &Value) -> Result<SqlValue> {
-    Ok(match v {
-        Value::Null => SqlValue::Null,
-        Value::Bool(b) => SqlValue::Integer(*b as i64),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => SqlValue::Integer(i),
-            None => SqlValue::Real(n.as_f64().unwrap_or(0.0)),
-        },
-        Value::String(s) => SqlValue::Text(s.clone()),
-        _ => {
-            return Err(bad(format!(
-                "{table}.{col}: a value must be a number, text or null"
-            )))
-        }
-    })
-}
-
-/// Rows of `sql` as JSON objects keyed by column name.
-fn dump(c: &Connection, sql: &str) -> Result<Vec<Value>> {
+/// Call `f` with each row of `sql` as a JSON object keyed by column name (one row in memory
+/// at a time).
+fn each(
+    c: &Connection,
+    sql: &str,
+    mut f: impl FnMut(Map<String, Value>) -> Result<()>,
+) -> Result<()> {
     let mut st = c.prepare(sql)?;
     let names: Vec<String> = st.column_names().iter().map(|s| s.to_string()).collect();
     let mut rows = st.query([])?;
-    let mut out = Vec::new();
     while let Some(r) = rows.next()? {
         let mut m = Map::new();
         for (i, n) in names.iter().enumerate() {
             m.insert(n.clone(), to_json(r.get_ref(i)?));
         }
-        out.push(Value::Object(m));
+        f(m)?;
     }
-    Ok(out)
+    Ok(())
+}
+
+fn io(e: std::io::Error) -> StoreError {
+    StoreError::Io(e.to_string())
+}
+
+/// Writes a JSON list one element at a time.
+struct List<'w, W: Write> {
+    w: &'w mut W,
+    first: bool,
+}
+
+impl<'w, W: Write> List<'w, W> {
+    fn open(w: &'w mut W, key: &str) -> Result<Self> {
+        write!(w, ",\"{key}\":[").map_err(io)?;
+        Ok(List { w, first: true })
+    }
+    fn push(&mut self, v: &impl Serialize) -> Result<()> {
+        if !self.first {
+            self.w.write_all(b",").map_err(io)?;
+        }
+        self.first = false;
+        serde_json::to_writer(&mut *self.w, v)?;
+        Ok(())
+    }
+    fn close(self) -> Result<()> {
+        self.w.write_all(b"]").map_err(io)
+    }
 }
 
 /// Ended runs only, and only those whose suite and parent run have ended too.
@@ -108,373 +117,123 @@ const EXPORTED_RUNS: &str = "status != 'running'
     AND (parent_id IS NULL OR parent_id IN (SELECT id FROM runs WHERE status != 'running'))";
 
 impl Store {
-    /// The whole ended history as one history document (see the module doc): this board's id
-    /// and `board_label`, suite definitions, ended suite runs and runs with all their rows.
+    /// The whole ended history as one history document (see the module doc), in memory:
+    /// for tests and small histories; [`Store::export_history_to`] streams it.
+    ///
+    /// # Errors
+    /// The database's.
     pub fn export_history(&self, board_label: &str) -> Result<Value> {
+        let mut buf = Vec::new();
+        self.export_history_to(&mut buf, board_label)?;
+        Ok(serde_json::from_slice(&buf)?)
+    }
+
+    /// Write the whole ended history as one history document to `w`, one row at a time
+    /// (memory stays bounded whatever the history's size): this board's id and
+    /// `board_label`, suite definitions, ended suite runs and runs with all their rows. Reads
+    /// one snapshot on a connection of its own, so a slow reader of `w` holds up no page.
+    ///
+    /// Returns the runs and suite runs written.
+    ///
+    /// # Errors
+    /// The database's, or [`StoreError::Io`] when `w` fails (e.g. the client went away).
+    pub fn export_history_to<W: Write>(&self, w: &mut W, board_label: &str) -> Result<(u64, u64)> {
+        let (mut nruns, mut nsuites) = (0u64, 0u64);
         let board = self.board_id()?;
-        let c = self.r();
+        let c = Connection::open_with_flags(
+            self.path(),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        c.busy_timeout(std::time::Duration::from_secs(5))?;
         let tx = c.unchecked_transaction()?;
-        let defs = dump(
+        write!(
+            w,
+            "{{\"format\":{},\"version\":{},\"exported_at\":{},\"board\":{}",
+            Value::from(EXPORT_FORMAT),
+            EXPORT_VERSION,
+            now_ms(),
+            serde_json::json!({"id": board, "label": board_label})
+        )
+        .map_err(io)?;
+        let mut l = List::open(w, "suite_defs")?;
+        each(
             &tx,
             "SELECT name, builtin, body_json FROM suite_defs ORDER BY id",
-        )?
-        .into_iter()
-        .map(|mut d| {
-            let body = d
-                .get("body_json")
-                .and_then(Value::as_str)
-                .and_then(|s| serde_json::from_str::<Value>(s).ok())
-                .unwrap_or(Value::Null);
-            if let Some(m) = d.as_object_mut() {
+            |mut m| {
+                let body = m
+                    .get("body_json")
+                    .and_then(Value::as_str)
+                    .and_then(|s| serde_json::from_str::<Value>(s).ok())
+                    .unwrap_or(Value::Null);
                 m.remove("body_json");
                 m.insert("body".into(), body);
                 let b = m.get("builtin").and_then(Value::as_i64).unwrap_or(0) != 0;
                 m.insert("builtin".into(), Value::Bool(b));
+                l.push(&m)
+            },
+        )?;
+        l.close()?;
+        let origin = |m: &mut Map<String, Value>| {
+            if m.get("origin_board").is_none_or(Value::is_null) {
+                let id = m.get("id").cloned().unwrap_or(Value::Null);
+                m.insert("origin_board".into(), Value::from(board.clone()));
+                m.insert("origin_id".into(), id);
+                m.insert("origin_label".into(), Value::from(board_label));
             }
-            d
-        })
-        .collect::<Vec<_>>();
-        let origin = |mut v: Value| {
-            if let Some(m) = v.as_object_mut() {
-                if m.get("origin_board").is_none_or(Value::is_null) {
-                    let id = m.get("id").cloned().unwrap_or(Value::Null);
-                    m.insert("origin_board".into(), Value::from(board.clone()));
-                    m.insert("origin_id".into(), id);
-                    m.insert("origin_label".into(), Value::from(board_label));
-                }
-            }
-            v
         };
-        let suites: Vec<Value> = dump(
+        let mut l = List::open(w, "suites")?;
+        each(
             &tx,
             "SELECT s.*, d.name AS def_name FROM suites s LEFT JOIN suite_defs d ON d.id = s.def_id
              WHERE s.status != 'running' ORDER BY s.id",
-        )?
-        .into_iter()
-        .map(|mut s| {
-            if let Some(m) = s.as_object_mut() {
+            |mut m| {
                 m.remove("def_id");
                 m.remove("schedule_id");
-            }
-            origin(s)
-        })
-        .collect();
-        let runs: Vec<Value> = dump(
+                origin(&mut m);
+                nsuites += 1;
+                l.push(&m)
+            },
+        )?;
+        l.close()?;
+        let mut l = List::open(w, "runs")?;
+        each(
             &tx,
             &format!("SELECT * FROM runs WHERE {EXPORTED_RUNS} ORDER BY id"),
-        )?
-        .into_iter()
-        .map(origin)
-        .collect();
-        let mut data = Map::new();
-        for t in run_tables(&tx)? {
-            let rows = dump(
+            |mut m| {
+                origin(&mut m);
+                nruns += 1;
+                l.push(&m)
+            },
+        )?;
+        l.close()?;
+        w.write_all(b",\"run_data\":{").map_err(io)?;
+        for (i, t) in run_tables(&tx)?.iter().enumerate() {
+            if i > 0 {
+                w.write_all(b",").map_err(io)?;
+            }
+            write!(w, "{}:[", Value::from(t.as_str())).map_err(io)?;
+            let mut first = true;
+            each(
                 &tx,
                 &format!(
                     "SELECT * FROM \"{t}\" WHERE run_id IN (SELECT id FROM runs WHERE {EXPORTED_RUNS}) ORDER BY rowid"
                 ),
-            )?;
-            data.insert(t, Value::Array(rows));
-        }
-        tx.finish()?;
-        Ok(serde_json::json!({
-            "format": EXPORT_FORMAT,
-            "version": EXPORT_VERSION,
-            "exported_at": now_ms(),
-            "board": {"id": board, "label": board_label},
-            "suite_defs": defs,
-            "suites": suites,
-            "runs": runs,
-            "run_data": data,
-        }))
-    }
-
-    /// Import a history document (JSON text) in one transaction: either all of it is added
-    /// or, on any error (not a history file, another version, a broken reference, a bad
-    /// value), nothing changes. Runs and suite runs already here (same origin) are not added
-    /// again; suite definitions whose name exists are left alone.
-    pub fn import_history(&self, text: &[u8]) -> Result<ImportSummary> {
-        let doc: Value =
-            serde_json::from_slice(text).map_err(|e| bad(format!("not a JSON document: {e}")))?;
-        if doc.get("format").and_then(Value::as_str) != Some(EXPORT_FORMAT) {
-            return Err(bad(format!(
-                "not a netperfd history file (\"format\" must be \"{EXPORT_FORMAT}\")"
-            )));
-        }
-        match doc.get("version").and_then(Value::as_i64) {
-            Some(EXPORT_VERSION) => {}
-            Some(v) => {
-                return Err(bad(format!(
-                    "history file version {v} is not supported (this netperfd reads version {EXPORT_VERSION})"
-                )))
-            }
-            None => return Err(bad("the history file has no version")),
-        }
-        let text_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-        let board = doc.get("board").cloned().unwrap_or(Value::Null);
-        let src_board =
-            text_of(&board, "id").ok_or_else(|| bad("the history file names no board id"))?;
-        let src_label = text_of(&board, "label").unwrap_or_default();
-        let list = |k: &str| -> Result<Vec<Value>> {
-            match doc.get(k) {
-                None => Ok(Vec::new()),
-                Some(Value::Array(a)) => Ok(a.clone()),
-                Some(_) => Err(bad(format!("\"{k}\" must be a list"))),
-            }
-        };
-        let defs = list("suite_defs")?;
-        let suites = list("suites")?;
-        let mut runs = list("runs")?;
-        let data = match doc.get("run_data") {
-            None => Map::new(),
-            Some(Value::Object(m)) => m.clone(),
-            Some(_) => return Err(bad("\"run_data\" must be an object")),
-        };
-        let me = self.board_id()?;
-        let mut sum = ImportSummary {
-            board_id: src_board,
-            board_label: src_label,
-            ..Default::default()
-        };
-
-        let obj = |v: &Value, what: &str| -> Result<Map<String, Value>> {
-            v.as_object()
-                .cloned()
-                .ok_or_else(|| bad(format!("{what}: every entry must be an object")))
-        };
-        let int = |m: &Map<String, Value>, k: &str, what: &str| -> Result<i64> {
-            m.get(k)
-                .and_then(Value::as_i64)
-                .ok_or_else(|| bad(format!("{what}: \"{k}\" must be a whole number")))
-        };
-        let identity = |m: &Map<String, Value>, what: &str| -> Result<(String, i64)> {
-            let b = m
-                .get("origin_board")
-                .and_then(Value::as_str)
-                .filter(|b| !b.is_empty() && b.len() <= 64)
-                .ok_or_else(|| bad(format!("{what}: \"origin_board\" is missing")))?;
-            Ok((b.to_string(), int(m, "origin_id", what)?))
-        };
-
-        let mut c = self.c();
-        let tx = c.transaction()?;
-
-        // Suite definitions by name.
-        let mut def_ids: HashMap<String, i64> = HashMap::new();
-        for d in &defs {
-            let m = obj(d, "suite_defs")?;
-            let name = m
-                .get("name")
-                .and_then(Value::as_str)
-                .filter(|n| !n.trim().is_empty())
-                .ok_or_else(|| bad("suite_defs: a definition has no name"))?;
-            let existing: Option<i64> = tx
-                .query_row(
-                    "SELECT id FROM suite_defs WHERE name=?1",
-                    params![name],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            let id = match existing {
-                Some(id) => id,
-                None => {
-                    let body = m.get("body").cloned().unwrap_or(Value::Null);
-                    if !body.is_object() {
-                        return Err(bad(format!("suite definition '{name}' has no body")));
+                |m| {
+                    if !first {
+                        w.write_all(b",").map_err(io)?;
                     }
-                    let now = now_ms();
-                    tx.execute(
-                        "INSERT INTO suite_defs (name, builtin, body_json, created_at, updated_at) VALUES (?1, 0, ?2, ?3, ?3)",
-                        params![name, body.to_string(), now],
-                    )?;
-                    sum.defs_added += 1;
-                    tx.last_insert_rowid()
-                }
-            };
-            def_ids.insert(name.to_string(), id);
+                    first = false;
+                    serde_json::to_writer(&mut *w, &m)?;
+                    Ok(())
+                },
+            )?;
+            w.write_all(b"]").map_err(io)?;
         }
-
-        // Suite runs.
-        let suite_cols = columns(&tx, "suites")?;
-        let mut suite_map: HashMap<i64, i64> = HashMap::new();
-        for s in &suites {
-            let m = obj(s, "suites")?;
-            let fid = int(&m, "id", "suites")?;
-            let (ob, oid) = identity(&m, &format!("suite {fid}"))?;
-            let local = find_local(&tx, "suites", &me, &ob, oid)?;
-            if let Some(l) = local {
-                suite_map.insert(fid, l);
-                sum.suites_present += 1;
-                continue;
-            }
-            let mut row: Vec<(String, SqlValue)> = Vec::new();
-            for col in &suite_cols {
-                let v = match col.as_str() {
-                    "id" | "schedule_id" => continue,
-                    "def_id" => match m.get("def_name").and_then(Value::as_str) {
-                        Some(n) => def_ids
-                            .get(n)
-                            .map(|i| SqlValue::Integer(*i))
-                            .unwrap_or(SqlValue::Null),
-                        None => SqlValue::Null,
-                    },
-                    k => match m.get(k) {
-                        Some(v) => to_sql("suites", k, v)?,
-                        None => continue,
-                    },
-                };
-                row.push((col.clone(), v));
-            }
-            let id = insert(&tx, "suites", &row)?;
-            suite_map.insert(fid, id);
-            sum.suites_added += 1;
-        }
-
-        // Runs: parents (multi-port runs) before their legs.
-        let file_ids: std::collections::HashSet<i64> = runs
-            .iter()
-            .filter_map(|r| r.get("id").and_then(Value::as_i64))
-            .collect();
-        runs.sort_by_key(|r| r.get("parent_id").is_some_and(|p| !p.is_null()));
-        let run_cols = columns(&tx, "runs")?;
-        let mut run_map: HashMap<i64, i64> = HashMap::new();
-        let mut added: std::collections::HashSet<i64> = std::collections::HashSet::new();
-        for r in &runs {
-            let m = obj(r, "runs")?;
-            let fid = int(&m, "id", "runs")?;
-            let what = format!("run {fid}");
-            let (ob, oid) = identity(&m, &what)?;
-            let suite = match m.get("suite_id").and_then(Value::as_i64) {
-                Some(s) => Some(*suite_map.get(&s).ok_or_else(|| {
-                    bad(format!(
-                        "{what} refers to suite {s}, which is not in the file"
-                    ))
-                })?),
-                None => None,
-            };
-            let parent = match m.get("parent_id").and_then(Value::as_i64) {
-                Some(p) if file_ids.contains(&p) => Some(*run_map.get(&p).ok_or_else(|| {
-                    bad(format!("{what} is a leg of run {p}, which is itself a leg"))
-                })?),
-                Some(p) => {
-                    return Err(bad(format!(
-                        "{what} is a leg of run {p}, which is not in the file"
-                    )))
-                }
-                None => None,
-            };
-            if let Some(l) = find_local(&tx, "runs", &me, &ob, oid)? {
-                run_map.insert(fid, l);
-                sum.runs_present += 1;
-                continue;
-            }
-            let mut row: Vec<(String, SqlValue)> = Vec::new();
-            for col in &run_cols {
-                let v = match col.as_str() {
-                    "id" => continue,
-                    "suite_id" => suite.map(SqlValue::Integer).unwrap_or(SqlValue::Null),
-                    "parent_id" => parent.map(SqlValue::Integer).unwrap_or(SqlValue::Null),
-                    "status" => match m.get("status").and_then(Value::as_str) {
-                        Some(s @ ("completed" | "failed" | "aborted")) => {
-                            SqlValue::Text(s.to_string())
-                        }
-                        _ => {
-                            return Err(bad(format!(
-                                "{what}: status must be completed, failed or aborted"
-                            )))
-                        }
-                    },
-                    k => match m.get(k) {
-                        Some(v) => to_sql("runs", k, v)?,
-                        None => continue,
-                    },
-                };
-                row.push((col.clone(), v));
-            }
-            let id = insert(&tx, "runs", &row).map_err(|e| match e {
-                StoreError::Sql(e) => bad(format!("{what}: {e}")),
-                e => e,
-            })?;
-            run_map.insert(fid, id);
-            added.insert(fid);
-            sum.runs_added += 1;
-        }
-
-        // What the new runs own.
-        let tables = run_tables(&tx)?;
-        for (t, rows) in &data {
-            if !tables.contains(t) {
-                return Err(bad(format!(
-                    "run_data.{t}: this netperfd keeps no such table"
-                )));
-            }
-            let Value::Array(rows) = rows else {
-                return Err(bad(format!("run_data.{t} must be a list")));
-            };
-            let cols = columns(&tx, t)?;
-            for r in rows {
-                let m = obj(r, &format!("run_data.{t}"))?;
-                let fid = int(&m, "run_id", &format!("run_data.{t}"))?;
-                if !file_ids.contains(&fid) {
-                    return Err(bad(format!(
-                        "run_data.{t} refers to run {fid}, which is not in the file"
-                    )));
-                }
-                if !added.contains(&fid) {
-                    continue;
-                }
-                let mut row: Vec<(String, SqlValue)> = Vec::new();
-                for col in &cols {
-                    let v = match col.as_str() {
-                        "run_id" => SqlValue::Integer(run_map[&fid]),
-                        k => match m.get(k) {
-                            Some(v) => to_sql(t, k, v)?,
-                            None => continue,
-                        },
-                    };
-                    row.push((col.clone(), v));
-                }
-                insert(&tx, t, &row).map_err(|e| match e {
-                    StoreError::Sql(e) => bad(format!("run_data.{t} of run {fid}: {e}")),
-                    e => e,
-                })?;
-            }
-        }
-        tx.commit()?;
-        Ok(sum)
+        w.write_all(b"}}").map_err(io)?;
+        w.flush().map_err(io)?;
+        tx.finish()?;
+        Ok((nruns, nsuites))
     }
-}
-
-/// The local id of a row with this identity: one made here (`origin_board` is this board's
-/// id) or one imported before.
-fn find_local(c: &Connection, table: &str, me: &str, board: &str, id: i64) -> Result<Option<i64>> {
-    let q = |sql: String, p: &[&dyn rusqlite::ToSql]| c.query_row(&sql, p, |r| r.get(0)).optional();
-    Ok(if board == me {
-        q(
-            format!("SELECT id FROM {table} WHERE id=?1 AND origin_board IS NULL"),
-            &[&id],
-        )?
-    } else {
-        q(
-            format!("SELECT id FROM {table} WHERE origin_board=?1 AND origin_id=?2"),
-            &[&board, &id],
-        )?
-    })
-}
-
-/// Insert one row (column names come from the table's own schema, never from the file).
-fn insert(c: &Connection, table: &str, row: &[(String, SqlValue)]) -> Result<i64> {
-    let names: Vec<String> = row.iter().map(|(n, _)| format!("\"{n}\"")).collect();
-    let marks: Vec<String> = (1..=row.len()).map(|i| format!("?{i}")).collect();
-    c.execute(
-        &format!(
-            "INSERT INTO \"{table}\" ({}) VALUES ({})",
-            names.join(", "),
-            marks.join(", ")
-        ),
-        rusqlite::params_from_iter(row.iter().map(|(_, v)| v)),
-    )?;
-    Ok(c.last_insert_rowid())
 }
 
 #[cfg(test)]

@@ -166,15 +166,23 @@ async fn suite(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) ->
     }
 }
 
+/// One run as JSON; its intervals are streamed from the store one row at a time (a run of
+/// 200,000 intervals is never held in memory).
 async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
     let id = path.into_inner();
-    let run = match state.store.get_run(id) {
+    let mut run = match state.store.get_run(id) {
         Ok(Some(r)) => r,
         Ok(None) => return not_found(id),
         Err(e) => return internal(e),
     };
+    // Ended, but its end is not stored yet (e.g. the disk is full): say how it ended.
+    if let Some((status, error)) = state.hub.unsaved_end(id) {
+        if run.status == "running" {
+            run.status = status.as_str().into();
+            run.error = error;
+        }
+    }
     let streams = state.store.streams(id).unwrap_or_default();
-    let intervals = state.store.intervals(id).unwrap_or_default();
     let analysis = crate::results::charts::analyze_run(&state.store, &run);
     let legs = if run.kind == crate::model::RunKind::Multi {
         state.store.children(id).unwrap_or_default()
@@ -182,17 +190,40 @@ async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> 
         Vec::new()
     };
     let view = crate::results::view::view(&run);
-    HttpResponse::Ok().json(json!({
+    let head = json!({
         "run": run,
         "view": view,
         "live": state.hub.is_live(id),
         "pinned": state.store.is_pinned(id).ok().flatten().unwrap_or(false),
         "streams": streams,
-        "intervals": intervals,
         "analysis": analysis,
         "legs": legs,
         "origin": state.store.run_origin(id).ok().flatten(),
-    }))
+    });
+    let mut head = head.to_string();
+    head.pop(); // the closing brace: the intervals follow
+    let st = state.clone();
+    let mut b = HttpResponse::Ok();
+    b.content_type("application/json");
+    super::stream::streamed(b, "run view", move |w| {
+        use std::io::Write;
+        let io = |e: std::io::Error| e.to_string();
+        w.write_all(head.as_bytes()).map_err(io)?;
+        w.write_all(b",\"intervals\":[").map_err(io)?;
+        let mut first = true;
+        st.store
+            .for_each_interval(id, |iv| {
+                if !first {
+                    w.write_all(b",")
+                        .map_err(|e| crate::store::StoreError::Io(e.to_string()))?;
+                }
+                first = false;
+                serde_json::to_writer(&mut *w, iv)?;
+                Ok(())
+            })
+            .map_err(|e| e.to_string())?;
+        w.write_all(b"]}").map_err(io)
+    })
 }
 
 async fn delete(
@@ -273,7 +304,12 @@ fn sse(ev: &LiveEvent) -> web::Bytes {
     ))
 }
 
-/// Server-sent events: the stored intervals first, then live ones, then `done`.
+/// Sequence numbers of stored intervals a live-update stream sends on connect (the last ones;
+/// 10 minutes at 1 s intervals), so that a connection to a long run costs bounded memory.
+pub const LIVE_BACKLOG: i64 = 600;
+
+/// Server-sent events: the last [`LIVE_BACKLOG`] stored intervals first, then live ones,
+/// then `done`.
 async fn events(
     req: actix_web::HttpRequest,
     _auth: Auth,
@@ -294,7 +330,10 @@ async fn events(
     // Subscribe before reading the stored intervals so none falls in between.
     let live = state.hub.subscribe(id);
     let mut first: Vec<web::Bytes> = Vec::new();
-    let rows = state.store.intervals(id).unwrap_or_default();
+    let rows = state
+        .store
+        .intervals_tail(id, LIVE_BACKLOG)
+        .unwrap_or_default();
     let mut i = 0;
     while i < rows.len() {
         let seq = rows[i].seq;

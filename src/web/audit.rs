@@ -15,7 +15,7 @@ fn who(auth: &Auth, req: &HttpRequest) -> String {
         .unwrap_or_else(|| "?".into());
     match auth {
         Auth::Session { .. } => format!("admin session from {from}"),
-        Auth::Token => format!("API token from {from}"),
+        Auth::Token(s) => format!("API token ({}) from {from}", s.as_str()),
     }
 }
 

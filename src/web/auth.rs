@@ -101,13 +101,88 @@ pub fn hash_password_cli() -> i32 {
     }
 }
 
+/// What an API token may do. Each scope includes the ones before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scope {
+    /// Read only: every GET (history, exports, `/metrics`, live updates). For Prometheus
+    /// and dashboards.
+    Read,
+    /// Also start and stop tests (runs, suites, multi-port, latency, HTTP download,
+    /// monitor, forwarding runs). For CI.
+    Run,
+    /// Everything a token may do: also delete and pin runs, import history, schedules,
+    /// suite definitions, retention, the board's network settings. Never tokens or the
+    /// password (those need a login).
+    Admin,
+}
+
+impl Scope {
+    /// Every scope, least first.
+    pub const ALL: [Scope; 3] = [Scope::Read, Scope::Run, Scope::Admin];
+
+    /// The stored word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::Run => "run",
+            Scope::Admin => "admin",
+        }
+    }
+
+    /// A stored word as a scope; an unknown word counts as [`Scope::Read`] (least power).
+    pub fn parse(s: &str) -> Scope {
+        match s {
+            "admin" => Scope::Admin,
+            "run" => Scope::Run,
+            _ => Scope::Read,
+        }
+    }
+
+    /// For people: "read-only", "run tests", "admin".
+    pub fn label(self) -> &'static str {
+        match self {
+            Scope::Read => "read-only",
+            Scope::Run => "run tests",
+            Scope::Admin => "admin",
+        }
+    }
+
+    /// The scope a token needs for `method` on `path`: reads need [`Scope::Read`], starting
+    /// and stopping tests [`Scope::Run`], every other change [`Scope::Admin`].
+    pub fn needed(method: &actix_web::http::Method, path: &str) -> Scope {
+        use actix_web::http::Method;
+        if method == Method::GET || method == Method::HEAD {
+            return Scope::Read;
+        }
+        if method != Method::POST {
+            return Scope::Admin;
+        }
+        let p = path.trim_end_matches('/');
+        let seg: Vec<&str> = p.split('/').collect();
+        let run = matches!(
+            seg.as_slice(),
+            ["", "api", "runs"]
+                | ["", "api", "runs", "latency" | "multi"]
+                | ["", "api", "suites", "udp-ladder"]
+                | ["", "api", "http-get" | "monitor" | "forward"]
+                | ["", "api", "runs" | "suites" | "monitor", _, "stop"]
+                | ["", "api", "suite-defs", _, "run"]
+        );
+        if run {
+            Scope::Run
+        } else {
+            Scope::Admin
+        }
+    }
+}
+
 /// How a request proved who it is.
 #[derive(Debug, Clone)]
 pub enum Auth {
     /// A browser session; writes need its CSRF token.
     Session { token_hash: String, csrf: String },
-    /// An API bearer token; no CSRF needed (no ambient credential).
-    Token,
+    /// An API bearer token of this scope; no CSRF needed (no ambient credential).
+    Token(Scope),
 }
 
 /// Why a request was refused.
@@ -120,6 +195,8 @@ pub enum AuthError {
     /// Authenticated, but this credential may not do this (an API token managing tokens or
     /// the password: those need a logged-in session).
     Forbidden(&'static str),
+    /// An API token whose scope is too small for this request.
+    Scope { have: Scope, need: Scope },
     /// Something failed on our side.
     Internal(String),
 }
@@ -130,6 +207,16 @@ impl std::fmt::Display for AuthError {
             AuthError::Unauthenticated { .. } => f.write_str("authentication required"),
             AuthError::Csrf => f.write_str("missing or invalid CSRF token"),
             AuthError::Forbidden(why) => f.write_str(why),
+            AuthError::Scope { have, need } => write!(
+                f,
+                "this API token is {}; this request needs a token that may {} (Settings → API tokens)",
+                have.label(),
+                match need {
+                    Scope::Read => "read",
+                    Scope::Run => "run tests",
+                    Scope::Admin => "administer the board",
+                }
+            ),
             AuthError::Internal(e) => write!(f, "internal error: {e}"),
         }
     }
@@ -148,6 +235,9 @@ impl ResponseError for AuthError {
             AuthError::Forbidden(why) => {
                 HttpResponse::Forbidden().json(serde_json::json!({ "error": why }))
             }
+            AuthError::Scope { .. } => {
+                HttpResponse::Forbidden().json(serde_json::json!({ "error": self.to_string() }))
+            }
             AuthError::Internal(e) => {
                 HttpResponse::InternalServerError().json(serde_json::json!({"error": e}))
             }
@@ -159,7 +249,7 @@ impl Auth {
     /// Check the CSRF token of a state-changing request.
     pub fn check_csrf(&self, provided: Option<&str>) -> Result<(), AuthError> {
         match self {
-            Auth::Token => Ok(()),
+            Auth::Token(_) => Ok(()),
             Auth::Session { csrf, .. } => match provided {
                 Some(p) if ct_eq(p, csrf) => Ok(()),
                 _ => Err(AuthError::Csrf),
@@ -173,7 +263,7 @@ impl Auth {
     pub fn require_session(&self) -> Result<(), AuthError> {
         match self {
             Auth::Session { .. } => Ok(()),
-            Auth::Token => Err(AuthError::Forbidden(
+            Auth::Token(_) => Err(AuthError::Forbidden(
                 "API tokens cannot manage tokens or the password: log in",
             )),
         }
@@ -183,7 +273,7 @@ impl Auth {
     pub fn csrf(&self) -> &str {
         match self {
             Auth::Session { csrf, .. } => csrf,
-            Auth::Token => "",
+            Auth::Token(_) => "",
         }
     }
 
@@ -208,12 +298,16 @@ fn authenticate(req: &HttpRequest) -> Result<Auth, AuthError> {
         .and_then(|v| v.to_str().ok())
     {
         if let Some(tok) = bearer_token(h) {
-            let ok = state
+            let scope = state
                 .store
-                .token_valid(&sha256_hex(tok.trim()))
+                .token_scope(&sha256_hex(tok.trim()))
                 .map_err(|e| AuthError::Internal(e.to_string()))?;
-            if ok {
-                return Ok(Auth::Token);
+            if let Some(scope) = scope.as_deref().map(Scope::parse) {
+                let need = Scope::needed(req.method(), req.path());
+                if scope < need {
+                    return Err(AuthError::Scope { have: scope, need });
+                }
+                return Ok(Auth::Token(scope));
             }
             return Err(AuthError::Unauthenticated {
                 api: true,
@@ -254,6 +348,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn scopes_needed_by_route() {
+        use actix_web::http::Method;
+        let need = |m: Method, p: &str| Scope::needed(&m, p);
+        assert_eq!(need(Method::GET, "/api/export"), Scope::Read);
+        assert_eq!(need(Method::GET, "/metrics"), Scope::Read);
+        assert_eq!(need(Method::POST, "/api/runs"), Scope::Run);
+        assert_eq!(need(Method::POST, "/api/runs/12/stop"), Scope::Run);
+        assert_eq!(need(Method::POST, "/api/suite-defs/soak/run"), Scope::Run);
+        assert_eq!(need(Method::POST, "/api/runs/12/pin"), Scope::Admin);
+        assert_eq!(need(Method::DELETE, "/api/runs/12"), Scope::Admin);
+        assert_eq!(need(Method::POST, "/api/import"), Scope::Admin);
+        assert_eq!(need(Method::POST, "/api/schedules"), Scope::Admin);
+        assert_eq!(need(Method::PUT, "/api/board/settings"), Scope::Admin);
+        assert_eq!(need(Method::POST, "/api/board/changes"), Scope::Admin);
+        assert!(Scope::Read < Scope::Run && Scope::Run < Scope::Admin);
+        assert_eq!(Scope::parse("bogus"), Scope::Read);
+    }
+
+    #[test]
     fn password_hash_round_trip() {
         let h = hash_password("correct horse").unwrap();
         assert!(h.starts_with("$argon2id$"));
@@ -271,7 +384,7 @@ mod tests {
         assert!(a.check_csrf(Some("abc")).is_ok());
         assert!(a.check_csrf(Some("abd")).is_err());
         assert!(a.check_csrf(None).is_err());
-        assert!(Auth::Token.check_csrf(None).is_ok());
+        assert!(Auth::Token(Scope::Read).check_csrf(None).is_ok());
         assert!(ct_eq("x", "x") && !ct_eq("x", "xy"));
     }
 
@@ -287,7 +400,7 @@ mod tests {
 
     #[test]
     fn tokens_cannot_manage_credentials() {
-        assert!(Auth::Token.require_session().is_err());
+        assert!(Auth::Token(Scope::Admin).require_session().is_err());
         let s = Auth::Session {
             token_hash: "h".into(),
             csrf: "c".into(),

@@ -17,6 +17,7 @@ pub mod multi;
 pub mod pages;
 pub mod retention;
 pub mod schedules;
+pub mod stream;
 pub mod suites;
 pub mod traffic;
 pub mod transfer;

@@ -21,6 +21,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/login", web::get().to(login_page))
         .route("/login", web::post().to(login))
         .route("/logout", web::post().to(logout))
+        .route("/logout-everywhere", web::post().to(logout_everywhere))
         .route("/setup", web::get().to(setup_page))
         .route("/setup", web::post().to(setup))
         .route("/tests", web::post().to(start_test))
@@ -203,7 +204,26 @@ async fn login(
             .cookie(c)
             .insert_header((header::LOCATION, "/"))
             .finish(),
-        Err(e) => internal(e),
+        Err(e) => {
+            tracing::warn!("login: cannot store the session: {e}");
+            page(
+                actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+                storage_message("the login session cannot be stored", &e),
+            )
+        }
+    }
+}
+
+/// What to tell a person when the store cannot write (`e` is the store's error text): a
+/// full data partition gets its own sentence, anything else the error itself.
+pub(super) fn storage_message(what: &str, e: &str) -> String {
+    let full = e.contains("full") || e.contains("No space");
+    if full {
+        format!(
+            "The board's storage is full: {what}. Nothing stored was lost. Free space on the data partition (delete files there, or `netperfd runs delete ID` on the console) and try again."
+        )
+    } else {
+        format!("The board cannot write its database: {what} ({e}). Try again.")
     }
 }
 
@@ -223,6 +243,28 @@ async fn logout(
     if let Auth::Session { token_hash, .. } = &auth {
         let _ = state.store.delete_sessions(Some(token_hash));
     }
+    let mut gone = Cookie::build(auth::SESSION_COOKIE, "").path("/").finish();
+    gone.make_removal();
+    Ok(HttpResponse::SeeOther()
+        .cookie(gone)
+        .insert_header((header::LOCATION, "/login"))
+        .finish())
+}
+
+/// Log out everywhere: every web session (this one too) ends and every API token is
+/// revoked.
+async fn logout_everywhere(
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<CsrfForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.require_session()?;
+    auth.check_csrf(form.csrf.as_deref())?;
+    let (s, t) = state
+        .store
+        .revoke_all_credentials()
+        .map_err(|e| AuthError::Internal(e.to_string()))?;
+    tracing::info!(sessions = s, tokens = t, "logged out everywhere");
     let mut gone = Cookie::build(auth::SESSION_COOKIE, "").path("/").finish();
     gone.make_removal();
     Ok(HttpResponse::SeeOther()
@@ -358,6 +400,9 @@ pub struct RunView {
     /// The suite the run belongs to and that suite's name (filled by [`with_suites`]).
     pub suite_id: Option<i64>,
     pub suite_name: String,
+    /// Stored fields that could not be read, e.g. "peer_port, report_json" (shown empty);
+    /// empty for sound runs.
+    pub invalid: String,
 }
 
 /// Fill in the suite name (and, for runs without their own label, the suite's board label)
@@ -454,6 +499,7 @@ fn run_view(r: &RunRow) -> RunView {
         },
         udp: r.protocol == "UDP",
         error: r.error.clone(),
+        invalid: r.invalid.join(", "),
         label: r.params["label"]
             .as_str()
             .unwrap_or_default()
@@ -910,6 +956,8 @@ struct RunPage {
     pinned: bool,
     /// Latency runs: the latency result, shown first (the throughput verdict is the load's).
     latency: Option<LatencyHead>,
+    /// Only the last [`PAGE_INTERVALS`] intervals are shown (the exports hold all).
+    older_intervals: bool,
 }
 
 /// The headline of a latency run: the latency verdict, its tone, the load's congestion
@@ -1104,14 +1152,31 @@ fn leg_intervals(state: &AppState, run: &RunRow) -> Vec<IntervalView> {
     out
 }
 
+/// Interval sequence numbers the run page shows (the last ones; the exports hold all).
+pub const PAGE_INTERVALS: i64 = 1000;
+
 fn load(
     state: &AppState,
     auth: &Auth,
     id: i64,
 ) -> Result<(RunRow, Vec<IntervalRow>, Option<Report>), HttpResponse> {
+    load_tail(state, auth, id, None)
+}
+
+/// [`load`] with only the intervals of the last `tail` sequence numbers (all with `None`).
+fn load_tail(
+    state: &AppState,
+    auth: &Auth,
+    id: i64,
+    tail: Option<i64>,
+) -> Result<(RunRow, Vec<IntervalRow>, Option<Report>), HttpResponse> {
     match state.store.get_run(id) {
         Ok(Some(r)) => {
-            let iv = state.store.intervals(id).map_err(internal)?;
+            let iv = match tail {
+                Some(n) => state.store.intervals_tail(id, n),
+                None => state.store.intervals(id),
+            }
+            .map_err(internal)?;
             let rep = state.store.report(id).map_err(internal)?;
             Ok((r, iv, rep))
         }
@@ -1127,10 +1192,11 @@ fn load(
 
 async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
     let id = path.into_inner();
-    let (run, iv, rep) = match load(&state, &auth, id) {
+    let (run, iv, rep) = match load_tail(&state, &auth, id, Some(PAGE_INTERVALS)) {
         Ok(x) => x,
         Err(resp) => return resp,
     };
+    let older_intervals = iv.first().is_some_and(|r| r.seq > 0);
     let intervals = if run.kind == crate::model::RunKind::Multi {
         leg_intervals(&state, &run)
     } else {
@@ -1196,6 +1262,7 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
             .ok()
             .flatten()
             .unwrap_or(false),
+        older_intervals,
     })
 }
 
@@ -1378,6 +1445,8 @@ struct TokenView {
     id: i64,
     name: String,
     created: String,
+    /// read-only / run tests / admin.
+    scope: &'static str,
 }
 
 #[derive(Template)]
@@ -1420,6 +1489,7 @@ pub(super) fn settings(
                 id: t.id,
                 name: t.name,
                 created: fmt_time(t.created_at),
+                scope: auth::Scope::parse(&t.scope).label(),
             })
             .collect(),
         max_runs: state.store.retention().max_runs,
@@ -1427,7 +1497,7 @@ pub(super) fn settings(
         retention: {
             let r = state.store.retention();
             format!(
-                "At most {} runs and {} MiB of history ({} MiB in use); the oldest runs that are not pinned and not in a suite are deleted first. Anonymous services (payload, sink, source) record at most {} runs per peer a minute, the rest counted in one folded run.",
+                "At most {} runs and {} MiB of history ({} MiB in use). Imported runs are deleted first, then the oldest of whichever source is over its fair share (own runs 2 parts, scheduled and anonymous runs 1 part each); pinned, running and hand-started suite runs are kept. Anonymous services (payload, sink, source) record at most {} runs per peer a minute, the rest counted in one folded run.",
                 r.max_runs,
                 r.max_bytes >> 20,
                 state.store.used_bytes().unwrap_or(0) >> 20,
@@ -1493,13 +1563,35 @@ async fn change_password(
         .store
         .set_setting(auth::PASSWORD_KEY, &h)
         .map_err(|e| AuthError::Internal(e.to_string()))?;
-    Ok(ok(&settings(
-        &state,
-        &auth,
-        Some("Password changed.".into()),
-        None,
-        None,
-    )))
+    // Whoever knew the old password is out: every session and API token ends; this browser
+    // gets a new session.
+    let (s, t) = state
+        .store
+        .revoke_all_credentials()
+        .map_err(|e| AuthError::Internal(e.to_string()))?;
+    tracing::info!(
+        sessions = s,
+        tokens = t,
+        "password changed: sessions ended, tokens revoked"
+    );
+    let cookie = session_cookie(&state).map_err(AuthError::Internal)?;
+    let csrf = state
+        .store
+        .session(&crate::model::secrets::sha256_hex(cookie.value()))
+        .ok()
+        .flatten()
+        .map(|r| r.csrf)
+        .unwrap_or_default();
+    let me = Auth::Session {
+        token_hash: crate::model::secrets::sha256_hex(cookie.value()),
+        csrf,
+    };
+    let msg = format!(
+        "Password changed. Every other session was logged out and all {t} API tokens were revoked (make new ones below)."
+    );
+    let mut resp = ok(&settings(&state, &me, Some(msg), None, None));
+    let _ = resp.add_cookie(&cookie);
+    Ok(resp)
 }
 
 #[derive(Deserialize)]
@@ -1507,6 +1599,9 @@ struct TokenForm {
     #[serde(default)]
     csrf: Option<String>,
     name: String,
+    /// read / run / admin (default read: the least a token may do).
+    #[serde(default)]
+    scope: Option<String>,
 }
 
 async fn create_token(
@@ -1529,10 +1624,29 @@ async fn create_token(
             ),
         ));
     }
+    let scope = match form.scope.as_deref().unwrap_or("read") {
+        w @ ("read" | "run" | "admin") => auth::Scope::parse(w),
+        _ => {
+            return Ok(html(
+                actix_web::http::StatusCode::BAD_REQUEST,
+                &settings(
+                    &state,
+                    &auth,
+                    None,
+                    Some("A token's scope is read, run or admin.".into()),
+                    None,
+                ),
+            ))
+        }
+    };
     let token = auth::random_hex(24);
     state
         .store
-        .create_token(name, &crate::model::secrets::sha256_hex(&token))
+        .create_token(
+            name,
+            &crate::model::secrets::sha256_hex(&token),
+            scope.as_str(),
+        )
         .map_err(|e| AuthError::Internal(e.to_string()))?;
     Ok(ok(&settings(&state, &auth, None, None, Some(token))))
 }

@@ -11,6 +11,64 @@ use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use futures_util::StreamExt;
+use std::io::Write;
+
+/// An upload being received: a file `import-<pid>-<n>.part` beside the database, removed
+/// when dropped (also when the client goes away mid-upload).
+struct Spool {
+    path: std::path::PathBuf,
+    file: std::fs::File,
+}
+
+impl Spool {
+    fn create(db: &std::path::Path) -> std::io::Result<Spool> {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = db.parent().unwrap_or(std::path::Path::new("."));
+        let me = std::process::id();
+        // Uploads a previous process left (it stopped mid-import) are removed.
+        if let Ok(rd) = std::fs::read_dir(dir) {
+            for e in rd.flatten() {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                let stale = name
+                    .strip_prefix("import-")
+                    .and_then(|r| r.strip_suffix(".part"))
+                    .and_then(|r| r.split('-').next())
+                    .and_then(|p| p.parse::<u32>().ok())
+                    .is_some_and(|pid| pid != me);
+                if stale {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        let path = dir.join(format!("import-{me}-{n}.part"));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        Ok(Spool { path, file })
+    }
+
+    fn file(&self) -> &std::fs::File {
+        &self.file
+    }
+
+    /// The upload from its start (buffered).
+    fn reopen(&self) -> std::io::Result<impl std::io::Read + '_> {
+        use std::io::Seek;
+        let mut f = &self.file;
+        f.seek(std::io::SeekFrom::Start(0))?;
+        Ok(std::io::BufReader::with_capacity(256 * 1024, f))
+    }
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
 
 /// Register the routes.
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -51,37 +109,30 @@ async fn page(auth: Auth, state: web::Data<AppState>) -> HttpResponse {
     )
 }
 
+/// The history file, streamed (one row at a time from the store: memory stays bounded
+/// whatever the history's size).
 async fn export(_auth: Auth, state: web::Data<AppState>) -> HttpResponse {
-    let st = state.clone();
     let label = crate::runs::suites::run::board_label();
-    let doc = web::block(move || {
+    let name = format!(
+        "netperfd-history-{}-{}.json",
+        label
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect::<String>(),
+        chrono::Utc::now().format("%Y%m%d-%H%M%S")
+    );
+    let mut b = HttpResponse::Ok();
+    b.content_type("application/json").insert_header((
+        header::CONTENT_DISPOSITION,
+        format!("attachment; filename=\"{name}\""),
+    ));
+    let st = state.clone();
+    super::stream::streamed(b, "history export", move |w| {
         st.store
-            .export_history(&label)
+            .export_history_to(w, &label)
+            .map(|_| ())
             .map_err(|e| e.to_string())
-            .and_then(|d| serde_json::to_vec(&d).map_err(|e| e.to_string()))
     })
-    .await;
-    match doc {
-        Ok(Ok(body)) => {
-            let name = format!(
-                "netperfd-history-{}-{}.json",
-                crate::runs::suites::run::board_label()
-                    .chars()
-                    .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
-                    .collect::<String>(),
-                chrono::Utc::now().format("%Y%m%d-%H%M%S")
-            );
-            HttpResponse::Ok()
-                .content_type("application/json")
-                .insert_header((
-                    header::CONTENT_DISPOSITION,
-                    format!("attachment; filename=\"{name}\""),
-                ))
-                .body(body)
-        }
-        Ok(Err(e)) => json_error(StatusCode::INTERNAL_SERVER_ERROR, e),
-        Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    }
 }
 
 async fn import(
@@ -98,9 +149,21 @@ async fn import(
             format!("the history file is larger than {max} bytes (import_max_bytes); nothing was imported"),
         )
     };
-    // A file over the limit is read to its end (up to 4 x the limit, then the connection is
-    // dropped) but not kept, so that the client reads the 413 instead of a broken pipe.
-    let mut buf = web::BytesMut::new();
+    // The body is spooled to a file beside the database (memory stays bounded whatever
+    // its size) and imported from there as a stream once complete, so that the writer is not
+    // held while a slow client uploads. A file over the limit is read to its end (up to 4 x
+    // the limit, then the connection is dropped) but not kept, so that the client reads the
+    // 413 instead of a broken pipe.
+    let spool = match Spool::create(state.store.path()) {
+        Ok(s) => s,
+        Err(e) => {
+            return Ok(json_error(
+                StatusCode::INSUFFICIENT_STORAGE,
+                format!("cannot store the upload: {e}; nothing was imported"),
+            ))
+        }
+    };
+    let mut out = std::io::BufWriter::with_capacity(256 * 1024, spool.file());
     let mut total = 0usize;
     while let Some(chunk) = body.next().await {
         match chunk {
@@ -110,7 +173,12 @@ async fn import(
                     return Ok(too_big());
                 }
                 if total <= max {
-                    buf.extend_from_slice(&c);
+                    if let Err(e) = out.write_all(&c) {
+                        return Ok(json_error(
+                            StatusCode::INSUFFICIENT_STORAGE,
+                            format!("cannot store the upload: {e}; nothing was imported"),
+                        ));
+                    }
                 }
             }
             Err(e) => {
@@ -124,14 +192,27 @@ async fn import(
     if total > max {
         return Ok(too_big());
     }
-    if buf.is_empty() {
+    if total == 0 {
         return Ok(json_error(
             StatusCode::BAD_REQUEST,
             "the request body is empty: send a history file (GET /api/export makes one)",
         ));
     }
+    if let Err(e) = out.flush() {
+        return Ok(json_error(
+            StatusCode::INSUFFICIENT_STORAGE,
+            format!("cannot store the upload: {e}; nothing was imported"),
+        ));
+    }
+    drop(out);
     let st = state.clone();
-    let r = web::block(move || st.store.import_history(&buf)).await;
+    let r = web::block(move || {
+        let f = spool.reopen().map_err(|e| {
+            crate::store::StoreError::Import(format!("cannot read the stored upload: {e}"))
+        })?;
+        st.store.import_history_from(f, max as u64)
+    })
+    .await;
     Ok(match r {
         Ok(Ok(sum)) => {
             tracing::info!(

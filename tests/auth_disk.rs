@@ -1,0 +1,196 @@
+//! Issue 21 items 8 and 9 (auth) against the real daemon: API token scopes (read-only,
+//! run tests, admin), sessions and tokens ended by a password change and by "log out
+//! everywhere"; a run that ends while the data partition is full does not stay running, can
+//! be "stopped" without a 409, and is stored once there is room; login on a full disk says so
+//! (503) instead of a 500.
+
+mod common;
+use common::http::*;
+use common::*;
+use serde_json::json;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const WEB_PORT: u16 = 8143;
+
+/// Create a token of `scope` on the Settings page; returns it.
+fn token(http: &Http, name: &str, scope: &str) -> String {
+    let r = http.form(
+        "/settings/tokens",
+        &[("csrf", &http.csrf), ("name", name), ("scope", scope)],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let i = r.body.find("id=\"new-token\">").expect("new token shown") + 15;
+    r.body[i..].split('<').next().unwrap_or("").to_string()
+}
+
+/// A client with only `Authorization: Bearer tok`.
+fn with_token(http: &Http, tok: &str, method: &str, path: &str, body: Option<&str>) -> Resp {
+    let h = Http::new(http.ns.as_deref(), &http.base);
+    h.req(
+        method,
+        path,
+        vec![("Authorization".into(), format!("Bearer {tok}"))],
+        body.map(|b| ("application/json".to_string(), b.to_string())),
+    )
+}
+
+fn log_in(http: &Http) -> Http {
+    let mut h = Http::new(http.ns.as_deref(), &http.base);
+    let r = h.form("/login", &[("password", "correct horse")]);
+    assert_eq!(r.status, 303, "{}", r.body);
+    h.take_cookie(&r);
+    h.fetch_csrf();
+    h
+}
+
+#[test]
+fn token_scopes_and_credentials_end_with_the_password() {
+    let mut lab = Lab::new();
+    let board = lab.board.clone();
+    let (_, mut a) = daemon(&mut lab, &board, WEB_PORT, &[]);
+    set_up(&lab, &mut a);
+    let b = log_in(&a);
+    let read = token(&a, "prometheus", "read");
+    let run = token(&a, "ci", "run");
+    let admin = token(&a, "ops", "admin");
+    assert!(a.get("/settings").body.contains("read-only"));
+
+    // Read-only: reads, /metrics; no test, no import.
+    assert_eq!(with_token(&a, &read, "GET", "/api/runs", None).status, 200);
+    assert_eq!(with_token(&a, &read, "GET", "/metrics", None).status, 200);
+    let body = json!({"host": PC1_IP, "duration": 1}).to_string();
+    let r = with_token(&a, &read, "POST", "/api/runs", Some(&body));
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert!(r.body.contains("read-only"), "{}", r.body);
+    // Run tests: may start one (no server there: the run fails, but it is not refused);
+    // no import, no schedule, no board settings.
+    let r = with_token(&a, &run, "POST", "/api/runs", Some(&body));
+    assert!(
+        r.status == 201 || r.status == 200 || r.status == 202,
+        "{}: {}",
+        r.status,
+        r.body
+    );
+    for (m, p) in [
+        ("POST", "/api/import"),
+        ("POST", "/api/schedules"),
+        ("PUT", "/api/board/settings"),
+    ] {
+        let r = with_token(&a, &run, m, p, Some("{}"));
+        assert_eq!(r.status, 403, "{m} {p}: {}", r.body);
+        assert!(r.body.contains("administer"), "{}", r.body);
+    }
+    // Admin: passes the scope check (the empty import is refused for what it is).
+    let r = with_token(&a, &admin, "POST", "/api/import", Some(""));
+    assert_eq!(r.status, 400, "{}", r.body);
+
+    // A password change ends session B and revokes every token; A goes on with a new cookie.
+    let r = a.form(
+        "/settings/password",
+        &[
+            ("csrf", &a.csrf),
+            ("current", "correct horse"),
+            ("password", "battery staple"),
+            ("confirm", "battery staple"),
+        ],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("revoked"), "{}", r.body);
+    a.take_cookie(&r);
+    a.fetch_csrf();
+    for t in [&read, &run, &admin] {
+        assert_eq!(with_token(&a, t, "GET", "/api/runs", None).status, 401);
+    }
+    assert_eq!(b.get("/api/runs").status, 401, "session B survived");
+    assert_eq!(a.get("/api/runs").status, 200);
+
+    // Log out everywhere: A's own session and a new token end too.
+    let t2 = token(&a, "again", "read");
+    let r = a.form("/logout-everywhere", &[("csrf", &a.csrf)]);
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert_eq!(a.get("/api/runs").status, 401);
+    assert_eq!(with_token(&a, &t2, "GET", "/api/runs", None).status, 401);
+}
+
+/// A tmpfs of `mib` MiB mounted on `dir`, unmounted when dropped (also on a failed test).
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &std::path::Path, mib: u32) -> Tmpfs {
+        std::fs::create_dir_all(dir).expect("dir");
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .expect("mount")
+            .success();
+        assert!(ok, "cannot mount a tmpfs on {}", dir.display());
+        Tmpfs(dir.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Fill the file system of `dir` to the last byte (a file `fill` there).
+fn fill(dir: &std::path::Path) {
+    use std::io::Write;
+    let mut f = std::fs::File::create(dir.join("fill")).expect("fill file");
+    let block = vec![0u8; 64 * 1024];
+    while f.write_all(&block).is_ok() {}
+    let mut b = [0u8; 1];
+    while f.write_all(&b[..]).is_ok() {
+        b[0] = 1;
+    }
+    let _ = f.sync_all();
+}
+
+#[test]
+fn a_run_ending_on_a_full_disk_does_not_stay_running_and_login_says_why() {
+    let mut lab = Lab::new();
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    lab.spawn(&pc1, "iperf3-s", "iperf3", &["-s"]);
+    lab.wait_port(&pc1, PC1_IP, 5201);
+    let data = lab.dir().join("data");
+    let _fs = Tmpfs::mount(&data, 8);
+    let (_, mut http) = daemon(&mut lab, &board, WEB_PORT + 1, &[]);
+    set_up(&lab, &mut http);
+    let r = http.api("POST", "/api/runs", &json!({"host": PC1_IP, "duration": 3}));
+    assert!(r.status < 300, "{}", r.body);
+    let id = r.json()["id"].as_i64().expect("run id");
+    std::thread::sleep(Duration::from_millis(800));
+    fill(&data);
+
+    // The run ends on the full disk: not "running", and stop is no 409.
+    let v = wait_run(&http, id, Duration::from_secs(20));
+    assert_ne!(v["run"]["status"], "running", "{v}");
+    let r = http.call("POST", &format!("/api/runs/{id}/stop"));
+    assert_ne!(r.status, 409, "{}", r.body);
+    // Login: a clear 503, no 500.
+    let r = Http::new(Some(&board), &http.base).form("/login", &[("password", "correct horse")]);
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert!(r.body.contains("storage is full"), "{}", r.body);
+
+    // Room again: within the retry period the whole end (report, streams) is stored.
+    std::fs::remove_file(data.join("fill")).expect("free");
+    let t = Instant::now();
+    loop {
+        let v = http.get_json(&format!("/api/runs/{id}"));
+        if v["run"]["status"] == "completed"
+            && v["streams"].as_array().is_some_and(|s| !s.is_empty())
+        {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(25),
+            "end never stored: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let b = log_in(&http);
+    assert_eq!(b.get("/api/runs").status, 200);
+}
