@@ -86,6 +86,7 @@ mod tests {
             kind: crate::model::RunKind::Iperf3,
             parent_id: None,
             summary: serde_json::Value::Null,
+            invalid: Vec::new(),
         }
     }
 }
