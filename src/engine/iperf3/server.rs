@@ -1255,7 +1255,14 @@ async fn run_phase(
     let terminated = || stop(RunStatus::Aborted, wire::ierr_text(ierr::IESERVERTERM));
     loop {
         tokio::select! {
-            _ = stopping.wait_for(|s| *s) => return Err(terminated()),
+            // (The guard wait_for returns is dropped inside the block, before the grace.)
+            _ = async { let _ = stopping.wait_for(|s| *s).await; } => {
+                // The data streams stay open while the client reads SERVER_TERMINATE (sent
+                // right after this), so a client in the middle of a write is not cut off
+                // with a broken pipe first.
+                tokio::time::sleep(TERMINATE_GRACE).await;
+                return Err(terminated());
+            }
             _ = tick.tick() => {
                 if let Some(rec) = phase.sample() {
                     emit(inner, ServerEvent::Interval { session: id, record: rec });
