@@ -155,6 +155,46 @@ fn imports_exports_and_big_views_stay_under_100_mib() {
     eprintln!("daemon VmHWM after /api/runs/ID of 200,000 intervals: {after3} KiB");
     check(after3);
 
+    // Its exports, streamed: the iperf3 -J document (API and page download) and the CSV.
+    for path in [
+        format!("/api/runs/{id}/export"),
+        format!("/runs/{id}/export.json"),
+    ] {
+        let (status, body) = big_get(&http, &path);
+        assert_eq!(status, 200, "{path}");
+        let v: Value = serde_json::from_str(&body).expect("export is JSON");
+        drop(body);
+        let iv = v["intervals"].as_array().expect("intervals");
+        assert_eq!(iv.len(), 200_000, "{path}");
+        assert_eq!(iv[199_999]["streams"][0]["start"], 199_999.0, "{path}");
+        assert_eq!(iv[0]["streams"][0]["bytes"], 1, "{path}");
+        assert_eq!(v["error"], "the run has no final report", "{path}");
+        assert_eq!(v["start"]["connecting_to"]["port"], 5201, "{path}");
+        let peak = vm_hwm_kib(pid);
+        eprintln!("daemon VmHWM after {path} of 200,000 intervals: {peak} KiB");
+        check(peak);
+    }
+    for path in [
+        format!("/api/runs/{id}/export?format=csv"),
+        format!("/runs/{id}/export.csv"),
+    ] {
+        let (status, body) = big_get(&http, &path);
+        assert_eq!(status, 200, "{path}");
+        let lines: Vec<&str> = body.lines().collect();
+        assert_eq!(lines.len(), 1 + 200_000, "{path}");
+        assert!(lines[0].starts_with("run_id,kind,stream,role,start"));
+        assert!(
+            lines[200_000].starts_with(&format!(
+                "{id},interval,1,sender,199999.000000,200000.000000,1.000000,1,"
+            )),
+            "{path}: {}",
+            lines[200_000]
+        );
+        let peak = vm_hwm_kib(pid);
+        eprintln!("daemon VmHWM after {path} of 200,000 intervals: {peak} KiB");
+        check(peak);
+    }
+
     // Its page: the last 1,000 intervals, a note, bounded memory.
     let (status, page) = big_get(&http, &format!("/runs/{id}"));
     assert_eq!(status, 200);

@@ -3,8 +3,9 @@
 
 use crate::model::display;
 use crate::model::time::fmt_time;
-use crate::results::export::{run_csv, run_json};
+use crate::results::export::{write_run_csv, write_run_json};
 use crate::store::{RunFilter, Store};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// `netperfd runs …`
@@ -194,17 +195,19 @@ fn run(a: RunsArgs) -> Result<(), String> {
                 .get_run(id)
                 .map_err(|e| e.to_string())?
                 .ok_or_else(|| format!("no run {id}"))?;
-            let iv = store.intervals(id).map_err(|e| e.to_string())?;
             let rep = store.report(id).map_err(|e| e.to_string())?;
+            // Streamed to stdout: the intervals are read one row at a time.
+            let out = std::io::stdout();
+            let mut w = std::io::BufWriter::new(out.lock());
             match format.as_str() {
-                "json" => println!(
-                    "{}",
-                    serde_json::to_string_pretty(&run_json(&run, &iv, rep.as_ref()))
-                        .map_err(|e| e.to_string())?
-                ),
-                "csv" => print!("{}", run_csv(&run, &iv, rep.as_ref())),
+                "json" => {
+                    write_run_json(&mut w, &store, &run, rep.as_ref(), true)?;
+                    writeln!(w).map_err(|e| e.to_string())?;
+                }
+                "csv" => write_run_csv(&mut w, &store, &run, rep.as_ref())?,
                 f => return Err(format!("format must be json or csv, got '{f}'")),
             }
+            w.flush().map_err(|e| e.to_string())?;
         }
         RunsCmd::ExportHistory { file } => {
             let label = crate::runs::suites::run::board_label();

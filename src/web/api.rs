@@ -5,7 +5,6 @@
 
 use super::auth::{Auth, AuthError};
 use super::AppState;
-use crate::results::export::{run_csv, run_json};
 use crate::runs::live::LiveEvent;
 use crate::spec::test::TestRequest;
 use crate::store::RunFilter;
@@ -283,13 +282,24 @@ async fn export(
         Ok(None) => return not_found(id),
         Err(e) => return internal(e),
     };
-    let iv = state.store.intervals(id).unwrap_or_default();
+    // Streamed: the intervals are read one row at a time (bounded memory for any run).
     let rep = state.store.report(id).ok().flatten();
+    let st = state.clone();
     match q.format.as_deref().unwrap_or("json") {
-        "json" => HttpResponse::Ok().json(run_json(&run, &iv, rep.as_ref())),
-        "csv" => HttpResponse::Ok()
-            .content_type("text/csv; charset=utf-8")
-            .body(run_csv(&run, &iv, rep.as_ref())),
+        "json" => {
+            let mut b = HttpResponse::Ok();
+            b.content_type("application/json");
+            super::stream::streamed(b, "run export", move |w| {
+                crate::results::export::write_run_json(w, &st.store, &run, rep.as_ref(), false)
+            })
+        }
+        "csv" => {
+            let mut b = HttpResponse::Ok();
+            b.content_type("text/csv; charset=utf-8");
+            super::stream::streamed(b, "run export", move |w| {
+                crate::results::export::write_run_csv(w, &st.store, &run, rep.as_ref())
+            })
+        }
         f => error(
             actix_web::http::StatusCode::BAD_REQUEST,
             format!("format must be json or csv, got '{f}'"),

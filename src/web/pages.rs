@@ -7,7 +7,6 @@ use crate::engine::iperf3::wire::Params;
 use crate::engine::report::{self, version_string, Report};
 use crate::model::display;
 use crate::model::time::fmt_time;
-use crate::results::export::{run_csv, run_json};
 use crate::spec::test::TestRequest;
 use crate::store::{IntervalRow, RunFilter, RunRow};
 use actix_web::cookie::{time::Duration as CookieDuration, Cookie, SameSite};
@@ -1163,6 +1162,15 @@ fn load(
     load_tail(state, auth, id, None)
 }
 
+/// A run and its report, without its intervals (for answers that stream them).
+fn load_head(
+    state: &AppState,
+    auth: &Auth,
+    id: i64,
+) -> Result<(RunRow, Option<Report>), HttpResponse> {
+    load_tail(state, auth, id, Some(0)).map(|(r, _, rep)| (r, rep))
+}
+
 /// [`load`] with only the intervals of the last `tail` sequence numbers (all with `None`).
 fn load_tail(
     state: &AppState,
@@ -1314,21 +1322,22 @@ async fn stop_run(
     })
 }
 
+/// `GET /runs/{id}/export.json`: the run's iperf3 `-J` document as a download, streamed.
 async fn export_json(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
     let id = path.into_inner();
-    match load(&state, &auth, id) {
-        Ok((run, iv, rep)) => HttpResponse::Ok()
-            .content_type("application/json")
-            .insert_header((
-                header::CONTENT_DISPOSITION,
-                format!("attachment; filename=\"netperfd-run-{id}.json\""),
-            ))
-            .body(
-                serde_json::to_string_pretty(&run_json(&run, &iv, rep.as_ref()))
-                    .unwrap_or_default(),
-            ),
-        Err(r) => r,
-    }
+    let (run, rep) = match load_head(&state, &auth, id) {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let mut b = HttpResponse::Ok();
+    b.content_type("application/json").insert_header((
+        header::CONTENT_DISPOSITION,
+        format!("attachment; filename=\"netperfd-run-{id}.json\""),
+    ));
+    let st = state.clone();
+    super::stream::streamed(b, "run export", move |w| {
+        crate::results::export::write_run_json(w, &st.store, &run, rep.as_ref(), true)
+    })
 }
 
 /// The run's summary as stock iperf3 prints it (its own units: "Mbits/sec", "MBytes"); for
@@ -1362,18 +1371,22 @@ async fn export_text(auth: Auth, state: web::Data<AppState>, path: web::Path<i64
     }
 }
 
+/// `GET /runs/{id}/export.csv`: the run's CSV as a download, streamed.
 async fn export_csv(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
     let id = path.into_inner();
-    match load(&state, &auth, id) {
-        Ok((run, iv, rep)) => HttpResponse::Ok()
-            .content_type("text/csv; charset=utf-8")
-            .insert_header((
-                header::CONTENT_DISPOSITION,
-                format!("attachment; filename=\"netperfd-run-{id}.csv\""),
-            ))
-            .body(run_csv(&run, &iv, rep.as_ref())),
-        Err(r) => r,
-    }
+    let (run, rep) = match load_head(&state, &auth, id) {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let mut b = HttpResponse::Ok();
+    b.content_type("text/csv; charset=utf-8").insert_header((
+        header::CONTENT_DISPOSITION,
+        format!("attachment; filename=\"netperfd-run-{id}.csv\""),
+    ));
+    let st = state.clone();
+    super::stream::streamed(b, "run export", move |w| {
+        crate::results::export::write_run_csv(w, &st.store, &run, rep.as_ref())
+    })
 }
 
 // ---------------------------------------------------------------- suites
