@@ -2,7 +2,8 @@
 //! run tests, admin), sessions and tokens ended by a password change and by "log out
 //! everywhere"; a run that ends while the data partition is full does not stay running, can
 //! be "stopped" without a 409, and is stored once there is room; login on a full disk says so
-//! (503) instead of a 500.
+//! (503) instead of a 500, and so does first-boot setup (nothing changed, the code still
+//! valid).
 
 mod common;
 use common::http::*;
@@ -193,4 +194,39 @@ fn a_run_ending_on_a_full_disk_does_not_stay_running_and_login_says_why() {
     }
     let b = log_in(&http);
     assert_eq!(b.get("/api/runs").status, 200);
+}
+
+#[test]
+fn setup_on_a_full_disk_says_why_and_changes_nothing() {
+    let mut lab = Lab::new();
+    let board = lab.board.clone();
+    let data = lab.dir().join("data");
+    let _fs = Tmpfs::mount(&data, 8);
+    let (_, mut http) = daemon(&mut lab, &board, WEB_PORT + 2, &[]);
+    let (_, log) = lab.output("daemon");
+    let code = setup_code(&log);
+    fill(&data);
+    let form = [
+        ("code", code.as_str()),
+        ("password", "correct horse"),
+        ("confirm", "correct horse"),
+    ];
+    let r = http.form("/setup", &form);
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert!(r.body.contains("storage is full"), "{}", r.body);
+    assert!(
+        r.body.contains("admin password cannot be stored"),
+        "{}",
+        r.body
+    );
+    // Nothing changed: still in setup, login refers there, the same code works later.
+    let r = http.get("/login");
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert_eq!(r.location, "/setup");
+    std::fs::remove_file(data.join("fill")).expect("free");
+    let r = http.form("/setup", &form);
+    assert_eq!(r.status, 303, "{}", r.body);
+    http.take_cookie(&r);
+    http.fetch_csrf();
+    assert_eq!(http.get("/api/runs").status, 200);
 }

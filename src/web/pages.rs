@@ -347,7 +347,12 @@ async fn setup(
         Err(e) => return internal(e),
     };
     if let Err(e) = state.store.set_setting(auth::PASSWORD_KEY, &hash) {
-        return internal(e);
+        // Nothing changed: the setup code stays valid for another try.
+        tracing::warn!("setup: cannot store the admin password: {e}");
+        return err(
+            actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+            &storage_message("the admin password cannot be stored", &e.to_string()),
+        );
     }
     if let Ok(mut g) = state.setup_code.lock() {
         *g = None;
@@ -360,7 +365,19 @@ async fn setup(
             .cookie(c)
             .insert_header((header::LOCATION, "/"))
             .finish(),
-        Err(e) => internal(e),
+        // The password is stored; only the session is not: say so, and log in later.
+        Err(e) => {
+            tracing::warn!("setup: cannot store the login session: {e}");
+            message(
+                actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                "Password set",
+                &format!(
+                    "The admin password is set. {}",
+                    storage_message("the login session cannot be stored", &e)
+                ),
+            )
+        }
     }
 }
 
