@@ -26,7 +26,8 @@ pub struct Shared {
     pub sent_bytes: AtomicU64,
     /// Full blocks written over all sending streams, for `-k`.
     pub sent_blocks: AtomicU64,
-    /// Bytes read over all receiving streams, for `-n` with `-R`.
+    /// Bytes read over all receiving streams, for `-n` with `-R`. Counted by TCP receivers
+    /// only in a `-n`/`-k` test.
     pub recv_bytes: AtomicU64,
     /// `-n` target in bytes over all streams; 0 = none.
     pub num: u64,
@@ -41,7 +42,8 @@ pub struct Shared {
     /// Origin of `last_recv_ns`: when this state was made.
     pub epoch: Epoch,
     /// Nanoseconds from `epoch` to the end of the latest read on any TCP receiving stream;
-    /// 0 = nothing read yet. Read with [`Shared::last_recv`].
+    /// 0 = nothing read yet. Kept only in a `-n`/`-k` test (the drain's). Read with
+    /// [`Shared::last_recv`].
     pub last_recv_ns: AtomicU64,
 }
 
@@ -196,6 +198,11 @@ pub fn recv_loop(
     let _ = sock.set_read_timeout(Some(POLL));
     let mut buf = vec![0u8; len.clamp(1, MAX_RECV_BUF)];
     let mut r = &sock;
+    // Only a byte/block-limited test (-n/-k) needs the total over all streams (the limit) and
+    // the time of the last read (its drain, docs/iperf3-wire.md §8.4). A timed test skips both:
+    // they are atomics every receiving stream writes (a contended cache line with -P 4) and a
+    // clock read, on every read.
+    let limited = shared.num > 0 || shared.blockcount > 0;
     loop {
         if shared.stop.load(Relaxed) {
             return;
@@ -204,10 +211,12 @@ pub fn recv_loop(
             Ok(0) => return,
             Ok(n) => {
                 counter.fetch_add(n as u64, Relaxed);
-                shared.recv_bytes.fetch_add(n as u64, Relaxed);
-                shared.note_recv();
-                if check_limit && shared.recv_limit_reached() {
-                    shared.wake.notify_one();
+                if limited {
+                    shared.recv_bytes.fetch_add(n as u64, Relaxed);
+                    shared.note_recv();
+                    if check_limit && shared.recv_limit_reached() {
+                        shared.wake.notify_one();
+                    }
                 }
             }
             Err(e) if transient(&e) => continue,
@@ -258,6 +267,9 @@ mod tests {
         assert_eq!(ctr.load(Relaxed), 1_000_000);
         assert_eq!(rctr.load(Relaxed), 1_000_000);
         assert_eq!(shared.sent_blocks.load(Relaxed), 1000);
+        // A -n test keeps the total over all streams and the time of the last read (drain).
+        assert_eq!(shared.recv_bytes.load(Relaxed), 1_000_000);
+        assert!(shared.last_recv().is_some_and(|t| t <= Instant::now()));
     }
 
     #[test]
@@ -281,5 +293,8 @@ mod tests {
         r.join().unwrap();
         let sent = ctr.load(Relaxed);
         assert!((200_000..=620_000).contains(&sent), "sent {sent}");
+        // A timed test leaves the shared receive total and clock alone (per-read cost).
+        assert_eq!(shared.recv_bytes.load(Relaxed), 0);
+        assert_eq!(shared.last_recv(), None);
     }
 }
