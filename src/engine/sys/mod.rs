@@ -65,9 +65,16 @@ pub fn send(fd: RawFd, buf: &[u8]) -> std::io::Result<usize> {
 }
 
 /// sendmmsg(2) of `n` datagrams of `len` bytes each, laid end to end in `buf`; how many went.
+/// At most `buf.len() / len` datagrams are sent (the kernel never reads past `buf`; `n`
+/// beyond it is clamped, as [`recvmmsg`] clamps to its slots). `len` 0 sends empty datagrams.
 pub fn sendmmsg(fd: RawFd, buf: &[u8], len: usize, n: usize) -> std::io::Result<usize> {
+    let n = match buf.len().checked_div(len) {
+        Some(fit) => n.min(fit),
+        None => n,
+    };
     let mut iov: Vec<libc::iovec> = (0..n)
         .map(|i| libc::iovec {
+            // In range: i * len + len <= buf.len() by the clamp above.
             iov_base: buf[i * len..].as_ptr() as *mut libc::c_void,
             iov_len: len,
         })
@@ -283,10 +290,8 @@ pub fn tcp_congestion(fd: RawFd) -> Option<String> {
     if rc != 0 {
         return None;
     }
-    let end = buf[..len as usize]
-        .iter()
-        .position(|&b| b == 0)
-        .unwrap_or(len as usize);
+    let len = (len as usize).min(buf.len());
+    let end = buf[..len].iter().position(|&b| b == 0).unwrap_or(len);
     Some(String::from_utf8_lossy(&buf[..end]).into_owned())
 }
 
@@ -345,4 +350,39 @@ pub fn clock_ticks_per_second() -> f64 {
 pub fn set_thread_nice(tid: i32, nice: i32) -> bool {
     // SAFETY: setpriority on a thread id; no memory is passed.
     unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) == 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    /// Datagrams waiting on `r` (read without blocking), with their lengths.
+    fn drain(r: &std::net::UdpSocket) -> Vec<usize> {
+        r.set_nonblocking(true).unwrap();
+        let mut b = [0u8; 2048];
+        let mut got = Vec::new();
+        while let Ok(n) = r.recv(&mut b) {
+            got.push(n);
+        }
+        got
+    }
+
+    #[test]
+    fn sendmmsg_never_reads_past_its_buffer() {
+        let r = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.connect(r.local_addr().unwrap()).unwrap();
+        let buf = [7u8; 1000];
+        // 10 datagrams of 300 bytes asked for; 3 fit in 1000 bytes.
+        assert_eq!(sendmmsg(s.as_raw_fd(), &buf, 300, 10).unwrap(), 3);
+        // Exactly as many as fit.
+        assert_eq!(sendmmsg(s.as_raw_fd(), &buf, 250, 4).unwrap(), 4);
+        // A buffer shorter than one datagram: none (was: a panic or a read past the end).
+        assert_eq!(sendmmsg(s.as_raw_fd(), &buf[..10], 300, 2).unwrap(), 0);
+        // Empty datagrams are allowed.
+        assert_eq!(sendmmsg(s.as_raw_fd(), &[], 0, 2).unwrap(), 2);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(drain(&r), [300, 300, 300, 250, 250, 250, 250, 0, 0]);
+    }
 }
