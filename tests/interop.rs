@@ -249,6 +249,33 @@ fn bitrate_limit() {
     });
 }
 
+/// `--fq-rate` (SO_MAX_PACING_RATE on the sending side's TCP streams): a stock client's
+/// `--fq-rate 100M -R` made `netperfd -s` send unpaced (1.9–5.2 Gbit/s). The receiver sees
+/// the pacing rate, and netperfd's `-J` states it (stock 3.12 writes neither key). With `-R`
+/// only stock → ours: a stock 3.12 server ignores `fqrate` (stock client or ours alike; 3.21
+/// honours it).
+#[test]
+fn fq_rate() {
+    let check = |c: &Value, s: &Value, w: &str| {
+        let bps = num(c, "/end/sum_received/bits_per_second");
+        assert!(
+            (85e6..=105e6).contains(&bps),
+            "{w}: --fq-rate 100M gave {bps} bit/s"
+        );
+        let ours = if w.starts_with("netperfd") { c } else { s };
+        assert_eq!(num(ours, "/start/fq_rate"), 1e8, "{w}: start.fq_rate");
+        assert_eq!(
+            num(ours, "/start/test_start/fqrate"),
+            1e8,
+            "{w}: test_start.fqrate"
+        );
+    };
+    both(&["-t", "3", "--fq-rate", "100M"], 1, check);
+    let (c, s) = stock_to_ours(&["-t", "3", "--fq-rate", "100M", "-R"]);
+    check_bytes(&c, 1, "iperf3 → netperfd -R");
+    check(&c, &s, "iperf3 → netperfd -R");
+}
+
 #[test]
 fn omit() {
     both(&["-t", "2", "-O", "1"], 1, |c, _s, w| {

@@ -107,6 +107,10 @@ pub struct IperfArgs {
     /// Use UDP rather than TCP
     #[arg(short = 'u', long = "udp")]
     pub udp: bool,
+    /// Enable fair-queuing based socket pacing in bits/s per stream (SO_MAX_PACING_RATE;
+    /// TCP), K/M/G suffixes
+    #[arg(long = "fq-rate", value_name = "N[KMG]")]
+    pub fq_rate: Option<String>,
     /// Prefix every output line with this string
     #[arg(short = 'T', long = "title", value_name = "STR")]
     pub title: Option<String>,
@@ -196,6 +200,15 @@ pub fn client_spec(a: &IperfArgs, host: &str) -> Result<ClientSpec, String> {
     if let Some(k) = &a.blockcount {
         p.blockcount = parse_suffixed(k, false).map_err(|e| format!("-k: {e}"))?;
     }
+    // As stock iperf3 (IEENDCONDITIONS): one end condition.
+    if [a.time.is_some(), p.num > 0, p.blockcount > 0]
+        .iter()
+        .filter(|x| **x)
+        .count()
+        > 1
+    {
+        return Err("only one test end condition (-t, -n, -k) may be specified".into());
+    }
     p.time = match a.time {
         Some(t) => t,
         None if p.num > 0 || p.blockcount > 0 => 0,
@@ -243,6 +256,9 @@ pub fn client_spec(a: &IperfArgs, host: &str) -> Result<ClientSpec, String> {
     p.mss = a.mss;
     p.nodelay = a.nodelay;
     p.congestion = a.congestion.clone();
+    if let Some(r) = &a.fq_rate {
+        p.fq_rate = parse_suffixed(r, true).map_err(|e| format!("--fq-rate: {e}"))?;
+    }
     p.get_server_output = a.get_server_output;
     p.title = a.title.clone();
     p.extra_data = a.extra_data.clone();
@@ -558,5 +574,48 @@ pub fn run_command(fut: impl std::future::Future<Output = Result<i32, String>>) 
             eprintln!("netperfd: {e}");
             1
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(f: impl FnOnce(&mut IperfArgs)) -> IperfArgs {
+        let mut a = IperfArgs {
+            parallel: 1,
+            ..Default::default()
+        };
+        f(&mut a);
+        a
+    }
+
+    #[test]
+    fn one_end_condition_as_stock() {
+        let e = "only one test end condition (-t, -n, -k) may be specified";
+        let both = args(|a| {
+            a.time = Some(5);
+            a.bytes = Some("1M".into());
+        });
+        assert_eq!(client_spec(&both, "192.0.2.2").unwrap_err(), e);
+        let nk = args(|a| {
+            a.bytes = Some("1M".into());
+            a.blockcount = Some("10".into());
+        });
+        assert_eq!(client_spec(&nk, "192.0.2.2").unwrap_err(), e);
+        let n = client_spec(&args(|a| a.bytes = Some("1M".into())), "192.0.2.2").unwrap();
+        assert_eq!((n.params.time, n.params.num), (0, 1_048_576));
+        let t = client_spec(&args(|a| a.time = Some(5)), "192.0.2.2").unwrap();
+        assert_eq!((t.params.time, t.params.num), (5, 0));
+    }
+
+    #[test]
+    fn fq_rate_takes_rate_suffixes() {
+        let s = client_spec(&args(|a| a.fq_rate = Some("100M".into())), "192.0.2.2").unwrap();
+        assert_eq!(s.params.fq_rate, 100_000_000);
+        let bad = args(|a| a.fq_rate = Some("fast".into()));
+        assert!(client_spec(&bad, "192.0.2.2")
+            .unwrap_err()
+            .starts_with("--fq-rate"));
     }
 }

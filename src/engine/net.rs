@@ -35,6 +35,19 @@ pub struct SockOpts {
     pub tos: u32,
     /// TCP congestion control (`-C`).
     pub congestion: Option<String>,
+    /// Socket pacing of each data stream (`--fq-rate`), bits/s; 0 = none.
+    pub fq_rate: u64,
+}
+
+/// Pace a TCP data stream at `rate_bps` bits/s with SO_MAX_PACING_RATE (iperf3's `--fq-rate`;
+/// 0 = leave it). A kernel that refuses is logged, not fatal (as stock iperf3 warns).
+pub fn set_fq_rate(s: &impl AsRawFd, rate_bps: u64) {
+    if rate_bps == 0 {
+        return;
+    }
+    if let Err(e) = crate::engine::sys::set_max_pacing_rate(s.as_raw_fd(), (rate_bps / 8).max(1)) {
+        tracing::warn!("unable to set socket pacing (--fq-rate): {e}");
+    }
 }
 
 /// Whether `ip` is an IPv6 link-local address (fe80::/10): it means something only together
@@ -151,6 +164,7 @@ pub fn connect_tcp(
         sock.set_nodelay(true)?;
     }
     if data {
+        set_fq_rate(&sock, opts.fq_rate);
         if let Some(c) = &opts.congestion {
             crate::engine::stats::set_tcp_congestion(sock.as_raw_fd(), c).map_err(|e| {
                 std::io::Error::new(e.kind(), format!("unable to set TCP_CONGESTION '{c}': {e}"))

@@ -839,7 +839,7 @@ pub fn to_iperf3_json(report: &Report) -> Value {
         start.insert("tcp_mss_default".into(), report.tcp_mss_default.into());
     }
     start.insert("target_bitrate".into(), p.bandwidth.into());
-    start.insert("fq_rate".into(), 0.into());
+    start.insert("fq_rate".into(), p.fq_rate.into());
     start.insert("sock_bufsize".into(), p.window.unwrap_or(0).into());
     start.insert("sndbuf_actual".into(), report.sndbuf_actual.into());
     start.insert("rcvbuf_actual".into(), report.rcvbuf_actual.into());
@@ -857,7 +857,7 @@ pub fn to_iperf3_json(report: &Report) -> Value {
             "tos": p.tos,
             "target_bitrate": p.bandwidth,
             "bidir": i32::from(p.direction == Direction::Bidir),
-            "fqrate": 0,
+            "fqrate": p.fq_rate,
         }),
     );
     let bidir = p.direction == Direction::Bidir;

@@ -360,6 +360,7 @@ pub async fn run(
         nodelay: params.nodelay,
         tos: params.tos,
         congestion: params.congestion.clone(),
+        fq_rate: params.fq_rate,
     };
     for i in 0..total {
         let opts = data_opts.clone();

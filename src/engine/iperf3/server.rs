@@ -1086,6 +1086,7 @@ fn apply_stream_opts(s: &std::net::TcpStream, p: &Params) {
     if p.tos > 0 {
         let _ = sock.set_tos(p.tos);
     }
+    net::set_fq_rate(s, p.fq_rate);
     if let Some(c) = &p.congestion {
         use std::os::fd::AsRawFd;
         if let Err(e) = crate::engine::stats::set_tcp_congestion(s.as_raw_fd(), c) {

@@ -383,6 +383,10 @@ pub struct Params {
     pub extra_data: Option<String>,
     /// TCP congestion control algorithm (`-C`).
     pub congestion: Option<String>,
+    /// Socket pacing per data stream (`--fq-rate`, key `fqrate`), bits/s; 0 = none.
+    /// The sending side sets SO_MAX_PACING_RATE on each of its TCP streams.
+    #[serde(default)]
+    pub fq_rate: u64,
     pub get_server_output: bool,
     pub udp_counters_64bit: bool,
     pub repeating_payload: bool,
@@ -412,6 +416,7 @@ impl Default for Params {
             title: None,
             extra_data: None,
             congestion: None,
+            fq_rate: 0,
             get_server_output: false,
             udp_counters_64bit: false,
             repeating_payload: false,
@@ -523,6 +528,7 @@ impl Params {
             title: get_string(m, "title")?,
             extra_data: get_string(m, "extra_data")?,
             congestion: get_string(m, "congestion")?,
+            fq_rate: get_u64(m, "fqrate", i64::MAX as u64)?.unwrap_or(0),
             get_server_output: flag(m, "get_server_output"),
             udp_counters_64bit: flag(m, "udp_counters_64bit"),
             repeating_payload: flag(m, "repeating_payload"),
@@ -583,6 +589,9 @@ impl Params {
         }
         if let Some(c) = &self.congestion {
             m.insert("congestion".into(), c.clone().into());
+        }
+        if self.fq_rate > 0 {
+            m.insert("fqrate".into(), self.fq_rate.into());
         }
         if self.get_server_output {
             m.insert("get_server_output".into(), 1.into());
@@ -871,6 +880,24 @@ mod tests {
         let back = Params::from_json(&p.to_json()).unwrap();
         assert_eq!(back.time, 2);
         assert_eq!(back.client_version.as_deref(), Some("3.12"));
+    }
+
+    #[test]
+    fn fq_rate_is_sent_and_read_as_stock_fqrate() {
+        let p = Params {
+            time: 2,
+            fq_rate: 100_000_000,
+            ..Params::default()
+        };
+        let v = p.to_json();
+        assert_eq!(v["fqrate"], 100_000_000);
+        assert_eq!(Params::from_json(&v).unwrap().fq_rate, 100_000_000);
+        // A stock 3.21 client's document: {"tcp":true,...,"fqrate":100000000}.
+        let stock = serde_json::json!({"tcp": true, "time": 3, "parallel": 1, "len": 131072, "fqrate": 100000000});
+        assert_eq!(Params::from_json(&stock).unwrap().fq_rate, 100_000_000);
+        assert!(Params::from_json(&serde_json::json!({"tcp": true, "fqrate": -1})).is_err());
+        // Off: no key at all.
+        assert!(Params::default().to_json().get("fqrate").is_none());
     }
 
     #[test]

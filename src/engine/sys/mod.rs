@@ -53,6 +53,27 @@ pub fn setsockopt_int(
     }
 }
 
+/// SO_MAX_PACING_RATE of a socket, bytes/s (iperf3's `--fq-rate`): TCP paces itself to it
+/// (the kernel's own TCP pacing, with or without the fq qdisc); other sockets only under fq.
+/// Errors: the kernel's (e.g. ENOPROTOOPT on a kernel without it).
+pub fn set_max_pacing_rate(fd: RawFd, bytes_per_s: u64) -> std::io::Result<()> {
+    // SAFETY: v is a valid u64 for the duration of the call; the kernel accepts 32 or 64 bits.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            &bytes_per_s as *const u64 as *const libc::c_void,
+            std::mem::size_of::<u64>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// send(2) of `buf` on a connected socket; the bytes sent.
 pub fn send(fd: RawFd, buf: &[u8]) -> std::io::Result<usize> {
     // SAFETY: buf is valid for buf.len() bytes for the duration of the call.
