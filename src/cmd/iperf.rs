@@ -351,7 +351,12 @@ pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
         c2.notify_one();
     });
     let json = a.json;
+    // -T: every text line starts with "TITLE:  ", as stock iperf3's client prints it.
+    let title = a.title.clone();
+    let put = move |t: &str| out(&titled(title.as_deref(), t));
+    let put2 = put.clone();
     let printer = tokio::spawn(async move {
+        let out = put2;
         let mut hdr: Option<Report> = None;
         let mut first = true;
         while let Some(ev) = rx.recv().await {
@@ -379,14 +384,14 @@ pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
             if json {
                 out(&format!("{}\n", json_text(&report::to_iperf3_json(&r))));
             } else {
-                out(&report::text_summary(&r));
+                put(&report::text_summary(&r));
                 if let Some(t) = &r.server_output_text {
-                    out(&format!("\nServer output:\n{t}"));
+                    put(&format!("\nServer output:\n{t}"));
                 }
                 if let Some(j) = &r.server_output_json {
-                    out(&format!("\nServer JSON output:\n{}\n", json_text(j)));
+                    put(&format!("\nServer JSON output:\n{}\n", json_text(j)));
                 }
-                out("\niperf Done.\n");
+                put("\niperf Done.\n");
             }
             0
         }
@@ -399,7 +404,7 @@ pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
                 out(&format!("{}\n", json_text(&doc)));
             } else {
                 if let Some(p) = &e.partial {
-                    out(&report::text_summary(&Report {
+                    put(&report::text_summary(&Report {
                         error: None,
                         ..(**p).clone()
                     }));
@@ -408,6 +413,23 @@ pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
             }
             1
         }
+    }
+}
+
+/// `text` with `TITLE:  ` before each non-empty line (`-T`); unchanged without a title.
+pub fn titled(title: Option<&str>, text: &str) -> String {
+    match title {
+        None => text.to_string(),
+        Some(t) => text
+            .split_inclusive('\n')
+            .map(|l| {
+                if l.trim_end_matches('\n').is_empty() {
+                    l.to_string()
+                } else {
+                    format!("{t}:  {l}")
+                }
+            })
+            .collect(),
     }
 }
 
@@ -607,6 +629,17 @@ mod tests {
         assert_eq!((n.params.time, n.params.num), (0, 1_048_576));
         let t = client_spec(&args(|a| a.time = Some(5)), "192.0.2.2").unwrap();
         assert_eq!((t.params.time, t.params.num), (5, 0));
+    }
+
+    #[test]
+    fn title_prefixes_every_text_line_as_stock() {
+        let t = "[  5]   0.00-1.00   sec   112 MBytes   941 Mbits/sec\n\niperf Done.\n";
+        assert_eq!(
+            titled(Some("board7"), t),
+            "board7:  [  5]   0.00-1.00   sec   112 MBytes   941 Mbits/sec\n\nboard7:  iperf Done.\n"
+        );
+        assert_eq!(titled(None, t), t);
+        assert_eq!(titled(Some("x"), "no newline"), "x:  no newline");
     }
 
     #[test]
