@@ -512,3 +512,27 @@ fn per_session_state_n1_then_reverse() {
     );
     assert!(num(&v, "/end/sum_received/bytes") > 1e6);
 }
+
+/// `--skip-rx-copy` (stock 3.19+; Debian's 3.12 and 3.18 lack it): whichever side receives
+/// discards with MSG_TRUNC and counts the same bytes. netperfd to netperfd, both directions;
+/// the server learns it from `skip_rx_copy` in the parameters.
+#[test]
+fn skip_rx_copy() {
+    for reverse in [false, true] {
+        let mut lab = Lab::new();
+        let pc1 = lab.pc1.clone();
+        let board = lab.board.clone();
+        let srv = lab.spawn(&board, "netperfd-s", bin(), &["-s", "-1", "-J"]);
+        lab.wait_port(&board, BOARD_IP, 5201);
+        let mut args = vec!["-c", BOARD_IP, "-J", "-t", "2", "--skip-rx-copy"];
+        if reverse {
+            args.push("-R");
+        }
+        let (code, out, err) = lab.run(&pc1, "netperfd-c", bin(), &args, T);
+        assert_eq!(code, Some(0), "{err}\n{out}");
+        assert_eq!(lab.wait(srv, Duration::from_secs(10)), Some(0));
+        let c = json(&out, "netperfd -c --skip-rx-copy");
+        check_bytes(&c, 1, &format!("--skip-rx-copy reverse={reverse}"));
+        assert!(num(&c, "/end/sum_received/bytes") > 1e6);
+    }
+}

@@ -129,6 +129,9 @@ pub struct IperfArgs {
     /// Set IPv4 Don't Fragment flag (UDP)
     #[arg(long = "dont-fragment")]
     pub dont_fragment: bool,
+    /// Ignore received TCP data instead of copying it (MSG_TRUNC), on whichever side receives
+    #[arg(long = "skip-rx-copy")]
+    pub skip_rx_copy: bool,
     /// Speak iperf 2 (2.0.5 … 2.1.x) instead of iperf3: default port 5001, no control channel
     #[arg(long = "iperf2")]
     pub iperf2: bool,
@@ -185,6 +188,7 @@ pub fn client_spec(a: &IperfArgs, host: &str) -> Result<ClientSpec, String> {
     p.udp_counters_64bit = a.udp_counters_64bit;
     p.repeating_payload = a.repeating_payload;
     p.dont_fragment = a.dont_fragment;
+    p.skip_rx_copy = a.skip_rx_copy;
     p.direction = if a.bidir {
         Direction::Bidir
     } else if a.reverse {

@@ -266,6 +266,7 @@ impl DataPhase {
             num: params.num,
             blockcount: params.blockcount,
             len: params.len as u64,
+            skip_rx_copy: params.skip_rx_copy,
             ..Default::default()
         });
         let now = Instant::now();

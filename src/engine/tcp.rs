@@ -6,6 +6,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -35,6 +36,9 @@ pub struct Shared {
     pub blockcount: u64,
     /// Block size in bytes.
     pub len: u64,
+    /// `--skip-rx-copy`: TCP receivers discard what they read (recv with MSG_TRUNC) instead
+    /// of copying it into their buffer; the bytes are counted the same.
+    pub skip_rx_copy: bool,
     /// Woken when a byte/block limit is reached or a stream fails.
     pub wake: Notify,
     /// First stream error (text), if any stream failed before stop.
@@ -207,7 +211,12 @@ pub fn recv_loop(
         if shared.stop.load(Relaxed) {
             return;
         }
-        match r.read(&mut buf) {
+        let got = if shared.skip_rx_copy {
+            crate::engine::sys::recv_discard(sock.as_raw_fd(), &mut buf)
+        } else {
+            r.read(&mut buf)
+        };
+        match got {
             Ok(0) => return,
             Ok(n) => {
                 counter.fetch_add(n as u64, Relaxed);

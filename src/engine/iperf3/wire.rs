@@ -392,6 +392,10 @@ pub struct Params {
     pub repeating_payload: bool,
     pub zerocopy: bool,
     pub dont_fragment: bool,
+    /// `--skip-rx-copy` (key `skip_rx_copy`, stock 3.17+): the receiving side discards TCP
+    /// data without copying it (MSG_TRUNC).
+    #[serde(default)]
+    pub skip_rx_copy: bool,
     /// The client's version string, e.g. "3.12"; `None` if not sent.
     pub client_version: Option<String>,
 }
@@ -422,6 +426,7 @@ impl Default for Params {
             repeating_payload: false,
             zerocopy: false,
             dont_fragment: false,
+            skip_rx_copy: false,
             client_version: None,
         }
     }
@@ -534,6 +539,7 @@ impl Params {
             repeating_payload: flag(m, "repeating_payload"),
             zerocopy: flag(m, "zerocopy"),
             dont_fragment: flag(m, "dont_fragment"),
+            skip_rx_copy: flag(m, "skip_rx_copy"),
             client_version: get_string(m, "client_version")?,
         })
     }
@@ -607,6 +613,9 @@ impl Params {
         }
         if self.dont_fragment {
             m.insert("dont_fragment".into(), 1.into());
+        }
+        if self.skip_rx_copy {
+            m.insert("skip_rx_copy".into(), 1.into());
         }
         m.insert(
             "client_version".into(),
@@ -880,6 +889,21 @@ mod tests {
         let back = Params::from_json(&p.to_json()).unwrap();
         assert_eq!(back.time, 2);
         assert_eq!(back.client_version.as_deref(), Some("3.12"));
+    }
+
+    #[test]
+    fn skip_rx_copy_is_a_stock_flag() {
+        let p = Params {
+            skip_rx_copy: true,
+            ..Params::default()
+        };
+        assert_eq!(p.to_json()["skip_rx_copy"], 1);
+        assert!(Params::from_json(&p.to_json()).unwrap().skip_rx_copy);
+        assert!(
+            !Params::from_json(&Params::default().to_json())
+                .unwrap()
+                .skip_rx_copy
+        );
     }
 
     #[test]

@@ -74,6 +74,26 @@ pub fn set_max_pacing_rate(fd: RawFd, bytes_per_s: u64) -> std::io::Result<()> {
     }
 }
 
+/// recv(2) with MSG_TRUNC on a TCP socket: up to `buf.len()` bytes are taken from the socket
+/// and discarded, not copied into `buf` (tcp(7); iperf3's `--skip-rx-copy`); how many. 0 = EOF.
+pub fn recv_discard(fd: RawFd, buf: &mut [u8]) -> std::io::Result<usize> {
+    // SAFETY: buf is writable for buf.len() bytes for the duration of the call (the kernel
+    // does not write to it with MSG_TRUNC on TCP, but may on other socket types).
+    let rc = unsafe {
+        libc::recv(
+            fd,
+            buf.as_mut_ptr() as *mut libc::c_void,
+            buf.len(),
+            libc::MSG_TRUNC,
+        )
+    };
+    if rc < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(rc as usize)
+    }
+}
+
 /// send(2) of `buf` on a connected socket; the bytes sent.
 pub fn send(fd: RawFd, buf: &[u8]) -> std::io::Result<usize> {
     // SAFETY: buf is valid for buf.len() bytes for the duration of the call.
@@ -387,6 +407,28 @@ mod tests {
             got.push(n);
         }
         got
+    }
+
+    #[test]
+    fn recv_discard_counts_tcp_data_without_copying_it() {
+        use std::io::Write;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        c.write_all(&[9u8; 5000]).unwrap();
+        drop(c);
+        let mut buf = [0u8; 1024];
+        let mut total = 0;
+        loop {
+            let n = recv_discard(s.as_raw_fd(), &mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            assert!(n <= 1024);
+            total += n;
+        }
+        assert_eq!(total, 5000);
+        assert!(buf.iter().all(|b| *b == 0), "data was copied");
     }
 
     #[test]
