@@ -79,6 +79,19 @@ impl Pacing {
     }
 }
 
+/// What a paced sender went through, for the run's report and verdict: why a rate was missed
+/// (a sender far behind its schedule did not get the CPU) and how bursty it sent.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PacerStats {
+    /// The largest lag behind the schedule seen when a send was asked for, ms: a thread that
+    /// was off the CPU (or stopped) for that long.
+    pub max_lag_ms: f64,
+    /// Most bytes sent in any 1 ms (the sender's busiest 1 ms, at the times sends went).
+    pub busiest_1ms_bytes: u64,
+    /// Debt written off (beyond the pacer's `max_debt`), ms: time the run could not repay.
+    pub written_off_ms: f64,
+}
+
 /// A sender's pacer at a fixed rate (see the module docs for the two limits).
 pub struct Pacer {
     /// Bytes per second.
@@ -106,6 +119,11 @@ pub struct Pacer {
     /// Whether anything was booked yet: the schedule starts at the first send, not when the
     /// pacer was made (the time spent setting up a test is no debt to repay in a burst).
     started: bool,
+    /// Sends of the last 1 ms at the times they went (for [`PacerStats::busiest_1ms_bytes`]).
+    last_ms: VecDeque<(Instant, usize)>,
+    /// Bytes of `last_ms`.
+    last_ms_bytes: usize,
+    stats: PacerStats,
 }
 
 impl Pacer {
@@ -126,7 +144,15 @@ impl Pacer {
             max_debt,
             oversleep_ns: 10_000.0,
             started: false,
+            last_ms: VecDeque::new(),
+            last_ms_bytes: 0,
+            stats: PacerStats::default(),
         }
+    }
+
+    /// What this pacer's sender went through so far.
+    pub fn stats(&self) -> PacerStats {
+        self.stats
     }
 
     /// Time owed right now: how far the sender is behind its schedule (zero when on time).
@@ -146,9 +172,12 @@ impl Pacer {
             self.next = now;
             self.peak = now;
         }
+        let lag = now.saturating_duration_since(self.next).as_secs_f64() * 1000.0;
+        self.stats.max_lag_ms = self.stats.max_lag_ms.max(lag);
         if let Some(floor) = now.checked_sub(self.max_debt) {
             if self.next < floor {
                 // Write off only what is beyond the bound; the rest is still repaid.
+                self.stats.written_off_ms += floor.duration_since(self.next).as_secs_f64() * 1000.0;
                 self.next = floor;
             }
         }
@@ -167,16 +196,39 @@ impl Pacer {
         self.peak = if gentle { self.peak.max(at) } else { at } + cost.div_f64(GENTLE_CATCH_UP);
         self.recent.push_back((at, n));
         self.recent_bytes += n;
+        // Counted for the busiest 1 ms when [`Pacer::sent_at`] says when it really went.
+        self.last_ms.push_back((at, n));
+        self.last_ms_bytes += n;
         at
+    }
+
+    /// Drop sends older than 1 ms before the newest and keep the busiest 1 ms.
+    fn count_last_ms(&mut self) {
+        let Some(&(newest, _)) = self.last_ms.back() else {
+            return;
+        };
+        while let Some(&(when, bytes)) = self.last_ms.front() {
+            if newest.saturating_duration_since(when) >= Duration::from_millis(1) {
+                self.last_ms.pop_front();
+                self.last_ms_bytes -= bytes;
+            } else {
+                break;
+            }
+        }
+        self.stats.busiest_1ms_bytes = self.stats.busiest_1ms_bytes.max(self.last_ms_bytes as u64);
     }
 
     /// Correct the time of the last booked send to when it really went (a sender that slept
     /// until its booked time wakes late on a loaded host), so the [`WINDOW`] counts it where
-    /// it was sent.
+    /// it was sent; it then counts towards [`PacerStats::busiest_1ms_bytes`].
     pub fn sent_at(&mut self, t: Instant) {
         if let Some(last) = self.recent.back_mut() {
             last.0 = last.0.max(t);
         }
+        if let Some(last) = self.last_ms.back_mut() {
+            last.0 = last.0.max(t);
+        }
+        self.count_last_ms();
     }
 
     /// The earliest time ≥ `t` at which `n` more bytes keep every [`WINDOW`] within
@@ -537,5 +589,52 @@ mod tests {
     fn pacing_words() {
         assert_eq!(Pacing::UserSpace.as_str(), "user-space token bucket");
         assert_eq!(Pacing::None.as_str(), "none");
+    }
+
+    #[test]
+    fn stats_name_the_stall_and_the_busiest_ms() {
+        // 100 Mbit/s of 1448-byte datagrams; the sender loses the CPU for 8 ms once.
+        let mut p = Pacer::new(100_000_000, MAX_DEBT);
+        let t0 = Instant::now();
+        let mut now = t0;
+        for i in 0..2000 {
+            let at = p.book(1448, now);
+            p.sent_at(at);
+            now = if i == 500 {
+                at + Duration::from_millis(8)
+            } else {
+                at
+            };
+        }
+        let st = p.stats();
+        // The lag is the stall less the one datagram (116 µs) the schedule had advanced by.
+        assert!((7.85..7.9).contains(&st.max_lag_ms), "{st:?}");
+        // An 8 ms debt is small (GENTLE_DEBT): repaid at 1.05 x, so the busiest 1 ms holds
+        // 9-11 datagrams (12,500 bytes at the rate), far from the 1.9 x window cap.
+        assert!((12_500..=16_000).contains(&st.busiest_1ms_bytes), "{st:?}");
+        // A 40 ms stall is repaid within the window cap (1.9 ms of traffic in 1.2 ms).
+        let mut w = Pacer::new(100_000_000, MAX_DEBT);
+        let mut now = t0;
+        for i in 0..2000 {
+            let at = w.book(1448, now);
+            w.sent_at(at);
+            now = if i == 500 {
+                at + Duration::from_millis(40)
+            } else {
+                at
+            };
+        }
+        let ws = w.stats();
+        assert!((20_000..=25_200).contains(&ws.busiest_1ms_bytes), "{ws:?}");
+        assert!((12_500..=25_200).contains(&st.busiest_1ms_bytes), "{st:?}");
+        assert_eq!(st.written_off_ms, 0.0);
+        // A 3 s stall: 2 s beyond MAX_DEBT are written off.
+        let mut q = Pacer::new(100_000_000, MAX_DEBT);
+        let at = q.book(1448, t0);
+        q.sent_at(at);
+        q.book(1448, at + Duration::from_secs(3));
+        let st = q.stats();
+        assert!((1999.0..2001.0).contains(&st.written_off_ms), "{st:?}");
+        assert!((2999.0..3001.0).contains(&st.max_lag_ms), "{st:?}");
     }
 }

@@ -66,6 +66,13 @@ pub struct UdpSummary {
     pub stray: u64,
     /// Receiver's peak rate over any 1 ms window, bits/s (burstiness of the sender's pacing).
     pub peak_1ms_bps: f64,
+    /// A paced sender's largest lag behind its schedule, ms (time it did not get the CPU);
+    /// `None` where this side did not send paced.
+    #[serde(default)]
+    pub sender_max_lag_ms: Option<f64>,
+    /// A paced sender's busiest 1 ms as a rate, bits/s (bytes in that 1 ms × 8000).
+    #[serde(default)]
+    pub sender_peak_1ms_bps: Option<f64>,
 }
 
 impl UdpSummary {
@@ -601,6 +608,16 @@ fn udp_total(ss: &[&StreamSummary]) -> UdpSummary {
         duplicates: us.iter().map(|u| u.duplicates).sum(),
         stray: us.iter().map(|u| u.stray).sum(),
         peak_1ms_bps: us.iter().map(|u| u.peak_1ms_bps).fold(0.0, f64::max),
+        // The largest lag of any stream; the streams' busiest 1 ms added up (an upper bound:
+        // their busiest milliseconds need not coincide).
+        sender_max_lag_ms: us
+            .iter()
+            .filter_map(|u| u.sender_max_lag_ms)
+            .reduce(f64::max),
+        sender_peak_1ms_bps: us
+            .iter()
+            .filter_map(|u| u.sender_peak_1ms_bps)
+            .reduce(|a, b| a + b),
     }
 }
 

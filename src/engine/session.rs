@@ -46,6 +46,8 @@ pub struct DataStream {
     counter: Arc<AtomicU64>,
     packets: Arc<AtomicU64>,
     udp_recv: Option<Arc<Mutex<UdpRecv>>>,
+    /// A paced UDP sender's pacer figures (see [`crate::engine::pacer::PacerStats`]).
+    pacer_stats: Arc<Mutex<crate::engine::pacer::PacerStats>>,
     thread: Option<JoinHandle<()>>,
     prev_bytes: u64,
     omit_bytes: u64,
@@ -86,6 +88,7 @@ impl DataStream {
             counter: Arc::new(AtomicU64::new(0)),
             packets: Arc::new(AtomicU64::new(0)),
             udp_recv,
+            pacer_stats: Default::default(),
             thread: None,
             prev_bytes: 0,
             omit_bytes: 0,
@@ -337,6 +340,7 @@ impl DataPhase {
                         repeating: self.params.repeating_payload,
                         gso: true,
                         iperf2: self.iperf2_tx.clone(),
+                        pacer_stats: Some(s.pacer_stats.clone()),
                     };
                     let pk = s.packets.clone();
                     b.spawn(move || {
@@ -627,9 +631,14 @@ impl DataPhase {
                 let udp_sum = match (&s.sock, s.sender) {
                     (Sock::Udp(_), true) => {
                         let p = s.final_packets.unwrap_or_else(|| s.packets.load(Relaxed));
+                        let paced = (self.params.bandwidth > 0)
+                            .then(|| s.pacer_stats.lock().map(|g| *g).unwrap_or_default());
                         Some(UdpSummary {
                             sent_packets: Some(p.saturating_sub(s.omit_packets)),
                             omitted_packets: s.omit_packets,
+                            sender_max_lag_ms: paced.map(|st| st.max_lag_ms),
+                            sender_peak_1ms_bps: paced
+                                .map(|st| st.busiest_1ms_bytes as f64 * 8000.0),
                             ..Default::default()
                         })
                     }
@@ -645,6 +654,8 @@ impl DataPhase {
                             duplicates: g.duplicates,
                             stray: g.stray,
                             peak_1ms_bps: g.peak_1ms_bps,
+                            sender_max_lag_ms: None,
+                            sender_peak_1ms_bps: None,
                         }
                     }),
                     _ => None,

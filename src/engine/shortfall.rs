@@ -23,7 +23,15 @@ pub struct RateCheck {
     pub sent_percent: f64,
     /// True when the sender sent less than [`SHORTFALL_PERCENT`] % of the target.
     pub short: bool,
+    /// The paced sender's largest lag behind its schedule, ms, when this end sent it (a
+    /// sender that did not get the CPU); `None` when not known.
+    pub sender_max_lag_ms: Option<f64>,
+    /// The paced sender's busiest 1 ms as a rate, bits/s, when this end sent it.
+    pub sender_peak_1ms_bps: Option<f64>,
 }
+
+/// A lag behind the schedule from this many ms is named as the reason of a shortfall.
+pub const STALL_MS: f64 = 10.0;
 
 impl RateCheck {
     /// Check `sent_bps` (and `received_bps`) against `target_bps`, all bits/s. `None` when
@@ -39,7 +47,27 @@ impl RateCheck {
             received_bits_per_second: received_bps.filter(|r| r.is_finite()),
             sent_percent: pct,
             short: pct < SHORTFALL_PERCENT,
+            sender_max_lag_ms: None,
+            sender_peak_1ms_bps: None,
         })
+    }
+
+    /// With the sender's pacer figures (see the fields), when this end sent.
+    pub fn with_sender(mut self, max_lag_ms: Option<f64>, peak_1ms_bps: Option<f64>) -> Self {
+        self.sender_max_lag_ms = max_lag_ms.filter(|x| x.is_finite());
+        self.sender_peak_1ms_bps = peak_1ms_bps.filter(|x| x.is_finite());
+        self
+    }
+
+    /// Why the sender fell short, when its figures say: "the sender fell up to 41 ms behind
+    /// its schedule (it did not get the CPU: a busy core)".
+    pub fn why(&self) -> Option<String> {
+        let lag = self
+            .sender_max_lag_ms
+            .filter(|l| self.short && *l >= STALL_MS)?;
+        Some(format!(
+            "the sender fell up to {lag:.0} ms behind its schedule (it did not get the CPU: a busy core)"
+        ))
     }
 
     /// True when the sender reached the target (≥ [`SHORTFALL_PERCENT`] %).
@@ -55,8 +83,9 @@ impl RateCheck {
             None => String::new(),
         };
         if self.short {
+            let why = self.why().map(|w| format!("; {w}")).unwrap_or_default();
             format!(
-                "shortfall: the sender sent {} of the {} asked ({:.1} %){recv}",
+                "shortfall: the sender sent {} of the {} asked ({:.1} %){recv}{why}",
                 crate::model::display::rate(self.sent_bits_per_second),
                 crate::model::display::rate(self.target_bits_per_second),
                 self.sent_percent
@@ -72,16 +101,25 @@ impl RateCheck {
     }
 
     /// The `-J` object (`end.shortfall`): target, sent, received (bits/s), sent_percent,
-    /// short (bool), threshold_percent.
+    /// short (bool), threshold_percent; when this end sent paced, `sender_max_lag_ms` and
+    /// `sender_peak_1ms_bits_per_second` (with `sender_peak_1ms_ratio` to the target).
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut v = serde_json::json!({
             "target_bits_per_second": self.target_bits_per_second,
             "sent_bits_per_second": self.sent_bits_per_second,
             "received_bits_per_second": self.received_bits_per_second,
             "sent_percent": self.sent_percent,
             "threshold_percent": SHORTFALL_PERCENT,
             "short": self.short,
-        })
+        });
+        if let Some(l) = self.sender_max_lag_ms {
+            v["sender_max_lag_ms"] = l.into();
+        }
+        if let Some(p) = self.sender_peak_1ms_bps {
+            v["sender_peak_1ms_bits_per_second"] = p.into();
+            v["sender_peak_1ms_ratio"] = (p / self.target_bits_per_second).into();
+        }
+        v
     }
 }
 
@@ -119,7 +157,16 @@ pub fn for_report_leg(report: &Report, local_sender: bool) -> Option<RateCheck> 
         return None;
     }
     let (sent, recv) = group_rates(&ss);
+    let lag = ss
+        .iter()
+        .filter_map(|s| s.udp.and_then(|u| u.sender_max_lag_ms))
+        .reduce(f64::max);
+    let peak = ss
+        .iter()
+        .filter_map(|s| s.udp.and_then(|u| u.sender_peak_1ms_bps))
+        .reduce(|a, b| a + b);
     RateCheck::new(report.params.bandwidth as f64 * ss.len() as f64, sent, recv)
+        .map(|c| c.with_sender(lag, peak))
 }
 
 /// The rate check of an iperf3 report's main leg: the client→server leg of a `--bidir` test,
@@ -150,5 +197,29 @@ mod tests {
         let j = c.to_json();
         assert_eq!(j["short"], true);
         assert_eq!(j["target_bits_per_second"], 100e6);
+        assert!(j.get("sender_max_lag_ms").is_none());
+    }
+
+    #[test]
+    fn a_stalled_sender_is_named_as_the_reason() {
+        let c = RateCheck::new(100e6, 62e6, Some(61e6))
+            .unwrap()
+            .with_sender(Some(41.3), Some(190e6));
+        assert_eq!(
+            c.sentence(),
+            "shortfall: the sender sent 62.0 Mbit/s of the 100.0 Mbit/s asked (62.0 %), the receiver got 61.0 Mbit/s; the sender fell up to 41 ms behind its schedule (it did not get the CPU: a busy core)"
+        );
+        let j = c.to_json();
+        assert_eq!(j["sender_max_lag_ms"], 41.3);
+        assert_eq!(j["sender_peak_1ms_ratio"], 1.9);
+        // A short lag is no reason; a reached rate needs none.
+        let small = RateCheck::new(100e6, 62e6, None)
+            .unwrap()
+            .with_sender(Some(3.0), None);
+        assert_eq!(small.why(), None);
+        let ok = RateCheck::new(100e6, 99e6, None)
+            .unwrap()
+            .with_sender(Some(80.0), None);
+        assert_eq!(ok.why(), None);
     }
 }

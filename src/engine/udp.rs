@@ -312,7 +312,7 @@ pub fn loss_percent(lost: u64, expected: u64) -> f64 {
     }
 }
 
-pub use super::pacer::Pacer;
+pub use super::pacer::{Pacer, PacerStats};
 pub use super::sys::{fine_timer_slack, mono_now};
 use super::sys::{recvmmsg, send, sendmmsg, setsockopt_int};
 
@@ -374,6 +374,9 @@ pub struct UdpSendCfg {
     pub gso: bool,
     /// Send iperf 2 datagrams instead of iperf3 ones.
     pub iperf2: Option<Iperf2Tx>,
+    /// Where a paced sender keeps its pacer's figures (lag behind the schedule, busiest 1 ms),
+    /// updated as it runs and when it ends.
+    pub pacer_stats: Option<Arc<Mutex<PacerStats>>>,
 }
 
 /// How an iperf 2 sender lays out its datagrams (see `engine::iperf2::wire`).
@@ -436,11 +439,20 @@ pub fn udp_send_loop(
     } else {
         None
     };
+    let keep_stats = |p: &Option<Pacer>| {
+        if let (Some(p), Some(st)) = (p, &cfg.pacer_stats) {
+            if let Ok(mut g) = st.lock() {
+                *g = p.stats();
+            }
+        }
+    };
+    let mut batches: u32 = 0;
     let mut seq: u64 = cfg.iperf2.as_ref().map(|t| t.first_seq).unwrap_or(1);
     let fd = sock.as_raw_fd();
     let stopped = || shared.stop.load(Relaxed) || shared.stop_send.load(Relaxed);
     loop {
         if stopped() {
+            keep_stats(&pacer);
             return;
         }
         if shared.send_limit_reached() {
@@ -450,7 +462,12 @@ pub fn udp_send_loop(
         }
         if let Some(p) = pacer.as_mut() {
             if !p.take(batch * len, &stopped) {
+                keep_stats(&pacer);
                 return;
+            }
+            batches = batches.wrapping_add(1);
+            if batches % 64 == 0 {
+                keep_stats(&pacer);
             }
         }
         if cfg.iperf2.is_some() {
@@ -522,6 +539,7 @@ pub fn udp_send_loop(
                     }
                     shared.wake.notify_one();
                 }
+                keep_stats(&pacer);
                 return;
             }
         }
