@@ -304,6 +304,7 @@ fn iperf2_view(r: &RunRow) -> KindView {
                 .to_string(),
         ));
     }
+    iperf2_sum_facts(r, &mut facts);
     if let Some(notes) = r.summary["notes"].as_array() {
         for n in notes.iter().filter_map(|n| n.as_str()) {
             facts.push(("Note".to_string(), n.to_string()));
@@ -557,6 +558,49 @@ fn monitor_view(r: &RunRow) -> KindView {
 /// The stock command line that downloads `url` with `conns` connections: `axel` for several
 /// (into a scratch file under /tmp, removed with its `.st` state file afterwards — Debian 12's
 /// axel 2.17 cannot write to `/dev/null`: "No state file, cannot resume!"), `curl` for one.
+/// With several streams in a direction (`-P`): each stream's bytes and bitrate, and the
+/// [SUM] of them, as the stock tool prints it.
+fn iperf2_sum_facts(r: &RunRow, facts: &mut Vec<(String, String)>) {
+    let Some(sum) = r.summary["sum"].as_object() else {
+        return;
+    };
+    for (dir, sender, word) in [("receive", false, "received"), ("send", true, "sent")] {
+        let Some(s) = sum.get(dir) else {
+            continue;
+        };
+        let per: Vec<String> = r.summary["streams"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|x| x["sender"].as_bool() == Some(sender))
+            .map(|x| {
+                let b = x["bytes"].as_f64().unwrap_or(0.0);
+                let sec = x["seconds"].as_f64().unwrap_or(0.0);
+                let bps = if sec > 0.0 { b * 8.0 / sec } else { 0.0 };
+                format!(
+                    "[{}] {} at {}",
+                    x["id"],
+                    display::size(b),
+                    display::rate(bps)
+                )
+            })
+            .collect();
+        facts.push((format!("Per stream ({word})"), per.join("; ")));
+        let b = s["bytes"].as_f64().unwrap_or(0.0);
+        facts.push((
+            format!("[SUM] {word}"),
+            format!(
+                "{} streams: {} ({} bytes) in {:.2} s at {}",
+                s["streams"].as_u64().unwrap_or(0),
+                display::size(b),
+                b as u64,
+                s["seconds"].as_f64().unwrap_or(0.0),
+                display::rate(s["bits_per_second"].as_f64().unwrap_or(0.0))
+            ),
+        ));
+    }
+}
+
 pub fn download_command(conns: u64, url: &str) -> String {
     if conns > 1 {
         let name = url
