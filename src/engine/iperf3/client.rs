@@ -436,6 +436,10 @@ pub async fn run(
     let mut phase = DataPhase::new(params.clone(), streams, spec.interval);
 
     expect_state(&mut ctrl, State::TestStart, CONTROL_TIMEOUT).await?;
+    // The -t and -O timers run from TEST_START, as a stock client's do (`create_client_timers`
+    // and `create_client_omit_timer` at TEST_START) and as the server's omit timer does: a
+    // counted window that started later than the server's made it count more than we sent.
+    let timers_from = tokio::time::Instant::now();
     let cpu = CpuMark::now();
     expect_state(&mut ctrl, State::TestRunning, CONTROL_TIMEOUT).await?;
     let check_recv = params.client_recv_streams() > 0;
@@ -446,7 +450,28 @@ pub async fn run(
         let _ = tx.send(Event::Started(Box::new(report.clone())));
     }
 
-    let outcome = drive(&spec, &mut phase, &mut ctrl, &events, cancel.as_deref()).await;
+    let outcome = drive(
+        &spec,
+        &mut phase,
+        &mut ctrl,
+        &events,
+        cancel.as_deref(),
+        timers_from,
+    )
+    .await;
+    // At the end of the time, TEST_END goes out at once (the senders told to stop, not yet
+    // joined), as a stock client sends it when its timer fires: the server counts until it
+    // arrives, so every millisecond spent joining threads first was counted by the server
+    // and not by us.
+    let test_end = if matches!(outcome, Drive::Ended) {
+        phase
+            .shared
+            .stop_send
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        Some(wire::write_state(&mut ctrl, State::TestEnd).await)
+    } else {
+        None
+    };
     let final_rec = phase.finish().await;
     if let (Some(rec), Some(tx)) = (&final_rec, &events) {
         let _ = tx.send(Event::Interval(rec.clone()));
@@ -486,7 +511,7 @@ pub async fn run(
         })),
         aborted: false,
     };
-    if let Err(e) = wire::write_state(&mut ctrl, State::TestEnd).await {
+    if let Some(Err(e)) = test_end {
         stop_phase(phase).await;
         return Err(fail(&report, format!("unable to send TEST_END: {e}")));
     }
@@ -611,7 +636,8 @@ enum Drive {
     Failed(String, bool),
 }
 
-/// The running part: interval ticks, the end timer, byte/block targets, the omit timer, and
+/// The running part: interval ticks, the end timer, byte/block targets, the omit timer (both
+/// timers from `start`, when TEST_START came), and
 /// anything the server says on the control connection meanwhile.
 async fn drive(
     spec: &ClientSpec,
@@ -619,6 +645,7 @@ async fn drive(
     ctrl: &mut TcpStream,
     events: &Option<mpsc::UnboundedSender<Event>>,
     cancel: Option<&Notify>,
+    start: tokio::time::Instant,
 ) -> Drive {
     let p = &spec.params;
     let interval = if spec.interval > 0.0 {
@@ -630,7 +657,6 @@ async fn drive(
         tokio::time::Instant::now() + Duration::from_secs_f64(interval),
         Duration::from_secs_f64(interval),
     );
-    let start = tokio::time::Instant::now();
     let omit_at = start + Duration::from_secs(p.omit as u64);
     let end_at = if p.time > 0 {
         Some(start + Duration::from_secs((p.time + p.omit) as u64))
