@@ -162,6 +162,15 @@ fn iperf3_flags(p: &Params) -> String {
     if let Some(w) = p.window {
         c.push_str(&format!(" -w {w}"));
     }
+    if let Some(m) = p.mss {
+        c.push_str(&format!(" -M {m}"));
+    }
+    if p.tos > 0 {
+        c.push_str(&format!(" -S {}", p.tos));
+    }
+    if let Some(cc) = &p.congestion {
+        c.push_str(&format!(" -C {cc}"));
+    }
     if p.protocol == Protocol::Udp && p.len > 0 {
         c.push_str(&format!(" -l {}", p.len));
     }
