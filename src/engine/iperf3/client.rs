@@ -459,11 +459,12 @@ pub async fn run(
         timers_from,
     )
     .await;
-    // At the end of the time, TEST_END goes out at once (the senders told to stop, not yet
+    // At the end of a TCP test, TEST_END goes out at once (the senders told to stop, not yet
     // joined), as a stock client sends it when its timer fires: the server counts until it
     // arrives, so every millisecond spent joining threads first was counted by the server
-    // and not by us.
-    let test_end = if matches!(outcome, Drive::Ended) {
+    // and not by us. UDP senders are joined first, so no datagram leaves after TEST_END (the
+    // server's datagram count is the one we compare with).
+    let test_end = if matches!(outcome, Drive::Ended) && !phase.udp() {
         phase
             .shared
             .stop_send
@@ -511,7 +512,11 @@ pub async fn run(
         })),
         aborted: false,
     };
-    if let Some(Err(e)) = test_end {
+    let test_end = match test_end {
+        Some(r) => r,
+        None => wire::write_state(&mut ctrl, State::TestEnd).await,
+    };
+    if let Err(e) = test_end {
         stop_phase(phase).await;
         return Err(fail(&report, format!("unable to send TEST_END: {e}")));
     }
