@@ -275,8 +275,9 @@ fn omit() {
 }
 
 /// Issue 22 item 11: with `-O 1` our client's counted window is the stock server's (timers from
-/// TEST_START, TEST_END sent the moment the time is up): the stock server counts what we
-/// report within 1 %, sending (the server received) and receiving with -R (the server sent).
+/// TEST_START, TEST_END sent the moment the time is up): the stock server receives what we
+/// report as sent within 1 %. (With -R the server's sent count also holds what was still in
+/// its socket buffer at TEST_END — 1.5 % with a stock client too — see `reverse`.)
 #[test]
 fn omit_counts_what_the_stock_server_counts() {
     for (flags, ours, theirs) in [
@@ -286,9 +287,9 @@ fn omit_counts_what_the_stock_server_counts() {
             "/end/sum_received/bytes",
         ),
         (
-            &["-t", "2", "-O", "1", "-R"][..],
-            "/end/sum_received/bytes",
+            &["-t", "2", "-O", "1", "-P", "2"][..],
             "/end/sum_sent/bytes",
+            "/end/sum_received/bytes",
         ),
     ] {
         let (c, s) = ours_to_stock(flags);
