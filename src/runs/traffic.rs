@@ -936,8 +936,10 @@ async fn raw_conn(
         }
     };
     ctr.close();
-    drop(c);
+    // Leave the run before the socket closes: a client that connects again once this one is
+    // closed (one after another, not in parallel) gets a run of its own.
     leave_raw(&hub, groups.as_deref(), &group, peer, (status, error));
+    drop(c);
     drop(ticket);
 }
 
