@@ -256,6 +256,30 @@ fn every_page_fits_a_phone_and_a_desk() {
         for (name, path) in &pages {
             check_page(&b, &shots, w, name, path, &mut problems);
         }
+        // The new-test form with its "Advanced" network settings folded out (issue 22 item
+        // 11): every field on screen, nothing wider than the window.
+        b.go("/");
+        let m = b.js(
+            "const d = document.getElementById('advanced'); d.open = true;
+             const W = window.innerWidth;
+             const f = ['window', 'mss', 'tos', 'congestion'].map(n => {
+               const r = document.querySelector('input[name=' + n + ']').getBoundingClientRect();
+               return [n, Math.round(r.left), Math.round(r.right), Math.round(r.width)];
+             });
+             return {sw: document.documentElement.scrollWidth, iw: W, fields: f};",
+        );
+        b.screenshot(&shots, &format!("{w}-index-advanced"));
+        eprintln!("{w:>4} px / with Advanced open: {m}");
+        let iw = m["iw"].as_i64().unwrap_or(0);
+        if m["sw"].as_i64().unwrap_or(i64::MAX) > iw {
+            problems.push(format!("{w} px / (Advanced open): scrolls sideways: {m}"));
+        }
+        for f in m["fields"].as_array().into_iter().flatten() {
+            let (l, r, fw) = (f[1].as_i64(), f[2].as_i64(), f[3].as_i64());
+            if l.unwrap_or(-1) < 0 || r.unwrap_or(i64::MAX) > iw || fw.unwrap_or(0) < 100 {
+                problems.push(format!("{w} px / (Advanced open): field {f} off screen"));
+            }
+        }
 
         // A pending board change (the confirm card) at this size, then rolled back.
         b.go("/ports");

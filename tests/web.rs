@@ -712,3 +712,98 @@ fn iperf2_peer_from_the_form_and_auto_detection() {
     assert_eq!(r.status, 400);
     assert!(r.body.contains("peer type must be"), "{}", r.body);
 }
+
+/// Issue 22 item 11: the run form's "Advanced" network settings (window, MSS, TOS, congestion
+/// control) were API-only. A bad one is refused with the reason and the section open; good
+/// ones reach the streams: the stock server sees the TOS and runs our congestion control.
+#[test]
+fn run_form_advanced_network_settings() {
+    let _one_at_a_time = serial();
+    let mut lab = Lab::new();
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    let srv = lab.spawn(&pc1, "iperf3-s", "iperf3", &["-s", "-1", "-J"]);
+    lab.wait_port(&pc1, PC1_IP, 5201);
+    let (_, mut http) = daemon(&mut lab, &board, 8145, &[]);
+    set_up(&lab, &mut http);
+    let csrf = http.page_csrf();
+    let index = http.get("/").body;
+    assert!(
+        index.contains("<details class=\"advanced\" id=\"advanced\">"),
+        "{index}"
+    );
+    for n in ["window", "mss", "tos", "congestion"] {
+        assert!(index.contains(&format!("name=\"{n}\"")), "no {n} field");
+    }
+    for (field, value, want) in [
+        ("mss", "20", "MSS must be 88..9000"),
+        ("tos", "300", "TOS must be 0..255"),
+        ("congestion", "no such", "is not a congestion control name"),
+    ] {
+        let r = http.form(
+            "/tests",
+            &[
+                ("csrf", &csrf),
+                ("host", PC1_IP),
+                ("duration", "2"),
+                (field, value),
+            ],
+        );
+        assert_eq!(r.status, 400, "{field}");
+        assert!(r.body.contains(want), "{field}: {}", r.body);
+        assert!(
+            r.body
+                .contains("<details class=\"advanced\" id=\"advanced\" open>"),
+            "{field}: the section with the bad value is open"
+        );
+        assert!(
+            r.body
+                .contains(&format!("name=\"{field}\" value=\"{value}\"")),
+            "{field}: the typed value is kept"
+        );
+    }
+    assert_eq!(
+        http.get_json("/api/runs").as_array().map(|a| a.len()),
+        Some(0),
+        "bad input started a run"
+    );
+    let r = http.form(
+        "/tests",
+        &[
+            ("csrf", &csrf),
+            ("host", PC1_IP),
+            ("duration", "2"),
+            ("window", "512K"),
+            ("mss", "1200"),
+            ("tos", "0x10"),
+            ("congestion", "reno"),
+        ],
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    let id: i64 = r.location.trim_start_matches("/runs/").parse().expect("id");
+    let v = wait_run(&http, id, Duration::from_secs(30));
+    assert_eq!(v["run"]["status"], "completed", "{v}");
+    let p = &v["run"]["params"];
+    assert_eq!(
+        (p["mss"].as_u64(), p["tos"].as_u64()),
+        (Some(1200), Some(16)),
+        "{p}"
+    );
+    assert_eq!(p["congestion"], "reno", "{p}");
+    let stock = v["view"]["stock_command"].as_str().unwrap_or("");
+    assert!(stock.contains("-M 1200 -S 16 -C reno"), "{stock}");
+    assert_eq!(lab.wait(srv, Duration::from_secs(10)), Some(0));
+    let (out, _) = lab.output("iperf3-s");
+    let s = json(&out, "iperf3 -s -J");
+    assert_eq!(
+        s.pointer("/start/test_start/tos").and_then(Value::as_u64),
+        Some(16),
+        "{s}"
+    );
+    assert_eq!(
+        s.pointer("/end/receiver_tcp_congestion")
+            .and_then(Value::as_str),
+        Some("reno"),
+        "{s}"
+    );
+    assert!(num(&s, "/end/sum_received/bytes") > 1_000_000.0);
+}

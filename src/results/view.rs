@@ -162,6 +162,15 @@ fn iperf3_flags(p: &Params) -> String {
     if let Some(w) = p.window {
         c.push_str(&format!(" -w {w}"));
     }
+    if let Some(m) = p.mss {
+        c.push_str(&format!(" -M {m}"));
+    }
+    if p.tos > 0 {
+        c.push_str(&format!(" -S {}", p.tos));
+    }
+    if let Some(cc) = &p.congestion {
+        c.push_str(&format!(" -C {cc}"));
+    }
     if p.protocol == Protocol::Udp && p.len > 0 {
         c.push_str(&format!(" -l {}", p.len));
     }
@@ -304,6 +313,7 @@ fn iperf2_view(r: &RunRow) -> KindView {
                 .to_string(),
         ));
     }
+    iperf2_sum_facts(r, &mut facts);
     if let Some(notes) = r.summary["notes"].as_array() {
         for n in notes.iter().filter_map(|n| n.as_str()) {
             facts.push(("Note".to_string(), n.to_string()));
@@ -557,6 +567,49 @@ fn monitor_view(r: &RunRow) -> KindView {
 /// The stock command line that downloads `url` with `conns` connections: `axel` for several
 /// (into a scratch file under /tmp, removed with its `.st` state file afterwards — Debian 12's
 /// axel 2.17 cannot write to `/dev/null`: "No state file, cannot resume!"), `curl` for one.
+/// With several streams in a direction (`-P`): each stream's bytes and bitrate, and the
+/// [SUM] of them, as the stock tool prints it.
+fn iperf2_sum_facts(r: &RunRow, facts: &mut Vec<(String, String)>) {
+    let Some(sum) = r.summary["sum"].as_object() else {
+        return;
+    };
+    for (dir, sender, word) in [("receive", false, "received"), ("send", true, "sent")] {
+        let Some(s) = sum.get(dir) else {
+            continue;
+        };
+        let per: Vec<String> = r.summary["streams"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|x| x["sender"].as_bool() == Some(sender))
+            .map(|x| {
+                let b = x["bytes"].as_f64().unwrap_or(0.0);
+                let sec = x["seconds"].as_f64().unwrap_or(0.0);
+                let bps = if sec > 0.0 { b * 8.0 / sec } else { 0.0 };
+                format!(
+                    "[{}] {} at {}",
+                    x["id"],
+                    display::size(b),
+                    display::rate(bps)
+                )
+            })
+            .collect();
+        facts.push((format!("Per stream ({word})"), per.join("; ")));
+        let b = s["bytes"].as_f64().unwrap_or(0.0);
+        facts.push((
+            format!("[SUM] {word}"),
+            format!(
+                "{} streams: {} ({} bytes) in {:.2} s at {}",
+                s["streams"].as_u64().unwrap_or(0),
+                display::size(b),
+                b as u64,
+                s["seconds"].as_f64().unwrap_or(0.0),
+                display::rate(s["bits_per_second"].as_f64().unwrap_or(0.0))
+            ),
+        ));
+    }
+}
+
 pub fn download_command(conns: u64, url: &str) -> String {
     if conns > 1 {
         let name = url
@@ -635,6 +688,24 @@ fn transfer_facts(r: &RunRow, v: &mut Vec<(String, String)>) {
             .collect();
         v.push(("Per connection".into(), text.join("; ")));
     }
+    if let Some(sum) = s["sum"].as_object() {
+        let b = sum.get("bytes").and_then(Value::as_f64).unwrap_or(0.0);
+        v.push((
+            "[SUM]".into(),
+            format!(
+                "{} streams: {} ({} bytes) in {:.2} s at {}",
+                sum.get("streams").and_then(Value::as_u64).unwrap_or(0),
+                display::size(b),
+                b as u64,
+                sum.get("seconds").and_then(Value::as_f64).unwrap_or(0.0),
+                display::rate(
+                    sum.get("bits_per_second")
+                        .and_then(Value::as_f64)
+                        .unwrap_or(0.0)
+                )
+            ),
+        ));
+    }
     if let Some(n) = s["note"].as_str() {
         v.push(("Note".into(), n.to_string()));
     }
@@ -710,10 +781,10 @@ fn tcp_raw_view(r: &RunRow, source: bool) -> KindView {
     KindView {
         kind: r.kind,
         kind_label: r.kind.label(),
-        title: if source {
-            "raw TCP stream out of the board's TCP source".into()
-        } else {
-            "raw TCP stream into the board's TCP sink".into()
+        title: match r.summary["streams"].as_u64().filter(|n| *n > 1) {
+            Some(n) if !source => format!("{n} raw TCP streams into the board's TCP sink"),
+            _ if source => "raw TCP stream out of the board's TCP source".into(),
+            _ => "raw TCP stream into the board's TCP sink".into(),
         },
         role_text: if source {
             "a peer read from the board's TCP source".into()
@@ -1149,6 +1220,60 @@ mod tests {
         r.protocol = "TCP".into();
         r.role = "server".into();
         assert!(view(&r).cards.iter().any(|c| c.id == "sum-receiver"));
+    }
+
+    #[test]
+    fn parallel_sink_streams_show_each_and_their_sum() {
+        let mut r = row(RunKind::TcpSink);
+        r.summary = json!({
+            "bytes": 60_000_003u64, "seconds": 2.0, "bits_per_second": 240_000_012.0,
+            "streams": 3,
+            "per_connection": [
+                {"id": 1, "bytes": 20_000_000u64, "seconds": 2.0, "bits_per_second": 8e7},
+                {"id": 2, "bytes": 20_000_001u64, "seconds": 2.0, "bits_per_second": 8e7},
+                {"id": 3, "bytes": 20_000_002u64, "seconds": 2.0, "bits_per_second": 8e7}],
+            "sum": {"streams": 3, "bytes": 60_000_003u64, "seconds": 2.0,
+                "bits_per_second": 240_000_012.0},
+        });
+        let v = view(&r);
+        assert_eq!(v.title, "3 raw TCP streams into the board's TCP sink");
+        let sum = v
+            .facts
+            .iter()
+            .find(|(k, _)| k == "[SUM]")
+            .expect("sum fact");
+        assert!(sum.1.starts_with("3 streams: "), "{}", sum.1);
+        assert!(sum.1.contains("(60000003 bytes) in 2.00 s"), "{}", sum.1);
+        assert!(v.facts.iter().any(|(k, _)| k == "Per connection"));
+    }
+
+    #[test]
+    fn served_iperf2_p4_shows_streams_and_sum() {
+        let mut r = row(RunKind::Iperf2);
+        r.role = "server".into();
+        r.params = json!({"iperf2": true, "parallel": 2});
+        r.summary = json!({
+            "streams": [
+                {"id": 1, "sender": false, "bytes": 1000u64, "seconds": 1.0},
+                {"id": 2, "sender": false, "bytes": 3000u64, "seconds": 1.0}],
+            "sum": {"receive": {"streams": 2, "bytes": 4000u64, "seconds": 1.0,
+                "bits_per_second": 32000.0}},
+        });
+        let v = view(&r);
+        assert!(v.title.ends_with("2 streams"), "{}", v.title);
+        assert!(v.stock_command.as_deref().unwrap_or("").contains(" -P 2"));
+        let sum = v
+            .facts
+            .iter()
+            .find(|(k, _)| k == "[SUM] received")
+            .expect("sum fact");
+        assert!(sum.1.contains("(4000 bytes) in 1.00 s"), "{}", sum.1);
+        let per = v
+            .facts
+            .iter()
+            .find(|(k, _)| k == "Per stream (received)")
+            .expect("per stream");
+        assert!(per.1.starts_with("[1] "), "{}", per.1);
     }
 
     #[test]

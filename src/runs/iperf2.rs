@@ -31,13 +31,35 @@ fn new_run(info: &TestInfo) -> NewRun {
     }
 }
 
-/// The run's summary JSON: every stream's figures and the notes.
+/// The run's summary JSON: every stream's figures, the notes, and with several streams in a
+/// direction their [SUM] under "sum" → "receive" / "send" (the board's side; bytes, seconds,
+/// bits_per_second, UDP figures), as a stock iperf 2 prints it for `-P`.
 pub fn summary(o: &Outcome) -> serde_json::Value {
-    serde_json::json!({
+    let mut v = serde_json::json!({
         "peer": "iperf 2",
         "streams": o.streams,
         "notes": o.notes,
-    })
+    });
+    let mut sum = serde_json::Map::new();
+    for (key, sender) in [("receive", false), ("send", true)] {
+        if let Some(s) = crate::engine::iperf2::stream_sum(o, sender) {
+            let n = o.streams.iter().filter(|x| x.sender == sender).count();
+            sum.insert(
+                key.into(),
+                serde_json::json!({
+                    "streams": n,
+                    "bytes": s.bytes,
+                    "seconds": s.seconds,
+                    "bits_per_second": s.bits_per_second(),
+                    "udp": s.udp,
+                }),
+            );
+        }
+    }
+    if !sum.is_empty() {
+        v["sum"] = serde_json::Value::Object(sum);
+    }
+    v
 }
 
 fn finish(rec: &Recorder, o: &Outcome) {

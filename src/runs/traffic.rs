@@ -4,7 +4,9 @@
 //!   `curl` or a browser download it; the parallel connections of one client for one payload
 //!   are one run of kind `http-serve`;
 //! * the **TCP sink** (`nc board PORT < /dev/zero`) and **TCP source**
-//!   (`nc board PORT > /dev/null`): each connection a run of kind `tcp-sink` / `tcp-source`;
+//!   (`nc board PORT > /dev/null`): runs of kind `tcp-sink` / `tcp-source`; a source
+//!   connection is a run, the sink connections of one client address that overlap in time
+//!   (several `nc` in parallel) are one run with a stream each and their sum;
 //! * **HTTP downloads** by the board (`http-get`), started from the web UI, the API or the CLI.
 //!
 //! Not for: the HTTP wire details and the download engine (`engine::http`), rendering (web).
@@ -23,6 +25,7 @@ use serde_json::json;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -116,12 +119,23 @@ fn start_services(hub: &Hub, cfg: &Config) -> Listening {
     if let Some(s) = open(cfg.tcp_sink_port, "TCP sink") {
         l.sink_port = Some(cfg.tcp_sink_port);
         let (h, port) = (hub.clone(), cfg.tcp_sink_port);
+        let groups: Arc<RawGroups> = Arc::new(Mutex::new(HashMap::new()));
         tokio::spawn(accept_loop(
             s,
             raw_limits(),
             "TCP sink",
             true,
-            move |c, peer, ticket| raw_conn(h.clone(), c, peer, port, false, ticket),
+            move |c, peer, ticket| {
+                raw_conn(
+                    h.clone(),
+                    Some(groups.clone()),
+                    c,
+                    peer,
+                    port,
+                    false,
+                    ticket,
+                )
+            },
         ));
     }
     if let Some(s) = open(cfg.tcp_source_port, "TCP source") {
@@ -132,7 +146,7 @@ fn start_services(hub: &Hub, cfg: &Config) -> Listening {
             raw_limits(),
             "TCP source",
             false,
-            move |c, peer, ticket| raw_conn(h.clone(), c, peer, port, true, ticket),
+            move |c, peer, ticket| raw_conn(h.clone(), None, c, peer, port, true, ticket),
         ));
     }
     l
@@ -770,6 +784,7 @@ impl PayloadServer {
 
 async fn raw_conn(
     hub: Hub,
+    groups: Option<Arc<RawGroups>>,
     mut c: TcpStream,
     peer: SocketAddr,
     port: u16,
@@ -801,7 +816,18 @@ async fn raw_conn(
         kind,
         ..Default::default()
     };
-    if let crate::runs::anon::Record::Fold(fold) = hub.anon().decide(peer.ip(), kind) {
+    // A stream joining the client's open sink run adds no run: the run budget is not asked.
+    let joins = groups.as_ref().is_some_and(|g| {
+        g.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(&peer.ip())
+    });
+    let record = if joins {
+        crate::runs::anon::Record::Own
+    } else {
+        hub.anon().decide(peer.ip(), kind)
+    };
+    if let crate::runs::anon::Record::Fold(fold) = record {
         // Beyond the per-peer run budget: served, counted in one folded run.
         let fold = match fold {
             Some(f) => Some(f),
@@ -824,20 +850,9 @@ async fn raw_conn(
         drop(ticket);
         return;
     }
-    let cancel = Arc::new(Notify::new());
-    let recorder = match hub.begin(&run, Some(cancel.clone()), Sampling::Ports(Vec::new())) {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::error!("cannot record a {kind} connection: {e}");
-            return;
-        }
+    let Some((group, ctr)) = join_raw(&hub, groups.as_deref(), &run, peer, c.as_raw_fd()) else {
+        return;
     };
-    let meter = Meter::new(source);
-    let ctr = meter.add_stream(c.as_raw_fd());
-    let mut tick = tokio::time::interval_at(
-        tokio::time::Instant::now() + Duration::from_secs(1),
-        Duration::from_secs(1),
-    );
     let block = if source {
         http::payload_block()
     } else {
@@ -884,14 +899,12 @@ async fn raw_conn(
                 // The peer closing (EPIPE, ECONNRESET) is how a source run ends.
                 Err(_) => break (RunStatus::Completed, None),
             },
-            _ = tick.tick() => {
-                if let Some(iv) = meter.cut(0.0) {
-                    recorder.interval(iv);
-                }
-            }
             _ = ticket.evicted() => break (RunStatus::Aborted, Some(
                 "idle while the service was full: closed for another client".into())),
             _ = check.tick() => {
+                if group.stopped.load(Ordering::Relaxed) {
+                    break (RunStatus::Aborted, Some("stopped by the user".into()));
+                }
                 // Idle (evictable for another address): a sink that has sent nothing yet,
                 // or any connection that moved no byte for IDLE_SECS.
                 let idle = !source && !got_any
@@ -919,24 +932,168 @@ async fn raw_conn(
                     }));
                 }
             }
-            _ = cancel.notified() => break (RunStatus::Aborted, Some("stopped by the user".into())),
+            _ = group.stop_all.notified() => break (RunStatus::Aborted, Some("stopped by the user".into())),
         }
     };
     ctr.close();
+    // Leave the run before the socket closes: a client that connects again once this one is
+    // closed (one after another, not in parallel) gets a run of its own.
+    leave_raw(&hub, groups.as_deref(), &group, peer, (status, error));
     drop(c);
-    if let Some(iv) = meter.cut(0.01) {
-        recorder.interval(iv);
+    drop(ticket);
+}
+
+/// The run of raw TCP connections (sink or source) that are one client's streams: the sink's
+/// connections from one client address that overlap in time (`nc` run several times in
+/// parallel) share it, with per-stream figures and their [SUM]; a source connection has its
+/// own.
+struct RawRun {
+    meter: Arc<Meter>,
+    recorder: Recorder,
+    /// The run page's Stop button (notify_one); the ticker turns it into `stopped` and wakes
+    /// every connection through `stop_all`.
+    cancel: Arc<Notify>,
+    stopped: std::sync::atomic::AtomicBool,
+    stop_all: Notify,
+    /// Connections open; the run ends when the last one closes (changed under the groups
+    /// lock for the sink).
+    members: std::sync::atomic::AtomicUsize,
+    /// How each connection ended.
+    ends: Mutex<Vec<(RunStatus, Option<String>)>>,
+    /// Ended: the ticker stops.
+    done: Notify,
+    kind: crate::model::RunKind,
+    port: u16,
+    source: bool,
+}
+
+/// The sink's open runs by client address.
+type RawGroups = Mutex<HashMap<IpAddr, Arc<RawRun>>>;
+
+/// Join the client's open sink run (when `groups` is given and one is open), or begin a run;
+/// returns it and this connection's counter. None when the store cannot record it (logged).
+fn join_raw(
+    hub: &Hub,
+    groups: Option<&RawGroups>,
+    run: &NewRun,
+    peer: SocketAddr,
+    fd: i32,
+) -> Option<(Arc<RawRun>, Arc<crate::engine::meter::Counter>)> {
+    let mut map = groups.map(|g| g.lock().unwrap_or_else(|p| p.into_inner()));
+    if let Some(g) = map.as_mut().and_then(|m| m.get(&peer.ip()).cloned()) {
+        g.members.fetch_add(1, Ordering::Relaxed);
+        let ctr = g.meter.add_stream(fd);
+        return Some((g, ctr));
     }
-    let (bytes, per) = meter.totals();
-    let seconds = per.first().map(|p| p.seconds).unwrap_or(0.0);
+    let cancel = Arc::new(Notify::new());
+    let recorder = match hub.begin(run, Some(cancel.clone()), Sampling::Ports(Vec::new())) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!("cannot record a {} connection: {e}", run.kind);
+            return None;
+        }
+    };
+    let g = Arc::new(RawRun {
+        meter: Meter::new(run.kind == crate::model::RunKind::TcpSource),
+        recorder,
+        cancel,
+        stopped: std::sync::atomic::AtomicBool::new(false),
+        stop_all: Notify::new(),
+        members: std::sync::atomic::AtomicUsize::new(1),
+        ends: Mutex::new(Vec::new()),
+        done: Notify::new(),
+        kind: run.kind,
+        port: run.local_port,
+        source: run.kind == crate::model::RunKind::TcpSource,
+    });
+    let ctr = g.meter.add_stream(fd);
+    if let Some(m) = map.as_mut() {
+        m.insert(peer.ip(), g.clone());
+    }
+    drop(map);
+    let t = g.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval_at(
+            tokio::time::Instant::now() + Duration::from_secs(1),
+            Duration::from_secs(1),
+        );
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    if let Some(iv) = t.meter.cut(0.0) {
+                        t.recorder.interval(iv);
+                    }
+                }
+                _ = t.cancel.notified() => {
+                    t.stopped.store(true, Ordering::Relaxed);
+                    t.stop_all.notify_waiters();
+                }
+                _ = t.done.notified() => break,
+            }
+        }
+    });
+    Some((g, ctr))
+}
+
+/// A connection of `g` ended with `end`: when it was the last, end the run (figures, per
+/// stream and [SUM] with several streams; no run kept for a sink connection that brought no
+/// byte).
+fn leave_raw(
+    hub: &Hub,
+    groups: Option<&RawGroups>,
+    g: &Arc<RawRun>,
+    peer: SocketAddr,
+    end: (RunStatus, Option<String>),
+) {
+    g.ends.lock().unwrap_or_else(|p| p.into_inner()).push(end);
+    {
+        let mut map = groups.map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
+        if g.members.fetch_sub(1, Ordering::Relaxed) > 1 {
+            return;
+        }
+        if let Some(m) = map.as_mut() {
+            if m.get(&peer.ip()).is_some_and(|x| Arc::ptr_eq(x, g)) {
+                m.remove(&peer.ip());
+            }
+        }
+    }
+    g.done.notify_one();
+    let (kind, port, source) = (g.kind, g.port, g.source);
+    if let Some(iv) = g.meter.cut(0.01) {
+        g.recorder.interval(iv);
+    }
+    let (bytes, per) = g.meter.totals();
+    let seconds = per.iter().map(|p| p.seconds).fold(0.0, f64::max);
     let rate = bps(bytes, seconds);
-    let summary = json!({
+    let ends = g.ends.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let (status, error) = if g.stopped.load(Ordering::Relaxed) {
+        (RunStatus::Aborted, Some("stopped by the user".to_string()))
+    } else if ends.iter().any(|e| e.0 == RunStatus::Completed) {
+        (RunStatus::Completed, None)
+    } else {
+        ends.first()
+            .cloned()
+            .unwrap_or((RunStatus::Completed, None))
+    };
+    let mut summary = json!({
         "port": port,
         "bytes": bytes,
         "seconds": seconds,
         "bits_per_second": rate,
         "note": if source { "bytes the board wrote to the socket; the peer may have read fewer (in flight when it closed)" } else { "bytes the board read from the socket" },
     });
+    if per.len() > 1 {
+        // Several streams at once (`nc` run in parallel): each, and their sum over the run's
+        // span (seed 003 reports the sum).
+        summary["streams"] = json!(per.len());
+        summary["per_connection"] = json!(per);
+        summary["sum"] = json!({
+            "streams": per.len(),
+            "bytes": bytes,
+            "seconds": seconds,
+            "bits_per_second": rate,
+        });
+    }
     let fig = if source {
         RunFigures {
             sender_bps: Some(rate),
@@ -951,7 +1108,7 @@ async fn raw_conn(
         }
     };
     let probe = !source && bytes == 0 && matches!(status, RunStatus::Completed);
-    recorder.finish(
+    g.recorder.finish(
         status,
         Outcome::Figures(&fig, Some(&summary)),
         error.as_deref(),
@@ -959,14 +1116,13 @@ async fn raw_conn(
     if probe {
         // Connected and closed without sending a byte (a port probe, a health check): no
         // run with a meaningless bitrate is kept.
-        let id = recorder.id();
+        let id = g.recorder.id();
         if let Err(e) = hub.store().delete_run(id) {
             tracing::warn!("cannot drop the empty {kind} run {id}: {e}");
         } else {
             tracing::info!(%peer, port, "{kind} connection closed without data; no run kept");
         }
     }
-    drop(ticket);
 }
 
 /// Bytes moved per [`SLOW_WINDOW_SECS`] window, to tell slow or idle connections.

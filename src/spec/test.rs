@@ -57,6 +57,17 @@ pub struct TestRequest {
     /// Omit seconds at the start.
     #[serde(default)]
     pub omit: Option<String>,
+    /// TCP maximum segment size (`-M`), bytes 88..9000; empty = the path's. iperf3 peers only.
+    #[serde(default)]
+    pub mss: Option<String>,
+    /// IP type of service byte (`-S`), 0..255, decimal or `0x..` hex; empty = 0. iperf3
+    /// peers only.
+    #[serde(default)]
+    pub tos: Option<String>,
+    /// TCP congestion control (`-C`, e.g. "cubic", "bbr"); empty = the hosts' default.
+    /// iperf3 peers only.
+    #[serde(default)]
+    pub congestion: Option<String>,
     /// Board port (interface name) to bind every socket to; empty = routing decides.
     #[serde(default)]
     pub bind: Option<String>,
@@ -90,7 +101,7 @@ fn int(s: &Option<String>, name: &str, default: u64, lo: u64, hi: u64) -> Result
 
 impl TestRequest {
     /// Every key a request may have.
-    pub const FIELDS: [&'static str; 13] = [
+    pub const FIELDS: [&'static str; 16] = [
         "host",
         "protocol",
         "length",
@@ -101,6 +112,9 @@ impl TestRequest {
         "bitrate",
         "window",
         "omit",
+        "mss",
+        "tos",
+        "congestion",
         "bind",
         "peer_type",
         "csrf",
@@ -190,6 +204,19 @@ impl TestRequest {
             p.window = Some(w as u32);
             spec.sock.window = Some(w as u32);
         }
+        if let Some(m) = opt(&self.mss) {
+            let m = int(&self.mss, "MSS", 0, 88, 9000).map_err(|e| format!("{e} bytes ('{m}')"))?;
+            p.mss = Some(m as u32);
+            spec.sock.mss = p.mss;
+        }
+        if let Some(t) = opt(&self.tos) {
+            p.tos = parse_tos(t)?;
+            spec.sock.tos = p.tos;
+        }
+        if let Some(c) = opt(&self.congestion) {
+            p.congestion = Some(c.to_string());
+            spec.sock.congestion = p.congestion.clone();
+        }
         if let Some(b) = opt(&self.bind) {
             let port = ports
                 .iter()
@@ -200,6 +227,20 @@ impl TestRequest {
         }
         spec.validate()?;
         Ok(spec)
+    }
+}
+
+/// A type-of-service byte as typed: decimal ("16") or hex ("0x10"), 0..255 (`-S`).
+pub fn parse_tos(t: &str) -> Result<u32, String> {
+    let v = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(h) => u32::from_str_radix(h, 16),
+        None => t.parse(),
+    };
+    match v {
+        Ok(v) if v <= 255 => Ok(v),
+        _ => Err(format!(
+            "TOS must be 0..255 (decimal, or hex such as 0x10), got '{t}'"
+        )),
     }
 }
 
@@ -274,6 +315,15 @@ impl TestRequest {
             }
             s.window = Some(w as u32);
         }
+        if [&self.mss, &self.tos, &self.congestion]
+            .iter()
+            .any(|f| opt(f).is_some())
+        {
+            return Err(
+                "MSS, TOS and congestion control are iperf 3 settings: leave them empty for an iperf 2 peer"
+                    .into(),
+            );
+        }
         if let Some(b) = opt(&self.bind) {
             let port = ports
                 .iter()
@@ -293,6 +343,43 @@ impl TestRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn network_settings_are_checked_and_reach_the_spec() {
+        let ok = TestRequest {
+            host: "192.0.2.2".into(),
+            mss: Some("1200".into()),
+            tos: Some("0x10".into()),
+            congestion: Some("reno".into()),
+            window: Some("256K".into()),
+            ..Default::default()
+        };
+        let s = ok.to_spec(&[]).unwrap();
+        assert_eq!(s.params.mss, Some(1200));
+        assert_eq!(s.sock.mss, Some(1200));
+        assert_eq!((s.params.tos, s.sock.tos), (16, 16));
+        assert_eq!(s.params.congestion.as_deref(), Some("reno"));
+        assert_eq!(s.sock.congestion.as_deref(), Some("reno"));
+        assert_eq!(s.params.window, Some(256 * 1024));
+        for (field, v, want) in [
+            ("mss", "9001", "MSS must be 88..9000"),
+            ("mss", "big", "MSS must be a whole number"),
+            ("tos", "256", "TOS must be 0..255"),
+            ("tos", "0xzz", "TOS must be 0..255"),
+            ("congestion", "a b", "not a congestion control name"),
+        ] {
+            let mut r = ok.clone();
+            match field {
+                "mss" => r.mss = Some(v.into()),
+                "tos" => r.tos = Some(v.into()),
+                _ => r.congestion = Some(v.into()),
+            }
+            let e = r.to_spec(&[]).unwrap_err();
+            assert!(e.contains(want), "{field}={v}: {e}");
+        }
+        let e = ok.to_iperf2_spec(&[]).unwrap_err();
+        assert!(e.contains("iperf 3 settings"), "{e}");
+    }
 
     #[test]
     fn unknown_keys_are_named() {

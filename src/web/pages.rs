@@ -693,6 +693,12 @@ struct FormValues {
     omit: String,
     bind: String,
     peer_type: String,
+    mss: String,
+    tos: String,
+    congestion: String,
+    /// The "Advanced" section starts open: one of its settings is filled in (an error about
+    /// it is then in view with its field).
+    advanced_open: bool,
 }
 
 impl FormValues {
@@ -715,6 +721,14 @@ impl FormValues {
             omit: g(r.map(|r| &r.omit), "0"),
             bind: g(r.map(|r| &r.bind), ""),
             peer_type: g(r.map(|r| &r.peer_type), "iperf3"),
+            mss: g(r.map(|r| &r.mss), ""),
+            tos: g(r.map(|r| &r.tos), ""),
+            congestion: g(r.map(|r| &r.congestion), ""),
+            advanced_open: r.is_some_and(|r| {
+                [&r.window, &r.mss, &r.tos, &r.congestion]
+                    .iter()
+                    .any(|f| f.as_deref().is_some_and(|v| !v.trim().is_empty()))
+            }),
         }
     }
 }

@@ -457,7 +457,37 @@ pub fn text_line(id: u32, start: f64, end: f64, bytes: u64, udp: Option<&UdpFigu
     s
 }
 
-/// Text of an outcome's summary lines (per stream; UDP senders add the server report).
+/// The [SUM] of the streams the board sent on (`sender`) or received on, as a stock iperf 2
+/// prints it for `-P`: bytes added up, the longest stream's seconds; UDP figures added up
+/// (jitter: the streams' mean, ms). None unless there are at least two such streams.
+pub fn stream_sum(o: &Outcome, sender: bool) -> Option<StreamResult> {
+    let v: Vec<&StreamResult> = o.streams.iter().filter(|s| s.sender == sender).collect();
+    if v.len() < 2 {
+        return None;
+    }
+    let udp: Vec<UdpFigures> = v.iter().filter_map(|s| s.udp).collect();
+    let udp = (!udp.is_empty()).then(|| UdpFigures {
+        bytes: udp.iter().map(|u| u.bytes).sum(),
+        seconds: udp.iter().map(|u| u.seconds).fold(0.0, f64::max),
+        lost: udp.iter().map(|u| u.lost).sum(),
+        total: udp.iter().map(|u| u.total).sum(),
+        out_of_order: udp.iter().map(|u| u.out_of_order).sum(),
+        jitter_ms: udp.iter().map(|u| u.jitter_ms).sum::<f64>() / udp.len() as f64,
+    });
+    Some(StreamResult {
+        id: 0,
+        local: v[0].local.clone(),
+        remote: v[0].remote.clone(),
+        sender,
+        bytes: v.iter().map(|s| s.bytes).sum(),
+        seconds: v.iter().map(|s| s.seconds).fold(0.0, f64::max),
+        sent_datagrams: v.iter().map(|s| s.sent_datagrams).sum::<Option<u64>>(),
+        udp,
+    })
+}
+
+/// Text of an outcome's summary lines (per stream; UDP senders add the server report; a
+/// `[SUM]` line per direction with several streams).
 pub fn text_summary(o: &Outcome) -> String {
     let mut t = String::new();
     for s in &o.streams {
@@ -477,6 +507,13 @@ pub fn text_summary(o: &Outcome) -> String {
                     )),
                 }
             }
+        }
+    }
+    for sender in [false, true] {
+        if let Some(sum) = stream_sum(o, sender) {
+            let ud = if sender { None } else { sum.udp.as_ref() };
+            let line = text_line(0, 0.0, sum.seconds, sum.bytes, ud);
+            t.push_str(&line.replacen("[  0]", "[SUM]", 1));
         }
     }
     for n in &o.notes {

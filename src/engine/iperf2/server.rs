@@ -106,7 +106,25 @@ struct Inner {
     /// Return tests started in the last second, by (client address, port, UDP): a `-P`
     /// client sends the header on every stream, the return test runs once.
     returns: Mutex<HashMap<(IpAddr, i32, bool), Instant>>,
+    /// `-P` clients whose connections are still arriving: the first connection's task
+    /// collects the others here and serves them all as one test.
+    groups: Mutex<HashMap<GroupKey, mpsc::UnboundedSender<Member>>>,
 }
+
+/// What makes connections one `-P` client's streams: the source address, the server port and
+/// the identical header a stock client writes on each (its `numThreads` says how many).
+type GroupKey = (IpAddr, u16, [u8; wire::CLIENT_HEADER_LEN]);
+
+/// One TCP connection of a test, with the bytes read before its stream starts.
+struct Member {
+    s: tokio::net::TcpStream,
+    peer: SocketAddr,
+    pre: u64,
+}
+
+/// How long the first connection of a `-P` client waits for the others, counted from its
+/// header. Stock clients connect all streams at once; a stream that comes later is its own test.
+const GROUP_WAIT: Duration = Duration::from_secs(1);
 
 impl Inner {
     fn emit(&self, e: Event) {
@@ -140,6 +158,7 @@ pub async fn serve(
         next: AtomicU64::new(1),
         events,
         returns: Mutex::new(HashMap::new()),
+        groups: Mutex::new(HashMap::new()),
     });
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut tasks = Vec::new();
@@ -200,6 +219,7 @@ fn info(
     local: SocketAddr,
     hdr: Option<&ClientHeader>,
     layout: Option<Layout>,
+    streams: usize,
 ) -> TestInfo {
     let ret = hdr.map(|h| h.return_test()).unwrap_or(Return::None);
     TestInfo {
@@ -226,6 +246,7 @@ fn info(
             })),
             "return": ret,
             "layout": layout,
+            "parallel": streams,
         }),
     }
 }
@@ -235,9 +256,12 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
     let mut first = [0u8; 37];
     let mut got = 0;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    // Read the 24-byte header (37 bytes when it may be an iperf3 cookie; whatever comes first).
+    // Read the 24-byte header (37 bytes when it may be an iperf3 cookie or our peer-type
+    // "auto" probe; whatever comes first).
     while got < wire::CLIENT_HEADER_LEN
-        || (got < 37 && first[..got].iter().all(|c| c.is_ascii_alphanumeric()))
+        || (got < 37
+            && (first[..got].iter().all(|c| c.is_ascii_alphanumeric())
+                || wire::could_be_auto_probe(&first[..got])))
     {
         match tokio::time::timeout_at(deadline, s.read(&mut first[got..])).await {
             Ok(Ok(0)) | Ok(Err(_)) => break,
@@ -261,6 +285,19 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
         .await;
         return;
     }
+    let mut pre = got as u64;
+    if wire::is_auto_probe(&first[..got]) {
+        // Peer type "auto" asking whether we speak iperf3 (docs/iperf2-wire.md §6): it
+        // half-closes at once. Not a test run unless data follows after all.
+        let mut more = [0u8; 4096];
+        match tokio::time::timeout(Duration::from_secs(3), s.read(&mut more)).await {
+            Ok(Ok(n)) if n > 0 => pre += n as u64,
+            _ => {
+                tracing::debug!(%peer, "iperf 2 port: a peer-type auto probe, not a test");
+                return;
+            }
+        }
+    }
     if got < wire::CLIENT_HEADER_LEN {
         crate::peer_warn!(peer.ip(), %peer, bytes = got, "iperf 2 connection closed before its 24-byte header");
         return;
@@ -272,6 +309,16 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
             return;
         }
     };
+    let mut members = vec![Member { s, peer, pre }];
+    if (2..=MAX_TCP_TESTS as i32).contains(&hdr.num_threads) {
+        let mut key_hdr = [0u8; wire::CLIENT_HEADER_LEN];
+        key_hdr.copy_from_slice(&first[..wire::CLIENT_HEADER_LEN]);
+        let key = (peer.ip(), local.port(), key_hdr);
+        match join_or_lead(&inner, key, hdr.num_threads as usize, members).await {
+            None => return,
+            Some(m) => members = m,
+        }
+    }
     let test = inner.next.fetch_add(1, Ordering::Relaxed);
     let ret = hdr.return_test();
     let ret_ok = match ret {
@@ -284,27 +331,34 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
             }
         },
     };
+    let n = members.len();
+    if n > 1 {
+        tracing::debug!(%peer, streams = n, "iperf 2 -P client served as one test");
+    }
+    let mut streams = Vec::with_capacity(n);
+    let mut pres = Vec::with_capacity(n);
+    for (i, m) in members.into_iter().enumerate() {
+        let ds =
+            m.s.into_std()
+                .and_then(|std| DataStream::new(i as u32 + 1, false, std));
+        match ds {
+            Ok(d) => {
+                streams.push(d);
+                pres.push(m.pre);
+            }
+            Err(e) => crate::peer_warn!(m.peer.ip(), peer = %m.peer, "{e}"),
+        }
+    }
+    if streams.is_empty() {
+        return;
+    }
     inner.emit(Event::Started {
         test,
-        info: Box::new(info(false, peer, local, Some(&hdr), None)),
+        info: Box::new(info(false, peer, local, Some(&hdr), None, streams.len())),
     });
-    let std = match s.into_std() {
-        Ok(s) => s,
-        Err(e) => {
-            crate::peer_warn!(peer.ip(), %peer, "{e}");
-            return;
-        }
-    };
-    let ds = match DataStream::new(1, false, std) {
-        Ok(d) => d,
-        Err(e) => {
-            crate::peer_warn!(peer.ip(), %peer, "{e}");
-            return;
-        }
-    };
     let phase = DataPhase::new(
         phase_params(false, wire::TCP_DEFAULT_LEN, 0, 0),
-        vec![ds],
+        streams,
         inner.cfg.interval,
     );
     let leg = Leg {
@@ -314,11 +368,57 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
             stall: inner.cfg.stall,
         },
         udp: Vec::new(),
-        pre: vec![got as u64],
+        pre: pres,
         offset: 0.0,
         layout: Layout::V205,
     };
     run_test(inner, test, leg, peer, hdr, ret_ok, false).await;
+}
+
+/// A connection whose header asks for several streams (`-P`): hand it to the group of its
+/// client already collecting (None: it joined), or become that group's first connection and
+/// collect the others for up to [`GROUP_WAIT`] (the members, this one first). As a stock
+/// iperf 2 server does, the streams are then one test with a [SUM].
+async fn join_or_lead(
+    inner: &Inner,
+    key: GroupKey,
+    expected: usize,
+    mut members: Vec<Member>,
+) -> Option<Vec<Member>> {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    {
+        let Ok(mut g) = inner.groups.lock() else {
+            return Some(members);
+        };
+        if let Some(lead) = g.get(&key) {
+            let Some(m) = members.pop() else {
+                return Some(members);
+            };
+            match lead.send(m) {
+                Ok(()) => return None,
+                // That group stopped collecting (its task ended): start a new one.
+                Err(mpsc::error::SendError(m)) => members.push(m),
+            }
+        }
+        g.insert(key, tx.clone());
+    }
+    let deadline = tokio::time::Instant::now() + GROUP_WAIT;
+    while members.len() < expected {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(m)) => members.push(m),
+            _ => break,
+        }
+    }
+    if let Ok(mut g) = inner.groups.lock() {
+        if g.get(&key).is_some_and(|t| t.same_channel(&tx)) {
+            g.remove(&key);
+        }
+    }
+    // Joined between the deadline and the removal above.
+    while let Ok(m) = rx.try_recv() {
+        members.push(m);
+    }
+    Some(members)
 }
 
 /// Run the inbound leg and, when asked, the return leg; then report the outcome.
@@ -489,7 +589,7 @@ fn report_refused(inner: &Inner, peer: SocketAddr, local: SocketAddr, udp: bool,
     let test = inner.next.fetch_add(1, Ordering::Relaxed);
     inner.emit(Event::Started {
         test,
-        info: Box::new(info(udp, peer, local, None, None)),
+        info: Box::new(info(udp, peer, local, None, None, 1)),
     });
     inner.emit(Event::Finished {
         test,
@@ -609,7 +709,7 @@ fn udp_loop(
             };
         inner.emit(Event::Started {
             test,
-            info: Box::new(info(true, from, ds.local, hdr.as_ref(), Some(layout))),
+            info: Box::new(info(true, from, ds.local, hdr.as_ref(), Some(layout), 1)),
         });
         let len = n.max(wire::UDP_MIN_LEN);
         let phase = DataPhase::new(phase_params(true, len, 0, 0), vec![ds], inner.cfg.interval);
@@ -660,6 +760,7 @@ async fn run_test_udp(
         next: AtomicU64::new(0),
         events: Some(tx),
         returns: Mutex::new(HashMap::new()),
+        groups: Mutex::new(HashMap::new()),
     });
     // Share the return-test bookkeeping: only this flow's test runs through i2.
     let outer = inner.clone();

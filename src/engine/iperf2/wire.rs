@@ -466,9 +466,53 @@ pub fn looks_like_iperf3(first: &[u8]) -> bool {
         && first[36] == 0
 }
 
+/// Length of our iperf3 peer-type "auto" probe, bytes (`engine::iperf3::wire::probe_cookie`).
+pub const AUTO_PROBE_LEN: usize = 37;
+
+/// True while `first` (the first bytes of a TCP connection) can still grow into the
+/// peer-type "auto" probe: four NUL bytes, 32 cookie characters (`a-z`, `2-7`), a NUL
+/// (docs/iperf2-wire.md §6). A stock iperf 2 header never looks like this: its second word
+/// (`numThreads`, `-P`) is small, never four letters.
+pub fn could_be_auto_probe(first: &[u8]) -> bool {
+    first.len() <= AUTO_PROBE_LEN
+        && first.iter().enumerate().all(|(i, &c)| match i {
+            0..=3 | 36 => c == 0,
+            _ => matches!(c, b'a'..=b'z' | b'2'..=b'7'),
+        })
+}
+
+/// True when `first` is exactly the peer-type "auto" probe (37 bytes, see
+/// [`could_be_auto_probe`]): not the start of a test, so it is not recorded as one.
+pub fn is_auto_probe(first: &[u8]) -> bool {
+    first.len() == AUTO_PROBE_LEN && could_be_auto_probe(first)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_probe_is_recognised_and_stock_headers_are_not() {
+        let p = crate::engine::iperf3::wire::probe_cookie();
+        assert!(is_auto_probe(&p));
+        assert!(could_be_auto_probe(&p[..24]));
+        // A real cookie, a 2.1.8 header (-P 4) and a 2.0.5 -C client's digit filler are not.
+        assert!(!is_auto_probe(&crate::engine::iperf3::wire::make_cookie()));
+        let mut h = ClientHeader {
+            num_threads: 4,
+            amount: -300,
+            ..Default::default()
+        }
+        .to_bytes()
+        .to_vec();
+        h.resize(37, 0);
+        assert!(!could_be_auto_probe(&h[..24]));
+        assert!(!is_auto_probe(&h));
+        assert!(!is_auto_probe(b"0123456789012345678901234567890123456"));
+        let mut longer = p.to_vec();
+        longer.push(b'0');
+        assert!(!is_auto_probe(&longer));
+    }
 
     /// Hex dump of the first 64 bytes of a capture line to bytes.
     fn hex(s: &str) -> Vec<u8> {

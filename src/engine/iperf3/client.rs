@@ -437,6 +437,10 @@ pub async fn run(
     let mut phase = DataPhase::new(params.clone(), streams, spec.interval);
 
     expect_state(&mut ctrl, State::TestStart, CONTROL_TIMEOUT).await?;
+    // The -t and -O timers run from TEST_START, as a stock client's do (`create_client_timers`
+    // and `create_client_omit_timer` at TEST_START) and as the server's omit timer does: a
+    // counted window that started later than the server's made it count more than we sent.
+    let timers_from = tokio::time::Instant::now();
     let cpu = CpuMark::now();
     expect_state(&mut ctrl, State::TestRunning, CONTROL_TIMEOUT).await?;
     let check_recv = params.client_recv_streams() > 0;
@@ -447,7 +451,29 @@ pub async fn run(
         let _ = tx.send(Event::Started(Box::new(report.clone())));
     }
 
-    let outcome = drive(&spec, &mut phase, &mut ctrl, &events, cancel.as_deref()).await;
+    let outcome = drive(
+        &spec,
+        &mut phase,
+        &mut ctrl,
+        &events,
+        cancel.as_deref(),
+        timers_from,
+    )
+    .await;
+    // At the end of a TCP test, TEST_END goes out at once (the senders told to stop, not yet
+    // joined), as a stock client sends it when its timer fires: the server counts until it
+    // arrives, so every millisecond spent joining threads first was counted by the server
+    // and not by us. UDP senders are joined first, so no datagram leaves after TEST_END (the
+    // server's datagram count is the one we compare with).
+    let test_end = if matches!(outcome, Drive::Ended) && !phase.udp() {
+        phase
+            .shared
+            .stop_send
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        Some(wire::write_state(&mut ctrl, State::TestEnd).await)
+    } else {
+        None
+    };
     let final_rec = phase.finish().await;
     if let (Some(rec), Some(tx)) = (&final_rec, &events) {
         let _ = tx.send(Event::Interval(rec.clone()));
@@ -487,7 +513,11 @@ pub async fn run(
         })),
         aborted: false,
     };
-    if let Err(e) = wire::write_state(&mut ctrl, State::TestEnd).await {
+    let test_end = match test_end {
+        Some(r) => r,
+        None => wire::write_state(&mut ctrl, State::TestEnd).await,
+    };
+    if let Err(e) = test_end {
         stop_phase(phase).await;
         return Err(fail(&report, format!("unable to send TEST_END: {e}")));
     }
@@ -612,7 +642,8 @@ enum Drive {
     Failed(String, bool),
 }
 
-/// The running part: interval ticks, the end timer, byte/block targets, the omit timer, and
+/// The running part: interval ticks, the end timer, byte/block targets, the omit timer (both
+/// timers from `start`, when TEST_START came), and
 /// anything the server says on the control connection meanwhile.
 async fn drive(
     spec: &ClientSpec,
@@ -620,6 +651,7 @@ async fn drive(
     ctrl: &mut TcpStream,
     events: &Option<mpsc::UnboundedSender<Event>>,
     cancel: Option<&Notify>,
+    start: tokio::time::Instant,
 ) -> Drive {
     let p = &spec.params;
     let interval = if spec.interval > 0.0 {
@@ -631,7 +663,6 @@ async fn drive(
         tokio::time::Instant::now() + Duration::from_secs_f64(interval),
         Duration::from_secs_f64(interval),
     );
-    let start = tokio::time::Instant::now();
     let omit_at = start + Duration::from_secs(p.omit as u64);
     let end_at = if p.time > 0 {
         Some(start + Duration::from_secs((p.time + p.omit) as u64))
