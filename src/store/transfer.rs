@@ -201,6 +201,14 @@ impl Store {
             &format!("SELECT * FROM runs WHERE {EXPORTED_RUNS} ORDER BY id"),
             |mut m| {
                 origin(&mut m);
+                // The loss ledger also as an object (the column stays text, as the others).
+                let ledger = m
+                    .get("loss_ledger_json")
+                    .and_then(Value::as_str)
+                    .and_then(|s| serde_json::from_str::<Value>(s).ok());
+                if let Some(l) = ledger {
+                    m.insert("loss_ledger".into(), l);
+                }
                 nruns += 1;
                 l.push(&m)
             },
