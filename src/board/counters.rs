@@ -274,9 +274,8 @@ fn qdiscs_dump() -> Option<BTreeMap<i32, Vec<Qdisc>>> {
     let mut s = Socket::new(NETLINK_ROUTE).ok()?;
     s.bind_auto().ok()?;
     s.connect(&SocketAddr::new(0, 0)).ok()?;
-    let mut req = NetlinkMessage::from(RouteNetlinkMessage::GetQueueDiscipline(
-        TcMessage::default(),
-    ));
+    let mut req =
+        NetlinkMessage::from(RouteNetlinkMessage::GetQueueDiscipline(TcMessage::default()));
     req.header.flags = NLM_F_REQUEST | NLM_F_DUMP;
     req.header.sequence_number = 1;
     req.finalize();
@@ -567,26 +566,25 @@ impl BoardReading {
                     (x > 0).then(|| (k.clone(), x))
                 })
                 .collect();
-            let qdiscs = p
-                .qdiscs
-                .iter()
-                .map(|q| {
-                    let o = b
-                        .qdiscs
-                        .iter()
-                        .find(|x| x.handle == q.handle && x.kind == q.kind && x.parent == q.parent);
-                    match o {
-                        // A qdisc replaced during the run started from 0.
-                        None => q.clone(),
-                        Some(o) => Qdisc {
-                            drops: d(o.drops, q.drops),
-                            overlimits: d(o.overlimits, q.overlimits),
-                            requeues: d(o.requeues, q.requeues),
-                            ..q.clone()
-                        },
-                    }
-                })
-                .collect();
+            let qdiscs =
+                p.qdiscs
+                    .iter()
+                    .map(|q| {
+                        let o = b.qdiscs.iter().find(|x| {
+                            x.handle == q.handle && x.kind == q.kind && x.parent == q.parent
+                        });
+                        match o {
+                            // A qdisc replaced during the run started from 0.
+                            None => q.clone(),
+                            Some(o) => Qdisc {
+                                drops: d(o.drops, q.drops),
+                                overlimits: d(o.overlimits, q.overlimits),
+                                requeues: d(o.requeues, q.requeues),
+                                ..q.clone()
+                            },
+                        }
+                    })
+                    .collect();
             let dd = |a: Option<u64>, b: Option<u64>| Some(d(a?, b?));
             ports.insert(
                 name.clone(),
@@ -900,7 +898,9 @@ mod tests {
             ]
         );
         let mv = parse_ethtool_s(&vector("ethtool-S-mvpp2.txt"));
-        assert!(mv.iter().any(|(n, v)| n == "rxq_0_desc_enqueue" && *v == 91_237));
+        assert!(mv
+            .iter()
+            .any(|(n, v)| n == "rxq_0_desc_enqueue" && *v == 91_237));
         assert_eq!(
             drops("ethtool-S-mvpp2.txt"),
             [
@@ -931,7 +931,10 @@ mod tests {
         a.ports.insert(
             "eth0".into(),
             PortReading {
-                nic: vec![("rx_missed_cntr".into(), 10), ("mmc_rx_fifo_overflow".into(), 10)],
+                nic: vec![
+                    ("rx_missed_cntr".into(), 10),
+                    ("mmc_rx_fifo_overflow".into(), 10),
+                ],
                 qdiscs: vec![q(100, "root")],
                 rx_dropped: Some(5),
                 ..Default::default()
@@ -946,7 +949,10 @@ mod tests {
         }];
         let mut b = a.clone();
         let p = b.ports.get_mut("eth0").unwrap();
-        p.nic = vec![("rx_missed_cntr".into(), 510), ("mmc_rx_fifo_overflow".into(), 490)];
+        p.nic = vec![
+            ("rx_missed_cntr".into(), 510),
+            ("mmc_rx_fifo_overflow".into(), 490),
+        ];
         p.qdiscs = vec![q(12_101, "root")];
         b.snmp.insert("Udp.RcvbufErrors".into(), 9877);
         b.softnet[0].dropped = 4;

@@ -4,6 +4,12 @@
 //! not named, and what the board cannot account for is `unattributed` (the wire, or a host
 //! netperfd cannot read). The peer's places (`peer_*`) are not filled yet: the board reads
 //! only its own counters.
+//!
+//! Units: the counters count what the kernel counts. Socket, softnet and most NIC counters
+//! count datagrams (frames); a qdisc counts a dropped GSO batch (several datagrams sent in one
+//! `sendmmsg`/UDP_SEGMENT buffer) as one drop, unless it cut the batch up before queueing it
+//! (TBF does when the batch is larger than its burst). Such drops are shown as counted and the
+//! rest of the loss stays `unattributed` rather than being guessed.
 
 use crate::board::counters::BoardDelta;
 use crate::model::display::count;
@@ -210,7 +216,7 @@ pub fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
         ));
     } else if l.overcounted() {
         out.push(format!(
-            "the board's counters moved by {} while the run lost {lost}: other traffic ran at the same time and is in these figures",
+            "the board's counters moved by {} while the run lost {lost}: they are host-wide and also count traffic outside the run (other flows at the same time, datagrams sent after the receiver stopped counting)",
             count(l.attributed())
         ));
     } else if l.unattributed > 0 && !l.places.is_empty() {
@@ -374,7 +380,12 @@ mod tests {
 
     #[test]
     fn a_sending_run_is_charged_to_the_egress_queue_only() {
-        let l = ledger(12_345, Path::Sent, &["eth0".into(), "eth1".into()], &board());
+        let l = ledger(
+            12_345,
+            Path::Sent,
+            &["eth0".into(), "eth1".into()],
+            &board(),
+        );
         assert_eq!(l.places.len(), 1, "{l:?}");
         assert_eq!(l.places[0].place, "board_qdisc");
         assert_eq!(l.places[0].packets, 12_001);
@@ -410,7 +421,12 @@ mod tests {
 
     #[test]
     fn nothing_on_the_board_says_so() {
-        let l = ledger(500, Path::Received, &["eth0".into()], &BoardDelta::default());
+        let l = ledger(
+            500,
+            Path::Received,
+            &["eth0".into()],
+            &BoardDelta::default(),
+        );
         assert_eq!((l.lost, l.places.len(), l.unattributed), (500, 0, 500));
         assert_eq!(
             sentences(&l, &BoardDelta::default()),

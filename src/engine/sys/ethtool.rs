@@ -108,7 +108,9 @@ pub fn stats(ifname: &str) -> std::io::Result<Vec<(String, u64)>> {
     set_u32(&mut vals, 0, ETHTOOL_GSTATS);
     set_u32(&mut vals, 1, n as u32);
     call(&fd, ifname, &mut vals)?;
-    let got = (get_u32(&names, 2) as usize).min(get_u32(&vals, 1) as usize).min(n);
+    let got = (get_u32(&names, 2) as usize)
+        .min(get_u32(&vals, 1) as usize)
+        .min(n);
     let bytes: Vec<u8> = names.iter().flat_map(|w| w.to_ne_bytes()).collect();
     let strings = &bytes[12..];
     Ok((0..got)
