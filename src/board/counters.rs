@@ -675,6 +675,7 @@ impl BoardReading {
             thermal,
             rmem_max: self.rmem_max,
             wmem_max: self.wmem_max,
+            series: None,
         }
     }
 }
@@ -776,6 +777,9 @@ pub struct BoardDelta {
     pub rmem_max: Option<u64>,
     #[serde(default)]
     pub wmem_max: Option<u64>,
+    /// The per-second series of the fast counters (`None` when the run was not sampled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<Series>,
 }
 
 impl BoardDelta {
@@ -787,6 +791,128 @@ impl BoardDelta {
     /// Softnet drops summed over CPUs.
     pub fn softnet_dropped(&self) -> u64 {
         self.softnet.iter().map(|s| s.dropped).sum()
+    }
+}
+
+/// The few counters that change fast, read by the 1 Hz sampler every second (the per-second
+/// series of a run, [`Series`]): each port's root qdisc drops and NIC receive drop counters,
+/// softnet drops, each core's clock and each thermal zone's temperature.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FastReading {
+    /// Root qdisc drops by port.
+    pub qdisc_drops: BTreeMap<String, u64>,
+    /// By port: the driver's receive drop counters ([`is_nic_rx_drop`]) and, last,
+    /// `/proc/net/dev` rx_dropped under the name `""`.
+    pub nic_rx_drops: BTreeMap<String, Vec<(String, u64)>>,
+    /// Softnet drops summed over CPUs.
+    pub softnet_dropped: u64,
+    /// Each core's clock, MHz.
+    pub mhz: Vec<f64>,
+    /// Each thermal zone's temperature, °C.
+    pub temp_c: Vec<f64>,
+}
+
+impl FastReading {
+    /// Read them now for `ports` (interface names; loopback and names beyond the first
+    /// 32 are skipped). `dev_rx_dropped` is `/proc/net/dev`'s rx_dropped by port, which the
+    /// sampler has read already.
+    pub fn take(ports: &[&String], dev_rx_dropped: &BTreeMap<String, u64>) -> FastReading {
+        let mut qd = qdiscs();
+        let mut r = FastReading::default();
+        for n in ports.iter().filter(|n| n.as_str() != "lo").take(MAX_PORTS) {
+            let idx = nix::net::if_::if_nametoindex(n.as_str())
+                .ok()
+                .and_then(|i| i32::try_from(i).ok());
+            if let Some(q) = idx
+                .and_then(|i| qd.remove(&i))
+                .and_then(|v| v.into_iter().find(Qdisc::is_root))
+            {
+                r.qdisc_drops.insert((*n).clone(), q.drops);
+            }
+            let mut v: Vec<(String, u64)> = ethtool::stats(n)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|(k, _)| is_nic_rx_drop(k))
+                .collect();
+            if let Some(d) = dev_rx_dropped.get(*n) {
+                v.push((String::new(), *d));
+            }
+            r.nic_rx_drops.insert((*n).clone(), v);
+        }
+        r.softnet_dropped = std::fs::read_to_string("/proc/net/softnet_stat")
+            .map(|s| parse_softnet(&s).iter().map(|c| c.dropped).sum())
+            .unwrap_or(0);
+        r.mhz = numbered("/sys/devices/system/cpu", "cpu")
+            .into_iter()
+            .filter_map(|(_, p)| read_num(&p.join("cpufreq/scaling_cur_freq")))
+            .map(|k| k as f64 / 1000.0)
+            .collect();
+        r.temp_c = numbered("/sys/class/thermal", "thermal_zone")
+            .into_iter()
+            .filter_map(|(_, p)| read_trim(&p.join("temp"))?.parse::<i64>().ok())
+            .map(|m| m as f64 / 1000.0)
+            .collect();
+        r
+    }
+}
+
+/// A run's per-second series of the fast counters ([`FastReading`]), over the run's ports:
+/// drops in each second (qdisc, NIC, softnet), the slowest core's clock and the hottest zone.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Series {
+    /// Seconds since the run started.
+    pub t: Vec<f64>,
+    /// Root qdisc drops on the run's ports, packets in the second.
+    pub qdisc_drops: Vec<u64>,
+    /// NIC receive drops on the run's ports (the largest drop counter of each port).
+    pub nic_rx_drops: Vec<u64>,
+    /// Softnet drops, all CPUs.
+    pub softnet_dropped: Vec<u64>,
+    /// The slowest core's clock, MHz (`None` without cpufreq).
+    pub mhz_min: Vec<Option<f64>>,
+    /// The hottest thermal zone, °C (`None` without thermal zones).
+    pub temp_max_c: Vec<Option<f64>>,
+}
+
+/// At most this many points per series (a day at 1 Hz); later seconds are not added.
+pub const MAX_SERIES: usize = 86_400;
+
+impl Series {
+    /// Add the second from `prev` to `cur` at `t` (s since the run started) over `ports`.
+    /// Counters that went backwards give 0.
+    pub fn push(&mut self, t: f64, prev: &FastReading, cur: &FastReading, ports: &[String]) {
+        if self.t.len() >= MAX_SERIES {
+            return;
+        }
+        let d = |a: u64, b: u64| b.saturating_sub(a);
+        let mut q = 0;
+        let mut nic = 0;
+        for p in ports {
+            if let (Some(a), Some(b)) = (prev.qdisc_drops.get(p), cur.qdisc_drops.get(p)) {
+                q += d(*a, *b);
+            }
+            if let (Some(a), Some(b)) = (prev.nic_rx_drops.get(p), cur.nic_rx_drops.get(p)) {
+                let moved = |driver: bool| {
+                    b.iter()
+                        .filter(|(k, _)| k.is_empty() != driver)
+                        .filter_map(|(k, v)| {
+                            a.iter().find(|(ka, _)| ka == k).map(|(_, va)| d(*va, *v))
+                        })
+                        .max()
+                        .unwrap_or(0)
+                };
+                let driver = moved(true);
+                nic += if driver > 0 { driver } else { moved(false) };
+            }
+        }
+        self.t.push(t);
+        self.qdisc_drops.push(q);
+        self.nic_rx_drops.push(nic);
+        self.softnet_dropped
+            .push(d(prev.softnet_dropped, cur.softnet_dropped));
+        self.mhz_min.push(cur.mhz.iter().copied().reduce(f64::min));
+        self.temp_max_c
+            .push(cur.temp_c.iter().copied().reduce(f64::max));
     }
 }
 
@@ -980,6 +1106,65 @@ mod tests {
         // The stored form reads back.
         let j = serde_json::to_string(&d).unwrap();
         assert_eq!(serde_json::from_str::<BoardDelta>(&j).unwrap(), d);
+    }
+
+    #[test]
+    fn series_of_the_fast_counters() {
+        let ports = vec!["eth0".to_string()];
+        let a = FastReading {
+            qdisc_drops: [("eth0".to_string(), 100), ("eth1".to_string(), 5)].into(),
+            nic_rx_drops: [(
+                "eth0".to_string(),
+                vec![
+                    ("rx_missed_cntr".to_string(), 10),
+                    ("mmc_rx_fifo_overflow".to_string(), 10),
+                    (String::new(), 3),
+                ],
+            )]
+            .into(),
+            softnet_dropped: 7,
+            mhz: vec![1800.0, 1800.0],
+            temp_c: vec![60.5, 48.0],
+        };
+        let mut b = a.clone();
+        b.qdisc_drops.insert("eth0".into(), 4100);
+        b.qdisc_drops.insert("eth1".into(), 900);
+        b.nic_rx_drops.insert(
+            "eth0".into(),
+            vec![
+                ("rx_missed_cntr".to_string(), 510),
+                ("mmc_rx_fifo_overflow".to_string(), 400),
+                (String::new(), 1000),
+            ],
+        );
+        b.softnet_dropped = 9;
+        b.mhz = vec![1800.0, 800.0];
+        let mut s = Series::default();
+        s.push(1.0, &a, &b, &ports);
+        // Only the run's port; the driver's largest counter, not /proc/net/dev's.
+        assert_eq!(s.qdisc_drops, [4000]);
+        assert_eq!(s.nic_rx_drops, [500]);
+        assert_eq!(s.softnet_dropped, [2]);
+        assert_eq!(s.mhz_min, [Some(800.0)]);
+        assert_eq!(s.temp_max_c, [Some(60.5)]);
+        // Backwards (reset) is 0; no cpufreq or thermal is None; no driver counter moved:
+        // /proc/net/dev's.
+        let mut c = a.clone();
+        c.mhz.clear();
+        c.temp_c.clear();
+        c.nic_rx_drops
+            .get_mut("eth0")
+            .unwrap()
+            .last_mut()
+            .unwrap()
+            .1 = 13;
+        s.push(2.0, &b, &a, &ports);
+        s.push(3.0, &a, &c, &ports);
+        assert_eq!(s.qdisc_drops, [4000, 0, 0]);
+        assert_eq!(s.nic_rx_drops, [500, 0, 10]);
+        assert_eq!(s.mhz_min[2], None);
+        assert_eq!(s.temp_max_c[2], None);
+        assert_eq!(s.t, [1.0, 2.0, 3.0]);
     }
 
     #[test]

@@ -416,7 +416,7 @@ mod tests {
         let s = sentences(&l, &board());
         assert_eq!(s[0], "RcvbufErrors +9,870: the board's socket buffer overflowed — -w 4M, or raise net.core.rmem_max (now 212992)");
         assert_eq!(s[1], "rx_missed_errors +5,000 on eth1: the NIC's ring (256 of max 4096) overflowed — `ethtool -G eth1 rx 4096`");
-        assert!(s[2].contains("other traffic"), "{s:?}");
+        assert!(s[2].contains("traffic outside the run"), "{s:?}");
     }
 
     #[test]

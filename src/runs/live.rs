@@ -4,7 +4,7 @@
 
 use super::recorder::{Outcome, Recorder, Sampling};
 use crate::board::apply::Controller;
-use crate::board::counters::BoardReading;
+use crate::board::counters::{BoardReading, Series};
 use crate::board::sampler::{self as monitor, Sampler, Snapshot};
 use crate::engine::iperf3::client::{self, ClientSpec, Event};
 use crate::engine::iperf3::server::ServerEvent;
@@ -56,6 +56,8 @@ struct Watch {
     tx: broadcast::Sender<LiveEvent>,
     /// The board's counters when the run started (see [`Hub::board_end`]).
     board: Arc<BoardReading>,
+    /// The fast counters second by second.
+    series: Series,
 }
 
 /// The registry of active runs.
@@ -278,6 +280,7 @@ impl Hub {
                 prev: Arc::new(Snapshot::take()),
                 tx,
                 board: Arc::new(BoardReading::take()),
+                series: Series::default(),
             },
         );
         if self.monitor_on.swap(true, Ordering::SeqCst) {
@@ -374,6 +377,7 @@ impl Hub {
                     / 1000.0;
                 let cpus = now.cpu_since(&w.prev, t);
                 let ports = now.ports_since(&w.prev, t, &w.ports);
+                w.series.push(t, &w.prev.fast, &now.fast, &w.ports);
                 w.prev = now.clone();
                 out.push((*id, t, cpus, ports, w.tx.clone()));
             }
@@ -433,14 +437,19 @@ impl Hub {
     /// are known (`lost`). Called before the run's end is stored, so a run seen ended has
     /// its ledger. A run not watched (a leg of a multi-port run) has none.
     fn board_end(&self, id: i64, lost: Option<i64>) {
-        let Some((start, started, ports)) = relock(&self.watches)
-            .get(&id)
-            .map(|w| (w.board.clone(), w.started, w.ports.clone()))
-        else {
+        let Some((start, started, ports, series)) = relock(&self.watches).get(&id).map(|w| {
+            (
+                w.board.clone(),
+                w.started,
+                w.ports.clone(),
+                w.series.clone(),
+            )
+        }) else {
             return;
         };
         let end = BoardReading::take();
-        let delta = end.since(&start, started.elapsed().as_secs_f64());
+        let mut delta = end.since(&start, started.elapsed().as_secs_f64());
+        delta.series = (!series.t.is_empty()).then_some(series);
         let Ok(Some(run)) = self.store.get_run(id) else {
             return;
         };
