@@ -157,6 +157,35 @@ fn board_sending_into_its_own_tbf_is_charged_to_the_board_qdisc() {
     let root = &v["board"]["ports"]["eth0"]["qdiscs"][0];
     assert_eq!(root["kind"], "tbf");
     assert_eq!(root["drops"], q["packets"]);
+    // The run page: the ledger card and the board's counters that moved.
+    let page = http.get(&format!("/runs/{}", v["run"]["id"])).body;
+    let card = &page[page
+        .find("Where the packets went")
+        .unwrap_or_else(|| panic!("no ledger card:\n{page}"))..];
+    let packets = num(q, "/packets") as u64;
+    let grouped = {
+        let t = packets.to_string();
+        let mut g = String::new();
+        for (i, c) in t.chars().enumerate() {
+            if i > 0 && (t.len() - i) % 3 == 0 {
+                g.push(',');
+            }
+            g.push(c);
+        }
+        g
+    };
+    assert!(
+        card.contains(&format!(
+            "<td>board_qdisc</td><td>eth0</td><td>{grouped}</td><td>qdisc tbf drops on eth0</td>"
+        )),
+        "{card}"
+    );
+    let board_section = &page[page.find("Board during the run").expect("board section")..];
+    assert!(
+        board_section.contains("<dt>eth0 qdisc tbf ")
+            && board_section.contains(&format!(" (root)</dt><dd>drops +{grouped}")),
+        "{board_section}"
+    );
     // The same ledger from the CLI and in the history export.
     let data = lab.dir().join("data");
     let id = v["run"]["id"].as_i64().expect("id").to_string();
