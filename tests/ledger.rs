@@ -208,7 +208,7 @@ fn board_sending_into_its_own_tbf_is_charged_to_the_board_qdisc() {
     let export = http.get_json("/api/export");
     let run = export["runs"]
         .as_array()
-        .and_then(|a| a.iter().find(|r| r["id"].to_string() == id))
+        .and_then(|a| a.iter().find(|r| r["id"] == v["run"]["id"]))
         .unwrap_or_else(|| panic!("run {id} not exported"));
     assert_eq!(run["loss_ledger"], *l);
 }

@@ -132,7 +132,7 @@ pub fn ledger(lost: u64, path: Path, ports: &[String], d: &BoardDelta) -> LossLe
             });
         }
     }
-    places.sort_by(|a, b| b.packets.cmp(&a.packets));
+    places.sort_by_key(|p| std::cmp::Reverse(p.packets));
     let sum: u64 = places.iter().map(|p| p.packets).sum();
     LossLedger {
         lost,
