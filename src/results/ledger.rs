@@ -141,6 +141,30 @@ pub fn ledger(lost: u64, path: Path, ports: &[String], d: &BoardDelta) -> LossLe
     }
 }
 
+/// The ledger in a few words for tables across runs and boards (compare, suites): each place
+/// and its packets, then what is unattributed — "board_qdisc eth0 12,001, unattributed 344",
+/// "not on the board (500)". `None` when nothing was lost.
+pub fn headline(l: &LossLedger) -> Option<String> {
+    if l.lost == 0 {
+        return None;
+    }
+    if l.places.is_empty() {
+        return Some(format!("not on the board ({})", count(l.lost)));
+    }
+    let mut parts: Vec<String> = l
+        .places
+        .iter()
+        .map(|p| match &p.port {
+            Some(port) => format!("{} {port} {}", p.place, count(p.packets)),
+            None => format!("{} {}", p.place, count(p.packets)),
+        })
+        .collect();
+    if l.unattributed > 0 {
+        parts.push(format!("unattributed {}", count(l.unattributed)));
+    }
+    Some(parts.join(", "))
+}
+
 /// "CPU 0" / "CPUs 0, 3": the CPUs whose softnet counter `f` moved.
 fn cpus_moved(d: &BoardDelta, f: impl Fn(&crate::board::counters::Softnet) -> u64) -> String {
     let v: Vec<String> = d
@@ -397,6 +421,10 @@ mod tests {
             serde_json::json!({"lost": 12345, "places": [{"place": "board_qdisc", "port": "eth0",
                 "packets": 12001, "counter": "qdisc tbf drops on eth0"}], "unattributed": 344})
         );
+        assert_eq!(
+            headline(&l).as_deref(),
+            Some("board_qdisc eth0 12,001, unattributed 344")
+        );
         let s = sentences(&l, &board());
         assert_eq!(s[0], "12,001 of 12,345 lost datagrams were dropped by the board's own egress queue (tbf on eth0): the sender outran the link — lower -b or raise the shaper");
         assert_eq!(s[1], "344 of 12,345 lost datagrams are not on the board's counters: on the wire or at the peer");
@@ -428,12 +456,14 @@ mod tests {
             &BoardDelta::default(),
         );
         assert_eq!((l.lost, l.places.len(), l.unattributed), (500, 0, 500));
+        assert_eq!(headline(&l).as_deref(), Some("not on the board (500)"));
         assert_eq!(
             sentences(&l, &BoardDelta::default()),
             ["500 datagrams lost, not on the board: on the wire or at the peer (none of the board's drop counters moved)"]
         );
         // Nothing lost, nothing moved: nothing to say.
         let none = ledger(0, Path::Both, &[], &BoardDelta::default());
+        assert_eq!(headline(&none), None);
         assert!(sentences(&none, &BoardDelta::default()).is_empty());
     }
 
