@@ -863,13 +863,13 @@ mod tests {
     fn the_ledger_headline_is_in_the_tables_across_boards() {
         let mut s = seed_001();
         s[0].steps[2].lost_where = Some("board_socket 1,262".into());
-        s[1].steps[2].lost_where = Some("not on the board (121)".into());
+        s[1].steps[2].lost_where = Some("not on the board: 121".into());
         let c = suites_side_by_side(&s);
         assert_eq!(
             step_grid(&c).rows[2][1..],
             [
                 "400.0 Mbit/s, 1.20 % loss (board_socket 1,262)",
-                "400.0 Mbit/s, 0.03 % loss (+0.0 %) (not on the board (121))"
+                "400.0 Mbit/s, 0.03 % loss (not on the board: 121) (+0.0 %)"
             ]
         );
         // Without a ledger the tables are as before.

@@ -143,13 +143,13 @@ pub fn ledger(lost: u64, path: Path, ports: &[String], d: &BoardDelta) -> LossLe
 
 /// The ledger in a few words for tables across runs and boards (compare, suites): each place
 /// and its packets, then what is unattributed — "board_qdisc eth0 12,001, unattributed 344",
-/// "not on the board (500)". `None` when nothing was lost.
+/// "not on the board: 500". `None` when nothing was lost.
 pub fn headline(l: &LossLedger) -> Option<String> {
     if l.lost == 0 {
         return None;
     }
     if l.places.is_empty() {
-        return Some(format!("not on the board ({})", count(l.lost)));
+        return Some(format!("not on the board: {}", count(l.lost)));
     }
     let mut parts: Vec<String> = l
         .places
@@ -456,7 +456,7 @@ mod tests {
             &BoardDelta::default(),
         );
         assert_eq!((l.lost, l.places.len(), l.unattributed), (500, 0, 500));
-        assert_eq!(headline(&l).as_deref(), Some("not on the board (500)"));
+        assert_eq!(headline(&l).as_deref(), Some("not on the board: 500"));
         assert_eq!(
             sentences(&l, &BoardDelta::default()),
             ["500 datagrams lost, not on the board: on the wire or at the peer (none of the board's drop counters moved)"]
