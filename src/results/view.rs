@@ -1297,7 +1297,7 @@ mod tests {
 /// moved, one (label, value) line each.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct BoardView {
-    /// Lost datagrams, grouped ("12,345"); `None` when the run has no ledger.
+    /// Lost datagrams, grouped ("12,345"); `None` when the run has no ledger or lost none.
     pub lost: Option<String>,
     /// Place, port ("—" when none), packets (grouped), counter.
     pub places: Vec<[String; 4]>,
@@ -1320,7 +1320,8 @@ pub fn board_view(board: Option<&Value>, ledger: Option<&Value>) -> BoardView {
     let d: Option<BoardDelta> = board.and_then(|b| serde_json::from_value(b.clone()).ok());
     let l: Option<LossLedger> = ledger.and_then(|l| serde_json::from_value(l.clone()).ok());
     let mut v = BoardView::default();
-    if let Some(l) = &l {
+    // The card only for runs that lost datagrams (the ledger of a clean run says nothing).
+    if let Some(l) = l.as_ref().filter(|l| l.lost > 0) {
         v.lost = Some(display::count(l.lost));
         v.places = l
             .places
@@ -1541,6 +1542,11 @@ mod board_view_tests {
                 ),
             ]
         );
+        // A clean run has no ledger card, only its counters.
+        let clean = serde_json::json!({"lost": 0, "places": [], "unattributed": 0});
+        let c = board_view(Some(&board), Some(&clean));
+        assert_eq!(c.lost, None);
+        assert_eq!(c.moved, v.moved);
         // A run from before the counters were kept has nothing to show.
         assert_eq!(board_view(None, None), BoardView::default());
     }
