@@ -448,6 +448,40 @@ mod tests {
     }
 
     #[test]
+    fn a_forwarded_run_counts_every_port_but_no_socket() {
+        let mut d = board();
+        d.softnet = vec![Softnet {
+            cpu: 1,
+            processed: 9,
+            dropped: 4,
+            time_squeeze: 0,
+        }];
+        let l = ledger(
+            20_000,
+            Path::of("send", true),
+            &["eth1".into(), "eth0".into()],
+            &d,
+        );
+        let places: Vec<(&str, Option<&str>, u64)> = l
+            .places
+            .iter()
+            .map(|p| (p.place.as_str(), p.port.as_deref(), p.packets))
+            .collect();
+        assert_eq!(
+            places,
+            [
+                ("board_qdisc", Some("eth0"), 12_001),
+                ("board_nic", Some("eth1"), 5000),
+                ("board_softnet", None, 4)
+            ]
+        );
+        assert_eq!(l.places[2].counter, "softnet_stat dropped (CPU 1)");
+        assert_eq!(l.unattributed, 20_000 - 17_005);
+        assert_eq!(Path::of("receive", false), Path::Received);
+        assert_eq!(Path::of("bidir", false), Path::Both);
+    }
+
+    #[test]
     fn nothing_on_the_board_says_so() {
         let l = ledger(
             500,
