@@ -157,6 +157,16 @@ fn board_sending_into_its_own_tbf_is_charged_to_the_board_qdisc() {
     let root = &v["board"]["ports"]["eth0"]["qdiscs"][0];
     assert_eq!(root["kind"], "tbf");
     assert_eq!(root["drops"], q["packets"]);
+    // The per-second series saw the drops second by second (whole seconds of the run only).
+    let series: Vec<f64> = v["board"]["series"]["qdisc_drops"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default();
+    let in_series: f64 = series.iter().sum();
+    assert!(
+        series.len() >= 2 && in_series > 0.3 * tc && in_series <= tc,
+        "series {series:?} vs {tc} drops"
+    );
     // The run page: the ledger card and the board's counters that moved.
     let page = http.get(&format!("/runs/{}", v["run"]["id"])).body;
     let card = &page[page
