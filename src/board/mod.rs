@@ -1,10 +1,12 @@
 //! The board: its network ports (a quick getifaddrs(3) list here; the full netlink inventory in
 //! `links`), changing them (`addresses`, `forwarding`, `apply`), the CPU governor, and the
-//! 1 Hz sampler of CPU per core and port counters (`sampler`). It knows nothing of tests.
+//! 1 Hz sampler of CPU per core and port counters (`sampler`), and the counters read around
+//! each run (NIC, qdisc, socket, softnet, IRQ, clock and temperature: `counters`). It knows nothing of tests.
 //! Nothing here parses `ip` or `ifconfig` output.
 
 pub mod addresses;
 pub mod apply;
+pub mod counters;
 pub mod error;
 pub mod forwarding;
 pub mod governor;

@@ -1,11 +1,14 @@
 //! The board monitor: CPU time per core from `/proc/stat`, port counters from `/proc/net/dev`
-//! (both follow the reader's network namespace), link speed and MTU from sysfs, and the
-//! conntrack entry count. The board's one 1 Hz loop is [`Sampler`]: each second it takes a
+//! (both follow the reader's network namespace), link speed and MTU from sysfs, the
+//! conntrack entry count, and the fast board counters of a run's per-second series
+//! ([`crate::board::counters::FastReading`]: qdisc, NIC and softnet drops, clocks,
+//! temperatures). The board's one 1 Hz loop is [`Sampler`]: each second it takes a
 //! [`Snapshot`] (which the run hub, [`crate::runs::live::Hub`], turns into each active run's
 //! samples) and, on the daemon's board, reads the netlink port inventory whose rates the
 //! Ports page shows ([`PortSampler`]). Not for: deciding what the numbers mean (see
 //! [`crate::results::analysis`]).
 
+use crate::board::counters::FastReading;
 use crate::board::links::{self, PortSampler};
 use crate::store::{CpuSampleRow, PortSampleRow};
 use std::collections::HashMap;
@@ -259,12 +262,14 @@ pub fn port_delta(
     }
 }
 
-/// One reading of the board: every CPU line and every port's counters.
+/// One reading of the board: every CPU line and every port's counters, and the fast board
+/// counters of the per-second series (qdisc, NIC and softnet drops, clocks, temperatures).
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     pub at: Instant,
     pub cpus: Vec<(i32, CpuTimes)>,
     pub ports: HashMap<String, PortCounters>,
+    pub fast: FastReading,
 }
 
 impl Snapshot {
@@ -277,10 +282,18 @@ impl Snapshot {
         let ports = std::fs::read_to_string("/proc/net/dev")
             .map(|s| parse_proc_net_dev(&s))
             .unwrap_or_default();
+        let mut names: Vec<&String> = ports.keys().collect();
+        names.sort();
+        let dropped = ports
+            .iter()
+            .map(|(k, c)| (k.clone(), c.rx_dropped))
+            .collect();
+        let fast = FastReading::take(&names, &dropped);
         Snapshot {
             at: Instant::now(),
             cpus,
             ports,
+            fast,
         }
     }
 

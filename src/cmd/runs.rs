@@ -159,9 +159,12 @@ fn run(a: RunsArgs) -> Result<(), String> {
                 .ok_or_else(|| format!("no run {id}"))?;
             let rep = store.report(id).map_err(|e| e.to_string())?;
             if a.json {
+                let (board, ledger) = store.run_board(id).map_err(|e| e.to_string())?;
                 let v = serde_json::json!({
                     "run": run,
                     "view": crate::results::view::view(&run),
+                    "loss_ledger": ledger,
+                    "board": board,
                     "streams": store.streams(id).map_err(|e| e.to_string())?,
                     "intervals": store.intervals(id).map_err(|e| e.to_string())?,
                 });

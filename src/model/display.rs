@@ -39,6 +39,11 @@ fn scaled(v: f64) -> String {
     }
 }
 
+/// A count with its thousands grouped: 12345 → "12,345".
+pub fn count(n: u64) -> String {
+    group(&n.to_string())
+}
+
 /// "12345.6" → "12,345.6": a comma between each group of three digits of the whole part.
 fn group(s: &str) -> String {
     let (whole, frac) = s.split_once('.').unwrap_or((s, ""));

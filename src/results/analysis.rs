@@ -248,6 +248,10 @@ pub struct Analysis {
     /// Paced runs: the sender reached the rate asked for but the receiver got less than
     /// [`crate::engine::shortfall::SHORTFALL_PERCENT`] % of it (received as % of the target).
     pub received_percent_short: Option<f64>,
+    /// What the board's counters over the run say (`results::ledger::sentences`): where
+    /// the lost datagrams went and what to try, clocks and temperatures worth a word. Empty
+    /// when the run has no counters recorded, or nothing moved.
+    pub board: Vec<String>,
 }
 
 impl Analysis {
@@ -528,6 +532,7 @@ pub fn analyze_recorded(
         rate_check,
         threads: threads.to_vec(),
         received_percent_short: received_short,
+        board: Vec::new(),
     }
 }
 

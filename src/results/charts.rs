@@ -279,7 +279,7 @@ pub fn analyze_run(store: &Store, run: &RunRow) -> Option<Analysis> {
         .into_iter()
         .flatten()
         .any(|id| store.run_origin(id).ok().flatten().is_some());
-    Some(analysis::analyze_recorded(
+    let mut a = analysis::analyze_recorded(
         run,
         &cpus,
         &ports,
@@ -287,7 +287,32 @@ pub fn analyze_run(store: &Store, run: &RunRow) -> Option<Analysis> {
         timestamps_at_start(store, run),
         &threads,
         imported,
-    ))
+    );
+    with_board(store, run, &mut a);
+    Some(a)
+}
+
+/// Add what the board's counters over `run` say to its analysis (see
+/// [`crate::results::ledger`]); when the run lost datagrams, the ledger's first sentence
+/// joins the verdict.
+fn with_board(store: &Store, run: &RunRow, a: &mut analysis::Analysis) {
+    let Ok((Some(board), ledger)) = store.run_board(run.id) else {
+        return;
+    };
+    let Ok(d) = serde_json::from_value::<crate::board::counters::BoardDelta>(board) else {
+        return;
+    };
+    let ledger =
+        ledger.and_then(|l| serde_json::from_value::<crate::results::ledger::LossLedger>(l).ok());
+    a.board = match &ledger {
+        Some(l) => crate::results::ledger::sentences(l, &d),
+        None => crate::results::ledger::board_notes(&d),
+    };
+    if let (Some(l), Some(first)) = (&ledger, a.board.first()) {
+        if l.lost > 0 {
+            a.verdict_text = format!("{}; {first}", a.verdict_text);
+        }
+    }
 }
 
 /// Whether TCP timestamps were on when `run` started (its recorded network configuration, or

@@ -559,8 +559,13 @@ pub fn metric_grid(c: &Comparison) -> Grid {
         }),
     ];
     let with_latency = cells.iter().flatten().any(|s| s.latency.is_some());
+    let lost_where: [Metric; 1] = [("Lost where", |s, _, _| {
+        s.lost_where.clone().unwrap_or_else(|| DASH.into())
+    })];
+    let with_ledger = cells.iter().flatten().any(|s| s.lost_where.is_some());
     let rows = metrics
         .iter()
+        .chain(lost_where.iter().filter(|_| with_ledger))
         .chain(latency.iter().filter(|_| with_latency))
         .map(|(name, f)| {
             let mut row = vec![name.to_string()];
@@ -597,6 +602,9 @@ pub fn step_grid(c: &Comparison) -> Grid {
                     let mut t = bitrate_text(s);
                     if s.protocol == "UDP" && s.loss_percent.is_some() {
                         t.push_str(&format!(", {} loss", loss_text(s)));
+                    }
+                    if let Some(w) = &s.lost_where {
+                        t.push_str(&format!(" ({w})"));
                     }
                     if let Some(l) = s.latency {
                         t.push_str(&format!(
@@ -849,6 +857,23 @@ mod tests {
             ["TCP send", "TCP receive", "UDP receive 400M"]
         );
         assert_eq!(b.rows[1][2], "934.0 Mbit/s (+62.7 %)");
+    }
+
+    #[test]
+    fn the_ledger_headline_is_in_the_tables_across_boards() {
+        let mut s = seed_001();
+        s[0].steps[2].lost_where = Some("board_socket 1,262".into());
+        s[1].steps[2].lost_where = Some("not on the board: 121".into());
+        let c = suites_side_by_side(&s);
+        assert_eq!(
+            step_grid(&c).rows[2][1..],
+            [
+                "400.0 Mbit/s, 1.20 % loss (board_socket 1,262)",
+                "400.0 Mbit/s, 0.03 % loss (not on the board: 121) (+0.0 %)"
+            ]
+        );
+        // Without a ledger the tables are as before.
+        assert!(!step_grid(&suites_side_by_side(&seed_001())).rows[2][1].contains('('));
     }
 
     #[test]

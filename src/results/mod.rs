@@ -1,5 +1,5 @@
 //! Results: what a stored run means — the ceiling and verdict (`analysis`), result tables and
-//! comparisons (`compare`), chart series (`charts`) and exports (`export`: CSV, iperf3 JSON),
+//! comparisons (`compare`), where a run's lost datagrams went (`ledger`), chart series (`charts`) and exports (`export`: CSV, iperf3 JSON),
 //! with the pages' unit style of `model::display`, notes on suites compared that were not run
 //! alike (`suite_notes`); PASS / FAIL of suite runs against their
 //! thresholds (`verdict`) and their JUnit / LAVA forms (`farm`). Reads the store; never measures or renders HTML.
@@ -11,6 +11,7 @@ pub mod export;
 pub mod farm;
 pub mod figures;
 pub mod latency;
+pub mod ledger;
 pub mod owd;
 pub mod shortfall;
 pub mod suite_notes;

@@ -65,6 +65,10 @@ pub struct StepResult {
     /// Pass / fail against `thresholds` (see [`crate::results::verdict`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verdict: Option<crate::results::verdict::StepVerdict>,
+    /// UDP and forwarding runs that lost datagrams: where, in a few words (the loss ledger's
+    /// headline, [`crate::results::ledger::headline`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_where: Option<String>,
 }
 
 /// Busiest core's highest busy %, over all of a run's samples.
@@ -144,6 +148,12 @@ pub fn run_result(store: &Store, index: usize, label: &str, r: &RunRow) -> StepR
         latency: (r.kind == crate::model::RunKind::Latency)
             .then(|| crate::results::latency::LatencyFigures::of_summary(&r.summary))
             .flatten(),
+        lost_where: store
+            .run_board(r.id)
+            .ok()
+            .and_then(|(_, l)| l)
+            .and_then(|l| serde_json::from_value(l).ok())
+            .and_then(|l| crate::results::ledger::headline(&l)),
         ..Default::default()
     }
 }

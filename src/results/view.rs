@@ -1416,3 +1416,263 @@ mod tests {
         }
     }
 }
+
+/// The run page's "Where the packets went" card: the loss ledger as rows and the sentences
+/// that say what to try; and its "Board during the run" section: the board's counters that
+/// moved, one (label, value) line each.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct BoardView {
+    /// Lost datagrams, grouped ("12,345"); `None` when the run has no ledger or lost none.
+    pub lost: Option<String>,
+    /// Place, port ("—" when none), packets (grouped), counter.
+    pub places: Vec<[String; 4]>,
+    /// Unattributed datagrams, grouped.
+    pub unattributed: String,
+    /// What the counters say (`results::ledger::sentences`).
+    pub sentences: Vec<String>,
+    /// The counters that moved during the run, e.g. ("eth0 qdisc tbf 8001:", "drops +12,001,
+    /// overlimits +40,210").
+    pub moved: Vec<(String, String)>,
+    /// The board's counters are host-wide: a line saying so when the run has them.
+    pub note: Option<String>,
+}
+
+/// The board view of a run from its stored board counters and loss ledger (both JSON as
+/// `GET /api/runs/N` gives them; `None` for runs recorded before they were kept).
+pub fn board_view(board: Option<&Value>, ledger: Option<&Value>) -> BoardView {
+    use crate::board::counters::BoardDelta;
+    use crate::results::ledger::{self, LossLedger};
+    let d: Option<BoardDelta> = board.and_then(|b| serde_json::from_value(b.clone()).ok());
+    let l: Option<LossLedger> = ledger.and_then(|l| serde_json::from_value(l.clone()).ok());
+    let mut v = BoardView::default();
+    // The card only for runs that lost datagrams (the ledger of a clean run says nothing).
+    if let Some(l) = l.as_ref().filter(|l| l.lost > 0) {
+        v.lost = Some(display::count(l.lost));
+        v.places = l
+            .places
+            .iter()
+            .map(|p| {
+                [
+                    p.place.clone(),
+                    p.port.clone().unwrap_or_else(|| "—".into()),
+                    display::count(p.packets),
+                    p.counter.clone(),
+                ]
+            })
+            .collect();
+        v.unattributed = display::count(l.unattributed);
+    }
+    let Some(d) = d else {
+        return v;
+    };
+    v.sentences = match &l {
+        Some(l) => ledger::sentences(l, &d),
+        None => ledger::board_notes(&d),
+    };
+    v.note = Some(
+        "Counters are the board's, not the run's: traffic that ran at the same time is in them too."
+            .into(),
+    );
+    let plus = |n: u64| format!("+{}", display::count(n));
+    for (port, p) in &d.ports {
+        for q in &p.qdiscs {
+            let mut parts = Vec::new();
+            for (what, n) in [
+                ("drops", q.drops),
+                ("overlimits", q.overlimits),
+                ("requeues", q.requeues),
+            ] {
+                if n > 0 {
+                    parts.push(format!("{what} {}", plus(n)));
+                }
+            }
+            if !parts.is_empty() {
+                v.moved.push((
+                    format!("{port} qdisc {} {} ({})", q.kind, q.handle, q.parent),
+                    parts.join(", "),
+                ));
+            }
+        }
+        for (what, n) in [("rx_dropped", p.rx_dropped), ("tx_dropped", p.tx_dropped)] {
+            if let Some(n) = n.filter(|n| *n > 0) {
+                v.moved
+                    .push((format!("{port} {what} (/proc/net/dev)"), plus(n)));
+            }
+        }
+        if !p.nic.is_empty() {
+            let mut nic: Vec<(&String, &u64)> = p.nic.iter().collect();
+            // Drop and error counters first, then the busiest.
+            nic.sort_by_key(|(k, n)| {
+                let bad = crate::board::counters::is_nic_rx_drop(k)
+                    || k.contains("err")
+                    || k.contains("drop")
+                    || k.contains("miss");
+                (!bad, std::cmp::Reverse(**n))
+            });
+            let shown: Vec<String> = nic
+                .iter()
+                .take(12)
+                .map(|(k, n)| format!("{k} {}", plus(**n)))
+                .collect();
+            let more = nic.len().saturating_sub(12);
+            let more = if more > 0 {
+                format!(" (and {more} more)")
+            } else {
+                String::new()
+            };
+            v.moved
+                .push((format!("{port} NIC"), format!("{}{more}", shown.join(", "))));
+        }
+        if let Some(r) = p.rings {
+            v.moved.push((
+                format!("{port} rings"),
+                format!("rx {} of {}, tx {} of {}", r.rx, r.rx_max, r.tx, r.tx_max),
+            ));
+        }
+    }
+    let snmp: Vec<String> = d
+        .snmp
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, n)| format!("{} {}", k.replace('.', " "), plus(*n)))
+        .collect();
+    if !snmp.is_empty() {
+        v.moved.push(("Protocols".into(), snmp.join(", ")));
+    }
+    for s in &d.softnet {
+        if s.dropped > 0 || s.time_squeeze > 0 || s.processed > 0 {
+            v.moved.push((
+                format!("softnet CPU {}", s.cpu),
+                format!(
+                    "processed {}, dropped {}, time_squeeze {}",
+                    plus(s.processed),
+                    plus(s.dropped),
+                    plus(s.time_squeeze)
+                ),
+            ));
+        }
+    }
+    for i in &d.irqs {
+        if i.per_cpu.iter().any(|n| *n > 0) {
+            let per: Vec<String> = i
+                .per_cpu
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(c, n)| format!("CPU {c} {}", plus(*n)))
+                .collect();
+            v.moved
+                .push((format!("IRQ {} ({})", i.irq, i.desc), per.join(", ")));
+        }
+    }
+    let mhz = |x: Option<f64>| x.map(|m| format!("{m:.0}")).unwrap_or_else(|| "—".into());
+    for c in &d.cpufreq {
+        v.moved.push((
+            format!("CPU {} clock", c.cpu),
+            format!(
+                "{} → {} MHz (limits {}–{}, max {}){}",
+                mhz(c.start_mhz),
+                mhz(c.end_mhz),
+                mhz(c.min_mhz),
+                mhz(c.max_mhz),
+                mhz(c.hw_max_mhz),
+                c.governor
+                    .as_deref()
+                    .map(|g| format!(", governor {g}"))
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    for t in &d.thermal {
+        let c = |x: Option<f64>| x.map(|m| format!("{m:.1}")).unwrap_or_else(|| "—".into());
+        v.moved.push((
+            format!("thermal {} ({})", t.zone, t.kind),
+            format!("{} → {} °C", c(t.start_c), c(t.end_c)),
+        ));
+    }
+    if let Some(s) = &d.series {
+        let low = s.mhz_min.iter().flatten().copied().reduce(f64::min);
+        let hot = s.temp_max_c.iter().flatten().copied().reduce(f64::max);
+        let peak = |v: &[u64]| v.iter().copied().max().unwrap_or(0);
+        let mut parts = Vec::new();
+        for (what, p) in [
+            ("qdisc drops", peak(&s.qdisc_drops)),
+            ("NIC rx drops", peak(&s.nic_rx_drops)),
+            ("softnet drops", peak(&s.softnet_dropped)),
+        ] {
+            if p > 0 {
+                parts.push(format!("{what} {} in one second", display::count(p)));
+            }
+        }
+        if let Some(m) = low {
+            parts.push(format!("slowest core {m:.0} MHz"));
+        }
+        if let Some(t) = hot {
+            parts.push(format!("hottest zone {t:.1} °C"));
+        }
+        if !parts.is_empty() {
+            v.moved
+                .push(("Peaks (1 s samples)".into(), parts.join(", ")));
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod board_view_tests {
+    use super::*;
+
+    #[test]
+    fn ledger_rows_and_what_moved() {
+        let ledger = serde_json::json!({"lost": 12345, "places": [{"place": "board_qdisc", "port": "eth0",
+            "packets": 12001, "counter": "qdisc tbf drops on eth0"}], "unattributed": 344});
+        let board = serde_json::json!({"seconds": 3.0,
+            "ports": {"eth0": {"nic": {"tx_queue_0_xdp_xmit": 120, "rx_queue_0_xdp_drops": 3},
+                "qdiscs": [{"kind": "tbf", "handle": "8001:", "parent": "root", "drops": 12001,
+                    "overlimits": 40210, "requeues": 0, "backlog_bytes": 0, "qlen": 0}],
+                "rx_dropped": 0, "tx_dropped": 0}},
+            "snmp": {"Udp.RcvbufErrors": 0, "Udp.SndbufErrors": 12001},
+            "softnet": [{"cpu": 0, "processed": 0, "dropped": 0, "time_squeeze": 0}],
+            "irqs": [], "cpufreq": [], "thermal": [], "rmem_max": 212992,
+            "series": {"t": [1.0, 2.0], "qdisc_drops": [4000, 6100], "nic_rx_drops": [0, 0],
+                "softnet_dropped": [0, 0], "mhz_min": [null, null], "temp_max_c": [null, null]}});
+        let v = board_view(Some(&board), Some(&ledger));
+        assert_eq!(v.lost.as_deref(), Some("12,345"));
+        assert_eq!(
+            v.places,
+            [[
+                "board_qdisc".to_string(),
+                "eth0".into(),
+                "12,001".into(),
+                "qdisc tbf drops on eth0".into()
+            ]]
+        );
+        assert_eq!(v.unattributed, "344");
+        assert!(v.sentences[0].starts_with("12,001 of 12,345 lost datagrams"));
+        assert_eq!(
+            v.moved,
+            [
+                (
+                    "eth0 qdisc tbf 8001: (root)".to_string(),
+                    "drops +12,001, overlimits +40,210".to_string()
+                ),
+                (
+                    "eth0 NIC".into(),
+                    "rx_queue_0_xdp_drops +3, tx_queue_0_xdp_xmit +120".into()
+                ),
+                ("Protocols".into(), "Udp SndbufErrors +12,001".into()),
+                (
+                    "Peaks (1 s samples)".into(),
+                    "qdisc drops 6,100 in one second".into()
+                ),
+            ]
+        );
+        // A clean run has no ledger card, only its counters.
+        let clean = serde_json::json!({"lost": 0, "places": [], "unattributed": 0});
+        let c = board_view(Some(&board), Some(&clean));
+        assert_eq!(c.lost, None);
+        assert_eq!(c.moved, v.moved);
+        // A run from before the counters were kept has nothing to show.
+        assert_eq!(board_view(None, None), BoardView::default());
+    }
+}

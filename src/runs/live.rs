@@ -4,6 +4,7 @@
 
 use super::recorder::{Outcome, Recorder, Sampling};
 use crate::board::apply::Controller;
+use crate::board::counters::{BoardReading, Series};
 use crate::board::sampler::{self as monitor, Sampler, Snapshot};
 use crate::engine::iperf3::client::{self, ClientSpec, Event};
 use crate::engine::iperf3::server::ServerEvent;
@@ -53,6 +54,10 @@ struct Watch {
     ports: Vec<String>,
     prev: Arc<Snapshot>,
     tx: broadcast::Sender<LiveEvent>,
+    /// The board's counters when the run started (see [`Hub::board_end`]).
+    board: Arc<BoardReading>,
+    /// The fast counters second by second.
+    series: Series,
 }
 
 /// The registry of active runs.
@@ -274,6 +279,8 @@ impl Hub {
                 ports,
                 prev: Arc::new(Snapshot::take()),
                 tx,
+                board: Arc::new(BoardReading::take()),
+                series: Series::default(),
             },
         );
         if self.monitor_on.swap(true, Ordering::SeqCst) {
@@ -370,6 +377,7 @@ impl Hub {
                     / 1000.0;
                 let cpus = now.cpu_since(&w.prev, t);
                 let ports = now.ports_since(&w.prev, t, &w.ports);
+                w.series.push(t, &w.prev.fast, &now.fast, &w.ports);
                 w.prev = now.clone();
                 out.push((*id, t, cpus, ports, w.tx.clone()));
             }
@@ -424,6 +432,50 @@ impl Hub {
         }
     }
 
+    /// Read the board's counters at the end of watched run `id` and store what moved during
+    /// it, with the run's loss ledger when it is a UDP or forwarding run whose lost datagrams
+    /// are known (`lost`). Called before the run's end is stored, so a run seen ended has
+    /// its ledger. A run not watched (a leg of a multi-port run) has none.
+    fn board_end(&self, id: i64, lost: Option<i64>) {
+        let Some((start, started, ports, series)) = relock(&self.watches).get(&id).map(|w| {
+            (
+                w.board.clone(),
+                w.started,
+                w.ports.clone(),
+                w.series.clone(),
+            )
+        }) else {
+            return;
+        };
+        let end = BoardReading::take();
+        let mut delta = end.since(&start, started.elapsed().as_secs_f64());
+        delta.series = (!series.t.is_empty()).then_some(series);
+        let Ok(Some(run)) = self.store.get_run(id) else {
+            return;
+        };
+        let ports = if ports.is_empty() {
+            self.resolve_ports(id)
+        } else {
+            ports
+        };
+        let forwarding = run.kind == crate::model::RunKind::Forward;
+        let udp = run.protocol.eq_ignore_ascii_case("udp");
+        let ledger = lost
+            .filter(|_| udp || forwarding)
+            .map(|n| {
+                let path = crate::results::ledger::Path::of(&run.direction, forwarding);
+                crate::results::ledger::ledger(n.max(0) as u64, path, &ports, &delta)
+            })
+            .and_then(|l| serde_json::to_value(l).ok());
+        let mut board = serde_json::to_value(&delta).unwrap_or_default();
+        if let Some(o) = board.as_object_mut() {
+            o.insert("run_ports".into(), serde_json::json!(ports));
+        }
+        if let Err(e) = self.store.set_run_board(id, &board, ledger.as_ref()) {
+            tracing::error!(run = id, "cannot store the board's counters: {e}");
+        }
+    }
+
     /// Make run `id` (already created in the store) live: subscribers can follow it, `stop`
     /// notifies `cancel`, and the monitor samples CPU per core and `ports` (interface names;
     /// empty = the ports that carry the run's addresses) every second until the run ends.
@@ -450,6 +502,7 @@ impl Hub {
         let figures = report
             .map(crate::results::figures::of_report)
             .unwrap_or_default();
+        self.board_end(id, figures.lost_packets);
         let (rep, err) = (report.cloned(), error.map(String::from));
         self.store_end(
             id,
@@ -472,6 +525,7 @@ impl Hub {
         summary: Option<&serde_json::Value>,
         error: Option<&str>,
     ) {
+        self.board_end(id, figures.lost_packets);
         let (fig, sum, err) = (figures.clone(), summary.cloned(), error.map(String::from));
         self.store_end(
             id,

@@ -27,6 +27,13 @@ CREATE TABLE board_changes (
 );
 "#;
 
+/// The board's counters over each run and the run's loss ledger, appended to the
+/// migrations (both JSON; see `board::counters::BoardDelta` and `results::ledger`).
+pub(super) const RUN_BOARD_MIGRATION: &str = r#"
+ALTER TABLE runs ADD COLUMN board_json TEXT;
+ALTER TABLE runs ADD COLUMN loss_ledger_json TEXT;
+"#;
+
 /// One entry of the change log.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct BoardLogRow {
@@ -71,6 +78,46 @@ impl Store {
             Some(s) => Ok(Some(serde_json::from_str(&s)?)),
             None => Ok(None),
         }
+    }
+
+    /// Store the board's counters over run `run_id` and its loss ledger (`None`: the run has
+    /// none, e.g. a TCP run).
+    pub fn set_run_board(
+        &self,
+        run_id: i64,
+        board: &serde_json::Value,
+        ledger: Option<&serde_json::Value>,
+    ) -> Result<()> {
+        self.c().execute(
+            "UPDATE runs SET board_json=?2, loss_ledger_json=?3 WHERE id=?1",
+            params![
+                run_id,
+                board.to_string(),
+                ledger.map(serde_json::Value::to_string)
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The board's counters over a run and its loss ledger, as stored (`None` each for runs
+    /// from before they were recorded, runs without one, or no such run).
+    pub fn run_board(
+        &self,
+        run_id: i64,
+    ) -> Result<(Option<serde_json::Value>, Option<serde_json::Value>)> {
+        let j: Option<(Option<String>, Option<String>)> = self
+            .r()
+            .query_row(
+                "SELECT board_json, loss_ledger_json FROM runs WHERE id=?1",
+                params![run_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let parse = |s: Option<String>| s.and_then(|s| serde_json::from_str(&s).ok());
+        Ok(match j {
+            Some((b, l)) => (parse(b), parse(l)),
+            None => (None, None),
+        })
     }
 
     /// The confirmed board configuration (JSON of `system::netconfig::NetState`).

@@ -202,13 +202,15 @@ pub(super) fn check_run(m: &Map<String, Value>, now: i64, what: &str) -> Result<
             )));
         }
     }
-    if let Some(s) = m.get("summary_json").filter(|v| !v.is_null()) {
-        if s.as_str()
-            .is_none_or(|s| serde_json::from_str::<Value>(s).is_err())
-        {
-            return Err(bad(format!(
-                "{what}: \"summary_json\" must be the text of a JSON value"
-            )));
+    for col in ["summary_json", "board_json", "loss_ledger_json"] {
+        if let Some(s) = m.get(col).filter(|v| !v.is_null()) {
+            if s.as_str()
+                .is_none_or(|s| serde_json::from_str::<Value>(s).is_err())
+            {
+                return Err(bad(format!(
+                    "{what}: \"{col}\" must be the text of a JSON value"
+                )));
+            }
         }
     }
     Ok(())

@@ -165,6 +165,8 @@ ALTER TABLE intervals ADD COLUMN out_of_order INTEGER;
         M::up(latency::LATENCY_MIGRATION),
         // 9: API token scopes (read, run, admin); tokens made before keep what they could do.
         M::up("ALTER TABLE api_tokens ADD COLUMN scope TEXT NOT NULL DEFAULT 'admin';"),
+        // 10: the board's counters over each run and its loss ledger (JSON).
+        M::up(board::RUN_BOARD_MIGRATION),
     ])
 }
 

@@ -201,6 +201,14 @@ impl Store {
             &format!("SELECT * FROM runs WHERE {EXPORTED_RUNS} ORDER BY id"),
             |mut m| {
                 origin(&mut m);
+                // The loss ledger also as an object (the column stays text, as the others).
+                let ledger = m
+                    .get("loss_ledger_json")
+                    .and_then(Value::as_str)
+                    .and_then(|s| serde_json::from_str::<Value>(s).ok());
+                if let Some(l) = ledger {
+                    m.insert("loss_ledger".into(), l);
+                }
                 nruns += 1;
                 l.push(&m)
             },
@@ -323,6 +331,41 @@ mod tests {
         assert_eq!((s3.runs_added, s3.runs_present), (0, 2));
         assert_eq!(a.list_runs(&Default::default()).unwrap().len(), 2);
         let _ = (std::fs::remove_dir_all(da), std::fs::remove_dir_all(db));
+    }
+
+    #[test]
+    fn the_loss_ledger_travels_as_an_object_and_as_its_column() {
+        let (a, da) = store("xfer-ledger-a");
+        let (b, db) = store("xfer-ledger-b");
+        let id = run(&a, None, "192.0.2.2");
+        let ledger = serde_json::json!({"lost": 12345, "places": [{"place": "board_qdisc",
+            "port": "eth0", "packets": 12001, "counter": "qdisc tbf drops on eth0"}], "unattributed": 344});
+        let board = serde_json::json!({"seconds": 3.0, "run_ports": ["eth0"]});
+        a.set_run_board(id, &board, Some(&ledger)).unwrap();
+        let doc = a.export_history("board-a").unwrap();
+        assert_eq!(doc["runs"][0]["loss_ledger"], ledger);
+        assert_eq!(
+            doc["runs"][0]["loss_ledger_json"]
+                .as_str()
+                .map(|s| serde_json::from_str::<Value>(s).unwrap()),
+            Some(ledger.clone())
+        );
+        let s = b.import_history(doc.to_string().as_bytes()).unwrap();
+        assert_eq!(s.runs_added, 1);
+        let got = b.list_runs(&Default::default()).unwrap()[0].id;
+        assert_eq!(b.run_board(got).unwrap(), (Some(board), Some(ledger)));
+        // A ledger column that is not JSON is refused, nothing added.
+        let mut bad = doc.clone();
+        bad["runs"][0]["loss_ledger_json"] = Value::from("{not json");
+        let (c, dc) = store("xfer-ledger-c");
+        let e = c.import_history(bad.to_string().as_bytes()).unwrap_err();
+        assert!(e.to_string().contains("loss_ledger_json"), "{e}");
+        assert!(c.list_runs(&Default::default()).unwrap().is_empty());
+        let _ = (
+            std::fs::remove_dir_all(da),
+            std::fs::remove_dir_all(db),
+            std::fs::remove_dir_all(dc),
+        );
     }
 
     #[test]

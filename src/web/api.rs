@@ -189,6 +189,7 @@ async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> 
         Vec::new()
     };
     let view = crate::results::view::view(&run);
+    let (board, ledger) = state.store.run_board(id).unwrap_or_default();
     let head = json!({
         "run": run,
         "view": view,
@@ -198,6 +199,8 @@ async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> 
         "analysis": analysis,
         "legs": legs,
         "origin": state.store.run_origin(id).ok().flatten(),
+        "loss_ledger": ledger,
+        "board": board,
     });
     let mut head = head.to_string();
     head.pop(); // the closing brace: the intervals follow

@@ -988,6 +988,8 @@ struct RunPage {
     latency: Option<LatencyHead>,
     /// Only the last [`PAGE_INTERVALS`] intervals are shown (the exports hold all).
     older_intervals: bool,
+    /// Where the lost datagrams went (the loss ledger) and the board's counters that moved.
+    board: crate::results::view::BoardView,
 }
 
 /// The headline of a latency run: the latency verdict, its tone, the load's congestion
@@ -1302,6 +1304,10 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
             .flatten()
             .unwrap_or(false),
         older_intervals,
+        board: {
+            let (b, l) = state.store.run_board(id).unwrap_or_default();
+            crate::results::view::board_view(b.as_ref(), l.as_ref())
+        },
     })
 }
 

@@ -2,6 +2,8 @@
 //! call (or one family: sendmmsg/recvmmsg with their message headers, TCP_INFO) behind a safe
 //! signature whose buffers outlive the call; callers never see a raw pointer.
 
+pub mod ethtool;
+
 use super::stats::TcpInfo;
 use std::os::fd::RawFd;
 

@@ -1,0 +1,166 @@
+//! The driver's own statistics and ring sizes of a port, through the `SIOCETHTOOL` ioctl
+//! (what `ethtool -S` and `ethtool -g` print): ETHTOOL_GSSET_INFO, ETHTOOL_GSTRINGS,
+//! ETHTOOL_GSTATS and ETHTOOL_GRINGPARAM (linux/ethtool.h). The ioctl follows the calling
+//! thread's network namespace. Callers see names and numbers, never a pointer.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+const SIOCETHTOOL: libc::c_ulong = 0x8946;
+const ETHTOOL_GRINGPARAM: u32 = 0x10;
+const ETHTOOL_GSTRINGS: u32 = 0x1b;
+const ETHTOOL_GSTATS: u32 = 0x1d;
+const ETHTOOL_GSSET_INFO: u32 = 0x37;
+const ETH_SS_STATS: u32 = 1;
+const ETH_GSTRING_LEN: usize = 32;
+/// More statistics than any driver has (mlx5 has ~1,500): a bound on what is allocated.
+const MAX_STATS: usize = 16_384;
+
+/// `struct ifreq` with `ifr_data`: name, pointer, and room for the rest of the union.
+#[repr(C)]
+struct IfReqData {
+    name: [u8; libc::IFNAMSIZ],
+    data: *mut libc::c_void,
+    _pad: [u8; 24],
+}
+
+/// Ring sizes of a port (`ethtool -g`), descriptors: current and the driver's maximum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Rings {
+    pub rx: u32,
+    pub rx_max: u32,
+    pub tx: u32,
+    pub tx_max: u32,
+}
+
+fn socket() -> std::io::Result<OwnedFd> {
+    // SAFETY: socket(2) takes no pointers; a non-negative result is a new descriptor we own.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// One SIOCETHTOOL call on port `ifname` with command buffer `buf` (its first u32 is the
+/// command; the kernel reads and writes at most `buf`'s length, as the command's struct says).
+fn call(fd: &OwnedFd, ifname: &str, buf: &mut [u64]) -> std::io::Result<()> {
+    let b = ifname.as_bytes();
+    if b.is_empty() || b.len() >= libc::IFNAMSIZ || b.contains(&0) {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    let mut req = IfReqData {
+        name: [0; libc::IFNAMSIZ],
+        data: buf.as_mut_ptr() as *mut libc::c_void,
+        _pad: [0; 24],
+    };
+    req.name[..b.len()].copy_from_slice(b);
+    // SAFETY: req is a valid ifreq whose data points to `buf`, which is large enough for the
+    // command it holds (the callers size it from the counts the kernel gave) and outlives
+    // the call.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), SIOCETHTOOL as _, &mut req as *mut IfReqData) };
+    if rc < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+fn set_u32(buf: &mut [u64], i: usize, v: u32) {
+    let w = &mut buf[i / 2];
+    let mut bytes = w.to_ne_bytes();
+    bytes[(i % 2) * 4..(i % 2) * 4 + 4].copy_from_slice(&v.to_ne_bytes());
+    *w = u64::from_ne_bytes(bytes);
+}
+
+fn get_u32(buf: &[u64], i: usize) -> u32 {
+    let bytes = buf[i / 2].to_ne_bytes();
+    let mut o = [0u8; 4];
+    o.copy_from_slice(&bytes[(i % 2) * 4..(i % 2) * 4 + 4]);
+    u32::from_ne_bytes(o)
+}
+
+/// The driver's statistics of port `ifname`, as name and value, in the driver's order
+/// (`ethtool -S`). Errors: the port does not exist (ENODEV), the driver has no statistics
+/// (EOPNOTSUPP, or an empty list), or the ioctl is refused.
+pub fn stats(ifname: &str) -> std::io::Result<Vec<(String, u64)>> {
+    let fd = socket()?;
+    // ethtool_sset_info: cmd, reserved, sset_mask (u64), data[1] (u32).
+    let mut info = [0u64; 3];
+    set_u32(&mut info, 0, ETHTOOL_GSSET_INFO);
+    info[1] = 1u64 << ETH_SS_STATS;
+    call(&fd, ifname, &mut info)?;
+    if info[1] & (1u64 << ETH_SS_STATS) == 0 {
+        return Err(std::io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+    }
+    let n = get_u32(&info, 4) as usize;
+    if n == 0 || n > MAX_STATS {
+        return Err(std::io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+    }
+    // ethtool_gstrings: cmd, string_set, len (3 × u32), then len × 32 bytes.
+    let mut names = vec![0u64; 2 + (n * ETH_GSTRING_LEN).div_ceil(8)];
+    set_u32(&mut names, 0, ETHTOOL_GSTRINGS);
+    set_u32(&mut names, 1, ETH_SS_STATS);
+    set_u32(&mut names, 2, n as u32);
+    call(&fd, ifname, &mut names)?;
+    // ethtool_stats: cmd, n_stats (2 × u32), then n × u64.
+    let mut vals = vec![0u64; 1 + n];
+    set_u32(&mut vals, 0, ETHTOOL_GSTATS);
+    set_u32(&mut vals, 1, n as u32);
+    call(&fd, ifname, &mut vals)?;
+    let got = (get_u32(&names, 2) as usize)
+        .min(get_u32(&vals, 1) as usize)
+        .min(n);
+    let bytes: Vec<u8> = names.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    let strings = &bytes[12..];
+    Ok((0..got)
+        .map(|i| {
+            let s = &strings[i * ETH_GSTRING_LEN..(i + 1) * ETH_GSTRING_LEN];
+            let end = s.iter().position(|&c| c == 0).unwrap_or(ETH_GSTRING_LEN);
+            (String::from_utf8_lossy(&s[..end]).into_owned(), vals[1 + i])
+        })
+        .collect())
+}
+
+/// Ring sizes of port `ifname` (`ethtool -g`). Errors: no such port, or the driver does not
+/// report rings (EOPNOTSUPP; veth does since Linux 5.x, many virtual ports do not).
+pub fn rings(ifname: &str) -> std::io::Result<Rings> {
+    let fd = socket()?;
+    // ethtool_ringparam: 9 × u32.
+    let mut b = [0u64; 5];
+    set_u32(&mut b, 0, ETHTOOL_GRINGPARAM);
+    call(&fd, ifname, &mut b)?;
+    Ok(Rings {
+        rx_max: get_u32(&b, 1),
+        tx_max: get_u32(&b, 4),
+        rx: get_u32(&b, 5),
+        tx: get_u32(&b, 8),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn u32_fields_round_trip_in_u64_words() {
+        let mut b = [0u64; 3];
+        for i in 0..6 {
+            set_u32(&mut b, i, 100 + i as u32);
+        }
+        for i in 0..6 {
+            assert_eq!(get_u32(&b, i), 100 + i as u32);
+        }
+    }
+
+    #[test]
+    fn bad_names_and_missing_ports_are_errors_not_panics() {
+        assert!(stats("").is_err());
+        assert!(stats("a-name-far-too-long-for-a-port").is_err());
+        assert!(stats("nul\0").is_err());
+        let e = stats("npt-nosuch0").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENODEV), "{e}");
+        // Loopback has no driver statistics.
+        assert!(stats("lo").is_err());
+    }
+}
