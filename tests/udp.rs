@@ -563,3 +563,75 @@ fn udp_reverse_to_a_pulled_cable_frees_the_session_and_the_server_stays_ready() 
     assert_eq!(code, Some(0), "{o}{e}");
     assert!(num(&json(&o, "next"), "/end/sum_received/packets") > 0.0);
 }
+
+/// Issue 25 item 2: a paced sender that loses the CPU (stopped 1.6 s into a 4 s run, for 1.6 s:
+/// 0.6 s beyond the 1 s the pacer repays) falls short, and the shortfall says why — the
+/// sender's lag behind its schedule — in `-J` (iperf3) and in the text summary (`--iperf2`,
+/// which printed no shortfall at all).
+#[test]
+fn a_stalled_sender_falls_short_and_says_why() {
+    // (label, netperfd args, stock server program, its args, its port)
+    let cases: [(&str, Vec<&str>, &str, Vec<&str>, u16); 2] = [
+        (
+            "iperf3",
+            vec!["-c", PC1_IP, "-u", "-b", "20M", "-t", "4", "-J"],
+            "iperf3",
+            vec!["-s", "-1"],
+            5201,
+        ),
+        (
+            "iperf 2",
+            vec!["-c", PC1_IP, "--iperf2", "-u", "-b", "20M", "-t", "4"],
+            "iperf",
+            vec!["-s", "-u"],
+            5001,
+        ),
+    ];
+    for (label, args, prog, sargs, port) in cases {
+        let mut lab = Lab::new();
+        let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+        lab.spawn(&pc1, "stock-s", prog, &sargs);
+        if port == 5201 {
+            lab.wait_port(&pc1, PC1_IP, port);
+        } else {
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        let c = lab.spawn(&board, "netperfd-c", bin(), &args);
+        std::thread::sleep(Duration::from_millis(1600));
+        let pid = lab.pid(c).to_string();
+        assert!(std::process::Command::new("kill")
+            .args(["-STOP", &pid])
+            .status()
+            .expect("kill")
+            .success());
+        std::thread::sleep(Duration::from_millis(1600));
+        assert!(std::process::Command::new("kill")
+            .args(["-CONT", &pid])
+            .status()
+            .expect("kill")
+            .success());
+        assert_eq!(lab.wait(c, T), Some(0), "{label}");
+        let (out, err) = lab.output("netperfd-c");
+        if label == "iperf3" {
+            let v = json(&out, "netperfd -J");
+            let s = &v["end"]["shortfall"];
+            assert_eq!(s["short"], true, "{label}: {s}");
+            // 1.6 s of 4 s owed: 0.6 s written off, the rest repaid at most 1.9 x the rate
+            // in the 0.8 s left: 60-85 % sent (68 % measured).
+            let pct = s["sent_percent"].as_f64().expect("sent_percent");
+            assert!((55.0..90.0).contains(&pct), "{label}: {pct}");
+            let lag = s["sender_max_lag_ms"].as_f64().expect("sender_max_lag_ms");
+            assert!((1500.0..2500.0).contains(&lag), "{label}: lag {lag}");
+            assert!(s["sender_peak_1ms_bits_per_second"]
+                .as_f64()
+                .is_some_and(|p| p > 0.0));
+        } else {
+            let line = out
+                .lines()
+                .find(|l| l.starts_with("shortfall: the sender sent"))
+                .unwrap_or_else(|| panic!("{label}: no shortfall line in\n{out}\n{err}"));
+            assert!(line.contains("of the 20.0 Mbit/s asked"), "{line}");
+            assert!(line.contains("ms behind its schedule"), "{line}");
+        }
+    }
+}

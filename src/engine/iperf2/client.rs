@@ -311,6 +311,7 @@ fn failed(msg: String) -> Outcome {
         error: Some(msg),
         streams: Vec::new(),
         notes: Vec::new(),
+        rate_check: None,
     }
 }
 
@@ -556,7 +557,11 @@ async fn run_inner(
     if spec.udp && results.iter().any(|r| r.sender && r.udp.is_none()) && !aborted {
         notes.push("no server report came back for the UDP FIN (10 tries)".into());
     }
-    finish(results, error, aborted, notes)
+    let check = super::rate_check(spec.rate, &results);
+    Outcome {
+        rate_check: check,
+        ..finish(results, error, aborted, notes)
+    }
 }
 
 fn finish(
@@ -577,5 +582,6 @@ fn finish(
         error,
         streams,
         notes,
+        rate_check: None,
     }
 }

@@ -67,6 +67,13 @@ pub struct StreamResult {
     /// UDP: the receiver's figures — ours for a receiving stream, the peer's server report
     /// for a sending one (None when no report came back).
     pub udp: Option<UdpFigures>,
+    /// A paced UDP sender's largest lag behind its schedule, ms (see
+    /// [`crate::engine::pacer::PacerStats`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sender_max_lag_ms: Option<f64>,
+    /// A paced UDP sender's busiest 1 ms as a rate, bits/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sender_peak_1ms_bps: Option<f64>,
 }
 
 impl StreamResult {
@@ -147,6 +154,10 @@ pub struct Outcome {
     pub streams: Vec<StreamResult>,
     /// Notes worth keeping with the run (e.g. no server report, a peer that looks like iperf3).
     pub notes: Vec<String>,
+    /// A paced client's rate check (`-b`: asked, sent, received; see
+    /// [`crate::engine::shortfall`]); `None` unpaced or on the server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_check: Option<crate::engine::shortfall::RateCheck>,
 }
 
 /// Progress of iperf 2 tests (client: one test numbered 0; server: one per connection/flow).
@@ -320,6 +331,14 @@ async fn drive(
                 None
             },
             udp: udp_fig,
+            sender_max_lag_ms: sums
+                .get(i)
+                .and_then(|x| x.udp)
+                .and_then(|u| u.sender_max_lag_ms),
+            sender_peak_1ms_bps: sums
+                .get(i)
+                .and_then(|x| x.udp)
+                .and_then(|u| u.sender_peak_1ms_bps),
         });
     }
     let len = leg.phase.params.len as usize;
@@ -483,6 +502,14 @@ pub fn stream_sum(o: &Outcome, sender: bool) -> Option<StreamResult> {
         seconds: v.iter().map(|s| s.seconds).fold(0.0, f64::max),
         sent_datagrams: v.iter().map(|s| s.sent_datagrams).sum::<Option<u64>>(),
         udp,
+        sender_max_lag_ms: v
+            .iter()
+            .filter_map(|s| s.sender_max_lag_ms)
+            .reduce(f64::max),
+        sender_peak_1ms_bps: v
+            .iter()
+            .filter_map(|s| s.sender_peak_1ms_bps)
+            .reduce(|a, b| a + b),
     })
 }
 
@@ -519,5 +546,50 @@ pub fn text_summary(o: &Outcome) -> String {
     for n in &o.notes {
         t.push_str(&format!("note: {n}\n"));
     }
+    if let Some(c) = o.rate_check.filter(|c| c.short) {
+        t.push_str(&format!("{}\n", c.sentence()));
+    }
     t
+}
+
+/// The rate check of a paced client's sending streams: `-b` is per stream, as in iperf 2
+/// (each client thread sends at it), so the target is `rate_bps` × streams; sent = bytes × 8
+/// over the longest stream time; received from the server reports when every stream has one
+/// (UDP). `None` when unpaced or nothing was sent.
+pub fn rate_check(
+    rate_bps: u64,
+    streams: &[StreamResult],
+) -> Option<crate::engine::shortfall::RateCheck> {
+    let send: Vec<&StreamResult> = streams.iter().filter(|s| s.sender).collect();
+    if rate_bps == 0 || send.is_empty() {
+        return None;
+    }
+    let per_second = |bytes: u64, secs: f64| {
+        if secs > 0.0 {
+            bytes as f64 * 8.0 / secs
+        } else {
+            0.0
+        }
+    };
+    let sent = per_second(
+        send.iter().map(|s| s.bytes).sum(),
+        send.iter().map(|s| s.seconds).fold(0.0, f64::max),
+    );
+    let recv = send.iter().all(|s| s.udp.is_some()).then(|| {
+        let us: Vec<&UdpFigures> = send.iter().filter_map(|s| s.udp.as_ref()).collect();
+        per_second(
+            us.iter().map(|u| u.bytes).sum(),
+            us.iter().map(|u| u.seconds).fold(0.0, f64::max),
+        )
+    });
+    let lag = send
+        .iter()
+        .filter_map(|s| s.sender_max_lag_ms)
+        .reduce(f64::max);
+    let peak = send
+        .iter()
+        .filter_map(|s| s.sender_peak_1ms_bps)
+        .reduce(|a, b| a + b);
+    crate::engine::shortfall::RateCheck::new(rate_bps as f64 * send.len() as f64, sent, recv)
+        .map(|c| c.with_sender(lag, peak))
 }

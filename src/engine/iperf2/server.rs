@@ -480,6 +480,7 @@ async fn run_test(
             error,
             streams,
             notes: Vec::new(),
+            rate_check: None,
         }),
     });
 }
@@ -598,6 +599,7 @@ fn report_refused(inner: &Inner, peer: SocketAddr, local: SocketAddr, udp: bool,
             error: Some(why.to_string()),
             streams: Vec::new(),
             notes: Vec::new(),
+            rate_check: None,
         }),
     });
 }
