@@ -571,7 +571,8 @@ fn udp_reverse_to_a_pulled_cable_frees_the_session_and_the_server_stays_ready() 
 #[test]
 fn a_stalled_sender_falls_short_and_says_why() {
     // (label, netperfd args, stock server program, its args, its port)
-    let cases: [(&str, Vec<&str>, &str, Vec<&str>, u16); 2] = [
+    type Case<'a> = (&'a str, Vec<&'a str>, &'a str, Vec<&'a str>, u16);
+    let cases: [Case; 2] = [
         (
             "iperf3",
             vec!["-c", PC1_IP, "-u", "-b", "20M", "-t", "4", "-J"],
