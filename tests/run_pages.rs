@@ -519,6 +519,13 @@ fn every_kind_of_run_has_a_true_page() {
     d.go("/login");
     d.type_into("input[name=password]", "correct horse");
     d.click("button[type=submit]");
+    // Wait for the redirect to "/": the first run page was once fetched before the login
+    // landed (every element null in a full test run).
+    let t = std::time::Instant::now();
+    while d.js("return location.pathname;") != "/" {
+        assert!(t.elapsed() < Duration::from_secs(10), "login did not land");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let mut problems = Vec::new();
     for e in &want {
         let id = e.api["run"]["id"].as_i64().expect("id");
