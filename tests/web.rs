@@ -423,6 +423,22 @@ impl Driver {
     fn go(&self, url: &str) {
         self.cmd("POST", "/url", serde_json::json!({"url": url}));
     }
+    /// Wait up to 15 s until `location.pathname` starts with `prefix` ("/" = exactly "/").
+    fn wait_path(&self, prefix: &str, what: &str) {
+        let t = std::time::Instant::now();
+        loop {
+            let p = self.js("return location.pathname;");
+            let p = p.as_str().unwrap_or_default();
+            if (prefix == "/" && p == "/") || (prefix != "/" && p.starts_with(prefix)) {
+                return;
+            }
+            if t.elapsed() > Duration::from_secs(15) {
+                let body = self.js("return document.body ? document.body.innerText : '';");
+                panic!("{what}: still at {p:?}; page: {body}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
 }
 
 #[test]
@@ -458,13 +474,15 @@ fn browser_sees_the_live_run_page() {
     d.go("http://127.0.0.1:8082/login");
     d.type_into("input[name=password]", "correct horse");
     d.click("button[type=submit]");
+    // The login's redirect to "/" must land before typing into the run form (CI once read
+    // the URL while the form's POST was still under way).
+    d.wait_path("/", "login did not land");
     // Start a test from the form.
     d.type_into("input[name=host]", PC1_IP);
     d.type_into("input[name=duration]", "6");
     d.type_into("input[name=parallel]", "2");
     d.click("form.grid button[type=submit]");
-    let url = d.cmd("GET", "/url", Value::Null);
-    assert!(url.as_str().unwrap_or_default().contains("/runs/"), "{url}");
+    d.wait_path("/runs/", "the run form did not lead to a run page");
     // Let intervals arrive over server-sent events, then look.
     std::thread::sleep(Duration::from_millis(3500));
     let rows = d

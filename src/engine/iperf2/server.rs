@@ -33,6 +33,9 @@ pub struct Iperf2ServerConfig {
     pub interval: f64,
     /// A test with no data for this long ends (peer vanished).
     pub stall: Duration,
+    /// Most TCP connections open at once, every stream of a `-P` group counted (each has
+    /// a receiving thread); more are closed at once. Default [`MAX_TCP_CONNS`].
+    pub max_tcp_conns: usize,
 }
 
 impl Default for Iperf2ServerConfig {
@@ -42,6 +45,7 @@ impl Default for Iperf2ServerConfig {
             bind: None,
             interval: 1.0,
             stall: Duration::from_secs(10),
+            max_tcp_conns: MAX_TCP_CONNS,
         }
     }
 }
@@ -120,6 +124,30 @@ struct Member {
     s: tokio::net::TcpStream,
     peer: SocketAddr,
     pre: u64,
+    /// Its place under [`Iperf2ServerConfig::max_tcp_conns`], held until its test ends (a
+    /// `-P` follower's task ends when it joins its group; the slot travels with it).
+    slot: Slot,
+}
+
+/// One open TCP connection counted against the cap; freed when dropped.
+struct Slot(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Slot {
+    /// Take a place when fewer than `cap` are taken.
+    fn take(count: &Arc<std::sync::atomic::AtomicUsize>, cap: usize) -> Option<Slot> {
+        count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < cap).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Slot(count.clone()))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// How long the first connection of a `-P` client waits for the others, counted from its
@@ -185,25 +213,21 @@ pub async fn serve(
     }
 }
 
-/// Most TCP connections served at once (each has a receiving thread).
-const MAX_TCP_TESTS: usize = 128;
+/// Default most TCP connections served at once (each has a receiving thread).
+pub const MAX_TCP_CONNS: usize = 128;
 
 async fn accept_loop(inner: Arc<Inner>, l: TcpListener) {
     let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let cap = inner.cfg.max_tcp_conns;
     loop {
         match l.accept().await {
             Ok((s, peer)) => {
-                if active.load(Ordering::Relaxed) >= MAX_TCP_TESTS {
-                    crate::peer_warn!(peer.ip(), %peer, "{MAX_TCP_TESTS} iperf 2 connections open; refused");
+                let Some(slot) = Slot::take(&active, cap) else {
+                    crate::peer_warn!(peer.ip(), %peer, "{cap} iperf 2 connections open; refused");
                     continue;
-                }
-                active.fetch_add(1, Ordering::Relaxed);
+                };
                 let i = inner.clone();
-                let a = active.clone();
-                tokio::spawn(async move {
-                    tcp_test(i, s, peer).await;
-                    a.fetch_sub(1, Ordering::Relaxed);
-                });
+                tokio::spawn(tcp_test(i, s, peer, slot));
             }
             Err(e) => {
                 crate::rate_warn!("iperf2-accept", "iperf 2 accept failed: {e}");
@@ -251,7 +275,7 @@ fn info(
     }
 }
 
-async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketAddr) {
+async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketAddr, slot: Slot) {
     let local = s.local_addr().unwrap_or(peer);
     let mut first = [0u8; 37];
     let mut got = 0;
@@ -309,8 +333,8 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
             return;
         }
     };
-    let mut members = vec![Member { s, peer, pre }];
-    if (2..=MAX_TCP_TESTS as i32).contains(&hdr.num_threads) {
+    let mut members = vec![Member { s, peer, pre, slot }];
+    if (2..=MAX_TCP_CONNS as i32).contains(&hdr.num_threads) {
         let mut key_hdr = [0u8; wire::CLIENT_HEADER_LEN];
         key_hdr.copy_from_slice(&first[..wire::CLIENT_HEADER_LEN]);
         let key = (peer.ip(), local.port(), key_hdr);
@@ -337,7 +361,10 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
     }
     let mut streams = Vec::with_capacity(n);
     let mut pres = Vec::with_capacity(n);
+    // Every stream's slot stays taken until the test (and its return leg) ends.
+    let mut slots = Vec::with_capacity(n);
     for (i, m) in members.into_iter().enumerate() {
+        slots.push(m.slot);
         let ds =
             m.s.into_std()
                 .and_then(|std| DataStream::new(i as u32 + 1, false, std));
@@ -373,6 +400,7 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
         layout: Layout::V205,
     };
     run_test(inner, test, leg, peer, hdr, ret_ok, false).await;
+    drop(slots);
 }
 
 /// A connection whose header asks for several streams (`-P`): hand it to the group of its
@@ -795,5 +823,68 @@ async fn run_test_udp(
                 m.remove(&from);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    /// True when the server closed `c` within `within` (it was refused).
+    async fn closed_within(c: &mut tokio::net::TcpStream, within: Duration) -> bool {
+        let mut b = [0u8; 64];
+        matches!(
+            tokio::time::timeout(within, c.read(&mut b)).await,
+            Ok(Ok(0)) | Ok(Err(_))
+        )
+    }
+
+    /// Regression: the followers of a `-P` group gave their place under the cap back when
+    /// they joined the group's first connection, so a group of N counted as one. With a cap
+    /// of 2, a 2-stream group leaves no room; once it ends, the room is back.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_stream_of_a_parallel_group_counts_against_the_cap() {
+        let cfg = Iperf2ServerConfig {
+            ports: vec![0],
+            bind: Some(IpAddr::from([127, 0, 0, 1])),
+            stall: Duration::from_secs(2),
+            max_tcp_conns: 2,
+            ..Default::default()
+        };
+        let l = bind(&cfg).expect("bind");
+        let addr = l.tcp[0].local_addr().expect("addr");
+        let stop = Arc::new(Notify::new());
+        let server = tokio::spawn(serve(l, cfg, None, Some(stop.clone())));
+        // -P 2, 10 s, no return test.
+        let hdr = ClientHeader {
+            num_threads: 2,
+            amount: -1000,
+            ..Default::default()
+        }
+        .to_bytes();
+        let mut group = Vec::new();
+        for _ in 0..2 {
+            let mut c = tokio::net::TcpStream::connect(addr).await.expect("connect");
+            c.write_all(&hdr).await.expect("header");
+            c.write_all(&[0u8; 8192]).await.expect("data");
+            group.push(c);
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut third = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        assert!(
+            closed_within(&mut third, Duration::from_secs(2)).await,
+            "a third connection was served while a 2-stream group held the cap of 2"
+        );
+        // The group ends (both streams close): its two places are free again.
+        drop(group);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let mut fourth = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        assert!(
+            !closed_within(&mut fourth, Duration::from_secs(1)).await,
+            "a connection was refused after the group had ended"
+        );
+        stop.notify_one();
+        let _ = server.await;
     }
 }
