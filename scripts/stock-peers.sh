@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Stock peers of other versions for the interop tests: Debian's own builds of iperf 2.0.14a and
-# iperf3 3.9 (bullseye), iperf 2.2.1 and iperf3 3.18 (trixie), unpacked into a cache directory
+# iperf3 3.9 (bullseye), iperf 2.2.1 and iperf3 3.18 (trixie) and the newest iperf3 Debian has
+# (forky: 3.22 in December 2026, not pinned so that the archive moving on cannot break the
+# fetch; tests print its version), unpacked into a cache directory
 # beside the host's own iperf 2.1.8 / iperf3 3.12 (bookworm). Nothing is installed: every
 # binary runs through a wrapper with the dynamic loader and libraries of its own release, so a
 # trixie build runs on a bookworm host.
 #
 #   usage: scripts/stock-peers.sh [DIR]     (default /var/cache/netperfd-stock-peers)
-#   prints DIR; afterwards DIR/bin/ holds iperf-2.0.14a, iperf-2.2.1, iperf3-3.9, iperf3-3.18.
+#   prints DIR; afterwards DIR/bin/ holds iperf-2.0.14a, iperf-2.2.1, iperf3-3.9, iperf3-3.18,
+#   iperf3-newest.
 #
 # Tests find them with NETPERFD_STOCK_PEERS=DIR (scripts/test.sh sets it); a test whose peer is
 # missing fails with the command to run. Needs network access to Debian's archive only once.
@@ -20,6 +23,7 @@ peers=(
     "iperf-2.2.1   trixie   iperf=2.2.1+dfsg-1 libc6 libgcc-s1 libstdc++6"
     "iperf3-3.9    bullseye iperf3=3.9-1+deb11u1 libiperf0=3.9-1+deb11u1 libc6 libsctp1 libssl1.1"
     "iperf3-3.18   trixie   iperf3=3.18-2+deb13u2 libiperf0=3.18-2+deb13u2 libc6 libsctp1 libssl3t64 libzstd1"
+    "iperf3-newest forky    iperf3 libiperf0 libc6 libsctp1 libssl3t64 libzstd1 zlib1g"
 )
 
 missing=0
@@ -35,7 +39,7 @@ fi
 cat >"$dir/apt/debian.sources" <<'EOF'
 Types: deb
 URIs: http://deb.debian.org/debian
-Suites: bullseye trixie
+Suites: bullseye trixie forky
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF

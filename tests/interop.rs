@@ -571,3 +571,196 @@ fn skip_rx_copy() {
         assert!(num(&c, "/end/sum_received/bytes") > 1e6);
     }
 }
+
+/// The newest stock iperf3 Debian has (`scripts/stock-peers.sh`: forky's, 3.22 in December
+/// 2026); required, as the other stock versions are.
+fn newest_stock() -> String {
+    let dir = std::env::var("NETPERFD_STOCK_PEERS")
+        .unwrap_or_else(|_| "/var/cache/netperfd-stock-peers".into());
+    let path = format!("{dir}/bin/iperf3-newest");
+    assert!(
+        std::path::Path::new(&path).exists(),
+        "{path} is missing: run scripts/stock-peers.sh {dir}"
+    );
+    path
+}
+
+/// Key paths of `v` under `ptr`, `depth` levels down (arrays at their first element).
+fn key_paths(v: &Value, ptr: &str, depth: usize) -> Vec<String> {
+    fn walk(v: &Value, prefix: &str, depth: usize, out: &mut Vec<String>) {
+        if depth == 0 {
+            return;
+        }
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    let p = format!("{prefix}/{k}");
+                    out.push(p.clone());
+                    walk(x, &p, depth - 1, out);
+                }
+            }
+            Value::Array(a) => {
+                if let Some(x) = a.first() {
+                    walk(x, &format!("{prefix}/0"), depth - 1, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(v.pointer(ptr).unwrap_or(&Value::Null), ptr, depth, &mut out);
+    out
+}
+
+/// iperf3 3.19–3.22's options and JSON against the newest stock iperf3: its client's `-Z -R
+/// --json-stream` against our server (we send with sendfile; every line one event), our
+/// client's `-J` against its server with every key its own client writes (`reorder`,
+/// `timemillisecs`, `test_start.interval`/`gso`/`gro`), our `--json-stream`, and
+/// `--rcv-timeout` ending a receiving client whose server stopped sending.
+#[test]
+fn newest_stock_iperf3_options_and_keys() {
+    let newest = newest_stock();
+    let mut lab = Lab::new();
+    let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+    let (_, v, _) = lab.run(&pc1, "version", &newest, &["-v"], T);
+    let version = v.lines().next().unwrap_or_default().to_string();
+    assert!(version.starts_with("iperf 3."), "{v}");
+
+    // 1. Its client, -Z -R --json-stream, against our server.
+    let srv = lab.spawn(&board, "ours-s", bin(), &["-s"]);
+    lab.wait_port(&board, BOARD_IP, 5201);
+    let (code, out, err) = lab.run(
+        &pc1,
+        "stream-c",
+        &newest,
+        &["-c", BOARD_IP, "-t", "2", "-R", "-Z", "--json-stream"],
+        T,
+    );
+    assert_eq!(code, Some(0), "{version} -Z -R --json-stream: {err}{out}");
+    let events: Vec<Value> = out
+        .lines()
+        .map(|l| json(l, "a --json-stream line"))
+        .collect();
+    let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert_eq!(names.first(), Some(&"start"), "{names:?}");
+    assert_eq!(names.last(), Some(&"end"), "{names:?}");
+    assert!(
+        names.iter().filter(|n| **n == "interval").count() >= 2,
+        "{names:?}"
+    );
+    let end = &events[events.len() - 1]["data"];
+    let sent = num(end, "/sum_sent/bytes");
+    let recv = num(end, "/sum_received/bytes");
+    assert!(sent > 10e6, "{version}: our sendfile sender sent {sent}");
+    assert!(recv <= sent && sent - recv <= in_flight(1), "{sent} {recv}");
+
+    // 2. Its own client's -J against its server: the keys it writes.
+    lab.kill(srv);
+    let s1 = lab.spawn(&pc1, "stock-s1", &newest, &["-s", "-1"]);
+    lab.wait_port(&pc1, PC1_IP, 5201);
+    let (code, theirs, err) = lab.run(
+        &board,
+        "stock-c",
+        &newest,
+        &["-c", PC1_IP, "-t", "1", "-J"],
+        T,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    lab.wait(s1, Duration::from_secs(10));
+    let theirs = json(&theirs, "stock -J");
+    let s2 = lab.spawn(&pc1, "stock-s2", &newest, &["-s", "-1"]);
+    lab.wait_port(&pc1, PC1_IP, 5201);
+    let (code, ours, err) = lab.run(&board, "ours-c", bin(), &["-c", PC1_IP, "-t", "1", "-J"], T);
+    assert_eq!(code, Some(0), "{err}");
+    lab.wait(s2, Duration::from_secs(10));
+    let ours = json(&ours, "our -J");
+    for (ptr, depth) in [
+        ("/start", 1),
+        ("/start/test_start", 1),
+        ("/start/timestamp", 1),
+        ("/intervals/0/streams/0", 1),
+        ("/end/streams/0/sender", 1),
+        ("/end", 1),
+    ] {
+        let have = key_paths(&ours, ptr, depth);
+        let lack: Vec<String> = key_paths(&theirs, ptr, depth)
+            .into_iter()
+            .filter(|k| !have.contains(k))
+            .collect();
+        assert!(
+            lack.is_empty(),
+            "keys {version} writes and we lack: {lack:?}"
+        );
+    }
+    assert_eq!(num(&ours, "/start/test_start/interval"), 1.0);
+    let (secs, ms) = (
+        num(&ours, "/start/timestamp/timesecs"),
+        num(&ours, "/start/timestamp/timemillisecs"),
+    );
+    assert!(
+        ms >= secs * 1000.0 && ms < (secs + 1.0) * 1000.0,
+        "{secs} {ms}"
+    );
+
+    // 3. Our --json-stream against its server: the same events.
+    let s3 = lab.spawn(&pc1, "stock-s3", &newest, &["-s", "-1"]);
+    lab.wait_port(&pc1, PC1_IP, 5201);
+    let (code, out, err) = lab.run(
+        &board,
+        "ours-stream",
+        bin(),
+        &["-c", PC1_IP, "-t", "2", "-u", "-b", "10M", "--json-stream"],
+        T,
+    );
+    assert_eq!(code, Some(0), "{err}{out}");
+    lab.wait(s3, Duration::from_secs(10));
+    let events: Vec<Value> = out
+        .lines()
+        .map(|l| json(l, "our --json-stream line"))
+        .collect();
+    let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert_eq!(names, ["start", "interval", "interval", "end"], "{out}");
+    let sent = num(&events[3]["data"], "/sum_sent/bytes");
+    assert!((2.3e6..=2.7e6).contains(&sent), "10 Mbit/s for 2 s: {sent}");
+
+    // 4. --rcv-timeout: the server stops sending (SIGSTOP) after a second; our receiving
+    // client ends with stock's IENOMSG text instead of waiting for it.
+    let s4 = lab.spawn(&pc1, "stock-s4", &newest, &["-s", "-1"]);
+    lab.wait_port(&pc1, PC1_IP, 5201);
+    let c = lab.spawn(
+        &board,
+        "ours-idle",
+        bin(),
+        &[
+            "-c",
+            PC1_IP,
+            "-t",
+            "30",
+            "-R",
+            "-b",
+            "10M",
+            "--rcv-timeout",
+            "1000",
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let pid = lab.pid(s4).to_string();
+    let st = std::process::Command::new("kill")
+        .args(["-STOP", &pid])
+        .status();
+    assert!(st.is_ok_and(|s| s.success()));
+    let t = std::time::Instant::now();
+    let code = lab.wait(c, Duration::from_secs(10));
+    let waited = t.elapsed();
+    let _ = std::process::Command::new("kill")
+        .args(["-CONT", &pid])
+        .status();
+    lab.kill(s4);
+    let (out, err) = lab.output("ours-idle");
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(err.contains("idle timeout for receiving data"), "{err}");
+    assert!(
+        waited < Duration::from_secs(4),
+        "ended {waited:?} after the stop"
+    );
+}

@@ -22,7 +22,13 @@ fn stock_servers() -> Vec<(String, String, bool)> {
         ("iperf 2.1.8".to_string(), "iperf".to_string(), false),
         ("iperf3 3.12".to_string(), "iperf3".to_string(), true),
     ];
-    for name in ["iperf-2.0.14a", "iperf-2.2.1", "iperf3-3.9", "iperf3-3.18"] {
+    for name in [
+        "iperf-2.0.14a",
+        "iperf-2.2.1",
+        "iperf3-3.9",
+        "iperf3-3.18",
+        "iperf3-newest",
+    ] {
         let path = format!("{dir}/bin/{name}");
         assert!(
             std::path::Path::new(&path).exists(),
@@ -74,7 +80,11 @@ fn auto_probe_leaves_every_stock_server_serving() {
             Some(0),
             "{label}: stock client after auto: {out}{err}"
         );
-        assert!(lab.alive(srv), "{label}: the server died");
+        if !lab.alive(srv) {
+            let (so, se) = lab.output(&format!("srv{i}"));
+            let code = lab.wait(srv, Duration::from_secs(1));
+            panic!("{label}: the server died (exit {code:?}): {so}{se}");
+        }
         lab.kill(srv);
         let (so, se) = lab.output(&format!("srv{i}"));
         assert!(

@@ -132,6 +132,33 @@ pub struct IperfArgs {
     /// Ignore received TCP data instead of copying it (MSG_TRUNC), on whichever side receives
     #[arg(long = "skip-rx-copy")]
     pub skip_rx_copy: bool,
+    /// Use a 'zero copy' method of sending data (sendfile from an in-memory file; TCP)
+    #[arg(short = 'Z', long = "zerocopy")]
+    pub zerocopy: bool,
+    /// Output in line-delimited JSON format: one {"event": …, "data": …} per line
+    #[arg(long = "json-stream")]
+    pub json_stream: bool,
+    /// Use control connection TCP keepalive: KEEPIDLE/KEEPINTV/KEEPCNT (s/s/probes), each optional
+    #[arg(
+        long = "cntl-ka",
+        value_name = "IDLE/INTV/CNT",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub cntl_ka: Option<String>,
+    /// Emit a timestamp at the start of each output line (optional strftime format, default "%c ")
+    #[arg(
+        long = "timestamps",
+        value_name = "FORMAT",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "%c "
+    )]
+    pub timestamps: Option<String>,
+    /// Idle timeout for receiving data, ms (a receiving client; default 120000)
+    #[arg(long = "rcv-timeout", value_name = "MS")]
+    pub rcv_timeout: Option<u64>,
     /// Speak iperf 2 (2.0.5 … 2.1.x) instead of iperf3: default port 5001, no control channel
     #[arg(long = "iperf2")]
     pub iperf2: bool,
@@ -189,6 +216,7 @@ pub fn client_spec(a: &IperfArgs, host: &str) -> Result<ClientSpec, String> {
     p.repeating_payload = a.repeating_payload;
     p.dont_fragment = a.dont_fragment;
     p.skip_rx_copy = a.skip_rx_copy;
+    p.zerocopy = a.zerocopy;
     p.direction = if a.bidir {
         Direction::Bidir
     } else if a.reverse {
@@ -290,6 +318,25 @@ pub fn client_spec(a: &IperfArgs, host: &str) -> Result<ClientSpec, String> {
     if let Some(ms) = a.connect_timeout {
         spec.connect_timeout = Duration::from_millis(ms.max(1));
     }
+    if let Some(ms) = a.rcv_timeout {
+        // Stock 3.19+: 100 ms … a day; only a client that receives.
+        if !(100..=86_400_000).contains(&ms) {
+            return Err(
+                "receive timeout value is incorrect or not in range (--rcv-timeout: 100..86400000 ms)"
+                    .into(),
+            );
+        }
+        if spec.params.direction == Direction::Send {
+            return Err("client receive timeout is valid only in receiving mode (--rcv-timeout with -R or --bidir)".into());
+        }
+        spec.rcv_timeout = Duration::from_millis(ms);
+    }
+    if let Some(ka) = &a.cntl_ka {
+        spec.cntl_ka = Some(client::CntlKa::parse(ka)?);
+    }
+    if let Some(f) = &a.timestamps {
+        check_timestamp_format(f)?;
+    }
     spec.family = if a.v4 {
         Family::V4
     } else if a.v6 {
@@ -354,16 +401,40 @@ pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
         terminate_signal().await;
         c2.notify_one();
     });
-    let json = a.json;
-    // -T: every text line starts with "TITLE:  ", as stock iperf3's client prints it.
-    let title = a.title.clone();
-    let put = move |t: &str| out(&titled(title.as_deref(), t));
+    let stream = a.json_stream;
+    let json = a.json || stream;
+    // -T: every text line starts with "TITLE:  ", as stock iperf3's client prints it;
+    // --timestamps puts the time before that.
+    let prefix = LinePrefix {
+        title: a.title.clone(),
+        timestamps: a.timestamps.clone(),
+    };
+    let put = move |t: &str| out(&prefix.apply(t));
     let put2 = put.clone();
     let printer = tokio::spawn(async move {
         let out = put2;
         let mut hdr: Option<Report> = None;
         let mut first = true;
         while let Some(ev) = rx.recv().await {
+            if stream {
+                // --json-stream: the start object, then each interval, as they happen.
+                match ev {
+                    Event::Started(r) => {
+                        out_event("start", &report::to_iperf3_json(&r)["start"]);
+                        hdr = Some(*r);
+                    }
+                    Event::Interval(rec) => {
+                        if let Some(h) = &hdr {
+                            let one = Report {
+                                intervals: vec![rec],
+                                ..h.clone()
+                            };
+                            out_event("interval", &report::to_iperf3_json(&one)["intervals"][0]);
+                        }
+                    }
+                }
+                continue;
+            }
             if json {
                 continue;
             }
@@ -385,7 +456,13 @@ pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
     let _ = printer.await;
     match res {
         Ok(r) => {
-            if json {
+            if stream {
+                let doc = report::to_iperf3_json(&r);
+                out_event("end", &doc["end"]);
+                if let Some(j) = doc.get("server_output_json") {
+                    out_event("server_output_json", j);
+                }
+            } else if json {
                 out(&format!("{}\n", json_text(&report::to_iperf3_json(&r))));
             } else {
                 put(&report::text_summary(&r));
@@ -400,7 +477,9 @@ pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
             0
         }
         Err(e) => {
-            if json {
+            if stream {
+                out_event("error", &serde_json::Value::String(e.message.clone()));
+            } else if json {
                 let doc = match &e.partial {
                     Some(p) => report::to_iperf3_json(p),
                     None => report::error_json(&e.message),
@@ -416,6 +495,63 @@ pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
                 eprintln!("netperfd: error - {}", e.message);
             }
             1
+        }
+    }
+}
+
+/// One `--json-stream` line: `{"event": NAME, "data": DATA}`.
+fn out_event(name: &str, data: &serde_json::Value) {
+    let line = serde_json::json!({"event": name, "data": data});
+    out(&format!("{line}\n"));
+}
+
+/// Check a `--timestamps` strftime format before the test (chrono's formatter would fail
+/// on a bad one in the middle of the output).
+fn check_timestamp_format(f: &str) -> Result<(), String> {
+    use chrono::format::{Item, StrftimeItems};
+    if StrftimeItems::new(f).any(|i| matches!(i, Item::Error)) {
+        return Err(format!(
+            "--timestamps: '{f}' is not a strftime format (e.g. --timestamps='%F %T ')"
+        ));
+    }
+    Ok(())
+}
+
+/// What goes before each output line: `--timestamps` (the local time in its strftime
+/// format), then `-T`'s `TITLE:  `, as stock iperf3 prints them.
+#[derive(Debug, Clone, Default)]
+pub struct LinePrefix {
+    /// `-T`.
+    pub title: Option<String>,
+    /// `--timestamps`' format (checked with the flags).
+    pub timestamps: Option<String>,
+}
+
+impl LinePrefix {
+    /// `text` with the prefix before each non-empty line, at the time now.
+    pub fn apply(&self, text: &str) -> String {
+        let stamp = self.timestamps.as_deref().map(|f| {
+            chrono::Local::now()
+                .format_with_items(chrono::format::StrftimeItems::new(f))
+                .to_string()
+        });
+        self.apply_with(stamp.as_deref(), text)
+    }
+
+    fn apply_with(&self, stamp: Option<&str>, text: &str) -> String {
+        let titled = titled(self.title.as_deref(), text);
+        match stamp {
+            None => titled,
+            Some(s) => titled
+                .split_inclusive('\n')
+                .map(|l| {
+                    if l.trim_end_matches('\n').is_empty() {
+                        l.to_string()
+                    } else {
+                        format!("{s}{l}")
+                    }
+                })
+                .collect(),
         }
     }
 }
@@ -484,7 +620,18 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
         Ok(c) => c,
         Err(e) => return fail(a.json, &format!("parameter error - {e}")),
     };
-    let json = a.json;
+    let stream = a.json_stream;
+    let json = a.json || stream;
+    if let Some(f) = &a.timestamps {
+        if let Err(e) = check_timestamp_format(f) {
+            return fail(json, &format!("parameter error - {e}"));
+        }
+    }
+    let prefix = LinePrefix {
+        title: a.title.clone(),
+        timestamps: a.timestamps.clone(),
+    };
+    let put = move |t: &str| out(&prefix.apply(t));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let banner = |n: u64, ports: &[u16]| {
         let ports: Vec<String> = ports.iter().map(|p| p.to_string()).collect();
@@ -494,7 +641,7 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
         )
     };
     if !json {
-        out(&banner(1, &cfg.ports));
+        put(&banner(1, &cfg.ports));
     }
     let ports = cfg.ports.clone();
     // The signal that stops the server, and whether a test's document already said so.
@@ -502,20 +649,33 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
     let said = Arc::new(AtomicBool::new(false));
     let (sig, said2) = (signalled.clone(), said.clone());
     let printer = tokio::spawn(async move {
+        let out = put;
         let mut reports: HashMap<u64, (Report, bool)> = HashMap::new();
         let mut tests = 1;
         while let Some(ev) = rx.recv().await {
             match ev {
                 ServerEvent::Started { session, report } => {
-                    if !json {
+                    if stream {
+                        out_event("start", &report::to_iperf3_json(&report)["start"]);
+                    } else if !json {
                         out(&report::text_header(&report));
                     }
                     reports.insert(session, (*report, true));
                 }
                 ServerEvent::Interval { session, record } => {
-                    if let (false, Some((r, first))) = (json, reports.get_mut(&session)) {
-                        out(&report::text_interval(r, &record, *first));
-                        *first = false;
+                    match (stream, json, reports.get_mut(&session)) {
+                        (true, _, Some((r, _))) => {
+                            let one = Report {
+                                intervals: vec![record],
+                                ..r.clone()
+                            };
+                            out_event("interval", &report::to_iperf3_json(&one)["intervals"][0]);
+                        }
+                        (false, false, Some((r, first))) => {
+                            out(&report::text_interval(r, &record, *first));
+                            *first = false;
+                        }
+                        _ => {}
                     }
                 }
                 ServerEvent::Finished {
@@ -533,7 +693,13 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
                             said2.store(true, Ordering::Relaxed);
                         }
                     }
-                    if json {
+                    if stream {
+                        let doc = report::to_iperf3_json(&report);
+                        match &report.error {
+                            Some(e) => out_event("error", &serde_json::Value::String(e.clone())),
+                            None => out_event("end", &doc["end"]),
+                        }
+                    } else if json {
                         out(&format!(
                             "{}\n",
                             json_text(&report::to_iperf3_json(&report))
@@ -567,7 +733,11 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
         // document (an empty one when idle), or "iperf3: <msg>" on stderr; exit code 0.
         if !json {
             eprintln!("netperfd: {msg}");
-        } else if !said.load(Ordering::Relaxed) {
+        } else if said.load(Ordering::Relaxed) {
+            // The test's own document (or --json-stream error event) already said so.
+        } else if stream {
+            out_event("error", &serde_json::Value::String(msg));
+        } else {
             out(&format!("{}\n", json_text(&report::error_json(&msg))));
         }
     }
@@ -633,6 +803,73 @@ mod tests {
         assert_eq!((n.params.time, n.params.num), (0, 1_048_576));
         let t = client_spec(&args(|a| a.time = Some(5)), "192.0.2.2").unwrap();
         assert_eq!((t.params.time, t.params.num), (5, 0));
+    }
+
+    #[test]
+    fn timestamps_go_before_the_title_on_every_line() {
+        let p = LinePrefix {
+            title: Some("b7".into()),
+            timestamps: Some("%F %T ".into()),
+        };
+        assert_eq!(
+            p.apply_with(Some("2026-12-03 14:00:00 "), "a\n\nb\n"),
+            "2026-12-03 14:00:00 b7:  a\n\n2026-12-03 14:00:00 b7:  b\n"
+        );
+        // The real clock in the asked format: "YYYY-MM-DD HH:MM:SS " then the line.
+        let line = p.apply("x\n");
+        assert_eq!(line.len(), 20 + "b7:  x\n".len(), "{line:?}");
+        assert!(
+            line.ends_with(" b7:  x\n") && line.as_bytes()[4] == b'-',
+            "{line:?}"
+        );
+        assert!(check_timestamp_format("%c ").is_ok());
+        let bad = client_spec(&args(|a| a.timestamps = Some("%Q%".into())), "192.0.2.2");
+        assert!(bad.unwrap_err().starts_with("--timestamps: '%Q%'"));
+    }
+
+    #[test]
+    fn rcv_timeout_and_cntl_ka_as_stock() {
+        let recv = |f: fn(&mut IperfArgs)| {
+            client_spec(
+                &args(|a| {
+                    a.reverse = true;
+                    f(a)
+                }),
+                "192.0.2.2",
+            )
+        };
+        let s = recv(|a| a.rcv_timeout = Some(1500)).unwrap();
+        assert_eq!(s.rcv_timeout, Duration::from_millis(1500));
+        assert_eq!(
+            client_spec(&args(|_| {}), "192.0.2.2").unwrap().rcv_timeout,
+            Duration::from_secs(120)
+        );
+        assert!(recv(|a| a.rcv_timeout = Some(99))
+            .unwrap_err()
+            .starts_with("receive timeout value is incorrect or not in range"));
+        let send = client_spec(&args(|a| a.rcv_timeout = Some(1000)), "192.0.2.2");
+        assert!(send
+            .unwrap_err()
+            .starts_with("client receive timeout is valid only in receiving mode"));
+        let ka = |v: &str| client::CntlKa::parse(v);
+        assert_eq!(ka("").unwrap().values(), (5, 2, 3));
+        assert_eq!(ka("30").unwrap().values(), (30, 2, 3));
+        assert_eq!(ka("30/5/4").unwrap().values(), (30, 5, 4));
+        assert_eq!(ka("/5").unwrap().values(), (5, 5, 3));
+        // Idle must exceed interval × count (stock's IECNTLKA).
+        assert!(ka("20/5/4").unwrap_err().contains("20 <= 5 * 4"));
+        assert!(ka("x")
+            .unwrap_err()
+            .contains("'x' is not a positive number"));
+        let s = client_spec(&args(|a| a.cntl_ka = Some("60/10/5".into())), "192.0.2.2").unwrap();
+        assert_eq!(s.cntl_ka.map(|k| k.values()), Some((60, 10, 5)));
+    }
+
+    #[test]
+    fn zerocopy_goes_into_the_parameters() {
+        let s = client_spec(&args(|a| a.zerocopy = true), "192.0.2.2").unwrap();
+        assert!(s.params.zerocopy);
+        assert_eq!(s.params.to_json()["zerocopy"], 1);
     }
 
     #[test]

@@ -24,6 +24,10 @@ pub struct TcpSample {
     pub rttvar: u32,
     /// Path MTU, bytes.
     pub pmtu: u32,
+    /// Reordering events seen since the stream started (`tcpi_reord_seen`, cumulative, as
+    /// iperf3 3.19+ prints `reorder` in an interval).
+    #[serde(default)]
+    pub reorder: u64,
 }
 
 /// UDP figures of one stream over one interval.
@@ -163,6 +167,10 @@ pub struct StreamSummary {
     pub receiver: Option<SideTotals>,
     /// Retransmits over the test, −1 when unknown.
     pub retransmits: i64,
+    /// Reordering events the sender saw over the test (`tcpi_reord_seen` at its last
+    /// reading; iperf3 3.19+ `reorder`), 0 when unknown.
+    #[serde(default)]
+    pub reorder: u64,
     pub max_snd_cwnd: u64,
     pub max_snd_wnd: u64,
     /// RTT extremes and mean over the intervals, µs (local sender only).
@@ -210,6 +218,12 @@ pub struct Report {
     pub system_info: String,
     /// Unix seconds at test start.
     pub timestamp: i64,
+    /// Unix ms at test start (0 in reports stored before it was kept: then `timestamp` × 1000).
+    #[serde(default)]
+    pub timestamp_ms: i64,
+    /// This end's reporting interval (`-i`), s.
+    #[serde(default = "one_second")]
+    pub interval: f64,
     pub connected: Vec<Connected>,
     /// Control connection MSS, bytes.
     pub tcp_mss_default: u32,
@@ -227,10 +241,14 @@ pub struct Report {
     pub error: Option<String>,
 }
 
+fn one_second() -> f64 {
+    1.0
+}
+
 /// Version string reported in `-J` and `--version`.
 pub fn version_string() -> String {
     format!(
-        "netperfd {} (iperf3 3.9-3.18 wire protocol)",
+        "netperfd {} (iperf3 wire protocol; verified against iperf3 3.9, 3.12, 3.18, 3.22)",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -726,6 +744,7 @@ fn interval_stream_json(s: &StreamInterval) -> Value {
         m.insert("rtt".into(), t.rtt.into());
         m.insert("rttvar".into(), t.rttvar.into());
         m.insert("pmtu".into(), t.pmtu.into());
+        m.insert("reorder".into(), t.reorder.into());
     }
     m.insert("omitted".into(), s.omitted.into());
     m.insert("sender".into(), s.sender.into());
@@ -835,9 +854,14 @@ pub fn to_iperf3_json(report: &Report) -> Value {
     let ts = chrono::DateTime::from_timestamp(report.timestamp, 0)
         .map(|d| d.format("%a, %d %b %Y %H:%M:%S GMT").to_string())
         .unwrap_or_default();
+    let millis = if report.timestamp_ms > 0 {
+        report.timestamp_ms
+    } else {
+        report.timestamp.saturating_mul(1000)
+    };
     start.insert(
         "timestamp".into(),
-        json!({"time": ts, "timesecs": report.timestamp}),
+        json!({"time": ts, "timesecs": report.timestamp, "timemillisecs": millis}),
     );
     match report.role {
         Role::Client => start.insert(
@@ -875,6 +899,10 @@ pub fn to_iperf3_json(report: &Report) -> Value {
             "target_bitrate": p.bandwidth,
             "bidir": i32::from(p.direction == Direction::Bidir),
             "fqrate": p.fq_rate,
+            // iperf3 3.19+: the reporting interval (s) and GSO/GRO (never used: 0).
+            "interval": report.interval,
+            "gso": 0,
+            "gro": 0,
         }),
     );
     let bidir = p.direction == Direction::Bidir;
@@ -961,6 +989,7 @@ fn tcp_end_json(report: &Report, end: &mut Map<String, Value>) {
             let mut snd = side_json(&s.sender, s.socket, s.local_sender);
             let snd_flag = snd.remove("sender").unwrap_or(Value::Bool(s.local_sender));
             snd.insert("retransmits".into(), s.retransmits.into());
+            snd.insert("reorder".into(), s.reorder.into());
             snd.insert("max_snd_cwnd".into(), s.max_snd_cwnd.into());
             snd.insert("max_snd_wnd".into(), s.max_snd_wnd.into());
             snd.insert("max_rtt".into(), s.max_rtt.into());

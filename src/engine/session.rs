@@ -59,6 +59,8 @@ pub struct DataStream {
     retrans_prev: u64,
     retrans_omit: u64,
     max_cwnd: u64,
+    /// `tcpi_reord_seen` at the last reading (cumulative).
+    reorder: u64,
     max_wnd: u64,
     rtt_min: u32,
     rtt_max: u32,
@@ -100,6 +102,7 @@ impl DataStream {
             retrans_prev: 0,
             retrans_omit: 0,
             max_cwnd: 0,
+            reorder: 0,
             max_wnd: 0,
             rtt_min: u32::MAX,
             rtt_max: 0,
@@ -270,6 +273,7 @@ impl DataPhase {
             blockcount: params.blockcount,
             len: params.len as u64,
             skip_rx_copy: params.skip_rx_copy,
+            zerocopy: params.zerocopy,
             ..Default::default()
         });
         let now = Instant::now();
@@ -375,6 +379,15 @@ impl DataPhase {
         self.started.elapsed().as_secs_f64()
     }
 
+    /// Bytes received so far on this side's receiving streams (the omit part included).
+    pub fn received_total(&self) -> u64 {
+        self.streams
+            .iter()
+            .filter(|s| !s.sender)
+            .map(|s| s.bytes_total())
+            .sum()
+    }
+
     /// Total bytes moved on all streams (progress for the watchdog).
     pub fn progress(&self) -> u64 {
         self.streams.iter().map(|s| s.bytes_total()).sum()
@@ -411,6 +424,7 @@ impl DataPhase {
                         s.retrans_prev = ti.total_retrans;
                         if !omitted {
                             s.max_cwnd = s.max_cwnd.max(ti.snd_cwnd);
+                            s.reorder = ti.reord_seen;
                             s.max_wnd = s.max_wnd.max(ti.snd_wnd);
                             s.rtt_min = s.rtt_min.min(ti.rtt);
                             s.rtt_max = s.rtt_max.max(ti.rtt);
@@ -424,6 +438,7 @@ impl DataPhase {
                             rtt: ti.rtt,
                             rttvar: ti.rttvar,
                             pmtu: ti.pmtu,
+                            reorder: ti.reord_seen,
                         }
                     });
                 }
@@ -671,6 +686,7 @@ impl DataPhase {
                     },
                     receiver: if s.sender { None } else { Some(mine) },
                     retransmits: retrans,
+                    reorder: s.reorder,
                     max_snd_cwnd: s.max_cwnd,
                     max_snd_wnd: s.max_wnd,
                     max_rtt: s.rtt_max,

@@ -22,6 +22,10 @@ pub struct TcpInfo {
     pub pmtu: u32,
     /// Sender MSS in bytes.
     pub snd_mss: u32,
+    /// Reordering events the sender has seen since the connection started
+    /// (`tcpi_reord_seen`, Linux 4.19+; 0 before), what iperf3 3.19+ reports as `reorder`.
+    #[serde(default)]
+    pub reord_seen: u64,
 }
 
 /// Process CPU utilisation over a wall-clock span, in % of one CPU (user + system; can exceed

@@ -39,6 +39,68 @@ pub struct ClientSpec {
     pub family: Family,
     /// Control connection timeout (`--connect-timeout`), default 10 s.
     pub connect_timeout: Duration,
+    /// While the test runs and this client receives (`-R`, `--bidir`): no data for this
+    /// long ends the test with "idle timeout for receiving data" (`--rcv-timeout`, stock
+    /// 3.19+'s IENOMSG); default [`DEFAULT_RCV_TIMEOUT`].
+    pub rcv_timeout: Duration,
+    /// TCP keepalive of the control connection (`--cntl-ka`); `None` keeps netperfd's own
+    /// (idle 5 s, interval 2 s, 3 probes).
+    pub cntl_ka: Option<CntlKa>,
+}
+
+/// The receive idle timeout of a client that receives, as stock iperf3 3.19+ (120 s).
+pub const DEFAULT_RCV_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Control connection keepalive (`--cntl-ka=IDLE/INTERVAL/COUNT`, seconds, seconds,
+/// probes); a field left out keeps netperfd's own value (5 s, 2 s, 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CntlKa {
+    /// TCP_KEEPIDLE, s.
+    pub idle: Option<u32>,
+    /// TCP_KEEPINTVL, s.
+    pub interval: Option<u32>,
+    /// TCP_KEEPCNT, probes.
+    pub count: Option<u32>,
+}
+
+impl CntlKa {
+    /// Parse `IDLE/INTERVAL/COUNT`, each part optional ("", "30", "30/5", "/5/3"). Errors as
+    /// stock iperf3: a number that is not one, or an idle time not above interval × count.
+    pub fn parse(s: &str) -> Result<CntlKa, String> {
+        let mut parts = s.splitn(3, '/');
+        let mut num = |what: &str| -> Result<Option<u32>, String> {
+            match parts.next().map(str::trim) {
+                None | Some("") => Ok(None),
+                Some(x) => x
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .map(Some)
+                    .ok_or_else(|| format!("--cntl-ka: {what} '{x}' is not a positive number")),
+            }
+        };
+        let ka = CntlKa {
+            idle: num("idle time")?,
+            interval: num("interval")?,
+            count: num("count")?,
+        };
+        let (idle, intv, cnt) = ka.values();
+        if ka.idle.is_some() && idle <= intv * cnt {
+            return Err(format!(
+                "control connection Keepalive period should be larger than the full retry period (interval * count): {idle} <= {intv} * {cnt} (--cntl-ka)"
+            ));
+        }
+        Ok(ka)
+    }
+
+    /// The values in use: (idle s, interval s, probes).
+    pub fn values(&self) -> (u32, u32, u32) {
+        (
+            self.idle.unwrap_or(5),
+            self.interval.unwrap_or(2),
+            self.count.unwrap_or(3),
+        )
+    }
 }
 
 impl ClientSpec {
@@ -52,6 +114,8 @@ impl ClientSpec {
             sock: SockOpts::default(),
             family: Family::Any,
             connect_timeout: Duration::from_secs(10),
+            rcv_timeout: DEFAULT_RCV_TIMEOUT,
+            cntl_ka: None,
         }
     }
 
@@ -271,7 +335,8 @@ pub async fn run(
             crate::engine::udp::MAX_UDP_LEN_V4
         )));
     }
-    let started_wall = chrono::Utc::now().timestamp();
+    let started_now = chrono::Utc::now();
+    let started_wall = started_now.timestamp();
     let ctrl_opts = SockOpts {
         bind: spec.sock.bind,
         bind_dev: spec.sock.bind_dev.clone(),
@@ -283,7 +348,13 @@ pub async fn run(
             .await
             .map_err(|e| err(e.to_string()))?
             .map_err(|e| err(format!("unable to connect to server {peer}: {e}")))?;
-    net::keepalive(&std_ctrl, Duration::from_secs(5), Duration::from_secs(2), 3);
+    let (ka_idle, ka_intv, ka_cnt) = spec.cntl_ka.unwrap_or_default().values();
+    net::keepalive(
+        &std_ctrl,
+        Duration::from_secs(ka_idle as u64),
+        Duration::from_secs(ka_intv as u64),
+        ka_cnt,
+    );
     let mss_default = net::mss(&std_ctrl);
     if udp && params.len == 0 {
         // iperf3's default UDP size: the control connection's MSS (1460 if unknown).
@@ -420,6 +491,8 @@ pub async fn run(
         local_port: local_ctrl.port(),
         system_info: system_info(),
         timestamp: started_wall,
+        timestamp_ms: started_now.timestamp_millis(),
+        interval: spec.interval,
         connected,
         tcp_mss_default: mss_default,
         sndbuf_actual: sndbuf,
@@ -675,6 +748,13 @@ async fn drive(
         None
     };
     let mut omit_pending = p.omit > 0;
+    // --rcv-timeout: a receiving client ends the test when nothing arrives for this long.
+    let receives = p.client_recv_streams() > 0;
+    let mut idle_check = tokio::time::interval(
+        spec.rcv_timeout
+            .clamp(Duration::from_millis(50), Duration::from_secs(1)),
+    );
+    let (mut last_rx, mut last_rx_at) = (phase.received_total(), tokio::time::Instant::now());
     let never = Arc::new(Notify::new());
     let cancel = cancel.unwrap_or(&never);
     let mut b = [0u8; 1];
@@ -706,6 +786,14 @@ async fn drive(
             }
             _ = cancel.notified() => {
                 return Drive::Failed("interrupt - the client has terminated".into(), true);
+            }
+            _ = idle_check.tick(), if receives => {
+                let rx = phase.received_total();
+                if rx != last_rx {
+                    (last_rx, last_rx_at) = (rx, tokio::time::Instant::now());
+                } else if last_rx_at.elapsed() > spec.rcv_timeout {
+                    return Drive::Failed("idle timeout for receiving data".into(), true);
+                }
             }
             r = ctrl.read(&mut b) => {
                 match r {

@@ -585,6 +585,7 @@ fn refuse_iperf2(inner: &Inner, s: &TcpStream, peer: SocketAddr) {
     crate::peer_warn!(peer.ip(), %peer, "closing connection: {msg}");
     let local = s.local_addr().unwrap_or(peer);
     let id = inner.next.fetch_add(1, Ordering::Relaxed);
+    let now = chrono::Utc::now();
     let report = Report {
         role: Role::Server,
         params: Params::default(),
@@ -594,7 +595,9 @@ fn refuse_iperf2(inner: &Inner, s: &TcpStream, peer: SocketAddr) {
         local_host: net::ip_text(local.ip()),
         local_port: local.port(),
         system_info: system_info(),
-        timestamp: chrono::Utc::now().timestamp(),
+        timestamp: now.timestamp(),
+        timestamp_ms: now.timestamp_millis(),
+        interval: inner.cfg.interval,
         connected: Vec::new(),
         tcp_mss_default: 0,
         sndbuf_actual: 0,
@@ -861,6 +864,7 @@ async fn session(
     ticket.set_holds(0);
     let congestion = streams.first().and_then(|s| s.congestion());
     let (sndbuf, rcvbuf) = streams.first().map(|s| s.buffers()).unwrap_or((0, 0));
+    let now = chrono::Utc::now();
     let mut report = Report {
         role: Role::Server,
         params: params.clone(),
@@ -870,7 +874,9 @@ async fn session(
         local_host: net::ip_text(local.ip()),
         local_port: local.port(),
         system_info: system_info(),
-        timestamp: chrono::Utc::now().timestamp(),
+        timestamp: now.timestamp(),
+        timestamp_ms: now.timestamp_millis(),
+        interval: inner.cfg.interval,
         connected: streams
             .iter()
             .map(|s| Connected {

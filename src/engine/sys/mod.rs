@@ -96,6 +96,43 @@ pub fn recv_discard(fd: RawFd, buf: &mut [u8]) -> std::io::Result<usize> {
     }
 }
 
+/// An anonymous in-memory file (memfd_create(2), close-on-exec) holding `data`, for
+/// [`sendfile`]: iperf3's `-Z` sends its block from a file instead of from user memory.
+/// Errors when the kernel has no memfd (before 3.17) or memory is short.
+pub fn memfd_with(data: &[u8]) -> std::io::Result<std::fs::File> {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    // SAFETY: the name is a NUL-terminated C string literal; the flags are plain bits.
+    let fd = unsafe { libc::memfd_create(c"netperfd-zerocopy".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is a new descriptor we own and hand over to the File exactly once.
+    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+    f.write_all(data)?;
+    Ok(f)
+}
+
+/// sendfile(2): up to `count` bytes of `file` from `offset` to the socket `out` without a
+/// copy through user space; the bytes sent (0 at the file's end).
+pub fn sendfile(
+    out: RawFd,
+    file: &std::fs::File,
+    offset: u64,
+    count: usize,
+) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let mut off = offset.min(i64::MAX as u64) as libc::off_t;
+    // SAFETY: off is a valid off_t the kernel may update; both descriptors are open for the
+    // duration of the call (file is borrowed, out is the caller's socket).
+    let rc = unsafe { libc::sendfile(out, file.as_raw_fd(), &mut off, count) };
+    if rc < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(rc as usize)
+    }
+}
+
 /// send(2) of `buf` on a connected socket; the bytes sent.
 pub fn send(fd: RawFd, buf: &[u8]) -> std::io::Result<usize> {
     // SAFETY: buf is valid for buf.len() bytes for the duration of the call.
@@ -313,6 +350,8 @@ pub fn tcp_info(fd: RawFd) -> std::io::Result<TcpInfo> {
         rttvar: raw.rttvar,
         pmtu: raw.pmtu,
         snd_mss: raw.snd_mss,
+        // 0 before Linux 4.19 (the kernel writes a shorter struct; the rest stays zero).
+        reord_seen: raw.reord_seen as u64,
     })
 }
 
