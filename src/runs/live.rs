@@ -728,7 +728,10 @@ impl Hub {
                     req2.port = Some(spec3.port.to_string());
                 }
                 match crate::engine::iperf3::client::probe_iperf3(&spec3.host, spec3.port).await {
-                    Ok(true) => self.start_client(spec3),
+                    Ok(true) => self.start_client(ClientSpec {
+                        after_probe: true,
+                        ..spec3
+                    }),
                     Ok(false) => self.start_iperf2_client(req2.to_iperf2_spec(ports)?),
                     Err(_) if !explicit => self.start_iperf2_client(req.to_iperf2_spec(ports)?),
                     Err(e) => Err(e),

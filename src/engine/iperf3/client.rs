@@ -46,6 +46,10 @@ pub struct ClientSpec {
     /// TCP keepalive of the control connection (`--cntl-ka`); `None` keeps netperfd's own
     /// (idle 5 s, interval 2 s, 3 probes).
     pub cntl_ka: Option<CntlKa>,
+    /// The server was just probed ([`probe_iperf3`], peer type "auto"): a stock iperf3
+    /// server closes and re-opens its listener after the probe's session, so a connection
+    /// refused, reset or denied before the parameter exchange is tried again for up to 3 s.
+    pub after_probe: bool,
 }
 
 /// The receive idle timeout of a client that receives, as stock iperf3 3.19+ (120 s).
@@ -116,6 +120,7 @@ impl ClientSpec {
             connect_timeout: Duration::from_secs(10),
             rcv_timeout: DEFAULT_RCV_TIMEOUT,
             cntl_ka: None,
+            after_probe: false,
         }
     }
 
@@ -262,11 +267,29 @@ pub async fn probe_iperf3(host: &str, port: u16) -> Result<bool, String> {
     // iperf3 server has already read all it needs to answer.
     let _ = s.shutdown().await;
     let mut b = [0u8; 1];
-    match tokio::time::timeout(IPERF2_SILENCE, s.read(&mut b)).await {
-        Ok(Ok(1)) => Ok(matches!(b[0], 9 | 0xFF | 0xFE)),
-        Ok(Ok(_)) | Ok(Err(_)) | Err(_) => Ok(false),
+    let iperf3 = match tokio::time::timeout(IPERF2_SILENCE, s.read(&mut b)).await {
+        Ok(Ok(1)) => matches!(b[0], 9 | 0xFF | 0xFE),
+        Ok(Ok(_)) | Ok(Err(_)) | Err(_) => false,
+    };
+    if iperf3 {
+        // Wait (bounded) for the server to close its end: a stock iperf3 server closes the
+        // probe's session only after it noticed our FIN, and until then it answers the next
+        // connection — the run right after the probe — as busy (a reset, seen with 3.12).
+        let mut sink = [0u8; 64];
+        let _ = tokio::time::timeout(PROBE_CLOSE_WAIT, async {
+            while let Ok(n) = s.read(&mut sink).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        })
+        .await;
     }
+    Ok(iperf3)
 }
+
+/// How long [`probe_iperf3`] waits for an iperf3 server to close the probe's session.
+const PROBE_CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 async fn expect_state(
     ctrl: &mut TcpStream,
@@ -314,6 +337,42 @@ async fn state_error(ctrl: &mut TcpStream, b: u8) -> ClientError {
 /// Run one test. `events` receives progress; `cancel` (when notified) stops the test early,
 /// telling the server CLIENT_TERMINATE. Returns the final report or an error.
 pub async fn run(
+    spec: ClientSpec,
+    events: Option<mpsc::UnboundedSender<Event>>,
+    cancel: Option<Arc<Notify>>,
+) -> Result<Report, ClientError> {
+    if !spec.after_probe {
+        return run_once(spec, events, cancel).await;
+    }
+    let t = tokio::time::Instant::now();
+    loop {
+        match run_once(spec.clone(), events.clone(), cancel.clone()).await {
+            Err(e)
+                if e.partial.is_none()
+                    && busy_after_probe(&e.message)
+                    && t.elapsed() < AFTER_PROBE_RETRY =>
+            {
+                tracing::debug!(host = %spec.host, "server not ready after the probe ({}); trying again", e.message);
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            r => return r,
+        }
+    }
+}
+
+/// How long a run right after [`probe_iperf3`] tries again when the server is not ready.
+const AFTER_PROBE_RETRY: Duration = Duration::from_secs(3);
+
+/// A first connection refused, reset or denied: what a stock iperf3 server does for a moment
+/// after the probe's session (it closes its listener and opens a new one).
+fn busy_after_probe(message: &str) -> bool {
+    message.contains("Connection reset by peer")
+        || message.contains("Connection refused")
+        || message == wire::ierr_text(ierr::IEACCESSDENIED)
+        || message.starts_with(&wire::ierr_text(ierr::IECTRLCLOSE))
+}
+
+async fn run_once(
     spec: ClientSpec,
     events: Option<mpsc::UnboundedSender<Event>>,
     cancel: Option<Arc<Notify>>,
