@@ -244,6 +244,7 @@ fn info(
     hdr: Option<&ClientHeader>,
     layout: Option<Layout>,
     streams: usize,
+    trip_times: bool,
 ) -> TestInfo {
     let ret = hdr.map(|h| h.return_test()).unwrap_or(Return::None);
     TestInfo {
@@ -271,6 +272,7 @@ fn info(
             "return": ret,
             "layout": layout,
             "parallel": streams,
+            "trip_times": trip_times,
         }),
     }
 }
@@ -381,7 +383,15 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
     }
     inner.emit(Event::Started {
         test,
-        info: Box::new(info(false, peer, local, Some(&hdr), None, streams.len())),
+        info: Box::new(info(
+            false,
+            peer,
+            local,
+            Some(&hdr),
+            None,
+            streams.len(),
+            false,
+        )),
     });
     let phase = DataPhase::new(
         phase_params(false, wire::TCP_DEFAULT_LEN, 0, 0),
@@ -618,7 +628,7 @@ fn report_refused(inner: &Inner, peer: SocketAddr, local: SocketAddr, udp: bool,
     let test = inner.next.fetch_add(1, Ordering::Relaxed);
     inner.emit(Event::Started {
         test,
-        info: Box::new(info(udp, peer, local, None, None, 1)),
+        info: Box::new(info(udp, peer, local, None, None, 1, false)),
     });
     inner.emit(Event::Finished {
         test,
@@ -717,6 +727,11 @@ fn udp_loop(
                 continue;
             }
         };
+        // --trip-times (2.1 clients): measure each datagram's one-way latency.
+        let trip_times = data.len() > layout.offset() && wire::trip_times(&data[layout.offset()..]);
+        if trip_times {
+            ds.measure_transit();
+        }
         let (s, us) = wire::wall_now();
         ds.feed_udp(data, s as i64 * 1_000_000 + us as i64);
         if let Ok(mut m) = flows.lock() {
@@ -739,7 +754,15 @@ fn udp_loop(
             };
         inner.emit(Event::Started {
             test,
-            info: Box::new(info(true, from, ds.local, hdr.as_ref(), Some(layout), 1)),
+            info: Box::new(info(
+                true,
+                from,
+                ds.local,
+                hdr.as_ref(),
+                Some(layout),
+                1,
+                trip_times,
+            )),
         });
         let len = n.max(wire::UDP_MIN_LEN);
         let phase = DataPhase::new(phase_params(true, len, 0, 0), vec![ds], inner.cfg.interval);
