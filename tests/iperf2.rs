@@ -818,6 +818,77 @@ fn daemon_records_a_stock_p4_client_as_one_run_with_a_sum() {
     );
 }
 
+/// Issue 22 item 11: a stock `iperf -c -u -P 3` is one served run with 3 streams and a
+/// [SUM] (it was 3 runs with no total), its total what the stock client's [SUM] says; each
+/// stock stream still gets its own server report.
+#[test]
+fn daemon_records_a_stock_udp_p3_client_as_one_run_with_a_sum() {
+    let mut lab = Lab::new();
+    let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+    let (_, mut http) = common::http::daemon(&mut lab, &board, 8144, &[]);
+    common::http::set_up(&lab, &mut http);
+    lab.wait_port(&board, BOARD_IP, 5001);
+    wait_udp(&board, 5001);
+    let before = iperf2_runs(&http).len();
+    let (code, out, err) = lab.run(
+        &pc1,
+        "iperf-u-p3",
+        "iperf",
+        &[
+            "-c", BOARD_IP, "-u", "-P", "3", "-b", "5M", "-t", "2", "-f", "B",
+        ],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let theirs = stock_sum_bytes(&out);
+    assert!(theirs > 2_000_000, "{out}");
+    assert_eq!(
+        out.matches("Server Report:").count(),
+        3,
+        "every stream gets its report:\n{out}"
+    );
+    assert!(!out.contains("did not receive ack"), "{out}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let runs = loop {
+        let runs = iperf2_runs(&http);
+        if runs.len() > before && runs.iter().all(|r| r["status"] != "running") {
+            std::thread::sleep(Duration::from_millis(1500));
+            break iperf2_runs(&http);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no finished iperf2 run: {runs:?}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert_eq!(runs.len(), before + 1, "one run for -u -P 3: {runs:?}");
+    let id = runs[0]["id"].as_i64().expect("run id");
+    let v = http.get_json(&format!("/api/runs/{id}"));
+    let run = &v["run"];
+    assert_eq!(run["status"], "completed", "{v}");
+    assert_eq!(run["protocol"], "UDP", "{v}");
+    let streams = run["summary"]["streams"].as_array().expect("streams");
+    assert_eq!(streams.len(), 3, "{v}");
+    assert!(streams.iter().all(|s| u(s, "/bytes") > 500_000), "{v}");
+    let per: u64 = streams.iter().map(|s| u(s, "/bytes")).sum();
+    let sum = &run["summary"]["sum"]["receive"];
+    assert_eq!(u(sum, "/streams"), 3, "{v}");
+    assert_eq!(u(sum, "/bytes"), per, "{v}");
+    assert!(
+        per.abs_diff(theirs) * 100 <= theirs,
+        "our total {per} vs the stock client's [SUM] {theirs}"
+    );
+    let total: u64 = streams.iter().map(|s| u(s, "/udp/total")).sum();
+    assert_eq!(u(sum, "/udp/total"), total, "{v}");
+    assert!(
+        v["view"]["stock_command"]
+            .as_str()
+            .unwrap_or("")
+            .contains("-P 3"),
+        "{v}"
+    );
+}
+
 /// Issue 22 item 11: peer type "auto"'s probe (4 NUL, 32 cookie characters, NUL, then FIN)
 /// against the board's iperf 2 port is no 37-byte run; neither is a connection that closes
 /// before a header. A real stock client right after is still recorded.

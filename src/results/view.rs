@@ -1288,7 +1288,7 @@ mod tests {
         r.params = json!({"iperf2": true, "parallel": 1, "trip_times": true});
         r.summary = json!({"streams": [{"id": 1, "sender": false, "bytes": 1000u64,
             "seconds": 1.0, "udp": {"latency_ms": {"count": 895, "avg": 0.0111,
-            "min": 0.002, "max": 0.588, "stdev": 0.0195}}}]});
+            "min": 0.002, "max": 0.588, "stdev": 0.0196}}}]});
         let v = view(&r);
         let l = v
             .facts

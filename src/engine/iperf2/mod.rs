@@ -358,21 +358,31 @@ async fn drive(
         .ok();
     if udp && !aborted {
         let results = out.clone();
+        // Every stream's exchange at once: with `-P`, each stock client thread waits for
+        // its own report (10 tries, 250 ms apart), so one stream must not wait for another.
         let ex = tokio::task::spawn_blocking(move || {
-            socks
-                .iter()
-                .zip(results.iter())
-                .map(|(sock, r)| {
-                    if send {
-                        fin_exchange(sock, r.sent_datagrams.unwrap_or(0), len)
-                    } else {
-                        if let Some(u) = r.udp {
-                            answer_fins(sock, &u.to_report(), layout, len);
-                        }
-                        None
-                    }
-                })
-                .collect::<Vec<_>>()
+            std::thread::scope(|sc| {
+                let handles: Vec<_> = socks
+                    .iter()
+                    .zip(results.iter())
+                    .map(|(sock, r)| {
+                        sc.spawn(move || {
+                            if send {
+                                fin_exchange(sock, r.sent_datagrams.unwrap_or(0), len)
+                            } else {
+                                if let Some(u) = r.udp {
+                                    answer_fins(sock, &u.to_report(), layout, len);
+                                }
+                                None
+                            }
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().ok().flatten())
+                    .collect::<Vec<_>>()
+            })
         })
         .await
         .unwrap_or_default();
