@@ -124,6 +124,7 @@ pub struct UdpRecv {
     /// iperf 2 `--trip-times`: one-way transit of every counted datagram, whole test and
     /// since the last interval sample (None: not asked, see [`UdpRecv::measure_transit`]).
     pub transit: Option<Transit>,
+    /// The same since the last [`UdpRecv::take_transit_interval`].
     pub transit_interval: Option<Transit>,
 }
 

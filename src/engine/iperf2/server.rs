@@ -1013,22 +1013,26 @@ mod tests {
                 }
                 std::thread::sleep(Duration::from_millis(5));
             }
-            let mut reps = Vec::new();
-            for s in &socks {
-                let mut got = None;
-                for _ in 0..10 {
-                    let (sec, usec) = wire::wall_now();
-                    wire::write_udp_id(&mut d, -41, sec, usec);
-                    s.send(&d).ok();
+            // Each flow sends its FIN (as the client's threads do, at about the same time)
+            // and repeats it, 10 tries, until its report came.
+            let mut reps = vec![None; socks.len()];
+            for _ in 0..10 {
+                for (s, r) in socks.iter().zip(&reps) {
+                    if r.is_none() {
+                        let (sec, usec) = wire::wall_now();
+                        wire::write_udp_id(&mut d, -41, sec, usec);
+                        s.send(&d).ok();
+                    }
+                }
+                for (s, r) in socks.iter().zip(reps.iter_mut()) {
                     let mut b = [0u8; 2048];
-                    if let Ok(n) = s.recv(&mut b) {
-                        if let Ok((r, _)) = wire::ServerReport::parse(&b[..n]) {
-                            got = Some(r);
-                            break;
+                    while r.is_none() {
+                        match s.recv(&mut b) {
+                            Ok(n) => *r = wire::ServerReport::parse(&b[..n]).ok().map(|x| x.0),
+                            Err(_) => break,
                         }
                     }
                 }
-                reps.push(got);
             }
             reps
         })

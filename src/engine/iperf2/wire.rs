@@ -362,11 +362,17 @@ pub const SERVER_REPORT_EXT_LEN: usize = 60;
 /// from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct ReportExt {
+    /// Smallest transit: (s, µs).
     pub min: (i32, i32),
+    /// Largest transit: (s, µs).
     pub max: (i32, i32),
+    /// Sum of the transits: (s, µs).
     pub sum: (i32, i32),
+    /// Mean transit: (s, µs).
     pub mean: (i32, i32),
+    /// M2 in µs²: (whole, millionths).
     pub m2: (i32, i32),
+    /// The last difference from the mean (stock bookkeeping; we send 0).
     pub vd: (i32, i32),
     /// Datagrams measured.
     pub cnt_transit: i32,
