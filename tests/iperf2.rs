@@ -394,6 +394,115 @@ fn udp_stock_to_ours_loss_in_our_server_report() {
     assert_eq!(u(back, "/udp/total"), u(back, "/sent_datagrams"), "{back}");
 }
 
+/// The four `avg/min/max/stdev` numbers before " ms" in a stock iperf 2 latency column.
+fn latency_quad(line: &str) -> Option<[f64; 4]> {
+    let before_ms = line.split(" ms ").nth(1)?;
+    let q: Vec<f64> = before_ms
+        .split_whitespace()
+        .last()?
+        .split('/')
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    q.try_into().ok()
+}
+
+#[test]
+fn udp_stock_trip_times_latency_in_our_record_and_their_report() {
+    let mut lab = Lab::new();
+    let pc1 = lab.pc1.clone();
+    start_ours(&mut lab);
+    let (code, out, err) = lab.run(
+        &pc1,
+        "iperf-tt",
+        "iperf",
+        &[
+            "-c",
+            BOARD_IP,
+            "-u",
+            "--trip-times",
+            "-e",
+            "-b",
+            "10M",
+            "-t",
+            "2",
+        ],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let ours = our_lines(&lab, 1);
+    assert_eq!(ours[0]["info"]["params"]["trip_times"], true, "{}", ours[0]);
+    let s = &streams(&ours[0])[0];
+    let l = &s["udp"]["latency_ms"];
+    let f = |k: &str| {
+        l[k].as_f64()
+            .unwrap_or_else(|| panic!("no latency {k}: {s}"))
+    };
+    let (avg, min, max, stdev) = (f("avg"), f("min"), f("max"), f("stdev"));
+    assert!(avg > 0.0 && avg < 50.0, "avg {avg} ms: {s}");
+    assert!(min <= avg && avg <= max && min >= 0.0, "{l}");
+    assert!((0.0..50.0).contains(&stdev), "{l}");
+    let received = u(s, "/udp/total") - u(s, "/udp/lost");
+    assert!(received > 1000, "{s}");
+    assert_eq!(
+        u(l, "/count"),
+        received,
+        "one latency per datagram received: {s}"
+    );
+
+    // The stock client's Server Report shows our figures, not "-/-/-/- ms 0 pps".
+    let rep = out
+        .lines()
+        .skip_while(|l| !l.contains("Server Report"))
+        .find(|l| l.contains(" pps"))
+        .unwrap_or_else(|| panic!("no server report in:\n{out}{err}"));
+    assert!(!rep.contains("-/-/-/-"), "{rep}");
+    let q = latency_quad(rep).unwrap_or_else(|| panic!("no latency in {rep}"));
+    for (theirs, mine) in q.iter().zip([avg, min, max, stdev]) {
+        assert!((theirs - mine).abs() <= 0.0015, "{rep} vs ours {l}");
+    }
+    let jitter: f64 = rep
+        .split(" ms ")
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .last()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (jitter - s["udp"]["jitter_ms"].as_f64().unwrap()).abs() <= 0.0015,
+        "{rep} vs ours {s}"
+    );
+    let pps: f64 = rep
+        .split(" ms ")
+        .nth(2)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let secs = s["udp"]["seconds"].as_f64().unwrap();
+    assert!(
+        (pps - received as f64 / secs).abs() <= 1.0,
+        "{rep}: pps vs {received} in {secs} s"
+    );
+
+    // Without --trip-times: no latency measured, recorded or reported.
+    let (code, out, err) = lab.run(
+        &pc1,
+        "iperf-plain",
+        "iperf",
+        &["-c", BOARD_IP, "-u", "-e", "-t", "1"],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let ours = our_lines(&lab, 2);
+    let s = &streams(&ours[1])[0];
+    assert!(s["udp"].get("latency_ms").is_none(), "{s}");
+    assert_eq!(ours[1]["info"]["params"]["trip_times"], false);
+}
+
 // ------------------------------------------------------------ detection
 
 #[test]
@@ -706,6 +815,77 @@ fn daemon_records_a_stock_p4_client_as_one_run_with_a_sum() {
             .unwrap_or("")
             .contains(&format!("({per} bytes)")),
         "{sum_fact}"
+    );
+}
+
+/// Issue 22 item 11: a stock `iperf -c -u -P 3` is one served run with 3 streams and a
+/// [SUM] (it was 3 runs with no total), its total what the stock client's [SUM] says; each
+/// stock stream still gets its own server report.
+#[test]
+fn daemon_records_a_stock_udp_p3_client_as_one_run_with_a_sum() {
+    let mut lab = Lab::new();
+    let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+    let (_, mut http) = common::http::daemon(&mut lab, &board, 8144, &[]);
+    common::http::set_up(&lab, &mut http);
+    lab.wait_port(&board, BOARD_IP, 5001);
+    wait_udp(&board, 5001);
+    let before = iperf2_runs(&http).len();
+    let (code, out, err) = lab.run(
+        &pc1,
+        "iperf-u-p3",
+        "iperf",
+        &[
+            "-c", BOARD_IP, "-u", "-P", "3", "-b", "5M", "-t", "2", "-f", "B",
+        ],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let theirs = stock_sum_bytes(&out);
+    assert!(theirs > 2_000_000, "{out}");
+    assert_eq!(
+        out.matches("Server Report:").count(),
+        3,
+        "every stream gets its report:\n{out}"
+    );
+    assert!(!out.contains("did not receive ack"), "{out}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let runs = loop {
+        let runs = iperf2_runs(&http);
+        if runs.len() > before && runs.iter().all(|r| r["status"] != "running") {
+            std::thread::sleep(Duration::from_millis(1500));
+            break iperf2_runs(&http);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no finished iperf2 run: {runs:?}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert_eq!(runs.len(), before + 1, "one run for -u -P 3: {runs:?}");
+    let id = runs[0]["id"].as_i64().expect("run id");
+    let v = http.get_json(&format!("/api/runs/{id}"));
+    let run = &v["run"];
+    assert_eq!(run["status"], "completed", "{v}");
+    assert_eq!(run["protocol"], "UDP", "{v}");
+    let streams = run["summary"]["streams"].as_array().expect("streams");
+    assert_eq!(streams.len(), 3, "{v}");
+    assert!(streams.iter().all(|s| u(s, "/bytes") > 500_000), "{v}");
+    let per: u64 = streams.iter().map(|s| u(s, "/bytes")).sum();
+    let sum = &run["summary"]["sum"]["receive"];
+    assert_eq!(u(sum, "/streams"), 3, "{v}");
+    assert_eq!(u(sum, "/bytes"), per, "{v}");
+    assert!(
+        per.abs_diff(theirs) * 100 <= theirs,
+        "our total {per} vs the stock client's [SUM] {theirs}"
+    );
+    let total: u64 = streams.iter().map(|s| u(s, "/udp/total")).sum();
+    assert_eq!(u(sum, "/udp/total"), total, "{v}");
+    assert!(
+        v["view"]["stock_command"]
+            .as_str()
+            .unwrap_or("")
+            .contains("-P 3"),
+        "{v}"
     );
 }
 

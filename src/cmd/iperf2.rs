@@ -80,17 +80,22 @@ pub fn spec_from(a: &IperfArgs, host: &str) -> Result<Iperf2Spec, String> {
     Ok(s)
 }
 
+/// The connection line and the column heads; a `--trip-times` client (UDP) adds
+/// "(trip-times)" and the latency and PPS columns, as a stock 2.1 server prints them.
 fn banner(info: &TestInfo) -> String {
+    let trip = info.params["trip_times"] == true;
+    let udp_recv = info.protocol == "UDP" && info.direction != "send";
     format!(
-        "[  1] local {} port {} connected with {} port {}\n[ ID] Interval       Transfer     Bandwidth{}\n",
+        "[  1] local {} port {} connected with {} port {}{}\n[ ID] Interval       Transfer     Bandwidth{}\n",
         info.local_host,
         info.local_port,
         info.peer_host,
         info.peer_port,
-        if info.protocol == "UDP" && info.direction != "send" {
-            "        Jitter   Lost/Total Datagrams"
-        } else {
-            ""
+        if trip { " (trip-times)" } else { "" },
+        match (udp_recv, trip) {
+            (true, true) => "        Jitter   Lost/Total Datagrams  Latency avg/min/max/stdev PPS",
+            (true, false) => "        Jitter   Lost/Total Datagrams",
+            _ => "",
         }
     )
 }
@@ -132,6 +137,7 @@ fn print_event(ev: &Event, infos: &mut HashMap<u64, TestInfo>, json: bool) {
                         total: u.packets,
                         out_of_order: u.out_of_order,
                         jitter_ms: u.jitter_ms,
+                        latency_ms: u.latency,
                     });
                 out(&text_line(s.id, s.start, s.end, s.bytes, udp.as_ref()));
             }
@@ -239,4 +245,64 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
     });
     server::serve(l, cfg, Some(tx), Some(shutdown)).await;
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::iperf2::{Role, UdpFigures};
+    use crate::engine::report::LatencyMs;
+
+    fn info(trip: bool) -> TestInfo {
+        TestInfo {
+            role: Role::Server,
+            protocol: "UDP",
+            peer_host: "127.0.0.1".into(),
+            peer_port: 39150,
+            local_host: "127.0.0.1".into(),
+            local_port: 5999,
+            direction: "receive",
+            params: serde_json::json!({"iperf2": true, "trip_times": trip}),
+        }
+    }
+
+    /// A `--trip-times` client: "(trip-times)" and the latency/PPS columns, as the stock
+    /// 2.1.8 `-e` server prints them (`0.008/0.002/0.184/0.009 ms 895 pps`); without it the
+    /// plain table.
+    #[test]
+    fn trip_times_lines_carry_latency_and_pps() {
+        let b = banner(&info(true));
+        assert!(b.contains("port 39150 (trip-times)\n"), "{b}");
+        assert!(b.contains("Latency avg/min/max/stdev PPS"), "{b}");
+        let plain = banner(&info(false));
+        assert!(
+            !plain.contains("trip-times") && !plain.contains("Latency"),
+            "{plain}"
+        );
+        let mut u = UdpFigures {
+            bytes: 1_312_710,
+            seconds: 1.0,
+            total: 893,
+            jitter_ms: 0.002,
+            latency_ms: Some(LatencyMs {
+                count: 895,
+                avg: 0.0081,
+                min: 0.0024,
+                max: 0.1838,
+                stdev: 0.0093,
+            }),
+            ..Default::default()
+        };
+        let line = text_line(1, 0.0, 1.0, u.bytes, Some(&u));
+        assert!(
+            line.ends_with(" 0/893 (0.00%) 0.008/0.002/0.184/0.009 ms 895 pps\n"),
+            "{line}"
+        );
+        // An interval where nothing arrived: the stock placeholder.
+        u.latency_ms = Some(LatencyMs::default());
+        let line = text_line(1, 1.0, 2.0, 0, Some(&u));
+        assert!(line.ends_with(" -/-/-/- ms 0 pps\n"), "{line}");
+        u.latency_ms = None;
+        assert!(!text_line(1, 0.0, 1.0, 0, Some(&u)).contains("pps"));
+    }
 }

@@ -41,6 +41,27 @@ pub struct UdpSample {
     pub jitter_ms: f64,
     /// Receiver: datagrams that arrived out of order in the interval.
     pub out_of_order: u64,
+    /// Receiver, iperf 2 `--trip-times`: one-way latency of the datagrams that arrived in
+    /// the interval (arrival wall clock − the sender's timestamp); `None` when not asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyMs>,
+}
+
+/// One-way latency figures (iperf 2 `--trip-times`): datagrams measured and the mean,
+/// minimum, maximum and sample standard deviation of their transit times, ms. They are only
+/// meaningful when the sender's and the receiver's clocks are synchronised.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyMs {
+    /// Datagrams measured.
+    pub count: u64,
+    /// Mean transit, ms.
+    pub avg: f64,
+    /// Smallest transit, ms.
+    pub min: f64,
+    /// Largest transit, ms.
+    pub max: f64,
+    /// Sample standard deviation (n − 1), ms; 0 below two datagrams.
+    pub stdev: f64,
 }
 
 impl UdpSample {

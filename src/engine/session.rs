@@ -179,6 +179,14 @@ impl DataStream {
         }
     }
 
+    /// Measure the one-way transit of every datagram this receiving UDP stream counts
+    /// (iperf 2 `--trip-times`); intervals and the end figures then carry the latency.
+    pub fn measure_transit(&self) {
+        if let Some(st) = &self.udp_recv {
+            lock(st).measure_transit();
+        }
+    }
+
     /// Another handle on a UDP stream's socket (for the iperf 2 FIN and report exchange).
     pub fn try_clone_udp(&self) -> std::io::Result<UdpSocket> {
         match &self.sock {
@@ -453,7 +461,7 @@ impl DataPhase {
                 }
                 (Sock::Udp(_), false) => {
                     if let Some(st) = &s.udp_recv {
-                        let g = lock(st);
+                        let mut g = lock(st);
                         let expected = g.max_seq.saturating_sub(s.prev_max_seq);
                         let uniq = g.unique.saturating_sub(s.prev_unique);
                         udp_s = Some(UdpSample {
@@ -461,6 +469,9 @@ impl DataPhase {
                             lost: expected.saturating_sub(uniq),
                             jitter_ms: g.jitter * 1000.0,
                             out_of_order: g.out_of_order.saturating_sub(s.prev_ooo),
+                            latency: g
+                                .take_transit_interval()
+                                .map(|t| t.to_ms().unwrap_or_default()),
                         });
                         s.prev_max_seq = g.max_seq;
                         s.prev_unique = g.unique;

@@ -121,6 +121,78 @@ pub struct UdpRecv {
     pub peak_1ms_bps: f64,
     win: std::collections::VecDeque<(i64, u64)>,
     win_bytes: u64,
+    /// iperf 2 `--trip-times`: one-way transit of every counted datagram, whole test and
+    /// since the last interval sample (None: not asked, see [`UdpRecv::measure_transit`]).
+    pub transit: Option<Transit>,
+    /// The same since the last [`UdpRecv::take_transit_interval`].
+    pub transit_interval: Option<Transit>,
+}
+
+/// Running one-way transit statistics (Welford's online mean and M2), seconds: what an iperf
+/// 2 server keeps for `--trip-times` and sends back in its report's extension.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Transit {
+    /// Datagrams measured.
+    pub count: u64,
+    /// Smallest and largest transit, s.
+    pub min: f64,
+    pub max: f64,
+    /// Sum of the transits, s.
+    pub sum: f64,
+    /// Running mean, s.
+    pub mean: f64,
+    /// Sum of squared differences from the mean, s².
+    pub m2: f64,
+}
+
+impl Transit {
+    /// Add one transit time, seconds (may be negative when the clocks differ).
+    pub fn add(&mut self, secs: f64) {
+        self.count += 1;
+        if self.count == 1 {
+            self.min = secs;
+            self.max = secs;
+        } else {
+            self.min = self.min.min(secs);
+            self.max = self.max.max(secs);
+        }
+        self.sum += secs;
+        let d = secs - self.mean;
+        self.mean += d / self.count as f64;
+        self.m2 += d * (secs - self.mean);
+    }
+
+    /// Sample standard deviation (n − 1), s; 0 below two values.
+    pub fn stdev(&self) -> f64 {
+        if self.count < 2 {
+            0.0
+        } else {
+            (self.m2.max(0.0) / (self.count - 1) as f64).sqrt()
+        }
+    }
+
+    /// The figures in ms; `None` when nothing was measured.
+    pub fn to_ms(&self) -> Option<crate::engine::report::LatencyMs> {
+        (self.count > 0).then(|| crate::engine::report::LatencyMs {
+            count: self.count,
+            avg: self.mean * 1e3,
+            min: self.min * 1e3,
+            max: self.max * 1e3,
+            stdev: self.stdev() * 1e3,
+        })
+    }
+
+    /// Back from ms figures (sum = avg × count, M2 = stdev² × (count − 1)).
+    pub fn from_ms(l: &crate::engine::report::LatencyMs) -> Transit {
+        Transit {
+            count: l.count,
+            min: l.min / 1e3,
+            max: l.max / 1e3,
+            sum: l.avg / 1e3 * l.count as f64,
+            mean: l.avg / 1e3,
+            m2: (l.stdev / 1e3).powi(2) * l.count.saturating_sub(1) as f64,
+        }
+    }
 }
 
 impl UdpRecv {
@@ -146,7 +218,21 @@ impl UdpRecv {
             peak_1ms_bps: 0.0,
             win: std::collections::VecDeque::new(),
             win_bytes: 0,
+            transit: None,
+            transit_interval: None,
         }
+    }
+
+    /// Measure every counted datagram's one-way transit (arrival − the sender's timestamp;
+    /// iperf 2 `--trip-times`) from now on.
+    pub fn measure_transit(&mut self) {
+        self.transit.get_or_insert_with(Transit::default);
+        self.transit_interval.get_or_insert_with(Transit::default);
+    }
+
+    /// The transit figures since the last call (interval), and a fresh start for the next.
+    pub fn take_transit_interval(&mut self) -> Option<Transit> {
+        self.transit_interval.as_mut().map(std::mem::take)
     }
 
     fn bit(&mut self, seq: u64) -> (usize, u64) {
@@ -234,6 +320,13 @@ impl UdpRecv {
                 self.unique_after_omit += 1;
             }
         }
+        if let Some(t) = self.transit.as_mut() {
+            let secs = (arrival_us - sent_us) as f64 / 1e6;
+            t.add(secs);
+            if let Some(i) = self.transit_interval.as_mut() {
+                i.add(secs);
+            }
+        }
         // Datagrams sent in one batch (sendmmsg/GSO) carry one timestamp, and a GRO
         // super-datagram has one arrival time: such a batch is one jitter sample, not many
         // zero differences that would pull the estimate towards 0.
@@ -288,6 +381,10 @@ impl UdpRecv {
         self.prev_transit = None;
         self.prev_sent = None;
         self.peak_1ms_bps = 0.0;
+        if self.transit.is_some() {
+            self.transit = Some(Transit::default());
+            self.transit_interval = Some(Transit::default());
+        }
     }
 
     /// Expected datagrams after the omit period.
@@ -707,6 +804,44 @@ mod tests {
             wide,
         );
         b
+    }
+
+    /// `--trip-times`: each counted datagram's transit goes into the whole-test and the
+    /// interval figures (Welford mean/M2 against a direct computation); a duplicate does not;
+    /// the interval restarts when taken.
+    #[test]
+    fn transit_is_measured_per_counted_datagram() {
+        let mut r = UdpRecv::new(false);
+        r.on_datagram(&dgram(1, 1_000_000, false), 1_000_500);
+        assert!(r.transit.is_none(), "measured without being asked");
+        let mut r = UdpRecv::new(false);
+        r.measure_transit();
+        let transits_us = [500i64, 700, 300, 1500, 600];
+        for (i, t) in transits_us.iter().enumerate() {
+            let sent = 2_000_000 + i as i64 * 10_000;
+            assert!(r.on_datagram(&dgram(i as u64 + 1, sent, false), sent + t));
+        }
+        // A duplicate of datagram 2 is not measured again.
+        r.on_datagram(&dgram(2, 2_010_000, false), 2_010_000 + 90_000);
+        let t = r.transit.unwrap();
+        assert_eq!(t.count, 5);
+        let v: Vec<f64> = transits_us.iter().map(|&x| x as f64 / 1e6).collect();
+        let mean = v.iter().sum::<f64>() / 5.0;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / 4.0;
+        assert!((t.mean - 720e-6).abs() < 1e-12 && (mean - t.mean).abs() < 1e-12);
+        assert!((t.stdev() - var.sqrt()).abs() < 1e-12, "{}", t.stdev());
+        assert_eq!((t.min, t.max), (300e-6, 1500e-6));
+        let ms = t.to_ms().unwrap();
+        assert!((ms.avg - 0.72).abs() < 1e-9 && (ms.max - 1.5).abs() < 1e-9);
+        // Back from ms figures: the same sum and M2 (what the report extension carries).
+        let back = Transit::from_ms(&ms);
+        assert!((back.sum - t.sum).abs() < 1e-12 && (back.m2 - t.m2).abs() < 1e-15);
+        let i = r.take_transit_interval().unwrap();
+        assert_eq!(i.count, 5);
+        assert_eq!(r.take_transit_interval().unwrap().count, 0);
+        r.on_datagram(&dgram(6, 3_000_000, false), 3_000_250);
+        assert_eq!(r.take_transit_interval().unwrap().count, 1);
+        assert_eq!(r.transit.unwrap().count, 6);
     }
 
     fn feed(r: &mut UdpRecv, seqs: &[u64]) {

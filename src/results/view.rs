@@ -277,7 +277,38 @@ fn iperf2_flags(r: &RunRow) -> String {
             c.push_str(&format!(" -L {l}"));
         }
     }
+    if p["trip_times"] == true {
+        c.push_str(" --trip-times -e");
+    }
     c
+}
+
+/// "One-way latency" facts of the receiving UDP streams that measured it (iperf 2
+/// `--trip-times`: `udp.latency_ms` in the summary's streams), one per stream.
+fn iperf2_latency_facts(r: &RunRow, facts: &mut Vec<(String, String)>) {
+    let streams = r.summary["streams"].as_array().into_iter().flatten();
+    for s in streams.filter(|s| s["sender"] == false) {
+        let l = &s["udp"]["latency_ms"];
+        let Some(n) = l["count"].as_u64() else {
+            continue;
+        };
+        let f = |k: &str| l[k].as_f64().unwrap_or(0.0);
+        facts.push((
+            format!("One-way latency [{}]", s["id"]),
+            if n == 0 {
+                "no datagram measured".to_string()
+            } else {
+                format!(
+                    "avg {:.3} ms, min {:.3}, max {:.3}, stdev {:.3} over {n} datagrams \
+                     (--trip-times: needs the two clocks in sync)",
+                    f("avg"),
+                    f("min"),
+                    f("max"),
+                    f("stdev")
+                )
+            },
+        ));
+    }
 }
 
 fn iperf2_view(r: &RunRow) -> KindView {
@@ -314,6 +345,7 @@ fn iperf2_view(r: &RunRow) -> KindView {
         ));
     }
     iperf2_sum_facts(r, &mut facts);
+    iperf2_latency_facts(r, &mut facts);
     if let Some(notes) = r.summary["notes"].as_array() {
         for n in notes.iter().filter_map(|n| n.as_str()) {
             facts.push(("Note".to_string(), n.to_string()));
@@ -1245,6 +1277,36 @@ mod tests {
         assert!(sum.1.starts_with("3 streams: "), "{}", sum.1);
         assert!(sum.1.contains("(60000003 bytes) in 2.00 s"), "{}", sum.1);
         assert!(v.facts.iter().any(|(k, _)| k == "Per connection"));
+    }
+
+    #[test]
+    fn served_iperf2_trip_times_shows_the_latency() {
+        let mut r = row(RunKind::Iperf2);
+        r.role = "server".into();
+        r.protocol = "UDP".into();
+        r.local_port = 5001;
+        r.params = json!({"iperf2": true, "parallel": 1, "trip_times": true});
+        r.summary = json!({"streams": [{"id": 1, "sender": false, "bytes": 1000u64,
+            "seconds": 1.0, "udp": {"latency_ms": {"count": 895, "avg": 0.0111,
+            "min": 0.002, "max": 0.588, "stdev": 0.0196}}}]});
+        let v = view(&r);
+        let l = v
+            .facts
+            .iter()
+            .find(|(k, _)| k == "One-way latency [1]")
+            .expect("latency fact");
+        assert!(
+            l.1.starts_with("avg 0.011 ms, min 0.002, max 0.588, stdev 0.020 over 895"),
+            "{}",
+            l.1
+        );
+        assert!(v.stock_command.unwrap().ends_with(" -u --trip-times -e"));
+        // Without --trip-times: no such fact.
+        r.summary = json!({"streams": [{"id": 1, "sender": false, "udp": {"jitter_ms": 0.1}}]});
+        assert!(view(&r)
+            .facts
+            .iter()
+            .all(|(k, _)| !k.starts_with("One-way")));
     }
 
     #[test]

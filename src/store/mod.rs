@@ -281,6 +281,7 @@ impl IntervalRow {
             lost: self.lost.unwrap_or(0).max(0) as u64,
             jitter_ms: self.jitter_ms.unwrap_or(0.0),
             out_of_order: self.out_of_order.unwrap_or(0).max(0) as u64,
+            latency: None,
         })
     }
 }

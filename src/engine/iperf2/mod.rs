@@ -99,10 +99,14 @@ pub struct UdpFigures {
     pub total: u64,
     pub out_of_order: u64,
     pub jitter_ms: f64,
+    /// `--trip-times`: one-way latency of the received datagrams (count, avg/min/max/stdev
+    /// in ms); `None` when the client did not ask (or a report without the extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<crate::engine::report::LatencyMs>,
 }
 
 impl UdpFigures {
-    /// From a server report datagram.
+    /// From a server report datagram (the latency from its extension, when there is one).
     pub fn from_report(r: &ServerReport) -> UdpFigures {
         UdpFigures {
             bytes: r.total_len,
@@ -111,6 +115,7 @@ impl UdpFigures {
             total: r.datagrams.max(0) as u64,
             out_of_order: r.outorder_cnt.max(0) as u64,
             jitter_ms: r.jitter_ms(),
+            latency_ms: r.ext.and_then(|e| e.latency_ms()),
         }
     }
 
@@ -142,6 +147,9 @@ impl UdpFigures {
             datagrams: self.total.min(i32::MAX as u64) as i32,
             jitter_sec: (jus / 1_000_000) as i32,
             jitter_usec: (jus % 1_000_000) as i32,
+            ext: self
+                .latency_ms
+                .map(|l| wire::ReportExt::from_latency(&l, self.seconds)),
         }
     }
 }
@@ -309,6 +317,7 @@ async fn drive(
             total: u.max_seq,
             out_of_order: u.out_of_order,
             jitter_ms: u.jitter * 1000.0,
+            latency_ms: u.transit.map(|t| t.to_ms().unwrap_or_default()),
         });
         out.push(StreamResult {
             id: s.id,
@@ -349,21 +358,31 @@ async fn drive(
         .ok();
     if udp && !aborted {
         let results = out.clone();
+        // Every stream's exchange at once: with `-P`, each stock client thread waits for
+        // its own report (10 tries, 250 ms apart), so one stream must not wait for another.
         let ex = tokio::task::spawn_blocking(move || {
-            socks
-                .iter()
-                .zip(results.iter())
-                .map(|(sock, r)| {
-                    if send {
-                        fin_exchange(sock, r.sent_datagrams.unwrap_or(0), len)
-                    } else {
-                        if let Some(u) = r.udp {
-                            answer_fins(sock, &u.to_report(), layout, len);
-                        }
-                        None
-                    }
-                })
-                .collect::<Vec<_>>()
+            std::thread::scope(|sc| {
+                let handles: Vec<_> = socks
+                    .iter()
+                    .zip(results.iter())
+                    .map(|(sock, r)| {
+                        sc.spawn(move || {
+                            if send {
+                                fin_exchange(sock, r.sent_datagrams.unwrap_or(0), len)
+                            } else {
+                                if let Some(u) = r.udp {
+                                    answer_fins(sock, &u.to_report(), layout, len);
+                                }
+                                None
+                            }
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().ok().flatten())
+                    .collect::<Vec<_>>()
+            })
         })
         .await
         .unwrap_or_default();
@@ -468,12 +487,34 @@ pub fn text_line(id: u32, start: f64, end: f64, bytes: u64, udp: Option<&UdpFigu
             u.total,
             u.lost_percent()
         ));
+        if let Some(l) = &u.latency_ms {
+            s.push_str(&latency_text(l, secs));
+        }
         if u.out_of_order > 0 {
             s.push_str(&format!(" {} out-of-order", u.out_of_order));
         }
     }
     s.push('\n');
     s
+}
+
+/// The `--trip-times` columns as a stock iperf 2 server prints them after Lost/Total:
+/// ` 0.008/0.002/0.184/0.009 ms 895 pps` (latency avg/min/max/stdev, then the datagrams
+/// measured per second of `secs`); ` -/-/-/- ms 0 pps` when none arrived.
+pub fn latency_text(l: &crate::engine::report::LatencyMs, secs: f64) -> String {
+    let pps = if secs > 0.0 {
+        l.count as f64 / secs
+    } else {
+        0.0
+    };
+    if l.count == 0 {
+        format!(" -/-/-/- ms {pps:.0} pps")
+    } else {
+        format!(
+            " {:.3}/{:.3}/{:.3}/{:.3} ms {pps:.0} pps",
+            l.avg, l.min, l.max, l.stdev
+        )
+    }
 }
 
 /// The [SUM] of the streams the board sent on (`sender`) or received on, as a stock iperf 2
@@ -492,6 +533,7 @@ pub fn stream_sum(o: &Outcome, sender: bool) -> Option<StreamResult> {
         total: udp.iter().map(|u| u.total).sum(),
         out_of_order: udp.iter().map(|u| u.out_of_order).sum(),
         jitter_ms: udp.iter().map(|u| u.jitter_ms).sum::<f64>() / udp.len() as f64,
+        latency_ms: None,
     });
     Some(StreamResult {
         id: 0,

@@ -244,6 +244,7 @@ fn info(
     hdr: Option<&ClientHeader>,
     layout: Option<Layout>,
     streams: usize,
+    trip_times: bool,
 ) -> TestInfo {
     let ret = hdr.map(|h| h.return_test()).unwrap_or(Return::None);
     TestInfo {
@@ -271,6 +272,7 @@ fn info(
             "return": ret,
             "layout": layout,
             "parallel": streams,
+            "trip_times": trip_times,
         }),
     }
 }
@@ -381,7 +383,15 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
     }
     inner.emit(Event::Started {
         test,
-        info: Box::new(info(false, peer, local, Some(&hdr), None, streams.len())),
+        info: Box::new(info(
+            false,
+            peer,
+            local,
+            Some(&hdr),
+            None,
+            streams.len(),
+            false,
+        )),
     });
     let phase = DataPhase::new(
         phase_params(false, wire::TCP_DEFAULT_LEN, 0, 0),
@@ -618,7 +628,7 @@ fn report_refused(inner: &Inner, peer: SocketAddr, local: SocketAddr, udp: bool,
     let test = inner.next.fetch_add(1, Ordering::Relaxed);
     inner.emit(Event::Started {
         test,
-        info: Box::new(info(udp, peer, local, None, None, 1)),
+        info: Box::new(info(udp, peer, local, None, None, 1, false)),
     });
     inner.emit(Event::Finished {
         test,
@@ -648,8 +658,11 @@ fn udp_loop(
     let mut buf = vec![0u8; 65536];
     // Flows by sender: when they started (a datagram from one of them reaching the listener
     // is a race at the start, not a new test).
-    let flows: Arc<Mutex<HashMap<SocketAddr, FlowState>>> = Arc::new(Mutex::new(HashMap::new()));
+    let flows: Flows = Arc::new(Mutex::new(HashMap::new()));
+    // `-P` clients whose flows are still arriving.
+    let mut pending: HashMap<GroupKey, UdpGroup> = HashMap::new();
     while !stop.load(Ordering::Relaxed) {
+        launch_due(&inner, &rt, &flows, &mut pending);
         let Ok((n, from)) = sock.recv_from(&mut buf) else {
             continue;
         };
@@ -717,6 +730,11 @@ fn udp_loop(
                 continue;
             }
         };
+        // --trip-times (2.1 clients): measure each datagram's one-way latency.
+        let trip_times = data.len() > layout.offset() && wire::trip_times(&data[layout.offset()..]);
+        if trip_times {
+            ds.measure_transit();
+        }
         let (s, us) = wire::wall_now();
         ds.feed_udp(data, s as i64 * 1_000_000 + us as i64);
         if let Ok(mut m) = flows.lock() {
@@ -726,41 +744,147 @@ fn udp_loop(
             });
             m.insert(from, FlowState::Running(Instant::now()));
         }
-        let test = inner.next.fetch_add(1, Ordering::Relaxed);
-        let hdr_v = hdr.unwrap_or_default();
-        let ret = hdr_v.return_test();
-        let ret_ok = ret != Return::None
-            && match hdr_v.check_return() {
-                Ok(()) => inner.first_return(from.ip(), hdr_v.port, true),
-                Err(e) => {
-                    crate::peer_warn!(from.ip(), %from, "iperf 2 return test refused: {e}");
-                    false
-                }
-            };
-        inner.emit(Event::Started {
-            test,
-            info: Box::new(info(true, from, ds.local, hdr.as_ref(), Some(layout), 1)),
-        });
-        let len = n.max(wire::UDP_MIN_LEN);
-        let phase = DataPhase::new(phase_params(true, len, 0, 0), vec![ds], inner.cfg.interval);
-        let leg = Leg {
-            pre: vec![0],
-            phase,
-            until: Until::Recv {
-                limit: Duration::from_secs(86_400 + 60),
-                stall: inner.cfg.stall,
-            },
-            udp: vec![clone],
-            offset: 0.0,
-            layout,
+        let member = UdpMember {
+            ds,
+            sock: clone,
+            from,
+            trip_times,
         };
-        let i2 = inner.clone();
-        let flows2 = flows.clone();
-        rt.spawn(async move {
-            run_test_udp(i2, test, leg, from, hdr_v, ret_ok, layout, flows2).await;
-        });
+        let hdr_v = hdr.unwrap_or_default();
+        let mut group = UdpGroup {
+            first: Instant::now(),
+            expected: 1,
+            layout,
+            hdr,
+            len: n,
+            members: vec![member],
+        };
+        // A `-P` client: its flows send the same header from one address; collect them
+        // (up to GROUP_WAIT) and serve them as one test, as for TCP.
+        if hdr.is_some() && (2..=MAX_UDP_FLOWS as i32).contains(&hdr_v.num_threads) {
+            let at = layout.offset();
+            let mut key_hdr = [0u8; wire::CLIENT_HEADER_LEN];
+            key_hdr.copy_from_slice(&data[at..at + wire::CLIENT_HEADER_LEN]);
+            let key = (from.ip(), local.port(), key_hdr);
+            group.expected = hdr_v.num_threads as usize;
+            match pending.get_mut(&key) {
+                Some(g) => g.members.append(&mut group.members),
+                None => {
+                    pending.insert(key, group);
+                }
+            }
+            launch_due(&inner, &rt, &flows, &mut pending);
+            continue;
+        }
+        launch_udp(&inner, &rt, &flows, group);
     }
 }
+
+/// One UDP flow waiting to be served: its socket (connected to the sender) and a clone for
+/// the FIN exchange.
+struct UdpMember {
+    ds: DataStream,
+    sock: UdpSocket,
+    from: SocketAddr,
+    trip_times: bool,
+}
+
+/// The flows of one test: one, or a `-P` client's (same address, port and header).
+struct UdpGroup {
+    /// When the first flow arrived.
+    first: Instant,
+    /// Flows the header announces (`numThreads`).
+    expected: usize,
+    layout: Layout,
+    hdr: Option<ClientHeader>,
+    /// Size of the first datagram, bytes.
+    len: usize,
+    members: Vec<UdpMember>,
+}
+
+/// Serve the `-P` groups that are complete or waited [`GROUP_WAIT`].
+fn launch_due(
+    inner: &Arc<Inner>,
+    rt: &tokio::runtime::Handle,
+    flows: &Flows,
+    pending: &mut HashMap<GroupKey, UdpGroup>,
+) {
+    let due: Vec<GroupKey> = pending
+        .iter()
+        .filter(|(_, g)| g.members.len() >= g.expected || g.first.elapsed() >= GROUP_WAIT)
+        .map(|(k, _)| *k)
+        .collect();
+    for k in due {
+        if let Some(g) = pending.remove(&k) {
+            launch_udp(inner, rt, flows, g);
+        }
+    }
+}
+
+/// Start one test over a group's flows (streams 1..n in their order of arrival).
+fn launch_udp(inner: &Arc<Inner>, rt: &tokio::runtime::Handle, flows: &Flows, g: UdpGroup) {
+    let Some(lead) = g.members.first() else {
+        return;
+    };
+    let (from, local, trip_times) = (lead.from, lead.ds.local, lead.trip_times);
+    let test = inner.next.fetch_add(1, Ordering::Relaxed);
+    let hdr_v = g.hdr.unwrap_or_default();
+    let ret = hdr_v.return_test();
+    let ret_ok = ret != Return::None
+        && match hdr_v.check_return() {
+            Ok(()) => inner.first_return(from.ip(), hdr_v.port, true),
+            Err(e) => {
+                crate::peer_warn!(from.ip(), %from, "iperf 2 return test refused: {e}");
+                false
+            }
+        };
+    let n = g.members.len();
+    if n > 1 {
+        tracing::debug!(%from, streams = n, "iperf 2 UDP -P client served as one test");
+    }
+    let (mut streams, mut socks, mut froms) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, m) in g.members.into_iter().enumerate() {
+        let mut ds = m.ds;
+        ds.id = i as u32 + 1;
+        streams.push(ds);
+        socks.push(m.sock);
+        froms.push(m.from);
+    }
+    inner.emit(Event::Started {
+        test,
+        info: Box::new(info(
+            true,
+            from,
+            local,
+            g.hdr.as_ref(),
+            Some(g.layout),
+            n,
+            trip_times,
+        )),
+    });
+    let len = g.len.max(wire::UDP_MIN_LEN);
+    let phase = DataPhase::new(phase_params(true, len, 0, 0), streams, inner.cfg.interval);
+    let leg = Leg {
+        pre: vec![0; n],
+        phase,
+        until: Until::Recv {
+            limit: Duration::from_secs(86_400 + 60),
+            stall: inner.cfg.stall,
+        },
+        udp: socks,
+        offset: 0.0,
+        layout: g.layout,
+    };
+    let i2 = inner.clone();
+    let flows2 = flows.clone();
+    let layout = g.layout;
+    rt.spawn(async move {
+        run_test_udp(i2, test, leg, froms, hdr_v, ret_ok, layout, flows2).await;
+    });
+}
+
+/// UDP flows by sender address (see [`udp_loop`]).
+type Flows = Arc<Mutex<HashMap<SocketAddr, FlowState>>>;
 
 /// Most UDP flows served at once (each has a receiving thread): a flood of new source
 /// addresses cannot exhaust the board.
@@ -777,12 +901,15 @@ async fn run_test_udp(
     inner: Arc<Inner>,
     test: u64,
     leg: Leg,
-    from: SocketAddr,
+    froms: Vec<SocketAddr>,
     hdr: ClientHeader,
     ret_ok: bool,
     layout: Layout,
-    flows: Arc<Mutex<HashMap<SocketAddr, FlowState>>>,
+    flows: Flows,
 ) {
+    let Some(&from) = froms.first() else {
+        return;
+    };
     let len = leg.phase.params.len as usize;
     let (tx, mut rx) = mpsc::unbounded_channel();
     let i2 = Arc::new(Inner {
@@ -795,32 +922,35 @@ async fn run_test_udp(
     // Share the return-test bookkeeping: only this flow's test runs through i2.
     let outer = inner.clone();
     let fwd = tokio::spawn(async move {
-        let mut report = None;
+        // The report of each receiving stream, in stream order (= the flows' order).
+        let mut reports = Vec::new();
         while let Some(ev) = rx.recv().await {
             if let Event::Finished { outcome, .. } = &ev {
-                report = outcome
+                reports = outcome
                     .streams
                     .iter()
-                    .find(|s| !s.sender)
-                    .and_then(|s| s.udp)
-                    .map(|u| u.to_report());
+                    .filter(|s| !s.sender)
+                    .map(|s| s.udp.map(|u| u.to_report()))
+                    .collect();
             }
             outer.emit(ev);
         }
-        report
+        reports
     });
     run_test(i2, test, leg, from, hdr, ret_ok, true).await;
-    let report = fwd.await.ok().flatten();
+    let reports = fwd.await.unwrap_or_default();
     if let Ok(mut m) = flows.lock() {
-        match report {
-            Some(r) => {
-                m.insert(
-                    from,
-                    FlowState::Done(r.datagram(layout, &[], len), Instant::now()),
-                );
-            }
-            None => {
-                m.remove(&from);
+        for (i, f) in froms.iter().enumerate() {
+            match reports.get(i).copied().flatten() {
+                Some(r) => {
+                    m.insert(
+                        *f,
+                        FlowState::Done(r.datagram(layout, &[], len), Instant::now()),
+                    );
+                }
+                None => {
+                    m.remove(f);
+                }
             }
         }
     }
@@ -838,6 +968,105 @@ mod tests {
             tokio::time::timeout(within, c.read(&mut b)).await,
             Ok(Ok(0)) | Ok(Err(_))
         )
+    }
+
+    /// Issue 22 item 11: three UDP flows of one `-P 3` client (same address, port and
+    /// header) are one test with three streams; each flow gets its own report back; a
+    /// `--trip-times` flow is measured.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn udp_flows_of_a_parallel_client_are_one_test() {
+        let cfg = Iperf2ServerConfig {
+            ports: vec![0],
+            bind: Some(IpAddr::from([127, 0, 0, 1])),
+            stall: Duration::from_secs(3),
+            ..Default::default()
+        };
+        let l = bind(&cfg).expect("bind");
+        let addr = l.udp[0].local_addr().expect("addr");
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let stop = Arc::new(Notify::new());
+        let server = tokio::spawn(serve(l, cfg, Some(tx), Some(stop.clone())));
+        let h = ClientHeader {
+            num_threads: 3,
+            amount: -100,
+            ..Default::default()
+        };
+        let mut hdr = wire::udp_client_header_ext(&h, 1_000_000);
+        // --trip-times: upper flag 0x0010 in the extension's flags word.
+        hdr[32..36].copy_from_slice(&0x0010_0000u32.to_be_bytes());
+        let reports = tokio::task::spawn_blocking(move || {
+            let socks: Vec<UdpSocket> = (0..3)
+                .map(|_| {
+                    let s = UdpSocket::bind("127.0.0.1:0").expect("bind");
+                    s.connect(addr).expect("connect");
+                    s.set_read_timeout(Some(Duration::from_millis(250))).ok();
+                    s
+                })
+                .collect();
+            let mut d = vec![0u8; 200];
+            d[16..16 + hdr.len()].copy_from_slice(&hdr);
+            for id in 1..=40i64 {
+                for s in &socks {
+                    let (sec, usec) = wire::wall_now();
+                    wire::write_udp_id(&mut d, id, sec, usec);
+                    s.send(&d).expect("send");
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            // Each flow sends its FIN (as the client's threads do, at about the same time)
+            // and repeats it, 10 tries, until its report came.
+            let mut reps = vec![None; socks.len()];
+            for _ in 0..10 {
+                for (s, r) in socks.iter().zip(&reps) {
+                    if r.is_none() {
+                        let (sec, usec) = wire::wall_now();
+                        wire::write_udp_id(&mut d, -41, sec, usec);
+                        s.send(&d).ok();
+                    }
+                }
+                for (s, r) in socks.iter().zip(reps.iter_mut()) {
+                    let mut b = [0u8; 2048];
+                    while r.is_none() {
+                        match s.recv(&mut b) {
+                            Ok(n) => *r = wire::ServerReport::parse(&b[..n]).ok().map(|x| x.0),
+                            Err(_) => break,
+                        }
+                    }
+                }
+            }
+            reps
+        })
+        .await
+        .expect("client");
+        let (mut started, mut finished) = (Vec::new(), Vec::new());
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while finished.is_empty() {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(Event::Started { info, .. })) => started.push(info),
+                Ok(Some(Event::Finished { outcome, .. })) => finished.push(outcome),
+                Ok(Some(_)) => {}
+                _ => break,
+            }
+        }
+        stop.notify_one();
+        let _ = server.await;
+        assert_eq!(started.len(), 1, "{started:?}");
+        assert_eq!(started[0].params["parallel"], 3);
+        assert_eq!(started[0].params["trip_times"], true);
+        let o = &finished[0];
+        let ids: Vec<u32> = o.streams.iter().map(|s| s.id).collect();
+        assert_eq!(ids, [1, 2, 3], "{o:?}");
+        for (s, r) in o.streams.iter().zip(&reports) {
+            let u = s.udp.expect("udp figures");
+            // 40 datagrams and the FIN, none lost.
+            assert_eq!((u.total, u.lost), (41, 0), "{s:?}");
+            assert_eq!(u.latency_ms.map(|l| l.count), Some(41), "{s:?}");
+            let r = r.expect("every flow gets its report");
+            assert_eq!((r.datagrams, r.error_cnt), (41, 0));
+            assert_eq!(r.ext.map(|e| e.cnt_transit), Some(41));
+        }
+        let sum = crate::engine::iperf2::stream_sum(o, false).expect("a [SUM]");
+        assert_eq!(sum.bytes, 3 * 41 * 200);
     }
 
     /// Regression: the followers of a `-P` group gave their place under the cap back when

@@ -36,6 +36,25 @@ pub const HEADER_V2PEERDETECT: u32 = 0x0200_0000;
 pub const HEADER_LEN_BIT: u32 = 0x0001_0000;
 /// With HEADER_VERSION1: run the return test at the same time (`-d`), not after (`-r`).
 pub const RUN_NOW: u32 = 0x0000_0001;
+/// Upper flag of the 2.1 header extension: the client asked for `--trip-times` (the server
+/// measures one-way latency from the datagrams' timestamps).
+pub const UPPER_TRIPTIME: u16 = 0x0010;
+
+/// The upper flags (high 16 bits of the word at extension offset 8) of a 2.1 client header
+/// with HEADER_EXTEND; `hdr` starts at the v1 flags. None without an extension or when
+/// the header is too short to hold that word.
+pub fn ext_upper_flags(hdr: &[u8]) -> Option<u16> {
+    let h = ClientHeader::parse(hdr).ok()?;
+    if h.flags & HEADER_EXTEND == 0 || hdr.len() < CLIENT_HEADER_LEN + 12 {
+        return None;
+    }
+    Some((be32(hdr, CLIENT_HEADER_LEN + 8) >> 16) as u16)
+}
+
+/// Whether a 2.1 client header (from the v1 flags on) asks for `--trip-times`.
+pub fn trip_times(hdr: &[u8]) -> bool {
+    ext_upper_flags(hdr).is_some_and(|f| f & UPPER_TRIPTIME != 0)
+}
 
 /// Why bytes are not an iperf 2 message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -326,10 +345,125 @@ pub struct ServerReport {
     /// Jitter: seconds and microseconds.
     pub jitter_sec: i32,
     pub jitter_usec: i32,
+    /// The 2.1 extension (HEADER_EXTEND in the flags): one-way transit figures.
+    #[serde(default)]
+    pub ext: Option<ReportExt>,
 }
 
 /// Size of the v1 server report fields, bytes.
 pub const SERVER_REPORT_LEN: usize = 40;
+/// Size of the 2.1 report extension (15 words) that follows the v1 fields, bytes.
+pub const SERVER_REPORT_EXT_LEN: usize = 60;
+
+/// The 2.1 server report extension (`server_hdr_extension`, docs/iperf2-wire.md §4): one-way
+/// transit figures as (whole seconds, microseconds) pairs; M2 (sum of squared differences
+/// from the mean) travels in µs², i.e. s² × 10¹², split the same way. A 2.1 client prints the
+/// latency (avg = sum / count, stdev = √(M2 / (count − 1))) and PPS = `ipg_cnt` / `ipg_sum`
+/// from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct ReportExt {
+    /// Smallest transit: (s, µs).
+    pub min: (i32, i32),
+    /// Largest transit: (s, µs).
+    pub max: (i32, i32),
+    /// Sum of the transits: (s, µs).
+    pub sum: (i32, i32),
+    /// Mean transit: (s, µs).
+    pub mean: (i32, i32),
+    /// M2 in µs²: (whole, millionths).
+    pub m2: (i32, i32),
+    /// The last difference from the mean (stock bookkeeping; we send 0).
+    pub vd: (i32, i32),
+    /// Datagrams measured.
+    pub cnt_transit: i32,
+    /// Stock servers send datagrams per second here and 1 in `ipg_sum`.
+    pub ipg_cnt: i32,
+    pub ipg_sum: i32,
+}
+
+fn split_secs(v: f64) -> (i32, i32) {
+    let whole = v.trunc();
+    (
+        whole.clamp(i32::MIN as f64, i32::MAX as f64) as i32,
+        ((v - whole) * 1e6).round() as i32,
+    )
+}
+
+fn join_secs(p: (i32, i32)) -> f64 {
+    p.0 as f64 + p.1 as f64 / 1e6
+}
+
+impl ReportExt {
+    /// From latency figures (ms) measured over `seconds`.
+    pub fn from_latency(l: &crate::engine::report::LatencyMs, seconds: f64) -> ReportExt {
+        let t = crate::engine::udp::Transit::from_ms(l);
+        let pps = if seconds > 0.0 {
+            (l.count as f64 / seconds).round()
+        } else {
+            0.0
+        };
+        ReportExt {
+            min: split_secs(t.min),
+            max: split_secs(t.max),
+            sum: split_secs(t.sum),
+            mean: split_secs(t.mean),
+            m2: split_secs(t.m2 * 1e12),
+            vd: (0, 0),
+            cnt_transit: l.count.min(i32::MAX as u64) as i32,
+            ipg_cnt: pps.min(i32::MAX as f64) as i32,
+            ipg_sum: 1,
+        }
+    }
+
+    /// The latency figures (ms) it carries; None when it counted no datagram.
+    pub fn latency_ms(&self) -> Option<crate::engine::report::LatencyMs> {
+        let n = self.cnt_transit;
+        (n > 0).then(|| {
+            let m2 = join_secs(self.m2) * 1e-12;
+            crate::engine::report::LatencyMs {
+                count: n as u64,
+                avg: join_secs(self.sum) / n as f64 * 1e3,
+                min: join_secs(self.min) * 1e3,
+                max: join_secs(self.max) * 1e3,
+                stdev: if n < 2 {
+                    0.0
+                } else {
+                    (m2.max(0.0) / (n - 1) as f64).sqrt() * 1e3
+                },
+            }
+        })
+    }
+
+    fn words(&self) -> [u32; 15] {
+        let p = |x: (i32, i32)| [x.0 as u32, x.1 as u32];
+        let mut w = [0u32; 15];
+        for (i, pair) in [self.min, self.max, self.sum, self.mean, self.m2, self.vd]
+            .into_iter()
+            .enumerate()
+        {
+            w[2 * i..2 * i + 2].copy_from_slice(&p(pair));
+        }
+        w[12] = self.cnt_transit as u32;
+        w[13] = self.ipg_cnt as u32;
+        w[14] = self.ipg_sum as u32;
+        w
+    }
+
+    fn parse(b: &[u8], at: usize) -> ReportExt {
+        let w = |i: usize| be32(b, at + 4 * i) as i32;
+        ReportExt {
+            min: (w(0), w(1)),
+            max: (w(2), w(3)),
+            sum: (w(4), w(5)),
+            mean: (w(6), w(7)),
+            m2: (w(8), w(9)),
+            vd: (w(10), w(11)),
+            cnt_transit: w(12),
+            ipg_cnt: w(13),
+            ipg_sum: w(14),
+        }
+    }
+}
 
 impl ServerReport {
     /// Duration, seconds.
@@ -369,6 +503,8 @@ impl ServerReport {
             datagrams: w(7) as i32,
             jitter_sec: w(8) as i32,
             jitter_usec: w(9) as i32,
+            ext: (w(0) & HEADER_EXTEND != 0 && b.len() >= need + SERVER_REPORT_EXT_LEN)
+                .then(|| ReportExt::parse(b, need)),
         })
     }
 
@@ -394,9 +530,12 @@ impl ServerReport {
 
     /// The reply datagram to a FIN: `len` bytes (at least offset + 40, 128 for 2.1 peers),
     /// zero except the report; the 2.0.5 layout keeps the FIN's first 12 bytes as 2.0.5
-    /// servers do, and sets only HEADER_VERSION1, the 2.1 layout adds HEADER_SEQNO64B.
+    /// servers do, and sets only HEADER_VERSION1, the 2.1 layout adds HEADER_SEQNO64B, and
+    /// with [`ServerReport::ext`] HEADER_EXTEND and the 15 extension words after the v1
+    /// fields (the 64-bit count words after them stay 0).
     pub fn datagram(&self, layout: Layout, fin: &[u8], len: usize) -> Vec<u8> {
         let at = layout.offset();
+        let ext = self.ext.filter(|_| layout == Layout::V21);
         let min = match layout {
             Layout::V205 => at + SERVER_REPORT_LEN,
             Layout::V21 => 128,
@@ -409,7 +548,7 @@ impl ServerReport {
         let flags = match layout {
             Layout::V205 => HEADER_VERSION1,
             Layout::V21 => HEADER_VERSION1 | HEADER_SEQNO64B,
-        };
+        } | if ext.is_some() { HEADER_EXTEND } else { 0 };
         let words = [
             flags,
             (self.total_len >> 32) as u32,
@@ -424,6 +563,11 @@ impl ServerReport {
         ];
         for (i, w) in words.iter().enumerate() {
             put32(&mut b, at + 4 * i, *w);
+        }
+        if let Some(e) = ext {
+            for (i, w) in e.words().iter().enumerate() {
+                put32(&mut b, at + SERVER_REPORT_LEN + 4 * i, *w);
+            }
         }
         b
     }
@@ -710,6 +854,149 @@ mod tests {
             ServerReport::parse(&[0u8; 20]),
             Err(WireError::Short { .. })
         ));
+    }
+
+    /// The first 64 bytes of a stock 2.1.8 `iperf -c … -u --trip-times -e -b 1M -t 0.5`
+    /// datagram (tcpdump on loopback): v1 flags 0x680100d8 (EXTEND | UDPTESTS | SEQNO64B |
+    /// LEN_BIT | 108 bytes), extension flags word 0x00100000 (upper flag TRIPTIME).
+    const TRIP_DGRAM: [u32; 16] = [
+        0x0000_0001,
+        0x6b11_7309,
+        0x0006_7d16,
+        0,
+        0x6801_00d8,
+        1,
+        0x176f,
+        0,
+        0,
+        0xffff_ffce,
+        0,
+        0,
+        0x0010_0000,
+        0x0002_0001,
+        0x0008_0003,
+        0,
+    ];
+
+    #[test]
+    fn trip_times_flag_word() {
+        let d = words(&TRIP_DGRAM);
+        let (layout, wide, h) = classify_udp(&d);
+        assert_eq!((layout, wide), (Layout::V21, true));
+        assert_eq!(h.unwrap().flags, 0x6801_00d8);
+        assert_eq!(ext_upper_flags(&d[16..]), Some(0x0010));
+        assert!(trip_times(&d[16..]));
+        // The same client without --trip-times: flags word 0.
+        let mut plain = d.clone();
+        plain[48..52].copy_from_slice(&[0; 4]);
+        assert_eq!(ext_upper_flags(&plain[16..]), Some(0));
+        assert!(!trip_times(&plain[16..]));
+        // Other upper flags alone (e.g. NOUDPFIN 0x0008) are not trip-times.
+        plain[48..52].copy_from_slice(&0x0008_0000u32.to_be_bytes());
+        assert!(!trip_times(&plain[16..]));
+        // No HEADER_EXTEND (2.0.5 style), or a header cut before the word: not asked.
+        let mut v1 = d.clone();
+        v1[16..20].copy_from_slice(&0x0801_00d8u32.to_be_bytes());
+        assert_eq!(ext_upper_flags(&v1[16..]), None);
+        assert_eq!(ext_upper_flags(&d[16..51]), None);
+        assert!(!trip_times(&d[16..20]));
+        // Our own 2.1 header sets no upper flag.
+        let ours = udp_client_header_ext(&ClientHeader::default(), 1_000_000);
+        assert_eq!(ext_upper_flags(&ours), Some(0));
+    }
+
+    /// The report a stock 2.1.8 `iperf -s -u -e` sent to a `--trip-times -b 10M -t 1` client
+    /// (tcpdump, payload bytes 16..144), which printed
+    /// `0.001 ms 0/895 (0%) 0.011/0.002/0.588/0.020 ms 893 pps`.
+    const STOCK_TRIP_REPORT: [u32; 28] = [
+        0xc800_0000,
+        0,
+        0x0014_1342,
+        1,
+        0x06cf,
+        0,
+        0,
+        0x037f,
+        0,
+        1, // v1
+        0,
+        2,
+        0,
+        0x024c,
+        0,
+        0x26af,
+        0,
+        0x0b,
+        0x0005_317d,
+        0x0001_b016,
+        0,
+        0xffff_ffff, // transit
+        0x037f,
+        0x037d,
+        1, // cntTransit, IPGcnt, IPGsum
+        0,
+        0,
+        0, // 64-bit count words
+    ];
+
+    #[test]
+    fn report_extension_round_trip_with_stock_values() {
+        let mut d = vec![0u8; 16];
+        d.extend(words(&STOCK_TRIP_REPORT));
+        assert_eq!(d.len(), 128);
+        let (r, layout) = ServerReport::parse(&d).unwrap();
+        assert_eq!(layout, Layout::V21);
+        assert_eq!((r.datagrams, r.total_len), (895, 1_315_650));
+        let e = r.ext.expect("extension");
+        assert_eq!((e.cnt_transit, e.ipg_cnt, e.ipg_sum), (895, 893, 1));
+        let l = e.latency_ms().unwrap();
+        // What the stock client printed: 0.011/0.002/0.588/0.020 ms.
+        assert_eq!(l.count, 895);
+        let shown = format!("{:.3}/{:.3}/{:.3}/{:.3}", l.avg, l.min, l.max, l.stdev);
+        assert_eq!(shown, "0.011/0.002/0.588/0.020");
+        // Our figures → our report datagram → parsed back: the same latency, and the words
+        // sit where the stock client reads them.
+        let ours = crate::engine::iperf2::UdpFigures::from_report(&r);
+        assert_eq!(ours.latency_ms, Some(l));
+        let rep = ours.to_report();
+        let b = rep.datagram(Layout::V21, &[], 1470);
+        assert_eq!(
+            be32(&b, 16),
+            HEADER_VERSION1 | HEADER_EXTEND | HEADER_SEQNO64B
+        );
+        let (back, _) = ServerReport::parse(&b).unwrap();
+        let lb = back.ext.unwrap().latency_ms().unwrap();
+        assert_eq!(lb.count, 895);
+        for (a, b) in [
+            (lb.avg, l.avg),
+            (lb.min, l.min),
+            (lb.max, l.max),
+            (lb.stdev, l.stdev),
+        ] {
+            assert!((a - b).abs() < 2e-6, "{lb:?} vs {l:?}");
+        }
+        assert_eq!(be32(&b, 56 + 4), 2, "min µs word");
+        assert_eq!(be32(&b, 56 + 48), 895, "cntTransit word");
+        assert_eq!(be32(&b, 56 + 52), 893, "IPGcnt: datagrams per second");
+        assert_eq!(be32(&b, 56 + 56), 1, "IPGsum");
+        // M2 in µs², whole part 340349 as the stock server sent it.
+        assert_eq!(be32(&b, 56 + 32), 0x0005_317d);
+        // Without latency figures: no HEADER_EXTEND, no extension words.
+        let plain = crate::engine::iperf2::UdpFigures {
+            latency_ms: None,
+            ..ours
+        }
+        .to_report()
+        .datagram(Layout::V21, &[], 128);
+        assert_eq!(be32(&plain, 16), HEADER_VERSION1 | HEADER_SEQNO64B);
+        assert!(ServerReport::parse(&plain).unwrap().0.ext.is_none());
+        assert!(plain[56..116].iter().all(|&x| x == 0));
+        // A 2.0.5 client never gets the extension (it would not expect it).
+        let old = rep.datagram(Layout::V205, &[0u8; 12], 100);
+        assert_eq!(be32(&old, 12), HEADER_VERSION1);
+        // A report cut inside the extension parses without it, and never panics.
+        let (cut, _) = ServerReport::parse(&d[..100]).unwrap();
+        assert!(cut.ext.is_none());
     }
 
     #[test]
