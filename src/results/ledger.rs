@@ -2,8 +2,9 @@
 //! that moved during the run ([`crate::board::counters::BoardDelta`]), place by place, and
 //! what the counters say to try. Only what the counters show: a place that did not move is
 //! not named, and what the board cannot account for is `unattributed` (the wire, or a host
-//! netperfd cannot read). The peer's places (`peer_*`) are not filled yet: the board reads
-//! only its own counters.
+//! netperfd cannot read). When the peer is netperfd (its iperf3 server: the daemon or
+//! `netperfd -s`) it sends its own drop counters over the test with its results
+//! ([`peer_drops`], added by [`with_peer`] as `peer_*` places); a stock peer sends none.
 //!
 //! Units: the counters count what the kernel counts. Socket, softnet and most NIC counters
 //! count datagrams (frames); a qdisc counts a dropped GSO batch (several datagrams sent in one
@@ -18,7 +19,8 @@ use serde::{Deserialize, Serialize};
 /// Where datagrams were dropped, as counted by one counter.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Place {
-    /// `board_qdisc`, `board_nic`, `board_softnet` or `board_socket`.
+    /// `board_qdisc`, `board_nic`, `board_softnet`, `board_socket`, or the same of the
+    /// peer (`peer_qdisc`, …).
     pub place: String,
     /// The port, for places that belong to one (qdisc, NIC).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -141,6 +143,53 @@ pub fn ledger(lost: u64, path: Path, ports: &[String], d: &BoardDelta) -> LossLe
     }
 }
 
+/// The places of this host's own drop counters over a test, as a netperfd iperf3 server
+/// sends them with its results (`netperfd_drops`: `place` without its `board_` prefix:
+/// `qdisc`, `nic`, `softnet`, `socket`) for the other side's ledger. `direction` is this
+/// side's (`send`, `receive`, `bidir`), `ports` the test's ports on this host.
+pub fn peer_drops(direction: &str, ports: &[String], d: &BoardDelta) -> serde_json::Value {
+    let l = ledger(0, Path::of(direction, false), ports, d);
+    let places: Vec<Place> = l
+        .places
+        .into_iter()
+        .map(|mut p| {
+            p.place = p.place.trim_start_matches("board_").to_string();
+            p
+        })
+        .collect();
+    serde_json::to_value(places).unwrap_or_default()
+}
+
+/// Most places taken from a peer's `netperfd_drops`, and the longest port or counter text
+/// (bytes): the list comes from the network.
+const PEER_PLACES: usize = 16;
+const PEER_TEXT: usize = 120;
+
+/// Ledger `l` with the peer's drop counters (`netperfd_drops` of its results, see
+/// [`peer_drops`]) as `peer_*` places; entries that are not a known place, or malformed,
+/// are left out. `unattributed` is recomputed.
+pub fn with_peer(mut l: LossLedger, drops: &serde_json::Value) -> LossLedger {
+    let list = drops.as_array().map(Vec::as_slice).unwrap_or_default();
+    for v in list.iter().take(PEER_PLACES) {
+        let Ok(p) = serde_json::from_value::<Place>(v.clone()) else {
+            continue;
+        };
+        if !matches!(p.place.as_str(), "qdisc" | "nic" | "softnet" | "socket") || p.packets == 0 {
+            continue;
+        }
+        let cut = |t: String| t.chars().take(PEER_TEXT).collect::<String>();
+        l.places.push(Place {
+            place: format!("peer_{}", p.place),
+            port: p.port.map(cut),
+            packets: p.packets,
+            counter: cut(p.counter),
+        });
+    }
+    l.places.sort_by_key(|p| std::cmp::Reverse(p.packets));
+    l.unattributed = l.lost.saturating_sub(l.attributed());
+    l
+}
+
 /// The ledger in a few words for tables across runs and boards (compare, suites): each place
 /// and its packets, then what is unattributed — "board_qdisc eth0 12,001, unattributed 344",
 /// "not on the board: 500". `None` when nothing was lost.
@@ -231,22 +280,64 @@ pub fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
                 "softnet dropped +{n} ({}): a CPU's receive backlog was full — raise net.core.netdev_max_backlog or spread the port's IRQs",
                 cpus_moved(d, |s| s.dropped)
             ),
+            "peer_qdisc" => {
+                let kind = p
+                    .counter
+                    .strip_prefix("qdisc ")
+                    .and_then(|c| c.split_once(' '))
+                    .map(|(k, _)| k)
+                    .unwrap_or("qdisc");
+                format!(
+                    "{n} of {lost} lost datagrams were dropped by the peer's own egress queue ({kind} on its {port}): the peer's sender outran its link — lower -b or raise the peer's shaper"
+                )
+            }
+            "peer_socket" => format!(
+                "the peer's RcvbufErrors +{n}: the peer's socket buffer overflowed — -w 4M, or raise the peer's net.core.rmem_max"
+            ),
+            "peer_nic" => format!(
+                "{} +{n} on the peer: the peer's NIC dropped on receive",
+                p.counter
+            ),
+            "peer_softnet" => format!(
+                "the peer's softnet dropped +{n}: a CPU's receive backlog on the peer was full"
+            ),
             _ => format!("{} +{n}", p.counter),
         });
     }
+    let on_board = l.places.iter().any(|p| p.place.starts_with("board_"));
+    let peer_told = l.places.iter().any(|p| p.place.starts_with("peer_"));
     if l.lost > 0 && l.places.is_empty() {
         out.push(format!(
             "{lost} datagrams lost, not on the board: on the wire or at the peer (none of the board's drop counters moved)"
         ));
-    } else if l.overcounted() {
+    } else if l.lost > 0 && !on_board {
         out.push(format!(
-            "the board's counters moved by {} while the run lost {lost}: they are host-wide and also count traffic outside the run (other flows at the same time, datagrams sent after the receiver stopped counting)",
-            count(l.attributed())
+            "not on the board: none of the board's drop counters moved{}",
+            if l.unattributed > 0 {
+                format!(
+                    "; {} of {lost} lost datagrams are on neither side's counters: on the wire",
+                    count(l.unattributed)
+                )
+            } else {
+                String::new()
+            }
+        ));
+    } else if l.unattributed > 0 && peer_told {
+        out.push(format!(
+            "{} of {lost} lost datagrams are on neither the board's nor the peer's counters: on the wire",
+            count(l.unattributed)
         ));
     } else if l.unattributed > 0 && !l.places.is_empty() {
         out.push(format!(
             "{} of {lost} lost datagrams are not on the board's counters: on the wire or at the peer",
             count(l.unattributed)
+        ));
+    }
+    if l.overcounted() {
+        let whose = if peer_told { "" } else { "board's " };
+        out.push(format!(
+            "the {whose}counters moved by {} while the run lost {lost}: they are host-wide and also count traffic outside the run (other flows at the same time, datagrams sent after the receiver stopped counting)",
+            count(l.attributed())
         ));
     }
     out.extend(board_notes(d));
@@ -499,6 +590,65 @@ mod tests {
         let none = ledger(0, Path::Both, &[], &BoardDelta::default());
         assert_eq!(headline(&none), None);
         assert!(sentences(&none, &BoardDelta::default()).is_empty());
+    }
+
+    #[test]
+    fn the_peers_drops_become_peer_places() {
+        // What a netperfd server that sent through its own TBF puts in its results.
+        let mut pc = BoardDelta::default();
+        pc.ports.insert(
+            "eth0".into(),
+            PortDelta {
+                qdiscs: vec![Qdisc {
+                    kind: "tbf".into(),
+                    handle: "8001:".into(),
+                    parent: "root".into(),
+                    drops: 9_990,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+        );
+        pc.snmp.insert("Udp.RcvbufErrors".into(), 7);
+        let wire = peer_drops("send", &["eth0".into()], &pc);
+        assert_eq!(
+            wire,
+            serde_json::json!([{"place": "qdisc", "port": "eth0", "packets": 9990,
+                "counter": "qdisc tbf drops on eth0"}])
+        );
+        // The board received and lost 10,000, none on its own counters.
+        let board = ledger(
+            10_000,
+            Path::Received,
+            &["eth0".into()],
+            &BoardDelta::default(),
+        );
+        let mut junk = wire.as_array().unwrap().clone();
+        junk.push(serde_json::json!({"place": "board_qdisc", "packets": 5, "counter": "x"}));
+        junk.push(serde_json::json!({"place": "socket", "packets": "many"}));
+        junk.push(serde_json::json!("not a place"));
+        let l = with_peer(board, &serde_json::Value::Array(junk));
+        assert_eq!(l.places.len(), 1, "{l:?}");
+        assert_eq!(l.places[0].place, "peer_qdisc");
+        assert_eq!(l.places[0].packets, 9_990);
+        assert_eq!(l.unattributed, 10);
+        assert_eq!(
+            headline(&l).as_deref(),
+            Some("peer_qdisc eth0 9,990, unattributed 10")
+        );
+        assert_eq!(
+            sentences(&l, &BoardDelta::default()),
+            [
+                "9,990 of 10,000 lost datagrams were dropped by the peer's own egress queue (tbf on its eth0): the peer's sender outran its link — lower -b or raise the peer's shaper",
+                "not on the board: none of the board's drop counters moved; 10 of 10,000 lost datagrams are on neither side's counters: on the wire",
+            ]
+        );
+        // A peer that sent nothing (a stock one) or an empty list changes nothing.
+        let same = with_peer(
+            ledger(500, Path::Received, &[], &BoardDelta::default()),
+            &serde_json::json!([]),
+        );
+        assert_eq!((same.places.len(), same.unattributed), (0, 500));
     }
 
     #[test]

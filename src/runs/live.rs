@@ -436,7 +436,9 @@ impl Hub {
     /// it, with the run's loss ledger when it is a UDP or forwarding run whose lost datagrams
     /// are known (`lost`). Called before the run's end is stored, so a run seen ended has
     /// its ledger. A run not watched (a leg of a multi-port run) has none.
-    fn board_end(&self, id: i64, lost: Option<i64>) {
+    /// `peer_drops`: the peer's own drop counters when it is netperfd (see
+    /// [`crate::results::ledger::with_peer`]).
+    fn board_end(&self, id: i64, lost: Option<i64>, peer_drops: Option<&serde_json::Value>) {
         let Some((start, started, ports, series)) = relock(&self.watches).get(&id).map(|w| {
             (
                 w.board.clone(),
@@ -464,7 +466,11 @@ impl Hub {
             .filter(|_| udp || forwarding)
             .map(|n| {
                 let path = crate::results::ledger::Path::of(&run.direction, forwarding);
-                crate::results::ledger::ledger(n.max(0) as u64, path, &ports, &delta)
+                let l = crate::results::ledger::ledger(n.max(0) as u64, path, &ports, &delta);
+                match peer_drops {
+                    Some(p) => crate::results::ledger::with_peer(l, p),
+                    None => l,
+                }
             })
             .and_then(|l| serde_json::to_value(l).ok());
         let mut board = serde_json::to_value(&delta).unwrap_or_default();
@@ -502,7 +508,11 @@ impl Hub {
         let figures = report
             .map(crate::results::figures::of_report)
             .unwrap_or_default();
-        self.board_end(id, figures.lost_packets);
+        self.board_end(
+            id,
+            figures.lost_packets,
+            report.and_then(|r| r.peer_drops.as_ref()),
+        );
         let (rep, err) = (report.cloned(), error.map(String::from));
         self.store_end(
             id,
@@ -525,7 +535,7 @@ impl Hub {
         summary: Option<&serde_json::Value>,
         error: Option<&str>,
     ) {
-        self.board_end(id, figures.lost_packets);
+        self.board_end(id, figures.lost_packets, None);
         let (fig, sum, err) = (figures.clone(), summary.cloned(), error.map(String::from));
         self.store_end(
             id,
