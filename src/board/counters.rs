@@ -916,6 +916,55 @@ impl Series {
     }
 }
 
+/// What a port's NIC is (the Ports page's facts panel): driver and firmware (`ethtool -i`),
+/// ring sizes (`ethtool -g`), offloads on/off (`ethtool -k`) and each of the port's IRQs
+/// with the CPUs it may run on (`/proc/irq/N/smp_affinity_list`). What the driver or kernel
+/// does not give is absent (`None`, empty).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct NicFacts {
+    pub driver: Option<String>,
+    pub firmware: Option<String>,
+    pub rings: Option<Rings>,
+    /// (offload, on), e.g. ("gro", true).
+    pub offloads: Vec<(String, bool)>,
+    /// (IRQ, CPU list as the kernel writes it, e.g. "0-3").
+    pub irqs: Vec<(String, String)>,
+}
+
+/// The NIC facts of port `name` (see [`NicFacts`]); a few ioctls and small files.
+pub fn nic_facts(name: &str) -> NicFacts {
+    let (driver, firmware) = match ethtool::drvinfo(name) {
+        Ok((d, f)) => ((!d.is_empty()).then_some(d), f),
+        Err(_) => (None, None),
+    };
+    let irqs = std::fs::read_to_string("/proc/interrupts")
+        .map(|t| parse_interrupts(&t))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|l| irq_is_port(&l.desc, name) && l.irq.bytes().all(|b| b.is_ascii_digit()))
+        .filter_map(|l| {
+            let cpus =
+                std::fs::read_to_string(format!("/proc/irq/{}/smp_affinity_list", l.irq)).ok()?;
+            Some((l.irq, cpus.trim().to_string()))
+        })
+        .collect();
+    NicFacts {
+        driver,
+        firmware,
+        rings: ethtool::rings(name).ok().map(|r| Rings {
+            rx: r.rx,
+            rx_max: r.rx_max,
+            tx: r.tx,
+            tx_max: r.tx_max,
+        }),
+        offloads: ethtool::offloads(name)
+            .into_iter()
+            .map(|(k, on)| (k.to_string(), on))
+            .collect(),
+        irqs,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
