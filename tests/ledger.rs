@@ -146,6 +146,8 @@ fn board_sending_into_its_own_tbf_is_charged_to_the_board_qdisc() {
         num(l, "/unattributed"),
         (lost - num(q, "/packets")).max(0.0)
     );
+    // Only the run's own traffic crossed the ports: no "other traffic" said.
+    assert!(v["board"].get("other_bytes").is_none(), "{}", v["board"]);
     // The verdict says where they went and what to try.
     let verdict = v["analysis"]["verdict_text"].as_str().unwrap_or("");
     assert!(
@@ -258,6 +260,8 @@ fn a_stopped_receiver_is_charged_to_the_board_socket() {
     assert_eq!(s["counter"], "Udp RcvbufErrors");
     within_1_percent(num(s, "/packets"), snmp, "board_socket vs /proc/net/snmp");
     assert!(place(&v, "board_qdisc").is_none(), "{l}");
+    // The datagrams the socket dropped crossed the port too: they are the run's own.
+    assert!(v["board"].get("other_bytes").is_none(), "{}", v["board"]);
     let verdict = v["analysis"]["verdict_text"].as_str().unwrap_or("");
     assert!(
         verdict.contains("the board's socket buffer overflowed")

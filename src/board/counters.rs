@@ -465,6 +465,18 @@ pub struct PortReading {
     /// `/proc/net/dev` drop counters, packets.
     pub rx_dropped: Option<u64>,
     pub tx_dropped: Option<u64>,
+    /// `/proc/net/dev` traffic: bytes and packets each way.
+    #[serde(default)]
+    pub traffic: Option<Traffic>,
+}
+
+/// A port's traffic (`/proc/net/dev`): bytes and packets received and sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Traffic {
+    pub rx_bytes: u64,
+    pub rx_packets: u64,
+    pub tx_bytes: u64,
+    pub tx_packets: u64,
 }
 
 /// One reading of all the board's counters (see the module doc).
@@ -516,6 +528,12 @@ impl BoardReading {
                     qdiscs,
                     rx_dropped: Some(c.rx_dropped),
                     tx_dropped: Some(c.tx_dropped),
+                    traffic: Some(Traffic {
+                        rx_bytes: c.rx_bytes,
+                        rx_packets: c.rx_packets,
+                        tx_bytes: c.tx_bytes,
+                        tx_packets: c.tx_packets,
+                    }),
                 },
             );
         }
@@ -594,6 +612,15 @@ impl BoardReading {
                     qdiscs,
                     rx_dropped: dd(b.rx_dropped, p.rx_dropped),
                     tx_dropped: dd(b.tx_dropped, p.tx_dropped),
+                    traffic: match (b.traffic, p.traffic) {
+                        (Some(o), Some(n)) => Some(Traffic {
+                            rx_bytes: d(o.rx_bytes, n.rx_bytes),
+                            rx_packets: d(o.rx_packets, n.rx_packets),
+                            tx_bytes: d(o.tx_bytes, n.tx_bytes),
+                            tx_packets: d(o.tx_packets, n.tx_packets),
+                        }),
+                        _ => None,
+                    },
                 },
             );
         }
@@ -698,6 +725,9 @@ pub struct PortDelta {
     pub rx_dropped: Option<u64>,
     #[serde(default)]
     pub tx_dropped: Option<u64>,
+    /// `/proc/net/dev` traffic during the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<Traffic>,
 }
 
 impl PortDelta {

@@ -190,6 +190,37 @@ pub fn with_peer(mut l: LossLedger, drops: &serde_json::Value) -> LossLedger {
     l
 }
 
+/// Bytes a frame carries beyond its payload, allowed per packet the ports counted when
+/// their traffic is set against a run's own bytes: Ethernet 14 + IPv6 40 + TCP 32 (with
+/// timestamps), rounded up. An ACK-only frame of the run fits in it.
+const FRAME_OVERHEAD: u64 = 90;
+
+/// Traffic on the board's ports during a run beyond the run's own: the bytes every port
+/// (loopback aside) moved both ways, less the run's bytes once per port they crossed
+/// (`crossings`: 1 for a run the board sends or receives, 2 for a forwarded or bidirectional
+/// one) and [`FRAME_OVERHEAD`] per packet. `Some(bytes)` when that is over 1 MiB and over
+/// 5 % of the run's own; `None` otherwise or when the ports' traffic was not read.
+pub fn other_traffic(d: &BoardDelta, run_bytes: u64, crossings: u64) -> Option<u64> {
+    let t: Vec<_> = d.ports.values().filter_map(|p| p.traffic).collect();
+    if t.is_empty() {
+        return None;
+    }
+    let bytes: u64 = t.iter().map(|t| t.rx_bytes + t.tx_bytes).sum();
+    let packets: u64 = t.iter().map(|t| t.rx_packets + t.tx_packets).sum();
+    let own = run_bytes.saturating_mul(crossings);
+    let extra = bytes.saturating_sub(own.saturating_add(packets.saturating_mul(FRAME_OVERHEAD)));
+    (extra > (1 << 20) && extra > own / 20).then_some(extra)
+}
+
+/// The sentence of [`other_traffic`]: "Other traffic at the same time: …".
+pub fn other_traffic_sentence(extra: u64, run_bytes: u64) -> String {
+    format!(
+        "Other traffic at the same time: the board's ports moved {} beyond the run's own {} — the counters here are host-wide and may include it",
+        crate::model::display::size(extra as f64),
+        crate::model::display::size(run_bytes as f64)
+    )
+}
+
 /// The ledger in a few words for tables across runs and boards (compare, suites): each place
 /// and its packets, then what is unattributed — "board_qdisc eth0 12,001, unattributed 344",
 /// "not on the board: 500". `None` when nothing was lost.
@@ -649,6 +680,56 @@ mod tests {
             &serde_json::json!([]),
         );
         assert_eq!((same.places.len(), same.unattributed), (0, 500));
+    }
+
+    #[test]
+    fn other_traffic_beyond_the_runs_own_bytes() {
+        use crate::board::counters::Traffic;
+        // A 3 s UDP run at 100 Mbit/s the board sent: 37.5 MB in 25,900 datagrams of 1448
+        // bytes, 38.6 MB on the wire (42 bytes of headers each) and a few hundred packets
+        // back (control connection).
+        let port = |t: Traffic| PortDelta {
+            traffic: Some(t),
+            ..Default::default()
+        };
+        let mut d = BoardDelta::default();
+        d.ports.insert(
+            "eth0".into(),
+            port(Traffic {
+                rx_bytes: 30_000,
+                rx_packets: 400,
+                tx_bytes: 38_590_000,
+                tx_packets: 25_950,
+            }),
+        );
+        let run = 37_500_000;
+        assert_eq!(
+            other_traffic(&d, run, 1),
+            None,
+            "the run's own traffic only"
+        );
+        // A second flow on eth1 at the same time: 12 MB in 8,300 packets.
+        d.ports.insert(
+            "eth1".into(),
+            port(Traffic {
+                rx_bytes: 12_000_000,
+                rx_packets: 8_300,
+                tx_bytes: 0,
+                tx_packets: 0,
+            }),
+        );
+        let extra = other_traffic(&d, run, 1).expect("other traffic");
+        // 50,620,000 - 37,500,000 - 34,650 × 90 = 10,001,500.
+        assert_eq!(extra, 10_001_500);
+        assert_eq!(
+            other_traffic_sentence(extra, run),
+            "Other traffic at the same time: the board's ports moved 10.0 MB beyond the run's own 37.5 MB — the counters here are host-wide and may include it"
+        );
+        // The same ports for a forwarded run of 25 MB (in on one port, out on the other):
+        // nothing beyond it.
+        assert_eq!(other_traffic(&d, 25_000_000, 2), None);
+        // Not read (runs stored before): nothing said.
+        assert_eq!(other_traffic(&BoardDelta::default(), run, 1), None);
     }
 
     #[test]
