@@ -249,3 +249,65 @@ fn wait_until_gone(board: &str) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The NIC facts panel of the Ports page (issue 24) for the board's veth ports, at phone and
+/// desk width: the driver, speed/duplex as sysfs gives them, rings and offloads as the
+/// driver answers; no firmware and no IRQ (veth has neither), and nothing wider than the
+/// window. Screenshots: `target/ui-screens/<width>-ports-nic-facts.png`.
+#[test]
+fn the_ports_page_shows_each_ports_nic_facts() {
+    let mut lab = Lab::new();
+    let board = lab.board.clone();
+    let (web, wd) = (WEB_PORT + 40, WD_PORT + 40);
+    let (_, mut http) = daemon(&mut lab, &board, web, &[]);
+    set_up(&lab, &mut http);
+    chromedriver(&mut lab, &board, wd);
+    let shots = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .map(|p| p.join("ui-screens"))
+        .expect("target dir");
+    let _ = std::fs::create_dir_all(&shots);
+    let sys = |f: &str| {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "exec", &board, "cat"])
+            .arg(format!("/sys/class/net/eth0/{f}"))
+            .output()
+            .expect("cat");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let speed = format!("{} Mb/s {}", sys("speed"), sys("duplex"));
+    for (w, h) in [(390, 844), (1400, 1000)] {
+        let b = Browser::open(
+            &board,
+            wd,
+            &format!("http://127.0.0.1:{web}"),
+            w,
+            h,
+            &lab.dir().join(format!("facts-{w}")),
+        );
+        b.log_in("correct horse");
+        b.go("/ports");
+        let m = b.js("const facts = {};
+             document.querySelectorAll('#nic-facts .nic[data-port=eth0] dd').forEach(d => {
+               facts[d.dataset.fact] = d.textContent; });
+             const p = document.querySelector('#nic-facts').getBoundingClientRect();
+             return {facts: facts, sw: document.documentElement.scrollWidth, iw: window.innerWidth,
+                     right: Math.round(p.right)};");
+        b.screenshot(&shots, &format!("{w}-ports-nic-facts"));
+        eprintln!("{w} px: {m}");
+        let f = &m["facts"];
+        assert_eq!(f["Driver"], "veth", "{m}");
+        assert_eq!(f["Speed / duplex"], speed.as_str(), "{m}");
+        assert!(f.get("Firmware").is_none(), "{m}");
+        assert!(f.get("IRQ → CPU").is_none(), "{m}");
+        let off = f["Offloads"].as_str().unwrap_or_default();
+        assert!(
+            off.starts_with("on: rx-checksum, tx-checksum, scatter-gather, tso, gso"),
+            "{m}"
+        );
+        assert!(
+            m["sw"].as_i64() <= m["iw"].as_i64() && m["right"].as_i64() <= m["iw"].as_i64(),
+            "{w} px: the panel is wider than the window: {m}"
+        );
+    }
+}

@@ -763,4 +763,47 @@ fn newest_stock_iperf3_options_and_keys() {
         waited < Duration::from_secs(4),
         "ended {waited:?} after the stop"
     );
+
+/// `netperfd -s` adds its own drop counters to the results it sends (`netperfd_drops`,
+/// issue 24): a stock client reads those results as ever (its `--debug` shows the key it
+/// skipped) and reports the run. UDP -R through a 20 Mbit/s TBF on the server's port, so the
+/// list has the server's qdisc drops in it.
+#[test]
+fn stock_client_reads_results_with_netperfd_drops() {
+    let mut lab = Lab::new();
+    let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+    let tc = std::process::Command::new("ip")
+        .args([
+            "netns", "exec", &board, "tc", "qdisc", "add", "dev", "eth0", "root", "tbf",
+        ])
+        .args(["rate", "20mbit", "burst", "1600", "limit", "30kb"])
+        .status()
+        .expect("tc");
+    assert!(tc.success());
+    lab.spawn(&board, "netperfd-s", bin(), &["-s", "-1"]);
+    lab.wait_port(&board, BOARD_IP, 5201);
+    let (code, out, err) = lab.run(
+        &pc1,
+        "iperf3-c",
+        "iperf3",
+        &[
+            "-c", BOARD_IP, "-u", "-b", "40M", "-R", "-t", "1", "--debug",
+        ],
+        T,
+    );
+    assert_eq!(code, Some(0), "{err}\n{out}");
+    let i = out
+        .find("\"netperfd_drops\":")
+        .unwrap_or_else(|| panic!("no netperfd_drops in the server's results:\n{out}"));
+    let drops = &out[i..out.len().min(i + 300)];
+    assert!(
+        drops.contains("\"qdisc\"") && drops.contains("\"qdisc tbf drops on eth0\""),
+        "{drops}"
+    );
+    // The stock client still reports the run's loss from those results.
+    let summary = out
+        .lines()
+        .find(|l| l.contains("receiver"))
+        .unwrap_or_else(|| panic!("no receiver line:\n{out}"));
+    assert!(summary.contains('%') && summary.contains('/'), "{summary}");
 }

@@ -133,17 +133,21 @@ fn suite_with_a_tcp_and_a_latency_step_against_stock_iperf3() {
     assert!(row.contains(" · RPM "), "{row}");
     assert!(row.contains(&format!("/runs/{rid}")), "{row}");
 
-    // CSV: the latency columns hold the row's figures, empty for the TCP row.
+    // CSV: the latency columns hold the row's figures, empty for the TCP row (lost_where,
+    // the last column, is empty: nothing was lost).
     let csv = http.get(&format!("/suites/{sid}/export.csv")).body;
     let lines: Vec<&str> = csv.lines().collect();
     assert!(
-        lines[0].ends_with(",idle_p50_ms,loaded_p50_ms,loaded_p99_ms,latency_increase_ms,rpm"),
+        lines[0].ends_with(
+            ",idle_p50_ms,loaded_p50_ms,loaded_p99_ms,latency_increase_ms,rpm,lost_where"
+        ),
         "{csv}"
     );
-    assert!(lines[1].ends_with(",,,,,"), "{csv}");
+    assert!(lines[1].ends_with(",,,,,,"), "{csv}");
     let f: Vec<&str> = lines[2].rsplit(',').collect();
-    assert_eq!(f[4].parse::<f64>().ok(), Some(idle), "{csv}");
-    assert_eq!(f[0].parse::<f64>().ok(), Some(num(s, "/rpm")), "{csv}");
+    assert_eq!(f[0], "", "{csv}");
+    assert_eq!(f[5].parse::<f64>().ok(), Some(idle), "{csv}");
+    assert_eq!(f[1].parse::<f64>().ok(), Some(num(s, "/rpm")), "{csv}");
     // Markdown and compare.
     let md = http.get(&format!("/suites/{sid}/export.md")).body;
     assert!(md.contains("Latency under load"), "{md}");

@@ -146,6 +146,8 @@ fn board_sending_into_its_own_tbf_is_charged_to_the_board_qdisc() {
         num(l, "/unattributed"),
         (lost - num(q, "/packets")).max(0.0)
     );
+    // Only the run's own traffic crossed the ports: no "other traffic" said.
+    assert!(v["board"].get("other_bytes").is_none(), "{}", v["board"]);
     // The verdict says where they went and what to try.
     let verdict = v["analysis"]["verdict_text"].as_str().unwrap_or("");
     assert!(
@@ -258,6 +260,8 @@ fn a_stopped_receiver_is_charged_to_the_board_socket() {
     assert_eq!(s["counter"], "Udp RcvbufErrors");
     within_1_percent(num(s, "/packets"), snmp, "board_socket vs /proc/net/snmp");
     assert!(place(&v, "board_qdisc").is_none(), "{l}");
+    // The datagrams the socket dropped crossed the port too: they are the run's own.
+    assert!(v["board"].get("other_bytes").is_none(), "{}", v["board"]);
     let verdict = v["analysis"]["verdict_text"].as_str().unwrap_or("");
     assert!(
         verdict.contains("the board's socket buffer overflowed")
@@ -301,5 +305,69 @@ fn loss_at_the_pc_is_not_charged_to_the_board() {
     assert!(
         verdict.contains("not on the board: on the wire or at the peer"),
         "{verdict}"
+    );
+}
+
+#[test]
+fn a_netperfd_peer_names_its_own_egress_drops() {
+    let _one = serial();
+    let mut lab = Lab::new();
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    // 100 Mbit/s on the PC's egress; the PC is netperfd's iperf3 server and sends (-R).
+    sh(
+        &pc1,
+        &[
+            "tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", "100mbit", "burst", "1600",
+            "limit", "30kb",
+        ],
+    );
+    lab.spawn(&pc1, "netperfd-s", bin(), &["-s"]);
+    lab.wait_port(&pc1, PC1_IP, 5201);
+    let (_d, mut http) = daemon(&mut lab, &board, 8244, &[]);
+    set_up(&lab, &mut http);
+    let before = tc_drops(&pc1);
+    let r = http.api(
+        "POST",
+        "/api/runs",
+        &serde_json::json!({"host": PC1_IP, "protocol": "udp", "bitrate": "150M",
+            "direction": "receive", "duration": "3"}),
+    );
+    assert!(r.status < 300, "{}", r.body);
+    let id = r.json()["id"].as_i64().expect("run id");
+    let v = wait_run(&http, id, Duration::from_secs(30));
+    assert_eq!(v["run"]["status"], "completed", "{v}");
+    let pc_drops = (tc_drops(&pc1) - before) as f64;
+    assert!(pc_drops > 5000.0, "the PC's TBF dropped only {pc_drops}");
+    let l = &v["loss_ledger"];
+    eprintln!("tc drops on the PC {pc_drops}, ledger {l}");
+    let q = place(&v, "peer_qdisc").unwrap_or_else(|| panic!("no peer_qdisc in {l}"));
+    assert_eq!(q["port"], "eth0");
+    assert_eq!(q["counter"], "qdisc tbf drops on eth0");
+    within_1_percent(num(q, "/packets"), pc_drops, "peer_qdisc vs the PC's tc -s");
+    // Nothing charged to the board.
+    let board_places: Vec<&Value> = l["places"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|p| p["place"].as_str().is_some_and(|s| s.starts_with("board_")))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(board_places.is_empty(), "{l}");
+    let lost = num(l, "/lost");
+    assert!(
+        num(q, "/packets").min(lost) >= 0.99 * lost,
+        "peer_qdisc {} of {lost} lost",
+        q["packets"]
+    );
+    let verdict = v["analysis"]["verdict_text"].as_str().unwrap_or("");
+    assert!(
+        verdict.contains("dropped by the peer's own egress queue (tbf on its eth0)"),
+        "{verdict}"
+    );
+    let board_text = v["analysis"]["board"].to_string();
+    assert!(
+        board_text.contains("not on the board: none of the board's drop counters moved"),
+        "{board_text}"
     );
 }

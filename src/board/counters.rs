@@ -465,6 +465,18 @@ pub struct PortReading {
     /// `/proc/net/dev` drop counters, packets.
     pub rx_dropped: Option<u64>,
     pub tx_dropped: Option<u64>,
+    /// `/proc/net/dev` traffic: bytes and packets each way.
+    #[serde(default)]
+    pub traffic: Option<Traffic>,
+}
+
+/// A port's traffic (`/proc/net/dev`): bytes and packets received and sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Traffic {
+    pub rx_bytes: u64,
+    pub rx_packets: u64,
+    pub tx_bytes: u64,
+    pub tx_packets: u64,
 }
 
 /// One reading of all the board's counters (see the module doc).
@@ -516,6 +528,12 @@ impl BoardReading {
                     qdiscs,
                     rx_dropped: Some(c.rx_dropped),
                     tx_dropped: Some(c.tx_dropped),
+                    traffic: Some(Traffic {
+                        rx_bytes: c.rx_bytes,
+                        rx_packets: c.rx_packets,
+                        tx_bytes: c.tx_bytes,
+                        tx_packets: c.tx_packets,
+                    }),
                 },
             );
         }
@@ -594,6 +612,15 @@ impl BoardReading {
                     qdiscs,
                     rx_dropped: dd(b.rx_dropped, p.rx_dropped),
                     tx_dropped: dd(b.tx_dropped, p.tx_dropped),
+                    traffic: match (b.traffic, p.traffic) {
+                        (Some(o), Some(n)) => Some(Traffic {
+                            rx_bytes: d(o.rx_bytes, n.rx_bytes),
+                            rx_packets: d(o.rx_packets, n.rx_packets),
+                            tx_bytes: d(o.tx_bytes, n.tx_bytes),
+                            tx_packets: d(o.tx_packets, n.tx_packets),
+                        }),
+                        _ => None,
+                    },
                 },
             );
         }
@@ -698,6 +725,9 @@ pub struct PortDelta {
     pub rx_dropped: Option<u64>,
     #[serde(default)]
     pub tx_dropped: Option<u64>,
+    /// `/proc/net/dev` traffic during the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<Traffic>,
 }
 
 impl PortDelta {
@@ -913,6 +943,55 @@ impl Series {
         self.mhz_min.push(cur.mhz.iter().copied().reduce(f64::min));
         self.temp_max_c
             .push(cur.temp_c.iter().copied().reduce(f64::max));
+    }
+}
+
+/// What a port's NIC is (the Ports page's facts panel): driver and firmware (`ethtool -i`),
+/// ring sizes (`ethtool -g`), offloads on/off (`ethtool -k`) and each of the port's IRQs
+/// with the CPUs it may run on (`/proc/irq/N/smp_affinity_list`). What the driver or kernel
+/// does not give is absent (`None`, empty).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct NicFacts {
+    pub driver: Option<String>,
+    pub firmware: Option<String>,
+    pub rings: Option<Rings>,
+    /// (offload, on), e.g. ("gro", true).
+    pub offloads: Vec<(String, bool)>,
+    /// (IRQ, CPU list as the kernel writes it, e.g. "0-3").
+    pub irqs: Vec<(String, String)>,
+}
+
+/// The NIC facts of port `name` (see [`NicFacts`]); a few ioctls and small files.
+pub fn nic_facts(name: &str) -> NicFacts {
+    let (driver, firmware) = match ethtool::drvinfo(name) {
+        Ok((d, f)) => ((!d.is_empty()).then_some(d), f),
+        Err(_) => (None, None),
+    };
+    let irqs = std::fs::read_to_string("/proc/interrupts")
+        .map(|t| parse_interrupts(&t))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|l| irq_is_port(&l.desc, name) && l.irq.bytes().all(|b| b.is_ascii_digit()))
+        .filter_map(|l| {
+            let cpus =
+                std::fs::read_to_string(format!("/proc/irq/{}/smp_affinity_list", l.irq)).ok()?;
+            Some((l.irq, cpus.trim().to_string()))
+        })
+        .collect();
+    NicFacts {
+        driver,
+        firmware,
+        rings: ethtool::rings(name).ok().map(|r| Rings {
+            rx: r.rx,
+            rx_max: r.rx_max,
+            tx: r.tx,
+            tx_max: r.tx_max,
+        }),
+        offloads: ethtool::offloads(name)
+            .into_iter()
+            .map(|(k, on)| (k.to_string(), on))
+            .collect(),
+        irqs,
     }
 }
 

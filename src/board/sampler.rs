@@ -364,8 +364,10 @@ pub fn conntrack_count() -> Option<i64> {
         .ok()
 }
 
-/// The port that holds local address `addr`, if any (getifaddrs).
+/// The port that holds local address `addr`, if any (getifaddrs). An IPv4-mapped IPv6
+/// address (`::ffff:192.0.2.1`, what a dual-stack listener sees) is its IPv4 address.
 pub fn port_of_address(addr: IpAddr) -> Option<String> {
+    let addr = addr.to_canonical();
     if addr.is_unspecified() {
         return None;
     }

@@ -595,6 +595,7 @@ pub fn server_config(a: &IperfArgs) -> Result<ServerConfig, String> {
         one_off: a.one_off,
         json: a.json,
         interval: if a.interval > 0.0 { a.interval } else { 1.0 },
+        drops: Some(crate::runs::drops::server_drops()),
         ..ServerConfig::default()
     };
     if !a.port.is_empty() {

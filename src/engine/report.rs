@@ -258,6 +258,10 @@ pub struct Report {
     pub receiver_congestion: Option<String>,
     pub server_output_text: Option<String>,
     pub server_output_json: Option<Value>,
+    /// The peer's own drop counters over the test when the peer is netperfd (the results
+    /// key `netperfd_drops`, see [`crate::engine::iperf3::wire::Results::netperfd_drops`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_drops: Option<Value>,
     /// Set when the test failed or was aborted.
     pub error: Option<String>,
 }

@@ -766,6 +766,7 @@ impl DataPhase {
             congestion_used: congestion,
             server_output_text: None,
             server_output_json: None,
+            netperfd_drops: None,
             streams,
         }
     }

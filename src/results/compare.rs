@@ -474,6 +474,13 @@ pub fn suite_grid(r: &SuiteResult) -> Grid {
             row.push(latency_text(s));
         }
     }
+    // Runs that lost datagrams with a loss ledger: where, in a few words.
+    if r.steps.iter().any(|s| s.lost_where.is_some()) {
+        g.header.push("Lost where".into());
+        for (row, s) in g.rows.iter_mut().zip(&r.steps) {
+            row.push(or_dash(s.lost_where.clone()));
+        }
+    }
     g
 }
 
@@ -662,9 +669,11 @@ pub fn grid(c: &Comparison, boards: bool) -> Grid {
 /// bitrate_bps, sender_bps, receiver_bps, retransmits, jitter_ms, lost, total, loss_percent,
 /// cpu_max_percent, delta_percent (bitrate against the first column), verdict (pass / fail /
 /// empty without thresholds), reasons (why it failed, "; "-separated), and for latency runs
-/// idle_p50_ms, loaded_p50_ms, loaded_p99_ms, latency_increase_ms, rpm (empty otherwise).
+/// idle_p50_ms, loaded_p50_ms, loaded_p99_ms, latency_increase_ms, rpm (empty otherwise),
+/// then lost_where (the loss ledger's headline, e.g. "board_qdisc eth0 12,001, unattributed
+/// 344"; empty for runs that lost nothing or have no ledger).
 pub fn csv(c: &Comparison) -> String {
-    let mut out = String::from("test,kind,id,board,peer,started,run_id,status,protocol,direction,target_bps,bitrate_bps,sender_bps,receiver_bps,retransmits,jitter_ms,lost,total,loss_percent,cpu_max_percent,delta_percent,verdict,reasons,idle_p50_ms,loaded_p50_ms,loaded_p99_ms,latency_increase_ms,rpm\n");
+    let mut out = String::from("test,kind,id,board,peer,started,run_id,status,protocol,direction,target_bps,bitrate_bps,sender_bps,receiver_bps,retransmits,jitter_ms,lost,total,loss_percent,cpu_max_percent,delta_percent,verdict,reasons,idle_p50_ms,loaded_p50_ms,loaded_p99_ms,latency_increase_ms,rpm,lost_where\n");
     for r in &c.rows {
         let base = r
             .cells
@@ -713,6 +722,7 @@ pub fn csv(c: &Comparison) -> String {
                 num(s.latency.and_then(|l| l.loaded_p99_ms)),
                 num(s.latency.and_then(|l| l.increase_ms)),
                 num(s.latency.and_then(|l| l.rpm)),
+                csv_field(s.lost_where.as_deref().unwrap_or_default()),
             ];
             out.push_str(&fields.join(","));
             out.push('\n');
@@ -874,6 +884,34 @@ mod tests {
         );
         // Without a ledger the tables are as before.
         assert!(!step_grid(&suites_side_by_side(&seed_001())).rows[2][1].contains('('));
+        // A suite's own table (text and Markdown) gets a "Lost where" column.
+        let g = suite_grid(&s[0]);
+        assert_eq!(g.header.last().map(String::as_str), Some("Lost where"));
+        assert_eq!(
+            g.rows[2].last().map(String::as_str),
+            Some("board_socket 1,262")
+        );
+        assert_eq!(g.rows[0].last().map(String::as_str), Some(DASH));
+        assert!(suite_markdown(&s[0]).contains("| board_socket 1,262 |"));
+        assert!(!suite_grid(&seed_001()[0])
+            .header
+            .iter()
+            .any(|h| h == "Lost where"));
+        // CSV, suite and comparison: the last column.
+        let csv_lines: Vec<String> = suite_csv(&s[1]).lines().map(String::from).collect();
+        assert!(
+            csv_lines[0].ends_with(",rpm,lost_where"),
+            "{}",
+            csv_lines[0]
+        );
+        assert!(
+            csv_lines[3].ends_with(",not on the board: 121"),
+            "{}",
+            csv_lines[3]
+        );
+        assert!(csv(&c)
+            .lines()
+            .any(|l| l.ends_with(",\"board_socket 1,262\"")));
     }
 
     #[test]
@@ -911,7 +949,7 @@ mod tests {
         assert_eq!(lines.len(), 1 + 6);
         assert_eq!(
             lines[1],
-            "TCP send,suite,4,Apalis iMX6Q,192.0.2.2,2025-11-30 12:00 UTC,,completed,TCP,send,0,406000000,406000000,406000000,0,,,,,,,,,,,,,"
+            "TCP send,suite,4,Apalis iMX6Q,192.0.2.2,2025-11-30 12:00 UTC,,completed,TCP,send,0,406000000,406000000,406000000,0,,,,,,,,,,,,,,"
         );
         assert!(out.contains("\"iMX8QM, \"\"after\"\" governor\""), "{out}");
         assert!(out.contains("\n'=cmd,suite,5,"), "{out}");
@@ -919,7 +957,7 @@ mod tests {
             .iter()
             .find(|l| l.starts_with("UDP receive 400M,suite,5"))
             .unwrap();
-        assert!(udp8.ends_with(",121,366076,0.033,,0.000,,,,,,,"), "{udp8}");
+        assert!(udp8.ends_with(",121,366076,0.033,,0.000,,,,,,,,"), "{udp8}");
         // Every line has the header's field count (quoted commas do not count).
         let n = lines[0].split(',').count();
         assert_eq!(lines[1].split(',').count(), n);

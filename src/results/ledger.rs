@@ -2,8 +2,9 @@
 //! that moved during the run ([`crate::board::counters::BoardDelta`]), place by place, and
 //! what the counters say to try. Only what the counters show: a place that did not move is
 //! not named, and what the board cannot account for is `unattributed` (the wire, or a host
-//! netperfd cannot read). The peer's places (`peer_*`) are not filled yet: the board reads
-//! only its own counters.
+//! netperfd cannot read). When the peer is netperfd (its iperf3 server: the daemon or
+//! `netperfd -s`) it sends its own drop counters over the test with its results
+//! ([`peer_drops`], added by [`with_peer`] as `peer_*` places); a stock peer sends none.
 //!
 //! Units: the counters count what the kernel counts. Socket, softnet and most NIC counters
 //! count datagrams (frames); a qdisc counts a dropped GSO batch (several datagrams sent in one
@@ -18,7 +19,8 @@ use serde::{Deserialize, Serialize};
 /// Where datagrams were dropped, as counted by one counter.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Place {
-    /// `board_qdisc`, `board_nic`, `board_softnet` or `board_socket`.
+    /// `board_qdisc`, `board_nic`, `board_softnet`, `board_socket`, or the same of the
+    /// peer (`peer_qdisc`, …).
     pub place: String,
     /// The port, for places that belong to one (qdisc, NIC).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -141,6 +143,84 @@ pub fn ledger(lost: u64, path: Path, ports: &[String], d: &BoardDelta) -> LossLe
     }
 }
 
+/// The places of this host's own drop counters over a test, as a netperfd iperf3 server
+/// sends them with its results (`netperfd_drops`: `place` without its `board_` prefix:
+/// `qdisc`, `nic`, `softnet`, `socket`) for the other side's ledger. `direction` is this
+/// side's (`send`, `receive`, `bidir`), `ports` the test's ports on this host.
+pub fn peer_drops(direction: &str, ports: &[String], d: &BoardDelta) -> serde_json::Value {
+    let l = ledger(0, Path::of(direction, false), ports, d);
+    let places: Vec<Place> = l
+        .places
+        .into_iter()
+        .map(|mut p| {
+            p.place = p.place.trim_start_matches("board_").to_string();
+            p
+        })
+        .collect();
+    serde_json::to_value(places).unwrap_or_default()
+}
+
+/// Most places taken from a peer's `netperfd_drops`, and the longest port or counter text
+/// (bytes): the list comes from the network.
+const PEER_PLACES: usize = 16;
+const PEER_TEXT: usize = 120;
+
+/// Ledger `l` with the peer's drop counters (`netperfd_drops` of its results, see
+/// [`peer_drops`]) as `peer_*` places; entries that are not a known place, or malformed,
+/// are left out. `unattributed` is recomputed.
+pub fn with_peer(mut l: LossLedger, drops: &serde_json::Value) -> LossLedger {
+    let list = drops.as_array().map(Vec::as_slice).unwrap_or_default();
+    for v in list.iter().take(PEER_PLACES) {
+        let Ok(p) = serde_json::from_value::<Place>(v.clone()) else {
+            continue;
+        };
+        if !matches!(p.place.as_str(), "qdisc" | "nic" | "softnet" | "socket") || p.packets == 0 {
+            continue;
+        }
+        let cut = |t: String| t.chars().take(PEER_TEXT).collect::<String>();
+        l.places.push(Place {
+            place: format!("peer_{}", p.place),
+            port: p.port.map(cut),
+            packets: p.packets,
+            counter: cut(p.counter),
+        });
+    }
+    l.places.sort_by_key(|p| std::cmp::Reverse(p.packets));
+    l.unattributed = l.lost.saturating_sub(l.attributed());
+    l
+}
+
+/// Bytes a frame carries beyond its payload, allowed per packet the ports counted when
+/// their traffic is set against a run's own bytes: Ethernet 14 + IPv6 40 + TCP 32 (with
+/// timestamps), rounded up. An ACK-only frame of the run fits in it.
+const FRAME_OVERHEAD: u64 = 90;
+
+/// Traffic on the board's ports during a run beyond the run's own: the bytes every port
+/// (loopback aside) moved both ways, less the run's bytes once per port they crossed
+/// (`crossings`: 1 for a run the board sends or receives, 2 for a forwarded or bidirectional
+/// one) and [`FRAME_OVERHEAD`] per packet. `Some(bytes)` when that is over 1 MiB and over
+/// 5 % of the run's own; `None` otherwise or when the ports' traffic was not read.
+pub fn other_traffic(d: &BoardDelta, run_bytes: u64, crossings: u64) -> Option<u64> {
+    let t: Vec<_> = d.ports.values().filter_map(|p| p.traffic).collect();
+    if t.is_empty() {
+        return None;
+    }
+    let bytes: u64 = t.iter().map(|t| t.rx_bytes + t.tx_bytes).sum();
+    let packets: u64 = t.iter().map(|t| t.rx_packets + t.tx_packets).sum();
+    let own = run_bytes.saturating_mul(crossings);
+    let extra = bytes.saturating_sub(own.saturating_add(packets.saturating_mul(FRAME_OVERHEAD)));
+    (extra > (1 << 20) && extra > own / 20).then_some(extra)
+}
+
+/// The sentence of [`other_traffic`]: "Other traffic at the same time: …".
+pub fn other_traffic_sentence(extra: u64, run_bytes: u64) -> String {
+    format!(
+        "Other traffic at the same time: the board's ports moved {} beyond the run's own {} — the counters here are host-wide and may include it",
+        crate::model::display::size(extra as f64),
+        crate::model::display::size(run_bytes as f64)
+    )
+}
+
 /// The ledger in a few words for tables across runs and boards (compare, suites): each place
 /// and its packets, then what is unattributed — "board_qdisc eth0 12,001, unattributed 344",
 /// "not on the board: 500". `None` when nothing was lost.
@@ -231,22 +311,64 @@ pub fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
                 "softnet dropped +{n} ({}): a CPU's receive backlog was full — raise net.core.netdev_max_backlog or spread the port's IRQs",
                 cpus_moved(d, |s| s.dropped)
             ),
+            "peer_qdisc" => {
+                let kind = p
+                    .counter
+                    .strip_prefix("qdisc ")
+                    .and_then(|c| c.split_once(' '))
+                    .map(|(k, _)| k)
+                    .unwrap_or("qdisc");
+                format!(
+                    "{n} of {lost} lost datagrams were dropped by the peer's own egress queue ({kind} on its {port}): the peer's sender outran its link — lower -b or raise the peer's shaper"
+                )
+            }
+            "peer_socket" => format!(
+                "the peer's RcvbufErrors +{n}: the peer's socket buffer overflowed — -w 4M, or raise the peer's net.core.rmem_max"
+            ),
+            "peer_nic" => format!(
+                "{} +{n} on the peer: the peer's NIC dropped on receive",
+                p.counter
+            ),
+            "peer_softnet" => format!(
+                "the peer's softnet dropped +{n}: a CPU's receive backlog on the peer was full"
+            ),
             _ => format!("{} +{n}", p.counter),
         });
     }
+    let on_board = l.places.iter().any(|p| p.place.starts_with("board_"));
+    let peer_told = l.places.iter().any(|p| p.place.starts_with("peer_"));
     if l.lost > 0 && l.places.is_empty() {
         out.push(format!(
             "{lost} datagrams lost, not on the board: on the wire or at the peer (none of the board's drop counters moved)"
         ));
-    } else if l.overcounted() {
+    } else if l.lost > 0 && !on_board {
         out.push(format!(
-            "the board's counters moved by {} while the run lost {lost}: they are host-wide and also count traffic outside the run (other flows at the same time, datagrams sent after the receiver stopped counting)",
-            count(l.attributed())
+            "not on the board: none of the board's drop counters moved{}",
+            if l.unattributed > 0 {
+                format!(
+                    "; {} of {lost} lost datagrams are on neither side's counters: on the wire",
+                    count(l.unattributed)
+                )
+            } else {
+                String::new()
+            }
+        ));
+    } else if l.unattributed > 0 && peer_told {
+        out.push(format!(
+            "{} of {lost} lost datagrams are on neither the board's nor the peer's counters: on the wire",
+            count(l.unattributed)
         ));
     } else if l.unattributed > 0 && !l.places.is_empty() {
         out.push(format!(
             "{} of {lost} lost datagrams are not on the board's counters: on the wire or at the peer",
             count(l.unattributed)
+        ));
+    }
+    if l.overcounted() {
+        let whose = if peer_told { "" } else { "board's " };
+        out.push(format!(
+            "the {whose}counters moved by {} while the run lost {lost}: they are host-wide and also count traffic outside the run (other flows at the same time, datagrams sent after the receiver stopped counting)",
+            count(l.attributed())
         ));
     }
     out.extend(board_notes(d));
@@ -499,6 +621,115 @@ mod tests {
         let none = ledger(0, Path::Both, &[], &BoardDelta::default());
         assert_eq!(headline(&none), None);
         assert!(sentences(&none, &BoardDelta::default()).is_empty());
+    }
+
+    #[test]
+    fn the_peers_drops_become_peer_places() {
+        // What a netperfd server that sent through its own TBF puts in its results.
+        let mut pc = BoardDelta::default();
+        pc.ports.insert(
+            "eth0".into(),
+            PortDelta {
+                qdiscs: vec![Qdisc {
+                    kind: "tbf".into(),
+                    handle: "8001:".into(),
+                    parent: "root".into(),
+                    drops: 9_990,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+        );
+        pc.snmp.insert("Udp.RcvbufErrors".into(), 7);
+        let wire = peer_drops("send", &["eth0".into()], &pc);
+        assert_eq!(
+            wire,
+            serde_json::json!([{"place": "qdisc", "port": "eth0", "packets": 9990,
+                "counter": "qdisc tbf drops on eth0"}])
+        );
+        // The board received and lost 10,000, none on its own counters.
+        let board = ledger(
+            10_000,
+            Path::Received,
+            &["eth0".into()],
+            &BoardDelta::default(),
+        );
+        let mut junk = wire.as_array().unwrap().clone();
+        junk.push(serde_json::json!({"place": "board_qdisc", "packets": 5, "counter": "x"}));
+        junk.push(serde_json::json!({"place": "socket", "packets": "many"}));
+        junk.push(serde_json::json!("not a place"));
+        let l = with_peer(board, &serde_json::Value::Array(junk));
+        assert_eq!(l.places.len(), 1, "{l:?}");
+        assert_eq!(l.places[0].place, "peer_qdisc");
+        assert_eq!(l.places[0].packets, 9_990);
+        assert_eq!(l.unattributed, 10);
+        assert_eq!(
+            headline(&l).as_deref(),
+            Some("peer_qdisc eth0 9,990, unattributed 10")
+        );
+        assert_eq!(
+            sentences(&l, &BoardDelta::default()),
+            [
+                "9,990 of 10,000 lost datagrams were dropped by the peer's own egress queue (tbf on its eth0): the peer's sender outran its link — lower -b or raise the peer's shaper",
+                "not on the board: none of the board's drop counters moved; 10 of 10,000 lost datagrams are on neither side's counters: on the wire",
+            ]
+        );
+        // A peer that sent nothing (a stock one) or an empty list changes nothing.
+        let same = with_peer(
+            ledger(500, Path::Received, &[], &BoardDelta::default()),
+            &serde_json::json!([]),
+        );
+        assert_eq!((same.places.len(), same.unattributed), (0, 500));
+    }
+
+    #[test]
+    fn other_traffic_beyond_the_runs_own_bytes() {
+        use crate::board::counters::Traffic;
+        // A 3 s UDP run at 100 Mbit/s the board sent: 37.5 MB in 25,900 datagrams of 1448
+        // bytes, 38.6 MB on the wire (42 bytes of headers each) and a few hundred packets
+        // back (control connection).
+        let port = |t: Traffic| PortDelta {
+            traffic: Some(t),
+            ..Default::default()
+        };
+        let mut d = BoardDelta::default();
+        d.ports.insert(
+            "eth0".into(),
+            port(Traffic {
+                rx_bytes: 30_000,
+                rx_packets: 400,
+                tx_bytes: 38_590_000,
+                tx_packets: 25_950,
+            }),
+        );
+        let run = 37_500_000;
+        assert_eq!(
+            other_traffic(&d, run, 1),
+            None,
+            "the run's own traffic only"
+        );
+        // A second flow on eth1 at the same time: 12 MB in 8,300 packets.
+        d.ports.insert(
+            "eth1".into(),
+            port(Traffic {
+                rx_bytes: 12_000_000,
+                rx_packets: 8_300,
+                tx_bytes: 0,
+                tx_packets: 0,
+            }),
+        );
+        let extra = other_traffic(&d, run, 1).expect("other traffic");
+        // 50,620,000 - 37,500,000 - 34,650 × 90 = 10,001,500.
+        assert_eq!(extra, 10_001_500);
+        assert_eq!(
+            other_traffic_sentence(extra, run),
+            "Other traffic at the same time: the board's ports moved 10.0 MB beyond the run's own 37.5 MB — the counters here are host-wide and may include it"
+        );
+        // The same ports for a forwarded run of 25 MB (in on one port, out on the other):
+        // nothing beyond it.
+        assert_eq!(other_traffic(&d, 25_000_000, 2), None);
+        // Not read (runs stored before): nothing said.
+        assert_eq!(other_traffic(&BoardDelta::default(), run, 1), None);
     }
 
     #[test]

@@ -1531,6 +1531,10 @@ pub fn board_view(board: Option<&Value>, ledger: Option<&Value>) -> BoardView {
         Some(l) => ledger::sentences(l, &d),
         None => ledger::board_notes(&d),
     };
+    let other = |k: &str| board.and_then(|b| b.get(k)).and_then(Value::as_u64);
+    if let (Some(extra), Some(own)) = (other("other_bytes"), other("run_bytes")) {
+        v.sentences.push(ledger::other_traffic_sentence(extra, own));
+    }
     v.note = Some(
         "Counters are the board's, not the run's: traffic that ran at the same time is in them too."
             .into(),
@@ -1683,6 +1687,19 @@ pub fn board_view(board: Option<&Value>, ledger: Option<&Value>) -> BoardView {
 #[cfg(test)]
 mod board_view_tests {
     use super::*;
+
+    #[test]
+    fn other_traffic_is_said_when_the_board_json_has_it() {
+        let board = serde_json::json!({"seconds": 3.0, "ports": {}, "other_bytes": 10_001_500u64,
+            "run_bytes": 37_500_000u64});
+        let v = board_view(Some(&board), None);
+        assert_eq!(
+            v.sentences,
+            ["Other traffic at the same time: the board's ports moved 10.0 MB beyond the run's own 37.5 MB — the counters here are host-wide and may include it"]
+        );
+        let quiet = serde_json::json!({"seconds": 3.0, "ports": {}});
+        assert!(board_view(Some(&quiet), None).sentences.is_empty());
+    }
 
     #[test]
     fn ledger_rows_and_what_moved() {

@@ -436,7 +436,13 @@ impl Hub {
     /// it, with the run's loss ledger when it is a UDP or forwarding run whose lost datagrams
     /// are known (`lost`). Called before the run's end is stored, so a run seen ended has
     /// its ledger. A run not watched (a leg of a multi-port run) has none.
-    fn board_end(&self, id: i64, lost: Option<i64>) {
+    /// `peer_drops`: the peer's own drop counters when it is netperfd (see
+    /// [`crate::results::ledger::with_peer`]).
+    /// `figures`: the run's lost datagrams (for the ledger) and its own bytes, set against
+    /// the ports' traffic to tell whether other traffic ran at the same time (`other_bytes`
+    /// in the board JSON; the lost datagrams count as the run's own, at their mean size).
+    fn board_end(&self, id: i64, figures: &RunFigures, peer_drops: Option<&serde_json::Value>) {
+        let lost = figures.lost_packets;
         let Some((start, started, ports, series)) = relock(&self.watches).get(&id).map(|w| {
             (
                 w.board.clone(),
@@ -464,12 +470,32 @@ impl Hub {
             .filter(|_| udp || forwarding)
             .map(|n| {
                 let path = crate::results::ledger::Path::of(&run.direction, forwarding);
-                crate::results::ledger::ledger(n.max(0) as u64, path, &ports, &delta)
+                let l = crate::results::ledger::ledger(n.max(0) as u64, path, &ports, &delta);
+                match peer_drops {
+                    Some(p) => crate::results::ledger::with_peer(l, p),
+                    None => l,
+                }
             })
             .and_then(|l| serde_json::to_value(l).ok());
         let mut board = serde_json::to_value(&delta).unwrap_or_default();
         if let Some(o) = board.as_object_mut() {
             o.insert("run_ports".into(), serde_json::json!(ports));
+            let crossings = if forwarding || run.direction == "bidir" {
+                2
+            } else {
+                1
+            };
+            let bytes = figures.bytes.unwrap_or(0).max(0) as u64;
+            let own = match (figures.lost_packets, figures.total_packets) {
+                (Some(l), Some(t)) if l > 0 && t > l => {
+                    bytes + (bytes as u128 * l as u128 / (t - l) as u128) as u64
+                }
+                _ => bytes,
+            };
+            if let Some(extra) = crate::results::ledger::other_traffic(&delta, own, crossings) {
+                o.insert("other_bytes".into(), extra.into());
+                o.insert("run_bytes".into(), own.into());
+            }
         }
         if let Err(e) = self.store.set_run_board(id, &board, ledger.as_ref()) {
             tracing::error!(run = id, "cannot store the board's counters: {e}");
@@ -502,7 +528,7 @@ impl Hub {
         let figures = report
             .map(crate::results::figures::of_report)
             .unwrap_or_default();
-        self.board_end(id, figures.lost_packets);
+        self.board_end(id, &figures, report.and_then(|r| r.peer_drops.as_ref()));
         let (rep, err) = (report.cloned(), error.map(String::from));
         self.store_end(
             id,
@@ -525,7 +551,7 @@ impl Hub {
         summary: Option<&serde_json::Value>,
         error: Option<&str>,
     ) {
-        self.board_end(id, figures.lost_packets);
+        self.board_end(id, figures, None);
         let (fig, sum, err) = (figures.clone(), summary.cloned(), error.map(String::from));
         self.store_end(
             id,

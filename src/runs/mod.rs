@@ -5,6 +5,7 @@
 //! Not for: measuring (engine), SQL (store), or showing (results, web).
 
 pub mod anon;
+pub mod drops;
 pub mod forward;
 pub mod iperf2;
 pub mod latency;

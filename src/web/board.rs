@@ -648,6 +648,61 @@ pub struct PortRow {
     pub overruns: u64,
     /// FIFO errors rx/tx.
     pub fifo: String,
+    /// The NIC facts panel: (what, value) — driver, firmware, speed/duplex, rings, offloads,
+    /// IRQ → CPU; only those the port has (see [`nic_fact_rows`]).
+    pub facts: Vec<(String, String)>,
+}
+
+/// The NIC facts panel of a port as (what, value) rows from what the driver gave and the
+/// link's speed/duplex text ("—" when unknown): facts the port lacks are left out.
+pub fn nic_fact_rows(f: &crate::board::counters::NicFacts, speed: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Some(d) = &f.driver {
+        out.push(("Driver".to_string(), d.clone()));
+    }
+    if let Some(fw) = &f.firmware {
+        out.push(("Firmware".to_string(), fw.clone()));
+    }
+    if speed != "—" {
+        out.push(("Speed / duplex".to_string(), speed.to_string()));
+    }
+    if let Some(r) = f.rings {
+        out.push((
+            "Rings".to_string(),
+            format!(
+                "rx {} of max {}, tx {} of max {}",
+                r.rx, r.rx_max, r.tx, r.tx_max
+            ),
+        ));
+    }
+    if !f.offloads.is_empty() {
+        let list = |on: bool| {
+            f.offloads
+                .iter()
+                .filter(|(_, o)| *o == on)
+                .map(|(k, _)| k.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let (on, off) = (list(true), list(false));
+        let mut t = Vec::new();
+        if !on.is_empty() {
+            t.push(format!("on: {on}"));
+        }
+        if !off.is_empty() {
+            t.push(format!("off: {off}"));
+        }
+        out.push(("Offloads".to_string(), t.join("; ")));
+    }
+    if !f.irqs.is_empty() {
+        let t: Vec<String> = f
+            .irqs
+            .iter()
+            .map(|(irq, cpus)| format!("IRQ {irq} → CPU {cpus}"))
+            .collect();
+        out.push(("IRQ → CPU".to_string(), t.join("; ")));
+    }
+    out
 }
 
 struct ForwardRow {
@@ -711,6 +766,13 @@ struct PortsPage {
     log: Vec<LogView>,
 }
 
+impl PortsPage {
+    /// Whether any port has NIC facts to show (the panel is left out otherwise).
+    fn any_facts(&self) -> bool {
+        self.ports.iter().any(|p| !p.facts.is_empty())
+    }
+}
+
 fn pps(v: f64) -> String {
     if v >= 10_000.0 {
         format!("{:.1} kpps", v / 1000.0)
@@ -725,6 +787,11 @@ fn port_rows(v: &BoardView) -> Vec<PortRow> {
         .map(|l| {
             let r = l.rates.unwrap_or_default();
             let c = &l.counters;
+            let speed = match (l.speed_mbps, &l.duplex) {
+                (Some(s), Some(d)) => format!("{s} Mb/s {d}"),
+                (Some(s), None) => format!("{s} Mb/s"),
+                _ => "—".into(),
+            };
             PortRow {
                 name: l.name.clone(),
                 loopback: l.loopback,
@@ -732,11 +799,7 @@ fn port_rows(v: &BoardView) -> Vec<PortRow> {
                 carrier: if l.carrier { "link" } else { "no link" }.into(),
                 mac: l.mac.clone().unwrap_or_else(|| "—".into()),
                 driver: l.driver.clone().unwrap_or_else(|| "—".into()),
-                speed: match (l.speed_mbps, &l.duplex) {
-                    (Some(s), Some(d)) => format!("{s} Mb/s {d}"),
-                    (Some(s), None) => format!("{s} Mb/s"),
-                    _ => "—".into(),
-                },
+                speed: speed.clone(),
                 mtu: l.mtu,
                 addresses: l
                     .addresses
@@ -765,6 +828,11 @@ fn port_rows(v: &BoardView) -> Vec<PortRow> {
                 dropped: format!("{} / {}", c.rx_dropped, c.tx_dropped),
                 overruns: c.rx_overruns,
                 fifo: format!("{} / {}", c.rx_fifo, c.tx_fifo),
+                facts: if l.loopback {
+                    Vec::new()
+                } else {
+                    nic_fact_rows(&crate::board::counters::nic_facts(&l.name), &speed)
+                },
             }
         })
         .collect()
@@ -1340,6 +1408,37 @@ async fn settings_form(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn nic_facts_rows_say_what_the_port_has_and_leave_out_the_rest() {
+        use crate::board::counters::{NicFacts, Rings};
+        let f = NicFacts {
+            driver: Some("fec".into()),
+            firmware: Some("1.2.3".into()),
+            rings: Some(Rings {
+                rx: 256,
+                rx_max: 4096,
+                tx: 512,
+                tx_max: 4096,
+            }),
+            offloads: vec![("gro".into(), true), ("tso".into(), false)],
+            irqs: vec![("57".into(), "0".into()), ("58".into(), "0-3".into())],
+        };
+        assert_eq!(
+            nic_fact_rows(&f, "1000 Mb/s full"),
+            [
+                ("Driver", "fec"),
+                ("Firmware", "1.2.3"),
+                ("Speed / duplex", "1000 Mb/s full"),
+                ("Rings", "rx 256 of max 4096, tx 512 of max 4096"),
+                ("Offloads", "on: gro; off: tso"),
+                ("IRQ → CPU", "IRQ 57 → CPU 0; IRQ 58 → CPU 0-3"),
+            ]
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+        );
+        assert!(nic_fact_rows(&NicFacts::default(), "—").is_empty());
+    }
+
     use super::*;
     use actix_web::test::TestRequest;
 

@@ -564,6 +564,7 @@ async fn run_once(
         receiver_congestion: None,
         server_output_text: None,
         server_output_json: None,
+        peer_drops: None,
         error: None,
     };
     let mut phase = DataPhase::new(params.clone(), streams, spec.interval);
@@ -691,6 +692,7 @@ async fn run_once(
     }
     report.server_output_text = theirs.server_output_text.clone();
     report.server_output_json = theirs.server_output_json.clone();
+    report.peer_drops = theirs.netperfd_drops.clone();
     let display = expect_state(&mut ctrl, State::DisplayResults, CONTROL_TIMEOUT).await;
     stop_phase(phase).await;
     if let Err(e) = display {

@@ -257,6 +257,8 @@ struct WireResults<J> {
     server_output_text: Loose,
     #[serde(default = "none")]
     server_output_json: Option<J>,
+    #[serde(default = "none")]
+    netperfd_drops: Option<J>,
     #[serde(default)]
     streams: WireStreams,
 }
@@ -323,6 +325,7 @@ fn convert(w: WireResults<serde_json::Value>) -> Result<Results, WireError> {
         congestion_used: w.congestion_used.into_string(),
         server_output_text: w.server_output_text.into_string(),
         server_output_json: w.server_output_json.filter(|v| !v.is_null()),
+        netperfd_drops: w.netperfd_drops.filter(serde_json::Value::is_array),
         streams,
     })
 }
@@ -350,6 +353,7 @@ pub fn results_from_slice(bytes: &[u8]) -> Result<Results, WireError> {
         congestion_used: w.congestion_used,
         server_output_text: w.server_output_text,
         server_output_json: None,
+        netperfd_drops: None,
         streams: w.streams,
     })
 }

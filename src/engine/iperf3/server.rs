@@ -45,6 +45,28 @@ pub struct ServerConfig {
     pub setup_timeout: Duration,
     /// A running test with no bytes moved for this long is aborted (peer vanished).
     pub stall_timeout: Duration,
+    /// Reads this host's drop counters around each test; what moved goes into the results
+    /// sent to the client (key `netperfd_drops`). `None`: nothing is read or added.
+    pub drops: Option<DropCounters>,
+}
+
+/// What [`DropCounters`] is given when a test starts: the control connection's local
+/// address and this side's direction word (`send`, `receive`, `bidir`).
+pub type DropsBegin = dyn Fn(IpAddr, &'static str) -> Box<dyn FnOnce() -> Option<serde_json::Value> + Send>
+    + Send
+    + Sync;
+
+/// A hook the server calls at TEST_START (with the test's local address and direction); the
+/// function it returns is called before the results are sent and gives the drop counters
+/// that moved (a JSON list, see [`wire::Results::netperfd_drops`]) or `None`. Both read
+/// the host's counters (a few ms of blocking reads).
+#[derive(Clone)]
+pub struct DropCounters(pub Arc<DropsBegin>);
+
+impl std::fmt::Debug for DropCounters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DropCounters")
+    }
 }
 
 impl Default for ServerConfig {
@@ -59,6 +81,7 @@ impl Default for ServerConfig {
             cookie_timeout: Duration::from_secs(10),
             setup_timeout: SETUP_TIMEOUT,
             stall_timeout: Duration::from_secs(10),
+            drops: None,
         }
     }
 }
@@ -610,6 +633,7 @@ fn refuse_iperf2(inner: &Inner, s: &TcpStream, peer: SocketAddr) {
         receiver_congestion: None,
         server_output_text: None,
         server_output_json: None,
+        peer_drops: None,
         error: Some(msg),
     };
     emit(
@@ -898,6 +922,7 @@ async fn session(
         receiver_congestion: None,
         server_output_text: None,
         server_output_json: None,
+        peer_drops: None,
         error: None,
     };
     tracing::info!(session = id, %peer, streams = streams.len(), direction = ?params.direction, "test started");
@@ -920,6 +945,12 @@ async fn session(
         );
         return;
     }
+    let drops_end = inner.cfg.drops.as_ref().map(|d| {
+        (d.0)(
+            local.ip(),
+            super::client::direction_word(params.direction, Role::Server),
+        )
+    });
     let cpu = CpuMark::now();
     if let Err(e) = phase.start(false) {
         finish(
@@ -1043,6 +1074,7 @@ async fn session(
         }
     }
     let mut mine = mine.unwrap_or_default();
+    mine.netperfd_drops = drops_end.and_then(|end| end());
     if params.get_server_output {
         if inner.cfg.json {
             mine.server_output_json = Some(report::to_iperf3_json(&report));

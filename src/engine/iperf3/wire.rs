@@ -692,8 +692,16 @@ pub struct Results {
     pub congestion_used: Option<String>,
     pub server_output_text: Option<String>,
     pub server_output_json: Option<Value>,
+    /// A netperfd peer's own drop counters that moved during the test (key
+    /// [`NETPERFD_DROPS`], a list of `{"place", "port"?, "packets", "counter"}` with `place`
+    /// one of `qdisc`, `nic`, `softnet`, `socket`). Stock iperf3 neither sends nor reads it.
+    pub netperfd_drops: Option<Value>,
     pub streams: Vec<StreamResult>,
 }
+
+/// The results key under which a netperfd server adds its own drop counters over the test
+/// (see [`Results::netperfd_drops`]); a stock client ignores keys it does not know.
+pub const NETPERFD_DROPS: &str = "netperfd_drops";
 
 /// A finite f64 as JSON (never `null`: non-finite becomes 0).
 pub fn num(f: f64) -> Value {
@@ -738,6 +746,9 @@ impl Results {
         }
         if let Some(j) = &self.server_output_json {
             m.insert("server_output_json".into(), j.clone());
+        }
+        if let Some(d) = &self.netperfd_drops {
+            m.insert(NETPERFD_DROPS.into(), d.clone());
         }
         let streams: Vec<Value> = self
             .streams

@@ -6,7 +6,14 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 const SIOCETHTOOL: libc::c_ulong = 0x8946;
+const ETHTOOL_GDRVINFO: u32 = 0x03;
 const ETHTOOL_GRINGPARAM: u32 = 0x10;
+const ETHTOOL_GRXCSUM: u32 = 0x14;
+const ETHTOOL_GTXCSUM: u32 = 0x16;
+const ETHTOOL_GSG: u32 = 0x18;
+const ETHTOOL_GTSO: u32 = 0x1e;
+const ETHTOOL_GGSO: u32 = 0x23;
+const ETHTOOL_GGRO: u32 = 0x2b;
 const ETHTOOL_GSTRINGS: u32 = 0x1b;
 const ETHTOOL_GSTATS: u32 = 0x1d;
 const ETHTOOL_GSSET_INFO: u32 = 0x37;
@@ -136,6 +143,52 @@ pub fn rings(ifname: &str) -> std::io::Result<Rings> {
         rx: get_u32(&b, 5),
         tx: get_u32(&b, 8),
     })
+}
+
+/// Driver name and firmware version of a port (`ethtool -i`); the firmware is `None` when
+/// the driver gives none (empty or "N/A"). Errors: no such port, or no driver information.
+pub fn drvinfo(ifname: &str) -> std::io::Result<(String, Option<String>)> {
+    let fd = socket()?;
+    // ethtool_drvinfo: cmd, driver[32], version[32], fw_version[32], bus_info[32],
+    // erom_version[32], reserved2[12], 5 × u32 = 196 bytes.
+    let mut b = [0u64; 25];
+    set_u32(&mut b, 0, ETHTOOL_GDRVINFO);
+    call(&fd, ifname, &mut b)?;
+    let bytes: Vec<u8> = b.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    let text = |at: usize| {
+        let f = &bytes[at..at + 32];
+        let end = f.iter().position(|c| *c == 0).unwrap_or(32);
+        String::from_utf8_lossy(&f[..end]).trim().to_string()
+    };
+    let fw = text(4 + 64);
+    let fw = (!fw.is_empty() && fw != "N/A").then_some(fw);
+    Ok((text(4), fw))
+}
+
+/// Offloads of a port that are on (`ethtool -k`'s legacy flags): each of rx-checksumming,
+/// tx-checksumming, scatter-gather, TSO, GSO, GRO as (name, on), for those the driver
+/// answers; empty when it answers none.
+pub fn offloads(ifname: &str) -> Vec<(&'static str, bool)> {
+    let Ok(fd) = socket() else {
+        return Vec::new();
+    };
+    [
+        ("rx-checksum", ETHTOOL_GRXCSUM),
+        ("tx-checksum", ETHTOOL_GTXCSUM),
+        ("scatter-gather", ETHTOOL_GSG),
+        ("tso", ETHTOOL_GTSO),
+        ("gso", ETHTOOL_GGSO),
+        ("gro", ETHTOOL_GGRO),
+    ]
+    .into_iter()
+    .filter_map(|(name, cmd)| {
+        // ethtool_value: cmd, data.
+        let mut b = [0u64; 1];
+        set_u32(&mut b, 0, cmd);
+        call(&fd, ifname, &mut b).ok()?;
+        Some((name, get_u32(&b, 1) != 0))
+    })
+    .collect()
 }
 
 #[cfg(test)]

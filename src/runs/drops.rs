@@ -1,0 +1,24 @@
+//! This host's drop counters around each iperf3 test its server runs (the daemon's, and
+//! `netperfd -s`), sent with its results as `netperfd_drops`: the board on the other end adds
+//! them to its loss ledger as `peer_*` places. A stock client ignores the key.
+
+use crate::board::counters::BoardReading;
+use crate::board::sampler::port_of_address;
+use crate::engine::iperf3::server::DropCounters;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The server hook: reads the host's counters at TEST_START and again before the results go
+/// out, and gives the places that moved on the test's port (the one holding its local
+/// address) along this side's direction (`crate::results::ledger::peer_drops`).
+pub fn server_drops() -> DropCounters {
+    DropCounters(Arc::new(|local, direction| {
+        let ports: Vec<String> = port_of_address(local).into_iter().collect();
+        let start = BoardReading::take();
+        let t0 = Instant::now();
+        Box::new(move || {
+            let d = BoardReading::take().since(&start, t0.elapsed().as_secs_f64());
+            Some(crate::results::ledger::peer_drops(direction, &ports, &d))
+        })
+    }))
+}
