@@ -763,6 +763,7 @@ fn newest_stock_iperf3_options_and_keys() {
         waited < Duration::from_secs(4),
         "ended {waited:?} after the stop"
     );
+}
 
 /// `netperfd -s` adds its own drop counters to the results it sends (`netperfd_drops`,
 /// issue 24): a stock client reads those results as ever (its `--debug` shows the key it
