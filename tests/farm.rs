@@ -299,8 +299,10 @@ fn suite_run_for_ci_pass_fail_junit_lava_exit_codes() {
     assert!(lines[0].contains(",verdict,reasons,"), "{csv}");
     // The reason holds "3,312.3 Mbit/s" (thousands grouped): a quoted CSV field.
     assert!(lines[1].contains(",fail,\"receiver bitrate "), "{csv}");
-    // pass, no reasons, and the five latency columns empty for an iperf3 row.
-    assert!(lines[2].ends_with(",pass,,,,,,"), "{csv}");
+    // pass, no reasons, and the five latency columns and lost_where (no loss ledger on a
+    // TCP run) empty for an iperf3 row.
+    assert!(lines[0].ends_with(",lost_where"), "{csv}");
+    assert!(lines[2].ends_with(",pass,,,,,,,"), "{csv}");
 
     // The same verdicts on the daemon's suite page, in its API and in compare.
     let port = free_port();

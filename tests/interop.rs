@@ -585,33 +585,6 @@ fn newest_stock() -> String {
     path
 }
 
-/// Key paths of `v` under `ptr`, `depth` levels down (arrays at their first element).
-fn key_paths(v: &Value, ptr: &str, depth: usize) -> Vec<String> {
-    fn walk(v: &Value, prefix: &str, depth: usize, out: &mut Vec<String>) {
-        if depth == 0 {
-            return;
-        }
-        match v {
-            Value::Object(m) => {
-                for (k, x) in m {
-                    let p = format!("{prefix}/{k}");
-                    out.push(p.clone());
-                    walk(x, &p, depth - 1, out);
-                }
-            }
-            Value::Array(a) => {
-                if let Some(x) = a.first() {
-                    walk(x, &format!("{prefix}/0"), depth - 1, out);
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    walk(v.pointer(ptr).unwrap_or(&Value::Null), ptr, depth, &mut out);
-    out
-}
-
 /// iperf3 3.19–3.22's options and JSON against the newest stock iperf3: its client's `-Z -R
 /// --json-stream` against our server (we send with sendfile; every line one event), our
 /// client's `-J` against its server with every key its own client writes (`reorder`,
@@ -682,11 +655,7 @@ fn newest_stock_iperf3_options_and_keys() {
         ("/end/streams/0/sender", 1),
         ("/end", 1),
     ] {
-        let have = key_paths(&ours, ptr, depth);
-        let lack: Vec<String> = key_paths(&theirs, ptr, depth)
-            .into_iter()
-            .filter(|k| !have.contains(k))
-            .collect();
+        let lack = missing_keys(&theirs, &ours, ptr, depth);
         assert!(
             lack.is_empty(),
             "keys {version} writes and we lack: {lack:?}"

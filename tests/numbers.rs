@@ -17,36 +17,6 @@ fn stock(name: &str) -> Value {
     json(&text, name)
 }
 
-/// Every key path of `v` down to `depth` levels, arrays entered at their first element.
-fn keys(v: &Value, prefix: &str, depth: usize, out: &mut Vec<String>) {
-    if depth == 0 {
-        return;
-    }
-    match v {
-        Value::Object(m) => {
-            for (k, x) in m {
-                let p = format!("{prefix}/{k}");
-                out.push(p.clone());
-                keys(x, &p, depth - 1, out);
-            }
-        }
-        Value::Array(a) => {
-            if let Some(x) = a.first() {
-                keys(x, &format!("{prefix}/0"), depth - 1, out);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Stock's keys under `ptr` that `ours` lacks (netperfd may add keys, never drop one).
-fn missing(stock: &Value, ours: &Value, ptr: &str) -> Vec<String> {
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    keys(stock.pointer(ptr).unwrap_or(&Value::Null), ptr, 4, &mut a);
-    keys(ours.pointer(ptr).unwrap_or(&Value::Null), ptr, 4, &mut b);
-    a.into_iter().filter(|k| !b.contains(k)).collect()
-}
-
 fn flag(v: &Value, ptr: &str) -> bool {
     v.pointer(ptr)
         .and_then(Value::as_bool)
@@ -172,7 +142,7 @@ fn server_bidir_json_layout_matches_stock_key_by_key() {
     let ours = json(&lab.output("ours-s").0, "our server -J");
     let theirs = stock("server-output-bidir-P2.json");
     for ptr in ["/end", "/intervals/0", "/start/test_start"] {
-        let m = missing(&theirs, &ours, ptr);
+        let m = missing_keys(&theirs, &ours, ptr, 4);
         assert!(m.is_empty(), "keys stock has and we lack: {m:?}");
     }
     // The client→server leg is in sum_sent / sum_received (sender false on a server), the
@@ -220,7 +190,7 @@ fn udp_send_json_layout_matches_stock_key_by_key() {
     let ours = json(&out, "our client -J");
     let theirs = stock("client-output-udp-b100M.json");
     for ptr in ["/end", "/intervals/0", "/start/test_start"] {
-        let m = missing(&theirs, &ours, ptr);
+        let m = missing_keys(&theirs, &ours, ptr, 4);
         assert!(m.is_empty(), "keys stock has and we lack: {m:?}");
     }
     // Stock (and now ours): end.sum and end.streams[].udp carry the sender's bytes and rate.

@@ -52,13 +52,14 @@ fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
-/// Numeric field `i` (0-based, of 28) of a CSV line, counted from the end: the text fields
+/// Numeric field `i` (0-based, of 29) of a CSV line, counted from the end: the text fields
 /// before it (the board label) may hold quoted commas, the numeric ones never do (verdict and
-/// reasons are empty in suites without thresholds, the five latency columns for iperf3 rows).
+/// reasons are empty in suites without thresholds, the five latency columns for iperf3 rows,
+/// lost_where for runs without a loss ledger).
 fn csv_num(line: &str, i: usize) -> f64 {
     let fields: Vec<&str> = line.rsplit(',').collect();
-    // 28 columns; field i counted from the start is field 27 - i from the end.
-    fields[27 - i]
+    // 29 columns; field i counted from the start is field 28 - i from the end.
+    fields[28 - i]
         .parse()
         .unwrap_or_else(|e| panic!("field {i} of {line}: {e}"))
 }

@@ -302,3 +302,47 @@ pub fn mbit_text(bps: f64) -> String {
     }
     format!("{g}.{frac} Mbit/s")
 }
+
+/// Key paths of `v` under the JSON pointer `ptr`, `depth` levels down (arrays entered at
+/// their first element), e.g. "/end/sum_sent/bytes".
+pub fn key_paths(v: &serde_json::Value, ptr: &str, depth: usize) -> Vec<String> {
+    fn walk(v: &serde_json::Value, prefix: &str, depth: usize, out: &mut Vec<String>) {
+        if depth == 0 {
+            return;
+        }
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    let p = format!("{prefix}/{k}");
+                    out.push(p.clone());
+                    walk(x, &p, depth - 1, out);
+                }
+            }
+            serde_json::Value::Array(a) => {
+                if let Some(x) = a.first() {
+                    walk(x, &format!("{prefix}/0"), depth - 1, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    let at = v.pointer(ptr).unwrap_or(&serde_json::Value::Null);
+    walk(at, ptr, depth, &mut out);
+    out
+}
+
+/// Key paths under `ptr` (`depth` levels) that `stock` has and `ours` lacks: netperfd may
+/// add keys to a stock layout, never drop one.
+pub fn missing_keys(
+    stock: &serde_json::Value,
+    ours: &serde_json::Value,
+    ptr: &str,
+    depth: usize,
+) -> Vec<String> {
+    let have = key_paths(ours, ptr, depth);
+    key_paths(stock, ptr, depth)
+        .into_iter()
+        .filter(|k| !have.contains(k))
+        .collect()
+}
