@@ -369,7 +369,10 @@ fn udp_stock_to_ours_loss_in_our_server_report() {
         .and_then(|x| x.parse().ok())
         .unwrap();
     // iperf 2.1 counts one more than the server (ids from 1 plus the FIN, see the notes).
-    assert!(t + 1 >= sent && t <= sent, "sent {sent}, total {t}");
+    // Under load a write the stock client's socket refuses (its Write/Err) still takes a
+    // datagram id, so the ids — and our total — can run one past its "Sent" count (seen
+    // once in a full run: sent 3571, total 3572).
+    assert!(t + 1 >= sent && t <= sent + 1, "sent {sent}, total {t}");
 
     // UDP -r from the stock client: we send the return flow after; it reports our loss-free
     // flow back to us.
