@@ -317,7 +317,7 @@ fn curl_and_axel_download_payloads_from_the_board() {
     assert_eq!(
         line,
         format!(
-            "axel -n 4 -q -o /tmp/netperfd-100M {u}; rm -f /tmp/netperfd-100M /tmp/netperfd-100M.st",
+            "axel -n {conns} -q -o /tmp/netperfd-100M {u}; rm -f /tmp/netperfd-100M /tmp/netperfd-100M.st",
             u = url("/payload/100M")
         )
     );
