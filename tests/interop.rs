@@ -777,3 +777,63 @@ fn stock_client_reads_results_with_netperfd_drops() {
         .unwrap_or_else(|| panic!("no receiver line:\n{out}"));
     assert!(summary.contains('%') && summary.contains('/'), "{summary}");
 }
+
+/// A `-R` UDP run whose 4-byte hello reply is lost on the way (the board's firewall drops
+/// exactly that datagram): the stock server accepted the stream and sends, so our client
+/// takes its data as the answer and counts every datagram (stock 3.12 would stall; our
+/// client used to give up after 10 s with "no 4-byte UDP reply").
+#[test]
+fn reverse_udp_survives_a_lost_hello_reply() {
+    let mut lab = Lab::new();
+    let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+    let nft = |args: &[&str]| {
+        let mut a = vec!["netns", "exec", board.as_str(), "nft"];
+        a.extend_from_slice(args);
+        std::process::Command::new("ip")
+            .args(&a)
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    assert!(nft(&["add", "table", "ip", "lostreply"]));
+    assert!(nft(&[
+        "add chain ip lostreply p { type filter hook prerouting priority 0 ; }"
+    ]));
+    // UDP length 12: an 8-byte header and the 4-byte reply, nothing else.
+    assert!(nft(&[
+        "add rule ip lostreply p udp sport 5201 udp length 12 counter drop"
+    ]));
+    let srv = lab.spawn(&pc1, "iperf3-s", "iperf3", &["-s", "-1", "-J"]);
+    lab.wait_port(&pc1, PC1_IP, 5201);
+    let (code, out, err) = lab.run(
+        &board,
+        "netperfd-c",
+        bin(),
+        &["-c", PC1_IP, "-u", "-b", "10M", "-t", "2", "-R", "-J"],
+        T,
+    );
+    assert_eq!(code, Some(0), "{err}\n{out}");
+    assert_eq!(lab.wait(srv, Duration::from_secs(10)), Some(0));
+    let listing = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &board,
+            "nft",
+            "list",
+            "table",
+            "ip",
+            "lostreply",
+        ])
+        .output()
+        .expect("nft list");
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    assert!(
+        listing.contains("packets 1 "),
+        "the reply was not dropped:\n{listing}"
+    );
+    let c = json(&out, "netperfd -J");
+    // 10 Mbit/s for 2 s of 1448-byte datagrams: ~1727; none lost, the first one included.
+    let total = num(&c, "/end/sum_received/packets");
+    assert!((1600.0..=1800.0).contains(&total), "total {total}");
+    assert_eq!(num(&c, "/end/sum_received/lost_packets"), 0.0, "{out}");
+}

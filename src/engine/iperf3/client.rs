@@ -502,8 +502,9 @@ async fn run_once(
         if udp {
             let reverse_len = params.len as usize;
             let df = params.dont_fragment;
+            let wide = params.udp_counters_64bit;
             let s = tokio::task::spawn_blocking(move || {
-                udp_stream(peer, &opts, cport, df, reverse_len)
+                udp_stream(peer, &opts, cport, df, reverse_len, wide)
             })
             .await
             .map_err(|e| err(e.to_string()))?
@@ -715,6 +716,7 @@ fn udp_stream(
     cport: u16,
     df: bool,
     len: usize,
+    wide: bool,
 ) -> std::io::Result<std::net::UdpSocket> {
     use socket2::{Domain, Protocol as P, SockAddr, Socket, Type};
     let domain = if peer.is_ipv4() {
@@ -751,22 +753,35 @@ fn udp_stream(
     // Datagrams may come before the reply: a previous test's stream from the same server port
     // to a reused local port (seen in a full test run: 185 kB of them in 50 ms failed a -R
     // test when we gave up after 128 datagrams). They are not this test's: skip them until
-    // the reply, for at most the hello's own 10 s.
+    // the reply, for at most the hello's own 10 s. The server's own stream is told apart by
+    // its first sequence numbers: when the reply was lost on the way (a lossy link, a
+    // firewall) and the server's data already flows (`-R`, `--bidir`), the stream was
+    // accepted, and its first datagram is left in the socket for the receiver to count.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let mut skipped = 0usize;
     loop {
-        let n = sock.recv(&mut buf).map_err(|e| {
+        let n = sock.peek(&mut buf).map_err(|e| {
             std::io::Error::new(
                 e.kind(),
                 format!("no reply to the UDP hello from {peer}: {e}"),
             )
         })?;
         if n == 4 {
+            sock.recv(&mut buf)?;
             if skipped > 0 {
                 tracing::debug!(%peer, skipped, "datagrams before the UDP hello reply skipped");
             }
             return Ok(sock);
         }
+        if let Some(seq) = stream_start_seq(&buf[..n.min(buf.len())], wide) {
+            tracing::warn!(
+                %peer,
+                seq,
+                "the server's reply to the UDP hello was lost; its data stream has begun, so the stream is connected"
+            );
+            return Ok(sock);
+        }
+        sock.recv(&mut buf)?;
         skipped += n;
         if std::time::Instant::now() >= deadline {
             return Err(std::io::Error::other(format!(
@@ -774,6 +789,19 @@ fn udp_stream(
             )));
         }
     }
+}
+
+/// Sequence numbers a data stream may show in its first datagrams to the client that have
+/// come before the client reads them: 1 up to this (loss on the way may hide the first few).
+const STREAM_START_SEQS: u64 = 1000;
+
+/// The sequence number of an iperf3 data datagram (sec, usec, then a 32-bit or, with
+/// `wide` (`--udp-counters-64bit`), a 64-bit sequence number, big-endian) when it is among a
+/// stream's first [`STREAM_START_SEQS`]; `None` for anything else (a short datagram, a
+/// stream well under way).
+fn stream_start_seq(d: &[u8], wide: bool) -> Option<u64> {
+    let (_, seq) = crate::engine::udp::read_header(d, wide)?;
+    (1..=STREAM_START_SEQS).contains(&seq).then_some(seq)
 }
 
 enum Drive {
@@ -901,9 +929,50 @@ mod tests {
     #[test]
     fn stale_datagrams_before_the_hello_reply_are_skipped() {
         // 200 x 1448 B = 290 kB first: the old bound (128 datagrams of the length) refused it.
-        let sock = udp_stream(server(200), &SockOpts::default(), 0, false, 1448).unwrap();
+        let sock = udp_stream(server(200), &SockOpts::default(), 0, false, 1448, false).unwrap();
         assert!(sock.peer_addr().is_ok());
         // Default length (0), too.
-        assert!(udp_stream(server(50), &SockOpts::default(), 0, false, 0).is_ok());
+        assert!(udp_stream(server(50), &SockOpts::default(), 0, false, 0, false).is_ok());
+    }
+
+    #[test]
+    fn a_lost_hello_reply_is_forgiven_when_the_stream_has_begun() {
+        // The server accepted the hello (its reply was lost) and began sending: stale
+        // datagrams first, then the stream's datagram 2 (datagram 1 lost too).
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let addr = s.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let mut b = [0u8; 64];
+            let (_, from) = s.recv_from(&mut b).unwrap();
+            s.send_to(&[7u8; 1448], from).unwrap();
+            let mut d = vec![0u8; 1448];
+            crate::engine::udp::write_header(&mut d, 1, 2, 2, false);
+            s.send_to(&d, from).unwrap();
+        });
+        let sock = udp_stream(addr, &SockOpts::default(), 0, false, 1448, false).unwrap();
+        // The stream's datagram is still there for the receiver to count.
+        let mut b = vec![0u8; 2048];
+        assert_eq!(sock.recv(&mut b).unwrap(), 1448);
+        assert_eq!(
+            crate::engine::udp::read_header(&b[..1448], false).map(|h| h.1),
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn only_a_young_stream_counts_as_the_server_s_data() {
+        let dgram = |seq: u64, wide: bool| {
+            let mut d = vec![0u8; 64];
+            crate::engine::udp::write_header(&mut d, 9, 9, seq, wide);
+            d
+        };
+        assert_eq!(stream_start_seq(&dgram(1, false), false), Some(1));
+        assert_eq!(stream_start_seq(&dgram(1000, true), true), Some(1000));
+        assert_eq!(stream_start_seq(&dgram(1001, false), false), None);
+        assert_eq!(stream_start_seq(&dgram(1 << 40, true), true), None);
+        assert_eq!(stream_start_seq(&[7u8; 1448], false), None);
+        assert_eq!(stream_start_seq(&[0u8; 11], false), None);
+        assert_eq!(stream_start_seq(&dgram(5, true)[..12], true), None);
+        assert_eq!(stream_start_seq(&dgram(0, false), false), None);
     }
 }
