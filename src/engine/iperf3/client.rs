@@ -220,6 +220,33 @@ pub struct ClientError {
     pub partial: Option<Box<Report>>,
     /// True when the user (or a signal) stopped the test.
     pub aborted: bool,
+    /// What kind of failure, for callers that act on it (the retry after a probe).
+    pub kind: FailKind,
+}
+
+/// Kinds of [`ClientError`] a caller may act on; everything else is [`FailKind::Other`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailKind {
+    /// The control connection was refused (nothing listening) or reset by the server.
+    RefusedOrReset,
+    /// The server answered ACCESS_DENIED (iperf3's "the server is busy running a test").
+    AccessDenied,
+    /// The server closed the control connection (iperf3's IECTRLCLOSE).
+    ControlClosed,
+    /// Any other failure.
+    Other,
+}
+
+impl FailKind {
+    /// The kind of an I/O failure on the control connection.
+    fn of_io(e: &std::io::Error) -> FailKind {
+        match e.kind() {
+            std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::ConnectionReset => {
+                FailKind::RefusedOrReset
+            }
+            _ => FailKind::Other,
+        }
+    }
 }
 
 impl std::fmt::Display for ClientError {
@@ -233,6 +260,14 @@ fn err(message: impl Into<String>) -> ClientError {
         message: message.into(),
         partial: None,
         aborted: false,
+        kind: FailKind::Other,
+    }
+}
+
+impl ClientError {
+    fn kind(mut self, kind: FailKind) -> ClientError {
+        self.kind = kind;
+        self
     }
 }
 
@@ -297,7 +332,15 @@ async fn expect_state(
     limit: Duration,
 ) -> Result<(), ClientError> {
     let b = wire::read_state(ctrl, limit).await.map_err(|e| match e {
-        WireError::Closed => err(wire::ierr_text(ierr::IECTRLCLOSE)),
+        WireError::Closed => err(wire::ierr_text(ierr::IECTRLCLOSE)).kind(FailKind::ControlClosed),
+        WireError::Io(io) => {
+            let kind = FailKind::of_io(&io);
+            err(format!(
+                "unable to receive control message: {}",
+                WireError::Io(io)
+            ))
+            .kind(kind)
+        }
         e => err(format!("unable to receive control message: {e}")),
     })?;
     if b == want.byte() {
@@ -308,7 +351,9 @@ async fn expect_state(
 
 async fn state_error(ctrl: &mut TcpStream, b: u8) -> ClientError {
     match State::from_byte(b) {
-        Some(State::AccessDenied) => err(wire::ierr_text(ierr::IEACCESSDENIED)),
+        Some(State::AccessDenied) => {
+            err(wire::ierr_text(ierr::IEACCESSDENIED)).kind(FailKind::AccessDenied)
+        }
         Some(State::ServerError) => {
             let mut w = [0u8; 8];
             let _ =
@@ -349,7 +394,7 @@ pub async fn run(
         match run_once(spec.clone(), events.clone(), cancel.clone()).await {
             Err(e)
                 if e.partial.is_none()
-                    && busy_after_probe(&e.message)
+                    && busy_after_probe(e.kind)
                     && t.elapsed() < AFTER_PROBE_RETRY =>
             {
                 tracing::debug!(host = %spec.host, "server not ready after the probe ({}); trying again", e.message);
@@ -365,11 +410,11 @@ const AFTER_PROBE_RETRY: Duration = Duration::from_secs(3);
 
 /// A first connection refused, reset or denied: what a stock iperf3 server does for a moment
 /// after the probe's session (it closes its listener and opens a new one).
-fn busy_after_probe(message: &str) -> bool {
-    message.contains("Connection reset by peer")
-        || message.contains("Connection refused")
-        || message == wire::ierr_text(ierr::IEACCESSDENIED)
-        || message.starts_with(&wire::ierr_text(ierr::IECTRLCLOSE))
+fn busy_after_probe(kind: FailKind) -> bool {
+    matches!(
+        kind,
+        FailKind::RefusedOrReset | FailKind::AccessDenied | FailKind::ControlClosed
+    )
 }
 
 async fn run_once(
@@ -406,7 +451,9 @@ async fn run_once(
         tokio::task::spawn_blocking(move || net::connect_tcp(peer, &ctrl_opts, 0, false, ct))
             .await
             .map_err(|e| err(e.to_string()))?
-            .map_err(|e| err(format!("unable to connect to server {peer}: {e}")))?;
+            .map_err(|e| {
+                err(format!("unable to connect to server {peer}: {e}")).kind(FailKind::of_io(&e))
+            })?;
     let (ka_idle, ka_intv, ka_cnt) = spec.cntl_ka.unwrap_or_default().values();
     net::keepalive(
         &std_ctrl,
@@ -431,9 +478,9 @@ async fn run_once(
     let mut ctrl = TcpStream::from_std(std_ctrl).map_err(|e| err(e.to_string()))?;
     let cookie = wire::make_cookie();
     use tokio::io::AsyncWriteExt;
-    ctrl.write_all(&cookie)
-        .await
-        .map_err(|e| err(format!("unable to send cookie to server: {e}")))?;
+    ctrl.write_all(&cookie).await.map_err(|e| {
+        err(format!("unable to send cookie to server: {e}")).kind(FailKind::of_io(&e))
+    })?;
     // An iperf3 server answers the cookie at once (PARAM_EXCHANGE, or ACCESS_DENIED when
     // busy); an iperf 2 server takes it as a stream header and stays silent.
     match tokio::time::timeout(
@@ -446,15 +493,23 @@ async fn run_once(
         Ok(Err(e)) => {
             // An iperf3 server's first byte is PARAM_EXCHANGE, ACCESS_DENIED or SERVER_ERROR
             // (handled above); closing at once or an unknown byte is an iperf 2 server.
-            if e.message.starts_with(wire::ierr_text(ierr::IECTRLCLOSE).as_str())
+            if e.kind == FailKind::ControlClosed
                 || e.message.contains("got byte 0x")
                 || e.message.contains("unable to receive control message")
             {
+                // A reset here keeps its kind (a stock server between two listeners after a
+                // probe resets the cookie's connection); a close does not: it is what an
+                // iperf 2 server does.
+                let kind = match e.kind {
+                    FailKind::RefusedOrReset => FailKind::RefusedOrReset,
+                    _ => FailKind::Other,
+                };
                 return Err(err(format!(
                     "{}: it did not answer the iperf3 cookie as iperf3 does ({})",
                     crate::engine::iperf2::LOOKS_LIKE_IPERF2,
                     e.message
-                )));
+                ))
+                .kind(kind));
             }
             return Err(e);
         }
@@ -634,6 +689,7 @@ async fn run_once(
                 message: msg,
                 partial: Some(Box::new(report)),
                 aborted,
+                kind: FailKind::Other,
             });
         }
     }
@@ -646,6 +702,7 @@ async fn run_once(
             ..report.clone()
         })),
         aborted: false,
+        kind: FailKind::Other,
     };
     let test_end = match test_end {
         Some(r) => r,
@@ -957,6 +1014,96 @@ mod tests {
             crate::engine::udp::read_header(&b[..1448], false).map(|h| h.1),
             Some(2)
         );
+    }
+
+    fn run_against(addr: std::net::SocketAddr, after_probe: bool) -> ClientError {
+        let mut spec = ClientSpec::new(&addr.ip().to_string());
+        spec.port = addr.port();
+        spec.params.time = 1;
+        spec.after_probe = after_probe;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(run(spec, None, None)).unwrap_err()
+    }
+
+    /// A TCP "server" that answers each connection with `reply` (after reading the cookie)
+    /// and then closes it, until told to stop; joining it gives the connections it took.
+    struct Answering {
+        addr: std::net::SocketAddr,
+        stop: Arc<std::sync::atomic::AtomicBool>,
+        thread: std::thread::JoinHandle<usize>,
+    }
+
+    impl Answering {
+        fn new(reply: &'static [u8]) -> Answering {
+            use std::io::{Read, Write};
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let halt = stop.clone();
+            let thread = std::thread::spawn(move || {
+                l.set_nonblocking(true).unwrap();
+                let mut took = 0;
+                while !halt.load(std::sync::atomic::Ordering::Relaxed) {
+                    match l.accept() {
+                        Ok((mut c, _)) => {
+                            c.set_nonblocking(false).unwrap();
+                            let mut cookie = [0u8; 37];
+                            let _ = c.read_exact(&mut cookie);
+                            let _ = c.write_all(reply);
+                            took += 1;
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                    }
+                }
+                took
+            });
+            Answering { addr, stop, thread }
+        }
+
+        fn took(self) -> usize {
+            self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            self.thread.join().unwrap()
+        }
+    }
+
+    #[test]
+    fn failures_carry_their_kind() {
+        // Nothing listening: refused.
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = free.local_addr().unwrap();
+        drop(free);
+        let e = run_against(addr, false);
+        assert_eq!(e.kind, FailKind::RefusedOrReset, "{}", e.message);
+        // ACCESS_DENIED (0xFF = -1) after the cookie: denied, with iperf3's words.
+        let srv = Answering::new(&[0xFF]);
+        let e = run_against(srv.addr, false);
+        assert_eq!(e.kind, FailKind::AccessDenied, "{}", e.message);
+        assert_eq!(e.message, wire::ierr_text(ierr::IEACCESSDENIED));
+        assert_eq!(srv.took(), 1);
+        // Closed right after the cookie: an iperf 2 server's way, not a busy iperf3 one.
+        let srv = Answering::new(&[]);
+        let e = run_against(srv.addr, false);
+        assert_eq!(e.kind, FailKind::Other, "{}", e.message);
+        assert!(e.message.contains("iperf 2"), "{}", e.message);
+        assert_eq!(srv.took(), 1);
+    }
+
+    #[test]
+    fn after_a_probe_a_denied_run_is_tried_again_for_3_s() {
+        // A server that denies every connection: tried again every 200 ms for 3 s, then
+        // the denial is the answer (about 15 tries; at least 10 on a slow machine).
+        let srv = Answering::new(&[0xFF]);
+        let e = run_against(srv.addr, true);
+        assert_eq!(e.kind, FailKind::AccessDenied);
+        let tries = srv.took();
+        assert!((10..=17).contains(&tries), "{tries} tries");
+        // Without the probe: one try.
+        let srv = Answering::new(&[0xFF]);
+        let _ = run_against(srv.addr, false);
+        assert_eq!(srv.took(), 1);
     }
 
     #[test]
