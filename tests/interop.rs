@@ -837,3 +837,51 @@ fn reverse_udp_survives_a_lost_hello_reply() {
     assert!((1600.0..=1800.0).contains(&total), "total {total}");
     assert_eq!(num(&c, "/end/sum_received/lost_packets"), 0.0, "{out}");
 }
+
+/// Our command-line client adds its drop counters (`netperfd_drops`) to the results it sends;
+/// every stock iperf3 server (3.9, 3.12, 3.18, the newest) reads those results and ends the
+/// test cleanly, TCP and UDP.
+#[test]
+fn stock_servers_read_client_results_with_netperfd_drops() {
+    let dir = std::env::var("NETPERFD_STOCK_PEERS")
+        .unwrap_or_else(|_| "/var/cache/netperfd-stock-peers".into());
+    let mut lab = Lab::new();
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    let servers = [
+        format!("{dir}/bin/iperf3-3.9"),
+        "iperf3".to_string(),
+        format!("{dir}/bin/iperf3-3.18"),
+        newest_stock(),
+    ];
+    for (i, srv_bin) in servers.iter().enumerate() {
+        for udp in [false, true] {
+            let name = format!("srv{i}{udp}");
+            let srv = lab.spawn(&pc1, &name, srv_bin, &["-s", "-1", "-J"]);
+            lab.wait_port(&pc1, PC1_IP, 5201);
+            let mut args = vec!["-c", PC1_IP, "-t", "1", "-J"];
+            if udp {
+                args.extend_from_slice(&["-u", "-b", "10M"]);
+            }
+            let (code, out, err) = lab.run(&board, &format!("c{i}{udp}"), bin(), &args, T);
+            assert_eq!(code, Some(0), "{srv_bin} udp={udp}: {err}\n{out}");
+            assert_eq!(
+                lab.wait(srv, Duration::from_secs(10)),
+                Some(0),
+                "{srv_bin} udp={udp}"
+            );
+            let (sout, _) = lab.output(&name);
+            let s = json(&sout, "stock -s -J");
+            assert!(s.get("error").is_none(), "{srv_bin} udp={udp}: {sout}");
+            // The server counted what our client sent (3.9's UDP server writes its -J before
+            // the results exchange: packets, not bytes).
+            let c = json(&out, "netperfd -J");
+            assert!(num(&c, "/end/sum_sent/bytes") > 0.0);
+            let srv_got = if udp {
+                num(&s, "/end/streams/0/udp/packets")
+            } else {
+                num(&s, "/end/sum_received/bytes")
+            };
+            assert!(srv_got > 0.0, "{srv_bin} udp={udp}: {sout}");
+        }
+    }
+}

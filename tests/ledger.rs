@@ -371,3 +371,51 @@ fn a_netperfd_peer_names_its_own_egress_drops() {
         "{board_text}"
     );
 }
+
+/// The other way round: the board serves and the PC runs `netperfd -c` (it sends, through a
+/// 100 Mbit/s TBF on its own egress): the PC's client sends its drop counters with its
+/// results, and the board's ledger of the served run names them as `peer_qdisc`.
+#[test]
+fn a_netperfd_client_names_its_own_egress_drops_to_the_serving_board() {
+    let _one = serial();
+    let mut lab = Lab::new();
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    sh(
+        &pc1,
+        &[
+            "tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", "100mbit", "burst", "1600",
+            "limit", "30kb",
+        ],
+    );
+    let (_d, mut http) = daemon(&mut lab, &board, 8245, &[]);
+    set_up(&lab, &mut http);
+    lab.wait_port(&board, BOARD_IP, 5201);
+    let before = tc_drops(&pc1);
+    let (code, out, err) = lab.run(
+        &pc1,
+        "netperfd-c",
+        bin(),
+        &["-c", BOARD_IP, "-u", "-b", "150M", "-t", "3"],
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let v = served_run(&http);
+    let pc_drops = (tc_drops(&pc1) - before) as f64;
+    assert!(pc_drops > 5000.0, "the PC's TBF dropped only {pc_drops}");
+    let l = &v["loss_ledger"];
+    eprintln!("tc drops on the PC {pc_drops}, ledger {l}");
+    let q = place(&v, "peer_qdisc").unwrap_or_else(|| panic!("no peer_qdisc in {l}"));
+    assert_eq!(q["port"], "eth0");
+    assert_eq!(q["counter"], "qdisc tbf drops on eth0");
+    within_1_percent(num(q, "/packets"), pc_drops, "peer_qdisc vs the PC's tc -s");
+    let lost = num(l, "/lost");
+    assert!(
+        num(q, "/packets").min(lost) >= 0.99 * lost,
+        "peer_qdisc {} of {lost} lost",
+        q["packets"]
+    );
+    assert!(
+        !l["places"].to_string().contains("board_"),
+        "nothing is the board's: {l}"
+    );
+}

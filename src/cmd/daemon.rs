@@ -136,7 +136,7 @@ async fn run(cfg: Config) -> Result<(), String> {
         tokio::spawn(async move { h.record_server(rx).await });
         let scfg = ServerConfig {
             ports: cfg.iperf3_ports.clone(),
-            drops: Some(crate::runs::drops::server_drops()),
+            drops: Some(crate::runs::drops::host_drops()),
             ..ServerConfig::default()
         };
         let sd = shutdown.clone();

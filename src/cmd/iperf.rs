@@ -390,10 +390,13 @@ fn out(s: &str) {
 
 /// Run the client as iperf3 would; returns the process exit code.
 pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
-    let spec = match client_spec(a, host) {
+    let mut spec = match client_spec(a, host) {
         Ok(s) => s,
         Err(e) => return fail(a.json, &format!("parameter error - {e}")),
     };
+    // This host's drop counters go with its results: a netperfd server (the board) names
+    // them in its loss ledger; a stock server ignores the key.
+    spec.drops = Some(crate::runs::drops::host_drops());
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let cancel = std::sync::Arc::new(tokio::sync::Notify::new());
     let c2 = cancel.clone();
@@ -595,7 +598,7 @@ pub fn server_config(a: &IperfArgs) -> Result<ServerConfig, String> {
         one_off: a.one_off,
         json: a.json,
         interval: if a.interval > 0.0 { a.interval } else { 1.0 },
-        drops: Some(crate::runs::drops::server_drops()),
+        drops: Some(crate::runs::drops::host_drops()),
         ..ServerConfig::default()
     };
     if !a.port.is_empty() {

@@ -1,6 +1,7 @@
 //! This host's drop counters around each iperf3 test its server runs (the daemon's, and
-//! `netperfd -s`), sent with its results as `netperfd_drops`: the board on the other end adds
-//! them to its loss ledger as `peer_*` places. A stock client ignores the key.
+//! `netperfd -s`) or its command-line client runs (`netperfd -c`), sent with its results as
+//! `netperfd_drops`: the board on the other end adds them to its loss ledger as `peer_*`
+//! places. Stock clients and servers ignore the key.
 
 use crate::board::counters::BoardReading;
 use crate::board::sampler::port_of_address;
@@ -8,10 +9,10 @@ use crate::engine::iperf3::server::DropCounters;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The server hook: reads the host's counters at TEST_START and again before the results go
-/// out, and gives the places that moved on the test's port (the one holding its local
+/// The hook of a server or client: reads the host's counters at TEST_START and again before
+/// the results go out, and gives the places that moved on the test's port (the one holding its local
 /// address) along this side's direction (`crate::results::ledger::peer_drops`).
-pub fn server_drops() -> DropCounters {
+pub fn host_drops() -> DropCounters {
     DropCounters(Arc::new(|local, direction| {
         let ports: Vec<String> = port_of_address(local).into_iter().collect();
         let start = BoardReading::take();

@@ -50,6 +50,10 @@ pub struct ClientSpec {
     /// server closes and re-opens its listener after the probe's session, so a connection
     /// refused, reset or denied before the parameter exchange is tried again for up to 3 s.
     pub after_probe: bool,
+    /// Reads this host's drop counters around the test; what moved goes into the results
+    /// sent to the server (key `netperfd_drops`), so a netperfd server (the board) can name
+    /// this host's drops in its loss ledger. `None`: nothing is read or added.
+    pub drops: Option<super::server::DropCounters>,
 }
 
 /// The receive idle timeout of a client that receives, as stock iperf3 3.19+ (120 s).
@@ -121,6 +125,7 @@ impl ClientSpec {
             rcv_timeout: DEFAULT_RCV_TIMEOUT,
             cntl_ka: None,
             after_probe: false,
+            drops: None,
         }
     }
 
@@ -631,6 +636,16 @@ async fn run_once(
     // counted window that started later than the server's made it count more than we sent.
     let timers_from = tokio::time::Instant::now();
     let cpu = CpuMark::now();
+    let drops_end = match &spec.drops {
+        Some(d) => {
+            d.begin(
+                local_ctrl.ip(),
+                direction_word(params.direction, Role::Client),
+            )
+            .await
+        }
+        None => None,
+    };
     expect_state(&mut ctrl, State::TestRunning, CONTROL_TIMEOUT).await?;
     let check_recv = params.client_recv_streams() > 0;
     phase
@@ -716,7 +731,8 @@ async fn run_once(
         stop_phase(phase).await;
         return Err(fail(&report, e.message));
     }
-    let mine = phase.results(cpu_local, congestion, &report.streams);
+    let mut mine = phase.results(cpu_local, congestion, &report.streams);
+    mine.netperfd_drops = super::server::drops_at_end(drops_end).await;
     if let Err(e) = wire::write_json(&mut ctrl, &mine.to_json()).await {
         stop_phase(phase).await;
         return Err(fail(&report, format!("unable to send results: {e}")));

@@ -149,7 +149,7 @@ impl<'de> Visitor<'de> for StreamsVisitor {
                 }
                 continue;
             }
-            match seq.next_element::<ObjOrNot>()? {
+            match seq.next_element::<ObjOrNot<WireStream>>()? {
                 Some(ObjOrNot(Some(s))) => {
                     out.entries.push(s);
                     out.count += 1;
@@ -194,47 +194,138 @@ impl<'de> Deserialize<'de> for WireStreams {
     }
 }
 
-/// A stream entry if it is an object, `None` (skipped) otherwise.
-struct ObjOrNot(Option<WireStream>);
+/// An entry (a stream, a drop counter) if it is an object, `None` (skipped) otherwise.
+struct ObjOrNot<T>(Option<T>);
 
-struct ObjVisitor;
+struct ObjVisitor<T>(std::marker::PhantomData<T>);
 
-impl<'de> Visitor<'de> for ObjVisitor {
-    type Value = ObjOrNot;
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjVisitor<T> {
+    type Value = ObjOrNot<T>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a stream object")
+        f.write_str("an object")
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ObjOrNot, A::Error> {
-        let s = WireStream::deserialize(de::value::MapAccessDeserializer::new(map))?;
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ObjOrNot<T>, A::Error> {
+        let s = T::deserialize(de::value::MapAccessDeserializer::new(map))?;
         Ok(ObjOrNot(Some(s)))
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ObjOrNot, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ObjOrNot<T>, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(ObjOrNot(None))
     }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<ObjOrNot, E> {
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<ObjOrNot<T>, E> {
         Ok(ObjOrNot(None))
     }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<ObjOrNot, E> {
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<ObjOrNot<T>, E> {
         Ok(ObjOrNot(None))
     }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<ObjOrNot, E> {
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<ObjOrNot<T>, E> {
         Ok(ObjOrNot(None))
     }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<ObjOrNot, E> {
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<ObjOrNot<T>, E> {
         Ok(ObjOrNot(None))
     }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<ObjOrNot, E> {
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<ObjOrNot<T>, E> {
         Ok(ObjOrNot(None))
     }
-    fn visit_unit<E: de::Error>(self) -> Result<ObjOrNot, E> {
+    fn visit_unit<E: de::Error>(self) -> Result<ObjOrNot<T>, E> {
         Ok(ObjOrNot(None))
     }
 }
 
-impl<'de> Deserialize<'de> for ObjOrNot {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ObjOrNot, D::Error> {
-        d.deserialize_any(ObjVisitor)
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjOrNot<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ObjOrNot<T>, D::Error> {
+        d.deserialize_any(ObjVisitor(std::marker::PhantomData))
+    }
+}
+
+/// Most entries of a peer's `netperfd_drops` read; the rest are skipped unstored.
+pub const MAX_DROP_ENTRIES: usize = 16;
+
+/// One entry of `netperfd_drops` (see [`Results::netperfd_drops`]): only the keys we read.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct WireDrop {
+    place: Loose,
+    port: Loose,
+    packets: Loose,
+    counter: Loose,
+}
+
+/// `netperfd_drops`: the first [`MAX_DROP_ENTRIES`] object entries of a list; anything that
+/// is not a list reads as no list, so a peer's odd value never fails its results.
+#[derive(Default)]
+struct WireDrops(Option<Vec<WireDrop>>);
+
+struct DropsVisitor;
+
+impl<'de> Visitor<'de> for DropsVisitor {
+    type Value = WireDrops;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of drop counters")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<WireDrops, A::Error> {
+        let mut out = Vec::new();
+        while let Some(ObjOrNot(e)) = seq.next_element::<ObjOrNot<WireDrop>>()? {
+            if let Some(e) = e {
+                out.push(e);
+            }
+            if out.len() == MAX_DROP_ENTRIES {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                break;
+            }
+        }
+        Ok(WireDrops(Some(out)))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<WireDrops, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(WireDrops(None))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<WireDrops, E> {
+        Ok(WireDrops(None))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<WireDrops, E> {
+        Ok(WireDrops(None))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<WireDrops, E> {
+        Ok(WireDrops(None))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<WireDrops, E> {
+        Ok(WireDrops(None))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<WireDrops, E> {
+        Ok(WireDrops(None))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<WireDrops, E> {
+        Ok(WireDrops(None))
+    }
+}
+
+impl<'de> Deserialize<'de> for WireDrops {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<WireDrops, D::Error> {
+        d.deserialize_any(DropsVisitor)
+    }
+}
+
+impl WireDrops {
+    /// The entries with a text `place` and `counter` and a packet count ≥ 0, as the JSON
+    /// list [`Results::netperfd_drops`] holds; `port` kept when it is text.
+    fn into_value(self) -> Option<serde_json::Value> {
+        let list = self.0?;
+        Some(serde_json::Value::Array(
+            list.into_iter()
+                .filter_map(|d| {
+                    let packets = d.packets.as_i64().filter(|n| *n >= 0)?;
+                    let mut m = serde_json::Map::new();
+                    m.insert("place".into(), d.place.into_string()?.into());
+                    if let Some(p) = d.port.into_string() {
+                        m.insert("port".into(), p.into());
+                    }
+                    m.insert("packets".into(), packets.into());
+                    m.insert("counter".into(), d.counter.into_string()?.into());
+                    Some(serde_json::Value::Object(m))
+                })
+                .collect(),
+        ))
     }
 }
 
@@ -257,8 +348,8 @@ struct WireResults<J> {
     server_output_text: Loose,
     #[serde(default = "none")]
     server_output_json: Option<J>,
-    #[serde(default = "none")]
-    netperfd_drops: Option<J>,
+    #[serde(default)]
+    netperfd_drops: WireDrops,
     #[serde(default)]
     streams: WireStreams,
 }
@@ -325,7 +416,7 @@ fn convert(w: WireResults<serde_json::Value>) -> Result<Results, WireError> {
         congestion_used: w.congestion_used.into_string(),
         server_output_text: w.server_output_text.into_string(),
         server_output_json: w.server_output_json.filter(|v| !v.is_null()),
-        netperfd_drops: w.netperfd_drops.filter(serde_json::Value::is_array),
+        netperfd_drops: w.netperfd_drops.into_value(),
         streams,
     })
 }
@@ -353,7 +444,7 @@ pub fn results_from_slice(bytes: &[u8]) -> Result<Results, WireError> {
         congestion_used: w.congestion_used,
         server_output_text: w.server_output_text,
         server_output_json: None,
-        netperfd_drops: None,
+        netperfd_drops: w.netperfd_drops,
         streams: w.streams,
     })
 }

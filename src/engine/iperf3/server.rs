@@ -52,9 +52,10 @@ pub struct ServerConfig {
 
 /// What [`DropCounters`] is given when a test starts: the control connection's local
 /// address and this side's direction word (`send`, `receive`, `bidir`).
-pub type DropsBegin = dyn Fn(IpAddr, &'static str) -> Box<dyn FnOnce() -> Option<serde_json::Value> + Send>
-    + Send
-    + Sync;
+pub type DropsBegin = dyn Fn(IpAddr, &'static str) -> DropsEnd + Send + Sync;
+
+/// The second half of a [`DropCounters`] hook: reads the counters again and gives what moved.
+pub type DropsEnd = Box<dyn FnOnce() -> Option<serde_json::Value> + Send>;
 
 /// A hook the server calls at TEST_START (with the test's local address and direction); the
 /// function it returns is called before the results are sent and gives the drop counters
@@ -62,6 +63,24 @@ pub type DropsBegin = dyn Fn(IpAddr, &'static str) -> Box<dyn FnOnce() -> Option
 /// the host's counters (a few ms of blocking reads).
 #[derive(Clone)]
 pub struct DropCounters(pub Arc<DropsBegin>);
+
+impl DropCounters {
+    /// Take the first reading for a test whose control connection has local address
+    /// `local`, on tokio's blocking pool (the reads block for a few ms); `direction` is this
+    /// side's word. `None` if the reading task failed.
+    pub async fn begin(&self, local: IpAddr, direction: &'static str) -> Option<DropsEnd> {
+        let f = self.0.clone();
+        tokio::task::spawn_blocking(move || f(local, direction))
+            .await
+            .ok()
+    }
+}
+
+/// Finish a [`DropCounters::begin`] reading on the blocking pool: the counters that moved.
+pub async fn drops_at_end(end: Option<DropsEnd>) -> Option<serde_json::Value> {
+    let end = end?;
+    tokio::task::spawn_blocking(end).await.ok().flatten()
+}
 
 impl std::fmt::Debug for DropCounters {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -945,12 +964,16 @@ async fn session(
         );
         return;
     }
-    let drops_end = inner.cfg.drops.as_ref().map(|d| {
-        (d.0)(
-            local.ip(),
-            super::client::direction_word(params.direction, Role::Server),
-        )
-    });
+    let drops_end = match &inner.cfg.drops {
+        Some(d) => {
+            d.begin(
+                local.ip(),
+                super::client::direction_word(params.direction, Role::Server),
+            )
+            .await
+        }
+        None => None,
+    };
     let cpu = CpuMark::now();
     if let Err(e) = phase.start(false) {
         finish(
@@ -1074,7 +1097,10 @@ async fn session(
         }
     }
     let mut mine = mine.unwrap_or_default();
-    mine.netperfd_drops = drops_end.and_then(|end| end());
+    mine.netperfd_drops = drops_at_end(drops_end).await;
+    // A netperfd client's own drop counters (`netperfd -c` on the PC): the peer's places
+    // in this host's ledger.
+    report.peer_drops = theirs.netperfd_drops.clone();
     if params.get_server_output {
         if inner.cfg.json {
             mine.server_output_json = Some(report::to_iperf3_json(&report));

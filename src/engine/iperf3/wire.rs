@@ -851,6 +851,40 @@ mod tests {
     }
 
     #[test]
+    fn a_client_s_drop_counters_are_read_bounded_and_leniently() {
+        let head = r#"{"cpu_util_total":1,"cpu_util_user":0.5,"cpu_util_system":0.5,"sender_has_retransmits":0,"streams":[{"id":1,"bytes":10}],"netperfd_drops":"#;
+        let doc = |drops: &str| format!("{head}{drops}}}");
+        // Both parsers (the server's from bytes, the client's from a Value) agree.
+        let d = r#"[{"place":"qdisc","port":"eth0","packets":17422,"counter":"qdisc tbf drops on eth0","x":[1]},7,{"place":"nic","packets":-3,"counter":"rx"},{"place":"socket","packets":5,"counter":"Udp RcvbufErrors"}]"#;
+        let a = Results::from_slice(doc(d).as_bytes()).unwrap();
+        let b = Results::from_json(&serde_json::from_str(&doc(d)).unwrap()).unwrap();
+        assert_eq!(a.netperfd_drops, b.netperfd_drops);
+        assert_eq!(
+            a.netperfd_drops,
+            Some(serde_json::json!([
+                {"place": "qdisc", "port": "eth0", "packets": 17422, "counter": "qdisc tbf drops on eth0"},
+                {"place": "socket", "packets": 5, "counter": "Udp RcvbufErrors"}
+            ]))
+        );
+        // Not a list: no drops, and the results still read.
+        for odd in ["null", "3", r#""x""#, r#"{"a":1}"#] {
+            let r = Results::from_slice(doc(odd).as_bytes()).unwrap();
+            assert_eq!(r.netperfd_drops, None, "{odd}");
+            assert_eq!(r.streams[0].bytes, 10);
+        }
+        // 10,000 entries: the first 16 kept.
+        let one = r#"{"place":"qdisc","packets":1,"counter":"c"}"#;
+        let many = format!("[{}]", vec![one; 10_000].join(","));
+        let r = Results::from_slice(doc(&many).as_bytes()).unwrap();
+        let n = r
+            .netperfd_drops
+            .as_ref()
+            .and_then(|v| v.as_array())
+            .map(Vec::len);
+        assert_eq!(n, Some(super::super::lenient::MAX_DROP_ENTRIES));
+    }
+
+    #[test]
     fn results_from_bytes_skip_server_output_and_agree_with_value_parse() {
         let doc = br#"{"cpu_util_total":1,"cpu_util_user":0.5,"cpu_util_system":0.5,"sender_has_retransmits":18446744073709551615,"congestion_used":"cubic","server_output_json":{"intervals":[{"streams":[{"bytes":1}]}]},"extra":[1,2,{"a":[]}],"streams":[{"id":1,"bytes":1.5e3,"retransmits":[1],"jitter":"x","packets":18446744073709551615,"end_time":1}]}"#;
         let a = Results::from_slice(doc).unwrap();
