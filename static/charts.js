@@ -1,6 +1,8 @@
 // netperfd run charts: throughput per stream/leg, CPU per core and port rates on one time
 // axis (seconds since the run started), drawn with uPlot (static/vendor, MIT). Data from
-// GET /api/runs/{id}/chart; refreshed every 2 s while the run is live.
+// GET /api/runs/{id}/chart; refreshed every 2 s while the run is live. The board's drops per
+// second, the slowest core's clock and the hottest zone's temperature are added below them
+// once the run has ended, when the board recorded something to show.
 (function () {
   "use strict";
   var box = document.getElementById("charts");
@@ -28,7 +30,10 @@
     throughput: { title: "Throughput", fmt: mbit, ticks: mbitTicks, axis: "Mbit/s" },
     cpu: { title: "CPU per core", fmt: function (v) { return v === null || v === undefined ? "—" : v.toFixed(0) + " %"; }, max: 100 },
     ports: { title: "Port rates", fmt: mbit, ticks: mbitTicks, axis: "Mbit/s" },
-    rtt: { title: "Round-trip time", fmt: function (v) { return v === null || v === undefined ? "—" : (v < 10 ? v.toFixed(2) : v.toFixed(0)) + " ms"; } }
+    rtt: { title: "Round-trip time", fmt: function (v) { return v === null || v === undefined ? "—" : (v < 10 ? v.toFixed(2) : v.toFixed(0)) + " ms"; } },
+    drops: { title: "Drops on the board", fmt: function (v) { return v === null || v === undefined ? "—" : v.toFixed(0); }, axis: "packets/s", extra: true },
+    clock: { title: "CPU clock (slowest core)", fmt: function (v) { return v === null || v === undefined ? "—" : v.toFixed(0) + " MHz"; }, axis: "MHz", extra: true },
+    temperature: { title: "Temperature (hottest zone)", fmt: function (v) { return v === null || v === undefined ? "—" : v.toFixed(1) + " °C"; }, axis: "°C", extra: true }
   };
 
   // One time axis: every chart spans 0 … the latest sample of any chart.
@@ -92,6 +97,15 @@
       r.className = "chart";
       box.insertBefore(r, box.firstChild);
     }
+    // Board charts: only those the run has, after the others.
+    Object.keys(kinds).forEach(function (kind) {
+      if (kinds[kind].extra && data[kind] && data[kind].t.length && !document.getElementById("chart-" + kind)) {
+        var b = document.createElement("div");
+        b.id = "chart-" + kind;
+        b.className = "chart";
+        box.appendChild(b);
+      }
+    });
     Object.keys(kinds).forEach(function (kind) {
       var t = data[kind] && data[kind].t;
       if (t && t.length) { tMax = Math.max(tMax, t[t.length - 1]); }

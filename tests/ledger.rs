@@ -169,6 +169,21 @@ fn board_sending_into_its_own_tbf_is_charged_to_the_board_qdisc() {
         series.len() >= 2 && in_series > 0.3 * tc && in_series <= tc,
         "series {series:?} vs {tc} drops"
     );
+    // The run page's charts draw that series: a "qdisc drops" line with the same values on
+    // the series' time axis; no clock or temperature chart (this lab has neither).
+    let chart = http.get_json(&format!("/api/runs/{}/chart", v["run"]["id"]));
+    let drops = &chart["drops"];
+    assert_eq!(drops["t"], v["board"]["series"]["t"], "{chart}");
+    assert_eq!(drops["series"][0]["label"], "qdisc drops", "{drops}");
+    let drawn: Vec<f64> = drops["series"][0]["values"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default();
+    assert_eq!(drawn, series);
+    assert!(
+        chart.get("clock").is_none() && chart.get("temperature").is_none(),
+        "{chart}"
+    );
     // The run page: the ledger card and the board's counters that moved.
     let page = http.get(&format!("/runs/{}", v["run"]["id"])).body;
     let card = &page[page
@@ -418,4 +433,82 @@ fn a_netperfd_client_names_its_own_egress_drops_to_the_serving_board() {
         !l["places"].to_string().contains("board_"),
         "nothing is the board's: {l}"
     );
+}
+
+/// The run page draws the board's drops per second under the other charts (a phone and a
+/// desk), and only the charts the board has: no clock or temperature chart in this lab.
+#[test]
+fn the_run_page_draws_the_board_s_drops_per_second() {
+    use common::browser::{chromedriver, Browser};
+    const WD_PORT: u16 = 9541;
+    let _one = serial();
+    let mut lab = Lab::new();
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    sh(
+        &board,
+        &[
+            "tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", "100mbit", "burst", "1600",
+            "limit", "30kb",
+        ],
+    );
+    let (_d, mut http) = daemon(&mut lab, &board, 8246, &[]);
+    set_up(&lab, &mut http);
+    lab.wait_port(&board, BOARD_IP, 5201);
+    let (code, out, err) = lab.run(
+        &pc1,
+        "iperf3-c",
+        "iperf3",
+        &["-c", BOARD_IP, "-u", "-b", "150M", "-R", "-t", "3"],
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let v = served_run(&http);
+    let id = v["run"]["id"].as_i64().expect("id");
+    chromedriver(&mut lab, &board, WD_PORT);
+    let shots = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .map(|p| p.join("ui-screens"))
+        .expect("target dir");
+    let _ = std::fs::create_dir_all(&shots);
+    for (w, h) in [(1400u32, 1000u32), (390, 844)] {
+        let b = Browser::open(
+            &board,
+            WD_PORT,
+            "http://127.0.0.1:8246",
+            w,
+            h,
+            &lab.dir().join(format!("b{w}")),
+        );
+        b.log_in("correct horse");
+        b.go(&format!("/runs/{id}"));
+        let t = Instant::now();
+        let drawn = loop {
+            let d = b.js("const el = document.querySelector('#chart-drops');
+                 return el && el.querySelector('.uplot') ? {series: el.getAttribute('data-series'),
+                   title: el.querySelector('.u-title').textContent,
+                   w: Math.round(el.getBoundingClientRect().width), iw: window.innerWidth,
+                   sw: document.documentElement.scrollWidth,
+                   clock: !!document.querySelector('#chart-clock'),
+                   temp: !!document.querySelector('#chart-temperature')} : null;");
+            if !d.is_null() {
+                break d;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "no drops chart at {w} px"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        assert_eq!(drawn["series"], "1", "{drawn}");
+        assert_eq!(drawn["title"], "Drops on the board", "{drawn}");
+        assert_eq!(drawn["clock"], false, "{drawn}");
+        assert_eq!(drawn["temp"], false, "{drawn}");
+        assert!(
+            drawn["sw"].as_i64() <= drawn["iw"].as_i64()
+                && drawn["w"].as_i64() <= drawn["iw"].as_i64(),
+            "the page scrolls sideways at {w} px: {drawn}"
+        );
+        b.js("document.querySelector('#chart-drops').scrollIntoView(); return 0;");
+        b.screenshot(&shots, &format!("run-board-drops-{w}"));
+    }
 }

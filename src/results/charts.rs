@@ -141,6 +141,64 @@ pub struct RunCharts {
     /// Round-trip times in ms (latency-under-load runs; empty for other kinds).
     #[serde(skip_serializing_if = "Chart::is_empty")]
     pub rtt: Chart,
+    /// Drops on the board per second (packets): root qdisc and NIC receive drops on the
+    /// run's ports, softnet drops of all CPUs; from the run's stored per-second series
+    /// ([`crate::board::counters::Series`]). Empty when none moved or none was recorded.
+    #[serde(skip_serializing_if = "Chart::is_empty")]
+    pub drops: Chart,
+    /// The slowest core's clock, MHz, per second (empty without cpufreq).
+    #[serde(skip_serializing_if = "Chart::is_empty")]
+    pub clock: Chart,
+    /// The hottest thermal zone, °C, per second (empty without thermal zones).
+    #[serde(skip_serializing_if = "Chart::is_empty")]
+    pub temperature: Chart,
+}
+
+/// The board charts of a run's per-second series ([`RunCharts::drops`], `clock`,
+/// `temperature`): each chart only when it has something to show — a drop line only when it
+/// moved, clock and temperature only when the board has them.
+pub fn board_charts(s: &crate::board::counters::Series) -> (Chart, Chart, Chart) {
+    let t: Vec<f64> = s.t.clone();
+    let n = t.len();
+    let counts = |label: &str, v: &[u64]| {
+        (v.iter().any(|x| *x > 0)).then(|| Series {
+            label: label.into(),
+            values: v.iter().take(n).map(|x| Some(*x as f64)).collect(),
+        })
+    };
+    let drops: Vec<Series> = [
+        counts("qdisc drops", &s.qdisc_drops),
+        counts("NIC rx drops", &s.nic_rx_drops),
+        counts("softnet drops", &s.softnet_dropped),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let gauge = |label: &str, v: &[Option<f64>]| -> Chart {
+        if v.iter().all(Option::is_none) {
+            return Chart::default();
+        }
+        Chart {
+            t: t.clone(),
+            series: vec![Series {
+                label: label.into(),
+                values: v.iter().take(n).copied().collect(),
+            }],
+        }
+    };
+    let drops = if drops.is_empty() {
+        Chart::default()
+    } else {
+        Chart {
+            t: t.clone(),
+            series: drops,
+        }
+    };
+    (
+        drops,
+        gauge("slowest core", &s.mhz_min),
+        gauge("hottest zone", &s.temp_max_c),
+    )
 }
 
 /// Build a run's charts. `legs` are the legs of a multi-port run with their intervals (empty
@@ -200,6 +258,9 @@ pub fn build_charts(
         cpu: cp.chart(),
         ports: pp.chart(),
         rtt: Chart::default(),
+        drops: Chart::default(),
+        clock: Chart::default(),
+        temperature: Chart::default(),
     }
 }
 
@@ -354,6 +415,15 @@ pub fn charts_of(store: &Store, run: &RunRow) -> RunCharts {
     if run.kind == crate::model::RunKind::Latency {
         c.rtt = rtt_chart(&store.latency_samples(run.id).unwrap_or_default());
     }
+    let series = store
+        .run_board(run.id)
+        .ok()
+        .and_then(|(b, _)| b)
+        .and_then(|mut b| b.get_mut("series").map(serde_json::Value::take))
+        .and_then(|s| serde_json::from_value::<crate::board::counters::Series>(s).ok());
+    if let Some(s) = series {
+        (c.drops, c.clock, c.temperature) = board_charts(&s);
+    }
     c
 }
 
@@ -380,6 +450,45 @@ mod tests {
             jitter_ms: None,
             out_of_order: None,
         }
+    }
+
+    #[test]
+    fn board_charts_show_what_moved_and_what_the_board_has() {
+        let s = crate::board::counters::Series {
+            t: vec![1.0, 2.0, 3.0],
+            qdisc_drops: vec![0, 4000, 6100],
+            nic_rx_drops: vec![0, 0, 0],
+            softnet_dropped: vec![0, 0, 2],
+            mhz_min: vec![Some(1800.0), Some(800.0), Some(800.0)],
+            temp_max_c: vec![None, None, None],
+        };
+        let (drops, clock, temp) = board_charts(&s);
+        assert_eq!(drops.t, vec![1.0, 2.0, 3.0]);
+        let labels: Vec<&str> = drops.series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["qdisc drops", "softnet drops"]);
+        assert_eq!(
+            drops.series[0].values,
+            vec![Some(0.0), Some(4000.0), Some(6100.0)]
+        );
+        assert_eq!(clock.series[0].label, "slowest core");
+        assert_eq!(
+            clock.series[0].values,
+            vec![Some(1800.0), Some(800.0), Some(800.0)]
+        );
+        assert!(temp.is_empty());
+        // Nothing moved, no cpufreq: no board charts at all, and none in the JSON.
+        let quiet = crate::board::counters::Series {
+            t: vec![1.0],
+            qdisc_drops: vec![0],
+            nic_rx_drops: vec![0],
+            softnet_dropped: vec![0],
+            mhz_min: vec![None],
+            temp_max_c: vec![None],
+        };
+        let (d, c, t) = board_charts(&quiet);
+        assert!(d.is_empty() && c.is_empty() && t.is_empty());
+        let j = serde_json::to_value(build_charts(&[], &[], &[], &[])).unwrap();
+        assert!(j.get("drops").is_none() && j.get("clock").is_none(), "{j}");
     }
 
     #[test]
