@@ -69,7 +69,9 @@ fn main() {
         Some(Cmd::Net(n)) => netperfd::cmd::net::main(n),
         Some(Cmd::HttpGet(h)) => netperfd::cmd::http_get::main(h),
         Some(Cmd::Multi(m)) => netperfd::cmd::multi::main(m),
-        Some(Cmd::Peer(p)) => netperfd::peer::agent::main(p),
+        Some(Cmd::Peer(p)) => {
+            netperfd::peer::agent::main(p, Some(netperfd::runs::drops::host_drops()))
+        }
         Some(Cmd::Forward(f)) => netperfd::cmd::forward::forward_main(f),
         Some(Cmd::Monitor(m)) => netperfd::cmd::forward::monitor_main(m),
         Some(Cmd::Latency(l)) => netperfd::cmd::latency::main(l),

@@ -800,3 +800,85 @@ fn forwarding_turned_on_by_a_run_cut_short_by_kill_9_goes_off_at_the_next_start(
     let (_, log) = lab.output("daemon2");
     assert!(log.contains("is restored"), "{log}");
 }
+
+/// A UDP forwarding run whose generator (the peer agent on pc1) sends faster than its own
+/// egress shaper: the agent reports its drop counters with its report, and the board's
+/// ledger of the forwarding run names them (`peer_qdisc` on the agent's eth0, equal to pc1's
+/// own `tc -s` delta within 1 %); nothing is charged to the board.
+#[test]
+fn the_peer_agent_s_own_drops_are_named_in_the_forwarding_ledger() {
+    let (mut lab, board, pc1, _pc2) = seed_lab();
+    let tc = |args: &[&str]| ns_out(&pc1, "tc", args);
+    tc(&[
+        "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", "100mbit", "burst", "1600", "limit",
+        "30kb",
+    ]);
+    let drops = || -> u64 {
+        let t = ns_out(&pc1, "tc", &["-s", "qdisc", "show", "dev", "eth0"]);
+        let i = t.find("dropped ").map(|i| i + 8).unwrap_or(0);
+        t[i..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse()
+            .unwrap_or_else(|_| panic!("no drops in {t}"))
+    };
+    let before = drops();
+    let tf = token_file(&lab, TOKEN);
+    let (code, run, err) = forward_cli(
+        &mut lab,
+        "forward",
+        &[
+            "--peer",
+            "http://192.0.2.2:5280",
+            "--token-file",
+            &tf,
+            "--to",
+            PC2_IP,
+            "--in",
+            "eth0",
+            "--out",
+            "eth1",
+            "--nat",
+            "-u",
+            "-b",
+            "150M",
+            "-t",
+            "3",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}\n{run}");
+    let pc_drops = (drops() - before) as f64;
+    assert!(pc_drops > 5000.0, "pc1's TBF dropped only {pc_drops}");
+    let id = run["id"].as_i64().expect("run id").to_string();
+    let data = data_dir(&lab);
+    let (code, out, err) = lab.run(
+        &board,
+        "runs-show",
+        bin(),
+        &["runs", "--data", &data, "show", &id, "--json"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let v = json(&out, "runs show --json");
+    let l = &v["loss_ledger"];
+    eprintln!("pc1 tc drops {pc_drops}, ledger {l}");
+    let places = l["places"].as_array().cloned().unwrap_or_default();
+    let q = places
+        .iter()
+        .find(|p| p["place"] == "peer_qdisc")
+        .unwrap_or_else(|| panic!("no peer_qdisc in {l}"));
+    assert_eq!(q["port"], "eth0");
+    assert_eq!(q["counter"], "qdisc tbf drops on eth0");
+    let n = num(q, "/packets");
+    assert!(
+        (n - pc_drops).abs() <= pc_drops * 0.01,
+        "peer_qdisc {n} vs pc1's tc -s {pc_drops}"
+    );
+    assert!(
+        !places
+            .iter()
+            .any(|p| p["place"].as_str().is_some_and(|s| s.starts_with("board_"))),
+        "{l}"
+    );
+}

@@ -512,3 +512,53 @@ fn the_run_page_draws_the_board_s_drops_per_second() {
         b.screenshot(&shots, &format!("run-board-drops-{w}"));
     }
 }
+
+/// A second flow really running beside the run (stock iperf3 from the board's namespace to
+/// the PC, not the daemon's): the run's board counters say other traffic ran at the same
+/// time, about as much as that flow moved during the run, and the page says so.
+#[test]
+fn a_second_flow_beside_the_run_is_said_as_other_traffic() {
+    let _one = serial();
+    let mut lab = Lab::new();
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    let (_d, mut http) = daemon(&mut lab, &board, 8247, &[]);
+    set_up(&lab, &mut http);
+    lab.wait_port(&board, BOARD_IP, 5201);
+    // The other flow: 40 Mbit/s of UDP for 6 s, board namespace → pc1, around the run.
+    lab.spawn(&pc1, "other-s", "iperf3", &["-s", "-p", "5302", "-1"]);
+    lab.wait_port(&pc1, PC1_IP, 5302);
+    let other = lab.spawn(
+        &board,
+        "other-c",
+        "iperf3",
+        &["-c", PC1_IP, "-p", "5302", "-u", "-b", "40M", "-t", "6"],
+    );
+    std::thread::sleep(Duration::from_millis(1000));
+    // The run: 20 Mbit/s of UDP for 3 s, pc1 → the daemon.
+    let (code, out, err) = lab.run(
+        &pc1,
+        "iperf3-c",
+        "iperf3",
+        &["-c", BOARD_IP, "-u", "-b", "20M", "-t", "3"],
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let v = served_run(&http);
+    assert_eq!(lab.wait(other, Duration::from_secs(15)), Some(0));
+    let b = &v["board"];
+    let extra = b["other_bytes"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no other traffic said: {b}"));
+    // The run's board window (about 3 s plus the ends) held 40 Mbit/s = 5 MB/s of the other
+    // flow: 10–25 MB beyond the run's own 7.5 MB (20 Mbit/s for 3 s; measured 15.3 MB).
+    assert!((10e6..25e6).contains(&extra), "other bytes {extra}: {b}");
+    let own = num(b, "/run_bytes");
+    assert!((6.5e6..9e6).contains(&own), "run bytes {own}");
+    let page = http.get(&format!("/runs/{}", v["run"]["id"])).body;
+    assert!(
+        page.contains("Other traffic at the same time: the board&#39;s ports moved")
+            && page.contains("beyond the run&#39;s own "),
+        "no sentence on the page: {}",
+        &page[page.find("<main").unwrap_or(0)..]
+    );
+}

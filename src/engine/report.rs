@@ -262,6 +262,11 @@ pub struct Report {
     /// key `netperfd_drops`, see [`crate::engine::iperf3::wire::Results::netperfd_drops`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_drops: Option<Value>,
+    /// This side's own drop counters over the test, as it sent them with its results (a
+    /// client given a drop-counter reader: `netperfd -c`, the peer agent). The board reads
+    /// the peer agent's in a forwarding run's ledger.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_drops: Option<Value>,
     /// Set when the test failed or was aborted.
     pub error: Option<String>,
 }

@@ -79,13 +79,20 @@ pub struct Agent {
     jobs: Mutex<VecDeque<Job>>,
     next_id: Mutex<u64>,
     rt: tokio::runtime::Handle,
+    /// Reads this host's drop counters around each test (what moved goes into the report's
+    /// `local_drops`, so the board names this PC's drops in a forwarding run's ledger).
+    drops: Option<crate::engine::iperf3::server::DropCounters>,
 }
 
 impl Agent {
     /// An agent accepting `token` (checked with [`super::check_token`] by the caller); tests run
-    /// on the current tokio runtime.
-    pub fn new(token: &str) -> Arc<Agent> {
+    /// on the current tokio runtime. `drops`: this host's drop-counter reader, if any.
+    pub fn new(
+        token: &str,
+        drops: Option<crate::engine::iperf3::server::DropCounters>,
+    ) -> Arc<Agent> {
         Arc::new(Agent {
+            drops,
             token_hash: sha256_hex(token),
             limiter: crate::model::secrets::LoginLimiter::new(WRONG_TOKENS, WRONG_TOKEN_WINDOW),
             jobs: Mutex::new(VecDeque::new()),
@@ -145,7 +152,8 @@ impl Agent {
 
     /// Start a test; its id, or why not (400 / 409 with the message).
     pub fn start(self: &Arc<Self>, spec: PeerTestSpec) -> Result<u64, (u16, String)> {
-        let cs = spec.to_client_spec().map_err(|e| (400, e))?;
+        let mut cs = spec.to_client_spec().map_err(|e| (400, e))?;
+        cs.drops = self.drops.clone();
         let cancel = Arc::new(Notify::new());
         let id = {
             let mut jobs = self.jobs();
@@ -385,8 +393,9 @@ pub struct PeerArgs {
     pub echo_port: u16,
 }
 
-/// Run the agent until killed; returns the exit code (2 without a usable token).
-pub fn main(a: PeerArgs) -> i32 {
+/// Run the agent until killed; returns the exit code (2 without a usable token). `drops`:
+/// this host's drop-counter reader (see [`Agent::new`]).
+pub fn main(a: PeerArgs, drops: Option<crate::engine::iperf3::server::DropCounters>) -> i32 {
     crate::logging::init("info");
     let token = match super::token_from(a.token.as_deref(), a.token_file.as_deref()) {
         Ok(t) => t,
@@ -420,7 +429,7 @@ pub fn main(a: PeerArgs) -> i32 {
         None
     };
     let r = rt.block_on(async move {
-        let agent = web::Data::new(Agent::new(&token));
+        let agent = web::Data::new(Agent::new(&token, drops));
         let server = actix_web::HttpServer::new(move || {
             actix_web::App::new()
                 .app_data(agent.clone())

@@ -436,12 +436,13 @@ impl Hub {
     /// it, with the run's loss ledger when it is a UDP or forwarding run whose lost datagrams
     /// are known (`lost`). Called before the run's end is stored, so a run seen ended has
     /// its ledger. A run not watched (a leg of a multi-port run) has none.
-    /// `peer_drops`: the peer's own drop counters when it is netperfd (see
-    /// [`crate::results::ledger::with_peer`]).
+    /// `report`: the run's iperf3 report, whose `peer_drops` are the peer's own drop counters
+    /// when it is netperfd (see [`crate::results::ledger::with_peer`]); in a forwarding run
+    /// its `local_drops` are the peer agent's (the other PC of the path).
     /// `figures`: the run's lost datagrams (for the ledger) and its own bytes, set against
     /// the ports' traffic to tell whether other traffic ran at the same time (`other_bytes`
     /// in the board JSON; the lost datagrams count as the run's own, at their mean size).
-    fn board_end(&self, id: i64, figures: &RunFigures, peer_drops: Option<&serde_json::Value>) {
+    fn board_end(&self, id: i64, figures: &RunFigures, report: Option<&Report>) {
         let lost = figures.lost_packets;
         let Some((start, started, ports, series)) = relock(&self.watches).get(&id).map(|w| {
             (
@@ -470,11 +471,17 @@ impl Hub {
             .filter(|_| udp || forwarding)
             .map(|n| {
                 let path = crate::results::ledger::Path::of(&run.direction, forwarding);
-                let l = crate::results::ledger::ledger(n.max(0) as u64, path, &ports, &delta);
-                match peer_drops {
-                    Some(p) => crate::results::ledger::with_peer(l, p),
-                    None => l,
+                let mut l = crate::results::ledger::ledger(n.max(0) as u64, path, &ports, &delta);
+                if let Some(p) = report.and_then(|r| r.peer_drops.as_ref()) {
+                    l = crate::results::ledger::with_peer(l, p);
                 }
+                if let Some(p) = report
+                    .filter(|_| forwarding)
+                    .and_then(|r| r.local_drops.as_ref())
+                {
+                    l = crate::results::ledger::with_peer(l, p);
+                }
+                l
             })
             .and_then(|l| serde_json::to_value(l).ok());
         let mut board = serde_json::to_value(&delta).unwrap_or_default();
@@ -528,7 +535,7 @@ impl Hub {
         let figures = report
             .map(crate::results::figures::of_report)
             .unwrap_or_default();
-        self.board_end(id, &figures, report.and_then(|r| r.peer_drops.as_ref()));
+        self.board_end(id, &figures, report);
         let (rep, err) = (report.cloned(), error.map(String::from));
         self.store_end(
             id,

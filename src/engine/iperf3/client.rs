@@ -626,6 +626,7 @@ async fn run_once(
         server_output_text: None,
         server_output_json: None,
         peer_drops: None,
+        local_drops: None,
         error: None,
     };
     let mut phase = DataPhase::new(params.clone(), streams, spec.interval);
@@ -733,6 +734,7 @@ async fn run_once(
     }
     let mut mine = phase.results(cpu_local, congestion, &report.streams);
     mine.netperfd_drops = super::server::drops_at_end(drops_end).await;
+    report.local_drops = mine.netperfd_drops.clone();
     if let Err(e) = wire::write_json(&mut ctrl, &mine.to_json()).await {
         stop_phase(phase).await;
         return Err(fail(&report, format!("unable to send results: {e}")));

@@ -653,6 +653,7 @@ fn refuse_iperf2(inner: &Inner, s: &TcpStream, peer: SocketAddr) {
         server_output_text: None,
         server_output_json: None,
         peer_drops: None,
+        local_drops: None,
         error: Some(msg),
     };
     emit(
@@ -942,6 +943,7 @@ async fn session(
         server_output_text: None,
         server_output_json: None,
         peer_drops: None,
+        local_drops: None,
         error: None,
     };
     tracing::info!(session = id, %peer, streams = streams.len(), direction = ?params.direction, "test started");
