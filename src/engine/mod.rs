@@ -9,6 +9,7 @@ pub mod latency;
 pub mod meter;
 pub mod net;
 pub mod pacer;
+pub mod params;
 pub mod report;
 pub mod session;
 pub mod shortfall;

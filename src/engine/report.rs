@@ -3,11 +3,22 @@
 //! `-J` document. Units: bytes, seconds, bits/s; RTT in µs; cwnd in bytes.
 //! Not for: measuring (see `session.rs`) or storing (see `store`).
 
-use crate::engine::iperf3::wire::{num, Direction, Params};
+use crate::engine::params::{Direction, Params};
 use crate::engine::stats::CpuUtil;
 use crate::model::units::unit_format;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
+
+/// A finite f64 as JSON (never `null`: non-finite becomes 0).
+pub fn num(f: f64) -> Value {
+    if f.is_finite() {
+        serde_json::Number::from_f64(f)
+            .map(Value::Number)
+            .unwrap_or_else(|| Value::from(0))
+    } else {
+        Value::from(0)
+    }
+}
 
 /// TCP_INFO figures of one sending stream over one interval.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -345,7 +356,7 @@ pub fn text_header(report: &Report) -> String {
 }
 
 fn is_udp(report: &Report) -> bool {
-    report.params.protocol == crate::engine::iperf3::wire::Protocol::Udp
+    report.params.protocol == crate::engine::params::Protocol::Udp
 }
 
 /// iperf3's `%.2g` for loss percentages.

@@ -4,7 +4,7 @@
 //! end. Times are seconds since the test start (or omit end).
 //! Not for: the control protocol (client.rs / server.rs).
 
-use crate::engine::iperf3::wire::{Params, Protocol, Results};
+use crate::engine::params::{Params, Protocol, Results};
 use crate::engine::report::{
     IntervalRecord, SideTotals, StreamInterval, StreamSummary, TcpSample, UdpSample, UdpSummary,
 };
@@ -731,7 +731,7 @@ impl DataPhase {
             .iter()
             .zip(summaries)
             .map(|(s, sum)| {
-                let mut r = crate::engine::iperf3::wire::StreamResult {
+                let mut r = crate::engine::params::StreamResult {
                     id: s.id,
                     bytes: if s.sender {
                         sum.sender.bytes

@@ -3,7 +3,7 @@
 //! in `-J`, the CLI summary, the run page and the suite, ladder and compare tables.
 //! Not for: pacing itself (see [`crate::engine::pacer`]).
 
-use crate::engine::iperf3::wire::Direction;
+use crate::engine::params::Direction;
 use crate::engine::report::{Report, Role, StreamSummary};
 use serde::Serialize;
 
