@@ -332,6 +332,26 @@ impl UdpRecv {
                 i.add(secs);
             }
         }
+        // Peak rate over a sliding 1 ms window of arrivals: every counted datagram, those of
+        // one sender batch too (counting a batch once read 23 Mbit/s for a 100 Mbit/s
+        // sender of 6-datagram batches).
+        let len = data.len() as u64;
+        self.win.push_back((arrival_us, len));
+        self.win_bytes += len;
+        while let Some(&(t, b)) = self.win.front() {
+            if arrival_us - t >= 1000 {
+                self.win.pop_front();
+                self.win_bytes -= b;
+            } else {
+                break;
+            }
+        }
+        if self.max_seq - self.omit_max_seq > 1 {
+            let bps = self.win_bytes as f64 * 8.0 / 1e-3;
+            if bps > self.peak_1ms_bps {
+                self.peak_1ms_bps = bps;
+            }
+        }
         // Datagrams sent in one batch (sendmmsg/GSO) carry one timestamp, and a GRO
         // super-datagram has one arrival time: such a batch is one jitter sample, not many
         // zero differences that would pull the estimate towards 0.
@@ -350,24 +370,6 @@ impl UdpRecv {
             }
         }
         self.prev_transit = Some(transit);
-        // Peak rate over a sliding 1 ms window of arrivals.
-        let len = data.len() as u64;
-        self.win.push_back((arrival_us, len));
-        self.win_bytes += len;
-        while let Some(&(t, b)) = self.win.front() {
-            if arrival_us - t >= 1000 {
-                self.win.pop_front();
-                self.win_bytes -= b;
-            } else {
-                break;
-            }
-        }
-        if self.max_seq - self.omit_max_seq > 1 {
-            let bps = self.win_bytes as f64 * 8.0 / 1e-3;
-            if bps > self.peak_1ms_bps {
-                self.peak_1ms_bps = bps;
-            }
-        }
         true
     }
 
@@ -1108,6 +1110,26 @@ mod tests {
         assert!(!r.on_datagram(&[1, 2, 3], 0));
         assert!(!r.on_datagram(&dgram(0, 0, false), 0));
         assert_eq!((r.stray, r.max_seq, r.unique), (2, 0, 0));
+    }
+
+    #[test]
+    fn the_busiest_ms_counts_every_datagram_of_a_batch() {
+        // 100 Mbit/s in batches of 6 datagrams of 1448 bytes, one sender timestamp per batch,
+        // a batch every 695 µs, arrivals 10 µs apart within a batch: the busiest 1 ms holds
+        // two batches (17,376 bytes = 139 Mbit/s), not two datagrams (23 Mbit/s).
+        let mut r = UdpRecv::new(false);
+        let mut seq = 1;
+        for b in 0..20i64 {
+            let sent = b * 695;
+            for i in 0..6i64 {
+                let mut d = dgram(seq, sent, false);
+                d.resize(1448, 0);
+                assert!(r.on_datagram(&d, 5_000 + sent + i * 10));
+                seq += 1;
+            }
+        }
+        assert_eq!(r.unique, 120);
+        assert_eq!(r.peak_1ms_bps, 2.0 * 6.0 * 1448.0 * 8.0 / 1e-3);
     }
 
     #[test]
