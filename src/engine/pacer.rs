@@ -32,7 +32,7 @@
 //! oversleep and sends a wake-up that came up to [`EARLY`] early at once. Sending early
 //! never moves the schedule, so the average holds; a wake-up that came late is debt like
 //! any other, repaid as above. (Before: batches of 0.2 ms and a spin for the last tens of µs
-//! before each; at 100 Mbit/s about 8 × the CPU.)
+//! before each: about 3 × the CPU per datagram at 100–1000 Mbit/s, `benches/udp.sh`.)
 //!
 //! Kernel pacing (`SO_MAX_PACING_RATE` with the fq qdisc, `SO_TXTIME` with etf) would pace
 //! without waking this thread, but UDP sockets get neither unless the egress qdisc is fq/etf,
