@@ -200,7 +200,7 @@ run_one() {
 
     # client in A
     crc=0
-    ip netns exec "$NSA" /usr/bin/time -o "$d/client.time" -f '%U %S' \
+    ip netns exec "$NSA" /usr/bin/time -o "$d/client.time" -f '%U %S %w' \
         timeout -k 5 $((DURATION + 30)) "$cbin" -c "$ADDR_B" -p "$port" \
         -u -b "$rate" -l "$len" -t "$DURATION" -J "${extra[@]}" \
         >"$d/client.out" 2>"$d/client.err" || crc=$?
@@ -242,7 +242,11 @@ def cpu(p, who):
             continue  # already reported from the exit code
         A.append(f"{who} ({ctool if who == 'client' else stool}): time says: {line}")
     try:
-        u, s = map(float, t[-1].split())
+        f = t[-1].split()
+        u, s = float(f[0]), float(f[1])
+        if len(f) > 2:
+            # the client's voluntary context switches (%w): its sleeps, i.e. wake-ups
+            rec[f"{who}_voluntary_switches"] = int(f[2])
         return u, s
     except Exception:
         A.append(f"{who}: no rusage from /usr/bin/time: {t!r}")
@@ -377,6 +381,8 @@ if isinstance(cj, dict):
             rec.update(client_cpu_user=ccpu[0], client_cpu_sys=ccpu[1],
                        server_cpu_user=scpu[0], server_cpu_sys=scpu[1],
                        sender_dgrams_per_s=sent / ssec if ssec > 0 else None,
+                       sender_wakeups_per_s=(rec["client_voluntary_switches"] / ssec
+                                             if ssec > 0 and "client_voluntary_switches" in rec else None),
                        receiver_dgrams_per_s=received / rsec if rsec > 0 else None,
                        sender_cpu_s_per_mdgram=cc / (sent / 1e6),
                        receiver_cpu_s_per_mdgram=sc / (received / 1e6),
@@ -525,7 +531,7 @@ cells = []
 for r in pruns:
     if (r["rate"], r["len"]) not in cells:
         cells.append((r["rate"], r["len"]))
-pkeys = keys + ("sender_peak_1ms_x", "receiver_peak_1ms_x")
+pkeys = keys + ("sender_peak_1ms_x", "receiver_peak_1ms_x", "sender_wakeups_per_s")
 for rate, ln in cells:
     row = {"rate": rate, "len": ln}
     for c in ("netperfd", "gsro"):
@@ -540,7 +546,7 @@ if ptable:
     print(f"paced UDP, sender netperfd vs iperf3 3.21 --gsro ({meta['iperf3_gsro']}), both to netperfd -s; "
           f"{meta['duration_s']} s x {meta['repeats']} repeats, medians")
     ph = (f"{'-b':>6}{'-l':>6}  {'sender':<9}{'ok':>5}{'snd dg/s':>10}{'dg/CPU-s':>10}{'loss %':>8}"
-          f"{'rcv 1ms x':>10}{'snd 1ms x':>10}{'x dg/CPU-s':>12}")
+          f"{'rcv 1ms x':>10}{'snd 1ms x':>10}{'wake/s':>8}{'x dg/CPU-s':>12}")
     print(ph)
     print("-" * len(ph))
     for row in ptable:
@@ -550,9 +556,10 @@ if ptable:
             print(f"{row['rate']:>6}{row['len']:>6}  {name:<9}{str(x['ok_runs'])+'/'+str(x['runs']):>5}"
                   f"{f(x['sender_dgrams_per_s'], '.0f'):>10}{f(x['sender_dgrams_per_cpu_s'], '.0f'):>10}"
                   f"{f(x['loss_percent'], '.2f'):>8}{f(x['receiver_peak_1ms_x'], '.2f'):>10}"
-                  f"{f(x['sender_peak_1ms_x'], '.2f'):>10}{rx:>12}")
-    print("(rcv 1ms x: the netperfd receiver's busiest 1 ms of arrivals / -b; it counts the datagrams")
-    print(" of one sender timestamp once, so batched senders read low. snd 1ms x: netperfd's pacer record.)")
+                  f"{f(x['sender_peak_1ms_x'], '.2f'):>10}{f(x['sender_wakeups_per_s'], '.0f'):>8}{rx:>12}")
+    print("(rcv 1ms x: the netperfd receiver's busiest 1 ms of arrivals / -b (before commit c55f8b8 it")
+    print(" counted a batch sharing one timestamp once and read low); snd 1ms x: netperfd's pacer record;")
+    print(" wake/s: the sender process's voluntary context switches per second, from /usr/bin/time %w)")
     print()
     for row in ptable:
         v = row["ratio_sender_dgrams_per_cpu_s"]
