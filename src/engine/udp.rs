@@ -605,6 +605,24 @@ fn sender_len(cfg: &UdpSendCfg) -> usize {
     }
 }
 
+/// Datagrams of `len` bytes left before the `-n`/`-k` target (over all streams); at least 1,
+/// `usize::MAX` without a target.
+fn left_to_send(shared: &Shared, len: usize) -> usize {
+    let mut left = u64::MAX;
+    if shared.num > 0 {
+        let bytes = shared.num.saturating_sub(shared.sent_bytes.load(Relaxed));
+        left = left.min(bytes.div_ceil(len.max(1) as u64));
+    }
+    if shared.blockcount > 0 {
+        left = left.min(
+            shared
+                .blockcount
+                .saturating_sub(shared.sent_blocks.load(Relaxed)),
+        );
+    }
+    usize::try_from(left).unwrap_or(usize::MAX).max(1)
+}
+
 /// The send loop of [`udp_send_loop`] on any [`BatchTx`]; `gso`: the socket has UDP GSO on.
 /// Returns the pacer (None unpaced) for its figures.
 fn run_sender(
@@ -660,6 +678,9 @@ fn run_sender(
             std::thread::sleep(Duration::from_millis(20));
             continue;
         }
+        // Never past a -n/-k target by more than the other streams' share: the last batch
+        // is cut to what is left.
+        let batch = batch.min(left_to_send(shared, len));
         if let Some(p) = pacer.as_mut() {
             if !p.take(batch * len, &stopped) {
                 keep_stats(&pacer);
@@ -1257,6 +1278,31 @@ mod tests {
             // booked the refused batch, dropped it and booked a second one for the same
             // sequence numbers: a batch of the schedule lost).
             assert_eq!(pacer.booked_bytes(), n * 1448, "errno {errno}");
+        }
+    }
+
+    #[test]
+    fn a_block_or_byte_target_is_not_overshot_by_a_batch() {
+        // -k 100 and -n 100000 at 1 Gbit/s (batches of 69 datagrams of 1448 bytes): the
+        // last batch is cut to what is left, 100 datagrams and 70 (101,360 bytes).
+        for (k, n, want) in [(100u64, 0u64, 100usize), (0, 100_000, 70)] {
+            let shared = Arc::new(Shared {
+                blockcount: k,
+                num: n,
+                ..Shared::default()
+            });
+            let mut tx = FakeTx::new(1448, None, want, shared.clone());
+            let (b, p) = (AtomicU64::new(0), AtomicU64::new(0));
+            run_sender(
+                &mut tx,
+                true,
+                &send_cfg(1448, 1_000_000_000),
+                &b,
+                &p,
+                &shared,
+            );
+            assert_eq!(tx.seqs.len(), want, "-k {k} -n {n}");
+            assert_eq!(p.load(Relaxed), want as u64);
         }
     }
 
