@@ -19,8 +19,13 @@ pub const REPLY: [u8; 4] = *b"6789";
 pub const MAX_UDP_LEN_V4: usize = 65507;
 /// Largest UDP payload over IPv6, bytes (65535 − 8; jumbograms aside).
 pub const MAX_UDP_LEN_V6: usize = 65527;
-/// Most datagrams handed to the kernel in one call.
+/// Most datagrams handed to the kernel in one call: one sendmmsg call, or one GSO
+/// super-datagram (older kernels refuse more than 64 segments with EINVAL, UDP_MAX_SEGMENTS).
 const MAX_BATCH: usize = 64;
+/// Most datagrams a paced sender sends per wake-up (one sendmmsg call, or GSO
+/// super-datagrams of at most [`MAX_BATCH`]): 0.8 ms of traffic is 195 datagrams of 512 bytes
+/// at 1 Gbit/s.
+const MAX_PACED_BATCH: usize = 256;
 
 /// Header size in bytes: 12 with 32-bit sequence numbers, 16 with 64-bit ones.
 pub fn header_len(wide: bool) -> usize {
@@ -327,6 +332,26 @@ impl UdpRecv {
                 i.add(secs);
             }
         }
+        // Peak rate over a sliding 1 ms window of arrivals: every counted datagram, those of
+        // one sender batch too (counting a batch once read 23 Mbit/s for a 100 Mbit/s
+        // sender of 6-datagram batches).
+        let len = data.len() as u64;
+        self.win.push_back((arrival_us, len));
+        self.win_bytes += len;
+        while let Some(&(t, b)) = self.win.front() {
+            if arrival_us - t >= 1000 {
+                self.win.pop_front();
+                self.win_bytes -= b;
+            } else {
+                break;
+            }
+        }
+        if self.max_seq - self.omit_max_seq > 1 {
+            let bps = self.win_bytes as f64 * 8.0 / 1e-3;
+            if bps > self.peak_1ms_bps {
+                self.peak_1ms_bps = bps;
+            }
+        }
         // Datagrams sent in one batch (sendmmsg/GSO) carry one timestamp, and a GRO
         // super-datagram has one arrival time: such a batch is one jitter sample, not many
         // zero differences that would pull the estimate towards 0.
@@ -345,24 +370,6 @@ impl UdpRecv {
             }
         }
         self.prev_transit = Some(transit);
-        // Peak rate over a sliding 1 ms window of arrivals.
-        let len = data.len() as u64;
-        self.win.push_back((arrival_us, len));
-        self.win_bytes += len;
-        while let Some(&(t, b)) = self.win.front() {
-            if arrival_us - t >= 1000 {
-                self.win.pop_front();
-                self.win_bytes -= b;
-            } else {
-                break;
-            }
-        }
-        if self.max_seq - self.omit_max_seq > 1 {
-            let bps = self.win_bytes as f64 * 8.0 / 1e-3;
-            if bps > self.peak_1ms_bps {
-                self.peak_1ms_bps = bps;
-            }
-        }
         true
     }
 
@@ -485,18 +492,93 @@ pub struct Iperf2Tx {
     pub first_seq: u64,
 }
 
-/// Datagrams per kernel call at this rate: about 200 µs of traffic, 1..64 (64 unpaced).
+/// Datagrams per wake-up of the sender at this rate: about [`super::pacer::BATCH_TIME`]
+/// (0.8 ms) of traffic, 1..256, never more than the pacer's window cap (see
+/// [`Pacer::batch_datagrams`]); sent in one sendmmsg call or in GSO super-datagrams of at
+/// most 64 datagrams and 65000 bytes. Unpaced: 64, one call.
 pub fn batch_size(rate_bps: u64, len: usize) -> usize {
     if rate_bps == 0 {
         return MAX_BATCH;
     }
-    let pps = rate_bps as f64 / 8.0 / len.max(1) as f64;
-    ((pps * 200e-6) as usize).clamp(1, MAX_BATCH)
+    Pacer::batch_datagrams(rate_bps, len, MAX_PACED_BATCH)
 }
 
-/// Send datagrams until stopped (or the `-n`/`-k` target is reached): paced by a token bucket
-/// of one batch's depth, sendmmsg (or one GSO super-datagram) per batch. `packets` counts
-/// datagrams sent, `bytes` their bytes.
+/// Datagrams per kernel call: with GSO at most [`MAX_BATCH`] and [`GSO_MAX_BYTES`] (at least
+/// 1); by sendmmsg the whole batch.
+fn call_size(len: usize, gso: bool) -> usize {
+    if gso {
+        (GSO_MAX_BYTES / len.max(1)).clamp(1, MAX_BATCH)
+    } else {
+        MAX_PACED_BATCH
+    }
+}
+
+/// Largest GSO super-datagram the sender builds, bytes (below the 64 KiB an IP packet and
+/// the kernel's GSO path accept).
+const GSO_MAX_BYTES: usize = 65000;
+
+/// How a sender hands its batches to the kernel: one GSO super-datagram (`UDP_SEGMENT` set
+/// on the socket) or sendmmsg. A trait so that tests can stand in for a kernel that refuses
+/// GSO.
+trait BatchTx {
+    /// Send `buf` as one GSO super-datagram; the bytes sent (all of `buf`) or the error.
+    fn send_gso(&mut self, buf: &[u8]) -> std::io::Result<usize>;
+    /// Send `n` datagrams of `len` bytes laid end to end in `buf`; how many went.
+    fn send_mmsg(&mut self, buf: &[u8], len: usize, n: usize) -> std::io::Result<usize>;
+    /// Turn GSO off on the socket (after the kernel refused it).
+    fn disable_gso(&mut self);
+}
+
+/// [`BatchTx`] on a real socket.
+struct SockTx<'a>(&'a UdpSocket);
+
+impl BatchTx for SockTx<'_> {
+    fn send_gso(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        send(self.0.as_raw_fd(), buf)
+    }
+    fn send_mmsg(&mut self, buf: &[u8], len: usize, n: usize) -> std::io::Result<usize> {
+        sendmmsg(self.0.as_raw_fd(), buf, len, n)
+    }
+    fn disable_gso(&mut self) {
+        disable_gso(self.0);
+    }
+}
+
+/// Send one batch of `n` datagrams of `len` bytes from `buf`: one GSO super-datagram while
+/// `gso` holds, else sendmmsg. A kernel that refuses GSO on this route (EIO: no checksum
+/// offload; EINVAL) turns GSO off for the rest of the run and the same batch goes at once by
+/// sendmmsg, so the datagrams the pacer booked are sent now, not a batch later (no rate lost,
+/// the sequence continuous). Returns the datagrams sent.
+fn send_batch(
+    tx: &mut impl BatchTx,
+    gso: &mut bool,
+    buf: &[u8],
+    len: usize,
+    n: usize,
+) -> std::io::Result<usize> {
+    if *gso {
+        match tx.send_gso(&buf[..n * len]) {
+            Ok(b) => return Ok(b / len),
+            Err(e)
+                if e.raw_os_error() == Some(libc::EIO)
+                    || e.raw_os_error() == Some(libc::EINVAL) =>
+            {
+                tx.disable_gso();
+                *gso = false;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    tx.send_mmsg(buf, len, n)
+}
+
+/// Send datagrams until stopped (or the `-n`/`-k` target is reached). Paced
+/// ([`UdpSendCfg::rate`] > 0) by [`Pacer`]: one batch of [`batch_size`] datagrams per wake-up
+/// (about 0.8 ms of traffic), sent as GSO super-datagrams (`UDP_SEGMENT`, up to 64
+/// datagrams or 65000 bytes each) where the kernel offers it, else by one sendmmsg call;
+/// every datagram carries its own header and sequence number, so a receiver counts each one. `packets` counts datagrams sent, `bytes`
+/// their bytes. Every UDP sender goes through here: the iperf3 client, the server's `-R` /
+/// `--bidir` sending side and the iperf 2 paths (`cfg.iperf2`).
 pub fn udp_send_loop(
     sock: UdpSocket,
     cfg: UdpSendCfg,
@@ -506,17 +588,57 @@ pub fn udp_send_loop(
 ) {
     fine_timer_slack();
     let _ = sock.set_write_timeout(Some(crate::engine::tcp::POLL));
+    let len = sender_len(&cfg);
+    let batch = batch_size(cfg.rate, len);
+    let gso = cfg.gso && len <= 16 * 1024 && batch > 1 && enable_gso(&sock, len);
+    run_sender(&mut SockTx(&sock), gso, &cfg, &bytes, &packets, &shared);
+}
+
+/// Bytes per datagram on the wire for this sender: `cfg.len`, at least the header (and the
+/// iperf 2 minimum for iperf 2 datagrams).
+fn sender_len(cfg: &UdpSendCfg) -> usize {
     let len = cfg.len.max(header_len(cfg.wide));
-    let mut batch = batch_size(cfg.rate, len);
-    let mut gso = cfg.gso && len <= 16 * 1024 && batch > 1 && enable_gso(&sock, len);
-    if gso {
-        batch = batch.min(65000 / len).max(1);
-    }
-    let len = if cfg.iperf2.is_some() {
+    if cfg.iperf2.is_some() {
         len.max(crate::engine::iperf2::wire::UDP_MIN_LEN)
     } else {
         len
-    };
+    }
+}
+
+/// Datagrams of `len` bytes left before the `-n`/`-k` target (over all streams); at least 1,
+/// `usize::MAX` without a target.
+fn left_to_send(shared: &Shared, len: usize) -> usize {
+    let mut left = u64::MAX;
+    if shared.num > 0 {
+        let bytes = shared.num.saturating_sub(shared.sent_bytes.load(Relaxed));
+        left = left.min(bytes.div_ceil(len.max(1) as u64));
+    }
+    if shared.blockcount > 0 {
+        left = left.min(
+            shared
+                .blockcount
+                .saturating_sub(shared.sent_blocks.load(Relaxed)),
+        );
+    }
+    usize::try_from(left).unwrap_or(usize::MAX).max(1)
+}
+
+/// The send loop of [`udp_send_loop`] on any [`BatchTx`]; `gso`: the socket has UDP GSO on.
+/// Returns the pacer (None unpaced) for its figures.
+fn run_sender(
+    tx: &mut impl BatchTx,
+    mut gso: bool,
+    cfg: &UdpSendCfg,
+    bytes: &AtomicU64,
+    packets: &AtomicU64,
+    shared: &Shared,
+) -> Option<Pacer> {
+    let len = sender_len(cfg);
+    let mut batch = batch_size(cfg.rate, len);
+    if cfg.rate == 0 && gso {
+        // Unpaced: one GSO super-datagram per call.
+        batch = call_size(len, true);
+    }
     let mut fill = crate::engine::tcp::payload(len, cfg.repeating);
     if let Some(t) = &cfg.iperf2 {
         fill[12..16].fill(0);
@@ -545,22 +667,24 @@ pub fn udp_send_loop(
     };
     let mut batches: u32 = 0;
     let mut seq: u64 = cfg.iperf2.as_ref().map(|t| t.first_seq).unwrap_or(1);
-    let fd = sock.as_raw_fd();
     let stopped = || shared.stop.load(Relaxed) || shared.stop_send.load(Relaxed);
     loop {
         if stopped() {
             keep_stats(&pacer);
-            return;
+            return pacer;
         }
         if shared.send_limit_reached() {
             shared.wake.notify_one();
             std::thread::sleep(Duration::from_millis(20));
             continue;
         }
+        // Never past a -n/-k target by more than the other streams' share: the last batch
+        // is cut to what is left.
+        let batch = batch.min(left_to_send(shared, len));
         if let Some(p) = pacer.as_mut() {
             if !p.take(batch * len, &stopped) {
                 keep_stats(&pacer);
-                return;
+                return pacer;
             }
             batches = batches.wrapping_add(1);
             if batches % 64 == 0 {
@@ -583,23 +707,25 @@ pub fn udp_send_loop(
                 write_header(&mut buf[i * len..], sec, usec, seq + i as u64, cfg.wide);
             }
         }
-        let sent = if gso {
-            let rc = send(fd, &buf[..batch * len]);
-            if let Err(e) = rc {
-                if e.raw_os_error() == Some(libc::EIO) || e.raw_os_error() == Some(libc::EINVAL) {
-                    // No checksum offload on this route: fall back to sendmmsg.
-                    disable_gso(&sock);
-                    gso = false;
-                    continue;
+        // The batch in calls of at most 64 datagrams (65000 bytes with GSO); a call that
+        // sends less than asked (or fails) ends the batch, and the next one numbers on from
+        // the last datagram that went.
+        let mut off = 0;
+        let res = loop {
+            let k = (batch - off).min(call_size(len, gso));
+            match send_batch(tx, &mut gso, &buf[off * len..], len, k) {
+                Ok(n) => {
+                    off += n;
+                    if n < k || off >= batch {
+                        break Ok(off);
+                    }
                 }
-                Err(e)
-            } else {
-                rc.map(|n| n / len)
+                // What went counts; the error shows again on the next call if it lasts.
+                Err(_) if off > 0 => break Ok(off),
+                Err(e) => break Err(e),
             }
-        } else {
-            sendmmsg(fd, &buf, len, batch)
         };
-        match sent {
+        match res {
             Ok(n) => {
                 seq += n as u64;
                 packets.fetch_add(n as u64, Relaxed);
@@ -637,7 +763,7 @@ pub fn udp_send_loop(
                     shared.wake.notify_one();
                 }
                 keep_stats(&pacer);
-                return;
+                return pacer;
             }
         }
     }
@@ -1008,11 +1134,234 @@ mod tests {
     }
 
     #[test]
+    fn the_busiest_ms_counts_every_datagram_of_a_batch() {
+        // 100 Mbit/s in batches of 6 datagrams of 1448 bytes, one sender timestamp per batch,
+        // a batch every 695 µs, arrivals 10 µs apart within a batch: the busiest 1 ms holds
+        // two batches (17,376 bytes = 139 Mbit/s), not two datagrams (23 Mbit/s).
+        let mut r = UdpRecv::new(false);
+        let mut seq = 1;
+        for b in 0..20i64 {
+            let sent = b * 695;
+            for i in 0..6i64 {
+                let mut d = dgram(seq, sent, false);
+                d.resize(1448, 0);
+                assert!(r.on_datagram(&d, 5_000 + sent + i * 10));
+                seq += 1;
+            }
+        }
+        assert_eq!(r.unique, 120);
+        assert_eq!(r.peak_1ms_bps, 2.0 * 6.0 * 1448.0 * 8.0 / 1e-3);
+    }
+
+    #[test]
     fn batch_sizes() {
+        // About 0.8 ms of traffic per wake-up (1..256 datagrams), 64 unpaced.
         assert_eq!(batch_size(0, 1448), 64);
-        assert_eq!(batch_size(100_000_000, 1448), 1);
-        assert_eq!(batch_size(1_000_000_000, 1448), 17);
+        assert_eq!(batch_size(100_000_000, 1448), 6);
+        assert_eq!(batch_size(400_000_000, 1448), 27);
+        assert_eq!(batch_size(1_000_000_000, 1448), 69);
+        assert_eq!(batch_size(1_000_000_000, 512), 195);
         assert_eq!(batch_size(1_000_000, 1448), 1);
+        // Per kernel call: 64 datagrams, with GSO at most 65000 bytes.
+        assert_eq!(call_size(1448, true), 44);
+        assert_eq!(call_size(512, true), 64);
+        assert_eq!(call_size(16000, true), 4);
+        assert_eq!(call_size(1448, false), 256);
+    }
+
+    /// A kernel stand-in for the sender: records every datagram's sequence number and the
+    /// bytes of every call, refuses GSO with `refuse` (an errno) when set, and stops the
+    /// sender after `stop_after` datagrams.
+    struct FakeTx {
+        len: usize,
+        refuse: Option<i32>,
+        gso_calls: usize,
+        gso_refused: usize,
+        mmsg_calls: usize,
+        disabled: usize,
+        seqs: Vec<u64>,
+        largest_send: usize,
+        stop_after: usize,
+        shared: Arc<Shared>,
+    }
+
+    impl FakeTx {
+        fn new(len: usize, refuse: Option<i32>, stop_after: usize, shared: Arc<Shared>) -> FakeTx {
+            FakeTx {
+                len,
+                refuse,
+                gso_calls: 0,
+                gso_refused: 0,
+                mmsg_calls: 0,
+                disabled: 0,
+                seqs: Vec::new(),
+                largest_send: 0,
+                stop_after,
+                shared,
+            }
+        }
+        fn take(&mut self, buf: &[u8]) {
+            self.largest_send = self.largest_send.max(buf.len());
+            for d in buf.chunks(self.len) {
+                assert_eq!(d.len(), self.len, "a partial datagram");
+                let (_, seq) = read_header(d, false).unwrap_or((0, 0));
+                self.seqs.push(seq);
+            }
+            if self.seqs.len() >= self.stop_after {
+                self.shared.stop.store(true, Relaxed);
+            }
+        }
+    }
+
+    impl BatchTx for FakeTx {
+        fn send_gso(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.gso_calls += 1;
+            if let Some(e) = self.refuse {
+                self.gso_refused += 1;
+                return Err(std::io::Error::from_raw_os_error(e));
+            }
+            self.take(buf);
+            Ok(buf.len())
+        }
+        fn send_mmsg(&mut self, buf: &[u8], len: usize, n: usize) -> std::io::Result<usize> {
+            assert_eq!(len, self.len);
+            self.mmsg_calls += 1;
+            self.take(&buf[..n * len]);
+            Ok(n)
+        }
+        fn disable_gso(&mut self) {
+            self.disabled += 1;
+        }
+    }
+
+    fn send_cfg(len: usize, rate: u64) -> UdpSendCfg {
+        UdpSendCfg {
+            len,
+            rate,
+            wide: false,
+            repeating: false,
+            gso: true,
+            iperf2: None,
+            pacer_stats: None,
+        }
+    }
+
+    #[test]
+    fn a_kernel_refusing_gso_gets_the_same_batch_by_sendmmsg() {
+        // 1 Gbit/s of 1448-byte datagrams (69 per wake-up: GSO calls of 44 + 25), GSO
+        // refused with EIO (no checksum offload on the route) or EINVAL: the refused datagrams
+        // go at once by sendmmsg, every datagram the pacer booked is sent (no part of the
+        // schedule lost) and the sequence is continuous from 1.
+        for errno in [libc::EIO, libc::EINVAL] {
+            let shared = Arc::new(Shared::default());
+            let mut tx = FakeTx::new(1448, Some(errno), 6 * 69, shared.clone());
+            let (b, p) = (AtomicU64::new(0), AtomicU64::new(0));
+            let pacer = run_sender(
+                &mut tx,
+                true,
+                &send_cfg(1448, 1_000_000_000),
+                &b,
+                &p,
+                &shared,
+            )
+            .unwrap_or_else(|| panic!("a paced sender has a pacer"));
+            let n = tx.seqs.len() as u64;
+            assert_eq!(n, 6 * 69, "errno {errno}");
+            assert_eq!(tx.seqs, (1..=n).collect::<Vec<_>>(), "errno {errno}");
+            assert_eq!((tx.gso_refused, tx.disabled), (1, 1), "GSO asked for once");
+            assert_eq!(tx.gso_calls, 1, "errno {errno}: GSO not tried again");
+            // The refused 44 by sendmmsg, the batch's other 25, then one call per batch.
+            assert_eq!(tx.mmsg_calls, 7, "errno {errno}");
+            assert_eq!(p.load(Relaxed), n);
+            assert_eq!(b.load(Relaxed), n * 1448);
+            // Rate: the schedule was charged for exactly the datagrams sent (the old loop
+            // booked the refused batch, dropped it and booked a second one for the same
+            // sequence numbers: a batch of the schedule lost).
+            assert_eq!(pacer.booked_bytes(), n * 1448, "errno {errno}");
+        }
+    }
+
+    #[test]
+    fn a_block_or_byte_target_is_not_overshot_by_a_batch() {
+        // -k 100 and -n 100000 at 1 Gbit/s (batches of 69 datagrams of 1448 bytes): the
+        // last batch is cut to what is left, 100 datagrams and 70 (101,360 bytes).
+        for (k, n, want) in [(100u64, 0u64, 100usize), (0, 100_000, 70)] {
+            let shared = Arc::new(Shared {
+                blockcount: k,
+                num: n,
+                ..Shared::default()
+            });
+            let mut tx = FakeTx::new(1448, None, want, shared.clone());
+            let (b, p) = (AtomicU64::new(0), AtomicU64::new(0));
+            run_sender(
+                &mut tx,
+                true,
+                &send_cfg(1448, 1_000_000_000),
+                &b,
+                &p,
+                &shared,
+            );
+            assert_eq!(tx.seqs.len(), want, "-k {k} -n {n}");
+            assert_eq!(p.load(Relaxed), want as u64);
+        }
+    }
+
+    #[test]
+    fn another_gso_error_is_not_taken_for_a_refusal() {
+        // EMSGSIZE (say) is a real send error: reported, GSO not turned off.
+        let shared = Arc::new(Shared::default());
+        let mut tx = FakeTx::new(1448, Some(libc::EMSGSIZE), 44, shared.clone());
+        let (b, p) = (AtomicU64::new(0), AtomicU64::new(0));
+        run_sender(
+            &mut tx,
+            true,
+            &send_cfg(1448, 1_000_000_000),
+            &b,
+            &p,
+            &shared,
+        );
+        assert_eq!((tx.disabled, tx.mmsg_calls, p.load(Relaxed)), (0, 0, 0));
+        let err = shared.error.lock().map(|g| g.clone()).unwrap_or_default();
+        assert!(err.is_some_and(|e| e.contains("UDP send failed")));
+    }
+
+    #[test]
+    fn no_send_carries_more_than_the_pacers_window() {
+        // Every rate and length, GSO or sendmmsg: one kernel call never carries more bytes
+        // than one window cap (1.9 ms of traffic at the rate) unless a single datagram is
+        // more, every GSO super-datagram stays within 65000 bytes and 64 datagrams, and each
+        // datagram carries its own sequence number (a stock receiver counts every one).
+        for rate in [
+            1_000_000u64,
+            10_000_000,
+            100_000_000,
+            400_000_000,
+            1_000_000_000,
+            10_000_000_000,
+        ] {
+            for len in [64usize, 512, 1448, 8000, 16000, 65507] {
+                for gso in [true, false] {
+                    let shared = Arc::new(Shared::default());
+                    let mut tx = FakeTx::new(len, None, 1, shared.clone());
+                    let (b, p) = (AtomicU64::new(0), AtomicU64::new(0));
+                    run_sender(&mut tx, gso, &send_cfg(len, rate), &b, &p, &shared);
+                    let cap = rate as f64 / 8.0 * super::super::pacer::WINDOW_CAP.as_secs_f64();
+                    let what = format!("-b {rate} -l {len} gso {gso}");
+                    assert!(
+                        tx.largest_send as f64 <= cap.max(len as f64),
+                        "{what}: {} bytes in one send, cap {cap:.0}",
+                        tx.largest_send
+                    );
+                    if gso {
+                        assert!(tx.largest_send <= 65000.max(len), "{what}");
+                        assert!(tx.largest_send <= 64 * len, "{what}");
+                    }
+                    let n = tx.seqs.len() as u64;
+                    assert_eq!(tx.seqs, (1..=n).collect::<Vec<_>>(), "{what}");
+                    assert_eq!(p.load(Relaxed), n, "{what}");
+                }
+            }
+        }
     }
 
     /// xorshift64*: a small deterministic generator for the property tests.
