@@ -130,6 +130,22 @@ impl EchoSocket {
         })
     }
 
+    /// The socket, to send echo requests to and receive replies from (read timeout 20 ms).
+    pub fn socket(&self) -> &UdpSocket {
+        &self.sock
+    }
+
+    /// True for a raw ICMP socket (IPv4 replies start with the IP header; the identifier is
+    /// ours to fill and check), false for a ping socket.
+    pub fn is_raw(&self) -> bool {
+        self.raw
+    }
+
+    /// The identifier our echo requests carry (a ping socket replaces it with its own).
+    pub fn ident(&self) -> u16 {
+        self.ident
+    }
+
     /// "ping socket" or "raw socket".
     pub fn kind(&self) -> &'static str {
         if self.raw {

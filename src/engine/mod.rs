@@ -9,6 +9,7 @@ pub mod latency;
 pub mod meter;
 pub mod net;
 pub mod pacer;
+pub mod ping;
 pub mod report;
 pub mod session;
 pub mod shortfall;
