@@ -398,3 +398,280 @@ fn ping_tables_system_and_hostile_input() {
     let s = v["summary"].as_str().unwrap_or_default();
     assert!(s.contains("100 % loss") && s.contains("no reply"), "{v}");
 }
+
+/// Records of a classic little-endian pcap file: (bytes kept, bytes on the wire, frame).
+fn pcap_records(b: &[u8]) -> Vec<(u32, u32, Vec<u8>)> {
+    assert!(
+        b.len() >= 24,
+        "pcap shorter than its header: {} bytes",
+        b.len()
+    );
+    assert_eq!(&b[0..4], &[0xd4, 0xc3, 0xb2, 0xa1], "magic");
+    let u32le = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+    assert_eq!(u32le(20), 1, "LINKTYPE_ETHERNET");
+    let mut out = Vec::new();
+    let mut o = 24;
+    while o < b.len() {
+        assert!(o + 16 <= b.len(), "cut record header at {o}");
+        let (kept, wire) = (u32le(o + 8), u32le(o + 12));
+        let end = o + 16 + kept as usize;
+        assert!(end <= b.len(), "cut record at {o}");
+        out.push((kept, wire, b[o + 16..end].to_vec()));
+        o = end;
+    }
+    out
+}
+
+/// ICMP echo (type 8 request, 0 reply) frames from `src` to `dst` in the records.
+fn icmp_echo(recs: &[(u32, u32, Vec<u8>)], kind: u8, src: &str, dst: &str) -> usize {
+    let (s, d): (std::net::Ipv4Addr, std::net::Ipv4Addr) =
+        (src.parse().expect("ip"), dst.parse().expect("ip"));
+    recs.iter()
+        .filter(|(_, _, f)| {
+            f.len() >= 14 + 20 + 8
+                && f[12..14] == [0x08, 0x00]
+                && f[14 + 9] == 1
+                && f[26..30] == s.octets()
+                && f[30..34] == d.octets()
+                && f[14 + (f[14] & 0x0f) as usize * 4] == kind
+        })
+        .count()
+}
+
+/// `count` ICMP echo requests of `size` payload bytes from namespace `ns` to `dst`, `every`
+/// apart (netperfd's own ping: the lab has no `ping` binary); replies received.
+fn ping_from(ns: &str, dst: &str, count: u32, every: Duration, size: usize) -> u32 {
+    let spec = netperfd::engine::ping::PingSpec {
+        target: std::net::SocketAddr::new(dst.parse().expect("ip"), 0),
+        count,
+        interval: every,
+        size,
+        bind_dev: None,
+        dont_fragment: false,
+        timeout: Duration::from_secs(1),
+    };
+    in_ns(ns, move || {
+        netperfd::engine::ping::ping(&spec).expect("ping").received
+    })
+}
+
+fn wait_capture(http: &Http, id: i64) -> Value {
+    let t = Instant::now();
+    loop {
+        let v = http.get_json(&format!("/api/diag/capture/{id}"));
+        if v["state"] != "running" {
+            return v;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "capture still running: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn pcap_download(http: &Http, id: i64) -> Vec<u8> {
+    let (base, cookie) = (http.base.clone(), http.cookie.clone().unwrap_or_default());
+    let path = format!("/api/diag/capture/{id}/pcap");
+    in_ns(http.ns.as_deref().expect("ns"), move || {
+        let r = ureq::get(&format!("{base}{path}"))
+            .set("Cookie", &format!("netperfd_session={cookie}"))
+            .call()
+            .expect("pcap download");
+        assert_eq!(r.content_type(), "application/vnd.tcpdump.pcap");
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut r.into_reader(), &mut b).expect("body");
+        b
+    })
+}
+
+#[test]
+fn capture_writes_a_pcap_within_its_caps() {
+    let mut lab = Lab::new();
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    let (_, mut http) = daemon(&mut lab, &board, WEB_PORT + 1, &[]);
+    set_up(&lab, &mut http);
+
+    // 3 s of ICMP while pc1 pings the board 5 times.
+    let r = http.api(
+        "POST",
+        "/api/diag/capture",
+        &json!({"port": "eth0", "seconds": 3, "filter": "icmp and host 192.0.2.2"}),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.json()["id"].as_i64().expect("id");
+    let t0 = Instant::now();
+    let got = ping_from(&pc1, BOARD_IP, 5, Duration::from_millis(200), 56);
+    assert_eq!(got, 5);
+    let v = wait_capture(&http, id);
+    let took = t0.elapsed();
+    assert_eq!(
+        (v["state"].as_str(), v["ended_by"].as_str()),
+        (Some("done"), Some("time")),
+        "{v}"
+    );
+    assert!(
+        took >= Duration::from_millis(2500) && took < Duration::from_secs(6),
+        "{took:?}"
+    );
+    let pcap = pcap_download(&http, id);
+    assert_eq!(pcap.len() as f64, num(&v, "/bytes"), "{v}");
+    let recs = pcap_records(&pcap);
+    assert_eq!(recs.len() as f64, num(&v, "/packets"), "{v}");
+    assert_eq!(
+        icmp_echo(&recs, 8, PC1_IP, BOARD_IP),
+        5,
+        "echo requests pc1 → board"
+    );
+    assert_eq!(
+        icmp_echo(&recs, 0, BOARD_IP, PC1_IP),
+        5,
+        "echo replies board → pc1"
+    );
+    assert_eq!(recs.len(), 10, "the filter kept only the ICMP of pc1");
+    assert!(
+        recs.iter().all(|(k, w, f)| *k == *w && f.len() == 98),
+        "whole 98-byte frames"
+    );
+    // Removed after download.
+    let r = http.get(&format!("/api/diag/capture/{id}/pcap"));
+    assert_eq!(r.status, 410, "{}", r.body);
+    assert!(r.body.contains("removed (downloaded)"), "{}", r.body);
+    assert_eq!(
+        http.get_json(&format!("/api/diag/capture/{id}"))["state"],
+        "removed"
+    );
+    let files = std::fs::read_dir(lab.dir().join("data/captures"))
+        .expect("captures dir")
+        .count();
+    assert_eq!(files, 0, "no capture file left");
+
+    // A packet cap stops the capture at the cap, long before its time.
+    let r = http.api(
+        "POST",
+        "/api/diag/capture",
+        &json!({"port": "eth0", "seconds": 20, "max_packets": 5}),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.json()["id"].as_i64().expect("id");
+    let t0 = Instant::now();
+    ping_from(&pc1, BOARD_IP, 20, Duration::from_millis(50), 56);
+    let v = wait_capture(&http, id);
+    assert_eq!(
+        (v["ended_by"].as_str(), v["packets"].as_u64()),
+        (Some("packets"), Some(5)),
+        "{v}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    assert_eq!(pcap_records(&pcap_download(&http, id)).len(), 5);
+    // A byte cap: the file stays within it.
+    let r = http.api(
+        "POST",
+        "/api/diag/capture",
+        &json!({"port": "eth0", "seconds": 20, "max_bytes": 2048}),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.json()["id"].as_i64().expect("id");
+    ping_from(&pc1, BOARD_IP, 10, Duration::from_millis(50), 600);
+    let v = wait_capture(&http, id);
+    assert_eq!(v["ended_by"], "bytes", "{v}");
+    let pcap = pcap_download(&http, id);
+    assert!(
+        pcap.len() <= 2048 && pcap.len() > 24 + 16 + 600,
+        "{} bytes",
+        pcap.len()
+    );
+    pcap_records(&pcap);
+
+    // Hostile requests: clear 400s, nothing started.
+    for (body, want) in [
+        (
+            json!({"port": "eth0", "filter": "host 1.2.3.4; rm -rf /"}),
+            "not an IP address",
+        ),
+        (
+            json!({"port": "eth0", "filter": "icmp or $(reboot)"}),
+            "expected 'and'",
+        ),
+        (
+            json!({"port": "eth0", "seconds": 100000}),
+            "seconds 100000 is out of range: 1 to 60 (capture_max_seconds)",
+        ),
+        (
+            json!({"port": "eth0", "max_bytes": 104857600}),
+            "out of range: 1024 to 67108864 (capture_max_bytes)",
+        ),
+        (
+            json!({"port": "eth0", "max_packets": 1000000}),
+            "(capture_max_packets)",
+        ),
+        (json!({"port": "eth0;ls"}), "there is no port"),
+    ] {
+        let r = http.api("POST", "/api/diag/capture", &body);
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+        assert!(r.body.contains(want), "{body}: {}", r.body);
+    }
+    // 50 requests at once: one capture runs, the others are refused with a clear answer.
+    let hs: Vec<_> = (0..50)
+        .map(|_| {
+            let h = http.clone();
+            std::thread::spawn(move || {
+                h.api(
+                    "POST",
+                    "/api/diag/capture",
+                    &json!({"port": "eth0", "seconds": 2}),
+                )
+            })
+        })
+        .collect();
+    let rs: Vec<Resp> = hs.into_iter().map(|h| h.join().expect("thread")).collect();
+    let created: Vec<&Resp> = rs.iter().filter(|r| r.status == 201).collect();
+    assert_eq!(
+        created.len(),
+        1,
+        "{:?}",
+        rs.iter().map(|r| r.status).collect::<Vec<_>>()
+    );
+    assert!(rs
+        .iter()
+        .filter(|r| r.status != 201)
+        .all(|r| r.status == 429 && r.body.contains("at a time")));
+    let id = created[0].json()["id"].as_i64().expect("id");
+    assert_eq!(wait_capture(&http, id)["state"], "done");
+
+    // The page: the form (CSRF checked) and the list with a download link.
+    let r = http.form("/diag/capture", &[("port", "eth0"), ("seconds", "1")]);
+    assert_eq!(r.status, 403);
+    let csrf = http.csrf.clone();
+    let r = http.form(
+        "/diag/capture",
+        &[
+            ("csrf", &csrf),
+            ("port", "eth0"),
+            ("seconds", "1"),
+            ("filter", "udp"),
+        ],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.body.contains("id=\"capture-started\"") && r.body.contains("id=\"capture-table\""),
+        "{}",
+        r.body
+    );
+    assert!(
+        r.body.contains(&format!("/api/diag/capture/{id}/pcap")),
+        "{}",
+        r.body
+    );
+    let r = http.form(
+        "/diag/capture",
+        &[("csrf", &csrf), ("port", "eth0"), ("filter", "`id`")],
+    );
+    assert_eq!(r.status, 400);
+    assert!(r.body.contains("id=\"capture-error\""));
+    let (_, log) = lab.output("daemon");
+    assert!(
+        log.contains("ran diagnostics: capture 1 on eth0 (3 s"),
+        "{log}"
+    );
+}

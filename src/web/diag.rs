@@ -10,7 +10,10 @@
 //! Routes: `GET /diag` (page), `POST /diag/ping`, `POST /diag/lookup` (forms);
 //! `GET /api/diag/system`, `GET /api/diag/neighbours`, `GET /api/diag/routes`,
 //! `POST /api/diag/ping`, `POST /api/diag/lookup`, `GET /api/diag/logs`,
-//! `GET /api/diag/logs.txt`, `GET /api/diag/journal.txt` (API).
+//! `GET /api/diag/logs.txt`, `GET /api/diag/journal.txt`, `POST /api/diag/capture`,
+//! `GET /api/diag/capture/{id}`, `GET /api/diag/capture/{id}/pcap` (API); `POST /diag/capture`
+//! (form). Packet captures: see `crate::engine::capture`; files under `DATA/captures/`,
+//! removed after download or [`CAPTURE_RETENTION`].
 
 use super::auth::{Auth, AuthError};
 use super::pages::html;
@@ -58,7 +61,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/api/diag/lookup", web::post().to(api_lookup))
         .route("/api/diag/logs", web::get().to(api_logs))
         .route("/api/diag/logs.txt", web::get().to(api_logs_text))
-        .route("/api/diag/journal.txt", web::get().to(api_journal));
+        .route("/api/diag/journal.txt", web::get().to(api_journal))
+        .route("/diag/capture", web::post().to(form_capture))
+        .route("/api/diag/capture", web::post().to(api_capture))
+        .route("/api/diag/capture/{id}", web::get().to(api_capture_state))
+        .route(
+            "/api/diag/capture/{id}/pcap",
+            web::get().to(api_capture_pcap),
+        );
 }
 
 // ---------------------------------------------------------------- one at a time per user
@@ -580,6 +590,367 @@ async fn api_journal(
     })
 }
 
+// ---------------------------------------------------------------- packet capture
+
+/// Default length of a capture, seconds.
+pub const DEFAULT_CAPTURE_SECONDS: u64 = 10;
+/// Default packet cap of a capture.
+pub const DEFAULT_CAPTURE_PACKETS: u64 = 10_000;
+/// Default byte cap of a capture's pcap file (16 MiB).
+pub const DEFAULT_CAPTURE_BYTES: u64 = 16 * 1024 * 1024;
+/// Captures running at once, server-wide.
+pub const MAX_RUNNING_CAPTURES: usize = 2;
+/// A finished capture's file is removed this long after it ended if nobody downloads it.
+pub const CAPTURE_RETENTION: Duration = Duration::from_secs(600);
+/// Captures remembered (the oldest finished one is forgotten, its file removed, beyond this).
+const MAX_CAPTURES_KEPT: usize = 16;
+
+/// A capture request (`max_bytes`: the pcap file's size cap).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaptureRequest {
+    pub port: String,
+    pub seconds: Option<u64>,
+    pub max_packets: Option<u64>,
+    pub max_bytes: Option<u64>,
+    pub filter: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum CapState {
+    Running,
+    Done(&'static str),
+    Failed(String),
+    /// Downloaded or expired: the file is gone.
+    Removed(&'static str),
+}
+
+struct CaptureJob {
+    id: u64,
+    port: String,
+    filter: String,
+    path: std::path::PathBuf,
+    progress: std::sync::Arc<crate::engine::capture::Progress>,
+    state: std::sync::Mutex<CapState>,
+    ended_at: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl CaptureJob {
+    fn state(&self) -> CapState {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+    fn set(&self, s: CapState) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = s;
+    }
+    fn json(&self) -> Value {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut v = json!({
+            "id": self.id,
+            "port": self.port,
+            "filter": self.filter,
+            "packets": self.progress.packets.load(Relaxed),
+            "bytes": self.progress.bytes.load(Relaxed),
+        });
+        let (state, extra) = match self.state() {
+            CapState::Running => ("running", None),
+            CapState::Done(why) => ("done", Some(("ended_by", json!(why)))),
+            CapState::Failed(e) => ("failed", Some(("error", json!(e)))),
+            CapState::Removed(why) => ("removed", Some(("removed", json!(why)))),
+        };
+        v["state"] = json!(state);
+        if let Some((k, x)) = extra {
+            v[k] = x;
+        }
+        v
+    }
+}
+
+static CAPTURES: std::sync::Mutex<Vec<std::sync::Arc<CaptureJob>>> =
+    std::sync::Mutex::new(Vec::new());
+static NEXT_CAPTURE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn captures() -> std::sync::MutexGuard<'static, Vec<std::sync::Arc<CaptureJob>>> {
+    CAPTURES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Remove the files of captures that ended more than [`CAPTURE_RETENTION`] ago, and forget
+/// the oldest finished captures beyond [`MAX_CAPTURES_KEPT`].
+fn expire_captures() {
+    let mut g = captures();
+    for j in g.iter() {
+        let old = j
+            .ended_at
+            .lock()
+            .ok()
+            .and_then(|t| *t)
+            .is_some_and(|t| t.elapsed() >= CAPTURE_RETENTION);
+        if old && !matches!(j.state(), CapState::Removed(_) | CapState::Running) {
+            let _ = std::fs::remove_file(&j.path);
+            j.set(CapState::Removed("retention time passed"));
+        }
+    }
+    while g.len() > MAX_CAPTURES_KEPT {
+        let Some(i) = g.iter().position(|j| j.state() != CapState::Running) else {
+            break;
+        };
+        let j = g.remove(i);
+        let _ = std::fs::remove_file(&j.path);
+    }
+}
+
+fn capture_dir(state: &AppState) -> std::path::PathBuf {
+    state.config.data_dir.join("captures")
+}
+
+/// Check a capture request, open its socket and start it on its own thread; its id.
+fn start_capture(
+    state: &AppState,
+    auth: &Auth,
+    req: &HttpRequest,
+    r: &CaptureRequest,
+) -> Result<u64, PingError> {
+    use crate::engine::capture;
+    let c = &state.config;
+    let bad = |m: String| PingError::Bad(m);
+    let port = r.port.trim();
+    if !bd::valid_port_name(port) || !crate::board::ports().iter().any(|p| p.name == port) {
+        let shown: String = port
+            .chars()
+            .take(20)
+            .flat_map(char::escape_default)
+            .collect();
+        return Err(bad(format!("there is no port '{shown}'")));
+    }
+    let seconds = r.seconds.unwrap_or(DEFAULT_CAPTURE_SECONDS);
+    if !(1..=c.capture_max_seconds as u64).contains(&seconds) {
+        return Err(bad(format!(
+            "seconds {seconds} is out of range: 1 to {} (capture_max_seconds)",
+            c.capture_max_seconds
+        )));
+    }
+    let max_packets = r
+        .max_packets
+        .unwrap_or(DEFAULT_CAPTURE_PACKETS.min(c.capture_max_packets));
+    if !(1..=c.capture_max_packets).contains(&max_packets) {
+        return Err(bad(format!(
+            "max_packets {max_packets} is out of range: 1 to {} (capture_max_packets)",
+            c.capture_max_packets
+        )));
+    }
+    let max_bytes = r
+        .max_bytes
+        .unwrap_or(DEFAULT_CAPTURE_BYTES.min(c.capture_max_bytes));
+    if !(1024..=c.capture_max_bytes).contains(&max_bytes) {
+        return Err(bad(format!(
+            "max_bytes {max_bytes} is out of range: 1024 to {} (capture_max_bytes)",
+            c.capture_max_bytes
+        )));
+    }
+    let filter_text = r.filter.clone().unwrap_or_default().trim().to_string();
+    let filter = capture::Filter::parse(&filter_text).map_err(bad)?;
+    expire_captures();
+    let slot = claim(auth, "capture").map_err(PingError::Busy)?;
+    {
+        let g = captures();
+        let running = g.iter().filter(|j| j.state() == CapState::Running).count();
+        if running >= MAX_RUNNING_CAPTURES {
+            return Err(PingError::Busy(format!(
+                "{running} captures are running (at most {MAX_RUNNING_CAPTURES} at once): wait for one to finish"
+            )));
+        }
+    }
+    let ifindex = nix::net::if_::if_nametoindex(port)
+        .map_err(|_| bad(format!("there is no port '{port}'")))?;
+    let sock = capture::open(ifindex).map_err(|e| {
+        PingError::Board(format!("cannot capture on {port}: {e} (needs CAP_NET_RAW)"))
+    })?;
+    let dir = capture_dir(state);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| PingError::Board(format!("cannot make {}: {e}", dir.display())))?;
+    let id = NEXT_CAPTURE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.join(format!("capture-{id}.pcap"));
+    let file = std::fs::File::create(&path)
+        .map_err(|e| PingError::Board(format!("cannot write {}: {e}", path.display())))?;
+    let job = std::sync::Arc::new(CaptureJob {
+        id,
+        port: port.to_string(),
+        filter: filter_text.clone(),
+        path,
+        progress: Default::default(),
+        state: std::sync::Mutex::new(CapState::Running),
+        ended_at: std::sync::Mutex::new(None),
+    });
+    super::audit::diag_ran(
+        auth,
+        req,
+        &format!(
+            "capture {id} on {port} ({seconds} s, at most {max_packets} packets and {max_bytes} bytes, filter '{filter_text}')"
+        ),
+    );
+    let spec = capture::CaptureSpec {
+        ifindex,
+        duration: Duration::from_secs(seconds),
+        max_packets,
+        max_bytes,
+        filter,
+    };
+    let j = job.clone();
+    std::thread::Builder::new()
+        .name(format!("capture-{id}"))
+        .spawn(move || {
+            let mut out = std::io::BufWriter::new(file);
+            let res = capture::capture(&spec, sock, &mut out, &j.progress);
+            drop(out);
+            // Free the user's slot before the state says done: a client that sees "done"
+            // may start the next capture at once.
+            drop(slot);
+            j.set(match res {
+                Ok(e) => CapState::Done(e.word()),
+                Err(e) => CapState::Failed(e.to_string()),
+            });
+            if let Ok(mut t) = j.ended_at.lock() {
+                *t = Some(std::time::Instant::now());
+            }
+            tracing::info!("capture {} ended: {}", j.id, j.json());
+        })
+        .map_err(|e| PingError::Board(format!("cannot start the capture: {e}")))?;
+    captures().push(job);
+    Ok(id)
+}
+
+async fn api_capture(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let r: CaptureRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return Ok(super::json_error(
+                StatusCode::BAD_REQUEST,
+                format!("invalid request body: {e}"),
+            ))
+        }
+    };
+    Ok(match start_capture(&state, &auth, &req, &r) {
+        Ok(id) => HttpResponse::Created()
+            .insert_header(("Location", format!("/api/diag/capture/{id}")))
+            .json(json!({"id": id, "pcap": format!("/api/diag/capture/{id}/pcap")})),
+        Err(e) => super::json_error(e.status(), e.text()),
+    })
+}
+
+fn find_capture(id: &str) -> Option<std::sync::Arc<CaptureJob>> {
+    let id: u64 = id.parse().ok()?;
+    captures().iter().find(|j| j.id == id).cloned()
+}
+
+async fn api_capture_state(auth: Auth, path: web::Path<String>) -> Result<HttpResponse, AuthError> {
+    let _ = auth;
+    expire_captures();
+    Ok(match find_capture(&path) {
+        Some(j) => HttpResponse::Ok().json(j.json()),
+        None => super::json_error(StatusCode::NOT_FOUND, "no such capture"),
+    })
+}
+
+async fn api_capture_pcap(
+    req: HttpRequest,
+    auth: Auth,
+    path: web::Path<String>,
+) -> Result<HttpResponse, AuthError> {
+    expire_captures();
+    let Some(j) = find_capture(&path) else {
+        return Ok(super::json_error(StatusCode::NOT_FOUND, "no such capture"));
+    };
+    match j.state() {
+        CapState::Running => {
+            return Ok(super::json_error(
+                StatusCode::CONFLICT,
+                "the capture is still running: download it when its state is done",
+            ))
+        }
+        CapState::Removed(why) => {
+            return Ok(super::json_error(
+                StatusCode::GONE,
+                format!("the capture file was removed ({why})"),
+            ))
+        }
+        CapState::Failed(_) | CapState::Done(_) => {}
+    }
+    let p = j.path.clone();
+    let data = web::block(move || std::fs::read(&p)).await;
+    let Ok(Ok(data)) = data else {
+        return Ok(super::json_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "cannot read the capture file",
+        ));
+    };
+    let _ = std::fs::remove_file(&j.path);
+    j.set(CapState::Removed("downloaded"));
+    super::audit::diag_ran(&auth, &req, &format!("download of capture {}", j.id));
+    Ok(HttpResponse::Ok()
+        .content_type("application/vnd.tcpdump.pcap")
+        .insert_header((
+            "Content-Disposition",
+            format!("attachment; filename=\"netperfd-{}-{}.pcap\"", j.port, j.id),
+        ))
+        .body(data))
+}
+
+/// The capture form's fields.
+#[derive(Debug, Default, Deserialize)]
+struct CaptureForm {
+    csrf: Option<String>,
+    #[serde(default)]
+    port: String,
+    seconds: Option<String>,
+    max_packets: Option<String>,
+    filter: Option<String>,
+}
+
+async fn form_capture(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<CaptureForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    let mut v = Inputs {
+        cap_port: form.port.clone(),
+        cap_seconds: form.seconds.clone().unwrap_or_default(),
+        cap_packets: form.max_packets.clone().unwrap_or_default(),
+        cap_filter: form.filter.clone().unwrap_or_default(),
+        ..Inputs::default()
+    };
+    let r = (|| -> Result<CaptureRequest, String> {
+        Ok(CaptureRequest {
+            port: form.port.clone(),
+            seconds: form_num("seconds", &form.seconds)?,
+            max_packets: form_num("max packets", &form.max_packets)?,
+            max_bytes: None,
+            filter: form.filter.clone(),
+        })
+    })();
+    let res = match r {
+        Ok(r) => start_capture(&state, &auth, &req, &r),
+        Err(e) => Err(PingError::Bad(e)),
+    };
+    let status = match res {
+        Ok(id) => {
+            v.cap_started = Some(id);
+            StatusCode::OK
+        }
+        Err(e) => {
+            v.cap_error = Some(e.text().to_string());
+            e.status()
+        }
+    };
+    Ok(html(status, &build(&state, &auth, v).await))
+}
+
 // ---------------------------------------------------------------- page
 
 struct Row {
@@ -627,6 +998,12 @@ struct Inputs {
     lookup_error: Option<String>,
     level: String,
     q: String,
+    cap_port: String,
+    cap_seconds: String,
+    cap_packets: String,
+    cap_filter: String,
+    cap_started: Option<u64>,
+    cap_error: Option<String>,
 }
 
 #[derive(Template)]
@@ -649,6 +1026,8 @@ struct DiagPage {
     logs_error: Option<String>,
     logs_query: String,
     journal: bool,
+    captures: Vec<Row>,
+    cap_max_seconds: u32,
 }
 
 fn urlencode(s: &str) -> String {
@@ -808,7 +1187,42 @@ async fn build(state: &AppState, auth: &Auth, f: Inputs) -> DiagPage {
         Err(e) => (Vec::new(), Some(e)),
     };
     let logs_query = format!("level={}&q={}", urlencode(&f.level), urlencode(&f.q));
+    expire_captures();
+    let captures = captures()
+        .iter()
+        .rev()
+        .map(|j| {
+            let v = j.json();
+            let state = v["state"].as_str().unwrap_or_default().to_string();
+            Row {
+                cells: vec![
+                    j.id.to_string(),
+                    j.port.clone(),
+                    if j.filter.is_empty() {
+                        "all".into()
+                    } else {
+                        j.filter.clone()
+                    },
+                    match (&v["ended_by"], &v["error"], &v["removed"]) {
+                        (Value::String(b), _, _) => format!("{state} ({b})"),
+                        (_, Value::String(e), _) => format!("{state}: {e}"),
+                        (_, _, Value::String(r)) => format!("{state} ({r})"),
+                        _ => state.clone(),
+                    },
+                    v["packets"].to_string(),
+                    display::size(v["bytes"].as_f64().unwrap_or(0.0)),
+                    if state == "done" || state == "failed" {
+                        format!("/api/diag/capture/{}/pcap", j.id)
+                    } else {
+                        String::new()
+                    },
+                ],
+            }
+        })
+        .collect();
     DiagPage {
+        captures,
+        cap_max_seconds: state.config.capture_max_seconds,
         nav: true,
         csrf: auth.csrf().into(),
         version: version_string(),
