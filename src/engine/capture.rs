@@ -231,6 +231,8 @@ pub struct Progress {
     pub bytes: AtomicU64,
     /// Set to end the capture early.
     pub stop: AtomicBool,
+    /// CPU time of the capture thread (user + system), µs; set when it ends.
+    pub cpu_us: AtomicU64,
 }
 
 /// Why a capture ended.
@@ -317,6 +319,9 @@ pub fn capture(
         progress.packets.store(packets, Ordering::Relaxed);
     };
     out.flush()?;
+    progress
+        .cpu_us
+        .store(crate::engine::latency::thread_cpu_us(), Ordering::Relaxed);
     Ok(ended)
 }
 

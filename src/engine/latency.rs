@@ -226,7 +226,7 @@ pub fn parse_reply(buf: &[u8], v6: bool, raw: bool, ident: u16) -> Option<u64> {
 }
 
 /// CPU time (user + system) of the calling thread, µs.
-fn thread_cpu_us() -> u64 {
+pub(crate) fn thread_cpu_us() -> u64 {
     use nix::sys::resource::{getrusage, UsageWho};
     match getrusage(UsageWho::RUSAGE_THREAD) {
         Ok(u) => {

@@ -651,6 +651,9 @@ impl CaptureJob {
             "packets": self.progress.packets.load(Relaxed),
             "bytes": self.progress.bytes.load(Relaxed),
         });
+        if self.state() != CapState::Running {
+            v["cpu_ms"] = json!(self.progress.cpu_us.load(Relaxed) as f64 / 1000.0);
+        }
         let (state, extra) = match self.state() {
             CapState::Running => ("running", None),
             CapState::Done(why) => ("done", Some(("ended_by", json!(why)))),
