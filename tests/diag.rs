@@ -203,6 +203,10 @@ fn ping_tables_system_and_hostile_input() {
         "{sys}"
     );
     assert!(!sys.to_string().contains("$argon2"), "{sys}");
+    assert_eq!(
+        sys["netperfd"]["config"]["capture_max_seconds"], 60,
+        "{sys}"
+    );
 
     // Hostile input: a clear 400, nothing run (no file made, no audit line).
     let canary = lab.dir().join("pwned");

@@ -450,6 +450,9 @@ fn config_json(state: &AppState) -> Value {
         "schedule_min_period_s": c.schedule_min_period_s,
         "import_max_bytes": c.import_max_bytes,
         "setup_issue_file": c.setup_issue_file.display().to_string(),
+        "capture_max_seconds": c.capture_max_seconds,
+        "capture_max_packets": c.capture_max_packets,
+        "capture_max_bytes": c.capture_max_bytes,
     })
 }
 
