@@ -679,3 +679,141 @@ fn capture_writes_a_pcap_within_its_caps() {
         "{log}"
     );
 }
+
+/// A namespace this test made itself, deleted when dropped (also on failure).
+struct Netns(String);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+    }
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("ip");
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn path_shows_two_hops_and_the_smaller_mtu() {
+    // board — pc1 (a router) — far, the second link with MTU 1400.
+    let mut lab = Lab::new();
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    let far = Netns(board.replacen("npt-b", "npt-f", 1));
+    ip(&["netns", "add", &far.0]);
+    let sfx = &board["npt-b".len()..];
+    let (a, b) = (format!("fa{sfx}"), format!("fb{sfx}"));
+    ip(&["link", "add", &a, "type", "veth", "peer", "name", &b]);
+    ip(&["link", "set", &a, "netns", &pc1, "name", "eth1"]);
+    ip(&["link", "set", &b, "netns", &far.0, "name", "eth0"]);
+    for (ns, dev, addr) in [
+        (&pc1, "eth1", "198.51.100.1/24"),
+        (&far.0, "eth0", "198.51.100.2/24"),
+    ] {
+        ip(&["-n", ns, "addr", "add", addr, "dev", dev]);
+        ip(&["-n", ns, "link", "set", dev, "mtu", "1400"]);
+        ip(&["-n", ns, "link", "set", dev, "up"]);
+    }
+    ip(&["-n", &far.0, "link", "set", "lo", "up"]);
+    ip(&[
+        "-n",
+        &far.0,
+        "route",
+        "add",
+        "default",
+        "via",
+        "198.51.100.1",
+    ]);
+    ip(&[
+        "-n",
+        &board,
+        "route",
+        "add",
+        "198.51.100.0/24",
+        "via",
+        PC1_IP,
+    ]);
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &pc1,
+            "sysctl",
+            "-qw",
+            "net.ipv4.ip_forward=1",
+        ])
+        .output()
+        .expect("sysctl");
+    assert!(out.status.success());
+    let (_, mut http) = daemon(&mut lab, &board, WEB_PORT + 2, &[]);
+    set_up(&lab, &mut http);
+
+    let r = http.api(
+        "POST",
+        "/api/diag/path",
+        &json!({"host": "198.51.100.2", "max_hops": 5}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["reached"], true, "{v}");
+    let hops = v["hops"].as_array().cloned().unwrap_or_default();
+    assert_eq!(hops.len(), 2, "{v}");
+    assert_eq!(hops[0]["address"], PC1_IP, "{v}");
+    assert_eq!(hops[1]["address"], "198.51.100.2", "{v}");
+    assert_eq!(hops[1]["note"], "reached", "{v}");
+    assert_eq!(
+        hops[1]["mtu"], 1400,
+        "the second link's MTU, learned at hop 2: {v}"
+    );
+    assert_eq!(v["path_mtu"], 1400, "{v}");
+    assert!(
+        num(&v, "/hops/0/rtt_ms") > 0.0 && num(&v, "/hops/1/rtt_ms") > 0.0,
+        "{v}"
+    );
+    assert!(
+        v["summary"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("2 hops, reached, path MTU 1400"),
+        "{v}"
+    );
+
+    // Hostile and out-of-range requests: 400, nothing traced.
+    for (body, want) in [
+        (json!({"host": "198.51.100.2; reboot"}), "not an address"),
+        (
+            json!({"host": "198.51.100.2", "max_hops": 99}),
+            "max_hops 99 is out of range: 1 to 30",
+        ),
+        (
+            json!({"host": "198.51.100.2", "port": "eth7"}),
+            "there is no port 'eth7'",
+        ),
+    ] {
+        let r = http.api("POST", "/api/diag/path", &body);
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+        assert!(r.body.contains(want), "{body}: {}", r.body);
+    }
+    // The page's form.
+    let csrf = http.csrf.clone();
+    let r = http.form(
+        "/diag/path",
+        &[("csrf", &csrf), ("host", "198.51.100.2"), ("max_hops", "4")],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.body.contains("id=\"path-hops\"") && r.body.contains("path MTU 1400"),
+        "{}",
+        r.body
+    );
+    let (_, log) = lab.output("daemon");
+    assert_eq!(
+        log.matches("ran diagnostics: path to 198.51.100.2").count(),
+        2,
+        "{log}"
+    );
+}

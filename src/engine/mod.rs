@@ -10,6 +10,7 @@ pub mod latency;
 pub mod meter;
 pub mod net;
 pub mod pacer;
+pub mod path;
 pub mod ping;
 pub mod report;
 pub mod session;

@@ -62,6 +62,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/api/diag/logs", web::get().to(api_logs))
         .route("/api/diag/logs.txt", web::get().to(api_logs_text))
         .route("/api/diag/journal.txt", web::get().to(api_journal))
+        .route("/diag/path", web::post().to(form_path))
+        .route("/api/diag/path", web::post().to(api_path))
         .route("/diag/capture", web::post().to(form_capture))
         .route("/api/diag/capture", web::post().to(api_capture))
         .route("/api/diag/capture/{id}", web::get().to(api_capture_state))
@@ -341,6 +343,159 @@ async fn form_ping(
         }
         Err(e) => {
             v.ping_error = Some(e.text().to_string());
+            e.status()
+        }
+    };
+    Ok(html(status, &build(&state, &auth, v).await))
+}
+
+// ---------------------------------------------------------------- path
+
+/// A path request: `max_hops` 1..=30 (default 30), `port` = board port to send from.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathRequest {
+    pub host: String,
+    pub max_hops: Option<u64>,
+    pub port: Option<String>,
+}
+
+/// How long a path probe waits for its answer (tried twice).
+pub const PATH_TIMEOUT: Duration = Duration::from_secs(1);
+
+async fn run_path(
+    auth: &Auth,
+    req: &HttpRequest,
+    r: &PathRequest,
+) -> Result<crate::engine::path::PathResult, PingError> {
+    use crate::engine::path::{PathSpec, MAX_HOPS};
+    let host = bd::parse_host(&r.host).map_err(PingError::Bad)?;
+    let hops = r.max_hops.unwrap_or(MAX_HOPS as u64);
+    if !(1..=MAX_HOPS as u64).contains(&hops) {
+        return Err(PingError::Bad(format!(
+            "max_hops {hops} is out of range: 1 to {MAX_HOPS}"
+        )));
+    }
+    // The port check of a ping.
+    let p = plan(&PingRequest {
+        host: r.host.clone(),
+        port: r.port.clone(),
+        ..PingRequest::default()
+    })
+    .map_err(PingError::Bad)?;
+    let _slot = claim(auth, "path").map_err(PingError::Busy)?;
+    super::audit::diag_ran(
+        auth,
+        req,
+        &format!(
+            "path to {} (at most {hops} hops{})",
+            r.host.trim(),
+            p.port
+                .as_deref()
+                .map(|d| format!(" from {d}"))
+                .unwrap_or_default()
+        ),
+    );
+    let res = web::block(move || {
+        let target = bd::target(&host, p.port.as_deref()).map_err(PingError::Bad)?;
+        crate::engine::path::trace(&PathSpec {
+            target,
+            max_hops: hops as u8,
+            bind_dev: p.port.clone(),
+            timeout: PATH_TIMEOUT,
+        })
+        .map_err(|e| PingError::Board(format!("cannot trace the path: {e}")))
+    })
+    .await;
+    match res {
+        Ok(r) => r,
+        Err(e) => Err(PingError::Board(format!("path did not finish: {e}"))),
+    }
+}
+
+async fn api_path(
+    req: HttpRequest,
+    auth: Auth,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let r: PathRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return Ok(super::json_error(
+                StatusCode::BAD_REQUEST,
+                format!("invalid request body: {e}"),
+            ))
+        }
+    };
+    Ok(match run_path(&auth, &req, &r).await {
+        Ok(res) => HttpResponse::Ok().json(res),
+        Err(e) => super::json_error(e.status(), e.text()),
+    })
+}
+
+/// The path form's fields.
+#[derive(Debug, Default, Deserialize)]
+struct PathForm {
+    csrf: Option<String>,
+    #[serde(default)]
+    host: String,
+    max_hops: Option<String>,
+    port: Option<String>,
+}
+
+async fn form_path(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<PathForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    let mut v = Inputs {
+        path_host: form.host.clone(),
+        path_hops: form.max_hops.clone().unwrap_or_default(),
+        port: form.port.clone().unwrap_or_default(),
+        ..Inputs::default()
+    };
+    let res = match form_num("max hops", &form.max_hops) {
+        Ok(h) => {
+            run_path(
+                &auth,
+                &req,
+                &PathRequest {
+                    host: form.host.clone(),
+                    max_hops: h,
+                    port: form.port.clone(),
+                },
+            )
+            .await
+        }
+        Err(e) => Err(PingError::Bad(e)),
+    };
+    let status = match res {
+        Ok(r) => {
+            v.path = Some(PingView {
+                summary: format!("{}: {}", r.target, r.summary),
+                rows: r
+                    .hops
+                    .iter()
+                    .map(|h| Row {
+                        cells: vec![
+                            h.ttl.to_string(),
+                            opt(h.address),
+                            h.rtt_ms
+                                .map(|t| format!("{t:.3} ms"))
+                                .unwrap_or_else(|| "—".into()),
+                            h.mtu.map(|m| m.to_string()).unwrap_or_default(),
+                            h.note.clone().unwrap_or_default(),
+                        ],
+                    })
+                    .collect(),
+            });
+            StatusCode::OK
+        }
+        Err(e) => {
+            v.path_error = Some(e.text().to_string());
             e.status()
         }
     };
@@ -1004,6 +1159,10 @@ struct Inputs {
     lookup_error: Option<String>,
     level: String,
     q: String,
+    path_host: String,
+    path_hops: String,
+    path: Option<PingView>,
+    path_error: Option<String>,
     cap_port: String,
     cap_seconds: String,
     cap_packets: String,
