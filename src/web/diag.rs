@@ -1,19 +1,20 @@
 //! The "Diagnostics" page and its API: what a field engineer would otherwise open a shell for
-//! — ping from a chosen port, a name lookup, the neighbour and routing tables, the system
-//! (kernel, uptime, load, memory, storage, CPU clocks, temperatures, netperfd's version and
-//! config without secrets), the daemon's recent log lines and the unit's journal. Admin only
-//! (a session, or an API token of the admin scope — reads too), forms CSRF-checked, each
-//! ping and lookup logged with who ran it, bounded (count, interval, size, total time), one
-//! diagnostic of a kind at a time per user, and no shell: a host that is not an address or a
-//! plain host name is refused before anything runs.
+//! — ping and a tracepath-style path from a chosen port, a name lookup, a packet capture, the
+//! neighbour and routing tables, the system (kernel, uptime, load, memory, storage, CPU clocks,
+//! temperatures, netperfd's version and config without secrets), the daemon's recent log
+//! lines and the unit's journal. Admin only (a session, or an API token of the admin scope —
+//! reads too), forms CSRF-checked, each ping, path, lookup, capture and journal read logged
+//! with who ran it, bounded (count, interval, size, hops, seconds, packets, bytes), one
+//! diagnostic of a kind at a time per user, and no shell: a host or filter that is not valid
+//! is refused before anything runs.
 //!
-//! Routes: `GET /diag` (page), `POST /diag/ping`, `POST /diag/lookup` (forms);
-//! `GET /api/diag/system`, `GET /api/diag/neighbours`, `GET /api/diag/routes`,
-//! `POST /api/diag/ping`, `POST /api/diag/lookup`, `GET /api/diag/logs`,
-//! `GET /api/diag/logs.txt`, `GET /api/diag/journal.txt`, `POST /api/diag/capture`,
-//! `GET /api/diag/capture/{id}`, `GET /api/diag/capture/{id}/pcap` (API); `POST /diag/capture`
-//! (form). Packet captures: see `crate::engine::capture`; files under `DATA/captures/`,
-//! removed after download or [`CAPTURE_RETENTION`].
+//! Routes: `GET /diag` (page), `POST /diag/ping`, `POST /diag/path`, `POST /diag/lookup`,
+//! `POST /diag/capture` (forms); `GET /api/diag/system`, `GET /api/diag/neighbours`,
+//! `GET /api/diag/routes`, `POST /api/diag/ping`, `POST /api/diag/path`,
+//! `POST /api/diag/lookup`, `GET /api/diag/logs`, `GET /api/diag/logs.txt`,
+//! `GET /api/diag/journal.txt`, `POST /api/diag/capture`, `GET /api/diag/capture/{id}`,
+//! `GET /api/diag/capture/{id}/pcap` (API). Packet captures: see `crate::engine::capture`;
+//! files under `DATA/captures/`, removed after download or [`CAPTURE_RETENTION`].
 
 use super::auth::{Auth, AuthError};
 use super::pages::html;
