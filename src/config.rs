@@ -64,6 +64,25 @@ pub struct Config {
     /// keeps working; the daemon logs a warning when it is set.
     #[serde(default)]
     pub setup_kmsg: Option<bool>,
+    /// Hard caps of a packet capture on the Diagnostics page: longest, seconds (default 60);
+    /// most packets (default 100 000); largest pcap file, bytes (default 64 MiB). A request
+    /// above a cap is refused with the cap named.
+    #[serde(default = "default_capture_max_seconds")]
+    pub capture_max_seconds: u32,
+    #[serde(default = "default_capture_max_packets")]
+    pub capture_max_packets: u64,
+    #[serde(default = "default_capture_max_bytes")]
+    pub capture_max_bytes: u64,
+}
+
+fn default_capture_max_seconds() -> u32 {
+    60
+}
+fn default_capture_max_packets() -> u64 {
+    100_000
+}
+fn default_capture_max_bytes() -> u64 {
+    64 * 1024 * 1024
 }
 
 fn default_listen() -> SocketAddr {
@@ -120,6 +139,9 @@ impl Default for Config {
             import_max_bytes: default_import_max_bytes(),
             setup_issue_file: PathBuf::new(),
             setup_kmsg: None,
+            capture_max_seconds: default_capture_max_seconds(),
+            capture_max_packets: default_capture_max_packets(),
+            capture_max_bytes: default_capture_max_bytes(),
         }
     }
 }

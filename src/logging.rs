@@ -1,6 +1,8 @@
 //! Logging setup: tracing to stderr at one level — `RUST_LOG` (error, warn, info, debug,
 //! trace) or the caller's default. (A plain level, not per-target filters: the env-filter
 //! feature would pull a regex engine into a binary that must stay small on the boards.)
+//! Every line written also goes to a bounded in-memory ring ([`recent`]) that the
+//! Diagnostics page shows: the daemon's recent log without a shell.
 
 use tracing_subscriber::filter::LevelFilter;
 
@@ -13,11 +15,109 @@ pub fn init(default: &str) {
         .unwrap_or(LevelFilter::INFO);
     let _ = tracing_subscriber::fmt()
         .with_max_level(level)
-        .with_writer(|| Escaping(std::io::stderr()))
+        .with_writer(|| Escaping(Tee(std::io::stderr())))
         .with_target(false)
         // No colours: the escaping writer would show their escape codes as text.
         .with_ansi(false)
         .try_init();
+}
+
+/// Log lines the ring keeps ([`recent`]); older ones are dropped first.
+pub const RING_LINES: usize = 2000;
+/// Bytes the ring keeps at most (a line longer than 4 KiB is cut).
+pub const RING_BYTES: usize = 1 << 20;
+const RING_LINE_MAX: usize = 4096;
+
+struct Ring {
+    lines: std::collections::VecDeque<String>,
+    bytes: usize,
+}
+
+static RING: std::sync::Mutex<Ring> = std::sync::Mutex::new(Ring {
+    lines: std::collections::VecDeque::new(),
+    bytes: 0,
+});
+
+/// Keep `line` (as written: escaped, with its line end) in the ring.
+pub fn remember(line: &[u8]) {
+    let mut s = String::from_utf8_lossy(line)
+        .trim_end_matches('\n')
+        .to_string();
+    if s.len() > RING_LINE_MAX {
+        let mut cut = RING_LINE_MAX;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push('…');
+    }
+    if s.is_empty() {
+        return;
+    }
+    let mut r = RING.lock().unwrap_or_else(|p| p.into_inner());
+    r.bytes += s.len();
+    r.lines.push_back(s);
+    while r.lines.len() > RING_LINES || r.bytes > RING_BYTES {
+        match r.lines.pop_front() {
+            Some(old) => r.bytes -= old.len(),
+            None => break,
+        }
+    }
+}
+
+/// Severity of a ring line ("ERROR", "WARN", "INFO", "DEBUG", "TRACE"): the first such word
+/// among the line's first two (after the time stamp).
+pub fn line_level(line: &str) -> Option<&'static str> {
+    line.split_whitespace().take(2).find_map(|w| {
+        ["ERROR", "WARN", "INFO", "DEBUG", "TRACE"]
+            .into_iter()
+            .find(|l| *l == w)
+    })
+}
+
+fn rank(level: &str) -> u8 {
+    match level.to_ascii_uppercase().as_str() {
+        "ERROR" => 1,
+        "WARN" | "WARNING" => 2,
+        "INFO" => 3,
+        "DEBUG" => 4,
+        _ => 5,
+    }
+}
+
+/// The newest `max` ring lines, oldest first, at `level` or more severe (`None`: all) and
+/// containing `text` (case-insensitive; `None` or empty: all).
+pub fn recent(level: Option<&str>, text: Option<&str>, max: usize) -> Vec<String> {
+    let need = level.filter(|l| !l.is_empty()).map(rank).unwrap_or(5);
+    let text = text
+        .map(|t| t.trim().to_lowercase())
+        .filter(|t| !t.is_empty());
+    let r = RING.lock().unwrap_or_else(|p| p.into_inner());
+    let mut out: Vec<String> = r
+        .lines
+        .iter()
+        .rev()
+        .filter(|l| line_level(l).map(rank).unwrap_or(5) <= need)
+        .filter(|l| text.as_ref().is_none_or(|t| l.to_lowercase().contains(t)))
+        .take(max)
+        .cloned()
+        .collect();
+    out.reverse();
+    out
+}
+
+/// Writes to the inner writer and keeps each write (one log line) in the ring.
+pub struct Tee<W: std::io::Write>(pub W);
+
+impl<W: std::io::Write> std::io::Write for Tee<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        remember(buf);
+        self.0.write_all(buf)?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 /// Warnings one peer address may cause per [`PEER_WARN_WINDOW`]; the rest are counted and
@@ -149,6 +249,25 @@ impl<W: std::io::Write> std::io::Write for Escaping<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ring_keeps_recent_lines_and_filters_them() {
+        remember(b"2026-01-01T00:00:00Z  INFO ring-test started run 1\n");
+        remember(b"2026-01-01T00:00:01Z  WARN ring-test peer went away\n");
+        remember(b"2026-01-01T00:00:02Z ERROR ring-test disk full\n");
+        let all = recent(None, Some("RING-TEST"), 10);
+        assert_eq!(all.len(), 3, "{all:?}");
+        assert!(all[0].ends_with("started run 1"), "{all:?}");
+        assert_eq!(recent(Some("warn"), Some("ring-test"), 10).len(), 2);
+        assert_eq!(recent(Some("error"), Some("ring-test"), 10).len(), 1);
+        assert_eq!(recent(None, Some("ring-test"), 1)[0], all[2]);
+        // Bounded: many lines later the ring holds at most RING_LINES.
+        for i in 0..RING_LINES + 50 {
+            remember(format!("2026-01-01T00:00:03Z  INFO filler {i}\n").as_bytes());
+        }
+        assert!(recent(None, Some("ring-test"), 10).is_empty());
+        assert_eq!(recent(None, None, usize::MAX).len(), RING_LINES);
+    }
 
     #[test]
     fn rate_budget_allows_one_warning_per_window_and_counts_the_rest() {

@@ -238,6 +238,7 @@ fn every_page_fits_a_phone_and_a_desk() {
         "/traffic",
         "/multi",
         "/suites",
+        "/diag",
     ] {
         assert!(names.contains(&want), "{want} missing from {names:?}");
     }

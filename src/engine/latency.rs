@@ -130,6 +130,22 @@ impl EchoSocket {
         })
     }
 
+    /// The socket, to send echo requests to and receive replies from (read timeout 20 ms).
+    pub fn socket(&self) -> &UdpSocket {
+        &self.sock
+    }
+
+    /// True for a raw ICMP socket (IPv4 replies start with the IP header; the identifier is
+    /// ours to fill and check), false for a ping socket.
+    pub fn is_raw(&self) -> bool {
+        self.raw
+    }
+
+    /// The identifier our echo requests carry (a ping socket replaces it with its own).
+    pub fn ident(&self) -> u16 {
+        self.ident
+    }
+
     /// "ping socket" or "raw socket".
     pub fn kind(&self) -> &'static str {
         if self.raw {
@@ -210,7 +226,7 @@ pub fn parse_reply(buf: &[u8], v6: bool, raw: bool, ident: u16) -> Option<u64> {
 }
 
 /// CPU time (user + system) of the calling thread, µs.
-fn thread_cpu_us() -> u64 {
+pub(crate) fn thread_cpu_us() -> u64 {
     use nix::sys::resource::{getrusage, UsageWho};
     match getrusage(UsageWho::RUSAGE_THREAD) {
         Ok(u) => {

@@ -1,6 +1,7 @@
 //! The measurement engine: iperf3-compatible client and server, the TCP stream loops, interval
 //! statistics and reports. Not for: storage, the web UI, or changing the board.
 pub mod admission;
+pub mod capture;
 pub mod echo;
 pub mod http;
 pub mod iperf2;
@@ -10,6 +11,8 @@ pub mod meter;
 pub mod net;
 pub mod pacer;
 pub mod params;
+pub mod path;
+pub mod ping;
 pub mod report;
 pub mod session;
 pub mod shortfall;

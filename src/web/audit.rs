@@ -8,7 +8,7 @@ use super::AppState;
 use actix_web::HttpRequest;
 
 /// "admin session from 192.0.2.2" / "API token from 192.0.2.2".
-fn who(auth: &Auth, req: &HttpRequest) -> String {
+pub(crate) fn who(auth: &Auth, req: &HttpRequest) -> String {
     let from = req
         .peer_addr()
         .map(|a| a.ip().to_string())
@@ -34,4 +34,10 @@ pub(crate) fn run_started(state: &AppState, auth: &Auth, req: &HttpRequest, id: 
 /// Log that suite run `id` (`name`) was started.
 pub(crate) fn suite_started(auth: &Auth, req: &HttpRequest, id: i64, name: &str) {
     tracing::info!(suite = id, "{} started suite {id} ({name})", who(auth, req));
+}
+
+/// Log that a diagnostic ran (INFO, target `netperfd::web::audit`): `what` is e.g.
+/// "ping 192.0.2.2 (4 requests from eth0)".
+pub(crate) fn diag_ran(auth: &Auth, req: &HttpRequest, what: &str) {
+    tracing::info!("{} ran diagnostics: {what}", who(auth, req));
 }

@@ -151,6 +151,10 @@ impl Scope {
     /// and stopping tests [`Scope::Run`], every other change [`Scope::Admin`].
     pub fn needed(method: &actix_web::http::Method, path: &str) -> Scope {
         use actix_web::http::Method;
+        // Diagnostics (ping, neighbours, logs, the journal) are for the admin only, reads too.
+        if path == "/diag" || path.starts_with("/diag/") || path.starts_with("/api/diag/") {
+            return Scope::Admin;
+        }
         if method == Method::GET || method == Method::HEAD {
             return Scope::Read;
         }
@@ -362,6 +366,10 @@ mod tests {
         assert_eq!(need(Method::POST, "/api/schedules"), Scope::Admin);
         assert_eq!(need(Method::PUT, "/api/board/settings"), Scope::Admin);
         assert_eq!(need(Method::POST, "/api/board/changes"), Scope::Admin);
+        assert_eq!(need(Method::GET, "/api/diag/neighbours"), Scope::Admin);
+        assert_eq!(need(Method::GET, "/diag"), Scope::Admin);
+        assert_eq!(need(Method::POST, "/api/diag/ping"), Scope::Admin);
+        assert_eq!(need(Method::GET, "/diagnostics-not"), Scope::Read);
         assert!(Scope::Read < Scope::Run && Scope::Run < Scope::Admin);
         assert_eq!(Scope::parse("bogus"), Scope::Read);
     }

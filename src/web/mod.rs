@@ -7,6 +7,7 @@ pub mod audit;
 pub mod auth;
 pub mod board;
 pub mod charts;
+pub mod diag;
 pub mod extract;
 pub mod first_run;
 pub mod forwarding;
@@ -95,6 +96,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     latency::configure(cfg);
     suites::configure(cfg);
     forwarding::configure(cfg);
+    diag::configure(cfg);
     pages::configure(cfg);
     api::configure(cfg);
     traffic::configure(cfg);

@@ -434,6 +434,39 @@ pub fn set_thread_nice(tid: i32, nice: i32) -> bool {
     unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) == 0 }
 }
 
+/// An AF_PACKET raw socket (packet(7)) bound to port `ifindex` that receives every frame the
+/// port sends and receives (ETH_P_ALL), whole, with its Ethernet header; close-on-exec. It is
+/// opened with protocol 0 (nothing received) and starts receiving only at the bind, so no
+/// frame of another port slips in. Errors: EPERM without CAP_NET_RAW, ENODEV for a port that
+/// does not exist.
+pub fn packet_socket(ifindex: u32) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: socket(2) with constant arguments; a valid result is owned at once below.
+    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is a new descriptor nothing else owns.
+    let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    // SAFETY: sockaddr_ll is plain data; all-zero is a valid value.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+    sll.sll_ifindex = ifindex as i32;
+    // SAFETY: sll is a valid sockaddr_ll that outlives the call; the length is its size.
+    let rc = unsafe {
+        libc::bind(
+            fd,
+            &sll as *const libc::sockaddr_ll as *const libc::sockaddr,
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(owned)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

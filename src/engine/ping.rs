@@ -1,0 +1,351 @@
+//! A bounded `ping` for the Diagnostics page: `count` ICMP echo requests to one address on an
+//! absolute clock (request k leaves at start + k × interval), each with a payload of `size`
+//! bytes, optionally with DF set (path-MTU probing), from a chosen port (SO_BINDTODEVICE);
+//! replies matched by sequence number, a request without a reply within the timeout counted
+//! lost. The socket is the latency prober's ([`crate::engine::latency::EchoSocket`]: a ping
+//! socket, else a raw ICMP socket), so the same packets and the same privileges apply. One
+//! thread, blocking: call it from a blocking pool. Not for: deciding limits (the caller
+//! checks count, interval and size) or resolving names.
+
+use crate::engine::latency::{echo_request, inet_checksum, parse_reply, EchoSocket, PAYLOAD_LEN};
+use serde::Serialize;
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+/// Smallest payload after the 8-byte ICMP header, bytes: our magic word and sequence number.
+pub const MIN_SIZE: usize = PAYLOAD_LEN;
+/// Largest payload after the 8-byte ICMP header, bytes (65535 − 20 − 8, as `ping -s`).
+pub const MAX_SIZE: usize = 65507;
+
+/// What to send.
+#[derive(Debug, Clone)]
+pub struct PingSpec {
+    /// Where to: an IPv4 or IPv6 address (a link-local IPv6 one with its scope id).
+    pub target: SocketAddr,
+    /// Echo requests to send (≥ 1).
+    pub count: u32,
+    /// Time between requests.
+    pub interval: Duration,
+    /// ICMP payload bytes after the 8-byte header, [`MIN_SIZE`]..=[`MAX_SIZE`].
+    pub size: usize,
+    /// Board port to send from (SO_BINDTODEVICE); `None` = routing decides.
+    pub bind_dev: Option<String>,
+    /// Set DF (IP_PMTUDISC_DO): a request larger than the path MTU fails instead of being
+    /// fragmented; `false` lets the kernel fragment it.
+    pub dont_fragment: bool,
+    /// A request without a reply after this long is lost.
+    pub timeout: Duration,
+}
+
+/// One echo request's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reply {
+    /// Sequence number, from 0.
+    pub seq: u32,
+    /// Round-trip time, ms; `None` = no reply (lost or not sent).
+    pub rtt_ms: Option<f64>,
+    /// ICMP bytes of the reply (header and payload).
+    pub bytes: Option<usize>,
+    /// Why the request could not be sent (e.g. "Network is unreachable"), if it was not.
+    pub error: Option<String>,
+}
+
+/// Round-trip times over the replies, ms.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Rtt {
+    pub min: f64,
+    pub avg: f64,
+    pub max: f64,
+    /// Mean deviation from the average (as `ping`'s mdev), ms.
+    pub mdev: f64,
+}
+
+/// What a ping did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PingResult {
+    /// The address pinged (`fe80::1%eth0` form for a link-local one).
+    pub target: String,
+    /// "ping socket" or "raw socket".
+    pub socket: &'static str,
+    /// Echo requests handed to the kernel.
+    pub sent: u32,
+    /// Replies received.
+    pub received: u32,
+    /// Requests without a reply, % of the requests (sent or not).
+    pub loss_percent: f64,
+    /// Round-trip times over the replies; `None` without any reply.
+    pub rtt_ms: Option<Rtt>,
+    /// One line per request, in order.
+    pub replies: Vec<Reply>,
+    /// What `ping` would print last: "4 sent, 4 received, 0 % loss, rtt min/avg/max …".
+    pub summary: String,
+}
+
+fn describe(e: &std::io::Error, df: bool) -> String {
+    if e.raw_os_error() == Some(libc::EMSGSIZE) {
+        if df {
+            "message too long: larger than the path MTU with DF set".into()
+        } else {
+            "message too long".into()
+        }
+    } else {
+        // "Network is unreachable (os error 101)" → without the number.
+        let s = e.to_string();
+        match s.find(" (os error") {
+            Some(i) => s[..i].to_string(),
+            None => s,
+        }
+    }
+}
+
+/// The echo request with sequence `seq` and `size` payload bytes.
+fn request(v6: bool, ident: u16, seq: u32, size: usize) -> Vec<u8> {
+    let mut p = echo_request(v6, ident, seq as u64).to_vec();
+    let start = p.len();
+    p.resize(8 + size.max(MIN_SIZE), 0);
+    for (i, b) in p.iter_mut().enumerate().skip(start) {
+        *b = i as u8;
+    }
+    if !v6 {
+        p[2] = 0;
+        p[3] = 0;
+        let c = inet_checksum(&p);
+        p[2..4].copy_from_slice(&c.to_be_bytes());
+    }
+    p
+}
+
+/// Send the requests and wait for the replies; returns when every request is answered or the
+/// last one has waited [`PingSpec::timeout`]. Takes about count × interval + timeout.
+/// Errors: no ICMP socket can be opened (no CAP_NET_RAW and ping sockets not allowed), the
+/// port does not exist, or the DF option is refused. A request the kernel refuses (no route,
+/// message too long) is a [`Reply`] with its error, not an error of the whole ping.
+pub fn ping(spec: &PingSpec) -> std::io::Result<PingResult> {
+    let v6 = spec.target.is_ipv6();
+    let es = EchoSocket::open(spec.target.ip(), spec.bind_dev.as_deref())?;
+    let sock = es.socket();
+    let fd = sock.as_raw_fd();
+    let (level, name, value) = match (v6, spec.dont_fragment) {
+        (false, true) => (
+            libc::IPPROTO_IP,
+            libc::IP_MTU_DISCOVER,
+            libc::IP_PMTUDISC_DO,
+        ),
+        (false, false) => (
+            libc::IPPROTO_IP,
+            libc::IP_MTU_DISCOVER,
+            libc::IP_PMTUDISC_DONT,
+        ),
+        (true, true) => (
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU_DISCOVER,
+            libc::IPV6_PMTUDISC_DO,
+        ),
+        (true, false) => (
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU_DISCOVER,
+            libc::IPV6_PMTUDISC_DONT,
+        ),
+    };
+    crate::engine::sys::setsockopt_int(fd, level, name, value)?;
+    let (raw, ident) = (es.is_raw(), es.ident());
+    let count = spec.count.max(1);
+    let mut replies: Vec<Reply> = (0..count)
+        .map(|seq| Reply {
+            seq,
+            rtt_ms: None,
+            bytes: None,
+            error: None,
+        })
+        .collect();
+    let mut sent_at: Vec<Option<Instant>> = vec![None; count as usize];
+    let mut sent = 0u32;
+    let mut received = 0u32;
+    let mut next = 0u32;
+    let mut last_send = Instant::now();
+    let start = Instant::now();
+    let mut buf = vec![0u8; 65536 + 64];
+    loop {
+        let now = Instant::now();
+        let due = start + spec.interval * next;
+        if next < count && now >= due {
+            let pkt = request(v6, ident, next, spec.size);
+            match sock.send_to(&pkt, spec.target) {
+                Ok(_) => {
+                    sent_at[next as usize] = Some(Instant::now());
+                    sent += 1;
+                }
+                Err(e) => replies[next as usize].error = Some(describe(&e, spec.dont_fragment)),
+            }
+            last_send = Instant::now();
+            next += 1;
+            continue;
+        }
+        let waiting = sent_at
+            .iter()
+            .zip(&replies)
+            .any(|(s, r)| s.is_some() && r.rtt_ms.is_none());
+        let give_up = last_send + spec.timeout;
+        if next == count && (!waiting || now >= give_up) {
+            break;
+        }
+        let until = if next < count { due } else { give_up };
+        let wait = until
+            .saturating_duration_since(now)
+            .max(Duration::from_millis(1));
+        sock.set_read_timeout(Some(wait))?;
+        let (n, from) = match sock.recv_from(&mut buf) {
+            Ok(x) => x,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue
+            }
+            // An ICMP error queued on the socket (host unreachable): the request stays lost.
+            Err(_) => continue,
+        };
+        let at = Instant::now();
+        if from.ip() != spec.target.ip() {
+            continue;
+        }
+        let Some(seq) = parse_reply(&buf[..n], v6, raw, ident) else {
+            continue;
+        };
+        let Some(i) = usize::try_from(seq).ok().filter(|&i| i < replies.len()) else {
+            continue;
+        };
+        let (Some(t), None) = (sent_at[i], replies[i].rtt_ms) else {
+            continue;
+        };
+        let ihl = if raw && !v6 {
+            (buf[0] & 0x0f) as usize * 4
+        } else {
+            0
+        };
+        replies[i].rtt_ms = Some(at.saturating_duration_since(t).as_secs_f64() * 1e3);
+        replies[i].bytes = Some(n.saturating_sub(ihl));
+        received += 1;
+    }
+    Ok(finish(spec, es.kind(), sent, received, replies))
+}
+
+fn finish(
+    spec: &PingSpec,
+    socket: &'static str,
+    sent: u32,
+    received: u32,
+    replies: Vec<Reply>,
+) -> PingResult {
+    let rtts: Vec<f64> = replies.iter().filter_map(|r| r.rtt_ms).collect();
+    let rtt_ms = (!rtts.is_empty()).then(|| {
+        let n = rtts.len() as f64;
+        let avg = rtts.iter().sum::<f64>() / n;
+        Rtt {
+            min: rtts.iter().copied().fold(f64::INFINITY, f64::min),
+            avg,
+            max: rtts.iter().copied().fold(0.0, f64::max),
+            mdev: rtts.iter().map(|r| (r - avg).abs()).sum::<f64>() / n,
+        }
+    });
+    let total = replies.len().max(1) as f64;
+    let loss_percent = (total - received as f64) / total * 100.0;
+    let target = match spec.target {
+        SocketAddr::V6(a) if a.scope_id() != 0 => {
+            let dev = nix::net::if_::if_indextoname(a.scope_id())
+                .ok()
+                .and_then(|c| c.into_string().ok())
+                .unwrap_or_else(|| a.scope_id().to_string());
+            format!("{}%{dev}", a.ip())
+        }
+        a => a.ip().to_string(),
+    };
+    let mut summary = format!(
+        "{} requests, {sent} sent, {received} received, {loss_percent:.0} % loss",
+        replies.len()
+    );
+    match &rtt_ms {
+        Some(r) => summary.push_str(&format!(
+            ", rtt min/avg/max/mdev {:.3}/{:.3}/{:.3}/{:.3} ms",
+            r.min, r.avg, r.max, r.mdev
+        )),
+        None => {
+            summary.push_str(": no reply to any request");
+            if let Some(e) = replies.iter().find_map(|r| r.error.as_deref()) {
+                summary.push_str(&format!(" ({e})"));
+            }
+        }
+    }
+    PingResult {
+        target,
+        socket,
+        sent,
+        received,
+        loss_percent,
+        rtt_ms,
+        replies,
+        summary,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_carry_the_size_and_a_valid_checksum() {
+        let p = request(false, 0x1234, 7, 100);
+        assert_eq!(p.len(), 108);
+        assert_eq!(p[0], 8);
+        // A valid Internet checksum sums to zero over the whole message.
+        assert_eq!(inet_checksum(&p), 0);
+        // A reply to it (type 0, checksum not checked) is matched to sequence 7.
+        let mut r = p.clone();
+        r[0] = 0;
+        assert_eq!(parse_reply(&r, false, false, 0x1234), Some(7));
+        // The smallest size still holds the magic and the sequence.
+        assert_eq!(request(true, 1, 3, 0).len(), 8 + MIN_SIZE);
+    }
+
+    #[test]
+    fn loopback_answers_every_request() {
+        let spec = PingSpec {
+            target: "127.0.0.1:0".parse().unwrap(),
+            count: 3,
+            interval: Duration::from_millis(20),
+            size: 56,
+            bind_dev: None,
+            dont_fragment: true,
+            timeout: Duration::from_secs(1),
+        };
+        let r = ping(&spec).expect("an ICMP socket (tests run as root)");
+        assert_eq!((r.sent, r.received), (3, 3), "{r:?}");
+        assert_eq!(r.loss_percent, 0.0);
+        let rtt = r.rtt_ms.expect("rtt");
+        assert!(
+            rtt.min > 0.0 && rtt.min <= rtt.avg && rtt.avg <= rtt.max,
+            "{rtt:?}"
+        );
+        assert!(r.replies.iter().all(|x| x.bytes == Some(64)), "{r:?}");
+    }
+
+    #[test]
+    fn the_largest_size_crosses_loopback_with_df() {
+        let spec = PingSpec {
+            target: "127.0.0.1:0".parse().unwrap(),
+            count: 1,
+            interval: Duration::from_millis(20),
+            size: MAX_SIZE,
+            bind_dev: None,
+            dont_fragment: true,
+            timeout: Duration::from_millis(200),
+        };
+        let r = ping(&spec).expect("socket");
+        // Loopback's MTU is 65536: 65507 + 28 fits. The reply is the whole payload.
+        assert_eq!(r.received, 1, "{r:?}");
+        assert_eq!(r.replies[0].bytes, Some(MAX_SIZE + 8));
+    }
+}

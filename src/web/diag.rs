@@ -1,0 +1,1490 @@
+//! The "Diagnostics" page and its API: what a field engineer would otherwise open a shell for
+//! — ping and a tracepath-style path from a chosen port, a name lookup, a packet capture, the
+//! neighbour and routing tables, the system (kernel, uptime, load, memory, storage, CPU clocks,
+//! temperatures, netperfd's version and config without secrets), the daemon's recent log
+//! lines and the unit's journal. Admin only (a session, or an API token of the admin scope —
+//! reads too), forms CSRF-checked, each ping, path, lookup, capture and journal read logged
+//! with who ran it, bounded (count, interval, size, hops, seconds, packets, bytes), one
+//! diagnostic of a kind at a time per user, and no shell: a host or filter that is not valid
+//! is refused before anything runs.
+//!
+//! Routes: `GET /diag` (page), `POST /diag/ping`, `POST /diag/path`, `POST /diag/lookup`,
+//! `POST /diag/capture` (forms); `GET /api/diag/system`, `GET /api/diag/neighbours`,
+//! `GET /api/diag/routes`, `POST /api/diag/ping`, `POST /api/diag/path`,
+//! `POST /api/diag/lookup`, `GET /api/diag/logs`, `GET /api/diag/logs.txt`,
+//! `GET /api/diag/journal.txt`, `POST /api/diag/capture`, `GET /api/diag/capture/{id}`,
+//! `GET /api/diag/capture/{id}/pcap` (API). Packet captures: see `crate::engine::capture`;
+//! files under `DATA/captures/`, removed after download or [`CAPTURE_RETENTION`].
+
+use super::auth::{Auth, AuthError};
+use super::pages::html;
+use super::AppState;
+use crate::board::diag::{self as bd, Host};
+use crate::engine::ping::{PingResult, PingSpec, MAX_SIZE, MIN_SIZE};
+use crate::engine::report::version_string;
+use crate::model::display;
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// Most echo requests one ping sends.
+pub const MAX_COUNT: u64 = 100;
+/// Shortest time between echo requests, ms.
+pub const MIN_INTERVAL_MS: u64 = 200;
+/// Longest time between echo requests, ms.
+pub const MAX_INTERVAL_MS: u64 = 10_000;
+/// Longest a ping may send for (count × interval), ms.
+pub const MAX_PING_MS: u64 = 60_000;
+/// A request without a reply after this long is lost.
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(2);
+/// Default count, interval (ms) and payload size (bytes), as `ping`'s.
+pub const DEFAULT_COUNT: u64 = 4;
+pub const DEFAULT_INTERVAL_MS: u64 = 1000;
+pub const DEFAULT_SIZE: u64 = 56;
+/// Log lines the page and `GET /api/diag/logs` show by default, and at most.
+pub const DEFAULT_LOG_LINES: usize = 200;
+pub const MAX_LOG_LINES: usize = crate::logging::RING_LINES;
+/// Journal lines `GET /api/diag/journal.txt` returns by default.
+pub const DEFAULT_JOURNAL_LINES: u32 = 200;
+
+/// Register the routes.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/diag", web::get().to(page))
+        .route("/diag/ping", web::post().to(form_ping))
+        .route("/diag/lookup", web::post().to(form_lookup))
+        .route("/api/diag/system", web::get().to(api_system))
+        .route("/api/diag/neighbours", web::get().to(api_neighbours))
+        .route("/api/diag/routes", web::get().to(api_routes))
+        .route("/api/diag/ping", web::post().to(api_ping))
+        .route("/api/diag/lookup", web::post().to(api_lookup))
+        .route("/api/diag/logs", web::get().to(api_logs))
+        .route("/api/diag/logs.txt", web::get().to(api_logs_text))
+        .route("/api/diag/journal.txt", web::get().to(api_journal))
+        .route("/diag/path", web::post().to(form_path))
+        .route("/api/diag/path", web::post().to(api_path))
+        .route("/diag/capture", web::post().to(form_capture))
+        .route("/api/diag/capture", web::post().to(api_capture))
+        .route("/api/diag/capture/{id}", web::get().to(api_capture_state))
+        .route(
+            "/api/diag/capture/{id}/pcap",
+            web::get().to(api_capture_pcap),
+        );
+}
+
+// ---------------------------------------------------------------- one at a time per user
+
+static RUNNING: std::sync::Mutex<Vec<(String, &'static str)>> = std::sync::Mutex::new(Vec::new());
+
+/// A diagnostic of one kind running for one user; dropping it frees the slot.
+#[derive(Debug)]
+struct Slot(String, &'static str);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut g = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = g.iter().position(|(u, k)| *u == self.0 && *k == self.1) {
+            g.swap_remove(i);
+        }
+    }
+}
+
+/// Who, for the one-at-a-time rule: the browser session, or "API token" (tokens do not say
+/// which one they are, so all of them share one slot per kind).
+fn user_key(auth: &Auth) -> String {
+    match auth {
+        Auth::Session { token_hash, .. } => format!("session {token_hash}"),
+        Auth::Token(_) => "API token".into(),
+    }
+}
+
+fn claim(auth: &Auth, kind: &'static str) -> Result<Slot, String> {
+    let user = user_key(auth);
+    let mut g = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
+    if g.iter().any(|(u, k)| *u == user && *k == kind) {
+        return Err(format!(
+            "a {kind} of yours is running: wait for it to finish (one {kind} at a time)"
+        ));
+    }
+    g.push((user.clone(), kind));
+    Ok(Slot(user, kind))
+}
+
+// ---------------------------------------------------------------- ping
+
+/// A ping request as the API takes it (`port` = board port to send from, `df` = set DF).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PingRequest {
+    pub host: String,
+    pub count: Option<u64>,
+    pub interval_ms: Option<u64>,
+    pub size: Option<u64>,
+    pub port: Option<String>,
+    pub df: Option<bool>,
+}
+
+/// The ping form's fields (text, as a browser sends them).
+#[derive(Debug, Default, Deserialize)]
+struct PingForm {
+    csrf: Option<String>,
+    #[serde(default)]
+    host: String,
+    count: Option<String>,
+    interval_ms: Option<String>,
+    size: Option<String>,
+    port: Option<String>,
+    df: Option<String>,
+}
+
+fn form_num(name: &str, v: &Option<String>) -> Result<Option<u64>, String> {
+    match v.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        None => Ok(None),
+        Some(s) => s
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| format!("{name} '{s}' is not a whole number")),
+    }
+}
+
+impl PingForm {
+    fn request(&self) -> Result<PingRequest, String> {
+        Ok(PingRequest {
+            host: self.host.clone(),
+            count: form_num("count", &self.count)?,
+            interval_ms: form_num("interval", &self.interval_ms)?,
+            size: form_num("size", &self.size)?,
+            port: self.port.clone(),
+            df: Some(self.df.is_some()),
+        })
+    }
+}
+
+/// A checked ping: the host and everything but the address.
+struct PingPlan {
+    host: Host,
+    shown: String,
+    count: u32,
+    interval: Duration,
+    size: usize,
+    port: Option<String>,
+    df: bool,
+}
+
+/// Check a ping request against the limits and the board's ports. Errors: one sentence
+/// naming the field and the limit.
+fn plan(r: &PingRequest) -> Result<PingPlan, String> {
+    let host = bd::parse_host(&r.host)?;
+    let count = r.count.unwrap_or(DEFAULT_COUNT);
+    if !(1..=MAX_COUNT).contains(&count) {
+        return Err(format!(
+            "count {count} is out of range: 1 to {MAX_COUNT} echo requests"
+        ));
+    }
+    let interval = r.interval_ms.unwrap_or(DEFAULT_INTERVAL_MS);
+    if !(MIN_INTERVAL_MS..=MAX_INTERVAL_MS).contains(&interval) {
+        return Err(format!(
+            "interval {interval} ms is out of range: {MIN_INTERVAL_MS} to {MAX_INTERVAL_MS} ms"
+        ));
+    }
+    if count * interval > MAX_PING_MS {
+        return Err(format!(
+            "{count} requests every {interval} ms take {} s: at most {} s per ping",
+            count * interval / 1000,
+            MAX_PING_MS / 1000
+        ));
+    }
+    let size = r.size.unwrap_or(DEFAULT_SIZE);
+    if !(MIN_SIZE as u64..=MAX_SIZE as u64).contains(&size) {
+        return Err(format!(
+            "size {size} is out of range: {MIN_SIZE} to {MAX_SIZE} bytes of ICMP payload"
+        ));
+    }
+    let port = r
+        .port
+        .as_deref()
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(String::from);
+    if let Some(p) = &port {
+        let ports = crate::board::ports();
+        if !ports.iter().any(|x| &x.name == p) {
+            let names: Vec<&str> = ports.iter().map(|x| x.name.as_str()).collect();
+            let shown: String = p.chars().take(20).flat_map(char::escape_default).collect();
+            return Err(format!(
+                "there is no port '{shown}' (ports: {})",
+                names.join(", ")
+            ));
+        }
+    }
+    Ok(PingPlan {
+        shown: r.host.trim().to_string(),
+        host,
+        count: count as u32,
+        interval: Duration::from_millis(interval),
+        size: size as usize,
+        port,
+        df: r.df.unwrap_or(false),
+    })
+}
+
+/// Why a ping did not give a result: the request (400) or the board (500).
+enum PingError {
+    Bad(String),
+    Busy(String),
+    Board(String),
+}
+
+impl PingError {
+    fn status(&self) -> StatusCode {
+        match self {
+            PingError::Bad(_) => StatusCode::BAD_REQUEST,
+            PingError::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
+            PingError::Board(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+    fn text(&self) -> &str {
+        match self {
+            PingError::Bad(s) | PingError::Busy(s) | PingError::Board(s) => s,
+        }
+    }
+}
+
+async fn run_ping(
+    auth: &Auth,
+    req: &HttpRequest,
+    r: &PingRequest,
+) -> Result<PingResult, PingError> {
+    let p = plan(r).map_err(PingError::Bad)?;
+    let _slot = claim(auth, "ping").map_err(PingError::Busy)?;
+    let from = p
+        .port
+        .as_deref()
+        .map(|d| format!(" from {d}"))
+        .unwrap_or_default();
+    super::audit::diag_ran(
+        auth,
+        req,
+        &format!(
+            "ping {} ({} requests of {} bytes every {} ms{from}{})",
+            p.shown,
+            p.count,
+            p.size,
+            p.interval.as_millis(),
+            if p.df { ", DF" } else { "" }
+        ),
+    );
+    let res = web::block(move || {
+        let target = bd::target(&p.host, p.port.as_deref()).map_err(PingError::Bad)?;
+        crate::engine::ping::ping(&PingSpec {
+            target,
+            count: p.count,
+            interval: p.interval,
+            size: p.size,
+            bind_dev: p.port.clone(),
+            dont_fragment: p.df,
+            timeout: REPLY_TIMEOUT,
+        })
+        .map_err(|e| PingError::Board(format!("cannot ping: {e}")))
+    })
+    .await;
+    match res {
+        Ok(r) => r,
+        Err(e) => Err(PingError::Board(format!("ping did not finish: {e}"))),
+    }
+}
+
+async fn api_ping(
+    req: HttpRequest,
+    auth: Auth,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let r: PingRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return Ok(super::json_error(
+                StatusCode::BAD_REQUEST,
+                format!("invalid request body: {e}"),
+            ))
+        }
+    };
+    Ok(match run_ping(&auth, &req, &r).await {
+        Ok(res) => HttpResponse::Ok().json(res),
+        Err(e) => super::json_error(e.status(), e.text()),
+    })
+}
+
+async fn form_ping(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<PingForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    let mut v = Inputs {
+        ping_host: form.host.clone(),
+        count: form.count.clone().unwrap_or_default(),
+        interval_ms: form.interval_ms.clone().unwrap_or_default(),
+        size: form.size.clone().unwrap_or_default(),
+        port: form.port.clone().unwrap_or_default(),
+        df: form.df.is_some(),
+        ..Inputs::default()
+    };
+    let res = match form.request() {
+        Ok(r) => run_ping(&auth, &req, &r).await,
+        Err(e) => Err(PingError::Bad(e)),
+    };
+    let status = match res {
+        Ok(r) => {
+            v.ping = Some(ping_view(&r));
+            StatusCode::OK
+        }
+        Err(e) => {
+            v.ping_error = Some(e.text().to_string());
+            e.status()
+        }
+    };
+    Ok(html(status, &build(&state, &auth, v).await))
+}
+
+// ---------------------------------------------------------------- path
+
+/// A path request: `max_hops` 1..=30 (default 30), `port` = board port to send from.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathRequest {
+    pub host: String,
+    pub max_hops: Option<u64>,
+    pub port: Option<String>,
+}
+
+/// How long a path probe waits for its answer (tried twice).
+pub const PATH_TIMEOUT: Duration = Duration::from_secs(1);
+
+async fn run_path(
+    auth: &Auth,
+    req: &HttpRequest,
+    r: &PathRequest,
+) -> Result<crate::engine::path::PathResult, PingError> {
+    use crate::engine::path::{PathSpec, MAX_HOPS};
+    let host = bd::parse_host(&r.host).map_err(PingError::Bad)?;
+    let hops = r.max_hops.unwrap_or(MAX_HOPS as u64);
+    if !(1..=MAX_HOPS as u64).contains(&hops) {
+        return Err(PingError::Bad(format!(
+            "max_hops {hops} is out of range: 1 to {MAX_HOPS}"
+        )));
+    }
+    // The port check of a ping.
+    let p = plan(&PingRequest {
+        host: r.host.clone(),
+        port: r.port.clone(),
+        ..PingRequest::default()
+    })
+    .map_err(PingError::Bad)?;
+    let _slot = claim(auth, "path").map_err(PingError::Busy)?;
+    super::audit::diag_ran(
+        auth,
+        req,
+        &format!(
+            "path to {} (at most {hops} hops{})",
+            r.host.trim(),
+            p.port
+                .as_deref()
+                .map(|d| format!(" from {d}"))
+                .unwrap_or_default()
+        ),
+    );
+    let res = web::block(move || {
+        let target = bd::target(&host, p.port.as_deref()).map_err(PingError::Bad)?;
+        crate::engine::path::trace(&PathSpec {
+            target,
+            max_hops: hops as u8,
+            bind_dev: p.port.clone(),
+            timeout: PATH_TIMEOUT,
+        })
+        .map_err(|e| PingError::Board(format!("cannot trace the path: {e}")))
+    })
+    .await;
+    match res {
+        Ok(r) => r,
+        Err(e) => Err(PingError::Board(format!("path did not finish: {e}"))),
+    }
+}
+
+async fn api_path(
+    req: HttpRequest,
+    auth: Auth,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let r: PathRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return Ok(super::json_error(
+                StatusCode::BAD_REQUEST,
+                format!("invalid request body: {e}"),
+            ))
+        }
+    };
+    Ok(match run_path(&auth, &req, &r).await {
+        Ok(res) => HttpResponse::Ok().json(res),
+        Err(e) => super::json_error(e.status(), e.text()),
+    })
+}
+
+/// The path form's fields.
+#[derive(Debug, Default, Deserialize)]
+struct PathForm {
+    csrf: Option<String>,
+    #[serde(default)]
+    host: String,
+    max_hops: Option<String>,
+    port: Option<String>,
+}
+
+async fn form_path(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<PathForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    let mut v = Inputs {
+        path_host: form.host.clone(),
+        path_hops: form.max_hops.clone().unwrap_or_default(),
+        port: form.port.clone().unwrap_or_default(),
+        ..Inputs::default()
+    };
+    let res = match form_num("max hops", &form.max_hops) {
+        Ok(h) => {
+            run_path(
+                &auth,
+                &req,
+                &PathRequest {
+                    host: form.host.clone(),
+                    max_hops: h,
+                    port: form.port.clone(),
+                },
+            )
+            .await
+        }
+        Err(e) => Err(PingError::Bad(e)),
+    };
+    let status = match res {
+        Ok(r) => {
+            v.path = Some(PingView {
+                summary: format!("{}: {}", r.target, r.summary),
+                rows: r
+                    .hops
+                    .iter()
+                    .map(|h| Row {
+                        cells: vec![
+                            h.ttl.to_string(),
+                            opt(h.address),
+                            h.rtt_ms
+                                .map(|t| format!("{t:.3} ms"))
+                                .unwrap_or_else(|| "—".into()),
+                            h.mtu.map(|m| m.to_string()).unwrap_or_default(),
+                            h.note.clone().unwrap_or_default(),
+                        ],
+                    })
+                    .collect(),
+            });
+            StatusCode::OK
+        }
+        Err(e) => {
+            v.path_error = Some(e.text().to_string());
+            e.status()
+        }
+    };
+    Ok(html(status, &build(&state, &auth, v).await))
+}
+
+// ---------------------------------------------------------------- lookup
+
+/// A name lookup request.
+#[derive(Debug, Deserialize)]
+struct LookupRequest {
+    #[serde(default)]
+    host: String,
+    csrf: Option<String>,
+}
+
+async fn run_lookup(auth: &Auth, req: &HttpRequest, host: &str) -> Result<Value, PingError> {
+    let h = bd::parse_host(host).map_err(PingError::Bad)?;
+    let _slot = claim(auth, "lookup").map_err(PingError::Busy)?;
+    super::audit::diag_ran(auth, req, &format!("name lookup of {}", host.trim()));
+    let name = match &h {
+        Host::Name(n) => n.clone(),
+        Host::Addr(a) => a.to_string(),
+        Host::LinkLocal(a, d) => format!("{a}%{d}"),
+    };
+    let t = std::time::Instant::now();
+    let res = web::block(move || bd::lookup(&name))
+        .await
+        .map_err(|e| PingError::Board(format!("lookup did not finish: {e}")))?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    match res {
+        Ok(a) => Ok(json!({"host": host.trim(), "addresses": a, "ms": ms})),
+        Err(e) => Err(PingError::Bad(e)),
+    }
+}
+
+async fn api_lookup(
+    req: HttpRequest,
+    auth: Auth,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let r: LookupRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return Ok(super::json_error(
+                StatusCode::BAD_REQUEST,
+                format!("invalid request body: {e}"),
+            ))
+        }
+    };
+    Ok(match run_lookup(&auth, &req, &r.host).await {
+        Ok(v) => HttpResponse::Ok().json(v),
+        Err(e) => super::json_error(e.status(), e.text()),
+    })
+}
+
+async fn form_lookup(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<LookupRequest>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    let mut v = Inputs {
+        lookup_host: form.host.clone(),
+        ..Inputs::default()
+    };
+    let status = match run_lookup(&auth, &req, &form.host).await {
+        Ok(r) => {
+            v.lookup = Some(
+                r["addresses"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|a| a.as_str().map(String::from))
+                    .collect(),
+            );
+            StatusCode::OK
+        }
+        Err(e) => {
+            v.lookup_error = Some(e.text().to_string());
+            e.status()
+        }
+    };
+    Ok(html(status, &build(&state, &auth, v).await))
+}
+
+// ---------------------------------------------------------------- system, tables
+
+/// netperfd's config as the Diagnostics page shows it: every setting but the admin password
+/// hash, which shows only whether one is set.
+fn config_json(state: &AppState) -> Value {
+    let c = &state.config;
+    json!({
+        "listen": c.listen.to_string(),
+        "data_dir": c.data_dir.display().to_string(),
+        "admin_password": if state.needs_setup() { "not set" } else { "set (not shown)" },
+        "iperf3_ports": c.iperf3_ports,
+        "iperf2_ports": c.iperf2_ports,
+        "session_hours": c.session_hours,
+        "http_payload_port": c.http_payload_port,
+        "tcp_sink_port": c.tcp_sink_port,
+        "tcp_source_port": c.tcp_source_port,
+        "echo_port": c.echo_port,
+        "metrics_open": c.metrics_open,
+        "schedule_min_period_s": c.schedule_min_period_s,
+        "import_max_bytes": c.import_max_bytes,
+        "setup_issue_file": c.setup_issue_file.display().to_string(),
+        "capture_max_seconds": c.capture_max_seconds,
+        "capture_max_packets": c.capture_max_packets,
+        "capture_max_bytes": c.capture_max_bytes,
+    })
+}
+
+fn system_json(state: &AppState) -> Value {
+    let sys = bd::system(&state.config.data_dir);
+    let mut v = serde_json::to_value(&sys).unwrap_or_else(|_| json!({}));
+    if let Some(m) = v.as_object_mut() {
+        m.insert(
+            "netperfd".into(),
+            json!({"version": version_string(), "config": config_json(state)}),
+        );
+    }
+    v
+}
+
+async fn api_system(auth: Auth, state: web::Data<AppState>) -> Result<HttpResponse, AuthError> {
+    let _ = auth;
+    Ok(HttpResponse::Ok().json(system_json(&state)))
+}
+
+async fn api_neighbours(auth: Auth) -> Result<HttpResponse, AuthError> {
+    let _ = auth;
+    Ok(match bd::neighbours().await {
+        Ok(n) => HttpResponse::Ok().json(json!({ "neighbours": n })),
+        Err(e) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    })
+}
+
+async fn api_routes(auth: Auth) -> Result<HttpResponse, AuthError> {
+    let _ = auth;
+    Ok(match bd::routes().await {
+        Ok(r) => HttpResponse::Ok().json(json!({ "routes": r })),
+        Err(e) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    })
+}
+
+// ---------------------------------------------------------------- logs
+
+/// Which log lines: `level` (error, warn, info, debug, trace: that and more severe), `q`
+/// (text they contain), `lines` (how many of the newest; journal: how many to read).
+#[derive(Debug, Default, Deserialize)]
+struct LogQuery {
+    level: Option<String>,
+    q: Option<String>,
+    lines: Option<String>,
+}
+
+impl LogQuery {
+    fn level(&self) -> Result<Option<&str>, String> {
+        match self
+            .level
+            .as_deref()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+        {
+            None => Ok(None),
+            Some(l) if ["error", "warn", "info", "debug", "trace"].contains(&l) => Ok(Some(l)),
+            Some(_) => Err("level must be error, warn, info, debug or trace".into()),
+        }
+    }
+    fn lines(&self, default: usize, max: usize) -> Result<usize, String> {
+        match self
+            .lines
+            .as_deref()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+        {
+            None => Ok(default),
+            Some(s) => match s.parse::<usize>() {
+                Ok(n) if (1..=max).contains(&n) => Ok(n),
+                _ => Err(format!("lines must be a whole number from 1 to {max}")),
+            },
+        }
+    }
+    fn select(&self) -> Result<Vec<String>, String> {
+        let n = self.lines(DEFAULT_LOG_LINES, MAX_LOG_LINES)?;
+        Ok(crate::logging::recent(self.level()?, self.q.as_deref(), n))
+    }
+}
+
+async fn api_logs(auth: Auth, q: web::Query<LogQuery>) -> Result<HttpResponse, AuthError> {
+    let _ = auth;
+    Ok(match q.select() {
+        Ok(l) => HttpResponse::Ok().json(json!({ "lines": l })),
+        Err(e) => super::json_error(StatusCode::BAD_REQUEST, e),
+    })
+}
+
+fn text_file(name: &str, body: String) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/plain; charset=utf-8")
+        .insert_header((
+            "Content-Disposition",
+            format!("attachment; filename=\"{name}\""),
+        ))
+        .body(body)
+}
+
+async fn api_logs_text(auth: Auth, q: web::Query<LogQuery>) -> Result<HttpResponse, AuthError> {
+    let _ = auth;
+    Ok(match q.select() {
+        Ok(l) => {
+            let mut body = l.join("\n");
+            body.push('\n');
+            text_file("netperfd-log.txt", body)
+        }
+        Err(e) => super::json_error(StatusCode::BAD_REQUEST, e),
+    })
+}
+
+async fn api_journal(
+    req: HttpRequest,
+    auth: Auth,
+    q: web::Query<LogQuery>,
+) -> Result<HttpResponse, AuthError> {
+    let n = match q.lines(
+        DEFAULT_JOURNAL_LINES as usize,
+        bd::MAX_JOURNAL_LINES as usize,
+    ) {
+        Ok(n) => n as u32,
+        Err(e) => return Ok(super::json_error(StatusCode::BAD_REQUEST, e)),
+    };
+    if bd::journalctl().is_none() {
+        return Ok(super::json_error(
+            StatusCode::NOT_FOUND,
+            "journalctl is not installed on this board",
+        ));
+    }
+    let _slot = match claim(&auth, "journal read") {
+        Ok(s) => s,
+        Err(e) => return Ok(super::json_error(StatusCode::TOO_MANY_REQUESTS, e)),
+    };
+    super::audit::diag_ran(&auth, &req, &format!("journal ({n} lines)"));
+    Ok(match web::block(move || bd::journal(n)).await {
+        Ok(Ok(t)) => text_file("netperfd-journal.txt", t),
+        Ok(Err(e)) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e),
+        Err(e) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    })
+}
+
+// ---------------------------------------------------------------- packet capture
+
+/// Default length of a capture, seconds.
+pub const DEFAULT_CAPTURE_SECONDS: u64 = 10;
+/// Default packet cap of a capture.
+pub const DEFAULT_CAPTURE_PACKETS: u64 = 10_000;
+/// Default byte cap of a capture's pcap file (16 MiB).
+pub const DEFAULT_CAPTURE_BYTES: u64 = 16 * 1024 * 1024;
+/// Captures running at once, server-wide.
+pub const MAX_RUNNING_CAPTURES: usize = 2;
+/// A finished capture's file is removed this long after it ended if nobody downloads it.
+pub const CAPTURE_RETENTION: Duration = Duration::from_secs(600);
+/// Captures remembered (the oldest finished one is forgotten, its file removed, beyond this).
+const MAX_CAPTURES_KEPT: usize = 16;
+
+/// A capture request (`max_bytes`: the pcap file's size cap).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaptureRequest {
+    pub port: String,
+    pub seconds: Option<u64>,
+    pub max_packets: Option<u64>,
+    pub max_bytes: Option<u64>,
+    pub filter: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum CapState {
+    Running,
+    Done(&'static str),
+    Failed(String),
+    /// Downloaded or expired: the file is gone.
+    Removed(&'static str),
+}
+
+struct CaptureJob {
+    id: u64,
+    port: String,
+    filter: String,
+    path: std::path::PathBuf,
+    progress: std::sync::Arc<crate::engine::capture::Progress>,
+    state: std::sync::Mutex<CapState>,
+    ended_at: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl CaptureJob {
+    fn state(&self) -> CapState {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+    fn set(&self, s: CapState) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = s;
+    }
+    fn json(&self) -> Value {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut v = json!({
+            "id": self.id,
+            "port": self.port,
+            "filter": self.filter,
+            "packets": self.progress.packets.load(Relaxed),
+            "bytes": self.progress.bytes.load(Relaxed),
+        });
+        if self.state() != CapState::Running {
+            v["cpu_ms"] = json!(self.progress.cpu_us.load(Relaxed) as f64 / 1000.0);
+        }
+        let (state, extra) = match self.state() {
+            CapState::Running => ("running", None),
+            CapState::Done(why) => ("done", Some(("ended_by", json!(why)))),
+            CapState::Failed(e) => ("failed", Some(("error", json!(e)))),
+            CapState::Removed(why) => ("removed", Some(("removed", json!(why)))),
+        };
+        v["state"] = json!(state);
+        if let Some((k, x)) = extra {
+            v[k] = x;
+        }
+        v
+    }
+}
+
+static CAPTURES: std::sync::Mutex<Vec<std::sync::Arc<CaptureJob>>> =
+    std::sync::Mutex::new(Vec::new());
+static NEXT_CAPTURE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn captures() -> std::sync::MutexGuard<'static, Vec<std::sync::Arc<CaptureJob>>> {
+    CAPTURES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Remove the files of captures that ended more than [`CAPTURE_RETENTION`] ago, and forget
+/// the oldest finished captures beyond [`MAX_CAPTURES_KEPT`].
+fn expire_captures() {
+    let mut g = captures();
+    for j in g.iter() {
+        let old = j
+            .ended_at
+            .lock()
+            .ok()
+            .and_then(|t| *t)
+            .is_some_and(|t| t.elapsed() >= CAPTURE_RETENTION);
+        if old && !matches!(j.state(), CapState::Removed(_) | CapState::Running) {
+            let _ = std::fs::remove_file(&j.path);
+            j.set(CapState::Removed("retention time passed"));
+        }
+    }
+    while g.len() > MAX_CAPTURES_KEPT {
+        let Some(i) = g.iter().position(|j| j.state() != CapState::Running) else {
+            break;
+        };
+        let j = g.remove(i);
+        let _ = std::fs::remove_file(&j.path);
+    }
+}
+
+fn capture_dir(state: &AppState) -> std::path::PathBuf {
+    state.config.data_dir.join("captures")
+}
+
+/// Check a capture request, open its socket and start it on its own thread; its id.
+fn start_capture(
+    state: &AppState,
+    auth: &Auth,
+    req: &HttpRequest,
+    r: &CaptureRequest,
+) -> Result<u64, PingError> {
+    use crate::engine::capture;
+    let c = &state.config;
+    let bad = |m: String| PingError::Bad(m);
+    let port = r.port.trim();
+    if !bd::valid_port_name(port) || !crate::board::ports().iter().any(|p| p.name == port) {
+        let shown: String = port
+            .chars()
+            .take(20)
+            .flat_map(char::escape_default)
+            .collect();
+        return Err(bad(format!("there is no port '{shown}'")));
+    }
+    let seconds = r.seconds.unwrap_or(DEFAULT_CAPTURE_SECONDS);
+    if !(1..=c.capture_max_seconds as u64).contains(&seconds) {
+        return Err(bad(format!(
+            "seconds {seconds} is out of range: 1 to {} (capture_max_seconds)",
+            c.capture_max_seconds
+        )));
+    }
+    let max_packets = r
+        .max_packets
+        .unwrap_or(DEFAULT_CAPTURE_PACKETS.min(c.capture_max_packets));
+    if !(1..=c.capture_max_packets).contains(&max_packets) {
+        return Err(bad(format!(
+            "max_packets {max_packets} is out of range: 1 to {} (capture_max_packets)",
+            c.capture_max_packets
+        )));
+    }
+    let max_bytes = r
+        .max_bytes
+        .unwrap_or(DEFAULT_CAPTURE_BYTES.min(c.capture_max_bytes));
+    if !(1024..=c.capture_max_bytes).contains(&max_bytes) {
+        return Err(bad(format!(
+            "max_bytes {max_bytes} is out of range: 1024 to {} (capture_max_bytes)",
+            c.capture_max_bytes
+        )));
+    }
+    let filter_text = r.filter.clone().unwrap_or_default().trim().to_string();
+    let filter = capture::Filter::parse(&filter_text).map_err(bad)?;
+    expire_captures();
+    let slot = claim(auth, "capture").map_err(PingError::Busy)?;
+    {
+        let g = captures();
+        let running = g.iter().filter(|j| j.state() == CapState::Running).count();
+        if running >= MAX_RUNNING_CAPTURES {
+            return Err(PingError::Busy(format!(
+                "{running} captures are running (at most {MAX_RUNNING_CAPTURES} at once): wait for one to finish"
+            )));
+        }
+    }
+    let ifindex = nix::net::if_::if_nametoindex(port)
+        .map_err(|_| bad(format!("there is no port '{port}'")))?;
+    let sock = capture::open(ifindex).map_err(|e| {
+        PingError::Board(format!("cannot capture on {port}: {e} (needs CAP_NET_RAW)"))
+    })?;
+    let dir = capture_dir(state);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| PingError::Board(format!("cannot make {}: {e}", dir.display())))?;
+    let id = NEXT_CAPTURE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.join(format!("capture-{id}.pcap"));
+    let file = std::fs::File::create(&path)
+        .map_err(|e| PingError::Board(format!("cannot write {}: {e}", path.display())))?;
+    let job = std::sync::Arc::new(CaptureJob {
+        id,
+        port: port.to_string(),
+        filter: filter_text.clone(),
+        path,
+        progress: Default::default(),
+        state: std::sync::Mutex::new(CapState::Running),
+        ended_at: std::sync::Mutex::new(None),
+    });
+    super::audit::diag_ran(
+        auth,
+        req,
+        &format!(
+            "capture {id} on {port} ({seconds} s, at most {max_packets} packets and {max_bytes} bytes, filter '{filter_text}')"
+        ),
+    );
+    let spec = capture::CaptureSpec {
+        ifindex,
+        duration: Duration::from_secs(seconds),
+        max_packets,
+        max_bytes,
+        filter,
+    };
+    let j = job.clone();
+    std::thread::Builder::new()
+        .name(format!("capture-{id}"))
+        .spawn(move || {
+            let mut out = std::io::BufWriter::new(file);
+            let res = capture::capture(&spec, sock, &mut out, &j.progress);
+            drop(out);
+            // Free the user's slot before the state says done: a client that sees "done"
+            // may start the next capture at once.
+            drop(slot);
+            j.set(match res {
+                Ok(e) => CapState::Done(e.word()),
+                Err(e) => CapState::Failed(e.to_string()),
+            });
+            if let Ok(mut t) = j.ended_at.lock() {
+                *t = Some(std::time::Instant::now());
+            }
+            tracing::info!("capture {} ended: {}", j.id, j.json());
+        })
+        .map_err(|e| PingError::Board(format!("cannot start the capture: {e}")))?;
+    captures().push(job);
+    Ok(id)
+}
+
+async fn api_capture(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let r: CaptureRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return Ok(super::json_error(
+                StatusCode::BAD_REQUEST,
+                format!("invalid request body: {e}"),
+            ))
+        }
+    };
+    Ok(match start_capture(&state, &auth, &req, &r) {
+        Ok(id) => HttpResponse::Created()
+            .insert_header(("Location", format!("/api/diag/capture/{id}")))
+            .json(json!({"id": id, "pcap": format!("/api/diag/capture/{id}/pcap")})),
+        Err(e) => super::json_error(e.status(), e.text()),
+    })
+}
+
+fn find_capture(id: &str) -> Option<std::sync::Arc<CaptureJob>> {
+    let id: u64 = id.parse().ok()?;
+    captures().iter().find(|j| j.id == id).cloned()
+}
+
+async fn api_capture_state(auth: Auth, path: web::Path<String>) -> Result<HttpResponse, AuthError> {
+    let _ = auth;
+    expire_captures();
+    Ok(match find_capture(&path) {
+        Some(j) => HttpResponse::Ok().json(j.json()),
+        None => super::json_error(StatusCode::NOT_FOUND, "no such capture"),
+    })
+}
+
+async fn api_capture_pcap(
+    req: HttpRequest,
+    auth: Auth,
+    path: web::Path<String>,
+) -> Result<HttpResponse, AuthError> {
+    expire_captures();
+    let Some(j) = find_capture(&path) else {
+        return Ok(super::json_error(StatusCode::NOT_FOUND, "no such capture"));
+    };
+    match j.state() {
+        CapState::Running => {
+            return Ok(super::json_error(
+                StatusCode::CONFLICT,
+                "the capture is still running: download it when its state is done",
+            ))
+        }
+        CapState::Removed(why) => {
+            return Ok(super::json_error(
+                StatusCode::GONE,
+                format!("the capture file was removed ({why})"),
+            ))
+        }
+        CapState::Failed(_) | CapState::Done(_) => {}
+    }
+    let p = j.path.clone();
+    let data = web::block(move || std::fs::read(&p)).await;
+    let Ok(Ok(data)) = data else {
+        return Ok(super::json_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "cannot read the capture file",
+        ));
+    };
+    let _ = std::fs::remove_file(&j.path);
+    j.set(CapState::Removed("downloaded"));
+    super::audit::diag_ran(&auth, &req, &format!("download of capture {}", j.id));
+    Ok(HttpResponse::Ok()
+        .content_type("application/vnd.tcpdump.pcap")
+        .insert_header((
+            "Content-Disposition",
+            format!("attachment; filename=\"netperfd-{}-{}.pcap\"", j.port, j.id),
+        ))
+        .body(data))
+}
+
+/// The capture form's fields.
+#[derive(Debug, Default, Deserialize)]
+struct CaptureForm {
+    csrf: Option<String>,
+    #[serde(default)]
+    port: String,
+    seconds: Option<String>,
+    max_packets: Option<String>,
+    filter: Option<String>,
+}
+
+async fn form_capture(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<CaptureForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    let mut v = Inputs {
+        cap_port: form.port.clone(),
+        cap_seconds: form.seconds.clone().unwrap_or_default(),
+        cap_packets: form.max_packets.clone().unwrap_or_default(),
+        cap_filter: form.filter.clone().unwrap_or_default(),
+        ..Inputs::default()
+    };
+    let r = (|| -> Result<CaptureRequest, String> {
+        Ok(CaptureRequest {
+            port: form.port.clone(),
+            seconds: form_num("seconds", &form.seconds)?,
+            max_packets: form_num("max packets", &form.max_packets)?,
+            max_bytes: None,
+            filter: form.filter.clone(),
+        })
+    })();
+    let res = match r {
+        Ok(r) => start_capture(&state, &auth, &req, &r),
+        Err(e) => Err(PingError::Bad(e)),
+    };
+    let status = match res {
+        Ok(id) => {
+            v.cap_started = Some(id);
+            StatusCode::OK
+        }
+        Err(e) => {
+            v.cap_error = Some(e.text().to_string());
+            e.status()
+        }
+    };
+    Ok(html(status, &build(&state, &auth, v).await))
+}
+
+// ---------------------------------------------------------------- page
+
+struct Row {
+    cells: Vec<String>,
+}
+
+struct PingView {
+    summary: String,
+    rows: Vec<Row>,
+}
+
+fn ping_view(r: &PingResult) -> PingView {
+    PingView {
+        summary: format!("{} ({}): {}", r.target, r.socket, r.summary),
+        rows: r
+            .replies
+            .iter()
+            .map(|x| Row {
+                cells: vec![
+                    x.seq.to_string(),
+                    x.rtt_ms
+                        .map(|t| format!("{t:.3} ms"))
+                        .unwrap_or_else(|| "no reply".into()),
+                    x.bytes.map(|b| b.to_string()).unwrap_or_default(),
+                    x.error.clone().unwrap_or_default(),
+                ],
+            })
+            .collect(),
+    }
+}
+
+/// What the forms held and what they gave.
+#[derive(Default)]
+struct Inputs {
+    ping_host: String,
+    count: String,
+    interval_ms: String,
+    size: String,
+    port: String,
+    df: bool,
+    ping: Option<PingView>,
+    ping_error: Option<String>,
+    lookup_host: String,
+    lookup: Option<Vec<String>>,
+    lookup_error: Option<String>,
+    level: String,
+    q: String,
+    path_host: String,
+    path_hops: String,
+    path: Option<PingView>,
+    path_error: Option<String>,
+    cap_port: String,
+    cap_seconds: String,
+    cap_packets: String,
+    cap_filter: String,
+    cap_started: Option<u64>,
+    cap_error: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "diag.html")]
+struct DiagPage {
+    nav: bool,
+    csrf: String,
+    version: String,
+    f: Inputs,
+    ports: Vec<String>,
+    system: Vec<(String, String)>,
+    cores: Vec<Row>,
+    thermal: Vec<Row>,
+    config: Vec<(String, String)>,
+    neighbours: Vec<Row>,
+    neighbours_error: Option<String>,
+    routes: Vec<Row>,
+    routes_error: Option<String>,
+    logs: Vec<String>,
+    logs_error: Option<String>,
+    logs_query: String,
+    journal: bool,
+    captures: Vec<Row>,
+    cap_max_seconds: u32,
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_else(|| "—".into())
+}
+
+fn uptime(s: f64) -> String {
+    let s = s as u64;
+    let (d, h, m) = (s / 86400, s / 3600 % 24, s / 60 % 60);
+    if d > 0 {
+        format!("{d} d {h} h {m} min")
+    } else {
+        format!("{h} h {m} min")
+    }
+}
+
+async fn build(state: &AppState, auth: &Auth, f: Inputs) -> DiagPage {
+    let sys = bd::system(&state.config.data_dir);
+    let mut system = Vec::new();
+    if let Some(m) = &sys.model {
+        system.push(("Board model".to_string(), m.clone()));
+    }
+    let k = &sys.kernel;
+    system.push((
+        "Kernel".into(),
+        format!("{} {} {} {}", k.name, k.release, k.version, k.machine),
+    ));
+    system.push(("Host name".into(), k.hostname.clone()));
+    system.push(("Uptime".into(), opt(sys.uptime_s.map(uptime))));
+    system.push((
+        "Load (1, 5, 15 min)".into(),
+        opt(sys
+            .load
+            .map(|l| format!("{:.2} {:.2} {:.2}", l[0], l[1], l[2]))),
+    ));
+    system.push(("CPU cores".into(), sys.cpus.to_string()));
+    if let Some(m) = sys.memory {
+        system.push((
+            "Memory".into(),
+            format!(
+                "{} total, {} available, swap {} of {} free",
+                display::size(m.total_bytes as f64),
+                display::size(m.available_bytes as f64),
+                display::size(m.swap_free_bytes as f64),
+                display::size(m.swap_total_bytes as f64)
+            ),
+        ));
+    }
+    if let Some(s) = &sys.storage {
+        system.push((
+            "Data directory".into(),
+            format!(
+                "{}: {} free of {} ({:.0} % used)",
+                s.path,
+                display::size(s.available_bytes as f64),
+                display::size(s.total_bytes as f64),
+                s.used_percent
+            ),
+        ));
+    }
+    system.push(("netperfd".into(), version_string()));
+    let cores = sys
+        .cores
+        .iter()
+        .map(|c| Row {
+            cells: vec![
+                format!("cpu{}", c.cpu),
+                opt(c.mhz.map(|m| format!("{m:.0} MHz"))),
+                opt(c.max_mhz.map(|m| format!("{m:.0} MHz"))),
+                c.governor.clone().unwrap_or_else(|| "—".into()),
+            ],
+        })
+        .collect();
+    let thermal = sys
+        .thermal
+        .iter()
+        .map(|t| Row {
+            cells: vec![
+                format!("thermal_zone{}", t.zone),
+                t.kind.clone(),
+                opt(t.temp_c.map(|c| format!("{c:.1} °C"))),
+            ],
+        })
+        .collect();
+    let config = config_json(state)
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| {
+                    let s = match v {
+                        Value::String(s) => s.clone(),
+                        v => v.to_string(),
+                    };
+                    (k.clone(), s)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let (neighbours, neighbours_error) = match bd::neighbours().await {
+        Ok(n) => (
+            n.into_iter()
+                .map(|n| Row {
+                    cells: vec![
+                        n.port,
+                        n.address.to_string(),
+                        n.mac.unwrap_or_else(|| "—".into()),
+                        n.state,
+                    ],
+                })
+                .collect(),
+            None,
+        ),
+        Err(e) => (Vec::new(), Some(e.to_string())),
+    };
+    let (routes, routes_error) = match bd::routes().await {
+        Ok(r) => (
+            r.into_iter()
+                .map(|r| Row {
+                    cells: vec![
+                        r.destination,
+                        opt(r.gateway),
+                        r.port.unwrap_or_else(|| "—".into()),
+                        opt(r.source),
+                        opt(r.metric),
+                        r.protocol,
+                        r.scope,
+                        if r.table == 254 {
+                            "main".into()
+                        } else {
+                            r.table.to_string()
+                        },
+                    ],
+                })
+                .collect(),
+            None,
+        ),
+        Err(e) => (Vec::new(), Some(e.to_string())),
+    };
+    let lq = LogQuery {
+        level: Some(f.level.clone()),
+        q: Some(f.q.clone()),
+        lines: None,
+    };
+    let (logs, logs_error) = match lq.select() {
+        Ok(l) => (l, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    let logs_query = format!("level={}&q={}", urlencode(&f.level), urlencode(&f.q));
+    expire_captures();
+    let captures = captures()
+        .iter()
+        .rev()
+        .map(|j| {
+            let v = j.json();
+            let state = v["state"].as_str().unwrap_or_default().to_string();
+            Row {
+                cells: vec![
+                    j.id.to_string(),
+                    j.port.clone(),
+                    if j.filter.is_empty() {
+                        "all".into()
+                    } else {
+                        j.filter.clone()
+                    },
+                    match (&v["ended_by"], &v["error"], &v["removed"]) {
+                        (Value::String(b), _, _) => format!("{state} ({b})"),
+                        (_, Value::String(e), _) => format!("{state}: {e}"),
+                        (_, _, Value::String(r)) => format!("{state} ({r})"),
+                        _ => state.clone(),
+                    },
+                    v["packets"].to_string(),
+                    display::size(v["bytes"].as_f64().unwrap_or(0.0)),
+                    if state == "done" || state == "failed" {
+                        format!("/api/diag/capture/{}/pcap", j.id)
+                    } else {
+                        String::new()
+                    },
+                ],
+            }
+        })
+        .collect();
+    DiagPage {
+        captures,
+        cap_max_seconds: state.config.capture_max_seconds,
+        nav: true,
+        csrf: auth.csrf().into(),
+        version: version_string(),
+        ports: crate::board::ports().into_iter().map(|p| p.name).collect(),
+        system,
+        cores,
+        thermal,
+        config,
+        neighbours,
+        neighbours_error,
+        routes,
+        routes_error,
+        logs,
+        logs_error,
+        logs_query,
+        journal: bd::journalctl().is_some(),
+        f,
+    }
+}
+
+async fn page(
+    auth: Auth,
+    state: web::Data<AppState>,
+    q: web::Query<LogQuery>,
+) -> Result<HttpResponse, AuthError> {
+    let f = Inputs {
+        level: q.level.clone().unwrap_or_default(),
+        q: q.q.clone().unwrap_or_default(),
+        ..Inputs::default()
+    };
+    Ok(html(StatusCode::OK, &build(&state, &auth, f).await))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(
+        host: &str,
+        count: Option<u64>,
+        interval: Option<u64>,
+        size: Option<u64>,
+    ) -> PingRequest {
+        PingRequest {
+            host: host.into(),
+            count,
+            interval_ms: interval,
+            size,
+            ..PingRequest::default()
+        }
+    }
+
+    #[test]
+    fn ping_limits_are_clear() {
+        let e = |r: PingRequest| plan(&r).err().unwrap_or_default();
+        assert!(e(req("192.0.2.2", Some(1_000_000_000), None, None))
+            .contains("count 1000000000 is out of range: 1 to 100"));
+        assert!(e(req("192.0.2.2", Some(0), None, None)).contains("count 0"));
+        assert!(e(req("192.0.2.2", None, Some(10), None)).contains("interval 10 ms"));
+        assert!(e(req("192.0.2.2", Some(100), Some(1000), None)).contains("at most 60 s"));
+        assert!(e(req("192.0.2.2", None, None, Some(65508))).contains("size 65508"));
+        assert!(e(req("192.0.2.2; reboot", None, None, None)).contains("not an address"));
+        let mut r = req("192.0.2.2", None, None, None);
+        r.port = Some("nope0".into());
+        assert!(e(r).contains("no port 'nope0'"));
+        let p = plan(&req("192.0.2.2", None, None, None)).unwrap();
+        assert_eq!((p.count, p.interval.as_millis(), p.size), (4, 1000, 56));
+    }
+
+    #[test]
+    fn one_diagnostic_of_a_kind_per_user() {
+        let a = Auth::Session {
+            token_hash: "t-one".into(),
+            csrf: String::new(),
+        };
+        let b = Auth::Session {
+            token_hash: "t-two".into(),
+            csrf: String::new(),
+        };
+        let s = claim(&a, "ping").unwrap();
+        assert!(claim(&a, "ping")
+            .unwrap_err()
+            .contains("one ping at a time"));
+        let _other_kind = claim(&a, "lookup").unwrap();
+        let _other_user = claim(&b, "ping").unwrap();
+        drop(s);
+        claim(&a, "ping").unwrap();
+    }
+
+    #[test]
+    fn form_numbers_must_be_numbers() {
+        let f = PingForm {
+            host: "192.0.2.2".into(),
+            count: Some("4; reboot".into()),
+            ..PingForm::default()
+        };
+        assert!(f.request().unwrap_err().contains("count '4; reboot'"));
+    }
+}
