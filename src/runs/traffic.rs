@@ -262,6 +262,45 @@ struct GroupCounts {
     delivered: u64,
     /// When the last body byte of any request was handed to the kernel.
     last_byte: Option<Instant>,
+    /// The payload byte ranges [start, end) of the requests served to their end, and of those
+    /// cut short (what was written before the cut), at most [`MAX_RANGES`] each.
+    done_ranges: Vec<(u64, u64)>,
+    cut_ranges: Vec<(u64, u64)>,
+}
+
+/// Most byte ranges a download run keeps of each kind (a few KB; a client making more
+/// requests than this in one run is counted by whole requests only beyond them).
+const MAX_RANGES: usize = 4096;
+
+/// Bytes of `cut` not covered by `done`: what requests cut short delivered of the payload
+/// that no request served to its end delivered again. A download manager (axel) that
+/// drops a slow range and fetches its tail anew got the cut range's head from the cut
+/// request; a size probe dropped at once overlaps the ranges fetched later and adds nothing.
+/// Ranges are [start, end) in payload bytes.
+fn cut_bytes_not_served_again(cut: &[(u64, u64)], done: &[(u64, u64)]) -> u64 {
+    let union = |v: &[(u64, u64)]| -> Vec<(u64, u64)> {
+        let mut v: Vec<(u64, u64)> = v.iter().copied().filter(|(a, b)| b > a).collect();
+        v.sort_unstable();
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for (a, b) in v {
+            match out.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => out.push((a, b)),
+            }
+        }
+        out
+    };
+    let done = union(done);
+    union(cut)
+        .into_iter()
+        .map(|(a, b)| {
+            let covered: u64 = done
+                .iter()
+                .map(|(c, d)| b.min(*d).saturating_sub(a.max(*c)))
+                .sum();
+            (b - a).saturating_sub(covered)
+        })
+        .sum()
 }
 
 struct Slot {
@@ -349,11 +388,11 @@ async fn write_payload(
     len: u64,
     c: &Counter,
     stop: &std::sync::atomic::AtomicBool,
-) -> Result<u64, String> {
+) -> Result<u64, (u64, String)> {
     let mut sent = 0u64;
     while sent < len {
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err("stopped by the user".into());
+            return Err((sent, "stopped by the user".into()));
         }
         let off = ((first + sent) % block.len() as u64) as usize;
         let n = ((block.len() - off) as u64).min(len - sent).min(256 * 1024) as usize;
@@ -364,8 +403,10 @@ async fn write_payload(
         .await
         {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(format!("{e}")),
-            Err(_) => return Err(format!("the peer took no data for {STALL_SECS} s")),
+            Ok(Err(e)) => return Err((sent, format!("{e}"))),
+            Err(_) => {
+                return Err((sent, format!("the peer took no data for {STALL_SECS} s")));
+            }
         }
         sent += n as u64;
         c.add(n as u64);
@@ -587,10 +628,16 @@ impl PayloadServer {
         match r {
             Ok(sent) => {
                 n.delivered += sent;
+                if n.done_ranges.len() < MAX_RANGES {
+                    n.done_ranges.push((first, first.saturating_add(sent)));
+                }
                 Ok(true)
             }
-            Err(e) => {
+            Err((sent, e)) => {
                 n.cut += 1;
+                if n.cut_ranges.len() < MAX_RANGES {
+                    n.cut_ranges.push((first, first.saturating_add(sent)));
+                }
                 Err(e)
             }
         }
@@ -733,11 +780,18 @@ impl PayloadServer {
             .last_byte
             .map(|t| t.saturating_duration_since(g.meter.started()).as_secs_f64())
             .unwrap_or(0.0);
-        // Goodput counts the requests served to their end: a request the peer dropped (axel
-        // drops its size probe) left bytes in socket buffers that it never read. When none
-        // ended (a dropped or stopped download), what was sent is the best figure there is.
+        // Goodput counts the requests served to their end, plus what requests cut short
+        // delivered that no complete request delivered again (a range axel dropped and
+        // fetched the tail of anew): a request the peer dropped at once (axel's size probe)
+        // left bytes in socket buffers that it never read, and those overlap the ranges
+        // fetched later. When none ended (a dropped or stopped download), what was sent is
+        // the best figure there is.
         let complete = n.requests - n.cut;
-        let counted = if complete > 0 { n.delivered } else { bytes };
+        let counted = if complete > 0 {
+            n.delivered + cut_bytes_not_served_again(&n.cut_ranges, &n.done_ranges)
+        } else {
+            bytes
+        };
         let goodput = bps(counted, seconds);
         let (status, error) = if g.stopped.load(std::sync::atomic::Ordering::Relaxed) {
             (RunStatus::Aborted, Some("stopped by the user".to_string()))
@@ -1279,4 +1333,43 @@ pub fn start_http_get(
         }
     });
     Ok((id, handle))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The full run where axel dropped one range (connection 9: 99,908,608 of 100,000,000
+    /// bytes from 800,000,000) and fetched its tail anew in five small requests (2,212,700
+    /// bytes from 897,787,300), besides nine whole ranges and its dropped size probe: the
+    /// run counted 902,212,700 bytes of a 1 GB payload. The cut range's head adds what no
+    /// complete request served again: 97,787,300, for 1,000,000,000 in all.
+    #[test]
+    fn a_range_dropped_and_fetched_again_counts_once() {
+        let mut done: Vec<(u64, u64)> = (0..10u64)
+            .filter(|i| *i != 8)
+            .map(|i| (i * 100_000_000, (i + 1) * 100_000_000))
+            .collect();
+        let tail = 897_787_300u64;
+        for (a, b) in [
+            (tail, tail + 1_003_856),
+            (tail + 1_003_856, tail + 1_423_864),
+            (tail + 1_423_864, tail + 1_866_912),
+            (tail + 1_866_912, tail + 2_103_668),
+            (tail + 2_103_668, 900_000_000),
+        ] {
+            done.push((a, b));
+        }
+        let delivered: u64 = done.iter().map(|(a, b)| b - a).sum();
+        assert_eq!(delivered, 902_212_700);
+        // The probe (whole payload asked, nothing written) and the dropped range.
+        let cut = [(0, 0), (800_000_000, 899_908_608)];
+        let extra = cut_bytes_not_served_again(&cut, &done);
+        assert_eq!(extra, 97_787_300);
+        assert_eq!(delivered + extra, 1_000_000_000);
+        // A probe dropped after 4 MB: covered by the first range, adds nothing.
+        assert_eq!(cut_bytes_not_served_again(&[(0, 4_000_000)], &done), 0);
+        // Two cut requests over the same bytes count them once; nothing done: all of it.
+        assert_eq!(cut_bytes_not_served_again(&[(10, 20), (15, 30)], &[]), 20);
+    }
 }
