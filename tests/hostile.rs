@@ -16,24 +16,41 @@ struct Server {
 }
 
 impl Server {
+    /// `netperfd -s` on a free loopback port. The port is free for TCP when picked; the
+    /// server also binds it for UDP, where another test's UDP socket (these tests run in
+    /// parallel in one namespace) may hold it: a server that exits at once is started again
+    /// on another port (seen once in a full run: "server did not start").
     fn start() -> Server {
-        let port = free_port();
-        let log = std::env::temp_dir().join(format!("netperfd-hostile-{port}.log"));
-        let child = Command::new(bin())
-            .args(["-s", "-p", &port.to_string()])
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log"))
-            .spawn()
-            .expect("start server");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        // Probe with a connection that sends a full cookie of garbage then closes: counts as a
-        // (bad) session, which the server must survive anyway.
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "server did not start");
-            std::thread::sleep(Duration::from_millis(50));
+        let mut tries = Vec::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let log = std::env::temp_dir().join(format!("netperfd-hostile-{port}.log"));
+            let mut child = Command::new(bin())
+                .args(["-s", "-p", &port.to_string()])
+                .env("RUST_LOG", "warn")
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log).expect("log"))
+                .spawn()
+                .expect("start server");
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return Server { child, port, log };
+                }
+                if let Ok(Some(status)) = child.try_wait() {
+                    let why = std::fs::read_to_string(&log).unwrap_or_default();
+                    tries.push(format!("port {port}: exited {status}: {why}"));
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "server did not start on port {port}: {}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
         }
-        Server { child, port, log }
+        panic!("server did not start: {tries:?}");
     }
 
     fn log(&self) -> String {
