@@ -1,7 +1,7 @@
 //! A tracepath-style path for the Diagnostics page: UDP probes to the target with rising TTL
 //! (hop limit), DF set, as large as the path allows. Each hop's answer comes back through the
 //! socket's error queue (IP_RECVERR / IPV6_RECVERR, read with recvmsg(MSG_ERRQUEUE) through
-//! nix, no `unsafe`): "time exceeded" names the hop, "fragmentation needed" / "packet too big"
+//! nix's safe wrappers): "time exceeded" names the hop, "fragmentation needed" / "packet too big"
 //! (or the kernel's own EMSGSIZE) gives the smaller MTU and the probe is sent again smaller,
 //! "port unreachable" from the target ends the path. One probe at a time, one thread,
 //! blocking. Not for: resolving names or deciding limits (the caller does).

@@ -1196,17 +1196,6 @@ struct DiagPage {
     cap_max_seconds: u32,
 }
 
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 fn opt<T: ToString>(v: Option<T>) -> String {
     v.map(|x| x.to_string()).unwrap_or_else(|| "—".into())
 }
@@ -1352,7 +1341,11 @@ async fn build(state: &AppState, auth: &Auth, f: Inputs) -> DiagPage {
         Ok(l) => (l, None),
         Err(e) => (Vec::new(), Some(e)),
     };
-    let logs_query = format!("level={}&q={}", urlencode(&f.level), urlencode(&f.q));
+    let logs_query = format!(
+        "level={}&q={}",
+        super::pages::query_value(&f.level),
+        super::pages::query_value(&f.q)
+    );
     expire_captures();
     let captures = captures()
         .iter()

@@ -841,7 +841,7 @@ struct RunsPage {
 const HISTORY_PAGE: u32 = 100;
 
 /// Percent-encode a query value (everything but unreserved characters).
-fn query_value(s: &str) -> String {
+pub(crate) fn query_value(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
