@@ -303,10 +303,12 @@ fn omit() {
 
 /// Issue 22 item 11: with `-O 1` our client's counted window is the stock server's (timers from
 /// TEST_START, TEST_END sent the moment the time is up): the stock server receives what we
-/// report as sent within 3 % (0.1–0.33 % measured alone; 2.3 % once in a full test run, where a
-/// few tens of ms of scheduling at 13 Gbit/s is that much; before the fix the stock server
-/// counted 4–116 MB more). (With -R the server's sent count also holds what was still in
-/// its socket buffer at TEST_END — 1.5 % with a stock client too — see `reverse`.)
+/// report as sent within 3 % (0.1–0.33 % measured alone; 2.3 % and 3.2 % once each in full test
+/// runs, where a few tens of ms of scheduling at 13 Gbit/s is that much; before the fix the
+/// stock server counted 4–116 MB more). A pair outside 3 % is measured twice more and the
+/// median of the three must be within it: a scheduling stall is one pair's, a wrong window
+/// every pair's. (With -R the server's sent count also holds what was still in its socket
+/// buffer at TEST_END — 1.5 % with a stock client too — see `reverse`.)
 #[test]
 fn omit_counts_what_the_stock_server_counts() {
     for (flags, ours, theirs) in [
@@ -321,17 +323,29 @@ fn omit_counts_what_the_stock_server_counts() {
             "/end/sum_received/bytes",
         ),
     ] {
-        let (c, s) = ours_to_stock(flags);
-        let (ours, theirs) = (num(&c, ours), num(&s, theirs));
-        let secs = (
-            num(&c, "/end/sum_sent/seconds"),
-            num(&s, "/end/sum_received/seconds"),
-        );
-        eprintln!("{flags:?}: we counted {ours}, the stock server {theirs}; seconds {secs:?}");
-        assert!(ours > 10_000_000.0, "{flags:?}: {c}");
+        let mut gaps = Vec::new();
+        for attempt in 1..=3 {
+            let (c, s) = ours_to_stock(flags);
+            let (o, t) = (num(&c, ours), num(&s, theirs));
+            let secs = (
+                num(&c, "/end/sum_sent/seconds"),
+                num(&s, "/end/sum_received/seconds"),
+            );
+            eprintln!(
+                "{flags:?} #{attempt}: we counted {o}, the stock server {t}; seconds {secs:?}"
+            );
+            assert!(o > 10_000_000.0, "{flags:?}: {c}");
+            gaps.push((t - o).abs() / t);
+            if attempt == 1 && gaps[0] <= 0.03 {
+                break;
+            }
+        }
+        gaps.sort_by(f64::total_cmp);
+        let median = gaps[gaps.len() / 2];
         assert!(
-            (theirs - ours).abs() <= 0.03 * theirs,
-            "{flags:?}: we counted {ours}, the stock server {theirs}"
+            median <= 0.03,
+            "{flags:?}: our count and the stock server's differ by {:?} (fractions)",
+            gaps
         );
     }
 }
