@@ -48,6 +48,8 @@ enum Cmd {
     Forward(netperfd::cmd::forward::ForwardArgs),
     /// Monitor-only run: record the board's ports (rates, conntrack, CPU) until stopped
     Monitor(netperfd::cmd::forward::MonitorArgs),
+    /// RFC 2544 benchmark of the board as the DUT: throughput per frame size, frame loss rate
+    Rfc2544(netperfd::cmd::forward::Rfc2544Args),
     /// Latency under load: ICMP probes every 10 ms, idle → TCP load (up/down/both) → idle
     Latency(netperfd::cmd::latency::LatencyArgs),
 }
@@ -75,6 +77,7 @@ fn main() {
         Some(Cmd::Forward(f)) => netperfd::cmd::forward::forward_main(f),
         Some(Cmd::Monitor(m)) => netperfd::cmd::forward::monitor_main(m),
         Some(Cmd::Latency(l)) => netperfd::cmd::latency::main(l),
+        Some(Cmd::Rfc2544(r)) => netperfd::cmd::forward::rfc2544_main(r),
         None => iperf_main(args.iperf),
     };
     std::process::exit(code);

@@ -50,32 +50,18 @@ fn our_rules_left(ns: &str) -> bool {
 }
 
 fn token_file(lab: &Lab, token: &str) -> String {
-    let p = lab.dir().join(format!("token-{}", token.len()));
-    std::fs::write(&p, format!("{token}\n")).expect("token file");
-    p.to_str().expect("utf-8").to_string()
+    lab.token_file(token)
 }
 
 fn data_dir(lab: &Lab) -> String {
     lab.dir().join("data").to_str().expect("utf-8").to_string()
 }
 
-/// pc1 with the board as its gateway, the agent listening in pc1, stock iperf3 -s in pc2 (no
-/// route back: only NAT on the board makes replies find pc1).
+/// Seed 000's lab with the agent in pc1 and stock iperf3 -s in pc2 ([`Lab::with_agent`]).
 fn seed_lab() -> (Lab, String, String, String) {
-    let mut lab = Lab::with_pc2();
+    let (lab, _) = Lab::with_agent(TOKEN);
     let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
     let pc2 = lab.pc2.clone().expect("pc2");
-    ns_out(&pc1, "ip", &["route", "add", "default", "via", BOARD_IP]);
-    let tf = token_file(&lab, TOKEN);
-    lab.spawn(
-        &pc1,
-        "agent",
-        bin(),
-        &["peer", "--listen", "192.0.2.2:5280", "--token-file", &tf],
-    );
-    lab.wait_port(&pc1, PC1_IP, 5280);
-    lab.spawn(&pc2, "iperf3-s", "iperf3", &["-s"]);
-    lab.wait_port(&pc2, PC2_IP, 5201);
     assert_eq!(ip_forward(&board), "0");
     (lab, board, pc1, pc2)
 }

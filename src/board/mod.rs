@@ -47,6 +47,32 @@ impl Port {
     }
 }
 
+/// What a benchmark needs to know of a port: its name, MTU (bytes) and link speed (Mbit/s,
+/// `None` when the port reports none: no carrier, or a virtual port without one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortFacts {
+    pub name: String,
+    pub mtu: u32,
+    pub speed_mbps: Option<u32>,
+    pub loopback: bool,
+}
+
+/// Every port's [`PortFacts`] (netlink and sysfs, via [`links::inventory`]); empty when the
+/// inventory cannot be read.
+pub async fn port_facts() -> Vec<PortFacts> {
+    links::inventory()
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .map(|l| PortFacts {
+            name: l.name,
+            mtu: l.mtu,
+            speed_mbps: l.speed_mbps,
+            loopback: l.loopback,
+        })
+        .collect()
+}
+
 /// All interfaces, sorted by name.
 pub fn ports() -> Vec<Port> {
     use nix::net::if_::InterfaceFlags;

@@ -66,6 +66,65 @@ pub struct ForwardArgs {
     pub json: bool,
 }
 
+/// Flags of `netperfd rfc2544`.
+#[derive(clap::Args, Debug)]
+pub struct Rfc2544Args {
+    /// The peer agent on PC1 (`netperfd peer`), the frames' generator: http://HOST[:PORT]
+    #[arg(long, value_name = "URL")]
+    pub peer: String,
+    /// File holding the agent's token
+    #[arg(long = "token-file", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// The agent's token (prefer --token-file or $NETPERFD_PEER_TOKEN)
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// PC2, the receiver (iperf3 -s, or netperfd -s, which also reports its own drops)
+    #[arg(long = "to", value_name = "HOST")]
+    pub to: String,
+    /// PC2's iperf3 port
+    #[arg(short = 'p', long = "port", default_value_t = 5201)]
+    pub port: u16,
+    /// Board port the frames come in on (PC1's side)
+    #[arg(long = "in", value_name = "PORT")]
+    pub ingress: String,
+    /// Board port the frames leave through (PC2's side)
+    #[arg(long = "out", value_name = "PORT")]
+    pub egress: String,
+    /// Turn on forwarding with NAT (MASQUERADE on --out) for the run, and off afterwards
+    #[arg(long)]
+    pub nat: bool,
+    /// Frame sizes, bytes with FCS [default: 64,128,256,512,1024,1280,1518]
+    #[arg(long, value_name = "LIST")]
+    pub sizes: Option<String>,
+    /// Seconds per trial
+    #[arg(long, default_value_t = 10)]
+    pub trial: u32,
+    /// Loss allowed in the throughput test, % of frames
+    #[arg(long, default_value = "0")]
+    pub loss: String,
+    /// Throughput search resolution, % of the rate
+    #[arg(long, default_value = "0.5")]
+    pub resolution: String,
+    /// PC2 generates, PC1 receives
+    #[arg(short = 'R', long)]
+    pub reverse: bool,
+    /// Both directions at once
+    #[arg(long)]
+    pub bidir: bool,
+    /// Tests: throughput, loss (comma-separated)
+    #[arg(long, default_value = "throughput")]
+    pub tests: String,
+    /// The ports' line rate in bit/s, e.g. 1G [default: their link speed]
+    #[arg(long = "line-rate", value_name = "RATE")]
+    pub line_rate: Option<String>,
+    /// Data directory of the history (default ./data)
+    #[arg(long, default_value = "./data")]
+    pub data: PathBuf,
+    /// Print the stored run and its summary as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// Flags of `netperfd monitor`.
 #[derive(clap::Args, Debug)]
 pub struct MonitorArgs {
@@ -169,6 +228,92 @@ pub fn forward_main(a: ForwardArgs) -> i32 {
             );
         }
         let (id, handle) = match forward::start_forward(&hub, Some(ctl), plan) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("netperfd: {e}");
+                return 1;
+            }
+        };
+        finish(&hub, &store, id, handle, a.json).await
+    })
+}
+
+/// Run `netperfd rfc2544`; exit code 0 when the run completed, 2 for a bad request (nothing
+/// started), 1 otherwise.
+pub fn rfc2544_main(a: Rfc2544Args) -> i32 {
+    crate::logging::init("warn");
+    let rt = match runtime() {
+        Ok(r) => r,
+        Err(c) => return c,
+    };
+    rt.block_on(async move {
+        let token = match crate::peer::token_from(a.token.as_deref(), a.token_file.as_deref()) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("netperfd: {e}");
+                return 2;
+            }
+        };
+        let direction = match (a.reverse, a.bidir) {
+            (true, true) => {
+                eprintln!("netperfd: -R and --bidir exclude each other");
+                return 2;
+            }
+            (true, false) => "receive",
+            (false, true) => "bidir",
+            _ => "send",
+        };
+        let req = crate::spec::rfc2544::Rfc2544Request {
+            peer: a.peer.clone(),
+            token: Some(token),
+            target: a.to.clone(),
+            port: Some(a.port.to_string()),
+            ingress: a.ingress.clone(),
+            egress: a.egress.clone(),
+            nat: Some(a.nat.to_string()),
+            sizes: a.sizes.clone(),
+            trial: Some(a.trial.to_string()),
+            loss: Some(a.loss.clone()),
+            resolution: Some(a.resolution.clone()),
+            direction: Some(direction.into()),
+            tests: Some(a.tests.clone()),
+            line_rate: a.line_rate.clone(),
+            csrf: None,
+        };
+        let plan = match req.plan(&crate::board::port_facts().await, None) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("netperfd: {e}");
+                return 2;
+            }
+        };
+        let store = match Store::open_dir(&a.data) {
+            Ok(s) => Arc::new(s),
+            Err(e) => {
+                eprintln!(
+                    "netperfd: cannot open the data directory {}: {e}",
+                    a.data.display()
+                );
+                return 1;
+            }
+        };
+        let ctl = Controller::new(Some(store.clone()), Some(&a.data));
+        let hub = Hub::with_board(store.clone(), ctl.clone());
+        if !a.json {
+            println!(
+                "RFC 2544: {} generates to {}:{} through {} → {}, frames {:?} B, {} s trials, line rate {} ({})",
+                plan.peer,
+                plan.target,
+                plan.port,
+                plan.ingress,
+                plan.egress,
+                plan.sizes,
+                plan.trial_s,
+                crate::model::display::rate(plan.line_bps),
+                plan.line_source
+            );
+        }
+        let (id, handle) = match crate::runs::rfc2544::start_rfc2544(&hub, Some(ctl), plan) {
             Ok(x) => x,
             Err(e) => {
                 eprintln!("netperfd: {e}");

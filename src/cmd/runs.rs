@@ -36,7 +36,7 @@ pub enum RunsCmd {
         #[arg(long)]
         port: Option<String>,
         /// Only runs of this kind (iperf3, iperf2, multi, forward, monitor, http-serve,
-        /// http-get, tcp-sink, tcp-source)
+        /// http-get, tcp-sink, tcp-source, latency, rfc2544)
         #[arg(long)]
         kind: Option<String>,
         /// At most this many runs

@@ -30,11 +30,14 @@ pub enum RunKind {
     /// Latency under load: ICMP probes to a peer while TCP streams load the path
     /// (idle → loaded → idle).
     Latency,
+    /// An RFC 2544 benchmark of the board as the device under test: the peer agent on PC1
+    /// generates UDP frames of each size through the board to PC2, trial by trial.
+    Rfc2544,
 }
 
 impl RunKind {
     /// Every kind, in the order History lists them.
-    pub const ALL: [RunKind; 10] = [
+    pub const ALL: [RunKind; 11] = [
         RunKind::Iperf3,
         RunKind::Iperf2,
         RunKind::Multi,
@@ -45,10 +48,11 @@ impl RunKind {
         RunKind::TcpSink,
         RunKind::TcpSource,
         RunKind::Latency,
+        RunKind::Rfc2544,
     ];
 
     /// The stored word: iperf3, iperf2, multi, forward, monitor, http-serve, http-get,
-    /// tcp-sink, tcp-source, latency.
+    /// tcp-sink, tcp-source, latency, rfc2544.
     pub fn as_str(self) -> &'static str {
         match self {
             RunKind::Iperf3 => "iperf3",
@@ -61,6 +65,7 @@ impl RunKind {
             RunKind::TcpSink => "tcp-sink",
             RunKind::TcpSource => "tcp-source",
             RunKind::Latency => "latency",
+            RunKind::Rfc2544 => "rfc2544",
         }
     }
 
@@ -70,7 +75,7 @@ impl RunKind {
     }
 
     /// A short label for people: "iperf3", "iperf 2", "multi-port", "forwarding",
-    /// "monitor", "HTTP serve", "HTTP download", "TCP sink", "TCP source", "latency under load".
+    /// "monitor", "HTTP serve", "HTTP download", "TCP sink", "TCP source", "latency under load", "RFC 2544".
     pub fn label(self) -> &'static str {
         match self {
             RunKind::Iperf3 => "iperf3",
@@ -83,6 +88,7 @@ impl RunKind {
             RunKind::TcpSink => "TCP sink",
             RunKind::TcpSource => "TCP source",
             RunKind::Latency => "latency under load",
+            RunKind::Rfc2544 => "RFC 2544",
         }
     }
 }

@@ -11,6 +11,9 @@ pub const CSV_HEADER: &str = "run_id,kind,stream,role,start,end,seconds,bytes,bi
 /// Columns: kind, stream, role, start, end, seconds, bytes, bits_per_second, retransmits,
 /// snd_cwnd (bytes), rtt (µs), omitted.
 pub fn run_csv(run: &RunRow, intervals: &[IntervalRow], report: Option<&Report>) -> String {
+    if run.kind == crate::model::RunKind::Rfc2544 {
+        return crate::results::rfc2544::trials_csv(&run.summary);
+    }
     let mut out = String::from(CSV_HEADER);
     for i in intervals {
         out.push_str(&csv_interval(run, i));
@@ -28,6 +31,12 @@ pub fn write_run_csv(
     run: &RunRow,
     report: Option<&Report>,
 ) -> Result<(), String> {
+    if run.kind == crate::model::RunKind::Rfc2544 {
+        // The trials are the run's evidence (it has no intervals).
+        return w
+            .write_all(crate::results::rfc2544::trials_csv(&run.summary).as_bytes())
+            .map_err(|e| e.to_string());
+    }
     w.write_all(CSV_HEADER.as_bytes())
         .map_err(|e| e.to_string())?;
     store
@@ -107,6 +116,19 @@ fn csv_summary(run: &RunRow, report: Option<&Report>) -> String {
     out
 }
 
+/// An RFC 2544 run as an iperf3-like document: iperf3's `start` (who, when), the benchmark
+/// under `rfc2544` (the stored summary: throughput per frame size, loss steps, every trial),
+/// `end` empty, and `error` when it failed.
+fn rfc2544_json(run: &RunRow) -> serde_json::Value {
+    let mut doc = no_report_head(run);
+    doc["rfc2544"] = run.summary.clone();
+    doc["end"] = serde_json::json!({});
+    if let Some(e) = &run.error {
+        doc["error"] = e.clone().into();
+    }
+    doc
+}
+
 /// The iperf3 `-J` document of a run: the stored report's, or (for a run that never got a
 /// report, e.g. cut by a restart) its stored intervals with the error.
 pub fn run_json(
@@ -116,6 +138,9 @@ pub fn run_json(
 ) -> serde_json::Value {
     if let Some(r) = report {
         return crate::engine::report::to_iperf3_json(r);
+    }
+    if run.kind == crate::model::RunKind::Rfc2544 {
+        return rfc2544_json(run);
     }
     let mut by_seq: std::collections::BTreeMap<i64, Vec<serde_json::Value>> = Default::default();
     for i in intervals {
@@ -153,6 +178,9 @@ pub fn write_run_json(
     };
     if let Some(r) = report {
         return put(w, &crate::engine::report::to_iperf3_json(r)).map_err(io);
+    }
+    if run.kind == crate::model::RunKind::Rfc2544 {
+        return put(w, &rfc2544_json(run)).map_err(io);
     }
     // {"start": {...}, "intervals": [{"streams": [...]}, ...], "end": {}, "error": "..."}:
     // the same keys in the same order as run_json; intervals come ordered by sequence number.

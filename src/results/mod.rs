@@ -13,6 +13,7 @@ pub mod figures;
 pub mod latency;
 pub mod ledger;
 pub mod owd;
+pub mod rfc2544;
 pub mod shortfall;
 pub mod suite_notes;
 pub mod suite_table;

@@ -15,6 +15,10 @@ pub fn summary_text(run: &RunRow) -> String {
     if let Some(e) = &run.error {
         out.push_str(&format!("error: {e}\n"));
     }
+    if run.kind == crate::model::RunKind::Rfc2544 {
+        out.push_str(&crate::results::rfc2544::text(s));
+        return out;
+    }
     if let (Some(snd), Some(rcv)) = (run.sender_bps, run.receiver_bps) {
         out.push_str(&format!(
             "peer test: sender {}, receiver {}\n",

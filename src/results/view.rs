@@ -1031,6 +1031,124 @@ pub fn view(r: &RunRow) -> KindView {
         RunKind::TcpSink => tcp_raw_view(r, false),
         RunKind::TcpSource => tcp_raw_view(r, true),
         RunKind::Latency => latency_view(r),
+        RunKind::Rfc2544 => rfc2544_view(r),
+    }
+}
+
+fn rfc2544_view(r: &RunRow) -> KindView {
+    let p = &r.params;
+    let word = |k: &str| p[k].as_str().unwrap_or("?").to_string();
+    let mut command = format!(
+        "netperfd rfc2544 --peer {} --token-file TOKEN --to {} --in {} --out {}",
+        word("peer"),
+        p["target"].as_str().unwrap_or(&r.peer_host),
+        word("ingress"),
+        word("egress")
+    );
+    if let Some(port) = p["port"].as_u64().filter(|p| *p != 5201) {
+        command.push_str(&format!(" -p {port}"));
+    }
+    if p["nat"].as_bool() == Some(true) {
+        command.push_str(" --nat");
+    }
+    if let Some(sizes) = p["sizes"].as_array() {
+        let list: Vec<String> = sizes
+            .iter()
+            .filter_map(|v| v.as_u64())
+            .map(|v| v.to_string())
+            .collect();
+        command.push_str(&format!(" --sizes {}", list.join(",")));
+    }
+    command.push_str(&format!(
+        " --trial {} --loss {} --resolution {}",
+        p["trial_s"].as_u64().unwrap_or(10),
+        p["loss_percent"].as_f64().unwrap_or(0.0),
+        p["resolution_percent"].as_f64().unwrap_or(0.5)
+    ));
+    match r.direction.as_str() {
+        "receive" => command.push_str(" -R"),
+        "bidir" => command.push_str(" --bidir"),
+        _ => {}
+    }
+    if let Some(tests) = p["tests"].as_array() {
+        let list: Vec<&str> = tests.iter().filter_map(|v| v.as_str()).collect();
+        if list != ["throughput"] {
+            command.push_str(&format!(" --tests {}", list.join(",")));
+        }
+    }
+    if p["line_source"].as_str() == Some("given") {
+        if let Some(b) = p["line_bps"].as_f64() {
+            command.push_str(&format!(" --line-rate {}", iperf3_rate_arg(b as u64)));
+        }
+    }
+    let rows = crate::results::rfc2544::throughput_rows(&r.summary);
+    let mut cards: Vec<Card> = rows
+        .iter()
+        .take(3)
+        .map(|row| {
+            card(
+                &format!("rfc-{}", row.frame),
+                &format!("Throughput {} B", row.frame),
+                format!("{} fps", row.fps),
+            )
+        })
+        .collect();
+    if cards.is_empty() {
+        cards.push(card("rfc-none", "Throughput", "—".into()));
+    }
+    let facts = vec![
+        (
+            "Device under test".to_string(),
+            format!(
+                "this board, {} → {}{}",
+                word("ingress"),
+                word("egress"),
+                if p["nat"].as_bool() == Some(true) {
+                    ", NAT (MASQUERADE on the egress port) for the run"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        ("Generator (peer agent on PC1)".to_string(), word("peer")),
+        (
+            "Receiver (PC2)".to_string(),
+            format!(
+                "{}:{}",
+                p["target"].as_str().unwrap_or(&r.peer_host),
+                p["port"].as_u64().unwrap_or(5201)
+            ),
+        ),
+        (
+            "Line rate".to_string(),
+            format!(
+                "{} ({})",
+                rate_or_dash(p["line_bps"].as_f64()),
+                p["line_source"].as_str().unwrap_or("?")
+            ),
+        ),
+        (
+            "Trials".to_string(),
+            format!(
+                "{} s each; loss allowed {} %; resolution {} %",
+                p["trial_s"].as_u64().unwrap_or(0),
+                p["loss_percent"].as_f64().unwrap_or(0.0),
+                p["resolution_percent"].as_f64().unwrap_or(0.0)
+            ),
+        ),
+    ];
+    KindView {
+        kind: r.kind,
+        kind_label: r.kind.label(),
+        title: format!("RFC 2544, {} from PC1's view", r.direction),
+        role_text: "the board is the device under test; a peer agent generated the frames"
+            .into(),
+        peer: format!("{}:{}", r.peer_host, r.peer_port),
+        local: r.bind_dev.clone().unwrap_or_else(|| "—".into()),
+        command,
+        stock_command: None,
+        cards,
+        facts,
     }
 }
 

@@ -426,7 +426,10 @@ fn apply_options(id: i64) -> ApplyOptions {
     }
 }
 
-async fn enable_forwarding(
+/// Turn on forwarding with NAT from `ingress` to `egress` for run `id` (through the board
+/// controller); what to undo afterwards (nothing when it was on already). Errors: the
+/// controller's, in words.
+pub(crate) async fn enable_forwarding(
     ctl: &Arc<Controller>,
     id: i64,
     ingress: &str,
@@ -459,7 +462,8 @@ async fn enable_forwarding(
     Ok(undo)
 }
 
-async fn undo_forwarding(
+/// Undo what [`enable_forwarding`] turned on for run `id`. Errors: the controller's, in words.
+pub(crate) async fn undo_forwarding(
     ctl: &Arc<Controller>,
     id: i64,
     ingress: &str,
@@ -497,7 +501,12 @@ pub fn stale_forwarding(store: &crate::store::Store) -> Vec<(i64, String, String
         })
         .unwrap_or_default();
     runs.into_iter()
-        .filter(|r| r.kind == crate::model::RunKind::Forward)
+        .filter(|r| {
+            matches!(
+                r.kind,
+                crate::model::RunKind::Forward | crate::model::RunKind::Rfc2544
+            )
+        })
         .filter_map(|r| {
             let undo: Undo = serde_json::from_value(r.summary["nat"]["undo"].clone()).ok()?;
             let i = r.summary["ingress"].as_str()?.to_string();
@@ -722,12 +731,31 @@ async fn run_peer_test(
     recorder: &Recorder,
     conntrack: &mut Vec<i64>,
 ) -> Result<crate::peer::agent::JobView, (RunStatus, String)> {
-    let job = plan
-        .client
-        .start(&plan.spec)
+    run_peer_job(&plan.client, &plan.spec, cancel, |intervals| {
+        conntrack.extend(crate::board::sampler::conntrack_count());
+        for r in intervals {
+            recorder.interval(r);
+        }
+    })
+    .await
+}
+
+/// Run `spec` on the peer agent `client` and poll it once a second until it ends, giving each
+/// poll's new intervals to `each_poll` (called every second, possibly with none); `cancel`
+/// stops the agent's test. The agent's final view, or the status and message it ended with
+/// (the agent refused the test, lost for 5 polls in a row, or still running
+/// [`GRACE_SECS`] past its duration).
+pub(crate) async fn run_peer_job(
+    client: &PeerClient,
+    spec: &PeerTestSpec,
+    cancel: &Notify,
+    mut each_poll: impl FnMut(Vec<crate::engine::report::IntervalRecord>),
+) -> Result<crate::peer::agent::JobView, (RunStatus, String)> {
+    let job = client
+        .start(spec)
         .await
         .map_err(|e| (RunStatus::Failed, e.message))?;
-    let limit = Duration::from_secs(u64::from(plan.spec.time.unwrap_or(10)) + GRACE_SECS);
+    let limit = Duration::from_secs(u64::from(spec.time.unwrap_or(10)) + GRACE_SECS);
     let t0 = Instant::now();
     let (mut since, mut errors, mut stopping) = (0usize, 0u32, false);
     loop {
@@ -735,25 +763,25 @@ async fn run_peer_test(
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
             _ = cancel.notified(), if !stopping => {
                 stopping = true;
-                let _ = plan.client.stop(job).await;
+                let _ = client.stop(job).await;
             }
         }
-        conntrack.extend(crate::board::sampler::conntrack_count());
-        match plan.client.poll(job, since).await {
+        match client.poll(job, since).await {
             Ok(v) => {
                 errors = 0;
+                let mut fresh = Vec::new();
                 if v.first == since {
-                    for r in v.intervals.iter().cloned() {
-                        recorder.interval(r);
-                    }
+                    fresh = v.intervals.clone();
                     since = v.first + v.intervals.len();
                 }
+                each_poll(fresh);
                 if v.status != RunStatus::Running {
                     return Ok(v);
                 }
             }
             Err(e) if e.unauthorized => return Err((RunStatus::Failed, e.message)),
             Err(e) => {
+                each_poll(Vec::new());
                 errors += 1;
                 if errors >= 5 {
                     return Err((RunStatus::Failed, format!("lost the peer agent: {e}")));
@@ -761,7 +789,7 @@ async fn run_peer_test(
             }
         }
         if t0.elapsed() > limit {
-            let _ = plan.client.stop(job).await;
+            let _ = client.stop(job).await;
             return Err((
                 RunStatus::Failed,
                 format!(

@@ -12,6 +12,7 @@ pub mod latency;
 pub mod live;
 pub mod multi;
 pub mod recorder;
+pub mod rfc2544;
 pub mod schedule;
 pub mod suites;
 pub mod traffic;

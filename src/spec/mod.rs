@@ -5,6 +5,7 @@
 //! `suite_latency` the suite step of kind `latency`.
 
 pub mod latency;
+pub mod rfc2544;
 pub mod schedule;
 pub mod suite;
 pub mod suite_latency;

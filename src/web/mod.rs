@@ -12,6 +12,7 @@ pub mod extract;
 pub mod first_run;
 pub mod forwarding;
 pub mod latency;
+pub mod rfc2544;
 pub mod limits;
 pub mod metrics;
 pub mod multi;
@@ -94,6 +95,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     charts::configure(cfg);
     multi::configure(cfg);
     latency::configure(cfg);
+    rfc2544::configure(cfg);
     suites::configure(cfg);
     forwarding::configure(cfg);
     diag::configure(cfg);

@@ -990,6 +990,90 @@ struct RunPage {
     older_intervals: bool,
     /// Where the lost datagrams went (the loss ledger) and the board's counters that moved.
     board: crate::results::view::BoardView,
+    /// RFC 2544 runs: the throughput and frame-loss tables, the chart and the trials.
+    rfc2544: Option<Rfc2544Section>,
+}
+
+/// The tables of an RFC 2544 run.
+struct Rfc2544Section {
+    throughput: Vec<crate::results::rfc2544::ThroughputRow>,
+    loss_headings: Vec<String>,
+    loss: Vec<crate::results::rfc2544::LossRow>,
+    /// The chart as an SVG element (made here from numbers, no user text).
+    chart: String,
+    trials: Vec<TrialLine>,
+}
+
+/// One trial of an RFC 2544 run.
+struct TrialLine {
+    n: usize,
+    test: String,
+    frame: u64,
+    target: String,
+    offered: String,
+    lost: String,
+    loss: String,
+    verdict: String,
+    cpu: String,
+}
+
+impl Rfc2544Section {
+    fn of(run: &RunRow) -> Option<Rfc2544Section> {
+        if run.kind != crate::model::RunKind::Rfc2544 {
+            return None;
+        }
+        use crate::model::display::count;
+        let s = &run.summary;
+        let trials = s["trials"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .take(500)
+            .enumerate()
+            .map(|(n, t)| {
+                let f = |k: &str| t[k].as_f64().unwrap_or(0.0);
+                let bound = t["bound"].as_str().unwrap_or("");
+                let verdict = match (t["passed"].as_bool() == Some(true), bound) {
+                    (true, "generator") => "passed; the PC could not offer the rate".to_string(),
+                    (true, _) => "passed".to_string(),
+                    (false, "dut") => "lost frames: the board".to_string(),
+                    (false, "generator") => "lost frames: the generating PC".to_string(),
+                    (false, "receiver") => "lost frames: the receiving PC".to_string(),
+                    (false, _) => "lost frames".to_string(),
+                };
+                TrialLine {
+                    n: n + 1,
+                    test: t["test"].as_str().unwrap_or("").to_string(),
+                    frame: t["frame"].as_u64().unwrap_or(0),
+                    target: format!("{} ({:.1} %)", count(f("target_fps").round() as u64), f("target_percent")),
+                    offered: format!("{} × {:.0} s", count(t["offered"].as_u64().unwrap_or(0)), f("seconds")),
+                    lost: count(t["lost_frames"].as_u64().unwrap_or(0)),
+                    loss: format!("{:.3} %", f("loss_ratio") * 100.0),
+                    verdict,
+                    cpu: t["cpu_busy"]
+                        .as_array()
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|v| v.as_f64())
+                                .map(|v| format!("{v:.0}"))
+                                .collect::<Vec<_>>()
+                                .join(" / ")
+                        })
+                        .filter(|c| !c.is_empty())
+                        .map(|c| format!("{c} %"))
+                        .unwrap_or_else(|| "—".into()),
+                }
+            })
+            .collect();
+        Some(Rfc2544Section {
+            throughput: crate::results::rfc2544::throughput_rows(s),
+            loss_headings: crate::results::rfc2544::loss_headings(),
+            loss: crate::results::rfc2544::loss_rows(s),
+            chart: crate::results::rfc2544::chart_svg(s),
+            trials,
+        })
+    }
 }
 
 /// The headline of a latency run: the latency verdict, its tone, the load's congestion
@@ -1266,6 +1350,7 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
     };
     let legs = leg_views(&state, &run);
     let latency = LatencyHead::of(&run);
+    let rfc2544 = Rfc2544Section::of(&run);
     let mut view = crate::results::view::view(&run);
     if latency.is_some() {
         // The verdict leads the page; Details keep the figures.
@@ -1273,6 +1358,7 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
     }
     ok(&RunPage {
         latency,
+        rfc2544,
         nav: true,
         csrf: auth.csrf().into(),
         version: version_string(),

@@ -114,6 +114,34 @@ impl Lab {
         lab
     }
 
+    /// Seed 000's lab with the peer agent: pc1 routes through the board, `netperfd peer`
+    /// listens on pc1:5280 with `token` (written to a file in the lab's directory, whose path
+    /// is returned), stock `iperf3 -s` on pc2 (with no route back: only NAT on the board makes
+    /// replies find pc1). Forwarding on the board is off.
+    pub fn with_agent(token: &str) -> (Lab, String) {
+        let mut lab = Lab::with_pc2();
+        let (pc1, pc2) = (lab.pc1.clone(), lab.pc2.clone().expect("pc2"));
+        ip(&["-n", &pc1, "route", "add", "default", "via", BOARD_IP]);
+        let tf = lab.token_file(token);
+        lab.spawn(
+            &pc1,
+            "agent",
+            bin(),
+            &["peer", "--listen", "192.0.2.2:5280", "--token-file", &tf],
+        );
+        lab.wait_port(&pc1, PC1_IP, 5280);
+        lab.spawn(&pc2, "iperf3-s", "iperf3", &["-s"]);
+        lab.wait_port(&pc2, PC2_IP, 5201);
+        (lab, tf)
+    }
+
+    /// `token` in a file of the lab's directory (named by its length); the file's path.
+    pub fn token_file(&self, token: &str) -> String {
+        let p = self.dir.join(format!("token-{}", token.len()));
+        std::fs::write(&p, format!("{token}\n")).expect("token file");
+        p.to_str().expect("utf-8").to_string()
+    }
+
     /// A scratch directory removed with the lab.
     pub fn dir(&self) -> &PathBuf {
         &self.dir

@@ -1,0 +1,907 @@
+//! The judgement of an RFC 2544 benchmark, without I/O: what one trial's counts mean (lost
+//! frames, and whose limit a loss shows: the DUT's or a PC's), the throughput search
+//! (§26.1) that picks the next rate from the trials so far, the frame-loss-rate steps
+//! (§26.3), and the tables the run page and the exports show. The runner
+//! (`runs::rfc2544`) feeds it the counts; nothing here reads a socket or a clock.
+//!
+//! **Lost frames.** The generator's count of frames sent (`offered`) against what the receiver
+//! saw: iperf3's lost datagrams (gaps in the sequence numbers up to the highest one seen) plus,
+//! when more than [`TAIL_GRACE_S`] of frames never arrived after the last one seen, that tail
+//! (the receiver ends its count at TEST_END without RFC 2544's 2 s wait, so frames still in
+//! the DUT's queue at that instant are not judged; a DUT that drops the end of a trial still is).
+//!
+//! **Whose limit.** Counters first: when only the board's own drop counters moved, the board;
+//! when only a PC's, that PC (the one whose counters moved more). Otherwise (both or neither)
+//! the lost frames are set against three shares, and the largest names whose limit the trial
+//! showed (the board on a tie):
+//! * the board's: its own drop counters on the path (qdiscs, NICs, softnet), or the frames
+//!   that came in on one port and did not leave the other, whichever is larger;
+//! * the receiving PC's: its own drop counters (a netperfd receiver sends them), or the frames
+//!   that left the board and were not received, whichever is larger;
+//! * the generating PC's: its own drop counters (the peer agent sends them), or the frames it
+//!   sent that never reached the board.
+//!
+//! The board's port counters are read in bytes and turned into frames (`bytes / (F − 4)`: the
+//! kernel counts a frame without its FCS), because a GSO sender's datagrams cross a virtual
+//! port as one packet. The ingress count also holds the board's own traffic with the agent
+//! (its HTTP polls, a few kB per second), so a loss smaller than that may be charged to the
+//! board when no other share is larger. A trial whose generator sent less than
+//! [`GENERATOR_SHORT`] of the rate asked is generator-bound even without loss. The search
+//! never reports a PC's limit as the DUT's: its result says which limit it found.
+
+use serde::{Deserialize, Serialize};
+
+/// A trial whose generator offered less than this share of the asked rate could not offer it.
+pub const GENERATOR_SHORT: f64 = 0.99;
+/// Frames missing after the last one the receiver saw are lost only beyond this much of the
+/// trial's rate, s (what may still be in flight at TEST_END).
+pub const TAIL_GRACE_S: f64 = 0.1;
+/// The smallest offered / asked share [`Search`] makes up by asking for more (a busy core's
+/// shortfall); below it the generator is at its ceiling.
+pub const MIN_GAIN: f64 = 0.9;
+/// A generator that offers this much less than the search meant it to, and no more than the
+/// last pass, has met its ceiling at once (a busy core's wobble is 1–2 % in 1 s trials).
+pub const CEILING_MISS: f64 = 0.05;
+/// Most trials one throughput search may run (a search to 0.01 % takes 14).
+pub const MAX_SEARCH_TRIALS: usize = 30;
+
+/// Whose limit a trial showed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bound {
+    /// The board (the device under test) dropped the frames.
+    Dut,
+    /// The generating PC could not offer the rate, or lost frames before the board.
+    Generator,
+    /// The frames left the board; the receiving PC lost them.
+    Receiver,
+}
+
+impl Bound {
+    /// Words for people: "the board", "the generating PC", "the receiving PC".
+    pub fn words(self) -> &'static str {
+        match self {
+            Bound::Dut => "the board",
+            Bound::Generator => "the generating PC",
+            Bound::Receiver => "the receiving PC",
+        }
+    }
+}
+
+/// What one trial counted: the generator's and receiver's figures from the iperf3 test, and
+/// the board's port counters over it as frames (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct TrialCounts {
+    /// Frames/s asked of the generator.
+    pub target_fps: f64,
+    /// Datagrams the generator sent.
+    pub offered: u64,
+    /// Highest sequence number the receiver saw (iperf3's expected datagrams).
+    pub expected: u64,
+    /// Datagrams the receiver counted lost (gaps).
+    pub lost: u64,
+    /// The generator's sending time, s.
+    pub seconds: f64,
+    /// Frames received on the trial's incoming board port(s).
+    pub board_in: u64,
+    /// Frames sent on the trial's outgoing board port(s).
+    pub board_out: u64,
+    /// Drops the board's own counters (qdisc, NIC, softnet) show on the path.
+    pub board_drops: u64,
+    /// Drops the receiving PC's own counters show (a netperfd receiver sends them).
+    pub receiver_drops: u64,
+    /// Drops the generating PC's own counters show (the peer agent sends them).
+    pub generator_drops: u64,
+}
+
+/// A judged trial: the evidence that is stored for every trial.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Frames/s the generator actually sent (offered / seconds).
+    pub offered_fps: f64,
+    /// Frames counted lost (see the module doc).
+    pub lost_frames: u64,
+    /// `lost_frames / offered`, 0..1.
+    pub loss_ratio: f64,
+    /// Loss within the allowed ratio.
+    pub passed: bool,
+    /// The generator offered less than [`GENERATOR_SHORT`] of the asked rate.
+    pub generator_short: bool,
+    /// Whose limit the trial showed: `None` for a passed trial the generator kept up with.
+    pub bound: Option<Bound>,
+    /// Frames that came into the board and did not leave it (by its port counters).
+    pub board_kept: u64,
+}
+
+/// Judge one trial's counts with `allowed` loss (fraction of frames).
+pub fn judge(c: &TrialCounts, allowed: f64) -> Verdict {
+    let offered_fps = if c.seconds > 0.0 {
+        c.offered as f64 / c.seconds
+    } else {
+        0.0
+    };
+    let tail = c.offered.saturating_sub(c.expected);
+    let grace = (offered_fps * TAIL_GRACE_S).ceil() as u64;
+    let lost_frames = c.lost + tail.saturating_sub(grace);
+    let loss_ratio = if c.offered > 0 {
+        lost_frames as f64 / c.offered as f64
+    } else {
+        1.0
+    };
+    let passed = c.offered > 0 && lost_frames as f64 <= allowed * c.offered as f64;
+    let generator_short = offered_fps < GENERATOR_SHORT * c.target_fps;
+    let board_kept = c.board_in.saturating_sub(c.board_out);
+    let bound = if passed {
+        generator_short.then_some(Bound::Generator)
+    } else {
+        let received = c.expected.saturating_sub(c.lost);
+        let pcs = c.receiver_drops.max(c.generator_drops);
+        let dut = c.board_drops.max(board_kept);
+        let receiver = c.receiver_drops.max(c.board_out.saturating_sub(received));
+        let generator = c.generator_drops.max(c.offered.saturating_sub(c.board_in));
+        Some(if c.board_drops > 0 && pcs == 0 {
+            // Only the board's own counters moved: its drops (a qdisc counts a GSO batch as one).
+            Bound::Dut
+        } else if pcs > 0 && c.board_drops == 0 {
+            if c.receiver_drops >= c.generator_drops {
+                Bound::Receiver
+            } else {
+                Bound::Generator
+            }
+        } else if dut >= receiver && dut >= generator {
+            Bound::Dut
+        } else if receiver >= generator {
+            Bound::Receiver
+        } else {
+            Bound::Generator
+        })
+    };
+    Verdict {
+        offered_fps,
+        lost_frames,
+        loss_ratio,
+        passed,
+        generator_short,
+        bound,
+        board_kept,
+    }
+}
+
+/// What a throughput search found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Limit {
+    /// Every frame passed at the line rate.
+    LineRate,
+    /// The board dropped above the throughput: the DUT's throughput.
+    Dut,
+    /// The generating PC could not offer more: the DUT's throughput is at least this.
+    Generator,
+    /// The receiving PC lost frames above this: the DUT's throughput is at least this.
+    Receiver,
+}
+
+impl Limit {
+    /// Whether the figure is the DUT's own throughput (not a lower bound set by a PC).
+    pub fn is_dut(self) -> bool {
+        matches!(self, Limit::LineRate | Limit::Dut)
+    }
+}
+
+/// The throughput search of RFC 2544 §26.1 for one frame size: a binary search between the
+/// highest rate that passed and the lowest that failed, from the line rate down, ending when
+/// they are within `resolution` of the failing rate.
+///
+/// It searches on the rate the generator actually offered. A generator that falls short by a
+/// steady share (a busy PC core) is asked for that much more the next time
+/// ([`Search::ask_rate`]); one that cannot go above the highest rate that passed, however
+/// much more it is asked for, has met its ceiling: the search ends there with
+/// [`Limit::Generator`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Search {
+    top: f64,
+    resolution: f64,
+    /// Highest rate that passed, frames/s (0 = none yet).
+    lo: f64,
+    /// Lowest rate the DUT failed at.
+    hi_dut: f64,
+    /// Lowest rate a PC failed at, or the generator's ceiling.
+    hi_tool: Option<(f64, Bound)>,
+    /// The generator's offered / asked share, averaged over the trials where it was at least
+    /// [`MIN_GAIN`] (1 until it falls short).
+    gain: f64,
+    /// Passes in a row whose generator could not offer more than the last pass.
+    stuck: u32,
+    trials: usize,
+    done: bool,
+}
+
+impl Search {
+    /// A search below `top_fps` (the line rate) to `resolution` (fraction, e.g. 0.005).
+    pub fn new(top_fps: f64, resolution: f64) -> Search {
+        Search {
+            top: top_fps,
+            resolution: resolution.max(1e-4),
+            lo: 0.0,
+            hi_dut: f64::INFINITY,
+            hi_tool: None,
+            gain: 1.0,
+            stuck: 0,
+            trials: 0,
+            done: !(top_fps > 0.0),
+        }
+    }
+
+    fn hi(&self) -> f64 {
+        let tool = self.hi_tool.map_or(f64::INFINITY, |(r, _)| r);
+        self.hi_dut.min(tool).min(self.top)
+    }
+
+    /// The rate the next trial should offer, frames/s; `None` when the search has ended.
+    pub fn next_rate(&self) -> Option<f64> {
+        if self.done {
+            None
+        } else if self.trials == 0 {
+            Some(self.top)
+        } else {
+            Some((self.lo + self.hi()) / 2.0)
+        }
+    }
+
+    /// What to ask the generator for so that it offers `rate` (its shortfall so far made up).
+    pub fn ask_rate(&self, rate: f64) -> f64 {
+        rate / self.gain
+    }
+
+    /// Take the verdict of a trial that asked the generator for `asked` frames/s.
+    pub fn record(&mut self, asked: f64, v: &Verdict) {
+        self.trials += 1;
+        // The rate the trial was meant to offer, and the one it tried: the one asked, or what
+        // the generator managed.
+        let desired = asked * self.gain;
+        let tried = if v.generator_short {
+            v.offered_fps.min(asked)
+        } else {
+            asked
+        };
+        // A shortfall of up to 10 % is a share (a busy core) and is made up next time; a larger
+        // one is a ceiling, which asking for more does not move.
+        let share = if asked > 0.0 { v.offered_fps / asked } else { 1.0 };
+        if share >= MIN_GAIN {
+            // Smoothed over trials (a busy core's share wobbles by a percent or two).
+            self.gain = ((self.gain + share.min(1.0)) / 2.0).clamp(MIN_GAIN, 1.0);
+        }
+        if v.passed {
+            // Asked for more than the last pass (its shortfall made up) and it could not offer
+            // more: by more than a busy core's wobble, or three times in a row, that is its
+            // ceiling.
+            let missed = 1.0 - tried / desired.max(f64::MIN_POSITIVE);
+            let stuck = tried <= self.lo * (1.0 + self.resolution);
+            if v.generator_short && stuck && missed > self.resolution && self.trials > 1 {
+                self.stuck += 1;
+                if missed > CEILING_MISS || self.stuck >= 3 {
+                    self.set_tool(self.lo.max(tried), Bound::Generator);
+                }
+            } else if !stuck {
+                self.stuck = 0;
+            }
+            self.lo = self.lo.max(tried);
+        } else {
+            match v.bound {
+                Some(Bound::Dut) | None => self.hi_dut = self.hi_dut.min(tried),
+                Some(b) => self.set_tool(tried, b),
+            }
+        }
+        let hi = self.hi();
+        self.done = self.lo >= self.top
+            || hi <= self.lo
+            || hi - self.lo <= self.resolution * hi
+            || hi < self.top * 1e-4
+            || self.trials >= MAX_SEARCH_TRIALS;
+    }
+
+    fn set_tool(&mut self, rate: f64, b: Bound) {
+        if self.hi_tool.is_none_or(|(r, _)| rate < r) {
+            self.hi_tool = Some((rate, b));
+        }
+    }
+
+    /// The throughput found (frames/s, the highest rate that passed) and which limit it is.
+    pub fn result(&self) -> (f64, Limit) {
+        if self.lo >= self.top {
+            return (self.top, Limit::LineRate);
+        }
+        let limit = match self.hi_tool {
+            Some((r, b)) if r <= self.hi_dut => match b {
+                Bound::Receiver => Limit::Receiver,
+                Bound::Generator | Bound::Dut => Limit::Generator,
+            },
+            _ => Limit::Dut,
+        };
+        (self.lo, limit)
+    }
+
+    /// Trials recorded so far.
+    pub fn trials(&self) -> usize {
+        self.trials
+    }
+}
+
+/// The rates of the frame loss rate test (§26.3), as fractions of the line rate: 100 % down
+/// in 10 % steps. The test ends after two trials in a row without loss ([`loss_curve_done`]).
+pub const LOSS_STEPS: [f64; 10] = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1];
+
+/// Whether the frame-loss-rate test may stop: its last two trials lost nothing (§26.3).
+pub fn loss_curve_done(losses: &[u64]) -> bool {
+    losses.len() >= 2 && losses[losses.len() - 2..].iter().all(|l| *l == 0)
+}
+
+// ------------------------------------------------------------------ presentation
+
+use crate::model::display;
+use serde_json::Value;
+
+/// One frame size's throughput as the run page, the CLI and the CSV show it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ThroughputRow {
+    /// Frame size, bytes with FCS.
+    pub frame: u64,
+    /// Frames/s, with a "≥ " prefix when a PC set the limit (a lower bound).
+    pub fps: String,
+    /// L2 and L1 rates ("951 Mbit/s").
+    pub l2: String,
+    pub l1: String,
+    /// % of the line rate ("99.6 %").
+    pub percent: String,
+    /// Whose limit: "line rate", "the board", "the generating PC (a lower bound)", …
+    pub limit: String,
+    /// The figure is the DUT's own (line rate or the board's drops).
+    pub dut: bool,
+    /// Trials the search ran; "…" appended while it runs.
+    pub trials: String,
+    /// The board's counters that moved at the first rate it dropped at ("qdisc tbf drops on
+    /// eth1: 1,204"), empty when none did.
+    pub knee: String,
+}
+
+fn fps_text(fps: f64) -> String {
+    display::count(fps.round().max(0.0) as u64)
+}
+
+/// The throughput table of a run's summary (one row per frame size, in the order tested).
+pub fn throughput_rows(summary: &Value) -> Vec<ThroughputRow> {
+    let Some(rows) = summary["throughput"].as_array() else {
+        return Vec::new();
+    };
+    rows.iter()
+        .take(64)
+        .map(|r| {
+            let limit: Option<Limit> = serde_json::from_value(r["limit"].clone()).ok();
+            let dut = limit.is_some_and(Limit::is_dut);
+            let fps = r["fps"].as_f64().unwrap_or(0.0);
+            let rate = |k: &str| {
+                r[k].as_f64()
+                    .map(display::rate)
+                    .unwrap_or_else(|| "—".into())
+            };
+            let prefix = if dut { "" } else { "≥ " };
+            let knee = r["knee_places"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .take(4)
+                        .filter_map(|p| {
+                            Some(format!(
+                                "{}: {}",
+                                p["counter"].as_str()?,
+                                display::count(p["packets"].as_u64()?)
+                            ))
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                })
+                .unwrap_or_default();
+            ThroughputRow {
+                frame: r["frame"].as_u64().unwrap_or(0),
+                fps: format!("{prefix}{}", fps_text(fps)),
+                l2: format!("{prefix}{}", rate("l2_bps")),
+                l1: format!("{prefix}{}", rate("l1_bps")),
+                percent: r["percent_line"]
+                    .as_f64()
+                    .map(|p| format!("{prefix}{p:.1} %"))
+                    .unwrap_or_else(|| "—".into()),
+                limit: match limit {
+                    Some(Limit::LineRate) => "line rate (no loss)".into(),
+                    Some(Limit::Dut) => "the board dropped above it".into(),
+                    Some(Limit::Generator) => {
+                        "the generating PC could not offer more (a lower bound)".into()
+                    }
+                    Some(Limit::Receiver) => {
+                        "the receiving PC lost frames above it (a lower bound)".into()
+                    }
+                    None => "—".into(),
+                },
+                dut,
+                trials: format!(
+                    "{}{}",
+                    r["trials"].as_u64().unwrap_or(0),
+                    if r["done"].as_bool() == Some(false) {
+                        " …"
+                    } else {
+                        ""
+                    }
+                ),
+                knee,
+            }
+        })
+        .collect()
+}
+
+/// One frame size's frame-loss-rate steps (§26.3): the loss at 100 %, 90 %, … of the line rate.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LossRow {
+    pub frame: u64,
+    /// One cell per step of [`LOSS_STEPS`] ("0 %", "12.4 %", "—" not run); a step whose
+    /// generator could not offer the rate is marked "(PC offered 41 %)".
+    pub cells: Vec<String>,
+}
+
+/// The frame-loss-rate table of a run's summary.
+pub fn loss_rows(summary: &Value) -> Vec<LossRow> {
+    let Some(rows) = summary["loss"].as_array() else {
+        return Vec::new();
+    };
+    rows.iter()
+        .take(64)
+        .map(|r| {
+            let steps = r["steps"].as_array().map(Vec::as_slice).unwrap_or_default();
+            let cells = LOSS_STEPS
+                .iter()
+                .map(|share| {
+                    let pct = share * 100.0;
+                    let Some(s) = steps
+                        .iter()
+                        .find(|s| (s["percent"].as_f64().unwrap_or(-1.0) - pct).abs() < 1e-6)
+                    else {
+                        return "—".to_string();
+                    };
+                    let loss = s["loss_ratio"].as_f64().unwrap_or(0.0) * 100.0;
+                    let mut c = if loss == 0.0 {
+                        "0 %".to_string()
+                    } else {
+                        format!("{loss:.2} %")
+                    };
+                    if s["generator_short"].as_bool() == Some(true) {
+                        let offered = s["offered_fps"].as_f64().unwrap_or(0.0);
+                        let target = s["target_fps"].as_f64().unwrap_or(0.0);
+                        if target > 0.0 {
+                            c.push_str(&format!(
+                                " (PC offered {:.0} %)",
+                                pct * offered / target
+                            ));
+                        }
+                    }
+                    c
+                })
+                .collect();
+            LossRow {
+                frame: r["frame"].as_u64().unwrap_or(0),
+                cells,
+            }
+        })
+        .collect()
+}
+
+/// The column headings of [`loss_rows`]: "100 %", "90 %", ….
+pub fn loss_headings() -> Vec<String> {
+    LOSS_STEPS
+        .iter()
+        .map(|s| format!("{:.0} %", s * 100.0))
+        .collect()
+}
+
+/// The run's tables as text (the CLI's summary).
+pub fn text(summary: &Value) -> String {
+    let mut out = String::new();
+    let rows = throughput_rows(summary);
+    if !rows.is_empty() {
+        out.push_str(&format!(
+            "Throughput (RFC 2544 §26.1, loss ≤ {} %):\n{:>6} {:>14} {:>18} {:>12}  limit\n",
+            summary["loss_percent"].as_f64().unwrap_or(0.0),
+            "frame",
+            "frames/s",
+            "L2",
+            "% line"
+        ));
+        for r in &rows {
+            out.push_str(&format!(
+                "{:>6} {:>14} {:>18} {:>12}  {}\n",
+                r.frame, r.fps, r.l2, r.percent, r.limit
+            ));
+            if !r.knee.is_empty() {
+                out.push_str(&format!("{:>6} at the knee: {}\n", "", r.knee));
+            }
+        }
+    }
+    let loss = loss_rows(summary);
+    if !loss.is_empty() {
+        out.push_str("Frame loss rate (RFC 2544 §26.3), by % of the line rate:\n");
+        out.push_str(&format!("{:>6} {}\n", "frame", loss_headings().join("  ")));
+        for r in &loss {
+            out.push_str(&format!("{:>6} {}\n", r.frame, r.cells.join("  ")));
+        }
+    }
+    out
+}
+
+/// Every trial as CSV (the evidence): one line per trial with the rate asked and offered,
+/// frames offered / received / lost, loss ratio, verdict and whose limit.
+pub fn trials_csv(summary: &Value) -> String {
+    let mut out = String::from(
+        "test,frame_bytes,target_fps,target_percent_line,offered_fps,offered,received,lost,loss_ratio,seconds,passed,generator_short,bound,board_kept\n",
+    );
+    for t in summary["trials"].as_array().map(Vec::as_slice).unwrap_or_default() {
+        let f = |k: &str| t[k].as_f64().map(|v| format!("{v}")).unwrap_or_default();
+        let u = |k: &str| t[k].as_u64().map(|v| v.to_string()).unwrap_or_default();
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            t["test"].as_str().unwrap_or("").replace(',', " "),
+            u("frame"),
+            f("target_fps"),
+            f("target_percent"),
+            f("offered_fps"),
+            u("offered"),
+            u("received"),
+            u("lost_frames"),
+            f("loss_ratio"),
+            f("seconds"),
+            t["passed"].as_bool().unwrap_or(false),
+            t["generator_short"].as_bool().unwrap_or(false),
+            t["bound"].as_str().unwrap_or(""),
+            u("board_kept"),
+        ));
+    }
+    out
+}
+
+/// The chart of throughput (frames/s) against frame size with the line-rate curve, as an SVG
+/// element (640 × 280 user units, scaled by CSS). Points the board set are filled; a PC's
+/// lower bound is hollow. Empty when nothing was measured yet.
+pub fn chart_svg(summary: &Value) -> String {
+    let pts: Vec<(f64, f64, bool)> = summary["throughput"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|r| {
+            let dut = serde_json::from_value::<Limit>(r["limit"].clone())
+                .ok()
+                .is_some_and(Limit::is_dut);
+            Some((r["frame"].as_f64()?, r["fps"].as_f64()?, dut))
+        })
+        .collect();
+    let line_bps = summary["line_bps"].as_f64().unwrap_or(0.0);
+    if pts.is_empty() || line_bps <= 0.0 {
+        return String::new();
+    }
+    let (w, h, l, r, t, b) = (640.0, 280.0, 70.0, 20.0, 15.0, 35.0);
+    let xmin = pts.iter().map(|p| p.0).fold(f64::INFINITY, f64::min).min(64.0);
+    let xmax = pts.iter().map(|p| p.0).fold(0.0, f64::max).max(1518.0);
+    let line = |f: f64| line_bps / (8.0 * (f + f64::from(crate::spec::rfc2544::L1_OVERHEAD)));
+    let ymax = pts
+        .iter()
+        .map(|p| p.1)
+        .fold(line(xmin), f64::max)
+        * 1.05;
+    let x = |f: f64| l + (f - xmin) / (xmax - xmin).max(1.0) * (w - l - r);
+    let y = |v: f64| t + (1.0 - v / ymax) * (h - t - b);
+    let mut svg = format!(
+        r#"<svg class="rfc-chart" id="rfc-chart" viewBox="0 0 {w} {h}" role="img" aria-label="Throughput in frames/s by frame size, with the line rate">"#
+    );
+    for i in 0..=4 {
+        let v = ymax * f64::from(i) / 4.0;
+        svg.push_str(&format!(
+            r#"<line class="grid" x1="{l}" x2="{}" y1="{y0:.1}" y2="{y0:.1}"/><text class="axis" x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
+            w - r,
+            l - 6.0,
+            y(v) + 4.0,
+            short_count(v),
+            y0 = y(v)
+        ));
+    }
+    let curve: Vec<String> = (0..=60)
+        .map(|i| {
+            let f = xmin + (xmax - xmin) * f64::from(i) / 60.0;
+            format!("{:.1},{:.1}", x(f), y(line(f)))
+        })
+        .collect();
+    svg.push_str(&format!(
+        r#"<polyline class="line-rate" points="{}"/>"#,
+        curve.join(" ")
+    ));
+    let mut measured: Vec<(f64, f64, bool)> = pts.clone();
+    measured.sort_by(|a, b| a.0.total_cmp(&b.0));
+    svg.push_str(&format!(
+        r#"<polyline class="measured" points="{}"/>"#,
+        measured
+            .iter()
+            .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.1)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    ));
+    for (f, v, dut) in &measured {
+        svg.push_str(&format!(
+            r#"<circle class="{}" cx="{:.1}" cy="{:.1}" r="4"><title>{f} B: {} frames/s{}</title></circle><text class="axis" x="{:.1}" y="{}" text-anchor="middle">{f}</text>"#,
+            if *dut { "pt" } else { "pt bound" },
+            x(*f),
+            y(*v),
+            fps_text(*v),
+            if *dut { "" } else { " (a PC's limit: lower bound)" },
+            x(*f),
+            h - b + 16.0
+        ));
+    }
+    svg.push_str(&format!(
+        r#"<text class="axis" x="{:.1}" y="{}" text-anchor="middle">frame size, bytes</text></svg>"#,
+        l + (w - l - r) / 2.0,
+        h - 3.0
+    ));
+    svg
+}
+
+/// 1.49M, 24.6k, 812 (chart axis labels).
+fn short_count(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A DUT that forwards `cap` frames/s and drops the rest in its queue (its qdisc counts
+    /// them); a generator that offers `eff` of the rate asked, at most `gen` frames/s; a clean
+    /// receiver.
+    fn trial(asked: f64, cap: f64, gen: f64, eff: f64) -> TrialCounts {
+        let secs = 10.0;
+        let offered_fps = (asked * eff).min(gen);
+        let offered = (offered_fps * secs) as u64;
+        let passed_fps = offered_fps.min(cap);
+        let dropped = offered - (passed_fps * secs) as u64;
+        TrialCounts {
+            target_fps: asked,
+            offered,
+            expected: offered,
+            lost: dropped,
+            seconds: secs,
+            board_in: offered + 30,
+            board_out: offered - dropped + 5,
+            board_drops: dropped,
+            ..Default::default()
+        }
+    }
+
+    fn run(top: f64, cap: f64, gen: f64, eff: f64, res: f64) -> (f64, Limit, usize) {
+        run_wobbly(top, cap, gen, &[eff], res)
+    }
+
+    /// As [`run`], the generator offering `effs[i % len]` of what trial `i` asks.
+    fn run_wobbly(top: f64, cap: f64, gen: f64, effs: &[f64], res: f64) -> (f64, Limit, usize) {
+        let mut s = Search::new(top, res);
+        while let Some(r) = s.next_rate() {
+            let asked = s.ask_rate(r);
+            let eff = effs[s.trials() % effs.len()];
+            let v = judge(&trial(asked, cap, gen, eff), 0.0);
+            s.record(asked, &v);
+        }
+        let (fps, limit) = s.result();
+        (fps, limit, s.trials())
+    }
+
+    #[test]
+    fn the_search_finds_the_dut_s_rate_within_the_resolution() {
+        for cap in [1000.0, 24_606.0, 81_274.0, 500_000.0, 1_400_000.0] {
+            let (fps, limit, n) = run(1_488_095.0, cap, f64::INFINITY, 1.0, 0.005);
+            assert_eq!(limit, Limit::Dut, "cap {cap}");
+            assert!(fps <= cap && fps >= cap * 0.99, "cap {cap}: found {fps}");
+            assert!(n <= 20, "{n} trials for cap {cap}");
+        }
+        // A DUT at line rate: one trial.
+        assert_eq!(
+            run(81_274.0, 1e9, f64::INFINITY, 1.0, 0.005),
+            (81_274.0, Limit::LineRate, 1)
+        );
+    }
+
+    #[test]
+    fn a_generator_that_falls_short_by_a_share_is_asked_for_more() {
+        // A busy PC core offers 98 % of what it is asked: the DUT's 24,606 fps is still found.
+        for cap in [24_606.0, 8_256.0] {
+            let (fps, limit, n) = run(234_962.0, cap, f64::INFINITY, 0.98, 0.01);
+            assert_eq!(limit, Limit::Dut, "cap {cap}: {fps} after {n} trials");
+            assert!(fps <= cap && fps >= cap * 0.98, "cap {cap}: found {fps}");
+            assert!(n <= 20, "{n} trials for cap {cap}");
+        }
+        // The wobble seen in 1 s trials on a loaded 2-core lab: 98.3 % to 99.6 % of the rate.
+        let wobble = [0.996, 0.986, 0.997, 0.983, 0.99, 0.985];
+        for cap in [24_606.0, 8_256.0] {
+            let (fps, limit, n) = run_wobbly(234_962.0, cap, f64::INFINITY, &wobble, 0.01);
+            assert_eq!(limit, Limit::Dut, "cap {cap}: {fps} after {n} trials");
+            assert!(fps <= cap && fps >= cap * 0.97, "cap {cap}: found {fps}");
+        }
+    }
+
+    #[test]
+    fn a_generator_that_cannot_offer_the_rate_is_never_the_dut_s_throughput() {
+        // The PC offers 300 k fps; the DUT would forward 1 M: the result is ≥ 300 k, generator-bound.
+        let (fps, limit, n) = run(1_488_095.0, 1_000_000.0, 300_000.0, 1.0, 0.005);
+        assert_eq!(limit, Limit::Generator);
+        assert!((fps - 300_000.0).abs() < 1.0, "{fps} after {n} trials");
+        assert_eq!(n, 2, "the second trial, asked for more, meets the ceiling");
+        assert!(!limit.is_dut());
+        // A ceiling just under the DUT's rate (24,000 vs 24,606 fps) is named too.
+        let (fps, limit, n) = run(234_962.0, 24_606.0, 24_000.0, 1.0, 0.01);
+        assert_eq!(limit, Limit::Generator, "{fps} after {n} trials");
+        assert!((fps - 24_000.0).abs() < 1.0, "{fps}");
+        // The DUT below the generator's ceiling is still found as the DUT's.
+        let (fps, limit, _) = run(1_488_095.0, 100_000.0, 300_000.0, 1.0, 0.005);
+        assert_eq!(limit, Limit::Dut);
+        assert!((99_000.0..=100_000.0).contains(&fps), "{fps}");
+    }
+
+    #[test]
+    fn losses_are_charged_to_whoever_dropped_them() {
+        let base = TrialCounts {
+            target_fps: 1000.0,
+            offered: 10_000,
+            expected: 10_000,
+            lost: 400,
+            seconds: 10.0,
+            board_in: 10_000,
+            board_out: 10_000,
+            ..Default::default()
+        };
+        // The frames left the board (out = offered): the receiver lost them.
+        let v = judge(&base, 0.0);
+        assert_eq!((v.lost_frames, v.passed, v.bound), (400, false, Some(Bound::Receiver)));
+        assert_eq!(v.board_kept, 0);
+        // The board's qdisc counted them.
+        let v = judge(&TrialCounts { board_drops: 400, board_out: 9_600, ..base }, 0.0);
+        assert_eq!(v.bound, Some(Bound::Dut));
+        // They came in and did not leave, no counter moved: still the board.
+        let v = judge(&TrialCounts { board_out: 9_600, ..base }, 0.0);
+        assert_eq!((v.bound, v.board_kept), (Some(Bound::Dut), 400));
+        // They never reached the board.
+        let v = judge(&TrialCounts { board_in: 9_600, board_out: 9_600, ..base }, 0.0);
+        assert_eq!(v.bound, Some(Bound::Generator));
+        // A netperfd receiver's socket counted them.
+        let v = judge(&TrialCounts { receiver_drops: 390, board_out: 9_700, board_in: 9_720, ..base }, 0.0);
+        assert_eq!(v.bound, Some(Bound::Receiver));
+        // Some lost in the board, more after it: the larger share names the limit.
+        let v = judge(&TrialCounts { board_in: 10_000, board_out: 9_900, ..base }, 0.0);
+        assert_eq!((v.bound, v.board_kept), (Some(Bound::Receiver), 100));
+        // Only the board's qdisc counted (2 GSO batches of many frames): the board.
+        let v = judge(&TrialCounts { board_drops: 2, board_in: 9_940, board_out: 9_900, ..base }, 0.0);
+        assert_eq!(v.bound, Some(Bound::Dut));
+        // Only the generating PC's own counters moved: that PC, whatever the estimates say.
+        let v = judge(&TrialCounts { generator_drops: 30, board_out: 9_600, ..base }, 0.0);
+        assert_eq!(v.bound, Some(Bound::Generator));
+        // A tie goes to the board.
+        let v = judge(&TrialCounts { board_in: 10_000, board_out: 9_800, lost: 400, ..base }, 0.0);
+        assert_eq!(v.bound, Some(Bound::Dut));
+        // Within the allowed loss (5 %): passed.
+        let v = judge(&base, 0.05);
+        assert_eq!((v.passed, v.bound), (true, None));
+        assert!((v.loss_ratio - 0.04).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_missing_tail_counts_only_beyond_the_grace() {
+        // 1000 fps for 10 s: 100 frames of grace.
+        let c = TrialCounts {
+            target_fps: 1000.0,
+            offered: 10_000,
+            expected: 9_950,
+            lost: 0,
+            seconds: 10.0,
+            board_in: 10_000,
+            board_out: 9_950,
+            ..Default::default()
+        };
+        let v = judge(&c, 0.0);
+        assert_eq!((v.lost_frames, v.passed), (0, true));
+        let v = judge(&TrialCounts { expected: 9_000, ..c }, 0.0);
+        assert_eq!((v.lost_frames, v.passed), (900, false));
+    }
+
+    #[test]
+    fn a_short_generator_is_flagged_even_without_loss() {
+        let c = TrialCounts {
+            target_fps: 1000.0,
+            offered: 9_000,
+            expected: 9_000,
+            seconds: 10.0,
+            board_in: 9_000,
+            board_out: 9_000,
+            ..Default::default()
+        };
+        let v = judge(&c, 0.0);
+        assert!(v.passed && v.generator_short);
+        assert_eq!(v.bound, Some(Bound::Generator));
+        assert!((v.offered_fps - 900.0).abs() < 1e-9);
+        // 99.5 % of the rate is not short.
+        assert!(!judge(&TrialCounts { offered: 9_950, expected: 9_950, ..c }, 0.0).generator_short);
+    }
+
+    #[test]
+    fn the_loss_curve_stops_after_two_clean_steps() {
+        assert!(!loss_curve_done(&[5]));
+        assert!(!loss_curve_done(&[5, 0]));
+        assert!(loss_curve_done(&[5, 0, 0]));
+        assert!(!loss_curve_done(&[0, 3]));
+        assert_eq!(LOSS_STEPS.len(), 10);
+    }
+
+    fn summary() -> Value {
+        serde_json::json!({
+            "line_bps": 1e9,
+            "loss_percent": 0.0,
+            "throughput": [
+                {"frame": 512, "fps": 24_500.0, "l2_bps": 100_352_000.0, "l1_bps": 104_272_000.0,
+                 "percent_line": 10.43, "limit": "dut", "done": true, "trials": 9,
+                 "knee_places": [{"place": "board_qdisc", "port": "eth1", "packets": 1204, "counter": "qdisc tbf drops on eth1"}]},
+                {"frame": 1518, "fps": 60_000.0, "l2_bps": 728_640_000.0, "l1_bps": 738_240_000.0,
+                 "percent_line": 73.8, "limit": "generator", "done": false, "trials": 2}
+            ],
+            "loss": [{"frame": 64, "steps": [
+                {"percent": 100.0, "target_fps": 1_488_095.0, "offered_fps": 400_000.0, "loss_ratio": 0.5, "generator_short": true},
+                {"percent": 90.0, "target_fps": 1_339_285.0, "offered_fps": 1_339_285.0, "loss_ratio": 0.0, "generator_short": false}
+            ]}],
+            "trials": [
+                {"test": "throughput", "frame": 512, "target_fps": 24_500.0, "target_percent": 10.43,
+                 "offered_fps": 24_499.0, "offered": 244_990, "received": 244_990, "lost_frames": 0,
+                 "loss_ratio": 0.0, "seconds": 10.0, "passed": true, "generator_short": false,
+                 "bound": null, "board_kept": 0}
+            ]
+        })
+    }
+
+    #[test]
+    fn tables_say_whose_limit_each_figure_is() {
+        let rows = throughput_rows(&summary());
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].fps, "24,500");
+        assert_eq!(rows[0].percent, "10.4 %");
+        assert!(rows[0].dut);
+        assert_eq!(rows[0].limit, "the board dropped above it");
+        assert_eq!(rows[0].knee, "qdisc tbf drops on eth1: 1,204");
+        assert_eq!(rows[1].fps, "≥ 60,000");
+        assert!(!rows[1].dut);
+        assert!(rows[1].limit.contains("lower bound"), "{}", rows[1].limit);
+        assert_eq!(rows[1].trials, "2 …");
+        let loss = loss_rows(&summary());
+        assert_eq!(loss[0].cells[0], "50.00 % (PC offered 27 %)");
+        assert_eq!(loss[0].cells[1], "0 %");
+        assert_eq!(loss[0].cells[2], "—");
+        assert_eq!(loss_headings()[0], "100 %");
+        let t = text(&summary());
+        assert!(t.contains("≥ 60,000"), "{t}");
+        assert!(t.contains("at the knee: qdisc tbf drops on eth1: 1,204"), "{t}");
+        let csv = trials_csv(&summary());
+        assert_eq!(csv.lines().count(), 2);
+        assert_eq!(
+            csv.lines().nth(1),
+            Some("throughput,512,24500,10.43,24499,244990,244990,0,0,10,true,false,,0")
+        );
+        let svg = chart_svg(&summary());
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+        assert_eq!(svg.matches("<circle").count(), 2);
+        assert_eq!(svg.matches("pt bound").count(), 1);
+        assert!(chart_svg(&serde_json::json!({})).is_empty());
+    }
+}

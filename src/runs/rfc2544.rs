@@ -1,0 +1,492 @@
+//! RFC 2544 runs (kind `rfc2544`): the board as the device under test, forwarding between two
+//! of its ports while the peer agent on PC1 generates UDP frames of each size to PC2 (stock
+//! `iperf3 -s`, or `netperfd -s`, which also reports its own drops). Each trial is one UDP
+//! test on the agent at a rate in frames/s; around it the board reads its own counters, so
+//! every trial says whose limit its loss showed (`results::rfc2544`). The trials, the
+//! throughput per frame size (§26.1) and the frame-loss-rate steps (§26.3) are the run's
+//! summary, stored after every trial so the run page shows the search as it goes.
+//!
+//! Like a forwarding run, it can turn on forwarding with MASQUERADE for the run and undoes
+//! only what it turned on; the 1 Hz monitor samples the two ports and the CPU per core
+//! (each trial's CPU per core is taken from those samples).
+
+use crate::board::apply::Controller;
+use crate::board::counters::{BoardDelta, BoardReading};
+use crate::model::{RunFigures, RunKind, RunStatus};
+use crate::peer::{PeerClient, PeerTestSpec};
+use crate::results::rfc2544::{self as judge, Search, TrialCounts, Verdict};
+use crate::runs::forward::{enable_forwarding, run_peer_job, undo_forwarding, Undo};
+use crate::runs::live::Hub;
+use crate::runs::recorder::{Outcome, Recorder, Sampling};
+use crate::spec::rfc2544::{self as frames, Rfc2544Plan, Rfc2544Test};
+use crate::store::NewRun;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::Notify;
+
+/// Record and start an RFC 2544 run; its id at once, and a handle that resolves when it has
+/// ended. `ctl` changes the board when the plan asks for NAT. Errors: the peer address does
+/// not parse, NAT without a controller, or the store could not record the run.
+pub fn start_rfc2544(
+    hub: &Hub,
+    ctl: Option<Arc<Controller>>,
+    plan: Rfc2544Plan,
+) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
+    let client = PeerClient::parse(&plan.peer, &plan.token)?;
+    if plan.nat && ctl.is_none() {
+        return Err("no board controller to set up forwarding with".into());
+    }
+    let params = json!({
+        "peer": client.url(),
+        "target": plan.target,
+        "port": plan.port,
+        "ingress": plan.ingress,
+        "egress": plan.egress,
+        "nat": plan.nat,
+        "sizes": plan.sizes,
+        "trial_s": plan.trial_s,
+        "loss_percent": plan.loss * 100.0,
+        "resolution_percent": plan.resolution * 100.0,
+        "tests": plan.tests,
+        "line_bps": plan.line_bps,
+        "line_source": plan.line_source,
+    });
+    let cancel = Arc::new(Notify::new());
+    let rec = hub.begin(
+        &NewRun {
+            role: "client".into(),
+            protocol: "UDP".into(),
+            peer_host: plan.target.clone(),
+            peer_port: plan.port,
+            bind_dev: Some(format!("{},{}", plan.ingress, plan.egress)),
+            direction: plan.direction.into(),
+            params,
+            kind: RunKind::Rfc2544,
+            ..Default::default()
+        },
+        Some(cancel.clone()),
+        Sampling::Ports(vec![plan.ingress.clone(), plan.egress.clone()]),
+    )?;
+    let id = rec.id();
+    let hub2 = hub.clone();
+    let handle = hub.clone().spawn(async move {
+        let mut r = Runner {
+            hub: hub2,
+            id,
+            plan,
+            client,
+            cancel,
+            t0: Instant::now(),
+            summary: Value::Null,
+            trials: Vec::new(),
+        };
+        let (status, error) = r.run(ctl).await;
+        r.finish(&rec, status, error.as_deref());
+        status
+    });
+    Ok((id, handle))
+}
+
+/// One trial as stored (the evidence of the search).
+#[derive(Debug, Clone, serde::Serialize)]
+struct TrialRow {
+    test: &'static str,
+    frame: u32,
+    target_fps: f64,
+    /// The target as % of the line rate.
+    target_percent: f64,
+    offered: u64,
+    received: u64,
+    seconds: f64,
+    #[serde(flatten)]
+    verdict: Verdict,
+    /// The board's drop counters that moved (ledger places).
+    board_places: Value,
+    /// Frames into and out of the board on the trial's path (port byte counters / (F − 4)).
+    board_in: u64,
+    board_out: u64,
+    /// The PCs' own drops (netperfd receivers and the agent send them).
+    receiver_drops: u64,
+    generator_drops: u64,
+    /// Run-relative start and end, s (the CPU samples' clock).
+    start_s: f64,
+    end_s: f64,
+    /// Mean busy % per core during the trial (from the 1 Hz samples), index = core.
+    cpu_busy: Vec<f64>,
+    /// Why the trial did not run to its end (the agent's or iperf3's message).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+struct Runner {
+    hub: Hub,
+    id: i64,
+    plan: Rfc2544Plan,
+    client: PeerClient,
+    cancel: Arc<Notify>,
+    t0: Instant,
+    summary: Value,
+    trials: Vec<TrialRow>,
+}
+
+/// Sum of the `packets` of a drop list (`netperfd_drops`), capped at what can be trusted.
+fn drops_sum(v: Option<&Value>) -> u64 {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .take(16)
+                .filter_map(|p| p.get("packets").and_then(Value::as_u64))
+                .fold(0u64, u64::saturating_add)
+        })
+        .unwrap_or(0)
+}
+
+impl Runner {
+    fn store_summary(&self) {
+        let mut s = self.summary.clone();
+        s["trials"] = json!(self.trials);
+        if let Err(e) = self.hub.store().set_run_summary(self.id, &s) {
+            tracing::warn!(run = self.id, "cannot store the summary: {e}");
+        }
+    }
+
+    async fn run(&mut self, ctl: Option<Arc<Controller>>) -> (RunStatus, Option<String>) {
+        let p = &self.plan;
+        self.summary = json!({
+            "peer": {"url": self.client.url()},
+            "target": {"host": p.target, "port": p.port},
+            "ingress": p.ingress,
+            "egress": p.egress,
+            "direction": p.direction,
+            "nat": {"requested": p.nat},
+            "line_bps": p.line_bps,
+            "line_source": p.line_source,
+            "trial_s": p.trial_s,
+            "loss_percent": p.loss * 100.0,
+            "resolution_percent": p.resolution * 100.0,
+            "sizes": p.sizes,
+            "tests": p.tests,
+            "throughput": [],
+            "loss": [],
+        });
+        match self.client.info().await {
+            Ok(info) => self.summary["peer"]["info"] = info,
+            Err(e) => return (RunStatus::Failed, Some(e.message)),
+        }
+        let mut undo = Undo::Nothing;
+        if self.plan.nat {
+            let Some(c) = &ctl else {
+                return (RunStatus::Failed, Some("no board controller".into()));
+            };
+            match enable_forwarding(c, self.id, &self.plan.ingress, &self.plan.egress).await {
+                Ok(u) => {
+                    self.summary["nat"]["enabled_by_run"] = json!(u != Undo::Nothing);
+                    self.summary["nat"]["undo"] = json!(u);
+                    undo = u;
+                }
+                Err(e) => return (RunStatus::Failed, Some(e)),
+            }
+        }
+        self.store_summary();
+        let result = self.tests().await;
+        let mut error = result.err();
+        if let Some(c) = &ctl {
+            if let Err(e) =
+                undo_forwarding(c, self.id, &self.plan.ingress, &self.plan.egress, &undo).await
+            {
+                tracing::error!(run = self.id, "{e}");
+                error = Some(match error {
+                    Some((_, m)) => (RunStatus::Failed, format!("{m}; {e}")),
+                    None => (RunStatus::Failed, e),
+                });
+            }
+        }
+        if self.plan.nat {
+            self.summary["nat"]["restored"] = json!(error
+                .as_ref()
+                .is_none_or(|(_, m)| !m.contains("cannot restore")));
+        }
+        match error {
+            None => (RunStatus::Completed, None),
+            Some((s, m)) => {
+                self.summary["error"] = json!(m);
+                (s, Some(m))
+            }
+        }
+    }
+
+    /// Every test at every size; the status and message of the first trial that could not run.
+    async fn tests(&mut self) -> Result<(), (RunStatus, String)> {
+        for test in self.plan.tests.clone() {
+            for frame in self.plan.sizes.clone() {
+                match test {
+                    Rfc2544Test::Throughput => self.throughput(frame).await?,
+                    Rfc2544Test::Loss => self.loss_curve(frame).await?,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn throughput(&mut self, frame: u32) -> Result<(), (RunStatus, String)> {
+        let line = frames::line_rate_fps(self.plan.line_bps, frame);
+        let mut search = Search::new(line, self.plan.resolution);
+        let mut knee: Option<usize> = None;
+        let mut best: Option<usize> = None;
+        while let Some(rate) = search.next_rate() {
+            let asked = search.ask_rate(rate);
+            let i = self.trial("throughput", frame, asked).await?;
+            let v = self.trials[i].verdict.clone();
+            search.record(asked, &v);
+            if v.passed {
+                best = Some(i);
+            } else if v.bound == Some(judge::Bound::Dut) {
+                knee = Some(i);
+            }
+            self.set_throughput(frame, &search, best, knee, line);
+            self.store_summary();
+        }
+        Ok(())
+    }
+
+    fn set_throughput(
+        &mut self,
+        frame: u32,
+        s: &Search,
+        best: Option<usize>,
+        knee: Option<usize>,
+        line: f64,
+    ) {
+        let (fps, limit) = s.result();
+        let done = s.next_rate().is_none();
+        let row = json!({
+            "frame": frame,
+            "fps": fps,
+            "l1_bps": frames::l1_bps(fps, frame),
+            "l2_bps": frames::l2_bps(fps, frame),
+            "line_fps": line,
+            "percent_line": if line > 0.0 { 100.0 * fps / line } else { 0.0 },
+            "limit": limit,
+            "dut": limit.is_dut(),
+            "done": done,
+            "trials": s.trials(),
+            "loss_ratio": best.map(|i| self.trials[i].verdict.loss_ratio),
+            "knee_trial": knee,
+            "knee_places": knee.map(|i| self.trials[i].board_places.clone()),
+        });
+        let list = self.summary["throughput"].as_array_mut();
+        if let Some(list) = list {
+            match list.iter_mut().find(|r| r["frame"] == frame) {
+                Some(r) => *r = row,
+                None => list.push(row),
+            }
+        }
+    }
+
+    async fn loss_curve(&mut self, frame: u32) -> Result<(), (RunStatus, String)> {
+        let line = frames::line_rate_fps(self.plan.line_bps, frame);
+        let mut losses = Vec::new();
+        let mut steps = Vec::new();
+        for share in judge::LOSS_STEPS {
+            let i = self.trial("loss", frame, line * share).await?;
+            let t = &self.trials[i];
+            losses.push(t.verdict.lost_frames);
+            steps.push(json!({
+                "percent": share * 100.0,
+                "target_fps": t.target_fps,
+                "offered_fps": t.verdict.offered_fps,
+                "loss_ratio": t.verdict.loss_ratio,
+                "generator_short": t.verdict.generator_short,
+                "bound": t.verdict.bound,
+                "trial": i,
+            }));
+            let row = json!({"frame": frame, "steps": steps});
+            if let Some(list) = self.summary["loss"].as_array_mut() {
+                match list.iter_mut().find(|r| r["frame"] == frame) {
+                    Some(r) => *r = row,
+                    None => list.push(row),
+                }
+            }
+            self.store_summary();
+            if judge::loss_curve_done(&losses) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Run one trial at `fps` frames/s of `frame` bytes; its index in `self.trials`.
+    async fn trial(
+        &mut self,
+        test: &'static str,
+        frame: u32,
+        fps: f64,
+    ) -> Result<usize, (RunStatus, String)> {
+        let p = &self.plan;
+        let spec = PeerTestSpec {
+            host: p.target.clone(),
+            port: Some(p.port),
+            time: Some(p.trial_s),
+            parallel: Some(1),
+            reverse: p.direction == "receive",
+            bidir: p.direction == "bidir",
+            udp: true,
+            bitrate: Some(frames::payload_bps(fps, frame).max(1)),
+            length: Some(frames::payload(frame)),
+        };
+        let ports = vec![p.ingress.clone(), p.egress.clone()];
+        let before = reading().await;
+        let start_s = self.t0.elapsed().as_secs_f64();
+        let res = run_peer_job(&self.client, &spec, &self.cancel, |_| {}).await;
+        let end_s = self.t0.elapsed().as_secs_f64();
+        let delta = reading().await.since(&before, end_s - start_s);
+        let view = match res {
+            Ok(v) => v,
+            Err((status, msg)) => {
+                return Err((status, format!("{frame}-byte trial at {fps:.0} frames/s: {msg}")))
+            }
+        };
+        if view.status != RunStatus::Completed {
+            let msg = view
+                .error
+                .clone()
+                .unwrap_or_else(|| format!("the trial ended {}", view.status.as_str()));
+            return Err((
+                view.status,
+                format!("{frame}-byte trial at {fps:.0} frames/s: {msg}"),
+            ));
+        }
+        let Some(report) = view.report.as_deref() else {
+            return Err((
+                RunStatus::Failed,
+                format!("{frame}-byte trial: the agent sent no report"),
+            ));
+        };
+        let (mut offered, mut expected, mut lost, mut seconds) = (0u64, 0u64, 0u64, 0f64);
+        for s in &report.streams {
+            if let Some(u) = &s.udp {
+                offered += u.sent_packets.unwrap_or(0);
+                expected += u.expected.unwrap_or(0);
+                lost += u.lost.unwrap_or(0);
+            }
+            seconds = seconds.max(s.sender.seconds);
+        }
+        // The agent is PC1: in a `receive` test PC2 generates and PC1 receives.
+        let (receiver, generator) = if p.direction == "receive" {
+            (&report.local_drops, &report.peer_drops)
+        } else {
+            (&report.peer_drops, &report.local_drops)
+        };
+        let (board_in, board_out) = port_frames(&delta, &p.ingress, &p.egress, p.direction, frame);
+        let ledger = crate::results::ledger::ledger(
+            lost,
+            crate::results::ledger::Path::Forwarded,
+            &ports,
+            &delta,
+        );
+        let counts = TrialCounts {
+            target_fps: fps,
+            offered,
+            expected,
+            lost,
+            seconds,
+            board_in,
+            board_out,
+            board_drops: ledger.attributed(),
+            receiver_drops: drops_sum(receiver.as_ref()),
+            generator_drops: drops_sum(generator.as_ref()),
+        };
+        let verdict = judge::judge(&counts, p.loss);
+        let line = frames::line_rate_fps(p.line_bps, frame);
+        let cpu_busy = self.cpu_between(start_s, end_s);
+        self.trials.push(TrialRow {
+            test,
+            frame,
+            target_fps: fps,
+            target_percent: if line > 0.0 { 100.0 * fps / line } else { 0.0 },
+            offered,
+            received: expected.saturating_sub(lost),
+            seconds,
+            verdict,
+            board_places: serde_json::to_value(&ledger.places).unwrap_or_default(),
+            board_in,
+            board_out,
+            receiver_drops: counts.receiver_drops,
+            generator_drops: counts.generator_drops,
+            start_s,
+            end_s,
+            cpu_busy,
+            error: None,
+        });
+        Ok(self.trials.len() - 1)
+    }
+
+    /// Mean busy % per core over the monitor's samples that ended within (start, end] s.
+    fn cpu_between(&self, start: f64, end: f64) -> Vec<f64> {
+        let rows = self.hub.store().cpu_samples(self.id).unwrap_or_default();
+        let mut sums: Vec<(f64, u32)> = Vec::new();
+        for r in rows.iter().filter(|r| r.cpu >= 0 && r.t > start && r.t <= end) {
+            let i = r.cpu as usize;
+            if i >= 1024 {
+                continue;
+            }
+            if sums.len() <= i {
+                sums.resize(i + 1, (0.0, 0));
+            }
+            sums[i].0 += 100.0 - r.idle - r.iowait;
+            sums[i].1 += 1;
+        }
+        sums.into_iter()
+            .map(|(s, n)| if n > 0 { s / f64::from(n) } else { 0.0 })
+            .collect()
+    }
+
+    fn finish(&mut self, rec: &Recorder, status: RunStatus, error: Option<&str>) {
+        let mut s = self.summary.clone();
+        s["trials"] = json!(self.trials);
+        // The headline: the largest frame size's throughput (what a board's datasheet quotes
+        // first), as L2 bit/s.
+        let best = s["throughput"]
+            .as_array()
+            .and_then(|a| a.iter().max_by_key(|r| r["frame"].as_u64().unwrap_or(0)))
+            .and_then(|r| r["l2_bps"].as_f64());
+        let figures = RunFigures {
+            receiver_bps: best,
+            ..Default::default()
+        };
+        if let Err(e) = self.hub.store().set_run_summary(self.id, &s) {
+            tracing::error!(run = self.id, "cannot store the summary: {e}");
+        }
+        rec.finish(status, Outcome::Figures(&figures, Some(&s)), error);
+    }
+}
+
+/// The board's counters, read on the blocking pool (a few ms of file reads).
+async fn reading() -> BoardReading {
+    tokio::task::spawn_blocking(BoardReading::take)
+        .await
+        .unwrap_or_default()
+}
+
+/// Frames into the board on the trial's incoming port(s) and out of its outgoing one(s), from
+/// their byte counters (`bytes / (F − 4)`, the kernel counting frames without the FCS; a GSO
+/// batch crosses a virtual port as one packet): `send` = in on `ingress`, out on `egress`;
+/// `receive` the other way; `bidir` both.
+fn port_frames(
+    d: &BoardDelta,
+    ingress: &str,
+    egress: &str,
+    direction: &str,
+    frame: u32,
+) -> (u64, u64) {
+    let t = |port: &str| d.ports.get(port).and_then(|p| p.traffic).unwrap_or_default();
+    let (i, e) = (t(ingress), t(egress));
+    let (rx, tx) = match direction {
+        "receive" => (e.rx_bytes, i.tx_bytes),
+        "bidir" => (i.rx_bytes + e.rx_bytes, i.tx_bytes + e.tx_bytes),
+        _ => (i.rx_bytes, e.tx_bytes),
+    };
+    let per = u64::from(frame.saturating_sub(4).max(1));
+    (rx / per, tx / per)
+}

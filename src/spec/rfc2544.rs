@@ -1,0 +1,463 @@
+//! An RFC 2544 benchmark of the board as the device under test (DUT), as the web form, the API
+//! and `netperfd rfc2544` give it, checked whole into an [`Rfc2544Plan`] before anything
+//! starts: a bad request gets one clear message and changes nothing.
+//!
+//! Frame arithmetic (IPv4 over Ethernet): a frame of `F` bytes counts the Ethernet header
+//! (14), the FCS (4), the IPv4 header (20) and the UDP header (8), so the UDP payload the
+//! generator sends is `F − 46` bytes (18 for a 64-byte frame). On the wire each frame also
+//! takes 20 bytes of preamble, start delimiter and inter-frame gap: the line rate in frames/s
+//! of a port of `S` bit/s is `S / (8 × (F + 20))` (RFC 2544 appendix C; 1,488,095 fps for
+//! 64-byte frames at 1 Gbit/s). Rates are given three ways: frames/s, L2 bit/s
+//! (`8 × F × fps`) and L1 bit/s (`8 × (F + 20) × fps`).
+
+pub use crate::board::PortFacts;
+use serde::Deserialize;
+
+/// The frame sizes RFC 2544 §9.1 lists for Ethernet, bytes with FCS.
+pub const DEFAULT_SIZES: [u32; 7] = [64, 128, 256, 512, 1024, 1280, 1518];
+/// The smallest Ethernet frame, bytes with FCS.
+pub const MIN_FRAME: u32 = 64;
+/// Headers a frame holds around the UDP payload: Ethernet 14 + FCS 4 + IPv4 20 + UDP 8 bytes.
+pub const FRAME_OVERHEAD: u32 = 46;
+/// Preamble (7), start-of-frame delimiter (1) and the inter-frame gap (12), bytes.
+pub const L1_OVERHEAD: u32 = 20;
+/// Most frame sizes one run may test.
+pub const MAX_SIZES: usize = 16;
+/// Longest trial, s (RFC 2544 asks for 60 s at least for the throughput test's final trials).
+pub const MAX_TRIAL_S: u32 = 600;
+
+/// The tests of RFC 2544 §26 this build runs (latency, §26.2, and back-to-back frames, §26.4,
+/// are refused with a message until they are built).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rfc2544Test {
+    /// §26.1: the highest rate with loss ≤ the allowed ratio.
+    Throughput,
+    /// §26.3: the frame loss rate from 100 % of the line rate down in 10 % steps.
+    Loss,
+}
+
+impl Rfc2544Test {
+    /// The word used in `--tests`, the API and the stored summary.
+    pub fn word(self) -> &'static str {
+        match self {
+            Rfc2544Test::Throughput => "throughput",
+            Rfc2544Test::Loss => "loss",
+        }
+    }
+}
+
+/// Payload of the UDP datagrams that make frames of `frame` bytes (with FCS), bytes.
+pub fn payload(frame: u32) -> u32 {
+    frame.saturating_sub(FRAME_OVERHEAD)
+}
+
+/// Frames/s of a port of `line_bps` bit/s (L1) at frame size `frame` (RFC 2544 appendix C).
+pub fn line_rate_fps(line_bps: f64, frame: u32) -> f64 {
+    line_bps / (8.0 * f64::from(frame + L1_OVERHEAD))
+}
+
+/// L2 bit/s of `fps` frames/s of `frame` bytes (the frame with FCS, no preamble or gap).
+pub fn l2_bps(fps: f64, frame: u32) -> f64 {
+    fps * 8.0 * f64::from(frame)
+}
+
+/// L1 bit/s of `fps` frames/s of `frame` bytes (what the frames take on the wire).
+pub fn l1_bps(fps: f64, frame: u32) -> f64 {
+    fps * 8.0 * f64::from(frame + L1_OVERHEAD)
+}
+
+/// The generator's `-b` for `fps` frames/s of `frame` bytes: UDP payload bit/s (iperf3's
+/// bitrate counts the payload only), rounded up so the pacer does not offer less.
+pub fn payload_bps(fps: f64, frame: u32) -> u64 {
+    (fps * 8.0 * f64::from(payload(frame))).ceil() as u64
+}
+
+/// A benchmark as the form and the API give it (strings, as forms send them; the API's
+/// numbers and lists become text first).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Rfc2544Request {
+    /// Peer agent address on PC1, `http://HOST:PORT`.
+    #[serde(default)]
+    pub peer: String,
+    /// The agent's token; empty = the stored one.
+    #[serde(default)]
+    pub token: Option<String>,
+    /// PC2, running `iperf3 -s` (stock) or `netperfd -s` (which also reports its own drops).
+    #[serde(default)]
+    pub target: String,
+    /// PC2's iperf3 port, default 5201.
+    #[serde(default)]
+    pub port: Option<String>,
+    /// Board port the frames come in on (PC1's side).
+    #[serde(default)]
+    pub ingress: String,
+    /// Board port they leave through (PC2's side; MASQUERADE applies there with `nat`).
+    #[serde(default)]
+    pub egress: String,
+    /// Turn on forwarding with NAT for the run (on/true/1/yes).
+    #[serde(default)]
+    pub nat: Option<String>,
+    /// Frame sizes, bytes with FCS, comma-separated; default [`DEFAULT_SIZES`].
+    #[serde(default)]
+    pub sizes: Option<String>,
+    /// Seconds per trial, default 10.
+    #[serde(default)]
+    pub trial: Option<String>,
+    /// Loss allowed in the throughput test, % of frames, default 0.
+    #[serde(default)]
+    pub loss: Option<String>,
+    /// Throughput search resolution, % of the rate, default 0.5.
+    #[serde(default)]
+    pub resolution: Option<String>,
+    /// send (PC1 → PC2, default), receive (PC2 → PC1) or bidir.
+    #[serde(default)]
+    pub direction: Option<String>,
+    /// Tests, comma-separated: throughput, loss (default throughput).
+    #[serde(default)]
+    pub tests: Option<String>,
+    /// The ports' line rate, bit/s with K/M/G (default: their link speed; needed when a port
+    /// does not report one).
+    #[serde(default)]
+    pub line_rate: Option<String>,
+    /// CSRF token (forms only).
+    #[serde(default)]
+    pub csrf: Option<String>,
+}
+
+/// A checked benchmark.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rfc2544Plan {
+    pub peer: String,
+    pub token: String,
+    pub target: String,
+    pub port: u16,
+    pub ingress: String,
+    pub egress: String,
+    pub nat: bool,
+    /// Frame sizes, bytes with FCS, ascending, no repeats.
+    pub sizes: Vec<u32>,
+    /// Seconds per trial.
+    pub trial_s: u32,
+    /// Loss allowed in the throughput test, fraction of frames (0.001 = 0.1 %).
+    pub loss: f64,
+    /// Search resolution, fraction of the rate.
+    pub resolution: f64,
+    /// send / receive / bidir, from PC1's view.
+    pub direction: &'static str,
+    pub tests: Vec<Rfc2544Test>,
+    /// Line rate of the tested path, L1 bit/s (the slower of the two ports).
+    pub line_bps: f64,
+    /// Where the line rate came from: "link speed" or "given".
+    pub line_source: &'static str,
+}
+
+fn opt(s: &Option<String>) -> Option<&str> {
+    s.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
+fn number(s: &Option<String>, what: &str, default: f64, lo: f64, hi: f64) -> Result<f64, String> {
+    let Some(t) = opt(s) else {
+        return Ok(default);
+    };
+    let v: f64 = t
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("{what} '{t}' is not a number"))?;
+    if !v.is_finite() || v < lo || v > hi {
+        return Err(format!("{what} {t} is out of range ({lo}..{hi})"));
+    }
+    Ok(v)
+}
+
+fn port<'a>(ports: &'a [PortFacts], name: &str, what: &str) -> Result<&'a PortFacts, String> {
+    let n = name.trim();
+    if n.is_empty() {
+        return Err(format!("choose the {what} port"));
+    }
+    match ports.iter().find(|p| p.name == n) {
+        Some(p) if p.loopback => Err(format!("{what} port {n} is the loopback")),
+        Some(p) if !crate::board::forwarding::rule_safe_name(n) => {
+            Err(format!("port name '{}' cannot be used", p.name))
+        }
+        Some(p) => Ok(p),
+        None => Err(format!("the board has no port '{n}' ({what})")),
+    }
+}
+
+impl Rfc2544Request {
+    /// Check the request against the board's ports; `stored_token` is used when none is given.
+    /// Errors name the field and the allowed range.
+    pub fn plan(
+        &self,
+        ports: &[PortFacts],
+        stored_token: Option<&str>,
+    ) -> Result<Rfc2544Plan, String> {
+        let token = match opt(&self.token).or(stored_token) {
+            Some(t) => t.to_string(),
+            None => return Err("the peer agent's token is missing (none stored yet)".into()),
+        };
+        if self.peer.trim().is_empty() {
+            return Err("the peer agent address is missing (http://PC1:5280)".into());
+        }
+        let target = self.target.trim();
+        if target.is_empty() {
+            return Err("the target (PC2, running iperf3 -s) is missing".into());
+        }
+        if target.starts_with('-')
+            || !target
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || ".-:_".contains(c))
+        {
+            return Err(format!("target '{target}' is not a host name or address"));
+        }
+        let port_no = match opt(&self.port) {
+            None => 5201,
+            Some(p) => p
+                .parse::<u16>()
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or_else(|| format!("port '{p}' is not a port number (1..65535)"))?,
+        };
+        let ingress = port(ports, &self.ingress, "ingress")?;
+        let egress = port(ports, &self.egress, "egress")?;
+        if ingress.name == egress.name {
+            return Err(format!(
+                "ingress and egress must be two different ports (both are {})",
+                ingress.name
+            ));
+        }
+        let direction = match opt(&self.direction).unwrap_or("send") {
+            "send" => "send",
+            "receive" | "reverse" => "receive",
+            "bidir" => "bidir",
+            d => return Err(format!("direction '{d}': expected send, receive or bidir")),
+        };
+        let mut tests = Vec::new();
+        for w in opt(&self.tests)
+            .unwrap_or("throughput")
+            .split(',')
+            .map(str::trim)
+            .filter(|w| !w.is_empty())
+        {
+            let t = match w {
+                "throughput" => Rfc2544Test::Throughput,
+                "loss" | "frame-loss" => Rfc2544Test::Loss,
+                "latency" | "back-to-back" | "b2b" => {
+                    return Err(format!(
+                        "the {w} test is not built yet: choose throughput and/or loss"
+                    ))
+                }
+                w => return Err(format!("test '{w}': expected throughput or loss")),
+            };
+            if !tests.contains(&t) {
+                tests.push(t);
+            }
+        }
+        if tests.is_empty() {
+            return Err("choose at least one test".into());
+        }
+        let mtu = ingress.mtu.min(egress.mtu);
+        let largest = mtu + 18;
+        let mut sizes = Vec::new();
+        match opt(&self.sizes) {
+            None => sizes.extend(DEFAULT_SIZES.iter().copied().filter(|s| *s <= largest)),
+            Some(list) => {
+                for w in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+                    let f: u32 = w
+                        .parse()
+                        .map_err(|_| format!("frame size '{w}' is not a whole number of bytes"))?;
+                    if f < MIN_FRAME {
+                        return Err(format!(
+                            "frame size {f} is below Ethernet's minimum of {MIN_FRAME} bytes"
+                        ));
+                    }
+                    if f > largest {
+                        return Err(format!(
+                            "frame size {f} is beyond the MTU: {} and {} carry frames of at most {largest} bytes (MTU {mtu} + 18)",
+                            ingress.name, egress.name
+                        ));
+                    }
+                    sizes.push(f);
+                }
+            }
+        }
+        sizes.sort_unstable();
+        sizes.dedup();
+        if sizes.is_empty() {
+            return Err("choose at least one frame size".into());
+        }
+        if sizes.len() > MAX_SIZES {
+            return Err(format!(
+                "{} frame sizes: at most {MAX_SIZES} per run",
+                sizes.len()
+            ));
+        }
+        let trial = number(&self.trial, "trial (s)", 10.0, 1.0, f64::from(MAX_TRIAL_S))?;
+        if trial.fract() != 0.0 {
+            return Err(format!("trial {trial} s: give whole seconds"));
+        }
+        let loss = number(&self.loss, "loss (%)", 0.0, 0.0, 100.0)?;
+        let resolution = number(&self.resolution, "resolution (%)", 0.5, 0.01, 50.0)?;
+        let (line_bps, line_source) = match opt(&self.line_rate) {
+            Some(t) => {
+                let v = crate::model::units::parse_suffixed(t, true)
+                    .map_err(|e| format!("line rate '{t}': {e}"))?;
+                if !(1_000_000..=400_000_000_000).contains(&v) {
+                    return Err(format!("line rate {t} is out of range (1M..400G bit/s)"));
+                }
+                (v as f64, "given")
+            }
+            None => match (ingress.speed_mbps, egress.speed_mbps) {
+                (Some(a), Some(b)) if a > 0 && b > 0 => (f64::from(a.min(b)) * 1e6, "link speed"),
+                _ => {
+                    let which = if ingress.speed_mbps.is_none() {
+                        &ingress.name
+                    } else {
+                        &egress.name
+                    };
+                    return Err(format!(
+                        "{which} reports no link speed: give the line rate (e.g. 1G)"
+                    ));
+                }
+            },
+        };
+        Ok(Rfc2544Plan {
+            peer: self.peer.trim().to_string(),
+            token,
+            target: target.to_string(),
+            port: port_no,
+            ingress: ingress.name.clone(),
+            egress: egress.name.clone(),
+            nat: matches!(
+                opt(&self.nat).map(str::to_ascii_lowercase).as_deref(),
+                Some("on" | "true" | "1" | "yes")
+            ),
+            sizes,
+            trial_s: trial as u32,
+            loss: loss / 100.0,
+            resolution: resolution / 100.0,
+            direction,
+            tests,
+            line_bps,
+            line_source,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ports() -> Vec<PortFacts> {
+        let p = |n: &str, mtu, speed| PortFacts {
+            name: n.into(),
+            mtu,
+            speed_mbps: speed,
+            loopback: false,
+        };
+        vec![
+            p("eth0", 1500, Some(1000)),
+            p("eth1", 1500, Some(10000)),
+            p("eth2", 9000, None),
+            PortFacts {
+                name: "lo".into(),
+                mtu: 65536,
+                speed_mbps: None,
+                loopback: true,
+            },
+        ]
+    }
+
+    fn req() -> Rfc2544Request {
+        Rfc2544Request {
+            peer: "http://192.0.2.2:5280".into(),
+            token: Some("t".repeat(20)),
+            target: "198.51.100.2".into(),
+            ingress: "eth0".into(),
+            egress: "eth1".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn frame_arithmetic_follows_rfc_2544_appendix_c() {
+        // 1 GbE, 64-byte frames: 1,488,095 frames/s; 1518: 81,274.
+        assert_eq!(line_rate_fps(1e9, 64).floor(), 1_488_095.0);
+        assert_eq!(line_rate_fps(1e9, 1518).floor(), 81_274.0);
+        assert_eq!(payload(64), 18);
+        assert_eq!(payload(1518), 1472);
+        let fps = line_rate_fps(1e9, 64);
+        assert!((l1_bps(fps, 64) - 1e9).abs() < 1.0);
+        assert!((l2_bps(fps, 64) - 761_904_761.9).abs() < 1.0);
+        // The generator's -b is the payload: 18 of 64 bytes.
+        assert_eq!(payload_bps(1000.0, 64), 144_000);
+    }
+
+    #[test]
+    fn a_default_request_plans_the_rfc_sizes_at_the_slower_port() {
+        let p = req().plan(&ports(), None).expect("plan");
+        assert_eq!(p.sizes, DEFAULT_SIZES.to_vec());
+        assert_eq!((p.trial_s, p.loss, p.resolution), (10, 0.0, 0.005));
+        assert_eq!(p.line_bps, 1e9);
+        assert_eq!(p.line_source, "link speed");
+        assert_eq!(p.tests, vec![Rfc2544Test::Throughput]);
+        assert_eq!((p.port, p.direction, p.nat), (5201, "send", false));
+        let q = Rfc2544Request {
+            sizes: Some("1518, 512,512".into()),
+            trial: Some("2".into()),
+            loss: Some("0.1".into()),
+            resolution: Some("1".into()),
+            tests: Some("loss,throughput,loss".into()),
+            direction: Some("bidir".into()),
+            nat: Some("on".into()),
+            ..req()
+        }
+        .plan(&ports(), None)
+        .expect("plan");
+        assert_eq!(q.sizes, vec![512, 1518]);
+        assert_eq!((q.trial_s, q.loss, q.resolution), (2, 0.001, 0.01));
+        assert_eq!(q.tests, vec![Rfc2544Test::Loss, Rfc2544Test::Throughput]);
+        assert_eq!((q.direction, q.nat), ("bidir", true));
+    }
+
+    #[test]
+    fn bad_requests_say_what_is_wrong() {
+        let bad = |r: Rfc2544Request, want: &str| {
+            let e = r.plan(&ports(), None).expect_err(want);
+            assert!(e.contains(want), "{e:?} should say {want:?}");
+        };
+        bad(Rfc2544Request { sizes: Some("63".into()), ..req() }, "below Ethernet's minimum of 64");
+        bad(Rfc2544Request { sizes: Some("9217".into()), ..req() }, "at most 1518 bytes");
+        bad(
+            Rfc2544Request { sizes: Some("9217".into()), ingress: "eth2".into(), egress: "eth1".into(), line_rate: Some("1G".into()), ..req() },
+            "at most 1518",
+        );
+        bad(Rfc2544Request { sizes: Some("64,big".into()), ..req() }, "'big' is not a whole number");
+        bad(Rfc2544Request { loss: Some("101".into()), ..req() }, "loss (%) 101 is out of range");
+        bad(Rfc2544Request { trial: Some("0".into()), ..req() }, "trial (s) 0 is out of range");
+        bad(Rfc2544Request { trial: Some("1.5".into()), ..req() }, "whole seconds");
+        bad(Rfc2544Request { resolution: Some("0".into()), ..req() }, "resolution (%) 0 is out of range");
+        bad(Rfc2544Request { ingress: "eth9".into(), ..req() }, "no port 'eth9'");
+        bad(Rfc2544Request { egress: "eth0".into(), ..req() }, "two different ports");
+        bad(Rfc2544Request { egress: "lo".into(), ..req() }, "is the loopback");
+        bad(Rfc2544Request { egress: "eth2".into(), ..req() }, "eth2 reports no link speed");
+        bad(Rfc2544Request { target: "-x".into(), ..req() }, "not a host name");
+        bad(Rfc2544Request { target: String::new(), ..req() }, "target");
+        bad(Rfc2544Request { tests: Some("latency".into()), ..req() }, "latency test is not built yet");
+        bad(Rfc2544Request { tests: Some("back-to-back".into()), ..req() }, "not built yet");
+        bad(Rfc2544Request { tests: Some("speed".into()), ..req() }, "test 'speed'");
+        bad(Rfc2544Request { direction: Some("up".into()), ..req() }, "direction 'up'");
+        bad(Rfc2544Request { line_rate: Some("10".into()), ..req() }, "out of range");
+        bad(Rfc2544Request { token: None, ..req() }, "token is missing");
+        bad(Rfc2544Request { port: Some("0".into()), ..req() }, "not a port number");
+        // A jumbo port pair takes jumbo frames, with a given line rate.
+        let p = Rfc2544Request {
+            sizes: Some("9018".into()),
+            ingress: "eth2".into(),
+            egress: "eth2".into(),
+            ..req()
+        };
+        assert!(p.plan(&ports(), None).is_err());
+    }
+}

@@ -1,0 +1,235 @@
+//! The RFC 2544 page (`/rfc2544`: the form, and the recent RFC 2544 runs) and its API
+//! (`POST /api/runs/rfc2544` with the form's fields as JSON; numbers, booleans and lists are
+//! taken too). The peer agent's address and token are the forwarding page's (one agent on
+//! PC1 serves both). Bad input is answered with the form and one clear error; nothing runs.
+
+use super::auth::{Auth, AuthError};
+use super::pages::{html, see_other};
+use super::AppState;
+use crate::engine::report::version_string;
+use crate::model::time::fmt_time;
+use crate::model::RunKind;
+use crate::runs::forward::{normalize, truthy, TOKEN_KEY, URL_KEY};
+use crate::spec::rfc2544::{Rfc2544Request, DEFAULT_SIZES};
+use crate::store::RunFilter;
+use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
+use askama::Template;
+use serde_json::json;
+
+/// Register the routes (before `/api/runs/{id}`).
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/rfc2544", web::get().to(page))
+        .route("/rfc2544", web::post().to(start_form))
+        .route("/api/runs/rfc2544", web::post().to(start_api));
+}
+
+struct RunLine {
+    id: i64,
+    when: String,
+    path: String,
+    sizes: String,
+    best: String,
+    status: String,
+}
+
+#[derive(Template)]
+#[template(path = "rfc2544.html")]
+struct Rfc2544Page {
+    nav: bool,
+    csrf: String,
+    version: String,
+    error: Option<String>,
+    peer: String,
+    token_note: String,
+    target: String,
+    port: String,
+    ingress: String,
+    egress: String,
+    nat: bool,
+    sizes: String,
+    trial: String,
+    loss: String,
+    resolution: String,
+    direction: String,
+    throughput: bool,
+    loss_test: bool,
+    line_rate: String,
+    port_names: Vec<String>,
+    runs: Vec<RunLine>,
+}
+
+fn g(o: &Option<String>, d: &str) -> String {
+    o.clone()
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| d.to_string())
+}
+
+fn stored_token(state: &AppState) -> Option<String> {
+    state.store.setting(TOKEN_KEY).ok().flatten()
+}
+
+fn build(state: &AppState, auth: &Auth, f: Option<&Rfc2544Request>, error: Option<String>) -> Rfc2544Page {
+    let names: Vec<String> = crate::board::ports()
+        .into_iter()
+        .filter(|p| !p.loopback)
+        .map(|p| p.name)
+        .collect();
+    let dflt = |i: usize| names.get(i).cloned().unwrap_or_default();
+    let r = f.cloned().unwrap_or_default();
+    let runs = state
+        .store
+        .list_runs(&RunFilter {
+            kind: Some(RunKind::Rfc2544.as_str().into()),
+            limit: Some(20),
+            ..Default::default()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| {
+            let rows = crate::results::rfc2544::throughput_rows(&r.summary);
+            RunLine {
+                id: r.id,
+                when: fmt_time(r.started_at),
+                path: r.bind_dev.clone().unwrap_or_default().replace(',', " → "),
+                sizes: r.params["sizes"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|v| v.as_u64())
+                            .map(|v| v.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default(),
+                best: rows
+                    .last()
+                    .map(|x| format!("{} B: {} fps ({})", x.frame, x.fps, x.percent))
+                    .unwrap_or_else(|| "—".into()),
+                status: r.status.clone(),
+            }
+        })
+        .collect();
+    let tests = g(&r.tests, "throughput");
+    let sizes_default = DEFAULT_SIZES
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    Rfc2544Page {
+        nav: true,
+        csrf: auth.csrf().into(),
+        version: version_string(),
+        error,
+        peer: if r.peer.is_empty() {
+            state.store.setting(URL_KEY).ok().flatten().unwrap_or_default()
+        } else {
+            r.peer.clone()
+        },
+        token_note: match stored_token(state) {
+            Some(t) => format!("a token is stored ({} characters); leave empty to use it", t.len()),
+            None => "no token stored yet".into(),
+        },
+        target: r.target.clone(),
+        port: g(&r.port, "5201"),
+        ingress: if r.ingress.is_empty() { dflt(0) } else { r.ingress.clone() },
+        egress: if r.egress.is_empty() { dflt(1) } else { r.egress.clone() },
+        nat: f.is_none() || truthy(&r.nat),
+        sizes: g(&r.sizes, &sizes_default),
+        trial: g(&r.trial, "10"),
+        loss: g(&r.loss, "0"),
+        resolution: g(&r.resolution, "0.5"),
+        direction: g(&r.direction, "send"),
+        throughput: tests.contains("throughput"),
+        loss_test: tests.split(',').any(|t| t.trim() == "loss"),
+        line_rate: g(&r.line_rate, ""),
+        port_names: names,
+        runs,
+    }
+}
+
+/// Check and start a run; the agent address is kept for the next run (as the forwarding page
+/// does). Its id, or the message to show.
+async fn start(state: &AppState, req: &Rfc2544Request) -> Result<i64, String> {
+    let stored = stored_token(state);
+    let plan = req.plan(&crate::board::port_facts().await, stored.as_deref())?;
+    let (id, _) = crate::runs::rfc2544::start_rfc2544(&state.hub, Some(state.board.clone()), plan)?;
+    let _ = state.store.set_setting(URL_KEY, req.peer.trim());
+    Ok(id)
+}
+
+async fn page(auth: Auth, state: web::Data<AppState>) -> HttpResponse {
+    html(StatusCode::OK, &build(&state, &auth, None, None))
+}
+
+/// The form's two test checkboxes (`test_throughput`, `test_loss`) become `tests`.
+#[derive(serde::Deserialize)]
+struct FormBody {
+    #[serde(flatten)]
+    req: Rfc2544Request,
+    #[serde(default)]
+    test_throughput: Option<String>,
+    #[serde(default)]
+    test_loss: Option<String>,
+}
+
+async fn start_form(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    form: web::Form<FormBody>,
+) -> Result<HttpResponse, AuthError> {
+    let FormBody {
+        req: mut r,
+        test_throughput,
+        test_loss,
+    } = form.into_inner();
+    auth.check_csrf(r.csrf.as_deref())?;
+    if r.nat.is_none() {
+        r.nat = Some("off".into());
+    }
+    let mut tests = Vec::new();
+    if truthy(&test_throughput) {
+        tests.push("throughput");
+    }
+    if truthy(&test_loss) {
+        tests.push("loss");
+    }
+    r.tests = Some(tests.join(","));
+    Ok(match start(&state, &r).await {
+        Ok(id) => {
+            super::audit::run_started(&state, &auth, &req, id);
+            see_other(&format!("/runs/{id}"))
+        }
+        Err(e) => {
+            r.token = None;
+            html(StatusCode::BAD_REQUEST, &build(&state, &auth, Some(&r), Some(e)))
+        }
+    })
+}
+
+async fn start_api(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let bad = |m: String| super::json_error(StatusCode::BAD_REQUEST, m);
+    let r: Rfc2544Request = match serde_json::from_slice::<serde_json::Value>(&body)
+        .map_err(|e| e.to_string())
+        .and_then(normalize)
+        .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
+    {
+        Ok(r) => r,
+        Err(e) => return Ok(bad(format!("invalid request body: {e}"))),
+    };
+    Ok(match start(&state, &r).await {
+        Ok(id) => {
+            super::audit::run_started(&state, &auth, &req, id);
+            HttpResponse::Created()
+                .insert_header(("Location", format!("/api/runs/{id}")))
+                .json(json!({"id": id, "url": format!("/runs/{id}")}))
+        }
+        Err(e) => bad(e),
+    })
+}

@@ -1,0 +1,350 @@
+//! RFC 2544 runs end to end (issue 26), in seed 000's lab: `netperfd peer` on pc1 generates,
+//! stock `iperf3 -s` on pc2 receives, the board forwards with NAT for the run. A TBF on a port
+//! is the bottleneck whose rate the search must find (a TBF on a veth counts a frame of F bytes
+//! as F − 4: 100 Mbit/s is 100e6 / (8 × (F − 4)) frames/s). Independent observers: `tc -s`
+//! of the shaper, /proc/sys and the firewall after the run.
+
+mod common;
+use common::browser::{chromedriver, Browser};
+use common::http::*;
+use common::*;
+use serde_json::{json, Value};
+use std::process::Command;
+use std::time::Duration;
+
+const TOKEN: &str = "lab-token-0123456789";
+const WEB_PORT: u16 = 8097;
+const WD_PORT: u16 = 9543;
+
+fn ns_out(ns: &str, prog: &str, args: &[&str]) -> String {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, prog])
+        .args(args)
+        .output()
+        .expect("run in namespace");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn sh_ok(ns: &str, prog: &str, args: &[&str]) {
+    let st = Command::new("ip")
+        .args(["netns", "exec", ns, prog])
+        .args(args)
+        .status()
+        .expect("run in namespace");
+    assert!(st.success(), "{prog} {args:?} in {ns}");
+}
+
+/// A 100 Mbit/s TBF with a small queue (16 kB bucket, 64 kB = 5 ms queue) as `dev`'s root
+/// qdisc. (A 32 kB queue dropped at 96 % of the rate when a loaded lab stalled the generator
+/// and its pacer caught up.)
+fn tbf_100m(ns: &str, dev: &str) {
+    sh_ok(
+        ns,
+        "tc",
+        &[
+            "qdisc", "add", "dev", dev, "root", "tbf", "rate", "100mbit", "burst", "16kb", "limit",
+            "64kb",
+        ],
+    );
+}
+
+/// Drops the root TBF of `dev` counted (`tc -s qdisc`).
+fn tbf_drops(ns: &str, dev: &str) -> u64 {
+    let out = ns_out(ns, "tc", &["-s", "qdisc", "show", "dev", dev]);
+    out.split("dropped ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no drop count in {out}"))
+}
+
+fn shaped_fps(frame: f64) -> f64 {
+    100e6 / (8.0 * (frame - 4.0))
+}
+
+fn rfc_cli(lab: &mut Lab, name: &str, args: &[&str]) -> (Option<i32>, Value, String) {
+    let data = lab.dir().join("data").to_str().expect("utf-8").to_string();
+    let mut a = vec!["rfc2544", "--data", &data, "--json"];
+    a.extend_from_slice(args);
+    let board = lab.board.clone();
+    let (code, out, err) = lab.run(&board, name, bin(), &a, Duration::from_secs(240));
+    let v = if out.trim().is_empty() {
+        Value::Null
+    } else {
+        json(&out, "netperfd rfc2544 --json")
+    };
+    (code, v, err)
+}
+
+fn rows<'a>(s: &'a Value, key: &str) -> &'a [Value] {
+    s[key].as_array().map(Vec::as_slice).unwrap_or_default()
+}
+
+/// Every trial's counts add up: nothing received that was not offered, and what was counted
+/// lost is within what did not arrive.
+fn trials_add_up(s: &Value) {
+    let trials = rows(s, "trials");
+    assert!(!trials.is_empty(), "{s}");
+    for t in trials {
+        eprintln!(
+            "{} {} B: asked {:.0} fps, offered {:.0} fps ({} in {:.2} s), received {}, lost {}, passed {}, short {}, bound {}, in {} out {} kept {}, PC drops rcv {} gen {}, places {}",
+            t["test"], t["frame"], num(t, "/target_fps"), num(t, "/offered_fps"), t["offered"],
+            num(t, "/seconds"), t["received"], t["lost_frames"], t["passed"], t["generator_short"],
+            t["bound"], t["board_in"], t["board_out"], t["board_kept"], t["receiver_drops"],
+            t["generator_drops"], t["board_places"]
+        );
+    }
+    for t in trials {
+        let (offered, received, lost) = (
+            num(t, "/offered"),
+            num(t, "/received"),
+            num(t, "/lost_frames"),
+        );
+        assert!(offered > 0.0, "{t}");
+        assert!(received <= offered, "{t}");
+        assert!(lost <= offered - received, "{t}");
+        let ratio = num(t, "/loss_ratio");
+        assert!((ratio - lost / offered).abs() < 1e-9, "{t}");
+        assert_eq!(t["passed"].as_bool(), Some(lost == 0.0), "{t}");
+    }
+}
+
+#[test]
+fn throughput_through_a_100_mbit_tbf_is_the_shaped_frame_rate() {
+    let (mut lab, tf) = Lab::with_agent(TOKEN);
+    let board = lab.board.clone();
+    tbf_100m(&board, "eth1");
+    let (code, run, err) = rfc_cli(
+        &mut lab,
+        "rfc2544",
+        &[
+            "--peer",
+            "http://192.0.2.2:5280",
+            "--token-file",
+            &tf,
+            "--to",
+            PC2_IP,
+            "--in",
+            "eth0",
+            "--out",
+            "eth1",
+            "--nat",
+            "--sizes",
+            "512,1518",
+            "--trial",
+            "1",
+            "--resolution",
+            "1",
+            "--line-rate",
+            "1G",
+            "--tests",
+            "throughput,loss",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}\n{run}");
+    assert_eq!(run["kind"], "rfc2544");
+    assert_eq!(run["status"], "completed", "{run}");
+    let s = &run["summary"];
+    trials_add_up(s);
+    let tp = rows(s, "throughput");
+    assert_eq!(tp.len(), 2, "{s}");
+    for (row, frame) in tp.iter().zip([512.0, 1518.0]) {
+        assert_eq!(num(row, "/frame"), frame);
+        assert_eq!(row["limit"], "dut", "{frame} B: {row}");
+        let want = shaped_fps(frame);
+        let got = num(row, "/fps");
+        eprintln!("{frame} B: {got:.0} frames/s (shaped {want:.0}), {} trials", row["trials"]);
+        assert!(
+            (got - want).abs() <= 0.05 * want,
+            "{frame} B: {got} frames/s vs the shaper's {want}"
+        );
+        // L1 and L2 rates follow from the frame rate.
+        assert!((num(row, "/l2_bps") - got * 8.0 * frame).abs() < 1.0, "{row}");
+        assert!((num(row, "/l1_bps") - got * 8.0 * (frame + 20.0)).abs() < 1.0, "{row}");
+        // At the knee the board names its own queue.
+        let knee = row["knee_places"].to_string();
+        assert!(knee.contains("qdisc tbf drops on eth1"), "{frame} B knee: {row}");
+    }
+    // Every failing throughput trial was the board's, and the board's own qdisc counted drops.
+    for t in rows(s, "trials") {
+        if t["passed"] == false {
+            assert_eq!(t["bound"], "dut", "{t}");
+        }
+    }
+    assert!(tbf_drops(&board, "eth1") > 1000);
+    // The loss curve at 100 % of 1 GbE: the shaper passes its rate and drops the rest.
+    let loss = rows(s, "loss");
+    assert_eq!(loss.len(), 2, "{s}");
+    for (row, frame) in loss.iter().zip([512.0, 1518.0]) {
+        let steps = rows(row, "steps");
+        let first = &steps[0];
+        assert_eq!(num(first, "/percent"), 100.0);
+        let offered = num(first, "/offered_fps");
+        let want = 1.0 - shaped_fps(frame) / offered;
+        let got = num(first, "/loss_ratio");
+        assert!(
+            (got - want).abs() < 0.05,
+            "{frame} B at 100 %: loss {got}, the shaper implies {want} (offered {offered} fps)"
+        );
+        // It ends after two steps in a row without loss, or at 10 %.
+        let last = steps.last().expect("a step");
+        assert!(
+            num(last, "/percent") < 15.0 || steps.len() >= 3,
+            "{frame} B: {steps:?}"
+        );
+    }
+    // Nothing left enabled by the run.
+    assert_eq!(
+        ns_out(&board, "cat", &["/proc/sys/net/ipv4/ip_forward"]),
+        "0"
+    );
+    assert_eq!(s["nat"]["restored"], true, "{s}");
+}
+
+/// A PC that cannot send the rate (pc1's own egress shaped to 100 Mbit/s) is never the board's
+/// throughput; the API starts the run, the result page says it is a lower bound, and the form
+/// refuses a bad size with nothing started.
+#[test]
+fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
+    let (mut lab, _tf) = Lab::with_agent(TOKEN);
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    tbf_100m(&pc1, "eth0");
+    let (_, mut http) = daemon(&mut lab, &board, WEB_PORT, &["--iperf3-port", "0"]);
+    set_up(&lab, &mut http);
+    // Bad input: a clear 400 for each, and no run recorded.
+    let base = json!({"peer": "http://192.0.2.2:5280", "token": TOKEN, "target": PC2_IP,
+                      "ingress": "eth0", "egress": "eth1", "nat": true, "line_rate": "1G"});
+    for (k, v, want) in [
+        ("sizes", json!("63"), "below Ethernet's minimum of 64"),
+        ("sizes", json!("9217"), "beyond the MTU"),
+        ("loss", json!(101), "loss (%) 101 is out of range"),
+        ("trial", json!(0), "trial (s) 0 is out of range"),
+        ("egress", json!("eth7"), "no port 'eth7'"),
+    ] {
+        let mut b = base.clone();
+        b[k] = v;
+        let r = http.api("POST", "/api/runs/rfc2544", &b);
+        assert_eq!(r.status, 400, "{b}: {}", r.body);
+        let e = r.json()["error"].as_str().unwrap_or_default().to_string();
+        assert!(e.contains(want), "{b}: {e}");
+    }
+    assert_eq!(http.get_json("/api/runs?kind=rfc2544"), json!([]));
+    let mut b = base.clone();
+    b["sizes"] = json!([1518]);
+    b["trial"] = json!(1);
+    b["resolution"] = json!(5);
+    let r = http.api("POST", "/api/runs/rfc2544", &b);
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.json()["id"].as_i64().expect("id");
+    let v = wait_run(&http, id, Duration::from_secs(180));
+    assert_eq!(v["run"]["status"], "completed", "{v}");
+    let s = &v["run"]["summary"];
+    trials_add_up(s);
+    let row = &rows(s, "throughput")[0];
+    assert_eq!(row["limit"], "generator", "{row}");
+    assert_eq!(row["dut"], false);
+    // The shaped PC passes about 100 Mbit/s: the search stops near its rate, from below.
+    let got = num(row, "/fps");
+    assert!(
+        got <= shaped_fps(1518.0) * 1.02 && got >= shaped_fps(1518.0) * 0.85,
+        "{got} frames/s: {row}"
+    );
+    for t in rows(s, "trials") {
+        assert_ne!(t["bound"], "dut", "a PC's loss charged to the board: {t}");
+        if t["passed"] == false {
+            assert_eq!(t["bound"], "generator", "{t}");
+        }
+    }
+    assert!(tbf_drops(&pc1, "eth0") > 1000);
+
+    // The pages, as a user sees them.
+    chromedriver(&mut lab, &board, WD_PORT);
+    let shots = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/ui-screens");
+    let base_url = format!("http://{BOARD_IP}:{WEB_PORT}");
+    for (w, h) in [(1400, 1000), (390, 844)] {
+        let profile = lab.dir().join(format!("chrome-{w}"));
+        let b = Browser::open(&board, WD_PORT, &base_url, w, h, &profile);
+        b.log_in("correct horse");
+        b.go(&format!("/runs/{id}"));
+        let table = b.find("#rfc-throughput");
+        assert!(table.contains("≥ "), "{w} px: {table}");
+        assert!(table.contains("lower bound"), "{w} px: {table}");
+        assert!(b.displayed("#rfc-chart"), "{w} px: no chart");
+        let sw = b.js("return document.documentElement.scrollWidth - window.innerWidth;");
+        assert!(sw.as_i64().unwrap_or(1) <= 0, "{w} px: the run page scrolls sideways by {sw}");
+        b.screenshot(&shots, &format!("{w}-rfc2544-run"));
+        // The form: a bad size is refused with the message, and nothing starts.
+        b.go("/rfc2544");
+        b.js("document.querySelector('#rfc2544-form [name=sizes]').value = '63'; return 0;");
+        b.type_into("#rfc2544-form [name=target]", PC2_IP);
+        b.js("document.querySelector('#rfc2544-form [name=peer]').value = 'http://192.0.2.2:5280'; return 0;");
+        b.click("#rfc2544-form button[type=submit]");
+        let e = b.wait_text("form-error", "frame size 63");
+        assert!(e.contains("below Ethernet's minimum of 64"), "{e}");
+        let sw = b.js("return document.documentElement.scrollWidth - window.innerWidth;");
+        assert!(sw.as_i64().unwrap_or(1) <= 0, "{w} px: the form scrolls sideways by {sw}");
+        b.screenshot(&shots, &format!("{w}-rfc2544-form"));
+    }
+    let list = http.get_json("/api/runs?kind=rfc2544");
+    assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
+    assert_eq!(
+        ns_out(&board, "cat", &["/proc/sys/net/ipv4/ip_forward"]),
+        "0"
+    );
+}
+
+/// Bad input on the command line: exit 2 and one clear message, nothing recorded; a peer
+/// that does not answer fails the run before anything on the board changes.
+#[test]
+fn bad_input_and_a_peer_that_is_down_start_nothing() {
+    let (mut lab, tf) = Lab::with_agent(TOKEN);
+    let board = lab.board.clone();
+    let base = [
+        "--peer",
+        "http://192.0.2.2:5280",
+        "--token-file",
+        &tf,
+        "--to",
+        PC2_IP,
+        "--in",
+        "eth0",
+        "--out",
+        "eth1",
+        "--nat",
+        "--line-rate",
+        "1G",
+    ];
+    for (extra, want) in [
+        (&["--sizes", "63"][..], "below Ethernet's minimum of 64"),
+        (&["--sizes", "9217"][..], "beyond the MTU"),
+        (&["--loss", "101"][..], "loss (%) 101 is out of range"),
+        (&["--trial", "0"][..], "trial (s) 0 is out of range"),
+        (&["--tests", "latency"][..], "not built yet"),
+    ] {
+        let mut a: Vec<&str> = base.to_vec();
+        a.extend_from_slice(extra);
+        let (code, out, err) = rfc_cli(&mut lab, "bad", &a);
+        assert_eq!(code, Some(2), "{extra:?}: {out} {err}");
+        assert!(err.contains(want), "{extra:?}: {err}");
+    }
+    let mut a: Vec<&str> = base.to_vec();
+    a[9] = "eth9";
+    let (code, _, err) = rfc_cli(&mut lab, "bad-port", &a);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no port 'eth9'"), "{err}");
+    // Nothing was recorded: the history was not even opened (its directory does not exist).
+    let data = lab.dir().join("data");
+    assert!(!data.exists(), "a refused request opened the history");
+    // The agent is down (nothing listens on 5999): the run fails, forwarding never went on.
+    let mut a: Vec<&str> = base.to_vec();
+    a[1] = "http://192.0.2.2:5999";
+    let (code, run, err) = rfc_cli(&mut lab, "down", &a);
+    assert_eq!(code, Some(1), "{run} {err}");
+    assert_eq!(run["status"], "failed", "{run}");
+    assert!(run["summary"]["trials"].as_array().is_none_or(Vec::is_empty), "{run}");
+    assert!(run["error"].as_str().is_some_and(|e| !e.is_empty()), "{run}");
+    assert_eq!(
+        ns_out(&board, "cat", &["/proc/sys/net/ipv4/ip_forward"]),
+        "0"
+    );
+}
