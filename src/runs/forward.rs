@@ -24,7 +24,7 @@ use crate::model::RunFigures;
 use crate::model::RunStatus;
 use crate::peer::{PeerClient, PeerTestSpec};
 use crate::runs::live::Hub;
-use crate::runs::recorder::{Outcome as RecOutcome, Recorder, Sampling};
+use crate::runs::recorder::{Ended, Measured, Recorder, Sampling};
 use crate::store::NewRun;
 use crate::store::{CpuSampleRow, PortSampleRow, SysSampleRow};
 use serde::{Deserialize, Serialize};
@@ -550,8 +550,7 @@ pub fn start_forward(
         "egress": plan.egress,
         "nat": plan.nat,
     });
-    let cancel = Arc::new(Notify::new());
-    let rec = hub.begin(
+    hub.start_kind(
         &NewRun {
             role: "client".into(),
             protocol: if plan.spec.udp { "UDP" } else { "TCP" }.into(),
@@ -565,25 +564,18 @@ pub fn start_forward(
             kind: crate::model::RunKind::Forward,
             ..Default::default()
         },
-        Some(cancel.clone()),
         Sampling::Ports(vec![plan.ingress.clone(), plan.egress.clone()]),
-    )?;
-    let id = rec.id();
-    let hub = hub.clone();
-    let handle = hub.clone().spawn(async move {
-        let r = forward_task(&hub, id, &plan, ctl, cancel, &rec).await;
-        let (status, summary, report, error) = r;
-        if let Err(e) = hub.store().set_run_summary(id, &summary) {
-            tracing::error!(run = id, "cannot store the summary: {e}");
-        }
-        rec.finish(
-            status,
-            RecOutcome::Report(report.as_deref()),
-            error.as_deref(),
-        );
-        status
-    });
-    Ok((id, handle))
+        move |hub, rec, cancel| async move {
+            let (status, summary, report, error) =
+                forward_task(&hub, rec.id(), &plan, ctl, cancel, &rec).await;
+            Ended {
+                status,
+                measured: Measured::Report(report),
+                summary: Some(summary),
+                error,
+            }
+        },
+    )
 }
 
 type Outcome = (
@@ -859,8 +851,7 @@ pub fn start_monitor(
     hub: &Hub,
     plan: MonitorPlan,
 ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
-    let cancel = Arc::new(Notify::new());
-    let rec = hub.begin(
+    hub.start_kind(
         &NewRun {
             role: "client".into(),
             protocol: String::new(),
@@ -870,12 +861,9 @@ pub fn start_monitor(
             kind: crate::model::RunKind::Monitor,
             ..Default::default()
         },
-        Some(cancel.clone()),
         Sampling::Ports(plan.ports.clone()),
-    )?;
-    let id = rec.id();
-    let hub = hub.clone();
-    let handle = hub.clone().spawn(async move {
+        move |hub, rec, cancel| async move {
+        let id = rec.id();
         let c0 = read_counters(&plan.ports).await;
         let mut conntrack: Vec<i64> = crate::board::sampler::conntrack_count()
             .into_iter()
@@ -904,14 +892,13 @@ pub fn start_monitor(
             "conntrack": conntrack_summary(&hub.store().sys_samples(id).unwrap_or_default(), &conntrack),
             "cpu": cpu_summary(&hub.store().cpu_samples(id).unwrap_or_default()),
         });
-        rec.finish(
-            RunStatus::Completed,
-            RecOutcome::Figures(&RunFigures::default(), Some(&summary)),
-            None,
-        );
-        RunStatus::Completed
-    });
-    Ok((id, handle))
+        Ended {
+            status: RunStatus::Completed,
+            measured: Measured::Figures(RunFigures::default()),
+            summary: Some(summary),
+            error: None,
+        }
+    })
 }
 
 #[cfg(test)]
