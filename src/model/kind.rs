@@ -93,6 +93,109 @@ impl RunKind {
     }
 }
 
+/// What a kind of run has, asked by the pages, charts, exports and the recorder. Each is an
+/// exhaustive `match` (no catch-all arm): a new kind does not compile until every capability
+/// is decided for it.
+impl RunKind {
+    /// Whether the run is a parent of legs (runs whose `parent_id` is it): its intervals,
+    /// charts and verdicts are its legs'.
+    pub fn has_legs(self) -> bool {
+        match self {
+            RunKind::Multi => true,
+            RunKind::Iperf3
+            | RunKind::Iperf2
+            | RunKind::Forward
+            | RunKind::Monitor
+            | RunKind::HttpServe
+            | RunKind::HttpGet
+            | RunKind::TcpSink
+            | RunKind::TcpSource
+            | RunKind::Latency => false,
+        }
+    }
+
+    /// Whether the board watches traffic others send (through it or to it) and its summary is
+    /// the board's view (ports, CPU, drops): the forwarding page lists these runs, and their
+    /// text report starts with that summary.
+    pub fn has_board_summary(self) -> bool {
+        match self {
+            RunKind::Forward | RunKind::Monitor => true,
+            RunKind::Iperf3
+            | RunKind::Iperf2
+            | RunKind::Multi
+            | RunKind::HttpServe
+            | RunKind::HttpGet
+            | RunKind::TcpSink
+            | RunKind::TcpSource
+            | RunKind::Latency => false,
+        }
+    }
+
+    /// Whether the measured traffic is forwarded through the board (a peer agent's test from
+    /// one PC to another): its direction is the peer's, its target the agent's `test`, and
+    /// what went missing may have been dropped by the board's forwarding.
+    pub fn forwards(self) -> bool {
+        match self {
+            RunKind::Forward => true,
+            RunKind::Iperf3
+            | RunKind::Iperf2
+            | RunKind::Multi
+            | RunKind::Monitor
+            | RunKind::HttpServe
+            | RunKind::HttpGet
+            | RunKind::TcpSink
+            | RunKind::TcpSource
+            | RunKind::Latency => false,
+        }
+    }
+
+    /// Whether the run stores latency probes (round-trip samples and the idle / loaded
+    /// figures in its summary): the RTT chart and the latency head of its page.
+    pub fn has_latency_probes(self) -> bool {
+        match self {
+            RunKind::Latency => true,
+            RunKind::Iperf3
+            | RunKind::Iperf2
+            | RunKind::Multi
+            | RunKind::Forward
+            | RunKind::Monitor
+            | RunKind::HttpServe
+            | RunKind::HttpGet
+            | RunKind::TcpSink
+            | RunKind::TcpSource => false,
+        }
+    }
+
+    /// Whether the run is the board's own payload traffic (HTTP or raw TCP): the Traffic
+    /// page's kinds.
+    pub fn is_traffic(self) -> bool {
+        match self {
+            RunKind::HttpServe | RunKind::HttpGet | RunKind::TcpSink | RunKind::TcpSource => true,
+            RunKind::Iperf3
+            | RunKind::Iperf2
+            | RunKind::Multi
+            | RunKind::Forward
+            | RunKind::Monitor
+            | RunKind::Latency => false,
+        }
+    }
+
+    /// Whether the run is always one TCP connection (the raw sink and source).
+    pub fn is_one_connection(self) -> bool {
+        match self {
+            RunKind::TcpSink | RunKind::TcpSource => true,
+            RunKind::Iperf3
+            | RunKind::Iperf2
+            | RunKind::Multi
+            | RunKind::Forward
+            | RunKind::Monitor
+            | RunKind::HttpServe
+            | RunKind::HttpGet
+            | RunKind::Latency => false,
+        }
+    }
+}
+
 impl std::fmt::Display for RunKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -147,5 +250,41 @@ mod tests {
         }
         assert_eq!(RunKind::HttpServe.as_str(), "http-serve");
         assert_eq!(RunKind::parse("iperf4"), None);
+    }
+
+    #[test]
+    fn all_lists_every_kind_in_declaration_order() {
+        use serde::de::IntoDeserializer;
+        // serde reads a variant by its index too: every declared kind, with no list to forget.
+        let mut declared = Vec::new();
+        for i in 0u32.. {
+            let d: serde::de::value::U32Deserializer<serde::de::value::Error> =
+                i.into_deserializer();
+            match RunKind::deserialize(d) {
+                Ok(k) => declared.push(k),
+                Err(_) => break,
+            }
+        }
+        assert_eq!(declared, RunKind::ALL);
+    }
+
+    #[test]
+    fn capabilities() {
+        let with = |f: fn(RunKind) -> bool| -> Vec<&str> {
+            RunKind::ALL
+                .into_iter()
+                .filter(|&k| f(k))
+                .map(RunKind::as_str)
+                .collect()
+        };
+        assert_eq!(with(RunKind::has_legs), ["multi"]);
+        assert_eq!(with(RunKind::has_board_summary), ["forward", "monitor"]);
+        assert_eq!(with(RunKind::forwards), ["forward"]);
+        assert_eq!(with(RunKind::has_latency_probes), ["latency"]);
+        assert_eq!(
+            with(RunKind::is_traffic),
+            ["http-serve", "http-get", "tcp-sink", "tcp-source"]
+        );
+        assert_eq!(with(RunKind::is_one_connection), ["tcp-sink", "tcp-source"]);
     }
 }

@@ -502,7 +502,7 @@ pub fn analyze_recorded(
     if let Some(p) = received_short {
         // Nothing on the board to blame, or the board sent it all (its own cores did not lose
         // what went missing): lost on the way.
-        let board_sent = run.direction == "send" && run.kind != crate::model::RunKind::Forward;
+        let board_sent = run.direction == "send" && !run.kind.forwards();
         if verdict == Verdict::LimitedElsewhere
             || (board_sent
                 && matches!(

@@ -322,7 +322,7 @@ fn sample_source(run: &RunRow) -> (i64, Option<String>) {
 /// Ceiling and verdict for a run from its (or its parent's) samples. `None` for a multi-port
 /// run itself (each leg is judged on its own port).
 pub fn analyze_run(store: &Store, run: &RunRow) -> Option<Analysis> {
-    if run.kind == crate::model::RunKind::Multi {
+    if run.kind.has_legs() {
         return None;
     }
     let (src, port) = sample_source(run);
@@ -390,7 +390,7 @@ fn timestamps_at_start(store: &Store, run: &RunRow) -> bool {
 /// All charts of run `id`.
 pub fn charts_of(store: &Store, run: &RunRow) -> RunCharts {
     let iv = store.intervals(run.id).unwrap_or_default();
-    let legs: Vec<(RunRow, Vec<IntervalRow>)> = if run.kind == crate::model::RunKind::Multi {
+    let legs: Vec<(RunRow, Vec<IntervalRow>)> = if run.kind.has_legs() {
         store
             .children(run.id)
             .unwrap_or_default()
@@ -412,7 +412,7 @@ pub fn charts_of(store: &Store, run: &RunRow) -> RunCharts {
         }
     }
     let mut c = build_charts(&iv, &legs, &cpus, &ports);
-    if run.kind == crate::model::RunKind::Latency {
+    if run.kind.has_latency_probes() {
         c.rtt = rtt_chart(&store.latency_samples(run.id).unwrap_or_default());
     }
     let series = store

@@ -9,7 +9,7 @@ use crate::store::RunRow;
 /// the peer agent was asked to send through the board); `None` when unpaced.
 pub fn run_target_bps(run: &RunRow) -> Option<f64> {
     let p = &run.params;
-    if run.kind == crate::model::RunKind::Forward {
+    if run.kind.forwards() {
         let t = &p["test"];
         let per = t["bitrate"].as_u64().filter(|b| *b > 0)?;
         let n = t["parallel"].as_u64().filter(|n| *n > 0).unwrap_or(1);

@@ -145,7 +145,9 @@ pub fn run_result(store: &Store, index: usize, label: &str, r: &RunRow) -> StepR
         started_at: Some(r.started_at),
         ended_at: r.ended_at,
         error: r.error.clone(),
-        latency: (r.kind == crate::model::RunKind::Latency)
+        latency: r
+            .kind
+            .has_latency_probes()
             .then(|| crate::results::latency::LatencyFigures::of_summary(&r.summary))
             .flatten(),
         lost_where: store

@@ -60,9 +60,7 @@ pub fn summary_text(run: &RunRow) -> String {
 /// For forwarding and monitor runs, the board's summary ([`summary_text`]) followed by `text`
 /// (the peer's iperf3 summary); other runs' `text` unchanged.
 pub fn board_text(run: &RunRow, text: Option<String>) -> Option<String> {
-    if run.kind != crate::model::RunKind::Forward && run.kind != crate::model::RunKind::Monitor
-        || run.summary.is_null()
-    {
+    if !run.kind.has_board_summary() || run.summary.is_null() {
         return text;
     }
     let mut t = summary_text(run);

@@ -12,7 +12,7 @@ use crate::engine::report::Report;
 use crate::model::{RunFigures, RunKind, RunStatus};
 use crate::results::latency::{summarize, Inputs};
 use crate::runs::live::Hub;
-use crate::runs::recorder::{Outcome, Recorder, Sampling};
+use crate::runs::recorder::{Ended, Measured, Recorder, Sampling};
 use crate::spec::latency::{LatencySpec, Load};
 use crate::store::{LatencySampleRow, NewRun};
 use std::sync::{Arc, Mutex};
@@ -78,8 +78,7 @@ impl Hub {
         }
         let sock =
             EchoSocket::open(peer.ip(), spec.bind_dev.as_deref()).map_err(|e| e.to_string())?;
-        let cancel = Arc::new(Notify::new());
-        let rec = self.begin(
+        self.start_kind(
             &NewRun {
                 role: "client".into(),
                 protocol: "TCP".into(),
@@ -97,13 +96,9 @@ impl Hub {
                 suite_id,
                 ..Default::default()
             },
-            Some(cancel.clone()),
             Sampling::Ports(Vec::new()),
-        )?;
-        let id = rec.id();
-        let hub = self.clone();
-        let handle = self.spawn(async move { run(hub, rec, spec, peer, sock, cancel).await });
-        Ok((id, handle))
+            move |hub, rec, cancel| run(hub, rec, spec, peer, sock, cancel),
+        )
     }
 }
 
@@ -114,7 +109,7 @@ async fn run(
     peer: std::net::SocketAddr,
     sock: EchoSocket,
     cancel: Arc<Notify>,
-) -> RunStatus {
+) -> Ended {
     let t0 = Instant::now();
     let id = rec.id();
     let pspec = ProbeSpec {
@@ -127,13 +122,12 @@ async fn run(
     let prober = match probe::start(&pspec, sock, t0, ptx) {
         Ok(p) => p,
         Err(e) => {
-            let msg = format!("cannot start the probes: {e}");
-            rec.finish(
-                RunStatus::Failed,
-                Outcome::Figures(&RunFigures::default(), None),
-                Some(&msg),
-            );
-            return RunStatus::Failed;
+            return Ended {
+                status: RunStatus::Failed,
+                measured: Measured::Figures(RunFigures::default()),
+                summary: None,
+                error: Some(format!("cannot start the probes: {e}")),
+            };
         }
     };
     // The UDP echo (one-way delays) on the same interval; a peer without netperfd does not
@@ -327,10 +321,10 @@ async fn run(
             serde_json::json!({"sender": r.sender_congestion, "receiver": r.receiver_congestion}),
         );
     }
-    rec.finish(
+    Ended {
         status,
-        Outcome::Figures(&figures, Some(&summary)),
-        error.as_deref(),
-    );
-    status
+        measured: Measured::Figures(figures),
+        summary: Some(summary),
+        error,
+    }
 }

@@ -465,7 +465,7 @@ impl Hub {
         } else {
             ports
         };
-        let forwarding = run.kind == crate::model::RunKind::Forward;
+        let forwarding = run.kind.forwards();
         let udp = run.protocol.eq_ignore_ascii_case("udp");
         let ledger = lost
             .filter(|_| udp || forwarding)

@@ -8,7 +8,7 @@ use crate::engine::iperf3::client::{self, ClientSpec};
 use crate::engine::report::Role;
 use crate::model::{RunFigures, RunStatus};
 use crate::runs::live::Hub;
-use crate::runs::recorder::{Outcome, Sampling};
+use crate::runs::recorder::{Ended, Measured, Sampling};
 use crate::spec::test::TestRequest;
 use crate::store::{NewRun, RunRow};
 use serde::{Deserialize, Serialize};
@@ -211,8 +211,7 @@ impl Hub {
             .collect();
         let time = legs.iter().map(|l| l.params.time).max().unwrap_or(0);
         let parallel: u32 = legs.iter().map(|l| l.params.parallel).sum();
-        let cancel = Arc::new(Notify::new());
-        let rec = self.begin(
+        self.start_kind(
             &NewRun {
                 role: "client".into(),
                 protocol: same_or_mixed(legs.iter().map(|l| l.params.protocol.name().into())),
@@ -230,61 +229,62 @@ impl Hub {
                 kind: crate::model::RunKind::Multi,
                 parent_id: None,
             },
-            Some(cancel.clone()),
             Sampling::Ports(ports),
-        )?;
-        let id = rec.id();
-        let mut handles = Vec::new();
-        let mut leg_cancels = Vec::new();
-        let mut start_error = None;
-        for (i, spec) in legs.into_iter().enumerate() {
-            let c = Arc::new(Notify::new());
-            match self.start_leg(spec, id, c.clone()) {
-                Ok((_, h)) => {
-                    handles.push(h);
-                    leg_cancels.push(c);
+            // Legs start here, before the parent's task: a leg that cannot start stops the
+            // others and fails the run.
+            move |hub, rec, cancel| {
+                let id = rec.id();
+                let mut handles = Vec::new();
+                let mut leg_cancels = Vec::new();
+                let mut start_error = None;
+                for (i, spec) in legs.into_iter().enumerate() {
+                    let c = Arc::new(Notify::new());
+                    match hub.start_leg(spec, id, c.clone()) {
+                        Ok((_, h)) => {
+                            handles.push(h);
+                            leg_cancels.push(c);
+                        }
+                        Err(e) => {
+                            start_error = Some(format!("leg {}: {e}", i + 1));
+                            break;
+                        }
+                    }
                 }
-                Err(e) => {
-                    start_error = Some(format!("leg {}: {e}", i + 1));
-                    break;
-                }
-            }
-        }
-        if start_error.is_some() {
-            for c in &leg_cancels {
-                c.notify_one();
-            }
-        }
-        let hub = self.clone();
-        let handle = self.spawn(async move {
-            let stopper = {
-                let cancel = cancel.clone();
-                let leg_cancels = leg_cancels.clone();
-                tokio::spawn(async move {
-                    cancel.notified().await;
+                if start_error.is_some() {
                     for c in &leg_cancels {
                         c.notify_one();
                     }
-                })
-            };
-            for h in handles {
-                let _ = h.await;
-            }
-            stopper.abort();
-            let legs = hub.store().children(id).unwrap_or_default();
-            let (mut status, figures, summary, mut error) = aggregate(&legs);
-            if let Some(e) = start_error {
-                status = RunStatus::Failed;
-                error = Some(e);
-            }
-            rec.finish(
-                status,
-                Outcome::Figures(&figures, Some(&summary)),
-                error.as_deref(),
-            );
-            status
-        });
-        Ok((id, handle))
+                }
+                async move {
+                    let stopper = {
+                        let cancel = cancel.clone();
+                        let leg_cancels = leg_cancels.clone();
+                        tokio::spawn(async move {
+                            cancel.notified().await;
+                            for c in &leg_cancels {
+                                c.notify_one();
+                            }
+                        })
+                    };
+                    for h in handles {
+                        let _ = h.await;
+                    }
+                    stopper.abort();
+                    let legs = hub.store().children(id).unwrap_or_default();
+                    let (mut status, figures, summary, mut error) = aggregate(&legs);
+                    if let Some(e) = start_error {
+                        status = RunStatus::Failed;
+                        error = Some(e);
+                    }
+                    Ended {
+                        status,
+                        measured: Measured::Figures(figures),
+                        summary: Some(summary),
+                        error,
+                    }
+                }
+            },
+        )
     }
 }
 

@@ -4,6 +4,10 @@
 //! [`Recorder::finish`] stores the outcome and tells subscribers. A recorder dropped without
 //! `finish` (a task that panicked or returned early) marks its run aborted, so no run stays
 //! "running" while nothing measures it.
+//!
+//! A kind starts its runs with [`Hub::start_kind`]: `begin`, the kind's task on the hub's
+//! runtime, then the [`Ended`] it returns stored and the recorder finished (see
+//! `docs/run-kinds.md`).
 
 use super::live::{Hub, LiveEvent};
 use crate::engine::report::{IntervalRecord, Report};
@@ -28,6 +32,25 @@ pub enum Outcome<'a> {
     Report(Option<&'a Report>),
     /// Any other kind: its headline figures and its own summary (JSON object).
     Figures(&'a RunFigures, Option<&'a serde_json::Value>),
+}
+
+/// What a run's task measured: the owned form of [`Outcome`].
+pub enum Measured {
+    /// An iperf3-like report (`None` when the test ended before it had one); the run's
+    /// figures are taken from it.
+    Report(Option<Box<Report>>),
+    /// The run's headline figures.
+    Figures(RunFigures),
+}
+
+/// How a run's task ended: what [`Hub::start_kind`] stores.
+pub struct Ended {
+    pub status: RunStatus,
+    pub measured: Measured,
+    /// The kind's own summary (a JSON object: the run page's and the export's `summary`).
+    pub summary: Option<serde_json::Value>,
+    /// Why it failed or was cut short, for people.
+    pub error: Option<String>,
 }
 
 struct Inner {
@@ -72,7 +95,57 @@ impl Hub {
     }
 }
 
+impl Hub {
+    /// Start a run of a kind, the one way: record `run` ([`Hub::begin`], with a stop
+    /// notifier that [`Hub::stop`] notifies), call `task` with the hub, a recorder (for
+    /// intervals) and that notifier — synchronously, so it may start more (legs) before it
+    /// returns its future —, run the future on the hub's runtime, then store the [`Ended`] it
+    /// returns ([`Recorder::end`]). Returns the run's id and a handle resolving to its status.
+    /// Errors: the store could not record the run (nothing runs then).
+    pub fn start_kind<F, Fut>(
+        &self,
+        run: &NewRun,
+        sampling: Sampling,
+        task: F,
+    ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String>
+    where
+        F: FnOnce(Hub, Recorder, Arc<Notify>) -> Fut,
+        Fut: std::future::Future<Output = Ended> + Send + 'static,
+    {
+        let cancel = Arc::new(Notify::new());
+        let rec = self.begin(run, Some(cancel.clone()), sampling)?;
+        let id = rec.id();
+        let fut = task(self.clone(), rec.clone(), cancel);
+        let handle = self.spawn(async move {
+            let ended = fut.await;
+            rec.end(&ended);
+            ended.status
+        });
+        Ok((id, handle))
+    }
+}
+
 impl Recorder {
+    /// Store how the run ended: its summary (when it has one), then [`Recorder::finish`] with
+    /// its status, outcome and error.
+    pub fn end(&self, e: &Ended) {
+        match &e.measured {
+            Measured::Report(r) => {
+                if let Some(s) = &e.summary {
+                    if let Err(x) = self.0.hub.store().set_run_summary(self.0.id, s) {
+                        tracing::error!(run = self.0.id, "cannot store the summary: {x}");
+                    }
+                }
+                self.finish(e.status, Outcome::Report(r.as_deref()), e.error.as_deref());
+            }
+            Measured::Figures(f) => self.finish(
+                e.status,
+                Outcome::Figures(f, e.summary.as_ref()),
+                e.error.as_deref(),
+            ),
+        }
+    }
+
     /// The run's id in history.
     pub fn id(&self) -> i64 {
         self.0.id

@@ -15,6 +15,10 @@
 //!
 //! Every iperf3 step may set `time` (s), `streams` (`-P`), `bitrate` (`-b`, bits/s with K/M/G),
 //! `length` (`-l`, bytes), `window` (`-w`, bytes); every step a `label` (the row name in tables).
+//!
+//! A step is a [`Step`] variant holding only its kind's fields (the stored JSON is
+//! `{"kind": "udp", …}` as it always was); a field of another kind is refused when a
+//! definition is read, naming the step.
 
 use crate::engine::iperf3::client::ClientSpec;
 use crate::engine::iperf3::wire::{Direction, Protocol};
@@ -29,8 +33,6 @@ use serde::{de::Error as _, Deserialize, Deserializer, Serialize};
 pub const MAX_STEPS: usize = 50;
 /// Most tests a definition may expand to (a ladder step is two tests per rate).
 pub const MAX_TESTS: usize = 100;
-/// The step kinds this build knows.
-pub const STEP_KINDS: &[&str] = &["tcp", "udp", "udp-ladder", "latency"];
 /// Name of the built-in definition that reproduces seed 001's result tables.
 pub const SEED_001: &str = "seed 001 table";
 /// Settings key set once the built-in definitions were seeded (so a deleted one stays gone).
@@ -48,13 +50,76 @@ fn opt_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error>
     }
 }
 
-/// One step of a suite.
+/// The kind of a step: its stored `kind` word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepKind {
+    Tcp,
+    Udp,
+    UdpLadder,
+    Latency,
+}
+
+impl StepKind {
+    /// Every kind, in declaration order (the editor's list; a unit test checks it is whole).
+    pub const ALL: [StepKind; 4] = [
+        StepKind::Tcp,
+        StepKind::Udp,
+        StepKind::UdpLadder,
+        StepKind::Latency,
+    ];
+
+    /// The stored word: tcp, udp, udp-ladder, latency.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepKind::Tcp => "tcp",
+            StepKind::Udp => "udp",
+            StepKind::UdpLadder => "udp-ladder",
+            StepKind::Latency => "latency",
+        }
+    }
+
+    /// Parse a stored word; `None` for an unknown one.
+    pub fn parse(s: &str) -> Option<StepKind> {
+        StepKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// "tcp, udp, udp-ladder, latency".
+    pub fn words() -> String {
+        StepKind::ALL.map(StepKind::as_str).join(", ")
+    }
+}
+
+impl std::fmt::Display for StepKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One step of a suite, stored as a JSON object whose `kind` names the variant
+/// (`{"kind": "udp", "bitrate": "100M"}`); each kind takes only its own fields.
+///
+/// Adding a kind: a variant here and in [`StepKind`], then the compiler points at each
+/// `match` (the planner, the editor). Read definitions through [`Step::from_value`] (what
+/// [`SuiteDef`]'s `steps` use), which names the step in its errors.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Step {
+    /// An iperf3 TCP test.
+    Tcp(Iperf3Step),
+    /// An iperf3 UDP test at `bitrate` (required).
+    Udp(Iperf3Step),
+    /// UDP at each of `rates`, sending then receiving per rate (seed 001).
+    UdpLadder(LadderStep),
+    /// A latency-under-load run (see [`crate::spec::suite_latency`]).
+    Latency(LatencyStep),
+}
+
+/// The fields of a `tcp` or `udp` step (all text as given: numbers may carry K/M/G).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
-pub struct Step {
-    /// One of [`STEP_KINDS`].
-    pub kind: String,
-    /// send / receive / bidir (tcp, udp).
+pub struct Iperf3Step {
+    /// send (default) / receive (`-R`) / bidir.
     #[serde(
         default,
         deserialize_with = "opt_text",
@@ -96,48 +161,6 @@ pub struct Step {
         skip_serializing_if = "Option::is_none"
     )]
     pub window: Option<String>,
-    /// `udp-ladder`: comma-separated bitrates, default "100M,400M,1000M".
-    #[serde(
-        default,
-        deserialize_with = "opt_text",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub rates: Option<String>,
-    /// `latency`: the load's direction, up / down (default) / both.
-    #[serde(
-        default,
-        deserialize_with = "opt_text",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub load: Option<String>,
-    /// `latency`: idle phase before and after the load, s (0..600, default 5).
-    #[serde(
-        default,
-        deserialize_with = "opt_text",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub idle: Option<String>,
-    /// `latency`: loaded phase, s (1..3600, default 10).
-    #[serde(
-        default,
-        deserialize_with = "opt_text",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub loaded: Option<String>,
-    /// `latency`: probe interval, ms (1..1000, default 10).
-    #[serde(
-        default,
-        deserialize_with = "opt_text",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub interval: Option<String>,
-    /// `latency`: TCP congestion control of the load (e.g. "cubic"); default: the hosts'.
-    #[serde(
-        default,
-        deserialize_with = "opt_text",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub congestion: Option<String>,
     /// Row name in result tables (default e.g. "TCP send", "UDP receive 400M").
     #[serde(
         default,
@@ -150,6 +173,248 @@ pub struct Step {
     /// error names the step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thresholds: Option<serde_json::Value>,
+}
+
+/// The fields of a `udp-ladder` step: the iperf3 fields but `bitrate`, plus `rates`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct LadderStep {
+    /// Empty or "both" (a ladder runs both directions).
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub direction: Option<String>,
+    /// Seconds per test (`-t`), as [`Iperf3Step::time`].
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub time: Option<String>,
+    /// Parallel streams (`-P`), 1..128.
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub streams: Option<String>,
+    /// Datagram size (`-l`), bytes with K/M suffixes.
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub length: Option<String>,
+    /// Socket buffer (`-w`), bytes with K/M suffixes.
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub window: Option<String>,
+    /// Comma-separated bitrates, bits/s with K/M/G; default "100M,400M,1000M".
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub rates: Option<String>,
+    /// Prefix of the row names ("<label> send 100M").
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub label: Option<String>,
+    /// Pass/fail limits of every test of the ladder, as [`Iperf3Step::thresholds`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<serde_json::Value>,
+}
+
+/// The fields of a `latency` step: those of `POST /api/runs/latency`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct LatencyStep {
+    /// TCP streams of the load per direction (`-P`), 1..32.
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub streams: Option<String>,
+    /// The load's direction, up / down / both (default).
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub load: Option<String>,
+    /// Idle phase before and after the load, s (0..600, default 5).
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub idle: Option<String>,
+    /// Loaded phase, s (1..3600, default 10).
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub loaded: Option<String>,
+    /// Probe interval, ms (1..1000, default 10).
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub interval: Option<String>,
+    /// TCP congestion control of the load (e.g. "cubic"); default: the hosts'.
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub congestion: Option<String>,
+    /// Row name in result tables (default e.g. "Latency both ×4").
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub label: Option<String>,
+    /// Pass/fail limits, as [`Iperf3Step::thresholds`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<serde_json::Value>,
+}
+
+/// The field `serde` refused as unknown, from its message ("unknown field `x`, expected …").
+fn unknown_field(msg: &str) -> Option<&str> {
+    msg.strip_prefix("unknown field `")?.split('`').next()
+}
+
+fn blank(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::Null => true,
+        serde_json::Value::String(s) => s.trim().is_empty(),
+        _ => false,
+    }
+}
+
+impl Step {
+    /// The step's kind.
+    pub fn kind(&self) -> StepKind {
+        match self {
+            Step::Tcp(_) => StepKind::Tcp,
+            Step::Udp(_) => StepKind::Udp,
+            Step::UdpLadder(_) => StepKind::UdpLadder,
+            Step::Latency(_) => StepKind::Latency,
+        }
+    }
+
+    /// The row name the step sets, if any.
+    pub fn label(&self) -> Option<&String> {
+        match self {
+            Step::Tcp(s) | Step::Udp(s) => s.label.as_ref(),
+            Step::UdpLadder(s) => s.label.as_ref(),
+            Step::Latency(s) => s.label.as_ref(),
+        }
+    }
+
+    /// The step's own thresholds (unchecked JSON), if any.
+    pub fn thresholds(&self) -> Option<&serde_json::Value> {
+        match self {
+            Step::Tcp(s) | Step::Udp(s) => s.thresholds.as_ref(),
+            Step::UdpLadder(s) => s.thresholds.as_ref(),
+            Step::Latency(s) => s.thresholds.as_ref(),
+        }
+    }
+
+    /// Step `n` (1-based, for errors) from its JSON object. A field the kind does not take
+    /// is refused naming the kinds that do ("step 2 (tcp): a tcp step has no 'load' (only
+    /// latency steps have it)"), unless it is empty or null (as an editor leaves it), which
+    /// is dropped. Errors: "step 1: unknown kind 'x' (known: tcp, …)", a field's error.
+    pub fn from_value(n: usize, v: serde_json::Value) -> Result<Step, String> {
+        let serde_json::Value::Object(mut m) = v else {
+            return Err(format!(
+                "step {n}: a step is an object with a kind ({})",
+                StepKind::words()
+            ));
+        };
+        let kind = match m.get("kind") {
+            Some(serde_json::Value::String(k)) => StepKind::parse(k).ok_or_else(|| {
+                format!(
+                    "step {n}: unknown kind '{k}' (known: {})",
+                    StepKind::words()
+                )
+            })?,
+            Some(other) => {
+                return Err(format!(
+                    "step {n}: unknown kind {other} (known: {})",
+                    StepKind::words()
+                ))
+            }
+            None => {
+                return Err(format!(
+                    "step {n}: a step needs a kind ({})",
+                    StepKind::words()
+                ))
+            }
+        };
+        loop {
+            let msg = match serde_json::from_value::<Step>(serde_json::Value::Object(m.clone())) {
+                Ok(s) => return Ok(s),
+                Err(e) => e.to_string(),
+            };
+            let Some((f, v)) = unknown_field(&msg).and_then(|f| m.get_key_value(f)) else {
+                return Err(format!("step {n} ({kind}): {msg}"));
+            };
+            if blank(v) {
+                let f = f.clone();
+                m.remove(&f);
+                continue;
+            }
+            let takers: Vec<&str> = StepKind::ALL
+                .into_iter()
+                .filter(|&k| k != kind && Step::takes(k, f, v))
+                .map(StepKind::as_str)
+                .collect();
+            if takers.is_empty() {
+                return Err(format!("step {n} ({kind}): {msg}"));
+            }
+            let hint = match (kind, f.as_str()) {
+                (StepKind::Latency, "time") => "; set 'idle' and 'loaded' (s) instead",
+                _ => "",
+            };
+            return Err(format!(
+                "step {n} ({kind}): a {kind} step has no '{f}' (only {} steps have it){hint}",
+                takers.join(", ")
+            ));
+        }
+    }
+
+    /// Whether a step of kind `k` has a field `f` (asked of serde, so no list to keep).
+    fn takes(k: StepKind, f: &str, v: &serde_json::Value) -> bool {
+        let mut m = serde_json::Map::new();
+        m.insert("kind".into(), k.as_str().into());
+        m.insert(f.into(), v.clone());
+        match serde_json::from_value::<Step>(serde_json::Value::Object(m)) {
+            Ok(_) => true,
+            Err(e) => unknown_field(&e.to_string()).is_none(),
+        }
+    }
+}
+
+/// `SuiteDef::steps` from JSON, each through [`Step::from_value`].
+fn steps_de<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Step>, D::Error> {
+    Vec::<serde_json::Value>::deserialize(d)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| Step::from_value(i + 1, v).map_err(D::Error::custom))
+        .collect()
 }
 
 /// A saved suite: what the Suites page edits and `netperfd suite` runs.
@@ -184,6 +449,7 @@ pub struct SuiteDef {
     /// Pass/fail limits for every step that sets none (see [`crate::spec::thresholds`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thresholds: Option<serde_json::Value>,
+    #[serde(deserialize_with = "steps_de")]
     pub steps: Vec<Step>,
 }
 
@@ -437,96 +703,101 @@ impl SuiteDef {
             None => None,
         };
         let mut out = Vec::new();
+        let check_time = |v: &str| {
+            TestRequest {
+                duration: Some(v.into()),
+                host: "peer.invalid".into(),
+                ..Default::default()
+            }
+            .to_spec(&[])
+            .map(|_| ())
+            .map_err(|m| format!("time: {m}"))
+        };
+        let ports = ports.unwrap_or(&[]);
         for (i, st) in self.steps.iter().enumerate() {
             let n = i + 1;
-            let e = |m: String| format!("step {n} ({}): {m}", st.kind);
-            if let Some(l) = &st.label {
+            let e = |m: String| format!("step {n} ({}): {m}", st.kind());
+            if let Some(l) = st.label() {
                 check_text("the label", l, 80).map_err(e)?;
             }
-            let thresholds = match &st.thresholds {
+            let thresholds = match st.thresholds() {
                 Some(v) => Some(Thresholds::from_value(v).map_err(e)?),
                 None => suite_th,
             };
-            let time = opt(&t.time)
-                .or(opt(&st.time))
-                .or(opt(&self.time))
-                .map(String::from);
-            // Check the step's own time too when a run overrides it (a bad definition
-            // stays bad).
-            for (what, v) in [("time", &st.time), ("time", &self.time)] {
-                if let Some(v) = opt(v) {
-                    TestRequest {
-                        duration: Some(v.into()),
-                        ..TestRequest {
-                            host: "peer.invalid".into(),
-                            ..Default::default()
-                        }
+            // The iperf3 request of a step with these fields: the run's time, else the
+            // step's, else the definition's. The step's own time is checked too when a run
+            // overrides it (a bad definition stays bad).
+            let iperf3_req = |own_time: &Option<String>,
+                              streams: &Option<String>,
+                              length: &Option<String>,
+                              window: &Option<String>|
+             -> Result<TestRequest, String> {
+                for v in [own_time, &self.time] {
+                    if let Some(v) = opt(v) {
+                        check_time(v).map_err(e)?;
                     }
-                    .to_spec(&[])
-                    .map_err(|m| e(format!("{what}: {m}")))?;
                 }
-            }
-            let mut req = TestRequest {
-                duration: time,
-                parallel: st.streams.clone(),
-                bitrate: st.bitrate.clone(),
-                length: st.length.clone(),
-                window: st.window.clone(),
-                direction: st.direction.clone(),
-                ..base.clone()
+                Ok(TestRequest {
+                    duration: opt(&t.time)
+                        .or(opt(own_time))
+                        .or(opt(&self.time))
+                        .map(String::from),
+                    parallel: streams.clone(),
+                    length: length.clone(),
+                    window: window.clone(),
+                    ..base.clone()
+                })
             };
-            if st.kind != "latency" {
-                crate::spec::suite_latency::refuse_latency_fields(st).map_err(e)?;
-            }
-            let ports = ports.unwrap_or(&[]);
-            match st.kind.as_str() {
-                "latency" => {
-                    let spec =
-                        crate::spec::suite_latency::plan_step(st, &base, opt(&t.time), ports)
-                            .map_err(e)?;
-                    let label = opt(&st.label)
-                        .map(String::from)
-                        .unwrap_or_else(|| crate::spec::suite_latency::label(&spec));
+            let label = |default: String| {
+                st.label()
+                    .map(|l| l.trim())
+                    .filter(|l| !l.is_empty())
+                    .map(String::from)
+                    .unwrap_or(default)
+            };
+            match st {
+                Step::Latency(l) => {
+                    if let Some(v) = opt(&self.time) {
+                        check_time(v).map_err(e)?;
+                    }
+                    let spec = crate::spec::suite_latency::plan_step(l, &base, opt(&t.time), ports)
+                        .map_err(e)?;
                     out.push(PlannedTest {
                         step: n,
-                        label,
+                        label: label(crate::spec::suite_latency::label(&spec)),
                         spec: PlannedRun::Latency(spec),
                         thresholds,
                     });
                 }
-                "tcp" | "udp" => {
-                    if st.rates.is_some() {
-                        return Err(e("'rates' is only for udp-ladder steps".into()));
-                    }
-                    if st.kind == "udp" {
-                        if opt(&st.bitrate).is_none() {
+                Step::Tcp(s) | Step::Udp(s) => {
+                    let mut req = TestRequest {
+                        bitrate: s.bitrate.clone(),
+                        direction: s.direction.clone(),
+                        ..iperf3_req(&s.time, &s.streams, &s.length, &s.window)?
+                    };
+                    if let Step::Udp(_) = st {
+                        if opt(&s.bitrate).is_none() {
                             return Err(e("a udp step needs a bitrate, e.g. 100M".into()));
                         }
                         req.protocol = Some("udp".into());
                     }
                     let spec = req.to_spec(ports).map_err(e)?;
-                    let label = opt(&st.label)
-                        .map(String::from)
-                        .unwrap_or_else(|| spec_label(&spec));
                     out.push(PlannedTest {
                         step: n,
-                        label,
+                        label: label(spec_label(&spec)),
                         spec: PlannedRun::Iperf3(spec),
                         thresholds,
                     });
                 }
-                "udp-ladder" => {
-                    if let Some(d) = opt(&st.direction).filter(|d| *d != "both") {
+                Step::UdpLadder(s) => {
+                    if let Some(d) = opt(&s.direction).filter(|d| *d != "both") {
                         return Err(e(format!(
                             "a ladder runs both directions; direction must be empty or 'both', got '{d}'"
                         )));
                     }
-                    if opt(&st.bitrate).is_some() {
-                        return Err(e("a ladder takes 'rates', not 'bitrate'".into()));
-                    }
-                    req.direction = None;
+                    let req = iperf3_req(&s.time, &s.streams, &s.length, &s.window)?;
                     let rates =
-                        parse_rates(opt(&st.rates).unwrap_or("100M,400M,1000M")).map_err(e)?;
+                        parse_rates(opt(&s.rates).unwrap_or("100M,400M,1000M")).map_err(e)?;
                     // Check the common fields once as UDP (parallel, window, length, time).
                     let mut probe = req.clone();
                     probe.protocol = Some("udp".into());
@@ -534,28 +805,22 @@ impl SuiteDef {
                     let spec = probe.to_spec(ports).map_err(e)?;
                     for &r in &rates {
                         for d in [Direction::Send, Direction::Receive] {
-                            let mut s = spec.clone();
-                            s.params.bandwidth = r;
-                            s.params.direction = d;
-                            s.validate().map_err(e)?;
-                            let mut label = spec_label(&s);
-                            if let Some(l) = opt(&st.label) {
+                            let mut sp = spec.clone();
+                            sp.params.bandwidth = r;
+                            sp.params.direction = d;
+                            sp.validate().map_err(e)?;
+                            let mut label = spec_label(&sp);
+                            if let Some(l) = opt(&s.label) {
                                 label = format!("{l} {}", label.trim_start_matches("UDP "));
                             }
                             out.push(PlannedTest {
                                 step: n,
                                 label,
-                                spec: PlannedRun::Iperf3(s),
+                                spec: PlannedRun::Iperf3(sp),
                                 thresholds,
                             });
                         }
                     }
-                }
-                k => {
-                    return Err(format!(
-                        "step {n}: unknown kind '{k}' (known: {})",
-                        STEP_KINDS.join(", ")
-                    ))
                 }
             }
             if out.len() > MAX_TESTS {
@@ -570,21 +835,23 @@ impl SuiteDef {
 
 /// The definitions seeded on first start.
 pub fn builtin_defs() -> Vec<SuiteDef> {
-    let tcp = |d: &str| Step {
-        kind: "tcp".into(),
-        direction: Some(d.into()),
-        ..Default::default()
+    let tcp = |d: &str| {
+        Step::Tcp(Iperf3Step {
+            direction: Some(d.into()),
+            ..Default::default()
+        })
     };
-    let udp = |d: &str, r: &str| Step {
-        kind: "udp".into(),
-        direction: Some(d.into()),
-        bitrate: Some(r.into()),
-        // 1 GbE defaults: up to 400M the port must carry UDP without loss worth the name
-        // (≤ 0.1 %) and the sender must keep the rate (≤ 3 % short); at 1000M (above the
-        // 957 Mbit/s UDP ceiling) the suite-level ceiling rule applies instead.
-        thresholds: (r != "1000M")
-            .then(|| serde_json::json!({"max_loss_percent": 0.1, "max_shortfall_percent": 3})),
-        ..Default::default()
+    let udp = |d: &str, r: &str| {
+        Step::Udp(Iperf3Step {
+            direction: Some(d.into()),
+            bitrate: Some(r.into()),
+            // 1 GbE defaults: up to 400M the port must carry UDP without loss worth the name
+            // (≤ 0.1 %) and the sender must keep the rate (≤ 3 % short); at 1000M (above the
+            // 957 Mbit/s UDP ceiling) the suite-level ceiling rule applies instead.
+            thresholds: (r != "1000M")
+                .then(|| serde_json::json!({"max_loss_percent": 0.1, "max_shortfall_percent": 3})),
+            ..Default::default()
+        })
     };
     let mut seed = vec![tcp("send"), tcp("receive")];
     for d in ["send", "receive"] {
@@ -613,11 +880,10 @@ pub fn builtin_defs() -> Vec<SuiteDef> {
                           lost/total datagrams per test."
                 .into(),
             time: Some("10".into()),
-            steps: vec![Step {
-                kind: "udp-ladder".into(),
+            steps: vec![Step::UdpLadder(LadderStep {
                 rates: Some("100M,400M,1000M".into()),
                 ..Default::default()
-            }],
+            })],
             ..Default::default()
         },
     ]
@@ -967,6 +1233,113 @@ mod tests {
                 .unwrap_err()
                 .contains("needs a name")
         );
+    }
+
+    /// Definitions stored before steps were an enum (every field of every kind, in the old
+    /// struct's order) read and write back byte for byte.
+    #[test]
+    fn stored_steps_of_every_kind_round_trip_byte_for_byte() {
+        let old = r#"{"name":"all kinds","description":"d","port":"5202","bind":"eth0","time":"3","thresholds":{"min_ceiling_percent":90},"steps":[{"kind":"tcp","direction":"receive","time":"5","streams":"4","bitrate":"0","length":"128K","window":"300K","label":"TCP in","thresholds":{"max_retransmits":10}},{"kind":"udp","direction":"bidir","time":"2","streams":"2","bitrate":"100M","length":"1400","window":"1M","label":"UDP both","thresholds":{"max_loss_percent":0.1,"max_shortfall_percent":3}},{"kind":"udp-ladder","direction":"both","time":"1","streams":"1","length":"1000","window":"2M","rates":"10M,20M","label":"Ladder","thresholds":{}},{"kind":"latency","streams":"2","load":"up","idle":"1","loaded":"4","interval":"20","congestion":"cubic","label":"Bufferbloat","thresholds":{"max_latency_increase_ms":30}},{"kind":"tcp"}]}"#;
+        let d = SuiteDef::from_json(old.as_bytes()).unwrap();
+        let kinds: Vec<StepKind> = d.steps.iter().map(Step::kind).collect();
+        use StepKind::*;
+        assert_eq!(kinds, [Tcp, Udp, UdpLadder, Latency, Tcp]);
+        // The store keeps `to_value` of a definition.
+        assert_eq!(
+            serde_json::to_string(&serde_json::to_value(&d).unwrap()).unwrap(),
+            old
+        );
+        assert_eq!(serde_json::to_string(&d).unwrap(), old);
+        // Numbers as JSON numbers are read as text (as before) and written as text.
+        let d = def(serde_json::json!([{"kind": "udp", "bitrate": 5e7, "time": 3}])).unwrap();
+        assert_eq!(
+            serde_json::to_string(&d.steps[0]).unwrap(),
+            r#"{"kind":"udp","time":"3","bitrate":"50000000.0"}"#
+        );
+        // The built-ins as they were stored since seed 001's table was added.
+        let seed = &builtin_defs()[0];
+        let steps = serde_json::to_string(&seed.steps).unwrap();
+        let udp = |d: &str, r: &str| match r {
+            "1000M" => format!(r#"{{"kind":"udp","direction":"{d}","bitrate":"{r}"}}"#),
+            _ => format!(
+                r#"{{"kind":"udp","direction":"{d}","bitrate":"{r}","thresholds":{{"max_loss_percent":0.1,"max_shortfall_percent":3}}}}"#
+            ),
+        };
+        let mut want = vec![
+            r#"{"kind":"tcp","direction":"send"}"#.to_string(),
+            r#"{"kind":"tcp","direction":"receive"}"#.to_string(),
+        ];
+        for d in ["send", "receive"] {
+            for r in ["100M", "400M", "1000M"] {
+                want.push(udp(d, r));
+            }
+        }
+        assert_eq!(steps, format!("[{}]", want.join(",")));
+        assert_eq!(
+            serde_json::to_string(&builtin_defs()[1].steps).unwrap(),
+            r#"[{"kind":"udp-ladder","rates":"100M,400M,1000M"}]"#
+        );
+    }
+
+    #[test]
+    fn step_fields_are_checked_per_kind() {
+        let e = |steps: serde_json::Value| def(steps).unwrap_err();
+        assert!(e(serde_json::json!([{"kind": "tcp"}, {"kind": "rfc1149"}]))
+            .contains("step 2: unknown kind 'rfc1149' (known: tcp, udp, udp-ladder, latency)"));
+        assert!(e(serde_json::json!([{"direction": "send"}]))
+            .contains("step 1: a step needs a kind (tcp, udp, udp-ladder, latency)"));
+        assert!(e(serde_json::json!([{"kind": 3}])).contains("step 1: unknown kind 3"));
+        assert!(e(serde_json::json!(["tcp"])).contains("step 1: a step is an object"));
+        assert!(e(serde_json::json!([{"kind": "tcp", "rates": "1M"}]))
+            .contains("step 1 (tcp): a tcp step has no 'rates' (only udp-ladder steps have it)"));
+        assert!(e(serde_json::json!([{"kind": "udp-ladder", "bitrate": "1M"}])).contains(
+            "step 1 (udp-ladder): a udp-ladder step has no 'bitrate' (only tcp, udp steps have it)"
+        ));
+        assert!(e(serde_json::json!([{"kind": "latency", "time": 5}])).contains(
+            "a latency step has no 'time' (only tcp, udp, udp-ladder steps have it); set 'idle'"
+        ));
+        // A field no kind has: serde's list of the fields this kind takes.
+        let m = e(serde_json::json!([{"kind": "udp", "bitrate": "1M", "rate": "2M"}]));
+        assert!(
+            m.contains("step 1 (udp): unknown field `rate`, expected one of `direction`"),
+            "{m}"
+        );
+        // Empty or null fields of another kind (as an editor leaves them) are dropped.
+        let d = def(serde_json::json!([{"kind": "tcp", "load": "", "rates": null, "idle": " "}]))
+            .unwrap();
+        assert_eq!(d.steps, [Step::Tcp(Iperf3Step::default())]);
+    }
+
+    #[test]
+    fn step_kinds_list_every_variant() {
+        use serde::de::IntoDeserializer;
+        // Every variant of StepKind by its index (no list to forget), in ALL's order.
+        let mut declared = Vec::new();
+        for i in 0u32.. {
+            let d: serde::de::value::U32Deserializer<serde::de::value::Error> =
+                i.into_deserializer();
+            match StepKind::deserialize(d) {
+                Ok(k) => declared.push(k),
+                Err(_) => break,
+            }
+        }
+        assert_eq!(declared, StepKind::ALL);
+        // Each word reads as a step of that kind and is serde's tag …
+        for k in StepKind::ALL {
+            let st = Step::from_value(1, serde_json::json!({"kind": k.as_str()})).unwrap();
+            assert_eq!(st.kind(), k);
+            assert_eq!(
+                serde_json::to_value(&st).unwrap(),
+                serde_json::json!({"kind": k.as_str()})
+            );
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        }
+        // … and serde knows no other tags.
+        let e = serde_json::from_value::<Step>(serde_json::json!({"kind": "x"}))
+            .unwrap_err()
+            .to_string();
+        let tags = StepKind::ALL.map(|k| format!("`{k}`")).join(", ");
+        assert!(e.ends_with(&format!("expected one of {tags}")), "{e}");
     }
 
     #[test]

@@ -8,59 +8,23 @@
 //! Seconds: a latency step has no `time`; the definition's `time` (the seconds of iperf3
 //! steps) does not apply to it, a run-time `time` override (a quick check of a long suite)
 //! sets its loaded phase. The iperf3 fields `direction`, `bitrate`, `length`, `window` and
-//! `rates` are refused on a latency step, and the latency fields on the other kinds.
+//! `rates` are not fields of [`LatencyStep`], so reading a definition refuses them on a
+//! latency step (and the latency fields on the other kinds), naming the step.
 
 use crate::spec::latency::{LatencyForm, LatencySpec, Load};
-use crate::spec::suite::Step;
+use crate::spec::suite::LatencyStep;
 use crate::spec::test::TestRequest;
-
-fn given(s: &Option<String>) -> bool {
-    s.as_deref().is_some_and(|s| !s.trim().is_empty())
-}
-
-/// Refuse the latency-only fields on a step of another kind. Error: "'load' is only for
-/// latency steps".
-pub fn refuse_latency_fields(st: &Step) -> Result<(), String> {
-    for (name, v) in [
-        ("load", &st.load),
-        ("idle", &st.idle),
-        ("loaded", &st.loaded),
-        ("interval", &st.interval),
-        ("congestion", &st.congestion),
-    ] {
-        if given(v) {
-            return Err(format!("'{name}' is only for latency steps"));
-        }
-    }
-    Ok(())
-}
 
 /// The latency spec of step `st` against `base` (its `host`, `port` and `bind` are the suite
 /// run's). `run_time` is a run-time `time` override: it sets the loaded phase, s. `ports` are
 /// the board's ports when the board port is to be checked (empty when only validating).
 /// Errors name the field, as the API's do.
 pub fn plan_step(
-    st: &Step,
+    st: &LatencyStep,
     base: &TestRequest,
     run_time: Option<&str>,
     ports: &[crate::board::Port],
 ) -> Result<LatencySpec, String> {
-    for (name, v) in [
-        ("direction", &st.direction),
-        ("bitrate", &st.bitrate),
-        ("length", &st.length),
-        ("window", &st.window),
-        ("rates", &st.rates),
-    ] {
-        if given(v) {
-            return Err(format!(
-                "a latency step has no '{name}' (it takes load, streams, idle, loaded, interval, congestion)"
-            ));
-        }
-    }
-    if given(&st.time) {
-        return Err("a latency step has no 'time': set 'idle' and 'loaded' (s) instead".into());
-    }
     let text = |v: &Option<String>| v.clone().map(serde_json::Value::String);
     let form = LatencyForm {
         csrf: None,
@@ -215,11 +179,11 @@ mod tests {
             ),
             (
                 serde_json::json!([{"kind": "tcp", "load": "up"}]),
-                "step 1 (tcp): 'load' is only for latency steps",
+                "step 1 (tcp): a tcp step has no 'load' (only latency steps have it)",
             ),
             (
                 serde_json::json!([{"kind": "udp-ladder", "idle": 1}]),
-                "step 1 (udp-ladder): 'idle' is only for latency steps",
+                "step 1 (udp-ladder): a udp-ladder step has no 'idle' (only latency steps have it)",
             ),
             (
                 serde_json::json!([{"kind": "latency", "lod": "up"}]),
@@ -237,11 +201,12 @@ mod tests {
         // A bad loaded phase stays bad when a run overrides the time.
         let d = SuiteDef {
             name: "t".into(),
-            steps: vec![crate::spec::suite::Step {
-                kind: "latency".into(),
-                loaded: Some("0".into()),
-                ..Default::default()
-            }],
+            steps: vec![crate::spec::suite::Step::Latency(
+                crate::spec::suite::LatencyStep {
+                    loaded: Some("0".into()),
+                    ..Default::default()
+                },
+            )],
             ..Default::default()
         };
         assert!(d

@@ -183,7 +183,7 @@ async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> 
     }
     let streams = state.store.streams(id).unwrap_or_default();
     let analysis = crate::results::charts::analyze_run(&state.store, &run);
-    let legs = if run.kind == crate::model::RunKind::Multi {
+    let legs = if run.kind.has_legs() {
         state.store.children(id).unwrap_or_default()
     } else {
         Vec::new()

@@ -35,7 +35,7 @@ async fn analysis_api(
     let id = path.into_inner();
     match state.store.get_run(id) {
         Ok(Some(r)) => {
-            let legs: Vec<serde_json::Value> = if r.kind == crate::model::RunKind::Multi {
+            let legs: Vec<serde_json::Value> = if r.kind.has_legs() {
                 state
                     .store
                     .children(id)

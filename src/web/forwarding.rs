@@ -146,7 +146,7 @@ fn run_line(r: &RunRow, live: bool) -> RunLine {
                 .join("; ")
         })
         .unwrap_or_default();
-    let what = if r.kind == crate::model::RunKind::Forward {
+    let what = if r.kind.forwards() {
         format!(
             "{} {} ({}:{}) via {}",
             r.protocol,
@@ -285,9 +285,7 @@ fn render(
         })
         .unwrap_or_default()
         .into_iter()
-        .filter(|r| {
-            r.kind == crate::model::RunKind::Forward || r.kind == crate::model::RunKind::Monitor
-        })
+        .filter(|r| r.kind.has_board_summary())
         .take(20)
         .map(|r| {
             let live = state.hub.is_live(r.id);

@@ -473,7 +473,7 @@ fn run_view(r: &RunRow) -> RunView {
         status: r.status.clone(),
         peer: kv.peer,
         local: kv.local,
-        direction: if r.kind == crate::model::RunKind::Forward {
+        direction: if r.kind.forwards() {
             crate::results::view::forward_direction(r).to_string()
         } else {
             r.direction.clone()
@@ -1088,7 +1088,7 @@ struct LatencyHead {
 
 impl LatencyHead {
     fn of(run: &RunRow) -> Option<LatencyHead> {
-        if run.kind != crate::model::RunKind::Latency {
+        if !run.kind.has_latency_probes() {
             return None;
         }
         let s = &run.summary;
@@ -1216,7 +1216,7 @@ fn core_views(cores: &[crate::results::analysis::CoreLoad]) -> Vec<CoreView> {
 }
 
 fn leg_views(state: &AppState, run: &RunRow) -> Vec<LegView> {
-    if run.kind != crate::model::RunKind::Multi {
+    if !run.kind.has_legs() {
         return Vec::new();
     }
     state
@@ -1322,7 +1322,7 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
         Err(resp) => return resp,
     };
     let older_intervals = iv.first().is_some_and(|r| r.seq > 0);
-    let intervals = if run.kind == crate::model::RunKind::Multi {
+    let intervals = if run.kind.has_legs() {
         leg_intervals(&state, &run)
     } else {
         interval_views(&iv)
@@ -1334,11 +1334,8 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
         .map(|i| i.bitrate.clone())
         .unwrap_or_else(|| "—".into());
     let text = run_text(&run, rep.as_ref()).is_some();
-    let board_summary = (matches!(
-        run.kind,
-        crate::model::RunKind::Forward | crate::model::RunKind::Monitor
-    ) && !run.summary.is_null())
-    .then(|| crate::results::text::summary_text(&run));
+    let board_summary = (run.kind.has_board_summary() && !run.summary.is_null())
+        .then(|| crate::results::text::summary_text(&run));
     let udp = run.protocol == "UDP";
     let analysis = crate::results::charts::analyze_run(&state.store, &run);
     let cores = match &analysis {

@@ -264,45 +264,61 @@ fn thresholds_value(s: &str) -> Option<serde_json::Value> {
 }
 
 impl StepForm {
+    /// The editor's row of a step: its stored fields as text (through serde, so a new kind's
+    /// fields show without code here).
     fn from(s: &Step) -> StepForm {
-        let g = |o: &Option<String>| o.clone().unwrap_or_default();
+        let v = serde_json::to_value(s).unwrap_or_default();
+        let g = |k: &str| match v.get(k) {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            _ => String::new(),
+        };
         StepForm {
-            kind: s.kind.clone(),
-            direction: g(&s.direction),
-            time: g(&s.time),
-            streams: g(&s.streams),
-            bitrate: g(&s.bitrate),
-            length: g(&s.length),
-            window: g(&s.window),
-            rates: g(&s.rates),
-            load: g(&s.load),
-            idle: g(&s.idle),
-            loaded: g(&s.loaded),
-            interval: g(&s.interval),
-            congestion: g(&s.congestion),
-            label: g(&s.label),
-            thresholds: thresholds_text(&s.thresholds),
+            kind: s.kind().as_str().into(),
+            direction: g("direction"),
+            time: g("time"),
+            streams: g("streams"),
+            bitrate: g("bitrate"),
+            length: g("length"),
+            window: g("window"),
+            rates: g("rates"),
+            load: g("load"),
+            idle: g("idle"),
+            loaded: g("loaded"),
+            interval: g("interval"),
+            congestion: g("congestion"),
+            label: g("label"),
+            thresholds: thresholds_text(&s.thresholds().cloned()),
         }
     }
-    fn to_step(&self) -> Step {
-        let o = |s: &str| nonempty(Some(s));
-        Step {
-            kind: self.kind.trim().to_string(),
-            direction: o(&self.direction),
-            time: o(&self.time),
-            streams: o(&self.streams),
-            bitrate: o(&self.bitrate),
-            length: o(&self.length),
-            window: o(&self.window),
-            rates: o(&self.rates),
-            load: o(&self.load),
-            idle: o(&self.idle),
-            loaded: o(&self.loaded),
-            interval: o(&self.interval),
-            congestion: o(&self.congestion),
-            label: o(&self.label),
-            thresholds: thresholds_value(&self.thresholds),
+
+    /// Row `n` (1-based) as a step, read as a stored one is (empty fields dropped), so the
+    /// editor refuses what the API refuses: a field the kind does not take, an unknown kind.
+    fn to_step(&self, n: usize) -> Result<Step, String> {
+        let mut m = serde_json::Map::new();
+        m.insert("kind".into(), self.kind.trim().into());
+        for (k, v) in [
+            ("direction", &self.direction),
+            ("time", &self.time),
+            ("streams", &self.streams),
+            ("bitrate", &self.bitrate),
+            ("length", &self.length),
+            ("window", &self.window),
+            ("rates", &self.rates),
+            ("load", &self.load),
+            ("idle", &self.idle),
+            ("loaded", &self.loaded),
+            ("interval", &self.interval),
+            ("congestion", &self.congestion),
+            ("label", &self.label),
+        ] {
+            if let Some(v) = nonempty(Some(v)) {
+                m.insert(k.into(), v.into());
+            }
         }
+        if let Some(t) = thresholds_value(&self.thresholds) {
+            m.insert("thresholds".into(), t);
+        }
+        Step::from_value(n, serde_json::Value::Object(m))
     }
 }
 
@@ -328,6 +344,18 @@ struct EditPage {
 }
 
 fn edit_page(auth: &Auth, id: Option<i64>, d: &SuiteDef, error: Option<String>) -> EditPage {
+    let steps = d.steps.iter().map(StepForm::from).collect();
+    edit_form(auth, id, d, steps, error)
+}
+
+/// The editor for definition `d` (its steps not read) with rows `steps`.
+fn edit_form(
+    auth: &Auth,
+    id: Option<i64>,
+    d: &SuiteDef,
+    steps: Vec<StepForm>,
+    error: Option<String>,
+) -> EditPage {
     EditPage {
         nav: true,
         csrf: auth.csrf().into(),
@@ -339,8 +367,8 @@ fn edit_page(auth: &Auth, id: Option<i64>, d: &SuiteDef, error: Option<String>) 
         bind: d.bind.clone().unwrap_or_default(),
         time: d.time.clone().unwrap_or_default(),
         thresholds: thresholds_text(&d.thresholds),
-        steps: d.steps.iter().map(StepForm::from).collect(),
-        kinds: def::STEP_KINDS.iter().map(|s| s.to_string()).collect(),
+        steps,
+        kinds: def::StepKind::ALL.map(|k| k.as_str().to_string()).to_vec(),
         directions: ["send", "receive", "bidir"].map(String::from).to_vec(),
         error,
     }
@@ -349,11 +377,10 @@ fn edit_page(auth: &Auth, id: Option<i64>, d: &SuiteDef, error: Option<String>) 
 async fn new_def(auth: Auth) -> HttpResponse {
     let d = SuiteDef {
         time: Some("10".into()),
-        steps: vec![Step {
-            kind: "tcp".into(),
+        steps: vec![Step::Tcp(def::Iperf3Step {
             direction: Some("send".into()),
             ..Default::default()
-        }],
+        })],
         ..Default::default()
     };
     html(StatusCode::OK, &edit_page(&auth, None, &d, None))
@@ -487,14 +514,32 @@ async fn save_def(
         bind: nonempty(pairs_get(&f, "bind")),
         time: nonempty(pairs_get(&f, "time")),
         thresholds: thresholds_value(pairs_get(&f, "thresholds").unwrap_or_default()),
-        steps: steps.iter().map(StepForm::to_step).collect(),
+        steps: Vec::new(),
     };
     if !save {
-        return Ok(html(StatusCode::OK, &edit_page(&auth, id, &d, note)));
+        return Ok(html(StatusCode::OK, &edit_form(&auth, id, &d, steps, note)));
     }
-    Ok(match def::save(&state.store, id, &d) {
+    let read: Result<Vec<Step>, String> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| s.to_step(i + 1))
+        .collect();
+    let saved = read.and_then(|read| {
+        def::save(
+            &state.store,
+            id,
+            &SuiteDef {
+                steps: read,
+                ..d.clone()
+            },
+        )
+    });
+    Ok(match saved {
         Ok(_) => see_other("/suites"),
-        Err(e) => html(StatusCode::BAD_REQUEST, &edit_page(&auth, id, &d, Some(e))),
+        Err(e) => html(
+            StatusCode::BAD_REQUEST,
+            &edit_form(&auth, id, &d, steps, Some(e)),
+        ),
     })
 }
 

@@ -10,7 +10,6 @@ use crate::engine::http::GetSpec;
 use crate::engine::report::version_string;
 use crate::model::display;
 use crate::model::time::fmt_time;
-use crate::model::RunKind;
 use crate::store::{RunFilter, RunRow};
 use actix_web::{http::header, http::StatusCode, web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -120,14 +119,6 @@ struct TrafficPage {
     runs: Vec<TrafficRunView>,
 }
 
-/// Whether a run kind belongs to this page.
-pub fn is_traffic_kind(kind: RunKind) -> bool {
-    matches!(
-        kind,
-        RunKind::HttpServe | RunKind::HttpGet | RunKind::TcpSink | RunKind::TcpSource
-    )
-}
-
 /// The board's addresses for peers' commands: the one this browser came in on first (unless
 /// loopback), then every other non-loopback address (the services listen on all of them).
 fn board_hosts(req: &HttpRequest) -> Vec<std::net::IpAddr> {
@@ -211,7 +202,7 @@ fn build_page(
         })
         .unwrap_or_default()
         .into_iter()
-        .filter(|r| is_traffic_kind(r.kind))
+        .filter(|r| r.kind.is_traffic())
         .take(30)
         .map(|r| TrafficRunView {
             id: r.id,
@@ -223,7 +214,7 @@ fn build_page(
                 .as_u64()
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| {
-                    if matches!(r.kind, RunKind::TcpSink | RunKind::TcpSource) {
+                    if r.kind.is_one_connection() {
                         "1".into()
                     } else {
                         "—".into()
