@@ -16,6 +16,14 @@ const TOKEN: &str = "lab-token-0123456789";
 const WEB_PORT: u16 = 8097;
 const WD_PORT: u16 = 9543;
 
+/// One test at a time: each search measures rates, and a second search beside it would take
+/// the generator's core (the lab has two).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn ns_out(ns: &str, prog: &str, args: &[&str]) -> String {
     let out = Command::new("ip")
         .args(["netns", "exec", ns, prog])
@@ -111,6 +119,7 @@ fn trials_add_up(s: &Value) {
 
 #[test]
 fn throughput_through_a_100_mbit_tbf_is_the_shaped_frame_rate() {
+    let _one = serial();
     let (mut lab, tf) = Lab::with_agent(TOKEN);
     let board = lab.board.clone();
     tbf_100m(&board, "eth1");
@@ -153,17 +162,29 @@ fn throughput_through_a_100_mbit_tbf_is_the_shaped_frame_rate() {
         assert_eq!(row["limit"], "dut", "{frame} B: {row}");
         let want = shaped_fps(frame);
         let got = num(row, "/fps");
-        eprintln!("{frame} B: {got:.0} frames/s (shaped {want:.0}), {} trials", row["trials"]);
+        eprintln!(
+            "{frame} B: {got:.0} frames/s (shaped {want:.0}), {} trials",
+            row["trials"]
+        );
         assert!(
             (got - want).abs() <= 0.05 * want,
             "{frame} B: {got} frames/s vs the shaper's {want}"
         );
         // L1 and L2 rates follow from the frame rate.
-        assert!((num(row, "/l2_bps") - got * 8.0 * frame).abs() < 1.0, "{row}");
-        assert!((num(row, "/l1_bps") - got * 8.0 * (frame + 20.0)).abs() < 1.0, "{row}");
+        assert!(
+            (num(row, "/l2_bps") - got * 8.0 * frame).abs() < 1.0,
+            "{row}"
+        );
+        assert!(
+            (num(row, "/l1_bps") - got * 8.0 * (frame + 20.0)).abs() < 1.0,
+            "{row}"
+        );
         // At the knee the board names its own queue.
         let knee = row["knee_places"].to_string();
-        assert!(knee.contains("qdisc tbf drops on eth1"), "{frame} B knee: {row}");
+        assert!(
+            knee.contains("qdisc tbf drops on eth1"),
+            "{frame} B knee: {row}"
+        );
     }
     // Every failing throughput trial was the board's, and the board's own qdisc counted drops.
     for t in rows(s, "trials") {
@@ -206,6 +227,7 @@ fn throughput_through_a_100_mbit_tbf_is_the_shaped_frame_rate() {
 /// refuses a bad size with nothing started.
 #[test]
 fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
+    let _one = serial();
     let (mut lab, _tf) = Lab::with_agent(TOKEN);
     let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
     tbf_100m(&pc1, "eth0");
@@ -271,7 +293,10 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
         assert!(table.contains("lower bound"), "{w} px: {table}");
         assert!(b.displayed("#rfc-chart"), "{w} px: no chart");
         let sw = b.js("return document.documentElement.scrollWidth - window.innerWidth;");
-        assert!(sw.as_i64().unwrap_or(1) <= 0, "{w} px: the run page scrolls sideways by {sw}");
+        assert!(
+            sw.as_i64().unwrap_or(1) <= 0,
+            "{w} px: the run page scrolls sideways by {sw}"
+        );
         b.screenshot(&shots, &format!("{w}-rfc2544-run"));
         // The form: a bad size is refused with the message, and nothing starts.
         b.go("/rfc2544");
@@ -282,7 +307,10 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
         let e = b.wait_text("form-error", "frame size 63");
         assert!(e.contains("below Ethernet's minimum of 64"), "{e}");
         let sw = b.js("return document.documentElement.scrollWidth - window.innerWidth;");
-        assert!(sw.as_i64().unwrap_or(1) <= 0, "{w} px: the form scrolls sideways by {sw}");
+        assert!(
+            sw.as_i64().unwrap_or(1) <= 0,
+            "{w} px: the form scrolls sideways by {sw}"
+        );
         b.screenshot(&shots, &format!("{w}-rfc2544-form"));
     }
     let list = http.get_json("/api/runs?kind=rfc2544");
@@ -297,6 +325,7 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
 /// that does not answer fails the run before anything on the board changes.
 #[test]
 fn bad_input_and_a_peer_that_is_down_start_nothing() {
+    let _one = serial();
     let (mut lab, tf) = Lab::with_agent(TOKEN);
     let board = lab.board.clone();
     let base = [
@@ -341,8 +370,16 @@ fn bad_input_and_a_peer_that_is_down_start_nothing() {
     let (code, run, err) = rfc_cli(&mut lab, "down", &a);
     assert_eq!(code, Some(1), "{run} {err}");
     assert_eq!(run["status"], "failed", "{run}");
-    assert!(run["summary"]["trials"].as_array().is_none_or(Vec::is_empty), "{run}");
-    assert!(run["error"].as_str().is_some_and(|e| !e.is_empty()), "{run}");
+    assert!(
+        run["summary"]["trials"]
+            .as_array()
+            .is_none_or(Vec::is_empty),
+        "{run}"
+    );
+    assert!(
+        run["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{run}"
+    );
     assert_eq!(
         ns_out(&board, "cat", &["/proc/sys/net/ipv4/ip_forward"]),
         "0"

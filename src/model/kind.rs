@@ -110,7 +110,8 @@ impl RunKind {
             | RunKind::HttpGet
             | RunKind::TcpSink
             | RunKind::TcpSource
-            | RunKind::Latency => false,
+            | RunKind::Latency
+            | RunKind::Rfc2544 => false,
         }
     }
 
@@ -127,7 +128,8 @@ impl RunKind {
             | RunKind::HttpGet
             | RunKind::TcpSink
             | RunKind::TcpSource
-            | RunKind::Latency => false,
+            | RunKind::Latency
+            | RunKind::Rfc2544 => false,
         }
     }
 
@@ -145,7 +147,8 @@ impl RunKind {
             | RunKind::HttpGet
             | RunKind::TcpSink
             | RunKind::TcpSource
-            | RunKind::Latency => false,
+            | RunKind::Latency
+            | RunKind::Rfc2544 => false,
         }
     }
 
@@ -162,7 +165,8 @@ impl RunKind {
             | RunKind::HttpServe
             | RunKind::HttpGet
             | RunKind::TcpSink
-            | RunKind::TcpSource => false,
+            | RunKind::TcpSource
+            | RunKind::Rfc2544 => false,
         }
     }
 
@@ -176,6 +180,25 @@ impl RunKind {
             | RunKind::Multi
             | RunKind::Forward
             | RunKind::Monitor
+            | RunKind::Latency
+            | RunKind::Rfc2544 => false,
+        }
+    }
+
+    /// Whether the run may turn on forwarding with NAT on the board for its duration (and
+    /// stores what to undo in its summary's `nat.undo`): a daemon that starts after such a
+    /// run was cut short undoes it.
+    pub fn may_enable_forwarding(self) -> bool {
+        match self {
+            RunKind::Forward | RunKind::Rfc2544 => true,
+            RunKind::Iperf3
+            | RunKind::Iperf2
+            | RunKind::Multi
+            | RunKind::Monitor
+            | RunKind::HttpServe
+            | RunKind::HttpGet
+            | RunKind::TcpSink
+            | RunKind::TcpSource
             | RunKind::Latency => false,
         }
     }
@@ -191,7 +214,8 @@ impl RunKind {
             | RunKind::Monitor
             | RunKind::HttpServe
             | RunKind::HttpGet
-            | RunKind::Latency => false,
+            | RunKind::Latency
+            | RunKind::Rfc2544 => false,
         }
     }
 }
@@ -286,5 +310,6 @@ mod tests {
             ["http-serve", "http-get", "tcp-sink", "tcp-source"]
         );
         assert_eq!(with(RunKind::is_one_connection), ["tcp-sink", "tcp-source"]);
+        assert_eq!(with(RunKind::may_enable_forwarding), ["forward", "rfc2544"]);
     }
 }

@@ -228,7 +228,7 @@ impl Search {
             gain: 1.0,
             stuck: 0,
             trials: 0,
-            done: !(top_fps > 0.0),
+            done: top_fps.is_nan() || top_fps <= 0.0,
         }
     }
 
@@ -266,7 +266,11 @@ impl Search {
         };
         // A shortfall of up to 10 % is a share (a busy core) and is made up next time; a larger
         // one is a ceiling, which asking for more does not move.
-        let share = if asked > 0.0 { v.offered_fps / asked } else { 1.0 };
+        let share = if asked > 0.0 {
+            v.offered_fps / asked
+        } else {
+            1.0
+        };
         if share >= MIN_GAIN {
             // Smoothed over trials (a busy core's share wobbles by a percent or two).
             self.gain = ((self.gain + share.min(1.0)) / 2.0).clamp(MIN_GAIN, 1.0);
@@ -475,10 +479,7 @@ pub fn loss_rows(summary: &Value) -> Vec<LossRow> {
                         let offered = s["offered_fps"].as_f64().unwrap_or(0.0);
                         let target = s["target_fps"].as_f64().unwrap_or(0.0);
                         if target > 0.0 {
-                            c.push_str(&format!(
-                                " (PC offered {:.0} %)",
-                                pct * offered / target
-                            ));
+                            c.push_str(&format!(" (PC offered {:.0} %)", pct * offered / target));
                         }
                     }
                     c
@@ -540,7 +541,11 @@ pub fn trials_csv(summary: &Value) -> String {
     let mut out = String::from(
         "test,frame_bytes,target_fps,target_percent_line,offered_fps,offered,received,lost,loss_ratio,seconds,passed,generator_short,bound,board_kept\n",
     );
-    for t in summary["trials"].as_array().map(Vec::as_slice).unwrap_or_default() {
+    for t in summary["trials"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+    {
         let f = |k: &str| t[k].as_f64().map(|v| format!("{v}")).unwrap_or_default();
         let u = |k: &str| t[k].as_u64().map(|v| v.to_string()).unwrap_or_default();
         out.push_str(&format!(
@@ -585,14 +590,14 @@ pub fn chart_svg(summary: &Value) -> String {
         return String::new();
     }
     let (w, h, l, r, t, b) = (640.0, 280.0, 70.0, 20.0, 15.0, 35.0);
-    let xmin = pts.iter().map(|p| p.0).fold(f64::INFINITY, f64::min).min(64.0);
+    let xmin = pts
+        .iter()
+        .map(|p| p.0)
+        .fold(f64::INFINITY, f64::min)
+        .min(64.0);
     let xmax = pts.iter().map(|p| p.0).fold(0.0, f64::max).max(1518.0);
     let line = |f: f64| line_bps / (8.0 * (f + f64::from(crate::spec::rfc2544::L1_OVERHEAD)));
-    let ymax = pts
-        .iter()
-        .map(|p| p.1)
-        .fold(line(xmin), f64::max)
-        * 1.05;
+    let ymax = pts.iter().map(|p| p.1).fold(line(xmin), f64::max) * 1.05;
     let x = |f: f64| l + (f - xmin) / (xmax - xmin).max(1.0) * (w - l - r);
     let y = |v: f64| t + (1.0 - v / ymax) * (h - t - b);
     let mut svg = format!(
@@ -768,31 +773,92 @@ mod tests {
         };
         // The frames left the board (out = offered): the receiver lost them.
         let v = judge(&base, 0.0);
-        assert_eq!((v.lost_frames, v.passed, v.bound), (400, false, Some(Bound::Receiver)));
+        assert_eq!(
+            (v.lost_frames, v.passed, v.bound),
+            (400, false, Some(Bound::Receiver))
+        );
         assert_eq!(v.board_kept, 0);
         // The board's qdisc counted them.
-        let v = judge(&TrialCounts { board_drops: 400, board_out: 9_600, ..base }, 0.0);
+        let v = judge(
+            &TrialCounts {
+                board_drops: 400,
+                board_out: 9_600,
+                ..base
+            },
+            0.0,
+        );
         assert_eq!(v.bound, Some(Bound::Dut));
         // They came in and did not leave, no counter moved: still the board.
-        let v = judge(&TrialCounts { board_out: 9_600, ..base }, 0.0);
+        let v = judge(
+            &TrialCounts {
+                board_out: 9_600,
+                ..base
+            },
+            0.0,
+        );
         assert_eq!((v.bound, v.board_kept), (Some(Bound::Dut), 400));
         // They never reached the board.
-        let v = judge(&TrialCounts { board_in: 9_600, board_out: 9_600, ..base }, 0.0);
+        let v = judge(
+            &TrialCounts {
+                board_in: 9_600,
+                board_out: 9_600,
+                ..base
+            },
+            0.0,
+        );
         assert_eq!(v.bound, Some(Bound::Generator));
         // A netperfd receiver's socket counted them.
-        let v = judge(&TrialCounts { receiver_drops: 390, board_out: 9_700, board_in: 9_720, ..base }, 0.0);
+        let v = judge(
+            &TrialCounts {
+                receiver_drops: 390,
+                board_out: 9_700,
+                board_in: 9_720,
+                ..base
+            },
+            0.0,
+        );
         assert_eq!(v.bound, Some(Bound::Receiver));
         // Some lost in the board, more after it: the larger share names the limit.
-        let v = judge(&TrialCounts { board_in: 10_000, board_out: 9_900, ..base }, 0.0);
+        let v = judge(
+            &TrialCounts {
+                board_in: 10_000,
+                board_out: 9_900,
+                ..base
+            },
+            0.0,
+        );
         assert_eq!((v.bound, v.board_kept), (Some(Bound::Receiver), 100));
         // Only the board's qdisc counted (2 GSO batches of many frames): the board.
-        let v = judge(&TrialCounts { board_drops: 2, board_in: 9_940, board_out: 9_900, ..base }, 0.0);
+        let v = judge(
+            &TrialCounts {
+                board_drops: 2,
+                board_in: 9_940,
+                board_out: 9_900,
+                ..base
+            },
+            0.0,
+        );
         assert_eq!(v.bound, Some(Bound::Dut));
         // Only the generating PC's own counters moved: that PC, whatever the estimates say.
-        let v = judge(&TrialCounts { generator_drops: 30, board_out: 9_600, ..base }, 0.0);
+        let v = judge(
+            &TrialCounts {
+                generator_drops: 30,
+                board_out: 9_600,
+                ..base
+            },
+            0.0,
+        );
         assert_eq!(v.bound, Some(Bound::Generator));
         // A tie goes to the board.
-        let v = judge(&TrialCounts { board_in: 10_000, board_out: 9_800, lost: 400, ..base }, 0.0);
+        let v = judge(
+            &TrialCounts {
+                board_in: 10_000,
+                board_out: 9_800,
+                lost: 400,
+                ..base
+            },
+            0.0,
+        );
         assert_eq!(v.bound, Some(Bound::Dut));
         // Within the allowed loss (5 %): passed.
         let v = judge(&base, 0.05);
@@ -815,7 +881,13 @@ mod tests {
         };
         let v = judge(&c, 0.0);
         assert_eq!((v.lost_frames, v.passed), (0, true));
-        let v = judge(&TrialCounts { expected: 9_000, ..c }, 0.0);
+        let v = judge(
+            &TrialCounts {
+                expected: 9_000,
+                ..c
+            },
+            0.0,
+        );
         assert_eq!((v.lost_frames, v.passed), (900, false));
     }
 
@@ -835,7 +907,17 @@ mod tests {
         assert_eq!(v.bound, Some(Bound::Generator));
         assert!((v.offered_fps - 900.0).abs() < 1e-9);
         // 99.5 % of the rate is not short.
-        assert!(!judge(&TrialCounts { offered: 9_950, expected: 9_950, ..c }, 0.0).generator_short);
+        assert!(
+            !judge(
+                &TrialCounts {
+                    offered: 9_950,
+                    expected: 9_950,
+                    ..c
+                },
+                0.0
+            )
+            .generator_short
+        );
     }
 
     #[test]
@@ -891,7 +973,10 @@ mod tests {
         assert_eq!(loss_headings()[0], "100 %");
         let t = text(&summary());
         assert!(t.contains("≥ 60,000"), "{t}");
-        assert!(t.contains("at the knee: qdisc tbf drops on eth1: 1,204"), "{t}");
+        assert!(
+            t.contains("at the knee: qdisc tbf drops on eth1: 1,204"),
+            "{t}"
+        );
         let csv = trials_csv(&summary());
         assert_eq!(csv.lines().count(), 2);
         assert_eq!(

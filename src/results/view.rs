@@ -1141,8 +1141,7 @@ fn rfc2544_view(r: &RunRow) -> KindView {
         kind: r.kind,
         kind_label: r.kind.label(),
         title: format!("RFC 2544, {} from PC1's view", r.direction),
-        role_text: "the board is the device under test; a peer agent generated the frames"
-            .into(),
+        role_text: "the board is the device under test; a peer agent generated the frames".into(),
         peer: format!("{}:{}", r.peer_host, r.peer_port),
         local: r.bind_dev.clone().unwrap_or_else(|| "—".into()),
         command,

@@ -513,12 +513,7 @@ pub fn stale_forwarding(store: &crate::store::Store) -> Vec<(i64, String, String
         })
         .unwrap_or_default();
     runs.into_iter()
-        .filter(|r| {
-            matches!(
-                r.kind,
-                crate::model::RunKind::Forward | crate::model::RunKind::Rfc2544
-            )
-        })
+        .filter(|r| r.kind.may_enable_forwarding())
         .filter_map(|r| {
             let undo: Undo = serde_json::from_value(r.summary["nat"]["undo"].clone()).ok()?;
             let i = r.summary["ingress"].as_str()?.to_string();

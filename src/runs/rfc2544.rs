@@ -17,7 +17,7 @@ use crate::peer::{PeerClient, PeerTestSpec};
 use crate::results::rfc2544::{self as judge, Search, TrialCounts, Verdict};
 use crate::runs::forward::{enable_forwarding, run_peer_job, undo_forwarding, Undo};
 use crate::runs::live::Hub;
-use crate::runs::recorder::{Outcome, Recorder, Sampling};
+use crate::runs::recorder::{Ended, Measured, Sampling};
 use crate::spec::rfc2544::{self as frames, Rfc2544Plan, Rfc2544Test};
 use crate::store::NewRun;
 use serde_json::{json, Value};
@@ -52,8 +52,8 @@ pub fn start_rfc2544(
         "line_bps": plan.line_bps,
         "line_source": plan.line_source,
     });
-    let cancel = Arc::new(Notify::new());
-    let rec = hub.begin(
+    let ports = vec![plan.ingress.clone(), plan.egress.clone()];
+    hub.start_kind(
         &NewRun {
             role: "client".into(),
             protocol: "UDP".into(),
@@ -65,27 +65,24 @@ pub fn start_rfc2544(
             kind: RunKind::Rfc2544,
             ..Default::default()
         },
-        Some(cancel.clone()),
-        Sampling::Ports(vec![plan.ingress.clone(), plan.egress.clone()]),
-    )?;
-    let id = rec.id();
-    let hub2 = hub.clone();
-    let handle = hub.clone().spawn(async move {
-        let mut r = Runner {
-            hub: hub2,
-            id,
-            plan,
-            client,
-            cancel,
-            t0: Instant::now(),
-            summary: Value::Null,
-            trials: Vec::new(),
-        };
-        let (status, error) = r.run(ctl).await;
-        r.finish(&rec, status, error.as_deref());
-        status
-    });
-    Ok((id, handle))
+        Sampling::Ports(ports),
+        move |hub, rec, cancel| {
+            let mut r = Runner {
+                id: rec.id(),
+                hub,
+                plan,
+                client,
+                cancel,
+                t0: Instant::now(),
+                summary: Value::Null,
+                trials: Vec::new(),
+            };
+            async move {
+                let (status, error) = r.run(ctl).await;
+                r.ended(status, error)
+            }
+        },
+    )
 }
 
 /// One trial as stored (the evidence of the search).
@@ -344,7 +341,10 @@ impl Runner {
         let view = match res {
             Ok(v) => v,
             Err((status, msg)) => {
-                return Err((status, format!("{frame}-byte trial at {fps:.0} frames/s: {msg}")))
+                return Err((
+                    status,
+                    format!("{frame}-byte trial at {fps:.0} frames/s: {msg}"),
+                ))
             }
         };
         if view.status != RunStatus::Completed {
@@ -426,7 +426,10 @@ impl Runner {
     fn cpu_between(&self, start: f64, end: f64) -> Vec<f64> {
         let rows = self.hub.store().cpu_samples(self.id).unwrap_or_default();
         let mut sums: Vec<(f64, u32)> = Vec::new();
-        for r in rows.iter().filter(|r| r.cpu >= 0 && r.t > start && r.t <= end) {
+        for r in rows
+            .iter()
+            .filter(|r| r.cpu >= 0 && r.t > start && r.t <= end)
+        {
             let i = r.cpu as usize;
             if i >= 1024 {
                 continue;
@@ -442,23 +445,25 @@ impl Runner {
             .collect()
     }
 
-    fn finish(&mut self, rec: &Recorder, status: RunStatus, error: Option<&str>) {
+    /// What the run ended with: its status, the headline figure (the largest frame size's
+    /// throughput as L2 bit/s, what a board's datasheet quotes first), the summary with every
+    /// trial, and the error.
+    fn ended(&self, status: RunStatus, error: Option<String>) -> Ended {
         let mut s = self.summary.clone();
         s["trials"] = json!(self.trials);
-        // The headline: the largest frame size's throughput (what a board's datasheet quotes
-        // first), as L2 bit/s.
         let best = s["throughput"]
             .as_array()
             .and_then(|a| a.iter().max_by_key(|r| r["frame"].as_u64().unwrap_or(0)))
             .and_then(|r| r["l2_bps"].as_f64());
-        let figures = RunFigures {
-            receiver_bps: best,
-            ..Default::default()
-        };
-        if let Err(e) = self.hub.store().set_run_summary(self.id, &s) {
-            tracing::error!(run = self.id, "cannot store the summary: {e}");
+        Ended {
+            status,
+            measured: Measured::Figures(RunFigures {
+                receiver_bps: best,
+                ..Default::default()
+            }),
+            summary: Some(s),
+            error,
         }
-        rec.finish(status, Outcome::Figures(&figures, Some(&s)), error);
     }
 }
 
@@ -480,7 +485,12 @@ fn port_frames(
     direction: &str,
     frame: u32,
 ) -> (u64, u64) {
-    let t = |port: &str| d.ports.get(port).and_then(|p| p.traffic).unwrap_or_default();
+    let t = |port: &str| {
+        d.ports
+            .get(port)
+            .and_then(|p| p.traffic)
+            .unwrap_or_default()
+    };
     let (i, e) = (t(ingress), t(egress));
     let (rx, tx) = match direction {
         "receive" => (e.rx_bytes, i.tx_bytes),

@@ -427,30 +427,156 @@ mod tests {
             let e = r.plan(&ports(), None).expect_err(want);
             assert!(e.contains(want), "{e:?} should say {want:?}");
         };
-        bad(Rfc2544Request { sizes: Some("63".into()), ..req() }, "below Ethernet's minimum of 64");
-        bad(Rfc2544Request { sizes: Some("9217".into()), ..req() }, "at most 1518 bytes");
         bad(
-            Rfc2544Request { sizes: Some("9217".into()), ingress: "eth2".into(), egress: "eth1".into(), line_rate: Some("1G".into()), ..req() },
+            Rfc2544Request {
+                sizes: Some("63".into()),
+                ..req()
+            },
+            "below Ethernet's minimum of 64",
+        );
+        bad(
+            Rfc2544Request {
+                sizes: Some("9217".into()),
+                ..req()
+            },
+            "at most 1518 bytes",
+        );
+        bad(
+            Rfc2544Request {
+                sizes: Some("9217".into()),
+                ingress: "eth2".into(),
+                egress: "eth1".into(),
+                line_rate: Some("1G".into()),
+                ..req()
+            },
             "at most 1518",
         );
-        bad(Rfc2544Request { sizes: Some("64,big".into()), ..req() }, "'big' is not a whole number");
-        bad(Rfc2544Request { loss: Some("101".into()), ..req() }, "loss (%) 101 is out of range");
-        bad(Rfc2544Request { trial: Some("0".into()), ..req() }, "trial (s) 0 is out of range");
-        bad(Rfc2544Request { trial: Some("1.5".into()), ..req() }, "whole seconds");
-        bad(Rfc2544Request { resolution: Some("0".into()), ..req() }, "resolution (%) 0 is out of range");
-        bad(Rfc2544Request { ingress: "eth9".into(), ..req() }, "no port 'eth9'");
-        bad(Rfc2544Request { egress: "eth0".into(), ..req() }, "two different ports");
-        bad(Rfc2544Request { egress: "lo".into(), ..req() }, "is the loopback");
-        bad(Rfc2544Request { egress: "eth2".into(), ..req() }, "eth2 reports no link speed");
-        bad(Rfc2544Request { target: "-x".into(), ..req() }, "not a host name");
-        bad(Rfc2544Request { target: String::new(), ..req() }, "target");
-        bad(Rfc2544Request { tests: Some("latency".into()), ..req() }, "latency test is not built yet");
-        bad(Rfc2544Request { tests: Some("back-to-back".into()), ..req() }, "not built yet");
-        bad(Rfc2544Request { tests: Some("speed".into()), ..req() }, "test 'speed'");
-        bad(Rfc2544Request { direction: Some("up".into()), ..req() }, "direction 'up'");
-        bad(Rfc2544Request { line_rate: Some("10".into()), ..req() }, "out of range");
-        bad(Rfc2544Request { token: None, ..req() }, "token is missing");
-        bad(Rfc2544Request { port: Some("0".into()), ..req() }, "not a port number");
+        bad(
+            Rfc2544Request {
+                sizes: Some("64,big".into()),
+                ..req()
+            },
+            "'big' is not a whole number",
+        );
+        bad(
+            Rfc2544Request {
+                loss: Some("101".into()),
+                ..req()
+            },
+            "loss (%) 101 is out of range",
+        );
+        bad(
+            Rfc2544Request {
+                trial: Some("0".into()),
+                ..req()
+            },
+            "trial (s) 0 is out of range",
+        );
+        bad(
+            Rfc2544Request {
+                trial: Some("1.5".into()),
+                ..req()
+            },
+            "whole seconds",
+        );
+        bad(
+            Rfc2544Request {
+                resolution: Some("0".into()),
+                ..req()
+            },
+            "resolution (%) 0 is out of range",
+        );
+        bad(
+            Rfc2544Request {
+                ingress: "eth9".into(),
+                ..req()
+            },
+            "no port 'eth9'",
+        );
+        bad(
+            Rfc2544Request {
+                egress: "eth0".into(),
+                ..req()
+            },
+            "two different ports",
+        );
+        bad(
+            Rfc2544Request {
+                egress: "lo".into(),
+                ..req()
+            },
+            "is the loopback",
+        );
+        bad(
+            Rfc2544Request {
+                egress: "eth2".into(),
+                ..req()
+            },
+            "eth2 reports no link speed",
+        );
+        bad(
+            Rfc2544Request {
+                target: "-x".into(),
+                ..req()
+            },
+            "not a host name",
+        );
+        bad(
+            Rfc2544Request {
+                target: String::new(),
+                ..req()
+            },
+            "target",
+        );
+        bad(
+            Rfc2544Request {
+                tests: Some("latency".into()),
+                ..req()
+            },
+            "latency test is not built yet",
+        );
+        bad(
+            Rfc2544Request {
+                tests: Some("back-to-back".into()),
+                ..req()
+            },
+            "not built yet",
+        );
+        bad(
+            Rfc2544Request {
+                tests: Some("speed".into()),
+                ..req()
+            },
+            "test 'speed'",
+        );
+        bad(
+            Rfc2544Request {
+                direction: Some("up".into()),
+                ..req()
+            },
+            "direction 'up'",
+        );
+        bad(
+            Rfc2544Request {
+                line_rate: Some("10".into()),
+                ..req()
+            },
+            "out of range",
+        );
+        bad(
+            Rfc2544Request {
+                token: None,
+                ..req()
+            },
+            "token is missing",
+        );
+        bad(
+            Rfc2544Request {
+                port: Some("0".into()),
+                ..req()
+            },
+            "not a port number",
+        );
         // A jumbo port pair takes jumbo frames, with a given line rate.
         let p = Rfc2544Request {
             sizes: Some("9018".into()),

@@ -1046,8 +1046,16 @@ impl Rfc2544Section {
                     n: n + 1,
                     test: t["test"].as_str().unwrap_or("").to_string(),
                     frame: t["frame"].as_u64().unwrap_or(0),
-                    target: format!("{} ({:.1} %)", count(f("target_fps").round() as u64), f("target_percent")),
-                    offered: format!("{} × {:.0} s", count(t["offered"].as_u64().unwrap_or(0)), f("seconds")),
+                    target: format!(
+                        "{} ({:.1} %)",
+                        count(f("target_fps").round() as u64),
+                        f("target_percent")
+                    ),
+                    offered: format!(
+                        "{} × {:.0} s",
+                        count(t["offered"].as_u64().unwrap_or(0)),
+                        f("seconds")
+                    ),
                     lost: count(t["lost_frames"].as_u64().unwrap_or(0)),
                     loss: format!("{:.3} %", f("loss_ratio") * 100.0),
                     verdict,

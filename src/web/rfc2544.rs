@@ -68,7 +68,12 @@ fn stored_token(state: &AppState) -> Option<String> {
     state.store.setting(TOKEN_KEY).ok().flatten()
 }
 
-fn build(state: &AppState, auth: &Auth, f: Option<&Rfc2544Request>, error: Option<String>) -> Rfc2544Page {
+fn build(
+    state: &AppState,
+    auth: &Auth,
+    f: Option<&Rfc2544Request>,
+    error: Option<String>,
+) -> Rfc2544Page {
     let names: Vec<String> = crate::board::ports()
         .into_iter()
         .filter(|p| !p.loopback)
@@ -121,18 +126,34 @@ fn build(state: &AppState, auth: &Auth, f: Option<&Rfc2544Request>, error: Optio
         version: version_string(),
         error,
         peer: if r.peer.is_empty() {
-            state.store.setting(URL_KEY).ok().flatten().unwrap_or_default()
+            state
+                .store
+                .setting(URL_KEY)
+                .ok()
+                .flatten()
+                .unwrap_or_default()
         } else {
             r.peer.clone()
         },
         token_note: match stored_token(state) {
-            Some(t) => format!("a token is stored ({} characters); leave empty to use it", t.len()),
+            Some(t) => format!(
+                "a token is stored ({} characters); leave empty to use it",
+                t.len()
+            ),
             None => "no token stored yet".into(),
         },
         target: r.target.clone(),
         port: g(&r.port, "5201"),
-        ingress: if r.ingress.is_empty() { dflt(0) } else { r.ingress.clone() },
-        egress: if r.egress.is_empty() { dflt(1) } else { r.egress.clone() },
+        ingress: if r.ingress.is_empty() {
+            dflt(0)
+        } else {
+            r.ingress.clone()
+        },
+        egress: if r.egress.is_empty() {
+            dflt(1)
+        } else {
+            r.egress.clone()
+        },
         nat: f.is_none() || truthy(&r.nat),
         sizes: g(&r.sizes, &sizes_default),
         trial: g(&r.trial, "10"),
@@ -202,7 +223,10 @@ async fn start_form(
         }
         Err(e) => {
             r.token = None;
-            html(StatusCode::BAD_REQUEST, &build(&state, &auth, Some(&r), Some(e)))
+            html(
+                StatusCode::BAD_REQUEST,
+                &build(&state, &auth, Some(&r), Some(e)),
+            )
         }
     })
 }
