@@ -282,13 +282,15 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
     // The pages, as a user sees them.
     chromedriver(&mut lab, &board, WD_PORT);
     let shots = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/ui-screens");
-    let base_url = format!("http://{BOARD_IP}:{WEB_PORT}");
+    let base_url = format!("http://127.0.0.1:{WEB_PORT}");
+    let _ = std::fs::create_dir_all(&shots);
     for (w, h) in [(1400, 1000), (390, 844)] {
         let profile = lab.dir().join(format!("chrome-{w}"));
         let b = Browser::open(&board, WD_PORT, &base_url, w, h, &profile);
         b.log_in("correct horse");
         b.go(&format!("/runs/{id}"));
-        let table = b.find("#rfc-throughput");
+        let table = b.js("return document.querySelector('#rfc-throughput').innerText;");
+        let table = table.as_str().unwrap_or_default();
         assert!(table.contains("≥ "), "{w} px: {table}");
         assert!(table.contains("lower bound"), "{w} px: {table}");
         assert!(b.displayed("#rfc-chart"), "{w} px: no chart");
@@ -298,6 +300,14 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
             "{w} px: the run page scrolls sideways by {sw}"
         );
         b.screenshot(&shots, &format!("{w}-rfc2544-run"));
+        // No ceiling verdict: the trials are the verdicts.
+        assert_eq!(
+            b.js("return document.getElementById('analysis') === null;"),
+            json!(true),
+            "{w} px: a ceiling verdict on an RFC 2544 run"
+        );
+        b.js("document.getElementById('rfc2544').scrollIntoView(); return 0;");
+        b.screenshot(&shots, &format!("{w}-rfc2544-tables"));
         // The form: a bad size is refused with the message, and nothing starts.
         b.go("/rfc2544");
         b.js("document.querySelector('#rfc2544-form [name=sizes]').value = '63'; return 0;");

@@ -102,7 +102,7 @@ pub fn truthy(s: &Option<String>) -> bool {
 }
 
 /// Turn JSON numbers and booleans into strings (forms send strings; the API may not), and
-/// lists of strings into comma-separated text.
+/// lists of strings or numbers into comma-separated text (`[64, 1518]` → `"64,1518"`).
 pub fn normalize(v: Value) -> Result<Value, String> {
     let Value::Object(m) = v else {
         return Err("expected a JSON object".into());
@@ -116,7 +116,8 @@ pub fn normalize(v: Value) -> Result<Value, String> {
                 a.iter()
                     .map(|x| match x {
                         Value::String(s) => Ok(s.clone()),
-                        o => Err(format!("{k}: expected a list of names, got {o}")),
+                        Value::Number(n) => Ok(n.to_string()),
+                        o => Err(format!("{k}: expected a list of names or numbers, got {o}")),
                     })
                     .collect::<Result<Vec<_>, _>>()?
                     .join(","),
@@ -1119,7 +1120,10 @@ mod tests {
         assert_eq!(v["ports"], "eth0,eth1");
         assert_eq!(v["duration"], "5");
         assert_eq!(v["nat"], "true");
-        assert!(normalize(json!({"ports": [1]})).is_err());
+        // Numbers in a list (an RFC 2544 run's frame sizes) become text too; objects do not.
+        let v = normalize(json!({"sizes": [64, 1518]})).unwrap();
+        assert_eq!(v["sizes"], "64,1518");
+        assert!(normalize(json!({"ports": [{"name": "eth0"}]})).is_err());
     }
 
     #[test]

@@ -50,9 +50,21 @@ fn start_forward(state: &AppState, req: &ForwardRequest) -> Result<i64, String> 
     let plan = req.plan(&crate::board::ports(), stored.as_deref())?;
     let ctl = controller(state);
     let (id, done) = forward::start_forward(&state.hub, Some(ctl), plan)?;
-    let new_token = req
-        .token
-        .as_deref()
+    remember_token(state, req.token.as_deref(), id, done);
+    let _ = state.store.set_setting(URL_KEY, req.peer.trim());
+    Ok(id)
+}
+
+/// Store `token` (a peer agent token given with run `id`, when it differs from the stored
+/// one) once the run has completed, so a mistyped token never replaces the stored good one.
+pub(super) fn remember_token(
+    state: &AppState,
+    token: Option<&str>,
+    id: i64,
+    done: tokio::task::JoinHandle<crate::model::RunStatus>,
+) {
+    let stored = stored_token(state);
+    let new_token = token
         .map(str::trim)
         .filter(|t| !t.is_empty() && Some(*t) != stored.as_deref())
         .map(String::from);
@@ -73,8 +85,6 @@ fn start_forward(state: &AppState, req: &ForwardRequest) -> Result<i64, String> 
             }
         });
     }
-    let _ = state.store.set_setting(URL_KEY, req.peer.trim());
-    Ok(id)
 }
 
 fn start_monitor(state: &AppState, req: &MonitorRequest) -> Result<i64, String> {

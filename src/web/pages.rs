@@ -1363,7 +1363,6 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
     }
     ok(&RunPage {
         latency,
-        rfc2544,
         nav: true,
         csrf: auth.csrf().into(),
         version: version_string(),
@@ -1381,10 +1380,12 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
         last_rate,
         text,
         board_summary,
+        // An RFC 2544 run's verdicts are its trials' (the tables below): no ceiling verdict.
         analysis: analysis
             .as_ref()
-            .filter(|a| a.bitrate_bps.is_some())
+            .filter(|a| a.bitrate_bps.is_some() && rfc2544.is_none())
             .map(AnalysisView::of),
+        rfc2544,
         cores,
         legs,
         parent_id: run.parent_id,

@@ -168,12 +168,14 @@ fn build(
     }
 }
 
-/// Check and start a run; the agent address is kept for the next run (as the forwarding page
-/// does). Its id, or the message to show.
+/// Check and start a run; as on the forwarding page, the agent address is kept for the next
+/// run, and a new token once the run with it has completed. Its id, or the message to show.
 async fn start(state: &AppState, req: &Rfc2544Request) -> Result<i64, String> {
     let stored = stored_token(state);
     let plan = req.plan(&crate::board::port_facts().await, stored.as_deref())?;
-    let (id, _) = crate::runs::rfc2544::start_rfc2544(&state.hub, Some(state.board.clone()), plan)?;
+    let (id, done) =
+        crate::runs::rfc2544::start_rfc2544(&state.hub, Some(state.board.clone()), plan)?;
+    super::forwarding::remember_token(state, req.token.as_deref(), id, done);
     let _ = state.store.set_setting(URL_KEY, req.peer.trim());
     Ok(id)
 }
