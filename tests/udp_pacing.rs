@@ -3,8 +3,9 @@
 //! sender's busiest 1 ms (the pacer's own record of when each datagram went) stays below
 //! 2 × the target (a repaid debt is spread, not a burst). The receiving netperfd's busiest
 //! 1 ms of arrivals (kernel timestamps) is checked too, more loosely: on a loaded machine
-//! the receive softirq itself delivers datagrams in bunches (2.2 × seen once in a full run
-//! while the sender's own peak stayed under 2 ×).
+//! the receive softirq itself delivers datagrams in bunches (2.2 × seen once in a full run,
+//! 4.2 × once beside two compiles, while the sender's own peak stayed under 1.4 ×): it
+//! catches a sender that sends ten or more milliseconds of traffic at once.
 
 mod common;
 use common::*;
@@ -72,7 +73,7 @@ fn udp_pacing_is_accurate_and_burst_free() {
         "100M: the sender's busiest 1 ms at {sender_peak} bit/s"
     );
     assert!(
-        (100e6..3.0 * 100e6).contains(&peak),
+        (100e6..6.0 * 100e6).contains(&peak),
         "100M: busiest 1 ms of arrivals at {peak} bit/s (sender's {sender_peak})"
     );
 }
