@@ -194,7 +194,9 @@ fn throughput_through_a_100_mbit_tbf_is_the_shaped_frame_rate() {
         }
     }
     assert!(tbf_drops(&board, "eth1") > 1000);
-    // The loss curve at 100 % of 1 GbE: the shaper passes its rate and drops the rest.
+    // The loss curve at 100 % of 1 GbE: the shaper passes at most its rate and drops the rest.
+    // (At most: a generator stalled by a loaded lab sends in bursts the 16 kB bucket cannot
+    // bank, and then the shaper passes less — 61 % of its rate once in a full run.)
     let loss = rows(s, "loss");
     assert_eq!(loss.len(), 2, "{s}");
     for (row, frame) in loss.iter().zip([512.0, 1518.0]) {
@@ -205,8 +207,15 @@ fn throughput_through_a_100_mbit_tbf_is_the_shaped_frame_rate() {
         let want = 1.0 - shaped_fps(frame) / offered;
         let got = num(first, "/loss_ratio");
         assert!(
-            (got - want).abs() < 0.05,
-            "{frame} B at 100 %: loss {got}, the shaper implies {want} (offered {offered} fps)"
+            got > want - 0.05 && got < 1.0,
+            "{frame} B at 100 %: loss {got}, the shaper implies at least {want} (offered {offered} fps)"
+        );
+        let trial = &rows(s, "trials")[num(first, "/trial") as usize];
+        let passed_fps = num(trial, "/received") / num(trial, "/seconds");
+        assert!(
+            passed_fps <= shaped_fps(frame) * 1.05,
+            "{frame} B at 100 %: {passed_fps} frames/s passed a shaper of {}",
+            shaped_fps(frame)
         );
         // It ends after two steps in a row without loss, or at 10 %.
         let last = steps.last().expect("a step");
