@@ -1200,11 +1200,26 @@ impl SlowWindow {
     /// At the end of a window: whether it moved less than [`SLOW_WINDOW_BYTES`] (a new
     /// window starts); `None` inside a window.
     fn check(&mut self) -> Option<bool> {
-        if self.start.elapsed() < Duration::from_secs(SLOW_WINDOW_SECS) {
+        self.check_at(Instant::now())
+    }
+
+    /// [`SlowWindow::check`] at `now`. Windows follow each other without drift (the next
+    /// starts where the last ended, not when it was checked), so a peer that stops reading is
+    /// closed two windows after it started, plus one check tick, however late the checks
+    /// come; after a stall longer than a window the next window starts at `now`.
+    fn check_at(&mut self, now: Instant) -> Option<bool> {
+        let window = Duration::from_secs(SLOW_WINDOW_SECS);
+        let elapsed = now.saturating_duration_since(self.start);
+        if elapsed < window {
             return None;
         }
         let slow = self.bytes < SLOW_WINDOW_BYTES;
-        *self = SlowWindow::new();
+        self.bytes = 0;
+        self.start = if elapsed < 2 * window {
+            self.start + window
+        } else {
+            now
+        };
         Some(slow)
     }
 }
@@ -1371,5 +1386,36 @@ mod tests {
         assert_eq!(cut_bytes_not_served_again(&[(0, 4_000_000)], &done), 0);
         // Two cut requests over the same bytes count them once; nothing done: all of it.
         assert_eq!(cut_bytes_not_served_again(&[(10, 20), (15, 30)], &[]), 20);
+    }
+
+    /// A peer that stops reading after the first window is closed at the end of the second,
+    /// even when every check comes 0.9 s late (the checks drifted the windows before: 10.9 s,
+    /// then 21.8 s, past a deadline a test gave the closing).
+    #[test]
+    fn slow_windows_do_not_drift_with_late_checks() {
+        let t0 = Instant::now();
+        let mut w = SlowWindow {
+            start: t0,
+            bytes: 0,
+        };
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        w.moved(3 << 20);
+        assert_eq!(w.check_at(at(9_900)), None);
+        assert_eq!(w.check_at(at(10_900)), Some(false));
+        assert_eq!(
+            w.start,
+            at(10_000),
+            "the next window starts where the first ended"
+        );
+        assert_eq!(w.check_at(at(19_900)), None);
+        assert_eq!(w.check_at(at(20_900)), Some(true), "closed 20.9 s on");
+        // 64 KiB is enough; one byte less is slow.
+        w.moved(64 * 1024);
+        assert_eq!(w.check_at(at(30_100)), Some(false));
+        w.moved(64 * 1024 - 1);
+        assert_eq!(w.check_at(at(40_100)), Some(true));
+        // After a stall longer than a window, the next window starts at the check.
+        assert_eq!(w.check_at(at(65_000)), Some(true));
+        assert_eq!(w.start, at(65_000));
     }
 }

@@ -48,7 +48,17 @@ impl Browser {
                 json!({"deviceMetrics": {"width": width, "height": height, "pixelRatio": 1.0}});
         }
         let caps = json!({"capabilities": {"alwaysMatch": {"goog:chromeOptions": opts}}});
-        let r = wd.json("POST", "/session", vec![], &caps);
+        // Chromium's start is the slowest step of a browser test: on a loaded CI machine it
+        // took over 20 s (the page requests' limit) once; chromedriver itself waits 60 s.
+        let r = wd
+            .try_req_within(
+                "POST",
+                "/session",
+                vec![],
+                Some(("application/json".into(), caps.to_string())),
+                Duration::from_secs(90),
+            )
+            .unwrap_or_else(|e| panic!("chromedriver new session: {e}"));
         assert_eq!(r.status, 200, "chromedriver: {}", r.body);
         let v: Value = serde_json::from_str(&r.body).expect("json");
         Browser {

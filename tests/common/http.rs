@@ -6,6 +6,9 @@ use super::{bin, in_ns, Lab};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
+/// How long a request waits for its whole answer.
+const REQ_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// An HTTP response, reduced to what the tests look at.
 #[derive(Debug)]
 pub struct Resp {
@@ -38,10 +41,11 @@ fn do_req(
     path: &str,
     hdrs: Vec<(String, String)>,
     body: Option<(String, String)>,
+    timeout: Duration,
 ) -> Result<Resp, String> {
     let agent = ureq::AgentBuilder::new()
         .redirects(0)
-        .timeout(Duration::from_secs(20))
+        .timeout(timeout)
         .build();
     let mut r = agent.request(method, &format!("{base}{path}"));
     if let Some(c) = &cookie {
@@ -114,6 +118,19 @@ impl Http {
         hdrs: Vec<(String, String)>,
         body: Option<(String, String)>,
     ) -> Result<Resp, String> {
+        self.try_req_within(method, path, hdrs, body, REQ_TIMEOUT)
+    }
+
+    /// Like [`Http::try_req`], waiting up to `timeout` for the whole answer (a WebDriver new
+    /// session starts a browser: a loaded machine takes longer than for a page).
+    pub fn try_req_within(
+        &self,
+        method: &str,
+        path: &str,
+        hdrs: Vec<(String, String)>,
+        body: Option<(String, String)>,
+        timeout: Duration,
+    ) -> Result<Resp, String> {
         let (base, cookie, m, p) = (
             self.base.clone(),
             self.cookie.clone(),
@@ -121,8 +138,10 @@ impl Http {
             path.to_string(),
         );
         match &self.ns {
-            Some(ns) => in_ns(ns, move || do_req(base, cookie, &m, &p, hdrs, body)),
-            None => do_req(base, cookie, &m, &p, hdrs, body),
+            Some(ns) => in_ns(ns, move || {
+                do_req(base, cookie, &m, &p, hdrs, body, timeout)
+            }),
+            None => do_req(base, cookie, &m, &p, hdrs, body, timeout),
         }
     }
 
