@@ -354,15 +354,6 @@ fn cable_pulled_mid_test_frees_the_session_within_15_s() {
     assert!(lab.alive(srv));
 }
 
-/// Peak resident memory of a process in KiB (`VmHWM` of /proc/PID/status).
-fn vm_hwm_kib(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-    s.lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM")
-}
-
 /// Drive a 1-stream TCP test up to EXCHANGE_RESULTS; returns the control connection.
 fn up_to_results(port: u16, cookie: &[u8; 37]) -> TcpStream {
     let mut c = TcpStream::connect(("127.0.0.1", port)).expect("connect");

@@ -23,15 +23,6 @@ fn check(peak: u64) {
     }
 }
 
-/// Peak resident memory of a process in KiB (`VmHWM` of /proc/PID/status).
-fn vm_hwm_kib(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-    s.lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM")
-}
-
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

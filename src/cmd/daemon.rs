@@ -93,6 +93,10 @@ async fn run(cfg: Config) -> Result<(), String> {
     if stale > 0 {
         tracing::warn!("{stale} run(s) were active when netperfd last stopped; marked aborted");
     }
+    let old_captures = crate::web::diag::remove_stale_captures(&cfg.data_dir);
+    if old_captures > 0 {
+        tracing::info!("removed {old_captures} capture file(s) left by the last daemon");
+    }
     // Suites: built-in definitions on first start; suites cut by a restart end as aborted.
     crate::spec::suite::seed_builtins(&store)?;
     store.abort_stale_suites().map_err(|e| e.to_string())?;

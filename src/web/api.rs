@@ -63,11 +63,23 @@ async fn start(
     body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf_header(&req)?;
-    let tr: TestRequest = match serde_json::from_slice::<serde_json::Value>(&body)
+    // `capture` (optional): a packet capture started with the run (`POST /api/diag/capture`'s
+    // fields); the rest is the test request.
+    let parsed = serde_json::from_slice::<serde_json::Value>(&body)
         .map_err(|e| e.to_string())
-        .and_then(test_request_json)
-        .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
-    {
+        .and_then(|mut v| {
+            let capture = match v.as_object_mut().and_then(|m| m.remove("capture")) {
+                None | Some(serde_json::Value::Null) => None,
+                Some(c) => Some(
+                    serde_json::from_value::<super::diag::CaptureRequest>(c)
+                        .map_err(|e| format!("capture: {e}"))?,
+                ),
+            };
+            let tr: TestRequest = test_request_json(v)
+                .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))?;
+            Ok((tr, capture))
+        });
+    let (tr, capture) = match parsed {
         Ok(t) => t,
         Err(e) => {
             return Ok(error(
@@ -77,15 +89,57 @@ async fn start(
         }
     };
     let ports = crate::board::ports();
-    Ok(match state.hub.start_request(&tr, &ports).await {
+    Ok(
+        match start_with_capture(&state, &auth, &req, &tr, capture.as_ref(), &ports).await {
+            Ok(id) => {
+                super::audit::run_started(&state, &auth, &req, id);
+                HttpResponse::Created()
+                    .insert_header(("Location", format!("/api/runs/{id}")))
+                    .json(json!({"id": id, "url": format!("/runs/{id}")}))
+            }
+            Err((status, e)) => error(status, e),
+        },
+    )
+}
+
+/// Start the test `tr`, with a packet capture started just before it when `capture` is given
+/// (the capture is checked first: a bad one starts nothing; a run that does not start takes
+/// its capture with it). The run's id, or the HTTP status and message of the refusal.
+pub(super) async fn start_with_capture(
+    state: &AppState,
+    auth: &Auth,
+    req: &HttpRequest,
+    tr: &TestRequest,
+    capture: Option<&super::diag::CaptureRequest>,
+    ports: &[crate::board::Port],
+) -> Result<i64, (actix_web::http::StatusCode, String)> {
+    let bad = actix_web::http::StatusCode::BAD_REQUEST;
+    // The test request is checked before a capture starts (a bad one captures nothing).
+    match tr.peer_type().map_err(|e| (bad, e))? {
+        crate::spec::test::PeerType::Iperf2 => tr.to_iperf2_spec(ports).map(|_| ()),
+        _ => tr.to_spec(ports).map(|_| ()),
+    }
+    .map_err(|e| (bad, e))?;
+    let cap = match capture {
+        Some(c) => Some(
+            super::diag::start_run_capture(state, auth, req, c).map_err(|e| (e.status, e.error))?,
+        ),
+        None => None,
+    };
+    match state.hub.start_request(tr, ports).await {
         Ok(id) => {
-            super::audit::run_started(&state, &auth, &req, id);
-            HttpResponse::Created()
-                .insert_header(("Location", format!("/api/runs/{id}")))
-                .json(json!({"id": id, "url": format!("/runs/{id}")}))
+            if let Some(c) = cap {
+                super::diag::link_capture(c, id);
+            }
+            Ok(id)
         }
-        Err(e) => error(actix_web::http::StatusCode::BAD_REQUEST, e),
-    })
+        Err(e) => {
+            if let Some(c) = cap {
+                super::diag::give_up_capture(c);
+            }
+            Err((bad, e))
+        }
+    }
 }
 
 /// A test request's JSON: unknown keys refused ([`TestRequest::check_keys`]), then
@@ -201,6 +255,7 @@ async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> 
         "origin": state.store.run_origin(id).ok().flatten(),
         "loss_ledger": ledger,
         "board": board,
+        "captures": super::diag::run_captures(id),
     });
     let mut head = head.to_string();
     head.pop(); // the closing brace: the intervals follow

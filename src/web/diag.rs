@@ -761,11 +761,15 @@ pub const DEFAULT_CAPTURE_BYTES: u64 = 16 * 1024 * 1024;
 pub const MAX_RUNNING_CAPTURES: usize = 2;
 /// A finished capture's file is removed this long after it ended if nobody downloads it.
 pub const CAPTURE_RETENTION: Duration = Duration::from_secs(600);
+/// A capture started with a run is kept this long after it ended, downloads included (it is
+/// part of the run's evidence; [`MAX_CAPTURES_KEPT`] and the size caps bound the disk).
+pub const RUN_CAPTURE_RETENTION: Duration = Duration::from_secs(3600);
 /// Captures remembered (the oldest finished one is forgotten, its file removed, beyond this).
-const MAX_CAPTURES_KEPT: usize = 16;
+pub const MAX_CAPTURES_KEPT: usize = 16;
 
-/// A capture request (`max_bytes`: the pcap file's size cap).
-#[derive(Debug, Default, Deserialize)]
+/// A capture request (`max_bytes`: the pcap file's size cap), for `POST /api/diag/capture`
+/// and as the `capture` of a new run (`POST /api/runs`).
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CaptureRequest {
     pub port: String,
@@ -792,6 +796,8 @@ struct CaptureJob {
     progress: std::sync::Arc<crate::engine::capture::Progress>,
     state: std::sync::Mutex<CapState>,
     ended_at: std::sync::Mutex<Option<std::time::Instant>>,
+    /// The run it was started with (its first seconds).
+    run_id: std::sync::Mutex<Option<i64>>,
 }
 
 impl CaptureJob {
@@ -801,6 +807,16 @@ impl CaptureJob {
     fn set(&self, s: CapState) {
         *self.state.lock().unwrap_or_else(|p| p.into_inner()) = s;
     }
+    fn run_id(&self) -> Option<i64> {
+        *self.run_id.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    fn retention(&self) -> Duration {
+        if self.run_id().is_some() {
+            RUN_CAPTURE_RETENTION
+        } else {
+            CAPTURE_RETENTION
+        }
+    }
     fn json(&self) -> Value {
         use std::sync::atomic::Ordering::Relaxed;
         let mut v = json!({
@@ -809,7 +825,11 @@ impl CaptureJob {
             "filter": self.filter,
             "packets": self.progress.packets.load(Relaxed),
             "bytes": self.progress.bytes.load(Relaxed),
+            "pcap": format!("/api/diag/capture/{}/pcap", self.id),
         });
+        if let Some(r) = self.run_id() {
+            v["run_id"] = json!(r);
+        }
         if self.state() != CapState::Running {
             v["cpu_ms"] = json!(self.progress.cpu_us.load(Relaxed) as f64 / 1000.0);
         }
@@ -835,7 +855,8 @@ fn captures() -> std::sync::MutexGuard<'static, Vec<std::sync::Arc<CaptureJob>>>
     CAPTURES.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Remove the files of captures that ended more than [`CAPTURE_RETENTION`] ago, and forget
+/// Remove the files of captures that ended more than their retention ago ([`CAPTURE_RETENTION`],
+/// [`RUN_CAPTURE_RETENTION`] for a run's), and forget
 /// the oldest finished captures beyond [`MAX_CAPTURES_KEPT`].
 fn expire_captures() {
     let mut g = captures();
@@ -845,7 +866,7 @@ fn expire_captures() {
             .lock()
             .ok()
             .and_then(|t| *t)
-            .is_some_and(|t| t.elapsed() >= CAPTURE_RETENTION);
+            .is_some_and(|t| t.elapsed() >= j.retention());
         if old && !matches!(j.state(), CapState::Removed(_) | CapState::Running) {
             let _ = std::fs::remove_file(&j.path);
             j.set(CapState::Removed("retention time passed"));
@@ -861,7 +882,82 @@ fn expire_captures() {
 }
 
 fn capture_dir(state: &AppState) -> std::path::PathBuf {
-    state.config.data_dir.join("captures")
+    captures_dir(&state.config.data_dir)
+}
+
+/// Where capture files are written: `DATA_DIR/captures`.
+pub fn captures_dir(data_dir: &std::path::Path) -> std::path::PathBuf {
+    data_dir.join("captures")
+}
+
+/// Remove the capture files a previous daemon left (the list of captures lives in memory, so
+/// after a restart nothing could download or expire them); the number removed. Called once at
+/// start, before the web server.
+pub fn remove_stale_captures(data_dir: &std::path::Path) -> usize {
+    let Ok(rd) = std::fs::read_dir(captures_dir(data_dir)) else {
+        return 0;
+    };
+    rd.flatten()
+        .filter(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            n.starts_with("capture-") && n.ends_with(".pcap")
+        })
+        .filter(|e| std::fs::remove_file(e.path()).is_ok())
+        .count()
+}
+
+/// A capture started with a run, refused: why, and the HTTP status that says it (400 bad
+/// request, 429 a capture of this user's or two in all are running, 500 the board).
+#[derive(Debug)]
+pub struct RunCaptureError {
+    pub status: StatusCode,
+    pub error: String,
+}
+
+/// Check `r` and start the capture, before the run it belongs to starts (so its first
+/// packets are in it): the capture's id. The same caps, one-per-user slot and audit line as
+/// `POST /api/diag/capture`. Then [`link_capture`] it to the run, or [`give_up_capture`] when
+/// the run did not start.
+pub(crate) fn start_run_capture(
+    state: &AppState,
+    auth: &Auth,
+    req: &HttpRequest,
+    r: &CaptureRequest,
+) -> Result<u64, RunCaptureError> {
+    start_capture(state, auth, req, r).map_err(|e| RunCaptureError {
+        status: e.status(),
+        error: format!("capture: {}", e.text()),
+    })
+}
+
+/// Mark capture `id` as the run's (kept [`RUN_CAPTURE_RETENTION`], listed with the run).
+pub(crate) fn link_capture(id: u64, run_id: i64) {
+    if let Some(j) = captures().iter().find(|j| j.id == id) {
+        *j.run_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(run_id);
+    }
+}
+
+/// Stop capture `id` and remove its file (its run did not start).
+pub(crate) fn give_up_capture(id: u64) {
+    if let Some(j) = captures().iter().find(|j| j.id == id) {
+        j.progress
+            .stop
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        j.set(CapState::Removed("the run did not start"));
+        let _ = std::fs::remove_file(&j.path);
+    }
+}
+
+/// The captures of run `run_id`, oldest first, as `GET /api/diag/capture/ID` gives them (`id`,
+/// `port`, `filter`, `state`, `packets`, `bytes`, `pcap`, …).
+pub(crate) fn run_captures(run_id: i64) -> Vec<Value> {
+    expire_captures();
+    captures()
+        .iter()
+        .filter(|j| j.run_id() == Some(run_id))
+        .map(|j| j.json())
+        .collect()
 }
 
 /// Check a capture request, open its socket and start it on its own thread; its id.
@@ -941,6 +1037,7 @@ fn start_capture(
         progress: Default::default(),
         state: std::sync::Mutex::new(CapState::Running),
         ended_at: std::sync::Mutex::new(None),
+        run_id: std::sync::Mutex::new(None),
     });
     super::audit::diag_ran(
         auth,
@@ -966,10 +1063,13 @@ fn start_capture(
             // Free the user's slot before the state says done: a client that sees "done"
             // may start the next capture at once.
             drop(slot);
-            j.set(match res {
-                Ok(e) => CapState::Done(e.word()),
-                Err(e) => CapState::Failed(e.to_string()),
-            });
+            // A capture given up (its run did not start) stays removed.
+            if j.state() == CapState::Running {
+                j.set(match res {
+                    Ok(e) => CapState::Done(e.word()),
+                    Err(e) => CapState::Failed(e.to_string()),
+                });
+            }
             if let Ok(mut t) = j.ended_at.lock() {
                 *t = Some(std::time::Instant::now());
             }
@@ -1050,8 +1150,12 @@ async fn api_capture_pcap(
             "cannot read the capture file",
         ));
     };
-    let _ = std::fs::remove_file(&j.path);
-    j.set(CapState::Removed("downloaded"));
+    // A run's capture stays for its retention time (downloaded again from the run's page);
+    // any other is removed once downloaded.
+    if j.run_id().is_none() {
+        let _ = std::fs::remove_file(&j.path);
+        j.set(CapState::Removed("downloaded"));
+    }
     super::audit::diag_ran(&auth, &req, &format!("download of capture {}", j.id));
     Ok(HttpResponse::Ok()
         .content_type("application/vnd.tcpdump.pcap")

@@ -699,6 +699,11 @@ struct FormValues {
     /// The "Advanced" section starts open: one of its settings is filled in (an error about
     /// it is then in view with its field).
     advanced_open: bool,
+    /// The capture section: port (empty = none), seconds, filter, and whether it starts open.
+    capture_port: String,
+    capture_seconds: String,
+    capture_filter: String,
+    capture_open: bool,
 }
 
 impl FormValues {
@@ -729,6 +734,10 @@ impl FormValues {
                     .iter()
                     .any(|f| f.as_deref().is_some_and(|v| !v.trim().is_empty()))
             }),
+            capture_port: String::new(),
+            capture_seconds: "5".into(),
+            capture_filter: String::new(),
+            capture_open: false,
         }
     }
 }
@@ -778,24 +787,77 @@ async fn index(auth: Auth, state: web::Data<AppState>) -> HttpResponse {
     ok(&index_page(&state, &auth, None, None))
 }
 
+/// The new-test form: the test, and an optional packet capture started with it.
+#[derive(Debug, Deserialize)]
+pub(super) struct NewTestForm {
+    #[serde(flatten)]
+    test: TestRequest,
+    /// Board port to capture on; empty = no capture.
+    #[serde(default)]
+    capture_port: String,
+    /// Seconds of the capture (the run's first seconds).
+    #[serde(default)]
+    capture_seconds: String,
+    /// The capture's filter (`host ADDR`, `port N`, `tcp`/`udp`/`icmp`, joined by `and`).
+    #[serde(default)]
+    capture_filter: String,
+}
+
+impl NewTestForm {
+    /// The capture asked for (`None`: no port chosen). Errors: seconds not a number.
+    fn capture(&self) -> Result<Option<super::diag::CaptureRequest>, String> {
+        let port = self.capture_port.trim();
+        if port.is_empty() {
+            return Ok(None);
+        }
+        let secs = self.capture_seconds.trim();
+        let seconds = if secs.is_empty() {
+            None
+        } else {
+            Some(secs.parse::<u64>().map_err(|_| {
+                format!(
+                    "capture seconds must be a whole number, got '{}'",
+                    secs.escape_default()
+                )
+            })?)
+        };
+        Ok(Some(super::diag::CaptureRequest {
+            port: port.to_string(),
+            seconds,
+            filter: Some(self.capture_filter.clone()),
+            ..Default::default()
+        }))
+    }
+}
+
 async fn start_test(
     req: HttpRequest,
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<TestRequest>,
+    form: web::Form<NewTestForm>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf(form.csrf.as_deref())?;
+    auth.check_csrf(form.test.csrf.as_deref())?;
     let ports = crate::board::ports();
-    let res = state.hub.start_request(&form, &ports).await;
+    let res = match form.capture() {
+        Ok(cap) => {
+            super::api::start_with_capture(&state, &auth, &req, &form.test, cap.as_ref(), &ports)
+                .await
+        }
+        Err(e) => Err((actix_web::http::StatusCode::BAD_REQUEST, e)),
+    };
     Ok(match res {
         Ok(id) => {
             super::audit::run_started(&state, &auth, &req, id);
             see_other(&format!("/runs/{id}"))
         }
-        Err(e) => html(
-            actix_web::http::StatusCode::BAD_REQUEST,
-            &index_page(&state, &auth, Some(&form), Some(e)),
-        ),
+        Err((status, e)) => {
+            let mut page = index_page(&state, &auth, Some(&form.test), Some(e));
+            page.form.capture_port = form.capture_port.clone();
+            page.form.capture_seconds = form.capture_seconds.clone();
+            page.form.capture_filter = form.capture_filter.clone();
+            page.form.capture_open = true;
+            html(status, &page)
+        }
     })
 }
 
@@ -992,6 +1054,45 @@ struct RunPage {
     board: crate::results::view::BoardView,
     /// RFC 2544 runs: the throughput and frame-loss tables, the chart and the trials.
     rfc2544: Option<Rfc2544Section>,
+    /// Packet captures started with the run (kept an hour after they ended).
+    captures: Vec<CaptureLine>,
+}
+
+/// A packet capture of a run, as its page lists it.
+struct CaptureLine {
+    id: u64,
+    /// "capture 3 on eth0 (port 5201): done (time), 41 packets, 5.3 kB".
+    text: String,
+    /// The pcap's download link once it has ended.
+    pcap: Option<String>,
+}
+
+impl CaptureLine {
+    /// From a capture's JSON (`super::diag::run_captures`).
+    fn of(v: &serde_json::Value) -> CaptureLine {
+        let id = v["id"].as_u64().unwrap_or(0);
+        let state = v["state"].as_str().unwrap_or("?");
+        let why = match (&v["ended_by"], &v["error"], &v["removed"]) {
+            (serde_json::Value::String(b), _, _) => format!(" ({b})"),
+            (_, serde_json::Value::String(e), _) => format!(": {e}"),
+            (_, _, serde_json::Value::String(r)) => format!(" ({r})"),
+            _ => String::new(),
+        };
+        let filter = v["filter"].as_str().filter(|f| !f.is_empty());
+        CaptureLine {
+            id,
+            text: format!(
+                "capture {id} on {}{}: {state}{why}, {} packets, {}",
+                v["port"].as_str().unwrap_or("?"),
+                filter.map(|f| format!(" ({f})")).unwrap_or_default(),
+                v["packets"].as_u64().unwrap_or(0),
+                display::size(v["bytes"].as_f64().unwrap_or(0.0)),
+            ),
+            pcap: matches!(state, "done" | "failed")
+                .then(|| v["pcap"].as_str().map(str::to_string))
+                .flatten(),
+        }
+    }
 }
 
 /// The tables of an RFC 2544 run.
@@ -1386,6 +1487,10 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
             .filter(|a| a.bitrate_bps.is_some() && rfc2544.is_none())
             .map(AnalysisView::of),
         rfc2544,
+        captures: super::diag::run_captures(id)
+            .iter()
+            .map(CaptureLine::of)
+            .collect(),
         cores,
         legs,
         parent_id: run.parent_id,

@@ -374,3 +374,12 @@ pub fn missing_keys(
         .filter(|k| !have.contains(k))
         .collect()
 }
+
+/// Peak resident memory of a process in KiB (`VmHWM` of /proc/PID/status).
+pub fn vm_hwm_kib(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
+}
