@@ -124,6 +124,15 @@ fn throughput_through_a_100_mbit_tbf_is_the_shaped_frame_rate() {
     let (mut lab, tf) = Lab::with_agent(TOKEN);
     let board = lab.board.clone();
     tbf_100m(&board, "eth1");
+    // PC2 answers the latency probes (netperfd's UDP echo on 5291) beside stock iperf3 -s.
+    let pc2 = lab.pc2.clone().expect("pc2");
+    lab.spawn(
+        &pc2,
+        "pc2-peer",
+        bin(),
+        &["peer", "--listen", "198.51.100.2:5280", "--token-file", &tf],
+    );
+    lab.wait_port(&pc2, PC2_IP, 5280);
     let (code, run, err) = rfc_cli(
         &mut lab,
         "rfc2544",
@@ -148,7 +157,7 @@ fn throughput_through_a_100_mbit_tbf_is_the_shaped_frame_rate() {
             "--line-rate",
             "1G",
             "--tests",
-            "throughput,loss",
+            "loss,latency,throughput",
         ],
     );
     assert_eq!(code, Some(0), "{err}\n{run}");
@@ -194,6 +203,46 @@ fn throughput_through_a_100_mbit_tbf_is_the_shaped_frame_rate() {
         }
     }
     assert!(tbf_drops(&board, "eth1") > 1000);
+    // Latency (§26.2) at each throughput found: the probes' round trips. Nothing was lost at
+    // that rate, so the 128 kB queue never overflowed: a probe waited at most its drain time
+    // at 100 Mbit/s (10.5 ms) on the way out (the way back is unshaped).
+    let lat = rows(s, "latency");
+    assert_eq!(lat.len(), 2, "{s}");
+    for (row, tp) in lat.iter().zip(tp) {
+        eprintln!("latency {row}");
+        assert_eq!(row["frame"], tp["frame"], "{row}");
+        assert_eq!(num(row, "/fps"), num(tp, "/fps"), "at the throughput found");
+        assert!(row["note"].is_null(), "{row}");
+        // 1 s trial, probes every 10 ms: 0.5 s idle, then from 0.25 s into the traffic.
+        let (sent, answered) = (num(row, "/sent"), num(row, "/answered"));
+        assert!(sent >= 120.0 && answered >= 0.95 * sent, "{row}");
+        assert!(num(row, "/rtt_ms/n") >= 50.0, "{row}");
+        let idle = num(row, "/idle_rtt_ms/p50");
+        assert!(idle > 0.0 && idle < 1.0, "idle round trip {idle} ms");
+        // Never below the unloaded path (the idle minimum), never above a full queue's drain
+        // time plus the path (measured: 512 B p50 3.7–4.0 ms, p99 6.9–7.3; 1518 B p50
+        // 0.13–5.6, p99 0.7–9.4: a rate found a little above the shaper's fills its queue).
+        let (p50, p99) = (num(row, "/rtt_ms/p50"), num(row, "/rtt_ms/p99"));
+        let idle_min = num(row, "/idle_rtt_ms/min");
+        assert!(
+            p50 >= idle_min && p99 >= p50 && p99 < 10.5 + 3.0,
+            "{row}: loaded p50 {p50} p99 {p99}, idle min {idle_min}"
+        );
+        let trial = &rows(s, "trials")[num(row, "/trial") as usize];
+        assert_eq!(trial["test"], "latency", "{trial}");
+    }
+    let text = ns_out(
+        &board,
+        bin(),
+        &[
+            "runs",
+            "--data",
+            lab.dir().join("data").to_str().expect("utf-8"),
+            "show",
+            &run["id"].to_string(),
+        ],
+    );
+    assert!(text.contains("Latency (RFC 2544 §26.2)"), "{text}");
     // The loss curve at 100 % of 1 GbE: the shaper passes at most its rate and drops the rest.
     // (At most: a generator stalled by a loaded lab sends in bursts the 16 kB bucket cannot
     // bank, and then the shaper passes less — 61 % of its rate once in a full run.)
@@ -265,6 +314,8 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
     b["sizes"] = json!([1518]);
     b["trial"] = json!(1);
     b["resolution"] = json!(5);
+    // PC2 runs stock iperf3 only: the latency row says why it has no figure.
+    b["tests"] = json!("throughput,latency");
     let r = http.api("POST", "/api/runs/rfc2544", &b);
     assert_eq!(r.status, 201, "{}", r.body);
     let id = r.json()["id"].as_i64().expect("id");
@@ -288,6 +339,14 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
         }
     }
     assert!(tbf_drops(&pc1, "eth0") > 1000);
+    let lat = &rows(s, "latency")[0];
+    assert!(
+        lat["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("did not answer the probes on UDP port 5291")),
+        "{lat}"
+    );
+    assert_eq!(lat["answered"], 0, "{lat}");
 
     // The pages, as a user sees them.
     chromedriver(&mut lab, &board, WD_PORT);
@@ -368,7 +427,8 @@ fn bad_input_and_a_peer_that_is_down_start_nothing() {
         (&["--sizes", "9217"][..], "beyond the MTU"),
         (&["--loss", "101"][..], "loss (%) 101 is out of range"),
         (&["--trial", "0"][..], "trial (s) 0 is out of range"),
-        (&["--tests", "latency"][..], "not built yet"),
+        (&["--tests", "latency"][..], "choose throughput too"),
+        (&["--tests", "back-to-back"][..], "not built yet"),
     ] {
         let mut a: Vec<&str> = base.to_vec();
         a.extend_from_slice(extra);

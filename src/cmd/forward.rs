@@ -10,9 +10,10 @@ use crate::store::Store;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// Flags of `netperfd forward`.
+/// The path through the board both `netperfd forward` and `netperfd rfc2544` test: the peer
+/// agent on PC1, PC2, and the board's two ports.
 #[derive(clap::Args, Debug)]
-pub struct ForwardArgs {
+pub struct PeerPathArgs {
     /// The peer agent on PC1 (`netperfd peer`): http://HOST[:PORT] (port default 5280)
     #[arg(long, value_name = "URL")]
     pub peer: String,
@@ -22,7 +23,8 @@ pub struct ForwardArgs {
     /// The agent's token (prefer --token-file or $NETPERFD_PEER_TOKEN)
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
-    /// Host the peer tests to (PC2, running iperf3 -s or netperfd)
+    /// Host the peer tests to (PC2, running iperf3 -s, or netperfd, which also reports its
+    /// own drops)
     #[arg(long = "to", value_name = "HOST")]
     pub to: String,
     /// PC2's iperf3 port
@@ -37,6 +39,13 @@ pub struct ForwardArgs {
     /// Turn on forwarding with NAT (MASQUERADE on --out) for the run, and off afterwards
     #[arg(long)]
     pub nat: bool,
+}
+
+/// Flags of `netperfd forward`.
+#[derive(clap::Args, Debug)]
+pub struct ForwardArgs {
+    #[command(flatten)]
+    pub path: PeerPathArgs,
     /// Seconds
     #[arg(short = 't', long = "time", default_value_t = 10)]
     pub time: u32,
@@ -66,33 +75,11 @@ pub struct ForwardArgs {
     pub json: bool,
 }
 
-/// Flags of `netperfd rfc2544`.
+/// Flags of `netperfd rfc2544` (PC1's agent generates the frames, PC2 receives them).
 #[derive(clap::Args, Debug)]
 pub struct Rfc2544Args {
-    /// The peer agent on PC1 (`netperfd peer`), the frames' generator: http://HOST[:PORT]
-    #[arg(long, value_name = "URL")]
-    pub peer: String,
-    /// File holding the agent's token
-    #[arg(long = "token-file", value_name = "FILE")]
-    pub token_file: Option<PathBuf>,
-    /// The agent's token (prefer --token-file or $NETPERFD_PEER_TOKEN)
-    #[arg(long, value_name = "TOKEN")]
-    pub token: Option<String>,
-    /// PC2, the receiver (iperf3 -s, or netperfd -s, which also reports its own drops)
-    #[arg(long = "to", value_name = "HOST")]
-    pub to: String,
-    /// PC2's iperf3 port
-    #[arg(short = 'p', long = "port", default_value_t = 5201)]
-    pub port: u16,
-    /// Board port the frames come in on (PC1's side)
-    #[arg(long = "in", value_name = "PORT")]
-    pub ingress: String,
-    /// Board port the frames leave through (PC2's side)
-    #[arg(long = "out", value_name = "PORT")]
-    pub egress: String,
-    /// Turn on forwarding with NAT (MASQUERADE on --out) for the run, and off afterwards
-    #[arg(long)]
-    pub nat: bool,
+    #[command(flatten)]
+    pub path: PeerPathArgs,
     /// Frame sizes, bytes with FCS [default: 64,128,256,512,1024,1280,1518]
     #[arg(long, value_name = "LIST")]
     pub sizes: Option<String>,
@@ -111,9 +98,13 @@ pub struct Rfc2544Args {
     /// Both directions at once
     #[arg(long)]
     pub bidir: bool,
-    /// Tests: throughput, loss (comma-separated)
+    /// Tests: throughput, latency, loss (comma-separated; latency needs throughput and
+    /// netperfd's UDP echo on PC2)
     #[arg(long, default_value = "throughput")]
     pub tests: String,
+    /// PC2's UDP echo port, for the latency test
+    #[arg(long = "echo-port", default_value_t = crate::engine::echo::DEFAULT_PORT)]
+    pub echo_port: u16,
     /// The ports' line rate in bit/s, e.g. 1G [default: their link speed]
     #[arg(long = "line-rate", value_name = "RATE")]
     pub line_rate: Option<String>,
@@ -160,13 +151,14 @@ pub fn forward_main(a: ForwardArgs) -> i32 {
         Err(c) => return c,
     };
     rt.block_on(async move {
-        let token = match crate::peer::token_from(a.token.as_deref(), a.token_file.as_deref()) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("netperfd: {e}");
-                return 2;
-            }
-        };
+        let token =
+            match crate::peer::token_from(a.path.token.as_deref(), a.path.token_file.as_deref()) {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("netperfd: {e}");
+                    return 2;
+                }
+            };
         let direction = match (a.reverse, a.bidir) {
             (true, true) => {
                 eprintln!("netperfd: -R and --bidir exclude each other");
@@ -177,19 +169,19 @@ pub fn forward_main(a: ForwardArgs) -> i32 {
             _ => "send",
         };
         let req = ForwardRequest {
-            peer: a.peer.clone(),
+            peer: a.path.peer.clone(),
             token: Some(token),
-            target: a.to.clone(),
-            port: Some(a.port.to_string()),
-            ingress: a.ingress.clone(),
-            egress: a.egress.clone(),
+            target: a.path.to.clone(),
+            port: Some(a.path.port.to_string()),
+            ingress: a.path.ingress.clone(),
+            egress: a.path.egress.clone(),
             duration: Some(a.time.to_string()),
             parallel: Some(a.parallel.to_string()),
             direction: Some(direction.into()),
             protocol: Some(if a.udp { "udp" } else { "tcp" }.into()),
             bitrate: a.bitrate.clone(),
             length: a.length.clone(),
-            nat: Some(a.nat.to_string()),
+            nat: Some(a.path.nat.to_string()),
             csrf: None,
         };
         let plan = match req.plan(&crate::board::ports(), None) {
@@ -215,8 +207,8 @@ pub fn forward_main(a: ForwardArgs) -> i32 {
             println!(
                 "Forwarding run: {} tests to {}:{} through {} → {}{} for {} s",
                 plan.client.url(),
-                a.to,
-                a.port,
+                a.path.to,
+                a.path.port,
                 plan.ingress,
                 plan.egress,
                 if plan.nat {
@@ -247,7 +239,7 @@ pub fn rfc2544_main(a: Rfc2544Args) -> i32 {
         Err(c) => return c,
     };
     rt.block_on(async move {
-        let token = match crate::peer::token_from(a.token.as_deref(), a.token_file.as_deref()) {
+        let token = match crate::peer::token_from(a.path.token.as_deref(), a.path.token_file.as_deref()) {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("netperfd: {e}");
@@ -264,19 +256,20 @@ pub fn rfc2544_main(a: Rfc2544Args) -> i32 {
             _ => "send",
         };
         let req = crate::spec::rfc2544::Rfc2544Request {
-            peer: a.peer.clone(),
+            peer: a.path.peer.clone(),
             token: Some(token),
-            target: a.to.clone(),
-            port: Some(a.port.to_string()),
-            ingress: a.ingress.clone(),
-            egress: a.egress.clone(),
-            nat: Some(a.nat.to_string()),
+            target: a.path.to.clone(),
+            port: Some(a.path.port.to_string()),
+            ingress: a.path.ingress.clone(),
+            egress: a.path.egress.clone(),
+            nat: Some(a.path.nat.to_string()),
             sizes: a.sizes.clone(),
             trial: Some(a.trial.to_string()),
             loss: Some(a.loss.clone()),
             resolution: Some(a.resolution.clone()),
             direction: Some(direction.into()),
             tests: Some(a.tests.clone()),
+            echo_port: Some(a.echo_port.to_string()),
             line_rate: a.line_rate.clone(),
             csrf: None,
         };

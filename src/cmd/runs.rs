@@ -175,6 +175,9 @@ fn run(a: RunsArgs) -> Result<(), String> {
                 return Ok(());
             }
             print!("{}", crate::results::view::view_text(&run));
+            if run.kind.has_text_summary() && !run.summary.is_null() {
+                print!("{}", crate::results::text::summary_text(&run));
+            }
             match rep {
                 Some(r) => {
                     print!("{}", crate::engine::iperf3::server::server_text(&r));

@@ -133,6 +133,23 @@ impl RunKind {
         }
     }
 
+    /// Whether the run's stored summary has a text form of its own ([`crate::results::text::
+    /// summary_text`]): the board's view, or an RFC 2544 run's tables. `netperfd runs show`
+    /// prints it.
+    pub fn has_text_summary(self) -> bool {
+        match self {
+            RunKind::Forward | RunKind::Monitor | RunKind::Rfc2544 => true,
+            RunKind::Iperf3
+            | RunKind::Iperf2
+            | RunKind::Multi
+            | RunKind::HttpServe
+            | RunKind::HttpGet
+            | RunKind::TcpSink
+            | RunKind::TcpSource
+            | RunKind::Latency => false,
+        }
+    }
+
     /// Whether the measured traffic is forwarded through the board (a peer agent's test from
     /// one PC to another): its direction is the peer's, its target the agent's `test`, and
     /// what went missing may have been dropped by the board's forwarding.

@@ -54,6 +54,9 @@ pub struct JobView {
     /// The report as iperf3's `-J` document, once the test has ended.
     #[serde(default)]
     pub iperf3: Option<serde_json::Value>,
+    /// What the test's latency probes measured (when the spec asked for them), once ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probes: Option<super::spec::ProbeSummary>,
     /// Start and end, Unix ms.
     pub started_at: i64,
     #[serde(default)]
@@ -180,6 +183,7 @@ impl Agent {
                     next: 0,
                     report: None,
                     iperf3: None,
+                    probes: None,
                     started_at: crate::model::time::now_ms(),
                     ended_at: None,
                 },
@@ -205,8 +209,37 @@ impl Agent {
                     }
                 }
             });
+            // Latency probes: from PROBE_IDLE before the traffic to its end.
+            let time_s = cs.params.time as f64;
+            let prober = match spec.probe {
+                Some(p) => match start_probes(&spec.host, p).await {
+                    Ok(pr) => {
+                        tokio::time::sleep(super::spec::PROBE_IDLE).await;
+                        Some(pr)
+                    }
+                    Err(e) => {
+                        tracing::warn!(job = id, "{e}");
+                        me.with_job(id, |j| {
+                            j.view.error = Some(e);
+                            j.view.ended_at = Some(crate::model::time::now_ms());
+                            j.view.status = RunStatus::Failed;
+                        });
+                        return;
+                    }
+                },
+                None => None,
+            };
             let res = client::run(cs, Some(tx), Some(cancel)).await;
             let _ = rec.await;
+            let probes = match prober {
+                Some(pr) => {
+                    let stats = tokio::task::spawn_blocking(move || pr.stop()).await;
+                    stats
+                        .ok()
+                        .map(|st| super::spec::ProbeSummary::of(&st, time_s))
+                }
+                None => None,
+            };
             let (status, report, error) = match res {
                 Ok(r) => (RunStatus::Completed, Some(Box::new(r)), None),
                 Err(e) => (
@@ -223,6 +256,7 @@ impl Agent {
             me.with_job(id, |j| {
                 j.view.iperf3 = report.as_deref().map(crate::engine::report::to_iperf3_json);
                 j.view.report = report;
+                j.view.probes = probes;
                 j.view.error = error;
                 j.view.ended_at = Some(crate::model::time::now_ms());
                 j.view.status = status;
@@ -253,6 +287,7 @@ impl Agent {
             next: v.intervals.len(),
             report: v.report.clone(),
             iperf3: v.iperf3.clone(),
+            probes: v.probes.clone(),
             started_at: v.started_at,
             ended_at: v.ended_at,
         })
@@ -270,6 +305,30 @@ impl Agent {
         Some(true)
     }
 }
+
+/// Start the latency probes of a test to `host` (resolved here) on the probe's port. Errors:
+/// the host does not resolve or the socket cannot be opened, as a sentence.
+async fn start_probes(
+    host: &str,
+    p: super::spec::ProbeRequest,
+) -> Result<crate::engine::echo::EchoProber, String> {
+    let addr = tokio::net::lookup_host((host, p.port))
+        .await
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| format!("latency probes: cannot resolve '{host}'"))?;
+    crate::engine::echo::start_prober(
+        addr,
+        std::time::Duration::from_millis(u64::from(p.interval_ms)),
+        PROBE_TIMEOUT,
+        None,
+        std::time::Instant::now(),
+    )
+    .map_err(|e| format!("latency probes to {addr}: {e}"))
+}
+
+/// A probe's reply later than this after its request is counted lost.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
 
 fn error(status: u16, msg: impl Into<String>) -> HttpResponse {
     HttpResponse::build(

@@ -36,6 +36,93 @@ pub struct PeerTestSpec {
     /// TCP block or UDP datagram size, bytes (`-l`); absent = iperf3's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub length: Option<u32>,
+    /// Latency probes beside the test's traffic (RFC 2544 latency): UDP echo requests to the
+    /// test's host. Absent = none (an older agent refuses the field by name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<ProbeRequest>,
+}
+
+/// Latency probes a peer test runs beside its traffic: one UDP echo request (netperfd's echo,
+/// `crate::engine::echo`, 40-byte payload) to the test's host on `port` every `interval_ms`,
+/// from [`PROBE_IDLE`] before the traffic starts to its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeRequest {
+    /// The host's UDP echo port (netperfd's default 5291).
+    pub port: u16,
+    /// Time between two requests, ms (1..=1000).
+    pub interval_ms: u32,
+}
+
+/// How long the probes run before the test's traffic starts (the idle baseline).
+pub const PROBE_IDLE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Delays of a set of probes, ms: nearest-rank percentiles of the round trip without the far
+/// end's turnaround ((T4 − T1) − (T3 − T2), no clock synchronisation needed).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Delays {
+    pub min: f64,
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+    /// Number of probes.
+    pub n: usize,
+}
+
+impl Delays {
+    /// Of `v`, ms, any order; `None` when empty.
+    pub fn of(v: &[f64]) -> Option<Delays> {
+        let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+        s.sort_by(f64::total_cmp);
+        Some(Delays {
+            min: *s.first()?,
+            p50: crate::results::latency::percentile(&s, 50.0)?,
+            p99: crate::results::latency::percentile(&s, 99.0)?,
+            max: *s.last()?,
+            n: s.len(),
+        })
+    }
+}
+
+/// What a test's latency probes measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbeSummary {
+    /// Requests sent.
+    pub sent: u64,
+    /// Requests answered.
+    pub answered: u64,
+    /// No reply came within the first second: the host has no UDP echo on the port (stock
+    /// iperf3 has none; netperfd's daemon and `netperfd peer` answer).
+    pub gave_up: bool,
+    /// Round trips of the probes sent before the traffic started.
+    pub idle: Option<Delays>,
+    /// Round trips of the probes sent while the traffic ran, leaving out its first quarter
+    /// (at most 1 s: connection setup and the pacer's start).
+    pub loaded: Option<Delays>,
+}
+
+impl ProbeSummary {
+    /// Summarise `stats` of probes that started [`PROBE_IDLE`] before a test of `time_s` s.
+    pub fn of(stats: &crate::engine::echo::EchoStats, time_s: f64) -> ProbeSummary {
+        let idle_end = PROBE_IDLE.as_secs_f64();
+        let from = idle_end + (time_s / 4.0).min(1.0);
+        let to = idle_end + time_s;
+        let pick = |lo: f64, hi: f64| -> Vec<f64> {
+            stats
+                .samples
+                .iter()
+                .filter(|s| s.t >= lo && s.t < hi)
+                .map(|s| s.rtt_ms)
+                .collect()
+        };
+        ProbeSummary {
+            sent: stats.sent,
+            answered: stats.samples.len() as u64,
+            gave_up: stats.gave_up,
+            idle: Delays::of(&pick(0.0, idle_end)),
+            loaded: Delays::of(&pick(from, to)),
+        }
+    }
 }
 
 impl PeerTestSpec {
@@ -54,6 +141,14 @@ impl PeerTestSpec {
     pub fn to_client_spec(&self) -> Result<ClientSpec, String> {
         if self.reverse && self.bidir {
             return Err("reverse and bidir exclude each other".into());
+        }
+        if let Some(p) = &self.probe {
+            if p.port == 0 || !(1..=1000).contains(&p.interval_ms) {
+                return Err(format!(
+                    "probe: port {} / interval {} ms out of range (1..65535, 1..1000 ms)",
+                    p.port, p.interval_ms
+                ));
+            }
         }
         let tr = TestRequest {
             host: self.host.clone(),
@@ -98,6 +193,50 @@ mod tests {
         .unwrap();
         assert_eq!((d.port, d.params.time), (5201, 10));
         assert_eq!(d.params.direction, Direction::Send);
+    }
+
+    /// The idle window is the first 0.5 s; the loaded one leaves out the traffic's first
+    /// quarter (at most 1 s) and ends with it.
+    #[test]
+    fn probe_summary_splits_idle_and_loaded() {
+        use crate::engine::echo::{EchoSample, EchoStats};
+        let at = |t: f64, rtt_ms: f64| EchoSample {
+            seq: 0,
+            t,
+            up_ns: 0,
+            down_ns: 0,
+            rtt_ms,
+        };
+        let stats = EchoStats {
+            port: 5291,
+            sent: 9,
+            samples: vec![
+                at(0.0, 0.2),
+                at(0.4, 0.1),
+                at(0.6, 50.0), // setup: left out
+                at(1.0, 8.0),  // 2 s test: loaded from 0.5 + 0.5 s
+                at(1.5, 10.0),
+                at(2.4, 12.0),
+                at(2.6, 0.3), // after the traffic
+            ],
+            gave_up: false,
+            stray: 0,
+        };
+        let s = ProbeSummary::of(&stats, 2.0);
+        assert_eq!((s.sent, s.answered), (9, 7));
+        let idle = s.idle.unwrap();
+        assert_eq!((idle.min, idle.max, idle.n), (0.1, 0.2, 2));
+        let l = s.loaded.unwrap();
+        assert_eq!((l.min, l.p50, l.max, l.n), (8.0, 10.0, 12.0, 3));
+        let bad = PeerTestSpec {
+            host: "pc2".into(),
+            probe: Some(ProbeRequest {
+                port: 5291,
+                interval_ms: 0,
+            }),
+            ..Default::default()
+        };
+        assert!(bad.to_client_spec().unwrap_err().contains("probe"));
     }
 
     #[test]

@@ -493,6 +493,55 @@ pub fn loss_rows(summary: &Value) -> Vec<LossRow> {
         .collect()
 }
 
+/// One frame size's latency (§26.2): round trips of the UDP echo probes sent beside a trial at
+/// the throughput found, through the board out (at that rate) and back (unloaded), without
+/// PC2's turnaround; ms as text ("0.214"), "—" when not measured.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LatencyRow {
+    pub frame: u64,
+    /// The rate of the trial, frames/s ("24,716").
+    pub fps: String,
+    pub p50: String,
+    pub p99: String,
+    pub max: String,
+    /// The same probes' median before the trial's traffic started (the idle baseline).
+    pub idle_p50: String,
+    /// "741 of 1,250 answered", or why there is no figure.
+    pub note: String,
+}
+
+/// The latency table of a run's summary.
+pub fn latency_rows(summary: &Value) -> Vec<LatencyRow> {
+    let Some(rows) = summary["latency"].as_array() else {
+        return Vec::new();
+    };
+    let ms = |v: &Value| v.as_f64().map_or("—".to_string(), |x| format!("{x:.3}"));
+    rows.iter()
+        .take(64)
+        .map(|r| {
+            let rtt = &r["rtt_ms"];
+            let note = match r["note"].as_str() {
+                Some(n) => n.to_string(),
+                None => format!(
+                    "{} of {} probes answered; {} loaded round trips",
+                    display::count(r["answered"].as_u64().unwrap_or(0)),
+                    display::count(r["sent"].as_u64().unwrap_or(0)),
+                    display::count(rtt["n"].as_u64().unwrap_or(0)),
+                ),
+            };
+            LatencyRow {
+                frame: r["frame"].as_u64().unwrap_or(0),
+                fps: fps_text(r["fps"].as_f64().unwrap_or(0.0)),
+                p50: ms(&rtt["p50"]),
+                p99: ms(&rtt["p99"]),
+                max: ms(&rtt["max"]),
+                idle_p50: ms(&r["idle_rtt_ms"]["p50"]),
+                note,
+            }
+        })
+        .collect()
+}
+
 /// The column headings of [`loss_rows`]: "100 %", "90 %", ….
 pub fn loss_headings() -> Vec<String> {
     LOSS_STEPS
@@ -524,6 +573,19 @@ pub fn text(summary: &Value) -> String {
             }
         }
     }
+    let lat = latency_rows(summary);
+    if !lat.is_empty() {
+        out.push_str(&format!(
+            "Latency (RFC 2544 §26.2) at the throughput, round trip through the board, ms:\n{:>6} {:>14} {:>9} {:>9} {:>9} {:>9}  probes\n",
+            "frame", "frames/s", "p50", "p99", "max", "idle p50"
+        ));
+        for r in &lat {
+            out.push_str(&format!(
+                "{:>6} {:>14} {:>9} {:>9} {:>9} {:>9}  {}\n",
+                r.frame, r.fps, r.p50, r.p99, r.max, r.idle_p50, r.note
+            ));
+        }
+    }
     let loss = loss_rows(summary);
     if !loss.is_empty() {
         out.push_str("Frame loss rate (RFC 2544 §26.3), by % of the line rate:\n");
@@ -539,7 +601,7 @@ pub fn text(summary: &Value) -> String {
 /// frames offered / received / lost, loss ratio, verdict and whose limit.
 pub fn trials_csv(summary: &Value) -> String {
     let mut out = String::from(
-        "test,frame_bytes,target_fps,target_percent_line,offered_fps,offered,received,lost,loss_ratio,seconds,passed,generator_short,bound,board_kept\n",
+        "test,frame_bytes,target_fps,target_percent_line,offered_fps,offered,received,lost,loss_ratio,seconds,passed,generator_short,bound,board_kept,rtt_p50_ms,rtt_p99_ms,rtt_max_ms\n",
     );
     for t in summary["trials"]
         .as_array()
@@ -548,8 +610,14 @@ pub fn trials_csv(summary: &Value) -> String {
     {
         let f = |k: &str| t[k].as_f64().map(|v| format!("{v}")).unwrap_or_default();
         let u = |k: &str| t[k].as_u64().map(|v| v.to_string()).unwrap_or_default();
+        let rtt = |k: &str| {
+            t["latency"]["loaded"][k]
+                .as_f64()
+                .map(|v| format!("{v}"))
+                .unwrap_or_default()
+        };
         out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             t["test"].as_str().unwrap_or("").replace(',', " "),
             u("frame"),
             f("target_fps"),
@@ -564,6 +632,9 @@ pub fn trials_csv(summary: &Value) -> String {
             t["generator_short"].as_bool().unwrap_or(false),
             t["bound"].as_str().unwrap_or(""),
             u("board_kept"),
+            rtt("p50"),
+            rtt("p99"),
+            rtt("max"),
         ));
     }
     out
@@ -948,7 +1019,21 @@ mod tests {
                 {"test": "throughput", "frame": 512, "target_fps": 24_500.0, "target_percent": 10.43,
                  "offered_fps": 24_499.0, "offered": 244_990, "received": 244_990, "lost_frames": 0,
                  "loss_ratio": 0.0, "seconds": 10.0, "passed": true, "generator_short": false,
-                 "bound": null, "board_kept": 0}
+                 "bound": null, "board_kept": 0},
+                {"test": "latency", "frame": 512, "target_fps": 24_500.0, "target_percent": 10.43,
+                 "offered_fps": 24_500.0, "offered": 245_000, "received": 245_000, "lost_frames": 0,
+                 "loss_ratio": 0.0, "seconds": 10.0, "passed": true, "generator_short": false,
+                 "bound": null, "board_kept": 0,
+                 "latency": {"sent": 1050, "answered": 1050, "gave_up": false,
+                             "idle": {"min": 0.05, "p50": 0.08, "p99": 0.2, "max": 0.3, "n": 50},
+                             "loaded": {"min": 0.4, "p50": 1.25, "p99": 9.5, "max": 10.125, "n": 750}}}
+            ],
+            "latency": [
+                {"frame": 512, "fps": 24_500.0, "trial": 1, "sent": 1050, "answered": 1050,
+                 "rtt_ms": {"min": 0.4, "p50": 1.25, "p99": 9.5, "max": 10.125, "n": 750},
+                 "idle_rtt_ms": {"min": 0.05, "p50": 0.08, "p99": 0.2, "max": 0.3, "n": 50}},
+                {"frame": 1518, "fps": 60_000.0, "trial": 2, "sent": 1050, "answered": 0,
+                 "note": "PC2 did not answer the probes on UDP port 5291: run netperfd there"}
             ]
         })
     }
@@ -978,10 +1063,42 @@ mod tests {
             "{t}"
         );
         let csv = trials_csv(&summary());
-        assert_eq!(csv.lines().count(), 2);
+        assert_eq!(csv.lines().count(), 3);
         assert_eq!(
             csv.lines().nth(1),
-            Some("throughput,512,24500,10.43,24499,244990,244990,0,0,10,true,false,,0")
+            Some("throughput,512,24500,10.43,24499,244990,244990,0,0,10,true,false,,0,,,")
+        );
+        assert_eq!(
+            csv.lines().nth(2),
+            Some(
+                "latency,512,24500,10.43,24500,245000,245000,0,0,10,true,false,,0,1.25,9.5,10.125"
+            )
+        );
+        // Latency (§26.2): ms with three decimals; a PC2 without echo says so.
+        let lat = latency_rows(&summary());
+        assert_eq!(lat.len(), 2);
+        assert_eq!(
+            (
+                lat[0].fps.as_str(),
+                lat[0].p50.as_str(),
+                lat[0].p99.as_str()
+            ),
+            ("24,500", "1.250", "9.500")
+        );
+        assert_eq!(
+            (lat[0].max.as_str(), lat[0].idle_p50.as_str()),
+            ("10.125", "0.080")
+        );
+        assert_eq!(
+            lat[0].note,
+            "1,050 of 1,050 probes answered; 750 loaded round trips"
+        );
+        assert_eq!((lat[1].p50.as_str(), lat[1].idle_p50.as_str()), ("—", "—"));
+        assert!(lat[1].note.contains("did not answer"), "{}", lat[1].note);
+        assert!(t.contains("Latency (RFC 2544 §26.2)"), "{t}");
+        assert!(
+            t.contains("   512         24,500     1.250     9.500    10.125     0.080"),
+            "{t}"
         );
         let svg = chart_svg(&summary());
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));

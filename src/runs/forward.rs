@@ -205,6 +205,7 @@ impl ForwardRequest {
             udp: p.protocol == Protocol::Udp,
             bitrate: (p.bandwidth > 0).then_some(p.bandwidth),
             length: opt(&self.length).map(|_| p.len),
+            probe: None,
         };
         spec.to_client_spec()?;
         Ok(ForwardPlan {

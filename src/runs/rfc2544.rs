@@ -25,6 +25,10 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::Notify;
 
+/// Time between two latency probes of the latency test, ms (100 a second: a 10 s trial gives
+/// about 750 loaded round trips, enough for a p99).
+pub const PROBE_INTERVAL_MS: u32 = 10;
+
 /// Record and start an RFC 2544 run; its id at once, and a handle that resolves when it has
 /// ended. `ctl` changes the board when the plan asks for NAT. Errors: the peer address does
 /// not parse, NAT without a controller, or the store could not record the run.
@@ -49,6 +53,7 @@ pub fn start_rfc2544(
         "loss_percent": plan.loss * 100.0,
         "resolution_percent": plan.resolution * 100.0,
         "tests": plan.tests,
+        "echo_port": plan.echo_port,
         "line_bps": plan.line_bps,
         "line_source": plan.line_source,
     });
@@ -114,6 +119,9 @@ struct TrialRow {
     /// Why the trial did not run to its end (the agent's or iperf3's message).
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    /// A latency trial's probes (round trips through the board, ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latency: Option<crate::peer::spec::ProbeSummary>,
 }
 
 struct Runner {
@@ -165,7 +173,9 @@ impl Runner {
             "sizes": p.sizes,
             "tests": p.tests,
             "throughput": [],
+            "latency": [],
             "loss": [],
+            "echo_port": p.echo_port,
         });
         match self.client.info().await {
             Ok(info) => self.summary["peer"]["info"] = info,
@@ -219,6 +229,7 @@ impl Runner {
             for frame in self.plan.sizes.clone() {
                 match test {
                     Rfc2544Test::Throughput => self.throughput(frame).await?,
+                    Rfc2544Test::Latency => self.latency(frame).await?,
                     Rfc2544Test::Loss => self.loss_curve(frame).await?,
                 }
             }
@@ -233,7 +244,7 @@ impl Runner {
         let mut best: Option<usize> = None;
         while let Some(rate) = search.next_rate() {
             let asked = search.ask_rate(rate);
-            let i = self.trial("throughput", frame, asked).await?;
+            let i = self.trial("throughput", frame, asked, None).await?;
             let v = self.trials[i].verdict.clone();
             search.record(asked, &v);
             if v.passed {
@@ -281,12 +292,60 @@ impl Runner {
         }
     }
 
+    /// §26.2: one trial at the throughput found for `frame`, with UDP echo probes to PC2
+    /// every [`PROBE_INTERVAL_MS`] beside it; the round trips (through the board both ways:
+    /// out at the throughput rate, back unloaded) are the latency row of the frame size.
+    async fn latency(&mut self, frame: u32) -> Result<(), (RunStatus, String)> {
+        let fps = self.summary["throughput"]
+            .as_array()
+            .and_then(|l| l.iter().find(|r| r["frame"] == frame))
+            .and_then(|r| r["fps"].as_f64())
+            .unwrap_or(0.0);
+        let mut row = json!({"frame": frame, "fps": fps});
+        if fps <= 0.0 {
+            row["note"] = json!("no rate passed the throughput test: nothing to measure at");
+        } else {
+            let probe = crate::peer::spec::ProbeRequest {
+                port: self.plan.echo_port,
+                interval_ms: PROBE_INTERVAL_MS,
+            };
+            let i = self.trial("latency", frame, fps, Some(probe)).await?;
+            let t = &self.trials[i];
+            row["trial"] = json!(i);
+            row["loss_ratio"] = json!(t.verdict.loss_ratio);
+            row["bound"] = json!(t.verdict.bound);
+            match &t.latency {
+                Some(p) => {
+                    row["sent"] = json!(p.sent);
+                    row["answered"] = json!(p.answered);
+                    row["rtt_ms"] = json!(p.loaded);
+                    row["idle_rtt_ms"] = json!(p.idle);
+                    if p.gave_up || p.answered == 0 {
+                        row["note"] = json!(format!(
+                            "PC2 did not answer the probes on UDP port {}: run netperfd there (the daemon, or netperfd peer)",
+                            self.plan.echo_port
+                        ));
+                    }
+                }
+                None => {
+                    row["note"] = json!("the peer agent sent no probe results (an older netperfd?)")
+                }
+            }
+        }
+        if let Some(list) = self.summary["latency"].as_array_mut() {
+            list.retain(|r| r["frame"] != frame);
+            list.push(row);
+        }
+        self.store_summary();
+        Ok(())
+    }
+
     async fn loss_curve(&mut self, frame: u32) -> Result<(), (RunStatus, String)> {
         let line = frames::line_rate_fps(self.plan.line_bps, frame);
         let mut losses = Vec::new();
         let mut steps = Vec::new();
         for share in judge::LOSS_STEPS {
-            let i = self.trial("loss", frame, line * share).await?;
+            let i = self.trial("loss", frame, line * share, None).await?;
             let t = &self.trials[i];
             losses.push(t.verdict.lost_frames);
             steps.push(json!({
@@ -319,6 +378,7 @@ impl Runner {
         test: &'static str,
         frame: u32,
         fps: f64,
+        probe: Option<crate::peer::spec::ProbeRequest>,
     ) -> Result<usize, (RunStatus, String)> {
         let p = &self.plan;
         let spec = PeerTestSpec {
@@ -331,6 +391,7 @@ impl Runner {
             udp: true,
             bitrate: Some(frames::payload_bps(fps, frame).max(1)),
             length: Some(frames::payload(frame)),
+            probe,
         };
         let ports = vec![p.ingress.clone(), p.egress.clone()];
         let before = reading().await;
@@ -418,6 +479,7 @@ impl Runner {
             end_s,
             cpu_busy,
             error: None,
+            latency: view.probes.clone(),
         });
         Ok(self.trials.len() - 1)
     }

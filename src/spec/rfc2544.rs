@@ -26,13 +26,16 @@ pub const MAX_SIZES: usize = 16;
 /// Longest trial, s (RFC 2544 asks for 60 s at least for the throughput test's final trials).
 pub const MAX_TRIAL_S: u32 = 600;
 
-/// The tests of RFC 2544 §26 this build runs (latency, §26.2, and back-to-back frames, §26.4,
-/// are refused with a message until they are built).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+/// The tests of RFC 2544 §26 this build runs, in the order they run (back-to-back frames,
+/// §26.4, is refused with a message until it is built).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Rfc2544Test {
     /// §26.1: the highest rate with loss ≤ the allowed ratio.
     Throughput,
+    /// §26.2: the delay through the board at the throughput found, from UDP echo probes
+    /// beside a trial at that rate (PC2 answers them: netperfd's daemon or `netperfd peer`).
+    Latency,
     /// §26.3: the frame loss rate from 100 % of the line rate down in 10 % steps.
     Loss,
 }
@@ -42,6 +45,7 @@ impl Rfc2544Test {
     pub fn word(self) -> &'static str {
         match self {
             Rfc2544Test::Throughput => "throughput",
+            Rfc2544Test::Latency => "latency",
             Rfc2544Test::Loss => "loss",
         }
     }
@@ -113,9 +117,12 @@ pub struct Rfc2544Request {
     /// send (PC1 → PC2, default), receive (PC2 → PC1) or bidir.
     #[serde(default)]
     pub direction: Option<String>,
-    /// Tests, comma-separated: throughput, loss (default throughput).
+    /// Tests, comma-separated: throughput, latency, loss (default throughput).
     #[serde(default)]
     pub tests: Option<String>,
+    /// PC2's UDP echo port for the latency test, default 5291 (netperfd's).
+    #[serde(default)]
+    pub echo_port: Option<String>,
     /// The ports' line rate, bit/s with K/M/G (default: their link speed; needed when a port
     /// does not report one).
     #[serde(default)]
@@ -145,7 +152,10 @@ pub struct Rfc2544Plan {
     pub resolution: f64,
     /// send / receive / bidir, from PC1's view.
     pub direction: &'static str,
+    /// In the order they run (throughput, latency, loss).
     pub tests: Vec<Rfc2544Test>,
+    /// PC2's UDP echo port (the latency test's probes).
+    pub echo_port: u16,
     /// Line rate of the tested path, L1 bit/s (the slower of the two ports).
     pub line_bps: f64,
     /// Where the line rate came from: "link speed" or "given".
@@ -243,12 +253,13 @@ impl Rfc2544Request {
             let t = match w {
                 "throughput" => Rfc2544Test::Throughput,
                 "loss" | "frame-loss" => Rfc2544Test::Loss,
-                "latency" | "back-to-back" | "b2b" => {
+                "latency" => Rfc2544Test::Latency,
+                "back-to-back" | "b2b" => {
                     return Err(format!(
-                        "the {w} test is not built yet: choose throughput and/or loss"
+                        "the {w} test is not built yet: choose throughput, latency and/or loss"
                     ))
                 }
-                w => return Err(format!("test '{w}': expected throughput or loss")),
+                w => return Err(format!("test '{w}': expected throughput, latency or loss")),
             };
             if !tests.contains(&t) {
                 tests.push(t);
@@ -257,6 +268,20 @@ impl Rfc2544Request {
         if tests.is_empty() {
             return Err("choose at least one test".into());
         }
+        tests.sort();
+        if tests.contains(&Rfc2544Test::Latency) && !tests.contains(&Rfc2544Test::Throughput) {
+            return Err(
+                "the latency test runs at the throughput found: choose throughput too".into(),
+            );
+        }
+        let echo_port = match opt(&self.echo_port) {
+            None => crate::engine::echo::DEFAULT_PORT,
+            Some(p) => p
+                .parse::<u16>()
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or_else(|| format!("echo port '{p}' is not a port number (1..65535)"))?,
+        };
         let mtu = ingress.mtu.min(egress.mtu);
         let largest = mtu + 18;
         let mut sizes = Vec::new();
@@ -339,6 +364,7 @@ impl Rfc2544Request {
             resolution: resolution / 100.0,
             direction,
             tests,
+            echo_port,
             line_bps,
             line_source,
         })
@@ -417,7 +443,8 @@ mod tests {
         .expect("plan");
         assert_eq!(q.sizes, vec![512, 1518]);
         assert_eq!((q.trial_s, q.loss, q.resolution), (2, 0.001, 0.01));
-        assert_eq!(q.tests, vec![Rfc2544Test::Loss, Rfc2544Test::Throughput]);
+        // Run in the RFC's order, each once.
+        assert_eq!(q.tests, vec![Rfc2544Test::Throughput, Rfc2544Test::Loss]);
         assert_eq!((q.direction, q.nat), ("bidir", true));
     }
 
@@ -533,7 +560,33 @@ mod tests {
                 tests: Some("latency".into()),
                 ..req()
             },
-            "latency test is not built yet",
+            "runs at the throughput found: choose throughput too",
+        );
+        bad(
+            Rfc2544Request {
+                tests: Some("latency,throughput".into()),
+                echo_port: Some("0".into()),
+                ..req()
+            },
+            "echo port '0' is not a port number",
+        );
+        let p = Rfc2544Request {
+            tests: Some("loss,latency,throughput".into()),
+            ..req()
+        }
+        .plan(&ports(), None)
+        .unwrap();
+        assert_eq!(
+            (p.tests.as_slice(), p.echo_port),
+            (
+                &[
+                    Rfc2544Test::Throughput,
+                    Rfc2544Test::Latency,
+                    Rfc2544Test::Loss
+                ][..],
+                5291
+            ),
+            "run in RFC order"
         );
         bad(
             Rfc2544Request {

@@ -1098,6 +1098,8 @@ impl CaptureLine {
 /// The tables of an RFC 2544 run.
 struct Rfc2544Section {
     throughput: Vec<crate::results::rfc2544::ThroughputRow>,
+    /// §26.2 at the throughput found, per frame size.
+    latency: Vec<crate::results::rfc2544::LatencyRow>,
     loss_headings: Vec<String>,
     loss: Vec<crate::results::rfc2544::LossRow>,
     /// The chart as an SVG element (made here from numbers, no user text).
@@ -1177,6 +1179,7 @@ impl Rfc2544Section {
             .collect();
         Some(Rfc2544Section {
             throughput: crate::results::rfc2544::throughput_rows(s),
+            latency: crate::results::rfc2544::latency_rows(s),
             loss_headings: crate::results::rfc2544::loss_headings(),
             loss: crate::results::rfc2544::loss_rows(s),
             chart: crate::results::rfc2544::chart_svg(s),

@@ -52,6 +52,9 @@ struct Rfc2544Page {
     resolution: String,
     direction: String,
     throughput: bool,
+    /// The latency test is ticked; PC2's echo port for it.
+    latency_test: bool,
+    echo_port: String,
     loss_test: bool,
     line_rate: String,
     port_names: Vec<String>,
@@ -161,7 +164,9 @@ fn build(
         resolution: g(&r.resolution, "0.5"),
         direction: g(&r.direction, "send"),
         throughput: tests.contains("throughput"),
+        latency_test: tests.split(',').any(|t| t.trim() == "latency"),
         loss_test: tests.split(',').any(|t| t.trim() == "loss"),
+        echo_port: g(&r.echo_port, "5291"),
         line_rate: g(&r.line_rate, ""),
         port_names: names,
         runs,
@@ -184,13 +189,15 @@ async fn page(auth: Auth, state: web::Data<AppState>) -> HttpResponse {
     html(StatusCode::OK, &build(&state, &auth, None, None))
 }
 
-/// The form's two test checkboxes (`test_throughput`, `test_loss`) become `tests`.
+/// The form's test checkboxes (`test_throughput`, `test_latency`, `test_loss`) become `tests`.
 #[derive(serde::Deserialize)]
 struct FormBody {
     #[serde(flatten)]
     req: Rfc2544Request,
     #[serde(default)]
     test_throughput: Option<String>,
+    #[serde(default)]
+    test_latency: Option<String>,
     #[serde(default)]
     test_loss: Option<String>,
 }
@@ -204,6 +211,7 @@ async fn start_form(
     let FormBody {
         req: mut r,
         test_throughput,
+        test_latency,
         test_loss,
     } = form.into_inner();
     auth.check_csrf(r.csrf.as_deref())?;
@@ -213,6 +221,9 @@ async fn start_form(
     let mut tests = Vec::new();
     if truthy(&test_throughput) {
         tests.push("throughput");
+    }
+    if truthy(&test_latency) {
+        tests.push("latency");
     }
     if truthy(&test_loss) {
         tests.push("loss");
