@@ -735,35 +735,24 @@ fn a_capture_started_with_a_run_holds_the_whole_run() {
     let runs_now = |h: &Http| h.get_json("/api/runs").as_array().map_or(0, |a| a.len());
 
     // Refused together: a bad capture starts no run; a bad run starts no capture.
-    let r = http.api(
-        "POST",
-        "/api/runs",
-        &json!({"host": PC1_IP, "duration": 2, "capture": {"port": "nope0", "seconds": 3}}),
-    );
-    assert_eq!(r.status, 400, "{}", r.body);
-    assert!(
-        r.body.contains("capture: there is no port 'nope0'"),
-        "{}",
-        r.body
-    );
-    let r = http.api(
-        "POST",
-        "/api/runs",
-        &json!({"host": PC1_IP, "capture": {"port": "eth0", "filter": "port 5201 or udp"}}),
-    );
-    assert_eq!(r.status, 400, "{}", r.body);
-    assert!(
-        r.body.contains("capture: filter: expected 'and'"),
-        "{}",
-        r.body
-    );
-    let r = http.api(
-        "POST",
-        "/api/runs",
-        &json!({"host": "-c /etc/passwd", "capture": {"port": "eth0", "seconds": 3}}),
-    );
-    assert_eq!(r.status, 400, "{}", r.body);
-    assert!(r.body.contains("not a host"), "{}", r.body);
+    for (body, want) in [
+        (
+            json!({"host": PC1_IP, "duration": 2, "capture": {"port": "nope0", "seconds": 3}}),
+            "capture: there is no port 'nope0'",
+        ),
+        (
+            json!({"host": PC1_IP, "capture": {"port": "eth0", "filter": "port 5201 or udp"}}),
+            "capture: filter: expected 'and'",
+        ),
+        (
+            json!({"host": "-c /etc/passwd", "capture": {"port": "eth0", "seconds": 3}}),
+            "not a host",
+        ),
+    ] {
+        let r = http.api("POST", "/api/runs", &body);
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+        assert!(r.body.contains(want), "{body}: {}", r.body);
+    }
     assert_eq!(runs_now(&http), 0, "nothing started");
     assert_eq!(
         std::fs::read_dir(&stale).expect("dir").count(),
