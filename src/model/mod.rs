@@ -1,12 +1,13 @@
 //! Words every layer shares: run kinds and statuses (`kind`), units (`units`; how pages show
 //! bitrates and sizes: `display`), checked names
-//! (`names`) and token hashing (`secrets`). Depends on nothing above the engine's formatting.
+//! (`names`), token hashing (`secrets`) and percentiles (`stats`). Depends on nothing above the engine's formatting.
 
 pub mod display;
 pub mod figures;
 pub mod kind;
 pub mod names;
 pub mod secrets;
+pub mod stats;
 pub mod time;
 pub mod units;
 

@@ -76,8 +76,8 @@ impl Delays {
         s.sort_by(f64::total_cmp);
         Some(Delays {
             min: *s.first()?,
-            p50: crate::results::latency::percentile(&s, 50.0)?,
-            p99: crate::results::latency::percentile(&s, 99.0)?,
+            p50: crate::model::stats::percentile(&s, 50.0)?,
+            p99: crate::model::stats::percentile(&s, 99.0)?,
             max: *s.last()?,
             n: s.len(),
         })

@@ -6,6 +6,7 @@
 
 use crate::engine::latency::{Probe, ProberStats};
 use crate::model::display;
+use crate::model::stats::percentile;
 use serde::Serialize;
 
 /// RTT percentiles of one set of samples, ms. Nearest-rank percentiles (the smallest sample
@@ -19,15 +20,6 @@ pub struct RttStats {
     pub max: f64,
     /// Number of samples.
     pub n: usize,
-}
-
-/// Nearest-rank percentile `p` (0..=100) of sorted `v`; `None` when `v` is empty.
-pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
-    sorted.get(rank.min(sorted.len()) - 1).copied()
 }
 
 impl RttStats {

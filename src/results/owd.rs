@@ -10,7 +10,7 @@
 //! against the ICMP RTT. Method: `docs/latency.md`, "UDP echo".
 
 use crate::engine::echo::{EchoSample, EchoStats};
-use crate::results::latency::percentile;
+use crate::model::stats::percentile;
 use serde::Serialize;
 
 /// p50 / p99 of a set of delays, ms (nearest rank, as the RTT statistics).
