@@ -865,11 +865,7 @@ fn a_capture_started_with_a_run_holds_the_whole_run() {
         ],
     );
     assert_eq!(r.status, 303, "{}", r.body);
-    let id2: i64 = r
-        .location
-        .trim_start_matches("/runs/")
-        .parse()
-        .expect("run id");
+    let id2 = r.run_id();
     let v = wait_run(&http, id2, Duration::from_secs(20));
     assert_eq!(v["captures"][0]["run_id"].as_i64(), Some(id2), "{v}");
     let (_, log) = lab.output("daemon");

@@ -92,11 +92,7 @@ fn user_runs_a_test_from_the_browser_and_finds_it_in_history() {
         ],
     );
     assert_eq!(r.status, 303, "{}", r.body);
-    let id: i64 = r
-        .location
-        .trim_start_matches("/runs/")
-        .parse()
-        .expect("run id");
+    let id = r.run_id();
 
     // Live: the page says running, and the event stream delivers intervals then "done".
     let page = http.get(&format!("/runs/{id}")).body;
@@ -583,7 +579,7 @@ fn udp_test_and_udp_ladder_from_the_web() {
         ],
     );
     assert_eq!(r.status, 303, "{}", r.body);
-    let id: i64 = r.location.trim_start_matches("/runs/").parse().expect("id");
+    let id = r.run_id();
     let v = wait_run(&http, id, Duration::from_secs(20));
     assert_eq!(v["run"]["status"], "completed", "{v}");
     assert_eq!(v["run"]["protocol"], "UDP");
@@ -689,7 +685,7 @@ fn iperf2_peer_from_the_form_and_auto_detection() {
         ],
     );
     assert_eq!(r.status, 303, "{}", r.body);
-    let id: i64 = r.location.trim_start_matches("/runs/").parse().expect("id");
+    let id = r.run_id();
     let v = wait_run(&http, id, Duration::from_secs(30));
     let run = &v["run"];
     assert_eq!(run["status"], "completed", "{v}");
@@ -717,7 +713,7 @@ fn iperf2_peer_from_the_form_and_auto_detection() {
         ],
     );
     assert_eq!(r.status, 303, "{}", r.body);
-    let id: i64 = r.location.trim_start_matches("/runs/").parse().expect("id");
+    let id = r.run_id();
     let v = wait_run(&http, id, Duration::from_secs(30));
     assert_eq!(v["run"]["status"], "completed", "{v}");
     assert_eq!(v["run"]["kind"], "iperf2", "{v}");
@@ -797,7 +793,7 @@ fn run_form_advanced_network_settings() {
         ],
     );
     assert_eq!(r.status, 303, "{}", r.body);
-    let id: i64 = r.location.trim_start_matches("/runs/").parse().expect("id");
+    let id = r.run_id();
     let v = wait_run(&http, id, Duration::from_secs(30));
     assert_eq!(v["run"]["status"], "completed", "{v}");
     let p = &v["run"]["params"];

@@ -72,8 +72,7 @@ pub struct Delays {
 impl Delays {
     /// Of `v`, ms, any order; `None` when empty.
     pub fn of(v: &[f64]) -> Option<Delays> {
-        let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-        s.sort_by(f64::total_cmp);
+        let s = crate::model::stats::sorted_finite(v);
         Some(Delays {
             min: *s.first()?,
             p50: crate::model::stats::percentile(&s, 50.0)?,

@@ -6,7 +6,7 @@
 
 use crate::engine::latency::{Probe, ProberStats};
 use crate::model::display;
-use crate::model::stats::percentile;
+use crate::model::stats::{percentile, sorted_finite};
 use serde::Serialize;
 
 /// RTT percentiles of one set of samples, ms. Nearest-rank percentiles (the smallest sample
@@ -25,8 +25,7 @@ pub struct RttStats {
 impl RttStats {
     /// Statistics of `v` (any order); `None` when empty.
     pub fn of(v: &[f64]) -> Option<RttStats> {
-        let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-        s.sort_by(f64::total_cmp);
+        let s = sorted_finite(v);
         Some(RttStats {
             p50: percentile(&s, 50.0)?,
             p90: percentile(&s, 90.0)?,

@@ -10,7 +10,7 @@
 //! against the ICMP RTT. Method: `docs/latency.md`, "UDP echo".
 
 use crate::engine::echo::{EchoSample, EchoStats};
-use crate::model::stats::percentile;
+use crate::model::stats::{percentile, sorted_finite};
 use serde::Serialize;
 
 /// p50 / p99 of a set of delays, ms (nearest rank, as the RTT statistics).
@@ -25,8 +25,7 @@ pub struct Pct {
 impl Pct {
     /// Of `v` (any order); `None` when empty.
     pub fn of(v: &[f64]) -> Option<Pct> {
-        let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-        s.sort_by(f64::total_cmp);
+        let s = sorted_finite(v);
         Some(Pct {
             p50: percentile(&s, 50.0)?,
             p99: percentile(&s, 99.0)?,

@@ -23,6 +23,14 @@ impl Resp {
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
+
+    /// The run id of a redirect to `/runs/ID` (panics with the location when it is not one).
+    pub fn run_id(&self) -> i64 {
+        self.location
+            .strip_prefix("/runs/")
+            .and_then(|id| id.parse().ok())
+            .unwrap_or_else(|| panic!("not a run's location: {:?}", self.location))
+    }
 }
 
 /// A client: base URL, namespace, session cookie and CSRF token (sent by [`Http::api`]).
