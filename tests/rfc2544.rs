@@ -281,6 +281,111 @@ fn throughput_through_a_100_mbit_tbf_is_the_shaped_frame_rate() {
     assert_eq!(s["nat"]["restored"], true, "{s}");
 }
 
+/// Back-to-back (§26.4, RFC 9004) through the same 100 Mbit/s TBF: the shaper absorbs its
+/// 16 kB bucket and its 128 kB queue, (16,384 + 131,072) / (F − 4) frames, and forwards
+/// 100e6 / (8 × (F − 4)) frames/s meanwhile. A burst at 1 GbE's line rate fills it with
+/// N × (1 − T / R) frames, so the longest burst without a loss lies between the queue itself
+/// (frames arriving at once: a GSO batch crosses a veth in one go) and Q / (1 − T / R) (frames
+/// arriving at the line rate). `tc -s` is the independent observer of the drops.
+#[test]
+fn back_to_back_through_a_100_mbit_tbf_is_its_queue() {
+    let _one = serial();
+    let (mut lab, tf) = Lab::with_agent(TOKEN);
+    let board = lab.board.clone();
+    tbf_100m(&board, "eth1");
+    let (code, run, err) = rfc_cli(
+        &mut lab,
+        "rfc2544-b2b",
+        &[
+            "--peer",
+            "http://192.0.2.2:5280",
+            "--token-file",
+            &tf,
+            "--to",
+            PC2_IP,
+            "--in",
+            "eth0",
+            "--out",
+            "eth1",
+            "--nat",
+            "--sizes",
+            "512,1518",
+            "--trial",
+            "1",
+            "--resolution",
+            "5",
+            "--line-rate",
+            "1G",
+            "--tests",
+            "back-to-back,throughput",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}\n{run}");
+    assert_eq!(run["status"], "completed", "{run}");
+    let s = &run["summary"];
+    trials_add_up(s);
+    let b2b = rows(s, "back_to_back");
+    assert_eq!(b2b.len(), 2, "{s}");
+    for (row, frame) in b2b.iter().zip([512.0, 1518.0]) {
+        eprintln!("back-to-back {row}");
+        assert_eq!(num(row, "/frame"), frame);
+        assert_eq!(row["limit"], "dut", "{row}");
+        let queue = (16_384.0 + 131_072.0) / (frame - 4.0);
+        let line = 1e9 / (8.0 * (frame + 20.0));
+        let tp = num(row, "/throughput_fps");
+        let shaped = shaped_fps(frame);
+        assert!(
+            (tp - shaped).abs() <= 0.06 * shaped,
+            "{frame} B throughput {tp}"
+        );
+        let most = queue / (1.0 - shaped / line);
+        let got = num(row, "/frames");
+        assert!(
+            got >= 0.85 * queue && got <= 1.1 * most,
+            "{frame} B: {got} back-to-back frames, the shaper holds {queue:.0}..{most:.0}"
+        );
+        // RFC 9004 §5.4: implied = frames / line rate; corrected = what the board held.
+        assert!((num(row, "/implied_s") - got / line).abs() < 1e-9, "{row}");
+        let held = got - tp * got / line;
+        assert!((num(row, "/buffered_frames") - held).abs() < 1e-6, "{row}");
+        assert!(
+            (num(row, "/corrected_s") - held / line).abs() < 1e-9,
+            "{row}"
+        );
+    }
+    // Every burst went whole (the sender stopped at its burst), in a test long enough for
+    // the queue to drain (the burst plus 2 s); a burst that lost frames lost them in the board.
+    let bursts: Vec<&Value> = rows(s, "trials")
+        .iter()
+        .filter(|t| t["test"] == "back-to-back")
+        .collect();
+    assert!(bursts.len() >= 6, "{s}");
+    for t in &bursts {
+        assert_eq!(t["offered"], t["burst"], "{t}");
+        assert!(num(t, "/seconds") >= 2.9, "{t}");
+        if t["passed"] == false {
+            assert_eq!(t["bound"], "dut", "{t}");
+        }
+    }
+    assert!(bursts.iter().any(|t| t["passed"] == false));
+    assert!(tbf_drops(&board, "eth1") > 0);
+    let text = ns_out(
+        &board,
+        bin(),
+        &[
+            "runs",
+            "--data",
+            lab.dir().join("data").to_str().expect("utf-8"),
+            "show",
+            &run["id"].to_string(),
+        ],
+    );
+    assert!(
+        text.contains("Back-to-back frames (RFC 2544 §26.4, RFC 9004)"),
+        "{text}"
+    );
+}
+
 /// A PC that cannot send the rate (pc1's own egress shaped to 100 Mbit/s) is never the board's
 /// throughput; the API starts the run, the result page says it is a lower bound, and the form
 /// refuses a bad size with nothing started.
@@ -301,6 +406,12 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
         ("loss", json!(101), "loss (%) 101 is out of range"),
         ("trial", json!(0), "trial (s) 0 is out of range"),
         ("egress", json!("eth7"), "no port 'eth7'"),
+        ("tests", json!("back-to-back"), "choose throughput too"),
+        (
+            "b2b_repeat",
+            json!(0),
+            "back-to-back repeat 0 is out of range",
+        ),
     ] {
         let mut b = base.clone();
         b[k] = v;
@@ -314,8 +425,9 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
     b["sizes"] = json!([1518]);
     b["trial"] = json!(1);
     b["resolution"] = json!(5);
-    // PC2 runs stock iperf3 only: the latency row says why it has no figure.
-    b["tests"] = json!("throughput,latency");
+    // PC2 runs stock iperf3 only: the latency row says why it has no figure. The bursts of
+    // the back-to-back test fill PC1's own shaper first: a lower bound, never the board's.
+    b["tests"] = json!("throughput,latency,back-to-back");
     let r = http.api("POST", "/api/runs/rfc2544", &b);
     assert_eq!(r.status, 201, "{}", r.body);
     let id = r.json()["id"].as_i64().expect("id");
@@ -347,6 +459,16 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
         "{lat}"
     );
     assert_eq!(lat["answered"], 0, "{lat}");
+    let b2b = &rows(s, "back_to_back")[0];
+    assert_eq!(b2b["limit"], "generator", "{b2b}");
+    assert_eq!(b2b["dut"], false, "{b2b}");
+    assert!(num(b2b, "/frames") >= 1.0, "{b2b}");
+    assert!(
+        b2b["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("lower bound")),
+        "{b2b}"
+    );
 
     // The pages, as a user sees them.
     chromedriver(&mut lab, &board, WD_PORT);
@@ -363,6 +485,12 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
         assert!(table.contains("≥ "), "{w} px: {table}");
         assert!(table.contains("lower bound"), "{w} px: {table}");
         assert!(b.displayed("#rfc-chart"), "{w} px: no chart");
+        let b2b = b.js("return document.querySelector('#rfc-b2b').innerText;");
+        let b2b = b2b.as_str().unwrap_or_default();
+        assert!(
+            b2b.contains("≥ ") && b2b.contains("generating PC could not send a longer burst"),
+            "{w} px: {b2b}"
+        );
         let sw = b.js("return document.documentElement.scrollWidth - window.innerWidth;");
         assert!(
             sw.as_i64().unwrap_or(1) <= 0,
@@ -382,6 +510,14 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
         b.js("document.querySelector('#rfc2544-form [name=sizes]').value = '63'; return 0;");
         b.type_into("#rfc2544-form [name=target]", PC2_IP);
         b.js("document.querySelector('#rfc2544-form [name=peer]').value = 'http://192.0.2.2:5280'; return 0;");
+        assert!(
+            b.displayed("#rfc2544-form [name=test_b2b]"),
+            "{w} px: no back-to-back"
+        );
+        assert!(
+            b.displayed("#rfc2544-form [name=b2b_repeat]"),
+            "{w} px: no repeat"
+        );
         b.click("#rfc2544-form button[type=submit]");
         let e = b.wait_text("form-error", "frame size 63");
         assert!(e.contains("below Ethernet's minimum of 64"), "{e}");
@@ -428,7 +564,15 @@ fn bad_input_and_a_peer_that_is_down_start_nothing() {
         (&["--loss", "101"][..], "loss (%) 101 is out of range"),
         (&["--trial", "0"][..], "trial (s) 0 is out of range"),
         (&["--tests", "latency"][..], "choose throughput too"),
-        (&["--tests", "back-to-back"][..], "not built yet"),
+        (&["--tests", "back-to-back"][..], "choose throughput too"),
+        (
+            &["--tests", "throughput,b2b", "-R"][..],
+            "direction must be send, not receive",
+        ),
+        (
+            &["--tests", "throughput,b2b", "--b2b-repeat", "51"][..],
+            "back-to-back repeat 51 is out of range (1..50)",
+        ),
     ] {
         let mut a: Vec<&str> = base.to_vec();
         a.extend_from_slice(extra);

@@ -98,10 +98,14 @@ pub struct Rfc2544Args {
     /// Both directions at once
     #[arg(long)]
     pub bidir: bool,
-    /// Tests: throughput, latency, loss (comma-separated; latency needs throughput and
-    /// netperfd's UDP echo on PC2)
+    /// Tests: throughput, latency, loss, back-to-back (comma-separated; latency and
+    /// back-to-back need throughput; latency needs netperfd's UDP echo on PC2)
     #[arg(long, default_value = "throughput")]
     pub tests: String,
+    /// Times the back-to-back search runs per frame size; the result is their mean (RFC
+    /// 2544 asks for 50)
+    #[arg(long = "b2b-repeat", default_value_t = 1)]
+    pub b2b_repeat: u32,
     /// PC2's UDP echo port, for the latency test
     #[arg(long = "echo-port", default_value_t = crate::engine::echo::DEFAULT_PORT)]
     pub echo_port: u16,
@@ -269,6 +273,7 @@ pub fn rfc2544_main(a: Rfc2544Args) -> i32 {
             resolution: Some(a.resolution.clone()),
             direction: Some(direction.into()),
             tests: Some(a.tests.clone()),
+            b2b_repeat: Some(a.b2b_repeat.to_string()),
             echo_port: Some(a.echo_port.to_string()),
             line_rate: a.line_rate.clone(),
             csrf: None,

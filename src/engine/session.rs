@@ -302,6 +302,15 @@ impl DataPhase {
         }
     }
 
+    /// Stop the sending streams after `datagrams` blocks over all streams (a `-k` kept on
+    /// this side: the parameters the peer saw are unchanged). Only before [`DataPhase::start`];
+    /// later (the streams hold the shared state) it changes nothing.
+    pub fn set_send_cap(&mut self, datagrams: u64) {
+        if let Some(s) = Arc::get_mut(&mut self.shared) {
+            s.blockcount = datagrams;
+        }
+    }
+
     /// True for a UDP test.
     pub fn udp(&self) -> bool {
         self.params.protocol == Protocol::Udp

@@ -40,6 +40,10 @@ pub struct PeerTestSpec {
     /// test's host. Absent = none (an older agent refuses the field by name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbeRequest>,
+    /// Burst mode (RFC 2544 back-to-back): send this many datagrams at the rate, then nothing
+    /// until the duration ends (UDP, the agent sending only). Absent = a normal test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u64>,
 }
 
 /// Latency probes a peer test runs beside its traffic: one UDP echo request (netperfd's echo,
@@ -160,7 +164,10 @@ impl PeerTestSpec {
             bitrate: self.bitrate.map(|b| b.to_string()),
             ..Default::default()
         };
-        tr.to_spec(&[])
+        let mut cs = tr.to_spec(&[])?;
+        cs.burst = self.burst;
+        cs.validate()?;
+        Ok(cs)
     }
 }
 
@@ -192,6 +199,17 @@ mod tests {
         .unwrap();
         assert_eq!((d.port, d.params.time), (5201, 10));
         assert_eq!(d.params.direction, Direction::Send);
+        assert_eq!(d.burst, None);
+        // A burst stays on the agent's side: the parameters the server sees have no -k.
+        let b: PeerTestSpec = serde_json::from_str(
+            r#"{"host":"pc2","time":3,"udp":true,"bitrate":1000000000,"length":1472,"burst":108}"#,
+        )
+        .unwrap();
+        let c = b.to_client_spec().unwrap();
+        assert_eq!(
+            (c.burst, c.params.blockcount, c.params.time),
+            (Some(108), 0, 3)
+        );
     }
 
     /// The idle window is the first 0.5 s; the loaded one leaves out the traffic's first
@@ -284,6 +302,32 @@ mod tests {
             },
             "exclude",
         );
+        let udp = PeerTestSpec {
+            udp: true,
+            burst: Some(100),
+            ..base.clone()
+        };
+        for s in [
+            PeerTestSpec {
+                udp: false,
+                ..udp.clone()
+            },
+            PeerTestSpec {
+                reverse: true,
+                ..udp.clone()
+            },
+            PeerTestSpec {
+                bidir: true,
+                ..udp.clone()
+            },
+            PeerTestSpec {
+                burst: Some(0),
+                ..udp.clone()
+            },
+        ] {
+            bad(s, "a burst needs a UDP test");
+        }
+        assert!(udp.to_client_spec().is_ok());
         bad(
             PeerTestSpec {
                 udp: true,

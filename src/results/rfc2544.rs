@@ -120,8 +120,50 @@ pub fn judge(c: &TrialCounts, allowed: f64) -> Verdict {
     } else {
         0.0
     };
-    let tail = c.offered.saturating_sub(c.expected);
     let grace = (offered_fps * TAIL_GRACE_S).ceil() as u64;
+    let generator_short = offered_fps < GENERATOR_SHORT * c.target_fps;
+    verdict(c, allowed, grace, offered_fps, generator_short)
+}
+
+/// Judge a back-to-back trial: a burst of `burst` frames asked at `c.target_fps` (the line
+/// rate), then [`B2B_QUIET_S`] of nothing before the receiver's count ends, so every frame
+/// missing is lost (no tail grace) and the burst passes only without a loss. `lag_ms` is the
+/// generator's largest lag behind its schedule (`sender_max_lag_ms`): a burst whose sender
+/// fell behind by more than [`B2B_LAG_SHARE`] of the burst's time (at least
+/// [`B2B_MIN_LAG_MS`]), or that sent fewer frames than asked, did not arrive at the rate and
+/// is `generator_short`. Its `offered_fps` is `frames sent / (burst time at the rate + lag)`,
+/// the slowest the burst can have gone.
+pub fn judge_burst(c: &TrialCounts, burst: u64, lag_ms: f64) -> Verdict {
+    let burst_s = if c.target_fps > 0.0 {
+        burst as f64 / c.target_fps
+    } else {
+        0.0
+    };
+    let lag_ms = if lag_ms.is_finite() {
+        lag_ms.max(0.0)
+    } else {
+        0.0
+    };
+    let offered_fps = if burst_s > 0.0 {
+        c.offered.min(burst) as f64 / (burst_s + lag_ms / 1000.0)
+    } else {
+        0.0
+    };
+    let short =
+        c.offered < burst || lag_ms > (B2B_LAG_SHARE * burst_s * 1000.0).max(B2B_MIN_LAG_MS);
+    verdict(c, 0.0, 0, offered_fps, short)
+}
+
+/// The verdict of counts `c`: frames missing after the last one seen count as lost beyond
+/// `grace` frames.
+fn verdict(
+    c: &TrialCounts,
+    allowed: f64,
+    grace: u64,
+    offered_fps: f64,
+    generator_short: bool,
+) -> Verdict {
+    let tail = c.offered.saturating_sub(c.expected);
     let lost_frames = c.lost + tail.saturating_sub(grace);
     let loss_ratio = if c.offered > 0 {
         lost_frames as f64 / c.offered as f64
@@ -129,7 +171,6 @@ pub fn judge(c: &TrialCounts, allowed: f64) -> Verdict {
         1.0
     };
     let passed = c.offered > 0 && lost_frames as f64 <= allowed * c.offered as f64;
-    let generator_short = offered_fps < GENERATOR_SHORT * c.target_fps;
     let board_kept = c.board_in.saturating_sub(c.board_out);
     let bound = if passed {
         generator_short.then_some(Bound::Generator)
@@ -340,6 +381,216 @@ pub fn loss_curve_done(losses: &[u64]) -> bool {
     losses.len() >= 2 && losses[losses.len() - 2..].iter().all(|l| *l == 0)
 }
 
+// ------------------------------------------------------------------ back-to-back (§26.4)
+
+/// Quiet time after a burst before the receiver's count ends, s: RFC 2544 §23's wait for
+/// residual frames, so a frame the board still held queued at the burst's end is counted.
+pub const B2B_QUIET_S: f64 = 2.0;
+/// The longest burst tried, s at the line rate (RFC 9004 §5: a burst of 2 s is long enough
+/// for any buffer it is meant to find).
+pub const B2B_MAX_BURST_S: f64 = 2.0;
+/// The first burst, s at the line rate (1 ms); the search doubles it until the board drops.
+pub const B2B_FIRST_BURST_S: f64 = 0.001;
+/// A burst's generator may lag its schedule by this share of the burst's time (or
+/// [`B2B_MIN_LAG_MS`], whichever is more) and still count as sent at the rate.
+pub const B2B_LAG_SHARE: f64 = 0.1;
+/// See [`B2B_LAG_SHARE`], ms.
+pub const B2B_MIN_LAG_MS: f64 = 0.5;
+/// A burst that passed while its generator fell short is tried again this many times before
+/// the generator is called the limit.
+pub const B2B_RETRIES: u32 = 3;
+/// Most trials one back-to-back search may run (doubling from 1 ms to 2 s takes 12, the
+/// halving to 0.5 % about 8 more).
+pub const MAX_B2B_TRIALS: usize = 40;
+
+/// What a back-to-back search found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BurstLimit {
+    /// The longest burst tried ([`B2B_MAX_BURST_S`]) passed: the board's buffer is at least
+    /// that.
+    Cap,
+    /// The board dropped a longer burst: the DUT's back-to-back frames.
+    Dut,
+    /// The generating PC could not send a longer burst at the rate (a lower bound).
+    Generator,
+    /// The receiving PC lost frames of a longer burst (a lower bound).
+    Receiver,
+}
+
+impl BurstLimit {
+    /// Whether the figure is the board's own (not a lower bound set by the burst cap or a PC).
+    pub fn is_dut(self) -> bool {
+        self == BurstLimit::Dut
+    }
+}
+
+/// The back-to-back search of RFC 2544 §26.4 for one frame size: bursts at the line rate,
+/// doubled from [`B2B_FIRST_BURST_S`] until the board drops one (or [`B2B_MAX_BURST_S`]
+/// passes), then halved between the longest burst that passed and the shortest that failed
+/// until they are within `resolution` of the failing one (and at least a frame apart).
+/// A PC's loss sets a tools' bound instead of the board's, as in [`Search`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct BurstSearch {
+    first: u64,
+    max: u64,
+    resolution: f64,
+    /// Longest burst that passed, frames (0 = none yet).
+    lo: u64,
+    /// Shortest burst the board dropped frames of.
+    hi_dut: Option<u64>,
+    /// Shortest burst a PC failed at (or the generator's ceiling), and whose.
+    hi_tool: Option<(u64, Bound)>,
+    /// A burst to try again (it passed while its generator fell short), and how often it was.
+    again: Option<u64>,
+    retries: u32,
+    trials: usize,
+    done: bool,
+}
+
+impl BurstSearch {
+    /// A search at `line_fps` (the line rate, frames/s) to `resolution` (fraction).
+    pub fn new(line_fps: f64, resolution: f64) -> BurstSearch {
+        let ok = line_fps.is_finite() && line_fps > 0.0;
+        let max = if ok {
+            (line_fps * B2B_MAX_BURST_S).ceil() as u64
+        } else {
+            0
+        };
+        let first = if ok {
+            ((line_fps * B2B_FIRST_BURST_S).ceil() as u64).clamp(2, max.max(2))
+        } else {
+            0
+        };
+        BurstSearch {
+            first,
+            max,
+            resolution: resolution.max(1e-4),
+            lo: 0,
+            hi_dut: None,
+            hi_tool: None,
+            again: None,
+            retries: 0,
+            trials: 0,
+            done: !ok,
+        }
+    }
+
+    fn hi(&self) -> Option<u64> {
+        let tool = self.hi_tool.map(|(n, _)| n);
+        match (self.hi_dut, tool) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Frames of the next burst; `None` when the search has ended.
+    pub fn next_burst(&self) -> Option<u64> {
+        if self.done {
+            return None;
+        }
+        if let Some(n) = self.again {
+            return Some(n);
+        }
+        Some(match self.hi() {
+            _ if self.trials == 0 => self.first,
+            None => self.lo.saturating_mul(2).clamp(self.first, self.max),
+            Some(hi) if self.lo == 0 => (hi / 2).max(1),
+            Some(hi) => self.lo + (hi - self.lo) / 2,
+        })
+    }
+
+    /// Take the verdict of a burst of `n` frames.
+    pub fn record(&mut self, n: u64, v: &Verdict) {
+        self.trials += 1;
+        self.again = None;
+        if v.passed && v.generator_short {
+            self.retries += 1;
+            if self.retries >= B2B_RETRIES {
+                self.set_tool(n, Bound::Generator);
+            } else {
+                self.again = Some(n);
+            }
+        } else if v.passed {
+            self.lo = self.lo.max(n);
+            self.retries = 0;
+        } else {
+            self.retries = 0;
+            match v.bound {
+                Some(Bound::Dut) | None => {
+                    self.hi_dut = Some(self.hi_dut.map_or(n, |h| h.min(n)));
+                }
+                Some(b) => self.set_tool(n, b),
+            }
+        }
+        let close = |hi: u64| {
+            hi <= self.lo + 1
+                || (hi - self.lo) as f64 <= self.resolution * hi as f64
+                || (self.lo == 0 && hi <= 1)
+        };
+        self.done = self.again.is_none()
+            && (self.lo >= self.max
+                || self.hi().is_some_and(close)
+                || self.trials >= MAX_B2B_TRIALS);
+        if self.trials >= MAX_B2B_TRIALS {
+            self.done = true;
+        }
+    }
+
+    fn set_tool(&mut self, n: u64, b: Bound) {
+        if self.hi_tool.is_none_or(|(h, _)| n < h) {
+            self.hi_tool = Some((n, b));
+        }
+    }
+
+    /// The longest burst that passed, frames, and which limit stopped the search.
+    pub fn result(&self) -> (u64, BurstLimit) {
+        if self.lo >= self.max && self.max > 0 {
+            return (self.lo, BurstLimit::Cap);
+        }
+        let limit = match (self.hi_tool, self.hi_dut) {
+            (Some((t, b)), d) if d.is_none_or(|d| t <= d) => match b {
+                Bound::Receiver => BurstLimit::Receiver,
+                Bound::Generator | Bound::Dut => BurstLimit::Generator,
+            },
+            _ => BurstLimit::Dut,
+        };
+        (self.lo, limit)
+    }
+
+    /// Trials recorded so far.
+    pub fn trials(&self) -> usize {
+        self.trials
+    }
+}
+
+/// The implied DUT buffer time of RFC 9004 §5.4, s: the back-to-back frames as time at the
+/// line rate (`frames / line_fps`).
+pub fn implied_buffer_s(frames: f64, line_fps: f64) -> f64 {
+    if line_fps > 0.0 {
+        frames / line_fps
+    } else {
+        0.0
+    }
+}
+
+/// The frames the board held at the end of a burst of `frames` at `line_fps` while it
+/// forwarded at its throughput `throughput_fps`: `frames − throughput_fps × frames /
+/// line_fps` (what came in, less what left during the burst; RFC 9004 §5.4's correction).
+pub fn buffered_frames(frames: f64, line_fps: f64, throughput_fps: f64) -> f64 {
+    if line_fps > 0.0 {
+        (frames - throughput_fps * frames / line_fps).max(0.0)
+    } else {
+        0.0
+    }
+}
+
+/// The corrected DUT buffer time of RFC 9004 §5.4, s: [`buffered_frames`] as time at the line
+/// rate.
+pub fn corrected_buffer_s(frames: f64, line_fps: f64, throughput_fps: f64) -> f64 {
+    implied_buffer_s(buffered_frames(frames, line_fps, throughput_fps), line_fps)
+}
+
 // ------------------------------------------------------------------ presentation
 
 use crate::model::display;
@@ -542,6 +793,105 @@ pub fn latency_rows(summary: &Value) -> Vec<LatencyRow> {
         .collect()
 }
 
+/// One frame size's back-to-back result (§26.4 / RFC 9004) as the page and the CLI show it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct B2bRow {
+    pub frame: u64,
+    /// Back-to-back frames (the mean of the searches), "≥ " when a PC or the 2 s cap set it;
+    /// "—" when not measured.
+    pub frames: String,
+    /// Each search's result ("105, 108, 110").
+    pub searches: String,
+    /// Implied and corrected DUT buffer time (RFC 9004 §5.4), ms ("1.329").
+    pub implied_ms: String,
+    pub corrected_ms: String,
+    /// Frames the board held at the burst's end (the corrected figure as frames).
+    pub buffered: String,
+    /// Whose limit ("—" before the search ends or when nothing was measured).
+    pub limit: String,
+    /// Why nothing was measured, or what the figure leans on; empty when nothing to say.
+    pub note: String,
+    /// Trials run; "…" appended while searching.
+    pub trials: String,
+}
+
+/// The back-to-back table of a run's summary.
+pub fn b2b_rows(summary: &Value) -> Vec<B2bRow> {
+    let Some(rows) = summary["back_to_back"].as_array() else {
+        return Vec::new();
+    };
+    let ms = |v: &Value| {
+        v.as_f64()
+            .map_or("—".to_string(), |x| format!("{:.3}", x * 1e3))
+    };
+    rows.iter()
+        .take(64)
+        .map(|r| {
+            let limit: Option<BurstLimit> = serde_json::from_value(r["limit"].clone()).ok();
+            let prefix = if limit.is_some_and(|l| !l.is_dut()) {
+                "≥ "
+            } else {
+                ""
+            };
+            let frames = match r["frames"].as_f64() {
+                Some(f) if f.fract() == 0.0 => format!("{prefix}{}", display::count(f as u64)),
+                Some(f) => format!("{prefix}{}", display::count(f.round() as u64)),
+                None => match r["searching"].as_u64() {
+                    Some(n) if n > 0 => format!("≥ {} so far", display::count(n)),
+                    _ => "—".into(),
+                },
+            };
+            let searches = r["searches"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .take(MAX_B2B_SHOWN)
+                        .filter_map(|x| x["frames"].as_u64())
+                        .map(display::count)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default();
+            let limit_text: String = match limit {
+                Some(BurstLimit::Dut) => "the board dropped a longer burst".to_string(),
+                Some(BurstLimit::Cap) => "the longest burst tried (2 s at the line rate) passed (a lower bound)".into(),
+                Some(BurstLimit::Generator) => {
+                    "the generating PC could not send a longer burst at the line rate (a lower bound)"
+                        .into()
+                }
+                Some(BurstLimit::Receiver) => {
+                    "the receiving PC lost frames of a longer burst (a lower bound)".into()
+                }
+                None => "—".into(),
+            };
+            B2bRow {
+                frame: r["frame"].as_u64().unwrap_or(0),
+                frames,
+                searches,
+                implied_ms: ms(&r["implied_s"]),
+                corrected_ms: ms(&r["corrected_s"]),
+                buffered: r["buffered_frames"]
+                    .as_f64()
+                    .map_or("—".to_string(), |b| display::count(b.round() as u64)),
+                limit: limit_text,
+                note: r["note"].as_str().unwrap_or_default().to_string(),
+                trials: format!(
+                    "{}{}",
+                    r["trials"].as_u64().unwrap_or(0),
+                    if r["done"].as_bool() == Some(false) {
+                        " …"
+                    } else {
+                        ""
+                    }
+                ),
+            }
+        })
+        .collect()
+}
+
+/// Most search results one back-to-back row lists.
+const MAX_B2B_SHOWN: usize = 50;
+
 /// The column headings of [`loss_rows`]: "100 %", "90 %", ….
 pub fn loss_headings() -> Vec<String> {
     LOSS_STEPS
@@ -594,6 +944,22 @@ pub fn text(summary: &Value) -> String {
             out.push_str(&format!("{:>6} {}\n", r.frame, r.cells.join("  ")));
         }
     }
+    let b2b = b2b_rows(summary);
+    if !b2b.is_empty() {
+        out.push_str(&format!(
+            "Back-to-back frames (RFC 2544 §26.4, RFC 9004) at the line rate:\n{:>6} {:>12} {:>12} {:>14} {:>10}  limit\n",
+            "frame", "frames", "implied ms", "corrected ms", "buffered"
+        ));
+        for r in &b2b {
+            out.push_str(&format!(
+                "{:>6} {:>12} {:>12} {:>14} {:>10}  {}\n",
+                r.frame, r.frames, r.implied_ms, r.corrected_ms, r.buffered, r.limit
+            ));
+            if !r.note.is_empty() {
+                out.push_str(&format!("{:>6} {}\n", "", r.note));
+            }
+        }
+    }
     out
 }
 
@@ -601,7 +967,7 @@ pub fn text(summary: &Value) -> String {
 /// frames offered / received / lost, loss ratio, verdict and whose limit.
 pub fn trials_csv(summary: &Value) -> String {
     let mut out = String::from(
-        "test,frame_bytes,target_fps,target_percent_line,offered_fps,offered,received,lost,loss_ratio,seconds,passed,generator_short,bound,board_kept,rtt_p50_ms,rtt_p99_ms,rtt_max_ms\n",
+        "test,frame_bytes,target_fps,target_percent_line,offered_fps,offered,received,lost,loss_ratio,seconds,passed,generator_short,bound,board_kept,rtt_p50_ms,rtt_p99_ms,rtt_max_ms,burst_frames\n",
     );
     for t in summary["trials"]
         .as_array()
@@ -617,7 +983,7 @@ pub fn trials_csv(summary: &Value) -> String {
                 .unwrap_or_default()
         };
         out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             t["test"].as_str().unwrap_or("").replace(',', " "),
             u("frame"),
             f("target_fps"),
@@ -635,6 +1001,7 @@ pub fn trials_csv(summary: &Value) -> String {
             rtt("p50"),
             rtt("p99"),
             rtt("max"),
+            u("burst"),
         ));
     }
     out
@@ -777,6 +1144,205 @@ mod tests {
         }
         let (fps, limit) = s.result();
         (fps, limit, s.trials())
+    }
+
+    /// A burst of `n` frames at `line` frames/s into a DUT that forwards `tp` frames/s and
+    /// queues `queue` frames (its qdisc counts the drops); `lag_ms` the generator's lag.
+    fn burst(n: u64, line: f64, tp: f64, queue: f64, lag_ms: f64) -> Verdict {
+        let held = n as f64 * (1.0 - tp / line);
+        let dropped = (held - queue).max(0.0).ceil() as u64;
+        let c = TrialCounts {
+            target_fps: line,
+            offered: n,
+            expected: n,
+            lost: dropped,
+            seconds: 3.0,
+            board_in: n + 20,
+            board_out: n - dropped + 3,
+            board_drops: dropped,
+            ..Default::default()
+        };
+        judge_burst(&c, n, lag_ms)
+    }
+
+    fn b2b(line: f64, tp: f64, queue: f64, res: f64) -> (u64, BurstLimit, usize) {
+        let mut s = BurstSearch::new(line, res);
+        while let Some(n) = s.next_burst() {
+            s.record(n, &burst(n, line, tp, queue, 0.0));
+        }
+        let (n, l) = s.result();
+        (n, l, s.trials())
+    }
+
+    #[test]
+    fn the_back_to_back_search_finds_the_longest_burst_within_the_resolution() {
+        // 1518-byte frames at 1 GbE (81,274 fps) into a 100 Mbit/s shaper (8,256 fps) with a
+        // queue of 97 frames: bursts up to 97 / (1 − 8256/81274) = 107.97 frames pass.
+        let (n, limit, trials) = b2b(81_274.0, 8_256.0, 97.0, 0.005);
+        assert_eq!((n, limit), (107, BurstLimit::Dut), "{trials} trials");
+        assert!(trials <= 12, "{trials} trials");
+        // The same at 5 %: within 5 % below the true 107.
+        let (n5, _, t5) = b2b(81_274.0, 8_256.0, 97.0, 0.05);
+        assert!((102..=107).contains(&n5) && t5 < trials, "{n5} after {t5}");
+        // 64-byte frames into a board with a 4,096-frame ring at 300 k fps.
+        let (n, limit, _) = b2b(1_488_095.0, 300_000.0, 4096.0, 0.005);
+        let want = 4096.0 / (1.0 - 300_000.0 / 1_488_095.0);
+        assert_eq!(limit, BurstLimit::Dut);
+        assert!(
+            n as f64 <= want && n as f64 >= want * 0.995,
+            "{n} vs {want}"
+        );
+        // A board that holds more than 2 s of the line rate: the cap, a lower bound.
+        let (n, limit, trials) = b2b(81_274.0, 8_256.0, 1e9, 0.005);
+        assert_eq!((n, limit), (162_548, BurstLimit::Cap));
+        assert_eq!(trials, 12, "1 ms doubled to 2 s");
+        // A board that drops the second frame of any burst.
+        let (n, limit, _) = b2b(81_274.0, 0.0, 1.0, 0.005);
+        assert_eq!((n, limit), (1, BurstLimit::Dut));
+    }
+
+    #[test]
+    fn buffer_times_follow_rfc_9004() {
+        // 107.97 frames at 81,274 fps: implied 1.3285 ms; the shaper forwarded 10.97 of them
+        // during the burst, so the buffer held 97 frames: 1.1935 ms at the line rate.
+        let n = 97.0 / (1.0 - 8_256.0 / 81_274.0);
+        assert!((implied_buffer_s(n, 81_274.0) - 1.3285e-3).abs() < 1e-6);
+        assert!((buffered_frames(n, 81_274.0, 8_256.0) - 97.0).abs() < 1e-9);
+        assert!((corrected_buffer_s(n, 81_274.0, 8_256.0) - 97.0 / 81_274.0).abs() < 1e-12);
+        // A board at line rate buffers nothing; no line rate, no figure.
+        assert_eq!(corrected_buffer_s(500.0, 81_274.0, 81_274.0), 0.0);
+        assert_eq!(implied_buffer_s(500.0, 0.0), 0.0);
+    }
+
+    #[test]
+    fn a_burst_is_judged_without_a_tail_grace_and_by_its_generator_s_lag() {
+        let c = TrialCounts {
+            target_fps: 81_274.0,
+            offered: 1000,
+            expected: 995,
+            lost: 0,
+            seconds: 3.0,
+            board_in: 1000,
+            board_out: 995,
+            board_drops: 5,
+            ..Default::default()
+        };
+        // The last 5 frames never arrived: lost (a throughput trial forgives 0.1 s of them).
+        let v = judge_burst(&c, 1000, 0.0);
+        assert_eq!(
+            (v.lost_frames, v.passed, v.bound),
+            (5, false, Some(Bound::Dut))
+        );
+        assert_eq!(judge(&c, 0.0).lost_frames, 0);
+        let clean = TrialCounts {
+            expected: 1000,
+            board_out: 1000,
+            board_drops: 0,
+            ..c
+        };
+        // 1000 frames are 12.3 ms at the line rate: a lag of 1 ms is within 10 %; 2 ms is not.
+        let v = judge_burst(&clean, 1000, 1.0);
+        assert!(v.passed && !v.generator_short, "{v:?}");
+        assert!((v.offered_fps - 1000.0 / (1000.0 / 81_274.0 + 0.001)).abs() < 1e-6);
+        let v = judge_burst(&clean, 1000, 2.0);
+        assert!(v.passed && v.generator_short, "{v:?}");
+        assert_eq!(v.bound, Some(Bound::Generator));
+        // A short burst (12 frames, 0.15 ms) may lag 0.5 ms; sending less than asked is short.
+        let small = TrialCounts {
+            offered: 12,
+            expected: 12,
+            board_in: 12,
+            board_out: 12,
+            ..clean
+        };
+        assert!(!judge_burst(&small, 12, 0.4).generator_short);
+        assert!(judge_burst(&small, 12, 0.6).generator_short);
+        assert!(judge_burst(&small, 13, 0.0).generator_short);
+    }
+
+    #[test]
+    fn a_pc_that_cannot_keep_a_burst_is_never_the_board_s_buffer() {
+        // The generator lags on every burst longer than 400 frames: those passes are tried
+        // three times, then the search ends with the generator as the limit (a lower bound).
+        let mut s = BurstSearch::new(81_274.0, 0.005);
+        while let Some(n) = s.next_burst() {
+            let lag = if n > 400 { 5.0 } else { 0.0 };
+            s.record(n, &burst(n, 81_274.0, 8_256.0, 1e6, lag));
+        }
+        let (n, limit) = s.result();
+        assert_eq!(limit, BurstLimit::Generator);
+        assert!((326..=400).contains(&n), "{n}");
+        // A receiving PC that drops (its own counters) above 1,000 frames, a DUT buffer of
+        // 5,000: the receiver's limit, never the board's.
+        let mut s = BurstSearch::new(81_274.0, 0.01);
+        while let Some(n) = s.next_burst() {
+            let mut v = burst(n, 81_274.0, 8_256.0, 5_000.0, 0.0);
+            if n > 1000 {
+                let c = TrialCounts {
+                    target_fps: 81_274.0,
+                    offered: n,
+                    expected: n,
+                    lost: n - 1000,
+                    seconds: 3.0,
+                    board_in: n,
+                    board_out: n,
+                    receiver_drops: n - 1000,
+                    ..Default::default()
+                };
+                v = judge_burst(&c, n, 0.0);
+            }
+            s.record(n, &v);
+        }
+        let (n, limit) = s.result();
+        assert_eq!(limit, BurstLimit::Receiver);
+        assert!((990..=1000).contains(&n), "{n}");
+    }
+
+    #[test]
+    fn the_back_to_back_table_shows_the_mean_and_the_buffer() {
+        let s = serde_json::json!({"back_to_back": [
+            {"frame": 1518, "frames": 107.0, "limit": "dut", "implied_s": 0.0013166,
+             "corrected_s": 0.0011829, "buffered_frames": 96.14, "trials": 11, "done": true,
+             "searches": [{"frames": 105, "limit": "dut"}, {"frames": 109, "limit": "dut"}]},
+            {"frame": 512, "frames": 2000.0, "limit": "receiver", "trials": 9, "done": true,
+             "searches": [{"frames": 2000, "limit": "receiver"}]},
+            {"frame": 64, "note": "the board forwards at the line rate: nothing to measure",
+             "trials": 0, "done": true, "searches": []},
+            {"frame": 128, "searching": 640, "trials": 4, "done": false, "searches": []}
+        ]});
+        let rows = b2b_rows(&s);
+        assert_eq!(rows[0].frames, "107");
+        assert_eq!(
+            (rows[0].implied_ms.as_str(), rows[0].corrected_ms.as_str()),
+            ("1.317", "1.183")
+        );
+        assert_eq!(
+            (rows[0].buffered.as_str(), rows[0].searches.as_str()),
+            ("96", "105, 109")
+        );
+        assert_eq!(rows[0].limit, "the board dropped a longer burst");
+        assert_eq!(rows[1].frames, "≥ 2,000");
+        assert!(rows[1].limit.contains("receiving PC"), "{}", rows[1].limit);
+        assert_eq!(
+            (rows[2].frames.as_str(), rows[2].corrected_ms.as_str()),
+            ("—", "—")
+        );
+        assert_eq!(rows[2].limit, "—");
+        assert!(rows[2].note.contains("line rate"), "{}", rows[2].note);
+        assert!(rows[0].note.is_empty());
+        assert_eq!(
+            (rows[3].frames.as_str(), rows[3].trials.as_str()),
+            ("≥ 640 so far", "4 …")
+        );
+        let t = text(&s);
+        assert!(
+            t.contains("Back-to-back frames (RFC 2544 §26.4, RFC 9004)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("  1518          107        1.317          1.183         96"),
+            "{t}"
+        );
     }
 
     #[test]
@@ -1066,12 +1632,12 @@ mod tests {
         assert_eq!(csv.lines().count(), 3);
         assert_eq!(
             csv.lines().nth(1),
-            Some("throughput,512,24500,10.43,24499,244990,244990,0,0,10,true,false,,0,,,")
+            Some("throughput,512,24500,10.43,24499,244990,244990,0,0,10,true,false,,0,,,,")
         );
         assert_eq!(
             csv.lines().nth(2),
             Some(
-                "latency,512,24500,10.43,24500,245000,245000,0,0,10,true,false,,0,1.25,9.5,10.125"
+                "latency,512,24500,10.43,24500,245000,245000,0,0,10,true,false,,0,1.25,9.5,10.125,"
             )
         );
         // Latency (§26.2): ms with three decimals; a PC2 without echo says so.

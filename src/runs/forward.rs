@@ -206,6 +206,7 @@ impl ForwardRequest {
             bitrate: (p.bandwidth > 0).then_some(p.bandwidth),
             length: opt(&self.length).map(|_| p.len),
             probe: None,
+            burst: None,
         };
         spec.to_client_spec()?;
         Ok(ForwardPlan {

@@ -53,6 +53,7 @@ pub fn start_rfc2544(
         "loss_percent": plan.loss * 100.0,
         "resolution_percent": plan.resolution * 100.0,
         "tests": plan.tests,
+        "b2b_repeat": plan.b2b_repeat,
         "echo_port": plan.echo_port,
         "line_bps": plan.line_bps,
         "line_source": plan.line_source,
@@ -122,6 +123,11 @@ struct TrialRow {
     /// A latency trial's probes (round trips through the board, ms).
     #[serde(skip_serializing_if = "Option::is_none")]
     latency: Option<crate::peer::spec::ProbeSummary>,
+    /// A back-to-back trial's burst, frames (sent at `target_fps`, then quiet).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    burst: Option<u64>,
+    /// The generator's largest lag behind its schedule, ms (a core it did not get).
+    sender_lag_ms: f64,
 }
 
 struct Runner {
@@ -175,6 +181,8 @@ impl Runner {
             "throughput": [],
             "latency": [],
             "loss": [],
+            "back_to_back": [],
+            "b2b_repeat": p.b2b_repeat,
             "echo_port": p.echo_port,
         });
         match self.client.info().await {
@@ -231,6 +239,7 @@ impl Runner {
                     Rfc2544Test::Throughput => self.throughput(frame).await?,
                     Rfc2544Test::Latency => self.latency(frame).await?,
                     Rfc2544Test::Loss => self.loss_curve(frame).await?,
+                    Rfc2544Test::BackToBack => self.back_to_back(frame).await?,
                 }
             }
         }
@@ -244,7 +253,7 @@ impl Runner {
         let mut best: Option<usize> = None;
         while let Some(rate) = search.next_rate() {
             let asked = search.ask_rate(rate);
-            let i = self.trial("throughput", frame, asked, None).await?;
+            let i = self.trial("throughput", frame, asked, None, None).await?;
             let v = self.trials[i].verdict.clone();
             search.record(asked, &v);
             if v.passed {
@@ -309,7 +318,7 @@ impl Runner {
                 port: self.plan.echo_port,
                 interval_ms: PROBE_INTERVAL_MS,
             };
-            let i = self.trial("latency", frame, fps, Some(probe)).await?;
+            let i = self.trial("latency", frame, fps, Some(probe), None).await?;
             let t = &self.trials[i];
             row["trial"] = json!(i);
             row["loss_ratio"] = json!(t.verdict.loss_ratio);
@@ -345,7 +354,7 @@ impl Runner {
         let mut losses = Vec::new();
         let mut steps = Vec::new();
         for share in judge::LOSS_STEPS {
-            let i = self.trial("loss", frame, line * share, None).await?;
+            let i = self.trial("loss", frame, line * share, None, None).await?;
             let t = &self.trials[i];
             losses.push(t.verdict.lost_frames);
             steps.push(json!({
@@ -372,19 +381,117 @@ impl Runner {
         Ok(())
     }
 
-    /// Run one trial at `fps` frames/s of `frame` bytes; its index in `self.trials`.
+    /// §26.4 (RFC 9004): bursts at the line rate, searched for the longest one the board
+    /// forwards without a loss, [`Rfc2544Plan::b2b_repeat`] times; the row holds each
+    /// search's result, their mean, and the buffer time it implies, corrected for what the
+    /// board forwarded during the burst at the throughput found.
+    async fn back_to_back(&mut self, frame: u32) -> Result<(), (RunStatus, String)> {
+        let line = frames::line_rate_fps(self.plan.line_bps, frame);
+        let tp = self.summary["throughput"]
+            .as_array()
+            .and_then(|l| l.iter().find(|r| r["frame"] == frame))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let tp_fps = tp["fps"].as_f64().unwrap_or(0.0);
+        let tp_limit: Option<judge::Limit> = serde_json::from_value(tp["limit"].clone()).ok();
+        let mut row = json!({
+            "frame": frame,
+            "line_fps": line,
+            "throughput_fps": tp_fps,
+            "throughput_limit": tp_limit,
+            "searches": [],
+            "trials": 0,
+            "done": false,
+        });
+        let skip = if tp_fps <= 0.0 {
+            Some("no rate passed the throughput test: the correction has nothing to use")
+        } else if tp_limit == Some(judge::Limit::LineRate) {
+            Some("the board forwards at the line rate: a burst never fills its buffer (RFC 9004 §5), nothing to measure")
+        } else {
+            None
+        };
+        if let Some(note) = skip {
+            row["note"] = json!(note);
+            row["done"] = json!(true);
+            self.set_b2b(frame, row);
+            return Ok(());
+        }
+        let mut results: Vec<(u64, judge::BurstLimit)> = Vec::new();
+        let mut trials = 0usize;
+        for _ in 0..self.plan.b2b_repeat.max(1) {
+            let mut search = judge::BurstSearch::new(line, self.plan.resolution);
+            while let Some(n) = search.next_burst() {
+                let i = self
+                    .trial("back-to-back", frame, line, None, Some(n))
+                    .await?;
+                let v = self.trials[i].verdict.clone();
+                search.record(n, &v);
+                trials += 1;
+                row["trials"] = json!(trials);
+                row["searching"] = json!(search.result().0);
+                self.set_b2b(frame, row.clone());
+                self.store_summary();
+            }
+            results.push(search.result());
+            row["searches"] = json!(results
+                .iter()
+                .map(|(n, l)| json!({"frames": n, "limit": l}))
+                .collect::<Vec<_>>());
+        }
+        let mean = results.iter().map(|(n, _)| *n as f64).sum::<f64>() / results.len() as f64;
+        // The worst limit any search met: one lower bound makes the mean a lower bound.
+        let limit = results
+            .iter()
+            .map(|(_, l)| *l)
+            .find(|l| !l.is_dut())
+            .unwrap_or(judge::BurstLimit::Dut);
+        row["frames"] = json!(mean);
+        row["limit"] = json!(limit);
+        row["dut"] = json!(limit.is_dut());
+        row["implied_s"] = json!(judge::implied_buffer_s(mean, line));
+        row["buffered_frames"] = json!(judge::buffered_frames(mean, line, tp_fps));
+        row["corrected_s"] = json!(judge::corrected_buffer_s(mean, line, tp_fps));
+        row["done"] = json!(true);
+        if let Some(o) = row.as_object_mut() {
+            o.remove("searching");
+        }
+        if !tp_limit.is_some_and(judge::Limit::is_dut) {
+            row["note"] =
+                json!("the throughput is a PC's lower bound: the corrected time uses it as it is");
+        }
+        self.set_b2b(frame, row);
+        self.store_summary();
+        Ok(())
+    }
+
+    fn set_b2b(&mut self, frame: u32, row: Value) {
+        if let Some(list) = self.summary["back_to_back"].as_array_mut() {
+            match list.iter_mut().find(|r| r["frame"] == frame) {
+                Some(r) => *r = row,
+                None => list.push(row),
+            }
+        }
+    }
+
+    /// Run one trial at `fps` frames/s of `frame` bytes (with `burst`: a burst of that many
+    /// frames at `fps`, then [`judge::B2B_QUIET_S`] of quiet); its index in `self.trials`.
     async fn trial(
         &mut self,
         test: &'static str,
         frame: u32,
         fps: f64,
         probe: Option<crate::peer::spec::ProbeRequest>,
+        burst: Option<u64>,
     ) -> Result<usize, (RunStatus, String)> {
         let p = &self.plan;
+        let time = match burst {
+            Some(n) => (n as f64 / fps.max(1.0) + judge::B2B_QUIET_S).ceil() as u32,
+            None => p.trial_s,
+        };
         let spec = PeerTestSpec {
             host: p.target.clone(),
             port: Some(p.port),
-            time: Some(p.trial_s),
+            time: Some(time),
             parallel: Some(1),
             reverse: p.direction == "receive",
             bidir: p.direction == "bidir",
@@ -392,6 +499,7 @@ impl Runner {
             bitrate: Some(frames::payload_bps(fps, frame).max(1)),
             length: Some(frames::payload(frame)),
             probe,
+            burst,
         };
         let ports = vec![p.ingress.clone(), p.egress.clone()];
         let before = reading().await;
@@ -425,11 +533,13 @@ impl Runner {
             ));
         };
         let (mut offered, mut expected, mut lost, mut seconds) = (0u64, 0u64, 0u64, 0f64);
+        let mut lag_ms = 0f64;
         for s in &report.streams {
             if let Some(u) = &s.udp {
                 offered += u.sent_packets.unwrap_or(0);
                 expected += u.expected.unwrap_or(0);
                 lost += u.lost.unwrap_or(0);
+                lag_ms = lag_ms.max(u.sender_max_lag_ms.unwrap_or(0.0));
             }
             seconds = seconds.max(s.sender.seconds);
         }
@@ -458,7 +568,10 @@ impl Runner {
             receiver_drops: drops_sum(receiver.as_ref()),
             generator_drops: drops_sum(generator.as_ref()),
         };
-        let verdict = judge::judge(&counts, p.loss);
+        let verdict = match burst {
+            Some(n) => judge::judge_burst(&counts, n, lag_ms),
+            None => judge::judge(&counts, p.loss),
+        };
         let line = frames::line_rate_fps(p.line_bps, frame);
         let cpu_busy = self.cpu_between(start_s, end_s);
         self.trials.push(TrialRow {
@@ -480,6 +593,8 @@ impl Runner {
             cpu_busy,
             error: None,
             latency: view.probes.clone(),
+            burst,
+            sender_lag_ms: lag_ms,
         });
         Ok(self.trials.len() - 1)
     }

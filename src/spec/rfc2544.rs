@@ -25,9 +25,11 @@ pub const L1_OVERHEAD: u32 = 20;
 pub const MAX_SIZES: usize = 16;
 /// Longest trial, s (RFC 2544 asks for 60 s at least for the throughput test's final trials).
 pub const MAX_TRIAL_S: u32 = 600;
+/// Most times one run repeats the back-to-back search of a frame size (RFC 2544 §26.4 asks
+/// for at least 50, averaged).
+pub const MAX_B2B_REPEAT: u32 = 50;
 
-/// The tests of RFC 2544 §26 this build runs, in the order they run (back-to-back frames,
-/// §26.4, is refused with a message until it is built).
+/// The tests of RFC 2544 §26, in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Rfc2544Test {
@@ -38,6 +40,10 @@ pub enum Rfc2544Test {
     Latency,
     /// §26.3: the frame loss rate from 100 % of the line rate down in 10 % steps.
     Loss,
+    /// §26.4 as updated by RFC 9004: the longest burst at the line rate the board forwards
+    /// without a loss, and the buffer time it implies (needs throughput: the correction
+    /// uses the throughput found).
+    BackToBack,
 }
 
 impl Rfc2544Test {
@@ -47,6 +53,7 @@ impl Rfc2544Test {
             Rfc2544Test::Throughput => "throughput",
             Rfc2544Test::Latency => "latency",
             Rfc2544Test::Loss => "loss",
+            Rfc2544Test::BackToBack => "back-to-back",
         }
     }
 }
@@ -117,9 +124,13 @@ pub struct Rfc2544Request {
     /// send (PC1 → PC2, default), receive (PC2 → PC1) or bidir.
     #[serde(default)]
     pub direction: Option<String>,
-    /// Tests, comma-separated: throughput, latency, loss (default throughput).
+    /// Tests, comma-separated: throughput, latency, loss, back-to-back (default throughput).
     #[serde(default)]
     pub tests: Option<String>,
+    /// Times the back-to-back search of each frame size runs; the result is their mean.
+    /// 1..=[`MAX_B2B_REPEAT`], default 1.
+    #[serde(default)]
+    pub b2b_repeat: Option<String>,
     /// PC2's UDP echo port for the latency test, default 5291 (netperfd's).
     #[serde(default)]
     pub echo_port: Option<String>,
@@ -152,8 +163,10 @@ pub struct Rfc2544Plan {
     pub resolution: f64,
     /// send / receive / bidir, from PC1's view.
     pub direction: &'static str,
-    /// In the order they run (throughput, latency, loss).
+    /// In the order they run (throughput, latency, loss, back-to-back).
     pub tests: Vec<Rfc2544Test>,
+    /// Back-to-back searches per frame size (their mean is the result).
+    pub b2b_repeat: u32,
     /// PC2's UDP echo port (the latency test's probes).
     pub echo_port: u16,
     /// Line rate of the tested path, L1 bit/s (the slower of the two ports).
@@ -254,12 +267,12 @@ impl Rfc2544Request {
                 "throughput" => Rfc2544Test::Throughput,
                 "loss" | "frame-loss" => Rfc2544Test::Loss,
                 "latency" => Rfc2544Test::Latency,
-                "back-to-back" | "b2b" => {
+                "back-to-back" | "b2b" => Rfc2544Test::BackToBack,
+                w => {
                     return Err(format!(
-                        "the {w} test is not built yet: choose throughput, latency and/or loss"
+                        "test '{w}': expected throughput, latency, loss or back-to-back"
                     ))
                 }
-                w => return Err(format!("test '{w}': expected throughput, latency or loss")),
             };
             if !tests.contains(&t) {
                 tests.push(t);
@@ -273,6 +286,31 @@ impl Rfc2544Request {
             return Err(
                 "the latency test runs at the throughput found: choose throughput too".into(),
             );
+        }
+        if tests.contains(&Rfc2544Test::BackToBack) {
+            if !tests.contains(&Rfc2544Test::Throughput) {
+                return Err(
+                    "the back-to-back test corrects for the throughput found: choose throughput too"
+                        .into(),
+                );
+            }
+            if direction != "send" {
+                return Err(format!(
+                    "the back-to-back test sends its bursts from PC1's agent: direction must be send, not {direction}"
+                ));
+            }
+        }
+        let b2b_repeat = number(
+            &self.b2b_repeat,
+            "back-to-back repeat",
+            1.0,
+            1.0,
+            f64::from(MAX_B2B_REPEAT),
+        )?;
+        if b2b_repeat.fract() != 0.0 {
+            return Err(format!(
+                "back-to-back repeat {b2b_repeat}: give a whole number"
+            ));
         }
         let echo_port = match opt(&self.echo_port) {
             None => crate::engine::echo::DEFAULT_PORT,
@@ -364,6 +402,7 @@ impl Rfc2544Request {
             resolution: resolution / 100.0,
             direction,
             tests,
+            b2b_repeat: b2b_repeat as u32,
             echo_port,
             line_bps,
             line_source,
@@ -593,8 +632,43 @@ mod tests {
                 tests: Some("back-to-back".into()),
                 ..req()
             },
-            "not built yet",
+            "corrects for the throughput found: choose throughput too",
         );
+        bad(
+            Rfc2544Request {
+                tests: Some("b2b,throughput".into()),
+                direction: Some("receive".into()),
+                ..req()
+            },
+            "direction must be send, not receive",
+        );
+        for (r, want) in [
+            ("0", "back-to-back repeat 0 is out of range (1..50)"),
+            ("51", "back-to-back repeat 51 is out of range (1..50)"),
+            ("2.5", "back-to-back repeat 2.5: give a whole number"),
+            ("x", "back-to-back repeat 'x' is not a number"),
+        ] {
+            bad(
+                Rfc2544Request {
+                    tests: Some("throughput,back-to-back".into()),
+                    b2b_repeat: Some(r.into()),
+                    ..req()
+                },
+                want,
+            );
+        }
+        let p = Rfc2544Request {
+            tests: Some("back-to-back,throughput".into()),
+            b2b_repeat: Some("3".into()),
+            ..req()
+        }
+        .plan(&ports(), None)
+        .unwrap();
+        assert_eq!(
+            (p.tests.as_slice(), p.b2b_repeat),
+            (&[Rfc2544Test::Throughput, Rfc2544Test::BackToBack][..], 3)
+        );
+        assert_eq!(req().plan(&ports(), None).unwrap().b2b_repeat, 1);
         bad(
             Rfc2544Request {
                 tests: Some("speed".into()),

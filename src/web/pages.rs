@@ -1102,6 +1102,8 @@ struct Rfc2544Section {
     latency: Vec<crate::results::rfc2544::LatencyRow>,
     loss_headings: Vec<String>,
     loss: Vec<crate::results::rfc2544::LossRow>,
+    /// §26.4 / RFC 9004, per frame size.
+    b2b: Vec<crate::results::rfc2544::B2bRow>,
     /// The chart as an SVG element (made here from numbers, no user text).
     chart: String,
     trials: Vec<TrialLine>,
@@ -1154,11 +1156,16 @@ impl Rfc2544Section {
                         count(f("target_fps").round() as u64),
                         f("target_percent")
                     ),
-                    offered: format!(
-                        "{} × {:.0} s",
-                        count(t["offered"].as_u64().unwrap_or(0)),
-                        f("seconds")
-                    ),
+                    offered: match t["burst"].as_u64() {
+                        Some(_) => {
+                            format!("a burst of {}", count(t["offered"].as_u64().unwrap_or(0)))
+                        }
+                        None => format!(
+                            "{} × {:.0} s",
+                            count(t["offered"].as_u64().unwrap_or(0)),
+                            f("seconds")
+                        ),
+                    },
                     lost: count(t["lost_frames"].as_u64().unwrap_or(0)),
                     loss: format!("{:.3} %", f("loss_ratio") * 100.0),
                     verdict,
@@ -1182,6 +1189,7 @@ impl Rfc2544Section {
             latency: crate::results::rfc2544::latency_rows(s),
             loss_headings: crate::results::rfc2544::loss_headings(),
             loss: crate::results::rfc2544::loss_rows(s),
+            b2b: crate::results::rfc2544::b2b_rows(s),
             chart: crate::results::rfc2544::chart_svg(s),
             trials,
         })

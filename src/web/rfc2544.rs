@@ -56,6 +56,9 @@ struct Rfc2544Page {
     latency_test: bool,
     echo_port: String,
     loss_test: bool,
+    /// The back-to-back test is ticked; searches per frame size.
+    b2b_test: bool,
+    b2b_repeat: String,
     line_rate: String,
     port_names: Vec<String>,
     runs: Vec<RunLine>,
@@ -166,6 +169,10 @@ fn build(
         throughput: tests.contains("throughput"),
         latency_test: tests.split(',').any(|t| t.trim() == "latency"),
         loss_test: tests.split(',').any(|t| t.trim() == "loss"),
+        b2b_test: tests
+            .split(',')
+            .any(|t| matches!(t.trim(), "back-to-back" | "b2b")),
+        b2b_repeat: g(&r.b2b_repeat, "1"),
         echo_port: g(&r.echo_port, "5291"),
         line_rate: g(&r.line_rate, ""),
         port_names: names,
@@ -189,7 +196,8 @@ async fn page(auth: Auth, state: web::Data<AppState>) -> HttpResponse {
     html(StatusCode::OK, &build(&state, &auth, None, None))
 }
 
-/// The form's test checkboxes (`test_throughput`, `test_latency`, `test_loss`) become `tests`.
+/// The form's test checkboxes (`test_throughput`, `test_latency`, `test_loss`, `test_b2b`)
+/// become `tests`.
 #[derive(serde::Deserialize)]
 struct FormBody {
     #[serde(flatten)]
@@ -200,6 +208,8 @@ struct FormBody {
     test_latency: Option<String>,
     #[serde(default)]
     test_loss: Option<String>,
+    #[serde(default)]
+    test_b2b: Option<String>,
 }
 
 async fn start_form(
@@ -213,6 +223,7 @@ async fn start_form(
         test_throughput,
         test_latency,
         test_loss,
+        test_b2b,
     } = form.into_inner();
     auth.check_csrf(r.csrf.as_deref())?;
     if r.nat.is_none() {
@@ -227,6 +238,9 @@ async fn start_form(
     }
     if truthy(&test_loss) {
         tests.push("loss");
+    }
+    if truthy(&test_b2b) {
+        tests.push("back-to-back");
     }
     r.tests = Some(tests.join(","));
     Ok(match start(&state, &r).await {

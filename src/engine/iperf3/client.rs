@@ -54,6 +54,11 @@ pub struct ClientSpec {
     /// sent to the server (key `netperfd_drops`), so a netperfd server (the board) can name
     /// this host's drops in its loss ledger. `None`: nothing is read or added.
     pub drops: Option<super::server::DropCounters>,
+    /// Burst mode (RFC 2544 back-to-back frames): the UDP sender sends at most this many
+    /// datagrams over all streams, at the rate (`-b`), and then nothing until the test's
+    /// duration (`-t`) ends, so the receiver still counts what the path held queued. The
+    /// server is not told (it sees a `-t` test that went quiet); `None`: a normal test.
+    pub burst: Option<u64>,
 }
 
 /// The receive idle timeout of a client that receives, as stock iperf3 3.19+ (120 s).
@@ -126,6 +131,7 @@ impl ClientSpec {
             cntl_ka: None,
             after_probe: false,
             drops: None,
+            burst: None,
         }
     }
 
@@ -198,6 +204,13 @@ impl ClientSpec {
         if let Some(d) = &self.sock.bind_dev {
             if d.is_empty() || d.len() > 15 || d.contains('/') {
                 return Err(format!("'{d}' is not an interface name (--bind-dev)"));
+            }
+        }
+        if let Some(n) = self.burst {
+            if n == 0 || p.protocol != Protocol::Udp || p.time == 0 || p.client_recv_streams() > 0 {
+                return Err(
+                    "a burst needs a UDP test of a duration (-t) that only this client sends in, of at least 1 datagram".into(),
+                );
             }
         }
         let ser = serde_json::to_vec(&p.to_json()).map_err(|e| e.to_string())?;
@@ -630,6 +643,10 @@ async fn run_once(
         error: None,
     };
     let mut phase = DataPhase::new(params.clone(), streams, spec.interval);
+    if let Some(n) = spec.burst {
+        // The senders stop at the burst's datagrams (a local -k the server never hears of).
+        phase.set_send_cap(n);
+    }
 
     expect_state(&mut ctrl, State::TestStart, CONTROL_TIMEOUT).await?;
     // The -t and -O timers run from TEST_START, as a stock client's do (`create_client_timers`
@@ -944,7 +961,7 @@ async fn drive(
                 if let Some(e) = phase.shared.error() {
                     return Drive::Failed(e, false);
                 }
-                if !phase.omitting() && (phase.shared.send_limit_reached() || phase.shared.recv_limit_reached()) {
+                if spec.burst.is_none() && !phase.omitting() && (phase.shared.send_limit_reached() || phase.shared.recv_limit_reached()) {
                     return Drive::Ended;
                 }
             }
