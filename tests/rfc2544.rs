@@ -386,6 +386,104 @@ fn back_to_back_through_a_100_mbit_tbf_is_its_queue() {
     );
 }
 
+/// RFC 2544 as a suite step (board farms, CI): a definition with two rfc2544 steps through
+/// the 100 Mbit/s TBF, one whose limit the board keeps (throughput ≥ 8 % of 1 GbE: the shaper
+/// is 10.2 %, and 1 s trials at 5 % resolution found 9.4–10.2 %) and one it cannot (≥ 50 %); `netperfd suite run` exits 1 and its JUnit report
+/// has one failure, naming the frame size and the figure.
+#[test]
+fn a_suite_step_benchmarks_the_board_against_thresholds() {
+    let _one = serial();
+    let (mut lab, tf) = Lab::with_agent(TOKEN);
+    let board = lab.board.clone();
+    tbf_100m(&board, "eth1");
+    let data = lab.dir().join("data");
+    let data = data.to_str().expect("utf-8").to_string();
+    let step = |min: u32| {
+        json!({"kind": "rfc2544", "ingress": "eth0", "egress": "eth1", "nat": "on",
+               "sizes": "1518", "trial": 1, "resolution": 5, "line_rate": "1G",
+               "label": format!("DUT ≥ {min} %"),
+               "thresholds": {"min_throughput_percent": min}})
+    };
+    let def = json!({"name": "dut", "steps": [step(8), step(50)]});
+    let file = lab.dir().join("dut.json");
+    std::fs::write(&file, def.to_string()).expect("write the definition");
+    let (code, _, err) = lab.run(
+        &board,
+        "import",
+        bin(),
+        &[
+            "suite",
+            "--data",
+            &data,
+            "import",
+            file.to_str().expect("utf-8"),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let junit = lab.dir().join("junit.xml");
+    let (code, out, err) = lab.run(
+        &board,
+        "suite",
+        bin(),
+        &[
+            "suite",
+            "--data",
+            &data,
+            "run",
+            "dut",
+            "--peer",
+            PC2_IP,
+            "--agent",
+            "http://192.0.2.2:5280",
+            "--agent-token-file",
+            &tf,
+            "--junit",
+            junit.to_str().expect("utf-8"),
+        ],
+        Duration::from_secs(240),
+    );
+    assert_eq!(code, Some(1), "one step fails its limit: {out}\n{err}");
+    let x = std::fs::read_to_string(&junit).expect("the JUnit report");
+    eprintln!("{x}");
+    assert!(
+        x.contains(r#"tests="2""#) && x.contains(r#"failures="1""#),
+        "{x}"
+    );
+    assert!(x.contains("DUT ≥ 50 %") && x.contains("DUT ≥ 8 %"), "{x}");
+    // The failure names the size and the figure: the shaper's ~10.2 % of the line rate.
+    let fail = x
+        .split("<failure")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no failure in {x}"));
+    let pct: f64 = fail
+        .split("1518 B throughput (% of the line rate) ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no throughput figure in {fail}"));
+    let shaped = 100.0 * shaped_fps(1518.0) / (1e9 / (8.0 * 1538.0));
+    assert!(
+        pct >= 0.85 * shaped && pct <= 1.02 * shaped,
+        "{pct} % vs the shaper's {shaped:.2} %"
+    );
+    assert!(fail.contains("&lt; 50 %"), "{fail}");
+    // Both steps are RFC 2544 runs of the suite, in history; forwarding is off again.
+    let list = ns_out(
+        &board,
+        bin(),
+        &[
+            "runs", "--data", &data, "--json", "list", "--kind", "rfc2544",
+        ],
+    );
+    let runs: Value = serde_json::from_str(&list).unwrap_or(Value::Null);
+    assert_eq!(runs.as_array().map(Vec::len), Some(2), "{list}");
+    assert_eq!(
+        ns_out(&board, "cat", &["/proc/sys/net/ipv4/ip_forward"]),
+        "0"
+    );
+}
+
 /// A PC that cannot send the rate (pc1's own egress shaped to 100 Mbit/s) is never the board's
 /// throughput; the API starts the run, the result page says it is a lower bound, and the form
 /// refuses a bad size with nothing started.

@@ -311,7 +311,7 @@ pub fn rfc2544_main(a: Rfc2544Args) -> i32 {
                 plan.line_source
             );
         }
-        let (id, handle) = match crate::runs::rfc2544::start_rfc2544(&hub, Some(ctl), plan) {
+        let (id, handle) = match crate::runs::rfc2544::start_rfc2544(&hub, Some(ctl), plan, None) {
             Ok(x) => x,
             Err(e) => {
                 eprintln!("netperfd: {e}");

@@ -71,6 +71,13 @@ pub enum SuiteCmd {
         /// Print one <LAVA_SIGNAL_TESTCASE …> line per step (for a LAVA test shell)
         #[arg(long)]
         lava: bool,
+        /// rfc2544 steps: the peer agent on PC1, http://HOST:PORT (default: the stored one)
+        #[arg(long, value_name = "URL")]
+        agent: Option<String>,
+        /// rfc2544 steps: file holding the agent's token (or $NETPERFD_PEER_TOKEN; default:
+        /// the stored one)
+        #[arg(long = "agent-token-file", value_name = "FILE")]
+        agent_token_file: Option<PathBuf>,
     },
     /// Delete a definition (its past runs stay in history)
     Delete { name: String },
@@ -210,6 +217,13 @@ fn suite(a: SuiteArgs) -> Result<i32, String> {
                         }
                     ),
                     PlannedRun::Latency(l) => l.command().replace("netperfd latency -c PEER ", ""),
+                    PlannedRun::Rfc2544(r) => format!(
+                        "rfc2544 --in {} --out {} --tests {} (about {} s)",
+                        r.ingress,
+                        r.egress,
+                        r.tests.as_deref().unwrap_or("throughput"),
+                        p.spec.seconds()
+                    ),
                 };
                 println!("  step {:>2}: {:<24} {how}", p.step, p.label);
             }
@@ -269,14 +283,22 @@ fn suite(a: SuiteArgs) -> Result<i32, String> {
             format,
             junit,
             lava,
+            agent,
+            agent_token_file,
         } => {
             let row = need(&store, &name)?;
+            let agent_token = match (&agent_token_file, std::env::var_os(crate::peer::TOKEN_ENV)) {
+                (None, None) => None,
+                (f, _) => Some(crate::peer::token_from(None, f.as_deref())?),
+            };
             let t = RunTarget {
                 host: peer,
                 port: port.map(|p| p.to_string()),
                 bind: bind_dev,
                 time: time.map(|t| t.to_string()),
                 label,
+                agent,
+                agent_token,
             };
             let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
             let out = Outputs {
@@ -284,7 +306,7 @@ fn suite(a: SuiteArgs) -> Result<i32, String> {
                 junit,
                 lava,
             };
-            rt.block_on(run_suite(store, row, t, out))
+            rt.block_on(run_suite(store, row, t, out, &a.data))
         }
     }
 }
@@ -360,9 +382,19 @@ async fn run_suite(
     row: crate::store::SuiteDefRow,
     t: RunTarget,
     out: Outputs,
+    data: &std::path::Path,
 ) -> Result<i32, String> {
     let format = out.format;
-    let hub = Hub::new(store.clone());
+    // An rfc2544 step may turn on forwarding with NAT: it needs the board's controller, as
+    // `netperfd rfc2544` does.
+    let needs_board = def::from_row(&row)
+        .is_ok_and(|d| d.steps.iter().any(|s| matches!(s, def::Step::Rfc2544(_))));
+    let hub = if needs_board {
+        let ctl = crate::board::apply::Controller::new(Some(store.clone()), Some(data));
+        Hub::with_board(store.clone(), ctl)
+    } else {
+        Hub::new(store.clone())
+    };
     let sid = run::start_def(&hub, &row, &t)?;
     if format == Format::Text {
         println!(

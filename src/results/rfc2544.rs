@@ -892,6 +892,67 @@ pub fn b2b_rows(summary: &Value) -> Vec<B2bRow> {
 /// Most search results one back-to-back row lists.
 const MAX_B2B_SHOWN: usize = 50;
 
+/// One frame size's figures a suite's thresholds check.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SizeFigures {
+    /// Frame size, bytes with FCS.
+    pub frame: u64,
+    /// Throughput (§26.1), % of the line rate; `None` before the search ended.
+    pub throughput_percent: Option<f64>,
+    /// The throughput is the board's own figure (not a PC's lower bound).
+    pub dut: bool,
+    /// Latency (§26.2): the p99 round trip through the board, ms; `None` when not measured.
+    pub latency_p99_ms: Option<f64>,
+}
+
+/// The figures of an RFC 2544 run a suite step's thresholds check
+/// (`min_throughput_percent`, `max_latency_ms`), per frame size in the order tested.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Rfc2544Figures {
+    pub sizes: Vec<SizeFigures>,
+    /// The run measured latency (`--tests` held it).
+    pub latency_tested: bool,
+}
+
+impl Rfc2544Figures {
+    /// From a run's stored summary.
+    pub fn of_summary(summary: &Value) -> Rfc2544Figures {
+        let lat = summary["latency"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let sizes = summary["throughput"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .take(64)
+            .map(|r| {
+                let frame = r["frame"].as_u64().unwrap_or(0);
+                let limit: Option<Limit> = serde_json::from_value(r["limit"].clone()).ok();
+                SizeFigures {
+                    frame,
+                    throughput_percent: r["percent_line"]
+                        .as_f64()
+                        .filter(|_| r["done"].as_bool() != Some(false)),
+                    dut: limit.is_some_and(Limit::is_dut),
+                    latency_p99_ms: lat
+                        .iter()
+                        .find(|l| l["frame"].as_u64() == Some(frame))
+                        .and_then(|l| l["rtt_ms"]["p99"].as_f64()),
+                }
+            })
+            .collect();
+        let latency_tested = summary["tests"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|w| w == "latency"));
+        Rfc2544Figures {
+            sizes,
+            latency_tested,
+        }
+    }
+}
+
 /// The column headings of [`loss_rows`]: "100 %", "90 %", ….
 pub fn loss_headings() -> Vec<String> {
     LOSS_STEPS

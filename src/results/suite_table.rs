@@ -62,6 +62,9 @@ pub struct StepResult {
     /// Latency runs (suite step kind `latency`): idle and loaded RTT, increase, RPM, goodput.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency: Option<crate::results::latency::LatencyFigures>,
+    /// RFC 2544 runs (suite step kind `rfc2544`): throughput and latency per frame size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rfc2544: Option<crate::results::rfc2544::Rfc2544Figures>,
     /// Pass / fail against `thresholds` (see [`crate::results::verdict`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verdict: Option<crate::results::verdict::StepVerdict>,
@@ -150,6 +153,8 @@ pub fn run_result(store: &Store, index: usize, label: &str, r: &RunRow) -> StepR
             .has_latency_probes()
             .then(|| crate::results::latency::LatencyFigures::of_summary(&r.summary))
             .flatten(),
+        rfc2544: (r.kind == crate::model::RunKind::Rfc2544)
+            .then(|| crate::results::rfc2544::Rfc2544Figures::of_summary(&r.summary)),
         lost_where: store
             .run_board(r.id)
             .ok()

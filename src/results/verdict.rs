@@ -141,6 +141,14 @@ pub fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict> {
     let ms = |v: f64| format!("{v:.3} ms");
     let count = |v: f64| format!("{v:.0}");
     let mut checks = Vec::new();
+    if let Some(f) = &s.rfc2544 {
+        // An RFC 2544 run: its own limits and the board's CPU; the iperf3 ones do not apply.
+        rfc2544_checks(&mut checks, f, th);
+        if let Some(max) = th.max_cpu_percent {
+            checks.push(cpu_check(s, max));
+        }
+        return Some(verdict_of(checks));
+    }
     if let Some(min) = th.min_bits_per_second {
         checks.push(check(
             "min_bits_per_second",
@@ -223,20 +231,7 @@ pub fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict> {
         ));
     }
     if let Some(max) = th.max_cpu_percent {
-        checks.push(check(
-            "max_cpu_percent",
-            "busiest core",
-            s.cpu_max_percent,
-            max,
-            "%",
-            pct,
-            false,
-            if s.cpu_max_percent.is_none() {
-                " (no CPU samples)"
-            } else {
-                ""
-            },
-        ));
+        checks.push(cpu_check(s, max));
     }
     if let (Some(max), Some(rc)) = (th.max_shortfall_percent, s.rate_check) {
         let short = (100.0 - rc.sent_percent).max(0.0);
@@ -267,16 +262,109 @@ pub fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict> {
             " (loaded p50 − idle p50)",
         ));
     }
+    Some(verdict_of(checks))
+}
+
+/// The verdict of `checks`: pass when none failed; the failed ones' words are the reasons.
+fn verdict_of(checks: Vec<Check>) -> StepVerdict {
     let reasons: Vec<String> = checks
         .iter()
         .filter(|c| !c.pass)
         .map(|c| c.text.clone())
         .collect();
-    Some(StepVerdict {
+    StepVerdict {
         pass: reasons.is_empty(),
         checks,
         reasons,
-    })
+    }
+}
+
+fn cpu_check(s: &StepResult, max: f64) -> Check {
+    check(
+        "max_cpu_percent",
+        "busiest core",
+        s.cpu_max_percent,
+        max,
+        "%",
+        |v| format!("{} %", n(v)),
+        false,
+        if s.cpu_max_percent.is_none() {
+            " (no CPU samples)"
+        } else {
+            ""
+        },
+    )
+}
+
+/// An RFC 2544 run's limits, one check per frame size: `min_throughput_percent` against the
+/// throughput as % of the line rate (a PC's lower bound that reaches it passes: the board
+/// forwarded at least that; one below it fails, unproven), `max_latency_ms` against the p99
+/// round trip. A run that measured no size, or no latency, fails the limit with the reason.
+fn rfc2544_checks(
+    checks: &mut Vec<Check>,
+    f: &crate::results::rfc2544::Rfc2544Figures,
+    th: &Thresholds,
+) {
+    let pct = |v: f64| format!("{} %", n(v));
+    let ms = |v: f64| format!("{v:.3} ms");
+    if let Some(min) = th.min_throughput_percent {
+        if f.sizes.is_empty() {
+            checks.push(check(
+                "min_throughput_percent",
+                "throughput",
+                None,
+                min,
+                "%",
+                pct,
+                true,
+                " (no frame size was measured)",
+            ));
+        }
+        for z in &f.sizes {
+            let bound = !z.dut && z.throughput_percent.is_some_and(|v| v < min);
+            checks.push(check(
+                "min_throughput_percent",
+                &format!("{} B throughput (% of the line rate)", z.frame),
+                z.throughput_percent,
+                min,
+                "%",
+                pct,
+                true,
+                if bound {
+                    " (a PC's lower bound: the board's own figure is unknown)"
+                } else {
+                    ""
+                },
+            ));
+        }
+    }
+    if let Some(max) = th.max_latency_ms {
+        if !f.latency_tested || f.sizes.is_empty() {
+            checks.push(check(
+                "max_latency_ms",
+                "latency",
+                None,
+                max,
+                "ms",
+                ms,
+                false,
+                " (the step's tests hold no latency)",
+            ));
+        } else {
+            for z in &f.sizes {
+                checks.push(check(
+                    "max_latency_ms",
+                    &format!("{} B latency p99", z.frame),
+                    z.latency_p99_ms,
+                    max,
+                    "ms",
+                    ms,
+                    false,
+                    "",
+                ));
+            }
+        }
+    }
 }
 
 /// Judge a suite from its rows (each row's `verdict` already set by [`judge_step`] where it
@@ -454,6 +542,73 @@ mod tests {
         s.retransmits = Some(3);
         let v = judge_step(&s, &t).unwrap();
         assert_eq!(v.reasons, ["busiest core unknown (no CPU samples)"]);
+    }
+
+    /// Issue 26: an RFC 2544 row against `min_throughput_percent` and `max_latency_ms`, per
+    /// frame size; a PC's lower bound passes only when it reaches the limit.
+    #[test]
+    fn rfc2544_rows_are_judged_per_frame_size() {
+        use crate::results::rfc2544::{Rfc2544Figures, SizeFigures};
+        let size = |frame, pct: Option<f64>, dut, p99: Option<f64>| SizeFigures {
+            frame,
+            throughput_percent: pct,
+            dut,
+            latency_p99_ms: p99,
+        };
+        let row = |sizes: Vec<SizeFigures>, latency_tested| StepResult {
+            status: "completed".into(),
+            protocol: "UDP".into(),
+            rfc2544: Some(Rfc2544Figures {
+                sizes,
+                latency_tested,
+            }),
+            ..Default::default()
+        };
+        let t = th(
+            serde_json::json!({"min_throughput_percent": 10, "max_latency_ms": 8,
+                                      "max_loss_percent": 0.1}),
+        );
+        let ok = row(
+            vec![
+                size(512, Some(10.5), true, Some(7.1)),
+                size(1518, Some(10.2), true, Some(0.7)),
+            ],
+            true,
+        );
+        let v = judge_step(&ok, &t).unwrap();
+        assert!(v.pass, "{v:?}");
+        // Two sizes × two limits; the UDP loss limit does not apply to a benchmark.
+        assert_eq!(v.checks.len(), 4);
+        assert_eq!(
+            v.checks[0].text,
+            "512 B throughput (% of the line rate) 10.5 % ≥ 10 %"
+        );
+        assert_eq!(v.checks[3].text, "1518 B latency p99 0.700 ms ≤ 8.000 ms");
+        let bad = row(
+            vec![
+                size(512, Some(9.7), true, Some(9.4)),
+                size(1518, Some(8.1), false, None),
+                size(64, Some(12.0), false, Some(1.0)),
+            ],
+            true,
+        );
+        let v = judge_step(&bad, &t).unwrap();
+        assert!(!v.pass);
+        assert_eq!(
+            v.reasons,
+            vec![
+                "512 B throughput (% of the line rate) 9.7 % < 10 %",
+                "1518 B throughput (% of the line rate) 8.1 % < 10 % (a PC's lower bound: the board's own figure is unknown)",
+                "512 B latency p99 9.400 ms > 8.000 ms",
+                "1518 B latency p99 unknown",
+            ]
+        );
+        // No latency in the step's tests: the limit cannot pass.
+        let v = judge_step(&row(vec![size(1518, Some(50.0), true, None)], false), &t).unwrap();
+        assert_eq!(
+            v.reasons,
+            vec!["latency unknown (the step's tests hold no latency)"]
+        );
     }
 
     #[test]

@@ -36,6 +36,7 @@ pub fn start_rfc2544(
     hub: &Hub,
     ctl: Option<Arc<Controller>>,
     plan: Rfc2544Plan,
+    suite_id: Option<i64>,
 ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
     let client = PeerClient::parse(&plan.peer, &plan.token)?;
     if plan.nat && ctl.is_none() {
@@ -69,6 +70,7 @@ pub fn start_rfc2544(
             direction: plan.direction.into(),
             params,
             kind: RunKind::Rfc2544,
+            suite_id,
             ..Default::default()
         },
         Sampling::Ports(ports),
@@ -89,6 +91,26 @@ pub fn start_rfc2544(
             }
         },
     )
+}
+
+/// Start `req` as a step of suite `suite_id`: planned against the board's ports (MTU, link
+/// speed), with the stored agent token, and the stored agent address when the step names
+/// none (both the Forwarding page's); the hub's board controller turns on NAT when asked.
+/// Errors: the plan's message, or no stored token or address.
+pub async fn start_request(
+    hub: &Hub,
+    mut req: crate::spec::rfc2544::Rfc2544Request,
+    suite_id: Option<i64>,
+) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
+    let setting = |k: &str| hub.store().setting(k).ok().flatten();
+    if req.peer.trim().is_empty() {
+        req.peer = setting(crate::runs::forward::URL_KEY).ok_or(
+            "no peer agent address: set the step's peer, or run a forwarding test first (its address is kept)",
+        )?;
+    }
+    let token = setting(crate::runs::forward::TOKEN_KEY);
+    let plan = req.plan(&crate::board::port_facts().await, token.as_deref())?;
+    start_rfc2544(hub, hub.board().cloned(), plan, suite_id)
 }
 
 /// One trial as stored (the evidence of the search).

@@ -410,6 +410,69 @@ impl Rfc2544Request {
     }
 }
 
+/// The token [`Rfc2544Request::check_names`] checks with (a request may use the stored one,
+/// which is only read when it starts).
+const PLACEHOLDER_TOKEN: &str = "placeholder-token-for-checks";
+
+impl Rfc2544Request {
+    /// Check everything but what needs the board's ports' MTU and speed and the stored
+    /// token and address (a suite step, checked when its definition is saved and again when
+    /// it starts): every field's range, and the port names against `ports` when given (any
+    /// name otherwise). The ports are taken as 1 Gbit/s with a 9000-byte MTU here.
+    pub fn check_names(&self, ports: Option<&[crate::board::Port]>) -> Result<(), String> {
+        let fact = |name: &str, loopback: bool| PortFacts {
+            name: name.to_string(),
+            mtu: 9000,
+            speed_mbps: Some(1000),
+            loopback,
+        };
+        let facts: Vec<PortFacts> = match ports {
+            Some(list) => list.iter().map(|p| fact(&p.name, p.loopback)).collect(),
+            None => [&self.ingress, &self.egress]
+                .into_iter()
+                .map(|n| n.trim())
+                .filter(|n| !n.is_empty())
+                .map(|n| fact(n, false))
+                .collect(),
+        };
+        let mut r = self.clone();
+        if r.peer.trim().is_empty() {
+            r.peer = "http://peer.invalid:5280".into();
+        }
+        r.plan(&facts, Some(PLACEHOLDER_TOKEN)).map(|_| ())
+    }
+
+    /// A rough length of the run, s, for plans and schedules: per frame size, about 10
+    /// throughput trials, one latency trial, 5 loss steps and 8 bursts of ~4 s per
+    /// back-to-back search, each trial with ~1 s of the agent's set-up.
+    pub fn estimated_seconds(&self) -> u32 {
+        let sizes = opt(&self.sizes)
+            .map(|l| l.split(',').filter(|w| !w.trim().is_empty()).count())
+            .unwrap_or(DEFAULT_SIZES.len())
+            .clamp(1, MAX_SIZES) as u64;
+        let trial = opt(&self.trial)
+            .and_then(|t| t.parse::<u64>().ok())
+            .unwrap_or(10)
+            .clamp(1, u64::from(MAX_TRIAL_S))
+            + 1;
+        let repeat = opt(&self.b2b_repeat)
+            .and_then(|t| t.parse::<u64>().ok())
+            .unwrap_or(1)
+            .clamp(1, u64::from(MAX_B2B_REPEAT));
+        let mut per = 0u64;
+        for w in opt(&self.tests).unwrap_or("throughput").split(',') {
+            per += match w.trim() {
+                "throughput" => 10 * trial,
+                "latency" => trial,
+                "loss" | "frame-loss" => 5 * trial,
+                "back-to-back" | "b2b" => 8 * 4 * repeat,
+                _ => 0,
+            };
+        }
+        u32::try_from(sizes * per).unwrap_or(u32::MAX)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

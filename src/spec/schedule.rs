@@ -184,6 +184,7 @@ impl ScheduleRequest {
             bind: opt(&self.bind).map(str::to_string),
             time: opt(&self.time).map(str::to_string),
             label: opt(&self.label).map(str::to_string),
+            ..Default::default()
         };
         Ok(Schedule {
             suite,

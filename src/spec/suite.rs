@@ -58,24 +58,27 @@ pub enum StepKind {
     Udp,
     UdpLadder,
     Latency,
+    Rfc2544,
 }
 
 impl StepKind {
     /// Every kind, in declaration order (the editor's list; a unit test checks it is whole).
-    pub const ALL: [StepKind; 4] = [
+    pub const ALL: [StepKind; 5] = [
         StepKind::Tcp,
         StepKind::Udp,
         StepKind::UdpLadder,
         StepKind::Latency,
+        StepKind::Rfc2544,
     ];
 
-    /// The stored word: tcp, udp, udp-ladder, latency.
+    /// The stored word: tcp, udp, udp-ladder, latency, rfc2544.
     pub fn as_str(self) -> &'static str {
         match self {
             StepKind::Tcp => "tcp",
             StepKind::Udp => "udp",
             StepKind::UdpLadder => "udp-ladder",
             StepKind::Latency => "latency",
+            StepKind::Rfc2544 => "rfc2544",
         }
     }
 
@@ -84,7 +87,7 @@ impl StepKind {
         StepKind::ALL.into_iter().find(|k| k.as_str() == s)
     }
 
-    /// "tcp, udp, udp-ladder, latency".
+    /// "tcp, udp, udp-ladder, latency, rfc2544".
     pub fn words() -> String {
         StepKind::ALL.map(StepKind::as_str).join(", ")
     }
@@ -113,6 +116,8 @@ pub enum Step {
     UdpLadder(LadderStep),
     /// A latency-under-load run (see [`crate::spec::suite_latency`]).
     Latency(LatencyStep),
+    /// An RFC 2544 benchmark of the board as the DUT (see [`Rfc2544Step`]).
+    Rfc2544(Rfc2544Step),
 }
 
 /// The fields of a `tcp` or `udp` step (all text as given: numbers may carry K/M/G).
@@ -291,6 +296,118 @@ pub struct LatencyStep {
     pub thresholds: Option<serde_json::Value>,
 }
 
+/// The fields of an `rfc2544` step: those of `POST /api/runs/rfc2544` (all text as given)
+/// but `target`, `port` and `token`. PC2 is the suite run's peer host (and its port the suite's
+/// port); the agent's token is the one stored on the board (the Forwarding page's), never
+/// kept in a definition that may be exported. `peer` defaults to the stored agent address.
+/// A run's time overrides `trial`, as it overrides every step's seconds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Rfc2544Step {
+    /// Peer agent on PC1, `http://HOST:PORT`; default: the stored one.
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub peer: Option<String>,
+    /// Board port the frames come in on (required).
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ingress: Option<String>,
+    /// Board port they leave through (required).
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub egress: Option<String>,
+    /// Forwarding with NAT for the run (on/true/1/yes).
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub nat: Option<String>,
+    /// Frame sizes, bytes with FCS, comma-separated (default the RFC's seven).
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sizes: Option<String>,
+    /// Seconds per trial; default: the definition's `time`, else 10.
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub trial: Option<String>,
+    /// Loss allowed in the throughput test, % (default 0).
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub loss: Option<String>,
+    /// Search resolution, % (default 0.5).
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub resolution: Option<String>,
+    /// send (default) / receive / bidir.
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub direction: Option<String>,
+    /// throughput, latency, loss, back-to-back (comma-separated; default throughput).
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub tests: Option<String>,
+    /// Back-to-back searches per frame size (1..50).
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub b2b_repeat: Option<String>,
+    /// PC2's UDP echo port for the latency test (default 5291).
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub echo_port: Option<String>,
+    /// The ports' line rate, bit/s with K/M/G (default: their link speed).
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub line_rate: Option<String>,
+    /// Row name in result tables (default "RFC 2544 eth0 → eth1").
+    #[serde(
+        default,
+        deserialize_with = "opt_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub label: Option<String>,
+    /// Pass/fail limits, as [`Iperf3Step::thresholds`] (`min_throughput_percent`,
+    /// `max_latency_ms` and `max_cpu_percent` apply to it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<serde_json::Value>,
+}
+
 /// The field `serde` refused as unknown, from its message ("unknown field `x`, expected …").
 fn unknown_field(msg: &str) -> Option<&str> {
     msg.strip_prefix("unknown field `")?.split('`').next()
@@ -312,6 +429,7 @@ impl Step {
             Step::Udp(_) => StepKind::Udp,
             Step::UdpLadder(_) => StepKind::UdpLadder,
             Step::Latency(_) => StepKind::Latency,
+            Step::Rfc2544(_) => StepKind::Rfc2544,
         }
     }
 
@@ -321,6 +439,7 @@ impl Step {
             Step::Tcp(s) | Step::Udp(s) => s.label.as_ref(),
             Step::UdpLadder(s) => s.label.as_ref(),
             Step::Latency(s) => s.label.as_ref(),
+            Step::Rfc2544(s) => s.label.as_ref(),
         }
     }
 
@@ -330,6 +449,7 @@ impl Step {
             Step::Tcp(s) | Step::Udp(s) => s.thresholds.as_ref(),
             Step::UdpLadder(s) => s.thresholds.as_ref(),
             Step::Latency(s) => s.thresholds.as_ref(),
+            Step::Rfc2544(s) => s.thresholds.as_ref(),
         }
     }
 
@@ -387,6 +507,7 @@ impl Step {
             }
             let hint = match (kind, f.as_str()) {
                 (StepKind::Latency, "time") => "; set 'idle' and 'loaded' (s) instead",
+                (StepKind::Rfc2544, "time") => "; set 'trial' (s per trial) instead",
                 _ => "",
             };
             return Err(format!(
@@ -470,6 +591,14 @@ pub struct RunTarget {
     /// Board or change under test, shown in result tables (default: the board's host name).
     #[serde(default, deserialize_with = "opt_text")]
     pub label: Option<String>,
+    /// rfc2544 steps: the peer agent on PC1 (`http://HOST:PORT`) for steps that name none;
+    /// default: the stored one.
+    #[serde(default, deserialize_with = "opt_text")]
+    pub agent: Option<String>,
+    /// rfc2544 steps: the agent's token (`netperfd suite run --agent-token-file`); default:
+    /// the stored one. Never read from a request body (a token is not sent in a form).
+    #[serde(skip)]
+    pub agent_token: Option<String>,
 }
 
 /// What one planned test runs.
@@ -481,6 +610,10 @@ pub enum PlannedRun {
     Iperf3(ClientSpec),
     /// A latency-under-load run (step kind `latency`).
     Latency(LatencySpec),
+    /// An RFC 2544 benchmark (step kind `rfc2544`): the request, checked against the board's
+    /// port names; planned again when it starts, with the ports' MTU and speed and the stored
+    /// agent token and address.
+    Rfc2544(crate::spec::rfc2544::Rfc2544Request),
 }
 
 impl PlannedRun {
@@ -489,14 +622,17 @@ impl PlannedRun {
         match self {
             PlannedRun::Iperf3(c) => &c.host,
             PlannedRun::Latency(l) => &l.host,
+            PlannedRun::Rfc2544(r) => &r.target,
         }
     }
 
-    /// How long the test runs, s (a latency run: idle + loaded + idle).
+    /// How long the test runs, s (a latency run: idle + loaded + idle; an RFC 2544 run: an
+    /// estimate, [`crate::spec::rfc2544::Rfc2544Request::estimated_seconds`]).
     pub fn seconds(&self) -> u32 {
         match self {
             PlannedRun::Iperf3(c) => c.params.time,
             PlannedRun::Latency(l) => 2 * l.idle_s + l.loaded_s,
+            PlannedRun::Rfc2544(r) => r.estimated_seconds(),
         }
     }
 }
@@ -563,6 +699,16 @@ impl PlannedTest {
                 time: self.spec.seconds(),
                 thresholds,
             },
+            PlannedRun::Rfc2544(r) => PlanEntry {
+                step: self.step,
+                label: self.label.clone(),
+                kind: Some("rfc2544".into()),
+                protocol: "UDP".into(),
+                direction: opt(&r.direction).unwrap_or("send").into(),
+                target_bps: 0,
+                time: self.spec.seconds(),
+                thresholds,
+            },
         }
     }
 
@@ -571,7 +717,7 @@ impl PlannedTest {
     fn client(&self) -> &ClientSpec {
         match &self.spec {
             PlannedRun::Iperf3(c) => c,
-            PlannedRun::Latency(_) => panic!("not an iperf3 test"),
+            PlannedRun::Latency(_) | PlannedRun::Rfc2544(_) => panic!("not an iperf3 test"),
         }
     }
 }
@@ -611,6 +757,16 @@ pub fn spec_label(s: &ClientSpec) -> String {
         l.push_str(&format!(" ×{}", s.params.parallel));
     }
     l
+}
+
+/// A step's own `trial` checked even when a run's time overrides it (a bad definition stays
+/// bad).
+fn check_trial(req: &crate::spec::rfc2544::Rfc2544Request, v: &str) -> Result<(), String> {
+    crate::spec::rfc2544::Rfc2544Request {
+        trial: Some(v.into()),
+        ..req.clone()
+    }
+    .check_names(None)
 }
 
 fn check_text(what: &str, s: &str, max: usize) -> Result<(), String> {
@@ -766,6 +922,51 @@ impl SuiteDef {
                         step: n,
                         label: label(crate::spec::suite_latency::label(&spec)),
                         spec: PlannedRun::Latency(spec),
+                        thresholds,
+                    });
+                }
+                Step::Rfc2544(r) => {
+                    if let Some(v) = opt(&self.time) {
+                        check_time(v).map_err(e)?;
+                    }
+                    let req = crate::spec::rfc2544::Rfc2544Request {
+                        peer: opt(&r.peer)
+                            .or(opt(&t.agent))
+                            .unwrap_or_default()
+                            .to_string(),
+                        token: t.agent_token.clone(),
+                        target: t.host.clone(),
+                        port: base.port.clone(),
+                        ingress: r.ingress.clone().unwrap_or_default(),
+                        egress: r.egress.clone().unwrap_or_default(),
+                        nat: r.nat.clone(),
+                        sizes: r.sizes.clone(),
+                        trial: opt(&t.time)
+                            .or(opt(&r.trial))
+                            .or(opt(&self.time))
+                            .map(String::from),
+                        loss: r.loss.clone(),
+                        resolution: r.resolution.clone(),
+                        direction: r.direction.clone(),
+                        tests: r.tests.clone(),
+                        b2b_repeat: r.b2b_repeat.clone(),
+                        echo_port: r.echo_port.clone(),
+                        line_rate: r.line_rate.clone(),
+                        csrf: None,
+                    };
+                    if let Some(v) = opt(&r.trial) {
+                        check_trial(&req, v).map_err(e)?;
+                    }
+                    req.check_names(if ports.is_empty() { None } else { Some(ports) })
+                        .map_err(e)?;
+                    out.push(PlannedTest {
+                        step: n,
+                        label: label(format!(
+                            "RFC 2544 {} → {}",
+                            req.ingress.trim(),
+                            req.egress.trim()
+                        )),
+                        spec: PlannedRun::Rfc2544(req),
                         thresholds,
                     });
                 }
@@ -1239,11 +1440,11 @@ mod tests {
     /// struct's order) read and write back byte for byte.
     #[test]
     fn stored_steps_of_every_kind_round_trip_byte_for_byte() {
-        let old = r#"{"name":"all kinds","description":"d","port":"5202","bind":"eth0","time":"3","thresholds":{"min_ceiling_percent":90},"steps":[{"kind":"tcp","direction":"receive","time":"5","streams":"4","bitrate":"0","length":"128K","window":"300K","label":"TCP in","thresholds":{"max_retransmits":10}},{"kind":"udp","direction":"bidir","time":"2","streams":"2","bitrate":"100M","length":"1400","window":"1M","label":"UDP both","thresholds":{"max_loss_percent":0.1,"max_shortfall_percent":3}},{"kind":"udp-ladder","direction":"both","time":"1","streams":"1","length":"1000","window":"2M","rates":"10M,20M","label":"Ladder","thresholds":{}},{"kind":"latency","streams":"2","load":"up","idle":"1","loaded":"4","interval":"20","congestion":"cubic","label":"Bufferbloat","thresholds":{"max_latency_increase_ms":30}},{"kind":"tcp"}]}"#;
+        let old = r#"{"name":"all kinds","description":"d","port":"5202","bind":"eth0","time":"3","thresholds":{"min_ceiling_percent":90},"steps":[{"kind":"tcp","direction":"receive","time":"5","streams":"4","bitrate":"0","length":"128K","window":"300K","label":"TCP in","thresholds":{"max_retransmits":10}},{"kind":"udp","direction":"bidir","time":"2","streams":"2","bitrate":"100M","length":"1400","window":"1M","label":"UDP both","thresholds":{"max_loss_percent":0.1,"max_shortfall_percent":3}},{"kind":"udp-ladder","direction":"both","time":"1","streams":"1","length":"1000","window":"2M","rates":"10M,20M","label":"Ladder","thresholds":{}},{"kind":"latency","streams":"2","load":"up","idle":"1","loaded":"4","interval":"20","congestion":"cubic","label":"Bufferbloat","thresholds":{"max_latency_increase_ms":30}},{"kind":"rfc2544","ingress":"eth0","egress":"eth1","nat":"on","sizes":"64,1518","trial":"2","tests":"throughput,latency,back-to-back","b2b_repeat":"3","line_rate":"1G","label":"DUT","thresholds":{"max_latency_ms":2,"min_throughput_percent":90}},{"kind":"tcp"}]}"#;
         let d = SuiteDef::from_json(old.as_bytes()).unwrap();
         let kinds: Vec<StepKind> = d.steps.iter().map(Step::kind).collect();
         use StepKind::*;
-        assert_eq!(kinds, [Tcp, Udp, UdpLadder, Latency, Tcp]);
+        assert_eq!(kinds, [Tcp, Udp, UdpLadder, Latency, Rfc2544, Tcp]);
         // The store keeps `to_value` of a definition.
         assert_eq!(
             serde_json::to_string(&serde_json::to_value(&d).unwrap()).unwrap(),
@@ -1284,10 +1485,13 @@ mod tests {
     #[test]
     fn step_fields_are_checked_per_kind() {
         let e = |steps: serde_json::Value| def(steps).unwrap_err();
-        assert!(e(serde_json::json!([{"kind": "tcp"}, {"kind": "rfc1149"}]))
-            .contains("step 2: unknown kind 'rfc1149' (known: tcp, udp, udp-ladder, latency)"));
+        assert!(
+            e(serde_json::json!([{"kind": "tcp"}, {"kind": "rfc1149"}])).contains(
+                "step 2: unknown kind 'rfc1149' (known: tcp, udp, udp-ladder, latency, rfc2544)"
+            )
+        );
         assert!(e(serde_json::json!([{"direction": "send"}]))
-            .contains("step 1: a step needs a kind (tcp, udp, udp-ladder, latency)"));
+            .contains("step 1: a step needs a kind (tcp, udp, udp-ladder, latency, rfc2544)"));
         assert!(e(serde_json::json!([{"kind": 3}])).contains("step 1: unknown kind 3"));
         assert!(e(serde_json::json!(["tcp"])).contains("step 1: a step is an object"));
         assert!(e(serde_json::json!([{"kind": "tcp", "rates": "1M"}]))
@@ -1308,6 +1512,95 @@ mod tests {
         let d = def(serde_json::json!([{"kind": "tcp", "load": "", "rates": null, "idle": " "}]))
             .unwrap();
         assert_eq!(d.steps, [Step::Tcp(Iperf3Step::default())]);
+    }
+
+    /// Issue 26: an RFC 2544 benchmark as a suite step, PC2 the run's peer, with its own
+    /// thresholds; its fields are checked when the definition is read.
+    #[test]
+    fn rfc2544_steps_plan_a_benchmark_to_the_run_s_peer() {
+        let d = def(
+            serde_json::json!([{"kind": "rfc2544", "ingress": "eth0", "egress": "eth1",
+            "nat": "on", "sizes": "512,1518", "trial": 2, "tests": "throughput,back-to-back",
+            "line_rate": "1G", "thresholds": {"min_throughput_percent": 9, "max_latency_ms": 5}}]),
+        )
+        .unwrap();
+        let t = RunTarget {
+            host: "198.51.100.2".into(),
+            port: Some("5202".into()),
+            ..Default::default()
+        };
+        let p = d.plan(&t, &[]).unwrap();
+        assert_eq!(p.len(), 1);
+        assert_eq!(p[0].label, "RFC 2544 eth0 → eth1");
+        let PlannedRun::Rfc2544(r) = &p[0].spec else {
+            panic!("not an rfc2544 test")
+        };
+        assert_eq!(
+            (r.target.as_str(), r.port.as_deref()),
+            ("198.51.100.2", Some("5202"))
+        );
+        assert_eq!((r.trial.as_deref(), r.token.as_deref()), (Some("2"), None));
+        let th = p[0].thresholds.unwrap();
+        assert_eq!(
+            (th.min_throughput_percent, th.max_latency_ms),
+            (Some(9.0), Some(5.0))
+        );
+        // Two sizes: throughput 10 × 3 s + back-to-back 8 × 4 s each.
+        assert_eq!(p[0].spec.seconds(), 2 * (30 + 32));
+        let e = p[0].entry();
+        assert_eq!(
+            (e.kind.as_deref(), e.protocol.as_str()),
+            (Some("rfc2544"), "UDP")
+        );
+        // A run's time sets the trials, as it sets every step's seconds.
+        let quick = RunTarget {
+            time: Some("1".into()),
+            ..t.clone()
+        };
+        let PlannedRun::Rfc2544(r) = &d.plan(&quick, &[]).unwrap()[0].spec else {
+            panic!()
+        };
+        assert_eq!(r.trial.as_deref(), Some("1"));
+        let e = |steps: serde_json::Value| def(steps).unwrap_err();
+        for (step, want) in [
+            (
+                serde_json::json!({"kind": "rfc2544", "egress": "eth1"}),
+                "step 1 (rfc2544): choose the ingress port",
+            ),
+            (
+                serde_json::json!({"kind": "rfc2544", "ingress": "eth0", "egress": "eth1", "sizes": "63"}),
+                "step 1 (rfc2544): frame size 63 is below Ethernet's minimum of 64",
+            ),
+            (
+                serde_json::json!({"kind": "rfc2544", "ingress": "eth0", "egress": "eth1", "trial": 0}),
+                "trial (s) 0 is out of range",
+            ),
+            (
+                serde_json::json!({"kind": "rfc2544", "ingress": "eth0", "egress": "eth1", "time": 5}),
+                "a rfc2544 step has no 'time' (only tcp, udp, udp-ladder steps have it); set 'trial'",
+            ),
+            (
+                serde_json::json!({"kind": "rfc2544", "ingress": "eth0", "egress": "eth1", "token": "x"}),
+                "unknown field `token`",
+            ),
+            (
+                serde_json::json!({"kind": "tcp", "ingress": "eth0"}),
+                "a tcp step has no 'ingress' (only rfc2544 steps have it)",
+            ),
+        ] {
+            let m = e(serde_json::json!([step]));
+            assert!(m.contains(want), "{m} should say {want}");
+        }
+        // Against the board's ports, a port it does not have is refused.
+        let lo = crate::board::Port {
+            name: "eth0".into(),
+            up: true,
+            running: true,
+            loopback: false,
+            addresses: Vec::new(),
+        };
+        let m = d.plan(&t, &[lo]).unwrap_err();
+        assert!(m.contains("the board has no port 'eth1'"), "{m}");
     }
 
     #[test]

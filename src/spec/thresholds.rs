@@ -14,7 +14,12 @@
 //! * `max_shortfall_percent` — paced tests (`-b`): the sender at most this % below the rate
 //!   asked for, i.e. sent ≥ (100 − this) % of the target (0..100);
 //! * `max_latency_increase_ms` — latency steps: the ICMP RTT p50 under load at most this much
-//!   above the idle p50, ms (loaded p50 − idle p50).
+//!   above the idle p50, ms (loaded p50 − idle p50);
+//! * `min_throughput_percent` — rfc2544 steps: every frame size's throughput (RFC 2544 §26.1)
+//!   at least this % of the line rate (0..100); a PC's lower bound that reaches it passes (the
+//!   board forwarded at least that), one below it fails as unproven;
+//! * `max_latency_ms` — rfc2544 steps: every frame size's latency (§26.2, the p99 round trip
+//!   through the board at the throughput) at most this, ms.
 //!
 //! Checking is in `results::verdict`; this module only parses and validates.
 
@@ -30,6 +35,8 @@ pub const THRESHOLD_KEYS: &[&str] = &[
     "max_cpu_percent",
     "max_shortfall_percent",
     "max_latency_increase_ms",
+    "min_throughput_percent",
+    "max_latency_ms",
 ];
 
 /// Largest `min_bits_per_second` accepted: 10 Tbit/s.
@@ -66,6 +73,12 @@ pub struct Thresholds {
     /// Latency runs: maximum increase of the ICMP RTT p50 under load over the idle p50, ms.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_latency_increase_ms: Option<f64>,
+    /// RFC 2544 runs: minimum throughput of every frame size, % of the line rate (0..100).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_throughput_percent: Option<f64>,
+    /// RFC 2544 runs: maximum latency (p99 round trip) of every frame size, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_latency_ms: Option<f64>,
 }
 
 impl Thresholds {
@@ -146,6 +159,8 @@ impl Thresholds {
                 "max_latency_increase_ms" => {
                     t.max_latency_increase_ms = Some(upto(n, MAX_JITTER_MS)?)
                 }
+                "min_throughput_percent" => t.min_throughput_percent = Some(pct(n)?),
+                "max_latency_ms" => t.max_latency_ms = Some(upto(n, MAX_JITTER_MS)?),
                 other => {
                     return Err(format!(
                         "thresholds: unknown key '{other}' (known: {})",
@@ -180,7 +195,9 @@ mod tests {
             "max_retransmits": 100,
             "max_cpu_percent": 95.5,
             "max_shortfall_percent": 3,
-            "max_latency_increase_ms": 25
+            "max_latency_increase_ms": 25,
+            "min_throughput_percent": 90,
+            "max_latency_ms": 2.5
         });
         let t = Thresholds::from_value(&v).unwrap();
         assert_eq!(t.min_bits_per_second, Some(9e8));
@@ -191,6 +208,8 @@ mod tests {
         assert_eq!(t.max_cpu_percent, Some(95.5));
         assert_eq!(t.max_shortfall_percent, Some(3.0));
         assert_eq!(t.max_latency_increase_ms, Some(25.0));
+        assert_eq!(t.min_throughput_percent, Some(90.0));
+        assert_eq!(t.max_latency_ms, Some(2.5));
         let back: Thresholds = serde_json::from_value(serde_json::to_value(t).unwrap()).unwrap();
         assert_eq!(back, t);
         // Only the keys that are set are written.
@@ -235,6 +254,11 @@ mod tests {
             (json!({"min_bits_per_second": "100T"}), "at most"),
             (json!({"max_jitter_ms": -1}), "must not be negative"),
             (json!({"min_ceiling_percent": 120}), "percentage (0..100)"),
+            (
+                json!({"min_throughput_percent": 101}),
+                "percentage (0..100)",
+            ),
+            (json!({"max_latency_ms": -2}), "must not be negative"),
             (json!({"max_retransmits": 1.5}), "whole number"),
             (json!({"max_cpu_percent": true}), "must be a number"),
             (json!({"min_bits_per_second": 1e20}), "at most"),

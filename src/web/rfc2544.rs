@@ -186,7 +186,7 @@ async fn start(state: &AppState, req: &Rfc2544Request) -> Result<i64, String> {
     let stored = stored_token(state);
     let plan = req.plan(&crate::board::port_facts().await, stored.as_deref())?;
     let (id, done) =
-        crate::runs::rfc2544::start_rfc2544(&state.hub, Some(state.board.clone()), plan)?;
+        crate::runs::rfc2544::start_rfc2544(&state.hub, Some(state.board.clone()), plan, None)?;
     super::forwarding::remember_token(state, req.token.as_deref(), id, done);
     let _ = state.store.set_setting(URL_KEY, req.peer.trim());
     Ok(id)

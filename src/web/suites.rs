@@ -246,7 +246,26 @@ struct StepForm {
     label: String,
     /// Thresholds as JSON text (`{"max_loss_percent": 0.1}`), empty = the suite's.
     thresholds: String,
+    /// rfc2544 steps: their own fields as a JSON object (`{"ingress": "eth0", "egress":
+    /// "eth1", "sizes": "64,1518"}`; see [`def::Rfc2544Step`]), empty for other kinds.
+    rfc2544: String,
 }
+
+/// The fields of an rfc2544 step the editor shows as one JSON object (the rest have columns).
+const RFC2544_FIELDS: [&str; 12] = [
+    "peer",
+    "ingress",
+    "egress",
+    "nat",
+    "sizes",
+    "trial",
+    "loss",
+    "resolution",
+    "tests",
+    "b2b_repeat",
+    "echo_port",
+    "line_rate",
+];
 
 /// Thresholds JSON as the editor shows it ("" when none).
 fn thresholds_text(v: &Option<serde_json::Value>) -> String {
@@ -288,6 +307,17 @@ impl StepForm {
             congestion: g("congestion"),
             label: g("label"),
             thresholds: thresholds_text(&s.thresholds().cloned()),
+            rfc2544: {
+                let m: serde_json::Map<String, serde_json::Value> = RFC2544_FIELDS
+                    .iter()
+                    .filter_map(|k| Some((k.to_string(), v.get(*k)?.clone())))
+                    .collect();
+                if m.is_empty() {
+                    String::new()
+                } else {
+                    serde_json::Value::Object(m).to_string()
+                }
+            },
         }
     }
 
@@ -317,6 +347,24 @@ impl StepForm {
         }
         if let Some(t) = thresholds_value(&self.thresholds) {
             m.insert("thresholds".into(), t);
+        }
+        match thresholds_value(&self.rfc2544) {
+            None => {}
+            Some(serde_json::Value::Object(o)) => {
+                for (k, v) in o {
+                    if k == "kind" || m.contains_key(&k) {
+                        return Err(format!(
+                            "step {n}: '{k}' has its own column; leave it out of the RFC 2544 fields"
+                        ));
+                    }
+                    m.insert(k, v);
+                }
+            }
+            Some(_) => {
+                return Err(format!(
+                    "step {n}: the RFC 2544 fields are a JSON object, e.g. {{\"ingress\": \"eth0\", \"egress\": \"eth1\"}}"
+                ))
+            }
         }
         Step::from_value(n, serde_json::Value::Object(m))
     }
@@ -452,6 +500,7 @@ async fn save_def(
             congestion: g("congestion"),
             label: g("label"),
             thresholds: g("thresholds"),
+            rfc2544: g("rfc2544"),
         });
     }
     let action = pairs_get(&f, "action").unwrap_or("save");
@@ -1254,5 +1303,50 @@ async fn api_compare(
             StatusCode::BAD_REQUEST,
             format!("format must be json, csv, md or text, got '{f}'"),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An rfc2544 step's own fields travel through the editor's JSON column and back unchanged;
+    /// the column refuses what is not an object and a field that has its own column.
+    #[test]
+    fn the_editor_keeps_an_rfc2544_step_whole() {
+        let step = Step::from_value(
+            1,
+            serde_json::json!({"kind": "rfc2544", "ingress": "eth0", "egress": "eth1",
+                "sizes": "64,1518", "tests": "throughput,latency", "direction": "send",
+                "label": "DUT", "thresholds": {"min_throughput_percent": 90}}),
+        )
+        .unwrap();
+        let f = StepForm::from(&step);
+        assert_eq!(
+            f.rfc2544,
+            r#"{"ingress":"eth0","egress":"eth1","sizes":"64,1518","tests":"throughput,latency"}"#
+        );
+        assert_eq!((f.direction.as_str(), f.label.as_str()), ("send", "DUT"));
+        assert_eq!(f.to_step(1).unwrap(), step);
+        // Other kinds have no RFC 2544 fields.
+        let tcp = StepForm::from(&Step::Tcp(def::Iperf3Step::default()));
+        assert_eq!(tcp.rfc2544, "");
+        let bad = |rfc2544: &str| {
+            StepForm {
+                rfc2544: rfc2544.into(),
+                ..f.clone()
+            }
+            .to_step(2)
+            .unwrap_err()
+        };
+        assert!(bad("eth0").contains("step 2: the RFC 2544 fields are a JSON object"));
+        assert!(bad(r#"{"label": "x"}"#).contains("'label' has its own column"));
+        let e = StepForm {
+            kind: "tcp".into(),
+            ..f.clone()
+        }
+        .to_step(3)
+        .unwrap_err();
+        assert!(e.contains("a tcp step has no"), "{e}");
     }
 }

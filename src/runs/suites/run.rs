@@ -1,8 +1,9 @@
 //! Running a suite and reading its result table.
 //!
 //! Tests run in order, each a normal run in history (`runs.suite_id` = the suite): an iperf3
-//! client test, or a latency-under-load run (step kind `latency`, through
-//! [`Hub::start_latency`]). A failed
+//! client test, a latency-under-load run (step kind `latency`, through
+//! [`Hub::start_latency`]) or an RFC 2544 benchmark (step kind `rfc2544`, through
+//! [`crate::runs::rfc2544::start_request`]). A failed
 //! test is recorded and the suite goes on with the next one (one unreachable rate must not
 //! hide the others); the suite then ends `failed`. Stopping the suite (or one of its tests)
 //! stops the current test and skips the rest; the suite ends `aborted`. Otherwise it ends
@@ -82,6 +83,9 @@ impl Hub {
                 let started = match t.spec {
                     PlannedRun::Iperf3(spec) => hub.start_client_in(spec, Some(sid)),
                     PlannedRun::Latency(spec) => hub.start_latency(spec, Some(sid)).await,
+                    PlannedRun::Rfc2544(req) => {
+                        crate::runs::rfc2544::start_request(&hub, req, Some(sid)).await
+                    }
                 };
                 let status = match started {
                     Ok((rid, h)) => {
