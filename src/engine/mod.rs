@@ -2,6 +2,7 @@
 //! statistics and reports. Not for: storage, the web UI, or changing the board.
 pub mod admission;
 pub mod capture;
+pub mod datagram;
 pub mod echo;
 pub mod http;
 pub mod iperf2;

@@ -1,9 +1,11 @@
-//! UDP streams: the iperf3 datagram header (§8.2), the receiver's accounting (loss as expected
+//! UDP streams: the receiver's accounting (loss as expected
 //! minus unique received, out-of-order and duplicates apart, 64-bit sequence numbers, RFC 3550
 //! §6.4.1 jitter), a burst-free token-bucket pacer, and the send/receive loops on the fast path
 //! (sendmmsg/recvmmsg, UDP GSO/GRO when the kernel offers them, with fallback).
+//! The datagram headers (iperf3's and iperf 2's) are `engine::datagram`'s.
 //! Units: bytes, bits/s, seconds; sequence numbers start at 1.
 
+use crate::engine::datagram::{header_len, read_header, read_udp_id, write_header, write_udp_id};
 use crate::engine::tcp::Shared;
 use std::net::UdpSocket;
 use std::os::fd::{AsRawFd, RawFd};
@@ -26,43 +28,6 @@ const MAX_BATCH: usize = 64;
 /// super-datagrams of at most [`MAX_BATCH`]): 0.8 ms of traffic is 195 datagrams of 512 bytes
 /// at 1 Gbit/s.
 const MAX_PACED_BATCH: usize = 256;
-
-/// Header size in bytes: 12 with 32-bit sequence numbers, 16 with 64-bit ones.
-pub fn header_len(wide: bool) -> usize {
-    if wide {
-        16
-    } else {
-        12
-    }
-}
-
-/// Write the header: big-endian seconds, microseconds, sequence number (32 or 64 bits).
-pub fn write_header(buf: &mut [u8], sec: u32, usec: u32, seq: u64, wide: bool) {
-    buf[0..4].copy_from_slice(&sec.to_be_bytes());
-    buf[4..8].copy_from_slice(&usec.to_be_bytes());
-    if wide {
-        buf[8..16].copy_from_slice(&seq.to_be_bytes());
-    } else {
-        buf[8..12].copy_from_slice(&(seq as u32).to_be_bytes());
-    }
-}
-
-/// Read a header: (sent time in µs, sequence number as on the wire). `None` if too short.
-pub fn read_header(buf: &[u8], wide: bool) -> Option<(i64, u64)> {
-    if buf.len() < header_len(wide) {
-        return None;
-    }
-    let sec = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as i64;
-    let usec = u32::from_be_bytes([buf[4], buf[5], buf[6], buf[7]]) as i64;
-    let seq = if wide {
-        u64::from_be_bytes([
-            buf[8], buf[9], buf[10], buf[11], buf[12], buf[13], buf[14], buf[15],
-        ])
-    } else {
-        u32::from_be_bytes([buf[8], buf[9], buf[10], buf[11]]) as u64
-    };
-    Some((sec * 1_000_000 + usec, seq))
-}
 
 /// Extend a 32-bit wire sequence number to 64 bits: the value ≡ `s32` (mod 2^32) closest to
 /// `reference` (the highest sequence seen so far). Correct across 2^31 and 2^32.
@@ -260,7 +225,7 @@ impl UdpRecv {
     /// Returns false for a stray datagram (not counted).
     pub fn on_datagram(&mut self, data: &[u8], arrival_us: i64) -> bool {
         let parsed = if self.iperf2 {
-            match crate::engine::iperf2::wire::read_udp_id(data, self.wide) {
+            match read_udp_id(data, self.wide) {
                 Some((sent_us, id)) if id < 0 => {
                     if self.fin.is_some() {
                         // A repeated FIN: the client waits for our report, nothing to count.
@@ -599,7 +564,7 @@ pub fn udp_send_loop(
 fn sender_len(cfg: &UdpSendCfg) -> usize {
     let len = cfg.len.max(header_len(cfg.wide));
     if cfg.iperf2.is_some() {
-        len.max(crate::engine::iperf2::wire::UDP_MIN_LEN)
+        len.max(crate::engine::datagram::IPERF2_MIN_LEN)
     } else {
         len
     }
@@ -692,14 +657,9 @@ fn run_sender(
             }
         }
         if cfg.iperf2.is_some() {
-            let (sec, usec) = crate::engine::iperf2::wire::wall_now();
+            let (sec, usec) = crate::engine::datagram::wall_now();
             for i in 0..batch {
-                crate::engine::iperf2::wire::write_udp_id(
-                    &mut buf[i * len..],
-                    (seq + i as u64) as i64,
-                    sec,
-                    usec,
-                );
+                write_udp_id(&mut buf[i * len..], (seq + i as u64) as i64, sec, usec);
             }
         } else {
             let (sec, usec) = mono_now();

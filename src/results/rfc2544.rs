@@ -21,9 +21,9 @@
 //! * the generating PC's: its own drop counters (the peer agent sends them), or the frames it
 //!   sent that never reached the board.
 //!
-//! The board's port counters are read in bytes and turned into frames (`bytes / (F − 4)`: the
-//! kernel counts a frame without its FCS), because a GSO sender's datagrams cross a virtual
-//! port as one packet. The ingress count also holds the board's own traffic with the agent
+//! The board's port counters are turned into frames by their payload ([`port_frames`]:
+//! `(bytes − 42 × packets) / (F − 46)`), because a GSO sender's datagrams cross a virtual port
+//! as one packet with one set of headers. The ingress count also holds the board's own traffic with the agent
 //! (its HTTP polls, a few kB per second), so a loss smaller than that may be charged to the
 //! board when no other share is larger. A trial whose generator sent less than
 //! [`GENERATOR_SHORT`] of the rate asked is generator-bound even without loss. The search
@@ -171,7 +171,9 @@ fn verdict(
         1.0
     };
     let passed = c.offered > 0 && lost_frames as f64 <= allowed * c.offered as f64;
-    let board_kept = c.board_in.saturating_sub(c.board_out);
+    // Test frames the board took in and did not send on: what came in beyond the offered
+    // frames is other traffic (the board's own HTTP with the agent), not frames it kept.
+    let board_kept = c.board_in.min(c.offered).saturating_sub(c.board_out);
     let bound = if passed {
         generator_short.then_some(Bound::Generator)
     } else {
@@ -379,6 +381,20 @@ pub const LOSS_STEPS: [f64; 10] = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 
 /// Whether the frame-loss-rate test may stop: its last two trials lost nothing (§26.3).
 pub fn loss_curve_done(losses: &[u64]) -> bool {
     losses.len() >= 2 && losses[losses.len() - 2..].iter().all(|l| *l == 0)
+}
+
+/// Bytes of one packet's headers as a port counts them around the UDP payload: Ethernet 14 +
+/// IPv4 20 + UDP 8 (the kernel counts no FCS).
+pub const PORT_HEADER_BYTES: u64 = 42;
+
+/// Frames of `frame` bytes a port's counters moved by: `(bytes − 42 × packets) / (F − 46)`.
+/// A UDP GSO batch crosses a virtual port as one packet of one set of headers and many
+/// payloads, so neither `packets` nor `bytes / (F − 4)` counts its frames; the payload does
+/// (for plain frames the formula is `bytes / (F − 4)`). Other traffic on the port (the
+/// agent's HTTP) adds its payload share.
+pub fn port_frames(bytes: u64, packets: u64, frame: u32) -> u64 {
+    let payload = u64::from(frame.saturating_sub(46).max(1));
+    bytes.saturating_sub(PORT_HEADER_BYTES.saturating_mul(packets)) / payload
 }
 
 // ------------------------------------------------------------------ back-to-back (§26.4)
@@ -1260,6 +1276,46 @@ mod tests {
         // A board that drops the second frame of any burst.
         let (n, limit, _) = b2b(81_274.0, 0.0, 1.0, 0.005);
         assert_eq!((n, limit), (1, BurstLimit::Dut));
+    }
+
+    /// The lab's unshaped trial at 40,637 fps: every frame left the board, stock iperf3 on PC2
+    /// lost 4; the board's ingress also counted 5 frames' worth of its HTTP with the agent.
+    /// Those are not frames it kept: the loss is the receiver's (it was charged to the board).
+    #[test]
+    fn the_board_s_own_traffic_is_not_frames_it_kept() {
+        let c = TrialCounts {
+            target_fps: 40_637.0,
+            offered: 81_312,
+            expected: 81_312,
+            lost: 4,
+            seconds: 2.0,
+            board_in: 81_317,
+            board_out: 81_312,
+            ..Default::default()
+        };
+        let v = judge(&c, 0.0);
+        assert_eq!((v.board_kept, v.bound), (0, Some(Bound::Receiver)));
+        // A board that sent on fewer than it took in, with no counter of its own: its loss.
+        let kept = TrialCounts {
+            board_out: 81_300,
+            lost: 12,
+            ..c
+        };
+        let v = judge(&kept, 0.0);
+        assert_eq!((v.board_kept, v.bound), (12, Some(Bound::Dut)));
+    }
+
+    /// A GSO batch of 64 frames of 1518 bytes is one packet of 42 + 64 × 1472 bytes on a veth;
+    /// plain frames are 1514 bytes a packet: both count as their frames.
+    #[test]
+    fn port_counters_count_frames_of_gso_batches_and_plain_ones() {
+        assert_eq!(port_frames(42 + 64 * 1472, 1, 1518), 64);
+        assert_eq!(port_frames(1000 * 1514, 1000, 1518), 1000);
+        assert_eq!(port_frames(3 * (42 + 64 * 1472) + 10 * 1514, 13, 1518), 202);
+        // bytes / (F − 4) under-counts the batch by the headers it does not repeat: 62.
+        assert_eq!((42 + 64 * 1472) / 1514, 62);
+        assert_eq!(port_frames(64 * 60, 64, 64), 64);
+        assert_eq!(port_frames(10, 5, 64), 0);
     }
 
     #[test]

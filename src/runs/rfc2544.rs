@@ -128,7 +128,7 @@ struct TrialRow {
     verdict: Verdict,
     /// The board's drop counters that moved (ledger places).
     board_places: Value,
-    /// Frames into and out of the board on the trial's path (port byte counters / (F − 4)).
+    /// Frames into and out of the board on the trial's path (port counters' payload / (F − 46)).
     board_in: u64,
     board_out: u64,
     /// The PCs' own drops (netperfd receivers and the agent send them).
@@ -674,9 +674,9 @@ async fn reading() -> BoardReading {
 }
 
 /// Frames into the board on the trial's incoming port(s) and out of its outgoing one(s), from
-/// their byte counters (`bytes / (F − 4)`, the kernel counting frames without the FCS; a GSO
-/// batch crosses a virtual port as one packet): `send` = in on `ingress`, out on `egress`;
-/// `receive` the other way; `bidir` both.
+/// their byte and packet counters ([`judge::port_frames`]: a GSO batch crosses a virtual port
+/// as one packet): `send` = in on `ingress`, out on `egress`; `receive` the other way; `bidir`
+/// both.
 fn port_frames(
     d: &BoardDelta,
     ingress: &str,
@@ -691,11 +691,13 @@ fn port_frames(
             .unwrap_or_default()
     };
     let (i, e) = (t(ingress), t(egress));
-    let (rx, tx) = match direction {
-        "receive" => (e.rx_bytes, i.tx_bytes),
-        "bidir" => (i.rx_bytes + e.rx_bytes, i.tx_bytes + e.tx_bytes),
-        _ => (i.rx_bytes, e.tx_bytes),
-    };
-    let per = u64::from(frame.saturating_sub(4).max(1));
-    (rx / per, tx / per)
+    let rx =
+        |p: crate::board::counters::Traffic| judge::port_frames(p.rx_bytes, p.rx_packets, frame);
+    let tx =
+        |p: crate::board::counters::Traffic| judge::port_frames(p.tx_bytes, p.tx_packets, frame);
+    match direction {
+        "receive" => (rx(e), tx(i)),
+        "bidir" => (rx(i) + rx(e), tx(i) + tx(e)),
+        _ => (rx(i), tx(e)),
+    }
 }

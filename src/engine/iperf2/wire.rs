@@ -8,9 +8,10 @@
 pub const DEFAULT_PORT: u16 = 5001;
 /// Size of the version-1 client header, bytes.
 pub const CLIENT_HEADER_LEN: usize = 24;
-/// Smallest UDP datagram we send, bytes: 16 bytes of datagram header, the 24-byte client
-/// header, and room for the server report (16 + 40) in the same size.
-pub const UDP_MIN_LEN: usize = 60;
+/// Smallest UDP datagram we send, bytes (`engine::datagram::IPERF2_MIN_LEN`).
+pub use crate::engine::datagram::IPERF2_MIN_LEN as UDP_MIN_LEN;
+/// The datagram id (sequence number and sent time) and its clock: `engine::datagram`'s.
+pub use crate::engine::datagram::{read_udp_id, wall_now, write_udp_id};
 /// Default UDP datagram size of iperf 2, bytes.
 pub const UDP_DEFAULT_LEN: usize = 1470;
 /// Default UDP rate of iperf 2, bits/s.
@@ -291,39 +292,6 @@ pub fn classify_udp(first: &[u8]) -> (Layout, bool, Option<ClientHeader>) {
         (Some(h12), _) => (Layout::V205, false, Some(h12)),
         _ => (Layout::V205, false, None),
     }
-}
-
-/// Wall clock as (seconds, microseconds): iperf 2 timestamps its datagrams with it.
-pub fn wall_now() -> (u32, u32) {
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    (d.as_secs() as u32, d.subsec_micros())
-}
-
-/// Read a datagram's (sent time in µs, signed sequence number). `wide`: the high 32 bits are
-/// at offset 12 (HEADER_SEQNO64B). A negative number is the FIN. `None` if too short.
-pub fn read_udp_id(b: &[u8], wide: bool) -> Option<(i64, i64)> {
-    if b.len() < if wide { 16 } else { 12 } {
-        return None;
-    }
-    let lo = be32(b, 0);
-    let id = if wide {
-        (((be32(b, 12) as u64) << 32) | lo as u64) as i64
-    } else {
-        lo as i32 as i64
-    };
-    let sent = be32(b, 4) as i64 * 1_000_000 + be32(b, 8) as i64;
-    Some((sent, id))
-}
-
-/// Write a datagram header (2.1 layout): low id word at 0, seconds at 4, µs at 8, high id word
-/// at 12. `b` must hold 16 bytes.
-pub fn write_udp_id(b: &mut [u8], id: i64, sec: u32, usec: u32) {
-    put32(b, 0, id as u64 as u32);
-    put32(b, 4, sec);
-    put32(b, 8, usec);
-    put32(b, 12, ((id as u64) >> 32) as u32);
 }
 
 /// The server's report (v1 fields) as sent back after a UDP FIN.

@@ -892,7 +892,7 @@ const STREAM_START_SEQS: u64 = 1000;
 /// stream's first [`STREAM_START_SEQS`]; `None` for anything else (a short datagram, a
 /// stream well under way).
 fn stream_start_seq(d: &[u8], wide: bool) -> Option<u64> {
-    let (_, seq) = crate::engine::udp::read_header(d, wide)?;
+    let (_, seq) = crate::engine::datagram::read_header(d, wide)?;
     (1..=STREAM_START_SEQS).contains(&seq).then_some(seq)
 }
 
@@ -1038,7 +1038,7 @@ mod tests {
             let (_, from) = s.recv_from(&mut b).unwrap();
             s.send_to(&[7u8; 1448], from).unwrap();
             let mut d = vec![0u8; 1448];
-            crate::engine::udp::write_header(&mut d, 1, 2, 2, false);
+            crate::engine::datagram::write_header(&mut d, 1, 2, 2, false);
             s.send_to(&d, from).unwrap();
         });
         let sock = udp_stream(addr, &SockOpts::default(), 0, false, 1448, false).unwrap();
@@ -1046,7 +1046,7 @@ mod tests {
         let mut b = vec![0u8; 2048];
         assert_eq!(sock.recv(&mut b).unwrap(), 1448);
         assert_eq!(
-            crate::engine::udp::read_header(&b[..1448], false).map(|h| h.1),
+            crate::engine::datagram::read_header(&b[..1448], false).map(|h| h.1),
             Some(2)
         );
     }
@@ -1145,7 +1145,7 @@ mod tests {
     fn only_a_young_stream_counts_as_the_server_s_data() {
         let dgram = |seq: u64, wide: bool| {
             let mut d = vec![0u8; 64];
-            crate::engine::udp::write_header(&mut d, 9, 9, seq, wide);
+            crate::engine::datagram::write_header(&mut d, 9, 9, seq, wide);
             d
         };
         assert_eq!(stream_start_seq(&dgram(1, false), false), Some(1));
