@@ -85,6 +85,42 @@ fn rfc_cli(lab: &mut Lab, name: &str, args: &[&str]) -> (Option<i32>, Value, Str
     (code, v, err)
 }
 
+/// PC1's agent → the board (eth0 → eth1, NAT) → PC2: the path flags of every lab run.
+fn path_args(tf: &str) -> Vec<&str> {
+    vec![
+        "--peer",
+        "http://192.0.2.2:5280",
+        "--token-file",
+        tf,
+        "--to",
+        PC2_IP,
+        "--in",
+        "eth0",
+        "--out",
+        "eth1",
+        "--nat",
+    ]
+}
+
+/// The TBF lab's benchmark: 512 and 1518-byte frames, 1 s trials at `resolution` %, 1 GbE's
+/// line rate given, `tests`.
+fn tbf_args<'a>(tf: &'a str, resolution: &'a str, tests: &'a str) -> Vec<&'a str> {
+    let mut a = path_args(tf);
+    a.extend_from_slice(&[
+        "--sizes",
+        "512,1518",
+        "--trial",
+        "1",
+        "--resolution",
+        resolution,
+        "--line-rate",
+        "1G",
+        "--tests",
+        tests,
+    ]);
+    a
+}
+
 fn rows<'a>(s: &'a Value, key: &str) -> &'a [Value] {
     s[key].as_array().map(Vec::as_slice).unwrap_or_default()
 }
@@ -136,29 +172,7 @@ fn throughput_through_a_100_mbit_tbf_is_the_shaped_frame_rate() {
     let (code, run, err) = rfc_cli(
         &mut lab,
         "rfc2544",
-        &[
-            "--peer",
-            "http://192.0.2.2:5280",
-            "--token-file",
-            &tf,
-            "--to",
-            PC2_IP,
-            "--in",
-            "eth0",
-            "--out",
-            "eth1",
-            "--nat",
-            "--sizes",
-            "512,1518",
-            "--trial",
-            "1",
-            "--resolution",
-            "1",
-            "--line-rate",
-            "1G",
-            "--tests",
-            "loss,latency,throughput",
-        ],
+        &tbf_args(&tf, "1", "loss,latency,throughput"),
     );
     assert_eq!(code, Some(0), "{err}\n{run}");
     assert_eq!(run["kind"], "rfc2544");
@@ -296,29 +310,7 @@ fn back_to_back_through_a_100_mbit_tbf_is_its_queue() {
     let (code, run, err) = rfc_cli(
         &mut lab,
         "rfc2544-b2b",
-        &[
-            "--peer",
-            "http://192.0.2.2:5280",
-            "--token-file",
-            &tf,
-            "--to",
-            PC2_IP,
-            "--in",
-            "eth0",
-            "--out",
-            "eth1",
-            "--nat",
-            "--sizes",
-            "512,1518",
-            "--trial",
-            "1",
-            "--resolution",
-            "5",
-            "--line-rate",
-            "1G",
-            "--tests",
-            "back-to-back,throughput",
-        ],
+        &tbf_args(&tf, "5", "back-to-back,throughput"),
     );
     assert_eq!(code, Some(0), "{err}\n{run}");
     assert_eq!(run["status"], "completed", "{run}");
@@ -498,21 +490,8 @@ fn unshaped_throughput_is_what_a_forwarding_run_carries_without_loss() {
     let pc2 = lab.pc2.clone().expect("pc2");
     lab.spawn(&pc2, "netperfd-s", bin(), &["-s", "-p", "5202"]);
     lab.wait_port(&pc2, PC2_IP, 5202);
-    let path = [
-        "--peer",
-        "http://192.0.2.2:5280",
-        "--token-file",
-        &tf,
-        "--to",
-        PC2_IP,
-        "-p",
-        "5202",
-        "--in",
-        "eth0",
-        "--out",
-        "eth1",
-        "--nat",
-    ];
+    let mut path = path_args(&tf);
+    path.extend_from_slice(&["-p", "5202"]);
     let mut a = path.to_vec();
     a.extend_from_slice(&[
         "--sizes",
