@@ -544,13 +544,8 @@ impl BurstSearch {
                 || (hi - self.lo) as f64 <= self.resolution * hi as f64
                 || (self.lo == 0 && hi <= 1)
         };
-        self.done = self.again.is_none()
-            && (self.lo >= self.max
-                || self.hi().is_some_and(close)
-                || self.trials >= MAX_B2B_TRIALS);
-        if self.trials >= MAX_B2B_TRIALS {
-            self.done = true;
-        }
+        self.done = self.trials >= MAX_B2B_TRIALS
+            || (self.again.is_none() && (self.lo >= self.max || self.hi().is_some_and(close)));
     }
 
     fn set_tool(&mut self, n: u64, b: Bound) {

@@ -314,24 +314,14 @@ impl Runner {
             "knee_trial": knee,
             "knee_places": knee.map(|i| self.trials[i].board_places.clone()),
         });
-        let list = self.summary["throughput"].as_array_mut();
-        if let Some(list) = list {
-            match list.iter_mut().find(|r| r["frame"] == frame) {
-                Some(r) => *r = row,
-                None => list.push(row),
-            }
-        }
+        self.set_row("throughput", frame, row);
     }
 
     /// §26.2: one trial at the throughput found for `frame`, with UDP echo probes to PC2
     /// every [`PROBE_INTERVAL_MS`] beside it; the round trips (through the board both ways:
     /// out at the throughput rate, back unloaded) are the latency row of the frame size.
     async fn latency(&mut self, frame: u32) -> Result<(), (RunStatus, String)> {
-        let fps = self.summary["throughput"]
-            .as_array()
-            .and_then(|l| l.iter().find(|r| r["frame"] == frame))
-            .and_then(|r| r["fps"].as_f64())
-            .unwrap_or(0.0);
+        let fps = self.throughput_row(frame)["fps"].as_f64().unwrap_or(0.0);
         let mut row = json!({"frame": frame, "fps": fps});
         if fps <= 0.0 {
             row["note"] = json!("no rate passed the throughput test: nothing to measure at");
@@ -363,10 +353,7 @@ impl Runner {
                 }
             }
         }
-        if let Some(list) = self.summary["latency"].as_array_mut() {
-            list.retain(|r| r["frame"] != frame);
-            list.push(row);
-        }
+        self.set_row("latency", frame, row);
         self.store_summary();
         Ok(())
     }
@@ -388,13 +375,7 @@ impl Runner {
                 "bound": t.verdict.bound,
                 "trial": i,
             }));
-            let row = json!({"frame": frame, "steps": steps});
-            if let Some(list) = self.summary["loss"].as_array_mut() {
-                match list.iter_mut().find(|r| r["frame"] == frame) {
-                    Some(r) => *r = row,
-                    None => list.push(row),
-                }
-            }
+            self.set_row("loss", frame, json!({"frame": frame, "steps": steps}));
             self.store_summary();
             if judge::loss_curve_done(&losses) {
                 break;
@@ -409,11 +390,7 @@ impl Runner {
     /// board forwarded during the burst at the throughput found.
     async fn back_to_back(&mut self, frame: u32) -> Result<(), (RunStatus, String)> {
         let line = frames::line_rate_fps(self.plan.line_bps, frame);
-        let tp = self.summary["throughput"]
-            .as_array()
-            .and_then(|l| l.iter().find(|r| r["frame"] == frame))
-            .cloned()
-            .unwrap_or(Value::Null);
+        let tp = self.throughput_row(frame);
         let tp_fps = tp["fps"].as_f64().unwrap_or(0.0);
         let tp_limit: Option<judge::Limit> = serde_json::from_value(tp["limit"].clone()).ok();
         let mut row = json!({
@@ -435,7 +412,7 @@ impl Runner {
         if let Some(note) = skip {
             row["note"] = json!(note);
             row["done"] = json!(true);
-            self.set_b2b(frame, row);
+            self.set_row("back_to_back", frame, row);
             return Ok(());
         }
         let mut results: Vec<(u64, judge::BurstLimit)> = Vec::new();
@@ -451,7 +428,7 @@ impl Runner {
                 trials += 1;
                 row["trials"] = json!(trials);
                 row["searching"] = json!(search.result().0);
-                self.set_b2b(frame, row.clone());
+                self.set_row("back_to_back", frame, row.clone());
                 self.store_summary();
             }
             results.push(search.result());
@@ -481,18 +458,29 @@ impl Runner {
             row["note"] =
                 json!("the throughput is a PC's lower bound: the corrected time uses it as it is");
         }
-        self.set_b2b(frame, row);
+        self.set_row("back_to_back", frame, row);
         self.store_summary();
         Ok(())
     }
 
-    fn set_b2b(&mut self, frame: u32, row: Value) {
-        if let Some(list) = self.summary["back_to_back"].as_array_mut() {
+    /// Put `row` as frame size `frame`'s row of the summary's table `key` (replacing the one
+    /// there, else appended).
+    fn set_row(&mut self, key: &str, frame: u32, row: Value) {
+        if let Some(list) = self.summary[key].as_array_mut() {
             match list.iter_mut().find(|r| r["frame"] == frame) {
                 Some(r) => *r = row,
                 None => list.push(row),
             }
         }
+    }
+
+    /// Frame size `frame`'s throughput row (`Null` before its search).
+    fn throughput_row(&self, frame: u32) -> Value {
+        self.summary["throughput"]
+            .as_array()
+            .and_then(|l| l.iter().find(|r| r["frame"] == frame))
+            .cloned()
+            .unwrap_or(Value::Null)
     }
 
     /// Run one trial at `fps` frames/s of `frame` bytes (with `burst`: a burst of that many

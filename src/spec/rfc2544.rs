@@ -56,6 +56,18 @@ impl Rfc2544Test {
             Rfc2544Test::BackToBack => "back-to-back",
         }
     }
+
+    /// The test a word of `--tests` names (its [`Rfc2544Test::word`] or an alias:
+    /// `frame-loss`, `b2b`); `None` for another word.
+    pub fn parse(w: &str) -> Option<Rfc2544Test> {
+        Some(match w {
+            "throughput" => Rfc2544Test::Throughput,
+            "loss" | "frame-loss" => Rfc2544Test::Loss,
+            "latency" => Rfc2544Test::Latency,
+            "back-to-back" | "b2b" => Rfc2544Test::BackToBack,
+            _ => return None,
+        })
+    }
 }
 
 /// Payload of the UDP datagrams that make frames of `frame` bytes (with FCS), bytes.
@@ -263,17 +275,9 @@ impl Rfc2544Request {
             .map(str::trim)
             .filter(|w| !w.is_empty())
         {
-            let t = match w {
-                "throughput" => Rfc2544Test::Throughput,
-                "loss" | "frame-loss" => Rfc2544Test::Loss,
-                "latency" => Rfc2544Test::Latency,
-                "back-to-back" | "b2b" => Rfc2544Test::BackToBack,
-                w => {
-                    return Err(format!(
-                        "test '{w}': expected throughput, latency, loss or back-to-back"
-                    ))
-                }
-            };
+            let t = Rfc2544Test::parse(w).ok_or_else(|| {
+                format!("test '{w}': expected throughput, latency, loss or back-to-back")
+            })?;
             if !tests.contains(&t) {
                 tests.push(t);
             }
@@ -461,12 +465,12 @@ impl Rfc2544Request {
             .clamp(1, u64::from(MAX_B2B_REPEAT));
         let mut per = 0u64;
         for w in opt(&self.tests).unwrap_or("throughput").split(',') {
-            per += match w.trim() {
-                "throughput" => 10 * trial,
-                "latency" => trial,
-                "loss" | "frame-loss" => 5 * trial,
-                "back-to-back" | "b2b" => 8 * 4 * repeat,
-                _ => 0,
+            per += match Rfc2544Test::parse(w.trim()) {
+                Some(Rfc2544Test::Throughput) => 10 * trial,
+                Some(Rfc2544Test::Latency) => trial,
+                Some(Rfc2544Test::Loss) => 5 * trial,
+                Some(Rfc2544Test::BackToBack) => 8 * 4 * repeat,
+                None => 0,
             };
         }
         u32::try_from(sizes * per).unwrap_or(u32::MAX)

@@ -10,7 +10,7 @@ use crate::engine::report::version_string;
 use crate::model::time::fmt_time;
 use crate::model::RunKind;
 use crate::runs::forward::{normalize, truthy, TOKEN_KEY, URL_KEY};
-use crate::spec::rfc2544::{Rfc2544Request, DEFAULT_SIZES};
+use crate::spec::rfc2544::{Rfc2544Request, Rfc2544Test, DEFAULT_SIZES};
 use crate::store::RunFilter;
 use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -171,7 +171,7 @@ fn build(
         loss_test: tests.split(',').any(|t| t.trim() == "loss"),
         b2b_test: tests
             .split(',')
-            .any(|t| matches!(t.trim(), "back-to-back" | "b2b")),
+            .any(|t| Rfc2544Test::parse(t.trim()) == Some(Rfc2544Test::BackToBack)),
         b2b_repeat: g(&r.b2b_repeat, "1"),
         echo_port: g(&r.echo_port, "5291"),
         line_rate: g(&r.line_rate, ""),
