@@ -22,15 +22,21 @@
 #     pacing       the sender's end.pacing (netperfd only: how it paced)
 #   The table shows every run and the median per tool and phase.
 #
-# Targets (issue 11)
-#   loaded: netperfd sent ≥ 97 % of the rate, busiest 1 ms ≤ 2 × the rate
-#   idle:   netperfd sent within 1 % of each rate, busiest 1 ms ≤ 1.2 × the rate (100M)
+# Targets (issue 25 item 2; issue 11 before it)
+#   loaded: netperfd sent ≥ 99 % of the rate in every run, busiest 1 ms at most half of
+#           stock iperf3's in the same run (medians)
+#   idle:   netperfd sent within 1 % of each rate
+#   both:   the sender's own busiest 1 ms (`snd peak`, end.shortfall.sender_peak_1ms_ratio)
+#           ≤ 1.9 × the rate in every run (engine::pacer::WINDOW_CAP); the receiver's figure
+#           is printed beside it (its softirq bunches arrivals: up to ~2.1 × on an idle host)
 #   One TARGET MET / TARGET MISSED line per target (on the medians). iperf3 has no target;
 #   its figures are printed beside. Other processes (compiles) load the machine too: say so
 #   when quoting the figures, and compare ratios from the same run.
 #
 # Usage: sudo benches/udp-load.sh          (root: it creates namespaces)
 #   DURATION=5  REPEATS=3  LEN=1448  HOGS=2  LOAD_RATE=100M  IDLE_RATES="100M 400M 1000M"
+#   PIN=N        run the sender and the busy loops on CPU N only (taskset), the receiver on
+#                another CPU: the sender shares one core with HOGS busy loops (issue 25 item 2)
 #   NETPERFD=/path/to/netperfd   use this binary instead of building
 #                (otherwise: cargo build --release --locked in CARGO_TARGET_DIR)
 #   IPERF3=/usr/bin/iperf3
@@ -46,6 +52,7 @@ LOAD_RATE=${LOAD_RATE:-100M}
 IDLE_RATES=${IDLE_RATES:-100M 400M 1000M}
 IPERF3=${IPERF3:-/usr/bin/iperf3}
 PORT_BASE=${PORT_BASE:-5601}
+PIN=${PIN:-}
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -60,6 +67,14 @@ die() { echo "udp-load.sh: $*" >&2; exit 2; }
 for r in $IDLE_RATES; do
     [[ $r =~ ^[1-9][0-9]*[KMG]$ ]] || die "IDLE_RATES must look like '100M 400M'"
 done
+sender_cpu=() receiver_cpu=()
+if [[ -n $PIN ]]; then
+    [[ $PIN =~ ^[0-9]+$ && $PIN -lt $(nproc) ]] || die "PIN must be a CPU number below $(nproc)"
+    [[ $(nproc) -ge 2 ]] || die "PIN needs 2 CPUs (the receiver runs on another one)"
+    command -v taskset >/dev/null || die "taskset (util-linux) not found"
+    sender_cpu=(taskset -c "$PIN")
+    receiver_cpu=(taskset -c "$(( (PIN + 1) % $(nproc) ))")
+fi
 [[ $(id -u) -eq 0 ]] || die "must run as root (network namespaces); try: sudo $0"
 command -v ip >/dev/null || die "ip (iproute2) not found"
 command -v ss >/dev/null || die "ss (iproute2) not found"
@@ -130,7 +145,7 @@ fi
 start_hogs() {
     local i
     for ((i = 0; i < HOGS; i++)); do
-        sh -c 'while :; do :; done' &
+        "${sender_cpu[@]}" sh -c 'while :; do :; done' &
         hog_pids+=($!)
     done
 }
@@ -149,7 +164,7 @@ run_one() {
     port=$((port + 1))
     d=$work/run-$runno
     mkdir -p "$d"
-    ip netns exec "$NSB" timeout -k 5 $((DURATION + 60)) "$NETPERFD" -s -1 -p "$port" -J \
+    "${receiver_cpu[@]}" ip netns exec "$NSB" timeout -k 5 $((DURATION + 60)) "$NETPERFD" -s -1 -p "$port" -J \
         >"$d/server.out" 2>"$d/server.err" &
     server_pid=$!
     for _ in $(seq 100); do
@@ -157,7 +172,7 @@ run_one() {
         kill -0 "$server_pid" 2>/dev/null || break
         sleep 0.05
     done
-    ip netns exec "$NSA" timeout -k 5 $((DURATION + 30)) "$(tool_bin "$tool")" -c "$ADDR_B" \
+    "${sender_cpu[@]}" ip netns exec "$NSA" timeout -k 5 $((DURATION + 30)) "$(tool_bin "$tool")" -c "$ADDR_B" \
         -p "$port" -u -b "$rate" -l "$LEN" -t "$DURATION" -J \
         >"$d/client.out" 2>"$d/client.err" || crc=$?
     local waited=0
@@ -191,6 +206,8 @@ try:
     rec["sent_pct"] = rec["sent_bps"] * 100 / target
     rec["received_pct"] = rec["received_bps"] * 100 / target
     rec["peak_x"] = rec["peak_1ms_bps"] / target
+    # The sender's own busiest 1 ms (netperfd's pacer reports it; stock iperf3 does not).
+    rec["sender_peak_x"] = (c["end"].get("shortfall") or {}).get("sender_peak_1ms_ratio")
     rec["ok"] = True
 except Exception as e:
     rec["note"] += f"missing field: {e!r}"
@@ -221,12 +238,13 @@ python3 - "$runs_file" "$out" "$git_rev" "$HOGS" "$DURATION" "$LEN" <<'PY'
 import json, statistics, sys
 runs_file, out, rev, hogs, dur, dlen = sys.argv[1:]
 runs = [json.loads(l) for l in open(runs_file) if l.strip()]
-print(f"{'phase':<7} {'rnd':>3} {'sender':<9} {'rate':>6} {'sent %':>8} {'recv %':>8} {'peak 1ms':>9}  pacing / note")
+print(f"{'phase':<7} {'rnd':>3} {'sender':<9} {'rate':>6} {'sent %':>8} {'recv %':>8} {'peak 1ms':>9} {'snd peak':>9}  pacing / note")
 for r in runs:
     if r["ok"]:
-        print(f"{r['phase']:<7} {r['round']:>3} {r['tool']:<9} {r['rate']:>6} {r['sent_pct']:8.2f} {r['received_pct']:8.2f} {r['peak_x']:8.2f}x  {r.get('pacing','')}")
+        sp = f"{r['sender_peak_x']:8.2f}x" if r.get("sender_peak_x") is not None else f"{'-':>9}"
+        print(f"{r['phase']:<7} {r['round']:>3} {r['tool']:<9} {r['rate']:>6} {r['sent_pct']:8.2f} {r['received_pct']:8.2f} {r['peak_x']:8.2f}x {sp}  {r.get('pacing','')}")
     else:
-        print(f"{r['phase']:<7} {r['round']:>3} {r['tool']:<9} {r['rate']:>6} {'-':>8} {'-':>8} {'-':>9}  {r['note']}")
+        print(f"{r['phase']:<7} {r['round']:>3} {r['tool']:<9} {r['rate']:>6} {'-':>8} {'-':>8} {'-':>9} {'-':>9}  {r['note']}")
 print()
 med = {}
 for r in runs:
@@ -236,22 +254,34 @@ summary = []
 print(f"median of {max(r['round'] for r in runs)} rounds:")
 for (phase, tool, rate), rs in sorted(med.items()):
     m = {k: statistics.median(x[k] for x in rs) for k in ("sent_pct", "received_pct", "peak_x")}
+    sps = [x["sender_peak_x"] for x in rs if x.get("sender_peak_x") is not None]
+    m["sender_peak_max"] = max(sps) if sps else None
     m.update(phase=phase, tool=tool, rate=rate, runs=len(rs))
     summary.append(m)
     print(f"  {phase:<7} {tool:<9} {rate:>6}: sent {m['sent_pct']:.2f} %, received {m['received_pct']:.2f} %, busiest 1 ms {m['peak_x']:.2f} x the rate")
 print()
 def verdict(ok, text):
     print(("TARGET MET    " if ok else "TARGET MISSED ") + text)
+stock_peak = {m["rate"]: m["peak_x"] for m in summary if m["phase"] == "loaded" and m["tool"] == "iperf3"}
 for m in summary:
     if m["tool"] != "netperfd":
         continue
+    legs = [r for r in runs if r["ok"] and r["phase"] == m["phase"] and r["tool"] == "netperfd" and r["rate"] == m["rate"]]
+    low = sum(1 for r in legs if r["sent_pct"] < 99.0)
     if m["phase"] == "loaded":
-        verdict(m["sent_pct"] >= 97.0, f"loaded {m['rate']}: netperfd sent {m['sent_pct']:.2f} % (≥ 97 %)")
-        verdict(m["peak_x"] <= 2.0, f"loaded {m['rate']}: busiest 1 ms {m['peak_x']:.2f} x (≤ 2 x)")
+        verdict(m["sent_pct"] >= 99.0 and low == 0,
+                f"loaded {m['rate']}: netperfd sent {m['sent_pct']:.2f} % (≥ 99 %), {low} of {len(legs)} runs below 99 %")
+        sp = stock_peak.get(m["rate"])
+        if sp is not None:
+            verdict(m["peak_x"] <= sp / 2,
+                    f"loaded {m['rate']}: busiest 1 ms {m['peak_x']:.2f} x (≤ half of iperf3's {sp:.2f} x)")
     else:
         verdict(abs(m["sent_pct"] - 100) <= 1.0, f"idle {m['rate']}: netperfd sent {m['sent_pct']:.2f} % (within 1 %)")
-        if m["rate"] == "100M":
-            verdict(m["peak_x"] <= 1.2, f"idle {m['rate']}: busiest 1 ms {m['peak_x']:.2f} x (≤ 1.2 x)")
+    # The pacer's bound holds at the sender in every run (engine::pacer::WINDOW_CAP); the
+    # receiver's busiest 1 ms (peak 1ms) is higher when its softirq bunches arrivals.
+    if m["sender_peak_max"] is not None:
+        verdict(m["sender_peak_max"] <= 1.9 + 1e-9,
+                f"{m['phase']} {m['rate']}: sender's busiest 1 ms ≤ 1.9 x in every run (max {m['sender_peak_max']:.2f} x)")
 json.dump({"git": rev, "hogs": int(hogs), "duration": int(dur), "len": int(dlen),
            "runs": runs, "medians": summary}, open(out, "w"), indent=1)
 print(f"\nwritten: {out}")

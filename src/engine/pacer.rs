@@ -9,7 +9,11 @@
 //!   so the average over the run is the target; time lost to a stall is owed, not forgiven
 //!   (up to [`MAX_DEBT`]). Small debt (up to [`GENTLE_DEBT`]: a wake-up that came a little
 //!   late) is repaid at [`GENTLE_CATCH_UP`] × the rate, one batch at a time, so an idle host
-//!   keeps its busiest 1 ms within 1.2 × the rate;
+//!   keeps its busiest 1 ms within 1.2 × the rate.
+//!   On a loaded host (a debt beyond `GENTLE_DEBT` seen in the last second) a late wake-up
+//!   keeps up to [`LOADED_CREDIT`] (1.2 ms) of the gentle bucket it missed and the bucket
+//!   runs at [`LOADED_CATCH_UP`] (1.25 ×), so the debt falls to about one wake-up's lateness
+//!   instead of sitting at `GENTLE_DEBT`;
 //! * the **window**: larger debt is repaid as fast as the sender gets the CPU, but no window
 //!   of [`WINDOW`] (1.2 ms) holds more than [`WINDOW_CAP`] (1.9 ms) of traffic at the target
 //!   rate: every send is checked against the sends of the window before it, at the times
@@ -47,9 +51,36 @@ use std::time::{Duration, Instant};
 /// stays within 1.2 × the rate. Larger debt (a sender that really lost the CPU) is repaid
 /// within the [`WINDOW`] limit. 20 ms: a one-off stall on an idle host is then repaid
 /// without a burst (with 5 ms, one 100M test in a full test run had a debt above it, repaid
-/// as a 1.9 ms burst that the receiver saw as 2.43 × in 1 ms); on a loaded host at most 20 ms
-/// of debt is left at the end of a run (0.4 % of a 5 s test).
+/// as a 1.9 ms burst that the receiver saw as 2.43 × in 1 ms). A debt beyond it also marks
+/// the host as loaded for a while (see [`LOADED_CREDIT`]), so a sender that keeps waking late
+/// repays its small debt too, not only what lies beyond 20 ms.
 pub const GENTLE_DEBT: Duration = Duration::from_millis(20);
+
+/// Gentle repay's credit on a loaded host: 1.2 ms. Without it, a small debt is repaid one
+/// batch per wake-up at the catch-up rate counted from the wake-up itself, so a sender whose
+/// wake-ups come L late (busy processes share its core) books 0.8 ms of schedule per
+/// 0.76 ms + L: the debt grows to [`GENTLE_DEBT`] and sits there, repaid only beyond it, and
+/// the run ends 20 ms short (99.5–99.6 % of `-b` over 5 s and 98.9–99.1 % over 2 s with two
+/// busy loops on the sender's core, `benches/udp-load.sh PIN=1`). While the host is loaded
+/// (see [`LOADED_FOR`]) the gentle bucket counts from up to this long before a late
+/// wake-up, so the wake-up sends what the lateness held back. 1.2 ms, not more: such a burst
+/// (1.2 ms × [`LOADED_CATCH_UP`] = 1.5 ms of traffic) leaves room under [`WINDOW_CAP`] for
+/// the next wake-up; with 2 ms a sender waking 1.5 ms late every time filled each window
+/// and waited out the next (69 % of the rate on the pacer's clock).
+pub const LOADED_CREDIT: Duration = Duration::from_micros(1200);
+
+/// The catch-up rate for small debts while the host is loaded: 1.25 × the rate. On a loaded
+/// host most wake-ups come on time and a few come milliseconds late; at 1.05 × the debt of
+/// one late wake-up took 20 × its length to repay and the next came first, so a 2 s test with
+/// two busy loops on the sender's core still ended 20 ms short (98.9–99.1 %; 99.9–100.0 %
+/// with 1.25 ×). Batches then go 0.64 ms apart (0.54 ms with [`EARLY`]): still at most two in
+/// any 1 ms, 1.6 × the rate, and every send stays within [`WINDOW_CAP`].
+pub const LOADED_CATCH_UP: f64 = 1.25;
+
+/// How long the host counts as loaded after a debt beyond [`GENTLE_DEBT`] (a sender that really
+/// lost the CPU), renewed by every debt beyond [`LOADED_CREDIT`] while loaded: 1 s. An idle
+/// host's one-off hiccup (under [`GENTLE_DEBT`]) never marks it, and is repaid gently.
+pub const LOADED_FOR: Duration = Duration::from_secs(1);
 
 /// The catch-up rate for small debts (see [`GENTLE_DEBT`]): 1.05 × the rate, one batch at a
 /// time. A 20 ms debt is repaid within 400 ms.
@@ -155,6 +186,8 @@ pub struct Pacer {
     wakeups: u64,
     /// Bytes booked (see [`Pacer::booked_bytes`]).
     booked: u64,
+    /// Until when the host counts as loaded (see [`LOADED_CREDIT`]).
+    loaded_until: Option<Instant>,
 }
 
 impl Pacer {
@@ -180,6 +213,7 @@ impl Pacer {
             stats: PacerStats::default(),
             wakeups: 0,
             booked: 0,
+            loaded_until: None,
         }
     }
 
@@ -215,7 +249,13 @@ impl Pacer {
                 self.next = floor;
             }
         }
-        let gentle = now.saturating_duration_since(self.next) <= GENTLE_DEBT;
+        let debt = now.saturating_duration_since(self.next);
+        let gentle = debt <= GENTLE_DEBT;
+        let mut loaded = self.loaded_until.is_some_and(|u| now < u);
+        if !gentle || (loaded && debt > LOADED_CREDIT) {
+            self.loaded_until = Some(now + LOADED_FOR);
+            loaded = true;
+        }
         let at = if gentle {
             // On time or a small debt: the schedule, repaid gently, never a burst.
             let at = self.next.max(self.peak).max(now);
@@ -227,7 +267,23 @@ impl Pacer {
         self.next += cost;
         // The gentle bucket restarts after a window-limited repay (it does not carry the
         // burst's bytes into the next milliseconds).
-        self.peak = if gentle { self.peak.max(at) } else { at } + cost.div_f64(GENTLE_CATCH_UP);
+        let from = match (gentle, loaded) {
+            // A late wake-up on a loaded host keeps up to LOADED_CREDIT of what it missed,
+            // after a window-limited repay too (or the next wake-up starts from nothing).
+            // (A window-limited send may go ahead of the bucket: it starts again at the send.)
+            (_, true) => self
+                .peak
+                .min(at)
+                .max(at.checked_sub(LOADED_CREDIT).unwrap_or(at)),
+            (true, false) => self.peak.max(at),
+            (false, false) => at,
+        };
+        let catch_up = if loaded {
+            LOADED_CATCH_UP
+        } else {
+            GENTLE_CATCH_UP
+        };
+        self.peak = from + cost.div_f64(catch_up);
         self.recent.push_back((at, n));
         self.recent_bytes += n;
         // Counted for the busiest 1 ms when [`Pacer::sent_at`] says when it really went.
@@ -477,10 +533,11 @@ mod tests {
         // Repaid within the window: the busiest 1 ms carries at most 19 datagrams (1.9 ×),
         // never 2 ×.
         assert_eq!(busiest(&s, 1000), 19, "busiest 1 ms");
-        // Fast repay down to GENTLE_DEBT: (30 − 20) / 0.58 = 17 ms after the stall, then the
-        // last 20 ms at 1.05 ×: by 300 ms at most 20 ms (200 datagrams) behind the schedule.
+        // Fast repay down to GENTLE_DEBT: (30 − 20) / 0.58 = 17 ms after the stall; the stall
+        // marked the host as loaded, so the last 20 ms go at 1.25 × (80 ms): by 300 ms about
+        // 6 ms behind the schedule (at 1.05 × it was still 12–20 ms: 2800–2880 datagrams).
         let by = s.iter().filter(|&&t| t < 300_000).count();
-        assert!((2800..=2900).contains(&by), "{by} datagrams by 300 ms");
+        assert!((2920..=2960).contains(&by), "{by} datagrams by 300 ms");
         // Before the stall, no catch-up: 10 per ms.
         assert_eq!(busiest(&s[..1900], 1000), 10);
     }
@@ -515,22 +572,24 @@ mod tests {
         // 100 Mbit/s of 1250-byte datagrams (one per 100 µs) for 1 s, every sleep waking
         // `late` µs late (a loaded host). Each late wake-up may send up to 1.9 ms of traffic
         // (19 datagrams) when the last 1.2 ms leave room, so the sender keeps the rate while it
-        // gets the CPU often enough: ≥ 97.8 % (what is missing is the last ≤ 20 ms of debt,
-        // repaid gently; 0.4 % of a 5 s test) up to 1.7 ms late, except 0.9–1.1 ms late, where
-        // two bursts share one window (89, 85, 81 %). Beyond 1.7 ms each cycle is the window
-        // plus the lateness: 2 ms late gives 1.9 / (1.2 + 2) = 59 %, a shortfall the run
-        // reports. (The old 250 µs
-        // bucket at 1.4 × sent about one bucket per wake-up: 37–55 % measured under load.)
+        // gets the CPU often enough: ≥ 99.8 % up to 1.5 ms late and 97.9 % at 1.7 ms, except
+        // 0.75–1.1 ms late, where two bursts share one window (93, 89, 85, 81 %). Beyond that
+        // each cycle is the window plus the lateness: 2 ms late gives 1.9 / (1.2 + 2) = 59 %,
+        // a shortfall the run reports. (The old 250 µs bucket at 1.4 × sent about one bucket
+        // per wake-up: 37–55 % measured under load. Before LOADED_CREDIT the last 20 ms of
+        // debt was never repaid: 9780–9810 of 10000 at 0.5–0.8 and 1.2–1.7 ms late; the
+        // credit's burst of 1.2 × 1.25 ms moved the start of the dip from 0.9 to 0.75 ms.)
         let cases = [
             (100, 9990..=10_000),
-            (500, 9780..=9810),
-            (800, 9780..=9810),
+            (500, 9990..=10_000),
+            (700, 9990..=10_000),
+            (800, 9250..=9400),
             (900, 8800..=8950),
             (1000, 8400..=8550),
             (1100, 8050..=8150),
-            (1200, 9780..=9810),
-            (1500, 9770..=9810),
-            (1700, 9780..=9810),
+            (1200, 9980..=10_000),
+            (1500, 9980..=10_000),
+            (1700, 9750..=9810),
             (2000, 5780..=5880),
         ];
         for (late, want) in cases {
@@ -546,6 +605,53 @@ mod tests {
             let peak = busiest(&s, 1000);
             assert!(peak <= 19, "{late} µs late: busiest 1 ms {peak}");
         }
+    }
+
+    #[test]
+    fn a_loaded_host_repays_its_small_debt_too() {
+        // The field case of `benches/udp-load.sh PIN=1` (two busy loops on the sender's core):
+        // 100 Mbit/s in batches of 0.8 ms, most wake-ups on time and every 40th 4 ms late.
+        // At 1.05 × the 39 on-time batches repaid 1.5 ms of each 4 ms, the debt grew to
+        // GENTLE_DEBT and stayed: 2 s sent 98.9 % of the schedule. Loaded (the first
+        // debt beyond GENTLE_DEBT marks it), the bucket runs at 1.25 × and repays 6 ms per
+        // 40 batches: ≥ 99.8 % by 2 s, and no 1 ms holds more than two batches.
+        let rate = 100_000_000u64;
+        let n = Pacer::batch_datagrams(rate, 1448, 256) * 1448;
+        let t0 = Instant::now();
+        let mut p = Pacer::new(rate, MAX_DEBT);
+        let (mut now, mut wakes, mut sent) = (t0, 0u64, 0u64);
+        let until = t0 + Duration::from_secs(2);
+        loop {
+            let at = p.book(n, now);
+            if at > now {
+                wakes += 1;
+                now = at
+                    + if wakes % 40 == 0 {
+                        Duration::from_millis(4)
+                    } else {
+                        Duration::ZERO
+                    };
+            }
+            if now >= until {
+                break;
+            }
+            p.sent_at(now);
+            sent += n as u64;
+        }
+        let share = sent as f64 / (rate as f64 / 8.0 * 2.0);
+        assert!(share >= 0.998, "sent {:.4} of 2 s at the rate", share);
+        assert!(share <= 1.0005, "sent {:.4}: ahead of the schedule", share);
+        let per_ms = rate as f64 / 8.0 / 1000.0;
+        let busiest = p.stats().busiest_1ms_bytes as f64;
+        assert!(
+            busiest <= 2.0 * n as f64,
+            "busiest 1 ms {busiest} bytes, batch {n}"
+        );
+        assert!(
+            busiest < 1.9 * per_ms + 1.0,
+            "busiest 1 ms {:.2} x",
+            busiest / per_ms
+        );
     }
 
     #[test]
