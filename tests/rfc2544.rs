@@ -585,6 +585,10 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
     let id = r.json()["id"].as_i64().expect("id");
     let v = wait_run(&http, id, Duration::from_secs(180));
     assert_eq!(v["run"]["status"], "completed", "{v}");
+    // The ports' counters are the trials' own evidence: nothing is set against a run with no
+    // byte count of its own (it said "the board's ports moved … beyond the run's own 0.000 MB").
+    assert!(v["board"].is_object(), "{v}");
+    assert!(v["board"].get("other_bytes").is_none(), "{}", v["board"]);
     let s = &v["run"]["summary"];
     trials_add_up(s);
     let row = &rows(s, "throughput")[0];
@@ -632,6 +636,9 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
         let b = Browser::open(&board, WD_PORT, &base_url, w, h, &profile);
         b.log_in("correct horse");
         b.go(&format!("/runs/{id}"));
+        // Its JSON export is the run's own document, not iperf3's.
+        let export = b.js("return document.querySelector('#export-json').textContent;");
+        assert_eq!(export, json!("Export JSON"), "{w} px");
         let table = b.js("return document.querySelector('#rfc-throughput').innerText;");
         let table = table.as_str().unwrap_or_default();
         assert!(table.contains("≥ "), "{w} px: {table}");

@@ -135,7 +135,8 @@ fn user_runs_a_test_from_the_browser_and_finds_it_in_history() {
     assert!(
         detail.contains("Sender bitrate")
             && detail.contains("Receiver bitrate")
-            && detail.contains(&format!("href=\"/runs/{id}/summary.txt\"")),
+            && detail.contains(&format!("href=\"/runs/{id}/summary.txt\""))
+            && detail.contains(">Export iperf3 JSON</a>"),
         "{detail}"
     );
     let text = http.get(&format!("/runs/{id}/summary.txt")).body;

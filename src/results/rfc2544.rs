@@ -657,8 +657,11 @@ pub fn throughput_rows(summary: &Value) -> Vec<ThroughputRow> {
                     a.iter()
                         .take(4)
                         .filter_map(|p| {
+                            // The counter's own unit: a queue or a NIC counts packets,
+                            // and a GSO batch crossing a virtual port is one of them, so the
+                            // figure can be far below the frames lost.
                             Some(format!(
-                                "{}: {}",
+                                "{}: {} packets",
                                 p["counter"].as_str()?,
                                 display::count(p["packets"].as_u64()?)
                             ))
@@ -1724,7 +1727,7 @@ mod tests {
         assert_eq!(rows[0].percent, "10.4 %");
         assert!(rows[0].dut);
         assert_eq!(rows[0].limit, "the board dropped above it");
-        assert_eq!(rows[0].knee, "qdisc tbf drops on eth1: 1,204");
+        assert_eq!(rows[0].knee, "qdisc tbf drops on eth1: 1,204 packets");
         assert_eq!(rows[1].fps, "≥ 60,000");
         assert!(!rows[1].dut);
         assert!(rows[1].limit.contains("lower bound"), "{}", rows[1].limit);

@@ -492,14 +492,10 @@ impl Hub {
             } else {
                 1
             };
-            let bytes = figures.bytes.unwrap_or(0).max(0) as u64;
-            let own = match (figures.lost_packets, figures.total_packets) {
-                (Some(l), Some(t)) if l > 0 && t > l => {
-                    bytes + (bytes as u128 * l as u128 / (t - l) as u128) as u64
-                }
-                _ => bytes,
-            };
-            if let Some(extra) = crate::results::ledger::other_traffic(&delta, own, crossings) {
+            let extra = own_bytes(figures).and_then(|own| {
+                crate::results::ledger::other_traffic(&delta, own, crossings).map(|e| (e, own))
+            });
+            if let Some((extra, own)) = extra {
                 o.insert("other_bytes".into(), extra.into());
                 o.insert("run_bytes".into(), own.into());
             }
@@ -771,5 +767,49 @@ impl Hub {
                 }
             }
         }
+    }
+}
+
+/// A run's own bytes, to set against its ports' traffic: its bytes in the main direction
+/// plus its lost datagrams at their mean size. `None` when the run has no byte count of its
+/// own (an RFC 2544 run, whose trials read the same port counters per trial; a monitor or
+/// latency run): then there is nothing to tell other traffic from. (Before, such a run said
+/// "the board's ports moved 4,782.1 MB beyond the run's own 0.000 MB".)
+fn own_bytes(figures: &RunFigures) -> Option<u64> {
+    let bytes = figures.bytes?.max(0) as u64;
+    Some(match (figures.lost_packets, figures.total_packets) {
+        (Some(l), Some(t)) if l > 0 && t > l => {
+            bytes + (bytes as u128 * l as u128 / (t - l) as u128) as u64
+        }
+        _ => bytes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_without_bytes_of_its_own_sets_nothing_against_its_ports() {
+        // An RFC 2544 run's figures carry only its headline bitrate.
+        let rfc = RunFigures {
+            receiver_bps: Some(96.6e6),
+            ..Default::default()
+        };
+        assert_eq!(own_bytes(&rfc), None);
+        // A TCP run: its bytes.
+        let tcp = RunFigures {
+            bytes: Some(37_500_000),
+            ..Default::default()
+        };
+        assert_eq!(own_bytes(&tcp), Some(37_500_000));
+        // A UDP run that lost 1 of 4 datagrams: 3 arrived as 3,000 bytes, 4,000 were its own.
+        let udp = RunFigures {
+            bytes: Some(3_000),
+            lost_packets: Some(1),
+            total_packets: Some(4),
+            ..Default::default()
+        };
+        assert_eq!(own_bytes(&udp), Some(4_000));
     }
 }

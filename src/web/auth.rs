@@ -166,7 +166,7 @@ impl Scope {
         let run = matches!(
             seg.as_slice(),
             ["", "api", "runs"]
-                | ["", "api", "runs", "latency" | "multi"]
+                | ["", "api", "runs", "latency" | "multi" | "rfc2544"]
                 | ["", "api", "suites", "udp-ladder"]
                 | ["", "api", "http-get" | "monitor" | "forward"]
                 | ["", "api", "runs" | "suites" | "monitor", _, "stop"]
@@ -360,6 +360,10 @@ mod tests {
         assert_eq!(need(Method::POST, "/api/runs"), Scope::Run);
         assert_eq!(need(Method::POST, "/api/runs/12/stop"), Scope::Run);
         assert_eq!(need(Method::POST, "/api/suite-defs/soak/run"), Scope::Run);
+        // RFC 2544 is a test like a forwarding run (which sets up MASQUERADE too): a "run
+        // tests" token starts it (it needed an admin token, against the README's words).
+        assert_eq!(need(Method::POST, "/api/runs/rfc2544"), Scope::Run);
+        assert_eq!(need(Method::POST, "/api/forward"), Scope::Run);
         assert_eq!(need(Method::POST, "/api/runs/12/pin"), Scope::Admin);
         assert_eq!(need(Method::DELETE, "/api/runs/12"), Scope::Admin);
         assert_eq!(need(Method::POST, "/api/import"), Scope::Admin);

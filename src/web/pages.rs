@@ -1038,6 +1038,9 @@ struct RunPage {
     /// The run has a text summary in iperf3's format (`/runs/{id}/summary.txt`; kept off the
     /// page, whose units are `model::display`'s).
     text: bool,
+    /// The run has an iperf3 report, so its JSON export is iperf3's `-J` document; otherwise
+    /// (an RFC 2544, monitor or latency run) it is the run's own document.
+    iperf3_json: bool,
     /// Forwarding and monitor runs: what the board saw (forwarded rates, ports, conntrack).
     board_summary: Option<String>,
     analysis: Option<AnalysisView>,
@@ -1491,6 +1494,7 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
         intervals,
         last_rate,
         text,
+        iperf3_json: rep.is_some(),
         board_summary,
         // An RFC 2544 run's verdicts are its trials' (the tables below): no ceiling verdict.
         analysis: analysis
