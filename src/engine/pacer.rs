@@ -265,23 +265,16 @@ impl Pacer {
             self.window_room(n, now)
         };
         self.next += cost;
-        // The gentle bucket restarts after a window-limited repay (it does not carry the
-        // burst's bytes into the next milliseconds).
-        let from = match (gentle, loaded) {
-            // A late wake-up on a loaded host keeps up to LOADED_CREDIT of what it missed,
-            // after a window-limited repay too (or the next wake-up starts from nothing).
-            // (A window-limited send may go ahead of the bucket: it starts again at the send.)
-            (_, true) => self
-                .peak
-                .min(at)
-                .max(at.checked_sub(LOADED_CREDIT).unwrap_or(at)),
-            (true, false) => self.peak.max(at),
-            (false, false) => at,
-        };
-        let catch_up = if loaded {
-            LOADED_CATCH_UP
+        // The gentle bucket. On an idle host it starts again at each send (`at` is never before
+        // `peak` here: it does not carry a late wake-up or a window-limited burst into the next
+        // milliseconds). On a loaded host a late wake-up keeps up to LOADED_CREDIT of what it
+        // missed, and the bucket never runs ahead of a window-limited send that passed it.
+        // (A debt beyond GENTLE_DEBT always marks the host as loaded, above.)
+        let (from, catch_up) = if loaded {
+            let floor = at.checked_sub(LOADED_CREDIT).unwrap_or(at);
+            (self.peak.min(at).max(floor), LOADED_CATCH_UP)
         } else {
-            GENTLE_CATCH_UP
+            (at, GENTLE_CATCH_UP)
         };
         self.peak = from + cost.div_f64(catch_up);
         self.recent.push_back((at, n));
