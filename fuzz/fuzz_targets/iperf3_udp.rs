@@ -2,7 +2,8 @@
 //! order and jitter accounting, and iperf 2's UDP header through its receiver.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use netperfd::engine::udp::{read_header, UdpRecv};
+use netperfd::engine::datagram::read_header;
+use netperfd::engine::udp::UdpRecv;
 
 fuzz_target!(|data: &[u8]| {
     let _ = read_header(data, false);

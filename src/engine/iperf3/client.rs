@@ -2,6 +2,7 @@
 //! protocol of `docs/iperf3-wire.md` §2, runs the data phase, and returns the
 //! merged report. Progress is sent as [`Event`]s while the test runs.
 
+use super::control::{ClientControl, ClientStep, ControlError};
 use super::wire::{self, ierr, Direction, Params, Protocol, Results, State, WireError};
 use crate::engine::net::{self, Family, SockOpts};
 use crate::engine::report::{Connected, IntervalRecord, Report, Role};
@@ -251,6 +252,12 @@ pub enum FailKind {
     AccessDenied,
     /// The server closed the control connection (iperf3's IECTRLCLOSE).
     ControlClosed,
+    /// The server said why it ended the test: SERVER_ERROR (with iperf3's error code) or
+    /// SERVER_TERMINATE.
+    ServerError,
+    /// The server sent a byte that is no iperf3 state, or a state out of order
+    /// ([`ControlError::OutOfOrder`], [`ControlError::NotAState`]).
+    Protocol,
     /// Any other failure.
     Other,
 }
@@ -321,7 +328,10 @@ pub async fn probe_iperf3(host: &str, port: u16) -> Result<bool, String> {
     let _ = s.shutdown().await;
     let mut b = [0u8; 1];
     let iperf3 = match tokio::time::timeout(IPERF2_SILENCE, s.read(&mut b)).await {
-        Ok(Ok(1)) => matches!(b[0], 9 | 0xFF | 0xFE),
+        Ok(Ok(1)) => matches!(
+            ClientControl::new().on_state(b[0]),
+            Ok(_) | Err(ControlError::AccessDenied | ControlError::ServerError(_))
+        ),
         Ok(Ok(_)) | Ok(Err(_)) | Err(_) => false,
     };
     if iperf3 {
@@ -344,11 +354,13 @@ pub async fn probe_iperf3(host: &str, port: u16) -> Result<bool, String> {
 /// How long [`probe_iperf3`] waits for an iperf3 server to close the probe's session.
 const PROBE_CLOSE_WAIT: Duration = Duration::from_secs(2);
 
-async fn expect_state(
+/// Read the server's next state byte and hand it to the control machine: the step it calls
+/// for, or the failure with its kind (the code and errno of a SERVER_ERROR read after it).
+async fn await_step(
+    ctl: &mut ClientControl,
     ctrl: &mut TcpStream,
-    want: State,
     limit: Duration,
-) -> Result<(), ClientError> {
+) -> Result<ClientStep, ClientError> {
     let b = wire::read_state(ctrl, limit).await.map_err(|e| match e {
         WireError::Closed => err(wire::ierr_text(ierr::IECTRLCLOSE)).kind(FailKind::ControlClosed),
         WireError::Io(io) => {
@@ -361,40 +373,43 @@ async fn expect_state(
         }
         e => err(format!("unable to receive control message: {e}")),
     })?;
-    if b == want.byte() {
-        return Ok(());
+    match ctl.on_state(b) {
+        Ok(step) => Ok(step),
+        Err(e) => Err(control_error(ctrl, e).await),
     }
-    Err(state_error(ctrl, b).await)
 }
 
-async fn state_error(ctrl: &mut TcpStream, b: u8) -> ClientError {
-    match State::from_byte(b) {
-        Some(State::AccessDenied) => {
-            err(wire::ierr_text(ierr::IEACCESSDENIED)).kind(FailKind::AccessDenied)
-        }
-        Some(State::ServerError) => {
+/// The [`ClientError`] for a control failure; a SERVER_ERROR's code and errno are read from
+/// the control connection first (5 s and 1 s at most).
+async fn control_error(ctrl: &mut TcpStream, e: ControlError) -> ClientError {
+    let e = match e {
+        ControlError::ServerError(None) => {
             let mut w = [0u8; 8];
-            let _ =
-                wire::read_exact_timeout(ctrl, &mut w[..4], Duration::from_secs(5), "error").await;
-            let code = i32::from_be_bytes([w[0], w[1], w[2], w[3]]);
-            let mut msg = wire::ierr_text(code);
-            if wire::read_exact_timeout(ctrl, &mut w[4..], Duration::from_secs(1), "errno")
-                .await
-                .is_ok()
-            {
-                let errno = i32::from_be_bytes([w[4], w[5], w[6], w[7]]);
-                if errno != 0 {
-                    msg = format!("{msg}: {}", std::io::Error::from_raw_os_error(errno));
-                }
-            }
-            err(msg)
+            let code =
+                match wire::read_exact_timeout(ctrl, &mut w[..4], Duration::from_secs(5), "error")
+                    .await
+                {
+                    Ok(()) => i32::from_be_bytes([w[0], w[1], w[2], w[3]]),
+                    Err(_) => ierr::IEMESSAGE,
+                };
+            let errno =
+                match wire::read_exact_timeout(ctrl, &mut w[4..], Duration::from_secs(1), "errno")
+                    .await
+                {
+                    Ok(()) => i32::from_be_bytes([w[4], w[5], w[6], w[7]]),
+                    Err(_) => 0,
+                };
+            e.with_code(code, errno)
         }
-        Some(State::ServerTerminate) => err(wire::ierr_text(ierr::IESERVERTERM)),
-        _ => err(format!(
-            "{} (got byte 0x{b:02x})",
-            wire::ierr_text(ierr::IEMESSAGE)
-        )),
-    }
+        e => e,
+    };
+    let kind = match e {
+        ControlError::AccessDenied => FailKind::AccessDenied,
+        ControlError::ServerError(_) | ControlError::ServerTerminate => FailKind::ServerError,
+        ControlError::OutOfOrder { .. } | ControlError::NotAState(_) => FailKind::Protocol,
+        ControlError::ClientTerminate => FailKind::Other,
+    };
+    err(e.text()).kind(kind)
 }
 
 /// Run one test. `events` receives progress; `cancel` (when notified) stops the test early,
@@ -501,20 +516,18 @@ async fn run_once(
     })?;
     // An iperf3 server answers the cookie at once (PARAM_EXCHANGE, or ACCESS_DENIED when
     // busy); an iperf 2 server takes it as a stream header and stays silent.
+    let mut ctl = ClientControl::new();
     match tokio::time::timeout(
         IPERF2_SILENCE,
-        expect_state(&mut ctrl, State::ParamExchange, CONTROL_TIMEOUT),
+        await_step(&mut ctl, &mut ctrl, CONTROL_TIMEOUT),
     )
     .await
     {
-        Ok(Ok(())) => {}
+        Ok(Ok(_)) => {}
         Ok(Err(e)) => {
-            // An iperf3 server's first byte is PARAM_EXCHANGE, ACCESS_DENIED or SERVER_ERROR
-            // (handled above); closing at once or an unknown byte is an iperf 2 server.
-            if e.kind == FailKind::ControlClosed
-                || e.message.contains("got byte 0x")
-                || e.message.contains("unable to receive control message")
-            {
+            // An iperf3 server's first byte is PARAM_EXCHANGE, ACCESS_DENIED or SERVER_ERROR;
+            // closing at once, a failed read or a byte that is no state is an iperf 2 server.
+            if !matches!(e.kind, FailKind::AccessDenied | FailKind::ServerError) {
                 // A reset here keeps its kind (a stock server between two listeners after a
                 // probe resets the cookie's connection); a close does not: it is what an
                 // iperf 2 server does.
@@ -542,7 +555,7 @@ async fn run_once(
     wire::write_json(&mut ctrl, &params.to_json())
         .await
         .map_err(|e| err(format!("unable to send parameters to server: {e}")))?;
-    expect_state(&mut ctrl, State::CreateStreams, CONTROL_TIMEOUT).await?;
+    await_step(&mut ctl, &mut ctrl, CONTROL_TIMEOUT).await?;
 
     // Data streams: senders first, then receivers (bidir); ids 1, 3, 4, …
     let n_send = params.client_send_streams() as usize;
@@ -648,7 +661,7 @@ async fn run_once(
         phase.set_send_cap(n);
     }
 
-    expect_state(&mut ctrl, State::TestStart, CONTROL_TIMEOUT).await?;
+    await_step(&mut ctl, &mut ctrl, CONTROL_TIMEOUT).await?;
     // The -t and -O timers run from TEST_START, as a stock client's do (`create_client_timers`
     // and `create_client_omit_timer` at TEST_START) and as the server's omit timer does: a
     // counted window that started later than the server's made it count more than we sent.
@@ -664,7 +677,7 @@ async fn run_once(
         }
         None => None,
     };
-    expect_state(&mut ctrl, State::TestRunning, CONTROL_TIMEOUT).await?;
+    await_step(&mut ctl, &mut ctrl, CONTROL_TIMEOUT).await?;
     let check_recv = params.client_recv_streams() > 0;
     phase
         .start(check_recv)
@@ -676,6 +689,7 @@ async fn run_once(
     let outcome = drive(
         &spec,
         &mut phase,
+        &mut ctl,
         &mut ctrl,
         &events,
         cancel.as_deref(),
@@ -692,7 +706,7 @@ async fn run_once(
             .shared
             .stop_send
             .store(true, std::sync::atomic::Ordering::Relaxed);
-        Some(wire::write_state(&mut ctrl, State::TestEnd).await)
+        Some(wire::write_state(&mut ctrl, ctl.end_test()).await)
     } else {
         None
     };
@@ -714,7 +728,7 @@ async fn run_once(
         Drive::Ended => {}
         Drive::Failed(msg, aborted) => {
             if aborted {
-                let _ = wire::write_state(&mut ctrl, State::ClientTerminate).await;
+                let _ = wire::write_state(&mut ctrl, ctl.terminate()).await;
             }
             stop_phase(phase).await;
             report.error = Some(msg.clone());
@@ -739,13 +753,13 @@ async fn run_once(
     };
     let test_end = match test_end {
         Some(r) => r,
-        None => wire::write_state(&mut ctrl, State::TestEnd).await,
+        None => wire::write_state(&mut ctrl, ctl.end_test()).await,
     };
     if let Err(e) = test_end {
         stop_phase(phase).await;
         return Err(fail(&report, format!("unable to send TEST_END: {e}")));
     }
-    if let Err(e) = expect_state(&mut ctrl, State::ExchangeResults, CONTROL_TIMEOUT).await {
+    if let Err(e) = await_step(&mut ctl, &mut ctrl, CONTROL_TIMEOUT).await {
         stop_phase(phase).await;
         return Err(fail(&report, e.message));
     }
@@ -767,6 +781,7 @@ async fn run_once(
             return Err(fail(&report, format!("unable to receive results: {e}")));
         }
     };
+    ctl.on_results();
     if let Err(e) = merge_remote(&mut report.streams, &theirs) {
         stop_phase(phase).await;
         return Err(fail(&report, e));
@@ -786,11 +801,12 @@ async fn run_once(
     report.server_output_text = theirs.server_output_text.clone();
     report.server_output_json = theirs.server_output_json.clone();
     report.peer_drops = theirs.netperfd_drops.clone();
-    let display = expect_state(&mut ctrl, State::DisplayResults, CONTROL_TIMEOUT).await;
+    let display = await_step(&mut ctl, &mut ctrl, CONTROL_TIMEOUT).await;
     stop_phase(phase).await;
     if let Err(e) = display {
         return Err(fail(&report, e.message));
     }
+    // ClientStep::SendIperfDone, the only step DISPLAY_RESULTS gives.
     let _ = wire::write_state(&mut ctrl, State::IperfDone).await;
     let _ = ctrl.shutdown().await;
     Ok(report)
@@ -907,6 +923,7 @@ enum Drive {
 async fn drive(
     spec: &ClientSpec,
     phase: &mut DataPhase,
+    ctl: &mut ClientControl,
     ctrl: &mut TcpStream,
     events: &Option<mpsc::UnboundedSender<Event>>,
     cancel: Option<&Notify>,
@@ -980,7 +997,11 @@ async fn drive(
                 match r {
                     Ok(0) | Err(_) => return Drive::Failed(wire::ierr_text(ierr::IECTRLCLOSE), false),
                     Ok(_) => {
-                        let e = state_error(ctrl, b[0]).await;
+                        // Every byte is an error while data flows (SERVER_TERMINATE, …).
+                        let e = match ctl.on_state(b[0]) {
+                            Ok(step) => err(format!("{} ({step:?} while the test runs)", wire::ierr_text(ierr::IEMESSAGE))),
+                            Err(e) => control_error(ctrl, e).await,
+                        };
                         return Drive::Failed(e.message, false);
                     }
                 }

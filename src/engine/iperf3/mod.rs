@@ -1,6 +1,7 @@
 //! iperf3 protocol: wire format (`wire`), client (`client`) and server (`server`), compatible
 //! with stock iperf3 3.9–3.18 (see `docs/iperf3-wire.md`).
 pub mod client;
+pub mod control;
 mod drain;
 mod lenient;
 pub mod server;

@@ -4,6 +4,7 @@
 //! anything else starts a new control session. A session whose client misbehaves or vanishes
 //! ends alone, with a logged reason; the listener keeps serving.
 
+use super::control::{ControlError, ServerControl, ServerStep};
 use super::drain::{Drain, Interrupted};
 use super::wire::{self, ierr, Params, Protocol, Results, State, COOKIE_SIZE};
 use crate::engine::admission::{Admission, Limits, Ticket};
@@ -746,13 +747,14 @@ async fn reserve_buffers(inner: &Inner, ticket: &Ticket, cost: u64) -> Option<Re
 async fn setup(
     inner: &Arc<Inner>,
     ctrl: &mut TcpStream,
+    ctl: &mut ServerControl,
     peer: SocketAddr,
-    local: SocketAddr,
     cookie: [u8; COOKIE_SIZE],
     id: u64,
     ticket: &Ticket,
 ) -> Result<Setup, SetupEnd> {
-    if wire::write_state(ctrl, State::ParamExchange).await.is_err() {
+    let local_port = ctrl.local_addr().map_or(0, |a| a.port());
+    if wire::write_state(ctrl, ctl.on_cookie()).await.is_err() {
         return Err(SetupEnd::Done);
     }
     let params = match wire::read_json(ctrl, wire::MAX_PARAMS_JSON, Duration::from_secs(30))
@@ -785,7 +787,7 @@ async fn setup(
             let _ = wire::write_server_error(ctrl, ierr::IERECVPARAMS, 0).await;
             return Err(SetupEnd::Done);
         }
-        match udp_streams(inner, ctrl, id, peer, local.port(), total).await {
+        match udp_streams(inner, ctrl, ctl, id, peer, local_port, total).await {
             Some(v) => Some(v),
             None => return Err(SetupEnd::Done),
         }
@@ -819,7 +821,7 @@ async fn setup(
                 m.remove(&cookie);
             }
         });
-        if wire::write_state(ctrl, State::CreateStreams).await.is_err() {
+        if wire::write_state(ctrl, ctl.on_params()).await.is_err() {
             return Err(SetupEnd::Done);
         }
         let mut socks = Vec::with_capacity(total);
@@ -830,7 +832,7 @@ async fn setup(
                 s = rx.recv() => match s { Some(s) => socks.push(s), None => break },
                 r = ctrl.read(&mut b) => {
                     let why = match r { Ok(0) | Err(_) => "client closed the control connection while streams were being created".to_string(),
-                        Ok(_) => format!("unexpected control byte 0x{:02x} while streams were being created", b[0]) };
+                        Ok(_) => format!("{} while streams were being created", refused(ctl, b[0]).text()) };
                     crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: {why}");
                     return Err(SetupEnd::Done);
                 }
@@ -879,8 +881,9 @@ async fn session(
 ) {
     let local = ctrl.local_addr().unwrap_or(peer);
     let mut stopping = inner.stopping.subscribe();
+    let mut ctl = ServerControl::new();
     let ended = tokio::select! {
-        r = setup(&inner, &mut ctrl, peer, local, cookie, id, &ticket) => r,
+        r = setup(&inner, &mut ctrl, &mut ctl, peer, cookie, id, &ticket) => r,
         _ = ticket.evicted() => Err(SetupEnd::Evicted),
         _ = tokio::time::sleep(inner.cfg.setup_timeout) => Err(SetupEnd::Timeout),
         _ = stopping.wait_for(|s| *s) => Err(SetupEnd::Stopping),
@@ -955,7 +958,7 @@ async fn session(
         },
     );
     let mut phase = DataPhase::new(params.clone(), streams, inner.cfg.interval);
-    let msg = [State::TestStart.byte(), State::TestRunning.byte()];
+    let msg = ctl.streams_ready().map(State::byte);
     if ctrl.write_all(&msg[..]).await.is_err() {
         finish(
             &inner,
@@ -987,7 +990,7 @@ async fn session(
         );
         return;
     }
-    let outcome = run_phase(&inner, id, &mut phase, &mut ctrl).await;
+    let outcome = run_phase(&inner, id, &mut phase, &mut ctl, &mut ctrl).await;
     // A -n / -k test in which we receive: read what is still in flight before the results
     // (§8.4). Anything else freezes its totals here, at TEST_END, as a stock server does.
     let drain = match &outcome {
@@ -1008,7 +1011,7 @@ async fn session(
                     );
                     Ok(())
                 }
-                Err(i) => Err(drain_stop(i)),
+                Err(i) => Err(drain_stop(&mut ctl, i)),
             }
         }
         None => outcome,
@@ -1032,7 +1035,7 @@ async fn session(
     }
 
     // EXCHANGE_RESULTS: read the client's results first, then send ours.
-    if wire::write_state(&mut ctrl, State::ExchangeResults)
+    if wire::write_state(&mut ctrl, ctl.exchange_results())
         .await
         .is_err()
     {
@@ -1110,10 +1113,9 @@ async fn session(
             mine.server_output_text = Some(server_text(&report));
         }
     }
+    let display = ctl.on_results();
     if wire::write_json(&mut ctrl, &mine.to_json()).await.is_err()
-        || wire::write_state(&mut ctrl, State::DisplayResults)
-            .await
-            .is_err()
+        || wire::write_state(&mut ctrl, display).await.is_err()
     {
         finish(
             &inner,
@@ -1125,7 +1127,11 @@ async fn session(
         return;
     }
     // IPERF_DONE, or the client just closes: either is a normal end.
-    let _ = wire::read_state(&mut ctrl, Duration::from_secs(5)).await;
+    if let Ok(b) = wire::read_state(&mut ctrl, Duration::from_secs(5)).await {
+        if let Err(e) = ctl.on_state(b) {
+            tracing::debug!(session = id, "after the results: {}", e.text());
+        }
+    }
     tracing::info!(session = id, %peer, "test completed");
     finish(&inner, id, report, RunStatus::Completed, None);
 }
@@ -1229,21 +1235,33 @@ impl Closing<'_> {
 }
 
 /// Why a session ends when its control connection speaks or closes during the drain.
-fn drain_stop(i: Interrupted) -> Stop {
+fn drain_stop(ctl: &mut ServerControl, i: Interrupted) -> Stop {
     match i {
         Interrupted::Closed => stop(
             RunStatus::Aborted,
             "the client has unexpectedly closed the connection",
         ),
-        Interrupted::Byte(b) => match State::from_byte(b) {
-            Some(State::ClientTerminate) => {
-                stop(RunStatus::Aborted, wire::ierr_text(ierr::IECLIENTTERM))
-            }
-            _ => stop(
-                RunStatus::Failed,
-                format!("{} (byte 0x{:02x})", wire::ierr_text(ierr::IEMESSAGE), b),
-            ),
-        },
+        // After TEST_END the client has nothing to say until EXCHANGE_RESULTS.
+        Interrupted::Byte(b) => control_stop(refused(ctl, b)),
+    }
+}
+
+/// A byte the control machine refused in this phase (one it would accept is out of order
+/// here all the same: the caller expects none).
+fn refused(ctl: &mut ServerControl, b: u8) -> ControlError {
+    let phase = ctl.phase();
+    match ctl.on_state(b) {
+        Err(e) => e,
+        Ok(_) => ControlError::OutOfOrder { phase, byte: b },
+    }
+}
+
+/// How a session ends on a control error: CLIENT_TERMINATE is an abort (the user stopped
+/// the client), anything else a protocol failure.
+fn control_stop(e: ControlError) -> Stop {
+    match e {
+        ControlError::ClientTerminate => stop(RunStatus::Aborted, e.text()),
+        e => stop(RunStatus::Failed, e.text()),
     }
 }
 
@@ -1252,6 +1270,7 @@ fn drain_stop(i: Interrupted) -> Stop {
 async fn udp_streams(
     inner: &Arc<Inner>,
     ctrl: &mut TcpStream,
+    ctl: &mut ServerControl,
     id: u64,
     peer: SocketAddr,
     port: u16,
@@ -1272,7 +1291,7 @@ async fn udp_streams(
             g.retain(|p| p.session != id);
         }
     });
-    if wire::write_state(ctrl, State::CreateStreams).await.is_err() {
+    if wire::write_state(ctrl, ctl.on_params()).await.is_err() {
         return None;
     }
     let mut socks = Vec::with_capacity(total);
@@ -1299,6 +1318,7 @@ async fn run_phase(
     inner: &Inner,
     id: u64,
     phase: &mut DataPhase,
+    ctl: &mut ServerControl,
     ctrl: &mut TcpStream,
 ) -> Result<(), Stop> {
     let p = phase.params.clone();
@@ -1369,11 +1389,11 @@ async fn run_phase(
                 }
                 match r {
                     Ok(0) | Err(_) => return Err(stop(RunStatus::Aborted, "the client has unexpectedly closed the connection")),
-                    Ok(_) => match State::from_byte(b[0]) {
-                        Some(State::TestEnd) => return Ok(()),
-                        Some(State::ClientTerminate) => return Err(stop(RunStatus::Aborted, wire::ierr_text(ierr::IECLIENTTERM))),
-                        Some(State::TestStart) => {}
-                        _ => return Err(stop(RunStatus::Failed, format!("{} (byte 0x{:02x})", wire::ierr_text(ierr::IEMESSAGE), b[0]))),
+                    Ok(_) => match ctl.on_state(b[0]) {
+                        Ok(ServerStep::EndTest) => return Ok(()),
+                        Ok(ServerStep::Ignore) => {}
+                        Ok(ServerStep::Done) => return Err(control_stop(ControlError::OutOfOrder { phase: ctl.phase(), byte: b[0] })),
+                        Err(e) => return Err(control_stop(e)),
                     },
                 }
             }
