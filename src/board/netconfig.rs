@@ -198,7 +198,7 @@ pub enum Change {
         #[serde(default)]
         up: Option<bool>,
         /// MTU in bytes (a number or a decimal string); absent = unchanged.
-        #[serde(default, deserialize_with = "str_or_num")]
+        #[serde(default, deserialize_with = "crate::model::input::opt_text")]
         mtu: Option<String>,
     },
     /// Set (or with an empty `via`, remove) the default route of a family.
@@ -237,15 +237,6 @@ pub enum Change {
         #[serde(rename = "out")]
         egress: String,
     },
-}
-
-fn str_or_num<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let v = Option::<serde_json::Value>::deserialize(d)?;
-    Ok(match v {
-        None | Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::String(s)) => Some(s),
-        Some(other) => Some(other.to_string()),
-    })
 }
 
 fn not_loopback<'a>(links: &'a [Link], name: &str) -> Result<&'a Link, BoardError> {

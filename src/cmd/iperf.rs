@@ -790,6 +790,112 @@ mod tests {
         a
     }
 
+    /// The "run it with stock iperf3" line of a stored test (`results::view::IPERF3_OPTS`)
+    /// parsed back by this command line gives the test's own parameters, for every option
+    /// in the table alone and in mixes. It found that an unlimited UDP test was printed
+    /// without `-b` (stock iperf3 would run it at 1 Mbit/s) and that a TCP block size, `-N`,
+    /// `-b RATE/BURST`, `--fq-rate`, `-Z`, `--skip-rx-copy`, `--udp-counters-64bit`,
+    /// `--repeating-payload` and `--dont-fragment` were not printed at all.
+    #[test]
+    fn printed_iperf3_flags_parse_back_to_the_same_parameters() {
+        use crate::engine::iperf3::wire::Params;
+        use crate::results::view::{iperf3_flags, IPERF3_OPTS};
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            a: IperfArgs,
+        }
+        let tcp = Params::default();
+        let udp = Params {
+            protocol: Protocol::Udp,
+            len: 1448,
+            bandwidth: 1 << 20,
+            ..Params::default()
+        };
+        type Edit = fn(&mut Params);
+        let edits: &[(&str, Edit)] = &[
+            ("-t", |p| p.time = 3),
+            ("-n", |p| {
+                p.num = 10 << 20;
+                p.time = 0
+            }),
+            ("-k", |p| {
+                p.blockcount = 100;
+                p.time = 0
+            }),
+            ("-P", |p| p.parallel = 4),
+            ("-R", |p| p.direction = Direction::Receive),
+            ("--bidir", |p| p.direction = Direction::Bidir),
+            ("-b", |p| p.bandwidth = 0),
+            ("-b", |p| p.bandwidth = 250_000_000),
+            ("-b", |p| p.bandwidth = 12_345_678),
+            ("-b", |p| {
+                p.bandwidth = 100_000_000;
+                p.burst = 10
+            }),
+            ("-l", |p| {
+                p.len = if p.protocol == Protocol::Udp {
+                    18
+                } else {
+                    65536
+                }
+            }),
+            ("-w", |p| p.window = Some(262_144)),
+            ("-M", |p| p.mss = Some(1400)),
+            ("-N", |p| p.nodelay = true),
+            ("-S", |p| p.tos = 0x10),
+            ("-C", |p| p.congestion = Some("bbr".into())),
+            ("-O", |p| p.omit = 2),
+            ("--fq-rate", |p| p.fq_rate = 50_000_000),
+            ("-Z", |p| p.zerocopy = true),
+            ("--skip-rx-copy", |p| p.skip_rx_copy = true),
+            ("--udp-counters-64bit", |p| p.udp_counters_64bit = true),
+            ("--repeating-payload", |p| p.repeating_payload = true),
+            ("--dont-fragment", |p| p.dont_fragment = true),
+        ];
+        // Every option of the table is exercised.
+        for o in IPERF3_OPTS {
+            assert!(
+                o.flag == "-u" || edits.iter().any(|(f, _)| *f == o.flag),
+                "{} has no case",
+                o.flag
+            );
+        }
+        let round_trip = |p: &Params| {
+            let line = format!("iperf3 -c 192.0.2.2{}", iperf3_flags(p));
+            let cli =
+                Cli::try_parse_from(line.split(' ')).unwrap_or_else(|e| panic!("{line}: {e}"));
+            let spec = client_spec(&cli.a, "192.0.2.2").unwrap_or_else(|e| panic!("{line}: {e}"));
+            (line, spec.params)
+        };
+        let mut cases = 0;
+        for base in [&tcp, &udp] {
+            let mut all = base.clone();
+            for (flag, edit) in edits {
+                let mut p = base.clone();
+                edit(&mut p);
+                let (line, got) = round_trip(&p);
+                assert_eq!(got, p, "{line}");
+                assert!(p == *base || line.contains(flag), "{line} lacks {flag}");
+                cases += 1;
+                // The mix: every edit that keeps one end condition and one direction.
+                if !matches!(*flag, "-n" | "-k" | "-R") {
+                    edit(&mut all);
+                }
+            }
+            let (line, got) = round_trip(&all);
+            assert_eq!(got, all, "{line}");
+        }
+        assert_eq!(cases, 2 * edits.len());
+        // What the page printed for an unlimited UDP test before: no -b, i.e. 1 Mbit/s.
+        let unlimited = Params {
+            bandwidth: 0,
+            ..udp.clone()
+        };
+        assert_eq!(iperf3_flags(&unlimited), " -u -t 10 -b 0 -l 1448");
+    }
+
     #[test]
     fn one_end_condition_as_stock() {
         let e = "only one test end condition (-t, -n, -k) may be specified";

@@ -4,6 +4,7 @@
 
 pub mod display;
 pub mod figures;
+pub mod input;
 pub mod kind;
 pub mod names;
 pub mod secrets;

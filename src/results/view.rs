@@ -4,7 +4,7 @@
 //! [`view`] matches on [`RunKind`] without a catch-all arm, so a new kind of run does not
 //! compile until it says how it is shown.
 
-use crate::engine::iperf3::wire::{Direction, Params, Protocol};
+use crate::engine::iperf3::wire::{Direction, Params, Protocol, DEFAULT_TCP_BLKSIZE};
 use crate::model::display;
 use crate::model::time::fmt_time;
 use crate::model::RunKind;
@@ -133,49 +133,143 @@ fn transfer_cards(r: &RunRow) -> Vec<Card> {
     ]
 }
 
-/// The iperf3 flags of `p` after `-c HOST` (`-p`, `-u`, `-t`, …), as iperf3 spells them.
-fn iperf3_flags(p: &Params) -> String {
+/// One stock iperf3 client option as a test's parameters spell it: `value` gives the text
+/// after the flag (`Some("")` for a bare flag), or `None` when the test did not use it.
+pub struct Iperf3Opt {
+    /// The flag as iperf3's `--help` spells it (`-b`, `--bidir`).
+    pub flag: &'static str,
+    /// The option's value in `p`, or `None` when it is absent (the stock default).
+    pub value: fn(&Params) -> Option<String>,
+}
+
+fn some_if(on: bool, v: impl FnOnce() -> String) -> Option<String> {
+    on.then(v)
+}
+
+/// Every option of a test's [`Params`] that changes what stock iperf3 measures, in the order
+/// the command line prints them. One table prints the "run it with stock iperf3" line; a
+/// round-trip test (`cmd::iperf`) parses each printed line with the real command line and
+/// must get the same parameters back. Left out on purpose: `--title`, `--extra-data` and
+/// `--get-server-output` (they change no number).
+pub const IPERF3_OPTS: &[Iperf3Opt] = &[
+    Iperf3Opt {
+        flag: "-u",
+        value: |p| some_if(p.protocol == Protocol::Udp, String::new),
+    },
+    Iperf3Opt {
+        flag: "-t",
+        value: |p| {
+            some_if(p.num == 0 && p.blockcount == 0 && p.time > 0, || {
+                p.time.to_string()
+            })
+        },
+    },
+    Iperf3Opt {
+        flag: "-n",
+        value: |p| some_if(p.num > 0, || p.num.to_string()),
+    },
+    Iperf3Opt {
+        flag: "-k",
+        value: |p| some_if(p.blockcount > 0, || p.blockcount.to_string()),
+    },
+    Iperf3Opt {
+        flag: "-P",
+        value: |p| some_if(p.parallel != 1, || p.parallel.to_string()),
+    },
+    Iperf3Opt {
+        flag: "-R",
+        value: |p| some_if(p.direction == Direction::Receive, String::new),
+    },
+    Iperf3Opt {
+        flag: "--bidir",
+        value: |p| some_if(p.direction == Direction::Bidir, String::new),
+    },
+    Iperf3Opt {
+        // Always for UDP: its stock default is 1 Mbit/s, so an unlimited test says `-b 0`.
+        flag: "-b",
+        value: |p| {
+            let udp = p.protocol == Protocol::Udp;
+            some_if(udp || p.bandwidth > 0 || p.burst > 0, || {
+                let rate = iperf3_rate_arg(p.bandwidth);
+                if p.burst > 0 {
+                    format!("{rate}/{}", p.burst)
+                } else {
+                    rate
+                }
+            })
+        },
+    },
+    Iperf3Opt {
+        // A UDP datagram size always (the stock default comes from the path's MSS); a TCP
+        // block size when it is not the 128 KiB default.
+        flag: "-l",
+        value: |p| {
+            let tcp_default = p.protocol != Protocol::Udp && p.len as usize == DEFAULT_TCP_BLKSIZE;
+            some_if(p.len > 0 && !tcp_default, || p.len.to_string())
+        },
+    },
+    Iperf3Opt {
+        flag: "-w",
+        value: |p| p.window.map(|w| w.to_string()),
+    },
+    Iperf3Opt {
+        flag: "-M",
+        value: |p| p.mss.map(|m| m.to_string()),
+    },
+    Iperf3Opt {
+        flag: "-N",
+        value: |p| some_if(p.nodelay, String::new),
+    },
+    Iperf3Opt {
+        flag: "-S",
+        value: |p| some_if(p.tos > 0, || p.tos.to_string()),
+    },
+    Iperf3Opt {
+        flag: "-C",
+        value: |p| p.congestion.clone(),
+    },
+    Iperf3Opt {
+        flag: "-O",
+        value: |p| some_if(p.omit > 0, || p.omit.to_string()),
+    },
+    Iperf3Opt {
+        flag: "--fq-rate",
+        value: |p| some_if(p.fq_rate > 0, || iperf3_rate_arg(p.fq_rate)),
+    },
+    Iperf3Opt {
+        flag: "-Z",
+        value: |p| some_if(p.zerocopy, String::new),
+    },
+    Iperf3Opt {
+        flag: "--skip-rx-copy",
+        value: |p| some_if(p.skip_rx_copy, String::new),
+    },
+    Iperf3Opt {
+        flag: "--udp-counters-64bit",
+        value: |p| some_if(p.udp_counters_64bit, String::new),
+    },
+    Iperf3Opt {
+        flag: "--repeating-payload",
+        value: |p| some_if(p.repeating_payload, String::new),
+    },
+    Iperf3Opt {
+        flag: "--dont-fragment",
+        value: |p| some_if(p.dont_fragment, String::new),
+    },
+];
+
+/// The iperf3 flags of `p` after `-c HOST` (` -u -b 100M -l 1448`), from [`IPERF3_OPTS`].
+pub fn iperf3_flags(p: &Params) -> String {
     let mut c = String::new();
-    if p.protocol == Protocol::Udp {
-        c.push_str(" -u");
-    }
-    if p.time > 0 && p.num == 0 && p.blockcount == 0 {
-        c.push_str(&format!(" -t {}", p.time));
-    }
-    if p.num > 0 {
-        c.push_str(&format!(" -n {}", p.num));
-    }
-    if p.blockcount > 0 {
-        c.push_str(&format!(" -k {}", p.blockcount));
-    }
-    if p.parallel > 1 {
-        c.push_str(&format!(" -P {}", p.parallel));
-    }
-    match p.direction {
-        Direction::Receive => c.push_str(" -R"),
-        Direction::Bidir => c.push_str(" --bidir"),
-        _ => {}
-    }
-    if p.bandwidth > 0 {
-        c.push_str(&format!(" -b {}", iperf3_rate_arg(p.bandwidth)));
-    }
-    if let Some(w) = p.window {
-        c.push_str(&format!(" -w {w}"));
-    }
-    if let Some(m) = p.mss {
-        c.push_str(&format!(" -M {m}"));
-    }
-    if p.tos > 0 {
-        c.push_str(&format!(" -S {}", p.tos));
-    }
-    if let Some(cc) = &p.congestion {
-        c.push_str(&format!(" -C {cc}"));
-    }
-    if p.protocol == Protocol::Udp && p.len > 0 {
-        c.push_str(&format!(" -l {}", p.len));
-    }
-    if p.omit > 0 {
-        c.push_str(&format!(" -O {}", p.omit));
+    for o in IPERF3_OPTS {
+        if let Some(v) = (o.value)(p) {
+            c.push(' ');
+            c.push_str(o.flag);
+            if !v.is_empty() {
+                c.push(' ');
+                c.push_str(&v);
+            }
+        }
     }
     c
 }

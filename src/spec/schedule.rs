@@ -5,24 +5,12 @@
 
 use crate::spec::suite::RunTarget;
 use chrono::{NaiveDate, NaiveTime, TimeZone, Utc};
-use serde::{de::Error as _, Deserialize, Deserializer};
+use serde::Deserialize;
 
 /// Default shortest period, seconds (config key `schedule_min_period_s`).
 pub const DEFAULT_MIN_PERIOD_S: u64 = 60;
 /// Longest period, seconds (31 days).
 pub const MAX_PERIOD_S: u64 = 31 * 24 * 3600;
-
-/// A number or text in JSON (`5202` or `"5202"`) as text; `null` as none.
-fn opt_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    match serde_json::Value::deserialize(d)? {
-        serde_json::Value::Null => Ok(None),
-        serde_json::Value::String(s) => Ok(Some(s)),
-        serde_json::Value::Number(n) => Ok(Some(n.to_string())),
-        other => Err(D::Error::custom(format!(
-            "expected a number or text, got {other}"
-        ))),
-    }
-}
 
 /// A schedule as the API and the form send it (all text fields may be numbers).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -33,27 +21,27 @@ pub struct ScheduleRequest {
     /// Peer host name or address.
     pub host: String,
     /// Overrides the definition's peer port.
-    #[serde(default, deserialize_with = "opt_text")]
+    #[serde(default, deserialize_with = "crate::model::input::opt_text")]
     pub port: Option<String>,
     /// Overrides the definition's board port.
-    #[serde(default, deserialize_with = "opt_text")]
+    #[serde(default, deserialize_with = "crate::model::input::opt_text")]
     pub bind: Option<String>,
     /// Overrides every step's seconds.
-    #[serde(default, deserialize_with = "opt_text")]
+    #[serde(default, deserialize_with = "crate::model::input::opt_text")]
     pub time: Option<String>,
     /// Board / change label of the suite runs (default: the board's host name).
-    #[serde(default, deserialize_with = "opt_text")]
+    #[serde(default, deserialize_with = "crate::model::input::opt_text")]
     pub label: Option<String>,
     /// Period: "30m", "2h", "90s" (a plain number is minutes). Exactly one of `every` and
     /// `daily_at`.
-    #[serde(default, deserialize_with = "opt_text")]
+    #[serde(default, deserialize_with = "crate::model::input::opt_text")]
     pub every: Option<String>,
     /// Daily at "HH:MM" UTC.
-    #[serde(default, deserialize_with = "opt_text")]
+    #[serde(default, deserialize_with = "crate::model::input::opt_text")]
     pub daily_at: Option<String>,
     /// No firing from then on: "YYYY-MM-DD" (the end of that day, UTC) or
     /// "YYYY-MM-DD HH:MM" / "YYYY-MM-DDTHH:MM" UTC.
-    #[serde(default, deserialize_with = "opt_text")]
+    #[serde(default, deserialize_with = "crate::model::input::opt_text")]
     pub stop_at: Option<String>,
     /// Default true.
     #[serde(default)]

@@ -38,18 +38,6 @@ pub const SEED_001: &str = "seed 001 table";
 /// Settings key set once the built-in definitions were seeded (so a deleted one stays gone).
 const SEEDED_KEY: &str = "suite_defs_seeded";
 
-/// A number or text in JSON (`5` or `"5"`, `"100M"`) as text; `null` as none.
-fn opt_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    match serde_json::Value::deserialize(d)? {
-        serde_json::Value::Null => Ok(None),
-        serde_json::Value::String(s) => Ok(Some(s)),
-        serde_json::Value::Number(n) => Ok(Some(n.to_string())),
-        other => Err(D::Error::custom(format!(
-            "expected a number or text, got {other}"
-        ))),
-    }
-}
-
 /// The kind of a step: its stored `kind` word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -127,49 +115,49 @@ pub struct Iperf3Step {
     /// send (default) / receive (`-R`) / bidir.
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub direction: Option<String>,
     /// Seconds (`-t`), 1..86400; default: the definition's `time`, else 10.
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub time: Option<String>,
     /// Parallel streams (`-P`), 1..128.
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub streams: Option<String>,
     /// Bitrate per stream (`-b`), bits/s with K/M/G suffixes; required for `udp`.
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub bitrate: Option<String>,
     /// Block / datagram size (`-l`), bytes with K/M suffixes.
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub length: Option<String>,
     /// Socket buffer (`-w`), bytes with K/M suffixes.
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub window: Option<String>,
     /// Row name in result tables (default e.g. "TCP send", "UDP receive 400M").
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub label: Option<String>,
@@ -187,49 +175,49 @@ pub struct LadderStep {
     /// Empty or "both" (a ladder runs both directions).
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub direction: Option<String>,
     /// Seconds per test (`-t`), as [`Iperf3Step::time`].
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub time: Option<String>,
     /// Parallel streams (`-P`), 1..128.
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub streams: Option<String>,
     /// Datagram size (`-l`), bytes with K/M suffixes.
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub length: Option<String>,
     /// Socket buffer (`-w`), bytes with K/M suffixes.
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub window: Option<String>,
     /// Comma-separated bitrates, bits/s with K/M/G; default "100M,400M,1000M".
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub rates: Option<String>,
     /// Prefix of the row names ("<label> send 100M").
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub label: Option<String>,
@@ -245,49 +233,49 @@ pub struct LatencyStep {
     /// TCP streams of the load per direction (`-P`), 1..32.
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub streams: Option<String>,
     /// The load's direction, up / down / both (default).
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub load: Option<String>,
     /// Idle phase before and after the load, s (0..600, default 5).
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub idle: Option<String>,
     /// Loaded phase, s (1..3600, default 10).
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub loaded: Option<String>,
     /// Probe interval, ms (1..1000, default 10).
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub interval: Option<String>,
     /// TCP congestion control of the load (e.g. "cubic"); default: the hosts'.
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub congestion: Option<String>,
     /// Row name in result tables (default e.g. "Latency both ×4").
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub label: Option<String>,
@@ -307,98 +295,98 @@ pub struct Rfc2544Step {
     /// Peer agent on PC1, `http://HOST:PORT`; default: the stored one.
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub peer: Option<String>,
     /// Board port the frames come in on (required).
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub ingress: Option<String>,
     /// Board port they leave through (required).
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub egress: Option<String>,
     /// Forwarding with NAT for the run (on/true/1/yes).
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub nat: Option<String>,
     /// Frame sizes, bytes with FCS, comma-separated (default the RFC's seven).
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub sizes: Option<String>,
     /// Seconds per trial; default: the definition's `time`, else 10.
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub trial: Option<String>,
     /// Loss allowed in the throughput test, % (default 0).
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub loss: Option<String>,
     /// Search resolution, % (default 0.5).
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub resolution: Option<String>,
     /// send (default) / receive / bidir.
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub direction: Option<String>,
     /// throughput, latency, loss, back-to-back (comma-separated; default throughput).
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub tests: Option<String>,
     /// Back-to-back searches per frame size (1..50).
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub b2b_repeat: Option<String>,
     /// PC2's UDP echo port for the latency test (default 5291).
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub echo_port: Option<String>,
     /// The ports' line rate, bit/s with K/M/G (default: their link speed).
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub line_rate: Option<String>,
     /// Row name in result tables (default "RFC 2544 eth0 → eth1").
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub label: Option<String>,
@@ -549,21 +537,21 @@ pub struct SuiteDef {
     /// Peer port, default 5201 (a run may override it).
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub port: Option<String>,
     /// Board port (interface) to bind every test to (a run may override it).
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub bind: Option<String>,
     /// Seconds per test for steps that set none, default 10.
     #[serde(
         default,
-        deserialize_with = "opt_text",
+        deserialize_with = "crate::model::input::opt_text",
         skip_serializing_if = "Option::is_none"
     )]
     pub time: Option<String>,
@@ -580,20 +568,20 @@ pub struct RunTarget {
     /// Peer host name or address.
     pub host: String,
     /// Overrides the definition's peer port.
-    #[serde(default, deserialize_with = "opt_text")]
+    #[serde(default, deserialize_with = "crate::model::input::opt_text")]
     pub port: Option<String>,
     /// Overrides the definition's board port.
-    #[serde(default, deserialize_with = "opt_text")]
+    #[serde(default, deserialize_with = "crate::model::input::opt_text")]
     pub bind: Option<String>,
     /// Overrides every step's seconds (e.g. a quick 2 s check of a 60 s suite).
-    #[serde(default, deserialize_with = "opt_text")]
+    #[serde(default, deserialize_with = "crate::model::input::opt_text")]
     pub time: Option<String>,
     /// Board or change under test, shown in result tables (default: the board's host name).
-    #[serde(default, deserialize_with = "opt_text")]
+    #[serde(default, deserialize_with = "crate::model::input::opt_text")]
     pub label: Option<String>,
     /// rfc2544 steps: the peer agent on PC1 (`http://HOST:PORT`) for steps that name none;
     /// default: the stored one.
-    #[serde(default, deserialize_with = "opt_text")]
+    #[serde(default, deserialize_with = "crate::model::input::opt_text")]
     pub agent: Option<String>,
     /// rfc2544 steps: the agent's token (`netperfd suite run --agent-token-file`); default:
     /// the stored one. Never read from a request body (a token is not sent in a form).
