@@ -2,31 +2,8 @@
 //! process CPU time (getrusage), and the system identification string. Not for: deciding
 //! anything about a test; the session code does that.
 
-pub use super::sys::{set_tcp_congestion, tcp_congestion, tcp_info};
+pub use super::sys::{set_tcp_congestion, tcp_congestion, tcp_info, TcpInfo};
 use std::time::Instant;
-
-/// What iperf3 reports from TCP_INFO for a sending stream.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct TcpInfo {
-    /// Retransmitted segments since the connection started (`tcpi_total_retrans`).
-    pub total_retrans: u64,
-    /// Congestion window in bytes (`tcpi_snd_cwnd × tcpi_snd_mss`), as iperf3 computes it.
-    pub snd_cwnd: u64,
-    /// Peer's advertised receive window in bytes (`tcpi_snd_wnd`, 0 before kernel 5.19).
-    pub snd_wnd: u64,
-    /// Smoothed RTT in µs.
-    pub rtt: u32,
-    /// RTT variance in µs.
-    pub rttvar: u32,
-    /// Path MTU in bytes.
-    pub pmtu: u32,
-    /// Sender MSS in bytes.
-    pub snd_mss: u32,
-    /// Reordering events the sender has seen since the connection started
-    /// (`tcpi_reord_seen`, Linux 4.19+; 0 before), what iperf3 3.19+ reports as `reorder`.
-    #[serde(default)]
-    pub reord_seen: u64,
-}
 
 /// Process CPU utilisation over a wall-clock span, in % of one CPU (user + system; can exceed
 /// 100 with threads), the way iperf3 reports `cpu_util_*` (getrusage RUSAGE_SELF).

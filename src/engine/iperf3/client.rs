@@ -3,6 +3,7 @@
 //! merged report. Progress is sent as [`Event`]s while the test runs.
 
 use super::control::{ClientControl, ClientStep, ControlError};
+use super::framing;
 use super::wire::{self, ierr, Direction, Params, Protocol, Results, State, WireError};
 use crate::engine::net::{self, Family, SockOpts};
 use crate::engine::report::{Connected, IntervalRecord, Report, Role};
@@ -361,18 +362,22 @@ async fn await_step(
     ctrl: &mut TcpStream,
     limit: Duration,
 ) -> Result<ClientStep, ClientError> {
-    let b = wire::read_state(ctrl, limit).await.map_err(|e| match e {
-        WireError::Closed => err(wire::ierr_text(ierr::IECTRLCLOSE)).kind(FailKind::ControlClosed),
-        WireError::Io(io) => {
-            let kind = FailKind::of_io(&io);
-            err(format!(
-                "unable to receive control message: {}",
-                WireError::Io(io)
-            ))
-            .kind(kind)
-        }
-        e => err(format!("unable to receive control message: {e}")),
-    })?;
+    let b = framing::read_state(ctrl, limit)
+        .await
+        .map_err(|e| match e {
+            WireError::Closed => {
+                err(wire::ierr_text(ierr::IECTRLCLOSE)).kind(FailKind::ControlClosed)
+            }
+            WireError::Io(io) => {
+                let kind = FailKind::of_io(&io);
+                err(format!(
+                    "unable to receive control message: {}",
+                    WireError::Io(io)
+                ))
+                .kind(kind)
+            }
+            e => err(format!("unable to receive control message: {e}")),
+        })?;
     match ctl.on_state(b) {
         Ok(step) => Ok(step),
         Err(e) => Err(control_error(ctrl, e).await),
@@ -385,20 +390,28 @@ async fn control_error(ctrl: &mut TcpStream, e: ControlError) -> ClientError {
     let e = match e {
         ControlError::ServerError(None) => {
             let mut w = [0u8; 8];
-            let code =
-                match wire::read_exact_timeout(ctrl, &mut w[..4], Duration::from_secs(5), "error")
-                    .await
-                {
-                    Ok(()) => i32::from_be_bytes([w[0], w[1], w[2], w[3]]),
-                    Err(_) => ierr::IEMESSAGE,
-                };
-            let errno =
-                match wire::read_exact_timeout(ctrl, &mut w[4..], Duration::from_secs(1), "errno")
-                    .await
-                {
-                    Ok(()) => i32::from_be_bytes([w[4], w[5], w[6], w[7]]),
-                    Err(_) => 0,
-                };
+            let code = match framing::read_exact_timeout(
+                ctrl,
+                &mut w[..4],
+                Duration::from_secs(5),
+                "error",
+            )
+            .await
+            {
+                Ok(()) => i32::from_be_bytes([w[0], w[1], w[2], w[3]]),
+                Err(_) => ierr::IEMESSAGE,
+            };
+            let errno = match framing::read_exact_timeout(
+                ctrl,
+                &mut w[4..],
+                Duration::from_secs(1),
+                "errno",
+            )
+            .await
+            {
+                Ok(()) => i32::from_be_bytes([w[4], w[5], w[6], w[7]]),
+                Err(_) => 0,
+            };
             e.with_code(code, errno)
         }
         e => e,
@@ -552,7 +565,7 @@ async fn run_once(
             )))
         }
     }
-    wire::write_json(&mut ctrl, &params.to_json())
+    framing::write_json(&mut ctrl, &params.to_json())
         .await
         .map_err(|e| err(format!("unable to send parameters to server: {e}")))?;
     await_step(&mut ctl, &mut ctrl, CONTROL_TIMEOUT).await?;
@@ -706,7 +719,7 @@ async fn run_once(
             .shared
             .stop_send
             .store(true, std::sync::atomic::Ordering::Relaxed);
-        Some(wire::write_state(&mut ctrl, ctl.end_test()).await)
+        Some(framing::write_state(&mut ctrl, ctl.end_test()).await)
     } else {
         None
     };
@@ -728,7 +741,7 @@ async fn run_once(
         Drive::Ended => {}
         Drive::Failed(msg, aborted) => {
             if aborted {
-                let _ = wire::write_state(&mut ctrl, ctl.terminate()).await;
+                let _ = framing::write_state(&mut ctrl, ctl.terminate()).await;
             }
             stop_phase(phase).await;
             report.error = Some(msg.clone());
@@ -753,7 +766,7 @@ async fn run_once(
     };
     let test_end = match test_end {
         Some(r) => r,
-        None => wire::write_state(&mut ctrl, ctl.end_test()).await,
+        None => framing::write_state(&mut ctrl, ctl.end_test()).await,
     };
     if let Err(e) = test_end {
         stop_phase(phase).await;
@@ -766,11 +779,11 @@ async fn run_once(
     let mut mine = phase.results(cpu_local, congestion, &report.streams);
     mine.netperfd_drops = super::server::drops_at_end(drops_end).await;
     report.local_drops = mine.netperfd_drops.clone();
-    if let Err(e) = wire::write_json(&mut ctrl, &mine.to_json()).await {
+    if let Err(e) = framing::write_json(&mut ctrl, &mine.to_json()).await {
         stop_phase(phase).await;
         return Err(fail(&report, format!("unable to send results: {e}")));
     }
-    let theirs = match wire::read_json(&mut ctrl, wire::MAX_RESULTS_JSON, CONTROL_TIMEOUT)
+    let theirs = match framing::read_json(&mut ctrl, wire::MAX_RESULTS_JSON, CONTROL_TIMEOUT)
         .await
         .map_err(|e| e.to_string())
         .and_then(|v| Results::from_json(&v).map_err(|e| e.to_string()))
@@ -807,7 +820,7 @@ async fn run_once(
         return Err(fail(&report, e.message));
     }
     // ClientStep::SendIperfDone, the only step DISPLAY_RESULTS gives.
-    let _ = wire::write_state(&mut ctrl, State::IperfDone).await;
+    let _ = framing::write_state(&mut ctrl, State::IperfDone).await;
     let _ = ctrl.shutdown().await;
     Ok(report)
 }

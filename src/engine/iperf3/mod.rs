@@ -1,8 +1,10 @@
-//! iperf3 protocol: wire format (`wire`), client (`client`) and server (`server`), compatible
+//! iperf3 protocol: wire format (`wire`, bytes only), the control connection's I/O (`framing`)
+//! and its order (`control`), client (`client`) and server (`server`), compatible
 //! with stock iperf3 3.9–3.18 (see `docs/iperf3-wire.md`).
 pub mod client;
 pub mod control;
 mod drain;
+pub mod framing;
 mod lenient;
 pub mod server;
 pub mod wire;

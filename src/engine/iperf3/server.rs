@@ -6,6 +6,7 @@
 
 use super::control::{ControlError, ServerControl, ServerStep};
 use super::drain::{Drain, Interrupted};
+use super::framing;
 use super::wire::{self, ierr, Params, Protocol, Results, State, COOKIE_SIZE};
 use crate::engine::admission::{Admission, Limits, Ticket};
 use crate::engine::net;
@@ -560,7 +561,7 @@ async fn handle_conn(inner: Arc<Inner>, mut s: TcpStream, peer: SocketAddr, seq:
     };
     let mut cookie = [0u8; COOKIE_SIZE];
     let read = tokio::select! {
-        r = wire::read_exact_timeout(&mut s, &mut cookie, inner.cfg.cookie_timeout, "the cookie") => r.map_err(|e| e.to_string()),
+        r = framing::read_exact_timeout(&mut s, &mut cookie, inner.cfg.cookie_timeout, "the cookie") => r.map_err(|e| e.to_string()),
         _ = greeting.evicted() => Err("evicted: another address needed the slot".to_string()),
     };
     drop(greeting);
@@ -754,10 +755,10 @@ async fn setup(
     ticket: &Ticket,
 ) -> Result<Setup, SetupEnd> {
     let local_port = ctrl.local_addr().map_or(0, |a| a.port());
-    if wire::write_state(ctrl, ctl.on_cookie()).await.is_err() {
+    if framing::write_state(ctrl, ctl.on_cookie()).await.is_err() {
         return Err(SetupEnd::Done);
     }
-    let params = match wire::read_json(ctrl, wire::MAX_PARAMS_JSON, Duration::from_secs(30))
+    let params = match framing::read_json(ctrl, wire::MAX_PARAMS_JSON, Duration::from_secs(30))
         .await
         .map_err(|e| e.to_string())
         .and_then(|v| Params::from_json(&v).map_err(|e| e.to_string()))
@@ -765,18 +766,18 @@ async fn setup(
         Ok(p) => p,
         Err(e) => {
             crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: bad parameters: {e}");
-            let _ = wire::write_server_error(ctrl, ierr::IERECVPARAMS, 0).await;
+            let _ = framing::write_server_error(ctrl, ierr::IERECVPARAMS, 0).await;
             return Err(SetupEnd::Done);
         }
     };
     if params.protocol == Protocol::Sctp {
         crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: SCTP tests are not supported");
-        let _ = wire::write_server_error(ctrl, ierr::IEUNIMP, 0).await;
+        let _ = framing::write_server_error(ctrl, ierr::IEUNIMP, 0).await;
         return Err(SetupEnd::Done);
     }
     let Some(buffers) = reserve_buffers(inner, ticket, stream_cost(&params)).await else {
         crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: {} streams would exceed the server's stream buffer budget ({} MiB)", params.total_streams(), STREAM_BUDGET >> 20);
-        let _ = wire::write_state(ctrl, State::AccessDenied).await;
+        let _ = framing::write_state(ctrl, State::AccessDenied).await;
         return Err(SetupEnd::Done);
     };
     let total = params.total_streams() as usize;
@@ -784,7 +785,7 @@ async fn setup(
     let udp_socks = if params.protocol == Protocol::Udp {
         if !(16..=crate::engine::udp::MAX_UDP_LEN_V6 as u32).contains(&params.len) {
             crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: UDP datagram size {} out of range", params.len);
-            let _ = wire::write_server_error(ctrl, ierr::IERECVPARAMS, 0).await;
+            let _ = framing::write_server_error(ctrl, ierr::IERECVPARAMS, 0).await;
             return Err(SetupEnd::Done);
         }
         match udp_streams(inner, ctrl, ctl, id, peer, local_port, total).await {
@@ -821,7 +822,7 @@ async fn setup(
                 m.remove(&cookie);
             }
         });
-        if wire::write_state(ctrl, ctl.on_params()).await.is_err() {
+        if framing::write_state(ctrl, ctl.on_params()).await.is_err() {
             return Err(SetupEnd::Done);
         }
         let mut socks = Vec::with_capacity(total);
@@ -1035,7 +1036,7 @@ async fn session(
     }
 
     // EXCHANGE_RESULTS: read the client's results first, then send ours.
-    if wire::write_state(&mut ctrl, ctl.exchange_results())
+    if framing::write_state(&mut ctrl, ctl.exchange_results())
         .await
         .is_err()
     {
@@ -1049,7 +1050,7 @@ async fn session(
         );
         return;
     }
-    let theirs = match wire::read_frame(
+    let theirs = match framing::read_frame(
         &mut ctrl,
         wire::MAX_CLIENT_RESULTS_JSON,
         Duration::from_secs(30),
@@ -1085,7 +1086,7 @@ async fn session(
         mine = Some(r);
     }
     if let Err(e) = merge_remote(&mut report.streams, &theirs) {
-        let _ = wire::write_server_error(&mut ctrl, ierr::IESTREAMID, 0).await;
+        let _ = framing::write_server_error(&mut ctrl, ierr::IESTREAMID, 0).await;
         finish(&inner, id, report, RunStatus::Failed, Some(e));
         return;
     }
@@ -1114,8 +1115,10 @@ async fn session(
         }
     }
     let display = ctl.on_results();
-    if wire::write_json(&mut ctrl, &mine.to_json()).await.is_err()
-        || wire::write_state(&mut ctrl, display).await.is_err()
+    if framing::write_json(&mut ctrl, &mine.to_json())
+        .await
+        .is_err()
+        || framing::write_state(&mut ctrl, display).await.is_err()
     {
         finish(
             &inner,
@@ -1127,7 +1130,7 @@ async fn session(
         return;
     }
     // IPERF_DONE, or the client just closes: either is a normal end.
-    if let Ok(b) = wire::read_state(&mut ctrl, Duration::from_secs(5)).await {
+    if let Ok(b) = framing::read_state(&mut ctrl, Duration::from_secs(5)).await {
         if let Err(e) = ctl.on_state(b) {
             tracing::debug!(session = id, "after the results: {}", e.text());
         }
@@ -1291,7 +1294,7 @@ async fn udp_streams(
             g.retain(|p| p.session != id);
         }
     });
-    if wire::write_state(ctrl, ctl.on_params()).await.is_err() {
+    if framing::write_state(ctrl, ctl.on_params()).await.is_err() {
         return None;
     }
     let mut socks = Vec::with_capacity(total);

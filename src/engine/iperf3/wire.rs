@@ -8,8 +8,6 @@
 pub use crate::engine::params::{Direction, Params, Protocol, Results, StreamResult};
 pub use crate::engine::report::num;
 use serde_json::{Map, Value};
-use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Default iperf3 TCP/UDP port.
 pub const DEFAULT_PORT: u16 = 5201;
@@ -184,104 +182,14 @@ pub fn cookie_str(c: &[u8]) -> String {
     String::from_utf8_lossy(&c[..end]).into_owned()
 }
 
-/// Read exactly `buf.len()` bytes within `limit`.
-pub async fn read_exact_timeout<R: AsyncRead + Unpin>(
-    r: &mut R,
-    buf: &mut [u8],
-    limit: Duration,
-    what: &'static str,
-) -> Result<(), WireError> {
-    match tokio::time::timeout(limit, r.read_exact(buf)).await {
-        Err(_) => Err(WireError::Timeout(what)),
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(WireError::Closed),
-        Ok(Err(e)) => Err(WireError::Io(e)),
-        Ok(Ok(_)) => Ok(()),
-    }
-}
-
-/// Read one state byte within `limit`.
-pub async fn read_state<R: AsyncRead + Unpin>(r: &mut R, limit: Duration) -> Result<u8, WireError> {
-    let mut b = [0u8; 1];
-    read_exact_timeout(r, &mut b, limit, "a control message").await?;
-    Ok(b[0])
-}
-
-/// Write one state byte.
-pub async fn write_state<W: AsyncWrite + Unpin>(w: &mut W, s: State) -> Result<(), WireError> {
-    w.write_all(&[s.byte()]).await?;
-    Ok(())
-}
-
-/// Write `0xFE` + `i_errno` + `errno` (both 4-byte big-endian), as a stock server does on a
-/// setup failure.
-pub async fn write_server_error<W: AsyncWrite + Unpin>(
-    w: &mut W,
-    i_errno: i32,
-    errno: i32,
-) -> Result<(), WireError> {
-    let mut b = [0u8; 9];
-    b[0] = State::ServerError.byte();
-    b[1..5].copy_from_slice(&i_errno.to_be_bytes());
-    b[5..9].copy_from_slice(&errno.to_be_bytes());
-    w.write_all(&b).await?;
-    Ok(())
-}
-
 /// Check a frame's 4-byte big-endian length prefix: the length must be in `1..=max` bytes.
-/// Pure; used by [`read_frame`] and the fuzz targets.
+/// Pure; used by [`super::framing::read_frame`] and the fuzz targets.
 pub fn frame_len(prefix: [u8; 4], max: u32) -> Result<u32, WireError> {
     let len = u32::from_be_bytes(prefix);
     if len == 0 || len > max {
         return Err(WireError::BadLength { len, max });
     }
     Ok(len)
-}
-
-/// Read a 4-byte big-endian length and that many bytes (the body of a JSON message). The
-/// length must be in `1..=max`; the whole message must arrive within `limit` (first byte
-/// included). Memory grows with the bytes that actually arrive (at most `max`), not with the
-/// announced length.
-pub async fn read_frame<R: AsyncRead + Unpin>(
-    r: &mut R,
-    max: u32,
-    limit: Duration,
-) -> Result<Vec<u8>, WireError> {
-    let deadline = tokio::time::Instant::now() + limit;
-    let mut lb = [0u8; 4];
-    read_exact_timeout(r, &mut lb, limit, "a JSON length").await?;
-    let len = frame_len(lb, max)?;
-    let mut body = Vec::with_capacity((len as usize).min(64 * 1024));
-    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-    match tokio::time::timeout(left, r.take(len as u64).read_to_end(&mut body)).await {
-        Err(_) => return Err(WireError::Timeout("a JSON body")),
-        Ok(Err(e)) => return Err(WireError::Io(e)),
-        Ok(Ok(_)) => {}
-    }
-    if body.len() < len as usize {
-        return Err(WireError::Closed);
-    }
-    Ok(body)
-}
-
-/// Read one length-prefixed JSON message (see [`read_frame`]) as a [`Value`]. Only for small
-/// documents (params, 8 KiB): a `Value` takes up to ~85 times the text's size.
-pub async fn read_json<R: AsyncRead + Unpin>(
-    r: &mut R,
-    max: u32,
-    limit: Duration,
-) -> Result<Value, WireError> {
-    let body = read_frame(r, max, limit).await?;
-    serde_json::from_slice(&body).map_err(|e| WireError::BadJson(e.to_string()))
-}
-
-/// Write a value as compact JSON with its 4-byte big-endian length.
-pub async fn write_json<W: AsyncWrite + Unpin>(w: &mut W, v: &Value) -> Result<(), WireError> {
-    let body = serde_json::to_vec(v).map_err(|e| WireError::BadJson(e.to_string()))?;
-    let mut msg = Vec::with_capacity(body.len() + 4);
-    msg.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    msg.extend_from_slice(&body);
-    w.write_all(&msg).await?;
-    Ok(())
 }
 
 /// Read a JSON number as i64 the way iperf3 peers mean it: integers that do not fit i64

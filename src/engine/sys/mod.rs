@@ -4,7 +4,6 @@
 
 pub mod ethtool;
 
-use super::stats::TcpInfo;
 use std::os::fd::RawFd;
 
 /// UDP_GRO (linux/udp.h): the segment size of a GRO super-datagram, as a cmsg.
@@ -261,6 +260,29 @@ fn parse_cmsgs(h: &libc::msghdr) -> (Option<i64>, Option<usize>) {
         }
     }
     (ts, seg)
+}
+
+/// What iperf3 reports from TCP_INFO for a sending stream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TcpInfo {
+    /// Retransmitted segments since the connection started (`tcpi_total_retrans`).
+    pub total_retrans: u64,
+    /// Congestion window in bytes (`tcpi_snd_cwnd × tcpi_snd_mss`), as iperf3 computes it.
+    pub snd_cwnd: u64,
+    /// Peer's advertised receive window in bytes (`tcpi_snd_wnd`, 0 before kernel 5.19).
+    pub snd_wnd: u64,
+    /// Smoothed RTT in µs.
+    pub rtt: u32,
+    /// RTT variance in µs.
+    pub rttvar: u32,
+    /// Path MTU in bytes.
+    pub pmtu: u32,
+    /// Sender MSS in bytes.
+    pub snd_mss: u32,
+    /// Reordering events the sender has seen since the connection started
+    /// (`tcpi_reord_seen`, Linux 4.19+; 0 before), what iperf3 3.19+ reports as `reorder`.
+    #[serde(default)]
+    pub reord_seen: u64,
 }
 
 /// The leading part of Linux `struct tcp_info` (include/uapi/linux/tcp.h) up to
