@@ -289,25 +289,31 @@ impl ServerControl {
         self.phase
     }
 
+    /// From phase `from` (the caller's order; checked in debug builds) to `to`, saying `say`.
+    fn advance<T>(&mut self, from: Phase, to: Phase, say: T) -> T {
+        debug_assert_eq!(self.phase, from);
+        self.phase = to;
+        say
+    }
+
     /// The cookie arrived and the session was admitted: the state to send, PARAM_EXCHANGE.
     pub fn on_cookie(&mut self) -> State {
-        debug_assert_eq!(self.phase, Phase::Cookie);
-        self.phase = Phase::ParamExchange;
-        State::ParamExchange
+        self.advance(Phase::Cookie, Phase::ParamExchange, State::ParamExchange)
     }
 
     /// The parameters were read and accepted: the state to send, CREATE_STREAMS.
     pub fn on_params(&mut self) -> State {
-        debug_assert_eq!(self.phase, Phase::ParamExchange);
-        self.phase = Phase::CreateStreams;
-        State::CreateStreams
+        self.advance(
+            Phase::ParamExchange,
+            Phase::CreateStreams,
+            State::CreateStreams,
+        )
     }
 
     /// Every data stream is connected: the states to send in one write, TEST_START and
     /// TEST_RUNNING. [`Phase::CreateStreams`] → [`Phase::Running`].
     pub fn streams_ready(&mut self) -> [State; 2] {
-        debug_assert_eq!(self.phase, Phase::CreateStreams);
-        self.phase = Phase::Running;
+        self.advance(Phase::CreateStreams, Phase::Running, ());
         [State::TestStart, State::TestRunning]
     }
 
@@ -342,17 +348,21 @@ impl ServerControl {
     /// The test's totals are final (after a drain): the state to send, EXCHANGE_RESULTS.
     /// [`Phase::TestEnd`] → [`Phase::ExchangeResults`].
     pub fn exchange_results(&mut self) -> State {
-        debug_assert_eq!(self.phase, Phase::TestEnd);
-        self.phase = Phase::ExchangeResults;
-        State::ExchangeResults
+        self.advance(
+            Phase::TestEnd,
+            Phase::ExchangeResults,
+            State::ExchangeResults,
+        )
     }
 
     /// The client's results were read; ours (JSON) go out, then the state this returns,
     /// DISPLAY_RESULTS. [`Phase::ExchangeResults`] → [`Phase::DisplayResults`].
     pub fn on_results(&mut self) -> State {
-        debug_assert_eq!(self.phase, Phase::ExchangeResults);
-        self.phase = Phase::DisplayResults;
-        State::DisplayResults
+        self.advance(
+            Phase::ExchangeResults,
+            Phase::DisplayResults,
+            State::DisplayResults,
+        )
     }
 }
 
