@@ -142,10 +142,6 @@ pub struct Iperf3Opt {
     pub value: fn(&Params) -> Option<String>,
 }
 
-fn some_if(on: bool, v: impl FnOnce() -> String) -> Option<String> {
-    on.then(v)
-}
-
 /// Every option of a test's [`Params`] that changes what stock iperf3 measures, in the order
 /// the command line prints them. One table prints the "run it with stock iperf3" line; a
 /// round-trip test (`cmd::iperf`) parses each printed line with the real command line and
@@ -154,42 +150,38 @@ fn some_if(on: bool, v: impl FnOnce() -> String) -> Option<String> {
 pub const IPERF3_OPTS: &[Iperf3Opt] = &[
     Iperf3Opt {
         flag: "-u",
-        value: |p| some_if(p.protocol == Protocol::Udp, String::new),
+        value: |p| (p.protocol == Protocol::Udp).then(String::new),
     },
     Iperf3Opt {
         flag: "-t",
-        value: |p| {
-            some_if(p.num == 0 && p.blockcount == 0 && p.time > 0, || {
-                p.time.to_string()
-            })
-        },
+        value: |p| (p.num == 0 && p.blockcount == 0 && p.time > 0).then(|| p.time.to_string()),
     },
     Iperf3Opt {
         flag: "-n",
-        value: |p| some_if(p.num > 0, || p.num.to_string()),
+        value: |p| (p.num > 0).then(|| p.num.to_string()),
     },
     Iperf3Opt {
         flag: "-k",
-        value: |p| some_if(p.blockcount > 0, || p.blockcount.to_string()),
+        value: |p| (p.blockcount > 0).then(|| p.blockcount.to_string()),
     },
     Iperf3Opt {
         flag: "-P",
-        value: |p| some_if(p.parallel != 1, || p.parallel.to_string()),
+        value: |p| (p.parallel != 1).then(|| p.parallel.to_string()),
     },
     Iperf3Opt {
         flag: "-R",
-        value: |p| some_if(p.direction == Direction::Receive, String::new),
+        value: |p| (p.direction == Direction::Receive).then(String::new),
     },
     Iperf3Opt {
         flag: "--bidir",
-        value: |p| some_if(p.direction == Direction::Bidir, String::new),
+        value: |p| (p.direction == Direction::Bidir).then(String::new),
     },
     Iperf3Opt {
         // Always for UDP: its stock default is 1 Mbit/s, so an unlimited test says `-b 0`.
         flag: "-b",
         value: |p| {
             let udp = p.protocol == Protocol::Udp;
-            some_if(udp || p.bandwidth > 0 || p.burst > 0, || {
+            (udp || p.bandwidth > 0 || p.burst > 0).then(|| {
                 let rate = iperf3_rate_arg(p.bandwidth);
                 if p.burst > 0 {
                     format!("{rate}/{}", p.burst)
@@ -205,7 +197,7 @@ pub const IPERF3_OPTS: &[Iperf3Opt] = &[
         flag: "-l",
         value: |p| {
             let tcp_default = p.protocol != Protocol::Udp && p.len as usize == DEFAULT_TCP_BLKSIZE;
-            some_if(p.len > 0 && !tcp_default, || p.len.to_string())
+            (p.len > 0 && !tcp_default).then(|| p.len.to_string())
         },
     },
     Iperf3Opt {
@@ -218,11 +210,11 @@ pub const IPERF3_OPTS: &[Iperf3Opt] = &[
     },
     Iperf3Opt {
         flag: "-N",
-        value: |p| some_if(p.nodelay, String::new),
+        value: |p| (p.nodelay).then(String::new),
     },
     Iperf3Opt {
         flag: "-S",
-        value: |p| some_if(p.tos > 0, || p.tos.to_string()),
+        value: |p| (p.tos > 0).then(|| p.tos.to_string()),
     },
     Iperf3Opt {
         flag: "-C",
@@ -230,31 +222,31 @@ pub const IPERF3_OPTS: &[Iperf3Opt] = &[
     },
     Iperf3Opt {
         flag: "-O",
-        value: |p| some_if(p.omit > 0, || p.omit.to_string()),
+        value: |p| (p.omit > 0).then(|| p.omit.to_string()),
     },
     Iperf3Opt {
         flag: "--fq-rate",
-        value: |p| some_if(p.fq_rate > 0, || iperf3_rate_arg(p.fq_rate)),
+        value: |p| (p.fq_rate > 0).then(|| iperf3_rate_arg(p.fq_rate)),
     },
     Iperf3Opt {
         flag: "-Z",
-        value: |p| some_if(p.zerocopy, String::new),
+        value: |p| (p.zerocopy).then(String::new),
     },
     Iperf3Opt {
         flag: "--skip-rx-copy",
-        value: |p| some_if(p.skip_rx_copy, String::new),
+        value: |p| (p.skip_rx_copy).then(String::new),
     },
     Iperf3Opt {
         flag: "--udp-counters-64bit",
-        value: |p| some_if(p.udp_counters_64bit, String::new),
+        value: |p| (p.udp_counters_64bit).then(String::new),
     },
     Iperf3Opt {
         flag: "--repeating-payload",
-        value: |p| some_if(p.repeating_payload, String::new),
+        value: |p| (p.repeating_payload).then(String::new),
     },
     Iperf3Opt {
         flag: "--dont-fragment",
-        value: |p| some_if(p.dont_fragment, String::new),
+        value: |p| (p.dont_fragment).then(String::new),
     },
 ];
 

@@ -1011,10 +1011,7 @@ async fn drive(
                     Ok(0) | Err(_) => return Drive::Failed(wire::ierr_text(ierr::IECTRLCLOSE), false),
                     Ok(_) => {
                         // Every byte is an error while data flows (SERVER_TERMINATE, …).
-                        let e = match ctl.on_state(b[0]) {
-                            Ok(step) => err(format!("{} ({step:?} while the test runs)", wire::ierr_text(ierr::IEMESSAGE))),
-                            Err(e) => control_error(ctrl, e).await,
-                        };
+                        let e = control_error(ctrl, ctl.refuse(b[0])).await;
                         return Drive::Failed(e.message, false);
                     }
                 }

@@ -230,6 +230,20 @@ impl ClientControl {
         e
     }
 
+    /// A byte where the owner expects none (while data flows, during a drain, while streams
+    /// are created): the machine's error for it, and the machine is then [`Phase::Failed`].
+    /// A byte this phase would take is out of order all the same.
+    pub fn refuse(&mut self, b: u8) -> ControlError {
+        let phase = self.phase;
+        match self.on_state(b) {
+            Err(e) => e,
+            Ok(_) => {
+                self.phase = Phase::Failed;
+                ControlError::OutOfOrder { phase, byte: b }
+            }
+        }
+    }
+
     /// The client ends the data phase (its `-t` timer fired, or `-n`/`-k` was reached):
     /// the state to send, TEST_END. [`Phase::Running`] → [`Phase::TestEnd`].
     pub fn end_test(&mut self) -> State {
@@ -341,6 +355,20 @@ impl ServerControl {
                     Some(_) => ControlError::OutOfOrder { phase, byte: b },
                     None => ControlError::NotAState(b),
                 })
+            }
+        }
+    }
+
+    /// A byte where the owner expects none (while data flows, during a drain, while streams
+    /// are created): the machine's error for it, and the machine is then [`Phase::Failed`].
+    /// A byte this phase would take is out of order all the same.
+    pub fn refuse(&mut self, b: u8) -> ControlError {
+        let phase = self.phase;
+        match self.on_state(b) {
+            Err(e) => e,
+            Ok(_) => {
+                self.phase = Phase::Failed;
+                ControlError::OutOfOrder { phase, byte: b }
             }
         }
     }
@@ -653,6 +681,20 @@ mod tests {
             })
         );
         assert_eq!(running().on_state(0x07), Err(ControlError::NotAState(0x07)));
+        // Where the owner expects no byte at all, even one the phase takes is refused.
+        let mut s = running();
+        assert_eq!(
+            s.refuse(State::TestStart.byte()),
+            ControlError::OutOfOrder {
+                phase: Phase::Running,
+                byte: 1
+            }
+        );
+        assert_eq!(s.phase(), Phase::Failed);
+        assert_eq!(
+            running().refuse(State::ClientTerminate.byte()),
+            ControlError::ClientTerminate
+        );
         // After TEST_END, during the drain, the client has nothing to say.
         let mut s = running();
         assert_eq!(s.on_state(State::TestEnd.byte()), Ok(ServerStep::EndTest));

@@ -833,7 +833,7 @@ async fn setup(
                 s = rx.recv() => match s { Some(s) => socks.push(s), None => break },
                 r = ctrl.read(&mut b) => {
                     let why = match r { Ok(0) | Err(_) => "client closed the control connection while streams were being created".to_string(),
-                        Ok(_) => format!("{} while streams were being created", refused(ctl, b[0]).text()) };
+                        Ok(_) => format!("{} while streams were being created", ctl.refuse(b[0]).text()) };
                     crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: {why}");
                     return Err(SetupEnd::Done);
                 }
@@ -1245,17 +1245,7 @@ fn drain_stop(ctl: &mut ServerControl, i: Interrupted) -> Stop {
             "the client has unexpectedly closed the connection",
         ),
         // After TEST_END the client has nothing to say until EXCHANGE_RESULTS.
-        Interrupted::Byte(b) => control_stop(refused(ctl, b)),
-    }
-}
-
-/// A byte the control machine refused in this phase (one it would accept is out of order
-/// here all the same: the caller expects none).
-fn refused(ctl: &mut ServerControl, b: u8) -> ControlError {
-    let phase = ctl.phase();
-    match ctl.on_state(b) {
-        Err(e) => e,
-        Ok(_) => ControlError::OutOfOrder { phase, byte: b },
+        Interrupted::Byte(b) => control_stop(ctl.refuse(b)),
     }
 }
 
