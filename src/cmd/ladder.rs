@@ -3,7 +3,7 @@
 //! and printed as one table.
 
 use crate::runs::live::Hub;
-use crate::spec::test::TestRequest;
+use crate::spec::test::TestSpec;
 use crate::store::Store;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -44,13 +44,15 @@ pub fn main(a: LadderArgs) -> i32 {
 
 async fn run(a: LadderArgs) -> Result<i32, String> {
     let rates = crate::spec::suite::parse_rates(&a.rates)?;
-    let base = TestRequest {
-        host: a.host.clone(),
-        port: Some(a.port.to_string()),
-        duration: Some(a.time.to_string()),
-        length: a.length.clone(),
+    let length = a.length.as_deref().map(|l| {
+        crate::engine::report::parse_suffixed(l, false).map_err(|e| format!("length: {e}"))
+    });
+    let base = TestSpec {
+        port: Some(a.port),
+        duration: Some(a.time.into()),
+        length: length.transpose()?,
         bind: a.bind_dev.clone(),
-        ..Default::default()
+        ..TestSpec::new(a.host.clone())
     };
     let specs = crate::runs::suites::ladder_specs(&base, &rates, &crate::board::ports())?;
     let store = Arc::new(Store::open_dir(&a.data).map_err(|e| e.to_string())?);

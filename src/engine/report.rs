@@ -282,6 +282,50 @@ pub struct Report {
     pub error: Option<String>,
 }
 
+impl Report {
+    /// A report with nothing measured yet, only the test's header: `role`, the parameters,
+    /// the cookie (text), the peer's host and control port, the control connection's `local`
+    /// address, this end's interval (s). The timestamps are now.
+    pub fn new(
+        role: Role,
+        params: Params,
+        cookie: String,
+        peer: (String, u16),
+        local: std::net::SocketAddr,
+        interval: f64,
+    ) -> Report {
+        let now = chrono::Utc::now();
+        Report {
+            role,
+            params,
+            cookie,
+            peer_host: peer.0,
+            peer_port: peer.1,
+            local_host: crate::engine::net::ip_text(local.ip()),
+            local_port: local.port(),
+            system_info: crate::engine::stats::system_info(),
+            timestamp: now.timestamp(),
+            timestamp_ms: now.timestamp_millis(),
+            interval,
+            connected: Vec::new(),
+            tcp_mss_default: 0,
+            sndbuf_actual: 0,
+            rcvbuf_actual: 0,
+            intervals: Vec::new(),
+            streams: Vec::new(),
+            cpu_local: CpuUtil::default(),
+            cpu_remote: CpuUtil::default(),
+            sender_congestion: None,
+            receiver_congestion: None,
+            server_output_text: None,
+            server_output_json: None,
+            peer_drops: None,
+            local_drops: None,
+            error: None,
+        }
+    }
+}
+
 fn one_second() -> f64 {
     1.0
 }

@@ -6,7 +6,8 @@
 
 use crate::engine::params::{Params, Protocol, Results};
 use crate::engine::report::{
-    IntervalRecord, SideTotals, StreamInterval, StreamSummary, TcpSample, UdpSample, UdpSummary,
+    Connected, IntervalRecord, Report, SideTotals, StreamInterval, StreamSummary, TcpSample,
+    UdpSample, UdpSummary,
 };
 use crate::engine::stats::{tcp_congestion, tcp_info};
 use crate::engine::tcp::{payload, recv_loop, send_loop, Shared};
@@ -69,6 +70,23 @@ pub struct DataStream {
     final_bytes: Option<u64>,
     final_packets: Option<u64>,
     final_retrans: Option<u64>,
+}
+
+/// Fill `report`'s list of data connections (`start.connected`) and its socket buffer
+/// sizes (bytes, the first stream's) from the test's `streams`.
+pub fn describe_streams(report: &mut Report, streams: &[DataStream]) {
+    report.connected = streams
+        .iter()
+        .map(|s| Connected {
+            socket: s.socket_no,
+            local_host: crate::engine::net::ip_text(s.local.ip()),
+            local_port: s.local.port(),
+            remote_host: crate::engine::net::ip_text(s.remote.ip()),
+            remote_port: s.remote.port(),
+        })
+        .collect();
+    (report.sndbuf_actual, report.rcvbuf_actual) =
+        streams.first().map(|s| s.buffers()).unwrap_or((0, 0));
 }
 
 impl DataStream {

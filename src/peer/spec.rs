@@ -1,8 +1,8 @@
 //! The test a board asks a peer agent to run: iperf3's client options as JSON, validated with
-//! the same rules as the board's own "new test" form (`TestRequest::to_spec`).
+//! the same rules as the board's own "new test" form (`TestSpec::to_client_spec`).
 
 use crate::engine::iperf3::client::ClientSpec;
-use crate::spec::test::TestRequest;
+use crate::spec::test::{TestDirection, TestSpec};
 use serde::{Deserialize, Serialize};
 
 /// One iperf3 client test, as `POST /peer/v1/run` takes it. Unknown fields are refused.
@@ -140,6 +140,45 @@ impl PeerTestSpec {
         }
     }
 
+    /// The test it asks for, typed, with the board form's rules still to check
+    /// ([`TestSpec::to_client_spec`]).
+    pub fn test(&self) -> TestSpec {
+        TestSpec {
+            port: self.port,
+            udp: self.udp,
+            length: self.length.map(u64::from),
+            duration: self.time.map(u64::from),
+            parallel: self.parallel.map(u64::from),
+            direction: if self.bidir {
+                TestDirection::Bidir
+            } else if self.reverse {
+                TestDirection::Receive
+            } else {
+                TestDirection::Send
+            },
+            bitrate: self.bitrate,
+            ..TestSpec::new(self.host.clone())
+        }
+    }
+
+    /// The agent's spec for `t`, an iperf3 test (its iperf3-only settings other than these
+    /// and the board port are not sent: the agent runs with its own defaults).
+    pub fn of_test(t: &TestSpec) -> PeerTestSpec {
+        PeerTestSpec {
+            host: t.host.clone(),
+            port: t.port,
+            time: t.duration.map(|d| d.min(u32::MAX as u64) as u32),
+            parallel: t.parallel.map(|p| p.min(u32::MAX as u64) as u32),
+            reverse: t.direction == TestDirection::Receive,
+            bidir: t.direction == TestDirection::Bidir,
+            udp: t.udp,
+            bitrate: t.bitrate,
+            length: t.length.map(|l| l.min(u32::MAX as u64) as u32),
+            probe: None,
+            burst: None,
+        }
+    }
+
     /// Validate into a client spec. Errors name the field.
     pub fn to_client_spec(&self) -> Result<ClientSpec, String> {
         if self.reverse && self.bidir {
@@ -153,18 +192,7 @@ impl PeerTestSpec {
                 ));
             }
         }
-        let tr = TestRequest {
-            host: self.host.clone(),
-            protocol: Some(if self.udp { "udp" } else { "tcp" }.into()),
-            length: self.length.map(|l| l.to_string()),
-            port: self.port.map(|p| p.to_string()),
-            duration: self.time.map(|t| t.to_string()),
-            parallel: self.parallel.map(|p| p.to_string()),
-            direction: Some(self.direction_word().into()),
-            bitrate: self.bitrate.map(|b| b.to_string()),
-            ..Default::default()
-        };
-        let mut cs = tr.to_spec(&[])?;
+        let mut cs = self.test().to_client_spec(&[])?;
         cs.burst = self.burst;
         cs.validate()?;
         Ok(cs)
@@ -175,6 +203,83 @@ impl PeerTestSpec {
 mod tests {
     use super::*;
     use crate::engine::iperf3::wire::{Direction, Protocol};
+
+    #[test]
+    fn the_agent_spec_and_the_board_form_give_one_test() {
+        // The same test typed into the board's form and sent to an agent as JSON.
+        let form = crate::spec::test::TestRequest {
+            host: "198.51.100.2".into(),
+            protocol: Some("udp".into()),
+            length: Some("1200".into()),
+            port: Some("5202".into()),
+            duration: Some("3".into()),
+            parallel: Some("2".into()),
+            direction: Some("bidir".into()),
+            bitrate: Some("50M".into()),
+            ..Default::default()
+        };
+        let agent: PeerTestSpec = serde_json::from_str(
+            r#"{"host":"198.51.100.2","port":5202,"time":3,"parallel":2,"bidir":true,"udp":true,"bitrate":50000000,"length":1200}"#,
+        )
+        .unwrap();
+        assert_eq!(form.parse().unwrap(), agent.test());
+        let (a, b) = (form.to_spec(&[]).unwrap(), agent.to_client_spec().unwrap());
+        assert_eq!((a.host, a.port), (b.host, b.port));
+        assert_eq!(a.params, b.params);
+        assert_eq!(PeerTestSpec::of_test(&agent.test()), agent);
+        // Out-of-range values get the form's messages.
+        let bad = |s: PeerTestSpec, want: &str| {
+            let e = s.to_client_spec().unwrap_err();
+            assert!(e.contains(want), "{e} should say {want}");
+        };
+        let base = || PeerTestSpec {
+            host: "pc2".into(),
+            ..Default::default()
+        };
+        bad(
+            PeerTestSpec {
+                time: Some(0),
+                ..base()
+            },
+            "duration must be 1..86400, got 0",
+        );
+        bad(
+            PeerTestSpec {
+                port: Some(0),
+                ..base()
+            },
+            "port must be 1..65535, got 0",
+        );
+        bad(
+            PeerTestSpec {
+                parallel: Some(200),
+                ..base()
+            },
+            "parallel streams must be 1..128, got 200",
+        );
+        bad(
+            PeerTestSpec {
+                udp: true,
+                length: Some(8),
+                ..base()
+            },
+            "length must be 16..65527 bytes, got 8",
+        );
+        bad(
+            PeerTestSpec {
+                bitrate: Some(200_000_000_000),
+                ..base()
+            },
+            "above the maximum of 100G",
+        );
+        bad(
+            PeerTestSpec {
+                host: "a b".into(),
+                ..base()
+            },
+            "peer 'a b' is not a host name",
+        );
+    }
 
     #[test]
     fn a_spec_becomes_iperf3_parameters() {

@@ -175,7 +175,7 @@ impl ForwardRequest {
                 "ingress and egress must be two different ports (both are {ingress})"
             ));
         }
-        let tr = crate::spec::test::TestRequest {
+        let test = crate::spec::test::TestRequest {
             host: self.target.clone(),
             protocol: self.protocol.clone(),
             length: self.length.clone(),
@@ -185,30 +185,18 @@ impl ForwardRequest {
             direction: self.direction.clone(),
             bitrate: self.bitrate.clone(),
             ..Default::default()
-        };
-        let cs = tr.to_spec(&[]).map_err(|e| {
+        }
+        .parse()?;
+        let target = |e: String| {
             if e.starts_with("peer '") {
                 e.replacen("peer '", "target '", 1)
             } else {
                 e
             }
-        })?;
-        use crate::engine::iperf3::wire::{Direction, Protocol};
-        let p = &cs.params;
-        let spec = PeerTestSpec {
-            host: cs.host.clone(),
-            port: Some(cs.port),
-            time: Some(p.time),
-            parallel: Some(p.parallel),
-            reverse: p.direction == Direction::Receive,
-            bidir: p.direction == Direction::Bidir,
-            udp: p.protocol == Protocol::Udp,
-            bitrate: (p.bandwidth > 0).then_some(p.bandwidth),
-            length: opt(&self.length).map(|_| p.len),
-            probe: None,
-            burst: None,
         };
-        spec.to_client_spec()?;
+        test.to_client_spec(&[]).map_err(target)?;
+        let spec = PeerTestSpec::of_test(&test);
+        spec.to_client_spec().map_err(target)?;
         Ok(ForwardPlan {
             client,
             spec,
@@ -1025,6 +1013,35 @@ mod tests {
         .plan(&ports(), Some("stored-token-0123"))
         .unwrap();
         assert!(!p.nat);
+    }
+
+    #[test]
+    fn a_forwarded_udp_test_at_bitrate_0_stays_unlimited_at_the_agent() {
+        // The plan's agent spec was rebuilt from the client spec's bandwidth, where 0 read as
+        // "not given": the agent then ran UDP at iperf3's default 1 Mbit/s.
+        let udp = |bitrate: Option<&str>| {
+            ForwardRequest {
+                protocol: Some("udp".into()),
+                bitrate: bitrate.map(Into::into),
+                ..req()
+            }
+            .plan(&ports(), None)
+            .unwrap()
+            .spec
+        };
+        let unlimited = udp(Some("0"));
+        assert_eq!(unlimited.bitrate, Some(0));
+        assert_eq!(unlimited.to_client_spec().unwrap().params.bandwidth, 0);
+        let default = udp(None);
+        assert_eq!(default.bitrate, None);
+        assert_eq!(
+            default.to_client_spec().unwrap().params.bandwidth,
+            1024 * 1024
+        );
+        assert_eq!(
+            udp(Some("250M")).to_client_spec().unwrap().params.bandwidth,
+            250_000_000
+        );
     }
 
     #[test]

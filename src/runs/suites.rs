@@ -7,24 +7,26 @@ pub mod run;
 
 use crate::engine::iperf3::client::ClientSpec;
 use crate::engine::iperf3::wire::{Direction, Protocol};
-use crate::spec::test::TestRequest;
+use crate::spec::test::{TestDirection, TestSpec};
 use crate::store::RunRow;
 use serde::Serialize;
 
-/// The tests of a UDP ladder: for each rate, the board sends, then receives (`-R`). `base`
-/// gives peer, port, duration, datagram size and board port (its protocol, direction and
-/// bitrate are set here).
+/// The tests of a UDP ladder: for each rate (bits/s), the board sends, then receives (`-R`).
+/// `base` gives peer, port, duration, datagram size and board port (its protocol, streams,
+/// direction and bitrate are set here).
 pub fn ladder_specs(
-    base: &TestRequest,
+    base: &TestSpec,
     rates: &[u64],
     ports: &[crate::board::Port],
 ) -> Result<Vec<ClientSpec>, String> {
-    let mut req = base.clone();
-    req.protocol = Some("udp".into());
-    req.parallel = None;
-    req.direction = None;
-    req.bitrate = None;
-    let spec = req.to_spec(ports)?;
+    let spec = TestSpec {
+        udp: true,
+        parallel: None,
+        direction: TestDirection::Send,
+        bitrate: None,
+        ..base.clone()
+    }
+    .to_client_spec(ports)?;
     let mut out = Vec::new();
     for &r in rates {
         for d in [Direction::Send, Direction::Receive] {
@@ -156,10 +158,9 @@ mod tests {
 
     #[test]
     fn ladder_is_send_then_receive_per_rate() {
-        let base = TestRequest {
-            host: "192.0.2.2".into(),
-            duration: Some("5".into()),
-            ..Default::default()
+        let base = TestSpec {
+            duration: Some(5),
+            ..TestSpec::new("192.0.2.2")
         };
         let specs = ladder_specs(&base, &[100_000_000, 400_000_000], &[]).unwrap();
         let got: Vec<(u64, Direction)> = specs

@@ -84,19 +84,23 @@ fn opt(s: &Option<String>) -> Option<&str> {
     s.as_deref().map(str::trim).filter(|s| !s.is_empty())
 }
 
-fn int(s: &Option<String>, name: &str, default: u64, lo: u64, hi: u64) -> Result<u64, String> {
-    match opt(s) {
-        None => Ok(default),
-        Some(v) => {
-            let n: u64 = v
-                .parse()
-                .map_err(|_| format!("{name} must be a whole number, got '{v}'"))?;
-            if n < lo || n > hi {
-                return Err(format!("{name} must be {lo}..{hi}, got {n}"));
-            }
-            Ok(n)
-        }
+/// A whole number as typed in field `name`; `None` when the field is empty.
+fn num(s: &Option<String>, name: &str) -> Result<Option<u64>, String> {
+    opt(s)
+        .map(|v| {
+            v.parse()
+                .map_err(|_| format!("{name} must be a whole number, got '{v}'"))
+        })
+        .transpose()
+}
+
+/// `v` (or `default` when `None`) within `lo..=hi`, else "`name` must be lo..hi, got v".
+fn range(v: Option<u64>, name: &str, default: u64, lo: u64, hi: u64) -> Result<u64, String> {
+    let n = v.unwrap_or(default);
+    if n < lo || n > hi {
+        return Err(format!("{name} must be {lo}..{hi}, got {n}"));
     }
+    Ok(n)
 }
 
 impl TestRequest {
@@ -134,35 +138,220 @@ impl TestRequest {
             None => Ok(()),
         }
     }
-}
 
-impl TestRequest {
-    /// Validate into a client spec. `ports` are the board's interfaces, to check `bind` and
-    /// take its address from.
-    pub fn to_spec(&self, ports: &[crate::board::Port]) -> Result<ClientSpec, String> {
-        let host = self.host.trim();
-        if !valid_host(host) {
-            return Err(format!("peer '{host}' is not a host name or IP address"));
-        }
-        let mut spec = ClientSpec::new(host);
-        spec.port = int(&self.port, "port", 5201, 1, 65535)? as u16;
-        let p = &mut spec.params;
+    /// The request's text read into a [`TestSpec`]: numbers, sizes ("128K"), bitrates
+    /// ("500M"), words. Only the form of each value is checked here; the ranges, which depend
+    /// on the peer type and protocol, are checked when the spec becomes a client's.
+    pub fn parse(&self) -> Result<TestSpec, String> {
+        let peer_type = match opt(&self.peer_type).unwrap_or("iperf3") {
+            "iperf3" => PeerType::Iperf3,
+            "iperf2" => PeerType::Iperf2,
+            "auto" => PeerType::Auto,
+            x => {
+                return Err(format!(
+                    "peer type must be iperf3, iperf2 or auto, got '{x}'"
+                ))
+            }
+        };
         let udp = match opt(&self.protocol).unwrap_or("tcp") {
             "tcp" | "TCP" => false,
             "udp" | "UDP" => true,
             x => return Err(format!("protocol must be tcp or udp, got '{x}'")),
         };
-        if udp {
+        let direction = match opt(&self.direction).unwrap_or("send") {
+            "send" => TestDirection::Send,
+            "receive" | "reverse" => TestDirection::Receive,
+            "bidir" => TestDirection::Bidir,
+            "tradeoff" => TestDirection::Tradeoff,
+            d if peer_type == PeerType::Iperf2 => {
+                return Err(format!(
+                    "direction must be send, bidir or tradeoff, got '{d}'"
+                ))
+            }
+            d => {
+                return Err(format!(
+                    "direction must be send, receive or bidir, got '{d}'"
+                ))
+            }
+        };
+        let size = |f: &Option<String>, name: &str| {
+            opt(f)
+                .map(|v| parse_suffixed(v, false).map_err(|e| format!("{name}: {e}")))
+                .transpose()
+        };
+        let port = match num(&self.port, "port")? {
+            Some(p) => Some(
+                u16::try_from(p)
+                    .ok()
+                    .filter(|p| *p > 0)
+                    .ok_or_else(|| format!("port must be 1..65535, got {p}"))?,
+            ),
+            None => None,
+        };
+        let mss = match (opt(&self.mss), num(&self.mss, "MSS")) {
+            (Some(m), Err(e)) => return Err(format!("{e} bytes ('{m}')")),
+            (_, r) => r?,
+        };
+        Ok(TestSpec {
+            host: self.host.trim().to_string(),
+            port,
+            udp,
+            length: size(&self.length, "length")?,
+            duration: num(&self.duration, "duration")?,
+            parallel: num(&self.parallel, "parallel streams")?,
+            omit: num(&self.omit, "omit")?,
+            direction,
+            bitrate: opt(&self.bitrate).map(parse_bitrate).transpose()?,
+            window: size(&self.window, "window")?,
+            mss,
+            tos: opt(&self.tos).map(parse_tos).transpose()?,
+            congestion: opt(&self.congestion).map(str::to_string),
+            bind: opt(&self.bind).map(str::to_string),
+            peer_type,
+        })
+    }
+
+    /// Validate into an iperf3 client spec ([`TestRequest::parse`], then
+    /// [`TestSpec::to_client_spec`]). `ports` are the board's interfaces, to check `bind` and
+    /// take its address from.
+    pub fn to_spec(&self, ports: &[crate::board::Port]) -> Result<ClientSpec, String> {
+        self.parse()?.to_client_spec(ports)
+    }
+
+    /// The peer type field, checked.
+    pub fn peer_type(&self) -> Result<PeerType, String> {
+        Ok(self.parse()?.peer_type)
+    }
+
+    /// Validate into an iperf 2 client spec ([`TestSpec::to_iperf2_spec`]).
+    pub fn to_iperf2_spec(
+        &self,
+        ports: &[crate::board::Port],
+    ) -> Result<crate::engine::iperf2::client::Iperf2Spec, String> {
+        self.parse()?.to_iperf2_spec(ports)
+    }
+}
+
+/// Which way a test's data goes, from the board's (the client's) view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TestDirection {
+    /// The client sends (iperf3 and iperf 2 default).
+    #[default]
+    Send,
+    /// The server sends (iperf3 `-R`).
+    Receive,
+    /// Both at once (iperf3 `--bidir`, iperf 2 `-d`).
+    Bidir,
+    /// Send, then receive (iperf 2 `-r`).
+    Tradeoff,
+}
+
+/// One throughput test, typed: what the web form and the API ([`TestRequest::parse`]), the
+/// command line, suites and the peer agent's spec all become before a client runs it.
+/// Ranges are checked by [`TestSpec::to_client_spec`] (iperf3) and
+/// [`TestSpec::to_iperf2_spec`], with the same messages whichever way the spec was built.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TestSpec {
+    /// Peer host name or address.
+    pub host: String,
+    /// Peer port; `None`: 5201 for iperf3, 5001 for iperf 2.
+    pub port: Option<u16>,
+    /// UDP instead of TCP.
+    pub udp: bool,
+    /// TCP block or UDP datagram size, bytes; `None`: iperf's default (128 KiB TCP, the path
+    /// MSS for UDP).
+    pub length: Option<u64>,
+    /// Seconds; `None`: 10.
+    pub duration: Option<u64>,
+    /// Parallel streams; `None`: 1.
+    pub parallel: Option<u64>,
+    /// Seconds left out at the start (iperf3 `-O`); `None`: 0.
+    pub omit: Option<u64>,
+    pub direction: TestDirection,
+    /// Bitrate limit per stream, bits/s; `None`: unlimited for TCP, 1 Mbit/s for UDP; `Some(0)`:
+    /// unlimited.
+    pub bitrate: Option<u64>,
+    /// Socket buffer, bytes; `None`: the kernel's.
+    pub window: Option<u64>,
+    /// TCP maximum segment size, bytes (iperf3 only).
+    pub mss: Option<u64>,
+    /// IP type-of-service byte (iperf3 only).
+    pub tos: Option<u32>,
+    /// TCP congestion control (iperf3 only).
+    pub congestion: Option<String>,
+    /// Board port (interface name) to bind every socket to.
+    pub bind: Option<String>,
+    pub peer_type: PeerType,
+}
+
+impl TestSpec {
+    /// A default test (TCP, 10 s, one stream, sending) to `host`.
+    pub fn new(host: impl Into<String>) -> TestSpec {
+        TestSpec {
+            host: host.into(),
+            ..Default::default()
+        }
+    }
+
+    fn checked_host(&self) -> Result<&str, String> {
+        let host = self.host.trim();
+        if !valid_host(host) {
+            return Err(format!("peer '{host}' is not a host name or IP address"));
+        }
+        Ok(host)
+    }
+
+    /// The port named by `bind` among the board's `ports`.
+    fn bind_port<'a>(
+        &self,
+        ports: &'a [crate::board::Port],
+    ) -> Result<Option<&'a crate::board::Port>, String> {
+        self.bind
+            .as_deref()
+            .map(|b| {
+                ports
+                    .iter()
+                    .find(|x| x.name == b)
+                    .ok_or_else(|| format!("the board has no port '{b}'"))
+            })
+            .transpose()
+    }
+
+    fn checked_window(&self) -> Result<Option<u32>, String> {
+        match self.window {
+            Some(w) if !(WINDOW_MIN as u64..=WINDOW_MAX as u64).contains(&w) => {
+                Err("window must be 1K..1G (1 KiB..1 GiB)".into())
+            }
+            w => Ok(w.map(|w| w as u32)),
+        }
+    }
+
+    fn checked_bitrate(&self) -> Result<Option<u64>, String> {
+        match self.bitrate {
+            Some(b) if b > MAX_BITRATE => Err(format!(
+                "bitrate: {b} bits/s is above the maximum of 100G ({MAX_BITRATE} bits/s)"
+            )),
+            b => Ok(b),
+        }
+    }
+
+    /// Validate into an iperf3 client spec. `ports` are the board's interfaces, to check
+    /// `bind` and take its address from. Errors name the field and its range.
+    pub fn to_client_spec(&self, ports: &[crate::board::Port]) -> Result<ClientSpec, String> {
+        let host = self.checked_host()?;
+        let mut spec = ClientSpec::new(host);
+        spec.port = range(self.port.map(u64::from), "port", 5201, 1, 65535)? as u16;
+        let p = &mut spec.params;
+        if self.udp {
             p.protocol = crate::engine::iperf3::wire::Protocol::Udp;
             // iperf3's UDP defaults: 1 Mbit/s per stream, datagram size from the path MSS.
             p.bandwidth = 1024 * 1024;
             p.len = 0;
         }
-        if let Some(l) = opt(&self.length) {
-            let len = parse_suffixed(l, false).map_err(|e| format!("length: {e}"))?;
+        if let Some(len) = self.length {
             // The engine's bounds: IPv6 allows 65527-byte datagrams, IPv4 65507; a peer
             // named by host name is checked against its address family when the test starts.
-            let (lo, hi) = if udp {
+            let (lo, hi) = if self.udp {
                 let v4 = host.parse::<std::net::Ipv4Addr>().is_ok();
                 let max = if v4 {
                     crate::engine::udp::MAX_UDP_LEN_V4
@@ -180,53 +369,95 @@ impl TestRequest {
         }
         let max_s = crate::engine::iperf3::client::MAX_SECONDS as u64;
         let max_p = crate::engine::iperf3::wire::MAX_PARALLEL as u64;
-        p.time = int(&self.duration, "duration", 10, 1, max_s)? as u32;
-        p.parallel = int(&self.parallel, "parallel streams", 1, 1, max_p)? as u32;
-        p.omit = int(&self.omit, "omit", 0, 0, max_s)? as u32;
-        p.direction = match opt(&self.direction).unwrap_or("send") {
-            "send" => Direction::Send,
-            "receive" | "reverse" => Direction::Receive,
-            "bidir" => Direction::Bidir,
-            d => {
-                return Err(format!(
-                    "direction must be send, receive or bidir, got '{d}'"
-                ))
+        p.time = range(self.duration, "duration", 10, 1, max_s)? as u32;
+        p.parallel = range(self.parallel, "parallel streams", 1, 1, max_p)? as u32;
+        p.omit = range(self.omit, "omit", 0, 0, max_s)? as u32;
+        p.direction = match self.direction {
+            TestDirection::Send => Direction::Send,
+            TestDirection::Receive => Direction::Receive,
+            TestDirection::Bidir => Direction::Bidir,
+            TestDirection::Tradeoff => {
+                return Err("direction must be send, receive or bidir, got 'tradeoff'".into())
             }
         };
-        if let Some(b) = opt(&self.bitrate) {
-            p.bandwidth = parse_bitrate(b)?;
+        if let Some(b) = self.checked_bitrate()? {
+            p.bandwidth = b;
         }
-        if let Some(w) = opt(&self.window) {
-            let w = parse_suffixed(w, false).map_err(|e| format!("window: {e}"))?;
-            if !(WINDOW_MIN as u64..=WINDOW_MAX as u64).contains(&w) {
-                return Err("window must be 1K..1G (1 KiB..1 GiB)".into());
-            }
-            p.window = Some(w as u32);
-            spec.sock.window = Some(w as u32);
+        if let Some(w) = self.checked_window()? {
+            p.window = Some(w);
+            spec.sock.window = Some(w);
         }
-        if let Some(m) = opt(&self.mss) {
-            let m = int(&self.mss, "MSS", 0, 88, 9000).map_err(|e| format!("{e} bytes ('{m}')"))?;
+        if let Some(m) = self.mss {
+            let m = range(Some(m), "MSS", 0, 88, 9000).map_err(|e| format!("{e} bytes ('{m}')"))?;
             p.mss = Some(m as u32);
             spec.sock.mss = p.mss;
         }
-        if let Some(t) = opt(&self.tos) {
-            p.tos = parse_tos(t)?;
-            spec.sock.tos = p.tos;
+        if let Some(t) = self.tos {
+            p.tos = t;
+            spec.sock.tos = t;
         }
-        if let Some(c) = opt(&self.congestion) {
-            p.congestion = Some(c.to_string());
+        if let Some(c) = &self.congestion {
+            p.congestion = Some(c.clone());
             spec.sock.congestion = p.congestion.clone();
         }
-        if let Some(b) = opt(&self.bind) {
-            let port = ports
-                .iter()
-                .find(|x| x.name == b)
-                .ok_or_else(|| format!("the board has no port '{b}'"))?;
+        if let Some(port) = self.bind_port(ports)? {
             spec.sock.bind_dev = Some(port.name.clone());
             spec.sock.bind = port.primary();
         }
         spec.validate()?;
         Ok(spec)
+    }
+
+    /// Validate into an iperf 2 client spec (default port 5001). Direction: send (plain),
+    /// bidir (`-d`, both at once) or tradeoff (`-r`, send then receive); iperf 2 has no
+    /// receive-only test. Omit, MSS, TOS and congestion control do not exist there.
+    pub fn to_iperf2_spec(
+        &self,
+        ports: &[crate::board::Port],
+    ) -> Result<crate::engine::iperf2::client::Iperf2Spec, String> {
+        use crate::engine::iperf2::wire::Return;
+        let host = self.checked_host()?;
+        let mut s = crate::engine::iperf2::client::Iperf2Spec::new(host);
+        s.port = range(self.port.map(u64::from), "port", 5001, 1, 65535)? as u16;
+        s.udp = self.udp;
+        if s.udp {
+            s.rate = crate::engine::iperf2::wire::UDP_DEFAULT_RATE;
+        }
+        if let Some(b) = self.checked_bitrate()? {
+            s.rate = b;
+        }
+        if let Some(len) = self.length {
+            s.len = u32::try_from(len).map_err(|_| "length is too large".to_string())?;
+        }
+        s.time = range(self.duration, "duration", 10, 1, 86_400)? as f64;
+        s.parallel = range(self.parallel, "parallel streams", 1, 1, 128)? as u32;
+        if range(self.omit, "omit", 0, 0, 600)? > 0 {
+            return Err("omit does not exist in iperf 2: leave it at 0".into());
+        }
+        s.ret = match self.direction {
+            TestDirection::Send => Return::None,
+            TestDirection::Bidir => Return::Dual,
+            TestDirection::Tradeoff => Return::Tradeoff,
+            TestDirection::Receive => {
+                return Err("iperf 2 peers send back only with a return test: choose Both (-d) or Send then receive (-r)".into())
+            }
+        };
+        s.window = self.checked_window()?;
+        if self.mss.is_some() || self.tos.is_some() || self.congestion.is_some() {
+            return Err(
+                "MSS, TOS and congestion control are iperf 3 settings: leave them empty for an iperf 2 peer"
+                    .into(),
+            );
+        }
+        if let Some(port) = self.bind_port(ports)? {
+            s.bind = Some(
+                port.primary()
+                    .ok_or_else(|| format!("port '{}' has no address", port.name))?,
+            );
+            s.bind_dev = Some(port.name.clone());
+        }
+        s.validate()?;
+        Ok(s)
     }
 }
 
@@ -245,99 +476,15 @@ pub fn parse_tos(t: &str) -> Result<u32, String> {
 }
 
 /// What a request asks the peer to speak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PeerType {
+    /// iperf3 (default).
+    #[default]
     Iperf3,
+    /// iperf 2.0.5 … 2.1.x (default port 5001).
     Iperf2,
+    /// Ask the port with an iperf3 cookie; silence means iperf 2.
     Auto,
-}
-
-impl TestRequest {
-    /// The peer type field, checked.
-    pub fn peer_type(&self) -> Result<PeerType, String> {
-        match opt(&self.peer_type).unwrap_or("iperf3") {
-            "iperf3" => Ok(PeerType::Iperf3),
-            "iperf2" => Ok(PeerType::Iperf2),
-            "auto" => Ok(PeerType::Auto),
-            x => Err(format!(
-                "peer type must be iperf3, iperf2 or auto, got '{x}'"
-            )),
-        }
-    }
-
-    /// Validate into an iperf 2 client spec (default port 5001). Direction: "send" (plain),
-    /// "bidir" (`-d`, both at once) or "tradeoff" (`-r`, send then receive); iperf 2 has no
-    /// receive-only test. Omit does not exist in iperf 2.
-    pub fn to_iperf2_spec(
-        &self,
-        ports: &[crate::board::Port],
-    ) -> Result<crate::engine::iperf2::client::Iperf2Spec, String> {
-        use crate::engine::iperf2::wire::Return;
-        let host = self.host.trim();
-        if !valid_host(host) {
-            return Err(format!("peer '{host}' is not a host name or IP address"));
-        }
-        let mut s = crate::engine::iperf2::client::Iperf2Spec::new(host);
-        s.port = int(&self.port, "port", 5001, 1, 65535)? as u16;
-        s.udp = match opt(&self.protocol).unwrap_or("tcp") {
-            "tcp" | "TCP" => false,
-            "udp" | "UDP" => true,
-            x => return Err(format!("protocol must be tcp or udp, got '{x}'")),
-        };
-        if s.udp {
-            s.rate = crate::engine::iperf2::wire::UDP_DEFAULT_RATE;
-        }
-        if let Some(b) = opt(&self.bitrate) {
-            s.rate = parse_bitrate(b)?;
-        }
-        if let Some(l) = opt(&self.length) {
-            let len = parse_suffixed(l, false).map_err(|e| format!("length: {e}"))?;
-            s.len = u32::try_from(len).map_err(|_| "length is too large".to_string())?;
-        }
-        s.time = int(&self.duration, "duration", 10, 1, 86_400)? as f64;
-        s.parallel = int(&self.parallel, "parallel streams", 1, 1, 128)? as u32;
-        if int(&self.omit, "omit", 0, 0, 600)? > 0 {
-            return Err("omit does not exist in iperf 2: leave it at 0".into());
-        }
-        s.ret = match opt(&self.direction).unwrap_or("send") {
-            "send" => Return::None,
-            "bidir" => Return::Dual,
-            "tradeoff" => Return::Tradeoff,
-            "receive" | "reverse" => {
-                return Err("iperf 2 peers send back only with a return test: choose Both (-d) or Send then receive (-r)".into())
-            }
-            d => return Err(format!("direction must be send, bidir or tradeoff, got '{d}'")),
-        };
-        if let Some(w) = opt(&self.window) {
-            let w = parse_suffixed(w, false).map_err(|e| format!("window: {e}"))?;
-            if !(WINDOW_MIN as u64..=WINDOW_MAX as u64).contains(&w) {
-                return Err("window must be 1K..1G (1 KiB..1 GiB)".into());
-            }
-            s.window = Some(w as u32);
-        }
-        if [&self.mss, &self.tos, &self.congestion]
-            .iter()
-            .any(|f| opt(f).is_some())
-        {
-            return Err(
-                "MSS, TOS and congestion control are iperf 3 settings: leave them empty for an iperf 2 peer"
-                    .into(),
-            );
-        }
-        if let Some(b) = opt(&self.bind) {
-            let port = ports
-                .iter()
-                .find(|x| x.name == b)
-                .ok_or_else(|| format!("the board has no port '{b}'"))?;
-            s.bind = Some(
-                port.primary()
-                    .ok_or_else(|| format!("port '{b}' has no address"))?,
-            );
-            s.bind_dev = Some(port.name.clone());
-        }
-        s.validate()?;
-        Ok(s)
-    }
 }
 
 #[cfg(test)]

@@ -1674,7 +1674,8 @@ impl LadderForm {
             length: self.length.clone(),
             bind: self.bind.clone(),
             ..Default::default()
-        };
+        }
+        .parse()?;
         let specs = crate::runs::suites::ladder_specs(&base, &rates, &crate::board::ports())?;
         state.hub.start_suite(crate::spec::suite::UDP_LADDER, specs)
     }

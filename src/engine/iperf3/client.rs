@@ -6,9 +6,9 @@ use super::control::{ClientControl, ClientStep, ControlError};
 use super::framing;
 use super::wire::{self, ierr, Direction, Params, Protocol, Results, State, WireError};
 use crate::engine::net::{self, Family, SockOpts};
-use crate::engine::report::{Connected, IntervalRecord, Report, Role};
-use crate::engine::session::{merge_remote, DataPhase, DataStream};
-use crate::engine::stats::{system_info, CpuMark, CpuUtil};
+use crate::engine::report::{IntervalRecord, Report, Role};
+use crate::engine::session::{describe_streams, merge_remote, DataPhase, DataStream};
+use crate::engine::stats::{CpuMark, CpuUtil};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
@@ -478,15 +478,99 @@ async fn run_once(
             .map_err(|e| err(format!("unable to resolve host '{}': {e}", spec.host)))?
     };
     let udp = params.protocol == Protocol::Udp;
-    if udp && peer.is_ipv4() && params.len as usize > crate::engine::udp::MAX_UDP_LEN_V4 {
+    let max_udp = if peer.is_ipv4() {
+        crate::engine::udp::MAX_UDP_LEN_V4
+    } else {
+        crate::engine::udp::MAX_UDP_LEN_V6
+    };
+    if udp && peer.is_ipv4() && params.len as usize > max_udp {
         return Err(err(format!(
-            "UDP datagram size {} is above the IPv4 maximum of {} bytes (-l)",
+            "UDP datagram size {} is above the IPv4 maximum of {max_udp} bytes (-l)",
             params.len,
-            crate::engine::udp::MAX_UDP_LEN_V4
         )));
     }
-    let started_now = chrono::Utc::now();
-    let started_wall = started_now.timestamp();
+    let started = chrono::Utc::now();
+    let cookie = wire::make_cookie();
+    let Control {
+        mut ctrl,
+        mut ctl,
+        local,
+        mss,
+    } = connect(&spec, peer, &cookie).await?;
+    if udp && params.len == 0 {
+        // iperf3's default UDP size: the control connection's MSS (1460 if unknown).
+        params.len = if mss > 0 { mss } else { 1460 }.clamp(16, max_udp as u32);
+    }
+    // PARAM_EXCHANGE: our parameters; the server answers CREATE_STREAMS.
+    framing::write_json(&mut ctrl, &params.to_json())
+        .await
+        .map_err(|e| err(format!("unable to send parameters to server: {e}")))?;
+    await_step(&mut ctl, &mut ctrl, CONTROL_TIMEOUT).await?;
+    let streams = create_streams(&spec, &params, peer, local, cookie).await?;
+
+    let mut report = Report::new(
+        Role::Client,
+        params.clone(),
+        wire::cookie_str(&cookie),
+        (spec.host.clone(), spec.port),
+        local,
+        spec.interval,
+    );
+    report.timestamp = started.timestamp();
+    report.timestamp_ms = started.timestamp_millis();
+    report.tcp_mss_default = mss;
+    describe_streams(&mut report, &streams);
+    let congestion = streams.first().and_then(|s| s.congestion());
+    let mut phase = DataPhase::new(params, streams, spec.interval);
+    if let Some(n) = spec.burst {
+        // The senders stop at the burst's datagrams (a local -k the server never hears of).
+        phase.set_send_cap(n);
+    }
+    let mut test = ClientTest {
+        spec: &spec,
+        ctrl,
+        ctl,
+        local,
+        report,
+        phase,
+        congestion,
+        events: &events,
+    };
+    let ended = test.run(cancel.as_deref()).await;
+    let ClientTest {
+        mut ctrl,
+        phase,
+        report,
+        ..
+    } = test;
+    stop_phase(phase).await;
+    ended?;
+    // DISPLAY_RESULTS gives one step: IPERF_DONE.
+    use tokio::io::AsyncWriteExt;
+    let _ = framing::write_state(&mut ctrl, State::IperfDone).await;
+    let _ = ctrl.shutdown().await;
+    Ok(report)
+}
+
+/// The control connection once the server answered the cookie as an iperf3 server does.
+struct Control {
+    ctrl: TcpStream,
+    /// In [`Phase::ParamExchange`](super::control::Phase::ParamExchange).
+    ctl: ClientControl,
+    /// The control connection's local address.
+    local: std::net::SocketAddr,
+    /// Its MSS, bytes (0 if unknown).
+    mss: u32,
+}
+
+/// Connect the control connection to `peer`, send the `cookie` and read the server's first
+/// answer (PARAM_EXCHANGE). A server that stays silent, closes, or answers with no state is
+/// taken for an iperf 2 server, and the error says so.
+async fn connect(
+    spec: &ClientSpec,
+    peer: std::net::SocketAddr,
+    cookie: &[u8; wire::COOKIE_SIZE],
+) -> Result<Control, ClientError> {
     let ctrl_opts = SockOpts {
         bind: spec.sock.bind,
         bind_dev: spec.sock.bind_dev.clone(),
@@ -507,24 +591,14 @@ async fn run_once(
         Duration::from_secs(ka_intv as u64),
         ka_cnt,
     );
-    let mss_default = net::mss(&std_ctrl);
-    if udp && params.len == 0 {
-        // iperf3's default UDP size: the control connection's MSS (1460 if unknown).
-        let max = if peer.is_ipv4() {
-            crate::engine::udp::MAX_UDP_LEN_V4
-        } else {
-            crate::engine::udp::MAX_UDP_LEN_V6
-        };
-        params.len = if mss_default > 0 { mss_default } else { 1460 }.clamp(16, max as u32);
-    }
+    let mss = net::mss(&std_ctrl);
     std_ctrl
         .set_nonblocking(true)
         .map_err(|e| err(e.to_string()))?;
-    let local_ctrl = std_ctrl.local_addr().map_err(|e| err(e.to_string()))?;
+    let local = std_ctrl.local_addr().map_err(|e| err(e.to_string()))?;
     let mut ctrl = TcpStream::from_std(std_ctrl).map_err(|e| err(e.to_string()))?;
-    let cookie = wire::make_cookie();
     use tokio::io::AsyncWriteExt;
-    ctrl.write_all(&cookie).await.map_err(|e| {
+    ctrl.write_all(cookie).await.map_err(|e| {
         err(format!("unable to send cookie to server: {e}")).kind(FailKind::of_io(&e))
     })?;
     // An iperf3 server answers the cookie at once (PARAM_EXCHANGE, or ACCESS_DENIED when
@@ -536,41 +610,47 @@ async fn run_once(
     )
     .await
     {
-        Ok(Ok(_)) => {}
+        Ok(Ok(_)) => Ok(Control {
+            ctrl,
+            ctl,
+            local,
+            mss,
+        }),
+        // An iperf3 server's first byte is PARAM_EXCHANGE, ACCESS_DENIED or SERVER_ERROR.
+        Ok(Err(e)) if matches!(e.kind, FailKind::AccessDenied | FailKind::ServerError) => Err(e),
+        // Closing at once, a failed read or a byte that is no state is an iperf 2 server. A
+        // reset keeps its kind (a stock server between two listeners after a probe resets
+        // the cookie's connection); a close does not: it is what an iperf 2 server does.
         Ok(Err(e)) => {
-            // An iperf3 server's first byte is PARAM_EXCHANGE, ACCESS_DENIED or SERVER_ERROR;
-            // closing at once, a failed read or a byte that is no state is an iperf 2 server.
-            if !matches!(e.kind, FailKind::AccessDenied | FailKind::ServerError) {
-                // A reset here keeps its kind (a stock server between two listeners after a
-                // probe resets the cookie's connection); a close does not: it is what an
-                // iperf 2 server does.
-                let kind = match e.kind {
-                    FailKind::RefusedOrReset => FailKind::RefusedOrReset,
-                    _ => FailKind::Other,
-                };
-                return Err(err(format!(
-                    "{}: it did not answer the iperf3 cookie as iperf3 does ({})",
-                    crate::engine::iperf2::LOOKS_LIKE_IPERF2,
-                    e.message
-                ))
-                .kind(kind));
-            }
-            return Err(e);
-        }
-        Err(_) => {
-            return Err(err(format!(
-                "{}: no answer to the iperf3 cookie within {} s (an iperf 2 server listens without answering; use peer type iperf 2, or --iperf2 on the command line)",
+            let kind = match e.kind {
+                FailKind::RefusedOrReset => FailKind::RefusedOrReset,
+                _ => FailKind::Other,
+            };
+            Err(err(format!(
+                "{}: it did not answer the iperf3 cookie as iperf3 does ({})",
                 crate::engine::iperf2::LOOKS_LIKE_IPERF2,
-                IPERF2_SILENCE.as_secs()
-            )))
+                e.message
+            ))
+            .kind(kind))
         }
+        Err(_) => Err(err(format!(
+            "{}: no answer to the iperf3 cookie within {} s (an iperf 2 server listens without answering; use peer type iperf 2, or --iperf2 on the command line)",
+            crate::engine::iperf2::LOOKS_LIKE_IPERF2,
+            IPERF2_SILENCE.as_secs()
+        ))),
     }
-    framing::write_json(&mut ctrl, &params.to_json())
-        .await
-        .map_err(|e| err(format!("unable to send parameters to server: {e}")))?;
-    await_step(&mut ctl, &mut ctrl, CONTROL_TIMEOUT).await?;
+}
 
-    // Data streams: senders first, then receivers (bidir); ids 1, 3, 4, …
+/// CREATE_STREAMS: open the test's data streams (senders first, then receivers for bidir;
+/// ids 1, 3, 4, …), each TCP stream announcing itself with the `cookie`, each UDP stream
+/// with its hello. `local` is the control connection's address.
+async fn create_streams(
+    spec: &ClientSpec,
+    params: &Params,
+    peer: std::net::SocketAddr,
+    local: std::net::SocketAddr,
+    cookie: [u8; wire::COOKIE_SIZE],
+) -> Result<Vec<DataStream>, ClientError> {
     let n_send = params.client_send_streams() as usize;
     let total = params.total_streams() as usize;
     let mut streams = Vec::with_capacity(total);
@@ -581,7 +661,7 @@ async fn run_once(
         bind: spec
             .sock
             .bind
-            .or(Some(local_ctrl.ip()).filter(|ip| !net::is_link_local_v6(*ip))),
+            .or(Some(local.ip()).filter(|ip| !net::is_link_local_v6(*ip))),
         bind_dev: spec.sock.bind_dev.clone(),
         cport: spec.sock.cport,
         window: params.window,
@@ -591,6 +671,7 @@ async fn run_once(
         congestion: params.congestion.clone(),
         fq_rate: params.fq_rate,
     };
+    let ct = spec.connect_timeout;
     for i in 0..total {
         let opts = data_opts.clone();
         let cport = if opts.cport != 0 {
@@ -598,7 +679,7 @@ async fn run_once(
         } else {
             0
         };
-        if udp {
+        if params.protocol == Protocol::Udp {
             let reverse_len = params.len as usize;
             let df = params.dont_fragment;
             let wide = params.udp_counters_64bit;
@@ -608,17 +689,15 @@ async fn run_once(
             .await
             .map_err(|e| err(e.to_string()))?
             .map_err(|e| err(format!("unable to connect UDP stream: {e}")))?;
-            let ds =
-                DataStream::new_udp(wire::stream_id(i), i < n_send, s, params.udp_counters_64bit)
-                    .map_err(|e| err(e.to_string()))?;
+            let ds = DataStream::new_udp(wire::stream_id(i), i < n_send, s, wide)
+                .map_err(|e| err(e.to_string()))?;
             streams.push(ds);
             continue;
         }
-        let ck = cookie;
         let s = tokio::task::spawn_blocking(move || -> std::io::Result<std::net::TcpStream> {
             let mut s = net::connect_tcp(peer, &opts, cport, true, ct)?;
             use std::io::Write;
-            s.write_all(&ck)?;
+            s.write_all(&cookie)?;
             Ok(s)
         })
         .await
@@ -628,201 +707,206 @@ async fn run_once(
             DataStream::new(wire::stream_id(i), i < n_send, s).map_err(|e| err(e.to_string()))?;
         streams.push(ds);
     }
-    let (sndbuf, rcvbuf) = streams.first().map(|s| s.buffers()).unwrap_or((0, 0));
-    let connected: Vec<Connected> = streams
-        .iter()
-        .map(|s| Connected {
-            socket: s.socket_no,
-            local_host: net::ip_text(s.local.ip()),
-            local_port: s.local.port(),
-            remote_host: net::ip_text(s.remote.ip()),
-            remote_port: s.remote.port(),
-        })
-        .collect();
-    let congestion = streams.first().and_then(|s| s.congestion());
-    let mut report = Report {
-        role: Role::Client,
-        params: params.clone(),
-        cookie: wire::cookie_str(&cookie),
-        peer_host: spec.host.clone(),
-        peer_port: spec.port,
-        local_host: net::ip_text(local_ctrl.ip()),
-        local_port: local_ctrl.port(),
-        system_info: system_info(),
-        timestamp: started_wall,
-        timestamp_ms: started_now.timestamp_millis(),
-        interval: spec.interval,
-        connected,
-        tcp_mss_default: mss_default,
-        sndbuf_actual: sndbuf,
-        rcvbuf_actual: rcvbuf,
-        intervals: Vec::new(),
-        streams: Vec::new(),
-        cpu_local: CpuUtil::default(),
-        cpu_remote: CpuUtil::default(),
-        sender_congestion: None,
-        receiver_congestion: None,
-        server_output_text: None,
-        server_output_json: None,
-        peer_drops: None,
-        local_drops: None,
-        error: None,
-    };
-    let mut phase = DataPhase::new(params.clone(), streams, spec.interval);
-    if let Some(n) = spec.burst {
-        // The senders stop at the burst's datagrams (a local -k the server never hears of).
-        phase.set_send_cap(n);
+    Ok(streams)
+}
+
+/// A client test with its streams created, through the phases of the iperf3 control flow:
+/// start (TEST_START, TEST_RUNNING), data (to TEST_END), results exchange, DISPLAY_RESULTS.
+/// The caller stops the data phase whichever way it ended.
+struct ClientTest<'a> {
+    spec: &'a ClientSpec,
+    ctrl: TcpStream,
+    ctl: ClientControl,
+    /// The control connection's local address.
+    local: std::net::SocketAddr,
+    report: Report,
+    phase: DataPhase,
+    /// The first stream's congestion control (TCP).
+    congestion: Option<String>,
+    events: &'a Option<mpsc::UnboundedSender<Event>>,
+}
+
+impl ClientTest<'_> {
+    /// Every phase in order, up to and including DISPLAY_RESULTS.
+    async fn run(&mut self, cancel: Option<&Notify>) -> Result<(), ClientError> {
+        let (timers_from, cpu, drops_end) = self.start().await?;
+        let test_end = self.data(cancel, timers_from, &cpu).await?;
+        self.exchange_results(test_end, drops_end).await
     }
 
-    await_step(&mut ctl, &mut ctrl, CONTROL_TIMEOUT).await?;
-    // The -t and -O timers run from TEST_START, as a stock client's do (`create_client_timers`
-    // and `create_client_omit_timer` at TEST_START) and as the server's omit timer does: a
-    // counted window that started later than the server's made it count more than we sent.
-    let timers_from = tokio::time::Instant::now();
-    let cpu = CpuMark::now();
-    let drops_end = match &spec.drops {
-        Some(d) => {
-            d.begin(
-                local_ctrl.ip(),
-                direction_word(params.direction, Role::Client),
-            )
-            .await
-        }
-        None => None,
-    };
-    await_step(&mut ctl, &mut ctrl, CONTROL_TIMEOUT).await?;
-    let check_recv = params.client_recv_streams() > 0;
-    phase
-        .start(check_recv)
-        .map_err(|e| err(format!("unable to start stream threads: {e}")))?;
-    if let Some(tx) = &events {
-        let _ = tx.send(Event::Started(Box::new(report.clone())));
-    }
-
-    let outcome = drive(
-        &spec,
-        &mut phase,
-        &mut ctl,
-        &mut ctrl,
-        &events,
-        cancel.as_deref(),
-        timers_from,
-    )
-    .await;
-    // At the end of a TCP test, TEST_END goes out at once (the senders told to stop, not yet
-    // joined), as a stock client sends it when its timer fires: the server counts until it
-    // arrives, so every millisecond spent joining threads first was counted by the server
-    // and not by us. UDP senders are joined first, so no datagram leaves after TEST_END (the
-    // server's datagram count is the one we compare with).
-    let test_end = if matches!(outcome, Drive::Ended) && !phase.udp() {
-        phase
-            .shared
-            .stop_send
-            .store(true, std::sync::atomic::Ordering::Relaxed);
-        Some(framing::write_state(&mut ctrl, ctl.end_test()).await)
-    } else {
-        None
-    };
-    let final_rec = phase.finish().await;
-    if let (Some(rec), Some(tx)) = (&final_rec, &events) {
-        let _ = tx.send(Event::Interval(rec.clone()));
-    }
-    phase.request_stop();
-    let cpu_local = cpu.util_since();
-    report.cpu_local = cpu_local;
-    report.streams = phase.local_summaries();
-    report.intervals = phase.intervals.clone();
-    if phase.has_retransmits() {
-        report.sender_congestion = congestion.clone();
-    } else {
-        report.receiver_congestion = congestion.clone();
-    }
-    match outcome {
-        Drive::Ended => {}
-        Drive::Failed(msg, aborted) => {
-            if aborted {
-                let _ = framing::write_state(&mut ctrl, ctl.terminate()).await;
+    /// TEST_START (the -t and -O timers run from it), the first reading of the drop
+    /// counters, TEST_RUNNING, the stream threads started.
+    async fn start(
+        &mut self,
+    ) -> Result<
+        (
+            tokio::time::Instant,
+            CpuMark,
+            Option<super::server::DropsEnd>,
+        ),
+        ClientError,
+    > {
+        await_step(&mut self.ctl, &mut self.ctrl, CONTROL_TIMEOUT).await?;
+        // As a stock client's (`create_client_timers`, `create_client_omit_timer` at
+        // TEST_START) and as the server's omit timer: a counted window that started later
+        // than the server's made it count more than we sent.
+        let timers_from = tokio::time::Instant::now();
+        let cpu = CpuMark::now();
+        let drops_end = match &self.spec.drops {
+            Some(d) => {
+                let word = direction_word(self.phase.params.direction, Role::Client);
+                d.begin(self.local.ip(), word).await
             }
-            stop_phase(phase).await;
-            report.error = Some(msg.clone());
-            return Err(ClientError {
-                message: msg,
-                partial: Some(Box::new(report)),
-                aborted,
-                kind: FailKind::Other,
-            });
+            None => None,
+        };
+        await_step(&mut self.ctl, &mut self.ctrl, CONTROL_TIMEOUT).await?;
+        let check_recv = self.phase.params.client_recv_streams() > 0;
+        self.phase
+            .start(check_recv)
+            .map_err(|e| err(format!("unable to start stream threads: {e}")))?;
+        if let Some(tx) = self.events {
+            let _ = tx.send(Event::Started(Box::new(self.report.clone())));
+        }
+        Ok((timers_from, cpu, drops_end))
+    }
+
+    /// The data phase until it ends (timer, byte/block target, cancel, or the server), the
+    /// totals and this side's CPU since `cpu` frozen into the report. Gives the result of a TCP test's early TEST_END.
+    async fn data(
+        &mut self,
+        cancel: Option<&Notify>,
+        timers_from: tokio::time::Instant,
+        cpu: &CpuMark,
+    ) -> Result<Option<Result<(), WireError>>, ClientError> {
+        let phase = &mut self.phase;
+        let outcome = drive(
+            self.spec,
+            phase,
+            &mut self.ctl,
+            &mut self.ctrl,
+            self.events,
+            cancel,
+            timers_from,
+        )
+        .await;
+        // At the end of a TCP test, TEST_END goes out at once (the senders told to stop, not
+        // yet joined), as a stock client sends it when its timer fires: the server counts
+        // until it arrives, so every millisecond spent joining threads first was counted by
+        // the server and not by us. UDP senders are joined first, so no datagram leaves after
+        // TEST_END (the server's datagram count is the one we compare with).
+        let test_end = if matches!(outcome, Drive::Ended) && !phase.udp() {
+            phase
+                .shared
+                .stop_send
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            Some(framing::write_state(&mut self.ctrl, self.ctl.end_test()).await)
+        } else {
+            None
+        };
+        let final_rec = phase.finish().await;
+        if let (Some(rec), Some(tx)) = (&final_rec, self.events) {
+            let _ = tx.send(Event::Interval(rec.clone()));
+        }
+        phase.request_stop();
+        let report = &mut self.report;
+        report.cpu_local = cpu.util_since();
+        report.streams = phase.local_summaries();
+        report.intervals = phase.intervals.clone();
+        if phase.has_retransmits() {
+            report.sender_congestion = self.congestion.clone();
+        } else {
+            report.receiver_congestion = self.congestion.clone();
+        }
+        match outcome {
+            Drive::Ended => Ok(test_end),
+            Drive::Failed(msg, aborted) => {
+                if aborted {
+                    let _ = framing::write_state(&mut self.ctrl, self.ctl.terminate()).await;
+                }
+                report.error = Some(msg.clone());
+                Err(ClientError {
+                    message: msg,
+                    partial: Some(Box::new(report.clone())),
+                    aborted,
+                    kind: FailKind::Other,
+                })
+            }
         }
     }
 
-    // TEST_END → EXCHANGE_RESULTS → our results → theirs → DISPLAY_RESULTS → IPERF_DONE.
-    let fail = |report: &Report, msg: String| ClientError {
-        message: msg.clone(),
-        partial: Some(Box::new(Report {
-            error: Some(msg),
-            ..report.clone()
-        })),
-        aborted: false,
-        kind: FailKind::Other,
-    };
-    let test_end = match test_end {
-        Some(r) => r,
-        None => framing::write_state(&mut ctrl, ctl.end_test()).await,
-    };
-    if let Err(e) = test_end {
-        stop_phase(phase).await;
-        return Err(fail(&report, format!("unable to send TEST_END: {e}")));
-    }
-    if let Err(e) = await_step(&mut ctl, &mut ctrl, CONTROL_TIMEOUT).await {
-        stop_phase(phase).await;
-        return Err(fail(&report, e.message));
-    }
-    let mut mine = phase.results(cpu_local, congestion, &report.streams);
-    mine.netperfd_drops = super::server::drops_at_end(drops_end).await;
-    report.local_drops = mine.netperfd_drops.clone();
-    if let Err(e) = framing::write_json(&mut ctrl, &mine.to_json()).await {
-        stop_phase(phase).await;
-        return Err(fail(&report, format!("unable to send results: {e}")));
-    }
-    let theirs = match framing::read_json(&mut ctrl, wire::MAX_RESULTS_JSON, CONTROL_TIMEOUT)
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|v| Results::from_json(&v).map_err(|e| e.to_string()))
-    {
-        Ok(r) => r,
-        Err(e) => {
-            stop_phase(phase).await;
-            return Err(fail(&report, format!("unable to receive results: {e}")));
+    /// TEST_END (unless the data phase sent it) → EXCHANGE_RESULTS → our results → theirs
+    /// → DISPLAY_RESULTS.
+    async fn exchange_results(
+        &mut self,
+        test_end: Option<Result<(), WireError>>,
+        drops_end: Option<super::server::DropsEnd>,
+    ) -> Result<(), ClientError> {
+        let ctrl = &mut self.ctrl;
+        let test_end = match test_end {
+            Some(r) => r,
+            None => framing::write_state(ctrl, self.ctl.end_test()).await,
+        };
+        if let Err(e) = test_end {
+            return Err(self.fail(format!("unable to send TEST_END: {e}")));
         }
-    };
-    ctl.on_results();
-    if let Err(e) = merge_remote(&mut report.streams, &theirs) {
-        stop_phase(phase).await;
-        return Err(fail(&report, e));
+        if let Err(e) = await_step(&mut self.ctl, ctrl, CONTROL_TIMEOUT).await {
+            return Err(self.fail(e.message));
+        }
+        let report = &mut self.report;
+        let cpu_local = report.cpu_local;
+        let mut mine = self
+            .phase
+            .results(cpu_local, self.congestion.clone(), &report.streams);
+        mine.netperfd_drops = super::server::drops_at_end(drops_end).await;
+        report.local_drops = mine.netperfd_drops.clone();
+        if let Err(e) = framing::write_json(ctrl, &mine.to_json()).await {
+            return Err(self.fail(format!("unable to send results: {e}")));
+        }
+        let theirs = match framing::read_json(ctrl, wire::MAX_RESULTS_JSON, CONTROL_TIMEOUT)
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|v| Results::from_json(&v).map_err(|e| e.to_string()))
+        {
+            Ok(r) => r,
+            Err(e) => return Err(self.fail(format!("unable to receive results: {e}"))),
+        };
+        self.ctl.on_results();
+        if let Err(e) = merge_remote(&mut report.streams, &theirs) {
+            return Err(self.fail(e));
+        }
+        report.cpu_remote = CpuUtil {
+            total: theirs.cpu_util_total,
+            user: theirs.cpu_util_user,
+            system: theirs.cpu_util_system,
+        };
+        if let Some(c) = &theirs.congestion_used {
+            if report.sender_congestion.is_none() {
+                report.sender_congestion = Some(c.clone());
+            } else if report.receiver_congestion.is_none() {
+                report.receiver_congestion = Some(c.clone());
+            }
+        }
+        report.server_output_text = theirs.server_output_text;
+        report.server_output_json = theirs.server_output_json;
+        report.peer_drops = theirs.netperfd_drops;
+        if let Err(e) = await_step(&mut self.ctl, &mut self.ctrl, CONTROL_TIMEOUT).await {
+            return Err(self.fail(e.message));
+        }
+        Ok(())
     }
-    report.cpu_remote = CpuUtil {
-        total: theirs.cpu_util_total,
-        user: theirs.cpu_util_user,
-        system: theirs.cpu_util_system,
-    };
-    if let Some(c) = &theirs.congestion_used {
-        if report.sender_congestion.is_none() {
-            report.sender_congestion = Some(c.clone());
-        } else if report.receiver_congestion.is_none() {
-            report.receiver_congestion = Some(c.clone());
+
+    /// A failure after the data phase: the report so far goes with it, carrying the message.
+    fn fail(&self, msg: String) -> ClientError {
+        ClientError {
+            message: msg.clone(),
+            partial: Some(Box::new(Report {
+                error: Some(msg),
+                ..self.report.clone()
+            })),
+            aborted: false,
+            kind: FailKind::Other,
         }
     }
-    report.server_output_text = theirs.server_output_text.clone();
-    report.server_output_json = theirs.server_output_json.clone();
-    report.peer_drops = theirs.netperfd_drops.clone();
-    let display = await_step(&mut ctl, &mut ctrl, CONTROL_TIMEOUT).await;
-    stop_phase(phase).await;
-    if let Err(e) = display {
-        return Err(fail(&report, e.message));
-    }
-    // ClientStep::SendIperfDone, the only step DISPLAY_RESULTS gives.
-    let _ = framing::write_state(&mut ctrl, State::IperfDone).await;
-    let _ = ctrl.shutdown().await;
-    Ok(report)
 }
 
 async fn stop_phase(mut phase: DataPhase) {

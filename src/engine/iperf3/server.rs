@@ -10,9 +10,9 @@ use super::framing;
 use super::wire::{self, ierr, Params, Protocol, Results, State, COOKIE_SIZE};
 use crate::engine::admission::{Admission, Limits, Ticket};
 use crate::engine::net;
-use crate::engine::report::{self, Connected, IntervalRecord, Report, Role};
-use crate::engine::session::{merge_remote, DataPhase, DataStream};
-use crate::engine::stats::{system_info, CpuMark, CpuUtil};
+use crate::engine::report::{self, IntervalRecord, Report, Role};
+use crate::engine::session::{describe_streams, merge_remote, DataPhase, DataStream};
+use crate::engine::stats::{CpuMark, CpuUtil};
 use crate::model::RunStatus;
 use socket2::{Domain, Socket, Type};
 use std::collections::HashMap;
@@ -629,35 +629,15 @@ fn refuse_iperf2(inner: &Inner, s: &TcpStream, peer: SocketAddr) {
     crate::peer_warn!(peer.ip(), %peer, "closing connection: {msg}");
     let local = s.local_addr().unwrap_or(peer);
     let id = inner.next.fetch_add(1, Ordering::Relaxed);
-    let now = chrono::Utc::now();
-    let report = Report {
-        role: Role::Server,
-        params: Params::default(),
-        cookie: String::new(),
-        peer_host: net::ip_text(peer.ip()),
-        peer_port: peer.port(),
-        local_host: net::ip_text(local.ip()),
-        local_port: local.port(),
-        system_info: system_info(),
-        timestamp: now.timestamp(),
-        timestamp_ms: now.timestamp_millis(),
-        interval: inner.cfg.interval,
-        connected: Vec::new(),
-        tcp_mss_default: 0,
-        sndbuf_actual: 0,
-        rcvbuf_actual: 0,
-        intervals: Vec::new(),
-        streams: Vec::new(),
-        cpu_local: CpuUtil::default(),
-        cpu_remote: CpuUtil::default(),
-        sender_congestion: None,
-        receiver_congestion: None,
-        server_output_text: None,
-        server_output_json: None,
-        peer_drops: None,
-        local_drops: None,
-        error: Some(msg),
-    };
+    let mut report = Report::new(
+        Role::Server,
+        Params::default(),
+        String::new(),
+        (net::ip_text(peer.ip()), peer.port()),
+        local,
+        inner.cfg.interval,
+    );
+    report.error = Some(msg);
     emit(
         inner,
         ServerEvent::Started {
@@ -872,6 +852,42 @@ async fn setup(
     })
 }
 
+/// The set-up phase under its deadline (parameter exchange, stream buffers, streams): what
+/// the test needs, or `None` when the session ended there (answered and logged).
+async fn admit(
+    inner: &Arc<Inner>,
+    ctrl: &mut TcpStream,
+    ctl: &mut ServerControl,
+    peer: SocketAddr,
+    cookie: [u8; COOKIE_SIZE],
+    id: u64,
+    ticket: &Ticket,
+) -> Option<Setup> {
+    let mut stopping = inner.stopping.subscribe();
+    let ended = tokio::select! {
+        r = setup(inner, ctrl, ctl, peer, cookie, id, ticket) => r,
+        _ = ticket.evicted() => Err(SetupEnd::Evicted),
+        _ = tokio::time::sleep(inner.cfg.setup_timeout) => Err(SetupEnd::Timeout),
+        _ = stopping.wait_for(|s| *s) => Err(SetupEnd::Stopping),
+    };
+    let why = match ended {
+        Ok(s) => return Some(s),
+        Err(SetupEnd::Done | SetupEnd::Stopping) => return None,
+        Err(SetupEnd::Evicted) => {
+            "its set-up was not finished and another client needed the slot (evicted)".to_string()
+        }
+        Err(SetupEnd::Timeout) => format!(
+            "parameter exchange and stream set-up not finished within {} s",
+            inner.cfg.setup_timeout.as_secs_f64()
+        ),
+    };
+    crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: {why}");
+    let _ = ctrl.write_all(&[State::AccessDenied.byte()]).await;
+    None
+}
+
+/// One control session: set-up ([`admit`]), then the test's phases ([`Test::run`]); the
+/// run record is finished the same way whichever phase ended it.
 async fn session(
     inner: Arc<Inner>,
     mut ctrl: TcpStream,
@@ -881,75 +897,27 @@ async fn session(
     ticket: Ticket,
 ) {
     let local = ctrl.local_addr().unwrap_or(peer);
-    let mut stopping = inner.stopping.subscribe();
     let mut ctl = ServerControl::new();
-    let ended = tokio::select! {
-        r = setup(&inner, &mut ctrl, &mut ctl, peer, cookie, id, &ticket) => r,
-        _ = ticket.evicted() => Err(SetupEnd::Evicted),
-        _ = tokio::time::sleep(inner.cfg.setup_timeout) => Err(SetupEnd::Timeout),
-        _ = stopping.wait_for(|s| *s) => Err(SetupEnd::Stopping),
-    };
-    let Setup {
+    let Some(Setup {
         params,
         streams,
         buffers: _buffers,
-    } = match ended {
-        Ok(s) => s,
-        Err(SetupEnd::Done | SetupEnd::Stopping) => return,
-        Err(SetupEnd::Evicted) => {
-            crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: its set-up was not finished and another client needed the slot (evicted)");
-            let _ = ctrl.write_all(&[State::AccessDenied.byte()]).await;
-            return;
-        }
-        Err(SetupEnd::Timeout) => {
-            crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: parameter exchange and stream set-up not finished within {} s", inner.cfg.setup_timeout.as_secs_f64());
-            let _ = ctrl.write_all(&[State::AccessDenied.byte()]).await;
-            return;
-        }
+    }) = admit(&inner, &mut ctrl, &mut ctl, peer, cookie, id, &ticket).await
+    else {
+        return;
     };
     // Set up: a running test is never evicted.
     ticket.set_pending(false);
     ticket.set_holds(0);
-    let congestion = streams.first().and_then(|s| s.congestion());
-    let (sndbuf, rcvbuf) = streams.first().map(|s| s.buffers()).unwrap_or((0, 0));
-    let now = chrono::Utc::now();
-    let mut report = Report {
-        role: Role::Server,
-        params: params.clone(),
-        cookie: wire::cookie_str(&cookie),
-        peer_host: net::ip_text(peer.ip()),
-        peer_port: peer.port(),
-        local_host: net::ip_text(local.ip()),
-        local_port: local.port(),
-        system_info: system_info(),
-        timestamp: now.timestamp(),
-        timestamp_ms: now.timestamp_millis(),
-        interval: inner.cfg.interval,
-        connected: streams
-            .iter()
-            .map(|s| Connected {
-                socket: s.socket_no,
-                local_host: net::ip_text(s.local.ip()),
-                local_port: s.local.port(),
-                remote_host: net::ip_text(s.remote.ip()),
-                remote_port: s.remote.port(),
-            })
-            .collect(),
-        tcp_mss_default: 0,
-        sndbuf_actual: sndbuf,
-        rcvbuf_actual: rcvbuf,
-        intervals: Vec::new(),
-        streams: Vec::new(),
-        cpu_local: CpuUtil::default(),
-        cpu_remote: CpuUtil::default(),
-        sender_congestion: None,
-        receiver_congestion: None,
-        server_output_text: None,
-        server_output_json: None,
-        peer_drops: None,
-        local_drops: None,
-        error: None,
-    };
+    let mut report = Report::new(
+        Role::Server,
+        params.clone(),
+        wire::cookie_str(&cookie),
+        (net::ip_text(peer.ip()), peer.port()),
+        local,
+        inner.cfg.interval,
+    );
+    describe_streams(&mut report, &streams);
     tracing::info!(session = id, %peer, streams = streams.len(), direction = ?params.direction, "test started");
     emit(
         &inner,
@@ -958,185 +926,250 @@ async fn session(
             report: Box::new(report.clone()),
         },
     );
-    let mut phase = DataPhase::new(params.clone(), streams, inner.cfg.interval);
-    let msg = ctl.streams_ready().map(State::byte);
-    if ctrl.write_all(&msg[..]).await.is_err() {
-        finish(
-            &inner,
-            id,
-            report,
-            RunStatus::Aborted,
-            Some("client closed the control connection at test start".into()),
-        );
-        return;
-    }
-    let drops_end = match &inner.cfg.drops {
-        Some(d) => {
-            d.begin(
-                local.ip(),
-                super::client::direction_word(params.direction, Role::Server),
-            )
-            .await
-        }
-        None => None,
-    };
-    let cpu = CpuMark::now();
-    if let Err(e) = phase.start(false) {
-        finish(
-            &inner,
-            id,
-            report,
-            RunStatus::Failed,
-            Some(format!("unable to start streams: {e}")),
-        );
-        return;
-    }
-    let outcome = run_phase(&inner, id, &mut phase, &mut ctl, &mut ctrl).await;
-    // A -n / -k test in which we receive: read what is still in flight before the results
-    // (§8.4). Anything else freezes its totals here, at TEST_END, as a stock server does.
-    let drain = match &outcome {
-        Ok(()) => Drain::new(&params, std::time::Instant::now()),
-        Err(_) => None,
-    };
-    let outcome = match &drain {
-        Some(d) => {
-            phase.stop_senders().await;
-            match d.until_total(&phase, &mut ctrl).await {
-                Ok(ended) => {
-                    tracing::debug!(
-                        session = id,
-                        ?ended,
-                        received = phase.received_after_omit(),
-                        total = d.total(),
-                        "drained to the -n/-k total"
-                    );
-                    Ok(())
-                }
-                Err(i) => Err(drain_stop(&mut ctl, i)),
-            }
-        }
-        None => outcome,
-    };
-    let closing = Closing {
+    let mut test = Test {
         inner: &inner,
         id,
-        cpu: &cpu,
-        congestion: &congestion,
-        drain: drain.as_ref(),
+        peer,
+        local,
+        ctrl,
+        ctl,
+        congestion: streams.first().and_then(|s| s.congestion()),
+        report,
+        open: None,
+        cpu: CpuMark::now(),
+        drain: None,
     };
-    let mut open = Some(phase);
-    let mut mine = None;
-    if drain.is_none() || outcome.is_err() {
-        mine = closing.close(&mut open, &mut report).await;
+    let ended = test.run(params, streams).await;
+    test.close().await;
+    let Test { report, .. } = test;
+    match ended {
+        Ok(()) => {
+            tracing::info!(session = id, %peer, "test completed");
+            finish(&inner, id, report, RunStatus::Completed, None);
+        }
+        Err(s) => finish(&inner, id, report, s.status, Some(s.reason)),
     }
-    if let Err(s) = outcome {
-        crate::peer_warn!(peer.ip(), session = id, %peer, "test ended early: {}", s.reason);
-        finish(&inner, id, report, s.status, Some(s.reason));
-        return;
+}
+
+/// A set-up session's test, through the phases of the iperf3 control flow: start
+/// (TEST_START, TEST_RUNNING), data (until TEST_END), the drain of a `-n`/`-k` test, the
+/// results exchange, display. The report stays here so that every way out fills it alike.
+struct Test<'a> {
+    inner: &'a Inner,
+    id: u64,
+    peer: SocketAddr,
+    local: SocketAddr,
+    ctrl: TcpStream,
+    ctl: ServerControl,
+    /// The first stream's congestion control (TCP), for the report and the results.
+    congestion: Option<String>,
+    report: Report,
+    /// The data phase from its start until [`Test::close`].
+    open: Option<DataPhase>,
+    /// This side's CPU from TEST_START (reset when the streams start).
+    cpu: CpuMark,
+    /// Set when a `-n`/`-k` test in which this side receives drains after TEST_END.
+    drain: Option<Drain>,
+}
+
+impl Test<'_> {
+    /// Every phase in order; `Err` says why the test ended early.
+    async fn run(&mut self, params: Params, streams: Vec<DataStream>) -> Result<(), Stop> {
+        let drops_end = self.start(&params, streams).await?;
+        if let Err(s) = self.data(&params).await {
+            crate::peer_warn!(self.peer.ip(), session = self.id, peer = %self.peer, "test ended early: {}", s.reason);
+            return Err(s);
+        }
+        // Without a drain the totals freeze at TEST_END, as a stock server's do.
+        let mine = if self.drain.is_none() {
+            self.close().await
+        } else {
+            None
+        };
+        self.exchange_results(&params, mine, drops_end).await
     }
 
-    // EXCHANGE_RESULTS: read the client's results first, then send ours.
-    if framing::write_state(&mut ctrl, ctl.exchange_results())
-        .await
-        .is_err()
-    {
-        closing.close(&mut open, &mut report).await;
-        finish(
-            &inner,
-            id,
-            report,
-            RunStatus::Aborted,
-            Some("client vanished before the results exchange".into()),
-        );
-        return;
+    /// TEST_START and TEST_RUNNING, the first reading of the drop counters, the streams
+    /// started. Gives the drop counters' second half.
+    async fn start(
+        &mut self,
+        params: &Params,
+        streams: Vec<DataStream>,
+    ) -> Result<Option<DropsEnd>, Stop> {
+        let mut phase = DataPhase::new(params.clone(), streams, self.inner.cfg.interval);
+        let msg = self.ctl.streams_ready().map(State::byte);
+        if self.ctrl.write_all(&msg[..]).await.is_err() {
+            return Err(stop(
+                RunStatus::Aborted,
+                "client closed the control connection at test start",
+            ));
+        }
+        let drops_end = match &self.inner.cfg.drops {
+            Some(d) => {
+                let word = super::client::direction_word(params.direction, Role::Server);
+                d.begin(self.local.ip(), word).await
+            }
+            None => None,
+        };
+        self.cpu = CpuMark::now();
+        phase
+            .start(false)
+            .map_err(|e| stop(RunStatus::Failed, format!("unable to start streams: {e}")))?;
+        self.open = Some(phase);
+        Ok(drops_end)
     }
-    let theirs = match framing::read_frame(
-        &mut ctrl,
-        wire::MAX_CLIENT_RESULTS_JSON,
-        Duration::from_secs(30),
-    )
-    .await
-    .and_then(|b| Results::from_slice(&b))
-    .map_err(|e| e.to_string())
-    {
-        Ok(r) => r,
-        Err(e) => {
-            closing.close(&mut open, &mut report).await;
-            finish(
-                &inner,
-                id,
-                report,
-                RunStatus::Failed,
-                Some(format!("unable to receive results: {e}")),
+
+    /// The data phase until the client's TEST_END; then, for a `-n`/`-k` test in which we
+    /// receive, what is still in flight up to the announced total (§8.4).
+    async fn data(&mut self, params: &Params) -> Result<(), Stop> {
+        let Some(phase) = self.open.as_mut() else {
+            return Ok(());
+        };
+        run_phase(self.inner, self.id, phase, &mut self.ctl, &mut self.ctrl).await?;
+        let Some(d) = Drain::new(params, std::time::Instant::now()) else {
+            return Ok(());
+        };
+        phase.stop_senders().await;
+        let drained = d.until_total(phase, &mut self.ctrl).await;
+        let id = self.id;
+        let (received, total) = (phase.received_after_omit(), d.total());
+        self.drain = Some(d);
+        match drained {
+            Ok(ended) => {
+                tracing::debug!(
+                    session = id,
+                    ?ended,
+                    received,
+                    total,
+                    "drained to the -n/-k total"
+                );
+                Ok(())
+            }
+            Err(i) => Err(drain_stop(&mut self.ctl, i)),
+        }
+    }
+
+    /// EXCHANGE_RESULTS: read the client's results first (and drain to its sent counts),
+    /// then send ours (`mine` when the data phase is already closed), DISPLAY_RESULTS, and
+    /// wait briefly for IPERF_DONE.
+    async fn exchange_results(
+        &mut self,
+        params: &Params,
+        mut mine: Option<Results>,
+        drops_end: Option<DropsEnd>,
+    ) -> Result<(), Stop> {
+        let ctrl = &mut self.ctrl;
+        if framing::write_state(ctrl, self.ctl.exchange_results())
+            .await
+            .is_err()
+        {
+            return Err(stop(
+                RunStatus::Aborted,
+                "client vanished before the results exchange",
+            ));
+        }
+        let theirs =
+            framing::read_frame(ctrl, wire::MAX_CLIENT_RESULTS_JSON, Duration::from_secs(30))
+                .await
+                .and_then(|b| Results::from_slice(&b))
+                .map_err(|e| stop(RunStatus::Failed, format!("unable to receive results: {e}")))?;
+        if let (Some(d), Some(p)) = (&self.drain, &self.open) {
+            // The client's own counts: it may have sent more than the promised total.
+            let ended = d.until_client_counts(p, &theirs).await;
+            let received = p.received_after_omit();
+            tracing::debug!(
+                session = self.id,
+                ?ended,
+                received,
+                "drained to the client's sent bytes"
             );
-            return;
         }
-    };
-    if let (Some(d), Some(p)) = (&drain, &open) {
-        // The client's own counts: it may have sent more than the promised total.
-        let ended = d.until_client_counts(p, &theirs).await;
-        tracing::debug!(
-            session = id,
-            ?ended,
-            received = p.received_after_omit(),
-            "drained to the client's sent bytes"
-        );
-    }
-    if let Some(r) = closing.close(&mut open, &mut report).await {
-        mine = Some(r);
-    }
-    if let Err(e) = merge_remote(&mut report.streams, &theirs) {
-        let _ = framing::write_server_error(&mut ctrl, ierr::IESTREAMID, 0).await;
-        finish(&inner, id, report, RunStatus::Failed, Some(e));
-        return;
-    }
-    report.cpu_remote = CpuUtil {
-        total: theirs.cpu_util_total,
-        user: theirs.cpu_util_user,
-        system: theirs.cpu_util_system,
-    };
-    if let Some(c) = theirs.congestion_used.clone() {
-        if report.sender_congestion.is_none() {
-            report.sender_congestion = Some(c);
-        } else if report.receiver_congestion.is_none() {
-            report.receiver_congestion = Some(c);
+        if let Some(r) = self.close().await {
+            mine = Some(r);
         }
+        let report = &mut self.report;
+        if let Err(e) = merge_remote(&mut report.streams, &theirs) {
+            let _ = framing::write_server_error(&mut self.ctrl, ierr::IESTREAMID, 0).await;
+            return Err(stop(RunStatus::Failed, e));
+        }
+        report.cpu_remote = CpuUtil {
+            total: theirs.cpu_util_total,
+            user: theirs.cpu_util_user,
+            system: theirs.cpu_util_system,
+        };
+        if let Some(c) = theirs.congestion_used.clone() {
+            if report.sender_congestion.is_none() {
+                report.sender_congestion = Some(c);
+            } else if report.receiver_congestion.is_none() {
+                report.receiver_congestion = Some(c);
+            }
+        }
+        let mut mine = mine.unwrap_or_default();
+        mine.netperfd_drops = drops_at_end(drops_end).await;
+        // A netperfd client's own drop counters (`netperfd -c` on the PC): the peer's places
+        // in this host's ledger.
+        report.peer_drops = theirs.netperfd_drops.clone();
+        if params.get_server_output {
+            if self.inner.cfg.json {
+                mine.server_output_json = Some(report::to_iperf3_json(report));
+            } else {
+                mine.server_output_text = Some(server_text(report));
+            }
+        }
+        let ctrl = &mut self.ctrl;
+        let display = self.ctl.on_results();
+        if framing::write_json(ctrl, &mine.to_json()).await.is_err()
+            || framing::write_state(ctrl, display).await.is_err()
+        {
+            return Err(stop(
+                RunStatus::Aborted,
+                "client vanished during the results exchange",
+            ));
+        }
+        // IPERF_DONE, or the client just closes: either is a normal end.
+        if let Ok(b) = framing::read_state(ctrl, Duration::from_secs(5)).await {
+            if let Err(e) = self.ctl.on_state(b) {
+                tracing::debug!(session = self.id, "after the results: {}", e.text());
+            }
+        }
+        Ok(())
     }
-    let mut mine = mine.unwrap_or_default();
-    mine.netperfd_drops = drops_at_end(drops_end).await;
-    // A netperfd client's own drop counters (`netperfd -c` on the PC): the peer's places
-    // in this host's ledger.
-    report.peer_drops = theirs.netperfd_drops.clone();
-    if params.get_server_output {
-        if inner.cfg.json {
-            mine.server_output_json = Some(report::to_iperf3_json(&report));
+
+    /// End the data phase if it is still open: freeze the totals (at the drain's end time
+    /// when there was one), emit the final interval, fill the report's streams, intervals, CPU
+    /// and congestion, close the sockets; this side's results document. `None` when it was
+    /// already closed (or never started).
+    async fn close(&mut self) -> Option<Results> {
+        let mut phase = self.open.take()?;
+        let last = match &self.drain {
+            Some(d) => {
+                let t_end = d.end_time(&phase);
+                phase.finish_at(t_end).await
+            }
+            None => phase.finish().await,
+        };
+        if let Some(rec) = last {
+            emit(
+                self.inner,
+                ServerEvent::Interval {
+                    session: self.id,
+                    record: rec,
+                },
+            );
+        }
+        let report = &mut self.report;
+        report.cpu_local = self.cpu.util_since();
+        report.streams = phase.local_summaries();
+        report.intervals = phase.intervals.clone();
+        if phase.has_retransmits() {
+            report.sender_congestion = self.congestion.clone();
         } else {
-            mine.server_output_text = Some(server_text(&report));
+            report.receiver_congestion = self.congestion.clone();
         }
+        let mine = phase.results(report.cpu_local, self.congestion.clone(), &report.streams);
+        let _ = tokio::task::spawn_blocking(move || phase.stop()).await;
+        Some(mine)
     }
-    let display = ctl.on_results();
-    if framing::write_json(&mut ctrl, &mine.to_json())
-        .await
-        .is_err()
-        || framing::write_state(&mut ctrl, display).await.is_err()
-    {
-        finish(
-            &inner,
-            id,
-            report,
-            RunStatus::Aborted,
-            Some("client vanished during the results exchange".into()),
-        );
-        return;
-    }
-    // IPERF_DONE, or the client just closes: either is a normal end.
-    if let Ok(b) = framing::read_state(&mut ctrl, Duration::from_secs(5)).await {
-        if let Err(e) = ctl.on_state(b) {
-            tracing::debug!(session = id, "after the results: {}", e.text());
-        }
-    }
-    tracing::info!(session = id, %peer, "test completed");
-    finish(&inner, id, report, RunStatus::Completed, None);
 }
 
 /// The server's text for one test, as `--get-server-output` returns it.
@@ -1189,52 +1222,6 @@ fn finish(inner: &Inner, id: u64, mut report: Report, status: RunStatus, error: 
         },
     );
     inner.done.notify_one();
-}
-
-/// What ending a session's data phase needs besides the phase and the report.
-struct Closing<'a> {
-    inner: &'a Inner,
-    id: u64,
-    cpu: &'a CpuMark,
-    congestion: &'a Option<String>,
-    drain: Option<&'a Drain>,
-}
-
-impl Closing<'_> {
-    /// End the data phase if it is still `open`: freeze the totals (at the drain's end time
-    /// when there was one), emit the final interval, fill the report's streams, intervals, CPU
-    /// and congestion, close the sockets; this side's results document. `None` when it was
-    /// already closed.
-    async fn close(&self, open: &mut Option<DataPhase>, report: &mut Report) -> Option<Results> {
-        let mut phase = open.take()?;
-        let last = match self.drain {
-            Some(d) => {
-                let t_end = d.end_time(&phase);
-                phase.finish_at(t_end).await
-            }
-            None => phase.finish().await,
-        };
-        if let Some(rec) = last {
-            emit(
-                self.inner,
-                ServerEvent::Interval {
-                    session: self.id,
-                    record: rec,
-                },
-            );
-        }
-        report.cpu_local = self.cpu.util_since();
-        report.streams = phase.local_summaries();
-        report.intervals = phase.intervals.clone();
-        if phase.has_retransmits() {
-            report.sender_congestion = self.congestion.clone();
-        } else {
-            report.receiver_congestion = self.congestion.clone();
-        }
-        let mine = phase.results(report.cpu_local, self.congestion.clone(), &report.streams);
-        let _ = tokio::task::spawn_blocking(move || phase.stop()).await;
-        Some(mine)
-    }
 }
 
 /// Why a session ends when its control connection speaks or closes during the drain.

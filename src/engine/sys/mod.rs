@@ -54,6 +54,28 @@ pub fn setsockopt_int(
     }
 }
 
+/// An integer socket option's value (`getsockopt`).
+pub fn getsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> std::io::Result<i32> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: v and len are valid for writes of their sizes for the duration of the call;
+    // the kernel writes at most `len` bytes.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            level,
+            name,
+            &mut v as *mut libc::c_int as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        Ok(v)
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// SO_MAX_PACING_RATE of a socket, bytes/s (iperf3's `--fq-rate`): TCP paces itself to it
 /// (the kernel's own TCP pacing, with or without the fq qdisc); other sockets only under fq.
 /// Errors: the kernel's (e.g. ENOPROTOOPT on a kernel without it).
