@@ -8,6 +8,7 @@
 //! Not for: how changes are made or undone (system::apply and friends).
 
 use super::auth::{Auth, AuthError};
+use super::extract::Form;
 use super::AppState;
 use crate::board::apply::{self, ApplyOptions, BoardView, Controller};
 use crate::board::error::BoardError;
@@ -1192,7 +1193,7 @@ async fn change_form(
     req: HttpRequest,
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<ChangeForm>,
+    form: Form<ChangeForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let change = match form.change() {
@@ -1280,7 +1281,7 @@ use super::pages::CsrfForm;
 async fn confirm_form(
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<CsrfForm>,
+    form: Form<CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     Ok(match controller(&state).confirm().await {
@@ -1308,7 +1309,7 @@ async fn confirm_form(
 async fn rollback_form(
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<CsrfForm>,
+    form: Form<CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     Ok(
@@ -1346,7 +1347,7 @@ struct GovernorForm {
 async fn governor_form(
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<GovernorForm>,
+    form: Form<GovernorForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     Ok(match governor::set(&form.governor) {
@@ -1374,7 +1375,7 @@ struct SettingsForm {
 async fn settings_form(
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<SettingsForm>,
+    form: Form<SettingsForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let window = match form

@@ -17,6 +17,7 @@
 //! files under `DATA/captures/`, removed after download or [`CAPTURE_RETENTION`].
 
 use super::auth::{Auth, AuthError};
+use super::extract::Form;
 use super::pages::html;
 use super::AppState;
 use crate::board::diag::{self as bd, Host};
@@ -321,7 +322,7 @@ async fn form_ping(
     req: HttpRequest,
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<PingForm>,
+    form: Form<PingForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let mut v = Inputs {
@@ -449,7 +450,7 @@ async fn form_path(
     req: HttpRequest,
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<PathForm>,
+    form: Form<PathForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let mut v = Inputs {
@@ -558,7 +559,7 @@ async fn form_lookup(
     req: HttpRequest,
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<LookupRequest>,
+    form: Form<LookupRequest>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let mut v = Inputs {
@@ -1181,7 +1182,7 @@ async fn form_capture(
     req: HttpRequest,
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<CaptureForm>,
+    form: Form<CaptureForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let mut v = Inputs {

@@ -31,3 +31,165 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .error_handler(|e: JsonPayloadError, req| api_error(e, req, "JSON body")),
     );
 }
+
+/// Largest form body, bytes (16 KiB, actix-web's `web::Form` default).
+pub const FORM_LIMIT: usize = 16_384;
+
+/// A page's url-encoded form body (`application/x-www-form-urlencoded`, UTF-8, at most
+/// [`FORM_LIMIT`] bytes) deserialized into `T` — actix-web's `web::Form` without its decoding
+/// of other charsets. That decoding linked all of encoding_rs (about 150 KB of tables and
+/// decoders, docs/build-settings.md); our pages are UTF-8 and browsers send their forms in
+/// the page's charset, so a form declaring another charset is refused. Errors are actix's own
+/// [`UrlencodedError`]s, with their statuses: 415 for another content type or charset, 413
+/// above the limit, 411 for an unreadable length, 400 for a body that does not parse.
+#[derive(Debug)]
+pub struct Form<T>(pub T);
+
+impl<T> Form<T> {
+    /// The deserialized form.
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T> std::ops::Deref for Form<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> std::ops::DerefMut for Form<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+}
+
+/// True when a `Content-Type` header value is a url-encoded form in UTF-8 (no charset
+/// parameter, or `utf-8`/`utf8` in any case).
+fn utf8_form(content_type: &str) -> bool {
+    let mut parts = content_type.split(';').map(str::trim);
+    let essence = parts.next().unwrap_or("");
+    if !essence.eq_ignore_ascii_case("application/x-www-form-urlencoded") {
+        return false;
+    }
+    parts.all(|p| match p.split_once('=') {
+        Some((k, v)) if k.trim().eq_ignore_ascii_case("charset") => {
+            let v = v.trim().trim_matches('"');
+            v.eq_ignore_ascii_case("utf-8") || v.eq_ignore_ascii_case("utf8")
+        }
+        _ => true,
+    })
+}
+
+impl<T: serde::de::DeserializeOwned + 'static> actix_web::FromRequest for Form<T> {
+    type Error = actix_web::Error;
+    type Future = futures_util::future::LocalBoxFuture<'static, Result<Self, Self::Error>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut actix_web::dev::Payload) -> Self::Future {
+        use actix_web::error::UrlencodedError;
+        use futures_util::StreamExt;
+        let header = |name| {
+            req.headers()
+                .get(name)
+                .map(|v| v.to_str().map(str::to_string))
+        };
+        let content_type = header(actix_web::http::header::CONTENT_TYPE);
+        let length = header(actix_web::http::header::CONTENT_LENGTH);
+        let mut stream = payload.take();
+        Box::pin(async move {
+            match content_type {
+                Some(Ok(ct)) if utf8_form(&ct) => {}
+                _ => return Err(UrlencodedError::ContentType.into()),
+            }
+            if let Some(l) = length {
+                let l = l
+                    .ok()
+                    .and_then(|l| l.trim().parse::<usize>().ok())
+                    .ok_or(UrlencodedError::UnknownLength)?;
+                if l > FORM_LIMIT {
+                    let limit = FORM_LIMIT;
+                    return Err(UrlencodedError::Overflow { size: l, limit }.into());
+                }
+            }
+            let mut body = web::BytesMut::with_capacity(1024);
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(UrlencodedError::Payload)?;
+                let size = body.len() + chunk.len();
+                if size > FORM_LIMIT {
+                    let limit = FORM_LIMIT;
+                    return Err(UrlencodedError::Overflow { size, limit }.into());
+                }
+                body.extend_from_slice(&chunk);
+            }
+            serde_urlencoded::from_bytes(&body)
+                .map(Form)
+                .map_err(|e| UrlencodedError::Parse(e).into())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::{test::TestRequest, FromRequest};
+    use std::collections::HashMap;
+
+    async fn read<T: serde::de::DeserializeOwned + 'static>(
+        ct: Option<&str>,
+        body: &'static [u8],
+    ) -> Result<T, u16> {
+        let mut req = TestRequest::default();
+        if let Some(ct) = ct {
+            req = req.insert_header(("content-type", ct));
+        }
+        let (req, mut pl) = req.set_payload(body).to_http_parts();
+        Form::<T>::from_request(&req, &mut pl)
+            .await
+            .map(Form::into_inner)
+            .map_err(|e| e.as_response_error().status_code().as_u16())
+    }
+
+    async fn form(ct: Option<&str>, body: &'static [u8]) -> Result<HashMap<String, String>, u16> {
+        read(ct, body).await
+    }
+
+    #[actix_web::test]
+    async fn forms_are_read_as_actix_reads_utf8_ones() {
+        let ct = "application/x-www-form-urlencoded";
+        let f = form(Some(ct), b"host=192.0.2.2&label=caf%C3%A9+1")
+            .await
+            .unwrap();
+        assert_eq!(f["host"], "192.0.2.2");
+        assert_eq!(f["label"], "café 1");
+        let with_charset = "application/x-www-form-urlencoded; charset=UTF-8";
+        assert_eq!(form(Some(with_charset), b"a=1").await.unwrap()["a"], "1");
+        // Another content type or charset: 415, as actix says it.
+        assert_eq!(form(Some("application/json"), b"{}").await, Err(415));
+        assert_eq!(form(None, b"a=1").await, Err(415));
+        let latin1 = "application/x-www-form-urlencoded; charset=ISO-8859-1";
+        assert_eq!(form(Some(latin1), b"a=1").await, Err(415));
+        // Above 16 KiB: 413.
+        let big: &'static [u8] = Box::leak(vec![b'a'; FORM_LIMIT + 1].into_boxed_slice());
+        assert_eq!(form(Some(ct), big).await, Err(413));
+        // A body that is not a form of T: 400.
+        #[derive(serde::Deserialize, Debug)]
+        struct Count {
+            n: u32,
+        }
+        assert_eq!(read::<Count>(Some(ct), b"n=many").await.unwrap_err(), 400);
+        assert_eq!(read::<Count>(Some(ct), b"n=7").await.unwrap().n, 7);
+    }
+
+    #[test]
+    fn only_utf8_forms() {
+        assert!(utf8_form("application/x-www-form-urlencoded"));
+        assert!(utf8_form(
+            "Application/X-WWW-Form-Urlencoded; Charset=\"utf8\""
+        ));
+        assert!(!utf8_form(
+            "application/x-www-form-urlencoded; charset=shift_jis"
+        ));
+        assert!(!utf8_form("multipart/form-data; boundary=x"));
+    }
+}

@@ -8,6 +8,7 @@
 //! (API). Runs stop through the usual `/runs/{id}/stop` and `/api/runs/{id}/stop` too.
 
 use super::auth::{Auth, AuthError};
+use super::extract::Form;
 use super::pages::CsrfForm;
 use super::AppState;
 use crate::board::apply::Controller;
@@ -323,7 +324,7 @@ async fn form_forward(
     req: actix_web::HttpRequest,
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<ForwardRequest>,
+    form: Form<ForwardRequest>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let mut f = form.into_inner();
@@ -354,7 +355,7 @@ async fn form_monitor(
     req: actix_web::HttpRequest,
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<MonitorRequest>,
+    form: Form<MonitorRequest>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let m = form.into_inner();
@@ -378,7 +379,7 @@ async fn form_stop(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<i64>,
-    form: web::Form<CsrfForm>,
+    form: Form<CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     state.hub.stop(path.into_inner());

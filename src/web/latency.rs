@@ -3,6 +3,7 @@
 //! answered with the form and one clear error; nothing runs then.
 
 use super::auth::{Auth, AuthError};
+use super::extract::Form;
 use super::pages::{html, port_options, see_other, PortOption};
 use super::AppState;
 use crate::engine::report::version_string;
@@ -132,7 +133,7 @@ async fn page(auth: Auth, state: web::Data<AppState>) -> HttpResponse {
 async fn start_form(
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<LatencyForm>,
+    form: Form<LatencyForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let res = match form.to_spec() {

@@ -2,6 +2,7 @@
 //! together) and its API (`POST /api/runs/multi` with `{"legs": [TestRequest, …]}`).
 
 use super::auth::{Auth, AuthError};
+use super::extract::Form;
 use super::pages::{html, port_options, see_other, PortOption};
 use super::AppState;
 use crate::engine::report::version_string;
@@ -116,7 +117,7 @@ async fn start(
     req: actix_web::HttpRequest,
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<HashMap<String, String>>,
+    form: Form<HashMap<String, String>>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.get("csrf").map(String::as_str))?;
     let legs = legs_of_form(&form);

@@ -2,6 +2,7 @@
 //! settings. Every state-changing form carries the session's CSRF token.
 
 use super::auth::{self, Auth, AuthError};
+use super::extract::Form;
 use super::AppState;
 use crate::engine::iperf3::wire::Params;
 use crate::engine::report::{self, version_string, Report};
@@ -160,7 +161,7 @@ struct LoginForm {
 async fn login(
     req: HttpRequest,
     state: web::Data<AppState>,
-    form: web::Form<LoginForm>,
+    form: Form<LoginForm>,
 ) -> HttpResponse {
     let ip = client_ip(&req);
     let page = |status, e: String| {
@@ -236,7 +237,7 @@ pub(super) struct CsrfForm {
 async fn logout(
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<CsrfForm>,
+    form: Form<CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     if let Auth::Session { token_hash, .. } = &auth {
@@ -255,7 +256,7 @@ async fn logout(
 async fn logout_everywhere(
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<CsrfForm>,
+    form: Form<CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.require_session()?;
     auth.check_csrf(form.csrf.as_deref())?;
@@ -294,7 +295,7 @@ struct SetupForm {
 async fn setup(
     req: HttpRequest,
     state: web::Data<AppState>,
-    form: web::Form<SetupForm>,
+    form: Form<SetupForm>,
 ) -> HttpResponse {
     if !state.needs_setup() {
         return message(
@@ -834,7 +835,7 @@ async fn start_test(
     req: HttpRequest,
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<NewTestForm>,
+    form: Form<NewTestForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.test.csrf.as_deref())?;
     let ports = crate::board::ports();
@@ -1527,7 +1528,7 @@ async fn delete_run(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<i64>,
-    form: web::Form<CsrfForm>,
+    form: Form<CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let id = path.into_inner();
@@ -1555,7 +1556,7 @@ async fn stop_run(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<i64>,
-    form: web::Form<CsrfForm>,
+    form: Form<CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let id = path.into_inner();
@@ -1685,7 +1686,7 @@ async fn start_ladder(
     req: HttpRequest,
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<LadderForm>,
+    form: Form<LadderForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     Ok(match form.start(&state) {
@@ -1787,7 +1788,7 @@ async fn change_password(
     req: HttpRequest,
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<PasswordForm>,
+    form: Form<PasswordForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.require_session()?;
     auth.check_csrf(form.csrf.as_deref())?;
@@ -1870,7 +1871,7 @@ struct TokenForm {
 async fn create_token(
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<TokenForm>,
+    form: Form<TokenForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.require_session()?;
     auth.check_csrf(form.csrf.as_deref())?;
@@ -1918,7 +1919,7 @@ async fn delete_token(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<i64>,
-    form: web::Form<CsrfForm>,
+    form: Form<CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.require_session()?;
     auth.check_csrf(form.csrf.as_deref())?;

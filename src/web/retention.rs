@@ -3,6 +3,7 @@
 //! Pinned runs are never pruned; lowering a cap prunes the oldest unpinned runs at once.
 
 use super::auth::{Auth, AuthError};
+use super::extract::Form;
 use super::pages::{ok, see_other, settings, CsrfForm};
 use super::{json_error, run_not_found, AppState};
 use crate::store::Retention;
@@ -44,7 +45,7 @@ async fn pin_form(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<i64>,
-    form: web::Form<CsrfForm>,
+    form: Form<CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
     set_pin(auth, state, path.into_inner(), form.into_inner(), true).await
 }
@@ -53,7 +54,7 @@ async fn unpin_form(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<i64>,
-    form: web::Form<CsrfForm>,
+    form: Form<CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
     set_pin(auth, state, path.into_inner(), form.into_inner(), false).await
 }
@@ -144,7 +145,7 @@ struct CapsForm {
 async fn caps_form(
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<CapsForm>,
+    form: Form<CapsForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.require_session()?;
     auth.check_csrf(form.csrf.as_deref())?;

@@ -4,6 +4,7 @@
 //! PC1 serves both). Bad input is answered with the form and one clear error; nothing runs.
 
 use super::auth::{Auth, AuthError};
+use super::extract::Form;
 use super::pages::{html, see_other};
 use super::AppState;
 use crate::engine::report::version_string;
@@ -216,7 +217,7 @@ async fn start_form(
     req: HttpRequest,
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<FormBody>,
+    form: Form<FormBody>,
 ) -> Result<HttpResponse, AuthError> {
     let FormBody {
         req: mut r,

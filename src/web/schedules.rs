@@ -6,6 +6,7 @@
 //! changes nothing.
 
 use super::auth::{Auth, AuthError};
+use super::extract::Form;
 use super::pages::{html, see_other};
 use super::{json_error, AppState};
 use crate::engine::report::version_string;
@@ -249,7 +250,7 @@ struct SaveForm {
 async fn save_form(
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<SaveForm>,
+    form: Form<SaveForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let f = form.into_inner();
@@ -295,7 +296,7 @@ async fn delete_form(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<i64>,
-    form: web::Form<CsrfForm>,
+    form: Form<CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     Ok(match state.store.delete_schedule(path.into_inner()) {

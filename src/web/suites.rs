@@ -72,6 +72,7 @@ fn message(status: StatusCode, auth: &Auth, heading: &str, text: &str) -> HttpRe
     )
 }
 
+use super::extract::Form;
 use super::json_error as api_error;
 
 fn pairs_get<'a>(p: &'a [(String, String)], k: &str) -> Option<&'a str> {
@@ -456,7 +457,7 @@ const MAX_FORM_STEPS: usize = def::MAX_STEPS + 1;
 async fn save_def(
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<Vec<(String, String)>>,
+    form: Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AuthError> {
     let f = form.into_inner();
     auth.check_csrf(pairs_get(&f, "csrf"))?;
@@ -596,7 +597,7 @@ async fn delete_def(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<i64>,
-    form: web::Form<super::pages::CsrfForm>,
+    form: Form<super::pages::CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let id = path.into_inner();
@@ -630,7 +631,7 @@ async fn run_def(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<i64>,
-    form: web::Form<RunForm>,
+    form: Form<RunForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let id = path.into_inner();
@@ -694,7 +695,7 @@ fn import(state: &AppState, body: &[u8], replace: bool) -> Result<i64, String> {
 async fn import_def(
     auth: Auth,
     state: web::Data<AppState>,
-    form: web::Form<ImportForm>,
+    form: Form<ImportForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     Ok(
@@ -853,7 +854,7 @@ async fn stop_suite(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<i64>,
-    form: web::Form<super::pages::CsrfForm>,
+    form: Form<super::pages::CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let id = path.into_inner();

@@ -5,6 +5,7 @@
 //! Not for: serving payloads or measuring (see `crate::runs::traffic`, `engine::http`).
 
 use super::auth::{Auth, AuthError};
+use super::extract::Form;
 use super::AppState;
 use crate::engine::http::GetSpec;
 use crate::engine::report::version_string;
@@ -290,7 +291,7 @@ async fn start_form(
     auth: Auth,
     req: HttpRequest,
     state: web::Data<AppState>,
-    form: web::Form<HttpGetForm>,
+    form: Form<HttpGetForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let res = form
