@@ -72,6 +72,25 @@ pub struct DataStream {
     final_retrans: Option<u64>,
 }
 
+/// Fill `report` with what a finished data `phase` measured: this side's `cpu` (%), the
+/// stream summaries and intervals, and the first stream's `congestion` control as the
+/// sender's (when the phase saw retransmits: it sent TCP) or the receiver's.
+pub fn report_phase(
+    report: &mut Report,
+    phase: &DataPhase,
+    cpu: crate::engine::stats::CpuUtil,
+    congestion: &Option<String>,
+) {
+    report.cpu_local = cpu;
+    report.streams = phase.local_summaries();
+    report.intervals = phase.intervals.clone();
+    if phase.has_retransmits() {
+        report.sender_congestion = congestion.clone();
+    } else {
+        report.receiver_congestion = congestion.clone();
+    }
+}
+
 /// Fill `report`'s list of data connections (`start.connected`) and its socket buffer
 /// sizes (bytes, the first stream's) from the test's `streams`.
 pub fn describe_streams(report: &mut Report, streams: &[DataStream]) {

@@ -143,16 +143,7 @@ impl TestRequest {
     /// ("500M"), words. Only the form of each value is checked here; the ranges, which depend
     /// on the peer type and protocol, are checked when the spec becomes a client's.
     pub fn parse(&self) -> Result<TestSpec, String> {
-        let peer_type = match opt(&self.peer_type).unwrap_or("iperf3") {
-            "iperf3" => PeerType::Iperf3,
-            "iperf2" => PeerType::Iperf2,
-            "auto" => PeerType::Auto,
-            x => {
-                return Err(format!(
-                    "peer type must be iperf3, iperf2 or auto, got '{x}'"
-                ))
-            }
-        };
+        let peer_type = self.peer_type()?;
         let udp = match opt(&self.protocol).unwrap_or("tcp") {
             "tcp" | "TCP" => false,
             "udp" | "UDP" => true,
@@ -218,9 +209,16 @@ impl TestRequest {
         self.parse()?.to_client_spec(ports)
     }
 
-    /// The peer type field, checked.
+    /// The peer type field, checked (the other fields are not looked at).
     pub fn peer_type(&self) -> Result<PeerType, String> {
-        Ok(self.parse()?.peer_type)
+        match opt(&self.peer_type).unwrap_or("iperf3") {
+            "iperf3" => Ok(PeerType::Iperf3),
+            "iperf2" => Ok(PeerType::Iperf2),
+            "auto" => Ok(PeerType::Auto),
+            x => Err(format!(
+                "peer type must be iperf3, iperf2 or auto, got '{x}'"
+            )),
+        }
     }
 
     /// Validate into an iperf 2 client spec ([`TestSpec::to_iperf2_spec`]).

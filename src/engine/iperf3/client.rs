@@ -7,7 +7,7 @@ use super::framing;
 use super::wire::{self, ierr, Direction, Params, Protocol, Results, State, WireError};
 use crate::engine::net::{self, Family, SockOpts};
 use crate::engine::report::{IntervalRecord, Report, Role};
-use crate::engine::session::{describe_streams, merge_remote, DataPhase, DataStream};
+use crate::engine::session::{describe_streams, merge_remote, report_phase, DataPhase, DataStream};
 use crate::engine::stats::{CpuMark, CpuUtil};
 use std::sync::Arc;
 use std::time::Duration;
@@ -809,14 +809,7 @@ impl ClientTest<'_> {
         }
         phase.request_stop();
         let report = &mut self.report;
-        report.cpu_local = cpu.util_since();
-        report.streams = phase.local_summaries();
-        report.intervals = phase.intervals.clone();
-        if phase.has_retransmits() {
-            report.sender_congestion = self.congestion.clone();
-        } else {
-            report.receiver_congestion = self.congestion.clone();
-        }
+        report_phase(report, phase, cpu.util_since(), &self.congestion);
         match outcome {
             Drive::Ended => Ok(test_end),
             Drive::Failed(msg, aborted) => {

@@ -11,7 +11,7 @@ use super::wire::{self, ierr, Params, Protocol, Results, State, COOKIE_SIZE};
 use crate::engine::admission::{Admission, Limits, Ticket};
 use crate::engine::net;
 use crate::engine::report::{self, IntervalRecord, Report, Role};
-use crate::engine::session::{describe_streams, merge_remote, DataPhase, DataStream};
+use crate::engine::session::{describe_streams, merge_remote, report_phase, DataPhase, DataStream};
 use crate::engine::stats::{CpuMark, CpuUtil};
 use crate::model::RunStatus;
 use socket2::{Domain, Socket, Type};
@@ -1158,14 +1158,7 @@ impl Test<'_> {
             );
         }
         let report = &mut self.report;
-        report.cpu_local = self.cpu.util_since();
-        report.streams = phase.local_summaries();
-        report.intervals = phase.intervals.clone();
-        if phase.has_retransmits() {
-            report.sender_congestion = self.congestion.clone();
-        } else {
-            report.receiver_congestion = self.congestion.clone();
-        }
+        report_phase(report, &phase, self.cpu.util_since(), &self.congestion);
         let mine = phase.results(report.cpu_local, self.congestion.clone(), &report.streams);
         let _ = tokio::task::spawn_blocking(move || phase.stop()).await;
         Some(mine)
