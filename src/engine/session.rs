@@ -319,6 +319,7 @@ impl DataPhase {
             len: params.len as u64,
             skip_rx_copy: params.skip_rx_copy,
             zerocopy: params.zerocopy,
+            window_set: params.window.is_some(),
             ..Default::default()
         });
         let now = Instant::now();

@@ -2,8 +2,8 @@
 //! short socket timeouts so a stop request is seen within 200 ms. This is the hot path: no
 //! allocation, no locks, two relaxed atomic adds per block (a receiver of a `-n`/`-k` test also
 //! stores the time of its latest read: one monotonic clock read and one atomic max; a receiver
-//! of a timed test keeps a read low-water mark instead, `ReadMark`, a clock read per 64
-//! reads).
+//! of a timed test keeps a read low-water mark instead, `ReadMark`: a clock read per read,
+//! whose blocks are then whole).
 //! Not for: deciding when a test ends (the session does; loops only report limits reached).
 
 use std::io::{ErrorKind, Read, Write};
@@ -44,6 +44,9 @@ pub struct Shared {
     /// `-Z` (`zerocopy` in the parameters): TCP senders send their block with sendfile(2)
     /// from an in-memory file instead of write(2) from user memory, as iperf3 `-Z` does.
     pub zerocopy: bool,
+    /// The test set the socket buffers (`-w`): the kernel does not grow a locked receive
+    /// buffer, so TCP readers keep no read mark (`ReadMark`).
+    pub window_set: bool,
     /// Woken when a byte/block limit is reached or a stream fails.
     pub wake: Notify,
     /// First stream error (text), if any stream failed before stop.
@@ -210,16 +213,18 @@ pub fn send_loop<B: AsRef<[u8]>>(
 pub const READ_MARK_TIME: Duration = Duration::from_millis(2);
 
 /// A TCP reader's receive low-water mark (`SO_RCVLOWAT`), kept at about
-/// [`READ_MARK_TIME`] of the stream's measured rate and at most one read buffer.
+/// [`READ_MARK_TIME`] of the stream's recent rate and at most one read buffer.
 ///
 /// Without it a reader faster than the wire is woken for every few segments and returns
 /// with a few KB, so a stream pays a wake-up and a syscall per few KB; with it the kernel
 /// wakes the reader once a block is queued. Measured with `benches/tcp.sh` against iperf3
-/// 3.22 on veth (benches/README.md has the table): receiver CPU per GB 0.87× → 0.77× of
-/// iperf3's with `-P 1`, 0.95× → 0.90× with `-P 4`. Tied to the rate, not fixed, because a
-/// blocked read returns what it has only at [`POLL`]: a fixed 128 KiB mark on a 1 Mbit/s
-/// stream would hold back up to a second of data. A read shorter than the mark (the rate
-/// fell, or the timeout) re-measures at once; otherwise every 64 reads.
+/// 3.22 on veth (benches/README.md has the table): receiver CPU per GB 0.87× → 0.73× of
+/// iperf3's with `-P 1`, 0.95× → 0.89× with `-P 4`. Tied to the rate, not fixed, because a
+/// blocked read returns what it has only when the mark is reached or at [`POLL`]: a fixed
+/// 128 KiB mark on a 1 Mbit/s stream would hold back up to a second of data. The rate is
+/// measured again every [`READ_MARK_RECHECK`] (one clock read per read, a few ns per block)
+/// and at once after a read shorter than the mark, so a mark outlives a fall of the rate by
+/// one read and 50 ms at most. Not used when the test set `-w` (see [`Shared::window_set`]).
 struct ReadMark {
     fd: std::os::fd::RawFd,
     /// The largest mark, bytes (the read buffer).
@@ -228,9 +233,11 @@ struct ReadMark {
     /// buffer).
     set: usize,
     bytes: u64,
-    reads: u32,
     since: Option<Instant>,
 }
+
+/// How often a [`ReadMark`] measures its stream's rate again.
+pub const READ_MARK_RECHECK: Duration = Duration::from_millis(50);
 
 impl ReadMark {
     fn new(fd: std::os::fd::RawFd, max: usize) -> ReadMark {
@@ -239,27 +246,23 @@ impl ReadMark {
             max,
             set: 1,
             bytes: 0,
-            reads: 0,
             since: None,
         }
     }
 
     fn after_read(&mut self, n: usize) {
         self.bytes += n as u64;
-        self.reads += 1;
+        let now = Instant::now();
         let Some(since) = self.since else {
-            self.since = Some(Instant::now());
+            self.since = Some(now);
             self.bytes = 0;
             return;
         };
-        if self.reads < 64 && n >= self.set {
+        let dt = now.saturating_duration_since(since);
+        if (dt < READ_MARK_RECHECK && n >= self.set) || dt < READ_MARK_TIME {
             return;
         }
-        let dt = since.elapsed().as_secs_f64();
-        if dt < READ_MARK_TIME.as_secs_f64() && n >= self.set {
-            return;
-        }
-        let want = mark_for(self.bytes, dt, self.max);
+        let want = mark_for(self.bytes, dt.as_secs_f64(), self.max);
         // Only a change of more than 2x is worth a system call.
         if want > self.set * 2 || want * 2 < self.set {
             let level = libc::SOL_SOCKET;
@@ -270,8 +273,7 @@ impl ReadMark {
             }
         }
         self.bytes = 0;
-        self.reads = 0;
-        self.since = Some(Instant::now());
+        self.since = Some(now);
     }
 }
 
@@ -306,7 +308,10 @@ pub fn recv_loop(
     let limited = shared.num > 0 || shared.blockcount > 0;
     // A timed test's reader wakes once per block instead of once per few segments (a
     // limited test reads every byte as it comes: its drain counts them to the last one).
-    let mut mark = (!limited).then(|| ReadMark::new(sock.as_raw_fd(), buf.len()));
+    // A test with `-w` keeps none: its receive buffer is locked, and a mark of half of it
+    // would leave the sender only the rest of its window.
+    let keep_mark = !limited && !shared.window_set;
+    let mut mark = keep_mark.then(|| ReadMark::new(sock.as_raw_fd(), buf.len()));
     loop {
         if shared.stop.load(Relaxed) {
             return;
@@ -371,24 +376,70 @@ mod tests {
             1
         );
         let mut m = ReadMark::new(fd, 16 * 1024);
-        // 65 reads of 64 KiB (the first only starts the clock), then 3 ms: far above 16 KiB
-        // per 2 ms, so the mark is the whole buffer.
-        for _ in 0..65 {
+        // 65 reads of 64 KiB (the first only starts the clock) over the 50 ms recheck: far
+        // above 16 KiB per 2 ms, so the mark is the whole buffer.
+        for _ in 0..64 {
             m.after_read(64 * 1024);
         }
-        std::thread::sleep(Duration::from_millis(3));
+        assert_eq!(m.set, 1, "no new mark before the recheck");
+        std::thread::sleep(READ_MARK_RECHECK);
         m.after_read(64 * 1024);
         let on_socket = crate::engine::sys::getsockopt_int(fd, level, libc::SO_RCVLOWAT).unwrap();
         assert_eq!(on_socket, 16 * 1024);
         assert_eq!(m.set, 16 * 1024);
-        // A short read re-measures at once: 1 KiB over 50 ms is a slow stream (41 B per
-        // 2 ms), so the mark falls back to 41 bytes.
-        std::thread::sleep(Duration::from_millis(50));
+        // A short read re-measures at once: 1 KiB over 20 ms is a slow stream (102 B per
+        // 2 ms), so the mark falls back under 1 KiB.
+        std::thread::sleep(Duration::from_millis(20));
         m.after_read(1024);
         let low = crate::engine::sys::getsockopt_int(fd, level, libc::SO_RCVLOWAT).unwrap();
         assert!((1..=1024).contains(&low), "mark {low} after a slow 50 ms");
         assert_eq!(m.set, low as usize);
+        // Full reads of a stream that slowed down: the mark follows within the recheck.
+        let mut m = ReadMark::new(fd, 16 * 1024);
+        m.after_read(16 * 1024);
+        for _ in 0..64 {
+            m.after_read(16 * 1024);
+        }
+        std::thread::sleep(READ_MARK_RECHECK);
+        m.after_read(16 * 1024);
+        assert_eq!(m.set, 16 * 1024);
+        std::thread::sleep(Duration::from_millis(200));
+        m.after_read(16 * 1024);
+        assert!(m.set <= 1024, "mark {} after 16 KiB in 200 ms", m.set);
         drop(c);
+    }
+
+    /// The read mark a timed test's reader has set after 300 ms of a fast loopback stream.
+    fn mark_after_a_fast_stream(window_set: bool) -> i32 {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        let probe = s.try_clone().unwrap();
+        let shared = Arc::new(Shared {
+            window_set,
+            ..Default::default()
+        });
+        let (sh, ctr) = (shared.clone(), Arc::new(AtomicU64::new(0)));
+        let t = std::thread::spawn(move || send_loop(c, payload(128 * 1024, false), ctr, sh, 0));
+        let (sh, rc) = (shared.clone(), Arc::new(AtomicU64::new(0)));
+        let r = std::thread::spawn(move || recv_loop(s, 128 * 1024, rc, sh, false));
+        std::thread::sleep(Duration::from_millis(300));
+        let fd = probe.as_raw_fd();
+        let mark = crate::engine::sys::getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT);
+        shared.stop.store(true, Relaxed);
+        t.join().unwrap();
+        r.join().unwrap();
+        mark.unwrap()
+    }
+
+    #[test]
+    fn a_timed_reader_keeps_a_mark_unless_the_test_set_a_window() {
+        // Loopback runs at Gbit/s: 2 ms of it is more than the 128 KiB buffer (the kernel
+        // may cap the mark at half the receive buffer, never below 16 KiB here).
+        let mark = mark_after_a_fast_stream(false);
+        assert!(mark >= 16 * 1024, "mark {mark}");
+        // -w locks the receive buffer: no mark, every segment is read as it comes.
+        assert_eq!(mark_after_a_fast_stream(true), 1);
     }
 
     #[test]
