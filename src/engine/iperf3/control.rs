@@ -153,6 +153,24 @@ pub enum ClientStep {
     SendIperfDone,
 }
 
+/// What `refuse` says of byte `b`, which came where none is expected: the machine's own
+/// error (`taken`, what it made of the byte in phase `before`), or, when that phase would have
+/// taken it, out of order all the same; `phase` is then [`Phase::Failed`].
+fn refusal(
+    phase: &mut Phase,
+    before: Phase,
+    taken: Result<(), ControlError>,
+    b: u8,
+) -> ControlError {
+    taken.err().unwrap_or_else(|| {
+        *phase = Phase::Failed;
+        ControlError::OutOfOrder {
+            phase: before,
+            byte: b,
+        }
+    })
+}
+
 /// The client's side of one test's control flow.
 #[derive(Debug, Clone)]
 pub struct ClientControl {
@@ -234,14 +252,9 @@ impl ClientControl {
     /// are created): the machine's error for it, and the machine is then [`Phase::Failed`].
     /// A byte this phase would take is out of order all the same.
     pub fn refuse(&mut self, b: u8) -> ControlError {
-        let phase = self.phase;
-        match self.on_state(b) {
-            Err(e) => e,
-            Ok(_) => {
-                self.phase = Phase::Failed;
-                ControlError::OutOfOrder { phase, byte: b }
-            }
-        }
+        let before = self.phase;
+        let taken = self.on_state(b).map(|_| ());
+        refusal(&mut self.phase, before, taken, b)
     }
 
     /// The client ends the data phase (its `-t` timer fired, or `-n`/`-k` was reached):
@@ -363,14 +376,9 @@ impl ServerControl {
     /// are created): the machine's error for it, and the machine is then [`Phase::Failed`].
     /// A byte this phase would take is out of order all the same.
     pub fn refuse(&mut self, b: u8) -> ControlError {
-        let phase = self.phase;
-        match self.on_state(b) {
-            Err(e) => e,
-            Ok(_) => {
-                self.phase = Phase::Failed;
-                ControlError::OutOfOrder { phase, byte: b }
-            }
-        }
+        let before = self.phase;
+        let taken = self.on_state(b).map(|_| ());
+        refusal(&mut self.phase, before, taken, b)
     }
 
     /// The test's totals are final (after a drain): the state to send, EXCHANGE_RESULTS.
