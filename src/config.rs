@@ -156,7 +156,7 @@ impl Config {
 
     /// Parse TOML text and check values.
     pub fn parse(text: &str) -> Result<Config, String> {
-        let c: Config = toml::from_str(text).map_err(|e| e.to_string())?;
+        let c: Config = basic_toml::from_str(text).map_err(|e| e.to_string())?;
         if c.iperf3_ports.contains(&0) {
             return Err("iperf3_ports: 0 is not a port".into());
         }

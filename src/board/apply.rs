@@ -482,7 +482,7 @@ impl Controller {
         let g4 = gw(addresses::default_route(&h, false).await?);
         let g6 = gw(addresses::default_route(&h, true).await?);
         let forwards = match self.backend() {
-            Ok(b) => match tokio::task::spawn_blocking(move || forwarding::read(b))
+            Ok(b) => match crate::engine::task::spawn_blocking(move || forwarding::read(b))
                 .await
                 .map_err(|e| BoardError::System(format!("reading the firewall: {e}")))
                 .and_then(|r| r)
@@ -596,10 +596,12 @@ impl Controller {
             let forwards = fw.forwards.clone();
             match self.backend() {
                 Ok(b) => {
-                    let r = tokio::task::spawn_blocking(move || forwarding::write(b, &forwards))
-                        .await
-                        .map_err(|e| BoardError::System(format!("writing the firewall: {e}")))
-                        .and_then(|r| r);
+                    let r = crate::engine::task::spawn_blocking(move || {
+                        forwarding::write(b, &forwards)
+                    })
+                    .await
+                    .map_err(|e| BoardError::System(format!("writing the firewall: {e}")))
+                    .and_then(|r| r);
                     if let Err(e) = r {
                         errors.push(e);
                     }

@@ -398,7 +398,7 @@ fn numbered(dir: &str, prefix: &str) -> Vec<(u32, std::path::PathBuf)> {
             Some((n, e.path()))
         })
         .collect();
-    v.sort_by_key(|(n, _)| *n);
+    crate::model::order::sort_by_key(&mut v, |(n, _)| *n);
     v
 }
 
@@ -504,7 +504,7 @@ impl BoardReading {
             .map(|s| super::sampler::parse_proc_net_dev(&s))
             .unwrap_or_default();
         let mut names: Vec<&String> = dev.keys().filter(|n| n.as_str() != "lo").collect();
-        names.sort();
+        crate::model::order::sort(&mut names);
         names.truncate(MAX_PORTS);
         let mut qd = qdiscs();
         let mut ports = BTreeMap::new();
@@ -514,7 +514,7 @@ impl BoardReading {
                 .ok()
                 .and_then(|i| i32::try_from(i).ok());
             let mut qdiscs = idx.and_then(|i| qd.remove(&i)).unwrap_or_default();
-            qdiscs.sort_by_key(|q| !q.is_root());
+            crate::model::order::sort_by_key(&mut qdiscs, |q| !q.is_root());
             ports.insert(
                 n.clone(),
                 PortReading {

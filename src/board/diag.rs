@@ -116,7 +116,7 @@ pub async fn neighbours() -> Result<Vec<Neighbour>, BoardError> {
             });
         }
     }
-    out.sort_by(|a, b| {
+    crate::model::order::sort_by(&mut out, |a, b| {
         (a.address.is_ipv6(), &a.port, a.address).cmp(&(b.address.is_ipv6(), &b.port, b.address))
     });
     Ok(out)
@@ -498,7 +498,7 @@ pub fn lookup(name: &str) -> Result<Vec<IpAddr>, String> {
         .map_err(|e| format!("cannot resolve '{name}': {e}"))?
         .map(|a| a.ip())
         .collect();
-    v.sort_by_key(|a| a.is_ipv6());
+    crate::model::order::sort_by_key(&mut v, |a| a.is_ipv6());
     let mut seen = std::collections::HashSet::new();
     v.retain(|a| seen.insert(*a));
     if v.is_empty() {

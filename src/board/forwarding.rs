@@ -286,7 +286,7 @@ fn nat_ports(forwards: &[Forward], v6: bool) -> Vec<&str> {
         .filter(|f| f.nat && (!v6 || f.ipv6))
         .map(|f| f.egress.as_str())
         .collect();
-    v.sort();
+    crate::model::order::sort(&mut v);
     v.dedup();
     v
 }

@@ -54,7 +54,7 @@ fn cpu_dirs(root: &Path) -> Vec<(u32, PathBuf)> {
                 .collect()
         })
         .unwrap_or_default();
-    v.sort_by_key(|(n, _)| *n);
+    crate::model::order::sort_by_key(&mut v, |(n, _)| *n);
     v
 }
 

@@ -23,7 +23,7 @@ use std::time::Instant;
 pub(crate) fn netlink() -> Result<rtnetlink::Handle, BoardError> {
     let (conn, handle, _) = rtnetlink::new_connection()
         .map_err(|e| BoardError::System(format!("cannot open a netlink socket: {e}")))?;
-    tokio::spawn(conn);
+    crate::engine::task::spawn(conn);
     Ok(handle)
 }
 
@@ -41,9 +41,9 @@ pub fn port_changes() -> Result<tokio::sync::watch::Receiver<u64>, BoardError> {
         MulticastGroup::Ipv6Ifaddr,
     ])
     .map_err(|e| BoardError::System(format!("cannot listen for port changes on netlink: {e}")))?;
-    let driver = tokio::spawn(conn);
+    let driver = crate::engine::task::spawn(conn);
     let (tx, rx) = tokio::sync::watch::channel(0u64);
-    tokio::spawn(async move {
+    crate::engine::task::spawn(async move {
         let _handle = handle; // the connection lives as long as a handle does
         while messages.next().await.is_some() {
             tx.send_modify(|n| *n = n.wrapping_add(1));
@@ -75,7 +75,25 @@ pub(crate) fn nl_error(what: &str, e: rtnetlink::Error) -> BoardError {
             return BoardError::System(format!("{what}: {text}"));
         }
     }
-    BoardError::System(format!("{what}: {e}"))
+    // Not `{e}`: rtnetlink's Display prints an unexpected message with `{:?}`, which links the
+    // Debug code of every route message and attribute type (tens of KB) for an answer the
+    // kernel does not give.
+    let text = match e {
+        rtnetlink::Error::UnexpectedMessage(_) => "the kernel sent an unexpected netlink answer",
+        rtnetlink::Error::NetlinkError(_) => "the kernel refused the request",
+        rtnetlink::Error::RequestFailed => "the netlink request failed",
+        rtnetlink::Error::NamespaceError(s) => return BoardError::System(format!("{what}: {s}")),
+        rtnetlink::Error::InvalidHardwareAddress(_) => {
+            "the kernel sent an invalid hardware address"
+        }
+        rtnetlink::Error::InvalidIp(_) | rtnetlink::Error::InvalidAddress(..) => {
+            "the kernel sent an invalid IP address"
+        }
+        rtnetlink::Error::InvalidNla(s) => {
+            return BoardError::System(format!("{what}: invalid netlink attribute {s}"))
+        }
+    };
+    BoardError::System(format!("{what}: {text}"))
 }
 
 /// An interface address with its prefix length, written `192.0.2.1/24` or `2001:db8::1/64`.
@@ -538,7 +556,9 @@ pub async fn inventory() -> Result<Vec<Link>, BoardError> {
     }
     for l in &mut links {
         let mut a = by_index.remove(&l.index).unwrap_or_default();
-        a.sort_by_key(|x| (!x.address.is_ipv4(), x.address.is_link_local()));
+        crate::model::order::sort_by_key(&mut a, |x| {
+            (!x.address.is_ipv4(), x.address.is_link_local())
+        });
         l.addresses = a;
         l.speed_mbps = sysfs_net(&l.name, "speed")
             .and_then(|s| s.parse::<i64>().ok())
@@ -547,7 +567,7 @@ pub async fn inventory() -> Result<Vec<Link>, BoardError> {
         l.duplex = sysfs_net(&l.name, "duplex").filter(|d| d == "full" || d == "half");
         l.driver = sysfs_driver(&l.name).or_else(|| l.kind.clone());
     }
-    links.sort_by(|a, b| a.name.cmp(&b.name));
+    crate::model::order::sort_by(&mut links, |a, b| a.name.cmp(&b.name));
     Ok(links)
 }
 

@@ -98,7 +98,7 @@ pub fn ports() -> Vec<Port> {
     }
     let mut v: Vec<Port> = map.into_values().collect();
     for p in &mut v {
-        p.addresses.sort_by_key(|a| a.is_ipv6());
+        crate::model::order::sort_by_key(&mut p.addresses, |a| a.is_ipv6());
     }
     v
 }

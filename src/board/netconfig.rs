@@ -163,7 +163,7 @@ impl NetState {
 /// The [`PortState`] of an inventory entry.
 pub fn port_state(l: &Link) -> PortState {
     let mut addresses = l.managed_addresses();
-    addresses.sort();
+    crate::model::order::sort(&mut addresses);
     PortState {
         up: l.up,
         mtu: l.mtu,
@@ -322,7 +322,7 @@ impl Change {
                     return invalid(format!("{a} is already on {port}"));
                 }
                 p.addresses.push(a);
-                p.addresses.sort();
+                crate::model::order::sort(&mut p.addresses);
                 Ok(format!("add {a} to {port}"))
             }
             Change::DelAddress { port, address } => {

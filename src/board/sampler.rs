@@ -74,7 +74,7 @@ impl Sampler {
             t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 t.tick().await;
-                let Ok(snap) = tokio::task::spawn_blocking(Snapshot::take).await else {
+                let Ok(snap) = crate::engine::task::spawn_blocking(Snapshot::take).await else {
                     return;
                 };
                 let Some(s) = me.upgrade() else { return };
@@ -283,7 +283,7 @@ impl Snapshot {
             .map(|s| parse_proc_net_dev(&s))
             .unwrap_or_default();
         let mut names: Vec<&String> = ports.keys().collect();
-        names.sort();
+        crate::model::order::sort(&mut names);
         let dropped = ports
             .iter()
             .map(|(k, c)| (k.clone(), c.rx_dropped))
@@ -305,7 +305,7 @@ impl Snapshot {
             .iter()
             .filter_map(|(i, c)| before.get(i).map(|p| cpu_shares(t, *i, p, c)))
             .collect();
-        v.sort_by_key(|s| s.cpu);
+        crate::model::order::sort_by_key(&mut v, |s| s.cpu);
         v
     }
 

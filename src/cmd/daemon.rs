@@ -137,14 +137,14 @@ async fn run(cfg: Config) -> Result<(), String> {
         }
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let h = hub.clone();
-        tokio::spawn(async move { h.record_server(rx).await });
+        crate::engine::task::spawn(async move { h.record_server(rx).await });
         let scfg = ServerConfig {
             ports: cfg.iperf3_ports.clone(),
             drops: Some(crate::runs::drops::host_drops()),
             ..ServerConfig::default()
         };
         let sd = shutdown.clone();
-        tokio::spawn(async move {
+        crate::engine::task::spawn(async move {
             if let Err(e) = server::serve_listeners(listeners, scfg, Some(tx), Some(sd)).await {
                 tracing::error!("iperf3 server stopped: {e}");
             }
@@ -197,7 +197,7 @@ async fn run(cfg: Config) -> Result<(), String> {
     let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
     if let Some(wd) = sd_notify::watchdog_enabled() {
         let period = (wd / 2).max(std::time::Duration::from_millis(100));
-        tokio::spawn(async move {
+        crate::engine::task::spawn(async move {
             let mut t = tokio::time::interval(period);
             loop {
                 t.tick().await;

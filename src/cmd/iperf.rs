@@ -400,7 +400,7 @@ pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let cancel = std::sync::Arc::new(tokio::sync::Notify::new());
     let c2 = cancel.clone();
-    tokio::spawn(async move {
+    crate::engine::task::spawn(async move {
         terminate_signal().await;
         c2.notify_one();
     });
@@ -414,7 +414,7 @@ pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
     };
     let put = move |t: &str| out(&prefix.apply(t));
     let put2 = put.clone();
-    let printer = tokio::spawn(async move {
+    let printer = crate::engine::task::spawn(async move {
         let out = put2;
         let mut hdr: Option<Report> = None;
         let mut first = true;
@@ -652,7 +652,7 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
     let signalled: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
     let said = Arc::new(AtomicBool::new(false));
     let (sig, said2) = (signalled.clone(), said.clone());
-    let printer = tokio::spawn(async move {
+    let printer = crate::engine::task::spawn(async move {
         let out = put;
         let mut reports: HashMap<u64, (Report, bool)> = HashMap::new();
         let mut tests = 1;
@@ -720,7 +720,7 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
     let shutdown = std::sync::Arc::new(tokio::sync::Notify::new());
     let s2 = shutdown.clone();
     let sig = signalled.clone();
-    tokio::spawn(async move {
+    crate::engine::task::spawn(async move {
         let (name, num) = terminate_signal_named().await;
         *sig.lock().unwrap_or_else(|p| p.into_inner()) = Some(interrupt_message(name, num));
         s2.notify_one();

@@ -173,12 +173,12 @@ pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let cancel = std::sync::Arc::new(tokio::sync::Notify::new());
     let c2 = cancel.clone();
-    tokio::spawn(async move {
+    crate::engine::task::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             c2.notify_one();
         }
     });
-    let printer = tokio::spawn(async move {
+    let printer = crate::engine::task::spawn(async move {
         let mut infos = HashMap::new();
         while let Some(ev) = rx.recv().await {
             print_event(&ev, &mut infos, json);
@@ -230,7 +230,7 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
         ));
     }
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
+    crate::engine::task::spawn(async move {
         let mut infos = HashMap::new();
         while let Some(ev) = rx.recv().await {
             print_event(&ev, &mut infos, json);
@@ -238,7 +238,7 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
     });
     let shutdown = std::sync::Arc::new(tokio::sync::Notify::new());
     let s2 = shutdown.clone();
-    tokio::spawn(async move {
+    crate::engine::task::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             s2.notify_one();
         }

@@ -477,10 +477,11 @@ async fn connect(
         .saturating_duration_since(Instant::now())
         .min(Duration::from_secs(10))
         .max(Duration::from_millis(100));
-    let s = tokio::task::spawn_blocking(move || net::connect_tcp(addr, &opts, 0, false, left))
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    let s =
+        crate::engine::task::spawn_blocking(move || net::connect_tcp(addr, &opts, 0, false, left))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
     s.set_nonblocking(true).map_err(|e| e.to_string())?;
     TcpStream::from_std(s).map_err(|e| e.to_string())
 }
@@ -691,7 +692,7 @@ pub async fn get(
     let u = spec.validate().map_err(GetError::new)?;
     let deadline = Instant::now() + Duration::from_secs(spec.timeout_secs as u64);
     let (host, port) = (u.host.clone(), u.port);
-    let addr = tokio::task::spawn_blocking(move || net::resolve(&host, port, Family::Any))
+    let addr = crate::engine::task::spawn_blocking(move || net::resolve(&host, port, Family::Any))
         .await
         .map_err(|e| GetError::new(e.to_string()))?
         .map_err(|e| GetError::new(format!("cannot resolve '{}': {e}", u.host)))?;

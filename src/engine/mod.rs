@@ -19,6 +19,7 @@ pub mod session;
 pub mod shortfall;
 pub mod stats;
 pub mod sys;
+pub mod task;
 pub mod tcp;
 pub mod threadcpu;
 pub mod udp;

@@ -579,7 +579,7 @@ impl DataPhase {
             .filter(|s| which(s))
             .filter_map(|s| s.thread.take())
             .collect();
-        let _ = tokio::task::spawn_blocking(move || {
+        let _ = crate::engine::task::spawn_blocking(move || {
             for h in hs {
                 let _ = h.join();
             }

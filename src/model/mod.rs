@@ -7,6 +7,7 @@ pub mod figures;
 pub mod input;
 pub mod kind;
 pub mod names;
+pub mod order;
 pub mod secrets;
 pub mod stats;
 pub mod time;

@@ -4,7 +4,7 @@
 /// The finite values of `v`, sorted ascending: what [`percentile`] takes.
 pub fn sorted_finite(v: &[f64]) -> Vec<f64> {
     let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    s.sort_by(f64::total_cmp);
+    super::order::sort_by(&mut s, f64::total_cmp);
     s
 }
 

@@ -199,7 +199,7 @@ impl Agent {
         self.rt.spawn(async move {
             let (tx, mut rx) = mpsc::unbounded_channel();
             let m2 = me.clone();
-            let rec = tokio::spawn(async move {
+            let rec = crate::engine::task::spawn(async move {
                 while let Some(ev) = rx.recv().await {
                     if let Event::Interval(i) = ev {
                         m2.with_job(id, |j| {
@@ -233,7 +233,7 @@ impl Agent {
             let _ = rec.await;
             let probes = match prober {
                 Some(pr) => {
-                    let stats = tokio::task::spawn_blocking(move || pr.stop()).await;
+                    let stats = crate::engine::task::spawn_blocking(move || pr.stop()).await;
                     stats
                         .ok()
                         .map(|st| super::spec::ProbeSummary::of(&st, time_s))

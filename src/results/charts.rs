@@ -237,7 +237,7 @@ pub fn build_charts(
         .filter(|l| l.starts_with("cpu"))
         .cloned()
         .collect();
-    order.sort_by_key(|l| {
+    crate::model::order::sort_by_key(&mut order, |l| {
         l.trim_start_matches("cpu")
             .split(' ')
             .next()

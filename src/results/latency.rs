@@ -298,7 +298,7 @@ pub fn summarize(i: &Inputs<'_>) -> LatencyResult {
         0.0
     };
     let mut late = i.stats.lateness_us.clone();
-    late.sort_by(f64::total_cmp);
+    crate::model::order::sort_by(&mut late, f64::total_cmp);
     let cpu_ms = i.stats.cpu_us as f64 / 1e3;
     LatencyResult {
         increase_ms,

@@ -134,7 +134,7 @@ pub fn ledger(lost: u64, path: Path, ports: &[String], d: &BoardDelta) -> LossLe
             });
         }
     }
-    places.sort_by_key(|p| std::cmp::Reverse(p.packets));
+    crate::model::order::sort_by_key(&mut places, |p| std::cmp::Reverse(p.packets));
     let sum: u64 = places.iter().map(|p| p.packets).sum();
     LossLedger {
         lost,
@@ -185,7 +185,7 @@ pub fn with_peer(mut l: LossLedger, drops: &serde_json::Value) -> LossLedger {
             counter: cut(p.counter),
         });
     }
-    l.places.sort_by_key(|p| std::cmp::Reverse(p.packets));
+    crate::model::order::sort_by_key(&mut l.places, |p| std::cmp::Reverse(p.packets));
     l.unattributed = l.lost.saturating_sub(l.attributed());
     l
 }

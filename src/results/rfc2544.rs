@@ -1138,7 +1138,7 @@ pub fn chart_svg(summary: &Value) -> String {
         curve.join(" ")
     ));
     let mut measured: Vec<(f64, f64, bool)> = pts.clone();
-    measured.sort_by(|a, b| a.0.total_cmp(&b.0));
+    crate::model::order::sort_by(&mut measured, |a, b| a.0.total_cmp(&b.0));
     svg.push_str(&format!(
         r#"<polyline class="measured" points="{}"/>"#,
         measured

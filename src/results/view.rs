@@ -1771,7 +1771,7 @@ pub fn board_view(board: Option<&Value>, ledger: Option<&Value>) -> BoardView {
         if !p.nic.is_empty() {
             let mut nic: Vec<(&String, &u64)> = p.nic.iter().collect();
             // Drop and error counters first, then the busiest.
-            nic.sort_by_key(|(k, n)| {
+            crate::model::order::sort_by_key(&mut nic, |(k, n)| {
                 let bad = crate::board::counters::is_nic_rx_drop(k)
                     || k.contains("err")
                     || k.contains("drop")

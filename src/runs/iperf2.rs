@@ -101,7 +101,7 @@ impl Hub {
         self.spawn(async move {
             let (etx, mut erx) = mpsc::unbounded_channel();
             let r2 = rec.clone();
-            let forward = tokio::spawn(async move {
+            let forward = crate::engine::task::spawn(async move {
                 while let Some(ev) = erx.recv().await {
                     match ev {
                         Event::Started { info, .. } => {
@@ -172,7 +172,9 @@ pub fn start_server(hub: &Hub, ports: &[u16], shutdown: Arc<Notify>) {
     };
     let (tx, rx) = mpsc::unbounded_channel();
     let h = hub.clone();
-    tokio::spawn(async move { h.record_iperf2(rx).await });
-    tokio::spawn(async move { server::serve(l, cfg, Some(tx), Some(shutdown)).await });
+    crate::engine::task::spawn(async move { h.record_iperf2(rx).await });
+    crate::engine::task::spawn(
+        async move { server::serve(l, cfg, Some(tx), Some(shutdown)).await },
+    );
     tracing::info!(?ports, "iperf 2 server listening (TCP and UDP)");
 }

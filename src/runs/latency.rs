@@ -66,7 +66,7 @@ impl Hub {
         spec.validate()?;
         let peer = {
             let (h, p) = (spec.host.clone(), spec.port);
-            tokio::task::spawn_blocking(move || net::resolve(&h, p, Family::Any))
+            crate::engine::task::spawn_blocking(move || net::resolve(&h, p, Family::Any))
                 .await
                 .map_err(|e| e.to_string())?
                 .map_err(|e| format!("unable to resolve host '{}': {e}", spec.host))?
@@ -147,7 +147,7 @@ async fn run(
     };
     // Probes go to the store in batches (the chart polls it) and are kept for the result.
     let store = hub.store().clone();
-    let collector = tokio::spawn(async move {
+    let collector = crate::engine::task::spawn(async move {
         let mut all: Vec<Probe> = Vec::new();
         let mut batch: Vec<LatencySampleRow> = Vec::new();
         let mut tick = tokio::time::interval(Duration::from_millis(500));
@@ -198,7 +198,7 @@ async fn run(
         cs.params.congestion = spec.congestion.clone();
         let (etx, mut erx) = mpsc::unbounded_channel();
         let (r2, tr, st2) = (rec.clone(), tcp_rtt.clone(), hub.store().clone());
-        let forward = tokio::spawn(async move {
+        let forward = crate::engine::task::spawn(async move {
             // Intervals count from the load's start; the run's axis from the run's start.
             let mut off = t0.elapsed().as_secs_f64();
             let mut start = None;
@@ -239,7 +239,8 @@ async fn run(
             start
         });
         let load_cancel = Arc::new(Notify::new());
-        let mut client = tokio::spawn(client::run(cs, Some(etx), Some(load_cancel.clone())));
+        let mut client =
+            crate::engine::task::spawn(client::run(cs, Some(etx), Some(load_cancel.clone())));
         let res = tokio::select! {
             r = &mut client => r,
             _ = cancel.notified() => {
@@ -271,11 +272,13 @@ async fn run(
         }
     }
     let end = t0.elapsed().as_secs_f64();
-    let stats: ProberStats = tokio::task::spawn_blocking(move || prober.stop())
+    let stats: ProberStats = crate::engine::task::spawn_blocking(move || prober.stop())
         .await
         .unwrap_or_default();
     let echo_stats = match echo {
-        Some(p) => tokio::task::spawn_blocking(move || p.stop()).await.ok(),
+        Some(p) => crate::engine::task::spawn_blocking(move || p.stop())
+            .await
+            .ok(),
         None => None,
     };
     let probes = collector.await.unwrap_or_default();

@@ -218,7 +218,7 @@ impl Hub {
     {
         match &self.rt {
             Some(rt) => rt.spawn(fut),
-            None => tokio::spawn(fut),
+            None => crate::engine::task::spawn(fut),
         }
     }
 
@@ -309,7 +309,7 @@ impl Hub {
                     continue;
                 };
                 let h = hub.clone();
-                match tokio::task::spawn_blocking(move || h.monitor_tick(&now)).await {
+                match crate::engine::task::spawn_blocking(move || h.monitor_tick(&now)).await {
                     Ok(true) => {}
                     Ok(false) => break,
                     Err(e) => {
@@ -650,7 +650,7 @@ impl Hub {
         let handle = self.spawn(async move {
             let (etx, mut erx) = mpsc::unbounded_channel();
             let r2 = rec.clone();
-            let forward = tokio::spawn(async move {
+            let forward = crate::engine::task::spawn(async move {
                 while let Some(ev) = erx.recv().await {
                     match ev {
                         Event::Started(r) => r2.endpoints(&r.local_host, r.local_port),

@@ -259,7 +259,7 @@ impl Hub {
                     let stopper = {
                         let cancel = cancel.clone();
                         let leg_cancels = leg_cancels.clone();
-                        tokio::spawn(async move {
+                        crate::engine::task::spawn(async move {
                             cancel.notified().await;
                             for c in &leg_cancels {
                                 c.notify_one();

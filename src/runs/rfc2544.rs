@@ -656,7 +656,7 @@ impl Runner {
 
 /// The board's counters, read on the blocking pool (a few ms of file reads).
 async fn reading() -> BoardReading {
-    tokio::task::spawn_blocking(BoardReading::take)
+    crate::engine::task::spawn_blocking(BoardReading::take)
         .await
         .unwrap_or_default()
 }

@@ -28,7 +28,7 @@ pub const MAX_SCHEDULED_RUNNING: usize = 2;
 
 /// Start the scheduler in the background (daemon start): one task for every schedule.
 pub fn start(hub: Hub) {
-    tokio::spawn(async move {
+    crate::engine::task::spawn(async move {
         let mut t = tokio::time::interval(TICK);
         t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut running = Vec::new();
@@ -57,7 +57,7 @@ pub fn tick(hub: &Hub, now: i64, running: &mut Vec<i64>) -> Result<usize, String
         .into_iter()
         .filter(|s| s.enabled && s.next_at.is_some_and(|n| n <= now))
         .collect();
-    due.sort_by_key(|s| (s.next_at, s.id));
+    crate::model::order::sort_by_key(&mut due, |s| (s.next_at, s.id));
     let mut started = 0;
     for s in due {
         if running.len() >= MAX_SCHEDULED_RUNNING {

@@ -105,7 +105,7 @@ fn start_services(hub: &Hub, cfg: &Config) -> Listening {
             groups: Mutex::new(HashMap::new()),
             port: cfg.http_payload_port,
         });
-        tokio::spawn(accept_loop(
+        crate::engine::task::spawn(accept_loop(
             s,
             http_limits(),
             "HTTP payload server",
@@ -120,7 +120,7 @@ fn start_services(hub: &Hub, cfg: &Config) -> Listening {
         l.sink_port = Some(cfg.tcp_sink_port);
         let (h, port) = (hub.clone(), cfg.tcp_sink_port);
         let groups: Arc<RawGroups> = Arc::new(Mutex::new(HashMap::new()));
-        tokio::spawn(accept_loop(
+        crate::engine::task::spawn(accept_loop(
             s,
             raw_limits(),
             "TCP sink",
@@ -141,7 +141,7 @@ fn start_services(hub: &Hub, cfg: &Config) -> Listening {
     if let Some(s) = open(cfg.tcp_source_port, "TCP source") {
         l.source_port = Some(cfg.tcp_source_port);
         let (h, port) = (hub.clone(), cfg.tcp_source_port);
-        tokio::spawn(accept_loop(
+        crate::engine::task::spawn(accept_loop(
             s,
             raw_limits(),
             "TCP source",
@@ -195,7 +195,7 @@ async fn accept_loop<F, Fut>(
         match l.accept().await {
             Ok((c, peer)) => {
                 let ticket = table.admit_as(peer.ip(), pending_at_start).ok();
-                tokio::spawn(f(c, peer, ticket));
+                crate::engine::task::spawn(f(c, peer, ticket));
             }
             Err(e) => {
                 // EMFILE and friends: wait instead of spinning.
@@ -716,7 +716,7 @@ impl PayloadServer {
         drop(map);
         let me = self.clone();
         let g2 = g.clone();
-        tokio::spawn(async move { me.watch(key, g2).await });
+        crate::engine::task::spawn(async move { me.watch(key, g2).await });
         g
     }
 
@@ -1066,7 +1066,7 @@ fn join_raw(
     }
     drop(map);
     let t = g.clone();
-    tokio::spawn(async move {
+    crate::engine::task::spawn(async move {
         let mut tick = tokio::time::interval_at(
             tokio::time::Instant::now() + Duration::from_secs(1),
             Duration::from_secs(1),
@@ -1305,7 +1305,7 @@ pub fn start_http_get(
     let handle = hub.spawn(async move {
         let (etx, mut erx) = mpsc::unbounded_channel();
         let r2 = recorder.clone();
-        let forward = tokio::spawn(async move {
+        let forward = crate::engine::task::spawn(async move {
             while let Some(ev) = erx.recv().await {
                 match ev {
                     GetEvent::Started { local, .. } => {

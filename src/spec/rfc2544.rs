@@ -285,7 +285,7 @@ impl Rfc2544Request {
         if tests.is_empty() {
             return Err("choose at least one test".into());
         }
-        tests.sort();
+        crate::model::order::sort(&mut tests);
         if tests.contains(&Rfc2544Test::Latency) && !tests.contains(&Rfc2544Test::Throughput) {
             return Err(
                 "the latency test runs at the throughput found: choose throughput too".into(),

@@ -56,15 +56,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route(
             "/api/runs/{id}/net-config",
             web::get().to(api_run_net_config),
-        )
-        .route("/static/board.js", web::get().to(script));
-}
-
-async fn script() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("application/javascript; charset=utf-8")
-        .insert_header(("Cache-Control", "max-age=3600"))
-        .body(include_str!("../../static/board.js"))
+        );
 }
 
 /// The process's board controller (installed by the daemon at start; made here otherwise).
@@ -942,7 +934,7 @@ async fn render(state: &AppState, auth: &Auth, status: StatusCode, n: Notes) -> 
         .iter()
         .flat_map(|c| c.available.iter().cloned())
         .collect();
-    governors.sort();
+    crate::model::order::sort(&mut governors);
     governors.dedup();
     let outcome = if n.notice.is_none() && n.error.is_none() && n.warning.is_none() {
         outcome_notice(&v.log, crate::model::time::now_ms())

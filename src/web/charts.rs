@@ -7,13 +7,10 @@ use crate::results::charts::{analyze_run, charts_of};
 use actix_web::{http::StatusCode, web, HttpResponse};
 use serde_json::json;
 
-/// Register the chart routes and the chart library's files.
+/// Register the chart routes (the chart scripts are served by `web::assets`).
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/api/runs/{id}/chart", web::get().to(chart))
-        .route("/api/runs/{id}/analysis", web::get().to(analysis_api))
-        .route("/static/charts.js", web::get().to(charts_js))
-        .route("/static/vendor/uPlot.iife.min.js", web::get().to(uplot_js))
-        .route("/static/vendor/uPlot.min.css", web::get().to(uplot_css));
+        .route("/api/runs/{id}/analysis", web::get().to(analysis_api));
 }
 
 use super::run_not_found as not_found;
@@ -55,32 +52,4 @@ async fn analysis_api(
         Ok(None) => not_found(id),
         Err(e) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
-}
-
-fn asset(ct: &str, body: &'static str) -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type(ct)
-        .insert_header(("Cache-Control", "max-age=3600"))
-        .body(body)
-}
-
-async fn charts_js() -> HttpResponse {
-    asset(
-        "application/javascript; charset=utf-8",
-        include_str!("../../static/charts.js"),
-    )
-}
-
-async fn uplot_js() -> HttpResponse {
-    asset(
-        "application/javascript; charset=utf-8",
-        include_str!("../../static/vendor/uPlot.iife.min.js"),
-    )
-}
-
-async fn uplot_css() -> HttpResponse {
-    asset(
-        "text/css; charset=utf-8",
-        include_str!("../../static/vendor/uPlot.min.css"),
-    )
 }

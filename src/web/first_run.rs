@@ -38,7 +38,7 @@ pub(crate) fn reachable_addresses(bind: IpAddr) -> Vec<IpAddr> {
             _ => true,
         })
         .collect();
-    out.sort_by_key(|a| a.is_ipv6());
+    crate::model::order::sort_by_key(&mut out, |a| a.is_ipv6());
     out.dedup();
     if out.is_empty() {
         out.push(if bind.is_ipv4() {
@@ -138,7 +138,7 @@ pub fn keep_current(state: actix_web::web::Data<super::AppState>) {
             None
         }
     };
-    tokio::spawn(async move {
+    crate::engine::task::spawn(async move {
         let mut shown = setup_urls(&state.config);
         loop {
             let tick = std::time::Duration::from_secs(1);

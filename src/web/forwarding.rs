@@ -71,7 +71,7 @@ pub(super) fn remember_token(
         .map(String::from);
     if let Some(t) = new_token {
         let store = state.store.clone();
-        tokio::spawn(async move {
+        crate::engine::task::spawn(async move {
             match done.await {
                 Ok(crate::model::RunStatus::Completed) => {
                     if let Err(e) = store.set_setting(TOKEN_KEY, &t) {

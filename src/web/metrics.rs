@@ -210,7 +210,7 @@ fn cpu_family(snap: &Snapshot) -> Family {
     );
     let hz = crate::engine::sys::clock_ticks_per_second();
     let mut cpus: Vec<_> = snap.cpus.iter().filter(|(i, _)| *i >= 0).collect();
-    cpus.sort_by_key(|(i, _)| *i);
+    crate::model::order::sort_by_key(&mut cpus, |(i, _)| *i);
     for (i, t) in cpus {
         for (mode, v) in [
             ("idle", t.idle),

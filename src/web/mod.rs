@@ -3,6 +3,7 @@
 //! Not for: measuring or storing (engine, store, live).
 
 pub mod api;
+mod assets;
 pub mod audit;
 pub mod auth;
 pub mod board;
@@ -106,44 +107,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     metrics::configure(cfg);
     schedules::configure(cfg);
     transfer::configure(cfg);
-    cfg.route("/static/style.css", web::get().to(style))
-        .route("/static/app.js", web::get().to(script))
-        .route("/static/units.js", web::get().to(units_js))
-        .route("/static/forms.js", web::get().to(forms_js))
-        .route("/static/refresh.js", web::get().to(refresh));
+    assets::configure(cfg);
 }
 
-async fn style() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("text/css; charset=utf-8")
-        .insert_header(("Cache-Control", "max-age=3600"))
-        .body(include_str!("../../static/style.css"))
-}
-
-async fn refresh() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("application/javascript; charset=utf-8")
-        .body(include_str!("../../static/refresh.js"))
-}
-
-async fn forms_js() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("application/javascript; charset=utf-8")
-        .body(include_str!("../../static/forms.js"))
-}
-
-async fn units_js() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("application/javascript; charset=utf-8")
-        .body(include_str!("../../static/units.js"))
-}
-
-async fn script() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("application/javascript; charset=utf-8")
-        .insert_header(("Cache-Control", "max-age=3600"))
-        .body(include_str!("../../static/app.js"))
-}
+/// The page menu's links (`templates/nav.html`), written by `templates/base.html` for a
+/// signed-in user: kept as one string rather than as literal text inlined into each of the 20
+/// page templates that extend the base.
+pub(crate) const NAV: &str = include_str!("../../templates/nav.html");
 
 /// A JSON API error: `{"error": msg}` with `status`.
 pub(crate) fn json_error(

@@ -49,7 +49,7 @@ where
     F: FnOnce(&mut ChanWriter) -> Result<(), String> + Send + 'static,
 {
     let (tx, rx) = tokio::sync::mpsc::channel::<web::Bytes>(QUEUE);
-    actix_web::rt::task::spawn_blocking(move || {
+    crate::engine::task::spawn_blocking(move || {
         let mut w = ChanWriter {
             tx,
             buf: Vec::with_capacity(CHUNK),

@@ -73,15 +73,8 @@ impl Drop for Spool {
 /// Register the routes.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/transfer", web::get().to(page))
-        .route("/static/transfer.js", web::get().to(script))
         .route("/api/export", web::get().to(export))
         .route("/api/import", web::post().to(import));
-}
-
-async fn script() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("application/javascript; charset=utf-8")
-        .body(include_str!("../../static/transfer.js"))
 }
 
 #[derive(Template)]

@@ -15,7 +15,7 @@ NETPERF_LICENSE_SPDX = "Apache-2.0 AND BSD-3-Clause AND MIT AND Unicode-3.0 AND 
 LICENSE = "${@d.getVar('NETPERF_LICENSE_SPDX') if hasattr(oe.license, 'convert_legacy_license_to_spdx') else d.getVar('NETPERF_LICENSE_AMPERSANDS')}"
 # LICENSE-THIRD-PARTY: every crate's notice, so the image's license manifest carries them.
 LIC_FILES_CHKSUM = "file://LICENSE;md5=6e01131aea56f24df0c7ad5be6e93e15 \
-                    file://LICENSE-THIRD-PARTY;md5=0850d6a081022761fb9388a5167f08ec \
+                    file://LICENSE-THIRD-PARTY;md5=edfdc4693d1d5d6c132960b7b843fe07 \
                     file://LICENSES/Unicode-3.0.txt;md5=9541a35d720222b4579e8c8fb11a95ef \
                     "
 # Older oe-core releases have no common-licenses/Unicode-3.0.
@@ -64,7 +64,7 @@ require ${BPN}-crates.inc
 CARGO_BUILD_FLAGS:append = " --config profile.release.strip=false"
 # * cargo runs in ${B}, outside the source tree, so .cargo/config.toml's [env] is never read:
 #   the bundled SQLite's options are restated here (check-packaging.sh compares the two).
-export LIBSQLITE3_FLAGS = "-USQLITE_ENABLE_FTS3 -USQLITE_ENABLE_FTS3_PARENTHESIS -USQLITE_ENABLE_FTS5 -USQLITE_ENABLE_RTREE -USQLITE_ENABLE_DBSTAT_VTAB -USQLITE_ENABLE_STAT4 -USQLITE_SOUNDEX -USQLITE_ENABLE_COLUMN_METADATA -USQLITE_ENABLE_LOAD_EXTENSION -DSQLITE_OMIT_LOAD_EXTENSION"
+export LIBSQLITE3_FLAGS = "-USQLITE_ENABLE_FTS3 -USQLITE_ENABLE_FTS3_PARENTHESIS -USQLITE_ENABLE_FTS5 -USQLITE_ENABLE_RTREE -USQLITE_ENABLE_DBSTAT_VTAB -USQLITE_ENABLE_STAT4 -USQLITE_SOUNDEX -USQLITE_ENABLE_COLUMN_METADATA -USQLITE_ENABLE_LOAD_EXTENSION -DSQLITE_OMIT_LOAD_EXTENSION -DSQLITE_OMIT_SHARED_CACHE -DSQLITE_OMIT_DEPRECATED -DSQLITE_OMIT_PROGRESS_CALLBACK"
 # * oe-core master (from 2026-08) exports LIBSQLITE3_SYS_USE_PKG_CONFIG=1 in oe_cargo_fix_env,
 #   which would link the image's libsqlite3 instead of the bundled SQLite built with the
 #   options above: keep the bundled one on every release.

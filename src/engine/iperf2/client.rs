@@ -342,7 +342,7 @@ async fn run_inner(
     }
     let peer = {
         let (h, p) = (spec.host.clone(), spec.port);
-        match tokio::task::spawn_blocking(move || net::resolve(&h, p, Family::Any)).await {
+        match crate::engine::task::spawn_blocking(move || net::resolve(&h, p, Family::Any)).await {
             Ok(Ok(a)) => a,
             Ok(Err(e)) => return failed(format!("unable to resolve host '{}': {e}", spec.host)),
             Err(e) => return failed(e.to_string()),
@@ -375,7 +375,7 @@ async fn run_inner(
         let id = i + 1;
         if spec.udp {
             let o = opts.clone();
-            let r = tokio::task::spawn_blocking(move || -> std::io::Result<UdpSocket> {
+            let r = crate::engine::task::spawn_blocking(move || -> std::io::Result<UdpSocket> {
                 let local = SocketAddr::new(
                     o.bind.unwrap_or(if peer.is_ipv4() {
                         std::net::IpAddr::from([0u8, 0, 0, 0])
@@ -409,12 +409,14 @@ async fn run_inner(
             let o = opts.clone();
             let ct = spec.connect_timeout;
             let bytes = hdr.to_bytes();
-            let r = tokio::task::spawn_blocking(move || -> std::io::Result<std::net::TcpStream> {
-                let mut s = net::connect_tcp(peer, &o, 0, true, ct)?;
-                use std::io::Write;
-                s.write_all(&bytes)?;
-                Ok(s)
-            })
+            let r = crate::engine::task::spawn_blocking(
+                move || -> std::io::Result<std::net::TcpStream> {
+                    let mut s = net::connect_tcp(peer, &o, 0, true, ct)?;
+                    use std::io::Write;
+                    s.write_all(&bytes)?;
+                    Ok(s)
+                },
+            )
             .await;
             match r {
                 Ok(Ok(s)) => match DataStream::new(id, true, s) {
@@ -491,12 +493,12 @@ async fn run_inner(
     match (back, spec.ret) {
         (Some(back), Return::Dual) => {
             let peer_ip = peer.ip();
-            let acc = tokio::task::spawn_blocking(move || {
+            let acc = crate::engine::task::spawn_blocking(move || {
                 accept_back(back, dev.as_deref(), n_back, peer_ip, len, limit, stall)
             });
             let ev = events.clone();
             let c = cancel.clone();
-            let out = tokio::spawn(drive(out_leg, 0, interval, ev, c));
+            let out = crate::engine::task::spawn(drive(out_leg, 0, interval, ev, c));
             let back_res = match acc.await {
                 Ok(Ok(leg)) => Some(drive(leg, 0, interval, events.clone(), cancel.clone()).await),
                 Ok(Err(e)) => {
@@ -530,7 +532,7 @@ async fn run_inner(
             let offset = results.first().map(|r| r.seconds).unwrap_or(0.0);
             if !aborted && error.is_none() {
                 let peer_ip = peer.ip();
-                let acc = tokio::task::spawn_blocking(move || {
+                let acc = crate::engine::task::spawn_blocking(move || {
                     accept_back(back, dev.as_deref(), n_back, peer_ip, len, limit, stall)
                 })
                 .await;

@@ -353,14 +353,14 @@ async fn drive(
     let len = leg.phase.params.len as usize;
     let layout = leg.layout;
     let socks = std::mem::take(&mut leg.udp);
-    tokio::task::spawn_blocking(move || leg.phase.stop())
+    crate::engine::task::spawn_blocking(move || leg.phase.stop())
         .await
         .ok();
     if udp && !aborted {
         let results = out.clone();
         // Every stream's exchange at once: with `-P`, each stock client thread waits for
         // its own report (10 tries, 250 ms apart), so one stream must not wait for another.
-        let ex = tokio::task::spawn_blocking(move || {
+        let ex = crate::engine::task::spawn_blocking(move || {
             std::thread::scope(|sc| {
                 let handles: Vec<_> = socks
                     .iter()

@@ -192,7 +192,7 @@ pub async fn serve(
     let mut tasks = Vec::new();
     for t in l.tcp {
         let i = inner.clone();
-        tasks.push(tokio::spawn(accept_loop(i, t)));
+        tasks.push(crate::engine::task::spawn(accept_loop(i, t)));
     }
     for u in l.udp {
         let i = inner.clone();
@@ -227,7 +227,7 @@ async fn accept_loop(inner: Arc<Inner>, l: TcpListener) {
                     continue;
                 };
                 let i = inner.clone();
-                tokio::spawn(tcp_test(i, s, peer, slot));
+                crate::engine::task::spawn(tcp_test(i, s, peer, slot));
             }
             Err(e) => {
                 crate::rate_warn!("iperf2-accept", "iperf 2 accept failed: {e}");
@@ -478,7 +478,7 @@ async fn run_test(
     };
     let (mut streams, mut error, aborted);
     if ret == Return::Dual {
-        let back = tokio::spawn(return_leg(inner.clone(), test, peer, hdr, udp, 0.0));
+        let back = crate::engine::task::spawn(return_leg(inner.clone(), test, peer, hdr, udp, 0.0));
         let (r, e, a) = drive(leg, test, interval, ev, None).await;
         streams = r;
         error = e;
@@ -561,7 +561,7 @@ async fn return_leg(
     // The client's listener may need a moment to be up (2.0.5 starts it after sending).
     for i in 0..n {
         let id = 101 + i;
-        let r = tokio::task::spawn_blocking(move || -> std::io::Result<DataStream> {
+        let r = crate::engine::task::spawn_blocking(move || -> std::io::Result<DataStream> {
             if udp {
                 let local = SocketAddr::new(
                     if to.is_ipv4() {
@@ -921,7 +921,7 @@ async fn run_test_udp(
     });
     // Share the return-test bookkeeping: only this flow's test runs through i2.
     let outer = inner.clone();
-    let fwd = tokio::spawn(async move {
+    let fwd = crate::engine::task::spawn(async move {
         // The report of each receiving stream, in stream order (= the flows' order).
         let mut reports = Vec::new();
         while let Some(ev) = rx.recv().await {
@@ -985,7 +985,7 @@ mod tests {
         let addr = l.udp[0].local_addr().expect("addr");
         let (tx, mut rx) = mpsc::unbounded_channel();
         let stop = Arc::new(Notify::new());
-        let server = tokio::spawn(serve(l, cfg, Some(tx), Some(stop.clone())));
+        let server = crate::engine::task::spawn(serve(l, cfg, Some(tx), Some(stop.clone())));
         let h = ClientHeader {
             num_threads: 3,
             amount: -100,
@@ -994,7 +994,7 @@ mod tests {
         let mut hdr = wire::udp_client_header_ext(&h, 1_000_000);
         // --trip-times: upper flag 0x0010 in the extension's flags word.
         hdr[32..36].copy_from_slice(&0x0010_0000u32.to_be_bytes());
-        let reports = tokio::task::spawn_blocking(move || {
+        let reports = crate::engine::task::spawn_blocking(move || {
             let socks: Vec<UdpSocket> = (0..3)
                 .map(|_| {
                     let s = UdpSocket::bind("127.0.0.1:0").expect("bind");
@@ -1084,7 +1084,7 @@ mod tests {
         let l = bind(&cfg).expect("bind");
         let addr = l.tcp[0].local_addr().expect("addr");
         let stop = Arc::new(Notify::new());
-        let server = tokio::spawn(serve(l, cfg, None, Some(stop.clone())));
+        let server = crate::engine::task::spawn(serve(l, cfg, None, Some(stop.clone())));
         // -P 2, 10 s, no return test.
         let hdr = ClientHeader {
             num_threads: 2,

@@ -312,7 +312,7 @@ pub async fn probe_iperf3(host: &str, port: u16) -> Result<bool, String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let peer = {
         let h = host.to_string();
-        tokio::task::spawn_blocking(move || net::resolve(&h, port, Family::Any))
+        crate::engine::task::spawn_blocking(move || net::resolve(&h, port, Family::Any))
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| format!("unable to resolve host '{host}': {e}"))?
@@ -472,7 +472,7 @@ async fn run_once(
     let mut params = spec.params.clone();
     let peer = {
         let (h, p, f) = (spec.host.clone(), spec.port, spec.family);
-        tokio::task::spawn_blocking(move || net::resolve(&h, p, f))
+        crate::engine::task::spawn_blocking(move || net::resolve(&h, p, f))
             .await
             .map_err(|e| err(e.to_string()))?
             .map_err(|e| err(format!("unable to resolve host '{}': {e}", spec.host)))?
@@ -577,13 +577,14 @@ async fn connect(
         ..Default::default()
     };
     let ct = spec.connect_timeout;
-    let std_ctrl =
-        tokio::task::spawn_blocking(move || net::connect_tcp(peer, &ctrl_opts, 0, false, ct))
-            .await
-            .map_err(|e| err(e.to_string()))?
-            .map_err(|e| {
-                err(format!("unable to connect to server {peer}: {e}")).kind(FailKind::of_io(&e))
-            })?;
+    let std_ctrl = crate::engine::task::spawn_blocking(move || {
+        net::connect_tcp(peer, &ctrl_opts, 0, false, ct)
+    })
+    .await
+    .map_err(|e| err(e.to_string()))?
+    .map_err(|e| {
+        err(format!("unable to connect to server {peer}: {e}")).kind(FailKind::of_io(&e))
+    })?;
     let (ka_idle, ka_intv, ka_cnt) = spec.cntl_ka.unwrap_or_default().values();
     net::keepalive(
         &std_ctrl,
@@ -683,7 +684,7 @@ async fn create_streams(
             let reverse_len = params.len as usize;
             let df = params.dont_fragment;
             let wide = params.udp_counters_64bit;
-            let s = tokio::task::spawn_blocking(move || {
+            let s = crate::engine::task::spawn_blocking(move || {
                 udp_stream(peer, &opts, cport, df, reverse_len, wide)
             })
             .await
@@ -694,15 +695,16 @@ async fn create_streams(
             streams.push(ds);
             continue;
         }
-        let s = tokio::task::spawn_blocking(move || -> std::io::Result<std::net::TcpStream> {
-            let mut s = net::connect_tcp(peer, &opts, cport, true, ct)?;
-            use std::io::Write;
-            s.write_all(&cookie)?;
-            Ok(s)
-        })
-        .await
-        .map_err(|e| err(e.to_string()))?
-        .map_err(|e| err(format!("unable to connect stream: {e}")))?;
+        let s =
+            crate::engine::task::spawn_blocking(move || -> std::io::Result<std::net::TcpStream> {
+                let mut s = net::connect_tcp(peer, &opts, cport, true, ct)?;
+                use std::io::Write;
+                s.write_all(&cookie)?;
+                Ok(s)
+            })
+            .await
+            .map_err(|e| err(e.to_string()))?
+            .map_err(|e| err(format!("unable to connect stream: {e}")))?;
         let ds =
             DataStream::new(wire::stream_id(i), i < n_send, s).map_err(|e| err(e.to_string()))?;
         streams.push(ds);
@@ -903,7 +905,7 @@ impl ClientTest<'_> {
 }
 
 async fn stop_phase(mut phase: DataPhase) {
-    let _ = tokio::task::spawn_blocking(move || phase.stop()).await;
+    let _ = crate::engine::task::spawn_blocking(move || phase.stop()).await;
 }
 
 /// Open one UDP stream: a socket connected to the server, the 4-byte hello, and the server's

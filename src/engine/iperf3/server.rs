@@ -72,7 +72,7 @@ impl DropCounters {
     /// side's word. `None` if the reading task failed.
     pub async fn begin(&self, local: IpAddr, direction: &'static str) -> Option<DropsEnd> {
         let f = self.0.clone();
-        tokio::task::spawn_blocking(move || f(local, direction))
+        crate::engine::task::spawn_blocking(move || f(local, direction))
             .await
             .ok()
     }
@@ -81,7 +81,10 @@ impl DropCounters {
 /// Finish a [`DropCounters::begin`] reading on the blocking pool: the counters that moved.
 pub async fn drops_at_end(end: Option<DropsEnd>) -> Option<serde_json::Value> {
     let end = end?;
-    tokio::task::spawn_blocking(end).await.ok().flatten()
+    crate::engine::task::spawn_blocking(end)
+        .await
+        .ok()
+        .flatten()
 }
 
 impl std::fmt::Debug for DropCounters {
@@ -353,13 +356,15 @@ pub async fn serve_listeners(
     for l in listeners {
         let inner = inner.clone();
         let accepted = accepted.clone();
-        tasks.push(tokio::spawn(async move {
+        tasks.push(crate::engine::task::spawn(async move {
             loop {
                 match l.accept().await {
                     Ok((s, peer)) => {
                         let inner = inner.clone();
                         let seq = accepted.fetch_add(1, Ordering::Relaxed);
-                        tokio::spawn(async move { handle_conn(inner, s, peer, seq).await });
+                        crate::engine::task::spawn(async move {
+                            handle_conn(inner, s, peer, seq).await
+                        });
                     }
                     Err(e) => {
                         crate::rate_warn!("iperf3-accept", "iperf3 server: accept failed: {e}");
@@ -371,7 +376,9 @@ pub async fn serve_listeners(
     }
     for u in udp_listeners {
         let inner = inner.clone();
-        tasks.push(tokio::spawn(async move { udp_hellos(inner, u).await }));
+        tasks.push(crate::engine::task::spawn(async move {
+            udp_hellos(inner, u).await
+        }));
     }
     let never = Arc::new(Notify::new());
     let shutdown = shutdown.unwrap_or(never);
@@ -825,7 +832,7 @@ async fn setup(
         }
         drop(registered);
         drop(rx);
-        socks.sort_by_key(|(seq, _)| *seq);
+        crate::model::order::sort_by_key(&mut socks, |(seq, _)| *seq);
 
         for (i, (_, s)) in socks.into_iter().enumerate() {
             let std = match s.into_std() {
@@ -1160,7 +1167,7 @@ impl Test<'_> {
         let report = &mut self.report;
         report_phase(report, &phase, self.cpu.util_since(), &self.congestion);
         let mine = phase.results(report.cpu_local, self.congestion.clone(), &report.streams);
-        let _ = tokio::task::spawn_blocking(move || phase.stop()).await;
+        let _ = crate::engine::task::spawn_blocking(move || phase.stop()).await;
         Some(mine)
     }
 }
