@@ -7,7 +7,7 @@ use crate::model::display;
 use crate::results::charts;
 use crate::runs::live::Hub;
 use crate::runs::multi;
-use crate::spec::test::TestRequest;
+use crate::spec::test::{parse_bitrate, TestSpec};
 use crate::store::Store;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -44,19 +44,23 @@ pub fn main(a: MultiArgs) -> i32 {
 }
 
 async fn run(a: MultiArgs) -> Result<i32, String> {
-    let base = TestRequest {
-        duration: Some(a.time.to_string()),
-        parallel: Some(a.parallel.to_string()),
-        protocol: a.udp.then(|| "udp".to_string()),
-        bitrate: a.bitrate.clone(),
+    let base = TestSpec {
+        duration: Some(a.time.into()),
+        parallel: Some(a.parallel.into()),
+        udp: a.udp,
+        bitrate: a
+            .bitrate
+            .as_deref()
+            .map(|b| parse_bitrate(b).map_err(|e| format!("-b: {e}")))
+            .transpose()?,
         ..Default::default()
     };
-    let reqs = a
+    let legs = a
         .legs
         .iter()
         .map(|l| multi::parse_leg(l, &base))
         .collect::<Result<Vec<_>, _>>()?;
-    let specs = multi::specs(&reqs, &crate::board::ports())?;
+    let specs = multi::specs(&legs, &crate::board::ports())?;
     let store = Arc::new(Store::open_dir(&a.data).map_err(|e| e.to_string())?);
     let hub = Hub::new(store.clone());
     if !a.json {

@@ -9,7 +9,7 @@ use crate::engine::report::Role;
 use crate::model::{RunFigures, RunStatus};
 use crate::runs::live::Hub;
 use crate::runs::recorder::{Ended, Measured, Sampling};
-use crate::spec::test::TestRequest;
+use crate::spec::test::{parse_bitrate, TestDirection, TestRequest, TestSpec};
 use crate::store::{NewRun, RunRow};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -19,19 +19,25 @@ use tokio::sync::Notify;
 /// Most legs in one run.
 pub const MAX_LEGS: usize = 8;
 
-/// A multi-port run as the web form, the API and the CLI send it: one test request per leg,
+/// A multi-port run as the web form and the API send it: one test request per leg,
 /// each with its board port (`bind`) set.
 #[derive(Debug, Clone, Deserialize, Default)]
 pub struct MultiRequest {
     pub legs: Vec<TestRequest>,
 }
 
+/// The legs of a web form or an API request read into typed specs ([`TestRequest::parse`]);
+/// an error names the leg ("leg 2: …").
+pub fn parse_legs(legs: &[TestRequest]) -> Result<Vec<TestSpec>, String> {
+    legs.iter()
+        .enumerate()
+        .map(|(i, l)| l.parse().map_err(|e| format!("leg {}: {e}", i + 1)))
+        .collect()
+}
+
 /// Check the legs: 2..=8 legs, each valid and bound to a board port, no port used twice.
 /// Returns the client specs in order, or one message naming the leg at fault.
-pub fn specs(
-    legs: &[TestRequest],
-    ports: &[crate::board::Port],
-) -> Result<Vec<ClientSpec>, String> {
+pub fn specs(legs: &[TestSpec], ports: &[crate::board::Port]) -> Result<Vec<ClientSpec>, String> {
     if legs.len() < 2 {
         return Err(format!(
             "a multi-port run needs at least 2 legs, got {}",
@@ -50,7 +56,9 @@ pub fn specs(
         if l.bind.as_deref().map(str::trim).unwrap_or("").is_empty() {
             return Err(format!("leg {n}: choose the board port it runs on"));
         }
-        let s = l.to_spec(ports).map_err(|e| format!("leg {n}: {e}"))?;
+        let s = l
+            .to_client_spec(ports)
+            .map_err(|e| format!("leg {n}: {e}"))?;
         s.validate().map_err(|e| format!("leg {n}: {e}"))?;
         if let Some(prev) = out
             .iter()
@@ -290,15 +298,15 @@ impl Hub {
 
 /// Parse a CLI leg: `PORT=HOST[:PEERPORT][,send|receive|bidir][,tcp|udp][,b=RATE][,P=N]`,
 /// e.g. `eth0=192.0.2.2`, `eth1=198.51.100.2:5202,receive,udp,b=100M`. Options not given come
-/// from `base` (the command's common flags).
-pub fn parse_leg(s: &str, base: &TestRequest) -> Result<TestRequest, String> {
+/// from `base` (the command's common flags, already typed); ranges are checked by [`specs`].
+pub fn parse_leg(s: &str, base: &TestSpec) -> Result<TestSpec, String> {
     let (port, rest) = s
         .split_once('=')
         .ok_or_else(|| format!("leg '{s}': expected PORT=HOST[,options]"))?;
     let mut parts = rest.split(',');
     let target = parts.next().unwrap_or("").trim();
-    let mut r = TestRequest {
-        bind: Some(port.trim().to_string()),
+    let mut r = TestSpec {
+        bind: Some(port.trim().to_string()).filter(|p| !p.is_empty()),
         ..base.clone()
     };
     // HOST:PORT, but an IPv6 address keeps its colons ([v6]:port for a port).
@@ -306,26 +314,37 @@ pub fn parse_leg(s: &str, base: &TestRequest) -> Result<TestRequest, String> {
         let (h, p) = v6
             .split_once(']')
             .ok_or_else(|| format!("leg '{s}': missing ']'"))?;
-        (h.to_string(), p.strip_prefix(':').map(str::to_string))
+        (h, p.strip_prefix(':'))
     } else if target.matches(':').count() == 1 {
         let (h, p) = target.split_once(':').unwrap_or((target, ""));
-        (h.to_string(), Some(p.to_string()))
+        (h, Some(p))
     } else {
-        (target.to_string(), None)
+        (target, None)
     };
-    r.host = host;
+    r.host = host.to_string();
     if let Some(p) = peer_port {
-        r.port = Some(p);
+        r.port = Some(
+            p.parse::<u16>()
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or_else(|| format!("leg '{s}': port must be 1..65535, got '{p}'"))?,
+        );
     }
     for o in parts.map(str::trim).filter(|o| !o.is_empty()) {
         match o {
-            "send" | "receive" | "bidir" => r.direction = Some(o.into()),
-            "tcp" | "udp" => r.protocol = Some(o.into()),
+            "send" => r.direction = TestDirection::Send,
+            "receive" => r.direction = TestDirection::Receive,
+            "bidir" => r.direction = TestDirection::Bidir,
+            "tcp" => r.udp = false,
+            "udp" => r.udp = true,
             _ => {
                 if let Some(b) = o.strip_prefix("b=") {
-                    r.bitrate = Some(b.into());
+                    r.bitrate = Some(parse_bitrate(b).map_err(|e| format!("leg '{s}': {e}"))?);
                 } else if let Some(n) = o.strip_prefix("P=") {
-                    r.parallel = Some(n.into());
+                    r.parallel =
+                        Some(n.parse().map_err(|_| {
+                            format!("leg '{s}': P must be a whole number, got '{n}'")
+                        })?);
                 } else {
                     return Err(format!(
                         "leg '{s}': unknown option '{o}' (send, receive, bidir, tcp, udp, b=RATE, P=N)"
@@ -355,10 +374,10 @@ mod tests {
             .collect()
     }
 
-    fn leg(port: &str, host: &str) -> TestRequest {
-        TestRequest {
+    fn leg(port: &str, host: &str) -> TestSpec {
+        TestSpec {
             host: host.into(),
-            bind: Some(port.into()),
+            bind: Some(port.into()).filter(|p: &String| !p.is_empty()),
             ..Default::default()
         }
     }
@@ -381,36 +400,82 @@ mod tests {
         );
         let bad = specs(&[leg("eth0", "192.0.2.2"), leg("eth1", "-x")], &p).unwrap_err();
         assert!(bad.starts_with("leg 2: "), "{bad}");
-        let nine: Vec<TestRequest> = (0..9).map(|i| leg(&format!("e{i}"), "h")).collect();
+        let nine: Vec<TestSpec> = (0..9).map(|i| leg(&format!("e{i}"), "h")).collect();
         assert!(specs(&nine, &p).unwrap_err().contains("at most 8"));
     }
 
     #[test]
     fn cli_legs() {
-        let base = TestRequest {
-            duration: Some("5".into()),
+        let base = TestSpec {
+            duration: Some(5),
             ..Default::default()
         };
         let l = parse_leg("eth1=198.51.100.2:5202,receive,udp,b=100M,P=2", &base).unwrap();
         assert_eq!(l.bind.as_deref(), Some("eth1"));
         assert_eq!(l.host, "198.51.100.2");
-        assert_eq!(l.port.as_deref(), Some("5202"));
-        assert_eq!(l.direction.as_deref(), Some("receive"));
-        assert_eq!(l.protocol.as_deref(), Some("udp"));
-        assert_eq!(l.bitrate.as_deref(), Some("100M"));
-        assert_eq!(l.parallel.as_deref(), Some("2"));
-        assert_eq!(l.duration.as_deref(), Some("5"));
+        assert_eq!(l.port, Some(5202));
+        assert_eq!(l.direction, TestDirection::Receive);
+        assert!(l.udp);
+        assert_eq!(l.bitrate, Some(100_000_000));
+        assert_eq!(l.parallel, Some(2));
+        assert_eq!(l.duration, Some(5));
         let v6 = parse_leg("eth0=[2001:db8::2]:5201", &base).unwrap();
-        assert_eq!(
-            (v6.host.as_str(), v6.port.as_deref()),
-            ("2001:db8::2", Some("5201"))
-        );
+        assert_eq!((v6.host.as_str(), v6.port), ("2001:db8::2", Some(5201)));
         let v6b = parse_leg("eth0=2001:db8::2", &base).unwrap();
         assert_eq!((v6b.host.as_str(), v6b.port), ("2001:db8::2", None));
         assert!(parse_leg("eth0", &base).unwrap_err().contains("PORT=HOST"));
         assert!(parse_leg("eth0=h,fast", &base)
             .unwrap_err()
             .contains("unknown option 'fast'"));
+        assert!(parse_leg("eth0=h:0", &base)
+            .unwrap_err()
+            .contains("port must be 1..65535, got '0'"));
+        assert!(parse_leg("eth0=h,P=two", &base)
+            .unwrap_err()
+            .contains("P must be a whole number, got 'two'"));
+        assert!(parse_leg("eth0=h,b=fast", &base).is_err());
+        // A leg's typed values reach the client spec as they are, and the ranges are checked
+        // there with the same messages as the form's.
+        let p = ports();
+        let two = [
+            parse_leg("eth0=192.0.2.2,udp,b=0", &base).unwrap(),
+            parse_leg("eth1=198.51.100.2,P=2", &base).unwrap(),
+        ];
+        let s = specs(&two, &p).unwrap();
+        assert_eq!((s[0].params.bandwidth, s[0].params.time), (0, 5));
+        assert_eq!(s[1].params.parallel, 2);
+        let many = [
+            parse_leg("eth0=192.0.2.2", &base).unwrap(),
+            parse_leg("eth1=198.51.100.2,P=200", &base).unwrap(),
+        ];
+        assert!(specs(&many, &p).unwrap_err().starts_with("leg 2: parallel"));
+    }
+
+    #[test]
+    fn form_legs_are_read_with_their_number() {
+        let reqs = [
+            TestRequest {
+                host: "192.0.2.2".into(),
+                bind: Some("eth0".into()),
+                duration: Some("3".into()),
+                ..Default::default()
+            },
+            TestRequest {
+                host: "198.51.100.2".into(),
+                bind: Some("eth1".into()),
+                duration: Some("three".into()),
+                ..Default::default()
+            },
+        ];
+        assert_eq!(
+            parse_legs(&reqs).unwrap_err(),
+            "leg 2: duration must be a whole number, got 'three'"
+        );
+        let ok = parse_legs(&reqs[..1]).unwrap();
+        assert_eq!(
+            (ok[0].duration, ok[0].bind.as_deref()),
+            (Some(3), Some("eth0"))
+        );
     }
 
     fn row(id: i64, port: &str, status: &str, s: Option<f64>, r: Option<f64>) -> RunRow {

@@ -128,7 +128,7 @@ async fn start(
             legs.len()
         ))
     } else {
-        multi::specs(&legs, &crate::board::ports())
+        multi::parse_legs(&legs).and_then(|legs| multi::specs(&legs, &crate::board::ports()))
     }
     .and_then(|specs| state.hub.start_multi(specs, None));
     Ok(match res {
@@ -170,7 +170,8 @@ async fn api_start(
     }
     let mr = MultiRequest { legs: reqs };
     Ok(
-        match multi::specs(&mr.legs, &crate::board::ports())
+        match multi::parse_legs(&mr.legs)
+            .and_then(|legs| multi::specs(&legs, &crate::board::ports()))
             .and_then(|s| state.hub.start_multi(s, None))
         {
             Ok((id, _)) => HttpResponse::Created()
