@@ -41,6 +41,14 @@ def crates():
             if any(k["kind"] is None for k in d["dep_kinds"]) and not proc_macro(d["pkg"]):
                 todo.append(d["pkg"])
     seen.discard(root)
+    # `cargo metadata` merges the features a crate gets as a build dependency with those it
+    # gets as a normal one (miniz_oxide's `simd` comes only from the build-time flate2);
+    # `cargo tree -e normal` resolves them apart, as the build does. Keep what both list.
+    tree = subprocess.check_output(
+        ["cargo", "tree", "--locked", "-e", "normal", "--target", "x86_64-unknown-linux-gnu",
+         "--prefix", "none", "-f", "{p}"], cwd=ROOT, text=True)
+    linked = {tuple(l.split()[:2]) for l in tree.splitlines() if l.strip()}
+    seen = {i for i in seen if (pkgs[i]["name"], "v" + pkgs[i]["version"]) in linked}
     return sorted((pkgs[i] for i in seen), key=lambda p: (p["name"], p["version"]))
 
 

@@ -15,7 +15,7 @@ NETPERF_LICENSE_SPDX = "Apache-2.0 AND BSD-3-Clause AND MIT AND Unicode-3.0 AND 
 LICENSE = "${@d.getVar('NETPERF_LICENSE_SPDX') if hasattr(oe.license, 'convert_legacy_license_to_spdx') else d.getVar('NETPERF_LICENSE_AMPERSANDS')}"
 # LICENSE-THIRD-PARTY: every crate's notice, so the image's license manifest carries them.
 LIC_FILES_CHKSUM = "file://LICENSE;md5=6e01131aea56f24df0c7ad5be6e93e15 \
-                    file://LICENSE-THIRD-PARTY;md5=edfdc4693d1d5d6c132960b7b843fe07 \
+                    file://LICENSE-THIRD-PARTY;md5=f4a07bab8778d60c5cd128fb2ee7140d \
                     file://LICENSES/Unicode-3.0.txt;md5=9541a35d720222b4579e8c8fb11a95ef \
                     "
 # Older oe-core releases have no common-licenses/Unicode-3.0.
