@@ -67,7 +67,7 @@ pub struct ForwardArgs {
     /// Block / datagram size in bytes
     #[arg(short = 'l', long = "length")]
     pub length: Option<String>,
-    /// Data directory of the history (default ./data)
+    /// Data directory of the history
     #[arg(long, default_value = "./data")]
     pub data: PathBuf,
     /// Print the stored run and its summary as JSON
@@ -112,7 +112,7 @@ pub struct Rfc2544Args {
     /// The ports' line rate in bit/s, e.g. 1G [default: their link speed]
     #[arg(long = "line-rate", value_name = "RATE")]
     pub line_rate: Option<String>,
-    /// Data directory of the history (default ./data)
+    /// Data directory of the history
     #[arg(long, default_value = "./data")]
     pub data: PathBuf,
     /// Print the stored run and its summary as JSON
@@ -132,7 +132,7 @@ pub struct MonitorArgs {
     /// What is being watched
     #[arg(long)]
     pub label: Option<String>,
-    /// Data directory of the history (default ./data)
+    /// Data directory of the history
     #[arg(long, default_value = "./data")]
     pub data: PathBuf,
     /// Print the stored run and its summary as JSON

@@ -29,7 +29,7 @@ pub struct LadderArgs {
     /// Board port (interface) to bind every socket to
     #[arg(long = "bind-dev")]
     pub bind_dev: Option<String>,
-    /// Data directory of the history (default ./data)
+    /// Data directory of the history
     #[arg(long, default_value = "./data")]
     pub data: PathBuf,
     /// Print the rows as JSON

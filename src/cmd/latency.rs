@@ -41,7 +41,7 @@ pub struct LatencyArgs {
     /// TCP congestion control of the load's streams, e.g. cubic (the peer's too, via iperf3)
     #[arg(short = 'C', long = "congestion")]
     pub congestion: Option<String>,
-    /// Data directory of the history (default ./data)
+    /// Data directory of the history
     #[arg(long, default_value = "./data")]
     pub data: PathBuf,
     /// Print the result as one JSON document instead of text

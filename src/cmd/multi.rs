@@ -30,7 +30,7 @@ pub struct MultiArgs {
     /// Bitrate per stream on every leg, e.g. 500M (per leg: ",b=RATE")
     #[arg(short = 'b', long = "bitrate")]
     pub bitrate: Option<String>,
-    /// Data directory of the history (default ./data)
+    /// Data directory of the history
     #[arg(long, default_value = "./data")]
     pub data: PathBuf,
     /// Print the result as JSON

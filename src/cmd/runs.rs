@@ -13,7 +13,7 @@ use std::path::PathBuf;
 pub struct RunsArgs {
     #[command(subcommand)]
     pub cmd: RunsCmd,
-    /// Data directory (default ./data)
+    /// Data directory
     #[arg(long, global = true, value_name = "DIR", default_value = "./data")]
     pub data: PathBuf,
     /// Print JSON instead of a table

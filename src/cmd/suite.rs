@@ -31,7 +31,7 @@ pub enum Format {
 pub struct SuiteArgs {
     #[command(subcommand)]
     pub cmd: SuiteCmd,
-    /// Data directory of the history (default ./data)
+    /// Data directory of the history
     #[arg(long, global = true, default_value = "./data")]
     pub data: PathBuf,
 }
@@ -112,7 +112,7 @@ pub struct CompareArgs {
     /// Suites: one row per suite, one column per test (seed 001's layout)
     #[arg(long)]
     pub boards: bool,
-    /// Data directory of the history (default ./data)
+    /// Data directory of the history
     #[arg(long, default_value = "./data")]
     pub data: PathBuf,
 }

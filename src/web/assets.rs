@@ -56,13 +56,16 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 async fn serve(req: HttpRequest, file: web::Path<String>) -> HttpResponse {
+    // The requested name is not echoed back: it is whatever the client put in the URL.
     let Some(a) = ASSETS.iter().find(|a| a.name == file.as_str()) else {
         return HttpResponse::NotFound()
             .content_type("text/plain; charset=utf-8")
-            .body(format!("no static file '{}'", file.as_str()));
+            .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+            .body("no such static file");
     };
     let mut r = HttpResponse::Ok();
     r.content_type(a.content_type)
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .insert_header((header::VARY, "Accept-Encoding"));
     if a.cached {
         r.insert_header((header::CACHE_CONTROL, "max-age=3600"));
@@ -165,6 +168,48 @@ mod tests {
         bad[n - 4] ^= 1; // the length
         assert!(gunzip(&bad).is_none());
         assert!(gunzip(b"plain text, not gzip").is_none());
+    }
+
+    #[actix_web::test]
+    async fn the_route_serves_known_files_and_nothing_else() {
+        use actix_web::{test, App};
+        let app = test::init_service(App::new().configure(configure)).await;
+        let get = |uri: &str, ae: Option<&str>| {
+            let mut r = test::TestRequest::get().uri(uri);
+            if let Some(v) = ae {
+                r = r.insert_header(("Accept-Encoding", v));
+            }
+            r.to_request()
+        };
+        let r = test::call_service(&app, get("/static/vendor/uPlot.min.css", Some("gzip"))).await;
+        assert_eq!(r.status(), 200);
+        let h = |r: &actix_web::dev::ServiceResponse, n: &str| {
+            r.headers()
+                .get(n)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        assert_eq!(h(&r, "content-encoding").as_deref(), Some("gzip"));
+        assert_eq!(h(&r, "content-type").as_deref(), Some(CSS));
+        assert_eq!(h(&r, "x-content-type-options").as_deref(), Some("nosniff"));
+        let body = test::read_body(r).await;
+        assert_eq!(gunzip(&body), Some(source("vendor/uPlot.min.css")));
+        let r = test::call_service(&app, get("/static/app.js", None)).await;
+        assert_eq!(
+            (h(&r, "content-encoding"), h(&r, "vary").as_deref()),
+            (None, Some("Accept-Encoding"))
+        );
+        assert_eq!(test::read_body(r).await, source("app.js"));
+        for bad in [
+            "/static/nope.js",
+            "/static/%3Cscript%3Ex%3C%2Fscript%3E.js",
+            "/static/vendor/README",
+        ] {
+            let r = test::call_service(&app, get(bad, Some("gzip"))).await;
+            assert_eq!(r.status(), 404, "{bad}");
+            assert_eq!(h(&r, "x-content-type-options").as_deref(), Some("nosniff"));
+            assert_eq!(test::read_body(r).await, "no such static file", "{bad}");
+        }
     }
 
     #[test]
