@@ -36,7 +36,7 @@ macro_rules! asset {
     };
 }
 
-/// Every static file the pages use (the same list as `build.rs`'s).
+/// Every static file the pages use (`build.rs` gzips every `.js` and `.css` of `static/`).
 const ASSETS: &[Asset] = &[
     asset!("style.css", CSS, true),
     asset!("app.js", JS, true),
