@@ -682,6 +682,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn netlink_errors_are_worded_without_the_message_dump() {
+        let e = |err| match nl_error("adding 192.0.2.5/24 to eth0", err) {
+            BoardError::System(m) => m,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            e(rtnetlink::Error::RequestFailed),
+            "adding 192.0.2.5/24 to eth0: the netlink request failed"
+        );
+        assert_eq!(
+            e(rtnetlink::Error::InvalidNla("IFLA_MTU".into())),
+            "adding 192.0.2.5/24 to eth0: invalid netlink attribute IFLA_MTU"
+        );
+        assert_eq!(
+            e(rtnetlink::Error::InvalidIp(vec![1, 2])),
+            "adding 192.0.2.5/24 to eth0: the kernel sent an invalid IP address"
+        );
+    }
+
+    #[test]
     fn addresses_parse_with_clear_errors() {
         let a = IfAddr::parse("192.0.2.5/24").unwrap();
         assert_eq!(a.to_string(), "192.0.2.5/24");
