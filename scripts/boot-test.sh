@@ -82,7 +82,7 @@ done
 if ((${#missing[@]})); then
     log "apt-get install ${missing[*]}"
     apt-get update -q || log "apt-get update failed (continuing; checking the install instead)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}"
 fi
 
 # ---------------------------------------------------------------- the binary
@@ -155,7 +155,7 @@ cp -a "$base" "$root"
 # ---------------------------------------------------------------- install like the recipe
 # user and group (recipe: USERADD_PARAM; Buildroot: NETPERFD_USERS)
 chroot "$root" useradd --system --no-create-home --home-dir /var/lib/netperfd \
-    --shell /sbin/nologin --user-group netperfd
+    --shell /sbin/nologin --user-group --groups systemd-journal netperfd
 install -m 0755 "$bin" "$root/usr/bin/netperfd"
 install -D -m 0644 "${BOOTTEST_UNIT:-$repo/systemd/netperfd.service}" "$root/usr/lib/systemd/system/netperfd.service"
 install -D -m 0644 "$repo/systemd/netperfd-tmpfiles.conf" "$root/usr/lib/tmpfiles.d/netperfd.conf"
@@ -271,6 +271,7 @@ wait_for 10 "the console's setup line renewed with 192.0.2.1 after the address c
 ok "console line renewed with http://192.0.2.1/setup $(awk -v a="$addr_t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s after the address came (agetty reprinted the prompt)"
 
 typed=$(tr 'A-F' 'a-f' <<<"${code/-/ }")
+before_setup=$(stat -c %s "$console")
 st=$(bx curl -sS -o /dev/null -w '%{http_code}' -c "$work/cookies" --data-urlencode "code=$typed" \
     --data-urlencode "password=$password" --data-urlencode "confirm=$password" http://127.0.0.1/setup)
 [[ $st == 303 ]] || fail "/setup with the code from the console ('$typed') answered $st"
@@ -278,7 +279,15 @@ gone() { ! c test -e /run/netperfd/setup.issue; }
 wait_for 5 "setup.issue removed after the setup" gone
 issue=$(show_issue)
 if grep -q 'setup code' <<<"$issue"; then fail "agetty still shows a setup code: $issue"; fi
-ok "the code read from the console set the password through /setup; the line left the login prompt"
+# The running agetty reprints its prompt (the daemon touched /run/agetty.reload): a new
+# "login:" after the setup, and no setup code on the screen since then.
+reprinted() {
+    local since
+    since=$(tail -c +"$((before_setup + 1))" "$console")
+    grep -aq 'login:' <<<"$since" && ! grep -aq 'setup code' <<<"$since"
+}
+wait_for 5 "the console's prompt reprinted without the spent setup code" reprinted
+ok "the code read from the console set the password through /setup; the running agetty reprinted its prompt without it"
 
 wait_for 10 "active (running)" active_running
 [[ $(c systemctl show -P Type netperfd.service) == notify ]] || fail "Type is not notify"
@@ -316,6 +325,11 @@ http GET /ports
 csrf=$(sed -nE 's/.*name="csrf" value="([0-9a-fA-F]+)".*/\1/p' <<<"$body" | head -1)
 [[ -n $csrf ]] || fail "no CSRF token on /ports ($code)"
 ok "logged in with the password set through /setup"
+
+http GET '/api/diag/journal.txt?lines=20'
+[[ $code == 200 ]] || fail "Diagnostics journal answered $code: $body"
+grep -q 'netperfd' <<<"$body" || fail "Diagnostics journal has no netperfd line: $body"
+ok "Diagnostics → journal reads the unit's journal (user netperfd in group systemd-journal)"
 
 has_addr() { grep -q " $2/" <<<"$(bx ip -4 -o addr show dev "$1")"; }
 http POST /api/ports/wan0/addresses '{"address":"198.51.100.1/24","confirm_within":120}'

@@ -59,6 +59,8 @@ log() { echo "cross-build: $*" >&2; }
 is_installed() { [[ $(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null) == installed ]]; }
 
 apt_updated=no
+# apt-get waits up to 10 min for another apt or dpkg holding the lock (DPkg::Lock::Timeout)
+# instead of giving up at once, as it did when the machine was busy installing.
 apt_install() { # apt_install PKG...: install the missing ones; a failing `apt-get update` is tolerated
     local missing=() p
     for p in "$@"; do is_installed "$p" || missing+=("$p"); done
@@ -68,7 +70,7 @@ apt_install() { # apt_install PKG...: install the missing ones; a failing `apt-g
         apt_updated=yes
     fi
     log "apt-get install ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" || true
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}" || true
     for p in "${missing[@]}"; do
         is_installed "$p" || { log "could not install $p"; exit 1; }
     done

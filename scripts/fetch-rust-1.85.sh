@@ -3,7 +3,10 @@
 # `apt-get download` the .debs and unpack them with `dpkg-deb -x` into ${MSRV_DIR:-/tmp/rust-1.85},
 # then write ${MSRV_DIR}/bin/rustc, a wrapper that runs that rustc with --sysroot and
 # LD_LIBRARY_PATH. Used by msrv-check.sh (host std) and cross-build.sh (--armhf: armv7 std).
-# Idempotent: skips what is already unpacked. Needs root for `dpkg --add-architecture`.
+# Idempotent: skips what is already unpacked. A foreign std (--armhf/--arm64) is looked up in
+# a private apt state under ${MSRV_DIR}/apt (its own package lists, apt told of the architecture
+# by APT::Architectures): the host's dpkg never gets the architecture added, so a stale foreign
+# index can never make the host's later `apt-get update` exit 100.
 #   usage: fetch-rust-1.85.sh [--armhf] [--arm64]   prints the wrapper's path on stdout
 #     --armhf / --arm64   also unpack the armv7 / aarch64 std (libstd-rust-web-dev:<arch>)
 set -euo pipefail
@@ -25,20 +28,29 @@ root=$dir/root
 debs=$dir/debs
 mkdir -p "$root" "$debs" "$dir/bin"
 
+# apt options of the set being fetched: empty for the host's own packages, a private state
+# (lists and caches under $dir/apt) for a foreign architecture's (set by use_private_apt).
+apt_opts=()
+use_private_apt() { # use_private_apt ARCH
+    mkdir -p "$dir/apt/lists/partial" "$dir/apt/cache/archives/partial"
+    apt_opts=(-o "Dir::State::Lists=$dir/apt/lists" -o "Dir::Cache=$dir/apt/cache"
+        -o "APT::Architectures::=$host_arch" -o "APT::Architectures::=$1")
+}
+
 # apt-get download as root: let it write into $debs without the _apt sandbox warning.
-apt_download() { (cd "$debs" && apt-get -q -o APT::Sandbox::User=root download "$@" >&2); }
+apt_download() { (cd "$debs" && apt-get -q "${apt_opts[@]}" -o APT::Sandbox::User=root download "$@" >&2); }
 
 ensure_known() { # ensure_known PKG=VER...: refresh the lists once if apt does not know them
     local p
     for p in "$@"; do
-        if ! apt-cache show "$p" >/dev/null 2>&1; then
+        if ! apt-cache "${apt_opts[@]}" show "$p" >/dev/null 2>&1; then
             log "apt does not know $p yet: apt-get update"
-            apt-get update -q >&2 || log "apt-get update failed (continuing; checking packages instead)"
+            apt-get "${apt_opts[@]}" update -q >&2 || log "apt-get update failed (continuing; checking packages instead)"
             break
         fi
     done
     for p in "$@"; do
-        apt-cache show "$p" >/dev/null 2>&1 || { log "package $p not available from apt"; exit 1; }
+        apt-cache "${apt_opts[@]}" show "$p" >/dev/null 2>&1 || { log "package $p not available from apt"; exit 1; }
     done
 }
 
@@ -76,15 +88,13 @@ for arch in "${foreign[@]}"; do
         armhf) rust_triple=armv7-unknown-linux-gnueabihf ;;
         arm64) rust_triple=aarch64-unknown-linux-gnu ;;
     esac
-    if ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
-        log "adding dpkg architecture $arch"
-        dpkg --add-architecture "$arch"
-        # The armhf index of bookworm-security is sometimes served stale (exit 100): tolerate it.
-        apt-get update -q >&2 || log "apt-get update failed (continuing; checking packages instead)"
-    fi
+    # The armhf index of bookworm-security is sometimes served stale (update exits 100):
+    # ensure_known tolerates it, and it stays in the private state.
+    use_private_apt "$arch"
     unpack_set "$arch-$ver" "libstd-rust-web-1.85:$arch=$ver" "libstd-rust-web-dev:$arch=$ver"
     [[ -d $root/usr/lib/rustlib/$rust_triple/lib ]] \
         || { log "$rust_triple std missing in $root/usr/lib/rustlib"; exit 1; }
+    apt_opts=()
 done
 
 triple=$(gcc -print-multiarch 2>/dev/null || echo "$host_arch-linux-gnu")

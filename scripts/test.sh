@@ -7,7 +7,14 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 if [[ $(id -u) -ne 0 ]]; then
-    echo "test.sh: run as root (the tests build network namespaces and install packages)" >&2
+    # The tests build network namespaces and install packages: as a user, go through sudo,
+    # keeping this user's Rust toolchain (sudo's secure_path and HOME would hide rustup's).
+    if command -v sudo >/dev/null; then
+        echo "test.sh: not root: running again through sudo" >&2
+        exec sudo env "PATH=$PATH" "RUSTUP_HOME=${RUSTUP_HOME:-$HOME/.rustup}" \
+            "CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}" "$0" "$@"
+    fi
+    echo "test.sh: run as root (the tests build network namespaces and install packages); no sudo here" >&2
     exit 2
 fi
 
@@ -22,7 +29,7 @@ if ((${#missing[@]})); then
     # A stale index for a foreign architecture makes `apt-get update` exit 100; the install
     # below is what must succeed.
     apt-get update -q || echo "test.sh: apt-get update failed (continuing; checking the install)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}"
 fi
 for t in iperf3 iperf ip chromium chromedriver xmllint; do
     command -v "$t" >/dev/null || { echo "test.sh: $t is still missing" >&2; exit 1; }

@@ -170,6 +170,21 @@ fn ping_tables_system_and_hostile_input() {
         page.body.contains("192.0.2.99") && page.body.contains("FAILED"),
         "page shows the FAILED entry"
     );
+    // Issue 42 item 6: a board without thermal zones (or cpufreq) is told so, not left out.
+    let zones = std::fs::read_dir("/sys/class/thermal")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("thermal_zone"))
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(
+        page.body.contains("id=\"thermal-note\""),
+        zones == 0,
+        "{zones} thermal zones on this machine"
+    );
+    assert_eq!(page.body.contains("id=\"thermal-table\""), zones > 0);
+    assert!(page.body.contains("id=\"clock-note\""));
 
     // System: the kernel of `uname -r`, memory, storage of the data directory, no secrets.
     let sys = http.get_json("/api/diag/system");

@@ -59,9 +59,16 @@ pub fn config_from(a: &DaemonArgs) -> Result<Config, String> {
     Ok(c)
 }
 
+/// glibc's mmap threshold for the daemon, bytes: blocks this large or larger (argon2's 19 MiB,
+/// an import's or a chart's big buffers) are returned to the kernel when freed.
+pub const MMAP_THRESHOLD: usize = 1 << 20;
+
 /// Run the daemon; returns the exit code.
 pub fn main(a: DaemonArgs) -> i32 {
     crate::logging::init("info");
+    // Before any thread: a login's 19 MiB argon2 block goes back to the kernel when freed
+    // (without it the daemon kept 60–110 MB after a few logins; docs/hardening.md).
+    crate::engine::sys::fix_mmap_threshold(MMAP_THRESHOLD);
     let cfg = match config_from(&a) {
         Ok(c) => c,
         Err(e) => {

@@ -367,7 +367,7 @@ pub fn start_prober(
     let sender = std::thread::Builder::new()
         .name("latency-echo-tx".into())
         .spawn(move || {
-            crate::engine::sys::fine_timer_slack();
+            let _ = crate::engine::sys::fine_timer_slack();
             let start = Instant::now();
             let mut k: u64 = 0;
             let mut seq: u64 = 0;

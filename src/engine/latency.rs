@@ -281,7 +281,7 @@ pub fn start(
     let sender = std::thread::Builder::new()
         .name("latency-probe-tx".into())
         .spawn(move || {
-            crate::engine::sys::fine_timer_slack();
+            let _ = crate::engine::sys::fine_timer_slack();
             let boosted = boost();
             let start = Instant::now();
             let mut k: u64 = 0;

@@ -738,7 +738,7 @@ mod tests {
     fn real_time_pacing_never_runs_ahead() {
         // 8 Mbit/s = 1 MB/s, 1000-byte datagrams: one per ms. On the real clock (other tests
         // share the cores, so only "never ahead" and "no burst" are asserted).
-        crate::engine::udp::fine_timer_slack();
+        let _ = crate::engine::udp::fine_timer_slack();
         let mut p = Pacer::new(8_000_000, MAX_DEBT);
         let t = Instant::now();
         let mut n = 0;

@@ -22,6 +22,15 @@ pub struct CpuMark {
     sys_us: i64,
 }
 
+/// A `timeval` as microseconds. `time_t` and `suseconds_t` are 32-bit on armv7 glibc (i.MX6Q,
+/// Cyclone V) and 64-bit on aarch64/x86_64: callers widen both with `.into()` first, so the sum
+/// is computed in `i64` on every target (saturating: rusage never comes near it).
+fn timeval_us(sec: i64, usec: i64) -> i64 {
+    sec.saturating_mul(1_000_000).saturating_add(usec)
+}
+
+// `.into()` widens on armv7 and is the identity on 64-bit targets (clippy sees only the host).
+#[allow(clippy::useless_conversion)]
 fn rusage_us() -> (i64, i64) {
     use nix::sys::resource::{getrusage, UsageWho};
     match getrusage(UsageWho::RUSAGE_SELF) {
@@ -29,8 +38,8 @@ fn rusage_us() -> (i64, i64) {
             let u = r.user_time();
             let s = r.system_time();
             (
-                u.tv_sec() * 1_000_000 + u.tv_usec(),
-                s.tv_sec() * 1_000_000 + s.tv_usec(),
+                timeval_us(u.tv_sec().into(), u.tv_usec().into()),
+                timeval_us(s.tv_sec().into(), s.tv_usec().into()),
             )
         }
         Err(_) => (0, 0),

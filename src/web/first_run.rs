@@ -169,17 +169,49 @@ pub fn keep_current(state: actix_web::web::Data<super::AppState>) {
     });
 }
 
+/// agetty's trigger file (util-linux `agetty --reload`): every running agetty that saw it
+/// at its start reprints its issue files and prompt when the file's times change.
+pub const AGETTY_RELOAD: &str = "/run/agetty.reload";
+
 /// The password is set: take the code off the login prompt (removed; emptied when the
-/// directory does not let us remove it).
+/// directory does not let us remove it), then ask the running gettys to reprint the prompt
+/// so the spent code leaves the screen now, not at the next address change.
 pub fn withdraw(cfg: &Config) {
     let Some(path) = issue_path(cfg) else { return };
-    match std::fs::remove_file(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+    let present = match std::fs::remove_file(path) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
         Err(_) => {
             if let Err(e) = std::fs::write(path, "") {
                 tracing::warn!("cannot remove the setup code from {}: {e}", path.display());
             }
+            true
+        }
+    };
+    if present {
+        reload_gettys(std::path::Path::new(AGETTY_RELOAD));
+    }
+}
+
+/// Touch `trigger` as `agetty --reload` does (open for writing, set its times to now); never
+/// creates it (agetty watches it only when it existed at agetty's start; tmpfiles.d makes it
+/// at boot). False when it is missing or not ours to write (the code still left the issue
+/// file; the prompt then changes at the next address change or key press).
+pub fn reload_gettys(trigger: &std::path::Path) -> bool {
+    let touched = std::fs::OpenOptions::new()
+        .write(true)
+        .open(trigger)
+        .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+    match touched {
+        Ok(()) => true,
+        Err(e) => {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::info!(
+                    "cannot touch {} to reprint the login prompt: {e}",
+                    trigger.display()
+                );
+            }
+            false
         }
     }
 }
@@ -191,6 +223,29 @@ fn issue_path(cfg: &Config) -> Option<&std::path::Path> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reload_touches_an_existing_trigger_and_never_makes_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let trigger = dir.path().join("agetty.reload");
+        std::fs::write(&trigger, "").unwrap();
+        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+        std::fs::File::options()
+            .write(true)
+            .open(&trigger)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        assert!(reload_gettys(&trigger));
+        let m = std::fs::metadata(&trigger).unwrap().modified().unwrap();
+        assert!(m.duration_since(old).unwrap() > std::time::Duration::from_secs(1_000_000_000));
+        let missing = dir.path().join("none");
+        assert!(!reload_gettys(&missing));
+        assert!(
+            !missing.exists(),
+            "agetty watches only a file it saw at its start"
+        );
+    }
 
     #[test]
     fn the_code_is_accepted_with_a_dash_a_space_or_nothing_in_any_case() {

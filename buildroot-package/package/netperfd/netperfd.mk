@@ -109,8 +109,10 @@ define NETPERFD_LINUX_CONFIG_FIXUPS
 	$(call KCONFIG_ENABLE_OPT,CONFIG_IP6_NF_TARGET_MASQUERADE)
 endef
 
+# Supplementary group systemd-journal (mkusers makes a missing group): Diagnostics → journal
+# reads the unit's journal with journalctl, which needs it.
 define NETPERFD_USERS
-	netperfd -1 netperfd -1 * /var/lib/netperfd - - netperf daemon
+	netperfd -1 netperfd -1 * /var/lib/netperfd - systemd-journal netperf daemon
 endef
 
 $(eval $(cargo-package))

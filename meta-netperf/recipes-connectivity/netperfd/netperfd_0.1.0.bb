@@ -91,7 +91,11 @@ SYSTEMD_SERVICE:${PN} = "netperfd.service"
 SYSTEMD_AUTO_ENABLE:${PN} = "enable"
 
 USERADD_PACKAGES = "${PN}"
-USERADD_PARAM:${PN} = "--system --no-create-home --home-dir ${localstatedir}/lib/netperfd --shell /sbin/nologin --user-group netperfd"
+# Group systemd-journal (made by systemd's recipe; made here too when this package's
+# preinstall runs first: useradd.bbclass skips a group that exists) lets the daemon read its
+# own unit's journal for Diagnostics → journal (journalctl: "insufficient permissions" otherwise).
+GROUPADD_PARAM:${PN} = "--system systemd-journal"
+USERADD_PARAM:${PN} = "--system --no-create-home --home-dir ${localstatedir}/lib/netperfd --shell /sbin/nologin --user-group --groups systemd-journal netperfd"
 
 # file:// sources are in ${WORKDIR} up to scarthgap and in ${UNPACKDIR} from styhead on.
 # Read-only expression: never set UNPACKDIR itself (fatal from styhead on).

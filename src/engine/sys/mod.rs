@@ -10,11 +10,55 @@ use std::os::fd::RawFd;
 pub const UDP_GRO: libc::c_int = 104;
 
 /// Set this thread's timer slack to 1 ns (PR_SET_TIMERSLACK) for precise pacing sleeps.
-pub fn fine_timer_slack() {
-    // SAFETY: prctl with PR_SET_TIMERSLACK takes an integer argument and affects only the
-    // calling thread.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1u64, 0u64, 0u64, 0u64);
+/// Returns the slack the kernel then reports (PR_GET_TIMERSLACK, ns), or the error.
+///
+/// `prctl` is variadic: the kernel reads each argument as an `unsigned long`, 32 bits on armv7.
+/// Passing `u64`s there (as this did until 2026-12) puts the value in a register pair on 32-bit
+/// ARM and the kernel read garbage (24,836,008 ns of slack: paced sends at 0.4–8 % of the rate),
+/// so every argument is a `c_ulong`.
+pub fn fine_timer_slack() -> std::io::Result<u64> {
+    let one: libc::c_ulong = 1;
+    let zero: libc::c_ulong = 0;
+    // SAFETY: prctl(PR_SET_TIMERSLACK, unsigned long, …) reads integers only and affects only
+    // the calling thread; every variadic argument has the C type the kernel reads.
+    let rc = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, one, zero, zero, zero) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    timer_slack_ns()
+}
+
+/// This thread's timer slack (PR_GET_TIMERSLACK), nanoseconds.
+pub fn timer_slack_ns() -> std::io::Result<u64> {
+    let zero: libc::c_ulong = 0;
+    // SAFETY: PR_GET_TIMERSLACK reads no memory; the unused arguments are c_ulong zeros.
+    let rc = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, zero, zero, zero, zero) };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(u64::try_from(rc).unwrap_or(0))
+}
+
+/// Fix glibc malloc's mmap threshold at `bytes` (mallopt M_MMAP_THRESHOLD): every allocation
+/// of at least that size is its own mapping, returned to the kernel when freed. glibc's default
+/// threshold moves up to the size of the largest mapped block freed (up to 32 MiB on 64-bit),
+/// so after one login argon2's 19 MiB block came from the per-thread heaps and stayed there:
+/// 10 MB at start, 110–127 MB after ten wrong passwords. Setting it also fixes the trim
+/// threshold (no dynamic adjustment). True when glibc took it; false elsewhere (musl returns
+/// large blocks to the kernel by itself).
+pub fn fix_mmap_threshold(bytes: usize) -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let Ok(v) = libc::c_int::try_from(bytes) else {
+            return false;
+        };
+        // SAFETY: mallopt takes two ints and only changes malloc's tunables.
+        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, v) == 1 }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        let _ = bytes;
+        false
     }
 }
 
@@ -143,10 +187,11 @@ pub fn sendfile(
     count: usize,
 ) -> std::io::Result<usize> {
     use std::os::fd::AsRawFd;
-    let mut off = offset.min(i64::MAX as u64) as libc::off_t;
-    // SAFETY: off is a valid off_t the kernel may update; both descriptors are open for the
+    // sendfile64: off_t is 32 bits on armv7 glibc; off64_t is 64 bits on every target.
+    let mut off: libc::off64_t = i64::try_from(offset).unwrap_or(i64::MAX);
+    // SAFETY: off is a valid off64_t the kernel may update; both descriptors are open for the
     // duration of the call (file is borrowed, out is the caller's socket).
-    let rc = unsafe { libc::sendfile(out, file.as_raw_fd(), &mut off, count) };
+    let rc = unsafe { libc::sendfile64(out, file.as_raw_fd(), &mut off, count) };
     if rc < 0 {
         Err(std::io::Error::last_os_error())
     } else {
@@ -264,14 +309,29 @@ pub fn recvmmsg(
 fn parse_cmsgs(h: &libc::msghdr) -> (Option<i64>, Option<usize>) {
     let mut ts = None;
     let mut seg = None;
-    // SAFETY: CMSG_* walk the control buffer the kernel filled, within msg_controllen.
+    // The length a cmsg must have for its data to hold a `T` (CMSG_LEN).
+    // cmsg_len is a size_t on glibc and a socklen_t on musl.
+    #[allow(clippy::unnecessary_cast)]
+    fn holds<T>(c: &libc::cmsghdr) -> bool {
+        let need = u32::try_from(std::mem::size_of::<T>()).unwrap_or(u32::MAX);
+        // SAFETY: CMSG_LEN is arithmetic on its argument only.
+        let need = unsafe { libc::CMSG_LEN(need) } as usize;
+        c.cmsg_len as usize >= need
+    }
+    // SAFETY: CMSG_* walk the control buffer the kernel filled, within msg_controllen; a
+    // cmsg's data is read only when its cmsg_len says it holds the type read.
     unsafe {
         let mut c = libc::CMSG_FIRSTHDR(h);
         while !c.is_null() {
             let level = (*c).cmsg_level;
             let ty = (*c).cmsg_type;
             let data = libc::CMSG_DATA(c);
-            if level == libc::SOL_SOCKET && ty == libc::SCM_TIMESTAMPNS {
+            if !holds::<libc::c_int>(&*c) {
+                // Too short for any type read below.
+            } else if level == libc::SOL_SOCKET
+                && ty == libc::SCM_TIMESTAMPNS
+                && holds::<libc::timespec>(&*c)
+            {
                 let t: libc::timespec = std::ptr::read_unaligned(data as *const libc::timespec);
                 ts = Some(t.tv_sec as i64 * 1_000_000 + t.tv_nsec as i64 / 1000);
             } else if level == libc::SOL_UDP && ty == UDP_GRO {
@@ -525,6 +585,16 @@ mod tests {
             got.push(n);
         }
         got
+    }
+
+    #[test]
+    fn timer_slack_is_one_nanosecond_after_fine_timer_slack() {
+        // In a thread of its own: the slack is per thread. On armv7 the u64 arguments of the
+        // old call left 24,836,008 ns here (the kernel read a register the u64 did not fill).
+        let got = std::thread::spawn(|| (fine_timer_slack().unwrap(), timer_slack_ns().unwrap()))
+            .join()
+            .unwrap();
+        assert_eq!(got, (1, 1));
     }
 
     #[test]
