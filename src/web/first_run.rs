@@ -198,10 +198,17 @@ pub fn withdraw(cfg: &Config) {
 /// at boot). False when it is missing or not ours to write (the code still left the issue
 /// file; the prompt then changes at the next address change or key press).
 pub fn reload_gettys(trigger: &std::path::Path) -> bool {
+    use nix::sys::time::TimeSpec;
+    // UTIME_NOW for both times, as futimens(fd, NULL): a file we may only write (group
+    // netperfd, owner root) takes that; an explicit time needs its owner (EPERM in the
+    // boot test with `set_modified`).
     let touched = std::fs::OpenOptions::new()
         .write(true)
         .open(trigger)
-        .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+        .and_then(|f| {
+            nix::sys::stat::futimens(&f, &TimeSpec::UTIME_NOW, &TimeSpec::UTIME_NOW)
+                .map_err(std::io::Error::from)
+        });
     match touched {
         Ok(()) => true,
         Err(e) => {
