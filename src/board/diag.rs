@@ -6,6 +6,16 @@
 //! `journalctl` with fixed arguments when it is installed. Nothing here runs a shell or parses
 //! `ip` output. Not for: ping itself (`crate::engine::ping`) or the daemon's own log lines
 //! (`crate::logging`).
+// Lengths and sizes here come from the network or from files: checked arithmetic and
+// fallible slicing only (issue 37, blocker 3). CI runs clippy with -D warnings.
+#![cfg_attr(
+    not(test),
+    warn(
+        clippy::arithmetic_side_effects,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation
+    )
+)]
 
 use super::error::BoardError;
 use super::links::{netlink, nl_error};
@@ -331,10 +341,12 @@ pub fn parse_meminfo(text: &str) -> Option<Memory> {
             rest.split_whitespace().next()?.parse::<u64>().ok()
         })
     };
-    let b = |key: &str| kb(key).unwrap_or(0) * 1024;
+    let b = |key: &str| kb(key).unwrap_or(0).saturating_mul(1024);
     Some(Memory {
-        total_bytes: kb("MemTotal")? * 1024,
-        available_bytes: kb("MemAvailable").map(|v| v * 1024).unwrap_or(b("MemFree")),
+        total_bytes: kb("MemTotal")?.saturating_mul(1024),
+        available_bytes: kb("MemAvailable")
+            .map(|v| v.saturating_mul(1024))
+            .unwrap_or(b("MemFree")),
         free_bytes: b("MemFree"),
         buffers_bytes: b("Buffers"),
         cached_bytes: b("Cached"),
@@ -370,12 +382,12 @@ pub fn model() -> Option<String> {
 pub fn storage(dir: &Path) -> std::io::Result<Storage> {
     let s = nix::sys::statvfs::statvfs(dir).map_err(std::io::Error::from)?;
     let frag = s.fragment_size() as u64;
-    let total = s.blocks() as u64 * frag;
-    let free = s.blocks_free() as u64 * frag;
-    let avail = s.blocks_available() as u64 * frag;
+    let total = (s.blocks() as u64).saturating_mul(frag);
+    let free = (s.blocks_free() as u64).saturating_mul(frag);
+    let avail = (s.blocks_available() as u64).saturating_mul(frag);
     let used = total.saturating_sub(free);
     // As df: used / (used + available).
-    let base = used + avail;
+    let base = used.saturating_add(avail);
     Ok(Storage {
         path: dir.display().to_string(),
         total_bytes: total,
@@ -519,7 +531,10 @@ pub fn target(host: &Host, port: Option<&str>) -> Result<SocketAddr, String> {
         Host::LinkLocal(ip, dev) => {
             return Ok(SocketAddr::V6(SocketAddrV6::new(*ip, 0, 0, index(dev)?)));
         }
-        Host::Name(n) => lookup(n)?[0],
+        Host::Name(n) => lookup(n)?
+            .first()
+            .copied()
+            .ok_or_else(|| format!("'{n}' has no address"))?,
     };
     match ip {
         IpAddr::V6(v6) if (v6.segments()[0] & 0xffc0) == 0xfe80 => match port {

@@ -28,6 +28,12 @@ pub struct Limits {
     /// A source at its pending cap may replace its own oldest pending entry once that entry
     /// is this old (a client retrying after its stuck attempt is not refused).
     pub replace_own_after: Duration,
+    /// Fair share of *running* entries too: when the table is full and no pending entry can
+    /// go, a source also gives up its newest running entry to a source that would still
+    /// hold at least two fewer after admission (see [`Admission::admit`]). Only for holders
+    /// that watch [`Ticket::evicted`] for the whole of their work (the iperf3 server's
+    /// sessions); false keeps running entries safe (they are then only capped per source).
+    pub fair_share: bool,
 }
 
 /// Why [`Admission::admit`] refused a source.
@@ -119,9 +125,13 @@ impl Admission {
 
     /// Admit a new entry from `source`, pending. When the table is full, the oldest pending
     /// entry of the source holding the most slots is evicted first, if that source holds at
-    /// least two more than `source` would after admission (no flip-flop between equals). A
-    /// source at its pending cap replaces its own oldest pending entry once that is older
-    /// than [`Limits::replace_own_after`].
+    /// least two more than `source` would after admission (no flip-flop between equals);
+    /// with [`Limits::fair_share`], failing a pending one, the newest running entry of such
+    /// a source goes (it has measured the least). The share rule: while an address asks, no
+    /// address keeps more than one slot above it, so a full table of `max` slots shared by
+    /// `k` asking addresses settles at ⌊max/k⌋ or ⌈max/k⌉ each (8 slots, 2 addresses: 4 + 4;
+    /// 3 addresses: 3 + 3 + 2). A source at its pending cap replaces its own oldest pending
+    /// entry once that is older than [`Limits::replace_own_after`].
     pub fn admit(&self, source: IpAddr) -> Result<Ticket, Refused> {
         self.admit_as(source, true)
     }
@@ -157,7 +167,13 @@ impl Admission {
         }
         if t.entries.len() >= l.max {
             let mine_after = t.entries.iter().filter(|e| e.source == source).count() + 1;
-            match t.victim(|e| e.source != source, mine_after + 1) {
+            let at_least = mine_after.saturating_add(1);
+            let victim = t.victim(|e| e.source != source, at_least).or_else(|| {
+                l.fair_share
+                    .then(|| t.newest_running_of_busiest(source, at_least))
+                    .flatten()
+            });
+            match victim {
                 Some(id) => t.evict_id(id),
                 None => return Err(Refused::Busy),
             }
@@ -237,6 +253,23 @@ impl Table {
             .map(|e| e.id)
     }
 
+    /// The newest running (not pending) entry of the source, other than `except`, that holds
+    /// the most slots, provided that source holds at least `at_least`.
+    fn newest_running_of_busiest(&self, except: IpAddr, at_least: usize) -> Option<u64> {
+        let mut per: HashMap<IpAddr, usize> = HashMap::new();
+        for e in &self.entries {
+            let n = per.entry(e.source).or_insert(0);
+            *n = n.saturating_add(1);
+        }
+        let held = |e: &Entry| per.get(&e.source).copied().unwrap_or(0);
+        self.entries
+            .iter()
+            .filter(|e| !e.pending && e.source != except && held(e) >= at_least)
+            // Busiest source first, then the newest entry.
+            .max_by_key(|e| (held(e), e.since, e.id))
+            .map(|e| e.id)
+    }
+
     fn evict_id(&mut self, id: u64) {
         if let Some(i) = self.entries.iter().position(|e| e.id == id) {
             let e = self.entries.swap_remove(i);
@@ -308,7 +341,72 @@ mod tests {
             per_source: 6,
             pending_per_source: 4,
             replace_own_after: Duration::from_secs(3600),
+            fair_share: false,
         }
+    }
+
+    /// Issue 37, item 11: two addresses running six tests each held all 8 slots of the
+    /// iperf3 server (6 + 2) and a third address got "busy". With the fair share, a second
+    /// address takes running slots from the first until they hold 4 + 4; a third then gets
+    /// one (4 + 3 + 1 → it may grow to 3 + 3 + 2); the newest running entry is the one that
+    /// goes, and an address never takes one from an address that holds fewer than two more.
+    #[test]
+    fn fair_share_takes_running_slots_from_an_address_over_its_share() {
+        let a = Admission::new(Limits {
+            fair_share: true,
+            ..limits()
+        });
+        let run = |src: u8| {
+            let t = a.admit(ip(src));
+            if let Ok(t) = &t {
+                t.set_pending(false);
+            }
+            t
+        };
+        let two: Vec<Ticket> = (0..6).map(|_| run(2).expect("admit")).collect();
+        let mut three = Vec::new();
+        let mut refused = Vec::new();
+        for _ in 0..6 {
+            match run(3) {
+                Ok(t) => three.push(t),
+                Err(e) => refused.push(e),
+            }
+        }
+        let live = |v: &[Ticket]| v.iter().filter(|t| !t.is_evicted()).count();
+        assert_eq!((live(&two), three.len()), (4, 4));
+        assert_eq!(refused, vec![Refused::Busy, Refused::Busy]);
+        // The newest two of the first address went.
+        assert!(two[4].is_evicted() && two[5].is_evicted());
+        assert!(two[..4].iter().all(|t| !t.is_evicted()));
+        assert_eq!(a.len(), 8);
+        drop(two);
+        let two: Vec<Ticket> = (0..4).map(|_| run(2).expect("admit")).collect();
+        // A third address gets its share: 1, 2 (each from an address holding 4), then 3
+        // is refused (3 + 3 + 2: nobody holds two more than it would).
+        let four: Vec<Ticket> = (0..2).map(|_| run(4).expect("admit")).collect();
+        assert_eq!(run(4).err(), Some(Refused::Busy));
+        let mut counts = [live(&two), live(&three), live(&four)];
+        counts.sort_unstable();
+        assert_eq!(counts, [2, 3, 3]);
+        assert_eq!(a.len(), 8);
+    }
+
+    #[test]
+    fn without_fair_share_running_entries_are_never_taken() {
+        let a = Admission::new(limits());
+        let two: Vec<Ticket> = (0..6)
+            .map(|_| {
+                let t = a.admit(ip(2)).expect("admit");
+                t.set_pending(false);
+                t
+            })
+            .collect();
+        let three: Vec<Ticket> = (0..2).map(|_| a.admit(ip(3)).expect("admit")).collect();
+        for t in &three {
+            t.set_pending(false);
+        }
+        assert_eq!(a.admit(ip(3)).err(), Some(Refused::Busy));
+        assert!(two.iter().all(|t| !t.is_evicted()));
     }
 
     #[test]

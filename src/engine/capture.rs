@@ -4,6 +4,16 @@
 //! classic pcap file (24-byte global header, 16-byte record headers, LINKTYPE_ETHERNET,
 //! microsecond time stamps) until the time, packet or byte cap is reached or it is stopped.
 //! One thread, blocking. Not for: deciding caps (the caller checks them) or keeping files.
+// Lengths and sizes here come from the network or from files: checked arithmetic and
+// fallible slicing only (issue 37, blocker 3). CI runs clippy with -D warnings.
+#![cfg_attr(
+    not(test),
+    warn(
+        clippy::arithmetic_side_effects,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation
+    )
+)]
 
 use std::io::{Read, Write};
 use std::net::IpAddr;
@@ -12,6 +22,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Bytes of a frame kept at most (pcap's snap length).
 pub const SNAPLEN: usize = 65535;
+/// [`SNAPLEN`] as the pcap header carries it.
+const SNAPLEN_U32: u32 = 65535;
 /// Bytes of the pcap global header.
 pub const GLOBAL_HEADER: u64 = 24;
 /// Bytes of each record header.
@@ -50,10 +62,9 @@ impl Filter {
         }
         let shown =
             |w: &str| -> String { w.chars().take(40).flat_map(char::escape_default).collect() };
-        let mut i = 0;
+        let mut words_left = words.iter().copied();
         let mut expect_term = true;
-        while i < words.len() {
-            let w = words[i];
+        while let Some(w) = words_left.next() {
             if !expect_term {
                 if w != "and" {
                     return Err(format!(
@@ -62,22 +73,20 @@ impl Filter {
                     ));
                 }
                 expect_term = true;
-                i += 1;
                 continue;
             }
             match w {
                 "host" => {
-                    let a = words.get(i + 1).ok_or("filter: 'host' needs an address")?;
+                    let a = words_left.next().ok_or("filter: 'host' needs an address")?;
                     let ip: IpAddr = a.parse().map_err(|_| {
                         format!("filter: '{}' is not an IP address (host takes an address)", shown(a))
                     })?;
                     if f.host.replace(ip).is_some() {
                         return Err("filter: 'host' given twice".into());
                     }
-                    i += 2;
                 }
                 "port" => {
-                    let p = words.get(i + 1).ok_or("filter: 'port' needs a number")?;
+                    let p = words_left.next().ok_or("filter: 'port' needs a number")?;
                     let n: u16 = p
                         .parse()
                         .ok()
@@ -86,7 +95,6 @@ impl Filter {
                     if f.port.replace(n).is_some() {
                         return Err("filter: 'port' given twice".into());
                     }
-                    i += 2;
                 }
                 "tcp" | "udp" | "icmp" => {
                     let p = match w {
@@ -97,7 +105,6 @@ impl Filter {
                     if f.proto.replace(p).is_some() {
                         return Err("filter: one protocol at most".into());
                     }
-                    i += 1;
                 }
                 other => {
                     return Err(format!(
@@ -120,35 +127,47 @@ impl Filter {
         if *self == Filter::default() {
             return true;
         }
-        let Some(mut et) = f.get(12..14).map(|b| u16::from_be_bytes([b[0], b[1]])) else {
+        let Some(mut et) = be16(f, 12) else {
             return false;
         };
         let mut off = 14;
         if et == 0x8100 {
-            let Some(b) = f.get(16..18) else { return false };
-            et = u16::from_be_bytes([b[0], b[1]]);
+            let Some(inner) = be16(f, 16) else {
+                return false;
+            };
+            et = inner;
             off = 18;
         }
-        let ip = &f[off.min(f.len())..];
-        let (proto, src, dst, l4): (u8, IpAddr, IpAddr, Option<&[u8]>) = match et {
-            0x0800 if ip.len() >= 20 && ip[0] >> 4 == 4 => {
-                let ihl = (ip[0] & 0x0f) as usize * 4;
-                let frag = u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff;
-                let s: [u8; 4] = [ip[12], ip[13], ip[14], ip[15]];
-                let d: [u8; 4] = [ip[16], ip[17], ip[18], ip[19]];
+        let ip = f.get(off..).unwrap_or_default();
+        let version = ip.first().map(|b| b >> 4);
+        let (proto, src, dst, l4): (u8, IpAddr, IpAddr, Option<&[u8]>) = match (et, version) {
+            (0x0800, Some(4)) => {
+                let (Some(h), Some(flags)) = (ip.get(..20), be16(ip, 6)) else {
+                    return false;
+                };
+                let ihl = usize::from(h.first().copied().unwrap_or(0) & 0x0f).saturating_mul(4);
+                // An IHL below 5 words is not an IPv4 header: no ports to read behind it.
+                if ihl < 20 {
+                    return false;
+                }
+                let frag = flags & 0x1fff;
+                let (Some(&proto), Some(s), Some(d)) = (h.get(9), addr4(h, 12), addr4(h, 16))
+                else {
+                    return false;
+                };
                 (
-                    ip[9],
+                    proto,
                     IpAddr::from(s),
                     IpAddr::from(d),
                     if frag == 0 { ip.get(ihl..) } else { None },
                 )
             }
-            0x86dd if ip.len() >= 40 && ip[0] >> 4 == 6 => {
-                let mut s = [0u8; 16];
-                let mut d = [0u8; 16];
-                s.copy_from_slice(&ip[8..24]);
-                d.copy_from_slice(&ip[24..40]);
-                (ip[6], IpAddr::from(s), IpAddr::from(d), ip.get(40..))
+            (0x86dd, Some(6)) => {
+                let (Some(&proto), Some(s), Some(d)) = (ip.get(6), addr16(ip, 8), addr16(ip, 24))
+                else {
+                    return false;
+                };
+                (proto, IpAddr::from(s), IpAddr::from(d), ip.get(40..))
             }
             _ => return false,
         };
@@ -171,19 +190,32 @@ impl Filter {
             if proto != 6 && proto != 17 {
                 return false;
             }
-            let Some(l) = l4.filter(|l| l.len() >= 4) else {
+            let (Some(sp), Some(dp)) = (l4.and_then(|l| be16(l, 0)), l4.and_then(|l| be16(l, 2)))
+            else {
                 return false;
             };
-            let (sp, dp) = (
-                u16::from_be_bytes([l[0], l[1]]),
-                u16::from_be_bytes([l[2], l[3]]),
-            );
             if sp != port && dp != port {
                 return false;
             }
         }
         true
     }
+}
+
+/// The big-endian u16 at `at`, if `b` holds it.
+fn be16(b: &[u8], at: usize) -> Option<u16> {
+    let w = b.get(at..at.checked_add(2)?)?;
+    Some(u16::from_be_bytes(w.try_into().ok()?))
+}
+
+/// The 4 bytes at `at` (an IPv4 address), if `b` holds them.
+fn addr4(b: &[u8], at: usize) -> Option<[u8; 4]> {
+    b.get(at..at.checked_add(4)?)?.try_into().ok()
+}
+
+/// The 16 bytes at `at` (an IPv6 address), if `b` holds them.
+fn addr16(b: &[u8], at: usize) -> Option<[u8; 16]> {
+    b.get(at..at.checked_add(16)?)?.try_into().ok()
 }
 
 /// The pcap global header (little-endian, version 2.4, microseconds).
@@ -201,7 +233,9 @@ pub fn global_header(snaplen: u32) -> [u8; 24] {
 pub fn record_header(t: SystemTime, kept: u32, wire: u32) -> [u8; 16] {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let mut h = [0u8; 16];
-    h[0..4].copy_from_slice(&(d.as_secs() as u32).to_le_bytes());
+    // pcap's 32-bit seconds wrap in 2106, as on the wire.
+    let secs = u32::try_from(d.as_secs() & 0xffff_ffff).unwrap_or(0);
+    h[0..4].copy_from_slice(&secs.to_le_bytes());
     h[4..8].copy_from_slice(&d.subsec_micros().to_le_bytes());
     h[8..12].copy_from_slice(&kept.to_le_bytes());
     h[12..16].copy_from_slice(&wire.to_le_bytes());
@@ -271,7 +305,7 @@ pub fn capture(
     out: &mut impl Write,
     progress: &Progress,
 ) -> std::io::Result<Ended> {
-    out.write_all(&global_header(SNAPLEN as u32))?;
+    out.write_all(&global_header(SNAPLEN_U32))?;
     let mut bytes = GLOBAL_HEADER;
     progress.bytes.store(bytes, Ordering::Relaxed);
     let mut packets = 0u64;
@@ -302,19 +336,24 @@ pub fn capture(
             Err(e) => return Err(e),
         };
         let at = SystemTime::now();
-        let frame = &buf[..n];
+        let frame = buf.get(..n).unwrap_or(&buf);
         if !spec.filter.matches(frame) {
             continue;
         }
-        let kept = n.min(SNAPLEN);
-        let add = RECORD_HEADER + kept as u64;
-        if bytes + add > spec.max_bytes {
+        let kept = frame.get(..SNAPLEN).unwrap_or(frame);
+        // n ≤ SNAPLEN + 1: both fit u32.
+        let (kept_len, wire_len) = (
+            u32::try_from(kept.len()).unwrap_or(SNAPLEN_U32),
+            u32::try_from(n).unwrap_or(u32::MAX),
+        );
+        let add = RECORD_HEADER.saturating_add(u64::from(kept_len));
+        if bytes.saturating_add(add) > spec.max_bytes {
             break Ended::Bytes;
         }
-        out.write_all(&record_header(at, kept as u32, n as u32))?;
-        out.write_all(&frame[..kept])?;
-        bytes += add;
-        packets += 1;
+        out.write_all(&record_header(at, kept_len, wire_len))?;
+        out.write_all(kept)?;
+        bytes = bytes.saturating_add(add);
+        packets = packets.saturating_add(1);
         progress.bytes.store(bytes, Ordering::Relaxed);
         progress.packets.store(packets, Ordering::Relaxed);
     };
@@ -340,6 +379,32 @@ mod tests {
         f[34..36].copy_from_slice(&sp.to_be_bytes());
         f[36..38].copy_from_slice(&dp.to_be_bytes());
         f
+    }
+
+    /// Issue 37 (blocker 3): an IPv4 header with IHL < 5 made the filter read the "ports"
+    /// from the IP header itself (IHL 0: the version byte 0x40 and the TOS byte gave source
+    /// port 0x4000 = 16384), so `port 16384` kept a malformed frame. A header shorter than
+    /// 20 bytes has no ports behind it: no port filter matches it; the same frame with
+    /// IHL 5 still matches its real ports.
+    #[test]
+    fn an_ipv4_header_with_ihl_below_5_matches_no_port() {
+        let mut f = v4(17, [192, 0, 2, 1], [192, 0, 2, 2], 5201, 40000);
+        let p16384 = Filter::parse("port 16384").unwrap();
+        let p5201 = Filter::parse("udp and port 5201").unwrap();
+        assert!(p5201.matches(&f));
+        assert!(!p16384.matches(&f));
+        f[14] = 0x40; // version 4, IHL 0
+        assert!(!p16384.matches(&f), "ports read from the IP header itself");
+        assert!(!p5201.matches(&f));
+        f[14] = 0x44; // IHL 4 (16 bytes): still shorter than the fixed header
+        assert!(!p5201.matches(&f));
+        // Truncated frames (every length short of the ports) never match nor panic.
+        let full = v4(6, [192, 0, 2, 1], [192, 0, 2, 2], 1, 2);
+        let any = Filter::parse("host 192.0.2.1 and tcp and port 2").unwrap();
+        for n in 0..14 + 20 + 4 {
+            assert!(!any.matches(&full[..n]), "{n} bytes matched");
+        }
+        assert!(any.matches(&full));
     }
 
     #[test]

@@ -4,6 +4,16 @@
 //! fetch them in parallel, discard the bytes, report 1 s intervals and the goodput).
 //! Plain `http://` only: TLS would measure the board's crypto, not its port.
 //! Not for: recording runs or serving sockets (see `crate::runs::traffic`).
+// Lengths and sizes here come from the network or from files: checked arithmetic and
+// fallible slicing only (issue 37, blocker 3). CI runs clippy with -D warnings.
+#![cfg_attr(
+    not(test),
+    warn(
+        clippy::arithmetic_side_effects,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation
+    )
+)]
 
 use crate::engine::meter::{bps, ConnTotals, Meter};
 use crate::engine::net::{self, Family, SockOpts};
@@ -64,7 +74,8 @@ pub fn parse_range(h: Option<&str>, total: u64) -> RangeAsk {
             if first >= total {
                 return RangeAsk::Unsatisfiable;
             }
-            let last = last.unwrap_or(u64::MAX).min(total - 1);
+            // first < total, so total ≥ 1.
+            let last = last.unwrap_or(u64::MAX).min(total.saturating_sub(1));
             RangeAsk::Part { first, last }
         }
         Some((None, Some(n))) => {
@@ -73,7 +84,7 @@ pub fn parse_range(h: Option<&str>, total: u64) -> RangeAsk {
             } else {
                 RangeAsk::Part {
                     first: total.saturating_sub(n),
-                    last: total - 1,
+                    last: total.saturating_sub(1),
                 }
             }
         }
@@ -143,9 +154,11 @@ impl RequestHead {
 /// Index of the end of the head (after the blank line) in `buf`, if complete.
 pub fn head_end(buf: &[u8]) -> Option<usize> {
     if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-        return Some(i + 4);
+        return i.checked_add(4);
     }
-    buf.windows(2).position(|w| w == b"\n\n").map(|i| i + 2)
+    buf.windows(2)
+        .position(|w| w == b"\n\n")
+        .and_then(|i| i.checked_add(2))
 }
 
 /// Parse a request head (everything up to and including the blank line). Errors are the
@@ -280,9 +293,9 @@ pub fn parse_url(s: &str) -> Result<HttpUrl, String> {
     if s.len() > 2048 || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(format!("'{s}': the URL is too long or contains spaces"));
     }
-    let (authority, target) = match rest.find(['/', '?']) {
-        Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
-        Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
+    let (authority, target) = match rest.find(['/', '?']).map(|i| rest.split_at(i)) {
+        Some((a, t)) if t.starts_with('/') => (a, t.to_string()),
+        Some((a, t)) => (a, format!("/{t}")),
         None => (rest, "/".to_string()),
     };
     let target = target.split('#').next().unwrap_or("/").to_string();
@@ -498,10 +511,10 @@ async fn read_head(s: &mut TcpStream) -> Result<(ResponseHead, Vec<u8>), String>
         if n == 0 {
             return Err("the server closed the connection without a response".into());
         }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(end) = head_end(&buf) {
-            let h = parse_response(&buf[..end])?;
-            return Ok((h, buf[end..].to_vec()));
+        buf.extend_from_slice(chunk.get(..n).unwrap_or(&chunk));
+        if let Some((head, rest)) = head_end(&buf).and_then(|end| buf.split_at_checked(end)) {
+            let h = parse_response(head)?;
+            return Ok((h, rest.to_vec()));
         }
         if buf.len() > MAX_HEAD {
             return Err(format!("response head larger than {MAX_HEAD} bytes"));
@@ -544,18 +557,21 @@ fn content_length(h: &ResponseHead) -> Option<u64> {
 
 /// Split `size` bytes into `n` ranges as even as possible: (first, last) inclusive.
 pub fn split_ranges(size: u64, n: u32) -> Vec<(u64, u64)> {
-    let n = (n as u64).clamp(1, size.max(1));
-    let base = size / n;
-    let extra = size % n;
+    let n = u64::from(n).clamp(1, size.max(1));
+    let (base, extra) = (size.checked_div(n), size.checked_rem(n));
+    let (Some(base), Some(extra)) = (base, extra) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
-    let mut at = 0;
+    let mut at = 0u64;
     for i in 0..n {
-        let len = base + u64::from(i < extra);
-        if len == 0 {
+        // The ranges add up to `size`, so none of these sums overflows.
+        let len = base.saturating_add(u64::from(i < extra));
+        let Some(last) = len.checked_sub(1) else {
             continue;
-        }
-        out.push((at, at + len - 1));
-        at += len;
+        };
+        out.push((at, at.saturating_add(last)));
+        at = at.saturating_add(len);
     }
     out
 }
@@ -634,7 +650,8 @@ async fn fetch_on(
             if !cr.starts_with(&expect) {
                 return Err(format!("the server sent range '{cr}' for bytes {a}-{b}"));
             }
-            b - a + 1
+            // split_ranges gives a ≤ b < size ≤ u64::MAX.
+            b.saturating_sub(a).saturating_add(1)
         }
         None => {
             if h.status != 200 {
@@ -675,8 +692,8 @@ async fn fetch_on(
                 c.id
             ));
         }
-        let take = n.min(want - got);
-        got += take;
+        let take = n.min(want.saturating_sub(got));
+        got = got.saturating_add(take);
         c.add(take);
     }
     Ok(got)
@@ -690,7 +707,10 @@ pub async fn get(
     cancel: Option<Arc<Notify>>,
 ) -> Result<GetResult, GetError> {
     let u = spec.validate().map_err(GetError::new)?;
-    let deadline = Instant::now() + Duration::from_secs(spec.timeout_secs as u64);
+    // validate() keeps timeout_secs within a day.
+    let deadline = Instant::now()
+        .checked_add(Duration::from_secs(u64::from(spec.timeout_secs)))
+        .ok_or_else(|| GetError::new("timeout too long".to_string()))?;
     let (host, port) = (u.host.clone(), u.port);
     let addr = crate::engine::task::spawn_blocking(move || net::resolve(&host, port, Family::Any))
         .await
@@ -730,7 +750,7 @@ pub async fn get(
             local: net::ip_text(local.ip()),
             size,
             ranges,
-            connections: asked.len() as u32,
+            connections: u32::try_from(asked.len()).unwrap_or(u32::MAX),
             bytes,
             seconds,
             bits_per_second: bps(bytes, seconds),
@@ -739,7 +759,9 @@ pub async fn get(
         }
     };
     let mut tick = tokio::time::interval_at(
-        tokio::time::Instant::now() + Duration::from_secs(1),
+        tokio::time::Instant::now()
+            .checked_add(Duration::from_secs(1))
+            .unwrap_or_else(tokio::time::Instant::now),
         Duration::from_secs(1),
     );
     let cancelled = async {

@@ -5,6 +5,16 @@
 //! (or the kernel's own EMSGSIZE) gives the smaller MTU and the probe is sent again smaller,
 //! "port unreachable" from the target ends the path. One probe at a time, one thread,
 //! blocking. Not for: resolving names or deciding limits (the caller does).
+// Lengths and sizes here come from the network or from files: checked arithmetic and
+// fallible slicing only (issue 37, blocker 3). CI runs clippy with -D warnings.
+#![cfg_attr(
+    not(test),
+    warn(
+        clippy::arithmetic_side_effects,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation
+    )
+)]
 
 use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags, SockaddrStorage};
 use serde::Serialize;
@@ -97,7 +107,9 @@ fn answer(v6: bool, e: &libc::sock_extended_err, from: Option<IpAddr>) -> Option
 
 /// Wait up to `limit` for one entry of the error queue we understand.
 fn next_error(fd: i32, limit: Duration) -> Option<Answer> {
-    let end = Instant::now() + limit;
+    let end = Instant::now()
+        .checked_add(limit)
+        .unwrap_or_else(Instant::now);
     let mut data = [0u8; 2048];
     let mut cmsg = nix::cmsg_space!(libc::sock_extended_err, libc::sockaddr_in6);
     loop {
@@ -202,12 +214,12 @@ pub fn trace(spec: &PathSpec) -> std::io::Result<PathResult> {
             mtu: None,
             note: None,
         };
-        let mut tries = 0;
-        let mut resends = 0;
+        let mut tries = 0u32;
+        let mut resends = 0u32;
         loop {
             let len = mtu.saturating_sub(hdr).max(8) as usize;
             let t = Instant::now();
-            let sent = s.send(&buf[..len]);
+            let sent = s.send(buf.get(..len).unwrap_or(&buf));
             if let Err(e) = &sent {
                 if e.raw_os_error() != Some(libc::EMSGSIZE) {
                     hop.note = Some(format!("cannot send: {e}"));
@@ -227,7 +239,7 @@ pub fn trace(spec: &PathSpec) -> std::io::Result<PathResult> {
                     if hop.address.is_none() {
                         hop.address = from;
                     }
-                    resends += 1;
+                    resends = resends.saturating_add(1);
                     continue;
                 }
                 Some(Answer::Hop(a)) => {
@@ -259,12 +271,12 @@ pub fn trace(spec: &PathSpec) -> std::io::Result<PathResult> {
                             m if m > 1280 => 1280,
                             _ => 576,
                         };
-                        resends += 1;
+                        resends = resends.saturating_add(1);
                         if resends < 16 {
                             continue;
                         }
                     }
-                    tries += 1;
+                    tries = tries.saturating_add(1);
                     if tries < 2 {
                         continue;
                     }

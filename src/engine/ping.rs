@@ -6,6 +6,16 @@
 //! socket, else a raw ICMP socket), so the same packets and the same privileges apply. One
 //! thread, blocking: call it from a blocking pool. Not for: deciding limits (the caller
 //! checks count, interval and size) or resolving names.
+// Lengths and sizes here come from the network or from files: checked arithmetic and
+// fallible slicing only (issue 37, blocker 3). CI runs clippy with -D warnings.
+#![cfg_attr(
+    not(test),
+    warn(
+        clippy::arithmetic_side_effects,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation
+    )
+)]
 
 use crate::engine::latency::{echo_request, inet_checksum, parse_reply, EchoSocket, PAYLOAD_LEN};
 use serde::Serialize;
@@ -103,15 +113,23 @@ fn describe(e: &std::io::Error, df: bool) -> String {
 fn request(v6: bool, ident: u16, seq: u32, size: usize) -> Vec<u8> {
     let mut p = echo_request(v6, ident, seq as u64).to_vec();
     let start = p.len();
-    p.resize(8 + size.max(MIN_SIZE), 0);
-    for (i, b) in p.iter_mut().enumerate().skip(start) {
-        *b = i as u8;
+    p.resize(size.max(MIN_SIZE).saturating_add(8), 0);
+    // The payload counts up from the header's end, byte by byte (as ping's pattern).
+    for (b, i) in p
+        .iter_mut()
+        .skip(start)
+        .zip((0..=u8::MAX).cycle().skip(start))
+    {
+        *b = i;
     }
     if !v6 {
-        p[2] = 0;
-        p[3] = 0;
+        if let Some(sum) = p.get_mut(2..4) {
+            sum.fill(0);
+        }
         let c = inet_checksum(&p);
-        p[2..4].copy_from_slice(&c.to_be_bytes());
+        if let Some(sum) = p.get_mut(2..4) {
+            sum.copy_from_slice(&c.to_be_bytes());
+        }
     }
     p
 }
@@ -168,25 +186,37 @@ pub fn ping(spec: &PingSpec) -> std::io::Result<PingResult> {
     let mut buf = vec![0u8; 65536 + 64];
     loop {
         let now = Instant::now();
-        let due = start + spec.interval * next;
+        // The caller bounds count × interval (a Diagnostics ping lasts seconds).
+        let due = spec
+            .interval
+            .checked_mul(next)
+            .and_then(|d| start.checked_add(d))
+            .unwrap_or(start);
         if next < count && now >= due {
             let pkt = request(v6, ident, next, spec.size);
+            let k = usize::try_from(next).unwrap_or(usize::MAX);
             match sock.send_to(&pkt, spec.target) {
                 Ok(_) => {
-                    sent_at[next as usize] = Some(Instant::now());
-                    sent += 1;
+                    if let Some(t) = sent_at.get_mut(k) {
+                        *t = Some(Instant::now());
+                    }
+                    sent = sent.saturating_add(1);
                 }
-                Err(e) => replies[next as usize].error = Some(describe(&e, spec.dont_fragment)),
+                Err(e) => {
+                    if let Some(r) = replies.get_mut(k) {
+                        r.error = Some(describe(&e, spec.dont_fragment));
+                    }
+                }
             }
             last_send = Instant::now();
-            next += 1;
+            next = next.saturating_add(1);
             continue;
         }
         let waiting = sent_at
             .iter()
             .zip(&replies)
             .any(|(s, r)| s.is_some() && r.rtt_ms.is_none());
-        let give_up = last_send + spec.timeout;
+        let give_up = last_send.checked_add(spec.timeout).unwrap_or(last_send);
         if next == count && (!waiting || now >= give_up) {
             break;
         }
@@ -212,23 +242,26 @@ pub fn ping(spec: &PingSpec) -> std::io::Result<PingResult> {
         if from.ip() != spec.target.ip() {
             continue;
         }
-        let Some(seq) = parse_reply(&buf[..n], v6, raw, ident) else {
+        let got = buf.get(..n).unwrap_or(&buf);
+        let Some(seq) = parse_reply(got, v6, raw, ident) else {
             continue;
         };
-        let Some(i) = usize::try_from(seq).ok().filter(|&i| i < replies.len()) else {
+        let Some(i) = usize::try_from(seq).ok() else {
             continue;
         };
-        let (Some(t), None) = (sent_at[i], replies[i].rtt_ms) else {
+        let (Some(Some(t)), Some(reply)) = (sent_at.get(i).copied(), replies.get_mut(i)) else {
             continue;
         };
-        let ihl = if raw && !v6 {
-            (buf[0] & 0x0f) as usize * 4
-        } else {
-            0
+        if reply.rtt_ms.is_some() {
+            continue;
+        }
+        let ihl = match got.first() {
+            Some(b) if raw && !v6 => usize::from(b & 0x0f).saturating_mul(4),
+            _ => 0,
         };
-        replies[i].rtt_ms = Some(at.saturating_duration_since(t).as_secs_f64() * 1e3);
-        replies[i].bytes = Some(n.saturating_sub(ihl));
-        received += 1;
+        reply.rtt_ms = Some(at.saturating_duration_since(t).as_secs_f64() * 1e3);
+        reply.bytes = Some(n.saturating_sub(ihl));
+        received = received.saturating_add(1);
     }
     Ok(finish(spec, es.kind(), sent, received, replies))
 }

@@ -105,8 +105,10 @@ fn throughput_points(p: &mut Points, iv: &[IntervalRow], prefix: &str, per_strea
         } else {
             format!("{prefix}{role}")
         };
-        // seq → (latest end, sum of bits/s), in the order the intervals came.
+        // seq → (latest end, sum of bits/s), in the order the intervals came; `at_seq` finds
+        // a seq's entry (a linear search made a 750,000-interval run take minutes).
         let mut sums: Vec<(i64, f64, f64)> = Vec::new();
+        let mut at_seq: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
         for i in iv.iter().filter(|i| i.sender == sender) {
             if per_stream && n > 1 {
                 p.add(
@@ -115,12 +117,15 @@ fn throughput_points(p: &mut Points, iv: &[IntervalRow], prefix: &str, per_strea
                     i.bits_per_second,
                 );
             }
-            match sums.iter_mut().find(|s| s.0 == i.seq) {
+            match at_seq.get(&i.seq).and_then(|&k| sums.get_mut(k)) {
                 Some(s) => {
                     s.1 = s.1.max(i.end);
                     s.2 += i.bits_per_second;
                 }
-                None => sums.push((i.seq, i.end, i.bits_per_second)),
+                None => {
+                    at_seq.insert(i.seq, sums.len());
+                    sums.push((i.seq, i.end, i.bits_per_second));
+                }
             }
         }
         for (_, end, bps) in sums {
@@ -269,6 +274,90 @@ impl Chart {
     pub fn is_empty(&self) -> bool {
         self.t.is_empty()
     }
+
+    /// At most `max_points` time points (at least 2): the time axis is cut into
+    /// `max_points / 2` buckets of consecutive points, and each bucket keeps two, at its
+    /// first and last time, carrying each line's smallest and largest value of the bucket in
+    /// the order they came (min/max decimation). Peaks and dips stay visible whatever the
+    /// length (a mean per bucket would flatten a 1 s spike in a 24 h run to nothing); the
+    /// figures and the verdict are computed from the stored data, not from the chart. A
+    /// line with one value in a bucket shows it at both points, one with none has a gap.
+    /// Charts with at most `max_points` points are returned as they are.
+    pub fn downsampled(self, max_points: usize) -> Chart {
+        let n = self.t.len();
+        if n <= max_points.max(2) {
+            return self;
+        }
+        let buckets = (max_points / 2).max(1);
+        let bounds: Vec<(usize, usize)> = (0..buckets)
+            .map(|b| {
+                (
+                    b * n / buckets,
+                    ((b + 1) * n / buckets).max(b * n / buckets + 1),
+                )
+            })
+            .collect();
+        let mut t = Vec::with_capacity(buckets * 2);
+        for &(lo, hi) in &bounds {
+            let at = |i: usize| self.t.get(i).copied().unwrap_or_default();
+            t.push(at(lo));
+            t.push(at(hi - 1));
+        }
+        let series = self
+            .series
+            .into_iter()
+            .map(|s| {
+                let mut values = Vec::with_capacity(buckets * 2);
+                for &(lo, hi) in &bounds {
+                    let mut min: Option<(usize, f64)> = None;
+                    let mut max: Option<(usize, f64)> = None;
+                    for (i, v) in s.values.get(lo..hi).unwrap_or_default().iter().enumerate() {
+                        let Some(v) = *v else { continue };
+                        if min.is_none_or(|(_, m)| v < m) {
+                            min = Some((i, v));
+                        }
+                        if max.is_none_or(|(_, m)| v > m) {
+                            max = Some((i, v));
+                        }
+                    }
+                    match (min, max) {
+                        (Some(a), Some(b)) => {
+                            let (first, second) = if a.0 <= b.0 { (a, b) } else { (b, a) };
+                            values.push(Some(first.1));
+                            values.push(Some(second.1));
+                        }
+                        _ => {
+                            values.push(None);
+                            values.push(None);
+                        }
+                    }
+                }
+                Series {
+                    label: s.label,
+                    values,
+                }
+            })
+            .collect();
+        Chart { t, series }
+    }
+}
+
+/// Most time points a chart of [`charts_of`] has (see [`Chart::downsampled`]).
+pub const MAX_CHART_POINTS: usize = 2000;
+
+impl RunCharts {
+    /// Every chart cut to at most `max_points` time points ([`Chart::downsampled`]).
+    pub fn downsampled(self, max_points: usize) -> RunCharts {
+        RunCharts {
+            throughput: self.throughput.downsampled(max_points),
+            cpu: self.cpu.downsampled(max_points),
+            ports: self.ports.downsampled(max_points),
+            rtt: self.rtt.downsampled(max_points),
+            drops: self.drops.downsampled(max_points),
+            clock: self.clock.downsampled(max_points),
+            temperature: self.temperature.downsampled(max_points),
+        }
+    }
 }
 
 /// The RTT chart of a latency run, ms on the run's time axis: one line for the ICMP probes
@@ -387,7 +476,9 @@ fn timestamps_at_start(store: &Store, run: &RunRow) -> bool {
         .unwrap_or(true)
 }
 
-/// All charts of run `id`.
+/// All charts of run `id`, each with at most [`MAX_CHART_POINTS`] time points. Reads the
+/// run's intervals and samples (seconds for a long run): call it off the web server's
+/// workers.
 pub fn charts_of(store: &Store, run: &RunRow) -> RunCharts {
     let iv = store.intervals(run.id).unwrap_or_default();
     let legs: Vec<(RunRow, Vec<IntervalRow>)> = if run.kind.has_legs() {
@@ -424,7 +515,7 @@ pub fn charts_of(store: &Store, run: &RunRow) -> RunCharts {
     if let Some(s) = series {
         (c.drops, c.clock, c.temperature) = board_charts(&s);
     }
-    c
+    c.downsampled(MAX_CHART_POINTS)
 }
 
 #[cfg(test)]
@@ -450,6 +541,52 @@ mod tests {
             jitter_ms: None,
             out_of_order: None,
         }
+    }
+
+    /// Issue 37, item 9: a run with 750,000 intervals (a hostile agent's flood) gave a
+    /// 750,000-point chart and took minutes (a linear search per interval). Its chart now
+    /// has at most 2,000 time points per line, keeps the first and last time, the one spike
+    /// (9 Gbit/s at interval 500,000) and the one dip (0 at 123,457), and every other point
+    /// is the flat 1 Mbit/s.
+    #[test]
+    fn a_750k_interval_run_charts_at_most_2000_points_with_peaks_kept() {
+        let n = 750_000i64;
+        let rows: Vec<IntervalRow> = (0..n)
+            .map(|k| {
+                let bps = match k {
+                    500_000 => 9e9,
+                    123_457 => 0.0,
+                    _ => 1e6,
+                };
+                let mut r = iv(k, 5, true, (k + 1) as f64 * 0.004, bps);
+                r.start = k as f64 * 0.004;
+                r
+            })
+            .collect();
+        let c = build_charts(&rows, &[], &[], &[]).downsampled(MAX_CHART_POINTS);
+        let tp = &c.throughput;
+        assert!(tp.t.len() <= 2000, "{} points", tp.t.len());
+        assert_eq!(tp.t.len(), 2000);
+        assert_eq!(tp.t.first().copied(), Some(0.004));
+        assert_eq!(tp.t.last().copied(), Some(3000.0));
+        assert_eq!(tp.series.len(), 1);
+        let v: Vec<f64> = tp.series[0]
+            .values
+            .iter()
+            .map(|v| v.expect("value"))
+            .collect();
+        assert_eq!(v.len(), tp.t.len());
+        assert_eq!(v.iter().copied().fold(f64::MIN, f64::max), 9e9);
+        assert_eq!(v.iter().copied().fold(f64::MAX, f64::min), 0.0);
+        assert_eq!(v.iter().filter(|&&x| x == 9e9).count(), 1);
+        assert_eq!(v.iter().filter(|&&x| x == 0.0).count(), 1);
+        assert_eq!(v.iter().filter(|&&x| x == 1e6).count(), 1998);
+        // The spike sits in the bucket of its time (interval 500,000 ends at 2000.004 s).
+        let at = v.iter().position(|&x| x == 9e9).expect("spike");
+        assert!(tp.t[at - 1] <= 2000.004 && 2000.004 <= tp.t[at + 1]);
+        // A short chart is left as it is.
+        let small = build_charts(&rows[..100], &[], &[], &[]);
+        assert_eq!(small.clone().downsampled(MAX_CHART_POINTS), small);
     }
 
     #[test]

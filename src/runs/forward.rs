@@ -747,6 +747,7 @@ pub(crate) async fn run_peer_job(
         .map_err(|e| (RunStatus::Failed, e.message))?;
     let limit = Duration::from_secs(u64::from(spec.time.unwrap_or(10)) + GRACE_SECS);
     let t0 = Instant::now();
+    let mut bound = super::intake::IntervalBound::new(spec.parallel, spec.bidir);
     let (mut since, mut errors, mut stopping) = (0usize, 0u32, false);
     loop {
         tokio::select! {
@@ -761,7 +762,7 @@ pub(crate) async fn run_peer_job(
                 errors = 0;
                 let mut fresh = Vec::new();
                 if v.first == since {
-                    fresh = v.intervals.clone();
+                    fresh = bound.accept(v.intervals.clone());
                     since = v.first + v.intervals.len();
                 }
                 each_poll(fresh);

@@ -7,6 +7,7 @@
 pub mod anon;
 pub mod drops;
 pub mod forward;
+pub mod intake;
 pub mod iperf2;
 pub mod latency;
 pub mod live;

@@ -161,6 +161,7 @@ pub fn http_limits() -> Limits {
         per_source: MAX_HTTP_PER_ADDRESS,
         pending_per_source: MAX_HTTP_PENDING_PER_ADDRESS,
         replace_own_after: Duration::from_secs(1),
+        fair_share: false,
     }
 }
 
@@ -172,6 +173,7 @@ pub fn raw_limits() -> Limits {
         per_source: MAX_RAW_PER_ADDRESS,
         pending_per_source: MAX_RAW_PENDING_PER_ADDRESS,
         replace_own_after: Duration::from_secs(1),
+        fair_share: false,
     }
 }
 

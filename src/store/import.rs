@@ -7,6 +7,16 @@
 //! column types of each table): a file can never put a value into the database that a page
 //! cannot read. After the commit, retention runs (in batches) with imported runs pruned
 //! first, so an import never evicts this board's own runs.
+// Lengths and sizes here come from the network or from files: checked arithmetic and
+// fallible slicing only (issue 37, blocker 3). CI runs clippy with -D warnings.
+#![cfg_attr(
+    not(test),
+    warn(
+        clippy::arithmetic_side_effects,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation
+    )
+)]
 
 use super::transfer::{bad, run_tables, EXPORT_FORMAT, EXPORT_VERSION};
 use super::{now_ms, Result, Store, StoreError};
@@ -137,7 +147,7 @@ fn check_time(m: &Map<String, Value>, k: &str, now: i64, what: &str) -> Result<O
             day(t)
         )));
     }
-    if now >= MIN_TIME_MS && t > now + MAX_SKEW_MS {
+    if now >= MIN_TIME_MS && t > now.saturating_add(MAX_SKEW_MS) {
         return Err(bad(format!(
             "{what}: \"{k}\" {t} ({}) is in the future (this board's clock says {})",
             day(t),
@@ -358,7 +368,7 @@ impl Importer<'_, '_> {
                     "INSERT INTO suite_defs (name, builtin, body_json, created_at, updated_at) VALUES (?1, 0, ?2, ?3, ?3)",
                     params![name, body.to_string(), self.now],
                 )?;
-                self.sum.defs_added += 1;
+                self.sum.defs_added = self.sum.defs_added.saturating_add(1);
                 self.tx.last_insert_rowid()
             }
         };
@@ -373,7 +383,7 @@ impl Importer<'_, '_> {
         let (ob, oid) = identity(&m, &what)?;
         if let Some(l) = self.find_local("suites", &ob, oid)? {
             self.suite_map.insert(fid, l);
-            self.sum.suites_present += 1;
+            self.sum.suites_present = self.sum.suites_present.saturating_add(1);
             return Ok(());
         }
         check_suite(&m, self.now, &what)?;
@@ -401,7 +411,7 @@ impl Importer<'_, '_> {
             e => e,
         })?;
         self.suite_map.insert(fid, id);
-        self.sum.suites_added += 1;
+        self.sum.suites_added = self.sum.suites_added.saturating_add(1);
         Ok(())
     }
 
@@ -446,7 +456,7 @@ impl Importer<'_, '_> {
         };
         if let Some(l) = self.find_local("runs", &ob, oid)? {
             self.run_map.insert(fid, (l, false));
-            self.sum.runs_present += 1;
+            self.sum.runs_present = self.sum.runs_present.saturating_add(1);
             return Ok(());
         }
         check_run(&m, self.now, &what)?;
@@ -470,7 +480,7 @@ impl Importer<'_, '_> {
             e => e,
         })?;
         self.run_map.insert(fid, (id, true));
-        self.sum.runs_added += 1;
+        self.sum.runs_added = self.sum.runs_added.saturating_add(1);
         Ok(())
     }
 
@@ -677,7 +687,7 @@ struct Counted<R> {
 impl<R: Read> Read for Counted<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let k = self.inner.read(buf)?;
-        self.n += k as u64;
+        self.n = self.n.saturating_add(k as u64);
         if self.n > self.max {
             return Err(std::io::Error::other(format!(
                 "the history file is larger than {} bytes",

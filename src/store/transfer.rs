@@ -6,6 +6,16 @@
 //! origin columns and are exported with this board's id; imported rows keep the origin they
 //! came with, so a run passed on from board to board stays one run. Importing a run whose
 //! identity is already here adds nothing.
+// Lengths and sizes here come from the network or from files: checked arithmetic and
+// fallible slicing only (issue 37, blocker 3). CI runs clippy with -D warnings.
+#![cfg_attr(
+    not(test),
+    warn(
+        clippy::arithmetic_side_effects,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation
+    )
+)]
 
 use super::{now_ms, Result, Store, StoreError};
 use rusqlite::types::ValueRef;
@@ -190,7 +200,7 @@ impl Store {
                 m.remove("def_id");
                 m.remove("schedule_id");
                 origin(&mut m);
-                nsuites += 1;
+                nsuites = nsuites.saturating_add(1);
                 l.push(&m)
             },
         )?;
@@ -209,7 +219,7 @@ impl Store {
                 if let Some(l) = ledger {
                     m.insert("loss_ledger".into(), l);
                 }
-                nruns += 1;
+                nruns = nruns.saturating_add(1);
                 l.push(&m)
             },
         )?;

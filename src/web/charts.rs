@@ -17,9 +17,14 @@ use super::run_not_found as not_found;
 
 async fn chart(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
     let id = path.into_inner();
-    match state.store.get_run(id) {
-        Ok(Some(r)) => HttpResponse::Ok().json(charts_of(&state.store, &r)),
-        Ok(None) => not_found(id),
+    let store = state.store.clone();
+    // Off the async workers: a long run's intervals take seconds to read and chart, and the
+    // other requests must not wait for them (issue 37, item 9).
+    let res = web::block(move || store.get_run(id).map(|r| r.map(|r| charts_of(&store, &r)))).await;
+    match res {
+        Ok(Ok(Some(c))) => HttpResponse::Ok().json(c),
+        Ok(Ok(None)) => not_found(id),
+        Ok(Err(e)) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         Err(e) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
@@ -30,26 +35,35 @@ async fn analysis_api(
     path: web::Path<i64>,
 ) -> HttpResponse {
     let id = path.into_inner();
-    match state.store.get_run(id) {
-        Ok(Some(r)) => {
-            let legs: Vec<serde_json::Value> = if r.kind.has_legs() {
-                state
-                    .store
-                    .children(id)
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|l| json!({"id": l.id, "port": l.bind_dev, "analysis": analyze_run(&state.store, l)}))
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            HttpResponse::Ok().json(json!({
-                "run": id,
-                "analysis": analyze_run(&state.store, &r),
-                "legs": legs,
-            }))
-        }
-        Ok(None) => not_found(id),
+    let store = state.store.clone();
+    // Off the async workers, as the chart.
+    let res = web::block(move || {
+        let Some(r) = store.get_run(id)? else {
+            return Ok(None);
+        };
+        let legs: Vec<serde_json::Value> = if r.kind.has_legs() {
+            store
+                .children(id)
+                .unwrap_or_default()
+                .iter()
+                .map(
+                    |l| json!({"id": l.id, "port": l.bind_dev, "analysis": analyze_run(&store, l)}),
+                )
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok::<_, crate::store::StoreError>(Some(json!({
+            "run": id,
+            "analysis": analyze_run(&store, &r),
+            "legs": legs,
+        })))
+    })
+    .await;
+    match res {
+        Ok(Ok(Some(v))) => HttpResponse::Ok().json(v),
+        Ok(Ok(None)) => not_found(id),
+        Ok(Err(e)) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         Err(e) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }

@@ -3,6 +3,16 @@
 //! every datagram in 2.0.10+/2.1 layout, offset 12 in 2.0.5 layout), the UDP datagram header
 //! (sequence number, sender wall-clock time), the FIN and the server report datagram.
 //! All fields are big-endian 32-bit integers. Parsers check lengths strictly and never panic.
+// Lengths and sizes here come from the network or from files: checked arithmetic and
+// fallible slicing only (issue 37, blocker 3). CI runs clippy with -D warnings.
+#![cfg_attr(
+    not(test),
+    warn(
+        clippy::arithmetic_side_effects,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation
+    )
+)]
 
 /// Default iperf 2 port (TCP and UDP).
 pub const DEFAULT_PORT: u16 = 5001;
@@ -68,12 +78,25 @@ pub enum WireError {
     Range { field: &'static str, value: i64 },
 }
 
+/// The big-endian u32 at `at`; 0 when `b` is too short (callers check the length first).
 fn be32(b: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+    at.checked_add(4)
+        .and_then(|end| b.get(at..end))
+        .and_then(|w| <[u8; 4]>::try_from(w).ok())
+        .map_or(0, u32::from_be_bytes)
 }
 
+/// Put `v` big-endian at `at`; nothing when `b` is too short (callers size it first).
 fn put32(b: &mut [u8], at: usize, v: u32) {
-    b[at..at + 4].copy_from_slice(&v.to_be_bytes());
+    if let Some(w) = at.checked_add(4).and_then(|end| b.get_mut(at..end)) {
+        w.copy_from_slice(&v.to_be_bytes());
+    }
+}
+
+/// The low 32 bits of `x` (what a 32-bit wire word of a 64-bit count carries).
+#[allow(clippy::cast_possible_truncation)]
+fn low32(x: u64) -> u32 {
+    x as u32
 }
 
 /// The return test a client asks for.
@@ -160,7 +183,7 @@ impl ClientHeader {
     /// The test length: `Ok(Duration)` for a timed test, or the byte count.
     pub fn amount(&self) -> Amount {
         if self.amount < 0 {
-            Amount::Time(-(self.amount as i64) as f64 / 100.0)
+            Amount::Time(-f64::from(self.amount) / 100.0)
         } else {
             Amount::Bytes(self.amount as u64)
         }
@@ -211,6 +234,7 @@ pub fn ext_rate(hdr: &[u8]) -> Option<u32> {
 /// Length of the UDP client header a 2.1 client sends (v1 fields + extension), bytes; the
 /// flags carry it as `len << 1` with HEADER_LEN_BIT (2.1.8: `0x…0098`).
 pub const UDP_EXT_HEADER_LEN: usize = 76;
+const UDP_EXT_HEADER_LEN_U32: u32 = 76;
 /// Version words a 2.1.8 client puts in the extension (2.1.8 = `0x00020001`, `0x00080003`).
 const EXT_VERSION: (u32, u32) = (0x0002_0001, 0x0008_0003);
 
@@ -223,15 +247,16 @@ const EXT_VERSION: (u32, u32) = (0x0002_0001, 0x0008_0003);
 /// length. Our datagrams carry the high id word at offset 12, as SEQNO64B says.
 pub fn udp_client_header_ext(h: &ClientHeader, rate_bps: u64) -> Vec<u8> {
     let mut v1 = *h;
-    v1.flags |=
-        HEADER_EXTEND | HEADER_SEQNO64B | HEADER_LEN_BIT | ((UDP_EXT_HEADER_LEN as u32) << 1);
+    v1.flags |= HEADER_EXTEND | HEADER_SEQNO64B | HEADER_LEN_BIT | (UDP_EXT_HEADER_LEN_U32 << 1);
     let mut b = vec![0u8; UDP_EXT_HEADER_LEN];
-    b[..CLIENT_HEADER_LEN].copy_from_slice(&v1.to_bytes());
-    let e = CLIENT_HEADER_LEN;
-    put32(&mut b, e + 12, EXT_VERSION.0);
-    put32(&mut b, e + 16, EXT_VERSION.1);
-    put32(&mut b, e + 24, rate_bps as u32);
-    put32(&mut b, e + 28, ((rate_bps >> 32) as u32) << 8);
+    if let Some(d) = b.get_mut(..CLIENT_HEADER_LEN) {
+        d.copy_from_slice(&v1.to_bytes());
+    }
+    const E: usize = CLIENT_HEADER_LEN;
+    put32(&mut b, E + 12, EXT_VERSION.0);
+    put32(&mut b, E + 16, EXT_VERSION.1);
+    put32(&mut b, E + 24, low32(rate_bps));
+    put32(&mut b, E + 28, low32(rate_bps >> 32) << 8);
     b
 }
 
@@ -267,12 +292,12 @@ impl Layout {
 /// (None when the datagram is too short or carries none).
 pub fn classify_udp(first: &[u8]) -> (Layout, bool, Option<ClientHeader>) {
     let at16 = if first.len() >= 16 + CLIENT_HEADER_LEN {
-        ClientHeader::parse(&first[16..]).ok()
+        first.get(16..).and_then(|h| ClientHeader::parse(h).ok())
     } else {
         None
     };
     let at12 = if first.len() >= 12 + CLIENT_HEADER_LEN {
-        ClientHeader::parse(&first[12..]).ok()
+        first.get(12..).and_then(|h| ClientHeader::parse(h).ok())
     } else {
         None
     };
@@ -349,6 +374,8 @@ pub struct ReportExt {
     pub ipg_sum: i32,
 }
 
+// f64 → i32 `as` saturates (NaN → 0): the wanted clamp to the wire word.
+#[allow(clippy::cast_possible_truncation)]
 fn split_secs(v: f64) -> (i32, i32) {
     let whole = v.trunc();
     (
@@ -363,6 +390,8 @@ fn join_secs(p: (i32, i32)) -> f64 {
 
 impl ReportExt {
     /// From latency figures (ms) measured over `seconds`.
+    // f64 → i32 `as` saturates: the wanted clamp to the wire words.
+    #[allow(clippy::cast_possible_truncation)]
     pub fn from_latency(l: &crate::engine::report::LatencyMs, seconds: f64) -> ReportExt {
         let t = crate::engine::udp::Transit::from_ms(l);
         let pps = if seconds > 0.0 {
@@ -396,29 +425,36 @@ impl ReportExt {
                 stdev: if n < 2 {
                     0.0
                 } else {
-                    (m2.max(0.0) / (n - 1) as f64).sqrt() * 1e3
+                    (m2.max(0.0) / (f64::from(n) - 1.0)).sqrt() * 1e3
                 },
             }
         })
     }
 
     fn words(&self) -> [u32; 15] {
-        let p = |x: (i32, i32)| [x.0 as u32, x.1 as u32];
-        let mut w = [0u32; 15];
-        for (i, pair) in [self.min, self.max, self.sum, self.mean, self.m2, self.vd]
-            .into_iter()
-            .enumerate()
-        {
-            w[2 * i..2 * i + 2].copy_from_slice(&p(pair));
-        }
-        w[12] = self.cnt_transit as u32;
-        w[13] = self.ipg_cnt as u32;
-        w[14] = self.ipg_sum as u32;
-        w
+        let [a, b, c, d, e, f] = [self.min, self.max, self.sum, self.mean, self.m2, self.vd]
+            .map(|x| [x.0 as u32, x.1 as u32]);
+        [
+            a[0],
+            a[1],
+            b[0],
+            b[1],
+            c[0],
+            c[1],
+            d[0],
+            d[1],
+            e[0],
+            e[1],
+            f[0],
+            f[1],
+            self.cnt_transit as u32,
+            self.ipg_cnt as u32,
+            self.ipg_sum as u32,
+        ]
     }
 
     fn parse(b: &[u8], at: usize) -> ReportExt {
-        let w = |i: usize| be32(b, at + 4 * i) as i32;
+        let w = |i: usize| be32(b, at.saturating_add(i.saturating_mul(4))) as i32;
         ReportExt {
             min: (w(0), w(1)),
             max: (w(2), w(3)),
@@ -456,11 +492,11 @@ impl ServerReport {
 
     /// Parse the v1 fields at `at`. Errors when the datagram is too short.
     pub fn parse_at(b: &[u8], at: usize) -> Result<ServerReport, WireError> {
-        let need = at + SERVER_REPORT_LEN;
+        let need = at.saturating_add(SERVER_REPORT_LEN);
         if b.len() < need {
             return Err(WireError::Short { got: b.len(), need });
         }
-        let w = |i: usize| be32(b, at + 4 * i);
+        let w = |i: usize| be32(b, at.saturating_add(i.saturating_mul(4)));
         Ok(ServerReport {
             flags: w(0),
             total_len: ((w(1) as u64) << 32) | w(2) as u64,
@@ -471,8 +507,9 @@ impl ServerReport {
             datagrams: w(7) as i32,
             jitter_sec: w(8) as i32,
             jitter_usec: w(9) as i32,
-            ext: (w(0) & HEADER_EXTEND != 0 && b.len() >= need + SERVER_REPORT_EXT_LEN)
-                .then(|| ReportExt::parse(b, need)),
+            ext: (w(0) & HEADER_EXTEND != 0
+                && b.len() >= need.saturating_add(SERVER_REPORT_EXT_LEN))
+            .then(|| ReportExt::parse(b, need)),
         })
     }
 
@@ -505,13 +542,14 @@ impl ServerReport {
         let at = layout.offset();
         let ext = self.ext.filter(|_| layout == Layout::V21);
         let min = match layout {
-            Layout::V205 => at + SERVER_REPORT_LEN,
+            Layout::V205 => at.saturating_add(SERVER_REPORT_LEN),
             Layout::V21 => 128,
         };
         let mut b = vec![0u8; len.clamp(min, 65507)];
         if layout == Layout::V205 {
-            let n = fin.len().min(12);
-            b[..n].copy_from_slice(&fin[..n]);
+            for (d, s) in b.iter_mut().zip(fin).take(12) {
+                *d = *s;
+            }
         }
         let flags = match layout {
             Layout::V205 => HEADER_VERSION1,
@@ -519,8 +557,8 @@ impl ServerReport {
         } | if ext.is_some() { HEADER_EXTEND } else { 0 };
         let words = [
             flags,
-            (self.total_len >> 32) as u32,
-            self.total_len as u32,
+            low32(self.total_len >> 32),
+            low32(self.total_len),
             self.stop_sec as u32,
             self.stop_usec as u32,
             self.error_cnt as u32,
@@ -530,11 +568,16 @@ impl ServerReport {
             self.jitter_usec as u32,
         ];
         for (i, w) in words.iter().enumerate() {
-            put32(&mut b, at + 4 * i, *w);
+            put32(&mut b, at.saturating_add(i.saturating_mul(4)), *w);
         }
         if let Some(e) = ext {
             for (i, w) in e.words().iter().enumerate() {
-                put32(&mut b, at + SERVER_REPORT_LEN + 4 * i, *w);
+                put32(
+                    &mut b,
+                    at.saturating_add(SERVER_REPORT_LEN)
+                        .saturating_add(i.saturating_mul(4)),
+                    *w,
+                );
             }
         }
         b
@@ -545,7 +588,7 @@ impl ServerReport {
 /// v1 header (flags with only iperf 2 bits, 1..=1000 streams, a port) or, with `-C`, the
 /// digit filler. An iperf3 cookie is 36 characters of `a-z2-7` then NUL, which neither is.
 pub fn looks_like_iperf2(first: &[u8]) -> bool {
-    if first.len() >= 10 && &first[..10] == b"0123456789" {
+    if first.starts_with(b"0123456789") {
         return true;
     }
     let Ok(h) = ClientHeader::parse(first) else {
@@ -571,11 +614,12 @@ pub fn looks_like_iperf2(first: &[u8]) -> bool {
 /// Whether the first bytes a peer sent on an iperf 2 port look like an iperf3 client's
 /// cookie (36 characters of `a-z2-7`, then NUL).
 pub fn looks_like_iperf3(first: &[u8]) -> bool {
-    first.len() >= 37
-        && first[..36]
+    match (first.get(..36), first.get(36)) {
+        (Some(cookie), Some(0)) => cookie
             .iter()
-            .all(|c| matches!(c, b'a'..=b'z' | b'2'..=b'7'))
-        && first[36] == 0
+            .all(|c| matches!(c, b'a'..=b'z' | b'2'..=b'7')),
+        _ => false,
+    }
 }
 
 /// Length of our iperf3 peer-type "auto" probe, bytes (`engine::iperf3::wire::probe_cookie`).

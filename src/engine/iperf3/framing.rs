@@ -2,6 +2,16 @@
 //! its code, and length-prefixed JSON documents, each bounded in size and time. The bytes
 //! themselves (states, cookie, frame lengths, documents) are `wire`'s, which does no I/O;
 //! which message comes when is `control`'s.
+// Lengths and sizes here come from the network or from files: checked arithmetic and
+// fallible slicing only (issue 37, blocker 3). CI runs clippy with -D warnings.
+#![cfg_attr(
+    not(test),
+    warn(
+        clippy::arithmetic_side_effects,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation
+    )
+)]
 
 use super::wire::{frame_len, State, WireError};
 use serde_json::Value;
@@ -60,7 +70,9 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     max: u32,
     limit: Duration,
 ) -> Result<Vec<u8>, WireError> {
-    let deadline = tokio::time::Instant::now() + limit;
+    let deadline = tokio::time::Instant::now()
+        .checked_add(limit)
+        .unwrap_or_else(tokio::time::Instant::now);
     let mut lb = [0u8; 4];
     read_exact_timeout(r, &mut lb, limit, "a JSON length").await?;
     let len = frame_len(lb, max)?;
@@ -91,8 +103,10 @@ pub async fn read_json<R: AsyncRead + Unpin>(
 /// Write a value as compact JSON with its 4-byte big-endian length.
 pub async fn write_json<W: AsyncWrite + Unpin>(w: &mut W, v: &Value) -> Result<(), WireError> {
     let body = serde_json::to_vec(v).map_err(|e| WireError::BadJson(e.to_string()))?;
-    let mut msg = Vec::with_capacity(body.len() + 4);
-    msg.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    let len = u32::try_from(body.len())
+        .map_err(|_| WireError::BadJson(format!("{} bytes of JSON", body.len())))?;
+    let mut msg = Vec::with_capacity(body.len().saturating_add(4));
+    msg.extend_from_slice(&len.to_be_bytes());
     msg.extend_from_slice(&body);
     w.write_all(&msg).await?;
     Ok(())

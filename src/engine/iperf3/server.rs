@@ -172,13 +172,17 @@ pub const SETUP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The admission caps of the iperf3 server: [`MAX_SESSIONS`] slots, [`MAX_SESSIONS_PER_SOURCE`]
 /// and [`MAX_PENDING_PER_SOURCE`] per address; an address at its pending cap replaces its own
-/// oldest pending session once that is 1 s old.
+/// oldest pending session once that is 1 s old. Running tests are shared fairly
+/// ([`Limits::fair_share`]): while another address asks, an address that holds two or more
+/// tests more than it would gives up its newest running test (its client is told
+/// SERVER_TERMINATE), so 8 slots and 2 addresses settle at 4 + 4, 3 addresses at 3 + 3 + 2.
 pub fn admission_limits() -> Limits {
     Limits {
         max: MAX_SESSIONS,
         per_source: MAX_SESSIONS_PER_SOURCE,
         pending_per_source: MAX_PENDING_PER_SOURCE,
         replace_own_after: Duration::from_secs(1),
+        fair_share: true,
     }
 }
 
@@ -340,6 +344,7 @@ pub async fn serve_listeners(
             per_source: MAX_GREETINGS_PER_SOURCE,
             pending_per_source: MAX_GREETINGS_PER_SOURCE,
             replace_own_after: Duration::from_secs(1),
+            fair_share: false,
         }),
         stopping: watch::channel(false).0,
         budget: Arc::new(AtomicU64::new(0)),
@@ -400,6 +405,9 @@ pub async fn serve_listeners(
     }
     Ok(())
 }
+
+/// Why a running test was ended for another address (see [`admission_limits`]).
+const PREEMPTED: &str = "another address needed its fair share of the server: an address holding two tests more than another that asks gives up its newest";
 
 /// How long a stopping server waits between sending SERVER_TERMINATE and closing the
 /// sessions: 200 ms.
@@ -913,7 +921,7 @@ async fn session(
     else {
         return;
     };
-    // Set up: a running test is never evicted.
+    // Set up: from now on only the fair share ([`admission_limits`]) evicts it.
     ticket.set_pending(false);
     ticket.set_holds(0);
     let mut report = Report::new(
@@ -946,7 +954,17 @@ async fn session(
         cpu: CpuMark::now(),
         drain: None,
     };
-    let ended = test.run(params, streams).await;
+    // A test evicted for another address's fair share ends like one of a stopping server:
+    // SERVER_TERMINATE, a grace for the client to read it, then the streams close.
+    let ended = tokio::select! {
+        r = test.run(params, streams) => r,
+        _ = ticket.evicted() => Err(stop(RunStatus::Aborted, PREEMPTED)),
+    };
+    if ticket.is_evicted() && matches!(&ended, Err(s) if s.reason == PREEMPTED) {
+        crate::peer_warn!(peer.ip(), session = id, %peer, "ending test: {PREEMPTED}");
+        let _ = test.ctrl.write_all(&[State::ServerTerminate.byte()]).await;
+        tokio::time::sleep(TERMINATE_GRACE).await;
+    }
     test.close().await;
     let Test { report, .. } = test;
     match ended {

@@ -4,6 +4,16 @@
 //!
 //! This module only turns bytes into values and back. It knows nothing of sockets' state
 //! machines (see `client.rs` / `server.rs`) and can be fuzzed on its own.
+// Lengths and sizes here come from the network or from files: checked arithmetic and
+// fallible slicing only (issue 37, blocker 3). CI runs clippy with -D warnings.
+#![cfg_attr(
+    not(test),
+    warn(
+        clippy::arithmetic_side_effects,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation
+    )
+)]
 
 pub use crate::engine::params::{Direction, Params, Protocol, Results, StreamResult};
 pub use crate::engine::report::num;
@@ -149,13 +159,17 @@ pub fn make_cookie() -> [u8; COOKIE_SIZE] {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or(0);
-        for (i, b) in raw.iter_mut().enumerate() {
-            *b = (t >> ((i % 16) * 8)) as u8 ^ (i as u8).wrapping_mul(31);
+        let tb = t.to_le_bytes();
+        for ((b, x), i) in raw.iter_mut().zip(tb.iter().cycle()).zip(0u8..) {
+            *b = x ^ i.wrapping_mul(31);
         }
     }
     let mut c = [0u8; COOKIE_SIZE];
-    for (i, b) in raw.iter().enumerate() {
-        c[i] = COOKIE_ALPHABET[(*b % 32) as usize];
+    for (d, b) in c.iter_mut().zip(raw) {
+        *d = COOKIE_ALPHABET
+            .get(usize::from(b % 32))
+            .copied()
+            .unwrap_or(b'a');
     }
     c
 }
@@ -179,7 +193,7 @@ pub fn probe_cookie() -> [u8; COOKIE_SIZE] {
 /// The printable part of a cookie (up to the first NUL), lossy UTF-8.
 pub fn cookie_str(c: &[u8]) -> String {
     let end = c.iter().position(|&b| b == 0).unwrap_or(c.len());
-    String::from_utf8_lossy(&c[..end]).into_owned()
+    String::from_utf8_lossy(c.get(..end).unwrap_or(c)).into_owned()
 }
 
 /// Check a frame's 4-byte big-endian length prefix: the length must be in `1..=max` bytes.
@@ -203,7 +217,10 @@ pub fn lenient_i64(v: &Value) -> Option<i64> {
             } else if let Some(u) = n.as_u64() {
                 Some(u as i64)
             } else {
-                n.as_f64().filter(|f| f.is_finite()).map(|f| f as i64)
+                // f64 → i64 `as` saturates: the truncation iperf3 peers mean.
+                #[allow(clippy::cast_possible_truncation)]
+                let trunc = |f: f64| f as i64;
+                n.as_f64().filter(|f| f.is_finite()).map(trunc)
             }
         }
         _ => None,
@@ -245,6 +262,11 @@ fn get_u64(m: &Map<String, Value>, key: &'static str, max: u64) -> Result<Option
     }
 }
 
+/// [`get_u64`] for a field that fits u32 (`max` ≤ u32::MAX).
+fn get_u32(m: &Map<String, Value>, key: &'static str, max: u32) -> Result<Option<u32>, WireError> {
+    Ok(get_u64(m, key, u64::from(max))?.and_then(|v| u32::try_from(v).ok()))
+}
+
 fn get_string(m: &Map<String, Value>, key: &'static str) -> Result<Option<String>, WireError> {
     match m.get(key) {
         None | Some(Value::Null) => Ok(None),
@@ -280,7 +302,7 @@ impl Params {
         } else {
             Direction::Send
         };
-        let parallel = get_u64(m, "parallel", MAX_PARALLEL as u64)?.unwrap_or(1) as u32;
+        let parallel = get_u32(m, "parallel", MAX_PARALLEL)?.unwrap_or(1);
         if parallel == 0 {
             return Err(WireError::BadField {
                 key: "parallel",
@@ -290,39 +312,35 @@ impl Params {
         let max_len = if protocol == Protocol::Udp {
             65535
         } else {
-            MAX_TCP_BLKSIZE as u64
+            u32::try_from(MAX_TCP_BLKSIZE).unwrap_or(u32::MAX)
         };
-        let len = get_u64(m, "len", max_len)?.unwrap_or(if protocol == Protocol::Udp {
+        let len = get_u32(m, "len", max_len)?.unwrap_or(if protocol == Protocol::Udp {
             1460
         } else {
-            DEFAULT_TCP_BLKSIZE as u64
-        }) as u32;
+            u32::try_from(DEFAULT_TCP_BLKSIZE).unwrap_or(u32::MAX)
+        });
         if len == 0 {
             return Err(WireError::BadField {
                 key: "len",
                 why: "block size 0".into(),
             });
         }
-        let day = 86_400u64;
+        let day = 86_400u32;
         Ok(Params {
             protocol,
-            omit: get_u64(m, "omit", day)?.unwrap_or(0) as u32,
-            time: get_u64(m, "time", day)?.unwrap_or(10) as u32,
+            omit: get_u32(m, "omit", day)?.unwrap_or(0),
+            time: get_u32(m, "time", day)?.unwrap_or(10),
             num: get_u64(m, "num", i64::MAX as u64)?.unwrap_or(0),
             blockcount: get_u64(m, "blockcount", i64::MAX as u64)?.unwrap_or(0),
-            mss: get_u64(m, "MSS", 65535)?
-                .map(|x| x as u32)
-                .filter(|&x| x > 0),
+            mss: get_u32(m, "MSS", 65535)?.filter(|&x| x > 0),
             nodelay: flag(m, "nodelay"),
             parallel,
             direction,
-            window: get_u64(m, "window", i32::MAX as u64)?
-                .map(|x| x as u32)
-                .filter(|&x| x > 0),
+            window: get_u32(m, "window", i32::MAX as u32)?.filter(|&x| x > 0),
             len,
             bandwidth: get_u64(m, "bandwidth", i64::MAX as u64)?.unwrap_or(0),
-            burst: get_u64(m, "burst", 1_000_000)?.unwrap_or(0) as u32,
-            tos: get_u64(m, "TOS", 255)?.unwrap_or(0) as u32,
+            burst: get_u32(m, "burst", 1_000_000)?.unwrap_or(0),
+            tos: get_u32(m, "TOS", 255)?.unwrap_or(0),
             title: get_string(m, "title")?,
             extra_data: get_string(m, "extra_data")?,
             congestion: get_string(m, "congestion")?,
@@ -438,7 +456,8 @@ impl Params {
 
     /// Total number of data streams in the test.
     pub fn total_streams(&self) -> u32 {
-        self.client_send_streams() + self.client_recv_streams()
+        self.client_send_streams()
+            .saturating_add(self.client_recv_streams())
     }
 }
 
@@ -447,7 +466,7 @@ pub fn stream_id(index: usize) -> u32 {
     if index == 0 {
         1
     } else {
-        index as u32 + 2
+        u32::try_from(index).map_or(u32::MAX, |i| i.saturating_add(2))
     }
 }
 

@@ -2,6 +2,16 @@
 //! (what `ethtool -S` and `ethtool -g` print): ETHTOOL_GSSET_INFO, ETHTOOL_GSTRINGS,
 //! ETHTOOL_GSTATS and ETHTOOL_GRINGPARAM (linux/ethtool.h). The ioctl follows the calling
 //! thread's network namespace. Callers see names and numbers, never a pointer.
+// Lengths and sizes here come from the network or from files: checked arithmetic and
+// fallible slicing only (issue 37, blocker 3). CI runs clippy with -D warnings.
+#![cfg_attr(
+    not(test),
+    warn(
+        clippy::arithmetic_side_effects,
+        clippy::indexing_slicing,
+        clippy::cast_possible_truncation
+    )
+)]
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
@@ -61,7 +71,9 @@ fn call(fd: &OwnedFd, ifname: &str, buf: &mut [u64]) -> std::io::Result<()> {
         data: buf.as_mut_ptr() as *mut libc::c_void,
         _pad: [0; 24],
     };
-    req.name[..b.len()].copy_from_slice(b);
+    for (d, s) in req.name.iter_mut().zip(b) {
+        *d = *s;
+    }
     // SAFETY: req is a valid ifreq whose data points to `buf`, which is large enough for the
     // command it holds (the callers size it from the counts the kernel gave) and outlives
     // the call.
@@ -73,18 +85,28 @@ fn call(fd: &OwnedFd, ifname: &str, buf: &mut [u64]) -> std::io::Result<()> {
     }
 }
 
+/// Set u32 number `i` of `buf` (as the kernel's struct lays u32 fields out in memory);
+/// nothing when `buf` is too short (callers size it).
 fn set_u32(buf: &mut [u64], i: usize, v: u32) {
-    let w = &mut buf[i / 2];
+    let Some(w) = buf.get_mut(i / 2) else {
+        return;
+    };
     let mut bytes = w.to_ne_bytes();
-    bytes[(i % 2) * 4..(i % 2) * 4 + 4].copy_from_slice(&v.to_ne_bytes());
+    let (lo, hi) = bytes.split_at_mut(4);
+    let half = if i % 2 == 0 { lo } else { hi };
+    half.copy_from_slice(&v.to_ne_bytes());
     *w = u64::from_ne_bytes(bytes);
 }
 
+/// u32 number `i` of `buf`; 0 past its end.
 fn get_u32(buf: &[u64], i: usize) -> u32 {
-    let bytes = buf[i / 2].to_ne_bytes();
-    let mut o = [0u8; 4];
-    o.copy_from_slice(&bytes[(i % 2) * 4..(i % 2) * 4 + 4]);
-    u32::from_ne_bytes(o)
+    let Some(w) = buf.get(i / 2) else {
+        return 0;
+    };
+    let bytes = w.to_ne_bytes();
+    let (lo, hi) = bytes.split_at(4);
+    let half = if i % 2 == 0 { lo } else { hi };
+    half.try_into().map_or(0, u32::from_ne_bytes)
 }
 
 /// The driver's statistics of port `ifname`, as name and value, in the driver's order
@@ -100,32 +122,38 @@ pub fn stats(ifname: &str) -> std::io::Result<Vec<(String, u64)>> {
     if info[1] & (1u64 << ETH_SS_STATS) == 0 {
         return Err(std::io::Error::from_raw_os_error(libc::EOPNOTSUPP));
     }
-    let n = get_u32(&info, 4) as usize;
+    let n32 = get_u32(&info, 4);
+    let n = usize::try_from(n32).unwrap_or(usize::MAX);
     if n == 0 || n > MAX_STATS {
         return Err(std::io::Error::from_raw_os_error(libc::EOPNOTSUPP));
     }
+    // n ≤ MAX_STATS: the sizes below cannot overflow.
     // ethtool_gstrings: cmd, string_set, len (3 × u32), then len × 32 bytes.
-    let mut names = vec![0u64; 2 + (n * ETH_GSTRING_LEN).div_ceil(8)];
+    let mut names = vec![
+        0u64;
+        n.saturating_mul(ETH_GSTRING_LEN)
+            .div_ceil(8)
+            .saturating_add(2)
+    ];
     set_u32(&mut names, 0, ETHTOOL_GSTRINGS);
     set_u32(&mut names, 1, ETH_SS_STATS);
-    set_u32(&mut names, 2, n as u32);
+    set_u32(&mut names, 2, n32);
     call(&fd, ifname, &mut names)?;
     // ethtool_stats: cmd, n_stats (2 × u32), then n × u64.
-    let mut vals = vec![0u64; 1 + n];
+    let mut vals = vec![0u64; n.saturating_add(1)];
     set_u32(&mut vals, 0, ETHTOOL_GSTATS);
-    set_u32(&mut vals, 1, n as u32);
+    set_u32(&mut vals, 1, n32);
     call(&fd, ifname, &mut vals)?;
-    let got = (get_u32(&names, 2) as usize)
-        .min(get_u32(&vals, 1) as usize)
-        .min(n);
+    // The kernel may answer fewer than asked; never read past either table.
+    let got = get_u32(&names, 2).min(get_u32(&vals, 1)).min(n32);
+    let got = usize::try_from(got).unwrap_or(0);
     let bytes: Vec<u8> = names.iter().flat_map(|w| w.to_ne_bytes()).collect();
-    let strings = &bytes[12..];
-    Ok((0..got)
-        .map(|i| {
-            let s = &strings[i * ETH_GSTRING_LEN..(i + 1) * ETH_GSTRING_LEN];
-            let end = s.iter().position(|&c| c == 0).unwrap_or(ETH_GSTRING_LEN);
-            (String::from_utf8_lossy(&s[..end]).into_owned(), vals[1 + i])
-        })
+    let strings = bytes.get(12..).unwrap_or_default();
+    Ok(strings
+        .chunks_exact(ETH_GSTRING_LEN)
+        .zip(vals.iter().skip(1))
+        .take(got)
+        .map(|(s, v)| (c_text(s), *v))
         .collect())
 }
 
@@ -145,6 +173,12 @@ pub fn rings(ifname: &str) -> std::io::Result<Rings> {
     })
 }
 
+/// A NUL-padded C string field as text (lossy UTF-8, up to the first NUL).
+fn c_text(field: &[u8]) -> String {
+    let text = field.split(|&c| c == 0).next().unwrap_or_default();
+    String::from_utf8_lossy(text).into_owned()
+}
+
 /// Driver name and firmware version of a port (`ethtool -i`); the firmware is `None` when
 /// the driver gives none (empty or "N/A"). Errors: no such port, or no driver information.
 pub fn drvinfo(ifname: &str) -> std::io::Result<(String, Option<String>)> {
@@ -156,9 +190,8 @@ pub fn drvinfo(ifname: &str) -> std::io::Result<(String, Option<String>)> {
     call(&fd, ifname, &mut b)?;
     let bytes: Vec<u8> = b.iter().flat_map(|w| w.to_ne_bytes()).collect();
     let text = |at: usize| {
-        let f = &bytes[at..at + 32];
-        let end = f.iter().position(|c| *c == 0).unwrap_or(32);
-        String::from_utf8_lossy(&f[..end]).trim().to_string()
+        let f = bytes.get(at..at.saturating_add(32)).unwrap_or_default();
+        c_text(f).trim().to_string()
     };
     let fw = text(4 + 64);
     let fw = (!fw.is_empty() && fw != "N/A").then_some(fw);
