@@ -40,6 +40,36 @@ pub const TOKEN_KEY: &str = "peer.token";
 pub const URL_KEY: &str = "peer.url";
 /// How long past its duration a peer test may take before the board gives up, seconds.
 pub const GRACE_SECS: u64 = 45;
+/// How long a running peer test may show no progress (no new interval that moved bytes)
+/// before the board stops it and ends the run (and the NAT it turned on), seconds.
+pub const STALL_SECS: u64 = 30;
+
+/// The stored agent token for a run to the agent at `peer`, with `given` the token the
+/// request names: `Ok(None)` when the request gives its own (or no token is stored), the
+/// stored token only when `peer` is the stored agent address (same host and port) — never
+/// to another address. Errors: a token is stored but `peer` is not the stored address and
+/// the request gives none (the sentence names the stored address, never the token).
+pub fn stored_token_for(
+    store: &crate::store::Store,
+    peer: &str,
+    given: Option<&str>,
+) -> Result<Option<String>, String> {
+    if given.map(str::trim).is_some_and(|t| !t.is_empty()) {
+        return Ok(None);
+    }
+    let Some(token) = store.setting(TOKEN_KEY).ok().flatten() else {
+        return Ok(None);
+    };
+    let url = store.setting(URL_KEY).ok().flatten().unwrap_or_default();
+    if crate::peer::client::same_agent_url(&url, peer) {
+        return Ok(Some(token));
+    }
+    Err(format!(
+        "the stored peer agent token is only sent to the stored agent address ({}): give the token for {}",
+        if url.is_empty() { "none stored" } else { url.as_str() },
+        peer.trim()
+    ))
+}
 
 /// A forwarding run as the web form, the API and the CLI give it (strings, as forms send
 /// them; the API also takes numbers and booleans).
@@ -602,7 +632,7 @@ async fn forward_task(
     };
     // 1. The agent answers and takes the token (nothing on the board changes before).
     match plan.client.info().await {
-        Ok(info) => summary["peer"]["info"] = info,
+        Ok(info) => summary["peer"]["info"] = json!(info),
         Err(e) => return fail(summary, e.message),
     }
     // 2. Forwarding with NAT, if asked for.
@@ -732,21 +762,49 @@ async fn run_peer_test(
 
 /// Run `spec` on the peer agent `client` and poll it once a second until it ends, giving each
 /// poll's new intervals to `each_poll` (called every second, possibly with none); `cancel`
-/// stops the agent's test. The agent's final view, or the status and message it ended with
-/// (the agent refused the test, lost for 5 polls in a row, or still running
-/// [`GRACE_SECS`] past its duration).
+/// stops the agent's test. The agent's final view (its report completed with the intervals
+/// the polls brought, and iperf3's document made from it, when the agent sent a lean view),
+/// or the status and message it ended with (the agent refused the test, lost for 5 polls in
+/// a row, no progress for [`STALL_SECS`], or still running [`GRACE_SECS`] past its
+/// duration). Each poll's answer is capped ([`crate::peer::client::poll_cap`]).
 pub(crate) async fn run_peer_job(
     client: &PeerClient,
     spec: &PeerTestSpec,
     cancel: &Notify,
     mut each_poll: impl FnMut(Vec<crate::engine::report::IntervalRecord>),
 ) -> Result<crate::peer::agent::JobView, (RunStatus, String)> {
+    run_peer_job_with(
+        client,
+        spec,
+        cancel,
+        Duration::from_secs(STALL_SECS),
+        &mut each_poll,
+    )
+    .await
+}
+
+/// Whether `fresh` intervals show progress: one of them moved bytes.
+fn progress(fresh: &[crate::engine::report::IntervalRecord]) -> bool {
+    fresh.iter().any(|i| i.streams.iter().any(|s| s.bytes > 0))
+}
+
+/// [`run_peer_job`] with the no-progress limit `stall`.
+async fn run_peer_job_with(
+    client: &PeerClient,
+    spec: &PeerTestSpec,
+    cancel: &Notify,
+    stall: Duration,
+    each_poll: &mut impl FnMut(Vec<crate::engine::report::IntervalRecord>),
+) -> Result<crate::peer::agent::JobView, (RunStatus, String)> {
     let job = client
         .start(spec)
         .await
         .map_err(|e| (RunStatus::Failed, e.message))?;
     let limit = Duration::from_secs(u64::from(spec.time.unwrap_or(10)) + GRACE_SECS);
+    let cap = crate::peer::client::poll_cap(spec);
     let t0 = Instant::now();
+    let mut last_progress = Instant::now();
+    let mut all: Vec<crate::engine::report::IntervalRecord> = Vec::new();
     let (mut since, mut errors, mut stopping) = (0usize, 0u32, false);
     loop {
         tokio::select! {
@@ -756,17 +814,38 @@ pub(crate) async fn run_peer_job(
                 let _ = client.stop(job).await;
             }
         }
-        match client.poll(job, since).await {
-            Ok(v) => {
+        match client.poll(job, since, cap).await {
+            Ok(mut v) => {
                 errors = 0;
                 let mut fresh = Vec::new();
                 if v.first == since {
-                    fresh = v.intervals.clone();
-                    since = v.first + v.intervals.len();
+                    fresh = std::mem::take(&mut v.intervals);
+                    since = v.first.saturating_add(fresh.len());
                 }
+                if progress(&fresh) {
+                    last_progress = Instant::now();
+                }
+                all.extend(fresh.iter().cloned());
                 each_poll(fresh);
-                if v.status != RunStatus::Running {
+                // A lean view brings at most a few intervals: poll on until all are in.
+                if v.status != RunStatus::Running && since >= v.next {
+                    complete_view(&mut v, all);
                     return Ok(v);
+                }
+                if v.status != RunStatus::Running && last_progress.elapsed() > stall {
+                    // Ended, but the intervals it counts never come: what came is the run's.
+                    complete_view(&mut v, all);
+                    return Ok(v);
+                }
+                if last_progress.elapsed() > stall {
+                    let _ = client.stop(job).await;
+                    return Err((
+                        RunStatus::Failed,
+                        format!(
+                            "the peer test showed no progress for {} s (no interval that moved bytes): stopped",
+                            stall.as_secs()
+                        ),
+                    ));
                 }
             }
             Err(e) if e.unauthorized => return Err((RunStatus::Failed, e.message)),
@@ -778,8 +857,17 @@ pub(crate) async fn run_peer_job(
                 }
             }
         }
-        if t0.elapsed() > limit {
+        if t0.elapsed() > limit || (errors > 0 && last_progress.elapsed() > stall) {
             let _ = client.stop(job).await;
+            if t0.elapsed() <= limit {
+                return Err((
+                    RunStatus::Failed,
+                    format!(
+                        "the peer test showed no progress for {} s (the agent did not answer): stopped",
+                        stall.as_secs()
+                    ),
+                ));
+            }
             return Err((
                 RunStatus::Failed,
                 format!(
@@ -788,6 +876,25 @@ pub(crate) async fn run_peer_job(
                 ),
             ));
         }
+    }
+}
+
+/// Complete an agent's final lean view: its report's intervals are the ones the polls brought
+/// (`all`), and iperf3's document is made from the report as the agent would have.
+fn complete_view(
+    v: &mut crate::peer::agent::JobView,
+    all: Vec<crate::engine::report::IntervalRecord>,
+) {
+    if let Some(r) = v.report.as_deref_mut() {
+        if r.intervals.is_empty() {
+            r.intervals = all;
+        }
+    }
+    if v.iperf3.is_none() {
+        v.iperf3 = v
+            .report
+            .as_deref()
+            .map(crate::engine::report::to_iperf3_json);
     }
 }
 

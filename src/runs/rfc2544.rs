@@ -208,7 +208,7 @@ impl Runner {
             "echo_port": p.echo_port,
         });
         match self.client.info().await {
-            Ok(info) => self.summary["peer"]["info"] = info,
+            Ok(info) => self.summary["peer"]["info"] = json!(info),
             Err(e) => return (RunStatus::Failed, Some(e.message)),
         }
         let mut undo = Undo::Nothing;
