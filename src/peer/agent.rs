@@ -539,3 +539,50 @@ pub fn main(a: PeerArgs, drops: Option<crate::engine::iperf3::server::DropCounte
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::{test, App};
+
+    const TOKEN: &str = "right-token-0123456";
+
+    /// Issue 37 item 17: ten wrong tokens from an address locked the right one out too (the
+    /// board behind the same NAT as a guesser could not run its tests). Now the right token
+    /// still gets in while wrong ones stay limited, and does not reset their count.
+    #[actix_web::test]
+    async fn a_right_token_gets_in_while_wrong_ones_are_locked_out() {
+        let agent = web::Data::new(Agent::new(TOKEN, None));
+        let app = test::init_service(App::new().app_data(agent.clone()).configure(configure)).await;
+        let from: std::net::SocketAddr = "192.0.2.50:40000".parse().unwrap();
+        let info = |token: &str| {
+            test::TestRequest::get()
+                .uri("/peer/v1/info")
+                .peer_addr(from)
+                .insert_header(("Authorization", format!("Bearer {token}")))
+                .to_request()
+        };
+        for i in 0..WRONG_TOKENS {
+            let r = test::call_service(&app, info("wrong-token-000000")).await;
+            assert_eq!(r.status(), 401, "wrong token {i}");
+        }
+        let r = test::call_service(&app, info("wrong-token-000000")).await;
+        assert_eq!(r.status(), 429);
+        assert!(r.headers().contains_key("retry-after"));
+        // The right token from the same address: in.
+        let r = test::call_service(&app, info(TOKEN)).await;
+        assert_eq!(r.status(), 200);
+        let v: serde_json::Value = test::read_body_json(r).await;
+        assert_eq!(v["busy"], false);
+        // ...and wrong ones stay locked out after it.
+        let r = test::call_service(&app, info("wrong-token-000001")).await;
+        assert_eq!(r.status(), 429);
+        // Another address is not affected.
+        let other = test::TestRequest::get()
+            .uri("/peer/v1/info")
+            .peer_addr("192.0.2.51:40000".parse().unwrap())
+            .insert_header(("Authorization", "Bearer wrong-token-000000"))
+            .to_request();
+        assert_eq!(test::call_service(&app, other).await.status(), 401);
+    }
+}

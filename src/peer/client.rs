@@ -192,6 +192,21 @@ impl PeerClient {
         })
     }
 
+    /// [`PeerClient::parse`], and refuse at once a host that is an IP address of this board
+    /// ([`is_own_address`]); a host name is checked when a call resolves it.
+    pub fn parse_remote(url: &str, token: &str) -> Result<PeerClient, String> {
+        let c = PeerClient::parse(url, token)?;
+        if let Ok(ip) = c.host.parse::<IpAddr>() {
+            if is_own_address(ip) {
+                return Err(format!(
+                    "the peer agent address {} is this board's own address: refused — the agent must run on another host",
+                    c.url()
+                ));
+            }
+        }
+        Ok(c)
+    }
+
     /// Test only: let this client call an agent at the board's own addresses (a fake agent
     /// on loopback in a unit test). Not reachable from the daemon, the CLI or any setting.
     #[cfg(test)]
@@ -215,9 +230,9 @@ impl PeerClient {
         self.host.eq_ignore_ascii_case(&other.host) && self.port == other.port
     }
 
-    /// Resolve the agent's host to the address to connect to, refusing the board's own
-    /// addresses. Errors: does not resolve; resolves to the board itself.
-    async fn resolve(&self) -> Result<SocketAddr, PeerError> {
+    /// Resolve the agent's host to the addresses to connect to, refusing the board's own
+    /// addresses (any of them). Errors: does not resolve; resolves to the board itself.
+    async fn resolve(&self) -> Result<Vec<SocketAddr>, PeerError> {
         let url = self.url();
         let addrs: Vec<SocketAddr> = tokio::net::lookup_host((self.host.as_str(), self.port))
             .await
@@ -231,10 +246,12 @@ impl PeerClient {
                 )));
             }
         }
-        addrs
-            .into_iter()
-            .next()
-            .ok_or_else(|| perr(format!("cannot reach the peer agent at {url}: no address")))
+        if addrs.is_empty() {
+            return Err(perr(format!(
+                "cannot reach the peer agent at {url}: no address"
+            )));
+        }
+        Ok(addrs)
     }
 
     /// One call: method, path, optional JSON body, the longest answer body accepted (bytes)
@@ -248,8 +265,9 @@ impl PeerClient {
     ) -> Result<serde_json::Value, PeerError> {
         let url = self.url();
         let fut = async {
-            let addr = self.resolve().await?;
-            let mut s = tokio::net::TcpStream::connect(addr)
+            // Connect to the addresses just checked (never resolve the name again).
+            let addrs = self.resolve().await?;
+            let mut s = tokio::net::TcpStream::connect(addrs.as_slice())
                 .await
                 .map_err(|e| perr(format!("cannot reach the peer agent at {url}: {e}")))?;
             let body = body.map(|b| b.to_string()).unwrap_or_default();
@@ -674,6 +692,7 @@ impl AnswerReader {
                     // Trailer lines: skipped up to the empty line.
                     let from = self.scan.saturating_sub(*pos);
                     match head_end(rest, from) {
+                        Some(end) if end > MAX_HEAD => return Err(AnswerError::HeadTooLong),
                         Some(_) => self.stage = Stage::Done,
                         None if rest.len() > MAX_HEAD => return Err(AnswerError::HeadTooLong),
                         None => {
@@ -1033,6 +1052,25 @@ mod tests {
             l.accept().is_err(),
             "the call connected to the board itself"
         );
+    }
+
+    #[test]
+    fn own_literal_addresses_are_refused_before_any_call() {
+        let t = "s3cret-token-0123";
+        for own in [
+            "http://127.0.0.1:8080",
+            "[::1]:5280",
+            "0.0.0.0",
+            "http://127.0.0.53:53",
+        ] {
+            let e = PeerClient::parse_remote(own, t).unwrap_err();
+            assert!(
+                e.contains("this board's own address: refused"),
+                "{own}: {e}"
+            );
+        }
+        assert!(PeerClient::parse_remote("http://192.0.2.77:5280", t).is_ok());
+        assert!(PeerClient::parse_remote("pc1.lab", t).is_ok());
     }
 
     #[test]

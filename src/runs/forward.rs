@@ -197,7 +197,7 @@ impl ForwardRequest {
         if self.peer.trim().is_empty() {
             return Err("the peer agent address is missing (http://PC1:5280)".into());
         }
-        let client = PeerClient::parse(&self.peer, &token)?;
+        let client = PeerClient::parse_remote(&self.peer, &token)?;
         let ingress = check_port(&self.ingress, "ingress", ports)?;
         let egress = check_port(&self.egress, "egress", ports)?;
         if ingress == egress {
@@ -1079,7 +1079,7 @@ mod tests {
 
     fn req() -> ForwardRequest {
         ForwardRequest {
-            peer: "http://192.0.2.2:5280".into(),
+            peer: "http://192.0.2.222:5280".into(),
             token: Some("s3cret-token-0123".into()),
             target: "198.51.100.2".into(),
             ingress: "eth0".into(),
@@ -1101,7 +1101,7 @@ mod tests {
         }
         .plan(&ports(), None)
         .unwrap();
-        assert_eq!(p.client.url(), "http://192.0.2.2:5280");
+        assert_eq!(p.client.url(), "http://192.0.2.222:5280");
         assert_eq!(
             (p.ingress.as_str(), p.egress.as_str(), p.nat),
             ("eth0", "eth1", true)
@@ -1213,6 +1213,56 @@ mod tests {
             },
             "duration",
         );
+    }
+
+    /// Issue 37 item 7: the stored agent token went to any address a run-tests token named.
+    #[test]
+    fn the_stored_token_goes_only_to_the_stored_address() {
+        let d = crate::scratch::dir("stored-token");
+        let store = crate::store::Store::open_dir(&d).unwrap();
+        let stored = "stored-token-0123456";
+        // Nothing stored: nothing to give; the plan then asks for a token.
+        assert_eq!(
+            stored_token_for(&store, "http://192.0.2.2:5280", None),
+            Ok(None)
+        );
+        store.set_setting(TOKEN_KEY, stored).unwrap();
+        // A token but no address (stored before addresses were checked): not sent anywhere.
+        let e = stored_token_for(&store, "http://192.0.2.2:5280", None).unwrap_err();
+        assert!(
+            e.contains("only sent to the stored agent address (none stored)"),
+            "{e}"
+        );
+        store.set_setting(URL_KEY, "http://192.0.2.2:5280").unwrap();
+        for same in [
+            "http://192.0.2.2:5280",
+            "192.0.2.2",
+            "http://192.0.2.2:5280/",
+        ] {
+            assert_eq!(
+                stored_token_for(&store, same, None),
+                Ok(Some(stored.to_string())),
+                "{same}"
+            );
+        }
+        for other in [
+            "http://192.0.2.2:5281",
+            "http://192.0.2.9:5280",
+            "http://127.0.0.1:8080",
+            "",
+        ] {
+            let e = stored_token_for(&store, other, Some("  ")).unwrap_err();
+            assert!(
+                e.contains("only sent to the stored agent address (http://192.0.2.2:5280)"),
+                "{other}: {e}"
+            );
+            assert!(!e.contains(stored), "{e}");
+            // With its own token a request needs none of the stored one.
+            assert_eq!(
+                stored_token_for(&store, other, Some("own-token-0123456")),
+                Ok(None)
+            );
+        }
     }
 
     #[test]
@@ -1349,5 +1399,329 @@ mod tests {
         ]);
         assert_eq!(cpu[0]["peak_busy_percent"], 70.0);
         assert_eq!(cpu[0]["mean_busy_percent"], 50.0);
+    }
+}
+
+/// Runs against a fake peer agent: a std `TcpListener` on loopback in the test, answering
+/// each call as the test says (the client is allowed the board's own addresses for it).
+#[cfg(test)]
+mod fake_agent_tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::sync::Mutex;
+
+    /// What the fake agent answers: a function of the request line (method and path) →
+    /// whole raw answer bytes (None: close without answering).
+    type Answer = Box<dyn Fn(&str) -> Option<Vec<u8>> + Send + Sync>;
+
+    /// Start the fake agent; its URL and the request lines it received.
+    fn fake_agent(answer: Answer) -> (String, Arc<Mutex<Vec<String>>>) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let seen2 = seen.clone();
+        std::thread::spawn(move || {
+            for c in l.incoming() {
+                let Ok(mut c) = c else { continue };
+                let mut head = Vec::new();
+                let mut b = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && c.read(&mut b).unwrap_or(0) == 1 {
+                    head.push(b[0]);
+                }
+                let text = String::from_utf8_lossy(&head).to_string();
+                let line = text.lines().next().unwrap_or_default().to_string();
+                // The body (a start's spec) is not needed; drain what is there.
+                c.set_read_timeout(Some(Duration::from_millis(50))).ok();
+                let _ = c.read(&mut [0u8; 4096]);
+                seen2.lock().unwrap().push(line.clone());
+                if let Some(a) = answer(&line) {
+                    let _ = c.write_all(&a);
+                }
+            }
+        });
+        (url, seen)
+    }
+
+    fn json_answer(status: &str, v: Value) -> Vec<u8> {
+        let b = v.to_string();
+        format!(
+            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}",
+            b.len()
+        )
+        .into_bytes()
+    }
+
+    fn spec() -> PeerTestSpec {
+        PeerTestSpec {
+            host: "198.51.100.2".into(),
+            time: Some(2),
+            ..Default::default()
+        }
+    }
+
+    fn job_view(status: &str, intervals: Value, next: usize) -> Vec<u8> {
+        json_answer(
+            "200 OK",
+            json!({"id": 1, "status": status, "spec": spec(), "first": 0,
+                   "intervals": intervals, "next": next, "started_at": 1}),
+        )
+    }
+
+    fn plan(url: &str) -> ForwardPlan {
+        ForwardPlan {
+            client: PeerClient::parse(url, "s3cret-token-0123")
+                .unwrap()
+                .allowing_own_addresses(),
+            spec: spec(),
+            ingress: "npt-none-a".into(),
+            egress: "npt-none-b".into(),
+            nat: false,
+        }
+    }
+
+    fn hub(name: &str) -> Hub {
+        let d = crate::scratch::dir(name);
+        Hub::new(Arc::new(crate::store::Store::open_dir(&d).unwrap()))
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    /// Issue 37 item 5: a 60 MB info answer was read whole (4.4 GB peak) and stored as the
+    /// run's summary (90 MB). Now every form of a huge answer ends the run with the fixed
+    /// reason, and what is stored is small.
+    #[test]
+    fn a_huge_agent_answer_fails_the_run_and_stores_little() {
+        let huge: Vec<(&str, Answer)> = vec![
+            (
+                "content-length",
+                Box::new(|_: &str| {
+                    let mut a =
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 60000000\r\n\r\n{\"version\":\""
+                            .to_vec();
+                    a.resize(60_000_000, b'a');
+                    Some(a)
+                }),
+            ),
+            (
+                "chunked",
+                Box::new(|_: &str| {
+                    let mut a = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+                    for _ in 0..600 {
+                        a.extend_from_slice(b"186a0\r\n");
+                        a.extend(std::iter::repeat_n(b'a', 100_000));
+                        a.extend_from_slice(b"\r\n");
+                    }
+                    a.extend_from_slice(b"0\r\n\r\n");
+                    Some(a)
+                }),
+            ),
+            (
+                "until-eof",
+                Box::new(|_: &str| {
+                    let mut a = b"HTTP/1.1 200 OK\r\n\r\n{\"hostname\":\"".to_vec();
+                    a.resize(60_000_000, b'a');
+                    Some(a)
+                }),
+            ),
+        ];
+        let rt = rt();
+        for (what, answer) in huge {
+            let (url, _) = fake_agent(answer);
+            let h = hub("fake-agent-huge");
+            let (id, done) = rt
+                .block_on(async { start_forward(&h, None, plan(&url)) })
+                .unwrap();
+            let status = rt.block_on(done).unwrap();
+            assert_eq!(status, RunStatus::Failed, "{what}");
+            let row = h.store().get_run(id).unwrap().unwrap();
+            let err = row.error.clone().unwrap_or_default();
+            assert_eq!(
+                err,
+                format!("peer agent at {url}: the answer is longer than 64 KiB"),
+                "{what}"
+            );
+            let stored = row.summary.to_string();
+            assert!(stored.len() < 2048, "{what}: {} bytes stored", stored.len());
+            assert!(row.summary["peer"].get("info").is_none(), "{what}");
+        }
+    }
+
+    /// Issue 37 items 5 and 8: only the known fields of an agent's info are kept, capped, and
+    /// an agent's foreign body never lands in the run's error (the review saw
+    /// `no job id in {"db_password":...}`).
+    #[test]
+    fn only_known_info_fields_are_kept_and_foreign_bodies_never_reach_errors() {
+        let rt = rt();
+        let secret = "db_password=hunter2";
+        for (what, start, want) in [
+            (
+                "no job id",
+                json_answer("201 Created", json!({"db_password": secret})),
+                "the answer has no job id",
+            ),
+            (
+                "an error status",
+                json_answer("500 Internal Server Error", json!({"error": secret})),
+                "HTTP 500: the agent failed",
+            ),
+            (
+                "a refused spec",
+                json_answer("400 Bad Request", json!({"error": secret})),
+                "HTTP 400: the agent refused the request (a test it cannot run)",
+            ),
+            (
+                "not JSON",
+                format!(
+                    "HTTP/1.1 201 Created\r\nContent-Length: {}\r\n\r\n{secret}",
+                    secret.len()
+                )
+                .into_bytes(),
+                "HTTP 201: the answer is not the agent's JSON",
+            ),
+        ] {
+            let (url, _) = fake_agent(Box::new(move |line: &str| {
+                if line.starts_with("GET /peer/v1/info") {
+                    Some(json_answer(
+                        "200 OK",
+                        json!({"version": "v1", "hostname": "h".repeat(5000), "busy": true,
+                               "addresses": vec!["192.0.2.2"; 500], "extra": "x".repeat(30_000)}),
+                    ))
+                } else {
+                    Some(start.clone())
+                }
+            }));
+            let h = hub("fake-agent-foreign");
+            let (id, done) = rt
+                .block_on(async { start_forward(&h, None, plan(&url)) })
+                .unwrap();
+            assert_eq!(rt.block_on(done).unwrap(), RunStatus::Failed, "{what}");
+            let row = h.store().get_run(id).unwrap().unwrap();
+            let err = row.error.clone().unwrap_or_default();
+            assert_eq!(err, format!("peer agent at {url}: {want}"), "{what}");
+            let stored = row.summary.to_string();
+            assert!(!stored.contains("hunter2"), "{what}: {stored}");
+            let info = &row.summary["peer"]["info"];
+            assert_eq!(info["version"], "v1");
+            assert_eq!(info["hostname"].as_str().unwrap().len(), 255);
+            assert_eq!(info["addresses"].as_array().unwrap().len(), 16);
+            assert_eq!(info["busy"], true);
+            assert!(info.get("extra").is_none());
+            assert!(stored.len() < 2048, "{what}: {} bytes", stored.len());
+        }
+    }
+
+    /// Issue 37 item 10: a fake agent answering "running" forever (no intervals, or
+    /// intervals that move nothing) held the run — and its NAT — for the test's whole
+    /// duration plus grace (24 h). Now the run ends after the no-progress limit, and the
+    /// agent is told to stop.
+    #[test]
+    fn an_agent_without_progress_is_stopped() {
+        let rt = rt();
+        let zero = json!([{"streams": [{"id": 1, "socket": 5, "start": 0.0, "end": 1.0, "bytes": 0,
+            "bits_per_second": 0.0, "sender": true, "omitted": false}]}]);
+        for (what, intervals, next) in [("no intervals", json!([]), 0), ("zero bytes", zero, 1)] {
+            let (url, seen) = fake_agent(Box::new(move |line: &str| {
+                if line.starts_with("POST /peer/v1/run ") {
+                    Some(json_answer("201 Created", json!({"id": 1})))
+                } else if line.contains("/stop") {
+                    Some(json_answer(
+                        "202 Accepted",
+                        json!({"id": 1, "stopping": true}),
+                    ))
+                } else {
+                    // Zero-byte intervals: a new one on every poll.
+                    let first: usize = line
+                        .split("since=")
+                        .nth(1)
+                        .and_then(|s| s.split('&').next())
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(0);
+                    let v = if next == 0 {
+                        job_view("running", intervals.clone(), 0)
+                    } else {
+                        let b =
+                            json!({"id": 1, "status": "running", "spec": spec(), "first": first,
+                            "intervals": intervals, "next": first + 1, "started_at": 1})
+                            .to_string();
+                        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{b}", b.len())
+                            .into_bytes()
+                    };
+                    Some(v)
+                }
+            }));
+            let mut s = spec();
+            s.time = Some(86_400);
+            let client = plan(&url).client;
+            let t0 = Instant::now();
+            let mut polls = 0;
+            let res = rt.block_on(run_peer_job_with(
+                &client,
+                &s,
+                &Notify::new(),
+                Duration::from_secs(3),
+                &mut |_| polls += 1,
+            ));
+            let took = t0.elapsed();
+            let (status, msg) = res.unwrap_err();
+            assert_eq!(status, RunStatus::Failed, "{what}");
+            assert!(msg.contains("no progress for 3 s"), "{what}: {msg}");
+            assert!(took < Duration::from_secs(8), "{what}: {took:?}");
+            assert!(polls >= 3, "{what}: {polls} polls");
+            let seen = seen.lock().unwrap();
+            assert!(
+                seen.iter()
+                    .any(|l| l.starts_with("POST /peer/v1/run/1/stop")),
+                "{what}: {seen:?}"
+            );
+            assert!(
+                seen.iter().any(|l| l.contains("since=0&lean=1")),
+                "{what}: {seen:?}"
+            );
+        }
+    }
+
+    /// A lean final view: the board polls until it has every interval the agent counts, then
+    /// puts them into the report and makes iperf3's document from it.
+    #[test]
+    fn a_lean_final_view_is_completed_from_the_polls() {
+        let rt = rt();
+        let iv = |n: usize| {
+            json!({"streams": [{"id": 1, "socket": 5, "start": n as f64, "end": n as f64 + 1.0,
+                "bytes": 1000, "bits_per_second": 8000.0, "sender": true, "omitted": false}]})
+        };
+        let (url, _) = fake_agent(Box::new(move |line: &str| {
+            if line.starts_with("POST /peer/v1/run ") {
+                return Some(json_answer("201 Created", json!({"id": 1})));
+            }
+            let since: usize = line
+                .split("since=")
+                .nth(1)
+                .and_then(|s| s.split('&').next())
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            // 12 intervals, at most 8 per answer; ended from the start.
+            let upto = (since + 8).min(12);
+            let ivs: Vec<Value> = (since..upto).map(iv).collect();
+            Some(json_answer(
+                "200 OK",
+                json!({"id": 1, "status": "completed", "spec": spec(), "first": since,
+                       "intervals": ivs, "next": 12, "started_at": 1, "ended_at": 2}),
+            ))
+        }));
+        let client = plan(&url).client;
+        let mut got = 0;
+        let v = rt
+            .block_on(run_peer_job(&client, &spec(), &Notify::new(), |f| {
+                got += f.len()
+            }))
+            .unwrap();
+        assert_eq!(got, 12);
+        assert_eq!(v.status, RunStatus::Completed);
     }
 }
