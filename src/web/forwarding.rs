@@ -86,8 +86,10 @@ pub(super) fn check_nat_scope(
     }
 }
 
-/// Remember the agent address (and, once the run completed, a new token) of an admin's run;
-/// nothing for anyone else: only an admin changes what the next runs use.
+/// Remember the agent address and token an admin's run `id` gave, once the run has
+/// completed (a mistyped token or address never replaces the stored good pair, and the
+/// stored token never becomes bound to an address it was not tried on); nothing for anyone
+/// else, or for a run that used the stored token (its address is the stored one).
 pub(super) fn remember_agent(
     state: &AppState,
     auth: &Auth,
@@ -99,15 +101,13 @@ pub(super) fn remember_agent(
     if !is_admin(auth) {
         return;
     }
-    remember_token(state, token, id, done);
-    let _ = state.store.set_setting(URL_KEY, peer.trim());
+    remember_pair(state, peer, token, id, done);
 }
 
 /// Validate and start a forwarding run. The stored agent token goes only to the stored agent
 /// address (see [`forward::stored_token_for`]); NAT through the management port needs an
-/// admin ([`check_nat_scope`]). For an admin, the agent address is stored for the next run
-/// once the request is valid, a new token once the run with it has completed (a mistyped
-/// token never replaces the stored good one); other callers change nothing stored.
+/// admin ([`check_nat_scope`]). An admin's run that gives a token stores it with its address
+/// once it has completed ([`remember_agent`]); other callers change nothing stored.
 fn start_forward(
     state: &AppState,
     auth: &Auth,
@@ -123,36 +123,38 @@ fn start_forward(
     Ok(id)
 }
 
-/// Store `token` (a peer agent token given with run `id`, when it differs from the stored
-/// one) once the run has completed, so a mistyped token never replaces the stored good one.
-fn remember_token(
+/// Store `peer` and `token` (the agent address and token given with run `id`) once the run
+/// has completed.
+fn remember_pair(
     state: &AppState,
+    peer: &str,
     token: Option<&str>,
     id: i64,
     done: tokio::task::JoinHandle<crate::model::RunStatus>,
 ) {
-    let stored = stored_token(state);
-    let new_token = token
-        .map(str::trim)
-        .filter(|t| !t.is_empty() && Some(*t) != stored.as_deref())
-        .map(String::from);
-    if let Some(t) = new_token {
-        let store = state.store.clone();
-        crate::engine::task::spawn(async move {
-            match done.await {
-                Ok(crate::model::RunStatus::Completed) => {
-                    if let Err(e) = store.set_setting(TOKEN_KEY, &t) {
-                        tracing::warn!("cannot store the peer token: {e}");
-                    } else {
-                        tracing::info!("run {id} completed: its peer token is stored for the next runs");
-                    }
+    let Some(t) = token.map(str::trim).filter(|t| !t.is_empty()) else {
+        return;
+    };
+    let (t, url) = (t.to_string(), peer.trim().to_string());
+    let store = state.store.clone();
+    crate::engine::task::spawn(async move {
+        match done.await {
+            Ok(crate::model::RunStatus::Completed) => {
+                match store
+                    .set_setting(TOKEN_KEY, &t)
+                    .and_then(|()| store.set_setting(URL_KEY, &url))
+                {
+                    Err(e) => tracing::warn!("cannot store the peer agent and token: {e}"),
+                    Ok(()) => tracing::info!(
+                        "run {id} completed: its peer agent address and token are stored for the next runs"
+                    ),
                 }
-                _ => tracing::info!(
-                    "run {id} did not complete: the token given for it is not stored (the stored one stays)"
-                ),
             }
-        });
-    }
+            _ => tracing::info!(
+                "run {id} did not complete: the agent address and token given for it are not stored (the stored ones stay)"
+            ),
+        }
+    });
 }
 
 fn start_monitor(state: &AppState, req: &MonitorRequest) -> Result<i64, String> {
