@@ -23,7 +23,7 @@ if [[ ${1:-} == --smoke ]]; then
     shift
     if [[ ${1:-} =~ ^[0-9]+$ ]]; then SECS=$1; shift; fi
 fi
-ALL=(iperf3_frame iperf3_params iperf3_results iperf3_udp iperf2_wire http_head peer_spec history_import suite_def schedule)
+ALL=(iperf3_frame iperf3_params iperf3_results iperf3_udp iperf2_wire http_head peer_spec peer_answer history_import suite_def schedule)
 TARGETS=("$@")
 [[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=("${ALL[@]}")
 
@@ -53,7 +53,7 @@ framed() {
 
 seed() {
     local c=fuzz/corpus f n=0
-    mkdir -p "$c"/{iperf3_frame,iperf3_params,iperf3_results,iperf3_udp,iperf2_wire,http_head,peer_spec,history_import,suite_def,schedule}
+    mkdir -p "$c"/{iperf3_frame,iperf3_params,iperf3_results,iperf3_udp,iperf2_wire,http_head,peer_spec,peer_answer,history_import,suite_def,schedule}
     for f in tests/vectors/iperf3-3.12/params-*.json; do
         cp "$f" "$c/iperf3_params/"
         framed "$f" "$c/iperf3_frame/$(basename "$f")"
@@ -89,6 +89,12 @@ seed() {
     printf '{"host":"192.168.1.1","port":5201,"time":10,"parallel":4,"reverse":true}' >"$c/peer_spec/reverse"
     printf '{"host":"fe80::1%%eth0","udp":true,"bitrate":100000000,"length":1400}' >"$c/peer_spec/udp"
     printf '{"host":"board.local","bidir":true,"time":86400}' >"$c/peer_spec/bidir"
+    # Agent answers (first byte: the cap / 257, 255 = none; second: where the reads split).
+    printf '\xff\x80HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 8\r\n\r\n{"id":7}' >"$c/peer_answer/length"
+    printf '\xff\x40HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{"a"\r\n3;x=y\r\n:1}\r\n0\r\nT: 1\r\n\r\n' >"$c/peer_answer/chunked"
+    printf '\x10\x20HTTP/1.0 401 Unauthorized\r\n\r\n{"error":"missing or wrong token"}' >"$c/peer_answer/eof"
+    printf '\xff\x10HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\nab\r\n0\r\n\r\n' >"$c/peer_answer/huge-chunk"
+    printf '\x01\xf0HTTP/1.1 204 No Content\r\nContent-Length: 18446744073709551615\r\n\r\n' >"$c/peer_answer/cl-max"
     # History files: one run with a suite, a leg and run data (times in 2026).
     printf '%s' '{"format":"netperfd-history","version":1,"board":{"id":"ab12","label":"a"},"suite_defs":[{"name":"q","builtin":false,"body":{"name":"q","steps":[]}}],"suites":[{"id":1,"name":"q","peer_host":"192.0.2.2","status":"completed","created_at":1796000000000,"ended_at":1796000010000,"def_name":"q","origin_board":"ab12","origin_id":1}],"runs":[{"id":1,"role":"client","protocol":"TCP","status":"completed","peer_host":"192.0.2.2","peer_port":5201,"direction":"send","params_json":"{}","started_at":1796000000000,"ended_at":1796000001000,"kind":"multi","suite_id":1,"origin_board":"ab12","origin_id":1},{"id":2,"role":"client","protocol":"UDP","status":"failed","peer_host":"192.0.2.2","peer_port":5201,"direction":"receive","params_json":"{\"time\":1}","started_at":1796000000000,"kind":"iperf3","parent_id":1,"error":"x","origin_board":"ab12","origin_id":2}],"run_data":{"intervals":[{"run_id":2,"seq":0,"stream_id":1,"socket":5,"start":0.0,"end":1.0,"bytes":10,"bits_per_second":80.0,"sender":0,"omitted":0,"packets":3,"lost":1,"jitter_ms":0.1}],"streams":[{"run_id":2,"stream_id":1,"socket":5,"local_sender":0,"sender_bytes":10,"sender_seconds":1.0,"retransmits":0,"max_snd_cwnd":0,"min_rtt":0,"mean_rtt":0,"max_rtt":0}]}}' >"$c/history_import/suite-and-leg"
     printf '%s' '{"format":"netperfd-history","version":1,"board":{"id":"cd34"},"runs":[{"id":7,"role":"server","protocol":"TCP","status":"aborted","peer_host":"h","peer_port":1,"direction":"bidir","params_json":"{}","started_at":1796000000000,"kind":"http-serve","summary_json":"{\"connections\":2}","origin_board":"cd34","origin_id":7}]}' >"$c/history_import/served"

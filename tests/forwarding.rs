@@ -868,3 +868,194 @@ fn the_peer_agent_s_own_drops_are_named_in_the_forwarding_ledger() {
         "{l}"
     );
 }
+
+/// A new API token of `scope` (Settings → API tokens, as the admin).
+fn new_token(admin: &Http, scope: &str) -> String {
+    let r = admin.form(
+        "/settings/tokens",
+        &[
+            ("csrf", &admin.csrf.clone()),
+            ("name", scope),
+            ("scope", scope),
+        ],
+    );
+    let i = r.body.find("id=\"new-token\">").expect("token") + 15;
+    r.body[i..]
+        .split('<')
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Issue 37 items 7, 8 and 10 through the daemon. The daemon listens on every address; the
+/// admin uses loopback, a script on PC1 reaches it through eth0 (its management port) with a
+/// run-tests token:
+/// * the stored agent token is not sent to another address the script names (a listener
+///   there receives nothing of it), and the script's runs never change the stored address;
+/// * the board's own addresses are refused as agent addresses, with nothing started;
+/// * the script may not turn on NAT through eth0 (its own request's port); an admin token
+///   from the same place may; without NAT the script's run uses the stored token.
+#[test]
+fn a_run_token_neither_moves_the_stored_agent_nor_bridges_its_own_port() {
+    let (mut lab, board, pc1, _pc2) = seed_lab();
+    let data = data_dir(&lab);
+    lab.spawn(
+        &board,
+        "daemon",
+        bin(),
+        &[
+            "daemon",
+            "--listen",
+            "0.0.0.0:8086",
+            "--data",
+            &data,
+            "--iperf3-port",
+            "0",
+        ],
+    );
+    lab.wait_port(&board, "127.0.0.1", 8086);
+    let mut admin = Http::new(Some(&board), "http://127.0.0.1:8086");
+    set_up(&lab, &mut admin);
+    let run_token = new_token(&admin, "run");
+    let admin_token = new_token(&admin, "admin");
+    let script = Http::new(Some(&pc1), &format!("http://{BOARD_IP}:8086"));
+    let bearer = |t: &str| vec![("Authorization".to_string(), format!("Bearer {t}"))];
+    let wait = |id: i64| wait_run(&admin, id, Duration::from_secs(40));
+    let stored_url = "http://192.0.2.2:5280";
+    let body = |peer: &str, token: Option<&str>, nat: bool| {
+        let mut v = json!({"peer": peer, "target": PC2_IP, "ingress": "eth0", "egress": "eth1",
+                           "nat": nat, "duration": 1});
+        if let Some(t) = token {
+            v["token"] = json!(t);
+        }
+        v
+    };
+
+    // The admin's run stores the agent's address and (once completed) its token.
+    let r = admin.api("POST", "/api/forward", &body(stored_url, Some(TOKEN), true));
+    assert_eq!(r.status, 201, "{}", r.body);
+    let v = wait(r.json()["id"].as_i64().unwrap());
+    assert_eq!(v["run"]["status"], "completed", "{v}");
+    std::thread::sleep(Duration::from_millis(500));
+    let p = admin.get_json("/api/peer");
+    assert_eq!(
+        (p["url"].as_str(), &p["token_stored"]),
+        (Some(stored_url), &json!(true)),
+        "{p}"
+    );
+
+    // A listener at another address on PC1: what reaches it is kept.
+    lab.spawn(
+        &pc1,
+        "trap",
+        "python3",
+        &[
+            "-u",
+            "-c",
+            "import socket\ns=socket.socket()\ns.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\ns.bind(('192.0.2.2',5281))\ns.listen()\nwhile True:\n  c,_=s.accept()\n  print(repr(c.recv(65536)), flush=True)\n  c.close()\n",
+        ],
+    );
+    lab.wait_port(&pc1, PC1_IP, 5281);
+    let other = "http://192.0.2.2:5281";
+    // Item 7: no token given, another address: refused, the stored token goes nowhere.
+    let r = script.json(
+        "POST",
+        "/api/forward",
+        bearer(&run_token),
+        &body(other, None, false),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(
+        r.json()["error"].as_str().unwrap_or_default().contains(
+            "the stored peer agent token is only sent to the stored agent address (http://192.0.2.2:5280)"
+        ),
+        "{}",
+        r.body
+    );
+    // With its own token the script's run goes there — and the stored address stays.
+    let r = script.json(
+        "POST",
+        "/api/forward",
+        bearer(&run_token),
+        &body(other, Some("script-token-0123456"), false),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let v = wait(r.json()["id"].as_i64().unwrap());
+    assert_eq!(v["run"]["status"], "failed", "{v}");
+    let p = admin.get_json("/api/peer");
+    assert_eq!(p["url"].as_str(), Some(stored_url), "{p}");
+    let (trap, _) = lab.output("trap");
+    assert!(trap.contains("script-token-0123456"), "{trap}");
+    assert!(
+        !trap.contains(TOKEN),
+        "the stored token reached another address: {trap}"
+    );
+
+    // Item 8: the board's own addresses are refused, nothing recorded.
+    let before = admin.get_json("/api/runs").as_array().map(|a| a.len());
+    for own in [
+        "http://127.0.0.1:8086",
+        "http://192.0.2.1:8086",
+        "http://[::1]:8086",
+    ] {
+        let r = script.json(
+            "POST",
+            "/api/forward",
+            bearer(&run_token),
+            &body(own, Some("x-token-0123456789"), false),
+        );
+        assert_eq!(r.status, 400, "{own}: {}", r.body);
+        assert!(
+            r.body.contains("this board's own address: refused"),
+            "{own}: {}",
+            r.body
+        );
+    }
+    assert_eq!(
+        admin.get_json("/api/runs").as_array().map(|a| a.len()),
+        before
+    );
+
+    // Item 10: NAT through eth0, the port the script's request arrives on: admin only.
+    let r = script.json(
+        "POST",
+        "/api/forward",
+        bearer(&run_token),
+        &body(stored_url, None, true),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(
+        r.body.contains("forwarding with NAT through eth0, the port this request came in on (the management port), needs an admin"),
+        "{}",
+        r.body
+    );
+    assert_eq!(ip_forward(&board), "0");
+    assert!(!our_rules_left(&board));
+    // Without NAT the script's run goes to the stored agent with the stored token.
+    let r = script.json(
+        "POST",
+        "/api/forward",
+        bearer(&run_token),
+        &body(stored_url, None, false),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    // The agent takes the stored token and runs the test (which cannot reach PC2 without
+    // forwarding: "unable to connect"), never "refused the token (HTTP 401)".
+    let v = wait(r.json()["id"].as_i64().unwrap());
+    let err = v["run"]["error"].as_str().unwrap_or_default().to_string();
+    assert!(err.contains("unable to connect to server"), "{v}");
+    assert!(!err.contains("401"), "{v}");
+    // An admin token from the same place may turn NAT on; it is off again afterwards.
+    let r = script.json(
+        "POST",
+        "/api/forward",
+        bearer(&admin_token),
+        &body(stored_url, None, true),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let v = wait(r.json()["id"].as_i64().unwrap());
+    assert_eq!(v["run"]["status"], "completed", "{v}");
+    assert_eq!(v["run"]["summary"]["nat"]["restored"], true, "{v}");
+    assert_eq!(ip_forward(&board), "0");
+    assert!(!our_rules_left(&board));
+}

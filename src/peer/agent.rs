@@ -27,6 +27,9 @@ use tokio::sync::{mpsc, Notify};
 
 /// Finished jobs kept for the board to fetch.
 pub const KEEP_JOBS: usize = 16;
+/// Most intervals in one lean view (`?lean=1`, what the board asks for): the board asks again
+/// a second later from where it got to.
+pub const VIEW_INTERVALS: usize = 8;
 
 /// One test's state as the agent reports it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -126,9 +129,17 @@ impl Agent {
         ct_eq(&sha256_hex(tok), &self.token_hash)
     }
 
-    /// Let a request through if it carries the token; 401 when it does not, 429 once its
-    /// address sent [`WRONG_TOKENS`] wrong ones within [`WRONG_TOKEN_WINDOW`].
+    /// Let a request through if it carries the token — always, even from an address that
+    /// is locked out (the board and a guesser may share an address behind NAT, and the lockout
+    /// must not lock the board out). A wrong or missing token gets 401, or 429 once its
+    /// address sent [`WRONG_TOKENS`] wrong ones within [`WRONG_TOKEN_WINDOW`]; a right token
+    /// does not clear that count (a guesser sharing the address gets no more tries by it).
+    /// Guessing stays hopeless either way: tokens are at least [`super::MIN_TOKEN`] printable
+    /// characters.
     fn check(&self, req: &HttpRequest) -> Result<(), HttpResponse> {
+        if self.authorized(req) {
+            return Ok(());
+        }
         let ip = req
             .peer_addr()
             .map(|a| a.ip())
@@ -138,13 +149,8 @@ impl Agent {
                 .insert_header((header::RETRY_AFTER, wait.to_string()))
                 .json(json!({"error": format!("too many wrong tokens from this address; try again in {wait} s")})));
         }
-        if self.authorized(req) {
-            self.limiter.success(ip);
-            Ok(())
-        } else {
-            self.limiter.fail(ip);
-            Err(unauthorized())
-        }
+        self.limiter.fail(ip);
+        Err(unauthorized())
     }
 
     fn busy(&self) -> bool {
@@ -271,22 +277,40 @@ impl Agent {
         }
     }
 
-    /// A job's view with the intervals from `since` on; None if unknown.
-    pub fn view(&self, id: u64, since: usize) -> Option<JobView> {
+    /// A job's view with the intervals from `since` on; None if unknown. `lean` (what the
+    /// board asks for): at most [`VIEW_INTERVALS`] intervals, the report without its
+    /// intervals (the board has them from its polls) and no iperf3 document (the board makes
+    /// it from the report), so a view stays small however long the test ran.
+    pub fn view(&self, id: u64, since: usize, lean: bool) -> Option<JobView> {
         let jobs = self.jobs();
         let j = jobs.iter().find(|j| j.view.id == id)?;
         let v = &j.view;
         let first = since.min(v.intervals.len());
+        let upto = if lean {
+            first.saturating_add(VIEW_INTERVALS).min(v.intervals.len())
+        } else {
+            v.intervals.len()
+        };
+        let report = if lean {
+            v.report.as_ref().map(|r| {
+                Box::new(Report {
+                    intervals: Vec::new(),
+                    ..(**r).clone()
+                })
+            })
+        } else {
+            v.report.clone()
+        };
         Some(JobView {
             id: v.id,
             status: v.status,
             error: v.error.clone(),
             spec: v.spec.clone(),
             first,
-            intervals: v.intervals[first..].to_vec(),
+            intervals: v.intervals.get(first..upto).unwrap_or_default().to_vec(),
             next: v.intervals.len(),
-            report: v.report.clone(),
-            iperf3: v.iperf3.clone(),
+            report,
+            iperf3: if lean { None } else { v.iperf3.clone() },
             probes: v.probes.clone(),
             started_at: v.started_at,
             ended_at: v.ended_at,
@@ -395,6 +419,9 @@ async fn run(req: HttpRequest, agent: web::Data<Arc<Agent>>, body: web::Bytes) -
 struct Since {
     #[serde(default)]
     since: Option<usize>,
+    /// `1`: the lean view (see [`Agent::view`]).
+    #[serde(default)]
+    lean: Option<u8>,
 }
 
 async fn show(
@@ -409,7 +436,7 @@ async fn show(
     let Ok(id) = path.parse::<u64>() else {
         return error(404, "no such test");
     };
-    match agent.view(id, q.since.unwrap_or(0)) {
+    match agent.view(id, q.since.unwrap_or(0), q.lean == Some(1)) {
         Some(v) => HttpResponse::Ok().json(v),
         None => error(404, format!("no test {id} on this peer")),
     }
@@ -510,5 +537,52 @@ pub fn main(a: PeerArgs, drops: Option<crate::engine::iperf3::server::DropCounte
             eprintln!("netperfd peer: {e}");
             1
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::{test, App};
+
+    const TOKEN: &str = "right-token-0123456";
+
+    /// Issue 37 item 17: ten wrong tokens from an address locked the right one out too (the
+    /// board behind the same NAT as a guesser could not run its tests). Now the right token
+    /// still gets in while wrong ones stay limited, and does not reset their count.
+    #[actix_web::test]
+    async fn a_right_token_gets_in_while_wrong_ones_are_locked_out() {
+        let agent = web::Data::new(Agent::new(TOKEN, None));
+        let app = test::init_service(App::new().app_data(agent.clone()).configure(configure)).await;
+        let from: std::net::SocketAddr = "192.0.2.50:40000".parse().unwrap();
+        let info = |token: &str| {
+            test::TestRequest::get()
+                .uri("/peer/v1/info")
+                .peer_addr(from)
+                .insert_header(("Authorization", format!("Bearer {token}")))
+                .to_request()
+        };
+        for i in 0..WRONG_TOKENS {
+            let r = test::call_service(&app, info("wrong-token-000000")).await;
+            assert_eq!(r.status(), 401, "wrong token {i}");
+        }
+        let r = test::call_service(&app, info("wrong-token-000000")).await;
+        assert_eq!(r.status(), 429);
+        assert!(r.headers().contains_key("retry-after"));
+        // The right token from the same address: in.
+        let r = test::call_service(&app, info(TOKEN)).await;
+        assert_eq!(r.status(), 200);
+        let v: serde_json::Value = test::read_body_json(r).await;
+        assert_eq!(v["busy"], false);
+        // ...and wrong ones stay locked out after it.
+        let r = test::call_service(&app, info("wrong-token-000001")).await;
+        assert_eq!(r.status(), 429);
+        // Another address is not affected.
+        let other = test::TestRequest::get()
+            .uri("/peer/v1/info")
+            .peer_addr("192.0.2.51:40000".parse().unwrap())
+            .insert_header(("Authorization", "Bearer wrong-token-000000"))
+            .to_request();
+        assert_eq!(test::call_service(&app, other).await.status(), 401);
     }
 }

@@ -1,19 +1,51 @@
 //! The board's side of peer mode: a small HTTP/1.1 client (plain HTTP, one request per
-//! connection) for the agent's `/peer/v1/` API. Own code rather than a crate because the
-//! board's binary has no HTTP client and the agent is ours: JSON bodies, `Content-Length` or
-//! chunked answers, nothing else. Answers are capped at [`MAX_ANSWER`] bytes and every call at
-//! [`CALL_TIMEOUT`], so a hostile or stuck agent cannot wedge the board.
+//! connection) for the agent's `/peer/v1/` API. The answer is read by [`AnswerReader`]: the
+//! status line and headers parsed by `httparse` (at most [`MAX_HEAD`] bytes, [`MAX_HEADERS`]
+//! headers), the body by `Content-Length`, chunked transfer coding (chunk-size lines parsed by
+//! `httparse` too) or up to the end of the connection — every length read from the network
+//! checked before it is used, and the body capped (at most [`MAX_ANSWER`] bytes, more for a
+//! test's polls, see [`poll_cap`]); every call is bounded by [`CALL_TIMEOUT`], so a hostile or
+//! stuck agent cannot wedge or kill the board.
+//!
+//! Errors from an agent's answer say its HTTP status and a fixed reason, never the foreign
+//! body; an agent address that is this board's own (loopback, or an address of one of its
+//! ports) is refused when the call resolves it, so the client cannot be pointed at the
+//! board's own services.
 
 use super::agent::JobView;
 use super::spec::PeerTestSpec;
 use crate::model::names::valid_host;
+use serde::{Deserialize, Serialize};
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Longest answer accepted from an agent, bytes.
-pub const MAX_ANSWER: usize = 64 * 1024 * 1024;
+/// Longest answer body accepted from an agent, bytes (64 KiB): what its info, a started
+/// test's id and a stop need, and the base of a poll's cap ([`poll_cap`]).
+pub const MAX_ANSWER: usize = 64 * 1024;
+/// What a poll's cap grows by per stream of the test, bytes (16 KiB: a stream's intervals of a
+/// few seconds and its final summaries, in both the report and iperf3's document).
+pub const PER_STREAM_ANSWER: usize = 16 * 1024;
+/// Longest status line + headers accepted, bytes.
+pub const MAX_HEAD: usize = 16 * 1024;
+/// Most header lines accepted.
+pub const MAX_HEADERS: usize = 64;
+/// Longest chunk-size line (with extensions) accepted, bytes.
+pub const MAX_CHUNK_LINE: usize = 1024;
 /// Longest time one call may take (connect, send, read the answer).
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(15);
+/// Most addresses of an agent's info kept.
+pub const MAX_INFO_ADDRESSES: usize = 16;
+/// Longest text field of an agent's info kept (version, hostname, each address), characters.
+pub const MAX_INFO_TEXT: usize = 255;
+
+/// The cap on a poll's answer for a test of `spec`, bytes: [`MAX_ANSWER`] plus
+/// [`PER_STREAM_ANSWER`] per stream (parallel streams, twice for a bidirectional test).
+pub fn poll_cap(spec: &PeerTestSpec) -> usize {
+    let parallel = spec.parallel.unwrap_or(1).clamp(1, 128) as usize;
+    let streams = if spec.bidir { parallel * 2 } else { parallel };
+    MAX_ANSWER.saturating_add(PER_STREAM_ANSWER.saturating_mul(streams))
+}
 
 /// Where a peer agent is and how to authenticate to it.
 #[derive(Clone)]
@@ -21,6 +53,9 @@ pub struct PeerClient {
     host: String,
     port: u16,
     token: String,
+    /// Let the agent be at this board's own addresses (loopback included): only unit tests,
+    /// which run a fake agent on loopback, set it ([`PeerClient::allowing_own_addresses`]).
+    allow_own: bool,
 }
 
 impl std::fmt::Debug for PeerClient {
@@ -50,9 +85,68 @@ fn perr(message: impl Into<String>) -> PeerError {
     }
 }
 
+/// What an agent's `/peer/v1/info` says, as the board keeps it: the known fields only, each
+/// text at most [`MAX_INFO_TEXT`] characters (control characters dropped), at most
+/// [`MAX_INFO_ADDRESSES`] addresses. Anything else the agent sent is dropped.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PeerInfo {
+    pub version: String,
+    pub hostname: String,
+    pub addresses: Vec<String>,
+    pub busy: bool,
+}
+
+fn short_text(v: Option<&serde_json::Value>) -> String {
+    v.and_then(|v| v.as_str())
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_INFO_TEXT)
+        .collect()
+}
+
+impl PeerInfo {
+    /// The known fields of an agent's info answer, capped (see [`PeerInfo`]); missing or
+    /// mistyped fields are empty / false.
+    pub fn from_answer(v: &serde_json::Value) -> PeerInfo {
+        PeerInfo {
+            version: short_text(v.get("version")),
+            hostname: short_text(v.get("hostname")),
+            addresses: v
+                .get("addresses")
+                .and_then(|a| a.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter(|x| x.is_string())
+                        .take(MAX_INFO_ADDRESSES)
+                        .map(|x| short_text(Some(x)))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            busy: v.get("busy").and_then(|b| b.as_bool()).unwrap_or(false),
+        }
+    }
+}
+
+/// Whether `ip` is one of this board's own addresses: loopback, unspecified (0.0.0.0, ::,
+/// which reach the board itself), or an address of one of its ports (including IPv4-mapped
+/// IPv6 spellings of those).
+pub fn is_own_address(ip: IpAddr) -> bool {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+        v4 => v4,
+    };
+    ip.is_loopback()
+        || ip.is_unspecified()
+        || crate::board::ports()
+            .iter()
+            .any(|p| p.addresses.contains(&ip))
+}
+
 impl PeerClient {
     /// Parse the agent's address: `http://HOST[:PORT][/]`, or `HOST[:PORT]` (port default
-    /// 5280; IPv6 in brackets), and check the token.
+    /// 5280; IPv6 in brackets), and check the token. Whether HOST is this board's own address
+    /// is checked when a call resolves it (see [`is_own_address`]).
     pub fn parse(url: &str, token: &str) -> Result<PeerClient, String> {
         super::check_token(token)?;
         let u = url.trim();
@@ -94,7 +188,31 @@ impl PeerClient {
             host,
             port,
             token: token.to_string(),
+            allow_own: false,
         })
+    }
+
+    /// [`PeerClient::parse`], and refuse at once a host that is an IP address of this board
+    /// ([`is_own_address`]); a host name is checked when a call resolves it.
+    pub fn parse_remote(url: &str, token: &str) -> Result<PeerClient, String> {
+        let c = PeerClient::parse(url, token)?;
+        if let Ok(ip) = c.host.parse::<IpAddr>() {
+            if is_own_address(ip) {
+                return Err(format!(
+                    "the peer agent address {} is this board's own address: refused — the agent must run on another host",
+                    c.url()
+                ));
+            }
+        }
+        Ok(c)
+    }
+
+    /// Test only: let this client call an agent at the board's own addresses (a fake agent
+    /// on loopback in a unit test). Not reachable from the daemon, the CLI or any setting.
+    #[cfg(test)]
+    pub(crate) fn allowing_own_addresses(mut self) -> PeerClient {
+        self.allow_own = true;
+        self
     }
 
     /// The agent's address as a URL (without the token).
@@ -106,16 +224,50 @@ impl PeerClient {
         }
     }
 
-    /// One call: method, path, optional JSON body → status and JSON answer.
+    /// Whether `url` names the same agent (host and port) as this client: the stored token
+    /// is sent only to the stored address.
+    pub fn same_agent(&self, other: &PeerClient) -> bool {
+        self.host.eq_ignore_ascii_case(&other.host) && self.port == other.port
+    }
+
+    /// Resolve the agent's host to the addresses to connect to, refusing the board's own
+    /// addresses (any of them). Errors: does not resolve; resolves to the board itself.
+    async fn resolve(&self) -> Result<Vec<SocketAddr>, PeerError> {
+        let url = self.url();
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((self.host.as_str(), self.port))
+            .await
+            .map_err(|e| perr(format!("cannot reach the peer agent at {url}: {e}")))?
+            .collect();
+        if !self.allow_own {
+            if let Some(a) = addrs.iter().find(|a| is_own_address(a.ip())) {
+                return Err(perr(format!(
+                    "the peer agent address {url} is this board's own address ({}): refused — the agent must run on another host",
+                    a.ip()
+                )));
+            }
+        }
+        if addrs.is_empty() {
+            return Err(perr(format!(
+                "cannot reach the peer agent at {url}: no address"
+            )));
+        }
+        Ok(addrs)
+    }
+
+    /// One call: method, path, optional JSON body, the longest answer body accepted (bytes)
+    /// → the JSON answer of a 2xx status. Errors name the HTTP status and a fixed reason.
     async fn call(
         &self,
         method: &str,
         path: &str,
         body: Option<&serde_json::Value>,
+        cap: usize,
     ) -> Result<serde_json::Value, PeerError> {
         let url = self.url();
         let fut = async {
-            let mut s = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
+            // Connect to the addresses just checked (never resolve the name again).
+            let addrs = self.resolve().await?;
+            let mut s = tokio::net::TcpStream::connect(addrs.as_slice())
                 .await
                 .map_err(|e| perr(format!("cannot reach the peer agent at {url}: {e}")))?;
             let body = body.map(|b| b.to_string()).unwrap_or_default();
@@ -132,26 +284,26 @@ impl PeerClient {
             s.write_all(req.as_bytes())
                 .await
                 .map_err(|e| perr(format!("peer agent at {url}: {e}")))?;
-            let mut buf = Vec::new();
-            let mut chunk = vec![0u8; 64 * 1024];
-            loop {
+            let mut reader = AnswerReader::new(cap);
+            let mut chunk = vec![0u8; 16 * 1024];
+            let answer = loop {
                 let n = s
                     .read(&mut chunk)
                     .await
                     .map_err(|e| perr(format!("peer agent at {url}: {e}")))?;
-                if n == 0 {
-                    break;
+                let got = match chunk.get(..n) {
+                    Some(b) if n > 0 => b,
+                    _ => break reader.finish(),
+                };
+                match reader.feed(got) {
+                    Ok(Some(a)) => break Ok(a),
+                    Ok(None) => {}
+                    Err(e) => break Err(e),
                 }
-                buf.extend_from_slice(&chunk[..n]);
-                if buf.len() > MAX_ANSWER {
-                    return Err(perr(format!(
-                        "peer agent at {url}: answer longer than {MAX_ANSWER} bytes"
-                    )));
-                }
-            }
-            Ok::<Vec<u8>, PeerError>(buf)
+            };
+            answer.map_err(|e| perr(format!("peer agent at {url}: {e}")))
         };
-        let raw = tokio::time::timeout(CALL_TIMEOUT, fut)
+        let answer = tokio::time::timeout(CALL_TIMEOUT, fut)
             .await
             .map_err(|_| {
                 perr(format!(
@@ -159,11 +311,7 @@ impl PeerClient {
                     CALL_TIMEOUT.as_secs()
                 ))
             })??;
-        let (status, body) =
-            parse_response(&raw).map_err(|e| perr(format!("peer agent at {url}: {e}")))?;
-        let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_else(|_| {
-            serde_json::json!({"error": String::from_utf8_lossy(&body[..body.len().min(200)]).to_string()})
-        });
+        let status = answer.status;
         if status == 401 {
             return Err(PeerError {
                 message: format!("the peer agent at {url} refused the token (HTTP 401)"),
@@ -171,37 +319,56 @@ impl PeerClient {
             });
         }
         if !(200..300).contains(&status) {
-            let msg = v
-                .get("error")
-                .and_then(|e| e.as_str())
-                .unwrap_or("no reason given");
-            return Err(perr(format!("peer agent at {url}: HTTP {status}: {msg}")));
+            return Err(perr(format!(
+                "peer agent at {url}: HTTP {status}: {}",
+                status_reason(status)
+            )));
         }
-        Ok(v)
+        serde_json::from_slice(&answer.body).map_err(|_| {
+            perr(format!(
+                "peer agent at {url}: HTTP {status}: the answer is not the agent's JSON"
+            ))
+        })
     }
 
-    /// `GET /peer/v1/info`: version, hostname, addresses, busy.
-    pub async fn info(&self) -> Result<serde_json::Value, PeerError> {
-        self.call("GET", "/peer/v1/info", None).await
+    /// `GET /peer/v1/info`: version, hostname, addresses, busy — the known fields only,
+    /// capped ([`PeerInfo`]).
+    pub async fn info(&self) -> Result<PeerInfo, PeerError> {
+        self.call("GET", "/peer/v1/info", None, MAX_ANSWER)
+            .await
+            .map(|v| PeerInfo::from_answer(&v))
     }
 
     /// Start a test; the agent's job id.
     pub async fn start(&self, spec: &PeerTestSpec) -> Result<u64, PeerError> {
         let body = serde_json::to_value(spec).map_err(|e| perr(e.to_string()))?;
-        let v = self.call("POST", "/peer/v1/run", Some(&body)).await?;
-        v.get("id")
-            .and_then(|i| i.as_u64())
-            .ok_or_else(|| perr(format!("peer agent at {}: no job id in {v}", self.url())))
+        let v = self
+            .call("POST", "/peer/v1/run", Some(&body), MAX_ANSWER)
+            .await?;
+        v.get("id").and_then(|i| i.as_u64()).ok_or_else(|| {
+            perr(format!(
+                "peer agent at {}: the answer has no job id",
+                self.url()
+            ))
+        })
     }
 
-    /// A job's state with the intervals from number `since` on.
-    pub async fn poll(&self, id: u64, since: usize) -> Result<JobView, PeerError> {
+    /// A job's state with the intervals from number `since` on; the answer may be at most
+    /// `cap` bytes (see [`poll_cap`]). Asks for the lean view (`lean=1`: the final report
+    /// without the intervals the board already has, no iperf3 document, at most
+    /// [`super::agent::VIEW_INTERVALS`] intervals per answer).
+    pub async fn poll(&self, id: u64, since: usize, cap: usize) -> Result<JobView, PeerError> {
         let v = self
-            .call("GET", &format!("/peer/v1/run/{id}?since={since}"), None)
+            .call(
+                "GET",
+                &format!("/peer/v1/run/{id}?since={since}&lean=1"),
+                None,
+                cap,
+            )
             .await?;
-        serde_json::from_value(v).map_err(|e| {
+        serde_json::from_value(v).map_err(|_| {
             perr(format!(
-                "peer agent at {}: unreadable test state: {e}",
+                "peer agent at {}: unreadable test state (not the agent's job view)",
                 self.url()
             ))
         })
@@ -209,76 +376,413 @@ impl PeerClient {
 
     /// Ask the agent to stop a job.
     pub async fn stop(&self, id: u64) -> Result<(), PeerError> {
-        self.call("POST", &format!("/peer/v1/run/{id}/stop"), None)
+        self.call("POST", &format!("/peer/v1/run/{id}/stop"), None, MAX_ANSWER)
             .await
             .map(|_| ())
     }
 }
 
-/// Split an HTTP/1.x answer into status code and body (Content-Length, chunked, or up to the
-/// end of the connection).
-pub fn parse_response(raw: &[u8]) -> Result<(u16, Vec<u8>), String> {
-    let end = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or("no HTTP header in the answer")?;
-    let head = std::str::from_utf8(&raw[..end]).map_err(|_| "HTTP header is not UTF-8")?;
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap_or_default();
-    let mut parts = status_line.split_whitespace();
-    let proto = parts.next().unwrap_or_default();
-    if !proto.starts_with("HTTP/1.") {
-        return Err(format!("not an HTTP answer: '{status_line}'"));
-    }
-    let status: u16 = parts
-        .next()
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("bad HTTP status line '{status_line}'"))?;
-    let (mut len, mut chunked) = (None, false);
-    for l in lines {
-        if let Some((k, v)) = l.split_once(':') {
-            let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
-            if k == "content-length" {
-                len = Some(
-                    v.parse::<usize>()
-                        .map_err(|_| format!("bad Content-Length '{v}'"))?,
-                );
-            } else if k == "transfer-encoding" && v.to_ascii_lowercase().contains("chunked") {
-                chunked = true;
-            }
-        }
-    }
-    let body = &raw[end + 4..];
-    if chunked {
-        return dechunk(body).map(|b| (status, b));
-    }
-    match len {
-        Some(n) if n > body.len() => Err(format!("answer cut short ({} of {n} bytes)", body.len())),
-        Some(n) => Ok((status, body[..n].to_vec())),
-        None => Ok((status, body.to_vec())),
+/// Whether two agent addresses (as [`PeerClient::parse`] reads them) name the same agent:
+/// same host (ASCII case ignored) and port. False when either does not parse.
+pub fn same_agent_url(a: &str, b: &str) -> bool {
+    const T: &str = "comparison-only-token";
+    match (PeerClient::parse(a, T), PeerClient::parse(b, T)) {
+        (Ok(x), Ok(y)) => x.same_agent(&y),
+        _ => false,
     }
 }
 
-fn dechunk(mut b: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    loop {
-        let eol = b
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .ok_or("bad chunked encoding")?;
-        let size_text = std::str::from_utf8(&b[..eol]).map_err(|_| "bad chunk size")?;
-        let size_text = size_text.split(';').next().unwrap_or_default().trim();
-        let size = usize::from_str_radix(size_text, 16).map_err(|_| "bad chunk size")?;
-        b = &b[eol + 2..];
-        if size == 0 {
-            return Ok(out);
-        }
-        if b.len() < size + 2 {
-            return Err("answer cut short inside a chunk".into());
-        }
-        out.extend_from_slice(&b[..size]);
-        b = &b[size + 2..];
+/// The fixed reason the board gives for an agent's non-2xx status (never the agent's own
+/// text, which a hostile host could fill with anything).
+pub fn status_reason(status: u16) -> &'static str {
+    match status {
+        400 => "the agent refused the request (a test it cannot run)",
+        401 => "the agent refused the token",
+        404 => "the agent has no such test",
+        409 => "the agent is busy with another test, or the test has already ended",
+        429 => "the agent refuses this address for a while (too many wrong tokens)",
+        500..=599 => "the agent failed",
+        _ => "not an answer the agent gives",
     }
+}
+
+/// Why an agent's answer could not be read: a fixed sentence each (never the foreign bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerError {
+    /// Status line and headers longer than [`MAX_HEAD`] bytes.
+    HeadTooLong,
+    /// More than [`MAX_HEADERS`] header lines.
+    TooManyHeaders,
+    /// Not an HTTP/1.x status line and headers.
+    NotHttp,
+    /// An informational (1xx) status where a final answer was due.
+    Informational,
+    /// A `Content-Length` that is not a number, or two that differ.
+    BadContentLength,
+    /// A transfer coding other than `chunked`, or `chunked` with a `Content-Length`.
+    BadTransferEncoding,
+    /// The body is longer than the call's cap.
+    TooLong { cap: usize },
+    /// A chunk-size line that is not hex digits (at most 15), or data not followed by CRLF.
+    BadChunk,
+    /// The connection ended before the body did.
+    CutShort,
+}
+
+impl std::fmt::Display for AnswerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AnswerError::HeadTooLong => write!(
+                f,
+                "the answer's header is longer than {} KiB",
+                MAX_HEAD / 1024
+            ),
+            AnswerError::TooManyHeaders => {
+                write!(f, "the answer has more than {MAX_HEADERS} header lines")
+            }
+            AnswerError::NotHttp => f.write_str("not an HTTP/1.x answer"),
+            AnswerError::Informational => f.write_str("an informational (1xx) answer"),
+            AnswerError::BadContentLength => f.write_str("a bad Content-Length in the answer"),
+            AnswerError::BadTransferEncoding => {
+                f.write_str("a transfer coding other than chunked in the answer")
+            }
+            AnswerError::TooLong { cap } => {
+                write!(f, "the answer is longer than {} KiB", cap / 1024)
+            }
+            AnswerError::BadChunk => f.write_str("bad chunked encoding in the answer"),
+            AnswerError::CutShort => f.write_str("the answer was cut short"),
+        }
+    }
+}
+
+impl std::error::Error for AnswerError {}
+
+/// A complete answer: status code and body (de-chunked).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Reading the status line and headers.
+    Head,
+    /// A `Content-Length` body of this many bytes.
+    Length(usize),
+    /// A chunk-size line.
+    ChunkSize,
+    /// This many bytes of the current chunk's data still to come.
+    ChunkData(usize),
+    /// The CRLF after a chunk's data.
+    ChunkEnd,
+    /// Trailer lines after the last chunk, up to an empty line.
+    Trailers,
+    /// Everything up to the end of the connection.
+    UntilEof,
+    Done,
+}
+
+/// An incremental reader of one HTTP/1.x answer: give it what the connection delivers with
+/// [`AnswerReader::feed`] until it returns the [`Answer`], and call [`AnswerReader::finish`]
+/// when the connection ends first. It holds at most [`MAX_HEAD`] bytes of header, the body
+/// (at most `cap` bytes) and one unfinished chunk-size line or chunk; every length from the
+/// network is checked before it is used.
+#[derive(Debug)]
+pub struct AnswerReader {
+    cap: usize,
+    /// Bytes received but not consumed yet.
+    buf: Vec<u8>,
+    stage: Stage,
+    status: u16,
+    body: Vec<u8>,
+    /// Where the search for the end of the head (or of the trailers) resumes in `buf`.
+    scan: usize,
+}
+
+/// Where the head ends in `b` (the index after its empty line; CRLF or bare LF line ends),
+/// searching from `from`.
+fn head_end(b: &[u8], from: usize) -> Option<usize> {
+    let start = from.saturating_sub(3);
+    let tail = b.get(start..)?;
+    tail.iter().enumerate().find_map(|(i, &c)| {
+        if c != b'\n' {
+            return None;
+        }
+        let at = start.checked_add(i)?;
+        let prev = |k: usize| at.checked_sub(k).and_then(|j| b.get(j)).copied();
+        let end = at.checked_add(1)?;
+        match (prev(1), prev(2)) {
+            (Some(b'\n'), _) => Some(end),
+            (Some(b'\r'), Some(b'\n')) => Some(end),
+            _ => None,
+        }
+    })
+}
+
+impl AnswerReader {
+    /// A reader accepting a body of at most `cap` bytes.
+    pub fn new(cap: usize) -> AnswerReader {
+        AnswerReader {
+            cap,
+            buf: Vec::new(),
+            stage: Stage::Head,
+            status: 0,
+            body: Vec::new(),
+            scan: 0,
+        }
+    }
+
+    /// Take the next bytes of the connection: the answer once it is complete (bytes after it
+    /// are ignored), None while more is needed. Errors: see [`AnswerError`]; after an error
+    /// the reader is not to be fed again.
+    pub fn feed(&mut self, data: &[u8]) -> Result<Option<Answer>, AnswerError> {
+        if self.stage == Stage::Done {
+            return Ok(None);
+        }
+        self.buf.extend_from_slice(data);
+        let mut pos = 0usize;
+        let r = self.advance(&mut pos);
+        // Drop what was consumed: what stays is at most an unfinished head, chunk-size line,
+        // chunk end or trailer section.
+        let keep = self.buf.get(pos..).map(<[u8]>::to_vec).unwrap_or_default();
+        self.buf = keep;
+        self.scan = self.scan.saturating_sub(pos);
+        r?;
+        if self.stage == Stage::Done {
+            return Ok(Some(Answer {
+                status: self.status,
+                body: std::mem::take(&mut self.body),
+            }));
+        }
+        Ok(None)
+    }
+
+    /// The connection ended: the answer if it is complete without more bytes (a body that
+    /// runs to the end of the connection), else [`AnswerError::CutShort`].
+    pub fn finish(mut self) -> Result<Answer, AnswerError> {
+        match self.stage {
+            Stage::UntilEof | Stage::Done => Ok(Answer {
+                status: self.status,
+                body: std::mem::take(&mut self.body),
+            }),
+            Stage::Head if self.buf.is_empty() => Err(AnswerError::NotHttp),
+            _ => Err(AnswerError::CutShort),
+        }
+    }
+
+    fn push_body(&mut self, part: &[u8]) -> Result<(), AnswerError> {
+        let total = self
+            .body
+            .len()
+            .checked_add(part.len())
+            .ok_or(AnswerError::TooLong { cap: self.cap })?;
+        if total > self.cap {
+            return Err(AnswerError::TooLong { cap: self.cap });
+        }
+        self.body.extend_from_slice(part);
+        Ok(())
+    }
+
+    /// Consume as much of `buf` from `*pos` as the stages allow.
+    fn advance(&mut self, pos: &mut usize) -> Result<(), AnswerError> {
+        loop {
+            let rest = self.buf.get(*pos..).unwrap_or_default();
+            match self.stage {
+                Stage::Done => return Ok(()),
+                Stage::Head => {
+                    let Some(end) = head_end(&self.buf, self.scan) else {
+                        if self.buf.len() > MAX_HEAD {
+                            return Err(AnswerError::HeadTooLong);
+                        }
+                        self.scan = self.buf.len();
+                        return Ok(());
+                    };
+                    if end > MAX_HEAD {
+                        return Err(AnswerError::HeadTooLong);
+                    }
+                    let head = self.buf.get(..end).ok_or(AnswerError::NotHttp)?;
+                    let (status, next) = parse_head(head, self.cap)?;
+                    self.status = status;
+                    *pos = end;
+                    self.scan = 0;
+                    self.stage = next;
+                }
+                Stage::Length(n) => {
+                    let want = n.saturating_sub(self.body.len());
+                    let take = want.min(rest.len());
+                    let part = rest.get(..take).ok_or(AnswerError::CutShort)?.to_vec();
+                    self.push_body(&part)?;
+                    *pos = pos.checked_add(take).ok_or(AnswerError::CutShort)?;
+                    if self.body.len() == n {
+                        self.stage = Stage::Done;
+                    } else {
+                        return Ok(());
+                    }
+                }
+                Stage::UntilEof => {
+                    let part = rest.to_vec();
+                    self.push_body(&part)?;
+                    *pos = self.buf.len();
+                    return Ok(());
+                }
+                Stage::ChunkSize => {
+                    if rest.first().is_some_and(|b| !b.is_ascii_hexdigit()) {
+                        return Err(AnswerError::BadChunk);
+                    }
+                    match httparse::parse_chunk_size(rest) {
+                        Err(_) => return Err(AnswerError::BadChunk),
+                        Ok(httparse::Status::Partial) => {
+                            if rest.len() > MAX_CHUNK_LINE {
+                                return Err(AnswerError::BadChunk);
+                            }
+                            return Ok(());
+                        }
+                        Ok(httparse::Status::Complete((used, size))) => {
+                            if used > MAX_CHUNK_LINE {
+                                return Err(AnswerError::BadChunk);
+                            }
+                            let too_long = AnswerError::TooLong { cap: self.cap };
+                            let size = usize::try_from(size).map_err(|_| too_long)?;
+                            let total = self.body.len().checked_add(size).ok_or(too_long)?;
+                            if total > self.cap {
+                                return Err(too_long);
+                            }
+                            *pos = pos.checked_add(used).ok_or(AnswerError::BadChunk)?;
+                            self.stage = if size == 0 {
+                                self.scan = *pos;
+                                Stage::Trailers
+                            } else {
+                                Stage::ChunkData(size)
+                            };
+                        }
+                    }
+                }
+                Stage::ChunkData(left) => {
+                    let take = left.min(rest.len());
+                    if take == 0 {
+                        return Ok(());
+                    }
+                    let part = rest.get(..take).ok_or(AnswerError::CutShort)?.to_vec();
+                    self.push_body(&part)?;
+                    *pos = pos.checked_add(take).ok_or(AnswerError::BadChunk)?;
+                    let left = left.checked_sub(take).ok_or(AnswerError::BadChunk)?;
+                    self.stage = if left == 0 {
+                        Stage::ChunkEnd
+                    } else {
+                        Stage::ChunkData(left)
+                    };
+                }
+                Stage::ChunkEnd => match rest.get(..2) {
+                    None if rest.first().is_none_or(|b| *b == b'\r') => return Ok(()),
+                    Some(b"\r\n") => {
+                        *pos = pos.checked_add(2).ok_or(AnswerError::BadChunk)?;
+                        self.stage = Stage::ChunkSize;
+                    }
+                    _ => return Err(AnswerError::BadChunk),
+                },
+                Stage::Trailers => {
+                    if rest.starts_with(b"\r\n") {
+                        self.stage = Stage::Done;
+                        continue;
+                    }
+                    if rest.len() < 2 && rest.first().is_none_or(|b| *b == b'\r') {
+                        return Ok(());
+                    }
+                    // Trailer lines: skipped up to the empty line.
+                    let from = self.scan.saturating_sub(*pos);
+                    match head_end(rest, from) {
+                        Some(end) if end > MAX_HEAD => return Err(AnswerError::HeadTooLong),
+                        Some(_) => self.stage = Stage::Done,
+                        None if rest.len() > MAX_HEAD => return Err(AnswerError::HeadTooLong),
+                        None => {
+                            self.scan = self.buf.len();
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Parse the status line and headers of an answer whose body may be `cap` bytes: the status
+/// and the stage the body starts in.
+fn parse_head(head: &[u8], cap: usize) -> Result<(u16, Stage), AnswerError> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut headers);
+    match resp.parse(head) {
+        Ok(httparse::Status::Complete(_)) => {}
+        Ok(httparse::Status::Partial) => return Err(AnswerError::NotHttp),
+        Err(httparse::Error::TooManyHeaders) => return Err(AnswerError::TooManyHeaders),
+        Err(_) => return Err(AnswerError::NotHttp),
+    }
+    let status = resp.code.ok_or(AnswerError::NotHttp)?;
+    if (100..200).contains(&status) {
+        return Err(AnswerError::Informational);
+    }
+    let (mut length, mut chunked) = (None::<u64>, false);
+    for h in resp.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let v = std::str::from_utf8(h.value)
+                .map_err(|_| AnswerError::BadContentLength)?
+                .trim();
+            if v.is_empty() || v.len() > 20 || !v.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(AnswerError::BadContentLength);
+            }
+            let n = v
+                .parse::<u64>()
+                .map_err(|_| AnswerError::BadContentLength)?;
+            if length.is_some_and(|l| l != n) {
+                return Err(AnswerError::BadContentLength);
+            }
+            length = Some(n);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            let v = std::str::from_utf8(h.value)
+                .map_err(|_| AnswerError::BadTransferEncoding)?
+                .trim();
+            if !v.eq_ignore_ascii_case("chunked") || chunked {
+                return Err(AnswerError::BadTransferEncoding);
+            }
+            chunked = true;
+        }
+    }
+    if status == 204 || status == 304 {
+        return Ok((status, Stage::Done));
+    }
+    let stage = match (chunked, length) {
+        (true, Some(_)) => return Err(AnswerError::BadTransferEncoding),
+        (true, None) => Stage::ChunkSize,
+        (false, Some(n)) => {
+            let too_long = AnswerError::TooLong { cap };
+            let n = usize::try_from(n).map_err(|_| too_long)?;
+            if n > cap {
+                return Err(too_long);
+            }
+            if n == 0 {
+                Stage::Done
+            } else {
+                Stage::Length(n)
+            }
+        }
+        (false, None) => Stage::UntilEof,
+    };
+    Ok((status, stage))
+}
+
+/// Read a whole answer held in `raw` (as the connection delivered it) with a body cap of
+/// `cap` bytes: status code and body. Errors: see [`AnswerError`].
+pub fn parse_response_capped(raw: &[u8], cap: usize) -> Result<(u16, Vec<u8>), AnswerError> {
+    let mut r = AnswerReader::new(cap);
+    match r.feed(raw)? {
+        Some(a) => Ok((a.status, a.body)),
+        None => r.finish().map(|a| (a.status, a.body)),
+    }
+}
+
+/// [`parse_response_capped`] with the cap of most calls, [`MAX_ANSWER`].
+pub fn parse_response(raw: &[u8]) -> Result<(u16, Vec<u8>), AnswerError> {
+    parse_response_capped(raw, MAX_ANSWER)
 }
 
 #[cfg(test)]
@@ -314,6 +818,10 @@ mod tests {
             !format!("{c:?}").contains(t),
             "Debug must not show the token"
         );
+        let same = PeerClient::parse("http://192.0.2.2:5280", "other-token-0123").unwrap();
+        assert!(c.same_agent(&same));
+        let other = PeerClient::parse("http://192.0.2.2:5281", t).unwrap();
+        assert!(!c.same_agent(&other));
     }
 
     #[test]
@@ -322,16 +830,264 @@ mod tests {
         assert_eq!(parse_response(r).unwrap(), (201, b"{\"id\":1}".to_vec()));
         let r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{\"a\"\r\n3;x=y\r\n:1}\r\n0\r\n\r\n";
         assert_eq!(parse_response(r).unwrap(), (200, b"{\"a\":1}".to_vec()));
+        let r =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nX-T: 1\r\n\r\n";
+        assert_eq!(parse_response(r).unwrap(), (200, b"{}".to_vec()));
         let r = b"HTTP/1.0 401 Unauthorized\r\n\r\n{}";
         assert_eq!(parse_response(r).unwrap(), (401, b"{}".to_vec()));
-        assert!(parse_response(b"SSH-2.0-OpenSSH\r\n\r\n").is_err());
-        assert!(parse_response(b"HTTP/1.1 200 OK\r\ncontent-length: 99\r\n\r\n{}").is_err());
-        assert!(
-            parse_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n").is_err()
+        assert_eq!(
+            parse_response(b"SSH-2.0-OpenSSH\r\n\r\n"),
+            Err(AnswerError::NotHttp)
         );
+        assert_eq!(
+            parse_response(b"HTTP/1.1 200 OK\r\ncontent-length: 99\r\n\r\n{}"),
+            Err(AnswerError::CutShort)
+        );
+        assert_eq!(
+            parse_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),
+            Err(AnswerError::BadChunk)
+        );
+        assert_eq!(
+            parse_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffff\r\nab"),
+            Err(AnswerError::CutShort)
+        );
+    }
+
+    /// The exact answers of the review (issue 37 item 3) and their neighbours: each is a clear
+    /// error, never a panic (`panic = "abort"` took the whole board down).
+    #[test]
+    fn hostile_answers_are_clear_errors() {
+        let chunked = |body: &str| {
+            format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{body}").into_bytes()
+        };
+        // The review's answer: size + 2 wrapped and the slice went out of range. Now the size is
+        // checked against the cap before anything is sliced.
+        let e = parse_response(&chunked("ffffffffffffffff\r\nab\r\n0\r\n\r\n")).unwrap_err();
+        assert_eq!(e, AnswerError::TooLong { cap: MAX_ANSWER });
+        assert_eq!(e.to_string(), "the answer is longer than 64 KiB");
+        // 17 hex digits do not fit 64 bits: not a chunk size.
+        let e = parse_response(&chunked("1ffffffffffffffff\r\nab\r\n")).unwrap_err();
+        assert_eq!(e, AnswerError::BadChunk);
+        assert_eq!(e.to_string(), "bad chunked encoding in the answer");
+        // 15 hex digits parse, and are far over the cap.
+        assert_eq!(
+            parse_response(&chunked("fffffffffffffff\r\nab\r\n")),
+            Err(AnswerError::TooLong { cap: MAX_ANSWER })
+        );
+        // Over the cap of a poll too: the cap is checked with the body so far.
+        assert_eq!(
+            parse_response_capped(&chunked("1\r\na\r\nffffffffffffffff\r\n"), usize::MAX),
+            Err(AnswerError::TooLong { cap: usize::MAX })
+        );
+        // One byte over the cap in two chunks.
+        let big = format!(
+            "{:x}\r\n{}\r\n1\r\nx\r\n0\r\n\r\n",
+            MAX_ANSWER,
+            "a".repeat(MAX_ANSWER)
+        );
+        assert_eq!(
+            parse_response(&chunked(&big)),
+            Err(AnswerError::TooLong { cap: MAX_ANSWER })
+        );
+        // A truncated chunk, a chunk without its CRLF, an empty size line.
+        assert_eq!(
+            parse_response(&chunked("5\r\nab")),
+            Err(AnswerError::CutShort)
+        );
+        assert_eq!(
+            parse_response(&chunked("2\r\nabXY0\r\n\r\n")),
+            Err(AnswerError::BadChunk)
+        );
+        assert_eq!(parse_response(&chunked("\r\n")), Err(AnswerError::BadChunk));
+        // An endless chunk-size line.
+        let long_ext = format!("1;{}", "x".repeat(2 * MAX_CHUNK_LINE));
+        assert_eq!(
+            parse_response(&chunked(&long_ext)),
+            Err(AnswerError::BadChunk)
+        );
+        // Content-Length overflow, sign, over the cap, two that differ.
+        for (cl, want) in [
+            ("18446744073709551616", AnswerError::BadContentLength),
+            ("99999999999999999999999", AnswerError::BadContentLength),
+            ("+5", AnswerError::BadContentLength),
+            ("-1", AnswerError::BadContentLength),
+            (
+                "18446744073709551615",
+                AnswerError::TooLong { cap: MAX_ANSWER },
+            ),
+            ("65537", AnswerError::TooLong { cap: MAX_ANSWER }),
+        ] {
+            let r = format!("HTTP/1.1 200 OK\r\nContent-Length: {cl}\r\n\r\n{{}}");
+            assert_eq!(parse_response(r.as_bytes()), Err(want), "{cl}");
+        }
+        assert_eq!(
+            parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}"),
+            Err(AnswerError::BadContentLength)
+        );
+        assert_eq!(
+            parse_response(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}"
+            ),
+            Err(AnswerError::BadTransferEncoding)
+        );
+        assert_eq!(
+            parse_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n{}"),
+            Err(AnswerError::BadTransferEncoding)
+        );
+        // Overlong headers: one huge line, a never-ending head, too many lines.
+        let huge = format!("HTTP/1.1 200 OK\r\nX: {}\r\n\r\n{{}}", "a".repeat(MAX_HEAD));
+        assert_eq!(
+            parse_response(huge.as_bytes()),
+            Err(AnswerError::HeadTooLong)
+        );
+        let endless = format!("HTTP/1.1 200 OK\r\nX: {}", "a".repeat(4 * MAX_HEAD));
+        assert_eq!(
+            parse_response(endless.as_bytes()),
+            Err(AnswerError::HeadTooLong)
+        );
+        let many = format!(
+            "HTTP/1.1 200 OK\r\n{}\r\n{{}}",
+            "X: 1\r\n".repeat(MAX_HEADERS + 1)
+        );
+        assert_eq!(
+            parse_response(many.as_bytes()),
+            Err(AnswerError::TooManyHeaders)
+        );
+        // A body to the end of the connection, over the cap.
+        let eof = format!("HTTP/1.1 200 OK\r\n\r\n{}", "a".repeat(MAX_ANSWER + 1));
+        assert_eq!(
+            parse_response(eof.as_bytes()),
+            Err(AnswerError::TooLong { cap: MAX_ANSWER })
+        );
+        assert_eq!(
+            parse_response(b"HTTP/1.1 100 Continue\r\n\r\n"),
+            Err(AnswerError::Informational)
+        );
+        assert_eq!(parse_response(b""), Err(AnswerError::NotHttp));
+    }
+
+    /// Fed a byte at a time, the reader gives the same answer as fed at once, and holds no
+    /// more than a chunk-size line besides the body.
+    #[test]
+    fn byte_by_byte_is_the_same_answer() {
+        let r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{\"a\"\r\n3;x=y\r\n:1}\r\n0\r\nT: 1\r\n\r\nextra";
+        let mut rd = AnswerReader::new(MAX_ANSWER);
+        let mut got = None;
+        for (i, b) in r.iter().enumerate() {
+            if let Some(a) = rd.feed(std::slice::from_ref(b)).unwrap() {
+                got = Some((i, a));
+                break;
+            }
+            assert!(rd.buf.len() <= MAX_HEAD);
+        }
+        let (at, a) = got.unwrap();
+        assert_eq!(at, r.len() - "extra".len() - 1);
+        assert_eq!((a.status, a.body), (200, b"{\"a\":1}".to_vec()));
+    }
+
+    #[test]
+    fn an_agent_s_info_keeps_known_fields_capped() {
+        let v = serde_json::json!({
+            "version": "netperfd 1.0",
+            "hostname": "x".repeat(10_000),
+            "addresses": (0..1000).map(|i| format!("10.0.{}.{}", i / 250, i % 250)).collect::<Vec<_>>(),
+            "busy": true,
+            "db_password": "secret",
+        });
+        let i = PeerInfo::from_answer(&v);
+        assert_eq!(i.version, "netperfd 1.0");
+        assert_eq!(i.hostname.chars().count(), MAX_INFO_TEXT);
+        assert_eq!(i.addresses.len(), MAX_INFO_ADDRESSES);
+        assert!(i.busy);
+        let stored = serde_json::to_string(&i).unwrap();
         assert!(
-            parse_response(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffff\r\nab")
-                .is_err()
+            !stored.contains("db_password") && stored.len() < 1024,
+            "{stored}"
+        );
+        assert_eq!(
+            PeerInfo::from_answer(&serde_json::json!([1, 2])),
+            PeerInfo::default()
+        );
+    }
+
+    #[test]
+    fn the_board_s_own_addresses_are_refused() {
+        for own in [
+            "127.0.0.1",
+            "127.8.9.1",
+            "::1",
+            "0.0.0.0",
+            "::",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(is_own_address(own.parse().unwrap()), "{own}");
+        }
+        for p in crate::board::ports() {
+            for a in p.addresses {
+                assert!(is_own_address(a), "{a} of {}", p.name);
+            }
+        }
+        assert!(!is_own_address("192.0.2.77".parse().unwrap()));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        // A listener on loopback that would answer: the call never reaches it.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        for host in [
+            format!("http://127.0.0.1:{port}"),
+            format!("http://localhost:{port}"),
+            format!("http://[::ffff:127.0.0.1]:{port}"),
+        ] {
+            let c = PeerClient::parse(&host, "s3cret-token-0123").unwrap();
+            let e = rt.block_on(c.info()).unwrap_err();
+            assert!(
+                e.message.contains("this board's own address") && e.message.contains("refused"),
+                "{host}: {e}"
+            );
+        }
+        l.set_nonblocking(true).unwrap();
+        assert!(
+            l.accept().is_err(),
+            "the call connected to the board itself"
+        );
+    }
+
+    #[test]
+    fn own_literal_addresses_are_refused_before_any_call() {
+        let t = "s3cret-token-0123";
+        for own in [
+            "http://127.0.0.1:8080",
+            "[::1]:5280",
+            "0.0.0.0",
+            "http://127.0.0.53:53",
+        ] {
+            let e = PeerClient::parse_remote(own, t).unwrap_err();
+            assert!(
+                e.contains("this board's own address: refused"),
+                "{own}: {e}"
+            );
+        }
+        assert!(PeerClient::parse_remote("http://192.0.2.77:5280", t).is_ok());
+        assert!(PeerClient::parse_remote("pc1.lab", t).is_ok());
+    }
+
+    #[test]
+    fn poll_caps_grow_with_streams() {
+        let s = |parallel: Option<u32>, bidir: bool| PeerTestSpec {
+            parallel,
+            bidir,
+            ..Default::default()
+        };
+        assert_eq!(poll_cap(&s(None, false)), MAX_ANSWER + PER_STREAM_ANSWER);
+        assert_eq!(
+            poll_cap(&s(Some(4), true)),
+            MAX_ANSWER + 8 * PER_STREAM_ANSWER
+        );
+        assert_eq!(
+            poll_cap(&s(Some(9999), true)),
+            MAX_ANSWER + 256 * PER_STREAM_ANSWER
         );
     }
 }

@@ -40,6 +40,36 @@ pub const TOKEN_KEY: &str = "peer.token";
 pub const URL_KEY: &str = "peer.url";
 /// How long past its duration a peer test may take before the board gives up, seconds.
 pub const GRACE_SECS: u64 = 45;
+/// How long a running peer test may show no progress (no new interval that moved bytes)
+/// before the board stops it and ends the run (and the NAT it turned on), seconds.
+pub const STALL_SECS: u64 = 30;
+
+/// The stored agent token for a run to the agent at `peer`, with `given` the token the
+/// request names: `Ok(None)` when the request gives its own (or no token is stored), the
+/// stored token only when `peer` is the stored agent address (same host and port) — never
+/// to another address. Errors: a token is stored but `peer` is not the stored address and
+/// the request gives none (the sentence names the stored address, never the token).
+pub fn stored_token_for(
+    store: &crate::store::Store,
+    peer: &str,
+    given: Option<&str>,
+) -> Result<Option<String>, String> {
+    if given.map(str::trim).is_some_and(|t| !t.is_empty()) {
+        return Ok(None);
+    }
+    let Some(token) = store.setting(TOKEN_KEY).ok().flatten() else {
+        return Ok(None);
+    };
+    let url = store.setting(URL_KEY).ok().flatten().unwrap_or_default();
+    if crate::peer::client::same_agent_url(&url, peer) {
+        return Ok(Some(token));
+    }
+    Err(format!(
+        "the stored peer agent token is only sent to the stored agent address ({}): give the token for {}",
+        if url.is_empty() { "none stored" } else { url.as_str() },
+        peer.trim()
+    ))
+}
 
 /// A forwarding run as the web form, the API and the CLI give it (strings, as forms send
 /// them; the API also takes numbers and booleans).
@@ -167,7 +197,7 @@ impl ForwardRequest {
         if self.peer.trim().is_empty() {
             return Err("the peer agent address is missing (http://PC1:5280)".into());
         }
-        let client = PeerClient::parse(&self.peer, &token)?;
+        let client = PeerClient::parse_remote(&self.peer, &token)?;
         let ingress = check_port(&self.ingress, "ingress", ports)?;
         let egress = check_port(&self.egress, "egress", ports)?;
         if ingress == egress {
@@ -602,7 +632,7 @@ async fn forward_task(
     };
     // 1. The agent answers and takes the token (nothing on the board changes before).
     match plan.client.info().await {
-        Ok(info) => summary["peer"]["info"] = info,
+        Ok(info) => summary["peer"]["info"] = json!(info),
         Err(e) => return fail(summary, e.message),
     }
     // 2. Forwarding with NAT, if asked for.
@@ -732,22 +762,50 @@ async fn run_peer_test(
 
 /// Run `spec` on the peer agent `client` and poll it once a second until it ends, giving each
 /// poll's new intervals to `each_poll` (called every second, possibly with none); `cancel`
-/// stops the agent's test. The agent's final view, or the status and message it ended with
-/// (the agent refused the test, lost for 5 polls in a row, or still running
-/// [`GRACE_SECS`] past its duration).
+/// stops the agent's test. The agent's final view (its report completed with the intervals
+/// the polls brought, and iperf3's document made from it, when the agent sent a lean view),
+/// or the status and message it ended with (the agent refused the test, lost for 5 polls in
+/// a row, no progress for [`STALL_SECS`], or still running [`GRACE_SECS`] past its
+/// duration). Each poll's answer is capped ([`crate::peer::client::poll_cap`]).
 pub(crate) async fn run_peer_job(
     client: &PeerClient,
     spec: &PeerTestSpec,
     cancel: &Notify,
     mut each_poll: impl FnMut(Vec<crate::engine::report::IntervalRecord>),
 ) -> Result<crate::peer::agent::JobView, (RunStatus, String)> {
+    run_peer_job_with(
+        client,
+        spec,
+        cancel,
+        Duration::from_secs(STALL_SECS),
+        &mut each_poll,
+    )
+    .await
+}
+
+/// Whether `fresh` intervals show progress: one of them moved bytes.
+fn progress(fresh: &[crate::engine::report::IntervalRecord]) -> bool {
+    fresh.iter().any(|i| i.streams.iter().any(|s| s.bytes > 0))
+}
+
+/// [`run_peer_job`] with the no-progress limit `stall`.
+async fn run_peer_job_with(
+    client: &PeerClient,
+    spec: &PeerTestSpec,
+    cancel: &Notify,
+    stall: Duration,
+    each_poll: &mut impl FnMut(Vec<crate::engine::report::IntervalRecord>),
+) -> Result<crate::peer::agent::JobView, (RunStatus, String)> {
     let job = client
         .start(spec)
         .await
         .map_err(|e| (RunStatus::Failed, e.message))?;
     let limit = Duration::from_secs(u64::from(spec.time.unwrap_or(10)) + GRACE_SECS);
+    let cap = crate::peer::client::poll_cap(spec);
     let t0 = Instant::now();
     let mut bound = super::intake::IntervalBound::new(spec.parallel, spec.bidir);
+    let mut last_progress = Instant::now();
+    let mut all: Vec<crate::engine::report::IntervalRecord> = Vec::new();
     let (mut since, mut errors, mut stopping) = (0usize, 0u32, false);
     loop {
         tokio::select! {
@@ -757,17 +815,41 @@ pub(crate) async fn run_peer_job(
                 let _ = client.stop(job).await;
             }
         }
-        match client.poll(job, since).await {
-            Ok(v) => {
+        match client.poll(job, since, cap).await {
+            Ok(mut v) => {
                 errors = 0;
                 let mut fresh = Vec::new();
                 if v.first == since {
-                    fresh = bound.accept(v.intervals.clone());
-                    since = v.first + v.intervals.len();
+                    // The agent's count moves on by what it sent; what is kept is
+                    // bounded by elapsed time × streams (a flood is cut, not stored).
+                    let got = std::mem::take(&mut v.intervals);
+                    since = v.first.saturating_add(got.len());
+                    fresh = bound.accept(got);
                 }
+                if progress(&fresh) {
+                    last_progress = Instant::now();
+                }
+                all.extend(fresh.iter().cloned());
                 each_poll(fresh);
-                if v.status != RunStatus::Running {
+                // A lean view brings at most a few intervals: poll on until all are in.
+                if v.status != RunStatus::Running && since >= v.next {
+                    complete_view(&mut v, all);
                     return Ok(v);
+                }
+                if v.status != RunStatus::Running && last_progress.elapsed() > stall {
+                    // Ended, but the intervals it counts never come: what came is the run's.
+                    complete_view(&mut v, all);
+                    return Ok(v);
+                }
+                if last_progress.elapsed() > stall {
+                    let _ = client.stop(job).await;
+                    return Err((
+                        RunStatus::Failed,
+                        format!(
+                            "the peer test showed no progress for {} s (no interval that moved bytes): stopped",
+                            stall.as_secs()
+                        ),
+                    ));
                 }
             }
             Err(e) if e.unauthorized => return Err((RunStatus::Failed, e.message)),
@@ -779,8 +861,17 @@ pub(crate) async fn run_peer_job(
                 }
             }
         }
-        if t0.elapsed() > limit {
+        if t0.elapsed() > limit || (errors > 0 && last_progress.elapsed() > stall) {
             let _ = client.stop(job).await;
+            if t0.elapsed() <= limit {
+                return Err((
+                    RunStatus::Failed,
+                    format!(
+                        "the peer test showed no progress for {} s (the agent did not answer): stopped",
+                        stall.as_secs()
+                    ),
+                ));
+            }
             return Err((
                 RunStatus::Failed,
                 format!(
@@ -789,6 +880,25 @@ pub(crate) async fn run_peer_job(
                 ),
             ));
         }
+    }
+}
+
+/// Complete an agent's final lean view: its report's intervals are the ones the polls brought
+/// (`all`), and iperf3's document is made from the report as the agent would have.
+fn complete_view(
+    v: &mut crate::peer::agent::JobView,
+    all: Vec<crate::engine::report::IntervalRecord>,
+) {
+    if let Some(r) = v.report.as_deref_mut() {
+        if r.intervals.is_empty() {
+            r.intervals = all;
+        }
+    }
+    if v.iperf3.is_none() {
+        v.iperf3 = v
+            .report
+            .as_deref()
+            .map(crate::engine::report::to_iperf3_json);
     }
 }
 
@@ -973,7 +1083,7 @@ mod tests {
 
     fn req() -> ForwardRequest {
         ForwardRequest {
-            peer: "http://192.0.2.2:5280".into(),
+            peer: "http://192.0.2.222:5280".into(),
             token: Some("s3cret-token-0123".into()),
             target: "198.51.100.2".into(),
             ingress: "eth0".into(),
@@ -995,7 +1105,7 @@ mod tests {
         }
         .plan(&ports(), None)
         .unwrap();
-        assert_eq!(p.client.url(), "http://192.0.2.2:5280");
+        assert_eq!(p.client.url(), "http://192.0.2.222:5280");
         assert_eq!(
             (p.ingress.as_str(), p.egress.as_str(), p.nat),
             ("eth0", "eth1", true)
@@ -1107,6 +1217,56 @@ mod tests {
             },
             "duration",
         );
+    }
+
+    /// Issue 37 item 7: the stored agent token went to any address a run-tests token named.
+    #[test]
+    fn the_stored_token_goes_only_to_the_stored_address() {
+        let d = crate::scratch::dir("stored-token");
+        let store = crate::store::Store::open_dir(&d).unwrap();
+        let stored = "stored-token-0123456";
+        // Nothing stored: nothing to give; the plan then asks for a token.
+        assert_eq!(
+            stored_token_for(&store, "http://192.0.2.2:5280", None),
+            Ok(None)
+        );
+        store.set_setting(TOKEN_KEY, stored).unwrap();
+        // A token but no address (stored before addresses were checked): not sent anywhere.
+        let e = stored_token_for(&store, "http://192.0.2.2:5280", None).unwrap_err();
+        assert!(
+            e.contains("only sent to the stored agent address (none stored)"),
+            "{e}"
+        );
+        store.set_setting(URL_KEY, "http://192.0.2.2:5280").unwrap();
+        for same in [
+            "http://192.0.2.2:5280",
+            "192.0.2.2",
+            "http://192.0.2.2:5280/",
+        ] {
+            assert_eq!(
+                stored_token_for(&store, same, None),
+                Ok(Some(stored.to_string())),
+                "{same}"
+            );
+        }
+        for other in [
+            "http://192.0.2.2:5281",
+            "http://192.0.2.9:5280",
+            "http://127.0.0.1:8080",
+            "",
+        ] {
+            let e = stored_token_for(&store, other, Some("  ")).unwrap_err();
+            assert!(
+                e.contains("only sent to the stored agent address (http://192.0.2.2:5280)"),
+                "{other}: {e}"
+            );
+            assert!(!e.contains(stored), "{e}");
+            // With its own token a request needs none of the stored one.
+            assert_eq!(
+                stored_token_for(&store, other, Some("own-token-0123456")),
+                Ok(None)
+            );
+        }
     }
 
     #[test]
@@ -1243,5 +1403,329 @@ mod tests {
         ]);
         assert_eq!(cpu[0]["peak_busy_percent"], 70.0);
         assert_eq!(cpu[0]["mean_busy_percent"], 50.0);
+    }
+}
+
+/// Runs against a fake peer agent: a std `TcpListener` on loopback in the test, answering
+/// each call as the test says (the client is allowed the board's own addresses for it).
+#[cfg(test)]
+mod fake_agent_tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::sync::Mutex;
+
+    /// What the fake agent answers: a function of the request line (method and path) →
+    /// whole raw answer bytes (None: close without answering).
+    type Answer = Box<dyn Fn(&str) -> Option<Vec<u8>> + Send + Sync>;
+
+    /// Start the fake agent; its URL and the request lines it received.
+    fn fake_agent(answer: Answer) -> (String, Arc<Mutex<Vec<String>>>) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let seen2 = seen.clone();
+        std::thread::spawn(move || {
+            for c in l.incoming() {
+                let Ok(mut c) = c else { continue };
+                let mut head = Vec::new();
+                let mut b = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && c.read(&mut b).unwrap_or(0) == 1 {
+                    head.push(b[0]);
+                }
+                let text = String::from_utf8_lossy(&head).to_string();
+                let line = text.lines().next().unwrap_or_default().to_string();
+                // The body (a start's spec) is not needed; drain what is there.
+                c.set_read_timeout(Some(Duration::from_millis(50))).ok();
+                let _ = c.read(&mut [0u8; 4096]);
+                seen2.lock().unwrap().push(line.clone());
+                if let Some(a) = answer(&line) {
+                    let _ = c.write_all(&a);
+                }
+            }
+        });
+        (url, seen)
+    }
+
+    fn json_answer(status: &str, v: Value) -> Vec<u8> {
+        let b = v.to_string();
+        format!(
+            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}",
+            b.len()
+        )
+        .into_bytes()
+    }
+
+    fn spec() -> PeerTestSpec {
+        PeerTestSpec {
+            host: "198.51.100.2".into(),
+            time: Some(2),
+            ..Default::default()
+        }
+    }
+
+    fn job_view(status: &str, intervals: Value, next: usize) -> Vec<u8> {
+        json_answer(
+            "200 OK",
+            json!({"id": 1, "status": status, "spec": spec(), "first": 0,
+                   "intervals": intervals, "next": next, "started_at": 1}),
+        )
+    }
+
+    fn plan(url: &str) -> ForwardPlan {
+        ForwardPlan {
+            client: PeerClient::parse(url, "s3cret-token-0123")
+                .unwrap()
+                .allowing_own_addresses(),
+            spec: spec(),
+            ingress: "npt-none-a".into(),
+            egress: "npt-none-b".into(),
+            nat: false,
+        }
+    }
+
+    fn hub(name: &str) -> Hub {
+        let d = crate::scratch::dir(name);
+        Hub::new(Arc::new(crate::store::Store::open_dir(&d).unwrap()))
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    /// Issue 37 item 5: a 60 MB info answer was read whole (4.4 GB peak) and stored as the
+    /// run's summary (90 MB). Now every form of a huge answer ends the run with the fixed
+    /// reason, and what is stored is small.
+    #[test]
+    fn a_huge_agent_answer_fails_the_run_and_stores_little() {
+        let huge: Vec<(&str, Answer)> = vec![
+            (
+                "content-length",
+                Box::new(|_: &str| {
+                    let mut a =
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 60000000\r\n\r\n{\"version\":\""
+                            .to_vec();
+                    a.resize(60_000_000, b'a');
+                    Some(a)
+                }),
+            ),
+            (
+                "chunked",
+                Box::new(|_: &str| {
+                    let mut a = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+                    for _ in 0..600 {
+                        a.extend_from_slice(b"186a0\r\n");
+                        a.extend(std::iter::repeat_n(b'a', 100_000));
+                        a.extend_from_slice(b"\r\n");
+                    }
+                    a.extend_from_slice(b"0\r\n\r\n");
+                    Some(a)
+                }),
+            ),
+            (
+                "until-eof",
+                Box::new(|_: &str| {
+                    let mut a = b"HTTP/1.1 200 OK\r\n\r\n{\"hostname\":\"".to_vec();
+                    a.resize(60_000_000, b'a');
+                    Some(a)
+                }),
+            ),
+        ];
+        let rt = rt();
+        for (what, answer) in huge {
+            let (url, _) = fake_agent(answer);
+            let h = hub("fake-agent-huge");
+            let (id, done) = rt
+                .block_on(async { start_forward(&h, None, plan(&url)) })
+                .unwrap();
+            let status = rt.block_on(done).unwrap();
+            assert_eq!(status, RunStatus::Failed, "{what}");
+            let row = h.store().get_run(id).unwrap().unwrap();
+            let err = row.error.clone().unwrap_or_default();
+            assert_eq!(
+                err,
+                format!("peer agent at {url}: the answer is longer than 64 KiB"),
+                "{what}"
+            );
+            let stored = row.summary.to_string();
+            assert!(stored.len() < 2048, "{what}: {} bytes stored", stored.len());
+            assert!(row.summary["peer"].get("info").is_none(), "{what}");
+        }
+    }
+
+    /// Issue 37 items 5 and 8: only the known fields of an agent's info are kept, capped, and
+    /// an agent's foreign body never lands in the run's error (the review saw
+    /// `no job id in {"db_password":...}`).
+    #[test]
+    fn only_known_info_fields_are_kept_and_foreign_bodies_never_reach_errors() {
+        let rt = rt();
+        let secret = "db_password=hunter2";
+        for (what, start, want) in [
+            (
+                "no job id",
+                json_answer("201 Created", json!({"db_password": secret})),
+                "the answer has no job id",
+            ),
+            (
+                "an error status",
+                json_answer("500 Internal Server Error", json!({"error": secret})),
+                "HTTP 500: the agent failed",
+            ),
+            (
+                "a refused spec",
+                json_answer("400 Bad Request", json!({"error": secret})),
+                "HTTP 400: the agent refused the request (a test it cannot run)",
+            ),
+            (
+                "not JSON",
+                format!(
+                    "HTTP/1.1 201 Created\r\nContent-Length: {}\r\n\r\n{secret}",
+                    secret.len()
+                )
+                .into_bytes(),
+                "HTTP 201: the answer is not the agent's JSON",
+            ),
+        ] {
+            let (url, _) = fake_agent(Box::new(move |line: &str| {
+                if line.starts_with("GET /peer/v1/info") {
+                    Some(json_answer(
+                        "200 OK",
+                        json!({"version": "v1", "hostname": "h".repeat(5000), "busy": true,
+                               "addresses": vec!["192.0.2.2"; 500], "extra": "x".repeat(30_000)}),
+                    ))
+                } else {
+                    Some(start.clone())
+                }
+            }));
+            let h = hub("fake-agent-foreign");
+            let (id, done) = rt
+                .block_on(async { start_forward(&h, None, plan(&url)) })
+                .unwrap();
+            assert_eq!(rt.block_on(done).unwrap(), RunStatus::Failed, "{what}");
+            let row = h.store().get_run(id).unwrap().unwrap();
+            let err = row.error.clone().unwrap_or_default();
+            assert_eq!(err, format!("peer agent at {url}: {want}"), "{what}");
+            let stored = row.summary.to_string();
+            assert!(!stored.contains("hunter2"), "{what}: {stored}");
+            let info = &row.summary["peer"]["info"];
+            assert_eq!(info["version"], "v1");
+            assert_eq!(info["hostname"].as_str().unwrap().len(), 255);
+            assert_eq!(info["addresses"].as_array().unwrap().len(), 16);
+            assert_eq!(info["busy"], true);
+            assert!(info.get("extra").is_none());
+            assert!(stored.len() < 2048, "{what}: {} bytes", stored.len());
+        }
+    }
+
+    /// Issue 37 item 10: a fake agent answering "running" forever (no intervals, or
+    /// intervals that move nothing) held the run — and its NAT — for the test's whole
+    /// duration plus grace (24 h). Now the run ends after the no-progress limit, and the
+    /// agent is told to stop.
+    #[test]
+    fn an_agent_without_progress_is_stopped() {
+        let rt = rt();
+        let zero = json!([{"streams": [{"id": 1, "socket": 5, "start": 0.0, "end": 1.0, "bytes": 0,
+            "bits_per_second": 0.0, "sender": true, "omitted": false}]}]);
+        for (what, intervals, next) in [("no intervals", json!([]), 0), ("zero bytes", zero, 1)] {
+            let (url, seen) = fake_agent(Box::new(move |line: &str| {
+                if line.starts_with("POST /peer/v1/run ") {
+                    Some(json_answer("201 Created", json!({"id": 1})))
+                } else if line.contains("/stop") {
+                    Some(json_answer(
+                        "202 Accepted",
+                        json!({"id": 1, "stopping": true}),
+                    ))
+                } else {
+                    // Zero-byte intervals: a new one on every poll.
+                    let first: usize = line
+                        .split("since=")
+                        .nth(1)
+                        .and_then(|s| s.split('&').next())
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(0);
+                    let v = if next == 0 {
+                        job_view("running", intervals.clone(), 0)
+                    } else {
+                        let b =
+                            json!({"id": 1, "status": "running", "spec": spec(), "first": first,
+                            "intervals": intervals, "next": first + 1, "started_at": 1})
+                            .to_string();
+                        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{b}", b.len())
+                            .into_bytes()
+                    };
+                    Some(v)
+                }
+            }));
+            let mut s = spec();
+            s.time = Some(86_400);
+            let client = plan(&url).client;
+            let t0 = Instant::now();
+            let mut polls = 0;
+            let res = rt.block_on(run_peer_job_with(
+                &client,
+                &s,
+                &Notify::new(),
+                Duration::from_secs(3),
+                &mut |_| polls += 1,
+            ));
+            let took = t0.elapsed();
+            let (status, msg) = res.unwrap_err();
+            assert_eq!(status, RunStatus::Failed, "{what}");
+            assert!(msg.contains("no progress for 3 s"), "{what}: {msg}");
+            assert!(took < Duration::from_secs(8), "{what}: {took:?}");
+            assert!(polls >= 3, "{what}: {polls} polls");
+            let seen = seen.lock().unwrap();
+            assert!(
+                seen.iter()
+                    .any(|l| l.starts_with("POST /peer/v1/run/1/stop")),
+                "{what}: {seen:?}"
+            );
+            assert!(
+                seen.iter().any(|l| l.contains("since=0&lean=1")),
+                "{what}: {seen:?}"
+            );
+        }
+    }
+
+    /// A lean final view: the board polls until it has every interval the agent counts, then
+    /// puts them into the report and makes iperf3's document from it.
+    #[test]
+    fn a_lean_final_view_is_completed_from_the_polls() {
+        let rt = rt();
+        let iv = |n: usize| {
+            json!({"streams": [{"id": 1, "socket": 5, "start": n as f64, "end": n as f64 + 1.0,
+                "bytes": 1000, "bits_per_second": 8000.0, "sender": true, "omitted": false}]})
+        };
+        let (url, _) = fake_agent(Box::new(move |line: &str| {
+            if line.starts_with("POST /peer/v1/run ") {
+                return Some(json_answer("201 Created", json!({"id": 1})));
+            }
+            let since: usize = line
+                .split("since=")
+                .nth(1)
+                .and_then(|s| s.split('&').next())
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            // 12 intervals, at most 8 per answer; ended from the start.
+            let upto = (since + 8).min(12);
+            let ivs: Vec<Value> = (since..upto).map(iv).collect();
+            Some(json_answer(
+                "200 OK",
+                json!({"id": 1, "status": "completed", "spec": spec(), "first": since,
+                       "intervals": ivs, "next": 12, "started_at": 1, "ended_at": 2}),
+            ))
+        }));
+        let client = plan(&url).client;
+        let mut got = 0;
+        let v = rt
+            .block_on(run_peer_job(&client, &spec(), &Notify::new(), |f| {
+                got += f.len()
+            }))
+            .unwrap();
+        assert_eq!(got, 12);
+        assert_eq!(v.status, RunStatus::Completed);
     }
 }

@@ -38,7 +38,7 @@ pub fn start_rfc2544(
     plan: Rfc2544Plan,
     suite_id: Option<i64>,
 ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
-    let client = PeerClient::parse(&plan.peer, &plan.token)?;
+    let client = PeerClient::parse_remote(&plan.peer, &plan.token)?;
     if plan.nat && ctl.is_none() {
         return Err("no board controller to set up forwarding with".into());
     }
@@ -108,7 +108,9 @@ pub async fn start_request(
             "no peer agent address: set the step's peer, or run a forwarding test first (its address is kept)",
         )?;
     }
-    let token = setting(crate::runs::forward::TOKEN_KEY);
+    // The stored token goes only to the stored agent address.
+    let token =
+        crate::runs::forward::stored_token_for(hub.store(), &req.peer, req.token.as_deref())?;
     let plan = req.plan(&crate::board::port_facts().await, token.as_deref())?;
     start_rfc2544(hub, hub.board().cloned(), plan, suite_id)
 }
@@ -208,7 +210,7 @@ impl Runner {
             "echo_port": p.echo_port,
         });
         match self.client.info().await {
-            Ok(info) => self.summary["peer"]["info"] = info,
+            Ok(info) => self.summary["peer"]["info"] = json!(info),
             Err(e) => return (RunStatus::Failed, Some(e.message)),
         }
         let mut undo = Undo::Nothing;

@@ -43,49 +43,118 @@ fn stored_token(state: &AppState) -> Option<String> {
     state.store.setting(TOKEN_KEY).ok().flatten()
 }
 
-/// Validate and start a forwarding run. The agent address is stored for the next run once
-/// the request is valid; a new token only once the run with it has completed (a mistyped
-/// token never replaces the stored good one).
-fn start_forward(state: &AppState, req: &ForwardRequest) -> Result<i64, String> {
-    let stored = stored_token(state);
-    let plan = req.plan(&crate::board::ports(), stored.as_deref())?;
-    let ctl = controller(state);
-    let (id, done) = forward::start_forward(&state.hub, Some(ctl), plan)?;
-    remember_token(state, req.token.as_deref(), id, done);
-    let _ = state.store.set_setting(URL_KEY, req.peer.trim());
-    Ok(id)
+/// Whether `auth` is an admin: a logged-in session or an admin-scope token.
+pub(super) fn is_admin(auth: &Auth) -> bool {
+    matches!(
+        auth,
+        Auth::Session { .. } | Auth::Token(super::auth::Scope::Admin)
+    )
 }
 
-/// Store `token` (a peer agent token given with run `id`, when it differs from the stored
-/// one) once the run has completed, so a mistyped token never replaces the stored good one.
-pub(super) fn remember_token(
+/// The board port the caller's request arrives on (the port holding the local address of
+/// its HTTP connection, see [`super::limits::LocalAddr`]); None when it is not known.
+pub(super) fn management_port(req: &HttpRequest) -> Option<String> {
+    let local = req.conn_data::<super::limits::LocalAddr>()?.0;
+    crate::board::ports()
+        .into_iter()
+        .find(|p| p.addresses.iter().any(|a| a.to_canonical() == local))
+        .map(|p| p.name)
+}
+
+/// Refuse a run that would turn on forwarding with NAT through the port the caller's own
+/// request arrives on (the management port) unless the caller is an admin: a run-tests token
+/// must not bridge the management network into a lab (or out of it). When the management
+/// port cannot be told, only an admin may turn NAT on.
+pub(super) fn check_nat_scope(
+    auth: &Auth,
+    req: &HttpRequest,
+    nat: bool,
+    ingress: &str,
+    egress: &str,
+) -> Result<(), String> {
+    if !nat || is_admin(auth) {
+        return Ok(());
+    }
+    match management_port(req) {
+        Some(m) if m != ingress.trim() && m != egress.trim() => Ok(()),
+        Some(m) => Err(format!(
+            "forwarding with NAT through {m}, the port this request came in on (the management port), needs an admin: a run-tests token may turn NAT on only between other ports"
+        )),
+        None => Err(
+            "the port this request came in on cannot be told, so forwarding with NAT needs an admin".into(),
+        ),
+    }
+}
+
+/// Remember the agent address and token an admin's run `id` gave, once the run has
+/// completed (a mistyped token or address never replaces the stored good pair, and the
+/// stored token never becomes bound to an address it was not tried on); nothing for anyone
+/// else, or for a run that used the stored token (its address is the stored one).
+pub(super) fn remember_agent(
     state: &AppState,
+    auth: &Auth,
+    peer: &str,
     token: Option<&str>,
     id: i64,
     done: tokio::task::JoinHandle<crate::model::RunStatus>,
 ) {
-    let stored = stored_token(state);
-    let new_token = token
-        .map(str::trim)
-        .filter(|t| !t.is_empty() && Some(*t) != stored.as_deref())
-        .map(String::from);
-    if let Some(t) = new_token {
-        let store = state.store.clone();
-        crate::engine::task::spawn(async move {
-            match done.await {
-                Ok(crate::model::RunStatus::Completed) => {
-                    if let Err(e) = store.set_setting(TOKEN_KEY, &t) {
-                        tracing::warn!("cannot store the peer token: {e}");
-                    } else {
-                        tracing::info!("run {id} completed: its peer token is stored for the next runs");
-                    }
-                }
-                _ => tracing::info!(
-                    "run {id} did not complete: the token given for it is not stored (the stored one stays)"
-                ),
-            }
-        });
+    if !is_admin(auth) {
+        return;
     }
+    remember_pair(state, peer, token, id, done);
+}
+
+/// Validate and start a forwarding run. The stored agent token goes only to the stored agent
+/// address (see [`forward::stored_token_for`]); NAT through the management port needs an
+/// admin ([`check_nat_scope`]). An admin's run that gives a token stores it with its address
+/// once it has completed ([`remember_agent`]); other callers change nothing stored.
+fn start_forward(
+    state: &AppState,
+    auth: &Auth,
+    http: &HttpRequest,
+    req: &ForwardRequest,
+) -> Result<i64, String> {
+    let stored = forward::stored_token_for(&state.store, &req.peer, req.token.as_deref())?;
+    let plan = req.plan(&crate::board::ports(), stored.as_deref())?;
+    check_nat_scope(auth, http, plan.nat, &plan.ingress, &plan.egress)?;
+    let ctl = controller(state);
+    let (id, done) = forward::start_forward(&state.hub, Some(ctl), plan)?;
+    remember_agent(state, auth, &req.peer, req.token.as_deref(), id, done);
+    Ok(id)
+}
+
+/// Store `peer` and `token` (the agent address and token given with run `id`) once the run
+/// has completed.
+fn remember_pair(
+    state: &AppState,
+    peer: &str,
+    token: Option<&str>,
+    id: i64,
+    done: tokio::task::JoinHandle<crate::model::RunStatus>,
+) {
+    let Some(t) = token.map(str::trim).filter(|t| !t.is_empty()) else {
+        return;
+    };
+    let (t, url) = (t.to_string(), peer.trim().to_string());
+    let store = state.store.clone();
+    crate::engine::task::spawn(async move {
+        match done.await {
+            Ok(crate::model::RunStatus::Completed) => {
+                match store
+                    .set_setting(TOKEN_KEY, &t)
+                    .and_then(|()| store.set_setting(URL_KEY, &url))
+                {
+                    Err(e) => tracing::warn!("cannot store the peer agent and token: {e}"),
+                    Ok(()) => tracing::info!(
+                        "run {id} completed: its peer agent address and token are stored for the next runs"
+                    ),
+                }
+            }
+            _ => tracing::info!(
+                "run {id} did not complete: the agent address and token given for it are not stored (the stored ones stay)"
+            ),
+        }
+    });
 }
 
 fn start_monitor(state: &AppState, req: &MonitorRequest) -> Result<i64, String> {
@@ -332,7 +401,7 @@ async fn form_forward(
     if f.nat.is_none() {
         f.nat = Some("off".into());
     }
-    Ok(match start_forward(&state, &f) {
+    Ok(match start_forward(&state, &auth, &req, &f) {
         Ok(id) => {
             super::audit::run_started(&state, &auth, &req, id);
             super::pages::see_other(&format!("/runs/{id}"))
@@ -415,7 +484,7 @@ async fn api_forward(
         Ok(f) => f,
         Err(e) => return Ok(api_error(StatusCode::BAD_REQUEST, e)),
     };
-    Ok(match start_forward(&state, &f) {
+    Ok(match start_forward(&state, &auth, &req, &f) {
         Ok(id) => {
             super::audit::run_started(&state, &auth, &req, id);
             created(id)

@@ -68,13 +68,21 @@ impl Drop for Connection {
     }
 }
 
-/// actix's `on_connect` hook: count the connection for its client address, or shut it down
-/// at once when that address already holds [`MAX_CONNECTIONS_PER_ADDRESS`] (logged at most
-/// once a minute).
+/// The board's own address of a web connection (its local address, IPv4-mapped IPv6
+/// spelled as IPv4): `req.conn_data::<LocalAddr>()` tells which port a request arrives on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocalAddr(pub IpAddr);
+
+/// actix's `on_connect` hook: note the connection's local address ([`LocalAddr`]); count the
+/// connection for its client address, or shut it down at once when that address already
+/// holds [`MAX_CONNECTIONS_PER_ADDRESS`] (logged at most once a minute).
 pub fn on_connect(conn: &dyn std::any::Any, ext: &mut actix_web::dev::Extensions) {
     let Some(s) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() else {
         return;
     };
+    if let Ok(local) = s.local_addr() {
+        ext.insert(LocalAddr(local.ip().to_canonical()));
+    }
     let Ok(peer) = s.peer_addr() else {
         return;
     };

@@ -183,13 +183,22 @@ fn build(
 
 /// Check and start a run; as on the forwarding page, the agent address is kept for the next
 /// run, and a new token once the run with it has completed. Its id, or the message to show.
-async fn start(state: &AppState, req: &Rfc2544Request) -> Result<i64, String> {
-    let stored = stored_token(state);
+/// The stored token goes only to the stored agent address, NAT through the management port
+/// needs an admin, and only an admin's run changes the stored address and token (see
+/// [`super::forwarding::remember_agent`]).
+async fn start(
+    state: &AppState,
+    auth: &Auth,
+    http: &HttpRequest,
+    req: &Rfc2544Request,
+) -> Result<i64, String> {
+    let stored =
+        crate::runs::forward::stored_token_for(&state.store, &req.peer, req.token.as_deref())?;
     let plan = req.plan(&crate::board::port_facts().await, stored.as_deref())?;
+    super::forwarding::check_nat_scope(auth, http, plan.nat, &plan.ingress, &plan.egress)?;
     let (id, done) =
         crate::runs::rfc2544::start_rfc2544(&state.hub, Some(state.board.clone()), plan, None)?;
-    super::forwarding::remember_token(state, req.token.as_deref(), id, done);
-    let _ = state.store.set_setting(URL_KEY, req.peer.trim());
+    super::forwarding::remember_agent(state, auth, &req.peer, req.token.as_deref(), id, done);
     Ok(id)
 }
 
@@ -244,7 +253,7 @@ async fn start_form(
         tests.push("back-to-back");
     }
     r.tests = Some(tests.join(","));
-    Ok(match start(&state, &r).await {
+    Ok(match start(&state, &auth, &req, &r).await {
         Ok(id) => {
             super::audit::run_started(&state, &auth, &req, id);
             see_other(&format!("/runs/{id}"))
@@ -275,7 +284,7 @@ async fn start_api(
         Ok(r) => r,
         Err(e) => return Ok(bad(format!("invalid request body: {e}"))),
     };
-    Ok(match start(&state, &r).await {
+    Ok(match start(&state, &auth, &req, &r).await {
         Ok(id) => {
             super::audit::run_started(&state, &auth, &req, id);
             HttpResponse::Created()
