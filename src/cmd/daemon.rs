@@ -104,9 +104,11 @@ impl StartWrites {
         board: &Arc<crate::board::apply::Controller>,
     ) -> Result<(), String> {
         let owed = std::mem::take(&mut self.forwarding);
-        self.forwarding = crate::runs::forward::retry_stale(board, owed).await;
-        if !self.forwarding.is_empty() {
-            return Err("the undone forwarding of a run cut short cannot be stored".into());
+        if let Err((left, e)) = crate::runs::forward::retry_stale(board, owed).await {
+            self.forwarding = left;
+            return Err(format!(
+                "the forwarding undone for a run cut short cannot be stored: {e}"
+            ));
         }
         let stale = store
             .abort_runs_started_before(self.started_ms)
@@ -129,11 +131,17 @@ fn remove_leftovers(data_dir: &std::path::Path) {
     let mb = |b: u64| crate::model::display::size(b as f64);
     let (n, b) = crate::web::diag::remove_stale_captures(data_dir);
     if n > 0 {
-        tracing::info!("removed {n} capture file(s) ({}) left by the last daemon", mb(b));
+        tracing::info!(
+            "removed {n} capture file(s) ({}) left by the last daemon",
+            mb(b)
+        );
     }
     let (n, b) = crate::web::transfer::remove_stale_spools(data_dir);
     if n > 0 {
-        tracing::info!("removed {n} import spool file(s) ({}) left by the last daemon", mb(b));
+        tracing::info!(
+            "removed {n} import spool file(s) ({}) left by the last daemon",
+            mb(b)
+        );
     }
 }
 
@@ -183,7 +191,9 @@ async fn run(cfg: Config) -> Result<(), String> {
                 if reopen {
                     // Opened read-only: a restart is what opens it for writing.
                     if Store::open_dir(&dir).is_ok() {
-                        tracing::warn!("the history can be written again: restart netperfd to leave read-only");
+                        tracing::warn!(
+                            "the history can be written again: restart netperfd to leave read-only"
+                        );
                     }
                     continue;
                 }

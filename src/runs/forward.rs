@@ -565,14 +565,14 @@ async fn undone_on_board(ctl: &Arc<Controller>, ingress: &str, egress: &str, und
 }
 
 /// Try again what [`undo_stale`] could not finish: undo on the board what is still on, and
-/// store the board's forwarding as it is now. What is still not done is returned (empty:
-/// all done).
+/// store the board's forwarding as it is now. Errors: what is still not done, and why (e.g.
+/// the store's "database or disk is full").
 pub async fn retry_stale(
     ctl: &Arc<Controller>,
     again: Vec<(i64, String, String, Undo)>,
-) -> Vec<(i64, String, String, Undo)> {
+) -> Result<(), (Vec<(i64, String, String, Undo)>, String)> {
     if again.is_empty() {
-        return again;
+        return Ok(());
     }
     let mut left = Vec::new();
     for (id, i, e, undo) in again {
@@ -591,11 +591,11 @@ pub async fn retry_stale(
             }
             if all {
                 tracing::info!("the forwarding of runs cut short is undone and stored");
-                return Vec::new();
+                return Ok(());
             }
-            left
+            Err((left, "the board still forwards for a run cut short".into()))
         }
-        Err(_) => left,
+        Err(e) => Err((left, e.to_string())),
     }
 }
 

@@ -575,8 +575,8 @@ impl Store {
     /// schema is not this version's (a migration would have to write).
     pub fn open_dir_read_only(dir: &Path) -> Result<Store> {
         let path = dir.join("netperfd.sqlite");
-        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
-            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let flags =
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(&path, flags)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         let pending = migrations().pending_migrations(&conn)?;

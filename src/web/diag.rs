@@ -74,11 +74,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             web::get().to(api_capture_pcap),
         );
     // Deleting a capture (issue 37 item 4), kept apart for the route declarations to merge.
-    cfg.route("/api/diag/capture/{id}", web::delete().to(api_capture_delete))
-        .route(
-            "/diag/capture/{id}/delete",
-            web::post().to(form_capture_delete),
-        );
+    cfg.route(
+        "/api/diag/capture/{id}",
+        web::delete().to(api_capture_delete),
+    )
+    .route(
+        "/diag/capture/{id}/delete",
+        web::post().to(form_capture_delete),
+    );
 }
 
 // ---------------------------------------------------------------- one at a time per user
@@ -258,10 +261,9 @@ impl PingError {
     }
     fn text(&self) -> &str {
         match self {
-            PingError::Bad(s)
-            | PingError::Busy(s)
-            | PingError::Board(s)
-            | PingError::NoRoom(s) => s,
+            PingError::Bad(s) | PingError::Busy(s) | PingError::Board(s) | PingError::NoRoom(s) => {
+                s
+            }
         }
     }
 }
@@ -1196,9 +1198,7 @@ fn start_capture(
         room.as_ref(),
     )?;
     let opened = capture::open(ifindex)
-        .map_err(|e| {
-            PingError::Board(format!("cannot capture on {port}: {e} (needs CAP_NET_RAW)"))
-        })
+        .map_err(|e| PingError::Board(format!("cannot capture on {port}: {e} (needs CAP_NET_RAW)")))
         .and_then(|sock| {
             std::fs::File::create(&path)
                 .map(|f| (sock, f))
@@ -2002,7 +2002,8 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.status(), StatusCode::INSUFFICIENT_STORAGE);
         assert!(
-            e.text().starts_with("not enough free space for a capture of up to 67.1 MB")
+            e.text()
+                .starts_with("not enough free space for a capture of up to 67.1 MB")
                 && e.text().contains("has 104.9 MB free of 157.3 MB")
                 && e.text().contains("must leave 67.1 MB free"),
             "{}",
@@ -2017,12 +2018,20 @@ mod tests {
         let e = list
             .admit(job(3, 24 * MIB), Some(&fs(150 * MIB, 100 * MIB)))
             .unwrap_err();
-        assert!(e.text().contains("16.8 MB more held for running captures"), "{}", e.text());
+        assert!(
+            e.text().contains("16.8 MB more held for running captures"),
+            "{}",
+            e.text()
+        );
         // A big partition: 10 % of it.
         let e = list
             .admit(job(4, 64 * MIB), Some(&fs(10_000 * MIB, 1_050 * MIB)))
             .unwrap_err();
-        assert!(e.text().contains("must leave 1,048.6 MB free"), "{}", e.text());
+        assert!(
+            e.text().contains("must leave 1,048.6 MB free"),
+            "{}",
+            e.text()
+        );
     }
 
     #[test]

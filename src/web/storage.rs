@@ -91,7 +91,10 @@ pub fn notice() -> Option<String> {
                 })
                 .map(|e| {
                     let len = e.metadata().map(|m| m.len()).unwrap_or(0);
-                    (e.file_name().to_string_lossy().chars().take(60).collect(), len)
+                    (
+                        e.file_name().to_string_lossy().chars().take(60).collect(),
+                        len,
+                    )
                 })
                 .collect()
         })
@@ -125,11 +128,20 @@ mod tests {
         std::fs::write(dir.join("netperfd.sqlite"), vec![0u8; 3000]).unwrap();
         std::fs::write(dir.join("big.log"), vec![0u8; 5000]).unwrap();
         assert!(notice().is_none() || is_read_only());
-        set_read_only(&dir, &dir.join("netperfd.sqlite"), "database or disk is full");
+        set_read_only(
+            &dir,
+            &dir.join("netperfd.sqlite"),
+            "database or disk is full",
+        );
         let n = notice().unwrap();
         clear();
         let _ = std::fs::remove_dir_all(&dir);
-        assert!(n.starts_with("Read-only: netperfd cannot write its history (database or disk is full)"), "{n}");
+        assert!(
+            n.starts_with(
+                "Read-only: netperfd cannot write its history (database or disk is full)"
+            ),
+            "{n}"
+        );
         assert!(n.contains("The history database takes 0.003 MB"), "{n}");
         assert!(n.contains("other files there: big.log 0.005 MB"), "{n}");
         assert!(n.contains("Delete packet captures (Diagnostics"), "{n}");
