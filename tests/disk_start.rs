@@ -354,3 +354,96 @@ fn pcap_downloads_stream_in_bounded_memory_and_at_most_four_at_once() {
         "downloads raised the peak from {base} to {peak} KiB"
     );
 }
+
+/// A second session of the same admin (a user of its own for the one-capture-per-user rule).
+fn log_in(http: &Http) -> Http {
+    let mut h = Http::new(http.ns.as_deref(), &http.base);
+    let r = h.form("/login", &[("password", "correct horse")]);
+    assert_eq!(r.status, 303, "{}", r.body);
+    h.take_cookie(&r);
+    h.fetch_csrf();
+    h
+}
+
+/// Issue 37 items 14 and 4: six users asking at once start exactly 2 captures (the cap), the
+/// others get a clear 429; an admin deletes a capture (API and page), its file goes at once.
+#[test]
+fn concurrent_captures_start_two_at_most_and_an_admin_deletes_them() {
+    let mut lab = Lab::new();
+    let board = lab.board.clone();
+    let (_, mut http) = daemon(&mut lab, &board, 8148, &["--iperf3-port", "0"]);
+    set_up(&lab, &mut http);
+    let users: Vec<Http> = (0..6).map(|_| log_in(&http)).collect();
+    let gate = std::sync::Arc::new(std::sync::Barrier::new(users.len()));
+    let hs: Vec<_> = users
+        .into_iter()
+        .map(|u| {
+            let g = gate.clone();
+            std::thread::spawn(move || {
+                g.wait();
+                u.api(
+                    "POST",
+                    "/api/diag/capture",
+                    &json!({"port": "eth0", "seconds": 3}),
+                )
+            })
+        })
+        .collect();
+    let rs: Vec<Resp> = hs.into_iter().map(|h| h.join().expect("thread")).collect();
+    let created: Vec<i64> = rs
+        .iter()
+        .filter(|r| r.status == 201)
+        .map(|r| r.json()["id"].as_i64().expect("id"))
+        .collect();
+    assert_eq!(
+        created.len(),
+        2,
+        "{:?}",
+        rs.iter().map(|r| (r.status, &r.body)).collect::<Vec<_>>()
+    );
+    for r in rs.iter().filter(|r| r.status != 201) {
+        assert_eq!(r.status, 429, "{}", r.body);
+        assert!(r.body.contains("at most 2 at once"), "{}", r.body);
+    }
+    // Delete one while it runs (API), the other once done (page).
+    let file = |id: i64| lab.dir().join(format!("data/captures/capture-{id}.pcap"));
+    assert!(file(created[0]).exists());
+    let r = http.call("DELETE", &format!("/api/diag/capture/{}", created[0]));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["state"], "removed", "{}", r.body);
+    assert_eq!(r.json()["removed"], "deleted", "{}", r.body);
+    assert!(!file(created[0]).exists(), "file removed at once");
+    let r = http.get(&format!("/api/diag/capture/{}/pcap", created[0]));
+    assert_eq!(r.status, 410, "{}", r.body);
+    assert!(r.body.contains("removed (deleted)"), "{}", r.body);
+    let r = http.call("DELETE", &format!("/api/diag/capture/{}", created[0]));
+    assert_eq!(r.status, 410, "{}", r.body);
+    let r = http.call("DELETE", "/api/diag/capture/999");
+    assert_eq!(r.status, 404, "{}", r.body);
+    let t = Instant::now();
+    while http.get_json(&format!("/api/diag/capture/{}", created[1]))["state"] == "running" {
+        assert!(t.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let page = http.get("/diag");
+    let form = format!("action=\"/diag/capture/{}/delete\"", created[1]);
+    assert!(page.body.contains(&form), "{}", page.body);
+    let r = http.form(
+        &format!("/diag/capture/{}/delete", created[1]),
+        &[("csrf", &http.csrf)],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("id=\"capture-deleted\""), "{}", r.body);
+    assert!(!r.body.contains(&form), "no delete button once removed");
+    assert!(!file(created[1]).exists());
+    let r = http.form(&format!("/diag/capture/{}/delete", created[1]), &[]);
+    assert_eq!(r.status, 403, "CSRF checked: {}", r.body);
+    let (_, log) = lab.output("daemon");
+    assert!(
+        log.contains(&format!(
+            "ran diagnostics: deletion of capture {}",
+            created[0]
+        )),
+        "{log}"
+    );
+}
