@@ -1175,6 +1175,30 @@ mod tests {
         }
     }
 
+    /// Issue 37 item 4: the daemon's retry of its start-up writes ends only runs older than
+    /// itself (a run it started meanwhile stays running); the read-only open reads, refuses
+    /// writes with SQLite's error, and changes nothing.
+    #[test]
+    fn start_up_aborts_only_older_runs_and_read_only_opens_read() {
+        let (s, d) = tmp();
+        let old = s.create_run(&new_run("192.0.2.2")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let start = now_ms();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let new = s.create_run(&new_run("192.0.2.3")).unwrap();
+        let ro = Store::open_dir_read_only(&d).unwrap();
+        assert_eq!(ro.get_run(old).unwrap().unwrap().status, "running");
+        let e = ro.abort_runs_started_before(start).unwrap_err().to_string();
+        assert!(e.contains("readonly"), "{e}");
+        assert_eq!(s.abort_runs_started_before(start).unwrap(), 1);
+        assert_eq!(s.get_run(old).unwrap().unwrap().status, "aborted");
+        assert_eq!(s.get_run(new).unwrap().unwrap().status, "running");
+        let missing = crate::scratch::dir("store-ro-missing");
+        let _ = std::fs::remove_dir_all(&missing);
+        assert!(Store::open_dir_read_only(&missing).is_err());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
     #[test]
     fn migrations_are_valid() {
         assert!(migrations().validate().is_ok());

@@ -246,3 +246,38 @@ async fn import(
         Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 37 item 16: the daemon's start removes every import spool a dead process left
+    /// (and only spool files); this process's own stay.
+    #[test]
+    fn stale_spools_are_removed_at_start() {
+        let d = crate::scratch::dir("spools");
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("import-999999-0.part"), vec![0u8; 5000]).unwrap();
+        std::fs::write(d.join("import-999998-3.part"), vec![0u8; 1000]).unwrap();
+        let mine = format!("import-{}-0.part", std::process::id());
+        std::fs::write(d.join(&mine), b"x").unwrap();
+        std::fs::write(d.join("netperfd.sqlite"), b"db").unwrap();
+        std::fs::write(d.join("import-notes.part"), b"n").unwrap();
+        assert_eq!(remove_stale_spools(&d), (2, 6000));
+        let mut left: Vec<String> = std::fs::read_dir(&d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut want = vec![
+            "import-notes.part".to_string(),
+            mine,
+            "netperfd.sqlite".into(),
+        ];
+        want.sort();
+        assert_eq!(left, want);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
