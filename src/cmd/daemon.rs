@@ -194,6 +194,12 @@ async fn run(cfg: Config) -> Result<(), String> {
                         tracing::warn!(
                             "the history can be written again: restart netperfd to leave read-only"
                         );
+                        web::storage::set_read_only(
+                            &dir,
+                            s.path(),
+                            "opened read-only at start; there is room again: restart netperfd",
+                        );
+                        break;
                     }
                     continue;
                 }
