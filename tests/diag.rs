@@ -87,6 +87,16 @@ fn ping_tables_system_and_hostile_input() {
     assert_eq!(st, 200, "{v}");
     assert_eq!(v["received"], 2, "{v}");
     assert_eq!(v["target"], format!("{ll}%eth0"), "{v}");
+    // A path to it keeps the scope too (issue 37 item 18: it was dropped).
+    let r = http.api(
+        "POST",
+        "/api/diag/path",
+        &json!({"host": format!("{ll}%eth0"), "max_hops": 2}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let p = r.json();
+    assert_eq!(p["target"], format!("{ll}%eth0"), "{p}");
+    assert_eq!(p["reached"], true, "{p}");
     // Without the port it says how to give one.
     let (st, v) = ping(&http, json!({"host": ll, "count": 1}));
     assert_eq!(st, 400, "{v}");

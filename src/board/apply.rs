@@ -959,6 +959,22 @@ impl Controller {
         let _ = self.read_state(&inner).await;
     }
 
+    /// Keep the board's forwarding as it is now (rules and sysctls read from the kernel) in
+    /// the stored confirmed configuration, the rest of it unchanged. For the daemon's start:
+    /// a cut-short run's forwarding undone on the board while the store could not write (a
+    /// full disk) is stored once it can, so the next start does not re-apply it. Errors: the
+    /// board cannot be read, or the store cannot write.
+    pub async fn store_live_forwarding(&self) -> Result<(), BoardError> {
+        let inner = self.inner.lock().await;
+        let (live, _) = self.read_state(&inner).await?;
+        let mut confirmed = self.confirmed();
+        if confirmed.forwarding.is_none() && live.forwarding.is_none() {
+            return Ok(());
+        }
+        confirmed.forwarding = live.forwarding;
+        self.store_confirmed(&confirmed)
+    }
+
     /// The pending change, if any.
     pub async fn pending(&self) -> Option<PendingView> {
         self.inner.lock().await.pending.as_ref().map(Pending::view)

@@ -93,24 +93,134 @@ pub fn main(a: DaemonArgs) -> i32 {
     }
 }
 
+/// What the start-up writes still owe when the store could not write (a full data
+/// partition): forwarding undone on the board but not yet in the stored configuration, and
+/// the stale runs and suites to mark aborted (only those older than this process).
+struct StartWrites {
+    started_ms: i64,
+    forwarding: Vec<(i64, String, String, crate::runs::forward::Undo)>,
+}
+
+impl StartWrites {
+    /// Do what is owed, in order (forwarding first: a stale run marked aborted before its
+    /// forwarding is stored undone would have it re-applied at the next start). Errors: the
+    /// first write that failed, in words.
+    async fn finish(
+        &mut self,
+        store: &Store,
+        board: &Arc<crate::board::apply::Controller>,
+    ) -> Result<(), String> {
+        let owed = std::mem::take(&mut self.forwarding);
+        if let Err((left, e)) = crate::runs::forward::retry_stale(board, owed).await {
+            self.forwarding = left;
+            return Err(format!(
+                "the forwarding undone for a run cut short cannot be stored: {e}"
+            ));
+        }
+        let stale = store
+            .abort_runs_started_before(self.started_ms)
+            .map_err(|e| e.to_string())?;
+        if stale > 0 {
+            tracing::warn!("{stale} run(s) were active when netperfd last stopped; marked aborted");
+        }
+        // Suites: built-in definitions on first start; suites cut by a restart end as aborted.
+        crate::spec::suite::seed_builtins(store)?;
+        store
+            .abort_suites_created_before(self.started_ms)
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+}
+
+/// Remove what a daemon that stopped mid-way left on the data partition (capture files,
+/// import spool files): on a full disk, what frees it before anything is written.
+fn remove_leftovers(data_dir: &std::path::Path) {
+    let mb = |b: u64| crate::model::display::size(b as f64);
+    let (n, b) = crate::web::diag::remove_stale_captures(data_dir);
+    if n > 0 {
+        tracing::info!(
+            "removed {n} capture file(s) ({}) left by the last daemon",
+            mb(b)
+        );
+    }
+    let (n, b) = crate::web::transfer::remove_stale_spools(data_dir);
+    if n > 0 {
+        tracing::info!(
+            "removed {n} import spool file(s) ({}) left by the last daemon",
+            mb(b)
+        );
+    }
+}
+
 async fn run(cfg: Config) -> Result<(), String> {
-    let store = Arc::new(Store::open_dir(&cfg.data_dir).map_err(|e| e.to_string())?);
+    let started_ms = crate::model::time::now_ms();
+    // 1. Files left by the last daemon go first (nothing is written before).
+    remove_leftovers(&cfg.data_dir);
+    // 2. The store; read-only when it cannot be opened for writing (e.g. a full partition).
+    let (store, mut read_only) = match Store::open_dir(&cfg.data_dir) {
+        Ok(s) => (s, None),
+        Err(e) => match Store::open_dir_read_only(&cfg.data_dir) {
+            Ok(s) => {
+                tracing::error!("cannot open the history for writing ({e}): read-only");
+                (s, Some(e.to_string()))
+            }
+            Err(_) => return Err(e.to_string()),
+        },
+    };
+    let opened_read_only = read_only.is_some();
+    let store = Arc::new(store);
+    // 3. Forwarding turned on by a forwarding run that was cut short goes off again, before
+    // anything is written to the store (and even when it cannot be).
     let stale_forwarding = crate::runs::forward::stale_forwarding(&store);
-    let stale = store.abort_stale_runs().map_err(|e| e.to_string())?;
-    if stale > 0 {
-        tracing::warn!("{stale} run(s) were active when netperfd last stopped; marked aborted");
-    }
-    let old_captures = crate::web::diag::remove_stale_captures(&cfg.data_dir);
-    if old_captures > 0 {
-        tracing::info!("removed {old_captures} capture file(s) left by the last daemon");
-    }
-    // Suites: built-in definitions on first start; suites cut by a restart end as aborted.
-    crate::spec::suite::seed_builtins(&store)?;
-    store.abort_stale_suites().map_err(|e| e.to_string())?;
     // Board control: restore an unconfirmed change's snapshot, re-apply the confirmed config.
     let board = crate::board::apply::start_daemon(store.clone(), &cfg.data_dir).await;
-    // Forwarding turned on by a forwarding run that was cut short goes off again.
-    crate::runs::forward::undo_stale(&board, stale_forwarding).await;
+    let mut owed = StartWrites {
+        started_ms,
+        forwarding: crate::runs::forward::undo_stale(&board, stale_forwarding).await,
+    };
+    // 4. The start-up writes; when they fail, the daemon comes up read-only and says so on
+    // every page, trying again every few seconds.
+    if read_only.is_none() {
+        if let Err(e) = owed.finish(&store, &board).await {
+            read_only = Some(e);
+        }
+    }
+    if let Some(reason) = &read_only {
+        tracing::error!(
+            "cannot write the history ({reason}): netperfd comes up read-only until there is room"
+        );
+        web::storage::set_read_only(&cfg.data_dir, store.path(), reason);
+        let (s, b, dir) = (store.clone(), board.clone(), cfg.data_dir.clone());
+        let reopen = opened_read_only;
+        crate::engine::task::spawn(async move {
+            loop {
+                tokio::time::sleep(web::storage::RETRY).await;
+                if reopen {
+                    // Opened read-only: a restart is what opens it for writing.
+                    if Store::open_dir(&dir).is_ok() {
+                        tracing::warn!(
+                            "the history can be written again: restart netperfd to leave read-only"
+                        );
+                        web::storage::set_read_only(
+                            &dir,
+                            s.path(),
+                            "opened read-only at start; there is room again: restart netperfd",
+                        );
+                        break;
+                    }
+                    continue;
+                }
+                match owed.finish(&s, &b).await {
+                    Ok(()) => {
+                        tracing::info!("the history can be written again: read-only ends");
+                        web::storage::clear();
+                        break;
+                    }
+                    Err(e) => web::storage::set_read_only(&dir, s.path(), &e),
+                }
+            }
+        });
+    }
     let hub = Hub::with_board(store.clone(), board);
     // Scheduled suite runs (due ones that were missed while netperfd was down fire once now).
     crate::runs::schedule::start(hub.clone());

@@ -294,7 +294,7 @@ pub fn trace(spec: &PathSpec) -> std::io::Result<PathResult> {
         if reached { "reached" } else { "not reached" }
     );
     Ok(PathResult {
-        target: spec.target.ip().to_string(),
+        target: crate::engine::ping::target_text(&spec.target),
         hops,
         reached,
         path_mtu: mtu,
@@ -305,6 +305,32 @@ pub fn trace(spec: &PathSpec) -> std::io::Result<PathResult> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 37 item 18: a path answer keeps the IPv6 `%scope` it was asked with (here lo,
+    /// index 1, on ::1: the kernel ignores a loopback address's scope, the answer keeps it).
+    #[test]
+    fn the_target_keeps_its_ipv6_scope() {
+        let lo = nix::net::if_::if_nametoindex("lo").unwrap();
+        let a = SocketAddr::V6(std::net::SocketAddrV6::new(
+            std::net::Ipv6Addr::LOCALHOST,
+            0,
+            0,
+            lo,
+        ));
+        assert_eq!(crate::engine::ping::target_text(&a), "::1%lo");
+        let ll: SocketAddr = "[fe80::1%999999]:0".parse().unwrap();
+        assert_eq!(crate::engine::ping::target_text(&ll), "fe80::1%999999");
+        let plain: SocketAddr = "[2001:db8::1]:0".parse().unwrap();
+        assert_eq!(crate::engine::ping::target_text(&plain), "2001:db8::1");
+        if let Ok(r) = trace(&PathSpec {
+            target: a,
+            max_hops: 2,
+            bind_dev: None,
+            timeout: Duration::from_millis(500),
+        }) {
+            assert_eq!(r.target, "::1%lo", "{r:?}");
+        }
+    }
 
     #[test]
     fn loopback_is_reached_in_one_hop() {

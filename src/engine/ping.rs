@@ -286,16 +286,7 @@ fn finish(
     });
     let total = replies.len().max(1) as f64;
     let loss_percent = (total - received as f64) / total * 100.0;
-    let target = match spec.target {
-        SocketAddr::V6(a) if a.scope_id() != 0 => {
-            let dev = nix::net::if_::if_indextoname(a.scope_id())
-                .ok()
-                .and_then(|c| c.into_string().ok())
-                .unwrap_or_else(|| a.scope_id().to_string());
-            format!("{}%{dev}", a.ip())
-        }
-        a => a.ip().to_string(),
-    };
+    let target = target_text(&spec.target);
     let mut summary = format!(
         "{} requests, {sent} sent, {received} received, {loss_percent:.0} % loss",
         replies.len()
@@ -321,6 +312,23 @@ fn finish(
         rtt_ms,
         replies,
         summary,
+    }
+}
+
+/// The address of `a` as the Diagnostics answers show it: an IPv6 address with a scope (a
+/// link-local one) keeps it as `%PORT` (`fe80::1%eth0`; the scope's number when the port is
+/// gone), any other just the address.
+pub fn target_text(a: &SocketAddr) -> String {
+    match a {
+        SocketAddr::V6(a) if a.scope_id() != 0 => {
+            let dev = nix::net::if_::if_indextoname(a.scope_id())
+                .ok()
+                .and_then(|c| c.into_string().ok())
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| a.scope_id().to_string());
+            format!("{}%{dev}", a.ip())
+        }
+        a => a.ip().to_string(),
     }
 }
 

@@ -545,16 +545,87 @@ pub fn stale_forwarding(store: &crate::store::Store) -> Vec<(i64, String, String
 }
 
 /// Undo what stale forwarding runs (see [`stale_forwarding`]) had turned on, with the
-/// process's board controller; failures are logged.
-pub async fn undo_stale(ctl: &Arc<Controller>, stale: Vec<(i64, String, String, Undo)>) {
+/// process's board controller; failures are logged. The board is changed even when the store
+/// cannot be written (e.g. a full disk: the controller changes the rules, then fails to keep
+/// the new configuration); those entries, and any the board refused, are returned, to be
+/// tried again once the store can write (the rules are then already as they should be).
+pub async fn undo_stale(
+    ctl: &Arc<Controller>,
+    stale: Vec<(i64, String, String, Undo)>,
+) -> Vec<(i64, String, String, Undo)> {
+    let mut again = Vec::new();
     for (id, i, e, undo) in stale {
         match undo_forwarding(ctl, id, &i, &e, &undo).await {
             Ok(()) => tracing::warn!(
                 run = id,
                 "forwarding {i} → {e} turned on by run {id}, which was cut short, is restored"
             ),
-            Err(err) => tracing::error!(run = id, "{err}"),
+            Err(err) => {
+                if undone_on_board(ctl, &i, &e, &undo).await {
+                    tracing::warn!(
+                        run = id,
+                        "forwarding {i} → {e} turned on by run {id}, which was cut short, is restored on the board, but not yet in the stored configuration ({err}); tried again once the store can write"
+                    );
+                } else {
+                    tracing::error!(run = id, "{err}");
+                }
+                again.push((id, i, e, undo));
+            }
         }
+    }
+    again
+}
+
+/// Whether the board's forwarding is as `undo` leaves it for `ingress` → `egress` (false
+/// when the board cannot be read).
+async fn undone_on_board(ctl: &Arc<Controller>, ingress: &str, egress: &str, undo: &Undo) -> bool {
+    let Ok(v) = ctl.view().await else {
+        return false;
+    };
+    let now = v
+        .forwarding
+        .forwards
+        .iter()
+        .find(|f| f.ingress == ingress && f.egress == egress);
+    match undo {
+        Undo::Nothing => true,
+        Undo::Disable => now.is_none(),
+        Undo::Restore(f) => now.is_some_and(|n| n.nat == f.nat),
+    }
+}
+
+/// Try again what [`undo_stale`] could not finish: undo on the board what is still on, and
+/// store the board's forwarding as it is now. Errors: what is still not done, and why (e.g.
+/// the store's "database or disk is full").
+pub async fn retry_stale(
+    ctl: &Arc<Controller>,
+    again: Vec<(i64, String, String, Undo)>,
+) -> Result<(), (Vec<(i64, String, String, Undo)>, String)> {
+    if again.is_empty() {
+        return Ok(());
+    }
+    let mut left = Vec::new();
+    for (id, i, e, undo) in again {
+        if !undone_on_board(ctl, &i, &e, &undo).await {
+            if let Err(err) = undo_forwarding(ctl, id, &i, &e, &undo).await {
+                tracing::warn!(run = id, "{err}");
+            }
+        }
+        left.push((id, i, e, undo));
+    }
+    match ctl.store_live_forwarding().await {
+        Ok(()) => {
+            let mut all = true;
+            for (_, i, e, undo) in &left {
+                all &= undone_on_board(ctl, i, e, undo).await;
+            }
+            if all {
+                tracing::info!("the forwarding of runs cut short is undone and stored");
+                return Ok(());
+            }
+            Err((left, "the board still forwards for a run cut short".into()))
+        }
+        Err(e) => Err((left, e.to_string())),
     }
 }
 

@@ -569,6 +569,36 @@ impl Store {
         Store::open(&dir.join("netperfd.sqlite"))
     }
 
+    /// Open `dir/netperfd.sqlite` for reading only (every write fails with SQLite's "attempt
+    /// to write a readonly database"): the daemon's fallback when [`Store::open_dir`] cannot
+    /// write (e.g. a full data partition). Errors: the file is missing or unreadable, or its
+    /// schema is not this version's (a migration would have to write).
+    pub fn open_dir_read_only(dir: &Path) -> Result<Store> {
+        let path = dir.join("netperfd.sqlite");
+        let flags =
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&path, flags)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        let pending = migrations().pending_migrations(&conn)?;
+        if pending != 0 {
+            return Err(StoreError::Invalid(format!(
+                "the history in {} is not of this netperfd's schema ({pending} migration(s) apart): it cannot be opened read-only",
+                path.display()
+            )));
+        }
+        let mut readers = Vec::with_capacity(READERS);
+        for _ in 0..READERS {
+            let r = Connection::open_with_flags(&path, flags)?;
+            r.busy_timeout(std::time::Duration::from_secs(5))?;
+            readers.push(Mutex::new(r));
+        }
+        Ok(Store {
+            conn: Mutex::new(conn),
+            readers,
+            path,
+        })
+    }
+
     /// Open a database file.
     pub fn open(path: &Path) -> Result<Store> {
         let mut conn = Connection::open(path)?;
@@ -623,9 +653,16 @@ impl Store {
 
     /// Mark runs left 'running' by a previous process as aborted; returns how many.
     pub fn abort_stale_runs(&self) -> Result<usize> {
+        self.abort_runs_started_before(i64::MAX)
+    }
+
+    /// [`Store::abort_stale_runs`] for runs started before `t` (Unix ms) only: the daemon
+    /// passes its start time, so a retry after a failed write (e.g. a full disk) never ends
+    /// a run this process started. Returns how many.
+    pub fn abort_runs_started_before(&self, t: i64) -> Result<usize> {
         Ok(self.c().execute(
-            "UPDATE runs SET status='aborted', ended_at=?1, error='netperfd stopped while the run was active' WHERE status='running'",
-            params![now_ms()],
+            "UPDATE runs SET status='aborted', ended_at=?1, error='netperfd stopped while the run was active' WHERE status='running' AND started_at < ?2",
+            params![now_ms(), t],
         )?)
     }
 
@@ -1136,6 +1173,30 @@ mod tests {
             suite_id: None,
             ..Default::default()
         }
+    }
+
+    /// Issue 37 item 4: the daemon's retry of its start-up writes ends only runs older than
+    /// itself (a run it started meanwhile stays running); the read-only open reads, refuses
+    /// writes with SQLite's error, and changes nothing.
+    #[test]
+    fn start_up_aborts_only_older_runs_and_read_only_opens_read() {
+        let (s, d) = tmp();
+        let old = s.create_run(&new_run("192.0.2.2")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let start = now_ms();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let new = s.create_run(&new_run("192.0.2.3")).unwrap();
+        let ro = Store::open_dir_read_only(&d).unwrap();
+        assert_eq!(ro.get_run(old).unwrap().unwrap().status, "running");
+        let e = ro.abort_runs_started_before(start).unwrap_err().to_string();
+        assert!(e.contains("readonly"), "{e}");
+        assert_eq!(s.abort_runs_started_before(start).unwrap(), 1);
+        assert_eq!(s.get_run(old).unwrap().unwrap().status, "aborted");
+        assert_eq!(s.get_run(new).unwrap().unwrap().status, "running");
+        let missing = crate::scratch::dir("store-ro-missing");
+        let _ = std::fs::remove_dir_all(&missing);
+        assert!(Store::open_dir_read_only(&missing).is_err());
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]

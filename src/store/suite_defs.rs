@@ -166,9 +166,15 @@ impl Store {
 
     /// Mark suites left 'running' by a previous process as aborted; returns how many.
     pub fn abort_stale_suites(&self) -> Result<usize> {
+        self.abort_suites_created_before(i64::MAX)
+    }
+
+    /// [`Store::abort_stale_suites`] for suites created before `t` (Unix ms) only (see
+    /// [`Store::abort_runs_started_before`]).
+    pub fn abort_suites_created_before(&self, t: i64) -> Result<usize> {
         Ok(self.c().execute(
-            "UPDATE suites SET status='aborted', ended_at=?1 WHERE status='running'",
-            params![now_ms()],
+            "UPDATE suites SET status='aborted', ended_at=?1 WHERE status='running' AND created_at < ?2",
+            params![now_ms(), t],
         )?)
     }
 

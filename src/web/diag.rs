@@ -73,6 +73,15 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             "/api/diag/capture/{id}/pcap",
             web::get().to(api_capture_pcap),
         );
+    // Deleting a capture (issue 37 item 4), kept apart for the route declarations to merge.
+    cfg.route(
+        "/api/diag/capture/{id}",
+        web::delete().to(api_capture_delete),
+    )
+    .route(
+        "/diag/capture/{id}/delete",
+        web::post().to(form_capture_delete),
+    );
 }
 
 // ---------------------------------------------------------------- one at a time per user
@@ -232,10 +241,13 @@ fn plan(r: &PingRequest) -> Result<PingPlan, String> {
 }
 
 /// Why a ping did not give a result: the request (400) or the board (500).
+#[derive(Debug)]
 enum PingError {
     Bad(String),
     Busy(String),
     Board(String),
+    /// Not enough free space on the data file system (507).
+    NoRoom(String),
 }
 
 impl PingError {
@@ -244,11 +256,14 @@ impl PingError {
             PingError::Bad(_) => StatusCode::BAD_REQUEST,
             PingError::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
             PingError::Board(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            PingError::NoRoom(_) => StatusCode::INSUFFICIENT_STORAGE,
         }
     }
     fn text(&self) -> &str {
         match self {
-            PingError::Bad(s) | PingError::Busy(s) | PingError::Board(s) => s,
+            PingError::Bad(s) | PingError::Busy(s) | PingError::Board(s) | PingError::NoRoom(s) => {
+                s
+            }
         }
     }
 }
@@ -763,10 +778,24 @@ pub const MAX_RUNNING_CAPTURES: usize = 2;
 /// A finished capture's file is removed this long after it ended if nobody downloads it.
 pub const CAPTURE_RETENTION: Duration = Duration::from_secs(600);
 /// A capture started with a run is kept this long after it ended, downloads included (it is
-/// part of the run's evidence; [`MAX_CAPTURES_KEPT`] and the size caps bound the disk).
+/// part of the run's evidence; [`MAX_CAPTURES_KEPT`] and the disk budget bound the disk).
 pub const RUN_CAPTURE_RETENTION: Duration = Duration::from_secs(3600);
-/// Captures remembered (the oldest finished one is forgotten, its file removed, beyond this).
+/// Captures kept at once (running, or finished and within their retention time). A capture
+/// is never forgotten before its time: with this many kept a new one is refused (429) until
+/// one expires or an admin deletes one. Removed ones (downloaded, expired, deleted) are
+/// forgotten first.
 pub const MAX_CAPTURES_KEPT: usize = 16;
+/// The disk budget of captures: a capture is refused (507) when the data file system would be
+/// left with less free space than the larger of this (bytes) …
+pub const CAPTURE_MIN_FREE_BYTES: u64 = 64 * 1024 * 1024;
+/// … and this share of the file system's size, % — counting the new capture and every running
+/// one at their byte caps.
+pub const CAPTURE_MIN_FREE_PERCENT: u64 = 10;
+/// Capture files downloaded at once, server-wide; beyond it a download is answered 503 with
+/// a reason and `Retry-After`. Each download streams the file in [`PCAP_CHUNK`] reads.
+pub const MAX_PCAP_DOWNLOADS: usize = 4;
+/// Bytes of one read of a streamed capture download.
+pub const PCAP_CHUNK: usize = 64 * 1024;
 
 /// A capture request (`max_bytes`: the pcap file's size cap), for `POST /api/diag/capture`
 /// and as the `capture` of a new run (`POST /api/runs`).
@@ -785,15 +814,18 @@ enum CapState {
     Running,
     Done(&'static str),
     Failed(String),
-    /// Downloaded or expired: the file is gone.
+    /// Downloaded, expired or deleted: the file is gone.
     Removed(&'static str),
 }
 
+#[derive(Debug)]
 struct CaptureJob {
     id: u64,
     port: String,
     filter: String,
     path: std::path::PathBuf,
+    /// The pcap file's byte cap (what it may still grow to while running).
+    max_bytes: u64,
     progress: std::sync::Arc<crate::engine::capture::Progress>,
     state: std::sync::Mutex<CapState>,
     ended_at: std::sync::Mutex<Option<std::time::Instant>>,
@@ -802,6 +834,19 @@ struct CaptureJob {
 }
 
 impl CaptureJob {
+    fn new(id: u64, port: &str, filter: &str, path: std::path::PathBuf, max_bytes: u64) -> Self {
+        CaptureJob {
+            id,
+            port: port.to_string(),
+            filter: filter.to_string(),
+            path,
+            max_bytes,
+            progress: Default::default(),
+            state: std::sync::Mutex::new(CapState::Running),
+            ended_at: std::sync::Mutex::new(None),
+            run_id: std::sync::Mutex::new(None),
+        }
+    }
     fn state(&self) -> CapState {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
@@ -811,12 +856,37 @@ impl CaptureJob {
     fn run_id(&self) -> Option<i64> {
         *self.run_id.lock().unwrap_or_else(|p| p.into_inner())
     }
+    fn ended_at(&self) -> Option<std::time::Instant> {
+        *self.ended_at.lock().unwrap_or_else(|p| p.into_inner())
+    }
     fn retention(&self) -> Duration {
         if self.run_id().is_some() {
             RUN_CAPTURE_RETENTION
         } else {
             CAPTURE_RETENTION
         }
+    }
+    /// Kept: running, or finished with its file still there.
+    fn kept(&self) -> bool {
+        !matches!(self.state(), CapState::Removed(_))
+    }
+    /// Bytes its file may still grow by (0 once it ended).
+    fn may_grow(&self) -> u64 {
+        if self.state() == CapState::Running {
+            use std::sync::atomic::Ordering::Relaxed;
+            self.max_bytes
+                .saturating_sub(self.progress.bytes.load(Relaxed))
+        } else {
+            0
+        }
+    }
+    /// Stop it if running and remove its file; `why` is what the state says.
+    fn remove(&self, why: &'static str) {
+        self.progress
+            .stop
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.set(CapState::Removed(why));
+        let _ = std::fs::remove_file(&self.path);
     }
     fn json(&self) -> Value {
         use std::sync::atomic::Ordering::Relaxed;
@@ -826,21 +896,27 @@ impl CaptureJob {
             "filter": self.filter,
             "packets": self.progress.packets.load(Relaxed),
             "bytes": self.progress.bytes.load(Relaxed),
+            "max_bytes": self.max_bytes,
             "pcap": format!("/api/diag/capture/{}/pcap", self.id),
         });
         if let Some(r) = self.run_id() {
             v["run_id"] = json!(r);
         }
-        if self.state() != CapState::Running {
+        let state = self.state();
+        if state != CapState::Running {
             v["cpu_ms"] = json!(self.progress.cpu_us.load(Relaxed) as f64 / 1000.0);
         }
-        let (state, extra) = match self.state() {
+        if let (Some(t), true) = (self.ended_at(), self.kept()) {
+            let left = self.retention().saturating_sub(t.elapsed());
+            v["kept_seconds"] = json!(left.as_secs());
+        }
+        let (word, extra) = match state {
             CapState::Running => ("running", None),
             CapState::Done(why) => ("done", Some(("ended_by", json!(why)))),
             CapState::Failed(e) => ("failed", Some(("error", json!(e)))),
             CapState::Removed(why) => ("removed", Some(("removed", json!(why)))),
         };
-        v["state"] = json!(state);
+        v["state"] = json!(word);
         if let Some((k, x)) = extra {
             v[k] = x;
         }
@@ -848,38 +924,123 @@ impl CaptureJob {
     }
 }
 
-static CAPTURES: std::sync::Mutex<Vec<std::sync::Arc<CaptureJob>>> =
-    std::sync::Mutex::new(Vec::new());
+/// The free space a capture must leave on a file system of `total` bytes: the larger of
+/// [`CAPTURE_MIN_FREE_BYTES`] and [`CAPTURE_MIN_FREE_PERCENT`] of `total`.
+pub fn capture_reserve(total: u64) -> u64 {
+    CAPTURE_MIN_FREE_BYTES.max(total / 100 * CAPTURE_MIN_FREE_PERCENT)
+}
+
+/// The known captures, in the order they were started.
+struct CaptureList(std::sync::Mutex<Vec<std::sync::Arc<CaptureJob>>>);
+
+impl CaptureList {
+    const fn new() -> Self {
+        CaptureList(std::sync::Mutex::new(Vec::new()))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<std::sync::Arc<CaptureJob>>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The admission of a new capture and its place in the list, in one step under the
+    /// list's lock (so two requests cannot both see a free slot): expire what is due, then
+    /// refuse (429) when [`MAX_RUNNING_CAPTURES`] run or [`MAX_CAPTURES_KEPT`] are kept,
+    /// refuse (507) when `room` (the data file system, `None` = unknown: not checked) would be
+    /// left with less than [`capture_reserve`] with `job` and every running capture at its
+    /// byte cap; else add `job` (running).
+    fn admit(
+        &self,
+        job: CaptureJob,
+        room: Option<&bd::Storage>,
+    ) -> Result<std::sync::Arc<CaptureJob>, PingError> {
+        let mut g = self.lock();
+        expire(&mut g);
+        let running = g.iter().filter(|j| j.state() == CapState::Running).count();
+        if running >= MAX_RUNNING_CAPTURES {
+            return Err(PingError::Busy(format!(
+                "{running} captures are running (at most {MAX_RUNNING_CAPTURES} at once): wait for one to finish"
+            )));
+        }
+        let kept: Vec<&std::sync::Arc<CaptureJob>> = g.iter().filter(|j| j.kept()).collect();
+        if kept.len() >= MAX_CAPTURES_KEPT {
+            let soonest = kept
+                .iter()
+                .filter_map(|j| {
+                    j.ended_at()
+                        .map(|t| j.retention().saturating_sub(t.elapsed()).as_secs())
+                })
+                .min();
+            return Err(PingError::Busy(format!(
+                "{} captures are kept (at most {MAX_CAPTURES_KEPT}; a capture stays for its retention time): delete one on the Diagnostics page (or DELETE /api/diag/capture/ID){}",
+                kept.len(),
+                soonest
+                    .map(|s| format!(", or wait {s} s for the next one to expire"))
+                    .unwrap_or_default()
+            )));
+        }
+        if let Some(s) = room {
+            let reserve = capture_reserve(s.total_bytes);
+            let growing: u64 = g.iter().map(|j| j.may_grow()).sum();
+            let after = s
+                .available_bytes
+                .saturating_sub(growing)
+                .saturating_sub(job.max_bytes);
+            if after < reserve {
+                return Err(PingError::NoRoom(format!(
+                    "not enough free space for a capture of up to {}: the data file system ({}) has {} free of {}{}, and captures must leave {} free (the larger of {} and {CAPTURE_MIN_FREE_PERCENT} %); delete captures or runs, or ask for a smaller max_bytes",
+                    display::size(job.max_bytes as f64),
+                    s.path,
+                    display::size(s.available_bytes as f64),
+                    display::size(s.total_bytes as f64),
+                    if growing > 0 {
+                        format!(" ({} more held for running captures)", display::size(growing as f64))
+                    } else {
+                        String::new()
+                    },
+                    display::size(reserve as f64),
+                    display::size(CAPTURE_MIN_FREE_BYTES as f64),
+                )));
+            }
+        }
+        let job = std::sync::Arc::new(job);
+        g.push(job.clone());
+        Ok(job)
+    }
+
+    /// Forget capture `id` (it never started: its socket or file could not be opened).
+    fn forget(&self, id: u64) {
+        self.lock().retain(|j| j.id != id);
+    }
+}
+
+static CAPTURES: CaptureList = CaptureList::new();
 static NEXT_CAPTURE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 fn captures() -> std::sync::MutexGuard<'static, Vec<std::sync::Arc<CaptureJob>>> {
-    CAPTURES.lock().unwrap_or_else(|p| p.into_inner())
+    CAPTURES.lock()
 }
 
 /// Remove the files of captures that ended more than their retention ago ([`CAPTURE_RETENTION`],
-/// [`RUN_CAPTURE_RETENTION`] for a run's), and forget
-/// the oldest finished captures beyond [`MAX_CAPTURES_KEPT`].
-fn expire_captures() {
-    let mut g = captures();
+/// [`RUN_CAPTURE_RETENTION`] for a run's), and forget the oldest removed ones beyond
+/// [`MAX_CAPTURES_KEPT`] (a kept capture is never forgotten early).
+fn expire(g: &mut Vec<std::sync::Arc<CaptureJob>>) {
     for j in g.iter() {
-        let old = j
-            .ended_at
-            .lock()
-            .ok()
-            .and_then(|t| *t)
-            .is_some_and(|t| t.elapsed() >= j.retention());
+        let old = j.ended_at().is_some_and(|t| t.elapsed() >= j.retention());
         if old && !matches!(j.state(), CapState::Removed(_) | CapState::Running) {
             let _ = std::fs::remove_file(&j.path);
             j.set(CapState::Removed("retention time passed"));
         }
     }
     while g.len() > MAX_CAPTURES_KEPT {
-        let Some(i) = g.iter().position(|j| j.state() != CapState::Running) else {
+        let Some(i) = g.iter().position(|j| !j.kept()) else {
             break;
         };
-        let j = g.remove(i);
-        let _ = std::fs::remove_file(&j.path);
+        g.remove(i);
     }
+}
+
+fn expire_captures() {
+    expire(&mut captures());
 }
 
 fn capture_dir(state: &AppState) -> std::path::PathBuf {
@@ -892,24 +1053,43 @@ pub fn captures_dir(data_dir: &std::path::Path) -> std::path::PathBuf {
 }
 
 /// Remove the capture files a previous daemon left (the list of captures lives in memory, so
-/// after a restart nothing could download or expire them); the number removed. Called once at
-/// start, before the web server.
-pub fn remove_stale_captures(data_dir: &std::path::Path) -> usize {
+/// after a restart nothing could download or expire them): how many, and their bytes. Called
+/// once at start, before the store is opened (on a full disk they are what frees it).
+pub fn remove_stale_captures(data_dir: &std::path::Path) -> (usize, u64) {
     let Ok(rd) = std::fs::read_dir(captures_dir(data_dir)) else {
-        return 0;
+        return (0, 0);
     };
-    rd.flatten()
-        .filter(|e| {
-            let n = e.file_name();
-            let n = n.to_string_lossy();
-            n.starts_with("capture-") && n.ends_with(".pcap")
-        })
-        .filter(|e| std::fs::remove_file(e.path()).is_ok())
-        .count()
+    let mut n = 0;
+    let mut bytes = 0u64;
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with("capture-") && name.ends_with(".pcap")) {
+            continue;
+        }
+        let len = e.metadata().map(|m| m.len()).unwrap_or(0);
+        if std::fs::remove_file(e.path()).is_ok() {
+            n += 1;
+            bytes = bytes.saturating_add(len);
+        }
+    }
+    (n, bytes)
+}
+
+/// The kept captures' files: how many and their bytes (for the storage notice).
+pub(crate) fn kept_capture_bytes() -> (usize, u64) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let g = captures();
+    let kept: Vec<_> = g.iter().filter(|j| j.kept()).collect();
+    (
+        kept.len(),
+        kept.iter().map(|j| j.progress.bytes.load(Relaxed)).sum(),
+    )
 }
 
 /// A capture started with a run, refused: why, and the HTTP status that says it (400 bad
-/// request, 429 a capture of this user's or two in all are running, 500 the board).
+/// request, 429 a capture of this user's or two in all are running, or 16 are kept, 507 not
+/// enough free space, 500 the board).
 #[derive(Debug)]
 pub struct RunCaptureError {
     pub status: StatusCode,
@@ -917,9 +1097,9 @@ pub struct RunCaptureError {
 }
 
 /// Check `r` and start the capture, before the run it belongs to starts (so its first
-/// packets are in it): the capture's id. The same caps, one-per-user slot and audit line as
-/// `POST /api/diag/capture`. Then [`link_capture`] it to the run, or [`give_up_capture`] when
-/// the run did not start.
+/// packets are in it): the capture's id. The same caps, one-per-user slot, disk budget and
+/// audit line as `POST /api/diag/capture`. Then [`link_capture`] it to the run, or
+/// [`give_up_capture`] when the run did not start.
 pub(crate) fn start_run_capture(
     state: &AppState,
     auth: &Auth,
@@ -942,11 +1122,7 @@ pub(crate) fn link_capture(id: u64, run_id: i64) {
 /// Stop capture `id` and remove its file (its run did not start).
 pub(crate) fn give_up_capture(id: u64) {
     if let Some(j) = captures().iter().find(|j| j.id == id) {
-        j.progress
-            .stop
-            .store(true, std::sync::atomic::Ordering::Relaxed);
-        j.set(CapState::Removed("the run did not start"));
-        let _ = std::fs::remove_file(&j.path);
+        j.remove("the run did not start");
     }
 }
 
@@ -961,7 +1137,8 @@ pub(crate) fn run_captures(run_id: i64) -> Vec<Value> {
         .collect()
 }
 
-/// Check a capture request, open its socket and start it on its own thread; its id.
+/// Check a capture request, admit it (caps, kept list, disk budget: one step), open its
+/// socket and file and start it on its own thread; its id.
 fn start_capture(
     state: &AppState,
     auth: &Auth,
@@ -1007,39 +1184,33 @@ fn start_capture(
     }
     let filter_text = r.filter.clone().unwrap_or_default().trim().to_string();
     let filter = capture::Filter::parse(&filter_text).map_err(bad)?;
-    expire_captures();
     let slot = claim(auth, "capture").map_err(PingError::Busy)?;
-    {
-        let g = captures();
-        let running = g.iter().filter(|j| j.state() == CapState::Running).count();
-        if running >= MAX_RUNNING_CAPTURES {
-            return Err(PingError::Busy(format!(
-                "{running} captures are running (at most {MAX_RUNNING_CAPTURES} at once): wait for one to finish"
-            )));
-        }
-    }
     let ifindex = nix::net::if_::if_nametoindex(port)
         .map_err(|_| bad(format!("there is no port '{port}'")))?;
-    let sock = capture::open(ifindex).map_err(|e| {
-        PingError::Board(format!("cannot capture on {port}: {e} (needs CAP_NET_RAW)"))
-    })?;
     let dir = capture_dir(state);
     std::fs::create_dir_all(&dir)
         .map_err(|e| PingError::Board(format!("cannot make {}: {e}", dir.display())))?;
+    let room = bd::storage(&dir).ok();
     let id = NEXT_CAPTURE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let path = dir.join(format!("capture-{id}.pcap"));
-    let file = std::fs::File::create(&path)
-        .map_err(|e| PingError::Board(format!("cannot write {}: {e}", path.display())))?;
-    let job = std::sync::Arc::new(CaptureJob {
-        id,
-        port: port.to_string(),
-        filter: filter_text.clone(),
-        path,
-        progress: Default::default(),
-        state: std::sync::Mutex::new(CapState::Running),
-        ended_at: std::sync::Mutex::new(None),
-        run_id: std::sync::Mutex::new(None),
-    });
+    let job = CAPTURES.admit(
+        CaptureJob::new(id, port, &filter_text, path.clone(), max_bytes),
+        room.as_ref(),
+    )?;
+    let opened = capture::open(ifindex)
+        .map_err(|e| PingError::Board(format!("cannot capture on {port}: {e} (needs CAP_NET_RAW)")))
+        .and_then(|sock| {
+            std::fs::File::create(&path)
+                .map(|f| (sock, f))
+                .map_err(|e| PingError::Board(format!("cannot write {}: {e}", path.display())))
+        });
+    let (sock, file) = match opened {
+        Ok(x) => x,
+        Err(e) => {
+            CAPTURES.forget(id);
+            return Err(e);
+        }
+    };
     super::audit::diag_ran(
         auth,
         req,
@@ -1055,7 +1226,7 @@ fn start_capture(
         filter,
     };
     let j = job.clone();
-    std::thread::Builder::new()
+    let spawned = std::thread::Builder::new()
         .name(format!("capture-{id}"))
         .spawn(move || {
             let mut out = std::io::BufWriter::new(file);
@@ -1064,7 +1235,7 @@ fn start_capture(
             // Free the user's slot before the state says done: a client that sees "done"
             // may start the next capture at once.
             drop(slot);
-            // A capture given up (its run did not start) stays removed.
+            // A capture given up (its run did not start) or deleted stays removed.
             if j.state() == CapState::Running {
                 j.set(match res {
                     Ok(e) => CapState::Done(e.word()),
@@ -1075,9 +1246,12 @@ fn start_capture(
                 *t = Some(std::time::Instant::now());
             }
             tracing::info!("capture {} ended: {}", j.id, j.json());
-        })
-        .map_err(|e| PingError::Board(format!("cannot start the capture: {e}")))?;
-    captures().push(job);
+        });
+    if let Err(e) = spawned {
+        let _ = std::fs::remove_file(&path);
+        CAPTURES.forget(id);
+        return Err(PingError::Board(format!("cannot start the capture: {e}")));
+    }
     Ok(id)
 }
 
@@ -1119,6 +1293,122 @@ async fn api_capture_state(auth: Auth, path: web::Path<String>) -> Result<HttpRe
     })
 }
 
+/// Delete capture `id` (stopped first if running): its file is removed at once and it is
+/// listed as "removed (deleted)". Errors: 404 no such capture, 410 its file is gone already.
+fn delete_capture(auth: &Auth, req: &HttpRequest, id: &str) -> Result<u64, (StatusCode, String)> {
+    expire_captures();
+    let Some(j) = find_capture(id) else {
+        return Err((StatusCode::NOT_FOUND, "no such capture".into()));
+    };
+    if let CapState::Removed(why) = j.state() {
+        return Err((
+            StatusCode::GONE,
+            format!("the capture file was removed already ({why})"),
+        ));
+    }
+    j.remove("deleted");
+    super::audit::diag_ran(auth, req, &format!("deletion of capture {}", j.id));
+    Ok(j.id)
+}
+
+/// `DELETE /api/diag/capture/{id}` (admin, CSRF header for a session): 200 with the
+/// capture's state (removed), 404 / 410 with a reason.
+async fn api_capture_delete(
+    req: HttpRequest,
+    auth: Auth,
+    path: web::Path<String>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    Ok(match delete_capture(&auth, &req, &path) {
+        Ok(_) => match find_capture(&path) {
+            Some(j) => HttpResponse::Ok().json(j.json()),
+            None => HttpResponse::Ok().json(json!({"state": "removed"})),
+        },
+        Err((s, e)) => super::json_error(s, e),
+    })
+}
+
+/// `POST /diag/capture/{id}/delete` (the page's button, CSRF field): the page again.
+async fn form_capture_delete(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    form: Form<super::pages::CsrfForm>,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf(form.csrf.as_deref())?;
+    let mut v = Inputs::default();
+    let status = match delete_capture(&auth, &req, &path) {
+        Ok(id) => {
+            v.cap_deleted = Some(id);
+            StatusCode::OK
+        }
+        Err((s, e)) => {
+            v.cap_error = Some(e);
+            s
+        }
+    };
+    Ok(html(status, &build(&state, &auth, v).await))
+}
+
+/// Capture downloads in progress; see [`MAX_PCAP_DOWNLOADS`].
+static DOWNLOADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// One of the [`MAX_PCAP_DOWNLOADS`] places; dropping it frees it.
+struct DownloadPermit;
+
+impl DownloadPermit {
+    fn take() -> Option<DownloadPermit> {
+        use std::sync::atomic::Ordering::SeqCst;
+        DOWNLOADS
+            .fetch_update(SeqCst, SeqCst, |n| {
+                (n < MAX_PCAP_DOWNLOADS).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| DownloadPermit)
+    }
+}
+
+impl Drop for DownloadPermit {
+    fn drop(&mut self) {
+        DOWNLOADS.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The body of a download: `file` read in [`PCAP_CHUNK`] pieces on its own thread, at most
+/// two pieces ahead of the client (memory stays at ~3 × 64 KiB whatever the file's size);
+/// the thread, and `permit`, end when the file is sent or the client goes away.
+fn file_stream(
+    mut file: std::fs::File,
+    permit: DownloadPermit,
+) -> std::io::Result<tokio_stream::wrappers::ReceiverStream<std::io::Result<web::Bytes>>> {
+    use std::io::Read;
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<web::Bytes>>(2);
+    std::thread::Builder::new()
+        .name("pcap-download".into())
+        .spawn(move || {
+            let _permit = permit;
+            loop {
+                let mut buf = vec![0u8; PCAP_CHUNK];
+                match file.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        buf.truncate(n);
+                        if tx.blocking_send(Ok(web::Bytes::from(buf))).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        let _ = tx.blocking_send(Err(e));
+                        break;
+                    }
+                }
+            }
+        })?;
+    Ok(tokio_stream::wrappers::ReceiverStream::new(rx))
+}
+
 async fn api_capture_pcap(
     req: HttpRequest,
     auth: Auth,
@@ -1143,20 +1433,38 @@ async fn api_capture_pcap(
         }
         CapState::Failed(_) | CapState::Done(_) => {}
     }
-    let p = j.path.clone();
-    let data = web::block(move || std::fs::read(&p)).await;
-    let Ok(Ok(data)) = data else {
+    let Some(permit) = DownloadPermit::take() else {
+        return Ok(HttpResponse::ServiceUnavailable()
+            .insert_header(("Retry-After", "5"))
+            .json(json!({"error": format!(
+                "{MAX_PCAP_DOWNLOADS} capture downloads are in progress (at most {MAX_PCAP_DOWNLOADS} at once): try again when one has finished"
+            )})));
+    };
+    let opened = std::fs::File::open(&j.path).and_then(|f| {
+        let len = f.metadata()?.len();
+        Ok((f, len))
+    });
+    let Ok((file, len)) = opened else {
         return Ok(super::json_error(
             StatusCode::INTERNAL_SERVER_ERROR,
             "cannot read the capture file",
         ));
     };
     // A run's capture stays for its retention time (downloaded again from the run's page);
-    // any other is removed once downloaded.
+    // any other is removed once downloaded (the open file is still read to its end).
     if j.run_id().is_none() {
         let _ = std::fs::remove_file(&j.path);
         j.set(CapState::Removed("downloaded"));
     }
+    let body = match file_stream(file, permit) {
+        Ok(s) => s,
+        Err(e) => {
+            return Ok(super::json_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("cannot start the download: {e}"),
+            ))
+        }
+    };
     super::audit::diag_ran(&auth, &req, &format!("download of capture {}", j.id));
     Ok(HttpResponse::Ok()
         .content_type("application/vnd.tcpdump.pcap")
@@ -1164,7 +1472,8 @@ async fn api_capture_pcap(
             "Content-Disposition",
             format!("attachment; filename=\"netperfd-{}-{}.pcap\"", j.port, j.id),
         ))
-        .body(data))
+        .no_chunking(len)
+        .streaming(body))
 }
 
 /// The capture form's fields.
@@ -1274,6 +1583,7 @@ struct Inputs {
     cap_packets: String,
     cap_filter: String,
     cap_started: Option<u64>,
+    cap_deleted: Option<u64>,
     cap_error: Option<String>,
 }
 
@@ -1480,6 +1790,11 @@ async fn build(state: &AppState, auth: &Auth, f: Inputs) -> DiagPage {
                     } else {
                         String::new()
                     },
+                    if j.kept() {
+                        format!("/diag/capture/{}/delete", j.id)
+                    } else {
+                        String::new()
+                    },
                 ],
             }
         })
@@ -1574,6 +1889,149 @@ mod tests {
         let _other_user = claim(&b, "ping").unwrap();
         drop(s);
         claim(&a, "ping").unwrap();
+    }
+
+    fn job(id: u64, max_bytes: u64) -> CaptureJob {
+        CaptureJob::new(
+            id,
+            "eth0",
+            "",
+            std::path::PathBuf::from(format!("/nonexistent/capture-{id}.pcap")),
+            max_bytes,
+        )
+    }
+
+    fn done(j: &CaptureJob, ended: std::time::Instant, run: Option<i64>) {
+        j.set(CapState::Done("time"));
+        *j.ended_at.lock().unwrap() = Some(ended);
+        *j.run_id.lock().unwrap() = run;
+    }
+
+    /// Issue 37 item 14: the running count and the admission are one step; 8 requests at
+    /// once (different users) start exactly 2.
+    #[test]
+    fn concurrent_admissions_start_at_most_two() {
+        for _ in 0..20 {
+            let list = std::sync::Arc::new(CaptureList::new());
+            let gate = std::sync::Arc::new(std::sync::Barrier::new(8));
+            let hs: Vec<_> = (0..8)
+                .map(|i| {
+                    let (l, g) = (list.clone(), gate.clone());
+                    std::thread::spawn(move || {
+                        g.wait();
+                        l.admit(job(i, 1024), None).is_ok()
+                    })
+                })
+                .collect();
+            let ok = hs
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .filter(|admitted| *admitted)
+                .count();
+            assert_eq!(ok, MAX_RUNNING_CAPTURES);
+            let running = list
+                .lock()
+                .iter()
+                .filter(|j| j.state() == CapState::Running)
+                .count();
+            assert_eq!(running, MAX_RUNNING_CAPTURES);
+        }
+    }
+
+    /// Issue 37 item 13: a run's capture kept an hour is not pushed out by the 16-capture
+    /// list; a new capture is refused with a clear 429 instead, and gets in once one is
+    /// removed (deleted, downloaded) or expired.
+    #[test]
+    fn kept_captures_are_never_evicted_early() {
+        let list = CaptureList::new();
+        let now = std::time::Instant::now();
+        for i in 0..MAX_CAPTURES_KEPT as u64 {
+            let j = list.admit(job(i, 1024), None).unwrap();
+            done(&j, now, Some(i as i64));
+        }
+        let e = list.admit(job(100, 1024), None).unwrap_err();
+        assert_eq!(e.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert!(
+            e.text().starts_with("16 captures are kept (at most 16")
+                && e.text().contains("delete one on the Diagnostics page")
+                && e.text().contains("wait 3599 s") | e.text().contains("wait 3600 s"),
+            "{}",
+            e.text()
+        );
+        {
+            let g = list.lock();
+            assert_eq!(g.len(), 16);
+            assert!(g.iter().all(|j| j.kept()), "none evicted");
+        }
+        // One deleted: room for one more; the deleted one is forgotten, no kept one.
+        list.lock()[3].remove("deleted");
+        let j = list.admit(job(101, 1024), None).unwrap();
+        done(&j, now, None);
+        assert!(list.admit(job(102, 1024), None).is_err());
+        {
+            let mut g = list.lock();
+            expire(&mut g);
+            assert_eq!(g.len(), 16);
+            assert!(g.iter().all(|j| j.kept()));
+            assert!(!g.iter().any(|j| j.id == 3));
+        }
+        // One past its retention: expired (file removed), then room.
+        if let Some(old) = now.checked_sub(CAPTURE_RETENTION + Duration::from_secs(1)) {
+            done(&list.lock()[15], old, None);
+            assert!(list.admit(job(103, 1024), None).is_ok());
+        }
+    }
+
+    /// Issue 37 item 4: a capture must leave the larger of 64 MiB and 10 % free, counting
+    /// running captures at their caps.
+    #[test]
+    fn captures_keep_to_the_disk_budget() {
+        const MIB: u64 = 1024 * 1024;
+        let fs = |total: u64, avail: u64| bd::Storage {
+            path: "/data".into(),
+            total_bytes: total,
+            available_bytes: avail,
+            used_percent: 0.0,
+        };
+        assert_eq!(capture_reserve(150 * MIB), 64 * MIB);
+        assert_eq!(capture_reserve(10_000 * MIB), 1_000 * MIB);
+        let list = CaptureList::new();
+        // 150 MiB partition, 100 MiB free: a 64 MiB capture would leave 36 MiB.
+        let e = list
+            .admit(job(1, 64 * MIB), Some(&fs(150 * MIB, 100 * MIB)))
+            .unwrap_err();
+        assert_eq!(e.status(), StatusCode::INSUFFICIENT_STORAGE);
+        assert!(
+            e.text()
+                .starts_with("not enough free space for a capture of up to 67.1 MB")
+                && e.text().contains("has 104.9 MB free of 157.3 MB")
+                && e.text().contains("must leave 67.1 MB free"),
+            "{}",
+            e.text()
+        );
+        assert!(list.lock().is_empty(), "nothing admitted");
+        // 16 MiB fits (84 MiB left) …
+        list.admit(job(2, 16 * MIB), Some(&fs(150 * MIB, 100 * MIB)))
+            .unwrap();
+        // … and holds its 16 MiB while it runs: another 16 MiB would leave 68 − 16 = 52 MiB
+        // … counted from the 100 MiB free now (the first has written nothing yet).
+        let e = list
+            .admit(job(3, 24 * MIB), Some(&fs(150 * MIB, 100 * MIB)))
+            .unwrap_err();
+        assert!(
+            e.text().contains("16.8 MB more held for running captures"),
+            "{}",
+            e.text()
+        );
+        // A big partition: 10 % of it.
+        let e = list
+            .admit(job(4, 64 * MIB), Some(&fs(10_000 * MIB, 1_050 * MIB)))
+            .unwrap_err();
+        assert!(
+            e.text().contains("must leave 1,048.6 MB free"),
+            "{}",
+            e.text()
+        );
     }
 
     #[test]

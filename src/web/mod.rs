@@ -20,6 +20,7 @@ pub mod pages;
 pub mod retention;
 pub mod rfc2544;
 pub mod schedules;
+pub mod storage;
 pub mod stream;
 pub mod suites;
 pub mod traffic;

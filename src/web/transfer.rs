@@ -15,6 +15,38 @@ use std::io::Write;
 
 /// An upload being received: a file `import-<pid>-<n>.part` beside the database, removed
 /// when dropped (also when the client goes away mid-upload).
+/// Whether `name` is an import spool file (`import-PID-N.part`); its PID.
+fn spool_pid(name: &str) -> Option<u32> {
+    name.strip_prefix("import-")
+        .and_then(|r| r.strip_suffix(".part"))
+        .and_then(|r| r.split('-').next())
+        .and_then(|p| p.parse::<u32>().ok())
+}
+
+/// Remove the import spool files (`import-PID-N.part` beside the database) a previous daemon
+/// left when it stopped mid-import: how many, and their bytes. Called once at start, before
+/// the store is opened (on a full disk they are part of what frees it).
+pub fn remove_stale_spools(data_dir: &std::path::Path) -> (usize, u64) {
+    let me = std::process::id();
+    let Ok(rd) = std::fs::read_dir(data_dir) else {
+        return (0, 0);
+    };
+    let mut n = 0;
+    let mut bytes = 0u64;
+    for e in rd.flatten() {
+        let name = e.file_name();
+        if spool_pid(&name.to_string_lossy()).is_none_or(|pid| pid == me) {
+            continue;
+        }
+        let len = e.metadata().map(|m| m.len()).unwrap_or(0);
+        if std::fs::remove_file(e.path()).is_ok() {
+            n += 1;
+            bytes = bytes.saturating_add(len);
+        }
+    }
+    (n, bytes)
+}
+
 struct Spool {
     path: std::path::PathBuf,
     file: std::fs::File,
@@ -26,22 +58,9 @@ impl Spool {
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = db.parent().unwrap_or(std::path::Path::new("."));
         let me = std::process::id();
-        // Uploads a previous process left (it stopped mid-import) are removed.
-        if let Ok(rd) = std::fs::read_dir(dir) {
-            for e in rd.flatten() {
-                let name = e.file_name();
-                let name = name.to_string_lossy();
-                let stale = name
-                    .strip_prefix("import-")
-                    .and_then(|r| r.strip_suffix(".part"))
-                    .and_then(|r| r.split('-').next())
-                    .and_then(|p| p.parse::<u32>().ok())
-                    .is_some_and(|pid| pid != me);
-                if stale {
-                    let _ = std::fs::remove_file(e.path());
-                }
-            }
-        }
+        // Uploads a previous process left (it stopped mid-import) are removed (the daemon
+        // removes them at start too).
+        remove_stale_spools(dir);
         let path = dir.join(format!("import-{me}-{n}.part"));
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -226,4 +245,39 @@ async fn import(
         ),
         Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 37 item 16: the daemon's start removes every import spool a dead process left
+    /// (and only spool files); this process's own stay.
+    #[test]
+    fn stale_spools_are_removed_at_start() {
+        let d = crate::scratch::dir("spools");
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("import-999999-0.part"), vec![0u8; 5000]).unwrap();
+        std::fs::write(d.join("import-999998-3.part"), vec![0u8; 1000]).unwrap();
+        let mine = format!("import-{}-0.part", std::process::id());
+        std::fs::write(d.join(&mine), b"x").unwrap();
+        std::fs::write(d.join("netperfd.sqlite"), b"db").unwrap();
+        std::fs::write(d.join("import-notes.part"), b"n").unwrap();
+        assert_eq!(remove_stale_spools(&d), (2, 6000));
+        let mut left: Vec<String> = std::fs::read_dir(&d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut want = vec![
+            "import-notes.part".to_string(),
+            mine,
+            "netperfd.sqlite".into(),
+        ];
+        want.sort();
+        assert_eq!(left, want);
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }
