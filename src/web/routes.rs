@@ -645,4 +645,31 @@ mod tests {
             .to_request();
         assert_eq!(answer(at::call_service(&app, req).await).await, admin);
     }
+
+    /// Issue 37 (18b): an admin token's retention PUT is refused with a sentence about
+    /// retention (it named managing tokens and the password).
+    #[actix_web::test]
+    async fn a_tokens_retention_put_says_why_without_naming_tokens() {
+        let st = state();
+        let app = at::init_service(
+            App::new()
+                .app_data(st.clone())
+                .configure(crate::web::configure),
+        )
+        .await;
+        let req = at::TestRequest::put()
+            .uri("/api/settings/retention")
+            .insert_header(("Authorization", format!("Bearer {}", TOKENS[2].1)))
+            .set_json(serde_json::json!({"max_runs": 100, "max_bytes": 1u64 << 20}))
+            .to_request();
+        let r = at::call_service(&app, req).await;
+        assert_eq!(r.status(), 403);
+        let body = String::from_utf8_lossy(&at::read_body(r).await).into_owned();
+        assert_eq!(
+            body,
+            serde_json::json!({"error": "history retention is set by a logged-in admin only (lowering it deletes runs at once): log in"})
+                .to_string()
+        );
+        assert!(!body.contains("token"), "{body}");
+    }
 }
