@@ -69,6 +69,7 @@ pub fn main(a: DaemonArgs) -> i32 {
     // Before any thread: a login's 19 MiB argon2 block goes back to the kernel when freed
     // (without it the daemon kept 60–110 MB after a few logins; docs/hardening.md).
     crate::engine::sys::fix_mmap_threshold(MMAP_THRESHOLD);
+    raise_nofile();
     let cfg = match config_from(&a) {
         Ok(c) => c,
         Err(e) => {
@@ -149,6 +150,67 @@ fn remove_leftovers(data_dir: &std::path::Path) {
             "removed {n} import spool file(s) ({}) left by the last daemon",
             mb(b)
         );
+    }
+}
+
+/// The web server's worker threads.
+pub const WEB_WORKERS: usize = 2;
+
+/// Descriptors the daemon needs besides its listeners' connections: the iperf 2 server, the
+/// board's own client runs, SQLite, netlink, the sampler, `ip`/`iptables` children (measured
+/// below 600 in issue 21; docs/hardening.md, file-descriptor budget).
+pub const OTHER_FDS: u64 = 600;
+
+/// Open files the daemon can hold by its own caps (docs/hardening.md, file-descriptor
+/// budget): the web UI's workers × connections per worker, the iperf3 server's tests × (one
+/// control + [`MAX_PARALLEL`](crate::engine::iperf3::wire::MAX_PARALLEL) streams) plus the
+/// connections still sending their cookie, the payload server, TCP sink and source, and
+/// [`OTHER_FDS`]. 4,832 today.
+pub fn fd_budget() -> u64 {
+    let web = WEB_WORKERS * web::limits::MAX_CONNECTIONS_PER_WORKER;
+    let iperf3 = server::MAX_SESSIONS * (1 + crate::engine::iperf3::wire::MAX_PARALLEL as usize)
+        + server::MAX_GREETINGS;
+    let traffic =
+        crate::runs::traffic::MAX_HTTP_CONNECTIONS + 2 * crate::runs::traffic::MAX_RAW_CONNECTIONS;
+    (web + iperf3 + traffic) as u64 + OTHER_FDS
+}
+
+/// The warning to log when the open-file limit in force (`limit`, after raising the soft
+/// limit to the `hard` one) is below `budget` ([`fd_budget`]); `None` when it is not.
+fn nofile_warning(limit: u64, hard: u64, budget: u64) -> Option<String> {
+    (limit < budget).then(|| {
+        format!(
+            "the open-file limit is {limit} (hard limit {hard}), below the {budget} descriptors \
+             this daemon's own connection caps can hold (docs/hardening.md): under load new \
+             connections will fail with \"too many open files\"; raise LimitNOFILE (the unit \
+             sets 8192) or `ulimit -n`"
+        )
+    })
+}
+
+/// At start: raise the soft open-file limit to the hard one (allowed without privileges),
+/// and warn when the result is below [`fd_budget`] (a board's default soft limit is 1024).
+fn raise_nofile() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) = match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::warn!("cannot read the open-file limit: {e}");
+            return;
+        }
+    };
+    let mut now = soft;
+    if hard > soft {
+        match setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+            Ok(()) => {
+                tracing::info!("open-file limit raised from {soft} to {hard}");
+                now = hard;
+            }
+            Err(e) => tracing::warn!("cannot raise the open-file limit from {soft} to {hard}: {e}"),
+        }
+    }
+    if let Some(w) = nofile_warning(now, hard, fd_budget()) {
+        tracing::warn!("{w}");
     }
 }
 
@@ -296,7 +358,7 @@ async fn run(cfg: Config) -> Result<(), String> {
 
     let st = state.clone();
     let http = HttpServer::new(move || App::new().app_data(st.clone()).configure(web::configure))
-        .workers(2)
+        .workers(WEB_WORKERS)
         // Connections per worker, and per client address (web::limits): well below the
         // unit's LimitNOFILE (docs/hardening.md, file-descriptor budget).
         .max_connections(web::limits::MAX_CONNECTIONS_PER_WORKER)
@@ -325,4 +387,28 @@ async fn run(cfg: Config) -> Result<(), String> {
     let r = http.run().await.map_err(|e| e.to_string());
     shutdown.notify_one();
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_descriptor_budget_adds_the_daemons_caps() {
+        // 2 × 1024 web + 8 × (1 + 128) iperf3 tests + 1024 cookies + 64 + 2 × 32 + 600.
+        assert_eq!(fd_budget(), 2048 + 1032 + 1024 + 128 + 600);
+        assert_eq!(fd_budget(), 4832);
+        assert_eq!(
+            nofile_warning(1024, 1024, fd_budget()).as_deref(),
+            Some(
+                "the open-file limit is 1024 (hard limit 1024), below the 4832 descriptors this \
+                 daemon's own connection caps can hold (docs/hardening.md): under load new \
+                 connections will fail with \"too many open files\"; raise LimitNOFILE (the \
+                 unit sets 8192) or `ulimit -n`"
+            )
+        );
+        assert_eq!(nofile_warning(8192, 8192, fd_budget()), None);
+        assert_eq!(nofile_warning(4832, 524_288, 4832), None);
+        assert!(nofile_warning(4831, 4831, 4832).is_some());
+    }
 }

@@ -1176,7 +1176,7 @@ fn leave_raw(
         if let Err(e) = hub.store().delete_run(id) {
             tracing::warn!("cannot drop the empty {kind} run {id}: {e}");
         } else {
-            tracing::info!(%peer, port, "{kind} connection closed without data; no run kept");
+            crate::peer_info!(peer.ip(), %peer, port, "{kind} connection closed without data; no run kept");
         }
     }
 }

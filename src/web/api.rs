@@ -4,6 +4,7 @@
 //! `Authorization: Bearer <token>`. Errors are `{"error": "..."}` with a 4xx status.
 
 use super::auth::{Auth, AuthError};
+use super::routes::{Routes, ADMIN, PUBLIC, READ, RUN};
 use super::AppState;
 use crate::runs::live::LiveEvent;
 use crate::spec::test::TestRequest;
@@ -15,17 +16,17 @@ use serde_json::json;
 use std::time::Duration;
 
 /// Register the API routes.
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/api/health", web::get().to(health))
-        .route("/api/runs", web::get().to(list))
-        .route("/api/runs", web::post().to(start))
-        .route("/api/runs/{id}", web::get().to(show))
-        .route("/api/runs/{id}", web::delete().to(delete))
-        .route("/api/runs/{id}/stop", web::post().to(stop))
-        .route("/api/runs/{id}/events", web::get().to(events))
-        .route("/api/runs/{id}/export", web::get().to(export))
-        .route("/api/suites/udp-ladder", web::post().to(start_ladder))
-        .route("/api/suites/{id}", web::get().to(suite));
+pub fn configure(r: &mut Routes) {
+    r.get("/api/health", PUBLIC, health)
+        .get("/api/runs", READ, list)
+        .post("/api/runs", RUN, start)
+        .get("/api/runs/{id}", READ, show)
+        .delete("/api/runs/{id}", ADMIN, delete)
+        .post("/api/runs/{id}/stop", RUN, stop)
+        .get("/api/runs/{id}/events", READ, events)
+        .get("/api/runs/{id}/export", READ, export)
+        .post("/api/suites/udp-ladder", RUN, start_ladder)
+        .get("/api/suites/{id}", READ, suite);
 }
 
 use super::json_error as error;
@@ -104,7 +105,8 @@ async fn start(
 
 /// Start the test `tr`, with a packet capture started just before it when `capture` is given
 /// (the capture is checked first: a bad one starts nothing; a run that does not start takes
-/// its capture with it). The run's id, or the HTTP status and message of the refusal.
+/// its capture with it). The run's id, or the HTTP status and message of the refusal: 403
+/// [`super::auth::CAPTURE_NEEDS_ADMIN`] for a capture asked by a token below admin.
 pub(super) async fn start_with_capture(
     state: &AppState,
     auth: &Auth,
@@ -114,6 +116,12 @@ pub(super) async fn start_with_capture(
     ports: &[crate::board::Port],
 ) -> Result<i64, (actix_web::http::StatusCode, String)> {
     let bad = actix_web::http::StatusCode::BAD_REQUEST;
+    // A capture is the Diagnostics' capture (any port, the management port included): admin
+    // only on every path, a run's too, whatever scope the route itself needs.
+    if capture.is_some() {
+        auth.require_capture()
+            .map_err(|e| (actix_web::http::StatusCode::FORBIDDEN, e.to_string()))?;
+    }
     // The test request is checked before a capture starts (a bad one captures nothing).
     match tr.peer_type().map_err(|e| (bad, e))? {
         crate::spec::test::PeerType::Iperf2 => tr.to_iperf2_spec(ports).map(|_| ()),

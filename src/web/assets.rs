@@ -8,6 +8,7 @@
 //! `Vary: Accept-Encoding`. Carrying the files compressed also keeps 50 KB out of the binary
 //! (docs/build-settings.md).
 
+use super::routes::{Routes, PUBLIC};
 use actix_web::http::header::{self, AcceptEncoding, Encoding, Header, Preference, Quality};
 use actix_web::{web, HttpRequest, HttpResponse};
 
@@ -51,8 +52,8 @@ const ASSETS: &[Asset] = &[
 ];
 
 /// Register `GET /static/{file}`.
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/static/{file:.+}", web::get().to(serve));
+pub fn configure(r: &mut Routes) {
+    r.get("/static/{file:.+}", PUBLIC, serve);
 }
 
 async fn serve(req: HttpRequest, file: web::Path<String>) -> HttpResponse {
@@ -173,7 +174,10 @@ mod tests {
     #[actix_web::test]
     async fn the_route_serves_known_files_and_nothing_else() {
         use actix_web::{test, App};
-        let app = test::init_service(App::new().configure(configure)).await;
+        let app = test::init_service(
+            App::new().configure(|cfg| configure(&mut super::super::routes::Routes::new(cfg))),
+        )
+        .await;
         let get = |uri: &str, ae: Option<&str>| {
             let mut r = test::TestRequest::get().uri(uri);
             if let Some(v) = ae {

@@ -1,7 +1,8 @@
 //! The daemon's log line for every run a user starts from the web UI or the API: who (the
 //! admin's browser session or an API token, and the client address), what (the run's kind and
 //! title, as its page shows them) and the run id — so `journalctl -u netperfd` tells who ran
-//! what when.
+//! what when. These lines are kept in their own ring (`logging::audit`): no flood of other
+//! lines pushes them out of the Diagnostics log.
 
 use super::auth::Auth;
 use super::AppState;
@@ -28,16 +29,19 @@ pub(crate) fn run_started(state: &AppState, auth: &Auth, req: &HttpRequest, id: 
         }
         _ => "a run".to_string(),
     };
-    tracing::info!(run = id, "{} started run {id} ({what})", who(auth, req));
+    let who = who(auth, req);
+    crate::logging::audit(|| tracing::info!(run = id, "{who} started run {id} ({what})"));
 }
 
 /// Log that suite run `id` (`name`) was started.
 pub(crate) fn suite_started(auth: &Auth, req: &HttpRequest, id: i64, name: &str) {
-    tracing::info!(suite = id, "{} started suite {id} ({name})", who(auth, req));
+    let who = who(auth, req);
+    crate::logging::audit(|| tracing::info!(suite = id, "{who} started suite {id} ({name})"));
 }
 
 /// Log that a diagnostic ran (INFO, target `netperfd::web::audit`): `what` is e.g.
 /// "ping 192.0.2.2 (4 requests from eth0)".
 pub(crate) fn diag_ran(auth: &Auth, req: &HttpRequest, what: &str) {
-    tracing::info!("{} ran diagnostics: {what}", who(auth, req));
+    let who = who(auth, req);
+    crate::logging::audit(|| tracing::info!("{who} ran diagnostics: {what}"));
 }

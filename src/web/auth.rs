@@ -108,11 +108,13 @@ pub enum Scope {
     /// and dashboards.
     Read,
     /// Also start and stop tests (runs, suites, multi-port, latency, HTTP download,
-    /// monitor, forwarding runs). For CI.
+    /// monitor, forwarding runs) — without a packet capture (admin only: a capture can record
+    /// the management port's passwords, cookies and tokens). For CI.
     Run,
     /// Everything a token may do: also delete and pin runs, import history, schedules,
-    /// suite definitions, retention, the board's network settings. Never tokens or the
-    /// password (those need a login).
+    /// suite definitions, the board's network settings, the Diagnostics (its reads too) and
+    /// packet captures, a run's included. Never tokens, the password or the history's
+    /// retention caps (those need a login).
     Admin,
 }
 
@@ -146,39 +148,15 @@ impl Scope {
             Scope::Admin => "admin",
         }
     }
-
-    /// The scope a token needs for `method` on `path`: reads need [`Scope::Read`], starting
-    /// and stopping tests [`Scope::Run`], every other change [`Scope::Admin`].
-    pub fn needed(method: &actix_web::http::Method, path: &str) -> Scope {
-        use actix_web::http::Method;
-        // Diagnostics (ping, neighbours, logs, the journal) are for the admin only, reads too.
-        if path == "/diag" || path.starts_with("/diag/") || path.starts_with("/api/diag/") {
-            return Scope::Admin;
-        }
-        if method == Method::GET || method == Method::HEAD {
-            return Scope::Read;
-        }
-        if method != Method::POST {
-            return Scope::Admin;
-        }
-        let p = path.trim_end_matches('/');
-        let seg: Vec<&str> = p.split('/').collect();
-        let run = matches!(
-            seg.as_slice(),
-            ["", "api", "runs"]
-                | ["", "api", "runs", "latency" | "multi" | "rfc2544"]
-                | ["", "api", "suites", "udp-ladder"]
-                | ["", "api", "http-get" | "monitor" | "forward"]
-                | ["", "api", "runs" | "suites" | "monitor", _, "stop"]
-                | ["", "api", "suite-defs", _, "run"]
-        );
-        if run {
-            Scope::Run
-        } else {
-            Scope::Admin
-        }
-    }
 }
+
+/// The 403 of an API token creating or deleting tokens or changing the password.
+pub const CREDENTIALS_NEED_LOGIN: &str = "API tokens cannot manage tokens or the password: log in";
+/// The 403 of an API token changing the history's retention caps.
+pub const RETENTION_NEEDS_LOGIN: &str =
+    "history retention is set by a logged-in admin only (lowering it deletes runs at once): log in";
+/// The 403 of a token below admin asking for a packet capture (with a run, too).
+pub const CAPTURE_NEEDS_ADMIN: &str = "packet captures are admin only: a capture records every packet on a port, the management port's passwords, session cookies and API tokens included; use an admin token or log in, or start the run without \"capture\"";
 
 /// How a request proved who it is.
 #[derive(Debug, Clone)]
@@ -262,14 +240,22 @@ impl Auth {
     }
 
     /// Refuse API tokens: what only a logged-in admin may do (create or delete tokens,
-    /// change the password). A token may run tests and read history, never mint the
-    /// credentials that would outlive its own deletion.
-    pub fn require_session(&self) -> Result<(), AuthError> {
+    /// change the password, the history's retention caps). A token may run tests and read
+    /// history, never mint the credentials that would outlive its own deletion. `why` is the
+    /// 403's sentence: [`CREDENTIALS_NEED_LOGIN`], [`RETENTION_NEEDS_LOGIN`].
+    pub fn require_session(&self, why: &'static str) -> Result<(), AuthError> {
         match self {
             Auth::Session { .. } => Ok(()),
-            Auth::Token(_) => Err(AuthError::Forbidden(
-                "API tokens cannot manage tokens or the password: log in",
-            )),
+            Auth::Token(_) => Err(AuthError::Forbidden(why)),
+        }
+    }
+
+    /// Refuse an API token below admin for a packet capture: on every path that starts one
+    /// (`POST /api/diag/capture`, a run's `"capture"`), sessions and admin tokens only.
+    pub fn require_capture(&self) -> Result<(), AuthError> {
+        match self {
+            Auth::Token(s) if *s < Scope::Admin => Err(AuthError::Forbidden(CAPTURE_NEEDS_ADMIN)),
+            _ => Ok(()),
         }
     }
 
@@ -291,6 +277,37 @@ impl Auth {
     }
 }
 
+/// The scope an API token needs for the route actix matched for `req`: the access declared
+/// where the route was registered ([`super::routes`]), read from the matched resource's data —
+/// so no spelling of the path (`%xx`, case of the hex) changes it. A handler reached without
+/// that data (a route not registered through [`super::routes::Routes`]) needs
+/// [`Scope::Admin`]: fail closed.
+pub fn route_scope(req: &HttpRequest) -> Scope {
+    req.app_data::<super::routes::Access>()
+        .map(|a| a.scope())
+        .unwrap_or(Scope::Admin)
+}
+
+/// The refusal of a bearer token below `need`, checked before any extractor or handler of the
+/// route runs (the route's middleware). `None`: no bearer token, an unknown one (the handler's
+/// [`Auth`] answers 401), or one of enough scope. A store that cannot be read refuses.
+pub(crate) fn scope_refusal(req: &HttpRequest, need: Scope) -> Option<AuthError> {
+    let tok = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(bearer_token)?;
+    let state = req.app_data::<web::Data<AppState>>()?;
+    match state.store.token_scope(&sha256_hex(tok.trim())) {
+        Ok(Some(s)) => {
+            let have = Scope::parse(&s);
+            (have < need).then_some(AuthError::Scope { have, need })
+        }
+        Ok(None) => None,
+        Err(e) => Some(AuthError::Internal(e.to_string())),
+    }
+}
+
 fn authenticate(req: &HttpRequest) -> Result<Auth, AuthError> {
     let state = req
         .app_data::<web::Data<AppState>>()
@@ -307,7 +324,7 @@ fn authenticate(req: &HttpRequest) -> Result<Auth, AuthError> {
                 .token_scope(&sha256_hex(tok.trim()))
                 .map_err(|e| AuthError::Internal(e.to_string()))?;
             if let Some(scope) = scope.as_deref().map(Scope::parse) {
-                let need = Scope::needed(req.method(), req.path());
+                let need = route_scope(req);
                 if scope < need {
                     return Err(AuthError::Scope { have: scope, need });
                 }
@@ -352,33 +369,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn scopes_needed_by_route() {
-        use actix_web::http::Method;
-        let need = |m: Method, p: &str| Scope::needed(&m, p);
-        assert_eq!(need(Method::GET, "/api/export"), Scope::Read);
-        assert_eq!(need(Method::GET, "/metrics"), Scope::Read);
-        assert_eq!(need(Method::POST, "/api/runs"), Scope::Run);
-        assert_eq!(need(Method::POST, "/api/runs/12/stop"), Scope::Run);
-        assert_eq!(need(Method::POST, "/api/suite-defs/soak/run"), Scope::Run);
-        // RFC 2544 is a test like a forwarding run (which sets up MASQUERADE too): a "run
-        // tests" token starts it (it needed an admin token, against the README's words).
-        assert_eq!(need(Method::POST, "/api/runs/rfc2544"), Scope::Run);
-        assert_eq!(need(Method::POST, "/api/forward"), Scope::Run);
-        assert_eq!(need(Method::POST, "/api/runs/12/pin"), Scope::Admin);
-        assert_eq!(need(Method::DELETE, "/api/runs/12"), Scope::Admin);
-        assert_eq!(need(Method::POST, "/api/import"), Scope::Admin);
-        assert_eq!(need(Method::POST, "/api/schedules"), Scope::Admin);
-        assert_eq!(need(Method::PUT, "/api/board/settings"), Scope::Admin);
-        assert_eq!(need(Method::POST, "/api/board/changes"), Scope::Admin);
-        assert_eq!(need(Method::GET, "/api/diag/neighbours"), Scope::Admin);
-        assert_eq!(need(Method::GET, "/diag"), Scope::Admin);
-        assert_eq!(need(Method::POST, "/api/diag/ping"), Scope::Admin);
-        assert_eq!(need(Method::GET, "/diagnostics-not"), Scope::Read);
-        assert!(Scope::Read < Scope::Run && Scope::Run < Scope::Admin);
-        assert_eq!(Scope::parse("bogus"), Scope::Read);
-    }
-
-    #[test]
     fn password_hash_round_trip() {
         let h = hash_password("correct horse").unwrap();
         assert!(h.starts_with("$argon2id$"));
@@ -412,11 +402,17 @@ mod tests {
 
     #[test]
     fn tokens_cannot_manage_credentials() {
-        assert!(Auth::Token(Scope::Admin).require_session().is_err());
+        let e = Auth::Token(Scope::Admin)
+            .require_session(CREDENTIALS_NEED_LOGIN)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "API tokens cannot manage tokens or the password: log in"
+        );
         let s = Auth::Session {
             token_hash: "h".into(),
             csrf: "c".into(),
         };
-        assert!(s.require_session().is_ok());
+        assert!(s.require_session(CREDENTIALS_NEED_LOGIN).is_ok());
     }
 }

@@ -9,6 +9,7 @@
 
 use super::auth::{Auth, AuthError};
 use super::extract::Form;
+use super::routes::{Routes, ADMIN, READ};
 use super::AppState;
 use crate::board::apply::{self, ApplyOptions, BoardView, Controller};
 use crate::board::error::BoardError;
@@ -25,38 +26,33 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 /// Register the Ports page, its form posts, the board API and `/static/board.js`.
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/ports", web::get().to(ports_page))
-        .route("/ports/change", web::post().to(change_form))
-        .route("/ports/confirm", web::post().to(confirm_form))
-        .route("/ports/rollback", web::post().to(rollback_form))
-        .route("/ports/governor", web::post().to(governor_form))
-        .route("/ports/settings", web::post().to(settings_form))
-        .route("/api/ports", web::get().to(api_ports))
-        .route("/api/board", web::get().to(api_board))
-        .route("/api/board/changes", web::post().to(api_changes))
-        .route("/api/board/confirm", web::post().to(api_confirm))
-        .route("/api/board/rollback", web::post().to(api_rollback))
-        .route("/api/board/settings", web::put().to(api_settings))
-        .route(
-            "/api/ports/{port}/addresses",
-            web::post().to(api_add_address),
-        )
-        .route(
+pub fn configure(r: &mut Routes) {
+    r.get("/ports", READ, ports_page)
+        .post("/ports/change", ADMIN, change_form)
+        .post("/ports/confirm", ADMIN, confirm_form)
+        .post("/ports/rollback", ADMIN, rollback_form)
+        .post("/ports/governor", ADMIN, governor_form)
+        .post("/ports/settings", ADMIN, settings_form)
+        .get("/api/ports", READ, api_ports)
+        .get("/api/board", READ, api_board)
+        .post("/api/board/changes", ADMIN, api_changes)
+        .post("/api/board/confirm", ADMIN, api_confirm)
+        .post("/api/board/rollback", ADMIN, api_rollback)
+        .put("/api/board/settings", ADMIN, api_settings)
+        .post("/api/ports/{port}/addresses", ADMIN, api_add_address)
+        .delete(
             "/api/ports/{port}/addresses/{addr}/{prefix}",
-            web::delete().to(api_del_address),
+            ADMIN,
+            api_del_address,
         )
-        .route("/api/ports/{port}/link", web::post().to(api_link))
-        .route("/api/gateway", web::put().to(api_set_gateway))
-        .route("/api/gateway", web::delete().to(api_del_gateway))
-        .route("/api/forwarding", web::post().to(api_forward_enable))
-        .route("/api/forwarding", web::delete().to(api_forward_disable))
-        .route("/api/governor", web::get().to(api_governor))
-        .route("/api/governor", web::put().to(api_set_governor))
-        .route(
-            "/api/runs/{id}/net-config",
-            web::get().to(api_run_net_config),
-        );
+        .post("/api/ports/{port}/link", ADMIN, api_link)
+        .put("/api/gateway", ADMIN, api_set_gateway)
+        .delete("/api/gateway", ADMIN, api_del_gateway)
+        .post("/api/forwarding", ADMIN, api_forward_enable)
+        .delete("/api/forwarding", ADMIN, api_forward_disable)
+        .get("/api/governor", READ, api_governor)
+        .put("/api/governor", ADMIN, api_set_governor)
+        .get("/api/runs/{id}/net-config", READ, api_run_net_config);
 }
 
 /// The process's board controller (installed by the daemon at start; made here otherwise).

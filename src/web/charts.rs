@@ -2,15 +2,16 @@
 //! (series and verdicts from [`crate::results::charts`]), and the chart library's embedded files.
 
 use super::auth::Auth;
+use super::routes::{Routes, READ};
 use super::AppState;
 use crate::results::charts::{analyze_run, charts_of};
 use actix_web::{http::StatusCode, web, HttpResponse};
 use serde_json::json;
 
 /// Register the chart routes (the chart scripts are served by `web::assets`).
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/api/runs/{id}/chart", web::get().to(chart))
-        .route("/api/runs/{id}/analysis", web::get().to(analysis_api));
+pub fn configure(r: &mut Routes) {
+    r.get("/api/runs/{id}/chart", READ, chart)
+        .get("/api/runs/{id}/analysis", READ, analysis_api);
 }
 
 use super::run_not_found as not_found;

@@ -52,36 +52,28 @@ pub const MAX_LOG_LINES: usize = crate::logging::RING_LINES;
 pub const DEFAULT_JOURNAL_LINES: u32 = 200;
 
 /// Register the routes.
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/diag", web::get().to(page))
-        .route("/diag/ping", web::post().to(form_ping))
-        .route("/diag/lookup", web::post().to(form_lookup))
-        .route("/api/diag/system", web::get().to(api_system))
-        .route("/api/diag/neighbours", web::get().to(api_neighbours))
-        .route("/api/diag/routes", web::get().to(api_routes))
-        .route("/api/diag/ping", web::post().to(api_ping))
-        .route("/api/diag/lookup", web::post().to(api_lookup))
-        .route("/api/diag/logs", web::get().to(api_logs))
-        .route("/api/diag/logs.txt", web::get().to(api_logs_text))
-        .route("/api/diag/journal.txt", web::get().to(api_journal))
-        .route("/diag/path", web::post().to(form_path))
-        .route("/api/diag/path", web::post().to(api_path))
-        .route("/diag/capture", web::post().to(form_capture))
-        .route("/api/diag/capture", web::post().to(api_capture))
-        .route("/api/diag/capture/{id}", web::get().to(api_capture_state))
-        .route(
-            "/api/diag/capture/{id}/pcap",
-            web::get().to(api_capture_pcap),
-        );
-    // Deleting a capture (issue 37 item 4), kept apart for the route declarations to merge.
-    cfg.route(
-        "/api/diag/capture/{id}",
-        web::delete().to(api_capture_delete),
-    )
-    .route(
-        "/diag/capture/{id}/delete",
-        web::post().to(form_capture_delete),
-    );
+pub fn configure(r: &mut super::routes::Routes) {
+    use super::routes::ADMIN;
+    r.get("/diag", ADMIN, page)
+        .post("/diag/ping", ADMIN, form_ping)
+        .post("/diag/lookup", ADMIN, form_lookup)
+        .get("/api/diag/system", ADMIN, api_system)
+        .get("/api/diag/neighbours", ADMIN, api_neighbours)
+        .get("/api/diag/routes", ADMIN, api_routes)
+        .post("/api/diag/ping", ADMIN, api_ping)
+        .post("/api/diag/lookup", ADMIN, api_lookup)
+        .get("/api/diag/logs", ADMIN, api_logs)
+        .get("/api/diag/logs.txt", ADMIN, api_logs_text)
+        .get("/api/diag/journal.txt", ADMIN, api_journal)
+        .post("/diag/path", ADMIN, form_path)
+        .post("/api/diag/path", ADMIN, api_path)
+        .post("/diag/capture", ADMIN, form_capture)
+        .post("/api/diag/capture", ADMIN, api_capture)
+        .get("/api/diag/capture/{id}", ADMIN, api_capture_state)
+        .get("/api/diag/capture/{id}/pcap", ADMIN, api_capture_pcap)
+        // Deleting a capture (issue 37 item 4).
+        .delete("/api/diag/capture/{id}", ADMIN, api_capture_delete)
+        .post("/diag/capture/{id}/delete", ADMIN, form_capture_delete);
 }
 
 // ---------------------------------------------------------------- one at a time per user

@@ -24,15 +24,16 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 /// Register the routes.
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/forwarding", web::get().to(page))
-        .route("/forwarding/run", web::post().to(form_forward))
-        .route("/forwarding/monitor", web::post().to(form_monitor))
-        .route("/forwarding/stop/{id}", web::post().to(form_stop))
-        .route("/api/forward", web::post().to(api_forward))
-        .route("/api/monitor", web::post().to(api_monitor))
-        .route("/api/monitor/{id}/stop", web::post().to(api_stop))
-        .route("/api/peer", web::get().to(api_peer));
+pub fn configure(r: &mut super::routes::Routes) {
+    use super::routes::{ADMIN, READ, RUN};
+    r.get("/forwarding", READ, page)
+        .post("/forwarding/run", ADMIN, form_forward)
+        .post("/forwarding/monitor", ADMIN, form_monitor)
+        .post("/forwarding/stop/{id}", ADMIN, form_stop)
+        .post("/api/forward", RUN, api_forward)
+        .post("/api/monitor", RUN, api_monitor)
+        .post("/api/monitor/{id}/stop", RUN, api_stop)
+        .get("/api/peer", READ, api_peer);
 }
 
 fn controller(state: &AppState) -> Arc<Controller> {

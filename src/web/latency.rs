@@ -5,6 +5,7 @@
 use super::auth::{Auth, AuthError};
 use super::extract::Form;
 use super::pages::{html, port_options, see_other, PortOption};
+use super::routes::{Routes, ADMIN, READ, RUN};
 use super::AppState;
 use crate::engine::report::version_string;
 use crate::model::time::fmt_time;
@@ -16,10 +17,10 @@ use askama::Template;
 use serde_json::json;
 
 /// Register the routes (before `/api/runs/{id}`).
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/latency", web::get().to(page))
-        .route("/latency", web::post().to(start_form))
-        .route("/api/runs/latency", web::post().to(start_api));
+pub fn configure(r: &mut Routes) {
+    r.get("/latency", READ, page)
+        .post("/latency", ADMIN, start_form)
+        .post("/api/runs/latency", RUN, start_api);
 }
 
 struct RunLine {

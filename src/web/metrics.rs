@@ -16,6 +16,7 @@
 //! * `netperfd_info{board_id,board,version}` = 1.
 
 use super::auth::Auth;
+use super::routes::{Routes, READ};
 use super::AppState;
 use crate::board::sampler::{link_speed_mtu, Snapshot};
 use crate::model::RunKind;
@@ -24,8 +25,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Register `GET /metrics`.
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/metrics", web::get().to(metrics));
+pub fn configure(r: &mut Routes) {
+    r.get("/metrics", READ, metrics);
 }
 
 async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {

@@ -19,6 +19,7 @@ pub mod multi;
 pub mod pages;
 pub mod retention;
 pub mod rfc2544;
+pub mod routes;
 pub mod schedules;
 pub mod storage;
 pub mod stream;
@@ -90,25 +91,31 @@ impl AppState {
     }
 }
 
-/// Register every route.
+/// Register every route (each with its access: [`routes`]).
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    extract::configure(cfg);
-    board::configure(cfg);
-    charts::configure(cfg);
-    multi::configure(cfg);
-    latency::configure(cfg);
-    rfc2544::configure(cfg);
-    suites::configure(cfg);
-    forwarding::configure(cfg);
-    diag::configure(cfg);
-    pages::configure(cfg);
-    api::configure(cfg);
-    traffic::configure(cfg);
-    retention::configure(cfg);
-    metrics::configure(cfg);
-    schedules::configure(cfg);
-    transfer::configure(cfg);
-    assets::configure(cfg);
+    register(&mut routes::Routes::new(cfg));
+}
+
+/// Every module's routes, through the one registration helper ([`routes::Routes`]); the route
+/// table ([`routes::table`]) is made from the same calls.
+pub(crate) fn register(r: &mut routes::Routes) {
+    extract::configure(r.config());
+    board::configure(r);
+    charts::configure(r);
+    multi::configure(r);
+    latency::configure(r);
+    rfc2544::configure(r);
+    suites::configure(r);
+    forwarding::configure(r);
+    diag::configure(r);
+    pages::configure(r);
+    api::configure(r);
+    traffic::configure(r);
+    retention::configure(r);
+    metrics::configure(r);
+    schedules::configure(r);
+    transfer::configure(r);
+    assets::configure(r);
 }
 
 /// The page menu's links (`templates/nav.html`), written by `templates/base.html` for a

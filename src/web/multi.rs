@@ -4,6 +4,7 @@
 use super::auth::{Auth, AuthError};
 use super::extract::Form;
 use super::pages::{html, port_options, see_other, PortOption};
+use super::routes::{Routes, ADMIN, READ, RUN};
 use super::AppState;
 use crate::engine::report::version_string;
 use crate::runs::multi::{self, MultiRequest};
@@ -17,10 +18,10 @@ use std::collections::HashMap;
 const FORM_LEGS: usize = 4;
 
 /// Register the routes.
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/multi", web::get().to(page))
-        .route("/multi", web::post().to(start))
-        .route("/api/runs/multi", web::post().to(api_start));
+pub fn configure(r: &mut Routes) {
+    r.get("/multi", READ, page)
+        .post("/multi", ADMIN, start)
+        .post("/api/runs/multi", RUN, api_start);
 }
 
 struct LegForm {

@@ -3,6 +3,7 @@
 
 use super::auth::{self, Auth, AuthError};
 use super::extract::Form;
+use super::routes::{Routes, ADMIN, PUBLIC, READ};
 use super::AppState;
 use crate::engine::iperf3::wire::Params;
 use crate::engine::report::{self, version_string, Report};
@@ -16,27 +17,27 @@ use askama::Template;
 use serde::Deserialize;
 
 /// Register the page routes.
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/", web::get().to(index))
-        .route("/login", web::get().to(login_page))
-        .route("/login", web::post().to(login))
-        .route("/logout", web::post().to(logout))
-        .route("/logout-everywhere", web::post().to(logout_everywhere))
-        .route("/setup", web::get().to(setup_page))
-        .route("/setup", web::post().to(setup))
-        .route("/tests", web::post().to(start_test))
-        .route("/runs", web::get().to(runs_page))
-        .route("/runs/{id}", web::get().to(run_page))
-        .route("/runs/{id}/delete", web::post().to(delete_run))
-        .route("/runs/{id}/stop", web::post().to(stop_run))
-        .route("/runs/{id}/export.json", web::get().to(export_json))
-        .route("/runs/{id}/export.csv", web::get().to(export_csv))
-        .route("/runs/{id}/summary.txt", web::get().to(export_text))
-        .route("/suites/udp-ladder", web::post().to(start_ladder))
-        .route("/settings", web::get().to(settings_page))
-        .route("/settings/password", web::post().to(change_password))
-        .route("/settings/tokens", web::post().to(create_token))
-        .route("/settings/tokens/{id}/delete", web::post().to(delete_token));
+pub fn configure(r: &mut Routes) {
+    r.get("/", READ, index)
+        .get("/login", PUBLIC, login_page)
+        .post("/login", PUBLIC, login)
+        .post("/logout", ADMIN, logout)
+        .post("/logout-everywhere", ADMIN, logout_everywhere)
+        .get("/setup", PUBLIC, setup_page)
+        .post("/setup", PUBLIC, setup)
+        .post("/tests", ADMIN, start_test)
+        .get("/runs", READ, runs_page)
+        .get("/runs/{id}", READ, run_page)
+        .post("/runs/{id}/delete", ADMIN, delete_run)
+        .post("/runs/{id}/stop", ADMIN, stop_run)
+        .get("/runs/{id}/export.json", READ, export_json)
+        .get("/runs/{id}/export.csv", READ, export_csv)
+        .get("/runs/{id}/summary.txt", READ, export_text)
+        .post("/suites/udp-ladder", ADMIN, start_ladder)
+        .get("/settings", READ, settings_page)
+        .post("/settings/password", ADMIN, change_password)
+        .post("/settings/tokens", ADMIN, create_token)
+        .post("/settings/tokens/{id}/delete", ADMIN, delete_token);
 }
 
 pub(super) fn html<T: Template>(status: actix_web::http::StatusCode, t: &T) -> HttpResponse {
@@ -192,7 +193,7 @@ async fn login(
     };
     if !right {
         state.limiter.fail(ip);
-        tracing::warn!(%ip, "failed login");
+        crate::peer_warn!(ip, %ip, "failed login");
         return page(
             actix_web::http::StatusCode::UNAUTHORIZED,
             "Wrong password.".into(),
@@ -258,7 +259,7 @@ async fn logout_everywhere(
     state: web::Data<AppState>,
     form: Form<CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.require_session()?;
+    auth.require_session(auth::CREDENTIALS_NEED_LOGIN)?;
     auth.check_csrf(form.csrf.as_deref())?;
     let (s, t) = state
         .store
@@ -1790,7 +1791,7 @@ async fn change_password(
     state: web::Data<AppState>,
     form: Form<PasswordForm>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.require_session()?;
+    auth.require_session(auth::CREDENTIALS_NEED_LOGIN)?;
     auth.check_csrf(form.csrf.as_deref())?;
     let ip = client_ip(&req);
     let bad = |e: &str| {
@@ -1873,7 +1874,7 @@ async fn create_token(
     state: web::Data<AppState>,
     form: Form<TokenForm>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.require_session()?;
+    auth.require_session(auth::CREDENTIALS_NEED_LOGIN)?;
     auth.check_csrf(form.csrf.as_deref())?;
     let name = form.name.trim();
     if name.is_empty() || name.chars().count() > 64 {
@@ -1921,7 +1922,7 @@ async fn delete_token(
     path: web::Path<i64>,
     form: Form<CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.require_session()?;
+    auth.require_session(auth::CREDENTIALS_NEED_LOGIN)?;
     auth.check_csrf(form.csrf.as_deref())?;
     let _ = state.store.delete_token(path.into_inner());
     Ok(see_other("/settings"))

@@ -5,6 +5,7 @@
 use super::auth::{Auth, AuthError};
 use super::extract::Form;
 use super::pages::{ok, see_other, settings, CsrfForm};
+use super::routes::{Routes, ADMIN, READ};
 use super::{json_error, run_not_found, AppState};
 use crate::store::Retention;
 use actix_web::http::StatusCode;
@@ -12,13 +13,13 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use serde_json::json;
 
-pub(super) fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/runs/{id}/pin", web::post().to(pin_form))
-        .route("/runs/{id}/unpin", web::post().to(unpin_form))
-        .route("/settings/retention", web::post().to(caps_form))
-        .route("/api/runs/{id}/pin", web::post().to(pin_api))
-        .route("/api/settings/retention", web::get().to(caps_get))
-        .route("/api/settings/retention", web::put().to(caps_put));
+pub(super) fn configure(r: &mut Routes) {
+    r.post("/runs/{id}/pin", ADMIN, pin_form)
+        .post("/runs/{id}/unpin", ADMIN, unpin_form)
+        .post("/settings/retention", ADMIN, caps_form)
+        .post("/api/runs/{id}/pin", ADMIN, pin_api)
+        .get("/api/settings/retention", READ, caps_get)
+        .put("/api/settings/retention", ADMIN, caps_put);
 }
 
 fn internal(e: impl std::fmt::Display) -> HttpResponse {
@@ -111,7 +112,7 @@ async fn caps_put(
     state: web::Data<AppState>,
     body: web::Json<CapsBody>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.require_session()?;
+    auth.require_session(super::auth::RETENTION_NEEDS_LOGIN)?;
     auth.check_csrf_header(&req)?;
     if body.max_bytes % (1 << 20) != 0 {
         return Ok(json_error(
@@ -147,7 +148,7 @@ async fn caps_form(
     state: web::Data<AppState>,
     form: Form<CapsForm>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.require_session()?;
+    auth.require_session(super::auth::RETENTION_NEEDS_LOGIN)?;
     auth.check_csrf(form.csrf.as_deref())?;
     let parse = |what: &str, v: &str| -> Result<u64, String> {
         v.trim()

@@ -6,6 +6,7 @@
 use super::auth::{Auth, AuthError};
 use super::extract::Form;
 use super::pages::{html, see_other};
+use super::routes::{Routes, ADMIN, READ, RUN};
 use super::AppState;
 use crate::engine::report::version_string;
 use crate::model::time::fmt_time;
@@ -18,10 +19,10 @@ use askama::Template;
 use serde_json::json;
 
 /// Register the routes (before `/api/runs/{id}`).
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/rfc2544", web::get().to(page))
-        .route("/rfc2544", web::post().to(start_form))
-        .route("/api/runs/rfc2544", web::post().to(start_api));
+pub fn configure(r: &mut Routes) {
+    r.get("/rfc2544", READ, page)
+        .post("/rfc2544", ADMIN, start_form)
+        .post("/api/runs/rfc2544", RUN, start_api);
 }
 
 struct RunLine {

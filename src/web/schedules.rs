@@ -8,6 +8,7 @@
 use super::auth::{Auth, AuthError};
 use super::extract::Form;
 use super::pages::{html, see_other};
+use super::routes::{Routes, ADMIN, READ};
 use super::{json_error, AppState};
 use crate::engine::report::version_string;
 use crate::model::time::{fmt_time, now_ms};
@@ -19,15 +20,15 @@ use askama::Template;
 use serde_json::json;
 
 /// Register the routes.
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/schedules", web::get().to(page))
-        .route("/schedules/save", web::post().to(save_form))
-        .route("/schedules/{id}/delete", web::post().to(delete_form))
-        .route("/api/schedules", web::get().to(api_list))
-        .route("/api/schedules", web::post().to(api_create))
-        .route("/api/schedules/{id}", web::get().to(api_show))
-        .route("/api/schedules/{id}", web::put().to(api_update))
-        .route("/api/schedules/{id}", web::delete().to(api_delete));
+pub fn configure(r: &mut Routes) {
+    r.get("/schedules", READ, page)
+        .post("/schedules/save", ADMIN, save_form)
+        .post("/schedules/{id}/delete", ADMIN, delete_form)
+        .get("/api/schedules", READ, api_list)
+        .post("/api/schedules", ADMIN, api_create)
+        .get("/api/schedules/{id}", READ, api_show)
+        .put("/api/schedules/{id}", ADMIN, api_update)
+        .delete("/api/schedules/{id}", ADMIN, api_delete);
 }
 
 type Failure = (StatusCode, String);

@@ -11,6 +11,7 @@
 
 use super::auth::{Auth, AuthError};
 use super::pages::{html, see_other};
+use super::routes::{Routes, ADMIN, READ, RUN};
 use super::AppState;
 use crate::engine::report::version_string;
 use crate::results::compare::{self, CompareError, Comparison};
@@ -23,30 +24,30 @@ use askama::Template;
 use serde_json::json;
 
 /// Register the routes (before the pages' `/suites/{id}` catch-alls).
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/suites", web::get().to(suites_page))
-        .route("/suites/defs/new", web::get().to(new_def))
-        .route("/suites/defs/save", web::post().to(save_def))
-        .route("/suites/defs/import", web::post().to(import_def))
-        .route("/suites/defs/{id}", web::get().to(edit_def))
-        .route("/suites/defs/{id}/delete", web::post().to(delete_def))
-        .route("/suites/defs/{id}/run", web::post().to(run_def))
-        .route("/suites/defs/{id}/export.json", web::get().to(export_def))
-        .route("/suites/{id}", web::get().to(suite_page))
-        .route("/suites/{id}/stop", web::post().to(stop_suite))
-        .route("/suites/{id}/export.csv", web::get().to(suite_csv))
-        .route("/suites/{id}/export.md", web::get().to(suite_md))
-        .route("/compare", web::get().to(compare_page))
-        .route("/compare.csv", web::get().to(compare_csv))
-        .route("/compare.md", web::get().to(compare_md))
-        .route("/api/suite-defs", web::get().to(api_list))
-        .route("/api/suite-defs", web::post().to(api_create))
-        .route("/api/suite-defs/{key}", web::get().to(api_show))
-        .route("/api/suite-defs/{key}", web::put().to(api_update))
-        .route("/api/suite-defs/{key}", web::delete().to(api_delete))
-        .route("/api/suite-defs/{key}/run", web::post().to(api_run))
-        .route("/api/suites/{id}/stop", web::post().to(api_stop))
-        .route("/api/compare", web::get().to(api_compare));
+pub fn configure(r: &mut Routes) {
+    r.get("/suites", READ, suites_page)
+        .get("/suites/defs/new", READ, new_def)
+        .post("/suites/defs/save", ADMIN, save_def)
+        .post("/suites/defs/import", ADMIN, import_def)
+        .get("/suites/defs/{id}", READ, edit_def)
+        .post("/suites/defs/{id}/delete", ADMIN, delete_def)
+        .post("/suites/defs/{id}/run", ADMIN, run_def)
+        .get("/suites/defs/{id}/export.json", READ, export_def)
+        .get("/suites/{id}", READ, suite_page)
+        .post("/suites/{id}/stop", ADMIN, stop_suite)
+        .get("/suites/{id}/export.csv", READ, suite_csv)
+        .get("/suites/{id}/export.md", READ, suite_md)
+        .get("/compare", READ, compare_page)
+        .get("/compare.csv", READ, compare_csv)
+        .get("/compare.md", READ, compare_md)
+        .get("/api/suite-defs", READ, api_list)
+        .post("/api/suite-defs", ADMIN, api_create)
+        .get("/api/suite-defs/{key}", READ, api_show)
+        .put("/api/suite-defs/{key}", ADMIN, api_update)
+        .delete("/api/suite-defs/{key}", ADMIN, api_delete)
+        .post("/api/suite-defs/{key}/run", RUN, api_run)
+        .post("/api/suites/{id}/stop", RUN, api_stop)
+        .get("/api/compare", READ, api_compare);
 }
 
 #[derive(Template)]

@@ -6,6 +6,7 @@
 
 use super::auth::{Auth, AuthError};
 use super::extract::Form;
+use super::routes::{Routes, ADMIN, READ, RUN};
 use super::AppState;
 use crate::engine::http::GetSpec;
 use crate::engine::report::version_string;
@@ -18,11 +19,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 /// Register the routes.
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/traffic", web::get().to(page))
-        .route("/traffic/http-get", web::post().to(start_form))
-        .route("/api/http-get", web::post().to(start_api))
-        .route("/api/traffic", web::get().to(services_api));
+pub fn configure(r: &mut Routes) {
+    r.get("/traffic", READ, page)
+        .post("/traffic/http-get", ADMIN, start_form)
+        .post("/api/http-get", RUN, start_api)
+        .get("/api/traffic", READ, services_api);
 }
 
 /// The download form (also the JSON body of `POST /api/http-get`; numbers may be strings).

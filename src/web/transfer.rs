@@ -5,6 +5,7 @@
 
 use super::auth::{Auth, AuthError};
 use super::pages::html;
+use super::routes::{Routes, ADMIN, READ};
 use super::{json_error, AppState};
 use crate::engine::report::version_string;
 use actix_web::http::{header, StatusCode};
@@ -90,10 +91,10 @@ impl Drop for Spool {
 }
 
 /// Register the routes.
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/transfer", web::get().to(page))
-        .route("/api/export", web::get().to(export))
-        .route("/api/import", web::post().to(import));
+pub fn configure(r: &mut Routes) {
+    r.get("/transfer", READ, page)
+        .get("/api/export", READ, export)
+        .post("/api/import", ADMIN, import);
 }
 
 #[derive(Template)]
