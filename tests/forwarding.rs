@@ -1025,7 +1025,7 @@ fn a_run_token_neither_moves_the_stored_agent_nor_bridges_its_own_port() {
     );
     assert_eq!(r.status, 400, "{}", r.body);
     assert!(
-        r.body.contains("forwarding with NAT through eth0, the port this request came in on (the management port), needs an admin"),
+        r.body.contains("forwarding with NAT through eth0, a port this request travels through (the management port), needs an admin"),
         "{}",
         r.body
     );

@@ -74,6 +74,23 @@ pub async fn port_facts() -> Vec<PortFacts> {
 }
 
 /// All interfaces, sorted by name.
+/// The board's own source address for packets to `peer`, as the kernel's routing picks it
+/// (a UDP socket connected to `peer`, nothing sent): the address of the port the board
+/// answers `peer` through. None when there is no route (or `peer` is unspecified).
+pub fn source_address_towards(peer: std::net::IpAddr) -> Option<std::net::IpAddr> {
+    if peer.is_unspecified() {
+        return None;
+    }
+    let any: std::net::IpAddr = if peer.is_ipv4() {
+        std::net::Ipv4Addr::UNSPECIFIED.into()
+    } else {
+        std::net::Ipv6Addr::UNSPECIFIED.into()
+    };
+    let s = std::net::UdpSocket::bind((any, 0)).ok()?;
+    s.connect((peer, 9)).ok()?;
+    Some(s.local_addr().ok()?.ip().to_canonical())
+}
+
 pub fn ports() -> Vec<Port> {
     use nix::net::if_::InterfaceFlags;
     let mut map: BTreeMap<String, Port> = BTreeMap::new();

@@ -33,6 +33,25 @@ use super::transfer::ImportSummary;
 
 /// Earliest time a run may have started: 2000-01-01 00:00 UTC, Unix ms.
 pub const MIN_TIME_MS: i64 = 946_684_800_000;
+/// Longest `params_json` text of an imported run, bytes (a run's parameters: iperf3 caps its
+/// own at 8 KiB).
+pub const MAX_PARAMS_JSON: usize = 64 * 1024;
+
+/// Longest `summary_json`, `board_json` and `loss_ledger_json` text of an imported run, bytes.
+pub const MAX_SUMMARY_JSON: usize = 1024 * 1024;
+
+/// Longest board id and board label of a history file, characters.
+pub const MAX_BOARD_TEXT: usize = 200;
+
+/// The `board` object of a history file: only its id and label are read, and unknown keys are
+/// skipped without being kept (a `board` of 10 M empty arrays cost 726 MB when it was read
+/// whole as a JSON value).
+#[derive(serde::Deserialize)]
+struct BoardHead {
+    id: Option<String>,
+    label: Option<String>,
+}
+
 /// How far in this board's future an imported time may be (clock skew between boards), ms.
 pub const MAX_SKEW_MS: i64 = 3_600_000;
 
@@ -192,6 +211,22 @@ pub(super) fn check_run(m: &Map<String, Value>, now: i64, what: &str) -> Result<
             return Err(bad(format!(
                 "{what}: \"ended_at\" is before \"started_at\""
             )));
+        }
+    }
+    // Sizes first: a 24 MB params_json of `[[],[],…]` was accepted and then cost 1.2 GB on
+    // every read of the run (issue 37's tryout); real ones are far below these caps.
+    for (col, cap) in [
+        ("params_json", MAX_PARAMS_JSON),
+        ("summary_json", MAX_SUMMARY_JSON),
+        ("board_json", MAX_SUMMARY_JSON),
+        ("loss_ledger_json", MAX_SUMMARY_JSON),
+    ] {
+        if let Some(len) = m.get(col).and_then(Value::as_str).map(str::len) {
+            if len > cap {
+                return Err(bad(format!(
+                    "{what}: \"{col}\" is {len} bytes, more than the {cap} this netperfd keeps"
+                )));
+            }
         }
     }
     match m.get("params_json").and_then(Value::as_str) {
@@ -574,12 +609,20 @@ impl<'de> Visitor<'de> for Doc<'_, '_, '_> {
                     }
                 }
                 "board" => {
-                    let v: Value = m.next_value()?;
-                    let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-                    match text("id") {
+                    let v: BoardHead = m.next_value()?;
+                    let long = |t: &Option<String>| {
+                        t.as_ref()
+                            .is_some_and(|t| t.chars().count() > MAX_BOARD_TEXT)
+                    };
+                    if long(&v.id) || long(&v.label) {
+                        return Err(imp.fail(bad(format!(
+                            "the history file's board id or label is longer than {MAX_BOARD_TEXT} characters"
+                        ))));
+                    }
+                    match v.id {
                         Some(id) => {
                             imp.sum.board_id = id;
-                            imp.sum.board_label = text("label").unwrap_or_default();
+                            imp.sum.board_label = v.label.unwrap_or_default();
                             imp.board_seen = true;
                             Ok(())
                         }
@@ -864,6 +907,28 @@ pub(crate) mod tests {
             (
                 Box::new(|f| f["runs"][0]["bytes"] = json!("many")),
                 "\"bytes\" must be a whole number",
+            ),
+            // Issue 37's tryout: 24 MB of `{"x":[[],[],…]}` cost 1.2 GB on every read.
+            (
+                Box::new(|f| {
+                    f["runs"][0]["params_json"] =
+                        json!(format!("{{\"x\":[{}[]]}}", "[],".repeat(30_000)))
+                }),
+                "\"params_json\" is 90010 bytes, more than the 65536 this netperfd keeps",
+            ),
+            (
+                Box::new(|f| f["runs"][0]["summary_json"] = json!(" ".repeat(1024 * 1024 + 1))),
+                "\"summary_json\" is 1048577 bytes, more than the 1048576",
+            ),
+            // A board of many empty arrays was read whole (726 MB for 30 MB): now refused at
+            // its first element, and an overlong label is refused.
+            (
+                Box::new(|f| f["board"] = json!(vec![json!([]); 1000])),
+                "invalid type",
+            ),
+            (
+                Box::new(|f| f["board"]["label"] = json!("l".repeat(201))),
+                "longer than 200 characters",
             ),
             (
                 Box::new(|f| f["run_data"]["intervals"][2]["stream_id"] = json!(-1)),

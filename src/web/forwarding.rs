@@ -21,6 +21,7 @@ use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde_json::{json, Value};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 /// Register the routes.
@@ -52,20 +53,36 @@ pub(super) fn is_admin(auth: &Auth) -> bool {
     )
 }
 
-/// The board port the caller's request arrives on (the port holding the local address of
-/// its HTTP connection, see [`super::limits::LocalAddr`]); None when it is not known.
-pub(super) fn management_port(req: &HttpRequest) -> Option<String> {
-    let local = req.conn_data::<super::limits::LocalAddr>()?.0;
-    crate::board::ports()
-        .into_iter()
-        .find(|p| p.addresses.iter().any(|a| a.to_canonical() == local))
-        .map(|p| p.name)
+/// The board ports the caller's request travels through, the management ports: the port
+/// holding the local address of its HTTP connection (see [`super::limits::LocalAddr`]), and
+/// the port the board routes its answers to the caller through. Linux takes a packet for any
+/// of its addresses on any port, so a caller on one port that sends to another port's address
+/// (a route on the PC: issue 37's tryout) arrives on the first while the local address names
+/// the second; the answers' route names the first. Empty when neither can be told.
+pub(super) fn management_ports(req: &HttpRequest) -> Vec<String> {
+    let ports = crate::board::ports();
+    let holder = |ip: IpAddr| {
+        ports
+            .iter()
+            .find(|p| p.addresses.iter().any(|a| a.to_canonical() == ip))
+            .map(|p| p.name.clone())
+    };
+    let mut out = Vec::new();
+    if let Some(local) = req.conn_data::<super::limits::LocalAddr>() {
+        out.extend(holder(local.0));
+    }
+    if let Some(peer) = req.peer_addr() {
+        if let Some(src) = crate::board::source_address_towards(peer.ip().to_canonical()) {
+            out.extend(holder(src).filter(|p| !out.contains(p)));
+        }
+    }
+    out
 }
 
-/// Refuse a run that would turn on forwarding with NAT through the port the caller's own
-/// request arrives on (the management port) unless the caller is an admin: a run-tests token
-/// must not bridge the management network into a lab (or out of it). When the management
-/// port cannot be told, only an admin may turn NAT on.
+/// Refuse a run that would turn on forwarding with NAT through a port the caller's own
+/// request travels through (a management port, [`management_ports`]) unless the caller is an
+/// admin: a run-tests token must not bridge the management network into a lab (or out of it).
+/// When no management port can be told, only an admin may turn NAT on.
 pub(super) fn check_nat_scope(
     auth: &Auth,
     req: &HttpRequest,
@@ -76,14 +93,24 @@ pub(super) fn check_nat_scope(
     if !nat || is_admin(auth) {
         return Ok(());
     }
-    match management_port(req) {
-        Some(m) if m != ingress.trim() && m != egress.trim() => Ok(()),
-        Some(m) => Err(format!(
-            "forwarding with NAT through {m}, the port this request came in on (the management port), needs an admin: a run-tests token may turn NAT on only between other ports"
-        )),
-        None => Err(
+    nat_scope_for(&management_ports(req), ingress, egress)
+}
+
+/// [`check_nat_scope`] for a caller whose requests travel through `management` ports.
+fn nat_scope_for(management: &[String], ingress: &str, egress: &str) -> Result<(), String> {
+    if management.is_empty() {
+        return Err(
             "the port this request came in on cannot be told, so forwarding with NAT needs an admin".into(),
-        ),
+        );
+    }
+    match management
+        .iter()
+        .find(|m| m.as_str() == ingress.trim() || m.as_str() == egress.trim())
+    {
+        None => Ok(()),
+        Some(m) => Err(format!(
+            "forwarding with NAT through {m}, a port this request travels through (the management port), needs an admin: a run-tests token may turn NAT on only between other ports"
+        )),
     }
 }
 
@@ -534,4 +561,37 @@ async fn api_peer(_auth: Auth, state: web::Data<AppState>) -> HttpResponse {
         "url": state.store.setting(URL_KEY).ok().flatten(),
         "token_stored": stored_token(&state).is_some(),
     }))
+}
+
+#[cfg(test)]
+mod nat_scope_tests {
+    use super::*;
+
+    #[test]
+    fn nat_through_any_port_the_request_travels_through_needs_an_admin() {
+        // Issue 37's tryout: a PC on atkb0 sent to atkb1's address (a route on the PC), so the
+        // local address named atkb1 while its packets and our answers used atkb0.
+        let m = vec!["atkb1".to_string(), "atkb0".to_string()];
+        let e = nat_scope_for(&m, "atkb2", "atkb0").unwrap_err();
+        assert!(
+            e.starts_with("forwarding with NAT through atkb0, a port this request travels through"),
+            "{e}"
+        );
+        assert!(nat_scope_for(&m, "atkb1", "atkb2").is_err());
+        assert_eq!(nat_scope_for(&m, "atkb2", "atkb3"), Ok(()));
+        assert_eq!(nat_scope_for(&m, " atkb3 ", "atkb2"), Ok(()));
+        assert!(nat_scope_for(&[], "atkb2", "atkb3")
+            .unwrap_err()
+            .contains("cannot be told"));
+    }
+
+    #[test]
+    fn the_answers_route_names_the_source_address() {
+        let lo: IpAddr = "127.0.0.1".parse().unwrap();
+        assert_eq!(crate::board::source_address_towards(lo), Some(lo));
+        assert_eq!(
+            crate::board::source_address_towards("0.0.0.0".parse().unwrap()),
+            None
+        );
+    }
 }

@@ -3,38 +3,21 @@
 
 use super::http::*;
 use serde_json::Value;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// The GET routes of `src/web/*.rs` that may be pages (not `/api/`, `/static/` or a file
-/// download such as `export.csv`), as written in the source: `/runs/{id}`.
+/// The GET routes of the web UI that may be pages (not `/api/`, `/static/` or a file download
+/// such as `export.csv`), as registered: `/runs/{id}`. Read from the route table itself
+/// (`web::routes::table`), so a page added later is visited without a change here.
 pub fn page_routes() -> Vec<String> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/web");
-    let mut out = Vec::new();
-    for f in std::fs::read_dir(&dir).expect("src/web") {
-        let f = f.expect("entry").path();
-        if f.extension().and_then(|e| e.to_str()) != Some("rs") {
-            continue;
-        }
-        let src: String = std::fs::read_to_string(&f)
-            .expect("source")
-            .chars()
-            .filter(|c| !c.is_whitespace())
-            .collect();
-        for part in src.split(".route(\"").skip(1) {
-            let Some((path, rest)) = part.split_once('"') else {
-                continue;
-            };
+    let mut out: Vec<String> = netperfd::web::routes::table()
+        .into_iter()
+        .filter(|r| r.method == actix_web::http::Method::GET)
+        .map(|r| r.pattern.to_string())
+        .filter(|path| {
             let file = path.rsplit('/').next().unwrap_or_default();
-            if rest.starts_with(",web::get()")
-                && !path.starts_with("/api/")
-                && !path.starts_with("/static/")
-                && !file.contains('.')
-            {
-                out.push(path.to_string());
-            }
-        }
-    }
+            !path.starts_with("/api/") && !path.starts_with("/static/") && !file.contains('.')
+        })
+        .collect();
     out.sort();
     out.dedup();
     out
