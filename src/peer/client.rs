@@ -366,12 +366,14 @@ impl PeerClient {
                 cap,
             )
             .await?;
-        serde_json::from_value(v).map_err(|_| {
+        let mut view: JobView = serde_json::from_value(v).map_err(|_| {
             perr(format!(
                 "peer agent at {}: unreadable test state (not the agent's job view)",
                 self.url()
             ))
-        })
+        })?;
+        view.error = view.error.as_deref().map(agent_error_text);
+        Ok(view)
     }
 
     /// Ask the agent to stop a job.
@@ -380,6 +382,25 @@ impl PeerClient {
             .await
             .map(|_| ())
     }
+}
+
+/// Longest error text of an agent's job kept in a run's error, characters.
+pub const MAX_AGENT_ERROR: usize = 300;
+
+/// An agent job's own error text as a run keeps it: control characters (an ESC of a
+/// terminal sequence, newlines) as spaces, at most [`MAX_AGENT_ERROR`] characters and "…".
+/// A hostile agent's 5,045-character error with a raw ESC went into the run verbatim
+/// (issue 37's tryout).
+pub fn agent_error_text(e: &str) -> String {
+    let mut out: String = e
+        .chars()
+        .take(MAX_AGENT_ERROR)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if e.chars().nth(MAX_AGENT_ERROR).is_some() {
+        out.push('…');
+    }
+    out
 }
 
 /// Whether two agent addresses (as [`PeerClient::parse`] reads them) name the same agent:
@@ -859,6 +880,17 @@ mod tests {
 
     /// The exact answers of the review (issue 37 item 3) and their neighbours: each is a clear
     /// error, never a panic (`panic = "abort"` took the whole board down).
+    #[test]
+    fn an_agent_s_own_error_is_kept_short_and_printable() {
+        assert_eq!(agent_error_text("iperf3: busy\n"), "iperf3: busy ");
+        assert_eq!(agent_error_text("\u{1b}[2Jx"), " [2Jx");
+        let long = "e".repeat(5045);
+        let t = agent_error_text(&long);
+        assert_eq!(t.chars().count(), MAX_AGENT_ERROR + 1);
+        assert!(t.ends_with("e…"));
+        assert_eq!(agent_error_text(&"e".repeat(300)), "e".repeat(300));
+    }
+
     #[test]
     fn hostile_answers_are_clear_errors() {
         let chunked = |body: &str| {
