@@ -9,7 +9,6 @@ mod common;
 use common::http::*;
 use common::*;
 use serde_json::json;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const WEB_PORT: u16 = 8143;
@@ -112,42 +111,6 @@ fn token_scopes_and_credentials_end_with_the_password() {
     assert_eq!(r.status, 303, "{}", r.body);
     assert_eq!(a.get("/api/runs").status, 401);
     assert_eq!(with_token(&a, &t2, "GET", "/api/runs", None).status, 401);
-}
-
-/// A tmpfs of `mib` MiB mounted on `dir`, unmounted when dropped (also on a failed test).
-struct Tmpfs(std::path::PathBuf);
-
-impl Tmpfs {
-    fn mount(dir: &std::path::Path, mib: u32) -> Tmpfs {
-        std::fs::create_dir_all(dir).expect("dir");
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
-            .arg(dir)
-            .status()
-            .expect("mount")
-            .success();
-        assert!(ok, "cannot mount a tmpfs on {}", dir.display());
-        Tmpfs(dir.to_path_buf())
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
-
-/// Fill the file system of `dir` to the last byte (a file `fill` there).
-fn fill(dir: &std::path::Path) {
-    use std::io::Write;
-    let mut f = std::fs::File::create(dir.join("fill")).expect("fill file");
-    let block = vec![0u8; 64 * 1024];
-    while f.write_all(&block).is_ok() {}
-    let mut b = [0u8; 1];
-    while f.write_all(&b[..]).is_ok() {
-        b[0] = 1;
-    }
-    let _ = f.sync_all();
 }
 
 #[test]

@@ -42,41 +42,6 @@ fn our_rules_left(ns: &str) -> bool {
     nft || ipt.contains("NETPERFD")
 }
 
-/// A tmpfs of `mib` MiB mounted on `dir`, unmounted when dropped (also on a failed test).
-struct Tmpfs(std::path::PathBuf);
-
-impl Tmpfs {
-    fn mount(dir: &std::path::Path, mib: u32) -> Tmpfs {
-        std::fs::create_dir_all(dir).expect("dir");
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
-            .arg(dir)
-            .status()
-            .expect("mount")
-            .success();
-        assert!(ok, "cannot mount a tmpfs on {}", dir.display());
-        Tmpfs(dir.to_path_buf())
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
-
-/// Fill the file system of `dir` to the last byte (a file `fill` there).
-fn fill(dir: &std::path::Path) {
-    let mut f = std::fs::File::create(dir.join("fill")).expect("fill file");
-    let block = vec![0u8; 64 * 1024];
-    while f.write_all(&block).is_ok() {}
-    let mut b = [0u8; 1];
-    while f.write_all(&b[..]).is_ok() {
-        b[0] = 1;
-    }
-    let _ = f.sync_all();
-}
-
 /// Start `netperfd daemon` as process `name` in the board namespace on 127.0.0.1:8080 with
 /// its data in `data`; its index.
 fn start(lab: &mut Lab, name: &str, data: &std::path::Path) -> usize {

@@ -392,3 +392,39 @@ pub fn vm_rss_kib(pid: u32) -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmRSS")
 }
+
+/// A tmpfs of `mib` MiB mounted on `dir`, unmounted when dropped (also on a failed test).
+pub struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    pub fn mount(dir: &std::path::Path, mib: u32) -> Tmpfs {
+        std::fs::create_dir_all(dir).expect("dir");
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .expect("mount")
+            .success();
+        assert!(ok, "cannot mount a tmpfs on {}", dir.display());
+        Tmpfs(dir.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Fill the file system of `dir` to the last byte (a file `fill` there).
+pub fn fill(dir: &std::path::Path) {
+    use std::io::Write;
+    let mut f = std::fs::File::create(dir.join("fill")).expect("fill file");
+    let block = vec![0u8; 64 * 1024];
+    while f.write_all(&block).is_ok() {}
+    let mut b = [0u8; 1];
+    while f.write_all(&b[..]).is_ok() {
+        b[0] = 1;
+    }
+    let _ = f.sync_all();
+}
