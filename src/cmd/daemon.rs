@@ -209,6 +209,9 @@ fn raise_nofile() {
             Err(e) => tracing::warn!("cannot raise the open-file limit from {soft} to {hard}: {e}"),
         }
     }
+    // rlim_t is u32 on armv7 and u64 on aarch64/x86_64.
+    #[allow(clippy::useless_conversion)]
+    let (now, hard) = (u64::from(now), u64::from(hard));
     if let Some(w) = nofile_warning(now, hard, fd_budget()) {
         tracing::warn!("{w}");
     }
