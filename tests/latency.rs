@@ -336,7 +336,8 @@ fn netperfd_peer_echo_gives_one_way_delays_per_direction() {
     assert!(replies > sent * 0.95, "echo replies {replies} of {sent}");
     // The queue (1.25 MB at 100 Mbit/s = 100 ms) is on the way down: its drain time, as the
     // TBF held it, ± 25 %, as the ICMP test.
-    let queued = drain_ms(watch.median(3.5, 7.5));
+    let held = watch.median(3.5, 7.5);
+    let queued = drain_ms(held);
     assert!(
         (50.0..=101.0).contains(&queued),
         "median queue {queued} ms\n{}",
@@ -348,6 +349,16 @@ fn netperfd_peer_echo_gives_one_way_delays_per_direction() {
         queue_report(&lab)
     );
     assert!(up < 10.0, "up increase {up} ms");
+    // Issue 38 item 4b: the implied queue sits downstream, at the download's rate, and is the
+    // backlog the TBF itself held (its own counter, bytes) ± 25 %.
+    assert_eq!(v["queue"]["place"], "downstream", "{}", v["queue"]);
+    assert_eq!(v["queue"]["upper_bound"], false);
+    let implied = num(&v, "/queue_bytes");
+    assert!(
+        (implied - held).abs() <= 0.25 * held + 20_000.0,
+        "implied queue {implied} bytes, the TBF held {held} bytes\n{}",
+        queue_report(&lab)
+    );
     // Relative to the idle minimum: the idle phase's delays start at 0 and stay small.
     assert!(num(&v, "/idle/owd_ms/down/p50") >= 0.0);
     assert!(num(&v, "/idle/owd_ms/up/p50") < 1.0);
@@ -448,6 +459,12 @@ fn load_both_reports_each_direction() {
     );
     assert!(v["loaded"]["down"].get("tcp_rtt_ms").is_none());
     assert!(v["idle"].get("up").is_none() && v["idle_after"].get("down").is_none());
+    // No one-way delays (stock iperf3 only): the split is unknown, so the queue is an upper
+    // bound at the faster direction's goodput, never at the two summed.
+    if v["queue"].is_object() {
+        assert_eq!(v["queue"]["upper_bound"], true, "{}", v["queue"]);
+        assert_eq!(num(&v, "/queue/bits_per_second"), up.max(down));
+    }
 }
 
 #[test]

@@ -127,6 +127,16 @@ pub fn tcp_timestamps_enabled() -> bool {
         .unwrap_or(true)
 }
 
+/// Whether the board's kernel offers TCP congestion control `name`: listed in
+/// `net.ipv4.tcp_available_congestion_control` (the algorithms loaded), or built in as the
+/// default (`net.ipv4.tcp_congestion_control`). `false` when neither can be read.
+pub fn congestion_available(name: &str) -> bool {
+    ["tcp_available_congestion_control", "tcp_congestion_control"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(format!("/proc/sys/net/ipv4/{f}")).ok())
+        .any(|s| s.split_whitespace().any(|w| w == name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,7 +38,8 @@ pub struct LatencyArgs {
     /// Board port (interface) to bind the probes and the load to
     #[arg(long = "bind-dev")]
     pub bind_dev: Option<String>,
-    /// TCP congestion control of the load's streams, e.g. cubic (the peer's too, via iperf3)
+    /// TCP congestion control of the load's streams (the peer's too, via iperf3); default cubic
+    /// (fills the queue whatever the hosts' own default), "default" keeps each host's own
     #[arg(short = 'C', long = "congestion")]
     pub congestion: Option<String>,
     /// Data directory of the history

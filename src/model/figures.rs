@@ -11,6 +11,10 @@ pub struct RunFigures {
     pub receiver_bps: Option<f64>,
     /// Bytes moved in the main direction.
     pub bytes: Option<i64>,
+    /// Bytes the other direction's streams moved (a bidirectional run's reverse leg; the
+    /// receiver's count). Not a stored column: it tells a run's own traffic on the board's
+    /// ports from other traffic.
+    pub reverse_bytes: Option<i64>,
     pub retransmits: Option<i64>,
     /// UDP datagrams lost / total, loss %, jitter ms.
     pub lost_packets: Option<i64>,

@@ -76,6 +76,19 @@ pub fn of_report(r: &Report) -> RunFigures {
             f.receiver_bps = Some(rb as f64 * 8.0 / rs);
         }
     }
+    let reverse: Vec<_> = r
+        .streams
+        .iter()
+        .filter(|s| s.local_sender != primary)
+        .collect();
+    if !reverse.is_empty() {
+        // The receiver's bytes where it reported, else the sender's.
+        let b: u64 = reverse
+            .iter()
+            .map(|s| s.receiver.map_or(s.sender.bytes, |x| x.bytes))
+            .sum();
+        f.reverse_bytes = i64::try_from(b).ok();
+    }
     if main.iter().any(|s| s.retransmits >= 0) {
         f.retransmits = Some(main.iter().map(|s| s.retransmits.max(0)).sum::<i64>());
     }

@@ -136,8 +136,14 @@ pub struct LatencyResult {
     pub rpm: Option<f64>,
     /// The same at the idle p50.
     pub idle_rpm: Option<f64>,
-    /// The queue the increase implies at the loaded throughput: increase_s × bits/s ÷ 8, bytes.
+    /// The queue the increase implies, bytes ([`QueueEstimate`]): each direction's one-way
+    /// delay growth × that direction's goodput ÷ 8 when the echo gave one-way delays, else the
+    /// ICMP increase × the loaded direction's goodput ÷ 8 (with load "both": an upper bound at
+    /// the faster direction's goodput).
     pub queue_bytes: Option<f64>,
+    /// Where that queue is and how it was sized; absent with `queue_bytes`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue: Option<QueueEstimate>,
     pub probes: ProbeTotals,
     /// The UDP echo (one-way delays): answered or not, and why not; absent when not tried.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -214,12 +220,99 @@ fn phase(
     }
 }
 
+/// Where the queue a latency run implies sits, and its size.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct QueueEstimate {
+    /// Bytes queued at the loaded p50: Σ over the sized directions of delay growth (s) ×
+    /// goodput (bits/s) ÷ 8.
+    pub bytes: f64,
+    /// "upstream" (board → peer), "downstream" (peer → board), "both ways", or "the
+    /// bottleneck" (no one-way delays and one loaded direction).
+    pub place: String,
+    /// The goodput the queue was sized at, bits/s (the sized directions' sum).
+    pub bits_per_second: f64,
+    /// `true` when the split between directions is unknown (load "both" without one-way
+    /// delays): `bytes` is an upper bound, sized at the faster direction's goodput.
+    pub upper_bound: bool,
+    /// "one-way delays (UDP echo)" or "ICMP round trips".
+    pub from: String,
+}
+
+/// One-way delay growth below this (ms) is not a queue in that direction (probe jitter on an
+/// idle path is tens of µs; 1 ms is the same floor the verdict uses for "stays flat").
+const OWD_QUEUE_FLOOR_MS: f64 = 1.0;
+
+/// The queue behind a run's latency increase.
+///
+/// * With one-way delays (the peer answered the UDP echo): each direction whose delay grew by
+///   [`OWD_QUEUE_FLOOR_MS`] or more and carried load holds growth × that direction's goodput ÷
+///   8 bytes; the queues of both directions add up. (Before, load "both" sized one queue from
+///   the ICMP increase at the two directions' summed goodput: 0.470 MB at 305 Mbit/s where the
+///   one-way delays put all the growth upstream, ≈0.147 MB at 95 Mbit/s.)
+/// * Without: the ICMP increase × the loaded direction's goodput ÷ 8; with load "both" the
+///   round trip's growth may sit in either direction, so the size is an upper bound at the
+///   faster direction's goodput.
+///
+/// `increase_ms` is the ICMP p50 increase, `owd` the loaded − idle one-way delay p50s (ms),
+/// `up`/`down` each direction's goodput (bits/s), `total` the load's goodput. `None` when no
+/// increase or no goodput is known, or the increase is not positive.
+pub fn queue_estimate(
+    increase_ms: Option<f64>,
+    owd: Option<&crate::results::owd::OwdIncrease>,
+    direction: &str,
+    up: Option<f64>,
+    down: Option<f64>,
+    total: Option<f64>,
+) -> Option<QueueEstimate> {
+    if let Some(o) = owd {
+        let legs: Vec<(&str, f64, f64)> = [("upstream", o.up, up), ("downstream", o.down, down)]
+            .into_iter()
+            .filter_map(|(w, inc, r)| {
+                let r = r.filter(|r| *r > 0.0)?;
+                (inc >= OWD_QUEUE_FLOOR_MS).then_some((w, inc, r))
+            })
+            .collect();
+        if !legs.is_empty() {
+            let bytes = legs.iter().map(|(_, inc, r)| inc / 1e3 * r / 8.0).sum();
+            let bits_per_second = legs.iter().map(|(_, _, r)| r).sum();
+            let place = match legs.as_slice() {
+                [(w, _, _)] => (*w).to_string(),
+                _ => "both ways".to_string(),
+            };
+            return Some(QueueEstimate {
+                bytes,
+                place,
+                bits_per_second,
+                upper_bound: false,
+                from: "one-way delays (UDP echo)".into(),
+            });
+        }
+    }
+    let inc = increase_ms.filter(|i| *i > 0.0)?;
+    let (rate, place, upper_bound) = match direction {
+        "upload" => (up.or(total), "upstream", false),
+        "download" => (down.or(total), "downstream", false),
+        _ => match (up, down) {
+            (Some(u), Some(d)) => (Some(u.max(d)), "the bottleneck", true),
+            _ => (total, "the bottleneck", true),
+        },
+    };
+    let rate = rate.filter(|r| *r > 0.0)?;
+    Some(QueueEstimate {
+        bytes: inc / 1e3 * rate / 8.0,
+        place: place.into(),
+        bits_per_second: rate,
+        upper_bound,
+        from: "ICMP round trips".into(),
+    })
+}
+
 /// The words for an increase: "latency under load grows by 98 ms (p50 0.05 → 98 ms): a
-/// 1.19 MB queue at the bottleneck at 95.1 Mbit/s".
+/// 1.19 MB queue upstream at 95.1 Mbit/s".
 pub fn verdict(
     idle_p50: Option<f64>,
     loaded_p50: Option<f64>,
-    bps: Option<f64>,
+    queue: Option<&QueueEstimate>,
     lost_percent: f64,
 ) -> String {
     let (Some(i), Some(l)) = (idle_p50, loaded_p50) else {
@@ -227,6 +320,8 @@ pub fn verdict(
     };
     let inc = l - i;
     let ms = |v: f64| {
+        // "-0.0 ms" reads as a figure below zero: a value that rounds to 0 is 0.
+        let v = if v.abs() < 0.005 { 0.0 } else { v };
         if v.abs() < 10.0 {
             format!("{v:.2} ms")
         } else {
@@ -240,13 +335,18 @@ pub fn verdict(
             ms(l)
         )
     } else {
-        let q = bps
-            .filter(|b| *b > 0.0)
-            .map(|b| {
+        let q = queue
+            .map(|q| {
+                let at = if q.place == "the bottleneck" {
+                    "at the bottleneck".to_string()
+                } else {
+                    q.place.clone()
+                };
                 format!(
-                    ": a {} queue at the bottleneck at {}",
-                    display::size(inc / 1e3 * b / 8.0),
-                    display::rate(b)
+                    ": {}a {} queue {at} at {}",
+                    if q.upper_bound { "at most " } else { "" },
+                    display::size(q.bytes),
+                    display::rate(q.bits_per_second)
                 )
             })
             .unwrap_or_default();
@@ -261,6 +361,31 @@ pub fn verdict(
         s.push_str(&format!("; {lost_percent:.1} % of the probes were lost"));
     }
     s
+}
+
+/// The headline of a latency run as the page shows it: the stored verdict, except that "stays
+/// flat … no standing queue" becomes a caution when `notes` ([`fill_notes`]) say the load may
+/// not have filled the queue — a flat line is then not a pass. With its tone: "good" (under
+/// 5 ms and nothing speaks against the load), "warn" (30 ms and more), or "".
+pub fn headline(
+    verdict: &str,
+    increase_ms: Option<f64>,
+    notes: &[String],
+) -> (String, &'static str) {
+    let text = if notes.is_empty() {
+        verdict.to_string()
+    } else {
+        verdict.replace(
+            ": no standing queue at the bottleneck",
+            ": but the load may not have filled the queue (see below), so this does not show the buffer is small",
+        )
+    };
+    let tone = match increase_ms {
+        Some(i) if i < 5.0 && notes.is_empty() => "good",
+        Some(i) if i >= 30.0 => "warn",
+        _ => "",
+    };
+    (text, tone)
 }
 
 /// Compute the result of a run.
@@ -300,14 +425,21 @@ pub fn summarize(i: &Inputs<'_>) -> LatencyResult {
     let mut late = i.stats.lateness_us.clone();
     crate::model::order::sort_by(&mut late, f64::total_cmp);
     let cpu_ms = i.stats.cpu_us as f64 / 1e3;
+    let queue = queue_estimate(
+        increase_ms,
+        loaded.owd_increase_ms.as_ref(),
+        i.direction,
+        i.up.map(|u| u.0),
+        i.down.map(|d| d.0),
+        i.bits_per_second,
+    );
     LatencyResult {
         increase_ms,
         rpm: lp50.and_then(rpm_of),
         idle_rpm: ip50.and_then(rpm_of),
-        queue_bytes: increase_ms
-            .zip(i.bits_per_second)
-            .map(|(inc, b)| (inc.max(0.0) / 1e3) * b / 8.0),
-        verdict: verdict(ip50, lp50, i.bits_per_second, lost_percent),
+        queue_bytes: queue.as_ref().map(|q| q.bytes),
+        verdict: verdict(ip50, lp50, queue.as_ref(), lost_percent),
+        queue,
         probes: ProbeTotals {
             sent,
             lost,
@@ -419,6 +551,11 @@ pub fn congestion_text(summary: &serde_json::Value, params: &serde_json::Value) 
             .map(String::from)
     };
     if let Some(c) = params["congestion"].as_str().filter(|c| !c.is_empty()) {
+        if params["congestion_default"].as_bool() == Some(true) {
+            return Some(format!(
+                "{c} on both hosts (netperfd's default for a latency load: a loss-based load fills the queue whatever the hosts' own default; -C default keeps theirs)"
+            ));
+        }
         return Some(format!("{c} (asked with -C, on both hosts)"));
     }
     match (used("sender"), used("receiver")) {
@@ -502,6 +639,26 @@ mod tests {
         );
         assert_eq!(fill_notes(&mixed, &rrul).len(), 1);
         assert_eq!(congestion_text(&json!({}), &rrul), None);
+        // Issue 38 item 4c: chosen by netperfd, not asked for.
+        let auto = json!({"streams": 4, "loaded_s": 10, "congestion": "cubic", "congestion_default": true});
+        assert!(congestion_text(&sum, &auto)
+            .unwrap()
+            .starts_with("cubic on both hosts (netperfd's default for a latency load"));
+        assert!(fill_notes(&sum, &auto).is_empty());
+    }
+
+    /// Issue 38 item 4c: a flat line under a load that may not have filled the queue is not
+    /// shown green, nor as "no standing queue".
+    #[test]
+    fn no_green_headline_when_the_load_may_not_have_filled_the_queue() {
+        let v = verdict(Some(0.3), Some(0.9), None, 0.0);
+        assert_eq!(headline(&v, Some(0.6), &[]), (v.clone(), "good"));
+        let notes = vec!["The load used BBR …".to_string()];
+        let (text, tone) = headline(&v, Some(0.6), &notes);
+        assert_eq!(tone, "");
+        assert!(!text.contains("no standing queue"), "{text}");
+        assert!(text.contains("may not have filled the queue"), "{text}");
+        assert_eq!(headline("x", Some(45.0), &notes).1, "warn");
     }
 
     #[test]
@@ -581,8 +738,10 @@ mod tests {
         assert_eq!(r.idle.tcp_rtt_ms.unwrap().p50, 0.2);
         assert!((r.increase_ms.unwrap() - 100.0).abs() < 1e-9);
         assert!((r.rpm.unwrap() - 60_000.0 / 100.5).abs() < 1e-9);
-        // 0.1 s × 95 Mbit/s ÷ 8 = 1 187 500 bytes.
-        assert!((r.queue_bytes.unwrap() - 1_187_500.0).abs() < 1.0);
+        // A download without one-way delays: 0.1 s × the download's 90 Mbit/s ÷ 8 = 1 125 000
+        // bytes downstream (not at the 95 Mbit/s of both directions summed).
+        assert!((r.queue_bytes.unwrap() - 1_125_000.0).abs() < 1.0);
+        assert_eq!(r.queue.as_ref().unwrap().place, "downstream");
         assert_eq!(r.probes.lost, 10);
         assert!((r.probes.cpu_percent - 0.2).abs() < 1e-9);
         assert!(
@@ -590,10 +749,77 @@ mod tests {
             "{}",
             r.verdict
         );
-        assert!(r.verdict.contains("1.19 MB queue"), "{}", r.verdict);
-        let flat = verdict(Some(0.05), Some(0.3), Some(1e8), 0.0);
+        assert!(
+            r.verdict.contains(" MB queue downstream at 90.0 Mbit/s"),
+            "{}",
+            r.verdict
+        );
+        let flat = verdict(Some(0.05), Some(0.3), None, 0.0);
         assert!(flat.contains("stays flat"), "{flat}");
         assert!(verdict(None, Some(1.0), None, 0.0).starts_with("no verdict"));
+    }
+
+    /// Issue 38 item 4b: the field's case — load "both", 305 Mbit/s summed (95 up, 210 down),
+    /// ICMP p50 +12.3 ms, one-way delays +12.4 ms up and +0.05 ms down. The queue is upstream,
+    /// 12.4 ms × 95 Mbit/s ÷ 8 = 147,250 bytes (before: 12.3 ms × 305 Mbit/s ÷ 8 = 0.470 MB).
+    #[test]
+    fn the_queue_sits_where_the_one_way_delay_grew_at_that_directions_rate() {
+        use crate::results::owd::OwdIncrease;
+        let owd = OwdIncrease {
+            up: 12.4,
+            down: 0.05,
+        };
+        let q = queue_estimate(
+            Some(12.3),
+            Some(&owd),
+            "both",
+            Some(95e6),
+            Some(210e6),
+            Some(305e6),
+        )
+        .unwrap();
+        assert!((q.bytes - 147_250.0).abs() < 1e-6, "{q:?}");
+        assert_eq!((q.place.as_str(), q.bits_per_second), ("upstream", 95e6));
+        assert!(!q.upper_bound);
+        let v = verdict(Some(0.4), Some(12.7), Some(&q), 0.0);
+        assert!(
+            v.ends_with(": a 0.147 MB queue upstream at 95.0 Mbit/s"),
+            "{v}"
+        );
+        // Both directions grew: the two queues add up, each at its own rate.
+        let both = OwdIncrease { up: 8.0, down: 4.0 };
+        let q2 =
+            queue_estimate(Some(12.0), Some(&both), "both", Some(1e8), Some(2e8), None).unwrap();
+        assert!((q2.bytes - (100_000.0 + 100_000.0)).abs() < 1e-6, "{q2:?}");
+        assert_eq!(q2.place, "both ways");
+        // No one-way delays with load "both": an upper bound at the faster direction.
+        let q3 = queue_estimate(
+            Some(12.3),
+            None,
+            "both",
+            Some(95e6),
+            Some(210e6),
+            Some(305e6),
+        )
+        .unwrap();
+        assert!(q3.upper_bound);
+        assert!((q3.bytes - 12.3e-3 * 210e6 / 8.0).abs() < 1e-6);
+        let v3 = verdict(Some(0.4), Some(12.7), Some(&q3), 0.0);
+        assert!(
+            v3.contains(": at most a 0.323 MB queue at the bottleneck at 210.0 Mbit/s"),
+            "{v3}"
+        );
+        // An upload without echo: the upload's rate.
+        let q4 = queue_estimate(Some(10.0), None, "upload", Some(8e7), None, Some(8e7)).unwrap();
+        assert_eq!((q4.bytes, q4.place.as_str()), (100_000.0, "upstream"));
+        // Nothing grew: no queue.
+        assert_eq!(
+            queue_estimate(Some(-0.2), None, "both", Some(1.0), Some(1.0), None),
+            None
+        );
+        // "-0.0 ms" is 0.00 ms.
+        assert!(verdict(Some(0.071), Some(0.069), None, 0.0).contains("idle, 0.07 ms loaded"));
+        assert!(!verdict(Some(-0.001), Some(0.5), None, 0.0).contains("-0.00"));
     }
 
     #[test]

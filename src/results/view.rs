@@ -1063,9 +1063,28 @@ fn latency_view(r: &RunRow) -> KindView {
     }
     facts.extend(crate::results::owd::facts(s));
     if let Some(q) = s["queue_bytes"].as_f64() {
+        let e = &s["queue"];
+        let how = match (e["place"].as_str(), e["bits_per_second"].as_f64()) {
+            (Some(place), Some(bps)) => format!(
+                " {}{place} at {}, from {}{}",
+                if place == "the bottleneck" { "at " } else { "" },
+                display::rate(bps),
+                e["from"].as_str().unwrap_or("?"),
+                if e["upper_bound"].as_bool() == Some(true) {
+                    " — an upper bound: the round trip's growth may sit in either direction"
+                } else {
+                    ""
+                }
+            ),
+            _ => String::new(),
+        };
         facts.push((
             "Implied queue".into(),
-            format!("{} ({q:.0} bytes)", display::size(q)),
+            format!(
+                "{}{how} ({} bytes)",
+                display::size(q),
+                display::count(q.round() as u64)
+            ),
         ));
     }
     let pr = &s["probes"];

@@ -13,7 +13,7 @@ use crate::model::{RunFigures, RunKind, RunStatus};
 use crate::results::latency::{summarize, Inputs};
 use crate::runs::live::Hub;
 use crate::runs::recorder::{Ended, Measured, Recorder, Sampling};
-use crate::spec::latency::{LatencySpec, Load};
+use crate::spec::latency::{LatencySpec, Load, DEFAULT_CONGESTION, HOSTS_CONGESTION};
 use crate::store::{LatencySampleRow, NewRun};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -60,10 +60,28 @@ impl Hub {
     /// input, unknown host, no ICMP socket, the store) leave nothing recorded.
     pub async fn start_latency(
         &self,
-        spec: LatencySpec,
+        mut spec: LatencySpec,
         suite_id: Option<i64>,
     ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
         spec.validate()?;
+        // The load's congestion control: asked for, each host's own ("default"), or a
+        // loss-based one that fills the queue whatever the PC's default (issue 38: with the
+        // PC's default BBR the queue never filled and the page read "stays flat").
+        let chosen_by_us = match spec.congestion.as_deref() {
+            None if crate::board::congestion_available(DEFAULT_CONGESTION) => {
+                spec.congestion = Some(DEFAULT_CONGESTION.into());
+                true
+            }
+            Some(HOSTS_CONGESTION) => {
+                spec.congestion = None;
+                false
+            }
+            _ => false,
+        };
+        let mut params = serde_json::to_value(&spec).unwrap_or_default();
+        if let Some(o) = params.as_object_mut().filter(|_| chosen_by_us) {
+            o.insert("congestion_default".into(), true.into());
+        }
         let peer = {
             let (h, p) = (spec.host.clone(), spec.port);
             crate::engine::task::spawn_blocking(move || net::resolve(&h, p, Family::Any))
@@ -91,7 +109,7 @@ impl Hub {
                     Load::Both => "bidir",
                 }
                 .into(),
-                params: serde_json::to_value(&spec).unwrap_or_default(),
+                params,
                 kind: RunKind::Latency,
                 suite_id,
                 ..Default::default()

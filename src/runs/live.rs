@@ -487,11 +487,14 @@ impl Hub {
         let mut board = serde_json::to_value(&delta).unwrap_or_default();
         if let Some(o) = board.as_object_mut() {
             o.insert("run_ports".into(), serde_json::json!(ports));
-            let crossings = if forwarding || run.direction == "bidir" {
-                2
-            } else {
-                1
-            };
+            // A forwarded byte crosses two ports; a byte the board sends or receives one. A
+            // bidirectional run without its reverse leg's bytes counts its main leg twice.
+            let crossings =
+                if forwarding || (run.direction == "bidir" && figures.reverse_bytes.is_none()) {
+                    2
+                } else {
+                    1
+                };
             let extra = own_bytes(figures).and_then(|own| {
                 crate::results::ledger::other_traffic(&delta, own, crossings).map(|e| (e, own))
             });
@@ -775,14 +778,17 @@ impl Hub {
 /// own (an RFC 2544 run, whose trials read the same port counters per trial; a monitor or
 /// latency run): then there is nothing to tell other traffic from. (Before, such a run said
 /// "the board's ports moved 4,782.1 MB beyond the run's own 0.000 MB".)
+/// A bidirectional run's reverse leg counts as its own too (issue 38: a latency run's
+/// download leg was "20,359.5 MB beyond the run's own 2,801.8 MB").
 fn own_bytes(figures: &RunFigures) -> Option<u64> {
     let bytes = figures.bytes?.max(0) as u64;
-    Some(match (figures.lost_packets, figures.total_packets) {
+    let main = match (figures.lost_packets, figures.total_packets) {
         (Some(l), Some(t)) if l > 0 && t > l => {
             bytes + (bytes as u128 * l as u128 / (t - l) as u128) as u64
         }
         _ => bytes,
-    })
+    };
+    Some(main.saturating_add(figures.reverse_bytes.unwrap_or(0).max(0) as u64))
 }
 
 #[cfg(test)]
@@ -811,5 +817,12 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(own_bytes(&udp), Some(4_000));
+        // A bidirectional run (a latency run's default load): both legs are its own.
+        let bidir = RunFigures {
+            bytes: Some(2_801_800_000),
+            reverse_bytes: Some(20_359_500_000),
+            ..Default::default()
+        };
+        assert_eq!(own_bytes(&bidir), Some(23_161_300_000));
     }
 }

@@ -83,10 +83,20 @@ pub struct LatencySpec {
     /// Board port to bind the probes and the load to (SO_BINDTODEVICE).
     pub bind_dev: Option<String>,
     /// TCP congestion control of the load's streams (`-C`, e.g. "cubic"); iperf3 sends it to
-    /// the peer, whose sending sockets use it too (download). `None` = each host's default.
+    /// the peer, whose sending sockets use it too (download). `None` = [`DEFAULT_CONGESTION`]
+    /// when the board's kernel offers it (a loss-based load fills the queue whatever the
+    /// hosts' own default; BBR keeps it short by design), else each host's default;
+    /// [`HOSTS_CONGESTION`] = each host's default.
     #[serde(default)]
     pub congestion: Option<String>,
 }
+
+/// The congestion control a latency load uses when none is asked for: loss-based, so the load
+/// fills the bottleneck's queue (the point of the test) even when a PC defaults to BBR.
+pub const DEFAULT_CONGESTION: &str = "cubic";
+
+/// The `-C` value that keeps each host's own default congestion control.
+pub const HOSTS_CONGESTION: &str = "default";
 
 impl Default for LatencySpec {
     fn default() -> Self {
@@ -250,7 +260,8 @@ pub struct LatencyForm {
     /// Board port; empty = routing decides.
     #[serde(default)]
     pub bind: Option<String>,
-    /// TCP congestion control of the load (e.g. "cubic"); empty = the hosts' default.
+    /// TCP congestion control of the load (e.g. "cubic"); empty = [`DEFAULT_CONGESTION`],
+    /// "default" = each host's own default.
     #[serde(default)]
     pub congestion: Option<String>,
 }

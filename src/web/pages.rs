@@ -1205,7 +1205,7 @@ impl Rfc2544Section {
 /// control, and why the load may not have filled the queue.
 struct LatencyHead {
     verdict: String,
-    /// good (under 5 ms), warn (30 ms and more) or "".
+    /// good (under 5 ms, nothing speaks against the load), warn (30 ms and more) or "".
     class: String,
     congestion: String,
     notes: Vec<String>,
@@ -1217,18 +1217,18 @@ impl LatencyHead {
             return None;
         }
         let s = &run.summary;
-        let verdict = s["verdict"].as_str()?.to_string();
+        let notes = crate::results::latency::fill_notes(s, &run.params);
+        let (verdict, class) = crate::results::latency::headline(
+            s["verdict"].as_str()?,
+            s["increase_ms"].as_f64(),
+            &notes,
+        );
         Some(LatencyHead {
             verdict,
-            class: match s["increase_ms"].as_f64() {
-                Some(i) if i < 5.0 => "good",
-                Some(i) if i >= 30.0 => "warn",
-                _ => "",
-            }
-            .into(),
+            class: class.into(),
             congestion: crate::results::latency::congestion_text(s, &run.params)
                 .unwrap_or_else(|| "not recorded (each host's default)".into()),
-            notes: crate::results::latency::fill_notes(s, &run.params),
+            notes,
         })
     }
 }
