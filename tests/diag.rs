@@ -687,7 +687,25 @@ fn capture_writes_a_pcap_within_its_caps() {
             ("filter", "udp"),
         ],
     );
+    // Post/redirect/get (issue 38 item 7): the POST answers 303 to a page that a reload only
+    // reads; reloading it starts no capture.
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert!(r.location.starts_with("/diag?capture="), "{}", r.location);
+    let started: i64 = r.location["/diag?capture=".len()..]
+        .trim_end_matches("#capture")
+        .parse()
+        .expect("capture id in the Location");
+    let page = r.location.trim_end_matches("#capture").to_string();
+    let r = http.get(&page);
     assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(http.get(&page).status, 200, "the reload");
+    assert_eq!(
+        http.get(&format!("/api/diag/capture/{}", started + 1))
+            .status,
+        404,
+        "reloading the page started capture {}",
+        started + 1
+    );
     assert!(
         r.body.contains("id=\"capture-started\"") && r.body.contains("id=\"capture-table\""),
         "{}",

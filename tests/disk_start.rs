@@ -397,7 +397,10 @@ fn concurrent_captures_start_two_at_most_and_an_admin_deletes_them() {
         &format!("/diag/capture/{}/delete", created[1]),
         &[("csrf", &http.csrf)],
     );
-    assert_eq!(r.status, 200, "{}", r.body);
+    // Post/redirect/get: 303 to the page that says so.
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert_eq!(r.location, format!("/diag?deleted={}#capture", created[1]));
+    let r = http.get(&format!("/diag?deleted={}", created[1]));
     assert!(r.body.contains("id=\"capture-deleted\""), "{}", r.body);
     assert!(!r.body.contains(&form), "no delete button once removed");
     assert!(!file(created[1]).exists());

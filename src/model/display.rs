@@ -44,6 +44,26 @@ pub fn count(n: u64) -> String {
     group(&n.to_string())
 }
 
+/// A change in ms with its sign and 1 decimal: +12.3 ms, -0.4 ms; a change that rounds to
+/// zero is "±0.0 ms" (never "-0.0 ms", which reads as a drop).
+pub fn delta_ms(v: f64) -> String {
+    if !v.is_finite() || v.abs() < 0.05 {
+        "±0.0 ms".into()
+    } else {
+        format!("{v:+.1} ms")
+    }
+}
+
+/// A non-negative figure rounded to a whole number, thousands grouped: 8,523.4 → "8,523" (RPM,
+/// frames per second). Not finite or below 0 → "0".
+pub fn whole(v: f64) -> String {
+    if v.is_finite() && v > 0.0 {
+        group(&format!("{:.0}", v))
+    } else {
+        "0".into()
+    }
+}
+
 /// "12345.6" → "12,345.6": a comma between each group of three digits of the whole part.
 fn group(s: &str) -> String {
     let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
@@ -64,6 +84,23 @@ fn group(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deltas_never_read_minus_zero() {
+        assert_eq!(delta_ms(-0.04), "±0.0 ms");
+        assert_eq!(delta_ms(0.0), "±0.0 ms");
+        assert_eq!(delta_ms(-0.4), "-0.4 ms");
+        assert_eq!(delta_ms(82.94), "+82.9 ms");
+    }
+
+    #[test]
+    fn whole_numbers_are_grouped() {
+        assert_eq!(whole(8_523.4), "8,523");
+        assert_eq!(whole(85_716.0), "85,716");
+        assert_eq!(whole(999.5), "1,000");
+        assert_eq!(whole(-3.0), "0");
+        assert_eq!(whole(f64::NAN), "0");
+    }
 
     #[test]
     fn rates_in_mbit_per_second_one_scale() {

@@ -618,10 +618,10 @@ pub fn step_grid(c: &Comparison) -> Grid {
                             ", loaded p50 {} ({}), RPM {}",
                             ms_or_dash(l.loaded_p50_ms),
                             l.increase_ms
-                                .map(|v| format!("{v:+.1} ms"))
+                                .map(crate::model::display::delta_ms)
                                 .unwrap_or_else(|| DASH.into()),
                             l.rpm
-                                .map(|r| format!("{r:.0}"))
+                                .map(crate::model::display::whole)
                                 .unwrap_or_else(|| DASH.into())
                         ));
                     }

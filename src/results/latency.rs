@@ -530,9 +530,7 @@ impl LatencyFigures {
             ms(self.idle_p50_ms),
             ms(self.loaded_p50_ms),
             ms(self.loaded_p99_ms),
-            self.rpm
-                .map(|r| format!("{r:.0}"))
-                .unwrap_or_else(|| "—".into()),
+            self.rpm.map(display::whole).unwrap_or_else(|| "—".into()),
             self.bits_per_second
                 .map(|b| format!("{:.1} Mbit/s", b / 1e6))
                 .unwrap_or_else(|| "—".into()),

@@ -958,7 +958,7 @@ fn latency_view(r: &RunRow) -> KindView {
             "Increase under load",
             s["increase_ms"]
                 .as_f64()
-                .map(|x| format!("{x:+.1} ms"))
+                .map(display::delta_ms)
                 .unwrap_or_else(|| "—".into()),
         ),
         card(
@@ -966,7 +966,7 @@ fn latency_view(r: &RunRow) -> KindView {
             "RPM (loaded)",
             s["rpm"]
                 .as_f64()
-                .map(|x| format!("{x:.0}"))
+                .map(display::whole)
                 .unwrap_or_else(|| "—".into()),
         ),
         card(

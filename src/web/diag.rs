@@ -662,6 +662,10 @@ struct LogQuery {
     level: Option<String>,
     q: Option<String>,
     lines: Option<String>,
+    /// After `POST /diag/capture` (303 here): the capture just started, to say so.
+    capture: Option<String>,
+    /// After `POST /diag/capture/{id}/delete` (303 here): the capture just deleted.
+    deleted: Option<String>,
 }
 
 impl LogQuery {
@@ -1330,17 +1334,13 @@ async fn form_capture_delete(
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let mut v = Inputs::default();
-    let status = match delete_capture(&auth, &req, &path) {
-        Ok(id) => {
-            v.cap_deleted = Some(id);
-            StatusCode::OK
-        }
+    match delete_capture(&auth, &req, &path) {
+        Ok(id) => Ok(see_other(&format!("/diag?deleted={id}#capture"))),
         Err((s, e)) => {
             v.cap_error = Some(e);
-            s
+            Ok(html(s, &build(&state, &auth, v).await))
         }
-    };
-    Ok(html(status, &build(&state, &auth, v).await))
+    }
 }
 
 /// Capture downloads in progress; see [`MAX_PCAP_DOWNLOADS`].
@@ -1506,17 +1506,22 @@ async fn form_capture(
         Ok(r) => start_capture(&state, &auth, &req, &r),
         Err(e) => Err(PingError::Bad(e)),
     };
-    let status = match res {
-        Ok(id) => {
-            v.cap_started = Some(id);
-            StatusCode::OK
-        }
+    match res {
+        // Post/redirect/get: reloading the page that says "Capture N started" is a GET and
+        // starts nothing (it was the POST again, and started another capture).
+        Ok(id) => Ok(see_other(&format!("/diag?capture={id}#capture"))),
         Err(e) => {
             v.cap_error = Some(e.text().to_string());
-            e.status()
+            Ok(html(e.status(), &build(&state, &auth, v).await))
         }
-    };
-    Ok(html(status, &build(&state, &auth, v).await))
+    }
+}
+
+/// 303 See Other to `to` (a page path of ours).
+fn see_other(to: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header(("Location", to.to_string()))
+        .finish()
 }
 
 // ---------------------------------------------------------------- page
@@ -1742,7 +1747,7 @@ async fn build(state: &AppState, auth: &Auth, f: Inputs) -> DiagPage {
     let lq = LogQuery {
         level: Some(f.level.clone()),
         q: Some(f.q.clone()),
-        lines: None,
+        ..LogQuery::default()
     };
     let (logs, logs_error) = match lq.select() {
         Ok(l) => (l, None),
@@ -1819,9 +1824,12 @@ async fn page(
     state: web::Data<AppState>,
     q: web::Query<LogQuery>,
 ) -> Result<HttpResponse, AuthError> {
+    let id = |v: &Option<String>| v.as_deref().and_then(|s| s.parse::<u64>().ok());
     let f = Inputs {
         level: q.level.clone().unwrap_or_default(),
         q: q.q.clone().unwrap_or_default(),
+        cap_started: id(&q.capture),
+        cap_deleted: id(&q.deleted),
         ..Inputs::default()
     };
     Ok(html(StatusCode::OK, &build(&state, &auth, f).await))

@@ -93,7 +93,7 @@ fn build(state: &AppState, auth: &Auth, f: &LatencyForm, error: Option<String>) 
             increase: ms(&r.summary["increase_ms"]),
             rpm: r.summary["rpm"]
                 .as_f64()
-                .map(|x| format!("{x:.0}"))
+                .map(crate::model::display::whole)
                 .unwrap_or_else(|| "—".into()),
             status: r.status.clone(),
         })
