@@ -194,10 +194,12 @@ pub async fn serve(
         let i = inner.clone();
         tasks.push(crate::engine::task::spawn(accept_loop(i, t)));
     }
+    let mut udp_addrs = Vec::new();
     for u in l.udp {
         let i = inner.clone();
         let st = stop.clone();
         let rt = tokio::runtime::Handle::current();
+        udp_addrs.extend(u.local_addr().ok());
         std::thread::Builder::new()
             .name("iperf2-udp".into())
             .spawn(move || udp_loop(i, u, st, rt))
@@ -208,6 +210,9 @@ pub async fn serve(
         None => std::future::pending::<()>().await,
     }
     stop.store(true, Ordering::Relaxed);
+    for a in udp_addrs {
+        crate::engine::echo::wake(a);
+    }
     for t in tasks {
         t.abort();
     }
@@ -654,7 +659,12 @@ fn udp_loop(
     let Ok(local) = sock.local_addr() else {
         return;
     };
-    let _ = sock.set_read_timeout(Some(Duration::from_millis(200)));
+    // Idle, the thread sleeps in recv (a stop wakes it with an empty datagram); while `-P`
+    // groups are still gathering it looks every 200 ms whether one is due. (A fixed 200 ms
+    // woke it 5 times a second on an idle board.)
+    let (idle, gathering) = (crate::engine::echo::IDLE_WAIT, Duration::from_millis(200));
+    let mut wait = idle;
+    let _ = sock.set_read_timeout(Some(wait));
     let mut buf = vec![0u8; 65536];
     // Flows by sender: when they started (a datagram from one of them reaching the listener
     // is a race at the start, not a new test).
@@ -663,9 +673,16 @@ fn udp_loop(
     let mut pending: HashMap<GroupKey, UdpGroup> = HashMap::new();
     while !stop.load(Ordering::Relaxed) {
         launch_due(&inner, &rt, &flows, &mut pending);
+        let want = if pending.is_empty() { idle } else { gathering };
+        if want != wait && sock.set_read_timeout(Some(want)).is_ok() {
+            wait = want;
+        }
         let Ok((n, from)) = sock.recv_from(&mut buf) else {
             continue;
         };
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
         let data = &buf[..n];
         let state = flows.lock().ok().and_then(|m| m.get(&from).cloned());
         match state {
