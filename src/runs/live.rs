@@ -471,7 +471,17 @@ impl Hub {
             .filter(|_| udp || forwarding)
             .map(|n| {
                 let path = crate::results::ledger::Path::of(&run.direction, forwarding);
-                let mut l = crate::results::ledger::ledger(n.max(0) as u64, path, &ports, &delta);
+                // The run's datagrams, to turn a qdisc's skbs into datagrams: the board's own
+                // sender count (not the agent's in a forwarding run).
+                let flow = report
+                    .map(|r| {
+                        let f = crate::engine::iperf3::server::TestFlow::of(r);
+                        let sent = f.sent.filter(|_| !forwarding);
+                        crate::results::ledger::Flow::udp(f.payload, f.ipv6, sent)
+                    })
+                    .unwrap_or_default();
+                let mut l =
+                    crate::results::ledger::ledger(n.max(0) as u64, path, &ports, &delta, &flow);
                 if let Some(p) = report.and_then(|r| r.peer_drops.as_ref()) {
                     l = crate::results::ledger::with_peer(l, p);
                 }
