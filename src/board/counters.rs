@@ -1258,20 +1258,24 @@ mod tests {
         let mut a = BoardReading::default();
         a.ports.insert("eth0".into(), port(q(1_000, 10, 0)));
         let mut b = BoardReading::default();
-        b.ports.insert("eth0".into(), port(q(62_044_600, 41_650, 2_980)));
+        b.ports
+            .insert("eth0".into(), port(q(62_044_600, 41_650, 2_980)));
         let d = b.since(&a, 3.0);
         let r = d.ports["eth0"].root_qdisc().expect("root");
         assert_eq!((r.sent_bytes, r.sent_packets), (62_043_600, 41_640));
         assert_eq!((r.backlog_start_bytes, r.backlog_bytes), (0, 2_980));
-        a.ports.insert("eth0".into(), port(q(0, u64::from(u32::MAX) - 9, 1_490)));
+        a.ports
+            .insert("eth0".into(), port(q(0, u64::from(u32::MAX) - 9, 1_490)));
         b.ports.insert("eth0".into(), port(q(0, 41_630, 0)));
         let r = b.since(&a, 3.0).ports["eth0"].qdiscs[0].clone();
         assert_eq!(r.sent_packets, 41_640, "one wrap of the 32-bit counter");
         assert_eq!(r.backlog_start_bytes, 1_490);
         // A stored delta from before the sent counters were kept reads back with 0.
-        let old: Qdisc = serde_json::from_value(serde_json::json!({"kind": "tbf", "handle": "8001:",
+        let old: Qdisc =
+            serde_json::from_value(serde_json::json!({"kind": "tbf", "handle": "8001:",
             "parent": "root", "drops": 5, "overlimits": 0, "requeues": 0, "backlog_bytes": 0,
-            "qlen": 0})).expect("old row");
+            "qlen": 0}))
+            .expect("old row");
         assert_eq!((old.sent_bytes, old.sent_packets, old.drops), (0, 0, 5));
     }
 
