@@ -8,7 +8,9 @@
 //!
 //! Cases: (a) the board sends (netperfd: GSO batches) through a TBF on its own port;
 //! (b) a forwarding run whose stock iperf3 sender (pc2, one datagram per skb) crosses the
-//! board's egress TBF; (c) a clean run: no place invented, nothing unattributed.
+//! board's egress TBF; (c) a clean run: no place invented, nothing unattributed; (d) a
+//! `netperfd -s` peer (GSO batches) through its own egress TBF, named by the peer's drops;
+//! (e) a forwarding run whose agent sends GSO batches through the board's egress TBF.
 
 mod common;
 
@@ -313,4 +315,195 @@ fn c_a_clean_run_invents_no_place() {
     assert_eq!(l["places"], serde_json::json!([]), "{l}");
     assert_eq!(num(l, "/unattributed"), 0.0, "{l}");
     assert_eq!(v["page_card"], "", "no ledger card for a clean run");
+}
+
+/// (d) Label: the PC's own egress TBF (50 Mbit/s, batches queued whole) drops what its
+/// `netperfd -s` sends (GSO batches) at 150 Mbit/s to the board (a `receive` run of the
+/// board's daemon). Truth: the PC's sender's own count (its bytes over the datagram size)
+/// − the board's receiver's own count; the PC's `tc -s` drops. The peer's place is in
+/// datagrams within 2 % and keeps the PC's own skb count.
+#[test]
+fn d_a_netperfd_peer_s_own_egress_tbf_with_gso_batches() {
+    let _one = serial();
+    let mut lab = Lab::new();
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    ns_sh(
+        &pc1,
+        &[
+            "tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", "50mbit", "burst", "64kb",
+            "limit", "64kb",
+        ],
+    );
+    lab.spawn(&pc1, "netperfd-s", bin(), &["-s"]);
+    lab.wait_port(&pc1, PC1_IP, 5201);
+    let (_d, mut http) = daemon(&mut lab, &board, 8264, &[]);
+    set_up(&lab, &mut http);
+    let before = tc_stats(&pc1, "eth0");
+    let r = http.api(
+        "POST",
+        "/api/runs",
+        &serde_json::json!({"host": PC1_IP, "protocol": "udp", "bitrate": "150M",
+            "direction": "receive", "duration": "3", "length": LEN.to_string()}),
+    );
+    assert!(r.status < 300, "{}", r.body);
+    let id = r.json()["id"].as_i64().expect("run id");
+    let v = wait_run(&http, id, Duration::from_secs(30));
+    assert_eq!(v["run"]["status"], "completed", "{v}");
+    let tc_drops = (tc_stats(&pc1, "eth0").dropped - before.dropped) as f64;
+    let sent: f64 = v["streams"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|s| s["local_sender"] == false)
+                .filter_map(|s| s["sender_bytes"].as_f64())
+                .sum()
+        })
+        .unwrap_or(0.0)
+        / LEN as f64;
+    let received = num(&v, "/run/total_packets") - num(&v, "/run/lost_packets");
+    let truth = sent - received;
+    let l = &v["loss_ledger"];
+    eprintln!(
+        "(d) PC sent {sent}, board received {received}, truth lost {truth}, PC tc drops {tc_drops} skbs; ledger {l}"
+    );
+    assert!(truth > 10_000.0, "the PC's TBF dropped only {truth}");
+    assert!(
+        tc_drops < 0.5 * truth,
+        "tc drops {tc_drops} for {truth} lost: the PC did not send GSO batches"
+    );
+    let q = place(l, "peer_qdisc").unwrap_or_else(|| panic!("no peer_qdisc in {l}"));
+    assert_eq!(q["unit"], "datagrams", "{q}");
+    assert_eq!(q["counted_unit"], "skbs", "{q}");
+    within(
+        num(q, "/packets"),
+        truth,
+        0.02,
+        "peer_qdisc vs the lost datagrams",
+    );
+    within(
+        num(q, "/counted"),
+        tc_drops,
+        0.01,
+        "peer_qdisc's own count vs the PC's tc -s",
+    );
+    assert!(
+        num(l, "/unattributed") <= 0.02 * truth,
+        "unattributed {} of {truth}: {l}",
+        l["unattributed"]
+    );
+    assert!(!l["places"].to_string().contains("board_"), "{l}");
+}
+
+/// (e) Label: a forwarding run the other way: PC1's agent (netperfd, GSO batches) sends at
+/// 150 Mbit/s into the board's eth0 and out of its eth1 through a 50 Mbit/s TBF to PC2's
+/// stock `iperf3 -s -1 -J`. Truth: the agent's own sent count (its bytes over the datagram
+/// size) − the stock receiver's own received count; the TBF's `tc -s` drops (skbs).
+#[test]
+fn e_forwarding_netperfd_gso_batches_through_the_board_s_egress_tbf() {
+    const TOKEN: &str = "lab-token-0123456789";
+    let _one = serial();
+    let (mut lab, _) = Lab::with_agent(TOKEN);
+    let board = lab.board.clone();
+    ns_sh(
+        &board,
+        &[
+            "tc", "qdisc", "add", "dev", "eth1", "root", "tbf", "rate", "50mbit", "burst", "64kb",
+            "limit", "64kb",
+        ],
+    );
+    let pc2 = lab.pc2.clone().expect("pc2");
+    let srv = lab.spawn(
+        &pc2,
+        "iperf3-s1",
+        "iperf3",
+        &["-s", "-1", "-J", "-p", "5302"],
+    );
+    lab.wait_port(&pc2, PC2_IP, 5302);
+    let tf = lab.token_file(TOKEN);
+    let data = lab.dir().join("data");
+    let data = data.to_str().unwrap_or("data").to_string();
+    let before = tc_stats(&board, "eth1");
+    let len = LEN.to_string();
+    let (code, out, err) = lab.run(
+        &board,
+        "forward",
+        bin(),
+        &[
+            "forward",
+            "--data",
+            &data,
+            "--json",
+            "--peer",
+            "http://192.0.2.2:5280",
+            "--token-file",
+            &tf,
+            "--to",
+            PC2_IP,
+            "-p",
+            "5302",
+            "--in",
+            "eth0",
+            "--out",
+            "eth1",
+            "--nat",
+            "-u",
+            "-b",
+            "150M",
+            "-l",
+            &len,
+            "-t",
+            "3",
+        ],
+        Duration::from_secs(90),
+    );
+    assert_eq!(code, Some(0), "{err}\n{out}");
+    let run = json(&out, "netperfd forward --json");
+    assert_eq!(run["status"], "completed", "{run}");
+    let tc_drops = (tc_stats(&board, "eth1").dropped - before.dropped) as f64;
+    assert_eq!(lab.wait(srv, Duration::from_secs(10)), Some(0));
+    let (s, e) = lab.output("iperf3-s1");
+    let sum = stock_sum(&s);
+    assert_eq!(sum["sender"], false, "{sum}{e}");
+    let received = num(&sum, "/packets") - num(&sum, "/lost_packets");
+    let id = run["id"].as_i64().expect("run id").to_string();
+    let (code, out, err) = lab.run(
+        &board,
+        "runs-show",
+        bin(),
+        &["runs", "--data", &data, "show", &id, "--json"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let v = json(&out, "runs show --json");
+    let sent = sender_count(&v);
+    let truth = sent - received;
+    let l = &v["loss_ledger"];
+    eprintln!(
+        "(e) agent sent {sent}, stock receiver got {received}, truth lost {truth}, tc drops {tc_drops} skbs; ledger {l}"
+    );
+    assert!(truth > 10_000.0, "the TBF dropped only {truth} datagrams");
+    assert!(
+        tc_drops < 0.5 * truth,
+        "tc drops {tc_drops} for {truth} lost: the agent did not send GSO batches"
+    );
+    let q = place(l, "board_qdisc").unwrap_or_else(|| panic!("no board_qdisc in {l}"));
+    assert_eq!(q["port"], "eth1");
+    assert_eq!(q["unit"], "datagrams", "{q}");
+    within(
+        num(q, "/packets"),
+        truth,
+        0.02,
+        "board_qdisc vs the lost datagrams",
+    );
+    within(
+        num(q, "/counted"),
+        tc_drops,
+        0.01,
+        "board_qdisc's own count vs tc -s",
+    );
+    assert!(
+        num(l, "/unattributed") <= 0.02 * truth,
+        "unattributed {} of {truth}: {l}",
+        l["unattributed"]
+    );
 }
