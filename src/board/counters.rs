@@ -226,8 +226,14 @@ pub struct Rings {
     pub tx_max: u32,
 }
 
-/// One qdisc's statistics (`tc -s qdisc`): packets dropped, over the limit, requeued, and
-/// the backlog (bytes, packets) at the reading.
+/// One qdisc's statistics (`tc -s qdisc`): skbs dropped, over the limit, requeued, what it
+/// sent, and the backlog (bytes, packets) at the reading.
+///
+/// Units, as the kernel counts them: `drops`, `overlimits`, `requeues` and `qlen` count skbs
+/// (one UDP_SEGMENT/GSO batch of several datagrams is one skb); `sent_packets` counts the
+/// segments of what it sent (a GSO skb adds its `gso_segs`: datagrams on the wire) and
+/// `sent_bytes` / `backlog_bytes` count each segment with its own headers from the link
+/// header up (`qdisc_pkt_len`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Qdisc {
     /// `tbf`, `fq_codel`, `mq`, `pfifo_fast`, …
@@ -243,6 +249,22 @@ pub struct Qdisc {
     pub backlog_bytes: u64,
     /// Packets queued at the reading.
     pub qlen: u64,
+    /// "Sent B bytes": bytes sent, each segment with its headers (Ethernet, IP, UDP).
+    /// In a [`PortDelta`]: bytes sent during the run. 0 in rows stored before it was kept.
+    #[serde(default)]
+    pub sent_bytes: u64,
+    /// "Sent … P pkt": segments sent (datagrams, not skbs). In a [`PortDelta`]: during the
+    /// run (the kernel's counter is 32 bits: one wrap is undone). 0 in rows stored before.
+    #[serde(default)]
+    pub sent_packets: u64,
+    /// In a [`PortDelta`] only: bytes queued when the run started (`backlog_bytes` is the
+    /// end's), so the backlog's change is known.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub backlog_start_bytes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Qdisc {
@@ -317,17 +339,26 @@ fn qdiscs_dump() -> Option<BTreeMap<i32, Vec<Qdisc>>> {
                             TcAttribute::Kind(k) => q.kind = k.clone(),
                             TcAttribute::Stats2(v) => {
                                 for s in v {
-                                    if let TcStats2::Queue(st) = s {
-                                        q.drops = st.drops.into();
-                                        q.overlimits = st.overlimits.into();
-                                        q.requeues = st.requeues.into();
-                                        q.backlog_bytes = st.backlog.into();
-                                        q.qlen = st.qlen.into();
-                                        have_queue = true;
+                                    match s {
+                                        TcStats2::Queue(st) => {
+                                            q.drops = st.drops.into();
+                                            q.overlimits = st.overlimits.into();
+                                            q.requeues = st.requeues.into();
+                                            q.backlog_bytes = st.backlog.into();
+                                            q.qlen = st.qlen.into();
+                                            have_queue = true;
+                                        }
+                                        TcStats2::Basic(b) => {
+                                            q.sent_bytes = b.bytes;
+                                            q.sent_packets = b.packets.into();
+                                        }
+                                        _ => {}
                                     }
                                 }
                             }
                             TcAttribute::Stats(st) if !have_queue => {
+                                q.sent_bytes = st.bytes;
+                                q.sent_packets = st.packets.into();
                                 q.drops = st.drops.into();
                                 q.overlimits = st.overlimits.into();
                                 q.backlog_bytes = st.backlog.into();
@@ -570,6 +601,16 @@ impl BoardReading {
     /// What moved from `before` to `self` over `seconds` (see [`BoardDelta`]).
     pub fn since(&self, before: &BoardReading, seconds: f64) -> BoardDelta {
         let d = |a: u64, b: u64| b.saturating_sub(a);
+        // A 32-bit kernel counter (a qdisc's sent packets) that wrapped once.
+        let d32 = |a: u64, b: u64| {
+            if b >= a {
+                b - a
+            } else if a <= u64::from(u32::MAX) && b <= u64::from(u32::MAX) {
+                (b + (1u64 << 32)) - a
+            } else {
+                0
+            }
+        };
         let mut ports = BTreeMap::new();
         for (name, p) in &self.ports {
             let Some(b) = before.ports.get(name) else {
@@ -598,6 +639,9 @@ impl BoardReading {
                                 drops: d(o.drops, q.drops),
                                 overlimits: d(o.overlimits, q.overlimits),
                                 requeues: d(o.requeues, q.requeues),
+                                sent_bytes: d(o.sent_bytes, q.sent_bytes),
+                                sent_packets: d32(o.sent_packets, q.sent_packets),
+                                backlog_start_bytes: o.backlog_bytes,
                                 ..q.clone()
                             },
                         }
@@ -731,7 +775,13 @@ pub struct PortDelta {
 }
 
 impl PortDelta {
-    /// Drops of the port's root qdisc (which include its children's) and the qdisc's kind.
+    /// The port's root qdisc (its counters include its children's).
+    pub fn root_qdisc(&self) -> Option<&Qdisc> {
+        self.qdiscs.iter().find(|q| q.is_root())
+    }
+
+    /// Drops of the port's root qdisc (which include its children's; skbs, see [`Qdisc`]) and
+    /// the qdisc's kind.
     pub fn root_qdisc_drops(&self) -> Option<(&str, u64)> {
         self.qdiscs
             .iter()
@@ -1185,6 +1235,48 @@ mod tests {
         // The stored form reads back.
         let j = serde_json::to_string(&d).unwrap();
         assert_eq!(serde_json::from_str::<BoardDelta>(&j).unwrap(), d);
+    }
+
+    #[test]
+    fn a_qdisc_s_sent_counters_and_backlog_over_a_run() {
+        // tc -s of a TBF before and after a run: "Sent 1,000 bytes 10 pkt … backlog 0b"
+        // then 62,044,600 bytes in 41,650 segments with 2,980 bytes queued; its 32-bit packet
+        // counter may wrap once.
+        let q = |sent_bytes, sent_packets, backlog_bytes| Qdisc {
+            kind: "tbf".into(),
+            handle: "8001:".into(),
+            parent: "root".into(),
+            sent_bytes,
+            sent_packets,
+            backlog_bytes,
+            ..Default::default()
+        };
+        let port = |q: Qdisc| PortReading {
+            qdiscs: vec![q],
+            ..Default::default()
+        };
+        let mut a = BoardReading::default();
+        a.ports.insert("eth0".into(), port(q(1_000, 10, 0)));
+        let mut b = BoardReading::default();
+        b.ports
+            .insert("eth0".into(), port(q(62_044_600, 41_650, 2_980)));
+        let d = b.since(&a, 3.0);
+        let r = d.ports["eth0"].root_qdisc().expect("root");
+        assert_eq!((r.sent_bytes, r.sent_packets), (62_043_600, 41_640));
+        assert_eq!((r.backlog_start_bytes, r.backlog_bytes), (0, 2_980));
+        a.ports
+            .insert("eth0".into(), port(q(0, u64::from(u32::MAX) - 9, 1_490)));
+        b.ports.insert("eth0".into(), port(q(0, 41_630, 0)));
+        let r = b.since(&a, 3.0).ports["eth0"].qdiscs[0].clone();
+        assert_eq!(r.sent_packets, 41_640, "one wrap of the 32-bit counter");
+        assert_eq!(r.backlog_start_bytes, 1_490);
+        // A stored delta from before the sent counters were kept reads back with 0.
+        let old: Qdisc =
+            serde_json::from_value(serde_json::json!({"kind": "tbf", "handle": "8001:",
+            "parent": "root", "drops": 5, "overlimits": 0, "requeues": 0, "backlog_bytes": 0,
+            "qlen": 0}))
+            .expect("old row");
+        assert_eq!((old.sent_bytes, old.sent_packets, old.drops), (0, 0, 5));
     }
 
     #[test]

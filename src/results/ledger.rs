@@ -6,15 +6,27 @@
 //! `netperfd -s`) it sends its own drop counters over the test with its results
 //! ([`peer_drops`], added by [`with_peer`] as `peer_*` places); a stock peer sends none.
 //!
-//! Units: the counters count what the kernel counts. Socket, softnet and most NIC counters
-//! count datagrams (frames); a qdisc counts a dropped GSO batch (several datagrams sent in one
-//! `sendmmsg`/UDP_SEGMENT buffer) as one drop, unless it cut the batch up before queueing it
-//! (TBF does when the batch is larger than its burst). Such drops are shown as counted and the
-//! rest of the loss stays `unattributed` rather than being guessed.
+//! Units: the ledger counts datagrams (`unit` of [`LossLedger`] and of each [`Place`]). NIC,
+//! softnet and socket counters count frames / datagrams as they are. A qdisc counts skbs: a
+//! dropped GSO batch (several datagrams sent in one UDP_SEGMENT buffer, as netperfd sends)
+//! is one drop. Its drops are turned into datagrams by conservation over the run
+//! ([`qdisc_datagrams`]): the datagrams that entered it (what this host's own sender handed
+//! to the kernel, or for a forwarded run what arrived on the run's other ports) less what it
+//! sent (its "Sent … bytes", which count every segment with its headers) less what is still
+//! queued. The qdisc's own count stays in the place (`counted`, `counted_unit` `skbs`). When
+//! the conversion cannot be made (the run's datagram size or sender count unknown, counters
+//! from before the qdisc's sent bytes were kept, figures that do not add up) the place keeps
+//! the skbs with `unit` `skbs`, is left out of [`LossLedger::attributed`], and the page says
+//! so rather than guessing.
 
-use crate::board::counters::BoardDelta;
+use crate::board::counters::{BoardDelta, Qdisc};
 use crate::model::display::count;
 use serde::{Deserialize, Serialize};
+
+/// The unit of a place that counts datagrams (see the module doc).
+pub const DATAGRAMS: &str = "datagrams";
+/// The unit of a qdisc's drops: one skb is one datagram or a GSO batch of several.
+pub const SKBS: &str = "skbs";
 
 /// Where datagrams were dropped, as counted by one counter.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,10 +37,30 @@ pub struct Place {
     /// The port, for places that belong to one (qdisc, NIC).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<String>,
-    /// Packets the counter moved by during the run.
+    /// What was lost here, in `unit`: datagrams, or (a qdisc whose skbs could not be turned
+    /// into datagrams) skbs.
     pub packets: u64,
+    /// The unit of `packets`: [`DATAGRAMS`] or [`SKBS`]. Empty in ledgers stored before the
+    /// unit was said (their qdisc places counted skbs).
+    #[serde(default)]
+    pub unit: String,
+    /// The counter's own figure when it counts something else than datagrams (a qdisc: its
+    /// drops, in `counted_unit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted: Option<u64>,
+    /// The unit of `counted` ([`SKBS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted_unit: Option<String>,
     /// The counter, in words (`qdisc tbf drops on eth0`, `Udp RcvbufErrors`).
     pub counter: String,
+}
+
+impl Place {
+    /// Whether `packets` counts datagrams (ledgers stored before the unit was said count as
+    /// they did then).
+    pub fn in_datagrams(&self) -> bool {
+        self.unit != SKBS
+    }
 }
 
 /// A run's lost datagrams and the places that account for them.
@@ -36,23 +68,47 @@ pub struct Place {
 pub struct LossLedger {
     /// Datagrams the receiver counted lost.
     pub lost: u64,
+    /// The unit of `lost` and `unattributed`: [`DATAGRAMS`] (empty in ledgers stored before
+    /// it was said).
+    #[serde(default)]
+    pub unit: String,
     /// The board's counters that moved, largest first.
     pub places: Vec<Place>,
-    /// `lost` minus the places' sum, never below 0 (when the places add up to more than was
-    /// lost, other traffic moved the host-wide counters too; see [`LossLedger::overcounted`]).
+    /// `lost` minus the places counted in datagrams, never below 0 (when the places add up
+    /// to more than was lost, other traffic moved the host-wide counters too; see
+    /// [`LossLedger::overcounted`]).
     pub unattributed: u64,
 }
 
 impl LossLedger {
-    /// Packets the places add up to.
+    /// Datagrams the places add up to (places still in skbs left out).
     pub fn attributed(&self) -> u64 {
-        self.places.iter().map(|p| p.packets).sum()
+        self.places
+            .iter()
+            .filter(|p| p.in_datagrams())
+            .map(|p| p.packets)
+            .fold(0, u64::saturating_add)
+    }
+
+    /// Datagrams the places hold at least: [`LossLedger::attributed`] plus one per skb of the
+    /// places still in skbs (a skb holds one datagram or more).
+    pub fn at_least(&self) -> u64 {
+        self.places
+            .iter()
+            .map(|p| p.packets)
+            .fold(0, u64::saturating_add)
     }
 
     /// The places add up to more than the run lost (the counters are host-wide: other
     /// traffic ran at the same time and is in the figures); `unattributed` was clamped to 0.
     pub fn overcounted(&self) -> bool {
         self.attributed() > self.lost
+    }
+
+    /// Some place is counted in skbs (its datagrams could not be told): part of
+    /// `unattributed` may be in it.
+    pub fn has_skbs(&self) -> bool {
+        self.places.iter().any(|p| !p.in_datagrams())
     }
 }
 
@@ -85,70 +141,178 @@ impl Path {
     }
 }
 
+/// What the ledger knows of a run's own datagrams, to turn a qdisc's skbs into datagrams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Flow {
+    /// UDP payload bytes of one datagram (the run's `-l`); 0 = unknown (no conversion).
+    pub payload: u64,
+    /// Header bytes of one datagram as ports and qdiscs count them: link (Ethernet, 14) +
+    /// IP (20, or 40 for IPv6) + UDP (8).
+    pub headers: u64,
+    /// Datagrams this host's own sender handed to the kernel over the run (its omitted
+    /// seconds included); `None` when it did not send or the count is unknown.
+    pub sent: Option<u64>,
+}
+
+impl Flow {
+    /// The flow of UDP datagrams of `payload` bytes over IPv4 or IPv6 on Ethernet ports,
+    /// `sent` of them sent by this host (when it sent).
+    pub fn udp(payload: u64, ipv6: bool, sent: Option<u64>) -> Flow {
+        Flow {
+            payload,
+            headers: 14 + if ipv6 { 40 } else { 20 } + 8,
+            sent,
+        }
+    }
+
+    /// Bytes of one datagram as a qdisc counts it (headers included); `None` without a
+    /// payload size.
+    fn wire(&self) -> Option<u64> {
+        (self.payload > 0).then(|| self.payload.saturating_add(self.headers))
+    }
+
+    /// Datagrams in `bytes` / `packets` that a port received: each skb (a single frame or a
+    /// GSO/GRO batch) carries its headers once, the rest is whole payloads.
+    fn received(&self, bytes: u64, packets: u64) -> Option<u64> {
+        (self.payload > 0)
+            .then(|| bytes.saturating_sub(packets.saturating_mul(self.headers)) / self.payload)
+    }
+}
+
+/// Datagrams root qdisc `q` dropped over a run into which `entered` datagrams of `f` went, by
+/// conservation: entered − sent − (backlog at the end − at the start), with what it sent and
+/// queued in bytes over one datagram's bytes (so the small packets of other traffic weigh
+/// little). `None` when that cannot be told: no payload size, the qdisc's sent bytes not
+/// read (a row stored before they were kept), or a result below the qdisc's own skb count
+/// (every dropped skb holds at least one datagram: the figures do not add up, e.g. other
+/// traffic through the qdisc). At least the skb count, at most `entered`.
+pub fn qdisc_datagrams(q: &Qdisc, entered: u64, f: &Flow) -> Option<u64> {
+    let wire = i128::from(f.wire()?);
+    if q.sent_bytes == 0 && q.sent_packets == 0 {
+        return None;
+    }
+    let sent = (i128::from(q.sent_bytes) + wire / 2) / wire;
+    let queued = (i128::from(q.backlog_bytes) - i128::from(q.backlog_start_bytes)) / wire;
+    let lost = i128::from(entered) - sent - queued;
+    let skbs = i128::from(q.drops);
+    // Noise of a few datagrams (a control packet, rounding) below the skb count is allowed.
+    if lost * 100 < skbs * 98 - 200 {
+        return None;
+    }
+    let n = lost.max(skbs).min(i128::from(entered));
+    u64::try_from(n).ok()
+}
+
 /// The ledger of a run that lost `lost` datagrams on `ports` (the run's ports on the board)
-/// along `path`, from the board's counters over the run.
-pub fn ledger(lost: u64, path: Path, ports: &[String], d: &BoardDelta) -> LossLedger {
+/// along `path`, from the board's counters over the run; `flow` turns qdisc skbs into
+/// datagrams (see [`qdisc_datagrams`]): for a run this host sent (on one port) what entered
+/// the egress qdisc is `flow.sent`; for a forwarded run, the datagrams received on the run's
+/// other ports less softnet drops.
+pub fn ledger(lost: u64, path: Path, ports: &[String], d: &BoardDelta, flow: &Flow) -> LossLedger {
     let mut places = Vec::new();
     for name in ports {
         let Some(p) = d.ports.get(name) else { continue };
         if path.egress() {
-            if let Some((kind, n)) = p.root_qdisc_drops().filter(|(_, n)| *n > 0) {
+            if let Some(q) = p.root_qdisc().filter(|q| q.drops > 0) {
+                let entered = match path {
+                    Path::Forwarded => {
+                        let rx = ports
+                            .iter()
+                            .filter(|o| *o != name)
+                            .filter_map(|o| d.ports.get(o)?.traffic)
+                            .map(|t| flow.received(t.rx_bytes, t.rx_packets))
+                            .try_fold(0u64, |a, n| Some(a.saturating_add(n?)));
+                        rx.filter(|_| ports.len() > 1)
+                            .map(|n| n.saturating_sub(d.softnet_dropped()))
+                    }
+                    _ => flow.sent.filter(|_| ports.len() == 1),
+                };
+                let datagrams = entered.and_then(|e| qdisc_datagrams(q, e, flow));
                 places.push(Place {
                     place: "board_qdisc".into(),
                     port: Some(name.clone()),
-                    packets: n,
-                    counter: format!("qdisc {kind} drops on {name}"),
+                    packets: datagrams.unwrap_or(q.drops),
+                    unit: if datagrams.is_some() { DATAGRAMS } else { SKBS }.into(),
+                    counted: Some(q.drops),
+                    counted_unit: Some(SKBS.into()),
+                    counter: format!("qdisc {} drops on {name}", q.kind),
                 });
             }
         }
         if path.ingress() {
             if let Some((counter, n)) = p.nic_rx_drops() {
-                places.push(Place {
-                    place: "board_nic".into(),
-                    port: Some(name.clone()),
-                    packets: n,
-                    counter: format!("{counter} on {name}"),
-                });
+                places.push(datagram_place(
+                    "board_nic",
+                    Some(name.clone()),
+                    n,
+                    format!("{counter} on {name}"),
+                ));
             }
         }
     }
     if path.ingress() {
         let sd = d.softnet_dropped();
         if sd > 0 {
-            places.push(Place {
-                place: "board_softnet".into(),
-                port: None,
-                packets: sd,
-                counter: format!("softnet_stat dropped ({})", cpus_moved(d, |s| s.dropped)),
-            });
+            places.push(datagram_place(
+                "board_softnet",
+                None,
+                sd,
+                format!("softnet_stat dropped ({})", cpus_moved(d, |s| s.dropped)),
+            ));
         }
     }
     if matches!(path, Path::Received | Path::Both) {
         let n = d.snmp("Udp.RcvbufErrors");
         if n > 0 {
-            places.push(Place {
-                place: "board_socket".into(),
-                port: None,
-                packets: n,
-                counter: "Udp RcvbufErrors".into(),
-            });
+            places.push(datagram_place(
+                "board_socket",
+                None,
+                n,
+                "Udp RcvbufErrors".into(),
+            ));
         }
     }
-    crate::model::order::sort_by_key(&mut places, |p| std::cmp::Reverse(p.packets));
-    let sum: u64 = places.iter().map(|p| p.packets).sum();
-    LossLedger {
-        lost,
-        places,
-        unattributed: lost.saturating_sub(sum),
+    finish(lost, places)
+}
+
+fn datagram_place(place: &str, port: Option<String>, n: u64, counter: String) -> Place {
+    Place {
+        place: place.into(),
+        port,
+        packets: n,
+        unit: DATAGRAMS.into(),
+        counted: None,
+        counted_unit: None,
+        counter,
     }
 }
 
+/// The ledger of `places`, largest first, with what is left unattributed.
+fn finish(lost: u64, mut places: Vec<Place>) -> LossLedger {
+    crate::model::order::sort_by_key(&mut places, |p| std::cmp::Reverse(p.packets));
+    let mut l = LossLedger {
+        lost,
+        unit: DATAGRAMS.into(),
+        places,
+        unattributed: 0,
+    };
+    l.unattributed = lost.saturating_sub(l.attributed());
+    l
+}
+
 /// The places of this host's own drop counters over a test, as a netperfd iperf3 server
-/// sends them with its results (`netperfd_drops`: `place` without its `board_` prefix:
-/// `qdisc`, `nic`, `softnet`, `socket`) for the other side's ledger. `direction` is this
-/// side's (`send`, `receive`, `bidir`), `ports` the test's ports on this host.
-pub fn peer_drops(direction: &str, ports: &[String], d: &BoardDelta) -> serde_json::Value {
-    let l = ledger(0, Path::of(direction, false), ports, d);
+/// (or client, or peer agent) sends them with its results (`netperfd_drops`: `place`
+/// without its `board_` prefix: `qdisc`, `nic`, `softnet`, `socket`; with `unit`, and a
+/// qdisc's own skb count in `counted`) for the other side's ledger. `direction` is this
+/// side's (`send`, `receive`, `bidir`), `ports` the test's ports on this host, `flow` the
+/// test's datagrams (its `sent`: this side's own sender count).
+pub fn peer_drops(
+    direction: &str,
+    ports: &[String],
+    d: &BoardDelta,
+    flow: &Flow,
+) -> serde_json::Value {
+    let l = ledger(0, Path::of(direction, false), ports, d, flow);
     let places: Vec<Place> = l
         .places
         .into_iter()
@@ -167,7 +331,9 @@ const PEER_TEXT: usize = 120;
 
 /// Ledger `l` with the peer's drop counters (`netperfd_drops` of its results, see
 /// [`peer_drops`]) as `peer_*` places; entries that are not a known place, or malformed,
-/// are left out. `unattributed` is recomputed.
+/// are left out. A peer that did not say its unit (netperfd before units were said) counted
+/// a qdisc's drops in skbs, everything else in datagrams; a unit other than those two is
+/// taken as skbs (not added up). `unattributed` is recomputed.
 pub fn with_peer(mut l: LossLedger, drops: &serde_json::Value) -> LossLedger {
     let list = drops.as_array().map(Vec::as_slice).unwrap_or_default();
     for v in list.iter().take(PEER_PLACES) {
@@ -177,17 +343,29 @@ pub fn with_peer(mut l: LossLedger, drops: &serde_json::Value) -> LossLedger {
         if !matches!(p.place.as_str(), "qdisc" | "nic" | "softnet" | "socket") || p.packets == 0 {
             continue;
         }
+        let unit = match p.unit.as_str() {
+            DATAGRAMS => DATAGRAMS,
+            "" if p.place != "qdisc" => DATAGRAMS,
+            _ => SKBS,
+        };
         let cut = |t: String| t.chars().take(PEER_TEXT).collect::<String>();
+        let counted = p.counted.filter(|_| p.place == "qdisc");
         l.places.push(Place {
             place: format!("peer_{}", p.place),
             port: p.port.map(cut),
             packets: p.packets,
+            unit: unit.into(),
+            counted,
+            counted_unit: counted.map(|_| SKBS.into()),
             counter: cut(p.counter),
         });
     }
-    crate::model::order::sort_by_key(&mut l.places, |p| std::cmp::Reverse(p.packets));
-    l.unattributed = l.lost.saturating_sub(l.attributed());
-    l
+    if l.unit.is_empty() {
+        l.unit = DATAGRAMS.into();
+    }
+    let lost = l.lost;
+    let places = std::mem::take(&mut l.places);
+    finish(lost, places)
 }
 
 /// Bytes a frame carries beyond its payload, allowed per packet the ports counted when
@@ -222,8 +400,9 @@ pub fn other_traffic_sentence(extra: u64, run_bytes: u64) -> String {
 }
 
 /// The ledger in a few words for tables across runs and boards (compare, suites): each place
-/// and its packets, then what is unattributed — "board_qdisc eth0 12,001, unattributed 344",
-/// "not on the board: 500". `None` when nothing was lost.
+/// and its datagrams (a place still in skbs says so), then what is unattributed —
+/// "board_qdisc eth0 12,001, unattributed 344", "board_qdisc eth0 884 skbs, unattributed
+/// 8,000", "not on the board: 500". `None` when nothing was lost.
 pub fn headline(l: &LossLedger) -> Option<String> {
     if l.lost == 0 {
         return None;
@@ -234,15 +413,30 @@ pub fn headline(l: &LossLedger) -> Option<String> {
     let mut parts: Vec<String> = l
         .places
         .iter()
-        .map(|p| match &p.port {
-            Some(port) => format!("{} {port} {}", p.place, count(p.packets)),
-            None => format!("{} {}", p.place, count(p.packets)),
+        .map(|p| {
+            let unit = if p.in_datagrams() { "" } else { " skbs" };
+            match &p.port {
+                Some(port) => format!("{} {port} {}{unit}", p.place, count(p.packets)),
+                None => format!("{} {}{unit}", p.place, count(p.packets)),
+            }
         })
         .collect();
     if l.unattributed > 0 {
         parts.push(format!("unattributed {}", count(l.unattributed)));
     }
     Some(parts.join(", "))
+}
+
+/// How a qdisc place counted, after its name: "" when its drops were datagrams already,
+/// else "; it counted 884 drops: one per skb, a GSO batch of several datagrams is one".
+fn qdisc_counted(p: &Place) -> String {
+    match p.counted {
+        Some(c) if c != p.packets && p.in_datagrams() => format!(
+            "; the qdisc counted {} drops: one per skb, and a GSO batch of several datagrams is one skb",
+            count(c)
+        ),
+        _ => String::new(),
+    }
 }
 
 /// "CPU 0" / "CPUs 0, 3": the CPUs whose softnet counter `f` moved.
@@ -276,9 +470,16 @@ pub fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
                     .and_then(|c| c.split_once(' '))
                     .map(|(k, _)| k)
                     .unwrap_or("qdisc");
-                format!(
-                    "{n} of {lost} lost datagrams were dropped by the board's own egress queue ({kind} on {port}): the sender outran the link — lower -b or raise the shaper"
-                )
+                if p.in_datagrams() {
+                    format!(
+                        "{n} of {lost} lost datagrams were dropped by the board's own egress queue ({kind} on {port}){}: the sender outran the link — lower -b or raise the shaper",
+                        qdisc_counted(p)
+                    )
+                } else {
+                    format!(
+                        "the board's own egress queue ({kind} on {port}) dropped {n} skbs — its unit: a GSO batch of several datagrams is one skb, and its datagrams could not be told from the counters, so they hold {n} or more of the {lost} lost datagrams: the sender outran the link — lower -b or raise the shaper"
+                    )
+                }
             }
             "board_socket" => {
                 let rmem = d
@@ -318,9 +519,16 @@ pub fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
                     .and_then(|c| c.split_once(' '))
                     .map(|(k, _)| k)
                     .unwrap_or("qdisc");
-                format!(
-                    "{n} of {lost} lost datagrams were dropped by the peer's own egress queue ({kind} on its {port}): the peer's sender outran its link — lower -b or raise the peer's shaper"
-                )
+                if p.in_datagrams() {
+                    format!(
+                        "{n} of {lost} lost datagrams were dropped by the peer's own egress queue ({kind} on its {port}){}: the peer's sender outran its link — lower -b or raise the peer's shaper",
+                        qdisc_counted(p)
+                    )
+                } else {
+                    format!(
+                        "the peer's own egress queue ({kind} on its {port}) dropped {n} skbs — its unit: a GSO batch of several datagrams is one skb, so they hold {n} or more of the {lost} lost datagrams: the peer's sender outran its link — lower -b or raise the peer's shaper"
+                    )
+                }
             }
             "peer_socket" => format!(
                 "the peer's RcvbufErrors +{n}: the peer's socket buffer overflowed — -w 4M, or raise the peer's net.core.rmem_max"
@@ -352,6 +560,11 @@ pub fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
             } else {
                 String::new()
             }
+        ));
+    } else if l.unattributed > 0 && l.has_skbs() {
+        out.push(format!(
+            "{} of {lost} lost datagrams are not on any counter in datagrams: part or all of them are in the skbs counted above, the rest on the wire",
+            count(l.unattributed)
         ));
     } else if l.unattributed > 0 && peer_told {
         out.push(format!(
@@ -488,6 +701,11 @@ mod tests {
         CpuFreqDelta, IrqLine, PortDelta, Qdisc, Rings, Softnet, ThermalDelta,
     };
 
+    /// The ledger without the run's datagrams (size unknown: a qdisc stays in skbs).
+    fn led(lost: u64, path: Path, ports: &[String], d: &BoardDelta) -> LossLedger {
+        ledger(lost, path, ports, d, &Flow::default())
+    }
+
     fn board() -> BoardDelta {
         let mut d = BoardDelta {
             seconds: 5.0,
@@ -524,37 +742,158 @@ mod tests {
         d
     }
 
+    /// A run the board sent through a 50 Mbit/s TBF on its own port (the issue's case: UDP
+    /// 150M, netperfd sending GSO batches of about 10 datagrams): 130,000 datagrams handed
+    /// to the kernel, the TBF sent 41,640 segments (62,043,600 bytes at 1,490 bytes each:
+    /// 1,448 payload + 42 headers) and held 2 at the end; it counted 8,839 drops (skbs).
+    fn gso_tbf() -> BoardDelta {
+        let mut d = BoardDelta::default();
+        d.ports.insert(
+            "eth0".into(),
+            PortDelta {
+                qdiscs: vec![Qdisc {
+                    kind: "tbf".into(),
+                    handle: "8001:".into(),
+                    parent: "root".into(),
+                    drops: 8_839,
+                    sent_packets: 41_640,
+                    sent_bytes: 62_043_600,
+                    backlog_bytes: 2_980,
+                    qlen: 1,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+        );
+        d
+    }
+
     #[test]
-    fn a_sending_run_is_charged_to_the_egress_queue_only() {
+    fn a_sending_run_s_gso_drops_become_datagrams() {
+        let flow = Flow::udp(1448, false, Some(130_000));
+        assert_eq!(flow.headers, 42);
+        let l = ledger(88_360, Path::Sent, &["eth0".into()], &gso_tbf(), &flow);
+        assert_eq!(l.places.len(), 1, "{l:?}");
+        let q = &l.places[0];
+        // 130,000 − 41,640 sent − 2 queued = 88,358 (the receiver lost 88,360).
+        assert_eq!((q.packets, q.unit.as_str()), (88_358, "datagrams"));
+        assert_eq!(
+            (q.counted, q.counted_unit.as_deref()),
+            (Some(8_839), Some("skbs"))
+        );
+        assert_eq!(l.unattributed, 2);
+        assert_eq!(l.unit, "datagrams");
+        let j = serde_json::to_value(&l).unwrap();
+        assert_eq!(
+            j,
+            serde_json::json!({"lost": 88360, "unit": "datagrams", "places": [{"place": "board_qdisc",
+                "port": "eth0", "packets": 88358, "unit": "datagrams", "counted": 8839,
+                "counted_unit": "skbs", "counter": "qdisc tbf drops on eth0"}], "unattributed": 2})
+        );
+        assert_eq!(
+            headline(&l).as_deref(),
+            Some("board_qdisc eth0 88,358, unattributed 2")
+        );
+        let s = sentences(&l, &gso_tbf());
+        assert_eq!(s[0], "88,358 of 88,360 lost datagrams were dropped by the board's own egress queue (tbf on eth0); the qdisc counted 8,839 drops: one per skb, and a GSO batch of several datagrams is one skb: the sender outran the link — lower -b or raise the shaper");
+        assert_eq!(s[1], "2 of 88,360 lost datagrams are not on the board's counters: on the wire or at the peer");
+        // A stock sender (one datagram per skb): 100,000 sent, 56,270 out, 4 queued; the
+        // qdisc's 43,726 drops are datagrams already (the receiver lost 43,724).
+        let mut d = gso_tbf();
+        let q = &mut d.ports.get_mut("eth0").unwrap().qdiscs[0];
+        (q.drops, q.sent_packets, q.sent_bytes, q.backlog_bytes) =
+            (43_726, 56_270, 56_270 * 1490, 4 * 1490);
         let l = ledger(
+            43_724,
+            Path::Sent,
+            &["eth0".into()],
+            &d,
+            &Flow::udp(1448, false, Some(100_000)),
+        );
+        assert_eq!(
+            (l.places[0].packets, l.places[0].unit.as_str()),
+            (43_726, "datagrams")
+        );
+        assert_eq!(l.unattributed, 0);
+        assert!(l.overcounted());
+        assert!(
+            !sentences(&l, &d)[0].contains("the qdisc counted"),
+            "same unit: nothing to say"
+        );
+    }
+
+    #[test]
+    fn a_qdisc_that_cannot_be_converted_stays_in_skbs_and_says_so() {
+        // The run's datagram size unknown (or counters stored before the qdisc's sent bytes
+        // were kept): the 12,001 drops stay skbs and are not added up as datagrams.
+        let l = led(
             12_345,
             Path::Sent,
             &["eth0".into(), "eth1".into()],
             &board(),
         );
         assert_eq!(l.places.len(), 1, "{l:?}");
-        assert_eq!(l.places[0].place, "board_qdisc");
-        assert_eq!(l.places[0].packets, 12_001);
-        assert_eq!(l.places[0].counter, "qdisc tbf drops on eth0");
-        assert_eq!(l.unattributed, 344);
-        let j = serde_json::to_value(&l).unwrap();
+        let q = &l.places[0];
         assert_eq!(
-            j,
-            serde_json::json!({"lost": 12345, "places": [{"place": "board_qdisc", "port": "eth0",
-                "packets": 12001, "counter": "qdisc tbf drops on eth0"}], "unattributed": 344})
+            (q.place.as_str(), q.packets, q.unit.as_str()),
+            ("board_qdisc", 12_001, "skbs")
         );
+        assert_eq!(q.counter, "qdisc tbf drops on eth0");
+        assert_eq!(l.attributed(), 0);
+        assert_eq!(l.at_least(), 12_001);
+        assert_eq!(l.unattributed, 12_345);
         assert_eq!(
             headline(&l).as_deref(),
-            Some("board_qdisc eth0 12,001, unattributed 344")
+            Some("board_qdisc eth0 12,001 skbs, unattributed 12,345")
         );
         let s = sentences(&l, &board());
-        assert_eq!(s[0], "12,001 of 12,345 lost datagrams were dropped by the board's own egress queue (tbf on eth0): the sender outran the link — lower -b or raise the shaper");
-        assert_eq!(s[1], "344 of 12,345 lost datagrams are not on the board's counters: on the wire or at the peer");
+        assert_eq!(s[0], "the board's own egress queue (tbf on eth0) dropped 12,001 skbs — its unit: a GSO batch of several datagrams is one skb, and its datagrams could not be told from the counters, so they hold 12,001 or more of the 12,345 lost datagrams: the sender outran the link — lower -b or raise the shaper");
+        assert_eq!(s[1], "12,345 of 12,345 lost datagrams are not on any counter in datagrams: part or all of them are in the skbs counted above, the rest on the wire");
+        // Sizes known but the qdisc's sent counters not read (a row from before): skbs.
+        let flow = Flow::udp(1448, false, Some(130_000));
+        let l = ledger(12_345, Path::Sent, &["eth0".into()], &board(), &flow);
+        assert_eq!(l.places[0].unit, "skbs");
+        // Figures that do not add up (fewer datagrams missing than skbs dropped: other
+        // traffic through the qdisc): skbs, not a guess.
+        let l = ledger(
+            88_360,
+            Path::Sent,
+            &["eth0".into()],
+            &gso_tbf(),
+            &Flow::udp(1448, false, Some(45_000)),
+        );
+        assert_eq!(
+            (l.places[0].packets, l.places[0].unit.as_str()),
+            (8_839, "skbs")
+        );
+        // A run on two ports: which one the sender's datagrams went out of is not known.
+        let mut two = gso_tbf();
+        two.ports.insert("eth1".into(), PortDelta::default());
+        let l = ledger(
+            88_360,
+            Path::Sent,
+            &["eth0".into(), "eth1".into()],
+            &two,
+            &flow,
+        );
+        assert_eq!(l.places[0].unit, "skbs");
+        // A ledger stored before units were said reads back, counting as it did.
+        let old: LossLedger = serde_json::from_value(serde_json::json!({"lost": 10, "places": [
+            {"place": "board_qdisc", "port": "eth0", "packets": 4, "counter": "qdisc tbf drops on eth0"}],
+            "unattributed": 6})).unwrap();
+        assert_eq!(
+            (
+                old.unit.as_str(),
+                old.places[0].unit.as_str(),
+                old.attributed()
+            ),
+            ("", "", 4)
+        );
     }
 
     #[test]
     fn a_receiving_run_names_the_nic_ring_and_the_socket_and_clamps() {
-        let l = ledger(14_000, Path::Received, &["eth1".into()], &board());
+        let l = led(14_000, Path::Received, &["eth1".into()], &board());
         let places: Vec<(&str, u64)> = l
             .places
             .iter()
@@ -578,34 +917,101 @@ mod tests {
             dropped: 4,
             time_squeeze: 0,
         }];
-        let l = ledger(
+        let l = led(
             20_000,
             Path::of("send", true),
             &["eth1".into(), "eth0".into()],
             &d,
         );
-        let places: Vec<(&str, Option<&str>, u64)> = l
+        let places: Vec<(&str, Option<&str>, u64, &str)> = l
             .places
             .iter()
-            .map(|p| (p.place.as_str(), p.port.as_deref(), p.packets))
+            .map(|p| {
+                (
+                    p.place.as_str(),
+                    p.port.as_deref(),
+                    p.packets,
+                    p.unit.as_str(),
+                )
+            })
             .collect();
         assert_eq!(
             places,
             [
-                ("board_qdisc", Some("eth0"), 12_001),
-                ("board_nic", Some("eth1"), 5000),
-                ("board_softnet", None, 4)
+                ("board_qdisc", Some("eth0"), 12_001, "skbs"),
+                ("board_nic", Some("eth1"), 5000, "datagrams"),
+                ("board_softnet", None, 4, "datagrams")
             ]
         );
         assert_eq!(l.places[2].counter, "softnet_stat dropped (CPU 1)");
-        assert_eq!(l.unattributed, 20_000 - 17_005);
+        assert_eq!(l.unattributed, 20_000 - 5004);
         assert_eq!(Path::of("receive", false), Path::Received);
         assert_eq!(Path::of("bidir", false), Path::Both);
     }
 
     #[test]
-    fn nothing_on_the_board_says_so() {
+    fn a_forwarded_run_s_qdisc_drops_from_what_arrived_on_the_other_port() {
+        use crate::board::counters::Traffic;
+        // PC1 (netperfd, GSO) → eth1 in → eth0 out through a TBF. eth1 received 9,600 skbs
+        // holding 95,000 datagrams of 1,448 bytes (each skb with its 42 header bytes once) and
+        // 400 small control packets (66 bytes); the TBF sent 80,000 segments and dropped
+        // 1,500 skbs; softnet dropped 4.
+        let mut d = gso_tbf();
+        let q = &mut d.ports.get_mut("eth0").unwrap().qdiscs[0];
+        (q.drops, q.sent_packets, q.sent_bytes, q.backlog_bytes) =
+            (1_500, 80_000, 80_000 * 1490, 0);
+        d.ports.insert(
+            "eth1".into(),
+            PortDelta {
+                traffic: Some(Traffic {
+                    rx_bytes: 9_600 * 42 + 95_000 * 1448 + 400 * 66,
+                    rx_packets: 10_000,
+                    tx_bytes: 30_000,
+                    tx_packets: 400,
+                }),
+                ..Default::default()
+            },
+        );
+        d.softnet = vec![Softnet {
+            cpu: 0,
+            processed: 10_000,
+            dropped: 4,
+            time_squeeze: 0,
+        }];
+        let ports = ["eth1".to_string(), "eth0".to_string()];
         let l = ledger(
+            15_010,
+            Path::Forwarded,
+            &ports,
+            &d,
+            &Flow::udp(1448, false, None),
+        );
+        let q = l
+            .places
+            .iter()
+            .find(|p| p.place == "board_qdisc")
+            .expect("qdisc");
+        // 95,000 + 400×24/1448 (6) − 4 softnet − 80,000 sent = 15,002 datagrams.
+        assert_eq!(
+            (q.packets, q.unit.as_str(), q.counted),
+            (15_002, "datagrams", Some(1_500))
+        );
+        assert_eq!(l.unattributed, 15_010 - 15_002 - 4);
+        // Without the other port's traffic (a row from before it was read): skbs.
+        d.ports.get_mut("eth1").unwrap().traffic = None;
+        let l = ledger(
+            15_010,
+            Path::Forwarded,
+            &ports,
+            &d,
+            &Flow::udp(1448, false, None),
+        );
+        assert_eq!(l.places[0].unit, "skbs");
+    }
+
+    #[test]
+    fn nothing_on_the_board_says_so() {
+        let l = led(
             500,
             Path::Received,
             &["eth0".into()],
@@ -618,14 +1024,15 @@ mod tests {
             ["500 datagrams lost, not on the board: on the wire or at the peer (none of the board's drop counters moved)"]
         );
         // Nothing lost, nothing moved: nothing to say.
-        let none = ledger(0, Path::Both, &[], &BoardDelta::default());
+        let none = led(0, Path::Both, &[], &BoardDelta::default());
         assert_eq!(headline(&none), None);
         assert!(sentences(&none, &BoardDelta::default()).is_empty());
     }
 
     #[test]
     fn the_peers_drops_become_peer_places() {
-        // What a netperfd server that sent through its own TBF puts in its results.
+        // What a netperfd server that sent through its own TBF puts in its results: it sent
+        // 60,000 datagrams in GSO batches, its TBF sent 50,010 segments and dropped 999 skbs.
         let mut pc = BoardDelta::default();
         pc.ports.insert(
             "eth0".into(),
@@ -634,21 +1041,25 @@ mod tests {
                     kind: "tbf".into(),
                     handle: "8001:".into(),
                     parent: "root".into(),
-                    drops: 9_990,
+                    drops: 999,
+                    sent_packets: 50_010,
+                    sent_bytes: 50_010 * 1490,
                     ..Default::default()
                 }],
                 ..Default::default()
             },
         );
         pc.snmp.insert("Udp.RcvbufErrors".into(), 7);
-        let wire = peer_drops("send", &["eth0".into()], &pc);
+        let flow = Flow::udp(1448, false, Some(60_000));
+        let wire = peer_drops("send", &["eth0".into()], &pc, &flow);
         assert_eq!(
             wire,
             serde_json::json!([{"place": "qdisc", "port": "eth0", "packets": 9990,
+                "unit": "datagrams", "counted": 999, "counted_unit": "skbs",
                 "counter": "qdisc tbf drops on eth0"}])
         );
         // The board received and lost 10,000, none on its own counters.
-        let board = ledger(
+        let board = led(
             10_000,
             Path::Received,
             &["eth0".into()],
@@ -658,10 +1069,11 @@ mod tests {
         junk.push(serde_json::json!({"place": "board_qdisc", "packets": 5, "counter": "x"}));
         junk.push(serde_json::json!({"place": "socket", "packets": "many"}));
         junk.push(serde_json::json!("not a place"));
-        let l = with_peer(board, &serde_json::Value::Array(junk));
+        let l = with_peer(board.clone(), &serde_json::Value::Array(junk));
         assert_eq!(l.places.len(), 1, "{l:?}");
         assert_eq!(l.places[0].place, "peer_qdisc");
         assert_eq!(l.places[0].packets, 9_990);
+        assert_eq!(l.places[0].counted, Some(999));
         assert_eq!(l.unattributed, 10);
         assert_eq!(
             headline(&l).as_deref(),
@@ -670,13 +1082,34 @@ mod tests {
         assert_eq!(
             sentences(&l, &BoardDelta::default()),
             [
-                "9,990 of 10,000 lost datagrams were dropped by the peer's own egress queue (tbf on its eth0): the peer's sender outran its link — lower -b or raise the peer's shaper",
+                "9,990 of 10,000 lost datagrams were dropped by the peer's own egress queue (tbf on its eth0); the qdisc counted 999 drops: one per skb, and a GSO batch of several datagrams is one skb: the peer's sender outran its link — lower -b or raise the peer's shaper",
                 "not on the board: none of the board's drop counters moved; 10 of 10,000 lost datagrams are on neither side's counters: on the wire",
             ]
         );
+        // An older netperfd peer says no unit: its qdisc drops are skbs, its socket's
+        // datagrams; a unit it should not send is taken as skbs.
+        let old = serde_json::json!([
+            {"place": "qdisc", "port": "eth0", "packets": 999, "counter": "qdisc tbf drops on eth0"},
+            {"place": "socket", "packets": 7, "counter": "Udp RcvbufErrors"},
+            {"place": "nic", "packets": 3, "unit": "furlongs", "counter": "rx_missed_errors on eth0"}]);
+        let l = with_peer(board, &old);
+        let units: Vec<(&str, &str)> = l
+            .places
+            .iter()
+            .map(|p| (p.place.as_str(), p.unit.as_str()))
+            .collect();
+        assert_eq!(
+            units,
+            [
+                ("peer_qdisc", "skbs"),
+                ("peer_socket", "datagrams"),
+                ("peer_nic", "skbs")
+            ]
+        );
+        assert_eq!(l.unattributed, 10_000 - 7);
         // A peer that sent nothing (a stock one) or an empty list changes nothing.
         let same = with_peer(
-            ledger(500, Path::Received, &[], &BoardDelta::default()),
+            led(500, Path::Received, &[], &BoardDelta::default()),
             &serde_json::json!([]),
         );
         assert_eq!((same.places.len(), same.unattributed), (0, 500));

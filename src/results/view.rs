@@ -1708,8 +1708,10 @@ mod tests {
 pub struct BoardView {
     /// Lost datagrams, grouped ("12,345"); `None` when the run has no ledger or lost none.
     pub lost: Option<String>,
-    /// Place, port ("—" when none), packets (grouped), counter.
-    pub places: Vec<[String; 4]>,
+    /// Place, port ("—" when none), the place's count (grouped), its unit (`datagrams`, or
+    /// `skbs (GSO batches)` when they could not be turned into datagrams), the counter (with
+    /// its own count when it counts skbs: "qdisc tbf drops on eth0: 884 skbs").
+    pub places: Vec<[String; 5]>,
     /// Unattributed datagrams, grouped.
     pub unattributed: String,
     /// What the counters say (`results::ledger::sentences`).
@@ -1736,11 +1738,21 @@ pub fn board_view(board: Option<&Value>, ledger: Option<&Value>) -> BoardView {
             .places
             .iter()
             .map(|p| {
+                let counter = match (p.counted, &p.counted_unit) {
+                    (Some(c), Some(u)) => format!("{}: {} {u}", p.counter, display::count(c)),
+                    _ => p.counter.clone(),
+                };
+                let unit = match p.unit.as_str() {
+                    ledger::SKBS => "skbs (GSO batches: one or more datagrams each)",
+                    "" => "as counted",
+                    u => u,
+                };
                 [
                     p.place.clone(),
                     p.port.clone().unwrap_or_else(|| "—".into()),
                     display::count(p.packets),
-                    p.counter.clone(),
+                    unit.to_string(),
+                    counter,
                 ]
             })
             .collect();
@@ -1773,6 +1785,14 @@ pub fn board_view(board: Option<&Value>, ledger: Option<&Value>) -> BoardView {
                 if n > 0 {
                     parts.push(format!("{what} {}", plus(n)));
                 }
+            }
+            // The qdisc's units: drops are skbs, its sent packets are segments (datagrams).
+            if !parts.is_empty() && q.sent_packets > 0 {
+                parts.push(format!(
+                    "sent {} segments in {} bytes (drops count skbs: a GSO batch is one)",
+                    plus(q.sent_packets),
+                    plus(q.sent_bytes)
+                ));
             }
             if !parts.is_empty() {
                 v.moved.push((
@@ -1945,10 +1965,25 @@ mod board_view_tests {
                 "board_qdisc".to_string(),
                 "eth0".into(),
                 "12,001".into(),
+                "as counted".into(),
                 "qdisc tbf drops on eth0".into()
             ]]
         );
         assert_eq!(v.unattributed, "344");
+        // A ledger that says its unit: the datagrams, and the qdisc's own skbs beside them.
+        let said = serde_json::json!({"lost": 88360, "unit": "datagrams", "places": [{"place": "board_qdisc",
+            "port": "eth0", "packets": 88358, "unit": "datagrams", "counted": 8839,
+            "counted_unit": "skbs", "counter": "qdisc tbf drops on eth0"}], "unattributed": 2});
+        assert_eq!(
+            board_view(Some(&board), Some(&said)).places,
+            [[
+                "board_qdisc".to_string(),
+                "eth0".into(),
+                "88,358".into(),
+                "datagrams".into(),
+                "qdisc tbf drops on eth0: 8,839 skbs".into()
+            ]]
+        );
         assert!(v.sentences[0].starts_with("12,001 of 12,345 lost datagrams"));
         assert_eq!(
             v.moved,

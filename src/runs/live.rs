@@ -60,6 +60,27 @@ struct Watch {
     series: Series,
 }
 
+/// The flow of a run without an iperf3 report from its stored summary's `streams` (an iperf 2
+/// run's: `sender`, `bytes`, `sent_datagrams` each): the datagrams this host's sending
+/// streams sent and their mean payload (bytes over datagrams). `None` when no stream of this
+/// host sent datagrams.
+pub(crate) fn flow_of_streams(
+    summary: &serde_json::Value,
+    ipv6: bool,
+) -> Option<crate::results::ledger::Flow> {
+    let (mut bytes, mut sent) = (0u64, 0u64);
+    for s in summary["streams"].as_array()? {
+        if s["sender"] != true {
+            continue;
+        }
+        let n = s["sent_datagrams"].as_u64()?;
+        sent = sent.checked_add(n)?;
+        bytes = bytes.checked_add(s["bytes"].as_u64()?)?;
+    }
+    let payload = bytes.checked_div(sent).filter(|p| *p > 0)?;
+    Some(crate::results::ledger::Flow::udp(payload, ipv6, Some(sent)))
+}
+
 /// The registry of active runs.
 #[derive(Clone)]
 pub struct Hub {
@@ -442,7 +463,15 @@ impl Hub {
     /// `figures`: the run's lost datagrams (for the ledger) and its own bytes, set against
     /// the ports' traffic to tell whether other traffic ran at the same time (`other_bytes`
     /// in the board JSON; the lost datagrams count as the run's own, at their mean size).
-    fn board_end(&self, id: i64, figures: &RunFigures, report: Option<&Report>) {
+    /// `summary`: a run without a report (iperf 2) gives its streams' own sent datagrams
+    /// there (see [`flow_of_streams`]).
+    fn board_end(
+        &self,
+        id: i64,
+        figures: &RunFigures,
+        report: Option<&Report>,
+        summary: Option<&serde_json::Value>,
+    ) {
         let lost = figures.lost_packets;
         let Some((start, started, ports, series)) = relock(&self.watches).get(&id).map(|w| {
             (
@@ -471,7 +500,21 @@ impl Hub {
             .filter(|_| udp || forwarding)
             .map(|n| {
                 let path = crate::results::ledger::Path::of(&run.direction, forwarding);
-                let mut l = crate::results::ledger::ledger(n.max(0) as u64, path, &ports, &delta);
+                // The run's datagrams, to turn a qdisc's skbs into datagrams: the board's own
+                // sender count (not the agent's in a forwarding run).
+                let flow = report
+                    .map(|r| {
+                        let f = crate::engine::iperf3::server::TestFlow::of(r);
+                        let sent = f.sent.filter(|_| !forwarding);
+                        crate::results::ledger::Flow::udp(f.payload, f.ipv6, sent)
+                    })
+                    .or_else(|| {
+                        let ipv6 = run.local_host.contains(':') || run.peer_host.contains(':');
+                        summary.and_then(|s| flow_of_streams(s, ipv6))
+                    })
+                    .unwrap_or_default();
+                let mut l =
+                    crate::results::ledger::ledger(n.max(0) as u64, path, &ports, &delta, &flow);
                 if let Some(p) = report.and_then(|r| r.peer_drops.as_ref()) {
                     l = crate::results::ledger::with_peer(l, p);
                 }
@@ -534,7 +577,7 @@ impl Hub {
         let figures = report
             .map(crate::results::figures::of_report)
             .unwrap_or_default();
-        self.board_end(id, &figures, report);
+        self.board_end(id, &figures, report, None);
         let (rep, err) = (report.cloned(), error.map(String::from));
         self.store_end(
             id,
@@ -557,7 +600,7 @@ impl Hub {
         summary: Option<&serde_json::Value>,
         error: Option<&str>,
     ) {
-        self.board_end(id, figures, None);
+        self.board_end(id, figures, None, summary);
         let (fig, sum, err) = (figures.clone(), summary.cloned(), error.map(String::from));
         self.store_end(
             id,
@@ -794,6 +837,28 @@ fn own_bytes(figures: &RunFigures) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_iperf2_run_s_own_sent_datagrams_become_its_flow() {
+        // The board sent two UDP streams of 1,470-byte datagrams (iperf 2's default) and
+        // received one: the flow is what it sent.
+        let summary = serde_json::json!({"peer": "iperf 2", "streams": [
+            {"id": 3, "sender": true, "bytes": 14_700_000u64, "seconds": 3.0, "sent_datagrams": 10_000},
+            {"id": 4, "sender": true, "bytes": 7_350_000u64, "seconds": 3.0, "sent_datagrams": 5_000},
+            {"id": 5, "sender": false, "bytes": 1_470_000u64, "seconds": 3.0, "sent_datagrams": null}]});
+        assert_eq!(
+            flow_of_streams(&summary, false),
+            Some(crate::results::ledger::Flow::udp(1470, false, Some(15_000)))
+        );
+        assert_eq!(flow_of_streams(&summary, true).map(|f| f.headers), Some(62));
+        // A sending stream without its count, or nothing sent: no flow (the ledger keeps skbs).
+        let unknown =
+            serde_json::json!({"streams": [{"sender": true, "bytes": 5, "sent_datagrams": null}]});
+        assert_eq!(flow_of_streams(&unknown, false), None);
+        let received = serde_json::json!({"streams": [{"sender": false, "bytes": 5}]});
+        assert_eq!(flow_of_streams(&received, false), None);
+        assert_eq!(flow_of_streams(&serde_json::json!({}), false), None);
+    }
 
     #[test]
     fn a_run_without_bytes_of_its_own_sets_nothing_against_its_ports() {

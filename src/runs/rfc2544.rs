@@ -562,11 +562,17 @@ impl Runner {
             (&report.peer_drops, &report.local_drops)
         };
         let (board_in, board_out) = port_frames(&delta, &p.ingress, &p.egress, p.direction, frame);
+        let flow = crate::results::ledger::Flow::udp(
+            u64::from(frames::payload(frame)),
+            p.target.contains(':'),
+            None,
+        );
         let ledger = crate::results::ledger::ledger(
             lost,
             crate::results::ledger::Path::Forwarded,
             &ports,
             &delta,
+            &flow,
         );
         let counts = TrialCounts {
             target_fps: fps,
@@ -576,7 +582,7 @@ impl Runner {
             seconds,
             board_in,
             board_out,
-            board_drops: ledger.attributed(),
+            board_drops: ledger.at_least(),
             receiver_drops: drops_sum(receiver.as_ref()),
             generator_drops: drops_sum(generator.as_ref()),
         };

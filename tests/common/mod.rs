@@ -428,3 +428,53 @@ pub fn fill(dir: &std::path::Path) {
     }
     let _ = f.sync_all();
 }
+
+/// Run `args` in namespace `ns` to completion and return its stdout (fails the test when the
+/// command fails).
+pub fn ns_sh(ns: &str, args: &[&str]) -> String {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns])
+        .args(args)
+        .output()
+        .expect("run in namespace");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A root qdisc's own counters as `tc -s qdisc show dev DEV` prints them, in the kernel's
+/// units: `dropped` counts skbs (one GSO batch is one), `sent_pkt` counts segments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcStats {
+    pub sent_bytes: u64,
+    pub sent_pkt: u64,
+    pub dropped: u64,
+}
+
+/// [`TcStats`] of the root qdisc of `dev` in `ns` (the first "Sent … (dropped …" line).
+pub fn tc_stats(ns: &str, dev: &str) -> TcStats {
+    let t = ns_sh(ns, &["tc", "-s", "qdisc", "show", "dev", dev]);
+    let after = |key: &str| -> u64 {
+        let i = t.find(key).unwrap_or_else(|| panic!("no {key:?} in {t}")) + key.len();
+        let n: String = t[i..]
+            .trim_start()
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        n.parse().unwrap_or_else(|_| panic!("{key:?} in {t}"))
+    };
+    let sent = t.find(" Sent ").map(|i| &t[i..]).unwrap_or("");
+    let pkt: u64 = sent
+        .split_whitespace()
+        .nth(3)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no Sent … pkt in {t}"));
+    TcStats {
+        sent_bytes: after(" Sent "),
+        sent_pkt: pkt,
+        dropped: after("dropped "),
+    }
+}

@@ -852,7 +852,8 @@ impl ClientTest<'_> {
         let mut mine = self
             .phase
             .results(cpu_local, self.congestion.clone(), &report.streams);
-        mine.netperfd_drops = super::server::drops_at_end(drops_end).await;
+        let flow = super::server::TestFlow::of(report);
+        mine.netperfd_drops = super::server::drops_at_end(drops_end, flow).await;
         report.local_drops = mine.netperfd_drops.clone();
         if let Err(e) = framing::write_json(ctrl, &mine.to_json()).await {
             return Err(self.fail(format!("unable to send results: {e}")));

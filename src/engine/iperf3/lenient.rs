@@ -248,6 +248,8 @@ struct WireDrop {
     place: Loose,
     port: Loose,
     packets: Loose,
+    unit: Loose,
+    counted: Loose,
     counter: Loose,
 }
 
@@ -321,6 +323,14 @@ impl WireDrops {
                         m.insert("port".into(), p.into());
                     }
                     m.insert("packets".into(), packets.into());
+                    // The unit of `packets` (`datagrams` / `skbs`) and a qdisc's own skb
+                    // count; short text only (the ledger reads two words).
+                    if let Some(u) = d.unit.into_string().filter(|u| u.len() <= 16) {
+                        m.insert("unit".into(), u.into());
+                    }
+                    if let Some(c) = d.counted.as_i64().filter(|n| *n >= 0) {
+                        m.insert("counted".into(), c.into());
+                    }
                     m.insert("counter".into(), d.counter.into_string()?.into());
                     Some(serde_json::Value::Object(m))
                 })

@@ -56,8 +56,48 @@ pub struct ServerConfig {
 /// address and this side's direction word (`send`, `receive`, `bidir`).
 pub type DropsBegin = dyn Fn(IpAddr, &'static str) -> DropsEnd + Send + Sync;
 
-/// The second half of a [`DropCounters`] hook: reads the counters again and gives what moved.
-pub type DropsEnd = Box<dyn FnOnce() -> Option<serde_json::Value> + Send>;
+/// The second half of a [`DropCounters`] hook: reads the counters again and gives what moved,
+/// given the test's own datagrams ([`TestFlow`], so a qdisc's skb drops can be turned into
+/// datagrams).
+pub type DropsEnd = Box<dyn FnOnce(TestFlow) -> Option<serde_json::Value> + Send>;
+
+/// A test's own datagrams as one side saw them, for its drop counters (see [`DropsEnd`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TestFlow {
+    /// UDP payload bytes of one datagram (the test's `-l`); 0 for a TCP test.
+    pub payload: u64,
+    /// The control connection is IPv6 (an IPv4-mapped address is IPv4 on the wire).
+    pub ipv6: bool,
+    /// Datagrams this side's own streams sent (omitted seconds included); `None` when it
+    /// sent none.
+    pub sent: Option<u64>,
+}
+
+impl TestFlow {
+    /// The flow of `report` (this side's: its local streams' own sender counts).
+    pub fn of(report: &crate::engine::report::Report) -> TestFlow {
+        use crate::engine::params::Protocol;
+        if report.params.protocol != Protocol::Udp {
+            return TestFlow::default();
+        }
+        let sent = report
+            .streams
+            .iter()
+            .filter(|s| s.local_sender)
+            .filter_map(|s| s.udp.as_ref())
+            .filter_map(|u| u.sent_packets.map(|n| n.saturating_add(u.omitted_packets)))
+            .reduce(u64::saturating_add);
+        let ipv6 = match report.local_host.parse::<IpAddr>() {
+            Ok(IpAddr::V6(a)) => a.to_ipv4_mapped().is_none(),
+            _ => false,
+        };
+        TestFlow {
+            payload: u64::from(report.params.len),
+            ipv6,
+            sent,
+        }
+    }
+}
 
 /// A hook the server calls at TEST_START (with the test's local address and direction); the
 /// function it returns is called before the results are sent and gives the drop counters
@@ -78,10 +118,11 @@ impl DropCounters {
     }
 }
 
-/// Finish a [`DropCounters::begin`] reading on the blocking pool: the counters that moved.
-pub async fn drops_at_end(end: Option<DropsEnd>) -> Option<serde_json::Value> {
+/// Finish a [`DropCounters::begin`] reading on the blocking pool: the counters that moved
+/// over a test of `flow`.
+pub async fn drops_at_end(end: Option<DropsEnd>, flow: TestFlow) -> Option<serde_json::Value> {
     let end = end?;
-    crate::engine::task::spawn_blocking(end)
+    crate::engine::task::spawn_blocking(move || end(flow))
         .await
         .ok()
         .flatten()
@@ -1130,7 +1171,8 @@ impl Test<'_> {
             }
         }
         let mut mine = mine.unwrap_or_default();
-        mine.netperfd_drops = drops_at_end(drops_end).await;
+        let flow = TestFlow::of(report);
+        mine.netperfd_drops = drops_at_end(drops_end, flow).await;
         // A netperfd client's own drop counters (`netperfd -c` on the PC): the peer's places
         // in this host's ledger.
         report.peer_drops = theirs.netperfd_drops.clone();
