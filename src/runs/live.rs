@@ -487,6 +487,11 @@ impl Hub {
         let mut board = serde_json::to_value(&delta).unwrap_or_default();
         if let Some(o) = board.as_object_mut() {
             o.insert("run_ports".into(), serde_json::json!(ports));
+            // The shapers on the run's ports (rates), for the verdict (`results::shaper`).
+            let shapers = crate::board::shaper::shapers_of(crate::board::shaper::for_ports(&ports));
+            if !shapers.is_empty() {
+                o.insert("shapers".into(), serde_json::json!(shapers));
+            }
             let crossings = if forwarding || run.direction == "bidir" {
                 2
             } else {
