@@ -194,7 +194,7 @@ fn runs_the_board_sends_into_its_own_tbf_name_it_and_the_ports_page_shows_its_dr
              const d = document.querySelector('tr[data-port=eth0] [data-field=dropped]');
              const r = q.getBoundingClientRect();
              return {sw: document.documentElement.scrollWidth, iw: window.innerWidth,
-                     q: q.innerText, d: d.textContent, qw: Math.round(r.width),
+                     q: q.innerText, d: d.textContent, qr: Math.round(r.right),
                      font: parseFloat(getComputedStyle(q.querySelector('.hint')).fontSize)};",
         );
         let f = b.screenshot(&shots, &format!("shaper-{w}-ports"));
@@ -214,6 +214,13 @@ fn runs_the_board_sends_into_its_own_tbf_name_it_and_the_ports_page_shows_its_dr
             "{m}"
         );
         assert!(m["font"].as_f64().unwrap_or(0.0) >= 12.0, "{w} px: {m}");
+        if w >= 1000 {
+            // On a desk the whole table is on screen, the Queue column too.
+            assert!(
+                m["qr"].as_i64().unwrap_or(i64::MAX) <= m["iw"].as_i64().unwrap_or(0),
+                "{w} px: the Queue column is cut off: {m}"
+            );
+        }
     }
 }
 
