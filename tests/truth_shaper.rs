@@ -287,3 +287,40 @@ fn group(n: u64) -> String {
     }
     out
 }
+
+#[test]
+fn htb_class_rates_are_read_from_the_kernel() {
+    let _one = serial();
+    let mut lab = Lab::new();
+    let board = lab.board.clone();
+    sh(
+        &board,
+        &[
+            "tc", "qdisc", "add", "dev", "eth0", "root", "handle", "1:", "htb", "default", "10",
+        ],
+    );
+    sh(
+        &board,
+        &[
+            "tc", "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:10", "htb", "rate",
+            "10mbit", "ceil", "50mbit",
+        ],
+    );
+    let (_d, mut http) = daemon(&mut lab, &board, 8254, &["--iperf3-port", "0"]);
+    set_up(&lab, &mut http);
+    let ports = http.get_json("/api/ports");
+    let e = port(&ports, "eth0");
+    let class = e["qdiscs"]
+        .as_array()
+        .and_then(|a| a.iter().find(|q| q["handle"] == "1:10"))
+        .unwrap_or_else(|| panic!("no class 1:10 in {e}"));
+    assert_eq!(class["class"], true, "{e}");
+    assert_eq!(num(class, "/rate_bps"), 10e6, "{e}");
+    assert_eq!(num(class, "/ceil_bps"), 50e6, "{e}");
+    assert!(
+        e["qdisc_view"]
+            .to_string()
+            .contains("htb class 1:10 10 Mbit/s (ceil 50 Mbit/s)"),
+        "{e}"
+    );
+}

@@ -1503,6 +1503,72 @@ async fn settings_form(
 mod tests {
 
     #[test]
+    fn the_queue_column_shows_the_root_qdisc_and_every_shaper_with_the_kernel_s_counts() {
+        use super::{qdisc_views, root_drops, QdiscView};
+        use crate::board::shaper::TcNode;
+        let tbf = TcNode {
+            kind: "tbf".into(),
+            handle: "8001:".into(),
+            parent: "root".into(),
+            rate_bps: Some(100_000_000),
+            drops: 8_839,
+            overlimits: 70_403,
+            backlog_bytes: 3_028,
+            qlen: 2,
+            ..Default::default()
+        };
+        assert_eq!(
+            qdisc_views(std::slice::from_ref(&tbf)),
+            vec![QdiscView {
+                what: "tbf 100 Mbit/s".into(),
+                stats: "backlog 0.003 MB (2 pkt) · drops 8,839 · overlimits 70,403".into()
+            }]
+        );
+        assert_eq!(root_drops(std::slice::from_ref(&tbf)), 8_839);
+        // HTB: the root qdisc (its drops are the port's), a class with rate and ceil; a class
+        // without a rate and a leaf qdisc without one are left out.
+        let nodes = vec![
+            TcNode {
+                kind: "htb".into(),
+                handle: "1:".into(),
+                parent: "root".into(),
+                drops: 12,
+                ..Default::default()
+            },
+            TcNode {
+                kind: "htb".into(),
+                handle: "1:10".into(),
+                parent: "1:".into(),
+                class: true,
+                rate_bps: Some(10_000_000),
+                ceil_bps: Some(50_000_000),
+                drops: 12,
+                ..Default::default()
+            },
+            TcNode {
+                kind: "pfifo".into(),
+                handle: "10:".into(),
+                parent: "1:10".into(),
+                drops: 12,
+                ..Default::default()
+            },
+        ];
+        let v = qdisc_views(&nodes);
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[0].what, "htb");
+        assert_eq!(v[1].what, "htb class 1:10 10 Mbit/s (ceil 50 Mbit/s)");
+        assert_eq!(root_drops(&nodes), 12);
+        let none = TcNode {
+            kind: "noqueue".into(),
+            handle: "0:".into(),
+            parent: "root".into(),
+            ..Default::default()
+        };
+        assert_eq!(qdisc_views(std::slice::from_ref(&none))[0].stats, "");
+        assert_eq!(root_drops(&[]), 0);
+    }
+
+    #[test]
     fn nic_facts_rows_say_what_the_port_has_and_leave_out_the_rest() {
         use crate::board::counters::{NicFacts, Rings};
         let f = NicFacts {
