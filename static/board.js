@@ -18,6 +18,35 @@
     if (td && td.textContent !== text) { td.textContent = text; }
   }
 
+  function group(n) { return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ","); }
+  // The Queue cell: each qdisc's words and counters as the server wrote them (qdisc_view).
+  function queue(tr, view) {
+    var td = tr.querySelector('[data-field="qdisc"]');
+    if (!td) { return; }
+    var text = view.map(function (q) { return q.what + "|" + q.stats; }).join("\n");
+    if (td.getAttribute("data-text") === text) { return; }
+    td.setAttribute("data-text", text);
+    td.textContent = "";
+    if (!view.length) {
+      var none = document.createElement("span");
+      none.className = "hint";
+      none.textContent = "—";
+      td.appendChild(none);
+    }
+    view.forEach(function (q) {
+      var d = document.createElement("div"), b = document.createElement("strong");
+      b.textContent = q.what;
+      d.appendChild(b);
+      if (q.stats) {
+        var h = document.createElement("div");
+        h.className = "hint";
+        h.textContent = q.stats;
+        d.appendChild(h);
+      }
+      td.appendChild(d);
+    });
+  }
+
   function refresh() {
     fetch("/api/ports", { credentials: "same-origin", headers: { "Accept": "application/json" } })
       .then(function (r) { return r.ok ? r.json() : null; })
@@ -35,7 +64,8 @@
           set(tr, "rx_total", size(c.rx_bytes));
           set(tr, "tx_total", size(c.tx_bytes));
           set(tr, "errors", c.rx_errors + " / " + c.tx_errors);
-          set(tr, "dropped", c.rx_dropped + " / " + c.tx_dropped);
+          set(tr, "dropped", group(c.rx_dropped) + " / " + group(c.tx_dropped + (p.qdisc_drops || 0)));
+          queue(tr, p.qdisc_view || []);
           set(tr, "overruns", String(c.rx_overruns));
           set(tr, "fifo", c.rx_fifo + " / " + c.tx_fifo);
         });

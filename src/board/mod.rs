@@ -14,6 +14,7 @@ pub mod governor;
 pub mod links;
 pub mod netconfig;
 pub mod sampler;
+pub mod shaper;
 
 pub use apply::{record_net_config, snapshot_json};
 pub use error::BoardError;

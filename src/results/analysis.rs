@@ -139,6 +139,9 @@ pub enum Verdict {
     CoreSaturated,
     /// Neither the link nor a board core: the peer, the path, or unknown.
     LimitedElsewhere,
+    /// A shaper on one of the board's own ports (a qdisc or class with a rate) let through
+    /// about what the run got, or dropped / held back its packets (`results::shaper`).
+    ShaperBound,
     /// A paced test whose sender sent the rate asked for but whose receiver got less than
     /// 97 % of it, with no board core to blame (or the board was the sender): the datagrams
     /// were lost on the way or at the receiver.
@@ -160,6 +163,7 @@ impl Verdict {
             Verdict::AllCoresSaturated => "all cores saturated",
             Verdict::CoreSaturated => "one core saturated",
             Verdict::LimitedElsewhere => "limited elsewhere (peer / unknown)",
+            Verdict::ShaperBound => "limited by the board's own shaper",
             Verdict::LostOnTheWay => "lost on the way (the path or the receiver)",
             Verdict::NoResult => "no result",
         }
@@ -174,6 +178,7 @@ impl Verdict {
             | Verdict::AllCoresSaturated
             | Verdict::SoftirqBound
             | Verdict::ToolBound
+            | Verdict::ShaperBound
             | Verdict::LostOnTheWay => "warn",
             Verdict::MeasurementError => "bad",
             Verdict::TooShort | Verdict::LimitedElsewhere | Verdict::NoResult => "",
@@ -277,6 +282,24 @@ impl Analysis {
         } else {
             ("reached the requested rate".into(), "good")
         })
+    }
+}
+
+/// How `run`'s packets are framed on a port of MTU `mtu` (protocol, IP version from its
+/// addresses, UDP datagram size from its `len` parameter; `tcp_timestamps` as at its start).
+pub fn run_framing(run: &RunRow, mtu: u32, tcp_timestamps: bool) -> Framing {
+    let udp = run.protocol.eq_ignore_ascii_case("UDP");
+    Framing {
+        transport: if udp { Transport::Udp } else { Transport::Tcp },
+        ipv6: run.local_host.contains(':') || run.peer_host.contains(':'),
+        mtu,
+        tcp_timestamps,
+        udp_payload: run
+            .params
+            .get("len")
+            .and_then(|v| v.as_u64())
+            .filter(|l| *l > 0 && udp)
+            .and_then(|l| u32::try_from(l).ok()),
     }
 }
 

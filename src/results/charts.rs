@@ -438,8 +438,47 @@ pub fn analyze_run(store: &Store, run: &RunRow) -> Option<Analysis> {
         &threads,
         imported,
     );
+    with_shaper(store, run, &ports, timestamps_at_start(store, run), &mut a);
     with_board(store, run, &mut a);
     Some(a)
+}
+
+/// Lead the verdict with the board's own shaper when one on the run's ports limited it (the
+/// `shapers` stored with the run's board counters; see [`crate::results::shaper`]).
+fn with_shaper(
+    store: &Store,
+    run: &RunRow,
+    samples: &[PortSampleRow],
+    tcp_timestamps: bool,
+    a: &mut analysis::Analysis,
+) {
+    let Ok((Some(board), _)) = store.run_board(run.id) else {
+        return;
+    };
+    let Some(shapers) = board
+        .get("shapers")
+        .and_then(|s| serde_json::from_value(s.clone()).ok())
+    else {
+        return;
+    };
+    let delta = serde_json::from_value::<crate::board::counters::BoardDelta>(board).ok();
+    let mut mtus = std::collections::BTreeMap::new();
+    for p in samples {
+        if let Some(m) = p.mtu.and_then(|m| u32::try_from(m).ok()) {
+            mtus.insert(p.ifname.clone(), m);
+        }
+    }
+    let framing = analysis::run_framing(run, 1500, tcp_timestamps);
+    let found = crate::results::shaper::judge(
+        a.bitrate_bps.unwrap_or(0.0),
+        framing,
+        &mtus,
+        &shapers,
+        delta.as_ref(),
+    );
+    if let Some(f) = found {
+        crate::results::shaper::lead(a, &f);
+    }
 }
 
 /// Add what the board's counters over `run` say to its analysis (see

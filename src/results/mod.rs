@@ -14,6 +14,7 @@ pub mod latency;
 pub mod ledger;
 pub mod owd;
 pub mod rfc2544;
+pub mod shaper;
 pub mod shortfall;
 pub mod suite_notes;
 pub mod suite_table;

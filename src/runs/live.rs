@@ -530,6 +530,11 @@ impl Hub {
         let mut board = serde_json::to_value(&delta).unwrap_or_default();
         if let Some(o) = board.as_object_mut() {
             o.insert("run_ports".into(), serde_json::json!(ports));
+            // The shapers on the run's ports (rates), for the verdict (`results::shaper`).
+            let shapers = crate::board::shaper::shapers_of(crate::board::shaper::for_ports(&ports));
+            if !shapers.is_empty() {
+                o.insert("shapers".into(), serde_json::json!(shapers));
+            }
             // A forwarded byte crosses two ports; a byte the board sends or receives one. A
             // bidirectional run without its reverse leg's bytes counts its main leg twice.
             let crossings =

@@ -15,6 +15,7 @@ use crate::board::apply::{self, ApplyOptions, BoardView, Controller};
 use crate::board::error::BoardError;
 use crate::board::governor;
 use crate::board::netconfig::Change;
+use crate::board::shaper::TcNode;
 use crate::engine::report::version_string;
 use crate::model::display;
 use crate::model::time::fmt_time;
@@ -22,6 +23,7 @@ use actix_web::{http::header, http::StatusCode, web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -103,9 +105,99 @@ fn bad_request(msg: impl Into<String>) -> HttpResponse {
 
 async fn api_ports(_auth: Auth, state: web::Data<AppState>) -> HttpResponse {
     match controller(&state).inventory().await {
-        Ok(l) => HttpResponse::Ok().json(l),
+        Ok(l) => {
+            let qd = port_qdiscs().await;
+            HttpResponse::Ok().json(with_qdiscs(l, &qd))
+        }
         Err(e) => api_error(&e),
     }
+}
+
+/// Each port's qdiscs and HTB classes by interface index, read now (netlink, off the
+/// server's workers); empty when they cannot be read.
+async fn port_qdiscs() -> BTreeMap<i32, Vec<TcNode>> {
+    web::block(crate::board::shaper::read)
+        .await
+        .unwrap_or_default()
+}
+
+/// `/api/ports`: each port as [`crate::board::links::Link`] plus `qdiscs` (kind, handle,
+/// parent, class, rate_bps / ceil_bps in bits/s, overhead, drops, overlimits, backlog_bytes,
+/// qlen — the kernel's counters since the qdisc was made, skbs), `qdisc_drops` (the root
+/// qdisc's drops, which include its children's) and `qdisc_view` (the page's words for them).
+fn with_qdiscs(
+    links: Vec<crate::board::links::Link>,
+    qd: &BTreeMap<i32, Vec<TcNode>>,
+) -> Vec<serde_json::Value> {
+    links
+        .into_iter()
+        .map(|l| {
+            let nodes = i32::try_from(l.index)
+                .ok()
+                .and_then(|i| qd.get(&i))
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let mut v = serde_json::to_value(&l).unwrap_or_default();
+            if let Some(o) = v.as_object_mut() {
+                o.insert("qdiscs".into(), json!(nodes));
+                o.insert("qdisc_drops".into(), json!(root_drops(nodes)));
+                o.insert("qdisc_view".into(), json!(qdisc_views(nodes)));
+            }
+            v
+        })
+        .collect()
+}
+
+/// Drops of a port's root qdisc (they include its children's), skbs.
+pub fn root_drops(nodes: &[TcNode]) -> u64 {
+    nodes
+        .iter()
+        .find(|n| n.is_root())
+        .map(|n| n.drops)
+        .unwrap_or(0)
+}
+
+/// A port's queue as the Ports page shows it: the root qdisc and every qdisc or class with
+/// a rate, each as ("tbf 100 Mbit/s", "backlog 0.003 MB (2 pkt) · drops 8,839 · overlimits
+/// 70,403"); a qdisc with no queue (`noqueue`) has no counters line.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct QdiscView {
+    pub what: String,
+    pub stats: String,
+}
+
+/// See [`QdiscView`].
+pub fn qdisc_views(nodes: &[TcNode]) -> Vec<QdiscView> {
+    use crate::results::shaper::setting;
+    nodes
+        .iter()
+        .filter(|n| n.is_root() || n.limit_bps().is_some())
+        .map(|n| {
+            let mut what = if n.class {
+                format!("{} class {}", n.kind, n.handle)
+            } else {
+                n.kind.clone()
+            };
+            if let Some(r) = n.rate_bps {
+                what = format!("{what} {}", setting(r));
+            }
+            if let Some(c) = n.ceil_bps.filter(|c| Some(*c) != n.rate_bps) {
+                what = format!("{what} (ceil {})", setting(c));
+            }
+            let stats = if n.kind == "noqueue" {
+                String::new()
+            } else {
+                format!(
+                    "backlog {} ({} pkt) · drops {} · overlimits {}",
+                    display::size(n.backlog_bytes as f64),
+                    display::count(n.qlen),
+                    display::count(n.drops),
+                    display::count(n.overlimits)
+                )
+            };
+            QdiscView { what, stats }
+        })
+        .collect()
 }
 
 async fn api_board(_auth: Auth, state: web::Data<AppState>) -> HttpResponse {
@@ -631,8 +723,10 @@ pub struct PortRow {
     pub tx_total: String,
     /// Error counters.
     pub errors: String,
-    /// Drop counters.
+    /// Drop counters: rx (`/proc/net/dev`) / tx (`/proc/net/dev` + the root qdisc's drops).
     pub dropped: String,
+    /// The port's qdiscs (root, and those with a rate), see [`qdisc_views`].
+    pub qdiscs: Vec<QdiscView>,
     /// Overruns (rx_over_errors).
     pub overruns: u64,
     /// FIFO errors rx/tx.
@@ -770,10 +864,15 @@ fn pps(v: f64) -> String {
     }
 }
 
-fn port_rows(v: &BoardView) -> Vec<PortRow> {
+fn port_rows(v: &BoardView, qd: &BTreeMap<i32, Vec<TcNode>>) -> Vec<PortRow> {
     v.ports
         .iter()
         .map(|l| {
+            let nodes = i32::try_from(l.index)
+                .ok()
+                .and_then(|i| qd.get(&i))
+                .map(Vec::as_slice)
+                .unwrap_or_default();
             let r = l.rates.unwrap_or_default();
             let c = &l.counters;
             let speed = match (l.speed_mbps, &l.duplex) {
@@ -814,7 +913,12 @@ fn port_rows(v: &BoardView) -> Vec<PortRow> {
                 rx_total: display::size(c.rx_bytes as f64),
                 tx_total: display::size(c.tx_bytes as f64),
                 errors: format!("{} / {}", c.rx_errors, c.tx_errors),
-                dropped: format!("{} / {}", c.rx_dropped, c.tx_dropped),
+                dropped: format!(
+                    "{} / {}",
+                    display::count(c.rx_dropped),
+                    display::count(c.tx_dropped.saturating_add(root_drops(nodes)))
+                ),
+                qdiscs: qdisc_views(nodes),
                 overruns: c.rx_overruns,
                 fifo: format!("{} / {}", c.rx_fifo, c.tx_fifo),
                 facts: if l.loopback {
@@ -924,7 +1028,7 @@ async fn render(state: &AppState, auth: &Auth, status: StatusCode, n: Notes) -> 
                 .body(format!("cannot read the board: {e}"))
         }
     };
-    let ports = port_rows(&v);
+    let ports = port_rows(&v, &port_qdiscs().await);
     let mut governors: Vec<String> = v
         .governors
         .iter()
@@ -1397,6 +1501,72 @@ async fn settings_form(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_queue_column_shows_the_root_qdisc_and_every_shaper_with_the_kernel_s_counts() {
+        use super::{qdisc_views, root_drops, QdiscView};
+        use crate::board::shaper::TcNode;
+        let tbf = TcNode {
+            kind: "tbf".into(),
+            handle: "8001:".into(),
+            parent: "root".into(),
+            rate_bps: Some(100_000_000),
+            drops: 8_839,
+            overlimits: 70_403,
+            backlog_bytes: 3_028,
+            qlen: 2,
+            ..Default::default()
+        };
+        assert_eq!(
+            qdisc_views(std::slice::from_ref(&tbf)),
+            vec![QdiscView {
+                what: "tbf 100 Mbit/s".into(),
+                stats: "backlog 0.003 MB (2 pkt) · drops 8,839 · overlimits 70,403".into()
+            }]
+        );
+        assert_eq!(root_drops(std::slice::from_ref(&tbf)), 8_839);
+        // HTB: the root qdisc (its drops are the port's), a class with rate and ceil; a class
+        // without a rate and a leaf qdisc without one are left out.
+        let nodes = vec![
+            TcNode {
+                kind: "htb".into(),
+                handle: "1:".into(),
+                parent: "root".into(),
+                drops: 12,
+                ..Default::default()
+            },
+            TcNode {
+                kind: "htb".into(),
+                handle: "1:10".into(),
+                parent: "1:".into(),
+                class: true,
+                rate_bps: Some(10_000_000),
+                ceil_bps: Some(50_000_000),
+                drops: 12,
+                ..Default::default()
+            },
+            TcNode {
+                kind: "pfifo".into(),
+                handle: "10:".into(),
+                parent: "1:10".into(),
+                drops: 12,
+                ..Default::default()
+            },
+        ];
+        let v = qdisc_views(&nodes);
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[0].what, "htb");
+        assert_eq!(v[1].what, "htb class 1:10 10 Mbit/s (ceil 50 Mbit/s)");
+        assert_eq!(root_drops(&nodes), 12);
+        let none = TcNode {
+            kind: "noqueue".into(),
+            handle: "0:".into(),
+            parent: "root".into(),
+            ..Default::default()
+        };
+        assert_eq!(qdisc_views(std::slice::from_ref(&none))[0].stats, "");
+        assert_eq!(root_drops(&[]), 0);
+    }
 
     #[test]
     fn nic_facts_rows_say_what_the_port_has_and_leave_out_the_rest() {
