@@ -800,14 +800,14 @@ pub fn throughput_rows(summary: &Value) -> Vec<ThroughputRow> {
                     Some(Limit::LineRate) => "line rate (no loss)".into(),
                     Some(Limit::Dut) => "the board dropped above it".into(),
                     Some(Limit::Generator) if r["lag_limited"].as_bool() == Some(true) => format!(
-                        "the generating PC (PC1) fell up to {lag:.1} ms behind its schedule and burst at the next rate, {} times: a generator-limited lower bound, not the board's figure",
+                        "generator-limited lower bound: PC1 fell up to {lag:.1} ms behind its schedule and burst in {} tries at the next rate",
                         LAG_REPEATS + 1
                     ),
                     Some(Limit::Generator) => {
                         "the generating PC could not offer more (a lower bound)".into()
                     }
                     Some(Limit::Receiver) => {
-                        "the receiving PC lost frames above it (a lower bound): run netperfd -s on PC2 (it receives with recvmmsg and reports its own drops) and run again".into()
+                        "the receiving PC lost frames above it (a lower bound): run netperfd -s on PC2".into()
                     }
                     None => "—".into(),
                 },
@@ -838,14 +838,14 @@ pub fn advice(summary: &Value) -> Vec<String> {
     let receiver = sizes(&|r| r["limit"] == "receiver");
     if !receiver.is_empty() {
         out.push(format!(
-            "The receiving PC (PC2) lost frames before the board did at {}: the figure is PC2's limit, not the board's. Run netperfd -s on PC2 (in place of iperf3 -s: it receives with recvmmsg and reports its own socket drops) and run again.",
+            "{}: the receiving PC (PC2) lost frames before the board did, so the figure is PC2's limit. Run netperfd -s on PC2 in place of iperf3 -s (it receives in batches and reports its own drops) and run again.",
             receiver.join(", ")
         ));
     }
     let lagged = sizes(&|r| r["lag_limited"].as_bool() == Some(true));
     if !lagged.is_empty() {
         out.push(format!(
-            "PC1's generator fell behind its schedule and caught up in bursts at {} (every try above the figure): a generator-limited lower bound. Give the peer agent on PC1 a core of its own (stop other load there, or start it with taskset) and run again.",
+            "{}: PC1's generator fell behind its schedule and burst in every try above the figure, so it is a lower bound set by PC1. Give the agent on PC1 a core of its own (no other load, or taskset) and run again.",
             lagged.join(", ")
         ));
     }
@@ -1319,6 +1319,17 @@ pub fn chart_svg(summary: &Value) -> String {
     };
     svg.push_str(&polyline("line-rate", &|p| line(p.0)));
     svg.push_str(&polyline("measured", &|p| p.1));
+    // The line rate as a dash at each size too (one size alone draws no line).
+    for (i, p) in pts.iter().enumerate() {
+        svg.push_str(&format!(
+            r#"<line class="line-rate" x1="{:.1}" x2="{:.1}" y1="{y0:.1}" y2="{y0:.1}"><title>{} B: line rate {} frames/s</title></line>"#,
+            x(i) - 16.0,
+            x(i) + 16.0,
+            p.0,
+            fps_text(line(p.0)),
+            y0 = y(line(p.0))
+        ));
+    }
     for (i, (f, v, dut)) in pts.iter().enumerate() {
         svg.push_str(&format!(
             r#"<circle class="{}" cx="{:.1}" cy="{:.1}" r="4"><title>{f} B: {} frames/s{}</title></circle><text class="axis" x="{:.1}" y="{}" text-anchor="middle">{f}</text>"#,
@@ -1930,6 +1941,39 @@ mod tests {
         assert_eq!(short_count(10_000.0), "10k");
         assert_eq!(short_count(24_606.0), "24.6k");
         assert_eq!(short_count(1_488_095.0), "1.49M");
+    }
+
+    /// Issue 38: when a PC set the limit, the page says what to do about it; a size still
+    /// searching says nothing yet.
+    #[test]
+    fn a_pc_s_limit_comes_with_what_to_do() {
+        let s = serde_json::json!({"throughput": [
+            {"frame": 64, "fps": 35_000.0, "limit": "receiver", "done": true, "trials": 9},
+            {"frame": 512, "fps": 21_178.0, "limit": "generator", "lag_limited": true,
+             "max_lag_ms": 24.53, "done": true, "trials": 11},
+            {"frame": 1518, "fps": 0.0, "limit": "dut", "done": false, "trials": 1}
+        ]});
+        let a = advice(&s);
+        assert_eq!(a.len(), 2, "{a:?}");
+        assert!(a[0].starts_with("64 B: the receiving PC (PC2)"), "{}", a[0]);
+        assert!(a[0].contains("Run netperfd -s on PC2"), "{}", a[0]);
+        assert!(
+            a[1].starts_with("512 B: PC1's generator fell behind"),
+            "{}",
+            a[1]
+        );
+        let rows = throughput_rows(&s);
+        assert_eq!(rows[1].fps, "≥ 21,178");
+        assert_eq!(
+            rows[1].limit,
+            "generator-limited lower bound: PC1 fell up to 24.5 ms behind its schedule and burst in 3 tries at the next rate"
+        );
+        // Before: "0 fps · the board dropped above it" while the first trial ran.
+        assert_eq!(
+            (rows[2].fps.as_str(), rows[2].limit.as_str()),
+            ("—", "searching…")
+        );
+        assert!(advice(&serde_json::json!({})).is_empty());
     }
 
     #[test]

@@ -844,14 +844,13 @@ pub fn route_hint(
     };
     let via = on_port(ingress, agent_ip);
     let back = on_port(egress, target_ip);
-    let net =
-        |a: &Option<crate::board::links::IfAddr>, ip: Option<std::net::IpAddr>, host: &str| match (
-            a, ip,
-        ) {
-            (Some(a), Some(i)) if a.contains(i) => a.network_string(),
-            (_, Some(std::net::IpAddr::V6(_))) => format!("{host}/128"),
-            _ => format!("{host}/32"),
-        };
+    let net = |a: &Option<crate::board::links::IfAddr>,
+               ip: Option<std::net::IpAddr>,
+               host: &str| match (a, ip) {
+        (Some(a), Some(i)) if a.contains(i) => a.network_string(),
+        (_, Some(std::net::IpAddr::V6(_))) => format!("{host}/128"),
+        _ => format!("{host}/32"),
+    };
     let via_text = via.as_ref().map_or_else(
         || "<the board's address on PC1's port>".to_string(),
         |a| a.addr.to_string(),

@@ -1156,7 +1156,7 @@ impl Rfc2544Section {
                 let lagged = t["lagged"].as_bool() == Some(true);
                 let verdict = match (t["passed"].as_bool() == Some(true), bound) {
                     (false, _) if lagged => format!(
-                        "lost frames after PC1's generator fell {:.1} ms behind and caught up in a burst: not held against the board, tried again",
+                        "lost frames in PC1's catch-up burst ({:.1} ms behind): not the board's, tried again",
                         lag.unwrap_or(0.0)
                     ),
                     (true, "generator") => "passed; the PC could not offer the rate".to_string(),
