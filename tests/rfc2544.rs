@@ -132,9 +132,10 @@ fn trials_add_up(s: &Value) {
     assert!(!trials.is_empty(), "{s}");
     for t in trials {
         eprintln!(
-            "{} {} B: asked {:.0} fps, offered {:.0} fps ({} in {:.2} s), received {}, lost {}, passed {}, short {}, bound {}, in {} out {} kept {}, PC drops rcv {} gen {}, places {}",
+            "{} {} B: asked {:.0} fps, offered {:.0} fps ({} in {:.2} s), received {}, lost {}, passed {}, lag {:.1} ms, lagged {}, short {}, bound {}, in {} out {} kept {}, PC drops rcv {} gen {}, places {}",
             t["test"], t["frame"], num(t, "/target_fps"), num(t, "/offered_fps"), t["offered"],
-            num(t, "/seconds"), t["received"], t["lost_frames"], t["passed"], t["generator_short"],
+            num(t, "/seconds"), t["received"], t["lost_frames"], t["passed"],
+            t["sender_lag_ms"].as_f64().unwrap_or(0.0), t["lagged"], t["generator_short"],
             t["bound"], t["board_in"], t["board_out"], t["board_kept"], t["receiver_drops"],
             t["generator_drops"], t["board_places"]
         );
@@ -183,7 +184,13 @@ fn throughput_through_a_100_mbit_tbf_is_the_shaped_frame_rate() {
     assert_eq!(tp.len(), 2, "{s}");
     for (row, frame) in tp.iter().zip([512.0, 1518.0]) {
         assert_eq!(num(row, "/frame"), frame);
-        assert_eq!(row["limit"], "dut", "{frame} B: {row}");
+        // The board's figure; or, on a lab so loaded that PC1 lagged in every try near the
+        // shaper's rate (348 ms once in a full test run), a generator-limited lower bound that
+        // says so (issue 38) — never a lag's loss charged to the board.
+        assert!(
+            row["limit"] == "dut" || (row["limit"] == "generator" && row["lag_limited"] == true),
+            "{frame} B: {row}"
+        );
         let want = shaped_fps(frame);
         let got = num(row, "/fps");
         eprintln!(
@@ -210,9 +217,10 @@ fn throughput_through_a_100_mbit_tbf_is_the_shaped_frame_rate() {
             "{frame} B knee: {row}"
         );
     }
-    // Every failing throughput trial was the board's, and the board's own qdisc counted drops.
+    // Every failing throughput trial was the board's (or lagged: repeated, not charged), and
+    // the board's own qdisc counted drops.
     for t in rows(s, "trials") {
-        if t["passed"] == false {
+        if t["passed"] == false && t["lagged"] != true {
             assert_eq!(t["bound"], "dut", "{t}");
         }
     }
