@@ -132,9 +132,10 @@ fn trials_add_up(s: &Value) {
     assert!(!trials.is_empty(), "{s}");
     for t in trials {
         eprintln!(
-            "{} {} B: asked {:.0} fps, offered {:.0} fps ({} in {:.2} s), received {}, lost {}, passed {}, short {}, bound {}, in {} out {} kept {}, PC drops rcv {} gen {}, places {}",
+            "{} {} B: asked {:.0} fps, offered {:.0} fps ({} in {:.2} s), received {}, lost {}, passed {}, lag {:.1} ms, lagged {}, short {}, bound {}, in {} out {} kept {}, PC drops rcv {} gen {}, places {}",
             t["test"], t["frame"], num(t, "/target_fps"), num(t, "/offered_fps"), t["offered"],
-            num(t, "/seconds"), t["received"], t["lost_frames"], t["passed"], t["generator_short"],
+            num(t, "/seconds"), t["received"], t["lost_frames"], t["passed"],
+            t["sender_lag_ms"].as_f64().unwrap_or(0.0), t["lagged"], t["generator_short"],
             t["bound"], t["board_in"], t["board_out"], t["board_kept"], t["receiver_drops"],
             t["generator_drops"], t["board_places"]
         );
@@ -183,7 +184,13 @@ fn throughput_through_a_100_mbit_tbf_is_the_shaped_frame_rate() {
     assert_eq!(tp.len(), 2, "{s}");
     for (row, frame) in tp.iter().zip([512.0, 1518.0]) {
         assert_eq!(num(row, "/frame"), frame);
-        assert_eq!(row["limit"], "dut", "{frame} B: {row}");
+        // The board's figure; or, on a lab so loaded that PC1 lagged in every try near the
+        // shaper's rate (348 ms once in a full test run), a generator-limited lower bound that
+        // says so (issue 38) — never a lag's loss charged to the board.
+        assert!(
+            row["limit"] == "dut" || (row["limit"] == "generator" && row["lag_limited"] == true),
+            "{frame} B: {row}"
+        );
         let want = shaped_fps(frame);
         let got = num(row, "/fps");
         eprintln!(
@@ -210,9 +217,10 @@ fn throughput_through_a_100_mbit_tbf_is_the_shaped_frame_rate() {
             "{frame} B knee: {row}"
         );
     }
-    // Every failing throughput trial was the board's, and the board's own qdisc counted drops.
+    // Every failing throughput trial was the board's (or lagged: repeated, not charged), and
+    // the board's own qdisc counted drops.
     for t in rows(s, "trials") {
-        if t["passed"] == false {
+        if t["passed"] == false && t["lagged"] != true {
             assert_eq!(t["bound"], "dut", "{t}");
         }
     }
@@ -767,4 +775,225 @@ fn bad_input_and_a_peer_that_is_down_start_nothing() {
         ns_out(&board, "cat", &["/proc/sys/net/ipv4/ip_forward"]),
         "0"
     );
+}
+
+/// Issue 38 item 5: PC1's generator that stalls (the agent stopped 25 ms every 600 ms with
+/// SIGSTOP, as a PC that lost its core) and then repays what it owes in a burst, through the
+/// 100 Mbit/s TBF with its 10 ms queue. The bursts overflow the queue at rates the shaper
+/// passes at a constant rate (24,606 frames/s at 512 B); before, those losses set the
+/// board's throughput below the shaper (22,197 frames/s in the issue). Now every failing
+/// trial near the shaper's rate that lagged is tried again, and the size ends as a
+/// generator-limited lower bound. Independent truth: the stall we imposed (each lagged trial's
+/// measured lag is at least it) and the shaper's rate (never exceeded by the figure).
+#[test]
+fn a_generator_that_stalls_and_bursts_is_a_lower_bound_never_the_board_s() {
+    let _one = serial();
+    let (mut lab, tf) = Lab::with_agent(TOKEN);
+    let board = lab.board.clone();
+    tbf_100m(&board, "eth1");
+    let agent = nix::unistd::Pid::from_raw(lab.pid(0) as i32);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stalls = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            use nix::sys::signal::{kill, Signal};
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(600));
+                let _ = kill(agent, Signal::SIGSTOP);
+                std::thread::sleep(Duration::from_millis(25));
+                let _ = kill(agent, Signal::SIGCONT);
+            }
+        })
+    };
+    let mut a = path_args(&tf);
+    a.extend_from_slice(&[
+        "--sizes",
+        "512",
+        "--trial",
+        "1",
+        "--resolution",
+        "5",
+        "--line-rate",
+        "1G",
+    ]);
+    let (code, run, err) = rfc_cli(&mut lab, "rfc2544-stalls", &a);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = stalls.join();
+    assert_eq!(code, Some(0), "{err}\n{run}");
+    let s = &run["summary"];
+    trials_add_up(s);
+    let trials = rows(s, "trials");
+    for t in trials {
+        eprintln!(
+            "{:.0} fps asked: lag {} ms, lost {}, passed {}, lagged {}",
+            num(t, "/target_fps"),
+            t["sender_lag_ms"],
+            t["lost_frames"],
+            t["passed"],
+            t["lagged"]
+        );
+    }
+    let row = &rows(s, "throughput")[0];
+    eprintln!("throughput {row}");
+    let shaped = shaped_fps(512.0);
+    let got = num(row, "/fps");
+    assert!(
+        got <= shaped * 1.01,
+        "{got} frames/s through a shaper of {shaped}"
+    );
+    // Every lagged trial did lag: at least most of the 25 ms stall, as the agent measured.
+    let lagged: Vec<&Value> = trials.iter().filter(|t| t["lagged"] == true).collect();
+    assert!(!lagged.is_empty(), "no trial lagged: {s}");
+    for t in &lagged {
+        assert_eq!(t["passed"], false, "{t}");
+        assert!(num(t, "/sender_lag_ms") >= 20.0, "{t}");
+    }
+    // A figure below the shaper's rate is never the board's: either the lag limited it (and
+    // the row says so), or the board really dropped at a rate no stall explains.
+    if got < shaped * 0.95 {
+        assert_eq!(
+            row["limit"], "generator",
+            "{got} fps charged to the board: {row}"
+        );
+        assert_eq!(row["lag_limited"], true, "{row}");
+        assert!(num(row, "/max_lag_ms") >= 20.0, "{row}");
+        // The lagged rate was tried three times in a row (1 + 2 repeats).
+        let repeats = trials
+            .windows(3)
+            .filter(|w| {
+                w.iter()
+                    .all(|t| t["lagged"] == true && t["target_fps"] == w[0]["target_fps"])
+            })
+            .count();
+        assert!(repeats >= 1, "{s}");
+        let text = ns_out(
+            &board,
+            bin(),
+            &[
+                "runs",
+                "--data",
+                lab.dir().join("data").to_str().expect("utf-8"),
+                "show",
+                &run["id"].to_string(),
+            ],
+        );
+        assert!(
+            text.contains("generator-limited lower bound: PC1 fell up to"),
+            "{text}"
+        );
+        assert!(text.contains(&format!("≥ {}", fmt_count(got))), "{text}");
+    } else {
+        assert_eq!(row["limit"], "dut", "{row}");
+    }
+    // The page, at a phone's and a desktop's width, when asked (NETPERFD_SHOTS=1: about
+    // 15 s more, kept out of CI's share): each trial's lag, the framing, the two charts.
+    if std::env::var_os("NETPERFD_SHOTS").is_none() {
+        return;
+    }
+    let (_, mut http) = daemon(&mut lab, &board, WEB_PORT, &["--iperf3-port", "0"]);
+    set_up(&lab, &mut http);
+    chromedriver(&mut lab, &board, WD_PORT);
+    let shots = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/ui-screens");
+    let _ = std::fs::create_dir_all(&shots);
+    let base_url = format!("http://127.0.0.1:{WEB_PORT}");
+    for (w, h) in [(1400, 1000), (390, 844)] {
+        let profile = lab.dir().join(format!("chrome-{w}"));
+        let b = Browser::open(&board, WD_PORT, &base_url, w, h, &profile);
+        b.log_in("correct horse");
+        b.go(&format!("/runs/{}", run["id"]));
+        let trials = b.js("return document.querySelector('#rfc-trials').innerText;");
+        let trials = trials.as_str().unwrap_or_default();
+        assert!(trials.contains("PC1 lag (ms)"), "{w} px: {trials}");
+        assert!(b.displayed("#rfc-framing"), "{w} px");
+        assert!(b.displayed("#rfc-loss-chart"), "{w} px");
+        assert_eq!(
+            b.js("return document.getElementById('chart-throughput') === null;"),
+            json!(true),
+            "{w} px"
+        );
+        let sw = b.js("return document.documentElement.scrollWidth - window.innerWidth;");
+        assert!(
+            sw.as_i64().unwrap_or(1) <= 0,
+            "{w} px: scrolls sideways by {sw}"
+        );
+        b.screenshot(&shots, &format!("{w}-rfc2544-lag"));
+        b.js("document.getElementById('rfc2544').scrollIntoView(); return 0;");
+        b.screenshot(&shots, &format!("{w}-rfc2544-lag-tables"));
+        b.js("document.getElementById('rfc-trials').scrollIntoView(); return 0;");
+        b.screenshot(&shots, &format!("{w}-rfc2544-lag-trials"));
+    }
+}
+
+/// Issue 38 item 6: PC1 without a route to PC2's network. The agent's "Network is unreachable"
+/// is PC1's: the run says so and names the route PC1 needs through the board, for an RFC 2544
+/// and a forwarding run; nothing stays enabled on the board.
+#[test]
+fn an_agent_without_a_route_names_pc1_and_the_route() {
+    let _one = serial();
+    let mut lab = Lab::with_pc2();
+    let (pc1, pc2, board) = (
+        lab.pc1.clone(),
+        lab.pc2.clone().expect("pc2"),
+        lab.board.clone(),
+    );
+    let tf = lab.token_file(TOKEN);
+    lab.spawn(
+        &pc1,
+        "agent",
+        bin(),
+        &["peer", "--listen", "192.0.2.2:5280", "--token-file", &tf],
+    );
+    lab.wait_port(&pc1, PC1_IP, 5280);
+    lab.spawn(&pc2, "iperf3-s", "iperf3", &["-s"]);
+    lab.wait_port(&pc2, PC2_IP, 5201);
+    let route = "ip route add 198.51.100.0/24 via 192.0.2.1";
+    let mut a = path_args(&tf);
+    a.extend_from_slice(&["--sizes", "1518", "--trial", "1", "--line-rate", "1G"]);
+    let (code, run, err) = rfc_cli(&mut lab, "rfc2544-noroute", &a);
+    assert_eq!(code, Some(1), "{err}\n{run}");
+    assert_eq!(run["status"], "failed", "{run}");
+    let e = run["error"].as_str().unwrap_or_default();
+    assert!(e.contains("Network is unreachable"), "{e}");
+    assert!(
+        e.contains("this error came from PC1 (the peer agent at 192.0.2.2)"),
+        "{e}"
+    );
+    assert!(e.contains(route), "{e}");
+    // A forwarding run, without NAT: PC2 needs the way back too.
+    let data = lab.dir().join("data").to_str().expect("utf-8").to_string();
+    let mut f = vec!["forward", "--data", &data, "--json"];
+    f.extend_from_slice(&path_args(&tf)[..10]);
+    f.extend_from_slice(&["-u", "-b", "10M", "-t", "1"]);
+    let (code, out, err) = lab.run(
+        &board,
+        "forward-noroute",
+        bin(),
+        &f,
+        Duration::from_secs(60),
+    );
+    let fwd = json(&out, "netperfd forward --json");
+    assert_ne!(code, Some(0), "{out}\n{err}");
+    let e = fwd["error"].as_str().unwrap_or_default();
+    assert!(e.contains("came from PC1") && e.contains(route), "{e}");
+    assert!(
+        e.contains("on PC2: ip route add 192.0.2.0/24 via 198.51.100.1"),
+        "{e}"
+    );
+    assert_eq!(
+        ns_out(&board, "cat", &["/proc/sys/net/ipv4/ip_forward"]),
+        "0"
+    );
+}
+
+/// 24606 → "24,606" (the pages' count style).
+fn fmt_count(v: f64) -> String {
+    let s = format!("{:.0}", v.round());
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }

@@ -28,6 +28,17 @@
 //! board when no other share is larger. A trial whose generator sent less than
 //! [`GENERATOR_SHORT`] of the rate asked is generator-bound even without loss. The search
 //! never reports a PC's limit as the DUT's: its result says which limit it found.
+//!
+//! **A generator that lagged.** A software generator that lost its core for L ms owes L ms
+//! of frames and its pacer repays them above the rate (up to 1.9 ×): the DUT then has to
+//! queue L ms of its forwarding rate on top of the constant load RFC 2544 offers, which a
+//! board with a shorter queue drops — the generator's burst, not the board's limit (issue 38:
+//! through a 100 Mbit/s shaper with a 10 ms queue, 512 B trials failed exactly when PC1 had
+//! lagged 21–24 ms, and the search reported 22,197 fps where the shaper passes 24,606).
+//! A failed trial whose generator lagged more than [`LAG_LIMIT_MS`] and whose loss fits in
+//! what that burst could have added ([`LAG_LOSS_SHARE`] × the frames owed) is `lagged`: the
+//! search runs it again, and after [`LAG_REPEATS`] lagging repeats takes the rate as the
+//! generator's limit, so the size's figure is a generator-limited lower bound.
 
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +55,21 @@ pub const MIN_GAIN: f64 = 0.9;
 pub const CEILING_MISS: f64 = 0.05;
 /// Most trials one throughput search may run (a search to 0.01 % takes 14).
 pub const MAX_SEARCH_TRIALS: usize = 30;
+/// A generator that fell further behind its schedule than this, ms, sent the frames it owed
+/// as a burst above the trial's rate (see the module doc). 5 ms: an unloaded PC's wake-ups
+/// are late by well under 1 ms and a loaded one's by a few ms, while a DUT is expected to
+/// hold at least a few ms of its own forwarding rate (the lab's 100 Mbit/s shaper holds
+/// 10.5 ms; Linux's default 1,000-packet queue 40 ms of 512-byte frames at 100 Mbit/s), so a
+/// lag below it does not explain a loss and is not worth a repeat.
+pub const LAG_LIMIT_MS: f64 = 5.0;
+/// A lagged trial's loss is set against the generator's burst only when it is at most this
+/// many times the frames it owed at its largest lag (`lag × offered frames/s`): one stall is
+/// measured, a trial may hold two or so; a larger loss is the DUT's at that rate whatever the
+/// burst (the search far above the knee is not slowed by repeats).
+pub const LAG_LOSS_SHARE: f64 = 2.0;
+/// A failed trial whose generator lagged is run again at the same rate up to this many
+/// times; when every try lagged, the rate is the generator's limit (a lower bound).
+pub const LAG_REPEATS: u32 = 2;
 
 /// Whose limit a trial showed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,6 +118,8 @@ pub struct TrialCounts {
     pub receiver_drops: u64,
     /// Drops the generating PC's own counters show (the peer agent sends them).
     pub generator_drops: u64,
+    /// The generator's largest lag behind its schedule, ms (`sender_max_lag_ms`; 0 unknown).
+    pub lag_ms: f64,
 }
 
 /// A judged trial: the evidence that is stored for every trial.
@@ -111,6 +139,11 @@ pub struct Verdict {
     pub bound: Option<Bound>,
     /// Frames that came into the board and did not leave it (by its port counters).
     pub board_kept: u64,
+    /// A failed trial whose loss the generator's catch-up burst may explain: it lagged more
+    /// than [`LAG_LIMIT_MS`] and lost at most [`LAG_LOSS_SHARE`] × the frames it owed. Not
+    /// evidence against the board: the search repeats it ([`Search::record`]).
+    #[serde(default)]
+    pub lagged: bool,
 }
 
 /// Judge one trial's counts with `allowed` loss (fraction of frames).
@@ -122,7 +155,19 @@ pub fn judge(c: &TrialCounts, allowed: f64) -> Verdict {
     };
     let grace = (offered_fps * TAIL_GRACE_S).ceil() as u64;
     let generator_short = offered_fps < GENERATOR_SHORT * c.target_fps;
-    verdict(c, allowed, grace, offered_fps, generator_short)
+    let mut v = verdict(c, allowed, grace, offered_fps, generator_short);
+    v.lagged = !v.passed && lag_explains(c.lag_ms, offered_fps, v.lost_frames);
+    v
+}
+
+/// Whether a generator that lagged `lag_ms` at `offered_fps` may have caused a loss of
+/// `lost` frames by its catch-up burst (see [`LAG_LIMIT_MS`], [`LAG_LOSS_SHARE`]).
+pub fn lag_explains(lag_ms: f64, offered_fps: f64, lost: u64) -> bool {
+    if !lag_ms.is_finite() || lag_ms <= LAG_LIMIT_MS || !offered_fps.is_finite() {
+        return false;
+    }
+    let owed = lag_ms / 1000.0 * offered_fps.max(0.0);
+    lost as f64 <= LAG_LOSS_SHARE * owed
 }
 
 /// Judge a back-to-back trial: a burst of `burst` frames asked at `c.target_fps` (the line
@@ -207,6 +252,7 @@ fn verdict(
         generator_short,
         bound,
         board_kept,
+        lagged: false,
     }
 }
 
@@ -255,6 +301,11 @@ pub struct Search {
     gain: f64,
     /// Passes in a row whose generator could not offer more than the last pass.
     stuck: u32,
+    /// A rate to try again (a failed trial whose generator lagged), and the lagged tries at it.
+    again: Option<f64>,
+    lag_tries: u32,
+    /// The search ended at a rate where every try lagged (the generator's limit).
+    lag_limited: bool,
     trials: usize,
     done: bool,
 }
@@ -270,6 +321,9 @@ impl Search {
             hi_tool: None,
             gain: 1.0,
             stuck: 0,
+            again: None,
+            lag_tries: 0,
+            lag_limited: false,
             trials: 0,
             done: top_fps.is_nan() || top_fps <= 0.0,
         }
@@ -284,6 +338,8 @@ impl Search {
     pub fn next_rate(&self) -> Option<f64> {
         if self.done {
             None
+        } else if let Some(r) = self.again {
+            Some(r)
         } else if self.trials == 0 {
             Some(self.top)
         } else {
@@ -296,7 +352,10 @@ impl Search {
         rate / self.gain
     }
 
-    /// Take the verdict of a trial that asked the generator for `asked` frames/s.
+    /// Take the verdict of a trial that asked the generator for `asked` frames/s. A failed
+    /// trial that `lagged` is no evidence against the board: the same rate is tried again
+    /// ([`Search::next_rate`]), and after [`LAG_REPEATS`] lagging repeats it is the
+    /// generator's limit.
     pub fn record(&mut self, asked: f64, v: &Verdict) {
         self.trials += 1;
         // The rate the trial was meant to offer, and the one it tried: the one asked, or what
@@ -307,6 +366,21 @@ impl Search {
         } else {
             asked
         };
+        if !v.passed && v.lagged {
+            self.lag_tries += 1;
+            if self.lag_tries > LAG_REPEATS {
+                self.again = None;
+                self.lag_tries = 0;
+                self.lag_limited = true;
+                self.set_tool(tried, Bound::Generator);
+            } else {
+                self.again = Some(desired);
+            }
+            self.update_done();
+            return;
+        }
+        self.again = None;
+        self.lag_tries = 0;
         // A shortfall of up to 10 % is a share (a busy core) and is made up next time; a larger
         // one is a ceiling, which asking for more does not move.
         let share = if asked > 0.0 {
@@ -339,12 +413,28 @@ impl Search {
                 Some(b) => self.set_tool(tried, b),
             }
         }
+        self.update_done();
+    }
+
+    fn update_done(&mut self) {
         let hi = self.hi();
-        self.done = self.lo >= self.top
-            || hi <= self.lo
-            || hi - self.lo <= self.resolution * hi
-            || hi < self.top * 1e-4
-            || self.trials >= MAX_SEARCH_TRIALS;
+        self.done = self.trials >= MAX_SEARCH_TRIALS
+            || (self.again.is_none()
+                && (self.lo >= self.top
+                    || hi <= self.lo
+                    || hi - self.lo <= self.resolution * hi
+                    || hi < self.top * 1e-4));
+    }
+
+    /// Whether the generator's lag set the limit: some rate above the result failed only in
+    /// trials whose generator lagged (and no lower rate failed for the board).
+    pub fn lag_limited(&self) -> bool {
+        self.lag_limited && self.result().1 == Limit::Generator
+    }
+
+    /// The search will try the last rate again (its trial failed while the generator lagged).
+    pub fn repeating(&self) -> bool {
+        self.again.is_some()
     }
 
     fn set_tool(&mut self, rate: f64, b: Bound) {
@@ -670,8 +760,35 @@ pub fn throughput_rows(summary: &Value) -> Vec<ThroughputRow> {
                         .join("; ")
                 })
                 .unwrap_or_default();
+            let searching = r["done"].as_bool() == Some(false);
+            let frame = r["frame"].as_u64().unwrap_or(0);
+            if searching {
+                // No figure yet: what passed so far is a floor, and no limit is known.
+                let so_far = |t: String| {
+                    if fps > 0.0 {
+                        format!("≥ {t} so far")
+                    } else {
+                        "—".into()
+                    }
+                };
+                return ThroughputRow {
+                    frame,
+                    fps: so_far(fps_text(fps)),
+                    l2: "—".into(),
+                    l1: "—".into(),
+                    percent: r["percent_line"]
+                        .as_f64()
+                        .map(|p| so_far(format!("{p:.1} %")))
+                        .unwrap_or_else(|| "—".into()),
+                    limit: "searching…".into(),
+                    dut: false,
+                    trials: format!("{} …", r["trials"].as_u64().unwrap_or(0)),
+                    knee: String::new(),
+                };
+            }
+            let lag = r["max_lag_ms"].as_f64().unwrap_or(0.0);
             ThroughputRow {
-                frame: r["frame"].as_u64().unwrap_or(0),
+                frame,
                 fps: format!("{prefix}{}", fps_text(fps)),
                 l2: format!("{prefix}{}", rate("l2_bps")),
                 l1: format!("{prefix}{}", rate("l1_bps")),
@@ -682,28 +799,57 @@ pub fn throughput_rows(summary: &Value) -> Vec<ThroughputRow> {
                 limit: match limit {
                     Some(Limit::LineRate) => "line rate (no loss)".into(),
                     Some(Limit::Dut) => "the board dropped above it".into(),
+                    Some(Limit::Generator) if r["lag_limited"].as_bool() == Some(true) => format!(
+                        "generator-limited lower bound: PC1 fell up to {lag:.1} ms behind its schedule and burst in {} tries at the next rate",
+                        LAG_REPEATS + 1
+                    ),
                     Some(Limit::Generator) => {
                         "the generating PC could not offer more (a lower bound)".into()
                     }
                     Some(Limit::Receiver) => {
-                        "the receiving PC lost frames above it (a lower bound)".into()
+                        "the receiving PC lost frames above it (a lower bound): run netperfd -s on PC2".into()
                     }
                     None => "—".into(),
                 },
                 dut,
-                trials: format!(
-                    "{}{}",
-                    r["trials"].as_u64().unwrap_or(0),
-                    if r["done"].as_bool() == Some(false) {
-                        " …"
-                    } else {
-                        ""
-                    }
-                ),
+                trials: r["trials"].as_u64().unwrap_or(0).to_string(),
                 knee,
             }
         })
         .collect()
+}
+
+/// What the user can do about the PCs' limits the run met, one sentence each: the receiving
+/// PC lost frames (a stock iperf3 receiver's socket), or the generator lagged.
+pub fn advice(summary: &Value) -> Vec<String> {
+    let rows = summary["throughput"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let sizes = |f: &dyn Fn(&Value) -> bool| {
+        rows.iter()
+            .take(64)
+            .filter(|r| r["done"].as_bool() != Some(false) && f(r))
+            .filter_map(|r| r["frame"].as_u64())
+            .map(|f| format!("{f} B"))
+            .collect::<Vec<_>>()
+    };
+    let mut out = Vec::new();
+    let receiver = sizes(&|r| r["limit"] == "receiver");
+    if !receiver.is_empty() {
+        out.push(format!(
+            "{}: the receiving PC (PC2) lost frames before the board did, so the figure is PC2's limit. Run netperfd -s on PC2 in place of iperf3 -s (it receives in batches and reports its own drops) and run again.",
+            receiver.join(", ")
+        ));
+    }
+    let lagged = sizes(&|r| r["lag_limited"].as_bool() == Some(true));
+    if !lagged.is_empty() {
+        out.push(format!(
+            "{}: PC1's generator fell behind its schedule and burst in every try above the figure, so it is a lower bound set by PC1. Give the agent on PC1 a core of its own (no other load, or taskset) and run again.",
+            lagged.join(", ")
+        ));
+    }
+    out
 }
 
 /// One frame size's frame-loss-rate steps (§26.3): the loss at 100 %, 90 %, … of the line rate.
@@ -1082,97 +1228,245 @@ pub fn trials_csv(summary: &Value) -> String {
     out
 }
 
-/// The chart of throughput (frames/s) against frame size with the line-rate curve, as an SVG
-/// element (640 × 280 user units, scaled by CSS). Points the board set are filled; a PC's
-/// lower bound is hollow. Empty when nothing was measured yet.
+/// Chart geometry, user units: 400 × 250 (scaled to the page's width by CSS; at a phone's
+/// 340 px its 13-unit labels are 11 px).
+const CW: f64 = 400.0;
+const CH: f64 = 250.0;
+/// Left, right, top and bottom margins.
+const CL: f64 = 48.0;
+const CR: f64 = 10.0;
+const CT: f64 = 26.0;
+const CB: f64 = 38.0;
+
+/// Decades of a log axis that hold `lo..=hi` (both > 0): (first, last) powers of ten.
+fn decades(lo: f64, hi: f64) -> (i32, i32) {
+    let a = lo.max(1.0).log10().floor() as i32;
+    let b = hi.max(lo * 10.0).max(10.0).log10().ceil() as i32;
+    (a.clamp(0, 9), b.clamp(a.clamp(0, 9) + 1, 10))
+}
+
+/// The chart of throughput (frames/s) by frame size with the line rate, as an SVG element:
+/// a log frames/s axis (6 k and 1.5 M frames/s both readable), the sizes tested evenly
+/// spaced. Points the board set are filled; a PC's lower bound is hollow; a size still
+/// searching is not drawn. Empty when nothing was measured yet.
 pub fn chart_svg(summary: &Value) -> String {
-    let pts: Vec<(f64, f64, bool)> = summary["throughput"]
+    let mut pts: Vec<(f64, f64, bool)> = summary["throughput"]
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or_default()
         .iter()
+        .take(64)
+        .filter(|r| r["done"].as_bool() != Some(false))
         .filter_map(|r| {
             let dut = serde_json::from_value::<Limit>(r["limit"].clone())
                 .ok()
                 .is_some_and(Limit::is_dut);
             Some((r["frame"].as_f64()?, r["fps"].as_f64()?, dut))
         })
+        .filter(|p| p.0 > 0.0 && p.1 > 0.0 && p.1.is_finite())
         .collect();
     let line_bps = summary["line_bps"].as_f64().unwrap_or(0.0);
     if pts.is_empty() || line_bps <= 0.0 {
         return String::new();
     }
-    let (w, h, l, r, t, b) = (640.0, 280.0, 70.0, 20.0, 15.0, 35.0);
-    let xmin = pts
-        .iter()
-        .map(|p| p.0)
-        .fold(f64::INFINITY, f64::min)
-        .min(64.0);
-    let xmax = pts.iter().map(|p| p.0).fold(0.0, f64::max).max(1518.0);
+    crate::model::order::sort_by(&mut pts, |a, b| a.0.total_cmp(&b.0));
     let line = |f: f64| line_bps / (8.0 * (f + f64::from(crate::spec::rfc2544::L1_OVERHEAD)));
-    let ymax = pts.iter().map(|p| p.1).fold(line(xmin), f64::max) * 1.05;
-    let x = |f: f64| l + (f - xmin) / (xmax - xmin).max(1.0) * (w - l - r);
-    let y = |v: f64| t + (1.0 - v / ymax) * (h - t - b);
+    let lo = pts
+        .iter()
+        .map(|p| p.1.min(line(p.0)))
+        .fold(f64::INFINITY, f64::min);
+    let hi = pts.iter().map(|p| p.1.max(line(p.0))).fold(0.0, f64::max);
+    let (d0, d1) = decades(lo, hi);
+    let n = pts.len();
+    let x = |i: usize| {
+        if n == 1 {
+            CL + (CW - CL - CR) / 2.0
+        } else {
+            CL + 20.0 + (CW - CL - CR - 40.0) * i as f64 / (n - 1) as f64
+        }
+    };
+    let y = |v: f64| {
+        let t = (v.max(1.0).log10() - f64::from(d0)) / f64::from(d1 - d0);
+        CT + (1.0 - t) * (CH - CT - CB)
+    };
     let mut svg = format!(
-        r#"<svg class="rfc-chart" id="rfc-chart" viewBox="0 0 {w} {h}" role="img" aria-label="Throughput in frames/s by frame size, with the line rate">"#
+        r#"<svg class="rfc-chart" id="rfc-chart" viewBox="0 0 {CW} {CH}" role="img" aria-label="Throughput in frames/s by frame size (log axis), with the line rate">"#
     );
-    for i in 0..=4 {
-        let v = ymax * f64::from(i) / 4.0;
+    svg.push_str(&format!(
+        r#"<text class="axis" x="{CL}" y="14">frames/s (log)</text><text class="axis key" x="{}" y="14" text-anchor="end">— measured · - - line rate</text>"#,
+        CW - CR
+    ));
+    for d in d0..=d1 {
+        let v = 10f64.powi(d);
         svg.push_str(&format!(
-            r#"<line class="grid" x1="{l}" x2="{}" y1="{y0:.1}" y2="{y0:.1}"/><text class="axis" x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
-            w - r,
-            l - 6.0,
+            r#"<line class="grid" x1="{CL}" x2="{}" y1="{y0:.1}" y2="{y0:.1}"/><text class="axis" x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
+            CW - CR,
+            CL - 4.0,
             y(v) + 4.0,
             short_count(v),
             y0 = y(v)
         ));
     }
-    let curve: Vec<String> = (0..=60)
-        .map(|i| {
-            let f = xmin + (xmax - xmin) * f64::from(i) / 60.0;
-            format!("{:.1},{:.1}", x(f), y(line(f)))
-        })
-        .collect();
-    svg.push_str(&format!(
-        r#"<polyline class="line-rate" points="{}"/>"#,
-        curve.join(" ")
-    ));
-    let mut measured: Vec<(f64, f64, bool)> = pts.clone();
-    crate::model::order::sort_by(&mut measured, |a, b| a.0.total_cmp(&b.0));
-    svg.push_str(&format!(
-        r#"<polyline class="measured" points="{}"/>"#,
-        measured
-            .iter()
-            .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.1)))
-            .collect::<Vec<_>>()
-            .join(" ")
-    ));
-    for (f, v, dut) in &measured {
+    let polyline = |class: &str, f: &dyn Fn(&(f64, f64, bool)) -> f64| {
+        format!(
+            r#"<polyline class="{class}" points="{}"/>"#,
+            pts.iter()
+                .enumerate()
+                .map(|(i, p)| format!("{:.1},{:.1}", x(i), y(f(p))))
+                .collect::<Vec<_>>()
+                .join(" ")
+        )
+    };
+    svg.push_str(&polyline("line-rate", &|p| line(p.0)));
+    svg.push_str(&polyline("measured", &|p| p.1));
+    // The line rate as a dash at each size too (one size alone draws no line).
+    for (i, p) in pts.iter().enumerate() {
+        svg.push_str(&format!(
+            r#"<line class="line-rate" x1="{:.1}" x2="{:.1}" y1="{y0:.1}" y2="{y0:.1}"><title>{} B: line rate {} frames/s</title></line>"#,
+            x(i) - 16.0,
+            x(i) + 16.0,
+            p.0,
+            fps_text(line(p.0)),
+            y0 = y(line(p.0))
+        ));
+    }
+    for (i, (f, v, dut)) in pts.iter().enumerate() {
         svg.push_str(&format!(
             r#"<circle class="{}" cx="{:.1}" cy="{:.1}" r="4"><title>{f} B: {} frames/s{}</title></circle><text class="axis" x="{:.1}" y="{}" text-anchor="middle">{f}</text>"#,
             if *dut { "pt" } else { "pt bound" },
-            x(*f),
+            x(i),
             y(*v),
             fps_text(*v),
             if *dut { "" } else { " (a PC's limit: lower bound)" },
-            x(*f),
-            h - b + 16.0
+            x(i),
+            CH - CB + 16.0
         ));
     }
     svg.push_str(&format!(
         r#"<text class="axis" x="{:.1}" y="{}" text-anchor="middle">frame size, bytes</text></svg>"#,
-        l + (w - l - r) / 2.0,
-        h - 3.0
+        CL + (CW - CL - CR) / 2.0,
+        CH - 4.0
     ));
     svg
 }
 
-/// 1.49M, 24.6k, 812 (chart axis labels).
+/// The frame loss rate against the offered rate, one curve per frame size, from every
+/// throughput and frame-loss trial (offered frames/s on a log axis, loss 0–100 %), as an SVG
+/// element: where each size's loss begins (the knee) and how it grows. Empty without trials.
+pub fn loss_chart_svg(summary: &Value) -> String {
+    let trials = summary["trials"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    // (frame, [(offered fps, loss %)]) in the order the sizes were tested.
+    let mut sizes: Vec<(u64, Vec<(f64, f64)>)> = Vec::new();
+    for t in trials.iter().take(2000) {
+        if !matches!(t["test"].as_str(), Some("throughput" | "loss")) {
+            continue;
+        }
+        let (Some(frame), Some(fps), Some(loss)) = (
+            t["frame"].as_u64(),
+            t["offered_fps"].as_f64(),
+            t["loss_ratio"].as_f64(),
+        ) else {
+            continue;
+        };
+        if !(fps.is_finite() && fps > 0.0 && loss.is_finite()) {
+            continue;
+        }
+        let pt = (fps, (loss * 100.0).clamp(0.0, 100.0));
+        match sizes.iter().position(|s| s.0 == frame) {
+            Some(i) => sizes[i].1.push(pt),
+            None if sizes.len() < 8 => sizes.push((frame, vec![pt])),
+            None => {}
+        }
+    }
+    if sizes.is_empty() {
+        return String::new();
+    }
+    let all = sizes.iter().flat_map(|s| s.1.iter().map(|p| p.0));
+    let (lo, hi) = all.fold((f64::INFINITY, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
+    let (d0, d1) = decades(lo, hi);
+    let x = |v: f64| {
+        let t = (v.max(1.0).log10() - f64::from(d0)) / f64::from(d1 - d0);
+        CL + t * (CW - CL - CR)
+    };
+    let y = |p: f64| CT + (1.0 - p / 100.0) * (CH - CT - CB);
+    let mut svg = format!(
+        r#"<svg class="rfc-chart" id="rfc-loss-chart" viewBox="0 0 {CW} {CH}" role="img" aria-label="Frame loss rate by offered frames/s (log axis), one curve per frame size">"#
+    );
+    svg.push_str(&format!(
+        r#"<text class="axis" x="{CL}" y="14">loss</text>"#
+    ));
+    for p in [0.0, 25.0, 50.0, 75.0, 100.0] {
+        svg.push_str(&format!(
+            r#"<line class="grid" x1="{CL}" x2="{}" y1="{y0:.1}" y2="{y0:.1}"/><text class="axis" x="{}" y="{:.1}" text-anchor="end">{p:.0} %</text>"#,
+            CW - CR,
+            CL - 4.0,
+            y(p) + 4.0,
+            y0 = y(p)
+        ));
+    }
+    for d in d0..=d1 {
+        let v = 10f64.powi(d);
+        svg.push_str(&format!(
+            r#"<line class="grid" x1="{x0:.1}" x2="{x0:.1}" y1="{CT}" y2="{}"/><text class="axis" x="{x0:.1}" y="{}" text-anchor="middle">{}</text>"#,
+            CH - CB,
+            CH - CB + 16.0,
+            short_count(v),
+            x0 = x(v)
+        ));
+    }
+    // The key: one entry per size, across the top.
+    let mut kx = CL + 40.0;
+    for (i, (frame, pts)) in sizes.iter_mut().enumerate() {
+        crate::model::order::sort_by(pts, |a, b| a.0.total_cmp(&b.0));
+        let c = i % 6;
+        svg.push_str(&format!(
+            r#"<polyline class="size s{c}" points="{}"/>"#,
+            pts.iter()
+                .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.1)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+        for p in pts.iter() {
+            svg.push_str(&format!(
+                r#"<circle class="size s{c}" cx="{:.1}" cy="{:.1}" r="2.5"><title>{frame} B at {} frames/s: {:.3} % lost</title></circle>"#,
+                x(p.0),
+                y(p.1),
+                fps_text(p.0),
+                p.1
+            ));
+        }
+        if kx < CW - 40.0 {
+            svg.push_str(&format!(
+                r#"<rect class="size s{c}" x="{kx:.1}" y="5" width="10" height="10"/><text class="axis" x="{:.1}" y="14">{frame} B</text>"#,
+                kx + 13.0
+            ));
+            kx += 13.0 + 9.0 * (frame.to_string().len() as f64 + 2.0) + 8.0;
+        }
+    }
+    svg.push_str(&format!(
+        r#"<text class="axis" x="{:.1}" y="{}" text-anchor="middle">offered frames/s (log)</text></svg>"#,
+        CL + (CW - CL - CR) / 2.0,
+        CH - 4.0
+    ));
+    svg
+}
+
+/// 1.49M, 24.6k, 812, 10k, 1M (chart axis labels; no trailing zeros).
 fn short_count(v: f64) -> String {
+    let trim = |t: String| {
+        if t.contains('.') {
+            t.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            t
+        }
+    };
     if v >= 1e6 {
-        format!("{:.2}M", v / 1e6)
+        format!("{}M", trim(format!("{:.2}", v / 1e6)))
     } else if v >= 1e3 {
-        format!("{:.1}k", v / 1e3)
+        format!("{}k", trim(format!("{:.1}", v / 1e3)))
     } else {
         format!("{v:.0}")
     }
@@ -1511,6 +1805,177 @@ mod tests {
         assert!((99_000.0..=100_000.0).contains(&fps), "{fps}");
     }
 
+    /// A trial through a DUT of `cap` frames/s with a queue of `queue` frames, whose generator
+    /// stalled `lag_ms` and then repaid what it owed as a burst: the burst overflows the queue
+    /// by what the DUT's spare rate does not drain (the shaper's counter counts the drops).
+    fn lagging_trial(asked: f64, cap: f64, queue: f64, lag_ms: f64) -> TrialCounts {
+        let mut c = trial(asked, cap, f64::INFINITY, 1.0);
+        let offered_fps = asked.min(cap * 100.0);
+        let owed = lag_ms / 1000.0 * offered_fps;
+        // Spare rate while the burst (at 1.9 × the rate) drains: what the queue need not hold.
+        let spare = ((cap - offered_fps) / (0.9 * offered_fps)).clamp(0.0, 1.0);
+        let overflow = (owed * (1.0 - spare) - queue).max(0.0).round() as u64;
+        c.lost += overflow;
+        c.board_drops += overflow;
+        c.board_out = c.board_out.saturating_sub(overflow);
+        c.lag_ms = lag_ms;
+        c
+    }
+
+    /// Issue 38 item 5: 512 B through a 100 Mbit/s shaper (24,606 frames/s, a 10 ms queue of
+    /// 246 frames) from a PC that stalls 22 ms in every trial. Before, the bursts failed the
+    /// rates near the shaper and the search reported 22,197 frames/s as the board's; now those
+    /// trials are repeated and the figure is a generator-limited lower bound.
+    #[test]
+    fn a_generator_that_lags_and_bursts_is_never_the_board_s_throughput() {
+        let (cap, queue) = (24_606.0, 246.0);
+        let mut s = Search::new(234_962.0, 0.01);
+        let mut tries: Vec<(f64, bool)> = Vec::new();
+        while let Some(r) = s.next_rate() {
+            let asked = s.ask_rate(r);
+            let v = judge(&lagging_trial(asked, cap, queue, 22.0), 0.0);
+            tries.push((asked, v.lagged));
+            s.record(asked, &v);
+        }
+        let (fps, limit) = s.result();
+        assert_eq!(limit, Limit::Generator, "{fps}: {tries:?}");
+        assert!(s.lag_limited());
+        assert!(fps < cap, "{fps}");
+        // Far above the shaper the loss is far more than 22 ms of frames: the board's, at once.
+        assert!(!tries[0].1, "{tries:?}");
+        // A lagged rate was tried 1 + LAG_REPEATS times in a row before it was the limit.
+        let runs = tries
+            .windows(3)
+            .filter(|w| w.iter().all(|t| t.1 && t.0 == w[0].0))
+            .count();
+        assert!(runs >= 1, "{tries:?}");
+        assert!(s.trials() <= 20, "{} trials", s.trials());
+        // The same generator without the stall finds the shaper's rate, the board's.
+        let mut s = Search::new(234_962.0, 0.01);
+        while let Some(r) = s.next_rate() {
+            let asked = s.ask_rate(r);
+            s.record(asked, &judge(&lagging_trial(asked, cap, queue, 0.4), 0.0));
+        }
+        let (fps, limit) = s.result();
+        assert_eq!(limit, Limit::Dut);
+        assert!(fps <= cap && fps >= 0.99 * cap, "{fps}");
+        assert!(!s.lag_limited());
+        // One stall in one trial: that rate is tried again, and the board's rate still found.
+        let mut s = Search::new(234_962.0, 0.01);
+        let mut n = 0;
+        let mut repeated = 0;
+        while let Some(r) = s.next_rate() {
+            let asked = s.ask_rate(r);
+            n += 1;
+            let lag = if n == 4 { 22.0 } else { 0.4 };
+            let v = judge(&lagging_trial(asked, cap, queue, lag), 0.0);
+            s.record(asked, &v);
+            if v.lagged {
+                assert!(s.repeating());
+                repeated += 1;
+            }
+        }
+        let (fps, limit) = s.result();
+        assert_eq!(limit, Limit::Dut, "{fps}");
+        assert!(fps <= cap && fps >= 0.99 * cap, "{fps}");
+        assert!(repeated <= 1);
+    }
+
+    #[test]
+    fn a_lag_explains_a_loss_only_when_long_and_the_loss_fits_in_what_it_owed() {
+        // 24,606 frames/s, 22 ms behind: 541 frames owed.
+        assert!(lag_explains(22.0, 24_606.0, 500));
+        assert!(lag_explains(22.0, 24_606.0, 1082));
+        assert!(!lag_explains(22.0, 24_606.0, 1083));
+        // A few ms behind is a loaded PC's wake-up, not a burst worth a repeat.
+        assert!(!lag_explains(LAG_LIMIT_MS, 24_606.0, 1));
+        assert!(!lag_explains(f64::NAN, 24_606.0, 1));
+        // A passed trial is never lagged; a failed one only with the lag.
+        let c = TrialCounts {
+            lag_ms: 22.0,
+            ..lagging_trial(24_000.0, 24_606.0, 246.0, 22.0)
+        };
+        let v = judge(&c, 0.0);
+        assert!(!v.passed && v.lagged, "{v:?}");
+        let v = judge(&TrialCounts { lag_ms: 2.0, ..c }, 0.0);
+        assert!(!v.passed && !v.lagged, "{v:?}");
+        assert!(!judge(&trial(20_000.0, 24_606.0, 1e9, 1.0), 0.0).lagged);
+    }
+
+    /// Issue 38: a linear axis to 1.56 M flattened 6–46 k frames/s to 0. On the log axis
+    /// 6,000 and 46,000 frames/s lie far apart, and each size is its own curve.
+    #[test]
+    fn the_loss_chart_spreads_small_rates_on_a_log_axis() {
+        let t = |frame: u64, fps: f64, loss: f64| {
+            serde_json::json!({"test": "throughput", "frame": frame, "offered_fps": fps,
+                               "loss_ratio": loss})
+        };
+        let s = serde_json::json!({"trials": [
+            t(512, 234_962.0, 0.9), t(512, 46_000.0, 0.4731), t(512, 6_000.0, 0.0),
+            t(1518, 81_274.0, 0.898), t(1518, 8_000.0, 0.0),
+            {"test": "latency", "frame": 512, "offered_fps": 24_000.0, "loss_ratio": 0.0}
+        ]});
+        let svg = loss_chart_svg(&s);
+        let cx = |title: &str| -> f64 {
+            let i = svg.find(title).unwrap_or_else(|| panic!("{title}: {svg}"));
+            let head = &svg[..i];
+            let c = head.rfind("cx=\"").expect("cx");
+            head[c + 4..].split('"').next().unwrap().parse().unwrap()
+        };
+        let (a, b) = (
+            cx("512 B at 6,000 frames/s"),
+            cx("512 B at 46,000 frames/s"),
+        );
+        // log10(46,000 / 6,000) = 0.88 of a decade; two decades (1k..1M = 3) on 342 units.
+        assert!(b - a > 90.0, "{a} {b}");
+        assert!(svg.contains("47.310 % lost"), "{svg}");
+        assert_eq!(svg.matches("<polyline").count(), 2, "one curve per size");
+        assert_eq!(
+            svg.matches("<circle").count(),
+            5,
+            "latency trials are not drawn"
+        );
+        assert!(svg.contains(">512 B<") && svg.contains(">1518 B<"));
+        assert!(loss_chart_svg(&serde_json::json!({})).is_empty());
+        assert_eq!(short_count(1e6), "1M");
+        assert_eq!(short_count(10_000.0), "10k");
+        assert_eq!(short_count(24_606.0), "24.6k");
+        assert_eq!(short_count(1_488_095.0), "1.49M");
+    }
+
+    /// Issue 38: when a PC set the limit, the page says what to do about it; a size still
+    /// searching says nothing yet.
+    #[test]
+    fn a_pc_s_limit_comes_with_what_to_do() {
+        let s = serde_json::json!({"throughput": [
+            {"frame": 64, "fps": 35_000.0, "limit": "receiver", "done": true, "trials": 9},
+            {"frame": 512, "fps": 21_178.0, "limit": "generator", "lag_limited": true,
+             "max_lag_ms": 24.53, "done": true, "trials": 11},
+            {"frame": 1518, "fps": 0.0, "limit": "dut", "done": false, "trials": 1}
+        ]});
+        let a = advice(&s);
+        assert_eq!(a.len(), 2, "{a:?}");
+        assert!(a[0].starts_with("64 B: the receiving PC (PC2)"), "{}", a[0]);
+        assert!(a[0].contains("Run netperfd -s on PC2"), "{}", a[0]);
+        assert!(
+            a[1].starts_with("512 B: PC1's generator fell behind"),
+            "{}",
+            a[1]
+        );
+        let rows = throughput_rows(&s);
+        assert_eq!(rows[1].fps, "≥ 21,178");
+        assert_eq!(
+            rows[1].limit,
+            "generator-limited lower bound: PC1 fell up to 24.5 ms behind its schedule and burst in 3 tries at the next rate"
+        );
+        // Before: "0 fps · the board dropped above it" while the first trial ran.
+        assert_eq!(
+            (rows[2].fps.as_str(), rows[2].limit.as_str()),
+            ("—", "searching…")
+        );
+        assert!(advice(&serde_json::json!({})).is_empty());
+    }
+
     #[test]
     fn losses_are_charged_to_whoever_dropped_them() {
         let base = TrialCounts {
@@ -1728,9 +2193,11 @@ mod tests {
         assert!(rows[0].dut);
         assert_eq!(rows[0].limit, "the board dropped above it");
         assert_eq!(rows[0].knee, "qdisc tbf drops on eth1: 1,204 packets");
-        assert_eq!(rows[1].fps, "≥ 60,000");
+        // Still searching: a floor so far, no limit, no rates.
+        assert_eq!(rows[1].fps, "≥ 60,000 so far");
         assert!(!rows[1].dut);
-        assert!(rows[1].limit.contains("lower bound"), "{}", rows[1].limit);
+        assert_eq!(rows[1].limit, "searching…");
+        assert_eq!((rows[1].l2.as_str(), rows[1].l1.as_str()), ("—", "—"));
         assert_eq!(rows[1].trials, "2 …");
         let loss = loss_rows(&summary());
         assert_eq!(loss[0].cells[0], "50.00 % (PC offered 27 %)");
@@ -1738,7 +2205,7 @@ mod tests {
         assert_eq!(loss[0].cells[2], "—");
         assert_eq!(loss_headings()[0], "100 %");
         let t = text(&summary());
-        assert!(t.contains("≥ 60,000"), "{t}");
+        assert!(t.contains("≥ 60,000 so far"), "{t}");
         assert!(
             t.contains("at the knee: qdisc tbf drops on eth1: 1,204"),
             "{t}"
@@ -1781,10 +2248,21 @@ mod tests {
             t.contains("   512         24,500     1.250     9.500    10.125     0.080"),
             "{t}"
         );
+        // The chart: a size still searching is not drawn; the log axis spans the decades of
+        // 24,500 frames/s and 1 GbE's 1.49 M at 64 B... of the sizes shown (512 B: 234,962).
         let svg = chart_svg(&summary());
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
-        assert_eq!(svg.matches("<circle").count(), 2);
-        assert_eq!(svg.matches("pt bound").count(), 1);
+        assert_eq!(svg.matches("<circle").count(), 1);
+        assert_eq!(svg.matches("pt bound").count(), 0);
+        for label in [">10k<", ">100k<", ">1M<"] {
+            assert!(svg.contains(label), "{label}: {svg}");
+        }
         assert!(chart_svg(&serde_json::json!({})).is_empty());
+        // A finished lower bound is hollow.
+        let mut done = summary();
+        done["throughput"][1]["done"] = serde_json::json!(true);
+        let svg = chart_svg(&done);
+        assert_eq!(svg.matches("pt bound").count(), 1);
+        assert_eq!(svg.matches("<circle").count(), 2);
     }
 }

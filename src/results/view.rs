@@ -1194,7 +1194,12 @@ fn rfc2544_view(r: &RunRow) -> KindView {
             card(
                 &format!("rfc-{}", row.frame),
                 &format!("Throughput {} B", row.frame),
-                format!("{} fps", row.fps),
+                match row.fps.strip_suffix(" so far") {
+                    // A size still searching: its floor so far, never a figure.
+                    Some(floor) => format!("{floor} fps so far"),
+                    None if row.fps == "—" => "searching…".into(),
+                    None => format!("{} fps", row.fps),
+                },
             )
         })
         .collect();

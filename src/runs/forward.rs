@@ -750,6 +750,20 @@ async fn forward_task(
         Ok(v) => (v.status, v.error, v.report, v.iperf3),
         Err((status, e)) => (status, Some(e), None, None),
     };
+    let job_error = match job_error {
+        Some(e) => Some(
+            explain_agent_error(
+                e,
+                &plan.client.url(),
+                &plan.spec.host,
+                &plan.ingress,
+                &plan.egress,
+                plan.nat,
+            )
+            .await,
+        ),
+        None => None,
+    };
     // The seconds the traffic flowed: the peer's measured test time when known.
     let secs = report
         .as_ref()
@@ -787,6 +801,106 @@ async fn forward_task(
         summary["error"] = json!(e);
     }
     (status, summary, report, error)
+}
+
+/// The host of an agent URL (`http://192.0.2.2:5280` → `192.0.2.2`, brackets of IPv6 off).
+fn url_host(url: &str) -> &str {
+    let rest = url.split("://").nth(1).unwrap_or(url);
+    let hostport = rest.split('/').next().unwrap_or(rest);
+    match hostport.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(v6),
+        None => hostport.rsplit_once(':').map_or(hostport, |(h, _)| h),
+    }
+}
+
+/// When the agent's error `msg` says "Network is unreachable" (PC1's kernel found no route,
+/// ENETUNREACH), the error said plainly: it came from PC1, not the board, and the routes the
+/// PCs need through the board — `ip route add <PC2's network> via <the board's address on
+/// PC1's port>` on PC1 (and the way back on PC2 unless the run masquerades). `agent` is PC1's
+/// address (the agent URL's host), `target` PC2's; `ingress` and `egress` the board's
+/// addresses on PC1's and PC2's ports. `None` for any other error.
+pub fn route_hint(
+    msg: &str,
+    agent: &str,
+    target: &str,
+    ingress: &[crate::board::links::IfAddr],
+    egress: &[crate::board::links::IfAddr],
+    nat: bool,
+) -> Option<String> {
+    if !msg.to_ascii_lowercase().contains("network is unreachable") {
+        return None;
+    }
+    let agent_ip: Option<std::net::IpAddr> = agent.parse().ok();
+    let target_ip: Option<std::net::IpAddr> = target.parse().ok();
+    // The board's address on a port: the one in the subnet of `ip`, else the port's first of
+    // the same family.
+    let on_port = |addrs: &[crate::board::links::IfAddr], ip: Option<std::net::IpAddr>| {
+        let fam = |a: &&crate::board::links::IfAddr| {
+            ip.is_none_or(|i| a.addr.is_ipv4() == i.is_ipv4()) && !a.is_link_local()
+        };
+        ip.and_then(|i| addrs.iter().find(|a| a.contains(i)))
+            .or_else(|| addrs.iter().find(fam))
+            .cloned()
+    };
+    let via = on_port(ingress, agent_ip);
+    let back = on_port(egress, target_ip);
+    let net = |a: &Option<crate::board::links::IfAddr>,
+               ip: Option<std::net::IpAddr>,
+               host: &str| match (a, ip) {
+        (Some(a), Some(i)) if a.contains(i) => a.network_string(),
+        (_, Some(std::net::IpAddr::V6(_))) => format!("{host}/128"),
+        _ => format!("{host}/32"),
+    };
+    let via_text = via.as_ref().map_or_else(
+        || "<the board's address on PC1's port>".to_string(),
+        |a| a.addr.to_string(),
+    );
+    let mut out = format!(
+        "{msg} — this error came from PC1 (the peer agent at {agent}), not from the board: PC1 has no route to {target}. Add one through the board on PC1: ip route add {} via {via_text}",
+        net(&back, target_ip, target)
+    );
+    if !nat {
+        if let Some(b) = &back {
+            out.push_str(&format!(
+                "; and the way back on PC2: ip route add {} via {}",
+                net(&via, agent_ip, agent),
+                b.addr
+            ));
+        }
+    }
+    Some(out)
+}
+
+/// [`route_hint`] with the board's addresses on `ingress` and `egress` read now; `msg` as it
+/// is for any other error (or when the ports cannot be read).
+pub async fn explain_agent_error(
+    msg: String,
+    agent_url: &str,
+    target: &str,
+    ingress: &str,
+    egress: &str,
+    nat: bool,
+) -> String {
+    if !msg.to_ascii_lowercase().contains("network is unreachable") {
+        return msg;
+    }
+    let links = crate::board::links::inventory().await.unwrap_or_default();
+    let addrs = |port: &str| -> Vec<crate::board::links::IfAddr> {
+        links
+            .iter()
+            .find(|l| l.name == port)
+            .map(|l| l.addresses.iter().map(|a| a.address).collect())
+            .unwrap_or_default()
+    };
+    route_hint(
+        &msg,
+        url_host(agent_url),
+        target,
+        &addrs(ingress),
+        &addrs(egress),
+        nat,
+    )
+    .unwrap_or(msg)
 }
 
 /// Forwarded traffic per direction: into `ingress` and out of `egress` (PC1 → PC2), and back.
@@ -1474,6 +1588,62 @@ mod tests {
         ]);
         assert_eq!(cpu[0]["peak_busy_percent"], 70.0);
         assert_eq!(cpu[0]["mean_busy_percent"], 50.0);
+    }
+}
+
+#[cfg(test)]
+mod route_hint_tests {
+    use super::*;
+    use crate::board::links::IfAddr;
+
+    fn a(s: &str) -> IfAddr {
+        IfAddr::parse_any(s).unwrap()
+    }
+
+    /// Issue 38 item 6: "Network is unreachable" from the agent is PC1's, and names the route.
+    #[test]
+    fn an_unreachable_network_names_pc1_and_its_route() {
+        let msg = "connect: Network is unreachable (os error 101)";
+        let ingress = [a("fe80::1/64"), a("192.0.2.1/24")];
+        let egress = [a("198.51.100.1/24")];
+        let h = route_hint(msg, "192.0.2.2", "198.51.100.2", &ingress, &egress, true).unwrap();
+        assert!(h.starts_with(msg), "{h}");
+        assert!(
+            h.contains("this error came from PC1 (the peer agent at 192.0.2.2)"),
+            "{h}"
+        );
+        assert!(
+            h.contains("ip route add 198.51.100.0/24 via 192.0.2.1"),
+            "{h}"
+        );
+        assert!(!h.contains("way back"), "NAT needs no route back: {h}");
+        let h = route_hint(msg, "192.0.2.2", "198.51.100.2", &ingress, &egress, false).unwrap();
+        assert!(
+            h.contains("on PC2: ip route add 192.0.2.0/24 via 198.51.100.1"),
+            "{h}"
+        );
+        // PC2 beyond the board's own subnet: a host route; no address known: a placeholder.
+        let h = route_hint(msg, "192.0.2.2", "203.0.113.9", &ingress, &egress, true).unwrap();
+        assert!(
+            h.contains("ip route add 203.0.113.9/32 via 192.0.2.1"),
+            "{h}"
+        );
+        let h = route_hint(msg, "192.0.2.2", "198.51.100.2", &[], &egress, true).unwrap();
+        assert!(h.contains("via <the board's address on PC1's port>"), "{h}");
+        // Any other error is left alone.
+        assert_eq!(
+            route_hint(
+                "Connection refused",
+                "192.0.2.2",
+                "198.51.100.2",
+                &ingress,
+                &egress,
+                true
+            ),
+            None
+        );
+        assert_eq!(url_host("http://192.0.2.2:5280"), "192.0.2.2");
+        assert_eq!(url_host("http://[2001:db8::2]:5280"), "2001:db8::2");
     }
 }
 

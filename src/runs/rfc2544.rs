@@ -275,6 +275,8 @@ impl Runner {
         let mut search = Search::new(line, self.plan.resolution);
         let mut knee: Option<usize> = None;
         let mut best: Option<usize> = None;
+        // The largest lag of the failed trials the generator's burst may explain, ms.
+        let mut lag_ms = 0f64;
         while let Some(rate) = search.next_rate() {
             let asked = search.ask_rate(rate);
             let i = self.trial("throughput", frame, asked, None, None).await?;
@@ -282,10 +284,12 @@ impl Runner {
             search.record(asked, &v);
             if v.passed {
                 best = Some(i);
+            } else if v.lagged {
+                lag_ms = lag_ms.max(self.trials[i].sender_lag_ms);
             } else if v.bound == Some(judge::Bound::Dut) {
                 knee = Some(i);
             }
-            self.set_throughput(frame, &search, best, knee, line);
+            self.set_throughput(frame, &search, best, knee, line, lag_ms);
             self.store_summary();
         }
         Ok(())
@@ -298,6 +302,7 @@ impl Runner {
         best: Option<usize>,
         knee: Option<usize>,
         line: f64,
+        lag_ms: f64,
     ) {
         let (fps, limit) = s.result();
         let done = s.next_rate().is_none();
@@ -315,6 +320,10 @@ impl Runner {
             "loss_ratio": best.map(|i| self.trials[i].verdict.loss_ratio),
             "knee_trial": knee,
             "knee_places": knee.map(|i| self.trials[i].board_places.clone()),
+            // The generator's lag set the limit (every try at a rate above lagged), and the
+            // largest lag of those tries, ms.
+            "lag_limited": s.lag_limited(),
+            "max_lag_ms": lag_ms,
         });
         self.set_row("throughput", frame, row);
     }
@@ -522,10 +531,11 @@ impl Runner {
         let view = match res {
             Ok(v) => v,
             Err((status, msg)) => {
+                let msg = self.explain(msg).await;
                 return Err((
                     status,
                     format!("{frame}-byte trial at {fps:.0} frames/s: {msg}"),
-                ))
+                ));
             }
         };
         if view.status != RunStatus::Completed {
@@ -533,6 +543,7 @@ impl Runner {
                 .error
                 .clone()
                 .unwrap_or_else(|| format!("the trial ended {}", view.status.as_str()));
+            let msg = self.explain(msg).await;
             return Err((
                 view.status,
                 format!("{frame}-byte trial at {fps:.0} frames/s: {msg}"),
@@ -585,6 +596,7 @@ impl Runner {
             board_drops: ledger.at_least(),
             receiver_drops: drops_sum(receiver.as_ref()),
             generator_drops: drops_sum(generator.as_ref()),
+            lag_ms,
         };
         let verdict = match burst {
             Some(n) => judge::judge_burst(&counts, n, lag_ms),
@@ -615,6 +627,21 @@ impl Runner {
             sender_lag_ms: lag_ms,
         });
         Ok(self.trials.len() - 1)
+    }
+
+    /// The agent's error `msg`, with who said it and the route PC1 needs when it says the
+    /// network is unreachable ([`crate::runs::forward::route_hint`]).
+    async fn explain(&self, msg: String) -> String {
+        let p = &self.plan;
+        crate::runs::forward::explain_agent_error(
+            msg,
+            &self.client.url(),
+            &p.target,
+            &p.ingress,
+            &p.egress,
+            p.nat,
+        )
+        .await
     }
 
     /// Mean busy % per core over the monitor's samples that ended within (start, end] s.

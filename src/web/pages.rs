@@ -1111,6 +1111,10 @@ struct Rfc2544Section {
     b2b: Vec<crate::results::rfc2544::B2bRow>,
     /// The chart as an SVG element (made here from numbers, no user text).
     chart: String,
+    /// The loss rate by offered frames/s, per frame size (SVG from numbers).
+    loss_chart: String,
+    /// What to do about a PC's limit (the receiving PC, the generator's lag), one line each.
+    advice: Vec<String>,
     trials: Vec<TrialLine>,
 }
 
@@ -1124,6 +1128,10 @@ struct TrialLine {
     lost: String,
     loss: String,
     verdict: String,
+    /// The generator's largest lag behind its schedule, ms ("0.4"; "—" unknown).
+    lag: String,
+    /// The lag explains the trial's loss: shown as a warning.
+    lagged: bool,
     cpu: String,
 }
 
@@ -1144,7 +1152,13 @@ impl Rfc2544Section {
             .map(|(n, t)| {
                 let f = |k: &str| t[k].as_f64().unwrap_or(0.0);
                 let bound = t["bound"].as_str().unwrap_or("");
+                let lag = t["sender_lag_ms"].as_f64().filter(|l| l.is_finite());
+                let lagged = t["lagged"].as_bool() == Some(true);
                 let verdict = match (t["passed"].as_bool() == Some(true), bound) {
+                    (false, _) if lagged => format!(
+                        "lost frames in PC1's catch-up burst ({:.1} ms behind): not the board's, tried again",
+                        lag.unwrap_or(0.0)
+                    ),
                     (true, "generator") => "passed; the PC could not offer the rate".to_string(),
                     (true, _) => "passed".to_string(),
                     (false, "dut") => "lost frames: the board".to_string(),
@@ -1174,6 +1188,8 @@ impl Rfc2544Section {
                     lost: count(t["lost_frames"].as_u64().unwrap_or(0)),
                     loss: format!("{:.3} %", f("loss_ratio") * 100.0),
                     verdict,
+                    lag: lag.map_or_else(|| "—".to_string(), |l| format!("{l:.1}")),
+                    lagged,
                     cpu: t["cpu_busy"]
                         .as_array()
                         .map(|a| {
@@ -1196,6 +1212,8 @@ impl Rfc2544Section {
             loss: crate::results::rfc2544::loss_rows(s),
             b2b: crate::results::rfc2544::b2b_rows(s),
             chart: crate::results::rfc2544::chart_svg(s),
+            loss_chart: crate::results::rfc2544::loss_chart_svg(s),
+            advice: crate::results::rfc2544::advice(s),
             trials,
         })
     }
