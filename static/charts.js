@@ -31,7 +31,7 @@
     cpu: { title: "CPU per core", fmt: function (v) { return v === null || v === undefined ? "—" : v.toFixed(0) + " %"; }, max: 100 },
     ports: { title: "Port rates", fmt: mbit, ticks: mbitTicks, axis: "Mbit/s" },
     rtt: { title: "Round-trip time", fmt: function (v) { return v === null || v === undefined ? "—" : (v < 10 ? v.toFixed(2) : v.toFixed(0)) + " ms"; } },
-    drops: { title: "Drops on the board", fmt: function (v) { return v === null || v === undefined ? "—" : v.toFixed(0); }, axis: "packets/s", extra: true },
+    drops: { title: "Drops on the board", fmt: function (v) { return v === null || v === undefined ? "—" : v.toFixed(0); }, axis: "drops/s as counted (a qdisc: skbs)", extra: true },
     clock: { title: "CPU clock (slowest core)", fmt: function (v) { return v === null || v === undefined ? "—" : v.toFixed(0) + " MHz"; }, axis: "MHz", extra: true },
     temperature: { title: "Temperature (hottest zone)", fmt: function (v) { return v === null || v === undefined ? "—" : v.toFixed(1) + " °C"; }, axis: "°C", extra: true }
   };

@@ -289,12 +289,21 @@ pub fn for_ports(ports: &[String]) -> BTreeMap<String, Vec<TcNode>> {
         .collect()
 }
 
-/// Only the nodes that shape (have a rate), of each port (ports with none left out).
+/// Most shaping nodes kept per port: a run's board JSON with 1,500 HTB classes was 250 KB
+/// (issue 38's tryout); the root and the first classes are the ones a verdict can name.
+pub const MAX_SHAPERS_PER_PORT: usize = 32;
+
+/// Only the nodes that shape (have a rate), of each port (ports with none left out), at
+/// most [`MAX_SHAPERS_PER_PORT`] each.
 pub fn shapers_of(ports: BTreeMap<String, Vec<TcNode>>) -> BTreeMap<String, Vec<TcNode>> {
     ports
         .into_iter()
         .filter_map(|(p, v)| {
-            let v: Vec<TcNode> = v.into_iter().filter(|n| n.limit_bps().is_some()).collect();
+            let v: Vec<TcNode> = v
+                .into_iter()
+                .filter(|n| n.limit_bps().is_some())
+                .take(MAX_SHAPERS_PER_PORT)
+                .collect();
             (!v.is_empty()).then_some((p, v))
         })
         .collect()

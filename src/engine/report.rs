@@ -518,14 +518,17 @@ pub fn text_interval(report: &Report, rec: &IntervalRecord, first: bool) -> Stri
             if ss.is_empty() {
                 continue;
             }
-            let bytes: u64 = ss.iter().map(|s| s.bytes).sum();
+            let bytes: u64 = ss.iter().map(|s| s.bytes).fold(0, u64::saturating_add);
             let bps: f64 = ss.iter().map(|s| s.bits_per_second).sum();
             let tag = role_tag(report, g);
             let start = ss[0].start;
             let end = ss[0].end;
             let omitted = ss[0].omitted;
             if is_udp(report) {
-                let pk: u64 = ss.iter().filter_map(|s| s.udp.map(|u| u.packets)).sum();
+                let pk: u64 = ss
+                    .iter()
+                    .filter_map(|s| s.udp.map(|u| u.packets))
+                    .fold(0, u64::saturating_add);
                 if g {
                     out.push_str(&format!(
                         "[SUM]{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {}  {}\n",
@@ -538,7 +541,10 @@ pub fn text_interval(report: &Report, rec: &IntervalRecord, first: bool) -> Stri
                         omit_tag(omitted)
                     ));
                 } else {
-                    let lost: u64 = ss.iter().filter_map(|s| s.udp.map(|u| u.lost)).sum();
+                    let lost: u64 = ss
+                        .iter()
+                        .filter_map(|s| s.udp.map(|u| u.lost))
+                        .fold(0, u64::saturating_add);
                     let jit = ss
                         .iter()
                         .filter_map(|s| s.udp.map(|u| u.jitter_ms))
@@ -561,7 +567,10 @@ pub fn text_interval(report: &Report, rec: &IntervalRecord, first: bool) -> Stri
                 continue;
             }
             if g {
-                let retr: u64 = ss.iter().filter_map(|s| s.tcp.map(|t| t.retransmits)).sum();
+                let retr: u64 = ss
+                    .iter()
+                    .filter_map(|s| s.tcp.map(|t| t.retransmits))
+                    .fold(0, u64::saturating_add);
                 out.push_str(&format!(
                     "[SUM]{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {:3}             {}\n",
                     tag,
@@ -640,12 +649,18 @@ pub fn text_summary(report: &Report) -> String {
         }
         if report.streams.len() / groups.len() > 1 && !ss.is_empty() {
             let sent = SideTotals {
-                bytes: ss.iter().map(|s| s.sender.bytes).sum(),
+                bytes: ss
+                    .iter()
+                    .map(|s| s.sender.bytes)
+                    .fold(0, u64::saturating_add),
                 seconds: ss.iter().map(|s| s.sender.seconds).fold(0.0, f64::max),
             };
             let recv = if ss.iter().all(|s| s.receiver.is_some()) {
                 Some(SideTotals {
-                    bytes: ss.iter().filter_map(|s| s.receiver.map(|r| r.bytes)).sum(),
+                    bytes: ss
+                        .iter()
+                        .filter_map(|s| s.receiver.map(|r| r.bytes))
+                        .fold(0, u64::saturating_add),
                     seconds: ss
                         .iter()
                         .filter_map(|s| s.receiver.map(|r| r.seconds))
@@ -655,7 +670,9 @@ pub fn text_summary(report: &Report) -> String {
                 None
             };
             let retr = if ss.iter().any(|s| s.retransmits >= 0) {
-                ss.iter().map(|s| s.retransmits.max(0)).sum()
+                ss.iter()
+                    .map(|s| s.retransmits.max(0))
+                    .fold(0, i64::saturating_add)
             } else {
                 -1
             };
@@ -692,14 +709,17 @@ fn udp_total(ss: &[&StreamSummary]) -> UdpSummary {
     let us: Vec<UdpSummary> = ss.iter().filter_map(|s| s.udp).collect();
     let sum_opt = |f: &dyn Fn(&UdpSummary) -> Option<u64>| -> Option<u64> {
         if us.iter().all(|u| f(u).is_some()) && !us.is_empty() {
-            Some(us.iter().filter_map(f).sum())
+            Some(us.iter().filter_map(f).fold(0, u64::saturating_add))
         } else {
             None
         }
     };
     UdpSummary {
         sent_packets: sum_opt(&|u| u.sent_packets),
-        omitted_packets: us.iter().map(|u| u.omitted_packets).sum(),
+        omitted_packets: us
+            .iter()
+            .map(|u| u.omitted_packets)
+            .fold(0, u64::saturating_add),
         expected: sum_opt(&|u| u.expected),
         lost: sum_opt(&|u| u.lost),
         jitter_ms: if us.is_empty() {
@@ -707,9 +727,12 @@ fn udp_total(ss: &[&StreamSummary]) -> UdpSummary {
         } else {
             us.iter().map(|u| u.jitter_ms).sum::<f64>() / us.len() as f64
         },
-        out_of_order: us.iter().map(|u| u.out_of_order).sum(),
-        duplicates: us.iter().map(|u| u.duplicates).sum(),
-        stray: us.iter().map(|u| u.stray).sum(),
+        out_of_order: us
+            .iter()
+            .map(|u| u.out_of_order)
+            .fold(0, u64::saturating_add),
+        duplicates: us.iter().map(|u| u.duplicates).fold(0, u64::saturating_add),
+        stray: us.iter().map(|u| u.stray).fold(0, u64::saturating_add),
         peak_1ms_bps: us.iter().map(|u| u.peak_1ms_bps).fold(0.0, f64::max),
         // The largest lag of any stream; the streams' busiest 1 ms added up (an upper bound:
         // their busiest milliseconds need not coincide).
@@ -837,7 +860,7 @@ fn interval_stream_json(s: &StreamInterval) -> Value {
 }
 
 fn interval_sum_json(ss: &[&StreamInterval], sender: bool) -> Value {
-    let bytes: u64 = ss.iter().map(|s| s.bytes).sum();
+    let bytes: u64 = ss.iter().map(|s| s.bytes).fold(0, u64::saturating_add);
     let bps: f64 = ss.iter().map(|s| s.bits_per_second).sum();
     let (start, end, omitted) = ss
         .first()
@@ -850,15 +873,24 @@ fn interval_sum_json(ss: &[&StreamInterval], sender: bool) -> Value {
     m.insert("bytes".into(), bytes.into());
     m.insert("bits_per_second".into(), num(bps));
     if sender && ss.iter().any(|s| s.tcp.is_some()) {
-        let r: u64 = ss.iter().filter_map(|s| s.tcp.map(|t| t.retransmits)).sum();
+        let r: u64 = ss
+            .iter()
+            .filter_map(|s| s.tcp.map(|t| t.retransmits))
+            .fold(0, u64::saturating_add);
         m.insert("retransmits".into(), r.into());
     }
     if ss.iter().any(|s| s.udp.is_some()) {
-        let pk: u64 = ss.iter().filter_map(|s| s.udp.map(|u| u.packets)).sum();
+        let pk: u64 = ss
+            .iter()
+            .filter_map(|s| s.udp.map(|u| u.packets))
+            .fold(0, u64::saturating_add);
         if sender {
             m.insert("packets".into(), pk.into());
         } else {
-            let lost: u64 = ss.iter().filter_map(|s| s.udp.map(|u| u.lost)).sum();
+            let lost: u64 = ss
+                .iter()
+                .filter_map(|s| s.udp.map(|u| u.lost))
+                .fold(0, u64::saturating_add);
             let jit = ss
                 .iter()
                 .filter_map(|s| s.udp.map(|u| u.jitter_ms))
@@ -893,12 +925,18 @@ fn side_json(t: &SideTotals, socket: i32, sender_flag: bool) -> Map<String, Valu
 fn sum_json(ss: &[&StreamSummary], sending_side: bool, flag: bool) -> Value {
     let t = if sending_side {
         SideTotals {
-            bytes: ss.iter().map(|s| s.sender.bytes).sum(),
+            bytes: ss
+                .iter()
+                .map(|s| s.sender.bytes)
+                .fold(0, u64::saturating_add),
             seconds: ss.iter().map(|s| s.sender.seconds).fold(0.0, f64::max),
         }
     } else {
         SideTotals {
-            bytes: ss.iter().filter_map(|s| s.receiver.map(|r| r.bytes)).sum(),
+            bytes: ss
+                .iter()
+                .filter_map(|s| s.receiver.map(|r| r.bytes))
+                .fold(0, u64::saturating_add),
             seconds: ss
                 .iter()
                 .filter_map(|s| s.receiver.map(|r| r.seconds))
@@ -908,7 +946,10 @@ fn sum_json(ss: &[&StreamSummary], sending_side: bool, flag: bool) -> Value {
     let mut m = side_json(&t, 0, flag);
     m.remove("socket");
     if sending_side {
-        let r: i64 = ss.iter().map(|s| s.retransmits.max(0)).sum();
+        let r: i64 = ss
+            .iter()
+            .map(|s| s.retransmits.max(0))
+            .fold(0, i64::saturating_add);
         m.insert("retransmits".into(), r.into());
         // keep key order close to iperf3: retransmits before sender
         let sender = m.remove("sender").unwrap_or(Value::Bool(flag));
@@ -1237,11 +1278,17 @@ fn udp_end_json(report: &Report, end: &mut Map<String, Value>) {
             .collect();
         let u = udp_total(&ss);
         let sent = SideTotals {
-            bytes: ss.iter().map(|s| s.sender.bytes).sum(),
+            bytes: ss
+                .iter()
+                .map(|s| s.sender.bytes)
+                .fold(0, u64::saturating_add),
             seconds: ss.iter().map(|s| s.sender.seconds).fold(0.0, f64::max),
         };
         let recv = SideTotals {
-            bytes: ss.iter().filter_map(|s| s.receiver.map(|r| r.bytes)).sum(),
+            bytes: ss
+                .iter()
+                .filter_map(|s| s.receiver.map(|r| r.bytes))
+                .fold(0, u64::saturating_add),
             seconds: ss
                 .iter()
                 .filter_map(|s| s.receiver.map(|r| r.seconds))
@@ -1280,6 +1327,30 @@ pub fn error_json(msg: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 38's attacker: a peer agent reporting `sent_packets` 2^64 − 1 on two streams
+    /// overflowed the sum (a forwarding run's task died with NAT still on). Saturated.
+    #[test]
+    fn udp_totals_of_extreme_streams_saturate() {
+        let s = |n: u64| StreamSummary {
+            udp: Some(UdpSummary {
+                sent_packets: Some(n),
+                lost: Some(n),
+                expected: Some(n),
+                omitted_packets: n,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let (a, b) = (s(u64::MAX), s(u64::MAX));
+        let t = udp_total(&[&a, &b]);
+        assert_eq!(
+            (t.sent_packets, t.lost, t.expected, t.omitted_packets),
+            (Some(u64::MAX), Some(u64::MAX), Some(u64::MAX), u64::MAX)
+        );
+        let (c, d) = (s(1_000), s(234));
+        assert_eq!(udp_total(&[&c, &d]).sent_packets, Some(1_234));
+    }
 
     #[test]
     fn units_match_iperf3() {

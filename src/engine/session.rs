@@ -843,6 +843,7 @@ pub fn merge_remote(summaries: &mut [StreamSummary], remote: &Results) -> Result
             return Err(format!("stream has an invalid id ({})", r.id));
         };
         let secs = r.end_time - r.start_time;
+        let secs = if secs.is_finite() { secs } else { 0.0 };
         let t = SideTotals {
             bytes: r.bytes,
             seconds: if secs > 0.0 { secs } else { 0.0 },
@@ -857,17 +858,75 @@ pub fn merge_remote(summaries: &mut [StreamSummary], remote: &Results) -> Result
                 } else {
                     u.omitted_packets as i64
                 };
-                u.expected = Some((r.packets - omitted).max(0) as u64);
-                u.lost = Some((r.errors - r.omitted_errors).max(0) as u64);
+                // Saturating: the figures come from the network (a peer's ±2^63 overflowed).
+                u.expected = Some(r.packets.saturating_sub(omitted).max(0) as u64);
+                u.lost = Some(r.errors.saturating_sub(r.omitted_errors).max(0) as u64);
                 u.jitter_ms = r.jitter * 1000.0;
             }
         } else {
             s.sender = t;
             s.retransmits = r.retransmits;
             if let Some(u) = s.udp.as_mut() {
-                u.sent_packets = Some((r.packets - r.omitted_packets).max(0) as u64);
+                u.sent_packets = Some(r.packets.saturating_sub(r.omitted_packets).max(0) as u64);
             }
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::params::StreamResult;
+    use crate::engine::report::UdpSummary;
+
+    /// Issue 38's attacker: a client's results with `packets` −2^63 and `omitted_packets`
+    /// 2^63 − 1 (any host reaching port 5201) overflowed here and killed the task (a debug
+    /// build; release wrapped). Saturated: nothing sent, nothing lost.
+    #[test]
+    fn a_peer_s_extreme_counts_saturate_instead_of_overflowing() {
+        let udp = |local_sender| StreamSummary {
+            id: 1,
+            local_sender,
+            udp: Some(UdpSummary::default()),
+            ..Default::default()
+        };
+        let hostile = Results {
+            streams: vec![StreamResult {
+                id: 1,
+                packets: i64::MIN,
+                omitted_packets: i64::MAX,
+                errors: i64::MAX,
+                omitted_errors: i64::MIN,
+                end_time: f64::INFINITY,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let mut receiver = [udp(false)];
+        merge_remote(&mut receiver, &hostile).unwrap();
+        assert_eq!(receiver[0].udp.unwrap().sent_packets, Some(0));
+        assert_eq!(receiver[0].sender.seconds, 0.0);
+        let mut sender = [udp(true)];
+        merge_remote(&mut sender, &hostile).unwrap();
+        let u = sender[0].udp.unwrap();
+        assert_eq!((u.expected, u.lost), (Some(0), Some(i64::MAX as u64)));
+        // An honest peer: 1,000 sent after 10 omitted, 30 lost after 1 in the omit period.
+        let honest = Results {
+            streams: vec![StreamResult {
+                id: 1,
+                packets: 1_010,
+                omitted_packets: 10,
+                errors: 31,
+                omitted_errors: 1,
+                end_time: 5.0,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let mut s = [udp(true)];
+        merge_remote(&mut s, &honest).unwrap();
+        let u = s[0].udp.unwrap();
+        assert_eq!((u.expected, u.lost), (Some(1_000), Some(30)));
+    }
 }

@@ -54,6 +54,26 @@ pub fn delta_ms(v: f64) -> String {
     }
 }
 
+/// Text a peer sent, as the board keeps and shows it: control characters (ESC, newlines) as
+/// spaces; invisible format characters that reorder or hide text (bidi overrides U+202A–
+/// U+202E and U+2066–U+2069, zero-width U+200B–U+200F, line/paragraph separators U+2028/
+/// U+2029, soft hyphen U+00AD, BOM U+FEFF) dropped; at most `max` characters, then "…".
+pub fn peer_text(s: &str, max: usize) -> String {
+    let hidden = |c: char| {
+        matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+            | '\u{2028}' | '\u{2029}' | '\u{00AD}' | '\u{FEFF}')
+    };
+    let mut kept = s
+        .chars()
+        .filter(|c| !hidden(*c))
+        .map(|c| if c.is_control() { ' ' } else { c });
+    let mut out: String = kept.by_ref().take(max).collect();
+    if kept.next().is_some() {
+        out.push('…');
+    }
+    out
+}
+
 /// A non-negative figure rounded to a whole number, thousands grouped: 8,523.4 → "8,523" (RPM,
 /// frames per second). Not finite or below 0 → "0".
 pub fn whole(v: f64) -> String {
@@ -84,6 +104,16 @@ fn group(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peer_text_is_short_printable_and_in_order() {
+        assert_eq!(peer_text("cubic", 32), "cubic");
+        assert_eq!(peer_text("a\u{1b}[2Jb\nc", 32), "a [2Jb c");
+        assert_eq!(peer_text("ab\u{202E}cd\u{2028}e\u{AD}f", 32), "abcdef");
+        assert_eq!(peer_text(&"x".repeat(3000), 120).chars().count(), 121);
+        assert!(peer_text(&"x".repeat(3000), 120).ends_with('…'));
+        assert_eq!(peer_text(&"x".repeat(120), 120), "x".repeat(120));
+    }
 
     #[test]
     fn deltas_never_read_minus_zero() {

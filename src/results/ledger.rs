@@ -348,12 +348,21 @@ pub fn with_peer(mut l: LossLedger, drops: &serde_json::Value) -> LossLedger {
             "" if p.place != "qdisc" => DATAGRAMS,
             _ => SKBS,
         };
-        let cut = |t: String| t.chars().take(PEER_TEXT).collect::<String>();
-        let counted = p.counted.filter(|_| p.place == "qdisc");
+        let cut = |t: String| crate::model::display::peer_text(&t, PEER_TEXT);
+        // A peer's count is its word, not a kernel's here: never more than this run lost (a
+        // hostile peer's 2^63 read "9,223,372,036,854,775,807 of 500 lost datagrams").
+        let packets = p.packets.min(l.lost);
+        if packets == 0 {
+            continue;
+        }
+        let counted = p
+            .counted
+            .filter(|_| p.place == "qdisc")
+            .map(|c| c.min(packets));
         l.places.push(Place {
             place: format!("peer_{}", p.place),
             port: p.port.map(cut),
-            packets: p.packets,
+            packets,
             unit: unit.into(),
             counted,
             counted_unit: counted.map(|_| SKBS.into()),

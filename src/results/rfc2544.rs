@@ -747,13 +747,14 @@ pub fn throughput_rows(summary: &Value) -> Vec<ThroughputRow> {
                     a.iter()
                         .take(4)
                         .filter_map(|p| {
-                            // The counter's own unit: a queue or a NIC counts packets,
-                            // and a GSO batch crossing a virtual port is one of them, so the
-                            // figure can be far below the frames lost.
+                            // In the place's own unit: datagrams where the ledger could
+                            // convert, else skbs (a GSO batch crossing a virtual port is one,
+                            // so the figure can be far below the frames lost).
                             Some(format!(
-                                "{}: {} packets",
+                                "{}: {} {}",
                                 p["counter"].as_str()?,
-                                display::count(p["packets"].as_u64()?)
+                                display::count(p["packets"].as_u64()?),
+                                p["unit"].as_str().unwrap_or("skbs")
                             ))
                         })
                         .collect::<Vec<_>>()
@@ -2153,7 +2154,7 @@ mod tests {
             "throughput": [
                 {"frame": 512, "fps": 24_500.0, "l2_bps": 100_352_000.0, "l1_bps": 104_272_000.0,
                  "percent_line": 10.43, "limit": "dut", "done": true, "trials": 9,
-                 "knee_places": [{"place": "board_qdisc", "port": "eth1", "packets": 1204, "counter": "qdisc tbf drops on eth1"}]},
+                 "knee_places": [{"place": "board_qdisc", "port": "eth1", "packets": 1204, "counter": "qdisc tbf drops on eth1"}, {"place": "board_nic", "port": "eth0", "packets": 7, "unit": "datagrams", "counter": "rx_missed_errors on eth0"}]},
                 {"frame": 1518, "fps": 60_000.0, "l2_bps": 728_640_000.0, "l1_bps": 738_240_000.0,
                  "percent_line": 73.8, "limit": "generator", "done": false, "trials": 2}
             ],
@@ -2192,7 +2193,10 @@ mod tests {
         assert_eq!(rows[0].percent, "10.4 %");
         assert!(rows[0].dut);
         assert_eq!(rows[0].limit, "the board dropped above it");
-        assert_eq!(rows[0].knee, "qdisc tbf drops on eth1: 1,204 packets");
+        assert_eq!(
+            rows[0].knee,
+            "qdisc tbf drops on eth1: 1,204 skbs; rx_missed_errors on eth0: 7 datagrams"
+        );
         // Still searching: a floor so far, no limit, no rates.
         assert_eq!(rows[1].fps, "≥ 60,000 so far");
         assert!(!rows[1].dut);

@@ -26,6 +26,10 @@ pub const MATCH_LOW: f64 = 93.0;
 /// … up to this share (a TBF's burst lets a little more through at the start), percent.
 pub const MATCH_HIGH: f64 = 103.0;
 
+/// The least share (%) of what a shaper passes a run must have got for the shaper's drops or
+/// overlimits to name it: below, something else held the run back.
+pub const HIT_LOW: f64 = 50.0;
+
 /// Share of what a shaper charges that is the run's payload: payload / (IP packet + 14 +
 /// `overhead`) per packet (IP fragments for UDP datagrams larger than the MTU: each charged
 /// its own headers). `None` when the MTU carries no payload.
@@ -97,7 +101,7 @@ impl Finding {
     pub fn sentence(&self, bitrate_bps: f64) -> String {
         use crate::model::display::{count, rate};
         format!(
-            "the board's own shaper {} passes at most {} of this run's payload; the run got {} ({:.1} %){}; during the run its queue dropped {} packets and was over its limit {} times",
+            "the board's own shaper {} passes at most {} of this run's payload; the run got {} ({:.1} %){}; during the run its queue dropped {} skbs (a GSO batch of datagrams is one) and was over its limit {} times",
             self.name(),
             rate(self.passes_bps),
             rate(bitrate_bps),
@@ -157,7 +161,10 @@ pub fn judge(
             let passes = limit as f64 * frac;
             let percent = bitrate_bps * 100.0 / passes;
             let matched = (MATCH_LOW..=MATCH_HIGH).contains(&percent);
-            let hit = (drops > 0 || overlimits > 0) && percent <= MATCH_HIGH;
+            // A shaper that passes more than twice what the run got did not hold it back,
+            // whatever its port's root qdisc counted (an idle HTB class of 257 Gbit/s was
+            // named for a run that got 0.000 Mbit/s: issue 38's tryout).
+            let hit = (drops > 0 || overlimits > 0) && (HIT_LOW..=MATCH_HIGH).contains(&percent);
             if matched || hit {
                 found.push(Finding {
                     port: port.clone(),
@@ -326,6 +333,25 @@ mod tests {
                 "{got} bit/s"
             );
         }
+    }
+
+    #[test]
+    fn a_shaper_far_above_what_the_run_got_is_not_named_for_its_port_s_drops() {
+        // The tryout's case: HTB root on eth1 over limit, a 257 Gbit/s class, the run got
+        // 10 kbit/s: not the shaper's doing.
+        let sh = on("eth1", vec![tbf(257_000_000_000)]);
+        let d = moved("eth1", 500, 9_000);
+        let f = judge(1e4, tcp(), &BTreeMap::new(), &sh, Some(&d));
+        assert!(f.is_none(), "{f:?}");
+        // The same drops with the run at 60 % of what a 100 Mbit/s one passes: named.
+        let f = judge(
+            57e6,
+            tcp(),
+            &BTreeMap::new(),
+            &on("eth1", vec![tbf(100_000_000)]),
+            Some(&d),
+        );
+        assert!(f.is_some_and(|f| !f.matched));
     }
 
     #[test]

@@ -93,7 +93,12 @@ fn throughput_cards(r: &RunRow) -> Vec<Card> {
             "sum-loss",
             "Lost/Total (receiver)",
             match (r.lost_packets, r.total_packets, r.lost_percent) {
-                (Some(l), Some(t), Some(p)) => format!("{l}/{t} ({p:.2} %)"),
+                // Grouped and spaced: at 390 px "87450/129310" broke inside a number.
+                (Some(l), Some(t), Some(p)) => format!(
+                    "{} / {} ({p:.2} %)",
+                    display::count(l.max(0) as u64),
+                    display::count(t.max(0) as u64)
+                ),
                 _ => "—".into(),
             },
         ));
@@ -1430,7 +1435,10 @@ mod tests {
         (r.lost_packets, r.total_packets, r.lost_percent, r.jitter_ms) =
             (Some(5), Some(1000), Some(0.5), Some(0.0123));
         let v = view(&r);
-        assert_eq!(card_value(&v, "Lost/Total (receiver)"), "5/1000 (0.50 %)");
+        assert_eq!(
+            card_value(&v, "Lost/Total (receiver)"),
+            "5 / 1,000 (0.50 %)"
+        );
         assert_eq!(card_value(&v, "Jitter"), "0.012 ms");
         assert!(v.cards.iter().all(|c| c.label != "Retransmits"));
     }

@@ -1257,12 +1257,26 @@ struct AnalysisView {
     basis: String,
     percent: String,
     verdict: String,
+    /// Where the packets went, when the verdict carries the ledger's first sentence: shown
+    /// after the verdict in normal weight (a 40–50-word bold verdict read 18 lines on a phone).
+    verdict_detail: String,
     /// CSS class: good (link-bound), warn (core/softirq, loss on the way), bad (measurement
     /// error), "".
     class: String,
     evidence: Vec<String>,
     /// Paced runs: target / sent / received and the shortfall note.
     rate: Option<RateView>,
+}
+
+/// A verdict as the page shows it: the judgement in bold, and the ledger's first sentence
+/// (`first_board`, which the analysis appends after "; ") apart. `(verdict, "")` when the
+/// verdict does not end with it.
+fn split_verdict(verdict: &str, first_board: Option<&String>) -> (String, String) {
+    match first_board.and_then(|f| Some((verdict.strip_suffix(f.as_str())?.strip_suffix("; ")?, f)))
+    {
+        Some((head, detail)) if !head.is_empty() => (head.to_string(), detail.clone()),
+        _ => (verdict.to_string(), String::new()),
+    }
 }
 
 /// Target, sent and received rate of a paced run, as shown.
@@ -1279,6 +1293,7 @@ struct RateView {
 
 impl AnalysisView {
     fn of(a: &crate::results::analysis::Analysis) -> AnalysisView {
+        let (verdict, verdict_detail) = split_verdict(&a.verdict_text, a.board.first());
         AnalysisView {
             ceiling: a
                 .ceiling_bps
@@ -1289,7 +1304,8 @@ impl AnalysisView {
                 .percent_of_ceiling
                 .map(|p| format!("{p:.1} %"))
                 .unwrap_or_else(|| "—".into()),
-            verdict: a.verdict_text.clone(),
+            verdict,
+            verdict_detail,
             class: a.verdict.tone().into(),
             evidence: a.evidence.clone(),
             // The card's note and colour come from the same judgement as the verdict.
@@ -1944,4 +1960,29 @@ async fn delete_token(
     auth.check_csrf(form.csrf.as_deref())?;
     let _ = state.store.delete_token(path.into_inner());
     Ok(see_other("/settings"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_verdict;
+
+    /// Issue 38 item 7: the ledger's sentence leaves the bold verdict; nothing else is cut.
+    #[test]
+    fn the_ledger_sentence_is_shown_apart_from_the_verdict() {
+        let first = "87,559 of 87,520 lost datagrams were dropped by the board's own egress queue (tbf on eth0): the sender outran the link — lower -b or raise the shaper".to_string();
+        let v = format!("limited by the board's own shaper: tbf 50 Mbit/s on eth0; the requested rate was sent, the receiver got 32.4 % of it; {first}");
+        let (head, detail) = split_verdict(&v, Some(&first));
+        assert_eq!(
+            head,
+            "limited by the board's own shaper: tbf 50 Mbit/s on eth0; the requested rate was sent, the receiver got 32.4 % of it"
+        );
+        assert_eq!(detail, first);
+        // No ledger sentence in the verdict, or none at all: the verdict whole.
+        assert_eq!(
+            split_verdict("link-bound", Some(&first)),
+            ("link-bound".to_string(), String::new())
+        );
+        assert_eq!(split_verdict("link-bound", None).0, "link-bound");
+        assert_eq!(split_verdict(&first, Some(&first)).0, first);
+    }
 }

@@ -241,6 +241,12 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjOrNot<T> {
 /// Most entries of a peer's `netperfd_drops` read; the rest are skipped unstored.
 pub const MAX_DROP_ENTRIES: usize = 16;
 
+/// Longest text (place, port, counter) of a `netperfd_drops` entry kept, characters.
+pub const MAX_DROP_TEXT: usize = 120;
+
+/// Longest congestion control name a peer's results may carry (Linux: 16 bytes).
+pub const MAX_CONGESTION_TEXT: usize = 32;
+
 /// One entry of `netperfd_drops` (see [`Results::netperfd_drops`]): only the keys we read.
 #[derive(Deserialize, Default)]
 #[serde(default)]
@@ -318,9 +324,12 @@ impl WireDrops {
                 .filter_map(|d| {
                     let packets = d.packets.as_i64().filter(|n| *n >= 0)?;
                     let mut m = serde_json::Map::new();
-                    m.insert("place".into(), d.place.into_string()?.into());
+                    // Text cut and cleaned here, before anything is stored: 16 entries of
+                    // 800 KB ports stored 14 MB per run (issue 38's tryout).
+                    let text = |s: String| crate::model::display::peer_text(&s, MAX_DROP_TEXT);
+                    m.insert("place".into(), text(d.place.into_string()?).into());
                     if let Some(p) = d.port.into_string() {
-                        m.insert("port".into(), p.into());
+                        m.insert("port".into(), text(p).into());
                     }
                     m.insert("packets".into(), packets.into());
                     // The unit of `packets` (`datagrams` / `skbs`) and a qdisc's own skb
@@ -331,7 +340,7 @@ impl WireDrops {
                     if let Some(c) = d.counted.as_i64().filter(|n| *n >= 0) {
                         m.insert("counted".into(), c.into());
                     }
-                    m.insert("counter".into(), d.counter.into_string()?.into());
+                    m.insert("counter".into(), text(d.counter.into_string()?).into());
                     Some(serde_json::Value::Object(m))
                 })
                 .collect(),
@@ -423,7 +432,10 @@ fn convert(w: WireResults<serde_json::Value>) -> Result<Results, WireError> {
             .sender_has_retransmits
             .as_i64()
             .ok_or_else(|| bad("sender_has_retransmits", "missing or not a number"))?,
-        congestion_used: w.congestion_used.into_string(),
+        congestion_used: w
+            .congestion_used
+            .into_string()
+            .map(|c| crate::model::display::peer_text(&c, MAX_CONGESTION_TEXT)),
         server_output_text: w.server_output_text.into_string(),
         server_output_json: w.server_output_json.filter(|v| !v.is_null()),
         netperfd_drops: w.netperfd_drops.into_value(),
