@@ -496,7 +496,15 @@ pub fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
                     .and_then(|c| c.split_once(' '))
                     .map(|(k, _)| k)
                     .unwrap_or("qdisc");
-                if p.in_datagrams() {
+                if p.in_datagrams() && p.packets > l.lost {
+                    // The queue's count is the sender's; the receiver's lost stops at the last
+                    // datagram it saw (the tryout's "87,559 of 87,520 lost").
+                    format!(
+                        "the board's own egress queue ({kind} on {port}) dropped {n} datagrams{} — all of the {lost} the receiver counted lost, and {} after the last one it received, which it does not count: the sender outran the link — lower -b or raise the shaper",
+                        qdisc_counted(p),
+                        count(p.packets - l.lost)
+                    )
+                } else if p.in_datagrams() {
                     format!(
                         "{n} of {lost} lost datagrams were dropped by the board's own egress queue ({kind} on {port}){}: the sender outran the link — lower -b or raise the shaper",
                         qdisc_counted(p)
@@ -605,7 +613,10 @@ pub fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
             count(l.unattributed)
         ));
     }
-    if l.overcounted() {
+    // One queue whose datagrams exceed the lost count already says why (its tail).
+    let tail_said =
+        matches!(l.places.as_slice(), [p] if p.place == "board_qdisc" && p.in_datagrams());
+    if l.overcounted() && !tail_said {
         let whose = if peer_told { "" } else { "board's " };
         out.push(format!(
             "the {whose}counters moved by {} while the run lost {lost}: they are host-wide and also count traffic outside the run (other flows at the same time, datagrams sent after the receiver stopped counting)",
@@ -776,6 +787,35 @@ mod tests {
     /// 1,448 payload + 42 headers) and held 2 at the end; it counted 8,839 drops (skbs).
     /// Issue 38 item 7: no advice on a handful of drops beside a big loss, and no "raise
     /// rmem_max" when it is already 16 MiB.
+    #[test]
+    fn a_queue_that_dropped_more_than_the_receiver_counted_says_why() {
+        // The tryout: 87,559 datagrams dropped by the TBF (8,756 skbs), the receiver counted
+        // 87,520 lost (it stops at the last datagram it received).
+        let mut d = BoardDelta::default();
+        d.ports.insert(
+            "eth0".into(),
+            PortDelta {
+                qdiscs: vec![Qdisc {
+                    kind: "tbf".into(),
+                    parent: "root".into(),
+                    drops: 8_756,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+        );
+        let mut l = led(87_520, Path::Sent, &["eth0".to_string()], &d);
+        l.places[0].packets = 87_559;
+        l.places[0].unit = DATAGRAMS.into();
+        let s = sentences(&l, &d);
+        assert!(
+            s[0].contains("dropped 87,559 datagrams")
+                && s[0].contains("all of the 87,520 the receiver counted lost, and 39 after the last one it received"),
+            "{s:?}"
+        );
+        assert!(!s.iter().any(|x| x.contains("host-wide")), "{s:?}");
+    }
+
     #[test]
     fn advice_only_on_counts_that_matter_and_never_a_buffer_already_big() {
         let mut d = BoardDelta {
