@@ -187,20 +187,33 @@ fn throughput_through_a_100_mbit_tbf_is_the_shaped_frame_rate() {
         // The board's figure; or, on a lab so loaded that PC1 lagged in every try near the
         // shaper's rate (348 ms once in a full test run), a generator-limited lower bound that
         // says so (issue 38) — never a lag's loss charged to the board.
+        // Or a receiver-limited lower bound: on a loaded machine the stock `iperf3 -s` on PC2
+        // lost 23 frames at 22,346 fps that the board had passed (it kept none), and the page
+        // said so — the board was not charged.
         assert!(
-            row["limit"] == "dut" || (row["limit"] == "generator" && row["lag_limited"] == true),
+            row["limit"] == "dut"
+                || (row["limit"] == "generator" && row["lag_limited"] == true)
+                || (row["limit"] == "receiver" && row["dut"] == false),
             "{frame} B: {row}"
         );
         let want = shaped_fps(frame);
         let got = num(row, "/fps");
         eprintln!(
-            "{frame} B: {got:.0} frames/s (shaped {want:.0}), {} trials",
-            row["trials"]
+            "{frame} B: {got:.0} frames/s (shaped {want:.0}), {} trials, limit {}",
+            row["trials"], row["limit"]
         );
-        assert!(
-            (got - want).abs() <= 0.05 * want,
-            "{frame} B: {got} frames/s vs the shaper's {want}"
-        );
+        if row["limit"] == "dut" {
+            assert!(
+                (got - want).abs() <= 0.05 * want,
+                "{frame} B: {got} frames/s vs the shaper's {want}"
+            );
+        } else {
+            // A lower bound: never above what the shaper passes, and not far below it.
+            assert!(
+                got <= 1.05 * want && got >= 0.8 * want,
+                "{frame} B: {got} frames/s (a PC's limit) vs the shaper's {want}"
+            );
+        }
         // L1 and L2 rates follow from the frame rate.
         assert!(
             (num(row, "/l2_bps") - got * 8.0 * frame).abs() < 1.0,
@@ -221,7 +234,9 @@ fn throughput_through_a_100_mbit_tbf_is_the_shaped_frame_rate() {
     // the board's own qdisc counted drops.
     for t in rows(s, "trials") {
         if t["passed"] == false && t["lagged"] != true {
-            assert_eq!(t["bound"], "dut", "{t}");
+            // A receiver's loss is charged to the receiver only when the board kept nothing.
+            let receivers = t["bound"] == "receiver" && t["board_kept"] == 0;
+            assert!(t["bound"] == "dut" || receivers, "{t}");
         }
     }
     assert!(tbf_drops(&board, "eth1") > 1000);
