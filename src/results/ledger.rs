@@ -500,7 +500,7 @@ pub fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
                     // The queue's count is the sender's; the receiver's lost stops at the last
                     // datagram it saw (the tryout's "87,559 of 87,520 lost").
                     format!(
-                        "the board's own egress queue ({kind} on {port}) dropped {n} datagrams{} — all of the {lost} the receiver counted lost, and {} after the last one it received, which it does not count: the sender outran the link — lower -b or raise the shaper",
+                        "{n} lost datagrams were dropped by the board's own egress queue ({kind} on {port}){} — all of the {lost} the receiver counted, and {} after the last one it received, which it does not count: the sender outran the link — lower -b or raise the shaper",
                         qdisc_counted(p),
                         count(p.packets - l.lost)
                     )
@@ -809,8 +809,11 @@ mod tests {
         l.places[0].unit = DATAGRAMS.into();
         let s = sentences(&l, &d);
         assert!(
-            s[0].contains("dropped 87,559 datagrams")
-                && s[0].contains("all of the 87,520 the receiver counted lost, and 39 after the last one it received"),
+            s[0].starts_with(
+                "87,559 lost datagrams were dropped by the board's own egress queue (tbf on eth0)"
+            ) && s[0].contains(
+                "all of the 87,520 the receiver counted, and 39 after the last one it received"
+            ),
             "{s:?}"
         );
         assert!(!s.iter().any(|x| x.contains("host-wide")), "{s:?}");
