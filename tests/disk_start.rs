@@ -402,6 +402,20 @@ fn concurrent_captures_start_two_at_most_and_an_admin_deletes_them() {
     assert_eq!(r.location, format!("/diag?deleted={}#capture", created[1]));
     let r = http.get(&format!("/diag?deleted={}", created[1]));
     assert!(r.body.contains("id=\"capture-deleted\""), "{}", r.body);
+    // A crafted link claims nothing about a capture that never was.
+    for q in [
+        "deleted=18446744073709551615",
+        "capture=18446744073709551615",
+        "deleted=x",
+    ] {
+        let r = http.get(&format!("/diag?{q}"));
+        assert_eq!(r.status, 200);
+        assert!(
+            !r.body.contains("id=\"capture-deleted\"")
+                && !r.body.contains("id=\"capture-started\""),
+            "{q}"
+        );
+    }
     assert!(!r.body.contains(&form), "no delete button once removed");
     assert!(!file(created[1]).exists());
     let r = http.form(&format!("/diag/capture/{}/delete", created[1]), &[]);

@@ -1824,12 +1824,16 @@ async fn page(
     state: web::Data<AppState>,
     q: web::Query<LogQuery>,
 ) -> Result<HttpResponse, AuthError> {
-    let id = |v: &Option<String>| v.as_deref().and_then(|s| s.parse::<u64>().ok());
+    // The redirect's query only words a message: said only when the list agrees (a capture
+    // that exists; one whose file was deleted), so a crafted link cannot claim either.
+    let capture = |v: &Option<String>| v.as_deref().and_then(find_capture);
     let f = Inputs {
         level: q.level.clone().unwrap_or_default(),
         q: q.q.clone().unwrap_or_default(),
-        cap_started: id(&q.capture),
-        cap_deleted: id(&q.deleted),
+        cap_started: capture(&q.capture).map(|j| j.id),
+        cap_deleted: capture(&q.deleted)
+            .filter(|j| matches!(j.state(), CapState::Removed("deleted")))
+            .map(|j| j.id),
         ..Inputs::default()
     };
     Ok(html(StatusCode::OK, &build(&state, &auth, f).await))
