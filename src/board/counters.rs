@@ -274,7 +274,7 @@ impl Qdisc {
     }
 }
 
-fn tc_handle(major: u16, minor: u16) -> String {
+pub(crate) fn tc_handle(major: u16, minor: u16) -> String {
     if minor == 0 {
         format!("{major:x}:")
     } else {
@@ -289,95 +289,119 @@ pub fn qdiscs() -> BTreeMap<i32, Vec<Qdisc>> {
 }
 
 fn qdiscs_dump() -> Option<BTreeMap<i32, Vec<Qdisc>>> {
+    use rtnetlink::packet_route::tc::{TcAttribute, TcStats2};
+    let mut out: BTreeMap<i32, Vec<Qdisc>> = BTreeMap::new();
+    tc_dump(false, 0, |m| {
+        let h = &m.header;
+        let parent = tc_parent(h);
+        let mut q = Qdisc {
+            handle: tc_handle(h.handle.major, h.handle.minor),
+            parent,
+            ..Default::default()
+        };
+        let mut have_queue = false;
+        for a in &m.attributes {
+            match a {
+                TcAttribute::Kind(k) => q.kind = k.clone(),
+                TcAttribute::Stats2(v) => {
+                    for s in v {
+                        match s {
+                            TcStats2::Queue(st) => {
+                                q.drops = st.drops.into();
+                                q.overlimits = st.overlimits.into();
+                                q.requeues = st.requeues.into();
+                                q.backlog_bytes = st.backlog.into();
+                                q.qlen = st.qlen.into();
+                                have_queue = true;
+                            }
+                            TcStats2::Basic(b) => {
+                                q.sent_bytes = b.bytes;
+                                q.sent_packets = b.packets.into();
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                TcAttribute::Stats(st) if !have_queue => {
+                    q.sent_bytes = st.bytes;
+                    q.sent_packets = st.packets.into();
+                    q.drops = st.drops.into();
+                    q.overlimits = st.overlimits.into();
+                    q.backlog_bytes = st.backlog.into();
+                    q.qlen = st.qlen.into();
+                }
+                _ => {}
+            }
+        }
+        out.entry(h.index).or_default().push(q);
+    })?;
+    Some(out)
+}
+
+/// `tc`'s name of a qdisc's or class's parent: `root`, `ingress`, or its `major:minor`.
+pub(crate) fn tc_parent(h: &rtnetlink::packet_route::tc::TcHeader) -> String {
+    if h.parent.major == 0xffff && h.parent.minor == 0xffff {
+        "root".to_string()
+    } else if h.parent.major == 0xffff && h.parent.minor == 0xfff1 {
+        "ingress".to_string()
+    } else {
+        tc_handle(h.parent.major, h.parent.minor)
+    }
+}
+
+/// One netlink dump of the qdiscs (`class` false; every port with `index` 0) or of port
+/// `index`'s classes (`class` true), each message handed to `each`. `None` when netlink
+/// cannot be read or answers an error. The read is bounded (10,000 datagrams) so a confused
+/// socket cannot loop for ever; lengths are checked before any slice.
+pub(crate) fn tc_dump(
+    class: bool,
+    index: i32,
+    mut each: impl FnMut(&rtnetlink::packet_route::tc::TcMessage),
+) -> Option<()> {
     use rtnetlink::packet_core::{NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST};
-    use rtnetlink::packet_route::tc::{TcAttribute, TcMessage, TcStats2};
-    use rtnetlink::packet_route::RouteNetlinkMessage;
+    use rtnetlink::packet_route::tc::TcMessage;
+    use rtnetlink::packet_route::RouteNetlinkMessage as M;
     use rtnetlink::sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
     let mut s = Socket::new(NETLINK_ROUTE).ok()?;
     s.bind_auto().ok()?;
     s.connect(&SocketAddr::new(0, 0)).ok()?;
-    let mut req =
-        NetlinkMessage::from(RouteNetlinkMessage::GetQueueDiscipline(TcMessage::default()));
+    let mut msg = TcMessage::default();
+    msg.header.index = index;
+    let mut req = NetlinkMessage::from(if class {
+        M::GetTrafficClass(msg)
+    } else {
+        M::GetQueueDiscipline(msg)
+    });
     req.header.flags = NLM_F_REQUEST | NLM_F_DUMP;
     req.header.sequence_number = 1;
     req.finalize();
     let mut buf = vec![0u8; req.buffer_len()];
     req.serialize(&mut buf);
     s.send(&buf, 0).ok()?;
-    let mut out: BTreeMap<i32, Vec<Qdisc>> = BTreeMap::new();
-    // A dump ends with NLMSG_DONE; a bound on the datagrams read keeps a confused socket
-    // from looping for ever.
     for _ in 0..10_000 {
         let (data, _) = s.recv_from_full().ok()?;
         if data.is_empty() {
-            return Some(out);
+            return Some(());
         }
         let mut off = 0usize;
-        while off < data.len() {
-            let msg = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&data[off..]).ok()?;
+        while let Some(rest) = data.get(off..).filter(|r| !r.is_empty()) {
+            let msg = NetlinkMessage::<M>::deserialize(rest).ok()?;
             let len = msg.header.length as usize;
             match msg.payload {
-                NetlinkPayload::Done(_) => return Some(out),
+                NetlinkPayload::Done(_) => return Some(()),
                 NetlinkPayload::Error(_) => return None,
-                NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewQueueDiscipline(m)) => {
-                    let h = &m.header;
-                    let parent = if h.parent.major == 0xffff && h.parent.minor == 0xffff {
-                        "root".to_string()
-                    } else if h.parent.major == 0xffff && h.parent.minor == 0xfff1 {
-                        "ingress".to_string()
-                    } else {
-                        tc_handle(h.parent.major, h.parent.minor)
-                    };
-                    let mut q = Qdisc {
-                        handle: tc_handle(h.handle.major, h.handle.minor),
-                        parent,
-                        ..Default::default()
-                    };
-                    let mut have_queue = false;
-                    for a in &m.attributes {
-                        match a {
-                            TcAttribute::Kind(k) => q.kind = k.clone(),
-                            TcAttribute::Stats2(v) => {
-                                for s in v {
-                                    match s {
-                                        TcStats2::Queue(st) => {
-                                            q.drops = st.drops.into();
-                                            q.overlimits = st.overlimits.into();
-                                            q.requeues = st.requeues.into();
-                                            q.backlog_bytes = st.backlog.into();
-                                            q.qlen = st.qlen.into();
-                                            have_queue = true;
-                                        }
-                                        TcStats2::Basic(b) => {
-                                            q.sent_bytes = b.bytes;
-                                            q.sent_packets = b.packets.into();
-                                        }
-                                        _ => {}
-                                    }
-                                }
-                            }
-                            TcAttribute::Stats(st) if !have_queue => {
-                                q.sent_bytes = st.bytes;
-                                q.sent_packets = st.packets.into();
-                                q.drops = st.drops.into();
-                                q.overlimits = st.overlimits.into();
-                                q.backlog_bytes = st.backlog.into();
-                                q.qlen = st.qlen.into();
-                            }
-                            _ => {}
-                        }
-                    }
-                    out.entry(h.index).or_default().push(q);
+                NetlinkPayload::InnerMessage(M::NewQueueDiscipline(m) | M::NewTrafficClass(m)) => {
+                    each(&m)
                 }
                 _ => {}
             }
             if len == 0 {
                 break;
             }
-            off += len;
+            off = off.saturating_add(len);
         }
     }
-    Some(out)
+    Some(())
 }
 
 /// One core's clock (cpufreq, kHz as sysfs gives it) and governor.

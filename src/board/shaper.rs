@@ -146,118 +146,64 @@ pub fn parse_rates(kind: &str, options: &[u8]) -> Rates {
     r
 }
 
-fn tc_handle(major: u16, minor: u16) -> String {
-    if minor == 0 {
-        format!("{major:x}:")
-    } else {
-        format!("{major:x}:{minor:x}")
-    }
-}
-
 /// One netlink dump of qdiscs (`class` false, every port) or of one port's classes (`class`
 /// true, `index` the port), by interface index. `None` when netlink cannot be read.
 fn dump(class: bool, index: i32) -> Option<BTreeMap<i32, Vec<TcNode>>> {
-    use rtnetlink::packet_core::{NetlinkMessage, NetlinkPayload, Nla, NLM_F_DUMP, NLM_F_REQUEST};
-    use rtnetlink::packet_route::tc::{TcAttribute, TcMessage, TcOption, TcStats2};
-    use rtnetlink::packet_route::RouteNetlinkMessage as M;
-    use rtnetlink::sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
-    let mut s = Socket::new(NETLINK_ROUTE).ok()?;
-    s.bind_auto().ok()?;
-    s.connect(&SocketAddr::new(0, 0)).ok()?;
-    let mut msg = TcMessage::default();
-    msg.header.index = index;
-    let mut req = NetlinkMessage::from(if class {
-        M::GetTrafficClass(msg)
-    } else {
-        M::GetQueueDiscipline(msg)
-    });
-    req.header.flags = NLM_F_REQUEST | NLM_F_DUMP;
-    req.header.sequence_number = 1;
-    req.finalize();
-    let mut buf = vec![0u8; req.buffer_len()];
-    req.serialize(&mut buf);
-    s.send(&buf, 0).ok()?;
+    use rtnetlink::packet_core::Nla;
+    use rtnetlink::packet_route::tc::{TcAttribute, TcOption, TcStats2};
     let mut out: BTreeMap<i32, Vec<TcNode>> = BTreeMap::new();
-    // A dump ends with NLMSG_DONE; a bound on the datagrams read keeps a confused socket
-    // from looping for ever.
-    for _ in 0..10_000 {
-        let (data, _) = s.recv_from_full().ok()?;
-        if data.is_empty() {
-            return Some(out);
-        }
-        let mut off = 0usize;
-        while off < data.len() {
-            let msg = NetlinkMessage::<M>::deserialize(&data[off..]).ok()?;
-            let len = msg.header.length as usize;
-            match msg.payload {
-                NetlinkPayload::Done(_) => return Some(out),
-                NetlinkPayload::Error(_) => return None,
-                NetlinkPayload::InnerMessage(M::NewQueueDiscipline(m) | M::NewTrafficClass(m)) => {
-                    let h = &m.header;
-                    let parent = if h.parent.major == 0xffff && h.parent.minor == 0xffff {
-                        "root".to_string()
-                    } else if h.parent.major == 0xffff && h.parent.minor == 0xfff1 {
-                        "ingress".to_string()
-                    } else {
-                        tc_handle(h.parent.major, h.parent.minor)
-                    };
-                    let mut n = TcNode {
-                        handle: tc_handle(h.handle.major, h.handle.minor),
-                        parent,
-                        class,
-                        ..Default::default()
-                    };
-                    let mut options = Vec::new();
-                    let mut have_queue = false;
-                    for a in &m.attributes {
-                        match a {
-                            TcAttribute::Kind(k) => n.kind = k.clone(),
-                            TcAttribute::Options(o) => {
-                                for x in o {
-                                    if let TcOption::Other(nla) = x {
-                                        let mut v = vec![0u8; nla.value_len()];
-                                        nla.emit_value(&mut v);
-                                        options = v;
-                                    }
-                                }
-                            }
-                            TcAttribute::Stats2(v) => {
-                                for st in v {
-                                    if let TcStats2::Queue(q) = st {
-                                        n.drops = q.drops.into();
-                                        n.overlimits = q.overlimits.into();
-                                        n.backlog_bytes = q.backlog.into();
-                                        n.qlen = q.qlen.into();
-                                        have_queue = true;
-                                    }
-                                }
-                            }
-                            TcAttribute::Stats(st) if !have_queue => {
-                                n.drops = st.drops.into();
-                                n.overlimits = st.overlimits.into();
-                                n.backlog_bytes = st.backlog.into();
-                                n.qlen = st.qlen.into();
-                            }
-                            _ => {}
+    super::counters::tc_dump(class, index, |m| {
+        let h = &m.header;
+        let parent = super::counters::tc_parent(h);
+        let mut n = TcNode {
+            handle: super::counters::tc_handle(h.handle.major, h.handle.minor),
+            parent,
+            class,
+            ..Default::default()
+        };
+        let mut options = Vec::new();
+        let mut have_queue = false;
+        for a in &m.attributes {
+            match a {
+                TcAttribute::Kind(k) => n.kind = k.clone(),
+                TcAttribute::Options(o) => {
+                    for x in o {
+                        if let TcOption::Other(nla) = x {
+                            let mut v = vec![0u8; nla.value_len()];
+                            nla.emit_value(&mut v);
+                            options = v;
                         }
                     }
-                    // An HTB qdisc's own options hold no rate (its classes do).
-                    if class || n.kind != "htb" {
-                        let r = parse_rates(&n.kind, &options);
-                        n.rate_bps = r.rate_bps;
-                        n.ceil_bps = r.ceil_bps;
-                        n.overhead = r.overhead;
+                }
+                TcAttribute::Stats2(v) => {
+                    for st in v {
+                        if let TcStats2::Queue(q) = st {
+                            n.drops = q.drops.into();
+                            n.overlimits = q.overlimits.into();
+                            n.backlog_bytes = q.backlog.into();
+                            n.qlen = q.qlen.into();
+                            have_queue = true;
+                        }
                     }
-                    out.entry(h.index).or_default().push(n);
+                }
+                TcAttribute::Stats(st) if !have_queue => {
+                    n.drops = st.drops.into();
+                    n.overlimits = st.overlimits.into();
+                    n.backlog_bytes = st.backlog.into();
+                    n.qlen = st.qlen.into();
                 }
                 _ => {}
             }
-            if len == 0 {
-                break;
-            }
-            off = off.saturating_add(len);
         }
-    }
+        // An HTB qdisc's own options hold no rate (its classes do).
+        if class || n.kind != "htb" {
+            let r = parse_rates(&n.kind, &options);
+            n.rate_bps = r.rate_bps;
+            n.ceil_bps = r.ceil_bps;
+            n.overhead = r.overhead;
+        }
+        out.entry(h.index).or_default().push(n);
+    })?;
     Some(out)
 }
 
