@@ -27,7 +27,8 @@
 #           stock iperf3's in the same run (medians)
 #   idle:   netperfd sent within 1 % of each rate
 #   both:   the sender's own busiest 1 ms (`snd peak`, end.shortfall.sender_peak_1ms_ratio)
-#           ≤ 1.9 × the rate in every run (engine::pacer::WINDOW_CAP); the receiver's figure
+#           ≤ 1.9 × the rate in every idle run (engine::pacer::WINDOW_CAP) and ≤ 5.0 × in
+#           every loaded one (the top of engine::pacer::CATCH_UP_CAPS); the receiver's figure
 #           is printed beside it (its softirq bunches arrivals: up to ~2.1 × on an idle host)
 #   One TARGET MET / TARGET MISSED line per target (on the medians). iperf3 has no target;
 #   its figures are printed beside. Other processes (compiles) load the machine too: say so
@@ -37,6 +38,9 @@
 #   DURATION=5  REPEATS=3  LEN=1448  HOGS=2  LOAD_RATE=100M  IDLE_RATES="100M 400M 1000M"
 #   PIN=N        run the sender and the busy loops on CPU N only (taskset), the receiver on
 #                another CPU: the sender shares one core with HOGS busy loops (issue 25 item 2)
+#   RECV_ON_PIN=1  with PIN: the receiver runs on CPU N too, so the sender, its receiver (and
+#                the veth softirq) and the busy loops all share one core: a core short of CPU,
+#                not just shared (issue 39 item 2)
 #   NETPERFD=/path/to/netperfd   use this binary instead of building
 #                (otherwise: cargo build --release --locked in CARGO_TARGET_DIR)
 #   IPERF3=/usr/bin/iperf3
@@ -53,6 +57,7 @@ IDLE_RATES=${IDLE_RATES:-100M 400M 1000M}
 IPERF3=${IPERF3:-/usr/bin/iperf3}
 PORT_BASE=${PORT_BASE:-5601}
 PIN=${PIN:-}
+RECV_ON_PIN=${RECV_ON_PIN:-0}
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -74,7 +79,9 @@ if [[ -n $PIN ]]; then
     command -v taskset >/dev/null || die "taskset (util-linux) not found"
     sender_cpu=(taskset -c "$PIN")
     receiver_cpu=(taskset -c "$(( (PIN + 1) % $(nproc) ))")
+    [[ $RECV_ON_PIN == 1 ]] && receiver_cpu=(taskset -c "$PIN")
 fi
+[[ $RECV_ON_PIN == 0 || -n $PIN ]] || die "RECV_ON_PIN=1 needs PIN=N"
 [[ $(id -u) -eq 0 ]] || die "must run as root (network namespaces); try: sudo $0"
 command -v ip >/dev/null || die "ip (iproute2) not found"
 command -v ss >/dev/null || die "ss (iproute2) not found"
@@ -279,9 +286,12 @@ for m in summary:
         verdict(abs(m["sent_pct"] - 100) <= 1.0, f"idle {m['rate']}: netperfd sent {m['sent_pct']:.2f} % (within 1 %)")
     # The pacer's bound holds at the sender in every run (engine::pacer::WINDOW_CAP); the
     # receiver's busiest 1 ms (peak 1ms) is higher when its softirq bunches arrivals.
+    # Loaded, a debt that keeps growing raises the bound to 3.4 x, then 5.0 x
+    # (engine::pacer::CATCH_UP_CAPS: the rate first, issue 39 item 2).
     if m["sender_peak_max"] is not None:
-        verdict(m["sender_peak_max"] <= 1.9 + 1e-9,
-                f"{m['phase']} {m['rate']}: sender's busiest 1 ms ≤ 1.9 x in every run (max {m['sender_peak_max']:.2f} x)")
+        bound = 1.9 if m["phase"] == "idle" else 5.0
+        verdict(m["sender_peak_max"] <= bound + 1e-9,
+                f"{m['phase']} {m['rate']}: sender's busiest 1 ms ≤ {bound} x in every run (max {m['sender_peak_max']:.2f} x)")
 json.dump({"git": rev, "hogs": int(hogs), "duration": int(dur), "len": int(dlen),
            "runs": runs, "medians": summary}, open(out, "w"), indent=1)
 print(f"\nwritten: {out}")

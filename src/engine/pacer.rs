@@ -17,7 +17,11 @@
 //! * the **window**: larger debt is repaid as fast as the sender gets the CPU, but no window
 //!   of [`WINDOW`] (1.2 ms) holds more than [`WINDOW_CAP`] (1.9 ms) of traffic at the target
 //!   rate: every send is checked against the sends of the window before it, at the times
-//!   they really went. The busiest 1 ms is thus at most 1.9 × the rate at the sender.
+//!   they really went. The busiest 1 ms is thus at most 1.9 × the rate at the sender —
+//!   unless the debt keeps growing at that bound (a core short of CPU): then the cap steps
+//!   up to 3.4 and 5.0 ms per window ([`CATCH_UP_CAPS`]), because the asked rate is the
+//!   contract and smoothness only how it is kept. Stock iperf3 repays such debt at once
+//!   (its busiest 1 ms 11–14 × the rate); the top level stays under half of that.
 //!
 //! Why a window and not a second token bucket: on a loaded host every sleep costs a wake-up
 //! latency L (often more than 1 ms behind busy processes). A peak bucket D deep lets a late
@@ -114,6 +118,34 @@ pub const BATCH_TIME: Duration = Duration::from_micros(800);
 /// (on real send times) stays within [`WINDOW_CAP`].
 pub const EARLY: Duration = Duration::from_micros(100);
 
+/// The window caps of the catch-up levels, as time at the target rate: level 0 is
+/// [`WINDOW_CAP`] (1.9 ms: busiest 1 ms < 2 ×), level 1 3.4 ms (< 3.4 ×), level 2 5.0 ms
+/// (< 5 ×). A sender on a core short of CPU (its wake-ups come milliseconds late, its
+/// receiver's softirq and other processes share the core) gets the CPU about once per
+/// wake-up latency L and can send at most one cap per L + [`WINDOW`]: with 1.9 ms and L = 3 ms
+/// that is 45 % of the rate (`benches/udp-load.sh PIN=1 RECV_ON_PIN=1`: 65–85 % of 100M
+/// where stock iperf3, which sends its debt at once, sent 99.99 % with its busiest 1 ms at
+/// 11–14 ×). A debt that keeps growing ([`ESCALATE_DEBT`] beyond where the level was set)
+/// raises the level, so the pacer trades smoothness for the rate only as far as the CPU
+/// makes it, and stays within half of stock's busiest 1 ms. 5 ms repays a debt while
+/// L + 1.2 ms < 5 ms.
+pub const CATCH_UP_CAPS: [Duration; 3] = [
+    WINDOW_CAP,
+    Duration::from_micros(3400),
+    Duration::from_micros(5000),
+];
+
+/// How much a large debt (beyond [`GENTLE_DEBT`]) must grow at one catch-up level before the
+/// next level is taken: 10 ms. A one-off stall on an idle host (debt that falls at once at
+/// level 0) keeps the 1.9 × bound.
+pub const ESCALATE_DEBT: Duration = Duration::from_millis(10);
+
+/// While the host is loaded and a catch-up level above 0 is in force, debt beyond this is
+/// repaid at that level rather than by the gentle bucket: 4 ms (a few late wake-ups). Without
+/// it the debt of a CPU-short sender grows back to [`GENTLE_DEBT`] between repayments and the
+/// run ends up to 20 ms short.
+pub const CPU_SHORT_DEBT: Duration = Duration::from_millis(4);
+
 /// Debt older than this (a stopped process, a suspended VM) is written off rather than repaid;
 /// the run then shows a shortfall. 1 s.
 pub const MAX_DEBT: Duration = Duration::from_secs(1);
@@ -148,6 +180,22 @@ pub struct PacerStats {
     pub busiest_1ms_bytes: u64,
     /// Debt written off (beyond the pacer's `max_debt`), ms: time the run could not repay.
     pub written_off_ms: f64,
+    /// Times the sender fell more than [`GENTLE_DEBT`] behind (a stall: it did not get the
+    /// CPU), each counted once until it was back within [`LOADED_CREDIT`] of its schedule.
+    pub stalls: u32,
+    /// The highest catch-up level taken (index into [`CATCH_UP_CAPS`]; 0 = the 1.9 × bound).
+    pub catch_up_level: u8,
+    /// How far behind its schedule the sender was when these figures were taken, ms, the
+    /// written-off debt included (at the end of a run: the schedule it never repaid).
+    pub owed_ms: f64,
+}
+
+impl PacerStats {
+    /// The burst bound of the highest catch-up level taken, × the rate (1.9, 3.4 or 5.0).
+    pub fn catch_up_bound(&self) -> f64 {
+        let i = usize::from(self.catch_up_level).min(CATCH_UP_CAPS.len() - 1);
+        CATCH_UP_CAPS[i].as_secs_f64() * 1000.0
+    }
 }
 
 /// A sender's pacer at a fixed rate (see the module docs for the two limits).
@@ -188,6 +236,16 @@ pub struct Pacer {
     booked: u64,
     /// Until when the host counts as loaded (see [`LOADED_CREDIT`]).
     loaded_until: Option<Instant>,
+    /// The catch-up level in force (index into [`CATCH_UP_CAPS`]).
+    level: usize,
+    /// The debt when `level` was last set or the debt last fell at it (see
+    /// [`ESCALATE_DEBT`]).
+    level_debt: Duration,
+    /// Whether the previous booking was in large debt (repaid within the window).
+    in_stall: bool,
+    /// Whether a stall (debt beyond [`GENTLE_DEBT`]) was counted since the sender was last
+    /// on time.
+    stalled: bool,
 }
 
 impl Pacer {
@@ -214,12 +272,20 @@ impl Pacer {
             wakeups: 0,
             booked: 0,
             loaded_until: None,
+            level: 0,
+            level_debt: Duration::ZERO,
+            in_stall: false,
+            stalled: false,
         }
     }
 
     /// What this pacer's sender went through so far.
     pub fn stats(&self) -> PacerStats {
-        self.stats
+        let mut st = self.stats;
+        if self.started {
+            st.owed_ms = self.debt().as_secs_f64() * 1000.0 + st.written_off_ms;
+        }
+        st
     }
 
     /// Time owed right now: how far the sender is behind its schedule (zero when on time).
@@ -250,12 +316,22 @@ impl Pacer {
             }
         }
         let debt = now.saturating_duration_since(self.next);
-        let gentle = debt <= GENTLE_DEBT;
         let mut loaded = self.loaded_until.is_some_and(|u| now < u);
+        if !loaded {
+            // An idle second: back to the 1.9 × bound.
+            self.level = 0;
+        }
+        let threshold = if loaded && self.level > 0 {
+            CPU_SHORT_DEBT
+        } else {
+            GENTLE_DEBT
+        };
+        let gentle = debt <= threshold;
         if !gentle || (loaded && debt > LOADED_CREDIT) {
             self.loaded_until = Some(now + LOADED_FOR);
             loaded = true;
         }
+        self.track_stall(gentle, debt);
         let at = if gentle {
             // On time or a small debt: the schedule, repaid gently, never a burst.
             let at = self.next.max(self.peak).max(now);
@@ -283,6 +359,35 @@ impl Pacer {
         self.last_ms.push_back((at, n));
         self.last_ms_bytes += n;
         at
+    }
+
+    /// Count stalls and their repayment, and move the catch-up level (see
+    /// [`CATCH_UP_CAPS`]): up one when a large debt grew [`ESCALATE_DEBT`] beyond where the
+    /// level was set (the CPU the sender gets does not repay it at this level); the level stays
+    /// while the host is loaded (see [`LOADED_FOR`]).
+    fn track_stall(&mut self, gentle: bool, debt: Duration) {
+        if debt <= LOADED_CREDIT {
+            // On time again (within one late wake-up): the next large debt is a new stall.
+            self.stalled = false;
+        } else if debt > GENTLE_DEBT && !self.stalled {
+            self.stalled = true;
+            self.stats.stalls = self.stats.stalls.saturating_add(1);
+        }
+        if gentle {
+            self.in_stall = false;
+            return;
+        }
+        if !self.in_stall {
+            self.in_stall = true;
+            self.level_debt = debt;
+        }
+        if debt < self.level_debt {
+            self.level_debt = debt;
+        } else if debt >= self.level_debt + ESCALATE_DEBT && self.level + 1 < CATCH_UP_CAPS.len() {
+            self.level += 1;
+            self.level_debt = debt;
+            self.stats.catch_up_level = self.stats.catch_up_level.max(self.level as u8);
+        }
     }
 
     /// Drop sends older than 1 ms before the newest and keep the busiest 1 ms.
@@ -332,7 +437,12 @@ impl Pacer {
                 break;
             }
         }
-        let cap = self.window_cap.max(self.window_bytes + n);
+        let cap = if self.level == 0 {
+            self.window_cap
+        } else {
+            (self.rate * CATCH_UP_CAPS[self.level].as_secs_f64()) as usize
+        };
+        let cap = cap.max(self.window_bytes + n);
         let mut over = (self.recent_bytes + n).saturating_sub(cap);
         if over == 0 {
             return t;
@@ -565,10 +675,11 @@ mod tests {
         // 100 Mbit/s of 1250-byte datagrams (one per 100 µs) for 1 s, every sleep waking
         // `late` µs late (a loaded host). Each late wake-up may send up to 1.9 ms of traffic
         // (19 datagrams) when the last 1.2 ms leave room, so the sender keeps the rate while it
-        // gets the CPU often enough: ≥ 99.8 % up to 1.5 ms late and 97.9 % at 1.7 ms, except
-        // 0.75–1.1 ms late, where two bursts share one window (93, 89, 85, 81 %). Beyond that
-        // each cycle is the window plus the lateness: 2 ms late gives 1.9 / (1.2 + 2) = 59 %,
-        // a shortfall the run reports. (The old 250 µs bucket at 1.4 × sent about one bucket
+        // gets the CPU often enough: ≥ 99.8 % up to 1.5 ms late and 97.9 % at 1.7 ms. At
+        // 0.75–1.1 ms late two bursts share one window and at 2 ms and beyond each cycle is
+        // the window plus the lateness (1.9 / (1.2 + 2) = 59 %): before the catch-up levels
+        // that was 93, 89, 85, 81 % and 59 %; now the growing debt raises the cap (3.4 ms, then
+        // 5 ms per window): ≥ 99 % up to 3 ms late, 92.5 % at 4 ms, 78 % at 5 ms. (The old 250 µs bucket at 1.4 × sent about one bucket
         // per wake-up: 37–55 % measured under load. Before LOADED_CREDIT the last 20 ms of
         // debt was never repaid: 9780–9810 of 10000 at 0.5–0.8 and 1.2–1.7 ms late; the
         // credit's burst of 1.2 × 1.25 ms moved the start of the dip from 0.9 to 0.75 ms.)
@@ -576,14 +687,17 @@ mod tests {
             (100, 9990..=10_000),
             (500, 9990..=10_000),
             (700, 9990..=10_000),
-            (800, 9250..=9400),
-            (900, 8800..=8950),
-            (1000, 8400..=8550),
-            (1100, 8050..=8150),
+            (800, 9990..=10_000),
+            (900, 9990..=10_000),
+            (1000, 9985..=10_000),
+            (1100, 9990..=10_000),
             (1200, 9980..=10_000),
             (1500, 9980..=10_000),
             (1700, 9750..=9810),
-            (2000, 5780..=5880),
+            (2000, 9900..=9960),
+            (3000, 9900..=9960),
+            (4000, 9200..=9300),
+            (5000, 7750..=7850),
         ];
         for (late, want) in cases {
             let t0 = Instant::now();
@@ -594,9 +708,57 @@ mod tests {
                 "{late} µs late: {} of 10000 datagrams, want {want:?}",
                 s.len()
             );
-            // Never more than 19 in any 1 ms (1.9 ×), however late the wake-ups.
+            // Never more than 19 in any 1 ms (1.9 ×) at level 0, and never more than the
+            // level's bound (3.4 ×, 5 ×) when the debt kept growing.
             let peak = busiest(&s, 1000);
-            assert!(peak <= 19, "{late} µs late: busiest 1 ms {peak}");
+            let bound = (p.stats().catch_up_bound() * 10.0).round() as usize;
+            assert!(
+                peak <= bound,
+                "{late} µs late: busiest 1 ms {peak}, bound {bound}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_core_short_of_cpu_repays_at_a_higher_level() {
+        // Issue 39 item 2: sender, receiver softirq and two busy loops on one core. Every
+        // sleep wakes `late` ms late (about one CFS slice of each other task), for 5 s of
+        // schedule at 100 Mbit/s in the UDP sender's 0.8 ms batches. At the 1.9 ms cap each
+        // wake-up sent 1.9 ms of traffic per late + 1.2 ms: 59 % at 2 ms, 45 % at 3 ms and 30 %
+        // at 5 ms (the bench measured 65–85 %). With the catch-up levels the debt stops
+        // growing once the cap covers a cycle: ≥ 99 % up to 3.5 ms late, and the busiest 1 ms
+        // stays within the top level's 5 ×. At 5 ms late the top level's 5 ms per 6.2 ms cycle
+        // is the limit: 78 %.
+        let rate = 100_000_000u64;
+        let n = Pacer::batch_datagrams(rate, 1448, 256) * 1448;
+        let per_ms = rate as f64 / 8.0 / 1000.0;
+        for (late_us, want) in [(2000u64, 0.99), (3000, 0.99), (3500, 0.99), (5000, 0.75)] {
+            let t0 = Instant::now();
+            let mut p = Pacer::new(rate, MAX_DEBT);
+            let (mut now, mut sent) = (t0, 0u64);
+            let until = t0 + Duration::from_secs(5);
+            loop {
+                let at = p.book(n, now);
+                if at > now {
+                    now = at + Duration::from_micros(late_us);
+                }
+                if now >= until {
+                    break;
+                }
+                p.sent_at(now);
+                sent += n as u64;
+            }
+            let share = sent as f64 / (rate as f64 / 8.0 * 5.0);
+            let st = p.stats();
+            assert!(share >= want, "{late_us} µs late: sent {share:.4}, {st:?}");
+            assert!(share <= 1.0005, "{late_us} µs late: ahead, {share:.4}");
+            let busiest = st.busiest_1ms_bytes as f64 / per_ms;
+            assert!(
+                busiest <= 5.0,
+                "{late_us} µs late: busiest 1 ms {busiest:.2} x"
+            );
+            assert!(st.catch_up_level >= 1, "{late_us} µs late: {st:?}");
+            assert!(st.stalls >= 1, "{st:?}");
         }
     }
 

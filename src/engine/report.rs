@@ -109,6 +109,14 @@ pub struct UdpSummary {
     /// A paced sender's busiest 1 ms as a rate, bits/s (bytes in that 1 ms × 8000).
     #[serde(default)]
     pub sender_peak_1ms_bps: Option<f64>,
+    /// A paced sender's stalls: times it fell more than 20 ms behind its schedule
+    /// ([`crate::engine::pacer::PacerStats::stalls`]); `None` where not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_stalls: Option<u32>,
+    /// What a paced sender still owed its schedule at the end, ms, written-off debt included
+    /// ([`crate::engine::pacer::PacerStats::owed_ms`]); `None` where not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_owed_ms: Option<f64>,
 }
 
 impl UdpSummary {
@@ -744,6 +752,11 @@ fn udp_total(ss: &[&StreamSummary]) -> UdpSummary {
             .iter()
             .filter_map(|u| u.sender_peak_1ms_bps)
             .reduce(|a, b| a + b),
+        sender_stalls: us
+            .iter()
+            .filter_map(|u| u.sender_stalls)
+            .reduce(u32::saturating_add),
+        sender_owed_ms: us.iter().filter_map(|u| u.sender_owed_ms).reduce(f64::max),
     }
 }
 

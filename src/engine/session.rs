@@ -712,6 +712,8 @@ impl DataPhase {
                             sender_max_lag_ms: paced.map(|st| st.max_lag_ms),
                             sender_peak_1ms_bps: paced
                                 .map(|st| st.busiest_1ms_bytes as f64 * 8000.0),
+                            sender_stalls: paced.map(|st| st.stalls),
+                            sender_owed_ms: paced.map(|st| st.owed_ms),
                             ..Default::default()
                         })
                     }
@@ -729,6 +731,8 @@ impl DataPhase {
                             peak_1ms_bps: g.peak_1ms_bps,
                             sender_max_lag_ms: None,
                             sender_peak_1ms_bps: None,
+                            sender_stalls: None,
+                            sender_owed_ms: None,
                         }
                     }),
                     _ => None,

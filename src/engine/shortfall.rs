@@ -28,6 +28,12 @@ pub struct RateCheck {
     pub sender_max_lag_ms: Option<f64>,
     /// The paced sender's busiest 1 ms as a rate, bits/s, when this end sent it.
     pub sender_peak_1ms_bps: Option<f64>,
+    /// The paced sender's stalls (times it fell more than 20 ms behind its schedule), when
+    /// this end sent it.
+    pub sender_stalls: Option<u32>,
+    /// What the paced sender still owed its schedule at the end, ms (written-off debt
+    /// included), when this end sent it.
+    pub sender_owed_ms: Option<f64>,
 }
 
 /// A lag behind the schedule from this many ms is named as the reason of a shortfall.
@@ -49,6 +55,8 @@ impl RateCheck {
             short: pct < SHORTFALL_PERCENT,
             sender_max_lag_ms: None,
             sender_peak_1ms_bps: None,
+            sender_stalls: None,
+            sender_owed_ms: None,
         })
     }
 
@@ -57,6 +65,44 @@ impl RateCheck {
         self.sender_max_lag_ms = max_lag_ms.filter(|x| x.is_finite());
         self.sender_peak_1ms_bps = peak_1ms_bps.filter(|x| x.is_finite());
         self
+    }
+
+    /// With the sender's stalls and what it still owed at the end (see the fields).
+    pub fn with_catch_up(mut self, stalls: Option<u32>, owed_ms: Option<f64>) -> Self {
+        self.sender_stalls = stalls;
+        self.sender_owed_ms = owed_ms.filter(|x| x.is_finite() && *x >= 0.0);
+        self
+    }
+
+    /// How a sender that stalled caught up (the pacing note), when it stalled for at least
+    /// [`STALL_MS`]: "the sender fell up to 180 ms behind its schedule in 3 stalls (it did not
+    /// get the CPU) and caught up, its busiest 1 ms at 4.6 × the rate", or, when it never
+    /// got back, "… and was still 220 ms behind at the end, its busiest 1 ms at 5.0 × the
+    /// rate". `None` without a stall.
+    pub fn catch_up(&self) -> Option<String> {
+        let lag = self.sender_max_lag_ms.filter(|l| *l >= STALL_MS)?;
+        let stalls = match self.sender_stalls {
+            Some(1) => " in 1 stall".to_string(),
+            Some(n) if n > 1 => format!(" in {n} stalls"),
+            _ => String::new(),
+        };
+        let owed = self.sender_owed_ms.filter(|o| *o >= 1.0);
+        let how = match owed {
+            Some(o) => format!("was still {o:.0} ms behind at the end"),
+            None => "caught up".to_string(),
+        };
+        let peak = self
+            .sender_peak_1ms_bps
+            .map(|p| {
+                format!(
+                    ", its busiest 1 ms at {:.1} × the rate",
+                    p / self.target_bits_per_second
+                )
+            })
+            .unwrap_or_default();
+        Some(format!(
+            "the sender fell up to {lag:.0} ms behind its schedule{stalls} (it did not get the CPU) and {how}{peak}"
+        ))
     }
 
     /// Why the sender fell short, when its figures say: "the sender fell up to 41 ms behind
@@ -83,7 +129,11 @@ impl RateCheck {
             None => String::new(),
         };
         if self.short {
-            let why = self.why().map(|w| format!("; {w}")).unwrap_or_default();
+            let why = match (self.catch_up(), self.why()) {
+                (Some(c), _) if self.sender_stalls.is_some() => format!("; {c}"),
+                (_, Some(w)) => format!("; {w}"),
+                _ => String::new(),
+            };
             format!(
                 "shortfall: the sender sent {} of the {} asked ({:.1} %){recv}{why}",
                 crate::model::display::rate(self.sent_bits_per_second),
@@ -91,8 +141,12 @@ impl RateCheck {
                 self.sent_percent
             )
         } else {
+            let note = self
+                .catch_up()
+                .map(|c| format!("; {c}"))
+                .unwrap_or_default();
             format!(
-                "reached the requested rate: the sender sent {} of the {} asked ({:.1} %){recv}",
+                "reached the requested rate: the sender sent {} of the {} asked ({:.1} %){recv}{note}",
                 crate::model::display::rate(self.sent_bits_per_second),
                 crate::model::display::rate(self.target_bits_per_second),
                 self.sent_percent
@@ -118,6 +172,12 @@ impl RateCheck {
         if let Some(p) = self.sender_peak_1ms_bps {
             v["sender_peak_1ms_bits_per_second"] = p.into();
             v["sender_peak_1ms_ratio"] = (p / self.target_bits_per_second).into();
+        }
+        if let Some(n) = self.sender_stalls {
+            v["sender_stalls"] = n.into();
+        }
+        if let Some(o) = self.sender_owed_ms {
+            v["sender_owed_ms"] = o.into();
         }
         v
     }
@@ -165,8 +225,16 @@ pub fn for_report_leg(report: &Report, local_sender: bool) -> Option<RateCheck> 
         .iter()
         .filter_map(|s| s.udp.and_then(|u| u.sender_peak_1ms_bps))
         .reduce(|a, b| a + b);
+    let stalls = ss
+        .iter()
+        .filter_map(|s| s.udp.and_then(|u| u.sender_stalls))
+        .reduce(u32::saturating_add);
+    let owed = ss
+        .iter()
+        .filter_map(|s| s.udp.and_then(|u| u.sender_owed_ms))
+        .reduce(f64::max);
     RateCheck::new(report.params.bandwidth as f64 * ss.len() as f64, sent, recv)
-        .map(|c| c.with_sender(lag, peak))
+        .map(|c| c.with_sender(lag, peak).with_catch_up(stalls, owed))
 }
 
 /// The rate check of an iperf3 report's main leg: the client→server leg of a `--bidir` test,
@@ -221,5 +289,36 @@ mod tests {
             .unwrap()
             .with_sender(Some(80.0), None);
         assert_eq!(ok.why(), None);
+    }
+
+    /// Issue 39 item 2: the pacing note shows the stall and the repayment, reached or not.
+    #[test]
+    fn the_pacing_note_shows_the_stall_and_the_repayment() {
+        let ok = RateCheck::new(100e6, 99.9e6, Some(99.8e6))
+            .unwrap()
+            .with_sender(Some(182.4), Some(460e6))
+            .with_catch_up(Some(3), Some(0.2));
+        assert_eq!(
+            ok.sentence(),
+            "reached the requested rate: the sender sent 99.9 Mbit/s of the 100.0 Mbit/s asked (99.9 %), the receiver got 99.8 Mbit/s; the sender fell up to 182 ms behind its schedule in 3 stalls (it did not get the CPU) and caught up, its busiest 1 ms at 4.6 × the rate"
+        );
+        let j = ok.to_json();
+        assert_eq!(j["sender_stalls"], 3);
+        assert_eq!(j["sender_owed_ms"], 0.2);
+        let short = RateCheck::new(100e6, 78e6, None)
+            .unwrap()
+            .with_sender(Some(223.9), Some(500e6))
+            .with_catch_up(Some(1), Some(1101.0));
+        assert_eq!(
+            short.sentence(),
+            "shortfall: the sender sent 78.0 Mbit/s of the 100.0 Mbit/s asked (78.0 %); the sender fell up to 224 ms behind its schedule in 1 stall (it did not get the CPU) and was still 1101 ms behind at the end, its busiest 1 ms at 5.0 × the rate"
+        );
+        // No stall, no note; a lag under STALL_MS is none.
+        let calm = RateCheck::new(100e6, 100e6, None)
+            .unwrap()
+            .with_sender(Some(4.0), Some(139e6))
+            .with_catch_up(Some(0), Some(0.0));
+        assert_eq!(calm.catch_up(), None);
+        assert!(!calm.sentence().contains("behind"));
     }
 }

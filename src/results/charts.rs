@@ -417,11 +417,10 @@ pub fn analyze_run(store: &Store, run: &RunRow) -> Option<Analysis> {
     let (src, port) = sample_source(run);
     let cpus = store.cpu_samples(src).unwrap_or_default();
     let ports = store.port_samples(src).unwrap_or_default();
+    let report = store.report(run.id).ok().flatten();
     // The CPU of netperfd's own stream threads, as the run's report recorded it.
-    let threads: Vec<_> = store
-        .report(run.id)
-        .ok()
-        .flatten()
+    let threads: Vec<_> = report
+        .as_ref()
         .map(|r| r.streams.iter().filter_map(|s| s.thread_cpu).collect())
         .unwrap_or_default();
     // An imported run (or a leg of one) is judged on its own samples, not this board's ports.
@@ -440,7 +439,31 @@ pub fn analyze_run(store: &Store, run: &RunRow) -> Option<Analysis> {
     );
     with_shaper(store, run, &ports, timestamps_at_start(store, run), &mut a);
     with_board(store, run, &mut a);
+    if let Some(r) = &report {
+        with_pacing_note(r, &mut a);
+    }
     Some(a)
+}
+
+/// The rate check's pacing note from the run's report, when this board sent paced: how far
+/// the sender fell behind, in how many stalls, and how it caught up (see
+/// [`crate::engine::shortfall::RateCheck::catch_up`]). The stored figures alone give only
+/// the rates; the sentence in the evidence is replaced by the fuller one.
+fn with_pacing_note(report: &crate::engine::report::Report, a: &mut Analysis) {
+    let (Some(c), Some(full)) = (a.rate_check, crate::engine::shortfall::for_report(report)) else {
+        return;
+    };
+    if full.sender_max_lag_ms.is_none() {
+        return;
+    }
+    let noted = c
+        .with_sender(full.sender_max_lag_ms, full.sender_peak_1ms_bps)
+        .with_catch_up(full.sender_stalls, full.sender_owed_ms);
+    let old = c.sentence();
+    for e in a.evidence.iter_mut().filter(|e| **e == old) {
+        *e = noted.sentence();
+    }
+    a.rate_check = Some(noted);
 }
 
 /// Lead the verdict with the board's own shaper when one on the run's ports limited it (the
