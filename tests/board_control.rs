@@ -1369,7 +1369,7 @@ fn seed_003_a_port_by_dhcp_from_the_page_and_back_to_static() {
             "--bind-interfaces",
             "--dhcp-range=198.51.100.50,198.51.100.59,255.255.255.0,2m",
             "--dhcp-option=option:router,198.51.100.2",
-            "--dhcp-option=option:dns-server,198.51.100.53",
+            "--dhcp-option=option:dns-server,198.51.100.9",
             "--dhcp-authoritative",
             "--no-ping",
             "--user=root",
@@ -1488,7 +1488,7 @@ fn seed_003_a_port_by_dhcp_from_the_page_and_back_to_static() {
     assert_eq!(v["addressing"]["eth1"]["method"], "dhcp");
     assert_eq!(l["address"], leased);
     assert_eq!(l["router"], "198.51.100.2");
-    assert_eq!(l["dns"], json!(["198.51.100.53"]));
+    assert_eq!(l["dns"], json!(["198.51.100.9"]));
     assert_eq!(l["lease_secs"], 120);
     let left = (l["expires_at"].as_i64().unwrap_or(0) - netperfd::model::time::now_ms()) / 1000;
     assert!((100..=120).contains(&left), "expires in {left} s");
@@ -1496,7 +1496,7 @@ fn seed_003_a_port_by_dhcp_from_the_page_and_back_to_static() {
     for want in [
         format!("<dd data-lease=\"Address\">{leased}</dd>"),
         "<dd data-lease=\"Router\">198.51.100.2</dd>".to_string(),
-        "<dd data-lease=\"DNS\">198.51.100.53</dd>".to_string(),
+        "<dd data-lease=\"DNS\">198.51.100.9</dd>".to_string(),
         "<dd data-lease=\"Expires\">in ".to_string(),
         " UTC) · lease 120 s</dd>".to_string(),
         "By <strong>DHCP</strong> through udhcpc".to_string(),
@@ -1512,6 +1512,15 @@ fn seed_003_a_port_by_dhcp_from_the_page_and_back_to_static() {
         board_state(&http)["confirmed"]["ports"]["eth1"]["dhcp"],
         true
     );
+    // For a look as a user would (not in CI: a browser costs seconds): screenshots of the
+    // page with the lease at 390 and 1400 px into $NETPERFD_DHCP_SHOTS.
+    if let Some(dir) = std::env::var_os("NETPERFD_DHCP_SHOTS") {
+        // Chromium hangs on what it looks up through the board's new default route (to pc2,
+        // which has no way on): the route is out of the way while it runs.
+        sh_ok(&board, "ip", &["route", "del", "default"]);
+        dhcp_shots(&mut lab, &board, std::path::Path::new(&dir), "lease");
+        sh_ok(&board, "ip", &["route", "add", "default", "via", "198.51.100.2", "dev", "eth1"]);
+    }
 
     // Back to static: the address is restored, the lease and the client's route are gone.
     let r = http.api(
@@ -1545,4 +1554,31 @@ fn seed_003_a_port_by_dhcp_from_the_page_and_back_to_static() {
     assert_eq!(v["addressing"]["eth1"]["method"], "static");
     assert_eq!(v["log"][0]["outcome"], "rolled back", "{v}");
     eprintln!("lease after {} ms", took.as_millis());
+}
+
+/// Screenshots of the Ports page at 390 and 1400 px: the ports table, then the eth1 card
+/// (`dir/W-NAME-table.png`, `dir/W-NAME-card.png`); the page must not scroll sideways.
+fn dhcp_shots(lab: &mut Lab, ns: &str, dir: &std::path::Path, name: &str) {
+    use common::browser::{chromedriver, Browser};
+    let _ = std::fs::create_dir_all(dir);
+    chromedriver(lab, ns, 9531);
+    for (w, h) in [(1400, 1000), (390, 844)] {
+        let b = Browser::open(
+            ns,
+            9531,
+            "http://127.0.0.1:8080",
+            w,
+            h,
+            &lab.dir().join(format!("shots-{name}-{w}")),
+        );
+        b.log_in(PASSWORD);
+        b.go("/ports");
+        b.screenshot(dir, &format!("{w}-{name}-table"));
+        let m = b.js("document.getElementById('addressing-eth1').scrollIntoView(); return [document.documentElement.scrollWidth, window.innerWidth];");
+        b.screenshot(dir, &format!("{w}-{name}-card"));
+        assert!(
+            m[0].as_u64() <= m[1].as_u64(),
+            "{w} px: scrolls sideways {m}"
+        );
+    }
 }
