@@ -18,7 +18,9 @@ if [[ $(id -u) -ne 0 ]]; then
     exit 2
 fi
 
-# Debian packages the tests use: stock peers, namespace tooling, the browser and its driver. dnsmasq-base (the binary without the service, so nothing serves DHCP or DNS in the root namespace) is the upstream router of the DHCP lab test; busybox its udhcpc.
+# Debian packages the tests use: stock peers, namespace tooling, the browser and its driver.
+# dnsmasq-base (the binary without the service: nothing serves DHCP or DNS in the root
+# namespace) is the upstream router of the DHCP lab test, busybox its udhcpc.
 need=(iperf3 iperf iproute2 procps chromium chromium-driver time curl nftables iptables axel nginx-light netcat-openbsd python3 python3-pip libxml2-utils prometheus dnsmasq-base busybox)
 missing=()
 for p in "${need[@]}"; do

@@ -1376,7 +1376,7 @@ fn seed_003_a_port_by_dhcp_from_the_page_and_back_to_static() {
             &lf,
         ],
     );
-    start(
+    let d = start(
         &mut lab,
         &board,
         "daemon",
@@ -1519,7 +1519,19 @@ fn seed_003_a_port_by_dhcp_from_the_page_and_back_to_static() {
         // which has no way on): the route is out of the way while it runs.
         sh_ok(&board, "ip", &["route", "del", "default"]);
         dhcp_shots(&mut lab, &board, std::path::Path::new(&dir), "lease");
-        sh_ok(&board, "ip", &["route", "add", "default", "via", "198.51.100.2", "dev", "eth1"]);
+        sh_ok(
+            &board,
+            "ip",
+            &[
+                "route",
+                "add",
+                "default",
+                "via",
+                "198.51.100.2",
+                "dev",
+                "eth1",
+            ],
+        );
     }
 
     // Back to static: the address is restored, the lease and the client's route are gone.
@@ -1554,6 +1566,39 @@ fn seed_003_a_port_by_dhcp_from_the_page_and_back_to_static() {
     assert_eq!(v["addressing"]["eth1"]["method"], "static");
     assert_eq!(v["log"][0]["outcome"], "rolled back", "{v}");
     eprintln!("lease after {} ms", took.as_millis());
+
+    // An image without a client: the page says so, the switch is disabled, the API refuses.
+    lab.kill(d);
+    start(
+        &mut lab,
+        &board,
+        "daemon2",
+        "127.0.0.1:8080",
+        &[("NETPERFD_DHCP_CLIENT", "none")],
+        &[],
+    );
+    let v = board_state(&http);
+    assert_eq!(v["dhcp_client"], Value::Null);
+    let why = "DHCP is turned off (NETPERFD_DHCP_CLIENT=none)";
+    assert_eq!(v["dhcp_unavailable"], why);
+    let page = http.get("/ports").body;
+    assert!(
+        page.contains(&format!("DHCP cannot be used: {why}.")),
+        "the page says why"
+    );
+    assert!(
+        page.contains("value=\"apply\" disabled>Use DHCP</button>"),
+        "the switch is disabled"
+    );
+    let r = http.api(
+        "PUT",
+        "/api/ports/eth1/addressing",
+        &json!({"method": "dhcp"}),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["error"], format!("cannot switch to DHCP: {why}"));
+    assert_eq!(addrs(&board, "eth1"), vec!["198.51.100.1/24"]);
+    assert!(dynamic_v4(&board, "eth1").is_empty());
 }
 
 /// Screenshots of the Ports page at 390 and 1400 px: the ports table, then the eth1 card

@@ -1,5 +1,6 @@
 //! Board control in the web UI and the JSON API: the Ports page (inventory with live rates,
-//! addresses, up/down, MTU, default gateway, forwarding with NAT, CPU governor) and its API.
+//! addresses, static or DHCP with the lease, up/down, MTU, default gateway, forwarding with
+//! NAT, CPU governor) and its API.
 //! Every change goes through `system::apply` (apply → confirm within the window → or roll
 //! back) unless "Apply unchecked" is asked for. Without CAP_NET_ADMIN everything is shown
 //! read-only, with the reason. Writes need a session plus the CSRF token (form field `csrf`, or
