@@ -19,7 +19,9 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 # Debian packages the tests use: stock peers, namespace tooling, the browser and its driver.
-need=(iperf3 iperf iproute2 procps chromium chromium-driver time curl nftables iptables axel nginx-light netcat-openbsd python3 python3-pip libxml2-utils prometheus)
+# dnsmasq-base (the binary without the service: nothing serves DHCP or DNS in the root
+# namespace) is the upstream router of the DHCP lab test, busybox its udhcpc.
+need=(iperf3 iperf iproute2 procps chromium chromium-driver time curl nftables iptables axel nginx-light netcat-openbsd python3 python3-pip libxml2-utils prometheus dnsmasq-base busybox)
 missing=()
 for p in "${need[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -31,7 +33,7 @@ if ((${#missing[@]})); then
     apt-get update -q || echo "test.sh: apt-get update failed (continuing; checking the install)"
     DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}"
 fi
-for t in iperf3 iperf ip chromium chromedriver xmllint; do
+for t in iperf3 iperf ip chromium chromedriver xmllint dnsmasq busybox; do
     command -v "$t" >/dev/null || { echo "test.sh: $t is still missing" >&2; exit 1; }
 done
 

@@ -55,6 +55,10 @@ enum Cmd {
 }
 
 fn main() {
+    // Started by udhcpc as its script (a port by DHCP): handle the event and exit.
+    if let Some(code) = netperfd::board::dhcp::udhcpc_hook_main() {
+        std::process::exit(code);
+    }
     let args = Cli::parse();
     if args.version {
         println!("{}", netperfd::engine::report::version_string());

@@ -1294,3 +1294,336 @@ fn net_cli_shows_applies_and_rolls_back() {
         ]
     );
 }
+
+// ---------------------------------------------------------------- a port by DHCP (seed 003)
+
+/// Kills whatever still runs in a namespace when the test ends (a DHCP client the daemon
+/// started, should the test fail half-way): `ip netns pids`, each by its id.
+struct ReapNs(String);
+
+impl Drop for ReapNs {
+    fn drop(&mut self) {
+        if let Ok(o) = Command::new("ip").args(["netns", "pids", &self.0]).output() {
+            for pid in String::from_utf8_lossy(&o.stdout).split_whitespace() {
+                let _ = Command::new("kill").args(["-9", pid]).output();
+            }
+        }
+    }
+}
+
+/// The dynamic IPv4 addresses of a port as `ip -j` reports them: ("198.51.100.50/24", valid
+/// lifetime in seconds).
+fn dynamic_v4(ns: &str, dev: &str) -> Vec<(String, u64)> {
+    let v: Value =
+        serde_json::from_str(&sh_ok(ns, "ip", &["-j", "addr", "show", "dev", dev])).expect("ip -j");
+    v[0]["addr_info"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+        .iter()
+        .filter(|x| x["family"] == "inet" && x["dynamic"] == true)
+        .map(|x| {
+            (
+                format!(
+                    "{}/{}",
+                    x["local"].as_str().unwrap_or_default(),
+                    x["prefixlen"]
+                ),
+                x["valid_life_time"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
+/// The board's IPv4 default route as `ip -j route` reports it: (gateway, dev).
+fn default_v4(ns: &str) -> Option<(String, String)> {
+    let v: Value =
+        serde_json::from_str(&sh_ok(ns, "ip", &["-j", "-4", "route", "show", "default"]))
+            .expect("ip -j route");
+    v.as_array()?.first().map(|r| {
+        (
+            r["gateway"].as_str().unwrap_or_default().to_string(),
+            r["dev"].as_str().unwrap_or_default().to_string(),
+        )
+    })
+}
+
+#[test]
+fn seed_003_a_port_by_dhcp_from_the_page_and_back_to_static() {
+    let mut lab = Lab::with_pc2();
+    let board = lab.board.clone();
+    let pc2 = lab.pc2.clone().expect("pc2");
+    let _reap = ReapNs(board.clone());
+    // The upstream router: dnsmasq on pc2's port (DHCP only, no DNS), its leases in a file.
+    let leases = lab.dir().join("dnsmasq.leases");
+    let lf = format!("--dhcp-leasefile={}", leases.display());
+    lab.spawn(
+        &pc2,
+        "dnsmasq",
+        "dnsmasq",
+        &[
+            "--no-daemon",
+            "--conf-file=/dev/null",
+            "--port=0",
+            "--interface=eth0",
+            "--bind-interfaces",
+            "--dhcp-range=198.51.100.50,198.51.100.59,255.255.255.0,2m",
+            "--dhcp-option=option:router,198.51.100.2",
+            "--dhcp-option=option:dns-server,198.51.100.9",
+            "--dhcp-authoritative",
+            "--no-ping",
+            "--user=root",
+            &lf,
+        ],
+    );
+    let d = start(
+        &mut lab,
+        &board,
+        "daemon",
+        "127.0.0.1:8080",
+        &[("NETPERFD_DHCP_CLIENT", "udhcpc")],
+        &[],
+    );
+    let http = log_in_first(&lab, "daemon", &board, "http://127.0.0.1:8080");
+    let v = board_state(&http);
+    assert!(
+        v["dhcp_client"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("udhcpc"),
+        "{}",
+        v["dhcp_client"]
+    );
+    assert_eq!(v["addressing"]["eth1"]["method"], "static");
+    assert_eq!(addrs(&board, "eth1"), vec!["198.51.100.1/24"]);
+
+    // Bad input: a clear error, nothing changed.
+    for (path, body, want) in [
+        (
+            "/api/ports/eth1/addressing",
+            json!({"method": "bootp"}),
+            "method must be dhcp or static, got 'bootp'",
+        ),
+        (
+            "/api/ports/eth1/addressing",
+            json!({"method": "dhcp", "address": "198.51.100.9/24"}),
+            "leave address and gateway out",
+        ),
+        (
+            "/api/ports/eth1/addressing",
+            json!({"method": "static", "address": "198.51.100.9/24"}),
+            "eth1 is already static",
+        ),
+        (
+            "/api/ports/eth9/addressing",
+            json!({"method": "dhcp"}),
+            "no port 'eth9'",
+        ),
+        (
+            "/api/ports/lo/addressing",
+            json!({"method": "dhcp"}),
+            "loopback",
+        ),
+    ] {
+        let r = http.api("PUT", path, &body);
+        assert_eq!(r.status, 400, "{path} {body}: {}", r.body);
+        assert!(
+            r.json()["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(want),
+            "{}",
+            r.body
+        );
+    }
+    assert_eq!(addrs(&board, "eth1"), vec!["198.51.100.1/24"]);
+    assert!(dynamic_v4(&board, "eth1").is_empty());
+
+    // To DHCP through the API: the lease dnsmasq granted is on the port, with its lifetime.
+    let t = Instant::now();
+    let r = http.api(
+        "PUT",
+        "/api/ports/eth1/addressing",
+        &json!({"method": "dhcp", "confirm_within": 60}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.json()["pending"]["changes"],
+        json!(["eth1 by DHCP (IPv6 by SLAAC)"])
+    );
+    wait_until(Duration::from_secs(10), "the lease", || {
+        !dynamic_v4(&board, "eth1").is_empty()
+    });
+    let took = t.elapsed();
+    let dynv = dynamic_v4(&board, "eth1");
+    let (leased, valid) = dynv[0].clone();
+    let granted = std::fs::read_to_string(&leases).unwrap_or_default();
+    let mac = link_json(&board, "eth1")["address"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let ip = leased.split('/').next().unwrap_or_default().to_string();
+    assert!(
+        granted
+            .lines()
+            .any(|l| l.contains(&mac) && l.contains(&format!(" {ip} "))),
+        "dnsmasq's leases {granted:?} hold {ip} for {mac}"
+    );
+    assert!(leased.ends_with("/24"), "{leased}");
+    assert!(
+        (100..=120).contains(&valid),
+        "valid lifetime {valid} s of a 120 s lease"
+    );
+    assert!(
+        addrs(&board, "eth1").iter().all(|a| a != "198.51.100.1/24"),
+        "the static address went"
+    );
+    assert_eq!(
+        default_v4(&board),
+        Some(("198.51.100.2".into(), "eth1".into()))
+    );
+    // The page and the API show the lease: address, router, DNS, expiry.
+    let v = board_state(&http);
+    let l = &v["addressing"]["eth1"]["lease"];
+    assert_eq!(v["addressing"]["eth1"]["method"], "dhcp");
+    assert_eq!(l["address"], leased);
+    assert_eq!(l["router"], "198.51.100.2");
+    assert_eq!(l["dns"], json!(["198.51.100.9"]));
+    assert_eq!(l["lease_secs"], 120);
+    let left = (l["expires_at"].as_i64().unwrap_or(0) - netperfd::model::time::now_ms()) / 1000;
+    assert!((100..=120).contains(&left), "expires in {left} s");
+    let page = http.get("/ports").body;
+    for want in [
+        format!("<dd data-lease=\"Address\">{leased}</dd>"),
+        "<dd data-lease=\"Router\">198.51.100.2</dd>".to_string(),
+        "<dd data-lease=\"DNS\">198.51.100.9</dd>".to_string(),
+        "<dd data-lease=\"Expires\">in ".to_string(),
+        " UTC) · lease 120 s</dd>".to_string(),
+        "By <strong>DHCP</strong> through udhcpc".to_string(),
+    ] {
+        assert!(
+            page.contains(&want),
+            "the page shows {want}: {}",
+            page.split("id=\"lease-eth1\"").nth(1).unwrap_or("")
+        );
+    }
+    assert_eq!(http.call("POST", "/api/board/confirm").status, 200);
+    assert_eq!(
+        board_state(&http)["confirmed"]["ports"]["eth1"]["dhcp"],
+        true
+    );
+    // For a look as a user would (not in CI: a browser costs seconds): screenshots of the
+    // page with the lease at 390 and 1400 px into $NETPERFD_DHCP_SHOTS.
+    if let Some(dir) = std::env::var_os("NETPERFD_DHCP_SHOTS") {
+        // Chromium hangs on what it looks up through the board's new default route (to pc2,
+        // which has no way on): the route is out of the way while it runs.
+        sh_ok(&board, "ip", &["route", "del", "default"]);
+        dhcp_shots(&mut lab, &board, std::path::Path::new(&dir), "lease");
+        sh_ok(
+            &board,
+            "ip",
+            &[
+                "route",
+                "add",
+                "default",
+                "via",
+                "198.51.100.2",
+                "dev",
+                "eth1",
+            ],
+        );
+    }
+
+    // Back to static: the address is restored, the lease and the client's route are gone.
+    let r = http.api(
+        "PUT",
+        "/api/ports/eth1/addressing",
+        &json!({"method": "static", "address": "198.51.100.1/24", "confirm_within": 60}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(addrs(&board, "eth1"), vec!["198.51.100.1/24"]);
+    assert!(dynamic_v4(&board, "eth1").is_empty());
+    assert_eq!(default_v4(&board), None);
+    assert_eq!(http.call("POST", "/api/board/confirm").status, 200);
+    assert_eq!(board_state(&http)["addressing"]["eth1"]["method"], "static");
+
+    // To DHCP without confirming: after the window the port is static again, as it was.
+    let r = http.api(
+        "PUT",
+        "/api/ports/eth1/addressing",
+        &json!({"method": "dhcp", "confirm_within": 3}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    wait_until(Duration::from_secs(3), "the lease again", || {
+        !dynamic_v4(&board, "eth1").is_empty()
+    });
+    wait_until(Duration::from_secs(10), "the roll-back", || {
+        addrs(&board, "eth1") == vec!["198.51.100.1/24"]
+    });
+    assert!(dynamic_v4(&board, "eth1").is_empty());
+    assert_eq!(default_v4(&board), None);
+    let v = board_state(&http);
+    assert_eq!(v["addressing"]["eth1"]["method"], "static");
+    assert_eq!(v["log"][0]["outcome"], "rolled back", "{v}");
+    eprintln!("lease after {} ms", took.as_millis());
+
+    // An image without a client: the page says so, the switch is disabled, the API refuses.
+    lab.kill(d);
+    start(
+        &mut lab,
+        &board,
+        "daemon2",
+        "127.0.0.1:8080",
+        &[("NETPERFD_DHCP_CLIENT", "none")],
+        &[],
+    );
+    let v = board_state(&http);
+    assert_eq!(v["dhcp_client"], Value::Null);
+    let why = "DHCP is turned off (NETPERFD_DHCP_CLIENT=none)";
+    assert_eq!(v["dhcp_unavailable"], why);
+    let page = http.get("/ports").body;
+    assert!(
+        page.contains(&format!("DHCP cannot be used: {why}.")),
+        "the page says why"
+    );
+    assert!(
+        page.contains("value=\"apply\" disabled>Use DHCP</button>"),
+        "the switch is disabled"
+    );
+    let r = http.api(
+        "PUT",
+        "/api/ports/eth1/addressing",
+        &json!({"method": "dhcp"}),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["error"], format!("cannot switch to DHCP: {why}"));
+    assert_eq!(addrs(&board, "eth1"), vec!["198.51.100.1/24"]);
+    assert!(dynamic_v4(&board, "eth1").is_empty());
+}
+
+/// Screenshots of the Ports page at 390 and 1400 px: the ports table, then the eth1 card
+/// (`dir/W-NAME-table.png`, `dir/W-NAME-card.png`); the page must not scroll sideways.
+fn dhcp_shots(lab: &mut Lab, ns: &str, dir: &std::path::Path, name: &str) {
+    use common::browser::{chromedriver, Browser};
+    let _ = std::fs::create_dir_all(dir);
+    chromedriver(lab, ns, 9531);
+    for (w, h) in [(1400, 1000), (390, 844)] {
+        let b = Browser::open(
+            ns,
+            9531,
+            "http://127.0.0.1:8080",
+            w,
+            h,
+            &lab.dir().join(format!("shots-{name}-{w}")),
+        );
+        b.log_in(PASSWORD);
+        b.go("/ports");
+        b.screenshot(dir, &format!("{w}-{name}-table"));
+        let m = b.js("document.getElementById('addressing-eth1').scrollIntoView(); return [document.documentElement.scrollWidth, window.innerWidth];");
+        b.screenshot(dir, &format!("{w}-{name}-card"));
+        assert!(
+            m[0].as_u64() <= m[1].as_u64(),
+            "{w} px: scrolls sideways {m}"
+        );
+    }
+}

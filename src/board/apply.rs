@@ -210,6 +210,12 @@ pub struct BoardView {
     pub missing: Vec<String>,
     /// The newest changes and their outcomes.
     pub log: Vec<BoardLogRow>,
+    /// The image's DHCP client, as the page names it ("udhcpc (busybox /bin/busybox)").
+    pub dhcp_client: Option<String>,
+    /// Why no port can be switched to DHCP, when none can.
+    pub dhcp_unavailable: Option<String>,
+    /// Each non-loopback port's addressing (`dhcp` / `static`) and lease, by port name.
+    pub addressing: std::collections::BTreeMap<String, super::dhcp::PortDhcp>,
 }
 
 /// The board-control engine. The daemon makes one ([`start_daemon`]) and hands it to the web
@@ -223,6 +229,7 @@ pub struct Controller {
     rt: tokio::runtime::Handle,
     sampler: Arc<super::sampler::Sampler>,
     last_state: Mutex<Option<NetState>>,
+    dhcp: super::dhcp::Dhcp,
 }
 
 /// The daemon's start-up hook, to be awaited before the web UI is served: makes the
@@ -292,6 +299,10 @@ impl Controller {
             rt: tokio::runtime::Handle::current(),
             sampler: super::sampler::Sampler::new(),
             last_state: Mutex::new(None),
+            dhcp: super::dhcp::Dhcp::new(match data_dir {
+                Some(d) => d.join("dhcp"),
+                None => std::env::temp_dir().join(format!("netperfd-dhcp-{}", std::process::id())),
+            }),
         })
     }
 
@@ -499,7 +510,11 @@ impl Controller {
             ports: links
                 .iter()
                 .filter(|l| !l.loopback)
-                .map(|l| (l.name.clone(), port_state(l)))
+                .map(|l| {
+                    let mut p = port_state(l);
+                    p.dhcp = self.dhcp.is_on(&l.name);
+                    (l.name.clone(), p)
+                })
                 .collect(),
             ipv4_default_route: Some(g4),
             ipv6_default_route: Some(g6),
@@ -519,6 +534,9 @@ impl Controller {
         let h = netlink()?;
         let mut errors: Vec<BoardError> = Vec::new();
         let links = links::inventory().await?;
+        // Clients are started last, once the default routes are as `s` has them: the client's
+        // route is then not removed after it set it.
+        let mut dhcp_starts: Vec<&str> = Vec::new();
         for (name, p) in &s.ports {
             let Some(l) = links.iter().find(|l| &l.name == name) else {
                 errors.push(BoardError::System(format!(
@@ -527,6 +545,14 @@ impl Controller {
                 continue;
             };
             let (i, n) = (l.index, name.as_str());
+            let dhcp_on = self.dhcp.is_on(n);
+            if !p.dhcp && dhcp_on {
+                if let Err(e) = self.dhcp.stop(n).await {
+                    errors.push(e);
+                }
+            } else if p.dhcp && !dhcp_on {
+                dhcp_starts.push(n);
+            }
             if l.mtu != p.mtu {
                 if let Err(e) = addresses::set_mtu(&h, i, n, p.mtu).await {
                     errors.push(e);
@@ -590,6 +616,18 @@ impl Controller {
             };
             if let Err(e) = addresses::set_default_route(&h, v6, target).await {
                 errors.push(e);
+            }
+        }
+        if !dhcp_starts.is_empty() {
+            match super::dhcp::detect() {
+                Ok(c) => {
+                    for n in dhcp_starts {
+                        if let Err(e) = self.dhcp.start(&c, n).await {
+                            errors.push(e);
+                        }
+                    }
+                }
+                Err(e) => errors.push(BoardError::System(format!("DHCP: {e}"))),
             }
         }
         if let Some(fw) = &s.forwarding {
@@ -679,6 +717,13 @@ impl Controller {
                 "another change is waiting for confirmation; confirm it or roll it back first"
                     .into(),
             ));
+        }
+        if changes
+            .iter()
+            .any(|c| matches!(c, Change::Addressing { method, .. } if method.trim() == "dhcp"))
+        {
+            super::dhcp::detect()
+                .map_err(|e| BoardError::Invalid(format!("cannot switch to DHCP: {e}")))?;
         }
         let (live, links) = self.read_state(inner).await?;
         let mut target = live.clone();
@@ -1002,6 +1047,29 @@ impl Controller {
         } else {
             super::netconfig::missing_addresses(&confirmed, &ports)
         };
+        let client = super::dhcp::detect();
+        let mut addressing = std::collections::BTreeMap::new();
+        for l in ports.iter().filter(|l| !l.loopback) {
+            let on = state.ports.get(&l.name).is_some_and(|p| p.dhcp);
+            let lease = match (&client, on) {
+                (Ok(c), true) => {
+                    let dynamic = l
+                        .addresses
+                        .iter()
+                        .find(|a| !a.permanent && a.address.is_ipv4())
+                        .map(|a| (a.address, a.valid_secs));
+                    self.dhcp.lease(c, &l.name, l.index, dynamic).await
+                }
+                _ => None,
+            };
+            addressing.insert(
+                l.name.clone(),
+                super::dhcp::PortDhcp {
+                    method: if on { "dhcp" } else { "static" }.into(),
+                    lease,
+                },
+            );
+        }
         Ok(BoardView {
             ports,
             ipv4_default_route: state.ipv4_default_route.and_then(|r| r.gateway),
@@ -1026,6 +1094,9 @@ impl Controller {
                 .as_ref()
                 .and_then(|s| s.board_log(20).ok())
                 .unwrap_or_default(),
+            dhcp_client: client.as_ref().ok().map(|c| c.describe()),
+            dhcp_unavailable: client.err(),
+            addressing,
         })
     }
 }

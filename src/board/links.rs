@@ -296,6 +296,10 @@ pub struct PortAddress {
     /// Set by hand or by netperfd (IFA_F_PERMANENT); false for addresses from DHCP/SLAAC,
     /// which netperfd leaves alone.
     pub permanent: bool,
+    /// Seconds the kernel keeps a dynamic address (a DHCP lease's, a SLAAC one's) unless it
+    /// is renewed; None for a permanent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_secs: Option<u32>,
 }
 
 /// Interface counters since the interface was created (IFLA_STATS64): bytes and packets,
@@ -499,8 +503,12 @@ fn address_from_message(m: &AddressMessage) -> Option<(u32, PortAddress)> {
     let mut local = None;
     let mut address = None;
     let mut permanent = m.header.flags.contains(AddressHeaderFlags::Permanent);
+    let mut valid_secs = None;
     for a in &m.attributes {
         match a {
+            AddressAttribute::CacheInfo(c) if c.ifa_valid != u32::MAX => {
+                valid_secs = Some(c.ifa_valid)
+            }
             AddressAttribute::Local(ip) => local = Some(*ip),
             AddressAttribute::Address(ip) => address = Some(*ip),
             AddressAttribute::Flags(f) => permanent = f.contains(AddressFlags::Permanent),
@@ -525,6 +533,7 @@ fn address_from_message(m: &AddressMessage) -> Option<(u32, PortAddress)> {
             family: if ip.is_ipv4() { "ipv4" } else { "ipv6" }.into(),
             scope: scope.into(),
             permanent,
+            valid_secs: if permanent { None } else { valid_secs },
         },
     ))
 }

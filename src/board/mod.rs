@@ -7,6 +7,7 @@
 pub mod addresses;
 pub mod apply;
 pub mod counters;
+pub mod dhcp;
 pub mod diag;
 pub mod error;
 pub mod forwarding;

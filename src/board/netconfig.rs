@@ -31,6 +31,10 @@ pub struct PortState {
     pub mtu: u32,
     /// Permanent addresses (not link-local, not from DHCP/SLAAC), sorted.
     pub addresses: Vec<IfAddr>,
+    /// By DHCP (IPv4; IPv6 by SLAAC) through the image's client (see `board::dhcp`); the
+    /// client then owns the IPv4 default route. Absent (false) = static.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dhcp: bool,
 }
 
 /// The default route of one family: a gateway, or explicitly none.
@@ -168,6 +172,7 @@ pub fn port_state(l: &Link) -> PortState {
         up: l.up,
         mtu: l.mtu,
         addresses,
+        dhcp: false,
     }
 }
 
@@ -227,6 +232,21 @@ pub enum Change {
         /// Forward IPv6 too.
         #[serde(default)]
         ipv6: bool,
+    },
+    /// Switch a port between static addresses and DHCP (IPv4; IPv6 by SLAAC).
+    Addressing {
+        /// Port name.
+        port: String,
+        /// `dhcp` or `static`.
+        method: String,
+        /// Static only: the port's addresses, `ADDRESS/PREFIX`, several separated by commas
+        /// or spaces; absent or empty = none (only link-local).
+        #[serde(default)]
+        address: Option<String>,
+        /// Static only: the IPv4 default route's next hop through this port; absent = no
+        /// IPv4 default route (the DHCP client's goes with it).
+        #[serde(default)]
+        gateway: Option<String>,
     },
     /// Disable the forwarding from `in` to `out`.
     ForwardDisable {
@@ -305,6 +325,13 @@ impl Change {
             }
             Change::ForwardEnable { .. } | Change::ForwardDisable { .. } => Scope {
                 forwarding: true,
+                ..Scope::default()
+            },
+            // The DHCP client sets the IPv4 default route: a switch either way takes it along
+            // (and a roll-back puts the one before back).
+            Change::Addressing { port, .. } => Scope {
+                ports: vec![port.clone()],
+                gw4: true,
                 ..Scope::default()
             },
         }
@@ -482,6 +509,91 @@ impl Change {
                 };
                 Ok(format!("enable forwarding {f}"))
             }
+            Change::Addressing {
+                port,
+                method,
+                address,
+                gateway,
+            } => {
+                let address = address.as_deref().map(str::trim).unwrap_or("");
+                let gateway = gateway.as_deref().map(str::trim).unwrap_or("");
+                match method.trim() {
+                    "dhcp" => {
+                        if !address.is_empty() || !gateway.is_empty() {
+                            return invalid(format!(
+                                "a port by DHCP takes its address and gateway from the lease; leave address and gateway out for {port}"
+                            ));
+                        }
+                        if !super::dhcp::safe_port(port) {
+                            not_loopback(links, port)?;
+                            return invalid(format!(
+                                "port name '{port}' cannot be handed to a DHCP client"
+                            ));
+                        }
+                        let p = port_mut(target, links, port)?;
+                        if p.dhcp {
+                            return invalid(format!("{port} is already by DHCP"));
+                        }
+                        p.dhcp = true;
+                        p.addresses.clear();
+                        target.ipv4_default_route = Some(DefaultRoute { gateway: None });
+                        Ok(format!("{port} by DHCP (IPv6 by SLAAC)"))
+                    }
+                    "static" => {
+                        let mut addrs = Vec::new();
+                        for w in address
+                            .split(|c: char| c == ',' || c.is_whitespace())
+                            .filter(|w| !w.is_empty())
+                        {
+                            let a = IfAddr::parse(w).map_err(BoardError::Invalid)?;
+                            if !addrs.contains(&a) {
+                                addrs.push(a);
+                            }
+                        }
+                        let gw = match gateway {
+                            "" => None,
+                            g => {
+                                let ip: std::net::Ipv4Addr = g.parse().map_err(|_| {
+                                    BoardError::Invalid(format!(
+                                        "gateway '{g}' is not an IPv4 address"
+                                    ))
+                                })?;
+                                if ip.is_unspecified() || ip.is_multicast() || ip.is_loopback() {
+                                    return invalid(format!("{ip} cannot be a gateway"));
+                                }
+                                Some(Gateway {
+                                    via: IpAddr::V4(ip),
+                                    port: Some(port.clone()),
+                                })
+                            }
+                        };
+                        let p = port_mut(target, links, port)?;
+                        if !p.dhcp {
+                            return invalid(format!(
+                                "{port} is already static; add or remove its addresses instead"
+                            ));
+                        }
+                        p.dhcp = false;
+                        crate::model::order::sort(&mut addrs);
+                        let list: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
+                        p.addresses = addrs;
+                        let mut desc = format!(
+                            "{port} static ({})",
+                            if list.is_empty() {
+                                "no address".to_string()
+                            } else {
+                                list.join(", ")
+                            }
+                        );
+                        if let Some(g) = &gw {
+                            desc.push_str(&format!(", default route {g}"));
+                        }
+                        target.ipv4_default_route = Some(DefaultRoute { gateway: gw });
+                        Ok(desc)
+                    }
+                    m => invalid(format!("method must be dhcp or static, got '{m}'")),
+                }
+            }
             Change::ForwardDisable { ingress, egress } => {
                 let Some(fw) = target.forwarding.as_mut() else {
                     return invalid(format!("forwarding {ingress} → {egress} is not enabled"));
@@ -612,6 +724,20 @@ pub fn management_warning(
              To move the management address on purpose, use \"Apply unchecked\"."
         ));
     }
+    if before.dhcp
+        && !after.dhcp
+        && !after.addresses.iter().any(|a| a.addr == mgmt)
+        && port
+            .addresses
+            .iter()
+            .any(|a| a.address.addr == mgmt && !a.permanent)
+    {
+        return Some(format!(
+            "This change ends DHCP on {name}, and with it the lease of {mgmt}, the address this browser is connected to. \
+             You could not confirm it from here, so it would be rolled back. \
+             To move the management address on purpose, use \"Apply unchecked\"."
+        ));
+    }
     if before.up && !after.up {
         return Some(format!(
             "This change brings {name} down, the port this browser is connected to ({mgmt}). \
@@ -670,6 +796,7 @@ mod tests {
                     family: "ipv4".into(),
                     scope: "global".into(),
                     permanent: true,
+                    valid_secs: None,
                 })
                 .collect(),
             counters: Counters::default(),
@@ -689,6 +816,7 @@ mod tests {
                 up: true,
                 mtu: 1500,
                 addresses: vec![IfAddr::parse_any("203.0.113.1/24").unwrap()],
+                dhcp: false,
             },
         );
         let now = vec![
@@ -911,7 +1039,8 @@ mod tests {
             PortState {
                 up: false,
                 mtu: 9000,
-                addresses: vec![IfAddr::parse("198.51.100.1/24").unwrap()]
+                addresses: vec![IfAddr::parse("198.51.100.1/24").unwrap()],
+                dhcp: false,
             }
         );
         assert_eq!(
@@ -1093,5 +1222,95 @@ mod tests {
             }
         );
         assert!(serde_json::from_str::<Change>(r#"{"op":"reboot"}"#).is_err());
+    }
+
+    #[test]
+    fn a_port_by_dhcp_and_back_to_static() {
+        let m = |method: &str, address: Option<&str>, gateway: Option<&str>| Change::Addressing {
+            port: "eth1".into(),
+            method: method.into(),
+            address: address.map(String::from),
+            gateway: gateway.map(String::from),
+        };
+        assert_eq!(
+            m("dhcp", None, None).scope(),
+            Scope {
+                ports: vec!["eth1".into()],
+                gw4: true,
+                ..Scope::default()
+            }
+        );
+        let t = try_changes(&[m("dhcp", None, None)]).unwrap();
+        assert!(t.ports["eth1"].dhcp);
+        assert!(
+            t.ports["eth1"].addresses.is_empty(),
+            "the static address goes"
+        );
+        assert_eq!(t.ipv4_default_route, Some(DefaultRoute { gateway: None }));
+        // Back to static with two addresses and a gateway through the port.
+        let t = try_changes(&[
+            m("dhcp", None, None),
+            m(
+                "static",
+                Some("198.51.100.1/24, 198.51.100.7/24"),
+                Some("198.51.100.254"),
+            ),
+        ])
+        .unwrap();
+        assert!(!t.ports["eth1"].dhcp);
+        assert_eq!(
+            t.ports["eth1"].addresses,
+            vec![
+                IfAddr::parse("198.51.100.1/24").unwrap(),
+                IfAddr::parse("198.51.100.7/24").unwrap()
+            ]
+        );
+        assert_eq!(
+            t.ipv4_default_route.unwrap().gateway.unwrap().to_string(),
+            "via 198.51.100.254 dev eth1"
+        );
+        for (changes, want) in [
+            (
+                vec![m("bootp", None, None)],
+                "method must be dhcp or static, got 'bootp'",
+            ),
+            (
+                vec![m("dhcp", Some("10.0.0.2/24"), None)],
+                "takes its address and gateway from the lease",
+            ),
+            (
+                vec![m("static", Some("10.0.0.2/24"), None)],
+                "eth1 is already static",
+            ),
+            (
+                vec![m("dhcp", None, None), m("dhcp", None, None)],
+                "eth1 is already by DHCP",
+            ),
+            (
+                vec![m("dhcp", None, None), m("static", Some("10.0.0.2"), None)],
+                "10.0.0.2",
+            ),
+            (
+                vec![
+                    m("dhcp", None, None),
+                    m("static", None, Some("2001:db8::1")),
+                ],
+                "gateway '2001:db8::1' is not an IPv4 address",
+            ),
+        ] {
+            let e = try_changes(&changes).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
+        let lo = Change::Addressing {
+            port: "lo".into(),
+            method: "dhcp".into(),
+            address: None,
+            gateway: None,
+        };
+        assert!(try_changes(&[lo]).unwrap_err().contains("loopback"));
+        // The confirmed configuration of a static port reads as before (no `dhcp` key).
+        let (_, live) = board();
+        let j = serde_json::to_string(&live.ports["eth1"]).unwrap();
+        assert!(!j.contains("dhcp"), "{j}");
     }
 }

@@ -1,5 +1,6 @@
 //! Board control in the web UI and the JSON API: the Ports page (inventory with live rates,
-//! addresses, up/down, MTU, default gateway, forwarding with NAT, CPU governor) and its API.
+//! addresses, static or DHCP with the lease, up/down, MTU, default gateway, forwarding with
+//! NAT, CPU governor) and its API.
 //! Every change goes through `system::apply` (apply → confirm within the window → or roll
 //! back) unless "Apply unchecked" is asked for. Without CAP_NET_ADMIN everything is shown
 //! read-only, with the reason. Writes need a session plus the CSRF token (form field `csrf`, or
@@ -48,6 +49,7 @@ pub fn configure(r: &mut Routes) {
             api_del_address,
         )
         .post("/api/ports/{port}/link", ADMIN, api_link)
+        .put("/api/ports/{port}/addressing", ADMIN, api_addressing)
         .put("/api/gateway", ADMIN, api_set_gateway)
         .delete("/api/gateway", ADMIN, api_del_gateway)
         .post("/api/forwarding", ADMIN, api_forward_enable)
@@ -529,6 +531,41 @@ async fn api_link(
 }
 
 #[derive(Deserialize)]
+struct AddressingBody {
+    method: String,
+    #[serde(default)]
+    address: Option<String>,
+    #[serde(default)]
+    gateway: Option<String>,
+    #[serde(flatten)]
+    params: ApplyParams,
+}
+
+/// `PUT /api/ports/{port}/addressing` `{"method": "dhcp"}` or `{"method": "static",
+/// "address": "10.0.0.2/24", "gateway": "10.0.0.1"}`: the port by DHCP or static, applied
+/// like every change (confirm within the window, or rolled back).
+async fn api_addressing(
+    req: HttpRequest,
+    auth: Auth,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse, AuthError> {
+    auth.check_csrf_header(&req)?;
+    let b: AddressingBody = match parse_body(&body) {
+        Ok(b) => b,
+        Err(r) => return Ok(r),
+    };
+    let c = Change::Addressing {
+        port: path.into_inner(),
+        method: b.method,
+        address: b.address,
+        gateway: b.gateway,
+    };
+    Ok(run_changes(&req, &state, vec![c], &b.params).await)
+}
+
+#[derive(Deserialize)]
 struct GatewayBody {
     via: String,
     #[serde(default)]
@@ -689,6 +726,57 @@ pub struct AddrView {
     pub note: String,
 }
 
+/// "in 59 min 58 s (22:59:12 UTC)": when a lease runs out, from `now` (Unix ms).
+fn expiry_text(at: i64, now: i64) -> String {
+    let left = (at - now).max(0) / 1000;
+    let (h, m, s) = (left / 3600, left % 3600 / 60, left % 60);
+    let rel = if h > 0 {
+        format!("{h} h {m} min")
+    } else if m > 0 && s == 0 {
+        format!("{m} min")
+    } else if m > 0 {
+        format!("{m} min {s} s")
+    } else {
+        format!("{s} s")
+    };
+    format!("in {rel} ({})", clock(at))
+}
+
+/// The rows of a lease as the page shows them: address, router, DNS, expiry (each only
+/// when the lease has it).
+pub fn lease_rows(l: &crate::board::dhcp::Lease, now: i64) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    if let Some(a) = &l.address {
+        v.push(("Address".to_string(), a.clone()));
+    }
+    v.push((
+        "Router".to_string(),
+        l.router
+            .map(|r| r.to_string())
+            .unwrap_or_else(|| "none given".into()),
+    ));
+    v.push((
+        "DNS".to_string(),
+        if l.dns.is_empty() {
+            "none given".into()
+        } else {
+            l.dns
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+    ));
+    if let Some(at) = l.expires_at {
+        let mut t = expiry_text(at, now);
+        if let Some(s) = l.lease_secs {
+            t.push_str(&format!(" · lease {s} s"));
+        }
+        v.push(("Expires".to_string(), t));
+    }
+    v
+}
+
 /// One port as the page shows it.
 pub struct PortRow {
     /// Interface name.
@@ -709,6 +797,10 @@ pub struct PortRow {
     pub mtu: u32,
     /// Addresses.
     pub addresses: Vec<AddrView>,
+    /// By DHCP (else static).
+    pub dhcp: bool,
+    /// The lease's rows (see [`lease_rows`]); empty while none is held.
+    pub lease: Vec<(String, String)>,
     /// Live rates, formatted.
     pub rx_rate: String,
     /// Live rates, formatted.
@@ -846,6 +938,10 @@ struct PortsPage {
     governors: Vec<String>,
     /// Why the governor cannot be changed (empty when it can).
     governor_read_only: String,
+    /// The image's DHCP client ("udhcpc (busybox /bin/busybox)"), empty when none.
+    dhcp_client: String,
+    /// Why no port can go to DHCP (empty when one can).
+    dhcp_unavailable: String,
     log: Vec<LogView>,
 }
 
@@ -880,7 +976,13 @@ fn port_rows(v: &BoardView, qd: &BTreeMap<i32, Vec<TcNode>>) -> Vec<PortRow> {
                 (Some(s), None) => format!("{s} Mb/s"),
                 _ => "—".into(),
             };
+            let addressing = v.addressing.get(&l.name);
             PortRow {
+                dhcp: addressing.is_some_and(|a| a.method == "dhcp"),
+                lease: addressing
+                    .and_then(|a| a.lease.as_ref())
+                    .map(|x| lease_rows(x, crate::model::time::now_ms()))
+                    .unwrap_or_default(),
                 name: l.name.clone(),
                 loopback: l.loopback,
                 up: l.up,
@@ -899,8 +1001,10 @@ fn port_rows(v: &BoardView, qd: &BTreeMap<i32, Vec<TcNode>>) -> Vec<PortRow> {
                         managed: a.permanent && !a.address.is_link_local() && !l.loopback,
                         note: if a.address.is_link_local() {
                             "link-local".into()
+                        } else if !a.permanent && a.address.is_ipv4() {
+                            "DHCP".into()
                         } else if !a.permanent {
-                            "DHCP/SLAAC".into()
+                            "SLAAC".into()
                         } else {
                             String::new()
                         },
@@ -1128,6 +1232,8 @@ async fn render(state: &AppState, auth: &Auth, status: StatusCode, n: Notes) -> 
         } else {
             governor::read_only_reason().unwrap_or_default()
         },
+        dhcp_client: v.dhcp_client.clone().unwrap_or_default(),
+        dhcp_unavailable: v.dhcp_unavailable.clone().unwrap_or_default(),
         log: v
             .log
             .iter()
@@ -1202,6 +1308,12 @@ struct ChangeForm {
     nat: Option<String>,
     #[serde(default)]
     ipv6: Option<String>,
+    /// `dhcp` or `static` (op `addressing`).
+    #[serde(default)]
+    method: Option<String>,
+    /// The static IPv4 default route (op `addressing`).
+    #[serde(default)]
+    gateway: Option<String>,
     #[serde(default)]
     mode: Option<String>,
 }
@@ -1251,6 +1363,12 @@ impl ChangeForm {
                 nat: on(&self.nat),
                 ipv6: on(&self.ipv6),
             },
+            "addressing" => Change::Addressing {
+                port: need(&self.port, "the port")?,
+                method: need(&self.method, "the method (dhcp or static)")?,
+                address: self.address.clone(),
+                gateway: self.gateway.clone(),
+            },
             "forward_disable" => Change::ForwardDisable {
                 ingress: need(&self.ingress, "the ingress port")?,
                 egress: need(&self.out, "the egress port")?,
@@ -1272,6 +1390,8 @@ impl ChangeForm {
             ("out", &self.out),
             ("nat", &self.nat),
             ("ipv6", &self.ipv6),
+            ("method", &self.method),
+            ("gateway", &self.gateway),
         ] {
             if let Some(x) = x {
                 v.push((k.to_string(), x.clone()));
