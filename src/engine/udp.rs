@@ -560,7 +560,8 @@ pub struct GsoPlan {
     pub gso: bool,
     /// Most datagrams per kernel call (one GSO super-datagram, or one sendmmsg call).
     pub per_call: usize,
-    /// Why GSO is not used, when that is worth a note (datagrams above the path MTU).
+    /// Why GSO is not used, when that is worth a note: datagrams above the path MTU (also
+    /// when a batch holds only one of them; the run says how its datagrams went).
     pub off: Option<GsoOff>,
 }
 
@@ -574,7 +575,7 @@ pub fn gso_plan(len: usize, v6: bool, mtu: Option<usize>, batch: usize, allowed:
     let overhead = if v6 { V6_OVERHEAD } else { V4_OVERHEAD };
     let mtu = mtu.filter(|&m| m > overhead).unwrap_or(ASSUMED_MTU);
     let fits = len.checked_add(overhead).is_some_and(|l| l <= mtu);
-    let off = (!fits && batch > 1).then_some(GsoOff::Fragmented { len, mtu });
+    let off = (!fits).then_some(GsoOff::Fragmented { len, mtu });
     let gso = allowed && fits && batch > 1 && len <= GSO_MAX_LEN && len > 0;
     GsoPlan {
         gso,
@@ -1525,13 +1526,11 @@ mod tests {
             let over = len + if v6 { 48 } else { 28 } > mtu;
             let want_off = over.then_some(GsoOff::Fragmented { len, mtu });
             assert_eq!(p.off, want_off, "{what}");
-            // One datagram per batch, or GSO not asked for: never GSO, no note.
+            // One datagram per batch: never GSO (the note stays); not asked for: no note.
             let p = gso_plan(len, v6, Some(mtu), 1, true);
-            assert_eq!((p.gso, p.off), (false, None), "{what} batch 1");
-            assert!(
-                !gso_plan(len, v6, Some(mtu), 8, false).gso,
-                "{what} not asked"
-            );
+            assert_eq!((p.gso, p.off), (false, want_off), "{what} batch 1");
+            let p = gso_plan(len, v6, Some(mtu), 8, false);
+            assert_eq!((p.gso, p.off), (false, None), "{what} not asked");
         }
         // MTU unknown (or nonsense): Ethernet's 1500 is assumed.
         for mtu in [None, Some(0), Some(28)] {
