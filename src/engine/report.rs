@@ -117,6 +117,10 @@ pub struct UdpSummary {
     /// ([`crate::engine::pacer::PacerStats::owed_ms`]); `None` where not known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sender_owed_ms: Option<f64>,
+    /// Why this end's sender sent without UDP GSO, when it says (datagrams above the path
+    /// MTU, or GSO refused by the kernel and turned off during the run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gso_off: Option<crate::engine::udp::GsoOff>,
 }
 
 impl UdpSummary {
@@ -706,6 +710,9 @@ pub fn text_summary(report: &Report) -> String {
     if let Some(c) = crate::engine::shortfall::for_report(report).filter(|c| c.short) {
         out.push_str(&format!("{}\n", c.sentence()));
     }
+    if let Some(n) = gso_note(report).filter(|n| n.contains("turned off")) {
+        out.push_str(&format!("note: {n}\n"));
+    }
     if let Some(e) = &report.error {
         out.push_str(&format!("error: {e}\n"));
     }
@@ -757,6 +764,11 @@ fn udp_total(ss: &[&StreamSummary]) -> UdpSummary {
             .filter_map(|u| u.sender_stalls)
             .reduce(u32::saturating_add),
         sender_owed_ms: us.iter().filter_map(|u| u.sender_owed_ms).reduce(f64::max),
+        // A refusal during the run says more than the plan made at the start.
+        gso_off: us
+            .iter()
+            .filter_map(|u| u.gso_off)
+            .max_by_key(|o| matches!(o, crate::engine::udp::GsoOff::Refused { .. })),
     }
 }
 
@@ -1230,14 +1242,37 @@ fn rate_checks_json(report: &Report, end: &mut Map<String, Value>) {
     if let Some(c) = crate::engine::shortfall::for_report(report) {
         end.insert("shortfall".into(), c.to_json());
     }
+    let gso = gso_note(report);
     if report.params.bandwidth > 0 && report.streams.iter().any(|s| s.local_sender) {
-        let how = if is_udp(report) {
+        let mut how = if is_udp(report) {
             crate::engine::pacer::Pacing::UserSpace.as_str().to_string()
         } else {
             "user-space write schedule".to_string()
         };
+        if let Some(n) = &gso {
+            how.push_str("; ");
+            how.push_str(n);
+        }
         end.insert("pacing".into(), how.into());
     }
+    if let Some(n) = gso {
+        end.insert("udp_gso".into(), n.into());
+    }
+}
+
+/// Why this end's UDP senders sent without GSO, one sentence per distinct reason joined by
+/// "; " (see [`crate::engine::udp::GsoOff::sentence`]); `None` when none says.
+fn gso_note(report: &Report) -> Option<String> {
+    let mut notes: Vec<String> = Vec::new();
+    for s in report.streams.iter().filter(|s| s.local_sender) {
+        if let Some(off) = s.udp.and_then(|u| u.gso_off) {
+            let n = off.sentence();
+            if !notes.contains(&n) {
+                notes.push(n);
+            }
+        }
+    }
+    (!notes.is_empty()).then(|| notes.join("; "))
 }
 
 /// In a `--bidir` test, whether this end sends on the client→server leg (the leg stock iperf3

@@ -49,6 +49,8 @@ pub struct DataStream {
     udp_recv: Option<Arc<Mutex<UdpRecv>>>,
     /// A paced UDP sender's pacer figures (see [`crate::engine::pacer::PacerStats`]).
     pacer_stats: Arc<Mutex<crate::engine::pacer::PacerStats>>,
+    /// Why a UDP sender sent without GSO, when it says (see [`crate::engine::udp::GsoOff`]).
+    gso_off: Arc<Mutex<Option<crate::engine::udp::GsoOff>>>,
     thread: Option<JoinHandle<()>>,
     prev_bytes: u64,
     omit_bytes: u64,
@@ -128,6 +130,7 @@ impl DataStream {
             packets: Arc::new(AtomicU64::new(0)),
             udp_recv,
             pacer_stats: Default::default(),
+            gso_off: Default::default(),
             thread: None,
             prev_bytes: 0,
             omit_bytes: 0,
@@ -400,6 +403,7 @@ impl DataPhase {
                         gso: true,
                         iperf2: self.iperf2_tx.clone(),
                         pacer_stats: Some(s.pacer_stats.clone()),
+                        gso_off: Some(s.gso_off.clone()),
                     };
                     let pk = s.packets.clone();
                     b.spawn(move || {
@@ -714,6 +718,7 @@ impl DataPhase {
                                 .map(|st| st.busiest_1ms_bytes as f64 * 8000.0),
                             sender_stalls: paced.map(|st| st.stalls),
                             sender_owed_ms: paced.map(|st| st.owed_ms),
+                            gso_off: s.gso_off.lock().map(|g| *g).unwrap_or_default(),
                             ..Default::default()
                         })
                     }
@@ -733,6 +738,7 @@ impl DataPhase {
                             sender_peak_1ms_bps: None,
                             sender_stalls: None,
                             sender_owed_ms: None,
+                            gso_off: None,
                         }
                     }),
                     _ => None,

@@ -7,6 +7,7 @@
 
 use crate::engine::datagram::{header_len, read_header, read_udp_id, write_header, write_udp_id};
 use crate::engine::tcp::Shared;
+use serde::{Deserialize, Serialize};
 use std::net::UdpSocket;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -383,7 +384,7 @@ pub fn loss_percent(lost: u64, expected: u64) -> f64 {
 
 pub use super::pacer::{Pacer, PacerStats};
 pub use super::sys::{fine_timer_slack, mono_now};
-use super::sys::{recvmmsg, send, sendmmsg, setsockopt_int};
+use super::sys::{getsockopt_int, recvmmsg, send, sendmmsg, setsockopt_int};
 
 /// Ask for a `bytes` receive buffer: SO_RCVBUFFORCE (above rmem_max, needs CAP_NET_ADMIN),
 /// else SO_RCVBUF (capped at rmem_max). A deep buffer keeps a briefly busy receiver from
@@ -446,6 +447,9 @@ pub struct UdpSendCfg {
     /// Where a paced sender keeps its pacer's figures (lag behind the schedule, busiest 1 ms),
     /// updated as it runs and when it ends.
     pub pacer_stats: Option<Arc<Mutex<PacerStats>>>,
+    /// Where the sender says why it sends without GSO (datagrams above the path MTU, or the
+    /// kernel refused a GSO batch and it was turned off), for the run's notes.
+    pub gso_off: Option<Arc<Mutex<Option<GsoOff>>>>,
 }
 
 /// How an iperf 2 sender lays out its datagrams (see `engine::iperf2::wire`).
@@ -509,14 +513,109 @@ impl BatchTx for SockTx<'_> {
     }
 }
 
+/// Bytes of the IPv4 header (no options) plus the UDP header.
+pub const V4_OVERHEAD: usize = 20 + 8;
+/// Bytes of the IPv6 header (no extension headers) plus the UDP header.
+pub const V6_OVERHEAD: usize = 40 + 8;
+/// The MTU assumed when the socket cannot tell its path's (not connected, an old kernel):
+/// Ethernet's, bytes. A smaller real MTU is caught at run time (see [`send_batch`]).
+pub const ASSUMED_MTU: usize = 1500;
+/// Largest datagram put in a GSO batch, bytes: above it a batch is only a few datagrams and
+/// sendmmsg costs about the same.
+const GSO_MAX_LEN: usize = 16 * 1024;
+
+/// Why a UDP sender does not (or no longer) send GSO batches, for the run's notes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "why", rename_all = "snake_case")]
+pub enum GsoOff {
+    /// The datagrams are larger than the path takes in one IP packet: the kernel fragments
+    /// each one, and refuses GSO segments above the MTU. `len` and `mtu` in bytes.
+    Fragmented { len: usize, mtu: usize },
+    /// The kernel refused a GSO batch during the run (`errno`: EMSGSIZE when the path MTU
+    /// shrank below a segment, EIO without checksum offload, EINVAL); the refused batch and
+    /// the rest of the run went by sendmmsg.
+    Refused { errno: i32 },
+}
+
+impl GsoOff {
+    /// One sentence for the run's notes, e.g. "UDP GSO off: datagrams of 2000 bytes are
+    /// IP-fragmented on this path (MTU 1500), each is sent on its own".
+    pub fn sentence(&self) -> String {
+        match *self {
+            GsoOff::Fragmented { len, mtu } => format!(
+                "UDP GSO off: datagrams of {len} bytes are IP-fragmented on this path (MTU {mtu}), each is sent on its own"
+            ),
+            GsoOff::Refused { errno } => format!(
+                "UDP GSO turned off during the run: the kernel refused a GSO batch ({}); that batch and the rest went as single datagrams",
+                std::io::Error::from_raw_os_error(errno)
+            ),
+        }
+    }
+}
+
+/// How a sender hands its datagrams to the kernel, decided once per stream by [`gso_plan`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GsoPlan {
+    /// Send GSO super-datagrams (`UDP_SEGMENT` of the datagram length).
+    pub gso: bool,
+    /// Most datagrams per kernel call (one GSO super-datagram, or one sendmmsg call).
+    pub per_call: usize,
+    /// Why GSO is not used, when that is worth a note: datagrams above the path MTU (also
+    /// when a batch holds only one of them; the run says how its datagrams went).
+    pub off: Option<GsoOff>,
+}
+
+/// Decide GSO for datagrams of `len` bytes (UDP payload) sent `batch` at a time over a path
+/// of `mtu` bytes (`None`: unknown, [`ASSUMED_MTU`]); `v6`: the packets carry an IPv6 header
+/// ([`V6_OVERHEAD`], else [`V4_OVERHEAD`]). GSO only when every segment fits one IP packet
+/// (`len` + headers ≤ MTU: the kernel refuses a larger segment with EMSGSIZE, and a datagram
+/// that must be IP-fragmented is sent on its own), a batch has more than one datagram, `len`
+/// ≤ 16 KiB and `allowed` (the sender's setting). Pure: no socket, no kernel.
+pub fn gso_plan(len: usize, v6: bool, mtu: Option<usize>, batch: usize, allowed: bool) -> GsoPlan {
+    let overhead = if v6 { V6_OVERHEAD } else { V4_OVERHEAD };
+    let mtu = mtu.filter(|&m| m > overhead).unwrap_or(ASSUMED_MTU);
+    let fits = len.checked_add(overhead).is_some_and(|l| l <= mtu);
+    let off = (!fits).then_some(GsoOff::Fragmented { len, mtu });
+    let gso = allowed && fits && batch > 1 && len <= GSO_MAX_LEN && len > 0;
+    GsoPlan {
+        gso,
+        per_call: call_size(len, gso),
+        off: off.filter(|_| allowed),
+    }
+}
+
+/// The MTU of a connected UDP socket's path, bytes (IP_MTU / IPV6_MTU: the route's MTU,
+/// lowered by path-MTU discovery); `None` when the socket cannot tell (not connected).
+pub fn path_mtu(sock: &UdpSocket) -> Option<usize> {
+    let fd = sock.as_raw_fd();
+    let v = match sock.local_addr().ok()? {
+        std::net::SocketAddr::V4(_) => getsockopt_int(fd, libc::IPPROTO_IP, libc::IP_MTU),
+        std::net::SocketAddr::V6(_) => getsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_MTU),
+    };
+    v.ok()
+        .and_then(|m| usize::try_from(m).ok())
+        .filter(|&m| m > 0)
+}
+
+/// Whether the packets of a connected socket carry an IPv6 header: an IPv6 peer that is not
+/// an IPv4-mapped address (a dual-stack socket sends those as IPv4).
+fn sends_ipv6(sock: &UdpSocket) -> bool {
+    match sock.peer_addr().or_else(|_| sock.local_addr()) {
+        Ok(std::net::SocketAddr::V6(a)) => a.ip().to_ipv4_mapped().is_none(),
+        _ => false,
+    }
+}
+
 /// Send one batch of `n` datagrams of `len` bytes from `buf`: one GSO super-datagram while
-/// `gso` holds, else sendmmsg. A kernel that refuses GSO on this route (EIO: no checksum
-/// offload; EINVAL) turns GSO off for the rest of the run and the same batch goes at once by
-/// sendmmsg, so the datagrams the pacer booked are sent now, not a batch later (no rate lost,
-/// the sequence continuous). Returns the datagrams sent.
+/// `gso` holds, else sendmmsg. A kernel that refuses GSO (EMSGSIZE: a segment above the path
+/// MTU, the path MTU having shrunk; EIO: no checksum offload; EINVAL) turns GSO off for the
+/// rest of the stream, `off` records why, and the same batch goes at once by sendmmsg, so the
+/// datagrams the pacer booked are sent now, not a batch later (no rate lost, none counted
+/// twice, the sequence continuous). Returns the datagrams sent.
 fn send_batch(
     tx: &mut impl BatchTx,
     gso: &mut bool,
+    off: &mut Option<GsoOff>,
     buf: &[u8],
     len: usize,
     n: usize,
@@ -525,11 +624,14 @@ fn send_batch(
         match tx.send_gso(&buf[..n * len]) {
             Ok(b) => return Ok(b / len),
             Err(e)
-                if e.raw_os_error() == Some(libc::EIO)
-                    || e.raw_os_error() == Some(libc::EINVAL) =>
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EIO | libc::EINVAL | libc::EMSGSIZE)
+                ) =>
             {
                 tx.disable_gso();
                 *gso = false;
+                *off = e.raw_os_error().map(|errno| GsoOff::Refused { errno });
             }
             Err(e) => return Err(e),
         }
@@ -556,7 +658,13 @@ pub fn udp_send_loop(
     let _ = sock.set_write_timeout(Some(crate::engine::tcp::POLL));
     let len = sender_len(&cfg);
     let batch = batch_size(cfg.rate, len);
-    let gso = cfg.gso && len <= 16 * 1024 && batch > 1 && enable_gso(&sock, len);
+    let plan = gso_plan(len, sends_ipv6(&sock), path_mtu(&sock), batch, cfg.gso);
+    let gso = plan.gso && enable_gso(&sock, len);
+    if let (Some(off), Some(slot)) = (plan.off, &cfg.gso_off) {
+        if let Ok(mut g) = slot.lock() {
+            *g = Some(off);
+        }
+    }
     run_sender(&mut SockTx(&sock), gso, &cfg, &bytes, &packets, &shared);
 }
 
@@ -632,6 +740,7 @@ fn run_sender(
         }
     };
     let mut batches: u32 = 0;
+    let mut refused: Option<GsoOff> = None;
     let mut seq: u64 = cfg.iperf2.as_ref().map(|t| t.first_seq).unwrap_or(1);
     let stopped = || shared.stop.load(Relaxed) || shared.stop_send.load(Relaxed);
     loop {
@@ -674,7 +783,16 @@ fn run_sender(
         let mut off = 0;
         let res = loop {
             let k = (batch - off).min(call_size(len, gso));
-            match send_batch(tx, &mut gso, &buf[off * len..], len, k) {
+            let was_gso = gso;
+            let sent = send_batch(tx, &mut gso, &mut refused, &buf[off * len..], len, k);
+            if was_gso && !gso {
+                if let (Some(r), Some(slot)) = (refused, &cfg.gso_off) {
+                    if let Ok(mut g) = slot.lock() {
+                        *g = Some(r);
+                    }
+                }
+            }
+            match sent {
                 Ok(n) => {
                     off += n;
                     if n < k || off >= batch {
@@ -718,7 +836,7 @@ fn run_sender(
                 if !stopped() {
                     if let Ok(mut g) = shared.error.lock() {
                         if g.is_none() {
-                            *g = Some(format!("UDP send failed: {e}"));
+                            *g = Some(send_error(&e, len));
                         }
                     }
                     shared.wake.notify_one();
@@ -727,6 +845,19 @@ fn run_sender(
                 return pacer;
             }
         }
+    }
+}
+
+/// The run's error for a send that failed for good: "UDP send failed: …", naming the datagram
+/// length when the kernel says it is too long (EMSGSIZE outside GSO: above the 65,507 / 65,527
+/// bytes a UDP datagram can carry, or above the path MTU with the DF bit asked for).
+fn send_error(e: &std::io::Error, len: usize) -> String {
+    if e.raw_os_error() == Some(libc::EMSGSIZE) {
+        format!(
+            "UDP send failed: a datagram of {len} bytes is too long to send on this path ({e}); the largest UDP datagram is {MAX_UDP_LEN_V4} bytes over IPv4, {MAX_UDP_LEN_V6} over IPv6, and no larger than the path MTU when fragmenting is not allowed"
+        )
+    } else {
+        format!("UDP send failed: {e}")
     }
 }
 
@@ -1144,6 +1275,8 @@ mod tests {
         largest_send: usize,
         stop_after: usize,
         shared: Arc<Shared>,
+        /// An errno every sendmmsg call fails with (a kernel refusing the datagram itself).
+        mmsg_err: Option<i32>,
     }
 
     impl FakeTx {
@@ -1159,6 +1292,7 @@ mod tests {
                 largest_send: 0,
                 stop_after,
                 shared,
+                mmsg_err: None,
             }
         }
         fn take(&mut self, buf: &[u8]) {
@@ -1187,6 +1321,9 @@ mod tests {
         fn send_mmsg(&mut self, buf: &[u8], len: usize, n: usize) -> std::io::Result<usize> {
             assert_eq!(len, self.len);
             self.mmsg_calls += 1;
+            if let Some(e) = self.mmsg_err {
+                return Err(std::io::Error::from_raw_os_error(e));
+            }
             self.take(&buf[..n * len]);
             Ok(n)
         }
@@ -1204,6 +1341,7 @@ mod tests {
             gso: true,
             iperf2: None,
             pacer_stats: None,
+            gso_off: None,
         }
     }
 
@@ -1213,19 +1351,23 @@ mod tests {
         // refused with EIO (no checksum offload on the route) or EINVAL: the refused datagrams
         // go at once by sendmmsg, every datagram the pacer booked is sent (no part of the
         // schedule lost) and the sequence is continuous from 1.
-        for errno in [libc::EIO, libc::EINVAL] {
+        // EMSGSIZE is what a kernel answers for a segment above the path MTU (the MTU
+        // shrank under a running test): the same fallback, and the stream says why.
+        for errno in [libc::EIO, libc::EINVAL, libc::EMSGSIZE] {
             let shared = Arc::new(Shared::default());
             let mut tx = FakeTx::new(1448, Some(errno), 6 * 69, shared.clone());
             let (b, p) = (AtomicU64::new(0), AtomicU64::new(0));
-            let pacer = run_sender(
-                &mut tx,
-                true,
-                &send_cfg(1448, 1_000_000_000),
-                &b,
-                &p,
-                &shared,
-            )
-            .unwrap_or_else(|| panic!("a paced sender has a pacer"));
+            let mut cfg = send_cfg(1448, 1_000_000_000);
+            let slot = Arc::new(Mutex::new(None));
+            cfg.gso_off = Some(slot.clone());
+            let pacer = run_sender(&mut tx, true, &cfg, &b, &p, &shared)
+                .unwrap_or_else(|| panic!("a paced sender has a pacer"));
+            let off = slot.lock().map(|g| *g).unwrap_or(None);
+            assert_eq!(off, Some(GsoOff::Refused { errno }), "errno {errno}");
+            assert!(
+                shared.error.lock().is_ok_and(|g| g.is_none()),
+                "errno {errno}"
+            );
             let n = tx.seqs.len() as u64;
             assert_eq!(n, 6 * 69, "errno {errno}");
             assert_eq!(tx.seqs, (1..=n).collect::<Vec<_>>(), "errno {errno}");
@@ -1269,9 +1411,9 @@ mod tests {
 
     #[test]
     fn another_gso_error_is_not_taken_for_a_refusal() {
-        // EMSGSIZE (say) is a real send error: reported, GSO not turned off.
+        // ENETUNREACH (say) is a real send error: reported, GSO not turned off.
         let shared = Arc::new(Shared::default());
-        let mut tx = FakeTx::new(1448, Some(libc::EMSGSIZE), 44, shared.clone());
+        let mut tx = FakeTx::new(1448, Some(libc::ENETUNREACH), 44, shared.clone());
         let (b, p) = (AtomicU64::new(0), AtomicU64::new(0));
         run_sender(
             &mut tx,
@@ -1284,6 +1426,146 @@ mod tests {
         assert_eq!((tx.disabled, tx.mmsg_calls, p.load(Relaxed)), (0, 0, 0));
         let err = shared.error.lock().map(|g| g.clone()).unwrap_or_default();
         assert!(err.is_some_and(|e| e.contains("UDP send failed")));
+    }
+
+    #[test]
+    fn big_datagrams_refused_in_a_gso_batch_all_go_once_each() {
+        // The kernel's rule (udp_send_skb): a GSO batch of more than one datagram whose
+        // segment plus headers exceeds the path MTU is refused with EMSGSIZE. -l 2000, 8000
+        // and 16000 at rates that put 2..64 datagrams in a batch, GSO on at the start (a
+        // socket that could not tell its MTU): every datagram is sent exactly once, in
+        // order, the counters equal what the kernel took, and no error ends the run.
+        for (len, rate) in [
+            (2000usize, 50_000_000u64),
+            (8000, 200_000_000),
+            (16000, 400_000_000),
+        ] {
+            let want = 5 * batch_size(rate, len);
+            assert!(batch_size(rate, len) > 1, "-l {len} -b {rate}");
+            let shared = Arc::new(Shared::default());
+            let mut tx = FakeTx::new(len, Some(libc::EMSGSIZE), want, shared.clone());
+            let (b, p) = (AtomicU64::new(0), AtomicU64::new(0));
+            let mut cfg = send_cfg(len, rate);
+            let slot = Arc::new(Mutex::new(None));
+            cfg.gso_off = Some(slot.clone());
+            run_sender(&mut tx, true, &cfg, &b, &p, &shared);
+            let n = tx.seqs.len() as u64;
+            let what = format!("-l {len} -b {rate}");
+            assert!(n >= want as u64, "{what}: {n}");
+            assert_eq!(tx.seqs, (1..=n).collect::<Vec<_>>(), "{what}");
+            assert_eq!((p.load(Relaxed), b.load(Relaxed)), (n, n * len as u64));
+            assert_eq!((tx.gso_calls, tx.disabled), (1, 1), "{what}");
+            assert!(shared.error.lock().is_ok_and(|g| g.is_none()), "{what}");
+            let note = slot.lock().ok().and_then(|g| *g).map(|o| o.sentence());
+            assert!(
+                note.as_deref()
+                    .is_some_and(|n| n.contains("turned off") && n.contains("too long")),
+                "{what}: {note:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_datagram_too_long_without_gso_is_a_clear_error() {
+        // A 65,520-byte datagram over IPv4 (above 65,507): EMSGSIZE from a plain send is no
+        // GSO refusal; the run stops with an error that names the length, nothing counted.
+        let shared = Arc::new(Shared::default());
+        let mut tx = FakeTx::new(65520, None, 10, shared.clone());
+        tx.mmsg_err = Some(libc::EMSGSIZE);
+        let (b, p) = (AtomicU64::new(0), AtomicU64::new(0));
+        run_sender(&mut tx, false, &send_cfg(65520, 0), &b, &p, &shared);
+        assert_eq!((p.load(Relaxed), b.load(Relaxed), tx.gso_calls), (0, 0, 0));
+        let err = shared
+            .error
+            .lock()
+            .ok()
+            .and_then(|g| g.clone())
+            .unwrap_or_default();
+        assert!(
+            err.starts_with("UDP send failed: a datagram of 65520 bytes is too long"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn gso_only_when_every_segment_fits_one_ip_packet() {
+        // (len, IPv6, MTU, batch) → GSO, datagrams per call. IPv4 takes 28 bytes of headers,
+        // IPv6 48: on MTU 1500 the last GSO length is 1472 (v4) and 1452 (v6).
+        let cases: &[(usize, bool, usize, bool, usize)] = &[
+            (64, false, 1500, true, 64),
+            (1448, false, 1500, true, 44),
+            (1472, false, 1500, true, 44),
+            (1473, false, 1500, false, 256),
+            (2000, false, 1500, false, 256),
+            (8000, false, 1500, false, 256),
+            (16000, false, 1500, false, 256),
+            (65507, false, 1500, false, 256),
+            (64, true, 1500, true, 64),
+            (1448, true, 1500, true, 44),
+            (1452, true, 1500, true, 44),
+            (1453, true, 1500, false, 256),
+            (1472, true, 1500, false, 256),
+            (2000, true, 1500, false, 256),
+            (64, false, 9000, true, 64),
+            (1473, false, 9000, true, 44),
+            (8000, false, 9000, true, 8),
+            (8972, false, 9000, true, 7),
+            (8973, false, 9000, false, 256),
+            (8952, true, 9000, true, 7),
+            (8953, true, 9000, false, 256),
+            (16000, false, 9000, false, 256),
+            (65507, false, 9000, false, 256),
+            (16000, false, 65536, true, 4),
+            (16385, false, 65536, false, 256),
+            (65507, false, 65536, false, 256),
+        ];
+        for &(len, v6, mtu, gso, per_call) in cases {
+            let what = format!("-l {len} v6 {v6} MTU {mtu}");
+            let p = gso_plan(len, v6, Some(mtu), 8, true);
+            assert_eq!((p.gso, p.per_call), (gso, per_call), "{what}");
+            let over = len + if v6 { 48 } else { 28 } > mtu;
+            let want_off = over.then_some(GsoOff::Fragmented { len, mtu });
+            assert_eq!(p.off, want_off, "{what}");
+            // One datagram per batch: never GSO (the note stays); not asked for: no note.
+            let p = gso_plan(len, v6, Some(mtu), 1, true);
+            assert_eq!((p.gso, p.off), (false, want_off), "{what} batch 1");
+            let p = gso_plan(len, v6, Some(mtu), 8, false);
+            assert_eq!((p.gso, p.off), (false, None), "{what} not asked");
+        }
+        // MTU unknown (or nonsense): Ethernet's 1500 is assumed.
+        for mtu in [None, Some(0), Some(28)] {
+            assert!(gso_plan(1472, false, mtu, 8, true).gso, "{mtu:?}");
+            assert!(!gso_plan(1473, false, mtu, 8, true).gso, "{mtu:?}");
+        }
+        // No overflow at the extremes.
+        assert!(!gso_plan(usize::MAX, true, Some(usize::MAX), 8, true).gso);
+        assert!(!gso_plan(0, false, Some(1500), 8, true).gso);
+    }
+
+    #[test]
+    fn path_mtu_reads_the_connected_sockets_route() {
+        // Loopback's MTU (65536 on Linux; IPv4's IP_MTU stops at 65535) on a connected
+        // socket, over IPv4 and IPv6 when the host has it; an unconnected socket cannot tell.
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(path_mtu(&a), None);
+        let lo = std::fs::read_to_string("/sys/class/net/lo/mtu")
+            .ok()
+            .and_then(|m| m.trim().parse::<usize>().ok());
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+        a.connect(b.local_addr().unwrap_or_else(|e| panic!("{e}")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(path_mtu(&a), lo.map(|m| m.min(65535)));
+        assert!(!sends_ipv6(&a));
+        if let Ok(c) = UdpSocket::bind("[::1]:0") {
+            if let Ok(d) = UdpSocket::bind("[::1]:0") {
+                if c.connect(d.local_addr().unwrap_or_else(|e| panic!("{e}")))
+                    .is_ok()
+                {
+                    assert_eq!(path_mtu(&c), lo);
+                    assert!(sends_ipv6(&c));
+                }
+            }
+        }
     }
 
     #[test]
