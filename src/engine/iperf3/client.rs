@@ -166,8 +166,9 @@ impl CntlKa {
 
     /// Turn on SO_KEEPALIVE on `s` and set TCP_KEEPIDLE / TCP_KEEPINTVL / TCP_KEEPCNT where
     /// given; returns the values in effect (idle s, interval s, probes), the kernel's where not
-    /// given. Errors: a socket option refused, or (stock's IECNTLKA) an idle time given that is
-    /// not above interval × count in effect — then nothing beyond SO_KEEPALIVE was set.
+    /// given. Errors: a socket option refused, or (stock's IECNTLKA) an idle time given without
+    /// interval or count that is not above the interval × count in effect — then nothing
+    /// beyond SO_KEEPALIVE was set.
     pub fn apply(&self, s: &std::net::TcpStream) -> Result<(u32, u32, u32), String> {
         let sock = socket2::SockRef::from(s);
         let e = |what: &str, err: std::io::Error| format!("--cntl-ka: {what}: {err}");
@@ -188,7 +189,9 @@ impl CntlKa {
             Some(v) => v,
             None => sock.keepalive_retries().map_err(|x| e("TCP_KEEPCNT", x))?,
         };
-        if self.idle.is_some() {
+        // Stock's check at connect, where the kernel's values stand in for those not given
+        // (all three given were checked by `parse`; the board's own 5/2/3 is not a user's).
+        if self.idle.is_some() && (self.interval.is_none() || self.count.is_none()) {
             self.check(idle, intv, cnt)?;
         }
         let mut ka = socket2::TcpKeepalive::new();
@@ -1424,6 +1427,10 @@ mod tests {
         let ka = CntlKa::parse(&format!("{}", kernel.1 * kernel.2)).expect("parse");
         assert!(ka.apply(&c).unwrap_err().contains("should be larger"));
         assert_eq!(read(&c).1, kernel.0, "nothing set after the refusal");
+        // The board's own runs (5 s, 2 s × 3) connect with theirs.
+        let c = conn();
+        assert_eq!(BOARD_CNTL_KA.apply(&c), Ok((5, 2, 3)));
+        assert_eq!(read(&c), (true, 5, 2, 3));
     }
 
     /// Issue 39: `--rcv-timeout 2000` ended 3 s after the data stopped (checked once a second,
