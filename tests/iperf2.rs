@@ -242,6 +242,78 @@ fn tcp_and_udp_return_tests_ours_to_stock() {
     assert!(u(in_s, "/udp/lost") * 50 <= u(in_s, "/udp/total"), "{in_s}");
 }
 
+/// Issue 39: `--iperf2 -u -r --bind-dev DEV` without an address lost its return leg (one
+/// datagram, then "no data for 10 s") when the route to the server goes out another port: the
+/// return flow's socket was put on DEV after its connect, so it took the routed port's source
+/// address and missed the datagrams sent to DEV's. pc2 holds 10.9.9.9, which the board routes
+/// via eth0 (pc1, which does not have it); the test is bound to eth1. 1 s each way.
+#[test]
+fn udp_return_leg_with_bind_dev_only_arrives() {
+    let mut lab = Lab::with_pc2();
+    let (board, pc2) = (lab.board.clone(), lab.pc2.clone().expect("pc2"));
+    ns_sh(&pc2, &["ip", "addr", "add", "10.9.9.9/32", "dev", "eth0"]);
+    // pc2's return flows come from the address the test went to (we accept only those).
+    ns_sh(
+        &pc2,
+        &[
+            "ip",
+            "route",
+            "replace",
+            "198.51.100.0/24",
+            "dev",
+            "eth0",
+            "src",
+            "10.9.9.9",
+        ],
+    );
+    ns_sh(
+        &board,
+        &[
+            "ip",
+            "route",
+            "add",
+            "10.9.9.9/32",
+            "via",
+            PC1_IP,
+            "dev",
+            "eth0",
+        ],
+    );
+    lab.spawn(&pc2, "iperf-su", "iperf", &["-s", "-u", "-y", "C"]);
+    wait_udp(&pc2, 5001);
+    let (code, out, err) = lab.run(
+        &board,
+        "udp-r-dev",
+        bin(),
+        &[
+            "-c",
+            "10.9.9.9",
+            "--iperf2",
+            "-u",
+            "-b",
+            "2M",
+            "-t",
+            "1",
+            "-r",
+            "-L",
+            "5004",
+            "--bind-dev",
+            "eth1",
+            "-J",
+        ],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let ss = streams(&json_lines(&out)[0]);
+    let back = ss
+        .iter()
+        .find(|s| s["sender"] == false)
+        .unwrap_or_else(|| panic!("no return stream: {out}"));
+    // 2 Mbit/s for 1 s of 1470-byte datagrams: about 170; before the fix 1.
+    assert!(u(back, "/udp/total") > 100, "{back}");
+    assert!(u(back, "/udp/lost") * 50 <= u(back, "/udp/total"), "{back}");
+}
+
 // ------------------------------------------------------------ stock client → our server
 
 fn start_ours(lab: &mut Lab) {

@@ -156,7 +156,8 @@ pub struct IperfArgs {
         default_missing_value = "%c "
     )]
     pub timestamps: Option<String>,
-    /// Idle timeout for receiving data, ms (a receiving client; default 120000)
+    /// Idle timeout for receiving data, ms (a receiving client; default 120000): the test ends
+    /// this long after the last data (to within a tenth, at most 2 s; stock may take longer)
     #[arg(long = "rcv-timeout", value_name = "MS")]
     pub rcv_timeout: Option<u64>,
     /// Speak iperf 2 (2.0.5 … 2.1.x) instead of iperf3: default port 5001, no control channel
@@ -331,9 +332,12 @@ pub fn client_spec(a: &IperfArgs, host: &str) -> Result<ClientSpec, String> {
         }
         spec.rcv_timeout = Duration::from_millis(ms);
     }
-    if let Some(ka) = &a.cntl_ka {
-        spec.cntl_ka = Some(client::CntlKa::parse(ka)?);
-    }
+    // As stock 3.21: no keepalive without the flag; the flag's values where given, the
+    // kernel's for the rest.
+    spec.cntl_ka = match &a.cntl_ka {
+        Some(ka) => Some(client::CntlKa::parse(ka)?),
+        None => None,
+    };
     if let Some(f) = &a.timestamps {
         check_timestamp_format(f)?;
     }
@@ -392,7 +396,7 @@ fn out(s: &str) {
 pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
     let mut spec = match client_spec(a, host) {
         Ok(s) => s,
-        Err(e) => return fail(a.json, &format!("parameter error - {e}")),
+        Err(e) => return fail(Output::of(a), &format!("parameter error - {e}")),
     };
     // This host's drop counters go with its results: a netperfd server (the board) names
     // them in its loss ledger; a stock server ignores the key.
@@ -481,7 +485,7 @@ pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
         }
         Err(e) => {
             if stream {
-                out_event("error", &serde_json::Value::String(e.message.clone()));
+                out_error_end(&e.message, e.partial.as_deref());
             } else if json {
                 let doc = match &e.partial {
                     Some(p) => report::to_iperf3_json(p),
@@ -504,8 +508,38 @@ pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
 
 /// One `--json-stream` line: `{"event": NAME, "data": DATA}`.
 fn out_event(name: &str, data: &serde_json::Value) {
+    out(&event_line(name, data));
+}
+
+fn event_line(name: &str, data: &serde_json::Value) -> String {
     let line = serde_json::json!({"event": name, "data": data});
-    out(&format!("{line}\n"));
+    format!("{line}\n")
+}
+
+/// The `--json-stream` lines of a test that ended in an error, as stock iperf3 3.17–3.22
+/// writes them (`iperf_json_finish`): the `error` event, the server's output if the test got
+/// that far, then the closing `end` event — its `end` object as far as the test got (the
+/// partial results of a test stopped midway), `{}` when nothing was measured.
+fn error_end_lines(msg: &str, partial: Option<&Report>) -> String {
+    let mut lines = event_line("error", &serde_json::Value::String(msg.to_string()));
+    let doc = partial.map(report::to_iperf3_json);
+    if let Some(j) = doc.as_ref().and_then(|d| d.get("server_output_json")) {
+        lines.push_str(&event_line("server_output_json", j));
+    }
+    if let Some(t) = doc.as_ref().and_then(|d| d.get("server_output_text")) {
+        lines.push_str(&event_line("server_output_text", t));
+    }
+    let end = doc
+        .as_ref()
+        .and_then(|d| d.get("end"))
+        .cloned()
+        .unwrap_or_else(|| serde_json::json!({}));
+    lines.push_str(&event_line("end", &end));
+    lines
+}
+
+fn out_error_end(msg: &str, partial: Option<&Report>) {
+    out(&error_end_lines(msg, partial));
 }
 
 /// Check a `--timestamps` strftime format before the test (chrono's formatter would fail
@@ -580,8 +614,32 @@ fn json_text(v: &serde_json::Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|_| "{}".into())
 }
 
-fn fail(json: bool, msg: &str) -> i32 {
-    if json {
+/// How the command writes: stock iperf3's text, one `-J` document, or `--json-stream` events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Output {
+    Text,
+    Json,
+    Stream,
+}
+
+impl Output {
+    fn of(a: &IperfArgs) -> Output {
+        if a.json_stream {
+            Output::Stream
+        } else if a.json {
+            Output::Json
+        } else {
+            Output::Text
+        }
+    }
+}
+
+/// Say why the command stops (exit code 1): `--json-stream` gets its `error` and `end`
+/// events, `-J` an error document, text a line on stderr.
+fn fail(how: Output, msg: &str) -> i32 {
+    if how == Output::Stream {
+        out_error_end(msg, None);
+    } else if how == Output::Json {
         out(&format!("{}\n", json_text(&report::error_json(msg))));
     } else {
         eprintln!("netperfd: {msg}");
@@ -622,13 +680,13 @@ pub fn server_config(a: &IperfArgs) -> Result<ServerConfig, String> {
 pub async fn run_server(a: &IperfArgs) -> i32 {
     let cfg = match server_config(a) {
         Ok(c) => c,
-        Err(e) => return fail(a.json, &format!("parameter error - {e}")),
+        Err(e) => return fail(Output::of(a), &format!("parameter error - {e}")),
     };
     let stream = a.json_stream;
     let json = a.json || stream;
     if let Some(f) = &a.timestamps {
         if let Err(e) = check_timestamp_format(f) {
-            return fail(json, &format!("parameter error - {e}"));
+            return fail(Output::of(a), &format!("parameter error - {e}"));
         }
     }
     let prefix = LinePrefix {
@@ -637,17 +695,11 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
     };
     let put = move |t: &str| out(&prefix.apply(t));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let banner = |n: u64, ports: &[u16]| {
-        let ports: Vec<String> = ports.iter().map(|p| p.to_string()).collect();
-        format!(
-            "-----------------------------------------------------------\nServer listening on {} (test #{n})\n-----------------------------------------------------------\n",
-            ports.join(", ")
-        )
-    };
     if !json {
         put(&banner(1, &cfg.ports));
     }
     let ports = cfg.ports.clone();
+    let one_off = cfg.one_off;
     // The signal that stops the server, and whether a test's document already said so.
     let signalled: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
     let said = Arc::new(AtomicBool::new(false));
@@ -698,10 +750,9 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
                         }
                     }
                     if stream {
-                        let doc = report::to_iperf3_json(&report);
                         match &report.error {
-                            Some(e) => out_event("error", &serde_json::Value::String(e.clone())),
-                            None => out_event("end", &doc["end"]),
+                            Some(e) => out_error_end(e, Some(&report)),
+                            None => out_event("end", &report::to_iperf3_json(&report)["end"]),
                         }
                     } else if json {
                         out(&format!(
@@ -709,9 +760,8 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
                             json_text(&report::to_iperf3_json(&report))
                         ));
                     } else {
-                        out(&report::text_summary(&report));
                         tests += 1;
-                        out(&banner(tests, &ports));
+                        out(&finished_text(&report, one_off, tests, &ports));
                     }
                 }
             }
@@ -729,7 +779,7 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
     // Let the printer drain what the last session reported.
     let _ = tokio::time::timeout(Duration::from_millis(500), printer).await;
     if let Err(e) = r {
-        return fail(json, &format!("error - {e}"));
+        return fail(Output::of(a), &format!("error - {e}"));
     }
     let stopped = signalled.lock().unwrap_or_else(|p| p.into_inner()).clone();
     if let Some(msg) = stopped {
@@ -740,12 +790,31 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
         } else if said.load(Ordering::Relaxed) {
             // The test's own document (or --json-stream error event) already said so.
         } else if stream {
-            out_event("error", &serde_json::Value::String(msg));
+            out_error_end(&msg, None);
         } else {
             out(&format!("{}\n", json_text(&report::error_json(&msg))));
         }
     }
     0
+}
+
+/// The text server's banner before test `n` (1 for the first).
+fn banner(n: u64, ports: &[u16]) -> String {
+    let ports: Vec<String> = ports.iter().map(|p| p.to_string()).collect();
+    format!(
+        "-----------------------------------------------------------\nServer listening on {} (test #{n})\n-----------------------------------------------------------\n",
+        ports.join(", ")
+    )
+}
+
+/// What the text server prints when a test ends: its summary, then the banner for test
+/// `next` — none with `-1` (`one_off`), which exits after this test (stock prints none).
+fn finished_text(report: &Report, one_off: bool, next: u64, ports: &[u16]) -> String {
+    let mut t = report::text_summary(report);
+    if !one_off {
+        t.push_str(&banner(next, ports));
+    }
+    t
 }
 
 /// Stock iperf3 3.19+'s message for a server stopped by a signal, e.g. "interrupt - the
@@ -962,17 +1031,88 @@ mod tests {
             .unwrap_err()
             .starts_with("client receive timeout is valid only in receiving mode"));
         let ka = |v: &str| client::CntlKa::parse(v);
-        assert_eq!(ka("").unwrap().values(), (5, 2, 3));
-        assert_eq!(ka("30").unwrap().values(), (30, 2, 3));
-        assert_eq!(ka("30/5/4").unwrap().values(), (30, 5, 4));
-        assert_eq!(ka("/5").unwrap().values(), (5, 5, 3));
+        let given = |k: client::CntlKa| (k.idle, k.interval, k.count);
+        // Issue 39: a bare flag set 5/2/3; stock sets none (the kernel's defaults stay).
+        assert_eq!(given(ka("").unwrap()), (None, None, None));
+        assert_eq!(given(ka("30").unwrap()), (Some(30), None, None));
+        assert_eq!(given(ka("30/5/4").unwrap()), (Some(30), Some(5), Some(4)));
+        assert_eq!(given(ka("/5").unwrap()), (None, Some(5), None));
         // Idle must exceed interval × count (stock's IECNTLKA).
         assert!(ka("20/5/4").unwrap_err().contains("20 <= 5 * 4"));
         assert!(ka("x")
             .unwrap_err()
             .contains("'x' is not a positive number"));
         let s = client_spec(&args(|a| a.cntl_ka = Some("60/10/5".into())), "192.0.2.2").unwrap();
-        assert_eq!(s.cntl_ka.map(|k| k.values()), Some((60, 10, 5)));
+        assert_eq!(s.cntl_ka.map(given), Some((Some(60), Some(10), Some(5))));
+        // Issue 39: without the flag the command line sets no keepalive (stock); the board's
+        // own runs keep theirs.
+        assert_eq!(
+            client_spec(&args(|_| {}), "192.0.2.2").unwrap().cntl_ka,
+            None
+        );
+        assert_eq!(
+            ClientSpec::new("192.0.2.2").cntl_ka,
+            Some(client::BOARD_CNTL_KA)
+        );
+    }
+
+    /// Issue 39: `-s -1` printed a second "Server listening" banner after its only test.
+    #[test]
+    fn one_off_server_prints_no_second_banner() {
+        let r = Report::new(
+            crate::engine::report::Role::Server,
+            Default::default(),
+            "c".into(),
+            ("192.0.2.1".into(), 40000),
+            "192.0.2.2:5201".parse().expect("addr"),
+            1.0,
+        );
+        let once = finished_text(&r, true, 2, &[5201]);
+        assert!(!once.contains("Server listening"), "{once}");
+        assert_eq!(once, report::text_summary(&r));
+        let again = finished_text(&r, false, 2, &[5201, 5202]);
+        assert!(
+            again.ends_with("Server listening on 5201, 5202 (test #2)\n-----------------------------------------------------------\n"),
+            "{again}"
+        );
+    }
+
+    /// Issue 39: after an error `--json-stream` wrote only the `error` event; stock iperf3
+    /// 3.21/3.22 (measured: a refused connection, a server's busy port, a signal) always closes
+    /// with `{"event":"end","data":{}}`, or the partial `end` of a test stopped midway.
+    #[test]
+    fn json_stream_error_is_followed_by_end() {
+        let lines = error_end_lines("unable to connect to server: Connection refused", None);
+        assert_eq!(
+            lines,
+            "{\"event\":\"error\",\"data\":\"unable to connect to server: Connection refused\"}\n\
+             {\"event\":\"end\",\"data\":{}}\n"
+        );
+        let mut partial = Report::new(
+            crate::engine::report::Role::Client,
+            Default::default(),
+            "c".into(),
+            ("192.0.2.2".into(), 5201),
+            "192.0.2.1:40000".parse().expect("addr"),
+            1.0,
+        );
+        partial.streams = vec![crate::engine::report::StreamSummary {
+            local_sender: true,
+            sender: crate::engine::report::SideTotals {
+                bytes: 4096,
+                seconds: 0.5,
+            },
+            ..Default::default()
+        }];
+        let lines = error_end_lines("interrupt", Some(&partial));
+        let events: Vec<serde_json::Value> = lines
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
+            .collect();
+        assert_eq!(events.len(), 2, "{lines}");
+        assert_eq!(events[0]["event"], "error");
+        assert_eq!(events[1]["event"], "end");
+        assert_eq!(events[1]["data"]["sum_sent"]["bytes"], 4096);
     }
 
     #[test]

@@ -188,16 +188,6 @@ pub fn mss(s: &TcpStream) -> u32 {
     socket2::SockRef::from(s).mss().unwrap_or(0)
 }
 
-/// Turn on TCP keepalive so a peer that vanishes without a FIN is noticed: first probe after
-/// `idle`, then every `interval`, `count` probes.
-pub fn keepalive(s: &TcpStream, idle: Duration, interval: Duration, count: u32) {
-    let ka = socket2::TcpKeepalive::new()
-        .with_time(idle)
-        .with_interval(interval)
-        .with_retries(count);
-    let _ = socket2::SockRef::from(s).set_tcp_keepalive(&ka);
-}
-
 /// TCP_USER_TIMEOUT: unacknowledged data older than this aborts the connection.
 pub fn user_timeout(s: &TcpStream, t: Duration) {
     let _ = socket2::SockRef::from(s).set_tcp_user_timeout(Some(t));

@@ -947,7 +947,9 @@ fn side_json(t: &SideTotals, socket: i32, sender_flag: bool) -> Map<String, Valu
     m
 }
 
-fn sum_json(ss: &[&StreamSummary], sending_side: bool, flag: bool) -> Value {
+/// `retransmits`: whether the sum carries the sender's retransmits (a sending side shown
+/// with its TCP figures).
+fn sum_json(ss: &[&StreamSummary], sending_side: bool, flag: bool, retransmits: bool) -> Value {
     let t = if sending_side {
         SideTotals {
             bytes: ss
@@ -970,7 +972,7 @@ fn sum_json(ss: &[&StreamSummary], sending_side: bool, flag: bool) -> Value {
     };
     let mut m = side_json(&t, 0, flag);
     m.remove("socket");
-    if sending_side {
+    if sending_side && retransmits {
         let r: i64 = ss
             .iter()
             .map(|s| s.retransmits.max(0))
@@ -1085,10 +1087,14 @@ pub fn to_iperf3_json(report: &Report) -> Value {
         .collect();
 
     let mut end = Map::new();
+    // A server's document shows only what the server measured (stock: the client's side is
+    // 0 bytes over the server's own seconds), though it knows the client's figures.
+    let own = stock_server_view(report);
+    let shown = own.as_ref().unwrap_or(report);
     if is_udp(report) {
-        udp_end_json(report, &mut end);
+        udp_end_json(shown, &mut end);
     } else {
-        tcp_end_json(report, &mut end);
+        tcp_end_json(shown, &mut end);
     }
     rate_checks_json(report, &mut end);
     end.insert(
@@ -1131,6 +1137,59 @@ pub fn to_iperf3_json(report: &Report) -> Value {
     Value::Object(top)
 }
 
+/// A server's report as stock iperf3's server writes its `end` (3.12–3.22): the side of each
+/// stream the client measured becomes 0 bytes / 0 bits/s over the server's own seconds, a
+/// receiving server's sum carries no client datagram count, a sending server no client
+/// jitter or loss (and `tcp_end_json` drops the client's TCP figures). `None` for a client
+/// report (a client shows both ends, as stock).
+fn stock_server_view(report: &Report) -> Option<Report> {
+    if report.role != Role::Server {
+        return None;
+    }
+    let mut r = report.clone();
+    for s in &mut r.streams {
+        if s.local_sender {
+            s.receiver = Some(SideTotals {
+                bytes: 0,
+                seconds: s.sender.seconds,
+            });
+            if let Some(u) = s.udp.as_mut() {
+                // The sender's own count as the total, nothing lost, no jitter: what the
+                // server itself knows.
+                u.expected = u.sent_packets;
+                u.lost = Some(0);
+                u.jitter_ms = 0.0;
+                u.out_of_order = 0;
+                u.duplicates = 0;
+                u.stray = 0;
+                u.peak_1ms_bps = 0.0;
+            }
+        } else {
+            let seconds = s.receiver.map(|t| t.seconds).unwrap_or(s.sender.seconds);
+            s.sender = SideTotals { bytes: 0, seconds };
+            s.retransmits = -1;
+            s.reorder = 0;
+            s.max_snd_cwnd = 0;
+            s.max_snd_wnd = 0;
+            s.max_rtt = 0;
+            s.min_rtt = 0;
+            s.mean_rtt = 0;
+            if let Some(u) = s.udp.as_mut() {
+                u.sent_packets = None;
+                u.sender_max_lag_ms = None;
+                u.sender_peak_1ms_bps = None;
+            }
+        }
+    }
+    Some(r)
+}
+
+/// Whether the `end` shows a sender's TCP figures (retransmits, cwnd, RTT) for streams this
+/// end sent (`local_sender`) or received: a client shows both ends, a server only its own.
+fn shows_sender_tcp(report: &Report, local_sender: bool) -> bool {
+    report.role == Role::Client || local_sender
+}
+
 fn tcp_end_json(report: &Report, end: &mut Map<String, Value>) {
     let bidir = report.params.direction == Direction::Bidir;
     let streams: Vec<Value> = report
@@ -1138,15 +1197,17 @@ fn tcp_end_json(report: &Report, end: &mut Map<String, Value>) {
         .iter()
         .map(|s| {
             let mut snd = side_json(&s.sender, s.socket, s.local_sender);
-            let snd_flag = snd.remove("sender").unwrap_or(Value::Bool(s.local_sender));
-            snd.insert("retransmits".into(), s.retransmits.into());
-            snd.insert("reorder".into(), s.reorder.into());
-            snd.insert("max_snd_cwnd".into(), s.max_snd_cwnd.into());
-            snd.insert("max_snd_wnd".into(), s.max_snd_wnd.into());
-            snd.insert("max_rtt".into(), s.max_rtt.into());
-            snd.insert("min_rtt".into(), s.min_rtt.into());
-            snd.insert("mean_rtt".into(), s.mean_rtt.into());
-            snd.insert("sender".into(), snd_flag);
+            if shows_sender_tcp(report, s.local_sender) {
+                let snd_flag = snd.remove("sender").unwrap_or(Value::Bool(s.local_sender));
+                snd.insert("retransmits".into(), s.retransmits.into());
+                snd.insert("reorder".into(), s.reorder.into());
+                snd.insert("max_snd_cwnd".into(), s.max_snd_cwnd.into());
+                snd.insert("max_snd_wnd".into(), s.max_snd_wnd.into());
+                snd.insert("max_rtt".into(), s.max_rtt.into());
+                snd.insert("min_rtt".into(), s.min_rtt.into());
+                snd.insert("mean_rtt".into(), s.mean_rtt.into());
+                snd.insert("sender".into(), snd_flag);
+            }
             let rcv = side_json(&s.receiver.unwrap_or_default(), s.socket, s.local_sender);
             json!({"sender": Value::Object(snd), "receiver": Value::Object(rcv)})
         })
@@ -1165,18 +1226,23 @@ fn tcp_end_json(report: &Report, end: &mut Map<String, Value>) {
             .iter()
             .filter(|s| s.local_sender != fwd)
             .collect();
-        end.insert("sum_sent".into(), sum_json(&tx, true, fwd));
-        end.insert("sum_received".into(), sum_json(&tx, false, fwd));
-        end.insert("sum_sent_bidir_reverse".into(), sum_json(&rx, true, !fwd));
+        let tcp = |f: bool| shows_sender_tcp(report, f);
+        end.insert("sum_sent".into(), sum_json(&tx, true, fwd, tcp(fwd)));
+        end.insert("sum_received".into(), sum_json(&tx, false, fwd, false));
+        end.insert(
+            "sum_sent_bidir_reverse".into(),
+            sum_json(&rx, true, !fwd, tcp(!fwd)),
+        );
         end.insert(
             "sum_received_bidir_reverse".into(),
-            sum_json(&rx, false, !fwd),
+            sum_json(&rx, false, !fwd, false),
         );
     } else {
         let all: Vec<&StreamSummary> = report.streams.iter().collect();
         let flag = all.first().map(|s| s.local_sender).unwrap_or(true);
-        end.insert("sum_sent".into(), sum_json(&all, true, flag));
-        end.insert("sum_received".into(), sum_json(&all, false, flag));
+        let tcp = shows_sender_tcp(report, flag);
+        end.insert("sum_sent".into(), sum_json(&all, true, flag, tcp));
+        end.insert("sum_received".into(), sum_json(&all, false, flag, false));
     }
 }
 
@@ -1355,9 +1421,15 @@ fn udp_end_json(report: &Report, end: &mut Map<String, Value>) {
             format!("sum_sent{suffix}"),
             Value::Object(udp_side_json(&sent, &u, false, true, None)),
         );
+        // A sending server knows no receiver's count (stock writes 0 packets, 0 jitter).
+        let received = if g && report.role == Role::Server {
+            UdpSummary::default()
+        } else {
+            u
+        };
         end.insert(
             format!("sum_received{suffix}"),
-            Value::Object(udp_side_json(&recv, &u, true, false, None)),
+            Value::Object(udp_side_json(&recv, &received, true, false, None)),
         );
     }
 }
@@ -1424,5 +1496,92 @@ mod tests {
         assert!(parse_suffixed("10X", true).is_err());
         assert!(parse_suffixed("-5", true).is_err());
         assert!(parse_suffixed("", true).is_err());
+    }
+
+    /// Issue 39: a netperfd server's `-J` wrote the client's bytes, rate and retransmits into
+    /// the side it did not measure, where stock servers (3.12–3.22, measured) write 0 bytes and
+    /// 0 bits/s over the server's own seconds and no sender TCP figures. A client keeps both.
+    #[test]
+    fn server_json_shows_only_its_own_side_as_stock() {
+        let stream = |local_sender: bool, udp: bool| StreamSummary {
+            id: 1,
+            socket: 5,
+            local_sender,
+            sender: SideTotals {
+                bytes: 1_000_000,
+                seconds: 1.5,
+            },
+            receiver: Some(SideTotals {
+                bytes: 900_000,
+                seconds: 1.25,
+            }),
+            retransmits: 7,
+            max_snd_cwnd: 64_000,
+            udp: udp.then_some(UdpSummary {
+                sent_packets: Some(700),
+                expected: Some(690),
+                lost: Some(10),
+                jitter_ms: 0.5,
+                ..UdpSummary::default()
+            }),
+            ..StreamSummary::default()
+        };
+        let report = |role: Role, local_sender: bool, udp: bool| {
+            let params = Params {
+                protocol: if udp {
+                    crate::engine::params::Protocol::Udp
+                } else {
+                    crate::engine::params::Protocol::Tcp
+                },
+                ..Params::default()
+            };
+            let mut r = Report::new(
+                role,
+                params,
+                "c".into(),
+                ("192.0.2.1".into(), 5201),
+                "192.0.2.2:5201".parse().expect("addr"),
+                1.0,
+            );
+            r.streams = vec![stream(local_sender, udp)];
+            to_iperf3_json(&r)
+        };
+        // A receiving TCP server: sum_sent 0 bytes over its own 1.25 s, no retransmits.
+        let e = &report(Role::Server, false, false)["end"];
+        assert_eq!(e["sum_sent"]["bytes"], 0);
+        assert_eq!(e["sum_sent"]["bits_per_second"], 0.0);
+        assert_eq!(e["sum_sent"]["seconds"], 1.25);
+        assert!(e["sum_sent"].get("retransmits").is_none(), "{e}");
+        assert!(
+            e["streams"][0]["sender"].get("max_snd_cwnd").is_none(),
+            "{e}"
+        );
+        assert_eq!(e["sum_received"]["bytes"], 900_000);
+        // A sending TCP server: sum_received 0 over its own 1.5 s, its retransmits kept.
+        let e = &report(Role::Server, true, false)["end"];
+        assert_eq!(e["sum_received"]["bytes"], 0);
+        assert_eq!(e["sum_received"]["seconds"], 1.5);
+        assert_eq!(e["streams"][0]["receiver"]["bytes"], 0);
+        assert_eq!(e["sum_sent"]["bytes"], 1_000_000);
+        assert_eq!(e["sum_sent"]["retransmits"], 7);
+        // UDP: a receiving server counts no sent datagrams; a sending one no client jitter/loss.
+        let e = &report(Role::Server, false, true)["end"];
+        assert_eq!(e["sum_sent"]["bytes"], 0);
+        assert_eq!(e["sum_sent"]["packets"], 0);
+        assert_eq!(e["sum_received"]["packets"], 690);
+        assert_eq!(e["sum_received"]["lost_packets"], 10);
+        let e = &report(Role::Server, true, true)["end"];
+        assert_eq!(e["sum_received"]["bytes"], 0);
+        assert_eq!(e["sum_received"]["packets"], 0);
+        assert_eq!(e["sum_received"]["jitter_ms"], 0.0);
+        assert_eq!(e["sum"]["packets"], 700);
+        assert_eq!(e["sum"]["lost_packets"], 0);
+        assert_eq!(e["sum_sent"]["packets"], 700);
+        // A client shows both ends, the server's figures included.
+        let e = &report(Role::Client, true, false)["end"];
+        assert_eq!(e["sum_received"]["bytes"], 900_000);
+        assert_eq!(e["sum_sent"]["retransmits"], 7);
+        let e = &report(Role::Client, false, false)["end"];
+        assert_eq!(e["sum_sent"]["bytes"], 1_000_000);
     }
 }

@@ -86,11 +86,7 @@ impl Hub {
             peer_host: spec.host.clone(),
             peer_port: spec.port,
             local_host: spec.bind.map(|b| b.to_string()).unwrap_or_default(),
-            direction: match spec.ret {
-                crate::engine::iperf2::wire::Return::None => "send",
-                _ => "bidir",
-            }
-            .into(),
+            direction: crate::engine::iperf2::direction_word(spec.ret, true).into(),
             params: serde_json::to_value(&spec).unwrap_or_default(),
             kind: crate::model::RunKind::Iperf2,
             ..Default::default()

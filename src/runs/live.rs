@@ -536,13 +536,14 @@ impl Hub {
                 o.insert("shapers".into(), serde_json::json!(shapers));
             }
             // A forwarded byte crosses two ports; a byte the board sends or receives one. A
-            // bidirectional run without its reverse leg's bytes counts its main leg twice.
-            let crossings =
-                if forwarding || (run.direction == "bidir" && figures.reverse_bytes.is_none()) {
-                    2
-                } else {
-                    1
-                };
+            // run with legs both ways (at once or, iperf 2's -r, one after the other) without
+            // its reverse leg's bytes counts its main leg twice.
+            let both_ways = matches!(run.direction.as_str(), "bidir" | "tradeoff");
+            let crossings = if forwarding || (both_ways && figures.reverse_bytes.is_none()) {
+                2
+            } else {
+                1
+            };
             let extra = own_bytes(figures).and_then(|own| {
                 crate::results::ledger::other_traffic(&delta, own, crossings).map(|e| (e, own))
             });
@@ -807,17 +808,47 @@ impl Hub {
                 if !explicit {
                     req2.port = Some(spec3.port.to_string());
                 }
-                match crate::engine::iperf3::client::probe_iperf3(&spec3.host, spec3.port).await {
-                    Ok(true) => self.start_client(ClientSpec {
+                let probe = crate::engine::iperf3::client::probe_iperf3(&spec3).await;
+                let udp = spec3.params.protocol == crate::engine::params::Protocol::Udp;
+                match auto_pick(probe, explicit, udp)? {
+                    AutoPick::Iperf3 => self.start_client(ClientSpec {
                         after_probe: true,
                         ..spec3
                     }),
-                    Ok(false) => self.start_iperf2_client(req2.to_iperf2_spec(ports)?),
-                    Err(_) if !explicit => self.start_iperf2_client(req.to_iperf2_spec(ports)?),
-                    Err(e) => Err(e),
+                    AutoPick::Iperf2OnPort => self.start_iperf2_client(req2.to_iperf2_spec(ports)?),
+                    AutoPick::Iperf2Default => self.start_iperf2_client(req.to_iperf2_spec(ports)?),
                 }
             }
         }
+    }
+}
+
+/// What peer type "auto" runs after the probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AutoPick {
+    /// iperf3 on the port probed.
+    Iperf3,
+    /// iperf 2 on the port probed.
+    Iperf2OnPort,
+    /// iperf 2 on its own default port (5001; no port was given).
+    Iperf2Default,
+}
+
+/// The peer type "auto" picks from the probe of the iperf3 port (`explicit`: the user gave
+/// the port; `udp`: a UDP test). Nothing listening on a port the user gave is an error, except
+/// for a UDP test: an iperf3 server always listens on TCP, a UDP-only iperf 2 server
+/// (`iperf -s -u`) never does, so a refused TCP connect there means iperf 2 over UDP.
+fn auto_pick(
+    probe: Result<bool, crate::engine::iperf3::client::ProbeError>,
+    explicit: bool,
+    udp: bool,
+) -> Result<AutoPick, String> {
+    match probe {
+        Ok(true) => Ok(AutoPick::Iperf3),
+        Ok(false) => Ok(AutoPick::Iperf2OnPort),
+        Err(_) if !explicit => Ok(AutoPick::Iperf2Default),
+        Err(e) if e.refused && udp => Ok(AutoPick::Iperf2OnPort),
+        Err(e) => Err(e.message),
     }
 }
 
@@ -842,6 +873,39 @@ fn own_bytes(figures: &RunFigures) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 39: auto with an explicit port against a UDP-only `iperf -s -u`: the TCP probe
+    /// was refused and no run started. A UDP test now runs iperf 2 on that port; a TCP test
+    /// (and any other failure) still says why.
+    #[test]
+    fn auto_runs_iperf2_udp_where_tcp_is_refused() {
+        use crate::engine::iperf3::client::ProbeError;
+        let refused = || {
+            Err(ProbeError {
+                message: "unable to connect to 192.0.2.2:5001: Connection refused".into(),
+                refused: true,
+            })
+        };
+        assert_eq!(auto_pick(refused(), true, true), Ok(AutoPick::Iperf2OnPort));
+        assert_eq!(
+            auto_pick(refused(), true, false),
+            Err("unable to connect to 192.0.2.2:5001: Connection refused".into())
+        );
+        let timeout = Err(ProbeError {
+            message: "timed out".into(),
+            refused: false,
+        });
+        assert_eq!(auto_pick(timeout, true, true), Err("timed out".into()));
+        assert_eq!(
+            auto_pick(refused(), false, true),
+            Ok(AutoPick::Iperf2Default)
+        );
+        assert_eq!(auto_pick(Ok(true), true, true), Ok(AutoPick::Iperf3));
+        assert_eq!(
+            auto_pick(Ok(false), true, false),
+            Ok(AutoPick::Iperf2OnPort)
+        );
+    }
 
     #[test]
     fn an_iperf2_run_s_own_sent_datagrams_become_its_flow() {

@@ -164,10 +164,7 @@ impl Iperf2Spec {
     }
 
     fn direction(&self) -> &'static str {
-        match self.ret {
-            Return::None => "send",
-            _ => "bidir",
-        }
+        super::direction_word(self.ret, true)
     }
 }
 
@@ -185,10 +182,7 @@ fn bind_back(spec: &Iperf2Spec, peer: SocketAddr) -> std::io::Result<Back> {
     });
     let addr = SocketAddr::new(ip, spec.return_port());
     if spec.udp {
-        let s = super::server::bind_udp(addr, None)?;
-        if let Some(d) = &spec.bind_dev {
-            net::bind_device(&socket2::SockRef::from(&s), d)?;
-        }
+        let s = super::server::bind_udp_on(addr, None, spec.bind_dev.as_deref())?;
         Ok(Back::Udp(s))
     } else {
         let s = socket2::Socket::new(
@@ -273,10 +267,10 @@ fn accept_back(
                 } else {
                     Layout::V205
                 };
-                let s = super::server::bind_udp(local, Some(from)).map_err(|e| e.to_string())?;
-                if let Some(d) = dev {
-                    net::bind_device(&socket2::SockRef::from(&s), d).map_err(|e| e.to_string())?;
-                }
+                // On the device before the connect: the flow socket must take `dev`'s address,
+                // the one the server sends to, not the routed port's (issue 39).
+                let s = super::server::bind_udp_on(local, Some(from), dev)
+                    .map_err(|e| e.to_string())?;
                 udp.push(s.try_clone().map_err(|e| e.to_string())?);
                 let id = 101 + streams.len() as u32;
                 let ds =
@@ -302,6 +296,51 @@ fn accept_back(
         offset: 0.0,
         layout,
     })
+}
+
+/// The pause between the end of one iperf 2 UDP test and the start of the next to the same
+/// server (address and port): stock iperf 2.1.8's server dies when a new UDP flow starts right
+/// after the previous one ended (seen in the interop matrix with back-to-back steps).
+pub const UDP_GAP: Duration = Duration::from_secs(1);
+
+/// When the last UDP tests to each server ended (entries older than [`UDP_GAP`] are dropped).
+#[derive(Debug, Default)]
+struct GapBook {
+    ends: Vec<(SocketAddr, std::time::Instant)>,
+}
+
+impl GapBook {
+    /// How long a UDP test to `peer` must still wait at `now`.
+    fn left(&self, peer: SocketAddr, now: std::time::Instant) -> Duration {
+        self.ends
+            .iter()
+            .filter(|(p, _)| *p == peer)
+            .map(|(_, t)| UDP_GAP.saturating_sub(now.saturating_duration_since(*t)))
+            .max()
+            .unwrap_or(Duration::ZERO)
+    }
+
+    /// A UDP test to `peer` ended at `now`.
+    fn ended(&mut self, peer: SocketAddr, now: std::time::Instant) {
+        self.ends
+            .retain(|(p, t)| *p != peer && now.saturating_duration_since(*t) < UDP_GAP);
+        self.ends.push((peer, now));
+    }
+}
+
+/// The process's UDP test ends (the daemon runs every client test in one process).
+static UDP_ENDS: std::sync::Mutex<GapBook> = std::sync::Mutex::new(GapBook { ends: Vec::new() });
+
+/// Notes the end of a UDP test to its server when dropped, however the test ends.
+struct UdpEndMark(SocketAddr);
+
+impl Drop for UdpEndMark {
+    fn drop(&mut self) {
+        UDP_ENDS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .ended(self.0, std::time::Instant::now());
+    }
 }
 
 /// A failure before anything ran.
@@ -347,6 +386,19 @@ async fn run_inner(
             Ok(Err(e)) => return failed(format!("unable to resolve host '{}': {e}", spec.host)),
             Err(e) => return failed(e.to_string()),
         }
+    };
+    // Back-to-back UDP tests: leave [`UDP_GAP`] after the last one to this server ended.
+    let _udp_end = if spec.udp {
+        let wait = UDP_ENDS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .left(peer, std::time::Instant::now());
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+        Some(UdpEndMark(peer))
+    } else {
+        None
     };
     let len = spec.write_len();
     let back = if spec.ret != Return::None {
@@ -585,5 +637,35 @@ fn finish(
         streams,
         notes,
         rate_check: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 39: back-to-back iperf 2 UDP steps crashed stock 2.1.8's server. A test to the
+    /// same server waits out 1 s after the last one ended; another server or a second later
+    /// does not wait.
+    #[test]
+    fn udp_tests_to_one_server_are_a_second_apart() {
+        let a: SocketAddr = "192.0.2.2:5001".parse().expect("addr");
+        let b: SocketAddr = "192.0.2.3:5001".parse().expect("addr");
+        let t0 = std::time::Instant::now();
+        let mut book = GapBook::default();
+        assert_eq!(book.left(a, t0), Duration::ZERO);
+        book.ended(a, t0);
+        assert_eq!(book.left(a, t0), Duration::from_secs(1));
+        assert_eq!(
+            book.left(a, t0 + Duration::from_millis(300)),
+            Duration::from_millis(700)
+        );
+        assert_eq!(book.left(b, t0), Duration::ZERO);
+        assert_eq!(book.left(a, t0 + Duration::from_secs(1)), Duration::ZERO);
+        // A later end replaces the earlier one; old entries go.
+        book.ended(a, t0 + Duration::from_secs(5));
+        book.ended(b, t0 + Duration::from_secs(7));
+        assert_eq!(book.ends.len(), 1);
+        assert_eq!(book.left(a, t0 + Duration::from_secs(7)), Duration::ZERO);
     }
 }

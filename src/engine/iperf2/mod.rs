@@ -33,6 +33,19 @@ pub enum Role {
     Server,
 }
 
+/// The run's direction word, from the board's view, for a test with return test `ret`:
+/// "send" / "receive" for a one-way test (`board_client`: the board ran the client, so it
+/// sent), "bidir" for `-d` (both legs at once, as iperf3's `--bidir`), "tradeoff" for `-r` (one
+/// leg, then the other: iperf 2's own word, the one the test form and API take for it).
+pub fn direction_word(ret: wire::Return, board_client: bool) -> &'static str {
+    match ret {
+        wire::Return::None if board_client => "send",
+        wire::Return::None => "receive",
+        wire::Return::Dual => "bidir",
+        wire::Return::Tradeoff => "tradeoff",
+    }
+}
+
 /// What a test is, known when it starts.
 #[derive(Debug, Clone, Serialize)]
 pub struct TestInfo {
@@ -43,7 +56,8 @@ pub struct TestInfo {
     pub peer_port: u16,
     pub local_host: String,
     pub local_port: u16,
-    /// From the board's view: "send", "receive" or "bidir".
+    /// From the board's view ([`direction_word`]): "send", "receive", "bidir" (`-d`, both at
+    /// once) or "tradeoff" (`-r`, the client's leg, then the server's).
     pub direction: &'static str,
     /// The test's settings as JSON (rate bits/s, length bytes, time s, streams, return test).
     pub params: serde_json::Value,

@@ -53,11 +53,26 @@ impl Default for Iperf2ServerConfig {
 /// Bind a UDP socket with SO_REUSEADDR (so per-flow sockets connected to one sender can share
 /// the port), optionally connected to `peer`.
 pub fn bind_udp(local: SocketAddr, peer: Option<SocketAddr>) -> std::io::Result<UdpSocket> {
+    bind_udp_on(local, peer, None)
+}
+
+/// [`bind_udp`] on device `dev` (SO_BINDTODEVICE before the bind and the connect, so a
+/// wildcard `local` connected to `peer` takes `dev`'s source address and route, not the
+/// routed port's: a flow socket bound after its connect missed the datagrams sent to `dev`'s
+/// address).
+pub fn bind_udp_on(
+    local: SocketAddr,
+    peer: Option<SocketAddr>,
+    dev: Option<&str>,
+) -> std::io::Result<UdpSocket> {
     let s = Socket::new(
         Domain::for_address(local),
         Type::DGRAM,
         Some(socket2::Protocol::UDP),
     )?;
+    if let Some(d) = dev {
+        crate::engine::net::bind_device(&s, d)?;
+    }
     s.set_reuse_address(true)?;
     if local.is_ipv6() && local.ip().is_unspecified() {
         s.set_only_v6(false)?;
@@ -259,11 +274,7 @@ fn info(
         peer_port: peer.port(),
         local_host: net::ip_text(local.ip()),
         local_port: local.port(),
-        direction: if ret == Return::None {
-            "receive"
-        } else {
-            "bidir"
-        },
+        direction: super::direction_word(ret, false),
         params: serde_json::json!({
             "iperf2": true,
             "header": hdr.map(|h| serde_json::json!({
@@ -977,6 +988,33 @@ async fn run_test_udp(
 mod tests {
     use super::*;
     use tokio::io::AsyncWriteExt;
+
+    /// Issue 39: an iperf 2 `-r` test (one leg, then the other) was stored as "bidir", the
+    /// word for `-d` (both at once). The header's flags decide: -r → "tradeoff", -d → "bidir".
+    #[test]
+    fn return_tests_get_their_own_direction_word() {
+        let peer: SocketAddr = "192.0.2.1:40000".parse().expect("addr");
+        let local: SocketAddr = "192.0.2.2:5001".parse().expect("addr");
+        let word = |flags: u32| {
+            let h = ClientHeader {
+                flags,
+                ..Default::default()
+            };
+            info(true, peer, local, Some(&h), None, 1, false).direction
+        };
+        assert_eq!(word(wire::HEADER_VERSION1), "tradeoff");
+        assert_eq!(word(wire::HEADER_VERSION1 | wire::RUN_NOW), "bidir");
+        assert_eq!(word(0), "receive");
+        assert_eq!(
+            info(false, peer, local, None, None, 1, false).direction,
+            "receive"
+        );
+        // The board's own client runs, from the same word list.
+        use super::super::direction_word;
+        assert_eq!(direction_word(Return::Tradeoff, true), "tradeoff");
+        assert_eq!(direction_word(Return::Dual, true), "bidir");
+        assert_eq!(direction_word(Return::None, true), "send");
+    }
 
     /// True when the server closed `c` within `within` (it was refused).
     async fn closed_within(c: &mut tokio::net::TcpStream, within: Duration) -> bool {

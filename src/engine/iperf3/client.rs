@@ -45,8 +45,8 @@ pub struct ClientSpec {
     /// long ends the test with "idle timeout for receiving data" (`--rcv-timeout`, stock
     /// 3.19+'s IENOMSG); default [`DEFAULT_RCV_TIMEOUT`].
     pub rcv_timeout: Duration,
-    /// TCP keepalive of the control connection (`--cntl-ka`); `None` keeps netperfd's own
-    /// (idle 5 s, interval 2 s, 3 probes).
+    /// TCP keepalive of the control connection (`--cntl-ka`); `None`: none (stock iperf3
+    /// without the flag). [`ClientSpec::new`] starts with [`BOARD_CNTL_KA`].
     pub cntl_ka: Option<CntlKa>,
     /// The server was just probed ([`probe_iperf3`], peer type "auto"): a stock iperf3
     /// server closes and re-opens its listener after the probe's session, so a connection
@@ -63,11 +63,50 @@ pub struct ClientSpec {
     pub burst: Option<u64>,
 }
 
+/// `--rcv-timeout`'s watch: the test ends when the received byte count has not moved for the
+/// timeout. Checked every tenth of it (50 ms … 1 s), so it ends between the timeout and the
+/// timeout plus two checks after the last data (2.0–2.4 s for 2000 ms, 120–122 s for the
+/// default). Stock 3.21 notices only when its select loop has nothing else to do, so its end
+/// comes later and varies (12 s for 2000 ms with a stalled server, measured); netperfd keeps
+/// the value asked for.
+struct IdleWatch {
+    timeout: Duration,
+    last_rx: u64,
+    last_at: tokio::time::Instant,
+}
+
+impl IdleWatch {
+    /// How often to check a `timeout`.
+    fn period(timeout: Duration) -> Duration {
+        (timeout / 10).clamp(Duration::from_millis(50), Duration::from_secs(1))
+    }
+
+    fn new(timeout: Duration, rx: u64, now: tokio::time::Instant) -> IdleWatch {
+        IdleWatch {
+            timeout,
+            last_rx: rx,
+            last_at: now,
+        }
+    }
+
+    /// One check at `now` with `rx` bytes received so far: true when nothing came for the
+    /// timeout.
+    fn idle(&mut self, rx: u64, now: tokio::time::Instant) -> bool {
+        if rx != self.last_rx {
+            (self.last_rx, self.last_at) = (rx, now);
+            return false;
+        }
+        now.saturating_duration_since(self.last_at) >= self.timeout
+    }
+}
+
 /// The receive idle timeout of a client that receives, as stock iperf3 3.19+ (120 s).
 pub const DEFAULT_RCV_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Control connection keepalive (`--cntl-ka=IDLE/INTERVAL/COUNT`, seconds, seconds,
-/// probes); a field left out keeps netperfd's own value (5 s, 2 s, 3).
+/// Control connection keepalive (`--cntl-ka[=IDLE/INTERVAL/COUNT]`, seconds, seconds,
+/// probes), as stock iperf3 3.21: SO_KEEPALIVE on, and only the values given are set — a field
+/// left out (all of them for a bare `--cntl-ka`) keeps the kernel's default
+/// (`net.ipv4.tcp_keepalive_time` / `_intvl` / `_probes`: 7200 s, 75 s, 9 on Linux).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CntlKa {
     /// TCP_KEEPIDLE, s.
@@ -78,9 +117,19 @@ pub struct CntlKa {
     pub count: Option<u32>,
 }
 
+/// The keepalive of the board's own iperf3 runs (web, API, suites; not the iperf3 command
+/// line, which follows stock): first probe after 5 s idle, then every 2 s, 3 probes, so a
+/// server that vanishes without a FIN is noticed within 11 s.
+pub const BOARD_CNTL_KA: CntlKa = CntlKa {
+    idle: Some(5),
+    interval: Some(2),
+    count: Some(3),
+};
+
 impl CntlKa {
     /// Parse `IDLE/INTERVAL/COUNT`, each part optional ("", "30", "30/5", "/5/3"). Errors as
-    /// stock iperf3: a number that is not one, or an idle time not above interval × count.
+    /// stock iperf3: a number that is not one, or an idle time not above the interval × count
+    /// given (a part left out counts 0 here; [`CntlKa::apply`] checks again with the kernel's).
     pub fn parse(s: &str) -> Result<CntlKa, String> {
         let mut parts = s.splitn(3, '/');
         let mut num = |what: &str| -> Result<Option<u32>, String> {
@@ -99,22 +148,65 @@ impl CntlKa {
             interval: num("interval")?,
             count: num("count")?,
         };
-        let (idle, intv, cnt) = ka.values();
-        if ka.idle.is_some() && idle <= intv * cnt {
-            return Err(format!(
-                "control connection Keepalive period should be larger than the full retry period (interval * count): {idle} <= {intv} * {cnt} (--cntl-ka)"
-            ));
+        let (intv, cnt) = (ka.interval.unwrap_or(0), ka.count.unwrap_or(0));
+        if let Some(idle) = ka.idle {
+            ka.check(idle, intv, cnt)?;
         }
         Ok(ka)
     }
 
-    /// The values in use: (idle s, interval s, probes).
-    pub fn values(&self) -> (u32, u32, u32) {
-        (
-            self.idle.unwrap_or(5),
-            self.interval.unwrap_or(2),
-            self.count.unwrap_or(3),
-        )
+    fn check(&self, idle: u32, intv: u32, cnt: u32) -> Result<(), String> {
+        if u64::from(idle) <= u64::from(intv) * u64::from(cnt) {
+            return Err(format!(
+                "control connection Keepalive period should be larger than the full retry period (interval * count): {idle} <= {intv} * {cnt} (--cntl-ka)"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Turn on SO_KEEPALIVE on `s` and set TCP_KEEPIDLE / TCP_KEEPINTVL / TCP_KEEPCNT where
+    /// given; returns the values in effect (idle s, interval s, probes), the kernel's where not
+    /// given. Errors: a socket option refused, or (stock's IECNTLKA) an idle time given without
+    /// interval or count that is not above the interval × count in effect — then nothing
+    /// beyond SO_KEEPALIVE was set.
+    pub fn apply(&self, s: &std::net::TcpStream) -> Result<(u32, u32, u32), String> {
+        let sock = socket2::SockRef::from(s);
+        let e = |what: &str, err: std::io::Error| format!("--cntl-ka: {what}: {err}");
+        sock.set_keepalive(true).map_err(|x| e("SO_KEEPALIVE", x))?;
+        let secs = |d: Duration| u32::try_from(d.as_secs()).unwrap_or(u32::MAX);
+        let idle = match self.idle {
+            Some(v) => v,
+            None => secs(sock.keepalive_time().map_err(|x| e("TCP_KEEPIDLE", x))?),
+        };
+        let intv = match self.interval {
+            Some(v) => v,
+            None => secs(
+                sock.keepalive_interval()
+                    .map_err(|x| e("TCP_KEEPINTVL", x))?,
+            ),
+        };
+        let cnt = match self.count {
+            Some(v) => v,
+            None => sock.keepalive_retries().map_err(|x| e("TCP_KEEPCNT", x))?,
+        };
+        // Stock's check at connect, where the kernel's values stand in for those not given
+        // (all three given were checked by `parse`; the board's own 5/2/3 is not a user's).
+        if self.idle.is_some() && (self.interval.is_none() || self.count.is_none()) {
+            self.check(idle, intv, cnt)?;
+        }
+        let mut ka = socket2::TcpKeepalive::new();
+        if let Some(v) = self.idle {
+            ka = ka.with_time(Duration::from_secs(v.into()));
+        }
+        if let Some(v) = self.interval {
+            ka = ka.with_interval(Duration::from_secs(v.into()));
+        }
+        if let Some(v) = self.count {
+            ka = ka.with_retries(v);
+        }
+        sock.set_tcp_keepalive(&ka)
+            .map_err(|x| e("keepalive values", x))?;
+        Ok((idle, intv, cnt))
     }
 }
 
@@ -130,7 +222,7 @@ impl ClientSpec {
             family: Family::Any,
             connect_timeout: Duration::from_secs(10),
             rcv_timeout: DEFAULT_RCV_TIMEOUT,
-            cntl_ka: None,
+            cntl_ka: Some(BOARD_CNTL_KA),
             after_probe: false,
             drops: None,
             burst: None,
@@ -306,24 +398,44 @@ pub const IPERF2_SILENCE: Duration = Duration::from_secs(3);
 /// control byte: PARAM_EXCHANGE, ACCESS_DENIED or SERVER_ERROR mean iperf3 (`Ok(true)`). An
 /// iperf 2 server takes the 37 bytes for a plain 37-byte test, ends it at our FIN and closes:
 /// end of stream, silence, a reset or another byte mean iperf 2 (`Ok(false)`). A stock iperf3
-/// server logs a dropped control connection and serves on. Errors: the host does not resolve,
-/// or nothing listens (connect refused or timed out after 10 s).
-pub async fn probe_iperf3(host: &str, port: u16) -> Result<bool, String> {
+/// server logs a dropped control connection and serves on.
+///
+/// The probe goes to `spec.host:spec.port` (`spec.family`) from the test's own source: bound
+/// to `spec.sock.bind` / `spec.sock.bind_dev` as the test's control connection is, so it leaves
+/// through the board port the test will use. Errors: the host does not resolve, or nothing
+/// listens (connect refused — [`ProbeError::refused`] — or timed out after 10 s).
+pub async fn probe_iperf3(spec: &ClientSpec) -> Result<bool, ProbeError> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let peer = {
-        let h = host.to_string();
-        crate::engine::task::spawn_blocking(move || net::resolve(&h, port, Family::Any))
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("unable to resolve host '{host}': {e}"))?
+    let other = |message: String| ProbeError {
+        message,
+        refused: false,
     };
-    let mut s = tokio::time::timeout(Duration::from_secs(10), TcpStream::connect(peer))
+    let (host, port, family) = (spec.host.clone(), spec.port, spec.family);
+    let peer = crate::engine::task::spawn_blocking(move || net::resolve(&host, port, family))
         .await
-        .map_err(|_| format!("unable to connect to {peer}: timed out"))?
-        .map_err(|e| format!("unable to connect to {peer}: {e}"))?;
+        .map_err(|e| other(e.to_string()))?
+        .map_err(|e| other(format!("unable to resolve host '{}': {e}", spec.host)))?;
+    let opts = SockOpts {
+        bind: spec.sock.bind,
+        bind_dev: spec.sock.bind_dev.clone(),
+        ..Default::default()
+    };
+    let std_s = crate::engine::task::spawn_blocking(move || {
+        net::connect_tcp(peer, &opts, 0, false, Duration::from_secs(10))
+    })
+    .await
+    .map_err(|e| other(e.to_string()))?
+    .map_err(|e| ProbeError {
+        message: format!("unable to connect to {peer}: {e}"),
+        refused: e.kind() == std::io::ErrorKind::ConnectionRefused,
+    })?;
+    let mut s = std_s
+        .set_nonblocking(true)
+        .and_then(|()| TcpStream::from_std(std_s))
+        .map_err(|e| other(e.to_string()))?;
     s.write_all(&wire::probe_cookie())
         .await
-        .map_err(|e| format!("unable to send to {peer}: {e}"))?;
+        .map_err(|e| other(format!("unable to send to {peer}: {e}")))?;
     // The FIN ends an iperf 2 server's test at once (no waiting on its read timeout); an
     // iperf3 server has already read all it needs to answer.
     let _ = s.shutdown().await;
@@ -350,6 +462,16 @@ pub async fn probe_iperf3(host: &str, port: u16) -> Result<bool, String> {
         .await;
     }
     Ok(iperf3)
+}
+
+/// Why [`probe_iperf3`] could not tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeError {
+    /// What went wrong, for the user.
+    pub message: String,
+    /// The TCP connection was refused: nothing listens on TCP there (a UDP-only iperf 2
+    /// server, `iperf -s -u`, may still).
+    pub refused: bool,
 }
 
 /// How long [`probe_iperf3`] waits for an iperf3 server to close the probe's session.
@@ -585,13 +707,9 @@ async fn connect(
     .map_err(|e| {
         err(format!("unable to connect to server {peer}: {e}")).kind(FailKind::of_io(&e))
     })?;
-    let (ka_idle, ka_intv, ka_cnt) = spec.cntl_ka.unwrap_or_default().values();
-    net::keepalive(
-        &std_ctrl,
-        Duration::from_secs(ka_idle as u64),
-        Duration::from_secs(ka_intv as u64),
-        ka_cnt,
-    );
+    if let Some(ka) = &spec.cntl_ka {
+        ka.apply(&std_ctrl).map_err(err)?;
+    }
     let mss = net::mss(&std_ctrl);
     std_ctrl
         .set_nonblocking(true)
@@ -1041,11 +1159,12 @@ async fn drive(
     let mut omit_pending = p.omit > 0;
     // --rcv-timeout: a receiving client ends the test when nothing arrives for this long.
     let receives = p.client_recv_streams() > 0;
-    let mut idle_check = tokio::time::interval(
-        spec.rcv_timeout
-            .clamp(Duration::from_millis(50), Duration::from_secs(1)),
+    let mut idle_check = tokio::time::interval(IdleWatch::period(spec.rcv_timeout));
+    let mut idle = IdleWatch::new(
+        spec.rcv_timeout,
+        phase.received_total(),
+        tokio::time::Instant::now(),
     );
-    let (mut last_rx, mut last_rx_at) = (phase.received_total(), tokio::time::Instant::now());
     let never = Arc::new(Notify::new());
     let cancel = cancel.unwrap_or(&never);
     let mut b = [0u8; 1];
@@ -1079,10 +1198,7 @@ async fn drive(
                 return Drive::Failed("interrupt - the client has terminated".into(), true);
             }
             _ = idle_check.tick(), if receives => {
-                let rx = phase.received_total();
-                if rx != last_rx {
-                    (last_rx, last_rx_at) = (rx, tokio::time::Instant::now());
-                } else if last_rx_at.elapsed() > spec.rcv_timeout {
+                if idle.idle(phase.received_total(), tokio::time::Instant::now()) {
                     return Drive::Failed("idle timeout for receiving data".into(), true);
                 }
             }
@@ -1267,5 +1383,111 @@ mod tests {
         assert_eq!(stream_start_seq(&[0u8; 11], false), None);
         assert_eq!(stream_start_seq(&dgram(5, true)[..12], true), None);
         assert_eq!(stream_start_seq(&dgram(0, false), false), None);
+    }
+
+    /// Issue 39: a bare `--cntl-ka` set 5/2/3 instead of the kernel's values. On a real
+    /// loopback connection: SO_KEEPALIVE on, the values not given read back as the kernel's
+    /// sysctls (the independent truth), the given ones as given; an idle time not above the
+    /// kernel's interval × count is refused as stock 3.21 refuses it at connect.
+    #[test]
+    fn cntl_ka_sets_only_what_is_given() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+        let sysctl = |k: &str| -> u32 {
+            std::fs::read_to_string(format!("/proc/sys/net/ipv4/tcp_keepalive_{k}"))
+                .expect("sysctl")
+                .trim()
+                .parse()
+                .expect("number")
+        };
+        let kernel = (sysctl("time"), sysctl("intvl"), sysctl("probes"));
+        let conn = || std::net::TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+        let read = |c: &std::net::TcpStream| {
+            let s = socket2::SockRef::from(c);
+            (
+                s.keepalive().expect("SO_KEEPALIVE"),
+                s.keepalive_time().expect("idle").as_secs() as u32,
+                s.keepalive_interval().expect("intvl").as_secs() as u32,
+                s.keepalive_retries().expect("cnt"),
+            )
+        };
+        let c = conn();
+        assert!(!read(&c).0, "a new socket has no keepalive");
+        assert_eq!(CntlKa::default().apply(&c), Ok(kernel));
+        assert_eq!(read(&c), (true, kernel.0, kernel.1, kernel.2));
+        let c = conn();
+        let ka = CntlKa::parse("30/5/4").expect("parse");
+        assert_eq!(ka.apply(&c), Ok((30, 5, 4)));
+        assert_eq!(read(&c), (true, 30, 5, 4));
+        let c = conn();
+        let ka = CntlKa::parse("/7").expect("parse");
+        assert_eq!(ka.apply(&c), Ok((kernel.0, 7, kernel.2)));
+        assert_eq!(read(&c), (true, kernel.0, 7, kernel.2));
+        // interval × count passes the parse (nothing else given), not the kernel's check.
+        let c = conn();
+        let ka = CntlKa::parse(&format!("{}", kernel.1 * kernel.2)).expect("parse");
+        assert!(ka.apply(&c).unwrap_err().contains("should be larger"));
+        assert_eq!(read(&c).1, kernel.0, "nothing set after the refusal");
+        // The board's own runs (5 s, 2 s × 3) connect with theirs.
+        let c = conn();
+        assert_eq!(BOARD_CNTL_KA.apply(&c), Ok((5, 2, 3)));
+        assert_eq!(read(&c), (true, 5, 2, 3));
+    }
+
+    /// Issue 39: `--rcv-timeout 2000` ended 3 s after the data stopped (checked once a second,
+    /// the last data noticed up to a second late). Data every 5 ms until 1.005 s, checks at
+    /// the watch's own period: the end comes 2.0–2.4 s after the last data, never before.
+    #[test]
+    fn rcv_timeout_ends_at_the_asked_idle_time() {
+        for (ms, slack) in [(2000u64, 400u64), (100, 100), (120_000, 2000)] {
+            let timeout = Duration::from_millis(ms);
+            let period = IdleWatch::period(timeout);
+            assert!(period * 2 <= Duration::from_millis(slack));
+            let t0 = tokio::time::Instant::now();
+            // A datagram every 5 ms, the last at 1.005 s.
+            let last_data = Duration::from_millis(1005);
+            let rx_at = |t: Duration| (t.min(last_data).as_millis() / 5) as u64;
+            let mut w = IdleWatch::new(timeout, 0, t0);
+            let mut t = Duration::ZERO;
+            let fired = loop {
+                t += period;
+                if w.idle(rx_at(t), t0 + t) {
+                    break t;
+                }
+                assert!(t < Duration::from_secs(1000), "never fired");
+            };
+            let after = fired - last_data;
+            assert!(after >= timeout, "{ms} ms: ended {after:?} after the data");
+            assert!(
+                after <= timeout + Duration::from_millis(slack),
+                "{ms} ms: ended {after:?} after the data"
+            );
+        }
+    }
+
+    /// Issue 39: the auto probe left through the routed port, not the test's bound one, and
+    /// a refused probe was not told from other failures. The listener sees the probe come
+    /// from the bound source address (127.0.0.2, not the routed 127.0.0.1); a closed port is
+    /// `refused`.
+    #[tokio::test]
+    async fn probe_leaves_from_the_test_source_and_tells_refused() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+        let port = l.local_addr().expect("addr").port();
+        let mut spec = ClientSpec::new("127.0.0.1");
+        spec.port = port;
+        spec.sock.bind = Some(std::net::IpAddr::from([127, 0, 0, 2]));
+        let acc = std::thread::spawn(move || {
+            let (c, from) = l.accept().expect("accept");
+            drop(c);
+            from.ip()
+        });
+        assert_eq!(probe_iperf3(&spec).await, Ok(false));
+        assert_eq!(
+            acc.join().expect("thread"),
+            std::net::IpAddr::from([127, 0, 0, 2])
+        );
+        // The port is closed now.
+        let e = probe_iperf3(&spec).await.expect_err("refused");
+        assert!(e.refused, "{e:?}");
+        assert!(e.message.contains("refused"), "{e:?}");
     }
 }
