@@ -283,7 +283,11 @@ impl Pacer {
     pub fn stats(&self) -> PacerStats {
         let mut st = self.stats;
         if self.started {
-            st.owed_ms = self.debt().as_secs_f64() * 1000.0 + st.written_off_ms;
+            // The lag is sampled at each booking; a sender blocked in a send since its last
+            // one is this far behind now (the tryout's "still 62 ms behind" after "up to 32").
+            let now_ms = self.debt().as_secs_f64() * 1000.0;
+            st.max_lag_ms = st.max_lag_ms.max(now_ms);
+            st.owed_ms = now_ms + st.written_off_ms;
         }
         st
     }

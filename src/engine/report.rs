@@ -707,7 +707,10 @@ pub fn text_summary(report: &Report) -> String {
             ));
         }
     }
-    if let Some(c) = crate::engine::shortfall::for_report(report).filter(|c| c.short) {
+    // A shortfall, or a sender that stalled and caught up (the pacing note).
+    if let Some(c) =
+        crate::engine::shortfall::for_report(report).filter(|c| c.short || c.catch_up().is_some())
+    {
         out.push_str(&format!("{}\n", c.sentence()));
     }
     if let Some(n) = gso_note(report).filter(|n| n.contains("turned off")) {

@@ -188,14 +188,13 @@ impl RateCheck {
     }
 }
 
-fn group_rates(ss: &[&StreamSummary]) -> (f64, Option<f64>) {
+/// (sent, received) bits/s of a group of streams; sent is `None` when the sender's seconds
+/// are not known (0: a peer's figures that never arrived, e.g. a test ended by
+/// `--rcv-timeout` before the results exchange), so no shortfall is claimed from them.
+fn group_rates(ss: &[&StreamSummary]) -> (Option<f64>, Option<f64>) {
     let sb: u64 = ss.iter().map(|s| s.sender.bytes).sum();
     let secs = ss.iter().map(|s| s.sender.seconds).fold(0.0, f64::max);
-    let sent = if secs > 0.0 {
-        sb as f64 * 8.0 / secs
-    } else {
-        0.0
-    };
+    let sent = (secs > 0.0).then(|| sb as f64 * 8.0 / secs);
     let recv = if !ss.is_empty() && ss.iter().all(|s| s.receiver.is_some()) {
         let rb: u64 = ss.iter().filter_map(|s| s.receiver.map(|r| r.bytes)).sum();
         let rs = ss
@@ -221,7 +220,9 @@ pub fn for_report_leg(report: &Report, local_sender: bool) -> Option<RateCheck> 
     if ss.is_empty() || report.params.bandwidth == 0 {
         return None;
     }
-    let (sent, recv) = group_rates(&ss);
+    let (Some(sent), recv) = group_rates(&ss) else {
+        return None;
+    };
     let lag = ss
         .iter()
         .filter_map(|s| s.udp.and_then(|u| u.sender_max_lag_ms))
@@ -294,6 +295,33 @@ mod tests {
             .unwrap()
             .with_sender(Some(80.0), None);
         assert_eq!(ok.why(), None);
+    }
+
+    /// The tryout's `-R --rcv-timeout 2000` against a server that stopped: the sender's
+    /// figures never arrived (0 bytes over 0 s), so there is no "sent 0.000 Mbit/s" shortfall.
+    #[test]
+    fn unknown_sender_figures_are_no_shortfall() {
+        use crate::engine::report::{SideTotals, StreamSummary};
+        let s = StreamSummary {
+            sender: SideTotals {
+                bytes: 0,
+                seconds: 0.0,
+            },
+            receiver: Some(SideTotals {
+                bytes: 6_225_000,
+                seconds: 3.0,
+            }),
+            ..Default::default()
+        };
+        assert_eq!(group_rates(&[&s]), (None, Some(16_600_000.0)));
+        let known = StreamSummary {
+            sender: SideTotals {
+                bytes: 6_250_000,
+                seconds: 1.0,
+            },
+            ..s.clone()
+        };
+        assert_eq!(group_rates(&[&known]).0, Some(50_000_000.0));
     }
 
     /// Issue 39 item 2: the pacing note shows the stall and the repayment, reached or not.
