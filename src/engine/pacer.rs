@@ -140,6 +140,15 @@ pub const CATCH_UP_CAPS: [Duration; 3] = [
 /// level 0) keeps the 1.9 × bound.
 pub const ESCALATE_DEBT: Duration = Duration::from_millis(10);
 
+/// The catch-up levels are taken only after the host has been loaded this long without an
+/// idle second: 1 s. A one-off stall, or a loaded second (an RFC 2544 trial is 1 s long: its
+/// offered load must stay even, and a 5 × burst into a shaper's 10 ms queue is a loss the board
+/// did not cause), keeps the 1.9 × bound; a core that stays short of CPU gets the levels.
+/// Measured in `tests/rfc2544.rs` on a loaded machine: with levels from the first stall, trials
+/// lagging 20–56 ms burst into the 100 Mbit/s TBF and the 512-byte throughput came out at
+/// 19,304 frames/s (the shaper passes 24,606).
+pub const ESCALATE_AFTER: Duration = Duration::from_secs(1);
+
 /// While the host is loaded and a catch-up level above 0 is in force, debt beyond this is
 /// repaid at that level rather than by the gentle bucket: 4 ms (a few late wake-ups). Without
 /// it the debt of a CPU-short sender grows back to [`GENTLE_DEBT`] between repayments and the
@@ -238,6 +247,9 @@ pub struct Pacer {
     loaded_until: Option<Instant>,
     /// The catch-up level in force (index into [`CATCH_UP_CAPS`]).
     level: usize,
+    /// Since when the host counts as loaded without an idle second between (see
+    /// [`ESCALATE_AFTER`]).
+    loaded_since: Option<Instant>,
     /// The debt when `level` was last set or the debt last fell at it (see
     /// [`ESCALATE_DEBT`]).
     level_debt: Duration,
@@ -273,6 +285,7 @@ impl Pacer {
             booked: 0,
             loaded_until: None,
             level: 0,
+            loaded_since: None,
             level_debt: Duration::ZERO,
             in_stall: false,
             stalled: false,
@@ -324,6 +337,7 @@ impl Pacer {
         if !loaded {
             // An idle second: back to the 1.9 × bound.
             self.level = 0;
+            self.loaded_since = None;
         }
         let threshold = if loaded && self.level > 0 {
             CPU_SHORT_DEBT
@@ -334,8 +348,12 @@ impl Pacer {
         if !gentle || (loaded && debt > LOADED_CREDIT) {
             self.loaded_until = Some(now + LOADED_FOR);
             loaded = true;
+            self.loaded_since.get_or_insert(now);
         }
-        self.track_stall(gentle, debt);
+        let short_for = self
+            .loaded_since
+            .map_or(Duration::ZERO, |s| now.saturating_duration_since(s));
+        self.track_stall(gentle, debt, short_for >= ESCALATE_AFTER);
         let at = if gentle {
             // On time or a small debt: the schedule, repaid gently, never a burst.
             let at = self.next.max(self.peak).max(now);
@@ -369,7 +387,7 @@ impl Pacer {
     /// [`CATCH_UP_CAPS`]): up one when a large debt grew [`ESCALATE_DEBT`] beyond where the
     /// level was set (the CPU the sender gets does not repay it at this level); the level stays
     /// while the host is loaded (see [`LOADED_FOR`]).
-    fn track_stall(&mut self, gentle: bool, debt: Duration) {
+    fn track_stall(&mut self, gentle: bool, debt: Duration, may_escalate: bool) {
         if debt <= LOADED_CREDIT {
             // On time again (within one late wake-up): the next large debt is a new stall.
             self.stalled = false;
@@ -387,7 +405,10 @@ impl Pacer {
         }
         if debt < self.level_debt {
             self.level_debt = debt;
-        } else if debt >= self.level_debt + ESCALATE_DEBT && self.level + 1 < CATCH_UP_CAPS.len() {
+        } else if may_escalate
+            && debt >= self.level_debt + ESCALATE_DEBT
+            && self.level + 1 < CATCH_UP_CAPS.len()
+        {
             self.level += 1;
             self.level_debt = debt;
             self.stats.catch_up_level = self.stats.catch_up_level.max(self.level as u8);
@@ -679,11 +700,11 @@ mod tests {
         // 100 Mbit/s of 1250-byte datagrams (one per 100 µs) for 1 s, every sleep waking
         // `late` µs late (a loaded host). Each late wake-up may send up to 1.9 ms of traffic
         // (19 datagrams) when the last 1.2 ms leave room, so the sender keeps the rate while it
-        // gets the CPU often enough: ≥ 99.8 % up to 1.5 ms late and 97.9 % at 1.7 ms. At
-        // 0.75–1.1 ms late two bursts share one window and at 2 ms and beyond each cycle is
-        // the window plus the lateness (1.9 / (1.2 + 2) = 59 %): before the catch-up levels
-        // that was 93, 89, 85, 81 % and 59 %; now the growing debt raises the cap (3.4 ms, then
-        // 5 ms per window): ≥ 99 % up to 3 ms late, 92.5 % at 4 ms, 78 % at 5 ms. (The old 250 µs bucket at 1.4 × sent about one bucket
+        // gets the CPU often enough: ≥ 99.8 % up to 1.5 ms late and 97.9 % at 1.7 ms, except
+        // 0.75–1.1 ms late, where two bursts share one window (93, 89, 85, 81 %). Beyond that
+        // each cycle is the window plus the lateness: 2 ms late gives 1.9 / (1.2 + 2) = 59 %
+        // in this first second; a host loaded longer than ESCALATE_AFTER gets the catch-up
+        // levels (see `a_core_short_of_cpu_repays_at_a_higher_level`). (The old 250 µs bucket at 1.4 × sent about one bucket
         // per wake-up: 37–55 % measured under load. Before LOADED_CREDIT the last 20 ms of
         // debt was never repaid: 9780–9810 of 10000 at 0.5–0.8 and 1.2–1.7 ms late; the
         // credit's burst of 1.2 × 1.25 ms moved the start of the dip from 0.9 to 0.75 ms.)
@@ -691,17 +712,14 @@ mod tests {
             (100, 9990..=10_000),
             (500, 9990..=10_000),
             (700, 9990..=10_000),
-            (800, 9990..=10_000),
-            (900, 9990..=10_000),
-            (1000, 9985..=10_000),
-            (1100, 9990..=10_000),
+            (800, 9250..=9400),
+            (900, 8800..=8950),
+            (1000, 8400..=8550),
+            (1100, 8050..=8150),
             (1200, 9980..=10_000),
             (1500, 9980..=10_000),
             (1700, 9750..=9810),
-            (2000, 9900..=9960),
-            (3000, 9900..=9960),
-            (4000, 9200..=9300),
-            (5000, 7750..=7850),
+            (2000, 5780..=5880),
         ];
         for (late, want) in cases {
             let t0 = Instant::now();
@@ -730,13 +748,13 @@ mod tests {
         // schedule at 100 Mbit/s in the UDP sender's 0.8 ms batches. At the 1.9 ms cap each
         // wake-up sent 1.9 ms of traffic per late + 1.2 ms: 59 % at 2 ms, 45 % at 3 ms and 30 %
         // at 5 ms (the bench measured 65–85 %). With the catch-up levels the debt stops
-        // growing once the cap covers a cycle: ≥ 99 % up to 3.5 ms late, and the busiest 1 ms
-        // stays within the top level's 5 ×. At 5 ms late the top level's 5 ms per 6.2 ms cycle
-        // is the limit: 78 %.
+        // growing once the cap covers a cycle, after the first second at the 1.9 × bound
+        // (ESCALATE_AFTER): ≥ 98 % up to 3 ms late (88 % at 3.5), and the busiest 1 ms stays within the top
+        // level's 5 ×. At 5 ms late the top level's 5 ms per 6.2 ms cycle is the limit.
         let rate = 100_000_000u64;
         let n = Pacer::batch_datagrams(rate, 1448, 256) * 1448;
         let per_ms = rate as f64 / 8.0 / 1000.0;
-        for (late_us, want) in [(2000u64, 0.99), (3000, 0.99), (3500, 0.99), (5000, 0.75)] {
+        for (late_us, want) in [(2000u64, 0.985), (3000, 0.98), (3500, 0.85), (5000, 0.65)] {
             let t0 = Instant::now();
             let mut p = Pacer::new(rate, MAX_DEBT);
             let (mut now, mut sent) = (t0, 0u64);
