@@ -1645,8 +1645,22 @@ fn seed_003_a_port_by_dhcp_from_the_page_and_back_to_static() {
         log.contains("netperfd udhcpc hook (bound): eth1: the DHCP server's lease was refused: the router 10.9.9.9"),
         "{log}"
     );
-    assert_eq!(http.call("POST", "/api/board/rollback").status, 200);
-    assert_eq!(addrs(&board, "eth1"), vec!["198.51.100.1/24"]);
+    // A graceful stop (SIGTERM) stops the client too: no udhcpc is left as an orphan (the
+    // next start rolls the unconfirmed change back).
+    let pidfile = lab.dir().join("data/dhcp/eth1.pid");
+    let client: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap_or_default()
+        .trim()
+        .parse()
+        .expect("udhcpc's pid file");
+    let comm = |p: u32| std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+    assert!(comm(client).starts_with("udhcpc") || comm(client).starts_with("busybox"));
+    sh_ok(&board, "kill", &["-TERM", &lab.pid(d).to_string()]);
+    assert!(
+        lab.wait(d, Duration::from_secs(40)).is_some(),
+        "the daemon stopped"
+    );
+    assert_eq!(comm(client), "", "udhcpc {client} still runs");
 
     // An image without a client: the page says so, the switch is disabled, the API refuses.
     lab.kill(d);

@@ -678,6 +678,12 @@ impl Controller {
         }
     }
 
+    /// Stop the DHCP clients netperfd runs (a graceful stop of the daemon): none is left
+    /// running as an orphan; the ports stay by DHCP in the confirmed configuration.
+    pub async fn stop_dhcp_clients(&self) {
+        self.dhcp.stop_children().await;
+    }
+
     /// Validate `changes` against the live board without applying them: what they would do,
     /// and the lock-out warning when they take away the address the request came in on
     /// (an error unless `o.unchecked` or `o.force`).

@@ -450,6 +450,22 @@ impl Dhcp {
         Ok(())
     }
 
+    /// Stop every client netperfd runs (udhcpc, dhcpcd children): on a graceful stop, so that
+    /// none is left running as an orphan. Their ports stay by DHCP in the configuration (the
+    /// next start runs the client again); networkd's files stay. Errors are logged.
+    pub async fn stop_children(&self) {
+        let ports: Vec<String> = self
+            .children
+            .lock()
+            .map(|g| g.keys().cloned().collect())
+            .unwrap_or_default();
+        for p in ports {
+            if let Err(e) = self.stop(&p).await {
+                tracing::warn!("DHCP on {p}: stopping the client: {e}");
+            }
+        }
+    }
+
     /// The lease `port` holds under `client` (None when it holds none, or the client's
     /// lease cannot be read). `dynamic` is the port's dynamic IPv4 address with its valid
     /// lifetime in seconds, as the kernel reports it.
