@@ -1424,6 +1424,11 @@ fn seed_003_a_port_by_dhcp_from_the_page_and_back_to_static() {
             json!({"method": "dhcp"}),
             "loopback",
         ),
+        (
+            "/api/ports/eth1/addressing",
+            json!({"method": "dhcp", "x": 1}),
+            "invalid request body: unknown field `x`",
+        ),
     ] {
         let r = http.api("PUT", path, &body);
         assert_eq!(r.status, 400, "{path} {body}: {}", r.body);

@@ -530,15 +530,23 @@ async fn api_link(
     Ok(run_changes(&req, &state, vec![c], &b.params).await)
 }
 
+/// The body of `PUT /api/ports/{port}/addressing`: an unknown field is refused (400), so the
+/// apply parameters are spelled out here (`deny_unknown_fields` does not work through
+/// `flatten`).
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct AddressingBody {
     method: String,
     #[serde(default)]
     address: Option<String>,
     #[serde(default)]
     gateway: Option<String>,
-    #[serde(flatten)]
-    params: ApplyParams,
+    #[serde(default)]
+    confirm_within: Option<serde_json::Value>,
+    #[serde(default)]
+    unchecked: Option<bool>,
+    #[serde(default)]
+    force: Option<bool>,
 }
 
 /// `PUT /api/ports/{port}/addressing` `{"method": "dhcp"}` or `{"method": "static",
@@ -556,13 +564,18 @@ async fn api_addressing(
         Ok(b) => b,
         Err(r) => return Ok(r),
     };
+    let params = ApplyParams {
+        confirm_within: b.confirm_within,
+        unchecked: b.unchecked,
+        force: b.force,
+    };
     let c = Change::Addressing {
         port: path.into_inner(),
         method: b.method,
         address: b.address,
         gateway: b.gateway,
     };
-    Ok(run_changes(&req, &state, vec![c], &b.params).await)
+    Ok(run_changes(&req, &state, vec![c], &params).await)
 }
 
 #[derive(Deserialize)]
