@@ -9,10 +9,13 @@
 //!   port); the kernel does SLAAC. The lease is `dhcpcd -4 -U PORT`'s dump.
 //! * **busybox udhcpc** (`udhcpc`, or `busybox udhcpc`): `udhcpc -f -R -i PORT -s NETPERFD` runs
 //!   as netperfd's child with netperfd's own binary as its script ([`udhcpc_hook_main`]): no
-//!   shell anywhere. The hook puts the leased address on the port with the lease's lifetime
-//!   (so the kernel, like `ip -j addr`, shows it as dynamic with its countdown), sets the IPv4
-//!   default route via the lease's router, and writes the lease as JSON (`PORT.json` in the
-//!   lease directory). The kernel does SLAAC.
+//!   shell anywhere. The hook checks the whole lease first ([`lease_from_udhcpc`]; a refused
+//!   one applies nothing and is written with its `error`), puts the leased address on the port
+//!   with the lease's lifetime (so the kernel, like `ip -j addr`, shows it as dynamic with its
+//!   countdown; an infinite lease forever, marked [`super::links::DHCP_ADDR_PROTO`]), sets the
+//!   IPv4 default route via the lease's router only when no other port holds one, and writes
+//!   the lease as JSON (`PORT.json` in the lease directory). udhcpc's and the hook's output
+//!   go to netperfd's log. The kernel does SLAAC.
 //!
 //! Every client is run directly with an argv list (never through a shell); port names are
 //! checked ([`crate::model::names::valid_ifname`] and a conservative character set) before
