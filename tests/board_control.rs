@@ -1357,7 +1357,7 @@ fn seed_003_a_port_by_dhcp_from_the_page_and_back_to_static() {
     // The upstream router: dnsmasq on pc2's port (DHCP only, no DNS), its leases in a file.
     let leases = lab.dir().join("dnsmasq.leases");
     let lf = format!("--dhcp-leasefile={}", leases.display());
-    lab.spawn(
+    let dnsmasq = lab.spawn(
         &pc2,
         "dnsmasq",
         "dnsmasq",
@@ -1423,6 +1423,11 @@ fn seed_003_a_port_by_dhcp_from_the_page_and_back_to_static() {
             "/api/ports/lo/addressing",
             json!({"method": "dhcp"}),
             "loopback",
+        ),
+        (
+            "/api/ports/eth1/addressing",
+            json!({"method": "dhcp", "x": 1}),
+            "invalid request body: unknown field `x`",
         ),
     ] {
         let r = http.api("PUT", path, &body);
@@ -1512,6 +1517,22 @@ fn seed_003_a_port_by_dhcp_from_the_page_and_back_to_static() {
         board_state(&http)["confirmed"]["ports"]["eth1"]["dhcp"],
         true
     );
+    // Static without confirming: the roll-back leaves the default route to the restarted
+    // client (putting the old one back before its lease failed: "roll-back failed").
+    let r = http.api(
+        "PUT",
+        "/api/ports/eth1/addressing",
+        &json!({"method": "static", "address": "198.51.100.1/24", "gateway": "198.51.100.2", "confirm_within": 2}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    wait_until(Duration::from_secs(15), "the roll-back to DHCP", || {
+        board_state(&http)["log"][0]["outcome"] != "pending"
+            && !dynamic_v4(&board, "eth1").is_empty()
+    });
+    assert_eq!(board_state(&http)["log"][0]["outcome"], "rolled back");
+    wait_until(Duration::from_secs(5), "the client's route", || {
+        default_v4(&board) == Some(("198.51.100.2".into(), "eth1".into()))
+    });
     // For a look as a user would (not in CI: a browser costs seconds): screenshots of the
     // page with the lease at 390 and 1400 px into $NETPERFD_DHCP_SHOTS.
     if let Some(dir) = std::env::var_os("NETPERFD_DHCP_SHOTS") {
@@ -1548,6 +1569,13 @@ fn seed_003_a_port_by_dhcp_from_the_page_and_back_to_static() {
     assert_eq!(board_state(&http)["addressing"]["eth1"]["method"], "static");
 
     // To DHCP without confirming: after the window the port is static again, as it was.
+    // The default route through eth0 stays all along: the lease's router does not take it.
+    sh_ok(
+        &board,
+        "ip",
+        &["route", "add", "default", "via", "192.0.2.2", "dev", "eth0"],
+    );
+    let eth0 = Some(("192.0.2.2".to_string(), "eth0".to_string()));
     let r = http.api(
         "PUT",
         "/api/ports/eth1/addressing",
@@ -1557,15 +1585,87 @@ fn seed_003_a_port_by_dhcp_from_the_page_and_back_to_static() {
     wait_until(Duration::from_secs(3), "the lease again", || {
         !dynamic_v4(&board, "eth1").is_empty()
     });
+    assert_eq!(default_v4(&board), eth0);
+    wait_until(Duration::from_secs(3), "the lease file", || {
+        board_state(&http)["addressing"]["eth1"]["lease"]["route_note"]
+            == "not the board's default route: it stays via 192.0.2.2 on eth0"
+    });
     wait_until(Duration::from_secs(10), "the roll-back", || {
         addrs(&board, "eth1") == vec!["198.51.100.1/24"]
     });
     assert!(dynamic_v4(&board, "eth1").is_empty());
-    assert_eq!(default_v4(&board), None);
+    assert_eq!(default_v4(&board), eth0);
     let v = board_state(&http);
     assert_eq!(v["addressing"]["eth1"]["method"], "static");
     assert_eq!(v["log"][0]["outcome"], "rolled back", "{v}");
     eprintln!("lease after {} ms", took.as_millis());
+
+    // A hostile lease (router outside the subnet): nothing of it is applied, the page says
+    // why, and the hook's message is in netperfd's log.
+    lab.kill(dnsmasq);
+    lab.spawn(
+        &pc2,
+        "dnsmasq2",
+        "dnsmasq",
+        &[
+            "--no-daemon",
+            "--conf-file=/dev/null",
+            "--port=0",
+            "--interface=eth0",
+            "--bind-interfaces",
+            "--dhcp-range=198.51.100.50,198.51.100.59,255.255.255.0,2m",
+            "--dhcp-option=option:router,10.9.9.9",
+            "--dhcp-authoritative",
+            "--no-ping",
+            "--user=root",
+            &lf,
+        ],
+    );
+    let r = http.api(
+        "PUT",
+        "/api/ports/eth1/addressing",
+        &json!({"method": "dhcp", "confirm_within": 60}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    wait_until(Duration::from_secs(10), "the refusal", || {
+        board_state(&http)["addressing"]["eth1"]["lease"]["error"].is_string()
+    });
+    let why = board_state(&http)["addressing"]["eth1"]["lease"]["error"].clone();
+    assert!(
+        why.as_str()
+            .unwrap_or_default()
+            .starts_with("the router 10.9.9.9 is outside the subnet 198.51.100.5"),
+        "{why}"
+    );
+    assert!(dynamic_v4(&board, "eth1").is_empty());
+    assert_eq!(default_v4(&board), eth0);
+    let page = http.get("/ports").body;
+    assert!(
+        page.contains("<dd data-lease=\"Refused\">the DHCP server&#39;s lease was refused: the router 10.9.9.9 is outside"),
+        "{}",
+        page.split("id=\"lease-eth1\"").nth(1).unwrap_or("")
+    );
+    let (_, log) = lab.output("daemon");
+    assert!(
+        log.contains("netperfd udhcpc hook (bound): eth1: the DHCP server's lease was refused: the router 10.9.9.9"),
+        "{log}"
+    );
+    // A graceful stop (SIGTERM) stops the client too: no udhcpc is left as an orphan (the
+    // next start rolls the unconfirmed change back).
+    let pidfile = lab.dir().join("data/dhcp/eth1.pid");
+    let client: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap_or_default()
+        .trim()
+        .parse()
+        .expect("udhcpc's pid file");
+    let comm = |p: u32| std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+    assert!(comm(client).starts_with("udhcpc") || comm(client).starts_with("busybox"));
+    sh_ok(&board, "kill", &["-TERM", &lab.pid(d).to_string()]);
+    assert!(
+        lab.wait(d, Duration::from_secs(40)).is_some(),
+        "the daemon stopped"
+    );
+    assert_eq!(comm(client), "", "udhcpc {client} still runs");
 
     // An image without a client: the page says so, the switch is disabled, the API refuses.
     lab.kill(d);

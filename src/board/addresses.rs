@@ -205,6 +205,37 @@ pub async fn default_route(
         .find_map(|m| gateway_of(m).map(|g| (g, oif_of(m)))))
 }
 
+/// Every default route of the main table for IPv4 (`v6 = false`) or IPv6 with a next hop, as
+/// (next hop, port index).
+pub async fn default_routes(
+    h: &rtnetlink::Handle,
+    v6: bool,
+) -> Result<Vec<(IpAddr, Option<u32>)>, BoardError> {
+    Ok(default_route_messages(h, v6)
+        .await?
+        .iter()
+        .filter_map(|m| gateway_of(m).map(|g| (g, oif_of(m))))
+        .collect())
+}
+
+/// Remove the default routes of the family `v6` picks that leave through port `index`.
+pub async fn del_default_routes_via(
+    h: &rtnetlink::Handle,
+    v6: bool,
+    index: u32,
+) -> Result<(), BoardError> {
+    for m in default_route_messages(h, v6).await? {
+        if oif_of(&m) == Some(index) {
+            h.route()
+                .del(m)
+                .execute()
+                .await
+                .map_err(|e| nl_error("removing the old default route", e))?;
+        }
+    }
+    Ok(())
+}
+
 /// Make `via` (leaving through port `index` when given) the only default route of its
 /// family in the main table; `None` removes every default route of the family `v6` picks.
 pub async fn set_default_route(

@@ -596,6 +596,27 @@ impl Controller {
             (&s.ipv6_default_route, true),
         ] {
             let Some(r) = r else { continue };
+            // A default route through a port by DHCP is its client's to set: the old one is
+            // not put back (the port has no address before the client's lease, so it would
+            // fail), a stale one through that port goes when the client starts afresh.
+            if let Some(pn) = r.gateway.as_ref().and_then(|g| g.port.as_deref()) {
+                let by_dhcp = match s.ports.get(pn) {
+                    Some(p) => p.dhcp,
+                    None => self.dhcp.is_on(pn),
+                };
+                if !v6 && by_dhcp {
+                    if dhcp_starts.contains(&pn) {
+                        if let Some(l) = links.iter().find(|l| l.name == pn) {
+                            if let Err(e) =
+                                addresses::del_default_routes_via(&h, false, l.index).await
+                            {
+                                errors.push(e);
+                            }
+                        }
+                    }
+                    continue;
+                }
+            }
             let target = match &r.gateway {
                 None => None,
                 Some(g) => {
@@ -655,6 +676,12 @@ impl Controller {
             None => Ok(()),
             Some(e) => Err(e),
         }
+    }
+
+    /// Stop the DHCP clients netperfd runs (a graceful stop of the daemon): none is left
+    /// running as an orphan; the ports stay by DHCP in the confirmed configuration.
+    pub async fn stop_dhcp_clients(&self) {
+        self.dhcp.stop_children().await;
     }
 
     /// Validate `changes` against the live board without applying them: what they would do,

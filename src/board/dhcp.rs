@@ -9,10 +9,13 @@
 //!   port); the kernel does SLAAC. The lease is `dhcpcd -4 -U PORT`'s dump.
 //! * **busybox udhcpc** (`udhcpc`, or `busybox udhcpc`): `udhcpc -f -R -i PORT -s NETPERFD` runs
 //!   as netperfd's child with netperfd's own binary as its script ([`udhcpc_hook_main`]): no
-//!   shell anywhere. The hook puts the leased address on the port with the lease's lifetime
-//!   (so the kernel, like `ip -j addr`, shows it as dynamic with its countdown), sets the IPv4
-//!   default route via the lease's router, and writes the lease as JSON (`PORT.json` in the
-//!   lease directory). The kernel does SLAAC.
+//!   shell anywhere. The hook checks the whole lease first ([`lease_from_udhcpc`]; a refused
+//!   one applies nothing and is written with its `error`), puts the leased address on the port
+//!   with the lease's lifetime (so the kernel, like `ip -j addr`, shows it as dynamic with its
+//!   countdown; an infinite lease forever, marked [`super::links::DHCP_ADDR_PROTO`]), sets the
+//!   IPv4 default route via the lease's router only when no other port holds one, and writes
+//!   the lease as JSON (`PORT.json` in the lease directory). udhcpc's and the hook's output
+//!   go to netperfd's log. The kernel does SLAAC.
 //!
 //! Every client is run directly with an argv list (never through a shell); port names are
 //! checked ([`crate::model::names::valid_ifname`] and a conservative character set) before
@@ -266,7 +269,24 @@ pub struct Lease {
     /// When the lease was bound or last renewed, Unix ms (udhcpc only).
     #[serde(default)]
     pub bound_at: Option<i64>,
+    /// The domain name the lease gives (udhcpc only; at most [`MAX_DOMAIN`] bytes).
+    #[serde(default)]
+    pub domain: Option<String>,
+    /// Why netperfd refused the DHCP server's lease (udhcpc only): nothing of it was applied.
+    /// The other fields are then empty.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// When the lease was refused, Unix ms.
+    #[serde(default)]
+    pub error_at: Option<i64>,
+    /// Why the lease's router did not become the board's default route (another port holds
+    /// it), when it did not.
+    #[serde(default)]
+    pub route_note: Option<String>,
 }
+
+/// The lease time udhcpc reports for an infinite lease (0xffffffff s).
+pub const INFINITE_LEASE: u64 = u32::MAX as u64;
 
 /// One port's addressing, as the page shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -360,14 +380,21 @@ impl Dhcp {
         let (prog, args) = argv
             .split_first()
             .ok_or_else(|| BoardError::System("no DHCP client to run".into()))?;
-        let child = Command::new(prog)
+        let mut child = Command::new(prog)
             .args(args)
             .env(HOOK_ENV, &self.dir)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| BoardError::System(format!("cannot start {}: {e}", client.describe())))?;
+        // The client's own messages and the hook's (a refused lease) go to netperfd's log.
+        if let Some(o) = child.stdout.take() {
+            log_lines(port, o);
+        }
+        if let Some(e) = child.stderr.take() {
+            log_lines(port, e);
+        }
         let _ = std::fs::write(self.pidfile(port), child.id().to_string());
         tracing::info!("DHCP on {port}: started {}", argv.join(" "));
         if let Ok(mut g) = self.children.lock() {
@@ -426,6 +453,22 @@ impl Dhcp {
         Ok(())
     }
 
+    /// Stop every client netperfd runs (udhcpc, dhcpcd children): on a graceful stop, so that
+    /// none is left running as an orphan. Their ports stay by DHCP in the configuration (the
+    /// next start runs the client again); networkd's files stay. Errors are logged.
+    pub async fn stop_children(&self) {
+        let ports: Vec<String> = self
+            .children
+            .lock()
+            .map(|g| g.keys().cloned().collect())
+            .unwrap_or_default();
+        for p in ports {
+            if let Err(e) = self.stop(&p).await {
+                tracing::warn!("DHCP on {p}: stopping the client: {e}");
+            }
+        }
+    }
+
     /// The lease `port` holds under `client` (None when it holds none, or the client's
     /// lease cannot be read). `dynamic` is the port's dynamic IPv4 address with its valid
     /// lifetime in seconds, as the kernel reports it.
@@ -459,6 +502,16 @@ impl Dhcp {
                 }
             }
         }?;
+        if l.error.is_some() {
+            return Some(l);
+        }
+        if l.lease_secs.is_some_and(|s| s >= INFINITE_LEASE) {
+            l.expires_at = None;
+            if l.address.is_none() {
+                l.address = dynamic.map(|(a, _)| a.to_string());
+            }
+            return Some(l);
+        }
         if let Some((a, valid)) = dynamic {
             if l.address.is_none() {
                 l.address = Some(a.to_string());
@@ -478,6 +531,34 @@ impl Dhcp {
         Some(l)
     }
 }
+
+/// Copy each line `r` gives (a DHCP client's stdout or stderr) into netperfd's log, on a
+/// thread of its own that ends with the client: the hook's lines (a refused lease, a failed
+/// netlink call) as warnings, the client's own as info.
+fn log_lines(port: &str, r: impl std::io::Read + Send + 'static) {
+    use std::io::BufRead;
+    let p = port.to_string();
+    let spawned = std::thread::Builder::new()
+        .name(format!("dhcp-log-{port}"))
+        .spawn(move || {
+            let port = p;
+            for line in std::io::BufReader::new(r).lines() {
+                let Ok(line) = line else { break };
+                let line: String = line.chars().take(1000).collect();
+                if line.starts_with(HOOK_PREFIX) {
+                    tracing::warn!("DHCP on {port}: {line}");
+                } else {
+                    tracing::info!("DHCP on {port}: {line}");
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("DHCP on {port}: cannot log the client's output: {e}");
+    }
+}
+
+/// How the udhcpc hook's messages on stderr begin.
+const HOOK_PREFIX: &str = "netperfd udhcpc hook";
 
 /// Run `prog` with `args` (no shell), stdin empty, and collect its output; killed after
 /// `limit`. Errors: it could not be started, or it ran longer than `limit`.
@@ -599,6 +680,7 @@ pub fn parse_networkd_lease(text: &str) -> Option<Lease> {
         lease_secs: kv.get("LIFETIME").and_then(|s| s.parse().ok()),
         expires_at: None,
         bound_at: None,
+        ..Lease::default()
     })
 }
 
@@ -624,6 +706,7 @@ pub fn parse_dhcpcd_dump(text: &str) -> Option<Lease> {
         lease_secs: kv.get("dhcp_lease_time").and_then(|s| s.parse().ok()),
         expires_at: None,
         bound_at: None,
+        ..Lease::default()
     })
 }
 
@@ -674,47 +757,177 @@ pub fn udhcpc_hook_main() -> Option<i32> {
     Some(match rt.block_on(hook(&event, &env, Path::new(&dir))) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("netperfd udhcpc hook ({event}): {e}");
+            eprintln!("{HOOK_PREFIX} ({event}): {e}");
             1
         }
     })
 }
 
+/// At most this many DNS servers of a lease are kept (resolv.conf's own limit).
+pub const MAX_DNS: usize = 3;
+/// The longest domain name kept from a lease, bytes (a DNS name's limit).
+pub const MAX_DOMAIN: usize = 253;
+
+/// Why `a` cannot be a unicast host address handed out by DHCP (0.0.0.0, loopback,
+/// multicast, 255.255.255.255, 240.0.0.0/4); None when it can.
+fn not_unicast(a: Ipv4Addr) -> Option<&'static str> {
+    if a.is_unspecified() {
+        Some("0.0.0.0")
+    } else if a.is_loopback() {
+        Some("a loopback address")
+    } else if a.is_broadcast() {
+        Some("the limited broadcast address")
+    } else if a.is_multicast() {
+        Some("a multicast address")
+    } else if u32::from(a) >> 28 == 0xf {
+        Some("a reserved (240.0.0.0/4) address")
+    } else {
+        None
+    }
+}
+
+/// Whether `a` is the network or the broadcast address of `net/prefix` (only subnets of
+/// /30 and wider have them; a /31 is point-to-point, RFC 3021).
+fn net_or_broadcast(a: Ipv4Addr, prefix: u8) -> Option<&'static str> {
+    if prefix > 30 {
+        return None;
+    }
+    let host = u32::MAX.checked_shr(u32::from(prefix)).unwrap_or(0);
+    let a = u32::from(a);
+    if a & host == 0 {
+        Some("the subnet's network address")
+    } else if a & host == host {
+        Some("the subnet's broadcast address")
+    } else {
+        None
+    }
+}
+
+fn same_subnet(a: Ipv4Addr, b: Ipv4Addr, prefix: u8) -> bool {
+    let mask = u32::MAX
+        .checked_shl(32u32.saturating_sub(u32::from(prefix)))
+        .unwrap_or(0);
+    u32::from(a) & mask == u32::from(b) & mask
+}
+
 /// The lease udhcpc hands its script (`ip`, `mask` or `subnet`, `router`, `dns`, `serverid`,
-/// `lease`), at `now` (Unix ms). Errors: no valid address.
+/// `lease` seconds, `domain`), checked as a whole at `now` (Unix ms). Errors (the lease is
+/// then refused, nothing applied): the address is not a unicast host address (0.0.0.0,
+/// loopback, multicast, 255.255.255.255, 240.0.0.0/4, or the subnet's network or broadcast
+/// address); the netmask is missing, not contiguous, or shorter than /8 or /32 (a /32 leaves
+/// no router on the link; a /31 is accepted as point-to-point, RFC 3021); the first router is
+/// not a unicast address inside the subnet other than the leased one. Kept: the first
+/// [`MAX_DNS`] unicast DNS servers; the domain when it is at most [`MAX_DOMAIN`] bytes of
+/// letters, digits, `-` and `.`. `lease` 4294967295 is an infinite lease.
 pub fn lease_from_udhcpc(
     env: &HashMap<String, String>,
     now: i64,
 ) -> Result<(IfAddr, Lease), String> {
-    let ip: Ipv4Addr = env
-        .get("ip")
-        .and_then(|s| s.parse().ok())
-        .ok_or("udhcpc gave no valid address ($ip)")?;
-    let prefix = env
-        .get("mask")
-        .and_then(|m| m.parse::<u8>().ok())
-        .filter(|p| (1..=32).contains(p))
-        .or_else(|| env.get("subnet").and_then(|s| prefix_of_mask(s)))
-        .unwrap_or(32);
+    let ip_s = env.get("ip").map(|s| s.trim()).unwrap_or("");
+    let ip: Ipv4Addr = ip_s
+        .parse()
+        .map_err(|_| format!("the address '{ip_s}' is not an IPv4 address"))?;
+    if let Some(why) = not_unicast(ip) {
+        return Err(format!("the address {ip} is {why}"));
+    }
+    let prefix = match (env.get("mask"), env.get("subnet")) {
+        (Some(m), _) => m
+            .trim()
+            .parse::<u8>()
+            .ok()
+            .filter(|p| *p <= 32)
+            .ok_or_else(|| format!("the netmask /{} is not a prefix length", m.trim()))?,
+        (None, Some(s)) => prefix_of_mask(s.trim())
+            .ok_or_else(|| format!("the netmask {} is not contiguous", s.trim()))?,
+        (None, None) => return Err("the lease has no netmask".into()),
+    };
+    if prefix < 8 {
+        return Err(format!(
+            "the netmask /{prefix} is wider than /8 (it would put most of the Internet on the link)"
+        ));
+    }
+    if prefix == 32 {
+        return Err("the netmask /32 leaves no subnet (and no router) on the link".into());
+    }
+    if let Some(why) = net_or_broadcast(ip, prefix) {
+        return Err(format!("the address {ip} is {why} of {ip}/{prefix}"));
+    }
     let a = IfAddr {
         addr: IpAddr::V4(ip),
         prefix,
     };
+    let router = match env.get("router").and_then(|r| r.split_whitespace().next()) {
+        None => None,
+        Some(r) => {
+            let r: Ipv4Addr = r
+                .parse()
+                .map_err(|_| format!("the router '{r}' is not an IPv4 address"))?;
+            if let Some(why) = not_unicast(r) {
+                return Err(format!("the router {r} is {why}"));
+            }
+            if !same_subnet(ip, r, prefix) {
+                return Err(format!("the router {r} is outside the subnet {a}"));
+            }
+            if let Some(why) = net_or_broadcast(r, prefix) {
+                return Err(format!("the router {r} is {why}"));
+            }
+            if r == ip {
+                return Err(format!("the router {r} is the leased address itself"));
+            }
+            Some(IpAddr::V4(r))
+        }
+    };
+    let dns: Vec<IpAddr> = env
+        .get("dns")
+        .map(|s| {
+            s.split_whitespace()
+                .filter_map(|w| w.parse::<Ipv4Addr>().ok())
+                .filter(|d| not_unicast(*d).is_none())
+                .take(MAX_DNS)
+                .map(IpAddr::V4)
+                .collect()
+        })
+        .unwrap_or_default();
+    let domain = env.get("domain").map(|d| d.trim()).filter(|d| {
+        !d.is_empty()
+            && d.len() <= MAX_DOMAIN
+            && d.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+    });
     let lease_secs = env.get("lease").and_then(|s| s.trim().parse::<u64>().ok());
     Ok((
         a,
         Lease {
             address: Some(a.to_string()),
-            router: ips(env.get("router"))
-                .into_iter()
-                .find(|r| r.is_ipv4() && !r.is_unspecified()),
-            dns: ips(env.get("dns")),
-            server: env.get("serverid").and_then(|s| s.parse().ok()),
+            router,
+            dns,
+            domain: domain.map(str::to_string),
+            server: env.get("serverid").and_then(|s| s.trim().parse().ok()),
             lease_secs,
             expires_at: None,
             bound_at: Some(now),
+            ..Lease::default()
         },
     ))
+}
+
+fn write_lease(lease_file: &Path, lease: &Lease) -> Result<(), BoardError> {
+    let text = serde_json::to_string(lease)
+        .map_err(|e| BoardError::System(format!("cannot encode the lease: {e}")))?;
+    let tmp = lease_file.with_extension("json.tmp");
+    std::fs::write(&tmp, text)
+        .and_then(|_| std::fs::rename(&tmp, lease_file))
+        .map_err(|e| BoardError::System(format!("writing {}: {e}", lease_file.display())))
+}
+
+/// The lifetime (seconds) the leased address is installed with: the lease time, `u32::MAX`
+/// (the kernel's "forever") for an infinite lease, 3600 when udhcpc gave none or 0.
+pub fn address_lifetime(lease_secs: Option<u64>) -> u32 {
+    match lease_secs {
+        Some(s) if s >= INFINITE_LEASE => u32::MAX,
+        Some(s) if s > 0 => u32::try_from(s).unwrap_or(u32::MAX),
+        _ => 3600,
+    }
 }
 
 async fn hook(event: &str, env: &HashMap<String, String>, dir: &Path) -> Result<(), BoardError> {
@@ -730,8 +943,25 @@ async fn hook(event: &str, env: &HashMap<String, String>, dir: &Path) -> Result<
             drop_dynamic_v4(&port).await
         }
         "bound" | "renew" => {
-            let (a, lease) = lease_from_udhcpc(env, crate::model::time::now_ms())
-                .map_err(BoardError::Invalid)?;
+            let now = crate::model::time::now_ms();
+            let (a, mut lease) = match lease_from_udhcpc(env, now) {
+                Ok(x) => x,
+                Err(why) => {
+                    // Nothing of it is applied; what an earlier lease of this client put on
+                    // the port goes (a renew can turn hostile).
+                    let dropped = drop_dynamic_v4(&port).await;
+                    let refused = Lease {
+                        error: Some(why.clone()),
+                        error_at: Some(now),
+                        ..Lease::default()
+                    };
+                    write_lease(&lease_file, &refused)?;
+                    dropped?;
+                    return Err(BoardError::Invalid(format!(
+                        "{port}: the DHCP server's lease was refused: {why}"
+                    )));
+                }
+            };
             let links = super::links::inventory().await?;
             let l = super::links::find(&links, &port)?;
             let h = super::links::netlink()?;
@@ -742,13 +972,10 @@ async fn hook(event: &str, env: &HashMap<String, String>, dir: &Path) -> Result<
             {
                 super::addresses::del_address(&h, l.index, &port, old.address).await?;
             }
-            let secs = lease
-                .lease_secs
-                .and_then(|s| u32::try_from(s).ok())
-                .filter(|s| *s > 0 && *s < u32::MAX)
-                .unwrap_or(3600);
+            let secs = address_lifetime(lease.lease_secs);
             let mut req = h.address().add(l.index, a.addr, a.prefix).replace();
-            req.message_mut().attributes.push(
+            let attrs = &mut req.message_mut().attributes;
+            attrs.push(
                 rtnetlink::packet_route::address::AddressAttribute::CacheInfo({
                     let mut c = rtnetlink::packet_route::address::CacheInfo::default();
                     c.ifa_preferred = secs;
@@ -756,18 +983,39 @@ async fn hook(event: &str, env: &HashMap<String, String>, dir: &Path) -> Result<
                     c
                 }),
             );
+            attrs.push(
+                rtnetlink::packet_route::address::AddressAttribute::Protocol(
+                    super::links::DHCP_ADDR_PROTO.into(),
+                ),
+            );
             req.execute()
                 .await
                 .map_err(|e| nl_error(&format!("adding the leased {a} to {port}"), e))?;
             if let Some(r) = lease.router {
-                super::addresses::set_default_route(&h, false, Some((r, Some(l.index)))).await?;
+                // The board's default route stays where it is when another port holds it
+                // (a static gateway, or a DHCP port that bound first).
+                let other = super::addresses::default_routes(&h, false)
+                    .await?
+                    .into_iter()
+                    .find(|(_, oif)| *oif != Some(l.index));
+                match other {
+                    Some((via, oif)) => {
+                        let name = oif
+                            .and_then(|i| links.iter().find(|x| x.index == i))
+                            .map(|x| x.name.clone())
+                            .unwrap_or_else(|| "another port".into());
+                        let note =
+                            format!("not the board's default route: it stays via {via} on {name}");
+                        eprintln!("{HOOK_PREFIX} ({event}): {port}: router {r} {note}");
+                        lease.route_note = Some(note);
+                    }
+                    None => {
+                        super::addresses::set_default_route(&h, false, Some((r, Some(l.index))))
+                            .await?
+                    }
+                }
             }
-            let text = serde_json::to_string(&lease)
-                .map_err(|e| BoardError::System(format!("cannot encode the lease: {e}")))?;
-            let tmp = lease_file.with_extension("json.tmp");
-            std::fs::write(&tmp, text)
-                .and_then(|_| std::fs::rename(&tmp, &lease_file))
-                .map_err(|e| BoardError::System(format!("writing {}: {e}", lease_file.display())))
+            write_lease(&lease_file, &lease)
         }
         _ => Ok(()),
     }
@@ -859,5 +1107,148 @@ mod tests {
         assert!(parse_dhcpcd_dump("reason=FAIL\n").is_none());
         assert_eq!(prefix_of_mask("255.0.255.0"), None);
         assert_eq!(prefix_of_mask("0.0.0.0"), Some(0));
+    }
+
+    fn env_of(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn hostile_leases_are_refused_whole() {
+        let good = [
+            ("ip", "10.99.1.50"),
+            ("mask", "24"),
+            ("router", "10.99.1.1"),
+        ];
+        let (a, l) = lease_from_udhcpc(&env_of(&good), 5).unwrap();
+        assert_eq!(a.to_string(), "10.99.1.50/24");
+        assert_eq!(l.router, Some("10.99.1.1".parse().unwrap()));
+        assert_eq!(l.error, None);
+        let refused = |over: &[(&str, &str)]| {
+            let mut e = env_of(&good);
+            for (k, v) in over {
+                if v.is_empty() {
+                    e.remove(*k);
+                } else {
+                    e.insert(k.to_string(), v.to_string());
+                }
+            }
+            lease_from_udhcpc(&e, 0).err()
+        };
+        for (over, why) in [
+            (
+                vec![("router", "10.99.2.1")],
+                "the router 10.99.2.1 is outside the subnet 10.99.1.50/24",
+            ),
+            (
+                vec![("router", "255.255.255.255")],
+                "the router 255.255.255.255 is the limited broadcast address",
+            ),
+            (
+                vec![("router", "224.0.0.1")],
+                "the router 224.0.0.1 is a multicast address",
+            ),
+            (
+                vec![("router", "10.99.1.255")],
+                "the router 10.99.1.255 is the subnet's broadcast address",
+            ),
+            (
+                vec![("router", "10.99.1.50")],
+                "the router 10.99.1.50 is the leased address itself",
+            ),
+            (
+                vec![("router", "gw")],
+                "the router 'gw' is not an IPv4 address",
+            ),
+            (
+                vec![("mask", "0")],
+                "the netmask /0 is wider than /8 (it would put most of the Internet on the link)",
+            ),
+            (
+                vec![("mask", "32")],
+                "the netmask /32 leaves no subnet (and no router) on the link",
+            ),
+            (
+                vec![("mask", "33")],
+                "the netmask /33 is not a prefix length",
+            ),
+            (
+                vec![("mask", ""), ("subnet", "255.0.255.0")],
+                "the netmask 255.0.255.0 is not contiguous",
+            ),
+            (vec![("mask", "")], "the lease has no netmask"),
+            (
+                vec![("ip", "10.99.1.255")],
+                "the address 10.99.1.255 is the subnet's broadcast address of 10.99.1.255/24",
+            ),
+            (
+                vec![("ip", "10.99.1.0")],
+                "the address 10.99.1.0 is the subnet's network address of 10.99.1.0/24",
+            ),
+            (
+                vec![("ip", "127.0.0.9"), ("router", "")],
+                "the address 127.0.0.9 is a loopback address",
+            ),
+            (vec![("ip", "0.0.0.0")], "the address 0.0.0.0 is 0.0.0.0"),
+            (
+                vec![("ip", "255.255.255.255")],
+                "the address 255.255.255.255 is the limited broadcast address",
+            ),
+            (
+                vec![("ip", "239.1.1.1")],
+                "the address 239.1.1.1 is a multicast address",
+            ),
+            (
+                vec![("ip", "250.1.1.1")],
+                "the address 250.1.1.1 is a reserved (240.0.0.0/4) address",
+            ),
+        ] {
+            assert_eq!(refused(&over).as_deref(), Some(why), "{over:?}");
+        }
+        // A /31 is point-to-point (RFC 3021): both addresses are hosts.
+        let p2p = env_of(&[("ip", "10.99.1.0"), ("mask", "31"), ("router", "10.99.1.1")]);
+        assert_eq!(
+            lease_from_udhcpc(&p2p, 0).unwrap().0.to_string(),
+            "10.99.1.0/31"
+        );
+        // No router: a lease without a default route.
+        let mut e = env_of(&good);
+        e.remove("router");
+        assert_eq!(lease_from_udhcpc(&e, 0).unwrap().1.router, None);
+        // DNS: the first 3 unicast ones; an over-long or odd domain is dropped.
+        let dns: Vec<String> = (1..=60).map(|i| format!("10.99.1.{i}")).collect();
+        let mut e = env_of(&good);
+        e.insert("dns".into(), format!("224.0.0.1 {}", dns.join(" ")));
+        e.insert("domain".into(), "lab.example".into());
+        let l = lease_from_udhcpc(&e, 0).unwrap().1;
+        assert_eq!(
+            l.dns.iter().map(|d| d.to_string()).collect::<Vec<_>>(),
+            ["10.99.1.1", "10.99.1.2", "10.99.1.3"]
+        );
+        assert_eq!(l.domain.as_deref(), Some("lab.example"));
+        e.insert("domain".into(), "a".repeat(254));
+        assert_eq!(lease_from_udhcpc(&e, 0).unwrap().1.domain, None);
+        e.insert("domain".into(), "x;rm -rf".into());
+        assert_eq!(lease_from_udhcpc(&e, 0).unwrap().1.domain, None);
+    }
+
+    #[test]
+    fn an_infinite_lease_is_installed_forever() {
+        assert_eq!(address_lifetime(Some(INFINITE_LEASE)), u32::MAX);
+        assert_eq!(address_lifetime(Some(600)), 600);
+        assert_eq!(address_lifetime(Some(0)), 3600);
+        assert_eq!(address_lifetime(None), 3600);
+        let e = env_of(&[
+            ("ip", "10.99.1.50"),
+            ("mask", "24"),
+            ("lease", "4294967295"),
+        ]);
+        assert_eq!(
+            lease_from_udhcpc(&e, 0).unwrap().1.lease_secs,
+            Some(4_294_967_295)
+        );
     }
 }

@@ -499,11 +499,17 @@ fn link_from_message(m: &LinkMessage) -> Link {
     l
 }
 
+/// The address protocol (`IFA_PROTO`) the udhcpc hook marks a leased IPv4 address with: such
+/// an address counts as dynamic (not managed by netperfd) even when its lifetime is infinite
+/// (the kernel then flags it permanent). A private value (the kernel defines 0..=3).
+pub const DHCP_ADDR_PROTO: u8 = 0x4e;
+
 fn address_from_message(m: &AddressMessage) -> Option<(u32, PortAddress)> {
     let mut local = None;
     let mut address = None;
     let mut permanent = m.header.flags.contains(AddressHeaderFlags::Permanent);
     let mut valid_secs = None;
+    let mut leased = false;
     for a in &m.attributes {
         match a {
             AddressAttribute::CacheInfo(c) if c.ifa_valid != u32::MAX => {
@@ -512,8 +518,14 @@ fn address_from_message(m: &AddressMessage) -> Option<(u32, PortAddress)> {
             AddressAttribute::Local(ip) => local = Some(*ip),
             AddressAttribute::Address(ip) => address = Some(*ip),
             AddressAttribute::Flags(f) => permanent = f.contains(AddressFlags::Permanent),
+            AddressAttribute::Protocol(p) if u8::from(*p) == DHCP_ADDR_PROTO => leased = true,
             _ => {}
         }
+    }
+    // The kernel flags an address with an infinite lifetime permanent; a leased one (an
+    // infinite DHCP lease) stays dynamic all the same.
+    if leased {
+        permanent = false;
     }
     let ip = local.or(address)?;
     let scope = match m.header.scope {

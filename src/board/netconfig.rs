@@ -259,6 +259,15 @@ pub enum Change {
     },
 }
 
+/// Whether `target`'s IPv4 default route leaves through `port`.
+fn via_port(target: &NetState, port: &str) -> bool {
+    target
+        .ipv4_default_route
+        .as_ref()
+        .and_then(|r| r.gateway.as_ref())
+        .is_some_and(|g| g.port.as_deref() == Some(port))
+}
+
 fn not_loopback<'a>(links: &'a [Link], name: &str) -> Result<&'a Link, BoardError> {
     let l = find(links, name)?;
     if l.loopback {
@@ -327,8 +336,9 @@ impl Change {
                 forwarding: true,
                 ..Scope::default()
             },
-            // The DHCP client sets the IPv4 default route: a switch either way takes it along
-            // (and a roll-back puts the one before back).
+            // The DHCP client may set the IPv4 default route, and a static gateway replaces
+            // it: the scope holds it so that a roll-back puts the one before back (a route
+            // through a port by DHCP is then left to its client).
             Change::Addressing { port, .. } => Scope {
                 ports: vec![port.clone()],
                 gw4: true,
@@ -536,7 +546,11 @@ impl Change {
                         }
                         p.dhcp = true;
                         p.addresses.clear();
-                        target.ipv4_default_route = Some(DefaultRoute { gateway: None });
+                        // Only a default route through this port goes (the client sets its
+                        // own); another port's stays, and the client then leaves it alone.
+                        if via_port(target, port) {
+                            target.ipv4_default_route = Some(DefaultRoute { gateway: None });
+                        }
                         Ok(format!("{port} by DHCP (IPv6 by SLAAC)"))
                     }
                     "static" => {
@@ -588,7 +602,11 @@ impl Change {
                         if let Some(g) = &gw {
                             desc.push_str(&format!(", default route {g}"));
                         }
-                        target.ipv4_default_route = Some(DefaultRoute { gateway: gw });
+                        // A gateway given replaces the board's default route; without one,
+                        // only the client's route through this port goes.
+                        if gw.is_some() || via_port(target, port) {
+                            target.ipv4_default_route = Some(DefaultRoute { gateway: gw });
+                        }
                         Ok(desc)
                     }
                     m => invalid(format!("method must be dhcp or static, got '{m}'")),
@@ -1312,5 +1330,47 @@ mod tests {
         let (_, live) = board();
         let j = serde_json::to_string(&live.ports["eth1"]).unwrap();
         assert!(!j.contains("dhcp"), "{j}");
+    }
+
+    #[test]
+    fn dhcp_on_one_port_keeps_another_ports_default_route() {
+        let (links, mut live) = board();
+        let via = |gw: &str, port: &str| {
+            Some(DefaultRoute {
+                gateway: Some(Gateway {
+                    via: gw.parse().unwrap(),
+                    port: Some(port.into()),
+                }),
+            })
+        };
+        let m = |method: &str, gateway: Option<&str>| Change::Addressing {
+            port: "eth1".into(),
+            method: method.into(),
+            address: None,
+            gateway: gateway.map(String::from),
+        };
+        // The default route leaves through eth0: eth1 to DHCP and back leaves it there.
+        live.ipv4_default_route = via("192.0.2.254", "eth0");
+        let mut t = live.clone();
+        m("dhcp", None).apply_to(&mut t, &links).unwrap();
+        assert_eq!(t.ipv4_default_route, via("192.0.2.254", "eth0"));
+        m("static", None).apply_to(&mut t, &links).unwrap();
+        assert_eq!(t.ipv4_default_route, via("192.0.2.254", "eth0"));
+        // A gateway given with static replaces it (the user asked for it).
+        m("dhcp", None).apply_to(&mut t, &links).unwrap();
+        m("static", Some("198.51.100.254"))
+            .apply_to(&mut t, &links)
+            .unwrap();
+        assert_eq!(t.ipv4_default_route, via("198.51.100.254", "eth1"));
+        // A default route through eth1 itself goes when eth1 goes to DHCP (the client sets
+        // its own), and when it goes static without a gateway.
+        live.ipv4_default_route = via("198.51.100.254", "eth1");
+        let mut t = live.clone();
+        m("dhcp", None).apply_to(&mut t, &links).unwrap();
+        assert_eq!(t.ipv4_default_route, Some(DefaultRoute { gateway: None }));
+        let mut t = live.clone();
+        t.ports.get_mut("eth1").unwrap().dhcp = true;
+        m("static", None).apply_to(&mut t, &links).unwrap();
+        assert_eq!(t.ipv4_default_route, Some(DefaultRoute { gateway: None }));
     }
 }

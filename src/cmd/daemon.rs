@@ -286,7 +286,7 @@ async fn run(cfg: Config) -> Result<(), String> {
             }
         });
     }
-    let hub = Hub::with_board(store.clone(), board);
+    let hub = Hub::with_board(store.clone(), board.clone());
     // Scheduled suite runs (due ones that were missed while netperfd was down fire once now).
     crate::runs::schedule::start(hub.clone());
     if let Err(e) = store.board_id() {
@@ -389,6 +389,7 @@ async fn run(cfg: Config) -> Result<(), String> {
     }
     let r = http.run().await.map_err(|e| e.to_string());
     shutdown.notify_one();
+    board.stop_dhcp_clients().await;
     r
 }
 

@@ -530,15 +530,23 @@ async fn api_link(
     Ok(run_changes(&req, &state, vec![c], &b.params).await)
 }
 
+/// The body of `PUT /api/ports/{port}/addressing`: an unknown field is refused (400), so the
+/// apply parameters are spelled out here (`deny_unknown_fields` does not work through
+/// `flatten`).
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct AddressingBody {
     method: String,
     #[serde(default)]
     address: Option<String>,
     #[serde(default)]
     gateway: Option<String>,
-    #[serde(flatten)]
-    params: ApplyParams,
+    #[serde(default)]
+    confirm_within: Option<serde_json::Value>,
+    #[serde(default)]
+    unchecked: Option<bool>,
+    #[serde(default)]
+    force: Option<bool>,
 }
 
 /// `PUT /api/ports/{port}/addressing` `{"method": "dhcp"}` or `{"method": "static",
@@ -556,13 +564,18 @@ async fn api_addressing(
         Ok(b) => b,
         Err(r) => return Ok(r),
     };
+    let params = ApplyParams {
+        confirm_within: b.confirm_within,
+        unchecked: b.unchecked,
+        force: b.force,
+    };
     let c = Change::Addressing {
         port: path.into_inner(),
         method: b.method,
         address: b.address,
         gateway: b.gateway,
     };
-    Ok(run_changes(&req, &state, vec![c], &b.params).await)
+    Ok(run_changes(&req, &state, vec![c], &params).await)
 }
 
 #[derive(Deserialize)]
@@ -746,6 +759,14 @@ fn expiry_text(at: i64, now: i64) -> String {
 /// when the lease has it).
 pub fn lease_rows(l: &crate::board::dhcp::Lease, now: i64) -> Vec<(String, String)> {
     let mut v = Vec::new();
+    if let Some(why) = &l.error {
+        let mut t = format!("the DHCP server's lease was refused: {why}");
+        if let Some(at) = l.error_at {
+            t.push_str(&format!(" ({})", clock(at)));
+        }
+        v.push(("Refused".to_string(), t));
+        return v;
+    }
     if let Some(a) = &l.address {
         v.push(("Address".to_string(), a.clone()));
     }
@@ -760,14 +781,33 @@ pub fn lease_rows(l: &crate::board::dhcp::Lease, now: i64) -> Vec<(String, Strin
         if l.dns.is_empty() {
             "none given".into()
         } else {
-            l.dns
+            let mut t = l
+                .dns
                 .iter()
+                .take(crate::board::dhcp::MAX_DNS)
                 .map(|d| d.to_string())
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", ");
+            if l.dns.len() > crate::board::dhcp::MAX_DNS {
+                t.push_str(&format!(
+                    " (+{} more)",
+                    l.dns.len() - crate::board::dhcp::MAX_DNS
+                ));
+            }
+            t
         },
     ));
-    if let Some(at) = l.expires_at {
+    if let Some(d) = &l.domain {
+        v.push(("Domain".to_string(), d.clone()));
+    }
+    if let Some(n) = &l.route_note {
+        v.push(("Default route".to_string(), n.clone()));
+    }
+    if l.lease_secs
+        .is_some_and(|s| s >= crate::board::dhcp::INFINITE_LEASE)
+    {
+        v.push(("Expires".to_string(), "never · lease infinite".to_string()));
+    } else if let Some(at) = l.expires_at {
         let mut t = expiry_text(at, now);
         if let Some(s) = l.lease_secs {
             t.push_str(&format!(" · lease {s} s"));
@@ -1621,6 +1661,35 @@ async fn settings_form(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn lease_rows_show_a_refusal_an_infinite_lease_and_at_most_3_dns() {
+        use crate::board::dhcp::Lease;
+        let refused = Lease {
+            error: Some("the router 10.99.2.1 is outside the subnet 10.99.1.50/24".into()),
+            error_at: Some(0),
+            ..Lease::default()
+        };
+        assert_eq!(
+            super::lease_rows(&refused, 0),
+            vec![(
+                "Refused".to_string(),
+                "the DHCP server's lease was refused: the router 10.99.2.1 is outside the subnet 10.99.1.50/24 (00:00:00 UTC)".to_string()
+            )]
+        );
+        let infinite = Lease {
+            address: Some("10.99.1.50/24".into()),
+            lease_secs: Some(4_294_967_295),
+            dns: (1..=60)
+                .map(|i| format!("10.0.0.{i}").parse().unwrap())
+                .collect(),
+            ..Lease::default()
+        };
+        let rows = super::lease_rows(&infinite, 0);
+        let get = |k: &str| rows.iter().find(|(x, _)| x == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("Expires"), Some("never · lease infinite"));
+        assert_eq!(get("DNS"), Some("10.0.0.1, 10.0.0.2, 10.0.0.3 (+57 more)"));
+    }
 
     #[test]
     fn the_queue_column_shows_the_root_qdisc_and_every_shaper_with_the_kernel_s_counts() {
