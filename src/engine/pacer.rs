@@ -194,8 +194,8 @@ pub struct PacerStats {
     pub stalls: u32,
     /// The highest catch-up level taken (index into [`CATCH_UP_CAPS`]; 0 = the 1.9 × bound).
     pub catch_up_level: u8,
-    /// How far behind its schedule the sender was when these figures were taken, ms, the
-    /// written-off debt included (at the end of a run: the schedule it never repaid).
+    /// How far behind its schedule the sender was at its last send, ms, the written-off debt
+    /// included (at the end of a run: the schedule it never repaid).
     pub owed_ms: f64,
 }
 
@@ -245,6 +245,8 @@ pub struct Pacer {
     booked: u64,
     /// Until when the host counts as loaded (see [`LOADED_CREDIT`]).
     loaded_until: Option<Instant>,
+    /// The debt at the last booking, after any write-off (see [`PacerStats::owed_ms`]).
+    last_debt: Duration,
     /// The catch-up level in force (index into [`CATCH_UP_CAPS`]).
     level: usize,
     /// Since when the host counts as loaded without an idle second between (see
@@ -284,6 +286,7 @@ impl Pacer {
             wakeups: 0,
             booked: 0,
             loaded_until: None,
+            last_debt: Duration::ZERO,
             level: 0,
             loaded_since: None,
             level_debt: Duration::ZERO,
@@ -295,13 +298,11 @@ impl Pacer {
     /// What this pacer's sender went through so far.
     pub fn stats(&self) -> PacerStats {
         let mut st = self.stats;
-        if self.started {
-            // The lag is sampled at each booking; a sender blocked in a send since its last
-            // one is this far behind now (the tryout's "still 62 ms behind" after "up to 32").
-            let now_ms = self.debt().as_secs_f64() * 1000.0;
-            st.max_lag_ms = st.max_lag_ms.max(now_ms);
-            st.owed_ms = now_ms + st.written_off_ms;
-        }
+        // The debt at the last booking, not now: a sender that stopped asking (an RFC 2544
+        // burst trial sends its burst and waits out the trial; `-n`/`-k` reached) owes
+        // nothing for the time it did not mean to send (with `now`, a 3 s burst trial read
+        // as 3,000 ms behind and was judged generator-bound).
+        st.owed_ms = self.last_debt.as_secs_f64() * 1000.0 + st.written_off_ms;
         st
     }
 
@@ -333,6 +334,7 @@ impl Pacer {
             }
         }
         let debt = now.saturating_duration_since(self.next);
+        self.last_debt = debt;
         let mut loaded = self.loaded_until.is_some_and(|u| now < u);
         if !loaded {
             // An idle second: back to the 1.9 × bound.
@@ -739,6 +741,31 @@ mod tests {
                 "{late} µs late: busiest 1 ms {peak}, bound {bound}"
             );
         }
+    }
+
+    /// An RFC 2544 burst trial sends its burst and then waits out the trial: the time it did
+    /// not mean to send is no debt (read at `now`, a 3 s trial said 3,000 ms behind and was
+    /// judged generator-bound).
+    #[test]
+    fn a_sender_that_stopped_asking_owes_nothing() {
+        let mut p = Pacer::new(100_000_000, MAX_DEBT);
+        let t0 = Instant::now();
+        let mut at = t0;
+        for _ in 0..10 {
+            at = p.book(1448, at);
+            p.sent_at(at);
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        let st = p.stats();
+        assert_eq!(st.owed_ms, 0.0, "{st:?}");
+        assert_eq!(st.max_lag_ms, 0.0, "{st:?}");
+        // A sender 40 ms behind at its last send owes those 40 ms.
+        let mut q = Pacer::new(100_000_000, MAX_DEBT);
+        let first = q.book(1448, t0);
+        q.sent_at(first);
+        q.book(1448, first + Duration::from_millis(40));
+        let owed = q.stats().owed_ms;
+        assert!((39.8..=40.0).contains(&owed), "{owed}");
     }
 
     #[test]
