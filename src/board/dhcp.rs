@@ -341,7 +341,10 @@ impl Dhcp {
         (pid > 1 && pid_alive_as(pid, &["udhcpc", "busybox", "dhcpcd"])).then_some(pid)
     }
 
-    /// Whether `port` is by DHCP now: our client runs for it (or networkd has our file).
+    /// Whether `port` is by DHCP now: our client runs for it (or networkd has our file). A
+    /// client left by an earlier netperfd (kill -9) does not count: its output pipe is gone
+    /// (it died at its first renewal in the re-tryout, the ports losing their addresses), so
+    /// the reconcile at start stops it and starts one of ours.
     pub fn is_on(&self, port: &str) -> bool {
         if !safe_port(port) {
             return false;
@@ -354,7 +357,7 @@ impl Dhcp {
                 g.remove(port);
             }
         }
-        self.orphan(port).is_some() || networkd_path(port).exists()
+        networkd_path(port).exists()
     }
 
     /// Start DHCP on `port` with `client` (IPv6: the kernel's SLAAC is turned on for the port,
@@ -830,15 +833,17 @@ pub fn lease_from_udhcpc(
     if let Some(why) = not_unicast(ip) {
         return Err(format!("the address {ip} is {why}"));
     }
-    let prefix = match (env.get("mask"), env.get("subnet")) {
-        (Some(m), _) => m
+    // The server's own dotted netmask (`subnet`) first: busybox's `mask` is a prefix length
+    // counted from it, so 255.0.255.0 read as /24 there (the re-tryout's accepted lease).
+    let prefix = match (env.get("subnet"), env.get("mask")) {
+        (Some(s), _) => prefix_of_mask(s.trim())
+            .ok_or_else(|| format!("the netmask {} is not contiguous", s.trim()))?,
+        (None, Some(m)) => m
             .trim()
             .parse::<u8>()
             .ok()
             .filter(|p| *p <= 32)
             .ok_or_else(|| format!("the netmask /{} is not a prefix length", m.trim()))?,
-        (None, Some(s)) => prefix_of_mask(s.trim())
-            .ok_or_else(|| format!("the netmask {} is not contiguous", s.trim()))?,
         (None, None) => return Err("the lease has no netmask".into()),
     };
     if prefix < 8 {
@@ -1089,6 +1094,13 @@ mod tests {
         subnet.remove("mask");
         subnet.insert("subnet".into(), "255.255.252.0".into());
         assert_eq!(lease_from_udhcpc(&subnet, 0).unwrap().0.prefix, 22);
+        // A non-contiguous netmask is refused even when busybox's `mask` says /24.
+        let mut holey = env.clone();
+        holey.insert("subnet".into(), "255.0.255.0".into());
+        assert_eq!(
+            lease_from_udhcpc(&holey, 0).map(|_| ()),
+            Err("the netmask 255.0.255.0 is not contiguous".to_string())
+        );
 
         let n = parse_networkd_lease(
             "# This is private data. Do not parse.\nADDRESS=10.77.2.9\nNETMASK=255.255.255.0\nROUTER=10.77.2.1\nSERVER_ADDRESS=10.77.2.1\nDNS=10.77.2.53 10.77.2.54\nLIFETIME=3600\n",
