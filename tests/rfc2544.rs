@@ -170,18 +170,41 @@ fn throughput_through_a_100_mbit_tbf_is_the_shaped_frame_rate() {
         &["peer", "--listen", "198.51.100.2:5280", "--token-file", &tf],
     );
     lab.wait_port(&pc2, PC2_IP, 5280);
-    let (code, run, err) = rfc_cli(
-        &mut lab,
-        "rfc2544",
-        &tbf_args(&tf, "1", "loss,latency,throughput"),
-    );
-    assert_eq!(code, Some(0), "{err}\n{run}");
+    // Pass/fail limits given with the run (issue 38): the shaper passes ~10 % of 1 GbE, so
+    // 50 % fails both sizes; their latency through it stays far below 1 s.
+    let mut args = tbf_args(&tf, "1", "loss,latency,throughput");
+    args.extend_from_slice(&["--min-throughput-percent", "50", "--max-latency-ms", "1000"]);
+    let (code, run, err) = rfc_cli(&mut lab, "rfc2544", &args);
+    assert_eq!(code, Some(1), "a FAIL exits 1\n{err}\n{run}");
     assert_eq!(run["kind"], "rfc2544");
     assert_eq!(run["status"], "completed", "{run}");
     let s = &run["summary"];
     trials_add_up(s);
     let tp = rows(s, "throughput");
     assert_eq!(tp.len(), 2, "{s}");
+    let v = &run["verdict"];
+    assert_eq!(v["pass"], false, "{v}");
+    let checks = v["checks"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    assert_eq!(checks.len(), 4, "{v}");
+    for (c, row) in checks[..2].iter().zip(tp) {
+        assert_eq!(c["key"], "min_throughput_percent", "{c}");
+        assert_eq!(c["pass"], false, "{c}");
+        assert_eq!(c["limit"], 50.0, "{c}");
+        assert_eq!(c["value"], row["percent_line"], "{c} vs {row}");
+    }
+    for c in &checks[2..] {
+        assert_eq!(c["key"], "max_latency_ms", "{c}");
+        assert_eq!(c["pass"], true, "{c}");
+        assert!(num(c, "/value") > 0.0 && num(c, "/value") < 1000.0, "{c}");
+    }
+    assert_eq!(
+        v["reasons"].as_array().map(Vec::len),
+        Some(2),
+        "one reason per broken limit: {v}"
+    );
     for (row, frame) in tp.iter().zip([512.0, 1518.0]) {
         assert_eq!(num(row, "/frame"), frame);
         // The board's figure; or, on a lab so loaded that PC1 lagged in every try near the
@@ -525,9 +548,18 @@ fn unshaped_throughput_is_what_a_forwarding_run_carries_without_loss() {
         "1",
         "--line-rate",
         "1G",
+        "--min-throughput-percent",
+        "99",
     ]);
     let (code, run, err) = rfc_cli(&mut lab, "rfc2544-unshaped", &a);
     assert_eq!(code, Some(0), "{err}\n{run}");
+    // The limit given with the run held: PASS, its one check at the run's own figure.
+    assert_eq!(run["verdict"]["pass"], true, "{run}");
+    assert_eq!(
+        run["verdict"]["checks"][0]["value"],
+        rows(&run["summary"], "throughput")[0]["percent_line"],
+        "{run}"
+    );
     let s = &run["summary"];
     trials_add_up(s);
     let row = &rows(s, "throughput")[0];
@@ -587,6 +619,21 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
             json!(0),
             "back-to-back repeat 0 is out of range",
         ),
+        (
+            "min_throughput_percent",
+            json!(101),
+            "min_throughput_percent is a percentage (0..100)",
+        ),
+        (
+            "min_throughput_percent",
+            json!("ten"),
+            "minimum throughput (% of the line rate) 'ten' is not a number",
+        ),
+        (
+            "max_latency_ms",
+            json!(5),
+            "a maximum latency needs the latency test",
+        ),
     ] {
         let mut b = base.clone();
         b[k] = v;
@@ -603,6 +650,10 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
     // PC2 runs stock iperf3 only: the latency row says why it has no figure. The bursts of
     // the back-to-back test fill PC1's own shaper first: a lower bound, never the board's.
     b["tests"] = json!("throughput,latency,back-to-back");
+    // Pass/fail limits given with the run: the PC's lower bound (~10 % of 1 GbE) reaches 5 %,
+    // the latency PC2 never answered cannot be checked, so the run fails on that alone.
+    b["min_throughput_percent"] = json!(5);
+    b["max_latency_ms"] = json!(50);
     let r = http.api("POST", "/api/runs/rfc2544", &b);
     assert_eq!(r.status, 201, "{}", r.body);
     let id = r.json()["id"].as_i64().expect("id");
@@ -638,6 +689,16 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
         "{lat}"
     );
     assert_eq!(lat["answered"], 0, "{lat}");
+    let verdict = &v["verdict"];
+    assert_eq!(verdict["pass"], false, "{verdict}");
+    assert_eq!(
+        verdict["checks"][0]["value"], row["percent_line"],
+        "{verdict}"
+    );
+    assert_eq!(verdict["checks"][0]["pass"], true, "{verdict}");
+    assert_eq!(verdict["checks"][1]["key"], "max_latency_ms", "{verdict}");
+    assert_eq!(verdict["checks"][1]["value"], Value::Null, "{verdict}");
+    assert_eq!(verdict["checks"][1]["pass"], false, "{verdict}");
     let b2b = &rows(s, "back_to_back")[0];
     assert_eq!(b2b["limit"], "generator", "{b2b}");
     assert_eq!(b2b["dut"], false, "{b2b}");
@@ -662,6 +723,20 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
         // Its JSON export is the run's own document, not iperf3's.
         let export = b.js("return document.querySelector('#export-json').textContent;");
         assert_eq!(export, json!("Export JSON"), "{w} px");
+        let verdict = b.js("return document.querySelector('#verdict').innerText;");
+        let verdict = verdict.as_str().unwrap_or_default();
+        assert!(
+            verdict.starts_with("FAIL: 1 of 2 limits broken")
+                && verdict.contains("pass: 1518 B throughput (% of the line rate)")
+                && verdict.contains("fail: 1518 B latency p99 unknown"),
+            "{w} px: {verdict}"
+        );
+        let cmd = b.js("return document.querySelector('#cmdline').innerText;");
+        assert!(
+            cmd.as_str()
+                .is_some_and(|c| c.ends_with("--min-throughput-percent 5 --max-latency-ms 50")),
+            "{w} px: {cmd}"
+        );
         let table = b.js("return document.querySelector('#rfc-throughput').innerText;");
         let table = table.as_str().unwrap_or_default();
         assert!(table.contains("≥ "), "{w} px: {table}");

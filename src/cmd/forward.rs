@@ -112,6 +112,17 @@ pub struct Rfc2544Args {
     /// The ports' line rate in bit/s, e.g. 1G [default: their link speed]
     #[arg(long = "line-rate", value_name = "RATE")]
     pub line_rate: Option<String>,
+    /// Pass/fail: every frame size's throughput at least this % of the line rate (exit code 1
+    /// when not)
+    #[arg(long = "min-throughput-percent", value_name = "PERCENT")]
+    pub min_throughput_percent: Option<String>,
+    /// Pass/fail: every frame size's latency (p99 round trip) at most this, ms (needs
+    /// `--tests throughput,latency`)
+    #[arg(long = "max-latency-ms", value_name = "MS")]
+    pub max_latency_ms: Option<String>,
+    /// Pass/fail: the busiest core at most this % busy during the run
+    #[arg(long = "max-cpu-percent", value_name = "PERCENT")]
+    pub max_cpu_percent: Option<String>,
     /// Data directory of the history
     #[arg(long, default_value = "./data")]
     pub data: PathBuf,
@@ -234,8 +245,8 @@ pub fn forward_main(a: ForwardArgs) -> i32 {
     })
 }
 
-/// Run `netperfd rfc2544`; exit code 0 when the run completed, 2 for a bad request (nothing
-/// started), 1 otherwise.
+/// Run `netperfd rfc2544`; exit code 0 when the run completed (and passed the limits given
+/// with it, if any), 2 for a bad request (nothing started), 1 otherwise.
 pub fn rfc2544_main(a: Rfc2544Args) -> i32 {
     crate::logging::init("warn");
     let rt = match runtime() {
@@ -276,6 +287,9 @@ pub fn rfc2544_main(a: Rfc2544Args) -> i32 {
             b2b_repeat: Some(a.b2b_repeat.to_string()),
             echo_port: Some(a.echo_port.to_string()),
             line_rate: a.line_rate.clone(),
+            min_throughput_percent: a.min_throughput_percent.clone(),
+            max_latency_ms: a.max_latency_ms.clone(),
+            max_cpu_percent: a.max_cpu_percent.clone(),
             csrf: None,
         };
         let plan = match req.plan(&crate::board::port_facts().await, None) {
@@ -407,16 +421,33 @@ async fn finish(
             return 1;
         }
     };
+    // The limits given with the run (`--min-throughput-percent`, …): FAIL exits 1.
+    let verdict = crate::results::verdict::judge_run(store, &run);
     if json {
-        match serde_json::to_string_pretty(&run) {
+        // The stored run, and its verdict when it was given limits (an added key).
+        let doc = serde_json::to_value(&run).map(|mut v| {
+            if let (Some(o), Some(verdict)) = (v.as_object_mut(), &verdict) {
+                o.insert("verdict".into(), serde_json::json!(verdict));
+            }
+            v
+        });
+        match doc.and_then(|v| serde_json::to_string_pretty(&v)) {
             Ok(s) => println!("{s}"),
             Err(e) => eprintln!("netperfd: {e}"),
         }
     } else {
         print!("{}", crate::results::text::summary_text(&run));
+        if let Some(v) = &verdict {
+            for (i, l) in crate::results::verdict::run_verdict_lines(v)
+                .iter()
+                .enumerate()
+            {
+                println!("{}{l}", if i == 0 { "" } else { "  " });
+            }
+        }
         println!("Run {id} recorded in {}", store.path().display());
     }
-    if run.status == "completed" {
+    if run.status == "completed" && verdict.is_none_or(|v| v.pass) {
         0
     } else {
         1

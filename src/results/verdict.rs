@@ -412,6 +412,54 @@ pub fn judge(r: &mut SuiteResult) {
     r.verdict = judge_suite(&r.steps);
 }
 
+/// A standalone run's verdict against the limits given with it (`params.thresholds`, stored
+/// when the run started: an RFC 2544 run's `min_throughput_percent` / `max_latency_ms` /
+/// `max_cpu_percent`), by the same rules as a suite row ([`judge_step`]). `None` when the run
+/// was given no limits, belongs to a suite (the suite judges it), or is still running.
+pub fn judge_run(store: &crate::store::Store, run: &crate::store::RunRow) -> Option<StepVerdict> {
+    if run.suite_id.is_some() {
+        return None;
+    }
+    let th = run
+        .params
+        .get("thresholds")
+        .and_then(|v| Thresholds::from_value(v).ok())
+        .filter(|t| !t.is_empty())?;
+    let row = crate::results::suite_table::run_result(
+        store,
+        1,
+        &crate::results::suite_table::run_label(run),
+        run,
+    );
+    judge_step(&row, &th)
+}
+
+/// A standalone run's verdict in lines, for its page and the CLI: the headline ("PASS: all 7
+/// limits held" / "FAIL: 2 of 7 limits broken" / "FAIL: the test failed: …"), then every check
+/// as "pass: …" or "fail: …".
+pub fn run_verdict_lines(v: &StepVerdict) -> Vec<String> {
+    let broken = v.checks.iter().filter(|c| !c.pass).count();
+    let n = v.checks.len();
+    let mut out = vec![match (v.pass, v.checks.is_empty()) {
+        (true, _) => format!(
+            "PASS: {} held",
+            if n == 1 {
+                "the limit".to_string()
+            } else {
+                format!("all {n} limits")
+            }
+        ),
+        (false, true) => format!("FAIL: {}", v.reasons.join("; ")),
+        (false, false) => format!("FAIL: {broken} of {n} limits broken"),
+    }];
+    out.extend(
+        v.checks
+            .iter()
+            .map(|c| format!("{}: {}", if c.pass { "pass" } else { "fail" }, c.text)),
+    );
+    out
+}
+
 /// The row's verdict as one word for tables: "pass", "fail", or "" (no thresholds / not done).
 pub fn step_word(s: &StepResult) -> &'static str {
     match &s.verdict {
@@ -521,6 +569,40 @@ mod tests {
         assert_eq!(
             v.reasons,
             ["sender shortfall 47.9 % > 3 % (sent 52.1 Mbit/s of the 100.0 Mbit/s asked)"]
+        );
+    }
+
+    /// A standalone run's verdict in lines: the headline counts the broken limits, then every
+    /// check; a run that did not complete fails with the reason and no checks.
+    #[test]
+    fn run_verdict_lines_count_the_broken_limits() {
+        let t = th(
+            serde_json::json!({"min_bits_per_second": 900e6, "max_retransmits": 10,
+            "max_cpu_percent": 50}),
+        );
+        let v = judge_step(&tcp(934.2e6), &t).unwrap();
+        assert_eq!(
+            run_verdict_lines(&v),
+            [
+                "FAIL: 2 of 3 limits broken",
+                "pass: receiver bitrate 934.2 Mbit/s ≥ 900.0 Mbit/s",
+                "fail: retransmits 12 > 10",
+                "fail: busiest core 63 % > 50 %",
+            ]
+        );
+        let t = th(serde_json::json!({"max_cpu_percent": 70}));
+        let v = judge_step(&tcp(934.2e6), &t).unwrap();
+        assert_eq!(
+            run_verdict_lines(&v),
+            ["PASS: the limit held", "pass: busiest core 63 % ≤ 70 %"]
+        );
+        let mut s = tcp(1.0);
+        s.status = "failed".into();
+        s.error = Some("the peer agent did not answer".into());
+        let v = judge_step(&s, &t).unwrap();
+        assert_eq!(
+            run_verdict_lines(&v),
+            ["FAIL: the test failed: the peer agent did not answer"]
         );
     }
 

@@ -1191,6 +1191,16 @@ fn rfc2544_view(r: &RunRow) -> KindView {
             command.push_str(&format!(" --line-rate {}", iperf3_rate_arg(b as u64)));
         }
     }
+    // The pass/fail limits given with the run (stored as numbers by the plan).
+    for (key, flag) in [
+        ("min_throughput_percent", "--min-throughput-percent"),
+        ("max_latency_ms", "--max-latency-ms"),
+        ("max_cpu_percent", "--max-cpu-percent"),
+    ] {
+        if let Some(v) = p["thresholds"][key].as_f64().filter(|v| v.is_finite()) {
+            command.push_str(&format!(" {flag} {v}"));
+        }
+    }
     let rows = crate::results::rfc2544::throughput_rows(&r.summary);
     let mut cards: Vec<Card> = rows
         .iter()

@@ -42,7 +42,7 @@ pub fn start_rfc2544(
     if plan.nat && ctl.is_none() {
         return Err("no board controller to set up forwarding with".into());
     }
-    let params = json!({
+    let mut params = json!({
         "peer": client.url(),
         "target": plan.target,
         "port": plan.port,
@@ -59,6 +59,10 @@ pub fn start_rfc2544(
         "line_bps": plan.line_bps,
         "line_source": plan.line_source,
     });
+    if !plan.thresholds.is_empty() {
+        // What `results::verdict::judge_run` judges the run against.
+        params["thresholds"] = json!(plan.thresholds);
+    }
     let ports = vec![plan.ingress.clone(), plan.egress.clone()];
     hub.start_kind(
         &NewRun {

@@ -150,6 +150,18 @@ pub struct Rfc2544Request {
     /// does not report one).
     #[serde(default)]
     pub line_rate: Option<String>,
+    /// Pass/fail: every frame size's throughput at least this % of the line rate (0..100;
+    /// needs the throughput test). Empty = not judged.
+    #[serde(default)]
+    pub min_throughput_percent: Option<String>,
+    /// Pass/fail: every frame size's latency (p99 round trip) at most this, ms (needs the
+    /// latency test). Empty = not judged.
+    #[serde(default)]
+    pub max_latency_ms: Option<String>,
+    /// Pass/fail: the busiest core's busy share during the run at most this % (0..100).
+    /// Empty = not judged.
+    #[serde(default)]
+    pub max_cpu_percent: Option<String>,
     /// CSRF token (forms only).
     #[serde(default)]
     pub csrf: Option<String>,
@@ -185,6 +197,10 @@ pub struct Rfc2544Plan {
     pub line_bps: f64,
     /// Where the line rate came from: "link speed" or "given".
     pub line_source: &'static str,
+    /// The limits a standalone run is judged against (only `min_throughput_percent`,
+    /// `max_latency_ms` and `max_cpu_percent`; empty = no verdict). A suite step's limits are
+    /// the suite's, not these.
+    pub thresholds: crate::spec::thresholds::Thresholds,
 }
 
 fn opt(s: &Option<String>) -> Option<&str> {
@@ -389,6 +405,7 @@ impl Rfc2544Request {
                 }
             },
         };
+        let thresholds = self.thresholds(&tests)?;
         Ok(Rfc2544Plan {
             peer: self.peer.trim().to_string(),
             token,
@@ -410,7 +427,53 @@ impl Rfc2544Request {
             echo_port,
             line_bps,
             line_source,
+            thresholds,
         })
+    }
+
+    /// The pass/fail limits given with the request, checked as a suite's `thresholds` are
+    /// ([`crate::spec::thresholds::Thresholds::from_value`]: numbers, percentages 0..100) and
+    /// against the tests chosen: a throughput limit needs the throughput test, a latency limit
+    /// the latency test. Errors name the field.
+    fn thresholds(
+        &self,
+        tests: &[Rfc2544Test],
+    ) -> Result<crate::spec::thresholds::Thresholds, String> {
+        let mut obj = serde_json::Map::new();
+        for (key, what, v) in [
+            (
+                "min_throughput_percent",
+                "minimum throughput (% of the line rate)",
+                &self.min_throughput_percent,
+            ),
+            (
+                "max_latency_ms",
+                "maximum latency (ms)",
+                &self.max_latency_ms,
+            ),
+            ("max_cpu_percent", "maximum CPU (%)", &self.max_cpu_percent),
+        ] {
+            let Some(t) = opt(v) else { continue };
+            let n: f64 = t
+                .trim_end_matches('%')
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n: &f64| n.is_finite())
+                .ok_or_else(|| format!("{what} '{t}' is not a number"))?;
+            let n = serde_json::Number::from_f64(n)
+                .ok_or_else(|| format!("{what} '{t}' is not a number"))?;
+            obj.insert(key.into(), serde_json::Value::Number(n));
+        }
+        let th = crate::spec::thresholds::Thresholds::from_value(&serde_json::Value::Object(obj))
+            .map_err(|e| e.replacen("thresholds: ", "pass/fail limit: ", 1))?;
+        if th.min_throughput_percent.is_some() && !tests.contains(&Rfc2544Test::Throughput) {
+            return Err("a minimum throughput needs the throughput test".into());
+        }
+        if th.max_latency_ms.is_some() && !tests.contains(&Rfc2544Test::Latency) {
+            return Err("a maximum latency needs the latency test".into());
+        }
+        Ok(th)
     }
 }
 
@@ -552,6 +615,68 @@ mod tests {
         // Run in the RFC's order, each once.
         assert_eq!(q.tests, vec![Rfc2544Test::Throughput, Rfc2544Test::Loss]);
         assert_eq!((q.direction, q.nat), ("bidir", true));
+    }
+
+    #[test]
+    fn pass_fail_limits_are_checked_with_the_plan() {
+        let p = Rfc2544Request {
+            tests: Some("throughput,latency".into()),
+            min_throughput_percent: Some("90%".into()),
+            max_latency_ms: Some(" 2.5 ".into()),
+            max_cpu_percent: Some("".into()),
+            ..req()
+        }
+        .plan(&ports(), None)
+        .expect("plan");
+        assert_eq!(p.thresholds.min_throughput_percent, Some(90.0));
+        assert_eq!(p.thresholds.max_latency_ms, Some(2.5));
+        assert_eq!(p.thresholds.max_cpu_percent, None);
+        assert!(req()
+            .plan(&ports(), None)
+            .expect("plan")
+            .thresholds
+            .is_empty());
+        for (r, want) in [
+            (
+                Rfc2544Request {
+                    min_throughput_percent: Some("100.5".into()),
+                    ..req()
+                },
+                "pass/fail limit: min_throughput_percent is a percentage (0..100), got 100.5",
+            ),
+            (
+                Rfc2544Request {
+                    max_cpu_percent: Some("-1".into()),
+                    ..req()
+                },
+                "pass/fail limit: max_cpu_percent must not be negative, got -1",
+            ),
+            (
+                Rfc2544Request {
+                    max_latency_ms: Some("NaN".into()),
+                    tests: Some("throughput,latency".into()),
+                    ..req()
+                },
+                "maximum latency (ms) 'NaN' is not a number",
+            ),
+            (
+                Rfc2544Request {
+                    max_latency_ms: Some("3".into()),
+                    ..req()
+                },
+                "a maximum latency needs the latency test",
+            ),
+            (
+                Rfc2544Request {
+                    min_throughput_percent: Some("3".into()),
+                    tests: Some("loss".into()),
+                    ..req()
+                },
+                "a minimum throughput needs the throughput test",
+            ),
+        ] {
+            assert_eq!(r.plan(&ports(), None).expect_err(want), want);
+        }
     }
 
     #[test]

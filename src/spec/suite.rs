@@ -940,6 +940,10 @@ impl SuiteDef {
                         b2b_repeat: r.b2b_repeat.clone(),
                         echo_port: r.echo_port.clone(),
                         line_rate: r.line_rate.clone(),
+                        // A suite judges its steps by its own thresholds.
+                        min_throughput_percent: None,
+                        max_latency_ms: None,
+                        max_cpu_percent: None,
                         csrf: None,
                     };
                     if let Some(v) = opt(&r.trial) {

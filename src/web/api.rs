@@ -264,6 +264,8 @@ async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> 
         "loss_ledger": ledger,
         "board": board,
         "captures": super::diag::run_captures(id),
+        // A standalone run given pass/fail limits (`params.thresholds`): PASS/FAIL and checks.
+        "verdict": crate::results::verdict::judge_run(&state.store, &run),
     });
     let mut head = head.to_string();
     head.pop(); // the closing brace: the intervals follow

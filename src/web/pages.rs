@@ -1059,6 +1059,9 @@ struct RunPage {
     board: crate::results::view::BoardView,
     /// RFC 2544 runs: the throughput and frame-loss tables, the chart and the trials.
     rfc2544: Option<Rfc2544Section>,
+    /// A standalone run given pass/fail limits: "PASS"/"FAIL" and its lines
+    /// (`results::verdict::run_verdict_lines`).
+    verdict: Option<(String, Vec<String>)>,
     /// Packet captures started with the run (kept an hour after they ended).
     captures: Vec<CaptureLine>,
 }
@@ -1538,6 +1541,12 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
             .filter(|a| a.bitrate_bps.is_some() && rfc2544.is_none())
             .map(AnalysisView::of),
         rfc2544,
+        verdict: crate::results::verdict::judge_run(&state.store, &run).map(|v| {
+            (
+                if v.pass { "PASS" } else { "FAIL" }.to_string(),
+                crate::results::verdict::run_verdict_lines(&v),
+            )
+        }),
         captures: super::diag::run_captures(id)
             .iter()
             .map(CaptureLine::of)

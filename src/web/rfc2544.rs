@@ -62,6 +62,10 @@ struct Rfc2544Page {
     b2b_test: bool,
     b2b_repeat: String,
     line_rate: String,
+    /// Pass/fail limits given with the run (empty = not judged).
+    min_throughput_percent: String,
+    max_latency_ms: String,
+    max_cpu_percent: String,
     port_names: Vec<String>,
     runs: Vec<RunLine>,
 }
@@ -177,6 +181,9 @@ fn build(
         b2b_repeat: g(&r.b2b_repeat, "1"),
         echo_port: g(&r.echo_port, "5291"),
         line_rate: g(&r.line_rate, ""),
+        min_throughput_percent: g(&r.min_throughput_percent, ""),
+        max_latency_ms: g(&r.max_latency_ms, ""),
+        max_cpu_percent: g(&r.max_cpu_percent, ""),
         port_names: names,
         runs,
     }
