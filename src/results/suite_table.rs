@@ -138,8 +138,11 @@ pub fn run_result(store: &Store, index: usize, label: &str, r: &RunRow) -> StepR
         total: r.total_packets,
         loss_percent: r.lost_percent,
         cpu_max_percent: cpu_max(store, r.id),
-        board_port: match (&r.bind_dev, r.local_host.is_empty()) {
-            (Some(d), _) => d.clone(),
+        board_port: match (
+            crate::results::view::board_ports(r),
+            r.local_host.is_empty(),
+        ) {
+            (Some(d), _) => d,
             (None, false) => r.local_host.clone(),
             (None, true) => String::new(),
         },

@@ -326,10 +326,29 @@ fn iperf3_view(r: &RunRow) -> KindView {
     }
 }
 
+/// The board's ports of a run as every page shows them: a path through the board, in → out,
+/// for a forwarding or RFC 2544 run ("eth0 → eth1"), a list otherwise ("eth0, eth1" for a
+/// multi-port run's legs); `None` when the run was bound to none.
+pub fn board_ports(r: &RunRow) -> Option<String> {
+    let d = r.bind_dev.as_deref().filter(|d| !d.is_empty())?;
+    let sep = if r.kind.forwards() || r.kind == crate::model::RunKind::Rfc2544 {
+        " → "
+    } else {
+        ", "
+    };
+    Some(
+        d.split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .collect::<Vec<_>>()
+            .join(sep),
+    )
+}
+
 fn local_text(r: &RunRow) -> String {
-    match (&r.bind_dev, r.local_host.is_empty()) {
+    match (board_ports(r), r.local_host.is_empty()) {
         (Some(d), false) => format!("{d} ({})", r.local_host),
-        (Some(d), true) => d.clone(),
+        (Some(d), true) => d,
         (None, false) if r.local_port > 0 => format!("{}:{}", r.local_host, r.local_port),
         (None, false) => r.local_host.clone(),
         (None, true) => "—".into(),
@@ -519,7 +538,7 @@ fn multi_view(r: &RunRow) -> KindView {
         ),
         role_text: "this board ran every leg's client".into(),
         peer: r.peer_host.clone(),
-        local: r.bind_dev.clone().unwrap_or_else(|| "—".into()),
+        local: board_ports(r).unwrap_or_else(|| "—".into()),
         command,
         stock_command: None,
         cards: throughput_cards(r),
@@ -626,7 +645,7 @@ fn forward_view(r: &RunRow) -> KindView {
         role_text: "a peer agent ran the client through this board; the board recorded its ports"
             .into(),
         peer: format!("{}:{}", r.peer_host, r.peer_port),
-        local: r.bind_dev.clone().unwrap_or_else(|| "—".into()),
+        local: board_ports(r).unwrap_or_else(|| "—".into()),
         command,
         stock_command: Some(stock),
         cards,
@@ -1268,7 +1287,7 @@ fn rfc2544_view(r: &RunRow) -> KindView {
         title: format!("RFC 2544, {} from PC1's view", r.direction),
         role_text: "the board is the device under test; a peer agent generated the frames".into(),
         peer: format!("{}:{}", r.peer_host, r.peer_port),
-        local: r.bind_dev.clone().unwrap_or_else(|| "—".into()),
+        local: board_ports(r).unwrap_or_else(|| "—".into()),
         command,
         stock_command: None,
         cards,
@@ -1603,6 +1622,26 @@ mod tests {
             "netperfd multi --leg eth0=192.0.2.2,udp,b=500000000 --leg eth1=198.51.100.2:5202,receive -t 10"
         );
         assert!(v.title.starts_with("Multi-port run: 2 legs"));
+        assert_eq!(v.local, "eth0, eth1");
+    }
+
+    /// Issue 38: one format for a run's board ports on every page — a path through the board
+    /// for forwarding and RFC 2544 runs, a list for the others (the run page said "eth0,eth1").
+    #[test]
+    fn board_ports_are_a_path_or_a_list() {
+        let mut r = row(RunKind::Rfc2544);
+        r.bind_dev = Some("eth0,eth1".into());
+        assert_eq!(board_ports(&r).as_deref(), Some("eth0 → eth1"));
+        assert_eq!(view(&r).local, "eth0 → eth1");
+        r.kind = RunKind::Forward;
+        assert_eq!(board_ports(&r).as_deref(), Some("eth0 → eth1"));
+        r.kind = RunKind::Monitor;
+        assert_eq!(board_ports(&r).as_deref(), Some("eth0, eth1"));
+        r.bind_dev = Some(String::new());
+        assert_eq!(board_ports(&r), None);
+        r.kind = RunKind::Iperf3;
+        r.bind_dev = Some("eth0".into());
+        assert_eq!(board_ports(&r).as_deref(), Some("eth0"));
     }
 
     #[test]

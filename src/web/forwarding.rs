@@ -261,11 +261,14 @@ fn run_line(r: &RunRow, live: bool) -> RunLine {
             crate::results::view::forward_direction(r),
             r.peer_host,
             r.peer_port,
-            r.bind_dev.clone().unwrap_or_default().replace(',', " → ")
+            crate::results::view::board_ports(r).unwrap_or_default()
         )
     } else {
         let l = s["label"].as_str().unwrap_or(&r.peer_host).to_string();
-        format!("{} {l}", r.bind_dev.clone().unwrap_or_default())
+        format!(
+            "{} {l}",
+            crate::results::view::board_ports(r).unwrap_or_default()
+        )
     };
     let peer = match (r.sender_bps, r.receiver_bps) {
         (Some(a), Some(b)) => format!("{} / {}", display::rate(a), display::rate(b)),

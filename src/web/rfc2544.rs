@@ -107,7 +107,7 @@ fn build(
             RunLine {
                 id: r.id,
                 when: fmt_time(r.started_at),
-                path: r.bind_dev.clone().unwrap_or_default().replace(',', " → "),
+                path: crate::results::view::board_ports(&r).unwrap_or_default(),
                 sizes: r.params["sizes"]
                     .as_array()
                     .map(|a| {

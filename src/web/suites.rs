@@ -1041,10 +1041,7 @@ fn run_differences(state: &AppState, ids: &[i64]) -> Vec<String> {
         }
     };
     let board = |r: &crate::store::RunRow| -> String {
-        r.bind_dev
-            .clone()
-            .filter(|d| !d.is_empty())
-            .unwrap_or_else(|| r.local_host.clone())
+        crate::results::view::board_ports(r).unwrap_or_else(|| r.local_host.clone())
     };
     type Prop<'a> = (&'a str, &'a dyn Fn(&crate::store::RunRow) -> String);
     let props: [Prop<'_>; 3] = [
