@@ -25,9 +25,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::Notify;
 
-/// Time between two latency probes of the latency test, ms (100 a second: a 10 s trial gives
-/// about 750 loaded round trips, enough for a p99).
-pub const PROBE_INTERVAL_MS: u32 = 10;
+pub use crate::spec::rfc2544::PROBE_INTERVAL_MS;
 
 /// Record and start an RFC 2544 run; its id at once, and a handle that resolves when it has
 /// ended. `ctl` changes the board when the plan asks for NAT. Errors: the peer address does

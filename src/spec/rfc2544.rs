@@ -25,6 +25,9 @@ pub const L1_OVERHEAD: u32 = 20;
 pub const MAX_SIZES: usize = 16;
 /// Longest trial, s (RFC 2544 asks for 60 s at least for the throughput test's final trials).
 pub const MAX_TRIAL_S: u32 = 600;
+/// Time between two latency probes of the latency test, ms (100 a second: a 10 s trial gives
+/// about 750 loaded round trips, enough for a p99).
+pub const PROBE_INTERVAL_MS: u32 = 10;
 /// Most times one run repeats the back-to-back search of a frame size (RFC 2544 §26.4 asks
 /// for at least 50, averaged).
 pub const MAX_B2B_REPEAT: u32 = 50;
