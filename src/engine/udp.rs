@@ -384,7 +384,7 @@ pub fn loss_percent(lost: u64, expected: u64) -> f64 {
 
 pub use super::pacer::{Pacer, PacerStats};
 pub use super::sys::{fine_timer_slack, mono_now};
-use super::sys::{getsockopt_int, recvmmsg, send, sendmmsg, setsockopt_int};
+use super::sys::{getsockopt_int, recvmmsg, send, sendmmsg, setsockopt_int, CmsgSlot};
 
 /// Ask for a `bytes` receive buffer: SO_RCVBUFFORCE (above rmem_max, needs CAP_NET_ADMIN),
 /// else SO_RCVBUF (capped at rmem_max). A deep buffer keeps a briefly busy receiver from
@@ -868,12 +868,10 @@ pub struct Receiver {
     slot: usize,
     n: usize,
     bufs: Vec<u8>,
-    ctrl: Vec<u8>,
+    ctrl: Vec<CmsgSlot>,
     stats: Arc<Mutex<UdpRecv>>,
     bytes: Arc<AtomicU64>,
 }
-
-const CTRL: usize = 128;
 
 impl Receiver {
     /// Prepare a socket: deep receive buffer, kernel timestamps, GRO when offered.
@@ -897,7 +895,7 @@ impl Receiver {
             slot,
             n,
             bufs: vec![0u8; slot * n],
-            ctrl: vec![0u8; CTRL * n],
+            ctrl: vec![CmsgSlot::default(); n],
             stats,
             bytes,
         }
@@ -912,7 +910,6 @@ impl Receiver {
             &mut self.bufs,
             slot,
             &mut self.ctrl,
-            CTRL,
             n,
             flags,
         )?;

@@ -60,7 +60,8 @@ fn socket() -> std::io::Result<OwnedFd> {
 }
 
 /// One SIOCETHTOOL call on port `ifname` with command buffer `buf` (its first u32 is the
-/// command; the kernel reads and writes at most `buf`'s length, as the command's struct says).
+/// command). The kernel reads and writes the command's struct; for GSTRINGS and GSTATS that
+/// struct's length is the driver's count at the call, so their buffers are [`Guarded`].
 fn call(fd: &OwnedFd, ifname: &str, buf: &mut [u64]) -> std::io::Result<()> {
     let b = ifname.as_bytes();
     if b.is_empty() || b.len() >= libc::IFNAMSIZ || b.contains(&0) {
@@ -74,9 +75,10 @@ fn call(fd: &OwnedFd, ifname: &str, buf: &mut [u64]) -> std::io::Result<()> {
     for (d, s) in req.name.iter_mut().zip(b) {
         *d = *s;
     }
-    // SAFETY: req is a valid ifreq whose data points to `buf`, which is large enough for the
-    // command it holds (the callers size it from the counts the kernel gave) and outlives
-    // the call.
+    // SAFETY: req is a valid ifreq whose data points to `buf`, which outlives the call and is
+    // large enough for the command's fixed struct; the two commands whose length the kernel
+    // decides (GSTRINGS, GSTATS) get a buffer ending at a guard page (`Guarded`), where an
+    // overlong write faults in the kernel (EFAULT) instead of reaching other memory.
     let rc = unsafe { libc::ioctl(fd.as_raw_fd(), SIOCETHTOOL as _, &mut req as *mut IfReqData) };
     if rc < 0 {
         Err(std::io::Error::last_os_error())
@@ -109,6 +111,94 @@ fn get_u32(buf: &[u64], i: usize) -> u32 {
     half.try_into().map_or(0, u32::from_ne_bytes)
 }
 
+/// A zeroed buffer of `u64` words whose end lies against a `PROT_NONE` guard page.
+///
+/// ETHTOOL_GSTRINGS and ETHTOOL_GSTATS write as many entries as the driver counts at the
+/// time of the call, not the count the caller passed in the request (linux
+/// net/ethtool/ioctl.c `ethtool_get_strings`/`ethtool_get_stats` overwrite `len`/`n_stats`),
+/// so a driver whose count grew after ETHTOOL_GSSET_INFO would write past a buffer sized
+/// from that first answer. Here such a write reaches the guard page, where the kernel's
+/// copy to user memory faults and the ioctl fails with EFAULT: nothing else is overwritten.
+struct Guarded {
+    map: *mut libc::c_void,
+    map_len: usize,
+    /// Byte offset of the first word in the mapping (the words end at the guard page).
+    off: usize,
+    words: usize,
+}
+
+impl Guarded {
+    /// `words` zeroed words. Errors: the size overflows, or mmap/mprotect fail (ENOMEM).
+    fn new(words: usize) -> std::io::Result<Guarded> {
+        let too_big = || std::io::Error::from_raw_os_error(libc::ENOMEM);
+        // SAFETY: sysconf takes no pointers.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+            .ok()
+            .filter(|p| *p >= 8 && p.is_power_of_two())
+            .unwrap_or(4096);
+        let bytes = words.checked_mul(8).ok_or_else(too_big)?;
+        let data = bytes
+            .div_ceil(page)
+            .max(1)
+            .checked_mul(page)
+            .ok_or_else(too_big)?;
+        let map_len = data.checked_add(page).ok_or_else(too_big)?;
+        // SAFETY: an anonymous private mapping; no pointer is passed in.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let g = Guarded {
+            map,
+            map_len,
+            off: data.saturating_sub(bytes),
+            words,
+        };
+        // SAFETY: [map + data, map + data + page) lies inside the mapping made above.
+        let rc = unsafe {
+            libc::mprotect(
+                map.cast::<u8>().wrapping_add(data).cast(),
+                page,
+                libc::PROT_NONE,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(g)
+    }
+
+    fn words(&mut self) -> &mut [u64] {
+        // SAFETY: `off` is a multiple of 8 (page and word sizes are), and `off + 8 × words`
+        // ends at the guard page, inside the readable and writable part of the mapping,
+        // which lives as long as `self`; the mapping is zeroed, a valid `u64` array.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.map.cast::<u8>().wrapping_add(self.off).cast::<u64>(),
+                self.words,
+            )
+        }
+    }
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once.
+        unsafe {
+            libc::munmap(self.map, self.map_len);
+        }
+    }
+}
+
 /// The driver's statistics of port `ifname`, as name and value, in the driver's order
 /// (`ethtool -S`). Errors: the port does not exist (ENODEV), the driver has no statistics
 /// (EOPNOTSUPP, or an empty list), or the ioctl is refused.
@@ -128,24 +218,27 @@ pub fn stats(ifname: &str) -> std::io::Result<Vec<(String, u64)>> {
         return Err(std::io::Error::from_raw_os_error(libc::EOPNOTSUPP));
     }
     // n ≤ MAX_STATS: the sizes below cannot overflow.
-    // ethtool_gstrings: cmd, string_set, len (3 × u32), then len × 32 bytes.
-    let mut names = vec![
-        0u64;
+    // ethtool_gstrings: cmd, string_set, len (3 × u32), then len × 32 bytes. The kernel
+    // writes the driver's count at this call, which may exceed n: see `Guarded`.
+    let mut names_buf = Guarded::new(
         n.saturating_mul(ETH_GSTRING_LEN)
             .div_ceil(8)
-            .saturating_add(2)
-    ];
-    set_u32(&mut names, 0, ETHTOOL_GSTRINGS);
-    set_u32(&mut names, 1, ETH_SS_STATS);
-    set_u32(&mut names, 2, n32);
-    call(&fd, ifname, &mut names)?;
+            .saturating_add(2),
+    )?;
+    let names = names_buf.words();
+    set_u32(names, 0, ETHTOOL_GSTRINGS);
+    set_u32(names, 1, ETH_SS_STATS);
+    set_u32(names, 2, n32);
+    call(&fd, ifname, names)?;
     // ethtool_stats: cmd, n_stats (2 × u32), then n × u64.
-    let mut vals = vec![0u64; n.saturating_add(1)];
-    set_u32(&mut vals, 0, ETHTOOL_GSTATS);
-    set_u32(&mut vals, 1, n32);
-    call(&fd, ifname, &mut vals)?;
+    let mut vals_buf = Guarded::new(n.saturating_add(1))?;
+    let vals = vals_buf.words();
+    set_u32(vals, 0, ETHTOOL_GSTATS);
+    set_u32(vals, 1, n32);
+    call(&fd, ifname, vals)?;
+    let (names, vals) = (&*names, &*vals);
     // The kernel may answer fewer than asked; never read past either table.
-    let got = get_u32(&names, 2).min(get_u32(&vals, 1)).min(n32);
+    let got = get_u32(names, 2).min(get_u32(vals, 1)).min(n32);
     let got = usize::try_from(got).unwrap_or(0);
     let bytes: Vec<u8> = names.iter().flat_map(|w| w.to_ne_bytes()).collect();
     let strings = bytes.get(12..).unwrap_or_default();
@@ -237,6 +330,37 @@ mod tests {
         for i in 0..6 {
             assert_eq!(get_u32(&b, i), 100 + i as u32);
         }
+    }
+
+    /// Issue 40: a kernel write longer than the buffer (what GSTRINGS/GSTATS do when the
+    /// driver's count grew) stops at the guard page with EFAULT or a short count, and the
+    /// buffer's own words are all it changed.
+    #[test]
+    fn a_kernel_write_past_a_guarded_buffer_faults_at_its_end() {
+        let mut g = Guarded::new(3).expect("mapping");
+        assert_eq!(g.words(), [0, 0, 0]);
+        g.words()[2] = 7;
+        let zero = std::fs::File::open("/dev/zero").expect("/dev/zero");
+        let w = g.words();
+        // SAFETY (test): read(2) into the guarded words, asking for 100 bytes more than they
+        // hold; the kernel faults at the guard page.
+        let rc = unsafe {
+            libc::read(
+                std::os::fd::AsRawFd::as_raw_fd(&zero),
+                w.as_mut_ptr().cast(),
+                3 * 8 + 100,
+            )
+        };
+        let e = std::io::Error::last_os_error();
+        assert!(
+            rc == 24 || (rc < 0 && e.raw_os_error() == Some(libc::EFAULT)),
+            "read gave {rc} ({e})"
+        );
+        assert_eq!(g.words(), [0, 0, 0], "the words /dev/zero wrote");
+        // A buffer of a page's words exactly, and an empty one, map and drop cleanly.
+        assert_eq!(Guarded::new(512).expect("page").words().len(), 512);
+        assert!(Guarded::new(0).expect("empty").words().is_empty());
+        assert!(Guarded::new(usize::MAX).is_err());
     }
 
     #[test]

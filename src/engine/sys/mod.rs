@@ -249,21 +249,34 @@ pub struct RecvMsg {
     pub segment: Option<usize>,
 }
 
+/// Room for one datagram's control messages (a timestamp and a GRO segment size take 48
+/// bytes), aligned as the kernel's `struct cmsghdr` needs: the CMSG_* walk reads headers in
+/// place, so the alignment is part of the type, not a property of whatever allocation a caller
+/// made.
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+pub struct CmsgSlot([u8; 128]);
+
+const _: () = assert!(std::mem::align_of::<CmsgSlot>() >= std::mem::align_of::<libc::cmsghdr>());
+
+impl Default for CmsgSlot {
+    fn default() -> CmsgSlot {
+        CmsgSlot([0; 128])
+    }
+}
+
 /// recvmmsg(2) of up to `n` datagrams into `bufs` (slot `i` at `i * slot`, `slot` bytes) with
-/// their control messages in `ctrl` (`ctrl_slot` bytes each). `flags`: MSG_WAITFORONE,
+/// their control messages in `ctrl` (one [`CmsgSlot`] each). `flags`: MSG_WAITFORONE,
 /// MSG_DONTWAIT. Panics never; `bufs`/`ctrl` shorter than `n` slots read fewer datagrams.
 pub fn recvmmsg(
     fd: RawFd,
     bufs: &mut [u8],
     slot: usize,
-    ctrl: &mut [u8],
-    ctrl_slot: usize,
+    ctrl: &mut [CmsgSlot],
     n: usize,
     flags: libc::c_int,
 ) -> std::io::Result<Vec<RecvMsg>> {
-    let n = n
-        .min(bufs.len() / slot.max(1))
-        .min(ctrl.len() / ctrl_slot.max(1));
+    let n = n.min(bufs.len() / slot.max(1)).min(ctrl.len());
     let mut iov: Vec<libc::iovec> = (0..n)
         .map(|i| libc::iovec {
             iov_base: bufs[i * slot..].as_mut_ptr() as *mut libc::c_void,
@@ -272,11 +285,11 @@ pub fn recvmmsg(
         .collect();
     // SAFETY: zeroed mmsghdr is valid; pointers set below outlive the call.
     let mut msgs: Vec<libc::mmsghdr> = (0..n).map(|_| unsafe { std::mem::zeroed() }).collect();
-    for (i, (m, v)) in msgs.iter_mut().zip(iov.iter_mut()).enumerate() {
+    for ((m, v), c) in msgs.iter_mut().zip(iov.iter_mut()).zip(ctrl.iter_mut()) {
         m.msg_hdr.msg_iov = v;
         m.msg_hdr.msg_iovlen = 1;
-        m.msg_hdr.msg_control = ctrl[i * ctrl_slot..].as_mut_ptr() as *mut libc::c_void;
-        m.msg_hdr.msg_controllen = ctrl_slot as _;
+        m.msg_hdr.msg_control = c.0.as_mut_ptr() as *mut libc::c_void;
+        m.msg_hdr.msg_controllen = std::mem::size_of::<CmsgSlot>() as _;
     }
     // SAFETY: msgs, iov, bufs and ctrl are valid for the call.
     let rc = unsafe {
