@@ -1,4 +1,5 @@
-// netperfd Ports page: live rates and counters (1 Hz, from /api/ports) and the countdown of a
+// netperfd Ports page: live rates and counters (1 Hz, from /api/ports), the leases and the
+// default route's port (every 3 s, /api/ports?leases=1) and the countdown of a
 // change waiting for confirmation. Works without it too (plain forms). No external code.
 (function () {
   "use strict";
@@ -47,8 +48,63 @@
     });
   }
 
+  // The lease cards, the table's DHCP summary and the "default route via" marks, from the
+  // same rows the server renders the page with (lease_rows): every 3rd second.
+  function leaseSummary(rows) {
+    var t = "By DHCP" + (rows.length ? "" : ": no lease yet");
+    rows.forEach(function (r) { if (r[0] !== "Address") { t += " · " + r[0] + " " + r[1]; } });
+    return t;
+  }
+  function leaseCard(box, rows) {
+    var key = JSON.stringify(rows);
+    if (box.getAttribute("data-rows") === key) { return; }
+    box.setAttribute("data-rows", key);
+    box.textContent = "";
+    if (!rows.length) {
+      var p = document.createElement("p");
+      p.className = "hint";
+      p.textContent = "No lease yet: the client is asking.";
+      box.appendChild(p);
+      return;
+    }
+    var dl = document.createElement("dl");
+    dl.className = "facts lease";
+    rows.forEach(function (r) {
+      var dt = document.createElement("dt"), dd = document.createElement("dd");
+      dt.textContent = r[0];
+      dd.textContent = r[1];
+      dd.setAttribute("data-lease", r[0]);
+      dl.appendChild(dt);
+      dl.appendChild(dd);
+    });
+    box.appendChild(dl);
+  }
+  function addressing(p, tr) {
+    if (p.lease_rows === undefined) { return; }
+    var cardRoute = document.querySelector('[data-default-route="' + p.name + '"]');
+    if (cardRoute) {
+      var want = p.default_route ? "The board's " + p.default_route + " leaves through " + p.name + "." : "";
+      if (cardRoute.textContent !== want) {
+        cardRoute.textContent = "";
+        if (want) {
+          var b = document.createElement("strong");
+          b.textContent = "The board's " + p.default_route;
+          cardRoute.appendChild(b);
+          cardRoute.appendChild(document.createTextNode(" leaves through " + p.name + "."));
+        }
+      }
+    }
+    set(tr, "default_route", p.default_route || "");
+    if (!p.dhcp) { return; }
+    set(tr, "lease", leaseSummary(p.lease_rows));
+    var box = document.querySelector('[data-lease-port="' + p.name + '"]');
+    if (box) { leaseCard(box, p.lease_rows); }
+  }
+
+  var ticks = 0;
   function refresh() {
-    fetch("/api/ports", { credentials: "same-origin", headers: { "Accept": "application/json" } })
+    var leases = ticks++ % 3 === 0;
+    fetch(leases ? "/api/ports?leases=1" : "/api/ports", { credentials: "same-origin", headers: { "Accept": "application/json" } })
       .then(function (r) { return r.ok ? r.json() : null; })
       .then(function (ports) {
         if (!ports) { return; }
@@ -68,6 +124,7 @@
           queue(tr, p.qdisc_view || []);
           set(tr, "overruns", String(c.rx_overruns));
           set(tr, "fifo", c.rx_fifo + " / " + c.tx_fifo);
+          addressing(p, tr);
         });
       })
       .catch(function () { /* the board may be unreachable for a moment after a change */ });

@@ -375,3 +375,186 @@ fn every_page_fits_a_phone_and_a_desk() {
     eprintln!("screenshots: {}", shots.display());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// The Ports page with a port by DHCP (issue 42's tryout: at 1400 px the ports table scrolled
+/// sideways inside its box; the lease card did not refresh until a reload; the page did not
+/// say which port holds the default route): dnsmasq in pc2 leases eth1 an address with a
+/// router; at 1400 px the table fits its box (no sideways scroll), at 390 px the document
+/// does not scroll sideways; eth1's row and card say "default route via 198.51.100.2", and
+/// the lease card and that mark follow the board without a reload.
+#[test]
+fn the_ports_page_with_a_dhcp_port_fits_and_refreshes() {
+    let mut lab = Lab::with_pc2();
+    let board = lab.board.clone();
+    let pc2 = lab.pc2.clone().expect("pc2");
+    // Chromium's own lookups through the lease's default route fail at once in pc2 (an
+    // unreachable route answers with ICMP) instead of hanging.
+    for args in [
+        vec!["sysctl", "-qw", "net.ipv4.ip_forward=1"],
+        vec!["ip", "route", "add", "unreachable", "default"],
+    ] {
+        let (code, _, err) = lab.run(
+            &pc2,
+            "pc2-setup",
+            args[0],
+            &args[1..],
+            Duration::from_secs(10),
+        );
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+    }
+    let lf = format!("--dhcp-leasefile={}", lab.dir().join("leases").display());
+    lab.spawn(
+        &pc2,
+        "dnsmasq",
+        "dnsmasq",
+        &[
+            "--no-daemon",
+            "--conf-file=/dev/null",
+            "--port=0",
+            "--interface=eth0",
+            "--bind-interfaces",
+            "--dhcp-range=198.51.100.50,198.51.100.59,255.255.255.0,2m",
+            "--dhcp-option=option:router,198.51.100.2",
+            "--dhcp-option=option:dns-server,198.51.100.9",
+            "--dhcp-authoritative",
+            "--no-ping",
+            "--user=root",
+            &lf,
+        ],
+    );
+    let data = lab.dir().join("data");
+    let listen = format!("127.0.0.1:{WEB_PORT}");
+    let args = [
+        "daemon",
+        "--listen",
+        &listen,
+        "--data",
+        data.to_str().unwrap_or("data"),
+    ];
+    lab.spawn_env(
+        &board,
+        "daemon",
+        bin(),
+        &args,
+        &[("NETPERFD_DHCP_CLIENT", "udhcpc")],
+    );
+    lab.wait_port(&board, "127.0.0.1", WEB_PORT);
+    let mut http = Http::new(Some(&board), &format!("http://{listen}"));
+    set_up(&lab, &mut http);
+    let r = http.api(
+        "PUT",
+        "/api/ports/eth1/addressing",
+        &json!({"method": "dhcp", "confirm_within": 60}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let t = Instant::now();
+    while http.get_json("/api/board")["addressing"]["eth1"]["lease"]["router"] != "198.51.100.2" {
+        assert!(t.elapsed() < Duration::from_secs(15), "no lease");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(http.call("POST", "/api/board/confirm").status, 200);
+    // The API the page refreshes from.
+    let ports = http.get_json("/api/ports?leases=1");
+    let eth1 = ports
+        .as_array()
+        .and_then(|a| a.iter().find(|p| p["name"] == "eth1"))
+        .cloned()
+        .expect("eth1");
+    assert_eq!(eth1["dhcp"], true);
+    assert_eq!(eth1["default_route"], "default route via 198.51.100.2");
+    assert_eq!(eth1["lease_rows"][1], json!(["Router", "198.51.100.2"]));
+
+    chromedriver(&mut lab, &board, WD_PORT);
+    let base = format!("http://127.0.0.1:{WEB_PORT}");
+    let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .map(|p| p.join("ui-screens"))
+        .expect("target dir");
+    let _ = std::fs::create_dir_all(&shots);
+    let mut problems = Vec::new();
+    for (w, h) in SIZES {
+        let b = Browser::open(
+            &board,
+            WD_PORT,
+            &base,
+            w,
+            h,
+            &lab.dir().join(format!("dhcp-{w}")),
+        );
+        b.log_in("correct horse");
+        check_page(&b, &shots, w, "ports-dhcp", "/ports", &mut problems);
+        let m = b.js(
+            "const t = document.getElementById('ports'); const box = t.closest('.scroll');
+             const row = t.querySelector('tr[data-port=eth1] [data-field=default_route]');
+             const card = document.querySelector('[data-default-route=eth1]');
+             return {table: t.getBoundingClientRect().width, box: box.clientWidth,
+                     scroll: box.scrollWidth, row: row.textContent, card: card.textContent};",
+        );
+        eprintln!("{w:>4} px /ports with eth1 by DHCP: {m}");
+        if w >= 1400 && m["scroll"].as_u64() > m["box"].as_u64() {
+            problems.push(format!("{w} px: the ports table scrolls sideways: {m}"));
+        }
+        assert_eq!(m["row"], "default route via 198.51.100.2", "{w} px");
+        assert_eq!(
+            m["card"], "The board's default route via 198.51.100.2 leaves through eth1.",
+            "{w} px"
+        );
+        b.js("document.getElementById('addressing-eth1').scrollIntoView(); return 0;");
+        b.screenshot(&shots, &format!("{w}-ports-dhcp-card"));
+        if w < 1400 {
+            continue;
+        }
+        // Live, without a reload: the expiry counts down, and the default route's mark goes
+        // when the route goes (and comes back with it).
+        let expires = "return [window.__kept === 1, (document.querySelector('#lease-eth1 [data-lease=Expires]') || {}).textContent, document.querySelector('tr[data-port=eth1] [data-field=default_route]').textContent];";
+        b.js("window.__kept = 1; return 0;");
+        let first = b.js(expires);
+        std::thread::sleep(Duration::from_secs(4));
+        let later = b.js(expires);
+        eprintln!("lease card {first} then {later}");
+        assert_eq!(later[0], true, "the page was not reloaded");
+        assert_ne!(
+            first[1], later[1],
+            "the lease card's expiry did not refresh"
+        );
+        let (code, _, err) = lab.run(
+            &board,
+            "route-del",
+            "ip",
+            &["route", "del", "default"],
+            Duration::from_secs(10),
+        );
+        assert_eq!(code, Some(0), "{err}");
+        let t = Instant::now();
+        while b.js(expires)[2] != "" {
+            assert!(t.elapsed() < Duration::from_secs(6), "the mark stayed");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        let (code, _, err) = lab.run(
+            &board,
+            "route-add",
+            "ip",
+            &[
+                "route",
+                "add",
+                "default",
+                "via",
+                "198.51.100.2",
+                "dev",
+                "eth1",
+            ],
+            Duration::from_secs(10),
+        );
+        assert_eq!(code, Some(0), "{err}");
+        while b.js(expires)[2] != "default route via 198.51.100.2" {
+            assert!(
+                t.elapsed() < Duration::from_secs(12),
+                "the mark did not come back"
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        assert_eq!(b.js(expires)[0], true, "the page was not reloaded");
+    }
+    eprintln!("screenshots: {}", shots.display());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

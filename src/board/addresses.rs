@@ -8,7 +8,7 @@ use super::error::BoardError;
 use super::links::{nl_error, IfAddr};
 use futures_util::TryStreamExt;
 use rtnetlink::packet_route::route::{
-    RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteType, RouteVia,
+    RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteProtocol, RouteType, RouteVia,
 };
 use rtnetlink::packet_route::AddressFamily;
 use rtnetlink::{LinkUnspec, RouteMessageBuilder};
@@ -245,10 +245,15 @@ pub async fn set_default_route(
 ) -> Result<(), BoardError> {
     let existing = default_route_messages(h, v6).await?;
     if let Some((via, oif)) = target {
-        if existing
-            .iter()
-            .any(|m| gateway_of(m) == Some(via) && (oif.is_none() || oif_of(m) == oif))
-            && existing.len() == 1
+        // A route a DHCP client installed (proto dhcp) is the client's: a configured gateway
+        // replaces it with a static one even when the next hop is the same, so that the
+        // client's deconfig (which takes only proto dhcp routes) leaves the static one alone
+        // and a roll-back can tell them apart.
+        if existing.iter().any(|m| {
+            gateway_of(m) == Some(via)
+                && (oif.is_none() || oif_of(m) == oif)
+                && m.header.protocol != RouteProtocol::Dhcp
+        }) && existing.len() == 1
         {
             return Ok(());
         }
@@ -291,4 +296,65 @@ pub async fn set_default_route(
         }
         Ok(())
     }
+}
+
+/// Make `via` through port `index` the IPv4 default route a DHCP lease gives: marked `proto
+/// dhcp` (RTPROT_DHCP, 16), so that [`del_dhcp_default_routes`] later takes exactly it. Every
+/// other IPv4 default route through `index` goes first (the caller checked that no other
+/// port holds the default route; routes through other ports are not touched).
+pub async fn set_dhcp_default_route(
+    h: &rtnetlink::Handle,
+    via: Ipv4Addr,
+    index: u32,
+) -> Result<(), BoardError> {
+    let existing = default_route_messages(h, false).await?;
+    if existing.iter().any(|m| {
+        gateway_of(m) == Some(IpAddr::V4(via))
+            && oif_of(m) == Some(index)
+            && m.header.protocol == RouteProtocol::Dhcp
+    }) && existing.iter().all(|m| {
+        oif_of(m) != Some(index)
+            || gateway_of(m) == Some(IpAddr::V4(via)) && m.header.protocol == RouteProtocol::Dhcp
+    }) {
+        return Ok(());
+    }
+    for m in existing.into_iter().filter(|m| oif_of(m) == Some(index)) {
+        h.route()
+            .del(m)
+            .execute()
+            .await
+            .map_err(|e| nl_error("removing the old default route", e))?;
+    }
+    let msg = RouteMessageBuilder::<Ipv4Addr>::new()
+        .gateway(via)
+        .output_interface(index)
+        .protocol(RouteProtocol::Dhcp)
+        .build();
+    h.route()
+        .add(msg)
+        .replace()
+        .execute()
+        .await
+        .map_err(|e| nl_error(&format!("setting the default route via {via}"), e))
+}
+
+/// Remove the IPv4 default routes of the main table that a DHCP lease on port `index` put
+/// there: through `index` and marked `proto dhcp`. Another port's default route, and a static
+/// one through this port, stay. Returns how many went.
+pub async fn del_dhcp_default_routes(
+    h: &rtnetlink::Handle,
+    index: u32,
+) -> Result<usize, BoardError> {
+    let mut n = 0;
+    for m in default_route_messages(h, false).await? {
+        if oif_of(&m) == Some(index) && m.header.protocol == RouteProtocol::Dhcp {
+            h.route()
+                .del(m)
+                .execute()
+                .await
+                .map_err(|e| nl_error("removing the lease's default route", e))?;
+            n += 1;
+        }
+    }
+    Ok(n)
 }

@@ -1052,6 +1052,65 @@ impl Controller {
         self.inner.lock().await.pending.as_ref().map(Pending::view)
     }
 
+    /// Each non-loopback port's addressing (`dhcp` / `static`) and lease, by port name, and
+    /// the board's IPv4 default route as the kernel has it now: what the Ports page refreshes
+    /// live (its lease cards, the "default route" mark). Reads the kernel and the clients'
+    /// lease files, not the firewall or the store. Errors: the ports cannot be read.
+    pub async fn addressing(
+        &self,
+    ) -> Result<
+        (
+            std::collections::BTreeMap<String, super::dhcp::PortDhcp>,
+            Option<Gateway>,
+        ),
+        BoardError,
+    > {
+        let links = self.inventory().await?;
+        let client = super::dhcp::detect();
+        let map = self
+            .addressing_of(&links, &client, |n| self.dhcp.is_on(n))
+            .await;
+        let h = netlink()?;
+        let gw = addresses::default_route(&h, false)
+            .await?
+            .map(|(via, oif)| Gateway {
+                via,
+                port: oif.and_then(|i| links.iter().find(|l| l.index == i).map(|l| l.name.clone())),
+            });
+        Ok((map, gw))
+    }
+
+    async fn addressing_of(
+        &self,
+        ports: &[Link],
+        client: &Result<super::dhcp::Client, String>,
+        by_dhcp: impl Fn(&str) -> bool,
+    ) -> std::collections::BTreeMap<String, super::dhcp::PortDhcp> {
+        let mut addressing = std::collections::BTreeMap::new();
+        for l in ports.iter().filter(|l| !l.loopback) {
+            let on = by_dhcp(&l.name);
+            let lease = match (client, on) {
+                (Ok(c), true) => {
+                    let dynamic = l
+                        .addresses
+                        .iter()
+                        .find(|a| !a.permanent && a.address.is_ipv4())
+                        .map(|a| (a.address, a.valid_secs));
+                    self.dhcp.lease(c, &l.name, l.index, dynamic).await
+                }
+                _ => None,
+            };
+            addressing.insert(
+                l.name.clone(),
+                super::dhcp::PortDhcp {
+                    method: if on { "dhcp" } else { "static" }.into(),
+                    lease,
+                },
+            );
+        }
+        addressing
+    }
+
     /// Everything the ports page shows.
     pub async fn view(&self) -> Result<BoardView, BoardError> {
         let inner = self.inner.lock().await;
@@ -1075,28 +1134,11 @@ impl Controller {
             super::netconfig::missing_addresses(&confirmed, &ports)
         };
         let client = super::dhcp::detect();
-        let mut addressing = std::collections::BTreeMap::new();
-        for l in ports.iter().filter(|l| !l.loopback) {
-            let on = state.ports.get(&l.name).is_some_and(|p| p.dhcp);
-            let lease = match (&client, on) {
-                (Ok(c), true) => {
-                    let dynamic = l
-                        .addresses
-                        .iter()
-                        .find(|a| !a.permanent && a.address.is_ipv4())
-                        .map(|a| (a.address, a.valid_secs));
-                    self.dhcp.lease(c, &l.name, l.index, dynamic).await
-                }
-                _ => None,
-            };
-            addressing.insert(
-                l.name.clone(),
-                super::dhcp::PortDhcp {
-                    method: if on { "dhcp" } else { "static" }.into(),
-                    lease,
-                },
-            );
-        }
+        let addressing = self
+            .addressing_of(&ports, &client, |n| {
+                state.ports.get(n).is_some_and(|p| p.dhcp)
+            })
+            .await;
         Ok(BoardView {
             ports,
             ipv4_default_route: state.ipv4_default_route.and_then(|r| r.gateway),

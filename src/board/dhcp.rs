@@ -13,7 +13,8 @@
 //!   one applies nothing and is written with its `error`), puts the leased address on the port
 //!   with the lease's lifetime (so the kernel, like `ip -j addr`, shows it as dynamic with its
 //!   countdown; an infinite lease forever, marked [`super::links::DHCP_ADDR_PROTO`]), sets the
-//!   IPv4 default route via the lease's router only when no other port holds one, and writes
+//!   IPv4 default route via the lease's router (marked `proto dhcp`, so that the client's
+//!   deconfig later removes that route and no other) only when no other port holds one, and writes
 //!   the lease as JSON (`PORT.json` in the lease directory). udhcpc's and the hook's output
 //!   go to netperfd's log. The kernel does SLAAC.
 //!
@@ -714,7 +715,8 @@ pub fn parse_dhcpcd_dump(text: &str) -> Option<Lease> {
 }
 
 /// Remove every dynamic (not IFA_F_PERMANENT) IPv4 address of `port`, and the IPv4 default
-/// routes leaving through it: what a DHCP client put there.
+/// routes its lease installed (through `port`, `proto dhcp`): what a DHCP client put there.
+/// Another port's default route and a static one through `port` stay.
 async fn drop_dynamic_v4(port: &str) -> Result<(), BoardError> {
     let links = super::links::inventory().await?;
     let Some(l) = links.iter().find(|l| l.name == port) else {
@@ -728,11 +730,7 @@ async fn drop_dynamic_v4(port: &str) -> Result<(), BoardError> {
     {
         super::addresses::del_address(&h, l.index, port, a.address).await?;
     }
-    if let Some((_, Some(oif))) = super::addresses::default_route(&h, false).await? {
-        if oif == l.index {
-            super::addresses::set_default_route(&h, false, None).await?;
-        }
-    }
+    super::addresses::del_dhcp_default_routes(&h, l.index).await?;
     Ok(())
 }
 
@@ -899,7 +897,7 @@ pub fn lease_from_udhcpc(
             && d.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
     });
-    let lease_secs = env.get("lease").and_then(|s| s.trim().parse::<u64>().ok());
+    let lease_secs = lease_time(env.get("lease").map(String::as_str))?;
     Ok((
         a,
         Lease {
@@ -914,6 +912,24 @@ pub fn lease_from_udhcpc(
             ..Lease::default()
         },
     ))
+}
+
+/// The lease time (seconds) from udhcpc's `lease` variable: None when the server gave none
+/// (udhcpc then runs a 3600 s lease itself). A server that sends the lease-time option (51)
+/// more than once gets its values joined by busybox ("120 600": it concatenates repeated
+/// options as RFC 3396 says, and formats the 8 bytes as two numbers), while udhcpc itself
+/// times its renewals by the first; RFC 2131 §4.1 allows an option once, RFC 2132 §9.2 gives
+/// option 51 exactly 4 bytes. The first value is taken: the one the server granted first and
+/// udhcpc renews by. Errors: a value that is not a number of seconds.
+pub fn lease_time(v: Option<&str>) -> Result<Option<u64>, String> {
+    let Some(v) = v else { return Ok(None) };
+    match v.split_whitespace().next() {
+        None => Ok(None),
+        Some(first) => first
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| format!("the lease time '{}' is not a number of seconds", v.trim())),
+    }
 }
 
 fn write_lease(lease_file: &Path, lease: &Lease) -> Result<(), BoardError> {
@@ -967,6 +983,16 @@ async fn hook(event: &str, env: &HashMap<String, String>, dir: &Path) -> Result<
                     )));
                 }
             };
+            if let Some(v) = env
+                .get("lease")
+                .filter(|v| v.split_whitespace().nth(1).is_some())
+            {
+                eprintln!(
+                    "{HOOK_PREFIX} ({event}): {port}: the DHCP server sent the lease time more than once ({}); the first, {} s, is used (as udhcpc renews by it)",
+                    v.trim(),
+                    lease.lease_secs.unwrap_or_default()
+                );
+            }
             let links = super::links::inventory().await?;
             let l = super::links::find(&links, &port)?;
             let h = super::links::netlink()?;
@@ -1014,10 +1040,12 @@ async fn hook(event: &str, env: &HashMap<String, String>, dir: &Path) -> Result<
                         eprintln!("{HOOK_PREFIX} ({event}): {port}: router {r} {note}");
                         lease.route_note = Some(note);
                     }
-                    None => {
-                        super::addresses::set_default_route(&h, false, Some((r, Some(l.index))))
-                            .await?
-                    }
+                    None => match r {
+                        IpAddr::V4(r4) => {
+                            super::addresses::set_dhcp_default_route(&h, r4, l.index).await?
+                        }
+                        IpAddr::V6(_) => {}
+                    },
                 }
             }
             write_lease(&lease_file, &lease)
@@ -1245,6 +1273,25 @@ mod tests {
         assert_eq!(lease_from_udhcpc(&e, 0).unwrap().1.domain, None);
         e.insert("domain".into(), "x;rm -rf".into());
         assert_eq!(lease_from_udhcpc(&e, 0).unwrap().1.domain, None);
+    }
+
+    #[test]
+    fn a_lease_time_sent_twice_takes_the_first() {
+        // What busybox 1.35 udhcpc hands its script when dnsmasq sends option 51 twice
+        // (`--dhcp-option-force=51,600` after its own 2m): "lease=120 600"; udhcpc logs
+        // "lease time 120" and renews by it. It was read as no lease time (3600 s).
+        let e = env_of(&[("ip", "10.99.1.50"), ("mask", "24"), ("lease", "120 600")]);
+        let l = lease_from_udhcpc(&e, 0).unwrap().1;
+        assert_eq!(l.lease_secs, Some(120));
+        assert_eq!(address_lifetime(l.lease_secs), 120);
+        assert_eq!(lease_time(Some(" 600 ")), Ok(Some(600)));
+        assert_eq!(lease_time(Some("")), Ok(None));
+        assert_eq!(lease_time(None), Ok(None));
+        let bad = env_of(&[("ip", "10.99.1.50"), ("mask", "24"), ("lease", "-5")]);
+        assert_eq!(
+            lease_from_udhcpc(&bad, 0).err().as_deref(),
+            Some("the lease time '-5' is not a number of seconds")
+        );
     }
 
     #[test]

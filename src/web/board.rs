@@ -105,13 +105,60 @@ fn bad_request(msg: impl Into<String>) -> HttpResponse {
 
 // ---------------------------------------------------------------- API
 
-async fn api_ports(_auth: Auth, state: web::Data<AppState>) -> HttpResponse {
-    match controller(&state).inventory().await {
+async fn api_ports(
+    _auth: Auth,
+    state: web::Data<AppState>,
+    q: web::Query<PortsQuery>,
+) -> HttpResponse {
+    let c = controller(&state);
+    match c.inventory().await {
         Ok(l) => {
             let qd = port_qdiscs().await;
-            HttpResponse::Ok().json(with_qdiscs(l, &qd))
+            let mut v = with_qdiscs(l, &qd);
+            if q.leases.is_some_and(|x| x != 0) {
+                match c.addressing().await {
+                    Ok((addressing, gw)) => add_addressing(&mut v, &addressing, gw.as_ref()),
+                    Err(e) => return api_error(&e),
+                }
+            }
+            HttpResponse::Ok().json(v)
         }
         Err(e) => api_error(&e),
+    }
+}
+
+/// `GET /api/ports`'s query: `leases=1` adds each port's addressing (what the Ports page
+/// refreshes live).
+#[derive(Debug, Deserialize)]
+struct PortsQuery {
+    /// 1: add `dhcp`, `lease_rows` and `default_route` to each port.
+    #[serde(default)]
+    leases: Option<u8>,
+}
+
+/// Add to each port of `/api/ports?leases=1` `dhcp` (bool), `lease_rows` ([label, text]
+/// pairs as the page shows them, [`lease_rows`]; empty while none is held) and
+/// `default_route` ([`default_route_mark`]; empty when the default route is not there).
+fn add_addressing(
+    ports: &mut [serde_json::Value],
+    addressing: &BTreeMap<String, crate::board::dhcp::PortDhcp>,
+    gw: Option<&crate::board::addresses::Gateway>,
+) {
+    let now = crate::model::time::now_ms();
+    for p in ports.iter_mut() {
+        let Some(name) = p.get("name").and_then(|n| n.as_str()).map(str::to_string) else {
+            continue;
+        };
+        let a = addressing.get(&name);
+        let rows = a
+            .and_then(|a| a.lease.as_ref())
+            .map(|l| lease_rows(l, now))
+            .unwrap_or_default();
+        if let Some(o) = p.as_object_mut() {
+            o.insert("dhcp".into(), json!(a.is_some_and(|a| a.method == "dhcp")));
+            o.insert("lease_rows".into(), json!(rows));
+            o.insert("default_route".into(), json!(default_route_mark(gw, &name)));
+        }
     }
 }
 
@@ -760,7 +807,8 @@ fn expiry_text(at: i64, now: i64) -> String {
 pub fn lease_rows(l: &crate::board::dhcp::Lease, now: i64) -> Vec<(String, String)> {
     let mut v = Vec::new();
     if let Some(why) = &l.error {
-        let mut t = format!("the DHCP server's lease was refused: {why}");
+        // One sentence under the "Refused" label: the reason, then what it means.
+        let mut t = format!("{why}, so nothing of the DHCP server's lease was applied");
         if let Some(at) = l.error_at {
             t.push_str(&format!(" ({})", clock(at)));
         }
@@ -817,6 +865,16 @@ pub fn lease_rows(l: &crate::board::dhcp::Lease, now: i64) -> Vec<(String, Strin
     v
 }
 
+/// What the Ports page says on `port` when the board's IPv4 default route `gw` leaves
+/// through it: "default route via 192.0.2.1"; empty otherwise (no default route, another
+/// port's, or one without a port).
+pub fn default_route_mark(gw: Option<&crate::board::addresses::Gateway>, port: &str) -> String {
+    match gw {
+        Some(g) if g.port.as_deref() == Some(port) => format!("default route via {}", g.via),
+        _ => String::new(),
+    }
+}
+
 /// One port as the page shows it.
 pub struct PortRow {
     /// Interface name.
@@ -841,6 +899,9 @@ pub struct PortRow {
     pub dhcp: bool,
     /// The lease's rows (see [`lease_rows`]); empty while none is held.
     pub lease: Vec<(String, String)>,
+    /// "default route via 192.0.2.1" on the port the board's IPv4 default route leaves
+    /// through, else empty (see [`default_route_mark`]).
+    pub default_route: String,
     /// Live rates, formatted.
     pub rx_rate: String,
     /// Live rates, formatted.
@@ -1018,6 +1079,7 @@ fn port_rows(v: &BoardView, qd: &BTreeMap<i32, Vec<TcNode>>) -> Vec<PortRow> {
             };
             let addressing = v.addressing.get(&l.name);
             PortRow {
+                default_route: default_route_mark(v.ipv4_default_route.as_ref(), &l.name),
                 dhcp: addressing.is_some_and(|a| a.method == "dhcp"),
                 lease: addressing
                     .and_then(|a| a.lease.as_ref())
@@ -1674,7 +1736,7 @@ mod tests {
             super::lease_rows(&refused, 0),
             vec![(
                 "Refused".to_string(),
-                "the DHCP server's lease was refused: the router 10.99.2.1 is outside the subnet 10.99.1.50/24 (00:00:00 UTC)".to_string()
+                "the router 10.99.2.1 is outside the subnet 10.99.1.50/24, so nothing of the DHCP server's lease was applied (00:00:00 UTC)".to_string()
             )]
         );
         let infinite = Lease {
