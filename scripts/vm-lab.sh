@@ -30,6 +30,7 @@
 #                      linux-image-6.1.0-57-amd64; offline, the newest one cached)
 #   VMLAB_MEM          guest memory (default 768M), VMLAB_SMP vCPUs (default 1)
 #   VMLAB_TIMEOUT      seconds before qemu is killed (default 300)
+#   VMLAB_KEEP=1       keep the work directory (initramfs tree, initrd.cpio) for debugging
 # Exit status: 0 when the VM booted, ran the case script and returned its results (whatever
 # the case script's own exit status: see OUTDIR/case.rc); 1 when it could not (no kernel,
 # no qemu, no results); 2 on bad usage.
