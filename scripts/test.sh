@@ -21,7 +21,8 @@ fi
 # Debian packages the tests use: stock peers, namespace tooling, the browser and its driver.
 # dnsmasq-base (the binary without the service: nothing serves DHCP or DNS in the root
 # namespace) is the upstream router of the DHCP lab test, busybox its udhcpc.
-need=(iperf3 iperf iproute2 procps chromium chromium-driver time curl nftables iptables axel nginx-light netcat-openbsd python3 python3-pip libxml2-utils prometheus dnsmasq-base busybox)
+# qemu-system-x86 and tcpdump: the VM lab of tests/truth_vm.rs (scripts/vm-lab.sh).
+need=(iperf3 iperf iproute2 procps chromium chromium-driver time curl nftables iptables axel nginx-light netcat-openbsd python3 python3-pip libxml2-utils prometheus dnsmasq-base busybox qemu-system-x86 tcpdump)
 missing=()
 for p in "${need[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -33,7 +34,7 @@ if ((${#missing[@]})); then
     apt-get update -q || echo "test.sh: apt-get update failed (continuing; checking the install)"
     DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}"
 fi
-for t in iperf3 iperf ip chromium chromedriver xmllint dnsmasq busybox; do
+for t in iperf3 iperf ip chromium chromedriver xmllint dnsmasq busybox qemu-system-x86_64 tcpdump; do
     command -v "$t" >/dev/null || { echo "test.sh: $t is still missing" >&2; exit 1; }
 done
 
@@ -41,6 +42,10 @@ done
 # the version tests in tests/peer_safety.rs; fetched once into a cache.
 NETPERFD_STOCK_PEERS=$(scripts/stock-peers.sh "${NETPERFD_STOCK_PEERS:-/var/cache/netperfd-stock-peers}")
 export NETPERFD_STOCK_PEERS
+
+# Debian's own kernel for the VM lab (tests/truth_vm.rs: netem, which the host kernel may lack),
+# fetched with apt-get download and unpacked into a cache once; a failure here fails that test.
+scripts/vm-lab.sh --fetch >/dev/null || echo "test.sh: scripts/vm-lab.sh --fetch failed (tests/truth_vm.rs will fail)" >&2
 
 # junitparser (PyPI) reads back the JUnit reports of `netperfd suite run --junit` (tests/farm.rs).
 junitparser_version=${JUNITPARSER_VERSION:-5.0.3}
