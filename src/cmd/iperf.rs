@@ -108,7 +108,7 @@ pub struct IperfArgs {
     #[arg(short = 'u', long = "udp")]
     pub udp: bool,
     /// Enable fair-queuing based socket pacing in bits/s per stream (SO_MAX_PACING_RATE;
-    /// TCP), K/M/G suffixes
+    /// TCP, and UDP where an fq qdisc enforces it), K/M/G suffixes
     #[arg(long = "fq-rate", value_name = "N[KMG]")]
     pub fq_rate: Option<String>,
     /// Prefix every output line with this string

@@ -834,6 +834,8 @@ async fn setup(
     let mut streams = Vec::with_capacity(total);
     if let Some(socks) = udp_socks {
         for (i, s) in socks.into_iter().enumerate() {
+            // `--fq-rate` paces UDP streams too (stock iperf_udp_accept sets it).
+            net::set_fq_rate(&s, params.fq_rate);
             match DataStream::new_udp(
                 wire::stream_id(i),
                 i >= n_recv,
