@@ -320,7 +320,12 @@ fn c_a_clean_run_invents_no_place() {
     let l = &v["loss_ledger"];
     eprintln!("(c) sent {sent}, received {received}; ledger {l}");
     assert!(sent > 1000.0, "sent {sent}");
-    assert_eq!(sent - received, 0.0, "the clean lab lost datagrams");
+    // A datagram may still be in flight when the receiver stops counting (seen: 5,180 sent,
+    // 5,179 counted, none lost by the receiver's own count).
+    assert!(
+        (0.0..=2.0).contains(&(sent - received)),
+        "the clean lab lost datagrams: {sent} sent, {received} received"
+    );
     assert_eq!(num(l, "/lost"), 0.0, "{l}");
     assert_eq!(l["places"], serde_json::json!([]), "{l}");
     assert_eq!(num(l, "/unattributed"), 0.0, "{l}");
