@@ -139,6 +139,11 @@ pub enum Verdict {
     CoreSaturated,
     /// Neither the link nor a board core: the peer, the path, or unknown.
     LimitedElsewhere,
+    /// A paced UDP run whose sender, not the board, sent less than
+    /// [`crate::engine::shortfall::SHORTFALL_PERCENT`] % of the rate asked: UDP has no flow
+    /// control, so neither the board's cores nor the path slowed it (a sender short of CPU,
+    /// or its own host's limits).
+    SenderShort,
     /// A shaper on one of the board's own ports (a qdisc or class with a rate) let through
     /// about what the run got, or dropped / held back its packets (`results::shaper`).
     ShaperBound,
@@ -163,6 +168,7 @@ impl Verdict {
             Verdict::AllCoresSaturated => "all cores saturated",
             Verdict::CoreSaturated => "one core saturated",
             Verdict::LimitedElsewhere => "limited elsewhere (peer / unknown)",
+            Verdict::SenderShort => "limited by the sender (it sent less than asked)",
             Verdict::ShaperBound => "limited by the board's own shaper",
             Verdict::LostOnTheWay => "lost on the way (the path or the receiver)",
             Verdict::NoResult => "no result",
@@ -179,6 +185,7 @@ impl Verdict {
             | Verdict::SoftirqBound
             | Verdict::ToolBound
             | Verdict::ShaperBound
+            | Verdict::SenderShort
             | Verdict::LostOnTheWay => "warn",
             Verdict::MeasurementError => "bad",
             Verdict::TooShort | Verdict::LimitedElsewhere | Verdict::NoResult => "",
@@ -282,6 +289,43 @@ impl Analysis {
         } else {
             ("reached the requested rate".into(), "good")
         })
+    }
+}
+
+/// The verdict of a paced run whose receiver got `p` % of the rate sent in full.
+fn short_text(words: &str, p: f64) -> String {
+    format!("{words}: the requested rate was sent, the receiver got {p:.1} % of it")
+}
+
+/// The verdict's words when the loss ledger put all the lost datagrams in a receiving
+/// socket's buffer (see [`Analysis::place_the_loss`]).
+pub const AT_THE_RECEIVER: &str = "lost at the receiver (its socket buffer)";
+
+impl Analysis {
+    /// The verdict of a paced run whose receiver got less than was sent in full, told where
+    /// the loss ledger put the lost datagrams: none on any of the board's counters
+    /// (`on_board` false) — then a board core or the tool does not explain them, they were
+    /// lost on the way; all but 2 % in a receiving socket's buffer (`in_socket`, the board's
+    /// or the peer's) — then they were lost at the receiver, not on the path. Other
+    /// verdicts are left as they are.
+    pub fn place_the_loss(&mut self, on_board: bool, in_socket: bool) {
+        let Some(p) = self.received_percent_short else {
+            return;
+        };
+        let core = matches!(
+            self.verdict,
+            Verdict::CoreSaturated
+                | Verdict::AllCoresSaturated
+                | Verdict::SoftirqBound
+                | Verdict::ToolBound
+        );
+        if !on_board && core {
+            self.verdict = Verdict::LostOnTheWay;
+            self.verdict_text = short_text(self.verdict.text(), p);
+        }
+        if in_socket && self.verdict == Verdict::LostOnTheWay {
+            self.verdict_text = short_text(AT_THE_RECEIVER, p);
+        }
     }
 }
 
@@ -502,6 +546,11 @@ pub fn analyze_recorded(
         let p = c.received_bits_per_second? * 100.0 / c.target_bits_per_second;
         (p < crate::engine::shortfall::SHORTFALL_PERCENT).then_some(p)
     });
+    // A UDP sender other than the board fell short: nothing on the board slows a UDP sender.
+    let board_sent = run.direction == "send" && !run.kind.forwards();
+    let sender_short = rate_check
+        .filter(|c| c.short && transport == Transport::Udp && !board_sent)
+        .map(|c| c.sent_percent);
     let mut verdict = match (bitrate, pct, hottest) {
         (None, _, _) => Verdict::NoResult,
         // Allow 0.1 % for rounding and clock differences before calling it impossible.
@@ -509,6 +558,7 @@ pub fn analyze_recorded(
         _ if reached.is_some() => Verdict::RateLimited,
         _ if n_samples < 2 => Verdict::TooShort,
         (_, Some(p), _) if p >= LINK_BOUND => Verdict::LinkBound,
+        _ if sender_short.is_some() => Verdict::SenderShort,
         _ if tool_bound => Verdict::ToolBound,
         (_, _, Some(h)) if h.busy >= CORE_SATURATED => {
             if h.softirq + h.irq >= h.busy / 2.0 {
@@ -522,10 +572,12 @@ pub fn analyze_recorded(
         _ => Verdict::LimitedElsewhere,
     };
     let mut verdict_text = verdict.text().to_string();
+    if let (Verdict::SenderShort, Some(p)) = (verdict, sender_short) {
+        verdict_text = format!("{verdict_text}: {p:.1} % of the rate asked");
+    }
     if let Some(p) = received_short {
         // Nothing on the board to blame, or the board sent it all (its own cores did not lose
         // what went missing): lost on the way.
-        let board_sent = run.direction == "send" && !run.kind.forwards();
         if verdict == Verdict::LimitedElsewhere
             || (board_sent
                 && matches!(
@@ -538,10 +590,7 @@ pub fn analyze_recorded(
         {
             verdict = Verdict::LostOnTheWay;
         }
-        verdict_text = format!(
-            "{}: the requested rate was sent, the receiver got {p:.1} % of it",
-            verdict.text()
-        );
+        verdict_text = short_text(verdict.text(), p);
     }
     Analysis {
         bitrate_bps: bitrate,
@@ -887,6 +936,71 @@ mod tests {
             a.evidence[0].starts_with("shortfall: the sender sent 52"),
             "{:?}",
             a.evidence
+        );
+    }
+
+    /// Issue 38's truth set: a board-core verdict on a run whose lost datagrams none of the
+    /// board's counters hold (a router's queue beyond it) becomes "lost on the way"; one
+    /// whose loss a receiving socket holds says so; a core verdict with the loss in the
+    /// board's own socket stays (its cores may be why the reader fell behind).
+    #[test]
+    fn the_loss_ledger_places_the_shortfall() {
+        let mut r = paced("UDP", 150_000_000, 150e6, 50e6);
+        // The board received (a board that sent is judged lost on the way already).
+        r.direction = "receive".into();
+        let hot = twice(&[cpu(-1, 90.0, 5.0), cpu(0, 92.0, 4.0), cpu(1, 93.0, 4.0)]);
+        let a = analyze(&r, &hot, &[], None, true);
+        assert_eq!(a.verdict, Verdict::AllCoresSaturated);
+        let mut beyond = a.clone();
+        beyond.place_the_loss(false, false);
+        assert_eq!(beyond.verdict, Verdict::LostOnTheWay);
+        assert_eq!(
+            beyond.verdict_text,
+            "lost on the way (the path or the receiver): the requested rate was sent, the receiver got 33.3 % of it"
+        );
+        let mut own_socket = a.clone();
+        own_socket.place_the_loss(true, true);
+        assert_eq!(own_socket.verdict, Verdict::AllCoresSaturated);
+        let mut peer_socket = a;
+        peer_socket.place_the_loss(false, true);
+        assert_eq!(
+            peer_socket.verdict_text,
+            "lost at the receiver (its socket buffer): the requested rate was sent, the receiver got 33.3 % of it"
+        );
+        // Not short: nothing changes.
+        let calm = paced("UDP", 100_000_000, 100e6, 100e6);
+        let mut b = analyze(&calm, &hot, &[], None, true);
+        let before = b.clone();
+        b.place_the_loss(false, true);
+        assert_eq!(b, before);
+    }
+
+    /// Issue 38's truth set (tests/truth.rs h): stock iperf3 on a PC held to 2 % of a core
+    /// sent 46 % of 1 Gbit/s to the board, which lost nothing while the lab's load kept its
+    /// cores busy: the sender is the limit (UDP: nothing on the board slows a sender), not
+    /// the board's cores. The board's own sender falling short is judged as before.
+    #[test]
+    fn a_short_udp_sender_elsewhere_is_the_limit() {
+        let mut r = paced("UDP", 1_000_000_000, 465e6, 465e6);
+        r.direction = "receive".into();
+        let hot = twice(&[cpu(-1, 90.0, 5.0), cpu(0, 92.0, 4.0), cpu(1, 93.0, 4.0)]);
+        let a = analyze(&r, &hot, &[], None, true);
+        assert_eq!(a.verdict, Verdict::SenderShort);
+        assert_eq!(
+            a.verdict_text,
+            "limited by the sender (it sent less than asked): 46.5 % of the rate asked"
+        );
+        assert_eq!(a.verdict.tone(), "warn");
+        r.direction = "send".into();
+        assert_eq!(
+            analyze(&r, &hot, &[], None, true).verdict,
+            Verdict::AllCoresSaturated
+        );
+        let mut tcp = paced("TCP", 1_000_000_000, 465e6, 465e6);
+        tcp.direction = "receive".into();
+        assert_ne!(
+            analyze(&tcp, &hot, &[], None, true).verdict,
+            Verdict::SenderShort
         );
     }
 

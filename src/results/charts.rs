@@ -520,6 +520,19 @@ fn with_board(store: &Store, run: &RunRow, a: &mut analysis::Analysis) {
         Some(l) => crate::results::ledger::sentences(l, &d),
         None => crate::results::ledger::board_notes(&d),
     };
+    if let Some(l) = ledger.as_ref().filter(|l| l.lost > 0) {
+        let on_board = l.places.iter().any(|p| p.place.starts_with("board_"));
+        let socket: u64 = l
+            .places
+            .iter()
+            .filter(|p| p.place.ends_with("_socket") && p.in_datagrams())
+            .map(|p| p.packets)
+            .fold(0, u64::saturating_add);
+        a.place_the_loss(
+            on_board,
+            socket.saturating_mul(100) >= l.lost.saturating_mul(98),
+        );
+    }
     if let (Some(l), Some(first)) = (&ledger, a.board.first()) {
         if l.lost > 0 {
             a.verdict_text = format!("{}; {first}", a.verdict_text);

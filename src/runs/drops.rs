@@ -21,7 +21,7 @@ pub fn host_drops() -> DropCounters {
         let t0 = Instant::now();
         Box::new(move |f: TestFlow| {
             let d = BoardReading::take().since(&start, t0.elapsed().as_secs_f64());
-            let flow = Flow::udp(f.payload, f.ipv6, f.sent);
+            let flow = Flow::udp(f.payload, f.ipv6, f.sent).with_received(f.received);
             Some(crate::results::ledger::peer_drops(
                 direction, &ports, &d, &flow,
             ))

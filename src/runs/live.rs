@@ -507,6 +507,7 @@ impl Hub {
                         let f = crate::engine::iperf3::server::TestFlow::of(r);
                         let sent = f.sent.filter(|_| !forwarding);
                         crate::results::ledger::Flow::udp(f.payload, f.ipv6, sent)
+                            .with_received(f.received)
                     })
                     .or_else(|| {
                         let ipv6 = run.local_host.contains(':') || run.peer_host.contains(':');
@@ -544,8 +545,22 @@ impl Hub {
             } else {
                 1
             };
+            // A UDP run's datagrams, one way: their headers are known (see `RunFrames`).
+            let ipv6 = run.local_host.contains(':') || run.peer_host.contains(':');
+            let path = crate::results::ledger::Path::of(&run.direction, forwarding);
+            let frames = figures
+                .total_packets
+                .and_then(|n| u64::try_from(n).ok())
+                .filter(|_| udp && !both_ways && path != crate::results::ledger::Path::Both)
+                .map(|datagrams| crate::results::ledger::RunFrames {
+                    datagrams,
+                    headers: crate::results::ledger::Flow::udp(0, ipv6, None).headers,
+                    path,
+                    ports: &ports,
+                });
             let extra = own_bytes(figures).and_then(|own| {
-                crate::results::ledger::other_traffic(&delta, own, crossings).map(|e| (e, own))
+                crate::results::ledger::other_traffic(&delta, own, crossings, frames.as_ref())
+                    .map(|e| (e, own))
             });
             if let Some((extra, own)) = extra {
                 o.insert("other_bytes".into(), extra.into());

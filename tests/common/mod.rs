@@ -42,6 +42,10 @@ pub struct Lab {
     pub board_if2: Option<String>,
     dir: PathBuf,
     procs: Vec<Child>,
+    /// This lab's suffix (namespace names end in it).
+    sfx: String,
+    /// Namespaces added by [`Lab::add_ns`], deleted with the lab.
+    extra: Vec<String>,
 }
 
 pub const BOARD_IP: &str = "192.0.2.1";
@@ -76,6 +80,8 @@ impl Lab {
             board_if2: None,
             dir,
             procs: Vec::new(),
+            sfx: sfx.clone(),
+            extra: Vec::new(),
         };
         ip(&["netns", "add", &board]);
         ip(&["netns", "add", &pc1]);
@@ -140,6 +146,58 @@ impl Lab {
         let p = self.dir.join(format!("token-{}", token.len()));
         std::fs::write(&p, format!("{token}\n")).expect("token file");
         p.to_str().expect("utf-8").to_string()
+    }
+
+    /// A further namespace `npt-<tag><suffix>` (a router, a second PC), with `lo` up; deleted
+    /// with the lab (also when a test fails).
+    pub fn add_ns(&mut self, tag: &str) -> String {
+        let ns = format!("npt-{tag}{}", self.sfx);
+        ip(&["netns", "add", &ns]);
+        self.extra.push(ns.clone());
+        ip(&["-n", &ns, "link", "set", "lo", "up"]);
+        ns
+    }
+
+    /// A veth pair between `a` (port `a_if`, address `a_addr` as `x.x.x.x/len`) and `b`
+    /// (`b_if`, `b_addr`), both up.
+    pub fn link(&self, a: &str, a_if: &str, a_addr: &str, b: &str, b_if: &str, b_addr: &str) {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let (x, y) = (format!("vx{}{n}", self.sfx), format!("vy{}{n}", self.sfx));
+        ip(&["link", "add", &x, "type", "veth", "peer", "name", &y]);
+        for (ns, dev, ifname, addr) in [(a, &x, a_if, a_addr), (b, &y, b_if, b_addr)] {
+            ip(&["link", "set", dev, "netns", ns, "name", ifname]);
+            ip(&["-n", ns, "addr", "add", addr, "dev", ifname]);
+            ip(&["-n", ns, "link", "set", ifname, "up"]);
+        }
+    }
+
+    /// Start `prog args` in namespace `ns` as a member of cgroup (v1) directory `cgroup`: the
+    /// process joins it before `ip netns exec` (which mounts its own /sys, hiding the
+    /// cgroup file system). Output as [`Lab::spawn`].
+    pub fn spawn_in_cgroup(
+        &mut self,
+        cgroup: &std::path::Path,
+        ns: &str,
+        name: &str,
+        prog: &str,
+        args: &[&str],
+    ) -> usize {
+        let out = File::create(self.dir.join(format!("{name}.out"))).expect("out file");
+        let err = File::create(self.dir.join(format!("{name}.err"))).expect("err file");
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg("echo $$ > \"$0/cgroup.procs\" && exec ip netns exec \"$@\"")
+            .arg(cgroup)
+            .arg(ns)
+            .arg(prog)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .expect("spawn in a cgroup");
+        self.procs.push(child);
+        self.procs.len() - 1
     }
 
     /// A scratch directory removed with the lab.
@@ -273,12 +331,69 @@ impl Drop for Lab {
         for ns in [Some(&self.board), Some(&self.pc1), self.pc2.as_ref()]
             .into_iter()
             .flatten()
+            .chain(&self.extra)
         {
             let _ = Command::new("ip").args(["netns", "del", ns]).output();
         }
         if std::env::var_os("NETPERFD_KEEP_TEST_FILES").is_none() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
+    }
+}
+
+/// A cgroup v1 `cpu` group with a CFS quota (`quota_us` of CPU time per 100 ms period),
+/// removed when dropped (after the processes in it ended: drop it after the lab).
+pub struct CpuCgroup(PathBuf);
+
+impl CpuCgroup {
+    pub fn new(tag: &str, quota_us: u32) -> CpuCgroup {
+        let p = PathBuf::from("/sys/fs/cgroup/cpu").join(format!(
+            "npt-{tag}{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let g = CpuCgroup(p);
+        std::fs::write(g.0.join("cpu.cfs_period_us"), "100000").expect("cfs period");
+        std::fs::write(g.0.join("cpu.cfs_quota_us"), quota_us.to_string()).expect("cfs quota");
+        g
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+
+    /// Move process `pid` (all its threads) into the group.
+    pub fn add(&self, pid: u32) {
+        std::fs::write(self.0.join("cgroup.procs"), pid.to_string()).expect("join the cgroup");
+    }
+
+    /// Move process `pid` back to the root group.
+    pub fn leave(&self, pid: u32) {
+        let _ = std::fs::write("/sys/fs/cgroup/cpu/cgroup.procs", pid.to_string());
+    }
+
+    /// Times the group was held back by its quota, and for how long in all (ns): `cpu.stat`'s
+    /// `nr_throttled` and `throttled_time`.
+    pub fn throttled(&self) -> (u64, u64) {
+        let t = std::fs::read_to_string(self.0.join("cpu.stat")).unwrap_or_default();
+        let get = |k: &str| {
+            t.lines()
+                .find_map(|l| l.strip_prefix(k)?.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        (get("nr_throttled "), get("throttled_time "))
+    }
+}
+
+impl Drop for CpuCgroup {
+    fn drop(&mut self) {
+        // Whatever is left in it (a process that outlived its lab) goes back to the root.
+        let procs = std::fs::read_to_string(self.0.join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.lines() {
+            let _ = std::fs::write("/sys/fs/cgroup/cpu/cgroup.procs", pid);
+        }
+        let _ = std::fs::remove_dir(&self.0);
     }
 }
 

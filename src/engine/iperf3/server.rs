@@ -71,6 +71,9 @@ pub struct TestFlow {
     /// Datagrams this side's own streams sent (omitted seconds included); `None` when it
     /// sent none.
     pub sent: Option<u64>,
+    /// Datagrams this side's own receiving streams got (each once: expected − lost);
+    /// `None` when it received none.
+    pub received: Option<u64>,
 }
 
 impl TestFlow {
@@ -87,6 +90,17 @@ impl TestFlow {
             .filter_map(|s| s.udp.as_ref())
             .filter_map(|u| u.sent_packets.map(|n| n.saturating_add(u.omitted_packets)))
             .reduce(u64::saturating_add);
+        let received = report
+            .streams
+            .iter()
+            .filter(|s| !s.local_sender)
+            .filter_map(|s| s.udp.as_ref())
+            .filter(|u| u.expected.is_some())
+            .map(|u| {
+                let (lost, total) = u.loss();
+                total.saturating_sub(lost)
+            })
+            .reduce(u64::saturating_add);
         let ipv6 = match report.local_host.parse::<IpAddr>() {
             Ok(IpAddr::V6(a)) => a.to_ipv4_mapped().is_none(),
             _ => false,
@@ -95,6 +109,7 @@ impl TestFlow {
             payload: u64::from(report.params.len),
             ipv6,
             sent,
+            received,
         }
     }
 }
