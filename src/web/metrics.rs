@@ -2,7 +2,7 @@
 //! a few families of counters and gauges need no metrics registry, and the board keeps no
 //! extra crate. Protected like the API (bearer token or session) unless `metrics_open = true`.
 //!
-//! Families (every name documented in the README):
+//! Families (every name documented in docs/guide/fleets.md):
 //! * the board's ports under node_exporter's names (`node_network_receive_bytes_total{device}`
 //!   … packets, errs, drop; `node_network_mtu_bytes`, `node_network_speed_bytes` where known)
 //!   from `/proc/net/dev` and sysfs, as node_exporter reads them;
