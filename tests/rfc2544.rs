@@ -785,8 +785,34 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
         );
         b.screenshot(&shots, &format!("{w}-rfc2544-form"));
     }
+    // A stop ends the run at once, aborted and FAIL — never a search that runs on to a
+    // "completed" PASS (the tryout: 1 s trials, the stop taken by a trial that was ending).
+    let mut b = base.clone();
+    b["sizes"] = json!("1518,1280,1024,512");
+    b["trial"] = json!(1);
+    b["min_throughput_percent"] = json!(1);
+    let r = http.api("POST", "/api/runs/rfc2544", &b);
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id2 = r.json()["id"].as_i64().expect("id");
+    std::thread::sleep(Duration::from_secs(3));
+    let t0 = std::time::Instant::now();
+    assert_eq!(
+        http.call("POST", &format!("/api/runs/{id2}/stop")).status,
+        202
+    );
+    let v = wait_run(&http, id2, Duration::from_secs(30));
+    eprintln!("stopped after {:?}", t0.elapsed());
+    assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
+    assert_eq!(v["run"]["status"], "aborted", "{v}");
+    assert_eq!(v["verdict"]["pass"], false, "{}", v["verdict"]);
+    assert_eq!(
+        v["verdict"]["reasons"],
+        json!(["the test was stopped"]),
+        "{}",
+        v["verdict"]
+    );
     let list = http.get_json("/api/runs?kind=rfc2544");
-    assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
+    assert_eq!(list.as_array().map(Vec::len), Some(2), "{list}");
     assert_eq!(
         ns_out(&board, "cat", &["/proc/sys/net/ipv4/ip_forward"]),
         "0"
@@ -956,6 +982,22 @@ fn a_generator_that_stalls_and_bursts_is_a_lower_bound_never_the_board_s() {
             })
             .count();
         assert!(repeats >= 1, "{s}");
+        // The row quotes the tries at the limiting rate, each with its own lag (not the
+        // largest lag of the search).
+        let quoted: Vec<f64> = row["lag_tries_ms"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default();
+        assert_eq!(quoted.len(), 3, "{row}");
+        assert!(
+            trials.windows(3).any(|w| w
+                .iter()
+                .zip(&quoted)
+                .all(|(t, l)| t["target_fps"] == row["lag_rate_fps"]
+                    && t["lagged"] == true
+                    && num(t, "/sender_lag_ms") == *l)),
+            "{row}"
+        );
         let text = ns_out(
             &board,
             bin(),
@@ -968,7 +1010,8 @@ fn a_generator_that_stalls_and_bursts_is_a_lower_bound_never_the_board_s() {
             ],
         );
         assert!(
-            text.contains("generator-limited lower bound: PC1 fell up to"),
+            text.contains("generator-limited lower bound: PC1 fell ")
+                && text.contains("behind its schedule in each of the 3 tries at"),
             "{text}"
         );
         assert!(text.contains(&format!("≥ {}", fmt_count(got))), "{text}");

@@ -951,6 +951,18 @@ pub fn address_lifetime(lease_secs: Option<u64>) -> u32 {
     }
 }
 
+/// Why leased address `a` cannot go on `port`: it overlaps an IPv4 subnet of another port
+/// ("10.61.1.7/24 overlaps 10.61.1.1/24 on eth0: two ports cannot share a subnet", as a
+/// static address there is refused); `None` when it does not.
+fn overlap_elsewhere(links: &[super::links::Link], port: &str, a: IfAddr) -> Option<String> {
+    links
+        .iter()
+        .filter(|x| x.name != port)
+        .flat_map(|x| x.addresses.iter().map(move |b| (&x.name, b.address)))
+        .find(|(_, b)| b.is_ipv4() && !b.is_link_local() && a.overlaps(b))
+        .map(|(other, b)| format!("{a} overlaps {b} on {other}: two ports cannot share a subnet"))
+}
+
 async fn hook(event: &str, env: &HashMap<String, String>, dir: &Path) -> Result<(), BoardError> {
     let port = env
         .get("interface")
@@ -965,24 +977,34 @@ async fn hook(event: &str, env: &HashMap<String, String>, dir: &Path) -> Result<
         }
         "bound" | "renew" => {
             let now = crate::model::time::now_ms();
+            // A lease that cannot be taken: nothing of it is applied; what an earlier lease
+            // of this client put on the port goes (a renew can turn hostile).
+            let (port_r, file_r) = (&port, &lease_file);
+            let refuse = |why: String| async move {
+                let (port, lease_file) = (port_r, file_r);
+                let dropped = drop_dynamic_v4(port).await;
+                let refused = Lease {
+                    error: Some(why.clone()),
+                    error_at: Some(now),
+                    ..Lease::default()
+                };
+                write_lease(lease_file, &refused)?;
+                dropped?;
+                Err(BoardError::Invalid(format!(
+                    "{port}: the DHCP server's lease was refused: {why}"
+                )))
+            };
             let (a, mut lease) = match lease_from_udhcpc(env, now) {
                 Ok(x) => x,
-                Err(why) => {
-                    // Nothing of it is applied; what an earlier lease of this client put on
-                    // the port goes (a renew can turn hostile).
-                    let dropped = drop_dynamic_v4(&port).await;
-                    let refused = Lease {
-                        error: Some(why.clone()),
-                        error_at: Some(now),
-                        ..Lease::default()
-                    };
-                    write_lease(&lease_file, &refused)?;
-                    dropped?;
-                    return Err(BoardError::Invalid(format!(
-                        "{port}: the DHCP server's lease was refused: {why}"
-                    )));
-                }
+                Err(why) => return refuse(why).await,
             };
+            // Another port's subnet is that port's: a lease inside it would take its
+            // traffic (the attacker's rogue server took 10.61.1.0/24 from the port holding
+            // 10.61.1.1/24; a static address there is refused the same way).
+            let links = super::links::inventory().await?;
+            if let Some(why) = overlap_elsewhere(&links, &port, a) {
+                return refuse(why).await;
+            }
             if let Some(v) = env
                 .get("lease")
                 .filter(|v| v.split_whitespace().nth(1).is_some())
@@ -993,7 +1015,6 @@ async fn hook(event: &str, env: &HashMap<String, String>, dir: &Path) -> Result<
                     lease.lease_secs.unwrap_or_default()
                 );
             }
-            let links = super::links::inventory().await?;
             let l = super::links::find(&links, &port)?;
             let h = super::links::netlink()?;
             for old in l
@@ -1057,6 +1078,42 @@ async fn hook(event: &str, env: &HashMap<String, String>, dir: &Path) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The attacker's rogue server offered 10.61.1.7/24 on one port while another held
+    /// 10.61.1.1/24: the lease took that port's traffic. Refused now, as a static address.
+    #[test]
+    fn a_lease_inside_another_port_s_subnet_is_refused() {
+        use crate::board::links::{Link, PortAddress};
+        let port = |name: &str, addrs: &[&str]| Link {
+            name: name.into(),
+            addresses: addrs
+                .iter()
+                .map(|a| PortAddress {
+                    address: IfAddr::parse_any(a).unwrap(),
+                    family: "ipv4".into(),
+                    scope: "global".into(),
+                    permanent: true,
+                    valid_secs: None,
+                })
+                .collect(),
+            ..Link::default()
+        };
+        let links = [
+            port("lo", &["127.0.0.1/8"]),
+            port("bin", &["10.61.1.1/24"]),
+            port("bdhcp", &["10.61.9.5/24"]),
+        ];
+        let a = |s: &str| IfAddr::parse_any(s).unwrap();
+        assert_eq!(
+            overlap_elsewhere(&links, "bdhcp", a("10.61.1.7/24")).as_deref(),
+            Some("10.61.1.7/24 overlaps 10.61.1.1/24 on bin: two ports cannot share a subnet")
+        );
+        // The port's own earlier address is no conflict; another subnet is none either.
+        assert_eq!(overlap_elsewhere(&links, "bdhcp", a("10.61.9.6/24")), None);
+        assert_eq!(overlap_elsewhere(&links, "bdhcp", a("10.61.2.77/24")), None);
+        // A wider lease that covers another port's subnet is refused too.
+        assert!(overlap_elsewhere(&links, "bdhcp", a("10.61.9.5/16")).is_some());
+    }
 
     #[test]
     fn clients_are_run_with_an_argv_list() {

@@ -624,8 +624,12 @@ pub fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
                     rcvbuf_errors(p),
                     crate::model::display::size(v as f64)
                 ),
+                // The board's receivers are netperfd's: they ask for 8 MiB whatever the
+                // client's -w (`engine::udp::deep_recv_buffer`), beyond net.core.rmem_max with
+                // CAP_NET_ADMIN (the unit grants it), capped by it without. "-w 4M" cannot
+                // help (the tryout's socket held 16 MiB while the page advised it).
                 rmem => format!(
-                    "{}: the board's socket buffer overflowed — -w 4M, or raise net.core.rmem_max{}",
+                    "{}: the board's socket buffer overflowed — its receiver asks for 8 MiB whatever -w says, so the receiving thread did not read fast enough: look at its core in CPU per core, or lower -b; a daemon without CAP_NET_ADMIN gets at most net.core.rmem_max{}: raise it",
                     rcvbuf_errors(p),
                     rmem.map(|v| format!(" (now {})", count(v))).unwrap_or_default()
                 ),
@@ -961,7 +965,13 @@ mod tests {
             .find(|x| x.starts_with("RcvbufErrors"))
             .unwrap();
         assert!(
-            sock.contains("raise net.core.rmem_max (now 212,992)"),
+            sock.contains("at most net.core.rmem_max (now 212,992): raise it"),
+            "{sock}"
+        );
+        // Never "-w 4M": the board's receivers ask for 8 MiB whatever -w says.
+        assert!(!sock.contains("-w 4M"), "{sock}");
+        assert!(
+            sock.contains("its receiver asks for 8 MiB whatever -w says"),
             "{sock}"
         );
     }
@@ -1123,7 +1133,7 @@ mod tests {
         assert_eq!(l.unattributed, 0, "14,870 counted > 14,000 lost: clamped");
         assert!(l.overcounted());
         let s = sentences(&l, &board());
-        assert_eq!(s[0], "RcvbufErrors +9,870: the board's socket buffer overflowed — -w 4M, or raise net.core.rmem_max (now 212,992)");
+        assert_eq!(s[0], "RcvbufErrors +9,870: the board's socket buffer overflowed — its receiver asks for 8 MiB whatever -w says, so the receiving thread did not read fast enough: look at its core in CPU per core, or lower -b; a daemon without CAP_NET_ADMIN gets at most net.core.rmem_max (now 212,992): raise it");
         assert_eq!(s[1], "rx_missed_errors +5,000 on eth1: the NIC's ring (256 of max 4096) overflowed — `ethtool -G eth1 rx 4096`");
         assert!(s[2].contains("traffic outside the run"), "{s:?}");
     }
@@ -1165,7 +1175,7 @@ mod tests {
         assert_eq!(l.unattributed, 0);
         assert_eq!(
             sentences(&l, &d)[0],
-            "RcvbufErrors +743 skbs = 9,659 datagrams (one per skb: a GRO batch of several datagrams is one skb): the board's socket buffer overflowed — -w 4M, or raise net.core.rmem_max"
+            "RcvbufErrors +743 skbs = 9,659 datagrams (one per skb: a GRO batch of several datagrams is one skb): the board's socket buffer overflowed — its receiver asks for 8 MiB whatever -w says, so the receiving thread did not read fast enough: look at its core in CPU per core, or lower -b; a daemon without CAP_NET_ADMIN gets at most net.core.rmem_max: raise it"
         );
         // One datagram per skb: the same figure either way.
         assert_eq!(

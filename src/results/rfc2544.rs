@@ -800,10 +800,9 @@ pub fn throughput_rows(summary: &Value) -> Vec<ThroughputRow> {
                 limit: match limit {
                     Some(Limit::LineRate) => "line rate (no loss)".into(),
                     Some(Limit::Dut) => "the board dropped above it".into(),
-                    Some(Limit::Generator) if r["lag_limited"].as_bool() == Some(true) => format!(
-                        "generator-limited lower bound: PC1 fell up to {lag:.1} ms behind its schedule and burst in {} tries at the next rate",
-                        LAG_REPEATS + 1
-                    ),
+                    Some(Limit::Generator) if r["lag_limited"].as_bool() == Some(true) => {
+                        lag_limit_text(r, lag)
+                    }
                     Some(Limit::Generator) => {
                         "the generating PC could not offer more (a lower bound)".into()
                     }
@@ -967,6 +966,36 @@ pub fn latency_rows(summary: &Value) -> Vec<LatencyRow> {
             }
         })
         .collect()
+}
+
+/// The limit of a generator-limited size: the rate whose tries all lagged and each try's
+/// lag ("… PC1 fell 17.0–72.4 ms behind its schedule in each of the 3 tries at 5,109 fps and
+/// burst"); rows stored before the rate was kept give the largest lag only.
+fn lag_limit_text(r: &Value, max_lag: f64) -> String {
+    let lags: Vec<f64> = r["lag_tries_ms"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default();
+    match r["lag_rate_fps"].as_f64().filter(|_| !lags.is_empty()) {
+        Some(fps) => {
+            let lo = lags.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = lags.iter().copied().fold(0.0, f64::max);
+            let span = if (hi - lo).abs() < 0.05 {
+                format!("{hi:.1} ms")
+            } else {
+                format!("{lo:.1}–{hi:.1} ms")
+            };
+            format!(
+                "generator-limited lower bound: PC1 fell {span} behind its schedule in each of the {} tries at {} fps and burst",
+                lags.len(),
+                fps_text(fps)
+            )
+        }
+        None => format!(
+            "generator-limited lower bound: PC1 fell up to {max_lag:.1} ms behind its schedule and burst in {} tries at the next rate",
+            LAG_REPEATS + 1
+        ),
+    }
 }
 
 /// One frame size's back-to-back result (§26.4 / RFC 9004) as the page and the CLI show it.
@@ -1983,6 +2012,16 @@ mod tests {
         assert_eq!(
             rows[1].limit,
             "generator-limited lower bound: PC1 fell up to 24.5 ms behind its schedule and burst in 3 tries at the next rate"
+        );
+        // The tries that made the limit, with their own lags (the tryout's page quoted
+        // 209.4 ms from a trial far above the limit, where the tries at the limit lagged
+        // 17–72 ms).
+        let mut s2 = s.clone();
+        s2["throughput"][1]["lag_rate_fps"] = serde_json::json!(5109.4);
+        s2["throughput"][1]["lag_tries_ms"] = serde_json::json!([17.04, 72.4, 40.0]);
+        assert_eq!(
+            throughput_rows(&s2)[1].limit,
+            "generator-limited lower bound: PC1 fell 17.0–72.4 ms behind its schedule in each of the 3 tries at 5,109 fps and burst"
         );
         // Before: "0 fps · the board dropped above it" while the first trial ran.
         assert_eq!(

@@ -83,6 +83,7 @@ pub fn start_rfc2544(
                 plan,
                 client,
                 cancel,
+                stopped: false,
                 t0: Instant::now(),
                 summary: Value::Null,
                 trials: Vec::new(),
@@ -115,6 +116,13 @@ pub async fn start_request(
         crate::runs::forward::stored_token_for(hub.store(), &req.peer, req.token.as_deref())?;
     let plan = req.plan(&crate::board::port_facts().await, token.as_deref())?;
     start_rfc2544(hub, hub.board().cloned(), plan, suite_id)
+}
+
+/// The rate a lagging generator could not be shown to offer: frames/s asked, and its lag in
+/// each try there (ms, in order).
+struct LagLimit {
+    fps: f64,
+    lags_ms: Vec<f64>,
 }
 
 /// One trial as stored (the evidence of the search).
@@ -162,6 +170,10 @@ struct Runner {
     plan: Rfc2544Plan,
     client: PeerClient,
     cancel: Arc<Notify>,
+    /// The run was asked to stop (sticky: a stop that lands while a 1 s trial is ending, or
+    /// between trials, still ends the run; before, the trial's own stop took it and the
+    /// search went on to a "completed" run with a PASS, from the tryout).
+    stopped: bool,
     t0: Instant,
     summary: Value,
     trials: Vec<TrialRow>,
@@ -277,21 +289,38 @@ impl Runner {
         let mut search = Search::new(line, self.plan.resolution);
         let mut knee: Option<usize> = None;
         let mut best: Option<usize> = None;
-        // The largest lag of the failed trials the generator's burst may explain, ms.
-        let mut lag_ms = 0f64;
+        // The lagging tries in a row at one rate, and those of the series that made a rate
+        // the generator's limit (the lowest such rate, as the search keeps it): the page
+        // quotes their lags, not the largest lag of the whole search (the tryout's "209 ms"
+        // came from a trial far above the limit).
+        let mut series: Vec<f64> = Vec::new();
+        let mut limit: Option<LagLimit> = None;
         while let Some(rate) = search.next_rate() {
             let asked = search.ask_rate(rate);
             let i = self.trial("throughput", frame, asked, None, None).await?;
             let v = self.trials[i].verdict.clone();
             search.record(asked, &v);
+            if !v.passed && v.lagged {
+                series.push(self.trials[i].sender_lag_ms);
+                if series.len() > judge::LAG_REPEATS as usize {
+                    let fps = self.trials[i].target_fps;
+                    if limit.as_ref().is_none_or(|l| fps < l.fps) {
+                        limit = Some(LagLimit {
+                            fps,
+                            lags_ms: std::mem::take(&mut series),
+                        });
+                    }
+                    series.clear();
+                }
+            } else {
+                series.clear();
+            }
             if v.passed {
                 best = Some(i);
-            } else if v.lagged {
-                lag_ms = lag_ms.max(self.trials[i].sender_lag_ms);
-            } else if v.bound == Some(judge::Bound::Dut) {
+            } else if !v.lagged && v.bound == Some(judge::Bound::Dut) {
                 knee = Some(i);
             }
-            self.set_throughput(frame, &search, best, knee, line, lag_ms);
+            self.set_throughput(frame, &search, best, knee, line, limit.as_ref());
             self.store_summary();
         }
         Ok(())
@@ -304,7 +333,7 @@ impl Runner {
         best: Option<usize>,
         knee: Option<usize>,
         line: f64,
-        lag_ms: f64,
+        lag: Option<&LagLimit>,
     ) {
         let (fps, limit) = s.result();
         let done = s.next_rate().is_none();
@@ -322,10 +351,12 @@ impl Runner {
             "loss_ratio": best.map(|i| self.trials[i].verdict.loss_ratio),
             "knee_trial": knee,
             "knee_places": knee.map(|i| self.trials[i].board_places.clone()),
-            // The generator's lag set the limit (every try at a rate above lagged), and the
-            // largest lag of those tries, ms.
+            // The generator's lag set the limit (every try at the rate above lagged): that
+            // rate (frames/s asked) and the lag of each of its tries, ms.
             "lag_limited": s.lag_limited(),
-            "max_lag_ms": lag_ms,
+            "max_lag_ms": lag.map_or(0.0, |l| l.lags_ms.iter().copied().fold(0.0, f64::max)),
+            "lag_rate_fps": lag.map(|l| l.fps),
+            "lag_tries_ms": lag.map(|l| l.lags_ms.clone()),
         });
         self.set_row("throughput", frame, row);
     }
@@ -525,9 +556,27 @@ impl Runner {
             burst,
         };
         let ports = vec![p.ingress.clone(), p.egress.clone()];
+        if self.stopped {
+            return Err(stopped());
+        }
         let before = reading().await;
         let start_s = self.t0.elapsed().as_secs_f64();
-        let res = run_peer_job(&self.client, &spec, &self.cancel, |_| {}).await;
+        // The run's stop reaches the agent's job through `job_stop`, and is kept.
+        let job_stop = Notify::new();
+        let job = run_peer_job(&self.client, &spec, &job_stop, |_| {});
+        tokio::pin!(job);
+        let res = loop {
+            tokio::select! {
+                r = &mut job => break r,
+                _ = self.cancel.notified(), if !self.stopped => {
+                    self.stopped = true;
+                    job_stop.notify_one();
+                }
+            }
+        };
+        if self.stopped {
+            return Err(stopped());
+        }
         let end_s = self.t0.elapsed().as_secs_f64();
         let delta = reading().await.since(&before, end_s - start_s);
         let view = match res {
@@ -689,6 +738,14 @@ impl Runner {
             error,
         }
     }
+}
+
+/// How a run the user stopped ends: aborted, so that it is never judged PASS.
+fn stopped() -> (RunStatus, String) {
+    (
+        RunStatus::Aborted,
+        "stopped before every trial had run".into(),
+    )
 }
 
 /// The board's counters, read on the blocking pool (a few ms of file reads).
