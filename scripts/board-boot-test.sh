@@ -427,7 +427,7 @@ if run["status"] not in ("completed", "done"):
 srv = json.load(open(sys.argv[1]))
 end = srv["end"]
 sent = run.get("sender_bps") or 0   # netperfd's own count as the sender
-if "sum_received" in end:   # TCP: the stock server's own count of received bytes is the truth
+if name == "tcp":   # TCP: the stock server's own count of received bytes is the truth
     truth = end["sum_received"]["bits_per_second"]
     if truth <= 0 or sent <= 0:
         sys.exit(f"{name}: no traffic (netperfd sent {sent}, iperf3 server received {truth})")
