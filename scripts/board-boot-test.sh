@@ -1,0 +1,526 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2016 # single-quoted commands run in the guest or in mmdebstrap hooks
+# scripts/board-boot-test.sh — boot the board binary as a board runs it: the stripped
+# cross-built release binary, installed as the Yocto recipe installs it (the same steps as
+# scripts/boot-test.sh), in a Debian 12 root with Debian's own kernel, under full-system
+# qemu (TCG, no KVM): aarch64 `qemu-system-aarch64 -M virt -cpu cortex-a53` with
+# linux-image-arm64, armv7 `qemu-system-arm -M virt -cpu cortex-a15` with
+# linux-image-armmp-lpae. Two NICs, the serial console recorded. It checks what a user with
+# a serial console and a browser sees, in this order (each phase prints its time):
+#   1. netperfd.service is active (running), as user netperfd;
+#   2. the one-time setup code is on the serial console above the first `login:` prompt;
+#   3. the web UI answers on the board's first NIC;
+#   4. first login: POST /setup with the code typed as read from the console, then a login
+#      with the new password;
+#   5. a TCP and a UDP test from the board (POST /api/runs) to a stock iperf3 server on the
+#      far side of the second NIC; the server's own JSON is the truth the run is compared to;
+#   6. the daemon's memory (VmRSS of the main PID) idle, after the setup, and after 10 wrong
+#      passwords from a client without a session: at most BOARDBOOT_MEM_SLACK_MB above idle;
+#   7. Diagnostics → journal (GET /api/diag/journal.txt) answers 200 with netperfd's lines;
+#   8. a reboot keeps the run history and the password, and shows no setup code.
+# A failed check is printed and the script goes on with the next one; the exit status is 1
+# when any check failed.
+#
+# Topology: a network namespace nbb-PID (made here, removed on exit) holds qemu and two
+# tap devices; nothing leaves it:
+#   tap0 192.0.2.2/24     --- guest NIC 1 (MAC 52:54:00:4e:50:01) 192.0.2.1/24: web UI
+#   tap1 198.51.100.2/24  --- guest NIC 2 (MAC 52:54:00:4e:50:02) 198.51.100.1/24: iperf3
+# (systemd-networkd in the guest sets the addresses, matched by MAC.)
+# The checks that need the guest's own view (systemctl, /proc) go through a test-only agent
+# in the guest: a root shell loop on a virtio-serial port (nbt-agent.service, not part of
+# any image), driven from the host through a unix socket.
+#
+# The root file system (mmdebstrap --variant=minbase of bookworm from the Debian archive,
+# with the kernel and initramfs-tools) is cached in BOARDBOOT_CACHE (default
+# /var/cache/netperfd-boardboot/<arch>-<hash of suite, mirror, packages>) and copied for
+# each run, so every run boots a clean root. A cold cache runs the packages' maintainer
+# scripts under qemu-user: if the host has no binfmt_misc entry for the architecture, one
+# is registered for qemu-*-static for the time of mmdebstrap and removed afterwards.
+#
+# Usage: sudo scripts/board-boot-test.sh --arch aarch64|armv7 NETPERFD_BINARY
+#        sudo scripts/board-boot-test.sh --arch aarch64|armv7 --cache-only   (only the root)
+#   NETPERFD_BINARY  the stripped release binary for that architecture, e.g.
+#                    target/aarch64-unknown-linux-gnu/stripped/netperfd from
+#                    scripts/cross-build.sh --target aarch64
+#   BOARDBOOT_MIRROR   Debian mirror (default http://deb.debian.org/debian)
+#   BOARDBOOT_CACHE    cache directory (default /var/cache/netperfd-boardboot)
+#   BOARDBOOT_CONSOLE  where the serial console is kept (default
+#                      /var/tmp/netperfd-boardboot-<arch>.console.txt)
+#   BOARDBOOT_SMP      guest vCPUs (default 2), BOARDBOOT_MEM guest memory (default 1024M)
+#   BOARDBOOT_UP_MAX_S seconds from qemu start to a web UI answer (default 300)
+#   BOARDBOOT_MEM_SLACK_MB  allowed VmRSS growth over idle after the logins (default 8)
+# Needs root and the Debian packages mmdebstrap, arch-test, qemu-system-arm, qemu-user-static,
+# iperf3, curl, e2fsprogs, iproute2, python3 (installed when missing); network access to
+# the mirror on a cold cache. Not run by CI (.ci/run has no time left for it).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+files=$repo/meta-netperf/recipes-connectivity/netperfd/files
+mirror=${BOARDBOOT_MIRROR:-http://deb.debian.org/debian}
+suite=bookworm
+cache=${BOARDBOOT_CACHE:-/var/cache/netperfd-boardboot}
+smp=${BOARDBOOT_SMP:-2}
+mem=${BOARDBOOT_MEM:-1024M}
+up_max=${BOARDBOOT_UP_MAX_S:-300}
+mem_slack=${BOARDBOOT_MEM_SLACK_MB:-8}
+password=board-boot-password
+
+usage() { sed -n '/^# Usage:/,/^# Needs root/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+arch='' bin='' cache_only=''
+while (($#)); do
+    case $1 in
+        --arch) [[ $# -ge 2 ]] || usage; arch=$2; shift 2 ;;
+        --arch=*) arch=${1#*=}; shift ;;
+        --cache-only) cache_only=1; shift ;;
+        -h | --help) usage ;;
+        -*) usage ;;
+        *) [[ -z $bin ]] || usage; bin=$1; shift ;;
+    esac
+done
+case $arch in
+    aarch64)
+        debarch=arm64 kpkg=linux-image-arm64 qemu=qemu-system-aarch64 cpu=cortex-a53
+        machine=virt qarch=aarch64 elf='ARM aarch64' ;;
+    armv7)
+        debarch=armhf kpkg=linux-image-armmp-lpae qemu=qemu-system-arm cpu=cortex-a15
+        machine=virt qarch=arm elf='32-bit LSB.*ARM, EABI5' ;;
+    *) usage ;;
+esac
+[[ -n $bin || -n $cache_only ]] || usage
+
+t0=$SECONDS
+phase_t=$SECONDS phase_name=
+log() { echo "board-boot-test $arch [$((SECONDS - t0)) s]: $*"; }
+phase() { # phase NAME: print the time of the phase that ends here
+    [[ -n $phase_name ]] && log "phase took $((SECONDS - phase_t)) s: $phase_name"
+    phase_name=$1 phase_t=$SECONDS
+    [[ -z $1 ]] || log "=== $1"
+}
+die() { echo "board-boot-test $arch: FAILED: $*" >&2; exit 1; }
+passed=() failed=()
+ok() { passed+=("$1"); log "ok: $1"; }
+bad() { failed+=("$1"); log "FAIL: $1"; }
+
+trap 'exit 130' INT TERM # (the EXIT traps clean up)
+[[ $(id -u) == 0 ]] || die "needs root (namespaces, tap devices, mmdebstrap)"
+[[ -n $cache_only || -f $bin ]] || die "no file $bin"
+[[ -n $cache_only ]] || file -b "$bin" | grep -qE "$elf" || die "$bin is not an $arch executable: $(file -b "$bin")"
+
+missing=()
+for p in mmdebstrap arch-test qemu-system-arm qemu-user-static iperf3 curl e2fsprogs iproute2 python3 file; do
+    [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == "install ok installed" ]] || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    log "apt-get install ${missing[*]}"
+    apt-get -o DPkg::Lock::Timeout=600 update -q || log "apt-get update failed (continuing)"
+    DEBIAN_FRONTEND=noninteractive nice -n 10 apt-get -o DPkg::Lock::Timeout=600 install -y -q \
+        --no-install-recommends "${missing[@]}"
+fi
+
+# ---------------------------------------------------------------- cached Debian root
+phase "root file system (cache)"
+# systemd + the firewall tools the daemon runs (as the nspawn boot test), udev and kmod for
+# the devices and modules-load.d, the kernel and what makes its initramfs.
+pkgs=$kpkg,initramfs-tools,systemd,systemd-sysv,udev,dbus,iptables,nftables,procps,kmod
+key=$(printf '%s\n' "$suite" "$mirror" "$debarch" minbase "$pkgs" | sha256sum | cut -c1-16)
+base=$cache/$arch-$key
+mkdir -p "$cache"
+exec {cache_lock}>"$cache/.lock" # one mmdebstrap at a time: checkouts share the cache
+flock "$cache_lock"
+if [[ ! -e $base/.complete ]]; then
+    log "cold cache: mmdebstrap $suite ($debarch) from $mirror into $base"
+    # binfmt_misc is the host's: one mmdebstrap at a time on this host, whatever the cache
+    exec {binfmt_lock}>/run/lock/netperfd-boardboot-binfmt.lock
+    flock "$binfmt_lock"
+    binfmt=/proc/sys/fs/binfmt_misc mounted='' registered=''
+    if [[ ! -e $binfmt/qemu-$qarch ]]; then
+        if [[ ! -e $binfmt/register ]]; then
+            mount -t binfmt_misc binfmt_misc "$binfmt" || die "cannot mount binfmt_misc"
+            mounted=1
+        fi
+        # magic and mask of Debian's entry, with the static emulator (F: opened now, so it
+        # works inside the chroot)
+        IFS=: read -r _ _ _ _ magic mask _ _ <"/usr/lib/binfmt.d/qemu-$qarch.conf"
+        printf ':qemu-%s:M::%s:%s:/usr/bin/qemu-%s-static:CF\n' "$qarch" "$magic" "$mask" "$qarch" \
+            >"$binfmt/register" || die "cannot register qemu-$qarch-static in binfmt_misc"
+        registered=1
+    fi
+    binfmt_undo() { # the host's binfmt_misc as it was, also when mmdebstrap is interrupted
+        [[ -n $registered && -e $binfmt/qemu-$qarch ]] && echo -1 >"$binfmt/qemu-$qarch"
+        [[ -n $mounted ]] && umount "$binfmt"
+        registered='' mounted=''
+    }
+    trap binfmt_undo EXIT
+    rm -rf "$base" "$base.tmp"
+    rc=0
+    nice -n 10 mmdebstrap --variant=minbase --architectures="$debarch" --include="$pkgs" \
+        --customize-hook='echo "/dev/vda / ext4 rw,errors=remount-ro 0 1" >"$1/etc/fstab"' \
+        --customize-hook='rm -f "$1"/var/cache/apt/archives/*.deb' \
+        "$suite" "$base.tmp" "$mirror" >"$cache/mmdebstrap-$arch-$key.log" 2>&1 || rc=$?
+    binfmt_undo
+    trap - EXIT
+    flock -u "$binfmt_lock"
+    ((rc == 0)) || { tail -20 "$cache/mmdebstrap-$arch-$key.log"; die "mmdebstrap (log: $cache/mmdebstrap-$arch-$key.log)"; }
+    ls "$base.tmp"/boot/vmlinuz-* "$base.tmp"/boot/initrd.img-* >/dev/null 2>&1 ||
+        die "mmdebstrap left no kernel and initrd in /boot"
+    mv "$base.tmp" "$base"
+    touch "$base/.complete"
+    find "$cache" -maxdepth 1 -name "$arch-*" ! -name "$arch-$key" -exec rm -rf {} + # old lists
+else
+    log "warm cache: $base"
+fi
+flock -u "$cache_lock"
+[[ -z $cache_only ]] || { phase ""; exit 0; }
+
+# ---------------------------------------------------------------- cleanup
+id=$$
+ns=nbb-$id
+work=$(mktemp -d /var/tmp/netperfd-boardboot.XXXXXX)
+root=$work/root
+console=$work/console.txt
+keep_console=${BOARDBOOT_CONSOLE:-/var/tmp/netperfd-boardboot-$arch.console.txt}
+qemu_pid='' iperf_pid=''
+cleanup() {
+    local rc=$?
+    set +e
+    [[ -n $iperf_pid ]] && kill "$iperf_pid" 2>/dev/null
+    if [[ -n $qemu_pid ]] && kill -0 "$qemu_pid" 2>/dev/null; then
+        kill "$qemu_pid" 2>/dev/null
+        for _ in $(seq 1 50); do kill -0 "$qemu_pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$qemu_pid" 2>/dev/null
+        wait "$qemu_pid" 2>/dev/null
+    fi
+    if ip netns pids "$ns" >/dev/null 2>&1; then
+        ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+        ip netns del "$ns" 2>/dev/null
+    fi
+    [[ -s $console ]] && cp "$console" "$keep_console" && log "serial console kept in $keep_console"
+    rm -rf "$work"
+    log "${#passed[@]} checks passed, ${#failed[@]} failed, in $((SECONDS - t0)) s"
+    for f in "${failed[@]}"; do log "failed: $f"; done
+    ((rc == 0 && ${#failed[@]} > 0)) && exit 1
+}
+trap cleanup EXIT
+
+# ---------------------------------------------------------------- install like the recipe
+phase "install as the recipe does, make the disk image"
+cp -a "$base" "$root"
+rm -f "$root/.complete"
+# user and group: the recipe's USERADD_PARAM
+# (the host's useradd with --root: no foreign binary runs)
+useradd --root "$root" --system --no-create-home --home-dir /var/lib/netperfd \
+    --shell /sbin/nologin --user-group --groups systemd-journal netperfd || die "useradd --root"
+install -m 0755 "$bin" "$root/usr/bin/netperfd"
+install -D -m 0644 "$files/netperfd.service" "$root/usr/lib/systemd/system/netperfd.service"
+install -d -m 0755 "$root/etc/netperfd"
+install -m 0640 "$files/netperfd.toml" "$root/etc/netperfd/netperfd.toml"
+chown "0:$(awk -F: '$1 == "netperfd" {print $3}' "$root/etc/group")" "$root/etc/netperfd/netperfd.toml"
+install -D -m 0644 "$files/netperfd-tmpfiles.conf" "$root/usr/lib/tmpfiles.d/netperfd.conf"
+install -D -m 0644 "$files/netperfd-modules.conf" "$root/usr/lib/modules-load.d/netperfd.conf"
+install -d -m 0755 "$root/etc/issue.d"
+ln -sf /run/netperfd/setup.issue "$root/etc/issue.d/netperfd.issue"
+# systemd_system_unitdir + SYSTEMD_AUTO_ENABLE: enabled (the link systemctl enable makes)
+ln -sf /usr/lib/systemd/system/netperfd.service "$root/etc/systemd/system/multi-user.target.wants/netperfd.service"
+# the board's network: networkd, both NICs static, matched by MAC
+mkdir -p "$root/etc/systemd/network"
+printf '[Match]\nMACAddress=52:54:00:4e:50:01\n\n[Network]\nAddress=192.0.2.1/24\n' >"$root/etc/systemd/network/10-nic1.network"
+printf '[Match]\nMACAddress=52:54:00:4e:50:02\n\n[Network]\nAddress=198.51.100.1/24\n' >"$root/etc/systemd/network/20-nic2.network"
+ln -sf /usr/lib/systemd/system/systemd-networkd.service "$root/etc/systemd/system/multi-user.target.wants/systemd-networkd.service"
+echo netperfd-board >"$root/etc/hostname"
+: >"$root/etc/machine-id"
+# test-only agent: a root shell loop on the virtio-serial port "nbt" (not part of any image)
+cat >"$root/usr/local/sbin/nbt-agent" <<'EOF'
+#!/bin/bash
+port=/dev/virtio-ports/nbt
+until [ -e $port ]; do sleep 0.2; done
+exec 3<>$port
+while true; do
+    while IFS= read -r line <&3; do
+        id=${line%% *}
+        out=$(bash -c "${line#* }" 2>&1 </dev/null)
+        rc=$?
+        printf '%s\n__END %s %s\n' "$out" "$id" "$rc" >&3
+    done
+    sleep 0.2 # the host side closed: wait for the next connection on the same port
+done
+EOF
+chmod 0755 "$root/usr/local/sbin/nbt-agent"
+printf '[Unit]\nDescription=board-boot-test agent (test only)\n[Service]\nExecStart=/usr/local/sbin/nbt-agent\nRestart=always\nRestartSec=1\n[Install]\nWantedBy=multi-user.target\n' \
+    >"$root/etc/systemd/system/nbt-agent.service"
+ln -sf /etc/systemd/system/nbt-agent.service "$root/etc/systemd/system/multi-user.target.wants/nbt-agent.service"
+kernel=$(printf '%s\n' "$root"/boot/vmlinuz-* | sort -V | tail -1)
+initrd=$(printf '%s\n' "$root"/boot/initrd.img-* | sort -V | tail -1)
+cp "$kernel" "$work/vmlinuz"
+cp "$initrd" "$work/initrd"
+img=$work/root.img
+mke2fs -q -t ext4 -L root -d "$root" "$img" 3G || die "mke2fs -d"
+rm -rf "$root"
+log "kernel $(basename "$kernel"), image $(du -h "$img" | cut -f1) used"
+
+# ---------------------------------------------------------------- helpers
+nx() { ip netns exec "$ns" "$@"; }
+http() { # http METHOD PATH [JSON]: sets $code (HTTP status) and $body
+    local m=$1 p=$2 d=${3:-}
+    local args=(-sS --max-time 30 -o "$work/body" -w '%{http_code}' -X "$m" -b "$work/cookies" -c "$work/cookies")
+    [[ -n ${csrf:-} ]] && args+=(-H "X-CSRF-Token: $csrf")
+    [[ -n $d ]] && args+=(-H 'Content-Type: application/json' --data "$d")
+    code=$(nx curl "${args[@]}" "http://192.0.2.1$p") || code=000
+    body=$(cat "$work/body" 2>/dev/null || true)
+}
+cat >"$work/agent.py" <<'EOF'
+import socket, sys, time, os
+path, timeout, cmd = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+ident = "%d%d" % (os.getpid(), int(time.time() * 1000))
+end = time.time() + timeout
+while True:
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        s.settimeout(max(1.0, end - time.time()))
+        s.sendall(("%s %s\n" % (ident, cmd)).encode())
+        buf = b""
+        marker = ("__END %s " % ident).encode()
+        while marker not in buf or not buf.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                raise OSError("closed")
+            buf += chunk
+        out, _, rest = buf.partition(marker)
+        sys.stdout.write(out.decode(errors="replace").rstrip("\n") + ("\n" if out.strip() else ""))
+        sys.exit(int(rest.split()[0]))
+    except (OSError, socket.timeout):
+        s.close()
+        if time.time() > end:
+            sys.exit(124)
+        time.sleep(0.5)
+EOF
+g() { python3 "$work/agent.py" "$work/agent.sock" "${G_TIMEOUT:-20}" "$*"; } # a command in the guest
+wait_for() { # wait_for SECONDS WHAT CMD... (polls every second); 1 when not in time
+    local max=$1 what=$2; shift 2
+    local end=$((SECONDS + max))
+    while ! "$@" >/dev/null 2>&1; do
+        ((SECONDS < end)) || { log "$what: not within $max s"; return 1; }
+        sleep 1
+    done
+}
+web_up() { [[ $(nx curl -s -o /dev/null -w '%{http_code}' --max-time 2 http://192.0.2.1/api/health) == 200 ]]; }
+rss_kb() { g 'awk "/^VmRSS/ {print \$2}" /proc/$(systemctl show -P MainPID netperfd.service)/status'; }
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# ---------------------------------------------------------------- namespace, qemu
+ip netns add "$ns"
+nx ip link set lo up
+nx ip tuntap add tap0 mode tap
+nx ip tuntap add tap1 mode tap
+nx ip addr add 192.0.2.2/24 dev tap0
+nx ip addr add 198.51.100.2/24 dev tap1
+nx ip link set tap0 up
+nx ip link set tap1 up
+
+phase "boot to the web UI"
+qemu_start=$(date +%s.%N)
+# -serial file: the console as a user on the serial line sees it (kernel, systemd, getty)
+nx nice -n 10 "$qemu" -M "$machine" -cpu "$cpu" -smp "$smp" -m "$mem" -accel tcg \
+    -display none -monitor none -serial "file:$console" \
+    -kernel "$work/vmlinuz" -initrd "$work/initrd" \
+    -append "root=/dev/vda rw console=ttyAMA0 net.ifnames=0" \
+    -drive "if=none,file=$img,format=raw,id=hd0" -device virtio-blk-pci,drive=hd0 \
+    -netdev tap,id=n1,ifname=tap0,script=no,downscript=no -device virtio-net-pci,netdev=n1,mac=52:54:00:4e:50:01 \
+    -netdev tap,id=n2,ifname=tap1,script=no,downscript=no -device virtio-net-pci,netdev=n2,mac=52:54:00:4e:50:02 \
+    -device virtio-serial-pci -chardev "socket,id=agent,path=$work/agent.sock,server=on,wait=off" \
+    -device virtserialport,chardev=agent,name=nbt \
+    >"$work/qemu.log" 2>&1 &
+qemu_pid=$!
+login_seen() { grep -aq 'login:' "$console"; }
+if wait_for "$up_max" "web UI on 192.0.2.1:80" web_up; then
+    ok "web UI answers $(elapsed "$qemu_start") s after qemu started (TCG, $smp vCPUs)"
+else
+    tail -30 "$console" >&2
+    cat "$work/qemu.log" >&2
+    die "no web UI within $up_max s (console above)"
+fi
+wait_for 60 "login: on the serial console" login_seen || true
+log "first login: prompt on the console after $(elapsed "$qemu_start") s"
+
+# ---------------------------------------------------------------- 1. unit active
+phase "unit"
+if wait_for 60 "the guest agent" g true; then
+    st=$(g 'for p in ActiveState SubState Type; do systemctl show -P $p netperfd.service; done' | tr '\n' ' ')
+    usr=$(g 'ps -o user= -p "$(systemctl show -P MainPID netperfd.service)"' | tr -d ' ')
+    if [[ $st == 'active running notify ' && $usr == netperfd ]]; then
+        ok "netperfd.service active (running), Type=notify, user $usr"
+    else
+        bad "netperfd.service: '$st' as user '$usr'"
+    fi
+    uname_r=$(g uname -rm)
+    log "guest kernel: $uname_r; systemd $(g systemctl --version | head -1 | awk '{print $2}')"
+else
+    bad "no answer from the guest agent (unit not checked)"
+fi
+idle_kb=$(rss_kb || true)
+log "idle VmRSS: ${idle_kb:-?} kB"
+
+# ---------------------------------------------------------------- 2. code above login:
+phase "setup code on the serial console"
+code_re='setup code ([0-9A-F]{5}-[0-9A-F]{5})'
+code=$(grep -aoE "$code_re" "$console" | head -1 | awk '{print $3}' || true)
+first_login=$(grep -an 'login:' "$console" | head -1 | cut -d: -f1)
+code_line=$(grep -anE "$code_re" "$console" | head -1 | cut -d: -f1)
+if [[ -n $code && -n $first_login && -n $code_line ]] && ((code_line < first_login)); then
+    line=$(sed -n "${code_line}p" "$console" | tr -d '\r')
+    ok "setup code $code above the first login: prompt (console line $code_line < $first_login): ${line#*netperfd: }"
+else
+    bad "setup code not above the first login: prompt (code line ${code_line:-none}, first login: line ${first_login:-none})"
+fi
+
+# ---------------------------------------------------------------- 3/4. web UI, first login
+phase "web UI and first login"
+st=$(nx curl -s -o /dev/null -w '%{http_code}' --max-time 10 http://192.0.2.1/)
+if [[ $st == 200 || $st == 303 || $st == 302 ]]; then ok "GET / answers $st"; else bad "GET / answered $st"; fi
+setup_ok=
+if [[ -n $code ]]; then
+    typed=$(tr 'A-F' 'a-f' <<<"${code/-/ }") # as typed by hand: lower case, a space for the dash
+    st=$(nx curl -sS -o /dev/null -w '%{http_code}' --max-time 60 -c "$work/cookies" --data-urlencode "code=$typed" \
+        --data-urlencode "password=$password" --data-urlencode "confirm=$password" http://192.0.2.1/setup || true)
+    if [[ $st == 303 ]]; then setup_ok=1; ok "POST /setup with the code from the console ('$typed') answered 303"; else bad "POST /setup answered $st"; fi
+fi
+csrf=
+login() {
+    rm -f "$work/cookies"
+    csrf=
+    local st
+    st=$(nx curl -sS -o /dev/null -w '%{http_code}' --max-time 60 -c "$work/cookies" --data-urlencode "password=$password" http://192.0.2.1/login || true)
+    [[ $st == 303 ]] || return 1
+    http GET /ports
+    csrf=$(sed -nE 's/.*name="csrf" value="([0-9a-fA-F]+)".*/\1/p' <<<"$body" | head -1)
+    [[ -n $csrf ]]
+}
+if [[ -n $setup_ok ]] && login; then ok "login with the password set through /setup"; else bad "login after the setup"; fi
+setup_kb=$(rss_kb || true)
+
+# ---------------------------------------------------------------- 5. TCP and UDP to stock iperf3
+phase "TCP and UDP tests to stock iperf3"
+run_test() { # run_test NAME JSON: a run from the board to iperf3 -s in the namespace
+    local name=$1 req=$2 srv=$work/iperf3-$1.json rid status
+    nx iperf3 -s -1 -J -B 198.51.100.2 -p 5201 >"$srv" 2>&1 &
+    iperf_pid=$!
+    sleep 0.5
+    http POST /api/runs "$req"
+    if [[ $code != 201 && $code != 200 ]]; then
+        kill "$iperf_pid" 2>/dev/null; iperf_pid=
+        bad "$name: POST /api/runs answered $code: $body"
+        return
+    fi
+    rid=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' <<<"$body")
+    local end=$((SECONDS + 90))
+    while ((SECONDS < end)); do
+        http GET "/api/runs/$rid"
+        status=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["run"]["status"])' <<<"$body" 2>/dev/null || echo "?")
+        [[ $status == running || $status == "?" ]] || break
+        sleep 1
+    done
+    wait "$iperf_pid" 2>/dev/null || true
+    iperf_pid=
+    local line
+    printf '%s' "$body" >"$work/run-$name.json"
+    if line=$(python3 - "$srv" "$name" "$work/run-$name.json" 2>&1 <<'EOF'
+import json, sys
+name = sys.argv[2]
+run = json.load(open(sys.argv[3]))["run"]
+if run["status"] not in ("completed", "done"):
+    sys.exit(f"{name}: run {run['id']} ended '{run['status']}': {run.get('error')}")
+srv = json.load(open(sys.argv[1]))
+end = srv["end"]
+sent = run.get("sender_bps") or 0   # netperfd's own count as the sender
+if name == "tcp":   # TCP: the stock server's own count of received bytes is the truth
+    truth = end["sum_received"]["bits_per_second"]
+    if truth <= 0 or sent <= 0:
+        sys.exit(f"{name}: no traffic (netperfd sent {sent}, iperf3 server received {truth})")
+    if not 0.8 <= sent / truth <= 1.25:
+        sys.exit(f"{name}: netperfd says it sent {sent/1e6:.2f} Mbit/s, the iperf3 server received {truth/1e6:.2f}")
+    print(f"{name}: run {run['id']} sent {sent/1e6:.1f} Mbit/s; the stock iperf3 server received {truth/1e6:.1f} Mbit/s")
+else:                        # UDP: the server's datagrams against the asked 10 Mbit/s (pacing)
+    s = end["sum"]
+    # (iperf3 3.12's server gives the rate it received in sum_received; sum has 0 there)
+    truth = end.get("sum_received", s)["bits_per_second"]
+    pk, lost = s["packets"], s["lost_packets"]
+    if not 9e6 <= truth <= 11e6 or pk <= 0 or lost > pk // 100:
+        sys.exit(f"{name}: asked 10 Mbit/s, the iperf3 server saw {truth/1e6:.2f} Mbit/s, {pk} datagrams, {lost} lost (netperfd says it sent {sent/1e6:.2f})")
+    print(f"{name}: run {run['id']} asked 10 Mbit/s; the stock iperf3 server saw {truth/1e6:.2f} Mbit/s, {pk} datagrams, {lost} lost (netperfd: sent {sent/1e6:.2f} Mbit/s)")
+EOF
+    ); then ok "$line"; else bad "$line"; fi
+}
+run_test tcp '{"host":"198.51.100.2","port":"5201","duration":"3"}'
+run_test udp '{"host":"198.51.100.2","port":"5201","duration":"3","protocol":"udp","bitrate":"10M"}'
+
+# ---------------------------------------------------------------- 6. memory
+phase "memory after 10 wrong passwords"
+# The daemon answers 429 without checking after 5 failures from one address (LoginLimiter):
+# 5 each from two more addresses of the namespace, so 10 passwords are really checked
+# (and the checks' own address, 192.0.2.2, is not locked out).
+declare -A answers=()
+for src in 192.0.2.3 192.0.2.4; do
+    nx ip addr add "$src/24" dev tap0
+    for _ in 1 2 3 4 5; do
+        st=$(nx curl -sS -o /dev/null -w '%{http_code}' --max-time 60 --interface "$src" \
+            --data-urlencode "password=wrong-$RANDOM" http://192.0.2.1/login || echo 000)
+        answers[$st]=$((${answers[$st]:-0} + 1))
+    done
+done
+sleep 2
+wrong_kb=$(rss_kb || true)
+summary=$(for k in "${!answers[@]}"; do printf '%s×%s ' "${answers[$k]}" "$k"; done)
+if [[ $idle_kb =~ ^[0-9]+$ && $wrong_kb =~ ^[0-9]+$ ]]; then
+    msg="VmRSS idle $((idle_kb / 1024)) MB, after setup+login ${setup_kb:-?} kB, after 10 wrong passwords (${summary% }) $((wrong_kb / 1024)) MB"
+    if ((${answers[401]:-0} != 10)); then
+        bad "$msg: not 10 × 401, so not every password was checked"
+    elif ((wrong_kb <= idle_kb + mem_slack * 1024)); then ok "$msg (≤ idle + $mem_slack MB)"; else bad "$msg (> idle + $mem_slack MB)"; fi
+else
+    bad "VmRSS not read (idle '$idle_kb', after '$wrong_kb')"
+fi
+
+# ---------------------------------------------------------------- 7. journal page
+phase "Diagnostics → journal"
+http GET '/api/diag/journal.txt?lines=20'
+if [[ $code == 200 ]] && grep -q netperfd <<<"$body"; then
+    ok "Diagnostics → journal answers 200 with netperfd's lines ($(wc -l <<<"$body") lines)"
+else
+    bad "Diagnostics → journal answered $code: $(head -c 200 <<<"$body")"
+fi
+
+# ---------------------------------------------------------------- 8. reboot
+phase "reboot keeps the history"
+runs() { nx curl -sS --max-time 30 -b "$work/cookies" http://192.0.2.1/api/runs |
+    python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d if isinstance(d, list) else d.get("runs", [])))' 2>/dev/null || echo "?"; }
+runs_before=$(runs)
+boot_before=$(g cat /proc/sys/kernel/random/boot_id || true)
+console_size=$(stat -c %s "$console")
+reboot_start=$(date +%s.%N)
+G_TIMEOUT=5 g 'systemctl reboot' >/dev/null 2>&1 || true
+down() { ! web_up; }
+wait_for 120 "web UI down for the reboot" down || true
+if wait_for "$up_max" "web UI after the reboot" web_up; then
+    boot_after=$(g cat /proc/sys/kernel/random/boot_id || true)
+    log "web UI back $(elapsed "$reboot_start") s after systemctl reboot"
+    if [[ -n $boot_after && $boot_after != "$boot_before" ]]; then
+        if login; then ok "rebooted (new boot id): the password set on the first boot logs in"; else bad "login after the reboot"; fi
+        runs_after=$(runs)
+        if [[ $runs_before =~ ^[1-9][0-9]*$ && $runs_after == "$runs_before" ]]; then
+            ok "run history kept across the reboot ($runs_after runs)"
+        else
+            bad "run history: $runs_before runs before the reboot, $runs_after after"
+        fi
+        sleep 2
+        if tail -c +"$((console_size + 1))" "$console" | grep -aq 'setup code'; then
+            bad "a setup code on the console after the reboot although a password is set"
+        else
+            ok "no setup code on the console after the reboot"
+        fi
+    else
+        bad "the guest did not reboot (boot id '$boot_before' -> '$boot_after')"
+    fi
+else
+    bad "no web UI after the reboot"
+fi
+phase ""
