@@ -1381,24 +1381,13 @@ fn seed_003_a_port_by_dhcp_from_the_page_and_back_to_static() {
     let _reap = ReapNs(board.clone());
     // The upstream router: dnsmasq on pc2's port (DHCP only, no DNS), its leases in a file.
     let leases = lab.dir().join("dnsmasq.leases");
-    let lf = format!("--dhcp-leasefile={}", leases.display());
-    let dnsmasq = lab.spawn(
+    let dnsmasq = lab.dhcp_server(
         &pc2,
         "dnsmasq",
-        "dnsmasq",
+        &leases,
         &[
-            "--no-daemon",
-            "--conf-file=/dev/null",
-            "--port=0",
-            "--interface=eth0",
-            "--bind-interfaces",
-            "--dhcp-range=198.51.100.50,198.51.100.59,255.255.255.0,2m",
             "--dhcp-option=option:router,198.51.100.2",
             "--dhcp-option=option:dns-server,198.51.100.9",
-            "--dhcp-authoritative",
-            "--no-ping",
-            "--user=root",
-            &lf,
         ],
     );
     let d = start(
@@ -1701,23 +1690,11 @@ fn seed_003_a_port_by_dhcp_from_the_page_and_back_to_static() {
     // A hostile lease (router outside the subnet): nothing of it is applied, the page says
     // why, and the hook's message is in netperfd's log.
     lab.kill(dnsmasq);
-    lab.spawn(
+    lab.dhcp_server(
         &pc2,
         "dnsmasq2",
-        "dnsmasq",
-        &[
-            "--no-daemon",
-            "--conf-file=/dev/null",
-            "--port=0",
-            "--interface=eth0",
-            "--bind-interfaces",
-            "--dhcp-range=198.51.100.50,198.51.100.59,255.255.255.0,2m",
-            "--dhcp-option=option:router,10.9.9.9",
-            "--dhcp-authoritative",
-            "--no-ping",
-            "--user=root",
-            &lf,
-        ],
+        &leases,
+        &["--dhcp-option=option:router,10.9.9.9"],
     );
     let r = http.api(
         "PUT",
@@ -1815,24 +1792,14 @@ fn a_port_by_dhcp_keeps_its_lease_across_kill_9() {
     let board = lab.board.clone();
     let pc2 = lab.pc2.clone().expect("pc2");
     let _reap = ReapNs(board.clone());
-    let lf = format!("--dhcp-leasefile={}", lab.dir().join("leases").display());
-    lab.spawn(
+    let leases = lab.dir().join("leases");
+    lab.dhcp_server(
         &pc2,
         "dnsmasq",
-        "dnsmasq",
+        &leases,
         &[
-            "--no-daemon",
-            "--conf-file=/dev/null",
-            "--port=0",
-            "--interface=eth0",
-            "--bind-interfaces",
-            "--dhcp-range=198.51.100.50,198.51.100.59,255.255.255.0,2m",
             "--dhcp-option=option:router,198.51.100.2",
             "--dhcp-option-force=51,600",
-            "--dhcp-authoritative",
-            "--no-ping",
-            "--user=root",
-            &lf,
         ],
     );
     let env = [("NETPERFD_DHCP_CLIENT", "udhcpc")];

@@ -405,24 +405,14 @@ fn the_ports_page_with_a_dhcp_port_fits_and_refreshes() {
         );
         assert_eq!(code, Some(0), "{args:?}: {err}");
     }
-    let lf = format!("--dhcp-leasefile={}", lab.dir().join("leases").display());
-    lab.spawn(
+    let leases = lab.dir().join("leases");
+    lab.dhcp_server(
         &pc2,
         "dnsmasq",
-        "dnsmasq",
+        &leases,
         &[
-            "--no-daemon",
-            "--conf-file=/dev/null",
-            "--port=0",
-            "--interface=eth0",
-            "--bind-interfaces",
-            "--dhcp-range=198.51.100.50,198.51.100.59,255.255.255.0,2m",
             "--dhcp-option=option:router,198.51.100.2",
             "--dhcp-option=option:dns-server,198.51.100.9",
-            "--dhcp-authoritative",
-            "--no-ping",
-            "--user=root",
-            &lf,
         ],
     );
     let data = lab.dir().join("data");

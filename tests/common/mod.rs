@@ -210,6 +210,34 @@ impl Lab {
         self.spawn_env(ns, name, prog, args, &[])
     }
 
+    /// dnsmasq as the upstream router's DHCP server on `ns`'s eth0 (DHCP only, no DNS):
+    /// addresses 198.51.100.50–59/24 leased for 2 min, its leases in `leases`, then
+    /// `options` (`--dhcp-option=…`: the router, DNS servers, forced options). Returns the
+    /// process's index for [`Lab::kill`].
+    pub fn dhcp_server(
+        &mut self,
+        ns: &str,
+        name: &str,
+        leases: &std::path::Path,
+        options: &[&str],
+    ) -> usize {
+        let lf = format!("--dhcp-leasefile={}", leases.display());
+        let mut args = vec![
+            "--no-daemon",
+            "--conf-file=/dev/null",
+            "--port=0",
+            "--interface=eth0",
+            "--bind-interfaces",
+            "--dhcp-range=198.51.100.50,198.51.100.59,255.255.255.0,2m",
+            "--dhcp-authoritative",
+            "--no-ping",
+            "--user=root",
+            &lf,
+        ];
+        args.extend_from_slice(options);
+        self.spawn(ns, name, "dnsmasq", &args)
+    }
+
     /// Like [`Lab::spawn`] with extra environment variables.
     pub fn spawn_env(
         &mut self,
