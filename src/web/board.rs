@@ -152,7 +152,7 @@ fn add_addressing(
         let a = addressing.get(&name);
         let rows = a
             .and_then(|a| a.lease.as_ref())
-            .map(|l| lease_rows(l, now))
+            .map(|l| lease_rows(l, now, gw, &name))
             .unwrap_or_default();
         if let Some(o) = p.as_object_mut() {
             o.insert("dhcp".into(), json!(a.is_some_and(|a| a.method == "dhcp")));
@@ -802,9 +802,16 @@ fn expiry_text(at: i64, now: i64) -> String {
     format!("in {rel} ({})", clock(at))
 }
 
-/// The rows of a lease as the page shows them: address, router, DNS, expiry (each only
-/// when the lease has it).
-pub fn lease_rows(l: &crate::board::dhcp::Lease, now: i64) -> Vec<(String, String)> {
+/// The rows of a lease of `port` as the page shows them: address, router, DNS, expiry (each
+/// only when the lease has it), and why the lease's router is not the default route — only
+/// while the board's IPv4 default route `gw` still leaves through another port (the note was
+/// shown after that route had gone, from the new-user tryout).
+pub fn lease_rows(
+    l: &crate::board::dhcp::Lease,
+    now: i64,
+    gw: Option<&crate::board::addresses::Gateway>,
+    port: &str,
+) -> Vec<(String, String)> {
     let mut v = Vec::new();
     if let Some(why) = &l.error {
         // One sentence under the "Refused" label: the reason, then what it means.
@@ -848,7 +855,8 @@ pub fn lease_rows(l: &crate::board::dhcp::Lease, now: i64) -> Vec<(String, Strin
     if let Some(d) = &l.domain {
         v.push(("Domain".to_string(), d.clone()));
     }
-    if let Some(n) = &l.route_note {
+    let elsewhere = gw.is_some_and(|g| g.port.as_deref().is_some_and(|p| p != port));
+    if let Some(n) = l.route_note.as_ref().filter(|_| elsewhere) {
         v.push(("Default route".to_string(), n.clone()));
     }
     if l.lease_secs
@@ -1083,7 +1091,14 @@ fn port_rows(v: &BoardView, qd: &BTreeMap<i32, Vec<TcNode>>) -> Vec<PortRow> {
                 dhcp: addressing.is_some_and(|a| a.method == "dhcp"),
                 lease: addressing
                     .and_then(|a| a.lease.as_ref())
-                    .map(|x| lease_rows(x, crate::model::time::now_ms()))
+                    .map(|x| {
+                        lease_rows(
+                            x,
+                            crate::model::time::now_ms(),
+                            v.ipv4_default_route.as_ref(),
+                            &l.name,
+                        )
+                    })
                     .unwrap_or_default(),
                 name: l.name.clone(),
                 loopback: l.loopback,
@@ -1733,7 +1748,7 @@ mod tests {
             ..Lease::default()
         };
         assert_eq!(
-            super::lease_rows(&refused, 0),
+            super::lease_rows(&refused, 0, None, "eth1"),
             vec![(
                 "Refused".to_string(),
                 "the router 10.99.2.1 is outside the subnet 10.99.1.50/24, so nothing of the DHCP server's lease was applied (00:00:00 UTC)".to_string()
@@ -1747,10 +1762,35 @@ mod tests {
                 .collect(),
             ..Lease::default()
         };
-        let rows = super::lease_rows(&infinite, 0);
+        let rows = super::lease_rows(&infinite, 0, None, "eth1");
         let get = |k: &str| rows.iter().find(|(x, _)| x == k).map(|(_, v)| v.as_str());
         assert_eq!(get("Expires"), Some("never · lease infinite"));
         assert_eq!(get("DNS"), Some("10.0.0.1, 10.0.0.2, 10.0.0.3 (+57 more)"));
+        // Why the lease's router is not the default route: only while another port holds it.
+        let noted = Lease {
+            route_note: Some("not the board's default route: it stays via 10.0.0.1 on eth0".into()),
+            ..infinite.clone()
+        };
+        let gw = |port: &str| crate::board::addresses::Gateway {
+            via: "10.0.0.1".parse().unwrap(),
+            port: Some(port.into()),
+        };
+        let note = |g: Option<&crate::board::addresses::Gateway>| {
+            super::lease_rows(&noted, 0, g, "eth1")
+                .into_iter()
+                .find(|(k, _)| k == "Default route")
+                .map(|(_, v)| v)
+        };
+        assert_eq!(
+            note(Some(&gw("eth0"))).as_deref(),
+            Some("not the board's default route: it stays via 10.0.0.1 on eth0")
+        );
+        assert_eq!(note(None), None, "no default route any more");
+        assert_eq!(
+            note(Some(&gw("eth1"))),
+            None,
+            "the lease's port holds it now"
+        );
     }
 
     #[test]
