@@ -242,7 +242,19 @@ impl Runner {
             }
         }
         self.store_summary();
-        let result = self.tests().await;
+        let mut result = self.tests().await;
+        // A stop accepted while the last trial was ending (its permit is still there) ends the
+        // run aborted too: the re-tryout's stop 1.99 s into a 2 s run got 202 and a PASS.
+        if result.is_ok() && !self.stopped {
+            tokio::select! {
+                biased;
+                _ = self.cancel.notified() => {
+                    self.stopped = true;
+                    result = Err(stopped());
+                }
+                _ = std::future::ready(()) => {}
+            }
+        }
         let mut error = result.err();
         if let Some(c) = &ctl {
             if let Err(e) =
