@@ -224,16 +224,31 @@ pub async fn del_default_routes_via(
     v6: bool,
     index: u32,
 ) -> Result<(), BoardError> {
-    for m in default_route_messages(h, v6).await? {
-        if oif_of(&m) == Some(index) {
-            h.route()
-                .del(m)
-                .execute()
-                .await
-                .map_err(|e| nl_error("removing the old default route", e))?;
-        }
+    let mine = default_route_messages(h, v6)
+        .await?
+        .into_iter()
+        .filter(|m| oif_of(m) == Some(index));
+    del_routes(h, mine, "removing the old default route")
+        .await
+        .map(|_| ())
+}
+
+/// Delete each route of `routes`; `what` names the step in the error. Returns how many went.
+async fn del_routes(
+    h: &rtnetlink::Handle,
+    routes: impl IntoIterator<Item = RouteMessage>,
+    what: &str,
+) -> Result<usize, BoardError> {
+    let mut n = 0;
+    for m in routes {
+        h.route()
+            .del(m)
+            .execute()
+            .await
+            .map_err(|e| nl_error(what, e))?;
+        n += 1;
     }
-    Ok(())
+    Ok(n)
 }
 
 /// Make `via` (leaving through port `index` when given) the only default route of its
@@ -257,13 +272,7 @@ pub async fn set_default_route(
         {
             return Ok(());
         }
-        for m in existing {
-            h.route()
-                .del(m)
-                .execute()
-                .await
-                .map_err(|e| nl_error("removing the old default route", e))?;
-        }
+        del_routes(h, existing, "removing the old default route").await?;
         let msg = match via {
             IpAddr::V4(v4) => {
                 let mut b = RouteMessageBuilder::<Ipv4Addr>::new().gateway(v4);
@@ -287,14 +296,9 @@ pub async fn set_default_route(
             .await
             .map_err(|e| nl_error(&format!("setting the default route via {via}"), e))
     } else {
-        for m in existing {
-            h.route()
-                .del(m)
-                .execute()
-                .await
-                .map_err(|e| nl_error("removing the default route", e))?;
-        }
-        Ok(())
+        del_routes(h, existing, "removing the default route")
+            .await
+            .map(|_| ())
     }
 }
 
@@ -318,13 +322,8 @@ pub async fn set_dhcp_default_route(
     }) {
         return Ok(());
     }
-    for m in existing.into_iter().filter(|m| oif_of(m) == Some(index)) {
-        h.route()
-            .del(m)
-            .execute()
-            .await
-            .map_err(|e| nl_error("removing the old default route", e))?;
-    }
+    let mine = existing.into_iter().filter(|m| oif_of(m) == Some(index));
+    del_routes(h, mine, "removing the old default route").await?;
     let msg = RouteMessageBuilder::<Ipv4Addr>::new()
         .gateway(via)
         .output_interface(index)
@@ -345,16 +344,9 @@ pub async fn del_dhcp_default_routes(
     h: &rtnetlink::Handle,
     index: u32,
 ) -> Result<usize, BoardError> {
-    let mut n = 0;
-    for m in default_route_messages(h, false).await? {
-        if oif_of(&m) == Some(index) && m.header.protocol == RouteProtocol::Dhcp {
-            h.route()
-                .del(m)
-                .execute()
-                .await
-                .map_err(|e| nl_error("removing the lease's default route", e))?;
-            n += 1;
-        }
-    }
-    Ok(n)
+    let leased = default_route_messages(h, false)
+        .await?
+        .into_iter()
+        .filter(|m| oif_of(m) == Some(index) && m.header.protocol == RouteProtocol::Dhcp);
+    del_routes(h, leased, "removing the lease's default route").await
 }
