@@ -273,20 +273,40 @@ fn throughput_through_a_100_mbit_tbf_is_the_shaped_frame_rate() {
         assert_eq!(row["frame"], tp["frame"], "{row}");
         assert_eq!(num(row, "/fps"), num(tp, "/fps"), "at the throughput found");
         assert!(row["note"].is_null(), "{row}");
+        // The found rate sits at the knee within the search's resolution: a latency trial
+        // there can still lose a few frames (CI: 247 of 24,783 at 512 B), and then probes
+        // waited in, or were dropped from, a full queue; a generator that lagged in every try
+        // burst. Both are stored with the row (and said on the page); the strict bounds
+        // below hold for a clean trial.
+        let clean = num(row, "/lost") == 0.0 && row["lagged"] == false;
+        assert!(num(row, "/tries") >= 1.0, "{row}");
         // 1 s trial, probes every 10 ms: 0.5 s idle, then from 0.25 s into the traffic.
         let (sent, answered) = (num(row, "/sent"), num(row, "/answered"));
-        assert!(sent >= 120.0 && answered >= 0.95 * sent, "{row}");
+        let answered_share = if clean { 0.95 } else { 0.8 };
+        assert!(sent >= 120.0 && answered >= answered_share * sent, "{row}");
         assert!(num(row, "/rtt_ms/n") >= 50.0, "{row}");
         let idle = num(row, "/idle_rtt_ms/p50");
         assert!(idle > 0.0 && idle < 1.0, "idle round trip {idle} ms");
-        // Never below the unloaded path (the idle minimum), never above a full queue's drain
-        // time plus the path (measured: 512 B p50 3.7–4.0 ms, p99 6.9–7.3; 1518 B p50
-        // 0.13–5.6, p99 0.7–9.4: a rate found a little above the shaper's fills its queue).
-        let (p50, p99) = (num(row, "/rtt_ms/p50"), num(row, "/rtt_ms/p99"));
-        let idle_min = num(row, "/idle_rtt_ms/min");
+        // Never above a full queue's drain time plus the path (measured: 512 B p50 3.7–4.0
+        // ms, p99 6.9–7.3; 1518 B p50 0.13–7.6, p99 0.7–10.1: a rate found a little above the
+        // shaper's fills its queue). Not bounded below by the idle round trips: a rate below
+        // the shaper's (a generator-limited size) builds no queue, and idle probes can be the
+        // slower ones (sleeping cores: 0.100 ms idle minimum, 0.066 ms loaded p50 under load;
+        // the page explains it).
+        let (lo, p50, p99) = (
+            num(row, "/rtt_ms/min"),
+            num(row, "/rtt_ms/p50"),
+            num(row, "/rtt_ms/p99"),
+        );
+        // A full queue is still at most its drain time; a burst adds the lag it repaid.
+        let slack = if clean {
+            3.0
+        } else {
+            3.0 + num(row, "/lag_ms")
+        };
         assert!(
-            p50 >= idle_min && p99 >= p50 && p99 < 10.5 + 3.0,
-            "{row}: loaded p50 {p50} p99 {p99}, idle min {idle_min}"
+            lo > 0.0 && p50 >= lo && p99 >= p50 && p99 < 10.5 + slack,
+            "{row}: loaded min {lo} p50 {p50} p99 {p99}"
         );
         let trial = &rows(s, "trials")[num(row, "/trial") as usize];
         assert_eq!(trial["test"], "latency", "{trial}");

@@ -928,10 +928,13 @@ fn sender_short(v: &Value, sent: f64, arrived: f64, secs: f64, what: &str) {
     assert!(ev.contains("shortfall: the sender sent "), "{what}: {ev}");
     within(received, arrived, 0.02, "received vs the kernel's count");
     within(sent, arrived, 0.02, "nothing lost: sent vs arrived");
+    // The rate within the count's 2 %: a stock receiver stops counting at the end of the
+    // test, and what a starved sender's last burst left in its socket buffer then arrived
+    // (nft counted it) uncounted — 483 of 38,502 datagrams (1.25 %) with the machine loaded.
     within(
         num(v, "/run/receiver_bps"),
         arrived * LEN as f64 * 8.0 / secs,
-        0.01,
+        0.02,
         "the receiver's rate vs the kernel's count",
     );
     assert!(
@@ -1009,6 +1012,13 @@ fn h_a_cpu_starved_sender_falls_short_without_loss() {
     assert!(
         ev.contains("behind its schedule in ") && ev.contains("(it did not get the CPU)"),
         "{ev}"
+    );
+    // The verdict names the sender, or the board's busy cores when the lab's load kept them
+    // busy — never "limited elsewhere" (it did before: the quota leaves the cores idle).
+    let t = verdict(&v);
+    assert!(
+        t.starts_with("limited by the sender (it sent less than asked): ") || t.contains("core"),
+        "{t}"
     );
 
     // Stock iperf3 sending, started in the group.
@@ -1129,7 +1139,9 @@ fn i_other_traffic_beside_a_run() {
     let (_d, mut http) = daemon(&mut lab, &board, 8268, &[]);
     set_up(&lab, &mut http);
     let len = LEN.to_string();
-    let other = |lab: &mut Lab, n: usize| {
+    // `reverse`: the other flow leaves eth0 as the run's datagrams do (pc1's `-R`: the
+    // board's stock server sends), else it comes in.
+    let other = |lab: &mut Lab, n: usize, reverse: bool| {
         let name = format!("other-s{n}");
         lab.spawn(&board, &name, "iperf3", &["-s", "-1", "-p", "5202"]);
         lab.wait_port(&board, BOARD_IP, 5202);
@@ -1143,6 +1155,7 @@ fn i_other_traffic_beside_a_run() {
                     "netns", "exec", &pc1, "iperf3", "-c", BOARD_IP, "-p", "5202",
                 ])
                 .args(["-u", "-b", "30M", "-l", &len, "-t", "1"])
+                .args(if reverse { &["-R"][..] } else { &[] })
                 .stdout(out)
                 .status()
                 .expect("other flow")
@@ -1153,18 +1166,34 @@ fn i_other_traffic_beside_a_run() {
     lab.spawn(&pc1, "iperf3-s", "iperf3", &["-s", "-1"]);
     lab.wait_port(&pc1, PC1_IP, 5201);
     let (b0, n0) = (port_bytes(&board, "eth0"), port_counted(&board));
-    let flow = other(&mut lab, 1);
+    let flow = other(&mut lab, 1, false);
     let v = board_run(&mut http, PC1_IP, "40M", 3);
     assert!(flow.join().expect("other flow").success());
     let (b1, n1) = (port_bytes(&board, "eth0"), port_counted(&board));
     let own = (n1.1 - n0.1) + 14.0 * (n1.0 - n0.0);
     other_traffic_is(&v, b1 - b0 - own, "netperfd sending");
 
+    // The same with the other flow leaving eth0 beside the run's GSO batches: the port's
+    // packets are then not all the run's (3 % low before the sender's skbs were counted).
+    lab.spawn(&pc1, "iperf3-s2", "iperf3", &["-s", "-1"]);
+    lab.wait_port(&pc1, PC1_IP, 5201);
+    let (b0, n0) = (port_bytes(&board, "eth0"), port_counted(&board));
+    let flow = other(&mut lab, 3, true);
+    let v = board_run(&mut http, PC1_IP, "40M", 3);
+    assert!(flow.join().expect("other flow").success());
+    let (b1, n1) = (port_bytes(&board, "eth0"), port_counted(&board));
+    let own = (n1.1 - n0.1) + 14.0 * (n1.0 - n0.0);
+    other_traffic_is(
+        &v,
+        b1 - b0 - own,
+        "netperfd sending, other flow the same way",
+    );
+
     // Stock iperf3 sending: pc1 to the board's daemon.
     let id = v["run"]["id"].as_i64().unwrap_or(0);
     lab.wait_port(&board, BOARD_IP, 5201);
     let (b0, n0) = (port_bytes(&board, "eth0"), port_counted(&board));
-    let flow = other(&mut lab, 2);
+    let flow = other(&mut lab, 2, false);
     let args = ["-c", BOARD_IP, "-u", "-b", "40M", "-l", &len, "-t", "3"];
     let (code, out, err) = lab.run(&pc1, "iperf3-c", "iperf3", &args, Duration::from_secs(30));
     assert_eq!(code, Some(0), "{out}{err}");

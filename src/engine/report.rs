@@ -121,6 +121,10 @@ pub struct UdpSummary {
     /// MTU, or GSO refused by the kernel and turned off during the run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gso_off: Option<crate::engine::udp::GsoOff>,
+    /// The packets (skbs) this end's sender handed the kernel: one per GSO super-datagram,
+    /// one per datagram otherwise; `None` where this side did not send. Not on the wire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_skbs: Option<u64>,
 }
 
 impl UdpSummary {
@@ -772,6 +776,10 @@ fn udp_total(ss: &[&StreamSummary]) -> UdpSummary {
             .iter()
             .filter_map(|u| u.gso_off)
             .max_by_key(|o| matches!(o, crate::engine::udp::GsoOff::Refused { .. })),
+        sender_skbs: us
+            .iter()
+            .filter_map(|u| u.sender_skbs)
+            .reduce(u64::saturating_add),
     }
 }
 

@@ -51,6 +51,8 @@ pub struct DataStream {
     pacer_stats: Arc<Mutex<crate::engine::pacer::PacerStats>>,
     /// Why a UDP sender sent without GSO, when it says (see [`crate::engine::udp::GsoOff`]).
     gso_off: Arc<Mutex<Option<crate::engine::udp::GsoOff>>>,
+    /// A UDP sender's packets handed to the kernel (see [`crate::engine::udp::UdpSendCfg::skbs`]).
+    skbs: Arc<AtomicU64>,
     thread: Option<JoinHandle<()>>,
     prev_bytes: u64,
     omit_bytes: u64,
@@ -131,6 +133,7 @@ impl DataStream {
             udp_recv,
             pacer_stats: Default::default(),
             gso_off: Default::default(),
+            skbs: Default::default(),
             thread: None,
             prev_bytes: 0,
             omit_bytes: 0,
@@ -404,6 +407,7 @@ impl DataPhase {
                         iperf2: self.iperf2_tx.clone(),
                         pacer_stats: Some(s.pacer_stats.clone()),
                         gso_off: Some(s.gso_off.clone()),
+                        skbs: Some(s.skbs.clone()),
                     };
                     let pk = s.packets.clone();
                     b.spawn(move || {
@@ -719,6 +723,7 @@ impl DataPhase {
                             sender_stalls: paced.map(|st| st.stalls),
                             sender_owed_ms: paced.map(|st| st.owed_ms),
                             gso_off: s.gso_off.lock().map(|g| *g).unwrap_or_default(),
+                            sender_skbs: Some(s.skbs.load(Relaxed)),
                             ..Default::default()
                         })
                     }
@@ -739,6 +744,7 @@ impl DataPhase {
                             sender_stalls: None,
                             sender_owed_ms: None,
                             gso_off: None,
+                            sender_skbs: None,
                         }
                     }),
                     _ => None,

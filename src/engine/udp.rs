@@ -450,6 +450,10 @@ pub struct UdpSendCfg {
     /// Where the sender says why it sends without GSO (datagrams above the path MTU, or the
     /// kernel refused a GSO batch and it was turned off), for the run's notes.
     pub gso_off: Option<Arc<Mutex<Option<GsoOff>>>>,
+    /// Where the sender counts the packets (skbs) it handed the kernel: one per GSO
+    /// super-datagram, one per datagram otherwise. A port that counts skbs (a veth) counts
+    /// these, not datagrams; the ledger sets them against the port's packet counter.
+    pub skbs: Option<Arc<AtomicU64>>,
 }
 
 /// How an iperf 2 sender lays out its datagrams (see `engine::iperf2::wire`).
@@ -785,6 +789,11 @@ fn run_sender(
             let k = (batch - off).min(call_size(len, gso));
             let was_gso = gso;
             let sent = send_batch(tx, &mut gso, &mut refused, &buf[off * len..], len, k);
+            if let (Ok(n), Some(skbs)) = (&sent, &cfg.skbs) {
+                // A GSO call is one skb (`gso` is still on: the call went as GSO).
+                let n = if gso { u64::from(*n > 0) } else { *n as u64 };
+                skbs.fetch_add(n, Relaxed);
+            }
             if was_gso && !gso {
                 if let (Some(r), Some(slot)) = (refused, &cfg.gso_off) {
                     if let Ok(mut g) = slot.lock() {
@@ -1339,6 +1348,7 @@ mod tests {
             iperf2: None,
             pacer_stats: None,
             gso_off: None,
+            skbs: None,
         }
     }
 

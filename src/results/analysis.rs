@@ -551,6 +551,12 @@ pub fn analyze_recorded(
     let sender_short = rate_check
         .filter(|c| c.short && transport == Transport::Udp && !board_sent)
         .map(|c| c.sent_percent);
+    // The board's own UDP sender fell short with no core of the board saturated: a share of
+    // a core too small (a CPU quota, a higher-priority task) — the truth set's case (h) read
+    // "limited elsewhere" while its pacer said it did not get the CPU.
+    let board_short = rate_check
+        .filter(|c| c.short && transport == Transport::Udp && board_sent)
+        .map(|c| c.sent_percent);
     let mut verdict = match (bitrate, pct, hottest) {
         (None, _, _) => Verdict::NoResult,
         // Allow 0.1 % for rounding and clock differences before calling it impossible.
@@ -569,10 +575,11 @@ pub fn analyze_recorded(
                 Verdict::CoreSaturated
             }
         }
+        _ if board_short.is_some() => Verdict::SenderShort,
         _ => Verdict::LimitedElsewhere,
     };
     let mut verdict_text = verdict.text().to_string();
-    if let (Verdict::SenderShort, Some(p)) = (verdict, sender_short) {
+    if let (Verdict::SenderShort, Some(p)) = (verdict, sender_short.or(board_short)) {
         verdict_text = format!("{verdict_text}: {p:.1} % of the rate asked");
     }
     if let Some(p) = received_short {
@@ -995,6 +1002,15 @@ mod tests {
         assert_eq!(
             analyze(&r, &hot, &[], None, true).verdict,
             Verdict::AllCoresSaturated
+        );
+        // The board's own sender short with its cores idle (a CPU quota: the truth set's
+        // case (h) read "limited elsewhere"): the sender is the limit.
+        let idle = twice(&[cpu(-1, 5.0, 1.0), cpu(0, 6.0, 1.0), cpu(1, 4.0, 1.0)]);
+        let a = analyze(&r, &idle, &[], None, true);
+        assert_eq!(a.verdict, Verdict::SenderShort);
+        assert_eq!(
+            a.verdict_text,
+            "limited by the sender (it sent less than asked): 46.5 % of the rate asked"
         );
         let mut tcp = paced("TCP", 1_000_000_000, 465e6, 465e6);
         tcp.direction = "receive".into();

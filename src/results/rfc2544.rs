@@ -955,6 +955,7 @@ pub fn latency_rows(summary: &Value) -> Vec<LatencyRow> {
                     ));
                 }
             }
+            note.push_str(&latency_trial_caveat(r));
             LatencyRow {
                 frame: r["frame"].as_u64().unwrap_or(0),
                 fps: fps_text(r["fps"].as_f64().unwrap_or(0.0)),
@@ -966,6 +967,33 @@ pub fn latency_rows(summary: &Value) -> Vec<LatencyRow> {
             }
         })
         .collect()
+}
+
+/// What a latency row's own trial says about its round trips (empty when it was clean): at
+/// the throughput found, a trial can still lose a few frames (the rate sits at the knee
+/// within the search's resolution): then the board's queue overflowed and the round trips
+/// include a full queue's wait; a generator that lagged in every try (stored `lagged`,
+/// `lag_ms`, `tries`) burst, and its burst is in them too.
+fn latency_trial_caveat(r: &Value) -> String {
+    let mut out = String::new();
+    let lost = r["lost"].as_u64().unwrap_or(0);
+    if lost > 0 {
+        let pct = r["loss_ratio"].as_f64().unwrap_or(0.0) * 100.0;
+        out.push_str(&format!(
+            "; {} frames ({pct:.2} %) lost in this trial: the board's queue overflowed at this \
+             rate, so the round trips include waits in a full queue",
+            display::count(lost),
+        ));
+    }
+    if r["lagged"].as_bool() == Some(true) {
+        out.push_str(&format!(
+            "; PC1 fell {:.1} ms behind its schedule and burst in each of {} tries: \
+             its burst is in the round trips",
+            r["lag_ms"].as_f64().unwrap_or(0.0),
+            r["tries"].as_u64().unwrap_or(1),
+        ));
+    }
+    out
 }
 
 /// The limit of a generator-limited size: the rate whose tries all lagged and each try's
@@ -2313,6 +2341,21 @@ mod tests {
         s["latency"][0]["idle_rtt_ms"]["p50"] = serde_json::json!(0.15);
         let note = &latency_rows(&s)[0].note;
         assert!(!note.contains("idle round trips"), "{note}");
+        // The trial at the throughput found lost frames (CI: 247 of 24,783 at 512 B through
+        // the 100 Mbit/s shaper) or its generator burst: the round trips say so.
+        let mut s = summary();
+        s["latency"][0]["lost"] = serde_json::json!(247);
+        s["latency"][0]["loss_ratio"] = serde_json::json!(247.0 / 24_783.0);
+        s["latency"][0]["lagged"] = serde_json::json!(true);
+        s["latency"][0]["lag_ms"] = serde_json::json!(16.2);
+        s["latency"][0]["tries"] = serde_json::json!(3);
+        assert_eq!(
+            latency_rows(&s)[0].note,
+            "1,050 of 1,050 probes answered; 750 loaded round trips; 247 frames (1.00 %) lost in \
+             this trial: the board's queue overflowed at this rate, so the round trips include \
+             waits in a full queue; PC1 fell 16.2 ms behind its schedule and burst in each of 3 \
+             tries: its burst is in the round trips"
+        );
         assert!(lat[1].note.contains("did not answer"), "{}", lat[1].note);
         assert!(t.contains("Latency (RFC 2544 §26.2)"), "{t}");
         assert!(

@@ -557,6 +557,15 @@ impl Hub {
                     headers: crate::results::ledger::Flow::udp(0, ipv6, None).headers,
                     path,
                     ports: &ports,
+                    // The board's own sender's skbs (a run the board sent; a forwarding
+                    // run's report is PC1's).
+                    sender_skbs: report.filter(|_| !forwarding).and_then(|r| {
+                        r.streams
+                            .iter()
+                            .filter(|s| s.local_sender)
+                            .filter_map(|s| s.udp.and_then(|u| u.sender_skbs))
+                            .reduce(u64::saturating_add)
+                    }),
                 });
             let extra = own_bytes(figures).and_then(|own| {
                 crate::results::ledger::other_traffic(&delta, own, crossings, frames.as_ref())

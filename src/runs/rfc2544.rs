@@ -386,10 +386,23 @@ impl Runner {
                 port: self.plan.echo_port,
                 interval_ms: PROBE_INTERVAL_MS,
             };
-            let i = self.trial("latency", frame, fps, Some(probe), None).await?;
+            // A try whose generator lagged and burst measured PC1's burst, not the board:
+            // it is run again, as a throughput trial is, up to [`judge::LAG_REPEATS`] times.
+            let mut tries = 0;
+            let i = loop {
+                let i = self.trial("latency", frame, fps, Some(probe), None).await?;
+                tries += 1;
+                if !self.trials[i].verdict.lagged || tries > judge::LAG_REPEATS {
+                    break i;
+                }
+            };
             let t = &self.trials[i];
             row["trial"] = json!(i);
+            row["tries"] = json!(tries);
             row["loss_ratio"] = json!(t.verdict.loss_ratio);
+            row["lost"] = json!(t.verdict.lost_frames);
+            row["lagged"] = json!(t.verdict.lagged);
+            row["lag_ms"] = json!(t.sender_lag_ms);
             row["bound"] = json!(t.verdict.bound);
             match &t.latency {
                 Some(p) => {
