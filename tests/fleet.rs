@@ -11,13 +11,6 @@ use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-/// One daemon test at a time (they measure traffic on two shared cores).
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// Write a config file into the lab directory; returns its path.
 fn config(lab: &Lab, name: &str, text: &str) -> String {
     let p = lab.dir().join(name);

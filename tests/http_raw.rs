@@ -9,13 +9,6 @@ use common::*;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
-/// One at a time: each test moves hundreds of MB on two shared cores.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 const HTTP_PORT: u16 = 8088;
 const SINK_PORT: u16 = 5009;
 const SOURCE_PORT: u16 = 5019;

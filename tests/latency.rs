@@ -19,14 +19,6 @@ use serde_json::{json, Value};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// One lab at a time: a queue-filling test fails its bounds when another test's load (the
-/// page's default is now 4 streams each way) shares the two cores with it (+56 ms instead of
-/// +75..125, or 81 of 85+ Mbit/s, in full runs).
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    ONE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn ns_run(ns: &str, args: &[&str]) {
     let out = Command::new("ip")
         .args(["netns", "exec", ns])

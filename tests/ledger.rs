@@ -10,13 +10,6 @@ use common::*;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
-/// One lab at a time: the runs load both cores, and a second lab's traffic would not move
-/// these namespaces' counters but would slow the stopped-receiver timing.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    ONE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// The root qdisc's "dropped N" of `tc -s qdisc show dev eth0` in `ns` (skbs).
 fn tc_drops(ns: &str) -> u64 {
     tc_stats(ns, "eth0").dropped

@@ -16,14 +16,6 @@ const TOKEN: &str = "lab-token-0123456789";
 const WEB_PORT: u16 = 8097;
 const WD_PORT: u16 = 9543;
 
-/// One test at a time: each search measures rates, and a second search beside it would take
-/// the generator's core (the lab has two).
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 fn ns_out(ns: &str, prog: &str, args: &[&str]) -> String {
     let out = Command::new("ip")
         .args(["netns", "exec", ns, prog])

@@ -9,13 +9,6 @@ use common::*;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-/// One daemon test at a time (they measure traffic on two shared cores).
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// Start the daemon in the board namespace, set the password, log in.
 fn logged_in(lab: &mut Lab, port: u16) -> Http {
     let board = lab.board.clone();

@@ -24,12 +24,6 @@ use common::*;
 use serde_json::Value;
 use std::time::Duration;
 
-/// One lab at a time: the runs load both cores.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    ONE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn within(a: f64, b: f64, share: f64, what: &str) {
     assert!(
         (a - b).abs() <= b.max(1.0) * share,

@@ -21,13 +21,6 @@ use serde_json::{json, Value};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// One lab at a time: the shaped runs are judged on their rates, a second lab's traffic on
-/// the two cores would slow them.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    ONE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn sh(ns: &str, args: &[&str]) -> String {
     let out = Command::new("ip")
         .args(["netns", "exec", ns])

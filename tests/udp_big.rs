@@ -11,8 +11,6 @@ use serde_json::Value;
 use std::time::Duration;
 
 const T: Duration = Duration::from_secs(20);
-/// One lab at a time: the rates below need the machine's CPUs.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// (length, -b) of the CI cases: every one puts ≥ 2 datagrams in a send batch (0.8 ms of
 /// traffic), the condition that failed.
@@ -23,10 +21,6 @@ const CASES: [(usize, &str, f64); 5] = [
     (16000, "400M", 400e6),
     (65507, "400M", 400e6),
 ];
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 fn add_v6(lab: &Lab) {
     for (ns, a) in [

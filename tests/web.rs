@@ -10,14 +10,6 @@ use common::*;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
-/// The web tests run one at a time: the browser test alone keeps both cores busy, and the
-/// others measure traffic.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 #[test]
 fn user_runs_a_test_from_the_browser_and_finds_it_in_history() {
     let _one_at_a_time = serial();

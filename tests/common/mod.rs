@@ -16,6 +16,14 @@ use std::time::{Duration, Instant};
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
+/// One lab at a time within a test binary: the labs load both cores and measure traffic,
+/// and some share fixed ports (the daemon's, the stock servers'). A test that failed while
+/// holding it does not stop the others.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Path of the netperfd binary under test.
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_netperfd")
