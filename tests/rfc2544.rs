@@ -646,6 +646,12 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
             json!(5),
             "a maximum latency needs the latency test",
         ),
+        // A misspelt limit was accepted and the run went unjudged (tryout, stop 46).
+        (
+            "max_latency",
+            json!(5),
+            "unknown field `max_latency`, expected one of peer, token",
+        ),
     ] {
         let mut b = base.clone();
         b[k] = v;

@@ -687,8 +687,10 @@ pub fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
                     )
                 }
             }
+            // Only a netperfd receiver on the peer reports its drops, and it asks for 8 MiB
+            // whatever -w says (as the board's do): "-w 4M" cannot help (tryout, stop 46).
             "peer_socket" => format!(
-                "the peer's {}: the peer's socket buffer overflowed — -w 4M, or raise the peer's net.core.rmem_max",
+                "the peer's {}: the peer's socket buffer overflowed — its netperfd receiver asks for 8 MiB whatever -w says, so its receiving thread did not read fast enough (a busy core on the peer), or the peer's net.core.rmem_max caps the buffer: raise it there, or lower -b",
                 rcvbuf_errors(p)
             ),
             "peer_nic" => format!(
@@ -1211,6 +1213,18 @@ mod tests {
         // The peer's socket keeps its own count too.
         let wire = peer_drops("receive", &["eth0".into()], &d, &flow);
         let l = with_peer(finish(9_659, Vec::new()), &wire);
+        // Its advice is a netperfd receiver's (8 MiB whatever -w), never "-w 4M".
+        let said = sentences(&l, &BoardDelta::default());
+        assert!(
+            said[0].starts_with("the peer's RcvbufErrors +743 skbs"),
+            "{said:?}"
+        );
+        assert!(!said[0].contains("-w 4M"), "{}", said[0]);
+        assert!(
+            said[0].contains("its netperfd receiver asks for 8 MiB whatever -w says"),
+            "{}",
+            said[0]
+        );
         assert_eq!(
             (
                 l.places[0].place.as_str(),

@@ -976,6 +976,16 @@ pub fn latency_rows(summary: &Value) -> Vec<LatencyRow> {
 /// `lag_ms`, `tries`) burst, and its burst is in them too.
 fn latency_trial_caveat(r: &Value) -> String {
     let mut out = String::new();
+    // A generator short of the rate (a busy PC1): the round trips are at what it offered.
+    if let (Some(offered), Some(fps)) = (r["offered_fps"].as_f64(), r["fps"].as_f64()) {
+        if fps > 0.0 && offered < 0.98 * fps {
+            out.push_str(&format!(
+                "; PC1 offered only {} fps of the {} asked: the round trips are at its rate",
+                fps_text(offered),
+                fps_text(fps),
+            ));
+        }
+    }
     let lost = r["lost"].as_u64().unwrap_or(0);
     if lost > 0 {
         let pct = r["loss_ratio"].as_f64().unwrap_or(0.0) * 100.0;
@@ -2349,6 +2359,17 @@ mod tests {
         s["latency"][0]["lagged"] = serde_json::json!(true);
         s["latency"][0]["lag_ms"] = serde_json::json!(16.2);
         s["latency"][0]["tries"] = serde_json::json!(3);
+        s["latency"][0]["offered_fps"] = serde_json::json!(24_480.0);
+        // PC1 offered 4,610 fps of 7,302 asked (the new-user tryout, lagging 378 ms).
+        s["latency"][1] = serde_json::json!({"frame": 1518, "fps": 7_302.0, "offered_fps": 4_610.0,
+            "lost": 0, "lagged": true, "lag_ms": 378.0, "tries": 3, "sent": 150, "answered": 150,
+            "rtt_ms": {"p50": 0.067, "n": 75}});
+        assert_eq!(
+            latency_rows(&s)[1].note,
+            "150 of 150 probes answered; 75 loaded round trips; PC1 offered only 4,610 fps of \
+             the 7,302 asked: the round trips are at its rate; PC1 fell 378.0 ms behind its \
+             schedule and burst in each of 3 tries: its burst is in the round trips"
+        );
         assert_eq!(
             latency_rows(&s)[0].note,
             "1,050 of 1,050 probes answered; 750 loaded round trips; 247 frames (1.00 %) lost in \

@@ -100,8 +100,9 @@ pub fn payload_bps(fps: f64, frame: u32) -> u64 {
 }
 
 /// A benchmark as the form and the API give it (strings, as forms send them; the API's
-/// numbers and lists become text first).
-#[derive(Debug, Clone, Default, Deserialize)]
+/// numbers and lists become text first). The API refuses keys that are not in
+/// [`Rfc2544Request::FIELDS`] (a misspelt limit would otherwise run unjudged).
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
 pub struct Rfc2544Request {
     /// Peer agent address on PC1, `http://HOST:PORT`.
     #[serde(default)]
@@ -240,6 +241,45 @@ fn port<'a>(ports: &'a [PortFacts], name: &str, what: &str) -> Result<&'a PortFa
 }
 
 impl Rfc2544Request {
+    /// Every key of the request (the API's JSON), in the order of the fields.
+    pub const FIELDS: [&'static str; 20] = [
+        "peer",
+        "token",
+        "target",
+        "port",
+        "ingress",
+        "egress",
+        "nat",
+        "sizes",
+        "trial",
+        "loss",
+        "resolution",
+        "direction",
+        "tests",
+        "b2b_repeat",
+        "echo_port",
+        "line_rate",
+        "min_throughput_percent",
+        "max_latency_ms",
+        "max_cpu_percent",
+        "csrf",
+    ];
+
+    /// `Err("unknown field `k`, expected one of …")` for the first key of `keys` that is not a
+    /// request field.
+    pub fn check_keys<'a>(keys: impl IntoIterator<Item = &'a String>) -> Result<(), String> {
+        match keys
+            .into_iter()
+            .find(|k| !Self::FIELDS.contains(&k.as_str()))
+        {
+            Some(k) => Err(format!(
+                "unknown field `{k}`, expected one of {}",
+                Self::FIELDS.join(", ")
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Check the request against the board's ports; `stored_token` is used when none is given.
     /// Errors name the field and the allowed range.
     pub fn plan(
@@ -545,6 +585,34 @@ impl Rfc2544Request {
 
 #[cfg(test)]
 mod tests {
+    /// The API's key list is the request's fields, no more, no fewer (a field added without
+    /// its key would be refused; a key without a field would be accepted and ignored).
+    #[test]
+    fn the_api_keys_are_the_request_fields() {
+        let v = serde_json::to_value(Rfc2544Request::default()).expect("serializes");
+        let keys: Vec<&str> = v
+            .as_object()
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let mut want = Rfc2544Request::FIELDS.to_vec();
+        let mut got = keys.clone();
+        want.sort_unstable();
+        got.sort_unstable();
+        assert_eq!(got, want);
+        let typo = ["min_throughput_pct".to_string()];
+        let e = Rfc2544Request::check_keys(&typo).expect_err("a misspelt key");
+        assert!(
+            e.starts_with("unknown field `min_throughput_pct`, expected one of peer, token, "),
+            "{e}"
+        );
+        assert!(e.ends_with("max_cpu_percent, csrf"), "{e}");
+        let fine: Vec<String> = Rfc2544Request::FIELDS
+            .iter()
+            .map(|k| k.to_string())
+            .collect();
+        assert_eq!(Rfc2544Request::check_keys(&fine), Ok(()));
+    }
+
     use super::*;
 
     fn ports() -> Vec<PortFacts> {

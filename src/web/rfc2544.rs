@@ -286,7 +286,12 @@ async fn start_api(
     let bad = |m: String| super::json_error(StatusCode::BAD_REQUEST, m);
     let r: Rfc2544Request = match serde_json::from_slice::<serde_json::Value>(&body)
         .map_err(|e| e.to_string())
-        .and_then(normalize)
+        .and_then(|v| {
+            if let serde_json::Value::Object(m) = &v {
+                Rfc2544Request::check_keys(m.keys())?;
+            }
+            normalize(v)
+        })
         .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
     {
         Ok(r) => r,
