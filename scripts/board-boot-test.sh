@@ -146,7 +146,9 @@ pkgs=$kpkg,initramfs-tools,systemd,systemd-sysv,udev,dbus,iptables,nftables,proc
 key=$(printf '%s\n' "$suite" "$mirror" "$debarch" minbase "$pkgs" | sha256sum | cut -c1-16)
 base=$cache/$arch-$key
 mkdir -p "$cache"
-exec {cache_lock}>"$cache/.lock" # one mmdebstrap at a time: checkouts share the cache
+# one mmdebstrap per architecture at a time (checkouts share the cache); a run of the other
+# architecture does not wait for it
+exec {cache_lock}>"$cache/.lock-$arch"
 flock "$cache_lock"
 if [[ ! -e $base/.complete ]]; then
     log "cold cache: mmdebstrap $suite ($debarch) from $mirror into $base"
@@ -554,11 +556,15 @@ form() { # form PATH FIELD=VALUE...: POST a form as the browser does (csrf field
     code=$(nx curl "${args[@]}" "http://192.0.2.1$p") || code=000
     body=$(cat "$work/body" 2>/dev/null || true)
 }
-nic() { g "ip -o link | awk -F': ' '/$1/ {print \$2}'" | cut -d@ -f1; } # port name by MAC
+# (the minbase root has no iproute2: the kernel's own files are read)
+nic() { g "for d in /sys/class/net/*; do [ \"\$(cat \$d/address)\" = $1 ] && echo \${d##*/}; done; true"; } # port by MAC
+local_addrs() { # the board's local IPv4 addresses, from the kernel's FIB
+    g "awk '/-- /{a=\$2} /host LOCAL/{print a}' /proc/net/fib_trie" | sort -u | grep -v '^127\.' | tr '\n' ' '
+}
 port1=$(nic 52:54:00:4e:50:01 || true) port2=$(nic 52:54:00:4e:50:02 || true)
 log "ports: NIC 1 is '${port1:-?}', NIC 2 is '${port2:-?}'"
 port2=${port2:-eth1} port1=${port1:-eth0}
-has_addr() { g "ip -o -4 addr show dev $1" | grep -qw "inet $2"; }
+has_addr() { local a; a=$(local_addrs || true); [[ " $a" == *" ${2%/*} "* ]]; } # has_addr PORT ADDR/LEN
 window=15 addr_ok='' kept=198.51.100.5/24 dropped=198.51.100.6/24
 form /ports/settings "window=$window"
 [[ $code == 303 ]] || bad "Ports → confirmation window $window s: answered $code"
@@ -585,11 +591,11 @@ form /ports/change op=add_address "port=$port2" "address=$dropped" mode=apply
 applied_code=$code
 if has_addr "$port2" "$dropped"; then d_on=yes; else d_on=no; fi
 sleep $((window + 5))
-addrs=$(g "ip -o -4 addr show dev $port2" | awk '{print $4}' | tr '\n' ' ')
+addrs=$(local_addrs || true)
 if [[ -n $addr_ok && $d_on == yes ]] && has_addr "$port2" "$kept" && ! has_addr "$port2" "$dropped"; then
-    ok "port address with confirm: $kept applied and confirmed through the forms stays after the $window s window, $dropped (form $applied_code, on the board at once) left unconfirmed is rolled back; $port2 now has ${addrs% }"
+    ok "port address with confirm: $kept applied and confirmed through the forms stays after the $window s window, $dropped (form $applied_code, on the board at once) left unconfirmed is rolled back; the board's addresses now ${addrs% }"
 else
-    bad "port address with confirm: confirmed ${addr_ok:-no}, unconfirmed applied $d_on; after the $window s window $port2 has ${addrs% } (want $kept, not $dropped)"
+    bad "port address with confirm: confirmed ${addr_ok:-no}, unconfirmed applied $d_on; after the $window s window the board has ${addrs% } (want $kept, not $dropped)"
 fi
 form /ports/settings "window=60" # back to the default for the rest
 
@@ -659,7 +665,7 @@ fwd_code=$code fwd_body=$(head -c 300 <<<"$body")
 http POST /api/board/confirm
 log "POST /api/forwarding $port1 → $port2 with NAT answered $fwd_code ($fwd_body); confirm answered $code"
 if [[ $fwd_code == 200 && $code == 200 ]]; then
-    rules=$(g 'nft list ruleset 2>/dev/null | grep -i masq; iptables-legacy -t nat -S 2>/dev/null | grep -i masq' | head -3 | tr -s ' \n' ' ')
+    rules=$(g 'nft list ruleset 2>/dev/null | grep -i masq; iptables-legacy -t nat -S 2>/dev/null | grep -i masq' | head -3 | tr -s ' \n' ' ' || true)
     log "the board's NAT rule: ${rules:-none found}; ip_forward=$(g cat /proc/sys/net/ipv4/ip_forward)"
     seen=$(seen_by_b 2>&1 || true)
     before=$(nic_ctr || true)
@@ -719,11 +725,11 @@ if wait_for "$up_max" "web UI after the reboot" web_up; then
             bad "run history: $runs_before runs before the reboot, $runs_after after"
         fi
         # the confirmed board configuration is put back by the daemon at its start
-        addrs=$(g "ip -o -4 addr show dev $port2" | awk '{print $4}' | tr '\n' ' ')
+        addrs=$(local_addrs || true)
         if [[ -n $addr_ok ]] && has_addr "$port2" "$kept"; then
-            ok "the confirmed address $kept is back on $port2 after the reboot (${addrs% })"
+            ok "the confirmed address $kept is back after the reboot (the board's addresses: ${addrs% })"
         else
-            bad "after the reboot $port2 has ${addrs% } (confirmed before: ${addr_ok:+$kept})"
+            bad "after the reboot the board has ${addrs% } (confirmed before: ${addr_ok:+$kept})"
         fi
         if [[ -n $nat_ok ]] && seen=$(seen_by_b 2>&1) && [[ $seen == 198.51.100.* ]]; then
             ok "forwarding with NAT back after the reboot: peer B sees peer A's connection from $seen"
@@ -748,10 +754,8 @@ phase "setup code above login: with a slow start (ExecStartPre=/bin/sleep $slow_
 # A board with no password again (its data removed) whose unit takes slow_s more seconds to
 # start: serial-getty@ (Type=idle) waits at most 5 s for the boot to settle, so only the
 # unit's order before getty-pre.target keeps the code above the first login: prompt.
-G_TIMEOUT=60 g "systemctl stop netperfd.service && rm -rf /var/lib/netperfd/* &&
-    mkdir -p /etc/systemd/system/netperfd.service.d &&
-    printf '[Service]\nExecStartPre=/bin/sleep $slow_s\n' >/etc/systemd/system/netperfd.service.d/50-slow.conf &&
-    systemctl daemon-reload && sync" || bad "the slow-start drop-in could not be installed"
+# (one line: the agent takes one command per line)
+G_TIMEOUT=60 g "systemctl stop netperfd.service && rm -rf /var/lib/netperfd/* && mkdir -p /etc/systemd/system/netperfd.service.d && printf '[Service]\nExecStartPre=/bin/sleep $slow_s\n' >/etc/systemd/system/netperfd.service.d/50-slow.conf && systemctl daemon-reload && sync" || bad "the slow-start drop-in could not be installed"
 boot_before=$(g cat /proc/sys/kernel/random/boot_id || true)
 console_size=$(stat -c %s "$console")
 reboot_start=$(date +%s.%N)
@@ -762,12 +766,8 @@ if wait_for "$up_max" "the slow-start boot" rebooted && wait_for "$up_max" "web 
     wait_for 60 "login: after the slow-start boot" bash -c "tail -c +$((console_size + 1)) '$console' | grep -aq 'login:'" || true
     tail -c +"$((console_size + 1))" "$console" >"$work/console-slow.txt"
     # how long the start really took: from leaving inactive (ExecStartPre begins) to active
-    start_s=$(g 'a=$(systemctl show -P InactiveExitTimestampMonotonic netperfd.service)
-        b=$(systemctl show -P ActiveEnterTimestampMonotonic netperfd.service)
-        echo $(( (b - a) / 1000 ))' || true)
-    getty_s=$(g 'a=$(systemctl show -P ActiveEnterTimestampMonotonic netperfd.service)
-        b=$(systemctl show -P ExecMainStartTimestampMonotonic serial-getty@ttyAMA0.service)
-        echo $(( (b - a) / 1000 ))' || true)
+    start_s=$(g 'a=$(systemctl show -P InactiveExitTimestampMonotonic netperfd.service); b=$(systemctl show -P ActiveEnterTimestampMonotonic netperfd.service); echo $(( (b - a) / 1000 ))' || true)
+    getty_s=$(g 'a=$(systemctl show -P ActiveEnterTimestampMonotonic netperfd.service); b=$(systemctl show -P ExecMainStartTimestampMonotonic serial-getty@ttyAMA0.service); echo $(( (b - a) / 1000 ))' || true)
     slow_first_login=$(grep -an 'login:' "$work/console-slow.txt" | head -1 | cut -d: -f1)
     slow_code_line=$(grep -anE "$code_re" "$work/console-slow.txt" | head -1 | cut -d: -f1)
     what="the unit's start took ${start_s:-?} ms (ExecStartPre sleep $slow_s s), the serial getty started ${getty_s:-?} ms after the unit was active; code on line ${slow_code_line:-none}, first login: on line ${slow_first_login:-none} of this boot's console"
