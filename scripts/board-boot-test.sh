@@ -624,11 +624,13 @@ except ValueError:
 if "error" in d:
     sys.exit(f"{name}: iperf3 -c: {d['error']}")
 e = d["end"]
-if name == "tcp":   # the client's own count of bytes sent; the board's NIC received at least that
+if name == "tcp":   # the client's own count of bytes written; what was still in flight at the
+    # test's end is not counted by any receiver (stock iperf3 to stock iperf3 alike), so the
+    # board's server counts at most that and at least 95 %, and its NIC received at least that
     sent = e["sum_sent"]["bytes"]
     rcvd = e["sum_received"]["bytes"]            # what the board's server says it received
     rate = e["sum_sent"]["bits_per_second"]
-    if sent <= 0 or rxb < sent or rxb > sent * 1.10 + 2e6 or rcvd != sent:
+    if sent <= 0 or rcvd > sent or rcvd < sent * 0.95 or rxb < rcvd or rxb > sent * 1.10 + 2e6:
         sys.exit(f"{name}: stock client sent {sent} B; the board's server says {rcvd} B; its NIC received {rxb} B")
     print(f"{name}: stock iperf3 -c sent {sent} B ({rate/1e6:.1f} Mbit/s); the board's server counted {rcvd} B, its NIC {rxb} B in {rxp} packets")
 elif name == "udp":   # client → board at 10 Mbit/s: every datagram reached the board's NIC
@@ -692,7 +694,7 @@ sent = cli["end"]["sum_sent"]["bytes"]
 txb = int(sys.argv[5].split()[2]) - int(sys.argv[4].split()[2])   # the board's NIC 2 sent
 if not remote.startswith("198.51.100.") or remote == "198.51.100.20" or seen != remote:
     sys.exit(f"nat: peer B saw the test from {remote} and the probe from '{seen}' (want the board's 198.51.100.x: masqueraded)")
-if got <= 0 or got < sent * 0.99 or txb < got:
+if got <= 0 or got < sent * 0.95 or txb < got:   # (TCP: in flight at the end is not counted)
     sys.exit(f"nat: peer A sent {sent} B, peer B received {got} B, the board's NIC 2 sent {txb} B")
 rate = srv["end"]["sum_received"]["bits_per_second"]
 print(f"NAT: peer A → board → peer B, stock iperf3 TCP 3 s: peer B received {got} B ({rate/1e6:.1f} Mbit/s) of {sent} B sent, from {remote} (masqueraded; the probe too); the board's NIC 2 sent {txb} B")
