@@ -422,8 +422,8 @@ log "idle VmRSS: ${idle_kb:-?} kB"
 phase "setup code on the serial console"
 code_re='setup code ([0-9A-F]{5}-[0-9A-F]{5})'
 code=$(grep -aoE "$code_re" "$console" | head -1 | awk '{print $3}' || true)
-first_login=$(grep -an 'login:' "$console" | head -1 | cut -d: -f1)
-code_line=$(grep -anE "$code_re" "$console" | head -1 | cut -d: -f1)
+first_login=$(grep -an 'login:' "$console" | head -1 | cut -d: -f1 || true)
+code_line=$(grep -anE "$code_re" "$console" | head -1 | cut -d: -f1 || true)
 if [[ -n $code && -n $first_login && -n $code_line ]] && ((code_line < first_login)); then
     line=$(sed -n "${code_line}p" "$console" | tr -d '\r')
     ok "setup code $code above the first login: prompt (console line $code_line < $first_login): ${line#*netperfd: }"
@@ -770,8 +770,8 @@ if wait_for "$up_max" "the slow-start boot" rebooted && wait_for "$up_max" "web 
     # how long the start really took: from leaving inactive (ExecStartPre begins) to active
     start_s=$(g 'a=$(systemctl show -P InactiveExitTimestampMonotonic netperfd.service); b=$(systemctl show -P ActiveEnterTimestampMonotonic netperfd.service); echo $(( (b - a) / 1000 ))' || true)
     getty_s=$(g 'a=$(systemctl show -P ActiveEnterTimestampMonotonic netperfd.service); b=$(systemctl show -P ExecMainStartTimestampMonotonic serial-getty@ttyAMA0.service); echo $(( (b - a) / 1000 ))' || true)
-    slow_first_login=$(grep -an 'login:' "$work/console-slow.txt" | head -1 | cut -d: -f1)
-    slow_code_line=$(grep -anE "$code_re" "$work/console-slow.txt" | head -1 | cut -d: -f1)
+    slow_first_login=$(grep -an 'login:' "$work/console-slow.txt" | head -1 | cut -d: -f1 || true)
+    slow_code_line=$(grep -anE "$code_re" "$work/console-slow.txt" | head -1 | cut -d: -f1 || true)
     what="the unit's start took ${start_s:-?} ms (ExecStartPre sleep $slow_s s), the serial getty started ${getty_s:-?} ms after the unit was active; code on line ${slow_code_line:-none}, first login: on line ${slow_first_login:-none} of this boot's console"
     if [[ $start_s =~ ^[0-9]+$ ]] && ((start_s >= slow_s * 1000)) && [[ -n $slow_code_line && -n $slow_first_login ]] &&
         ((slow_code_line < slow_first_login)); then
