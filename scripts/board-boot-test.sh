@@ -17,15 +17,32 @@
 #   6. the daemon's memory (VmRSS of the main PID) idle, after the setup, and after 10 wrong
 #      passwords from a client without a session: at most BOARDBOOT_MEM_SLACK_MB above idle;
 #   7. Diagnostics → journal (GET /api/diag/journal.txt) answers 200 with netperfd's lines;
-#   8. a reboot keeps the run history and the password, and shows no setup code.
+#   8. a port address through the Ports page's forms as a browser posts them: apply →
+#      confirm keeps it past the confirmation window, an unconfirmed one is rolled back;
+#   9. tests from a peer to the board: stock `iperf3 -c` (TCP, UDP 10 Mbit/s, UDP -R 10
+#      Mbit/s) against the board's iperf3 server; the truth is the client's own count and
+#      the board's NIC counters;
+#  10. forwarding with NAT (POST /api/forwarding, then POST /api/board/confirm) from the
+#      first NIC to the second, carrying a stock iperf3 TCP test between two peers that
+#      have no route to each other but through the board;
+#  11. a reboot keeps the run history, the password, the confirmed address and the NAT, and
+#      shows no setup code;
+#  12. a deliberately slow start (a drop-in ExecStartPre=/bin/sleep BOARDBOOT_SLOW_START_S,
+#      the password and history removed, a reboot): the setup code is still above the first
+#      `login:` (the unit orders itself before getty-pre.target).
 # A failed check is printed and the script goes on with the next one; the exit status is 1
 # when any check failed.
 #
 # Topology: a network namespace nbb-PID (made here, removed on exit) holds qemu and two
-# tap devices; nothing leaves it:
-#   tap0 192.0.2.2/24     --- guest NIC 1 (MAC 52:54:00:4e:50:01) 192.0.2.1/24: web UI
-#   tap1 198.51.100.2/24  --- guest NIC 2 (MAC 52:54:00:4e:50:02) 198.51.100.1/24: iperf3
-# (systemd-networkd in the guest sets the addresses, matched by MAC.)
+# tap devices, each in a bridge with a veth to a peer namespace; nothing leaves them:
+#   br0 192.0.2.2/24     (tap0, veth to nbb-PID-a) --- guest NIC 1 (MAC 52:54:00:4e:50:01)
+#                                                       192.0.2.1/24: web UI
+#   br1 198.51.100.2/24  (tap1, veth to nbb-PID-b) --- guest NIC 2 (MAC 52:54:00:4e:50:02)
+#                                                       198.51.100.1/24: iperf3
+#   nbb-PID-a  192.0.2.20/24, default route via the board (192.0.2.1): NAT client
+#   nbb-PID-b  198.51.100.20/24, no route off its link: peer tests and NAT server
+# (systemd-networkd in the guest sets the addresses, matched by MAC; nbb-PID itself does
+# not forward.)
 # The checks that need the guest's own view (systemctl, /proc) go through a test-only agent
 # in the guest: a root shell loop on a virtio-serial port (nbt-agent.service, not part of
 # any image), driven from the host through a unix socket.
@@ -49,6 +66,8 @@
 #   BOARDBOOT_SMP      guest vCPUs (default 2), BOARDBOOT_MEM guest memory (default 1024M)
 #   BOARDBOOT_UP_MAX_S seconds from qemu start to a web UI answer (default 300)
 #   BOARDBOOT_MEM_SLACK_MB  allowed VmRSS growth over idle after the logins (default 8)
+#   BOARDBOOT_SLOW_START_S  the slow start's ExecStartPre sleep, seconds (default 10; the
+#                      unit's TimeoutStartSec is 30 s)
 # Needs root and the Debian packages mmdebstrap, arch-test, qemu-system-arm, qemu-user-static,
 # iperf3, curl, e2fsprogs, iproute2, python3 (installed when missing); network access to
 # the mirror on a cold cache. Not run by CI (.ci/run has no time left for it).
@@ -64,6 +83,7 @@ smp=${BOARDBOOT_SMP:-2}
 mem=${BOARDBOOT_MEM:-1024M}
 up_max=${BOARDBOOT_UP_MAX_S:-300}
 mem_slack=${BOARDBOOT_MEM_SLACK_MB:-8}
+slow_s=${BOARDBOOT_SLOW_START_S:-10}
 password=board-boot-password
 
 usage() { sed -n '/^# Usage:/,/^# Needs root/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
@@ -126,7 +146,9 @@ pkgs=$kpkg,initramfs-tools,systemd,systemd-sysv,udev,dbus,iptables,nftables,proc
 key=$(printf '%s\n' "$suite" "$mirror" "$debarch" minbase "$pkgs" | sha256sum | cut -c1-16)
 base=$cache/$arch-$key
 mkdir -p "$cache"
-exec {cache_lock}>"$cache/.lock" # one mmdebstrap at a time: checkouts share the cache
+# one mmdebstrap per architecture at a time (checkouts share the cache); a run of the other
+# architecture does not wait for it
+exec {cache_lock}>"$cache/.lock-$arch"
 flock "$cache_lock"
 if [[ ! -e $base/.complete ]]; then
     log "cold cache: mmdebstrap $suite ($debarch) from $mirror into $base"
@@ -175,7 +197,7 @@ flock -u "$cache_lock"
 
 # ---------------------------------------------------------------- cleanup
 id=$$
-ns=nbb-$id
+ns=nbb-$id nsa=nbb-$id-a nsb=nbb-$id-b
 work=$(mktemp -d /var/tmp/netperfd-boardboot.XXXXXX)
 root=$work/root
 console=$work/console.txt
@@ -191,10 +213,12 @@ cleanup() {
         kill -KILL "$qemu_pid" 2>/dev/null
         wait "$qemu_pid" 2>/dev/null
     fi
-    if ip netns pids "$ns" >/dev/null 2>&1; then
-        ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
-        ip netns del "$ns" 2>/dev/null
-    fi
+    for n in "$nsa" "$nsb" "$ns"; do
+        if ip netns pids "$n" >/dev/null 2>&1; then
+            ip netns pids "$n" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+            ip netns del "$n" 2>/dev/null
+        fi
+    done
     [[ -s $console ]] && cp "$console" "$keep_console" && log "serial console kept in $keep_console"
     rm -rf "$work"
     log "${#passed[@]} checks passed, ${#failed[@]} failed, in $((SECONDS - t0)) s"
@@ -260,6 +284,8 @@ log "kernel $(basename "$kernel"), image $(du -h "$img" | cut -f1) used"
 
 # ---------------------------------------------------------------- helpers
 nx() { ip netns exec "$ns" "$@"; }
+na() { ip netns exec "$nsa" "$@"; } # peer A, on the first NIC's link
+nb() { ip netns exec "$nsb" "$@"; } # peer B, on the second NIC's link
 http() { # http METHOD PATH [JSON]: sets $code (HTTP status) and $body
     local m=$1 p=$2 d=${3:-}
     local args=(-sS --max-time 30 -o "$work/body" -w '%{http_code}' -X "$m" -b "$work/cookies" -c "$work/cookies")
@@ -311,12 +337,43 @@ elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'
 # ---------------------------------------------------------------- namespace, qemu
 ip netns add "$ns"
 nx ip link set lo up
-nx ip tuntap add tap0 mode tap
-nx ip tuntap add tap1 mode tap
-nx ip addr add 192.0.2.2/24 dev tap0
-nx ip addr add 198.51.100.2/24 dev tap1
-nx ip link set tap0 up
-nx ip link set tap1 up
+nx sysctl -qw net.ipv4.ip_forward=0 # only the board joins the two NICs' links
+ip netns add "$nsa"
+ip netns add "$nsb"
+for i in 0 1; do
+    peer=$nsa pif=a0 && ((i == 1)) && peer=$nsb pif=b0
+    nx ip link add "br$i" type bridge
+    nx ip tuntap add "tap$i" mode tap
+    nx ip link set "tap$i" master "br$i" up
+    nx ip link add "v$pif" type veth peer name "$pif" netns "$peer"
+    nx ip link set "v$pif" master "br$i" up
+    nx ip link set "br$i" up
+    ip netns exec "$peer" ip link set lo up
+    ip netns exec "$peer" ip link set "$pif" up
+done
+nx ip addr add 192.0.2.2/24 dev br0
+nx ip addr add 198.51.100.2/24 dev br1
+na ip addr add 192.0.2.20/24 dev a0
+na ip route add default via 192.0.2.1
+nb ip addr add 198.51.100.20/24 dev b0
+# peer B answers every TCP connection on 5202 with the address it came from (the NAT probe)
+nb python3 -c '
+import socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("198.51.100.20", 5202))
+s.listen(16)
+while True:
+    c, a = s.accept()
+    c.sendall((a[0] + "\n").encode())
+    c.close()
+' >/dev/null 2>&1 &
+seen_by_b() { # the address peer B sees a TCP connection from peer A come from (fails: no path)
+    na python3 -c '
+import socket
+s = socket.create_connection(("198.51.100.20", 5202), timeout=3)
+print(s.makefile().readline().strip())'
+}
 
 phase "boot to the web UI"
 qemu_start=$(date +%s.%N)
@@ -365,8 +422,8 @@ log "idle VmRSS: ${idle_kb:-?} kB"
 phase "setup code on the serial console"
 code_re='setup code ([0-9A-F]{5}-[0-9A-F]{5})'
 code=$(grep -aoE "$code_re" "$console" | head -1 | awk '{print $3}' || true)
-first_login=$(grep -an 'login:' "$console" | head -1 | cut -d: -f1)
-code_line=$(grep -anE "$code_re" "$console" | head -1 | cut -d: -f1)
+first_login=$(grep -an 'login:' "$console" | head -1 | cut -d: -f1 || true)
+code_line=$(grep -anE "$code_re" "$console" | head -1 | cut -d: -f1 || true)
 if [[ -n $code && -n $first_login && -n $code_line ]] && ((code_line < first_login)); then
     line=$(sed -n "${code_line}p" "$console" | tr -d '\r')
     ok "setup code $code above the first login: prompt (console line $code_line < $first_login): ${line#*netperfd: }"
@@ -461,7 +518,7 @@ phase "memory after 10 wrong passwords"
 # (and the checks' own address, 192.0.2.2, is not locked out).
 declare -A answers=()
 for src in 192.0.2.3 192.0.2.4; do
-    nx ip addr add "$src/24" dev tap0
+    nx ip addr add "$src/24" dev br0
     for _ in 1 2 3 4 5; do
         st=$(nx curl -sS -o /dev/null -w '%{http_code}' --max-time 60 --interface "$src" \
             --data-urlencode "password=wrong-$RANDOM" http://192.0.2.1/login || echo 000)
@@ -489,7 +546,165 @@ else
     bad "Diagnostics → journal answered $code: $(head -c 200 <<<"$body")"
 fi
 
-# ---------------------------------------------------------------- 8. reboot
+# ---------------------------------------------------------------- 8. a port address with confirm
+phase "a port address with confirm (the Ports page's forms)"
+form() { # form PATH FIELD=VALUE...: POST a form as the browser does (csrf field); sets $code and $body
+    local p=$1 f args=(-sS --max-time 60 -o "$work/body" -w '%{http_code}' -b "$work/cookies" -c "$work/cookies")
+    shift
+    args+=(--data-urlencode "csrf=$csrf")
+    for f in "$@"; do args+=(--data-urlencode "$f"); done
+    code=$(nx curl "${args[@]}" "http://192.0.2.1$p") || code=000
+    body=$(cat "$work/body" 2>/dev/null || true)
+}
+# (the minbase root has no iproute2: the kernel's own files are read)
+nic() { g "for d in /sys/class/net/*; do [ \"\$(cat \$d/address)\" = $1 ] && echo \${d##*/}; done; true"; } # port by MAC
+local_addrs() { # the board's local IPv4 addresses, from the kernel's FIB
+    g "awk '/-- /{a=\$2} /host LOCAL/{print a}' /proc/net/fib_trie" | sort -u | grep -v '^127\.' | tr '\n' ' '
+}
+port1=$(nic 52:54:00:4e:50:01 || true) port2=$(nic 52:54:00:4e:50:02 || true)
+log "ports: NIC 1 is '${port1:-?}', NIC 2 is '${port2:-?}'"
+port2=${port2:-eth1} port1=${port1:-eth0}
+has_addr() { local a; a=$(local_addrs || true); [[ " $a" == *" ${2%/*} "* ]]; } # has_addr PORT ADDR/LEN
+window=15 addr_ok='' kept=198.51.100.5/24 dropped=198.51.100.6/24
+form /ports/settings "window=$window"
+[[ $code == 303 ]] || bad "Ports → confirmation window $window s: answered $code"
+form /ports/change op=add_address "port=$port2" "address=$kept" mode=apply
+http GET /ports
+if has_addr "$port2" "$kept" && grep -q 'action="/ports/confirm"' <<<"$body"; then
+    left=$(sed -nE 's/.*id="countdown">([0-9]+)<.*/\1/p' <<<"$body" | head -1)
+    log "add $kept on $port2: on the board, the page asks to confirm within ${left:-?} s"
+    if nx curl -s -o /dev/null --max-time 10 --interface 198.51.100.2 "http://${kept%/*}/api/health"; then
+        log "the new address answers from the second NIC's link"
+    fi
+    form /ports/confirm
+    if [[ $code == 200 ]] && grep -q 'Confirmed at' <<<"$body"; then
+        addr_ok=1
+        log "confirmed: $(grep -oE 'Confirmed at [^<]*' <<<"$body" | head -1)"
+    else
+        bad "POST /ports/confirm answered $code"
+    fi
+else
+    bad "add $kept on $port2 (form answered $code): not on the board or no confirm form on the page"
+fi
+# a second address left unconfirmed must be rolled back when the window ends
+form /ports/change op=add_address "port=$port2" "address=$dropped" mode=apply
+applied_code=$code
+if has_addr "$port2" "$dropped"; then d_on=yes; else d_on=no; fi
+sleep $((window + 5))
+addrs=$(local_addrs || true)
+if [[ -n $addr_ok && $d_on == yes ]] && has_addr "$port2" "$kept" && ! has_addr "$port2" "$dropped"; then
+    ok "port address with confirm: $kept applied and confirmed through the forms stays after the $window s window, $dropped (form $applied_code, on the board at once) left unconfirmed is rolled back; the board's addresses now ${addrs% }"
+else
+    bad "port address with confirm: confirmed ${addr_ok:-no}, unconfirmed applied $d_on; after the $window s window the board has ${addrs% } (want $kept, not $dropped)"
+fi
+form /ports/settings "window=60" # back to the default for the rest
+
+# ---------------------------------------------------------------- 9. tests from a peer to the board
+phase "tests from a peer (stock iperf3 -c) to the board"
+nic_ctr() { g "cat /sys/class/net/$port2/statistics/rx_bytes /sys/class/net/$port2/statistics/rx_packets /sys/class/net/$port2/statistics/tx_bytes /sys/class/net/$port2/statistics/tx_packets" | tr '\n' ' '; }
+peer_test() { # peer_test NAME IPERF3_ARGS...: stock iperf3 -c from peer B to the board's server
+    local name=$1 before after line
+    shift
+    before=$(nic_ctr || true)
+    nb iperf3 -c 198.51.100.1 -p 5201 -t 3 -J "$@" >"$work/peer-$name.json" 2>&1 || true
+    after=$(nic_ctr || true)
+    if line=$(python3 - "$name" "$work/peer-$name.json" "$before" "$after" 2>&1 <<'PY'
+import json, sys
+name, path = sys.argv[1], sys.argv[2]
+try:
+    b = [int(x) for x in sys.argv[3].split()]
+    a = [int(x) for x in sys.argv[4].split()]
+    rxb, rxp, txb, txp = (a[i] - b[i] for i in range(4))   # the board's NIC 2 (kernel)
+except (ValueError, IndexError):
+    sys.exit(f"{name}: the board's NIC counters not read ('{sys.argv[3]}' -> '{sys.argv[4]}')")
+try:
+    d = json.load(open(path))
+except ValueError:
+    sys.exit(f"{name}: iperf3 -c gave no JSON: {open(path).read()[:300]}")
+if "error" in d:
+    sys.exit(f"{name}: iperf3 -c: {d['error']}")
+e = d["end"]
+if name == "tcp":   # the client's own count of bytes written; what was still in flight at the
+    # test's end is not counted by any receiver (stock iperf3 to stock iperf3 alike), so the
+    # board's server counts at most that and at least 95 %, and its NIC received at least that
+    sent = e["sum_sent"]["bytes"]
+    rcvd = e["sum_received"]["bytes"]            # what the board's server says it received
+    rate = e["sum_sent"]["bits_per_second"]
+    if sent <= 0 or rcvd > sent or rcvd < sent * 0.95 or rxb < rcvd or rxb > sent * 1.10 + 2e6:
+        sys.exit(f"{name}: stock client sent {sent} B; the board's server says {rcvd} B; its NIC received {rxb} B")
+    print(f"{name}: stock iperf3 -c sent {sent} B ({rate/1e6:.1f} Mbit/s); the board's server counted {rcvd} B, its NIC {rxb} B in {rxp} packets")
+elif name == "udp":   # client → board at 10 Mbit/s: every datagram reached the board's NIC
+    sent = e["sum_sent"]["packets"]
+    r = e["sum_received"]
+    got = r["packets"] - r["lost_packets"]     # the board's server's count
+    if sent <= 0 or rxp < sent or got < sent * 0.99 or got > sent:
+        sys.exit(f"{name}: stock client sent {sent} datagrams; the board's NIC received {rxp} packets, its server counted {got}")
+    print(f"{name}: stock iperf3 -c -u sent {sent} datagrams ({e['sum_sent']['bits_per_second']/1e6:.2f} Mbit/s); the board's NIC received {rxp} packets, its server counted {got} ({r['lost_packets']} lost)")
+else:   # -R: the board's server paces 10 Mbit/s; the stock client's own receive count is the truth
+    r = e["sum_received"]
+    got = r["packets"] - r["lost_packets"]
+    bps = r["bytes"] * 8 / r["seconds"] if r["seconds"] > 0 else 0
+    if not 9e6 <= bps <= 11e6 or got <= 0 or r["lost_packets"] > r["packets"] // 100 or txp < got:
+        sys.exit(f"{name}: asked 10 Mbit/s from the board; the stock client received {bps/1e6:.2f} Mbit/s, {got} datagrams, {r['lost_packets']} lost; the board's NIC sent {txp} packets")
+    print(f"{name}: asked 10 Mbit/s from the board's server; the stock iperf3 -c -R received {bps/1e6:.2f} Mbit/s over its own {r['seconds']:.2f} s, {got} datagrams, {r['lost_packets']} lost; the board's NIC sent {txp} packets")
+PY
+    ); then ok "$line"; else bad "$line"; fi
+}
+peer_test tcp
+peer_test udp -u -b 10M
+peer_test udp-reverse -u -b 10M -R
+
+# ---------------------------------------------------------------- 10. NAT between the NICs
+phase "forwarding with NAT between the two NICs"
+nat_ok=
+if seen=$(seen_by_b 2>&1); then
+    bad "before forwarding, peer A already reaches peer B (seen as $seen): the test's network leaks"
+else
+    log "before forwarding: peer A (192.0.2.20) cannot reach peer B (198.51.100.20), as it should"
+fi
+http POST /api/forwarding "{\"in\":\"$port1\",\"out\":\"$port2\",\"nat\":true}"
+fwd_code=$code fwd_body=$(head -c 300 <<<"$body")
+http POST /api/board/confirm
+log "POST /api/forwarding $port1 → $port2 with NAT answered $fwd_code ($fwd_body); confirm answered $code"
+if [[ $fwd_code == 200 && $code == 200 ]]; then
+    rules=$(g 'nft list ruleset 2>/dev/null | grep -i masq; iptables-legacy -t nat -S 2>/dev/null | grep -i masq' | head -3 | tr -s ' \n' ' ' || true)
+    log "the board's NAT rule: ${rules:-none found}; ip_forward=$(g cat /proc/sys/net/ipv4/ip_forward)"
+    seen=$(seen_by_b 2>&1 || true)
+    before=$(nic_ctr || true)
+    nb iperf3 -s -1 -J -B 198.51.100.20 -p 5201 >"$work/nat-srv.json" 2>&1 &
+    iperf_pid=$!
+    sleep 0.5
+    na iperf3 -c 198.51.100.20 -p 5201 -t 3 -J >"$work/nat-cli.json" 2>&1 || true
+    wait "$iperf_pid" 2>/dev/null || true
+    iperf_pid=
+    after=$(nic_ctr || true)
+    if line=$(python3 - "$work/nat-srv.json" "$work/nat-cli.json" "$seen" "$before" "$after" 2>&1 <<'PY'
+import json, sys
+try:
+    srv, cli = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+except ValueError:
+    sys.exit(f"nat: iperf3 gave no JSON: {open(sys.argv[2]).read()[:300]}")
+seen = sys.argv[3]
+for d in (srv, cli):
+    if "error" in d:
+        sys.exit(f"nat: iperf3: {d['error']}; peer B saw the probe from '{seen}'")
+remote = srv["start"]["connected"][0]["remote_host"]
+got = srv["end"]["sum_received"]["bytes"]   # the stock server's own count
+sent = cli["end"]["sum_sent"]["bytes"]
+txb = int(sys.argv[5].split()[2]) - int(sys.argv[4].split()[2])   # the board's NIC 2 sent
+if not remote.startswith("198.51.100.") or remote == "198.51.100.20" or seen != remote:
+    sys.exit(f"nat: peer B saw the test from {remote} and the probe from '{seen}' (want the board's 198.51.100.x: masqueraded)")
+if got <= 0 or got < sent * 0.95 or txb < got:   # (TCP: in flight at the end is not counted)
+    sys.exit(f"nat: peer A sent {sent} B, peer B received {got} B, the board's NIC 2 sent {txb} B")
+rate = srv["end"]["sum_received"]["bits_per_second"]
+print(f"NAT: peer A → board → peer B, stock iperf3 TCP 3 s: peer B received {got} B ({rate/1e6:.1f} Mbit/s) of {sent} B sent, from {remote} (masqueraded; the probe too); the board's NIC 2 sent {txb} B")
+PY
+    ); then nat_ok=1; ok "$line"; else bad "$line"; fi
+else
+    bad "forwarding with NAT: POST /api/forwarding answered $fwd_code, confirm $code"
+fi
+
+# ---------------------------------------------------------------- 11. reboot
 phase "reboot keeps the history"
 runs() { nx curl -sS --max-time 30 -b "$work/cookies" http://192.0.2.1/api/runs |
     python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d if isinstance(d, list) else d.get("runs", [])))' 2>/dev/null || echo "?"; }
@@ -511,6 +726,18 @@ if wait_for "$up_max" "web UI after the reboot" web_up; then
         else
             bad "run history: $runs_before runs before the reboot, $runs_after after"
         fi
+        # the confirmed board configuration is put back by the daemon at its start
+        addrs=$(local_addrs || true)
+        if [[ -n $addr_ok ]] && has_addr "$port2" "$kept"; then
+            ok "the confirmed address $kept is back after the reboot (the board's addresses: ${addrs% })"
+        else
+            bad "after the reboot the board has ${addrs% } (confirmed before: ${addr_ok:+$kept})"
+        fi
+        if [[ -n $nat_ok ]] && seen=$(seen_by_b 2>&1) && [[ $seen == 198.51.100.* ]]; then
+            ok "forwarding with NAT back after the reboot: peer B sees peer A's connection from $seen"
+        else
+            bad "forwarding with NAT after the reboot (before: ${nat_ok:-failed}): peer A to peer B: $seen"
+        fi
         sleep 2
         if tail -c +"$((console_size + 1))" "$console" | grep -aq 'setup code'; then
             bad "a setup code on the console after the reboot although a password is set"
@@ -522,5 +749,37 @@ if wait_for "$up_max" "web UI after the reboot" web_up; then
     fi
 else
     bad "no web UI after the reboot"
+fi
+
+# ---------------------------------------------------------------- 12. a slow start
+phase "setup code above login: with a slow start (ExecStartPre=/bin/sleep $slow_s)"
+# A board with no password again (its data removed) whose unit takes slow_s more seconds to
+# start: serial-getty@ (Type=idle) waits at most 5 s for the boot to settle, so only the
+# unit's order before getty-pre.target keeps the code above the first login: prompt.
+# (one line: the agent takes one command per line)
+G_TIMEOUT=60 g "systemctl stop netperfd.service && rm -rf /var/lib/netperfd/* && mkdir -p /etc/systemd/system/netperfd.service.d && printf '[Service]\nExecStartPre=/bin/sleep $slow_s\n' >/etc/systemd/system/netperfd.service.d/50-slow.conf && systemctl daemon-reload && sync" || bad "the slow-start drop-in could not be installed"
+boot_before=$(g cat /proc/sys/kernel/random/boot_id || true)
+console_size=$(stat -c %s "$console")
+reboot_start=$(date +%s.%N)
+G_TIMEOUT=5 g 'systemctl reboot' >/dev/null 2>&1 || true
+rebooted() { local b; b=$(G_TIMEOUT=3 g cat /proc/sys/kernel/random/boot_id) && [[ -n $b && $b != "$boot_before" ]]; }
+if wait_for "$up_max" "the slow-start boot" rebooted && wait_for "$up_max" "web UI after the slow-start boot" web_up; then
+    log "web UI back $(elapsed "$reboot_start") s after systemctl reboot"
+    wait_for 60 "login: after the slow-start boot" bash -c "tail -c +$((console_size + 1)) '$console' | grep -aq 'login:'" || true
+    tail -c +"$((console_size + 1))" "$console" >"$work/console-slow.txt"
+    # how long the start really took: from leaving inactive (ExecStartPre begins) to active
+    start_s=$(g 'a=$(systemctl show -P InactiveExitTimestampMonotonic netperfd.service); b=$(systemctl show -P ActiveEnterTimestampMonotonic netperfd.service); echo $(( (b - a) / 1000 ))' || true)
+    getty_s=$(g 'a=$(systemctl show -P ActiveEnterTimestampMonotonic netperfd.service); b=$(systemctl show -P ExecMainStartTimestampMonotonic serial-getty@ttyAMA0.service); echo $(( (b - a) / 1000 ))' || true)
+    slow_first_login=$(grep -an 'login:' "$work/console-slow.txt" | head -1 | cut -d: -f1 || true)
+    slow_code_line=$(grep -anE "$code_re" "$work/console-slow.txt" | head -1 | cut -d: -f1 || true)
+    what="the unit's start took ${start_s:-?} ms (ExecStartPre sleep $slow_s s), the serial getty started ${getty_s:-?} ms after the unit was active; code on line ${slow_code_line:-none}, first login: on line ${slow_first_login:-none} of this boot's console"
+    if [[ $start_s =~ ^[0-9]+$ ]] && ((start_s >= slow_s * 1000)) && [[ -n $slow_code_line && -n $slow_first_login ]] &&
+        ((slow_code_line < slow_first_login)); then
+        ok "slow start: setup code $(grep -aoE "$code_re" "$work/console-slow.txt" | head -1 | awk '{print $3}') above the first login: prompt; $what"
+    else
+        bad "slow start: $what"
+    fi
+else
+    bad "no web UI after the slow-start boot"
 fi
 phase ""
