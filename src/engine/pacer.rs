@@ -42,10 +42,20 @@
 //! any other, repaid as above. (Before: batches of 0.2 ms and a spin for the last tens of µs
 //! before each: about 3 × the CPU per datagram at 100–1000 Mbit/s, `benches/udp.sh`.)
 //!
-//! Kernel pacing (`SO_MAX_PACING_RATE` with the fq qdisc, `SO_TXTIME` with etf) would pace
-//! without waking this thread, but UDP sockets get neither unless the egress qdisc is fq/etf,
-//! which stock board images (and this project's lab kernel) do not set up; so every paced
-//! sender uses this pacer and says so in `end.pacing` (see [`Pacing`]).
+//! **Kernel pacing.** Where the sender's egress port has an fq root qdisc (see
+//! [`crate::engine::netlink::fq_paces`]), the UDP sender sets the socket's
+//! `SO_MAX_PACING_RATE` to [`KERNEL_MARGIN`] × the asked rate (in bytes on the wire) and this
+//! pacer runs in kernel mode ([`Pacer::new_kernel`]): the same schedule and the same gentle
+//! repayment of small debts, but each wake-up hands the kernel [`KERNEL_BATCH_TIME`] (4 ms)
+//! of traffic in GSO super-datagrams of [`KERNEL_SKB_TIME`] (0.25 ms) that fq spreads at its
+//! pacing rate, so the thread wakes 5 × less often than with [`BATCH_TIME`]. The burst
+//! limit is then fq's: no window of the sender's own; instead the pacer models fq's queue
+//! (draining at the pacing rate) and never lets it hold more than [`KERNEL_QUEUE`], so a
+//! large debt is repaid at the margin (0.25 × the rate) and fq's per-flow limit (100 skbs) is
+//! never reached. The kernel cannot raise a UDP socket's pacing rate once set (the option
+//! only lowers it), so the margin is fixed for the stream. Without fq (stock board images and
+//! this project's lab kernel) every paced sender uses the user-space pacer; `end.pacing` says
+//! which (see [`PacedBy`]).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -159,6 +169,173 @@ pub const CPU_SHORT_DEBT: Duration = Duration::from_millis(4);
 /// the run then shows a shortfall. 1 s.
 pub const MAX_DEBT: Duration = Duration::from_secs(1);
 
+/// Traffic per wake-up when the kernel paces (fq, see the module docs): 4 ms. fq spreads it;
+/// the thread wakes 250 times a second instead of 1,250 ([`BATCH_TIME`]).
+pub const KERNEL_BATCH_TIME: Duration = Duration::from_millis(4);
+
+/// fq's pacing rate over the asked rate under kernel pacing: 1.25 (as [`LOADED_CATCH_UP`]).
+/// The schedule (this pacer) keeps the average; fq's rate only spreads each batch, so it must
+/// exceed the rate (or fq's queue grows without end) and bounds the busiest 1 ms (1.25 × and
+/// one GSO super-datagram) and how fast a debt is repaid (the margin, 0.25 × the rate).
+pub const KERNEL_MARGIN: f64 = 1.25;
+
+/// Most traffic the pacer lets wait in fq's queue, as time at fq's pacing rate: 8 ms (two
+/// batches). A sender that wakes up to 4 ms late leaves no gap on the wire; fq's per-flow
+/// limit (100 skbs, one GSO super-datagram each) is far (8 ms is 32 super-datagrams).
+pub const KERNEL_QUEUE: Duration = Duration::from_millis(8);
+
+/// Traffic per GSO super-datagram under kernel pacing: 0.25 ms. fq paces skbs, so one
+/// super-datagram leaves as one burst: 0.25 ms of traffic keeps the busiest 1 ms near
+/// [`KERNEL_MARGIN`] × the rate (at 1 Gbit/s and 1448 bytes: 21 datagrams, 31 KB).
+pub const KERNEL_SKB_TIME: Duration = Duration::from_micros(250);
+
+/// How a paced UDP sender asks to be paced (`--udp-pacing`): `auto` (the kernel where the
+/// egress port's root qdisc is fq, else user space), `kernel` (always hand the kernel
+/// [`KERNEL_BATCH_TIME`] per wake-up and set `SO_MAX_PACING_RATE`; without fq nothing
+/// spreads the batches: for measuring its CPU cost), `user` (the user-space pacer always).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PacingMode {
+    #[default]
+    Auto,
+    Kernel,
+    User,
+}
+
+impl PacingMode {
+    /// The flag's words: "auto", "kernel", "user"; `None` for anything else.
+    pub fn parse(s: &str) -> Option<PacingMode> {
+        match s {
+            "auto" => Some(PacingMode::Auto),
+            "kernel" => Some(PacingMode::Kernel),
+            "user" => Some(PacingMode::User),
+            _ => None,
+        }
+    }
+}
+
+/// A port's name as the kernel keeps it (at most 15 bytes), kept inline so the run's figures
+/// stay `Copy`. Serialised as a string.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+pub struct PortName([u8; 16]);
+
+impl PortName {
+    /// The name, cut at 15 bytes (IFNAMSIZ − 1) on a character boundary.
+    pub fn new(name: &str) -> PortName {
+        let mut end = name.len().min(15);
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut b = [0u8; 16];
+        b[..end].copy_from_slice(&name.as_bytes()[..end]);
+        PortName(b)
+    }
+
+    /// The name ("" when not known).
+    pub fn as_str(&self) -> &str {
+        let n = self.0.iter().position(|&c| c == 0).unwrap_or(16);
+        std::str::from_utf8(&self.0[..n]).unwrap_or("")
+    }
+}
+
+impl std::fmt::Debug for PortName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_str())
+    }
+}
+
+impl serde::Serialize for PortName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PortName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(PortName::new(&s))
+    }
+}
+
+/// Who paced a UDP sender, decided once per stream by [`decide_pacing`], for `end.pacing`
+/// and the run's notes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum PacedBy {
+    /// fq on `port` paced the socket at `SO_MAX_PACING_RATE`; `forced`: `--udp-pacing
+    /// kernel` (`port` empty when no fq was found: then nothing spread the batches).
+    Kernel { port: PortName, forced: bool },
+    /// This module's user-space pacer, and why.
+    UserSpace { why: UserWhy },
+}
+
+/// Why a paced UDP sender paced in user space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UserWhy {
+    /// The egress port's root qdisc is not fq (or could not be read).
+    NoFq,
+    /// `--udp-pacing user`.
+    Asked,
+    /// The socket already had a pacing rate (`--fq-rate`): it is the user's, left alone.
+    FqRate,
+}
+
+impl PacedBy {
+    /// The words of `end.pacing`: "kernel (fq on eth1, SO_MAX_PACING_RATE)", "user-space token
+    /// bucket", "user-space token bucket (asked: --udp-pacing user)", ….
+    pub fn sentence(&self) -> String {
+        match *self {
+            PacedBy::Kernel { port, forced } if port.as_str().is_empty() => format!(
+                "kernel (SO_MAX_PACING_RATE{}; no fq on the egress port, so nothing spread the {} ms batches)",
+                if forced { ", forced by --udp-pacing kernel" } else { "" },
+                KERNEL_BATCH_TIME.as_millis()
+            ),
+            PacedBy::Kernel { port, forced } => format!(
+                "kernel (fq on {}, SO_MAX_PACING_RATE{})",
+                port.as_str(),
+                if forced { ", forced by --udp-pacing kernel" } else { "" }
+            ),
+            PacedBy::UserSpace { why: UserWhy::NoFq } => Pacing::UserSpace.as_str().to_string(),
+            PacedBy::UserSpace { why: UserWhy::Asked } => format!(
+                "{} (asked: --udp-pacing user)",
+                Pacing::UserSpace.as_str()
+            ),
+            PacedBy::UserSpace { why: UserWhy::FqRate } => format!(
+                "{} (the socket's pacing rate is --fq-rate's)",
+                Pacing::UserSpace.as_str()
+            ),
+        }
+    }
+
+    /// Whether the kernel paces (the sender hands it [`KERNEL_BATCH_TIME`] per wake-up).
+    pub fn is_kernel(&self) -> bool {
+        matches!(self, PacedBy::Kernel { .. })
+    }
+}
+
+/// Decide who paces a paced UDP sender: `mode` is the user's choice, `fq_port` the egress port
+/// when its root qdisc is fq (see [`crate::engine::netlink::fq_egress`]), `rate_set` whether
+/// the socket already carries a pacing rate (`--fq-rate`, the user's: left alone, and its
+/// rate, not the test's, is what fq enforces). Pure.
+pub fn decide_pacing(mode: PacingMode, fq_port: Option<&str>, rate_set: bool) -> PacedBy {
+    let port = PortName::new(fq_port.unwrap_or(""));
+    match mode {
+        PacingMode::User => PacedBy::UserSpace {
+            why: UserWhy::Asked,
+        },
+        _ if rate_set => PacedBy::UserSpace {
+            why: UserWhy::FqRate,
+        },
+        PacingMode::Kernel => PacedBy::Kernel { port, forced: true },
+        PacingMode::Auto if fq_port.is_some() => PacedBy::Kernel {
+            port,
+            forced: false,
+        },
+        PacingMode::Auto => PacedBy::UserSpace { why: UserWhy::NoFq },
+    }
+}
+
 /// Which pacing a sender used, reported in `-J` (`end.pacing`) and the run summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pacing {
@@ -260,6 +437,17 @@ pub struct Pacer {
     /// Whether a stall (debt beyond [`GENTLE_DEBT`]) was counted since the sender was last
     /// on time.
     stalled: bool,
+    /// Kernel mode (see the module docs): fq's queue as this pacer models it.
+    kernel: Option<KernelQueue>,
+}
+
+/// fq's queue of one kernel-paced sender, modelled: it drains at the pacing rate.
+#[derive(Debug, Clone, Copy)]
+struct KernelQueue {
+    /// Payload bytes per second fq lets through ([`KERNEL_MARGIN`] × the rate).
+    drain: f64,
+    /// When what was handed over so far will have left (in the past: empty).
+    empty_at: Instant,
 }
 
 impl Pacer {
@@ -292,7 +480,20 @@ impl Pacer {
             level_debt: Duration::ZERO,
             in_stall: false,
             stalled: false,
+            kernel: None,
         }
+    }
+
+    /// A pacer for a sender the kernel paces (fq at [`KERNEL_MARGIN`] × `rate_bps`, see the
+    /// module docs): the same schedule and debt rules, no burst window of its own, and never
+    /// more than [`KERNEL_QUEUE`] of traffic waiting in fq.
+    pub fn new_kernel(rate_bps: u64, max_debt: Duration) -> Pacer {
+        let mut p = Pacer::new(rate_bps, max_debt);
+        p.kernel = Some(KernelQueue {
+            drain: p.rate * KERNEL_MARGIN,
+            empty_at: Instant::now(),
+        });
+        p
     }
 
     /// What this pacer's sender went through so far.
@@ -358,11 +559,25 @@ impl Pacer {
         self.track_stall(gentle, debt, short_for >= ESCALATE_AFTER);
         let at = if gentle {
             // On time or a small debt: the schedule, repaid gently, never a burst.
-            let at = self.next.max(self.peak).max(now);
-            self.window_room(n, at)
+            self.next.max(self.peak).max(now)
         } else {
-            // Large debt: as fast as the window allows.
-            self.window_room(n, now)
+            // Large debt: as fast as the window (or fq's queue) allows.
+            now
+        };
+        let at = match self.kernel.as_mut() {
+            Some(k) => {
+                // fq spreads the batch at its pacing rate: only its queue limits the hand-over.
+                let drain = Duration::from_secs_f64(n as f64 / k.drain);
+                let full = (k.empty_at + drain).checked_sub(KERNEL_QUEUE);
+                let at = full.map_or(at, |f| at.max(f));
+                k.empty_at = k.empty_at.max(at) + drain;
+                // What leaves fq in any 1 ms: at most its pacing rate.
+                let per_ms = (k.drain / 1000.0) as u64;
+                let most = self.stats.busiest_1ms_bytes.max((n as u64).min(per_ms));
+                self.stats.busiest_1ms_bytes = most;
+                at
+            }
+            None => self.window_room(n, at),
         };
         self.next += cost;
         // The gentle bucket. On an idle host it starts again at each send (`at` is never before
@@ -377,6 +592,9 @@ impl Pacer {
             (at, GENTLE_CATCH_UP)
         };
         self.peak = from + cost.div_f64(catch_up);
+        if self.kernel.is_some() {
+            return at;
+        }
         self.recent.push_back((at, n));
         self.recent_bytes += n;
         // Counted for the busiest 1 ms when [`Pacer::sent_at`] says when it really went.
@@ -438,6 +656,9 @@ impl Pacer {
     /// the [`WINDOW`] counts it where it was sent; it then counts towards
     /// [`PacerStats::busiest_1ms_bytes`]. `t` is not before the previous send.
     pub fn sent_at(&mut self, t: Instant) {
+        if self.kernel.is_some() {
+            return;
+        }
         if let Some(last) = self.recent.back_mut() {
             last.0 = t;
         }
@@ -534,6 +755,20 @@ impl Pacer {
     /// to its bytes sent.
     pub fn booked_bytes(&self) -> u64 {
         self.booked
+    }
+
+    /// Datagrams of `len` bytes per wake-up of a kernel-paced sender at `rate_bps` bits/s:
+    /// about [`KERNEL_BATCH_TIME`] of traffic, 1..=`max`.
+    pub fn kernel_batch_datagrams(rate_bps: u64, len: usize, max: usize) -> usize {
+        let by_time = rate_bps as f64 / 8.0 * KERNEL_BATCH_TIME.as_secs_f64() / len.max(1) as f64;
+        (by_time as usize).clamp(1, max.max(1))
+    }
+
+    /// Datagrams of `len` bytes per GSO super-datagram of a kernel-paced sender at
+    /// `rate_bps` bits/s: about [`KERNEL_SKB_TIME`] of traffic, 1..=`max`.
+    pub fn kernel_skb_datagrams(rate_bps: u64, len: usize, max: usize) -> usize {
+        let by_time = rate_bps as f64 / 8.0 * KERNEL_SKB_TIME.as_secs_f64() / len.max(1) as f64;
+        (by_time as usize).clamp(1, max.max(1))
     }
 
     /// Datagrams of `len` bytes per send (one sendmmsg call or one GSO super-datagram) at

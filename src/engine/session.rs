@@ -51,6 +51,8 @@ pub struct DataStream {
     pacer_stats: Arc<Mutex<crate::engine::pacer::PacerStats>>,
     /// Why a UDP sender sent without GSO, when it says (see [`crate::engine::udp::GsoOff`]).
     gso_off: Arc<Mutex<Option<crate::engine::udp::GsoOff>>>,
+    /// Who paced a paced UDP sender (see [`crate::engine::pacer::PacedBy`]).
+    paced_by: Arc<Mutex<Option<crate::engine::pacer::PacedBy>>>,
     thread: Option<JoinHandle<()>>,
     prev_bytes: u64,
     omit_bytes: u64,
@@ -131,6 +133,7 @@ impl DataStream {
             udp_recv,
             pacer_stats: Default::default(),
             gso_off: Default::default(),
+            paced_by: Default::default(),
             thread: None,
             prev_bytes: 0,
             omit_bytes: 0,
@@ -404,6 +407,8 @@ impl DataPhase {
                         iperf2: self.iperf2_tx.clone(),
                         pacer_stats: Some(s.pacer_stats.clone()),
                         gso_off: Some(s.gso_off.clone()),
+                        pacing: self.params.udp_pacing,
+                        paced_by: Some(s.paced_by.clone()),
                     };
                     let pk = s.packets.clone();
                     b.spawn(move || {
@@ -719,6 +724,7 @@ impl DataPhase {
                             sender_stalls: paced.map(|st| st.stalls),
                             sender_owed_ms: paced.map(|st| st.owed_ms),
                             gso_off: s.gso_off.lock().map(|g| *g).unwrap_or_default(),
+                            paced_by: s.paced_by.lock().map(|g| *g).unwrap_or_default(),
                             ..Default::default()
                         })
                     }
@@ -739,6 +745,7 @@ impl DataPhase {
                             sender_stalls: None,
                             sender_owed_ms: None,
                             gso_off: None,
+                            paced_by: None,
                         }
                     }),
                     _ => None,

@@ -29,6 +29,15 @@ const MAX_BATCH: usize = 64;
 /// super-datagrams of at most [`MAX_BATCH`]): 0.8 ms of traffic is 195 datagrams of 512 bytes
 /// at 1 Gbit/s.
 const MAX_PACED_BATCH: usize = 256;
+/// Most datagrams a kernel-paced sender hands over per wake-up: 1024 (sendmmsg's limit on
+/// messages; 4 ms at 1 Gbit/s is 345 datagrams of 1448 bytes, 977 of 512), and at most
+/// [`MAX_KERNEL_BATCH_BYTES`].
+const MAX_KERNEL_BATCH: usize = 1024;
+/// Most bytes a kernel-paced sender hands over per wake-up (its buffer): 1 MiB.
+const MAX_KERNEL_BATCH_BYTES: usize = 1 << 20;
+/// Bytes of the Ethernet header, counted by fq's pacing in every segment (with the IP and UDP
+/// headers: `qdisc_pkt_len`).
+const ETH_HEADER: usize = 14;
 
 /// Extend a 32-bit wire sequence number to 64 bits: the value ≡ `s32` (mod 2^32) closest to
 /// `reference` (the highest sequence seen so far). Correct across 2^31 and 2^32.
@@ -382,7 +391,7 @@ pub fn loss_percent(lost: u64, expected: u64) -> f64 {
     }
 }
 
-pub use super::pacer::{Pacer, PacerStats};
+pub use super::pacer::{PacedBy, Pacer, PacerStats, PacingMode};
 pub use super::sys::{fine_timer_slack, mono_now};
 use super::sys::{getsockopt_int, recvmmsg, send, sendmmsg, setsockopt_int, CmsgSlot};
 
@@ -450,6 +459,11 @@ pub struct UdpSendCfg {
     /// Where the sender says why it sends without GSO (datagrams above the path MTU, or the
     /// kernel refused a GSO batch and it was turned off), for the run's notes.
     pub gso_off: Option<Arc<Mutex<Option<GsoOff>>>>,
+    /// How a paced sender asks to be paced (`--udp-pacing`, see [`PacingMode`]).
+    pub pacing: PacingMode,
+    /// Where a paced sender says who paced it (the kernel's fq or the user-space pacer), for
+    /// `end.pacing` and the run's notes.
+    pub paced_by: Option<Arc<Mutex<Option<PacedBy>>>>,
 }
 
 /// How an iperf 2 sender lays out its datagrams (see `engine::iperf2::wire`).
@@ -470,6 +484,24 @@ pub fn batch_size(rate_bps: u64, len: usize) -> usize {
         return MAX_BATCH;
     }
     Pacer::batch_datagrams(rate_bps, len, MAX_PACED_BATCH)
+}
+
+/// Datagrams per wake-up of a kernel-paced sender (see [`super::pacer::KERNEL_BATCH_TIME`]):
+/// about 4 ms of traffic, 1..=1024 and at most 1 MiB.
+pub fn kernel_batch_size(rate_bps: u64, len: usize) -> usize {
+    let max = (MAX_KERNEL_BATCH_BYTES / len.max(1)).clamp(1, MAX_KERNEL_BATCH);
+    Pacer::kernel_batch_datagrams(rate_bps, len, max)
+}
+
+/// SO_MAX_PACING_RATE for a kernel-paced sender of `len`-byte datagrams at `rate_bps` bits/s
+/// of payload, bytes/s: fq counts every segment with its Ethernet, IP and UDP headers
+/// (`v6`: IPv6's), and paces at [`super::pacer::KERNEL_MARGIN`] × the rate so the schedule,
+/// not fq, sets the average (see the pacer's module docs). At least 1.
+pub fn kernel_pacing_rate(rate_bps: u64, len: usize, v6: bool) -> u64 {
+    let hdr = ETH_HEADER + if v6 { V6_OVERHEAD } else { V4_OVERHEAD };
+    let len = len.max(1) as f64;
+    let wire = rate_bps as f64 / 8.0 * (len + hdr as f64) / len;
+    ((wire * super::pacer::KERNEL_MARGIN) as u64).max(1)
 }
 
 /// Datagrams per kernel call: with GSO at most [`MAX_BATCH`] and [`GSO_MAX_BYTES`] (at least
@@ -496,6 +528,19 @@ trait BatchTx {
     fn send_mmsg(&mut self, buf: &[u8], len: usize, n: usize) -> std::io::Result<usize>;
     /// Turn GSO off on the socket (after the kernel refused it).
     fn disable_gso(&mut self);
+    /// Send `m` GSO super-datagrams of `seg` bytes each, laid end to end in `buf` (one
+    /// sendmmsg call on a socket); how many super-datagrams went.
+    fn send_gso_many(&mut self, buf: &[u8], seg: usize, m: usize) -> std::io::Result<usize> {
+        let mut sent = 0;
+        while sent < m {
+            match self.send_gso(&buf[sent * seg..(sent + 1) * seg]) {
+                Ok(_) => sent += 1,
+                Err(_) if sent > 0 => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(sent)
+    }
 }
 
 /// [`BatchTx`] on a real socket.
@@ -510,6 +555,9 @@ impl BatchTx for SockTx<'_> {
     }
     fn disable_gso(&mut self) {
         disable_gso(self.0);
+    }
+    fn send_gso_many(&mut self, buf: &[u8], seg: usize, m: usize) -> std::io::Result<usize> {
+        sendmmsg(self.0.as_raw_fd(), buf, seg, m)
     }
 }
 
@@ -612,6 +660,9 @@ fn sends_ipv6(sock: &UdpSocket) -> bool {
 /// rest of the stream, `off` records why, and the same batch goes at once by sendmmsg, so the
 /// datagrams the pacer booked are sent now, not a batch later (no rate lost, none counted
 /// twice, the sequence continuous). Returns the datagrams sent.
+///
+/// `skb`: datagrams per GSO super-datagram; when `n` is a multiple of it above it (a
+/// kernel-paced batch), the batch goes as `n / skb` super-datagrams in one sendmmsg call.
 fn send_batch(
     tx: &mut impl BatchTx,
     gso: &mut bool,
@@ -619,10 +670,17 @@ fn send_batch(
     buf: &[u8],
     len: usize,
     n: usize,
+    skb: usize,
 ) -> std::io::Result<usize> {
     if *gso {
-        match tx.send_gso(&buf[..n * len]) {
-            Ok(b) => return Ok(b / len),
+        let sent = if skb > 0 && n > skb && n % skb == 0 {
+            tx.send_gso_many(&buf[..n * len], skb * len, n / skb)
+                .map(|m| m * skb)
+        } else {
+            tx.send_gso(&buf[..n * len]).map(|b| b / len)
+        };
+        match sent {
+            Ok(k) => return Ok(k),
             Err(e)
                 if matches!(
                     e.raw_os_error(),
@@ -657,15 +715,76 @@ pub fn udp_send_loop(
     let _ = fine_timer_slack();
     let _ = sock.set_write_timeout(Some(crate::engine::tcp::POLL));
     let len = sender_len(&cfg);
-    let batch = batch_size(cfg.rate, len);
-    let plan = gso_plan(len, sends_ipv6(&sock), path_mtu(&sock), batch, cfg.gso);
+    let v6 = sends_ipv6(&sock);
+    let paced_by = (cfg.rate > 0).then(|| kernel_or_user(&sock, &cfg, len, v6));
+    let kernel = paced_by.is_some_and(|p| p.is_kernel());
+    if let (Some(p), Some(slot)) = (paced_by, &cfg.paced_by) {
+        if let Ok(mut g) = slot.lock() {
+            *g = Some(p);
+        }
+    }
+    let batch = if kernel {
+        kernel_batch_size(cfg.rate, len)
+    } else {
+        batch_size(cfg.rate, len)
+    };
+    let plan = gso_plan(len, v6, path_mtu(&sock), batch, cfg.gso);
     let gso = plan.gso && enable_gso(&sock, len);
     if let (Some(off), Some(slot)) = (plan.off, &cfg.gso_off) {
         if let Ok(mut g) = slot.lock() {
             *g = Some(off);
         }
     }
-    run_sender(&mut SockTx(&sock), gso, &cfg, &bytes, &packets, &shared);
+    run_sender_mode(
+        &mut SockTx(&sock),
+        gso,
+        kernel,
+        &cfg,
+        &bytes,
+        &packets,
+        &shared,
+    );
+}
+
+/// Decide who paces a paced sender (see [`super::pacer::decide_pacing`]) and set the socket
+/// up for it: under kernel pacing, SO_MAX_PACING_RATE at [`kernel_pacing_rate`] and a send
+/// buffer that holds the queue the pacer lets build in fq (a socket whose pacing rate cannot
+/// be set is paced in user space).
+fn kernel_or_user(sock: &UdpSocket, cfg: &UdpSendCfg, len: usize, v6: bool) -> PacedBy {
+    let fd = sock.as_raw_fd();
+    let fq = match cfg.pacing {
+        PacingMode::User => None,
+        _ => crate::engine::netlink::fq_egress(sock),
+    };
+    // An unset pacing rate reads as ~0 (-1 as an int); anything else is `--fq-rate`'s.
+    let rate_set =
+        getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE).is_ok_and(|v| v != -1);
+    let p = super::pacer::decide_pacing(cfg.pacing, fq.as_deref(), rate_set);
+    if !p.is_kernel() {
+        return p;
+    }
+    let pacing = kernel_pacing_rate(cfg.rate, len, v6);
+    if super::sys::set_max_pacing_rate(fd, pacing).is_err() {
+        return PacedBy::UserSpace {
+            why: super::pacer::UserWhy::NoFq,
+        };
+    }
+    // The batch on its way plus the queue in fq, at twice their bytes for the kernel's
+    // bookkeeping (skb truesize); never less than the socket has.
+    let queue = super::pacer::KERNEL_BATCH_TIME + super::pacer::KERNEL_QUEUE;
+    let want = (pacing as f64 * queue.as_secs_f64() * 2.0) as usize;
+    let have = getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF)
+        .ok()
+        .and_then(|v| usize::try_from(v).ok())
+        .unwrap_or(0);
+    if want > have {
+        // The kernel doubles what it is given.
+        let v = (want / 2).min(i32::MAX as usize) as libc::c_int;
+        if setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, v).is_err() {
+            let _ = setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, v);
+        }
+    }
+    p
 }
 
 /// Bytes per datagram on the wire for this sender: `cfg.len`, at least the header (and the
@@ -697,22 +816,50 @@ fn left_to_send(shared: &Shared, len: usize) -> usize {
     usize::try_from(left).unwrap_or(usize::MAX).max(1)
 }
 
-/// The send loop of [`udp_send_loop`] on any [`BatchTx`]; `gso`: the socket has UDP GSO on.
-/// Returns the pacer (None unpaced) for its figures.
+/// [`run_sender_mode`] paced in user space.
+#[cfg(test)]
 fn run_sender(
     tx: &mut impl BatchTx,
+    gso: bool,
+    cfg: &UdpSendCfg,
+    bytes: &AtomicU64,
+    packets: &AtomicU64,
+    shared: &Shared,
+) -> Option<Pacer> {
+    run_sender_mode(tx, gso, false, cfg, bytes, packets, shared)
+}
+
+/// The send loop of [`udp_send_loop`] on any [`BatchTx`]; `gso`: the socket has UDP GSO on;
+/// `kernel`: the kernel paces (batches of [`kernel_batch_size`], GSO super-datagrams of about
+/// 0.25 ms of traffic, see the pacer's module docs). Returns the pacer (None unpaced) for its
+/// figures.
+fn run_sender_mode(
+    tx: &mut impl BatchTx,
     mut gso: bool,
+    kernel: bool,
     cfg: &UdpSendCfg,
     bytes: &AtomicU64,
     packets: &AtomicU64,
     shared: &Shared,
 ) -> Option<Pacer> {
     let len = sender_len(cfg);
-    let mut batch = batch_size(cfg.rate, len);
+    let kernel = kernel && cfg.rate > 0;
+    let mut batch = if kernel {
+        kernel_batch_size(cfg.rate, len)
+    } else {
+        batch_size(cfg.rate, len)
+    };
     if cfg.rate == 0 && gso {
         // Unpaced: one GSO super-datagram per call.
         batch = call_size(len, true);
     }
+    // Datagrams per GSO super-datagram: all of a call's (up to 64 and 65000 bytes), or under
+    // kernel pacing about 0.25 ms of traffic, since fq sends each one as a burst.
+    let skb = if kernel {
+        Pacer::kernel_skb_datagrams(cfg.rate, len, call_size(len, true))
+    } else {
+        call_size(len, true)
+    };
     let mut fill = crate::engine::tcp::payload(len, cfg.repeating);
     if let Some(t) = &cfg.iperf2 {
         fill[12..16].fill(0);
@@ -727,7 +874,9 @@ fn run_sender(
     // only debt beyond 1 s is written off.
     // No priority boost for the sender thread: on one host (veth) a nice −10 sender delays
     // the receiver's softirq and its arrival times bunch (measured: busiest 1 ms 1.9–2.5 ×).
-    let mut pacer = if cfg.rate > 0 {
+    let mut pacer = if kernel {
+        Some(Pacer::new_kernel(cfg.rate, super::pacer::MAX_DEBT))
+    } else if cfg.rate > 0 {
         Some(Pacer::new(cfg.rate, super::pacer::MAX_DEBT))
     } else {
         None
@@ -782,9 +931,17 @@ fn run_sender(
         // the last datagram that went.
         let mut off = 0;
         let res = loop {
-            let k = (batch - off).min(call_size(len, gso));
+            let left = batch - off;
+            let k = if kernel && gso && left > skb {
+                // Whole super-datagrams in one sendmmsg call; the rest in the next call.
+                (left / skb * skb).min(MAX_KERNEL_BATCH * skb)
+            } else if kernel && gso {
+                left
+            } else {
+                left.min(call_size(len, gso))
+            };
             let was_gso = gso;
-            let sent = send_batch(tx, &mut gso, &mut refused, &buf[off * len..], len, k);
+            let sent = send_batch(tx, &mut gso, &mut refused, &buf[off * len..], len, k, skb);
             if was_gso && !gso {
                 if let (Some(r), Some(slot)) = (refused, &cfg.gso_off) {
                     if let Ok(mut g) = slot.lock() {
@@ -1339,6 +1496,8 @@ mod tests {
             iperf2: None,
             pacer_stats: None,
             gso_off: None,
+            pacing: PacingMode::Auto,
+            paced_by: None,
         }
     }
 
