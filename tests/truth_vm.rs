@@ -162,6 +162,45 @@ fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
 }
 
+/// One kernel-pacing run (fq at a0's root): the sender's `end.pacing` and count, the
+/// receiver's stream, and fq's counters.
+struct Kpace {
+    pacing: String,
+    /// Datagrams the sender says it sent.
+    tx_sent: f64,
+    /// The receiver's `end.streams[0].udp`.
+    rx: Value,
+    /// fq's packets sent (data datagrams and the control connection's segments) and flows
+    /// it throttled (held back until their pacing time: fq paced).
+    fq_sent: f64,
+    fq_throttled: f64,
+}
+
+fn kpace(dir: &Path, name: &str) -> Kpace {
+    let rc = std::fs::read_to_string(dir.join(format!("{name}.client.rc"))).unwrap_or_default();
+    let err = std::fs::read_to_string(dir.join(format!("{name}.client.err"))).unwrap_or_default();
+    assert_eq!(rc.trim(), "0", "{name}: the sender failed: {err}");
+    let server = read_json(dir, &format!("{name}.server.json"));
+    let client = read_json(dir, &format!("{name}.client.json"));
+    let tc = read_json(dir, &format!("{name}.tc.json"));
+    let fq = tc
+        .as_array()
+        .and_then(|a| a.iter().find(|q| q["kind"] == "fq"))
+        .unwrap_or_else(|| panic!("{name}: no fq in {tc}"))
+        .clone();
+    Kpace {
+        pacing: client["end"]["pacing"].as_str().unwrap_or_default().to_string(),
+        tx_sent: num(&client, "/end/sum_sent/packets"),
+        rx: server["end"]["streams"][0]["udp"].clone(),
+        fq_sent: num(&fq, "/packets"),
+        fq_throttled: fq
+            .pointer("/throttled")
+            .or_else(|| fq.pointer("/options/throttled"))
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0),
+    }
+}
+
 #[test]
 fn netem_loss_duplication_reordering_and_jitter_in_one_vm() {
     let have_qemu = Command::new("qemu-system-x86_64")
@@ -379,5 +418,63 @@ fn netem_loss_duplication_reordering_and_jitter_in_one_vm() {
             "{name}: jitter {j:.2} ms outside {lo:.2}..{hi:.2}"
         );
     }
+
+    // Kernel pacing (issue 39 item 4): fq at a0's root; netperfd -b 20M -l 1448 -t 2 chose the
+    // kernel by itself (fq on a0), then --udp-pacing user through the same fq. Truths: fq's
+    // sent packets (the datagrams on the wire, plus the control connection's few segments)
+    // and its throttled flows (fq held the flow back: it paced); the sender's own count.
+    let k = kpace(&out, "kpace_kernel");
+    let u = kpace(&out, "kpace_user");
+    let per_ms = 20e6 / 1000.0;
+    for (name, r) in [("kpace_kernel", &k), ("kpace_user", &u)] {
+        let (expected, lost) = (num(&r.rx, "/packets"), num(&r.rx, "/lost_packets"));
+        let peak = num(&r.rx, "/peak_1ms_bits_per_second") / 1000.0 / per_ms;
+        let rate = r.tx_sent * 1448.0 * 8.0 / 2.0;
+        eprintln!(
+            "{name}: {} | sent {} ({:.2} Mbit/s over 2 s), fq sent {} throttled {}; receiver \
+             expected {expected} lost {lost}, busiest 1 ms {peak:.2} x",
+            r.pacing,
+            r.tx_sent,
+            rate / 1e6,
+            r.fq_sent,
+            r.fq_throttled
+        );
+        // Every datagram the sender counted went through fq (the rest of fq's packets are
+        // the control connection's: a few dozen).
+        assert!(
+            (r.tx_sent..=r.tx_sent + 100.0).contains(&r.fq_sent),
+            "{name}: fq sent {}, the sender {}",
+            r.fq_sent,
+            r.tx_sent
+        );
+        // The asked rate within 1 % on fq's count (2 s of -t).
+        let fq_rate = (r.fq_sent - 50.0) * 1448.0 * 8.0 / 2.0;
+        assert!(
+            (0.99..=1.01).contains(&(fq_rate / 20e6)),
+            "{name}: {:.3} Mbit/s through fq",
+            fq_rate / 1e6
+        );
+        // Loss at the netperfd receiver: at most 1 % of what was sent.
+        assert!(
+            r.tx_sent - (expected - lost) <= r.tx_sent / 100.0,
+            "{name}: sent {}, received {}",
+            r.tx_sent,
+            expected - lost
+        );
+    }
+    assert_eq!(k.pacing, "kernel (fq on a0, SO_MAX_PACING_RATE)");
+    assert_eq!(
+        u.pacing,
+        "user-space token bucket (asked: --udp-pacing user)"
+    );
+    // fq paced the kernel run: it held the flow back; the 4 ms batches were spread, so the
+    // receiver's busiest 1 ms is no burst (a 4 ms batch at once would be 4 x).
+    assert!(k.fq_throttled > 100.0, "fq throttled {}", k.fq_throttled);
+    let kpeak = num(&k.rx, "/peak_1ms_bits_per_second") / 1000.0 / per_ms;
+    let upeak = num(&u.rx, "/peak_1ms_bits_per_second") / 1000.0 / per_ms;
+    assert!(
+        kpeak <= 2.0 && kpeak <= upeak * 1.5,
+        "busiest 1 ms: kernel {kpeak:.2} x, user space {upeak:.2} x"
+    );
     let _ = std::fs::remove_dir_all(&out);
 }

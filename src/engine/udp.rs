@@ -29,12 +29,13 @@ const MAX_BATCH: usize = 64;
 /// super-datagrams of at most [`MAX_BATCH`]): 0.8 ms of traffic is 195 datagrams of 512 bytes
 /// at 1 Gbit/s.
 const MAX_PACED_BATCH: usize = 256;
-/// Most datagrams a kernel-paced sender hands over per wake-up: 1024 (sendmmsg's limit on
-/// messages; 4 ms at 1 Gbit/s is 345 datagrams of 1448 bytes, 977 of 512), and at most
-/// [`MAX_KERNEL_BATCH_BYTES`].
-const MAX_KERNEL_BATCH: usize = 1024;
-/// Most bytes a kernel-paced sender hands over per wake-up (its buffer): 1 MiB.
-const MAX_KERNEL_BATCH_BYTES: usize = 1 << 20;
+/// Most datagrams a kernel-paced sender hands over per wake-up: 4096 (8 ms at 1 Gbit/s is 690
+/// datagrams of 1448 bytes, 1953 of 512), and at most [`MAX_KERNEL_BATCH_BYTES`].
+const MAX_KERNEL_BATCH: usize = 4096;
+/// Most bytes a kernel-paced sender hands over per wake-up (its buffer): 2 MiB.
+const MAX_KERNEL_BATCH_BYTES: usize = 2 << 20;
+/// Most messages in one sendmmsg call (the kernel's UIO_MAXIOV).
+const SENDMMSG_MAX: usize = 1024;
 /// Bytes of the Ethernet header, counted by fq's pacing in every segment (with the IP and UDP
 /// headers: `qdisc_pkt_len`).
 const ETH_HEADER: usize = 14;
@@ -487,7 +488,7 @@ pub fn batch_size(rate_bps: u64, len: usize) -> usize {
 }
 
 /// Datagrams per wake-up of a kernel-paced sender (see [`super::pacer::KERNEL_BATCH_TIME`]):
-/// about 4 ms of traffic, 1..=1024 and at most 1 MiB.
+/// about 8 ms of traffic, 1..=4096 and at most 2 MiB.
 pub fn kernel_batch_size(rate_bps: u64, len: usize) -> usize {
     let max = (MAX_KERNEL_BATCH_BYTES / len.max(1)).clamp(1, MAX_KERNEL_BATCH);
     Pacer::kernel_batch_datagrams(rate_bps, len, max)
@@ -735,6 +736,17 @@ pub fn udp_send_loop(
             *g = Some(off);
         }
     }
+    if kernel {
+        let skb = if gso {
+            Pacer::kernel_skb_datagrams(cfg.rate, len, call_size(len, true))
+        } else {
+            1
+        };
+        let v = kernel_send_buffer(kernel_pacing_rate(cfg.rate, len, v6), skb * len);
+        if setsockopt_int(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, v).is_err() {
+            let _ = setsockopt_int(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, v);
+        }
+    }
     run_sender_mode(
         &mut SockTx(&sock),
         gso,
@@ -769,22 +781,26 @@ fn kernel_or_user(sock: &UdpSocket, cfg: &UdpSendCfg, len: usize, v6: bool) -> P
             why: super::pacer::UserWhy::NoFq,
         };
     }
-    // The batch on its way plus the queue in fq, at twice their bytes for the kernel's
-    // bookkeeping (skb truesize); never less than the socket has.
+    p
+}
+
+/// fq's default limit of packets (skbs) queued per flow: beyond it fq drops.
+const FQ_FLOW_LIMIT: usize = 100;
+
+/// SO_SNDBUF for a kernel-paced sender (the value to pass: the kernel doubles it), bytes:
+/// room for the batch on its way and the queue the pacer lets build in fq
+/// ([`super::pacer::KERNEL_BATCH_TIME`] + [`super::pacer::KERNEL_QUEUE`] at `pacing`
+/// bytes/s, twice over for the kernel's bookkeeping), but never room for more than 80 % of
+/// fq's per-flow limit of super-datagrams of `skb_bytes` (each costs the buffer at least its
+/// bytes). The buffer is the real bound on fq's queue: where fq drains slower than its pacing
+/// rate (late timers: measured under TCG, where a modelled queue overflowed fq's limit and it
+/// dropped 1,023 of 2,688 datagrams), the sender blocks instead of fq dropping.
+pub fn kernel_send_buffer(pacing: u64, skb_bytes: usize) -> libc::c_int {
     let queue = super::pacer::KERNEL_BATCH_TIME + super::pacer::KERNEL_QUEUE;
     let want = (pacing as f64 * queue.as_secs_f64() * 2.0) as usize;
-    let have = getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF)
-        .ok()
-        .and_then(|v| usize::try_from(v).ok())
-        .unwrap_or(0);
-    if want > have {
-        // The kernel doubles what it is given.
-        let v = (want / 2).min(i32::MAX as usize) as libc::c_int;
-        if setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, v).is_err() {
-            let _ = setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, v);
-        }
-    }
-    p
+    let most = skb_bytes.max(1).saturating_mul(FQ_FLOW_LIMIT * 8 / 10);
+    let v = want.min(most) / 2;
+    v.clamp(4096, i32::MAX as usize) as libc::c_int
 }
 
 /// Bytes per datagram on the wire for this sender: `cfg.len`, at least the header (and the
@@ -831,7 +847,7 @@ fn run_sender(
 
 /// The send loop of [`udp_send_loop`] on any [`BatchTx`]; `gso`: the socket has UDP GSO on;
 /// `kernel`: the kernel paces (batches of [`kernel_batch_size`], GSO super-datagrams of about
-/// 0.25 ms of traffic, see the pacer's module docs). Returns the pacer (None unpaced) for its
+/// 0.5 ms of traffic, see the pacer's module docs). Returns the pacer (None unpaced) for its
 /// figures.
 fn run_sender_mode(
     tx: &mut impl BatchTx,
@@ -854,7 +870,7 @@ fn run_sender_mode(
         batch = call_size(len, true);
     }
     // Datagrams per GSO super-datagram: all of a call's (up to 64 and 65000 bytes), or under
-    // kernel pacing about 0.25 ms of traffic, since fq sends each one as a burst.
+    // kernel pacing about 0.5 ms of traffic, since fq sends each one as a burst.
     let skb = if kernel {
         Pacer::kernel_skb_datagrams(cfg.rate, len, call_size(len, true))
     } else {
@@ -934,7 +950,7 @@ fn run_sender_mode(
             let left = batch - off;
             let k = if kernel && gso && left > skb {
                 // Whole super-datagrams in one sendmmsg call; the rest in the next call.
-                (left / skb * skb).min(MAX_KERNEL_BATCH * skb)
+                (left / skb).min(SENDMMSG_MAX) * skb
             } else if kernel && gso {
                 left
             } else {
@@ -1431,6 +1447,10 @@ mod tests {
         shared: Arc<Shared>,
         /// An errno every sendmmsg call fails with (a kernel refusing the datagram itself).
         mmsg_err: Option<i32>,
+        /// sendmmsg calls of GSO super-datagrams (kernel pacing), and the datagrams of the
+        /// largest super-datagram sent.
+        gso_many_calls: usize,
+        largest_gso: usize,
     }
 
     impl FakeTx {
@@ -1447,6 +1467,8 @@ mod tests {
                 stop_after,
                 shared,
                 mmsg_err: None,
+                gso_many_calls: 0,
+                largest_gso: 0,
             }
         }
         fn take(&mut self, buf: &[u8]) {
@@ -1463,7 +1485,15 @@ mod tests {
     }
 
     impl BatchTx for FakeTx {
+        fn send_gso_many(&mut self, buf: &[u8], seg: usize, m: usize) -> std::io::Result<usize> {
+            self.gso_many_calls += 1;
+            for i in 0..m {
+                self.send_gso(&buf[i * seg..(i + 1) * seg])?;
+            }
+            Ok(m)
+        }
         fn send_gso(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.largest_gso = self.largest_gso.max(buf.len() / self.len);
             self.gso_calls += 1;
             if let Some(e) = self.refuse {
                 self.gso_refused += 1;
@@ -1538,6 +1568,70 @@ mod tests {
             // sequence numbers: a batch of the schedule lost).
             assert_eq!(pacer.booked_bytes(), n * 1448, "errno {errno}");
         }
+    }
+
+    #[test]
+    fn kernel_paced_batches_are_8_ms_in_half_ms_super_datagrams() {
+        // -b 1000M -l 1448 under kernel pacing: 690 datagrams (8 ms) per wake-up, handed over
+        // as 16 super-datagrams of 43 (0.5 ms each: fq sends each as one burst) in one
+        // sendmmsg call plus the last 2 in a second call; every datagram once, in order.
+        assert_eq!(kernel_batch_size(1_000_000_000, 1448), 690);
+        let shared = Arc::new(Shared::default());
+        let mut tx = FakeTx::new(1448, None, 3 * 690, shared.clone());
+        let (b, p) = (AtomicU64::new(0), AtomicU64::new(0));
+        let cfg = send_cfg(1448, 1_000_000_000);
+        let pacer = run_sender_mode(&mut tx, true, true, &cfg, &b, &p, &shared)
+            .unwrap_or_else(|| panic!("a paced sender has a pacer"));
+        let n = tx.seqs.len();
+        assert_eq!(n, 3 * 690);
+        assert_eq!(tx.seqs, (1..=n as u64).collect::<Vec<_>>());
+        assert_eq!(tx.largest_gso, 43);
+        assert_eq!((tx.gso_many_calls, tx.gso_calls), (3, 3 * 17));
+        assert_eq!(pacer.booked_bytes(), (n * 1448) as u64);
+        // Without GSO (datagrams above the MTU, say): sendmmsg calls of up to 256.
+        let shared = Arc::new(Shared::default());
+        let mut tx = FakeTx::new(1448, None, 2 * 690, shared.clone());
+        run_sender_mode(&mut tx, false, true, &cfg, &b, &p, &shared);
+        assert_eq!((tx.mmsg_calls, tx.gso_calls), (6, 0));
+        // 100M: 69 datagrams per wake-up, 4 per super-datagram.
+        assert_eq!(kernel_batch_size(100_000_000, 1448), 69);
+        assert_eq!(Pacer::kernel_skb_datagrams(100_000_000, 1448, 44), 4);
+        // 10 Mbit/s at 65,507 bytes: one datagram per wake-up (8 ms is 10,000 bytes).
+        assert_eq!(kernel_batch_size(10_000_000, 65507), 1);
+        // 10 Gbit/s at 64 bytes: 4096 datagrams; 2 MiB at 8000 bytes.
+        assert_eq!(kernel_batch_size(10_000_000_000, 64), 4096);
+        assert_eq!(kernel_batch_size(10_000_000_000, 8000), 262);
+    }
+
+    #[test]
+    fn the_kernel_paced_send_buffer_never_overfills_fq() {
+        // 1000M, 1448 bytes, 43 per super-datagram: 20 ms at the pacing rate is 3.2 MB, x 2;
+        // 80 super-datagrams of 62,264 bytes is 4.98 MB, the bound (the kernel doubles it).
+        let skb = 43 * 1448;
+        let v = kernel_send_buffer(kernel_pacing_rate(1_000_000_000, 1448, false), skb);
+        assert_eq!(v as usize, 80 * skb / 2);
+        // 20M, one datagram per super-datagram: 80 x 1448 bytes (whatever the rate asks).
+        let v = kernel_send_buffer(kernel_pacing_rate(20_000_000, 1448, false), 1448);
+        assert!((v as usize) * 2 <= 80 * 1448, "{v}");
+        // 10M: 20 ms of pacing is less than the bound.
+        let p = kernel_pacing_rate(10_000_000, 1448, false);
+        let v = kernel_send_buffer(p, 1448);
+        assert_eq!(v as usize, (p as f64 * 0.020 * 2.0) as usize / 2);
+        // Never below 4 KiB, never above i32.
+        assert_eq!(kernel_send_buffer(1, 1), 4096);
+        assert_eq!(kernel_send_buffer(u64::MAX, usize::MAX), i32::MAX);
+    }
+
+    #[test]
+    fn kernel_pacing_rate_counts_every_segments_headers() {
+        // fq counts Ethernet + IP + UDP headers per segment (qdisc_pkt_len) and paces at 1.25 ×:
+        // 1000M of 1448-byte payload is 1490 bytes a frame, 128,625,690.6 B/s on the wire.
+        assert!(kernel_pacing_rate(1_000_000_000, 1448, false).abs_diff(160_782_113) <= 1);
+        // IPv6: 1510 bytes a frame.
+        assert!(kernel_pacing_rate(1_000_000_000, 1448, true).abs_diff(162_940_262) <= 1);
+        // 64-byte datagrams: 106 bytes a frame, 1.66 × the payload rate.
+        assert!(kernel_pacing_rate(100_000_000, 64, false).abs_diff(25_878_906) <= 1);
+        assert_eq!(kernel_pacing_rate(1, 1448, false), 1);
     }
 
     #[test]
