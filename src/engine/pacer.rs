@@ -1315,16 +1315,37 @@ mod tests {
         };
         let u = |why| PacedBy::UserSpace { why };
         // auto: the kernel where fq is, else user space.
-        assert_eq!(decide_pacing(PacingMode::Auto, Some("eth1"), false), k("eth1", false));
-        assert_eq!(decide_pacing(PacingMode::Auto, None, false), u(UserWhy::NoFq));
+        assert_eq!(
+            decide_pacing(PacingMode::Auto, Some("eth1"), false),
+            k("eth1", false)
+        );
+        assert_eq!(
+            decide_pacing(PacingMode::Auto, None, false),
+            u(UserWhy::NoFq)
+        );
         // forced either way.
         assert_eq!(decide_pacing(PacingMode::Kernel, None, false), k("", true));
-        assert_eq!(decide_pacing(PacingMode::Kernel, Some("a0"), false), k("a0", true));
-        assert_eq!(decide_pacing(PacingMode::User, Some("a0"), false), u(UserWhy::Asked));
-        assert_eq!(decide_pacing(PacingMode::User, None, false), u(UserWhy::Asked));
+        assert_eq!(
+            decide_pacing(PacingMode::Kernel, Some("a0"), false),
+            k("a0", true)
+        );
+        assert_eq!(
+            decide_pacing(PacingMode::User, Some("a0"), false),
+            u(UserWhy::Asked)
+        );
+        assert_eq!(
+            decide_pacing(PacingMode::User, None, false),
+            u(UserWhy::Asked)
+        );
         // --fq-rate set the socket's rate: the user's, left alone (user space paces -b).
-        assert_eq!(decide_pacing(PacingMode::Auto, Some("a0"), true), u(UserWhy::FqRate));
-        assert_eq!(decide_pacing(PacingMode::Kernel, Some("a0"), true), u(UserWhy::FqRate));
+        assert_eq!(
+            decide_pacing(PacingMode::Auto, Some("a0"), true),
+            u(UserWhy::FqRate)
+        );
+        assert_eq!(
+            decide_pacing(PacingMode::Kernel, Some("a0"), true),
+            u(UserWhy::FqRate)
+        );
         // The words of end.pacing.
         assert_eq!(
             k("eth1", false).sentence(),
@@ -1336,10 +1357,15 @@ mod tests {
         );
         assert!(k("", true).sentence().contains("no fq on the egress port"));
         assert_eq!(u(UserWhy::NoFq).sentence(), "user-space token bucket");
-        assert!(u(UserWhy::Asked).sentence().starts_with("user-space token bucket (asked"));
+        assert!(u(UserWhy::Asked)
+            .sentence()
+            .starts_with("user-space token bucket (asked"));
         assert!(k("a0", false).is_kernel() && !u(UserWhy::NoFq).is_kernel());
         // Port names: at most 15 bytes, a JSON string both ways.
-        assert_eq!(PortName::new("a-very-long-port-name").as_str(), "a-very-long-por");
+        assert_eq!(
+            PortName::new("a-very-long-port-name").as_str(),
+            "a-very-long-por"
+        );
         let j = serde_json::to_string(&k("eth1", false)).unwrap_or_default();
         assert_eq!(j, r#"{"by":"kernel","port":"eth1","forced":false}"#);
         let back: PacedBy = serde_json::from_str(&j).unwrap_or(u(UserWhy::Asked));
@@ -1380,7 +1406,10 @@ mod tests {
             p.sent_at(now);
             sent += n as u64;
             let q_ms = queue / drain * 1000.0;
-            assert!(q_ms <= 12.0 + 1e-6 + n as f64 / drain * 1000.0, "{q_ms} ms queued");
+            assert!(
+                q_ms <= 12.0 + 1e-6 + n as f64 / drain * 1000.0,
+                "{q_ms} ms queued"
+            );
         }
         let share = sent as f64 / (rate as f64 / 8.0 * secs);
         (wakes, share, p, queue)
@@ -1393,7 +1422,10 @@ mod tests {
         for rate in [1_000_000_000u64, 100_000_000] {
             let (wakes, share, p, _) = kernel_run(rate, 1448, 2.0, Duration::ZERO);
             assert!((0.999..=1.003).contains(&share), "-b {rate}: {share}");
-            assert!((240..=260).contains(&wakes), "-b {rate}: {wakes} wake-ups in 2 s");
+            assert!(
+                (240..=260).contains(&wakes),
+                "-b {rate}: {wakes} wake-ups in 2 s"
+            );
             // The busiest 1 ms fq lets out: its pacing rate, 1.25 × the rate.
             let per_ms = rate as f64 / 8.0 / 1000.0;
             let busiest = p.stats().busiest_1ms_bytes as f64 / per_ms;
@@ -1410,7 +1442,10 @@ mod tests {
                 }
                 u.sent_at(now);
             }
-            assert!(uw >= 4 * wakes, "-b {rate}: user space {uw}, kernel {wakes}");
+            assert!(
+                uw >= 4 * wakes,
+                "-b {rate}: user space {uw}, kernel {wakes}"
+            );
         }
     }
 

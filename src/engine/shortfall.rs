@@ -367,7 +367,9 @@ mod tests {
             port: PortName::new(""),
             forced: true,
         }));
-        assert!(forced.sentence().ends_with("; paced by the kernel, forced without fq (nothing spread its 8 ms batches)"));
+        assert!(forced.sentence().ends_with(
+            "; paced by the kernel, forced without fq (nothing spread its 8 ms batches)"
+        ));
         assert_eq!(k.to_json()["sent_percent"], base.to_json()["sent_percent"]);
     }
 
