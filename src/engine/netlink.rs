@@ -239,8 +239,8 @@ mod tests {
         // mq with fq on every TX queue (net.core.default_qdisc=fq on a multi-queue NIC).
         assert!(fq_paces(&[
             q("mq", "0:", "root"),
-            q("fq", "0:", ":1"),
-            q("fq", "0:", ":2"),
+            q("fq", "0:", "0:1"),
+            q("fq", "0:", "0:2"),
         ]));
         assert!(fq_paces(&[
             q("mq", "1:", "root"),

@@ -1421,7 +1421,8 @@ mod tests {
         // against 1,250 (0.8 ms) in user space, the schedule held within 0.1 %.
         for rate in [1_000_000_000u64, 100_000_000] {
             let (wakes, share, p, _) = kernel_run(rate, 1448, 2.0, Duration::ZERO);
-            assert!((0.999..=1.003).contains(&share), "-b {rate}: {share}");
+            // (Up to one 8 ms batch over 2 s ahead: handed over when booked.)
+            assert!((0.999..=1.005).contains(&share), "-b {rate}: {share}");
             assert!(
                 (240..=260).contains(&wakes),
                 "-b {rate}: {wakes} wake-ups in 2 s"
@@ -1453,14 +1454,16 @@ mod tests {
     fn kernel_pacing_repays_a_stall_without_overfilling_fq() {
         // A 50 ms stall at 1000M: the pacer hands over at most 12 ms of fq's time beyond what
         // has drained (asserted at every hand-over in kernel_run), and the debt is repaid at
-        // fq's margin (0.25 ×): 200 ms, well within 2 s. A 3 s stall: 2 s written off.
+        // fq's margin (0.25 ×): 200 ms, well within 2 s. A 3 s stall: 2 s written off (less the
+        // 8 ms already in fq), and 0.25 × leaves half of the 1 s kept unpaid after 1.9 s.
         let (_, share, p, _) = kernel_run(1_000_000_000, 1448, 2.0, Duration::from_millis(50));
-        assert!((0.999..=1.003).contains(&share), "{share}");
+        assert!((0.999..=1.005).contains(&share), "{share}");
         let st = p.stats();
         assert_eq!(st.stalls, 1, "{st:?}");
-        assert!(st.max_lag_ms >= 49.0, "{st:?}");
+        // The stall less the 8 ms batch already handed to fq (which covered that much of it).
+        assert!((41.0..=42.5).contains(&st.max_lag_ms), "{st:?}");
         let (_, share, p, _) = kernel_run(100_000_000, 1448, 5.0, Duration::from_secs(3));
-        assert!(p.stats().written_off_ms >= 1999.0, "{:?}", p.stats());
+        assert!(p.stats().written_off_ms >= 1990.0, "{:?}", p.stats());
         assert!(share < 0.7, "{share}");
     }
 
