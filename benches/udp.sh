@@ -10,8 +10,11 @@
 #   at `-b PACED_RATE` (1000M) of iperf3→iperf3 and netperfd→netperfd, to show the CPU
 #   each tool needs at a realistic line rate. DURATION seconds each, REPEATS rounds.
 #   A third set, the paced table (issue 28), runs at each -b of PACED_RATES (100M 400M
-#   1000M) and each -l of PACED_LENS (1448 512): netperfd and iperf3 3.21 `--gsro`
-#   (IPERF3_GSRO) as senders, both to a `netperfd -s` receiver (so the receiver's busiest
+#   1000M) and each -l of PACED_LENS (1448 512): netperfd (its own choice of pacing: user
+#   space unless the sender's port has fq), netperfd `--udp-pacing kernel` (kernel pacing
+#   forced: SO_MAX_PACING_RATE and 4 ms per wake-up; the veth here has no fq, so nothing
+#   spreads the batches and only its CPU cost is meaningful, not its loss or busiest 1 ms)
+#   and iperf3 3.21 `--gsro` (IPERF3_GSRO) as senders, both to a `netperfd -s` receiver (so the receiver's busiest
 #   1 ms is measured the same way for both senders); per cell: sender datagrams per
 #   CPU-second, receiver loss, the receiver's busiest 1 ms of arrivals
 #   (end.streams[0].udp.peak_1ms_bits_per_second of the server's -J) and, for netperfd, the
@@ -159,7 +162,7 @@ if command -v ping >/dev/null; then
 fi
 
 # --- one run ------------------------------------------------------------------------
-tool_bin() { case $1 in iperf3) echo "$IPERF3" ;; gsro) echo "$IPERF3_GSRO" ;; netperfd) echo "$NETPERFD" ;; esac; }
+tool_bin() { case $1 in iperf3) echo "$IPERF3" ;; gsro) echo "$IPERF3_GSRO" ;; netperfd | nkernel) echo "$NETPERFD" ;; esac; }
 
 runs_file=$work/runs.jsonl
 : >"$runs_file"
@@ -167,11 +170,13 @@ port=$PORT_BASE
 runno=0
 
 # run_one ROUND CLIENT_TOOL SERVER_TOOL RATE [LEN] [SET]
-# (CLIENT_TOOL gsro: iperf3 3.21 with --gsro; SET: "main" or "paced", the table it is for)
+# (CLIENT_TOOL gsro: iperf3 3.21 with --gsro; nkernel: netperfd --udp-pacing kernel; SET:
+# "main" or "paced", the table it is for)
 run_one() {
     local round=$1 ctool=$2 stool=$3 rate=$4 len=${5:-$LEN} set=${6:-main}
     local cbin sbin d src crc extra=()
     [[ $ctool == gsro ]] && extra=(--gsro)
+    [[ $ctool == nkernel ]] && extra=(--udp-pacing kernel)
     cbin=$(tool_bin "$ctool")
     sbin=$(tool_bin "$stool")
     runno=$((runno + 1))
@@ -419,10 +424,10 @@ echo "iperf3 --gsro: $IPERF3_GSRO ($("$IPERF3_GSRO" -v 2>/dev/null | head -n1 ||
 read -r -a prates <<<"$PACED_RATES"
 read -r -a plens <<<"$PACED_LENS"
 nmain=$(( PACED_ONLY == 1 ? 0 : ${#combos[@]} + ${#paced[@]} ))
-echo "DURATION=$DURATION REPEATS=$REPEATS LEN=$LEN, $(( (nmain + 2 * ${#prates[@]} * ${#plens[@]}) * REPEATS )) runs" >&2
+echo "DURATION=$DURATION REPEATS=$REPEATS LEN=$LEN, $(( (nmain + 3 * ${#prates[@]} * ${#plens[@]}) * REPEATS )) runs" >&2
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for round in $(seq "$REPEATS"); do
-    if (( round % 2 == 1 )); then order=(0 1 2 3); porder=(0 1); tools=(netperfd gsro); else order=(3 2 1 0); porder=(1 0); tools=(gsro netperfd); fi
+    if (( round % 2 == 1 )); then order=(0 1 2 3); porder=(0 1); tools=(netperfd nkernel gsro); else order=(3 2 1 0); porder=(1 0); tools=(gsro nkernel netperfd); fi
     if [[ $PACED_ONLY != 1 ]]; then
         for i in "${order[@]}"; do
             read -r c s <<<"${combos[$i]}"
@@ -534,12 +539,14 @@ for r in pruns:
 pkeys = keys + ("sender_peak_1ms_x", "receiver_peak_1ms_x", "sender_wakeups_per_s")
 for rate, ln in cells:
     row = {"rate": rate, "len": ln}
-    for c in ("netperfd", "gsro"):
+    for c in ("netperfd", "nkernel", "gsro"):
         mine = [r for r in pruns if r["client"] == c and r["rate"] == rate and r["len"] == ln]
         ok = [r for r in mine if r["ok"]]
         row[c] = {"runs": len(mine), "ok_runs": len(ok), **{k: med([r.get(k) for r in ok]) for k in pkeys}}
     row["ratio_sender_dgrams_per_cpu_s"] = ratio(row["netperfd"]["sender_dgrams_per_cpu_s"],
                                                  row["gsro"]["sender_dgrams_per_cpu_s"])
+    row["ratio_kernel_sender_dgrams_per_cpu_s"] = ratio(row["nkernel"]["sender_dgrams_per_cpu_s"],
+                                                        row["gsro"]["sender_dgrams_per_cpu_s"])
     ptable.append(row)
 if ptable:
     print()
@@ -550,16 +557,18 @@ if ptable:
     print(ph)
     print("-" * len(ph))
     for row in ptable:
-        for c, name in (("gsro", "3.21gsro"), ("netperfd", "netperfd")):
+        for c, name in (("gsro", "3.21gsro"), ("netperfd", "netperfd"), ("nkernel", "n-kernel")):
             x = row[c]
-            rx = f(row["ratio_sender_dgrams_per_cpu_s"], ".2f") if c == "netperfd" else ""
+            rk = {"netperfd": "ratio_sender_dgrams_per_cpu_s", "nkernel": "ratio_kernel_sender_dgrams_per_cpu_s"}
+            rx = f(row[rk[c]], ".2f") if c in rk else ""
             print(f"{row['rate']:>6}{row['len']:>6}  {name:<9}{str(x['ok_runs'])+'/'+str(x['runs']):>5}"
                   f"{f(x['sender_dgrams_per_s'], '.0f'):>10}{f(x['sender_dgrams_per_cpu_s'], '.0f'):>10}"
                   f"{f(x['loss_percent'], '.2f'):>8}{f(x['receiver_peak_1ms_x'], '.2f'):>10}"
                   f"{f(x['sender_peak_1ms_x'], '.2f'):>10}{f(x['sender_wakeups_per_s'], '.0f'):>8}{rx:>12}")
     print("(rcv 1ms x: the netperfd receiver's busiest 1 ms of arrivals / -b (before commit c55f8b8 it")
     print(" counted a batch sharing one timestamp once and read low); snd 1ms x: netperfd's pacer record;")
-    print(" wake/s: the sender process's voluntary context switches per second, from /usr/bin/time %w)")
+    print(" wake/s: the sender process's voluntary context switches per second, from /usr/bin/time %w;")
+    print(" n-kernel: netperfd --udp-pacing kernel, no fq on this veth: its CPU only, its batches unspread)")
     print()
     for row in ptable:
         v = row["ratio_sender_dgrams_per_cpu_s"]
@@ -573,6 +582,16 @@ if ptable:
                             {"metric": "sender datagrams per CPU-second vs iperf3 3.21 --gsro", "ratio": v,
                              "op": ">=", "threshold": 1.5},
                             {"metric": "receiver loss %", "value": loss, "op": "<=", "threshold": 1.0}]})
+        # Kernel pacing: CPU only here (no fq on the veth: its loss is measured in the VM lab).
+        v = row["ratio_kernel_sender_dgrams_per_cpu_s"]
+        met = v is not None and v >= 1.5
+        name = f"netperfd kernel-paced -b {row['rate']} -l {row['len']}"
+        print(f"TARGET {'MET   ' if met else 'MISSED'} {name:<34} datagrams per sender CPU-second "
+              f"{f(v, '.2f')}x 3.21 --gsro >= 1.50x (CPU only: no fq here)")
+        targets.append({"client": "nkernel", "server": "netperfd", "rate": row["rate"], "len": row["len"],
+                        "met": met, "checks": [
+                            {"metric": "sender datagrams per CPU-second vs iperf3 3.21 --gsro", "ratio": v,
+                             "op": ">=", "threshold": 1.5}]})
 for x in summary:
     if x["client"] != "netperfd" or x["paced"]:
         continue

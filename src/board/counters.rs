@@ -11,6 +11,7 @@
 //! Which namespace: `/proc/net/*` (snmp, netstat, dev), qdiscs and the ethtool ioctl follow the
 //! reader's network namespace; softnet_stat, interrupts, cpufreq and thermal are the host's.
 
+pub(crate) use crate::engine::netlink::{tc_dump, tc_handle, tc_parent};
 use crate::engine::sys::ethtool;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -274,14 +275,6 @@ impl Qdisc {
     }
 }
 
-pub(crate) fn tc_handle(major: u16, minor: u16) -> String {
-    if minor == 0 {
-        format!("{major:x}:")
-    } else {
-        format!("{major:x}:{minor:x}")
-    }
-}
-
 /// Every qdisc of every port of this network namespace, by interface index (one netlink
 /// dump, read synchronously). Empty when netlink cannot be read.
 pub fn qdiscs() -> BTreeMap<i32, Vec<Qdisc>> {
@@ -336,72 +329,6 @@ fn qdiscs_dump() -> Option<BTreeMap<i32, Vec<Qdisc>>> {
         out.entry(h.index).or_default().push(q);
     })?;
     Some(out)
-}
-
-/// `tc`'s name of a qdisc's or class's parent: `root`, `ingress`, or its `major:minor`.
-pub(crate) fn tc_parent(h: &rtnetlink::packet_route::tc::TcHeader) -> String {
-    if h.parent.major == 0xffff && h.parent.minor == 0xffff {
-        "root".to_string()
-    } else if h.parent.major == 0xffff && h.parent.minor == 0xfff1 {
-        "ingress".to_string()
-    } else {
-        tc_handle(h.parent.major, h.parent.minor)
-    }
-}
-
-/// One netlink dump of the qdiscs (`class` false; every port with `index` 0) or of port
-/// `index`'s classes (`class` true), each message handed to `each`. `None` when netlink
-/// cannot be read or answers an error. The read is bounded (10,000 datagrams) so a confused
-/// socket cannot loop for ever; lengths are checked before any slice.
-pub(crate) fn tc_dump(
-    class: bool,
-    index: i32,
-    mut each: impl FnMut(&rtnetlink::packet_route::tc::TcMessage),
-) -> Option<()> {
-    use rtnetlink::packet_core::{NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST};
-    use rtnetlink::packet_route::tc::TcMessage;
-    use rtnetlink::packet_route::RouteNetlinkMessage as M;
-    use rtnetlink::sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
-    let mut s = Socket::new(NETLINK_ROUTE).ok()?;
-    s.bind_auto().ok()?;
-    s.connect(&SocketAddr::new(0, 0)).ok()?;
-    let mut msg = TcMessage::default();
-    msg.header.index = index;
-    let mut req = NetlinkMessage::from(if class {
-        M::GetTrafficClass(msg)
-    } else {
-        M::GetQueueDiscipline(msg)
-    });
-    req.header.flags = NLM_F_REQUEST | NLM_F_DUMP;
-    req.header.sequence_number = 1;
-    req.finalize();
-    let mut buf = vec![0u8; req.buffer_len()];
-    req.serialize(&mut buf);
-    s.send(&buf, 0).ok()?;
-    for _ in 0..10_000 {
-        let (data, _) = s.recv_from_full().ok()?;
-        if data.is_empty() {
-            return Some(());
-        }
-        let mut off = 0usize;
-        while let Some(rest) = data.get(off..).filter(|r| !r.is_empty()) {
-            let msg = NetlinkMessage::<M>::deserialize(rest).ok()?;
-            let len = msg.header.length as usize;
-            match msg.payload {
-                NetlinkPayload::Done(_) => return Some(()),
-                NetlinkPayload::Error(_) => return None,
-                NetlinkPayload::InnerMessage(M::NewQueueDiscipline(m) | M::NewTrafficClass(m)) => {
-                    each(&m)
-                }
-                _ => {}
-            }
-            if len == 0 {
-                break;
-            }
-            off = off.saturating_add(len);
-        }
-    }
-    Some(())
 }
 
 /// One core's clock (cpufreq, kHz as sysfs gives it) and governor.

@@ -111,6 +111,11 @@ pub struct IperfArgs {
     /// TCP, and UDP where an fq qdisc enforces it), K/M/G suffixes
     #[arg(long = "fq-rate", value_name = "N[KMG]")]
     pub fq_rate: Option<String>,
+    /// netperfd: who paces a UDP sender at -b: auto (the kernel where the egress port's root
+    /// qdisc is fq, else user space), kernel (always: SO_MAX_PACING_RATE and 4 ms batches),
+    /// user (the user-space pacer always)
+    #[arg(long = "udp-pacing", value_name = "auto|kernel|user")]
+    pub udp_pacing: Option<String>,
     /// Prefix every output line with this string
     #[arg(short = 'T', long = "title", value_name = "STR")]
     pub title: Option<String>,
@@ -291,6 +296,10 @@ pub fn client_spec(a: &IperfArgs, host: &str) -> Result<ClientSpec, String> {
     p.congestion = a.congestion.clone();
     if let Some(r) = &a.fq_rate {
         p.fq_rate = parse_suffixed(r, true).map_err(|e| format!("--fq-rate: {e}"))?;
+    }
+    if let Some(m) = &a.udp_pacing {
+        p.udp_pacing = crate::engine::pacer::PacingMode::parse(m)
+            .ok_or_else(|| format!("--udp-pacing: '{m}' is not auto, kernel or user"))?;
     }
     p.get_server_output = a.get_server_output;
     p.title = a.title.clone();
@@ -1131,6 +1140,24 @@ mod tests {
         );
         assert_eq!(titled(None, t), t);
         assert_eq!(titled(Some("x"), "no newline"), "x:  no newline");
+    }
+
+    #[test]
+    fn udp_pacing_takes_its_three_words() {
+        use crate::engine::pacer::PacingMode;
+        for (w, m) in [
+            ("auto", PacingMode::Auto),
+            ("kernel", PacingMode::Kernel),
+            ("user", PacingMode::User),
+        ] {
+            let s = client_spec(&args(|a| a.udp_pacing = Some(w.into())), "192.0.2.2").unwrap();
+            assert_eq!(s.params.udp_pacing, m, "{w}");
+        }
+        let s = client_spec(&args(|_| {}), "192.0.2.2").unwrap();
+        assert_eq!(s.params.udp_pacing, PacingMode::Auto);
+        let bad = args(|a| a.udp_pacing = Some("fq".into()));
+        let err = client_spec(&bad, "192.0.2.2").unwrap_err();
+        assert!(err.starts_with("--udp-pacing: 'fq'"), "{err}");
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod iperf3;
 pub mod latency;
 pub mod meter;
 pub mod net;
+pub mod netlink;
 pub mod pacer;
 pub mod params;
 pub mod path;

@@ -92,6 +92,10 @@ pub struct Params {
     pub skip_rx_copy: bool,
     /// The client's version string, e.g. "3.12"; `None` if not sent.
     pub client_version: Option<String>,
+    /// How this end's paced UDP senders are paced (`--udp-pacing`; netperfd's own, never on
+    /// the wire: a server's senders use `auto`).
+    #[serde(default)]
+    pub udp_pacing: crate::engine::pacer::PacingMode,
 }
 
 impl Default for Params {
@@ -122,6 +126,7 @@ impl Default for Params {
             dont_fragment: false,
             skip_rx_copy: false,
             client_version: None,
+            udp_pacing: Default::default(),
         }
     }
 }

@@ -125,6 +125,10 @@ pub struct UdpSummary {
     /// one per datagram otherwise; `None` where this side did not send. Not on the wire.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sender_skbs: Option<u64>,
+    /// Who paced this end's paced sender: the kernel's fq or the user-space pacer (see
+    /// [`crate::engine::pacer::PacedBy`]); `None` unpaced, or in rows stored before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paced_by: Option<crate::engine::pacer::PacedBy>,
 }
 
 impl UdpSummary {
@@ -780,6 +784,11 @@ fn udp_total(ss: &[&StreamSummary]) -> UdpSummary {
             .iter()
             .filter_map(|u| u.sender_skbs)
             .reduce(u64::saturating_add),
+        // The kernel's when any stream was paced by it (all are, or none, on one port).
+        paced_by: us
+            .iter()
+            .filter_map(|u| u.paced_by)
+            .max_by_key(|p| p.is_kernel()),
     }
 }
 
@@ -1322,7 +1331,10 @@ fn rate_checks_json(report: &Report, end: &mut Map<String, Value>) {
     let gso = gso_note(report);
     if report.params.bandwidth > 0 && report.streams.iter().any(|s| s.local_sender) {
         let mut how = if is_udp(report) {
-            crate::engine::pacer::Pacing::UserSpace.as_str().to_string()
+            paced_by(report).map_or_else(
+                || crate::engine::pacer::Pacing::UserSpace.as_str().to_string(),
+                |p| p.sentence(),
+            )
         } else {
             "user-space write schedule".to_string()
         };
@@ -1335,6 +1347,17 @@ fn rate_checks_json(report: &Report, end: &mut Map<String, Value>) {
     if let Some(n) = gso {
         end.insert("udp_gso".into(), n.into());
     }
+}
+
+/// Who paced this end's UDP senders: the kernel's when any stream says so, else the first
+/// stream's word (see [`crate::engine::pacer::PacedBy`]).
+pub fn paced_by(report: &Report) -> Option<crate::engine::pacer::PacedBy> {
+    report
+        .streams
+        .iter()
+        .filter(|s| s.local_sender)
+        .filter_map(|s| s.udp.and_then(|u| u.paced_by))
+        .max_by_key(|p| p.is_kernel())
 }
 
 /// Why this end's UDP senders sent without GSO, one sentence per distinct reason joined by

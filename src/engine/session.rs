@@ -53,6 +53,8 @@ pub struct DataStream {
     gso_off: Arc<Mutex<Option<crate::engine::udp::GsoOff>>>,
     /// A UDP sender's packets handed to the kernel (see [`crate::engine::udp::UdpSendCfg::skbs`]).
     skbs: Arc<AtomicU64>,
+    /// Who paced a paced UDP sender (see [`crate::engine::pacer::PacedBy`]).
+    paced_by: Arc<Mutex<Option<crate::engine::pacer::PacedBy>>>,
     thread: Option<JoinHandle<()>>,
     prev_bytes: u64,
     omit_bytes: u64,
@@ -134,6 +136,7 @@ impl DataStream {
             pacer_stats: Default::default(),
             gso_off: Default::default(),
             skbs: Default::default(),
+            paced_by: Default::default(),
             thread: None,
             prev_bytes: 0,
             omit_bytes: 0,
@@ -408,6 +411,8 @@ impl DataPhase {
                         pacer_stats: Some(s.pacer_stats.clone()),
                         gso_off: Some(s.gso_off.clone()),
                         skbs: Some(s.skbs.clone()),
+                        pacing: self.params.udp_pacing,
+                        paced_by: Some(s.paced_by.clone()),
                     };
                     let pk = s.packets.clone();
                     b.spawn(move || {
@@ -724,6 +729,7 @@ impl DataPhase {
                             sender_owed_ms: paced.map(|st| st.owed_ms),
                             gso_off: s.gso_off.lock().map(|g| *g).unwrap_or_default(),
                             sender_skbs: Some(s.skbs.load(Relaxed)),
+                            paced_by: s.paced_by.lock().map(|g| *g).unwrap_or_default(),
                             ..Default::default()
                         })
                     }
@@ -745,6 +751,7 @@ impl DataPhase {
                             sender_owed_ms: None,
                             gso_off: None,
                             sender_skbs: None,
+                            paced_by: None,
                         }
                     }),
                     _ => None,

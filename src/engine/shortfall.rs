@@ -34,6 +34,10 @@ pub struct RateCheck {
     /// What the paced sender still owed its schedule at the end, ms (written-off debt
     /// included), when this end sent it.
     pub sender_owed_ms: Option<f64>,
+    /// Who paced the sender, when this end sent UDP paced (see
+    /// [`crate::engine::pacer::PacedBy`]): the kernel's fq is named in the sentence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paced_by: Option<crate::engine::pacer::PacedBy>,
 }
 
 /// A lag behind the schedule from this many ms is named as the reason of a shortfall.
@@ -57,7 +61,14 @@ impl RateCheck {
             sender_peak_1ms_bps: None,
             sender_stalls: None,
             sender_owed_ms: None,
+            paced_by: None,
         })
+    }
+
+    /// With who paced the sender (see the field).
+    pub fn with_paced_by(mut self, p: Option<crate::engine::pacer::PacedBy>) -> Self {
+        self.paced_by = p;
+        self
     }
 
     /// With the sender's pacer figures (see the fields), when this end sent.
@@ -133,6 +144,11 @@ impl RateCheck {
             Some(r) => format!(", the receiver got {}", crate::model::display::rate(r)),
             None => String::new(),
         };
+        let kernel = self
+            .paced_by
+            .and_then(|p| p.note())
+            .map(|n| format!("; {n}"))
+            .unwrap_or_default();
         if self.short {
             let why = match (self.catch_up(), self.why()) {
                 (Some(c), _) if self.sender_stalls.is_some() => format!("; {c}"),
@@ -140,7 +156,7 @@ impl RateCheck {
                 _ => String::new(),
             };
             format!(
-                "shortfall: the sender sent {} of the {} asked ({:.1} %){recv}{why}",
+                "shortfall: the sender sent {} of the {} asked ({:.1} %){recv}{why}{kernel}",
                 crate::model::display::rate(self.sent_bits_per_second),
                 crate::model::display::rate(self.target_bits_per_second),
                 self.sent_percent
@@ -151,7 +167,7 @@ impl RateCheck {
                 .map(|c| format!("; {c}"))
                 .unwrap_or_default();
             format!(
-                "reached the requested rate: the sender sent {} of the {} asked ({:.1} %){recv}{note}",
+                "reached the requested rate: the sender sent {} of the {} asked ({:.1} %){recv}{note}{kernel}",
                 crate::model::display::rate(self.sent_bits_per_second),
                 crate::model::display::rate(self.target_bits_per_second),
                 self.sent_percent
@@ -239,8 +255,15 @@ pub fn for_report_leg(report: &Report, local_sender: bool) -> Option<RateCheck> 
         .iter()
         .filter_map(|s| s.udp.and_then(|u| u.sender_owed_ms))
         .reduce(f64::max);
-    RateCheck::new(report.params.bandwidth as f64 * ss.len() as f64, sent, recv)
-        .map(|c| c.with_sender(lag, peak).with_catch_up(stalls, owed))
+    let paced_by = ss
+        .iter()
+        .filter_map(|s| s.udp.and_then(|u| u.paced_by))
+        .max_by_key(|p| p.is_kernel());
+    RateCheck::new(report.params.bandwidth as f64 * ss.len() as f64, sent, recv).map(|c| {
+        c.with_sender(lag, peak)
+            .with_catch_up(stalls, owed)
+            .with_paced_by(paced_by)
+    })
 }
 
 /// The rate check of an iperf3 report's main leg: the client→server leg of a `--bidir` test,
@@ -325,6 +348,31 @@ mod tests {
     }
 
     /// Issue 39 item 2: the pacing note shows the stall and the repayment, reached or not.
+    #[test]
+    fn the_note_names_the_kernel_when_fq_paced() {
+        use crate::engine::pacer::{PacedBy, PortName, UserWhy};
+        let base = RateCheck::new(20e6, 19.99e6, Some(19.98e6)).unwrap();
+        let k = base.with_paced_by(Some(PacedBy::Kernel {
+            port: PortName::new("a0"),
+            forced: false,
+        }));
+        assert_eq!(
+            k.sentence(),
+            "reached the requested rate: the sender sent 20.0 Mbit/s of the 20.0 Mbit/s asked (100.0 %), the receiver got 20.0 Mbit/s; paced by the kernel (fq on a0)"
+        );
+        // The user-space pacer is the default: the sentence is unchanged.
+        let u = base.with_paced_by(Some(PacedBy::UserSpace { why: UserWhy::NoFq }));
+        assert_eq!(u.sentence(), base.sentence());
+        let forced = base.with_paced_by(Some(PacedBy::Kernel {
+            port: PortName::new(""),
+            forced: true,
+        }));
+        assert!(forced.sentence().ends_with(
+            "; paced by the kernel, forced without fq (nothing spread its 8 ms batches)"
+        ));
+        assert_eq!(k.to_json()["sent_percent"], base.to_json()["sent_percent"]);
+    }
+
     #[test]
     fn the_pacing_note_shows_the_stall_and_the_repayment() {
         let ok = RateCheck::new(100e6, 99.9e6, Some(99.8e6))

@@ -29,6 +29,16 @@ const MAX_BATCH: usize = 64;
 /// super-datagrams of at most [`MAX_BATCH`]): 0.8 ms of traffic is 195 datagrams of 512 bytes
 /// at 1 Gbit/s.
 const MAX_PACED_BATCH: usize = 256;
+/// Most datagrams a kernel-paced sender hands over per wake-up: 4096 (8 ms at 1 Gbit/s is 690
+/// datagrams of 1448 bytes, 1953 of 512), and at most [`MAX_KERNEL_BATCH_BYTES`].
+const MAX_KERNEL_BATCH: usize = 4096;
+/// Most bytes a kernel-paced sender hands over per wake-up (its buffer): 2 MiB.
+const MAX_KERNEL_BATCH_BYTES: usize = 2 << 20;
+/// Most messages in one sendmmsg call (the kernel's UIO_MAXIOV).
+const SENDMMSG_MAX: usize = 1024;
+/// Bytes of the Ethernet header, counted by fq's pacing in every segment (with the IP and UDP
+/// headers: `qdisc_pkt_len`).
+const ETH_HEADER: usize = 14;
 
 /// Extend a 32-bit wire sequence number to 64 bits: the value ≡ `s32` (mod 2^32) closest to
 /// `reference` (the highest sequence seen so far). Correct across 2^31 and 2^32.
@@ -382,7 +392,7 @@ pub fn loss_percent(lost: u64, expected: u64) -> f64 {
     }
 }
 
-pub use super::pacer::{Pacer, PacerStats};
+pub use super::pacer::{PacedBy, Pacer, PacerStats, PacingMode};
 pub use super::sys::{fine_timer_slack, mono_now};
 use super::sys::{getsockopt_int, recvmmsg, send, sendmmsg, setsockopt_int, CmsgSlot};
 
@@ -454,6 +464,11 @@ pub struct UdpSendCfg {
     /// super-datagram, one per datagram otherwise. A port that counts skbs (a veth) counts
     /// these, not datagrams; the ledger sets them against the port's packet counter.
     pub skbs: Option<Arc<AtomicU64>>,
+    /// How a paced sender asks to be paced (`--udp-pacing`, see [`PacingMode`]).
+    pub pacing: PacingMode,
+    /// Where a paced sender says who paced it (the kernel's fq or the user-space pacer), for
+    /// `end.pacing` and the run's notes.
+    pub paced_by: Option<Arc<Mutex<Option<PacedBy>>>>,
 }
 
 /// How an iperf 2 sender lays out its datagrams (see `engine::iperf2::wire`).
@@ -474,6 +489,24 @@ pub fn batch_size(rate_bps: u64, len: usize) -> usize {
         return MAX_BATCH;
     }
     Pacer::batch_datagrams(rate_bps, len, MAX_PACED_BATCH)
+}
+
+/// Datagrams per wake-up of a kernel-paced sender (see [`super::pacer::KERNEL_BATCH_TIME`]):
+/// about 8 ms of traffic, 1..=4096 and at most 2 MiB.
+pub fn kernel_batch_size(rate_bps: u64, len: usize) -> usize {
+    let max = (MAX_KERNEL_BATCH_BYTES / len.max(1)).clamp(1, MAX_KERNEL_BATCH);
+    Pacer::kernel_batch_datagrams(rate_bps, len, max)
+}
+
+/// SO_MAX_PACING_RATE for a kernel-paced sender of `len`-byte datagrams at `rate_bps` bits/s
+/// of payload, bytes/s: fq counts every segment with its Ethernet, IP and UDP headers
+/// (`v6`: IPv6's), and paces at [`super::pacer::KERNEL_MARGIN`] × the rate so the schedule,
+/// not fq, sets the average (see the pacer's module docs). At least 1.
+pub fn kernel_pacing_rate(rate_bps: u64, len: usize, v6: bool) -> u64 {
+    let hdr = ETH_HEADER + if v6 { V6_OVERHEAD } else { V4_OVERHEAD };
+    let len = len.max(1) as f64;
+    let wire = rate_bps as f64 / 8.0 * (len + hdr as f64) / len;
+    ((wire * super::pacer::KERNEL_MARGIN) as u64).max(1)
 }
 
 /// Datagrams per kernel call: with GSO at most [`MAX_BATCH`] and [`GSO_MAX_BYTES`] (at least
@@ -500,6 +533,19 @@ trait BatchTx {
     fn send_mmsg(&mut self, buf: &[u8], len: usize, n: usize) -> std::io::Result<usize>;
     /// Turn GSO off on the socket (after the kernel refused it).
     fn disable_gso(&mut self);
+    /// Send `m` GSO super-datagrams of `seg` bytes each, laid end to end in `buf` (one
+    /// sendmmsg call on a socket); how many super-datagrams went.
+    fn send_gso_many(&mut self, buf: &[u8], seg: usize, m: usize) -> std::io::Result<usize> {
+        let mut sent = 0;
+        while sent < m {
+            match self.send_gso(&buf[sent * seg..(sent + 1) * seg]) {
+                Ok(_) => sent += 1,
+                Err(_) if sent > 0 => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(sent)
+    }
 }
 
 /// [`BatchTx`] on a real socket.
@@ -514,6 +560,9 @@ impl BatchTx for SockTx<'_> {
     }
     fn disable_gso(&mut self) {
         disable_gso(self.0);
+    }
+    fn send_gso_many(&mut self, buf: &[u8], seg: usize, m: usize) -> std::io::Result<usize> {
+        sendmmsg(self.0.as_raw_fd(), buf, seg, m)
     }
 }
 
@@ -616,6 +665,9 @@ fn sends_ipv6(sock: &UdpSocket) -> bool {
 /// rest of the stream, `off` records why, and the same batch goes at once by sendmmsg, so the
 /// datagrams the pacer booked are sent now, not a batch later (no rate lost, none counted
 /// twice, the sequence continuous). Returns the datagrams sent.
+///
+/// `skb`: datagrams per GSO super-datagram; when `n` is a multiple of it above it (a
+/// kernel-paced batch), the batch goes as `n / skb` super-datagrams in one sendmmsg call.
 fn send_batch(
     tx: &mut impl BatchTx,
     gso: &mut bool,
@@ -623,10 +675,17 @@ fn send_batch(
     buf: &[u8],
     len: usize,
     n: usize,
+    skb: usize,
 ) -> std::io::Result<usize> {
     if *gso {
-        match tx.send_gso(&buf[..n * len]) {
-            Ok(b) => return Ok(b / len),
+        let sent = if skb > 0 && n > skb && n % skb == 0 {
+            tx.send_gso_many(&buf[..n * len], skb * len, n / skb)
+                .map(|m| m * skb)
+        } else {
+            tx.send_gso(&buf[..n * len]).map(|b| b / len)
+        };
+        match sent {
+            Ok(k) => return Ok(k),
             Err(e)
                 if matches!(
                     e.raw_os_error(),
@@ -661,15 +720,91 @@ pub fn udp_send_loop(
     let _ = fine_timer_slack();
     let _ = sock.set_write_timeout(Some(crate::engine::tcp::POLL));
     let len = sender_len(&cfg);
-    let batch = batch_size(cfg.rate, len);
-    let plan = gso_plan(len, sends_ipv6(&sock), path_mtu(&sock), batch, cfg.gso);
+    let v6 = sends_ipv6(&sock);
+    let paced_by = (cfg.rate > 0).then(|| kernel_or_user(&sock, &cfg, len, v6));
+    let kernel = paced_by.is_some_and(|p| p.is_kernel());
+    if let (Some(p), Some(slot)) = (paced_by, &cfg.paced_by) {
+        if let Ok(mut g) = slot.lock() {
+            *g = Some(p);
+        }
+    }
+    let batch = if kernel {
+        kernel_batch_size(cfg.rate, len)
+    } else {
+        batch_size(cfg.rate, len)
+    };
+    let plan = gso_plan(len, v6, path_mtu(&sock), batch, cfg.gso);
     let gso = plan.gso && enable_gso(&sock, len);
     if let (Some(off), Some(slot)) = (plan.off, &cfg.gso_off) {
         if let Ok(mut g) = slot.lock() {
             *g = Some(off);
         }
     }
-    run_sender(&mut SockTx(&sock), gso, &cfg, &bytes, &packets, &shared);
+    if kernel {
+        let skb = if gso {
+            Pacer::kernel_skb_datagrams(cfg.rate, len, call_size(len, true))
+        } else {
+            1
+        };
+        let v = kernel_send_buffer(kernel_pacing_rate(cfg.rate, len, v6), skb * len);
+        if setsockopt_int(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, v).is_err() {
+            let _ = setsockopt_int(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, v);
+        }
+    }
+    run_sender_mode(
+        &mut SockTx(&sock),
+        gso,
+        kernel,
+        &cfg,
+        &bytes,
+        &packets,
+        &shared,
+    );
+}
+
+/// Decide who paces a paced sender (see [`super::pacer::decide_pacing`]) and set the socket
+/// up for it: under kernel pacing, SO_MAX_PACING_RATE at [`kernel_pacing_rate`] and a send
+/// buffer that holds the queue the pacer lets build in fq (a socket whose pacing rate cannot
+/// be set is paced in user space).
+fn kernel_or_user(sock: &UdpSocket, cfg: &UdpSendCfg, len: usize, v6: bool) -> PacedBy {
+    let fd = sock.as_raw_fd();
+    let fq = match cfg.pacing {
+        PacingMode::User => None,
+        _ => crate::engine::netlink::fq_egress(sock),
+    };
+    // An unset pacing rate reads as ~0 (-1 as an int); anything else is `--fq-rate`'s.
+    let rate_set =
+        getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE).is_ok_and(|v| v != -1);
+    let p = super::pacer::decide_pacing(cfg.pacing, fq.as_deref(), rate_set);
+    if !p.is_kernel() {
+        return p;
+    }
+    let pacing = kernel_pacing_rate(cfg.rate, len, v6);
+    if super::sys::set_max_pacing_rate(fd, pacing).is_err() {
+        return PacedBy::UserSpace {
+            why: super::pacer::UserWhy::NoFq,
+        };
+    }
+    p
+}
+
+/// fq's default limit of packets (skbs) queued per flow: beyond it fq drops.
+const FQ_FLOW_LIMIT: usize = 100;
+
+/// SO_SNDBUF for a kernel-paced sender (the value to pass: the kernel doubles it), bytes:
+/// room for the batch on its way and the queue the pacer lets build in fq
+/// ([`super::pacer::KERNEL_BATCH_TIME`] + [`super::pacer::KERNEL_QUEUE`] at `pacing`
+/// bytes/s, twice over for the kernel's bookkeeping), but never room for more than 80 % of
+/// fq's per-flow limit of super-datagrams of `skb_bytes` (each costs the buffer at least its
+/// bytes). The buffer is the real bound on fq's queue: where fq drains slower than its pacing
+/// rate (late timers: measured under TCG, where a modelled queue overflowed fq's limit and it
+/// dropped 1,023 of 2,688 datagrams), the sender blocks instead of fq dropping.
+pub fn kernel_send_buffer(pacing: u64, skb_bytes: usize) -> libc::c_int {
+    let queue = super::pacer::KERNEL_BATCH_TIME + super::pacer::KERNEL_QUEUE;
+    let want = (pacing as f64 * queue.as_secs_f64() * 2.0) as usize;
+    let most = skb_bytes.max(1).saturating_mul(FQ_FLOW_LIMIT * 8 / 10);
+    let v = want.min(most) / 2;
+    v.clamp(4096, i32::MAX as usize) as libc::c_int
 }
 
 /// Bytes per datagram on the wire for this sender: `cfg.len`, at least the header (and the
@@ -701,22 +836,50 @@ fn left_to_send(shared: &Shared, len: usize) -> usize {
     usize::try_from(left).unwrap_or(usize::MAX).max(1)
 }
 
-/// The send loop of [`udp_send_loop`] on any [`BatchTx`]; `gso`: the socket has UDP GSO on.
-/// Returns the pacer (None unpaced) for its figures.
+/// [`run_sender_mode`] paced in user space.
+#[cfg(test)]
 fn run_sender(
     tx: &mut impl BatchTx,
+    gso: bool,
+    cfg: &UdpSendCfg,
+    bytes: &AtomicU64,
+    packets: &AtomicU64,
+    shared: &Shared,
+) -> Option<Pacer> {
+    run_sender_mode(tx, gso, false, cfg, bytes, packets, shared)
+}
+
+/// The send loop of [`udp_send_loop`] on any [`BatchTx`]; `gso`: the socket has UDP GSO on;
+/// `kernel`: the kernel paces (batches of [`kernel_batch_size`], GSO super-datagrams of about
+/// 0.5 ms of traffic, see the pacer's module docs). Returns the pacer (None unpaced) for its
+/// figures.
+fn run_sender_mode(
+    tx: &mut impl BatchTx,
     mut gso: bool,
+    kernel: bool,
     cfg: &UdpSendCfg,
     bytes: &AtomicU64,
     packets: &AtomicU64,
     shared: &Shared,
 ) -> Option<Pacer> {
     let len = sender_len(cfg);
-    let mut batch = batch_size(cfg.rate, len);
+    let kernel = kernel && cfg.rate > 0;
+    let mut batch = if kernel {
+        kernel_batch_size(cfg.rate, len)
+    } else {
+        batch_size(cfg.rate, len)
+    };
     if cfg.rate == 0 && gso {
         // Unpaced: one GSO super-datagram per call.
         batch = call_size(len, true);
     }
+    // Datagrams per GSO super-datagram: all of a call's (up to 64 and 65000 bytes), or under
+    // kernel pacing about 0.5 ms of traffic, since fq sends each one as a burst.
+    let skb = if kernel {
+        Pacer::kernel_skb_datagrams(cfg.rate, len, call_size(len, true))
+    } else {
+        call_size(len, true)
+    };
     let mut fill = crate::engine::tcp::payload(len, cfg.repeating);
     if let Some(t) = &cfg.iperf2 {
         fill[12..16].fill(0);
@@ -731,7 +894,9 @@ fn run_sender(
     // only debt beyond 1 s is written off.
     // No priority boost for the sender thread: on one host (veth) a nice −10 sender delays
     // the receiver's softirq and its arrival times bunch (measured: busiest 1 ms 1.9–2.5 ×).
-    let mut pacer = if cfg.rate > 0 {
+    let mut pacer = if kernel {
+        Some(Pacer::new_kernel(cfg.rate, super::pacer::MAX_DEBT))
+    } else if cfg.rate > 0 {
         Some(Pacer::new(cfg.rate, super::pacer::MAX_DEBT))
     } else {
         None
@@ -786,12 +951,26 @@ fn run_sender(
         // the last datagram that went.
         let mut off = 0;
         let res = loop {
-            let k = (batch - off).min(call_size(len, gso));
+            let left = batch - off;
+            let k = if kernel && gso && left > skb {
+                // Whole super-datagrams in one sendmmsg call; the rest in the next call.
+                (left / skb).min(SENDMMSG_MAX) * skb
+            } else if kernel && gso {
+                left
+            } else {
+                left.min(call_size(len, gso))
+            };
             let was_gso = gso;
-            let sent = send_batch(tx, &mut gso, &mut refused, &buf[off * len..], len, k);
+            let sent = send_batch(tx, &mut gso, &mut refused, &buf[off * len..], len, k, skb);
             if let (Ok(n), Some(skbs)) = (&sent, &cfg.skbs) {
-                // A GSO call is one skb (`gso` is still on: the call went as GSO).
-                let n = if gso { u64::from(*n > 0) } else { *n as u64 };
+                // Still `gso` after the call: it went as GSO super-datagrams of `per`
+                // datagrams each (several in one sendmmsg when kernel-paced), one skb each.
+                let per = if skb > 0 && k > skb && k % skb == 0 {
+                    skb
+                } else {
+                    k.max(1)
+                };
+                let n = if gso { n.div_ceil(per) } else { *n } as u64;
                 skbs.fetch_add(n, Relaxed);
             }
             if was_gso && !gso {
@@ -1283,6 +1462,10 @@ mod tests {
         shared: Arc<Shared>,
         /// An errno every sendmmsg call fails with (a kernel refusing the datagram itself).
         mmsg_err: Option<i32>,
+        /// sendmmsg calls of GSO super-datagrams (kernel pacing), and the datagrams of the
+        /// largest super-datagram sent.
+        gso_many_calls: usize,
+        largest_gso: usize,
     }
 
     impl FakeTx {
@@ -1299,6 +1482,8 @@ mod tests {
                 stop_after,
                 shared,
                 mmsg_err: None,
+                gso_many_calls: 0,
+                largest_gso: 0,
             }
         }
         fn take(&mut self, buf: &[u8]) {
@@ -1315,7 +1500,15 @@ mod tests {
     }
 
     impl BatchTx for FakeTx {
+        fn send_gso_many(&mut self, buf: &[u8], seg: usize, m: usize) -> std::io::Result<usize> {
+            self.gso_many_calls += 1;
+            for i in 0..m {
+                self.send_gso(&buf[i * seg..(i + 1) * seg])?;
+            }
+            Ok(m)
+        }
         fn send_gso(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.largest_gso = self.largest_gso.max(buf.len() / self.len);
             self.gso_calls += 1;
             if let Some(e) = self.refuse {
                 self.gso_refused += 1;
@@ -1349,6 +1542,8 @@ mod tests {
             pacer_stats: None,
             gso_off: None,
             skbs: None,
+            pacing: PacingMode::Auto,
+            paced_by: None,
         }
     }
 
@@ -1389,6 +1584,70 @@ mod tests {
             // sequence numbers: a batch of the schedule lost).
             assert_eq!(pacer.booked_bytes(), n * 1448, "errno {errno}");
         }
+    }
+
+    #[test]
+    fn kernel_paced_batches_are_8_ms_in_half_ms_super_datagrams() {
+        // -b 1000M -l 1448 under kernel pacing: 690 datagrams (8 ms) per wake-up, handed over
+        // as 16 super-datagrams of 43 (0.5 ms each: fq sends each as one burst) in one
+        // sendmmsg call plus the last 2 in a second call; every datagram once, in order.
+        assert_eq!(kernel_batch_size(1_000_000_000, 1448), 690);
+        let shared = Arc::new(Shared::default());
+        let mut tx = FakeTx::new(1448, None, 3 * 690, shared.clone());
+        let (b, p) = (AtomicU64::new(0), AtomicU64::new(0));
+        let cfg = send_cfg(1448, 1_000_000_000);
+        let pacer = run_sender_mode(&mut tx, true, true, &cfg, &b, &p, &shared)
+            .unwrap_or_else(|| panic!("a paced sender has a pacer"));
+        let n = tx.seqs.len();
+        assert_eq!(n, 3 * 690);
+        assert_eq!(tx.seqs, (1..=n as u64).collect::<Vec<_>>());
+        assert_eq!(tx.largest_gso, 43);
+        assert_eq!((tx.gso_many_calls, tx.gso_calls), (3, 3 * 17));
+        assert_eq!(pacer.booked_bytes(), (n * 1448) as u64);
+        // Without GSO (datagrams above the MTU, say): sendmmsg calls of up to 256.
+        let shared = Arc::new(Shared::default());
+        let mut tx = FakeTx::new(1448, None, 2 * 690, shared.clone());
+        run_sender_mode(&mut tx, false, true, &cfg, &b, &p, &shared);
+        assert_eq!((tx.mmsg_calls, tx.gso_calls), (6, 0));
+        // 100M: 69 datagrams per wake-up, 4 per super-datagram.
+        assert_eq!(kernel_batch_size(100_000_000, 1448), 69);
+        assert_eq!(Pacer::kernel_skb_datagrams(100_000_000, 1448, 44), 4);
+        // 10 Mbit/s at 65,507 bytes: one datagram per wake-up (8 ms is 10,000 bytes).
+        assert_eq!(kernel_batch_size(10_000_000, 65507), 1);
+        // 10 Gbit/s at 64 bytes: 4096 datagrams; 2 MiB at 8000 bytes.
+        assert_eq!(kernel_batch_size(10_000_000_000, 64), 4096);
+        assert_eq!(kernel_batch_size(10_000_000_000, 8000), 262);
+    }
+
+    #[test]
+    fn the_kernel_paced_send_buffer_never_overfills_fq() {
+        // 1000M, 1448 bytes, 43 per super-datagram: 20 ms at the pacing rate is 3.2 MB, x 2;
+        // 80 super-datagrams of 62,264 bytes is 4.98 MB, the bound (the kernel doubles it).
+        let skb = 43 * 1448;
+        let v = kernel_send_buffer(kernel_pacing_rate(1_000_000_000, 1448, false), skb);
+        assert_eq!(v as usize, 80 * skb / 2);
+        // 20M, one datagram per super-datagram: 80 x 1448 bytes (whatever the rate asks).
+        let v = kernel_send_buffer(kernel_pacing_rate(20_000_000, 1448, false), 1448);
+        assert!((v as usize) * 2 <= 80 * 1448, "{v}");
+        // 10M: 20 ms of pacing is less than the bound.
+        let p = kernel_pacing_rate(10_000_000, 1448, false);
+        let v = kernel_send_buffer(p, 1448);
+        assert_eq!(v as usize, (p as f64 * 0.020 * 2.0) as usize / 2);
+        // Never below 4 KiB, never above i32.
+        assert_eq!(kernel_send_buffer(1, 1), 4096);
+        assert_eq!(kernel_send_buffer(u64::MAX, usize::MAX), i32::MAX);
+    }
+
+    #[test]
+    fn kernel_pacing_rate_counts_every_segments_headers() {
+        // fq counts Ethernet + IP + UDP headers per segment (qdisc_pkt_len) and paces at 1.25 ×:
+        // 1000M of 1448-byte payload is 1490 bytes a frame, 128,625,690.6 B/s on the wire.
+        assert!(kernel_pacing_rate(1_000_000_000, 1448, false).abs_diff(160_782_113) <= 1);
+        // IPv6: 1510 bytes a frame.
+        assert!(kernel_pacing_rate(1_000_000_000, 1448, true).abs_diff(162_940_262) <= 1);
+        // 64-byte datagrams: 106 bytes a frame, 1.66 × the payload rate.
+        assert!(kernel_pacing_rate(100_000_000, 64, false).abs_diff(25_878_906) <= 1);
+        assert_eq!(kernel_pacing_rate(1, 1448, false), 1);
     }
 
     #[test]

@@ -114,4 +114,17 @@ netem delay 20ms 10ms
 run jitter_nn netperfd netperfd -b 320K -l 1000 -t 5
 netem delay 20ms 10ms
 run jitter_in iperf3 netperfd -b 320K -l 1000 -t 5
+
+# Kernel pacing (issue 39 item 4): fq at a0's root paces the netperfd sender's socket
+# (SO_MAX_PACING_RATE); the sender hands it 4 ms per wake-up. 20 Mbit/s of 1448-byte
+# datagrams, netperfd's choice (auto: the kernel, fq on a0), then the user-space pacer through
+# the same fq for comparison. fq's counters (sent packets, flows throttled) come with each run.
+fq() {
+    tc -n a qdisc del dev a0 root 2>/dev/null
+    tc -n a qdisc add dev a0 root fq || exit 11
+}
+fq
+run kpace_kernel netperfd netperfd -b 20M -l 1448 -t 2
+fq
+run kpace_user netperfd netperfd -b 20M -l 1448 -t 2 --udp-pacing user
 echo done

@@ -352,6 +352,8 @@ impl Params {
             dont_fragment: flag(m, "dont_fragment"),
             skip_rx_copy: flag(m, "skip_rx_copy"),
             client_version: get_string(m, "client_version")?,
+            // Local to each end: a server paces its own senders as it decides.
+            udp_pacing: Default::default(),
         })
     }
 
