@@ -3,9 +3,10 @@
 #
 #   usage: size-check.sh BINARY --budget BYTES --ceiling BYTES
 #
-# Prints the binary's size, the budget and how far over or under it is. Exits 1 when the
-# binary is larger than the ceiling, 0 otherwise, 2 on bad input. The ceiling is the budget
-# while the binary fits it (CI since 2026-12-05: 5.86 MB against 6.0 MB on aarch64); a ceiling
+# Prints the binary's size, the budget and the margin: how far under it (or over it) the
+# binary is, in bytes and as a percentage of the budget. Exits 1 when the binary is larger
+# than the ceiling, 0 otherwise, 2 on bad input. The ceiling is the budget while the binary
+# fits it (CI: 8.0 MB for aarch64 and armv7 since 2026-12-06, 6.0 MB before); a ceiling
 # just above the size of the day is for a time when it does not (2026-12-04: 6.32 MB), so
 # that CI stops further growth while the budget is won back.
 set -euo pipefail
@@ -26,12 +27,17 @@ done
 
 size=$(stat -c %s "$bin")
 commas() { echo "$1" | sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/; ta'; }
+# The margin in per mille of the budget, printed as a percentage with one decimal.
+pct() { local pm=$(( $1 * 1000 / budget )); echo "$((pm / 10)).$((pm % 10)) %"; }
 if (( size <= budget )); then
-    where="within the budget of $(commas "$budget") B ($(commas $((budget - size))) B to spare)"
+    where="within the budget of $(commas "$budget") B"
+    margin="margin: $(commas $((budget - size))) B to spare ($(pct $((budget - size))) of the budget)"
 else
-    where="over the budget of $(commas "$budget") B by $(commas $((size - budget))) B"
+    where="over the budget of $(commas "$budget") B"
+    margin="margin: NONE, over by $(commas $((size - budget))) B ($(pct $((size - budget))) of the budget)"
 fi
 echo "size-check: $bin is $(commas "$size") B, $where"
+echo "size-check: $margin"
 if (( size > ceiling )); then
     echo "size-check: FAILED: above the ceiling of $(commas "$ceiling") B (docs/build-settings.md)" >&2
     exit 1
