@@ -112,7 +112,7 @@ pub struct IperfArgs {
     #[arg(long = "fq-rate", value_name = "N[KMG]")]
     pub fq_rate: Option<String>,
     /// netperfd: who paces a UDP sender at -b: auto (the kernel where the egress port's root
-    /// qdisc is fq, else user space), kernel (always: SO_MAX_PACING_RATE and 4 ms batches),
+    /// qdisc is fq, else user space), kernel (always: SO_MAX_PACING_RATE and 8 ms batches),
     /// user (the user-space pacer always)
     #[arg(long = "udp-pacing", value_name = "auto|kernel|user")]
     pub udp_pacing: Option<String>,
@@ -682,6 +682,12 @@ pub fn server_config(a: &IperfArgs) -> Result<ServerConfig, String> {
     if let Some(d) = &a.bind_dev {
         cfg.bind_dev = Some(d.clone());
     }
+    // A server paces its own senders (`-R`, `--bidir` tests) by its own flag (the tryout's
+    // `-s --udp-pacing bogus` was accepted and `-s --udp-pacing kernel` ignored).
+    if let Some(m) = &a.udp_pacing {
+        cfg.udp_pacing = crate::engine::pacer::PacingMode::parse(m)
+            .ok_or_else(|| format!("--udp-pacing: '{m}' is not auto, kernel or user"))?;
+    }
     Ok(cfg)
 }
 
@@ -1140,6 +1146,30 @@ mod tests {
         );
         assert_eq!(titled(None, t), t);
         assert_eq!(titled(Some("x"), "no newline"), "x:  no newline");
+    }
+
+    #[test]
+    fn a_server_takes_udp_pacing_for_its_own_senders() {
+        use crate::engine::pacer::PacingMode;
+        let mut a = args(|a| a.udp_pacing = Some("kernel".into()));
+        a.client = None;
+        a.server = true;
+        assert_eq!(
+            server_config(&a).map(|c| c.udp_pacing),
+            Ok(PacingMode::Kernel)
+        );
+        a.udp_pacing = Some("bogus".into());
+        assert_eq!(
+            server_config(&a)
+                .map(|c| c.udp_pacing)
+                .map_err(|e| e.to_string()),
+            Err("--udp-pacing: 'bogus' is not auto, kernel or user".to_string())
+        );
+        a.udp_pacing = None;
+        assert_eq!(
+            server_config(&a).map(|c| c.udp_pacing),
+            Ok(PacingMode::Auto)
+        );
     }
 
     #[test]

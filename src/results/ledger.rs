@@ -1501,21 +1501,28 @@ mod tests {
     fn other_traffic_beside_a_udp_run_counts_the_run_s_headers_per_batch() {
         use crate::board::counters::Traffic;
         let mut d = BoardDelta::default();
+        // eth0's traffic: rx bytes, rx packets, tx bytes, tx packets.
+        let eth0 = |rx_bytes, rx_packets, tx_bytes, tx_packets| PortDelta {
+            traffic: Some(Traffic {
+                rx_bytes,
+                rx_packets,
+                tx_bytes,
+                tx_packets,
+            }),
+            ..Default::default()
+        };
         // The run: 10,360 datagrams (15,001,280 bytes) in 1,036 batches out of eth0, 12
         // control packets (2,000 bytes) each way; the other flow in on eth0 with its 6
         // control packets (600 bytes).
         let other = 2_590 * 1_490 + 600;
         d.ports.insert(
             "eth0".into(),
-            PortDelta {
-                traffic: Some(Traffic {
-                    rx_bytes: 2_000 + other,
-                    rx_packets: 12 + 2_596,
-                    tx_bytes: 15_001_280 + 1_036 * 42 + 2_000,
-                    tx_packets: 1_036 + 12,
-                }),
-                ..Default::default()
-            },
+            eth0(
+                2_000 + other,
+                12 + 2_596,
+                15_001_280 + 1_036 * 42 + 2_000,
+                1_036 + 12,
+            ),
         );
         let ports = ["eth0".to_string()];
         let frames = RunFrames {
@@ -1539,15 +1546,7 @@ mod tests {
         let run_out = 15_001_280 + 1_036 * 42 + 2_000;
         d.ports.insert(
             "eth0".into(),
-            PortDelta {
-                traffic: Some(Traffic {
-                    rx_bytes: 2_000,
-                    rx_packets: 12,
-                    tx_bytes: run_out + other,
-                    tx_packets: 1_036 + 12 + 2_596,
-                }),
-                ..Default::default()
-            },
+            eth0(2_000, 12, run_out + other, 1_036 + 12 + 2_596),
         );
         let before = other_traffic(&d, 15_001_280, 1, Some(&frames)).expect("other traffic");
         assert_eq!(before, other + 4_000 - (12 + 2_596) * 42);
@@ -1563,15 +1562,12 @@ mod tests {
         // skbs say nothing of it; one header set per datagram.
         d.ports.insert(
             "eth0".into(),
-            PortDelta {
-                traffic: Some(Traffic {
-                    rx_bytes: 2_000,
-                    rx_packets: 12,
-                    tx_bytes: 15_001_280 + 10_360 * 42 + 2_000 + other,
-                    tx_packets: 10_360 + 12 + 2_596,
-                }),
-                ..Default::default()
-            },
+            eth0(
+                2_000,
+                12,
+                15_001_280 + 10_360 * 42 + 2_000 + other,
+                10_360 + 12 + 2_596,
+            ),
         );
         assert_eq!(
             other_traffic(&d, 15_001_280, 1, Some(&sent)),
@@ -1581,15 +1577,7 @@ mod tests {
         // flow in beside it: each run datagram's headers, none of the other flow's.
         d.ports.insert(
             "eth0".into(),
-            PortDelta {
-                traffic: Some(Traffic {
-                    rx_bytes: 10_360 * 1_490 + other,
-                    rx_packets: 10_360 + 2_596,
-                    tx_bytes: 2_000,
-                    tx_packets: 12,
-                }),
-                ..Default::default()
-            },
+            eth0(10_360 * 1_490 + other, 10_360 + 2_596, 2_000, 12),
         );
         let frames = RunFrames {
             path: Path::Received,
@@ -1600,18 +1588,8 @@ mod tests {
             Some(other + 2_000)
         );
         // Nothing beside the run: nothing said.
-        d.ports.insert(
-            "eth0".into(),
-            PortDelta {
-                traffic: Some(Traffic {
-                    rx_bytes: 10_360 * 1_490,
-                    rx_packets: 10_360,
-                    tx_bytes: 2_000,
-                    tx_packets: 12,
-                }),
-                ..Default::default()
-            },
-        );
+        d.ports
+            .insert("eth0".into(), eth0(10_360 * 1_490, 10_360, 2_000, 12));
         assert_eq!(other_traffic(&d, 15_001_280, 1, Some(&frames)), None);
     }
 

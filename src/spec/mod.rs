@@ -11,3 +11,18 @@ pub mod suite;
 pub mod suite_latency;
 pub mod test;
 pub mod thresholds;
+
+/// `Err("unknown field `k`, expected one of …")` for the first of `keys` (a JSON request's)
+/// not in `fields`: the API refuses a misspelt key rather than run without it.
+pub fn check_keys<'a>(
+    keys: impl IntoIterator<Item = &'a String>,
+    fields: &[&str],
+) -> Result<(), String> {
+    match keys.into_iter().find(|k| !fields.contains(&k.as_str())) {
+        Some(k) => Err(format!(
+            "unknown field `{k}`, expected one of {}",
+            fields.join(", ")
+        )),
+        None => Ok(()),
+    }
+}

@@ -268,16 +268,7 @@ impl Rfc2544Request {
     /// `Err("unknown field `k`, expected one of …")` for the first key of `keys` that is not a
     /// request field.
     pub fn check_keys<'a>(keys: impl IntoIterator<Item = &'a String>) -> Result<(), String> {
-        match keys
-            .into_iter()
-            .find(|k| !Self::FIELDS.contains(&k.as_str()))
-        {
-            Some(k) => Err(format!(
-                "unknown field `{k}`, expected one of {}",
-                Self::FIELDS.join(", ")
-            )),
-            None => Ok(()),
-        }
+        super::check_keys(keys, &Self::FIELDS)
     }
 
     /// Check the request against the board's ports; `stored_token` is used when none is given.

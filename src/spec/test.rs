@@ -127,16 +127,7 @@ impl TestRequest {
     /// `Err("unknown field `k`, expected one of …")` for the first key of `keys` that is not a
     /// request field.
     pub fn check_keys<'a>(keys: impl IntoIterator<Item = &'a String>) -> Result<(), String> {
-        match keys
-            .into_iter()
-            .find(|k| !Self::FIELDS.contains(&k.as_str()))
-        {
-            Some(k) => Err(format!(
-                "unknown field `{k}`, expected one of {}",
-                Self::FIELDS.join(", ")
-            )),
-            None => Ok(()),
-        }
+        super::check_keys(keys, &Self::FIELDS)
     }
 
     /// The request's text read into a [`TestSpec`]: numbers, sizes ("128K"), bitrates

@@ -116,7 +116,7 @@ netem delay 20ms 10ms
 run jitter_in iperf3 netperfd -b 320K -l 1000 -t 5
 
 # Kernel pacing (issue 39 item 4): fq at a0's root paces the netperfd sender's socket
-# (SO_MAX_PACING_RATE); the sender hands it 4 ms per wake-up. 20 Mbit/s of 1448-byte
+# (SO_MAX_PACING_RATE); the sender hands it 8 ms per wake-up. 20 Mbit/s of 1448-byte
 # datagrams, netperfd's choice (auto: the kernel, fq on a0), then the user-space pacer through
 # the same fq for comparison. fq's counters (sent packets, flows throttled) come with each run.
 fq() {

@@ -50,6 +50,9 @@ pub struct ServerConfig {
     /// Reads this host's drop counters around each test; what moved goes into the results
     /// sent to the client (key `netperfd_drops`). `None`: nothing is read or added.
     pub drops: Option<DropCounters>,
+    /// How this server's own UDP senders (a client's `-R` / `--bidir`) are paced
+    /// (`--udp-pacing`; local to each end, never on the wire).
+    pub udp_pacing: crate::engine::pacer::PacingMode,
 }
 
 /// What [`DropCounters`] is given when a test starts: the control connection's local
@@ -162,6 +165,7 @@ impl Default for ServerConfig {
             setup_timeout: SETUP_TIMEOUT,
             stall_timeout: Duration::from_secs(10),
             drops: None,
+            udp_pacing: Default::default(),
         }
     }
 }
@@ -814,7 +818,11 @@ async fn setup(
         .map_err(|e| e.to_string())
         .and_then(|v| Params::from_json(&v).map_err(|e| e.to_string()))
     {
-        Ok(p) => p,
+        // The client's pacing choice is its own; this server's senders follow its own flag.
+        Ok(p) => Params {
+            udp_pacing: inner.cfg.udp_pacing,
+            ..p
+        },
         Err(e) => {
             crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: bad parameters: {e}");
             let _ = framing::write_server_error(ctrl, ierr::IERECVPARAMS, 0).await;
