@@ -59,18 +59,25 @@ struct Run {
     netem_requeues: f64,
 }
 
-fn run(dir: &Path, name: &str) -> Run {
+/// A case's outputs: the sender must have succeeded; the server's and the client's JSON, and
+/// the qdisc of `kind` from the case's `tc -s -j qdisc`.
+fn case_outputs(dir: &Path, name: &str, kind: &str) -> (Value, Value, Value) {
     let rc = std::fs::read_to_string(dir.join(format!("{name}.client.rc"))).unwrap_or_default();
     let err = std::fs::read_to_string(dir.join(format!("{name}.client.err"))).unwrap_or_default();
     assert_eq!(rc.trim(), "0", "{name}: the sender failed: {err}");
     let server = read_json(dir, &format!("{name}.server.json"));
     let client = read_json(dir, &format!("{name}.client.json"));
     let tc = read_json(dir, &format!("{name}.tc.json"));
-    let netem = tc
+    let q = tc
         .as_array()
-        .and_then(|a| a.iter().find(|q| q["kind"] == "netem"))
-        .unwrap_or_else(|| panic!("{name}: no netem in {tc}"))
+        .and_then(|a| a.iter().find(|q| q["kind"] == kind))
+        .unwrap_or_else(|| panic!("{name}: no {kind} in {tc}"))
         .clone();
+    (server, client, q)
+}
+
+fn run(dir: &Path, name: &str) -> Run {
+    let (server, client, netem) = case_outputs(dir, name, "netem");
     let rx_jitter = server["intervals"]
         .as_array()
         .map(|a| {
@@ -183,17 +190,7 @@ struct Kpace {
 }
 
 fn kpace(dir: &Path, name: &str) -> Kpace {
-    let rc = std::fs::read_to_string(dir.join(format!("{name}.client.rc"))).unwrap_or_default();
-    let err = std::fs::read_to_string(dir.join(format!("{name}.client.err"))).unwrap_or_default();
-    assert_eq!(rc.trim(), "0", "{name}: the sender failed: {err}");
-    let server = read_json(dir, &format!("{name}.server.json"));
-    let client = read_json(dir, &format!("{name}.client.json"));
-    let tc = read_json(dir, &format!("{name}.tc.json"));
-    let fq = tc
-        .as_array()
-        .and_then(|a| a.iter().find(|q| q["kind"] == "fq"))
-        .unwrap_or_else(|| panic!("{name}: no fq in {tc}"))
-        .clone();
+    let (server, client, fq) = case_outputs(dir, name, "fq");
     Kpace {
         pacing: client["end"]["pacing"]
             .as_str()
