@@ -384,16 +384,16 @@ fn netem_loss_duplication_reordering_and_jitter_in_one_vm() {
             late >= r.netem_requeues * 0.5,
             "{name}: only {late} late arrivals"
         );
+        // Every late arrival is counted out of order — or, when netem held it past the end
+        // of the receiver's test (it had stopped counting: stock iperf3 does the same), lost:
+        // 425 + 1 of 426 once from a stock sender. Never more than that tail.
+        let lost = num(&r.rx, "/lost_packets");
         assert_eq!(
-            num(&r.rx, "/out_of_order"),
+            num(&r.rx, "/out_of_order") + lost,
             late,
-            "{name}: out of order vs the capture"
+            "{name}: out of order (+ the lost tail) vs the capture"
         );
-        assert_eq!(
-            num(&r.rx, "/lost_packets"),
-            0.0,
-            "{name}: reordering counted as loss"
-        );
+        assert!(lost <= 2.0, "{name}: reordering counted as loss: {lost}");
         assert_eq!(num(&r.rx, "/duplicates"), 0.0, "{name}");
     }
 
