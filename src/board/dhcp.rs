@@ -1086,16 +1086,7 @@ mod tests {
         use crate::board::links::{Link, PortAddress};
         let port = |name: &str, addrs: &[&str]| Link {
             name: name.into(),
-            addresses: addrs
-                .iter()
-                .map(|a| PortAddress {
-                    address: IfAddr::parse_any(a).unwrap(),
-                    family: "ipv4".into(),
-                    scope: "global".into(),
-                    permanent: true,
-                    valid_secs: None,
-                })
-                .collect(),
+            addresses: addrs.iter().map(|a| PortAddress::static_v4(a)).collect(),
             ..Link::default()
         };
         let links = [

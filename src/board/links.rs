@@ -302,6 +302,20 @@ pub struct PortAddress {
     pub valid_secs: Option<u32>,
 }
 
+#[cfg(test)]
+impl PortAddress {
+    /// A permanent global IPv4 address (`"10.61.1.1/24"`) for tests' port fixtures.
+    pub(crate) fn static_v4(a: &str) -> PortAddress {
+        PortAddress {
+            address: IfAddr::parse_any(a).expect("a test address"),
+            family: "ipv4".into(),
+            scope: "global".into(),
+            permanent: true,
+            valid_secs: None,
+        }
+    }
+}
+
 /// Interface counters since the interface was created (IFLA_STATS64): bytes and packets,
 /// and the error classes `ifconfig` prints.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]

@@ -807,16 +807,7 @@ mod tests {
             mtu: 1500,
             min_mtu: Some(68),
             max_mtu: Some(9000),
-            addresses: addrs
-                .iter()
-                .map(|a| PortAddress {
-                    address: IfAddr::parse_any(a).unwrap(),
-                    family: "ipv4".into(),
-                    scope: "global".into(),
-                    permanent: true,
-                    valid_secs: None,
-                })
-                .collect(),
+            addresses: addrs.iter().map(|a| PortAddress::static_v4(a)).collect(),
             counters: Counters::default(),
             rates: None,
         }
