@@ -9,6 +9,8 @@
      are not links; http(s)://, mailto: are not checked.
   3. docs/README.md, the index, links every file under docs/ (each with its line).
   4. The README's test command is the one .ci/run runs ("tests (README test command)").
+  5. Every docs/….md path that code, scripts, tests, templates or benches name (comments citing
+     a note, e.g. "see docs/iperf3-wire.md §8.2") is a file that exists.
 
 Exit 1 with one line per problem. usage: scripts/check-docs.py [--self-test]
 (--self-test: run the checks on a small made-up tree with one of each mistake and fail unless
@@ -147,6 +149,29 @@ def check_readme(problems):
         problems.append(f"README.md: no sh block runs the appliance (cargo run … daemon): {commands}")
 
 
+CITING = ["src", "scripts", "tests", "templates", "static", "benches", "fuzz", "contrib", ".ci"]
+CITED = re.compile(r"(?<![\w/.-])docs/[A-Za-z0-9_./-]*?\.md\b")
+
+
+def check_cited(problems):
+    for top in CITING:
+        for d, dirs, names in os.walk(os.path.join(ROOT, top)):
+            dirs[:] = [x for x in dirs if not x.startswith("target") and x not in ("corpus", "artifacts")]
+            for name in sorted(names):
+                path = os.path.join(d, name)
+                if os.path.abspath(path) == os.path.abspath(__file__):
+                    continue  # this checker's own made-up tree
+                try:
+                    with open(path, encoding="utf-8") as f:
+                        text = f.read()
+                except (UnicodeDecodeError, OSError):
+                    continue
+                for n, line in enumerate(text.splitlines(), 1):
+                    for m in CITED.finditer(line):
+                        if not os.path.isfile(os.path.join(ROOT, m.group(0))):
+                            problems.append(f"{os.path.relpath(path, ROOT)}:{n}: names {m.group(0)}, which does not exist")
+
+
 def problems_in(root):
     global ROOT
     ROOT = root
@@ -155,6 +180,7 @@ def problems_in(root):
     for p in markdown_files():
         check_links(p, problems)
     check_index(problems)
+    check_cited(problems)
     return problems
 
 
@@ -174,10 +200,11 @@ def self_test():
             "[self](#2-a-runs-path)\n")
         put("docs/guide/a.md", "# The A page\n[back](../b.md)\n")
         put("docs/extra.md", "not indexed\n")
+        put("src/x.rs", "// see docs/b.md §2 and docs/guide/a.md\n// see docs/moved.md §3\n")
         got = problems_in(t)
     want = ["README.md: 260 lines", "scripts/test.sh", "README.md:10: link 'docs/gone.md'",
             "docs/b.md:2: link 'guide/a.md#nope'", "docs/b.md:7: link '../../out.md' leaves",
-            "docs/extra.md is not in the index"]
+            "docs/extra.md is not in the index", "src/x.rs:2: names docs/moved.md"]
     missing = [w for w in want if not any(w in g for g in got)]
     extra = [g for g in got if not any(w in g for w in want)]
     for m in missing:
@@ -206,7 +233,8 @@ def main():
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
         lines = len(f.read().splitlines())
     print(f"check-docs: ok (README.md {lines} lines; the links of {len(markdown_files())} "
-          "Markdown files resolve; docs/README.md lists every file under docs/)")
+          "Markdown files resolve; docs/README.md lists every file under docs/; every docs/ path "
+          "the code names exists)")
     return 0
 
 

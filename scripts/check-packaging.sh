@@ -10,8 +10,8 @@
 #   7. one build setting: Buildroot restates Cargo.toml's [profile.release] (+ strip=false); the
 #      recipe overrides only strip=false and restates .cargo/config.toml's LIBSQLITE3_FLAGS
 #   8. docs: README.md <= 250 lines and runs the test command .ci/run runs, every relative link
-#      in README.md and docs/**/*.md resolves, docs/README.md lists every file under docs/
-#      (scripts/check-docs.py)
+#      in README.md and docs/**/*.md resolves, docs/README.md lists every file under docs/,
+#      every docs/*.md the code cites exists (scripts/check-docs.py)
 # Runs every check, then exits 1 if any failed. Needs network only to install missing tools.
 set -euo pipefail
 
