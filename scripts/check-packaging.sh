@@ -9,6 +9,9 @@
 #   6. LICENSE-THIRD-PARTY matches Cargo.lock           (scripts/third-party-licenses.py --check)
 #   7. one build setting: Buildroot restates Cargo.toml's [profile.release] (+ strip=false); the
 #      recipe overrides only strip=false and restates .cargo/config.toml's LIBSQLITE3_FLAGS
+#   8. docs: README.md <= 250 lines and runs the test command .ci/run runs, every relative link
+#      in README.md and docs/**/*.md resolves, docs/README.md lists every file under docs/,
+#      every docs/*.md the code cites exists (scripts/check-docs.py)
 # Runs every check, then exits 1 if any failed. Needs network only to install missing tools.
 set -euo pipefail
 
@@ -133,6 +136,11 @@ sys.exit(rc)
 EOF
 }
 
+docs() {
+    # The checker first proves on a made-up tree that it reports each kind of mistake.
+    python3 scripts/check-docs.py --self-test && python3 scripts/check-docs.py
+}
+
 unit() {
     if ! command -v systemd-analyze >/dev/null; then
         echo "systemd-analyze missing: apt-get install systemd"
@@ -169,6 +177,7 @@ run "systemd unit" unit
 run "oelint-adv" oelint
 run "LICENSE-THIRD-PARTY up to date" python3 scripts/third-party-licenses.py --check
 run "one build setting (Cargo.toml = Buildroot = Yocto)" build_setting
+run "docs: README front door, relative links, docs index" docs
 
 echo
 if ((failed)); then
