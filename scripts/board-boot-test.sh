@@ -503,7 +503,20 @@ else:                        # UDP: the server's datagrams against the asked 10 
     truth = end.get("sum_received", s)["bits_per_second"]
     pk, lost = s["packets"], s["lost_packets"]
     if not 9e6 <= truth <= 11e6 or pk <= 0 or lost > pk // 100:
-        sys.exit(f"{name}: asked 10 Mbit/s, the iperf3 server saw {truth/1e6:.2f} Mbit/s, {pk} datagrams, {lost} lost (netperfd says it sent {sent/1e6:.2f})")
+        # What the run itself says about its pacing (its largest lag, stalls, debt, who
+        # paced, the verdict): a shortfall on a starved guest reads differently from a pacer bug.
+        said = []
+        def walk(v, path):
+            if isinstance(v, dict):
+                for k, x in v.items():
+                    walk(x, f"{path}.{k}" if path else k)
+            elif isinstance(v, list):
+                for i, x in enumerate(v[:3]):
+                    walk(x, f"{path}[{i}]")
+            elif any(w in path.lower() for w in ("lag", "stall", "owed", "pacing", "verdict", "shortfall", "peak_1ms")):
+                said.append(f"{path}={str(v)[:160]}")
+        walk(run, "")
+        sys.exit(f"{name}: asked 10 Mbit/s, the iperf3 server saw {truth/1e6:.2f} Mbit/s, {pk} datagrams, {lost} lost (netperfd says it sent {sent/1e6:.2f}); the run says: {'; '.join(said[:12]) or 'nothing on its pacing'}")
     print(f"{name}: run {run['id']} asked 10 Mbit/s; the stock iperf3 server saw {truth/1e6:.2f} Mbit/s, {pk} datagrams, {lost} lost (netperfd: sent {sent/1e6:.2f} Mbit/s)")
 EOF
     ); then ok "$line"; else bad "$line"; fi
@@ -608,7 +621,16 @@ peer_test() { # peer_test NAME IPERF3_ARGS...: stock iperf3 -c from peer B to th
     before=$(nic_ctr || true)
     nb iperf3 -c 198.51.100.1 -p 5201 -t 3 -J "$@" >"$work/peer-$name.json" 2>&1 || true
     after=$(nic_ctr || true)
-    if line=$(python3 - "$name" "$work/peer-$name.json" "$before" "$after" 2>&1 <<'PY'
+    # The board's own record of the run it served (newest first): what it says of its pacing
+    # goes beside a failure.
+    : >"$work/served-$name.json"
+    http GET /api/runs
+    local rid
+    if rid=$(python3 -c 'import json,sys; d=json.load(sys.stdin); r=d.get("runs", d) if isinstance(d, dict) else d; print(max(x["id"] for x in r))' <<<"$body" 2>/dev/null); then
+        http GET "/api/runs/$rid"
+        printf '%s' "$body" >"$work/served-$name.json"
+    fi
+    if line=$(python3 - "$name" "$work/peer-$name.json" "$before" "$after" "$work/served-$name.json" 2>&1 <<'PY'
 import json, sys
 name, path = sys.argv[1], sys.argv[2]
 try:
@@ -624,15 +646,21 @@ except ValueError:
 if "error" in d:
     sys.exit(f"{name}: iperf3 -c: {d['error']}")
 e = d["end"]
-if name == "tcp":   # the client's own count of bytes written; what was still in flight at the
-    # test's end is not counted by any receiver (stock iperf3 to stock iperf3 alike), so the
-    # board's server counts at most that and at least 95 %, and its NIC received at least that
+if name == "tcp":   # the client's own count of bytes written. What was still in the client's
+    # socket or in flight at the test's end never reached the board, and what reached it but
+    # sat unread in the server's socket is counted by no receiver (stock iperf3 to stock iperf3
+    # alike). So: the board's NIC received at least what its server counted, and the server
+    # read all the NIC received (its headers, ~6 %, aside) but at most one full receive buffer
+    # (tcp_rmem's max, 6 MiB on Debian 12's kernel; a slow TCG guest leaves MBs unread: 5.8 MB
+    # of an 85 MB test once on aarch64). The client's count bounds both from above.
     sent = e["sum_sent"]["bytes"]
     rcvd = e["sum_received"]["bytes"]            # what the board's server says it received
     rate = e["sum_sent"]["bits_per_second"]
-    if sent <= 0 or rcvd > sent or rcvd < sent * 0.95 or rxb < rcvd or rxb > sent * 1.10 + 2e6:
+    rmem_max = 6291456
+    if (sent <= 0 or rcvd > sent or rxb < rcvd or rxb > sent * 1.10 + 2e6
+            or rcvd < rxb * 0.94 - rmem_max or rxb < sent * 0.5):
         sys.exit(f"{name}: stock client sent {sent} B; the board's server says {rcvd} B; its NIC received {rxb} B")
-    print(f"{name}: stock iperf3 -c sent {sent} B ({rate/1e6:.1f} Mbit/s); the board's server counted {rcvd} B, its NIC {rxb} B in {rxp} packets")
+    print(f"{name}: stock iperf3 -c sent {sent} B ({rate/1e6:.1f} Mbit/s); its NIC received {rxb} B in {rxp} packets; the board's server counted {rcvd} B ({max(0, rxb - rcvd)} B of the NIC's, headers included, unread at the end)")
 elif name == "udp":   # client → board at 10 Mbit/s: every datagram reached the board's NIC
     sent = e["sum_sent"]["packets"]
     r = e["sum_received"]
@@ -645,7 +673,21 @@ else:   # -R: the board's server paces 10 Mbit/s; the stock client's own receive
     got = r["packets"] - r["lost_packets"]
     bps = r["bytes"] * 8 / r["seconds"] if r["seconds"] > 0 else 0
     if not 9e6 <= bps <= 11e6 or got <= 0 or r["lost_packets"] > r["packets"] // 100 or txp < got:
-        sys.exit(f"{name}: asked 10 Mbit/s from the board; the stock client received {bps/1e6:.2f} Mbit/s, {got} datagrams, {r['lost_packets']} lost; the board's NIC sent {txp} packets")
+        said = []   # what the board's served run says of its pacing (lag, stalls, debt)
+        def walk(v, path):
+            if isinstance(v, dict):
+                for k, x in v.items():
+                    walk(x, f"{path}.{k}" if path else k)
+            elif isinstance(v, list):
+                for i, x in enumerate(v[:3]):
+                    walk(x, f"{path}[{i}]")
+            elif any(w in path.lower() for w in ("lag", "stall", "owed", "pacing", "verdict", "shortfall", "peak_1ms")):
+                said.append(f"{path}={str(v)[:160]}")
+        try:
+            walk(json.load(open(sys.argv[5])), "")
+        except (ValueError, OSError):
+            pass
+        sys.exit(f"{name}: asked 10 Mbit/s from the board; the stock client received {bps/1e6:.2f} Mbit/s, {got} datagrams, {r['lost_packets']} lost; the board's NIC sent {txp} packets; the board's run says: {'; '.join(said[:12]) or 'nothing on its pacing'}")
     print(f"{name}: asked 10 Mbit/s from the board's server; the stock iperf3 -c -R received {bps/1e6:.2f} Mbit/s over its own {r['seconds']:.2f} s, {got} datagrams, {r['lost_packets']} lost; the board's NIC sent {txp} packets")
 PY
     ); then ok "$line"; else bad "$line"; fi
