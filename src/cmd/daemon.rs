@@ -33,6 +33,9 @@ pub struct DaemonArgs {
     /// UDP port of the latency echo responder (default 5291; 0 turns it off)
     #[arg(long = "echo-port", value_name = "PORT")]
     pub echo_port: Option<u16>,
+    /// Serve plain HTTP beyond loopback too (config `plain_http`; passwords cross in clear)
+    #[arg(long = "plain-http")]
+    pub plain_http: bool,
 }
 
 /// Resolve the configuration: file first, then flags.
@@ -55,6 +58,9 @@ pub fn config_from(a: &DaemonArgs) -> Result<Config, String> {
     }
     if let Some(p) = a.echo_port {
         c.echo_port = p;
+    }
+    if a.plain_http {
+        c.plain_http = true;
     }
     Ok(c)
 }
@@ -292,10 +298,31 @@ async fn run(cfg: Config) -> Result<(), String> {
     if let Err(e) = store.board_id() {
         tracing::warn!("cannot make the board id: {e}");
     }
-    let state = actix_web::web::Data::new(AppState::new(store.clone(), hub.clone(), cfg.clone()));
+    // HTTPS beyond loopback: the certificate (made at first start) before anything announces
+    // the URLs; a bad own certificate stops the daemon here with the file named.
+    let tls = if cfg.tls_in_force() {
+        let id = web::tls::identity(&cfg)?;
+        tracing::info!(
+            "web UI certificate SHA-256 {} (public key sha256//{}; {}{})",
+            id.fingerprint,
+            id.spki_sha256,
+            id.cert_path.display(),
+            if id.made { ", made now" } else { "" }
+        );
+        Some(id)
+    } else {
+        None
+    };
+    let mut app_state = AppState::new(store.clone(), hub.clone(), cfg.clone());
+    app_state.tls = web::tls::Shown::new(&cfg, tls.as_ref());
+    if let Some(w) = &app_state.tls.plain_warning {
+        tracing::warn!("{w}");
+        web::tls::warn_on_every_page();
+    }
+    let state = actix_web::web::Data::new(app_state);
     match state.setup_code() {
         Some(code) => {
-            web::first_run::announce(&cfg, &code);
+            web::first_run::announce(&cfg, &code, &state.tls);
             web::first_run::keep_current(state.clone());
         }
         None => web::first_run::withdraw(&cfg),
@@ -365,14 +392,43 @@ async fn run(cfg: Config) -> Result<(), String> {
         // Connections per worker, and per client address (web::limits): well below the
         // unit's LimitNOFILE (docs/hardening.md, file-descriptor budget).
         .max_connections(web::limits::MAX_CONNECTIONS_PER_WORKER)
-        .on_connect(web::limits::on_connect)
-        .bind(cfg.listen)
-        .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
+        .on_connect(web::limits::on_connect);
+    let http = match &tls {
+        Some(id) => http.bind_rustls_0_23(cfg.listen, id.server.clone()),
+        None => http.bind(cfg.listen),
+    }
+    .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
+    // The plain-HTTP listener that sends pages to HTTPS (web::tls::redirect).
+    let redirect = match (cfg.http_redirect, &tls) {
+        (Some(addr), Some(_)) => {
+            let port = cfg.listen.port();
+            let server = HttpServer::new(move || {
+                App::new()
+                    .default_service(actix_web::web::to(move |req| web::tls::redirect(req, port)))
+            })
+            .workers(1)
+            .max_connections(web::limits::MAX_CONNECTIONS_PER_WORKER)
+            .on_connect(web::limits::on_connect)
+            .bind(addr)
+            .map_err(|e| format!("cannot listen on {addr} (http_redirect): {e}"))?;
+            tracing::info!("http://{addr}/ sends pages to HTTPS");
+            Some(server.run())
+        }
+        (Some(addr), None) => {
+            tracing::warn!(
+                "http_redirect = {addr} is ignored: the web UI on {} is plain HTTP",
+                cfg.listen
+            );
+            None
+        }
+        (None, _) => None,
+    };
     // Payload server, TCP sink and source (after the web UI has its port; one that cannot
     // listen is logged and left off).
     let _ = crate::runs::traffic::start(&hub, &cfg);
     tracing::info!(
-        "web UI on http://{}/ (data in {})",
+        "web UI on {}://{}/ (data in {})",
+        if tls.is_some() { "https" } else { "http" },
         cfg.listen,
         store.path().display()
     );
@@ -387,7 +443,21 @@ async fn run(cfg: Config) -> Result<(), String> {
             }
         });
     }
-    let r = http.run().await.map_err(|e| e.to_string());
+    let r = match redirect {
+        Some(redirect) => {
+            let handle = redirect.handle();
+            crate::engine::task::spawn(async move {
+                if let Err(e) = redirect.await {
+                    tracing::error!("the HTTP redirect listener stopped: {e}");
+                }
+            });
+            let r = http.run().await;
+            handle.stop(true).await;
+            r
+        }
+        None => http.run().await,
+    }
+    .map_err(|e| e.to_string());
     shutdown.notify_one();
     board.stop_dhcp_clients().await;
     r

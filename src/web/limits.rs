@@ -77,8 +77,13 @@ pub struct LocalAddr(pub IpAddr);
 /// connection for its client address, or shut it down at once when that address already
 /// holds [`MAX_CONNECTIONS_PER_ADDRESS`] (logged at most once a minute).
 pub fn on_connect(conn: &dyn std::any::Any, ext: &mut actix_web::dev::Extensions) {
-    let Some(s) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() else {
-        return;
+    type Tls = actix_tls::accept::rustls_0_23::TlsStream<actix_web::rt::net::TcpStream>;
+    let s = match conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+        Some(s) => s,
+        None => match conn.downcast_ref::<Tls>() {
+            Some(t) => t.get_ref().0,
+            None => return,
+        },
     };
     if let Ok(local) = s.local_addr() {
         ext.insert(LocalAddr(local.ip().to_canonical()));
