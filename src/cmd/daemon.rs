@@ -223,6 +223,25 @@ fn raise_nofile() {
     }
 }
 
+/// The data directory 0700 and the history `db` 0600 (SQLite gives its journal and WAL files
+/// the database's mode), when this process owns them: outside systemd (whose unit sets
+/// `UMask=0027`) a plain umask left them readable by every local user. Failures are logged.
+fn private_data_dir(dir: &std::path::Path, db: &std::path::Path) {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let me = nix::unistd::geteuid().as_raw();
+    for (p, mode) in [(dir, 0o700), (db, 0o600)] {
+        let Ok(m) = std::fs::metadata(p) else {
+            continue;
+        };
+        if m.uid() != me || m.mode() & 0o077 == 0 {
+            continue;
+        }
+        if let Err(e) = std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)) {
+            tracing::warn!("cannot make {} private ({mode:o}): {e}", p.display());
+        }
+    }
+}
+
 async fn run(cfg: Config) -> Result<(), String> {
     let started_ms = crate::model::time::now_ms();
     // 1. Files left by the last daemon go first (nothing is written before).
@@ -239,6 +258,7 @@ async fn run(cfg: Config) -> Result<(), String> {
         },
     };
     let opened_read_only = read_only.is_some();
+    private_data_dir(&cfg.data_dir, store.path());
     let store = Arc::new(store);
     // 3. Forwarding turned on by a forwarding run that was cut short goes off again, before
     // anything is written to the store (and even when it cannot be).
@@ -309,6 +329,9 @@ async fn run(cfg: Config) -> Result<(), String> {
             id.cert_path.display(),
             if id.made { ", made now" } else { "" }
         );
+        if let Some(w) = id.expiry_warning(chrono::Utc::now()) {
+            tracing::warn!("{w}");
+        }
         Some(id)
     } else {
         None
@@ -386,16 +409,26 @@ async fn run(cfg: Config) -> Result<(), String> {
         )
         .flatten();
 
-    let st = state.clone();
-    let http = HttpServer::new(move || App::new().app_data(st.clone()).configure(web::configure))
-        .workers(WEB_WORKERS)
-        // Connections per worker, and per client address (web::limits): well below the
-        // unit's LimitNOFILE (docs/hardening.md, file-descriptor budget).
-        .max_connections(web::limits::MAX_CONNECTIONS_PER_WORKER)
-        .on_connect(web::limits::on_connect);
+    // Connections per worker, and per client address (web::limits): well below the unit's
+    // LimitNOFILE (docs/hardening.md, file-descriptor budget). Over HTTPS the address is
+    // counted before the TLS handshake (web::tls::https_server).
     let http = match &tls {
-        Some(id) => http.bind_rustls_0_23(cfg.listen, id.server.clone()),
-        None => http.bind(cfg.listen),
+        Some(id) => web::tls::https_server(
+            state.clone(),
+            cfg.listen,
+            WEB_WORKERS,
+            web::limits::MAX_CONNECTIONS_PER_WORKER,
+            id.server.clone(),
+        ),
+        None => {
+            let st = state.clone();
+            HttpServer::new(move || App::new().app_data(st.clone()).configure(web::configure))
+                .workers(WEB_WORKERS)
+                .max_connections(web::limits::MAX_CONNECTIONS_PER_WORKER)
+                .on_connect(web::limits::on_connect)
+                .bind(cfg.listen)
+                .map(|s| s.run())
+        }
     }
     .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
     // The plain-HTTP listener that sends pages to HTTPS (web::tls::redirect).
@@ -451,11 +484,11 @@ async fn run(cfg: Config) -> Result<(), String> {
                     tracing::error!("the HTTP redirect listener stopped: {e}");
                 }
             });
-            let r = http.run().await;
+            let r = http.await;
             handle.stop(true).await;
             r
         }
-        None => http.run().await,
+        None => http.await,
     }
     .map_err(|e| e.to_string());
     shutdown.notify_one();

@@ -40,6 +40,86 @@ pub struct Identity {
     pub cert_path: PathBuf,
     /// True when this start made the certificate (first start, or the stored one was unusable).
     pub made: bool,
+    /// The certificate's end of validity (`notAfter`), when it could be read.
+    pub not_after: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl Identity {
+    /// A warning when the certificate's validity ended before `now` (browsers refuse it);
+    /// logged at start and shown on the Settings page.
+    pub fn expiry_warning(&self, now: chrono::DateTime<chrono::Utc>) -> Option<String> {
+        let end = self.not_after?;
+        (end < now).then(|| {
+            format!(
+                "the web UI's certificate {} expired on {} UTC: browsers refuse it; renew it (tls_cert, tls_key) or remove both settings to use a certificate the board makes",
+                self.cert_path.display(),
+                end.format("%Y-%m-%d %H:%M")
+            )
+        })
+    }
+}
+
+/// One DER element at the start of `b`: (tag, contents, the bytes after it). `None` when
+/// the lengths do not fit in `b` (definite lengths only, at most 4 length bytes).
+fn der(b: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+    let (&tag, rest) = b.split_first()?;
+    let (&first, rest) = rest.split_first()?;
+    let (len, rest) = if first < 0x80 {
+        (usize::from(first), rest)
+    } else {
+        let n = usize::from(first & 0x7f);
+        if n == 0 || n > 4 || rest.len() < n {
+            return None;
+        }
+        let len = rest[..n].iter().try_fold(0usize, |a, &x| {
+            a.checked_mul(256)?.checked_add(usize::from(x))
+        })?;
+        (len, &rest[n..])
+    };
+    if len > rest.len() {
+        return None;
+    }
+    Some((tag, &rest[..len], &rest[len..]))
+}
+
+/// The `notAfter` of an X.509 certificate (DER): Certificate → tbsCertificate → validity.
+/// `None` when the DER is not shaped so.
+pub fn not_after(cert: &[u8]) -> Option<chrono::DateTime<chrono::Utc>> {
+    let (0x30, c, _) = der(cert)? else {
+        return None;
+    };
+    let (0x30, tbs, _) = der(c)? else { return None };
+    let mut t = tbs;
+    // [0] version (optional), serialNumber, signature, issuer, then validity.
+    let (tag, _, rest) = der(t)?;
+    if tag == 0xa0 {
+        t = rest;
+    }
+    for want in [0x02, 0x30, 0x30] {
+        let (tag, _, rest) = der(t)?;
+        if tag != want {
+            return None;
+        }
+        t = rest;
+    }
+    let (0x30, validity, _) = der(t)? else {
+        return None;
+    };
+    let (_, _, rest) = der(validity)?;
+    let (tag, time, _) = der(rest)?;
+    let text = std::str::from_utf8(time).ok()?;
+    let full = match tag {
+        // UTCTime YYMMDDHHMMSSZ: 50–99 are 19xx (RFC 5280 4.1.2.5.1).
+        0x17 if text.len() == 13 => {
+            let yy: u32 = text.get(..2)?.parse().ok()?;
+            format!("{}{text}", if yy >= 50 { "19" } else { "20" })
+        }
+        0x18 if text.len() == 15 => text.to_string(),
+        _ => return None,
+    };
+    chrono::NaiveDateTime::parse_from_str(&full, "%Y%m%d%H%M%SZ")
+        .ok()
+        .map(|t| t.and_utc())
 }
 
 /// What the pages and the login prompt show about HTTPS: the fingerprint line, or the
@@ -54,6 +134,8 @@ pub struct Shown {
     pub cert_path: Option<String>,
     /// The warning for every page when `plain_http` serves beyond loopback.
     pub plain_warning: Option<String>,
+    /// The warning when the certificate has expired ([`Identity::expiry_warning`], at start).
+    pub expired: Option<String>,
 }
 
 /// The warning logged and shown on every page when `plain_http` serves beyond loopback.
@@ -85,6 +167,7 @@ impl Shown {
             spki_sha256: id.map(|i| i.spki_sha256.clone()),
             cert_path: id.map(|i| i.cert_path.display().to_string()),
             plain_warning: (cfg.plain_http && beyond).then(|| PLAIN_WARNING.to_string()),
+            expired: id.and_then(|i| i.expiry_warning(chrono::Utc::now())),
         }
     }
 
@@ -114,9 +197,45 @@ pub fn fingerprint(der: &[u8]) -> String {
 /// sentence naming the file (the daemon stops with it).
 pub fn identity(cfg: &Config) -> Result<Identity, String> {
     match (&cfg.tls_cert, &cfg.tls_key) {
-        (Some(c), Some(k)) => load(c, k, false),
+        (Some(c), Some(k)) => {
+            let id = load(c, k, false)?;
+            if let Some(w) = key_mode(k, false) {
+                tracing::warn!("{w}");
+            }
+            Ok(id)
+        }
         _ => generated(&cfg.data_dir, &names(cfg)),
     }
+}
+
+/// A warning when the private key `path` can be read by others than its owner (group or
+/// world bits). With `fix` (the board's own stored key) and when this process owns the file,
+/// its mode is set to 0600 and the warning says so; the admin's own key is only warned about.
+pub fn key_mode(path: &Path, fix: bool) -> Option<String> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let meta = std::fs::metadata(path).ok()?;
+    let mode = meta.mode() & 0o777;
+    if mode & 0o077 == 0 {
+        return None;
+    }
+    if fix && meta.uid() == nix::unistd::geteuid().as_raw() {
+        return Some(
+            match std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
+                Ok(()) => format!(
+                    "the web UI's private key {} was readable by others (mode {mode:04o}): set to 0600",
+                    path.display()
+                ),
+                Err(e) => format!(
+                    "the web UI's private key {} is readable by others (mode {mode:04o}) and cannot be set to 0600: {e}",
+                    path.display()
+                ),
+            },
+        );
+    }
+    Some(format!(
+        "the web UI's private key {} is readable by others (mode {mode:04o}): chmod 600 it",
+        path.display()
+    ))
 }
 
 /// The names the generated certificate carries: the hostname (when it is a DNS name) and
@@ -146,10 +265,8 @@ pub struct Names {
 /// key (`key`, PEM: PKCS#8, PKCS#1 or SEC1). Errors name the file and what is wrong: not
 /// readable, no certificate, no key, a key that does not belong to the certificate.
 pub fn load(cert: &Path, key: &Path, made: bool) -> Result<Identity, String> {
-    let cert_pem = std::fs::read(cert)
-        .map_err(|e| format!("cannot read the certificate {}: {e}", cert.display()))?;
-    let key_pem =
-        std::fs::read(key).map_err(|e| format!("cannot read the key {}: {e}", key.display()))?;
+    let cert_pem = read_pem(cert, "the certificate")?;
+    let key_pem = read_pem(key, "the key")?;
     let chain = CertificateDer::pem_slice_iter(&cert_pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("the certificate {} is not valid PEM: {e}", cert.display()))?;
@@ -172,6 +289,7 @@ pub fn load(cert: &Path, key: &Path, made: bool) -> Result<Identity, String> {
     #[allow(deprecated)]
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let fp = fingerprint(chain[0].as_ref());
+    let end = not_after(chain[0].as_ref());
     let certified =
         rustls::sign::CertifiedKey::from_der(chain, private, &provider).map_err(|e| {
             format!(
@@ -204,7 +322,50 @@ pub fn load(cert: &Path, key: &Path, made: bool) -> Result<Identity, String> {
         spki_sha256: spki,
         cert_path: cert.to_path_buf(),
         made,
+        not_after: end,
     })
+}
+
+/// The largest certificate or key file read: 1 MiB (a chain of a few certificates is a few KB).
+pub const MAX_PEM_BYTES: u64 = 1 << 20;
+
+/// Read a PEM file (`what`: "the certificate", "the key"): a regular file of at most
+/// [`MAX_PEM_BYTES`]. Opened without blocking (a FIFO cannot hang the start), checked after the
+/// open (no race with a swapped path), read at most one byte past the cap (`/dev/zero`,
+/// `/dev/urandom` are refused before any read). Errors name the file.
+fn read_pem(path: &Path, what: &str) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let err = |e: std::io::Error| format!("cannot read {what} {}: {e}", path.display());
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(err)?;
+    let meta = f.metadata().map_err(err)?;
+    if !meta.is_file() {
+        return Err(format!(
+            "cannot read {what} {}: not a regular file (a PEM file is expected)",
+            path.display()
+        ));
+    }
+    let too_big = |n: u64| {
+        format!(
+            "cannot read {what} {}: {n} bytes or more, larger than a PEM file can be ({MAX_PEM_BYTES} bytes at most)",
+            path.display()
+        )
+    };
+    if meta.len() > MAX_PEM_BYTES {
+        return Err(too_big(meta.len()));
+    }
+    let mut buf = Vec::new();
+    f.take(MAX_PEM_BYTES + 1)
+        .read_to_end(&mut buf)
+        .map_err(err)?;
+    if buf.len() as u64 > MAX_PEM_BYTES {
+        return Err(too_big(buf.len() as u64));
+    }
+    Ok(buf)
 }
 
 fn base64_sha256(der: &[u8]) -> String {
@@ -219,7 +380,12 @@ pub fn generated(dir: &Path, names: &Names) -> Result<Identity, String> {
     let (cert, key) = (dir.join(CERT_FILE), dir.join(KEY_FILE));
     if cert.exists() || key.exists() {
         match load(&cert, &key, false) {
-            Ok(id) => return Ok(id),
+            Ok(id) => {
+                if let Some(w) = key_mode(&key, true) {
+                    tracing::warn!("{w}");
+                }
+                return Ok(id);
+            }
             Err(e) => tracing::warn!("{e}: making a new certificate for the web UI"),
         }
     }
@@ -314,6 +480,137 @@ fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
     })
 }
 
+/// How long an HTTPS connection may take from its accept to a finished TLS handshake;
+/// then it is closed (a silent connection holds its address's slot no longer).
+pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// An HTTPS connection as actix-http serves it: the TLS stream, the board's own address it
+/// came to, and its slot in the per-address count ([`super::limits::admit`], given back when
+/// the connection ends).
+pub struct Conn {
+    io: tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
+    local: Option<std::net::IpAddr>,
+    _slot: super::limits::Admitted,
+}
+
+impl tokio::io::AsyncRead for Conn {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for Conn {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+    }
+    fn poll_write_vectored(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+}
+
+/// An accepted TCP connection of the HTTPS listener: counted for its client address first
+/// (over [`super::limits::MAX_CONNECTIONS_PER_ADDRESS`] it is closed at once, before any
+/// TLS work), then the handshake within [`HANDSHAKE_TIMEOUT`]. Errors close the connection.
+async fn handshake(
+    acceptor: tokio_rustls::TlsAcceptor,
+    tcp: tokio::net::TcpStream,
+) -> Result<
+    (Conn, actix_http::Protocol, Option<std::net::SocketAddr>),
+    actix_http::error::DispatchError,
+> {
+    use actix_http::error::DispatchError;
+    let peer = tcp.peer_addr().ok();
+    let Some(slot) = peer.and_then(|p| super::limits::admit(p.ip())) else {
+        return Err(DispatchError::Io(std::io::Error::other(
+            "too many connections from this address",
+        )));
+    };
+    let local = tcp.local_addr().ok().map(|a| a.ip().to_canonical());
+    let io = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp))
+        .await
+        .map_err(|_| DispatchError::Io(std::io::ErrorKind::TimedOut.into()))?
+        .map_err(DispatchError::Io)?;
+    Ok((
+        Conn {
+            io,
+            local,
+            _slot: slot,
+        },
+        actix_http::Protocol::Http1,
+        peer,
+    ))
+}
+
+/// The web UI over HTTPS on `listen` with `config` (HTTP/1.1): `workers` actix workers, each
+/// serving at most `max_connections` connections (TLS handshakes included). Each accepted
+/// connection is counted for its address before its handshake ([`handshake`]), so one
+/// address holding silent connections cannot fill the workers. Errors: the address cannot
+/// be bound.
+pub fn https_server(
+    state: actix_web::web::Data<super::AppState>,
+    listen: std::net::SocketAddr,
+    workers: usize,
+    max_connections: usize,
+    config: rustls::ServerConfig,
+) -> std::io::Result<actix_server::Server> {
+    use actix_service::ServiceFactoryExt;
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let host = listen.to_string();
+    Ok(actix_server::Server::build()
+        .workers(workers)
+        .max_concurrent_connections(max_connections)
+        .bind("web-https", listen, move || {
+            let app = actix_web::App::new()
+                .app_data(state.clone())
+                .configure(super::configure);
+            let host = host.clone();
+            let http = actix_http::HttpService::build()
+                .on_connect_ext(|io: &Conn, ext: &mut actix_http::Extensions| {
+                    if let Some(l) = io.local {
+                        ext.insert(super::limits::LocalAddr(l));
+                    }
+                })
+                .finish(actix_service::map_config(app, move |_| {
+                    // What actix-web's own HttpServer passes (its constructor is crate-private):
+                    // `secure` makes the session cookie Secure (web::pages).
+                    actix_web::dev::AppConfig::__priv_test_new(true, host.clone(), listen)
+                }));
+            let acceptor = acceptor.clone();
+            actix_service::fn_service(move |tcp: tokio::net::TcpStream| {
+                handshake(acceptor.clone(), tcp)
+            })
+            .and_then(http)
+        })?
+        .run())
+}
+
 /// Whether `path` is the API's (answered with an error on the redirect listener, never
 /// with a redirect: a script must learn to use HTTPS, not follow a hop after its token
 /// crossed in clear).
@@ -337,23 +634,46 @@ fn host_only(h: &str) -> Option<&str> {
     ok.then_some(host)
 }
 
+/// The host of the redirect's `https://` URL: the client's `Host:` only when it names this
+/// board — the address the connection came to (`local`), or `hostname` (alone or with a
+/// domain after it: `board`, `board.local`); else `local` (the client cannot send itself, or
+/// a page's link, to another site through the board). `board` when neither is known.
+fn redirect_host(given: Option<&str>, local: Option<std::net::IpAddr>, hostname: &str) -> String {
+    let local_host = local.map(super::first_run::url_host);
+    if let Some(h) = given.and_then(host_only) {
+        let bare = h.trim_start_matches('[').trim_end_matches(']');
+        let ours = match bare.parse::<std::net::IpAddr>() {
+            Ok(ip) => Some(ip.to_canonical()) == local,
+            Err(_) => {
+                let h = h.to_ascii_lowercase();
+                let name = hostname.to_ascii_lowercase();
+                !name.is_empty()
+                    && (h == name
+                        || h.strip_prefix(name.as_str())
+                            .is_some_and(|rest| rest.starts_with('.') && rest.len() > 1))
+            }
+        };
+        if ours {
+            return h.to_string();
+        }
+    }
+    local_host.unwrap_or_else(|| "board".to_string())
+}
+
 /// The answer of the plain-HTTP listener (`http_redirect`) to `req`, the HTTPS listener on
 /// `https_port`: a page (GET/HEAD) → 307 to the same path on `https://`; any other page
 /// request → 400 naming the HTTPS URL (a form posted there is not forwarded); an API request
-/// (`/api/…`, `/metrics`) → 400 JSON `{"error": "… use https://…"}`. The host is the
-/// request's `Host:` (else the address the connection came to).
+/// (`/api/…`, `/metrics`, percent-escapes decoded as the router does) → 400 JSON
+/// `{"error": "… use https://…"}`. The host: [`redirect_host`].
 pub async fn redirect(req: HttpRequest, https_port: u16) -> HttpResponse {
-    let host = req
-        .headers()
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .and_then(host_only)
-        .map(str::to_string)
-        .or_else(|| {
-            req.conn_data::<super::limits::LocalAddr>()
-                .map(|a| super::first_run::url_host(a.0))
-        })
-        .unwrap_or_else(|| "board".to_string());
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let host = redirect_host(
+        req.headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok()),
+        req.conn_data::<super::limits::LocalAddr>().map(|a| a.0),
+        hostname.trim(),
+    );
     let port = if https_port == 443 {
         String::new()
     } else {
@@ -365,7 +685,9 @@ pub async fn redirect(req: HttpRequest, https_port: u16) -> HttpResponse {
         .map(|p| p.as_str())
         .unwrap_or("/");
     let url = format!("https://{host}{port}{pq}");
-    if is_api(req.path()) {
+    // The path as the router matches it (percent-escapes of unreserved characters decoded:
+    // `/%61pi/runs` is the API's `/api/runs` on the HTTPS listener, so it is here too).
+    if is_api(req.match_info().as_str()) {
         let mut msg = format!("this board serves its API over HTTPS only: use {url}");
         if req.headers().contains_key(header::AUTHORIZATION) {
             msg.push_str(
@@ -515,6 +837,144 @@ mod tests {
         }
     }
 
+    /// The attacker tryout: `tls_cert`/`tls_key` (or the stored files) at /dev/zero or
+    /// /dev/urandom read until the memory ran out, a FIFO hung the start. Each is a clear error
+    /// at once, naming the file, and nothing is read from a device.
+    #[test]
+    fn devices_fifos_directories_and_huge_files_are_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key) = make(&names()).unwrap();
+        let (c, k) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
+        std::fs::write(&c, &cert).unwrap();
+        std::fs::write(&k, &key).unwrap();
+        let fifo = dir.path().join("fifo.pem");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let huge = dir.path().join("huge.pem");
+        // A valid certificate followed by padding: only the size can refuse it.
+        let mut big = cert.clone().into_bytes();
+        big.resize(MAX_PEM_BYTES as usize + 1, b'\n');
+        std::fs::write(&huge, &big).unwrap();
+        let at_cap = dir.path().join("cap.pem");
+        big.truncate(MAX_PEM_BYTES as usize);
+        std::fs::write(&at_cap, &big).unwrap();
+        assert!(load(&at_cap, &k, false).is_ok(), "1 MiB exactly is read");
+        let not_regular = "not a regular file";
+        let cases: [(&Path, &Path, &str); 7] = [
+            (Path::new("/dev/zero"), &k, not_regular),
+            (&c, Path::new("/dev/zero"), not_regular),
+            (Path::new("/dev/urandom"), &k, not_regular),
+            (&c, Path::new("/dev/urandom"), not_regular),
+            (&fifo, &k, not_regular),
+            (&c, dir.path(), not_regular),
+            (
+                &huge,
+                &k,
+                "larger than a PEM file can be (1048576 bytes at most)",
+            ),
+        ];
+        for (cp, kp, want) in cases {
+            let t = std::time::Instant::now();
+            let e = load(cp, kp, false).err().unwrap_or_default();
+            assert!(t.elapsed() < std::time::Duration::from_secs(2), "{e}");
+            assert!(e.contains(want), "{} + {}: {e}", cp.display(), kp.display());
+            let named = if e.starts_with("cannot read the key") {
+                kp
+            } else {
+                cp
+            };
+            assert!(e.contains(&named.display().to_string()), "{e}");
+        }
+        // The stored pair in the data directory: a device there is replaced, not read.
+        let data = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/dev/zero", data.path().join(KEY_FILE)).unwrap();
+        std::fs::write(data.path().join(CERT_FILE), &cert).unwrap();
+        let id = generated(data.path(), &names()).unwrap();
+        assert!(id.made);
+        assert!(std::fs::symlink_metadata(data.path().join(KEY_FILE))
+            .unwrap()
+            .is_file());
+    }
+
+    #[test]
+    fn a_stored_key_readable_by_others_is_set_back_to_0600_an_own_one_warned_about() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let first = generated(dir.path(), &names()).unwrap();
+        let key = dir.path().join(KEY_FILE);
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let again = generated(dir.path(), &names()).unwrap();
+        assert_eq!(again.fingerprint, first.fingerprint, "the same key, kept");
+        assert_eq!(mode(&key), 0o600);
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let w = key_mode(&key, false).unwrap_or_default();
+        assert!(w.contains("readable by others (mode 0640)"), "{w}");
+        assert_eq!(mode(&key), 0o640, "an admin's own key is not changed");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(key_mode(&key, false), None);
+    }
+
+    #[test]
+    fn an_expired_certificate_is_warned_about() {
+        use rcgen::{CertificateParams, KeyPair};
+        let dir = tempfile::tempdir().unwrap();
+        let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let mut p = CertificateParams::new(vec!["board".to_string()]).unwrap();
+        p.not_before = rcgen::date_time_ymd(2020, 1, 1);
+        p.not_after = rcgen::date_time_ymd(2024, 6, 30);
+        let cert = p.self_signed(&key).unwrap();
+        let (c, k) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
+        std::fs::write(&c, cert.pem()).unwrap();
+        std::fs::write(&k, key.serialize_pem()).unwrap();
+        let id = load(&c, &k, false).unwrap();
+        assert_eq!(
+            id.not_after.map(|t| t.to_rfc3339()).as_deref(),
+            Some("2024-06-30T00:00:00+00:00")
+        );
+        let w = id.expiry_warning(chrono::Utc::now()).unwrap_or_default();
+        assert!(
+            w.contains("expired on 2024-06-30 00:00 UTC") && w.contains("c.pem"),
+            "{w}"
+        );
+        let before: chrono::DateTime<chrono::Utc> = "2024-06-29T00:00:00Z".parse().unwrap();
+        assert_eq!(id.expiry_warning(before), None);
+        // The board's own: valid to the end of 2099 (GeneralizedTime from 2050 on).
+        let own = generated(dir.path(), &names()).unwrap();
+        assert_eq!(
+            own.not_after.map(|t| t.to_rfc3339()).as_deref(),
+            Some("2099-12-31T00:00:00+00:00")
+        );
+        assert_eq!(own.expiry_warning(chrono::Utc::now()), None);
+        assert_eq!(not_after(b"\x30\x84\xff\xff\xff\xff"), None);
+        assert_eq!(not_after(b""), None);
+    }
+
+    #[test]
+    fn the_redirect_uses_the_hosts_header_only_when_it_names_this_board() {
+        let local = Some("192.0.2.1".parse().unwrap());
+        let v6 = Some("2001:db8::1".parse().unwrap());
+        let cases = [
+            (Some("192.0.2.1"), local, "192.0.2.1"),
+            (Some("192.0.2.1:80"), local, "192.0.2.1"),
+            (Some("board-7"), local, "board-7"),
+            (Some("BOARD-7.local:80"), local, "BOARD-7.local"),
+            (Some("board-7.lab.example"), local, "board-7.lab.example"),
+            (Some("[2001:db8::1]:80"), v6, "[2001:db8::1]"),
+            // Not this board: the address the connection came to instead.
+            (Some("evil.example"), local, "192.0.2.1"),
+            (Some("board-7x"), local, "192.0.2.1"),
+            (Some("board-7."), local, "192.0.2.1"),
+            (Some("198.51.100.9"), local, "192.0.2.1"),
+            (Some("a/b"), local, "192.0.2.1"),
+            (None, v6, "[2001:db8::1]"),
+            (Some("evil.example"), None, "board"),
+        ];
+        for (given, local, want) in cases {
+            assert_eq!(redirect_host(given, local, "board-7"), want, "{given:?}");
+        }
+        assert_eq!(redirect_host(Some("x"), local, ""), "192.0.2.1");
+    }
+
     #[test]
     fn the_redirect_listener_names_the_https_url() {
         assert_eq!(host_only("board:80"), Some("board"));
@@ -530,15 +990,25 @@ mod tests {
         let page = rt.block_on(redirect(
             actix_web::test::TestRequest::get()
                 .uri("/runs/3?x=1")
-                .insert_header((header::HOST, "board:80"))
+                .insert_header((header::HOST, "evil.example:80"))
                 .to_http_request(),
             443,
         ));
         assert_eq!(page.status(), 307);
         assert_eq!(
             page.headers().get(header::LOCATION).unwrap(),
-            "https://board/runs/3?x=1"
+            "https://board/runs/3?x=1",
+            "a Host that is not this board's is not used"
         );
+        // `/%61pi/…` is the API for the router: refused like `/api/…`, not redirected.
+        let escaped = rt.block_on(redirect(
+            actix_web::test::TestRequest::get()
+                .uri("/%61pi/runs")
+                .to_http_request(),
+            443,
+        ));
+        assert_eq!(escaped.status(), 400);
+        assert!(escaped.headers().get(header::LOCATION).is_none());
         let api = rt.block_on(redirect(
             actix_web::test::TestRequest::get()
                 .uri("/api/runs")

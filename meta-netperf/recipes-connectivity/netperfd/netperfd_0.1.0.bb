@@ -15,7 +15,7 @@ NETPERF_LICENSE_SPDX = "Apache-2.0 AND BSD-3-Clause AND ISC AND MIT AND Unicode-
 LICENSE = "${@d.getVar('NETPERF_LICENSE_SPDX') if hasattr(oe.license, 'convert_legacy_license_to_spdx') else d.getVar('NETPERF_LICENSE_AMPERSANDS')}"
 # LICENSE-THIRD-PARTY: every crate's notice, so the image's license manifest carries them.
 LIC_FILES_CHKSUM = "file://LICENSE;md5=6e01131aea56f24df0c7ad5be6e93e15 \
-                    file://LICENSE-THIRD-PARTY;md5=b8a6507fdcd1ec5c44281e2792d07142 \
+                    file://LICENSE-THIRD-PARTY;md5=92b3fd2a2ee99c2e47b28f94f9e77acf \
                     file://LICENSES/Unicode-3.0.txt;md5=9541a35d720222b4579e8c8fb11a95ef \
                     "
 # Older oe-core releases have no common-licenses/Unicode-3.0.
