@@ -217,6 +217,12 @@ fn the_board_serves_https_with_the_logged_certificate_and_port_80_only_redirects
         .permissions()
         .mode();
     assert_eq!(mode & 0o777, 0o600);
+    // The data directory and the history are the owner's only (outside systemd the umask
+    // left them 0755 and 0644).
+    let mode =
+        |p: &std::path::Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+    assert_eq!(mode(&data), 0o700);
+    assert_eq!(mode(&data.join("netperfd.sqlite")), 0o600);
 
     // HTTPS with the pinned certificate: the setup page. Any other pin: no connection.
     let r = https(&pc1, BOARD_IP, 443, &fp, get("/setup")).expect("HTTPS with the pin");
