@@ -408,3 +408,62 @@ fn silent_connections_from_one_address_do_not_starve_another() {
     let r = https(&pc1, BOARD_IP, 443, &fp, get("/setup")).expect("HTTPS from pc1 again");
     assert!(r.starts_with("HTTP/1.1 200"), "{r}");
 }
+
+/// The attacker tryout: an expired certificate of the admin's own was served without a word.
+/// It is still served (there may be no other), with a warning in the log at start and on
+/// the Settings page.
+#[test]
+fn an_expired_own_certificate_is_warned_about_in_the_log_and_on_settings() {
+    let mut lab = Lab::new();
+    let pc1 = lab.pc1.clone();
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("key");
+    let mut p = rcgen::CertificateParams::new(vec![BOARD_IP.to_string()]).expect("params");
+    p.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    p.not_after = rcgen::date_time_ymd(2024, 6, 30);
+    let cert = p.self_signed(&key).expect("cert");
+    let (c, k) = (
+        lab.dir().join("own-cert.pem"),
+        lab.dir().join("own-key.pem"),
+    );
+    std::fs::write(&c, cert.pem()).expect("write");
+    std::fs::write(&k, key.serialize_pem()).expect("write");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&k, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let extra = format!(
+        "tls_cert = \"{}\"\ntls_key = \"{}\"\n",
+        c.display(),
+        k.display()
+    );
+    let (_d, fp) = start_https(&mut lab, "daemon", &extra);
+    assert_eq!(fp, colon_hex(cert.der()), "the own certificate is served");
+    let (_, log) = lab.output("daemon");
+    let want = format!(
+        "the web UI's certificate {} expired on 2024-06-30 00:00 UTC",
+        c.display()
+    );
+    assert!(log.contains(&want), "{log}");
+    let code = common::http::setup_code(&log);
+    let body = format!("code={code}&password=correct+horse&confirm=correct+horse");
+    let r = https(&pc1, BOARD_IP, 443, &fp, post("/setup", &body)).expect("setup");
+    assert!(r.starts_with("HTTP/1.1 303"), "{r}");
+    let cookie = header(&r, "set-cookie")[0]
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .to_string();
+    let r = https(
+        &pc1,
+        BOARD_IP,
+        443,
+        &fp,
+        format!(
+            "GET /settings HTTP/1.1\r\nHost: {BOARD_IP}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n"
+        ),
+    )
+    .expect("settings");
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    assert!(
+        r.contains("id=\"tls-expired\"") && r.contains("expired on 2024-06-30 00:00 UTC"),
+        "{r}"
+    );
+}
