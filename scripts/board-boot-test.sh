@@ -291,7 +291,7 @@ http() { # http METHOD PATH [JSON]: sets $code (HTTP status) and $body
     local args=(-sS --max-time 30 -o "$work/body" -w '%{http_code}' -X "$m" -b "$work/cookies" -c "$work/cookies")
     [[ -n ${csrf:-} ]] && args+=(-H "X-CSRF-Token: $csrf")
     [[ -n $d ]] && args+=(-H 'Content-Type: application/json' --data "$d")
-    code=$(nx curl "${args[@]}" "http://192.0.2.1$p") || code=000
+    code=$(nx curl -k "${args[@]}" "https://192.0.2.1$p") || code=000
     body=$(cat "$work/body" 2>/dev/null || true)
 }
 cat >"$work/agent.py" <<'EOF'
@@ -330,7 +330,7 @@ wait_for() { # wait_for SECONDS WHAT CMD... (polls every second); 1 when not in 
         sleep 1
     done
 }
-web_up() { [[ $(nx curl -s -o /dev/null -w '%{http_code}' --max-time 2 http://192.0.2.1/api/health) == 200 ]]; }
+web_up() { [[ $(nx curl -k -s -o /dev/null -w '%{http_code}' --max-time 2 https://192.0.2.1/api/health) == 200 ]]; }
 rss_kb() { g 'awk "/^VmRSS/ {print \$2}" /proc/$(systemctl show -P MainPID netperfd.service)/status'; }
 elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 
@@ -390,7 +390,7 @@ nx nice -n 10 "$qemu" -M "$machine" -cpu "$cpu" -smp "$smp" -m "$mem" -accel tcg
     >"$work/qemu.log" 2>&1 &
 qemu_pid=$!
 login_seen() { grep -aq 'login:' "$console"; }
-if wait_for "$up_max" "web UI on 192.0.2.1:80" web_up; then
+if wait_for "$up_max" "web UI on https://192.0.2.1 (port 443)" web_up; then
     ok "web UI answers $(elapsed "$qemu_start") s after qemu started (TCG, $smp vCPUs)"
 else
     tail -30 "$console" >&2
@@ -433,13 +433,21 @@ fi
 
 # ---------------------------------------------------------------- 3/4. web UI, first login
 phase "web UI and first login"
-st=$(nx curl -s -o /dev/null -w '%{http_code}' --max-time 10 http://192.0.2.1/)
+st=$(nx curl -k -s -o /dev/null -w '%{http_code}' --max-time 10 https://192.0.2.1/)
 if [[ $st == 200 || $st == 303 || $st == 302 ]]; then ok "GET / answers $st"; else bad "GET / answered $st"; fi
+# HTTPS (issue 41): curl -k above; the certificate the board presents must be the one whose
+# SHA-256 its console printed with the setup code.
+fp=$(nx curl -sk -o /dev/null -w '%{certs}' --max-time 10 https://192.0.2.1/ | python3 -c 'import base64,hashlib,re,sys; b=re.search(r"-----BEGIN CERTIFICATE-----(.*?)-----END", sys.stdin.read(), re.S).group(1); print(":".join("%02X" % x for x in hashlib.sha256(base64.b64decode(b)).digest()))' || true)
+if [[ -n $fp ]] && grep -aq "certificate SHA-256 $fp" "$console"; then
+    ok "the console shows the served certificate's SHA-256 ${fp:0:11}…"
+else
+    bad "the console does not show the served certificate's SHA-256 '${fp}'"
+fi
 setup_ok=
 if [[ -n $code ]]; then
     typed=$(tr 'A-F' 'a-f' <<<"${code/-/ }") # as typed by hand: lower case, a space for the dash
-    st=$(nx curl -sS -o /dev/null -w '%{http_code}' --max-time 60 -c "$work/cookies" --data-urlencode "code=$typed" \
-        --data-urlencode "password=$password" --data-urlencode "confirm=$password" http://192.0.2.1/setup || true)
+    st=$(nx curl -k -sS -o /dev/null -w '%{http_code}' --max-time 60 -c "$work/cookies" --data-urlencode "code=$typed" \
+        --data-urlencode "password=$password" --data-urlencode "confirm=$password" https://192.0.2.1/setup || true)
     if [[ $st == 303 ]]; then setup_ok=1; ok "POST /setup with the code from the console ('$typed') answered 303"; else bad "POST /setup answered $st"; fi
 fi
 csrf=
@@ -447,7 +455,7 @@ login() {
     rm -f "$work/cookies"
     csrf=
     local st
-    st=$(nx curl -sS -o /dev/null -w '%{http_code}' --max-time 60 -c "$work/cookies" --data-urlencode "password=$password" http://192.0.2.1/login || true)
+    st=$(nx curl -k -sS -o /dev/null -w '%{http_code}' --max-time 60 -c "$work/cookies" --data-urlencode "password=$password" https://192.0.2.1/login || true)
     [[ $st == 303 ]] || return 1
     http GET /ports
     csrf=$(sed -nE 's/.*name="csrf" value="([0-9a-fA-F]+)".*/\1/p' <<<"$body" | head -1)
@@ -533,8 +541,8 @@ declare -A answers=()
 for src in 192.0.2.3 192.0.2.4; do
     nx ip addr add "$src/24" dev br0
     for _ in 1 2 3 4 5; do
-        st=$(nx curl -sS -o /dev/null -w '%{http_code}' --max-time 60 --interface "$src" \
-            --data-urlencode "password=wrong-$RANDOM" http://192.0.2.1/login || echo 000)
+        st=$(nx curl -k -sS -o /dev/null -w '%{http_code}' --max-time 60 --interface "$src" \
+            --data-urlencode "password=wrong-$RANDOM" https://192.0.2.1/login || echo 000)
         answers[$st]=$((${answers[$st]:-0} + 1))
     done
 done
@@ -566,7 +574,7 @@ form() { # form PATH FIELD=VALUE...: POST a form as the browser does (csrf field
     shift
     args+=(--data-urlencode "csrf=$csrf")
     for f in "$@"; do args+=(--data-urlencode "$f"); done
-    code=$(nx curl "${args[@]}" "http://192.0.2.1$p") || code=000
+    code=$(nx curl -k "${args[@]}" "https://192.0.2.1$p") || code=000
     body=$(cat "$work/body" 2>/dev/null || true)
 }
 # (the minbase root has no iproute2: the kernel's own files are read)
@@ -586,7 +594,7 @@ http GET /ports
 if has_addr "$port2" "$kept" && grep -q 'action="/ports/confirm"' <<<"$body"; then
     left=$(sed -nE 's/.*id="countdown">([0-9]+)<.*/\1/p' <<<"$body" | head -1)
     log "add $kept on $port2: on the board, the page asks to confirm within ${left:-?} s"
-    if nx curl -s -o /dev/null --max-time 10 --interface 198.51.100.2 "http://${kept%/*}/api/health"; then
+    if nx curl -k -s -o /dev/null --max-time 10 --interface 198.51.100.2 "https://${kept%/*}/api/health"; then
         log "the new address answers from the second NIC's link"
     fi
     form /ports/confirm
@@ -748,7 +756,7 @@ fi
 
 # ---------------------------------------------------------------- 11. reboot
 phase "reboot keeps the history"
-runs() { nx curl -sS --max-time 30 -b "$work/cookies" http://192.0.2.1/api/runs |
+runs() { nx curl -k -sS --max-time 30 -b "$work/cookies" https://192.0.2.1/api/runs |
     python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d if isinstance(d, list) else d.get("runs", [])))' 2>/dev/null || echo "?"; }
 runs_before=$(runs)
 boot_before=$(g cat /proc/sys/kernel/random/boot_id || true)

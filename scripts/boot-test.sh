@@ -202,12 +202,16 @@ ip -n "$ns_p2" addr add 198.51.100.2/24 dev eth0
 ip -n "$ns_p2" link set eth0 up
 
 bx() { ip netns exec "$ns_board" "$@"; }
+# HTTPS (issue 41): the shipped config serves 0.0.0.0:443 with the certificate the daemon made
+# at first start in its data directory (its names include 127.0.0.1); port 80 only redirects.
+cert=$root/var/lib/netperfd/tls-cert.pem
+tls=(--cacert "$cert")
 http() { # http METHOD PATH [JSON]: sets $code (HTTP status) and $body
     local m=$1 p=$2 d=${3:-}
     local args=(-sS -o "$work/body" -w '%{http_code}' -X "$m" -b "$work/cookies" -c "$work/cookies")
     [[ -n ${csrf:-} ]] && args+=(-H "X-CSRF-Token: $csrf")
     [[ -n $d ]] && args+=(-H 'Content-Type: application/json' --data "$d")
-    code=$(bx curl "${args[@]}" "http://127.0.0.1$p") || code=000
+    code=$(bx curl "${args[@]}" "${tls[@]}" "https://127.0.0.1$p") || code=000
     body=$(cat "$work/body" 2>/dev/null || true)
 }
 c() { nsenter -t "$leader" -m -u -i -n -p -r -w -- "$@"; } # run inside the container
@@ -220,7 +224,7 @@ wait_for() { # wait_for SECONDS WHAT CMD... (polls every 0.2 s)
         sleep 0.2
     done
 }
-web_up() { [[ $(bx curl -s -o /dev/null -w '%{http_code}' --max-time 1 http://127.0.0.1/api/health) == 200 ]]; }
+web_up() { [[ -s $cert && $(bx curl -s -o /dev/null -w '%{http_code}' --max-time 1 "${tls[@]}" https://127.0.0.1/api/health) == 200 ]]; }
 main_pid() { c systemctl show -P MainPID netperfd.service; }
 active_running() { [[ $(c systemctl show -P ActiveState netperfd.service) == active &&
     $(c systemctl show -P SubState netperfd.service) == running ]]; }
@@ -234,7 +238,7 @@ boot() { # boot N: start the container (boot number N), wait for the web UI, fin
         --network-namespace-path="/run/netns/$ns_board" --machine="nbt$id" \
         >"$console" 2>&1 </dev/null &
     nspawn_pid=$!
-    wait_for 30 "web UI answers on port 80" web_up
+    wait_for 30 "web UI answers HTTPS on port 443" web_up
     boot_s=$(awk -v a="$boot_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     leader=
     for p in $(pgrep -P "$nspawn_pid"); do [[ $(cat "/proc/$p/comm") == systemd ]] && leader=$p; done
@@ -263,17 +267,27 @@ issue=$(show_issue)
 n=$(grep -c "setup code $code" <<<"$issue" || true)
 [[ $n == 1 ]] || fail "agetty --show-issue shows the setup code $n times (want 1): $issue"
 ok "console login prompt shows the setup code $code once (agetty 2.38 with /etc/issue, via /etc/issue.d/netperfd.issue)"
+# The certificate's SHA-256 (computed here from the PEM file) is on the console with the code.
+fp=$(python3 -c 'import base64,hashlib,re,sys; t=open(sys.argv[1]).read(); b=re.search(r"-----BEGIN CERTIFICATE-----(.*?)-----END", t, re.S).group(1); print(":".join("%02X" % x for x in hashlib.sha256(base64.b64decode(b)).digest()))' "$cert")
+n=$(grep -c "certificate SHA-256 $fp" <<<"$issue" || true)
+[[ $n == 1 ]] || fail "agetty --show-issue shows the certificate SHA-256 $fp $n times (want 1): $issue"
+ok "console login prompt shows the certificate SHA-256 ${fp:0:11}… with the code (that of $cert)"
+st=$(bx curl -sS -o /dev/null -w '%{http_code} %{redirect_url}' http://127.0.0.1/setup)
+[[ $st == "307 https://127.0.0.1/setup" ]] || fail "port 80 answered /setup with '$st', want a redirect to https://"
+st=$(bx curl -sS -o /dev/null -w '%{http_code}' http://127.0.0.1/api/health)
+[[ $st == 400 ]] || fail "port 80 answered /api/health with $st, want 400 naming the https:// URL"
+ok "port 80 sends pages to https:// and refuses the API"
 
 addr_t=$(date +%s.%N)
 ip -n "$ns_board" addr add 192.0.2.1/24 dev lan0 # the DHCP lease arrives
-renewed() { console_has "Open http://192\.0\.2\.1/setup.*setup code $code"; }
+renewed() { console_has "Open https://192\.0\.2\.1/setup.*setup code $code"; }
 wait_for 10 "the console's setup line renewed with 192.0.2.1 after the address came" renewed
-ok "console line renewed with http://192.0.2.1/setup $(awk -v a="$addr_t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s after the address came (agetty reprinted the prompt)"
+ok "console line renewed with https://192.0.2.1/setup $(awk -v a="$addr_t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s after the address came (agetty reprinted the prompt)"
 
 typed=$(tr 'A-F' 'a-f' <<<"${code/-/ }")
 before_setup=$(stat -c %s "$console")
 st=$(bx curl -sS -o /dev/null -w '%{http_code}' -c "$work/cookies" --data-urlencode "code=$typed" \
-    --data-urlencode "password=$password" --data-urlencode "confirm=$password" http://127.0.0.1/setup)
+    --data-urlencode "password=$password" --data-urlencode "confirm=$password" "${tls[@]}" https://127.0.0.1/setup)
 [[ $st == 303 ]] || fail "/setup with the code from the console ('$typed') answered $st"
 gone() { ! c test -e /run/netperfd/setup.issue; }
 wait_for 5 "setup.issue removed after the setup" gone
@@ -298,9 +312,12 @@ ok "netperfd.service active (running), Type=notify (READY=1 via sd_notify)"
 pid=$(main_pid)
 user=$(c ps -o user= -p "$pid" | tr -d ' ')
 [[ $user == netperfd ]] || fail "main PID $pid runs as '$user'"
-capeff=$(awk '/^CapEff/ {print $2}' "/proc/$(bx ss -ltnpH 'sport = :80' | sed -nE 's/.*pid=([0-9]+).*/\1/p' | head -1)/status")
-[[ $capeff == 0000000000003400 ]] || fail "listener on port 80 has CapEff $capeff, want 0x3400 (NET_BIND_SERVICE, NET_ADMIN, NET_RAW)"
-ok "port 80 served by user netperfd with CapEff=$capeff (CAP_NET_BIND_SERVICE CAP_NET_ADMIN CAP_NET_RAW)"
+capeff=$(awk '/^CapEff/ {print $2}' "/proc/$(bx ss -ltnpH 'sport = :443' | sed -nE 's/.*pid=([0-9]+).*/\1/p' | head -1)/status")
+[[ $capeff == 0000000000003400 ]] || fail "listener on port 443 has CapEff $capeff, want 0x3400 (NET_BIND_SERVICE, NET_ADMIN, NET_RAW)"
+ok "port 443 served by user netperfd with CapEff=$capeff (CAP_NET_BIND_SERVICE CAP_NET_ADMIN CAP_NET_RAW)"
+kmode=$(stat -c '%a %U' "$root/var/lib/netperfd/tls-key.pem" 2>/dev/null || true)
+[[ $kmode == "600 "* ]] || fail "tls-key.pem is '$kmode', want mode 600"
+ok "the certificate's key is mode 600 (owner ${kmode#* })"
 
 sec=$(c systemd-analyze security --no-pager netperfd.service 2>&1 | sed -nE 's/.*Overall exposure level for netperfd.service: ([0-9.]+).*/\1/p')
 [[ -n $sec ]] || fail "systemd-analyze security printed no exposure level"
@@ -311,14 +328,14 @@ ok "systemd-analyze security netperfd: exposure $sec (<= 2.5)"
 phase "service, API, apply/confirm/rollback"
 login() {
     rm -f "$work/cookies"
-    code=$(bx curl -sS -o /dev/null -w '%{http_code}' -c "$work/cookies" --data-urlencode "password=$password" http://127.0.0.1/login)
+    code=$(bx curl -sS -o /dev/null -w '%{http_code}' -c "$work/cookies" --data-urlencode "password=$password" "${tls[@]}" https://127.0.0.1/login)
     [[ $code == 303 ]] || fail "login answered $code"
     csrf=
     http GET /ports
     csrf=$(sed -nE 's/.*name="csrf" value="([0-9a-fA-F]+)".*/\1/p' <<<"$body" | head -1)
     [[ -n $csrf ]] || fail "no CSRF token on /ports ($code)"
 }
-code=$(bx curl -sS -o /dev/null -w '%{http_code}' -c "$work/cookies" --data-urlencode "password=$password" http://127.0.0.1/login)
+code=$(bx curl -sS -o /dev/null -w '%{http_code}' -c "$work/cookies" --data-urlencode "password=$password" "${tls[@]}" https://127.0.0.1/login)
 [[ $code == 303 ]] || fail "login answered $code"
 csrf=
 http GET /ports
@@ -433,7 +450,7 @@ login
 # a run in the history: stock iperf3 against the board's iperf3 server
 ip netns exec "$ns_p1" timeout 20 iperf3 -c 192.0.2.1 -t 1 >/dev/null || fail "stock iperf3 against the board's server failed"
 sleep 1
-runs_before=$(bx curl -sS -b "$work/cookies" http://127.0.0.1/api/runs | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d if isinstance(d, list) else d.get("runs", [])))' 2>/dev/null || echo "?")
+runs_before=$(bx curl -sS -b "$work/cookies" "${tls[@]}" https://127.0.0.1/api/runs | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d if isinstance(d, list) else d.get("runs", [])))' 2>/dev/null || echo "?")
 # Something else drops a confirmed address (as `networkctl reconfigure` does): the Ports page
 # and GET /api/board name it.
 bx ip addr del 198.51.100.1/24 dev wan0
@@ -462,7 +479,7 @@ ok "the password set on the first boot still logs in"
 wait_for 10 "the confirmed 198.51.100.1/24 re-applied on wan0" has_addr wan0 198.51.100.1
 has_addr wan0 198.51.100.88 && fail "the unconfirmed 198.51.100.88 came back after the reboot"
 ok "confirmed address re-applied at start, the unconfirmed change is gone"
-runs_after=$(bx curl -sS -b "$work/cookies" http://127.0.0.1/api/runs | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d if isinstance(d, list) else d.get("runs", [])))' 2>/dev/null || echo "?")
+runs_after=$(bx curl -sS -b "$work/cookies" "${tls[@]}" https://127.0.0.1/api/runs | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d if isinstance(d, list) else d.get("runs", [])))' 2>/dev/null || echo "?")
 [[ $runs_before =~ ^[1-9][0-9]*$ ]] || fail "no run in the history before the reboot ($runs_before)"
 [[ $runs_after == "$runs_before" ]] || fail "run history: $runs_before runs before the reboot, $runs_after after"
 sleep 2

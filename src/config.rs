@@ -9,9 +9,26 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// Web UI address, default 127.0.0.1:8080 by hand (0.0.0.0:80 in the shipped config).
+    /// Web UI address, default 127.0.0.1:8080 by hand (0.0.0.0:443 in the shipped config).
+    /// Beyond loopback it serves HTTPS ([`Config::tls_in_force`]); on loopback plain HTTP.
     #[serde(default = "default_listen")]
     pub listen: SocketAddr,
+    /// The web UI's own certificate and private key, PEM files (the certificate file may
+    /// hold the chain after it; the key PKCS#8, PKCS#1 or SEC1). Both or neither; without
+    /// them the daemon makes a certificate at first start and keeps it in `data_dir`.
+    #[serde(default)]
+    pub tls_cert: Option<PathBuf>,
+    #[serde(default)]
+    pub tls_key: Option<PathBuf>,
+    /// A second, plain-HTTP listener (the shipped config: `0.0.0.0:80`) that sends every page
+    /// to the HTTPS address and refuses every API request with an error naming it. Only
+    /// while HTTPS is in force; default none.
+    #[serde(default)]
+    pub http_redirect: Option<SocketAddr>,
+    /// Serve plain HTTP on `listen` even beyond loopback (passwords, session cookies and API
+    /// tokens then cross the network in clear; the log and every page say so). Default false.
+    #[serde(default)]
+    pub plain_http: bool,
     /// Directory of the SQLite history, default `./data`.
     #[serde(default = "default_data")]
     pub data_dir: PathBuf,
@@ -125,6 +142,10 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             listen: default_listen(),
+            tls_cert: None,
+            tls_key: None,
+            http_redirect: None,
+            plain_http: false,
             data_dir: default_data(),
             admin_password_hash: None,
             iperf3_ports: default_iperf3_ports(),
@@ -147,6 +168,11 @@ impl Default for Config {
 }
 
 impl Config {
+    /// Whether the web UI serves HTTPS: on a listener beyond loopback, unless `plain_http`.
+    pub fn tls_in_force(&self) -> bool {
+        !self.plain_http && !self.listen.ip().to_canonical().is_loopback()
+    }
+
     /// Read a TOML file. Errors name the file and the bad key.
     pub fn load(path: &Path) -> Result<Config, String> {
         let text = std::fs::read_to_string(path)
@@ -176,6 +202,15 @@ impl Config {
         if c.import_max_bytes < 1024 {
             return Err("import_max_bytes must be at least 1024".into());
         }
+        if c.tls_cert.is_some() != c.tls_key.is_some() {
+            return Err("tls_cert and tls_key go together: set both or neither".into());
+        }
+        if c.http_redirect == Some(c.listen) {
+            return Err(format!(
+                "http_redirect: {} is the web UI's own address (listen)",
+                c.listen
+            ));
+        }
         if c.session_hours == 0 || c.session_hours > 24 * 30 {
             return Err("session_hours must be 1..720".into());
         }
@@ -187,6 +222,7 @@ impl Config {
         for (i, (k, p)) in svc.iter().enumerate() {
             let clash = c.iperf3_ports.contains(p)
                 || c.listen.port() == *p
+                || c.http_redirect.map(|r| r.port()) == Some(*p)
                 || svc[..i].iter().any(|(_, q)| q == p);
             if *p != 0 && clash {
                 return Err(format!("{k}: port {p} is already used by another service"));
@@ -248,6 +284,37 @@ mod tests {
             (c.tcp_sink_port, c.tcp_source_port, c.http_payload_port),
             (0, 0, 8088)
         );
+    }
+
+    #[test]
+    fn tls_keys() {
+        let c = Config::parse("").unwrap();
+        assert!(
+            !c.tls_in_force(),
+            "loopback (the default 127.0.0.1:8080) stays plain HTTP"
+        );
+        let c = Config::parse("listen = \"0.0.0.0:443\"").unwrap();
+        assert!(c.tls_in_force());
+        let c = Config::parse("listen = \"[::1]:8080\"").unwrap();
+        assert!(!c.tls_in_force());
+        let c = Config::parse("listen = \"[::ffff:127.0.0.1]:8080\"").unwrap();
+        assert!(!c.tls_in_force(), "a v4-mapped loopback is loopback");
+        let c = Config::parse("listen = \"0.0.0.0:80\"\nplain_http = true").unwrap();
+        assert!(!c.tls_in_force());
+        assert_eq!(
+            Config::parse("tls_cert = \"/etc/c.pem\"").unwrap_err(),
+            "tls_cert and tls_key go together: set both or neither"
+        );
+        assert!(Config::parse("tls_key = \"/etc/k.pem\"").is_err());
+        assert!(Config::parse("tls_cert = \"/c\"\ntls_key = \"/k\"").is_ok());
+        assert!(
+            Config::parse("listen = \"0.0.0.0:443\"\nhttp_redirect = \"0.0.0.0:443\"").is_err()
+        );
+        assert!(Config::parse("http_redirect = \"0.0.0.0:8088\"").is_err());
+        let shipped = Config::parse(include_str!("../systemd/netperfd.toml")).unwrap();
+        assert_eq!(shipped.listen, "0.0.0.0:443".parse().unwrap());
+        assert_eq!(shipped.http_redirect, Some("0.0.0.0:80".parse().unwrap()));
+        assert!(shipped.tls_in_force());
     }
 
     #[test]

@@ -48,6 +48,8 @@ fn start(
         &data,
         "--iperf3-port",
         "5201",
+        // Plain HTTP even on 0.0.0.0 (issue 41: HTTPS beyond loopback has its own test).
+        "--plain-http",
     ]);
     let (prog, rest) = args.split_first().expect("a program");
     let i = lab.spawn_env(ns, name, prog, rest, env);

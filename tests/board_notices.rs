@@ -188,7 +188,14 @@ fn every_board_change_outcome_is_said_on_the_ports_page() {
         &board,
         "daemon2",
         bin(),
-        &["daemon", "--listen", &listen, "--data", &data],
+        &[
+            "daemon",
+            "--listen",
+            &listen,
+            "--data",
+            &data,
+            "--plain-http",
+        ],
     );
     lab.wait_port(&board, BOARD_IP, WEB_PORT);
     let mut pc = Http::new(Some(&pc1), &format!("http://{BOARD_IP}:{WEB_PORT}"));

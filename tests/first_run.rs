@@ -27,7 +27,15 @@ fn the_setup_code_reaches_the_console_and_is_accepted_as_typed() {
     let listen = format!("0.0.0.0:{WEB_PORT}");
     let conf_s = conf.display().to_string();
     let args = [
-        "daemon", "--listen", &listen, "--data", &data, "--config", &conf_s,
+        "daemon",
+        "--listen",
+        &listen,
+        "--data",
+        &data,
+        "--config",
+        &conf_s,
+        // Plain HTTP on 0.0.0.0: tests/https.rs covers the HTTPS URL and fingerprint.
+        "--plain-http",
     ];
     let d = lab.spawn(&board, "daemon", bin(), &args);
     lab.wait_port(&board, BOARD_IP, WEB_PORT);

@@ -911,6 +911,7 @@ fn a_run_token_neither_moves_the_stored_agent_nor_bridges_its_own_port() {
             &data,
             "--iperf3-port",
             "0",
+            "--plain-http",
         ],
     );
     lab.wait_port(&board, "127.0.0.1", 8086);

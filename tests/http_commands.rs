@@ -68,7 +68,15 @@ fn the_pages_commands_work_as_shown_and_probes_leave_no_runs() {
         &board,
         "daemon",
         bin(),
-        &["daemon", "--listen", &listen, "--data", &data],
+        // Plain HTTP on 0.0.0.0 (the commands as a plain_http board shows them).
+        &[
+            "daemon",
+            "--listen",
+            &listen,
+            "--data",
+            &data,
+            "--plain-http",
+        ],
     );
     for p in [WEB_PORT, 8088, 5009, 5019] {
         lab.wait_port(&board, BOARD_IP, p);

@@ -33,6 +33,9 @@ pub struct DaemonArgs {
     /// UDP port of the latency echo responder (default 5291; 0 turns it off)
     #[arg(long = "echo-port", value_name = "PORT")]
     pub echo_port: Option<u16>,
+    /// Serve plain HTTP beyond loopback too (config `plain_http`; passwords cross in clear)
+    #[arg(long = "plain-http")]
+    pub plain_http: bool,
 }
 
 /// Resolve the configuration: file first, then flags.
@@ -55,6 +58,9 @@ pub fn config_from(a: &DaemonArgs) -> Result<Config, String> {
     }
     if let Some(p) = a.echo_port {
         c.echo_port = p;
+    }
+    if a.plain_http {
+        c.plain_http = true;
     }
     Ok(c)
 }
@@ -217,6 +223,25 @@ fn raise_nofile() {
     }
 }
 
+/// The data directory 0700 and the history `db` 0600 (SQLite gives its journal and WAL files
+/// the database's mode), when this process owns them: outside systemd (whose unit sets
+/// `UMask=0027`) a plain umask left them readable by every local user. Failures are logged.
+fn private_data_dir(dir: &std::path::Path, db: &std::path::Path) {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let me = nix::unistd::geteuid().as_raw();
+    for (p, mode) in [(dir, 0o700), (db, 0o600)] {
+        let Ok(m) = std::fs::metadata(p) else {
+            continue;
+        };
+        if m.uid() != me || m.mode() & 0o077 == 0 {
+            continue;
+        }
+        if let Err(e) = std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)) {
+            tracing::warn!("cannot make {} private ({mode:o}): {e}", p.display());
+        }
+    }
+}
+
 async fn run(cfg: Config) -> Result<(), String> {
     let started_ms = crate::model::time::now_ms();
     // 1. Files left by the last daemon go first (nothing is written before).
@@ -233,6 +258,7 @@ async fn run(cfg: Config) -> Result<(), String> {
         },
     };
     let opened_read_only = read_only.is_some();
+    private_data_dir(&cfg.data_dir, store.path());
     let store = Arc::new(store);
     // 3. Forwarding turned on by a forwarding run that was cut short goes off again, before
     // anything is written to the store (and even when it cannot be).
@@ -292,10 +318,34 @@ async fn run(cfg: Config) -> Result<(), String> {
     if let Err(e) = store.board_id() {
         tracing::warn!("cannot make the board id: {e}");
     }
-    let state = actix_web::web::Data::new(AppState::new(store.clone(), hub.clone(), cfg.clone()));
+    // HTTPS beyond loopback: the certificate (made at first start) before anything announces
+    // the URLs; a bad own certificate stops the daemon here with the file named.
+    let tls = if cfg.tls_in_force() {
+        let id = web::tls::identity(&cfg)?;
+        tracing::info!(
+            "web UI certificate SHA-256 {} (public key sha256//{}; {}{})",
+            id.fingerprint,
+            id.spki_sha256,
+            id.cert_path.display(),
+            if id.made { ", made now" } else { "" }
+        );
+        if let Some(w) = id.expiry_warning(chrono::Utc::now()) {
+            tracing::warn!("{w}");
+        }
+        Some(id)
+    } else {
+        None
+    };
+    let mut app_state = AppState::new(store.clone(), hub.clone(), cfg.clone());
+    app_state.tls = web::tls::Shown::new(&cfg, tls.as_ref());
+    if let Some(w) = &app_state.tls.plain_warning {
+        tracing::warn!("{w}");
+        web::tls::warn_on_every_page();
+    }
+    let state = actix_web::web::Data::new(app_state);
     match state.setup_code() {
         Some(code) => {
-            web::first_run::announce(&cfg, &code);
+            web::first_run::announce(&cfg, &code, &state.tls);
             web::first_run::keep_current(state.clone());
         }
         None => web::first_run::withdraw(&cfg),
@@ -359,20 +409,59 @@ async fn run(cfg: Config) -> Result<(), String> {
         )
         .flatten();
 
-    let st = state.clone();
-    let http = HttpServer::new(move || App::new().app_data(st.clone()).configure(web::configure))
-        .workers(WEB_WORKERS)
-        // Connections per worker, and per client address (web::limits): well below the
-        // unit's LimitNOFILE (docs/hardening.md, file-descriptor budget).
-        .max_connections(web::limits::MAX_CONNECTIONS_PER_WORKER)
-        .on_connect(web::limits::on_connect)
-        .bind(cfg.listen)
-        .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
+    // Connections per worker, and per client address (web::limits): well below the unit's
+    // LimitNOFILE (docs/hardening.md, file-descriptor budget). Over HTTPS the address is
+    // counted before the TLS handshake (web::tls::https_server).
+    let http = match &tls {
+        Some(id) => web::tls::https_server(
+            state.clone(),
+            cfg.listen,
+            WEB_WORKERS,
+            web::limits::MAX_CONNECTIONS_PER_WORKER,
+            id.server.clone(),
+        ),
+        None => {
+            let st = state.clone();
+            HttpServer::new(move || App::new().app_data(st.clone()).configure(web::configure))
+                .workers(WEB_WORKERS)
+                .max_connections(web::limits::MAX_CONNECTIONS_PER_WORKER)
+                .on_connect(web::limits::on_connect)
+                .bind(cfg.listen)
+                .map(|s| s.run())
+        }
+    }
+    .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
+    // The plain-HTTP listener that sends pages to HTTPS (web::tls::redirect).
+    let redirect = match (cfg.http_redirect, &tls) {
+        (Some(addr), Some(_)) => {
+            let port = cfg.listen.port();
+            let server = HttpServer::new(move || {
+                App::new()
+                    .default_service(actix_web::web::to(move |req| web::tls::redirect(req, port)))
+            })
+            .workers(1)
+            .max_connections(web::limits::MAX_CONNECTIONS_PER_WORKER)
+            .on_connect(web::limits::on_connect)
+            .bind(addr)
+            .map_err(|e| format!("cannot listen on {addr} (http_redirect): {e}"))?;
+            tracing::info!("http://{addr}/ sends pages to HTTPS");
+            Some(server.run())
+        }
+        (Some(addr), None) => {
+            tracing::warn!(
+                "http_redirect = {addr} is ignored: the web UI on {} is plain HTTP",
+                cfg.listen
+            );
+            None
+        }
+        (None, _) => None,
+    };
     // Payload server, TCP sink and source (after the web UI has its port; one that cannot
     // listen is logged and left off).
     let _ = crate::runs::traffic::start(&hub, &cfg);
     tracing::info!(
-        "web UI on http://{}/ (data in {})",
+        "web UI on {}://{}/ (data in {})",
+        if tls.is_some() { "https" } else { "http" },
         cfg.listen,
         store.path().display()
     );
@@ -387,7 +476,21 @@ async fn run(cfg: Config) -> Result<(), String> {
             }
         });
     }
-    let r = http.run().await.map_err(|e| e.to_string());
+    let r = match redirect {
+        Some(redirect) => {
+            let handle = redirect.handle();
+            crate::engine::task::spawn(async move {
+                if let Err(e) = redirect.await {
+                    tracing::error!("the HTTP redirect listener stopped: {e}");
+                }
+            });
+            let r = http.await;
+            handle.stop(true).await;
+            r
+        }
+        None => http.await,
+    }
+    .map_err(|e| e.to_string());
     shutdown.notify_one();
     board.stop_dhcp_clients().await;
     r

@@ -58,15 +58,21 @@ pub(crate) fn url_host(a: IpAddr) -> String {
     }
 }
 
-/// The setup page's URL on each reachable address: `http://192.0.2.1:8080/setup`.
+/// The setup page's URL on each reachable address: `https://192.0.2.1/setup`,
+/// `http://127.0.0.1:8080/setup` (the scheme's own port left out).
 fn setup_urls(cfg: &Config) -> Vec<String> {
+    let (scheme, default_port) = if cfg.tls_in_force() {
+        ("https", 443)
+    } else {
+        ("http", 80)
+    };
     reachable_addresses(cfg.listen.ip())
         .into_iter()
         .map(|a| {
-            if cfg.listen.port() == 80 {
-                format!("http://{}/setup", url_host(a))
+            if cfg.listen.port() == default_port {
+                format!("{scheme}://{}/setup", url_host(a))
             } else {
-                format!("http://{}:{}/setup", url_host(a), cfg.listen.port())
+                format!("{scheme}://{}:{}/setup", url_host(a), cfg.listen.port())
             }
         })
         .collect()
@@ -89,23 +95,38 @@ pub(crate) fn same_code(given: &str, code: &str) -> bool {
 /// listen for IPv4/IPv6 address changes and re-read the issue files on each.
 const AGETTY_WATCH_ADDRESSES: &str = "\\4{netperfd-no-such-port}\\6{netperfd-no-such-port}";
 
-/// The login prompt's snippet for `urls` and `code`. agetty prints issue files as they are,
-/// expanding only `\`-escapes: plain text, and the escapes of [`AGETTY_WATCH_ADDRESSES`].
-fn issue_text(urls: &[String], code: &str) -> String {
+/// The login prompt's snippet for `urls` and `code`, with the certificate's line when HTTPS
+/// is in force (`certificate SHA-256 AB:CD:…`, on its own line). agetty prints issue files as
+/// they are, expanding only `\`-escapes: plain text, and the escapes of
+/// [`AGETTY_WATCH_ADDRESSES`].
+fn issue_text(urls: &[String], code: &str, tls: &super::tls::Shown) -> String {
+    let cert = tls
+        .line()
+        .map(|l| format!("\nnetperfd: the page's {l}"))
+        .unwrap_or_default();
     format!(
-        "netperfd: no admin password yet. Open {} and enter the setup code {code}{AGETTY_WATCH_ADDRESSES}\n\n",
+        "netperfd: no admin password yet. Open {} and enter the setup code {code}{cert}{AGETTY_WATCH_ADDRESSES}\n\n",
+        urls.join(" or ")
+    )
+}
+
+/// The log line: the URLs, the code, and the certificate's fingerprint when HTTPS is in force.
+fn log_text(lead: &str, urls: &[String], code: &str, tls: &super::tls::Shown) -> String {
+    let cert = tls.line().map(|l| format!(" ({l})")).unwrap_or_default();
+    format!(
+        "{lead}: open {}{cert} and enter the one-time setup code {code}",
         urls.join(" or ")
     )
 }
 
 /// Write the login prompt's snippet (failures are logged, never fatal).
-fn write_issue(cfg: &Config, urls: &[String], code: &str) {
+fn write_issue(cfg: &Config, urls: &[String], code: &str, tls: &super::tls::Shown) {
     let Some(path) = issue_path(cfg) else { return };
     let res = path
         .parent()
         .map(std::fs::create_dir_all)
         .unwrap_or(Ok(()))
-        .and_then(|_| std::fs::write(path, issue_text(urls, code)));
+        .and_then(|_| std::fs::write(path, issue_text(urls, code, tls)));
     if let Err(e) = res {
         tracing::warn!(
             "cannot write the setup code to {}: {e} (the login prompt will not show it)",
@@ -114,15 +135,13 @@ fn write_issue(cfg: &Config, urls: &[String], code: &str) {
     }
 }
 
-/// Tell the setup code: the log line (WARN) with the board's real addresses and the login
-/// prompt's snippet. A failure to write the snippet is logged, never fatal.
-pub fn announce(cfg: &Config, code: &str) {
+/// Tell the setup code: the log line (WARN) with the board's real addresses (and the
+/// certificate's fingerprint, `tls`) and the login prompt's snippet. A failure to write the
+/// snippet is logged, never fatal.
+pub fn announce(cfg: &Config, code: &str, tls: &super::tls::Shown) {
     let urls = setup_urls(cfg);
-    tracing::warn!(
-        "no admin password yet: open {} and enter the one-time setup code {code}",
-        urls.join(" or ")
-    );
-    write_issue(cfg, &urls, code);
+    tracing::warn!("{}", log_text("no admin password yet", &urls, code, tls));
+    write_issue(cfg, &urls, code, tls);
 }
 
 /// Keep the setup URLs current until the setup is done: whenever the board's addresses
@@ -159,10 +178,10 @@ pub fn keep_current(state: actix_web::web::Data<super::AppState>) {
             let Some(code) = guard.as_deref() else { return };
             if urls != shown {
                 tracing::warn!(
-                    "the board's addresses changed: open {} and enter the one-time setup code {code}",
-                    urls.join(" or ")
+                    "{}",
+                    log_text("the board's addresses changed", &urls, code, &state.tls)
                 );
-                write_issue(&state.config, &urls, code);
+                write_issue(&state.config, &urls, code, &state.tls);
                 shown = urls;
             }
         }
@@ -252,6 +271,39 @@ mod tests {
             !missing.exists(),
             "agetty watches only a file it saw at its start"
         );
+    }
+
+    #[test]
+    fn the_certificate_line_goes_with_the_setup_code() {
+        let urls = vec!["https://192.0.2.1/setup".to_string()];
+        let fp = "AB:CD:EF".to_string();
+        let tls = super::super::tls::Shown {
+            fingerprint: Some(fp),
+            ..Default::default()
+        };
+        let t = issue_text(&urls, "27A5A-4539F", &tls);
+        assert!(t.starts_with(
+            "netperfd: no admin password yet. Open https://192.0.2.1/setup and enter the setup code 27A5A-4539F\nnetperfd: the page's certificate SHA-256 AB:CD:EF\\4{"
+        ), "{t}");
+        assert!(t.ends_with("\n\n"));
+        let plain = issue_text(&urls, "27A5A-4539F", &Default::default());
+        assert!(!plain.contains("certificate"));
+        assert_eq!(
+            log_text("no admin password yet", &urls, "X", &tls),
+            "no admin password yet: open https://192.0.2.1/setup (certificate SHA-256 AB:CD:EF) and enter the one-time setup code X"
+        );
+        let mut cfg = Config {
+            listen: "192.0.2.1:443".parse().unwrap(),
+            ..Config::default()
+        };
+        assert_eq!(setup_urls(&cfg), urls);
+        cfg.listen = "192.0.2.1:8443".parse().unwrap();
+        assert_eq!(setup_urls(&cfg), vec!["https://192.0.2.1:8443/setup"]);
+        cfg.plain_http = true;
+        assert_eq!(setup_urls(&cfg), vec!["http://192.0.2.1:8443/setup"]);
+        cfg.listen = "127.0.0.1:8080".parse().unwrap();
+        cfg.plain_http = false;
+        assert_eq!(setup_urls(&cfg), vec!["http://127.0.0.1:8080/setup"]);
     }
 
     #[test]

@@ -73,9 +73,38 @@ impl Drop for Connection {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LocalAddr(pub IpAddr);
 
-/// actix's `on_connect` hook: note the connection's local address ([`LocalAddr`]); count the
-/// connection for its client address, or shut it down at once when that address already
-/// holds [`MAX_CONNECTIONS_PER_ADDRESS`] (logged at most once a minute).
+/// A connection counted for its client address until dropped ([`admit`]).
+pub struct Admitted {
+    _held: Connection,
+}
+
+/// Count a new connection from `ip` (IPv4-mapped spelled as IPv4), or `None` when that
+/// address already holds [`MAX_CONNECTIONS_PER_ADDRESS`] (logged at most once a minute): the
+/// caller closes it at once. The HTTPS listener calls this for each accepted TCP connection
+/// before its TLS handshake (`web::tls`), so that silent connections count too.
+pub fn admit(ip: IpAddr) -> Option<Admitted> {
+    let ip = ip.to_canonical();
+    match with(&CONNECTIONS, |c| {
+        c.take(ip, usize::MAX, MAX_CONNECTIONS_PER_ADDRESS)
+    }) {
+        Ok(()) => Some(Admitted {
+            _held: Connection(ip),
+        }),
+        Err(_) => {
+            crate::rate_warn!(
+                "web-per-address",
+                %ip,
+                "web UI: {MAX_CONNECTIONS_PER_ADDRESS} connections from {ip} already; closing the next"
+            );
+            None
+        }
+    }
+}
+
+/// actix's `on_connect` hook of a plain-HTTP listener (called when the connection is
+/// accepted): note the connection's local address ([`LocalAddr`]); count the connection for
+/// its client address, or shut it down at once when that address already holds
+/// [`MAX_CONNECTIONS_PER_ADDRESS`] ([`admit`]).
 pub fn on_connect(conn: &dyn std::any::Any, ext: &mut actix_web::dev::Extensions) {
     let Some(s) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() else {
         return;
@@ -86,19 +115,11 @@ pub fn on_connect(conn: &dyn std::any::Any, ext: &mut actix_web::dev::Extensions
     let Ok(peer) = s.peer_addr() else {
         return;
     };
-    let ip = peer.ip().to_canonical();
-    match with(&CONNECTIONS, |c| {
-        c.take(ip, usize::MAX, MAX_CONNECTIONS_PER_ADDRESS)
-    }) {
-        Ok(()) => {
-            ext.insert(Connection(ip));
+    match admit(peer.ip()) {
+        Some(a) => {
+            ext.insert(a);
         }
-        Err(_) => {
-            crate::rate_warn!(
-                "web-per-address",
-                %ip,
-                "web UI: {MAX_CONNECTIONS_PER_ADDRESS} connections from {ip} already; closing the next"
-            );
+        None => {
             let _ = socket2::SockRef::from(s).shutdown(std::net::Shutdown::Both);
         }
     }

@@ -24,6 +24,7 @@ pub mod schedules;
 pub mod storage;
 pub mod stream;
 pub mod suites;
+pub mod tls;
 pub mod traffic;
 pub mod transfer;
 
@@ -43,6 +44,8 @@ pub struct AppState {
     pub limiter: crate::model::secrets::LoginLimiter,
     /// The board controller: the hub's, else one made for this state.
     pub board: Arc<crate::board::apply::Controller>,
+    /// HTTPS as the pages and the login prompt show it (the daemon sets it at start).
+    pub tls: tls::Shown,
 }
 
 impl AppState {
@@ -57,6 +60,7 @@ impl AppState {
             hub,
             config,
             setup_code: Mutex::new(None),
+            tls: tls::Shown::default(),
             limiter: crate::model::secrets::LoginLimiter::new(
                 5,
                 std::time::Duration::from_secs(300),

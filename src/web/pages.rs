@@ -134,7 +134,9 @@ async fn login_page(state: web::Data<AppState>) -> HttpResponse {
     })
 }
 
-fn session_cookie(state: &AppState) -> Result<Cookie<'static>, String> {
+/// A new session's cookie: `HttpOnly`, `SameSite=Strict`, and `Secure` when `req` came over
+/// HTTPS (the browser then never sends it over plain HTTP, the redirect listener's included).
+fn session_cookie(state: &AppState, req: &HttpRequest) -> Result<Cookie<'static>, String> {
     let token = auth::random_hex(32);
     let csrf = auth::random_hex(16);
     let hours = state.config.session_hours as i64;
@@ -150,6 +152,7 @@ fn session_cookie(state: &AppState) -> Result<Cookie<'static>, String> {
         .path("/")
         .http_only(true)
         .same_site(SameSite::Strict)
+        .secure(req.app_config().secure())
         .max_age(CookieDuration::hours(hours))
         .finish())
 }
@@ -200,7 +203,7 @@ async fn login(
         );
     }
     state.limiter.success(ip);
-    match session_cookie(&state) {
+    match session_cookie(&state, &req) {
         Ok(c) => HttpResponse::SeeOther()
             .cookie(c)
             .insert_header((header::LOCATION, "/"))
@@ -362,7 +365,7 @@ async fn setup(
     super::first_run::withdraw(&state.config);
     state.limiter.success(ip);
     tracing::info!("admin password set through the setup page");
-    match session_cookie(&state) {
+    match session_cookie(&state, &req) {
         Ok(c) => HttpResponse::SeeOther()
             .cookie(c)
             .insert_header((header::LOCATION, "/"))
@@ -1772,6 +1775,10 @@ pub(super) struct SettingsPage {
     /// The caps in force, for the form: runs kept and MiB.
     max_runs: u64,
     max_mib: u64,
+    /// HTTPS in force: the certificate's fingerprint and pin, or the plain-HTTP warning.
+    tls: super::tls::Shown,
+    /// The scheme of this board's web UI in curl examples: `https` or `http`.
+    scheme: &'static str,
 }
 
 pub(super) fn settings(
@@ -1802,6 +1809,12 @@ pub(super) fn settings(
             .collect(),
         max_runs: state.store.retention().max_runs,
         max_mib: state.store.retention().max_bytes >> 20,
+        tls: state.tls.clone(),
+        scheme: if state.config.tls_in_force() {
+            "https"
+        } else {
+            "http"
+        },
         retention: {
             let r = state.store.retention();
             format!(
@@ -1882,7 +1895,7 @@ async fn change_password(
         tokens = t,
         "password changed: sessions ended, tokens revoked"
     );
-    let cookie = session_cookie(&state).map_err(AuthError::Internal)?;
+    let cookie = session_cookie(&state, &req).map_err(AuthError::Internal)?;
     let csrf = state
         .store
         .session(&crate::model::secrets::sha256_hex(cookie.value()))

@@ -11,7 +11,7 @@ NETPERFD_SITE = https://github.com/ORG/netperf.git
 NETPERFD_SITE_METHOD = git
 # netperfd is MIT; the binary statically links crates under these licenses and the
 # bundled SQLite (public domain). Per-crate list and texts: LICENSE-THIRD-PARTY.
-NETPERFD_LICENSE = MIT, Apache-2.0, BSD-3-Clause, Unicode-3.0, Zlib, Public Domain (SQLite)
+NETPERFD_LICENSE = MIT, Apache-2.0, BSD-3-Clause, ISC, Unicode-3.0, Zlib, Public Domain (SQLite)
 NETPERFD_LICENSE_FILES = LICENSE LICENSE-THIRD-PARTY LICENSES/Unicode-3.0.txt
 
 # Rust >= 1.85 (rust-version of Cargo.toml): stop before building anything with an older

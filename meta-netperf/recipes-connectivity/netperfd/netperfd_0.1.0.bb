@@ -3,19 +3,19 @@ DESCRIPTION = "netperfd runs iperf3-compatible network tests on an embedded Linu
 HOMEPAGE = "https://github.com/ORG/netperf"
 BUGTRACKER = "https://github.com/ORG/netperf/issues"
 SECTION = "net"
-# netperfd is MIT; the binary statically links crates under Apache-2.0, BSD-3-Clause,
+# netperfd is MIT; the binary statically links crates under Apache-2.0, BSD-3-Clause, ISC,
 # Unicode-3.0, Zlib and MIT, and the bundled SQLite (public domain). Per-crate list and
 # the license texts: LICENSE-THIRD-PARTY (scripts/third-party-licenses.py --check in CI).
 # oe-core master (from 2026-07) parses LICENSE as an SPDX expression and warns about the
 # legacy operators; older releases know only the legacy form. Feature test, not a branch name.
 # (The SPDX form is the one oe-core's parser prints for it, checked with oe.spdx_license.)
 # nooelint: oelint.vars.mispell.unknown
-NETPERF_LICENSE_AMPERSANDS = "MIT & Apache-2.0 & BSD-3-Clause & Unicode-3.0 & Zlib & PD"
-NETPERF_LICENSE_SPDX = "Apache-2.0 AND BSD-3-Clause AND MIT AND Unicode-3.0 AND Zlib AND LicenseRef-PD"
+NETPERF_LICENSE_AMPERSANDS = "MIT & Apache-2.0 & BSD-3-Clause & ISC & Unicode-3.0 & Zlib & PD"
+NETPERF_LICENSE_SPDX = "Apache-2.0 AND BSD-3-Clause AND ISC AND MIT AND Unicode-3.0 AND Zlib AND LicenseRef-PD"
 LICENSE = "${@d.getVar('NETPERF_LICENSE_SPDX') if hasattr(oe.license, 'convert_legacy_license_to_spdx') else d.getVar('NETPERF_LICENSE_AMPERSANDS')}"
 # LICENSE-THIRD-PARTY: every crate's notice, so the image's license manifest carries them.
 LIC_FILES_CHKSUM = "file://LICENSE;md5=6e01131aea56f24df0c7ad5be6e93e15 \
-                    file://LICENSE-THIRD-PARTY;md5=f4a07bab8778d60c5cd128fb2ee7140d \
+                    file://LICENSE-THIRD-PARTY;md5=92b3fd2a2ee99c2e47b28f94f9e77acf \
                     file://LICENSES/Unicode-3.0.txt;md5=9541a35d720222b4579e8c8fb11a95ef \
                     "
 # Older oe-core releases have no common-licenses/Unicode-3.0.
