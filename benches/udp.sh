@@ -60,6 +60,12 @@
 #   IPERF3_GSRO=/opt/iperf3-3.21/bin/iperf3   the --gsro sender of the paced table
 #   PACED_RATES="100M 400M 1000M"  PACED_LENS="1448 512"   the paced table's cells
 #   PACED_ONLY=0   1: only the paced table
+#   PACED_SERVERS="netperfd"   receivers of the paced table: netperfd and/or iperf3 (stock
+#                  iperf3 -s at $IPERF3 with its default receive buffer: what a stock peer
+#                  takes of our batches; its loss comes from the client's -J)
+#   PACED_SENDERS="netperfd nkernel gsro"   senders of the paced table
+# Every paced run also records the receiver namespace's UdpRcvbufErrors (/proc/net/snmp,
+# before and after): datagrams the receiving socket's buffer had no room for.
 # Writes benches/results/udp-<UTC date>.json. Exits 0 even when targets are missed;
 # non-zero only when the bench itself cannot run.
 set -euo pipefail
@@ -73,6 +79,8 @@ IPERF3_GSRO=${IPERF3_GSRO:-/opt/iperf3-3.21/bin/iperf3}
 PACED_RATES=${PACED_RATES:-100M 400M 1000M}
 PACED_LENS=${PACED_LENS:-1448 512}
 PACED_ONLY=${PACED_ONLY:-0}
+PACED_SERVERS=${PACED_SERVERS:-netperfd}
+PACED_SENDERS=${PACED_SENDERS:-netperfd nkernel gsro}
 PORT_BASE=${PORT_BASE:-5401}
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -94,6 +102,8 @@ if [[ -n $PACED_RATES ]]; then
     "$IPERF3_GSRO" --help 2>&1 | grep -q -- --gsro || die "$IPERF3_GSRO has no --gsro"
     for r in $PACED_RATES; do [[ $r =~ ^[1-9][0-9]*[KMG]?$ ]] || die "PACED_RATES: bad -b $r"; done
     for l in $PACED_LENS; do [[ $l =~ ^[1-9][0-9]*$ ]] || die "PACED_LENS: bad -l $l"; done
+    for s in $PACED_SERVERS; do [[ $s =~ ^(netperfd|iperf3)$ ]] || die "PACED_SERVERS: bad receiver $s"; done
+    for s in $PACED_SENDERS; do [[ $s =~ ^(netperfd|nkernel|gsro)$ ]] || die "PACED_SENDERS: bad sender $s"; done
 fi
 if [[ ! -x /usr/bin/time ]]; then
     echo "udp.sh: /usr/bin/time missing, installing the 'time' package" >&2
@@ -165,6 +175,10 @@ fi
 tool_bin() { case $1 in iperf3) echo "$IPERF3" ;; gsro) echo "$IPERF3_GSRO" ;; netperfd | nkernel) echo "$NETPERFD" ;; esac; }
 
 runs_file=$work/runs.jsonl
+# UdpRcvbufErrors of the receiver's namespace (its own /proc/net/snmp)
+rcvbuf_errors() {
+    ip netns exec "$NSB" awk '/^Udp:/ { if (!h) { for (i = 1; i <= NF; i++) c[$i] = i; h = 1 } else print $c["RcvbufErrors"] }' /proc/net/snmp
+}
 : >"$runs_file"
 port=$PORT_BASE
 runno=0
@@ -203,7 +217,8 @@ run_one() {
         echo "server_not_listening" >"$d/note"
     fi
 
-    # client in A
+    # client in A; the receiver namespace's UdpRcvbufErrors before and after
+    rcvbuf_errors >"$d/rcvbuf.before"
     crc=0
     ip netns exec "$NSA" /usr/bin/time -o "$d/client.time" -f '%U %S %w' \
         timeout -k 5 $((DURATION + 30)) "$cbin" -c "$ADDR_B" -p "$port" \
@@ -223,6 +238,7 @@ run_one() {
     src=0
     wait "$server_pid" || src=$?
     server_pid=
+    rcvbuf_errors >"$d/rcvbuf.after"
 
     python3 - "$d" "$round" "$ctool" "$stool" "$rate" "$crc" "$src" "$port" "$len" "$DURATION" "$set" \
         >>"$runs_file" <<'PY'
@@ -284,6 +300,10 @@ def num(sect, key, name, tool):
         A.append(f"client ({tool}) JSON: end.{name}.{key} is {v}")
         return None
     return v
+try:
+    rec["receiver_rcvbuf_errors"] = int(read("rcvbuf.after")) - int(read("rcvbuf.before"))
+except ValueError:
+    A.append("no UdpRcvbufErrors from the receiver's namespace")
 for n in read("note").split():
     A.append(f"{n} ({stool})")
 if rec["client_exit"] != 0:
@@ -424,10 +444,12 @@ echo "iperf3 --gsro: $IPERF3_GSRO ($("$IPERF3_GSRO" -v 2>/dev/null | head -n1 ||
 read -r -a prates <<<"$PACED_RATES"
 read -r -a plens <<<"$PACED_LENS"
 nmain=$(( PACED_ONLY == 1 ? 0 : ${#combos[@]} + ${#paced[@]} ))
-echo "DURATION=$DURATION REPEATS=$REPEATS LEN=$LEN, $(( (nmain + 3 * ${#prates[@]} * ${#plens[@]}) * REPEATS )) runs" >&2
+read -r -a psenders <<<"$PACED_SENDERS"
+read -r -a pservers <<<"$PACED_SERVERS"
+echo "DURATION=$DURATION REPEATS=$REPEATS LEN=$LEN, $(( (nmain + ${#psenders[@]} * ${#pservers[@]} * ${#prates[@]} * ${#plens[@]}) * REPEATS )) runs" >&2
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for round in $(seq "$REPEATS"); do
-    if (( round % 2 == 1 )); then order=(0 1 2 3); porder=(0 1); tools=(netperfd nkernel gsro); else order=(3 2 1 0); porder=(1 0); tools=(gsro nkernel netperfd); fi
+    if (( round % 2 == 1 )); then order=(0 1 2 3); porder=(0 1); tools=(${PACED_SENDERS}); else order=(3 2 1 0); porder=(1 0); tools=($(echo $PACED_SENDERS | tr ' ' '\n' | tac)); fi
     if [[ $PACED_ONLY != 1 ]]; then
         for i in "${order[@]}"; do
             read -r c s <<<"${combos[$i]}"
@@ -441,8 +463,10 @@ for round in $(seq "$REPEATS"); do
     # the paced table: both senders back to back per cell, the order alternating per round
     for r in "${prates[@]}"; do
         for l in "${plens[@]}"; do
-            for c in "${tools[@]}"; do
-                run_one "$round" "$c" netperfd "$r" "$l" paced
+            for srv in $PACED_SERVERS; do
+                for c in "${tools[@]}"; do
+                    run_one "$round" "$c" "$srv" "$r" "$l" paced
+                done
             done
         done
     done
@@ -534,13 +558,14 @@ targets = []
 ptable = []
 cells = []
 for r in pruns:
-    if (r["rate"], r["len"]) not in cells:
-        cells.append((r["rate"], r["len"]))
-pkeys = keys + ("sender_peak_1ms_x", "receiver_peak_1ms_x", "sender_wakeups_per_s")
-for rate, ln in cells:
-    row = {"rate": rate, "len": ln}
+    if (r["rate"], r["len"], r["server"]) not in cells:
+        cells.append((r["rate"], r["len"], r["server"]))
+pkeys = keys + ("sender_peak_1ms_x", "receiver_peak_1ms_x", "sender_wakeups_per_s", "receiver_rcvbuf_errors")
+for rate, ln, srv in cells:
+    row = {"rate": rate, "len": ln, "server": srv}
     for c in ("netperfd", "nkernel", "gsro"):
-        mine = [r for r in pruns if r["client"] == c and r["rate"] == rate and r["len"] == ln]
+        mine = [r for r in pruns if r["client"] == c and r["rate"] == rate and r["len"] == ln
+                and r["server"] == srv]
         ok = [r for r in mine if r["ok"]]
         row[c] = {"runs": len(mine), "ok_runs": len(ok), **{k: med([r.get(k) for r in ok]) for k in pkeys}}
     row["ratio_sender_dgrams_per_cpu_s"] = ratio(row["netperfd"]["sender_dgrams_per_cpu_s"],
@@ -550,10 +575,10 @@ for rate, ln in cells:
     ptable.append(row)
 if ptable:
     print()
-    print(f"paced UDP, sender netperfd vs iperf3 3.21 --gsro ({meta['iperf3_gsro']}), both to netperfd -s; "
+    print(f"paced UDP, sender netperfd vs iperf3 --gsro ({meta['iperf3_gsro']}), to the receiver named; "
           f"{meta['duration_s']} s x {meta['repeats']} repeats, medians")
-    ph = (f"{'-b':>6}{'-l':>6}  {'sender':<9}{'ok':>5}{'snd dg/s':>10}{'dg/CPU-s':>10}{'loss %':>8}"
-          f"{'rcv 1ms x':>10}{'snd 1ms x':>10}{'wake/s':>8}{'x dg/CPU-s':>12}")
+    ph = (f"{'-b':>6}{'-l':>6}  {'receiver':<9}{'sender':<9}{'ok':>5}{'snd dg/s':>10}{'dg/CPU-s':>10}{'loss %':>8}"
+          f"{'rcvbuf':>8}{'rcv 1ms x':>10}{'snd 1ms x':>10}{'wake/s':>8}{'x dg/CPU-s':>12}")
     print(ph)
     print("-" * len(ph))
     for row in ptable:
@@ -561,23 +586,29 @@ if ptable:
             x = row[c]
             rk = {"netperfd": "ratio_sender_dgrams_per_cpu_s", "nkernel": "ratio_kernel_sender_dgrams_per_cpu_s"}
             rx = f(row[rk[c]], ".2f") if c in rk else ""
-            print(f"{row['rate']:>6}{row['len']:>6}  {name:<9}{str(x['ok_runs'])+'/'+str(x['runs']):>5}"
+            if x["runs"] == 0:
+                continue
+            print(f"{row['rate']:>6}{row['len']:>6}  {row['server']:<9}{name:<9}{str(x['ok_runs'])+'/'+str(x['runs']):>5}"
                   f"{f(x['sender_dgrams_per_s'], '.0f'):>10}{f(x['sender_dgrams_per_cpu_s'], '.0f'):>10}"
-                  f"{f(x['loss_percent'], '.2f'):>8}{f(x['receiver_peak_1ms_x'], '.2f'):>10}"
+                  f"{f(x['loss_percent'], '.2f'):>8}{f(x['receiver_rcvbuf_errors'], '.0f'):>8}"
+                  f"{f(x['receiver_peak_1ms_x'], '.2f'):>10}"
                   f"{f(x['sender_peak_1ms_x'], '.2f'):>10}{f(x['sender_wakeups_per_s'], '.0f'):>8}{rx:>12}")
     print("(rcv 1ms x: the netperfd receiver's busiest 1 ms of arrivals / -b (before commit c55f8b8 it")
     print(" counted a batch sharing one timestamp once and read low); snd 1ms x: netperfd's pacer record;")
     print(" wake/s: the sender process's voluntary context switches per second, from /usr/bin/time %w;")
-    print(" n-kernel: netperfd --udp-pacing kernel, no fq on this veth: its CPU only, its batches unspread)")
+    print(" n-kernel: netperfd --udp-pacing kernel, no fq on this veth: its CPU only, its batches unspread;")
+    print(" rcvbuf: the receiver namespace's UdpRcvbufErrors over the run, datagrams its socket had no room for)")
     print()
     for row in ptable:
         v = row["ratio_sender_dgrams_per_cpu_s"]
         loss = row["netperfd"]["loss_percent"]
+        if row["netperfd"]["runs"] == 0 and row["nkernel"]["runs"] == 0:
+            continue
         met = v is not None and v >= 1.5 and loss is not None and loss <= 1.0
-        name = f"netperfd paced -b {row['rate']} -l {row['len']}"
+        name = f"netperfd paced -b {row['rate']} -l {row['len']} to {row['server']}"
         print(f"TARGET {'MET   ' if met else 'MISSED'} {name:<34} datagrams per sender CPU-second "
               f"{f(v, '.2f')}x 3.21 --gsro >= 1.50x, loss {f(loss, '.2f')} % <= 1 %")
-        targets.append({"client": "netperfd", "server": "netperfd", "rate": row["rate"], "len": row["len"],
+        targets.append({"client": "netperfd", "server": row["server"], "rate": row["rate"], "len": row["len"],
                         "met": met, "checks": [
                             {"metric": "sender datagrams per CPU-second vs iperf3 3.21 --gsro", "ratio": v,
                              "op": ">=", "threshold": 1.5},
@@ -585,10 +616,10 @@ if ptable:
         # Kernel pacing: CPU only here (no fq on the veth: its loss is measured in the VM lab).
         v = row["ratio_kernel_sender_dgrams_per_cpu_s"]
         met = v is not None and v >= 1.5
-        name = f"netperfd kernel-paced -b {row['rate']} -l {row['len']}"
+        name = f"netperfd kernel-paced -b {row['rate']} -l {row['len']} to {row['server']}"
         print(f"TARGET {'MET   ' if met else 'MISSED'} {name:<34} datagrams per sender CPU-second "
               f"{f(v, '.2f')}x 3.21 --gsro >= 1.50x (CPU only: no fq here)")
-        targets.append({"client": "nkernel", "server": "netperfd", "rate": row["rate"], "len": row["len"],
+        targets.append({"client": "nkernel", "server": row["server"], "rate": row["rate"], "len": row["len"],
                         "met": met, "checks": [
                             {"metric": "sender datagrams per CPU-second vs iperf3 3.21 --gsro", "ratio": v,
                              "op": ">=", "threshold": 1.5}]})

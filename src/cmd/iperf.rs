@@ -401,12 +401,46 @@ fn out(s: &str) {
     let _ = o.flush();
 }
 
+/// What a client's `--udp-pacing` will not do in this test, one warning each (empty when it
+/// applies as asked): it paces this end's paced UDP senders only, so TCP, `-b 0` and `-R`
+/// (the server sends, paced by its own `--udp-pacing`) ignore it, and `--fq-rate` overrides
+/// `--udp-pacing kernel` (the socket's pacing rate is then the user's). Pure.
+pub fn pacing_warnings(a: &IperfArgs, p: &crate::engine::params::Params) -> Vec<String> {
+    use crate::engine::pacer::PacingMode;
+    let Some(word) = a.udp_pacing.as_deref() else {
+        return Vec::new();
+    };
+    let mut w = Vec::new();
+    if p.protocol != Protocol::Udp {
+        w.push(format!(
+            "--udp-pacing {word} ignored: it paces UDP senders, and this is a TCP test"
+        ));
+    } else if p.bandwidth == 0 {
+        w.push(format!(
+            "--udp-pacing {word} ignored: -b 0 sends as fast as it can, unpaced"
+        ));
+    } else if p.direction == Direction::Receive {
+        w.push(format!(
+            "--udp-pacing {word} ignored: with -R the server sends, paced by its own --udp-pacing"
+        ));
+    } else if p.udp_pacing == PacingMode::Kernel && p.fq_rate > 0 {
+        w.push(
+            "--udp-pacing kernel overridden by --fq-rate: the socket's pacing rate is --fq-rate's, and user space paces -b"
+                .to_string(),
+        );
+    }
+    w
+}
+
 /// Run the client as iperf3 would; returns the process exit code.
 pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
     let mut spec = match client_spec(a, host) {
         Ok(s) => s,
         Err(e) => return fail(Output::of(a), &format!("parameter error - {e}")),
     };
+    for w in pacing_warnings(a, &spec.params) {
+        eprintln!("netperfd: warning - {w}");
+    }
     // This host's drop counters go with its results: a netperfd server (the board) names
     // them in its loss ledger; a stock server ignores the key.
     spec.drops = Some(crate::runs::drops::host_drops());
@@ -1188,6 +1222,58 @@ mod tests {
         let bad = args(|a| a.udp_pacing = Some("fq".into()));
         let err = client_spec(&bad, "192.0.2.2").unwrap_err();
         assert!(err.starts_with("--udp-pacing: 'fq'"), "{err}");
+    }
+
+    #[test]
+    fn udp_pacing_says_when_it_does_not_apply() {
+        let warn = |f: &dyn Fn(&mut IperfArgs)| {
+            let a = args(f);
+            let s = client_spec(&a, "192.0.2.2").unwrap_or_else(|e| panic!("{e}"));
+            pacing_warnings(&a, &s.params)
+        };
+        // TCP, -b 0, -R: ignored, each said.
+        let tcp = warn(&|a| a.udp_pacing = Some("kernel".into()));
+        assert_eq!(
+            tcp,
+            ["--udp-pacing kernel ignored: it paces UDP senders, and this is a TCP test"]
+        );
+        let unpaced = warn(&|a| {
+            a.udp = true;
+            a.bitrate = Some("0".into());
+            a.udp_pacing = Some("user".into());
+        });
+        assert_eq!(
+            unpaced,
+            ["--udp-pacing user ignored: -b 0 sends as fast as it can, unpaced"]
+        );
+        let reverse = warn(&|a| {
+            a.udp = true;
+            a.reverse = true;
+            a.bitrate = Some("100M".into());
+            a.udp_pacing = Some("kernel".into());
+        });
+        assert_eq!(reverse.len(), 1);
+        assert!(
+            reverse[0].contains("with -R the server sends"),
+            "{reverse:?}"
+        );
+        // --fq-rate overrides kernel pacing.
+        let fq = warn(&|a| {
+            a.udp = true;
+            a.bitrate = Some("20M".into());
+            a.fq_rate = Some("5M".into());
+            a.udp_pacing = Some("kernel".into());
+        });
+        assert_eq!(fq.len(), 1);
+        assert!(fq[0].starts_with("--udp-pacing kernel overridden by --fq-rate"));
+        // Where it applies: nothing to say.
+        let ok = warn(&|a| {
+            a.udp = true;
+            a.bitrate = Some("100M".into());
+            a.udp_pacing = Some("kernel".into());
+        });
+        assert!(ok.is_empty(), "{ok:?}");
+        assert!(warn(&|a| a.udp = true).is_empty());
     }
 
     #[test]

@@ -169,5 +169,9 @@ pub struct Results {
     /// `netperfd_drops`, a list of `{"place", "port"?, "packets", "counter"}` with `place`
     /// one of `qdisc`, `nic`, `softnet`, `socket`). Stock iperf3 neither sends nor reads it.
     pub netperfd_drops: Option<Value>,
+    /// A netperfd peer's `end.pacing` for its own paced UDP senders (key `netperfd_pacing`,
+    /// text such as "user-space token bucket"), so a `-R` client's `-J` says who paced the
+    /// server's senders. Stock iperf3 neither sends nor reads it.
+    pub netperfd_pacing: Option<String>,
     pub streams: Vec<StreamResult>,
 }

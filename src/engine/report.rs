@@ -298,6 +298,10 @@ pub struct Report {
     /// the peer agent's in a forwarding run's ledger.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local_drops: Option<Value>,
+    /// Who paced the peer's UDP senders when the peer is netperfd (the results key
+    /// `netperfd_pacing`): a `-R` client's `end.pacing`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_pacing: Option<String>,
     /// Set when the test failed or was aborted.
     pub error: Option<String>,
 }
@@ -341,6 +345,7 @@ impl Report {
             server_output_json: None,
             peer_drops: None,
             local_drops: None,
+            peer_pacing: None,
             error: None,
         }
     }
@@ -714,6 +719,10 @@ pub fn text_summary(report: &Report) -> String {
                 retr,
             ));
         }
+    }
+    // Who paced this end's paced UDP senders, always (before, only beside a lag line).
+    if let Some(p) = pacer_line(report) {
+        out.push_str(&p);
     }
     // A shortfall, or a sender that stalled and caught up (the pacing note).
     if let Some(c) =
@@ -1329,24 +1338,62 @@ fn rate_checks_json(report: &Report, end: &mut Map<String, Value>) {
         end.insert("shortfall".into(), c.to_json());
     }
     let gso = gso_note(report);
-    if report.params.bandwidth > 0 && report.streams.iter().any(|s| s.local_sender) {
-        let mut how = if is_udp(report) {
-            paced_by(report).map_or_else(
-                || crate::engine::pacer::Pacing::UserSpace.as_str().to_string(),
-                |p| p.sentence(),
-            )
-        } else {
-            "user-space write schedule".to_string()
-        };
-        if let Some(n) = &gso {
-            how.push_str("; ");
-            how.push_str(n);
-        }
+    if let Some(how) = pacing_sentence(report) {
         end.insert("pacing".into(), how.into());
+    } else if let Some(p) = report
+        .peer_pacing
+        .as_ref()
+        .filter(|_| report.params.bandwidth > 0)
+    {
+        // A -R client: the netperfd server's own words for its senders.
+        end.insert("pacing".into(), p.clone().into());
     }
     if let Some(n) = gso {
         end.insert("udp_gso".into(), n.into());
     }
+}
+
+/// `end.pacing` for this end's paced senders: who paced them (UDP: the kernel's fq or the
+/// user-space pacer, see [`crate::engine::pacer::PacedBy::sentence`]; TCP: "user-space write
+/// schedule") and why GSO was off, if it was; `None` when this end sent nothing paced.
+pub fn pacing_sentence(report: &Report) -> Option<String> {
+    if report.params.bandwidth == 0 || !report.streams.iter().any(|s| s.local_sender) {
+        return None;
+    }
+    let mut how = if is_udp(report) {
+        paced_by(report).map_or_else(
+            || crate::engine::pacer::Pacing::UserSpace.as_str().to_string(),
+            |p| p.sentence(),
+        )
+    } else {
+        "user-space write schedule".to_string()
+    };
+    if let Some(n) = gso_note(report) {
+        how.push_str("; ");
+        how.push_str(&n);
+    }
+    Some(how)
+}
+
+/// The text summary's pacing line for this end's paced UDP senders: "pacing: kernel (fq on
+/// eth1, SO_MAX_PACING_RATE)\n", "pacing: user-space token bucket\n"; `None` when this end
+/// sent no paced UDP.
+pub fn pacer_line(report: &Report) -> Option<String> {
+    if !is_udp(report) || report.params.bandwidth == 0 {
+        return None;
+    }
+    if !report.streams.iter().any(|s| s.local_sender) {
+        // A -R client: the netperfd server's words for its senders, when it sent them.
+        return report
+            .peer_pacing
+            .as_ref()
+            .map(|p| format!("pacing (the server's senders): {p}\n"));
+    }
+    let how = paced_by(report).map_or_else(
+        || crate::engine::pacer::Pacing::UserSpace.as_str().to_string(),
+        |p| p.sentence(),
+    );
+    Some(format!("pacing: {how}\n"))
 }
 
 /// Who paced this end's UDP senders: the kernel's when any stream says so, else the first
@@ -1504,6 +1551,82 @@ mod tests {
         );
         let (c, d) = (s(1_000), s(234));
         assert_eq!(udp_total(&[&c, &d]).sent_packets, Some(1_234));
+    }
+
+    /// Issue 39 (kpace tryout): the text output named the pacer only beside a lag line. A UDP
+    /// sender's end summary now always says who paced it; a receiver, TCP and -b 0 say nothing.
+    #[test]
+    fn text_summary_says_who_paced_a_udp_sender() {
+        use crate::engine::pacer::{PacedBy, PortName, UserWhy};
+        let report = |udp: bool, rate: u64, local_sender: bool, by: Option<PacedBy>| {
+            let params = Params {
+                protocol: if udp {
+                    crate::engine::params::Protocol::Udp
+                } else {
+                    crate::engine::params::Protocol::Tcp
+                },
+                bandwidth: rate,
+                ..Params::default()
+            };
+            let mut r = Report::new(
+                Role::Client,
+                params,
+                "c".into(),
+                ("192.0.2.1".into(), 5201),
+                "192.0.2.2:5201".parse().expect("addr"),
+                1.0,
+            );
+            r.streams = vec![StreamSummary {
+                id: 1,
+                local_sender,
+                udp: Some(UdpSummary {
+                    paced_by: by,
+                    sent_packets: Some(8633),
+                    ..UdpSummary::default()
+                }),
+                ..StreamSummary::default()
+            }];
+            r
+        };
+        let fq = PacedBy::Kernel {
+            port: PortName::new("eth1"),
+            forced: false,
+        };
+        let r = report(true, 100_000_000, true, Some(fq));
+        let t = text_summary(&r);
+        assert!(
+            t.contains("pacing: kernel (fq on eth1, SO_MAX_PACING_RATE)\n"),
+            "{t}"
+        );
+        assert_eq!(
+            to_iperf3_json(&r)["end"]["pacing"],
+            "kernel (fq on eth1, SO_MAX_PACING_RATE)"
+        );
+        let user = Some(PacedBy::UserSpace { why: UserWhy::NoFq });
+        let t = text_summary(&report(true, 100_000_000, true, user));
+        assert!(t.contains("pacing: user-space token bucket\n"), "{t}");
+        // A -R client sent nothing: the netperfd server's words, in its -J and its text.
+        let mut rev = report(true, 100_000_000, false, None);
+        rev.peer_pacing = Some("user-space token bucket (asked: --udp-pacing user)".into());
+        assert_eq!(
+            to_iperf3_json(&rev)["end"]["pacing"],
+            "user-space token bucket (asked: --udp-pacing user)"
+        );
+        assert!(text_summary(&rev).contains(
+            "pacing (the server's senders): user-space token bucket (asked: --udp-pacing user)\n"
+        ));
+        // A stock server says nothing: no end.pacing on a -R client.
+        let stock = report(true, 100_000_000, false, None);
+        assert!(to_iperf3_json(&stock)["end"].get("pacing").is_none());
+        for (udp, rate, sender) in [
+            (true, 0, true),
+            (false, 100_000_000, true),
+            (true, 100_000_000, false),
+        ] {
+            let r = report(udp, rate, sender, user);
+            assert_eq!(pacer_line(&r), None, "udp {udp} -b {rate} sender {sender}");
+            assert!(!text_summary(&r).contains("pacing:"));
+        }
     }
 
     #[test]

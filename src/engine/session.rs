@@ -837,6 +837,7 @@ impl DataPhase {
             server_output_text: None,
             server_output_json: None,
             netperfd_drops: None,
+            netperfd_pacing: None,
             streams,
         }
     }

@@ -26,9 +26,43 @@ pub const MAX_UDP_LEN_V6: usize = 65527;
 /// super-datagram (older kernels refuse more than 64 segments with EINVAL, UDP_MAX_SEGMENTS).
 const MAX_BATCH: usize = 64;
 /// Most datagrams a paced sender sends per wake-up (one sendmmsg call, or GSO
-/// super-datagrams of at most [`MAX_BATCH`]): 0.8 ms of traffic is 195 datagrams of 512 bytes
-/// at 1 Gbit/s.
+/// super-datagrams of at most [`MAX_BATCH`]), before the receive-buffer limit
+/// ([`BATCH_RCVBUF_BUDGET`]): 0.8 ms of traffic is 195 datagrams of 512 bytes at 1 Gbit/s.
 const MAX_PACED_BATCH: usize = 256;
+/// The receive buffer of a stock receiver, bytes: Linux's `net.core.rmem_default` (212,992
+/// on common kernels), which `iperf3 -s` keeps for its UDP socket (it sets none).
+pub const STOCK_RCVBUF: usize = 212_992;
+/// Most receive buffer (skb truesize, see [`rcv_truesize`]) one paced wake-up's datagrams may
+/// take at the receiver, bytes: three quarters of [`STOCK_RCVBUF`], 159,744. A batch sent
+/// back to back reaches a receiver on the same host (veth, loopback) at once, faster than it
+/// reads: its socket must hold the whole batch. 0.8 ms at 1 Gbit/s of 512-byte datagrams is
+/// 195 of them, 262 KB of truesize: a stock `iperf3 -s` lost 18.7 % of them, every one in its
+/// UdpRcvbufErrors (iperf3 3.21 `--gsro`'s largest batch, 127 datagrams, 171 KB: ~5 %). The
+/// quarter left covers what the receiver has not read yet of the previous batch. Over a wire
+/// no faster than the rate the batch arrives spread at line rate and the limit costs nothing.
+pub const BATCH_RCVBUF_BUDGET: usize = STOCK_RCVBUF / 4 * 3;
+/// What one GSO segment costs a receiver's socket beyond its payload, bytes: 832 (the
+/// `sk_buff`, its shared info, headroom and headers; measured on Linux 6.18, veth and loopback:
+/// truesize = payload + 832 exactly for 18…1472-byte datagrams segmented from one GSO send).
+const GSO_SEGMENT_OVERHEAD: usize = 832;
+
+/// Estimated receive-buffer cost (skb truesize) of one datagram of `len` payload bytes at a
+/// receiver on veth or loopback, bytes; `gso`: it left in a GSO super-datagram. Segments of a
+/// GSO send are sized to fit: `len` + 832. A datagram sent on its own is copied into one slab
+/// object, the power of two that holds it with 384 bytes of headroom, headers and shared info,
+/// plus 320 for the `sk_buff` (measured on Linux 6.18 over loopback: 832 up to 128 bytes, 1,280
+/// for 256–512, 2,304 for 700–1,472, 4,352 for 2,000; the estimate is never below these and at
+/// most 5 % above). A real NIC's driver sets its own truesize, but its wire spreads the batch.
+pub fn rcv_truesize(len: usize, gso: bool) -> usize {
+    if gso {
+        len.saturating_add(GSO_SEGMENT_OVERHEAD)
+    } else {
+        len.saturating_add(384)
+            .checked_next_power_of_two()
+            .unwrap_or(usize::MAX)
+            .saturating_add(320)
+    }
+}
 /// Most datagrams a kernel-paced sender hands over per wake-up: 4096 (8 ms at 1 Gbit/s is 690
 /// datagrams of 1448 bytes, 1953 of 512), and at most [`MAX_KERNEL_BATCH_BYTES`].
 const MAX_KERNEL_BATCH: usize = 4096;
@@ -482,13 +516,18 @@ pub struct Iperf2Tx {
 
 /// Datagrams per wake-up of the sender at this rate: about [`super::pacer::BATCH_TIME`]
 /// (0.8 ms) of traffic, 1..256, never more than the pacer's window cap (see
-/// [`Pacer::batch_datagrams`]); sent in one sendmmsg call or in GSO super-datagrams of at
-/// most 64 datagrams and 65000 bytes. Unpaced: 64, one call.
-pub fn batch_size(rate_bps: u64, len: usize) -> usize {
+/// [`Pacer::batch_datagrams`]) and never more than a stock receiver's socket holds with room
+/// ([`BATCH_RCVBUF_BUDGET`] of [`rcv_truesize`]; `gso`: sent as GSO super-datagrams): e.g. 118
+/// datagrams of 512 bytes (195 by time alone at 1 Gbit/s), 69 of 1448 (unchanged). Sent in one
+/// sendmmsg call or in GSO super-datagrams of at most 64 datagrams and 65000 bytes. Unpaced:
+/// 64, one call. A sender in debt still sends several batches back to back as the pacer's
+/// window allows (its catch-up, see [`super::pacer`]).
+pub fn batch_size(rate_bps: u64, len: usize, gso: bool) -> usize {
     if rate_bps == 0 {
         return MAX_BATCH;
     }
-    Pacer::batch_datagrams(rate_bps, len, MAX_PACED_BATCH)
+    let fits = (BATCH_RCVBUF_BUDGET / rcv_truesize(len, gso).max(1)).clamp(1, MAX_PACED_BATCH);
+    Pacer::batch_datagrams(rate_bps, len, fits)
 }
 
 /// Datagrams per wake-up of a kernel-paced sender (see [`super::pacer::KERNEL_BATCH_TIME`]):
@@ -728,10 +767,12 @@ pub fn udp_send_loop(
             *g = Some(p);
         }
     }
+    // (The plan needs only to know whether a batch holds more than one datagram; the send
+    // loop sizes its batches for the GSO it really got.)
     let batch = if kernel {
         kernel_batch_size(cfg.rate, len)
     } else {
-        batch_size(cfg.rate, len)
+        batch_size(cfg.rate, len, cfg.gso)
     };
     let plan = gso_plan(len, v6, path_mtu(&sock), batch, cfg.gso);
     let gso = plan.gso && enable_gso(&sock, len);
@@ -751,25 +792,35 @@ pub fn udp_send_loop(
             let _ = setsockopt_int(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, v);
         }
     }
+    // Forced kernel pacing with no fq on the port: nothing spreads the hand-overs (the
+    // kernel pacer then counts each batch as a burst).
+    let unspread =
+        matches!(paced_by, Some(PacedBy::Kernel { port, .. }) if port.as_str().is_empty());
+    let mode = match (kernel, unspread) {
+        (false, _) => Mode::User,
+        (true, false) => Mode::Kernel,
+        (true, true) => Mode::KernelUnspread,
+    };
     run_sender_mode(
         &mut SockTx(&sock),
         gso,
-        kernel,
+        mode,
         &cfg,
         &bytes,
         &packets,
         &shared,
     );
-    // Forced kernel pacing with no fq on the port: nothing spread the hand-overs, so each
-    // batch left as one burst — the busiest 1 ms is at least a batch, not fq's 1.25 × (the
-    // tryout's stock receiver lost 79 % while the figure said 1.25 ×).
-    let unspread =
-        matches!(paced_by, Some(PacedBy::Kernel { port, .. }) if port.as_str().is_empty());
-    if let (true, Some(st)) = (unspread, &cfg.pacer_stats) {
-        if let Ok(mut g) = st.lock() {
-            g.busiest_1ms_bytes = g.busiest_1ms_bytes.max((batch * len) as u64);
-        }
-    }
+}
+
+/// Who paces a sender in [`run_sender_mode`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// The user-space pacer (or none, unpaced).
+    User,
+    /// The kernel, through fq on the port.
+    Kernel,
+    /// The kernel by `--udp-pacing kernel` on a port without fq: nothing spreads the batches.
+    KernelUnspread,
 }
 
 /// Decide who paces a paced sender (see [`super::pacer::decide_pacing`]) and set the socket
@@ -856,28 +907,28 @@ fn run_sender(
     packets: &AtomicU64,
     shared: &Shared,
 ) -> Option<Pacer> {
-    run_sender_mode(tx, gso, false, cfg, bytes, packets, shared)
+    run_sender_mode(tx, gso, Mode::User, cfg, bytes, packets, shared)
 }
 
 /// The send loop of [`udp_send_loop`] on any [`BatchTx`]; `gso`: the socket has UDP GSO on;
-/// `kernel`: the kernel paces (batches of [`kernel_batch_size`], GSO super-datagrams of about
-/// 0.5 ms of traffic, see the pacer's module docs). Returns the pacer (None unpaced) for its
+/// `mode`: who paces (under the kernel: batches of [`kernel_batch_size`], GSO super-datagrams
+/// of about 0.5 ms of traffic, see the pacer's module docs). Returns the pacer (None unpaced) for its
 /// figures.
 fn run_sender_mode(
     tx: &mut impl BatchTx,
     mut gso: bool,
-    kernel: bool,
+    mode: Mode,
     cfg: &UdpSendCfg,
     bytes: &AtomicU64,
     packets: &AtomicU64,
     shared: &Shared,
 ) -> Option<Pacer> {
     let len = sender_len(cfg);
-    let kernel = kernel && cfg.rate > 0;
+    let kernel = mode != Mode::User && cfg.rate > 0;
     let mut batch = if kernel {
         kernel_batch_size(cfg.rate, len)
     } else {
-        batch_size(cfg.rate, len)
+        batch_size(cfg.rate, len, gso)
     };
     if cfg.rate == 0 && gso {
         // Unpaced: one GSO super-datagram per call.
@@ -905,7 +956,11 @@ fn run_sender_mode(
     // No priority boost for the sender thread: on one host (veth) a nice −10 sender delays
     // the receiver's softirq and its arrival times bunch (measured: busiest 1 ms 1.9–2.5 ×).
     let mut pacer = if kernel {
-        Some(Pacer::new_kernel(cfg.rate, super::pacer::MAX_DEBT))
+        Some(Pacer::new_kernel(
+            cfg.rate,
+            super::pacer::MAX_DEBT,
+            mode == Mode::Kernel,
+        ))
     } else if cfg.rate > 0 {
         Some(Pacer::new(cfg.rate, super::pacer::MAX_DEBT))
     } else {
@@ -1443,12 +1498,19 @@ mod tests {
     #[test]
     fn batch_sizes() {
         // About 0.8 ms of traffic per wake-up (1..256 datagrams), 64 unpaced.
-        assert_eq!(batch_size(0, 1448), 64);
-        assert_eq!(batch_size(100_000_000, 1448), 6);
-        assert_eq!(batch_size(400_000_000, 1448), 27);
-        assert_eq!(batch_size(1_000_000_000, 1448), 69);
-        assert_eq!(batch_size(1_000_000_000, 512), 195);
-        assert_eq!(batch_size(1_000_000, 1448), 1);
+        assert_eq!(batch_size(0, 1448, true), 64);
+        assert_eq!(batch_size(100_000_000, 1448, true), 6);
+        assert_eq!(batch_size(400_000_000, 1448, true), 27);
+        assert_eq!(batch_size(1_000_000_000, 1448, true), 69);
+        assert_eq!(batch_size(1_000_000_000, 1448, false), 67);
+        assert_eq!(batch_size(1_000_000, 1448, true), 1);
+        // 0.8 ms at 1 Gbit/s is 195 datagrams of 512 bytes, 262 KB of truesize at a receiver:
+        // more than a stock iperf3 -s socket holds (212,992). Cut to 118 (158,592 bytes).
+        assert_eq!(batch_size(1_000_000_000, 512, true), 118);
+        assert_eq!(batch_size(1_000_000_000, 512, false), 118);
+        assert_eq!(batch_size(400_000_000, 512, true), 78);
+        assert_eq!(batch_size(1_000_000_000, 64, true), 178);
+        assert_eq!(batch_size(10_000_000_000, 18, true), 187);
         // Per kernel call: 64 datagrams, with GSO at most 65000 bytes.
         assert_eq!(call_size(1448, true), 44);
         assert_eq!(call_size(512, true), 64);
@@ -1606,7 +1668,7 @@ mod tests {
         let mut tx = FakeTx::new(1448, None, 3 * 690, shared.clone());
         let (b, p) = (AtomicU64::new(0), AtomicU64::new(0));
         let cfg = send_cfg(1448, 1_000_000_000);
-        let pacer = run_sender_mode(&mut tx, true, true, &cfg, &b, &p, &shared)
+        let pacer = run_sender_mode(&mut tx, true, Mode::Kernel, &cfg, &b, &p, &shared)
             .unwrap_or_else(|| panic!("a paced sender has a pacer"));
         let n = tx.seqs.len();
         assert_eq!(n, 3 * 690);
@@ -1617,7 +1679,7 @@ mod tests {
         // Without GSO (datagrams above the MTU, say): sendmmsg calls of up to 256.
         let shared = Arc::new(Shared::default());
         let mut tx = FakeTx::new(1448, None, 2 * 690, shared.clone());
-        run_sender_mode(&mut tx, false, true, &cfg, &b, &p, &shared);
+        run_sender_mode(&mut tx, false, Mode::Kernel, &cfg, &b, &p, &shared);
         assert_eq!((tx.mmsg_calls, tx.gso_calls), (6, 0));
         // 100M: 69 datagrams per wake-up, 4 per super-datagram.
         assert_eq!(kernel_batch_size(100_000_000, 1448), 69);
@@ -1716,8 +1778,8 @@ mod tests {
             (8000, 200_000_000),
             (16000, 400_000_000),
         ] {
-            let want = 5 * batch_size(rate, len);
-            assert!(batch_size(rate, len) > 1, "-l {len} -b {rate}");
+            let want = 5 * batch_size(rate, len, false);
+            assert!(batch_size(rate, len, false) > 1, "-l {len} -b {rate}");
             let shared = Arc::new(Shared::default());
             let mut tx = FakeTx::new(len, Some(libc::EMSGSIZE), want, shared.clone());
             let (b, p) = (AtomicU64::new(0), AtomicU64::new(0));
@@ -1816,6 +1878,93 @@ mod tests {
         // No overflow at the extremes.
         assert!(!gso_plan(usize::MAX, true, Some(usize::MAX), 8, true).gso);
         assert!(!gso_plan(0, false, Some(1500), 8, true).gso);
+    }
+
+    /// The receive-buffer charge (sk_rmem_alloc, /proc/net/udp's rx_queue) of the socket
+    /// bound to `port`, bytes.
+    fn rx_queue(port: u16) -> Option<usize> {
+        let t = std::fs::read_to_string("/proc/net/udp").ok()?;
+        let want = format!(":{port:04X}");
+        t.lines().skip(1).find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if !f.get(1)?.ends_with(&want) {
+                return None;
+            }
+            usize::from_str_radix(f.get(4)?.split(':').nth(1)?, 16).ok()
+        })
+    }
+
+    #[test]
+    fn rcv_truesize_is_never_below_the_kernels() {
+        // The kernel's own charge on loopback: datagrams sent to a socket that does not read,
+        // its rx_queue (sk_rmem_alloc) divided by how many wait. As one GSO send (what the
+        // paced sender does up to the MTU) and one by one (sendmmsg): the estimate is never
+        // below the kernel's and at most 15 % above (the 512-byte GSO segment: 1,344).
+        for len in [18usize, 64, 128, 256, 512, 700, 1000, 1448, 1472, 2000] {
+            for gso in [true, false] {
+                if gso && len > 1472 {
+                    continue;
+                }
+                let r = UdpSocket::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+                let port = r.local_addr().map(|a| a.port()).unwrap_or(0);
+                let s = UdpSocket::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+                s.connect(("127.0.0.1", port))
+                    .unwrap_or_else(|e| panic!("{e}"));
+                let n = if gso { (65000 / len).min(64) } else { 16 };
+                let buf = vec![7u8; n * len];
+                if gso {
+                    assert!(enable_gso(&s, len), "GSO on loopback");
+                    let sent = send(s.as_raw_fd(), &buf).unwrap_or_else(|e| panic!("{e}"));
+                    assert_eq!(sent, n * len);
+                } else {
+                    for _ in 0..n {
+                        let _ = s.send(&buf[..len]);
+                    }
+                }
+                let mut q = None;
+                for _ in 0..50 {
+                    q = rx_queue(port).filter(|&q| q > 0);
+                    if q.is_some() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                let per = q.unwrap_or(0) / n;
+                let est = rcv_truesize(len, gso);
+                let what = format!("-l {len} gso {gso}: kernel {per}, estimate {est}");
+                assert!(per > len && est >= per, "{what}");
+                assert!(est as f64 <= per as f64 * 1.15, "{what}");
+            }
+        }
+        assert_eq!(rcv_truesize(512, true), 1344);
+        assert_eq!(rcv_truesize(1448, true), 2280);
+        assert_eq!(rcv_truesize(1448, false), 2368);
+        assert_eq!(rcv_truesize(128, false), 832);
+    }
+
+    #[test]
+    fn one_wake_up_fits_a_stock_receivers_buffer() {
+        // Every rate and length, GSO or not: a paced batch needs at most 3/4 of a stock
+        // receiver's 212,992-byte buffer (unless one datagram alone is more), and never more
+        // than iperf3 3.21 --gsro's largest batch at 512 bytes (127 datagrams, 170,688).
+        for rate in [
+            10_000_000u64,
+            100_000_000,
+            400_000_000,
+            1_000_000_000,
+            10_000_000_000,
+        ] {
+            for len in [18usize, 64, 512, 1000, 1448, 8000, 16000, 65507] {
+                for gso in [true, false] {
+                    let n = batch_size(rate, len, gso);
+                    let need = n * rcv_truesize(len, gso);
+                    let what = format!("-b {rate} -l {len} gso {gso}: {n} need {need}");
+                    assert!(n >= 1, "{what}");
+                    assert!(n == 1 || need <= 159_744, "{what}");
+                    assert!(n == 1 || need <= 127 * 1344, "{what}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -1003,6 +1003,7 @@ impl ClientTest<'_> {
         report.server_output_text = theirs.server_output_text;
         report.server_output_json = theirs.server_output_json;
         report.peer_drops = theirs.netperfd_drops;
+        report.peer_pacing = theirs.netperfd_pacing;
         if let Err(e) = await_step(&mut self.ctl, &mut self.ctrl, CONTROL_TIMEOUT).await {
             return Err(self.fail(e.message));
         }

@@ -246,6 +246,8 @@ pub const MAX_DROP_TEXT: usize = 120;
 
 /// Longest congestion control name a peer's results may carry (Linux: 16 bytes).
 pub const MAX_CONGESTION_TEXT: usize = 32;
+/// Longest `netperfd_pacing` text kept from a peer, characters (ours are under 160).
+pub const MAX_PACING_TEXT: usize = 200;
 
 /// One entry of `netperfd_drops` (see [`Results::netperfd_drops`]): only the keys we read.
 #[derive(Deserialize, Default)]
@@ -370,6 +372,8 @@ struct WireResults<J> {
     #[serde(default)]
     netperfd_drops: WireDrops,
     #[serde(default)]
+    netperfd_pacing: Loose,
+    #[serde(default)]
     streams: WireStreams,
 }
 
@@ -439,6 +443,10 @@ fn convert(w: WireResults<serde_json::Value>) -> Result<Results, WireError> {
         server_output_text: w.server_output_text.into_string(),
         server_output_json: w.server_output_json.filter(|v| !v.is_null()),
         netperfd_drops: w.netperfd_drops.into_value(),
+        netperfd_pacing: w
+            .netperfd_pacing
+            .into_string()
+            .map(|p| crate::model::display::peer_text(&p, MAX_PACING_TEXT)),
         streams,
     })
 }
@@ -467,6 +475,7 @@ pub fn results_from_slice(bytes: &[u8]) -> Result<Results, WireError> {
         server_output_text: w.server_output_text,
         server_output_json: None,
         netperfd_drops: w.netperfd_drops,
+        netperfd_pacing: w.netperfd_pacing,
         streams: w.streams,
     })
 }

@@ -1198,6 +1198,8 @@ impl Test<'_> {
         let mut mine = mine.unwrap_or_default();
         let flow = TestFlow::of(report);
         mine.netperfd_drops = drops_at_end(drops_end, flow).await;
+        // Who paced this server's senders, for a -R client's end.pacing.
+        mine.netperfd_pacing = report::pacing_sentence(report);
         // A netperfd client's own drop counters (`netperfd -c` on the PC): the peer's places
         // in this host's ledger.
         report.peer_drops = theirs.netperfd_drops.clone();

@@ -475,6 +475,9 @@ pub fn stream_id(index: usize) -> u32 {
 /// The results key under which a netperfd server adds its own drop counters over the test
 /// (see [`Results::netperfd_drops`]); a stock client ignores keys it does not know.
 pub const NETPERFD_DROPS: &str = "netperfd_drops";
+/// The results key under which a netperfd peer says who paced its UDP senders (see
+/// [`Results::netperfd_pacing`]).
+pub const NETPERFD_PACING: &str = "netperfd_pacing";
 
 impl Results {
     /// Parse leniently; a missing required key is an error (stock IERECVRESULTS). Numbers
@@ -511,6 +514,9 @@ impl Results {
         }
         if let Some(d) = &self.netperfd_drops {
             m.insert(NETPERFD_DROPS.into(), d.clone());
+        }
+        if let Some(p) = &self.netperfd_pacing {
+            m.insert(NETPERFD_PACING.into(), p.clone().into());
         }
         let streams: Vec<Value> = self
             .streams
@@ -610,6 +616,45 @@ mod tests {
         let e = Params::from_json(&v).unwrap_err().to_string();
         assert!(e.contains("9223372036854775808 is outside"), "{e}");
         assert!(!e.contains('-'), "{e}");
+    }
+
+    /// Issue 39 (kpace tryout): a -R client's -J lacked end.pacing (only the server's had
+    /// it). A netperfd server says who paced its senders in its results; a client reads it
+    /// bounded, as text only, and a stock peer's results (no key) read as before.
+    #[test]
+    fn a_servers_pacing_words_cross_the_results() {
+        let mine = Results {
+            netperfd_pacing: Some("user-space token bucket".into()),
+            streams: vec![StreamResult {
+                id: 1,
+                bytes: 10,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let v = mine.to_json();
+        assert_eq!(v["netperfd_pacing"], "user-space token bucket");
+        let back = Results::from_json(&v).unwrap();
+        assert_eq!(
+            back.netperfd_pacing.as_deref(),
+            Some("user-space token bucket")
+        );
+        let head = r#"{"cpu_util_total":1,"cpu_util_user":0.5,"cpu_util_system":0.5,"sender_has_retransmits":0,"streams":[{"id":1,"bytes":10}]"#;
+        let doc = |p: &str| format!("{head},\"netperfd_pacing\":{p}}}");
+        // Not text: nothing; control characters blanked; 10,000 characters cut to 200 + "…".
+        for odd in ["null", "3", "[1]", r#"{"by":"kernel"}"#] {
+            let r = Results::from_json(&serde_json::from_str(&doc(odd)).unwrap()).unwrap();
+            assert_eq!(r.netperfd_pacing, None, "{odd}");
+            assert_eq!(r.streams[0].bytes, 10);
+        }
+        let r = Results::from_slice(doc(r#""kernel\u0007 (fq)""#).as_bytes()).unwrap();
+        assert_eq!(r.netperfd_pacing.as_deref(), Some("kernel  (fq)"));
+        let long = format!("\"{}\"", "k".repeat(10_000));
+        let r = Results::from_slice(doc(&long).as_bytes()).unwrap();
+        assert_eq!(r.netperfd_pacing.map(|p| p.chars().count()), Some(201));
+        let stock = Results::from_slice(format!("{head}}}").as_bytes()).unwrap();
+        assert_eq!(stock.netperfd_pacing, None);
+        assert!(stock.to_json().get("netperfd_pacing").is_none());
     }
 
     #[test]
