@@ -174,15 +174,6 @@ pub fn connect_tcp(
     Ok(sock.into())
 }
 
-/// Actual SO_SNDBUF and SO_RCVBUF of a socket, bytes.
-pub fn buffer_sizes(s: &TcpStream) -> (u32, u32) {
-    let sock = socket2::SockRef::from(s);
-    (
-        sock.send_buffer_size().unwrap_or(0) as u32,
-        sock.recv_buffer_size().unwrap_or(0) as u32,
-    )
-}
-
 /// TCP_MAXSEG of a connected socket, bytes.
 pub fn mss(s: &TcpStream) -> u32 {
     socket2::SockRef::from(s).mss().unwrap_or(0)
