@@ -143,8 +143,6 @@ pub enum WireError {
     BadJson(String),
     #[error("invalid value for '{key}': {why}")]
     BadField { key: &'static str, why: String },
-    #[error("cookie is not 36 characters of iperf3's alphabet followed by NUL")]
-    BadCookie,
 }
 
 /// Alphabet iperf3 draws cookie characters from.
@@ -225,11 +223,6 @@ pub fn lenient_i64(v: &Value) -> Option<i64> {
         }
         _ => None,
     }
-}
-
-/// Read a JSON number as f64; non-finite or non-numbers give `None`.
-pub fn lenient_f64(v: &Value) -> Option<f64> {
-    v.as_f64().filter(|f| f.is_finite())
 }
 
 /// A flag key as 3.9–3.18 peers send it: present and `true` or a non-zero number.
