@@ -121,7 +121,7 @@ fn addrs(ns: &str, dev: &str) -> Vec<String> {
             )
         })
         .collect();
-    a.sort();
+    netperfd::model::order::sort(&mut a);
     a
 }
 

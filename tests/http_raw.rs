@@ -508,7 +508,7 @@ fn nc_into_the_sink_and_out_of_the_source() {
         .iter()
         .map(|x| x["bytes"].as_u64().unwrap_or(0))
         .collect();
-    got.sort();
+    netperfd::model::order::sort(&mut got);
     assert_eq!(got, vec![20_000_000, 20_000_001, 20_000_002]);
     assert_eq!(run["summary"]["sum"]["streams"], 3, "{run:#}");
     assert_eq!(run["summary"]["sum"]["bytes"], 60_000_003, "{run:#}");

@@ -144,7 +144,7 @@ impl QueueWatch {
             "{} backlog samples in the loaded phase",
             v.len()
         );
-        v.sort_by(f64::total_cmp);
+        netperfd::model::order::sort_by(&mut v, f64::total_cmp);
         v[v.len() / 2]
     }
 }

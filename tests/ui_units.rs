@@ -229,7 +229,7 @@ fn every_page_writes_rates_in_mbit_per_second_and_sizes_in_mb() {
             .iter()
             .filter_map(|s| s.split_whitespace().last())
             .collect();
-        styles.sort();
+        netperfd::model::order::sort(&mut styles);
         styles.dedup();
         if styles.len() > 1 || styles.iter().any(|u| *u != "MB" && *u != "MiB") {
             problems.push(format!(

@@ -21,7 +21,7 @@ fn files(prefix: &str) -> Vec<(String, serde_json::Value)> {
             (n, j)
         })
         .collect();
-    v.sort_by(|a, b| a.0.cmp(&b.0));
+    netperfd::model::order::sort_by(&mut v, |a, b| a.0.cmp(&b.0));
     v
 }
 

@@ -712,7 +712,7 @@ impl Controller {
     ) {
         o.mgmt = None;
         let me = self.clone();
-        self.rt.spawn(async move {
+        crate::engine::task::spawn_on(&self.rt, async move {
             tokio::time::sleep(delay).await;
             if let Err(e) = me.apply(&changes, &o).await {
                 tracing::error!("applying a board change that moves the management address: {e}");
@@ -899,7 +899,7 @@ impl Controller {
         let _ = self.read_state(&inner).await;
         drop(inner);
         let me = self.clone();
-        self.rt.spawn(async move {
+        crate::engine::task::spawn_on(&self.rt, async move {
             tokio::time::sleep(Duration::from_secs(u64::from(window))).await;
             me.rollback_if(id, &format!("not confirmed within {window} s"))
                 .await;

@@ -69,7 +69,7 @@ impl Sampler {
             return;
         }
         let me = Arc::downgrade(self);
-        rt.spawn(async move {
+        crate::engine::task::spawn_on(rt, async move {
             let mut t = tokio::time::interval(SAMPLE_PERIOD);
             t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {

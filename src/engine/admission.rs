@@ -281,11 +281,6 @@ impl Table {
 }
 
 impl Ticket {
-    /// The source address this slot counts for.
-    pub fn source(&self) -> IpAddr {
-        self.source
-    }
-
     /// Mark the entry pending (idle, evictable) or not (doing useful work).
     pub fn set_pending(&self, pending: bool) {
         let mut t = lock(&self.table);

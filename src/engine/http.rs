@@ -731,6 +731,8 @@ pub async fn get(
     let meter = Meter::new(false);
     let mut set = tokio::task::JoinSet::new();
     for &r in &asked {
+        // One future type (`fetch`'s), so one task harness, as a boxed spawn would give.
+        #[allow(clippy::disallowed_methods)]
         set.spawn(fetch(
             u.clone(),
             addr,

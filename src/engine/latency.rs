@@ -507,7 +507,7 @@ mod tests {
         // sits on a slot k × 10 ms after the first (k ≥ its sequence number; more when slots
         // were skipped on a busy machine), so lateness never accumulates into drift.
         assert_eq!(st.lateness_us.len() as u64, st.sent);
-        got.sort_by_key(|p| p.seq);
+        crate::model::order::sort_by_key(&mut got, |p| p.seq);
         let slot_time = |p: &Probe| p.t - st.lateness_us[p.seq as usize] / 1e6;
         let t0 = slot_time(&got[0]);
         for p in &got {

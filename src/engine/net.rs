@@ -4,7 +4,7 @@
 
 use socket2::{Domain, Protocol as SockProto, SockAddr, Socket, Type};
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::time::Duration;
 
 /// IP version restriction (`-4` / `-6`).
@@ -41,11 +41,11 @@ pub struct SockOpts {
 
 /// Pace a TCP data stream at `rate_bps` bits/s with SO_MAX_PACING_RATE (iperf3's `--fq-rate`;
 /// 0 = leave it). A kernel that refuses is logged, not fatal (as stock iperf3 warns).
-pub fn set_fq_rate(s: &impl AsRawFd, rate_bps: u64) {
+pub fn set_fq_rate(s: &impl AsFd, rate_bps: u64) {
     if rate_bps == 0 {
         return;
     }
-    if let Err(e) = crate::engine::sys::set_max_pacing_rate(s.as_raw_fd(), (rate_bps / 8).max(1)) {
+    if let Err(e) = crate::engine::sys::set_max_pacing_rate(s.as_fd(), (rate_bps / 8).max(1)) {
         tracing::warn!("unable to set socket pacing (--fq-rate): {e}");
     }
 }
@@ -166,21 +166,12 @@ pub fn connect_tcp(
     if data {
         set_fq_rate(&sock, opts.fq_rate);
         if let Some(c) = &opts.congestion {
-            crate::engine::stats::set_tcp_congestion(sock.as_raw_fd(), c).map_err(|e| {
+            crate::engine::stats::set_tcp_congestion(sock.as_fd(), c).map_err(|e| {
                 std::io::Error::new(e.kind(), format!("unable to set TCP_CONGESTION '{c}': {e}"))
             })?;
         }
     }
     Ok(sock.into())
-}
-
-/// Actual SO_SNDBUF and SO_RCVBUF of a socket, bytes.
-pub fn buffer_sizes(s: &TcpStream) -> (u32, u32) {
-    let sock = socket2::SockRef::from(s);
-    (
-        sock.send_buffer_size().unwrap_or(0) as u32,
-        sock.recv_buffer_size().unwrap_or(0) as u32,
-    )
 }
 
 /// TCP_MAXSEG of a connected socket, bytes.

@@ -197,16 +197,13 @@ pub fn fq_paces(qdiscs: &[QdiscKind]) -> bool {
 /// else the route to its peer. `None`: no fq on that port, or it cannot be told (not
 /// connected, netlink unreadable).
 pub fn fq_egress(sock: &std::net::UdpSocket) -> Option<String> {
-    use std::os::fd::AsRawFd;
+    use std::os::fd::AsFd;
     let peer = sock.peer_addr().ok()?;
-    let bound = crate::engine::sys::getsockopt_int(
-        sock.as_raw_fd(),
-        libc::SOL_SOCKET,
-        libc::SO_BINDTOIFINDEX,
-    )
-    .ok()
-    .and_then(|i| u32::try_from(i).ok())
-    .filter(|&i| i > 0);
+    let bound =
+        crate::engine::sys::getsockopt_int(sock.as_fd(), libc::SOL_SOCKET, libc::SO_BINDTOIFINDEX)
+            .ok()
+            .and_then(|i| u32::try_from(i).ok())
+            .filter(|&i| i > 0);
     let local = sock.local_addr().ok().map(|a| a.ip());
     let index = match bound {
         Some(i) => i,

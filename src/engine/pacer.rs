@@ -450,8 +450,6 @@ pub struct Pacer {
     /// Bytes of `last_ms`.
     last_ms_bytes: usize,
     stats: PacerStats,
-    /// Sleeps in [`Pacer::take`].
-    wakeups: u64,
     /// Bytes booked (see [`Pacer::booked_bytes`]).
     booked: u64,
     /// Until when the host counts as loaded (see [`LOADED_CREDIT`]).
@@ -508,7 +506,6 @@ impl Pacer {
             last_ms: VecDeque::new(),
             last_ms_bytes: 0,
             stats: PacerStats::default(),
-            wakeups: 0,
             booked: 0,
             loaded_until: None,
             last_debt: Duration::ZERO,
@@ -547,11 +544,6 @@ impl Pacer {
         // as 3,000 ms behind and was judged generator-bound).
         st.owed_ms = self.last_debt.as_secs_f64() * 1000.0 + st.written_off_ms;
         st
-    }
-
-    /// Time owed right now: how far the sender is behind its schedule (zero when on time).
-    pub fn debt(&self) -> Duration {
-        Instant::now().saturating_duration_since(self.next)
     }
 
     /// Book `n` bytes asked for at `now` and return when they may go (≥ `now`): on time, not
@@ -785,16 +777,10 @@ impl Pacer {
             let ask = ask.min(Duration::from_millis(50));
             let t0 = Instant::now();
             std::thread::sleep(ask);
-            self.wakeups += 1;
             let over = t0.elapsed().saturating_sub(ask).as_nanos() as f64;
             self.oversleep_ns += (over.min(200_000.0) - self.oversleep_ns) / 16.0;
         }
         true
-    }
-
-    /// Times this pacer's [`Pacer::take`] slept (each a wake-up of the sending thread).
-    pub fn wakeups(&self) -> u64 {
-        self.wakeups
     }
 
     /// Bytes booked so far (every [`Pacer::book`] and [`Pacer::take`]): what the schedule

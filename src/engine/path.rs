@@ -20,7 +20,7 @@ use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags, SockaddrStorage};
 use serde::Serialize;
 use std::io::IoSliceMut;
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
 /// First UDP port probed (traceroute's).
@@ -106,7 +106,7 @@ fn answer(v6: bool, e: &libc::sock_extended_err, from: Option<IpAddr>) -> Option
 }
 
 /// Wait up to `limit` for one entry of the error queue we understand.
-fn next_error(fd: i32, limit: Duration) -> Option<Answer> {
+fn next_error(fd: BorrowedFd<'_>, limit: Duration) -> Option<Answer> {
     let end = Instant::now()
         .checked_add(limit)
         .unwrap_or_else(Instant::now);
@@ -115,7 +115,7 @@ fn next_error(fd: i32, limit: Duration) -> Option<Answer> {
     loop {
         let mut iov = [IoSliceMut::new(&mut data)];
         match recvmsg::<SockaddrStorage>(
-            fd,
+            fd.as_raw_fd(),
             &mut iov,
             Some(&mut cmsg),
             MsgFlags::MSG_ERRQUEUE | MsgFlags::MSG_DONTWAIT,
@@ -175,7 +175,7 @@ pub fn trace(spec: &PathSpec) -> std::io::Result<PathResult> {
     if let Some(d) = &spec.bind_dev {
         s.bind_device(Some(d.as_bytes()))?;
     }
-    let fd = s.as_raw_fd();
+    let fd = s.as_fd();
     let (lvl, recverr, mtu_disc, probe) = if v6 {
         (
             libc::IPPROTO_IPV6,

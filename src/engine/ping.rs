@@ -20,7 +20,7 @@
 use crate::engine::latency::{echo_request, inet_checksum, parse_reply, EchoSocket, PAYLOAD_LEN};
 use serde::Serialize;
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 /// Smallest payload after the 8-byte ICMP header, bytes: our magic word and sequence number.
@@ -143,7 +143,7 @@ pub fn ping(spec: &PingSpec) -> std::io::Result<PingResult> {
     let v6 = spec.target.is_ipv6();
     let es = EchoSocket::open(spec.target.ip(), spec.bind_dev.as_deref())?;
     let sock = es.socket();
-    let fd = sock.as_raw_fd();
+    let fd = sock.as_fd();
     let (level, name, value) = match (v6, spec.dont_fragment) {
         (false, true) => (
             libc::IPPROTO_IP,

@@ -13,7 +13,7 @@ use crate::engine::stats::{tcp_congestion, tcp_info};
 use crate::engine::tcp::{payload, recv_loop, send_loop, Shared};
 use crate::engine::udp::{self, UdpRecv, UdpSendCfg};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -262,7 +262,7 @@ impl DataStream {
     /// Congestion control algorithm in use on a TCP socket.
     pub fn congestion(&self) -> Option<String> {
         match &self.sock {
-            Sock::Tcp(s) => tcp_congestion(s.as_raw_fd()),
+            Sock::Tcp(s) => tcp_congestion(s.as_fd()),
             Sock::Udp(_) => None,
         }
     }
@@ -487,7 +487,7 @@ impl DataPhase {
             let mut udp_s = None;
             match (&s.sock, s.sender) {
                 (Sock::Tcp(t), true) => {
-                    tcp = tcp_info(t.as_raw_fd()).ok().map(|ti| {
+                    tcp = tcp_info(t.as_fd()).ok().map(|ti| {
                         let retr = ti.total_retrans.saturating_sub(s.retrans_prev);
                         s.retrans_prev = ti.total_retrans;
                         if !omitted {
@@ -630,7 +630,7 @@ impl DataPhase {
             s.final_bytes = Some(s.counter.load(Relaxed));
             s.final_packets = Some(s.packets.load(Relaxed));
             if let (Sock::Tcp(t), true) = (&s.sock, s.sender) {
-                if let Ok(ti) = tcp_info(t.as_raw_fd()) {
+                if let Ok(ti) = tcp_info(t.as_fd()) {
                     s.final_retrans = Some(ti.total_retrans);
                 }
             }

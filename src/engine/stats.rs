@@ -92,27 +92,27 @@ pub fn system_info() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::AsRawFd;
+    use std::os::fd::AsFd;
 
     #[test]
     fn tcp_info_on_a_connected_socket_has_mss_and_pmtu() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let info = tcp_info(c.as_raw_fd()).unwrap();
+        let info = tcp_info(c.as_fd()).unwrap();
         assert!(info.snd_mss > 0);
         assert!(info.pmtu >= 1280);
         assert!(info.snd_cwnd >= info.snd_mss as u64);
         // A UDP socket is not TCP: the call fails instead of returning zeros.
         let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        assert!(tcp_info(u.as_raw_fd()).is_err());
+        assert!(tcp_info(u.as_fd()).is_err());
     }
 
     #[test]
     fn congestion_round_trip() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        set_tcp_congestion(c.as_raw_fd(), "reno").unwrap();
-        assert_eq!(tcp_congestion(c.as_raw_fd()).as_deref(), Some("reno"));
-        assert!(set_tcp_congestion(c.as_raw_fd(), "no-such-algo").is_err());
+        set_tcp_congestion(c.as_fd(), "reno").unwrap();
+        assert_eq!(tcp_congestion(c.as_fd()).as_deref(), Some("reno"));
+        assert!(set_tcp_congestion(c.as_fd(), "no-such-algo").is_err());
     }
 }

@@ -8,7 +8,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -180,9 +180,7 @@ pub fn send_loop<B: AsRef<[u8]>>(
             }
         }
         let wrote = match &zc {
-            Some(f) => {
-                crate::engine::sys::sendfile(sock.as_raw_fd(), f, off as u64, buf.len() - off)
-            }
+            Some(f) => crate::engine::sys::sendfile(sock.as_fd(), f, off as u64, buf.len() - off),
             None => w.write(&buf[off..]),
         };
         match wrote {
@@ -225,8 +223,8 @@ pub const READ_MARK_TIME: Duration = Duration::from_millis(2);
 /// measured again every [`READ_MARK_RECHECK`] (one clock read per read, a few ns per block)
 /// and at once after a read shorter than the mark, so a mark outlives a fall of the rate by
 /// one read and 50 ms at most. Not used when the test set `-w` (see [`Shared::window_set`]).
-struct ReadMark {
-    fd: std::os::fd::RawFd,
+struct ReadMark<'a> {
+    fd: BorrowedFd<'a>,
     /// The largest mark, bytes (the read buffer).
     max: usize,
     /// The mark in force, bytes, as the kernel reports it (it caps it at half the receive
@@ -239,8 +237,8 @@ struct ReadMark {
 /// How often a [`ReadMark`] measures its stream's rate again.
 pub const READ_MARK_RECHECK: Duration = Duration::from_millis(50);
 
-impl ReadMark {
-    fn new(fd: std::os::fd::RawFd, max: usize) -> ReadMark {
+impl<'a> ReadMark<'a> {
+    fn new(fd: BorrowedFd<'a>, max: usize) -> ReadMark<'a> {
         ReadMark {
             fd,
             max,
@@ -311,13 +309,13 @@ pub fn recv_loop(
     // A test with `-w` keeps none: its receive buffer is locked, and a mark of half of it
     // would leave the sender only the rest of its window.
     let keep_mark = !limited && !shared.window_set;
-    let mut mark = keep_mark.then(|| ReadMark::new(sock.as_raw_fd(), buf.len()));
+    let mut mark = keep_mark.then(|| ReadMark::new(sock.as_fd(), buf.len()));
     loop {
         if shared.stop.load(Relaxed) {
             return;
         }
         let got = if shared.skip_rx_copy {
-            crate::engine::sys::recv_discard(sock.as_raw_fd(), &mut buf)
+            crate::engine::sys::recv_discard(sock.as_fd(), &mut buf)
         } else {
             r.read(&mut buf)
         };
@@ -369,7 +367,7 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (s, _) = l.accept().unwrap();
-        let fd = s.as_raw_fd();
+        let fd = s.as_fd();
         let level = libc::SOL_SOCKET;
         assert_eq!(
             crate::engine::sys::getsockopt_int(fd, level, libc::SO_RCVLOWAT).unwrap(),
@@ -424,7 +422,7 @@ mod tests {
         let (sh, rc) = (shared.clone(), Arc::new(AtomicU64::new(0)));
         let r = std::thread::spawn(move || recv_loop(s, 128 * 1024, rc, sh, false));
         std::thread::sleep(Duration::from_millis(300));
-        let fd = probe.as_raw_fd();
+        let fd = probe.as_fd();
         let mark = crate::engine::sys::getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT);
         shared.stop.store(true, Relaxed);
         t.join().unwrap();

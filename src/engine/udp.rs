@@ -9,7 +9,7 @@ use crate::engine::datagram::{header_len, read_header, read_udp_id, write_header
 use crate::engine::tcp::Shared;
 use serde::{Deserialize, Serialize};
 use std::net::UdpSocket;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -433,7 +433,7 @@ use super::sys::{getsockopt_int, recvmmsg, send, sendmmsg, setsockopt_int, CmsgS
 /// Ask for a `bytes` receive buffer: SO_RCVBUFFORCE (above rmem_max, needs CAP_NET_ADMIN),
 /// else SO_RCVBUF (capped at rmem_max). A deep buffer keeps a briefly busy receiver from
 /// dropping datagrams at high rates.
-pub fn deep_recv_buffer(fd: RawFd, bytes: usize) {
+pub fn deep_recv_buffer(fd: BorrowedFd<'_>, bytes: usize) {
     let v = bytes.min(i32::MAX as usize) as libc::c_int;
     if setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v).is_err() {
         let _ = setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, v);
@@ -443,7 +443,7 @@ pub fn deep_recv_buffer(fd: RawFd, bytes: usize) {
 /// Set IP_MTU_DISCOVER=DO (the DF bit) on an IPv4 UDP socket.
 pub fn set_dont_fragment(sock: &UdpSocket) -> std::io::Result<()> {
     setsockopt_int(
-        sock.as_raw_fd(),
+        sock.as_fd(),
         libc::IPPROTO_IP,
         libc::IP_MTU_DISCOVER,
         libc::IP_PMTUDISC_DO,
@@ -455,22 +455,16 @@ use super::sys::UDP_GRO;
 
 /// Turn on UDP GSO with segments of `len` bytes; false when the kernel does not offer it.
 pub fn enable_gso(sock: &UdpSocket, len: usize) -> bool {
-    setsockopt_int(
-        sock.as_raw_fd(),
-        libc::SOL_UDP,
-        UDP_SEGMENT,
-        len as libc::c_int,
-    )
-    .is_ok()
+    setsockopt_int(sock.as_fd(), libc::SOL_UDP, UDP_SEGMENT, len as libc::c_int).is_ok()
 }
 
 fn disable_gso(sock: &UdpSocket) {
-    let _ = setsockopt_int(sock.as_raw_fd(), libc::SOL_UDP, UDP_SEGMENT, 0);
+    let _ = setsockopt_int(sock.as_fd(), libc::SOL_UDP, UDP_SEGMENT, 0);
 }
 
 /// Turn on UDP GRO; false when the kernel does not offer it.
 pub fn enable_gro(sock: &UdpSocket) -> bool {
-    setsockopt_int(sock.as_raw_fd(), libc::SOL_UDP, UDP_GRO, 1).is_ok()
+    setsockopt_int(sock.as_fd(), libc::SOL_UDP, UDP_GRO, 1).is_ok()
 }
 
 /// Sender settings of one UDP stream.
@@ -592,16 +586,16 @@ struct SockTx<'a>(&'a UdpSocket);
 
 impl BatchTx for SockTx<'_> {
     fn send_gso(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        send(self.0.as_raw_fd(), buf)
+        send(self.0.as_fd(), buf)
     }
     fn send_mmsg(&mut self, buf: &[u8], len: usize, n: usize) -> std::io::Result<usize> {
-        sendmmsg(self.0.as_raw_fd(), buf, len, n)
+        sendmmsg(self.0.as_fd(), buf, len, n)
     }
     fn disable_gso(&mut self) {
         disable_gso(self.0);
     }
     fn send_gso_many(&mut self, buf: &[u8], seg: usize, m: usize) -> std::io::Result<usize> {
-        sendmmsg(self.0.as_raw_fd(), buf, seg, m)
+        sendmmsg(self.0.as_fd(), buf, seg, m)
     }
 }
 
@@ -679,7 +673,7 @@ pub fn gso_plan(len: usize, v6: bool, mtu: Option<usize>, batch: usize, allowed:
 /// The MTU of a connected UDP socket's path, bytes (IP_MTU / IPV6_MTU: the route's MTU,
 /// lowered by path-MTU discovery); `None` when the socket cannot tell (not connected).
 pub fn path_mtu(sock: &UdpSocket) -> Option<usize> {
-    let fd = sock.as_raw_fd();
+    let fd = sock.as_fd();
     let v = match sock.local_addr().ok()? {
         std::net::SocketAddr::V4(_) => getsockopt_int(fd, libc::IPPROTO_IP, libc::IP_MTU),
         std::net::SocketAddr::V6(_) => getsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_MTU),
@@ -788,8 +782,8 @@ pub fn udp_send_loop(
             1
         };
         let v = kernel_send_buffer(kernel_pacing_rate(cfg.rate, len, v6), skb * len);
-        if setsockopt_int(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, v).is_err() {
-            let _ = setsockopt_int(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, v);
+        if setsockopt_int(sock.as_fd(), libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, v).is_err() {
+            let _ = setsockopt_int(sock.as_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, v);
         }
     }
     // Forced kernel pacing with no fq on the port: nothing spreads the hand-overs (the
@@ -828,7 +822,7 @@ enum Mode {
 /// buffer that holds the queue the pacer lets build in fq (a socket whose pacing rate cannot
 /// be set is paced in user space).
 fn kernel_or_user(sock: &UdpSocket, cfg: &UdpSendCfg, len: usize, v6: bool) -> PacedBy {
-    let fd = sock.as_raw_fd();
+    let fd = sock.as_fd();
     let fq = match cfg.pacing {
         PacingMode::User => None,
         _ => crate::engine::netlink::fq_egress(sock),
@@ -1134,7 +1128,7 @@ impl Receiver {
         stats: Arc<Mutex<UdpRecv>>,
         bytes: Arc<AtomicU64>,
     ) -> Receiver {
-        let fd = sock.as_raw_fd();
+        let fd = sock.as_fd();
         deep_recv_buffer(fd, 8 * 1024 * 1024);
         let _ = setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1);
         let gro = enable_gro(&sock);
@@ -1159,7 +1153,7 @@ impl Receiver {
     pub fn recv_once(&mut self, flags: libc::c_int) -> std::io::Result<u64> {
         let (slot, n) = (self.slot, self.n);
         let got = recvmmsg(
-            self.sock.as_raw_fd(),
+            self.sock.as_fd(),
             &mut self.bufs,
             slot,
             &mut self.ctrl,

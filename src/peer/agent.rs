@@ -202,7 +202,7 @@ impl Agent {
         };
         tracing::info!(job = id, host = %spec.host, "peer test requested");
         let me = self.clone();
-        self.rt.spawn(async move {
+        crate::engine::task::spawn_on(&self.rt, async move {
             let (tx, mut rx) = mpsc::unbounded_channel();
             let m2 = me.clone();
             let rec = crate::engine::task::spawn(async move {

@@ -238,7 +238,7 @@ impl Hub {
         F::Output: Send + 'static,
     {
         match &self.rt {
-            Some(rt) => rt.spawn(fut),
+            Some(rt) => crate::engine::task::spawn_on(rt, fut),
             None => crate::engine::task::spawn(fut),
         }
     }
@@ -320,7 +320,7 @@ impl Hub {
         let mut readings = self.sampler.subscribe();
         readings.borrow_and_update();
         let hub = self.clone();
-        rt.spawn(async move {
+        crate::engine::task::spawn_on(&rt, async move {
             loop {
                 if readings.changed().await.is_err() {
                     hub.monitor_on.store(false, Ordering::SeqCst);

@@ -154,9 +154,9 @@ mod tests {
                 }
             }
         }
-        on_disk.sort();
+        crate::model::order::sort(&mut on_disk);
         let mut served: Vec<String> = ASSETS.iter().map(|a| a.name.to_string()).collect();
-        served.sort();
+        crate::model::order::sort(&mut served);
         assert_eq!(served, on_disk);
     }
 

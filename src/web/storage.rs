@@ -99,7 +99,7 @@ pub fn notice() -> Option<String> {
                 .collect()
         })
         .unwrap_or_default();
-    others.sort_by_key(|o| std::cmp::Reverse(o.1));
+    crate::model::order::sort_by_key(&mut others, |o| std::cmp::Reverse(o.1));
     others.truncate(3);
     if !others.is_empty() {
         let list: Vec<String> = others

@@ -271,13 +271,13 @@ mod tests {
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
-        left.sort();
+        crate::model::order::sort(&mut left);
         let mut want = vec![
             "import-notes.part".to_string(),
             mine,
             "netperfd.sqlite".into(),
         ];
-        want.sort();
+        crate::model::order::sort(&mut want);
         assert_eq!(left, want);
         let _ = std::fs::remove_dir_all(&d);
     }

@@ -18,7 +18,7 @@ pub fn page_routes() -> Vec<String> {
             !path.starts_with("/api/") && !path.starts_with("/static/") && !file.contains('.')
         })
         .collect();
-    out.sort();
+    netperfd::model::order::sort(&mut out);
     out.dedup();
     out
 }

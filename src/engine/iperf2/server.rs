@@ -906,7 +906,7 @@ fn launch_udp(inner: &Arc<Inner>, rt: &tokio::runtime::Handle, flows: &Flows, g:
     let i2 = inner.clone();
     let flows2 = flows.clone();
     let layout = g.layout;
-    rt.spawn(async move {
+    crate::engine::task::spawn_on(rt, async move {
         run_test_udp(i2, test, leg, froms, hdr_v, ret_ok, layout, flows2).await;
     });
 }

@@ -1262,14 +1262,14 @@ mod tests {
     /// iperf3 does; it did nothing for UDP before (issue 39 item 4, seen with fq in the VM lab).
     #[test]
     fn fq_rate_paces_udp_streams_too() {
-        use std::os::fd::AsRawFd;
+        use std::os::fd::AsFd;
         let opts = SockOpts {
             fq_rate: 5_000_000,
             ..SockOpts::default()
         };
         let sock = udp_stream(server(0), &opts, 0, false, 1448, false).unwrap();
         let got = crate::engine::sys::getsockopt_int(
-            sock.as_raw_fd(),
+            sock.as_fd(),
             libc::SOL_SOCKET,
             libc::SO_MAX_PACING_RATE,
         )
@@ -1277,7 +1277,7 @@ mod tests {
         assert_eq!(got, 625_000);
         let plain = udp_stream(server(0), &SockOpts::default(), 0, false, 1448, false).unwrap();
         let got = crate::engine::sys::getsockopt_int(
-            plain.as_raw_fd(),
+            plain.as_fd(),
             libc::SOL_SOCKET,
             libc::SO_MAX_PACING_RATE,
         )

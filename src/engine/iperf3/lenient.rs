@@ -34,7 +34,7 @@ impl Loose {
         }
     }
 
-    /// As `lenient_f64`: any finite number.
+    /// Any finite number as f64.
     fn as_f64(&self) -> Option<f64> {
         match *self {
             Loose::Int(i) => Some(i as f64),

@@ -1283,8 +1283,8 @@ fn apply_stream_opts(s: &std::net::TcpStream, p: &Params) {
     }
     net::set_fq_rate(s, p.fq_rate);
     if let Some(c) = &p.congestion {
-        use std::os::fd::AsRawFd;
-        if let Err(e) = crate::engine::stats::set_tcp_congestion(s.as_raw_fd(), c) {
+        use std::os::fd::AsFd;
+        if let Err(e) = crate::engine::stats::set_tcp_congestion(s.as_fd(), c) {
             tracing::warn!("congestion control '{c}' not set on the server: {e}");
         }
     }

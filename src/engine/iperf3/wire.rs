@@ -143,8 +143,6 @@ pub enum WireError {
     BadJson(String),
     #[error("invalid value for '{key}': {why}")]
     BadField { key: &'static str, why: String },
-    #[error("cookie is not 36 characters of iperf3's alphabet followed by NUL")]
-    BadCookie,
 }
 
 /// Alphabet iperf3 draws cookie characters from.
@@ -225,11 +223,6 @@ pub fn lenient_i64(v: &Value) -> Option<i64> {
         }
         _ => None,
     }
-}
-
-/// Read a JSON number as f64; non-finite or non-numbers give `None`.
-pub fn lenient_f64(v: &Value) -> Option<f64> {
-    v.as_f64().filter(|f| f.is_finite())
 }
 
 /// A flag key as 3.9–3.18 peers send it: present and `true` or a non-zero number.
@@ -359,25 +352,57 @@ impl Params {
 
     /// The document as a stock 3.12 client sends it: stock key order, flag keys present only
     /// when on, flags of the typed kind (`true` or `1`) that 3.18 requires.
+    ///
+    /// `self` is destructured field by field, without `..`: a new field of [`Params`] does not
+    /// compile here until its wire key (or that it has none) is decided.
     pub fn to_json(&self) -> Value {
+        let Params {
+            protocol,
+            omit,
+            time,
+            num,
+            blockcount,
+            mss,
+            nodelay,
+            parallel,
+            direction,
+            window,
+            len,
+            bandwidth,
+            burst,
+            tos,
+            title,
+            extra_data,
+            congestion,
+            fq_rate,
+            get_server_output,
+            udp_counters_64bit,
+            repeating_payload,
+            zerocopy,
+            dont_fragment,
+            skip_rx_copy,
+            client_version,
+            // netperfd's own (how this end paces), never on the wire.
+            udp_pacing: _,
+        } = self;
         let mut m = Map::new();
-        match self.protocol {
+        match protocol {
             Protocol::Tcp => m.insert("tcp".into(), Value::Bool(true)),
             Protocol::Udp => m.insert("udp".into(), Value::Bool(true)),
             Protocol::Sctp => m.insert("sctp".into(), Value::Bool(true)),
         };
-        m.insert("omit".into(), self.omit.into());
-        m.insert("time".into(), self.time.into());
-        m.insert("num".into(), self.num.into());
-        m.insert("blockcount".into(), self.blockcount.into());
-        if let Some(mss) = self.mss {
-            m.insert("MSS".into(), mss.into());
+        m.insert("omit".into(), (*omit).into());
+        m.insert("time".into(), (*time).into());
+        m.insert("num".into(), (*num).into());
+        m.insert("blockcount".into(), (*blockcount).into());
+        if let Some(mss) = mss {
+            m.insert("MSS".into(), (*mss).into());
         }
-        if self.nodelay {
+        if *nodelay {
             m.insert("nodelay".into(), Value::Bool(true));
         }
-        m.insert("parallel".into(), self.parallel.into());
-        match self.direction {
+        m.insert("parallel".into(), (*parallel).into());
+        match direction {
             Direction::Send => {}
             Direction::Receive => {
                 m.insert("reverse".into(), Value::Bool(true));
@@ -386,53 +411,47 @@ impl Params {
                 m.insert("bidirectional".into(), Value::Bool(true));
             }
         }
-        if let Some(w) = self.window {
-            m.insert("window".into(), w.into());
+        if let Some(w) = window {
+            m.insert("window".into(), (*w).into());
         }
-        m.insert("len".into(), self.len.into());
-        if self.bandwidth > 0 || self.protocol == Protocol::Udp {
-            m.insert("bandwidth".into(), self.bandwidth.into());
+        m.insert("len".into(), (*len).into());
+        if *bandwidth > 0 || *protocol == Protocol::Udp {
+            m.insert("bandwidth".into(), (*bandwidth).into());
         }
         m.insert("pacing_timer".into(), 1000.into());
-        if self.burst > 0 {
-            m.insert("burst".into(), self.burst.into());
+        if *burst > 0 {
+            m.insert("burst".into(), (*burst).into());
         }
-        if self.tos > 0 {
-            m.insert("TOS".into(), self.tos.into());
+        if *tos > 0 {
+            m.insert("TOS".into(), (*tos).into());
         }
-        if let Some(t) = &self.title {
+        if let Some(t) = title {
             m.insert("title".into(), t.clone().into());
         }
-        if let Some(t) = &self.extra_data {
+        if let Some(t) = extra_data {
             m.insert("extra_data".into(), t.clone().into());
         }
-        if let Some(c) = &self.congestion {
+        if let Some(c) = congestion {
             m.insert("congestion".into(), c.clone().into());
         }
-        if self.fq_rate > 0 {
-            m.insert("fqrate".into(), self.fq_rate.into());
+        if *fq_rate > 0 {
+            m.insert("fqrate".into(), (*fq_rate).into());
         }
-        if self.get_server_output {
-            m.insert("get_server_output".into(), 1.into());
-        }
-        if self.udp_counters_64bit {
-            m.insert("udp_counters_64bit".into(), 1.into());
-        }
-        if self.repeating_payload {
-            m.insert("repeating_payload".into(), 1.into());
-        }
-        if self.zerocopy {
-            m.insert("zerocopy".into(), 1.into());
-        }
-        if self.dont_fragment {
-            m.insert("dont_fragment".into(), 1.into());
-        }
-        if self.skip_rx_copy {
-            m.insert("skip_rx_copy".into(), 1.into());
+        for (on, key) in [
+            (get_server_output, "get_server_output"),
+            (udp_counters_64bit, "udp_counters_64bit"),
+            (repeating_payload, "repeating_payload"),
+            (zerocopy, "zerocopy"),
+            (dont_fragment, "dont_fragment"),
+            (skip_rx_copy, "skip_rx_copy"),
+        ] {
+            if *on {
+                m.insert(key.into(), 1.into());
+            }
         }
         m.insert(
             "client_version".into(),
-            self.client_version
+            client_version
                 .clone()
                 .unwrap_or_else(|| "3.12".into())
                 .into(),

@@ -201,53 +201,87 @@ impl Drop for Guarded {
 
 /// The driver's statistics of port `ifname`, as name and value, in the driver's order
 /// (`ethtool -S`). Errors: the port does not exist (ENODEV), the driver has no statistics
-/// (EOPNOTSUPP, or an empty list), or the ioctl is refused.
+/// (EOPNOTSUPP, or an empty list), the driver's count kept changing between the calls
+/// (EAGAIN, after [`STATS_TRIES`] tries), or the ioctl is refused.
 pub fn stats(ifname: &str) -> std::io::Result<Vec<(String, u64)>> {
     let fd = socket()?;
-    // ethtool_sset_info: cmd, reserved, sset_mask (u64), data[1] (u32).
-    let mut info = [0u64; 3];
-    set_u32(&mut info, 0, ETHTOOL_GSSET_INFO);
-    info[1] = 1u64 << ETH_SS_STATS;
-    call(&fd, ifname, &mut info)?;
-    if info[1] & (1u64 << ETH_SS_STATS) == 0 {
-        return Err(std::io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+    stats_with(&mut |buf| call(&fd, ifname, buf))
+}
+
+/// How often [`stats`] asks again when the driver's count changed between its calls.
+pub const STATS_TRIES: usize = 3;
+
+/// [`stats`] over `call` (one SIOCETHTOOL with the given command buffer), so a driver whose
+/// count changes can be played in a test.
+///
+/// Three calls: ETHTOOL_GSSET_INFO gives the count `n`, and the GSTRINGS and GSTATS buffers
+/// are sized by it. Those two write as many entries as the driver counts at their own call
+/// and put that count in their header (linux net/ethtool/ioctl.c `ethtool_get_strings`,
+/// `ethtool_get_stats`), so: a count that grew past the buffer faults at the guard page
+/// ([`Guarded`], EFAULT) before anything else is written; a count that differs from `n` in
+/// either header means names and values may not belong together. Both start over from
+/// GSSET_INFO, at most [`STATS_TRIES`] times; the names and values returned always come from
+/// calls that all answered `n`.
+fn stats_with(
+    call: &mut dyn FnMut(&mut [u64]) -> std::io::Result<()>,
+) -> std::io::Result<Vec<(String, u64)>> {
+    for _ in 0..STATS_TRIES {
+        // ethtool_sset_info: cmd, reserved, sset_mask (u64), data[1] (u32).
+        let mut info = [0u64; 3];
+        set_u32(&mut info, 0, ETHTOOL_GSSET_INFO);
+        info[1] = 1u64 << ETH_SS_STATS;
+        call(&mut info)?;
+        if info[1] & (1u64 << ETH_SS_STATS) == 0 {
+            return Err(std::io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+        }
+        let n32 = get_u32(&info, 4);
+        let n = usize::try_from(n32).unwrap_or(usize::MAX);
+        if n == 0 || n > MAX_STATS {
+            return Err(std::io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+        }
+        // n ≤ MAX_STATS: the sizes below cannot overflow.
+        // ethtool_gstrings: cmd, string_set, len (3 × u32), then len × 32 bytes.
+        let mut names_buf = Guarded::new(
+            n.saturating_mul(ETH_GSTRING_LEN)
+                .div_ceil(8)
+                .saturating_add(2),
+        )?;
+        let names = names_buf.words();
+        set_u32(names, 0, ETHTOOL_GSTRINGS);
+        set_u32(names, 1, ETH_SS_STATS);
+        set_u32(names, 2, n32);
+        if count_changed(call(names))? || get_u32(names, 2) != n32 {
+            continue;
+        }
+        // ethtool_stats: cmd, n_stats (2 × u32), then n × u64.
+        let mut vals_buf = Guarded::new(n.saturating_add(1))?;
+        let vals = vals_buf.words();
+        set_u32(vals, 0, ETHTOOL_GSTATS);
+        set_u32(vals, 1, n32);
+        if count_changed(call(vals))? || get_u32(vals, 1) != n32 {
+            continue;
+        }
+        let bytes: Vec<u8> = names.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        let strings = bytes.get(12..).unwrap_or_default();
+        return Ok(strings
+            .chunks_exact(ETH_GSTRING_LEN)
+            .zip(vals.iter().skip(1))
+            .take(n)
+            .map(|(s, v)| (c_text(s), *v))
+            .collect());
     }
-    let n32 = get_u32(&info, 4);
-    let n = usize::try_from(n32).unwrap_or(usize::MAX);
-    if n == 0 || n > MAX_STATS {
-        return Err(std::io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+    Err(std::io::Error::from_raw_os_error(libc::EAGAIN))
+}
+
+/// The answer of a GSTRINGS or GSTATS call: `true` when it faulted at the guard page (the
+/// driver's count grew past the buffer: ask again), `false` when it succeeded; other errors
+/// are the caller's.
+fn count_changed(r: std::io::Result<()>) -> std::io::Result<bool> {
+    match r {
+        Ok(()) => Ok(false),
+        Err(e) if e.raw_os_error() == Some(libc::EFAULT) => Ok(true),
+        Err(e) => Err(e),
     }
-    // n ≤ MAX_STATS: the sizes below cannot overflow.
-    // ethtool_gstrings: cmd, string_set, len (3 × u32), then len × 32 bytes. The kernel
-    // writes the driver's count at this call, which may exceed n: see `Guarded`.
-    let mut names_buf = Guarded::new(
-        n.saturating_mul(ETH_GSTRING_LEN)
-            .div_ceil(8)
-            .saturating_add(2),
-    )?;
-    let names = names_buf.words();
-    set_u32(names, 0, ETHTOOL_GSTRINGS);
-    set_u32(names, 1, ETH_SS_STATS);
-    set_u32(names, 2, n32);
-    call(&fd, ifname, names)?;
-    // ethtool_stats: cmd, n_stats (2 × u32), then n × u64.
-    let mut vals_buf = Guarded::new(n.saturating_add(1))?;
-    let vals = vals_buf.words();
-    set_u32(vals, 0, ETHTOOL_GSTATS);
-    set_u32(vals, 1, n32);
-    call(&fd, ifname, vals)?;
-    let (names, vals) = (&*names, &*vals);
-    // The kernel may answer fewer than asked; never read past either table.
-    let got = get_u32(names, 2).min(get_u32(vals, 1)).min(n32);
-    let got = usize::try_from(got).unwrap_or(0);
-    let bytes: Vec<u8> = names.iter().flat_map(|w| w.to_ne_bytes()).collect();
-    let strings = bytes.get(12..).unwrap_or_default();
-    Ok(strings
-        .chunks_exact(ETH_GSTRING_LEN)
-        .zip(vals.iter().skip(1))
-        .take(got)
-        .map(|(s, v)| (c_text(s), *v))
-        .collect())
 }
 
 /// Ring sizes of port `ifname` (`ethtool -g`). Errors: no such port, or the driver does not
@@ -372,5 +406,152 @@ mod tests {
         assert_eq!(e.raw_os_error(), Some(libc::ENODEV), "{e}");
         // Loopback has no driver statistics.
         assert!(stats("lo").is_err());
+    }
+
+    /// A driver as net/ethtool/ioctl.c serves it: each call answers with the count the
+    /// driver has at that call (`counts[i]` for call `i`, the last one thereafter), writes
+    /// that many entries, and faults (EFAULT) where the buffer ends.
+    struct FakeDriver {
+        counts: Vec<u32>,
+        calls: usize,
+    }
+
+    impl FakeDriver {
+        fn call(&mut self, buf: &mut [u64]) -> std::io::Result<()> {
+            let count = self.counts[self.calls.min(self.counts.len() - 1)];
+            self.calls += 1;
+            let efault = || Err(std::io::Error::from_raw_os_error(libc::EFAULT));
+            match get_u32(buf, 0) {
+                ETHTOOL_GSSET_INFO => set_u32(buf, 4, count),
+                ETHTOOL_GSTRINGS => {
+                    set_u32(buf, 2, count);
+                    for i in 0..count as usize {
+                        let name = format!("stat_{i}_of_{count}");
+                        for (j, b) in name.bytes().enumerate() {
+                            let at = 12 + i * ETH_GSTRING_LEN + j;
+                            let Some(w) = buf.get_mut(at / 8) else {
+                                return efault();
+                            };
+                            let mut bytes = w.to_ne_bytes();
+                            bytes[at % 8] = b;
+                            *w = u64::from_ne_bytes(bytes);
+                        }
+                        if buf.len() * 8 < 12 + (i + 1) * ETH_GSTRING_LEN {
+                            return efault();
+                        }
+                    }
+                }
+                ETHTOOL_GSTATS => {
+                    set_u32(buf, 1, count);
+                    for i in 0..count as usize {
+                        let Some(w) = buf.get_mut(1 + i) else {
+                            return efault();
+                        };
+                        *w = 1000 * u64::from(count) + i as u64;
+                    }
+                }
+                _ => return Err(std::io::Error::from_raw_os_error(libc::EINVAL)),
+            }
+            Ok(())
+        }
+    }
+
+    fn fake_stats(counts: &[u32]) -> (std::io::Result<Vec<(String, u64)>>, usize) {
+        let mut d = FakeDriver {
+            counts: counts.to_vec(),
+            calls: 0,
+        };
+        let got = stats_with(&mut |b| d.call(b));
+        (got, d.calls)
+    }
+
+    fn table(count: u32) -> Vec<(String, u64)> {
+        (0..count)
+            .map(|i| {
+                (
+                    format!("stat_{i}_of_{count}"),
+                    1000 * u64::from(count) + u64::from(i),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn stats_of_a_steady_driver_pair_each_name_with_its_value() {
+        let (got, calls) = fake_stats(&[3]);
+        assert_eq!(got.unwrap(), table(3));
+        assert_eq!(calls, 3);
+    }
+
+    /// Issue 40: the count GSTRINGS and GSTATS write is the driver's at their call.
+    #[test]
+    fn a_driver_count_that_changes_between_calls_is_asked_again() {
+        // Grew after GSSET_INFO (3 → 5): GSTRINGS faults at the buffer's end; the second
+        // round asks 5 and gets 5.
+        let (got, calls) = fake_stats(&[3, 5]);
+        assert_eq!(got.unwrap(), table(5));
+        assert_eq!(calls, 2 + 3);
+        // Shrank after GSSET_INFO (5 → 4): GSTRINGS says 4; asked again, 4 throughout.
+        let (got, calls) = fake_stats(&[5, 4]);
+        assert_eq!(got.unwrap(), table(4));
+        assert_eq!(calls, 2 + 3);
+        // Changed between GSTRINGS and GSTATS (names of 3, values of 2, then of 6): never
+        // paired; the next round is 2 throughout.
+        let (got, calls) = fake_stats(&[3, 3, 2]);
+        assert_eq!(got.unwrap(), table(2));
+        assert_eq!(calls, 3 + 3);
+        let (got, calls) = fake_stats(&[3, 3, 6, 6]);
+        assert_eq!(got.unwrap(), table(6));
+        assert_eq!(calls, 3 + 3);
+        // A count that changes at every call: EAGAIN after STATS_TRIES rounds.
+        let (got, calls) = fake_stats(&[1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        assert_eq!(got.unwrap_err().raw_os_error(), Some(libc::EAGAIN));
+        assert_eq!(calls, 2 * STATS_TRIES);
+        // No statistics, or more than any driver has: EOPNOTSUPP at once.
+        for n in [0, MAX_STATS as u32 + 1] {
+            let (got, calls) = fake_stats(&[n]);
+            assert_eq!(got.unwrap_err().raw_os_error(), Some(libc::EOPNOTSUPP));
+            assert_eq!(calls, 1);
+        }
+    }
+
+    /// A veth port in a namespace of its own: the ioctl's names and values are the driver's,
+    /// checked against what `ip` says of the pair (veth's `peer_ifindex` is the peer's index).
+    #[test]
+    fn veth_statistics_name_the_peers_ifindex() {
+        use std::os::fd::AsFd;
+        use std::process::Command;
+        let ns = format!("npt-eth-{}", std::process::id());
+        let ip = |args: &[&str]| {
+            let o = Command::new("ip").args(args).output().expect("ip");
+            assert!(o.status.success(), "ip {args:?}: {:?}", o);
+            String::from_utf8_lossy(&o.stdout).into_owned()
+        };
+        ip(&["netns", "add", &ns]);
+        struct Gone(String);
+        impl Drop for Gone {
+            fn drop(&mut self) {
+                let _ = std::process::Command::new("ip")
+                    .args(["netns", "del", &self.0])
+                    .status();
+            }
+        }
+        let _gone = Gone(ns.clone());
+        ip(&[
+            "-n", &ns, "link", "add", "v0", "type", "veth", "peer", "name", "v1",
+        ]);
+        let line = ip(&["-n", &ns, "-o", "link", "show", "v1"]);
+        let peer: u64 = line.split(':').next().unwrap().trim().parse().unwrap();
+        let path = format!("/var/run/netns/{ns}");
+        let got = std::thread::spawn(move || {
+            let f = std::fs::File::open(path).unwrap();
+            nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+            stats("v0")
+        })
+        .join()
+        .unwrap()
+        .unwrap();
+        assert_eq!(got.first(), Some(&("peer_ifindex".to_string(), peer)));
+        assert!(got.len() > 1, "{got:?}");
     }
 }

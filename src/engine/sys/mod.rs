@@ -4,7 +4,7 @@
 
 pub mod ethtool;
 
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
 
 /// UDP_GRO (linux/udp.h): the segment size of a GRO super-datagram, as a cmsg.
 pub const UDP_GRO: libc::c_int = 104;
@@ -76,7 +76,7 @@ pub fn mono_now() -> (u32, u32) {
 }
 
 pub fn setsockopt_int(
-    fd: RawFd,
+    fd: BorrowedFd<'_>,
     level: libc::c_int,
     name: libc::c_int,
     v: libc::c_int,
@@ -84,7 +84,7 @@ pub fn setsockopt_int(
     // SAFETY: v is a valid c_int for the duration of the call.
     let rc = unsafe {
         libc::setsockopt(
-            fd,
+            fd.as_raw_fd(),
             level,
             name,
             &v as *const libc::c_int as *const libc::c_void,
@@ -99,14 +99,18 @@ pub fn setsockopt_int(
 }
 
 /// An integer socket option's value (`getsockopt`).
-pub fn getsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> std::io::Result<i32> {
+pub fn getsockopt_int(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+) -> std::io::Result<i32> {
     let mut v: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: v and len are valid for writes of their sizes for the duration of the call;
     // the kernel writes at most `len` bytes.
     let rc = unsafe {
         libc::getsockopt(
-            fd,
+            fd.as_raw_fd(),
             level,
             name,
             &mut v as *mut libc::c_int as *mut libc::c_void,
@@ -123,11 +127,11 @@ pub fn getsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> std::
 /// SO_MAX_PACING_RATE of a socket, bytes/s (iperf3's `--fq-rate`): TCP paces itself to it
 /// (the kernel's own TCP pacing, with or without the fq qdisc); other sockets only under fq.
 /// Errors: the kernel's (e.g. ENOPROTOOPT on a kernel without it).
-pub fn set_max_pacing_rate(fd: RawFd, bytes_per_s: u64) -> std::io::Result<()> {
+pub fn set_max_pacing_rate(fd: BorrowedFd<'_>, bytes_per_s: u64) -> std::io::Result<()> {
     // SAFETY: v is a valid u64 for the duration of the call; the kernel accepts 32 or 64 bits.
     let rc = unsafe {
         libc::setsockopt(
-            fd,
+            fd.as_raw_fd(),
             libc::SOL_SOCKET,
             libc::SO_MAX_PACING_RATE,
             &bytes_per_s as *const u64 as *const libc::c_void,
@@ -143,12 +147,12 @@ pub fn set_max_pacing_rate(fd: RawFd, bytes_per_s: u64) -> std::io::Result<()> {
 
 /// recv(2) with MSG_TRUNC on a TCP socket: up to `buf.len()` bytes are taken from the socket
 /// and discarded, not copied into `buf` (tcp(7); iperf3's `--skip-rx-copy`); how many. 0 = EOF.
-pub fn recv_discard(fd: RawFd, buf: &mut [u8]) -> std::io::Result<usize> {
+pub fn recv_discard(fd: BorrowedFd<'_>, buf: &mut [u8]) -> std::io::Result<usize> {
     // SAFETY: buf is writable for buf.len() bytes for the duration of the call (the kernel
     // does not write to it with MSG_TRUNC on TCP, but may on other socket types).
     let rc = unsafe {
         libc::recv(
-            fd,
+            fd.as_raw_fd(),
             buf.as_mut_ptr() as *mut libc::c_void,
             buf.len(),
             libc::MSG_TRUNC,
@@ -181,17 +185,16 @@ pub fn memfd_with(data: &[u8]) -> std::io::Result<std::fs::File> {
 /// sendfile(2): up to `count` bytes of `file` from `offset` to the socket `out` without a
 /// copy through user space; the bytes sent (0 at the file's end).
 pub fn sendfile(
-    out: RawFd,
+    out: BorrowedFd<'_>,
     file: &std::fs::File,
     offset: u64,
     count: usize,
 ) -> std::io::Result<usize> {
-    use std::os::fd::AsRawFd;
     // sendfile64: off_t is 32 bits on armv7 glibc; off64_t is 64 bits on every target.
     let mut off: libc::off64_t = i64::try_from(offset).unwrap_or(i64::MAX);
     // SAFETY: off is a valid off64_t the kernel may update; both descriptors are open for the
     // duration of the call (file is borrowed, out is the caller's socket).
-    let rc = unsafe { libc::sendfile64(out, file.as_raw_fd(), &mut off, count) };
+    let rc = unsafe { libc::sendfile64(out.as_raw_fd(), file.as_raw_fd(), &mut off, count) };
     if rc < 0 {
         Err(std::io::Error::last_os_error())
     } else {
@@ -200,9 +203,16 @@ pub fn sendfile(
 }
 
 /// send(2) of `buf` on a connected socket; the bytes sent.
-pub fn send(fd: RawFd, buf: &[u8]) -> std::io::Result<usize> {
+pub fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> std::io::Result<usize> {
     // SAFETY: buf is valid for buf.len() bytes for the duration of the call.
-    let rc = unsafe { libc::send(fd, buf.as_ptr() as *const libc::c_void, buf.len(), 0) };
+    let rc = unsafe {
+        libc::send(
+            fd.as_raw_fd(),
+            buf.as_ptr() as *const libc::c_void,
+            buf.len(),
+            0,
+        )
+    };
     if rc < 0 {
         Err(std::io::Error::last_os_error())
     } else {
@@ -213,7 +223,7 @@ pub fn send(fd: RawFd, buf: &[u8]) -> std::io::Result<usize> {
 /// sendmmsg(2) of `n` datagrams of `len` bytes each, laid end to end in `buf`; how many went.
 /// At most `buf.len() / len` datagrams are sent (the kernel never reads past `buf`; `n`
 /// beyond it is clamped, as [`recvmmsg`] clamps to its slots). `len` 0 sends empty datagrams.
-pub fn sendmmsg(fd: RawFd, buf: &[u8], len: usize, n: usize) -> std::io::Result<usize> {
+pub fn sendmmsg(fd: BorrowedFd<'_>, buf: &[u8], len: usize, n: usize) -> std::io::Result<usize> {
     let n = match buf.len().checked_div(len) {
         Some(fit) => n.min(fit),
         None => n,
@@ -232,7 +242,7 @@ pub fn sendmmsg(fd: RawFd, buf: &[u8], len: usize, n: usize) -> std::io::Result<
         m.msg_hdr.msg_iovlen = 1;
     }
     // SAFETY: msgs and the iovecs they point to live until the call returns.
-    let rc = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), n as libc::c_uint, 0) };
+    let rc = unsafe { libc::sendmmsg(fd.as_raw_fd(), msgs.as_mut_ptr(), n as libc::c_uint, 0) };
     if rc < 0 {
         Err(std::io::Error::last_os_error())
     } else {
@@ -268,8 +278,10 @@ impl Default for CmsgSlot {
 /// recvmmsg(2) of up to `n` datagrams into `bufs` (slot `i` at `i * slot`, `slot` bytes) with
 /// their control messages in `ctrl` (one [`CmsgSlot`] each). `flags`: MSG_WAITFORONE,
 /// MSG_DONTWAIT. Panics never; `bufs`/`ctrl` shorter than `n` slots read fewer datagrams.
+/// A datagram whose control messages do not parse ([`parse_cmsgs`]) is returned without a
+/// timestamp or segment size.
 pub fn recvmmsg(
-    fd: RawFd,
+    fd: BorrowedFd<'_>,
     bufs: &mut [u8],
     slot: usize,
     ctrl: &mut [CmsgSlot],
@@ -294,7 +306,7 @@ pub fn recvmmsg(
     // SAFETY: msgs, iov, bufs and ctrl are valid for the call.
     let rc = unsafe {
         libc::recvmmsg(
-            fd,
+            fd.as_raw_fd(),
             msgs.as_mut_ptr(),
             n as libc::c_uint,
             flags,
@@ -306,55 +318,112 @@ pub fn recvmmsg(
     }
     Ok(msgs
         .iter()
+        .zip(ctrl.iter())
         .take(rc as usize)
-        .map(|m| {
-            let (timestamp_us, segment) = parse_cmsgs(&m.msg_hdr);
+        .map(|(m, c)| {
+            // The kernel sets msg_controllen to the bytes of control data it wrote.
+            #[allow(clippy::unnecessary_cast)] // size_t on glibc, socklen_t on musl
+            let used = (m.msg_hdr.msg_controllen as usize).min(c.0.len());
+            let cm = parse_cmsgs(&c.0[..used]).unwrap_or_default();
             RecvMsg {
                 len: m.msg_len as usize,
-                timestamp_us,
-                segment,
+                timestamp_us: cm.timestamp_us,
+                segment: cm.segment,
             }
         })
         .collect())
 }
 
-/// (kernel arrival time in µs from SCM_TIMESTAMPNS, GRO segment size).
-fn parse_cmsgs(h: &libc::msghdr) -> (Option<i64>, Option<usize>) {
-    let mut ts = None;
-    let mut seg = None;
-    // The length a cmsg must have for its data to hold a `T` (CMSG_LEN).
-    // cmsg_len is a size_t on glibc and a socklen_t on musl.
-    #[allow(clippy::unnecessary_cast)]
-    fn holds<T>(c: &libc::cmsghdr) -> bool {
-        let need = u32::try_from(std::mem::size_of::<T>()).unwrap_or(u32::MAX);
-        // SAFETY: CMSG_LEN is arithmetic on its argument only.
-        let need = unsafe { libc::CMSG_LEN(need) } as usize;
-        c.cmsg_len as usize >= need
-    }
-    // SAFETY: CMSG_* walk the control buffer the kernel filled, within msg_controllen; a
-    // cmsg's data is read only when its cmsg_len says it holds the type read.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(h);
-        while !c.is_null() {
-            let level = (*c).cmsg_level;
-            let ty = (*c).cmsg_type;
-            let data = libc::CMSG_DATA(c);
-            if !holds::<libc::c_int>(&*c) {
-                // Too short for any type read below.
-            } else if level == libc::SOL_SOCKET
-                && ty == libc::SCM_TIMESTAMPNS
-                && holds::<libc::timespec>(&*c)
-            {
-                let t: libc::timespec = std::ptr::read_unaligned(data as *const libc::timespec);
-                ts = Some(t.tv_sec as i64 * 1_000_000 + t.tv_nsec as i64 / 1000);
-            } else if level == libc::SOL_UDP && ty == UDP_GRO {
-                let s: libc::c_int = std::ptr::read_unaligned(data as *const libc::c_int);
-                seg = Some(s as usize);
+/// What the control messages of one datagram said.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cmsgs {
+    /// The kernel's arrival time, µs since the epoch (SCM_TIMESTAMPNS).
+    pub timestamp_us: Option<i64>,
+    /// The segment size of a GRO super-datagram, bytes (UDP_GRO; only a positive one).
+    pub segment: Option<usize>,
+}
+
+/// A control buffer that is not a well-formed sequence of cmsgs; `at` is the byte offset of
+/// the bad header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmsgError {
+    /// `cmsg_len` is below the header's own size (`CMSG_LEN(0)`), 0 included: the walk
+    /// cannot step past it.
+    LenTooSmall { at: usize, len: usize },
+    /// `cmsg_len` reaches past the end of the buffer.
+    LenPastEnd { at: usize, len: usize },
+}
+
+/// Bytes from a cmsg's start to its data (`CMSG_LEN(0)`: the header, aligned).
+// SAFETY: CMSG_LEN is arithmetic on its argument only.
+const CMSG_DATA_OFFSET: usize = unsafe { libc::CMSG_LEN(0) } as usize;
+
+/// `CMSG_ALIGN`: cmsgs start at multiples of `size_t` (glibc and musl alike).
+fn cmsg_align(len: usize) -> Option<usize> {
+    let a = std::mem::size_of::<usize>();
+    Some(len.checked_add(a - 1)? & !(a - 1))
+}
+
+/// Walk the control bytes the kernel wrote for one datagram (`ctrl`: exactly the
+/// `msg_controllen` bytes) and take the timestamp and GRO segment size from them. Every read
+/// is checked against `ctrl` and against the cmsg's own `cmsg_len`; nothing is read outside
+/// either. A cmsg too short for the type its level and type name is skipped; fewer trailing
+/// bytes than a header end the walk (as `CMSG_NXTHDR`). Errors: a `cmsg_len` below the
+/// header size or past the buffer's end ([`CmsgError`]).
+pub fn parse_cmsgs(ctrl: &[u8]) -> Result<Cmsgs, CmsgError> {
+    const HDR: usize = std::mem::size_of::<libc::cmsghdr>();
+    let mut out = Cmsgs::default();
+    let mut at = 0usize;
+    while let Some(head) = ctrl.get(at..).and_then(|r| r.get(..HDR)) {
+        // SAFETY: `head` holds HDR = size_of::<cmsghdr>() readable bytes, and cmsghdr is
+        // integers only (any bit pattern is a value); read_unaligned needs no alignment.
+        let h: libc::cmsghdr = unsafe { std::ptr::read_unaligned(head.as_ptr().cast()) };
+        #[allow(clippy::unnecessary_cast)] // size_t on glibc, socklen_t on musl
+        let len = h.cmsg_len as usize;
+        if len < CMSG_DATA_OFFSET {
+            return Err(CmsgError::LenTooSmall { at, len });
+        }
+        let Some(cmsg) = at.checked_add(len).and_then(|end| ctrl.get(at..end)) else {
+            return Err(CmsgError::LenPastEnd { at, len });
+        };
+        let data = cmsg.get(CMSG_DATA_OFFSET..).unwrap_or_default();
+        if h.cmsg_level == libc::SOL_SOCKET && h.cmsg_type == libc::SCM_TIMESTAMPNS {
+            if let Some(t) = read_timespec(data) {
+                out.timestamp_us = timespec_us(&t);
             }
-            c = libc::CMSG_NXTHDR(h, c);
+        } else if h.cmsg_level == libc::SOL_UDP && h.cmsg_type == UDP_GRO {
+            if let Some(s) = read_int(data) {
+                out.segment = usize::try_from(s).ok().filter(|&s| s > 0);
+            }
+        }
+        match cmsg_align(len).and_then(|step| at.checked_add(step)) {
+            Some(next) => at = next,
+            None => break,
         }
     }
-    (ts, seg)
+    Ok(out)
+}
+
+/// A `timespec` from the start of a cmsg's data; `None` when the data is shorter.
+fn read_timespec(data: &[u8]) -> Option<libc::timespec> {
+    let bytes = data.get(..std::mem::size_of::<libc::timespec>())?;
+    // SAFETY: `bytes` holds size_of::<timespec>() readable bytes; timespec is integers only
+    // (any bit pattern is a value); read_unaligned needs no alignment.
+    Some(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<libc::timespec>()) })
+}
+
+/// A timespec in µs; `None` when that overflows an `i64`.
+#[allow(clippy::unnecessary_cast)] // time_t and c_long are 32 bits on armv7
+fn timespec_us(t: &libc::timespec) -> Option<i64> {
+    (t.tv_sec as i64)
+        .checked_mul(1_000_000)?
+        .checked_add(t.tv_nsec as i64 / 1000)
+}
+
+/// A `c_int` from the start of a cmsg's data; `None` when the data is shorter.
+fn read_int(data: &[u8]) -> Option<libc::c_int> {
+    let bytes = data.get(..std::mem::size_of::<libc::c_int>())?;
+    Some(libc::c_int::from_ne_bytes(bytes.try_into().ok()?))
 }
 
 /// What iperf3 reports from TCP_INFO for a sending stream.
@@ -442,14 +511,14 @@ struct RawTcpInfo {
 }
 
 /// Read TCP_INFO of a TCP socket. Errors when `fd` is not a TCP socket.
-pub fn tcp_info(fd: RawFd) -> std::io::Result<TcpInfo> {
+pub fn tcp_info(fd: BorrowedFd<'_>) -> std::io::Result<TcpInfo> {
     let mut raw = RawTcpInfo::default();
     let mut len = std::mem::size_of::<RawTcpInfo>() as libc::socklen_t;
     // SAFETY: raw is a plain repr(C) struct of integers, len is its size; the kernel writes
     // at most len bytes.
     let rc = unsafe {
         libc::getsockopt(
-            fd,
+            fd.as_raw_fd(),
             libc::IPPROTO_TCP,
             libc::TCP_INFO,
             &mut raw as *mut RawTcpInfo as *mut libc::c_void,
@@ -473,13 +542,13 @@ pub fn tcp_info(fd: RawFd) -> std::io::Result<TcpInfo> {
 }
 
 /// Name of the congestion control algorithm in use on a TCP socket.
-pub fn tcp_congestion(fd: RawFd) -> Option<String> {
+pub fn tcp_congestion(fd: BorrowedFd<'_>) -> Option<String> {
     let mut buf = [0u8; 32];
     let mut len = buf.len() as libc::socklen_t;
     // SAFETY: buf is writable for len bytes.
     let rc = unsafe {
         libc::getsockopt(
-            fd,
+            fd.as_raw_fd(),
             libc::IPPROTO_TCP,
             libc::TCP_CONGESTION,
             buf.as_mut_ptr() as *mut libc::c_void,
@@ -495,11 +564,11 @@ pub fn tcp_congestion(fd: RawFd) -> Option<String> {
 }
 
 /// Set TCP_CONGESTION on a socket. Errors (ENOENT) when the algorithm is not available.
-pub fn set_tcp_congestion(fd: RawFd, name: &str) -> std::io::Result<()> {
+pub fn set_tcp_congestion(fd: BorrowedFd<'_>, name: &str) -> std::io::Result<()> {
     // SAFETY: pointer and length describe name's bytes.
     let rc = unsafe {
         libc::setsockopt(
-            fd,
+            fd.as_raw_fd(),
             libc::IPPROTO_TCP,
             libc::TCP_CONGESTION,
             name.as_ptr() as *const libc::c_void,
@@ -587,7 +656,7 @@ pub fn packet_socket(ifindex: u32) -> std::io::Result<std::os::fd::OwnedFd> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::AsRawFd;
+    use std::os::fd::AsFd;
 
     /// Datagrams waiting on `r` (read without blocking), with their lengths.
     fn drain(r: &std::net::UdpSocket) -> Vec<usize> {
@@ -621,7 +690,7 @@ mod tests {
         let mut buf = [0u8; 1024];
         let mut total = 0;
         loop {
-            let n = recv_discard(s.as_raw_fd(), &mut buf).unwrap();
+            let n = recv_discard(s.as_fd(), &mut buf).unwrap();
             if n == 0 {
                 break;
             }
@@ -639,14 +708,212 @@ mod tests {
         s.connect(r.local_addr().unwrap()).unwrap();
         let buf = [7u8; 1000];
         // 10 datagrams of 300 bytes asked for; 3 fit in 1000 bytes.
-        assert_eq!(sendmmsg(s.as_raw_fd(), &buf, 300, 10).unwrap(), 3);
+        assert_eq!(sendmmsg(s.as_fd(), &buf, 300, 10).unwrap(), 3);
         // Exactly as many as fit.
-        assert_eq!(sendmmsg(s.as_raw_fd(), &buf, 250, 4).unwrap(), 4);
+        assert_eq!(sendmmsg(s.as_fd(), &buf, 250, 4).unwrap(), 4);
         // A buffer shorter than one datagram: none (was: a panic or a read past the end).
-        assert_eq!(sendmmsg(s.as_raw_fd(), &buf[..10], 300, 2).unwrap(), 0);
+        assert_eq!(sendmmsg(s.as_fd(), &buf[..10], 300, 2).unwrap(), 0);
         // Empty datagrams are allowed.
-        assert_eq!(sendmmsg(s.as_raw_fd(), &[], 0, 2).unwrap(), 2);
+        assert_eq!(sendmmsg(s.as_fd(), &[], 0, 2).unwrap(), 2);
         std::thread::sleep(std::time::Duration::from_millis(50));
         assert_eq!(drain(&r), [300, 300, 300, 250, 250, 250, 250, 0, 0]);
+    }
+
+    /// One cmsg as the kernel lays it out: a header whose `cmsg_len` is `len`, then `data`,
+    /// then zeros up to the next aligned start (CMSG_SPACE of the data).
+    fn cmsg(level: libc::c_int, ty: libc::c_int, len: usize, data: &[u8]) -> Vec<u8> {
+        // SAFETY (test): an all-zero cmsghdr is a value; its bytes are read as a byte slice
+        // of exactly its size.
+        let mut h: libc::cmsghdr = unsafe { std::mem::zeroed() };
+        h.cmsg_len = len as _;
+        h.cmsg_level = level;
+        h.cmsg_type = ty;
+        let head = unsafe {
+            std::slice::from_raw_parts(
+                (&h as *const libc::cmsghdr).cast::<u8>(),
+                std::mem::size_of::<libc::cmsghdr>(),
+            )
+        };
+        let mut v = head.to_vec();
+        v.resize(CMSG_DATA_OFFSET, 0);
+        v.extend_from_slice(data);
+        // SAFETY (test): CMSG_SPACE is arithmetic.
+        v.resize(unsafe { libc::CMSG_SPACE(data.len() as u32) } as usize, 0);
+        v
+    }
+
+    fn timespec_bytes(sec: i64, nsec: i64) -> Vec<u8> {
+        let t = libc::timespec {
+            tv_sec: sec as _,
+            tv_nsec: nsec as _,
+        };
+        // SAFETY (test): the bytes of a plain integer struct, exactly its size.
+        unsafe {
+            std::slice::from_raw_parts(
+                (&t as *const libc::timespec).cast::<u8>(),
+                std::mem::size_of::<libc::timespec>(),
+            )
+        }
+        .to_vec()
+    }
+
+    /// A timestamp cmsg of 2023-11-14 22:13:20.123456789 and a GRO cmsg of 1448 bytes.
+    fn ts_cmsg() -> Vec<u8> {
+        let ts = timespec_bytes(1_700_000_000, 123_456_789);
+        // SAFETY (test): CMSG_LEN is arithmetic.
+        let len = unsafe { libc::CMSG_LEN(ts.len() as u32) } as usize;
+        cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS, len, &ts)
+    }
+
+    fn gro_cmsg(seg: libc::c_int) -> Vec<u8> {
+        // SAFETY (test): CMSG_LEN is arithmetic.
+        let len = unsafe { libc::CMSG_LEN(4) } as usize;
+        cmsg(libc::SOL_UDP, UDP_GRO, len, &seg.to_ne_bytes())
+    }
+
+    const TS_US: i64 = 1_700_000_000_123_456;
+
+    #[test]
+    fn well_formed_cmsgs_give_the_timestamp_and_segment() {
+        let ok = |b: &[u8]| parse_cmsgs(b);
+        let both = [ts_cmsg(), gro_cmsg(1448)].concat();
+        let want = Cmsgs {
+            timestamp_us: Some(TS_US),
+            segment: Some(1448),
+        };
+        assert_eq!(ok(&both), Ok(want));
+        // Either order; an unknown cmsg between them is stepped over.
+        let other = cmsg(
+            libc::SOL_IP,
+            libc::IP_TTL,
+            CMSG_DATA_OFFSET + 4,
+            &[64, 0, 0, 0],
+        );
+        assert_eq!(ok(&[gro_cmsg(1448), other, ts_cmsg()].concat()), Ok(want));
+        assert_eq!(ok(&[]), Ok(Cmsgs::default()));
+        // The last cmsg without its trailing padding (cmsg_len 20, buffer 20 bytes).
+        let g = gro_cmsg(9000);
+        assert_eq!(
+            ok(&g[..CMSG_DATA_OFFSET + 4]),
+            Ok(Cmsgs {
+                timestamp_us: None,
+                segment: Some(9000)
+            })
+        );
+        // A GRO size that is not positive is no segment size.
+        assert_eq!(ok(&gro_cmsg(0)), Ok(Cmsgs::default()));
+        assert_eq!(ok(&gro_cmsg(-1)), Ok(Cmsgs::default()));
+    }
+
+    #[test]
+    fn truncated_cmsg_buffers_are_read_only_within_their_bytes() {
+        let ts = ts_cmsg();
+        let hdr = std::mem::size_of::<libc::cmsghdr>();
+        // Fewer bytes than a header: nothing to read, nothing read.
+        assert_eq!(parse_cmsgs(&ts[..hdr - 1]), Ok(Cmsgs::default()));
+        // The same after a complete cmsg: the walk ends there, the first one counts.
+        let tail = [gro_cmsg(1200), ts[..hdr - 1].to_vec()].concat();
+        assert_eq!(parse_cmsgs(&tail).map(|c| c.segment), Ok(Some(1200)));
+        // A header whose data was cut off: its cmsg_len (32) passes the buffer's end.
+        assert_eq!(
+            parse_cmsgs(&ts[..hdr + 4]),
+            Err(CmsgError::LenPastEnd {
+                at: 0,
+                len: CMSG_DATA_OFFSET + 16
+            })
+        );
+    }
+
+    #[test]
+    fn a_cmsg_len_too_small_or_zero_is_an_error_not_a_loop() {
+        let ts = timespec_bytes(1, 0);
+        for len in [0, 1, CMSG_DATA_OFFSET - 1] {
+            let bad = cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS, len, &ts);
+            assert_eq!(
+                parse_cmsgs(&bad),
+                Err(CmsgError::LenTooSmall { at: 0, len })
+            );
+            // Second in the buffer: reported at its own offset.
+            let after = [gro_cmsg(1448), bad].concat();
+            assert_eq!(
+                parse_cmsgs(&after),
+                Err(CmsgError::LenTooSmall {
+                    at: gro_cmsg(1448).len(),
+                    len
+                })
+            );
+        }
+        // Exactly a header: no data, so nothing read (skipped), and the walk goes on.
+        let empty = cmsg(
+            libc::SOL_SOCKET,
+            libc::SCM_TIMESTAMPNS,
+            CMSG_DATA_OFFSET,
+            &[],
+        );
+        assert_eq!(
+            parse_cmsgs(&[empty, gro_cmsg(1448)].concat()),
+            Ok(Cmsgs {
+                timestamp_us: None,
+                segment: Some(1448)
+            })
+        );
+    }
+
+    #[test]
+    fn a_cmsg_len_too_large_is_an_error_and_a_short_one_is_skipped() {
+        let ts = timespec_bytes(1_700_000_000, 123_456_789);
+        // cmsg_len past the buffer (by 1 byte, and by far; the maximum).
+        let whole = ts_cmsg().len();
+        for len in [whole + 1, 4096, usize::MAX] {
+            let bad = cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS, len, &ts);
+            assert_eq!(parse_cmsgs(&bad), Err(CmsgError::LenPastEnd { at: 0, len }));
+        }
+        // A timestamp cmsg whose cmsg_len holds 8 bytes of data, too short for a timespec:
+        // skipped, the GRO cmsg after it still read.
+        let short = cmsg(
+            libc::SOL_SOCKET,
+            libc::SCM_TIMESTAMPNS,
+            CMSG_DATA_OFFSET + 8,
+            &ts[..8],
+        );
+        assert_eq!(
+            parse_cmsgs(&[short, gro_cmsg(1448)].concat()),
+            Ok(Cmsgs {
+                timestamp_us: None,
+                segment: Some(1448)
+            })
+        );
+        let short_gro = cmsg(
+            libc::SOL_UDP,
+            UDP_GRO,
+            CMSG_DATA_OFFSET + 3,
+            &1448i32.to_ne_bytes(),
+        );
+        assert_eq!(parse_cmsgs(&short_gro), Ok(Cmsgs::default()));
+    }
+
+    /// The kernel's own cmsgs through recvmmsg: a GSO send of 3 × 500 bytes arrives on a
+    /// GRO socket as one 1500-byte datagram with segment size 500, and with a kernel
+    /// timestamp within a second of the wall clock.
+    #[test]
+    fn recvmmsg_reads_the_kernels_timestamp_and_gro_segment() {
+        let r = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.connect(r.local_addr().unwrap()).unwrap();
+        setsockopt_int(r.as_fd(), libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).unwrap();
+        setsockopt_int(r.as_fd(), libc::SOL_UDP, UDP_GRO, 1).unwrap();
+        setsockopt_int(s.as_fd(), libc::SOL_UDP, 103, 500).unwrap(); // UDP_SEGMENT
+        assert_eq!(send(s.as_fd(), &[1u8; 1500]).unwrap(), 1500);
+        let mut bufs = vec![0u8; 65536];
+        let mut ctrl = [CmsgSlot::default()];
+        let got = recvmmsg(r.as_fd(), &mut bufs, 65536, &mut ctrl, 1, 0).unwrap();
+        let now_us = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_micros() as i64;
+        assert_eq!(got.len(), 1);
+        assert_eq!((got[0].len, got[0].segment), (1500, Some(500)));
+        let ts = got[0].timestamp_us.expect("a kernel timestamp");
+        assert!((now_us - ts).abs() < 1_000_000, "{ts} vs {now_us}");
     }
 }
