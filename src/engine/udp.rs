@@ -1908,7 +1908,7 @@ mod tests {
                 let buf = vec![7u8; n * len];
                 if gso {
                     assert!(enable_gso(&s, len), "GSO on loopback");
-                    let sent = send(s.as_raw_fd(), &buf).unwrap_or_else(|e| panic!("{e}"));
+                    let sent = send(s.as_fd(), &buf).unwrap_or_else(|e| panic!("{e}"));
                     assert_eq!(sent, n * len);
                 } else {
                     for _ in 0..n {
