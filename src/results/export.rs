@@ -239,6 +239,7 @@ fn no_report_error(run: &RunRow) -> String {
 mod tests {
     use super::*;
     use crate::engine::report::{IntervalRecord, StreamInterval};
+    use crate::model::{RunDirection, RunProtocol, RunRole};
     use crate::store::NewRun;
 
     /// A stored run without a report: 3 sequence numbers of 2 streams each.
@@ -248,11 +249,11 @@ mod tests {
         let s = Store::open_dir(&d).expect("store");
         let id = s
             .create_run(&NewRun {
-                role: "client".into(),
-                protocol: "TCP".into(),
+                role: RunRole::Client,
+                protocol: RunProtocol::Tcp,
                 peer_host: "192.0.2.2".into(),
                 peer_port: 5201,
-                direction: "send".into(),
+                direction: RunDirection::Send,
                 params: serde_json::json!({"time": 3}),
                 ..Default::default()
             })
@@ -309,9 +310,9 @@ mod tests {
         let s = Store::open_dir(&d).expect("store");
         let id = s
             .create_run(&NewRun {
-                role: "server".into(),
-                protocol: "UDP".into(),
-                direction: "receive".into(),
+                role: RunRole::Server,
+                protocol: RunProtocol::Udp,
+                direction: RunDirection::Receive,
                 ..Default::default()
             })
             .expect("run");

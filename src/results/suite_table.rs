@@ -1,6 +1,7 @@
 //! Result tables of suites and compared runs: one row of figures per test ([`StepResult`]),
 //! a suite's table ([`SuiteResult`]).
 
+use crate::model::RunProtocol;
 use crate::spec::suite::PlanEntry;
 use crate::store::{RunRow, Store, SuiteRow};
 use serde::Serialize;
@@ -104,7 +105,7 @@ pub fn run_label(r: &RunRow) -> String {
         .and_then(|b| b.as_u64())
         .unwrap_or(1);
     let mut l = format!("{} {}", r.protocol, r.direction);
-    if r.protocol == "UDP" || bw > 0 {
+    if r.protocol == RunProtocol::Udp || bw > 0 {
         l.push(' ');
         l.push_str(&crate::spec::suite::rate_word(bw));
     }
@@ -120,9 +121,9 @@ pub fn run_result(store: &Store, index: usize, label: &str, r: &RunRow) -> StepR
         index,
         label: label.to_string(),
         run_id: Some(r.id),
-        status: r.status.clone(),
-        protocol: r.protocol.clone(),
-        direction: r.direction.clone(),
+        status: r.status.to_string(),
+        protocol: r.protocol.to_string(),
+        direction: r.direction.to_string(),
         target_bps: r
             .params
             .get("bandwidth")

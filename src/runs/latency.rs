@@ -9,7 +9,7 @@ use crate::engine::iperf3::wire::Direction;
 use crate::engine::latency::{self as probe, EchoSocket, Probe, ProbeSpec, ProberStats};
 use crate::engine::net::{self, Family};
 use crate::engine::report::Report;
-use crate::model::{RunFigures, RunKind, RunStatus};
+use crate::model::{RunDirection, RunFigures, RunKind, RunProtocol, RunRole, RunStatus};
 use crate::results::latency::{summarize, Inputs};
 use crate::runs::live::Hub;
 use crate::runs::recorder::{Ended, Measured, Recorder, Sampling};
@@ -98,17 +98,16 @@ impl Hub {
             EchoSocket::open(peer.ip(), spec.bind_dev.as_deref()).map_err(|e| e.to_string())?;
         self.start_kind(
             &NewRun {
-                role: "client".into(),
-                protocol: "TCP".into(),
+                role: RunRole::Client,
+                protocol: RunProtocol::Tcp,
                 peer_host: spec.host.clone(),
                 peer_port: spec.port,
                 bind_dev: spec.bind_dev.clone(),
                 direction: match spec.load {
-                    Load::Up => "send",
-                    Load::Down => "receive",
-                    Load::Both => "bidir",
-                }
-                .into(),
+                    Load::Up => RunDirection::Send,
+                    Load::Down => RunDirection::Receive,
+                    Load::Both => RunDirection::Bidir,
+                },
                 params,
                 kind: RunKind::Latency,
                 suite_id,

@@ -95,7 +95,7 @@ fn build(state: &AppState, auth: &Auth, f: &LatencyForm, error: Option<String>) 
                 .as_f64()
                 .map(crate::model::display::whole)
                 .unwrap_or_else(|| "—".into()),
-            status: r.status.clone(),
+            status: r.status.to_string(),
         })
         .collect();
     LatencyPage {
