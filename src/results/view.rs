@@ -331,10 +331,17 @@ fn iperf3_view(r: &RunRow) -> KindView {
 /// multi-port run's legs); `None` when the run was bound to none.
 pub fn board_ports(r: &RunRow) -> Option<String> {
     let d = r.bind_dev.as_deref().filter(|d| !d.is_empty())?;
-    let sep = if r.kind.forwards() || r.kind == crate::model::RunKind::Rfc2544 {
-        " → "
-    } else {
-        ", "
+    let sep = match r.kind {
+        RunKind::Forward | RunKind::Rfc2544 => " → ",
+        RunKind::Iperf3
+        | RunKind::Iperf2
+        | RunKind::Multi
+        | RunKind::Monitor
+        | RunKind::HttpServe
+        | RunKind::HttpGet
+        | RunKind::TcpSink
+        | RunKind::TcpSource
+        | RunKind::Latency => ", ",
     };
     Some(
         d.split(',')

@@ -9,7 +9,7 @@ use crate::engine::iperf3::wire::Params;
 use crate::engine::report::{self, version_string, Report};
 use crate::model::display;
 use crate::model::time::fmt_time;
-use crate::model::RunProtocol;
+use crate::model::{RunKind, RunProtocol};
 use crate::spec::test::TestRequest;
 use crate::store::{IntervalRow, RunFilter, RunRow};
 use actix_web::cookie::{time::Duration as CookieDuration, Cookie, SameSite};
@@ -1141,8 +1141,18 @@ struct TrialLine {
 
 impl Rfc2544Section {
     fn of(run: &RunRow) -> Option<Rfc2544Section> {
-        if run.kind != crate::model::RunKind::Rfc2544 {
-            return None;
+        match run.kind {
+            RunKind::Rfc2544 => {}
+            RunKind::Iperf3
+            | RunKind::Iperf2
+            | RunKind::Multi
+            | RunKind::Forward
+            | RunKind::Monitor
+            | RunKind::HttpServe
+            | RunKind::HttpGet
+            | RunKind::TcpSink
+            | RunKind::TcpSource
+            | RunKind::Latency => return None,
         }
         use crate::model::display::count;
         let s = &run.summary;
