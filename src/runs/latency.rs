@@ -301,7 +301,7 @@ async fn run(
     let probes = collector.await.unwrap_or_default();
     let bps = report.as_ref().and_then(load_bits_per_second);
     let tcp = tcp_rtt.lock().map(|g| g.clone()).unwrap_or_default();
-    let result = summarize(&Inputs {
+    let mut result = summarize(&Inputs {
         probes: &probes,
         tcp_rtt: &tcp,
         load_start,
@@ -333,14 +333,14 @@ async fn run(
     } else {
         RunStatus::Completed
     };
-    let mut summary = serde_json::to_value(&result).unwrap_or_default();
     // The load's congestion control as its sockets used it (the run page shows it).
-    if let (Some(r), Some(o)) = (&report, summary.as_object_mut()) {
-        o.insert(
-            "congestion".into(),
-            serde_json::json!({"sender": r.sender_congestion, "receiver": r.receiver_congestion}),
-        );
-    }
+    result.congestion = report
+        .as_ref()
+        .map(|r| crate::results::latency::Congestion {
+            sender: r.sender_congestion.clone(),
+            receiver: r.receiver_congestion.clone(),
+        });
+    let summary = serde_json::to_value(&result).unwrap_or_default();
     Ended {
         status,
         measured: Measured::Figures(figures),

@@ -1248,17 +1248,14 @@ impl LatencyHead {
         if !run.kind.has_latency_probes() {
             return None;
         }
-        let s = &run.summary;
-        let notes = crate::results::latency::fill_notes(s, &run.params);
-        let (verdict, class) = crate::results::latency::headline(
-            s["verdict"].as_str()?,
-            s["increase_ms"].as_f64(),
-            &notes,
-        );
+        let s = crate::results::latency::LatencyResult::of_summary(&run.summary)?;
+        let used = s.congestion.as_ref();
+        let notes = crate::results::latency::fill_notes(used, &run.params);
+        let (verdict, class) = crate::results::latency::headline(&s.verdict, s.increase_ms, &notes);
         Some(LatencyHead {
             verdict,
             class: class.into(),
-            congestion: crate::results::latency::congestion_text(s, &run.params)
+            congestion: crate::results::latency::congestion_text(used, &run.params)
                 .unwrap_or_else(|| "not recorded (each host's default)".into()),
             notes,
         })
