@@ -4,11 +4,11 @@
 //! `runs.role`, `runs.protocol`, `runs.direction` columns; `as_str` is that word, serde uses
 //! it).
 //!
-//! Unknown words: `role` (like `kind` and `status`) is a closed set — an import refuses any
-//! other word, and a stored one that does not parse is named in the row's `invalid` list. The
-//! protocol and direction were never checked on import, so a word this netperfd does not know
-//! (from a hand-edited or future history file) is kept as it is in an `Other` variant and
-//! written back unchanged.
+//! Unknown words: `role` (like `kind` and `status`) is a closed set — the schema's CHECK
+//! constraint and an import refuse any other word (should one be read anyway, the field is
+//! named in the row's `invalid` list). The protocol and direction were never checked, on
+//! import or by the schema, so a word this netperfd does not know (from a hand-edited or
+//! future history file) is kept as it is in an `Other` variant and written back unchanged.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
