@@ -9,6 +9,7 @@ mod common;
 use common::http::*;
 use common::*;
 use netperfd::engine::report::{IntervalRecord, StreamInterval};
+use netperfd::model::{RunDirection, RunProtocol, RunRole};
 use netperfd::store::{NewRun, Store};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -23,14 +24,14 @@ fn big_run(data: &std::path::Path) -> i64 {
     let s = Store::open_dir(data).expect("store");
     let id = s
         .create_run(&NewRun {
-            role: "server".into(),
-            protocol: "tcp".into(),
+            role: RunRole::Server,
+            protocol: RunProtocol::parse("tcp"),
             peer_host: "192.0.2.9".into(),
             peer_port: 5201,
             local_host: "127.0.0.1".into(),
             local_port: 5201,
             bind_dev: None,
-            direction: "receive".into(),
+            direction: RunDirection::Receive,
             params: serde_json::json!({}),
             suite_id: None,
             kind: Default::default(),

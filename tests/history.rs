@@ -7,7 +7,7 @@
 mod common;
 use common::http::*;
 use common::*;
-use netperfd::model::RunKind;
+use netperfd::model::{RunDirection, RunKind, RunProtocol, RunRole};
 use netperfd::store::{NewRun, Store};
 use serde_json::json;
 
@@ -67,11 +67,11 @@ fn history_pages_past_500_runs_and_filters_by_kind_label_suite_and_date() {
             };
             let id = store
                 .create_run(&NewRun {
-                    role: "client".into(),
-                    protocol: "TCP".into(),
+                    role: RunRole::Client,
+                    protocol: RunProtocol::Tcp,
                     peer_host: PC1_IP.into(),
                     peer_port: 5201,
-                    direction: "send".into(),
+                    direction: RunDirection::Send,
                     params,
                     suite_id,
                     kind,
@@ -211,11 +211,11 @@ fn compare_takes_a_chosen_baseline_and_flags_differing_durations_and_ports() {
             ids.push(
                 store
                     .create_run(&NewRun {
-                        role: "client".into(),
-                        protocol: "TCP".into(),
+                        role: RunRole::Client,
+                        protocol: RunProtocol::Tcp,
                         peer_host: PC1_IP.into(),
                         peer_port: port,
-                        direction: "send".into(),
+                        direction: RunDirection::Send,
                         params: json!({"time": time}),
                         kind: RunKind::Iperf3,
                         ..Default::default()

@@ -6,6 +6,7 @@
 mod common;
 use common::http::*;
 use common::*;
+use netperfd::model::{RunDirection, RunProtocol, RunRole};
 use netperfd::store::{NewRun, Store};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -244,11 +245,11 @@ fn one_bad_row_never_fails_pages_the_api_exports_or_the_cli() {
     let (good, bad) = {
         let s = Store::open_dir(&data).expect("store");
         let n = NewRun {
-            role: "client".into(),
-            protocol: "TCP".into(),
+            role: RunRole::Client,
+            protocol: RunProtocol::Tcp,
             peer_host: PC1_IP.into(),
             peer_port: 5201,
-            direction: "send".into(),
+            direction: RunDirection::Send,
             params: json!({"time": 1}),
             ..Default::default()
         };

@@ -4,6 +4,7 @@
 //! is stopped and forwarding restored). `netperfd peer` is in `peer::agent`.
 
 use crate::board::apply::Controller;
+use crate::model::RunStatus;
 use crate::runs::forward::{self, ForwardRequest, MonitorRequest};
 use crate::runs::live::Hub;
 use crate::store::Store;
@@ -447,7 +448,7 @@ async fn finish(
         }
         println!("Run {id} recorded in {}", store.path().display());
     }
-    if run.status == "completed" && verdict.is_none_or(|v| v.pass) {
+    if run.status == RunStatus::Completed && verdict.is_none_or(|v| v.pass) {
         0
     } else {
         1

@@ -8,7 +8,7 @@ use crate::engine::iperf2::server::{self, Iperf2ServerConfig};
 use crate::engine::iperf2::wire::{self, Return};
 use crate::engine::iperf2::{text_line, text_summary, Event, TestInfo};
 use crate::engine::report::parse_suffixed;
-use crate::model::RunStatus;
+use crate::model::{RunDirection, RunProtocol, RunStatus};
 use std::collections::HashMap;
 use std::io::Write;
 
@@ -84,7 +84,7 @@ pub fn spec_from(a: &IperfArgs, host: &str) -> Result<Iperf2Spec, String> {
 /// "(trip-times)" and the latency and PPS columns, as a stock 2.1 server prints them.
 fn banner(info: &TestInfo) -> String {
     let trip = info.params["trip_times"] == true;
-    let udp_recv = info.protocol == "UDP" && info.direction != "send";
+    let udp_recv = info.protocol == RunProtocol::Udp && info.direction != RunDirection::Send;
     format!(
         "[  1] local {} port {} connected with {} port {}{}\n[ ID] Interval       Transfer     Bandwidth{}\n",
         info.local_host,
@@ -256,12 +256,12 @@ mod tests {
     fn info(trip: bool) -> TestInfo {
         TestInfo {
             role: Role::Server,
-            protocol: "UDP",
+            protocol: RunProtocol::Udp,
             peer_host: "127.0.0.1".into(),
             peer_port: 39150,
             local_host: "127.0.0.1".into(),
             local_port: 5999,
-            direction: "receive",
+            direction: RunDirection::Receive,
             params: serde_json::json!({"iperf2": true, "trip_times": trip}),
         }
     }

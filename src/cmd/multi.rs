@@ -4,6 +4,7 @@
 //! aggregate and each leg's ceiling and verdict.
 
 use crate::model::display;
+use crate::model::RunStatus;
 use crate::results::charts;
 use crate::runs::live::Hub;
 use crate::runs::multi;
@@ -138,5 +139,9 @@ async fn run(a: MultiArgs) -> Result<i32, String> {
         }
         println!("Run {id} recorded in {}", store.path().display());
     }
-    Ok(if run.status == "completed" { 0 } else { 1 })
+    Ok(if run.status == RunStatus::Completed {
+        0
+    } else {
+        1
+    })
 }

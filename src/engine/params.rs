@@ -32,6 +32,18 @@ impl Protocol {
     }
 }
 
+impl From<Protocol> for crate::model::run::RunProtocol {
+    /// The stored word of a run measuring this protocol.
+    fn from(p: Protocol) -> Self {
+        use crate::model::run::RunProtocol;
+        match p {
+            Protocol::Tcp => RunProtocol::Tcp,
+            Protocol::Udp => RunProtocol::Udp,
+            Protocol::Sctp => RunProtocol::Sctp,
+        }
+    }
+}
+
 /// Which way data flows, from the client's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]

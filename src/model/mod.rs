@@ -1,4 +1,5 @@
-//! Words every layer shares: run kinds and statuses (`kind`), units (`units`; how pages show
+//! Words every layer shares: run kinds and statuses (`kind`), a run's role, protocol and
+//! direction (`run`), units (`units`; how pages show
 //! bitrates and sizes: `display`), checked names
 //! (`names`), token hashing (`secrets`) and percentiles (`stats`). Depends on nothing above the engine's formatting.
 
@@ -8,6 +9,7 @@ pub mod input;
 pub mod kind;
 pub mod names;
 pub mod order;
+pub mod run;
 pub mod secrets;
 pub mod stats;
 pub mod time;
@@ -15,3 +17,4 @@ pub mod units;
 
 pub use figures::RunFigures;
 pub use kind::{RunKind, RunStatus};
+pub use run::{RunDirection, RunProtocol, RunRole};

@@ -129,14 +129,15 @@ impl ProbeSummary {
 }
 
 impl PeerTestSpec {
-    /// The direction as a word from the agent's (the test client's) view: send, receive, bidir.
-    pub fn direction_word(&self) -> &'static str {
+    /// The direction from the agent's (the test client's) view: send, receive, bidir.
+    pub fn run_direction(&self) -> crate::model::RunDirection {
+        use crate::model::RunDirection;
         if self.bidir {
-            "bidir"
+            RunDirection::Bidir
         } else if self.reverse {
-            "receive"
+            RunDirection::Receive
         } else {
-            "send"
+            RunDirection::Send
         }
     }
 

@@ -7,6 +7,7 @@
 //! Not for: taking the samples (see [`crate::board::sampler`]).
 
 use crate::engine::threadcpu::{ThreadCpu, FULL_CORE};
+use crate::model::RunDirection;
 use crate::store::{CpuSampleRow, PortSampleRow, RunRow};
 use serde::Serialize;
 
@@ -332,7 +333,7 @@ impl Analysis {
 /// How `run`'s packets are framed on a port of MTU `mtu` (protocol, IP version from its
 /// addresses, UDP datagram size from its `len` parameter; `tcp_timestamps` as at its start).
 pub fn run_framing(run: &RunRow, mtu: u32, tcp_timestamps: bool) -> Framing {
-    let udp = run.protocol.eq_ignore_ascii_case("UDP");
+    let udp = run.protocol.is_udp();
     Framing {
         transport: if udp { Transport::Udp } else { Transport::Tcp },
         ipv6: run.local_host.contains(':') || run.peer_host.contains(':'),
@@ -423,7 +424,7 @@ pub fn analyze_recorded(
     let speed = mine.iter().filter_map(|p| p.speed_mbps).max();
     let mtu = mine.iter().filter_map(|p| p.mtu).max();
     let ipv6 = run.local_host.contains(':') || run.peer_host.contains(':');
-    let transport = if run.protocol.eq_ignore_ascii_case("UDP") {
+    let transport = if run.protocol.is_udp() {
         Transport::Udp
     } else {
         Transport::Tcp
@@ -547,7 +548,7 @@ pub fn analyze_recorded(
         (p < crate::engine::shortfall::SHORTFALL_PERCENT).then_some(p)
     });
     // A UDP sender other than the board fell short: nothing on the board slows a UDP sender.
-    let board_sent = run.direction == "send" && !run.kind.forwards();
+    let board_sent = run.direction == RunDirection::Send && !run.kind.forwards();
     let sender_short = rate_check
         .filter(|c| c.short && transport == Transport::Udp && !board_sent)
         .map(|c| c.sent_percent);
@@ -618,6 +619,9 @@ pub fn analyze_recorded(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::RunProtocol;
+    use crate::model::RunStatus;
+    use crate::model::{RunDirection, RunRole};
 
     fn tcp(ipv6: bool, mtu: u32, ts: bool) -> Framing {
         Framing {
@@ -692,15 +696,15 @@ mod tests {
     fn run(proto: &str, bps: f64) -> RunRow {
         RunRow {
             id: 1,
-            role: "client".into(),
-            protocol: proto.into(),
-            status: "completed".into(),
+            role: RunRole::Client,
+            protocol: RunProtocol::parse(proto),
+            status: RunStatus::Completed,
             peer_host: "192.0.2.2".into(),
             peer_port: 5201,
             local_host: "192.0.2.1".into(),
             local_port: 40000,
             bind_dev: None,
-            direction: "send".into(),
+            direction: RunDirection::Send,
             params: serde_json::json!({"len": 0}),
             started_at: 0,
             ended_at: Some(10_000),
@@ -859,7 +863,7 @@ mod tests {
         let all = twice(&[cpu(0, 95.0, 2.0), cpu(1, 96.0, 1.0)]);
         // The board received: its saturated cores explain the loss.
         let mut r = paced("UDP", 1_000_000_000, 999.6e6, 885.2e6);
-        r.direction = "receive".into();
+        r.direction = RunDirection::Receive;
         r.lost_percent = Some(11.44);
         let a = analyze(&r, &all, &p, None, true);
         assert_eq!(a.verdict, Verdict::AllCoresSaturated);
@@ -871,7 +875,7 @@ mod tests {
         assert_eq!(note, "sent in full; the receiver got only 88.5 % of it");
         assert_eq!((tone, a.verdict.tone()), ("warn", "warn"));
         // The board sent it all: the loss was on the way, whatever its cores did.
-        r.direction = "send".into();
+        r.direction = RunDirection::Send;
         let a = analyze(&r, &all, &p, None, true);
         assert_eq!(a.verdict, Verdict::LostOnTheWay);
         assert!(
@@ -954,7 +958,7 @@ mod tests {
     fn the_loss_ledger_places_the_shortfall() {
         let mut r = paced("UDP", 150_000_000, 150e6, 50e6);
         // The board received (a board that sent is judged lost on the way already).
-        r.direction = "receive".into();
+        r.direction = RunDirection::Receive;
         let hot = twice(&[cpu(-1, 90.0, 5.0), cpu(0, 92.0, 4.0), cpu(1, 93.0, 4.0)]);
         let a = analyze(&r, &hot, &[], None, true);
         assert_eq!(a.verdict, Verdict::AllCoresSaturated);
@@ -989,7 +993,7 @@ mod tests {
     #[test]
     fn a_short_udp_sender_elsewhere_is_the_limit() {
         let mut r = paced("UDP", 1_000_000_000, 465e6, 465e6);
-        r.direction = "receive".into();
+        r.direction = RunDirection::Receive;
         let hot = twice(&[cpu(-1, 90.0, 5.0), cpu(0, 92.0, 4.0), cpu(1, 93.0, 4.0)]);
         let a = analyze(&r, &hot, &[], None, true);
         assert_eq!(a.verdict, Verdict::SenderShort);
@@ -998,7 +1002,7 @@ mod tests {
             "limited by the sender (it sent less than asked): 46.5 % of the rate asked"
         );
         assert_eq!(a.verdict.tone(), "warn");
-        r.direction = "send".into();
+        r.direction = RunDirection::Send;
         assert_eq!(
             analyze(&r, &hot, &[], None, true).verdict,
             Verdict::AllCoresSaturated
@@ -1013,7 +1017,7 @@ mod tests {
             "limited by the sender (it sent less than asked): 46.5 % of the rate asked"
         );
         let mut tcp = paced("TCP", 1_000_000_000, 465e6, 465e6);
-        tcp.direction = "receive".into();
+        tcp.direction = RunDirection::Receive;
         assert_ne!(
             analyze(&tcp, &hot, &[], None, true).verdict,
             Verdict::SenderShort

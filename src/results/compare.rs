@@ -143,7 +143,7 @@ pub fn compare_runs(store: &Store, ids: &[i64]) -> Result<Comparison, CompareErr
             board: s.board_port.clone(),
             peer: s.peer.clone(),
             when: minute(r.started_at),
-            status: r.status.clone(),
+            status: r.status.to_string(),
             name: label,
             verdict: None,
         });

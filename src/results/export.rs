@@ -1,8 +1,34 @@
 //! Exports of a stored run: CSV (intervals and per-stream totals) and the iperf3 `-J` document.
 
 use crate::engine::report::Report;
+use crate::model::RunKind;
 use crate::store::{IntervalRow, RunRow, Store, StoreError};
 use std::io::Write;
+
+/// What a run's exports are made of, by kind: its intervals (and report), or its trials (an
+/// RFC 2544 run has no intervals: its trials are its evidence).
+enum Evidence {
+    Intervals,
+    Trials,
+}
+
+impl Evidence {
+    fn of(kind: RunKind) -> Evidence {
+        match kind {
+            RunKind::Rfc2544 => Evidence::Trials,
+            RunKind::Iperf3
+            | RunKind::Iperf2
+            | RunKind::Multi
+            | RunKind::Forward
+            | RunKind::Monitor
+            | RunKind::HttpServe
+            | RunKind::HttpGet
+            | RunKind::TcpSink
+            | RunKind::TcpSource
+            | RunKind::Latency => Evidence::Intervals,
+        }
+    }
+}
 
 /// The header line of [`run_csv`].
 pub const CSV_HEADER: &str = "run_id,kind,stream,role,start,end,seconds,bytes,bits_per_second,retransmits,snd_cwnd,rtt_us,omitted,packets,lost,jitter_ms\n";
@@ -11,8 +37,9 @@ pub const CSV_HEADER: &str = "run_id,kind,stream,role,start,end,seconds,bytes,bi
 /// Columns: kind, stream, role, start, end, seconds, bytes, bits_per_second, retransmits,
 /// snd_cwnd (bytes), rtt (µs), omitted.
 pub fn run_csv(run: &RunRow, intervals: &[IntervalRow], report: Option<&Report>) -> String {
-    if run.kind == crate::model::RunKind::Rfc2544 {
-        return crate::results::rfc2544::trials_csv(&run.summary);
+    match Evidence::of(run.kind) {
+        Evidence::Trials => return crate::results::rfc2544::trials_csv(&run.summary),
+        Evidence::Intervals => {}
     }
     let mut out = String::from(CSV_HEADER);
     for i in intervals {
@@ -31,11 +58,14 @@ pub fn write_run_csv(
     run: &RunRow,
     report: Option<&Report>,
 ) -> Result<(), String> {
-    if run.kind == crate::model::RunKind::Rfc2544 {
+    match Evidence::of(run.kind) {
         // The trials are the run's evidence (it has no intervals).
-        return w
-            .write_all(crate::results::rfc2544::trials_csv(&run.summary).as_bytes())
-            .map_err(|e| e.to_string());
+        Evidence::Trials => {
+            return w
+                .write_all(crate::results::rfc2544::trials_csv(&run.summary).as_bytes())
+                .map_err(|e| e.to_string())
+        }
+        Evidence::Intervals => {}
     }
     w.write_all(CSV_HEADER.as_bytes())
         .map_err(|e| e.to_string())?;
@@ -139,8 +169,9 @@ pub fn run_json(
     if let Some(r) = report {
         return crate::engine::report::to_iperf3_json(r);
     }
-    if run.kind == crate::model::RunKind::Rfc2544 {
-        return rfc2544_json(run);
+    match Evidence::of(run.kind) {
+        Evidence::Trials => return rfc2544_json(run),
+        Evidence::Intervals => {}
     }
     let mut by_seq: std::collections::BTreeMap<i64, Vec<serde_json::Value>> = Default::default();
     for i in intervals {
@@ -179,8 +210,9 @@ pub fn write_run_json(
     if let Some(r) = report {
         return put(w, &crate::engine::report::to_iperf3_json(r)).map_err(io);
     }
-    if run.kind == crate::model::RunKind::Rfc2544 {
-        return put(w, &rfc2544_json(run)).map_err(io);
+    match Evidence::of(run.kind) {
+        Evidence::Trials => return put(w, &rfc2544_json(run)).map_err(io),
+        Evidence::Intervals => {}
     }
     // {"start": {...}, "intervals": [{"streams": [...]}, ...], "end": {}, "error": "..."}:
     // the same keys in the same order as run_json; intervals come ordered by sequence number.
@@ -239,6 +271,7 @@ fn no_report_error(run: &RunRow) -> String {
 mod tests {
     use super::*;
     use crate::engine::report::{IntervalRecord, StreamInterval};
+    use crate::model::{RunDirection, RunProtocol, RunRole};
     use crate::store::NewRun;
 
     /// A stored run without a report: 3 sequence numbers of 2 streams each.
@@ -248,11 +281,11 @@ mod tests {
         let s = Store::open_dir(&d).expect("store");
         let id = s
             .create_run(&NewRun {
-                role: "client".into(),
-                protocol: "TCP".into(),
+                role: RunRole::Client,
+                protocol: RunProtocol::Tcp,
                 peer_host: "192.0.2.2".into(),
                 peer_port: 5201,
-                direction: "send".into(),
+                direction: RunDirection::Send,
                 params: serde_json::json!({"time": 3}),
                 ..Default::default()
             })
@@ -309,9 +342,9 @@ mod tests {
         let s = Store::open_dir(&d).expect("store");
         let id = s
             .create_run(&NewRun {
-                role: "server".into(),
-                protocol: "UDP".into(),
-                direction: "receive".into(),
+                role: RunRole::Server,
+                protocol: RunProtocol::Udp,
+                direction: RunDirection::Receive,
                 ..Default::default()
             })
             .expect("run");

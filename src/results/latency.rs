@@ -7,16 +7,22 @@
 use crate::engine::latency::{Probe, ProberStats};
 use crate::model::display;
 use crate::model::stats::{percentile, sorted_finite};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// RTT percentiles of one set of samples, ms. Nearest-rank percentiles (the smallest sample
 /// with at least p % of the samples at or below it).
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
 pub struct RttStats {
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub p50: f64,
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub p90: f64,
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub p99: f64,
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub min: f64,
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub max: f64,
     /// Number of samples.
     pub n: usize,
@@ -38,14 +44,17 @@ impl RttStats {
 }
 
 /// One phase of the run.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
 pub struct Phase {
     /// "idle", "loaded" or "idle after".
-    pub name: &'static str,
+    pub name: String,
     /// The load's direction in this phase: "none", "upload", "download" or "both".
     pub direction: String,
     /// Start and end, seconds since the run started.
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub start: f64,
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub end: f64,
     /// ICMP echo RTT of the answered probes sent in this phase, ms.
     pub rtt_ms: Option<RttStats>,
@@ -75,10 +84,12 @@ pub struct Phase {
 
 /// The load in one direction (`loaded.up` = the board sends, `loaded.down` = the board
 /// receives); with load "both" the two legs of `iperf3 --bidir` apart.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
 pub struct DirectionLoad {
     /// Goodput, bits/s: the receiver's bytes over its time, summed over this direction's
     /// streams (the sender's where no receiver figures came).
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub bits_per_second: f64,
     /// Streams in this direction.
     pub streams: usize,
@@ -89,13 +100,16 @@ pub struct DirectionLoad {
 }
 
 /// Probe counts over the whole run.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
 pub struct ProbeTotals {
     pub sent: u64,
     pub lost: u64,
     /// lost / sent, percent.
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub lost_percent: f64,
     /// Time between probes, ms.
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub interval_ms: f64,
     /// "ping socket" or "raw socket".
     pub socket: String,
@@ -108,48 +122,87 @@ pub struct ProbeTotals {
     /// Replies that came after their probe was counted lost.
     pub late_replies: u64,
     /// CPU time of the prober's two threads, ms, and as percent of one core over the run.
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub cpu_ms: f64,
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub cpu_percent: f64,
 }
 
 /// Lateness of the probe clock, µs.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
 pub struct LateStats {
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub p50: f64,
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub p99: f64,
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub max: f64,
 }
 
-/// The result of a latency-under-load run (the run's summary and `--json` document).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// The result of a latency-under-load run: the run's stored summary (written by
+/// `runs::latency`, read back with [`LatencyResult::of_summary`]: the same bytes) and the
+/// `--json` document of `netperfd latency`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LatencyResult {
     /// Idle phase before the load.
+    #[serde(default)]
     pub idle: Phase,
     /// The loaded phase.
+    #[serde(default)]
     pub loaded: Phase,
     /// Idle phase after the load (shows whether the queue drained).
+    #[serde(default)]
     pub idle_after: Phase,
     /// loaded p50 − idle p50, ms (ICMP probes).
+    #[serde(default)]
     pub increase_ms: Option<f64>,
     /// Responsiveness: round trips per minute at the loaded p50 ICMP RTT = 60 000 / RTT ms
     /// (IETF draft "Responsiveness under Working Conditions": 60 / RTT in seconds).
+    #[serde(default)]
     pub rpm: Option<f64>,
     /// The same at the idle p50.
+    #[serde(default)]
     pub idle_rpm: Option<f64>,
     /// The queue the increase implies, bytes ([`QueueEstimate`]): each direction's one-way
     /// delay growth × that direction's goodput ÷ 8 when the echo gave one-way delays, else the
     /// ICMP increase × the loaded direction's goodput ÷ 8 (with load "both": an upper bound at
     /// the faster direction's goodput).
+    #[serde(default)]
     pub queue_bytes: Option<f64>,
     /// Where that queue is and how it was sized; absent with `queue_bytes`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<QueueEstimate>,
     pub probes: ProbeTotals,
     /// The UDP echo (one-way delays): answered or not, and why not; absent when not tried.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub echo: Option<crate::results::owd::EchoSummary>,
     /// One sentence: "latency under load grows by 98 ms: a 1.19 MB queue at the bottleneck …".
+    #[serde(default)]
     pub verdict: String,
+    /// The load's congestion control as its sockets used it (the run page shows it): set on
+    /// the stored summary of a run whose load reported; absent from `netperfd latency --json`
+    /// and from runs stored before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<Congestion>,
+}
+
+/// The congestion control the load's sockets used, each side's (`null` when unknown).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
+pub struct Congestion {
+    pub sender: Option<String>,
+    pub receiver: Option<String>,
+}
+
+impl LatencyResult {
+    /// A stored summary read back (`runs.summary_json` of a latency run); `None` when it is
+    /// not one (null: the run failed before it had a result; an object without `probes`:
+    /// another kind's). Every other key defaults when absent (summaries stored before it was
+    /// kept, partial ones); a NaN or infinite figure stored as `null` reads as NaN.
+    pub fn of_summary(v: &serde_json::Value) -> Option<LatencyResult> {
+        LatencyResult::deserialize(v).ok()
+    }
 }
 
 /// Inputs of [`summarize`].
@@ -204,7 +257,7 @@ fn phase(
             })
     };
     Phase {
-        name,
+        name: name.into(),
         direction: dir.to_string(),
         start,
         end,
@@ -221,15 +274,18 @@ fn phase(
 }
 
 /// Where the queue a latency run implies sits, and its size.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
 pub struct QueueEstimate {
     /// Bytes queued at the loaded p50: Σ over the sized directions of delay growth (s) ×
     /// goodput (bits/s) ÷ 8.
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub bytes: f64,
     /// "upstream" (board → peer), "downstream" (peer → board), "both ways", or "the
     /// bottleneck" (no one-way delays and one loaded direction).
     pub place: String,
     /// The goodput the queue was sized at, bits/s (the sized directions' sum).
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub bits_per_second: f64,
     /// `true` when the split between directions is unknown (load "both" without one-way
     /// delays): `bytes` is an upper bound, sized at the faster direction's goodput.
@@ -469,6 +525,7 @@ pub fn summarize(i: &Inputs<'_>) -> LatencyResult {
         idle,
         loaded,
         idle_after,
+        congestion: None,
     }
 }
 
@@ -496,21 +553,21 @@ impl LatencyFigures {
     /// The figures of a stored summary; `None` when it is not a latency result (e.g. the run
     /// is still running, or failed before it had one).
     pub fn of_summary(v: &serde_json::Value) -> Option<LatencyFigures> {
-        let f = |p: &str| v.pointer(p).and_then(serde_json::Value::as_f64);
-        let probes_sent = v.pointer("/probes/sent")?.as_u64()?;
-        Some(LatencyFigures {
-            idle_p50_ms: f("/idle/rtt_ms/p50"),
-            loaded_p50_ms: f("/loaded/rtt_ms/p50"),
-            loaded_p99_ms: f("/loaded/rtt_ms/p99"),
-            increase_ms: f("/increase_ms"),
-            rpm: f("/rpm"),
-            bits_per_second: f("/loaded/bits_per_second"),
-            probes_sent,
-            probes_lost: v
-                .pointer("/probes/lost")
-                .and_then(serde_json::Value::as_u64)
-                .unwrap_or(0),
-        })
+        LatencyResult::of_summary(v).map(|r| LatencyFigures::of(&r))
+    }
+
+    /// The figures of a latency result.
+    pub fn of(r: &LatencyResult) -> LatencyFigures {
+        LatencyFigures {
+            idle_p50_ms: r.idle.rtt_ms.map(|s| s.p50),
+            loaded_p50_ms: r.loaded.rtt_ms.map(|s| s.p50),
+            loaded_p99_ms: r.loaded.rtt_ms.map(|s| s.p99),
+            increase_ms: r.increase_ms,
+            rpm: r.rpm,
+            bits_per_second: r.loaded.bits_per_second,
+            probes_sent: r.probes.sent,
+            probes_lost: r.probes.lost,
+        }
     }
 
     /// One line for tables: "idle p50 0.06 ms · loaded p50 83.0 ms, p99 104.2 ms · +82.9 ms ·
@@ -541,13 +598,13 @@ impl LatencyFigures {
 /// The congestion control of a latency run's load in words: what was asked (`-C`) or, when
 /// nothing was, what the sending streams used (the run's `summary.congestion`, read from the
 /// sockets); `None` when neither is known (runs recorded before it was kept).
-pub fn congestion_text(summary: &serde_json::Value, params: &serde_json::Value) -> Option<String> {
-    let used = |k: &str| {
-        summary["congestion"][k]
-            .as_str()
-            .filter(|c| !c.is_empty())
-            .map(String::from)
-    };
+pub fn congestion_text(used: Option<&Congestion>, params: &serde_json::Value) -> Option<String> {
+    let sender = used
+        .and_then(|c| c.sender.clone())
+        .filter(|c| !c.is_empty());
+    let receiver = used
+        .and_then(|c| c.receiver.clone())
+        .filter(|c| !c.is_empty());
     if let Some(c) = params["congestion"].as_str().filter(|c| !c.is_empty()) {
         if params["congestion_default"].as_bool() == Some(true) {
             return Some(format!(
@@ -556,7 +613,7 @@ pub fn congestion_text(summary: &serde_json::Value, params: &serde_json::Value) 
         }
         return Some(format!("{c} (asked with -C, on both hosts)"));
     }
-    match (used("sender"), used("receiver")) {
+    match (sender, receiver) {
         (Some(a), Some(b)) if a != b => Some(format!(
             "{a} and {b} (each host's default; none asked with -C)"
         )),
@@ -570,8 +627,9 @@ pub fn congestion_text(summary: &serde_json::Value, params: &serde_json::Value) 
 /// Why the load of a latency run may not have filled the bottleneck's queue, one sentence
 /// each (empty when nothing speaks against it): fewer than
 /// [`crate::spec::latency::FILLING_STREAMS`] streams per direction, BBR (which keeps queues
-/// short by design), a loaded phase under 5 s. From the run's `params` and `summary`.
-pub fn fill_notes(summary: &serde_json::Value, params: &serde_json::Value) -> Vec<String> {
+/// short by design), a loaded phase under 5 s. From the run's `params` and the congestion
+/// control its load used (its summary's).
+pub fn fill_notes(used: Option<&Congestion>, params: &serde_json::Value) -> Vec<String> {
     let mut out = Vec::new();
     let streams = params["streams"].as_u64().unwrap_or(1);
     let want = crate::spec::latency::FILLING_STREAMS as u64;
@@ -587,8 +645,8 @@ pub fn fill_notes(summary: &serde_json::Value, params: &serde_json::Value) -> Ve
     }
     let cc = [
         params["congestion"].as_str(),
-        summary["congestion"]["sender"].as_str(),
-        summary["congestion"]["receiver"].as_str(),
+        used.and_then(|c| c.sender.as_deref()),
+        used.and_then(|c| c.receiver.as_deref()),
     ];
     if cc.iter().flatten().any(|c| c.starts_with("bbr")) {
         out.push(
@@ -613,36 +671,41 @@ mod tests {
     fn congestion_and_fill_notes() {
         use serde_json::json;
         let rrul = json!({"streams": 4, "loaded_s": 10, "load": "both"});
-        let sum = json!({"congestion": {"sender": "cubic", "receiver": "cubic"}});
+        let used = |v: serde_json::Value| -> Option<Congestion> {
+            serde_json::from_value::<Congestion>(v["congestion"].clone()).ok()
+        };
+        let sum = used(json!({"congestion": {"sender": "cubic", "receiver": "cubic"}}));
+        let sum = sum.as_ref();
         assert_eq!(
-            congestion_text(&sum, &rrul).as_deref(),
+            congestion_text(sum, &rrul).as_deref(),
             Some("cubic (the hosts' default; none asked with -C)")
         );
-        assert!(fill_notes(&sum, &rrul).is_empty());
+        assert!(fill_notes(sum, &rrul).is_empty());
         let one = json!({"streams": 1, "loaded_s": 3, "congestion": "bbr"});
         assert_eq!(
-            congestion_text(&sum, &one).as_deref(),
+            congestion_text(sum, &one).as_deref(),
             Some("bbr (asked with -C, on both hosts)")
         );
-        let notes = fill_notes(&sum, &one);
+        let notes = fill_notes(sum, &one);
         assert_eq!(notes.len(), 3, "{notes:?}");
         assert!(notes[0]
             .starts_with("The load may not have filled the queue: 1 TCP stream per direction"));
         assert!(notes[1].contains("BBR"));
         assert!(notes[2].contains("3 s"));
-        let mixed = json!({"congestion": {"sender": "bbr", "receiver": "cubic"}});
+        let mixed = used(json!({"congestion": {"sender": "bbr", "receiver": "cubic"}}));
+        let mixed = mixed.as_ref();
         assert_eq!(
-            congestion_text(&mixed, &rrul).as_deref(),
+            congestion_text(mixed, &rrul).as_deref(),
             Some("bbr and cubic (each host's default; none asked with -C)")
         );
-        assert_eq!(fill_notes(&mixed, &rrul).len(), 1);
-        assert_eq!(congestion_text(&json!({}), &rrul), None);
+        assert_eq!(fill_notes(mixed, &rrul).len(), 1);
+        assert_eq!(congestion_text(used(json!({})).as_ref(), &rrul), None);
         // Issue 38 item 4c: chosen by netperfd, not asked for.
         let auto = json!({"streams": 4, "loaded_s": 10, "congestion": "cubic", "congestion_default": true});
-        assert!(congestion_text(&sum, &auto)
+        assert!(congestion_text(sum, &auto)
             .unwrap()
             .starts_with("cubic on both hosts (netperfd's default for a latency load"));
-        assert!(fill_notes(&sum, &auto).is_empty());
+        assert!(fill_notes(sum, &auto).is_empty());
     }
 
     /// Issue 38 item 4c: a flat line under a load that may not have filled the queue is not
@@ -818,6 +881,76 @@ mod tests {
         // "-0.0 ms" is 0.00 ms.
         assert!(verdict(Some(0.071), Some(0.069), None, 0.0).contains("idle, 0.07 ms loaded"));
         assert!(!verdict(Some(-0.001), Some(0.5), None, 0.0).contains("-0.00"));
+    }
+
+    /// A latency run's summary as stored (every key the runner writes, in its order: a
+    /// loaded phase with one-way delays and both directions, the echo, the queue, a NaN
+    /// figure stored as `null`, the load's congestion control last).
+    const STORED_SUMMARY: &str = r#"{"idle":{"name":"idle","direction":"none","start":0.0,"end":5.0,"rtt_ms":{"p50":0.5,"p90":0.5,"p99":0.61,"min":0.41,"max":0.7,"n":500},"tcp_rtt_ms":null,"sent":500,"lost":0,"bits_per_second":null,"owd_ms":{"up":{"p50":0.02,"p99":0.05,"n":500},"down":{"p50":0.01,"p99":0.04,"n":500},"rtt":{"p50":0.48,"p99":0.6,"n":500}}},"loaded":{"name":"loaded","direction":"both","start":5.0,"end":15.0,"rtt_ms":{"p50":100.5,"p90":101.0,"p99":104.24,"min":60.2,"max":110.0,"n":990},"tcp_rtt_ms":{"p50":101.0,"p90":101.0,"p99":101.0,"min":101.0,"max":101.0,"n":1},"sent":1000,"lost":10,"bits_per_second":95000000.0,"owd_ms":{"up":{"p50":12.4,"p99":14.0,"n":990},"down":{"p50":0.06,"p99":0.1,"n":990},"rtt":null},"owd_increase_ms":{"up":12.38,"down":0.05},"up":{"bits_per_second":5000000.0,"streams":1,"tcp_rtt_ms":{"p50":101.0,"p90":101.0,"p99":101.0,"min":101.0,"max":101.0,"n":1}},"down":{"bits_per_second":90000000.0,"streams":2}},"idle_after":{"name":"idle after","direction":"none","start":15.0,"end":20.0,"rtt_ms":{"p50":0.5,"p90":0.5,"p99":0.5,"min":0.5,"max":0.5,"n":500},"tcp_rtt_ms":null,"sent":500,"lost":0,"bits_per_second":null},"increase_ms":100.0,"rpm":597.0149253731344,"idle_rpm":120000.0,"queue_bytes":7750.0,"queue":{"bytes":7750.0,"place":"upstream","bits_per_second":5000000.0,"upper_bound":false,"from":"one-way delays (UDP echo)"},"probes":{"sent":2000,"lost":10,"lost_percent":0.5,"interval_ms":10.0,"socket":"raw socket","priority":"nice -10","late_us":{"p50":60.0,"p99":60.0,"max":60.0},"skipped":0,"late_replies":0,"cpu_ms":40.0,"cpu_percent":null},"echo":{"port":5299,"answered":true,"sent":2000,"replies":1990,"lost":10,"base_up_ms":3.25,"base_down_ms":-3.1,"clock":"CLOCK_MONOTONIC","note":null},"verdict":"latency under load grows by 100 ms: a 0.008 MB queue upstream at 5.0 Mbit/s","congestion":{"sender":"cubic","receiver":null}}"#;
+
+    /// Issue 40 item 1: a stored summary read through [`LatencyResult`] and written back is
+    /// the same bytes (the `null` of a NaN figure included); the runner's typed `congestion`
+    /// writes the bytes its JSON insert wrote; a summary stored before the newer keys
+    /// (`verdict`, `queue`, `echo`, `congestion`, the probe clock's figures) still reads.
+    #[test]
+    fn stored_summaries_read_back_byte_for_byte() {
+        let v: serde_json::Value = serde_json::from_str(STORED_SUMMARY).unwrap();
+        let r = LatencyResult::of_summary(&v).expect("a latency summary");
+        assert!(r.probes.cpu_percent.is_nan());
+        assert_eq!(r.loaded.owd_increase_ms.map(|o| o.up), Some(12.38));
+        assert_eq!(
+            r.congestion.as_ref().and_then(|c| c.sender.as_deref()),
+            Some("cubic")
+        );
+        assert_eq!(serde_json::to_string(&r).unwrap(), STORED_SUMMARY);
+        // Through a Value too, as the store writes it.
+        let back = serde_json::to_value(&r).unwrap();
+        assert_eq!(serde_json::to_string(&back).unwrap(), STORED_SUMMARY);
+
+        // The runner's former way (insert "congestion" into the serialized result) and the
+        // typed field write the same bytes.
+        let mut typed = r.clone();
+        let congestion = typed.congestion.take();
+        let mut inserted = serde_json::to_value(&typed).unwrap();
+        if let Some(o) = inserted.as_object_mut() {
+            let c = congestion.clone().unwrap();
+            o.insert(
+                "congestion".into(),
+                serde_json::json!({"sender": c.sender, "receiver": c.receiver}),
+            );
+        }
+        typed.congestion = congestion;
+        assert_eq!(
+            serde_json::to_string(&inserted).unwrap(),
+            serde_json::to_string(&serde_json::to_value(&typed).unwrap()).unwrap()
+        );
+
+        // An early summary: none of the keys added since.
+        let old = serde_json::json!({
+            "idle": {"name": "idle", "direction": "none", "start": 0.0, "end": 5.0,
+                "rtt_ms": {"p50": 0.5, "p90": 0.5, "p99": 0.5, "min": 0.5, "max": 0.5, "n": 500},
+                "tcp_rtt_ms": null, "sent": 500, "lost": 0, "bits_per_second": null},
+            "loaded": {"name": "loaded", "direction": "download", "start": 5.0, "end": 15.0,
+                "rtt_ms": {"p50": 83.0, "p90": 90.0, "p99": 104.24, "min": 1.0, "max": 110.0, "n": 990},
+                "tcp_rtt_ms": null, "sent": 1000, "lost": 10, "bits_per_second": 95.3e6},
+            "idle_after": {"name": "idle after", "direction": "none", "start": 15.0, "end": 20.0,
+                "rtt_ms": null, "tcp_rtt_ms": null, "sent": 500, "lost": 0, "bits_per_second": null},
+            "increase_ms": 82.5, "rpm": 722.9, "idle_rpm": 120000.0, "queue_bytes": 982875.0,
+            "probes": {"sent": 2000, "lost": 10, "lost_percent": 0.5, "interval_ms": 10.0,
+                "late_us": {"p50": 60.0, "p99": 60.0, "max": 60.0}, "skipped": 0,
+                "late_replies": 0, "cpu_ms": 40.0, "cpu_percent": 0.2}
+        });
+        let r = LatencyResult::of_summary(&old).expect("an early summary reads");
+        assert_eq!((r.verdict.as_str(), r.probes.socket.as_str()), ("", ""));
+        assert!(r.echo.is_none() && r.queue.is_none() && r.congestion.is_none());
+        let f = LatencyFigures::of(&r);
+        assert_eq!((f.loaded_p50_ms, f.probes_lost), (Some(83.0), 10));
+        // Not a latency summary: null, another kind's object.
+        assert_eq!(LatencyResult::of_summary(&serde_json::Value::Null), None);
+        assert_eq!(
+            LatencyResult::of_summary(&serde_json::json!({"ports": {}, "seconds": 3.0})),
+            None
+        );
     }
 
     #[test]

@@ -21,6 +21,7 @@
 
 use crate::board::counters::{BoardDelta, Qdisc};
 use crate::model::display::count;
+use crate::model::RunDirection;
 use serde::{Deserialize, Serialize};
 
 /// The unit of a place that counts datagrams (see the module doc).
@@ -123,14 +124,21 @@ pub enum Path {
 }
 
 impl Path {
-    /// The path of a run from its direction word (board's view: send / receive / bidir) and
+    /// The path of a run from its direction (board's view: send / receive / bidir) and
     /// whether it was a forwarding run.
-    pub fn of(direction: &str, forwarding: bool) -> Path {
+    pub fn of(direction: &RunDirection, forwarding: bool) -> Path {
         match (forwarding, direction) {
             (true, _) => Path::Forwarded,
-            (_, "send") => Path::Sent,
-            (_, "receive") => Path::Received,
-            _ => Path::Both,
+            (_, RunDirection::Send) => Path::Sent,
+            (_, RunDirection::Receive) => Path::Received,
+            (
+                _,
+                RunDirection::Bidir
+                | RunDirection::Tradeoff
+                | RunDirection::Mixed
+                | RunDirection::Unset
+                | RunDirection::Other(_),
+            ) => Path::Both,
         }
     }
     fn egress(self) -> bool {
@@ -360,7 +368,13 @@ pub fn peer_drops(
     d: &BoardDelta,
     flow: &Flow,
 ) -> serde_json::Value {
-    let l = ledger(0, Path::of(direction, false), ports, d, flow);
+    let l = ledger(
+        0,
+        Path::of(&RunDirection::parse(direction), false),
+        ports,
+        d,
+        flow,
+    );
     let places: Vec<Place> = l
         .places
         .into_iter()
@@ -1246,7 +1260,7 @@ mod tests {
         }];
         let l = led(
             20_000,
-            Path::of("send", true),
+            Path::of(&RunDirection::Send, true),
             &["eth1".into(), "eth0".into()],
             &d,
         );
@@ -1272,8 +1286,8 @@ mod tests {
         );
         assert_eq!(l.places[2].counter, "softnet_stat dropped (CPU 1)");
         assert_eq!(l.unattributed, 20_000 - 5004);
-        assert_eq!(Path::of("receive", false), Path::Received);
-        assert_eq!(Path::of("bidir", false), Path::Both);
+        assert_eq!(Path::of(&RunDirection::Receive, false), Path::Received);
+        assert_eq!(Path::of(&RunDirection::Bidir, false), Path::Both);
     }
 
     #[test]

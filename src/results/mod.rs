@@ -10,6 +10,7 @@ pub mod compare;
 pub mod export;
 pub mod farm;
 pub mod figures;
+pub mod json;
 pub mod latency;
 pub mod ledger;
 pub mod owd;

@@ -11,12 +11,15 @@
 
 use crate::engine::echo::{EchoSample, EchoStats};
 use crate::model::stats::{percentile, sorted_finite};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// p50 / p99 of a set of delays, ms (nearest rank, as the RTT statistics).
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
 pub struct Pct {
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub p50: f64,
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub p99: f64,
     /// Number of samples.
     pub n: usize,
@@ -37,7 +40,8 @@ impl Pct {
 /// One phase's one-way delays: `up` (board → peer) and `down` (peer → board), ms above the
 /// idle-phase minimum of that direction; `rtt` the echo's round trip without the peer's
 /// turnaround, ms (absolute: comparable with the ICMP RTT).
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
 pub struct PhaseOwd {
     pub up: Option<Pct>,
     pub down: Option<Pct>,
@@ -45,14 +49,18 @@ pub struct PhaseOwd {
 }
 
 /// The increase of each direction's p50 under load (loaded − idle, ms).
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
 pub struct OwdIncrease {
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub up: f64,
+    #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub down: f64,
 }
 
 /// What became of the echo over the run (the result's `echo` key).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
 pub struct EchoSummary {
     /// The peer's UDP echo port.
     pub port: u16,
@@ -67,7 +75,7 @@ pub struct EchoSummary {
     pub base_up_ms: Option<f64>,
     pub base_down_ms: Option<f64>,
     /// Timestamps' clock.
-    pub clock: &'static str,
+    pub clock: String,
     /// Why there are no one-way delays: "peer has no netperfd echo", …; `None` when there are.
     pub note: Option<String>,
 }
@@ -140,7 +148,7 @@ pub fn summary(st: &EchoStats, base: Option<(i64, i64)>) -> EchoSummary {
         },
         base_up_ms: base.map(|b| b.0 as f64 / 1e6),
         base_down_ms: base.map(|b| b.1 as f64 / 1e6),
-        clock: "CLOCK_MONOTONIC",
+        clock: "CLOCK_MONOTONIC".into(),
         note,
     }
 }

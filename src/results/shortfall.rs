@@ -38,6 +38,8 @@ pub fn for_run(run: &RunRow) -> Option<RateCheck> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::RunStatus;
+    use crate::model::{RunDirection, RunProtocol, RunRole};
 
     /// Issue 22 item 11: a forwarding UDP run has a target (the peer agent's `-b` × `-P`)
     /// and so a shortfall check, like a run the board made itself.
@@ -45,7 +47,7 @@ mod tests {
     fn forwarding_runs_have_a_target() {
         let mut r = RunRow {
             kind: crate::model::RunKind::Forward,
-            protocol: "UDP".into(),
+            protocol: RunProtocol::Udp,
             params: serde_json::json!({"test": {"udp": true, "bitrate": 100_000_000u64, "parallel": 2}}),
             sender_bps: Some(150e6),
             receiver_bps: Some(149e6),
@@ -61,15 +63,15 @@ mod tests {
     fn test_row() -> RunRow {
         RunRow {
             id: 1,
-            role: "client".into(),
-            protocol: "TCP".into(),
-            status: "completed".into(),
+            role: RunRole::Client,
+            protocol: RunProtocol::Tcp,
+            status: RunStatus::Completed,
             peer_host: "198.51.100.2".into(),
             peer_port: 5201,
             local_host: String::new(),
             local_port: 0,
             bind_dev: Some("eth0,eth1".into()),
-            direction: "send".into(),
+            direction: RunDirection::Send,
             params: serde_json::Value::Null,
             started_at: 0,
             ended_at: Some(10_000),

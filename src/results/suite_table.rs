@@ -1,6 +1,7 @@
 //! Result tables of suites and compared runs: one row of figures per test ([`StepResult`]),
 //! a suite's table ([`SuiteResult`]).
 
+use crate::model::{RunKind, RunProtocol};
 use crate::spec::suite::PlanEntry;
 use crate::store::{RunRow, Store, SuiteRow};
 use serde::Serialize;
@@ -87,11 +88,24 @@ pub fn cpu_max(store: &Store, run_id: i64) -> Option<f64> {
 
 /// The default row name of a stored run ("TCP send", "UDP receive 400M", "Latency down").
 pub fn run_label(r: &RunRow) -> String {
-    if r.kind == crate::model::RunKind::Latency {
-        if let Ok(l) = serde_json::from_value::<crate::spec::latency::LatencySpec>(r.params.clone())
-        {
-            return crate::spec::suite_latency::label(&l);
+    match r.kind {
+        RunKind::Latency => {
+            if let Ok(l) =
+                serde_json::from_value::<crate::spec::latency::LatencySpec>(r.params.clone())
+            {
+                return crate::spec::suite_latency::label(&l);
+            }
         }
+        RunKind::Iperf3
+        | RunKind::Iperf2
+        | RunKind::Multi
+        | RunKind::Forward
+        | RunKind::Monitor
+        | RunKind::HttpServe
+        | RunKind::HttpGet
+        | RunKind::TcpSink
+        | RunKind::TcpSource
+        | RunKind::Rfc2544 => {}
     }
     let bw = r
         .params
@@ -104,7 +118,7 @@ pub fn run_label(r: &RunRow) -> String {
         .and_then(|b| b.as_u64())
         .unwrap_or(1);
     let mut l = format!("{} {}", r.protocol, r.direction);
-    if r.protocol == "UDP" || bw > 0 {
+    if r.protocol == RunProtocol::Udp || bw > 0 {
         l.push(' ');
         l.push_str(&crate::spec::suite::rate_word(bw));
     }
@@ -120,9 +134,9 @@ pub fn run_result(store: &Store, index: usize, label: &str, r: &RunRow) -> StepR
         index,
         label: label.to_string(),
         run_id: Some(r.id),
-        status: r.status.clone(),
-        protocol: r.protocol.clone(),
-        direction: r.direction.clone(),
+        status: r.status.to_string(),
+        protocol: r.protocol.to_string(),
+        direction: r.direction.to_string(),
         target_bps: r
             .params
             .get("bandwidth")
@@ -156,8 +170,21 @@ pub fn run_result(store: &Store, index: usize, label: &str, r: &RunRow) -> StepR
             .has_latency_probes()
             .then(|| crate::results::latency::LatencyFigures::of_summary(&r.summary))
             .flatten(),
-        rfc2544: (r.kind == crate::model::RunKind::Rfc2544)
-            .then(|| crate::results::rfc2544::Rfc2544Figures::of_summary(&r.summary)),
+        rfc2544: match r.kind {
+            RunKind::Rfc2544 => Some(crate::results::rfc2544::Rfc2544Figures::of_summary(
+                &r.summary,
+            )),
+            RunKind::Iperf3
+            | RunKind::Iperf2
+            | RunKind::Multi
+            | RunKind::Forward
+            | RunKind::Monitor
+            | RunKind::HttpServe
+            | RunKind::HttpGet
+            | RunKind::TcpSink
+            | RunKind::TcpSource
+            | RunKind::Latency => None,
+        },
         lost_where: store
             .run_board(r.id)
             .ok()

@@ -1,6 +1,7 @@
 //! Text summaries of stored runs for the CLI and the run page (kinds without an iperf3 text
 //! report: forwarding and monitor-only runs).
 
+use crate::model::RunKind;
 use crate::store::RunRow;
 
 /// The run's summary as a few lines of text: status, peer figures, per-port rates.
@@ -15,9 +16,22 @@ pub fn summary_text(run: &RunRow) -> String {
     if let Some(e) = &run.error {
         out.push_str(&format!("error: {e}\n"));
     }
-    if run.kind == crate::model::RunKind::Rfc2544 {
-        out.push_str(&crate::results::rfc2544::text(s));
-        return out;
+    match run.kind {
+        RunKind::Rfc2544 => {
+            out.push_str(&crate::results::rfc2544::text(s));
+            return out;
+        }
+        // The board's view: ports, forwarded rates, conntrack.
+        RunKind::Forward | RunKind::Monitor => {}
+        // No board view: the peer figures the row has, if any.
+        RunKind::Iperf3
+        | RunKind::Iperf2
+        | RunKind::Multi
+        | RunKind::HttpServe
+        | RunKind::HttpGet
+        | RunKind::TcpSink
+        | RunKind::TcpSource
+        | RunKind::Latency => {}
     }
     if let (Some(snd), Some(rcv)) = (run.sender_bps, run.receiver_bps) {
         out.push_str(&format!(

@@ -7,7 +7,7 @@
 use crate::engine::iperf3::wire::{Direction, Params, Protocol, DEFAULT_TCP_BLKSIZE};
 use crate::model::display;
 use crate::model::time::fmt_time;
-use crate::model::RunKind;
+use crate::model::{RunDirection, RunKind, RunProtocol, RunRole};
 use crate::store::RunRow;
 use serde::Serialize;
 use serde_json::Value;
@@ -88,7 +88,7 @@ fn throughput_cards(r: &RunRow) -> Vec<Card> {
             rate_or_dash(r.receiver_bps),
         ),
     ];
-    if r.protocol == "UDP" {
+    if r.protocol == RunProtocol::Udp {
         v.push(card(
             "sum-loss",
             "Lost/Total (receiver)",
@@ -285,7 +285,7 @@ fn iperf3_view(r: &RunRow) -> KindView {
     let p: Option<Params> = serde_json::from_value(r.params.clone()).ok();
     let streams = p.as_ref().map(|p| p.parallel).unwrap_or(1).max(1);
     let flags = p.as_ref().map(iperf3_flags).unwrap_or_default();
-    let (command, stock, role_text) = if r.role == "server" {
+    let (command, stock, role_text) = if r.role == RunRole::Server {
         let line = format!("iperf3 -c {} -p {}{flags}", board_addr(r), r.local_port);
         (
             String::new(),
@@ -331,10 +331,17 @@ fn iperf3_view(r: &RunRow) -> KindView {
 /// multi-port run's legs); `None` when the run was bound to none.
 pub fn board_ports(r: &RunRow) -> Option<String> {
     let d = r.bind_dev.as_deref().filter(|d| !d.is_empty())?;
-    let sep = if r.kind.forwards() || r.kind == crate::model::RunKind::Rfc2544 {
-        " → "
-    } else {
-        ", "
+    let sep = match r.kind {
+        RunKind::Forward | RunKind::Rfc2544 => " → ",
+        RunKind::Iperf3
+        | RunKind::Iperf2
+        | RunKind::Multi
+        | RunKind::Monitor
+        | RunKind::HttpServe
+        | RunKind::HttpGet
+        | RunKind::TcpSink
+        | RunKind::TcpSource
+        | RunKind::Latency => ", ",
     };
     Some(
         d.split(',')
@@ -359,7 +366,7 @@ fn local_text(r: &RunRow) -> String {
 fn iperf2_flags(r: &RunRow) -> String {
     let p = &r.params;
     let mut c = String::new();
-    if r.protocol == "UDP" {
+    if r.protocol == RunProtocol::Udp {
         c.push_str(" -u");
     }
     if let Some(rate) = p["rate"].as_u64().filter(|b| *b > 0) {
@@ -424,7 +431,7 @@ fn iperf2_latency_facts(r: &RunRow, facts: &mut Vec<(String, String)>) {
 fn iperf2_view(r: &RunRow) -> KindView {
     let flags = iperf2_flags(r);
     let streams = r.params["parallel"].as_u64().unwrap_or(1).max(1);
-    let (command, stock, role_text) = if r.role == "server" {
+    let (command, stock, role_text) = if r.role == RunRole::Server {
         (
             String::new(),
             Some(format!(
@@ -446,7 +453,7 @@ fn iperf2_view(r: &RunRow) -> KindView {
     let mut cards = throughput_cards(r);
     // Over TCP an iperf 2 server sends nothing back (docs/iperf2-wire.md): the board's
     // client never learns the receiver's figure, so there is no card to leave at "—".
-    if r.role != "server" && r.protocol != "UDP" && r.receiver_bps.is_none() {
+    if r.role != RunRole::Server && r.protocol != RunProtocol::Udp && r.receiver_bps.is_none() {
         cards.retain(|c| c.id != "sum-receiver");
         facts.push((
             "Receiver bitrate".to_string(),
@@ -550,10 +557,14 @@ fn multi_view(r: &RunRow) -> KindView {
 /// PC2", "PC2 → PC1" (`-R`), "PC1 ⇄ PC2" (`--bidir`). The run's own direction word is the
 /// peer agent's view ("receive" = PC1 received), which read as the board's (issue 22 item 11).
 pub fn forward_direction(r: &RunRow) -> &'static str {
-    match r.direction.as_str() {
-        "receive" => "PC2 → PC1",
-        "bidir" => "PC1 ⇄ PC2",
-        _ => "PC1 → PC2",
+    match r.direction {
+        RunDirection::Receive => "PC2 → PC1",
+        RunDirection::Bidir => "PC1 ⇄ PC2",
+        RunDirection::Send
+        | RunDirection::Tradeoff
+        | RunDirection::Mixed
+        | RunDirection::Unset
+        | RunDirection::Other(_) => "PC1 → PC2",
     }
 }
 
@@ -1194,10 +1205,14 @@ fn rfc2544_view(r: &RunRow) -> KindView {
         p["loss_percent"].as_f64().unwrap_or(0.0),
         p["resolution_percent"].as_f64().unwrap_or(0.5)
     ));
-    match r.direction.as_str() {
-        "receive" => command.push_str(" -R"),
-        "bidir" => command.push_str(" --bidir"),
-        _ => {}
+    match r.direction {
+        RunDirection::Receive => command.push_str(" -R"),
+        RunDirection::Bidir => command.push_str(" --bidir"),
+        RunDirection::Send
+        | RunDirection::Tradeoff
+        | RunDirection::Mixed
+        | RunDirection::Unset
+        | RunDirection::Other(_) => {}
     }
     if let Some(tests) = p["tests"].as_array() {
         let list: Vec<&str> = tests.iter().filter_map(|v| v.as_str()).collect();
@@ -1327,6 +1342,8 @@ pub fn view_text(r: &RunRow) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::RunStatus;
+    use crate::model::{RunDirection, RunProtocol, RunRole};
     use serde_json::json;
 
     #[test]
@@ -1343,15 +1360,15 @@ mod tests {
     fn row(kind: RunKind) -> RunRow {
         RunRow {
             id: 7,
-            role: "client".into(),
-            protocol: "TCP".into(),
-            status: "completed".into(),
+            role: RunRole::Client,
+            protocol: RunProtocol::Tcp,
+            status: RunStatus::Completed,
             peer_host: "192.0.2.2".into(),
             peer_port: 5201,
             local_host: "192.0.2.1".into(),
             local_port: 0,
             bind_dev: None,
-            direction: "send".into(),
+            direction: RunDirection::Send,
             params: Value::Null,
             started_at: 0,
             ended_at: Some(10_000),
@@ -1445,7 +1462,7 @@ mod tests {
         assert_eq!(v.title, "TCP send, 2 streams");
         assert_eq!(card_value(&v, "Retransmits"), "3");
         assert_eq!(card_value(&v, "Receiver bitrate"), "940.0 Mbit/s");
-        r.role = "server".into();
+        r.role = RunRole::Server;
         r.local_port = 5201;
         r.bind_dev = None;
         let v = view(&r);
@@ -1460,7 +1477,7 @@ mod tests {
     #[test]
     fn iperf3_udp_cards() {
         let mut r = row(RunKind::Iperf3);
-        r.protocol = "UDP".into();
+        r.protocol = RunProtocol::Udp;
         (r.lost_packets, r.total_packets, r.lost_percent, r.jitter_ms) =
             (Some(5), Some(1000), Some(0.5), Some(0.0123));
         let v = view(&r);
@@ -1475,7 +1492,7 @@ mod tests {
     #[test]
     fn iperf2_client_shows_both_command_lines_and_retransmits() {
         let mut r = row(RunKind::Iperf2);
-        r.protocol = "UDP".into();
+        r.protocol = RunProtocol::Udp;
         r.peer_port = 5001;
         r.params = json!({"host": "192.0.2.2", "port": 5001, "udp": true, "rate": 100000000u64,
             "len": 1470, "time": 10.0, "bytes": 0, "parallel": 2, "ret": "tradeoff", "listen_port": 5002});
@@ -1488,7 +1505,7 @@ mod tests {
             v.stock_command.as_deref(),
             Some("iperf -c 192.0.2.2 -p 5001 -u -b 100000000 -l 1470 -t 10 -P 2 -r -L 5002")
         );
-        r.protocol = "TCP".into();
+        r.protocol = RunProtocol::Tcp;
         r.retransmits = Some(12);
         assert_eq!(card_value(&view(&r), "Retransmits"), "12");
         assert_eq!(card_value(&view(&r), "Receiver bitrate"), "940.0 Mbit/s");
@@ -1510,11 +1527,11 @@ mod tests {
             .iter()
             .any(|(k, val)| k == "Receiver bitrate" && val.starts_with("not reported")));
         // UDP has the server report: the card stays (with "—" when the report was lost).
-        r.protocol = "UDP".into();
+        r.protocol = RunProtocol::Udp;
         assert!(view(&r).cards.iter().any(|c| c.id == "sum-receiver"));
         // A served iperf 2 run measured the receiver itself: the card stays.
-        r.protocol = "TCP".into();
-        r.role = "server".into();
+        r.protocol = RunProtocol::Tcp;
+        r.role = RunRole::Server;
         assert!(view(&r).cards.iter().any(|c| c.id == "sum-receiver"));
     }
 
@@ -1546,8 +1563,8 @@ mod tests {
     #[test]
     fn served_iperf2_trip_times_shows_the_latency() {
         let mut r = row(RunKind::Iperf2);
-        r.role = "server".into();
-        r.protocol = "UDP".into();
+        r.role = RunRole::Server;
+        r.protocol = RunProtocol::Udp;
         r.local_port = 5001;
         r.params = json!({"iperf2": true, "parallel": 1, "trip_times": true});
         r.summary = json!({"streams": [{"id": 1, "sender": false, "bytes": 1000u64,
@@ -1576,7 +1593,7 @@ mod tests {
     #[test]
     fn served_iperf2_p4_shows_streams_and_sum() {
         let mut r = row(RunKind::Iperf2);
-        r.role = "server".into();
+        r.role = RunRole::Server;
         r.params = json!({"iperf2": true, "parallel": 2});
         r.summary = json!({
             "streams": [
@@ -1665,8 +1682,8 @@ mod tests {
         );
         assert_eq!(v.title, "forwarding run: TCP PC1 → PC2 through the board");
         // Issue 22 item 11: -R is PC2 → PC1 (not "UDP receive"), -b as typed ("100M").
-        r.protocol = "UDP".into();
-        r.direction = "receive".into();
+        r.protocol = RunProtocol::Udp;
+        r.direction = RunDirection::Receive;
         r.params["test"] = json!({"host": "198.51.100.2", "time": 10, "reverse": true, "udp": true, "bitrate": 100_000_000u64});
         let v = view(&r);
         assert_eq!(v.title, "forwarding run: UDP PC2 → PC1 through the board");
@@ -1674,11 +1691,11 @@ mod tests {
             v.stock_command.as_deref(),
             Some("iperf3 -c 198.51.100.2 -t 10 -R -u -b 100M")
         );
-        r.direction = "bidir".into();
+        r.direction = RunDirection::Bidir;
         assert_eq!(forward_direction(&r), "PC1 ⇄ PC2");
 
         let mut m = row(RunKind::Monitor);
-        m.protocol = String::new();
+        m.protocol = RunProtocol::Unset;
         m.peer_host = "PC1 to PC2".into();
         m.peer_port = 0;
         m.params = json!({"ports": ["eth0", "eth1"], "label": "PC1 to PC2", "duration": 30});
@@ -1697,7 +1714,7 @@ mod tests {
     #[test]
     fn transfers_name_the_tool_that_made_them() {
         let mut r = row(RunKind::HttpServe);
-        r.role = "server".into();
+        r.role = RunRole::Server;
         r.local_port = 8088;
         r.params = json!({"path": "/payload/100M"});
         r.summary = json!({"connections": 1, "bytes": 100000000u64, "seconds": 1.0, "bits_per_second": 8.0e8});

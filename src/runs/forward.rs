@@ -20,8 +20,7 @@ use crate::board::apply::{ApplyOptions, Controller};
 use crate::board::forwarding::rule_safe_name;
 use crate::board::links::Counters;
 use crate::board::netconfig::Change;
-use crate::model::RunFigures;
-use crate::model::RunStatus;
+use crate::model::{RunFigures, RunProtocol, RunRole, RunStatus};
 use crate::peer::{PeerClient, PeerTestSpec};
 use crate::runs::live::Hub;
 use crate::runs::recorder::{Ended, Measured, Recorder, Sampling};
@@ -648,14 +647,18 @@ pub fn start_forward(
     });
     hub.start_kind(
         &NewRun {
-            role: "client".into(),
-            protocol: if plan.spec.udp { "UDP" } else { "TCP" }.into(),
+            role: RunRole::Client,
+            protocol: if plan.spec.udp {
+                RunProtocol::Udp
+            } else {
+                RunProtocol::Tcp
+            },
             peer_host: plan.spec.host.clone(),
             peer_port: plan.spec.port.unwrap_or(5201),
             local_host: String::new(),
             local_port: 0,
             bind_dev: Some(format!("{},{}", plan.ingress, plan.egress)),
-            direction: plan.spec.direction_word().into(),
+            direction: plan.spec.run_direction(),
             params,
             kind: crate::model::RunKind::Forward,
             ..Default::default()
@@ -1163,8 +1166,8 @@ pub fn start_monitor(
 ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
     hub.start_kind(
         &NewRun {
-            role: "client".into(),
-            protocol: String::new(),
+            role: RunRole::Client,
+            protocol: RunProtocol::Unset,
             peer_host: plan.label.clone(),
             bind_dev: Some(plan.ports.join(",")),
             params: json!({"ports": plan.ports, "label": plan.label, "duration": plan.seconds}),

@@ -4,7 +4,7 @@
 
 use crate::engine::iperf2::client::{self, Iperf2Spec};
 use crate::engine::iperf2::{Event, Outcome, TestInfo};
-use crate::model::RunStatus;
+use crate::model::{RunProtocol, RunRole, RunStatus};
 use crate::runs::live::Hub;
 use crate::runs::recorder::{Outcome as RecOutcome, Recorder, Sampling};
 use crate::store::NewRun;
@@ -15,16 +15,16 @@ use tokio::sync::{mpsc, Notify};
 fn new_run(info: &TestInfo) -> NewRun {
     NewRun {
         role: match info.role {
-            crate::engine::iperf2::Role::Client => "client".into(),
-            crate::engine::iperf2::Role::Server => "server".into(),
+            crate::engine::iperf2::Role::Client => RunRole::Client,
+            crate::engine::iperf2::Role::Server => RunRole::Server,
         },
-        protocol: info.protocol.into(),
+        protocol: info.protocol.clone(),
         peer_host: info.peer_host.clone(),
         peer_port: info.peer_port,
         local_host: info.local_host.clone(),
         local_port: info.local_port,
         bind_dev: None,
-        direction: info.direction.into(),
+        direction: info.direction.clone(),
         params: info.params.clone(),
         kind: crate::model::RunKind::Iperf2,
         ..Default::default()
@@ -81,12 +81,16 @@ impl Hub {
     pub fn start_iperf2_client(&self, spec: Iperf2Spec) -> Result<i64, String> {
         spec.validate()?;
         let run = NewRun {
-            role: "client".into(),
-            protocol: if spec.udp { "UDP" } else { "TCP" }.into(),
+            role: RunRole::Client,
+            protocol: if spec.udp {
+                RunProtocol::Udp
+            } else {
+                RunProtocol::Tcp
+            },
             peer_host: spec.host.clone(),
             peer_port: spec.port,
             local_host: spec.bind.map(|b| b.to_string()).unwrap_or_default(),
-            direction: crate::engine::iperf2::direction_word(spec.ret, true).into(),
+            direction: crate::engine::iperf2::direction_word(spec.ret, true),
             params: serde_json::to_value(&spec).unwrap_or_default(),
             kind: crate::model::RunKind::Iperf2,
             ..Default::default()

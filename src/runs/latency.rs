@@ -9,7 +9,7 @@ use crate::engine::iperf3::wire::Direction;
 use crate::engine::latency::{self as probe, EchoSocket, Probe, ProbeSpec, ProberStats};
 use crate::engine::net::{self, Family};
 use crate::engine::report::Report;
-use crate::model::{RunFigures, RunKind, RunStatus};
+use crate::model::{RunDirection, RunFigures, RunKind, RunProtocol, RunRole, RunStatus};
 use crate::results::latency::{summarize, Inputs};
 use crate::runs::live::Hub;
 use crate::runs::recorder::{Ended, Measured, Recorder, Sampling};
@@ -98,17 +98,16 @@ impl Hub {
             EchoSocket::open(peer.ip(), spec.bind_dev.as_deref()).map_err(|e| e.to_string())?;
         self.start_kind(
             &NewRun {
-                role: "client".into(),
-                protocol: "TCP".into(),
+                role: RunRole::Client,
+                protocol: RunProtocol::Tcp,
                 peer_host: spec.host.clone(),
                 peer_port: spec.port,
                 bind_dev: spec.bind_dev.clone(),
                 direction: match spec.load {
-                    Load::Up => "send",
-                    Load::Down => "receive",
-                    Load::Both => "bidir",
-                }
-                .into(),
+                    Load::Up => RunDirection::Send,
+                    Load::Down => RunDirection::Receive,
+                    Load::Both => RunDirection::Bidir,
+                },
                 params,
                 kind: RunKind::Latency,
                 suite_id,
@@ -302,7 +301,7 @@ async fn run(
     let probes = collector.await.unwrap_or_default();
     let bps = report.as_ref().and_then(load_bits_per_second);
     let tcp = tcp_rtt.lock().map(|g| g.clone()).unwrap_or_default();
-    let result = summarize(&Inputs {
+    let mut result = summarize(&Inputs {
         probes: &probes,
         tcp_rtt: &tcp,
         load_start,
@@ -334,14 +333,14 @@ async fn run(
     } else {
         RunStatus::Completed
     };
-    let mut summary = serde_json::to_value(&result).unwrap_or_default();
     // The load's congestion control as its sockets used it (the run page shows it).
-    if let (Some(r), Some(o)) = (&report, summary.as_object_mut()) {
-        o.insert(
-            "congestion".into(),
-            serde_json::json!({"sender": r.sender_congestion, "receiver": r.receiver_congestion}),
-        );
-    }
+    result.congestion = report
+        .as_ref()
+        .map(|r| crate::results::latency::Congestion {
+            sender: r.sender_congestion.clone(),
+            receiver: r.receiver_congestion.clone(),
+        });
+    let summary = serde_json::to_value(&result).unwrap_or_default();
     Ended {
         status,
         measured: Measured::Figures(figures),

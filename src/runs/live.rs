@@ -9,7 +9,7 @@ use crate::board::sampler::{self as monitor, Sampler, Snapshot};
 use crate::engine::iperf3::client::{self, ClientSpec, Event};
 use crate::engine::iperf3::server::ServerEvent;
 use crate::engine::report::{IntervalRecord, Report, Role};
-use crate::model::{RunFigures, RunStatus};
+use crate::model::{RunFigures, RunRole, RunStatus};
 use crate::spec::test::TestRequest;
 use crate::store::{CpuSampleRow, NewRun, PortSampleRow, Store, SysSampleRow};
 use serde::Serialize;
@@ -128,10 +128,6 @@ fn relock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         Ok(g) => g,
         Err(p) => p.into_inner(),
     }
-}
-
-fn direction_of(r: &Report) -> &'static str {
-    client::direction_word(r.params.direction, r.role)
 }
 
 impl Hub {
@@ -495,7 +491,7 @@ impl Hub {
             ports
         };
         let forwarding = run.kind.forwards();
-        let udp = run.protocol.eq_ignore_ascii_case("udp");
+        let udp = run.protocol.is_udp();
         let ledger = lost
             .filter(|_| udp || forwarding)
             .map(|n| {
@@ -701,16 +697,16 @@ impl Hub {
         cancel: Arc<Notify>,
     ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
         spec.validate()?;
-        let direction = client::direction_word(spec.params.direction, Role::Client);
+        let direction = client::run_direction(spec.params.direction, Role::Client);
         let run = NewRun {
-            role: "client".into(),
-            protocol: spec.params.protocol.name().into(),
+            role: RunRole::Client,
+            protocol: spec.params.protocol.into(),
             peer_host: spec.host.clone(),
             peer_port: spec.port,
             local_host: spec.sock.bind.map(|b| b.to_string()).unwrap_or_default(),
             local_port: 0,
             bind_dev: spec.sock.bind_dev.clone(),
-            direction: direction.into(),
+            direction,
             params: serde_json::to_value(&spec.params).unwrap_or_default(),
             suite_id,
             parent_id,
@@ -766,14 +762,14 @@ impl Hub {
             match ev {
                 ServerEvent::Started { session, report } => {
                     let n = NewRun {
-                        role: "server".into(),
-                        protocol: report.params.protocol.name().into(),
+                        role: RunRole::Server,
+                        protocol: report.params.protocol.into(),
                         peer_host: report.peer_host.clone(),
                         peer_port: report.peer_port,
                         local_host: report.local_host.clone(),
                         local_port: report.local_port,
                         bind_dev: None,
-                        direction: direction_of(&report).into(),
+                        direction: client::run_direction(report.params.direction, report.role),
                         params: serde_json::to_value(&report.params).unwrap_or_default(),
                         suite_id: None,
                         ..Default::default()

@@ -6,7 +6,7 @@
 
 use crate::engine::iperf3::client::{self, ClientSpec};
 use crate::engine::report::Role;
-use crate::model::{RunFigures, RunStatus};
+use crate::model::{RunDirection, RunFigures, RunProtocol, RunRole, RunStatus};
 use crate::runs::live::Hub;
 use crate::runs::recorder::{Ended, Measured, Sampling};
 use crate::spec::test::{parse_bitrate, TestDirection, TestRequest, TestSpec};
@@ -75,11 +75,12 @@ pub fn specs(legs: &[TestSpec], ports: &[crate::board::Port]) -> Result<Vec<Clie
     Ok(out)
 }
 
-fn same_or_mixed(v: impl Iterator<Item = String>) -> String {
-    let v: Vec<String> = v.collect();
+/// The legs' common value, else `mixed` (a multi run's protocol or direction).
+fn same_or_mixed<T: PartialEq + Clone>(v: impl Iterator<Item = T>, mixed: T) -> T {
+    let v: Vec<T> = v.collect();
     match v.first() {
         Some(f) if v.iter().all(|x| x == f) => f.clone(),
-        _ => "mixed".into(),
+        _ => mixed,
     }
 }
 
@@ -91,10 +92,10 @@ pub struct LegResult {
     /// Board port (interface).
     pub port: String,
     pub peer: String,
-    pub protocol: String,
+    pub protocol: RunProtocol,
     /// From the board's view: send / receive / bidir.
-    pub direction: String,
-    pub status: String,
+    pub direction: RunDirection,
+    pub status: RunStatus,
     /// Bits/s.
     pub sender_bps: Option<f64>,
     /// Bits/s (goodput).
@@ -113,7 +114,7 @@ impl LegResult {
             peer: format!("{}:{}", r.peer_host, r.peer_port),
             protocol: r.protocol.clone(),
             direction: r.direction.clone(),
-            status: r.status.clone(),
+            status: r.status,
             sender_bps: r.sender_bps,
             receiver_bps: r.receiver_bps,
             bytes: r.bytes,
@@ -149,22 +150,22 @@ pub fn aggregate(legs: &[RunRow]) -> (RunStatus, RunFigures, serde_json::Value, 
     let failed: Vec<String> = results
         .iter()
         .enumerate()
-        .filter(|(_, l)| l.status != "completed")
+        .filter(|(_, l)| l.status != RunStatus::Completed)
         .map(|(i, l)| {
             format!(
                 "leg {} ({} → {}): {}",
                 i + 1,
                 l.port,
                 l.peer,
-                l.error.clone().unwrap_or_else(|| l.status.clone())
+                l.error.clone().unwrap_or_else(|| l.status.to_string())
             )
         })
         .collect();
     let status = if results.is_empty() {
         RunStatus::Failed
-    } else if results.iter().all(|l| l.status == "completed") {
+    } else if results.iter().all(|l| l.status == RunStatus::Completed) {
         RunStatus::Completed
-    } else if results.iter().any(|l| l.status == "failed") {
+    } else if results.iter().any(|l| l.status == RunStatus::Failed) {
         RunStatus::Failed
     } else {
         RunStatus::Aborted
@@ -221,8 +222,11 @@ impl Hub {
         let parallel: u32 = legs.iter().map(|l| l.params.parallel).sum();
         self.start_kind(
             &NewRun {
-                role: "client".into(),
-                protocol: same_or_mixed(legs.iter().map(|l| l.params.protocol.name().into())),
+                role: RunRole::Client,
+                protocol: same_or_mixed(
+                    legs.iter().map(|l| RunProtocol::from(l.params.protocol)),
+                    RunProtocol::Mixed,
+                ),
                 peer_host: peers.join(", "),
                 peer_port: legs[0].port,
                 local_host: String::new(),
@@ -230,7 +234,8 @@ impl Hub {
                 bind_dev: Some(ports.join(",")),
                 direction: same_or_mixed(
                     legs.iter()
-                        .map(|l| client::direction_word(l.params.direction, Role::Client).into()),
+                        .map(|l| client::run_direction(l.params.direction, Role::Client)),
+                    RunDirection::Mixed,
                 ),
                 params: json!({"time": time, "parallel": parallel, "legs": desc}),
                 suite_id,
@@ -360,6 +365,7 @@ pub fn parse_leg(s: &str, base: &TestSpec) -> Result<TestSpec, String> {
 mod tests {
     use super::*;
     use crate::board::Port;
+    use crate::model::{RunDirection, RunProtocol};
 
     fn ports() -> Vec<Port> {
         ["eth0", "eth1"]
@@ -481,15 +487,15 @@ mod tests {
     fn row(id: i64, port: &str, status: &str, s: Option<f64>, r: Option<f64>) -> RunRow {
         RunRow {
             id,
-            role: "client".into(),
-            protocol: "TCP".into(),
-            status: status.into(),
+            role: RunRole::Client,
+            protocol: RunProtocol::Tcp,
+            status: RunStatus::parse(status).expect("a status word"),
             peer_host: "192.0.2.2".into(),
             peer_port: 5201,
             local_host: String::new(),
             local_port: 0,
             bind_dev: Some(port.into()),
-            direction: "send".into(),
+            direction: RunDirection::Send,
             params: json!({}),
             started_at: 0,
             ended_at: None,

@@ -209,15 +209,16 @@ impl Drop for Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{RunDirection, RunProtocol, RunRole};
     use crate::store::Store;
 
     fn client_run() -> NewRun {
         NewRun {
-            role: "client".into(),
-            protocol: "TCP".into(),
+            role: RunRole::Client,
+            protocol: RunProtocol::Tcp,
             peer_host: "192.0.2.2".into(),
             peer_port: 5201,
-            direction: "send".into(),
+            direction: RunDirection::Send,
             ..Default::default()
         }
     }
@@ -238,10 +239,13 @@ mod tests {
             let r = h.begin(&client_run(), None, Sampling::Parent).unwrap();
             let id = r.id();
             assert!(h.is_live(id));
-            assert_eq!(h.store().get_run(id).unwrap().unwrap().status, "running");
+            assert_eq!(
+                h.store().get_run(id).unwrap().unwrap().status,
+                RunStatus::Running
+            );
             drop(r);
             let row = h.store().get_run(id).unwrap().unwrap();
-            assert_eq!(row.status, "aborted");
+            assert_eq!(row.status, RunStatus::Aborted);
             assert!(row.error.unwrap().contains("without a result"));
             assert!(!h.is_live(id));
 
@@ -255,7 +259,7 @@ mod tests {
             r.finish(RunStatus::Failed, Outcome::Report(None), Some("late"));
             drop(r);
             let row = h.store().get_run(id).unwrap().unwrap();
-            assert_eq!(row.status, "completed");
+            assert_eq!(row.status, RunStatus::Completed);
             assert_eq!(row.receiver_bps, Some(1e9));
             assert_eq!(row.error, None);
         });

@@ -12,7 +12,7 @@
 
 use crate::board::apply::Controller;
 use crate::board::counters::{BoardDelta, BoardReading};
-use crate::model::{RunFigures, RunKind, RunStatus};
+use crate::model::{RunDirection, RunFigures, RunKind, RunProtocol, RunRole, RunStatus};
 use crate::peer::{PeerClient, PeerTestSpec};
 use crate::results::rfc2544::{self as judge, Search, TrialCounts, Verdict};
 use crate::runs::forward::{enable_forwarding, run_peer_job, undo_forwarding, Undo};
@@ -64,12 +64,12 @@ pub fn start_rfc2544(
     let ports = vec![plan.ingress.clone(), plan.egress.clone()];
     hub.start_kind(
         &NewRun {
-            role: "client".into(),
-            protocol: "UDP".into(),
+            role: RunRole::Client,
+            protocol: RunProtocol::Udp,
             peer_host: plan.target.clone(),
             peer_port: plan.port,
             bind_dev: Some(format!("{},{}", plan.ingress, plan.egress)),
-            direction: plan.direction.into(),
+            direction: plan.direction.clone(),
             params,
             kind: RunKind::Rfc2544,
             suite_id,
@@ -575,8 +575,8 @@ impl Runner {
             port: Some(p.port),
             time: Some(time),
             parallel: Some(1),
-            reverse: p.direction == "receive",
-            bidir: p.direction == "bidir",
+            reverse: p.direction == RunDirection::Receive,
+            bidir: p.direction == RunDirection::Bidir,
             udp: true,
             bitrate: Some(frames::payload_bps(fps, frame).max(1)),
             length: Some(frames::payload(frame)),
@@ -646,12 +646,12 @@ impl Runner {
             seconds = seconds.max(s.sender.seconds);
         }
         // The agent is PC1: in a `receive` test PC2 generates and PC1 receives.
-        let (receiver, generator) = if p.direction == "receive" {
+        let (receiver, generator) = if p.direction == RunDirection::Receive {
             (&report.local_drops, &report.peer_drops)
         } else {
             (&report.peer_drops, &report.local_drops)
         };
-        let (board_in, board_out) = port_frames(&delta, &p.ingress, &p.egress, p.direction, frame);
+        let (board_in, board_out) = port_frames(&delta, &p.ingress, &p.egress, &p.direction, frame);
         let flow = crate::results::ledger::Flow::udp(
             u64::from(frames::payload(frame)),
             p.target.contains(':'),
@@ -791,7 +791,7 @@ fn port_frames(
     d: &BoardDelta,
     ingress: &str,
     egress: &str,
-    direction: &str,
+    direction: &RunDirection,
     frame: u32,
 ) -> (u64, u64) {
     let t = |port: &str| {
@@ -806,8 +806,12 @@ fn port_frames(
     let tx =
         |p: crate::board::counters::Traffic| judge::port_frames(p.tx_bytes, p.tx_packets, frame);
     match direction {
-        "receive" => (rx(e), tx(i)),
-        "bidir" => (rx(i) + rx(e), tx(i) + tx(e)),
-        _ => (rx(i), tx(e)),
+        RunDirection::Receive => (rx(e), tx(i)),
+        RunDirection::Bidir => (rx(i) + rx(e), tx(i) + tx(e)),
+        RunDirection::Send
+        | RunDirection::Tradeoff
+        | RunDirection::Mixed
+        | RunDirection::Unset
+        | RunDirection::Other(_) => (rx(i), tx(e)),
     }
 }

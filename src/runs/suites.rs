@@ -71,7 +71,7 @@ pub fn ladder_rows(runs: &[RunRow]) -> Vec<LadderRow> {
                 .get("bandwidth")
                 .and_then(|b| b.as_u64())
                 .unwrap_or(0),
-            direction: r.direction.clone(),
+            direction: r.direction.to_string(),
             bitrate_bps: r.receiver_bps,
             sender_bps: r.sender_bps,
             short: crate::results::shortfall::for_run(r).is_some_and(|c| c.short),
@@ -79,7 +79,7 @@ pub fn ladder_rows(runs: &[RunRow]) -> Vec<LadderRow> {
             lost: r.lost_packets,
             total: r.total_packets,
             lost_percent: r.lost_percent,
-            status: r.status.clone(),
+            status: r.status.to_string(),
         })
         .collect()
 }

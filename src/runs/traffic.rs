@@ -16,8 +16,7 @@ use crate::engine::admission::{Admission, Limits, Ticket};
 use crate::engine::http::{self, GetEvent, GetSpec, RangeAsk, RequestHead};
 use crate::engine::meter::{bps, Counter, Meter};
 use crate::engine::net;
-use crate::model::RunFigures;
-use crate::model::RunStatus;
+use crate::model::{RunDirection, RunFigures, RunProtocol, RunRole, RunStatus};
 use crate::runs::live::Hub;
 use crate::runs::recorder::{Outcome, Recorder, Sampling};
 use crate::store::NewRun;
@@ -665,13 +664,13 @@ impl PayloadServer {
         }
         let path = req.path().to_string();
         let run = NewRun {
-            role: "server".into(),
-            protocol: "HTTP".into(),
+            role: RunRole::Server,
+            protocol: RunProtocol::Http,
             peer_host: net::ip_text(peer.ip()),
             peer_port: peer.port(),
             local_host: local.map(|l| net::ip_text(l.ip())).unwrap_or_default(),
             local_port: self.port,
-            direction: "send".into(),
+            direction: RunDirection::Send,
             params: if key.1 == FOLDED_SIZE {
                 json!({"path": "(several)", "folded": true,
                     "note": format!("requests beyond {} runs a minute from this peer, counted together", crate::runs::anon::RUNS_PER_MINUTE)})
@@ -861,13 +860,17 @@ async fn raw_conn(
         crate::model::RunKind::TcpSink
     };
     let run = NewRun {
-        role: "server".into(),
-        protocol: "TCP".into(),
+        role: RunRole::Server,
+        protocol: RunProtocol::Tcp,
         peer_host: net::ip_text(peer.ip()),
         peer_port: peer.port(),
         local_host: local.map(|l| net::ip_text(l.ip())).unwrap_or_default(),
         local_port: port,
-        direction: if source { "send" } else { "receive" }.into(),
+        direction: if source {
+            RunDirection::Send
+        } else {
+            RunDirection::Receive
+        },
         params: json!({"port": port}),
         kind,
         ..Default::default()
@@ -1290,12 +1293,12 @@ pub fn start_http_get(
     let cancel = Arc::new(Notify::new());
     let recorder = hub.begin(
         &NewRun {
-            role: "client".into(),
-            protocol: "HTTP".into(),
+            role: RunRole::Client,
+            protocol: RunProtocol::Http,
             peer_host: u.host.clone(),
             peer_port: u.port,
             bind_dev: spec.bind_dev.clone(),
-            direction: "receive".into(),
+            direction: RunDirection::Receive,
             params: json!({"url": spec.url, "connections": spec.connections, "timeout": spec.timeout_secs}),
             kind: crate::model::RunKind::HttpGet,
             ..Default::default()

@@ -11,6 +11,7 @@
 //! (`8 × F × fps`) and L1 bit/s (`8 × (F + 20) × fps`).
 
 pub use crate::board::PortFacts;
+use crate::model::RunDirection;
 use serde::Deserialize;
 
 /// The frame sizes RFC 2544 §9.1 lists for Ethernet, bytes with FCS.
@@ -189,8 +190,8 @@ pub struct Rfc2544Plan {
     pub loss: f64,
     /// Search resolution, fraction of the rate.
     pub resolution: f64,
-    /// send / receive / bidir, from PC1's view.
-    pub direction: &'static str,
+    /// Send, receive or bidir, from PC1's view.
+    pub direction: RunDirection,
     /// In the order they run (throughput, latency, loss, back-to-back).
     pub tests: Vec<Rfc2544Test>,
     /// Back-to-back searches per frame size (their mean is the result).
@@ -313,9 +314,9 @@ impl Rfc2544Request {
             ));
         }
         let direction = match opt(&self.direction).unwrap_or("send") {
-            "send" => "send",
-            "receive" | "reverse" => "receive",
-            "bidir" => "bidir",
+            "send" => RunDirection::Send,
+            "receive" | "reverse" => RunDirection::Receive,
+            "bidir" => RunDirection::Bidir,
             d => return Err(format!("direction '{d}': expected send, receive or bidir")),
         };
         let mut tests = Vec::new();
@@ -348,7 +349,7 @@ impl Rfc2544Request {
                         .into(),
                 );
             }
-            if direction != "send" {
+            if direction != RunDirection::Send {
                 return Err(format!(
                     "the back-to-back test sends its bursts from PC1's agent: direction must be send, not {direction}"
                 ));
@@ -659,7 +660,7 @@ mod tests {
         assert_eq!(p.line_bps, 1e9);
         assert_eq!(p.line_source, "link speed");
         assert_eq!(p.tests, vec![Rfc2544Test::Throughput]);
-        assert_eq!((p.port, p.direction, p.nat), (5201, "send", false));
+        assert_eq!((p.port, p.direction.as_str(), p.nat), (5201, "send", false));
         let q = Rfc2544Request {
             sizes: Some("1518, 512,512".into()),
             trial: Some("2".into()),
@@ -676,7 +677,7 @@ mod tests {
         assert_eq!((q.trial_s, q.loss, q.resolution), (2, 0.001, 0.01));
         // Run in the RFC's order, each once.
         assert_eq!(q.tests, vec![Rfc2544Test::Throughput, Rfc2544Test::Loss]);
-        assert_eq!((q.direction, q.nat), ("bidir", true));
+        assert_eq!((q.direction.as_str(), q.nat), ("bidir", true));
     }
 
     #[test]

@@ -197,6 +197,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{RunDirection, RunProtocol, RunRole};
     use crate::store::NewRun;
 
     #[test]
@@ -226,14 +227,14 @@ mod tests {
 
         let id = s
             .create_run(&NewRun {
-                role: "client".into(),
-                protocol: "TCP".into(),
+                role: RunRole::Client,
+                protocol: RunProtocol::Tcp,
                 peer_host: "192.0.2.2".into(),
                 peer_port: 5201,
                 local_host: String::new(),
                 local_port: 0,
                 bind_dev: None,
-                direction: "send".into(),
+                direction: RunDirection::Send,
                 params: serde_json::json!({}),
                 suite_id: None,
                 ..Default::default()

@@ -331,6 +331,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{RunDirection, RunProtocol, RunRole};
     use crate::store::{NewRun, Retention};
 
     #[test]
@@ -368,10 +369,10 @@ mod tests {
             let sid = s.create_suite("a", "192.0.2.2").unwrap();
             for _ in 0..2 {
                 s.create_run(&NewRun {
-                    role: "client".into(),
-                    protocol: "TCP".into(),
+                    role: RunRole::Client,
+                    protocol: RunProtocol::Tcp,
                     peer_host: "192.0.2.2".into(),
-                    direction: "send".into(),
+                    direction: RunDirection::Send,
                     params: serde_json::json!({}),
                     suite_id: Some(sid),
                     ..Default::default()

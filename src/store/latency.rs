@@ -65,6 +65,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{RunDirection, RunProtocol, RunRole};
 
     #[test]
     fn samples_round_trip_and_go_with_their_run() {
@@ -72,11 +73,11 @@ mod tests {
         let s = Store::open_dir(&d).unwrap();
         let id = s
             .create_run(&crate::store::NewRun {
-                role: "client".into(),
-                protocol: "TCP".into(),
+                role: RunRole::Client,
+                protocol: RunProtocol::Tcp,
                 peer_host: "192.0.2.2".into(),
                 peer_port: 5201,
-                direction: "receive".into(),
+                direction: RunDirection::Receive,
                 kind: crate::model::RunKind::Latency,
                 ..Default::default()
             })

@@ -340,6 +340,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{RunDirection, RunProtocol, RunRole};
     use crate::store::NewRun;
 
     /// Insert `n` ended runs: `role`, `kind`, peer `peer(i)`, suite `suite`, origin board
@@ -544,10 +545,10 @@ mod tests {
         for i in 0..10 {
             let id = s
                 .create_run(&NewRun {
-                    role: "server".into(),
-                    protocol: "TCP".into(),
+                    role: RunRole::Server,
+                    protocol: RunProtocol::Tcp,
                     peer_host: format!("192.0.2.{i}"),
-                    direction: "send".into(),
+                    direction: RunDirection::Send,
                     params: serde_json::json!({}),
                     ..Default::default()
                 })

@@ -298,6 +298,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{RunProtocol, RunRole};
     use crate::store::NewRun;
 
     #[test]
@@ -306,16 +307,16 @@ mod tests {
         let s = Store::open_dir(&dir).unwrap();
         let parent = s
             .create_run(&NewRun {
-                role: "client".into(),
-                protocol: "TCP".into(),
+                role: RunRole::Client,
+                protocol: RunProtocol::Tcp,
                 kind: crate::model::RunKind::Multi,
                 ..Default::default()
             })
             .unwrap();
         let leg = s
             .create_run(&NewRun {
-                role: "client".into(),
-                protocol: "TCP".into(),
+                role: RunRole::Client,
+                protocol: RunProtocol::Tcp,
                 parent_id: Some(parent),
                 ..Default::default()
             })
@@ -375,7 +376,7 @@ mod tests {
         )
         .unwrap();
         let r = s.get_run(parent).unwrap().unwrap();
-        assert_eq!(r.status, "completed");
+        assert_eq!(r.status, RunStatus::Completed);
         assert_eq!(r.receiver_bps, Some(9.5e8));
         assert_eq!(r.summary["legs"], 1);
         assert!(s.delete_run(parent).unwrap());

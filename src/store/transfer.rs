@@ -258,6 +258,7 @@ impl Store {
 mod tests {
     use super::*;
     use crate::engine::report::{IntervalRecord, StreamInterval};
+    use crate::model::{RunDirection, RunProtocol, RunRole};
     use crate::model::{RunFigures, RunStatus};
     use crate::store::NewRun;
 
@@ -270,11 +271,11 @@ mod tests {
     fn run(s: &Store, suite: Option<i64>, peer: &str) -> i64 {
         let id = s
             .create_run(&NewRun {
-                role: "client".into(),
-                protocol: "TCP".into(),
+                role: RunRole::Client,
+                protocol: RunProtocol::Tcp,
                 peer_host: peer.into(),
                 peer_port: 5201,
-                direction: "send".into(),
+                direction: RunDirection::Send,
                 params: serde_json::json!({"time": 1}),
                 suite_id: suite,
                 ..Default::default()

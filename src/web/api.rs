@@ -6,6 +6,7 @@
 use super::auth::{Auth, AuthError};
 use super::routes::{Routes, ADMIN, PUBLIC, READ, RUN};
 use super::AppState;
+use crate::model::RunStatus;
 use crate::runs::live::LiveEvent;
 use crate::spec::test::TestRequest;
 use crate::store::RunFilter;
@@ -238,8 +239,8 @@ async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> 
     };
     // Ended, but its end is not stored yet (e.g. the disk is full): say how it ended.
     if let Some((status, error)) = state.hub.unsaved_end(id) {
-        if run.status == "running" {
-            run.status = status.as_str().into();
+        if run.status == RunStatus::Running {
+            run.status = status;
             run.error = error;
         }
     }
@@ -467,8 +468,7 @@ async fn events(
         }
         None => {
             let done = LiveEvent::Done {
-                status: crate::model::RunStatus::parse(&run.status)
-                    .unwrap_or(crate::model::RunStatus::Aborted),
+                status: run.status,
                 error: run.error.clone(),
             };
             Box::pin(head.chain(futures_util::stream::once(async move { Ok(sse(&done)) })))

@@ -278,7 +278,7 @@ fn run_line(r: &RunRow, live: bool) -> RunLine {
         id: r.id,
         kind: r.kind.as_str().to_string(),
         when: fmt_time(r.started_at),
-        status: r.status.clone(),
+        status: r.status.to_string(),
         what,
         peer,
         forwarded,

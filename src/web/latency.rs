@@ -64,9 +64,8 @@ fn text(v: &Option<serde_json::Value>, d: &str) -> String {
 }
 
 fn build(state: &AppState, auth: &Auth, f: &LatencyForm, error: Option<String>) -> LatencyPage {
-    let ms = |v: &serde_json::Value| {
-        v.as_f64()
-            .map(|x| format!("{x:.2} ms"))
+    let ms = |v: Option<f64>| {
+        v.map(|x| format!("{x:.2} ms"))
             .unwrap_or_else(|| "—".into())
     };
     let runs = state
@@ -79,23 +78,28 @@ fn build(state: &AppState, auth: &Auth, f: &LatencyForm, error: Option<String>) 
         .into_iter()
         .filter(|r| r.kind == RunKind::Latency)
         .take(20)
-        .map(|r| RunLine {
-            id: r.id,
-            when: fmt_time(r.started_at),
-            peer: r.peer_host.clone(),
-            load: format!(
-                "{} × {}",
-                r.params["load"].as_str().unwrap_or("?"),
-                r.params["streams"].as_u64().unwrap_or(1)
-            ),
-            idle: ms(&r.summary["idle"]["rtt_ms"]["p50"]),
-            loaded: ms(&r.summary["loaded"]["rtt_ms"]["p50"]),
-            increase: ms(&r.summary["increase_ms"]),
-            rpm: r.summary["rpm"]
-                .as_f64()
-                .map(crate::model::display::whole)
-                .unwrap_or_else(|| "—".into()),
-            status: r.status.clone(),
+        .map(|r| {
+            let f = crate::results::latency::LatencyResult::of_summary(&r.summary)
+                .map(|s| crate::results::latency::LatencyFigures::of(&s));
+            RunLine {
+                id: r.id,
+                when: fmt_time(r.started_at),
+                peer: r.peer_host.clone(),
+                load: format!(
+                    "{} × {}",
+                    r.params["load"].as_str().unwrap_or("?"),
+                    r.params["streams"].as_u64().unwrap_or(1)
+                ),
+                idle: ms(f.as_ref().and_then(|f| f.idle_p50_ms)),
+                loaded: ms(f.as_ref().and_then(|f| f.loaded_p50_ms)),
+                increase: ms(f.as_ref().and_then(|f| f.increase_ms)),
+                rpm: f
+                    .as_ref()
+                    .and_then(|f| f.rpm)
+                    .map(crate::model::display::whole)
+                    .unwrap_or_else(|| "—".into()),
+                status: r.status.to_string(),
+            }
         })
         .collect();
     LatencyPage {

@@ -9,6 +9,7 @@ use crate::engine::iperf3::wire::Params;
 use crate::engine::report::{self, version_string, Report};
 use crate::model::display;
 use crate::model::time::fmt_time;
+use crate::model::{RunKind, RunProtocol};
 use crate::spec::test::TestRequest;
 use crate::store::{IntervalRow, RunFilter, RunRow};
 use actix_web::cookie::{time::Duration as CookieDuration, Cookie, SameSite};
@@ -473,17 +474,17 @@ fn run_view(r: &RunRow) -> RunView {
         kind: kv.kind_label.to_string(),
         title: kv.title.clone(),
         when: fmt_time(r.started_at),
-        role: r.role.clone(),
+        role: r.role.to_string(),
         role_text: kv.role_text.clone(),
-        status: r.status.clone(),
+        status: r.status.to_string(),
         peer: kv.peer,
         local: kv.local,
         direction: if r.kind.forwards() {
             crate::results::view::forward_direction(r).to_string()
         } else {
-            r.direction.clone()
+            r.direction.to_string()
         },
-        protocol: r.protocol.clone(),
+        protocol: r.protocol.to_string(),
         streams: p
             .as_ref()
             .map(|p| p.parallel)
@@ -509,7 +510,7 @@ fn run_view(r: &RunRow) -> RunView {
             .jitter_ms
             .map(|j| format!("{j:.3} ms"))
             .unwrap_or_default(),
-        retr_or_loss: if r.protocol == "UDP" {
+        retr_or_loss: if r.protocol == RunProtocol::Udp {
             r.lost_percent
                 .map(|p| format!("{p:.2} % loss"))
                 .unwrap_or_else(|| "—".into())
@@ -518,7 +519,7 @@ fn run_view(r: &RunRow) -> RunView {
                 .map(|x| x.to_string())
                 .unwrap_or_else(|| "—".into())
         },
-        udp: r.protocol == "UDP",
+        udp: r.protocol == RunProtocol::Udp,
         error: r.error.clone(),
         invalid: r.invalid.join(", "),
         label: r.params["label"]
@@ -1143,8 +1144,18 @@ struct TrialLine {
 
 impl Rfc2544Section {
     fn of(run: &RunRow) -> Option<Rfc2544Section> {
-        if run.kind != crate::model::RunKind::Rfc2544 {
-            return None;
+        match run.kind {
+            RunKind::Rfc2544 => {}
+            RunKind::Iperf3
+            | RunKind::Iperf2
+            | RunKind::Multi
+            | RunKind::Forward
+            | RunKind::Monitor
+            | RunKind::HttpServe
+            | RunKind::HttpGet
+            | RunKind::TcpSink
+            | RunKind::TcpSource
+            | RunKind::Latency => return None,
         }
         use crate::model::display::count;
         let s = &run.summary;
@@ -1240,17 +1251,14 @@ impl LatencyHead {
         if !run.kind.has_latency_probes() {
             return None;
         }
-        let s = &run.summary;
-        let notes = crate::results::latency::fill_notes(s, &run.params);
-        let (verdict, class) = crate::results::latency::headline(
-            s["verdict"].as_str()?,
-            s["increase_ms"].as_f64(),
-            &notes,
-        );
+        let s = crate::results::latency::LatencyResult::of_summary(&run.summary)?;
+        let used = s.congestion.as_ref();
+        let notes = crate::results::latency::fill_notes(used, &run.params);
+        let (verdict, class) = crate::results::latency::headline(&s.verdict, s.increase_ms, &notes);
         Some(LatencyHead {
             verdict,
             class: class.into(),
-            congestion: crate::results::latency::congestion_text(s, &run.params)
+            congestion: crate::results::latency::congestion_text(used, &run.params)
                 .unwrap_or_else(|| "not recorded (each host's default)".into()),
             notes,
         })
@@ -1501,7 +1509,7 @@ async fn run_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) 
     let text = run_text(&run, rep.as_ref()).is_some();
     let board_summary = (run.kind.has_board_summary() && !run.summary.is_null())
         .then(|| crate::results::text::summary_text(&run));
-    let udp = run.protocol == "UDP";
+    let udp = run.protocol == RunProtocol::Udp;
     let analysis = crate::results::charts::analyze_run(&state.store, &run);
     let cores = match &analysis {
         Some(a) => core_views(&a.cores),

@@ -122,7 +122,7 @@ fn build(
                     .last()
                     .map(|x| format!("{} B: {} fps ({})", x.frame, x.fps, x.percent))
                     .unwrap_or_else(|| "—".into()),
-                status: r.status.clone(),
+                status: r.status.to_string(),
             }
         })
         .collect();

@@ -231,7 +231,7 @@ fn build_page(
                 .or(r.sender_bps)
                 .map(display::rate)
                 .unwrap_or_else(|| "—".into()),
-            status: r.status.clone(),
+            status: r.status.to_string(),
         })
         .collect();
     let ports = crate::board::ports()

@@ -8,7 +8,7 @@ use super::wire::{self, ClientHeader, Layout, Return};
 use super::{drive, phase_params, Event, Leg, Outcome, Role, StreamResult, TestInfo, Until};
 use crate::engine::net::{self, Family, SockOpts};
 use crate::engine::session::{DataPhase, DataStream};
-use crate::model::RunStatus;
+use crate::model::{RunProtocol, RunStatus};
 use serde::{Deserialize, Serialize};
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::sync::Arc;
@@ -163,7 +163,7 @@ impl Iperf2Spec {
         }
     }
 
-    fn direction(&self) -> &'static str {
+    fn direction(&self) -> crate::model::RunDirection {
         super::direction_word(self.ret, true)
     }
 }
@@ -483,7 +483,11 @@ async fn run_inner(
     let first = &streams[0];
     let info = TestInfo {
         role: Role::Client,
-        protocol: if spec.udp { "UDP" } else { "TCP" },
+        protocol: if spec.udp {
+            RunProtocol::Udp
+        } else {
+            RunProtocol::Tcp
+        },
         peer_host: net::ip_text(peer.ip()),
         peer_port: peer.port(),
         local_host: net::ip_text(first.local.ip()),

@@ -12,7 +12,7 @@ pub mod wire;
 use crate::engine::iperf3::wire::{Params, Protocol};
 use crate::engine::report::IntervalRecord;
 use crate::engine::session::DataPhase;
-use crate::model::RunStatus;
+use crate::model::{RunDirection, RunProtocol, RunStatus};
 use serde::Serialize;
 use std::net::UdpSocket;
 use std::sync::Arc;
@@ -37,12 +37,12 @@ pub enum Role {
 /// "send" / "receive" for a one-way test (`board_client`: the board ran the client, so it
 /// sent), "bidir" for `-d` (both legs at once, as iperf3's `--bidir`), "tradeoff" for `-r` (one
 /// leg, then the other: iperf 2's own word, the one the test form and API take for it).
-pub fn direction_word(ret: wire::Return, board_client: bool) -> &'static str {
+pub fn direction_word(ret: wire::Return, board_client: bool) -> RunDirection {
     match ret {
-        wire::Return::None if board_client => "send",
-        wire::Return::None => "receive",
-        wire::Return::Dual => "bidir",
-        wire::Return::Tradeoff => "tradeoff",
+        wire::Return::None if board_client => RunDirection::Send,
+        wire::Return::None => RunDirection::Receive,
+        wire::Return::Dual => RunDirection::Bidir,
+        wire::Return::Tradeoff => RunDirection::Tradeoff,
     }
 }
 
@@ -50,15 +50,15 @@ pub fn direction_word(ret: wire::Return, board_client: bool) -> &'static str {
 #[derive(Debug, Clone, Serialize)]
 pub struct TestInfo {
     pub role: Role,
-    /// "TCP" or "UDP".
-    pub protocol: &'static str,
+    /// TCP or UDP.
+    pub protocol: RunProtocol,
     pub peer_host: String,
     pub peer_port: u16,
     pub local_host: String,
     pub local_port: u16,
     /// From the board's view ([`direction_word`]): "send", "receive", "bidir" (`-d`, both at
     /// once) or "tradeoff" (`-r`, the client's leg, then the server's).
-    pub direction: &'static str,
+    pub direction: RunDirection,
     /// The test's settings as JSON (rate bits/s, length bytes, time s, streams, return test).
     pub params: serde_json::Value,
 }

@@ -11,7 +11,7 @@ use super::LOOKS_LIKE_IPERF3;
 use super::{drive, phase_params, Event, Leg, Outcome, Role, StreamResult, TestInfo, Until};
 use crate::engine::net::{self, SockOpts};
 use crate::engine::session::{DataPhase, DataStream};
-use crate::model::RunStatus;
+use crate::model::{RunProtocol, RunStatus};
 use socket2::{Domain, Socket, Type};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
@@ -269,7 +269,11 @@ fn info(
     let ret = hdr.map(|h| h.return_test()).unwrap_or(Return::None);
     TestInfo {
         role: Role::Server,
-        protocol: if udp { "UDP" } else { "TCP" },
+        protocol: if udp {
+            RunProtocol::Udp
+        } else {
+            RunProtocol::Tcp
+        },
         peer_host: net::ip_text(peer.ip()),
         peer_port: peer.port(),
         local_host: net::ip_text(local.ip()),
@@ -1000,20 +1004,24 @@ mod tests {
                 flags,
                 ..Default::default()
             };
-            info(true, peer, local, Some(&h), None, 1, false).direction
+            info(true, peer, local, Some(&h), None, 1, false)
+                .direction
+                .to_string()
         };
         assert_eq!(word(wire::HEADER_VERSION1), "tradeoff");
         assert_eq!(word(wire::HEADER_VERSION1 | wire::RUN_NOW), "bidir");
         assert_eq!(word(0), "receive");
         assert_eq!(
-            info(false, peer, local, None, None, 1, false).direction,
+            info(false, peer, local, None, None, 1, false)
+                .direction
+                .as_str(),
             "receive"
         );
         // The board's own client runs, from the same word list.
         use super::super::direction_word;
-        assert_eq!(direction_word(Return::Tradeoff, true), "tradeoff");
-        assert_eq!(direction_word(Return::Dual, true), "bidir");
-        assert_eq!(direction_word(Return::None, true), "send");
+        assert_eq!(direction_word(Return::Tradeoff, true).as_str(), "tradeoff");
+        assert_eq!(direction_word(Return::Dual, true).as_str(), "bidir");
+        assert_eq!(direction_word(Return::None, true).as_str(), "send");
     }
 
     /// True when the server closed `c` within `within` (it was refused).

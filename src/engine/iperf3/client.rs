@@ -9,6 +9,7 @@ use crate::engine::net::{self, Family, SockOpts};
 use crate::engine::report::{IntervalRecord, Report, Role};
 use crate::engine::session::{describe_streams, merge_remote, report_phase, DataPhase, DataStream};
 use crate::engine::stats::{CpuMark, CpuUtil};
+use crate::model::RunDirection;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
@@ -1222,10 +1223,20 @@ async fn drive(
 
 /// The direction as a word for tables and history: the local side sends, receives, or both.
 pub fn direction_word(d: Direction, role: Role) -> &'static str {
-    match (d, role) {
-        (Direction::Bidir, _) => "bidir",
-        (Direction::Send, Role::Client) | (Direction::Receive, Role::Server) => "send",
+    match run_direction(d, role) {
+        RunDirection::Bidir => "bidir",
+        RunDirection::Send => "send",
         _ => "receive",
+    }
+}
+
+/// The run's direction from this side's view, as the store keeps it: bidir, or send when
+/// this side sends, else receive ([`direction_word`] is its word).
+pub fn run_direction(d: Direction, role: Role) -> RunDirection {
+    match (d, role) {
+        (Direction::Bidir, _) => RunDirection::Bidir,
+        (Direction::Send, Role::Client) | (Direction::Receive, Role::Server) => RunDirection::Send,
+        _ => RunDirection::Receive,
     }
 }
 

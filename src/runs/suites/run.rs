@@ -138,7 +138,7 @@ impl Hub {
         self.store()
             .finish_suite_if_running(sid, RunStatus::Aborted)
             .map_err(|e| e.to_string())?;
-        for r in runs.iter().filter(|r| r.status == "running") {
+        for r in runs.iter().filter(|r| r.status == RunStatus::Running) {
             self.stop(r.id);
         }
         Ok(true)
