@@ -294,6 +294,24 @@ http() { # http METHOD PATH [JSON]: sets $code (HTTP status) and $body
     code=$(nx curl -k "${args[@]}" "https://192.0.2.1$p") || code=000
     body=$(cat "$work/body" 2>/dev/null || true)
 }
+# What a run's JSON says of its pacing (its largest lag, stalls, debt, who paced, the
+# verdict), "key.path=value" each: printed beside a failed UDP check, where a shortfall on a
+# starved guest reads differently from a pacer bug.
+cat >"$work/said.py" <<'EOF'
+def said_of_pacing(run):
+    said = []
+    def walk(v, path):
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk(x, f"{path}.{k}" if path else k)
+        elif isinstance(v, list):
+            for i, x in enumerate(v[:3]):
+                walk(x, f"{path}[{i}]")
+        elif any(w in path.lower() for w in ("lag", "stall", "owed", "pacing", "verdict", "shortfall", "peak_1ms")):
+            said.append(f"{path}={str(v)[:160]}")
+    walk(run, "")
+    return said
+EOF
 cat >"$work/agent.py" <<'EOF'
 import socket, sys, time, os
 path, timeout, cmd = sys.argv[1], float(sys.argv[2]), sys.argv[3]
@@ -490,7 +508,7 @@ run_test() { # run_test NAME JSON: a run from the board to iperf3 -s in the name
     local line
     printf '%s' "$body" >"$work/run-$name.json"
     if line=$(python3 - "$srv" "$name" "$work/run-$name.json" 2>&1 <<'EOF'
-import json, sys
+import json, os, sys
 name = sys.argv[2]
 run = json.load(open(sys.argv[3]))["run"]
 if run["status"] not in ("completed", "done"):
@@ -513,17 +531,9 @@ else:                        # UDP: the server's datagrams against the asked 10 
     if not 9e6 <= truth <= 11e6 or pk <= 0 or lost > pk // 100:
         # What the run itself says about its pacing (its largest lag, stalls, debt, who
         # paced, the verdict): a shortfall on a starved guest reads differently from a pacer bug.
-        said = []
-        def walk(v, path):
-            if isinstance(v, dict):
-                for k, x in v.items():
-                    walk(x, f"{path}.{k}" if path else k)
-            elif isinstance(v, list):
-                for i, x in enumerate(v[:3]):
-                    walk(x, f"{path}[{i}]")
-            elif any(w in path.lower() for w in ("lag", "stall", "owed", "pacing", "verdict", "shortfall", "peak_1ms")):
-                said.append(f"{path}={str(v)[:160]}")
-        walk(run, "")
+        sys.path.insert(0, os.path.dirname(sys.argv[3]))
+        from said import said_of_pacing
+        said = said_of_pacing(run)
         sys.exit(f"{name}: asked 10 Mbit/s, the iperf3 server saw {truth/1e6:.2f} Mbit/s, {pk} datagrams, {lost} lost (netperfd says it sent {sent/1e6:.2f}); the run says: {'; '.join(said[:12]) or 'nothing on its pacing'}")
     print(f"{name}: run {run['id']} asked 10 Mbit/s; the stock iperf3 server saw {truth/1e6:.2f} Mbit/s, {pk} datagrams, {lost} lost (netperfd: sent {sent/1e6:.2f} Mbit/s)")
 EOF
@@ -639,7 +649,7 @@ peer_test() { # peer_test NAME IPERF3_ARGS...: stock iperf3 -c from peer B to th
         printf '%s' "$body" >"$work/served-$name.json"
     fi
     if line=$(python3 - "$name" "$work/peer-$name.json" "$before" "$after" "$work/served-$name.json" 2>&1 <<'PY'
-import json, sys
+import json, os, sys
 name, path = sys.argv[1], sys.argv[2]
 try:
     b = [int(x) for x in sys.argv[3].split()]
@@ -681,20 +691,12 @@ else:   # -R: the board's server paces 10 Mbit/s; the stock client's own receive
     got = r["packets"] - r["lost_packets"]
     bps = r["bytes"] * 8 / r["seconds"] if r["seconds"] > 0 else 0
     if not 9e6 <= bps <= 11e6 or got <= 0 or r["lost_packets"] > r["packets"] // 100 or txp < got:
-        said = []   # what the board's served run says of its pacing (lag, stalls, debt)
-        def walk(v, path):
-            if isinstance(v, dict):
-                for k, x in v.items():
-                    walk(x, f"{path}.{k}" if path else k)
-            elif isinstance(v, list):
-                for i, x in enumerate(v[:3]):
-                    walk(x, f"{path}[{i}]")
-            elif any(w in path.lower() for w in ("lag", "stall", "owed", "pacing", "verdict", "shortfall", "peak_1ms")):
-                said.append(f"{path}={str(v)[:160]}")
-        try:
-            walk(json.load(open(sys.argv[5])), "")
+        sys.path.insert(0, os.path.dirname(sys.argv[5]))
+        from said import said_of_pacing
+        try:   # what the board's served run says of its pacing (lag, stalls, debt)
+            said = said_of_pacing(json.load(open(sys.argv[5])))
         except (ValueError, OSError):
-            pass
+            said = []
         sys.exit(f"{name}: asked 10 Mbit/s from the board; the stock client received {bps/1e6:.2f} Mbit/s, {got} datagrams, {r['lost_packets']} lost; the board's NIC sent {txp} packets; the board's run says: {'; '.join(said[:12]) or 'nothing on its pacing'}")
     print(f"{name}: asked 10 Mbit/s from the board's server; the stock iperf3 -c -R received {bps/1e6:.2f} Mbit/s over its own {r['seconds']:.2f} s, {got} datagrams, {r['lost_packets']} lost; the board's NIC sent {txp} packets")
 PY

@@ -223,6 +223,14 @@ fn the_board_serves_https_with_the_logged_certificate_and_port_80_only_redirects
         |p: &std::path::Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
     assert_eq!(mode(&data), 0o700);
     assert_eq!(mode(&data.join("netperfd.sqlite")), 0o600);
+    // Its WAL and shared-memory files, made before the daemon could chmod anything, are not
+    // readable by others either (they were 0644: the daemon's umask is at least 0027 now).
+    for f in ["netperfd.sqlite-wal", "netperfd.sqlite-shm"] {
+        let p = data.join(f);
+        if p.exists() {
+            assert_eq!(mode(&p) & 0o007, 0, "{f} is {:o}", mode(&p));
+        }
+    }
 
     // HTTPS with the pinned certificate: the setup page. Any other pin: no connection.
     let r = https(&pc1, BOARD_IP, 443, &fp, get("/setup")).expect("HTTPS with the pin");

@@ -588,19 +588,6 @@ fn skip_rx_copy() {
     }
 }
 
-/// The newest stock iperf3 Debian has (`scripts/stock-peers.sh`: forky's, 3.22 in December
-/// 2026); required, as the other stock versions are.
-fn newest_stock() -> String {
-    let dir = std::env::var("NETPERFD_STOCK_PEERS")
-        .unwrap_or_else(|_| "/var/cache/netperfd-stock-peers".into());
-    let path = format!("{dir}/bin/iperf3-newest");
-    assert!(
-        std::path::Path::new(&path).exists(),
-        "{path} is missing: run scripts/stock-peers.sh {dir}"
-    );
-    path
-}
-
 /// iperf3 3.19–3.22's options and JSON against the newest stock iperf3: its client's `-Z -R
 /// --json-stream` against our server (we send with sendfile; every line one event), our
 /// client's `-J` against its server with every key its own client writes (`reorder`,

@@ -12,18 +12,6 @@ mod common;
 use common::*;
 use std::time::Duration;
 
-/// Stock iperf3 3.22 (`scripts/stock-peers.sh`).
-fn newest_stock() -> String {
-    let dir = std::env::var("NETPERFD_STOCK_PEERS")
-        .unwrap_or_else(|_| "/var/cache/netperfd-stock-peers".into());
-    let path = format!("{dir}/bin/iperf3-newest");
-    assert!(
-        std::path::Path::new(&path).exists(),
-        "{path} is missing: run scripts/stock-peers.sh {dir}"
-    );
-    path
-}
-
 /// The namespace's Udp RcvbufErrors (datagrams a socket's receive buffer had no room for).
 fn rcvbuf_errors(ns: &str) -> u64 {
     let t = ns_sh(ns, &["cat", "/proc/net/snmp"]);

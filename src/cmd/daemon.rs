@@ -242,8 +242,27 @@ fn private_data_dir(dir: &std::path::Path, db: &std::path::Path) {
     }
 }
 
+/// The process umask with group-write and every "others" bit added (0027 at the least, as
+/// the shipped unit's `UMask=0027`): files the daemon makes (the history, its WAL and shared
+/// memory files, the certificate) are never readable by other local users, also outside
+/// systemd and before [`private_data_dir`] runs (the WAL file was 0644 at first start:
+/// attacker tryout 2026-12-07). Returns the umask now in force.
+fn private_umask() -> u32 {
+    use nix::sys::stat::{umask, Mode};
+    let old = umask(Mode::from_bits_truncate(0o077));
+    let new = Mode::from_bits_truncate(private_mask(old.bits()));
+    umask(new);
+    new.bits()
+}
+
+/// The umask [`private_umask`] sets over `old`: `old | 0o027`.
+fn private_mask(old: u32) -> u32 {
+    old | 0o027
+}
+
 async fn run(cfg: Config) -> Result<(), String> {
     let started_ms = crate::model::time::now_ms();
+    private_umask();
     // 1. Files left by the last daemon go first (nothing is written before).
     remove_leftovers(&cfg.data_dir);
     // 2. The store; read-only when it cannot be opened for writing (e.g. a full partition).
@@ -498,6 +517,21 @@ async fn run(cfg: Config) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_umask_never_lets_others_read_what_the_daemon_writes() {
+        // A shell's 022 becomes 027 (the unit's), a stricter one stays; files made then are
+        // 0640 at most (0666 & !027), never world-readable.
+        for (old, want) in [
+            (0o022, 0o027),
+            (0o000, 0o027),
+            (0o077, 0o077),
+            (0o027, 0o027),
+        ] {
+            assert_eq!(super::private_mask(old), want, "{old:o}");
+            assert_eq!(0o666 & !super::private_mask(old) & 0o007, 0, "{old:o}");
+        }
+    }
+
     use super::*;
 
     #[test]

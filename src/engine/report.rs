@@ -1338,13 +1338,19 @@ fn rate_checks_json(report: &Report, end: &mut Map<String, Value>) {
         end.insert("shortfall".into(), c.to_json());
     }
     let gso = gso_note(report);
-    if let Some(how) = pacing_sentence(report) {
-        end.insert("pacing".into(), how.into());
-    } else if let Some(p) = report
+    let peer_pacing = report
         .peer_pacing
         .as_ref()
-        .filter(|_| report.params.bandwidth > 0)
-    {
+        .filter(|_| report.params.bandwidth > 0);
+    if let Some(how) = pacing_sentence(report) {
+        end.insert("pacing".into(), how.into());
+        if let Some(p) = peer_pacing {
+            // A --bidir client: the netperfd server paced the other direction, in its words
+            // (its pacer may differ from this end's: the new-user tryout saw kernel here and
+            // user space there under one "pacing" key).
+            end.insert("server_pacing".into(), p.clone().into());
+        }
+    } else if let Some(p) = peer_pacing {
         // A -R client: the netperfd server's own words for its senders.
         end.insert("pacing".into(), p.clone().into());
     }
@@ -1393,7 +1399,13 @@ pub fn pacer_line(report: &Report) -> Option<String> {
         || crate::engine::pacer::Pacing::UserSpace.as_str().to_string(),
         |p| p.sentence(),
     );
-    Some(format!("pacing: {how}\n"))
+    // A --bidir client: the server's senders too, when a netperfd server said who paced them.
+    let theirs = report
+        .peer_pacing
+        .as_ref()
+        .map(|p| format!("pacing (the server's senders): {p}\n"))
+        .unwrap_or_default();
+    Some(format!("pacing: {how}\n{theirs}"))
 }
 
 /// Who paced this end's UDP senders: the kernel's when any stream says so, else the first
@@ -1615,6 +1627,19 @@ mod tests {
         assert!(text_summary(&rev).contains(
             "pacing (the server's senders): user-space token bucket (asked: --udp-pacing user)\n"
         ));
+        // A --bidir client: its own pacer under "pacing", the server's under "server_pacing",
+        // and a text line for each.
+        let mut both = report(true, 100_000_000, true, Some(fq));
+        both.peer_pacing = Some("user-space token bucket".into());
+        let e = &to_iperf3_json(&both)["end"];
+        assert_eq!(e["pacing"], "kernel (fq on eth1, SO_MAX_PACING_RATE)");
+        assert_eq!(e["server_pacing"], "user-space token bucket");
+        let t = text_summary(&both);
+        assert!(
+            t.contains("pacing: kernel (fq on eth1, SO_MAX_PACING_RATE)\npacing (the server's senders): user-space token bucket\n"),
+            "{t}"
+        );
+        assert!(to_iperf3_json(&r)["end"].get("server_pacing").is_none());
         // A stock server says nothing: no end.pacing on a -R client.
         let stock = report(true, 100_000_000, false, None);
         assert!(to_iperf3_json(&stock)["end"].get("pacing").is_none());

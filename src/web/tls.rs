@@ -218,6 +218,15 @@ pub fn key_mode(path: &Path, fix: bool) -> Option<String> {
     if mode & 0o077 == 0 {
         return None;
     }
+    // A stored key that is a symbolic link: its target lies elsewhere (maybe outside the data
+    // directory) and is not ours to change (set_permissions follows links).
+    let linked = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if fix && linked {
+        return Some(format!(
+            "the web UI's private key {} is a symbolic link to a file readable by others (mode {mode:04o}); its mode was left as it is",
+            path.display()
+        ));
+    }
     if fix && meta.uid() == nix::unistd::geteuid().as_raw() {
         return Some(
             match std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
@@ -635,9 +644,10 @@ fn host_only(h: &str) -> Option<&str> {
 }
 
 /// The host of the redirect's `https://` URL: the client's `Host:` only when it names this
-/// board — the address the connection came to (`local`), or `hostname` (alone or with a
-/// domain after it: `board`, `board.local`); else `local` (the client cannot send itself, or
-/// a page's link, to another site through the board). `board` when neither is known.
+/// board — the address the connection came to (`local`), `hostname` or `hostname.local`
+/// (mDNS); else `local` (the client cannot send itself, or a page's link, to another site
+/// through the board: `board.evil.example` is not this board, attacker tryout 2026-12-07).
+/// `board` when neither is known.
 fn redirect_host(given: Option<&str>, local: Option<std::net::IpAddr>, hostname: &str) -> String {
     let local_host = local.map(super::first_run::url_host);
     if let Some(h) = given.and_then(host_only) {
@@ -647,10 +657,7 @@ fn redirect_host(given: Option<&str>, local: Option<std::net::IpAddr>, hostname:
             Err(_) => {
                 let h = h.to_ascii_lowercase();
                 let name = hostname.to_ascii_lowercase();
-                !name.is_empty()
-                    && (h == name
-                        || h.strip_prefix(name.as_str())
-                            .is_some_and(|rest| rest.starts_with('.') && rest.len() > 1))
+                !name.is_empty() && (h == name || h.strip_prefix(name.as_str()) == Some(".local"))
             }
         };
         if ours {
@@ -912,6 +919,17 @@ mod tests {
         assert_eq!(mode(&key), 0o640, "an admin's own key is not changed");
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(key_mode(&key, false), None);
+        // A stored key that is a link to a file elsewhere: the target's mode is not changed
+        // (it followed the link before: attacker tryout 2026-12-07).
+        let elsewhere = tempfile::tempdir().unwrap();
+        let target = elsewhere.path().join("victim");
+        std::fs::write(&target, "x").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let link = dir.path().join("linked-key.pem");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let w = key_mode(&link, true).unwrap_or_default();
+        assert!(w.contains("is a symbolic link"), "{w}");
+        assert_eq!(mode(&target), 0o644, "the link's target is left as it is");
     }
 
     #[test]
@@ -958,7 +976,11 @@ mod tests {
             (Some("192.0.2.1:80"), local, "192.0.2.1"),
             (Some("board-7"), local, "board-7"),
             (Some("BOARD-7.local:80"), local, "BOARD-7.local"),
-            (Some("board-7.lab.example"), local, "board-7.lab.example"),
+            (Some("board-7.lab.example"), local, "192.0.2.1"),
+            (Some("board-7.evil.example"), local, "192.0.2.1"),
+            (Some("board-7.local.evil.example"), local, "192.0.2.1"),
+            (Some("board-7..evil.example"), local, "192.0.2.1"),
+            (Some("board-7.local."), local, "192.0.2.1"),
             (Some("[2001:db8::1]:80"), v6, "[2001:db8::1]"),
             // Not this board: the address the connection came to instead.
             (Some("evil.example"), local, "192.0.2.1"),

@@ -446,6 +446,19 @@ pub fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static
     .expect("namespace thread panicked")
 }
 
+/// The newest stock iperf3 Debian has (`scripts/stock-peers.sh`: forky's, 3.22 in December
+/// 2026), as the other stock versions are: required (the test fails naming the script).
+pub fn newest_stock() -> String {
+    let dir = std::env::var("NETPERFD_STOCK_PEERS")
+        .unwrap_or_else(|_| "/var/cache/netperfd-stock-peers".into());
+    let path = format!("{dir}/bin/iperf3-newest");
+    assert!(
+        std::path::Path::new(&path).exists(),
+        "{path} is missing: run scripts/stock-peers.sh {dir}"
+    );
+    path
+}
+
 /// Parse a JSON document printed by a tool, with a clear failure.
 pub fn json(text: &str, what: &str) -> serde_json::Value {
     serde_json::from_str(text)
