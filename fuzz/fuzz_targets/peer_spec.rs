@@ -8,7 +8,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     if let Ok(spec) = serde_json::from_slice::<PeerTestSpec>(data) {
-        let _ = spec.direction_word();
+        let _ = spec.run_direction();
         let _ = spec.to_client_spec();
     }
 });
