@@ -276,6 +276,53 @@ fn the_board_serves_https_with_the_logged_certificate_and_port_80_only_redirects
         msg.contains(&format!("use https://{BOARD_IP}/api/runs")) && msg.contains("revoking"),
         "{msg}"
     );
+    // Attacker tryout: these spellings of the API got a 307 (a client following it sends its
+    // token again); and a credential on a page's path must not be redirected either.
+    for path in [
+        "/./api/runs",
+        "//api/runs",
+        "/api%2Fruns",
+        "/API",
+        "/%61pi/",
+        "/api/../api",
+    ] {
+        let r = plain(&pc1, BOARD_IP, 80, get(path));
+        assert!(r.starts_with("HTTP/1.1 400"), "{path}: {r}");
+        assert!(header(&r, "location").is_empty(), "{path}: {r}");
+        let v = json(r.split("\r\n\r\n").nth(1).unwrap_or(""), path);
+        assert_eq!(
+            v["error"],
+            format!("this board serves its API over HTTPS only: use https://{BOARD_IP}{path}"),
+            "{path}"
+        );
+    }
+    for (path, extra, said) in [
+        (
+            "/runs",
+            "Cookie: netperfd_session=abc\r\n",
+            "session cookie",
+        ),
+        ("/runs?token=abc", "", "query named a token"),
+        (
+            "/",
+            "Authorization: Basic YWRtaW46eA==\r\n",
+            "Authorization header",
+        ),
+    ] {
+        let r = plain(
+            &pc1,
+            BOARD_IP,
+            80,
+            format!("GET {path} HTTP/1.1\r\nHost: {BOARD_IP}\r\n{extra}Connection: close\r\n\r\n"),
+        );
+        assert!(r.starts_with("HTTP/1.1 400"), "{path}: {r}");
+        assert!(header(&r, "location").is_empty(), "{path}: {r}");
+        assert!(
+            r.contains(said) && r.contains("crossed the network in clear"),
+            "{r}"
+        );
+        assert!(!r.contains("token=abc"), "the query is not sent back: {r}");
+    }
     let r = plain(&pc1, BOARD_IP, 80, post("/login", "password=hunter22"));
     assert!(r.starts_with("HTTP/1.1 400"), "{r}");
     assert!(r.contains(&format!("open https://{BOARD_IP}/login")), "{r}");
@@ -333,6 +380,56 @@ fn a_bad_own_certificate_stops_the_daemon_with_the_file_named() {
         err.contains(&format!(
             "the certificate {} is not valid PEM",
             cert.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// Attacker tryout: an encrypted own key gave a confusing error. The daemon stops at start
+/// with a clear one naming the file, without a panic.
+#[test]
+fn an_encrypted_own_key_stops_the_daemon_with_a_clear_error() {
+    // An EC P-256 key encrypted by `openssl pkcs8 -topk8 -v2 aes-128-cbc`.
+    const ENCRYPTED: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----
+MIHsMFcGCSqGSIb3DQEFDTBKMCkGCSqGSIb3DQEFDDAcBAhUeWezCXzwVAICCAAw
+DAYIKoZIhvcNAgkFADAdBglghkgBZQMEAQIEEJj6v0PyYFJHZeXKpi7hq6QEgZBT
+MG6mu2pKi63wA/Foa0EXmrOiGcm4LwB+T4cABzK9A5lY7l8OIBFfrzOx1Z40VzgG
+p3iLgvyuVB9T7YoM3DecsBo3Usxj2Z2i6hQwiwWL/9QIrBts+tPq/gK7iALY/9QN
+nBu2WltBa/HNeKMpeheI5AOL75oyiB1Sw640RBGJs8ks6gm8ICxHRQ3JPFBweMY=
+-----END ENCRYPTED PRIVATE KEY-----
+";
+    let mut lab = Lab::new();
+    let board = lab.board.clone();
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("key");
+    let p = rcgen::CertificateParams::new(vec![BOARD_IP.to_string()]).expect("params");
+    let cert = p.self_signed(&key).expect("cert");
+    let (c, k) = (
+        lab.dir().join("own-cert.pem"),
+        lab.dir().join("own-key.pem"),
+    );
+    std::fs::write(&c, cert.pem()).expect("write");
+    std::fs::write(&k, ENCRYPTED).expect("write");
+    let conf = lab.dir().join("netperfd.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "listen = \"0.0.0.0:443\"\ndata_dir = \"{}\"\ntls_cert = \"{}\"\ntls_key = \"{}\"\niperf3_ports = []\n",
+            lab.dir().join("data").display(),
+            c.display(),
+            k.display()
+        ),
+    )
+    .expect("config");
+    let conf_s = conf.display().to_string();
+    let d = lab.spawn(&board, "daemon", bin(), &["daemon", "--config", &conf_s]);
+    let rc = lab.wait(d, std::time::Duration::from_secs(20));
+    let (_, err) = lab.output("daemon");
+    assert_eq!(rc, Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "the key {} is encrypted (ENCRYPTED PRIVATE KEY): give an unencrypted PEM key",
+            k.display()
         )),
         "{err}"
     );
@@ -422,12 +519,36 @@ fn silent_connections_from_one_address_do_not_starve_another() {
 /// the Settings page.
 #[test]
 fn an_expired_own_certificate_is_warned_about_in_the_log_and_on_settings() {
+    own_certificate_warned_about(
+        (2020, 1, 1),
+        (2024, 6, 30),
+        &["expired on 2024-06-30 00:00 UTC"],
+    );
+}
+
+/// The attacker tryout: a certificate not valid yet (notBefore later than the board's clock)
+/// was served without a word; warned about as an expired one.
+#[test]
+fn an_own_certificate_not_valid_yet_is_warned_about_in_the_log_and_on_settings() {
+    own_certificate_warned_about(
+        (2090, 3, 1),
+        (2095, 1, 1),
+        &[
+            "is not valid yet (from 2090-03-01 00:00 UTC; the board",
+            "browsers refuse it until then",
+        ],
+    );
+}
+
+/// The daemon with an own certificate valid from `from` to `to` (y, m, d): served, and the
+/// log at start and the Settings page both hold the warning's parts `want`.
+fn own_certificate_warned_about(from: (i32, u8, u8), to: (i32, u8, u8), want: &[&str]) {
     let mut lab = Lab::new();
     let pc1 = lab.pc1.clone();
     let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("key");
     let mut p = rcgen::CertificateParams::new(vec![BOARD_IP.to_string()]).expect("params");
-    p.not_before = rcgen::date_time_ymd(2020, 1, 1);
-    p.not_after = rcgen::date_time_ymd(2024, 6, 30);
+    p.not_before = rcgen::date_time_ymd(from.0, from.1, from.2);
+    p.not_after = rcgen::date_time_ymd(to.0, to.1, to.2);
     let cert = p.self_signed(&key).expect("cert");
     let (c, k) = (
         lab.dir().join("own-cert.pem"),
@@ -445,11 +566,11 @@ fn an_expired_own_certificate_is_warned_about_in_the_log_and_on_settings() {
     let (_d, fp) = start_https(&mut lab, "daemon", &extra);
     assert_eq!(fp, colon_hex(cert.der()), "the own certificate is served");
     let (_, log) = lab.output("daemon");
-    let want = format!(
-        "the web UI's certificate {} expired on 2024-06-30 00:00 UTC",
-        c.display()
+    let named = format!("the web UI's certificate {}", c.display());
+    assert!(
+        log.contains(&named) && want.iter().all(|w| log.contains(w)),
+        "{log}"
     );
-    assert!(log.contains(&want), "{log}");
     let code = common::http::setup_code(&log);
     let body = format!("code={code}&password=correct+horse&confirm=correct+horse");
     let r = https(&pc1, BOARD_IP, 443, &fp, post("/setup", &body)).expect("setup");
@@ -470,8 +591,10 @@ fn an_expired_own_certificate_is_warned_about_in_the_log_and_on_settings() {
     )
     .expect("settings");
     assert!(r.starts_with("HTTP/1.1 200"), "{r}");
-    assert!(
-        r.contains("id=\"tls-expired\"") && r.contains("expired on 2024-06-30 00:00 UTC"),
-        "{r}"
-    );
+    let shown = r
+        .split("id=\"tls-validity\">")
+        .nth(1)
+        .and_then(|t| t.split("</p>").next())
+        .unwrap_or_else(|| panic!("no validity warning on Settings: {r}"));
+    assert!(want.iter().all(|w| shown.contains(w)), "{shown}");
 }

@@ -348,7 +348,7 @@ async fn run(cfg: Config) -> Result<(), String> {
             id.cert_path.display(),
             if id.made { ", made now" } else { "" }
         );
-        if let Some(w) = id.expiry_warning(chrono::Utc::now()) {
+        if let Some(w) = id.validity_warning(chrono::Utc::now()) {
             tracing::warn!("{w}");
         }
         Some(id)

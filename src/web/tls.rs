@@ -4,8 +4,9 @@
 //! * Beyond loopback the web UI serves TLS ([`Config::tls_in_force`]) with rustls and its
 //!   `ring` provider. The certificate is the admin's own (`tls_cert`/`tls_key`, PEM) or one
 //!   made at first start ([`generated`]: ECDSA P-256, self-signed, the board's hostname and
-//!   addresses and localhost as its names, valid 2000–2099) and kept in the data directory
-//!   ([`CERT_FILE`], [`KEY_FILE`] with mode 0600), reused on every later start.
+//!   addresses and localhost as its names, valid 1970–2099 whatever the board's clock says)
+//!   and kept in the data directory ([`CERT_FILE`], [`KEY_FILE`] with mode 0600), reused on
+//!   every later start.
 //! * Its SHA-256 fingerprint ([`Identity::fingerprint`], what browsers show) is logged at
 //!   start and printed with the setup code and on the Settings page; the public key's pin
 //!   ([`Identity::spki_sha256`]) is what `curl --pinnedpubkey` and Chromium's
@@ -42,21 +43,58 @@ pub struct Identity {
     pub made: bool,
     /// The certificate's end of validity (`notAfter`), when it could be read.
     pub not_after: Option<chrono::DateTime<chrono::Utc>>,
+    /// The certificate's start of validity (`notBefore`), when it could be read.
+    pub not_before: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl Identity {
-    /// A warning when the certificate's validity ended before `now` (browsers refuse it);
-    /// logged at start and shown on the Settings page.
-    pub fn expiry_warning(&self, now: chrono::DateTime<chrono::Utc>) -> Option<String> {
-        let end = self.not_after?;
-        (end < now).then(|| {
-            format!(
-                "the web UI's certificate {} expired on {} UTC: browsers refuse it; renew it (tls_cert, tls_key) or remove both settings to use a certificate the board makes",
-                self.cert_path.display(),
-                end.format("%Y-%m-%d %H:%M")
-            )
-        })
+    /// A warning when the certificate is not valid at `now` ([`validity_warning`]); logged at
+    /// start (the Settings page says it at each view).
+    pub fn validity_warning(&self, now: chrono::DateTime<chrono::Utc>) -> Option<String> {
+        validity_warning(&self.cert_path, self.not_before, self.not_after, now)
     }
+}
+
+/// The first year a board's clock can really say: a clock before it was never set (a board
+/// without a battery-backed clock starts in 1970 until NTP sets it).
+pub const CLOCK_SET_YEAR: i32 = 2026;
+
+/// A warning when the certificate `path` (validity `not_before`..`not_after`) is not valid at
+/// the board's clock `now`: expired (browsers refuse it); or not valid yet, either because the
+/// board's clock was never set (year before [`CLOCK_SET_YEAR`]: browsers use their own clock
+/// and accept the certificate, the board's clock needs setting) or because it starts later
+/// (browsers refuse it until then). `None` when valid or when the dates are unknown.
+pub fn validity_warning(
+    path: &Path,
+    not_before: Option<chrono::DateTime<chrono::Utc>>,
+    not_after: Option<chrono::DateTime<chrono::Utc>>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<String> {
+    use chrono::Datelike;
+    let day = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%d %H:%M").to_string();
+    if let Some(end) = not_after.filter(|&end| end < now) {
+        return Some(format!(
+            "the web UI's certificate {} expired on {} UTC: browsers refuse it; renew it (tls_cert, tls_key) or remove both settings to use a certificate the board makes",
+            path.display(),
+            day(end)
+        ));
+    }
+    let start = not_before.filter(|&start| start > now)?;
+    Some(if now.year() < CLOCK_SET_YEAR {
+        format!(
+            "the board's clock says {} UTC, before the web UI's certificate {} is valid (from {} UTC): the clock looks unset (a board without a battery-backed clock starts in 1970 until NTP sets it); browsers check the certificate with their own clock, but set the board's (NTP, or date -s) so its runs and logs are dated right",
+            day(now),
+            path.display(),
+            day(start)
+        )
+    } else {
+        format!(
+            "the web UI's certificate {} is not valid yet (from {} UTC; the board's clock says {} UTC): browsers refuse it until then; use one valid from now (tls_cert, tls_key) or remove both settings to use a certificate the board makes",
+            path.display(),
+            day(start),
+            day(now)
+        )
+    })
 }
 
 /// One DER element at the start of `b`: (tag, contents, the bytes after it). `None` when
@@ -85,6 +123,16 @@ fn der(b: &[u8]) -> Option<(u8, &[u8], &[u8])> {
 /// The `notAfter` of an X.509 certificate (DER): Certificate → tbsCertificate → validity.
 /// `None` when the DER is not shaped so.
 pub fn not_after(cert: &[u8]) -> Option<chrono::DateTime<chrono::Utc>> {
+    validity_time(cert, true)
+}
+
+/// The `notBefore` of an X.509 certificate (DER), as [`not_after`].
+pub fn not_before(cert: &[u8]) -> Option<chrono::DateTime<chrono::Utc>> {
+    validity_time(cert, false)
+}
+
+/// The validity's `notAfter` (`end`) or `notBefore` of a certificate (DER).
+fn validity_time(cert: &[u8], end: bool) -> Option<chrono::DateTime<chrono::Utc>> {
     let (0x30, c, _) = der(cert)? else {
         return None;
     };
@@ -105,8 +153,13 @@ pub fn not_after(cert: &[u8]) -> Option<chrono::DateTime<chrono::Utc>> {
     let (0x30, validity, _) = der(t)? else {
         return None;
     };
-    let (_, _, rest) = der(validity)?;
-    let (tag, time, _) = der(rest)?;
+    let (tag, time, rest) = der(validity)?;
+    let (tag, time) = if end {
+        let (tag, time, _) = der(rest)?;
+        (tag, time)
+    } else {
+        (tag, time)
+    };
     let text = std::str::from_utf8(time).ok()?;
     let full = match tag {
         // UTCTime YYMMDDHHMMSSZ: 50–99 are 19xx (RFC 5280 4.1.2.5.1).
@@ -134,8 +187,11 @@ pub struct Shown {
     pub cert_path: Option<String>,
     /// The warning for every page when `plain_http` serves beyond loopback.
     pub plain_warning: Option<String>,
-    /// The warning when the certificate has expired ([`Identity::expiry_warning`], at start).
-    pub expired: Option<String>,
+    /// The certificate's validity (`notBefore`, `notAfter`), for [`Shown::validity_warning`].
+    pub validity: (
+        Option<chrono::DateTime<chrono::Utc>>,
+        Option<chrono::DateTime<chrono::Utc>>,
+    ),
 }
 
 /// The warning logged and shown on every page when `plain_http` serves beyond loopback.
@@ -167,8 +223,16 @@ impl Shown {
             spki_sha256: id.map(|i| i.spki_sha256.clone()),
             cert_path: id.map(|i| i.cert_path.display().to_string()),
             plain_warning: (cfg.plain_http && beyond).then(|| PLAIN_WARNING.to_string()),
-            expired: id.and_then(|i| i.expiry_warning(chrono::Utc::now())),
+            validity: id.map(|i| (i.not_before, i.not_after)).unwrap_or_default(),
         }
+    }
+
+    /// The warning the Settings page shows when the certificate is not valid by the board's
+    /// clock now ([`validity_warning`]: expired, not valid yet, or the clock never set) —
+    /// at each view, so a clock NTP set after the start ends it.
+    pub fn validity_warning(&self) -> Option<String> {
+        let path = Path::new(self.cert_path.as_deref()?);
+        validity_warning(path, self.validity.0, self.validity.1, chrono::Utc::now())
     }
 
     /// The line printed with the setup code: `certificate SHA-256 AB:CD:…`.
@@ -272,7 +336,8 @@ pub struct Names {
 
 /// Load a certificate chain (`cert`, PEM: the server's certificate first) and its private
 /// key (`key`, PEM: PKCS#8, PKCS#1 or SEC1). Errors name the file and what is wrong: not
-/// readable, no certificate, no key, a key that does not belong to the certificate.
+/// readable, no certificate, no key, an encrypted key, a key that does not belong to the
+/// certificate.
 pub fn load(cert: &Path, key: &Path, made: bool) -> Result<Identity, String> {
     let cert_pem = read_pem(cert, "the certificate")?;
     let key_pem = read_pem(key, "the key")?;
@@ -283,6 +348,13 @@ pub fn load(cert: &Path, key: &Path, made: bool) -> Result<Identity, String> {
         return Err(format!(
             "the certificate {} holds no PEM CERTIFICATE block",
             cert.display()
+        ));
+    }
+    if let Some(how) = encrypted(&key_pem) {
+        return Err(format!(
+            "the key {} is encrypted ({how}): give an unencrypted PEM key (`openssl pkey -in {} -out key.pem` asks for the passphrase once; keep the new file mode 0600)",
+            key.display(),
+            key.display()
         ));
     }
     let private = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
@@ -299,6 +371,7 @@ pub fn load(cert: &Path, key: &Path, made: bool) -> Result<Identity, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let fp = fingerprint(chain[0].as_ref());
     let end = not_after(chain[0].as_ref());
+    let start = not_before(chain[0].as_ref());
     let certified =
         rustls::sign::CertifiedKey::from_der(chain, private, &provider).map_err(|e| {
             format!(
@@ -332,6 +405,23 @@ pub fn load(cert: &Path, key: &Path, made: bool) -> Result<Identity, String> {
         cert_path: cert.to_path_buf(),
         made,
         not_after: end,
+        not_before: start,
+    })
+}
+
+/// How the PEM key `pem` is encrypted, when it is: a PKCS#8 `ENCRYPTED PRIVATE KEY` block, or
+/// OpenSSL's legacy `Proc-Type: 4,ENCRYPTED` header in an RSA or EC key block. rustls reads
+/// neither (it took such a file for one without a key).
+fn encrypted(pem: &[u8]) -> Option<&'static str> {
+    pem.split(|&b| b == b'\n').find_map(|line| {
+        let line = line.trim_ascii();
+        if line == b"-----BEGIN ENCRYPTED PRIVATE KEY-----" {
+            Some("ENCRYPTED PRIVATE KEY")
+        } else if line.starts_with(b"Proc-Type:") && line.ends_with(b"ENCRYPTED") {
+            Some("Proc-Type: 4,ENCRYPTED")
+        } else {
+            None
+        }
     })
 }
 
@@ -449,9 +539,13 @@ pub fn make(names: &Names) -> Result<(String, String), String> {
     p.distinguished_name.push(DnType::CommonName, cn);
     p.distinguished_name
         .push(DnType::OrganizationName, "netperfd");
-    // Valid whatever the board's clock says at first start (a board without a battery starts
-    // in 1970): from 2000 to the end of 2099.
-    p.not_before = rcgen::date_time_ymd(2000, 1, 1);
+    // Fixed dates, never the board's clock: a board without a battery-backed clock makes its
+    // certificate at 1970 (before NTP sets the clock), and browsers check it against their
+    // own clock. From the Unix epoch (no Linux clock says earlier, so the board never finds
+    // its own certificate "not yet valid"; also before 2019-07-01, so Apple's 825-day limit
+    // for certificates issued after that day does not apply) to the end of 2099. rcgen's
+    // default would be 1975-01-01 to 4096-01-01. docs/guide/https.md.
+    p.not_before = rcgen::date_time_ymd(1970, 1, 1);
     p.not_after = rcgen::date_time_ymd(2099, 12, 31);
     // A random positive serial: browsers refuse two certificates with one issuer and serial
     // (a board that made a new one, a second board of the same hostname).
@@ -620,12 +714,78 @@ pub fn https_server(
         .run())
 }
 
-/// Whether `path` is the API's (answered with an error on the redirect listener, never
-/// with a redirect: a script must learn to use HTTPS, not follow a hop after its token
-/// crossed in clear).
+/// Whether `path` (as [`resolved_path`] gives it) is the API's: `/api`, `/api/…`, `/metrics`
+/// (answered with an error on the redirect listener, never with a redirect: a script must
+/// learn to use HTTPS, not follow a hop after its token crossed in clear).
 fn is_api(path: &str) -> bool {
-    path == "/api" || path.starts_with("/api/") || path == "/metrics"
+    path == "/api"
+        || path.starts_with("/api/")
+        || path == "/metrics"
+        || path.starts_with("/metrics/")
 }
+
+/// `routed`, the path as the main listener's router matches it (`req.match_info()`:
+/// actix-router's decoding, every escape but `%2F`, `%25` and `%2B`), resolved further as a
+/// client, a proxy or a later version of the router might: the same decoder with nothing
+/// protected until no escape is left (at most 4 rounds: `%252F` → `%2F` → `/`), `\` read as
+/// `/` (browsers do), empty and `.` segments dropped, `..` taking the one before it away (never
+/// above `/`), ASCII letters lower case. For the redirect listener's "is this the API"
+/// ([`is_api`]), where reading too much as the API costs a clear error, too little a redirect:
+/// `/./api/runs`, `//api/runs`, `/api%2Fruns`, `/API`, `/%61pi/`, `/api/../api` → `/api…`.
+fn resolved_path(routed: &str) -> String {
+    let text = unescaped(routed).replace('\\', "/");
+    let mut segments: Vec<&str> = Vec::new();
+    for seg in text.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                segments.pop();
+            }
+            s => segments.push(s),
+        }
+    }
+    format!("/{}", segments.join("/"))
+}
+
+/// `s` with every percent-escape decoded by actix-router's decoder (the router's own, with
+/// nothing protected), again until none is left (at most 4 rounds), ASCII lower case.
+fn unescaped(s: &str) -> String {
+    let quoter = actix_router::Quoter::new(b"", b"");
+    let mut bytes = s.as_bytes().to_vec();
+    for _ in 0..4 {
+        match quoter.requote(&bytes) {
+            Some(decoded) => bytes = decoded,
+            None => break,
+        }
+    }
+    String::from_utf8_lossy(&bytes).to_ascii_lowercase()
+}
+
+/// What in `req` is a credential that crossed the network in clear, in words for the error:
+/// an `Authorization` header (any scheme), the session cookie
+/// ([`super::auth::SESSION_COOKIE`]), or a query parameter whose name speaks of one
+/// (`token`, `password`, `passwd`, `secret`, `session`, `auth`, `key`, in any case and
+/// escaping). `None`: none of them.
+fn credential(req: &HttpRequest) -> Option<&'static str> {
+    if req.headers().contains_key(header::AUTHORIZATION) {
+        return Some("this request's Authorization header crossed the network in clear: consider revoking its token");
+    }
+    if req.cookie(super::auth::SESSION_COOKIE).is_some() {
+        return Some("this request's session cookie crossed the network in clear: log out over HTTPS to end that session");
+    }
+    let secret = req.query_string().split(['&', ';']).any(|pair| {
+        let name = unescaped(pair.split('=').next().unwrap_or(""));
+        [
+            "token", "password", "passwd", "secret", "session", "auth", "key",
+        ]
+        .iter()
+        .any(|w| name.contains(w))
+    });
+    secret.then_some(QUERY_CREDENTIAL)
+}
+
+/// [`credential`]'s words for a query parameter named like a credential.
+const QUERY_CREDENTIAL: &str = "this request's query named a token or password, which crossed the network in clear: consider revoking or changing it";
 
 /// The host part of a `Host:` header (`board`, `192.0.2.1`, `[2001:db8::1]`), port
 /// dropped; `None` when it holds anything a host name or address cannot.
@@ -668,10 +828,12 @@ fn redirect_host(given: Option<&str>, local: Option<std::net::IpAddr>, hostname:
 }
 
 /// The answer of the plain-HTTP listener (`http_redirect`) to `req`, the HTTPS listener on
-/// `https_port`: a page (GET/HEAD) → 307 to the same path on `https://`; any other page
-/// request → 400 naming the HTTPS URL (a form posted there is not forwarded); an API request
-/// (`/api/…`, `/metrics`, percent-escapes decoded as the router does) → 400 JSON
-/// `{"error": "… use https://…"}`. The host: [`redirect_host`].
+/// `https_port`: an API request ([`is_api`] of the [`resolved_path`]: `/api/…`, `/metrics`,
+/// however escaped, dotted or doubled) or any request carrying a credential ([`credential`])
+/// → 400 JSON `{"error": "this board serves its API over HTTPS only: use https://… (…)"}`,
+/// never a redirect (a client would send the token again); a page (GET/HEAD) → 307 to the
+/// same path on `https://`; any other page request → 400 naming the HTTPS URL (a form posted
+/// there is not forwarded). The host: [`redirect_host`].
 pub async fn redirect(req: HttpRequest, https_port: u16) -> HttpResponse {
     let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let host = redirect_host(
@@ -692,14 +854,17 @@ pub async fn redirect(req: HttpRequest, https_port: u16) -> HttpResponse {
         .map(|p| p.as_str())
         .unwrap_or("/");
     let url = format!("https://{host}{port}{pq}");
-    // The path as the router matches it (percent-escapes of unreserved characters decoded:
-    // `/%61pi/runs` is the API's `/api/runs` on the HTTPS listener, so it is here too).
-    if is_api(req.match_info().as_str()) {
+    let cred = credential(&req);
+    if cred.is_some() || is_api(&resolved_path(req.match_info().as_str())) {
+        // A query that named a credential is not sent back (in clear again, into logs).
+        let url = if cred == Some(QUERY_CREDENTIAL) {
+            format!("https://{host}{port}{}", req.uri().path())
+        } else {
+            url
+        };
         let mut msg = format!("this board serves its API over HTTPS only: use {url}");
-        if req.headers().contains_key(header::AUTHORIZATION) {
-            msg.push_str(
-                " (this request's token crossed the network in clear: consider revoking it)",
-            );
+        if let Some(c) = cred {
+            msg.push_str(&format!(" ({c})"));
         }
         return super::json_error(actix_web::http::StatusCode::BAD_REQUEST, msg);
     }
@@ -932,6 +1097,117 @@ mod tests {
         assert_eq!(mode(&target), 0o644, "the link's target is left as it is");
     }
 
+    /// An EC P-256 key encrypted by `openssl pkcs8 -topk8 -v2 aes-128-cbc` (passphrase
+    /// "netperfd"), and the same kind of key by `openssl ec -aes128` (OpenSSL's legacy header).
+    const ENCRYPTED_PKCS8: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----
+MIHsMFcGCSqGSIb3DQEFDTBKMCkGCSqGSIb3DQEFDDAcBAhUeWezCXzwVAICCAAw
+DAYIKoZIhvcNAgkFADAdBglghkgBZQMEAQIEEJj6v0PyYFJHZeXKpi7hq6QEgZBT
+MG6mu2pKi63wA/Foa0EXmrOiGcm4LwB+T4cABzK9A5lY7l8OIBFfrzOx1Z40VzgG
+p3iLgvyuVB9T7YoM3DecsBo3Usxj2Z2i6hQwiwWL/9QIrBts+tPq/gK7iALY/9QN
+nBu2WltBa/HNeKMpeheI5AOL75oyiB1Sw640RBGJs8ks6gm8ICxHRQ3JPFBweMY=
+-----END ENCRYPTED PRIVATE KEY-----
+";
+    const ENCRYPTED_LEGACY: &str = "-----BEGIN EC PRIVATE KEY-----
+Proc-Type: 4,ENCRYPTED
+DEK-Info: AES-128-CBC,D30AB71A3E441A5DCD6AC597AAF20651
+
+sR6dq8ZLwJnVelBaEjz5C/xjvqaoU0BcdwmnhM/XTUGNyuTTG6qU0U1oKs6SApwz
+c2Mo8oKhOkrpKdg/89bGExvcgN++1QIkYVnzu2mx/nmbmDjd2pLm3pzpRhaE/b50
+6fghaRBj79aplF9XO3UWJbQUxQqsON1vUV0Pvo4s8l8=
+-----END EC PRIVATE KEY-----
+";
+
+    /// Attacker tryout: an encrypted own key gave "holds no PEM private key (…)" (the PKCS#8
+    /// one) — it holds one, encrypted. Now a clear error naming it, before any use.
+    #[test]
+    fn an_encrypted_own_key_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, _) = make(&names()).unwrap();
+        let c = dir.path().join("c.pem");
+        std::fs::write(&c, cert).unwrap();
+        for (file, pem, how) in [
+            ("k8.pem", ENCRYPTED_PKCS8, "ENCRYPTED PRIVATE KEY"),
+            ("kl.pem", ENCRYPTED_LEGACY, "Proc-Type: 4,ENCRYPTED"),
+        ] {
+            let k = dir.path().join(file);
+            std::fs::write(&k, pem).unwrap();
+            // rustls alone: "no items found" (PKCS#8), a base64 error (legacy).
+            assert!(PrivateKeyDer::from_pem_slice(pem.as_bytes()).is_err());
+            let e = load(&c, &k, false).err().unwrap_or_default();
+            assert_eq!(
+                e,
+                format!(
+                    "the key {0} is encrypted ({how}): give an unencrypted PEM key (`openssl pkey -in {0} -out key.pem` asks for the passphrase once; keep the new file mode 0600)",
+                    k.display()
+                )
+            );
+        }
+        // A plain key with "ENCRYPTED" elsewhere (a comment line) is not taken for one.
+        assert_eq!(
+            encrypted(b"# not ENCRYPTED\n-----BEGIN PRIVATE KEY-----\n"),
+            None
+        );
+    }
+
+    /// Attacker tryout: a certificate whose validity starts later was served without a word.
+    /// Warned as an expired one is, and differently when the board's clock was never set.
+    #[test]
+    fn a_certificate_not_valid_yet_is_warned_about() {
+        use rcgen::{CertificateParams, KeyPair};
+        let dir = tempfile::tempdir().unwrap();
+        let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let mut p = CertificateParams::new(vec!["board".to_string()]).unwrap();
+        p.not_before = rcgen::date_time_ymd(2090, 3, 1);
+        p.not_after = rcgen::date_time_ymd(2095, 1, 1);
+        let cert = p.self_signed(&key).unwrap();
+        let (c, k) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
+        std::fs::write(&c, cert.pem()).unwrap();
+        std::fs::write(&k, key.serialize_pem()).unwrap();
+        let id = load(&c, &k, false).unwrap();
+        assert_eq!(
+            id.not_before.map(|t| t.to_rfc3339()).as_deref(),
+            Some("2090-03-01T00:00:00+00:00")
+        );
+        let at = |t: &str| t.parse::<chrono::DateTime<chrono::Utc>>().unwrap();
+        assert_eq!(
+            id.validity_warning(at("2026-12-07T10:00:00Z")).unwrap_or_default(),
+            format!(
+                "the web UI's certificate {} is not valid yet (from 2090-03-01 00:00 UTC; the board's clock says 2026-12-07 10:00 UTC): browsers refuse it until then; use one valid from now (tls_cert, tls_key) or remove both settings to use a certificate the board makes",
+                c.display()
+            )
+        );
+        // A board without a battery-backed clock, before NTP: the clock is the thing to fix.
+        let w = id
+            .validity_warning(at("1970-01-01T00:00:42Z"))
+            .unwrap_or_default();
+        assert!(
+            w.starts_with(
+                "the board's clock says 1970-01-01 00:00 UTC, before the web UI's certificate"
+            ) && w.contains("(from 2090-03-01 00:00 UTC): the clock looks unset"),
+            "{w}"
+        );
+        assert_eq!(id.validity_warning(at("2090-03-01T00:00:01Z")), None);
+        // The Settings page's view: the same warning from the start's dates at each view.
+        let shown = Shown::new(&Config::default(), Some(&id));
+        assert!(
+            shown
+                .validity_warning()
+                .is_some_and(|w| w.contains("is not valid yet (from 2090-03-01 00:00 UTC")),
+            "{shown:?}"
+        );
+        // The board's own certificate is valid from the Unix epoch (rcgen's default would be
+        // 1975): a board at 1970 before NTP never finds it "not valid yet", and browsers,
+        // with their own clock, take it whether it was made at 1970 or in 2026.
+        let own = generated(&dir.path().join("data"), &names()).unwrap();
+        assert_eq!(
+            own.not_before.map(|t| t.to_rfc3339()).as_deref(),
+            Some("1970-01-01T00:00:00+00:00")
+        );
+        assert_eq!(own.validity_warning(at("1970-01-01T00:00:00Z")), None);
+        assert_eq!(own.validity_warning(at("2026-12-07T10:00:00Z")), None);
+        assert_eq!(not_before(b"\x30\x03\x30\x01\x00"), None);
+    }
+
     #[test]
     fn an_expired_certificate_is_warned_about() {
         use rcgen::{CertificateParams, KeyPair};
@@ -949,20 +1225,20 @@ mod tests {
             id.not_after.map(|t| t.to_rfc3339()).as_deref(),
             Some("2024-06-30T00:00:00+00:00")
         );
-        let w = id.expiry_warning(chrono::Utc::now()).unwrap_or_default();
+        let w = id.validity_warning(chrono::Utc::now()).unwrap_or_default();
         assert!(
             w.contains("expired on 2024-06-30 00:00 UTC") && w.contains("c.pem"),
             "{w}"
         );
         let before: chrono::DateTime<chrono::Utc> = "2024-06-29T00:00:00Z".parse().unwrap();
-        assert_eq!(id.expiry_warning(before), None);
+        assert_eq!(id.validity_warning(before), None);
         // The board's own: valid to the end of 2099 (GeneralizedTime from 2050 on).
         let own = generated(dir.path(), &names()).unwrap();
         assert_eq!(
             own.not_after.map(|t| t.to_rfc3339()).as_deref(),
             Some("2099-12-31T00:00:00+00:00")
         );
-        assert_eq!(own.expiry_warning(chrono::Utc::now()), None);
+        assert_eq!(own.validity_warning(chrono::Utc::now()), None);
         assert_eq!(not_after(b"\x30\x84\xff\xff\xff\xff"), None);
         assert_eq!(not_after(b""), None);
     }
@@ -1050,5 +1326,183 @@ mod tests {
         ));
         assert_eq!(post.status(), 400);
         assert!(post.headers().get(header::LOCATION).is_none());
+    }
+
+    /// The redirect listener as the daemon builds it (`cmd::daemon`): every request to
+    /// [`redirect`] through actix's own request parsing and routing. (status, Location, body).
+    async fn on_port_80(req: actix_web::test::TestRequest) -> (u16, Option<String>, String) {
+        use actix_web::test as at;
+        let app = at::init_service(
+            actix_web::App::new().default_service(actix_web::web::to(|req| redirect(req, 443))),
+        )
+        .await;
+        let r = at::call_service(&app, req.to_request()).await;
+        let status = r.status().as_u16();
+        let location = r
+            .headers()
+            .get(header::LOCATION)
+            .and_then(|l| l.to_str().ok())
+            .map(str::to_string);
+        let body = at::read_body(r).await;
+        (
+            status,
+            location,
+            String::from_utf8_lossy(&body).into_owned(),
+        )
+    }
+
+    /// Attacker tryout: `/./api/…`, `//api/…` and `/api%2Fruns` got a 307 to https:// (a
+    /// client following it sends its token again) instead of the API's error. Every spelling
+    /// a client, proxy or router may read as the API gets the error; so does any request with
+    /// a credential, whatever its path; pages are still redirected.
+    #[actix_web::test]
+    async fn port_80_refuses_every_spelling_of_the_api_and_every_credential() {
+        use actix_web::test::TestRequest;
+        let api = [
+            "/./api/runs",
+            "//api/runs",
+            "/api%2Fruns",
+            "/api%2fruns",
+            "/API",
+            "/API/runs",
+            "/%61pi/",
+            "/%61pi/runs",
+            "/api/../api",
+            "/api/../api/runs",
+            "/x/../api/runs",
+            "/../api/runs",
+            "/%2e/api/runs",
+            "/%2E%2E/api/runs",
+            "/%252Fapi/runs",
+            "/%2F%2Fapi%2Fruns",
+            "/api",
+            "/api/",
+            "/api/runs?limit=1",
+            "/metrics",
+            "//metrics",
+            "/Metrics",
+            "/metrics/",
+        ];
+        for path in api {
+            let (status, location, body) = on_port_80(TestRequest::get().uri(path)).await;
+            assert_eq!(status, 400, "{path}: {body}");
+            assert_eq!(location, None, "{path}");
+            let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            assert_eq!(
+                v["error"],
+                format!("this board serves its API over HTTPS only: use https://board{path}"),
+                "{path}"
+            );
+        }
+        // Not the API: pages go to https:// as before.
+        for path in [
+            "/",
+            "/login",
+            "/runs?page=2",
+            "/apiary",
+            "/runs/3/api",
+            "/x/..",
+            "/static/app.css",
+        ] {
+            let (status, location, body) = on_port_80(TestRequest::get().uri(path)).await;
+            assert_eq!(status, 307, "{path}: {body}");
+            assert_eq!(location, Some(format!("https://board{path}")), "{path}");
+        }
+        // A credential on a page's path: the error, never a redirect.
+        let auth = "this request's Authorization header crossed the network in clear: consider revoking its token";
+        let cookie = "this request's session cookie crossed the network in clear: log out over HTTPS to end that session";
+        let query = "this request's query named a token or password, which crossed the network in clear: consider revoking or changing it";
+        let cases = [
+            (
+                TestRequest::get()
+                    .uri("/runs")
+                    .insert_header((header::AUTHORIZATION, "Bearer abc")),
+                "/runs",
+                auth,
+            ),
+            (
+                TestRequest::get()
+                    .uri("/")
+                    .insert_header((header::AUTHORIZATION, "Basic YWRtaW46eA==")),
+                "/",
+                auth,
+            ),
+            (
+                TestRequest::get()
+                    .uri("/./api/runs")
+                    .insert_header((header::AUTHORIZATION, "Bearer abc")),
+                "/./api/runs",
+                auth,
+            ),
+            (
+                TestRequest::get()
+                    .uri("/runs")
+                    .insert_header((header::COOKIE, "theme=dark; netperfd_session=abc")),
+                "/runs",
+                cookie,
+            ),
+            (
+                TestRequest::get().uri("/runs?token=abc"),
+                "/runs?token=abc",
+                query,
+            ),
+            (
+                TestRequest::get().uri("/runs?page=1&Access%5FToken=abc"),
+                "/runs?page=1&Access%5FToken=abc",
+                query,
+            ),
+            (
+                TestRequest::get().uri("/login?password=hunter22"),
+                "/login?password=hunter22",
+                query,
+            ),
+            (TestRequest::get().uri("/?API_KEY=x"), "/?API_KEY=x", query),
+        ];
+        for (req, path, why) in cases {
+            let path = if why == query {
+                path.split('?').next().unwrap_or(path)
+            } else {
+                path
+            };
+            let (status, location, body) = on_port_80(req).await;
+            assert_eq!(status, 400, "{path}: {body}");
+            assert_eq!(location, None, "{path}");
+            let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            assert_eq!(
+                v["error"],
+                format!(
+                    "this board serves its API over HTTPS only: use https://board{path} ({why})"
+                ),
+                "{path}"
+            );
+        }
+        // Another cookie (another service of the same host) is no credential of ours.
+        let (status, _, _) = on_port_80(
+            TestRequest::get()
+                .uri("/runs")
+                .insert_header((header::COOKIE, "theme=dark")),
+        )
+        .await;
+        assert_eq!(status, 307);
+    }
+
+    #[test]
+    fn the_resolved_path_is_what_any_reader_may_take_the_path_for() {
+        for (given, want) in [
+            ("/./api/runs", "/api/runs"),
+            ("//api//runs/", "/api/runs"),
+            ("/api%2Fruns", "/api/runs"),
+            ("/API", "/api"),
+            ("/api/../api", "/api"),
+            ("/a/b/../../api/x", "/api/x"),
+            ("/../../api", "/api"),
+            ("\\api\\runs", "/api/runs"),
+            ("/%5Capi/runs", "/api/runs"),
+            ("/%25252Fapi", "/api"),
+            ("/", "/"),
+            ("/login", "/login"),
+        ] {
+            assert_eq!(resolved_path(given), want, "{given}");
+        }
     }
 }
