@@ -38,7 +38,11 @@ pub const CSV_HEADER: &str = "run_id,kind,stream,role,start,end,seconds,bytes,bi
 /// snd_cwnd (bytes), rtt (µs), omitted.
 pub fn run_csv(run: &RunRow, intervals: &[IntervalRow], report: Option<&Report>) -> String {
     match Evidence::of(run.kind) {
-        Evidence::Trials => return crate::results::rfc2544::trials_csv(&run.summary),
+        Evidence::Trials => {
+            return crate::results::rfc2544::trials_csv(
+                &crate::results::rfc2544::Rfc2544Summary::of_summary(&run.summary),
+            )
+        }
         Evidence::Intervals => {}
     }
     let mut out = String::from(CSV_HEADER);
@@ -62,7 +66,12 @@ pub fn write_run_csv(
         // The trials are the run's evidence (it has no intervals).
         Evidence::Trials => {
             return w
-                .write_all(crate::results::rfc2544::trials_csv(&run.summary).as_bytes())
+                .write_all(
+                    crate::results::rfc2544::trials_csv(
+                        &crate::results::rfc2544::Rfc2544Summary::of_summary(&run.summary),
+                    )
+                    .as_bytes(),
+                )
                 .map_err(|e| e.to_string())
         }
         Evidence::Intervals => {}

@@ -15,6 +15,7 @@ pub mod latency;
 pub mod ledger;
 pub mod owd;
 pub mod rfc2544;
+pub mod rfc2544_summary;
 pub mod shaper;
 pub mod shortfall;
 pub mod suite_notes;

@@ -92,6 +92,15 @@ impl Bound {
             Bound::Receiver => "the receiving PC",
         }
     }
+
+    /// The stored word (serde's): "dut", "generator", "receiver".
+    pub fn word(self) -> &'static str {
+        match self {
+            Bound::Dut => "dut",
+            Bound::Generator => "generator",
+            Bound::Receiver => "receiver",
+        }
+    }
 }
 
 /// What one trial counted: the generator's and receiver's figures from the iperf3 test, and
@@ -123,7 +132,8 @@ pub struct TrialCounts {
 }
 
 /// A judged trial: the evidence that is stored for every trial.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Verdict {
     /// Frames/s the generator actually sent (offered / seconds).
     pub offered_fps: f64,
@@ -695,7 +705,9 @@ pub fn corrected_buffer_s(frames: f64, line_fps: f64, throughput_fps: f64) -> f6
 // ------------------------------------------------------------------ presentation
 
 use crate::model::display;
-use serde_json::Value;
+pub use crate::results::rfc2544_summary::{
+    B2bRecord, LatencyRecord, Rfc2544Summary, ThroughputRecord, TrialRecord,
+};
 
 /// One frame size's throughput as the run page, the CLI and the CSV show it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -725,45 +737,37 @@ fn fps_text(fps: f64) -> String {
 }
 
 /// The throughput table of a run's summary (one row per frame size, in the order tested).
-pub fn throughput_rows(summary: &Value) -> Vec<ThroughputRow> {
-    let Some(rows) = summary["throughput"].as_array() else {
-        return Vec::new();
-    };
-    rows.iter()
+pub fn throughput_rows(summary: &Rfc2544Summary) -> Vec<ThroughputRow> {
+    summary
+        .throughput
+        .iter()
         .take(64)
         .map(|r| {
-            let limit: Option<Limit> = serde_json::from_value(r["limit"].clone()).ok();
-            let dut = limit.is_some_and(Limit::is_dut);
-            let fps = r["fps"].as_f64().unwrap_or(0.0);
-            let rate = |k: &str| {
-                r[k].as_f64()
-                    .map(display::rate)
-                    .unwrap_or_else(|| "—".into())
-            };
+            let dut = r.limit.is_some_and(Limit::is_dut);
+            let fps = r.fps;
+            let rate = |v: Option<f64>| v.map(display::rate).unwrap_or_else(|| "—".into());
             let prefix = if dut { "" } else { "≥ " };
-            let knee = r["knee_places"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .take(4)
-                        .filter_map(|p| {
-                            // In the place's own unit: datagrams where the ledger could
-                            // convert, else skbs (a GSO batch crossing a virtual port is one,
-                            // so the figure can be far below the frames lost).
-                            Some(format!(
-                                "{}: {} {}",
-                                p["counter"].as_str()?,
-                                display::count(p["packets"].as_u64()?),
-                                p["unit"].as_str().unwrap_or("skbs")
-                            ))
-                        })
-                        .collect::<Vec<_>>()
-                        .join("; ")
+            let knee = r
+                .knee_places
+                .as_deref()
+                .unwrap_or_default()
+                .iter()
+                .take(4)
+                .map(|p| {
+                    // In the place's own unit: datagrams where the ledger could convert,
+                    // else skbs (a GSO batch crossing a virtual port is one, so the figure
+                    // can be far below the frames lost).
+                    format!(
+                        "{}: {} {}",
+                        p.counter,
+                        display::count(p.packets),
+                        if p.unit.is_empty() { "skbs" } else { &p.unit }
+                    )
                 })
-                .unwrap_or_default();
-            let searching = r["done"].as_bool() == Some(false);
-            let frame = r["frame"].as_u64().unwrap_or(0);
-            if searching {
+                .collect::<Vec<_>>()
+                .join("; ");
+            let frame = u64::from(r.frame);
+            if !r.done {
                 // No figure yet: what passed so far is a floor, and no limit is known.
                 let so_far = |t: String| {
                     if fps > 0.0 {
@@ -777,32 +781,29 @@ pub fn throughput_rows(summary: &Value) -> Vec<ThroughputRow> {
                     fps: so_far(fps_text(fps)),
                     l2: "—".into(),
                     l1: "—".into(),
-                    percent: r["percent_line"]
-                        .as_f64()
+                    percent: r
+                        .percent_line
                         .map(|p| so_far(format!("{p:.1} %")))
                         .unwrap_or_else(|| "—".into()),
                     limit: "searching…".into(),
                     dut: false,
-                    trials: format!("{} …", r["trials"].as_u64().unwrap_or(0)),
+                    trials: format!("{} …", r.trials),
                     knee: String::new(),
                 };
             }
-            let lag = r["max_lag_ms"].as_f64().unwrap_or(0.0);
             ThroughputRow {
                 frame,
                 fps: format!("{prefix}{}", fps_text(fps)),
-                l2: format!("{prefix}{}", rate("l2_bps")),
-                l1: format!("{prefix}{}", rate("l1_bps")),
-                percent: r["percent_line"]
-                    .as_f64()
+                l2: format!("{prefix}{}", rate(r.l2_bps)),
+                l1: format!("{prefix}{}", rate(r.l1_bps)),
+                percent: r
+                    .percent_line
                     .map(|p| format!("{prefix}{p:.1} %"))
                     .unwrap_or_else(|| "—".into()),
-                limit: match limit {
+                limit: match r.limit {
                     Some(Limit::LineRate) => "line rate (no loss)".into(),
                     Some(Limit::Dut) => "the board dropped above it".into(),
-                    Some(Limit::Generator) if r["lag_limited"].as_bool() == Some(true) => {
-                        lag_limit_text(r, lag)
-                    }
+                    Some(Limit::Generator) if r.lag_limited => lag_limit_text(r),
                     Some(Limit::Generator) => {
                         "the generating PC could not offer more (a lower bound)".into()
                     }
@@ -812,7 +813,7 @@ pub fn throughput_rows(summary: &Value) -> Vec<ThroughputRow> {
                     None => "—".into(),
                 },
                 dut,
-                trials: r["trials"].as_u64().unwrap_or(0).to_string(),
+                trials: r.trials.to_string(),
                 knee,
             }
         })
@@ -821,28 +822,25 @@ pub fn throughput_rows(summary: &Value) -> Vec<ThroughputRow> {
 
 /// What the user can do about the PCs' limits the run met, one sentence each: the receiving
 /// PC lost frames (a stock iperf3 receiver's socket), or the generator lagged.
-pub fn advice(summary: &Value) -> Vec<String> {
-    let rows = summary["throughput"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    let sizes = |f: &dyn Fn(&Value) -> bool| {
-        rows.iter()
+pub fn advice(summary: &Rfc2544Summary) -> Vec<String> {
+    let sizes = |f: &dyn Fn(&ThroughputRecord) -> bool| {
+        summary
+            .throughput
+            .iter()
             .take(64)
-            .filter(|r| r["done"].as_bool() != Some(false) && f(r))
-            .filter_map(|r| r["frame"].as_u64())
-            .map(|f| format!("{f} B"))
+            .filter(|r| r.done && f(r))
+            .map(|r| format!("{} B", r.frame))
             .collect::<Vec<_>>()
     };
     let mut out = Vec::new();
-    let receiver = sizes(&|r| r["limit"] == "receiver");
+    let receiver = sizes(&|r| r.limit == Some(Limit::Receiver));
     if !receiver.is_empty() {
         out.push(format!(
             "{}: the receiving PC (PC2) lost frames before the board did, so the figure is PC2's limit. Run netperfd -s on PC2 in place of iperf3 -s (it receives in batches and reports its own drops) and run again.",
             receiver.join(", ")
         ));
     }
-    let lagged = sizes(&|r| r["lag_limited"].as_bool() == Some(true));
+    let lagged = sizes(&|r| r.lag_limited);
     if !lagged.is_empty() {
         out.push(format!(
             "{}: PC1's generator fell behind its schedule and burst in every try above the figure, so it is a lower bound set by PC1. Give the agent on PC1 a core of its own (no other load, or taskset) and run again.",
@@ -862,33 +860,27 @@ pub struct LossRow {
 }
 
 /// The frame-loss-rate table of a run's summary.
-pub fn loss_rows(summary: &Value) -> Vec<LossRow> {
-    let Some(rows) = summary["loss"].as_array() else {
-        return Vec::new();
-    };
-    rows.iter()
+pub fn loss_rows(summary: &Rfc2544Summary) -> Vec<LossRow> {
+    summary
+        .loss
+        .iter()
         .take(64)
         .map(|r| {
-            let steps = r["steps"].as_array().map(Vec::as_slice).unwrap_or_default();
             let cells = LOSS_STEPS
                 .iter()
                 .map(|share| {
                     let pct = share * 100.0;
-                    let Some(s) = steps
-                        .iter()
-                        .find(|s| (s["percent"].as_f64().unwrap_or(-1.0) - pct).abs() < 1e-6)
-                    else {
+                    let Some(s) = r.steps.iter().find(|s| (s.percent - pct).abs() < 1e-6) else {
                         return "—".to_string();
                     };
-                    let loss = s["loss_ratio"].as_f64().unwrap_or(0.0) * 100.0;
+                    let loss = s.loss_ratio * 100.0;
                     let mut c = if loss == 0.0 {
                         "0 %".to_string()
                     } else {
                         format!("{loss:.2} %")
                     };
-                    if s["generator_short"].as_bool() == Some(true) {
-                        let offered = s["offered_fps"].as_f64().unwrap_or(0.0);
-                        let target = s["target_fps"].as_f64().unwrap_or(0.0);
+                    if s.generator_short {
+                        let (offered, target) = (s.offered_fps, s.target_fps);
                         if target > 0.0 {
                             c.push_str(&format!(" (PC offered {:.0} %)", pct * offered / target));
                         }
@@ -897,7 +889,7 @@ pub fn loss_rows(summary: &Value) -> Vec<LossRow> {
                 })
                 .collect();
             LossRow {
-                frame: r["frame"].as_u64().unwrap_or(0),
+                frame: u64::from(r.frame),
                 cells,
             }
         })
@@ -922,28 +914,24 @@ pub struct LatencyRow {
 }
 
 /// The latency table of a run's summary.
-pub fn latency_rows(summary: &Value) -> Vec<LatencyRow> {
-    let Some(rows) = summary["latency"].as_array() else {
-        return Vec::new();
-    };
-    let ms = |v: &Value| v.as_f64().map_or("—".to_string(), |x| format!("{x:.3}"));
-    rows.iter()
+pub fn latency_rows(summary: &Rfc2544Summary) -> Vec<LatencyRow> {
+    let ms = |v: Option<f64>| v.map_or("—".to_string(), |x| format!("{x:.3}"));
+    summary
+        .latency
+        .iter()
         .take(64)
         .map(|r| {
-            let rtt = &r["rtt_ms"];
-            let note = match r["note"].as_str() {
-                Some(n) => n.to_string(),
+            let rtt = r.rtt();
+            let mut note = match &r.note {
+                Some(n) => n.clone(),
                 None => format!(
                     "{} of {} probes answered; {} loaded round trips",
-                    display::count(r["answered"].as_u64().unwrap_or(0)),
-                    display::count(r["sent"].as_u64().unwrap_or(0)),
-                    display::count(rtt["n"].as_u64().unwrap_or(0)),
+                    display::count(r.answered.unwrap_or(0)),
+                    display::count(r.sent.unwrap_or(0)),
+                    display::count(rtt.map_or(0, |t| t.n)),
                 ),
             };
-            let mut note = note;
-            if let (Some(idle), Some(loaded)) =
-                (r["idle_rtt_ms"]["p50"].as_f64(), rtt["p50"].as_f64())
-            {
+            if let (Some(idle), Some(loaded)) = (r.idle_rtt().map(|t| t.p50), rtt.map(|t| t.p50)) {
                 if idle > 2.0 * loaded && idle - loaded >= 0.1 {
                     // Seen on the lab: idle p50 0.769 ms above a loaded 0.071 ms, unexplained.
                     note.push_str(&format!(
@@ -957,12 +945,12 @@ pub fn latency_rows(summary: &Value) -> Vec<LatencyRow> {
             }
             note.push_str(&latency_trial_caveat(r));
             LatencyRow {
-                frame: r["frame"].as_u64().unwrap_or(0),
-                fps: fps_text(r["fps"].as_f64().unwrap_or(0.0)),
-                p50: ms(&rtt["p50"]),
-                p99: ms(&rtt["p99"]),
-                max: ms(&rtt["max"]),
-                idle_p50: ms(&r["idle_rtt_ms"]["p50"]),
+                frame: u64::from(r.frame),
+                fps: fps_text(r.fps),
+                p50: ms(rtt.map(|t| t.p50)),
+                p99: ms(rtt.map(|t| t.p99)),
+                max: ms(rtt.map(|t| t.max)),
+                idle_p50: ms(r.idle_rtt().map(|t| t.p50)),
                 note,
             }
         })
@@ -974,10 +962,11 @@ pub fn latency_rows(summary: &Value) -> Vec<LatencyRow> {
 /// within the search's resolution): then the board's queue overflowed and the round trips
 /// include a full queue's wait; a generator that lagged in every try (stored `lagged`,
 /// `lag_ms`, `tries`) burst, and its burst is in them too.
-fn latency_trial_caveat(r: &Value) -> String {
+fn latency_trial_caveat(r: &LatencyRecord) -> String {
     let mut out = String::new();
+    let fps = r.fps;
     // A generator short of the rate (a busy PC1): the round trips are at what it offered.
-    if let (Some(offered), Some(fps)) = (r["offered_fps"].as_f64(), r["fps"].as_f64()) {
+    if let Some(offered) = r.offered_fps {
         if fps > 0.0 && offered < 0.98 * fps {
             out.push_str(&format!(
                 "; PC1 offered only {} fps of the {} asked: the round trips are at its rate",
@@ -986,21 +975,21 @@ fn latency_trial_caveat(r: &Value) -> String {
             ));
         }
     }
-    let lost = r["lost"].as_u64().unwrap_or(0);
+    let lost = r.lost.unwrap_or(0);
     if lost > 0 {
-        let pct = r["loss_ratio"].as_f64().unwrap_or(0.0) * 100.0;
+        let pct = r.loss_ratio.unwrap_or(0.0) * 100.0;
         out.push_str(&format!(
             "; {} frames ({pct:.2} %) lost in this trial: the board's queue overflowed at this \
              rate, so the round trips include waits in a full queue",
             display::count(lost),
         ));
     }
-    if r["lagged"].as_bool() == Some(true) {
+    if r.lagged == Some(true) {
         out.push_str(&format!(
             "; PC1 fell {:.1} ms behind its schedule and burst in each of {} tries: \
              its burst is in the round trips",
-            r["lag_ms"].as_f64().unwrap_or(0.0),
-            r["tries"].as_u64().unwrap_or(1),
+            r.lag_ms.unwrap_or(0.0),
+            r.tries.unwrap_or(1),
         ));
     }
     out
@@ -1009,12 +998,10 @@ fn latency_trial_caveat(r: &Value) -> String {
 /// The limit of a generator-limited size: the rate whose tries all lagged and each try's
 /// lag ("… PC1 fell 17.0–72.4 ms behind its schedule in each of the 3 tries at 5,109 fps and
 /// burst"); rows stored before the rate was kept give the largest lag only.
-fn lag_limit_text(r: &Value, max_lag: f64) -> String {
-    let lags: Vec<f64> = r["lag_tries_ms"]
-        .as_array()
-        .map(|a| a.iter().filter_map(Value::as_f64).collect())
-        .unwrap_or_default();
-    match r["lag_rate_fps"].as_f64().filter(|_| !lags.is_empty()) {
+fn lag_limit_text(r: &ThroughputRecord) -> String {
+    let max_lag = r.max_lag_ms;
+    let lags: &[f64] = r.lag_tries_ms.as_deref().unwrap_or_default();
+    match r.lag_rate_fps.filter(|_| !lags.is_empty()) {
         Some(fps) => {
             let lo = lags.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = lags.iter().copied().fold(0.0, f64::max);
@@ -1059,42 +1046,34 @@ pub struct B2bRow {
 }
 
 /// The back-to-back table of a run's summary.
-pub fn b2b_rows(summary: &Value) -> Vec<B2bRow> {
-    let Some(rows) = summary["back_to_back"].as_array() else {
-        return Vec::new();
-    };
-    let ms = |v: &Value| {
-        v.as_f64()
-            .map_or("—".to_string(), |x| format!("{:.3}", x * 1e3))
-    };
-    rows.iter()
+pub fn b2b_rows(summary: &Rfc2544Summary) -> Vec<B2bRow> {
+    let ms = |v: Option<f64>| v.map_or("—".to_string(), |x| format!("{:.3}", x * 1e3));
+    summary
+        .back_to_back
+        .iter()
         .take(64)
         .map(|r| {
-            let limit: Option<BurstLimit> = serde_json::from_value(r["limit"].clone()).ok();
+            let limit = r.limit;
             let prefix = if limit.is_some_and(|l| !l.is_dut()) {
                 "≥ "
             } else {
                 ""
             };
-            let frames = match r["frames"].as_f64() {
+            let frames = match r.frames {
                 Some(f) if f.fract() == 0.0 => format!("{prefix}{}", display::count(f as u64)),
                 Some(f) => format!("{prefix}{}", display::count(f.round() as u64)),
-                None => match r["searching"].as_u64() {
+                None => match r.searching {
                     Some(n) if n > 0 => format!("≥ {} so far", display::count(n)),
                     _ => "—".into(),
                 },
             };
-            let searches = r["searches"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .take(MAX_B2B_SHOWN)
-                        .filter_map(|x| x["frames"].as_u64())
-                        .map(display::count)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                })
-                .unwrap_or_default();
+            let searches = r
+                .searches
+                .iter()
+                .take(MAX_B2B_SHOWN)
+                .map(|x| display::count(x.frames))
+                .collect::<Vec<_>>()
+                .join(", ");
             let limit_text: String = match limit {
                 Some(BurstLimit::Dut) => "the board dropped a longer burst".to_string(),
                 Some(BurstLimit::Cap) => "the longest burst tried (2 s at the line rate) passed (a lower bound)".into(),
@@ -1108,25 +1087,17 @@ pub fn b2b_rows(summary: &Value) -> Vec<B2bRow> {
                 None => "—".into(),
             };
             B2bRow {
-                frame: r["frame"].as_u64().unwrap_or(0),
+                frame: u64::from(r.frame),
                 frames,
                 searches,
-                implied_ms: ms(&r["implied_s"]),
-                corrected_ms: ms(&r["corrected_s"]),
-                buffered: r["buffered_frames"]
-                    .as_f64()
+                implied_ms: ms(r.implied_s),
+                corrected_ms: ms(r.corrected_s),
+                buffered: r
+                    .buffered_frames
                     .map_or("—".to_string(), |b| display::count(b.round() as u64)),
                 limit: limit_text,
-                note: r["note"].as_str().unwrap_or_default().to_string(),
-                trials: format!(
-                    "{}{}",
-                    r["trials"].as_u64().unwrap_or(0),
-                    if r["done"].as_bool() == Some(false) {
-                        " …"
-                    } else {
-                        ""
-                    }
-                ),
+                note: r.note.clone().unwrap_or_default(),
+                trials: format!("{}{}", r.trials, if r.done { "" } else { " …" }),
             }
         })
         .collect()
@@ -1158,37 +1129,31 @@ pub struct Rfc2544Figures {
 }
 
 impl Rfc2544Figures {
-    /// From a run's stored summary.
-    pub fn of_summary(summary: &Value) -> Rfc2544Figures {
-        let lat = summary["latency"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        let sizes = summary["throughput"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default()
+    /// From a run's stored summary (`runs.summary_json`).
+    pub fn of_summary(summary: &serde_json::Value) -> Rfc2544Figures {
+        Rfc2544Figures::of(&Rfc2544Summary::of_summary(summary))
+    }
+
+    /// From a run's summary.
+    pub fn of(summary: &Rfc2544Summary) -> Rfc2544Figures {
+        let sizes = summary
+            .throughput
             .iter()
             .take(64)
-            .map(|r| {
-                let frame = r["frame"].as_u64().unwrap_or(0);
-                let limit: Option<Limit> = serde_json::from_value(r["limit"].clone()).ok();
-                SizeFigures {
-                    frame,
-                    throughput_percent: r["percent_line"]
-                        .as_f64()
-                        .filter(|_| r["done"].as_bool() != Some(false)),
-                    dut: limit.is_some_and(Limit::is_dut),
-                    latency_p99_ms: lat
-                        .iter()
-                        .find(|l| l["frame"].as_u64() == Some(frame))
-                        .and_then(|l| l["rtt_ms"]["p99"].as_f64()),
-                }
+            .map(|r| SizeFigures {
+                frame: u64::from(r.frame),
+                throughput_percent: r.percent_line.filter(|_| r.done),
+                dut: r.limit.is_some_and(Limit::is_dut),
+                latency_p99_ms: summary
+                    .latency
+                    .iter()
+                    .find(|l| l.frame == r.frame)
+                    .and_then(|l| l.rtt().map(|t| t.p99)),
             })
             .collect();
-        let latency_tested = summary["tests"]
-            .as_array()
-            .is_some_and(|t| t.iter().any(|w| w == "latency"));
+        let latency_tested = summary
+            .tests
+            .contains(&crate::spec::rfc2544::Rfc2544Test::Latency);
         Rfc2544Figures {
             sizes,
             latency_tested,
@@ -1205,17 +1170,13 @@ pub fn loss_headings() -> Vec<String> {
 }
 
 /// The run's tables as text (the CLI's summary).
-pub fn text(summary: &Value) -> String {
+pub fn text(summary: &Rfc2544Summary) -> String {
     let mut out = String::new();
     let rows = throughput_rows(summary);
     if !rows.is_empty() {
         out.push_str(&format!(
             "Throughput (RFC 2544 §26.1, loss ≤ {} %):\n{:>6} {:>14} {:>18} {:>12}  limit\n",
-            summary["loss_percent"].as_f64().unwrap_or(0.0),
-            "frame",
-            "frames/s",
-            "L2",
-            "% line"
+            summary.loss_percent, "frame", "frames/s", "L2", "% line"
         ));
         for r in &rows {
             out.push_str(&format!(
@@ -1269,43 +1230,39 @@ pub fn text(summary: &Value) -> String {
 
 /// Every trial as CSV (the evidence): one line per trial with the rate asked and offered,
 /// frames offered / received / lost, loss ratio, verdict and whose limit.
-pub fn trials_csv(summary: &Value) -> String {
+pub fn trials_csv(summary: &Rfc2544Summary) -> String {
     let mut out = String::from(
         "test,frame_bytes,target_fps,target_percent_line,offered_fps,offered,received,lost,loss_ratio,seconds,passed,generator_short,bound,board_kept,rtt_p50_ms,rtt_p99_ms,rtt_max_ms,burst_frames\n",
     );
-    for t in summary["trials"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-    {
-        let f = |k: &str| t[k].as_f64().map(|v| format!("{v}")).unwrap_or_default();
-        let u = |k: &str| t[k].as_u64().map(|v| v.to_string()).unwrap_or_default();
-        let rtt = |k: &str| {
-            t["latency"]["loaded"][k]
-                .as_f64()
-                .map(|v| format!("{v}"))
+    for t in &summary.trials {
+        let v = &t.verdict;
+        let rtt = |k: fn(&crate::results::rfc2544_summary::Rtt) -> f64| {
+            t.latency
+                .as_ref()
+                .and_then(|l| l.loaded.as_ref())
+                .map(|r| format!("{}", k(r)))
                 .unwrap_or_default()
         };
         out.push_str(&format!(
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-            t["test"].as_str().unwrap_or("").replace(',', " "),
-            u("frame"),
-            f("target_fps"),
-            f("target_percent"),
-            f("offered_fps"),
-            u("offered"),
-            u("received"),
-            u("lost_frames"),
-            f("loss_ratio"),
-            f("seconds"),
-            t["passed"].as_bool().unwrap_or(false),
-            t["generator_short"].as_bool().unwrap_or(false),
-            t["bound"].as_str().unwrap_or(""),
-            u("board_kept"),
-            rtt("p50"),
-            rtt("p99"),
-            rtt("max"),
-            u("burst"),
+            t.test.replace(',', " "),
+            t.frame,
+            t.target_fps,
+            t.target_percent,
+            v.offered_fps,
+            t.offered,
+            t.received,
+            v.lost_frames,
+            v.loss_ratio,
+            t.seconds,
+            v.passed,
+            v.generator_short,
+            v.bound.map_or("", Bound::word),
+            v.board_kept,
+            rtt(|r| r.p50),
+            rtt(|r| r.p99),
+            rtt(|r| r.max),
+            t.burst.map(|b| b.to_string()).unwrap_or_default(),
         ));
     }
     out
@@ -1332,23 +1289,22 @@ fn decades(lo: f64, hi: f64) -> (i32, i32) {
 /// a log frames/s axis (6 k and 1.5 M frames/s both readable), the sizes tested evenly
 /// spaced. Points the board set are filled; a PC's lower bound is hollow; a size still
 /// searching is not drawn. Empty when nothing was measured yet.
-pub fn chart_svg(summary: &Value) -> String {
-    let mut pts: Vec<(f64, f64, bool)> = summary["throughput"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
+pub fn chart_svg(summary: &Rfc2544Summary) -> String {
+    let mut pts: Vec<(f64, f64, bool)> = summary
+        .throughput
         .iter()
         .take(64)
-        .filter(|r| r["done"].as_bool() != Some(false))
-        .filter_map(|r| {
-            let dut = serde_json::from_value::<Limit>(r["limit"].clone())
-                .ok()
-                .is_some_and(Limit::is_dut);
-            Some((r["frame"].as_f64()?, r["fps"].as_f64()?, dut))
+        .filter(|r| r.done)
+        .map(|r| {
+            (
+                f64::from(r.frame),
+                r.fps,
+                r.limit.is_some_and(Limit::is_dut),
+            )
         })
         .filter(|p| p.0 > 0.0 && p.1 > 0.0 && p.1.is_finite())
         .collect();
-    let line_bps = summary["line_bps"].as_f64().unwrap_or(0.0);
+    let line_bps = summary.line_bps;
     if pts.is_empty() || line_bps <= 0.0 {
         return String::new();
     }
@@ -1436,24 +1392,18 @@ pub fn chart_svg(summary: &Value) -> String {
 /// The frame loss rate against the offered rate, one curve per frame size, from every
 /// throughput and frame-loss trial (offered frames/s on a log axis, loss 0–100 %), as an SVG
 /// element: where each size's loss begins (the knee) and how it grows. Empty without trials.
-pub fn loss_chart_svg(summary: &Value) -> String {
-    let trials = summary["trials"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
+pub fn loss_chart_svg(summary: &Rfc2544Summary) -> String {
     // (frame, [(offered fps, loss %)]) in the order the sizes were tested.
     let mut sizes: Vec<(u64, Vec<(f64, f64)>)> = Vec::new();
-    for t in trials.iter().take(2000) {
-        if !matches!(t["test"].as_str(), Some("throughput" | "loss")) {
+    for t in summary.trials.iter().take(2000) {
+        if !matches!(t.test.as_str(), "throughput" | "loss") {
             continue;
         }
-        let (Some(frame), Some(fps), Some(loss)) = (
-            t["frame"].as_u64(),
-            t["offered_fps"].as_f64(),
-            t["loss_ratio"].as_f64(),
-        ) else {
-            continue;
-        };
+        let (frame, fps, loss) = (
+            u64::from(t.frame),
+            t.verdict.offered_fps,
+            t.verdict.loss_ratio,
+        );
         if !(fps.is_finite() && fps > 0.0 && loss.is_finite()) {
             continue;
         }
@@ -1558,6 +1508,39 @@ fn short_count(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
+
+    // The presentation read from a stored summary (JSON), as the callers do.
+    fn typed(v: &Value) -> Rfc2544Summary {
+        Rfc2544Summary::of_summary(v)
+    }
+    fn throughput_rows(v: &Value) -> Vec<ThroughputRow> {
+        super::throughput_rows(&typed(v))
+    }
+    fn latency_rows(v: &Value) -> Vec<LatencyRow> {
+        super::latency_rows(&typed(v))
+    }
+    fn loss_rows(v: &Value) -> Vec<LossRow> {
+        super::loss_rows(&typed(v))
+    }
+    fn b2b_rows(v: &Value) -> Vec<B2bRow> {
+        super::b2b_rows(&typed(v))
+    }
+    fn text(v: &Value) -> String {
+        super::text(&typed(v))
+    }
+    fn trials_csv(v: &Value) -> String {
+        super::trials_csv(&typed(v))
+    }
+    fn chart_svg(v: &Value) -> String {
+        super::chart_svg(&typed(v))
+    }
+    fn loss_chart_svg(v: &Value) -> String {
+        super::loss_chart_svg(&typed(v))
+    }
+    fn advice(v: &Value) -> Vec<String> {
+        super::advice(&typed(v))
+    }
 
     /// A DUT that forwards `cap` frames/s and drops the rest in its queue (its qdisc counts
     /// them); a generator that offers `eff` of the rate asked, at most `gen` frames/s; a clean

@@ -18,7 +18,9 @@ pub fn summary_text(run: &RunRow) -> String {
     }
     match run.kind {
         RunKind::Rfc2544 => {
-            out.push_str(&crate::results::rfc2544::text(s));
+            out.push_str(&crate::results::rfc2544::text(
+                &crate::results::rfc2544::Rfc2544Summary::of_summary(s),
+            ));
             return out;
         }
         // The board's view: ports, forwarded rates, conntrack.

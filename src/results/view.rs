@@ -1235,7 +1235,9 @@ fn rfc2544_view(r: &RunRow) -> KindView {
             command.push_str(&format!(" {flag} {v}"));
         }
     }
-    let rows = crate::results::rfc2544::throughput_rows(&r.summary);
+    let rows = crate::results::rfc2544::throughput_rows(
+        &crate::results::rfc2544::Rfc2544Summary::of_summary(&r.summary),
+    );
     let mut cards: Vec<Card> = rows
         .iter()
         .take(3)

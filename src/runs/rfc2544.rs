@@ -14,7 +14,11 @@ use crate::board::apply::Controller;
 use crate::board::counters::{BoardDelta, BoardReading};
 use crate::model::{RunDirection, RunFigures, RunKind, RunProtocol, RunRole, RunStatus};
 use crate::peer::{PeerClient, PeerTestSpec};
-use crate::results::rfc2544::{self as judge, Search, TrialCounts, Verdict};
+use crate::results::rfc2544::{self as judge, Search, TrialCounts};
+use crate::results::rfc2544_summary::{
+    B2bRecord, BurstResult, LatencyRecord, LossRecord, LossStep, NatRecord, PeerRef,
+    Rfc2544Summary, Rtt, TargetRef, ThroughputRecord, TrialProbes, TrialRecord,
+};
 use crate::runs::forward::{enable_forwarding, run_peer_job, undo_forwarding, Undo};
 use crate::runs::live::Hub;
 use crate::runs::recorder::{Ended, Measured, Sampling};
@@ -85,8 +89,7 @@ pub fn start_rfc2544(
                 cancel,
                 stopped: false,
                 t0: Instant::now(),
-                summary: Value::Null,
-                trials: Vec::new(),
+                summary: Rfc2544Summary::default(),
             };
             async move {
                 let (status, error) = r.run(ctl).await;
@@ -125,45 +128,6 @@ struct LagLimit {
     lags_ms: Vec<f64>,
 }
 
-/// One trial as stored (the evidence of the search).
-#[derive(Debug, Clone, serde::Serialize)]
-struct TrialRow {
-    test: &'static str,
-    frame: u32,
-    target_fps: f64,
-    /// The target as % of the line rate.
-    target_percent: f64,
-    offered: u64,
-    received: u64,
-    seconds: f64,
-    #[serde(flatten)]
-    verdict: Verdict,
-    /// The board's drop counters that moved (ledger places).
-    board_places: Value,
-    /// Frames into and out of the board on the trial's path (port counters' payload / (F − 46)).
-    board_in: u64,
-    board_out: u64,
-    /// The PCs' own drops (netperfd receivers and the agent send them).
-    receiver_drops: u64,
-    generator_drops: u64,
-    /// Run-relative start and end, s (the CPU samples' clock).
-    start_s: f64,
-    end_s: f64,
-    /// Mean busy % per core during the trial (from the 1 Hz samples), index = core.
-    cpu_busy: Vec<f64>,
-    /// Why the trial did not run to its end (the agent's or iperf3's message).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-    /// A latency trial's probes (round trips through the board, ms).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    latency: Option<crate::peer::spec::ProbeSummary>,
-    /// A back-to-back trial's burst, frames (sent at `target_fps`, then quiet).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    burst: Option<u64>,
-    /// The generator's largest lag behind its schedule, ms (a core it did not get).
-    sender_lag_ms: f64,
-}
-
 struct Runner {
     hub: Hub,
     id: i64,
@@ -175,8 +139,39 @@ struct Runner {
     /// search went on to a "completed" run with a PASS, from the tryout).
     stopped: bool,
     t0: Instant,
-    summary: Value,
-    trials: Vec<TrialRow>,
+    /// The summary as stored after every trial (its `trials` the evidence).
+    summary: Rfc2544Summary,
+}
+
+/// The agent's round trips as the summary keeps them.
+fn rtt_of(d: &crate::peer::spec::Delays) -> Rtt {
+    Rtt {
+        min: d.min,
+        p50: d.p50,
+        p99: d.p99,
+        max: d.max,
+        n: d.n as u64,
+    }
+}
+
+/// The agent's probe results as a trial keeps them.
+fn probes_of(p: &crate::peer::spec::ProbeSummary) -> TrialProbes {
+    TrialProbes {
+        sent: p.sent,
+        answered: p.answered,
+        gave_up: p.gave_up,
+        idle: p.idle.as_ref().map(rtt_of),
+        loaded: p.loaded.as_ref().map(rtt_of),
+    }
+}
+
+/// Put `row` as frame size `frame`'s row of `list` (replacing the one there, else appended).
+fn put_row<T>(list: &mut Vec<T>, row: T, frame: fn(&T) -> u32) {
+    let f = frame(&row);
+    match list.iter_mut().find(|r| frame(r) == f) {
+        Some(r) => *r = row,
+        None => list.push(row),
+    }
 }
 
 /// Sum of the `packets` of a drop list (`netperfd_drops`), capped at what can be trusted.
@@ -193,38 +188,46 @@ fn drops_sum(v: Option<&Value>) -> u64 {
 
 impl Runner {
     fn store_summary(&self) {
-        let mut s = self.summary.clone();
-        s["trials"] = json!(self.trials);
-        if let Err(e) = self.hub.store().set_run_summary(self.id, &s) {
+        if let Err(e) = self
+            .hub
+            .store()
+            .set_run_summary(self.id, &self.summary.to_value())
+        {
             tracing::warn!(run = self.id, "cannot store the summary: {e}");
         }
     }
 
     async fn run(&mut self, ctl: Option<Arc<Controller>>) -> (RunStatus, Option<String>) {
         let p = &self.plan;
-        self.summary = json!({
-            "peer": {"url": self.client.url()},
-            "target": {"host": p.target, "port": p.port},
-            "ingress": p.ingress,
-            "egress": p.egress,
-            "direction": p.direction,
-            "nat": {"requested": p.nat},
-            "line_bps": p.line_bps,
-            "line_source": p.line_source,
-            "trial_s": p.trial_s,
-            "loss_percent": p.loss * 100.0,
-            "resolution_percent": p.resolution * 100.0,
-            "sizes": p.sizes,
-            "tests": p.tests,
-            "throughput": [],
-            "latency": [],
-            "loss": [],
-            "back_to_back": [],
-            "b2b_repeat": p.b2b_repeat,
-            "echo_port": p.echo_port,
-        });
+        self.summary = Rfc2544Summary {
+            peer: PeerRef {
+                url: self.client.url(),
+                info: None,
+            },
+            target: TargetRef {
+                host: p.target.clone(),
+                port: p.port,
+            },
+            ingress: p.ingress.clone(),
+            egress: p.egress.clone(),
+            direction: p.direction.clone(),
+            nat: NatRecord {
+                requested: p.nat,
+                ..Default::default()
+            },
+            line_bps: p.line_bps,
+            line_source: p.line_source.to_string(),
+            trial_s: p.trial_s,
+            loss_percent: p.loss * 100.0,
+            resolution_percent: p.resolution * 100.0,
+            sizes: p.sizes.clone(),
+            tests: p.tests.clone(),
+            b2b_repeat: p.b2b_repeat,
+            echo_port: p.echo_port,
+            ..Default::default()
+        };
         match self.client.info().await {
-            Ok(info) => self.summary["peer"]["info"] = json!(info),
+            Ok(info) => self.summary.peer.info = Some(json!(info)),
             Err(e) => return (RunStatus::Failed, Some(e.message)),
         }
         let mut undo = Undo::Nothing;
@@ -234,8 +237,8 @@ impl Runner {
             };
             match enable_forwarding(c, self.id, &self.plan.ingress, &self.plan.egress).await {
                 Ok(u) => {
-                    self.summary["nat"]["enabled_by_run"] = json!(u != Undo::Nothing);
-                    self.summary["nat"]["undo"] = json!(u);
+                    self.summary.nat.enabled_by_run = Some(u != Undo::Nothing);
+                    self.summary.nat.undo = Some(json!(u));
                     undo = u;
                 }
                 Err(e) => return (RunStatus::Failed, Some(e)),
@@ -268,14 +271,16 @@ impl Runner {
             }
         }
         if self.plan.nat {
-            self.summary["nat"]["restored"] = json!(error
-                .as_ref()
-                .is_none_or(|(_, m)| !m.contains("cannot restore")));
+            self.summary.nat.restored = Some(
+                error
+                    .as_ref()
+                    .is_none_or(|(_, m)| !m.contains("cannot restore")),
+            );
         }
         match error {
             None => (RunStatus::Completed, None),
             Some((s, m)) => {
-                self.summary["error"] = json!(m);
+                self.summary.error = Some(m.clone());
                 (s, Some(m))
             }
         }
@@ -310,12 +315,12 @@ impl Runner {
         while let Some(rate) = search.next_rate() {
             let asked = search.ask_rate(rate);
             let i = self.trial("throughput", frame, asked, None, None).await?;
-            let v = self.trials[i].verdict.clone();
+            let v = self.summary.trials[i].verdict.clone();
             search.record(asked, &v);
             if !v.passed && v.lagged {
-                series.push(self.trials[i].sender_lag_ms);
+                series.push(self.lag_ms(i));
                 if series.len() > judge::LAG_REPEATS as usize {
-                    let fps = self.trials[i].target_fps;
+                    let fps = self.summary.trials[i].target_fps;
                     if limit.as_ref().is_none_or(|l| fps < l.fps) {
                         limit = Some(LagLimit {
                             fps,
@@ -349,38 +354,43 @@ impl Runner {
     ) {
         let (fps, limit) = s.result();
         let done = s.next_rate().is_none();
-        let row = json!({
-            "frame": frame,
-            "fps": fps,
-            "l1_bps": frames::l1_bps(fps, frame),
-            "l2_bps": frames::l2_bps(fps, frame),
-            "line_fps": line,
-            "percent_line": if line > 0.0 { 100.0 * fps / line } else { 0.0 },
-            "limit": limit,
-            "dut": limit.is_dut(),
-            "done": done,
-            "trials": s.trials(),
-            "loss_ratio": best.map(|i| self.trials[i].verdict.loss_ratio),
-            "knee_trial": knee,
-            "knee_places": knee.map(|i| self.trials[i].board_places.clone()),
+        let trials = &self.summary.trials;
+        let row = ThroughputRecord {
+            frame,
+            fps,
+            l1_bps: Some(frames::l1_bps(fps, frame)),
+            l2_bps: Some(frames::l2_bps(fps, frame)),
+            line_fps: line,
+            percent_line: Some(if line > 0.0 { 100.0 * fps / line } else { 0.0 }),
+            limit: Some(limit),
+            dut: limit.is_dut(),
+            done,
+            trials: s.trials() as u64,
+            loss_ratio: best.map(|i| trials[i].verdict.loss_ratio),
+            knee_trial: knee.map(|i| i as u64),
+            knee_places: knee.map(|i| trials[i].board_places.clone()),
             // The generator's lag set the limit (every try at the rate above lagged): that
             // rate (frames/s asked) and the lag of each of its tries, ms.
-            "lag_limited": s.lag_limited(),
-            "max_lag_ms": lag.map_or(0.0, |l| l.lags_ms.iter().copied().fold(0.0, f64::max)),
-            "lag_rate_fps": lag.map(|l| l.fps),
-            "lag_tries_ms": lag.map(|l| l.lags_ms.clone()),
-        });
-        self.set_row("throughput", frame, row);
+            lag_limited: s.lag_limited(),
+            max_lag_ms: lag.map_or(0.0, |l| l.lags_ms.iter().copied().fold(0.0, f64::max)),
+            lag_rate_fps: lag.map(|l| l.fps),
+            lag_tries_ms: lag.map(|l| l.lags_ms.clone()),
+        };
+        put_row(&mut self.summary.throughput, row, |r| r.frame);
     }
 
     /// §26.2: one trial at the throughput found for `frame`, with UDP echo probes to PC2
     /// every [`PROBE_INTERVAL_MS`] beside it; the round trips (through the board both ways:
     /// out at the throughput rate, back unloaded) are the latency row of the frame size.
     async fn latency(&mut self, frame: u32) -> Result<(), (RunStatus, String)> {
-        let fps = self.throughput_row(frame)["fps"].as_f64().unwrap_or(0.0);
-        let mut row = json!({"frame": frame, "fps": fps});
+        let fps = self.summary.throughput_of(frame).map_or(0.0, |r| r.fps);
+        let mut row = LatencyRecord {
+            frame,
+            fps,
+            ..Default::default()
+        };
         if fps <= 0.0 {
-            row["note"] = json!("no rate passed the throughput test: nothing to measure at");
+            row.note = Some("no rate passed the throughput test: nothing to measure at".into());
         } else {
             let probe = crate::peer::spec::ProbeRequest {
                 port: self.plan.echo_port,
@@ -393,39 +403,40 @@ impl Runner {
             let i = loop {
                 let i = self.trial("latency", frame, fps, Some(probe), None).await?;
                 tries += 1;
-                if self.trials[i].sender_lag_ms <= judge::LAG_LIMIT_MS || tries > judge::LAG_REPEATS
-                {
+                if self.lag_ms(i) <= judge::LAG_LIMIT_MS || tries > judge::LAG_REPEATS {
                     break i;
                 }
             };
-            let t = &self.trials[i];
-            row["trial"] = json!(i);
-            row["tries"] = json!(tries);
-            row["offered_fps"] = json!(t.verdict.offered_fps);
-            row["loss_ratio"] = json!(t.verdict.loss_ratio);
-            row["lost"] = json!(t.verdict.lost_frames);
-            row["lagged"] = json!(t.sender_lag_ms > judge::LAG_LIMIT_MS);
-            row["lag_ms"] = json!(t.sender_lag_ms);
-            row["bound"] = json!(t.verdict.bound);
+            let lag_ms = self.lag_ms(i);
+            let t = &self.summary.trials[i];
+            row.trial = Some(i as u64);
+            row.tries = Some(u64::from(tries));
+            row.offered_fps = Some(t.verdict.offered_fps);
+            row.loss_ratio = Some(t.verdict.loss_ratio);
+            row.lost = Some(t.verdict.lost_frames);
+            row.lagged = Some(lag_ms > judge::LAG_LIMIT_MS);
+            row.lag_ms = Some(lag_ms);
+            row.bound = Some(t.verdict.bound);
             match &t.latency {
                 Some(p) => {
-                    row["sent"] = json!(p.sent);
-                    row["answered"] = json!(p.answered);
-                    row["rtt_ms"] = json!(p.loaded);
-                    row["idle_rtt_ms"] = json!(p.idle);
+                    row.sent = Some(p.sent);
+                    row.answered = Some(p.answered);
+                    row.rtt_ms = Some(p.loaded);
+                    row.idle_rtt_ms = Some(p.idle);
                     if p.gave_up || p.answered == 0 {
-                        row["note"] = json!(format!(
+                        row.note = Some(format!(
                             "PC2 did not answer the probes on UDP port {}: run netperfd there (the daemon, or netperfd peer)",
                             self.plan.echo_port
                         ));
                     }
                 }
                 None => {
-                    row["note"] = json!("the peer agent sent no probe results (an older netperfd?)")
+                    row.note =
+                        Some("the peer agent sent no probe results (an older netperfd?)".into())
                 }
             }
         }
-        self.set_row("latency", frame, row);
+        put_row(&mut self.summary.latency, row, |r| r.frame);
         self.store_summary();
         Ok(())
     }
@@ -436,18 +447,22 @@ impl Runner {
         let mut steps = Vec::new();
         for share in judge::LOSS_STEPS {
             let i = self.trial("loss", frame, line * share, None, None).await?;
-            let t = &self.trials[i];
+            let t = &self.summary.trials[i];
             losses.push(t.verdict.lost_frames);
-            steps.push(json!({
-                "percent": share * 100.0,
-                "target_fps": t.target_fps,
-                "offered_fps": t.verdict.offered_fps,
-                "loss_ratio": t.verdict.loss_ratio,
-                "generator_short": t.verdict.generator_short,
-                "bound": t.verdict.bound,
-                "trial": i,
-            }));
-            self.set_row("loss", frame, json!({"frame": frame, "steps": steps}));
+            steps.push(LossStep {
+                percent: share * 100.0,
+                target_fps: t.target_fps,
+                offered_fps: t.verdict.offered_fps,
+                loss_ratio: t.verdict.loss_ratio,
+                generator_short: t.verdict.generator_short,
+                bound: t.verdict.bound,
+                trial: i as u64,
+            });
+            let row = LossRecord {
+                frame,
+                steps: steps.clone(),
+            };
+            put_row(&mut self.summary.loss, row, |r| r.frame);
             self.store_summary();
             if judge::loss_curve_done(&losses) {
                 break;
@@ -462,18 +477,17 @@ impl Runner {
     /// board forwarded during the burst at the throughput found.
     async fn back_to_back(&mut self, frame: u32) -> Result<(), (RunStatus, String)> {
         let line = frames::line_rate_fps(self.plan.line_bps, frame);
-        let tp = self.throughput_row(frame);
-        let tp_fps = tp["fps"].as_f64().unwrap_or(0.0);
-        let tp_limit: Option<judge::Limit> = serde_json::from_value(tp["limit"].clone()).ok();
-        let mut row = json!({
-            "frame": frame,
-            "line_fps": line,
-            "throughput_fps": tp_fps,
-            "throughput_limit": tp_limit,
-            "searches": [],
-            "trials": 0,
-            "done": false,
-        });
+        let tp = self.summary.throughput_of(frame);
+        let tp_fps = tp.map_or(0.0, |r| r.fps);
+        let tp_limit = tp.and_then(|r| r.limit);
+        let mut row = B2bRecord {
+            frame,
+            line_fps: line,
+            throughput_fps: tp_fps,
+            throughput_limit: tp_limit,
+            done: false,
+            ..Default::default()
+        };
         let skip = if tp_fps <= 0.0 {
             Some("no rate passed the throughput test: the correction has nothing to use")
         } else if tp_limit == Some(judge::Limit::LineRate) {
@@ -482,32 +496,32 @@ impl Runner {
             None
         };
         if let Some(note) = skip {
-            row["note"] = json!(note);
-            row["done"] = json!(true);
-            self.set_row("back_to_back", frame, row);
+            row.note = Some(note.into());
+            row.done = true;
+            put_row(&mut self.summary.back_to_back, row, |r| r.frame);
             return Ok(());
         }
         let mut results: Vec<(u64, judge::BurstLimit)> = Vec::new();
-        let mut trials = 0usize;
+        let mut trials = 0u64;
         for _ in 0..self.plan.b2b_repeat.max(1) {
             let mut search = judge::BurstSearch::new(line, self.plan.resolution);
             while let Some(n) = search.next_burst() {
                 let i = self
                     .trial("back-to-back", frame, line, None, Some(n))
                     .await?;
-                let v = self.trials[i].verdict.clone();
+                let v = self.summary.trials[i].verdict.clone();
                 search.record(n, &v);
                 trials += 1;
-                row["trials"] = json!(trials);
-                row["searching"] = json!(search.result().0);
-                self.set_row("back_to_back", frame, row.clone());
+                row.trials = trials;
+                row.searching = Some(search.result().0);
+                put_row(&mut self.summary.back_to_back, row.clone(), |r| r.frame);
                 self.store_summary();
             }
             results.push(search.result());
-            row["searches"] = json!(results
+            row.searches = results
                 .iter()
-                .map(|(n, l)| json!({"frames": n, "limit": l}))
-                .collect::<Vec<_>>());
+                .map(|&(frames, limit)| BurstResult { frames, limit })
+                .collect();
         }
         let mean = results.iter().map(|(n, _)| *n as f64).sum::<f64>() / results.len() as f64;
         // The worst limit any search met: one lower bound makes the mean a lower bound.
@@ -516,47 +530,32 @@ impl Runner {
             .map(|(_, l)| *l)
             .find(|l| !l.is_dut())
             .unwrap_or(judge::BurstLimit::Dut);
-        row["frames"] = json!(mean);
-        row["limit"] = json!(limit);
-        row["dut"] = json!(limit.is_dut());
-        row["implied_s"] = json!(judge::implied_buffer_s(mean, line));
-        row["buffered_frames"] = json!(judge::buffered_frames(mean, line, tp_fps));
-        row["corrected_s"] = json!(judge::corrected_buffer_s(mean, line, tp_fps));
-        row["done"] = json!(true);
-        if let Some(o) = row.as_object_mut() {
-            o.remove("searching");
-        }
+        // Stored in `B2bRecord`'s order: `corrected_s` where `searching` was.
+        row.searching = None;
+        row.corrected_s = Some(judge::corrected_buffer_s(mean, line, tp_fps));
+        row.frames = Some(mean);
+        row.limit = Some(limit);
+        row.dut = Some(limit.is_dut());
+        row.implied_s = Some(judge::implied_buffer_s(mean, line));
+        row.buffered_frames = Some(judge::buffered_frames(mean, line, tp_fps));
+        row.done = true;
         if !tp_limit.is_some_and(judge::Limit::is_dut) {
-            row["note"] =
-                json!("the throughput is a PC's lower bound: the corrected time uses it as it is");
+            row.note = Some(
+                "the throughput is a PC's lower bound: the corrected time uses it as it is".into(),
+            );
         }
-        self.set_row("back_to_back", frame, row);
+        put_row(&mut self.summary.back_to_back, row, |r| r.frame);
         self.store_summary();
         Ok(())
     }
 
-    /// Put `row` as frame size `frame`'s row of the summary's table `key` (replacing the one
-    /// there, else appended).
-    fn set_row(&mut self, key: &str, frame: u32, row: Value) {
-        if let Some(list) = self.summary[key].as_array_mut() {
-            match list.iter_mut().find(|r| r["frame"] == frame) {
-                Some(r) => *r = row,
-                None => list.push(row),
-            }
-        }
-    }
-
-    /// Frame size `frame`'s throughput row (`Null` before its search).
-    fn throughput_row(&self, frame: u32) -> Value {
-        self.summary["throughput"]
-            .as_array()
-            .and_then(|l| l.iter().find(|r| r["frame"] == frame))
-            .cloned()
-            .unwrap_or(Value::Null)
+    /// Trial `i`'s generator lag, ms.
+    fn lag_ms(&self, i: usize) -> f64 {
+        self.summary.trials[i].sender_lag_ms.unwrap_or(0.0)
     }
 
     /// Run one trial at `fps` frames/s of `frame` bytes (with `burst`: a burst of that many
-    /// frames at `fps`, then [`judge::B2B_QUIET_S`] of quiet); its index in `self.trials`.
+    /// frames at `fps`, then [`judge::B2B_QUIET_S`] of quiet); its index in the summary's `trials`.
     async fn trial(
         &mut self,
         test: &'static str,
@@ -683,8 +682,8 @@ impl Runner {
         };
         let line = frames::line_rate_fps(p.line_bps, frame);
         let cpu_busy = self.cpu_between(start_s, end_s);
-        self.trials.push(TrialRow {
-            test,
+        self.summary.trials.push(TrialRecord {
+            test: test.to_string(),
             frame,
             target_fps: fps,
             target_percent: if line > 0.0 { 100.0 * fps / line } else { 0.0 },
@@ -692,7 +691,7 @@ impl Runner {
             received: expected.saturating_sub(lost),
             seconds,
             verdict,
-            board_places: serde_json::to_value(&ledger.places).unwrap_or_default(),
+            board_places: ledger.places.clone(),
             board_in,
             board_out,
             receiver_drops: counts.receiver_drops,
@@ -701,11 +700,11 @@ impl Runner {
             end_s,
             cpu_busy,
             error: None,
-            latency: view.probes.clone(),
+            latency: view.probes.as_ref().map(probes_of),
             burst,
-            sender_lag_ms: lag_ms,
+            sender_lag_ms: Some(lag_ms),
         });
-        Ok(self.trials.len() - 1)
+        Ok(self.summary.trials.len() - 1)
     }
 
     /// The agent's error `msg`, with who said it and the route PC1 needs when it says the
@@ -750,19 +749,19 @@ impl Runner {
     /// throughput as L2 bit/s, what a board's datasheet quotes first), the summary with every
     /// trial, and the error.
     fn ended(&self, status: RunStatus, error: Option<String>) -> Ended {
-        let mut s = self.summary.clone();
-        s["trials"] = json!(self.trials);
-        let best = s["throughput"]
-            .as_array()
-            .and_then(|a| a.iter().max_by_key(|r| r["frame"].as_u64().unwrap_or(0)))
-            .and_then(|r| r["l2_bps"].as_f64());
+        let best = self
+            .summary
+            .throughput
+            .iter()
+            .max_by_key(|r| r.frame)
+            .and_then(|r| r.l2_bps);
         Ended {
             status,
             measured: Measured::Figures(RunFigures {
                 receiver_bps: best,
                 ..Default::default()
             }),
-            summary: Some(s),
+            summary: Some(self.summary.to_value()),
             error,
         }
     }

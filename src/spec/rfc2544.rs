@@ -34,7 +34,9 @@ pub const PROBE_INTERVAL_MS: u32 = 10;
 pub const MAX_B2B_REPEAT: u32 = 50;
 
 /// The tests of RFC 2544 §26, in the order they run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Rfc2544Test {
     /// §26.1: the highest rate with loss ≤ the allowed ratio.

@@ -1158,67 +1158,58 @@ impl Rfc2544Section {
             | RunKind::Latency => return None,
         }
         use crate::model::display::count;
-        let s = &run.summary;
-        let trials = s["trials"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default()
+        use crate::results::rfc2544::Bound;
+        let s = &crate::results::rfc2544::Rfc2544Summary::of_summary(&run.summary);
+        let trials = s
+            .trials
             .iter()
             .take(500)
             .enumerate()
             .map(|(n, t)| {
-                let f = |k: &str| t[k].as_f64().unwrap_or(0.0);
-                let bound = t["bound"].as_str().unwrap_or("");
-                let lag = t["sender_lag_ms"].as_f64().filter(|l| l.is_finite());
-                let lagged = t["lagged"].as_bool() == Some(true);
-                let verdict = match (t["passed"].as_bool() == Some(true), bound) {
-                    (false, _) if lagged => format!(
+                let v = &t.verdict;
+                let lag = t.sender_lag_ms.filter(|l| l.is_finite());
+                let verdict = match (v.passed, v.bound) {
+                    (false, _) if v.lagged => format!(
                         "lost frames in PC1's catch-up burst ({:.1} ms behind): not the board's, tried again",
                         lag.unwrap_or(0.0)
                     ),
-                    (true, "generator") => "passed; the PC could not offer the rate".to_string(),
+                    (true, Some(Bound::Generator)) => {
+                        "passed; the PC could not offer the rate".to_string()
+                    }
                     (true, _) => "passed".to_string(),
-                    (false, "dut") => "lost frames: the board".to_string(),
-                    (false, "generator") => "lost frames: the generating PC".to_string(),
-                    (false, "receiver") => "lost frames: the receiving PC".to_string(),
-                    (false, _) => "lost frames".to_string(),
+                    (false, Some(Bound::Dut)) => "lost frames: the board".to_string(),
+                    (false, Some(Bound::Generator)) => "lost frames: the generating PC".to_string(),
+                    (false, Some(Bound::Receiver)) => "lost frames: the receiving PC".to_string(),
+                    (false, None) => "lost frames".to_string(),
                 };
                 TrialLine {
                     n: n + 1,
-                    test: t["test"].as_str().unwrap_or("").to_string(),
-                    frame: t["frame"].as_u64().unwrap_or(0),
+                    test: t.test.clone(),
+                    frame: u64::from(t.frame),
                     target: format!(
                         "{} ({:.1} %)",
-                        count(f("target_fps").round() as u64),
-                        f("target_percent")
+                        count(t.target_fps.round() as u64),
+                        t.target_percent
                     ),
-                    offered: match t["burst"].as_u64() {
-                        Some(_) => {
-                            format!("a burst of {}", count(t["offered"].as_u64().unwrap_or(0)))
-                        }
-                        None => format!(
-                            "{} × {:.0} s",
-                            count(t["offered"].as_u64().unwrap_or(0)),
-                            f("seconds")
-                        ),
+                    offered: match t.burst {
+                        Some(_) => format!("a burst of {}", count(t.offered)),
+                        None => format!("{} × {:.0} s", count(t.offered), t.seconds),
                     },
-                    lost: count(t["lost_frames"].as_u64().unwrap_or(0)),
-                    loss: format!("{:.3} %", f("loss_ratio") * 100.0),
+                    lost: count(v.lost_frames),
+                    loss: format!("{:.3} %", v.loss_ratio * 100.0),
                     verdict,
                     lag: lag.map_or_else(|| "—".to_string(), |l| format!("{l:.1}")),
-                    lagged,
-                    cpu: t["cpu_busy"]
-                        .as_array()
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(|v| v.as_f64())
-                                .map(|v| format!("{v:.0}"))
-                                .collect::<Vec<_>>()
-                                .join(" / ")
-                        })
-                        .filter(|c| !c.is_empty())
-                        .map(|c| format!("{c} %"))
-                        .unwrap_or_else(|| "—".into()),
+                    lagged: v.lagged,
+                    cpu: Some(
+                        t.cpu_busy
+                            .iter()
+                            .map(|v| format!("{v:.0}"))
+                            .collect::<Vec<_>>()
+                            .join(" / "),
+                    )
+                    .filter(|c| !c.is_empty())
+                    .map(|c| format!("{c} %"))
+                    .unwrap_or_else(|| "—".into()),
                 }
             })
             .collect();

@@ -103,7 +103,9 @@ fn build(
         .unwrap_or_default()
         .into_iter()
         .map(|r| {
-            let rows = crate::results::rfc2544::throughput_rows(&r.summary);
+            let rows = crate::results::rfc2544::throughput_rows(
+                &crate::results::rfc2544::Rfc2544Summary::of_summary(&r.summary),
+            );
             RunLine {
                 id: r.id,
                 when: fmt_time(r.started_at),
