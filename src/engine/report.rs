@@ -1610,6 +1610,54 @@ mod tests {
     /// Issue 39 (kpace tryout): the text output named the pacer only beside a lag line. A UDP
     /// sender's end summary now always says who paced it; a receiver, TCP and -b 0 say nothing.
     #[test]
+    fn datagrams_dropped_locally_are_said_apart_in_json_and_text() {
+        let report = |dropped: Option<u64>| {
+            let params = Params {
+                protocol: crate::engine::params::Protocol::Udp,
+                bandwidth: 150_000_000,
+                ..Params::default()
+            };
+            let mut r = Report::new(
+                Role::Client,
+                params,
+                "c".into(),
+                ("192.0.2.1".into(), 5201),
+                "192.0.2.2:5201".parse().expect("addr"),
+                3.0,
+            );
+            r.streams = vec![StreamSummary {
+                id: 1,
+                local_sender: true,
+                udp: Some(UdpSummary {
+                    sent_packets: Some(12_670),
+                    expected: Some(12_670),
+                    lost: Some(0),
+                    sender_dropped_locally: dropped,
+                    ..UdpSummary::default()
+                }),
+                ..StreamSummary::default()
+            }];
+            r
+        };
+        let r = report(Some(26_200));
+        let j = to_iperf3_json(&r);
+        assert_eq!(j["end"]["sum_sent"]["dropped_locally"], 26_200, "{j}");
+        assert_eq!(j["end"]["sum_sent"]["packets"], 12_670);
+        assert_eq!(j["end"]["streams"][0]["udp"]["dropped_locally"], 26_200);
+        assert!(j["end"]["sum_received"].get("dropped_locally").is_none());
+        assert_eq!(j["end"]["sum_received"]["lost_packets"], 0);
+        let t = text_summary(&r);
+        assert!(
+            t.contains("dropped locally: 26,200 datagrams not sent: this host's own queue"),
+            "{t}"
+        );
+        // None refused: the key says 0, no text line.
+        let r = report(Some(0));
+        assert_eq!(to_iperf3_json(&r)["end"]["sum_sent"]["dropped_locally"], 0);
+        assert!(!text_summary(&r).contains("dropped locally"));
+    }
+
+    #[test]
     fn text_summary_says_who_paced_a_udp_sender() {
         use crate::engine::pacer::{PacedBy, PortName, UserWhy};
         let report = |udp: bool, rate: u64, local_sender: bool, by: Option<PacedBy>| {

@@ -80,12 +80,16 @@ pub struct LossLedger {
     /// [`crate::engine::report::UdpSummary::sender_dropped_locally`]). Not in `lost`: they
     /// were never numbered, so the receiver did not miss them. 0 in ledgers stored before
     /// they were counted (those runs counted such drops as sent, and lost).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped_locally: u64,
     /// `lost` minus the places counted in datagrams, never below 0 (when the places add up
     /// to more than was lost, other traffic moved the host-wide counters too; see
     /// [`LossLedger::overcounted`]).
     pub unattributed: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl LossLedger {
@@ -1076,6 +1080,39 @@ mod tests {
             },
         );
         d
+    }
+
+    #[test]
+    fn drops_the_sender_was_told_of_are_dropped_locally_not_a_place_of_the_lost() {
+        // The same TBF (8,839 skbs dropped, 41,640 datagrams out, 2 queued), the sender with
+        // IP_RECVERR: it sent 41,642 and was refused 88,358 (ENOBUFS), 130,000 booked. The
+        // receiver lost none of the numbered ones: no place, the local drops apart.
+        let flow = Flow::udp(1448, false, Some(41_642)).with_dropped_locally(Some(88_358));
+        let l = ledger(0, Path::Sent, &["eth0".into()], &gso_tbf(), &flow);
+        assert!(l.places.is_empty(), "{l:?}");
+        assert_eq!((l.dropped_locally, l.lost, l.unattributed), (88_358, 0, 0));
+        let j = serde_json::to_value(&l).unwrap();
+        assert_eq!(j["dropped_locally"], 88_358);
+        let s = sentences(&l, &gso_tbf());
+        assert!(
+            s[0].starts_with(
+                "88,358 datagrams were not sent: the board's own egress queue was full"
+            ),
+            "{s:?}"
+        );
+        // 358 of the qdisc's drops the sender was not told of (a batch TBF split and dropped
+        // in part): those the receiver did lose, and they stay the qdisc's place.
+        let flow = Flow::udp(1448, false, Some(42_000)).with_dropped_locally(Some(88_000));
+        let l = ledger(358, Path::Sent, &["eth0".into()], &gso_tbf(), &flow);
+        assert_eq!(l.places.len(), 1, "{l:?}");
+        assert_eq!(
+            (l.places[0].packets, l.places[0].unit.as_str()),
+            (358, "datagrams")
+        );
+        assert_eq!((l.dropped_locally, l.unattributed), (88_000, 0));
+        // A forwarded run's qdisc: the board's own sender is not in it.
+        let l = ledger(0, Path::Forwarded, &["eth0".into()], &gso_tbf(), &flow);
+        assert_eq!(l.dropped_locally, 0);
     }
 
     #[test]
