@@ -655,11 +655,15 @@ fn trivial(packets: u64, lost: u64) -> bool {
 pub fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
     let mut out = Vec::new();
     let lost = count(l.lost);
-    if l.dropped_locally > 0 {
-        out.push(format!(
-            "{} datagrams were not sent: the board's own egress queue was full and refused them (the send failed with ENOBUFS) — counted apart, not among the {lost} the receiver counted lost (they were never numbered): the sender asked for more than the port's queue or shaper takes — lower -b or raise the shaper",
-            count(l.dropped_locally)
-        ));
+    // The datagrams this host refused its own sender: first when they outnumber the lost
+    // (the verdict takes the first sentence), else after the places of the lost.
+    let local = (l.dropped_locally > 0).then(|| format!(
+        "{} datagrams were not sent: the board's own egress queue was full and refused them (the send failed with ENOBUFS) — counted apart, not among the {lost} the receiver counted lost (they were never numbered): the sender asked for more than the port's queue or shaper takes — lower -b or raise the shaper",
+        count(l.dropped_locally)
+    ));
+    let local_first = l.dropped_locally > l.lost;
+    if let Some(s) = local.clone().filter(|_| local_first) {
+        out.push(s);
     }
     for p in &l.places {
         let n = count(p.packets);
@@ -815,6 +819,9 @@ pub fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
             "the {whose}counters moved by {} while the run lost {lost}: they are host-wide and also count traffic outside the run (other flows at the same time, datagrams sent after the receiver stopped counting)",
             count(l.attributed())
         ));
+    }
+    if let Some(s) = local.filter(|_| !local_first) {
+        out.push(s);
     }
     out.extend(board_notes(d));
     out
@@ -1110,6 +1117,21 @@ mod tests {
             (358, "datagrams")
         );
         assert_eq!((l.dropped_locally, l.unattributed), (88_000, 0));
+        // The local drops outnumber the lost: their sentence first (the verdict's); else
+        // the places of the lost come first.
+        assert!(sentences(&l, &gso_tbf())[0].starts_with("88,000 datagrams were not sent"));
+        let few = Flow::udp(1448, false, Some(130_000 - 10)).with_dropped_locally(Some(10));
+        let l = ledger(88_348, Path::Sent, &["eth0".into()], &gso_tbf(), &few);
+        let s = sentences(&l, &gso_tbf());
+        assert!(
+            s[0].contains("dropped by the board's own egress queue"),
+            "{s:?}"
+        );
+        assert!(
+            s.iter()
+                .any(|x| x.starts_with("10 datagrams were not sent")),
+            "{s:?}"
+        );
         // A forwarded run's qdisc: the board's own sender is not in it.
         let l = ledger(0, Path::Forwarded, &["eth0".into()], &gso_tbf(), &flow);
         assert_eq!(l.dropped_locally, 0);
