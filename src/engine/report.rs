@@ -125,6 +125,14 @@ pub struct UdpSummary {
     /// one per datagram otherwise; `None` where this side did not send. Not on the wire.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sender_skbs: Option<u64>,
+    /// Datagrams this end's sender did not send because this host refused them (its own
+    /// queue on the sending port was full: the send failed with ENOBUFS, see
+    /// [`crate::engine::udp::UdpSendCfg::dropped_locally`]), over the whole test (omitted
+    /// seconds included); not in `sent_packets` and not numbered, so not in the receiver's
+    /// `lost`. `None` where this side did not send. JSON `dropped_locally` of the sending
+    /// side's `sum_sent` and streams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_dropped_locally: Option<u64>,
     /// Who paced this end's paced sender: the kernel's fq or the user-space pacer (see
     /// [`crate::engine::pacer::PacedBy`]); `None` unpaced, or in rows stored before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -724,6 +732,9 @@ pub fn text_summary(report: &Report) -> String {
     if let Some(p) = pacer_line(report) {
         out.push_str(&p);
     }
+    if let Some(l) = dropped_locally_line(report) {
+        out.push_str(&l);
+    }
     // A shortfall, or a sender that stalled and caught up (the pacing note).
     if let Some(c) =
         crate::engine::shortfall::for_report(report).filter(|c| c.short || c.catch_up().is_some())
@@ -792,6 +803,10 @@ fn udp_total(ss: &[&StreamSummary]) -> UdpSummary {
         sender_skbs: us
             .iter()
             .filter_map(|u| u.sender_skbs)
+            .reduce(u64::saturating_add),
+        sender_dropped_locally: us
+            .iter()
+            .filter_map(|u| u.sender_dropped_locally)
             .reduce(u64::saturating_add),
         // The kernel's when any stream was paced by it (all are, or none, on one port).
         paced_by: us
@@ -1305,6 +1320,9 @@ fn udp_side_json(
         m.insert("lost_packets".into(), 0.into());
         m.insert("packets".into(), u.sent_packets.unwrap_or(0).into());
         m.insert("lost_percent".into(), 0.into());
+        if let Some(d) = u.sender_dropped_locally {
+            m.insert("dropped_locally".into(), d.into());
+        }
     }
     m.insert("sender".into(), flag.into());
     m
@@ -1408,6 +1426,27 @@ pub fn pacer_line(report: &Report) -> Option<String> {
     Some(format!("pacing: {how}\n{theirs}"))
 }
 
+/// Datagrams this end's UDP senders did not send because this host's own queue refused
+/// them ([`UdpSummary::sender_dropped_locally`], all streams), when there were any.
+pub fn dropped_locally(report: &Report) -> Option<u64> {
+    report
+        .streams
+        .iter()
+        .filter(|s| s.local_sender)
+        .filter_map(|s| s.udp.and_then(|u| u.sender_dropped_locally))
+        .reduce(u64::saturating_add)
+        .filter(|&n| n > 0)
+}
+
+/// The text line of [`dropped_locally`]: "dropped locally: 1,234 datagrams not sent (…)".
+fn dropped_locally_line(report: &Report) -> Option<String> {
+    let n = dropped_locally(report)?;
+    Some(format!(
+        "dropped locally: {} datagrams not sent: this host's own queue on the sending port was full (ENOBUFS); not in Total, not in Lost\n",
+        crate::model::display::count(n)
+    ))
+}
+
 /// Who paced this end's UDP senders: the kernel's when any stream says so, else the first
 /// stream's word (see [`crate::engine::pacer::PacedBy`]).
 pub fn paced_by(report: &Report) -> Option<crate::engine::pacer::PacedBy> {
@@ -1459,6 +1498,9 @@ fn udp_end_json(report: &Report, end: &mut Map<String, Value>) {
             m.insert("duplicates".into(), u.duplicates.into());
             m.insert("stray".into(), u.stray.into());
             m.insert("peak_1ms_bits_per_second".into(), num(u.peak_1ms_bps));
+            if let Some(d) = u.sender_dropped_locally.filter(|_| s.local_sender) {
+                m.insert("dropped_locally".into(), d.into());
+            }
             m.insert("sender".into(), sender);
             json!({"udp": Value::Object(m)})
         })
@@ -1567,6 +1609,54 @@ mod tests {
 
     /// Issue 39 (kpace tryout): the text output named the pacer only beside a lag line. A UDP
     /// sender's end summary now always says who paced it; a receiver, TCP and -b 0 say nothing.
+    #[test]
+    fn datagrams_dropped_locally_are_said_apart_in_json_and_text() {
+        let report = |dropped: Option<u64>| {
+            let params = Params {
+                protocol: crate::engine::params::Protocol::Udp,
+                bandwidth: 150_000_000,
+                ..Params::default()
+            };
+            let mut r = Report::new(
+                Role::Client,
+                params,
+                "c".into(),
+                ("192.0.2.1".into(), 5201),
+                "192.0.2.2:5201".parse().expect("addr"),
+                3.0,
+            );
+            r.streams = vec![StreamSummary {
+                id: 1,
+                local_sender: true,
+                udp: Some(UdpSummary {
+                    sent_packets: Some(12_670),
+                    expected: Some(12_670),
+                    lost: Some(0),
+                    sender_dropped_locally: dropped,
+                    ..UdpSummary::default()
+                }),
+                ..StreamSummary::default()
+            }];
+            r
+        };
+        let r = report(Some(26_200));
+        let j = to_iperf3_json(&r);
+        assert_eq!(j["end"]["sum_sent"]["dropped_locally"], 26_200, "{j}");
+        assert_eq!(j["end"]["sum_sent"]["packets"], 12_670);
+        assert_eq!(j["end"]["streams"][0]["udp"]["dropped_locally"], 26_200);
+        assert!(j["end"]["sum_received"].get("dropped_locally").is_none());
+        assert_eq!(j["end"]["sum_received"]["lost_packets"], 0);
+        let t = text_summary(&r);
+        assert!(
+            t.contains("dropped locally: 26,200 datagrams not sent: this host's own queue"),
+            "{t}"
+        );
+        // None refused: the key says 0, no text line.
+        let r = report(Some(0));
+        assert_eq!(to_iperf3_json(&r)["end"]["sum_sent"]["dropped_locally"], 0);
+        assert!(!text_summary(&r).contains("dropped locally"));
+    }
+
     #[test]
     fn text_summary_says_who_paced_a_udp_sender() {
         use crate::engine::pacer::{PacedBy, PortName, UserWhy};

@@ -53,6 +53,9 @@ pub struct DataStream {
     gso_off: Arc<Mutex<Option<crate::engine::udp::GsoOff>>>,
     /// A UDP sender's packets handed to the kernel (see [`crate::engine::udp::UdpSendCfg::skbs`]).
     skbs: Arc<AtomicU64>,
+    /// A UDP sender's datagrams this host refused to send (see
+    /// [`crate::engine::udp::UdpSendCfg::dropped_locally`]).
+    dropped_locally: Arc<AtomicU64>,
     /// Who paced a paced UDP sender (see [`crate::engine::pacer::PacedBy`]).
     paced_by: Arc<Mutex<Option<crate::engine::pacer::PacedBy>>>,
     thread: Option<JoinHandle<()>>,
@@ -136,6 +139,7 @@ impl DataStream {
             pacer_stats: Default::default(),
             gso_off: Default::default(),
             skbs: Default::default(),
+            dropped_locally: Default::default(),
             paced_by: Default::default(),
             thread: None,
             prev_bytes: 0,
@@ -411,6 +415,7 @@ impl DataPhase {
                         pacer_stats: Some(s.pacer_stats.clone()),
                         gso_off: Some(s.gso_off.clone()),
                         skbs: Some(s.skbs.clone()),
+                        dropped_locally: Some(s.dropped_locally.clone()),
                         pacing: self.params.udp_pacing,
                         paced_by: Some(s.paced_by.clone()),
                     };
@@ -729,6 +734,7 @@ impl DataPhase {
                             sender_owed_ms: paced.map(|st| st.owed_ms),
                             gso_off: s.gso_off.lock().map(|g| *g).unwrap_or_default(),
                             sender_skbs: Some(s.skbs.load(Relaxed)),
+                            sender_dropped_locally: Some(s.dropped_locally.load(Relaxed)),
                             paced_by: s.paced_by.lock().map(|g| *g).unwrap_or_default(),
                             ..Default::default()
                         })
@@ -751,6 +757,7 @@ impl DataPhase {
                             sender_owed_ms: None,
                             gso_off: None,
                             sender_skbs: None,
+                            sender_dropped_locally: None,
                             paced_by: None,
                         }
                     }),

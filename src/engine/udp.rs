@@ -467,6 +467,66 @@ pub fn enable_gro(sock: &UdpSocket) -> bool {
     setsockopt_int(sock.as_fd(), libc::SOL_UDP, UDP_GRO, 1).is_ok()
 }
 
+/// Ask the kernel to report this host's own drops of what a UDP socket sends (IP_RECVERR,
+/// and IPV6_RECVERR on an IPv6 socket; both on a dual-stack one): without it a datagram the
+/// sending host's qdisc drops (NET_XMIT_DROP) is reported as sent; with it the send call
+/// fails with ENOBUFS for that datagram (a GSO super-datagram is one drop, all its
+/// datagrams). ICMP errors the socket receives are then queued on its error queue (read with
+/// [`drain_error_queue`]) besides the pending error the next send returns. Errors: the
+/// kernel refused the option.
+pub fn enable_recverr(sock: &UdpSocket) -> std::io::Result<()> {
+    let fd = sock.as_fd();
+    match sock.local_addr()? {
+        std::net::SocketAddr::V4(_) => setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_RECVERR, 1),
+        std::net::SocketAddr::V6(_) => {
+            // IPv4-mapped peers go through the IPv4 path, which reads IP_RECVERR.
+            let _ = setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_RECVERR, 1);
+            setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVERR, 1)
+        }
+    }
+}
+
+/// Most entries read from a socket's error queue in one [`drain_error_queue`] call.
+const ERRQUEUE_DRAIN: usize = 256;
+
+/// Read and drop what a socket's error queue holds (IP_RECVERR: ICMP errors the peer's host
+/// or a router sent back, the kernel's own EMSGSIZE), at most [`ERRQUEUE_DRAIN`] entries,
+/// without blocking. Returns how many came from ICMP (or ICMPv6): the pending error a send
+/// call returned was one of those, not this host refusing the send. The queue holds its
+/// entries in the socket's receive memory: left undrained it would fill to the receive
+/// buffer.
+pub fn drain_error_queue(fd: BorrowedFd<'_>) -> usize {
+    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags, SockaddrStorage};
+    use std::os::fd::AsRawFd;
+    let mut data = [0u8; 256];
+    let mut cmsg = nix::cmsg_space!(libc::sock_extended_err, libc::sockaddr_in6);
+    let mut icmp = 0;
+    for _ in 0..ERRQUEUE_DRAIN {
+        let mut iov = [std::io::IoSliceMut::new(&mut data)];
+        let Ok(m) = recvmsg::<SockaddrStorage>(
+            fd.as_raw_fd(),
+            &mut iov,
+            Some(&mut cmsg),
+            MsgFlags::MSG_ERRQUEUE | MsgFlags::MSG_DONTWAIT,
+        ) else {
+            break;
+        };
+        let Ok(cms) = m.cmsgs() else { continue };
+        for c in cms {
+            let origin = match c {
+                ControlMessageOwned::Ipv4RecvErr(e, _) | ControlMessageOwned::Ipv6RecvErr(e, _) => {
+                    e.ee_origin
+                }
+                _ => continue,
+            };
+            if origin == libc::SO_EE_ORIGIN_ICMP || origin == libc::SO_EE_ORIGIN_ICMP6 {
+                icmp += 1;
+            }
+        }
+    }
+    icmp
+}
+
 /// Sender settings of one UDP stream.
 #[derive(Debug, Clone)]
 pub struct UdpSendCfg {
@@ -492,6 +552,13 @@ pub struct UdpSendCfg {
     /// super-datagram, one per datagram otherwise. A port that counts skbs (a veth) counts
     /// these, not datagrams; the ledger sets them against the port's packet counter.
     pub skbs: Option<Arc<AtomicU64>>,
+    /// Where the sender counts the datagrams this host refused to send (the send call failed
+    /// with ENOBUFS: the sending port's qdisc was full and dropped them, reported through
+    /// IP_RECVERR, see [`enable_recverr`]): a GSO super-datagram refused counts all its
+    /// datagrams. They are not counted as sent and not numbered (the next datagram sent
+    /// takes the first refused one's sequence number), so the receiver does not count them
+    /// lost.
+    pub dropped_locally: Option<Arc<AtomicU64>>,
     /// How a paced sender asks to be paced (`--udp-pacing`, see [`PacingMode`]).
     pub pacing: PacingMode,
     /// Where a paced sender says who paced it (the kernel's fq or the user-space pacer), for
@@ -566,6 +633,17 @@ trait BatchTx {
     fn send_mmsg(&mut self, buf: &[u8], len: usize, n: usize) -> std::io::Result<usize>;
     /// Turn GSO off on the socket (after the kernel refused it).
     fn disable_gso(&mut self);
+    /// The socket's pending error, cleared (SO_ERROR): after a sendmmsg call that sent fewer
+    /// messages than asked, the error of the first one that did not go (the kernel keeps it
+    /// for the next call otherwise). `None`: none.
+    fn take_error(&mut self) -> Option<i32> {
+        None
+    }
+    /// Drain the socket's error queue; how many entries were ICMP errors (see
+    /// [`drain_error_queue`]).
+    fn drain_errors(&mut self) -> usize {
+        0
+    }
     /// Send `m` GSO super-datagrams of `seg` bytes each, laid end to end in `buf` (one
     /// sendmmsg call on a socket); how many super-datagrams went.
     fn send_gso_many(&mut self, buf: &[u8], seg: usize, m: usize) -> std::io::Result<usize> {
@@ -596,6 +674,14 @@ impl BatchTx for SockTx<'_> {
     }
     fn send_gso_many(&mut self, buf: &[u8], seg: usize, m: usize) -> std::io::Result<usize> {
         sendmmsg(self.0.as_fd(), buf, seg, m)
+    }
+    fn take_error(&mut self) -> Option<i32> {
+        getsockopt_int(self.0.as_fd(), libc::SOL_SOCKET, libc::SO_ERROR)
+            .ok()
+            .filter(|&e| e != 0)
+    }
+    fn drain_errors(&mut self) -> usize {
+        drain_error_queue(self.0.as_fd())
     }
 }
 
@@ -752,6 +838,9 @@ pub fn udp_send_loop(
     // A failure leaves the default 50 µs slack: pacing still works, with coarser wake-ups.
     let _ = fine_timer_slack();
     let _ = sock.set_write_timeout(Some(crate::engine::tcp::POLL));
+    // This host's own drops (a full qdisc on the sending port) as ENOBUFS, not as sent. A
+    // kernel without it: such drops are counted as sent, as before (and as stock iperf3 does).
+    let _ = enable_recverr(&sock);
     let len = sender_len(&cfg);
     let v6 = sends_ipv6(&sock);
     let paced_by = (cfg.rate > 0).then(|| kernel_or_user(&sock, &cfg, len, v6));
@@ -994,23 +1083,33 @@ fn run_sender_mode(
                 keep_stats(&pacer);
             }
         }
-        if cfg.iperf2.is_some() {
-            let (sec, usec) = crate::engine::datagram::wall_now();
-            for i in 0..batch {
-                write_udp_id(&mut buf[i * len..], (seq + i as u64) as i64, sec, usec);
-            }
+        let (sec, usec) = if cfg.iperf2.is_some() {
+            crate::engine::datagram::wall_now()
         } else {
-            let (sec, usec) = mono_now();
-            for i in 0..batch {
-                write_header(&mut buf[i * len..], sec, usec, seq + i as u64, cfg.wide);
+            mono_now()
+        };
+        // Number the batch's datagrams from position `from` on, the first `first`.
+        let number = |buf: &mut [u8], from: usize, first: u64| {
+            for i in from..batch {
+                let s = first + (i - from) as u64;
+                if cfg.iperf2.is_some() {
+                    write_udp_id(&mut buf[i * len..], s as i64, sec, usec);
+                } else {
+                    write_header(&mut buf[i * len..], sec, usec, s, cfg.wide);
+                }
             }
-        }
+        };
+        number(&mut buf, 0, seq);
         // The batch in calls of at most 64 datagrams (65000 bytes with GSO); a call that
         // sends less than asked (or fails) ends the batch, and the next one numbers on from
-        // the last datagram that went.
-        let mut off = 0;
+        // the last datagram that went. A message this host refused (ENOBUFS: its own queue
+        // dropped it) is counted apart and skipped: the rest of the batch is numbered again
+        // from the first refused sequence number and sent (what the pacer booked is sent or
+        // refused, never both, and the sequence has no gap for the receiver to count lost).
+        // `pos`: datagrams of the batch handed over (sent or refused); `went`: sent.
+        let (mut pos, mut went, mut dropped_here) = (0usize, 0usize, 0usize);
         let res = loop {
-            let left = batch - off;
+            let left = batch - pos;
             let k = if kernel && gso && left > skb {
                 // Whole super-datagrams in one sendmmsg call; the rest in the next call.
                 (left / skb).min(SENDMMSG_MAX) * skb
@@ -1020,17 +1119,17 @@ fn run_sender_mode(
                 left.min(call_size(len, gso))
             };
             let was_gso = gso;
-            let sent = send_batch(tx, &mut gso, &mut refused, &buf[off * len..], len, k, skb);
+            let sent = send_batch(tx, &mut gso, &mut refused, &buf[pos * len..], len, k, skb);
+            // Datagrams per message of this call: still `gso` after it, GSO super-datagrams
+            // of `per` datagrams each (several in one sendmmsg when kernel-paced), one skb
+            // each; else one datagram per message.
+            let per = match gso {
+                true if skb > 0 && k > skb && k % skb == 0 => skb,
+                true => k.max(1),
+                false => 1,
+            };
             if let (Ok(n), Some(skbs)) = (&sent, &cfg.skbs) {
-                // Still `gso` after the call: it went as GSO super-datagrams of `per`
-                // datagrams each (several in one sendmmsg when kernel-paced), one skb each.
-                let per = if skb > 0 && k > skb && k % skb == 0 {
-                    skb
-                } else {
-                    k.max(1)
-                };
-                let n = if gso { n.div_ceil(per) } else { *n } as u64;
-                skbs.fetch_add(n, Relaxed);
+                skbs.fetch_add(n.div_ceil(per) as u64, Relaxed);
             }
             if was_gso && !gso {
                 if let (Some(r), Some(slot)) = (refused, &cfg.gso_off) {
@@ -1039,18 +1138,51 @@ fn run_sender_mode(
                     }
                 }
             }
+            // The datagrams of the message this host's queue refused: the first one of the
+            // call, or (a sendmmsg that sent some) the first that did not go, whose error the
+            // kernel keeps pending (taken here so that the next call does not fail with it).
+            let dropped = match &sent {
+                Ok(n) if *n < k => match tx.take_error() {
+                    Some(libc::ENOBUFS) => per.min(k - n),
+                    Some(_) => {
+                        // An ICMP error's entry on the error queue goes with it.
+                        tx.drain_errors();
+                        0
+                    }
+                    None => 0,
+                },
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => per.min(k),
+                _ => 0,
+            };
+            if let Ok(n) = sent {
+                pos += n;
+                went += n;
+            }
+            if dropped > 0 {
+                pos += dropped;
+                dropped_here += dropped;
+                if pos >= batch {
+                    break Ok(went);
+                }
+                number(&mut buf, pos, seq + went as u64);
+                continue;
+            }
             match sent {
                 Ok(n) => {
-                    off += n;
-                    if n < k || off >= batch {
-                        break Ok(off);
+                    if n < k || pos >= batch {
+                        break Ok(went);
                     }
                 }
                 // What went counts; the error shows again on the next call if it lasts.
-                Err(_) if off > 0 => break Ok(off),
+                Err(_) if went > 0 => break Ok(went),
                 Err(e) => break Err(e),
             }
         };
+        if dropped_here > 0 {
+            if let Some(c) = &cfg.dropped_locally {
+                c.fetch_add(dropped_here as u64, Relaxed);
+            }
+        }
         match res {
             Ok(n) => {
                 seq += n as u64;
@@ -1058,6 +1190,10 @@ fn run_sender_mode(
                 bytes.fetch_add((n * len) as u64, Relaxed);
                 shared.sent_bytes.fetch_add((n * len) as u64, Relaxed);
                 shared.sent_blocks.fetch_add(n as u64, Relaxed);
+                if n == 0 && cfg.rate == 0 {
+                    // Unpaced, every datagram refused: let the queue drain a little.
+                    std::thread::yield_now();
+                }
             }
             Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
                 // A local firewall dropped the first datagram of the batch: it was sent as far
@@ -1072,11 +1208,18 @@ fn run_sender_mode(
                     std::io::ErrorKind::WouldBlock
                         | std::io::ErrorKind::Interrupted
                         | std::io::ErrorKind::TimedOut
-                ) || e.raw_os_error() == Some(libc::ENOBUFS)
-                    || e.raw_os_error() == Some(libc::ECONNREFUSED) =>
+                ) || e.raw_os_error() == Some(libc::ENOBUFS) =>
             {
-                // Queue full or a transient ICMP error: try again (datagrams are not reused,
-                // so the sequence stays continuous).
+                // Queue full: try again (datagrams are not reused, so the sequence stays
+                // continuous).
+                std::thread::yield_now();
+            }
+            // An ICMP error the peer's host or a router sent back (port unreachable while the
+            // peer's socket is not open yet or already closed, a host unreachable that passed):
+            // the kernel returns it once on the next send, which sent nothing. Drained from
+            // the error queue (IP_RECVERR queues each one) and the test goes on. The same
+            // errno with no ICMP behind it (no route here) stops the test below.
+            Err(e) if tx.drain_errors() > 0 || e.raw_os_error() == Some(libc::ECONNREFUSED) => {
                 std::thread::yield_now();
             }
             Err(e) => {
@@ -1532,6 +1675,20 @@ mod tests {
         /// largest super-datagram sent.
         gso_many_calls: usize,
         largest_gso: usize,
+        /// Every `nobufs_every`-th GSO send is refused with ENOBUFS (this host's queue full);
+        /// 0: none.
+        nobufs_every: usize,
+        /// sendmmsg calls send at most this many messages, the next one refused with ENOBUFS
+        /// (kept pending for SO_ERROR, as the kernel does); `None`: all go.
+        mmsg_partial: Option<usize>,
+        /// Datagrams refused (the fake kernel's own count) and the error kept pending.
+        refused: usize,
+        pending: Option<i32>,
+        /// The next `icmp_fails` sendmmsg calls fail with EHOSTUNREACH (an ICMP error the
+        /// socket got: one entry on the error queue each when `icmp_queued`); entries left.
+        icmp_fails: usize,
+        icmp_queued: bool,
+        errqueue: usize,
     }
 
     impl FakeTx {
@@ -1550,6 +1707,13 @@ mod tests {
                 mmsg_err: None,
                 gso_many_calls: 0,
                 largest_gso: 0,
+                nobufs_every: 0,
+                mmsg_partial: None,
+                refused: 0,
+                pending: None,
+                icmp_fails: 0,
+                icmp_queued: false,
+                errqueue: 0,
             }
         }
         fn take(&mut self, buf: &[u8]) {
@@ -1576,6 +1740,10 @@ mod tests {
         fn send_gso(&mut self, buf: &[u8]) -> std::io::Result<usize> {
             self.largest_gso = self.largest_gso.max(buf.len() / self.len);
             self.gso_calls += 1;
+            if self.nobufs_every > 0 && self.gso_calls % self.nobufs_every == 0 {
+                self.refused += buf.len() / self.len;
+                return Err(std::io::Error::from_raw_os_error(libc::ENOBUFS));
+            }
             if let Some(e) = self.refuse {
                 self.gso_refused += 1;
                 return Err(std::io::Error::from_raw_os_error(e));
@@ -1589,11 +1757,121 @@ mod tests {
             if let Some(e) = self.mmsg_err {
                 return Err(std::io::Error::from_raw_os_error(e));
             }
+            if self.icmp_fails > 0 {
+                self.icmp_fails -= 1;
+                if self.icmp_queued {
+                    self.errqueue += 1;
+                }
+                return Err(std::io::Error::from_raw_os_error(libc::EHOSTUNREACH));
+            }
+            if let Some(m) = self.mmsg_partial.filter(|&m| m < n) {
+                self.take(&buf[..m * len]);
+                self.refused += 1;
+                if m == 0 {
+                    return Err(std::io::Error::from_raw_os_error(libc::ENOBUFS));
+                }
+                self.pending = Some(libc::ENOBUFS);
+                return Ok(m);
+            }
             self.take(&buf[..n * len]);
             Ok(n)
         }
         fn disable_gso(&mut self) {
             self.disabled += 1;
+        }
+        fn take_error(&mut self) -> Option<i32> {
+            self.pending.take()
+        }
+        fn drain_errors(&mut self) -> usize {
+            std::mem::take(&mut self.errqueue)
+        }
+    }
+
+    #[test]
+    fn datagrams_this_host_refuses_are_counted_apart_and_never_numbered() {
+        // 1 Gbit/s of 1448-byte datagrams, GSO calls of 44 + 25 per wake-up; every third GSO
+        // send refused with ENOBUFS (the sending port's qdisc full, reported by IP_RECVERR):
+        // a refused super-datagram is all its datagrams. Then the same by sendmmsg, each call
+        // sending 10 messages and the 11th refused (the kernel keeps its ENOBUFS pending), or
+        // none (the first refused). Whatever the pacer booked is sent or refused, never both;
+        // the datagrams sent are numbered 1, 2, 3, … with no gap (the receiver counts none of
+        // the refused lost); the count is the fake kernel's own.
+        for (gso, every, partial) in [(true, 3, None), (false, 0, Some(10)), (false, 0, Some(0))] {
+            let shared = Arc::new(Shared::default());
+            let mut tx = FakeTx::new(1448, None, 6 * 69, shared.clone());
+            tx.nobufs_every = every;
+            tx.mmsg_partial = partial;
+            let (b, p) = (AtomicU64::new(0), AtomicU64::new(0));
+            let mut cfg = send_cfg(1448, 1_000_000_000);
+            let dropped = Arc::new(AtomicU64::new(0));
+            cfg.dropped_locally = Some(dropped.clone());
+            let (pacer, tx) = if partial == Some(0) {
+                // The first message of one call in two refused, the rest of it sent by the
+                // next call (numbered again from the refused one's number).
+                let mut alt = Alternate(tx);
+                let pc = run_sender(&mut alt, gso, &cfg, &b, &p, &shared);
+                (pc, alt.0)
+            } else {
+                let pc = run_sender(&mut tx, gso, &cfg, &b, &p, &shared);
+                (pc, tx)
+            };
+            let pacer = pacer.unwrap_or_else(|| panic!("a paced sender has a pacer"));
+            let sent = p.load(Relaxed);
+            let refused = dropped.load(Relaxed);
+            assert_eq!(tx.seqs, (1..=sent).collect::<Vec<_>>(), "{gso} {partial:?}");
+            assert_eq!(refused, tx.refused as u64, "{gso} {partial:?}");
+            assert!(refused > 0, "{gso} {partial:?}");
+            assert_eq!(
+                pacer.booked_bytes(),
+                (sent + refused) * 1448,
+                "{gso} {partial:?}: sent + dropped locally = what the pacer booked"
+            );
+            assert!(shared.error.lock().is_ok_and(|g| g.is_none()));
+        }
+    }
+
+    /// A fake kernel that refuses the first message of every other sendmmsg call (ENOBUFS)
+    /// and sends the whole of the others.
+    struct Alternate(FakeTx);
+    impl BatchTx for Alternate {
+        fn send_gso(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.send_gso(buf)
+        }
+        fn send_mmsg(&mut self, buf: &[u8], len: usize, n: usize) -> std::io::Result<usize> {
+            self.0.mmsg_partial = (self.0.mmsg_calls % 2 == 0).then_some(0);
+            let r = self.0.send_mmsg(buf, len, n);
+            let sent = self.0.seqs.len() as u64;
+            assert_eq!(self.0.seqs, (1..=sent).collect::<Vec<_>>(), "a gap");
+            r
+        }
+        fn disable_gso(&mut self) {}
+    }
+
+    #[test]
+    fn an_icmp_error_does_not_stop_the_sender_a_local_one_does() {
+        // EHOSTUNREACH with an ICMP entry on the error queue (a router's host unreachable
+        // that passed; IP_RECVERR queues each one and the next send returns it): drained, the
+        // test goes on, every datagram numbered once. The same errno with nothing queued (no
+        // route on this host): the test stops with the error.
+        for queued in [true, false] {
+            let shared = Arc::new(Shared::default());
+            let mut tx = FakeTx::new(1448, None, 3 * 69, shared.clone());
+            tx.icmp_fails = 5;
+            tx.icmp_queued = queued;
+            let (b, p) = (AtomicU64::new(0), AtomicU64::new(0));
+            let cfg = send_cfg(1448, 100_000_000);
+            run_sender(&mut tx, false, &cfg, &b, &p, &shared);
+            let err = shared.error.lock().map(|g| g.clone()).unwrap_or_default();
+            if queued {
+                assert_eq!(err, None);
+                assert_eq!(tx.errqueue, 0, "drained");
+                let n = p.load(Relaxed);
+                assert!(n >= 3 * 69, "{n}");
+                assert_eq!(tx.seqs, (1..=n).collect::<Vec<_>>());
+            } else {
+                assert!(err.is_some_and(|e| e.contains("No route to host")));
+                assert_eq!(p.load(Relaxed), 0);
+            }
         }
     }
 
@@ -1608,6 +1886,7 @@ mod tests {
             pacer_stats: None,
             gso_off: None,
             skbs: None,
+            dropped_locally: None,
             pacing: PacingMode::Auto,
             paced_by: None,
         }

@@ -75,10 +75,21 @@ pub struct LossLedger {
     pub unit: String,
     /// The board's counters that moved, largest first.
     pub places: Vec<Place>,
+    /// Datagrams this host's own sender did not send because this host refused them (its
+    /// queue on the sending port was full: ENOBUFS, see
+    /// [`crate::engine::report::UdpSummary::sender_dropped_locally`]). Not in `lost`: they
+    /// were never numbered, so the receiver did not miss them. 0 in ledgers stored before
+    /// they were counted (those runs counted such drops as sent, and lost).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_locally: u64,
     /// `lost` minus the places counted in datagrams, never below 0 (when the places add up
     /// to more than was lost, other traffic moved the host-wide counters too; see
     /// [`LossLedger::overcounted`]).
     pub unattributed: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl LossLedger {
@@ -164,6 +175,10 @@ pub struct Flow {
     /// or the count is unknown. Turns a socket's RcvbufErrors (skbs: a GRO batch is one)
     /// into datagrams ([`socket_datagrams`]).
     pub received: Option<u64>,
+    /// Datagrams this host's own sender had refused by this host (its egress qdisc dropped
+    /// them and the send failed with ENOBUFS): they entered the egress qdisc but are not in
+    /// `sent`; `None` when not known (0 is said as `Some(0)`).
+    pub dropped_locally: Option<u64>,
 }
 
 impl Flow {
@@ -175,7 +190,14 @@ impl Flow {
             headers: 14 + if ipv6 { 40 } else { 20 } + 8,
             sent,
             received: None,
+            dropped_locally: None,
         }
+    }
+
+    /// The flow with this host's sender's local refusals (see [`Flow::dropped_locally`]).
+    pub fn with_dropped_locally(mut self, n: Option<u64>) -> Flow {
+        self.dropped_locally = n;
+        self
     }
 
     /// The flow with this host's receiver count (see [`Flow::received`]).
@@ -246,11 +268,21 @@ pub fn socket_datagrams(rcvbuf_errors: u64, rx: (u64, u64), before: u64, f: &Flo
 /// the egress qdisc is `flow.sent`; for a forwarded run, the datagrams received on the run's
 /// other ports less softnet drops.
 pub fn ledger(lost: u64, path: Path, ports: &[String], d: &BoardDelta, flow: &Flow) -> LossLedger {
+    let mut l = places_of(lost, path, ports, d, flow);
+    if path != Path::Forwarded {
+        l.dropped_locally = flow.dropped_locally.unwrap_or(0);
+    }
+    l
+}
+
+fn places_of(lost: u64, path: Path, ports: &[String], d: &BoardDelta, flow: &Flow) -> LossLedger {
     let mut places = Vec::new();
     for name in ports {
         let Some(p) = d.ports.get(name) else { continue };
         if path.egress() {
             if let Some(q) = p.root_qdisc().filter(|q| q.drops > 0) {
+                // (A qdisc whose drops were all this host's refusals of its own sender's
+                // datagrams is no place of the lost ones: see below.)
                 let entered = match path {
                     Path::Forwarded => {
                         let rx = ports
@@ -262,18 +294,34 @@ pub fn ledger(lost: u64, path: Path, ports: &[String], d: &BoardDelta, flow: &Fl
                         rx.filter(|_| ports.len() > 1)
                             .map(|n| n.saturating_sub(d.softnet_dropped()))
                     }
-                    _ => flow.sent.filter(|_| ports.len() == 1),
+                    // What the sender sent and what this host refused it: both entered.
+                    _ => flow
+                        .sent
+                        .filter(|_| ports.len() == 1)
+                        .map(|n| n.saturating_add(flow.dropped_locally.unwrap_or(0))),
                 };
-                let datagrams = entered.and_then(|e| qdisc_datagrams(q, e, flow));
-                places.push(Place {
-                    place: "board_qdisc".into(),
-                    port: Some(name.clone()),
-                    packets: datagrams.unwrap_or(q.drops),
-                    unit: if datagrams.is_some() { DATAGRAMS } else { SKBS }.into(),
-                    counted: Some(q.drops),
-                    counted_unit: Some(SKBS.into()),
-                    counter: format!("qdisc {} drops on {name}", q.kind),
-                });
+                // The datagrams the sender was told of (ENOBUFS) are in `dropped_locally`, not
+                // in `lost`: the place keeps only the qdisc's other drops (a GSO batch it
+                // split and dropped in part, drops at dequeue), which the receiver did miss.
+                let told = if path == Path::Forwarded {
+                    0
+                } else {
+                    flow.dropped_locally.unwrap_or(0)
+                };
+                let datagrams = entered
+                    .and_then(|e| qdisc_datagrams(q, e, flow))
+                    .map(|n| n.saturating_sub(told));
+                if datagrams != Some(0) {
+                    places.push(Place {
+                        place: "board_qdisc".into(),
+                        port: Some(name.clone()),
+                        packets: datagrams.unwrap_or(q.drops),
+                        unit: if datagrams.is_some() { DATAGRAMS } else { SKBS }.into(),
+                        counted: Some(q.drops),
+                        counted_unit: Some(SKBS.into()),
+                        counter: format!("qdisc {} drops on {name}", q.kind),
+                    });
+                }
             }
         }
         if path.ingress() {
@@ -350,6 +398,7 @@ fn finish(lost: u64, mut places: Vec<Place>) -> LossLedger {
         lost,
         unit: DATAGRAMS.into(),
         places,
+        dropped_locally: 0,
         unattributed: 0,
     };
     l.unattributed = lost.saturating_sub(l.attributed());
@@ -606,6 +655,16 @@ fn trivial(packets: u64, lost: u64) -> bool {
 pub fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
     let mut out = Vec::new();
     let lost = count(l.lost);
+    // The datagrams this host refused its own sender: first when they outnumber the lost
+    // (the verdict takes the first sentence), else after the places of the lost.
+    let local = (l.dropped_locally > 0).then(|| format!(
+        "{} datagrams were not sent: the board's own egress queue was full and refused them (the send failed with ENOBUFS) — counted apart, not among the {lost} the receiver counted lost (they were never numbered): the sender asked for more than the port's queue or shaper takes — lower -b or raise the shaper",
+        count(l.dropped_locally)
+    ));
+    let local_first = l.dropped_locally > l.lost;
+    if let Some(s) = local.clone().filter(|_| local_first) {
+        out.push(s);
+    }
     for p in &l.places {
         let n = count(p.packets);
         let port = p.port.as_deref().unwrap_or("");
@@ -760,6 +819,9 @@ pub fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
             "the {whose}counters moved by {} while the run lost {lost}: they are host-wide and also count traffic outside the run (other flows at the same time, datagrams sent after the receiver stopped counting)",
             count(l.attributed())
         ));
+    }
+    if let Some(s) = local.filter(|_| !local_first) {
+        out.push(s);
     }
     out.extend(board_notes(d));
     out
@@ -1025,6 +1087,54 @@ mod tests {
             },
         );
         d
+    }
+
+    #[test]
+    fn drops_the_sender_was_told_of_are_dropped_locally_not_a_place_of_the_lost() {
+        // The same TBF (8,839 skbs dropped, 41,640 datagrams out, 2 queued), the sender with
+        // IP_RECVERR: it sent 41,642 and was refused 88,358 (ENOBUFS), 130,000 booked. The
+        // receiver lost none of the numbered ones: no place, the local drops apart.
+        let flow = Flow::udp(1448, false, Some(41_642)).with_dropped_locally(Some(88_358));
+        let l = ledger(0, Path::Sent, &["eth0".into()], &gso_tbf(), &flow);
+        assert!(l.places.is_empty(), "{l:?}");
+        assert_eq!((l.dropped_locally, l.lost, l.unattributed), (88_358, 0, 0));
+        let j = serde_json::to_value(&l).unwrap();
+        assert_eq!(j["dropped_locally"], 88_358);
+        let s = sentences(&l, &gso_tbf());
+        assert!(
+            s[0].starts_with(
+                "88,358 datagrams were not sent: the board's own egress queue was full"
+            ),
+            "{s:?}"
+        );
+        // 358 of the qdisc's drops the sender was not told of (a batch TBF split and dropped
+        // in part): those the receiver did lose, and they stay the qdisc's place.
+        let flow = Flow::udp(1448, false, Some(42_000)).with_dropped_locally(Some(88_000));
+        let l = ledger(358, Path::Sent, &["eth0".into()], &gso_tbf(), &flow);
+        assert_eq!(l.places.len(), 1, "{l:?}");
+        assert_eq!(
+            (l.places[0].packets, l.places[0].unit.as_str()),
+            (358, "datagrams")
+        );
+        assert_eq!((l.dropped_locally, l.unattributed), (88_000, 0));
+        // The local drops outnumber the lost: their sentence first (the verdict's); else
+        // the places of the lost come first.
+        assert!(sentences(&l, &gso_tbf())[0].starts_with("88,000 datagrams were not sent"));
+        let few = Flow::udp(1448, false, Some(130_000 - 10)).with_dropped_locally(Some(10));
+        let l = ledger(88_348, Path::Sent, &["eth0".into()], &gso_tbf(), &few);
+        let s = sentences(&l, &gso_tbf());
+        assert!(
+            s[0].contains("dropped by the board's own egress queue"),
+            "{s:?}"
+        );
+        assert!(
+            s.iter()
+                .any(|x| x.starts_with("10 datagrams were not sent")),
+            "{s:?}"
+        );
+        // A forwarded run's qdisc: the board's own sender is not in it.
+        let l = ledger(0, Path::Forwarded, &["eth0".into()], &gso_tbf(), &flow);
+        assert_eq!(l.dropped_locally, 0);
     }
 
     #[test]

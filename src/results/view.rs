@@ -1793,6 +1793,10 @@ pub struct BoardView {
     /// `skbs (GSO batches)` when they could not be turned into datagrams), the counter (with
     /// its own count when it counts skbs: "qdisc tbf drops on eth0: 884 skbs").
     pub places: Vec<[String; 5]>,
+    /// Datagrams the board's own sender did not send because the board's egress queue
+    /// refused them ([`crate::results::ledger::LossLedger::dropped_locally`]), grouped;
+    /// `None` when none (or the run has no ledger).
+    pub dropped_locally: Option<String>,
     /// Unattributed datagrams, grouped.
     pub unattributed: String,
     /// What the counters say (`results::ledger::sentences`).
@@ -1812,8 +1816,10 @@ pub fn board_view(board: Option<&Value>, ledger: Option<&Value>) -> BoardView {
     let d: Option<BoardDelta> = board.and_then(|b| serde_json::from_value(b.clone()).ok());
     let l: Option<LossLedger> = ledger.and_then(|l| serde_json::from_value(l.clone()).ok());
     let mut v = BoardView::default();
-    // The card only for runs that lost datagrams (the ledger of a clean run says nothing).
-    if let Some(l) = l.as_ref().filter(|l| l.lost > 0) {
+    // The card only for runs that lost datagrams or had some refused by the board itself
+    // (the ledger of a clean run says nothing).
+    if let Some(l) = l.as_ref().filter(|l| l.lost > 0 || l.dropped_locally > 0) {
+        v.dropped_locally = (l.dropped_locally > 0).then(|| display::count(l.dropped_locally));
         v.lost = Some(display::count(l.lost));
         v.places = l
             .places

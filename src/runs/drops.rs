@@ -21,7 +21,9 @@ pub fn host_drops() -> DropCounters {
         let t0 = Instant::now();
         Box::new(move |f: TestFlow| {
             let d = BoardReading::take().since(&start, t0.elapsed().as_secs_f64());
-            let flow = Flow::udp(f.payload, f.ipv6, f.sent).with_received(f.received);
+            let flow = Flow::udp(f.payload, f.ipv6, f.sent)
+                .with_received(f.received)
+                .with_dropped_locally(f.dropped_locally);
             Some(crate::results::ledger::peer_drops(
                 direction, &ports, &d, &flow,
             ))

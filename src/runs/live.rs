@@ -504,6 +504,7 @@ impl Hub {
                         let sent = f.sent.filter(|_| !forwarding);
                         crate::results::ledger::Flow::udp(f.payload, f.ipv6, sent)
                             .with_received(f.received)
+                            .with_dropped_locally(f.dropped_locally.filter(|_| !forwarding))
                     })
                     .or_else(|| {
                         let ipv6 = run.local_host.contains(':') || run.peer_host.contains(':');

@@ -77,6 +77,10 @@ pub struct TestFlow {
     /// Datagrams this side's own receiving streams got (each once: expected − lost);
     /// `None` when it received none.
     pub received: Option<u64>,
+    /// Datagrams this side's own streams had refused by this host (its queue full, see
+    /// [`crate::engine::report::UdpSummary::sender_dropped_locally`]); `None` when it sent
+    /// none.
+    pub dropped_locally: Option<u64>,
 }
 
 impl TestFlow {
@@ -108,11 +112,18 @@ impl TestFlow {
             Ok(IpAddr::V6(a)) => a.to_ipv4_mapped().is_none(),
             _ => false,
         };
+        let dropped_locally = report
+            .streams
+            .iter()
+            .filter(|s| s.local_sender)
+            .filter_map(|s| s.udp.as_ref()?.sender_dropped_locally)
+            .reduce(u64::saturating_add);
         TestFlow {
             payload: u64::from(report.params.len),
             ipv6,
             sent,
             received,
+            dropped_locally,
         }
     }
 }
