@@ -24,7 +24,7 @@ pub const CERT_FILE: &str = "tls-cert.pem";
 /// The generated private key's file in the data directory (PEM, PKCS#8, mode 0600).
 pub const KEY_FILE: &str = "tls-key.pem";
 
-/// The certificate the web UI serves, ready for its listener.
+/// A certificate and key ready for a TLS listener (the web UI's, the peer agent's).
 pub struct Identity {
     /// The rustls server configuration (ring provider, TLS 1.2 and 1.3, no client auth).
     pub server: rustls::ServerConfig,
@@ -131,6 +131,35 @@ pub fn fingerprint(der: &[u8]) -> String {
     s
 }
 
+/// A SHA-256 fingerprint as a user gives it — 32 hex pairs joined by `:` as [`fingerprint`]
+/// writes them (what `netperfd peer` and the board print), or the 64 hex digits without
+/// colons, either case — in [`fingerprint`]'s form (upper case, colons). Errors: anything
+/// else, as a sentence (the text is not echoed when it is long).
+pub fn parse_fingerprint(text: &str) -> Result<String, String> {
+    let t = text.trim();
+    let hex: String = t.chars().filter(|&c| c != ':').collect();
+    let pairs_ok = !t.contains(':') || t.split(':').all(|p| p.len() == 2);
+    if hex.len() != 64 || !pairs_ok || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let shown = if t.chars().count() <= 100 {
+            t
+        } else {
+            "(too long)"
+        };
+        return Err(format!(
+            "'{shown}' is not a SHA-256 fingerprint (32 hex pairs like AB:CD:…, as `netperfd peer` prints it at start)"
+        ));
+    }
+    let up = hex.to_ascii_uppercase();
+    let mut s = String::with_capacity(95);
+    for (i, pair) in up.as_bytes().chunks(2).enumerate() {
+        if i > 0 {
+            s.push(':');
+        }
+        s.push_str(std::str::from_utf8(pair).unwrap_or_default());
+    }
+    Ok(s)
+}
+
 /// A warning when the private key `path` can be read by others than its owner (group or
 /// world bits). With `fix` (the board's own stored key) and when this process owns the file,
 /// its mode is set to 0600 and the warning says so; the admin's own key is only warned about.
@@ -146,7 +175,7 @@ pub fn key_mode(path: &Path, fix: bool) -> Option<String> {
     let linked = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
     if fix && linked {
         return Some(format!(
-            "the web UI's private key {} is a symbolic link to a file readable by others (mode {mode:04o}); its mode was left as it is",
+            "the TLS private key {} is a symbolic link to a file readable by others (mode {mode:04o}); its mode was left as it is",
             path.display()
         ));
     }
@@ -154,18 +183,18 @@ pub fn key_mode(path: &Path, fix: bool) -> Option<String> {
         return Some(
             match std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
                 Ok(()) => format!(
-                    "the web UI's private key {} was readable by others (mode {mode:04o}): set to 0600",
+                    "the TLS private key {} was readable by others (mode {mode:04o}): set to 0600",
                     path.display()
                 ),
                 Err(e) => format!(
-                    "the web UI's private key {} is readable by others (mode {mode:04o}) and cannot be set to 0600: {e}",
+                    "the TLS private key {} is readable by others (mode {mode:04o}) and cannot be set to 0600: {e}",
                     path.display()
                 ),
             },
         );
     }
     Some(format!(
-        "the web UI's private key {} is readable by others (mode {mode:04o}): chmod 600 it",
+        "the TLS private key {} is readable by others (mode {mode:04o}): chmod 600 it",
         path.display()
     ))
 }
@@ -305,7 +334,7 @@ pub fn generated(dir: &Path, names: &Names) -> Result<Identity, String> {
                 }
                 return Ok(id);
             }
-            Err(e) => tracing::warn!("{e}: making a new certificate for the web UI"),
+            Err(e) => tracing::warn!("{e}: making a new certificate"),
         }
     }
     let (cert_pem, key_pem) = make(names)?;
@@ -320,7 +349,7 @@ pub fn make(names: &Names) -> Result<(String, String), String> {
     use rcgen::{
         CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, SanType,
     };
-    let err = |e: rcgen::Error| format!("cannot make the web UI's certificate: {e}");
+    let err = |e: rcgen::Error| format!("cannot make a TLS certificate: {e}");
     let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).map_err(err)?;
     let mut p = CertificateParams::default();
     let host = names.host.as_str();
@@ -399,7 +428,6 @@ fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
     })
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -427,6 +455,28 @@ mod tests {
         assert_eq!(f.len(), 95);
         assert!(f.starts_with("BA:78:16:BF:8F:01:CF:EA"));
         assert!(f.ends_with("F2:00:15:AD"));
+    }
+
+    #[test]
+    fn fingerprints_are_read_with_or_without_colons_in_either_case() {
+        let f = fingerprint(b"abc");
+        assert_eq!(parse_fingerprint(&f).unwrap(), f);
+        assert_eq!(parse_fingerprint(&f.to_lowercase()).unwrap(), f);
+        assert_eq!(parse_fingerprint(&f.replace(':', "")).unwrap(), f);
+        assert_eq!(parse_fingerprint(&format!("  {f}\n")).unwrap(), f);
+        for bad in [
+            "",
+            "AB:CD",
+            &f[..f.len() - 3],
+            &format!("{f}:00"),
+            &f.replace("BA:78", "BA7:8"),
+            &f.replace("BA", "ZZ"),
+            &"A".repeat(500),
+        ] {
+            let e = parse_fingerprint(bad).unwrap_err();
+            assert!(e.contains("is not a SHA-256 fingerprint"), "{bad}: {e}");
+            assert!(e.len() < 250, "{e}");
+        }
     }
 
     #[test]
