@@ -500,9 +500,10 @@ async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     answer.map_err(|e| {
         const USE_HTTPS: &str = "an agent serving HTTPS (what `netperfd peer` does without --plain-http) is reached with https://HOST:PORT#sha256=FINGERPRINT, the fingerprint it prints at start";
         // 0x15: a TLS alert record, 0x16: a handshake record — what a TLS server may answer
-        // to a plain HTTP request; or it closes the connection without a byte.
+        // to a plain HTTP request (never the start of an HTTP answer: NotHttp, or CutShort
+        // when the connection ends before a header could end); or it closes without a byte.
         match first {
-            Some(0x15 | 0x16) if plain && e == AnswerError::NotHttp => perr(format!(
+            Some(0x15 | 0x16) if plain => perr(format!(
                 "the peer agent at {url} answers in TLS: {USE_HTTPS}"
             )),
             None if plain => perr(format!(

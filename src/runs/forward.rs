@@ -1373,7 +1373,7 @@ mod tests {
                 peer: "https://pc1".into(),
                 ..req()
             },
-            "plain HTTP",
+            "https:// needs the agent's certificate fingerprint: https://pc1#sha256=AB:CD:…",
         );
         bad(
             ForwardRequest {
