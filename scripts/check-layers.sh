@@ -12,15 +12,16 @@ declare -A allow=(
     [model]=""
     [config]="model"
     [logging]=""
+    [cert]=""
     [engine]="model"
     [store]="model engine"
     [board]="model engine store"
     [spec]="model engine store board"
     [results]="model engine store board spec"
-    [peer]="model engine board spec logging"
-    [runs]="model engine store board spec results peer config logging"
-    [web]="model engine store board spec results runs peer config logging"
-    [cmd]="model engine store board spec results runs peer config logging web"
+    [peer]="model engine board spec logging cert"
+    [runs]="model engine store board spec results peer config logging cert"
+    [web]="model engine store board spec results runs peer config logging cert"
+    [cmd]="model engine store board spec results runs peer config logging cert web"
 )
 
 bad=0

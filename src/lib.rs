@@ -2,6 +2,7 @@
 //! the iperf3-compatible engine, the SQLite store, the web UI and the CLI; `main.rs` is a thin
 //! entry point.
 pub mod board;
+pub mod cert;
 pub mod cmd;
 pub mod config;
 pub mod engine;

@@ -113,6 +113,7 @@ fn a_mistyped_token_fails_the_run_and_the_good_stored_token_stays() {
             "peer",
             "--listen",
             "192.0.2.2:5280",
+            "--plain-http",
             "--token-file",
             tf.to_str().expect("utf-8"),
         ],

@@ -287,6 +287,7 @@ fn netperfd_peer_echo_gives_one_way_delays_per_direction() {
             "peer",
             "--listen",
             &format!("{PC1_IP}:5280"),
+            "--plain-http",
             "--token",
             "echo-test-token-0123",
         ],

@@ -159,7 +159,14 @@ fn throughput_through_a_100_mbit_tbf_is_the_shaped_frame_rate() {
         &pc2,
         "pc2-peer",
         bin(),
-        &["peer", "--listen", "198.51.100.2:5280", "--token-file", &tf],
+        &[
+            "peer",
+            "--listen",
+            "198.51.100.2:5280",
+            "--plain-http",
+            "--token-file",
+            &tf,
+        ],
     );
     lab.wait_port(&pc2, PC2_IP, 5280);
     // Pass/fail limits given with the run (issue 38): the shaper passes ~10 % of 1 GbE, so
@@ -1092,7 +1099,14 @@ fn an_agent_without_a_route_names_pc1_and_the_route() {
         &pc1,
         "agent",
         bin(),
-        &["peer", "--listen", "192.0.2.2:5280", "--token-file", &tf],
+        &[
+            "peer",
+            "--listen",
+            "192.0.2.2:5280",
+            "--plain-http",
+            "--token-file",
+            &tf,
+        ],
     );
     lab.wait_port(&pc1, PC1_IP, 5280);
     lab.spawn(&pc2, "iperf3-s", "iperf3", &["-s"]);

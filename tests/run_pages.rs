@@ -241,7 +241,14 @@ fn every_kind_of_run_has_a_true_page() {
         &pc1,
         "agent",
         bin(),
-        &["peer", "--listen", "192.0.2.2:5280", "--token-file", &tf],
+        &[
+            "peer",
+            "--listen",
+            "192.0.2.2:5280",
+            "--plain-http",
+            "--token-file",
+            &tf,
+        ],
     );
     lab.spawn(&pc2, "iperf3-pc2", "iperf3", &["-s"]);
     let dl_url = nginx(&mut lab, 20_000_000);

@@ -15,7 +15,9 @@ use std::sync::Arc;
 /// agent on PC1, PC2, and the board's two ports.
 #[derive(clap::Args, Debug)]
 pub struct PeerPathArgs {
-    /// The peer agent on PC1 (`netperfd peer`): http://HOST[:PORT] (port default 5280)
+    /// The peer agent on PC1 (`netperfd peer`): 'https://HOST[:PORT]#sha256=FINGERPRINT' as the
+    /// agent prints it at start (only that certificate is accepted), or http://HOST[:PORT] for
+    /// an agent with --plain-http (port default 5280)
     #[arg(long, value_name = "URL")]
     pub peer: String,
     /// File holding the agent's token

@@ -71,7 +71,8 @@ pub enum SuiteCmd {
         /// Print one <LAVA_SIGNAL_TESTCASE …> line per step (for a LAVA test shell)
         #[arg(long)]
         lava: bool,
-        /// rfc2544 steps: the peer agent on PC1, http://HOST:PORT (default: the stored one)
+        /// rfc2544 steps: the peer agent on PC1, https://HOST:PORT#sha256=FINGERPRINT or
+        /// http://HOST:PORT (default: the stored one)
         #[arg(long, value_name = "URL")]
         agent: Option<String>,
         /// rfc2544 steps: file holding the agent's token (or $NETPERFD_PEER_TOKEN; default:

@@ -1,5 +1,11 @@
-//! The peer agent (`netperfd peer`): an HTTP/JSON service on a lab PC that runs one iperf3
+//! The peer agent (`netperfd peer`): an HTTPS/JSON service on a lab PC that runs one iperf3
 //! client test at a time, to the host the board names, with our own iperf3 engine.
+//!
+//! It serves TLS with its own certificate ([`crate::cert::generated`]: ECDSA P-256, made at
+//! first start in its data directory — `--data-dir`, default [`default_data_dir`] — and
+//! reused later) and prints the certificate's SHA-256 fingerprint at start; the board pins it
+//! (`--peer https://PC1:5280#sha256=…`). `--plain-http` serves plain HTTP instead (the token
+//! crosses the network in clear).
 //!
 //! API (every route needs `Authorization: Bearer <token>`; a wrong or missing token gets 401
 //! and nothing runs; errors are `{"error": "..."}`):
@@ -477,6 +483,143 @@ pub struct PeerArgs {
     /// 0 turns it off)
     #[arg(long = "echo-port", value_name = "PORT", default_value_t = crate::engine::echo::DEFAULT_PORT)]
     pub echo_port: u16,
+    /// Directory of the agent's TLS certificate and key (made at first start, reused later,
+    /// so its fingerprint stays the one the board pinned) [default: $XDG_STATE_HOME/netperfd-peer,
+    /// else ~/.local/state/netperfd-peer, else /var/lib/netperfd-peer]
+    #[arg(long = "data-dir", value_name = "DIR")]
+    pub data_dir: Option<std::path::PathBuf>,
+    /// Serve plain HTTP instead of HTTPS: the token and the tests cross the network in clear
+    /// (the board then uses http://HOST:PORT)
+    #[arg(long = "plain-http")]
+    pub plain_http: bool,
+}
+
+/// Where the agent keeps its certificate without `--data-dir`: `$XDG_STATE_HOME/netperfd-peer`,
+/// else `$HOME/.local/state/netperfd-peer`, else `/var/lib/netperfd-peer` (a service without a
+/// home). Relative values of the variables are ignored (XDG's rule).
+pub fn default_data_dir() -> std::path::PathBuf {
+    let abs = |k: &str| {
+        std::env::var_os(k)
+            .map(std::path::PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    if let Some(d) = abs("XDG_STATE_HOME") {
+        return d.join("netperfd-peer");
+    }
+    if let Some(h) = abs("HOME") {
+        return h.join(".local/state/netperfd-peer");
+    }
+    std::path::PathBuf::from("/var/lib/netperfd-peer")
+}
+
+/// The agent's certificate, from `dir` (made there at first start): its names are this
+/// host's name and non-loopback addresses (for `curl --cacert`; the board checks the
+/// fingerprint only). Errors: the directory cannot be made or written, as a sentence.
+pub fn identity(dir: &std::path::Path) -> Result<crate::cert::Identity, String> {
+    let names = crate::cert::Names {
+        host: hostname(),
+        addresses: crate::board::ports()
+            .iter()
+            .filter(|p| !p.loopback)
+            .flat_map(|p| p.addresses.iter().copied())
+            .collect(),
+    };
+    crate::cert::generated(dir, &names)
+}
+
+/// How long a TLS connection may take from its accept to a finished handshake.
+pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Most connections the agent serves at once (the board makes one at a time).
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// Serve `agent` on `listen`: over TLS with `tls`, else plain HTTP. One worker; bodies of at
+/// most 64 KiB. Errors: the address cannot be bound, or the server fails.
+pub async fn serve(
+    agent: web::Data<Arc<Agent>>,
+    listen: std::net::SocketAddr,
+    tls: Option<rustls::ServerConfig>,
+) -> Result<(), String> {
+    let bind_err = |e: std::io::Error| format!("cannot listen on {listen}: {e}");
+    let Some(config) = tls else {
+        let server = actix_web::HttpServer::new(move || {
+            actix_web::App::new()
+                .app_data(agent.clone())
+                .app_data(web::PayloadConfig::new(64 * 1024))
+                .configure(configure)
+        })
+        .workers(1)
+        .max_connections(MAX_CONNECTIONS)
+        .bind(listen)
+        .map_err(bind_err)?;
+        return server.run().await.map_err(|e| e.to_string());
+    };
+    // As web::tls::https_server: actix-server accepts, tokio-rustls does the handshake (with
+    // a timeout), actix-http serves HTTP/1.1 (no HTTP/2 pulled in).
+    use actix_service::ServiceFactoryExt;
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let host = listen.to_string();
+    let server = actix_server::Server::build()
+        .workers(1)
+        .max_concurrent_connections(MAX_CONNECTIONS)
+        .bind("peer-agent", listen, move || {
+            let app = actix_web::App::new()
+                .app_data(agent.clone())
+                .app_data(web::PayloadConfig::new(64 * 1024))
+                .configure(configure);
+            let host = host.clone();
+            let http = actix_http::HttpService::build()
+                .finish(actix_service::map_config(app, move |_| {
+                    actix_web::dev::AppConfig::__priv_test_new(true, host.clone(), listen)
+                }));
+            let acceptor = acceptor.clone();
+            actix_service::fn_service(move |tcp: tokio::net::TcpStream| {
+                let acceptor = acceptor.clone();
+                async move {
+                    use actix_http::error::DispatchError;
+                    let peer = tcp.peer_addr().ok();
+                    let io = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp))
+                        .await
+                        .map_err(|_| DispatchError::Io(std::io::ErrorKind::TimedOut.into()))?
+                        .map_err(DispatchError::Io)?;
+                    Ok::<_, DispatchError>((io, actix_http::Protocol::Http1, peer))
+                }
+            })
+            .and_then(http)
+        })
+        .map_err(bind_err)?
+        .run();
+    server.await.map_err(|e| e.to_string())
+}
+
+/// The address to give the board for an agent on `listen` with `fingerprint`:
+/// `https://ADDR:PORT#sha256=…` — the listen address, or (on 0.0.0.0 / ::) this host's first
+/// non-loopback address, else its hostname.
+pub fn board_url(listen: std::net::SocketAddr, fingerprint: &str) -> String {
+    let ip = listen.ip();
+    let host = if ip.is_unspecified() {
+        crate::board::ports()
+            .iter()
+            .filter(|p| !p.loopback)
+            .flat_map(|p| p.addresses.iter().copied())
+            .find(|a| a.is_ipv4() == ip.is_ipv4())
+            .map(|a| a.to_string())
+            .unwrap_or_else(|| {
+                let h = hostname();
+                if h.is_empty() {
+                    "THIS-PC".to_string()
+                } else {
+                    h
+                }
+            })
+    } else {
+        ip.to_string()
+    };
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host
+    };
+    format!("https://{host}:{}#sha256={fingerprint}", listen.port())
 }
 
 /// Run the agent until killed; returns the exit code (2 without a usable token). `drops`:
@@ -488,6 +631,23 @@ pub fn main(a: PeerArgs, drops: Option<crate::engine::iperf3::server::DropCounte
         Err(e) => {
             eprintln!("netperfd peer: {e}; refusing to start without one");
             return 2;
+        }
+    };
+    let tls = if a.plain_http {
+        eprintln!(
+            "netperfd peer: plain HTTP (--plain-http): the token and the tests cross the network in clear"
+        );
+        None
+    } else {
+        let dir = a.data_dir.clone().unwrap_or_else(default_data_dir);
+        match identity(&dir) {
+            Ok(id) => Some(id),
+            Err(e) => {
+                eprintln!(
+                    "netperfd peer: {e} (give --data-dir DIR for the agent's certificate, or --plain-http)"
+                );
+                return 1;
+            }
         }
     };
     let rt = match tokio::runtime::Runtime::new() {
@@ -514,22 +674,25 @@ pub fn main(a: PeerArgs, drops: Option<crate::engine::iperf3::server::DropCounte
     } else {
         None
     };
+    let listen = a.listen;
     let r = rt.block_on(async move {
         let agent = web::Data::new(Agent::new(&token, drops));
-        let server = actix_web::HttpServer::new(move || {
-            actix_web::App::new()
-                .app_data(agent.clone())
-                .app_data(web::PayloadConfig::new(64 * 1024))
-                .configure(configure)
-        })
-        .workers(1)
-        .bind(a.listen)
-        .map_err(|e| format!("cannot listen on {}: {e}", a.listen))?;
-        eprintln!(
-            "netperfd peer agent on http://{}/peer/v1/ (one test at a time)",
-            a.listen
-        );
-        server.run().await.map_err(|e| e.to_string())
+        match tls {
+            Some(id) => {
+                eprintln!(
+                    "netperfd peer agent on https://{listen}/peer/v1/ (one test at a time)\nnetperfd peer: certificate SHA-256 {} ({} {})\nnetperfd peer: on the board: --peer '{}'",
+                    id.fingerprint,
+                    if id.made { "made now in" } else { "kept in" },
+                    id.cert_path.display(),
+                    board_url(listen, &id.fingerprint)
+                );
+                serve(agent, listen, Some(id.server)).await
+            }
+            None => {
+                eprintln!("netperfd peer agent on http://{listen}/peer/v1/ (one test at a time)");
+                serve(agent, listen, None).await
+            }
+        }
     });
     match r {
         Ok(()) => 0,
@@ -584,5 +747,114 @@ mod tests {
             .insert_header(("Authorization", "Bearer wrong-token-000000"))
             .to_request();
         assert_eq!(test::call_service(&app, other).await.status(), 401);
+    }
+}
+
+#[cfg(test)]
+mod tls_tests {
+    use super::*;
+
+    const TOKEN: &str = "right-token-0123456";
+
+    /// A free loopback port (bound, then let go).
+    fn free_port() -> std::net::SocketAddr {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    }
+
+    /// A real agent over TLS on loopback with its generated certificate: the board's client
+    /// pinned to the printed fingerprint gets the agent's info; pinned to another, it is
+    /// refused before the token is sent, with both fingerprints named; a plain-HTTP client to
+    /// the TLS agent, and a TLS client to a plain agent, are clear errors; plain HTTP to a
+    /// plain agent still works.
+    #[test]
+    fn the_board_reaches_the_agent_over_tls_only_with_the_pinned_certificate() {
+        use crate::peer::PeerClient;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let id = identity(dir.path()).unwrap();
+        // The fingerprint is SHA-256 of the certificate's DER in the data directory.
+        let pem = std::fs::read(dir.path().join(crate::cert::CERT_FILE)).unwrap();
+        use rustls::pki_types::pem::PemObject;
+        let der = rustls::pki_types::CertificateDer::from_pem_slice(&pem).unwrap();
+        use sha2::Digest;
+        let hex: Vec<String> = sha2::Sha256::digest(der.as_ref())
+            .iter()
+            .map(|b| format!("{b:02X}"))
+            .collect();
+        assert_eq!(id.fingerprint, hex.join(":"));
+        let fp = id.fingerprint.clone();
+        let (tls_at, plain_at) = (free_port(), free_port());
+        rt.block_on(async {
+            let agent = web::Data::new(Agent::new(TOKEN, None));
+            let a2 = agent.clone();
+            crate::engine::task::spawn(serve(agent, tls_at, Some(id.server)));
+            crate::engine::task::spawn(serve(a2, plain_at, None));
+            for at in [tls_at, plain_at] {
+                for _ in 0..100 {
+                    if tokio::net::TcpStream::connect(at).await.is_ok() {
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            }
+            let client = |url: String| {
+                PeerClient::parse(&url, TOKEN)
+                    .unwrap()
+                    .allowing_own_addresses()
+            };
+            let p = tls_at.port();
+            let info = client(format!("https://127.0.0.1:{p}#sha256={fp}"))
+                .info()
+                .await
+                .unwrap();
+            assert!(!info.busy);
+            assert!(info.version.contains("netperfd"), "{info:?}");
+            let wrong = fp.replace(&fp[..2], if &fp[..2] == "00" { "01" } else { "00" });
+            let e = client(format!("https://127.0.0.1:{p}#sha256={wrong}"))
+                .info()
+                .await
+                .unwrap_err();
+            assert!(
+                e.message.contains(&format!("presented a certificate with SHA-256 {fp}, not the pinned {wrong}: refused, the token was not sent")),
+                "{e}"
+            );
+            let e = client(format!("http://127.0.0.1:{p}")).info().await.unwrap_err();
+            assert!(e.message.contains("is reached with https://HOST:PORT#sha256=FINGERPRINT"), "{e}");
+            let q = plain_at.port();
+            let e = client(format!("https://127.0.0.1:{q}#sha256={fp}"))
+                .info()
+                .await
+                .unwrap_err();
+            assert!(
+                e.message.contains("did not complete a TLS handshake") && e.message.contains("--plain-http"),
+                "{e}"
+            );
+            let info = client(format!("http://127.0.0.1:{q}")).info().await.unwrap();
+            assert!(info.version.contains("netperfd"), "{info:?}");
+            // A wrong token over TLS: the agent's 401, as in plain HTTP.
+            let e = PeerClient::parse(&format!("https://127.0.0.1:{p}#sha256={fp}"), "wrong-token-0000000")
+                .unwrap()
+                .allowing_own_addresses()
+                .info()
+                .await
+                .unwrap_err();
+            assert!(e.unauthorized, "{e}");
+        });
+        // A restart keeps the certificate: the same fingerprint.
+        assert_eq!(identity(dir.path()).unwrap().fingerprint, fp);
+    }
+
+    #[test]
+    fn the_board_url_names_an_address_and_the_fingerprint() {
+        let u = board_url("192.0.2.2:5280".parse().unwrap(), "AB:CD");
+        assert_eq!(u, "https://192.0.2.2:5280#sha256=AB:CD");
+        let u = board_url("[2001:db8::2]:6000".parse().unwrap(), "AB:CD");
+        assert_eq!(u, "https://[2001:db8::2]:6000#sha256=AB:CD");
+        assert!(board_url("0.0.0.0:5280".parse().unwrap(), "AB:CD").ends_with(":5280#sha256=AB:CD"));
     }
 }

@@ -1,5 +1,7 @@
-//! The board's side of peer mode: a small HTTP/1.1 client (plain HTTP, one request per
-//! connection) for the agent's `/peer/v1/` API. The answer is read by [`AnswerReader`]: the
+//! The board's side of peer mode: a small HTTP/1.1 client (one request per connection) for
+//! the agent's `/peer/v1/` API, over TLS with the agent's certificate pinned by its SHA-256
+//! fingerprint (`https://HOST:PORT#sha256=AB:CD:…`, see [`PeerClient::parse`] and
+//! [`PinnedVerifier`]) or in plain HTTP (`http://HOST:PORT`). The answer is read by [`AnswerReader`]: the
 //! status line and headers parsed by `httparse` (at most [`MAX_HEAD`] bytes, [`MAX_HEADERS`]
 //! headers), the body by `Content-Length`, chunked transfer coding (chunk-size lines parsed by
 //! `httparse` too) or up to the end of the connection — every length read from the network
@@ -17,8 +19,9 @@ use super::spec::PeerTestSpec;
 use crate::model::names::valid_host;
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Longest answer body accepted from an agent, bytes (64 KiB): what its info, a started
 /// test's id and a stop need, and the base of a poll's cap ([`poll_cap`]).
@@ -53,6 +56,9 @@ pub struct PeerClient {
     host: String,
     port: u16,
     token: String,
+    /// The agent's certificate fingerprint (SHA-256, `AB:CD:…`) for `https://`; `None`: plain
+    /// HTTP.
+    pin: Option<String>,
     /// Let the agent be at this board's own addresses (loopback included): only unit tests,
     /// which run a fake agent on loopback, set it ([`PeerClient::allowing_own_addresses`]).
     allow_own: bool,
@@ -144,20 +150,61 @@ pub fn is_own_address(ip: IpAddr) -> bool {
 }
 
 impl PeerClient {
-    /// Parse the agent's address: `http://HOST[:PORT][/]`, or `HOST[:PORT]` (port default
-    /// 5280; IPv6 in brackets), and check the token. Whether HOST is this board's own address
-    /// is checked when a call resolves it (see [`is_own_address`]).
+    /// Parse the agent's address and check the token:
+    /// * `https://HOST[:PORT][/]#sha256=FINGERPRINT`: TLS, accepting only the certificate
+    ///   whose SHA-256 is FINGERPRINT (32 hex pairs `AB:CD:…` as `netperfd peer` prints it at
+    ///   start, or 64 hex digits; [`crate::cert::parse_fingerprint`]);
+    /// * `http://HOST[:PORT][/]` or `HOST[:PORT]`: plain HTTP (the token crosses in clear).
+    ///
+    /// Port default 5280; IPv6 in brackets. Errors: `https://` without a fingerprint (the
+    /// sentence says where to find it), a fingerprint with `http://`, a path, user or query, a
+    /// bad port or host. Whether HOST is this board's own address is checked when a call
+    /// resolves it (see [`is_own_address`]).
     pub fn parse(url: &str, token: &str) -> Result<PeerClient, String> {
         super::check_token(token)?;
         let u = url.trim();
-        if u.starts_with("https://") {
-            return Err("the peer agent speaks plain HTTP: use http://HOST:PORT".into());
-        }
-        let rest = u.strip_prefix("http://").unwrap_or(u);
+        let (addr, fragment) = match u.split_once('#') {
+            Some((a, f)) => (a, Some(f)),
+            None => (u, None),
+        };
+        let (tls, rest) = match addr.get(..8) {
+            Some(p) if p.eq_ignore_ascii_case("https://") => (true, &addr[8..]),
+            _ => match addr.get(..7) {
+                Some(p) if p.eq_ignore_ascii_case("http://") => (false, &addr[7..]),
+                _ => (false, addr),
+            },
+        };
+        let pin = match (tls, fragment) {
+            (true, Some(f)) => {
+                let value = f
+                    .get(..7)
+                    .filter(|p| p.eq_ignore_ascii_case("sha256="))
+                    .and_then(|_| f.get(7..))
+                    .ok_or_else(|| {
+                        format!("peer agent address '{addr}': after '#' comes sha256=FINGERPRINT (the agent's certificate, as `netperfd peer` prints it at start)")
+                    })?;
+                Some(
+                    crate::cert::parse_fingerprint(value)
+                        .map_err(|e| format!("peer agent address '{addr}': {e}"))?,
+                )
+            }
+            (true, None) => {
+                return Err(format!(
+                    "peer agent address '{addr}': https:// needs the agent's certificate fingerprint: {}#sha256=AB:CD:… (`netperfd peer` prints it at start; the board accepts only that certificate)",
+                    addr.trim_end_matches('/')
+                ))
+            }
+            (false, Some(_)) => {
+                return Err(format!(
+                    "peer agent address '{addr}': a certificate fingerprint (#sha256=…) goes with https:// only"
+                ))
+            }
+            (false, None) => None,
+        };
         let rest = rest.strip_suffix('/').unwrap_or(rest);
         if rest.contains('/') || rest.contains('@') || rest.contains('?') {
             return Err(format!(
-                "peer agent address '{u}' must be http://HOST:PORT without a path"
+                "peer agent address '{addr}' must be http(s)://HOST:PORT without a path"
             ));
         }
         let (host, port) = if let Some(r) = rest.strip_prefix('[') {
@@ -188,6 +235,7 @@ impl PeerClient {
             host,
             port,
             token: token.to_string(),
+            pin,
             allow_own: false,
         })
     }
@@ -215,19 +263,31 @@ impl PeerClient {
         self
     }
 
-    /// The agent's address as a URL (without the token).
+    /// The agent's address as a URL, `http(s)://HOST:PORT` (without the token or the
+    /// fingerprint: what messages and a run's parameters name).
     pub fn url(&self) -> String {
+        let scheme = if self.pin.is_some() { "https" } else { "http" };
         if self.host.contains(':') {
-            format!("http://[{}]:{}", self.host, self.port)
+            format!("{scheme}://[{}]:{}", self.host, self.port)
         } else {
-            format!("http://{}:{}", self.host, self.port)
+            format!("{scheme}://{}:{}", self.host, self.port)
         }
     }
 
-    /// Whether `url` names the same agent (host and port) as this client: the stored token
-    /// is sent only to the stored address.
+    /// The pinned fingerprint of the agent's certificate (`AB:CD:…`), when it is reached
+    /// over TLS.
+    pub fn fingerprint(&self) -> Option<&str> {
+        self.pin.as_deref()
+    }
+
+    /// Whether `other` names the same agent as this client: same host (ASCII case ignored),
+    /// port, and transport — plain HTTP both, or TLS both with the same pinned fingerprint.
+    /// The stored token is sent only to the stored address (never in clear to an address
+    /// stored with TLS, never to another certificate).
     pub fn same_agent(&self, other: &PeerClient) -> bool {
-        self.host.eq_ignore_ascii_case(&other.host) && self.port == other.port
+        self.host.eq_ignore_ascii_case(&other.host)
+            && self.port == other.port
+            && self.pin == other.pin
     }
 
     /// Resolve the agent's host to the addresses to connect to, refusing the board's own
@@ -267,7 +327,7 @@ impl PeerClient {
         let fut = async {
             // Connect to the addresses just checked (never resolve the name again).
             let addrs = self.resolve().await?;
-            let mut s = tokio::net::TcpStream::connect(addrs.as_slice())
+            let tcp = tokio::net::TcpStream::connect(addrs.as_slice())
                 .await
                 .map_err(|e| perr(format!("cannot reach the peer agent at {url}: {e}")))?;
             let body = body.map(|b| b.to_string()).unwrap_or_default();
@@ -281,27 +341,13 @@ impl PeerClient {
                 self.token,
                 body.len()
             );
-            s.write_all(req.as_bytes())
-                .await
-                .map_err(|e| perr(format!("peer agent at {url}: {e}")))?;
-            let mut reader = AnswerReader::new(cap);
-            let mut chunk = vec![0u8; 16 * 1024];
-            let answer = loop {
-                let n = s
-                    .read(&mut chunk)
-                    .await
-                    .map_err(|e| perr(format!("peer agent at {url}: {e}")))?;
-                let got = match chunk.get(..n) {
-                    Some(b) if n > 0 => b,
-                    _ => break reader.finish(),
-                };
-                match reader.feed(got) {
-                    Ok(Some(a)) => break Ok(a),
-                    Ok(None) => {}
-                    Err(e) => break Err(e),
+            match &self.pin {
+                None => exchange(tcp, req.as_bytes(), cap, &url, true).await,
+                Some(pin) => {
+                    let tls = self.handshake(tcp, pin).await?;
+                    exchange(tls, req.as_bytes(), cap, &url, false).await
                 }
-            };
-            answer.map_err(|e| perr(format!("peer agent at {url}: {e}")))
+            }
         };
         let answer = tokio::time::timeout(CALL_TIMEOUT, fut)
             .await
@@ -329,6 +375,38 @@ impl PeerClient {
                 "peer agent at {url}: HTTP {status}: the answer is not the agent's JSON"
             ))
         })
+    }
+
+    /// The TLS handshake with the agent, accepting only the certificate whose SHA-256 is
+    /// `pin` ([`PinnedVerifier`]). Errors: another certificate (the sentence names both
+    /// fingerprints; nothing has been sent), or no TLS at all (an agent in plain HTTP).
+    async fn handshake(
+        &self,
+        tcp: tokio::net::TcpStream,
+        pin: &str,
+    ) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, PeerError> {
+        let url = self.url();
+        let verifier = Arc::new(PinnedVerifier::new(pin));
+        let config = verifier
+            .client_config()
+            .map_err(|e| perr(format!("peer agent at {url}: TLS: {e}")))?;
+        let name = rustls::pki_types::ServerName::try_from(self.host.clone()).map_err(|_| {
+            perr(format!(
+                "peer agent at {url}: '{}' is not a TLS server name",
+                self.host
+            ))
+        })?;
+        tokio_rustls::TlsConnector::from(Arc::new(config))
+            .connect(name, tcp)
+            .await
+            .map_err(|e| match verifier.seen_other() {
+                Some(seen) => perr(format!(
+                    "the peer agent at {url} presented a certificate with SHA-256 {seen}, not the pinned {pin}: refused, the token was not sent (if the agent's certificate was made anew, check the fingerprint `netperfd peer` prints at start and give it as {url}#sha256=…)"
+                )),
+                None => perr(format!(
+                    "the peer agent at {url} did not complete a TLS handshake ({e}): an agent started with --plain-http is reached with http://"
+                )),
+            })
     }
 
     /// `GET /peer/v1/info`: version, hostname, addresses, busy — the known fields only,
@@ -381,6 +459,165 @@ impl PeerClient {
         self.call("POST", &format!("/peer/v1/run/{id}/stop"), None, MAX_ANSWER)
             .await
             .map(|_| ())
+    }
+}
+
+/// Send `req` on `io` and read the answer (body at most `cap` bytes); errors name `url`. On
+/// a `plain` connection, an answer that is a TLS record or no answer at all (what an agent
+/// serving HTTPS gives a plain request) says to use `https://`.
+async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
+    mut io: S,
+    req: &[u8],
+    cap: usize,
+    url: &str,
+    plain: bool,
+) -> Result<Answer, PeerError> {
+    io.write_all(req)
+        .await
+        .map_err(|e| perr(format!("peer agent at {url}: {e}")))?;
+    let mut reader = AnswerReader::new(cap);
+    let mut chunk = vec![0u8; 16 * 1024];
+    let mut first = None;
+    let answer = loop {
+        let n = match io.read(&mut chunk).await {
+            Ok(n) => n,
+            // An agent over TLS that closes without close_notify: the end of its answer (a
+            // body cut short is still CutShort, or JSON that does not parse).
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => 0,
+            Err(e) => return Err(perr(format!("peer agent at {url}: {e}"))),
+        };
+        let got = match chunk.get(..n) {
+            Some(b) if n > 0 => b,
+            _ => break reader.finish(),
+        };
+        first = first.or(got.first().copied());
+        match reader.feed(got) {
+            Ok(Some(a)) => break Ok(a),
+            Ok(None) => {}
+            Err(e) => break Err(e),
+        }
+    };
+    answer.map_err(|e| {
+        const USE_HTTPS: &str = "an agent serving HTTPS (what `netperfd peer` does without --plain-http) is reached with https://HOST:PORT#sha256=FINGERPRINT, the fingerprint it prints at start";
+        // 0x15: a TLS alert record, 0x16: a handshake record — what a TLS server may answer
+        // to a plain HTTP request (never the start of an HTTP answer: NotHttp, or CutShort
+        // when the connection ends before a header could end); or it closes without a byte.
+        match first {
+            Some(0x15 | 0x16) if plain => perr(format!(
+                "the peer agent at {url} answers in TLS: {USE_HTTPS}"
+            )),
+            None if plain => perr(format!(
+                "the peer agent at {url} closed the connection without an answer: {USE_HTTPS}"
+            )),
+            _ => perr(format!("peer agent at {url}: {e}")),
+        }
+    })
+}
+
+/// The board's check of a peer agent's certificate: accepted when the SHA-256 of the
+/// end-entity certificate (DER) equals the pinned fingerprint — no CA, name or validity
+/// check (the agent's certificate is self-signed; the pin names it exactly). The handshake's
+/// signatures are verified as usual with the ring provider's algorithms, so only the holder
+/// of the pinned certificate's key gets through. A different certificate is refused and its
+/// fingerprint kept for the error ([`PinnedVerifier::seen_other`]).
+#[derive(Debug)]
+pub struct PinnedVerifier {
+    pin: String,
+    seen: Mutex<Option<String>>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
+
+impl PinnedVerifier {
+    /// A verifier accepting the certificate whose SHA-256 is `pin` (in
+    /// [`crate::cert::fingerprint`]'s form; compared after [`crate::cert::parse_fingerprint`]
+    /// when it parses).
+    pub fn new(pin: &str) -> PinnedVerifier {
+        // See crate::cert::load: ring is the provider that builds in Yocto/Buildroot.
+        #[allow(deprecated)]
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        PinnedVerifier {
+            pin: crate::cert::parse_fingerprint(pin).unwrap_or_else(|_| pin.to_string()),
+            seen: Mutex::new(None),
+            provider,
+        }
+    }
+
+    /// The fingerprint of a certificate refused for not being the pinned one (the last).
+    pub fn seen_other(&self) -> Option<String> {
+        match self.seen.lock() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    /// A rustls client configuration (TLS 1.2 and 1.3, ring) checking the agent's
+    /// certificate with this verifier. Errors: rustls's, as text.
+    pub fn client_config(self: &Arc<Self>) -> Result<rustls::ClientConfig, String> {
+        Ok(
+            rustls::ClientConfig::builder_with_provider(self.provider.clone())
+                .with_safe_default_protocol_versions()
+                .map_err(|e| e.to_string())?
+                .dangerous()
+                .with_custom_certificate_verifier(self.clone())
+                .with_no_client_auth(),
+        )
+    }
+}
+
+impl rustls::client::danger::ServerCertVerifier for PinnedVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        let got = crate::cert::fingerprint(end_entity.as_ref());
+        if got == self.pin {
+            return Ok(rustls::client::danger::ServerCertVerified::assertion());
+        }
+        match self.seen.lock() {
+            Ok(mut g) => *g = Some(got),
+            Err(p) => *p.into_inner() = Some(got),
+        }
+        Err(rustls::Error::InvalidCertificate(
+            rustls::CertificateError::ApplicationVerificationFailure,
+        ))
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 
@@ -847,6 +1084,112 @@ mod tests {
         assert!(c.same_agent(&same));
         let other = PeerClient::parse("http://192.0.2.2:5281", t).unwrap();
         assert!(!c.same_agent(&other));
+    }
+
+    const FP: &str = "BA:78:16:BF:8F:01:CF:EA:41:41:40:DE:5D:AE:22:23:B0:03:61:A3:96:17:7A:9C:B4:10:FF:61:F2:00:15:AD";
+
+    #[test]
+    fn https_addresses_carry_the_agent_s_fingerprint() {
+        let t = "s3cret-token-0123";
+        let c = PeerClient::parse(&format!("https://pc1.lab:5280/#sha256={FP}"), t).unwrap();
+        assert_eq!(
+            c.url(),
+            "https://pc1.lab:5280",
+            "no fingerprint in messages"
+        );
+        assert_eq!(c.fingerprint(), Some(FP));
+        // Without colons, lower case, upper-case scheme: the same pin.
+        let lower = format!(
+            "HTTPS://[2001:db8::2]#SHA256={}",
+            FP.replace(':', "").to_lowercase()
+        );
+        let v6 = PeerClient::parse(&lower, t).unwrap();
+        assert_eq!(v6.url(), "https://[2001:db8::2]:5280");
+        assert_eq!(v6.fingerprint(), Some(FP));
+        let plain = PeerClient::parse("http://pc1.lab:5280", t).unwrap();
+        assert_eq!(plain.fingerprint(), None);
+        let cases = [
+            (
+                "https://pc1:5280",
+                "needs the agent's certificate fingerprint: https://pc1:5280#sha256=AB:CD:…",
+            ),
+            (
+                "https://pc1:5280/",
+                "needs the agent's certificate fingerprint: https://pc1:5280#sha256=AB:CD:…",
+            ),
+            ("https://pc1#sha256=AB:CD", "is not a SHA-256 fingerprint"),
+            ("https://pc1#md5=AB", "after '#' comes sha256=FINGERPRINT"),
+            ("https://pc1#", "after '#' comes sha256=FINGERPRINT"),
+            (
+                &format!("http://pc1#sha256={FP}"),
+                "goes with https:// only",
+            ),
+            (&format!("pc1#sha256={FP}"), "goes with https:// only"),
+            (&format!("https://pc1/x#sha256={FP}"), "without a path"),
+        ];
+        for (bad, want) in cases {
+            let e = PeerClient::parse(bad, t).unwrap_err();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+        // The stored token goes only to the same agent: same host, port, transport and pin.
+        let other_pin = FP.replace("BA:78", "BA:79");
+        assert!(same_agent_url(
+            &format!("https://pc1:5280#sha256={FP}"),
+            &format!("https://PC1:5280/#sha256={}", FP.to_lowercase())
+        ));
+        for (a, b) in [
+            (
+                format!("https://pc1:5280#sha256={FP}"),
+                "http://pc1:5280".to_string(),
+            ),
+            (
+                format!("https://pc1:5280#sha256={FP}"),
+                format!("https://pc1:5280#sha256={other_pin}"),
+            ),
+            (
+                format!("https://pc1:5280#sha256={FP}"),
+                "https://pc1:5280".to_string(),
+            ),
+        ] {
+            assert!(!same_agent_url(&a, &b), "{a} vs {b}");
+        }
+    }
+
+    /// The pin: the end-entity certificate whose SHA-256 is the pinned one passes, any other
+    /// is refused and its fingerprint kept for the error.
+    #[test]
+    fn the_pinned_verifier_accepts_only_the_pinned_certificate() {
+        use rustls::client::danger::ServerCertVerifier;
+        use rustls::pki_types::pem::PemObject;
+        let names = crate::cert::Names::default();
+        let (a, _) = crate::cert::make(&names).unwrap();
+        let (b, _) = crate::cert::make(&names).unwrap();
+        let der =
+            |pem: &str| rustls::pki_types::CertificateDer::from_pem_slice(pem.as_bytes()).unwrap();
+        let (a, b) = (der(&a), der(&b));
+        let pin = crate::cert::fingerprint(a.as_ref());
+        let name = rustls::pki_types::ServerName::try_from("pc1.lab").unwrap();
+        let now = rustls::pki_types::UnixTime::now();
+        // Pinned in lower case without colons: the same certificate.
+        let v = PinnedVerifier::new(&pin.replace(':', "").to_lowercase());
+        assert!(v.verify_server_cert(&a, &[], &name, &[], now).is_ok());
+        assert_eq!(v.seen_other(), None);
+        // Another certificate, even with the pinned one as its "intermediate": refused.
+        let e = v
+            .verify_server_cert(&b, std::slice::from_ref(&a), &name, &[], now)
+            .unwrap_err();
+        assert_eq!(
+            e,
+            rustls::Error::InvalidCertificate(
+                rustls::CertificateError::ApplicationVerificationFailure
+            )
+        );
+        assert_eq!(v.seen_other(), Some(crate::cert::fingerprint(b.as_ref())));
+        assert_ne!(v.seen_other().as_deref(), Some(pin.as_str()));
+        // The handshake's signatures are checked with ring's algorithms (ECDSA P-256 among them).
+        assert!(v
+            .supported_verify_schemes()
+            .contains(&rustls::SignatureScheme::ECDSA_NISTP256_SHA256));
     }
 
     #[test]

@@ -74,7 +74,8 @@ pub fn stored_token_for(
 /// them; the API also takes numbers and booleans).
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ForwardRequest {
-    /// Peer agent address, `http://HOST:PORT` (port default 5280).
+    /// Peer agent address, `https://HOST:PORT#sha256=FINGERPRINT` (the agent's certificate
+    /// pinned) or `http://HOST:PORT` (an agent with `--plain-http`); port default 5280.
     #[serde(default)]
     pub peer: String,
     /// The agent's token; empty = the stored one.
@@ -194,7 +195,10 @@ impl ForwardRequest {
             None => return Err("the peer agent's token is missing (none stored yet)".into()),
         };
         if self.peer.trim().is_empty() {
-            return Err("the peer agent address is missing (http://PC1:5280)".into());
+            return Err(
+                "the peer agent address is missing (https://PC1:5280#sha256=…, as `netperfd peer` prints it)"
+                    .into(),
+            );
         }
         let client = PeerClient::parse_remote(&self.peer, &token)?;
         let ingress = check_port(&self.ingress, "ingress", ports)?;
@@ -808,6 +812,7 @@ async fn forward_task(
 
 /// The host of an agent URL (`http://192.0.2.2:5280` → `192.0.2.2`, brackets of IPv6 off).
 fn url_host(url: &str) -> &str {
+    let url = url.split('#').next().unwrap_or(url);
     let rest = url.split("://").nth(1).unwrap_or(url);
     let hostport = rest.split('/').next().unwrap_or(rest);
     match hostport.strip_prefix('[') {
@@ -1368,7 +1373,7 @@ mod tests {
                 peer: "https://pc1".into(),
                 ..req()
             },
-            "plain HTTP",
+            "https:// needs the agent's certificate fingerprint: https://pc1#sha256=AB:CD:…",
         );
         bad(
             ForwardRequest {

@@ -107,7 +107,8 @@ pub fn payload_bps(fps: f64, frame: u32) -> u64 {
 /// [`Rfc2544Request::FIELDS`] (a misspelt limit would otherwise run unjudged).
 #[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
 pub struct Rfc2544Request {
-    /// Peer agent address on PC1, `http://HOST:PORT`.
+    /// Peer agent address on PC1, `https://HOST:PORT#sha256=FINGERPRINT` or `http://HOST:PORT`
+    /// (see `peer::PeerClient::parse`).
     #[serde(default)]
     pub peer: String,
     /// The agent's token; empty = the stored one.
@@ -286,7 +287,10 @@ impl Rfc2544Request {
             None => return Err("the peer agent's token is missing (none stored yet)".into()),
         };
         if self.peer.trim().is_empty() {
-            return Err("the peer agent address is missing (http://PC1:5280)".into());
+            return Err(
+                "the peer agent address is missing (https://PC1:5280#sha256=…, as `netperfd peer` prints it)"
+                    .into(),
+            );
         }
         let target = self.target.trim();
         if target.is_empty() {

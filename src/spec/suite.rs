@@ -292,7 +292,8 @@ pub struct LatencyStep {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Rfc2544Step {
-    /// Peer agent on PC1, `http://HOST:PORT`; default: the stored one.
+    /// Peer agent on PC1, `https://HOST:PORT#sha256=FINGERPRINT` or `http://HOST:PORT`;
+    /// default: the stored one.
     #[serde(
         default,
         deserialize_with = "crate::model::input::opt_text",
@@ -579,7 +580,7 @@ pub struct RunTarget {
     /// Board or change under test, shown in result tables (default: the board's host name).
     #[serde(default, deserialize_with = "crate::model::input::opt_text")]
     pub label: Option<String>,
-    /// rfc2544 steps: the peer agent on PC1 (`http://HOST:PORT`) for steps that name none;
+    /// rfc2544 steps: the peer agent on PC1 (`https://HOST:PORT#sha256=…` or `http://HOST:PORT`) for steps that name none;
     /// default: the stored one.
     #[serde(default, deserialize_with = "crate::model::input::opt_text")]
     pub agent: Option<String>,

@@ -141,7 +141,14 @@ impl Lab {
             &pc1,
             "agent",
             bin(),
-            &["peer", "--listen", "192.0.2.2:5280", "--token-file", &tf],
+            &[
+                "peer",
+                "--listen",
+                "192.0.2.2:5280",
+                "--plain-http",
+                "--token-file",
+                &tf,
+            ],
         );
         lab.wait_port(&pc1, PC1_IP, 5280);
         lab.spawn(&pc2, "iperf3-s", "iperf3", &["-s"]);
