@@ -131,3 +131,82 @@ fn drops_on_the_senders_own_port_are_counted_apart_not_as_lost() {
         .unwrap_or_else(|| panic!("no dropped-locally line:\n{out}"));
     assert!(line.contains("datagrams not sent"), "{line}");
 }
+
+/// The `Udp:` counter `name` of `ns` (/proc/net/snmp: `OutDatagrams`, `SndbufErrors`, …).
+fn udp_counter(ns: &str, name: &str) -> f64 {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "cat", "/proc/net/snmp"])
+        .output()
+        .expect("read /proc/net/snmp");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .filter(|l| l.starts_with("Udp: "))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "Udp: rows in /proc/net/snmp:\n{text}");
+    let at = rows[0]
+        .iter()
+        .position(|&k| k == name)
+        .unwrap_or_else(|| panic!("no Udp {name}"));
+    rows[1][at].parse().expect("a number")
+}
+
+/// New-user tryout: `-l 8000` (IP-fragmented on a 1500-byte path) through a full queue on the
+/// board's own port was counted 9,330 datagrams "dropped locally: not sent" while their first
+/// fragments filled the link (the send fails with ENOBUFS when any one fragment is dropped,
+/// after the ones before it left). Fragmented datagrams are counted as sent, as the kernel
+/// counts every send call (UDP OutDatagrams + SndbufErrors), and none as dropped locally.
+#[test]
+fn fragmented_datagrams_refused_in_part_are_sent_not_dropped_locally() {
+    let _g = serial();
+    let mut lab = Lab::new();
+    let (board, pc1) = (lab.board.clone(), lab.pc1.clone());
+    tc(
+        &board,
+        &[
+            "qdisc", "add", "dev", "eth0", "root", "handle", "1:", "tbf", "rate", "50mbit",
+            "burst", "16kb", "limit", "30000",
+        ],
+    );
+    let srv = lab.spawn(&pc1, "srv", bin(), &["-s", "-1", "-J", "-p", "5303"]);
+    lab.wait_port(&pc1, PC1_IP, 5303);
+    let (out0, err0) = (
+        udp_counter(&board, "OutDatagrams"),
+        udp_counter(&board, "SndbufErrors"),
+    );
+    let before = qdisc(&board, "eth0");
+    let args = [
+        "-c", PC1_IP, "-p", "5303", "-u", "-l", "8000", "-b", "150M", "-t", "2", "-J",
+    ];
+    let (code, out, err) = lab.run(&board, "client", bin(), &args, T);
+    assert_eq!(code, Some(0), "{err}\n{out}");
+    let _ = lab.wait(srv, Duration::from_secs(10));
+    let after = qdisc(&board, "eth0");
+    let calls = udp_counter(&board, "OutDatagrams") - out0;
+    let refused = udp_counter(&board, "SndbufErrors") - err0;
+    let drops = num(&after, "/drops") - num(&before, "/drops");
+    let c = json(&out, "netperfd -c -J");
+    let sent = num(&c, "/end/sum_sent/packets");
+    let local = c
+        .pointer("/end/sum_sent/dropped_locally")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0);
+    eprintln!(
+        "sent {sent}, dropped locally {local}; kernel: {calls} out + {refused} refused, qdisc drops {drops}"
+    );
+    // The queue really dropped fragments and the kernel refused some sends (the case).
+    assert!(
+        drops > 0.0 && refused > 0.0,
+        "drops {drops}, refused {refused}"
+    );
+    // Every send call is a datagram sent (its first fragments may have left): ours equals the
+    // kernel's own count of UDP send calls, less the stream's 4-byte connect datagram (sent
+    // again only when no reply came: at most 2 more), and none is "not sent".
+    assert_eq!(local, 0.0, "dropped locally {local}");
+    let hello = calls + refused - sent;
+    assert!(
+        (1.0..=3.0).contains(&hello),
+        "sent {sent}: kernel {calls} sent + {refused} refused"
+    );
+}

@@ -605,7 +605,7 @@ pub fn headline(l: &LossLedger) -> Option<String> {
 fn qdisc_counted(p: &Place) -> String {
     match p.counted {
         Some(c) if c != p.packets && p.in_datagrams() => format!(
-            "; the qdisc counted {} drops: one per skb, and a GSO batch of several datagrams is one skb",
+            "; the qdisc counted {} drops: one per skb, and a GSO batch of several datagrams is one skb unless the qdisc split it into segments (TBF splits a batch larger than its burst)",
             count(c)
         ),
         _ => String::new(),
@@ -1164,7 +1164,7 @@ mod tests {
             Some("board_qdisc eth0 88,358, unattributed 2")
         );
         let s = sentences(&l, &gso_tbf());
-        assert_eq!(s[0], "88,358 of 88,360 lost datagrams were dropped by the board's own egress queue (tbf on eth0); the qdisc counted 8,839 drops: one per skb, and a GSO batch of several datagrams is one skb: the sender outran the link — lower -b or raise the shaper");
+        assert_eq!(s[0], "88,358 of 88,360 lost datagrams were dropped by the board's own egress queue (tbf on eth0); the qdisc counted 8,839 drops: one per skb, and a GSO batch of several datagrams is one skb unless the qdisc split it into segments (TBF splits a batch larger than its burst): the sender outran the link — lower -b or raise the shaper");
         assert_eq!(s[1], "2 of 88,360 lost datagrams are not on the board's counters: on the wire or at the peer");
         // A stock sender (one datagram per skb): 100,000 sent, 56,270 out, 4 queued; the
         // qdisc's 43,726 drops are datagrams already (the receiver lost 43,724).
@@ -1533,7 +1533,7 @@ mod tests {
         assert_eq!(
             sentences(&l, &BoardDelta::default()),
             [
-                "9,990 of 10,000 lost datagrams were dropped by the peer's own egress queue (tbf on its eth0); the qdisc counted 999 drops: one per skb, and a GSO batch of several datagrams is one skb: the peer's sender outran its link — lower -b or raise the peer's shaper",
+                "9,990 of 10,000 lost datagrams were dropped by the peer's own egress queue (tbf on its eth0); the qdisc counted 999 drops: one per skb, and a GSO batch of several datagrams is one skb unless the qdisc split it into segments (TBF splits a batch larger than its burst): the peer's sender outran its link — lower -b or raise the peer's shaper",
                 "not on the board: none of the board's drop counters moved; 10 of 10,000 lost datagrams are on neither side's counters: on the wire",
             ]
         );

@@ -1876,7 +1876,7 @@ pub fn board_view(board: Option<&Value>, ledger: Option<&Value>) -> BoardView {
             // The qdisc's units: drops are skbs, its sent packets are segments (datagrams).
             if !parts.is_empty() && q.sent_packets > 0 {
                 parts.push(format!(
-                    "sent {} segments in {} bytes (drops count skbs: a GSO batch is one)",
+                    "sent {} segments in {} bytes (drops count skbs: a GSO batch is one unless the qdisc split it)",
                     plus(q.sent_packets),
                     plus(q.sent_bytes)
                 ));
