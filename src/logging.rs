@@ -15,7 +15,7 @@ pub fn init(default: &str) {
         .unwrap_or(LevelFilter::INFO);
     let _ = tracing_subscriber::fmt()
         .with_max_level(level)
-        .with_writer(|| Escaping(Tee(std::io::stderr())))
+        .with_writer(LogWriter(std::io::stderr))
         .with_target(false)
         // No colours: the escaping writer would show their escape codes as text.
         .with_ansi(false)
@@ -160,6 +160,40 @@ pub fn recent(level: Option<&str>, text: Option<&str>, max: usize) -> Vec<String
     out.extend(other.into_iter().take(keep_other));
     out.sort_unstable_by_key(|(seq, _)| *seq);
     out.into_iter().map(|(_, l)| l).collect()
+}
+
+/// Target prefix of the HTTP library's own log lines (actix-http).
+const HTTP_LIBRARY: &str = "actix_http";
+
+/// The daemon's log writer over `F` (stderr): each line escaped ([`Escaping`]) and kept in the
+/// ring ([`Tee`]), except the warnings and errors the HTTP library logs about a client's bad
+/// request ("stream error: request parse error: invalid Header provided"), which any client
+/// can cause at will on every listener: at most one per [`RATE_WARN_WINDOW`] ([`rate_budget`]
+/// "http library"); the rest are dropped, so a flood of bad requests cannot push the
+/// Diagnostics log's other lines out (an attacker tryout: 3,000 bad requests in 0.76 s filled
+/// the ring).
+pub struct LogWriter<F>(pub F);
+
+impl<'a, F, W> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter<F>
+where
+    F: Fn() -> W + 'a,
+    W: std::io::Write,
+{
+    type Writer = tracing_subscriber::fmt::writer::OptionalWriter<Escaping<Tee<W>>>;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        tracing_subscriber::fmt::writer::OptionalWriter::some(Escaping(Tee((self.0)())))
+    }
+
+    fn make_writer_for(&'a self, meta: &tracing::Metadata<'_>) -> Self::Writer {
+        let client_caused =
+            meta.target().starts_with(HTTP_LIBRARY) && *meta.level() <= tracing::Level::WARN;
+        if client_caused && rate_budget("http library").is_none() {
+            tracing_subscriber::fmt::writer::OptionalWriter::none()
+        } else {
+            self.make_writer()
+        }
+    }
 }
 
 /// Writes to the inner writer and keeps each write (one log line) in the ring.
@@ -445,6 +479,42 @@ mod tests {
             })
             .count();
         assert_eq!(logged, PEER_LINES_TOTAL as usize);
+    }
+
+    /// Attacker tryout: 3,000 malformed requests logged 3,000 lines of the HTTP library's
+    /// "stream error: request parse error" and pushed every other line out of the Diagnostics
+    /// log. Through the daemon's writer: at most one such line a minute; the library's info
+    /// lines and our own errors are kept.
+    #[test]
+    fn the_http_library_s_errors_about_bad_requests_are_rate_limited() {
+        let _turn = RINGS.lock().unwrap_or_else(|p| p.into_inner());
+        let sub = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::INFO)
+            .with_writer(LogWriter(std::io::sink))
+            .with_target(false)
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(sub, || {
+            tracing::info!("http-flood-test: before");
+            for i in 0..3000 {
+                tracing::error!(
+                    target: "actix_http::h1::dispatcher",
+                    "stream error: request parse error: http-flood-test {i}"
+                );
+            }
+            tracing::info!(target: "actix_http::h1::service", "http-flood-test: library info");
+            tracing::error!("http-flood-test: our own error");
+        });
+        let lines = recent(None, Some("http-flood-test"), RING_LINES);
+        let flood = lines.iter().filter(|l| l.contains("stream error")).count();
+        assert!(flood <= 1, "{flood} of 3000 library error lines kept");
+        assert!(lines.iter().any(|l| l.contains("http-flood-test: before")));
+        assert!(lines
+            .iter()
+            .any(|l| l.contains("http-flood-test: library info")));
+        assert!(lines
+            .iter()
+            .any(|l| l.contains("http-flood-test: our own error")));
     }
 
     /// Issue 37 (12): 5,000 bad connections from 5,000 addresses used to log a line each and
