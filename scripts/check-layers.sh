@@ -13,15 +13,16 @@ declare -A allow=(
     [config]="model"
     [logging]=""
     [cert]=""
+    [conn_limit]=""
     [engine]="model"
     [store]="model engine"
     [board]="model engine store"
     [spec]="model engine store board"
     [results]="model engine store board spec"
-    [peer]="model engine board spec logging cert"
-    [runs]="model engine store board spec results peer config logging cert"
-    [web]="model engine store board spec results runs peer config logging cert"
-    [cmd]="model engine store board spec results runs peer config logging cert web"
+    [peer]="model engine board spec logging cert conn_limit"
+    [runs]="model engine store board spec results peer config logging cert conn_limit"
+    [web]="model engine store board spec results runs peer config logging cert conn_limit"
+    [cmd]="model engine store board spec results runs peer config logging cert web conn_limit"
 )
 
 bad=0

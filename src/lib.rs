@@ -5,6 +5,7 @@ pub mod board;
 pub mod cert;
 pub mod cmd;
 pub mod config;
+pub mod conn_limit;
 pub mod engine;
 pub mod logging;
 pub mod model;

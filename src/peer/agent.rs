@@ -527,36 +527,58 @@ pub fn identity(dir: &std::path::Path) -> Result<crate::cert::Identity, String> 
     crate::cert::generated(dir, &names)
 }
 
-/// How long a TLS connection may take from its accept to a finished handshake.
-pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-/// Most connections the agent serves at once (the board makes one at a time).
+/// How long a connection may take from its accept to a finished TLS handshake, and then
+/// (over TLS or plain HTTP) to its first request's head; then it is closed, so a silent
+/// connection holds its address's slot no longer. The board's listener uses the same.
+pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+/// Most connections the agent serves at once, all addresses (the board makes one at a
+/// time); more wait in the listen backlog.
 pub const MAX_CONNECTIONS: usize = 64;
+/// Connections one client address may hold open to the agent; more are closed at once, when
+/// accepted (before any TLS work). A quarter of [`MAX_CONNECTIONS`]: one address cannot take
+/// every slot (an attacker tryout: 600 idle connections from one address made the board's
+/// `forward --peer` fail).
+pub const MAX_CONNECTIONS_PER_ADDRESS: usize = 16;
 
-/// Serve `agent` on `listen`: over TLS with `tls`, else plain HTTP. One worker; bodies of at
-/// most 64 KiB. Errors: the address cannot be bound, or the server fails.
+/// Count the connection `tcp` for its client address in `limit`: `None` (and the connection
+/// shut down) when the address already holds [`MAX_CONNECTIONS_PER_ADDRESS`] or it has none.
+fn admit(
+    limit: &Arc<crate::conn_limit::ConnLimit>,
+    tcp: &tokio::net::TcpStream,
+) -> Option<crate::conn_limit::Slot> {
+    let ip = tcp.peer_addr().ok()?.ip();
+    match limit.take(ip) {
+        Ok(slot) => Some(slot),
+        Err(_) => {
+            let _ = socket2::SockRef::from(tcp).shutdown(std::net::Shutdown::Both);
+            crate::rate_warn!(
+                "peer-agent-per-address",
+                %ip,
+                "peer agent: {MAX_CONNECTIONS_PER_ADDRESS} connections from {ip} already; closing the next"
+            );
+            None
+        }
+    }
+}
+
+/// Serve `agent` on `listen`: over TLS with `tls`, else plain HTTP (HTTP/1.1 both). One
+/// worker, at most [`MAX_CONNECTIONS`] connections and [`MAX_CONNECTIONS_PER_ADDRESS`] per
+/// client address (counted at accept, before the handshake), [`HANDSHAKE_TIMEOUT`] for the
+/// handshake and the first request; bodies of at most 64 KiB. Errors: the address cannot be
+/// bound, or the server fails.
 pub async fn serve(
     agent: web::Data<Arc<Agent>>,
     listen: std::net::SocketAddr,
     tls: Option<rustls::ServerConfig>,
 ) -> Result<(), String> {
-    let bind_err = |e: std::io::Error| format!("cannot listen on {listen}: {e}");
-    let Some(config) = tls else {
-        let server = actix_web::HttpServer::new(move || {
-            actix_web::App::new()
-                .app_data(agent.clone())
-                .app_data(web::PayloadConfig::new(64 * 1024))
-                .configure(configure)
-        })
-        .workers(1)
-        .max_connections(MAX_CONNECTIONS)
-        .bind(listen)
-        .map_err(bind_err)?;
-        return server.run().await.map_err(|e| e.to_string());
-    };
-    // As web::tls::https_server: actix-server accepts, tokio-rustls does the handshake (with
-    // a timeout), actix-http serves HTTP/1.1 (no HTTP/2 pulled in).
     use actix_service::ServiceFactoryExt;
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let bind_err = |e: std::io::Error| format!("cannot listen on {listen}: {e}");
+    // As web::tls::https_server: actix-server accepts, the connection is counted for its
+    // address, tokio-rustls does the handshake (with a timeout), actix-http serves HTTP/1.1
+    // (no HTTP/2 pulled in).
+    let acceptor = tls.map(|c| tokio_rustls::TlsAcceptor::from(Arc::new(c)));
+    let secure = acceptor.is_some();
+    let limit = crate::conn_limit::ConnLimit::new(usize::MAX, MAX_CONNECTIONS_PER_ADDRESS);
     let host = listen.to_string();
     let server = actix_server::Server::build()
         .workers(1)
@@ -568,19 +590,33 @@ pub async fn serve(
                 .configure(configure);
             let host = host.clone();
             let http = actix_http::HttpService::build()
+                .client_request_timeout(HANDSHAKE_TIMEOUT)
                 .finish(actix_service::map_config(app, move |_| {
-                    actix_web::dev::AppConfig::__priv_test_new(true, host.clone(), listen)
+                    actix_web::dev::AppConfig::__priv_test_new(secure, host.clone(), listen)
                 }));
-            let acceptor = acceptor.clone();
+            let (acceptor, limit) = (acceptor.clone(), limit.clone());
             actix_service::fn_service(move |tcp: tokio::net::TcpStream| {
-                let acceptor = acceptor.clone();
+                let (acceptor, limit) = (acceptor.clone(), limit.clone());
                 async move {
                     use actix_http::error::DispatchError;
                     let peer = tcp.peer_addr().ok();
-                    let io = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp))
-                        .await
-                        .map_err(|_| DispatchError::Io(std::io::ErrorKind::TimedOut.into()))?
-                        .map_err(DispatchError::Io)?;
+                    let Some(slot) = admit(&limit, &tcp) else {
+                        return Err(DispatchError::Io(std::io::Error::other(
+                            "too many connections from this address",
+                        )));
+                    };
+                    let io: Box<dyn Io> = match acceptor {
+                        None => Box::new(crate::conn_limit::Counted::new(tcp, slot)),
+                        Some(acceptor) => {
+                            let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp))
+                                .await
+                                .map_err(|_| {
+                                    DispatchError::Io(std::io::ErrorKind::TimedOut.into())
+                                })?
+                                .map_err(DispatchError::Io)?;
+                            Box::new(crate::conn_limit::Counted::new(tls, slot))
+                        }
+                    };
                     Ok::<_, DispatchError>((io, actix_http::Protocol::Http1, peer))
                 }
             })
@@ -590,6 +626,10 @@ pub async fn serve(
         .run();
     server.await.map_err(|e| e.to_string())
 }
+
+/// A connection's stream as the agent's HTTP service reads it: plain TCP or TLS.
+trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
 
 /// The address to give the board for an agent on `listen` with `fingerprint`:
 /// `https://ADDR:PORT#sha256=…` — the listen address, or (on 0.0.0.0 / ::) this host's first
@@ -847,6 +887,95 @@ mod tls_tests {
         });
         // A restart keeps the certificate: the same fingerprint.
         assert_eq!(identity(dir.path()).unwrap().fingerprint, fp);
+    }
+
+    /// An attacker tryout: 600 idle connections (no TLS, no token) from one address made the
+    /// board's `forward --peer` fail ("did not answer within 15 s"): the agent's 64 slots were
+    /// shared by everyone. Now, with 100 idle connections from 127.0.0.1 held open, only
+    /// [`MAX_CONNECTIONS_PER_ADDRESS`] of them stay open (the rest are closed at once), and a
+    /// request from 127.0.0.2 is answered within 2 s — over TLS and over plain HTTP.
+    #[test]
+    fn idle_connections_from_one_address_do_not_lock_out_another() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        const IDLE: usize = 100;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let id = identity(dir.path()).unwrap();
+        let fp = id.fingerprint.clone();
+        let (tls_at, plain_at) = (free_port(), free_port());
+        rt.block_on(async {
+            let agent = web::Data::new(Agent::new(TOKEN, None));
+            let a2 = agent.clone();
+            crate::engine::task::spawn(serve(agent, tls_at, Some(id.server)));
+            crate::engine::task::spawn(serve(a2, plain_at, None));
+            for at in [tls_at, plain_at] {
+                for _ in 0..100 {
+                    if tokio::net::TcpStream::connect(at).await.is_ok() {
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            }
+            // Let the probe connections above end (they count for 127.0.0.1 until closed).
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            for (at, tls) in [(tls_at, true), (plain_at, false)] {
+                let mut idle = Vec::new();
+                for _ in 0..IDLE {
+                    idle.push(std::net::TcpStream::connect(at).unwrap());
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                // Closed ones read EOF (or a reset); open ones have nothing to read yet.
+                let open = idle
+                    .iter()
+                    .filter(|c| {
+                        let mut c: &std::net::TcpStream = c;
+                        c.set_nonblocking(true).unwrap();
+                        let mut b = [0u8; 1];
+                        matches!(std::io::Read::read(&mut c, &mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+                    })
+                    .count();
+                assert_eq!(open, MAX_CONNECTIONS_PER_ADDRESS, "tls {tls}: idle connections left open");
+                // A request from another loopback address, while those are held.
+                let t0 = std::time::Instant::now();
+                let sock = tokio::net::TcpSocket::new_v4().unwrap();
+                sock.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+                let tcp = sock.connect(at).await.unwrap();
+                let req = format!(
+                    "GET /peer/v1/info HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\n\r\n"
+                );
+                let ask = async {
+                    let mut answer = Vec::new();
+                    if tls {
+                        let verifier = Arc::new(crate::peer::client::PinnedVerifier::new(&fp));
+                        let cfg = verifier.client_config().unwrap();
+                        let conn = tokio_rustls::TlsConnector::from(Arc::new(cfg));
+                        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+                        let mut s = conn.connect(name, tcp).await.unwrap();
+                        s.write_all(req.as_bytes()).await.unwrap();
+                        let _ = s.read_to_end(&mut answer).await;
+                    } else {
+                        let mut s = tcp;
+                        s.write_all(req.as_bytes()).await.unwrap();
+                        let _ = s.read_to_end(&mut answer).await;
+                    }
+                    answer
+                };
+                let answer = tokio::time::timeout(std::time::Duration::from_secs(5), ask)
+                    .await
+                    .unwrap_or_default();
+                let took = t0.elapsed();
+                let text = String::from_utf8_lossy(&answer);
+                assert!(text.starts_with("HTTP/1.1 200"), "tls {tls}: {text:?} after {took:?}");
+                assert!(text.contains("netperfd"), "tls {tls}: {text}");
+                assert!(took < std::time::Duration::from_secs(2), "tls {tls}: answered after {took:?}");
+                drop(idle);
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            }
+        });
     }
 
     #[test]

@@ -2,13 +2,14 @@
 //! (checked when actix accepts a connection, [`on_connect`]) and live-update (server-sent
 //! event) streams in all and per address ([`live_slot`]). One address with 1,100 idle
 //! connections, or 2,000 live streams, used to starve every other user.
+//! The counting itself is `crate::conn_limit` (shared with the peer agent).
 //! Not for: login rate limits (auth) or the test services' own caps (`runs::traffic`).
 
+use crate::conn_limit::{ConnLimit, Refused, Slot};
 use actix_web::http::StatusCode;
 use actix_web::HttpResponse;
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Mutex;
+use std::sync::{Arc, LazyLock};
 
 /// Connections one actix worker serves at once (actix's `max_connections`, per worker; the
 /// daemon runs 2 workers): more wait in the listen backlog.
@@ -20,53 +21,10 @@ pub const MAX_LIVE_STREAMS: usize = 64;
 /// Live-update streams one client address may hold; more get 429.
 pub const MAX_LIVE_PER_ADDRESS: usize = 8;
 
-#[derive(Default)]
-struct Counts {
-    total: usize,
-    per: HashMap<IpAddr, usize>,
-}
-
-impl Counts {
-    fn take(&mut self, ip: IpAddr, max_total: usize, max_per: usize) -> Result<(), bool> {
-        let n = self.per.get(&ip).copied().unwrap_or(0);
-        if n >= max_per {
-            return Err(true);
-        }
-        if self.total >= max_total {
-            return Err(false);
-        }
-        self.per.insert(ip, n + 1);
-        self.total += 1;
-        Ok(())
-    }
-
-    fn give(&mut self, ip: IpAddr) {
-        if let Some(n) = self.per.get_mut(&ip) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                self.per.remove(&ip);
-            }
-            self.total = self.total.saturating_sub(1);
-        }
-    }
-}
-
-static CONNECTIONS: Mutex<Option<Counts>> = Mutex::new(None);
-static LIVE: Mutex<Option<Counts>> = Mutex::new(None);
-
-fn with<T>(m: &Mutex<Option<Counts>>, f: impl FnOnce(&mut Counts) -> T) -> T {
-    let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
-    f(g.get_or_insert_with(Counts::default))
-}
-
-/// One web connection counted for its address; uncounted when the connection ends.
-struct Connection(IpAddr);
-
-impl Drop for Connection {
-    fn drop(&mut self) {
-        with(&CONNECTIONS, |c| c.give(self.0));
-    }
-}
+static CONNECTIONS: LazyLock<Arc<ConnLimit>> =
+    LazyLock::new(|| ConnLimit::new(usize::MAX, MAX_CONNECTIONS_PER_ADDRESS));
+static LIVE: LazyLock<Arc<ConnLimit>> =
+    LazyLock::new(|| ConnLimit::new(MAX_LIVE_STREAMS, MAX_LIVE_PER_ADDRESS));
 
 /// The board's own address of a web connection (its local address, IPv4-mapped IPv6
 /// spelled as IPv4): `req.conn_data::<LocalAddr>()` tells which port a request arrives on.
@@ -75,7 +33,7 @@ pub struct LocalAddr(pub IpAddr);
 
 /// A connection counted for its client address until dropped ([`admit`]).
 pub struct Admitted {
-    _held: Connection,
+    _held: Slot,
 }
 
 /// Count a new connection from `ip` (IPv4-mapped spelled as IPv4), or `None` when that
@@ -84,12 +42,8 @@ pub struct Admitted {
 /// before its TLS handshake (`web::tls`), so that silent connections count too.
 pub fn admit(ip: IpAddr) -> Option<Admitted> {
     let ip = ip.to_canonical();
-    match with(&CONNECTIONS, |c| {
-        c.take(ip, usize::MAX, MAX_CONNECTIONS_PER_ADDRESS)
-    }) {
-        Ok(()) => Some(Admitted {
-            _held: Connection(ip),
-        }),
+    match CONNECTIONS.take(ip) {
+        Ok(held) => Some(Admitted { _held: held }),
         Err(_) => {
             crate::rate_warn!(
                 "web-per-address",
@@ -127,12 +81,8 @@ pub fn on_connect(conn: &dyn std::any::Any, ext: &mut actix_web::dev::Extensions
 
 /// One live-update stream counted for its address; uncounted when dropped (with the
 /// response body).
-pub struct LiveSlot(IpAddr);
-
-impl Drop for LiveSlot {
-    fn drop(&mut self) {
-        with(&LIVE, |c| c.give(self.0));
-    }
+pub struct LiveSlot {
+    _held: Slot,
 }
 
 /// Take a live-update stream slot for the client at `peer`, or the answer to give instead:
@@ -142,12 +92,10 @@ pub fn live_slot(peer: Option<SocketAddr>) -> Result<LiveSlot, HttpResponse> {
     let ip = peer
         .map(|p| p.ip().to_canonical())
         .unwrap_or(IpAddr::from([0u8, 0, 0, 0]));
-    match with(&LIVE, |c| {
-        c.take(ip, MAX_LIVE_STREAMS, MAX_LIVE_PER_ADDRESS)
-    }) {
-        Ok(()) => Ok(LiveSlot(ip)),
-        Err(per_address) => {
-            let (status, msg) = if per_address {
+    match LIVE.take(ip) {
+        Ok(held) => Ok(LiveSlot { _held: held }),
+        Err(refused) => {
+            let (status, msg) = if refused == Refused::PerAddress {
                 (
                     StatusCode::TOO_MANY_REQUESTS,
                     format!("too many live-update streams from this address (at most {MAX_LIVE_PER_ADDRESS}); close one and retry"),
@@ -180,15 +128,13 @@ mod tests {
         drop(held);
         // Freed with the streams.
         assert!(live_slot(Some(a)).is_ok());
-        let mut c = Counts::default();
+        let c = ConnLimit::new(MAX_LIVE_STREAMS, MAX_LIVE_PER_ADDRESS);
+        let mut held = Vec::new();
         for i in 0..MAX_LIVE_STREAMS {
             let ip = IpAddr::from([10, 0, (i / 256) as u8, (i % 256) as u8]);
-            assert!(c.take(ip, MAX_LIVE_STREAMS, MAX_LIVE_PER_ADDRESS).is_ok());
+            held.push(c.take(ip).expect("slot"));
         }
         let new = IpAddr::from([10, 1, 0, 0]);
-        assert_eq!(
-            c.take(new, MAX_LIVE_STREAMS, MAX_LIVE_PER_ADDRESS),
-            Err(false)
-        );
+        assert_eq!(c.take(new).err(), Some(Refused::Total));
     }
 }
