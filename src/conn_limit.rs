@@ -93,21 +93,27 @@ impl ConnLimit {
     }
 }
 
-/// A connection's stream with its [`Slot`]: reads and writes go to `io`; the slot is given
-/// back when the connection is dropped.
-pub struct Counted<T> {
+/// A connection's stream with what it holds for its life (`S`: its [`Slot`], or a listener's
+/// own slot type with what it knows of the connection): reads and writes go to `io`; what it
+/// holds is dropped (the slot given back) when the connection is dropped.
+pub struct Counted<T, S = Slot> {
     io: T,
-    _slot: Slot,
+    held: S,
 }
 
-impl<T> Counted<T> {
-    /// `io` holding `slot` for its life.
-    pub fn new(io: T, slot: Slot) -> Counted<T> {
-        Counted { io, _slot: slot }
+impl<T, S> Counted<T, S> {
+    /// `io` holding `held` for its life.
+    pub fn new(io: T, held: S) -> Counted<T, S> {
+        Counted { io, held }
+    }
+
+    /// What the connection holds.
+    pub fn held(&self) -> &S {
+        &self.held
     }
 }
 
-impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Counted<T> {
+impl<T: tokio::io::AsyncRead + Unpin, S: Unpin> tokio::io::AsyncRead for Counted<T, S> {
     fn poll_read(
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
@@ -117,7 +123,7 @@ impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Counted<T> {
     }
 }
 
-impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Counted<T> {
+impl<T: tokio::io::AsyncWrite + Unpin, S: Unpin> tokio::io::AsyncWrite for Counted<T, S> {
     fn poll_write(
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,

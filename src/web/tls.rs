@@ -120,56 +120,13 @@ fn names(cfg: &Config) -> Names {
 /// then it is closed (a silent connection holds its address's slot no longer).
 pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
-/// An HTTPS connection as actix-http serves it: the TLS stream, the board's own address it
-/// came to, and its slot in the per-address count ([`super::limits::admit`], given back when
-/// the connection ends).
-pub struct Conn {
-    io: tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
-    local: Option<std::net::IpAddr>,
-    _slot: super::limits::Admitted,
-}
-
-impl tokio::io::AsyncRead for Conn {
-    fn poll_read(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
-    }
-}
-
-impl tokio::io::AsyncWrite for Conn {
-    fn poll_write(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
-    }
-    fn poll_write_vectored(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
-    }
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-    fn poll_flush(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.get_mut().io).poll_flush(cx)
-    }
-    fn poll_shutdown(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
-    }
-}
+/// An HTTPS connection as actix-http serves it: the TLS stream, holding its slot in the
+/// per-address count ([`super::limits::admit`], given back when the connection ends) and the
+/// board's own address it came to.
+pub type Conn = crate::conn_limit::Counted<
+    tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
+    (super::limits::Admitted, Option<std::net::IpAddr>),
+>;
 
 /// An accepted TCP connection of the HTTPS listener: counted for its client address first
 /// (over [`super::limits::MAX_CONNECTIONS_PER_ADDRESS`] it is closed at once, before any
@@ -194,11 +151,7 @@ async fn handshake(
         .map_err(|_| DispatchError::Io(std::io::ErrorKind::TimedOut.into()))?
         .map_err(DispatchError::Io)?;
     Ok((
-        Conn {
-            io,
-            local,
-            _slot: slot,
-        },
+        Conn::new(io, (slot, local)),
         actix_http::Protocol::Http1,
         peer,
     ))
@@ -229,7 +182,7 @@ pub fn https_server(
             let host = host.clone();
             let http = actix_http::HttpService::build()
                 .on_connect_ext(|io: &Conn, ext: &mut actix_http::Extensions| {
-                    if let Some(l) = io.local {
+                    if let Some(l) = io.held().1 {
                         ext.insert(super::limits::LocalAddr(l));
                     }
                 })
