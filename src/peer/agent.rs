@@ -532,12 +532,13 @@ pub fn identity(dir: &std::path::Path) -> Result<crate::cert::Identity, String> 
 /// connection holds its address's slot no longer. The board's listener uses the same.
 pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 /// Most connections the agent serves at once, all addresses (the board makes one at a
-/// time); more wait in the listen backlog.
-pub const MAX_CONNECTIONS: usize = 64;
+/// time); more wait in the listen backlog. 512: an attacker needs 32 addresses at their
+/// per-address cap to fill it (a recheck of the tryout: at 64, 8 addresses × 16 idle
+/// connections delayed the board's request 3–6 s; a PC holds 512 idle connections easily).
+pub const MAX_CONNECTIONS: usize = 512;
 /// Connections one client address may hold open to the agent; more are closed at once, when
-/// accepted (before any TLS work). A quarter of [`MAX_CONNECTIONS`]: one address cannot take
-/// every slot (an attacker tryout: 600 idle connections from one address made the board's
-/// `forward --peer` fail).
+/// accepted (before any TLS work): one address cannot take every slot (an attacker tryout:
+/// 600 idle connections from one address made the board's `forward --peer` fail).
 pub const MAX_CONNECTIONS_PER_ADDRESS: usize = 16;
 
 /// Count the connection `tcp` for its client address in `limit`: `None` (and the connection
