@@ -510,6 +510,26 @@ fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
     })
 }
 
+/// For tests: a self-signed P-256 certificate for "board" valid from `from` to `to` (year,
+/// month, day) and its key, written to `dir` as `c.pem` and `k.pem`; (cert path, key path).
+#[cfg(test)]
+pub(crate) fn self_signed_files(
+    dir: &Path,
+    from: (i32, u8, u8),
+    to: (i32, u8, u8),
+) -> (PathBuf, PathBuf) {
+    use rcgen::{CertificateParams, KeyPair};
+    let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let mut p = CertificateParams::new(vec!["board".to_string()]).unwrap();
+    p.not_before = rcgen::date_time_ymd(from.0, from.1, from.2);
+    p.not_after = rcgen::date_time_ymd(to.0, to.1, to.2);
+    let cert = p.self_signed(&key).unwrap();
+    let (c, k) = (dir.join("c.pem"), dir.join("k.pem"));
+    std::fs::write(&c, cert.pem()).unwrap();
+    std::fs::write(&k, key.serialize_pem()).unwrap();
+    (c, k)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -802,16 +822,8 @@ c2Mo8oKhOkrpKdg/89bGExvcgN++1QIkYVnzu2mx/nmbmDjd2pLm3pzpRhaE/b50
 
     #[test]
     fn an_expired_certificate_is_warned_about() {
-        use rcgen::{CertificateParams, KeyPair};
         let dir = tempfile::tempdir().unwrap();
-        let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-        let mut p = CertificateParams::new(vec!["board".to_string()]).unwrap();
-        p.not_before = rcgen::date_time_ymd(2020, 1, 1);
-        p.not_after = rcgen::date_time_ymd(2024, 6, 30);
-        let cert = p.self_signed(&key).unwrap();
-        let (c, k) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
-        std::fs::write(&c, cert.pem()).unwrap();
-        std::fs::write(&k, key.serialize_pem()).unwrap();
+        let (c, k) = self_signed_files(dir.path(), (2020, 1, 1), (2024, 6, 30));
         let id = load(&c, &k, false).unwrap();
         assert_eq!(
             id.not_after.map(|t| t.to_rfc3339()).as_deref(),

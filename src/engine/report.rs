@@ -1607,8 +1607,8 @@ mod tests {
         assert_eq!(udp_total(&[&c, &d]).sent_packets, Some(1_234));
     }
 
-    /// Issue 39 (kpace tryout): the text output named the pacer only beside a lag line. A UDP
-    /// sender's end summary now always says who paced it; a receiver, TCP and -b 0 say nothing.
+    /// Issue 39: datagrams this host's queue refused are `dropped_locally` in the sender's
+    /// JSON (sum and stream) and a text line of their own; none refused: 0 and no line.
     #[test]
     fn datagrams_dropped_locally_are_said_apart_in_json_and_text() {
         let report = |dropped: Option<u64>| {
@@ -1657,6 +1657,8 @@ mod tests {
         assert!(!text_summary(&r).contains("dropped locally"));
     }
 
+    /// Issue 39 (kpace tryout): the text output named the pacer only beside a lag line. A UDP
+    /// sender's end summary now always says who paced it; a receiver, TCP and -b 0 say nothing.
     #[test]
     fn text_summary_says_who_paced_a_udp_sender() {
         use crate::engine::pacer::{PacedBy, PortName, UserWhy};

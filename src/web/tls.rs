@@ -460,16 +460,8 @@ mod tests {
     /// Warned as an expired one is, and differently when the board's clock was never set.
     #[test]
     fn a_certificate_not_valid_yet_is_warned_about() {
-        use rcgen::{CertificateParams, KeyPair};
         let dir = tempfile::tempdir().unwrap();
-        let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-        let mut p = CertificateParams::new(vec!["board".to_string()]).unwrap();
-        p.not_before = rcgen::date_time_ymd(2090, 3, 1);
-        p.not_after = rcgen::date_time_ymd(2095, 1, 1);
-        let cert = p.self_signed(&key).unwrap();
-        let (c, k) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
-        std::fs::write(&c, cert.pem()).unwrap();
-        std::fs::write(&k, key.serialize_pem()).unwrap();
+        let (c, k) = crate::cert::self_signed_files(dir.path(), (2090, 3, 1), (2095, 1, 1));
         let id = load(&c, &k, false).unwrap();
         assert_eq!(
             id.not_before.map(|t| t.to_rfc3339()).as_deref(),
