@@ -56,6 +56,7 @@ fn big_run(data: &std::path::Path) -> i64 {
                     omitted: false,
                     tcp: None,
                     udp: None,
+                    latency: None,
                 })
                 .collect(),
         };

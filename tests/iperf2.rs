@@ -1009,3 +1009,335 @@ fn daemon_does_not_record_the_auto_probe_as_a_run() {
         std::thread::sleep(Duration::from_millis(300));
     }
 }
+
+// ------------------------------------------------------------ TCP --trip-times
+
+/// The stock iperf 2.2.1 binary kept beside the 2.1.8 one.
+const IPERF_221: &str = "/var/cache/netperfd-stock-peers/bin/iperf-2.2.1";
+const IPERF_2014: &str = "/var/cache/netperfd-stock-peers/bin/iperf-2.0.14a";
+
+/// The writes a stock `-e` client counted, from its final `Write/Err` column (`19510/0`).
+fn stock_writes(out: &str) -> u64 {
+    let last = out
+        .lines()
+        .rfind(|l| l.contains(" sec ") && l.contains("0.0000-"))
+        .unwrap_or_else(|| panic!("no final line in:\n{out}"));
+    let toks: Vec<&str> = last.split_whitespace().collect();
+    let at = toks
+        .iter()
+        .position(|t| t.ends_with("bits/sec"))
+        .unwrap_or_else(|| panic!("no rate in {last}"));
+    toks[at + 1].split('/').next().unwrap().parse().unwrap()
+}
+
+/// Stock 2.1.8 and 2.2.1 `--trip-times` TCP clients to our server: the client's header is
+/// recognised, every write (burst) gives one latency figure (the client's own write count is
+/// the truth), and the figures are plausible: both namespaces share one clock, so a burst's
+/// latency is ≥ 0 and below the 2 s the test lasted; on veth the mean is well below 50 ms.
+#[test]
+fn tcp_stock_trip_times_latency_in_our_server() {
+    let mut lab = Lab::new();
+    let pc1 = lab.pc1.clone();
+    start_ours(&mut lab);
+    for (n, prog) in [(1usize, "iperf"), (2, IPERF_221)] {
+        let (code, out, err) = lab.run(
+            &pc1,
+            &format!("iperf-tt{n}"),
+            prog,
+            &["-c", BOARD_IP, "--trip-times", "-e", "-t", "2"],
+            T,
+        );
+        assert_eq!(code, Some(0), "{prog}: {out}{err}");
+        let writes = stock_writes(&out);
+        let ours = our_lines(&lab, n);
+        let doc = &ours[n - 1];
+        assert_eq!(doc["info"]["params"]["trip_times"], true, "{prog}: {doc}");
+        let s = &streams(doc)[0];
+        let l = &s["latency_ms"];
+        let count = u(l, "/count");
+        assert!(
+            writes > 100 && count + 1 >= writes && count <= writes,
+            "{prog}: {count} figures for {writes} writes: {s}"
+        );
+        // Every byte after the 80-byte header is in a whole burst of 128 KiB, each measured
+        // (2.2.1 counts its header write among the writes, 2.1.8 does not).
+        let bytes = u(s, "/bytes");
+        assert_eq!((bytes - 80) % 131_072, 0, "{prog}: {s}");
+        assert_eq!((bytes - 80) / 131_072, count, "{prog}: {s}");
+        let f = |k: &str| l[k].as_f64().unwrap();
+        let (avg, min, max, stdev) = (f("avg"), f("min"), f("max"), f("stdev"));
+        assert!(0.0 <= min && min <= avg && avg <= max, "{prog}: {l}");
+        assert!(avg > 0.0 && avg < 50.0, "{prog}: avg {avg} ms");
+        assert!(max < 2000.0 && stdev < 2000.0, "{prog}: {l}");
+        let d = &s["trip_drops"];
+        assert_eq!(
+            u(d, "/future") + u(d, "/too_old") + u(d, "/bad_time"),
+            0,
+            "{d}"
+        );
+        assert_eq!(u(d, "/bad_size"), 0, "{d}");
+    }
+    // A plain client: no latency measured or recorded.
+    let (code, out, err) = lab.run(
+        &pc1,
+        "iperf-plain",
+        "iperf",
+        &["-c", BOARD_IP, "-t", "1"],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let ours = our_lines(&lab, 3);
+    let s = &streams(&ours[2])[0];
+    assert!(s.get("latency_ms").is_none(), "{s}");
+    assert_eq!(ours[2]["info"]["params"]["trip_times"], false);
+}
+
+fn w32(v: &mut Vec<u8>, x: u32) {
+    v.extend_from_slice(&x.to_be_bytes());
+}
+
+/// A `--trip-times` TCP header as a 2.1.8 client writes it, with start time `start_s`.
+fn trip_header(start_s: u32) -> Vec<u8> {
+    let mut h = Vec::new();
+    for x in [
+        0x4001_00a0,
+        1,
+        5001,
+        0,
+        0,
+        (-200i32) as u32,
+        0,
+        0,
+        0x0010_0000,
+    ] {
+        w32(&mut h, x);
+    }
+    for x in [0x0002_0001, 0x0008_0003, 0, 0, 0, 0, 0, start_s, 0, 0, 0] {
+        w32(&mut h, x);
+    }
+    assert_eq!(h.len(), 80);
+    h
+}
+
+/// A burst of `size` bytes (≥ 96 laid out; cut to `size`) with write time `t` (s, µs).
+fn trip_burst(id: u32, size: u32, t: (u32, u32)) -> Vec<u8> {
+    let mut b = vec![0u8; 96];
+    b[20..24].copy_from_slice(&t.0.to_be_bytes());
+    b[24..28].copy_from_slice(&t.1.to_be_bytes());
+    b[44..48].copy_from_slice(&id.to_be_bytes());
+    b[48..52].copy_from_slice(&size.to_be_bytes());
+    b.resize((size as usize).max(96), b'5');
+    b
+}
+
+fn now_s_us() -> (u32, u32) {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    (d.as_secs() as u32, d.subsec_micros())
+}
+
+/// Crafted `--trip-times` clients: a start time 2000 s off our clock (ignored, as stock
+/// does, and said so), and bursts from the future, with a size below the header and cut by
+/// the close: counted by reason, never a figure; the server keeps serving and every byte is
+/// counted.
+#[test]
+fn hostile_trip_times_clients_are_counted_not_measured() {
+    let mut lab = Lab::new();
+    let pc1 = lab.pc1.clone();
+    start_ours(&mut lab);
+    let sent = in_ns(&pc1, || {
+        use std::net::TcpStream;
+        let addr = format!("{BOARD_IP}:5001");
+        let (now, us) = now_s_us();
+        // 1. A start time 2000 s in the past.
+        let mut s = TcpStream::connect(&addr).unwrap();
+        let mut a = trip_header(now - 2000);
+        a.extend(trip_burst(1, 1000, (now, us)));
+        s.write_all(&a).unwrap();
+        drop(s);
+        std::thread::sleep(Duration::from_millis(300));
+        // 2. One good burst (1 ms old), one 5 s in the future, then a size of 50 (framing
+        // lost), then garbage; written in pieces smaller than a header.
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.set_nodelay(true).unwrap();
+        let mut b = trip_header(now);
+        let good = if us >= 1000 {
+            (now, us - 1000)
+        } else {
+            (now - 1, us + 999_000)
+        };
+        b.extend(trip_burst(1, 1000, good));
+        b.extend(trip_burst(2, 1000, (now + 5, us)));
+        b.extend(trip_burst(3, 50, (now, us)));
+        b.extend(vec![0xffu8; 10_000]);
+        for c in b.chunks(37) {
+            s.write_all(c).unwrap();
+        }
+        drop(s);
+        std::thread::sleep(Duration::from_millis(300));
+        // 3. A good header, then a stream that ends inside a burst's header.
+        let mut s = TcpStream::connect(&addr).unwrap();
+        let mut c = trip_header(now);
+        c.extend(&trip_burst(1, 1000, (now, us))[..60]);
+        s.write_all(&c).unwrap();
+        drop(s);
+        (a.len() as u64, b.len() as u64, c.len() as u64)
+    });
+    let ours = our_lines(&lab, 3);
+    assert_eq!(ours.len(), 3, "{}", lab.output("ours-s").0);
+    let by_bytes = |n: u64| {
+        ours.iter()
+            .find(|d| d["outcome"]["streams"][0]["bytes"].as_u64() == Some(n))
+            .unwrap_or_else(|| panic!("no test of {n} bytes: {ours:?}"))
+            .clone()
+    };
+    let a = by_bytes(sent.0);
+    assert_eq!(a["info"]["params"]["trip_times"], false, "{a}");
+    let why = a["info"]["params"]["trip_times_ignored"].as_str().unwrap();
+    assert!(why.contains("2000 s"), "{why}");
+    assert!(streams(&a)[0].get("latency_ms").is_none());
+    let b = by_bytes(sent.1);
+    let s = &streams(&b)[0];
+    assert_eq!(u(s, "/latency_ms/count"), 1, "{s}");
+    let avg = s["latency_ms"]["avg"].as_f64().unwrap();
+    assert!((0.0..1000.0).contains(&avg), "{s}");
+    assert_eq!(u(s, "/trip_drops/future"), 1, "{s}");
+    assert_eq!(u(s, "/trip_drops/bad_size"), 1, "{s}");
+    let c = by_bytes(sent.2);
+    let s = &streams(&c)[0];
+    assert_eq!(u(s, "/latency_ms/count"), 0, "{s}");
+    assert_eq!(u(s, "/trip_drops/cut"), 1, "{s}");
+    // Still serving a stock client.
+    let (code, out, err) = lab.run(&pc1, "iperf-c", "iperf", &["-c", BOARD_IP, "-t", "1"], T);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(our_lines(&lab, 4).len(), 4);
+}
+
+/// The latency line of a stock 2.1/2.2 TCP server: `avg/min/max/stdev ms (cnt/size)` of
+/// the final (0.0000-) line.
+fn stock_burst_latency(out: &str) -> Option<([f64; 4], u64, u64)> {
+    let line = out
+        .lines()
+        .rfind(|l| l.contains("0.0000-") && l.contains(" ms ("))?;
+    let before = line.split(" ms (").next()?;
+    let q: Vec<f64> = before
+        .split_whitespace()
+        .last()?
+        .split('/')
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    let cs = line.split(" ms (").nth(1)?.split(')').next()?;
+    let (c, sz) = cs.split_once('/')?;
+    Some((q.try_into().ok()?, c.parse().ok()?, sz.parse().ok()?))
+}
+
+/// Our `--trip-times` client to stock 2.1.8 and 2.2.1 servers: the server sees
+/// "(trip-times)" and prints burst latency for as many bursts as we wrote blocks, of our
+/// 128 KiB, with figures ≥ 0 and below the test's 2 s (one clock); no burst-id errors.
+#[test]
+fn tcp_our_trip_times_client_to_stock_servers() {
+    let mut lab = Lab::new();
+    let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+    for (n, prog, extra) in [(1, "iperf", &["-e"][..]), (2, IPERF_221, &[][..])] {
+        let port = (5100 + n).to_string();
+        let name = format!("stock-s{n}");
+        let mut args = vec!["-s", "-p", &port];
+        args.extend_from_slice(extra);
+        lab.spawn(&pc1, &name, prog, &args);
+        lab.wait_port(&pc1, PC1_IP, 5100 + n);
+        let (code, out, err) = lab.run(
+            &board,
+            &format!("ours{n}"),
+            bin(),
+            &[
+                "-c",
+                PC1_IP,
+                "-p",
+                &port,
+                "--iperf2",
+                "--trip-times",
+                "-t",
+                "2",
+                "-J",
+            ],
+            T,
+        );
+        assert_eq!(code, Some(0), "{out}{err}");
+        let doc = &json_lines(&out)[0];
+        assert_eq!(doc["outcome"]["status"], "completed", "{doc}");
+        let bytes = u(&streams(doc)[0], "/bytes");
+        let blocks = (bytes - 80) / 131_072;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let (so, se) = loop {
+            let (so, se) = lab.output(&name);
+            if stock_burst_latency(&so).is_some() || Instant::now() > deadline {
+                break (so, se);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        assert!(so.contains("(trip-times)"), "{prog}:\n{so}{se}");
+        assert!(
+            !so.contains("WARN") && !se.contains("expected burst id"),
+            "{so}{se}"
+        );
+        let (q, count, size) =
+            stock_burst_latency(&so).unwrap_or_else(|| panic!("{prog}: no latency in\n{so}"));
+        assert!(
+            blocks > 100 && count <= blocks && count + 1 >= blocks,
+            "{prog}: {count} bursts for our {blocks} blocks\n{so}"
+        );
+        assert!(
+            (131_072..=131_072 + 200).contains(&size),
+            "{prog}: size {size}\n{so}"
+        );
+        let [avg, min, max, _] = q;
+        assert!(
+            0.0 <= min && min <= avg && avg <= max && max < 2000.0,
+            "{prog}: {q:?}"
+        );
+    }
+}
+
+/// 2.0.14a knows no --trip-times: with the flag our client still runs a plain test there, as
+/// a stock 2.1.8 client does (the server counts every byte it got, less the header words).
+#[test]
+fn tcp_trip_times_client_to_2_0_14_degrades_to_a_plain_test() {
+    let mut lab = Lab::new();
+    let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
+    lab.spawn(&pc1, "old-s", IPERF_2014, &["-s", "-y", "C"]);
+    lab.wait_port(&pc1, PC1_IP, 5001);
+    let (code, out, err) = lab.run(
+        &board,
+        "ours",
+        bin(),
+        &["-c", PC1_IP, "--iperf2", "--trip-times", "-t", "2", "-J"],
+        T,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let mine = u(&streams(&json_lines(&out)[0])[0], "/bytes");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let theirs: u64 = loop {
+        let c = csv(&lab.output("old-s").0);
+        if let Some(l) = c.first() {
+            break l[7].parse().unwrap();
+        }
+        assert!(Instant::now() < deadline, "{:?}", lab.output("old-s"));
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(mine > 1_000_000, "{mine}");
+    assert!(
+        theirs <= mine && mine - theirs <= 80,
+        "2.0.14a got {theirs}, we sent {mine}"
+    );
+    // UDP --trip-times is refused with a clear error before anything is sent.
+    let (code, _, err) = lab.run(
+        &board,
+        "ours-u",
+        bin(),
+        &["-c", PC1_IP, "--iperf2", "-u", "--trip-times", "-t", "1"],
+        T,
+    );
+    assert_eq!(code, Some(1));
+    assert!(err.contains("--trip-times"), "{err}");
+}

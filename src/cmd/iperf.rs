@@ -182,6 +182,10 @@ pub struct IperfArgs {
         requires = "iperf2"
     )]
     pub listenport: Option<u16>,
+    /// iperf 2 (TCP): stamp every write with its send time so a 2.1/2.2 server reports the
+    /// one-way latency (needs the two clocks in sync)
+    #[arg(long = "trip-times", requires = "iperf2")]
+    pub trip_times: bool,
 }
 
 /// Parse `-B`: an IP address, optionally `%dev` (iperf3's `-B addr%dev`).

@@ -59,6 +59,7 @@ pub fn spec_from(a: &IperfArgs, host: &str) -> Result<Iperf2Spec, String> {
     }
     s.parallel = a.parallel;
     s.listen_port = a.listenport.unwrap_or(0);
+    s.trip_times = a.trip_times;
     s.interval = a.interval;
     if let Some(b) = &a.bind {
         // `-B addr%dev` binds the device too, as iperf 2 2.1+ does.
@@ -84,17 +85,24 @@ pub fn spec_from(a: &IperfArgs, host: &str) -> Result<Iperf2Spec, String> {
 /// "(trip-times)" and the latency and PPS columns, as a stock 2.1 server prints them.
 fn banner(info: &TestInfo) -> String {
     let trip = info.params["trip_times"] == true;
-    let udp_recv = info.protocol == RunProtocol::Udp && info.direction != RunDirection::Send;
+    let recv = info.direction != RunDirection::Send;
+    let udp_recv = info.protocol == RunProtocol::Udp && recv;
+    // A stock server's words when it will not measure a --trip-times client.
+    let ignored = match info.params["trip_times_ignored"].as_str() {
+        Some(why) => format!("WARN: ignore --trip-times because {why}\n"),
+        None => String::new(),
+    };
     format!(
-        "[  1] local {} port {} connected with {} port {}{}\n[ ID] Interval       Transfer     Bandwidth{}\n",
+        "{ignored}[  1] local {} port {} connected with {} port {}{}\n[ ID] Interval       Transfer     Bandwidth{}\n",
         info.local_host,
         info.local_port,
         info.peer_host,
         info.peer_port,
         if trip { " (trip-times)" } else { "" },
-        match (udp_recv, trip) {
-            (true, true) => "        Jitter   Lost/Total Datagrams  Latency avg/min/max/stdev PPS",
-            (true, false) => "        Jitter   Lost/Total Datagrams",
+        match (udp_recv, trip, recv) {
+            (true, true, _) => "        Jitter   Lost/Total Datagrams  Latency avg/min/max/stdev PPS",
+            (true, false, _) => "        Jitter   Lost/Total Datagrams",
+            (false, true, true) => "       Burst Latency avg/min/max/stdev (cnt/size)",
             _ => "",
         }
     )
@@ -139,7 +147,13 @@ fn print_event(ev: &Event, infos: &mut HashMap<u64, TestInfo>, json: bool) {
                         jitter_ms: u.jitter_ms,
                         latency_ms: u.latency,
                     });
-                out(&text_line(s.id, s.start, s.end, s.bytes, udp.as_ref()));
+                let line = text_line(s.id, s.start, s.end, s.bytes, udp.as_ref());
+                match (&s.latency, &udp) {
+                    (Some(l), None) => out(&crate::engine::iperf2::with_burst_latency(
+                        &line, l, s.bytes,
+                    )),
+                    _ => out(&line),
+                }
             }
         }
         Event::Finished { test, outcome } => {
@@ -264,6 +278,49 @@ mod tests {
             direction: RunDirection::Receive,
             params: serde_json::json!({"iperf2": true, "trip_times": trip}),
         }
+    }
+
+    /// A TCP `--trip-times` client: "(trip-times)" and the stock 2.1/2.2 server's burst
+    /// latency columns, `avg/min/max/stdev ms (cnt/size)`; the stock WARN line when ignored.
+    #[test]
+    fn tcp_trip_times_lines_carry_burst_latency() {
+        let mut i = info(true);
+        i.protocol = RunProtocol::Tcp;
+        let b = banner(&i);
+        assert!(b.contains("port 39150 (trip-times)\n"), "{b}");
+        assert!(
+            b.contains("Burst Latency avg/min/max/stdev (cnt/size)"),
+            "{b}"
+        );
+        // Our own sending client: no latency column.
+        i.direction = RunDirection::Send;
+        assert!(!banner(&i).contains("Latency"));
+        let mut ig = info(false);
+        ig.protocol = RunProtocol::Tcp;
+        ig.params["trip_times_ignored"] = "the client's start time is 2000 s from our clock".into();
+        assert!(banner(&ig).starts_with("WARN: ignore --trip-times because the client's"));
+        let l = LatencyMs {
+            count: 22162,
+            avg: 1.9124,
+            min: 0.0231,
+            max: 68.4594,
+            stdev: 4.2991,
+        };
+        let line = crate::engine::iperf2::with_burst_latency(
+            &text_line(1, 0.0, 2.0, 22162 * 131_072, None),
+            &l,
+            22162 * 131_072,
+        );
+        assert!(
+            line.ends_with("  1.912/0.023/68.459/4.299 ms (22162/131072)\n"),
+            "{line}"
+        );
+        let none = crate::engine::iperf2::with_burst_latency(
+            &text_line(1, 0.0, 1.0, 0, None),
+            &LatencyMs::default(),
+            0,
+        );
+        assert!(none.ends_with("  -/-/-/- ms (0/0)\n"), "{none}");
     }
 
     /// A `--trip-times` client: "(trip-times)" and the latency/PPS columns, as the stock

@@ -208,6 +208,7 @@ impl Meter {
                 omitted: false,
                 tcp: None,
                 udp: None,
+                latency: None,
             });
         }
         s.last_t = now;

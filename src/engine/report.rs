@@ -185,6 +185,10 @@ pub struct StreamInterval {
     /// Datagram figures for UDP streams.
     #[serde(default)]
     pub udp: Option<UdpSample>,
+    /// A receiving iperf 2 TCP `--trip-times` stream: one-way latency of the bursts (the
+    /// client's writes) completed in the interval; `None` for every other stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyMs>,
 }
 
 /// All streams over one interval.

@@ -4,6 +4,7 @@
 //! end. Times are seconds since the test start (or omit end).
 //! Not for: the control protocol (client.rs / server.rs).
 
+use crate::engine::iperf2::trip::{self, TripMode, TripStats};
 use crate::engine::params::{Params, Protocol, Results};
 use crate::engine::report::{
     Connected, IntervalRecord, Report, SideTotals, StreamInterval, StreamSummary, TcpSample,
@@ -58,6 +59,9 @@ pub struct DataStream {
     dropped_locally: Arc<AtomicU64>,
     /// Who paced a paced UDP sender (see [`crate::engine::pacer::PacedBy`]).
     paced_by: Arc<Mutex<Option<crate::engine::pacer::PacedBy>>>,
+    /// iperf 2 TCP `--trip-times`: this stream stamps (sender) or frames and measures
+    /// (receiver) bursts (see `engine::iperf2::trip`); None = a plain TCP stream.
+    trip: Option<TripMode>,
     thread: Option<JoinHandle<()>>,
     prev_bytes: u64,
     omit_bytes: u64,
@@ -141,6 +145,7 @@ impl DataStream {
             skbs: Default::default(),
             dropped_locally: Default::default(),
             paced_by: Default::default(),
+            trip: None,
             thread: None,
             prev_bytes: 0,
             omit_bytes: 0,
@@ -234,6 +239,28 @@ impl DataStream {
     pub fn measure_transit(&self) {
         if let Some(st) = &self.udp_recv {
             lock(st).measure_transit();
+        }
+    }
+
+    /// iperf 2 TCP `--trip-times`: a receiving stream frames the client's bursts and
+    /// measures each one's one-way latency; a sending stream stamps every block with the
+    /// client's `start` time (s, µs) and its own write time. Nothing on a UDP stream. Only
+    /// before the phase starts.
+    pub fn trip_times(&mut self, start: (u32, u32)) {
+        if matches!(self.sock, Sock::Tcp(_)) {
+            self.trip = Some(if self.sender {
+                TripMode::Send(start)
+            } else {
+                TripMode::Recv(Default::default())
+            });
+        }
+    }
+
+    /// A receiving `--trip-times` stream's figures so far (whole test and drop reasons).
+    pub fn trip_stats(&self) -> Option<TripStats> {
+        match &self.trip {
+            Some(TripMode::Recv(st)) => Some(*st.lock().unwrap_or_else(|p| p.into_inner())),
+            _ => None,
         }
     }
 
@@ -388,6 +415,28 @@ impl DataPhase {
             let name = format!("stream-{}", s.id);
             let b = std::thread::Builder::new().name(name);
             let handle = match (&s.sock, s.sender) {
+                (Sock::Tcp(t), true) if matches!(s.trip, Some(TripMode::Send(_))) => {
+                    let sock = t.try_clone()?;
+                    let start = match s.trip {
+                        Some(TripMode::Send(st)) => st,
+                        _ => (0, 0),
+                    };
+                    b.spawn(move || {
+                        tid_slot();
+                        trip::send_loop(sock, len, ctr, sh, rate, start)
+                    })?
+                }
+                (Sock::Tcp(t), false) if matches!(s.trip, Some(TripMode::Recv(_))) => {
+                    let sock = t.try_clone()?;
+                    let st = match &s.trip {
+                        Some(TripMode::Recv(st)) => st.clone(),
+                        _ => Default::default(),
+                    };
+                    b.spawn(move || {
+                        tid_slot();
+                        trip::recv_loop(sock, len, ctr, sh, st)
+                    })?
+                }
                 (Sock::Tcp(t), true) => {
                     let sock = t.try_clone()?;
                     let buf = block.clone();
@@ -490,6 +539,7 @@ impl DataPhase {
             s.prev_bytes = cur;
             let mut tcp = None;
             let mut udp_s = None;
+            let mut latency = None;
             match (&s.sock, s.sender) {
                 (Sock::Tcp(t), true) => {
                     tcp = tcp_info(t.as_fd()).ok().map(|ti| {
@@ -515,7 +565,12 @@ impl DataPhase {
                         }
                     });
                 }
-                (Sock::Tcp(_), false) => {}
+                (Sock::Tcp(_), false) => {
+                    if let Some(TripMode::Recv(st)) = &s.trip {
+                        latency =
+                            Some(st.lock().unwrap_or_else(|p| p.into_inner()).take_interval());
+                    }
+                }
                 (Sock::Udp(_), true) => {
                     let p = s.packets.load(Relaxed);
                     udp_s = Some(UdpSample {
@@ -555,6 +610,7 @@ impl DataPhase {
                 omitted,
                 tcp,
                 udp: udp_s,
+                latency,
             });
         }
         let rec = IntervalRecord { streams: out };

@@ -312,6 +312,7 @@ mod tests {
                     omitted: false,
                     tcp: None,
                     udp: None,
+                    latency: None,
                 })
                 .collect();
             s.add_interval(id, seq as i64, &IntervalRecord { streams })

@@ -400,12 +400,18 @@ fn iperf2_flags(r: &RunRow) -> String {
     c
 }
 
-/// "One-way latency" facts of the receiving UDP streams that measured it (iperf 2
-/// `--trip-times`: `udp.latency_ms` in the summary's streams), one per stream.
+/// "One-way latency" facts of the receiving streams that measured it (iperf 2
+/// `--trip-times`: `udp.latency_ms` of a UDP stream, `latency_ms` of a TCP one, in the
+/// summary's streams), one per stream.
 fn iperf2_latency_facts(r: &RunRow, facts: &mut Vec<(String, String)>) {
     let streams = r.summary["streams"].as_array().into_iter().flatten();
     for s in streams.filter(|s| s["sender"] == false) {
-        let l = &s["udp"]["latency_ms"];
+        // UDP: per datagram, in the stream's UDP figures; TCP: per write (burst).
+        let (l, what) = if s["udp"]["latency_ms"].is_object() {
+            (&s["udp"]["latency_ms"], "datagrams")
+        } else {
+            (&s["latency_ms"], "writes")
+        };
         let Some(n) = l["count"].as_u64() else {
             continue;
         };
@@ -413,10 +419,10 @@ fn iperf2_latency_facts(r: &RunRow, facts: &mut Vec<(String, String)>) {
         facts.push((
             format!("One-way latency [{}]", s["id"]),
             if n == 0 {
-                "no datagram measured".to_string()
+                format!("no {what} measured")
             } else {
                 format!(
-                    "avg {:.3} ms, min {:.3}, max {:.3}, stdev {:.3} over {n} datagrams \
+                    "avg {:.3} ms, min {:.3}, max {:.3}, stdev {:.3} over {n} {what} \
                      (--trip-times: needs the two clocks in sync)",
                     f("avg"),
                     f("min"),
@@ -1584,6 +1590,20 @@ mod tests {
             l.1
         );
         assert!(v.stock_command.unwrap().ends_with(" -u --trip-times -e"));
+        // TCP: the stream's own latency_ms, per write.
+        r.protocol = RunProtocol::Tcp;
+        r.summary = json!({"streams": [{"id": 1, "sender": false, "bytes": 1000u64,
+            "seconds": 1.0, "udp": null, "latency_ms": {"count": 7920, "avg": 5.551,
+            "min": 0.038, "max": 43.105, "stdev": 5.973}}]});
+        let v = view(&r);
+        let l = v.facts.iter().find(|(k, _)| k == "One-way latency [1]");
+        assert_eq!(
+            l.map(|x| x.1.as_str()),
+            Some(
+                "avg 5.551 ms, min 0.038, max 43.105, stdev 5.973 over 7920 writes \
+                 (--trip-times: needs the two clocks in sync)"
+            )
+        );
         // Without --trip-times: no such fact.
         r.summary = json!({"streams": [{"id": 1, "sender": false, "udp": {"jitter_ms": 0.1}}]});
         assert!(view(&r)

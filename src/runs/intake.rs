@@ -104,6 +104,7 @@ mod tests {
                     omitted: false,
                     tcp: None,
                     udp: None,
+                    latency: None,
                 })
                 .collect(),
         }

@@ -1234,6 +1234,7 @@ mod tests {
                     ..Default::default()
                 }),
                 udp: None,
+                latency: None,
             }],
         };
         s.add_interval(a, 0, &rec).unwrap();

@@ -293,6 +293,7 @@ mod tests {
                 omitted: false,
                 tcp: None,
                 udp: None,
+                latency: None,
             }],
         };
         s.add_interval(id, 0, &rec).unwrap();

@@ -431,6 +431,7 @@ async fn events(
                     sender: r.sender,
                     omitted: r.omitted,
                     udp: r.udp_sample(),
+                    latency: None,
                     tcp: r.retransmits.map(|x| crate::engine::report::TcpSample {
                         retransmits: x.max(0) as u64,
                         snd_cwnd: r.snd_cwnd.unwrap_or(0).max(0) as u64,

@@ -49,6 +49,11 @@ pub struct Iperf2Spec {
     pub bind_dev: Option<String>,
     /// Socket buffer (`-w`), bytes.
     pub window: Option<u32>,
+    /// `--trip-times` (TCP): every write starts with a header carrying its wall-clock send
+    /// time, so a 2.1/2.2 server reports each write's one-way latency (the two clocks must
+    /// agree). 2.0.x servers ignore it.
+    #[serde(default)]
+    pub trip_times: bool,
     /// Connect timeout.
     #[serde(skip, default = "default_timeout")]
     pub connect_timeout: Duration,
@@ -76,6 +81,7 @@ impl Iperf2Spec {
             bind: None,
             bind_dev: None,
             window: None,
+            trip_times: false,
             connect_timeout: default_timeout(),
         }
     }
@@ -121,6 +127,17 @@ impl Iperf2Spec {
             }
         } else if self.len > 16 * 1024 * 1024 {
             return Err("write size must be 1..16 MiB (-l)".into());
+        }
+        if self.trip_times {
+            if self.udp {
+                return Err("--trip-times with --iperf2 is TCP only here (no UDP client)".into());
+            }
+            if self.len != 0 && (self.len as usize) < wire::TCP_BURST_HEADER_LEN {
+                return Err(format!(
+                    "--trip-times needs writes of at least {} bytes (-l)",
+                    wire::TCP_BURST_HEADER_LEN
+                ));
+            }
         }
         if let Some(w) = self.window {
             if !(1024..=i32::MAX as u32 / 2).contains(&w) {
@@ -415,6 +432,8 @@ async fn run_inner(
         None
     };
     let hdr = spec.header();
+    // --trip-times (TCP): the 80-byte 2.1 header with the start time, then stamped blocks.
+    let trip_start = (spec.trip_times && !spec.udp).then(wire::wall_now);
     let opts = SockOpts {
         bind: spec.bind,
         bind_dev: spec.bind_dev.clone(),
@@ -460,7 +479,10 @@ async fn run_inner(
         } else {
             let o = opts.clone();
             let ct = spec.connect_timeout;
-            let bytes = hdr.to_bytes();
+            let bytes = match trip_start {
+                Some(st) => wire::tcp_client_header_trip(&hdr, st),
+                None => hdr.to_bytes().to_vec(),
+            };
             let r = crate::engine::task::spawn_blocking(
                 move || -> std::io::Result<std::net::TcpStream> {
                     let mut s = net::connect_tcp(peer, &o, 0, true, ct)?;
@@ -472,7 +494,12 @@ async fn run_inner(
             .await;
             match r {
                 Ok(Ok(s)) => match DataStream::new(id, true, s) {
-                    Ok(d) => streams.push(d),
+                    Ok(mut d) => {
+                        if let Some(st) = trip_start {
+                            d.trip_times(st);
+                        }
+                        streams.push(d)
+                    }
                     Err(e) => return failed(e.to_string()),
                 },
                 Ok(Err(e)) => return failed(format!("unable to connect to {peer}: {e}")),
@@ -521,6 +548,8 @@ async fn run_inner(
     }
     let pre = if spec.udp {
         vec![0; spec.parallel as usize]
+    } else if trip_start.is_some() {
+        vec![wire::TCP_TRIP_HEADER_LEN as u64; spec.parallel as usize]
     } else {
         vec![wire::CLIENT_HEADER_LEN as u64; spec.parallel as usize]
     };

@@ -7,6 +7,7 @@
 
 pub mod client;
 pub mod server;
+pub mod trip;
 pub mod wire;
 
 use crate::engine::iperf3::wire::{Params, Protocol};
@@ -88,6 +89,13 @@ pub struct StreamResult {
     /// A paced UDP sender's busiest 1 ms as a rate, bits/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sender_peak_1ms_bps: Option<f64>,
+    /// A receiving TCP `--trip-times` stream: one-way latency of the client's writes
+    /// (bursts), count and avg/min/max/stdev in ms (count 0: none measured); `None` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<crate::engine::report::LatencyMs>,
+    /// With `latency_ms`: the bursts that gave no figure, by reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trip_drops: Option<trip::TripDrops>,
 }
 
 impl StreamResult {
@@ -362,6 +370,8 @@ async fn drive(
                 .get(i)
                 .and_then(|x| x.udp)
                 .and_then(|u| u.sender_peak_1ms_bps),
+            latency_ms: s.trip_stats().map(|t| t.total_ms()),
+            trip_drops: s.trip_stats().map(|t| t.drops),
         });
     }
     let len = leg.phase.params.len as usize;
@@ -531,6 +541,26 @@ pub fn latency_text(l: &crate::engine::report::LatencyMs, secs: f64) -> String {
     }
 }
 
+/// A TCP line (`text_line`'s, ending in a newline) with the `--trip-times` columns a stock
+/// 2.1/2.2 server prints for TCP: ` 1.912/0.023/68.459/4.299 ms (22162/131072)` — burst
+/// latency avg/min/max/stdev in ms, then (bursts measured/bytes per burst, `bytes` ÷ count);
+/// ` -/-/-/- ms (0/0)` when none completed.
+pub fn with_burst_latency(line: &str, l: &crate::engine::report::LatencyMs, bytes: u64) -> String {
+    let head = line.strip_suffix('\n').unwrap_or(line);
+    if l.count == 0 {
+        return format!("{head}  -/-/-/- ms (0/0)\n");
+    }
+    format!(
+        "{head}  {:.3}/{:.3}/{:.3}/{:.3} ms ({}/{})\n",
+        l.avg,
+        l.min,
+        l.max,
+        l.stdev,
+        l.count,
+        bytes / l.count
+    )
+}
+
 /// The [SUM] of the streams the board sent on (`sender`) or received on, as a stock iperf 2
 /// prints it for `-P`: bytes added up, the longest stream's seconds; UDP figures added up
 /// (jitter: the streams' mean, ms). None unless there are at least two such streams.
@@ -566,6 +596,8 @@ pub fn stream_sum(o: &Outcome, sender: bool) -> Option<StreamResult> {
             .iter()
             .filter_map(|s| s.sender_peak_1ms_bps)
             .reduce(|a, b| a + b),
+        latency_ms: None,
+        trip_drops: None,
     })
 }
 
@@ -575,7 +607,14 @@ pub fn text_summary(o: &Outcome) -> String {
     let mut t = String::new();
     for s in &o.streams {
         let ud = if s.sender { None } else { s.udp.as_ref() };
-        t.push_str(&text_line(s.id, 0.0, s.seconds, s.bytes, ud));
+        let line = text_line(s.id, 0.0, s.seconds, s.bytes, ud);
+        match (&s.latency_ms, ud) {
+            (Some(l), None) => t.push_str(&with_burst_latency(&line, l, s.bytes)),
+            _ => t.push_str(&line),
+        }
+        if let Some(w) = s.trip_drops.and_then(|d| d.sentence()) {
+            t.push_str(&format!("[{:3}] {w}\n", s.id));
+        }
         if s.sender {
             if let Some(n) = s.sent_datagrams {
                 t.push_str(&format!("[{:3}] Sent {} datagrams\n", s.id, n + 1));

@@ -142,6 +142,36 @@ struct Member {
     /// Its place under [`Iperf2ServerConfig::max_tcp_conns`], held until its test ends (a
     /// `-P` follower's task ends when it joins its group; the slot travels with it).
     slot: Slot,
+    /// Whether its client asked for `--trip-times` (and we measure it).
+    trip: Trip,
+}
+
+/// A TCP client's `--trip-times`, as its header says.
+#[derive(Debug, Clone, PartialEq)]
+enum Trip {
+    /// Not asked.
+    No,
+    /// Asked, and measured: the client's start time (s, µs).
+    Yes((u32, u32)),
+    /// Asked, and ignored (why), as a stock server does when the start time is missing or
+    /// more than 600 s from our clock: clocks that far apart give no useful figure.
+    Ignored(String),
+}
+
+/// Whether to measure a `--trip-times` client, from its header's start time and our clock
+/// (`now_s`, seconds since 1970).
+fn trip_check(start: Option<(u32, u32)>, now_s: u32) -> Trip {
+    let Some(st) = start else {
+        return Trip::Ignored("the client's start time is invalid".into());
+    };
+    let diff = i64::from(now_s) - i64::from(st.0);
+    if diff.abs() > wire::TRIP_MAX_CLOCK_DIFF_S {
+        return Trip::Ignored(format!(
+            "the client's start time is {diff} s from our clock (more than {} s)",
+            wire::TRIP_MAX_CLOCK_DIFF_S
+        ));
+    }
+    Trip::Yes(st)
 }
 
 /// One open TCP connection counted against the cap; freed when dropped.
@@ -355,7 +385,40 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
             return;
         }
     };
-    let mut members = vec![Member { s, peer, pre, slot }];
+    // A 2.1/2.2 header long enough to hold a start time may ask for --trip-times
+    // (docs/iperf2-wire.md §3.1): read all of it (≤ 256 bytes, stock's limit), so the
+    // client's first burst starts at our first data byte.
+    let mut trip = Trip::No;
+    let full = hdr.tcp_len();
+    if hdr.flags & wire::HEADER_EXTEND != 0
+        && hdr.flags & wire::HEADER_LEN_BIT != 0
+        && (wire::TCP_TRIP_HEADER_LEN - 8..=256).contains(&full)
+        && got <= full
+    {
+        let mut whole = first[..got].to_vec();
+        whole.resize(full, 0);
+        let mut have = got;
+        while have < full {
+            match tokio::time::timeout_at(deadline, s.read(&mut whole[have..])).await {
+                Ok(Ok(n)) if n > 0 => have += n,
+                _ => break,
+            }
+        }
+        pre = have as u64;
+        if have == full && wire::tcp_trip_times(&whole) {
+            trip = trip_check(wire::tcp_trip_start(&whole), wire::wall_now().0);
+            if let Trip::Ignored(why) = &trip {
+                crate::peer_warn!(peer.ip(), %peer, "iperf 2 --trip-times ignored: {why}");
+            }
+        }
+    }
+    let mut members = vec![Member {
+        s,
+        peer,
+        pre,
+        slot,
+        trip: trip.clone(),
+    }];
     if (2..=MAX_TCP_CONNS as i32).contains(&hdr.num_threads) {
         let mut key_hdr = [0u8; wire::CLIENT_HEADER_LEN];
         key_hdr.copy_from_slice(&first[..wire::CLIENT_HEADER_LEN]);
@@ -385,13 +448,20 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
     let mut pres = Vec::with_capacity(n);
     // Every stream's slot stays taken until the test (and its return leg) ends.
     let mut slots = Vec::with_capacity(n);
+    let trip_asked = members
+        .iter()
+        .find(|m| m.trip != Trip::No)
+        .map(|m| m.trip.clone());
     for (i, m) in members.into_iter().enumerate() {
         slots.push(m.slot);
         let ds =
             m.s.into_std()
                 .and_then(|std| DataStream::new(i as u32 + 1, false, std));
         match ds {
-            Ok(d) => {
+            Ok(mut d) => {
+                if let Trip::Yes(start) = m.trip {
+                    d.trip_times(start);
+                }
                 streams.push(d);
                 pres.push(m.pre);
             }
@@ -403,15 +473,21 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
     }
     inner.emit(Event::Started {
         test,
-        info: Box::new(info(
-            false,
-            peer,
-            local,
-            Some(&hdr),
-            None,
-            streams.len(),
-            false,
-        )),
+        info: Box::new({
+            let mut i = info(
+                false,
+                peer,
+                local,
+                Some(&hdr),
+                None,
+                streams.len(),
+                matches!(trip_asked, Some(Trip::Yes(_))),
+            );
+            if let Some(Trip::Ignored(why)) = &trip_asked {
+                i.params["trip_times_ignored"] = serde_json::Value::String(why.clone());
+            }
+            i
+        }),
     });
     let phase = DataPhase::new(
         phase_params(false, wire::TCP_DEFAULT_LEN, 0, 0),
@@ -991,6 +1067,28 @@ async fn run_test_udp(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `--trip-times` header's start time: within 600 s of our clock it is measured,
+    /// beyond (either way) or missing it is ignored with the reason, as stock does.
+    #[test]
+    fn trip_times_start_time_check() {
+        let now = 1_800_000_000u32;
+        assert_eq!(
+            trip_check(Some((now - 600, 5)), now),
+            Trip::Yes((now - 600, 5))
+        );
+        assert_eq!(
+            trip_check(Some((now + 600, 0)), now),
+            Trip::Yes((now + 600, 0))
+        );
+        for st in [now - 601, now + 2000, 0, u32::MAX] {
+            match trip_check(Some((st, 0)), now) {
+                Trip::Ignored(why) => assert!(why.contains("from our clock"), "{why}"),
+                t => panic!("{st}: {t:?}"),
+            }
+        }
+        assert!(matches!(trip_check(None, now), Trip::Ignored(_)));
+    }
     use tokio::io::AsyncWriteExt;
 
     /// Issue 39: an iperf 2 `-r` test (one leg, then the other) was stored as "bidir", the

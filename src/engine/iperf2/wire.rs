@@ -67,6 +67,118 @@ pub fn trip_times(hdr: &[u8]) -> bool {
     ext_upper_flags(hdr).is_some_and(|f| f & UPPER_TRIPTIME != 0)
 }
 
+/// Length of the TCP client header a 2.1/2.2 `--trip-times` client writes first, bytes: the
+/// v1 fields (24), the extension (36 in 2.1, 40 in 2.2) and the start time / fq-rate words;
+/// both versions put the start time at offset 64 (docs/iperf2-wire.md §3.1).
+pub const TCP_TRIP_HEADER_LEN: usize = 80;
+const TCP_TRIP_HEADER_LEN_U32: u32 = 80;
+/// Offset of the start time (seconds, then microseconds) in a `--trip-times` TCP header.
+const TCP_TRIP_START_AT: usize = 64;
+/// Length of the header at the start of every write ("burst") of a TCP `--trip-times`
+/// client, bytes (iperf 2's `TCP_burst_payload`, 2.1 and 2.2 alike).
+pub const TCP_BURST_HEADER_LEN: usize = 96;
+/// A TCP header's start time more than this far from our clock makes a stock server ignore
+/// `--trip-times` (2.1/2.2 `MAXDIFFTIMESTAMPSECS`), seconds.
+pub const TRIP_MAX_CLOCK_DIFF_S: i64 = 600;
+
+/// Whether a TCP client header (from the v1 flags on, at least 36 bytes) asks for
+/// `--trip-times` in a form we can serve: HEADER_EXTEND, a LEN_BIT length that holds the
+/// start time (≥ 72 bytes), and the TRIPTIME upper flag. A 2.1/2.2 client's header is 80 bytes.
+pub fn tcp_trip_times(hdr: &[u8]) -> bool {
+    let Ok(h) = ClientHeader::parse(hdr) else {
+        return false;
+    };
+    h.flags & HEADER_LEN_BIT != 0 && h.tcp_len() >= TCP_TRIP_START_AT + 8 && trip_times(hdr)
+}
+
+/// The start time (seconds, microseconds) of a `--trip-times` TCP header (the whole header,
+/// from the v1 flags on); None when it is too short or the microseconds are out of range.
+pub fn tcp_trip_start(hdr: &[u8]) -> Option<(u32, u32)> {
+    if hdr.len() < TCP_TRIP_START_AT + 8 {
+        return None;
+    }
+    let usec = be32(hdr, TCP_TRIP_START_AT + 4);
+    (usec < 1_000_000).then(|| (be32(hdr, TCP_TRIP_START_AT), usec))
+}
+
+/// The TCP header of a `--trip-times` client (80 bytes), as 2.1.8 lays it out: `h`'s v1
+/// fields with HEADER_EXTEND | HEADER_LEN_BIT | (80 << 1) added, the extension with upper
+/// flag TRIPTIME and the 2.1.8 version words (rate, TOS, prefetch 0), then a zero word (2.1:
+/// reserved, 2.2: barrier µs) and the start time `start` = (s, µs) at offset 64.
+pub fn tcp_client_header_trip(h: &ClientHeader, start: (u32, u32)) -> Vec<u8> {
+    let mut v1 = *h;
+    v1.flags |= HEADER_EXTEND | HEADER_LEN_BIT | (TCP_TRIP_HEADER_LEN_U32 << 1);
+    let mut b = vec![0u8; TCP_TRIP_HEADER_LEN];
+    if let Some(d) = b.get_mut(..CLIENT_HEADER_LEN) {
+        d.copy_from_slice(&v1.to_bytes());
+    }
+    const E: usize = CLIENT_HEADER_LEN;
+    put32(&mut b, E + 8, u32::from(UPPER_TRIPTIME) << 16);
+    put32(&mut b, E + 12, EXT_VERSION.0);
+    put32(&mut b, E + 16, EXT_VERSION.1);
+    put32(&mut b, TCP_TRIP_START_AT, start.0);
+    put32(&mut b, TCP_TRIP_START_AT + 4, start.1);
+    b
+}
+
+/// The fields of a TCP `--trip-times` burst header that matter (offsets in the 96 bytes):
+/// the write time at 20/24 (s, µs, the sender's wall clock just before the write), the
+/// burst id at 44 (1, 2, 3 …), the burst size at 48 (bytes, this header included), the
+/// 64-bit sequence at 52/56. The other words are stock bookkeeping, often stale bytes of the
+/// client's buffer, and are ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BurstHeader {
+    /// Write time: seconds, microseconds (not checked here; see [`BurstHeader::write_us`]).
+    pub write: (u32, u32),
+    /// Burst id.
+    pub id: u32,
+    /// Bytes of the burst, header included.
+    pub size: u32,
+    /// Sender's byte sequence (stock: 1 + bytes before this burst's end).
+    pub seqno: u64,
+}
+
+impl BurstHeader {
+    /// Parse the first [`TCP_BURST_HEADER_LEN`] bytes; None when fewer are given.
+    pub fn parse(b: &[u8]) -> Option<BurstHeader> {
+        if b.len() < TCP_BURST_HEADER_LEN {
+            return None;
+        }
+        Some(BurstHeader {
+            write: (be32(b, 20), be32(b, 24)),
+            id: be32(b, 44),
+            size: be32(b, 48),
+            seqno: (u64::from(be32(b, 56)) << 32) | u64::from(be32(b, 52)),
+        })
+    }
+
+    /// The write time in µs since 1970, or None when the µs word is 1 000 000 or more.
+    pub fn write_us(&self) -> Option<i64> {
+        (self.write.1 < 1_000_000).then(|| {
+            i64::from(self.write.0)
+                .saturating_mul(1_000_000)
+                .saturating_add(i64::from(self.write.1))
+        })
+    }
+
+    /// Write the fields into the first 96 bytes of `b` (a block of at least that size; a
+    /// shorter one is left alone), with `start` (s, µs) at 12/16 and the other words 0.
+    pub fn write_into(&self, b: &mut [u8], start: (u32, u32)) {
+        let Some(h) = b.get_mut(..TCP_BURST_HEADER_LEN) else {
+            return;
+        };
+        h.fill(0);
+        put32(h, 12, start.0);
+        put32(h, 16, start.1);
+        put32(h, 20, self.write.0);
+        put32(h, 24, self.write.1);
+        put32(h, 44, self.id);
+        put32(h, 48, self.size);
+        put32(h, 52, low32(self.seqno));
+        put32(h, 56, low32(self.seqno >> 32));
+    }
+}
+
 /// Why bytes are not an iperf 2 message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WireError {
@@ -1009,6 +1121,126 @@ mod tests {
         // A report cut inside the extension parses without it, and never panics.
         let (cut, _) = ServerReport::parse(&d[..100]).unwrap();
         assert!(cut.ext.is_none());
+    }
+
+    /// The first 80 bytes of a stock 2.1.8 `iperf -c … --trip-times -t 0.3 -l 1000` (tcpdump
+    /// on loopback) and of the same from 2.2.1, then the first 96 bytes of 2.1.8's first
+    /// write (its buffer's stale header words around the burst fields).
+    const TRIP_HDR_218: [u32; 20] = [
+        0x4001_00a0,
+        1,
+        0x3e1f,
+        0x03e8,
+        0,
+        0xffff_ffe2,
+        0,
+        0,
+        0x0010_0000,
+        0x0002_0001,
+        0x0008_0003,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0x6b16_bea0,
+        0x0002_3110,
+        0,
+        0,
+    ];
+    const TRIP_HDR_221: [u32; 20] = [
+        0x4001_00a0,
+        1,
+        0x3e1f,
+        0x03e8,
+        0,
+        0xffff_ffe2,
+        0,
+        0,
+        0x0010_0000,
+        0x0002_0002,
+        0x0001_0001,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0x6b16_bea4,
+        0x000c_e78c,
+        0,
+        0,
+    ];
+    const TRIP_BURST_218: [u32; 24] = [
+        0x4001_00a0,
+        1,
+        0x3e1f,
+        0x6b16_bea0,
+        0x0002_3142,
+        0x6b16_bea0,
+        0x0002_314c,
+        0,
+        0x0010_0000,
+        0x0002_0001,
+        0x0008_0003,
+        1,
+        0x03e8,
+        0x03ea,
+        0,
+        0,
+        0,
+        0x6b16_bea0,
+        0x0002_3110,
+        0,
+        0,
+        0,
+        0,
+        0,
+    ];
+
+    #[test]
+    fn tcp_trip_times_header_and_burst_as_stock_writes_them() {
+        for (v, start) in [
+            (TRIP_HDR_218, (0x6b16_bea0, 0x0002_3110)),
+            (TRIP_HDR_221, (0x6b16_bea4, 0x000c_e78c)),
+        ] {
+            let b = words(&v);
+            let h = ClientHeader::parse(&b).unwrap();
+            assert_eq!(h.tcp_len(), TCP_TRIP_HEADER_LEN);
+            assert_eq!(h.return_test(), Return::None);
+            assert!(tcp_trip_times(&b));
+            assert_eq!(tcp_trip_start(&b), Some(start));
+            // Cut before the start time, or without the flag: not a trip-times header.
+            assert!(!tcp_trip_times(&b[..35]));
+            assert_eq!(tcp_trip_start(&b[..71]), None);
+            let mut plain = b.clone();
+            plain[32..36].copy_from_slice(&[0; 4]);
+            assert!(!tcp_trip_times(&plain));
+        }
+        // Ours: the 2.1.8 bytes, with our own header fields.
+        let h = ClientHeader::parse(&words(&TRIP_HDR_218)).unwrap();
+        let ours =
+            tcp_client_header_trip(&ClientHeader { flags: 0, ..h }, (0x6b16_bea0, 0x0002_3110));
+        assert_eq!(ours, words(&TRIP_HDR_218));
+        // The burst: write time, id 1, size 1000; the stale words are ignored.
+        let b = BurstHeader::parse(&words(&TRIP_BURST_218)).unwrap();
+        assert_eq!(b.write, (0x6b16_bea0, 0x0002_314c));
+        assert_eq!((b.id, b.size, b.seqno), (1, 1000, 1002));
+        assert_eq!(b.write_us(), Some(0x6b16_bea0 * 1_000_000 + 0x0002_314c));
+        let mut mine = vec![b'0'; 1000];
+        b.write_into(&mut mine, (0x6b16_bea0, 0x0002_3142));
+        assert_eq!(BurstHeader::parse(&mine), Some(b));
+        assert_eq!(&mine[12..28], &words(&TRIP_BURST_218)[12..28]);
+        assert_eq!(&mine[44..60], &words(&TRIP_BURST_218)[44..60]);
+        assert_eq!(BurstHeader::parse(&mine[..95]), None);
+        let bad = BurstHeader {
+            write: (1, 1_000_000),
+            ..b
+        };
+        assert_eq!(bad.write_us(), None);
+        // A block shorter than the header is left alone.
+        let mut short = vec![1u8; 50];
+        b.write_into(&mut short, (0, 0));
+        assert!(short.iter().all(|&x| x == 1));
     }
 
     #[test]
