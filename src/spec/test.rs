@@ -343,10 +343,7 @@ impl TestSpec {
         spec.port = range(self.port.map(u64::from), "port", 5201, 1, 65535)? as u16;
         let p = &mut spec.params;
         if self.udp {
-            p.protocol = crate::engine::iperf3::wire::Protocol::Udp;
-            // iperf3's UDP defaults: 1 Mbit/s per stream, datagram size from the path MSS.
-            p.bandwidth = 1024 * 1024;
-            p.len = 0;
+            p.set_udp_defaults();
         }
         if let Some(len) = self.length {
             // The engine's bounds: IPv6 allows 65527-byte datagrams, IPv4 65507; a peer
