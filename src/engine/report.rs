@@ -1700,13 +1700,14 @@ mod tests {
                 .collect();
             text_summary(&r)
         };
-        let frag = Some(GsoOff::Fragmented {
+        let frag_off = GsoOff::Fragmented {
             len: 2000,
             mtu: 1500,
-        });
-        let refused = Some(GsoOff::Refused {
+        };
+        let refused_off = GsoOff::Refused {
             errno: libc::EMSGSIZE,
-        });
+        };
+        let (frag, refused) = (Some(frag_off), Some(refused_off));
         let note = |t: &str| {
             t.lines()
                 .find(|l| l.starts_with("note: "))
@@ -1717,11 +1718,7 @@ mod tests {
         let both = note(&report(&[frag, refused])).expect("a note");
         assert_eq!(
             both,
-            format!(
-                "note: {}; {}",
-                frag.unwrap().sentence(),
-                refused.unwrap().sentence()
-            )
+            format!("note: {}; {}", frag_off.sentence(), refused_off.sentence())
         );
         assert!(note(&report(&[refused])).is_some());
     }
