@@ -218,9 +218,7 @@ pub fn client_spec(a: &IperfArgs, host: &str) -> Result<ClientSpec, String> {
     let p = &mut spec.params;
     p.protocol = if a.udp { Protocol::Udp } else { Protocol::Tcp };
     if a.udp {
-        // iperf3's UDP defaults: 1 Mbit/s per stream, datagram size from the path MSS.
-        p.bandwidth = 1024 * 1024;
-        p.len = 0;
+        p.set_udp_defaults();
     }
     p.udp_counters_64bit = a.udp_counters_64bit;
     p.repeating_payload = a.repeating_payload;

@@ -745,7 +745,15 @@ pub fn text_summary(report: &Report) -> String {
     {
         out.push_str(&format!("{}\n", c.sentence()));
     }
-    if let Some(n) = gso_note(report).filter(|n| n.contains("turned off")) {
+    // The GSO notes, when the kernel refused GSO during the run (chosen by the kind of note,
+    // not its words).
+    let refused = report.streams.iter().filter(|s| s.local_sender).any(|s| {
+        matches!(
+            s.udp.and_then(|u| u.gso_off),
+            Some(crate::engine::udp::GsoOff::Refused { .. })
+        )
+    });
+    if let Some(n) = gso_note(report).filter(|_| refused) {
         out.push_str(&format!("note: {n}\n"));
     }
     if let Some(e) = &report.error {
@@ -1659,6 +1667,64 @@ mod tests {
         let r = report(Some(0));
         assert_eq!(to_iperf3_json(&r)["end"]["sum_sent"]["dropped_locally"], 0);
         assert!(!text_summary(&r).contains("dropped locally"));
+    }
+
+    /// The text summary's GSO note is there when the kernel refused GSO during the run (with
+    /// every sender's note), not for datagrams that were only too long for GSO: chosen by the
+    /// kind of note, as before by its words.
+    #[test]
+    fn the_gso_note_shows_when_the_kernel_refused_gso() {
+        use crate::engine::udp::GsoOff;
+        let report = |offs: &[Option<GsoOff>]| {
+            let params = Params {
+                protocol: crate::engine::params::Protocol::Udp,
+                bandwidth: 100_000_000,
+                ..Params::default()
+            };
+            let mut r = Report::new(
+                Role::Client,
+                params,
+                "c".into(),
+                ("192.0.2.1".into(), 5201),
+                "192.0.2.2:5201".parse().expect("addr"),
+                1.0,
+            );
+            r.streams = offs
+                .iter()
+                .enumerate()
+                .map(|(i, off)| StreamSummary {
+                    id: i as u32 + 1,
+                    local_sender: true,
+                    udp: Some(UdpSummary {
+                        gso_off: *off,
+                        ..UdpSummary::default()
+                    }),
+                    ..StreamSummary::default()
+                })
+                .collect();
+            text_summary(&r)
+        };
+        let frag_off = GsoOff::Fragmented {
+            len: 2000,
+            mtu: 1500,
+        };
+        let refused_off = GsoOff::Refused {
+            errno: libc::EMSGSIZE,
+        };
+        let (frag, refused) = (Some(frag_off), Some(refused_off));
+        let note = |t: &str| {
+            t.lines()
+                .find(|l| l.starts_with("note: "))
+                .map(String::from)
+        };
+        assert_eq!(note(&report(&[frag])), None);
+        assert_eq!(note(&report(&[None])), None);
+        let both = note(&report(&[frag, refused])).expect("a note");
+        assert_eq!(
+            both,
+            format!("note: {}; {}", frag_off.sentence(), refused_off.sentence())
+        );
+        assert!(note(&report(&[refused])).is_some());
     }
 
     /// Issue 39 (kpace tryout): the text output named the pacer only beside a lag line. A UDP

@@ -183,31 +183,102 @@ fn check_port(name: &str, what: &str, ports: &[crate::board::Port]) -> Result<St
     }
 }
 
-impl ForwardRequest {
-    /// Validate against the board's ports; `stored_token` is used when no token is given.
-    pub fn plan(
-        &self,
-        ports: &[crate::board::Port],
+/// The path of a forwarding run, checked: the peer agent (with its token) and two ports of
+/// the board. What [`ForwardRequest::plan`] and `netperfd forward` check first; a test to run
+/// along it makes the [`ForwardPlan`] ([`ForwardPath::plan`]).
+#[derive(Debug, Clone)]
+pub struct ForwardPath {
+    pub client: PeerClient,
+    pub ingress: String,
+    pub egress: String,
+}
+
+impl ForwardPath {
+    /// Check the agent address `peer` (with `token`, else `stored_token`) and the `ingress`
+    /// and `egress` port names against the board's `ports`. Errors, in this order: no token
+    /// ("the peer agent's token is missing (none stored yet)"), no address, the address or
+    /// token malformed (`PeerClient::parse_remote`'s words), either port missing, the loopback
+    /// or unusable in a rule, both the same port.
+    pub fn check(
+        peer: &str,
+        token: Option<&str>,
         stored_token: Option<&str>,
-    ) -> Result<ForwardPlan, String> {
-        let token = match opt(&self.token).or(stored_token) {
+        ingress: &str,
+        egress: &str,
+        ports: &[crate::board::Port],
+    ) -> Result<ForwardPath, String> {
+        let token = match token
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .or(stored_token)
+        {
             Some(t) => t.to_string(),
             None => return Err("the peer agent's token is missing (none stored yet)".into()),
         };
-        if self.peer.trim().is_empty() {
+        if peer.trim().is_empty() {
             return Err(
                 "the peer agent address is missing (https://PC1:5280#sha256=…, as `netperfd peer` prints it)"
                     .into(),
             );
         }
-        let client = PeerClient::parse_remote(&self.peer, &token)?;
-        let ingress = check_port(&self.ingress, "ingress", ports)?;
-        let egress = check_port(&self.egress, "egress", ports)?;
+        let client = PeerClient::parse_remote(peer, &token)?;
+        let ingress = check_port(ingress, "ingress", ports)?;
+        let egress = check_port(egress, "egress", ports)?;
         if ingress == egress {
             return Err(format!(
                 "ingress and egress must be two different ports (both are {ingress})"
             ));
         }
+        Ok(ForwardPath {
+            client,
+            ingress,
+            egress,
+        })
+    }
+
+    /// The run of `test` along this path (its host is PC2, the target), with forwarding and
+    /// NAT turned on for the run when `nat`. Errors: the target is not a host name or
+    /// address ("target 'a b' is not a host name or IP address"), else the test's own range
+    /// errors ([`TestSpec::to_client_spec`](crate::spec::test::TestSpec::to_client_spec)).
+    pub fn plan(
+        self,
+        test: &crate::spec::test::TestSpec,
+        nat: bool,
+    ) -> Result<ForwardPlan, String> {
+        let host = test.host.trim();
+        if !crate::model::names::valid_host(host) {
+            return Err(format!("target '{host}' is not a host name or IP address"));
+        }
+        test.to_client_spec(&[])?;
+        let spec = PeerTestSpec::of_test(test);
+        spec.to_client_spec()?;
+        Ok(ForwardPlan {
+            client: self.client,
+            spec,
+            ingress: self.ingress,
+            egress: self.egress,
+            nat,
+        })
+    }
+}
+
+impl ForwardRequest {
+    /// Validate against the board's ports; `stored_token` is used when no token is given:
+    /// [`ForwardPath::check`], the test's fields read ([`TestRequest::parse`]
+    /// (crate::spec::test::TestRequest::parse)), then [`ForwardPath::plan`].
+    pub fn plan(
+        &self,
+        ports: &[crate::board::Port],
+        stored_token: Option<&str>,
+    ) -> Result<ForwardPlan, String> {
+        let path = ForwardPath::check(
+            &self.peer,
+            self.token.as_deref(),
+            stored_token,
+            &self.ingress,
+            &self.egress,
+            ports,
+        )?;
         let test = crate::spec::test::TestRequest {
             host: self.target.clone(),
             protocol: self.protocol.clone(),
@@ -220,23 +291,7 @@ impl ForwardRequest {
             ..Default::default()
         }
         .parse()?;
-        let target = |e: String| {
-            if e.starts_with("peer '") {
-                e.replacen("peer '", "target '", 1)
-            } else {
-                e
-            }
-        };
-        test.to_client_spec(&[]).map_err(target)?;
-        let spec = PeerTestSpec::of_test(&test);
-        spec.to_client_spec().map_err(target)?;
-        Ok(ForwardPlan {
-            client,
-            spec,
-            ingress,
-            egress,
-            nat: truthy(&self.nat),
-        })
+        path.plan(&test, truthy(&self.nat))
     }
 }
 
@@ -1121,16 +1176,24 @@ pub struct MonitorPlan {
     pub seconds: Option<u32>,
 }
 
-impl MonitorRequest {
-    /// Validate against the board's ports.
-    pub fn plan(&self, ports: &[crate::board::Port]) -> Result<MonitorPlan, String> {
+/// Longest monitor-only run with a set duration, s (a day).
+pub const MONITOR_MAX_S: u32 = 86_400;
+
+impl MonitorPlan {
+    /// A monitor-only run of the comma-separated port names `watched` (checked against the
+    /// board's `ports`; blanks and repeats dropped), labelled `label` (blank = none), for
+    /// `seconds` (`None` = until stopped). Errors: a port missing, the loopback or unusable
+    /// ("the board has no port 'eth9' (watched)"), none or more than 16 ports, a label over
+    /// 100 characters or on more than one line, `seconds` outside 1..=[`MONITOR_MAX_S`]
+    /// ("duration must be 1..86400 s, got '0'").
+    pub fn new(
+        watched: &str,
+        label: Option<&str>,
+        seconds: Option<u32>,
+        ports: &[crate::board::Port],
+    ) -> Result<MonitorPlan, String> {
         let mut names = Vec::new();
-        for n in self
-            .ports
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
+        for n in watched.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let n = check_port(n, "watched", ports)?;
             if !names.contains(&n) {
                 names.push(n);
@@ -1142,24 +1205,40 @@ impl MonitorRequest {
         if names.len() > 16 {
             return Err("at most 16 ports can be watched at once".into());
         }
-        let label = opt(&self.label).unwrap_or_default().to_string();
+        let label = label.map(str::trim).unwrap_or_default().to_string();
         if label.chars().count() > 100 || label.chars().any(char::is_control) {
             return Err("the label must be at most 100 characters on one line".into());
         }
-        let seconds = match opt(&self.duration) {
-            None => None,
-            Some(d) => Some(
-                d.parse::<u32>()
-                    .ok()
-                    .filter(|s| (1..=86_400).contains(s))
-                    .ok_or_else(|| format!("duration must be 1..86400 s, got '{d}'"))?,
-            ),
-        };
+        if let Some(s) = seconds.filter(|s| !(1..=MONITOR_MAX_S).contains(s)) {
+            return Err(monitor_seconds_error(&s.to_string()));
+        }
         Ok(MonitorPlan {
             ports: names,
             label,
             seconds,
         })
+    }
+}
+
+fn monitor_seconds_error(d: &str) -> String {
+    format!("duration must be 1..{MONITOR_MAX_S} s, got '{d}'")
+}
+
+impl MonitorRequest {
+    /// Validate against the board's ports ([`MonitorPlan::new`], the duration read from its
+    /// text).
+    pub fn plan(&self, ports: &[crate::board::Port]) -> Result<MonitorPlan, String> {
+        let plan = MonitorPlan::new(&self.ports, opt(&self.label), None, ports)?;
+        let seconds = match opt(&self.duration) {
+            None => None,
+            Some(d) => Some(
+                d.parse::<u32>()
+                    .ok()
+                    .filter(|s| (1..=MONITOR_MAX_S).contains(s))
+                    .ok_or_else(|| monitor_seconds_error(d))?,
+            ),
+        };
+        Ok(MonitorPlan { seconds, ..plan })
     }
 }
 
@@ -1459,6 +1538,170 @@ mod tests {
                 stored_token_for(&store, other, Some("own-token-0123456")),
                 Ok(None)
             );
+        }
+    }
+
+    /// The typed constructor gives the text request's words for the same values.
+    #[test]
+    fn a_monitor_plan_from_typed_values() {
+        let p =
+            MonitorPlan::new(" eth1,eth0 ,eth1,", Some(" board "), Some(86_400), &ports()).unwrap();
+        assert_eq!(
+            p,
+            MonitorPlan {
+                ports: vec!["eth1".into(), "eth0".into()],
+                label: "board".into(),
+                seconds: Some(86_400),
+            }
+        );
+        assert_eq!(
+            MonitorPlan::new("eth0", None, None, &ports())
+                .unwrap()
+                .seconds,
+            None
+        );
+        let many = (0..17).map(|i| format!("eth{i}")).collect::<Vec<_>>();
+        let lots: Vec<crate::board::Port> = many.iter().map(|n| port(n)).collect();
+        let long = "x".repeat(101);
+        for (watched, label, secs, words) in [
+            ("", None, None, "choose at least one port to watch"),
+            (" , ", None, None, "choose at least one port to watch"),
+            ("eth7", None, None, "the board has no port 'eth7' (watched)"),
+            ("lo", None, None, "watched port lo is the loopback"),
+            (
+                "eth0",
+                Some(long.as_str()),
+                None,
+                "the label must be at most 100 characters on one line",
+            ),
+            (
+                "eth0",
+                Some("a\nb"),
+                None,
+                "the label must be at most 100 characters on one line",
+            ),
+            (
+                "eth0",
+                None,
+                Some(0),
+                "duration must be 1..86400 s, got '0'",
+            ),
+            (
+                "eth0",
+                None,
+                Some(86_401),
+                "duration must be 1..86400 s, got '86401'",
+            ),
+        ] {
+            assert_eq!(
+                MonitorPlan::new(watched, label, secs, &ports()).unwrap_err(),
+                words,
+                "{watched:?} {label:?} {secs:?}"
+            );
+            let text = MonitorRequest {
+                ports: watched.into(),
+                label: label.map(String::from),
+                duration: secs.map(|s| s.to_string()),
+                csrf: None,
+            };
+            assert_eq!(text.plan(&ports()).unwrap_err(), words);
+        }
+        assert_eq!(
+            MonitorPlan::new(&many.join(","), None, None, &lots).unwrap_err(),
+            "at most 16 ports can be watched at once"
+        );
+        let e = MonitorRequest {
+            ports: "eth0".into(),
+            duration: Some("x".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            e.plan(&ports()).unwrap_err(),
+            "duration must be 1..86400 s, got 'x'"
+        );
+    }
+
+    /// `ForwardPath` and its plan from typed values: the words of the text request.
+    #[test]
+    fn a_forward_path_and_plan_from_typed_values() {
+        let ok =
+            |peer, token, stored, i, e| ForwardPath::check(peer, token, stored, i, e, &ports());
+        let path = ok(
+            "http://192.0.2.222:5280",
+            Some(" s3cret-token-0123 "),
+            None,
+            "eth0",
+            "eth1",
+        )
+        .unwrap();
+        assert_eq!(path.client.url(), "http://192.0.2.222:5280");
+        assert_eq!(
+            (path.ingress.as_str(), path.egress.as_str()),
+            ("eth0", "eth1")
+        );
+        // A blank token is no token: the stored one stands in.
+        assert!(ok(
+            "http://192.0.2.222:5280",
+            Some(" "),
+            Some("stored-token-0123"),
+            "eth0",
+            "eth1"
+        )
+        .is_ok());
+        for (peer, token, i, e, words) in [
+            ("http://pc1", None, "eth0", "eth1", "the peer agent's token is missing (none stored yet)"),
+            ("http://pc1", Some(""), "eth0", "eth1", "the peer agent's token is missing (none stored yet)"),
+            (" ", Some("s3cret-token-0123"), "eth0", "eth1", "the peer agent address is missing (https://PC1:5280#sha256=…, as `netperfd peer` prints it)"),
+            ("http://pc1", Some("s3cret-token-0123"), "", "eth1", "choose the ingress port"),
+            ("http://pc1", Some("s3cret-token-0123"), "eth0", "eth9", "the board has no port 'eth9' (egress)"),
+            ("http://pc1", Some("s3cret-token-0123"), "lo", "eth1", "ingress port lo is the loopback"),
+            ("http://pc1", Some("s3cret-token-0123"), "eth1", "eth1", "ingress and egress must be two different ports (both are eth1)"),
+        ] {
+            assert_eq!(ok(peer, token, None, i, e).unwrap_err(), words);
+        }
+        let short = ok("http://pc1", Some("short"), None, "eth0", "eth1").unwrap_err();
+        assert_eq!(
+            short,
+            PeerClient::parse_remote("http://pc1", "short").unwrap_err()
+        );
+        let test = crate::spec::test::TestSpec {
+            udp: true,
+            bitrate: Some(0),
+            duration: Some(3),
+            direction: crate::spec::test::TestDirection::Bidir,
+            ..crate::spec::test::TestSpec::new("198.51.100.2")
+        };
+        let p = path.clone().plan(&test, true).unwrap();
+        assert!(p.nat && p.spec.udp && p.spec.bidir && !p.spec.reverse);
+        assert_eq!((p.spec.bitrate, p.spec.time), (Some(0), Some(3)));
+        for (t, words) in [
+            (
+                crate::spec::test::TestSpec::new(" a b "),
+                "target 'a b' is not a host name or IP address",
+            ),
+            (
+                crate::spec::test::TestSpec {
+                    parallel: Some(0),
+                    ..crate::spec::test::TestSpec::new("pc2")
+                },
+                "parallel streams must be 1..128, got 0",
+            ),
+            (
+                crate::spec::test::TestSpec {
+                    port: Some(0),
+                    ..crate::spec::test::TestSpec::new("pc2")
+                },
+                "port must be 1..65535, got 0",
+            ),
+            (
+                crate::spec::test::TestSpec {
+                    direction: crate::spec::test::TestDirection::Tradeoff,
+                    ..crate::spec::test::TestSpec::new("pc2")
+                },
+                "direction must be send, receive or bidir, got 'tradeoff'",
+            ),
+        ] {
+            assert_eq!(path.clone().plan(&t, false).unwrap_err(), words);
         }
     }
 

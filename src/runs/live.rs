@@ -818,17 +818,15 @@ impl Hub {
             }
             crate::spec::test::PeerType::Auto => {
                 // Check both readings before probing, so bad input is reported as such.
-                let spec3 = req.to_spec(ports)?;
-                let explicit = req
-                    .port
-                    .as_deref()
-                    .map(str::trim)
-                    .filter(|p| !p.is_empty())
-                    .is_some();
-                let mut req2 = req.clone();
-                if !explicit {
-                    req2.port = Some(spec3.port.to_string());
-                }
+                let test = req.parse()?;
+                let spec3 = test.to_client_spec(ports)?;
+                let explicit = test.port.is_some();
+                // iperf 2 on the port probed: the typed test with that port, not the request
+                // again with the port written back into its text.
+                let on_port = crate::spec::test::TestSpec {
+                    port: Some(spec3.port),
+                    ..test.clone()
+                };
                 let probe = crate::engine::iperf3::client::probe_iperf3(&spec3).await;
                 let udp = spec3.params.protocol == crate::engine::params::Protocol::Udp;
                 match auto_pick(probe, explicit, udp)? {
@@ -836,8 +834,12 @@ impl Hub {
                         after_probe: true,
                         ..spec3
                     }),
-                    AutoPick::Iperf2OnPort => self.start_iperf2_client(req2.to_iperf2_spec(ports)?),
-                    AutoPick::Iperf2Default => self.start_iperf2_client(req.to_iperf2_spec(ports)?),
+                    AutoPick::Iperf2OnPort => {
+                        self.start_iperf2_client(on_port.to_iperf2_spec(ports)?)
+                    }
+                    AutoPick::Iperf2Default => {
+                        self.start_iperf2_client(test.to_iperf2_spec(ports)?)
+                    }
                 }
             }
         }

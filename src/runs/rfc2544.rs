@@ -121,6 +121,25 @@ pub async fn start_request(
     start_rfc2544(hub, hub.board().cloned(), plan, suite_id)
 }
 
+/// The run's end once the forwarding it turned on is undone: its error (the tests' error, and
+/// `undone`'s after it; a failed undo fails the run) and whether the forwarding was restored
+/// (decided by `undone` itself, never by the words of a message).
+fn with_undo(
+    error: Option<(RunStatus, String)>,
+    undone: Result<(), String>,
+) -> (Option<(RunStatus, String)>, bool) {
+    match undone {
+        Ok(()) => (error, true),
+        Err(e) => {
+            let error = match error {
+                Some((_, m)) => (RunStatus::Failed, format!("{m}; {e}")),
+                None => (RunStatus::Failed, e),
+            };
+            (Some(error), false)
+        }
+    }
+}
+
 /// The rate a lagging generator could not be shown to offer: frames/s asked, and its lag in
 /// each try there (ms, in order).
 struct LagLimit {
@@ -258,24 +277,18 @@ impl Runner {
                 _ = std::future::ready(()) => {}
             }
         }
-        let mut error = result.err();
-        if let Some(c) = &ctl {
-            if let Err(e) =
+        let undone = match &ctl {
+            Some(c) => {
                 undo_forwarding(c, self.id, &self.plan.ingress, &self.plan.egress, &undo).await
-            {
-                tracing::error!(run = self.id, "{e}");
-                error = Some(match error {
-                    Some((_, m)) => (RunStatus::Failed, format!("{m}; {e}")),
-                    None => (RunStatus::Failed, e),
-                });
             }
+            None => Ok(()),
+        };
+        if let Err(e) = &undone {
+            tracing::error!(run = self.id, "{e}");
         }
+        let (error, restored) = with_undo(result.err(), undone);
         if self.plan.nat {
-            self.summary.nat.restored = Some(
-                error
-                    .as_ref()
-                    .is_none_or(|(_, m)| !m.contains("cannot restore")),
-            );
+            self.summary.nat.restored = Some(restored);
         }
         match error {
             None => (RunStatus::Completed, None),
@@ -812,5 +825,46 @@ fn port_frames(
         | RunDirection::Mixed
         | RunDirection::Unset
         | RunDirection::Other(_) => (rx(i), tx(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The NAT-restore outcome comes from the undo's result: before, a run was marked "not
+    /// restored" when any error message held "cannot restore" (the words of the undo's own
+    /// error), so a trial failing with those words read as a failed restore, and a reworded
+    /// undo error as a good one.
+    #[test]
+    fn the_restore_outcome_is_the_undo_s_result_not_its_words() {
+        let aborted = || Some((RunStatus::Aborted, "stopped".to_string()));
+        assert_eq!(with_undo(None, Ok(())), (None, true));
+        assert_eq!(with_undo(aborted(), Ok(())), (aborted(), true));
+        let odd = Some((
+            RunStatus::Failed,
+            "the agent says: cannot restore its socket".to_string(),
+        ));
+        assert_eq!(with_undo(odd.clone(), Ok(())), (odd, true));
+        assert_eq!(
+            with_undo(None, Err("the controller refused".into())),
+            (
+                Some((RunStatus::Failed, "the controller refused".into())),
+                false
+            )
+        );
+        assert_eq!(
+            with_undo(
+                aborted(),
+                Err("cannot restore forwarding eth0 → eth1: busy".into())
+            ),
+            (
+                Some((
+                    RunStatus::Failed,
+                    "stopped; cannot restore forwarding eth0 → eth1: busy".into()
+                )),
+                false
+            )
+        );
     }
 }

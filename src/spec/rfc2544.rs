@@ -480,7 +480,8 @@ impl Rfc2544Request {
         &self,
         tests: &[Rfc2544Test],
     ) -> Result<crate::spec::thresholds::Thresholds, String> {
-        let mut obj = serde_json::Map::new();
+        // Every given limit read first, then each checked (the order of the messages).
+        let mut given = Vec::new();
         for (key, what, v) in [
             (
                 "min_throughput_percent",
@@ -502,12 +503,12 @@ impl Rfc2544Request {
                 .ok()
                 .filter(|n: &f64| n.is_finite())
                 .ok_or_else(|| format!("{what} '{t}' is not a number"))?;
-            let n = serde_json::Number::from_f64(n)
-                .ok_or_else(|| format!("{what} '{t}' is not a number"))?;
-            obj.insert(key.into(), serde_json::Value::Number(n));
+            given.push((key, n));
         }
-        let th = crate::spec::thresholds::Thresholds::from_value(&serde_json::Value::Object(obj))
-            .map_err(|e| e.replacen("thresholds: ", "pass/fail limit: ", 1))?;
+        let mut th = crate::spec::thresholds::Thresholds::default();
+        for (key, n) in given {
+            th.set(key, n, "pass/fail limit: ")?;
+        }
         if th.min_throughput_percent.is_some() && !tests.contains(&Rfc2544Test::Throughput) {
             return Err("a minimum throughput needs the throughput test".into());
         }

@@ -849,14 +849,9 @@ impl SuiteDef {
         };
         let mut out = Vec::new();
         let check_time = |v: &str| {
-            TestRequest {
-                duration: Some(v.into()),
-                host: "peer.invalid".into(),
-                ..Default::default()
-            }
-            .to_spec(&[])
-            .map(|_| ())
-            .map_err(|m| format!("time: {m}"))
+            crate::spec::test::parse_duration(v)
+                .map(|_| ())
+                .map_err(|m| format!("time: {m}"))
         };
         let ports = ports.unwrap_or(&[]);
         for (i, st) in self.steps.iter().enumerate() {
@@ -1361,6 +1356,54 @@ mod tests {
         assert_eq!(p[1].label, "UDP bidir 50M");
         assert_eq!(p[1].client().params.len, 1200);
         assert_eq!(p[1].client().params.protocol, Protocol::Udp);
+    }
+
+    /// The exact words for a bad `time`, whichever step kind and level it is on (pinned before
+    /// `check_time` became a duration parser rather than a whole fake test request).
+    #[test]
+    fn a_bad_time_gets_the_same_words_at_every_level() {
+        let suite = |time: &str, steps: serde_json::Value| {
+            SuiteDef::from_json(
+                serde_json::json!({"name": "t", "time": time, "steps": steps})
+                    .to_string()
+                    .as_bytes(),
+            )
+            .unwrap_err()
+        };
+        for (time, words) in [
+            ("x", "duration must be a whole number, got 'x'"),
+            ("1.5", "duration must be a whole number, got '1.5'"),
+            ("-1", "duration must be a whole number, got '-1'"),
+            ("0", "duration must be 1..86400, got 0"),
+            ("86401", "duration must be 1..86400, got 86401"),
+            (
+                "99999999999999999999",
+                "duration must be a whole number, got '99999999999999999999'",
+            ),
+        ] {
+            assert_eq!(
+                def(serde_json::json!([{"kind": "tcp", "time": time}])).unwrap_err(),
+                format!("step 1 (tcp): time: {words}")
+            );
+            for kind in ["tcp", "latency", "rfc2544"] {
+                let step = if kind == "rfc2544" {
+                    serde_json::json!([{"kind": kind, "ingress": "eth0", "egress": "eth1"}])
+                } else {
+                    serde_json::json!([{"kind": kind}])
+                };
+                assert_eq!(
+                    suite(time, step),
+                    format!("step 1 ({kind}): time: {words}"),
+                    "suite time {time:?}, {kind} step"
+                );
+            }
+        }
+        assert_eq!(
+            def(serde_json::json!([{"kind": "tcp", "time": " 7 "}]))
+                .map(|d| d.steps.len())
+                .unwrap(),
+            1
+        );
     }
 
     #[test]

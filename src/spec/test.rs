@@ -22,6 +22,17 @@ pub fn parse_bitrate(b: &str) -> Result<u64, String> {
     Ok(r)
 }
 
+/// A test's duration as typed (e.g. "10", surrounding spaces allowed), whole seconds
+/// 1..=[`MAX_SECONDS`](crate::engine::iperf3::client::MAX_SECONDS): the words a request's
+/// `duration` gets; blank text is the default, 10 s. Errors: "duration must be a whole
+/// number, got 'x'" for text that is not one, "duration must be 1..86400, got 0" for one out
+/// of range.
+pub fn parse_duration(text: &str) -> Result<u32, String> {
+    let max_s = crate::engine::iperf3::client::MAX_SECONDS;
+    let v = num(&Some(text.to_string()), "duration")?;
+    Ok(range(v, "duration", 10, 1, u64::from(max_s))? as u32)
+}
+
 /// A TCP throughput test against a peer running `iperf3 -s` (or netperfd). The API refuses
 /// keys that are not in [`TestRequest::FIELDS`] (a misspelt key would otherwise silently run
 /// a default test); the web form's own fields are all known, and its CSRF token is checked
@@ -332,10 +343,7 @@ impl TestSpec {
         spec.port = range(self.port.map(u64::from), "port", 5201, 1, 65535)? as u16;
         let p = &mut spec.params;
         if self.udp {
-            p.protocol = crate::engine::iperf3::wire::Protocol::Udp;
-            // iperf3's UDP defaults: 1 Mbit/s per stream, datagram size from the path MSS.
-            p.bandwidth = 1024 * 1024;
-            p.len = 0;
+            p.set_udp_defaults();
         }
         if let Some(len) = self.length {
             // The engine's bounds: IPv6 allows 65527-byte datagrams, IPv4 65507; a peer
@@ -479,6 +487,36 @@ pub enum PeerType {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_duration_is_whole_seconds_in_range() {
+        for (text, secs) in [
+            ("1", 1),
+            (" 60 ", 60),
+            ("86400", 86_400),
+            ("", 10),
+            ("  ", 10),
+        ] {
+            assert_eq!(parse_duration(text), Ok(secs), "{text:?}");
+        }
+        for (text, words) in [
+            ("x", "duration must be a whole number, got 'x'"),
+            ("1.5", "duration must be a whole number, got '1.5'"),
+            ("-1", "duration must be a whole number, got '-1'"),
+            ("10s", "duration must be a whole number, got '10s'"),
+            ("0", "duration must be 1..86400, got 0"),
+            ("86401", "duration must be 1..86400, got 86401"),
+        ] {
+            assert_eq!(parse_duration(text).unwrap_err(), words, "{text:?}");
+            // The same words as the request's field.
+            let req = TestRequest {
+                host: "192.0.2.1".into(),
+                duration: Some(text.into()),
+                ..Default::default()
+            };
+            assert_eq!(req.to_spec(&[]).unwrap_err(), words, "{text:?}");
+        }
+    }
 
     #[test]
     fn network_settings_are_checked_and_reach_the_spec() {

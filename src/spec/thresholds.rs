@@ -87,6 +87,61 @@ impl Thresholds {
         *self == Thresholds::default()
     }
 
+    /// Set limit `key` (a [`THRESHOLD_KEYS`] name) to `n`, in its base unit, checked as
+    /// [`Thresholds::from_value`] checks a number. Errors start with `prefix` (e.g.
+    /// "thresholds: "): an unknown key (the known ones listed), `n` not finite, negative, a
+    /// percentage above 100, a fractional retransmit count, a value beyond the sane range.
+    pub fn set(&mut self, key: &str, n: f64, prefix: &str) -> Result<(), String> {
+        let k = key;
+        if !n.is_finite() {
+            return Err(format!("{prefix}{k} must be a finite number"));
+        }
+        if n < 0.0 {
+            return Err(format!("{prefix}{k} must not be negative, got {n}"));
+        }
+        let pct = |n: f64| -> Result<f64, String> {
+            if n > 100.0 {
+                Err(format!("{prefix}{k} is a percentage (0..100), got {n}"))
+            } else {
+                Ok(n)
+            }
+        };
+        let upto = |n: f64, max: f64| -> Result<f64, String> {
+            if n > max {
+                Err(format!("{prefix}{k} must be at most {max}, got {n}"))
+            } else {
+                Ok(n)
+            }
+        };
+        let t = self;
+        match k {
+            "min_bits_per_second" => t.min_bits_per_second = Some(upto(n, MAX_BPS)?),
+            "min_ceiling_percent" => t.min_ceiling_percent = Some(pct(n)?),
+            "max_loss_percent" => t.max_loss_percent = Some(pct(n)?),
+            "max_jitter_ms" => t.max_jitter_ms = Some(upto(n, MAX_JITTER_MS)?),
+            "max_retransmits" => {
+                if n.fract() != 0.0 {
+                    return Err(format!(
+                        "{prefix}max_retransmits must be a whole number, got {n}"
+                    ));
+                }
+                t.max_retransmits = Some(upto(n, MAX_RETRANSMITS)? as u64);
+            }
+            "max_cpu_percent" => t.max_cpu_percent = Some(pct(n)?),
+            "max_shortfall_percent" => t.max_shortfall_percent = Some(pct(n)?),
+            "max_latency_increase_ms" => t.max_latency_increase_ms = Some(upto(n, MAX_JITTER_MS)?),
+            "min_throughput_percent" => t.min_throughput_percent = Some(pct(n)?),
+            "max_latency_ms" => t.max_latency_ms = Some(upto(n, MAX_JITTER_MS)?),
+            other => {
+                return Err(format!(
+                    "{prefix}unknown key '{other}' (known: {})",
+                    THRESHOLD_KEYS.join(", ")
+                ))
+            }
+        }
+        Ok(())
+    }
+
     /// Parse a `"thresholds"` JSON value. A value is a JSON number in base units;
     /// `min_bits_per_second` also takes a rate as text with a K/M/G/T suffix (`"900M"`, powers
     /// of 1000 as `-b`). Errors: not an object, an unknown key (the known ones are listed), a
@@ -121,53 +176,7 @@ impl Thresholds {
                 _ => None,
             }
             .ok_or_else(|| format!("thresholds: {k} must be a number, got {val}"))?;
-            if !n.is_finite() {
-                return Err(format!("thresholds: {k} must be a finite number"));
-            }
-            if n < 0.0 {
-                return Err(format!("thresholds: {k} must not be negative, got {n}"));
-            }
-            let pct = |n: f64| -> Result<f64, String> {
-                if n > 100.0 {
-                    Err(format!("thresholds: {k} is a percentage (0..100), got {n}"))
-                } else {
-                    Ok(n)
-                }
-            };
-            let upto = |n: f64, max: f64| -> Result<f64, String> {
-                if n > max {
-                    Err(format!("thresholds: {k} must be at most {max}, got {n}"))
-                } else {
-                    Ok(n)
-                }
-            };
-            match k.as_str() {
-                "min_bits_per_second" => t.min_bits_per_second = Some(upto(n, MAX_BPS)?),
-                "min_ceiling_percent" => t.min_ceiling_percent = Some(pct(n)?),
-                "max_loss_percent" => t.max_loss_percent = Some(pct(n)?),
-                "max_jitter_ms" => t.max_jitter_ms = Some(upto(n, MAX_JITTER_MS)?),
-                "max_retransmits" => {
-                    if n.fract() != 0.0 {
-                        return Err(format!(
-                            "thresholds: max_retransmits must be a whole number, got {n}"
-                        ));
-                    }
-                    t.max_retransmits = Some(upto(n, MAX_RETRANSMITS)? as u64);
-                }
-                "max_cpu_percent" => t.max_cpu_percent = Some(pct(n)?),
-                "max_shortfall_percent" => t.max_shortfall_percent = Some(pct(n)?),
-                "max_latency_increase_ms" => {
-                    t.max_latency_increase_ms = Some(upto(n, MAX_JITTER_MS)?)
-                }
-                "min_throughput_percent" => t.min_throughput_percent = Some(pct(n)?),
-                "max_latency_ms" => t.max_latency_ms = Some(upto(n, MAX_JITTER_MS)?),
-                other => {
-                    return Err(format!(
-                        "thresholds: unknown key '{other}' (known: {})",
-                        THRESHOLD_KEYS.join(", ")
-                    ))
-                }
-            }
+            t.set(k, n, "thresholds: ")?;
         }
         Ok(t)
     }
@@ -184,6 +193,68 @@ impl<'de> Deserialize<'de> for Thresholds {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// One limit set from a typed number: the checks and words of `from_value`, with the
+    /// caller's prefix (the RFC 2544 request's limits no longer go through JSON to get them).
+    #[test]
+    fn a_limit_set_from_a_number() {
+        let mut t = Thresholds::default();
+        t.set("max_cpu_percent", 80.0, "p: ").unwrap();
+        t.set("max_retransmits", 7.0, "p: ").unwrap();
+        t.set("min_throughput_percent", 0.0, "p: ").unwrap();
+        t.set("max_latency_ms", 2.5, "p: ").unwrap();
+        assert_eq!(
+            t,
+            Thresholds {
+                max_cpu_percent: Some(80.0),
+                max_retransmits: Some(7),
+                min_throughput_percent: Some(0.0),
+                max_latency_ms: Some(2.5),
+                ..Thresholds::default()
+            }
+        );
+        for (k, n, words) in [
+            (
+                "max_cpu_percent",
+                f64::NAN,
+                "p: max_cpu_percent must be a finite number",
+            ),
+            (
+                "max_cpu_percent",
+                -1.0,
+                "p: max_cpu_percent must not be negative, got -1",
+            ),
+            (
+                "max_loss_percent",
+                100.5,
+                "p: max_loss_percent is a percentage (0..100), got 100.5",
+            ),
+            (
+                "max_retransmits",
+                1.5,
+                "p: max_retransmits must be a whole number, got 1.5",
+            ),
+            (
+                "max_jitter_ms",
+                1e12,
+                "p: max_jitter_ms must be at most 3600000, got 1000000000000",
+            ),
+            (
+                "min_mbps",
+                1.0,
+                "p: unknown key 'min_mbps' (known: min_bits_per_second",
+            ),
+        ] {
+            let e = Thresholds::default().set(k, n, "p: ").unwrap_err();
+            assert!(e.starts_with(words), "{k} {n}: {e}");
+            // The same words through JSON, with its prefix.
+            if n.is_finite() {
+                let v = serde_json::json!({ k: n });
+                let j = Thresholds::from_value(&v).unwrap_err();
+                assert_eq!(j, e.replacen("p: ", "thresholds: ", 1), "{k} {n}");
+            }
+        }
+    }
 
     #[test]
     fn all_keys_parse_and_round_trip() {

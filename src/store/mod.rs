@@ -54,6 +54,29 @@ pub enum StoreError {
     Invalid(String),
 }
 
+impl StoreError {
+    /// Whether the write failed because the data partition is full: SQLite's own code for it
+    /// (`SQLITE_FULL`, "database or disk is full"), or the OS's `ENOSPC` ("No space left on
+    /// device", `io::ErrorKind::StorageFull`) where the store made its directory itself.
+    /// Decided by the error codes, never by the words of a message.
+    pub fn is_disk_full(&self) -> bool {
+        fn io_full(e: &std::io::Error) -> bool {
+            e.kind() == std::io::ErrorKind::StorageFull
+        }
+        fn sql_full(e: &rusqlite::Error) -> bool {
+            e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+        }
+        match self {
+            StoreError::Sql(e) => sql_full(e),
+            StoreError::Migration(rusqlite_migration::Error::RusqliteError { err, .. }) => {
+                sql_full(err)
+            }
+            StoreError::Dir(_, e) => io_full(e),
+            _ => false,
+        }
+    }
+}
+
 type Result<T> = std::result::Result<T, StoreError>;
 
 fn migrations() -> Migrations<'static> {
@@ -1160,6 +1183,32 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A full disk is told by SQLite's code (a real `SQLITE_FULL`, from a database capped at
+    /// two pages) and the OS's `ENOSPC`, not by words: before, any store error whose text
+    /// held "full" read as a full partition.
+    #[test]
+    fn a_full_disk_is_known_by_its_code() {
+        let c = rusqlite::Connection::open_in_memory().unwrap();
+        c.execute_batch(
+            "PRAGMA page_size = 512; CREATE TABLE t (b BLOB); PRAGMA max_page_count = 2;",
+        )
+        .unwrap();
+        let full = c
+            .execute("INSERT INTO t VALUES (zeroblob(100000))", [])
+            .unwrap_err();
+        let full = StoreError::from(full);
+        assert_eq!(full.to_string(), "database error: database or disk is full");
+        assert!(full.is_disk_full());
+        let no_space = StoreError::Dir("/data".into(), std::io::Error::from_raw_os_error(28));
+        assert!(no_space.is_disk_full(), "{no_space}");
+        let busy = c.execute("INSERT INTO nothing VALUES (1)", []).unwrap_err();
+        assert!(!StoreError::from(busy).is_disk_full());
+        assert!(!StoreError::Invalid("the queue is full".into()).is_disk_full());
+        assert!(!StoreError::Io("No space left on device".into()).is_disk_full());
+        let denied = StoreError::Dir("/data".into(), std::io::Error::from_raw_os_error(13));
+        assert!(!denied.is_disk_full());
+    }
     use crate::engine::report::{StreamInterval, TcpSample};
 
     fn tmp() -> (Store, PathBuf) {

@@ -137,18 +137,18 @@ async fn login_page(state: web::Data<AppState>) -> HttpResponse {
 
 /// A new session's cookie: `HttpOnly`, `SameSite=Strict`, and `Secure` when `req` came over
 /// HTTPS (the browser then never sends it over plain HTTP, the redirect listener's included).
-fn session_cookie(state: &AppState, req: &HttpRequest) -> Result<Cookie<'static>, String> {
+fn session_cookie(
+    state: &AppState,
+    req: &HttpRequest,
+) -> Result<Cookie<'static>, crate::store::StoreError> {
     let token = auth::random_hex(32);
     let csrf = auth::random_hex(16);
     let hours = state.config.session_hours as i64;
-    state
-        .store
-        .create_session(
-            &crate::model::secrets::sha256_hex(&token),
-            &csrf,
-            hours * 3_600_000,
-        )
-        .map_err(|e| e.to_string())?;
+    state.store.create_session(
+        &crate::model::secrets::sha256_hex(&token),
+        &csrf,
+        hours * 3_600_000,
+    )?;
     Ok(Cookie::build(auth::SESSION_COOKIE, token)
         .path("/")
         .http_only(true)
@@ -219,11 +219,11 @@ async fn login(
     }
 }
 
-/// What to tell a person when the store cannot write (`e` is the store's error text): a
-/// full data partition gets its own sentence, anything else the error itself.
-pub(super) fn storage_message(what: &str, e: &str) -> String {
-    let full = e.contains("full") || e.contains("No space");
-    if full {
+/// What to tell a person when the store cannot write (`e` is the store's error): a full data
+/// partition ([`crate::store::StoreError::is_disk_full`]) gets its own sentence, anything else
+/// the error itself.
+pub(super) fn storage_message(what: &str, e: &crate::store::StoreError) -> String {
+    if e.is_disk_full() {
         format!(
             "The board's storage is full: {what}. Nothing stored was lost. Free space on the data partition (delete files there, or `netperfd runs delete ID` on the console) and try again."
         )
@@ -357,7 +357,7 @@ async fn setup(
         tracing::warn!("setup: cannot store the admin password: {e}");
         return err(
             actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
-            &storage_message("the admin password cannot be stored", &e.to_string()),
+            &storage_message("the admin password cannot be stored", &e),
         );
     }
     if let Ok(mut g) = state.setup_code.lock() {
@@ -1894,7 +1894,7 @@ async fn change_password(
         tokens = t,
         "password changed: sessions ended, tokens revoked"
     );
-    let cookie = session_cookie(&state, &req).map_err(AuthError::Internal)?;
+    let cookie = session_cookie(&state, &req).map_err(|e| AuthError::Internal(e.to_string()))?;
     let csrf = state
         .store
         .session(&crate::model::secrets::sha256_hex(cookie.value()))

@@ -25,9 +25,9 @@ pub use crate::engine::datagram::{read_udp_id, wall_now, write_udp_id};
 /// Default UDP datagram size of iperf 2, bytes.
 pub const UDP_DEFAULT_LEN: usize = 1470;
 /// Default UDP rate of iperf 2, bits/s.
-pub const UDP_DEFAULT_RATE: u64 = 1024 * 1024;
+pub const UDP_DEFAULT_RATE: u64 = crate::engine::params::DEFAULT_UDP_BITRATE;
 /// Default TCP write size of iperf 2.1 (2.0.5 used 8 KiB), bytes.
-pub const TCP_DEFAULT_LEN: usize = 128 * 1024;
+pub const TCP_DEFAULT_LEN: usize = crate::engine::params::DEFAULT_TCP_BLKSIZE;
 
 /// "Run a return test" (`-r` / `-d`); in a server report: the report is valid.
 pub const HEADER_VERSION1: u32 = 0x8000_0000;
