@@ -59,6 +59,28 @@
 //! only lowers it), so the margin is fixed for the stream. Without fq (stock board images and
 //! this project's lab kernel) every paced sender uses the user-space pacer; `end.pacing` says
 //! which (see [`PacedBy`]).
+//!
+//! **Departure times.** The margin alone repays a stall at 0.25 × the rate at most, so a
+//! sender that started or stalled 0.2–1 s late on a loaded host ended its test short. Where
+//! the kernel takes SO_TXTIME (Linux ≥ 4.19; fq honours the time since 4.20) the sender turns
+//! it on (CLOCK_MONOTONIC) and this pacer runs with [`Pacer::new_kernel_txtime`]: each GSO
+//! super-datagram (or datagram, without GSO) carries its own earliest departure in an
+//! SCM_TXTIME control message ([`Pacer::plan_departures`], converted by [`txtime_ns`]). On
+//! time that is the schedule itself, so the flow keeps it exactly; the batch is handed over
+//! [`TXTIME_LEAD`] (4 ms) early, so a late wake-up costs nothing. What is owed departs at
+//! [`KERNEL_CATCH_UP`] (2 ×) the rate: fq trusts a timestamped skb's time and does not apply
+//! the socket's pacing rate to it (`fq_dequeue`: the socket's rate only for skbs without a
+//! time), so the spacing of the catch-up is this pacer's, not fq's; SO_MAX_PACING_RATE is set
+//! to 2 × as well, for anything sent untimed. 2 ×: a 300 ms stall is repaid in 300 ms, and the
+//! busiest 1 ms stays within 2 × plus one super-datagram (2.5 ×, half of stock iperf3's 5–10 ×
+//! after a stall); the CPU is not what limits it (one wake-up carries 8 ms). fq drops an skb
+//! timed beyond its `horizon` (default 10 s; with `horizon_drop` off it holds it to the
+//! horizon instead), so no departure is ever set more than [`TXTIME_MAX_AHEAD`] (50 ms) ahead;
+//! the schedule needs at most 24 ms. An admin's horizon below that drops skbs (fq's
+//! `horizon_drops`; measured in the VM with `horizon 10ms`: 90 drops in 3 s at 100M). Where
+//! the kernel refuses SO_TXTIME (ENOPROTOOPT, EINVAL) the sender paces as above, at the
+//! 1.25 × margin, and `end.pacing` says which: "kernel (fq on eth1, SO_TXTIME departure
+//! times)" or "kernel (fq on eth1, SO_MAX_PACING_RATE)".
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
