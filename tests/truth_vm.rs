@@ -187,6 +187,10 @@ struct Kpace {
     fq_throttled: f64,
     /// Packets fq dropped (its per-flow limit: a sender that queued too much).
     fq_drops: f64,
+    /// fq's drops at its per-flow limit and of skbs timed beyond its horizon (10 s): a
+    /// departure time (SO_TXTIME) never lies that far ahead.
+    fq_plimit: f64,
+    fq_horizon_drops: f64,
 }
 
 fn kpace(dir: &Path, name: &str) -> Kpace {
@@ -205,7 +209,18 @@ fn kpace(dir: &Path, name: &str) -> Kpace {
             .and_then(Value::as_f64)
             .unwrap_or(0.0),
         fq_drops: num(&fq, "/drops"),
+        fq_plimit: fq_stat(&fq, "flows_plimit"),
+        fq_horizon_drops: fq_stat(&fq, "horizon_drops"),
     }
+}
+
+/// One of fq's own counters (`tc -s -j`: at the qdisc's top level or under `options`); 0 when
+/// this tc does not print it.
+fn fq_stat(fq: &Value, key: &str) -> f64 {
+    fq.get(key)
+        .or_else(|| fq.pointer(&format!("/options/{key}")))
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0)
 }
 
 #[test]
@@ -460,6 +475,11 @@ fn netem_loss_duplication_reordering_and_jitter_in_one_vm() {
         // fq never dropped: the send buffer, not fq's per-flow limit, bounds the queue (before
         // it did, fq dropped 1,023 of 2,688 datagrams here at its flow limit).
         assert_eq!(r.fq_drops, 0.0, "{name}");
+        assert_eq!(r.fq_plimit, 0.0, "{name}: fq's per-flow limit");
+        assert_eq!(
+            r.fq_horizon_drops, 0.0,
+            "{name}: a departure beyond fq's horizon"
+        );
         // Loss at the netperfd receiver: at most 1 % of what was sent.
         assert!(
             r.tx_sent - (expected - lost) <= r.tx_sent / 100.0,
@@ -468,13 +488,14 @@ fn netem_loss_duplication_reordering_and_jitter_in_one_vm() {
             expected - lost
         );
     }
-    assert_eq!(k.pacing, "kernel (fq on a0, SO_MAX_PACING_RATE)");
+    // Debian's 6.1 takes SO_TXTIME: every super-datagram carried its departure time.
+    assert_eq!(k.pacing, "kernel (fq on a0, SO_TXTIME departure times)");
     assert_eq!(
         u.pacing,
         "user-space token bucket (asked: --udp-pacing user)"
     );
-    // fq paced the kernel run (it held the flow back until its time), not the user-space one
-    // (whose single datagrams every 0.58 ms never met fq's pacing rate).
+    // fq paced the kernel run (it held each super-datagram back until its time), not the
+    // user-space one (whose single datagrams every 0.58 ms never met fq's pacing rate).
     assert!(k.fq_throttled > 100.0, "fq throttled {}", k.fq_throttled);
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -59,6 +59,28 @@
 //! only lowers it), so the margin is fixed for the stream. Without fq (stock board images and
 //! this project's lab kernel) every paced sender uses the user-space pacer; `end.pacing` says
 //! which (see [`PacedBy`]).
+//!
+//! **Departure times.** The margin alone repays a stall at 0.25 × the rate at most, so a
+//! sender that started or stalled 0.2–1 s late on a loaded host ended its test short. Where
+//! the kernel takes SO_TXTIME (Linux ≥ 4.19; fq honours the time since 4.20) the sender turns
+//! it on (CLOCK_MONOTONIC) and this pacer runs with [`Pacer::new_kernel_txtime`]: each GSO
+//! super-datagram (or datagram, without GSO) carries its own earliest departure in an
+//! SCM_TXTIME control message ([`Pacer::plan_departures`], converted by [`txtime_ns`]). On
+//! time that is the schedule itself, so the flow keeps it exactly; the batch is handed over
+//! [`TXTIME_LEAD`] (4 ms) early, so a late wake-up costs nothing. What is owed departs at
+//! [`KERNEL_CATCH_UP`] (2 ×) the rate: fq trusts a timestamped skb's time and does not apply
+//! the socket's pacing rate to it (`fq_dequeue`: the socket's rate only for skbs without a
+//! time), so the spacing of the catch-up is this pacer's, not fq's; SO_MAX_PACING_RATE is set
+//! to 2 × as well, for anything sent untimed. 2 ×: a 300 ms stall is repaid in 300 ms, and the
+//! busiest 1 ms stays within 2 × plus one super-datagram (2.5 ×, half of stock iperf3's 5–10 ×
+//! after a stall); the CPU is not what limits it (one wake-up carries 8 ms). fq drops an skb
+//! timed beyond its `horizon` (default 10 s; with `horizon_drop` off it holds it to the
+//! horizon instead), so no departure is ever set more than [`TXTIME_MAX_AHEAD`] (50 ms) ahead;
+//! the schedule needs at most 24 ms. An admin's horizon below that drops skbs (fq's
+//! `horizon_drops`; measured in the VM with `horizon 10ms`: 90 drops in 3 s at 100M). Where
+//! the kernel refuses SO_TXTIME (ENOPROTOOPT, EINVAL) the sender paces as above, at the
+//! 1.25 × margin, and `end.pacing` says which: "kernel (fq on eth1, SO_TXTIME departure
+//! times)" or "kernel (fq on eth1, SO_MAX_PACING_RATE)".
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -197,6 +219,42 @@ pub const KERNEL_QUEUE: Duration = Duration::from_millis(12);
 /// large as the user-space sender's).
 pub const KERNEL_SKB_TIME: Duration = Duration::from_micros(500);
 
+/// Catch-up rate of a kernel-paced sender with departure times (SO_TXTIME, see the module
+/// docs): 2 × the rate. fq trusts a timestamped skb's time and ignores the socket's pacing
+/// rate for it, so this pacer spaces the departures of what is owed itself: a stall of D is
+/// repaid in D. The bound: the busiest 1 ms stays at most 2 × the rate plus one GSO
+/// super-datagram ([`KERNEL_SKB_TIME`]), 2.5 ×, half of stock iperf3's lowest busiest 1 ms
+/// after a stall (5–10 ×); a CPU-short sender is not the limit here (one wake-up carries
+/// [`KERNEL_BATCH_TIME`]).
+pub const KERNEL_CATCH_UP: f64 = 2.0;
+
+/// How long before its schedule a kernel-paced sender with departure times hands a batch
+/// over: 4 ms. fq holds it until its time, so a wake-up up to this late still leaves no gap
+/// on the wire and owes nothing.
+pub const TXTIME_LEAD: Duration = Duration::from_millis(4);
+
+/// Furthest ahead of the hand-over a departure time is ever set: 50 ms. The schedule needs at
+/// most [`TXTIME_LEAD`] + [`KERNEL_BATCH_TIME`] + [`KERNEL_QUEUE`] (24 ms); fq drops (or
+/// with `horizon_drop` off, holds back to its horizon) an skb timed beyond its `horizon`
+/// (default 10 s), so a departure never comes near it unless an admin set the horizon below
+/// 50 ms.
+pub const TXTIME_MAX_AHEAD: Duration = Duration::from_millis(50);
+
+/// CLOCK_MONOTONIC nanoseconds of `at`, given one reading of both clocks (`base` and
+/// `base_ns`, taken together): `base_ns` ± the distance from `base` to `at`. Rust's `Instant`
+/// is CLOCK_MONOTONIC on Linux, so the distance is the same on both. `None` when the result
+/// does not fit a u64 (overflow checked: never a wrapped time, which fq would take as far in
+/// the past or beyond its horizon). Pure.
+pub fn txtime_ns(base_ns: u64, base: Instant, at: Instant) -> Option<u64> {
+    if at >= base {
+        let d = u64::try_from(at.duration_since(base).as_nanos()).ok()?;
+        base_ns.checked_add(d)
+    } else {
+        let d = u64::try_from(base.duration_since(at).as_nanos()).ok()?;
+        base_ns.checked_sub(d)
+    }
+}
+
 /// How a paced UDP sender asks to be paced (`--udp-pacing`): `auto` (the kernel where the
 /// egress port's root qdisc is fq, else user space), `kernel` (always hand the kernel
 /// [`KERNEL_BATCH_TIME`] per wake-up and set `SO_MAX_PACING_RATE`; without fq nothing
@@ -273,6 +331,11 @@ pub enum PacedBy {
     /// fq on `port` paced the socket at `SO_MAX_PACING_RATE`; `forced`: `--udp-pacing
     /// kernel` (`port` empty when no fq was found: then nothing spread the batches).
     Kernel { port: PortName, forced: bool },
+    /// fq on `port` paced the socket by departure times: every message carried its own
+    /// (SO_TXTIME), the schedule's, and what was owed left at [`KERNEL_CATCH_UP`] × the rate;
+    /// `forced` as for [`PacedBy::Kernel`]. Where the kernel refuses SO_TXTIME the sender
+    /// stays [`PacedBy::Kernel`] (fq at SO_MAX_PACING_RATE alone).
+    KernelTxtime { port: PortName, forced: bool },
     /// This module's user-space pacer, and why.
     UserSpace { why: UserWhy },
 }
@@ -300,6 +363,11 @@ impl PacedBy {
                 "kernel (SO_MAX_PACING_RATE{}; no fq on the egress port, so nothing spread the {} ms batches)",
                 if forced { ", forced by --udp-pacing kernel" } else { "" },
                 KERNEL_BATCH_TIME.as_millis()
+            ),
+            PacedBy::KernelTxtime { port, forced } => format!(
+                "kernel (fq on {}, SO_TXTIME departure times{})",
+                port.as_str(),
+                if forced { ", forced by --udp-pacing kernel" } else { "" }
             ),
             PacedBy::Kernel { port, forced } => format!(
                 "kernel (fq on {}, SO_MAX_PACING_RATE{})",
@@ -335,13 +403,22 @@ impl PacedBy {
             PacedBy::Kernel { port, .. } => {
                 Some(format!("paced by the kernel (fq on {})", port.as_str()))
             }
+            PacedBy::KernelTxtime { port, .. } => Some(format!(
+                "paced by the kernel (fq on {}, departure times)",
+                port.as_str()
+            )),
             PacedBy::UserSpace { .. } => None,
         }
     }
 
     /// Whether the kernel paces (the sender hands it [`KERNEL_BATCH_TIME`] per wake-up).
     pub fn is_kernel(&self) -> bool {
-        matches!(self, PacedBy::Kernel { .. })
+        matches!(self, PacedBy::Kernel { .. } | PacedBy::KernelTxtime { .. })
+    }
+
+    /// Whether the sender gave every message its departure time (SO_TXTIME).
+    pub fn is_txtime(&self) -> bool {
+        matches!(self, PacedBy::KernelTxtime { .. })
     }
 }
 
@@ -474,7 +551,7 @@ pub struct Pacer {
 }
 
 /// fq's queue of one kernel-paced sender, modelled: it drains at the pacing rate.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct KernelQueue {
     /// Payload bytes per second fq lets through ([`KERNEL_MARGIN`] × the rate).
     drain: f64,
@@ -483,6 +560,14 @@ struct KernelQueue {
     /// Whether fq spreads the hand-overs. `false`: kernel pacing forced on a port without fq
     /// (`--udp-pacing kernel`), where each batch leaves as one burst.
     spread: bool,
+    /// With departure times (SO_TXTIME): bytes per message (one GSO super-datagram, or one
+    /// datagram without GSO), each given its own time by [`Pacer::plan_departures`].
+    /// `None`: fq spreads at the socket's pacing rate.
+    txtime_unit: Option<usize>,
+    /// The last booked batch not yet planned: its schedule time and bytes.
+    pending: Option<(Instant, usize)>,
+    /// The departures of the last planned batch, one per message.
+    departs: Vec<Instant>,
 }
 
 impl Pacer {
@@ -531,8 +616,83 @@ impl Pacer {
             drain: p.rate * KERNEL_MARGIN,
             empty_at: Instant::now(),
             spread,
+            txtime_unit: None,
+            pending: None,
+            departs: Vec::new(),
         });
         p
+    }
+
+    /// A pacer for a sender the kernel paces with departure times (fq on the port, SO_TXTIME;
+    /// see the module docs): the same schedule and debt rules; each batch is handed over up
+    /// to [`TXTIME_LEAD`] before its time, never with more than [`KERNEL_QUEUE`] waiting in
+    /// fq, and [`Pacer::plan_departures`] gives each message of `unit_bytes` (one GSO
+    /// super-datagram, or one datagram) its departure: on its schedule, and what is owed at
+    /// [`KERNEL_CATCH_UP`] × the rate.
+    pub fn new_kernel_txtime(rate_bps: u64, max_debt: Duration, unit_bytes: usize) -> Pacer {
+        let mut p = Pacer::new_kernel(rate_bps, max_debt, true);
+        if let Some(k) = p.kernel.as_mut() {
+            k.drain = p.rate * KERNEL_CATCH_UP;
+            k.txtime_unit = Some(unit_bytes.max(1));
+        }
+        p
+    }
+
+    /// Whether this pacer plans departure times ([`Pacer::new_kernel_txtime`]).
+    pub fn plans_departures(&self) -> bool {
+        self.kernel
+            .as_ref()
+            .is_some_and(|k| k.txtime_unit.is_some())
+    }
+
+    /// Give each message of the batch booked last its departure time, for a hand-over at
+    /// `now`: message `i` leaves at its schedule (the batch's booked time + `i` messages at
+    /// the rate), not before the previous one has left at [`KERNEL_CATCH_UP`] × the rate
+    /// (what is owed goes at that rate, not at once: fq honours the times and nothing
+    /// else), not before `now`, and never beyond `now` + [`TXTIME_MAX_AHEAD`]. The times
+    /// (one per message of the pacer's unit, the last one possibly shorter) stay available
+    /// in [`Pacer::departures`] until the next call; the busiest 1 ms is counted on them.
+    /// Empty when nothing is pending or the pacer plans no departures.
+    pub fn plan_departures(&mut self, now: Instant) -> &[Instant] {
+        let rate = self.rate;
+        let Some(k) = self.kernel.as_mut() else {
+            return &[];
+        };
+        k.departs.clear();
+        let (Some(unit), Some((sched, n))) = (k.txtime_unit, k.pending.take()) else {
+            return &[];
+        };
+        let fast = rate * KERNEL_CATCH_UP;
+        let most = now + TXTIME_MAX_AHEAD;
+        let mut prev_end = k.empty_at;
+        let mut left = n;
+        let mut i = 0u32;
+        let mut timed = Vec::new();
+        while left > 0 {
+            let bytes = left.min(unit);
+            let on_time = sched + Duration::from_secs_f64((i as usize * unit) as f64 / rate);
+            let d = on_time.max(prev_end).max(now).min(most);
+            k.departs.push(d);
+            timed.push((d, bytes));
+            prev_end = d + Duration::from_secs_f64(bytes as f64 / fast);
+            left -= bytes;
+            i = i.saturating_add(1);
+        }
+        k.empty_at = prev_end;
+        for (d, bytes) in timed {
+            self.last_ms.push_back((d, bytes));
+            self.last_ms_bytes += bytes;
+            self.count_last_ms();
+        }
+        match self.kernel.as_ref() {
+            Some(k) => &k.departs,
+            None => &[],
+        }
+    }
+
+    /// The departure times [`Pacer::plan_departures`] gave the last batch.
+    pub fn departures(&self) -> &[Instant] {
+        self.kernel.as_ref().map_or(&[], |k| &k.departs)
     }
 
     /// What this pacer's sender went through so far.
@@ -599,6 +759,20 @@ impl Pacer {
             now
         };
         let at = match self.kernel.as_mut() {
+            Some(k) if k.txtime_unit.is_some() => {
+                // Departure times: fq holds each message until its time, so the batch goes
+                // up to TXTIME_LEAD before its schedule (a late wake-up leaves no gap), or at
+                // once when owed; never with more than KERNEL_QUEUE of departures waiting.
+                let at = if gentle {
+                    self.next.checked_sub(TXTIME_LEAD).unwrap_or(now).max(now)
+                } else {
+                    now
+                };
+                let full = k.empty_at.checked_sub(KERNEL_QUEUE);
+                let at = full.map_or(at, |f| at.max(f));
+                k.pending = Some((self.next, n));
+                at
+            }
             Some(k) => {
                 // fq spreads the batch at its pacing rate: only its queue limits the hand-over.
                 let drain = Duration::from_secs_f64(n as f64 / k.drain);
@@ -762,6 +936,9 @@ impl Pacer {
             let early = est.min(EARLY);
             if now + early >= at {
                 self.sent_at(now);
+                if self.plans_departures() {
+                    self.plan_departures(now);
+                }
                 break;
             }
             if stop() {
@@ -1509,6 +1686,128 @@ mod tests {
         let (_, share, p, _) = kernel_run(100_000_000, 1448, 5.0, Duration::from_secs(3));
         assert!(p.stats().written_off_ms >= 1990.0, "{:?}", p.stats());
         assert!(share < 0.7, "{share}");
+    }
+
+    #[test]
+    fn schedule_times_become_monotonic_ns_overflow_checked() {
+        let base = Instant::now();
+        let later = base + Duration::from_micros(1500);
+        // Forward and backward from one reading of both clocks, to the nanosecond.
+        assert_eq!(txtime_ns(1_000_000_000, base, later), Some(1_001_500_000));
+        assert_eq!(txtime_ns(1_000_000_000, later, base), Some(998_500_000));
+        assert_eq!(txtime_ns(42, base, base), Some(42));
+        // Never a wrapped time: past u64::MAX, or before 0.
+        assert_eq!(txtime_ns(u64::MAX - 10, base, later), None);
+        assert_eq!(txtime_ns(1_000, later, base), None);
+        assert_eq!(txtime_ns(u64::MAX - 1_500_000, base, later), Some(u64::MAX));
+    }
+
+    /// A txtime sender on the pacer's clock: batches of 8 ms in messages of 0.5 ms, each
+    /// handed over when the pacer says; one stall of `stall` at 100 ms. Returns the pacer,
+    /// every message's (departure, bytes) in order, and the most messages ever waiting in fq
+    /// (handed over, not departed) right after a hand-over.
+    fn txtime_run(rate: u64, secs: f64, stall: Duration) -> (Pacer, Vec<(Instant, usize)>, usize) {
+        let len = 1448;
+        let unit = Pacer::kernel_skb_datagrams(rate, len, 44) * len;
+        let n = Pacer::kernel_batch_datagrams(rate, len, 4096) * len;
+        let mut p = Pacer::new_kernel_txtime(rate, MAX_DEBT, unit);
+        let t0 = Instant::now();
+        let (mut now, mut out, mut stalled) = (t0, Vec::new(), false);
+        let mut queued = 0;
+        let until = t0 + Duration::from_secs_f64(secs);
+        while now < until {
+            now = now.max(p.book(n, now));
+            if !stalled && now >= t0 + Duration::from_millis(100) {
+                stalled = true;
+                now += stall;
+            }
+            let d = p.plan_departures(now).to_vec();
+            assert_eq!(d.len(), n.div_ceil(unit));
+            for (i, t) in d.iter().enumerate() {
+                // Never before the hand-over, never beyond the furthest ahead.
+                assert!(*t >= now && *t <= now + TXTIME_MAX_AHEAD);
+                out.push((*t, unit.min(n - i * unit)));
+            }
+            queued = queued.max(out.iter().rev().take_while(|(t, _)| *t > now).count());
+        }
+        (p, out, queued)
+    }
+
+    /// The most bytes leaving in any 1 ms, each message at its departure as one burst.
+    fn busiest_ms(d: &[(Instant, usize)]) -> usize {
+        let mut most = 0;
+        for (i, (t, _)) in d.iter().enumerate() {
+            let sum: usize = d[i..]
+                .iter()
+                .take_while(|(u, _)| u.duration_since(*t) < Duration::from_millis(1))
+                .map(|(_, b)| b)
+                .sum();
+            most = most.max(sum);
+        }
+        most
+    }
+
+    #[test]
+    fn txtime_departures_keep_the_schedule_on_time() {
+        // 100M on time: every message departs on its schedule (0.5 ms of traffic each, one
+        // every 0.5 ms, in order), each batch handed over 4 ms before its first departure.
+        let (p, d, queued) = txtime_run(100_000_000, 1.0, Duration::ZERO);
+        // Handed over 4 ms ahead: that (9 messages of 4 datagrams, 0.46 ms each) and the 8 ms
+        // batch (18) wait in fq.
+        assert!(queued <= 27, "{queued}");
+        let rate = 100e6 / 8.0;
+        let t0 = d[0].0;
+        let mut bytes = 0usize;
+        for (t, b) in &d {
+            let on = Duration::from_secs_f64(bytes as f64 / rate);
+            let at = t.duration_since(t0);
+            assert!(
+                at.abs_diff(on) < Duration::from_micros(2),
+                "{at:?} vs {on:?}"
+            );
+            bytes += b;
+        }
+        assert!(d.windows(2).all(|w| w[0].0 <= w[1].0));
+        // The busiest 1 ms: the rate and one message (5 datagrams of 1448 at 100M: 7,240
+        // bytes) at most; the pacer's own figure counts the same.
+        let per_ms = rate / 1000.0;
+        let most = busiest_ms(&d) as f64 / per_ms;
+        assert!((1.0..=1.6).contains(&most), "{most}");
+        assert_eq!(p.stats().busiest_1ms_bytes as usize, busiest_ms(&d));
+        assert_eq!(p.stats().stalls, 0);
+    }
+
+    #[test]
+    fn txtime_repays_a_stall_at_twice_the_rate() {
+        // 400M, a 300 ms stall at 100 ms: what was owed departs at 2 x the rate, so after
+        // 300 ms more the schedule is met again, and 3 s of schedule are all sent by 3 s
+        // (+ the last batch's lead). The busiest 1 ms: 2 x and one 0.5 ms message, 2.5 x.
+        let rate = 400_000_000u64;
+        let (p, d, queued) = txtime_run(rate, 3.0, Duration::from_millis(300));
+        let per_s = rate as f64 / 8.0;
+        let t0 = d[0].0;
+        let sent_by = |t: Duration| -> f64 {
+            d.iter()
+                .filter(|(u, _)| u.duration_since(t0) < t)
+                .map(|(_, b)| *b as f64)
+                .sum::<f64>()
+        };
+        // Right after the stall (400 ms): 100 ms sent of 400 (and the 8 ms queued).
+        let at400 = sent_by(Duration::from_millis(400)) / per_s;
+        assert!((0.10..=0.12).contains(&at400), "{at400}");
+        // Repaid at 2 x: by 700 ms the schedule is met (within one batch).
+        let at700 = sent_by(Duration::from_millis(700)) / per_s;
+        assert!(at700 >= 0.7 - 0.01, "{at700}");
+        let at3 = sent_by(Duration::from_secs(3)) / (per_s * 3.0);
+        assert!((0.995..=1.005).contains(&at3), "{at3}");
+        let most = busiest_ms(&d) as f64 / (per_s / 1000.0);
+        assert!((1.9..=2.51).contains(&most), "{most}");
+        assert_eq!(p.stats().busiest_1ms_bytes as usize, busiest_ms(&d));
+        assert_eq!(p.stats().stalls, 1);
+        // fq never holds more than KERNEL_QUEUE of departures at 2 x (49 messages of 17
+        // datagrams, 0.25 ms each at 2 x, some of them a batch's shorter last one) and the
+        // batch just handed over (17): under 70, below its per-flow limit of 100.
+        assert!((45..=70).contains(&queued), "{queued}");
     }
 
     #[test]

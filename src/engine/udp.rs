@@ -428,7 +428,9 @@ pub fn loss_percent(lost: u64, expected: u64) -> f64 {
 
 pub use super::pacer::{PacedBy, Pacer, PacerStats, PacingMode};
 pub use super::sys::{fine_timer_slack, mono_now};
-use super::sys::{getsockopt_int, recvmmsg, send, sendmmsg, setsockopt_int, CmsgSlot};
+use super::sys::{
+    getsockopt_int, recvmmsg, send, sendmmsg, sendmmsg_txtime, setsockopt_int, CmsgSlot,
+};
 
 /// Ask for a `bytes` receive buffer: SO_RCVBUFFORCE (above rmem_max, needs CAP_NET_ADMIN),
 /// else SO_RCVBUF (capped at rmem_max). A deep buffer keeps a briefly busy receiver from
@@ -603,10 +605,18 @@ pub fn kernel_batch_size(rate_bps: u64, len: usize) -> usize {
 /// (`v6`: IPv6's), and paces at [`super::pacer::KERNEL_MARGIN`] × the rate so the schedule,
 /// not fq, sets the average (see the pacer's module docs). At least 1.
 pub fn kernel_pacing_rate(rate_bps: u64, len: usize, v6: bool) -> u64 {
+    pacing_rate_times(rate_bps, len, v6, super::pacer::KERNEL_MARGIN)
+}
+
+/// As [`kernel_pacing_rate`] at `times` × the rate instead of the margin: with departure
+/// times (SO_TXTIME) the socket's pacing rate is [`super::pacer::KERNEL_CATCH_UP`] × the rate,
+/// the rate at which the pacer times what is owed (fq ignores the socket's rate for a
+/// timestamped skb; the option only bounds anything sent without a time).
+pub fn pacing_rate_times(rate_bps: u64, len: usize, v6: bool, times: f64) -> u64 {
     let hdr = ETH_HEADER + if v6 { V6_OVERHEAD } else { V4_OVERHEAD };
     let len = len.max(1) as f64;
     let wire = rate_bps as f64 / 8.0 * (len + hdr as f64) / len;
-    ((wire * super::pacer::KERNEL_MARGIN) as u64).max(1)
+    ((wire * times) as u64).max(1)
 }
 
 /// Datagrams per kernel call: with GSO at most [`MAX_BATCH`] and [`GSO_MAX_BYTES`] (at least
@@ -644,6 +654,25 @@ trait BatchTx {
     fn drain_errors(&mut self) -> usize {
         0
     }
+    /// Send `m` messages of `seg` bytes each, laid end to end in `buf`, message `i` not
+    /// before `times_ns[i]` (SCM_TXTIME, CLOCK_MONOTONIC ns; one sendmmsg call on a socket):
+    /// GSO super-datagrams when `gso` (the socket's segment size below `seg`), else single
+    /// datagrams; how many messages went. The default (test stand-ins) ignores the times.
+    fn send_timed(
+        &mut self,
+        buf: &[u8],
+        seg: usize,
+        m: usize,
+        times_ns: &[u64],
+        gso: bool,
+    ) -> std::io::Result<usize> {
+        let _ = times_ns;
+        if gso {
+            self.send_gso_many(buf, seg, m)
+        } else {
+            self.send_mmsg(buf, seg, m)
+        }
+    }
     /// Send `m` GSO super-datagrams of `seg` bytes each, laid end to end in `buf` (one
     /// sendmmsg call on a socket); how many super-datagrams went.
     fn send_gso_many(&mut self, buf: &[u8], seg: usize, m: usize) -> std::io::Result<usize> {
@@ -674,6 +703,16 @@ impl BatchTx for SockTx<'_> {
     }
     fn send_gso_many(&mut self, buf: &[u8], seg: usize, m: usize) -> std::io::Result<usize> {
         sendmmsg(self.0.as_fd(), buf, seg, m)
+    }
+    fn send_timed(
+        &mut self,
+        buf: &[u8],
+        seg: usize,
+        m: usize,
+        times_ns: &[u64],
+        _gso: bool,
+    ) -> std::io::Result<usize> {
+        sendmmsg_txtime(self.0.as_fd(), buf, seg, m, times_ns)
     }
     fn take_error(&mut self) -> Option<i32> {
         getsockopt_int(self.0.as_fd(), libc::SOL_SOCKET, libc::SO_ERROR)
@@ -796,6 +835,9 @@ fn sends_ipv6(sock: &UdpSocket) -> bool {
 ///
 /// `skb`: datagrams per GSO super-datagram; when `n` is a multiple of it above it (a
 /// kernel-paced batch), the batch goes as `n / skb` super-datagrams in one sendmmsg call.
+/// `times`: with departure times (SO_TXTIME), one per datagram of the call (CLOCK_MONOTONIC
+/// ns); each message carries its first datagram's.
+#[allow(clippy::too_many_arguments)]
 fn send_batch(
     tx: &mut impl BatchTx,
     gso: &mut bool,
@@ -804,9 +846,31 @@ fn send_batch(
     len: usize,
     n: usize,
     skb: usize,
+    times: Option<&[u64]>,
 ) -> std::io::Result<usize> {
+    // Every message of a timed call carries its time (one left untimed would leave at once,
+    // ahead of its flow's timed ones).
+    let timed = |tx: &mut dyn FnMut(&[u64]) -> std::io::Result<usize>, per: usize| {
+        let t = times.unwrap_or_default();
+        let m = n.div_ceil(per.max(1));
+        let ts: Vec<u64> = (0..m)
+            .map(|i| t.get(i * per).or(t.last()).copied().unwrap_or(0))
+            .collect();
+        tx(&ts)
+    };
     if *gso {
-        let sent = if skb > 0 && n > skb && n % skb == 0 {
+        let sent = if times.is_some() {
+            let per = if skb > 0 && n > skb && n % skb == 0 {
+                skb
+            } else {
+                n.max(1)
+            };
+            timed(
+                &mut |ts| tx.send_timed(&buf[..n * len], per * len, ts.len(), ts, true),
+                per,
+            )
+            .map(|m| m * per)
+        } else if skb > 0 && n > skb && n % skb == 0 {
             tx.send_gso_many(&buf[..n * len], skb * len, n / skb)
                 .map(|m| m * skb)
         } else {
@@ -826,6 +890,9 @@ fn send_batch(
             }
             Err(e) => return Err(e),
         }
+    }
+    if times.is_some() {
+        return timed(&mut |ts| tx.send_timed(buf, len, n, ts, false), 1);
     }
     tx.send_mmsg(buf, len, n)
 }
@@ -882,7 +949,12 @@ pub fn udp_send_loop(
         } else {
             1
         };
-        let v = kernel_send_buffer(kernel_pacing_rate(cfg.rate, len, v6), skb * len);
+        let pacing = if paced_by.is_some_and(|p| p.is_txtime()) {
+            pacing_rate_times(cfg.rate, len, v6, super::pacer::KERNEL_CATCH_UP)
+        } else {
+            kernel_pacing_rate(cfg.rate, len, v6)
+        };
+        let v = kernel_send_buffer(pacing, skb * len);
         if setsockopt_int(sock.as_fd(), libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, v).is_err() {
             let _ = setsockopt_int(sock.as_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, v);
         }
@@ -893,6 +965,7 @@ pub fn udp_send_loop(
         matches!(paced_by, Some(PacedBy::Kernel { port, .. }) if port.as_str().is_empty());
     let mode = match (kernel, unspread) {
         (false, _) => Mode::User,
+        (true, _) if paced_by.is_some_and(|p| p.is_txtime()) => Mode::KernelTxtime,
         (true, false) => Mode::Kernel,
         (true, true) => Mode::KernelUnspread,
     };
@@ -916,12 +989,17 @@ enum Mode {
     Kernel,
     /// The kernel by `--udp-pacing kernel` on a port without fq: nothing spreads the batches.
     KernelUnspread,
+    /// The kernel, through fq on the port, each message with its departure time (SO_TXTIME).
+    KernelTxtime,
 }
 
 /// Decide who paces a paced sender (see [`super::pacer::decide_pacing`]) and set the socket
-/// up for it: under kernel pacing, SO_MAX_PACING_RATE at [`kernel_pacing_rate`] and a send
-/// buffer that holds the queue the pacer lets build in fq (a socket whose pacing rate cannot
-/// be set is paced in user space).
+/// up for it: under kernel pacing with fq on the port, SO_TXTIME first (departure times:
+/// [`PacedBy::KernelTxtime`], SO_MAX_PACING_RATE at [`super::pacer::KERNEL_CATCH_UP`] × the
+/// rate); where the kernel refuses it (before 4.19: ENOPROTOOPT; EINVAL) SO_MAX_PACING_RATE at
+/// [`kernel_pacing_rate`] alone, as before ([`PacedBy::Kernel`]). A socket whose pacing rate
+/// cannot be set is paced in user space. (Forced kernel pacing without fq never asks for
+/// departure times: nothing would honour them.)
 fn kernel_or_user(sock: &UdpSocket, cfg: &UdpSendCfg, len: usize, v6: bool) -> PacedBy {
     let fd = sock.as_fd();
     let fq = match cfg.pacing {
@@ -935,7 +1013,19 @@ fn kernel_or_user(sock: &UdpSocket, cfg: &UdpSendCfg, len: usize, v6: bool) -> P
     if !p.is_kernel() {
         return p;
     }
-    let pacing = kernel_pacing_rate(cfg.rate, len, v6);
+    let p = match p {
+        PacedBy::Kernel { port, forced }
+            if !port.as_str().is_empty() && super::sys::enable_txtime(fd).is_ok() =>
+        {
+            PacedBy::KernelTxtime { port, forced }
+        }
+        p => p,
+    };
+    let pacing = if p.is_txtime() {
+        pacing_rate_times(cfg.rate, len, v6, super::pacer::KERNEL_CATCH_UP)
+    } else {
+        kernel_pacing_rate(cfg.rate, len, v6)
+    };
     if super::sys::set_max_pacing_rate(fd, pacing).is_err() {
         return PacedBy::UserSpace {
             why: super::pacer::UserWhy::NoFq,
@@ -1050,7 +1140,19 @@ fn run_sender_mode(
     // only debt beyond 1 s is written off.
     // No priority boost for the sender thread: on one host (veth) a nice −10 sender delays
     // the receiver's softirq and its arrival times bunch (measured: busiest 1 ms 1.9–2.5 ×).
-    let mut pacer = if kernel {
+    let txtime = kernel && mode == Mode::KernelTxtime;
+    // Departure times: the pacer times each message (one super-datagram, or one datagram
+    // without GSO); `clock` ties its Instants to CLOCK_MONOTONIC ns (one reading of each).
+    let unit = if gso { skb } else { 1 };
+    let clock = (std::time::Instant::now(), super::sys::mono_ns());
+    let mut dg_times: Vec<u64> = Vec::new();
+    let mut pacer = if txtime {
+        Some(Pacer::new_kernel_txtime(
+            cfg.rate,
+            super::pacer::MAX_DEBT,
+            unit * len,
+        ))
+    } else if kernel {
         Some(Pacer::new_kernel(
             cfg.rate,
             super::pacer::MAX_DEBT,
@@ -1089,6 +1191,18 @@ fn run_sender_mode(
             if !p.take(batch * len, &stopped) {
                 keep_stats(&pacer);
                 return pacer;
+            }
+            if txtime {
+                // Each datagram gets its message's departure (CLOCK_MONOTONIC ns; 0, no
+                // time, only where the sum would overflow a u64).
+                let d = p.departures();
+                dg_times.clear();
+                dg_times.extend((0..batch).map(|i| {
+                    d.get(i / unit)
+                        .or(d.last())
+                        .and_then(|&at| super::pacer::txtime_ns(clock.1, clock.0, at))
+                        .unwrap_or(0)
+                }));
             }
             batches = batches.wrapping_add(1);
             if batches % 64 == 0 {
@@ -1131,7 +1245,17 @@ fn run_sender_mode(
                 left.min(call_size(len, gso))
             };
             let was_gso = gso;
-            let sent = send_batch(tx, &mut gso, &mut refused, &buf[pos * len..], len, k, skb);
+            let times = txtime.then(|| dg_times.get(pos..).unwrap_or_default());
+            let sent = send_batch(
+                tx,
+                &mut gso,
+                &mut refused,
+                &buf[pos * len..],
+                len,
+                k,
+                skb,
+                times,
+            );
             // Datagrams per message of this call: still `gso` after it, GSO super-datagrams
             // of `per` datagrams each (several in one sendmmsg when kernel-paced), one skb
             // each; else one datagram per message.

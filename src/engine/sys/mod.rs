@@ -250,6 +250,123 @@ pub fn sendmmsg(fd: BorrowedFd<'_>, buf: &[u8], len: usize, n: usize) -> std::io
     }
 }
 
+/// Turn on SO_TXTIME for a socket on CLOCK_MONOTONIC, no flags (no deadline mode, no error
+/// reports): from then on each message may carry an [`SCM_TXTIME`](libc::SCM_TXTIME) control
+/// message with its earliest departure time, which the fq qdisc (Linux ≥ 4.20) honours and
+/// other qdiscs (except etf) ignore. Errors: the kernel's — ENOPROTOOPT on a kernel without
+/// the option (before 4.19), EINVAL where it refuses the clock or flags.
+pub fn enable_txtime(fd: BorrowedFd<'_>) -> std::io::Result<()> {
+    let v = libc::sock_txtime {
+        clockid: libc::CLOCK_MONOTONIC,
+        flags: 0,
+    };
+    // SAFETY: v is a valid sock_txtime for the duration of the call, passed with its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TXTIME,
+            &v as *const libc::sock_txtime as *const libc::c_void,
+            std::mem::size_of::<libc::sock_txtime>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Room for one SCM_TXTIME control message (`CMSG_SPACE(8)`: 24 bytes on 64-bit targets, 20
+/// on 32-bit ones), aligned as the kernel's `struct cmsghdr` needs.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(8))]
+pub struct TxtimeSlot([u8; 32]);
+
+/// Bytes of one SCM_TXTIME control message with its padding (`CMSG_SPACE(8)`).
+// SAFETY: CMSG_SPACE is arithmetic on its argument only.
+pub const TXTIME_CMSG_SPACE: usize = unsafe { libc::CMSG_SPACE(8) } as usize;
+
+/// `CMSG_LEN(8)`: an SCM_TXTIME control message's `cmsg_len` (header and the u64, no padding).
+// SAFETY: CMSG_LEN is arithmetic on its argument only.
+pub const TXTIME_CMSG_LEN: usize = unsafe { libc::CMSG_LEN(8) } as usize;
+
+const _: () = assert!(TXTIME_CMSG_SPACE <= std::mem::size_of::<TxtimeSlot>());
+const _: () = assert!(std::mem::align_of::<TxtimeSlot>() >= std::mem::align_of::<libc::cmsghdr>());
+
+impl TxtimeSlot {
+    /// Write the control message "depart not before `ns`" (SOL_SOCKET / SCM_TXTIME, a u64 of
+    /// CLOCK_MONOTONIC nanoseconds, `cmsg_len` = `CMSG_LEN(8)`); the bytes to pass as
+    /// `msg_controllen` ([`TXTIME_CMSG_SPACE`]).
+    pub fn set(&mut self, ns: u64) -> usize {
+        self.0 = [0; 32];
+        // SAFETY: an all-zero cmsghdr is a valid value (integers and, on musl, padding).
+        let mut h: libc::cmsghdr = unsafe { std::mem::zeroed() };
+        h.cmsg_level = libc::SOL_SOCKET;
+        h.cmsg_type = libc::SCM_TXTIME;
+        h.cmsg_len = TXTIME_CMSG_LEN as _;
+        // SAFETY: the slot holds 32 ≥ size_of::<cmsghdr>() writable bytes (checked above at
+        // compile time through TXTIME_CMSG_SPACE ≥ CMSG_LEN(0)); write_unaligned needs no
+        // alignment.
+        unsafe { std::ptr::write_unaligned(self.0.as_mut_ptr().cast::<libc::cmsghdr>(), h) };
+        self.0[CMSG_DATA_OFFSET..CMSG_DATA_OFFSET + 8].copy_from_slice(&ns.to_ne_bytes());
+        TXTIME_CMSG_SPACE
+    }
+
+    /// The slot's bytes (for tests and the parser).
+    pub fn bytes(&self) -> &[u8] {
+        &self.0[..TXTIME_CMSG_SPACE]
+    }
+}
+
+/// [`sendmmsg`] with a departure time per message: message `i` (`len` bytes at `i * len` in
+/// `buf`) carries an SCM_TXTIME control message of `times_ns[i]` (CLOCK_MONOTONIC ns; the
+/// socket needs [`enable_txtime`], else the kernel refuses the call with EINVAL). At most
+/// `min(n, buf.len() / len, times_ns.len())` messages; how many went.
+pub fn sendmmsg_txtime(
+    fd: BorrowedFd<'_>,
+    buf: &[u8],
+    len: usize,
+    n: usize,
+    times_ns: &[u64],
+) -> std::io::Result<usize> {
+    let n = match buf.len().checked_div(len) {
+        Some(fit) => n.min(fit),
+        None => n,
+    }
+    .min(times_ns.len());
+    let mut iov: Vec<libc::iovec> = (0..n)
+        .map(|i| libc::iovec {
+            // In range: i * len + len <= buf.len() by the clamp above.
+            iov_base: buf[i * len..].as_ptr() as *mut libc::c_void,
+            iov_len: len,
+        })
+        .collect();
+    let mut ctrl: Vec<TxtimeSlot> = vec![TxtimeSlot::default(); n];
+    // SAFETY: an all-zero mmsghdr is a valid "no name, no control" header.
+    let mut msgs: Vec<libc::mmsghdr> = (0..n).map(|_| unsafe { std::mem::zeroed() }).collect();
+    for (((m, v), c), &t) in msgs
+        .iter_mut()
+        .zip(iov.iter_mut())
+        .zip(ctrl.iter_mut())
+        .zip(times_ns)
+    {
+        let space = c.set(t);
+        m.msg_hdr.msg_iov = v;
+        m.msg_hdr.msg_iovlen = 1;
+        m.msg_hdr.msg_control = c.0.as_mut_ptr() as *mut libc::c_void;
+        m.msg_hdr.msg_controllen = space as _;
+    }
+    // SAFETY: msgs, the iovecs and the control slots they point to live until the call
+    // returns; each msg_controllen is within its slot.
+    let rc = unsafe { libc::sendmmsg(fd.as_raw_fd(), msgs.as_mut_ptr(), n as libc::c_uint, 0) };
+    if rc < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(rc as usize)
+    }
+}
+
 /// One datagram that [`recvmmsg`] read: its length in bytes (before truncation to the slot),
 /// the kernel's arrival time (µs since the epoch, SCM_TIMESTAMPNS) and the GRO segment size.
 #[derive(Debug, Clone, Copy)]
@@ -667,6 +784,65 @@ mod tests {
             got.push(n);
         }
         got
+    }
+
+    #[test]
+    fn a_txtime_cmsg_is_one_sol_socket_scm_txtime_message_of_the_u64() {
+        let mut slot = TxtimeSlot::default();
+        let ns = 0x0123_4567_89ab_cdef_u64;
+        let space = slot.set(ns);
+        // CMSG_SPACE(8): the header (16 bytes on 64-bit, 12 on 32-bit) and 8 bytes of data.
+        let hdr = std::mem::size_of::<libc::cmsghdr>();
+        assert_eq!(space, hdr + 8);
+        assert_eq!(TXTIME_CMSG_LEN, hdr + 8);
+        // Walk it as the kernel does: CMSG_FIRSTHDR / CMSG_DATA / CMSG_NXTHDR on a msghdr.
+        // SAFETY (test): a zeroed msghdr is valid; its control points into `slot`, which
+        // outlives the walk, and the CMSG_* macros stay within msg_controllen.
+        unsafe {
+            let mut m: libc::msghdr = std::mem::zeroed();
+            m.msg_control = slot.0.as_mut_ptr().cast();
+            m.msg_controllen = space as _;
+            let c = libc::CMSG_FIRSTHDR(&m);
+            assert!(!c.is_null());
+            assert_eq!((*c).cmsg_level, libc::SOL_SOCKET);
+            assert_eq!((*c).cmsg_type, libc::SCM_TXTIME);
+            assert_eq!((*c).cmsg_len as usize, libc::CMSG_LEN(8) as usize);
+            let got = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<u64>());
+            assert_eq!(got, ns);
+            // One message, nothing after it.
+            assert!(libc::CMSG_NXTHDR(&m, c).is_null());
+        }
+        // A second set overwrites the time and nothing else.
+        slot.set(7);
+        assert_eq!(
+            &slot.bytes()[CMSG_DATA_OFFSET..CMSG_DATA_OFFSET + 8],
+            &7u64.to_ne_bytes()
+        );
+    }
+
+    #[test]
+    fn the_kernel_takes_our_txtime_cmsg_only_after_so_txtime() {
+        // The kernel parses the control message: SCM_TXTIME on a socket without SO_TXTIME is
+        // EINVAL (so a refusal proves the kernel read our cmsg as SCM_TXTIME); after
+        // enable_txtime the same call sends every datagram (loopback's noqueue ignores the
+        // time; a malformed cmsg would be EINVAL here too).
+        let r = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.connect(r.local_addr().unwrap()).unwrap();
+        let buf = [7u8; 300];
+        let now = mono_ns();
+        let times = [now, now + 1_000_000, now + 2_000_000];
+        let e = sendmmsg_txtime(s.as_fd(), &buf, 100, 3, &times).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EINVAL), "{e}");
+        enable_txtime(s.as_fd()).unwrap();
+        assert_eq!(sendmmsg_txtime(s.as_fd(), &buf, 100, 3, &times).unwrap(), 3);
+        // Never more messages than times.
+        assert_eq!(
+            sendmmsg_txtime(s.as_fd(), &buf, 100, 3, &times[..2]).unwrap(),
+            2
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(drain(&r), vec![100; 5]);
     }
 
     #[test]
