@@ -30,16 +30,11 @@ pub fn configure(r: &mut Routes) {
         .get("/api/suites/{id}", READ, suite);
 }
 
-use super::json_error as error;
+use super::respond::json_error as error;
 
-fn internal(e: impl std::fmt::Display) -> HttpResponse {
-    error(
-        actix_web::http::StatusCode::INTERNAL_SERVER_ERROR,
-        e.to_string(),
-    )
-}
+use super::respond::internal;
 
-use super::run_not_found as not_found;
+use super::respond::run_not_found as not_found;
 
 async fn health() -> HttpResponse {
     HttpResponse::Ok()
@@ -52,7 +47,7 @@ async fn list(_auth: Auth, state: web::Data<AppState>, q: web::Query<RunFilter>)
     match state.store.list_runs(&f) {
         Ok(r) => HttpResponse::Ok().json(r),
         Err(crate::store::StoreError::Invalid(e)) => {
-            super::json_error(actix_web::http::StatusCode::BAD_REQUEST, e)
+            super::respond::json_error(actix_web::http::StatusCode::BAD_REQUEST, e)
         }
         Err(e) => internal(e),
     }

@@ -761,12 +761,14 @@ async fn api_run_net_config(
     let id = path.into_inner();
     match state.store.get_run(id) {
         Ok(Some(_)) => {}
-        Ok(None) => return super::run_not_found(id),
-        Err(e) => return super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Ok(None) => return super::respond::run_not_found(id),
+        Err(e) => {
+            return super::respond::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+        }
     }
     match state.store.run_net_config(id) {
         Ok(c) => HttpResponse::Ok().json(json!({"id": id, "net_config": c})),
-        Err(e) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e) => super::respond::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
 
@@ -1363,18 +1365,7 @@ async fn render(state: &AppState, auth: &Auth, status: StatusCode, n: Notes) -> 
             })
             .collect(),
     };
-    match page.render() {
-        Ok(body) => HttpResponse::build(status)
-            .content_type("text/html; charset=utf-8")
-            .insert_header(("X-Frame-Options", "DENY"))
-            .insert_header((
-                "Content-Security-Policy",
-                "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:",
-            ))
-            .insert_header(("Cache-Control", "no-store"))
-            .body(body),
-        Err(e) => HttpResponse::InternalServerError().body(format!("template error: {e}")),
-    }
+    super::respond::html_no_store(status, &page)
 }
 
 fn plain() -> Notes {
@@ -1388,9 +1379,7 @@ fn plain() -> Notes {
 }
 
 fn see_ports() -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, "/ports"))
-        .finish()
+    super::respond::redirect("/ports")
 }
 
 async fn ports_page(auth: Auth, state: web::Data<AppState>) -> HttpResponse {
@@ -1605,7 +1594,7 @@ async fn change_form(
     )
 }
 
-use super::pages::CsrfForm;
+use super::extract::CsrfForm;
 
 async fn confirm_form(
     auth: Auth,

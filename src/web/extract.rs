@@ -1,17 +1,18 @@
 //! Errors of actix's extractors (query string, path segment, JSON body) on API routes as
 //! the API's JSON error (`{"error": "..."}`, 400) instead of actix's text/plain default.
-//! Pages keep the default.
+//! Pages keep the default. Also a page's url-encoded [`Form`] and [`CsrfForm`].
 
 use actix_web::error::{InternalError, JsonPayloadError, PathError, QueryPayloadError};
-use actix_web::{http::StatusCode, web, HttpRequest};
+use actix_web::{http::StatusCode, web, FromRequest, HttpRequest};
 
 fn api_error<E>(e: E, req: &HttpRequest, what: &str) -> actix_web::Error
 where
     E: std::fmt::Display + std::fmt::Debug + Into<actix_web::Error> + 'static,
 {
-    if req.path().starts_with("/api/") {
+    if super::respond::is_api(req) {
         let msg = format!("invalid {what}: {e}");
-        InternalError::from_response(e, super::json_error(StatusCode::BAD_REQUEST, msg)).into()
+        InternalError::from_response(e, super::respond::json_error(StatusCode::BAD_REQUEST, msg))
+            .into()
     } else {
         e.into()
     }
@@ -30,6 +31,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::JsonConfig::default()
             .error_handler(|e: JsonPayloadError, req| api_error(e, req, "JSON body")),
     );
+}
+
+/// A form whose only field is the CSRF token (buttons such as delete, stop, confirm).
+#[derive(serde::Deserialize)]
+pub(crate) struct CsrfForm {
+    #[serde(default)]
+    pub(crate) csrf: Option<String>,
 }
 
 /// Largest form body, bytes (16 KiB, actix-web's `web::Form` default).
@@ -82,7 +90,7 @@ fn utf8_form(content_type: &str) -> bool {
     })
 }
 
-impl<T: serde::de::DeserializeOwned + 'static> actix_web::FromRequest for Form<T> {
+impl<T: serde::de::DeserializeOwned + 'static> FromRequest for Form<T> {
     type Error = actix_web::Error;
     type Future = futures_util::future::LocalBoxFuture<'static, Result<Self, Self::Error>>;
 

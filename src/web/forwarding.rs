@@ -8,8 +8,8 @@
 //! (API). Runs stop through the usual `/runs/{id}/stop` and `/api/runs/{id}/stop` too.
 
 use super::auth::{Auth, AuthError};
+use super::extract::CsrfForm;
 use super::extract::Form;
-use super::pages::CsrfForm;
 use super::AppState;
 use crate::board::apply::Controller;
 use crate::engine::report::version_string;
@@ -413,7 +413,7 @@ fn render(
         token_note,
         runs,
     };
-    super::pages::html(status, &page)
+    super::respond::html(status, &page)
 }
 
 async fn page(auth: Auth, state: web::Data<AppState>) -> HttpResponse {
@@ -435,7 +435,7 @@ async fn form_forward(
     Ok(match start_forward(&state, &auth, &req, &f) {
         Ok(id) => {
             super::audit::run_started(&state, &auth, &req, id);
-            super::pages::see_other(&format!("/runs/{id}"))
+            super::respond::redirect(&format!("/runs/{id}"))
         }
         Err(e) => {
             f.token = None;
@@ -462,7 +462,7 @@ async fn form_monitor(
     Ok(match start_monitor(&state, &m) {
         Ok(id) => {
             super::audit::run_started(&state, &auth, &req, id);
-            super::pages::see_other("/forwarding")
+            super::respond::redirect("/forwarding")
         }
         Err(e) => render(
             &state,
@@ -483,12 +483,12 @@ async fn form_stop(
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     state.hub.stop(path.into_inner());
-    Ok(super::pages::see_other("/forwarding"))
+    Ok(super::respond::redirect("/forwarding"))
 }
 
 // ---------------------------------------------------------------- API
 
-use super::json_error as api_error;
+use super::respond::json_error as api_error;
 
 fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, String> {
     serde_json::from_slice::<Value>(body)

@@ -4,7 +4,8 @@
 
 use super::auth::{Auth, AuthError};
 use super::extract::Form;
-use super::pages::{html, port_options, see_other, PortOption};
+use super::pages::{port_options, PortOption};
+use super::respond::{html, redirect};
 use super::routes::{Routes, ADMIN, READ, RUN};
 use super::AppState;
 use crate::engine::report::version_string;
@@ -146,7 +147,7 @@ async fn start_form(
         Err(e) => Err(e),
     };
     Ok(match res {
-        Ok((id, _)) => see_other(&format!("/runs/{id}")),
+        Ok((id, _)) => redirect(&format!("/runs/{id}")),
         Err(e) => html(
             StatusCode::BAD_REQUEST,
             &build(&state, &auth, &form, Some(e)),
@@ -161,7 +162,7 @@ async fn start_api(
     body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf_header(&req)?;
-    let bad = |m: String| super::json_error(StatusCode::BAD_REQUEST, m);
+    let bad = |m: String| super::respond::json_error(StatusCode::BAD_REQUEST, m);
     let form: LatencyForm = match serde_json::from_slice(&body) {
         Ok(f) => f,
         Err(e) => return Ok(bad(format!("invalid request body: {e}"))),

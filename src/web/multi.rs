@@ -3,7 +3,8 @@
 
 use super::auth::{Auth, AuthError};
 use super::extract::Form;
-use super::pages::{html, port_options, see_other, PortOption};
+use super::pages::{port_options, PortOption};
+use super::respond::{html, redirect};
 use super::routes::{Routes, ADMIN, READ, RUN};
 use super::AppState;
 use crate::engine::report::version_string;
@@ -135,7 +136,7 @@ async fn start(
     Ok(match res {
         Ok((id, _)) => {
             super::audit::run_started(&state, &auth, &req, id);
-            see_other(&format!("/runs/{id}"))
+            redirect(&format!("/runs/{id}"))
         }
         Err(e) => html(
             actix_web::http::StatusCode::BAD_REQUEST,
@@ -151,7 +152,7 @@ async fn api_start(
     body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf_header(&req)?;
-    let bad = |m: String| super::json_error(actix_web::http::StatusCode::BAD_REQUEST, m);
+    let bad = |m: String| super::respond::json_error(actix_web::http::StatusCode::BAD_REQUEST, m);
     let v: serde_json::Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => return Ok(bad(format!("invalid request body: {e}"))),

@@ -2,7 +2,8 @@
 //! settings. Every state-changing form carries the session's CSRF token.
 
 use super::auth::{self, Auth, AuthError};
-use super::extract::Form;
+use super::extract::{CsrfForm, Form};
+use super::respond::{html, internal_page as internal, message, ok, redirect, storage_message};
 use super::routes::{Routes, ADMIN, PUBLIC, READ};
 use super::AppState;
 use crate::engine::iperf3::wire::Params;
@@ -41,66 +42,10 @@ pub fn configure(r: &mut Routes) {
         .post("/settings/tokens/{id}/delete", ADMIN, delete_token);
 }
 
-pub(super) fn html<T: Template>(status: actix_web::http::StatusCode, t: &T) -> HttpResponse {
-    match t.render() {
-        Ok(body) => HttpResponse::build(status)
-            .content_type("text/html; charset=utf-8")
-            .insert_header(("X-Frame-Options", "DENY"))
-            .insert_header((
-                "Content-Security-Policy",
-                "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:",
-            ))
-            .body(body),
-        Err(e) => HttpResponse::InternalServerError().body(format!("template error: {e}")),
-    }
-}
-
-pub(super) fn ok<T: Template>(t: &T) -> HttpResponse {
-    html(actix_web::http::StatusCode::OK, t)
-}
-
-pub(super) fn see_other(to: &str) -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, to))
-        .finish()
-}
-
-fn internal(e: impl std::fmt::Display) -> HttpResponse {
-    HttpResponse::InternalServerError().body(format!("internal error: {e}"))
-}
-
 fn client_ip(req: &HttpRequest) -> std::net::IpAddr {
     req.peer_addr()
         .map(|a| a.ip())
         .unwrap_or(std::net::IpAddr::from([0u8, 0, 0, 0]))
-}
-
-#[derive(Template)]
-#[template(path = "message.html")]
-struct MessagePage {
-    nav: bool,
-    csrf: String,
-    version: String,
-    heading: String,
-    text: String,
-}
-
-fn message(
-    status: actix_web::http::StatusCode,
-    auth: Option<&Auth>,
-    heading: &str,
-    text: &str,
-) -> HttpResponse {
-    html(
-        status,
-        &MessagePage {
-            nav: auth.is_some(),
-            csrf: auth.map(|a| a.csrf().to_string()).unwrap_or_default(),
-            version: version_string(),
-            heading: heading.into(),
-            text: text.into(),
-        },
-    )
 }
 
 // ---------------------------------------------------------------- login and setup
@@ -125,7 +70,7 @@ struct SetupPage {
 
 async fn login_page(state: web::Data<AppState>) -> HttpResponse {
     if state.needs_setup() {
-        return see_other("/setup");
+        return redirect("/setup");
     }
     ok(&LoginPage {
         nav: false,
@@ -187,7 +132,7 @@ async fn login(
         );
     }
     let Some(hash) = state.admin_hash() else {
-        return see_other("/setup");
+        return redirect("/setup");
     };
     let Some(right) = auth::verify_password_limited(&hash, &form.password).await else {
         return page(
@@ -217,26 +162,6 @@ async fn login(
             )
         }
     }
-}
-
-/// What to tell a person when the store cannot write (`e` is the store's error text): a
-/// full data partition gets its own sentence, anything else the error itself.
-pub(super) fn storage_message(what: &str, e: &str) -> String {
-    let full = e.contains("full") || e.contains("No space");
-    if full {
-        format!(
-            "The board's storage is full: {what}. Nothing stored was lost. Free space on the data partition (delete files there, or `netperfd runs delete ID` on the console) and try again."
-        )
-    } else {
-        format!("The board cannot write its database: {what} ({e}). Try again.")
-    }
-}
-
-/// A form whose only field is the CSRF token (buttons such as delete, stop, confirm).
-#[derive(Deserialize)]
-pub(super) struct CsrfForm {
-    #[serde(default)]
-    pub(super) csrf: Option<String>,
 }
 
 async fn logout(
@@ -280,7 +205,7 @@ async fn logout_everywhere(
 
 async fn setup_page(state: web::Data<AppState>) -> HttpResponse {
     if !state.needs_setup() {
-        return see_other("/login");
+        return redirect("/login");
     }
     ok(&SetupPage {
         nav: false,
@@ -854,7 +779,7 @@ async fn start_test(
     Ok(match res {
         Ok(id) => {
             super::audit::run_started(&state, &auth, &req, id);
-            see_other(&format!("/runs/{id}"))
+            redirect(&format!("/runs/{id}"))
         }
         Err((status, e)) => {
             let mut page = index_page(&state, &auth, Some(&form.test), Some(e));
@@ -1587,7 +1512,7 @@ async fn delete_run(
         ));
     }
     Ok(match state.store.delete_run(id) {
-        Ok(true) => see_other("/runs"),
+        Ok(true) => redirect("/runs"),
         Ok(false) => message(
             actix_web::http::StatusCode::NOT_FOUND,
             Some(&auth),
@@ -1607,7 +1532,7 @@ async fn stop_run(
     auth.check_csrf(form.csrf.as_deref())?;
     let id = path.into_inner();
     Ok(if state.hub.stop(id) {
-        see_other(&format!("/runs/{id}"))
+        redirect(&format!("/runs/{id}"))
     } else {
         message(
             actix_web::http::StatusCode::CONFLICT,
@@ -1625,11 +1550,7 @@ async fn export_json(auth: Auth, state: web::Data<AppState>, path: web::Path<i64
         Ok(x) => x,
         Err(r) => return r,
     };
-    let mut b = HttpResponse::Ok();
-    b.content_type("application/json").insert_header((
-        header::CONTENT_DISPOSITION,
-        format!("attachment; filename=\"netperfd-run-{id}.json\""),
-    ));
+    let b = super::respond::download_head("application/json", &format!("netperfd-run-{id}.json"));
     let st = state.clone();
     super::stream::streamed(b, "run export", move |w| {
         crate::results::export::write_run_json(w, &st.store, &run, rep.as_ref(), true)
@@ -1674,11 +1595,8 @@ async fn export_csv(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>
         Ok(x) => x,
         Err(r) => return r,
     };
-    let mut b = HttpResponse::Ok();
-    b.content_type("text/csv; charset=utf-8").insert_header((
-        header::CONTENT_DISPOSITION,
-        format!("attachment; filename=\"netperfd-run-{id}.csv\""),
-    ));
+    let b =
+        super::respond::download_head("text/csv; charset=utf-8", &format!("netperfd-run-{id}.csv"));
     let st = state.clone();
     super::stream::streamed(b, "run export", move |w| {
         crate::results::export::write_run_csv(w, &st.store, &run, rep.as_ref())
@@ -1738,7 +1656,7 @@ async fn start_ladder(
     Ok(match form.start(&state) {
         Ok(id) => {
             super::audit::suite_started(&auth, &req, id, crate::spec::suite::UDP_LADDER);
-            see_other(&format!("/suites/{id}"))
+            redirect(&format!("/suites/{id}"))
         }
         Err(e) => message(
             actix_web::http::StatusCode::BAD_REQUEST,
@@ -1980,7 +1898,7 @@ async fn delete_token(
     auth.require_session(auth::CREDENTIALS_NEED_LOGIN)?;
     auth.check_csrf(form.csrf.as_deref())?;
     let _ = state.store.delete_token(path.into_inner());
-    Ok(see_other("/settings"))
+    Ok(redirect("/settings"))
 }
 
 #[cfg(test)]

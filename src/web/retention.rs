@@ -3,10 +3,13 @@
 //! Pinned runs are never pruned; lowering a cap prunes the oldest unpinned runs at once.
 
 use super::auth::{Auth, AuthError};
+use super::extract::CsrfForm;
 use super::extract::Form;
-use super::pages::{ok, see_other, settings, CsrfForm};
+use super::pages::settings;
+use super::respond::{json_error, run_not_found};
+use super::respond::{ok, redirect};
 use super::routes::{Routes, ADMIN, READ};
-use super::{json_error, run_not_found, AppState};
+use super::AppState;
 use crate::store::Retention;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -36,7 +39,7 @@ async fn set_pin(
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     Ok(match state.store.set_pinned(id, pinned) {
-        Ok(true) => see_other(&format!("/runs/{id}")),
+        Ok(true) => redirect(&format!("/runs/{id}")),
         Ok(false) => run_not_found(id),
         Err(e) => internal(e),
     })

@@ -5,7 +5,7 @@
 
 use super::auth::{Auth, AuthError};
 use super::extract::Form;
-use super::pages::{html, see_other};
+use super::respond::{html, redirect};
 use super::routes::{Routes, ADMIN, READ, RUN};
 use super::AppState;
 use crate::engine::report::version_string;
@@ -266,7 +266,7 @@ async fn start_form(
     Ok(match start(&state, &auth, &req, &r).await {
         Ok(id) => {
             super::audit::run_started(&state, &auth, &req, id);
-            see_other(&format!("/runs/{id}"))
+            redirect(&format!("/runs/{id}"))
         }
         Err(e) => {
             r.token = None;
@@ -285,7 +285,7 @@ async fn start_api(
     body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf_header(&req)?;
-    let bad = |m: String| super::json_error(StatusCode::BAD_REQUEST, m);
+    let bad = |m: String| super::respond::json_error(StatusCode::BAD_REQUEST, m);
     let r: Rfc2544Request = match serde_json::from_slice::<serde_json::Value>(&body)
         .map_err(|e| e.to_string())
         .and_then(|v| {

@@ -554,6 +554,56 @@ mod tests {
         assert!(body.starts_with("{\"lines\":"), "{body}");
     }
 
+    /// Issue 40: an API route spelled with escapes (`/%61pi/runs`) answers with the API's JSON
+    /// errors, as `/api/runs` does: 401 without credentials (it was the login redirect, chosen
+    /// by the raw path), 403 for a read token on an admin route, 400 for a bad path segment.
+    /// A page still redirects to the login.
+    #[actix_web::test]
+    async fn an_escaped_api_path_gets_the_apis_json_errors() {
+        let st = state();
+        let app = at::init_service(
+            App::new()
+                .app_data(st.clone())
+                .configure(crate::web::configure),
+        )
+        .await;
+        let anonymous = |uri: &'static str| at::TestRequest::get().uri(uri).to_request();
+        let want_401 = serde_json::json!({
+            "error": "authentication required: log in or send 'Authorization: Bearer <token>'"
+        })
+        .to_string();
+        for uri in ["/api/runs", "/%61pi/runs", "/%61%70%69/runs"] {
+            let r = at::call_service(&app, anonymous(uri)).await;
+            assert_eq!(r.status(), 401, "{uri}");
+            assert_eq!(
+                r.headers().get("content-type").map(|v| v.as_bytes()),
+                Some(&b"application/json"[..]),
+                "{uri}"
+            );
+            assert_eq!(at::read_body(r).await, want_401, "{uri}");
+        }
+        let r = at::call_service(&app, anonymous("/runs")).await;
+        assert_eq!(r.status(), 303);
+        assert_eq!(
+            r.headers().get("location").map(|v| v.as_bytes()),
+            Some(&b"/setup"[..])
+        );
+        let read = TOKENS[0].1;
+        for uri in ["/api/runs/1", "/%61pi/runs/1"] {
+            let got = call!(&app, &Method::DELETE, uri, read);
+            assert_eq!(got, (403, scope_error(Scope::Read, Scope::Admin)), "{uri}");
+        }
+        let plain = call!(&app, &Method::GET, "/api/runs/many", read);
+        assert_eq!(plain.0, 400);
+        assert!(
+            plain.1.starts_with("{\"error\":\"invalid path: "),
+            "{}",
+            plain.1
+        );
+        let escaped = call!(&app, &Method::GET, "/%61pi/runs/many", read);
+        assert_eq!(escaped, plain);
+    }
+
     /// A logged-in session is not a token: it reaches admin routes (any spelling) and its
     /// writes still need the CSRF token.
     #[actix_web::test]

@@ -7,9 +7,10 @@
 
 use super::auth::{Auth, AuthError};
 use super::extract::Form;
-use super::pages::{html, see_other};
+use super::respond::json_error;
+use super::respond::{html, redirect};
 use super::routes::{Routes, ADMIN, READ};
-use super::{json_error, AppState};
+use super::AppState;
 use crate::engine::report::version_string;
 use crate::model::time::{fmt_time, now_ms};
 use crate::spec::schedule::{self as sched, ScheduleRequest};
@@ -279,7 +280,7 @@ async fn save_form(
         enabled: Some(f.enabled.is_some()),
     };
     Ok(match save(&state, id, &r) {
-        Ok(_) => see_other("/schedules"),
+        Ok(_) => redirect("/schedules"),
         Err((s, e)) => html(
             s,
             &page_view(&state, &auth, Some(format!("Schedule not saved: {e}"))),
@@ -301,7 +302,7 @@ async fn delete_form(
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     Ok(match state.store.delete_schedule(path.into_inner()) {
-        Ok(true) => see_other("/schedules"),
+        Ok(true) => redirect("/schedules"),
         Ok(false) => html(
             StatusCode::NOT_FOUND,
             &page_view(&state, &auth, Some("There is no such schedule.".into())),

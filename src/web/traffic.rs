@@ -281,7 +281,7 @@ fn what(r: &RunRow) -> String {
 }
 
 fn render(status: StatusCode, p: &TrafficPage) -> HttpResponse {
-    super::pages::html(status, p)
+    super::respond::html(status, p)
 }
 
 async fn page(auth: Auth, req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
@@ -319,7 +319,7 @@ async fn start_api(
     body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf_header(&req)?;
-    let bad = |m: String| super::json_error(actix_web::http::StatusCode::BAD_REQUEST, m);
+    let bad = |m: String| super::respond::json_error(actix_web::http::StatusCode::BAD_REQUEST, m);
     let form: HttpGetForm = match serde_json::from_slice(&body) {
         Ok(f) => f,
         Err(e) => return Ok(bad(format!("invalid request body: {e}"))),
