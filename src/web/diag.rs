@@ -17,7 +17,7 @@
 //! files under `DATA/captures/`, removed after download or [`CAPTURE_RETENTION`].
 
 use super::auth::{Auth, AuthError};
-use super::extract::Form;
+use super::extract::{ApiWrite, Form, Json};
 use super::respond::html;
 use super::AppState;
 use crate::board::diag::{self as bd, Host};
@@ -306,19 +306,11 @@ async fn run_ping(
 
 async fn api_ping(
     req: HttpRequest,
-    auth: Auth,
-    body: web::Bytes,
+    ApiWrite {
+        auth,
+        body: Json(r),
+    }: ApiWrite<Json<PingRequest>>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let r: PingRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => {
-            return Ok(super::respond::json_error(
-                StatusCode::BAD_REQUEST,
-                format!("invalid request body: {e}"),
-            ))
-        }
-    };
     Ok(match run_ping(&auth, &req, &r).await {
         Ok(res) => HttpResponse::Ok().json(res),
         Err(e) => super::respond::json_error(e.status(), e.text()),
@@ -424,19 +416,11 @@ async fn run_path(
 
 async fn api_path(
     req: HttpRequest,
-    auth: Auth,
-    body: web::Bytes,
+    ApiWrite {
+        auth,
+        body: Json(r),
+    }: ApiWrite<Json<PathRequest>>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let r: PathRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => {
-            return Ok(super::respond::json_error(
-                StatusCode::BAD_REQUEST,
-                format!("invalid request body: {e}"),
-            ))
-        }
-    };
     Ok(match run_path(&auth, &req, &r).await {
         Ok(res) => HttpResponse::Ok().json(res),
         Err(e) => super::respond::json_error(e.status(), e.text()),
@@ -543,19 +527,11 @@ async fn run_lookup(auth: &Auth, req: &HttpRequest, host: &str) -> Result<Value,
 
 async fn api_lookup(
     req: HttpRequest,
-    auth: Auth,
-    body: web::Bytes,
+    ApiWrite {
+        auth,
+        body: Json(r),
+    }: ApiWrite<Json<LookupRequest>>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let r: LookupRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => {
-            return Ok(super::respond::json_error(
-                StatusCode::BAD_REQUEST,
-                format!("invalid request body: {e}"),
-            ))
-        }
-    };
     Ok(match run_lookup(&auth, &req, &r.host).await {
         Ok(v) => HttpResponse::Ok().json(v),
         Err(e) => super::respond::json_error(e.status(), e.text()),
@@ -1247,20 +1223,12 @@ fn start_capture(
 
 async fn api_capture(
     req: HttpRequest,
-    auth: Auth,
+    ApiWrite {
+        auth,
+        body: Json(r),
+    }: ApiWrite<Json<CaptureRequest>>,
     state: web::Data<AppState>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let r: CaptureRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => {
-            return Ok(super::respond::json_error(
-                StatusCode::BAD_REQUEST,
-                format!("invalid request body: {e}"),
-            ))
-        }
-    };
     Ok(match start_capture(&state, &auth, &req, &r) {
         Ok(id) => HttpResponse::Created()
             .insert_header(("Location", format!("/api/diag/capture/{id}")))
@@ -1305,10 +1273,9 @@ fn delete_capture(auth: &Auth, req: &HttpRequest, id: &str) -> Result<u64, (Stat
 /// capture's state (removed), 404 / 410 with a reason.
 async fn api_capture_delete(
     req: HttpRequest,
-    auth: Auth,
+    ApiWrite { auth, .. }: ApiWrite,
     path: web::Path<String>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     Ok(match delete_capture(&auth, &req, &path) {
         Ok(_) => match find_capture(&path) {
             Some(j) => HttpResponse::Ok().json(j.json()),

@@ -1,5 +1,6 @@
 //! The web UI and JSON API (actix-web + askama, every asset embedded in the binary).
-//! Routes: pages in `pages.rs`, `/api/` in `api.rs`; authentication in `auth.rs`.
+//! Routes: pages in `pages/`, `/api/` in `api.rs`; authentication in `auth.rs`; the responses
+//! and extractors every handler shares in `respond.rs` and `extract.rs`.
 //! Not for: measuring or storing (engine, store, live).
 
 pub mod api;

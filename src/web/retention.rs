@@ -3,8 +3,8 @@
 //! Pinned runs are never pruned; lowering a cap prunes the oldest unpinned runs at once.
 
 use super::auth::{Auth, AuthError};
-use super::extract::CsrfForm;
 use super::extract::Form;
+use super::extract::{ApiWrite, CsrfForm};
 use super::pages::settings;
 use super::respond::{json_error, run_not_found};
 use super::respond::{ok, redirect};
@@ -12,7 +12,7 @@ use super::routes::{Routes, ADMIN, READ};
 use super::AppState;
 use crate::store::Retention;
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -72,13 +72,11 @@ struct PinBody {
 }
 
 async fn pin_api(
-    req: HttpRequest,
-    auth: Auth,
+    _: ApiWrite,
     state: web::Data<AppState>,
     path: web::Path<i64>,
     body: web::Json<PinBody>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     let id = path.into_inner();
     Ok(match state.store.set_pinned(id, body.pinned) {
         Ok(true) => HttpResponse::Ok().json(json!({"id": id, "pinned": body.pinned})),
@@ -110,13 +108,11 @@ struct CapsBody {
 }
 
 async fn caps_put(
-    req: HttpRequest,
-    auth: Auth,
+    ApiWrite { auth, .. }: ApiWrite,
     state: web::Data<AppState>,
     body: web::Json<CapsBody>,
 ) -> Result<HttpResponse, AuthError> {
     auth.require_session(super::auth::RETENTION_NEEDS_LOGIN)?;
-    auth.check_csrf_header(&req)?;
     if body.max_bytes % (1 << 20) != 0 {
         return Ok(json_error(
             StatusCode::BAD_REQUEST,

@@ -54,7 +54,7 @@ fn message(status: StatusCode, auth: &Auth, heading: &str, text: &str) -> HttpRe
     super::respond::message(status, Some(auth), heading, text)
 }
 
-use super::extract::Form;
+use super::extract::{ApiWrite, Form, Json};
 use super::respond::json_error as api_error;
 
 fn pairs_get<'a>(p: &'a [(String, String)], k: &str) -> Option<&'a str> {
@@ -1151,12 +1151,9 @@ async fn api_show(
 }
 
 async fn api_create(
-    req: HttpRequest,
-    auth: Auth,
+    ApiWrite { body, .. }: ApiWrite<web::Bytes>,
     state: web::Data<AppState>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     Ok(match import(&state, &body, false) {
         Ok(id) => HttpResponse::Created()
             .insert_header(("Location", format!("/api/suite-defs/{id}")))
@@ -1166,13 +1163,10 @@ async fn api_create(
 }
 
 async fn api_update(
-    req: HttpRequest,
-    auth: Auth,
+    ApiWrite { body, .. }: ApiWrite<web::Bytes>,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     let row = match def_row(&state, &path) {
         Ok(r) => r,
         Err((s, e)) => return Ok(api_error(s, e)),
@@ -1186,12 +1180,10 @@ async fn api_update(
 }
 
 async fn api_delete(
-    req: HttpRequest,
-    auth: Auth,
+    _: ApiWrite,
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     Ok(match def_row(&state, &path) {
         Ok(r) => match state.store.delete_suite_def(r.id) {
             Ok(_) => HttpResponse::NoContent().finish(),
@@ -1203,24 +1195,16 @@ async fn api_delete(
 
 async fn api_run(
     req: HttpRequest,
-    auth: Auth,
+    ApiWrite {
+        auth,
+        body: Json(t),
+    }: ApiWrite<Json<RunTarget>>,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     let row = match def_row(&state, &path) {
         Ok(r) => r,
         Err((s, e)) => return Ok(api_error(s, e)),
-    };
-    let t: RunTarget = match serde_json::from_slice(&body) {
-        Ok(t) => t,
-        Err(e) => {
-            return Ok(api_error(
-                StatusCode::BAD_REQUEST,
-                format!("invalid request body: {e}"),
-            ))
-        }
     };
     Ok(match run::start_def(&state.hub, &row, &t) {
         Ok(sid) => {
@@ -1234,12 +1218,10 @@ async fn api_run(
 }
 
 async fn api_stop(
-    req: HttpRequest,
-    auth: Auth,
+    _: ApiWrite,
     state: web::Data<AppState>,
     path: web::Path<i64>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     let id = path.into_inner();
     Ok(match state.hub.stop_suite(id) {
         Ok(true) => HttpResponse::Accepted().json(json!({"id": id, "stopping": true})),

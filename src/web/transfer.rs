@@ -4,13 +4,14 @@
 //! and the `/transfer` page (download link, file upload through `static/transfer.js`).
 
 use super::auth::{Auth, AuthError};
+use super::extract::ApiWrite;
 use super::respond::html;
 use super::respond::json_error;
 use super::routes::{Routes, ADMIN, READ};
 use super::AppState;
 use crate::engine::report::version_string;
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use askama::Template;
 use futures_util::StreamExt;
 use std::io::Write;
@@ -146,12 +147,10 @@ async fn export(_auth: Auth, state: web::Data<AppState>) -> HttpResponse {
 }
 
 async fn import(
-    req: HttpRequest,
-    auth: Auth,
+    _: ApiWrite,
     state: web::Data<AppState>,
     mut body: web::Payload,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     let max = state.config.import_max_bytes;
     let too_big = || {
         json_error(
