@@ -196,7 +196,7 @@ mod tests {
         assert!(!r.headers().contains_key("cache-control"));
         let page = body(r).await;
         assert!(
-            page.contains("No such suite") && page.contains("a &lt;b&gt;"),
+            page.contains("<h1>No such suite</h1><p>a &#60;b&#62;</p>"),
             "{page}"
         );
         assert_eq!(

@@ -604,6 +604,64 @@ mod tests {
         assert_eq!(escaped, plain);
     }
 
+    /// Issue 40: the API writes' prologue (`extract::ApiWrite`) answers as the handlers did: a
+    /// session without the CSRF header 403 before its body is read, a body that does not parse
+    /// 400 with serde's reason, a route without a body never reads one.
+    #[actix_web::test]
+    async fn api_writes_check_csrf_then_parse_the_body() {
+        let st = state();
+        let app = at::init_service(
+            App::new()
+                .app_data(st.clone())
+                .configure(crate::web::configure),
+        )
+        .await;
+        let cookie = actix_web::cookie::Cookie::new(crate::web::auth::SESSION_COOKIE, SESSION);
+        let post = |uri: &str, csrf: bool, body: &'static str| {
+            let mut r = at::TestRequest::post()
+                .uri(uri)
+                .cookie(cookie.clone())
+                .insert_header(("content-type", "application/json"))
+                .set_payload(body);
+            if csrf {
+                r = r.insert_header(("X-CSRF-Token", CSRF));
+            }
+            r.to_request()
+        };
+        let answer = |r: ServiceResponse| async move {
+            let s = r.status().as_u16();
+            (
+                s,
+                String::from_utf8_lossy(&at::read_body(r).await).into_owned(),
+            )
+        };
+        let csrf = serde_json::json!({"error": "missing or invalid CSRF token"}).to_string();
+        let got = answer(at::call_service(&app, post("/api/schedules", false, "{")).await).await;
+        assert_eq!(got, (403, csrf.clone()));
+        let got = answer(at::call_service(&app, post("/api/schedules", true, "{")).await).await;
+        let want = serde_json::json!({
+            "error": "invalid request body: EOF while parsing an object at line 1 column 1"
+        });
+        assert_eq!(got, (400, want.to_string()));
+        // The board's own shape: its kind beside the error.
+        let got = answer(at::call_service(&app, post("/api/board/changes", true, "[")).await).await;
+        assert_eq!(got.0, 400, "{}", got.1);
+        let v: serde_json::Value = serde_json::from_str(&got.1).expect("json");
+        assert_eq!(v["kind"], "invalid", "{v}");
+        assert!(
+            v["error"]
+                .as_str()
+                .is_some_and(|e| e.starts_with("invalid request body: ")),
+            "{v}"
+        );
+        // No body: stop answers from the hub.
+        let got = answer(at::call_service(&app, post("/api/runs/999/stop", false, "")).await).await;
+        assert_eq!(got, (403, csrf));
+        let got = answer(at::call_service(&app, post("/api/runs/999/stop", true, "")).await).await;
+        let want = serde_json::json!({"error": "only a running test started from this board can be stopped"});
+        assert_eq!(got, (409, want.to_string()));
+    }
+
     /// A logged-in session is not a token: it reaches admin routes (any spelling) and its
     /// writes still need the CSRF token.
     #[actix_web::test]
