@@ -4,6 +4,7 @@
 //! `Authorization: Bearer <token>`. Errors are `{"error": "..."}` with a 4xx status.
 
 use super::auth::{Auth, AuthError};
+use super::extract::{invalid_body, ApiBody, ApiWrite};
 use super::routes::{Routes, ADMIN, PUBLIC, READ, RUN};
 use super::AppState;
 use crate::model::RunStatus;
@@ -30,16 +31,51 @@ pub fn configure(r: &mut Routes) {
         .get("/api/suites/{id}", READ, suite);
 }
 
-use super::json_error as error;
+use super::respond::json_error as error;
 
-fn internal(e: impl std::fmt::Display) -> HttpResponse {
-    error(
-        actix_web::http::StatusCode::INTERNAL_SERVER_ERROR,
-        e.to_string(),
-    )
+use super::respond::internal;
+
+/// `POST /api/runs`'s body: the test request, and `capture` (optional): a packet capture
+/// started with the run (`POST /api/diag/capture`'s fields). 400 `{"error": "invalid request
+/// body: …"}` when either does not parse.
+struct StartBody(TestRequest, Option<super::diag::CaptureRequest>);
+
+impl ApiBody for StartBody {
+    fn parse(body: web::Bytes) -> Result<Self, HttpResponse> {
+        serde_json::from_slice::<serde_json::Value>(&body)
+            .map_err(|e| e.to_string())
+            .and_then(|mut v| {
+                let capture = match v.as_object_mut().and_then(|m| m.remove("capture")) {
+                    None | Some(serde_json::Value::Null) => None,
+                    Some(c) => Some(
+                        serde_json::from_value::<super::diag::CaptureRequest>(c)
+                            .map_err(|e| format!("capture: {e}"))?,
+                    ),
+                };
+                let tr: TestRequest = test_request_json(v)
+                    .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))?;
+                Ok(StartBody(tr, capture))
+            })
+            .map_err(invalid_body)
+    }
 }
 
-use super::run_not_found as not_found;
+/// A JSON object body read through [`normalize`] (numbers where the form sends strings),
+/// then as `T`. 400 `{"error": "invalid request body: …"}` otherwise.
+pub(super) struct Normalized<T>(pub T);
+
+impl<T: serde::de::DeserializeOwned + 'static> ApiBody for Normalized<T> {
+    fn parse(body: web::Bytes) -> Result<Self, HttpResponse> {
+        serde_json::from_slice::<serde_json::Value>(&body)
+            .map_err(|e| e.to_string())
+            .and_then(normalize)
+            .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
+            .map(Normalized)
+            .map_err(invalid_body)
+    }
+}
+
+use super::respond::run_not_found as not_found;
 
 async fn health() -> HttpResponse {
     HttpResponse::Ok()
@@ -52,7 +88,7 @@ async fn list(_auth: Auth, state: web::Data<AppState>, q: web::Query<RunFilter>)
     match state.store.list_runs(&f) {
         Ok(r) => HttpResponse::Ok().json(r),
         Err(crate::store::StoreError::Invalid(e)) => {
-            super::json_error(actix_web::http::StatusCode::BAD_REQUEST, e)
+            super::respond::json_error(actix_web::http::StatusCode::BAD_REQUEST, e)
         }
         Err(e) => internal(e),
     }
@@ -60,36 +96,12 @@ async fn list(_auth: Auth, state: web::Data<AppState>, q: web::Query<RunFilter>)
 
 async fn start(
     req: HttpRequest,
-    auth: Auth,
+    ApiWrite {
+        auth,
+        body: StartBody(tr, capture),
+    }: ApiWrite<StartBody>,
     state: web::Data<AppState>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    // `capture` (optional): a packet capture started with the run (`POST /api/diag/capture`'s
-    // fields); the rest is the test request.
-    let parsed = serde_json::from_slice::<serde_json::Value>(&body)
-        .map_err(|e| e.to_string())
-        .and_then(|mut v| {
-            let capture = match v.as_object_mut().and_then(|m| m.remove("capture")) {
-                None | Some(serde_json::Value::Null) => None,
-                Some(c) => Some(
-                    serde_json::from_value::<super::diag::CaptureRequest>(c)
-                        .map_err(|e| format!("capture: {e}"))?,
-                ),
-            };
-            let tr: TestRequest = test_request_json(v)
-                .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))?;
-            Ok((tr, capture))
-        });
-    let (tr, capture) = match parsed {
-        Ok(t) => t,
-        Err(e) => {
-            return Ok(error(
-                actix_web::http::StatusCode::BAD_REQUEST,
-                format!("invalid request body: {e}"),
-            ))
-        }
-    };
     let ports = crate::board::ports();
     Ok(
         match start_with_capture(&state, &auth, &req, &tr, capture.as_ref(), &ports).await {
@@ -177,25 +189,12 @@ pub(super) fn normalize(v: serde_json::Value) -> Result<serde_json::Value, Strin
 }
 
 async fn start_ladder(
-    req: HttpRequest,
-    auth: Auth,
+    ApiWrite {
+        body: Normalized(form),
+        ..
+    }: ApiWrite<Normalized<super::pages::LadderForm>>,
     state: web::Data<AppState>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let form: super::pages::LadderForm = match serde_json::from_slice::<serde_json::Value>(&body)
-        .map_err(|e| e.to_string())
-        .and_then(normalize)
-        .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
-    {
-        Ok(f) => f,
-        Err(e) => {
-            return Ok(error(
-                actix_web::http::StatusCode::BAD_REQUEST,
-                format!("invalid request body: {e}"),
-            ))
-        }
-    };
     Ok(match form.start(&state) {
         Ok(id) => HttpResponse::Created().json(json!({"id": id, "url": format!("/suites/{id}")})),
         Err(e) => error(actix_web::http::StatusCode::BAD_REQUEST, e),
@@ -295,12 +294,10 @@ async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> 
 }
 
 async fn delete(
-    req: HttpRequest,
-    auth: Auth,
+    _: ApiWrite,
     state: web::Data<AppState>,
     path: web::Path<i64>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     let id = path.into_inner();
     if state.hub.is_live(id) {
         return Ok(error(
@@ -316,12 +313,10 @@ async fn delete(
 }
 
 async fn stop(
-    req: HttpRequest,
-    auth: Auth,
+    _: ApiWrite,
     state: web::Data<AppState>,
     path: web::Path<i64>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     let id = path.into_inner();
     Ok(if state.hub.stop(id) {
         HttpResponse::Accepted().json(json!({"id": id, "stopping": true}))

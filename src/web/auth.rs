@@ -312,7 +312,7 @@ fn authenticate(req: &HttpRequest) -> Result<Auth, AuthError> {
     let state = req
         .app_data::<web::Data<AppState>>()
         .ok_or_else(|| AuthError::Internal("no app state".into()))?;
-    let api = req.path().starts_with("/api/");
+    let api = super::respond::is_api(req);
     if let Some(h) = req
         .headers()
         .get(header::AUTHORIZATION)

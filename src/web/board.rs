@@ -9,7 +9,7 @@
 //! Not for: how changes are made or undone (system::apply and friends).
 
 use super::auth::{Auth, AuthError};
-use super::extract::Form;
+use super::extract::{ApiBody, ApiWrite, Form};
 use super::routes::{Routes, ADMIN, READ};
 use super::AppState;
 use crate::board::apply::{self, ApplyOptions, BoardView, Controller};
@@ -305,12 +305,18 @@ impl ApplyParams {
     }
 }
 
-fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, HttpResponse> {
-    if body.iter().all(|b| b.is_ascii_whitespace()) {
-        return serde_json::from_str("{}")
-            .map_err(|e| bad_request(format!("invalid request body: {e}")));
+/// A board change's JSON body as `T` (an empty or blank body reads as `{}`); one that does not
+/// parse gets the board's 400 (`{"error": "invalid request body: …", "kind": "invalid"}`).
+struct Board<T>(T);
+
+impl<T: serde::de::DeserializeOwned + 'static> ApiBody for Board<T> {
+    fn parse(body: web::Bytes) -> Result<Self, HttpResponse> {
+        let bad = |e: serde_json::Error| bad_request(format!("invalid request body: {e}"));
+        if body.iter().all(|b| b.is_ascii_whitespace()) {
+            return serde_json::from_str("{}").map(Board).map_err(bad);
+        }
+        serde_json::from_slice(&body).map(Board).map_err(bad)
     }
-    serde_json::from_slice(body).map_err(|e| bad_request(format!("invalid request body: {e}")))
 }
 
 async fn run_changes(
@@ -399,36 +405,20 @@ struct ChangesBody {
 
 async fn api_changes(
     req: HttpRequest,
-    auth: Auth,
+    ApiWrite { body: Board(b), .. }: ApiWrite<Board<ChangesBody>>,
     state: web::Data<AppState>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let b: ChangesBody = match parse_body(&body) {
-        Ok(b) => b,
-        Err(r) => return Ok(r),
-    };
     Ok(run_changes(&req, &state, b.changes, &b.params).await)
 }
 
-async fn api_confirm(
-    req: HttpRequest,
-    auth: Auth,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
+async fn api_confirm(_: ApiWrite, state: web::Data<AppState>) -> Result<HttpResponse, AuthError> {
     Ok(match controller(&state).confirm().await {
         Ok(c) => HttpResponse::Ok().json(json!({"confirmed": c})),
         Err(e) => api_error(&e),
     })
 }
 
-async fn api_rollback(
-    req: HttpRequest,
-    auth: Auth,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
+async fn api_rollback(_: ApiWrite, state: web::Data<AppState>) -> Result<HttpResponse, AuthError> {
     Ok(
         match controller(&state).rollback("rolled back by the user").await {
             Ok(c) => HttpResponse::Ok().json(json!({"rolled_back": c})),
@@ -447,16 +437,9 @@ struct SettingsBody {
 }
 
 async fn api_settings(
-    req: HttpRequest,
-    auth: Auth,
+    ApiWrite { body: Board(b), .. }: ApiWrite<Board<SettingsBody>>,
     state: web::Data<AppState>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let b: SettingsBody = match parse_body(&body) {
-        Ok(b) => b,
-        Err(r) => return Ok(r),
-    };
     let c = controller(&state);
     Ok(
         match c.save_settings(b.confirm_window_secs, b.firewall.as_deref()) {
@@ -478,16 +461,10 @@ struct AddressBody {
 
 async fn api_add_address(
     req: HttpRequest,
-    auth: Auth,
+    ApiWrite { body: Board(b), .. }: ApiWrite<Board<AddressBody>>,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let b: AddressBody = match parse_body(&body) {
-        Ok(b) => b,
-        Err(r) => return Ok(r),
-    };
     let c = Change::AddAddress {
         port: path.into_inner(),
         address: b.address,
@@ -528,12 +505,11 @@ impl QueryParams {
 
 async fn api_del_address(
     req: HttpRequest,
-    auth: Auth,
+    _: ApiWrite,
     state: web::Data<AppState>,
     path: web::Path<(String, String, String)>,
     q: web::Query<QueryParams>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     let (port, addr, prefix) = path.into_inner();
     let c = Change::DelAddress {
         port,
@@ -554,16 +530,10 @@ struct LinkBody {
 
 async fn api_link(
     req: HttpRequest,
-    auth: Auth,
+    ApiWrite { body: Board(b), .. }: ApiWrite<Board<LinkBody>>,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let b: LinkBody = match parse_body(&body) {
-        Ok(b) => b,
-        Err(r) => return Ok(r),
-    };
     let mtu = match b.mtu {
         None | Some(serde_json::Value::Null) => None,
         Some(serde_json::Value::String(s)) => Some(s),
@@ -601,16 +571,10 @@ struct AddressingBody {
 /// like every change (confirm within the window, or rolled back).
 async fn api_addressing(
     req: HttpRequest,
-    auth: Auth,
+    ApiWrite { body: Board(b), .. }: ApiWrite<Board<AddressingBody>>,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let b: AddressingBody = match parse_body(&body) {
-        Ok(b) => b,
-        Err(r) => return Ok(r),
-    };
     let params = ApplyParams {
         confirm_within: b.confirm_within,
         unchecked: b.unchecked,
@@ -636,15 +600,9 @@ struct GatewayBody {
 
 async fn api_set_gateway(
     req: HttpRequest,
-    auth: Auth,
+    ApiWrite { body: Board(b), .. }: ApiWrite<Board<GatewayBody>>,
     state: web::Data<AppState>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let b: GatewayBody = match parse_body(&body) {
-        Ok(b) => b,
-        Err(r) => return Ok(r),
-    };
     if b.via.trim().is_empty() {
         return Ok(bad_request(
             "via is empty; DELETE /api/gateway?family=ipv4 removes the default route",
@@ -660,11 +618,10 @@ async fn api_set_gateway(
 
 async fn api_del_gateway(
     req: HttpRequest,
-    auth: Auth,
+    _: ApiWrite,
     state: web::Data<AppState>,
     q: web::Query<QueryParams>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     let c = Change::Gateway {
         via: None,
         port: None,
@@ -688,15 +645,9 @@ struct ForwardBody {
 
 async fn api_forward_enable(
     req: HttpRequest,
-    auth: Auth,
+    ApiWrite { body: Board(b), .. }: ApiWrite<Board<ForwardBody>>,
     state: web::Data<AppState>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let b: ForwardBody = match parse_body(&body) {
-        Ok(b) => b,
-        Err(r) => return Ok(r),
-    };
     let c = Change::ForwardEnable {
         ingress: b.ingress,
         egress: b.out,
@@ -708,11 +659,10 @@ async fn api_forward_enable(
 
 async fn api_forward_disable(
     req: HttpRequest,
-    auth: Auth,
+    _: ApiWrite,
     state: web::Data<AppState>,
     q: web::Query<QueryParams>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     let (Some(i), Some(o)) = (q.ingress.clone(), q.out.clone()) else {
         return Ok(bad_request(
             "give the forwarding to disable as ?in=PORT&out=PORT",
@@ -738,15 +688,8 @@ struct GovernorBody {
 }
 
 async fn api_set_governor(
-    req: HttpRequest,
-    auth: Auth,
-    body: web::Bytes,
+    ApiWrite { body: Board(b), .. }: ApiWrite<Board<GovernorBody>>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let b: GovernorBody = match parse_body(&body) {
-        Ok(b) => b,
-        Err(r) => return Ok(r),
-    };
     Ok(match governor::set(&b.governor) {
         Ok(c) => HttpResponse::Ok().json(json!({"cores": c})),
         Err(e) => api_error(&e),
@@ -761,12 +704,14 @@ async fn api_run_net_config(
     let id = path.into_inner();
     match state.store.get_run(id) {
         Ok(Some(_)) => {}
-        Ok(None) => return super::run_not_found(id),
-        Err(e) => return super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Ok(None) => return super::respond::run_not_found(id),
+        Err(e) => {
+            return super::respond::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+        }
     }
     match state.store.run_net_config(id) {
         Ok(c) => HttpResponse::Ok().json(json!({"id": id, "net_config": c})),
-        Err(e) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e) => super::respond::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
 
@@ -1363,18 +1308,7 @@ async fn render(state: &AppState, auth: &Auth, status: StatusCode, n: Notes) -> 
             })
             .collect(),
     };
-    match page.render() {
-        Ok(body) => HttpResponse::build(status)
-            .content_type("text/html; charset=utf-8")
-            .insert_header(("X-Frame-Options", "DENY"))
-            .insert_header((
-                "Content-Security-Policy",
-                "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:",
-            ))
-            .insert_header(("Cache-Control", "no-store"))
-            .body(body),
-        Err(e) => HttpResponse::InternalServerError().body(format!("template error: {e}")),
-    }
+    super::respond::html_no_store(status, &page)
 }
 
 fn plain() -> Notes {
@@ -1387,10 +1321,35 @@ fn plain() -> Notes {
     }
 }
 
+/// The Ports page after a form that failed: `e`'s sentence as the page's error, with `e`'s
+/// status.
+async fn failed(state: &AppState, auth: &Auth, e: &BoardError) -> HttpResponse {
+    let n = Notes {
+        error: Some(e.to_string()),
+        ..plain()
+    };
+    render(state, auth, status(e), n).await
+}
+
+/// The Ports page (200) after the user decided the pending changes: "`what` at 14:03:27
+/// UTC`by`: change; change." (`what`: "Confirmed", "Rolled back"; `by`: "" or " (by you)").
+async fn decided(
+    state: &AppState,
+    auth: &Auth,
+    what: &str,
+    by: &str,
+    changes: &[String],
+) -> HttpResponse {
+    let at = clock(crate::model::time::now_ms());
+    let n = Notes {
+        notice: Some(format!("{what} at {at}{by}: {}.", changes.join("; "))),
+        ..plain()
+    };
+    render(state, auth, StatusCode::OK, n).await
+}
+
 fn see_ports() -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, "/ports"))
-        .finish()
+    super::respond::redirect("/ports")
 }
 
 async fn ports_page(auth: Auth, state: web::Data<AppState>) -> HttpResponse {
@@ -1527,13 +1486,7 @@ async fn change_form(
     auth.check_csrf(form.csrf.as_deref())?;
     let change = match form.change() {
         Ok(c) => c,
-        Err(e) => {
-            let n = Notes {
-                error: Some(e.to_string()),
-                ..plain()
-            };
-            return Ok(render(&state, &auth, status(&e), n).await);
-        }
+        Err(e) => return Ok(failed(&state, &auth, &e).await),
     };
     let mode = form.mode.as_deref().unwrap_or("apply");
     let force = mode == "force";
@@ -1594,18 +1547,12 @@ async fn change_form(
                 };
                 render(&state, &auth, status(&e), n).await
             }
-            Err(e) => {
-                let n = Notes {
-                    error: Some(e.to_string()),
-                    ..plain()
-                };
-                render(&state, &auth, status(&e), n).await
-            }
+            Err(e) => failed(&state, &auth, &e).await,
         },
     )
 }
 
-use super::pages::CsrfForm;
+use super::extract::CsrfForm;
 
 async fn confirm_form(
     auth: Auth,
@@ -1614,24 +1561,8 @@ async fn confirm_form(
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     Ok(match controller(&state).confirm().await {
-        Ok(c) => {
-            let n = Notes {
-                notice: Some(format!(
-                    "Confirmed at {}: {}.",
-                    clock(crate::model::time::now_ms()),
-                    c.join("; ")
-                )),
-                ..plain()
-            };
-            render(&state, &auth, StatusCode::OK, n).await
-        }
-        Err(e) => {
-            let n = Notes {
-                error: Some(e.to_string()),
-                ..plain()
-            };
-            render(&state, &auth, status(&e), n).await
-        }
+        Ok(c) => decided(&state, &auth, "Confirmed", "", &c).await,
+        Err(e) => failed(&state, &auth, &e).await,
     })
 }
 
@@ -1643,24 +1574,8 @@ async fn rollback_form(
     auth.check_csrf(form.csrf.as_deref())?;
     Ok(
         match controller(&state).rollback("rolled back by the user").await {
-            Ok(c) => {
-                let n = Notes {
-                    notice: Some(format!(
-                        "Rolled back at {} (by you): {}.",
-                        clock(crate::model::time::now_ms()),
-                        c.join("; ")
-                    )),
-                    ..plain()
-                };
-                render(&state, &auth, StatusCode::OK, n).await
-            }
-            Err(e) => {
-                let n = Notes {
-                    error: Some(e.to_string()),
-                    ..plain()
-                };
-                render(&state, &auth, status(&e), n).await
-            }
+            Ok(c) => decided(&state, &auth, "Rolled back", " (by you)", &c).await,
+            Err(e) => failed(&state, &auth, &e).await,
         },
     )
 }
@@ -1681,13 +1596,7 @@ async fn governor_form(
     auth.check_csrf(form.csrf.as_deref())?;
     Ok(match governor::set(&form.governor) {
         Ok(_) => see_ports(),
-        Err(e) => {
-            let n = Notes {
-                error: Some(e.to_string()),
-                ..plain()
-            };
-            render(&state, &auth, status(&e), n).await
-        }
+        Err(e) => failed(&state, &auth, &e).await,
     })
 }
 
@@ -1726,13 +1635,7 @@ async fn settings_form(
     });
     Ok(match r {
         Ok(()) => see_ports(),
-        Err(e) => {
-            let n = Notes {
-                error: Some(e.to_string()),
-                ..plain()
-            };
-            render(&state, &auth, status(&e), n).await
-        }
+        Err(e) => failed(&state, &auth, &e).await,
     })
 }
 

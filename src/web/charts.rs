@@ -14,7 +14,7 @@ pub fn configure(r: &mut Routes) {
         .get("/api/runs/{id}/analysis", READ, analysis_api);
 }
 
-use super::run_not_found as not_found;
+use super::respond::run_not_found as not_found;
 
 async fn chart(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> HttpResponse {
     let id = path.into_inner();
@@ -25,8 +25,8 @@ async fn chart(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) ->
     match res {
         Ok(Ok(Some(c))) => HttpResponse::Ok().json(c),
         Ok(Ok(None)) => not_found(id),
-        Ok(Err(e)) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-        Err(e) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Ok(Err(e)) => super::respond::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e) => super::respond::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }
 
@@ -64,7 +64,7 @@ async fn analysis_api(
     match res {
         Ok(Ok(Some(v))) => HttpResponse::Ok().json(v),
         Ok(Ok(None)) => not_found(id),
-        Ok(Err(e)) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-        Err(e) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Ok(Err(e)) => super::respond::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e) => super::respond::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }

@@ -17,8 +17,8 @@
 //! files under `DATA/captures/`, removed after download or [`CAPTURE_RETENTION`].
 
 use super::auth::{Auth, AuthError};
-use super::extract::Form;
-use super::pages::html;
+use super::extract::{ApiWrite, Form, Json};
+use super::respond::html;
 use super::AppState;
 use crate::board::diag::{self as bd, Host};
 use crate::engine::ping::{PingResult, PingSpec, MAX_SIZE, MIN_SIZE};
@@ -306,22 +306,14 @@ async fn run_ping(
 
 async fn api_ping(
     req: HttpRequest,
-    auth: Auth,
-    body: web::Bytes,
+    ApiWrite {
+        auth,
+        body: Json(r),
+    }: ApiWrite<Json<PingRequest>>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let r: PingRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => {
-            return Ok(super::json_error(
-                StatusCode::BAD_REQUEST,
-                format!("invalid request body: {e}"),
-            ))
-        }
-    };
     Ok(match run_ping(&auth, &req, &r).await {
         Ok(res) => HttpResponse::Ok().json(res),
-        Err(e) => super::json_error(e.status(), e.text()),
+        Err(e) => super::respond::json_error(e.status(), e.text()),
     })
 }
 
@@ -424,22 +416,14 @@ async fn run_path(
 
 async fn api_path(
     req: HttpRequest,
-    auth: Auth,
-    body: web::Bytes,
+    ApiWrite {
+        auth,
+        body: Json(r),
+    }: ApiWrite<Json<PathRequest>>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let r: PathRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => {
-            return Ok(super::json_error(
-                StatusCode::BAD_REQUEST,
-                format!("invalid request body: {e}"),
-            ))
-        }
-    };
     Ok(match run_path(&auth, &req, &r).await {
         Ok(res) => HttpResponse::Ok().json(res),
-        Err(e) => super::json_error(e.status(), e.text()),
+        Err(e) => super::respond::json_error(e.status(), e.text()),
     })
 }
 
@@ -543,22 +527,14 @@ async fn run_lookup(auth: &Auth, req: &HttpRequest, host: &str) -> Result<Value,
 
 async fn api_lookup(
     req: HttpRequest,
-    auth: Auth,
-    body: web::Bytes,
+    ApiWrite {
+        auth,
+        body: Json(r),
+    }: ApiWrite<Json<LookupRequest>>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let r: LookupRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => {
-            return Ok(super::json_error(
-                StatusCode::BAD_REQUEST,
-                format!("invalid request body: {e}"),
-            ))
-        }
-    };
     Ok(match run_lookup(&auth, &req, &r.host).await {
         Ok(v) => HttpResponse::Ok().json(v),
-        Err(e) => super::json_error(e.status(), e.text()),
+        Err(e) => super::respond::json_error(e.status(), e.text()),
     })
 }
 
@@ -641,7 +617,7 @@ async fn api_neighbours(auth: Auth) -> Result<HttpResponse, AuthError> {
     let _ = auth;
     Ok(match bd::neighbours().await {
         Ok(n) => HttpResponse::Ok().json(json!({ "neighbours": n })),
-        Err(e) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e) => super::respond::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     })
 }
 
@@ -649,7 +625,7 @@ async fn api_routes(auth: Auth) -> Result<HttpResponse, AuthError> {
     let _ = auth;
     Ok(match bd::routes().await {
         Ok(r) => HttpResponse::Ok().json(json!({ "routes": r })),
-        Err(e) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e) => super::respond::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     })
 }
 
@@ -705,18 +681,12 @@ async fn api_logs(auth: Auth, q: web::Query<LogQuery>) -> Result<HttpResponse, A
     let _ = auth;
     Ok(match q.select() {
         Ok(l) => HttpResponse::Ok().json(json!({ "lines": l })),
-        Err(e) => super::json_error(StatusCode::BAD_REQUEST, e),
+        Err(e) => super::respond::json_error(StatusCode::BAD_REQUEST, e),
     })
 }
 
 fn text_file(name: &str, body: String) -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("text/plain; charset=utf-8")
-        .insert_header((
-            "Content-Disposition",
-            format!("attachment; filename=\"{name}\""),
-        ))
-        .body(body)
+    super::respond::download("text/plain; charset=utf-8", name, body)
 }
 
 async fn api_logs_text(auth: Auth, q: web::Query<LogQuery>) -> Result<HttpResponse, AuthError> {
@@ -727,7 +697,7 @@ async fn api_logs_text(auth: Auth, q: web::Query<LogQuery>) -> Result<HttpRespon
             body.push('\n');
             text_file("netperfd-log.txt", body)
         }
-        Err(e) => super::json_error(StatusCode::BAD_REQUEST, e),
+        Err(e) => super::respond::json_error(StatusCode::BAD_REQUEST, e),
     })
 }
 
@@ -741,23 +711,23 @@ async fn api_journal(
         bd::MAX_JOURNAL_LINES as usize,
     ) {
         Ok(n) => n as u32,
-        Err(e) => return Ok(super::json_error(StatusCode::BAD_REQUEST, e)),
+        Err(e) => return Ok(super::respond::json_error(StatusCode::BAD_REQUEST, e)),
     };
     if bd::journalctl().is_none() {
-        return Ok(super::json_error(
+        return Ok(super::respond::json_error(
             StatusCode::NOT_FOUND,
             "journalctl is not installed on this board",
         ));
     }
     let _slot = match claim(&auth, "journal read") {
         Ok(s) => s,
-        Err(e) => return Ok(super::json_error(StatusCode::TOO_MANY_REQUESTS, e)),
+        Err(e) => return Ok(super::respond::json_error(StatusCode::TOO_MANY_REQUESTS, e)),
     };
     super::audit::diag_ran(&auth, &req, &format!("journal ({n} lines)"));
     Ok(match web::block(move || bd::journal(n)).await {
         Ok(Ok(t)) => text_file("netperfd-journal.txt", t),
-        Ok(Err(e)) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e),
-        Err(e) => super::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Ok(Err(e)) => super::respond::json_error(StatusCode::INTERNAL_SERVER_ERROR, e),
+        Err(e) => super::respond::json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     })
 }
 
@@ -1253,25 +1223,17 @@ fn start_capture(
 
 async fn api_capture(
     req: HttpRequest,
-    auth: Auth,
+    ApiWrite {
+        auth,
+        body: Json(r),
+    }: ApiWrite<Json<CaptureRequest>>,
     state: web::Data<AppState>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let r: CaptureRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => {
-            return Ok(super::json_error(
-                StatusCode::BAD_REQUEST,
-                format!("invalid request body: {e}"),
-            ))
-        }
-    };
     Ok(match start_capture(&state, &auth, &req, &r) {
         Ok(id) => HttpResponse::Created()
             .insert_header(("Location", format!("/api/diag/capture/{id}")))
             .json(json!({"id": id, "pcap": format!("/api/diag/capture/{id}/pcap")})),
-        Err(e) => super::json_error(e.status(), e.text()),
+        Err(e) => super::respond::json_error(e.status(), e.text()),
     })
 }
 
@@ -1285,7 +1247,7 @@ async fn api_capture_state(auth: Auth, path: web::Path<String>) -> Result<HttpRe
     expire_captures();
     Ok(match find_capture(&path) {
         Some(j) => HttpResponse::Ok().json(j.json()),
-        None => super::json_error(StatusCode::NOT_FOUND, "no such capture"),
+        None => super::respond::json_error(StatusCode::NOT_FOUND, "no such capture"),
     })
 }
 
@@ -1311,16 +1273,15 @@ fn delete_capture(auth: &Auth, req: &HttpRequest, id: &str) -> Result<u64, (Stat
 /// capture's state (removed), 404 / 410 with a reason.
 async fn api_capture_delete(
     req: HttpRequest,
-    auth: Auth,
+    ApiWrite { auth, .. }: ApiWrite,
     path: web::Path<String>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     Ok(match delete_capture(&auth, &req, &path) {
         Ok(_) => match find_capture(&path) {
             Some(j) => HttpResponse::Ok().json(j.json()),
             None => HttpResponse::Ok().json(json!({"state": "removed"})),
         },
-        Err((s, e)) => super::json_error(s, e),
+        Err((s, e)) => super::respond::json_error(s, e),
     })
 }
 
@@ -1330,12 +1291,14 @@ async fn form_capture_delete(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    form: Form<super::pages::CsrfForm>,
+    form: Form<super::extract::CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let mut v = Inputs::default();
     match delete_capture(&auth, &req, &path) {
-        Ok(id) => Ok(see_other(&format!("/diag?deleted={id}#capture"))),
+        Ok(id) => Ok(super::respond::redirect(&format!(
+            "/diag?deleted={id}#capture"
+        ))),
         Err((s, e)) => {
             v.cap_error = Some(e);
             Ok(html(s, &build(&state, &auth, v).await))
@@ -1408,17 +1371,20 @@ async fn api_capture_pcap(
 ) -> Result<HttpResponse, AuthError> {
     expire_captures();
     let Some(j) = find_capture(&path) else {
-        return Ok(super::json_error(StatusCode::NOT_FOUND, "no such capture"));
+        return Ok(super::respond::json_error(
+            StatusCode::NOT_FOUND,
+            "no such capture",
+        ));
     };
     match j.state() {
         CapState::Running => {
-            return Ok(super::json_error(
+            return Ok(super::respond::json_error(
                 StatusCode::CONFLICT,
                 "the capture is still running: download it when its state is done",
             ))
         }
         CapState::Removed(why) => {
-            return Ok(super::json_error(
+            return Ok(super::respond::json_error(
                 StatusCode::GONE,
                 format!("the capture file was removed ({why})"),
             ))
@@ -1437,7 +1403,7 @@ async fn api_capture_pcap(
         Ok((f, len))
     });
     let Ok((file, len)) = opened else {
-        return Ok(super::json_error(
+        return Ok(super::respond::json_error(
             StatusCode::INTERNAL_SERVER_ERROR,
             "cannot read the capture file",
         ));
@@ -1451,7 +1417,7 @@ async fn api_capture_pcap(
     let body = match file_stream(file, permit) {
         Ok(s) => s,
         Err(e) => {
-            return Ok(super::json_error(
+            return Ok(super::respond::json_error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("cannot start the download: {e}"),
             ))
@@ -1509,19 +1475,14 @@ async fn form_capture(
     match res {
         // Post/redirect/get: reloading the page that says "Capture N started" is a GET and
         // starts nothing (it was the POST again, and started another capture).
-        Ok(id) => Ok(see_other(&format!("/diag?capture={id}#capture"))),
+        Ok(id) => Ok(super::respond::redirect(&format!(
+            "/diag?capture={id}#capture"
+        ))),
         Err(e) => {
             v.cap_error = Some(e.text().to_string());
             Ok(html(e.status(), &build(&state, &auth, v).await))
         }
     }
-}
-
-/// 303 See Other to `to` (a page path of ours).
-fn see_other(to: &str) -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header(("Location", to.to_string()))
-        .finish()
 }
 
 // ---------------------------------------------------------------- page

@@ -1,17 +1,20 @@
 //! Errors of actix's extractors (query string, path segment, JSON body) on API routes as
 //! the API's JSON error (`{"error": "..."}`, 400) instead of actix's text/plain default.
-//! Pages keep the default.
+//! Pages keep the default. Also the extractors of our own: a page's url-encoded [`Form`], and
+//! [`ApiWrite`], the CSRF check and JSON body of a state-changing API request.
 
+use super::auth::Auth;
 use actix_web::error::{InternalError, JsonPayloadError, PathError, QueryPayloadError};
-use actix_web::{http::StatusCode, web, HttpRequest};
+use actix_web::{http::StatusCode, web, FromRequest, HttpRequest, HttpResponse};
 
 fn api_error<E>(e: E, req: &HttpRequest, what: &str) -> actix_web::Error
 where
     E: std::fmt::Display + std::fmt::Debug + Into<actix_web::Error> + 'static,
 {
-    if req.path().starts_with("/api/") {
+    if super::respond::is_api(req) {
         let msg = format!("invalid {what}: {e}");
-        InternalError::from_response(e, super::json_error(StatusCode::BAD_REQUEST, msg)).into()
+        InternalError::from_response(e, super::respond::json_error(StatusCode::BAD_REQUEST, msg))
+            .into()
     } else {
         e.into()
     }
@@ -30,6 +33,94 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::JsonConfig::default()
             .error_handler(|e: JsonPayloadError, req| api_error(e, req, "JSON body")),
     );
+}
+
+/// A form whose only field is the CSRF token (buttons such as delete, stop, confirm).
+#[derive(serde::Deserialize)]
+pub(crate) struct CsrfForm {
+    #[serde(default)]
+    pub(crate) csrf: Option<String>,
+}
+
+/// How a state-changing API request's body becomes the handler's value ([`ApiWrite`]).
+pub(crate) trait ApiBody: Sized + 'static {
+    /// Whether the body is read at all (false: routes without one, [`NoBody`]).
+    const READS: bool = true;
+    /// The value of `body` (the request's bytes, at most actix's payload limit, 256 KiB), or
+    /// the API's answer to a body that does not parse (a 400 in the route's error shape).
+    fn parse(body: web::Bytes) -> Result<Self, HttpResponse>;
+}
+
+/// No body: the request's payload is not read (`DELETE`, stop, confirm).
+pub(crate) struct NoBody;
+
+impl ApiBody for NoBody {
+    const READS: bool = false;
+    fn parse(_: web::Bytes) -> Result<Self, HttpResponse> {
+        Ok(NoBody)
+    }
+}
+
+/// The body's bytes as they came (a module parses them itself: suite definitions).
+impl ApiBody for web::Bytes {
+    fn parse(body: web::Bytes) -> Result<Self, HttpResponse> {
+        Ok(body)
+    }
+}
+
+/// A JSON body as `T`; one that does not parse gets 400 `{"error": "invalid request body:
+/// <serde_json's message>"}`.
+pub(crate) struct Json<T>(pub T);
+
+impl<T: serde::de::DeserializeOwned + 'static> ApiBody for Json<T> {
+    fn parse(body: web::Bytes) -> Result<Self, HttpResponse> {
+        serde_json::from_slice(&body)
+            .map(Json)
+            .map_err(|e| invalid_body(e.to_string()))
+    }
+}
+
+/// The 400 of a body that does not parse: `{"error": "invalid request body: <why>"}`.
+pub(crate) fn invalid_body(why: impl std::fmt::Display) -> HttpResponse {
+    super::respond::json_error(
+        StatusCode::BAD_REQUEST,
+        format!("invalid request body: {why}"),
+    )
+}
+
+/// The prologue of a state-changing API handler, as an extractor: the request's credential
+/// ([`Auth`]: 401 without one), the `X-CSRF-Token` header checked for a browser session (403
+/// `{"error": "missing or invalid CSRF token"}`), then the body read and parsed as `B`
+/// ([`ApiBody`]: [`Json`], [`NoBody`], or a module's own rule). Each step runs only when the
+/// one before it passed, so a request that fails the CSRF check is refused before its body
+/// is read.
+pub(crate) struct ApiWrite<B = NoBody> {
+    /// Who sent it (the CSRF check passed).
+    pub auth: Auth,
+    /// The parsed body.
+    pub body: B,
+}
+
+impl<B: ApiBody> actix_web::FromRequest for ApiWrite<B> {
+    type Error = actix_web::Error;
+    type Future = futures_util::future::LocalBoxFuture<'static, Result<Self, Self::Error>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut actix_web::dev::Payload) -> Self::Future {
+        let auth = Auth::from_request(req, payload)
+            .into_inner()
+            .and_then(|a| a.check_csrf_header(req).map(|()| a));
+        let bytes = (B::READS && auth.is_ok()).then(|| web::Bytes::from_request(req, payload));
+        Box::pin(async move {
+            let auth = auth?;
+            let body = match bytes {
+                Some(b) => b.await?,
+                None => web::Bytes::new(),
+            };
+            let body = B::parse(body)
+                .map_err(|r| InternalError::from_response("invalid request body", r))?;
+            Ok(ApiWrite { auth, body })
+        })
+    }
 }
 
 /// Largest form body, bytes (16 KiB, actix-web's `web::Form` default).
@@ -82,7 +173,7 @@ fn utf8_form(content_type: &str) -> bool {
     })
 }
 
-impl<T: serde::de::DeserializeOwned + 'static> actix_web::FromRequest for Form<T> {
+impl<T: serde::de::DeserializeOwned + 'static> FromRequest for Form<T> {
     type Error = actix_web::Error;
     type Future = futures_util::future::LocalBoxFuture<'static, Result<Self, Self::Error>>;
 

@@ -8,8 +8,8 @@
 //! (API). Runs stop through the usual `/runs/{id}/stop` and `/api/runs/{id}/stop` too.
 
 use super::auth::{Auth, AuthError};
-use super::extract::Form;
-use super::pages::CsrfForm;
+use super::extract::CsrfForm;
+use super::extract::{invalid_body, ApiBody, ApiWrite, Form};
 use super::AppState;
 use crate::board::apply::Controller;
 use crate::engine::report::version_string;
@@ -413,7 +413,7 @@ fn render(
         token_note,
         runs,
     };
-    super::pages::html(status, &page)
+    super::respond::html(status, &page)
 }
 
 async fn page(auth: Auth, state: web::Data<AppState>) -> HttpResponse {
@@ -435,7 +435,7 @@ async fn form_forward(
     Ok(match start_forward(&state, &auth, &req, &f) {
         Ok(id) => {
             super::audit::run_started(&state, &auth, &req, id);
-            super::pages::see_other(&format!("/runs/{id}"))
+            super::respond::redirect(&format!("/runs/{id}"))
         }
         Err(e) => {
             f.token = None;
@@ -462,7 +462,7 @@ async fn form_monitor(
     Ok(match start_monitor(&state, &m) {
         Ok(id) => {
             super::audit::run_started(&state, &auth, &req, id);
-            super::pages::see_other("/forwarding")
+            super::respond::redirect("/forwarding")
         }
         Err(e) => render(
             &state,
@@ -483,19 +483,26 @@ async fn form_stop(
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     state.hub.stop(path.into_inner());
-    Ok(super::pages::see_other("/forwarding"))
+    Ok(super::respond::redirect("/forwarding"))
 }
 
 // ---------------------------------------------------------------- API
 
-use super::json_error as api_error;
+use super::respond::json_error as api_error;
 
-fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, String> {
-    serde_json::from_slice::<Value>(body)
-        .map_err(|e| e.to_string())
-        .and_then(forward::normalize)
-        .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
-        .map_err(|e| format!("invalid request body: {e}"))
+/// A forwarding or monitor request's JSON body: an object read through `forward::normalize`,
+/// then as `T`; 400 `{"error": "invalid request body: …"}` otherwise.
+struct Fwd<T>(T);
+
+impl<T: serde::de::DeserializeOwned + 'static> ApiBody for Fwd<T> {
+    fn parse(body: web::Bytes) -> Result<Self, HttpResponse> {
+        serde_json::from_slice::<Value>(&body)
+            .map_err(|e| e.to_string())
+            .and_then(forward::normalize)
+            .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
+            .map(Fwd)
+            .map_err(invalid_body)
+    }
 }
 
 fn created(id: i64) -> HttpResponse {
@@ -506,15 +513,9 @@ fn created(id: i64) -> HttpResponse {
 
 async fn api_forward(
     req: HttpRequest,
-    auth: Auth,
+    ApiWrite { auth, body: Fwd(f) }: ApiWrite<Fwd<ForwardRequest>>,
     state: web::Data<AppState>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let f: ForwardRequest = match parse_body(&body) {
-        Ok(f) => f,
-        Err(e) => return Ok(api_error(StatusCode::BAD_REQUEST, e)),
-    };
     Ok(match start_forward(&state, &auth, &req, &f) {
         Ok(id) => {
             super::audit::run_started(&state, &auth, &req, id);
@@ -526,15 +527,9 @@ async fn api_forward(
 
 async fn api_monitor(
     req: HttpRequest,
-    auth: Auth,
+    ApiWrite { auth, body: Fwd(m) }: ApiWrite<Fwd<MonitorRequest>>,
     state: web::Data<AppState>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let m: MonitorRequest = match parse_body(&body) {
-        Ok(m) => m,
-        Err(e) => return Ok(api_error(StatusCode::BAD_REQUEST, e)),
-    };
     Ok(match start_monitor(&state, &m) {
         Ok(id) => {
             super::audit::run_started(&state, &auth, &req, id);
@@ -545,12 +540,10 @@ async fn api_monitor(
 }
 
 async fn api_stop(
-    req: HttpRequest,
-    auth: Auth,
+    _: ApiWrite,
     state: web::Data<AppState>,
     path: web::Path<i64>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     let id = path.into_inner();
     Ok(if state.hub.stop(id) {
         HttpResponse::Accepted().json(json!({"id": id, "stopping": true}))

@@ -3,8 +3,9 @@
 //! answered with the form and one clear error; nothing runs then.
 
 use super::auth::{Auth, AuthError};
-use super::extract::Form;
-use super::pages::{html, port_options, see_other, PortOption};
+use super::extract::{ApiWrite, Form, Json};
+use super::pages::{port_options, PortOption};
+use super::respond::{html, redirect};
 use super::routes::{Routes, ADMIN, READ, RUN};
 use super::AppState;
 use crate::engine::report::version_string;
@@ -12,7 +13,7 @@ use crate::model::time::fmt_time;
 use crate::model::RunKind;
 use crate::spec::latency::LatencyForm;
 use crate::store::RunFilter;
-use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
+use actix_web::{http::StatusCode, web, HttpResponse};
 use askama::Template;
 use serde_json::json;
 
@@ -146,7 +147,7 @@ async fn start_form(
         Err(e) => Err(e),
     };
     Ok(match res {
-        Ok((id, _)) => see_other(&format!("/runs/{id}")),
+        Ok((id, _)) => redirect(&format!("/runs/{id}")),
         Err(e) => html(
             StatusCode::BAD_REQUEST,
             &build(&state, &auth, &form, Some(e)),
@@ -155,17 +156,12 @@ async fn start_form(
 }
 
 async fn start_api(
-    req: HttpRequest,
-    auth: Auth,
+    ApiWrite {
+        body: Json(form), ..
+    }: ApiWrite<Json<LatencyForm>>,
     state: web::Data<AppState>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let bad = |m: String| super::json_error(StatusCode::BAD_REQUEST, m);
-    let form: LatencyForm = match serde_json::from_slice(&body) {
-        Ok(f) => f,
-        Err(e) => return Ok(bad(format!("invalid request body: {e}"))),
-    };
+    let bad = |m: String| super::respond::json_error(StatusCode::BAD_REQUEST, m);
     let res = match form.to_spec() {
         Ok(s) => state.hub.start_latency(s, None).await,
         Err(e) => Err(e),

@@ -1,5 +1,6 @@
 //! The web UI and JSON API (actix-web + askama, every asset embedded in the binary).
-//! Routes: pages in `pages.rs`, `/api/` in `api.rs`; authentication in `auth.rs`.
+//! Routes: pages in `pages/`, `/api/` in `api.rs`; authentication in `auth.rs`; the responses
+//! and extractors every handler shares in `respond.rs` and `extract.rs`.
 //! Not for: measuring or storing (engine, store, live).
 
 pub mod api;
@@ -17,6 +18,7 @@ pub mod limits;
 pub mod metrics;
 pub mod multi;
 pub mod pages;
+pub(crate) mod respond;
 pub mod retention;
 pub mod rfc2544;
 pub mod routes;
@@ -31,7 +33,7 @@ pub mod transfer;
 use crate::config::Config;
 use crate::runs::live::Hub;
 use crate::store::Store;
-use actix_web::{web, HttpResponse};
+use actix_web::web;
 use std::sync::{Arc, Mutex};
 
 /// Everything the handlers share.
@@ -126,19 +128,3 @@ pub(crate) fn register(r: &mut routes::Routes) {
 /// signed-in user: kept as one string rather than as literal text inlined into each of the 20
 /// page templates that extend the base.
 pub(crate) const NAV: &str = include_str!("../../templates/nav.html");
-
-/// A JSON API error: `{"error": msg}` with `status`.
-pub(crate) fn json_error(
-    status: actix_web::http::StatusCode,
-    msg: impl Into<String>,
-) -> HttpResponse {
-    HttpResponse::build(status).json(serde_json::json!({"error": msg.into()}))
-}
-
-/// The API's answer for an unknown run id: 404 `{"error": "no run N"}`.
-pub(crate) fn run_not_found(id: i64) -> HttpResponse {
-    json_error(
-        actix_web::http::StatusCode::NOT_FOUND,
-        format!("no run {id}"),
-    )
-}

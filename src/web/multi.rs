@@ -2,14 +2,15 @@
 //! together) and its API (`POST /api/runs/multi` with `{"legs": [TestRequest, …]}`).
 
 use super::auth::{Auth, AuthError};
-use super::extract::Form;
-use super::pages::{html, port_options, see_other, PortOption};
+use super::extract::{ApiWrite, Form, Json};
+use super::pages::{port_options, PortOption};
+use super::respond::{html, redirect};
 use super::routes::{Routes, ADMIN, READ, RUN};
 use super::AppState;
 use crate::engine::report::version_string;
 use crate::runs::multi::{self, MultiRequest};
 use crate::spec::test::TestRequest;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use askama::Template;
 use serde_json::json;
 use std::collections::HashMap;
@@ -135,7 +136,7 @@ async fn start(
     Ok(match res {
         Ok((id, _)) => {
             super::audit::run_started(&state, &auth, &req, id);
-            see_other(&format!("/runs/{id}"))
+            redirect(&format!("/runs/{id}"))
         }
         Err(e) => html(
             actix_web::http::StatusCode::BAD_REQUEST,
@@ -145,17 +146,10 @@ async fn start(
 }
 
 async fn api_start(
-    req: HttpRequest,
-    auth: Auth,
+    ApiWrite { body: Json(v), .. }: ApiWrite<Json<serde_json::Value>>,
     state: web::Data<AppState>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let bad = |m: String| super::json_error(actix_web::http::StatusCode::BAD_REQUEST, m);
-    let v: serde_json::Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => return Ok(bad(format!("invalid request body: {e}"))),
-    };
+    let bad = |m: String| super::respond::json_error(actix_web::http::StatusCode::BAD_REQUEST, m);
     let legs = match v.get("legs").and_then(|l| l.as_array()) {
         Some(a) => a,
         None => return Ok(bad("expected {\"legs\": [test, test, …]}".into())),

@@ -4,12 +4,15 @@
 
 use super::auth::{Auth, AuthError};
 use super::extract::Form;
-use super::pages::{ok, see_other, settings, CsrfForm};
+use super::extract::{ApiWrite, CsrfForm};
+use super::pages::settings;
+use super::respond::{json_error, run_not_found};
+use super::respond::{ok, redirect};
 use super::routes::{Routes, ADMIN, READ};
-use super::{json_error, run_not_found, AppState};
+use super::AppState;
 use crate::store::Retention;
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -36,7 +39,7 @@ async fn set_pin(
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     Ok(match state.store.set_pinned(id, pinned) {
-        Ok(true) => see_other(&format!("/runs/{id}")),
+        Ok(true) => redirect(&format!("/runs/{id}")),
         Ok(false) => run_not_found(id),
         Err(e) => internal(e),
     })
@@ -69,13 +72,11 @@ struct PinBody {
 }
 
 async fn pin_api(
-    req: HttpRequest,
-    auth: Auth,
+    _: ApiWrite,
     state: web::Data<AppState>,
     path: web::Path<i64>,
     body: web::Json<PinBody>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     let id = path.into_inner();
     Ok(match state.store.set_pinned(id, body.pinned) {
         Ok(true) => HttpResponse::Ok().json(json!({"id": id, "pinned": body.pinned})),
@@ -107,13 +108,11 @@ struct CapsBody {
 }
 
 async fn caps_put(
-    req: HttpRequest,
-    auth: Auth,
+    ApiWrite { auth, .. }: ApiWrite,
     state: web::Data<AppState>,
     body: web::Json<CapsBody>,
 ) -> Result<HttpResponse, AuthError> {
     auth.require_session(super::auth::RETENTION_NEEDS_LOGIN)?;
-    auth.check_csrf_header(&req)?;
     if body.max_bytes % (1 << 20) != 0 {
         return Ok(json_error(
             StatusCode::BAD_REQUEST,

@@ -4,8 +4,8 @@
 //! PC1 serves both). Bad input is answered with the form and one clear error; nothing runs.
 
 use super::auth::{Auth, AuthError};
-use super::extract::Form;
-use super::pages::{html, see_other};
+use super::extract::{invalid_body, ApiBody, ApiWrite, Form};
+use super::respond::{html, redirect};
 use super::routes::{Routes, ADMIN, READ, RUN};
 use super::AppState;
 use crate::engine::report::version_string;
@@ -266,7 +266,7 @@ async fn start_form(
     Ok(match start(&state, &auth, &req, &r).await {
         Ok(id) => {
             super::audit::run_started(&state, &auth, &req, id);
-            see_other(&format!("/runs/{id}"))
+            redirect(&format!("/runs/{id}"))
         }
         Err(e) => {
             r.token = None;
@@ -278,27 +278,35 @@ async fn start_form(
     })
 }
 
+/// `POST /api/runs/rfc2544`'s body: unknown keys refused, numbers read as the form's strings,
+/// then the request; 400 `{"error": "invalid request body: …"}` otherwise.
+struct Rfc2544Body(Rfc2544Request);
+
+impl ApiBody for Rfc2544Body {
+    fn parse(body: web::Bytes) -> Result<Self, HttpResponse> {
+        serde_json::from_slice::<serde_json::Value>(&body)
+            .map_err(|e| e.to_string())
+            .and_then(|v| {
+                if let serde_json::Value::Object(m) = &v {
+                    Rfc2544Request::check_keys(m.keys())?;
+                }
+                normalize(v)
+            })
+            .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
+            .map(Rfc2544Body)
+            .map_err(invalid_body)
+    }
+}
+
 async fn start_api(
     req: HttpRequest,
-    auth: Auth,
+    ApiWrite {
+        auth,
+        body: Rfc2544Body(r),
+    }: ApiWrite<Rfc2544Body>,
     state: web::Data<AppState>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let bad = |m: String| super::json_error(StatusCode::BAD_REQUEST, m);
-    let r: Rfc2544Request = match serde_json::from_slice::<serde_json::Value>(&body)
-        .map_err(|e| e.to_string())
-        .and_then(|v| {
-            if let serde_json::Value::Object(m) = &v {
-                Rfc2544Request::check_keys(m.keys())?;
-            }
-            normalize(v)
-        })
-        .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
-    {
-        Ok(r) => r,
-        Err(e) => return Ok(bad(format!("invalid request body: {e}"))),
-    };
+    let bad = |m: String| super::respond::json_error(StatusCode::BAD_REQUEST, m);
     Ok(match start(&state, &auth, &req, &r).await {
         Ok(id) => {
             super::audit::run_started(&state, &auth, &req, id);

@@ -554,6 +554,114 @@ mod tests {
         assert!(body.starts_with("{\"lines\":"), "{body}");
     }
 
+    /// Issue 40: an API route spelled with escapes (`/%61pi/runs`) answers with the API's JSON
+    /// errors, as `/api/runs` does: 401 without credentials (it was the login redirect, chosen
+    /// by the raw path), 403 for a read token on an admin route, 400 for a bad path segment.
+    /// A page still redirects to the login.
+    #[actix_web::test]
+    async fn an_escaped_api_path_gets_the_apis_json_errors() {
+        let st = state();
+        let app = at::init_service(
+            App::new()
+                .app_data(st.clone())
+                .configure(crate::web::configure),
+        )
+        .await;
+        let anonymous = |uri: &'static str| at::TestRequest::get().uri(uri).to_request();
+        let want_401 = serde_json::json!({
+            "error": "authentication required: log in or send 'Authorization: Bearer <token>'"
+        })
+        .to_string();
+        for uri in ["/api/runs", "/%61pi/runs", "/%61%70%69/runs"] {
+            let r = at::call_service(&app, anonymous(uri)).await;
+            assert_eq!(r.status(), 401, "{uri}");
+            assert_eq!(
+                r.headers().get("content-type").map(|v| v.as_bytes()),
+                Some(&b"application/json"[..]),
+                "{uri}"
+            );
+            assert_eq!(at::read_body(r).await, want_401, "{uri}");
+        }
+        let r = at::call_service(&app, anonymous("/runs")).await;
+        assert_eq!(r.status(), 303);
+        assert_eq!(
+            r.headers().get("location").map(|v| v.as_bytes()),
+            Some(&b"/setup"[..])
+        );
+        let read = TOKENS[0].1;
+        for uri in ["/api/runs/1", "/%61pi/runs/1"] {
+            let got = call!(&app, &Method::DELETE, uri, read);
+            assert_eq!(got, (403, scope_error(Scope::Read, Scope::Admin)), "{uri}");
+        }
+        let plain = call!(&app, &Method::GET, "/api/runs/many", read);
+        assert_eq!(plain.0, 400);
+        assert!(
+            plain.1.starts_with("{\"error\":\"invalid path: "),
+            "{}",
+            plain.1
+        );
+        let escaped = call!(&app, &Method::GET, "/%61pi/runs/many", read);
+        assert_eq!(escaped, plain);
+    }
+
+    /// Issue 40: the API writes' prologue (`extract::ApiWrite`) answers as the handlers did: a
+    /// session without the CSRF header 403 before its body is read, a body that does not parse
+    /// 400 with serde's reason, a route without a body never reads one.
+    #[actix_web::test]
+    async fn api_writes_check_csrf_then_parse_the_body() {
+        let st = state();
+        let app = at::init_service(
+            App::new()
+                .app_data(st.clone())
+                .configure(crate::web::configure),
+        )
+        .await;
+        let cookie = actix_web::cookie::Cookie::new(crate::web::auth::SESSION_COOKIE, SESSION);
+        let post = |uri: &str, csrf: bool, body: &'static str| {
+            let mut r = at::TestRequest::post()
+                .uri(uri)
+                .cookie(cookie.clone())
+                .insert_header(("content-type", "application/json"))
+                .set_payload(body);
+            if csrf {
+                r = r.insert_header(("X-CSRF-Token", CSRF));
+            }
+            r.to_request()
+        };
+        let answer = |r: ServiceResponse| async move {
+            let s = r.status().as_u16();
+            (
+                s,
+                String::from_utf8_lossy(&at::read_body(r).await).into_owned(),
+            )
+        };
+        let csrf = serde_json::json!({"error": "missing or invalid CSRF token"}).to_string();
+        let got = answer(at::call_service(&app, post("/api/schedules", false, "{")).await).await;
+        assert_eq!(got, (403, csrf.clone()));
+        let got = answer(at::call_service(&app, post("/api/schedules", true, "{")).await).await;
+        let want = serde_json::json!({
+            "error": "invalid request body: EOF while parsing an object at line 1 column 1"
+        });
+        assert_eq!(got, (400, want.to_string()));
+        // The board's own shape: its kind beside the error.
+        let got = answer(at::call_service(&app, post("/api/board/changes", true, "[")).await).await;
+        assert_eq!(got.0, 400, "{}", got.1);
+        let v: serde_json::Value = serde_json::from_str(&got.1).expect("json");
+        assert_eq!(v["kind"], "invalid", "{v}");
+        assert!(
+            v["error"]
+                .as_str()
+                .is_some_and(|e| e.starts_with("invalid request body: ")),
+            "{v}"
+        );
+        // No body: stop answers from the hub.
+        let got = answer(at::call_service(&app, post("/api/runs/999/stop", false, "")).await).await;
+        assert_eq!(got, (403, csrf));
+        let got = answer(at::call_service(&app, post("/api/runs/999/stop", true, "")).await).await;
+        let want = serde_json::json!({"error": "only a running test started from this board can be stopped"});
+        assert_eq!(got, (409, want.to_string()));
+    }
+
     /// A logged-in session is not a token: it reaches admin routes (any spelling) and its
     /// writes still need the CSRF token.
     #[actix_web::test]

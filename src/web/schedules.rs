@@ -6,16 +6,17 @@
 //! changes nothing.
 
 use super::auth::{Auth, AuthError};
-use super::extract::Form;
-use super::pages::{html, see_other};
+use super::extract::{ApiWrite, Form, Json};
+use super::respond::json_error;
+use super::respond::{html, redirect};
 use super::routes::{Routes, ADMIN, READ};
-use super::{json_error, AppState};
+use super::AppState;
 use crate::engine::report::version_string;
 use crate::model::time::{fmt_time, now_ms};
 use crate::spec::schedule::{self as sched, ScheduleRequest};
 use crate::store::{NewSchedule, ScheduleRow};
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use askama::Template;
 use serde_json::json;
 
@@ -279,7 +280,7 @@ async fn save_form(
         enabled: Some(f.enabled.is_some()),
     };
     Ok(match save(&state, id, &r) {
-        Ok(_) => see_other("/schedules"),
+        Ok(_) => redirect("/schedules"),
         Err((s, e)) => html(
             s,
             &page_view(&state, &auth, Some(format!("Schedule not saved: {e}"))),
@@ -301,7 +302,7 @@ async fn delete_form(
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     Ok(match state.store.delete_schedule(path.into_inner()) {
-        Ok(true) => see_other("/schedules"),
+        Ok(true) => redirect("/schedules"),
         Ok(false) => html(
             StatusCode::NOT_FOUND,
             &page_view(&state, &auth, Some("There is no such schedule.".into())),
@@ -331,26 +332,10 @@ async fn api_show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>)
     }
 }
 
-fn parse_body(body: &[u8]) -> Result<ScheduleRequest, HttpResponse> {
-    serde_json::from_slice(body).map_err(|e| {
-        json_error(
-            StatusCode::BAD_REQUEST,
-            format!("invalid request body: {e}"),
-        )
-    })
-}
-
 async fn api_create(
-    req: HttpRequest,
-    auth: Auth,
+    ApiWrite { body: Json(r), .. }: ApiWrite<Json<ScheduleRequest>>,
     state: web::Data<AppState>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let r = match parse_body(&body) {
-        Ok(r) => r,
-        Err(resp) => return Ok(resp),
-    };
     Ok(match save(&state, None, &r) {
         Ok(id) => match state.store.schedule(id) {
             Ok(Some(s)) => HttpResponse::Created()
@@ -363,17 +348,10 @@ async fn api_create(
 }
 
 async fn api_update(
-    req: HttpRequest,
-    auth: Auth,
+    ApiWrite { body: Json(r), .. }: ApiWrite<Json<ScheduleRequest>>,
     state: web::Data<AppState>,
     path: web::Path<i64>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let r = match parse_body(&body) {
-        Ok(r) => r,
-        Err(resp) => return Ok(resp),
-    };
     let id = path.into_inner();
     Ok(match save(&state, Some(id), &r) {
         Ok(id) => match state.store.schedule(id) {
@@ -385,12 +363,10 @@ async fn api_update(
 }
 
 async fn api_delete(
-    req: HttpRequest,
-    auth: Auth,
+    _: ApiWrite,
     state: web::Data<AppState>,
     path: web::Path<i64>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     let id = path.into_inner();
     Ok(match state.store.delete_schedule(id) {
         Ok(true) => HttpResponse::NoContent().finish(),

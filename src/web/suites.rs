@@ -10,7 +10,7 @@
 //! `/api/compare?runs=…|suites=…&format=json|csv|md|text`.
 
 use super::auth::{Auth, AuthError};
-use super::pages::{html, see_other};
+use super::respond::{html, redirect};
 use super::routes::{Routes, ADMIN, READ, RUN};
 use super::AppState;
 use crate::engine::report::version_string;
@@ -19,7 +19,7 @@ use crate::runs::suites::run;
 use crate::spec::suite as def;
 use crate::spec::suite::{RunTarget, Step, SuiteDef};
 use actix_web::http::StatusCode;
-use actix_web::{http::header, web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde_json::json;
 
@@ -50,31 +50,12 @@ pub fn configure(r: &mut Routes) {
         .get("/api/compare", READ, api_compare);
 }
 
-#[derive(Template)]
-#[template(path = "message.html")]
-struct MessagePage {
-    nav: bool,
-    csrf: String,
-    version: String,
-    heading: String,
-    text: String,
-}
-
 fn message(status: StatusCode, auth: &Auth, heading: &str, text: &str) -> HttpResponse {
-    html(
-        status,
-        &MessagePage {
-            nav: true,
-            csrf: auth.csrf().into(),
-            version: version_string(),
-            heading: heading.into(),
-            text: text.into(),
-        },
-    )
+    super::respond::message(status, Some(auth), heading, text)
 }
 
-use super::extract::Form;
-use super::json_error as api_error;
+use super::extract::{ApiWrite, Form, Json};
+use super::respond::json_error as api_error;
 
 fn pairs_get<'a>(p: &'a [(String, String)], k: &str) -> Option<&'a str> {
     p.iter().find(|(a, _)| a == k).map(|(_, v)| v.as_str())
@@ -586,7 +567,7 @@ async fn save_def(
         )
     });
     Ok(match saved {
-        Ok(_) => see_other("/suites"),
+        Ok(_) => redirect("/suites"),
         Err(e) => html(
             StatusCode::BAD_REQUEST,
             &edit_form(&auth, id, &d, steps, Some(e)),
@@ -598,12 +579,12 @@ async fn delete_def(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<i64>,
-    form: Form<super::pages::CsrfForm>,
+    form: Form<super::extract::CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let id = path.into_inner();
     Ok(match state.store.delete_suite_def(id) {
-        Ok(true) => see_other("/suites"),
+        Ok(true) => redirect("/suites"),
         Ok(false) => message(
             StatusCode::NOT_FOUND,
             &auth,
@@ -643,7 +624,7 @@ async fn run_def(
     Ok(match run::start_def(&state.hub, &row, &form.target) {
         Ok(sid) => {
             super::audit::suite_started(&auth, &req, sid, &row.name);
-            see_other(&format!("/suites/{sid}"))
+            redirect(&format!("/suites/{sid}"))
         }
         Err(e) => html(
             StatusCode::BAD_REQUEST,
@@ -661,13 +642,11 @@ async fn export_def(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>
     match def_row(&state, &id.to_string())
         .and_then(|r| def::from_row(&r).map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e)))
     {
-        Ok(d) => HttpResponse::Ok()
-            .content_type("application/json")
-            .insert_header((
-                header::CONTENT_DISPOSITION,
-                format!("attachment; filename=\"netperfd-suite-{id}.json\""),
-            ))
-            .body(serde_json::to_string_pretty(&d).unwrap_or_default()),
+        Ok(d) => download(
+            "application/json",
+            format!("netperfd-suite-{id}.json"),
+            serde_json::to_string_pretty(&d).unwrap_or_default(),
+        ),
         Err((s, e)) => message(s, &auth, "No such suite", &e),
     }
 }
@@ -701,7 +680,7 @@ async fn import_def(
     auth.check_csrf(form.csrf.as_deref())?;
     Ok(
         match import(&state, form.json.as_bytes(), form.replace.is_some()) {
-            Ok(_) => see_other("/suites"),
+            Ok(_) => redirect("/suites"),
             Err(e) => html(
                 StatusCode::BAD_REQUEST,
                 &suites_view(&state, &auth, Some(format!("Import refused: {e}"))),
@@ -855,24 +834,18 @@ async fn stop_suite(
     auth: Auth,
     state: web::Data<AppState>,
     path: web::Path<i64>,
-    form: Form<super::pages::CsrfForm>,
+    form: Form<super::extract::CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let id = path.into_inner();
     Ok(match state.hub.stop_suite(id) {
-        Ok(_) => see_other(&format!("/suites/{id}")),
+        Ok(_) => redirect(&format!("/suites/{id}")),
         Err(e) => message(StatusCode::NOT_FOUND, &auth, "No such suite", &e),
     })
 }
 
 fn download(ct: &str, name: String, body: String) -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type(ct)
-        .insert_header((
-            header::CONTENT_DISPOSITION,
-            format!("attachment; filename=\"{name}\""),
-        ))
-        .body(body)
+    super::respond::download(ct, &name, body)
 }
 
 fn plain_error(status: StatusCode, msg: &str) -> HttpResponse {
@@ -1178,12 +1151,9 @@ async fn api_show(
 }
 
 async fn api_create(
-    req: HttpRequest,
-    auth: Auth,
+    ApiWrite { body, .. }: ApiWrite<web::Bytes>,
     state: web::Data<AppState>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     Ok(match import(&state, &body, false) {
         Ok(id) => HttpResponse::Created()
             .insert_header(("Location", format!("/api/suite-defs/{id}")))
@@ -1193,13 +1163,10 @@ async fn api_create(
 }
 
 async fn api_update(
-    req: HttpRequest,
-    auth: Auth,
+    ApiWrite { body, .. }: ApiWrite<web::Bytes>,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     let row = match def_row(&state, &path) {
         Ok(r) => r,
         Err((s, e)) => return Ok(api_error(s, e)),
@@ -1213,12 +1180,10 @@ async fn api_update(
 }
 
 async fn api_delete(
-    req: HttpRequest,
-    auth: Auth,
+    _: ApiWrite,
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     Ok(match def_row(&state, &path) {
         Ok(r) => match state.store.delete_suite_def(r.id) {
             Ok(_) => HttpResponse::NoContent().finish(),
@@ -1230,24 +1195,16 @@ async fn api_delete(
 
 async fn api_run(
     req: HttpRequest,
-    auth: Auth,
+    ApiWrite {
+        auth,
+        body: Json(t),
+    }: ApiWrite<Json<RunTarget>>,
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     let row = match def_row(&state, &path) {
         Ok(r) => r,
         Err((s, e)) => return Ok(api_error(s, e)),
-    };
-    let t: RunTarget = match serde_json::from_slice(&body) {
-        Ok(t) => t,
-        Err(e) => {
-            return Ok(api_error(
-                StatusCode::BAD_REQUEST,
-                format!("invalid request body: {e}"),
-            ))
-        }
     };
     Ok(match run::start_def(&state.hub, &row, &t) {
         Ok(sid) => {
@@ -1261,12 +1218,10 @@ async fn api_run(
 }
 
 async fn api_stop(
-    req: HttpRequest,
-    auth: Auth,
+    _: ApiWrite,
     state: web::Data<AppState>,
     path: web::Path<i64>,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     let id = path.into_inner();
     Ok(match state.hub.stop_suite(id) {
         Ok(true) => HttpResponse::Accepted().json(json!({"id": id, "stopping": true})),

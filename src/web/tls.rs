@@ -218,7 +218,7 @@ fn is_api(path: &str) -> bool {
 /// above `/`), ASCII letters lower case. For the redirect listener's "is this the API"
 /// ([`is_api`]), where reading too much as the API costs a clear error, too little a redirect:
 /// `/./api/runs`, `//api/runs`, `/api%2Fruns`, `/API`, `/%61pi/`, `/api/../api` → `/api…`.
-fn resolved_path(routed: &str) -> String {
+pub(super) fn resolved_path(routed: &str) -> String {
     let text = unescaped(routed).replace('\\', "/");
     let mut segments: Vec<&str> = Vec::new();
     for seg in text.split('/') {
@@ -352,7 +352,7 @@ pub async fn redirect(req: HttpRequest, https_port: u16) -> HttpResponse {
         if let Some(c) = cred {
             msg.push_str(&format!(" ({c})"));
         }
-        return super::json_error(actix_web::http::StatusCode::BAD_REQUEST, msg);
+        return super::respond::json_error(actix_web::http::StatusCode::BAD_REQUEST, msg);
     }
     let m = req.method();
     if m == actix_web::http::Method::GET || m == actix_web::http::Method::HEAD {

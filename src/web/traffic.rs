@@ -5,7 +5,7 @@
 //! Not for: serving payloads or measuring (see `crate::runs::traffic`, `engine::http`).
 
 use super::auth::{Auth, AuthError};
-use super::extract::Form;
+use super::extract::{ApiWrite, Form, Json};
 use super::routes::{Routes, ADMIN, READ, RUN};
 use super::AppState;
 use crate::engine::http::GetSpec;
@@ -281,7 +281,7 @@ fn what(r: &RunRow) -> String {
 }
 
 fn render(status: StatusCode, p: &TrafficPage) -> HttpResponse {
-    super::pages::html(status, p)
+    super::respond::html(status, p)
 }
 
 async fn page(auth: Auth, req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
@@ -314,16 +314,13 @@ async fn start_form(
 
 async fn start_api(
     req: HttpRequest,
-    auth: Auth,
+    ApiWrite {
+        auth,
+        body: Json(form),
+    }: ApiWrite<Json<HttpGetForm>>,
     state: web::Data<AppState>,
-    body: web::Bytes,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
-    let bad = |m: String| super::json_error(actix_web::http::StatusCode::BAD_REQUEST, m);
-    let form: HttpGetForm = match serde_json::from_slice(&body) {
-        Ok(f) => f,
-        Err(e) => return Ok(bad(format!("invalid request body: {e}"))),
-    };
+    let bad = |m: String| super::respond::json_error(actix_web::http::StatusCode::BAD_REQUEST, m);
     Ok(
         match form
             .to_spec()

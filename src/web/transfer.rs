@@ -4,12 +4,14 @@
 //! and the `/transfer` page (download link, file upload through `static/transfer.js`).
 
 use super::auth::{Auth, AuthError};
-use super::pages::html;
+use super::extract::ApiWrite;
+use super::respond::html;
+use super::respond::json_error;
 use super::routes::{Routes, ADMIN, READ};
-use super::{json_error, AppState};
+use super::AppState;
 use crate::engine::report::version_string;
-use actix_web::http::{header, StatusCode};
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
 use askama::Template;
 use futures_util::StreamExt;
 use std::io::Write;
@@ -134,11 +136,7 @@ async fn export(_auth: Auth, state: web::Data<AppState>) -> HttpResponse {
             .collect::<String>(),
         chrono::Utc::now().format("%Y%m%d-%H%M%S")
     );
-    let mut b = HttpResponse::Ok();
-    b.content_type("application/json").insert_header((
-        header::CONTENT_DISPOSITION,
-        format!("attachment; filename=\"{name}\""),
-    ));
+    let b = super::respond::download_head("application/json", &name);
     let st = state.clone();
     super::stream::streamed(b, "history export", move |w| {
         st.store
@@ -149,12 +147,10 @@ async fn export(_auth: Auth, state: web::Data<AppState>) -> HttpResponse {
 }
 
 async fn import(
-    req: HttpRequest,
-    auth: Auth,
+    _: ApiWrite,
     state: web::Data<AppState>,
     mut body: web::Payload,
 ) -> Result<HttpResponse, AuthError> {
-    auth.check_csrf_header(&req)?;
     let max = state.config.import_max_bytes;
     let too_big = || {
         json_error(
