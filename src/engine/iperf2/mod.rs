@@ -88,6 +88,10 @@ pub struct StreamResult {
     /// A paced UDP sender's busiest 1 ms as a rate, bits/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sender_peak_1ms_bps: Option<f64>,
+    /// A UDP sender's ICMP port unreachable errors (see
+    /// [`crate::engine::udp::UdpSendCfg::port_unreachable`]); `None` when none came back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port_unreachable: Option<u64>,
 }
 
 impl StreamResult {
@@ -362,6 +366,10 @@ async fn drive(
                 .get(i)
                 .and_then(|x| x.udp)
                 .and_then(|u| u.sender_peak_1ms_bps),
+            port_unreachable: sums
+                .get(i)
+                .and_then(|x| x.udp)
+                .and_then(|u| u.sender_port_unreachable),
         });
     }
     let len = leg.phase.params.len as usize;
@@ -566,6 +574,10 @@ pub fn stream_sum(o: &Outcome, sender: bool) -> Option<StreamResult> {
             .iter()
             .filter_map(|s| s.sender_peak_1ms_bps)
             .reduce(|a, b| a + b),
+        port_unreachable: v
+            .iter()
+            .filter_map(|s| s.port_unreachable)
+            .reduce(u64::saturating_add),
     })
 }
 
