@@ -1771,6 +1771,85 @@ mod tests {
         assert!(!text_summary(&r).contains("dropped locally"));
     }
 
+    /// The tail lost after the last datagram received: in the server's lost and total (the
+    /// stock keys), said apart in `netperfd_lost_after_last` (stream and sum) and a text
+    /// line; and a sender's ICMP port unreachable errors in `netperfd_port_unreachable` and
+    /// a warning line.
+    #[test]
+    fn loss_after_the_last_datagram_and_port_unreachable_are_said() {
+        let params = Params {
+            protocol: crate::engine::params::Protocol::Udp,
+            ..Params::default()
+        };
+        let mut r = Report::new(
+            Role::Server,
+            params,
+            "c".into(),
+            ("192.0.2.1".into(), 5201),
+            "192.0.2.2:5201".parse().expect("addr"),
+            1.0,
+        );
+        let mut u = UdpSummary {
+            expected: Some(7),
+            lost: Some(0),
+            highest_seq: Some(7),
+            ..UdpSummary::default()
+        };
+        assert_eq!(u.add_trailing_loss(9_378, 7, 10.0), Some(9_371));
+        r.streams = vec![StreamSummary {
+            id: 1,
+            local_sender: false,
+            receiver: Some(SideTotals {
+                bytes: 8_400,
+                seconds: 10.0,
+            }),
+            udp: Some(u),
+            ..StreamSummary::default()
+        }];
+        let j = to_iperf3_json(&r);
+        let e = &j["end"];
+        assert_eq!(e["sum"]["lost_packets"], 9_371, "{j}");
+        assert_eq!(e["sum"]["packets"], 9_378);
+        assert_eq!(e["sum"]["netperfd_lost_after_last"], 9_371);
+        assert_eq!(e["streams"][0]["udp"]["netperfd_lost_after_last"], 9_371);
+        let t = text_summary(&r);
+        assert!(t.contains("9371/9378"), "{t}");
+        assert!(
+            t.contains("lost after the last datagram received: 9,371 of the Lost"),
+            "{t}"
+        );
+        // Not known: no key, no line.
+        r.streams[0].udp = Some(UdpSummary {
+            expected: Some(7),
+            lost: Some(0),
+            ..UdpSummary::default()
+        });
+        assert!(to_iperf3_json(&r)["end"]["sum"]
+            .get("netperfd_lost_after_last")
+            .is_none());
+        assert!(!text_summary(&r).contains("after the last"));
+        // A sender that got port unreachable back.
+        r.role = Role::Client;
+        r.streams = vec![StreamSummary {
+            id: 1,
+            local_sender: true,
+            udp: Some(UdpSummary {
+                sent_packets: Some(850),
+                sender_port_unreachable: Some(849),
+                ..UdpSummary::default()
+            }),
+            ..StreamSummary::default()
+        }];
+        let j = to_iperf3_json(&r);
+        assert_eq!(
+            j["end"]["sum_sent"]["netperfd_port_unreachable"], 849,
+            "{j}"
+        );
+        assert!(text_summary(&r).contains(
+            "warning: the peer's host 192.0.2.1 answered ICMP port unreachable 849 times"
+        ));
+    }
+
     /// Issue 39 (kpace tryout): the text output named the pacer only beside a lag line. A UDP
     /// sender's end summary now always says who paced it; a receiver, TCP and -b 0 say nothing.
     #[test]

@@ -249,6 +249,31 @@ impl DataStream {
         }
     }
 
+    /// Read what a receiving UDP stream's socket holds after its thread stopped counting
+    /// (datagrams still in flight at the end of the test), without blocking, at most
+    /// `limit` reads, noting only their sequence numbers ([`UdpRecv::note_late`]). `len`:
+    /// the datagram size (a GRO super-datagram is split by it). Returns the highest
+    /// sequence number seen late, 0 when none.
+    pub fn read_late(&self, len: usize, limit: usize) -> u64 {
+        let (Sock::Udp(u), Some(st)) = (&self.sock, &self.udp_recv) else {
+            return 0;
+        };
+        let mut buf = vec![0u8; 65_536];
+        let len = len.max(16);
+        for _ in 0..limit {
+            match u.recv_from(&mut buf).ok() {
+                Some((n, _)) => {
+                    let mut g = lock(st);
+                    for chunk in buf[..n.min(buf.len())].chunks(len) {
+                        g.note_late(chunk);
+                    }
+                }
+                None => break,
+            }
+        }
+        lock(st).late_max_seq
+    }
+
     /// A copy of a receiving UDP stream's accounting.
     pub fn udp_stats(&self) -> Option<UdpRecv> {
         self.udp_recv.as_ref().map(|st| lock(st).clone())
@@ -856,6 +881,32 @@ impl DataPhase {
             netperfd_drops: None,
             netperfd_pacing: None,
             streams,
+        }
+    }
+
+    /// After the test: read what the receiving UDP streams' sockets still hold (see
+    /// [`DataStream::read_late`]) and raise each stream's `highest_seq` in `summaries` to
+    /// the highest sequence number that arrived late, so that the loss after the last
+    /// datagram received does not count what was in flight when the receiver stopped.
+    pub fn note_late_arrivals(&self, summaries: &mut [StreamSummary]) {
+        if !self.udp() {
+            return;
+        }
+        let len = self.params.len as usize;
+        for s in self.streams.iter().filter(|s| !s.sender) {
+            if let Sock::Udp(u) = &s.sock {
+                let _ = u.set_nonblocking(true);
+            }
+            let late = s.read_late(len, 100_000);
+            if let Some(u) = summaries
+                .iter_mut()
+                .find(|x| x.id == s.id)
+                .and_then(|x| x.udp.as_mut())
+            {
+                if let Some(h) = u.highest_seq.as_mut() {
+                    *h = (*h).max(late);
+                }
+            }
         }
     }
 

@@ -129,6 +129,9 @@ pub struct UdpRecv {
     bitmap: Vec<u64>,
     /// Values at the end of the omit period (excluded from the results).
     pub omit_max_seq: u64,
+    /// Highest sequence number among datagrams read after the receiver stopped counting
+    /// ([`UdpRecv::note_late`]): they arrived late, not lost. 0 when none.
+    pub late_max_seq: u64,
     pub omit_unique: u64,
     /// Distinct datagrams above `omit_max_seq` (the ones the results count).
     pub unique_after_omit: u64,
@@ -228,6 +231,7 @@ impl UdpRecv {
             prev_sent: None,
             bitmap: vec![0; (DUP_WINDOW / 64) as usize],
             omit_max_seq: 0,
+            late_max_seq: 0,
             omit_unique: 0,
             unique_after_omit: 0,
             peak_1ms_bps: 0.0,
@@ -381,6 +385,22 @@ impl UdpRecv {
         }
         self.prev_transit = Some(transit);
         true
+    }
+
+    /// Note a datagram (iperf3 layout) that arrived after the receiver stopped counting:
+    /// only its sequence number is kept ([`UdpRecv::late_max_seq`]), so that the loss after
+    /// the last datagram received ([`trailing_loss`]) does not count what was still in
+    /// flight when the test ended. Figures, bytes and intervals do not change.
+    pub fn note_late(&mut self, data: &[u8]) {
+        let Some((_, wire_seq)) = read_header(data, self.wide) else {
+            return;
+        };
+        let seq = if self.wide {
+            wire_seq
+        } else {
+            extend_seq(wire_seq as u32, self.max_seq.max(self.late_max_seq).max(1))
+        };
+        self.late_max_seq = self.late_max_seq.max(seq);
     }
 
     /// Lost datagrams so far (whole test): expected − unique, never negative.

@@ -1495,6 +1495,61 @@ mod tests {
         assert_eq!(l.places[0].unit, "skbs");
     }
 
+    /// The tryout's fragment loss: `-l 8000` datagrams whose fragments filled the
+    /// receiver's reassembly memory; lost counted from the sender's count (9,371 of 9,378).
+    /// Ip ReasmFails moved by 28,000 (one per fragment it could not queue): a place in its
+    /// own unit, named, never added up with datagrams; a peer's too.
+    #[test]
+    fn reassembly_failures_are_a_place_in_their_own_unit() {
+        let mut d = BoardDelta::default();
+        d.snmp.insert("Ip.ReasmFails".into(), 28_000);
+        let l = led(9_371, Path::Received, &["eth0".into()], &d);
+        assert_eq!(l.places.len(), 1);
+        let p = &l.places[0];
+        assert_eq!(
+            (
+                p.place.as_str(),
+                p.packets,
+                p.unit.as_str(),
+                p.counter.as_str()
+            ),
+            (
+                "board_reassembly",
+                28_000,
+                REASSEMBLY_FAILURES,
+                "Ip ReasmFails"
+            )
+        );
+        assert!(!p.in_datagrams());
+        assert_eq!(
+            (l.attributed(), l.at_least(), l.unattributed),
+            (0, 0, 9_371)
+        );
+        assert!(!l.overcounted() && !l.has_skbs());
+        assert_eq!(
+            headline(&l).as_deref(),
+            Some("board_reassembly 28,000 reassembly failures, unattributed 9,371")
+        );
+        let said = sentences(&l, &d);
+        assert!(
+            said[0].starts_with("Ip ReasmFails +28,000 (its unit: one per fragment"),
+            "{said:?}"
+        );
+        // Sending: the board's reassembly is not on the path.
+        assert!(led(9_371, Path::Sent, &["eth0".into()], &d)
+            .places
+            .is_empty());
+        // The peer's (its netperfd receiver's `netperfd_drops`).
+        let peer = peer_drops("receive", &["eth0".into()], &d, &Flow::default());
+        let l = with_peer(
+            led(9_371, Path::Sent, &["eth0".into()], &BoardDelta::default()),
+            &peer,
+        );
+        assert_eq!(l.places[0].place, "peer_reassembly");
+        assert_eq!(l.places[0].unit, REASSEMBLY_FAILURES);
+        assert_eq!(l.unattributed, 9_371);
+    }
+
     #[test]
     fn nothing_on_the_board_says_so() {
         let l = led(

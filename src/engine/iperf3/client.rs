@@ -991,6 +991,9 @@ impl ClientTest<'_> {
         if let Err(e) = merge_remote(&mut report.streams, &theirs) {
             return Err(self.fail(e));
         }
+        // What the server sent until our TEST_END reached it arrived after we stopped
+        // counting: late, not lost.
+        self.phase.note_late_arrivals(&mut report.streams);
         count_trailing_loss(
             &mut report.streams,
             &theirs,
