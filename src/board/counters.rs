@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The `/proc/net/snmp` and `/proc/net/netstat` counters kept, as `Table.Name`.
-pub const SNMP_KEPT: [&str; 9] = [
+pub const SNMP_KEPT: [&str; 10] = [
+    "Ip.ReasmFails",
     "Udp.InErrors",
     "Udp.RcvbufErrors",
     "Udp.SndbufErrors",

@@ -133,13 +133,53 @@ pub struct UdpSummary {
     /// side's `sum_sent` and streams.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sender_dropped_locally: Option<u64>,
+    /// ICMP port unreachable errors this end's sender got back (see
+    /// [`crate::engine::udp::UdpSendCfg::port_unreachable`]); `None` where none came back or
+    /// this side did not send. JSON `netperfd_port_unreachable` of the sending side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_port_unreachable: Option<u64>,
     /// Who paced this end's paced sender: the kernel's fq or the user-space pacer (see
     /// [`crate::engine::pacer::PacedBy`]); `None` unpaced, or in rows stored before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paced_by: Option<crate::engine::pacer::PacedBy>,
+    /// A local receiver's highest sequence number seen over the whole test (omitted seconds
+    /// included), for [`UdpSummary::add_trailing_loss`]; `None` where this side did not
+    /// receive. Not on the wire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub highest_seq: Option<u64>,
+    /// Of `lost`, the datagrams lost after the last one the receiver saw (the sender's count
+    /// at the end less the highest sequence number seen, see
+    /// [`crate::engine::udp::trailing_loss`]): in `lost` and `expected`, not in any
+    /// interval. `None` where the sender's count was not known (or not credible). JSON
+    /// `netperfd_lost_after_last` beside the receiver's `lost_packets`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trailing_lost: Option<u64>,
 }
 
 impl UdpSummary {
+    /// Count the datagrams lost after the last one received into `lost` and `expected`
+    /// (both saturating), given the sender's count of datagrams it numbered over the whole
+    /// test (`sender_numbered`, from the peer's results or our own sender), the highest
+    /// sequence number the receiver saw over the whole test (`highest_seen`) and the test's
+    /// length in seconds (omit included, for the credibility bound of
+    /// [`crate::engine::udp::trailing_loss`]). Returns the datagrams added; nothing changes
+    /// (`None`) when the count is not credible or the receiver's figures are unknown.
+    pub fn add_trailing_loss(
+        &mut self,
+        sender_numbered: i64,
+        highest_seen: u64,
+        seconds: f64,
+    ) -> Option<u64> {
+        let (Some(expected), Some(lost)) = (self.expected, self.lost) else {
+            return None;
+        };
+        let after = crate::engine::udp::trailing_loss(sender_numbered, highest_seen, seconds)?;
+        self.expected = Some(expected.saturating_add(after));
+        self.lost = Some(lost.saturating_add(after));
+        self.trailing_lost = Some(after);
+        Some(after)
+    }
+
     /// (lost, total) as shown: the receiver's view, lost = expected − unique with expected
     /// the highest sequence number seen (so datagrams still in flight when the receiver stops
     /// do not count as lost). When the receiver saw nothing at all of what was sent, every
@@ -736,6 +776,15 @@ pub fn text_summary(report: &Report) -> String {
     if let Some(p) = pacer_line(report) {
         out.push_str(&p);
     }
+    if let Some(l) = lost_after_last_line(report) {
+        out.push_str(&l);
+    }
+    if let Some(n) = port_unreachable(report) {
+        out.push_str(&format!(
+            "warning: {}\n",
+            port_unreachable_sentence(n, &report.peer_host)
+        ));
+    }
     if let Some(l) = dropped_locally_line(report) {
         out.push_str(&l);
     }
@@ -820,11 +869,20 @@ fn udp_total(ss: &[&StreamSummary]) -> UdpSummary {
             .iter()
             .filter_map(|u| u.sender_dropped_locally)
             .reduce(u64::saturating_add),
+        sender_port_unreachable: us
+            .iter()
+            .filter_map(|u| u.sender_port_unreachable)
+            .reduce(u64::saturating_add),
         // The kernel's when any stream was paced by it (all are, or none, on one port).
         paced_by: us
             .iter()
             .filter_map(|u| u.paced_by)
             .max_by_key(|p| p.is_kernel()),
+        highest_seq: sum_opt(&|u| u.highest_seq),
+        trailing_lost: us
+            .iter()
+            .filter_map(|u| u.trailing_lost)
+            .reduce(u64::saturating_add),
     }
 }
 
@@ -1327,6 +1385,9 @@ fn udp_side_json(
             "lost_percent".into(),
             num(crate::engine::udp::loss_percent(lost, total)),
         );
+        if let Some(t) = u.trailing_lost {
+            m.insert(NETPERFD_LOST_AFTER_LAST.into(), t.min(lost).into());
+        }
     } else {
         m.insert("jitter_ms".into(), 0.into());
         m.insert("lost_packets".into(), 0.into());
@@ -1334,6 +1395,9 @@ fn udp_side_json(
         m.insert("lost_percent".into(), 0.into());
         if let Some(d) = u.sender_dropped_locally {
             m.insert("dropped_locally".into(), d.into());
+        }
+        if let Some(n) = u.sender_port_unreachable {
+            m.insert(NETPERFD_PORT_UNREACHABLE.into(), n.into());
         }
     }
     m.insert("sender".into(), flag.into());
@@ -1451,6 +1515,56 @@ pub fn dropped_locally(report: &Report) -> Option<u64> {
 }
 
 /// The text line of [`dropped_locally`]: "dropped locally: 1,234 datagrams not sent (…)".
+/// The `-J` key, beside a receiver's `lost_packets` (each stream's and the sums'), of the
+/// datagrams of `lost_packets` lost after the last one received (see
+/// [`UdpSummary::trailing_lost`]).
+pub const NETPERFD_LOST_AFTER_LAST: &str = "netperfd_lost_after_last";
+
+/// Datagrams lost after the last one received, over the streams this report's receiver
+/// counted them for; `None` when no stream's sender count was known or none was lost so.
+pub fn lost_after_last(report: &Report) -> Option<u64> {
+    report
+        .streams
+        .iter()
+        .filter_map(|s| s.udp.and_then(|u| u.trailing_lost))
+        .reduce(u64::saturating_add)
+        .filter(|n| *n > 0)
+}
+
+/// The `-J` key, beside a sender's `packets` (each stream's and `sum_sent`), of the ICMP
+/// port unreachable errors its sender got back (see
+/// [`UdpSummary::sender_port_unreachable`]).
+pub const NETPERFD_PORT_UNREACHABLE: &str = "netperfd_port_unreachable";
+
+/// ICMP port unreachable errors this end's UDP senders got back, summed; `None` when none.
+pub fn port_unreachable(report: &Report) -> Option<u64> {
+    report
+        .streams
+        .iter()
+        .filter(|s| s.local_sender)
+        .filter_map(|s| s.udp.and_then(|u| u.sender_port_unreachable))
+        .reduce(u64::saturating_add)
+        .filter(|n| *n > 0)
+}
+
+/// The sentence for ICMP port unreachable errors a UDP sender got back from `peer` (text,
+/// host or address): `n` of them.
+pub fn port_unreachable_sentence(n: u64, peer: &str) -> String {
+    format!(
+        "the peer's host {peer} answered ICMP port unreachable {} time{}: nothing was listening on the UDP port for a while",
+        crate::model::display::count(n),
+        if n == 1 { "" } else { "s" }
+    )
+}
+
+fn lost_after_last_line(report: &Report) -> Option<String> {
+    let n = lost_after_last(report)?;
+    Some(format!(
+        "lost after the last datagram received: {} of the Lost (the sender's own count at the end says it sent them; no interval shows them)\n",
+        crate::model::display::count(n)
+    ))
+}
+
 fn dropped_locally_line(report: &Report) -> Option<String> {
     let n = dropped_locally(report)?;
     Some(format!(
@@ -1725,6 +1839,85 @@ mod tests {
             format!("note: {}; {}", frag_off.sentence(), refused_off.sentence())
         );
         assert!(note(&report(&[refused])).is_some());
+    }
+
+    /// The tail lost after the last datagram received: in the server's lost and total (the
+    /// stock keys), said apart in `netperfd_lost_after_last` (stream and sum) and a text
+    /// line; and a sender's ICMP port unreachable errors in `netperfd_port_unreachable` and
+    /// a warning line.
+    #[test]
+    fn loss_after_the_last_datagram_and_port_unreachable_are_said() {
+        let params = Params {
+            protocol: crate::engine::params::Protocol::Udp,
+            ..Params::default()
+        };
+        let mut r = Report::new(
+            Role::Server,
+            params,
+            "c".into(),
+            ("192.0.2.1".into(), 5201),
+            "192.0.2.2:5201".parse().expect("addr"),
+            1.0,
+        );
+        let mut u = UdpSummary {
+            expected: Some(7),
+            lost: Some(0),
+            highest_seq: Some(7),
+            ..UdpSummary::default()
+        };
+        assert_eq!(u.add_trailing_loss(9_378, 7, 10.0), Some(9_371));
+        r.streams = vec![StreamSummary {
+            id: 1,
+            local_sender: false,
+            receiver: Some(SideTotals {
+                bytes: 8_400,
+                seconds: 10.0,
+            }),
+            udp: Some(u),
+            ..StreamSummary::default()
+        }];
+        let j = to_iperf3_json(&r);
+        let e = &j["end"];
+        assert_eq!(e["sum"]["lost_packets"], 9_371, "{j}");
+        assert_eq!(e["sum"]["packets"], 9_378);
+        assert_eq!(e["sum"]["netperfd_lost_after_last"], 9_371);
+        assert_eq!(e["streams"][0]["udp"]["netperfd_lost_after_last"], 9_371);
+        let t = text_summary(&r);
+        assert!(t.contains("9371/9378"), "{t}");
+        assert!(
+            t.contains("lost after the last datagram received: 9,371 of the Lost"),
+            "{t}"
+        );
+        // Not known: no key, no line.
+        r.streams[0].udp = Some(UdpSummary {
+            expected: Some(7),
+            lost: Some(0),
+            ..UdpSummary::default()
+        });
+        assert!(to_iperf3_json(&r)["end"]["sum"]
+            .get("netperfd_lost_after_last")
+            .is_none());
+        assert!(!text_summary(&r).contains("after the last"));
+        // A sender that got port unreachable back.
+        r.role = Role::Client;
+        r.streams = vec![StreamSummary {
+            id: 1,
+            local_sender: true,
+            udp: Some(UdpSummary {
+                sent_packets: Some(850),
+                sender_port_unreachable: Some(849),
+                ..UdpSummary::default()
+            }),
+            ..StreamSummary::default()
+        }];
+        let j = to_iperf3_json(&r);
+        assert_eq!(
+            j["end"]["sum_sent"]["netperfd_port_unreachable"], 849,
+            "{j}"
+        );
+        assert!(text_summary(&r).contains(
+            "warning: the peer's host 192.0.2.1 answered ICMP port unreachable 849 times"
+        ));
     }
 
     /// Issue 39 (kpace tryout): the text output named the pacer only beside a lag line. A UDP

@@ -57,6 +57,9 @@ pub struct DataStream {
     /// A UDP sender's datagrams this host refused to send (see
     /// [`crate::engine::udp::UdpSendCfg::dropped_locally`]).
     dropped_locally: Arc<AtomicU64>,
+    /// A UDP sender's ICMP port unreachable errors (see
+    /// [`crate::engine::udp::UdpSendCfg::port_unreachable`]).
+    port_unreachable: Arc<AtomicU64>,
     /// Who paced a paced UDP sender (see [`crate::engine::pacer::PacedBy`]).
     paced_by: Arc<Mutex<Option<crate::engine::pacer::PacedBy>>>,
     /// iperf 2 TCP `--trip-times`: this stream stamps (sender) or frames and measures
@@ -144,6 +147,7 @@ impl DataStream {
             gso_off: Default::default(),
             skbs: Default::default(),
             dropped_locally: Default::default(),
+            port_unreachable: Default::default(),
             paced_by: Default::default(),
             trip: None,
             thread: None,
@@ -270,6 +274,31 @@ impl DataStream {
             Sock::Udp(u) => u.try_clone(),
             Sock::Tcp(_) => Err(std::io::Error::other("not a UDP stream")),
         }
+    }
+
+    /// Read what a receiving UDP stream's socket holds after its thread stopped counting
+    /// (datagrams still in flight at the end of the test), without blocking, at most
+    /// `limit` reads, noting only their sequence numbers ([`UdpRecv::note_late`]). `len`:
+    /// the datagram size (a GRO super-datagram is split by it). Returns the highest
+    /// sequence number seen late, 0 when none.
+    pub fn read_late(&self, len: usize, limit: usize) -> u64 {
+        let (Sock::Udp(u), Some(st)) = (&self.sock, &self.udp_recv) else {
+            return 0;
+        };
+        let mut buf = vec![0u8; 65_536];
+        let len = len.max(16);
+        for _ in 0..limit {
+            match u.recv_from(&mut buf).ok() {
+                Some((n, _)) => {
+                    let mut g = lock(st);
+                    for chunk in buf[..n.min(buf.len())].chunks(len) {
+                        g.note_late(chunk);
+                    }
+                }
+                None => break,
+            }
+        }
+        lock(st).late_max_seq
     }
 
     /// A copy of a receiving UDP stream's accounting.
@@ -465,6 +494,7 @@ impl DataPhase {
                         gso_off: Some(s.gso_off.clone()),
                         skbs: Some(s.skbs.clone()),
                         dropped_locally: Some(s.dropped_locally.clone()),
+                        port_unreachable: Some(s.port_unreachable.clone()),
                         pacing: self.params.udp_pacing,
                         paced_by: Some(s.paced_by.clone()),
                     };
@@ -791,6 +821,8 @@ impl DataPhase {
                             gso_off: s.gso_off.lock().map(|g| *g).unwrap_or_default(),
                             sender_skbs: Some(s.skbs.load(Relaxed)),
                             sender_dropped_locally: Some(s.dropped_locally.load(Relaxed)),
+                            sender_port_unreachable: Some(s.port_unreachable.load(Relaxed))
+                                .filter(|n| *n > 0),
                             paced_by: s.paced_by.lock().map(|g| *g).unwrap_or_default(),
                             ..Default::default()
                         })
@@ -814,7 +846,10 @@ impl DataPhase {
                             gso_off: None,
                             sender_skbs: None,
                             sender_dropped_locally: None,
+                            sender_port_unreachable: None,
                             paced_by: None,
+                            highest_seq: Some(g.max_seq),
+                            trailing_lost: None,
                         }
                     }),
                     _ => None,
@@ -905,6 +940,32 @@ impl DataPhase {
         }
     }
 
+    /// After the test: read what the receiving UDP streams' sockets still hold (see
+    /// [`DataStream::read_late`]) and raise each stream's `highest_seq` in `summaries` to
+    /// the highest sequence number that arrived late, so that the loss after the last
+    /// datagram received does not count what was in flight when the receiver stopped.
+    pub fn note_late_arrivals(&self, summaries: &mut [StreamSummary]) {
+        if !self.udp() {
+            return;
+        }
+        let len = self.params.len as usize;
+        for s in self.streams.iter().filter(|s| !s.sender) {
+            if let Sock::Udp(u) = &s.sock {
+                let _ = u.set_nonblocking(true);
+            }
+            let late = s.read_late(len, 100_000);
+            if let Some(u) = summaries
+                .iter_mut()
+                .find(|x| x.id == s.id)
+                .and_then(|x| x.udp.as_mut())
+            {
+                if let Some(h) = u.highest_seq.as_mut() {
+                    *h = (*h).max(late);
+                }
+            }
+        }
+    }
+
     /// True when any stream sends TCP (and so reports TCP_INFO).
     pub fn has_retransmits(&self) -> bool {
         !self.udp() && self.streams.iter().any(|s| s.sender)
@@ -961,11 +1022,176 @@ pub fn merge_remote(summaries: &mut [StreamSummary], remote: &Results) -> Result
     Ok(())
 }
 
+/// Count the datagrams lost after the last one received into this side's UDP figures, once
+/// the peer's results are merged ([`merge_remote`]): for a local receiver from the peer's
+/// count of what it sent (`packets`, over the whole test) and the highest sequence number
+/// this side saw; for a local sender from our own count and the peer's highest sequence
+/// number seen (its `packets`; a netperfd receiver's already counts them, so nothing is
+/// added then). `omit`: the test's omitted seconds (`-O`), for the credibility bound of
+/// [`crate::engine::udp::trailing_loss`]. Streams the peer does not name, or without UDP
+/// figures, are left as they are.
+pub fn count_trailing_loss(summaries: &mut [StreamSummary], remote: &Results, omit: f64) {
+    for r in &remote.streams {
+        let Some(s) = summaries.iter_mut().find(|s| s.id == r.id) else {
+            continue;
+        };
+        let secs = s
+            .receiver
+            .map(|t| t.seconds)
+            .unwrap_or(0.0)
+            .max(s.sender.seconds)
+            + omit.max(0.0);
+        let local_sender = s.local_sender;
+        let Some(u) = s.udp.as_mut() else { continue };
+        if local_sender {
+            let ours = u
+                .sent_packets
+                .unwrap_or(0)
+                .saturating_add(u.omitted_packets);
+            let seen = u64::try_from(r.packets).unwrap_or(0);
+            u.add_trailing_loss(i64::try_from(ours).unwrap_or(i64::MAX), seen, secs);
+        } else if let Some(seen) = u.highest_seq {
+            if u.add_trailing_loss(r.packets, seen, secs).is_none() {
+                tracing::debug!(
+                    stream = r.id,
+                    packets = r.packets,
+                    "the peer's datagram count is not credible: loss after the last datagram not counted"
+                );
+            }
+        }
+    }
+}
+
+/// This side's results document (`mine`, from [`DataPhase::results`]) with the datagrams
+/// its receiving streams lost after the last one received ([`count_trailing_loss`]) in
+/// their `errors` and `packets`, so that the peer (a stock client too) shows them.
+pub fn results_with_trailing_loss(mine: &mut Results, summaries: &[StreamSummary]) {
+    for r in &mut mine.streams {
+        let Some(t) = summaries
+            .iter()
+            .find(|s| s.id == r.id && !s.local_sender)
+            .and_then(|s| s.udp.and_then(|u| u.trailing_lost))
+        else {
+            continue;
+        };
+        let t = i64::try_from(t).unwrap_or(i64::MAX);
+        r.errors = r.errors.saturating_add(t);
+        r.packets = r.packets.saturating_add(t);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::params::StreamResult;
     use crate::engine::report::UdpSummary;
+
+    /// The receiver's end figures count what the sender numbered after the last datagram
+    /// that arrived (the tryout: lost 0 / total 7 of 9,378 sent), in the summaries (text,
+    /// -J, the stored run) and in the results the peer gets; a peer's absurd count changes
+    /// nothing and panics nowhere.
+    #[test]
+    fn the_sender_s_count_adds_the_loss_after_the_last_datagram() {
+        let receiving = |expected, lost, highest| StreamSummary {
+            id: 1,
+            local_sender: false,
+            receiver: Some(SideTotals {
+                bytes: 0,
+                seconds: 10.0,
+            }),
+            udp: Some(UdpSummary {
+                expected: Some(expected),
+                lost: Some(lost),
+                highest_seq: Some(highest),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let theirs = |packets, omitted| Results {
+            streams: vec![StreamResult {
+                id: 1,
+                packets,
+                omitted_packets: omitted,
+                end_time: 10.0,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        // 7 seen, none missing between; the client numbered 9,378.
+        let mut s = [receiving(7, 0, 7)];
+        merge_remote(&mut s, &theirs(9_378, 0)).unwrap();
+        count_trailing_loss(&mut s, &theirs(9_378, 0), 0.0);
+        let u = s[0].udp.unwrap();
+        assert_eq!(
+            (u.lost, u.expected, u.trailing_lost),
+            (Some(9_371), Some(9_378), Some(9_371))
+        );
+        assert_eq!(u.loss(), (9_371, 9_378));
+        let mut mine = Results {
+            streams: vec![StreamResult {
+                id: 1,
+                packets: 7,
+                errors: 0,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        results_with_trailing_loss(&mut mine, &s);
+        assert_eq!(
+            (mine.streams[0].packets, mine.streams[0].errors),
+            (9_378, 9_371)
+        );
+        // With -O 2: 100 numbered in the omit period; the whole-test counts are compared.
+        let mut s = [receiving(800, 5, 900)];
+        count_trailing_loss(&mut s, &theirs(1_000, 100), 2.0);
+        let u = s[0].udp.unwrap();
+        assert_eq!((u.lost, u.expected), (Some(105), Some(900)));
+        // A count below the highest seen (a wrong or old peer): nothing added.
+        let mut s = [receiving(800, 5, 900)];
+        count_trailing_loss(&mut s, &theirs(10, 0), 0.0);
+        assert_eq!(s[0].udp.unwrap().lost, Some(5));
+        assert_eq!(s[0].udp.unwrap().trailing_lost, Some(0));
+        // Hostile counts: negative, 2^63 − 1 in a 10 s test; nothing changes.
+        for bad in [i64::MIN, -1, i64::MAX] {
+            let mut s = [receiving(800, 5, 900)];
+            count_trailing_loss(&mut s, &theirs(bad, i64::MIN), f64::MAX);
+            let u = s[0].udp.unwrap();
+            assert_eq!(
+                (u.lost, u.expected, u.trailing_lost),
+                (Some(5), Some(800), None),
+                "{bad}"
+            );
+        }
+        // Our own sender against a stock receiver (its packets: the highest it saw).
+        let mut s = [StreamSummary {
+            id: 1,
+            local_sender: true,
+            udp: Some(UdpSummary {
+                sent_packets: Some(950),
+                omitted_packets: 50,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }];
+        let stock = Results {
+            streams: vec![StreamResult {
+                id: 1,
+                packets: 900,
+                omitted_packets: 50,
+                errors: 3,
+                end_time: 10.0,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        merge_remote(&mut s, &stock).unwrap();
+        count_trailing_loss(&mut s, &stock, 0.0);
+        let u = s[0].udp.unwrap();
+        assert_eq!(
+            (u.lost, u.expected, u.trailing_lost),
+            (Some(103), Some(950), Some(100))
+        );
+    }
 
     /// Issue 38's attacker: a client's results with `packets` −2^63 and `omitted_packets`
     /// 2^63 − 1 (any host reaching port 5201) overflowed here and killed the task (a debug

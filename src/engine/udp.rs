@@ -129,6 +129,9 @@ pub struct UdpRecv {
     bitmap: Vec<u64>,
     /// Values at the end of the omit period (excluded from the results).
     pub omit_max_seq: u64,
+    /// Highest sequence number among datagrams read after the receiver stopped counting
+    /// ([`UdpRecv::note_late`]): they arrived late, not lost. 0 when none.
+    pub late_max_seq: u64,
     pub omit_unique: u64,
     /// Distinct datagrams above `omit_max_seq` (the ones the results count).
     pub unique_after_omit: u64,
@@ -228,6 +231,7 @@ impl UdpRecv {
             prev_sent: None,
             bitmap: vec![0; (DUP_WINDOW / 64) as usize],
             omit_max_seq: 0,
+            late_max_seq: 0,
             omit_unique: 0,
             unique_after_omit: 0,
             peak_1ms_bps: 0.0,
@@ -383,6 +387,22 @@ impl UdpRecv {
         true
     }
 
+    /// Note a datagram (iperf3 layout) that arrived after the receiver stopped counting:
+    /// only its sequence number is kept ([`UdpRecv::late_max_seq`]), so that the loss after
+    /// the last datagram received ([`trailing_loss`]) does not count what was still in
+    /// flight when the test ended. Figures, bytes and intervals do not change.
+    pub fn note_late(&mut self, data: &[u8]) {
+        let Some((_, wire_seq)) = read_header(data, self.wide) else {
+            return;
+        };
+        let seq = if self.wide {
+            wire_seq
+        } else {
+            extend_seq(wire_seq as u32, self.max_seq.max(self.late_max_seq).max(1))
+        };
+        self.late_max_seq = self.late_max_seq.max(seq);
+    }
+
     /// Lost datagrams so far (whole test): expected − unique, never negative.
     pub fn lost(&self) -> u64 {
         self.max_seq.saturating_sub(self.unique)
@@ -415,6 +435,38 @@ impl UdpRecv {
         self.expected_after_omit()
             .saturating_sub(self.unique_after_omit)
     }
+}
+
+/// Most datagrams per second one stream is believed to have sent: 200 million (more than a
+/// 100 Gbit/s port carries of the smallest iperf3 datagram). A sender's count at the end
+/// (it comes from the network) above this many per second of the test is not credible and
+/// is not used by [`trailing_loss`].
+pub const MAX_CREDIBLE_DATAGRAMS_PER_SEC: u64 = 200_000_000;
+
+/// Datagrams lost after the last one the receiver saw: the sender's count of the datagrams
+/// it numbered over the whole test (`sender_numbered`, omitted seconds included: iperf3's
+/// results `packets` of a sender; its datagrams this host refused to send, `dropped_locally`,
+/// are not numbered and not in it) less the highest sequence number the receiver saw
+/// (`highest_seen`, the whole test's). A receiver that counts gaps in the sequence never sees
+/// these lost: nothing after them shows the gap. 0 when the sender numbered no more than
+/// was seen (reordering, duplicates and a smaller count change nothing).
+///
+/// `seconds`: how long the test ran, s (omit included), for the credibility bound. `None`
+/// when the count cannot be believed: negative, or above [`MAX_CREDIBLE_DATAGRAMS_PER_SEC`]
+/// per second of the test (plus 2 s) — a peer's results come from the network.
+pub fn trailing_loss(sender_numbered: i64, highest_seen: u64, seconds: f64) -> Option<u64> {
+    let sent = u64::try_from(sender_numbered).ok()?;
+    let after = sent.saturating_sub(highest_seen);
+    let secs = if seconds.is_finite() && seconds > 0.0 {
+        // Saturating float → integer conversion; a week is more than any test runs.
+        seconds.min(604_800.0).ceil() as u64
+    } else {
+        0
+    };
+    let bound = secs
+        .saturating_add(2)
+        .saturating_mul(MAX_CREDIBLE_DATAGRAMS_PER_SEC);
+    (sent <= bound).then_some(after)
 }
 
 /// Loss in percent of `expected`, clamped to 0..=100; 0 when nothing was expected (no NaN).
@@ -561,6 +613,12 @@ pub struct UdpSendCfg {
     /// takes the first refused one's sequence number), so the receiver does not count them
     /// lost.
     pub dropped_locally: Option<Arc<AtomicU64>>,
+    /// Where the sender counts the ICMP port unreachable errors that came back (a send, or
+    /// the pending error of a sendmmsg that stopped short, returned ECONNREFUSED: the peer's
+    /// host said nothing listens on the port). The test goes on through them (a stray one
+    /// in a run that has a receiver is harmless); a run whose receiver never answered says
+    /// so with this count.
+    pub port_unreachable: Option<Arc<AtomicU64>>,
     /// How a paced sender asks to be paced (`--udp-pacing`, see [`PacingMode`]).
     pub pacing: PacingMode,
     /// Where a paced sender says who paced it (the kernel's fq or the user-space pacer), for
@@ -1280,7 +1338,12 @@ fn run_sender_mode(
             let dropped = match &sent {
                 Ok(n) if *n < k => match tx.take_error() {
                     Some(libc::ENOBUFS) => per.min(k - n),
-                    Some(_) => {
+                    Some(e) => {
+                        if e == libc::ECONNREFUSED {
+                            if let Some(c) = &cfg.port_unreachable {
+                                c.fetch_add(1, Relaxed);
+                            }
+                        }
                         // An ICMP error's entry on the error queue goes with it.
                         tx.drain_errors();
                         0
@@ -1356,6 +1419,11 @@ fn run_sender_mode(
             // the error queue (IP_RECVERR queues each one) and the test goes on. The same
             // errno with no ICMP behind it (no route here) stops the test below.
             Err(e) if tx.drain_errors() > 0 || e.raw_os_error() == Some(libc::ECONNREFUSED) => {
+                if e.raw_os_error() == Some(libc::ECONNREFUSED) {
+                    if let Some(c) = &cfg.port_unreachable {
+                        c.fetch_add(1, Relaxed);
+                    }
+                }
                 std::thread::yield_now();
             }
             Err(e) => {
@@ -1611,6 +1679,37 @@ mod tests {
             &[0, 0, 4, 0x88, 0, 6, 0x8a, 0x97, 0, 0, 0, 0, 0, 0, 0, 1]
         );
         assert_eq!(read_header(&w[..15], true), None);
+    }
+
+    /// Issue 39's leftover: datagrams lost after the last one received were never lost (the
+    /// tryout's 0 lost of 7 while the sender said it sent 9,378). With the sender's count:
+    /// the trailing ones, on top of the gaps; reordering and duplicates change nothing, a
+    /// count below what was seen adds nothing, a negative or absurd one is not used.
+    #[test]
+    fn loss_after_the_last_datagram_comes_from_the_sender_s_count() {
+        let mut r = UdpRecv::new(false);
+        // 1..=7 arrive, 3 late and 5 twice; 4 never: one gap.
+        feed(&mut r, &[1, 2, 5, 3, 6, 5, 7]);
+        assert_eq!((r.max_seq, r.unique, r.lost()), (7, 6, 1));
+        assert_eq!((r.out_of_order, r.duplicates), (1, 1));
+        assert_eq!(trailing_loss(9_378, r.max_seq, 10.0), Some(9_371));
+        // Lost in all: the gap and the tail, of the sender's total.
+        assert_eq!(r.lost() + 9_371, 9_372);
+        // The sender numbered no more than was seen (or fewer: a wrong count) adds nothing.
+        assert_eq!(trailing_loss(7, r.max_seq, 10.0), Some(0));
+        assert_eq!(trailing_loss(3, r.max_seq, 10.0), Some(0));
+        assert_eq!(trailing_loss(0, 0, 0.0), Some(0));
+        // From the network: negative, or more than 200 M datagrams a second of the test.
+        assert_eq!(trailing_loss(-1, 7, 10.0), None);
+        assert_eq!(trailing_loss(i64::MIN, 7, 10.0), None);
+        assert_eq!(trailing_loss(i64::MAX, 7, 10.0), None);
+        assert_eq!(trailing_loss(i64::MAX, 7, f64::INFINITY), None);
+        assert_eq!(trailing_loss(i64::MAX, 7, f64::NAN), None);
+        let bound = 12 * MAX_CREDIBLE_DATAGRAMS_PER_SEC;
+        assert_eq!(trailing_loss(bound as i64, 7, 10.0), Some(bound - 7));
+        assert_eq!(trailing_loss(bound as i64 + 1, 7, 10.0), None);
+        // Nothing seen at all: every datagram the sender numbered is lost after the last.
+        assert_eq!(trailing_loss(45, 0, 1.0), Some(45));
     }
 
     #[test]
@@ -2023,6 +2122,7 @@ mod tests {
             gso_off: None,
             skbs: None,
             dropped_locally: None,
+            port_unreachable: None,
             pacing: PacingMode::Auto,
             paced_by: None,
         }

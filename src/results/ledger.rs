@@ -28,6 +28,11 @@ use serde::{Deserialize, Serialize};
 pub const DATAGRAMS: &str = "datagrams";
 /// The unit of a qdisc's drops: one skb is one datagram or a GSO batch of several.
 pub const SKBS: &str = "skbs";
+/// The unit of IP reassembly failures (`Ip ReasmFails` of `/proc/net/snmp`): the kernel
+/// counts one per fragment it could not queue (reassembly memory full) and one per datagram
+/// whose reassembly it gave up (a fragment missing at the timeout), so they are neither
+/// datagrams nor fragments and are not added up with the datagrams.
+pub const REASSEMBLY_FAILURES: &str = "reassembly failures";
 
 /// Where datagrams were dropped, as counted by one counter.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,7 +65,7 @@ impl Place {
     /// Whether `packets` counts datagrams (ledgers stored before the unit was said count as
     /// they did then).
     pub fn in_datagrams(&self) -> bool {
-        self.unit != SKBS
+        self.unit != SKBS && self.unit != REASSEMBLY_FAILURES
     }
 }
 
@@ -107,6 +112,7 @@ impl LossLedger {
     pub fn at_least(&self) -> u64 {
         self.places
             .iter()
+            .filter(|p| p.unit != REASSEMBLY_FAILURES)
             .map(|p| p.packets)
             .fold(0, u64::saturating_add)
     }
@@ -120,7 +126,7 @@ impl LossLedger {
     /// Some place is counted in skbs (its datagrams could not be told): part of
     /// `unattributed` may be in it.
     pub fn has_skbs(&self) -> bool {
-        self.places.iter().any(|p| !p.in_datagrams())
+        self.places.iter().any(|p| p.unit == SKBS)
     }
 }
 
@@ -347,6 +353,20 @@ fn places_of(lost: u64, path: Path, ports: &[String], d: &BoardDelta, flow: &Flo
         }
     }
     if matches!(path, Path::Received | Path::Both) {
+        // Datagrams that came in IP fragments and were never put back together: in the
+        // kernel's own unit (see [`REASSEMBLY_FAILURES`]), not added up with datagrams.
+        let n = d.snmp("Ip.ReasmFails");
+        if n > 0 {
+            places.push(Place {
+                place: "board_reassembly".into(),
+                port: None,
+                packets: n,
+                unit: REASSEMBLY_FAILURES.into(),
+                counted: None,
+                counted_unit: None,
+                counter: "Ip ReasmFails".into(),
+            });
+        }
         let n = d.snmp("Udp.RcvbufErrors");
         if n > 0 {
             // One receiving leg on the run's ports: the skbs can be turned into datagrams.
@@ -451,10 +471,15 @@ pub fn with_peer(mut l: LossLedger, drops: &serde_json::Value) -> LossLedger {
         let Ok(p) = serde_json::from_value::<Place>(v.clone()) else {
             continue;
         };
-        if !matches!(p.place.as_str(), "qdisc" | "nic" | "softnet" | "socket") || p.packets == 0 {
+        if !matches!(
+            p.place.as_str(),
+            "qdisc" | "nic" | "softnet" | "socket" | "reassembly"
+        ) || p.packets == 0
+        {
             continue;
         }
         let unit = match p.unit.as_str() {
+            _ if p.place == "reassembly" => REASSEMBLY_FAILURES,
             DATAGRAMS => DATAGRAMS,
             "" if p.place != "qdisc" => DATAGRAMS,
             _ => SKBS,
@@ -587,7 +612,11 @@ pub fn headline(l: &LossLedger) -> Option<String> {
         .places
         .iter()
         .map(|p| {
-            let unit = if p.in_datagrams() { "" } else { " skbs" };
+            let unit = if p.in_datagrams() {
+                String::new()
+            } else {
+                format!(" {}", p.unit)
+            };
             match &p.port {
                 Some(port) => format!("{} {port} {}{unit}", p.place, count(p.packets)),
                 None => format!("{} {}{unit}", p.place, count(p.packets)),
@@ -772,6 +801,12 @@ pub fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
             ),
             "peer_softnet" => format!(
                 "the peer's softnet dropped +{n}: a CPU's receive backlog on the peer was full"
+            ),
+            "board_reassembly" | "peer_reassembly" => format!(
+                "{}Ip ReasmFails +{n} (its unit: one per fragment the kernel could not queue, its reassembly memory full, and one per datagram it gave up on, a fragment missing): datagrams larger than the path MTU came in IP fragments and {} never put them back together — send datagrams that fit the MTU (a smaller -l), or raise net.ipv4.ipfrag_high_thresh{}",
+                if p.place == "peer_reassembly" { "the peer's " } else { "" },
+                if p.place == "peer_reassembly" { "the peer" } else { "the board" },
+                if p.place == "peer_reassembly" { " on the peer" } else { "" },
             ),
             _ => format!("{} +{n}", p.counter),
         });
@@ -1458,6 +1493,61 @@ mod tests {
             &Flow::udp(1448, false, None),
         );
         assert_eq!(l.places[0].unit, "skbs");
+    }
+
+    /// The tryout's fragment loss: `-l 8000` datagrams whose fragments filled the
+    /// receiver's reassembly memory; lost counted from the sender's count (9,371 of 9,378).
+    /// Ip ReasmFails moved by 28,000 (one per fragment it could not queue): a place in its
+    /// own unit, named, never added up with datagrams; a peer's too.
+    #[test]
+    fn reassembly_failures_are_a_place_in_their_own_unit() {
+        let mut d = BoardDelta::default();
+        d.snmp.insert("Ip.ReasmFails".into(), 28_000);
+        let l = led(9_371, Path::Received, &["eth0".into()], &d);
+        assert_eq!(l.places.len(), 1);
+        let p = &l.places[0];
+        assert_eq!(
+            (
+                p.place.as_str(),
+                p.packets,
+                p.unit.as_str(),
+                p.counter.as_str()
+            ),
+            (
+                "board_reassembly",
+                28_000,
+                REASSEMBLY_FAILURES,
+                "Ip ReasmFails"
+            )
+        );
+        assert!(!p.in_datagrams());
+        assert_eq!(
+            (l.attributed(), l.at_least(), l.unattributed),
+            (0, 0, 9_371)
+        );
+        assert!(!l.overcounted() && !l.has_skbs());
+        assert_eq!(
+            headline(&l).as_deref(),
+            Some("board_reassembly 28,000 reassembly failures, unattributed 9,371")
+        );
+        let said = sentences(&l, &d);
+        assert!(
+            said[0].starts_with("Ip ReasmFails +28,000 (its unit: one per fragment"),
+            "{said:?}"
+        );
+        // Sending: the board's reassembly is not on the path.
+        assert!(led(9_371, Path::Sent, &["eth0".into()], &d)
+            .places
+            .is_empty());
+        // The peer's (its netperfd receiver's `netperfd_drops`).
+        let peer = peer_drops("receive", &["eth0".into()], &d, &Flow::default());
+        let l = with_peer(
+            led(9_371, Path::Sent, &["eth0".into()], &BoardDelta::default()),
+            &peer,
+        );
+        assert_eq!(l.places[0].place, "peer_reassembly");
+        assert_eq!(l.places[0].unit, REASSEMBLY_FAILURES);
+        assert_eq!(l.unattributed, 9_371);
     }
 
     #[test]

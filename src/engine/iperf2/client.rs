@@ -641,14 +641,54 @@ async fn run_inner(
             aborted = a;
         }
     }
-    if spec.udp && results.iter().any(|r| r.sender && r.udp.is_none()) && !aborted {
+    let no_report = spec.udp && results.iter().any(|r| r.sender && r.udp.is_none()) && !aborted;
+    if no_report {
         notes.push("no server report came back for the UDP FIN (10 tries)".into());
     }
-    let check = super::rate_check(spec.rate, &results);
+    let mut check = super::rate_check(spec.rate, &results);
+    if let Some(e) = nobody_listening(&results, no_report, peer) {
+        // Nothing received: no rate was reached, whatever the sender sent.
+        check = None;
+        error = error.or(Some(e));
+    } else if let Some(n) = results
+        .iter()
+        .filter(|r| r.sender)
+        .filter_map(|r| r.port_unreachable)
+        .reduce(u64::saturating_add)
+    {
+        // A stray one (the server's socket not open yet, or closed at the end) in a run
+        // that has a receiver: said, not a failure.
+        notes.push(crate::engine::report::port_unreachable_sentence(
+            n,
+            &net::ip_text(peer.ip()),
+        ));
+    }
     Outcome {
         rate_check: check,
         ..finish(results, error, aborted, notes)
     }
+}
+
+/// The error of a UDP test whose receiver never answered (`no_report`: no server report came
+/// back for the FIN) while the peer's host answered ICMP port unreachable to its sending
+/// streams: nothing listens on the port. `None` when a report came back or no such ICMP
+/// error did.
+fn nobody_listening(results: &[StreamResult], no_report: bool, peer: SocketAddr) -> Option<String> {
+    if !no_report {
+        return None;
+    }
+    let n = results
+        .iter()
+        .filter(|r| r.sender)
+        .filter_map(|r| r.port_unreachable)
+        .reduce(u64::saturating_add)?;
+    Some(format!(
+        "nothing received: the peer's host {} answered ICMP port unreachable {} time{} and no server report came back: no iperf 2 UDP server listens on port {} (start one with iperf -s -u)",
+        net::ip_text(peer.ip()),
+        crate::model::display::count(n),
+        if n == 1 { "" } else { "s" },
+        peer.port()
+    ))
 }
 
 fn finish(

@@ -96,6 +96,10 @@ pub struct StreamResult {
     /// With `latency_ms`: the bursts that gave no figure, by reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trip_drops: Option<trip::TripDrops>,
+    /// A UDP sender's ICMP port unreachable errors (see
+    /// [`crate::engine::udp::UdpSendCfg::port_unreachable`]); `None` when none came back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port_unreachable: Option<u64>,
 }
 
 impl StreamResult {
@@ -372,6 +376,10 @@ async fn drive(
                 .and_then(|u| u.sender_peak_1ms_bps),
             latency_ms: s.trip_stats().map(|t| t.total_ms()),
             trip_drops: s.trip_stats().map(|t| t.drops),
+            port_unreachable: sums
+                .get(i)
+                .and_then(|x| x.udp)
+                .and_then(|u| u.sender_port_unreachable),
         });
     }
     let len = leg.phase.params.len as usize;
@@ -598,6 +606,10 @@ pub fn stream_sum(o: &Outcome, sender: bool) -> Option<StreamResult> {
             .reduce(|a, b| a + b),
         latency_ms: None,
         trip_drops: None,
+        port_unreachable: v
+            .iter()
+            .filter_map(|s| s.port_unreachable)
+            .reduce(u64::saturating_add),
     })
 }
 

@@ -7,7 +7,9 @@ use super::framing;
 use super::wire::{self, ierr, Direction, Params, Protocol, Results, State, WireError};
 use crate::engine::net::{self, Family, SockOpts};
 use crate::engine::report::{IntervalRecord, Report, Role};
-use crate::engine::session::{describe_streams, merge_remote, report_phase, DataPhase, DataStream};
+use crate::engine::session::{
+    count_trailing_loss, describe_streams, merge_remote, report_phase, DataPhase, DataStream,
+};
 use crate::engine::stats::{CpuMark, CpuUtil};
 use crate::model::RunDirection;
 use std::sync::Arc;
@@ -989,6 +991,14 @@ impl ClientTest<'_> {
         if let Err(e) = merge_remote(&mut report.streams, &theirs) {
             return Err(self.fail(e));
         }
+        // What the server sent until our TEST_END reached it arrived after we stopped
+        // counting: late, not lost.
+        self.phase.note_late_arrivals(&mut report.streams);
+        count_trailing_loss(
+            &mut report.streams,
+            &theirs,
+            f64::from(self.phase.params.omit),
+        );
         report.cpu_remote = CpuUtil {
             total: theirs.cpu_util_total,
             user: theirs.cpu_util_user,

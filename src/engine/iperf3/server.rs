@@ -11,7 +11,10 @@ use super::wire::{self, ierr, Params, Protocol, Results, State, COOKIE_SIZE};
 use crate::engine::admission::{Admission, Limits, Ticket};
 use crate::engine::net;
 use crate::engine::report::{self, IntervalRecord, Report, Role};
-use crate::engine::session::{describe_streams, merge_remote, report_phase, DataPhase, DataStream};
+use crate::engine::session::{
+    count_trailing_loss, describe_streams, merge_remote, report_phase, results_with_trailing_loss,
+    DataPhase, DataStream,
+};
 use crate::engine::stats::{CpuMark, CpuUtil};
 use crate::model::RunStatus;
 use socket2::{Domain, Socket, Type};
@@ -1194,6 +1197,9 @@ impl Test<'_> {
             let _ = framing::write_server_error(&mut self.ctrl, ierr::IESTREAMID, 0).await;
             return Err(stop(RunStatus::Failed, e));
         }
+        // The client's datagram counts: what it sent after the last datagram that arrived
+        // is lost too (a gap count never sees it), here and in the results it gets.
+        count_trailing_loss(&mut report.streams, &theirs, f64::from(params.omit));
         report.cpu_remote = CpuUtil {
             total: theirs.cpu_util_total,
             user: theirs.cpu_util_user,
@@ -1207,6 +1213,7 @@ impl Test<'_> {
             }
         }
         let mut mine = mine.unwrap_or_default();
+        results_with_trailing_loss(&mut mine, &report.streams);
         let flow = TestFlow::of(report);
         mine.netperfd_drops = drops_at_end(drops_end, flow).await;
         // Who paced this server's senders, for a -R client's end.pacing.
