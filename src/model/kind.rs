@@ -150,6 +150,24 @@ impl RunKind {
         }
     }
 
+    /// Whether the board sends the run's bytes on raw TCP connections it accepted
+    /// (`tcp-source`; a `tcp-sink` receives them).
+    pub fn is_tcp_source(self) -> bool {
+        match self {
+            RunKind::TcpSource => true,
+            RunKind::Iperf3
+            | RunKind::Iperf2
+            | RunKind::Multi
+            | RunKind::Forward
+            | RunKind::Monitor
+            | RunKind::HttpServe
+            | RunKind::HttpGet
+            | RunKind::TcpSink
+            | RunKind::Latency
+            | RunKind::Rfc2544 => false,
+        }
+    }
+
     /// Whether the measured traffic is forwarded through the board (a peer agent's test from
     /// one PC to another): its direction is the peer's, its target the agent's `test`, and
     /// what went missing may have been dropped by the board's forwarding.

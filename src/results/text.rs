@@ -2,15 +2,19 @@
 //! report: forwarding and monitor-only runs).
 
 use crate::model::RunKind;
+use crate::results::forward_summary::BoardFigures;
 use crate::store::RunRow;
 
 /// The run's summary as a few lines of text: status, peer figures, per-port rates.
 pub fn summary_text(run: &RunRow) -> String {
     let s = &run.summary;
-    let rate = |v: &serde_json::Value| {
-        v.as_f64()
-            .map(crate::model::display::rate)
-            .unwrap_or_default()
+    // A stored `null` (NaN, an infinity) shows as nothing.
+    let rate = |v: f64| {
+        if v.is_finite() {
+            crate::model::display::rate(v)
+        } else {
+            String::new()
+        }
     };
     let mut out = format!("Run {} ({}): {}\n", run.id, run.kind, run.status);
     if let Some(e) = &run.error {
@@ -42,35 +46,43 @@ pub fn summary_text(run: &RunRow) -> String {
             crate::model::display::rate(rcv)
         ));
     }
-    if let Some(fw) = s.get("forwarded").and_then(|f| f.as_object()) {
-        for (dir, v) in fw {
-            out.push_str(&format!(
-                "forwarded {dir}: {} ({:.0} packets/s)\n",
-                rate(&v["bits_per_second"]),
-                v["packets_per_second"].as_f64().unwrap_or(0.0)
-            ));
-        }
+    let board = BoardFigures::of(run);
+    for (dir, v) in board.forwarded.iter().flat_map(|f| &f.0) {
+        out.push_str(&format!(
+            "forwarded {dir}: {} ({:.0} packets/s)\n",
+            rate(v.bits_per_second),
+            or_zero(v.packets_per_second)
+        ));
     }
-    if let Some(ports) = s.get("ports").and_then(|p| p.as_object()) {
+    if !board.ports.is_empty() {
         out.push_str(&format!(
             "{:<16} {:>18} {:>18} {:>12} {:>12}\n",
             "port", "rx", "tx", "rx pkt/s", "tx pkt/s"
         ));
-        for (name, p) in ports {
+        for (name, p) in &board.ports {
             out.push_str(&format!(
                 "{:<16} {:>18} {:>18} {:>12.0} {:>12.0}\n",
                 name,
-                rate(&p["rx_bits_per_second"]),
-                rate(&p["tx_bits_per_second"]),
-                p["rx_packets_per_second"].as_f64().unwrap_or(0.0),
-                p["tx_packets_per_second"].as_f64().unwrap_or(0.0)
+                rate(p.rx_bits_per_second),
+                rate(p.tx_bits_per_second),
+                or_zero(p.rx_packets_per_second),
+                or_zero(p.tx_packets_per_second)
             ));
         }
     }
-    if let Some(peak) = s.pointer("/conntrack/peak").and_then(|v| v.as_i64()) {
+    if let Some(peak) = board.conntrack_peak() {
         out.push_str(&format!("conntrack entries: peak {peak}\n"));
     }
     out
+}
+
+/// `v`, or 0 for a stored `null` (NaN, an infinity).
+fn or_zero(v: f64) -> f64 {
+    if v.is_finite() {
+        v
+    } else {
+        0.0
+    }
 }
 
 /// For forwarding and monitor runs, the board's summary ([`summary_text`]) followed by `text`

@@ -8,6 +8,9 @@ use crate::engine::iperf3::wire::{Direction, Params, Protocol, DEFAULT_TCP_BLKSI
 use crate::model::display;
 use crate::model::time::fmt_time;
 use crate::model::{RunDirection, RunKind, RunProtocol, RunRole};
+use crate::results::forward_summary::BoardFigures;
+use crate::results::multi_summary::MultiParams;
+use crate::results::rfc2544_params::Rfc2544Params;
 use crate::store::RunRow;
 use serde::Serialize;
 use serde_json::Value;
@@ -56,6 +59,11 @@ fn card(id: &str, label: &str, value: String) -> Card {
 
 fn rate_or_dash(v: Option<f64>) -> String {
     v.map(display::rate).unwrap_or_else(|| "—".into())
+}
+
+/// `x` when it is a number (a stored `null`, NaN or an infinity is none).
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
 }
 
 fn plural(n: u64, one: &str) -> String {
@@ -495,27 +503,28 @@ fn iperf2_view(r: &RunRow) -> KindView {
 
 /// `--leg` arguments of a multi-port run, one per leg: `eth0=HOST[:PORT][,receive|bidir]
 /// [,udp][,b=RATE][,P=N]`.
-fn leg_args(r: &RunRow) -> Vec<String> {
-    let Some(legs) = r.params["legs"].as_array() else {
-        return Vec::new();
-    };
-    legs.iter()
+fn leg_args(p: &MultiParams) -> Vec<String> {
+    p.legs
+        .iter()
         .map(|l| {
             let mut a = format!(
                 "{}={}",
-                l["port"].as_str().unwrap_or("?"),
-                l["peer"].as_str().unwrap_or("?")
+                l.port.as_deref().unwrap_or("?"),
+                if l.peer.is_empty() { "?" } else { &l.peer }
             );
-            if let Some(p) = l["peer_port"].as_u64().filter(|p| *p != 5201) {
-                a.push_str(&format!(":{p}"));
+            if l.peer_port != 5201 && l.peer_port != 0 {
+                a.push_str(&format!(":{}", l.peer_port));
             }
-            match l["direction"].as_str() {
-                Some("receive") => a.push_str(",receive"),
-                Some("bidir") => a.push_str(",bidir"),
-                _ => {}
+            match l.direction {
+                RunDirection::Receive => a.push_str(",receive"),
+                RunDirection::Bidir => a.push_str(",bidir"),
+                RunDirection::Send
+                | RunDirection::Tradeoff
+                | RunDirection::Mixed
+                | RunDirection::Unset
+                | RunDirection::Other(_) => {}
             }
-            let p: Option<Params> = serde_json::from_value(l["params"].clone()).ok();
-            if let Some(p) = p {
+            if let Some(p) = &l.params {
                 if p.protocol == Protocol::Udp {
                     a.push_str(",udp");
                 }
@@ -532,13 +541,14 @@ fn leg_args(r: &RunRow) -> Vec<String> {
 }
 
 fn multi_view(r: &RunRow) -> KindView {
-    let legs = leg_args(r);
+    let params = MultiParams::of_params(&r.params);
+    let legs = leg_args(&params);
     let mut command = String::from("netperfd multi");
     for l in &legs {
         command.push_str(&format!(" --leg {l}"));
     }
-    if let Some(t) = r.params["time"].as_u64().filter(|t| *t > 0) {
-        command.push_str(&format!(" -t {t}"));
+    if params.time > 0 {
+        command.push_str(&format!(" -t {}", params.time));
     }
     KindView {
         kind: r.kind,
@@ -613,17 +623,16 @@ fn forward_view(r: &RunRow) -> KindView {
     }
     stock.push_str(&flags);
     let mut cards = throughput_cards(r);
-    if let Some(fw) = r.summary["forwarded"].as_object() {
-        for (dir, v) in fw {
-            cards.push(card(
-                &format!(
-                    "fwd-{}",
-                    dir.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
-                ),
-                &format!("Forwarded {dir}"),
-                rate_or_dash(v["bits_per_second"].as_f64()),
-            ));
-        }
+    let board = BoardFigures::of(r);
+    for (dir, v) in board.forwarded.iter().flat_map(|f| &f.0) {
+        cards.push(card(
+            &format!(
+                "fwd-{}",
+                dir.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+            ),
+            &format!("Forwarded {dir}"),
+            rate_or_dash(finite(v.bits_per_second)),
+        ));
     }
     let mut facts = vec![
         (
@@ -648,7 +657,7 @@ fn forward_view(r: &RunRow) -> KindView {
             "the first PC: the peer agent starts it there".to_string(),
         ),
     ];
-    if let Some(peak) = r.summary.pointer("/conntrack/peak").and_then(Value::as_i64) {
+    if let Some(peak) = board.conntrack_peak() {
         facts.push(("Conntrack entries (peak)".into(), peak.to_string()));
     }
     KindView {
@@ -689,20 +698,19 @@ fn monitor_view(r: &RunRow) -> KindView {
         command.push_str(&format!(" --label {label:?}"));
     }
     let mut cards = Vec::new();
-    if let Some(m) = r.summary["ports"].as_object() {
-        for (name, v) in m.iter().take(4) {
-            cards.push(card(
-                &format!("port-{name}"),
-                &format!("{name} rx / tx"),
-                format!(
-                    "{} / {}",
-                    rate_or_dash(v["rx_bits_per_second"].as_f64()),
-                    rate_or_dash(v["tx_bits_per_second"].as_f64())
-                ),
-            ));
-        }
+    let board = BoardFigures::of(r);
+    for (name, v) in board.ports.iter().take(4) {
+        cards.push(card(
+            &format!("port-{name}"),
+            &format!("{name} rx / tx"),
+            format!(
+                "{} / {}",
+                rate_or_dash(finite(v.rx_bits_per_second)),
+                rate_or_dash(finite(v.tx_bits_per_second))
+            ),
+        ));
     }
-    if let Some(peak) = r.summary.pointer("/conntrack/peak").and_then(Value::as_i64) {
+    if let Some(peak) = board.conntrack_peak() {
         cards.push(card("conntrack", "Conntrack (peak)", peak.to_string()));
     }
     let mut facts = Vec::new();
@@ -1182,34 +1190,39 @@ pub fn view(r: &RunRow) -> KindView {
 }
 
 fn rfc2544_view(r: &RunRow) -> KindView {
-    let p = &r.params;
-    let word = |k: &str| p[k].as_str().unwrap_or("?").to_string();
+    let p = Rfc2544Params::of_params(&r.params);
+    let known = |s: &str| {
+        if s.is_empty() {
+            "?".to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    let target = if p.target.is_empty() {
+        &r.peer_host
+    } else {
+        &p.target
+    };
     let mut command = format!(
         "netperfd rfc2544 --peer {} --token-file TOKEN --to {} --in {} --out {}",
-        word("peer"),
-        p["target"].as_str().unwrap_or(&r.peer_host),
-        word("ingress"),
-        word("egress")
+        known(&p.peer),
+        target,
+        known(&p.ingress),
+        known(&p.egress)
     );
-    if let Some(port) = p["port"].as_u64().filter(|p| *p != 5201) {
-        command.push_str(&format!(" -p {port}"));
+    if p.port != 5201 {
+        command.push_str(&format!(" -p {}", p.port));
     }
-    if p["nat"].as_bool() == Some(true) {
+    if p.nat {
         command.push_str(" --nat");
     }
-    if let Some(sizes) = p["sizes"].as_array() {
-        let list: Vec<String> = sizes
-            .iter()
-            .filter_map(|v| v.as_u64())
-            .map(|v| v.to_string())
-            .collect();
+    if !p.sizes.is_empty() {
+        let list: Vec<String> = p.sizes.iter().map(u32::to_string).collect();
         command.push_str(&format!(" --sizes {}", list.join(",")));
     }
     command.push_str(&format!(
         " --trial {} --loss {} --resolution {}",
-        p["trial_s"].as_u64().unwrap_or(10),
-        p["loss_percent"].as_f64().unwrap_or(0.0),
-        p["resolution_percent"].as_f64().unwrap_or(0.5)
+        p.trial_s, p.loss_percent, p.resolution_percent
     ));
     match r.direction {
         RunDirection::Receive => command.push_str(" -R"),
@@ -1220,24 +1233,26 @@ fn rfc2544_view(r: &RunRow) -> KindView {
         | RunDirection::Unset
         | RunDirection::Other(_) => {}
     }
-    if let Some(tests) = p["tests"].as_array() {
-        let list: Vec<&str> = tests.iter().filter_map(|v| v.as_str()).collect();
+    if !p.tests.is_empty() {
+        let list: Vec<&str> = p.tests.iter().map(|t| t.word()).collect();
         if list != ["throughput"] {
             command.push_str(&format!(" --tests {}", list.join(",")));
         }
     }
-    if p["line_source"].as_str() == Some("given") {
-        if let Some(b) = p["line_bps"].as_f64() {
-            command.push_str(&format!(" --line-rate {}", iperf3_rate_arg(b as u64)));
-        }
+    if p.line_source == "given" && p.line_bps.is_finite() {
+        command.push_str(&format!(
+            " --line-rate {}",
+            iperf3_rate_arg(p.line_bps as u64)
+        ));
     }
     // The pass/fail limits given with the run (stored as numbers by the plan).
-    for (key, flag) in [
-        ("min_throughput_percent", "--min-throughput-percent"),
-        ("max_latency_ms", "--max-latency-ms"),
-        ("max_cpu_percent", "--max-cpu-percent"),
+    let th = p.thresholds.unwrap_or_default();
+    for (limit, flag) in [
+        (th.min_throughput_percent, "--min-throughput-percent"),
+        (th.max_latency_ms, "--max-latency-ms"),
+        (th.max_cpu_percent, "--max-cpu-percent"),
     ] {
-        if let Some(v) = p["thresholds"][key].as_f64().filter(|v| v.is_finite()) {
+        if let Some(v) = limit.filter(|v| v.is_finite()) {
             command.push_str(&format!(" {flag} {v}"));
         }
     }
@@ -1268,39 +1283,33 @@ fn rfc2544_view(r: &RunRow) -> KindView {
             "Device under test".to_string(),
             format!(
                 "this board, {} → {}{}",
-                word("ingress"),
-                word("egress"),
-                if p["nat"].as_bool() == Some(true) {
+                known(&p.ingress),
+                known(&p.egress),
+                if p.nat {
                     ", NAT (MASQUERADE on the egress port) for the run"
                 } else {
                     ""
                 }
             ),
         ),
-        ("Generator (peer agent on PC1)".to_string(), word("peer")),
+        ("Generator (peer agent on PC1)".to_string(), known(&p.peer)),
         (
             "Receiver (PC2)".to_string(),
-            format!(
-                "{}:{}",
-                p["target"].as_str().unwrap_or(&r.peer_host),
-                p["port"].as_u64().unwrap_or(5201)
-            ),
+            format!("{}:{}", target, p.port),
         ),
         (
             "Line rate".to_string(),
             format!(
                 "{} ({})",
-                rate_or_dash(p["line_bps"].as_f64()),
-                p["line_source"].as_str().unwrap_or("?")
+                rate_or_dash(finite(p.line_bps)),
+                known(&p.line_source)
             ),
         ),
         (
             "Trials".to_string(),
             format!(
                 "{} s each; loss allowed {} %; resolution {} %",
-                p["trial_s"].as_u64().unwrap_or(0),
-                p["loss_percent"].as_f64().unwrap_or(0.0),
-                p["resolution_percent"].as_f64().unwrap_or(0.0)
+                p.trial_s, p.loss_percent, p.resolution_percent
             ),
         ),
     ];

@@ -22,6 +22,11 @@ use crate::board::links::Counters;
 use crate::board::netconfig::Change;
 use crate::model::{RunFigures, RunProtocol, RunRole, RunStatus};
 use crate::peer::{PeerClient, PeerTestSpec};
+pub use crate::results::forward_summary::PortFigures;
+use crate::results::forward_summary::{
+    Conntrack, CoreBusy, ForwardSummary, Forwarded, ForwardedDir, MonitorSummary,
+};
+use crate::results::rfc2544_summary::{NatRecord, PeerRef, TargetRef};
 use crate::runs::live::Hub;
 use crate::runs::recorder::{Ended, Measured, Recorder, Sampling};
 use crate::store::NewRun;
@@ -311,51 +316,6 @@ pub async fn read_counters(ports: &[String]) -> BTreeMap<String, Counters> {
     }
 }
 
-/// Counter deltas of one port over a run, and the rates they give.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PortFigures {
-    /// Bytes and packets received / sent over the run (as the kernel counts them: layer-2
-    /// frames without FCS).
-    pub rx_bytes: u64,
-    pub tx_bytes: u64,
-    pub rx_packets: u64,
-    pub tx_packets: u64,
-    pub rx_dropped: u64,
-    pub tx_dropped: u64,
-    pub rx_errors: u64,
-    pub tx_errors: u64,
-    /// Seconds the figures cover.
-    pub seconds: f64,
-    /// Mean rates over `seconds`: bits/s and packets/s.
-    pub rx_bits_per_second: f64,
-    pub tx_bits_per_second: f64,
-    pub rx_packets_per_second: f64,
-    pub tx_packets_per_second: f64,
-    /// Peaks over the monitor's 1 s samples (None without samples).
-    pub peak_rx_bits_per_second: Option<f64>,
-    pub peak_tx_bits_per_second: Option<f64>,
-    pub peak_rx_packets_per_second: Option<f64>,
-    pub peak_tx_packets_per_second: Option<f64>,
-}
-
-fn per_s(v: f64, s: f64) -> f64 {
-    if s > 0.0 {
-        v / s
-    } else {
-        0.0
-    }
-}
-
-impl PortFigures {
-    fn fill_rates(&mut self) {
-        let s = self.seconds;
-        self.rx_bits_per_second = per_s(self.rx_bytes as f64 * 8.0, s);
-        self.tx_bits_per_second = per_s(self.tx_bytes as f64 * 8.0, s);
-        self.rx_packets_per_second = per_s(self.rx_packets as f64, s);
-        self.tx_packets_per_second = per_s(self.tx_packets as f64, s);
-    }
-}
-
 /// Figures per port from two counter readings `seconds` apart (a counter that went backwards —
 /// the port was re-created — counts 0).
 pub fn figures_from_counters(
@@ -416,24 +376,21 @@ pub fn figures_from_samples(samples: &[PortSampleRow]) -> BTreeMap<String, PortF
 
 /// Conntrack figures: the peak and last count over the monitor's samples and the readings
 /// the run took itself (at its start, each second of a forwarding run, at its end). `null`
-/// when the kernel has no conntrack.
-pub fn conntrack_summary(sys: &[SysSampleRow], own: &[i64]) -> Value {
+/// `None` (stored `null`) when the kernel has no conntrack.
+pub fn conntrack_summary(sys: &[SysSampleRow], own: &[i64]) -> Option<Conntrack> {
     let sampled: Vec<i64> = sys.iter().filter_map(|s| s.conntrack).collect();
-    let peak = sampled.iter().chain(own).max();
-    let Some(peak) = peak else {
-        return Value::Null;
-    };
-    json!({
-        "peak": peak,
-        "samples": sampled.len(),
-        "start": own.first(),
-        "end": own.last(),
+    let peak = *sampled.iter().chain(own).max()?;
+    Some(Conntrack {
+        peak,
+        samples: sampled.len(),
+        start: own.first().copied(),
+        end: own.last().copied(),
     })
 }
 
 /// CPU per core from the monitor's samples: mean and peak busy % (100 − idle − iowait) per
-/// core; `null` without samples.
-pub fn cpu_summary(cpu: &[CpuSampleRow]) -> Value {
+/// core, by core; `None` (stored `null`) without samples.
+pub fn cpu_summary(cpu: &[CpuSampleRow]) -> Option<Vec<CoreBusy>> {
     let mut per: BTreeMap<i32, (f64, f64, usize)> = BTreeMap::new();
     for s in cpu {
         let e = per.entry(s.cpu).or_insert((0.0, 0.0, 0));
@@ -442,12 +399,14 @@ pub fn cpu_summary(cpu: &[CpuSampleRow]) -> Value {
         e.2 += 1;
     }
     if per.is_empty() {
-        return Value::Null;
+        return None;
     }
-    Value::Array(
+    Some(
         per.into_iter()
-            .map(|(c, (sum, peak, n))| {
-                json!({"cpu": c, "mean_busy_percent": sum / n as f64, "peak_busy_percent": peak})
+            .map(|(cpu, (sum, peak, n))| CoreBusy {
+                cpu,
+                mean_busy_percent: sum / n as f64,
+                peak_busy_percent: peak,
             })
             .collect(),
     )
@@ -594,10 +553,10 @@ pub fn stale_forwarding(store: &crate::store::Store) -> Vec<(i64, String, String
     runs.into_iter()
         .filter(|r| r.kind.may_enable_forwarding())
         .filter_map(|r| {
-            let undo: Undo = serde_json::from_value(r.summary["nat"]["undo"].clone()).ok()?;
-            let i = r.summary["ingress"].as_str()?.to_string();
-            let e = r.summary["egress"].as_str()?.to_string();
-            (undo != Undo::Nothing).then_some((r.id, i, e, undo))
+            let s = ForwardSummary::of_summary(&r.summary);
+            let undo: Undo = serde_json::from_value(s.nat.undo?).ok()?;
+            let known = !s.ingress.is_empty() && !s.egress.is_empty();
+            (known && undo != Undo::Nothing).then_some((r.id, s.ingress, s.egress, undo))
         })
         .collect()
 }
@@ -729,7 +688,7 @@ pub fn start_forward(
             Ended {
                 status,
                 measured: Measured::Report(report),
-                summary: Some(summary),
+                summary: Some(summary.to_value()),
                 error,
             }
         },
@@ -738,7 +697,7 @@ pub fn start_forward(
 
 type Outcome = (
     RunStatus,
-    Value,
+    ForwardSummary,
     Option<Box<crate::engine::report::Report>>,
     Option<String>,
 );
@@ -752,20 +711,30 @@ async fn forward_task(
     rec: &Recorder,
 ) -> Outcome {
     let ports = vec![plan.ingress.clone(), plan.egress.clone()];
-    let mut summary = json!({
-        "peer": {"url": plan.client.url()},
-        "target": {"host": plan.spec.host, "port": plan.spec.port.unwrap_or(5201)},
-        "ingress": plan.ingress,
-        "egress": plan.egress,
-        "nat": {"requested": plan.nat},
-    });
-    let fail = |mut s: Value, msg: String| -> Outcome {
-        s["error"] = json!(msg);
+    let mut summary = ForwardSummary {
+        peer: PeerRef {
+            url: plan.client.url(),
+            info: None,
+        },
+        target: TargetRef {
+            host: plan.spec.host.clone(),
+            port: plan.spec.port.unwrap_or(5201),
+        },
+        ingress: plan.ingress.clone(),
+        egress: plan.egress.clone(),
+        nat: NatRecord {
+            requested: plan.nat,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let fail = |mut s: ForwardSummary, msg: String| -> Outcome {
+        s.error = Some(msg.clone());
         (RunStatus::Failed, s, None, Some(msg))
     };
     // 1. The agent answers and takes the token (nothing on the board changes before).
     match plan.client.info().await {
-        Ok(info) => summary["peer"]["info"] = json!(info),
+        Ok(info) => summary.peer.info = Some(json!(info)),
         Err(e) => return fail(summary, e.message),
     }
     // 2. Forwarding with NAT, if asked for.
@@ -776,9 +745,9 @@ async fn forward_task(
         };
         match enable_forwarding(c, id, &plan.ingress, &plan.egress).await {
             Ok(u) => {
-                summary["nat"]["enabled_by_run"] = json!(u != Undo::Nothing);
-                summary["nat"]["undo"] = json!(u);
-                if let Err(e) = hub.store().set_run_summary(id, &summary) {
+                summary.nat.enabled_by_run = Some(u != Undo::Nothing);
+                summary.nat.undo = Some(json!(u));
+                if let Err(e) = hub.store().set_run_summary(id, &summary.to_value()) {
                     tracing::warn!(run = id, "cannot store what to undo: {e}");
                 }
                 undo = u;
@@ -805,7 +774,7 @@ async fn forward_task(
         }
     }
     if plan.nat {
-        summary["nat"]["restored"] = json!(restore_error.is_none());
+        summary.nat.restored = Some(restore_error.is_none());
     }
     // 5. Figures.
     let (status, job_error, report, iperf3) = match res {
@@ -839,15 +808,19 @@ async fn forward_task(
         .unwrap_or(wall);
     let own = figures_from_counters(&c0, &c1, secs);
     let (figs, source) = port_figures(hub, id, own);
-    summary["seconds"] = json!(secs);
-    summary["wall_seconds"] = json!(wall);
-    summary["port_source"] = json!(source);
-    summary["forwarded"] = forwarded(&figs, &plan.ingress, &plan.egress);
-    summary["ports"] = json!(figs);
-    summary["conntrack"] =
-        conntrack_summary(&hub.store().sys_samples(id).unwrap_or_default(), &conntrack);
-    summary["cpu"] = cpu_summary(&hub.store().cpu_samples(id).unwrap_or_default());
-    summary["peer_report"] = iperf3.unwrap_or(Value::Null);
+    summary.seconds = Some(secs);
+    summary.wall_seconds = Some(wall);
+    summary.port_source = Some(source.to_string());
+    summary.forwarded = Some(forwarded(&figs, &plan.ingress, &plan.egress));
+    summary.ports = Some(figs);
+    summary.conntrack = Some(conntrack_summary(
+        &hub.store().sys_samples(id).unwrap_or_default(),
+        &conntrack,
+    ));
+    summary.cpu = Some(cpu_summary(
+        &hub.store().cpu_samples(id).unwrap_or_default(),
+    ));
+    summary.peer_report = Some(iperf3.unwrap_or(Value::Null));
     let mut error = job_error;
     let mut status = status;
     if let Some(e) = restore_error {
@@ -859,9 +832,7 @@ async fn forward_task(
             status = RunStatus::Failed;
         }
     }
-    if let Some(e) = &error {
-        summary["error"] = json!(e);
-    }
+    summary.error.clone_from(&error);
     (status, summary, report, error)
 }
 
@@ -967,28 +938,29 @@ pub async fn explain_agent_error(
 }
 
 /// Forwarded traffic per direction: into `ingress` and out of `egress` (PC1 → PC2), and back.
-/// Bits/s and packets/s of the egress transmit (what left the board) and of the ingress receive.
-pub fn forwarded(figs: &BTreeMap<String, PortFigures>, ingress: &str, egress: &str) -> Value {
-    let (Some(i), Some(e)) = (figs.get(ingress), figs.get(egress)) else {
-        return Value::Null;
+/// Bits/s and packets/s of the egress transmit (what left the board) and of the ingress
+/// receive. `None` (stored `null`) when a port's figures are missing.
+pub fn forwarded(
+    figs: &BTreeMap<String, PortFigures>,
+    ingress: &str,
+    egress: &str,
+) -> Option<Forwarded> {
+    let (i, e) = (figs.get(ingress)?, figs.get(egress)?);
+    let dir = |rx: &PortFigures, tx: &PortFigures| ForwardedDir {
+        bytes: tx.tx_bytes,
+        packets: tx.tx_packets,
+        bits_per_second: tx.tx_bits_per_second,
+        packets_per_second: tx.tx_packets_per_second,
+        received_bytes: rx.rx_bytes,
+        received_bits_per_second: rx.rx_bits_per_second,
+        received_packets_per_second: rx.rx_packets_per_second,
+        peak_bits_per_second: tx.peak_tx_bits_per_second,
+        peak_packets_per_second: tx.peak_tx_packets_per_second,
     };
-    let dir = |rx: &PortFigures, tx: &PortFigures| {
-        json!({
-            "bytes": tx.tx_bytes,
-            "packets": tx.tx_packets,
-            "bits_per_second": tx.tx_bits_per_second,
-            "packets_per_second": tx.tx_packets_per_second,
-            "received_bytes": rx.rx_bytes,
-            "received_bits_per_second": rx.rx_bits_per_second,
-            "received_packets_per_second": rx.rx_packets_per_second,
-            "peak_bits_per_second": tx.peak_tx_bits_per_second,
-            "peak_packets_per_second": tx.peak_tx_packets_per_second,
-        })
-    };
-    json!({
-        format!("{ingress}->{egress}"): dir(i, e),
-        format!("{egress}->{ingress}"): dir(e, i),
-    })
+    Some(Forwarded(vec![
+        (format!("{ingress}->{egress}"), dir(i, e)),
+        (format!("{egress}->{ingress}"), dir(e, i)),
+    ]))
 }
 
 /// Run the test on the agent, turning its intervals into this run's; the agent's final view,
@@ -1260,42 +1232,46 @@ pub fn start_monitor(
         },
         Sampling::Ports(plan.ports.clone()),
         move |hub, rec, cancel| async move {
-        let id = rec.id();
-        let c0 = read_counters(&plan.ports).await;
-        let mut conntrack: Vec<i64> = crate::board::sampler::conntrack_count()
-            .into_iter()
-            .collect();
-        let t0 = Instant::now();
-        let until = async {
-            match plan.seconds {
-                Some(s) => tokio::time::sleep(Duration::from_secs(u64::from(s))).await,
-                None => std::future::pending().await,
+            let id = rec.id();
+            let c0 = read_counters(&plan.ports).await;
+            let mut conntrack: Vec<i64> = crate::board::sampler::conntrack_count()
+                .into_iter()
+                .collect();
+            let t0 = Instant::now();
+            let until = async {
+                match plan.seconds {
+                    Some(s) => tokio::time::sleep(Duration::from_secs(u64::from(s))).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = until => {}
+                _ = cancel.notified() => {}
             }
-        };
-        tokio::select! {
-            _ = until => {}
-            _ = cancel.notified() => {}
-        }
-        let secs = t0.elapsed().as_secs_f64();
-        let c1 = read_counters(&plan.ports).await;
-        conntrack.extend(crate::board::sampler::conntrack_count());
-        let own = figures_from_counters(&c0, &c1, secs);
-        let (figs, source) = port_figures(&hub, id, own);
-        let summary = json!({
-            "label": plan.label,
-            "seconds": secs,
-            "port_source": source,
-            "ports": figs,
-            "conntrack": conntrack_summary(&hub.store().sys_samples(id).unwrap_or_default(), &conntrack),
-            "cpu": cpu_summary(&hub.store().cpu_samples(id).unwrap_or_default()),
-        });
-        Ended {
-            status: RunStatus::Completed,
-            measured: Measured::Figures(RunFigures::default()),
-            summary: Some(summary),
-            error: None,
-        }
-    })
+            let secs = t0.elapsed().as_secs_f64();
+            let c1 = read_counters(&plan.ports).await;
+            conntrack.extend(crate::board::sampler::conntrack_count());
+            let own = figures_from_counters(&c0, &c1, secs);
+            let (figs, source) = port_figures(&hub, id, own);
+            let summary = MonitorSummary {
+                label: plan.label.clone(),
+                seconds: secs,
+                port_source: source.to_string(),
+                ports: figs,
+                conntrack: conntrack_summary(
+                    &hub.store().sys_samples(id).unwrap_or_default(),
+                    &conntrack,
+                ),
+                cpu: cpu_summary(&hub.store().cpu_samples(id).unwrap_or_default()),
+            };
+            Ended {
+                status: RunStatus::Completed,
+                measured: Measured::Figures(RunFigures::default()),
+                summary: Some(summary.to_value()),
+                error: None,
+            }
+        },
+    )
 }
 
 #[cfg(test)]
@@ -1769,11 +1745,17 @@ mod tests {
         assert_eq!(f["eth0"].rx_bytes, 125_000_000);
         assert_eq!(f["eth0"].rx_bits_per_second, 100_000_000.0);
         assert_eq!(f["eth1"].tx_packets_per_second, 8_500.0);
-        let fw = forwarded(&f, "eth0", "eth1");
-        assert_eq!(fw["eth0->eth1"]["bytes"], 124_000_000);
-        assert_eq!(fw["eth0->eth1"]["bits_per_second"], 99_200_000.0);
-        assert_eq!(fw["eth0->eth1"]["received_bits_per_second"], 100_000_000.0);
-        assert_eq!(fw["eth1->eth0"]["packets_per_second"], 2_000.0);
+        let fw = forwarded(&f, "eth0", "eth1").expect("both ports");
+        let (there, back) = (&fw.0[0], &fw.0[1]);
+        assert_eq!(
+            (there.0.as_str(), back.0.as_str()),
+            ("eth0->eth1", "eth1->eth0")
+        );
+        assert_eq!(there.1.bytes, 124_000_000);
+        assert_eq!(there.1.bits_per_second, 99_200_000.0);
+        assert_eq!(there.1.received_bits_per_second, 100_000_000.0);
+        assert_eq!(back.1.packets_per_second, 2_000.0);
+        assert_eq!(forwarded(&f, "eth0", "eth9"), None);
         // A counter that went backwards (port re-created) counts 0, never negative.
         let f = figures_from_counters(&end, &start, 1.0);
         assert_eq!(f["eth0"].rx_bytes, 0);
@@ -1815,14 +1797,11 @@ mod tests {
             ],
             &[1],
         );
-        assert_eq!(ct["peak"], 9);
-        assert_eq!(ct["samples"], 2);
-        let ct = conntrack_summary(&[], &[4, 2]);
-        assert_eq!(
-            (&ct["peak"], &ct["start"], &ct["end"]),
-            (&json!(4), &json!(4), &json!(2))
-        );
-        assert_eq!(conntrack_summary(&[], &[]), Value::Null);
+        let ct = ct.expect("conntrack");
+        assert_eq!((ct.peak, ct.samples), (9, 2));
+        let ct = conntrack_summary(&[], &[4, 2]).expect("conntrack");
+        assert_eq!((ct.peak, ct.start, ct.end), (4, Some(4), Some(2)));
+        assert_eq!(conntrack_summary(&[], &[]), None);
         let cpu = cpu_summary(&[
             CpuSampleRow {
                 t: 1.0,
@@ -1837,8 +1816,9 @@ mod tests {
                 ..Default::default()
             },
         ]);
-        assert_eq!(cpu[0]["peak_busy_percent"], 70.0);
-        assert_eq!(cpu[0]["mean_busy_percent"], 50.0);
+        let cpu = cpu.expect("samples");
+        assert_eq!(cpu[0].peak_busy_percent, 70.0);
+        assert_eq!(cpu[0].mean_busy_percent, 50.0);
     }
 }
 

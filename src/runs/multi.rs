@@ -7,12 +7,13 @@
 use crate::engine::iperf3::client::{self, ClientSpec};
 use crate::engine::report::Role;
 use crate::model::{RunDirection, RunFigures, RunProtocol, RunRole, RunStatus};
+pub use crate::results::multi_summary::LegResult;
+use crate::results::multi_summary::{Aggregate, LegParams, MultiParams, MultiSummary};
 use crate::runs::live::Hub;
 use crate::runs::recorder::{Ended, Measured, Sampling};
 use crate::spec::test::{parse_bitrate, TestDirection, TestRequest, TestSpec};
 use crate::store::{NewRun, RunRow};
-use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde::Deserialize;
 use std::sync::Arc;
 use tokio::sync::Notify;
 
@@ -84,44 +85,21 @@ fn same_or_mixed<T: PartialEq + Clone>(v: impl Iterator<Item = T>, mixed: T) -> 
     }
 }
 
-/// One leg's result as kept in the multi run's summary.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct LegResult {
-    /// The leg's own run.
-    pub id: i64,
-    /// Board port (interface).
-    pub port: String,
-    pub peer: String,
-    pub protocol: RunProtocol,
-    /// From the board's view: send / receive / bidir.
-    pub direction: RunDirection,
-    pub status: RunStatus,
-    /// Bits/s.
-    pub sender_bps: Option<f64>,
-    /// Bits/s (goodput).
-    pub receiver_bps: Option<f64>,
-    pub bytes: Option<i64>,
-    pub retransmits: Option<i64>,
-    pub lost_percent: Option<f64>,
-    pub error: Option<String>,
-}
-
-impl LegResult {
-    fn of(r: &RunRow) -> LegResult {
-        LegResult {
-            id: r.id,
-            port: r.bind_dev.clone().unwrap_or_default(),
-            peer: format!("{}:{}", r.peer_host, r.peer_port),
-            protocol: r.protocol.clone(),
-            direction: r.direction.clone(),
-            status: r.status,
-            sender_bps: r.sender_bps,
-            receiver_bps: r.receiver_bps,
-            bytes: r.bytes,
-            retransmits: r.retransmits,
-            lost_percent: r.lost_percent,
-            error: r.error.clone(),
-        }
+/// One leg's result from its stored row.
+fn leg_result(r: &RunRow) -> LegResult {
+    LegResult {
+        id: r.id,
+        port: r.bind_dev.clone().unwrap_or_default(),
+        peer: format!("{}:{}", r.peer_host, r.peer_port),
+        protocol: r.protocol.clone(),
+        direction: r.direction.clone(),
+        status: r.status,
+        sender_bps: r.sender_bps,
+        receiver_bps: r.receiver_bps,
+        bytes: r.bytes,
+        retransmits: r.retransmits,
+        lost_percent: r.lost_percent,
+        error: r.error.clone(),
     }
 }
 
@@ -129,8 +107,8 @@ impl LegResult {
 /// when every leg completed; failed when any failed (its error named); else aborted. Bitrates
 /// and bytes are sums over the legs (the board's aggregate); a sum is `None` when a leg lacks
 /// the figure.
-pub fn aggregate(legs: &[RunRow]) -> (RunStatus, RunFigures, serde_json::Value, Option<String>) {
-    let results: Vec<LegResult> = legs.iter().map(LegResult::of).collect();
+pub fn aggregate(legs: &[RunRow]) -> (RunStatus, RunFigures, MultiSummary, Option<String>) {
+    let results: Vec<LegResult> = legs.iter().map(leg_result).collect();
     let sum_f = |f: fn(&LegResult) -> Option<f64>| -> Option<f64> {
         results.iter().map(f).sum::<Option<f64>>()
     };
@@ -170,15 +148,15 @@ pub fn aggregate(legs: &[RunRow]) -> (RunStatus, RunFigures, serde_json::Value, 
     } else {
         RunStatus::Aborted
     };
-    let summary = json!({
-        "legs": results,
-        "aggregate": {
-            "sender_bps": figures.sender_bps,
-            "receiver_bps": figures.receiver_bps,
-            "bytes": figures.bytes,
-        },
-    });
     let error = (!failed.is_empty()).then(|| failed.join("; "));
+    let summary = MultiSummary {
+        legs: results,
+        aggregate: Aggregate {
+            sender_bps: figures.sender_bps,
+            receiver_bps: figures.receiver_bps,
+            bytes: figures.bytes,
+        },
+    };
     (status, figures, summary, error)
 }
 
@@ -206,20 +184,20 @@ impl Hub {
             .collect();
         let mut peers: Vec<String> = legs.iter().map(|l| l.host.clone()).collect();
         peers.dedup();
-        let desc: Vec<serde_json::Value> = legs
-            .iter()
-            .map(|l| {
-                json!({
-                    "port": l.sock.bind_dev,
-                    "peer": l.host,
-                    "peer_port": l.port,
-                    "direction": client::direction_word(l.params.direction, Role::Client),
-                    "params": l.params,
+        let params = MultiParams {
+            time: legs.iter().map(|l| l.params.time).max().unwrap_or(0),
+            parallel: legs.iter().map(|l| l.params.parallel).sum(),
+            legs: legs
+                .iter()
+                .map(|l| LegParams {
+                    port: l.sock.bind_dev.clone(),
+                    peer: l.host.clone(),
+                    peer_port: l.port,
+                    direction: client::run_direction(l.params.direction, Role::Client),
+                    params: Some(l.params.clone()),
                 })
-            })
-            .collect();
-        let time = legs.iter().map(|l| l.params.time).max().unwrap_or(0);
-        let parallel: u32 = legs.iter().map(|l| l.params.parallel).sum();
+                .collect(),
+        };
         self.start_kind(
             &NewRun {
                 role: RunRole::Client,
@@ -237,7 +215,7 @@ impl Hub {
                         .map(|l| client::run_direction(l.params.direction, Role::Client)),
                     RunDirection::Mixed,
                 ),
-                params: json!({"time": time, "parallel": parallel, "legs": desc}),
+                params: params.to_value(),
                 suite_id,
                 kind: crate::model::RunKind::Multi,
                 parent_id: None,
@@ -292,7 +270,7 @@ impl Hub {
                     Ended {
                         status,
                         measured: Measured::Figures(figures),
-                        summary: Some(summary),
+                        summary: Some(summary.to_value()),
                         error,
                     }
                 }
@@ -366,6 +344,7 @@ mod tests {
     use super::*;
     use crate::board::Port;
     use crate::model::{RunDirection, RunProtocol};
+    use serde_json::json;
 
     fn ports() -> Vec<Port> {
         ["eth0", "eth1"]
@@ -528,7 +507,7 @@ mod tests {
         assert_eq!(f.receiver_bps, Some(1439e6));
         assert_eq!(f.bytes, Some(1_175_000_000 + 623_750_000));
         assert_eq!(f.retransmits, Some(4));
-        assert_eq!(sum["legs"][1]["port"], "eth1");
+        assert_eq!(sum.legs[1].port, "eth1");
         assert_eq!(err, None);
         let legs = [
             row(1, "eth0", "completed", Some(941e6), Some(940e6)),

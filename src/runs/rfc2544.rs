@@ -15,6 +15,7 @@ use crate::board::counters::{BoardDelta, BoardReading};
 use crate::model::{RunDirection, RunFigures, RunKind, RunProtocol, RunRole, RunStatus};
 use crate::peer::{PeerClient, PeerTestSpec};
 use crate::results::rfc2544::{self as judge, Search, TrialCounts};
+use crate::results::rfc2544_params::Rfc2544Params;
 use crate::results::rfc2544_summary::{
     B2bRecord, BurstResult, LatencyRecord, LossRecord, LossStep, NatRecord, PeerRef,
     Rfc2544Summary, Rtt, TargetRef, ThroughputRecord, TrialProbes, TrialRecord,
@@ -44,27 +45,25 @@ pub fn start_rfc2544(
     if plan.nat && ctl.is_none() {
         return Err("no board controller to set up forwarding with".into());
     }
-    let mut params = json!({
-        "peer": client.url(),
-        "target": plan.target,
-        "port": plan.port,
-        "ingress": plan.ingress,
-        "egress": plan.egress,
-        "nat": plan.nat,
-        "sizes": plan.sizes,
-        "trial_s": plan.trial_s,
-        "loss_percent": plan.loss * 100.0,
-        "resolution_percent": plan.resolution * 100.0,
-        "tests": plan.tests,
-        "b2b_repeat": plan.b2b_repeat,
-        "echo_port": plan.echo_port,
-        "line_bps": plan.line_bps,
-        "line_source": plan.line_source,
-    });
-    if !plan.thresholds.is_empty() {
+    let params = Rfc2544Params {
+        peer: client.url(),
+        target: plan.target.clone(),
+        port: plan.port,
+        ingress: plan.ingress.clone(),
+        egress: plan.egress.clone(),
+        nat: plan.nat,
+        sizes: plan.sizes.clone(),
+        trial_s: plan.trial_s,
+        loss_percent: plan.loss * 100.0,
+        resolution_percent: plan.resolution * 100.0,
+        tests: plan.tests.clone(),
+        b2b_repeat: plan.b2b_repeat,
+        echo_port: plan.echo_port,
+        line_bps: plan.line_bps,
+        line_source: plan.line_source.to_string(),
         // What `results::verdict::judge_run` judges the run against.
-        params["thresholds"] = json!(plan.thresholds);
-    }
+        thresholds: (!plan.thresholds.is_empty()).then_some(plan.thresholds),
+    };
     let ports = vec![plan.ingress.clone(), plan.egress.clone()];
     hub.start_kind(
         &NewRun {
@@ -74,7 +73,7 @@ pub fn start_rfc2544(
             peer_port: plan.port,
             bind_dev: Some(format!("{},{}", plan.ingress, plan.egress)),
             direction: plan.direction.clone(),
-            params,
+            params: params.to_value(),
             kind: RunKind::Rfc2544,
             suite_id,
             ..Default::default()

@@ -1053,7 +1053,7 @@ fn join_raw(
         }
     };
     let g = Arc::new(RawRun {
-        meter: Meter::new(run.kind == crate::model::RunKind::TcpSource),
+        meter: Meter::new(run.kind.is_tcp_source()),
         recorder,
         cancel,
         stopped: std::sync::atomic::AtomicBool::new(false),
@@ -1063,7 +1063,7 @@ fn join_raw(
         done: Notify::new(),
         kind: run.kind,
         port: run.local_port,
-        source: run.kind == crate::model::RunKind::TcpSource,
+        source: run.kind.is_tcp_source(),
     });
     let ctr = g.meter.add_stream(fd);
     if let Some(m) = map.as_mut() {

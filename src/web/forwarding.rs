@@ -15,6 +15,7 @@ use crate::board::apply::Controller;
 use crate::engine::report::version_string;
 use crate::model::display;
 use crate::model::time::fmt_time;
+use crate::results::forward_summary::BoardFigures;
 use crate::runs::forward::{self, ForwardRequest, MonitorRequest, TOKEN_KEY, URL_KEY};
 use crate::store::{RunFilter, RunRow};
 use actix_web::http::{header, StatusCode};
@@ -206,54 +207,53 @@ struct RunLine {
     live: bool,
 }
 
-fn rate(v: &Value) -> String {
-    v.as_f64().map(display::rate).unwrap_or_else(|| "—".into())
-}
-
 fn run_line(r: &RunRow, live: bool) -> RunLine {
-    let s = &r.summary;
-    let forwarded = s
-        .get("forwarded")
-        .and_then(|f| f.as_object())
-        .map(|m| {
-            m.iter()
-                .map(|(d, v)| {
-                    format!(
-                        "{}: {} ({:.0} pkt/s)",
-                        d.replace("->", " → "),
-                        rate(&v["bits_per_second"]),
-                        v["packets_per_second"].as_f64().unwrap_or(0.0)
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("; ")
+    let board = BoardFigures::of(r);
+    let rate = |v: f64| {
+        if v.is_finite() {
+            display::rate(v)
+        } else {
+            "—".into()
+        }
+    };
+    let forwarded = board
+        .forwarded
+        .iter()
+        .flat_map(|f| &f.0)
+        .map(|(d, v)| {
+            format!(
+                "{}: {} ({:.0} pkt/s)",
+                d.replace("->", " → "),
+                rate(v.bits_per_second),
+                if v.packets_per_second.is_finite() {
+                    v.packets_per_second
+                } else {
+                    0.0
+                }
+            )
         })
-        .unwrap_or_default();
-    let ports = s
-        .get("ports")
-        .and_then(|p| p.as_object())
-        .map(|m| {
-            m.iter()
-                .map(|(n, p)| {
-                    let peak = if p["peak_rx_bits_per_second"].is_f64() {
-                        format!(
-                            " (peak {} / {})",
-                            rate(&p["peak_rx_bits_per_second"]),
-                            rate(&p["peak_tx_bits_per_second"])
-                        )
-                    } else {
-                        String::new()
-                    };
-                    format!(
-                        "{n} rx {} tx {}{peak}",
-                        rate(&p["rx_bits_per_second"]),
-                        rate(&p["tx_bits_per_second"])
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("; ")
+        .collect::<Vec<_>>()
+        .join("; ");
+    let ports = board
+        .ports
+        .iter()
+        .map(|(n, p)| {
+            let peak = match (p.peak_rx_bits_per_second, p.peak_tx_bits_per_second) {
+                (Some(rx), tx) => format!(
+                    " (peak {} / {})",
+                    rate(rx),
+                    tx.map_or_else(|| "—".into(), rate)
+                ),
+                (None, _) => String::new(),
+            };
+            format!(
+                "{n} rx {} tx {}{peak}",
+                rate(p.rx_bits_per_second),
+                rate(p.tx_bits_per_second)
+            )
         })
-        .unwrap_or_default();
+        .collect::<Vec<_>>()
+        .join("; ");
     let what = if r.kind.forwards() {
         format!(
             "{} {} ({}:{}) via {}",
@@ -264,7 +264,7 @@ fn run_line(r: &RunRow, live: bool) -> RunLine {
             crate::results::view::board_ports(r).unwrap_or_default()
         )
     } else {
-        let l = s["label"].as_str().unwrap_or(&r.peer_host).to_string();
+        let l = board.label.clone().unwrap_or_else(|| r.peer_host.clone());
         format!(
             "{} {l}",
             crate::results::view::board_ports(r).unwrap_or_default()
@@ -283,9 +283,8 @@ fn run_line(r: &RunRow, live: bool) -> RunLine {
         peer,
         forwarded,
         ports,
-        conntrack: s
-            .pointer("/conntrack/peak")
-            .and_then(|v| v.as_i64())
+        conntrack: board
+            .conntrack_peak()
             .map(|v| v.to_string())
             .unwrap_or_default(),
         error: r.error.clone().unwrap_or_default(),

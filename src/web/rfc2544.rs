@@ -110,16 +110,12 @@ fn build(
                 id: r.id,
                 when: fmt_time(r.started_at),
                 path: crate::results::view::board_ports(&r).unwrap_or_default(),
-                sizes: r.params["sizes"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|v| v.as_u64())
-                            .map(|v| v.to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    })
-                    .unwrap_or_default(),
+                sizes: crate::results::rfc2544_params::Rfc2544Params::of_params(&r.params)
+                    .sizes
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 best: rows
                     .last()
                     .map(|x| format!("{} B: {} fps ({})", x.frame, x.fps, x.percent))
