@@ -159,6 +159,45 @@ fn a_run_ending_on_a_full_disk_does_not_stay_running_and_login_says_why() {
     assert_eq!(b.get("/api/runs").status, 200);
 }
 
+/// The attacker tryout: on a full data partition, "Revoke" of an API token and "Log out"
+/// answered as if done (303) while the token and the session still worked. Now each says
+/// it did not happen (503) and the credential is what it was; with room again both work.
+#[test]
+fn revoking_a_token_or_logging_out_on_a_full_disk_says_it_did_not_happen() {
+    let mut lab = Lab::new();
+    let board = lab.board.clone();
+    let data = lab.dir().join("data");
+    let _fs = Tmpfs::mount(&data, 8);
+    let (_, mut a) = daemon(&mut lab, &board, WEB_PORT + 5, &[]);
+    set_up(&lab, &mut a);
+    let tok = token(&a, "ops", "admin");
+    let page = a.get("/settings").body;
+    let i = page.find("/settings/tokens/").expect("a revoke form") + 17;
+    let id: String = page[i..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    fill(&data);
+
+    let revoke = format!("/settings/tokens/{id}/delete");
+    let r = a.form(&revoke, &[("csrf", &a.csrf)]);
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert!(r.body.contains("The token was not revoked"), "{}", r.body);
+    assert!(r.body.contains("storage is full"), "{}", r.body);
+    assert_eq!(with_token(&a, &tok, "GET", "/api/runs", None).status, 200);
+
+    let r = a.form("/logout", &[("csrf", &a.csrf)]);
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert!(r.body.contains("You are still signed in"), "{}", r.body);
+    assert_eq!(a.get("/settings").status, 200);
+
+    std::fs::remove_file(data.join("fill")).expect("free");
+    assert_eq!(a.form(&revoke, &[("csrf", &a.csrf)]).status, 303);
+    assert_eq!(with_token(&a, &tok, "GET", "/api/runs", None).status, 401);
+    assert_eq!(a.form("/logout", &[("csrf", &a.csrf)]).status, 303);
+    assert_ne!(a.get("/settings").status, 200);
+}
+
 #[test]
 fn setup_on_a_full_disk_says_why_and_changes_nothing() {
     let mut lab = Lab::new();

@@ -152,7 +152,7 @@ fn reverse_tail_is_lost_and_no_tail_is_not() {
     let srv = lab.spawn(&pc1, "srv", bin(), &["-s", "-p", "5314"]);
     lab.wait_port(&pc1, PC1_IP, 5314);
     let args = [
-        "-c", PC1_IP, "-p", "5314", "-u", "-l", "1200", "-b", "20M", "-t", "2", "-R", "-J",
+        "-c", PC1_IP, "-p", "5314", "-u", "-l", "1200", "-b", "20M", "-t", "3", "-R", "-J",
     ];
     let (code, out, err) = lab.run(&board, "clean", bin(), &args, T);
     assert_eq!(code, Some(0), "{err}");

@@ -344,6 +344,15 @@ impl DataStream {
         self.counter.load(Relaxed)
     }
 
+    /// A second handle on a TCP stream's socket (`None` for UDP, or when the kernel refuses
+    /// the dup).
+    pub fn tcp_clone(&self) -> Option<TcpStream> {
+        match &self.sock {
+            Sock::Tcp(t) => t.try_clone().ok(),
+            Sock::Udp(_) => None,
+        }
+    }
+
     fn shutdown(&self) {
         if let Sock::Tcp(s) = &self.sock {
             let _ = s.shutdown(std::net::Shutdown::Both);
@@ -986,6 +995,13 @@ impl Drop for DataPhase {
 /// for a local receiver the peer's sent bytes, duration, retransmits and datagrams sent.
 /// Errors on an id this side does not know (IESTREAMID).
 pub fn merge_remote(summaries: &mut [StreamSummary], remote: &Results) -> Result<(), String> {
+    // A stream named twice would be counted twice (the attacker tryout: its trailing loss
+    // tripled); no iperf3 sends that.
+    for (i, r) in remote.streams.iter().enumerate() {
+        if remote.streams[..i].iter().any(|x| x.id == r.id) {
+            return Err(format!("stream id {} appears twice in the results", r.id));
+        }
+    }
     for r in &remote.streams {
         let Some(s) = summaries.iter_mut().find(|s| s.id == r.id) else {
             return Err(format!("stream has an invalid id ({})", r.id));
@@ -1022,44 +1038,91 @@ pub fn merge_remote(summaries: &mut [StreamSummary], remote: &Results) -> Result
     Ok(())
 }
 
-/// Count the datagrams lost after the last one received into this side's UDP figures, once
-/// the peer's results are merged ([`merge_remote`]): for a local receiver from the peer's
-/// count of what it sent (`packets`, over the whole test) and the highest sequence number
-/// this side saw; for a local sender from our own count and the peer's highest sequence
-/// number seen (its `packets`; a netperfd receiver's already counts them, so nothing is
-/// added then). `omit`: the test's omitted seconds (`-O`), for the credibility bound of
-/// [`crate::engine::udp::trailing_loss`]. Streams the peer does not name, or without UDP
-/// figures, are left as they are.
-pub fn count_trailing_loss(summaries: &mut [StreamSummary], remote: &Results, omit: f64) {
+/// Count the datagrams lost after the last one received into this side's receiving UDP
+/// streams' figures, once the peer's results are merged ([`merge_remote`]): the peer's count
+/// of what it sent (`packets`, over the whole test) less the highest sequence number this
+/// side saw (see [`crate::engine::udp::trailing_loss`]), only for a stream that received
+/// nothing in at least the last [`crate::engine::udp::TRAILING_LOSS_MIN_S`] of the test
+/// ([`quiet_tail_s`]): one that received until the end may have the rest still queued on
+/// the path (the new-user tryout: a 3 MB queue in a router drained after TEST_END, and
+/// every datagram reached the receiver's socket). Streams this side sends (the peer's
+/// receiver's timing is not known here), streams the peer does not name and streams
+/// without UDP figures are left as they are.
+///
+/// `elapsed`: how long the test has run on this host's clock, s (from the data phase's
+/// start; never the peer's own times, which a hostile peer sets), for the bounds of
+/// [`crate::engine::udp::trailing_loss`]. `params`: the test's; with a bitrate (`-b`, per
+/// stream, bits/s) a peer's count above what that rate could number in `elapsed` (see
+/// [`credible_count`]) is not used either.
+pub fn count_trailing_loss(report: &mut Report, remote: &Results, elapsed: f64, params: &Params) {
+    let most = credible_count(params, elapsed);
     for r in &remote.streams {
-        let Some(s) = summaries.iter_mut().find(|s| s.id == r.id) else {
+        let quiet = quiet_tail_s(&report.intervals, r.id);
+        let Some(s) = report.streams.iter_mut().find(|s| s.id == r.id) else {
             continue;
         };
-        let secs = s
-            .receiver
-            .map(|t| t.seconds)
-            .unwrap_or(0.0)
-            .max(s.sender.seconds)
-            + omit.max(0.0);
-        let local_sender = s.local_sender;
+        if s.local_sender {
+            // The peer's receiver: when its last datagram arrived is not known here, so a
+            // tail still queued on the path cannot be told from a lost one.
+            continue;
+        }
         let Some(u) = s.udp.as_mut() else { continue };
-        if local_sender {
-            let ours = u
-                .sent_packets
-                .unwrap_or(0)
-                .saturating_add(u.omitted_packets);
-            let seen = u64::try_from(r.packets).unwrap_or(0);
-            u.add_trailing_loss(i64::try_from(ours).unwrap_or(i64::MAX), seen, secs);
-        } else if let Some(seen) = u.highest_seq {
-            if u.add_trailing_loss(r.packets, seen, secs).is_none() {
+        if quiet < udp::TRAILING_LOSS_MIN_S {
+            // Datagrams arrived until the end: what the sender numbered after the last one
+            // may still be queued on the path (a deep queue drains after TEST_END), not lost.
+            continue;
+        }
+        if let Some(seen) = u.highest_seq {
+            let credible = most.is_none_or(|m| u64::try_from(r.packets).is_ok_and(|p| p <= m));
+            if !credible || u.add_trailing_loss(r.packets, seen, elapsed).is_none() {
                 tracing::debug!(
                     stream = r.id,
                     packets = r.packets,
+                    elapsed,
                     "the peer's datagram count is not credible: loss after the last datagram not counted"
                 );
             }
         }
     }
+}
+
+/// Seconds at the end of the test in which this side's receiving stream `id` got nothing:
+/// its last intervals with no bytes, added up backwards (0 when the last one had bytes, or
+/// the stream is not received here). Intervals shorter than a tenth of the interval are
+/// not sampled (see [`DataPhase::finish`]), so a sliver at the end does not count as quiet.
+pub fn quiet_tail_s(intervals: &[IntervalRecord], id: u32) -> f64 {
+    let mut secs = 0.0;
+    for rec in intervals.iter().rev() {
+        let Some(s) = rec.streams.iter().find(|s| s.id == id && !s.sender) else {
+            break;
+        };
+        if s.bytes > 0 {
+            break;
+        }
+        let d = s.end - s.start;
+        if d.is_finite() && d > 0.0 {
+            secs += d;
+        }
+    }
+    secs
+}
+
+/// The most datagrams a sender paced at the test's bitrate (`params.bandwidth`, per stream,
+/// bits/s; iperf3's `-b`) of `params.len`-byte datagrams can number in `elapsed` s (+1 s),
+/// with 25 % and 1,000 datagrams to spare (a sender catching up after a stall never exceeds
+/// its average); `None` without a bitrate (`-b 0`) or a length.
+pub fn credible_count(params: &Params, elapsed: f64) -> Option<u64> {
+    if params.bandwidth == 0 || params.len == 0 {
+        return None;
+    }
+    let secs = if elapsed.is_finite() && elapsed > 0.0 {
+        elapsed.min(604_800.0)
+    } else {
+        0.0
+    };
+    let per_s = params.bandwidth as f64 / 8.0 / f64::from(params.len);
+    // Saturating float → integer conversion.
+    Some(((per_s * (secs + 1.0) * 1.25) as u64).saturating_add(1_000))
 }
 
 /// This side's results document (`mine`, from [`DataPhase::results`]) with the datagrams
@@ -1086,10 +1149,54 @@ mod tests {
     use crate::engine::params::StreamResult;
     use crate::engine::report::UdpSummary;
 
+    /// A report whose streams are `streams` and whose stream 1 received 1,000 bytes in its
+    /// first second, then nothing for `quiet` s.
+    fn rep(streams: Vec<StreamSummary>, quiet: f64) -> Report {
+        let iv = |start: f64, end: f64, bytes: u64| IntervalRecord {
+            streams: vec![StreamInterval {
+                id: 1,
+                socket: 5,
+                start,
+                end,
+                bytes,
+                bits_per_second: 0.0,
+                sender: false,
+                omitted: false,
+                tcp: None,
+                udp: None,
+                latency: None,
+            }],
+        };
+        let mut r = Report::new(
+            crate::engine::report::Role::Server,
+            Params::default(),
+            "c".into(),
+            ("192.0.2.1".into(), 5201),
+            "192.0.2.2:5201".parse().expect("addr"),
+            1.0,
+        );
+        r.streams = streams;
+        r.intervals = vec![iv(0.0, 1.0, 1_000)];
+        if quiet > 0.0 {
+            r.intervals.push(iv(1.0, 1.0 + quiet, 0));
+        }
+        r
+    }
+
+    fn udp_params(bandwidth: u64) -> Params {
+        Params {
+            protocol: Protocol::Udp,
+            bandwidth,
+            len: 1_000,
+            ..Params::default()
+        }
+    }
+
     /// The receiver's end figures count what the sender numbered after the last datagram
     /// that arrived (the tryout: lost 0 / total 7 of 9,378 sent), in the summaries (text,
-    /// -J, the stored run) and in the results the peer gets; a peer's absurd count changes
-    /// nothing and panics nowhere.
+    /// -J, the stored run) and in the results the peer gets, when the stream received
+    /// nothing in the last 0.25 s or more; a peer's absurd count changes nothing and panics
+    /// nowhere.
     #[test]
     fn the_sender_s_count_adds_the_loss_after_the_last_datagram() {
         let receiving = |expected, lost, highest| StreamSummary {
@@ -1117,11 +1224,11 @@ mod tests {
             }],
             ..Default::default()
         };
-        // 7 seen, none missing between; the client numbered 9,378.
-        let mut s = [receiving(7, 0, 7)];
-        merge_remote(&mut s, &theirs(9_378, 0)).unwrap();
-        count_trailing_loss(&mut s, &theirs(9_378, 0), 0.0);
-        let u = s[0].udp.unwrap();
+        // 7 seen, none missing between, nothing in the last 9 s; the client numbered 9,378.
+        let mut r = rep(vec![receiving(7, 0, 7)], 9.0);
+        merge_remote(&mut r.streams, &theirs(9_378, 0)).unwrap();
+        count_trailing_loss(&mut r, &theirs(9_378, 0), 10.0, &udp_params(0));
+        let u = r.streams[0].udp.unwrap();
         assert_eq!(
             (u.lost, u.expected, u.trailing_lost),
             (Some(9_371), Some(9_378), Some(9_371))
@@ -1136,43 +1243,67 @@ mod tests {
             }],
             ..Default::default()
         };
-        results_with_trailing_loss(&mut mine, &s);
+        results_with_trailing_loss(&mut mine, &r.streams);
         assert_eq!(
             (mine.streams[0].packets, mine.streams[0].errors),
             (9_378, 9_371)
         );
-        // With -O 2: 100 numbered in the omit period; the whole-test counts are compared.
-        let mut s = [receiving(800, 5, 900)];
-        count_trailing_loss(&mut s, &theirs(1_000, 100), 2.0);
-        let u = s[0].udp.unwrap();
+        // The same counts with datagrams arriving until the end (the new-user tryout: a
+        // 3 MB queue in a router still held them at TEST_END): nothing added.
+        for quiet in [0.0, 0.2] {
+            let mut r = rep(vec![receiving(7, 0, 7)], quiet);
+            count_trailing_loss(&mut r, &theirs(9_378, 0), 10.0, &udp_params(0));
+            let u = r.streams[0].udp.unwrap();
+            assert_eq!(
+                (u.lost, u.expected, u.trailing_lost),
+                (Some(0), Some(7), None)
+            );
+        }
+        // With -O 2: 100 numbered in the omit period; the whole-test counts are compared
+        // (12 s on this host's clock: the tail of 100 of 1,000 lasted 1.2 s).
+        let mut r = rep(vec![receiving(800, 5, 900)], 1.0);
+        count_trailing_loss(&mut r, &theirs(1_000, 100), 12.0, &udp_params(0));
+        let u = r.streams[0].udp.unwrap();
         assert_eq!((u.lost, u.expected), (Some(105), Some(900)));
         // A count below the highest seen (a wrong or old peer): nothing added.
-        let mut s = [receiving(800, 5, 900)];
-        count_trailing_loss(&mut s, &theirs(10, 0), 0.0);
-        assert_eq!(s[0].udp.unwrap().lost, Some(5));
-        assert_eq!(s[0].udp.unwrap().trailing_lost, Some(0));
-        // Hostile counts: negative, 2^63 − 1 in a 10 s test; nothing changes.
+        let mut r = rep(vec![receiving(800, 5, 900)], 1.0);
+        count_trailing_loss(&mut r, &theirs(10, 0), 10.0, &udp_params(0));
+        assert_eq!(r.streams[0].udp.unwrap().lost, Some(5));
+        assert_eq!(r.streams[0].udp.unwrap().trailing_lost, Some(0));
+        // A tail shorter than 0.25 s of the sender's rate: 100 of 10,000 in 10 s is 0.1 s.
+        let mut r = rep(vec![receiving(9_900, 0, 9_900)], 1.0);
+        count_trailing_loss(&mut r, &theirs(10_000, 0), 10.0, &udp_params(0));
+        let u = r.streams[0].udp.unwrap();
+        assert_eq!(
+            (u.lost, u.expected, u.trailing_lost),
+            (Some(0), Some(9_900), Some(0))
+        );
+        // Hostile counts: negative, 2^63 − 1; nothing changes.
         for bad in [i64::MIN, -1, i64::MAX] {
-            let mut s = [receiving(800, 5, 900)];
-            count_trailing_loss(&mut s, &theirs(bad, i64::MIN), f64::MAX);
-            let u = s[0].udp.unwrap();
+            let mut r = rep(vec![receiving(800, 5, 900)], 1.0);
+            count_trailing_loss(&mut r, &theirs(bad, i64::MIN), f64::MAX, &udp_params(0));
+            let u = r.streams[0].udp.unwrap();
             assert_eq!(
                 (u.lost, u.expected, u.trailing_lost),
                 (Some(5), Some(800), None),
                 "{bad}"
             );
         }
-        // Our own sender against a stock receiver (its packets: the highest it saw).
-        let mut s = [StreamSummary {
-            id: 1,
-            local_sender: true,
-            udp: Some(UdpSummary {
-                sent_packets: Some(950),
-                omitted_packets: 50,
+        // Our own sender against a stock receiver: when the receiver's last datagram came
+        // is not known here, so nothing is added to its figures.
+        let mut r = rep(
+            vec![StreamSummary {
+                id: 1,
+                local_sender: true,
+                udp: Some(UdpSummary {
+                    sent_packets: Some(950),
+                    omitted_packets: 50,
+                    ..Default::default()
+                }),
                 ..Default::default()
-            }),
-            ..Default::default()
-        }];
+            }],
+            5.0,
+        );
         let stock = Results {
             streams: vec![StreamResult {
                 id: 1,
@@ -1184,13 +1315,66 @@ mod tests {
             }],
             ..Default::default()
         };
-        merge_remote(&mut s, &stock).unwrap();
-        count_trailing_loss(&mut s, &stock, 0.0);
-        let u = s[0].udp.unwrap();
+        merge_remote(&mut r.streams, &stock).unwrap();
+        count_trailing_loss(&mut r, &stock, 12.0, &udp_params(0));
+        let u = r.streams[0].udp.unwrap();
         assert_eq!(
             (u.lost, u.expected, u.trailing_lost),
-            (Some(103), Some(950), Some(100))
+            (Some(3), Some(850), None)
         );
+    }
+
+    /// The attacker tryout of the trailing loss: a client's results claimed
+    /// 120,960,400,000,000 datagrams (its own end_time 604,800 s) in a test this server
+    /// timed at 1 s, and the run stored that many lost; a results document naming stream 1
+    /// three times tripled the loss. The bounds now use this host's clock and the test's
+    /// bitrate, and a stream named twice is refused.
+    #[test]
+    fn a_peer_s_count_is_bounded_by_this_host_s_clock_and_the_bitrate() {
+        let receiving = || StreamSummary {
+            id: 1,
+            local_sender: false,
+            udp: Some(UdpSummary {
+                expected: Some(5),
+                lost: Some(0),
+                highest_seq: Some(5),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let theirs = |packets, copies: usize| Results {
+            streams: vec![
+                StreamResult {
+                    id: 1,
+                    packets,
+                    start_time: 0.0,
+                    end_time: 604_800.0,
+                    ..Default::default()
+                };
+                copies
+            ],
+            ..Default::default()
+        };
+        // -b 0: only the 200 M datagrams a second bound, on this host's 1 s.
+        let mut r = rep(vec![receiving()], 0.5);
+        count_trailing_loss(&mut r, &theirs(120_960_400_000_000, 1), 1.0, &udp_params(0));
+        assert_eq!(r.streams[0].udp.unwrap().loss(), (0, 5));
+        // -b 1M of 1,000-byte datagrams: 125 a second; in 1 s (+1 s) at most
+        // 125 × 2 × 1.25 + 1,000 = 1,312.
+        assert_eq!(credible_count(&udp_params(1_000_000), 1.0), Some(1_312));
+        let mut r = rep(vec![receiving()], 0.5);
+        count_trailing_loss(&mut r, &theirs(1_313, 1), 1.0, &udp_params(1_000_000));
+        assert_eq!(r.streams[0].udp.unwrap().loss(), (0, 5));
+        let mut r = rep(vec![receiving()], 0.5);
+        count_trailing_loss(&mut r, &theirs(1_312, 1), 1.0, &udp_params(1_000_000));
+        assert_eq!(r.streams[0].udp.unwrap().loss(), (1_307, 1_312));
+        // A stream named twice: refused before anything is counted.
+        let mut r = rep(vec![receiving()], 0.5);
+        assert_eq!(
+            merge_remote(&mut r.streams, &theirs(1_000, 3)),
+            Err("stream id 1 appears twice in the results".to_string())
+        );
+        assert_eq!(r.streams[0].udp.unwrap().loss(), (0, 5));
     }
 
     /// Issue 38's attacker: a client's results with `packets` −2^63 and `omitted_packets`

@@ -443,30 +443,53 @@ impl UdpRecv {
 /// is not used by [`trailing_loss`].
 pub const MAX_CREDIBLE_DATAGRAMS_PER_SEC: u64 = 200_000_000;
 
+/// How long the tail after the last datagram received must last, s, to count as lost
+/// ([`trailing_loss`]): 0.25 s of the sender's average rate. A shorter tail may still be in
+/// flight when the receiver stops counting — a queue on the path, or the control
+/// connection's TEST_END overtaking the data in another hardware queue — so it is left
+/// uncounted, as a gap-counting receiver (stock iperf3) leaves it.
+pub const TRAILING_LOSS_MIN_S: f64 = 0.25;
+
 /// Datagrams lost after the last one the receiver saw: the sender's count of the datagrams
 /// it numbered over the whole test (`sender_numbered`, omitted seconds included: iperf3's
 /// results `packets` of a sender; its datagrams this host refused to send, `dropped_locally`,
 /// are not numbered and not in it) less the highest sequence number the receiver saw
 /// (`highest_seen`, the whole test's). A receiver that counts gaps in the sequence never sees
 /// these lost: nothing after them shows the gap. 0 when the sender numbered no more than
-/// was seen (reordering, duplicates and a smaller count change nothing).
+/// was seen (reordering, duplicates and a smaller count change nothing), and 0 when the tail
+/// is shorter than [`TRAILING_LOSS_MIN_S`] at the sender's average rate over `seconds` (it
+/// may be in flight, not lost).
 ///
-/// `seconds`: how long the test ran, s (omit included), for the credibility bound. `None`
-/// when the count cannot be believed: negative, or above [`MAX_CREDIBLE_DATAGRAMS_PER_SEC`]
-/// per second of the test (plus 2 s) — a peer's results come from the network.
+/// `seconds`: how long the test ran on this host's own clock, s (omit included; never a
+/// duration the peer reports). `None` when the count cannot be believed: negative, or above
+/// [`MAX_CREDIBLE_DATAGRAMS_PER_SEC`] per second of the test (plus 2 s) — a peer's results
+/// come from the network.
 pub fn trailing_loss(sender_numbered: i64, highest_seen: u64, seconds: f64) -> Option<u64> {
     let sent = u64::try_from(sender_numbered).ok()?;
     let after = sent.saturating_sub(highest_seen);
     let secs = if seconds.is_finite() && seconds > 0.0 {
-        // Saturating float → integer conversion; a week is more than any test runs.
-        seconds.min(604_800.0).ceil() as u64
+        seconds.min(604_800.0)
     } else {
-        0
+        0.0
     };
-    let bound = secs
+    // Saturating float → integer conversion; a week is more than any test runs.
+    let bound = (secs.ceil() as u64)
         .saturating_add(2)
         .saturating_mul(MAX_CREDIBLE_DATAGRAMS_PER_SEC);
-    (sent <= bound).then_some(after)
+    if sent > bound {
+        return None;
+    }
+    // The tail's length in time at the average rate: after / sent × seconds.
+    let tail_s = if sent == 0 {
+        0.0
+    } else {
+        after as f64 / sent as f64 * secs
+    };
+    Some(if tail_s >= TRAILING_LOSS_MIN_S {
+        after
+    } else {
+        0
+    })
 }
 
 /// Loss in percent of `expected`, clamped to 0..=100; 0 when nothing was expected (no NaN).
@@ -1710,6 +1733,13 @@ mod tests {
         assert_eq!(trailing_loss(bound as i64 + 1, 7, 10.0), None);
         // Nothing seen at all: every datagram the sender numbered is lost after the last.
         assert_eq!(trailing_loss(45, 0, 1.0), Some(45));
+        // A tail shorter than 0.25 s of the sender's rate may be in flight (a queue on the
+        // path, TEST_END overtaking the data): not counted. 10,000 in 10 s is 1,000/s, so
+        // 249 after the last is 0.249 s, 250 is 0.25 s.
+        assert_eq!(trailing_loss(10_000, 9_751, 10.0), Some(0));
+        assert_eq!(trailing_loss(10_000, 9_750, 10.0), Some(250));
+        // The attacker tryout: 1.2e14 "sent" in a test this host timed at 1 s.
+        assert_eq!(trailing_loss(120_960_400_000_000, 5, 1.0), None);
     }
 
     #[test]

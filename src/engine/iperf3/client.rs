@@ -995,9 +995,10 @@ impl ClientTest<'_> {
         // counting: late, not lost.
         self.phase.note_late_arrivals(&mut report.streams);
         count_trailing_loss(
-            &mut report.streams,
+            report,
             &theirs,
-            f64::from(self.phase.params.omit),
+            self.phase.started.elapsed().as_secs_f64(),
+            &self.phase.params,
         );
         report.cpu_remote = CpuUtil {
             total: theirs.cpu_util_total,

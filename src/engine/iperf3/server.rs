@@ -1085,13 +1085,17 @@ impl Test<'_> {
             crate::peer_warn!(self.peer.ip(), session = self.id, peer = %self.peer, "test ended early: {}", s.reason);
             return Err(s);
         }
+        // This host's clock for the test (never the client's own times): the bounds of
+        // the client's datagram counts.
+        let started = self.open.as_ref().map(|p| p.started);
         // Without a drain the totals freeze at TEST_END, as a stock server's do.
         let mine = if self.drain.is_none() {
             self.close().await
         } else {
             None
         };
-        self.exchange_results(&params, mine, drops_end).await
+        self.exchange_results(&params, mine, drops_end, started)
+            .await
     }
 
     /// TEST_START and TEST_RUNNING, the first reading of the drop counters, the streams
@@ -1162,6 +1166,7 @@ impl Test<'_> {
         params: &Params,
         mut mine: Option<Results>,
         drops_end: Option<DropsEnd>,
+        started: Option<std::time::Instant>,
     ) -> Result<(), Stop> {
         let ctrl = &mut self.ctrl;
         if framing::write_state(ctrl, self.ctl.exchange_results())
@@ -1199,7 +1204,8 @@ impl Test<'_> {
         }
         // The client's datagram counts: what it sent after the last datagram that arrived
         // is lost too (a gap count never sees it), here and in the results it gets.
-        count_trailing_loss(&mut report.streams, &theirs, f64::from(params.omit));
+        let elapsed = started.map_or(0.0, |t| t.elapsed().as_secs_f64());
+        count_trailing_loss(report, &theirs, elapsed, params);
         report.cpu_remote = CpuUtil {
             total: theirs.cpu_util_total,
             user: theirs.cpu_util_user,

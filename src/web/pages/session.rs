@@ -123,7 +123,17 @@ pub(super) async fn logout(
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     if let Auth::Session { token_hash, .. } = &auth {
-        let _ = state.store.delete_sessions(Some(token_hash));
+        if let Err(e) = state.store.delete_sessions(Some(token_hash)) {
+            // The attacker tryout: on a full disk the cookie was cleared while the session
+            // stayed valid; say so and keep the cookie instead.
+            tracing::warn!("cannot end a session at logout: {e}");
+            return Ok(message(
+                actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+                Some(&auth),
+                "You are still signed in",
+                &storage_message("the session was not ended", &e),
+            ));
+        }
     }
     let mut gone = Cookie::build(auth::SESSION_COOKIE, "").path("/").finish();
     gone.make_removal();

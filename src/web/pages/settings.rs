@@ -231,6 +231,17 @@ pub(super) async fn delete_token(
 ) -> Result<HttpResponse, AuthError> {
     auth.require_session(auth::CREDENTIALS_NEED_LOGIN)?;
     auth.check_csrf(form.csrf.as_deref())?;
-    let _ = state.store.delete_token(path.into_inner());
+    let id = path.into_inner();
+    if let Err(e) = state.store.delete_token(id) {
+        // The attacker tryout: on a full disk this answered as if the token were revoked
+        // while it still worked.
+        tracing::warn!(token = id, "cannot revoke an API token: {e}");
+        return Ok(message(
+            actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+            Some(&auth),
+            "The token was not revoked",
+            &storage_message("the token still works", &e),
+        ));
+    }
     Ok(redirect("/settings"))
 }
