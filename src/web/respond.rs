@@ -95,7 +95,7 @@ pub(crate) fn message(
 pub(crate) fn storage_message(what: &str, e: &crate::store::StoreError) -> String {
     if e.is_disk_full() {
         format!(
-            "The board's storage is full: {what}. Nothing stored was lost. Free space on the data partition (delete files there, or `netperfd runs delete ID` on the console) and try again."
+            "The board's storage is full: {what}. Nothing stored was lost. Free space on the data partition (delete packet captures on Diagnostics, or other files there) and try again."
         )
     } else {
         format!("The board cannot write its database: {what} ({e}). Try again.")
@@ -203,7 +203,7 @@ mod tests {
             crate::store::StoreError::Dir("/data".into(), std::io::Error::from_raw_os_error(28));
         assert_eq!(
             storage_message("the run was not saved", &full),
-            "The board's storage is full: the run was not saved. Nothing stored was lost. Free space on the data partition (delete files there, or `netperfd runs delete ID` on the console) and try again."
+            "The board's storage is full: the run was not saved. Nothing stored was lost. Free space on the data partition (delete packet captures on Diagnostics, or other files there) and try again."
         );
         assert_eq!(
             storage_message("x", &crate::store::StoreError::Invalid("locked".into())),

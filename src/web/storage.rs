@@ -110,9 +110,9 @@ pub fn notice() -> Option<String> {
     }
     s.push_str(
         ". Nothing new is stored until there is room: no runs, logins, settings or tokens. \
-         Delete packet captures (Diagnostics, or DELETE /api/diag/capture/ID with an admin token), \
-         old runs (`netperfd runs delete ID` on the console) or other files on that partition; \
-         netperfd tries again every 10 s and this notice goes by itself.",
+         Delete packet captures (Diagnostics, or DELETE /api/diag/capture/ID with an admin token) \
+         or other files on that partition (old runs can be deleted on History once there is \
+         room again); netperfd tries again every 10 s and this notice goes by itself.",
     );
     Some(s)
 }
