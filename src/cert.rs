@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The generated certificate's file in the data directory (PEM).
-pub const CERT_FILE: &str = "tls-cert.pem";
+pub(crate) const CERT_FILE: &str = "tls-cert.pem";
 /// The generated private key's file in the data directory (PEM, PKCS#8, mode 0600).
-pub const KEY_FILE: &str = "tls-key.pem";
+pub(crate) const KEY_FILE: &str = "tls-key.pem";
 
 /// A certificate and key ready for a TLS listener (the web UI's, the peer agent's).
 pub struct Identity {
@@ -53,14 +53,14 @@ impl Identity {
 
 /// The first year a board's clock can really say: a clock before it was never set (a board
 /// without a battery-backed clock starts in 1970 until NTP sets it).
-pub const CLOCK_SET_YEAR: i32 = 2026;
+pub(crate) const CLOCK_SET_YEAR: i32 = 2026;
 
 /// A warning when the certificate `path` (validity `not_before`..`not_after`) is not valid at
 /// the board's clock `now`: expired (browsers refuse it); or not valid yet, either because the
 /// board's clock was never set (year before [`CLOCK_SET_YEAR`]: browsers use their own clock
 /// and accept the certificate, the board's clock needs setting) or because it starts later
 /// (browsers refuse it until then). `None` when valid or when the dates are unknown.
-pub fn validity_warning(
+pub(crate) fn validity_warning(
     path: &Path,
     not_before: Option<chrono::DateTime<chrono::Utc>>,
     not_after: Option<chrono::DateTime<chrono::Utc>>,
@@ -118,12 +118,12 @@ fn der(b: &[u8]) -> Option<(u8, &[u8], &[u8])> {
 
 /// The `notAfter` of an X.509 certificate (DER): Certificate → tbsCertificate → validity.
 /// `None` when the DER is not shaped so.
-pub fn not_after(cert: &[u8]) -> Option<chrono::DateTime<chrono::Utc>> {
+pub(crate) fn not_after(cert: &[u8]) -> Option<chrono::DateTime<chrono::Utc>> {
     validity_time(cert, true)
 }
 
 /// The `notBefore` of an X.509 certificate (DER), as [`not_after`].
-pub fn not_before(cert: &[u8]) -> Option<chrono::DateTime<chrono::Utc>> {
+pub(crate) fn not_before(cert: &[u8]) -> Option<chrono::DateTime<chrono::Utc>> {
     validity_time(cert, false)
 }
 
@@ -171,7 +171,7 @@ fn validity_time(cert: &[u8], end: bool) -> Option<chrono::DateTime<chrono::Utc>
         .map(|t| t.and_utc())
 }
 /// SHA-256 of `der` as browsers show it: upper-case hex pairs joined by `:` (95 characters).
-pub fn fingerprint(der: &[u8]) -> String {
+pub(crate) fn fingerprint(der: &[u8]) -> String {
     let d = Sha256::digest(der);
     let mut s = String::with_capacity(95);
     for (i, b) in d.iter().enumerate() {
@@ -187,7 +187,7 @@ pub fn fingerprint(der: &[u8]) -> String {
 /// writes them (what `netperfd peer` and the board print), or the 64 hex digits without
 /// colons, either case — in [`fingerprint`]'s form (upper case, colons). Errors: anything
 /// else, as a sentence (the text is not echoed when it is long).
-pub fn parse_fingerprint(text: &str) -> Result<String, String> {
+pub(crate) fn parse_fingerprint(text: &str) -> Result<String, String> {
     let t = text.trim();
     let hex: String = t.chars().filter(|&c| c != ':').collect();
     let pairs_ok = !t.contains(':') || t.split(':').all(|p| p.len() == 2);
@@ -215,7 +215,7 @@ pub fn parse_fingerprint(text: &str) -> Result<String, String> {
 /// A warning when the private key `path` can be read by others than its owner (group or
 /// world bits). With `fix` (the board's own stored key) and when this process owns the file,
 /// its mode is set to 0600 and the warning says so; the admin's own key is only warned about.
-pub fn key_mode(path: &Path, fix: bool) -> Option<String> {
+pub(crate) fn key_mode(path: &Path, fix: bool) -> Option<String> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let meta = std::fs::metadata(path).ok()?;
     let mode = meta.mode() & 0o777;
@@ -253,7 +253,7 @@ pub fn key_mode(path: &Path, fix: bool) -> Option<String> {
 
 /// The subject alternative names of a generated certificate.
 #[derive(Debug, Clone, Default)]
-pub struct Names {
+pub(crate) struct Names {
     /// The hostname (skipped when empty or not a DNS name); `localhost`, 127.0.0.1 and ::1
     /// are always added.
     pub host: String,
@@ -265,7 +265,7 @@ pub struct Names {
 /// key (`key`, PEM: PKCS#8, PKCS#1 or SEC1). Errors name the file and what is wrong: not
 /// readable, no certificate, no key, an encrypted key, a key that does not belong to the
 /// certificate.
-pub fn load(cert: &Path, key: &Path, made: bool) -> Result<Identity, String> {
+pub(crate) fn load(cert: &Path, key: &Path, made: bool) -> Result<Identity, String> {
     let cert_pem = read_pem(cert, "the certificate")?;
     let key_pem = read_pem(key, "the key")?;
     let chain = CertificateDer::pem_slice_iter(&cert_pem)
@@ -353,7 +353,7 @@ fn encrypted(pem: &[u8]) -> Option<&'static str> {
 }
 
 /// The largest certificate or key file read: 1 MiB (a chain of a few certificates is a few KB).
-pub const MAX_PEM_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_PEM_BYTES: u64 = 1 << 20;
 
 /// Read a PEM file (`what`: "the certificate", "the key"): a regular file of at most
 /// [`MAX_PEM_BYTES`]. Opened without blocking (a FIFO cannot hang the start), checked after the
@@ -402,7 +402,7 @@ fn base64_sha256(der: &[u8]) -> String {
 /// The certificate kept in `dir` ([`CERT_FILE`], [`KEY_FILE`]), made there first when there
 /// is none (or the stored pair cannot be used: logged, and a new pair replaces it).
 /// Errors: the directory cannot be written.
-pub fn generated(dir: &Path, names: &Names) -> Result<Identity, String> {
+pub(crate) fn generated(dir: &Path, names: &Names) -> Result<Identity, String> {
     let (cert, key) = (dir.join(CERT_FILE), dir.join(KEY_FILE));
     if cert.exists() || key.exists() {
         match load(&cert, &key, false) {
@@ -423,7 +423,7 @@ pub fn generated(dir: &Path, names: &Names) -> Result<Identity, String> {
 }
 
 /// A new self-signed certificate for `names`: (certificate PEM, PKCS#8 key PEM).
-pub fn make(names: &Names) -> Result<(String, String), String> {
+pub(crate) fn make(names: &Names) -> Result<(String, String), String> {
     use rcgen::{
         CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, SanType,
     };

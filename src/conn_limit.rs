@@ -16,7 +16,7 @@ struct Counts {
 
 /// A cap on things held at once (connections, streams): at most `max_total` in all and
 /// `max_per_address` per client address (IPv4-mapped IPv6 counted as IPv4).
-pub struct ConnLimit {
+pub(crate) struct ConnLimit {
     max_total: usize,
     max_per_address: usize,
     counts: Mutex<Counts>,
@@ -24,7 +24,7 @@ pub struct ConnLimit {
 
 /// Why [`ConnLimit::take`] refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refused {
+pub(crate) enum Refused {
     /// The address already holds its `max_per_address`.
     PerAddress,
     /// `max_total` are held in all.
@@ -32,7 +32,7 @@ pub enum Refused {
 }
 
 /// One thing counted for its address until dropped.
-pub struct Slot {
+pub(crate) struct Slot {
     limit: Arc<ConnLimit>,
     ip: IpAddr,
 }
@@ -52,7 +52,7 @@ impl Drop for Slot {
 
 impl ConnLimit {
     /// A cap of `max_total` in all (`usize::MAX`: none) and `max_per_address` per address.
-    pub fn new(max_total: usize, max_per_address: usize) -> Arc<ConnLimit> {
+    pub(crate) fn new(max_total: usize, max_per_address: usize) -> Arc<ConnLimit> {
         Arc::new(ConnLimit {
             max_total,
             max_per_address,
@@ -65,7 +65,7 @@ impl ConnLimit {
     }
 
     /// Count one more for `ip`, or say which cap it is over (the per-address one first).
-    pub fn take(self: &Arc<Self>, ip: IpAddr) -> Result<Slot, Refused> {
+    pub(crate) fn take(self: &Arc<Self>, ip: IpAddr) -> Result<Slot, Refused> {
         let ip = ip.to_canonical();
         let mut c = self.lock();
         let n = c.per.get(&ip).copied().unwrap_or(0);
@@ -84,7 +84,8 @@ impl ConnLimit {
     }
 
     /// How many `ip` holds now.
-    pub fn held(&self, ip: IpAddr) -> usize {
+    #[cfg(test)]
+    pub(crate) fn held(&self, ip: IpAddr) -> usize {
         self.lock()
             .per
             .get(&ip.to_canonical())
@@ -96,19 +97,19 @@ impl ConnLimit {
 /// A connection's stream with what it holds for its life (`S`: its [`Slot`], or a listener's
 /// own slot type with what it knows of the connection): reads and writes go to `io`; what it
 /// holds is dropped (the slot given back) when the connection is dropped.
-pub struct Counted<T, S = Slot> {
+pub(crate) struct Counted<T, S = Slot> {
     io: T,
     held: S,
 }
 
 impl<T, S> Counted<T, S> {
     /// `io` holding `held` for its life.
-    pub fn new(io: T, held: S) -> Counted<T, S> {
+    pub(crate) fn new(io: T, held: S) -> Counted<T, S> {
         Counted { io, held }
     }
 
     /// What the connection holds.
-    pub fn held(&self) -> &S {
+    pub(crate) fn held(&self) -> &S {
         &self.held
     }
 }

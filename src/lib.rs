@@ -1,16 +1,17 @@
 //! netperfd: a network performance test appliance for embedded Linux boards. The library holds
 //! the iperf3-compatible engine, the SQLite store, the web UI and the CLI; `main.rs` is a thin
 //! entry point.
+#![warn(unreachable_pub)]
 pub mod board;
-pub mod cert;
+pub(crate) mod cert;
 pub mod cmd;
-pub mod config;
-pub mod conn_limit;
+pub(crate) mod config;
+pub(crate) mod conn_limit;
 pub mod engine;
 pub mod logging;
 pub mod model;
 pub mod peer;
-pub mod results;
+pub(crate) mod results;
 pub mod runs;
 pub mod spec;
 pub mod store;

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Add `a` to the port with kernel index `index` (a no-op when it is already there).
-pub async fn add_address(
+pub(crate) async fn add_address(
     h: &rtnetlink::Handle,
     index: u32,
     port: &str,
@@ -68,7 +68,7 @@ async fn find_address(
 }
 
 /// Remove `a` from the port with kernel index `index` (a no-op when it is not there).
-pub async fn del_address(
+pub(crate) async fn del_address(
     h: &rtnetlink::Handle,
     index: u32,
     port: &str,
@@ -85,7 +85,7 @@ pub async fn del_address(
 }
 
 /// Bring a port up or down.
-pub async fn set_up(
+pub(crate) async fn set_up(
     h: &rtnetlink::Handle,
     index: u32,
     port: &str,
@@ -102,7 +102,7 @@ pub async fn set_up(
 }
 
 /// Set a port's MTU, in bytes.
-pub async fn set_mtu(
+pub(crate) async fn set_mtu(
     h: &rtnetlink::Handle,
     index: u32,
     port: &str,
@@ -195,7 +195,7 @@ async fn default_route_messages(
 
 /// The default route of the main table for IPv4 (`v6 = false`) or IPv6, as (next hop, port
 /// index); None when there is none (or it has no next hop).
-pub async fn default_route(
+pub(crate) async fn default_route(
     h: &rtnetlink::Handle,
     v6: bool,
 ) -> Result<Option<(IpAddr, Option<u32>)>, BoardError> {
@@ -207,7 +207,7 @@ pub async fn default_route(
 
 /// Every default route of the main table for IPv4 (`v6 = false`) or IPv6 with a next hop, as
 /// (next hop, port index).
-pub async fn default_routes(
+pub(crate) async fn default_routes(
     h: &rtnetlink::Handle,
     v6: bool,
 ) -> Result<Vec<(IpAddr, Option<u32>)>, BoardError> {
@@ -219,7 +219,7 @@ pub async fn default_routes(
 }
 
 /// Remove the default routes of the family `v6` picks that leave through port `index`.
-pub async fn del_default_routes_via(
+pub(crate) async fn del_default_routes_via(
     h: &rtnetlink::Handle,
     v6: bool,
     index: u32,
@@ -253,7 +253,7 @@ async fn del_routes(
 
 /// Make `via` (leaving through port `index` when given) the only default route of its
 /// family in the main table; `None` removes every default route of the family `v6` picks.
-pub async fn set_default_route(
+pub(crate) async fn set_default_route(
     h: &rtnetlink::Handle,
     v6: bool,
     target: Option<(IpAddr, Option<u32>)>,
@@ -306,7 +306,7 @@ pub async fn set_default_route(
 /// dhcp` (RTPROT_DHCP, 16), so that [`del_dhcp_default_routes`] later takes exactly it. Every
 /// other IPv4 default route through `index` goes first (the caller checked that no other
 /// port holds the default route; routes through other ports are not touched).
-pub async fn set_dhcp_default_route(
+pub(crate) async fn set_dhcp_default_route(
     h: &rtnetlink::Handle,
     via: Ipv4Addr,
     index: u32,
@@ -340,7 +340,7 @@ pub async fn set_dhcp_default_route(
 /// Remove the IPv4 default routes of the main table that a DHCP lease on port `index` put
 /// there: through `index` and marked `proto dhcp`. Another port's default route, and a static
 /// one through this port, stay. Returns how many went.
-pub async fn del_dhcp_default_routes(
+pub(crate) async fn del_dhcp_default_routes(
     h: &rtnetlink::Handle,
     index: u32,
 ) -> Result<usize, BoardError> {

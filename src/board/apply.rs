@@ -34,25 +34,25 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Default confirmation window, seconds.
-pub const DEFAULT_WINDOW_SECS: u32 = 60;
+pub(crate) const DEFAULT_WINDOW_SECS: u32 = 60;
 /// Longest confirmation window accepted, seconds.
-pub const MAX_WINDOW_SECS: u32 = 3600;
+pub(crate) const MAX_WINDOW_SECS: u32 = 3600;
 /// File (in the data directory) holding the roll-back snapshot of an unconfirmed change.
-pub const SNAPSHOT_FILE: &str = "board-rollback.json";
+pub(crate) const SNAPSHOT_FILE: &str = "board-rollback.json";
 /// Environment variable overriding the confirmation window (seconds).
-pub const WINDOW_ENV: &str = "NETPERFD_CONFIRM_WINDOW";
+pub(crate) const WINDOW_ENV: &str = "NETPERFD_CONFIRM_WINDOW";
 /// Environment variable overriding the firewall backend (`auto`, `nftables`, `iptables`).
-pub const FIREWALL_ENV: &str = "NETPERFD_FIREWALL";
+pub(crate) const FIREWALL_ENV: &str = "NETPERFD_FIREWALL";
 /// Settings key (store) of the confirmation window, seconds.
-pub const WINDOW_KEY: &str = "board.confirm_window_secs";
+pub(crate) const WINDOW_KEY: &str = "board.confirm_window_secs";
 /// Settings key (store) of the firewall backend choice.
-pub const FIREWALL_KEY: &str = "board.firewall";
+pub(crate) const FIREWALL_KEY: &str = "board.firewall";
 
 /// Why the board is read-only, when it is.
-pub const READ_ONLY_REASON: &str = "netperfd runs without the CAP_NET_ADMIN capability, so it can show the ports but not change them. Run it as root or grant CAP_NET_ADMIN (the shipped systemd unit does, with AmbientCapabilities=CAP_NET_ADMIN).";
+pub(crate) const READ_ONLY_REASON: &str = "netperfd runs without the CAP_NET_ADMIN capability, so it can show the ports but not change them. Run it as root or grant CAP_NET_ADMIN (the shipped systemd unit does, with AmbientCapabilities=CAP_NET_ADMIN).";
 
 /// Whether this process may change the network (CAP_NET_ADMIN in its effective set).
-pub fn net_admin() -> Result<(), BoardError> {
+pub(crate) fn net_admin() -> Result<(), BoardError> {
     const CAP_NET_ADMIN: u32 = 12;
     let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
         return Ok(()); // cannot tell: let the kernel decide
@@ -236,7 +236,7 @@ pub struct Controller {
 /// controller over `store` and `data_dir`, restores the snapshot of a change left unconfirmed
 /// by a previous run, re-applies the confirmed configuration, and starts the board's 1 Hz
 /// sampler with the port inventory. Failures are logged; the daemon goes on (the UI must come up in any case).
-pub async fn start_daemon(store: Arc<Store>, data_dir: &Path) -> Arc<Controller> {
+pub(crate) async fn start_daemon(store: Arc<Store>, data_dir: &Path) -> Arc<Controller> {
     let c = Controller::new(Some(store), Some(data_dir));
     c.startup().await;
     c.sampler.read_inventory();
@@ -252,7 +252,7 @@ fn env_window() -> Option<u32> {
 }
 
 /// Check a confirmation window given by a user, seconds.
-pub fn check_window(secs: u32) -> Result<u32, BoardError> {
+pub(crate) fn check_window(secs: u32) -> Result<u32, BoardError> {
     if (1..=MAX_WINDOW_SECS).contains(&secs) {
         Ok(secs)
     } else {

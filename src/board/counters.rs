@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The `/proc/net/snmp` and `/proc/net/netstat` counters kept, as `Table.Name`.
-pub const SNMP_KEPT: [&str; 10] = [
+pub(crate) const SNMP_KEPT: [&str; 10] = [
     "Ip.ReasmFails",
     "Udp.InErrors",
     "Udp.RcvbufErrors",
@@ -37,7 +37,7 @@ const MAX_PORTS: usize = 32;
 /// Parse the `Table: Name Name…` / `Table: value value…` line pairs of `/proc/net/snmp` and
 /// `/proc/net/netstat` into `Table.Name` → value. Negative values (Tcp MaxConn -1) and
 /// lines whose header and values do not pair up are skipped.
-pub fn parse_snmp(text: &str) -> BTreeMap<String, u64> {
+pub(crate) fn parse_snmp(text: &str) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
     let lines: Vec<&str> = text.lines().collect();
     for pair in lines.windows(2) {
@@ -69,7 +69,7 @@ pub fn parse_snmp(text: &str) -> BTreeMap<String, u64> {
 
 /// One CPU's line of `/proc/net/softnet_stat` (packets).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Softnet {
+pub(crate) struct Softnet {
     /// The CPU: the line's own index column (13 columns and more, Linux 5.10+), else the
     /// line's position (older kernels list online CPUs only, so the position is the CPU
     /// only when none is offline).
@@ -84,7 +84,7 @@ pub struct Softnet {
 
 /// Parse `/proc/net/softnet_stat` (hexadecimal columns; 11 on older kernels, 13 and more
 /// since the backlog length and CPU index were added). Malformed lines are skipped.
-pub fn parse_softnet(text: &str) -> Vec<Softnet> {
+pub(crate) fn parse_softnet(text: &str) -> Vec<Softnet> {
     text.lines()
         .enumerate()
         .filter_map(|(i, l)| {
@@ -114,7 +114,7 @@ pub fn parse_softnet(text: &str) -> Vec<Softnet> {
 /// One line of `/proc/interrupts`: the IRQ, its count per CPU and its description (chip,
 /// hardware IRQ, trigger, action names).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IrqLine {
+pub(crate) struct IrqLine {
     /// The IRQ number or name (`57`, `IPI0`).
     pub irq: String,
     /// Interrupts per CPU, CPU 0 first.
@@ -125,7 +125,7 @@ pub struct IrqLine {
 
 /// Parse `/proc/interrupts`: a header of `CPUn` names, then `IRQ: counts… description`.
 /// Lines with fewer counts than CPUs (e.g. `ERR:`) keep the counts they have.
-pub fn parse_interrupts(text: &str) -> Vec<IrqLine> {
+pub(crate) fn parse_interrupts(text: &str) -> Vec<IrqLine> {
     let mut lines = text.lines();
     let Some(head) = lines.next() else {
         return Vec::new();
@@ -163,7 +163,7 @@ pub fn parse_interrupts(text: &str) -> Vec<IrqLine> {
 /// Whether an interrupt's description names port `port` as an action: a word that is the
 /// port's name or starts with it followed by `-`, `:`, `.` or `@` (`eth0`, `eth0-rx-0`,
 /// `eth0-TxRx-1`, `eth0:lsc`), so `eth1` does not match `eth10`.
-pub fn irq_is_port(desc: &str, port: &str) -> bool {
+pub(crate) fn irq_is_port(desc: &str, port: &str) -> bool {
     !port.is_empty()
         && desc
             .split(|c: char| c.is_whitespace() || c == ',')
@@ -177,7 +177,8 @@ pub fn irq_is_port(desc: &str, port: &str) -> bool {
 /// Parse `ethtool -S PORT` text (`NIC statistics:` then `name: value` lines; names may hold
 /// spaces and brackets, as dpaa2's `[hw] rx nobuffer discards`). For captured files; the
 /// daemon reads the same names and values with the ioctl.
-pub fn parse_ethtool_s(text: &str) -> Vec<(String, u64)> {
+#[cfg(test)]
+pub(crate) fn parse_ethtool_s(text: &str) -> Vec<(String, u64)> {
     text.lines()
         .filter_map(|l| {
             let (n, v) = l.rsplit_once(':')?;
@@ -193,7 +194,7 @@ pub fn parse_ethtool_s(text: &str) -> Vec<(String, u64)> {
 /// `IEEE_rx_drop`; stmmac/dwmac `rx_missed_cntr`, `rx_overflow_cntr`,
 /// `mmc_rx_fifo_overflow`; mvpp2 `rx_fifo_overrun`, `rx_fifo_or_parser_overrun_drops`;
 /// dpaa2 `[hw] rx nobuffer discards`, `[hw] rx discarded frames`) and the generic ones.
-pub fn is_nic_rx_drop(name: &str) -> bool {
+pub(crate) fn is_nic_rx_drop(name: &str) -> bool {
     const NAMES: [&str; 19] = [
         "rx_missed_errors",
         "rx_missed",
@@ -221,7 +222,7 @@ pub fn is_nic_rx_drop(name: &str) -> bool {
 
 /// Ring sizes of a port, descriptors (`ethtool -g`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Rings {
+pub(crate) struct Rings {
     pub rx: u32,
     pub rx_max: u32,
     pub tx: u32,
@@ -237,7 +238,7 @@ pub struct Rings {
 /// `sent_bytes` / `backlog_bytes` count each segment with its own headers from the link
 /// header up (`qdisc_pkt_len`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Qdisc {
+pub(crate) struct Qdisc {
     /// `tbf`, `fq_codel`, `mq`, `pfifo_fast`, …
     pub kind: String,
     /// `major:minor` in hex as tc writes it (`8001:`).
@@ -271,14 +272,14 @@ fn is_zero(n: &u64) -> bool {
 
 impl Qdisc {
     /// The port's root qdisc (its counters include its children's for mq, tbf, htb…).
-    pub fn is_root(&self) -> bool {
+    pub(crate) fn is_root(&self) -> bool {
         self.parent == "root"
     }
 }
 
 /// Every qdisc of every port of this network namespace, by interface index (one netlink
 /// dump, read synchronously). Empty when netlink cannot be read.
-pub fn qdiscs() -> BTreeMap<i32, Vec<Qdisc>> {
+pub(crate) fn qdiscs() -> BTreeMap<i32, Vec<Qdisc>> {
     qdiscs_dump().unwrap_or_default()
 }
 
@@ -334,7 +335,7 @@ fn qdiscs_dump() -> Option<BTreeMap<i32, Vec<Qdisc>>> {
 
 /// One core's clock (cpufreq, kHz as sysfs gives it) and governor.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct CpuFreq {
+pub(crate) struct CpuFreq {
     pub cpu: u32,
     /// `scaling_cur_freq`, kHz.
     pub cur_khz: Option<u64>,
@@ -348,7 +349,7 @@ pub struct CpuFreq {
 
 /// One thermal zone: its type, temperature and trip points (°C).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Thermal {
+pub(crate) struct Thermal {
     /// `thermal_zone0` → 0.
     pub zone: u32,
     /// e.g. `cpu-thermal`.
@@ -386,7 +387,7 @@ fn numbered(dir: &str, prefix: &str) -> Vec<(u32, std::path::PathBuf)> {
 }
 
 /// cpufreq of every core that has it (none in most VMs).
-pub fn cpufreq() -> Vec<CpuFreq> {
+pub(crate) fn cpufreq() -> Vec<CpuFreq> {
     numbered("/sys/devices/system/cpu", "cpu")
         .into_iter()
         .filter_map(|(cpu, p)| {
@@ -407,7 +408,7 @@ pub fn cpufreq() -> Vec<CpuFreq> {
 }
 
 /// Every thermal zone (none in most VMs). Temperatures are read in m°C.
-pub fn thermal() -> Vec<Thermal> {
+pub(crate) fn thermal() -> Vec<Thermal> {
     numbered("/sys/class/thermal", "thermal_zone")
         .into_iter()
         .map(|(zone, p)| {
@@ -439,7 +440,7 @@ pub fn thermal() -> Vec<Thermal> {
 
 /// One port's counters in a reading.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct PortReading {
+pub(crate) struct PortReading {
     /// The driver's statistics (`ethtool -S`), empty when it has none.
     pub nic: Vec<(String, u64)>,
     pub rings: Option<Rings>,
@@ -455,7 +456,7 @@ pub struct PortReading {
 
 /// A port's traffic (`/proc/net/dev`): bytes and packets received and sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Traffic {
+pub(crate) struct Traffic {
     pub rx_bytes: u64,
     pub rx_packets: u64,
     pub tx_bytes: u64,
@@ -464,7 +465,7 @@ pub struct Traffic {
 
 /// One reading of all the board's counters (see the module doc).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct BoardReading {
+pub(crate) struct BoardReading {
     /// By port name (loopback left out).
     pub ports: BTreeMap<String, PortReading>,
     /// [`SNMP_KEPT`] counters present on this kernel.
@@ -482,7 +483,7 @@ pub struct BoardReading {
 impl BoardReading {
     /// Read every counter now (a few ms: two ioctls per port, one netlink dump, a dozen small
     /// files). Whatever cannot be read is left out.
-    pub fn take() -> BoardReading {
+    pub(crate) fn take() -> BoardReading {
         let dev = std::fs::read_to_string("/proc/net/dev")
             .map(|s| super::sampler::parse_proc_net_dev(&s))
             .unwrap_or_default();
@@ -551,7 +552,7 @@ impl BoardReading {
     }
 
     /// What moved from `before` to `self` over `seconds` (see [`BoardDelta`]).
-    pub fn since(&self, before: &BoardReading, seconds: f64) -> BoardDelta {
+    pub(crate) fn since(&self, before: &BoardReading, seconds: f64) -> BoardDelta {
         let d = |a: u64, b: u64| b.saturating_sub(a);
         // A 32-bit kernel counter (a qdisc's sent packets) that wrapped once.
         let d32 = |a: u64, b: u64| {
@@ -705,7 +706,7 @@ impl BoardReading {
 
 /// What moved on one port during a run.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct PortDelta {
+pub(crate) struct PortDelta {
     /// Driver statistics that moved, by name: increase.
     #[serde(default)]
     pub nic: BTreeMap<String, u64>,
@@ -728,13 +729,14 @@ pub struct PortDelta {
 
 impl PortDelta {
     /// The port's root qdisc (its counters include its children's).
-    pub fn root_qdisc(&self) -> Option<&Qdisc> {
+    pub(crate) fn root_qdisc(&self) -> Option<&Qdisc> {
         self.qdiscs.iter().find(|q| q.is_root())
     }
 
     /// Drops of the port's root qdisc (which include its children's; skbs, see [`Qdisc`]) and
     /// the qdisc's kind.
-    pub fn root_qdisc_drops(&self) -> Option<(&str, u64)> {
+    #[cfg(test)]
+    pub(crate) fn root_qdisc_drops(&self) -> Option<(&str, u64)> {
         self.qdiscs
             .iter()
             .find(|q| q.is_root())
@@ -744,7 +746,7 @@ impl PortDelta {
     /// The NIC's receive drops: the largest of the driver's drop counters that moved (drivers
     /// often count one drop in two of them, so they are not added), else `/proc/net/dev`
     /// rx_dropped; with the counter's name.
-    pub fn nic_rx_drops(&self) -> Option<(String, u64)> {
+    pub(crate) fn nic_rx_drops(&self) -> Option<(String, u64)> {
         let best = self
             .nic
             .iter()
@@ -761,7 +763,7 @@ impl PortDelta {
 
 /// A core's clock at the start and end of a run, MHz, and its limits and governor.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct CpuFreqDelta {
+pub(crate) struct CpuFreqDelta {
     pub cpu: u32,
     pub start_mhz: Option<f64>,
     pub end_mhz: Option<f64>,
@@ -775,7 +777,7 @@ pub struct CpuFreqDelta {
 
 /// A thermal zone at the start and end of a run, °C, with its trip points.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct ThermalDelta {
+pub(crate) struct ThermalDelta {
     pub zone: u32,
     pub kind: String,
     pub start_c: Option<f64>,
@@ -786,7 +788,7 @@ pub struct ThermalDelta {
 /// The board's counters over one run: increases of every counter kept (see the module doc),
 /// clocks and temperatures at start and end. Stored with the run (`board` in its JSON).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct BoardDelta {
+pub(crate) struct BoardDelta {
     /// Time between the two readings, s.
     pub seconds: f64,
     #[serde(default)]
@@ -816,12 +818,12 @@ pub struct BoardDelta {
 
 impl BoardDelta {
     /// A counter of [`SNMP_KEPT`] that moved, e.g. `snmp("Udp.RcvbufErrors")`.
-    pub fn snmp(&self, key: &str) -> u64 {
+    pub(crate) fn snmp(&self, key: &str) -> u64 {
         self.snmp.get(key).copied().unwrap_or(0)
     }
 
     /// Softnet drops summed over CPUs.
-    pub fn softnet_dropped(&self) -> u64 {
+    pub(crate) fn softnet_dropped(&self) -> u64 {
         self.softnet.iter().map(|s| s.dropped).sum()
     }
 }
@@ -891,7 +893,7 @@ impl FastReading {
 /// A run's per-second series of the fast counters ([`FastReading`]), over the run's ports:
 /// drops in each second (qdisc, NIC, softnet), the slowest core's clock and the hottest zone.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Series {
+pub(crate) struct Series {
     /// Seconds since the run started.
     pub t: Vec<f64>,
     /// Root qdisc drops on the run's ports, packets in the second.
@@ -907,12 +909,12 @@ pub struct Series {
 }
 
 /// At most this many points per series (a day at 1 Hz); later seconds are not added.
-pub const MAX_SERIES: usize = 86_400;
+pub(crate) const MAX_SERIES: usize = 86_400;
 
 impl Series {
     /// Add the second from `prev` to `cur` at `t` (s since the run started) over `ports`.
     /// Counters that went backwards give 0.
-    pub fn push(&mut self, t: f64, prev: &FastReading, cur: &FastReading, ports: &[String]) {
+    pub(crate) fn push(&mut self, t: f64, prev: &FastReading, cur: &FastReading, ports: &[String]) {
         if self.t.len() >= MAX_SERIES {
             return;
         }
@@ -953,7 +955,7 @@ impl Series {
 /// with the CPUs it may run on (`/proc/irq/N/smp_affinity_list`). What the driver or kernel
 /// does not give is absent (`None`, empty).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct NicFacts {
+pub(crate) struct NicFacts {
     pub driver: Option<String>,
     pub firmware: Option<String>,
     pub rings: Option<Rings>,
@@ -964,7 +966,7 @@ pub struct NicFacts {
 }
 
 /// The NIC facts of port `name` (see [`NicFacts`]); a few ioctls and small files.
-pub fn nic_facts(name: &str) -> NicFacts {
+pub(crate) fn nic_facts(name: &str) -> NicFacts {
     let (driver, firmware) = match ethtool::drvinfo(name) {
         Ok((d, f)) => ((!d.is_empty()).then_some(d), f),
         Err(_) => (None, None),

@@ -36,7 +36,7 @@ use std::path::Path;
 
 /// One entry of the neighbour table (ARP for IPv4, NDP for IPv6).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Neighbour {
+pub(crate) struct Neighbour {
     /// The port the neighbour is on, e.g. `eth0`.
     pub port: String,
     /// Its IP address.
@@ -51,7 +51,7 @@ pub struct Neighbour {
 }
 
 /// The name `ip neigh` prints for a state.
-pub fn state_name(s: NeighbourState) -> String {
+pub(crate) fn state_name(s: NeighbourState) -> String {
     match s {
         NeighbourState::Incomplete => "INCOMPLETE".into(),
         NeighbourState::Reachable => "REACHABLE".into(),
@@ -83,7 +83,7 @@ fn mac(b: &[u8]) -> String {
 
 /// The neighbour table of every port (IPv4 then IPv6, by port and address), in the calling
 /// process's network namespace. Errors: netlink cannot be opened or read.
-pub async fn neighbours() -> Result<Vec<Neighbour>, BoardError> {
+pub(crate) async fn neighbours() -> Result<Vec<Neighbour>, BoardError> {
     let h = netlink()?;
     let mut out = Vec::new();
     for fam in [AddressFamily::Inet, AddressFamily::Inet6] {
@@ -134,7 +134,7 @@ pub async fn neighbours() -> Result<Vec<Neighbour>, BoardError> {
 
 /// One route.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Route {
+pub(crate) struct Route {
     /// `ipv4` or `ipv6`.
     pub family: &'static str,
     /// Destination prefix (`192.0.2.0/24`) or `default`.
@@ -221,7 +221,7 @@ fn route_of(m: &RouteMessage) -> Option<Route> {
 /// The routes of every table but `local` (255: the board's own addresses and broadcasts),
 /// IPv4 then IPv6, without IPv6 multicast routes, in the calling process's network
 /// namespace. Errors: netlink cannot be opened or read.
-pub async fn routes() -> Result<Vec<Route>, BoardError> {
+pub(crate) async fn routes() -> Result<Vec<Route>, BoardError> {
     let h = netlink()?;
     let mut out = Vec::new();
     for v6 in [false, true] {
@@ -256,7 +256,7 @@ pub async fn routes() -> Result<Vec<Route>, BoardError> {
 
 /// The kernel, as `uname -srvm` and `uname -n` print it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Kernel {
+pub(crate) struct Kernel {
     /// `Linux`.
     pub name: String,
     /// `uname -r`, e.g. `6.6.23-v8+`.
@@ -271,7 +271,7 @@ pub struct Kernel {
 
 /// Memory as `/proc/meminfo` gives it, bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
-pub struct Memory {
+pub(crate) struct Memory {
     pub total_bytes: u64,
     /// What can be used without swapping (MemAvailable).
     pub available_bytes: u64,
@@ -284,7 +284,7 @@ pub struct Memory {
 
 /// The file system of a directory, as `df` shows it, bytes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Storage {
+pub(crate) struct Storage {
     /// The directory asked about (the data directory).
     pub path: String,
     pub total_bytes: u64,
@@ -296,7 +296,7 @@ pub struct Storage {
 
 /// One CPU core's clock and governor.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CoreClock {
+pub(crate) struct CoreClock {
     pub cpu: u32,
     /// Current clock, MHz.
     pub mhz: Option<f64>,
@@ -307,7 +307,7 @@ pub struct CoreClock {
 
 /// The board as `uname -a`, `uptime`, `free`, `df` and the SoC's sensors show it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct System {
+pub(crate) struct System {
     /// Device-tree `model` (e.g. "Raspberry Pi 4 Model B Rev 1.4"); absent on boards
     /// without a device tree.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -334,7 +334,7 @@ fn read_trim(p: &str) -> Option<String> {
 }
 
 /// `/proc/meminfo` text → [`Memory`]; `None` without MemTotal.
-pub fn parse_meminfo(text: &str) -> Option<Memory> {
+pub(crate) fn parse_meminfo(text: &str) -> Option<Memory> {
     let kb = |key: &str| -> Option<u64> {
         text.lines().find_map(|l| {
             let rest = l.strip_prefix(key)?.strip_prefix(':')?;
@@ -356,13 +356,13 @@ pub fn parse_meminfo(text: &str) -> Option<Memory> {
 }
 
 /// `/proc/loadavg` text → the three load averages.
-pub fn parse_loadavg(text: &str) -> Option<[f64; 3]> {
+pub(crate) fn parse_loadavg(text: &str) -> Option<[f64; 3]> {
     let mut w = text.split_whitespace().map(|s| s.parse::<f64>().ok());
     Some([w.next()??, w.next()??, w.next()??])
 }
 
 /// The device-tree model without its trailing NUL; `None` when there is no device tree.
-pub fn model() -> Option<String> {
+pub(crate) fn model() -> Option<String> {
     [
         "/proc/device-tree/model",
         "/sys/firmware/devicetree/base/model",
@@ -379,7 +379,7 @@ pub fn model() -> Option<String> {
 }
 
 /// The file system holding `dir`. Errors: statvfs(3)'s (the directory does not exist).
-pub fn storage(dir: &Path) -> std::io::Result<Storage> {
+pub(crate) fn storage(dir: &Path) -> std::io::Result<Storage> {
     let s = nix::sys::statvfs::statvfs(dir).map_err(std::io::Error::from)?;
     let frag = s.fragment_size() as u64;
     let total = (s.blocks() as u64).saturating_mul(frag);
@@ -402,7 +402,7 @@ pub fn storage(dir: &Path) -> std::io::Result<Storage> {
 
 /// Read everything [`System`] holds; `data_dir` is the directory whose storage is shown.
 /// Parts the board does not have are `None` or empty, never an error.
-pub fn system(data_dir: &Path) -> System {
+pub(crate) fn system(data_dir: &Path) -> System {
     System {
         model: model(),
         kernel: Kernel {
@@ -437,12 +437,12 @@ pub fn system(data_dir: &Path) -> System {
 // ---------------------------------------------------------------- host names
 
 /// Longest host name accepted, characters (RFC 1035's 253).
-pub const MAX_HOST: usize = 253;
+pub(crate) const MAX_HOST: usize = 253;
 
 /// A checked host: an address (with its port for a link-local IPv6 one), or a name made of
 /// letters, digits, `-`, `_` and dots.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Host {
+pub(crate) enum Host {
     Addr(IpAddr),
     /// `fe80::1%eth0`: a link-local IPv6 address and its port.
     LinkLocal(Ipv6Addr, String),
@@ -450,7 +450,7 @@ pub enum Host {
 }
 
 /// A valid port (interface) name: 1–15 characters, no `/`, whitespace or `%`.
-pub fn valid_port_name(s: &str) -> bool {
+pub(crate) fn valid_port_name(s: &str) -> bool {
     (1..=15).contains(&s.len())
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'@'))
@@ -458,7 +458,7 @@ pub fn valid_port_name(s: &str) -> bool {
 
 /// Check `s` strictly (nothing is resolved or run). Errors: a clear sentence naming what is
 /// wrong; anything with shell metacharacters, spaces or control characters is refused.
-pub fn parse_host(s: &str) -> Result<Host, String> {
+pub(crate) fn parse_host(s: &str) -> Result<Host, String> {
     let s = s.trim();
     if s.is_empty() {
         return Err("host is empty: give an address or a host name".into());
@@ -504,7 +504,7 @@ pub fn parse_host(s: &str) -> Result<Host, String> {
 /// library's getaddrinfo: /etc/hosts, DNS), IPv4 first, without duplicates. Blocks for as
 /// long as the resolver takes. Errors: the resolver's ("failed to lookup address
 /// information: Name or service not known").
-pub fn lookup(name: &str) -> Result<Vec<IpAddr>, String> {
+pub(crate) fn lookup(name: &str) -> Result<Vec<IpAddr>, String> {
     let mut v: Vec<IpAddr> = (name, 0u16)
         .to_socket_addrs()
         .map_err(|e| format!("cannot resolve '{name}': {e}"))?
@@ -522,7 +522,7 @@ pub fn lookup(name: &str) -> Result<Vec<IpAddr>, String> {
 /// The address to send to for `host` (resolved when it is a name: the first address), with
 /// the scope of a link-local IPv6 address: its own `%port`, else `port`. Errors: the port
 /// does not exist, a link-local address without a port, or the name does not resolve.
-pub fn target(host: &Host, port: Option<&str>) -> Result<SocketAddr, String> {
+pub(crate) fn target(host: &Host, port: Option<&str>) -> Result<SocketAddr, String> {
     let index = |dev: &str| {
         nix::net::if_::if_nametoindex(dev).map_err(|_| format!("there is no port '{dev}'"))
     };
@@ -550,10 +550,10 @@ pub fn target(host: &Host, port: Option<&str>) -> Result<SocketAddr, String> {
 // ---------------------------------------------------------------- journal
 
 /// Most journal lines [`journal`] returns.
-pub const MAX_JOURNAL_LINES: u32 = 5000;
+pub(crate) const MAX_JOURNAL_LINES: u32 = 5000;
 
 /// Where `journalctl` is installed, if it is (looked up in the usual directories only).
-pub fn journalctl() -> Option<&'static str> {
+pub(crate) fn journalctl() -> Option<&'static str> {
     ["/usr/bin/journalctl", "/bin/journalctl"]
         .into_iter()
         .find(|p| Path::new(p).is_file())
@@ -562,7 +562,7 @@ pub fn journalctl() -> Option<&'static str> {
 /// The last `lines` (1..=[`MAX_JOURNAL_LINES`]) lines of the netperfd unit's journal:
 /// `journalctl -u netperfd -n LINES --no-pager -o short-iso`, run directly (no shell, fixed
 /// arguments but the number). Errors: journalctl is not installed, cannot run, or fails.
-pub fn journal(lines: u32) -> Result<String, String> {
+pub(crate) fn journal(lines: u32) -> Result<String, String> {
     let Some(bin) = journalctl() else {
         return Err("journalctl is not installed on this board".into());
     };

@@ -51,6 +51,6 @@ impl BoardError {
 }
 
 /// Shorthand for `Err(BoardError::Invalid(..))`.
-pub fn invalid<T>(msg: impl Into<String>) -> Result<T, BoardError> {
+pub(crate) fn invalid<T>(msg: impl Into<String>) -> Result<T, BoardError> {
     Err(BoardError::Invalid(msg.into()))
 }

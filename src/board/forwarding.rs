@@ -17,11 +17,11 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 /// Name of our nftables table (family `inet`).
-pub const NFT_TABLE: &str = "netperfd";
+pub(crate) const NFT_TABLE: &str = "netperfd";
 /// Our iptables chain in the filter table, jumped to from FORWARD.
-pub const IPT_FWD_CHAIN: &str = "NETPERFD-FWD";
+pub(crate) const IPT_FWD_CHAIN: &str = "NETPERFD-FWD";
 /// Our iptables chain in the nat table, jumped to from POSTROUTING.
-pub const IPT_NAT_CHAIN: &str = "NETPERFD-POST";
+pub(crate) const IPT_NAT_CHAIN: &str = "NETPERFD-POST";
 
 /// Forwarding from one port to another: packets entering `ingress` may leave through
 /// `egress` (and their replies come back); with `nat`, they leave with the egress port's
@@ -58,7 +58,7 @@ impl std::fmt::Display for Forward {
 
 /// Whether a port name can go into a firewall rule verbatim (letters, digits, `.`, `_`, `-`,
 /// `@`); others are refused rather than quoted.
-pub fn rule_safe_name(name: &str) -> bool {
+pub(crate) fn rule_safe_name(name: &str) -> bool {
     crate::model::names::valid_ifname(name)
         && name
             .bytes()
@@ -134,7 +134,7 @@ fn runs_args(prog: &str, args: &[&str]) -> bool {
 /// Pick the backend the image has for `choice`; an error says what is missing. `auto` takes
 /// nftables when the kernel answers `nft list tables`, else iptables when installed, else
 /// nftables when at least `nft` is installed.
-pub fn detect(choice: BackendChoice) -> Result<Backend, BoardError> {
+pub(crate) fn detect(choice: BackendChoice) -> Result<Backend, BoardError> {
     let nft = || runs("nft", "--version");
     let nft_works = || runs_args("nft", &["list", "tables"]);
     let ipt = || runs("iptables-restore", "--version") && runs("iptables-save", "--version");
@@ -191,14 +191,14 @@ fn run(prog: &str, args: &[&str], stdin: Option<&str>) -> Result<String, BoardEr
 
 /// Environment variable with which iptables (legacy, 1.8.5 and later) takes its lock file
 /// instead of `/run/xtables.lock`; iptables-nft and nft take no lock file.
-pub const XTABLES_LOCKFILE_ENV: &str = "XTABLES_LOCKFILE";
+pub(crate) const XTABLES_LOCKFILE_ENV: &str = "XTABLES_LOCKFILE";
 
 /// The lock file path to hand to our iptables children: `$RUNTIME_DIRECTORY/xtables.lock`
 /// (the first directory systemd's `RuntimeDirectory=` gives) when `XTABLES_LOCKFILE` is not
 /// set already (then children inherit it); `None` otherwise, which leaves iptables'
 /// default. As the unprivileged `netperfd` user, iptables-legacy cannot open root's
 /// `/run/xtables.lock` and fails every change with "Permission denied".
-pub fn xtables_lockfile_for_children() -> Option<std::path::PathBuf> {
+pub(crate) fn xtables_lockfile_for_children() -> Option<std::path::PathBuf> {
     lockfile_from(
         std::env::var_os(XTABLES_LOCKFILE_ENV),
         std::env::var_os("RUNTIME_DIRECTORY"),
@@ -230,7 +230,12 @@ fn lockfile_from(
 ///
 /// `status` is the exit status as text (`exit status: 4`), shown when the program printed
 /// nothing.
-pub fn classify_failure(prog: &str, args: &[&str], stderr: &str, status: &str) -> BoardError {
+pub(crate) fn classify_failure(
+    prog: &str,
+    args: &[&str],
+    stderr: &str,
+    status: &str,
+) -> BoardError {
     let what = format!("{prog} {}", args.join(" "));
     let what = what.trim_end();
     let text = if stderr.is_empty() {
@@ -294,7 +299,7 @@ fn nat_ports(forwards: &[Forward], v6: bool) -> Vec<&str> {
 /// The nftables transaction that makes `inet netperfd` hold exactly `forwards` (none: the
 /// table is deleted). Creating then deleting the table first makes the whole replacement one
 /// atomic transaction whether or not the table existed.
-pub fn render_nft(forwards: &[Forward]) -> String {
+pub(crate) fn render_nft(forwards: &[Forward]) -> String {
     let mut s = format!("table inet {NFT_TABLE} {{}}\ndelete table inet {NFT_TABLE}\n");
     if forwards.is_empty() {
         return s;
@@ -338,7 +343,7 @@ pub fn render_nft(forwards: &[Forward]) -> String {
 }
 
 /// Forwards found in the JSON of `nft -j list table inet netperfd`.
-pub fn parse_nft_json(json: &str) -> Result<Vec<Forward>, BoardError> {
+pub(crate) fn parse_nft_json(json: &str) -> Result<Vec<Forward>, BoardError> {
     let v: serde_json::Value = serde_json::from_str(json)
         .map_err(|e| BoardError::System(format!("nft printed invalid JSON: {e}")))?;
     let mut out = Vec::new();
@@ -363,7 +368,7 @@ fn ipt_tools(v6: bool) -> (&'static str, &'static str) {
 
 /// What `iptables-save` shows of ours in one family.
 #[derive(Debug, Default, PartialEq)]
-pub struct IptState {
+pub(crate) struct IptState {
     /// NETPERFD-FWD exists.
     pub fwd_chain: bool,
     /// NETPERFD-POST exists.
@@ -377,7 +382,7 @@ pub struct IptState {
 }
 
 /// Parse `iptables-save` output (filter and nat tables).
-pub fn parse_iptables_save(text: &str) -> IptState {
+pub(crate) fn parse_iptables_save(text: &str) -> IptState {
     let mut st = IptState::default();
     let mut table = "";
     for line in text.lines() {
@@ -423,7 +428,7 @@ pub fn parse_iptables_save(text: &str) -> IptState {
 /// The `iptables-restore --noflush` input that makes our chains hold exactly `forwards`
 /// (IPv4 ones, or with `v6` the IPv6 ones), given what is there now. None when there is
 /// nothing to do (no forwards and nothing of ours left).
-pub fn render_iptables(forwards: &[Forward], v6: bool, now: &IptState) -> Option<String> {
+pub(crate) fn render_iptables(forwards: &[Forward], v6: bool, now: &IptState) -> Option<String> {
     let fw: Vec<&Forward> = forwards.iter().filter(|f| !v6 || f.ipv6).collect();
     let mut s = String::new();
     if fw.is_empty() {
@@ -517,7 +522,7 @@ fn iptables_state(v6: bool) -> Result<Option<IptState>, BoardError> {
 }
 
 /// The forwards our rules implement right now, read from the firewall.
-pub fn read(backend: Backend) -> Result<Vec<Forward>, BoardError> {
+pub(crate) fn read(backend: Backend) -> Result<Vec<Forward>, BoardError> {
     match backend {
         Backend::Nftables => {
             match run("nft", &["-j", "list", "table", "inet", NFT_TABLE], None) {
@@ -551,7 +556,7 @@ pub fn read(backend: Backend) -> Result<Vec<Forward>, BoardError> {
 /// Make our rules implement exactly `forwards` with `backend` (an empty list removes every
 /// rule, chain and table of ours). Our rules of the other backend, if any are left from an
 /// earlier choice, are removed too.
-pub fn write(backend: Backend, forwards: &[Forward]) -> Result<(), BoardError> {
+pub(crate) fn write(backend: Backend, forwards: &[Forward]) -> Result<(), BoardError> {
     for f in forwards {
         for p in [&f.ingress, &f.egress] {
             if !rule_safe_name(p) {
@@ -622,7 +627,7 @@ fn read_flag(path: &str) -> Option<bool> {
 }
 
 /// Read net.ipv4.ip_forward and net.ipv6.conf.all.forwarding (false when unreadable).
-pub fn read_sysctls() -> Sysctls {
+pub(crate) fn read_sysctls() -> Sysctls {
     Sysctls {
         ipv4: read_flag(IPV4_FORWARD).unwrap_or(false),
         ipv6: read_flag(IPV6_FORWARD).unwrap_or(false),
@@ -631,7 +636,7 @@ pub fn read_sysctls() -> Sysctls {
 
 /// Set both switches (each only when it differs, so an image without IPv6 is fine as long as
 /// IPv6 forwarding is not asked for).
-pub fn write_sysctls(s: Sysctls) -> Result<(), BoardError> {
+pub(crate) fn write_sysctls(s: Sysctls) -> Result<(), BoardError> {
     for (path, want, name) in [
         (IPV4_FORWARD, s.ipv4, "net.ipv4.ip_forward"),
         (IPV6_FORWARD, s.ipv6, "net.ipv6.conf.all.forwarding"),

@@ -9,10 +9,10 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 /// Environment variable that replaces `/sys` for the governor files.
-pub const SYSFS_ENV: &str = "NETPERFD_SYSFS_ROOT";
+pub(crate) const SYSFS_ENV: &str = "NETPERFD_SYSFS_ROOT";
 
 /// The sysfs root in use: `$NETPERFD_SYSFS_ROOT` or `/sys`.
-pub fn sysfs_root() -> PathBuf {
+pub(crate) fn sysfs_root() -> PathBuf {
     std::env::var_os(SYSFS_ENV)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -59,12 +59,12 @@ fn cpu_dirs(root: &Path) -> Vec<(u32, PathBuf)> {
 }
 
 /// Every core that has cpufreq, in CPU order (empty when the kernel has no cpufreq).
-pub fn read() -> Vec<Core> {
+pub(crate) fn read() -> Vec<Core> {
     read_at(&sysfs_root())
 }
 
 /// [`read`] under another sysfs root.
-pub fn read_at(root: &Path) -> Vec<Core> {
+pub(crate) fn read_at(root: &Path) -> Vec<Core> {
     cpu_dirs(root)
         .into_iter()
         .filter_map(|(cpu, d)| {
@@ -83,12 +83,12 @@ pub fn read_at(root: &Path) -> Vec<Core> {
 
 /// Set `governor` on every core; validated first against each core's available governors,
 /// so a bad name changes nothing. Returns the cores as they are afterwards.
-pub fn set(governor: &str) -> Result<Vec<Core>, BoardError> {
+pub(crate) fn set(governor: &str) -> Result<Vec<Core>, BoardError> {
     set_at(&sysfs_root(), governor)
 }
 
 /// [`set`] under another sysfs root.
-pub fn set_at(root: &Path, governor: &str) -> Result<Vec<Core>, BoardError> {
+pub(crate) fn set_at(root: &Path, governor: &str) -> Result<Vec<Core>, BoardError> {
     let g = governor.trim();
     let cores = read_at(root);
     if cores.is_empty() {
@@ -124,7 +124,7 @@ pub fn set_at(root: &Path, governor: &str) -> Result<Vec<Core>, BoardError> {
 /// `systemd/netperfd-tmpfiles.conf`); it gives group `netperfd` write access to every
 /// core's `scaling_governor` at boot, and again at each start of the unit (its
 /// `ExecStartPre=`), for a cpufreq driver that loads after systemd-tmpfiles-setup.
-pub const TMPFILES_CONF: &str = "/usr/lib/tmpfiles.d/netperfd.conf";
+pub(crate) const TMPFILES_CONF: &str = "/usr/lib/tmpfiles.d/netperfd.conf";
 
 /// The user-facing reason when writing `file` failed with `e` for lack of access (EACCES,
 /// EPERM or a read-only file system); `None` for other errors.
@@ -148,12 +148,12 @@ fn write_denied(file: &Path, e: &std::io::Error) -> Option<String> {
 /// Why this process cannot change the governor, or `None` when it can (or there is no
 /// cpufreq). Opens the first core's `scaling_governor` for writing without writing to it
 /// (sysfs acts only on a write), so nothing changes.
-pub fn read_only_reason() -> Option<String> {
+pub(crate) fn read_only_reason() -> Option<String> {
     read_only_reason_at(&sysfs_root())
 }
 
 /// [`read_only_reason`] under another sysfs root.
-pub fn read_only_reason_at(root: &Path) -> Option<String> {
+pub(crate) fn read_only_reason_at(root: &Path) -> Option<String> {
     let (_, d) = cpu_dirs(root).into_iter().next()?;
     let f = d.join("scaling_governor");
     match std::fs::OpenOptions::new().write(true).open(&f) {

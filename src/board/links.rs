@@ -32,7 +32,7 @@ pub(crate) fn netlink() -> Result<rtnetlink::Handle, BoardError> {
 /// (up, down, carrier, added, removed), in the calling process's network namespace. The
 /// listening task runs on the current tokio runtime and ends at the first notice after every
 /// receiver is gone. Errors: the netlink socket cannot be opened or subscribed.
-pub fn port_changes() -> Result<tokio::sync::watch::Receiver<u64>, BoardError> {
+pub(crate) fn port_changes() -> Result<tokio::sync::watch::Receiver<u64>, BoardError> {
     use futures_util::StreamExt;
     use rtnetlink::MulticastGroup;
     let (conn, handle, mut messages) = rtnetlink::new_multicast_connection(&[
@@ -516,7 +516,7 @@ fn link_from_message(m: &LinkMessage) -> Link {
 /// The address protocol (`IFA_PROTO`) the udhcpc hook marks a leased IPv4 address with: such
 /// an address counts as dynamic (not managed by netperfd) even when its lifetime is infinite
 /// (the kernel then flags it permanent). A private value (the kernel defines 0..=3).
-pub const DHCP_ADDR_PROTO: u8 = 0x4e;
+pub(crate) const DHCP_ADDR_PROTO: u8 = 0x4e;
 
 fn address_from_message(m: &AddressMessage) -> Option<(u32, PortAddress)> {
     let mut local = None;
@@ -566,7 +566,7 @@ fn address_from_message(m: &AddressMessage) -> Option<(u32, PortAddress)> {
 
 /// Every interface of the board (this process's network namespace), sorted by name, with
 /// addresses and counters; `rates` are left `None` (see [`PortSampler::attach_rates`]).
-pub async fn inventory() -> Result<Vec<Link>, BoardError> {
+pub(crate) async fn inventory() -> Result<Vec<Link>, BoardError> {
     let h = netlink()?;
     let msgs: Vec<LinkMessage> = h
         .link()
@@ -607,7 +607,7 @@ pub async fn inventory() -> Result<Vec<Link>, BoardError> {
 }
 
 /// Find a port by name in an inventory, with the error a user should see.
-pub fn find<'a>(links: &'a [Link], name: &str) -> Result<&'a Link, BoardError> {
+pub(crate) fn find<'a>(links: &'a [Link], name: &str) -> Result<&'a Link, BoardError> {
     if !crate::model::names::valid_ifname(name) {
         return Err(BoardError::Invalid(format!(
             "'{name}' is not a valid interface name"
@@ -656,7 +656,7 @@ fn per_second(new: u64, old: u64, secs: f64) -> f64 {
 }
 
 /// Rates between two counter readings `secs` apart.
-pub fn rates_between(old: &Counters, new: &Counters, secs: f64) -> Rates {
+pub(crate) fn rates_between(old: &Counters, new: &Counters, secs: f64) -> Rates {
     Rates {
         rx_bits_per_second: per_second(new.rx_bytes, old.rx_bytes, secs) * 8.0,
         tx_bits_per_second: per_second(new.tx_bytes, old.tx_bytes, secs) * 8.0,

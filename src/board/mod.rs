@@ -4,18 +4,18 @@
 //! each run (NIC, qdisc, socket, softnet, IRQ, clock and temperature: `counters`). It knows nothing of tests.
 //! Nothing here parses `ip` or `ifconfig` output.
 
-pub mod addresses;
-pub mod apply;
-pub mod counters;
+pub(crate) mod addresses;
+pub(crate) mod apply;
+pub(crate) mod counters;
 pub mod dhcp;
-pub mod diag;
-pub mod error;
-pub mod forwarding;
-pub mod governor;
-pub mod links;
-pub mod netconfig;
-pub mod sampler;
-pub mod shaper;
+pub(crate) mod diag;
+pub(crate) mod error;
+pub(crate) mod forwarding;
+pub(crate) mod governor;
+pub(crate) mod links;
+pub(crate) mod netconfig;
+pub(crate) mod sampler;
+pub(crate) mod shaper;
 
 pub use apply::{record_net_config, snapshot_json};
 pub use error::BoardError;

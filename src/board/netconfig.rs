@@ -16,11 +16,11 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 /// Smallest MTU accepted when the driver does not say (IPv4's minimum), bytes.
-pub const MIN_MTU: u32 = 68;
+pub(crate) const MIN_MTU: u32 = 68;
 /// Largest MTU accepted when the driver does not say, bytes.
-pub const MAX_MTU: u32 = 65535;
+pub(crate) const MAX_MTU: u32 = 65535;
 /// Below this MTU (bytes) the kernel removes a port's IPv6 addresses.
-pub const IPV6_MIN_MTU: u32 = 1280;
+pub(crate) const IPV6_MIN_MTU: u32 = 1280;
 
 /// What netperfd sets on a port.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -165,7 +165,7 @@ impl NetState {
 }
 
 /// The [`PortState`] of an inventory entry.
-pub fn port_state(l: &Link) -> PortState {
+pub(crate) fn port_state(l: &Link) -> PortState {
     let mut addresses = l.managed_addresses();
     crate::model::order::sort(&mut addresses);
     PortState {
@@ -640,7 +640,11 @@ impl Change {
 
 /// Checks across the whole target that a single change cannot see: a new address must not
 /// overlap a subnet of another port, and a gateway must lie in a subnet the board has.
-pub fn validate(target: &NetState, live: &NetState, links: &[Link]) -> Result<(), BoardError> {
+pub(crate) fn validate(
+    target: &NetState,
+    live: &NetState,
+    links: &[Link],
+) -> Result<(), BoardError> {
     // Every port's addresses as they will be: the target's for ports it holds, else what the
     // kernel has (dynamic ones included).
     let mut all: Vec<(String, IfAddr)> = Vec::new();
@@ -721,7 +725,7 @@ pub fn validate(target: &NetState, live: &NetState, links: &[Link]) -> Result<()
 /// When the target takes away `mgmt` — the board address the browser came in on — say so:
 /// the address is removed, or its port goes down. `links` (the live inventory) finds the port
 /// even when the address is a DHCP one that netperfd does not manage.
-pub fn management_warning(
+pub(crate) fn management_warning(
     links: &[Link],
     live: &NetState,
     target: &NetState,
@@ -768,7 +772,7 @@ pub fn management_warning(
 
 /// The addresses of `confirmed` that none of `ports` carries now, as `192.0.2.1/24 on eth0`
 /// (`eth0 is gone` for a port that no longer exists), in the confirmed configuration's order.
-pub fn missing_addresses(confirmed: &NetState, ports: &[Link]) -> Vec<String> {
+pub(crate) fn missing_addresses(confirmed: &NetState, ports: &[Link]) -> Vec<String> {
     let mut out = Vec::new();
     for (name, want) in &confirmed.ports {
         let Some(link) = ports.iter().find(|l| &l.name == name) else {

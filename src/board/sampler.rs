@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 /// Seconds between two readings of [`Sampler`]: 1 s.
-pub const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
+pub(crate) const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
 
 /// The board's one 1 Hz sampler. Every [`SAMPLE_PERIOD`] it takes a [`Snapshot`] (CPU per
 /// core and every port's counters, from /proc) and publishes it to [`Sampler::subscribe`]rs;
@@ -123,7 +123,7 @@ impl CpuTimes {
 /// Parse `/proc/stat`: the `cpu` line (index -1) and every `cpuN` line (index N). Lines with
 /// fewer than 4 numbers or non-numeric fields are skipped; missing later fields (old kernels)
 /// count as 0.
-pub fn parse_proc_stat(text: &str) -> Vec<(i32, CpuTimes)> {
+pub(crate) fn parse_proc_stat(text: &str) -> Vec<(i32, CpuTimes)> {
     let mut out = Vec::new();
     for line in text.lines() {
         let mut f = line.split_ascii_whitespace();
@@ -167,7 +167,7 @@ pub fn parse_proc_stat(text: &str) -> Vec<(i32, CpuTimes)> {
 /// Shares of one core's time between two readings, percent (they add up to 100; all 0 except
 /// `idle` = 100 when no tick passed or the counters went backwards, e.g. a CPU hot-plugged).
 /// `t` is the sample's time stamp (seconds since the run started).
-pub fn cpu_shares(t: f64, cpu: i32, prev: &CpuTimes, cur: &CpuTimes) -> CpuSampleRow {
+pub(crate) fn cpu_shares(t: f64, cpu: i32, prev: &CpuTimes, cur: &CpuTimes) -> CpuSampleRow {
     let d = |a: u64, b: u64| b.saturating_sub(a) as f64;
     let total = cur.total().saturating_sub(prev.total()) as f64;
     if total <= 0.0 || cur.total() < prev.total() {
@@ -207,7 +207,7 @@ pub struct PortCounters {
 
 /// Parse `/proc/net/dev` (two header lines, then `name: 16 numbers`). Malformed lines are
 /// skipped.
-pub fn parse_proc_net_dev(text: &str) -> HashMap<String, PortCounters> {
+pub(crate) fn parse_proc_net_dev(text: &str) -> HashMap<String, PortCounters> {
     let mut out = HashMap::new();
     for line in text.lines() {
         let Some((name, rest)) = line.split_once(':') else {
@@ -237,7 +237,7 @@ pub fn parse_proc_net_dev(text: &str) -> HashMap<String, PortCounters> {
 
 /// Counter differences of one port between two readings over `seconds`. A counter that went
 /// backwards (driver reset, port re-created) gives 0, not a huge wrapped value.
-pub fn port_delta(
+pub(crate) fn port_delta(
     t: f64,
     ifname: &str,
     seconds: f64,
@@ -332,7 +332,7 @@ impl Snapshot {
 /// index this process sees for the name; speed is `None` when unknown: no carrier (the
 /// kernel reports -1 or an error) or a virtual port without a device (veth reports a fixed
 /// 10000 that says nothing about the path).
-pub fn link_speed_mtu(ifname: &str) -> (Option<i64>, Option<i64>) {
+pub(crate) fn link_speed_mtu(ifname: &str) -> (Option<i64>, Option<i64>) {
     if !crate::model::names::valid_ifname(ifname) {
         return (None, None);
     }
@@ -356,7 +356,7 @@ pub fn link_speed_mtu(ifname: &str) -> (Option<i64>, Option<i64>) {
 }
 
 /// Entries in the conntrack table, if the module is loaded (`nf_conntrack_count`).
-pub fn conntrack_count() -> Option<i64> {
+pub(crate) fn conntrack_count() -> Option<i64> {
     std::fs::read_to_string("/proc/sys/net/netfilter/nf_conntrack_count")
         .ok()?
         .trim()
@@ -366,7 +366,7 @@ pub fn conntrack_count() -> Option<i64> {
 
 /// The port that holds local address `addr`, if any (getifaddrs). An IPv4-mapped IPv6
 /// address (`::ffff:192.0.2.1`, what a dual-stack listener sees) is its IPv4 address.
-pub fn port_of_address(addr: IpAddr) -> Option<String> {
+pub(crate) fn port_of_address(addr: IpAddr) -> Option<String> {
     let addr = addr.to_canonical();
     if addr.is_unspecified() {
         return None;

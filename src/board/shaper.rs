@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 /// One qdisc or class of a port, with its rate when it shapes.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct TcNode {
+pub(crate) struct TcNode {
     /// `tbf`, `htb`, `cake`, `noqueue`, `pfifo_fast`, …
     pub kind: String,
     /// `major:minor` in hex as tc writes it (`8001:` for a qdisc, `1:10` for a class).
@@ -48,19 +48,19 @@ pub struct TcNode {
 
 impl TcNode {
     /// The port's root qdisc (its counters include its children's).
-    pub fn is_root(&self) -> bool {
+    pub(crate) fn is_root(&self) -> bool {
         self.parent == "root" && !self.class
     }
 
     /// The most it lets through, bits/s: an HTB class's `ceil`, else its `rate`.
-    pub fn limit_bps(&self) -> Option<u64> {
+    pub(crate) fn limit_bps(&self) -> Option<u64> {
         self.ceil_bps.or(self.rate_bps).filter(|r| *r > 0)
     }
 }
 
 /// What a qdisc's or class's options say about its rate (see [`parse_rates`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Rates {
+pub(crate) struct Rates {
     /// bits/s.
     pub rate_bps: Option<u64>,
     /// bits/s (HTB `ceil`).
@@ -119,7 +119,7 @@ fn ratespec(b: &[u8], at: usize) -> Option<(u64, u32)> {
 /// (`TCA_HTB_PARMS` = 1 with rate and ceil, `TCA_HTB_RATE64` = 6, `TCA_HTB_CEIL64` = 7),
 /// cake (`TCA_CAKE_BASE_RATE64` = 2; 0 = unlimited). Other kinds, and options too short to
 /// hold the fields, give no rate.
-pub fn parse_rates(kind: &str, options: &[u8]) -> Rates {
+pub(crate) fn parse_rates(kind: &str, options: &[u8]) -> Rates {
     let mut r = Rates::default();
     let bits = |bytes: u64| Some(bytes.saturating_mul(8)).filter(|b| *b > 0);
     for (t, v) in nlas(options) {
@@ -210,7 +210,7 @@ fn dump(class: bool, index: i32) -> Option<BTreeMap<i32, Vec<TcNode>>> {
 /// Every qdisc of every port of this network namespace, and the classes of ports with an
 /// HTB qdisc, by interface index; root qdisc first on each port. Empty when netlink cannot
 /// be read (a few ms: one dump, plus one per HTB port).
-pub fn read() -> BTreeMap<i32, Vec<TcNode>> {
+pub(crate) fn read() -> BTreeMap<i32, Vec<TcNode>> {
     let mut all = dump(false, 0).unwrap_or_default();
     for (index, nodes) in all.iter_mut() {
         if nodes.iter().any(|n| n.kind == "htb") {
@@ -224,7 +224,7 @@ pub fn read() -> BTreeMap<i32, Vec<TcNode>> {
 }
 
 /// [`read`] for the named ports (names the namespace does not have are left out).
-pub fn for_ports(ports: &[String]) -> BTreeMap<String, Vec<TcNode>> {
+pub(crate) fn for_ports(ports: &[String]) -> BTreeMap<String, Vec<TcNode>> {
     let mut all = read();
     ports
         .iter()
@@ -237,11 +237,11 @@ pub fn for_ports(ports: &[String]) -> BTreeMap<String, Vec<TcNode>> {
 
 /// Most shaping nodes kept per port: a run's board JSON with 1,500 HTB classes was 250 KB
 /// (issue 38's tryout); the root and the first classes are the ones a verdict can name.
-pub const MAX_SHAPERS_PER_PORT: usize = 32;
+pub(crate) const MAX_SHAPERS_PER_PORT: usize = 32;
 
 /// Only the nodes that shape (have a rate), of each port (ports with none left out), at
 /// most [`MAX_SHAPERS_PER_PORT`] each.
-pub fn shapers_of(ports: BTreeMap<String, Vec<TcNode>>) -> BTreeMap<String, Vec<TcNode>> {
+pub(crate) fn shapers_of(ports: BTreeMap<String, Vec<TcNode>>) -> BTreeMap<String, Vec<TcNode>> {
     ports
         .into_iter()
         .filter_map(|(p, v)| {

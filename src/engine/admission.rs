@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 
 /// The caps of one table.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Slots in all.
     pub max: usize,
     /// Slots one source address may hold (pending or not).
@@ -38,7 +38,7 @@ pub struct Limits {
 
 /// Why [`Admission::admit`] refused a source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refused {
+pub(crate) enum Refused {
     /// The source already holds [`Limits::pending_per_source`] pending entries, all younger
     /// than [`Limits::replace_own_after`].
     SourcePending,
@@ -86,13 +86,13 @@ struct Table {
 
 /// A table of slots shared by one server's accept loop and its connections.
 #[derive(Clone)]
-pub struct Admission {
+pub(crate) struct Admission {
     table: Arc<Mutex<Table>>,
     limits: Limits,
 }
 
 /// One admitted slot; freed when dropped.
-pub struct Ticket {
+pub(crate) struct Ticket {
     table: Arc<Mutex<Table>>,
     id: u64,
     source: IpAddr,
@@ -105,22 +105,17 @@ fn lock(t: &Mutex<Table>) -> std::sync::MutexGuard<'_, Table> {
 
 /// The address without IPv4-mapping (::ffff:a.b.c.d → a.b.c.d), so a dual-stack listener
 /// counts an IPv4 client once.
-pub fn source_of(ip: IpAddr) -> IpAddr {
+pub(crate) fn source_of(ip: IpAddr) -> IpAddr {
     ip.to_canonical()
 }
 
 impl Admission {
     /// An empty table with these caps.
-    pub fn new(limits: Limits) -> Admission {
+    pub(crate) fn new(limits: Limits) -> Admission {
         Admission {
             table: Arc::new(Mutex::new(Table::default())),
             limits,
         }
-    }
-
-    /// The caps.
-    pub fn limits(&self) -> Limits {
-        self.limits
     }
 
     /// Admit a new entry from `source`, pending. When the table is full, the oldest pending
@@ -132,14 +127,14 @@ impl Admission {
     /// `k` asking addresses settles at ⌊max/k⌋ or ⌈max/k⌉ each (8 slots, 2 addresses: 4 + 4;
     /// 3 addresses: 3 + 3 + 2). A source at its pending cap replaces its own oldest pending
     /// entry once that is older than [`Limits::replace_own_after`].
-    pub fn admit(&self, source: IpAddr) -> Result<Ticket, Refused> {
+    pub(crate) fn admit(&self, source: IpAddr) -> Result<Ticket, Refused> {
         self.admit_as(source, true)
     }
 
     /// Like [`Admission::admit`], the new entry pending or not (a TCP source connection is
     /// useful from its first byte: admitted as working, it does not count against
     /// [`Limits::pending_per_source`] until it stalls).
-    pub fn admit_as(&self, source: IpAddr, pending: bool) -> Result<Ticket, Refused> {
+    pub(crate) fn admit_as(&self, source: IpAddr, pending: bool) -> Result<Ticket, Refused> {
         let source = source_of(source);
         let l = self.limits;
         let now = Instant::now();
@@ -201,7 +196,7 @@ impl Admission {
     /// [`Ticket::set_holds`]), preferring the source with the most slots and other sources
     /// than `except`'s own. True when one was evicted (its holder frees what it holds as it
     /// ends).
-    pub fn evict_holding(&self, except: &Ticket) -> bool {
+    pub(crate) fn evict_holding(&self, except: &Ticket) -> bool {
         let mut t = lock(&self.table);
         let pick = t
             .victim(|e| e.holds > 0 && e.source != except.source, 0)
@@ -216,17 +211,18 @@ impl Admission {
     }
 
     /// Slots taken now.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         lock(&self.table).entries.len()
     }
 
     /// True when no slot is taken.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Entries evicted since the table was made.
-    pub fn evictions(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn evictions(&self) -> u64 {
         lock(&self.table).evictions
     }
 }
@@ -282,7 +278,7 @@ impl Table {
 
 impl Ticket {
     /// Mark the entry pending (idle, evictable) or not (doing useful work).
-    pub fn set_pending(&self, pending: bool) {
+    pub(crate) fn set_pending(&self, pending: bool) {
         let mut t = lock(&self.table);
         if let Some(e) = t.entries.iter_mut().find(|e| e.id == self.id) {
             e.pending = pending;
@@ -291,7 +287,7 @@ impl Ticket {
 
     /// Record what the holder reserved elsewhere (0 = nothing), for
     /// [`Admission::evict_holding`].
-    pub fn set_holds(&self, amount: u64) {
+    pub(crate) fn set_holds(&self, amount: u64) {
         let mut t = lock(&self.table);
         if let Some(e) = t.entries.iter_mut().find(|e| e.id == self.id) {
             e.holds = amount;
@@ -299,12 +295,12 @@ impl Ticket {
     }
 
     /// True once the entry has been evicted.
-    pub fn is_evicted(&self) -> bool {
+    pub(crate) fn is_evicted(&self) -> bool {
         self.evict.flag.load(Ordering::Acquire)
     }
 
     /// Resolves when the entry is evicted (at once if it already was).
-    pub async fn evicted(&self) {
+    pub(crate) async fn evicted(&self) {
         loop {
             let n = self.evict.notify.notified();
             if self.is_evicted() {

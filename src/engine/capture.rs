@@ -21,19 +21,19 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Bytes of a frame kept at most (pcap's snap length).
-pub const SNAPLEN: usize = 65535;
+pub(crate) const SNAPLEN: usize = 65535;
 /// [`SNAPLEN`] as the pcap header carries it.
 const SNAPLEN_U32: u32 = 65535;
 /// Bytes of the pcap global header.
-pub const GLOBAL_HEADER: u64 = 24;
+pub(crate) const GLOBAL_HEADER: u64 = 24;
 /// Bytes of each record header.
-pub const RECORD_HEADER: u64 = 16;
+pub(crate) const RECORD_HEADER: u64 = 16;
 /// LINKTYPE_ETHERNET.
-pub const LINKTYPE_ETHERNET: u32 = 1;
+pub(crate) const LINKTYPE_ETHERNET: u32 = 1;
 
 /// A transport protocol of the filter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Proto {
+pub(crate) enum Proto {
     Tcp,
     Udp,
     /// ICMP or ICMPv6.
@@ -42,7 +42,7 @@ pub enum Proto {
 
 /// Which frames to keep: all of the given conditions hold (an empty filter keeps every frame).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Filter {
+pub(crate) struct Filter {
     /// Source or destination address.
     pub host: Option<IpAddr>,
     /// TCP or UDP source or destination port.
@@ -54,7 +54,7 @@ impl Filter {
     /// Parse `host ADDR`, `port N`, `tcp`, `udp`, `icmp`, each at most once, joined by `and`
     /// (`host 192.0.2.2 and icmp`); empty = everything. `host` takes an address, not a name.
     /// Errors: a sentence naming the word that is not understood.
-    pub fn parse(s: &str) -> Result<Filter, String> {
+    pub(crate) fn parse(s: &str) -> Result<Filter, String> {
         let mut f = Filter::default();
         let words: Vec<&str> = s.split_whitespace().collect();
         if s.len() > 200 {
@@ -123,7 +123,7 @@ impl Filter {
 
     /// True when the Ethernet frame `f` matches (one VLAN tag is skipped; a frame that is not
     /// IPv4 or IPv6 matches only the empty filter).
-    pub fn matches(&self, f: &[u8]) -> bool {
+    pub(crate) fn matches(&self, f: &[u8]) -> bool {
         if *self == Filter::default() {
             return true;
         }
@@ -219,7 +219,7 @@ fn addr16(b: &[u8], at: usize) -> Option<[u8; 16]> {
 }
 
 /// The pcap global header (little-endian, version 2.4, microseconds).
-pub fn global_header(snaplen: u32) -> [u8; 24] {
+pub(crate) fn global_header(snaplen: u32) -> [u8; 24] {
     let mut h = [0u8; 24];
     h[0..4].copy_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
     h[4..6].copy_from_slice(&2u16.to_le_bytes());
@@ -230,7 +230,7 @@ pub fn global_header(snaplen: u32) -> [u8; 24] {
 }
 
 /// One record header: time stamp, bytes kept, bytes on the wire.
-pub fn record_header(t: SystemTime, kept: u32, wire: u32) -> [u8; 16] {
+pub(crate) fn record_header(t: SystemTime, kept: u32, wire: u32) -> [u8; 16] {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let mut h = [0u8; 16];
     // pcap's 32-bit seconds wrap in 2106, as on the wire.
@@ -244,9 +244,7 @@ pub fn record_header(t: SystemTime, kept: u32, wire: u32) -> [u8; 16] {
 
 /// What to capture.
 #[derive(Debug, Clone)]
-pub struct CaptureSpec {
-    /// The port's interface index.
-    pub ifindex: u32,
+pub(crate) struct CaptureSpec {
     /// Longest capture.
     pub duration: Duration,
     /// Most packets written.
@@ -258,7 +256,7 @@ pub struct CaptureSpec {
 
 /// Live counts of a capture, and its stop switch.
 #[derive(Debug, Default)]
-pub struct Progress {
+pub(crate) struct Progress {
     /// Packets written.
     pub packets: AtomicU64,
     /// Bytes of the pcap file so far.
@@ -271,7 +269,7 @@ pub struct Progress {
 
 /// Why a capture ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ended {
+pub(crate) enum Ended {
     Time,
     Packets,
     Bytes,
@@ -280,7 +278,7 @@ pub enum Ended {
 
 impl Ended {
     /// "time", "packets", "bytes", "stopped".
-    pub fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Ended::Time => "time",
             Ended::Packets => "packets",
@@ -291,7 +289,7 @@ impl Ended {
 }
 
 /// Open the capture socket of port `ifindex` (see [`crate::engine::sys::packet_socket`]).
-pub fn open(ifindex: u32) -> std::io::Result<std::fs::File> {
+pub(crate) fn open(ifindex: u32) -> std::io::Result<std::fs::File> {
     let fd = crate::engine::sys::packet_socket(ifindex)?;
     socket2::SockRef::from(&fd).set_read_timeout(Some(Duration::from_millis(100)))?;
     Ok(std::fs::File::from(fd))
@@ -299,7 +297,7 @@ pub fn open(ifindex: u32) -> std::io::Result<std::fs::File> {
 
 /// Capture from `sock` (from [`open`]) into `out` until a cap or the stop switch; the
 /// counts in `progress` follow as it goes. Errors: writing `out` or reading the socket fails.
-pub fn capture(
+pub(crate) fn capture(
     spec: &CaptureSpec,
     mut sock: std::fs::File,
     out: &mut impl Write,

@@ -17,12 +17,12 @@
 
 /// Smallest iperf 2 UDP datagram we send, bytes: 16 bytes of datagram header, the 24-byte
 /// client header, and room for the server report (16 + 40) in the same size.
-pub const IPERF2_MIN_LEN: usize = 60;
+pub(crate) const IPERF2_MIN_LEN: usize = 60;
 
 // ------------------------------------------------------------------ iperf3
 
 /// Header size in bytes: 12 with 32-bit sequence numbers, 16 with 64-bit ones.
-pub fn header_len(wide: bool) -> usize {
+pub(crate) fn header_len(wide: bool) -> usize {
     if wide {
         16
     } else {
@@ -33,7 +33,7 @@ pub fn header_len(wide: bool) -> usize {
 /// Write the header: big-endian seconds, microseconds, sequence number (32 or 64 bits; a
 /// 32-bit header carries the low 32 bits). `buf` must hold [`header_len`] bytes; a shorter
 /// buffer is left as it is (the senders size every datagram to at least the header).
-pub fn write_header(buf: &mut [u8], sec: u32, usec: u32, seq: u64, wide: bool) {
+pub(crate) fn write_header(buf: &mut [u8], sec: u32, usec: u32, seq: u64, wide: bool) {
     put32(buf, 0, sec);
     put32(buf, 4, usec);
     if wide {
@@ -83,7 +83,7 @@ fn put32(b: &mut [u8], at: usize, v: u32) {
 }
 
 /// Wall clock as (seconds, microseconds): iperf 2 timestamps its datagrams with it.
-pub fn wall_now() -> (u32, u32) {
+pub(crate) fn wall_now() -> (u32, u32) {
     let d = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
@@ -109,7 +109,7 @@ pub fn read_udp_id(b: &[u8], wide: bool) -> Option<(i64, i64)> {
 
 /// Write a datagram header (2.1 layout): low id word at 0, seconds at 4, µs at 8, high id word
 /// at 12. `b` must hold 16 bytes.
-pub fn write_udp_id(b: &mut [u8], id: i64, sec: u32, usec: u32) {
+pub(crate) fn write_udp_id(b: &mut [u8], id: i64, sec: u32, usec: u32) {
     let id = id as u64;
     put32(b, 0, (id & 0xffff_ffff) as u32);
     put32(b, 4, sec);

@@ -24,30 +24,30 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Default UDP port of the echo responder (daemon `echo_port`, `netperfd peer --echo-port`).
-pub const DEFAULT_PORT: u16 = 5291;
+pub(crate) const DEFAULT_PORT: u16 = 5291;
 /// Bytes of a request and of a reply.
-pub const LEN: usize = 40;
+pub(crate) const LEN: usize = 40;
 /// First four bytes of every echo datagram.
-pub const MAGIC: [u8; 4] = *b"NPEo";
+pub(crate) const MAGIC: [u8; 4] = *b"NPEo";
 /// Wire version.
-pub const VERSION: u8 = 1;
+pub(crate) const VERSION: u8 = 1;
 const KIND_REQUEST: u8 = 1;
 const KIND_REPLY: u8 = 2;
 /// How long the prober waits for a first reply before it stops sending (peer has no echo).
-pub const ANSWER_WINDOW: Duration = Duration::from_secs(1);
+pub(crate) const ANSWER_WINDOW: Duration = Duration::from_secs(1);
 /// Requests per second one source address may have answered (a 1 ms probe interval is 1000/s).
-pub const RATE_PER_SOURCE: f64 = 1100.0;
+pub(crate) const RATE_PER_SOURCE: f64 = 1100.0;
 /// Burst of a source's token bucket, datagrams.
-pub const BURST_PER_SOURCE: f64 = 100.0;
+pub(crate) const BURST_PER_SOURCE: f64 = 100.0;
 /// Source addresses the responder keeps a bucket for; a new source beyond this takes the
 /// bucket of the source heard from least recently (so 300 spoofed sources cannot fill the
 /// table and leave a new prober unanswered; a live prober, heard every few ms, keeps its own).
-pub const MAX_SOURCES: usize = 256;
+pub(crate) const MAX_SOURCES: usize = 256;
 
 /// A request as it travels: sequence number and the sender's send time T1 (ns, its
 /// CLOCK_MONOTONIC).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Request {
+pub(crate) struct Request {
     pub seq: u64,
     pub t1: u64,
 }
@@ -55,7 +55,7 @@ pub struct Request {
 /// A reply: the request's fields, the peer's receive time T2 and send time T3 (ns, the
 /// peer's CLOCK_MONOTONIC).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Reply {
+pub(crate) struct Reply {
     pub seq: u64,
     pub t1: u64,
     pub t2: u64,
@@ -78,7 +78,7 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 
 /// The 40 bytes of a request: magic, version, kind 1, two zero bytes, seq, T1, and 16 zero
 /// bytes where the reply puts T2 and T3 (so the reply needs no more room than the request).
-pub fn encode_request(r: &Request) -> [u8; LEN] {
+pub(crate) fn encode_request(r: &Request) -> [u8; LEN] {
     let mut b = header(KIND_REQUEST);
     b[8..16].copy_from_slice(&r.seq.to_be_bytes());
     b[16..24].copy_from_slice(&r.t1.to_be_bytes());
@@ -87,7 +87,7 @@ pub fn encode_request(r: &Request) -> [u8; LEN] {
 
 /// A request from a received datagram; `None` unless it is exactly [`LEN`] bytes with our
 /// magic, version, kind 1 and zeros where they belong.
-pub fn parse_request(b: &[u8]) -> Option<Request> {
+pub(crate) fn parse_request(b: &[u8]) -> Option<Request> {
     if b.len() != LEN
         || b[0..4] != MAGIC
         || b[4] != VERSION
@@ -104,7 +104,7 @@ pub fn parse_request(b: &[u8]) -> Option<Request> {
 }
 
 /// The reply to `r` (received at `t2`, sent at `t3`, ns), [`LEN`] bytes like the request.
-pub fn reply_to(r: &Request, t2: u64, t3: u64) -> [u8; LEN] {
+pub(crate) fn reply_to(r: &Request, t2: u64, t3: u64) -> [u8; LEN] {
     let mut b = header(KIND_REPLY);
     b[8..16].copy_from_slice(&r.seq.to_be_bytes());
     b[16..24].copy_from_slice(&r.t1.to_be_bytes());
@@ -115,7 +115,7 @@ pub fn reply_to(r: &Request, t2: u64, t3: u64) -> [u8; LEN] {
 
 /// A reply from a received datagram; `None` unless it is exactly [`LEN`] bytes with our
 /// magic, version and kind 2.
-pub fn parse_reply(b: &[u8]) -> Option<Reply> {
+pub(crate) fn parse_reply(b: &[u8]) -> Option<Reply> {
     if b.len() != LEN
         || b[0..4] != MAGIC
         || b[4] != VERSION
@@ -135,13 +135,13 @@ pub fn parse_reply(b: &[u8]) -> Option<Reply> {
 /// Per-source token buckets ([`RATE_PER_SOURCE`], [`BURST_PER_SOURCE`]), at most
 /// [`MAX_SOURCES`] of them.
 #[derive(Debug, Default)]
-pub struct RateLimit {
+pub(crate) struct RateLimit {
     buckets: HashMap<IpAddr, (f64, Instant)>,
 }
 
 impl RateLimit {
     /// Whether a datagram from `src` at `now` may be answered (takes one token).
-    pub fn allow(&mut self, src: IpAddr, now: Instant) -> bool {
+    pub(crate) fn allow(&mut self, src: IpAddr, now: Instant) -> bool {
         if !self.buckets.contains_key(&src) && self.buckets.len() >= MAX_SOURCES {
             self.buckets
                 .retain(|_, (_, at)| now.saturating_duration_since(*at) < Duration::from_secs(1));
@@ -172,7 +172,7 @@ impl RateLimit {
 
 /// Counters of a running responder.
 #[derive(Debug, Default)]
-pub struct ResponderCounts {
+pub(crate) struct ResponderCounts {
     /// Requests answered.
     pub answered: AtomicU64,
     /// Datagrams dropped as malformed (wrong size, magic, version, kind or padding).
@@ -183,10 +183,14 @@ pub struct ResponderCounts {
 
 /// A running echo responder; dropping it (or [`Responder::stop`]) ends its thread.
 #[derive(Debug)]
-pub struct Responder {
+pub(crate) struct Responder {
     local: SocketAddr,
     stop: Arc<AtomicBool>,
+    /// Read by the tests (through [`Responder::counts`]).
+    #[cfg_attr(not(test), allow(dead_code))]
     counts: Arc<ResponderCounts>,
+    /// Joined by the tests (through [`Responder::stop`]); dropping it detaches the thread.
+    #[cfg_attr(not(test), allow(dead_code))]
     thread: Option<JoinHandle<()>>,
 }
 
@@ -204,14 +208,14 @@ fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
 impl Responder {
     /// Listen on UDP `port` of every address (`[::]`, IPv4 too; `0.0.0.0` where the host has
     /// no IPv6) and answer requests on a thread. Errors: the port cannot be bound.
-    pub fn start(port: u16) -> std::io::Result<Responder> {
+    pub(crate) fn start(port: u16) -> std::io::Result<Responder> {
         let sock = bind_udp(SocketAddr::from(([0u16; 8], port)))
             .or_else(|_| bind_udp(SocketAddr::from(([0u8; 4], port))))?;
         Responder::on(sock)
     }
 
     /// Answer requests arriving on `sock` (already bound).
-    pub fn on(sock: UdpSocket) -> std::io::Result<Responder> {
+    pub(crate) fn on(sock: UdpSocket) -> std::io::Result<Responder> {
         // Idle, the thread sleeps in recv: `stop` wakes it with an empty datagram to its own
         // port ([`wake`]); the timeout only bounds the wait if that datagram is filtered.
         // (With 200 ms it woke 5 times a second on an idle board.)
@@ -232,18 +236,21 @@ impl Responder {
     }
 
     /// The address it listens on.
-    pub fn local_addr(&self) -> SocketAddr {
+    #[cfg(test)]
+    pub(crate) fn local_addr(&self) -> SocketAddr {
         self.local
     }
 
     /// Its counters.
-    pub fn counts(&self) -> &ResponderCounts {
+    #[cfg(test)]
+    pub(crate) fn counts(&self) -> &ResponderCounts {
         &self.counts
     }
 
     /// Stop answering and wait for the thread (woken at once by an empty datagram; at most
     /// [`IDLE_WAIT`] when a firewall drops that).
-    pub fn stop(mut self) {
+    #[cfg(test)]
+    pub(crate) fn stop(mut self) {
         self.stop.store(true, Ordering::SeqCst);
         wake(self.local);
         if let Some(t) = self.thread.take() {
@@ -262,11 +269,11 @@ impl Drop for Responder {
 
 /// The longest a UDP server thread sleeps in `recv` before it looks at its stop flag, when
 /// no datagram wakes it.
-pub const IDLE_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const IDLE_WAIT: Duration = Duration::from_secs(5);
 
 /// Wake a thread blocked in `recv` on a UDP socket bound to `local`: an empty datagram to it
 /// (to loopback when it is bound to every address). Best effort.
-pub fn wake(local: SocketAddr) {
+pub(crate) fn wake(local: SocketAddr) {
     let to = match local.ip() {
         std::net::IpAddr::V4(a) if a.is_unspecified() => {
             SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, local.port()))
@@ -359,7 +366,7 @@ pub struct EchoStats {
 
 /// A running echo prober; [`EchoProber::stop`] ends it.
 #[derive(Debug)]
-pub struct EchoProber {
+pub(crate) struct EchoProber {
     stop: Arc<AtomicBool>,
     sender_done: Arc<AtomicBool>,
     sender: Option<JoinHandle<(u64, bool)>>,
@@ -371,7 +378,7 @@ pub struct EchoProber {
 /// (request k leaves at start + k × interval), bound to `bind_dev` when given. A reply later
 /// than `timeout` after its request is not used. `t0` is the origin of [`EchoSample::t`].
 /// Errors: the socket cannot be opened, bound to the port, or connected.
-pub fn start_prober(
+pub(crate) fn start_prober(
     peer: SocketAddr,
     interval: Duration,
     timeout: Duration,
@@ -502,7 +509,7 @@ pub fn start_prober(
 impl EchoProber {
     /// Stop sending, wait for the last replies (at most the timeout), return what it did.
     /// Blocking: call from a blocking context.
-    pub fn stop(mut self) -> EchoStats {
+    pub(crate) fn stop(mut self) -> EchoStats {
         self.stop.store(true, Ordering::SeqCst);
         let mut st = EchoStats {
             port: self.port,

@@ -26,11 +26,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Notify};
 
-pub use crate::model::units::{parse_size, MAX_PAYLOAD};
+pub use crate::model::units::parse_size;
+#[cfg(test)]
+use crate::model::units::MAX_PAYLOAD;
 /// Largest request head (request line and headers) accepted or response head read, bytes.
 pub const MAX_HEAD: usize = 16 * 1024;
 /// Most connections one download may open.
-pub const MAX_CONNECTIONS: u32 = 64;
+pub(crate) const MAX_CONNECTIONS: u32 = 64;
 
 /// What a `Range:` header asks of a body of `total` bytes (RFC 9110 §14).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -254,7 +256,7 @@ fn is_tchar(b: u8) -> bool {
 
 /// An `http://host[:port]/path` URL, split.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HttpUrl {
+pub(crate) struct HttpUrl {
     pub host: String,
     pub port: u16,
     /// Path and query, from the first `/` (`/` when the URL has none).
@@ -263,7 +265,7 @@ pub struct HttpUrl {
 
 impl HttpUrl {
     /// The `Host:` header value.
-    pub fn host_header(&self) -> String {
+    pub(crate) fn host_header(&self) -> String {
         let h = if self.host.contains(':') {
             format!("[{}]", self.host)
         } else {
@@ -279,7 +281,7 @@ impl HttpUrl {
 
 /// Parse a download URL. Only `http://`: `https://` is refused with a reason (the engine
 /// measures plain HTTP/1.1; TLS would measure the CPU's crypto). No user info, no fragment.
-pub fn parse_url(s: &str) -> Result<HttpUrl, String> {
+pub(crate) fn parse_url(s: &str) -> Result<HttpUrl, String> {
     let s = s.trim();
     let lower = s.to_ascii_lowercase();
     if lower.starts_with("https://") {
@@ -339,7 +341,7 @@ pub fn parse_url(s: &str) -> Result<HttpUrl, String> {
 
 /// What to download.
 #[derive(Debug, Clone)]
-pub struct GetSpec {
+pub(crate) struct GetSpec {
     /// `http://host[:port]/path`.
     pub url: String,
     /// Parallel connections, 1..=[`MAX_CONNECTIONS`] (fewer when the body is smaller or the
@@ -353,7 +355,7 @@ pub struct GetSpec {
 
 impl GetSpec {
     /// Check the values; errors are user-facing.
-    pub fn validate(&self) -> Result<HttpUrl, String> {
+    pub(crate) fn validate(&self) -> Result<HttpUrl, String> {
         let u = parse_url(&self.url)?;
         if self.connections == 0 || self.connections > MAX_CONNECTIONS {
             return Err(format!("connections must be 1..{MAX_CONNECTIONS}"));
@@ -372,7 +374,7 @@ impl GetSpec {
 
 /// What a download learned and moved.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct GetResult {
+pub(crate) struct GetResult {
     pub url: String,
     /// The peer's address and port as connected.
     pub peer: String,
@@ -398,7 +400,7 @@ pub struct GetResult {
 
 /// A failed download: the message for the run record, and what was moved until then.
 #[derive(Debug)]
-pub struct GetError {
+pub(crate) struct GetError {
     pub message: String,
     /// Stopped by the user (`cancel`) rather than failed.
     pub aborted: bool,
@@ -417,9 +419,9 @@ impl GetError {
 
 /// Events of a download as it runs.
 #[derive(Debug)]
-pub enum GetEvent {
-    /// Connected: the peer's and the board's address.
-    Started { peer: SocketAddr, local: SocketAddr },
+pub(crate) enum GetEvent {
+    /// Connected: the board's address (the peer's is the URL's).
+    Started { local: SocketAddr },
     /// One interval: one stream per connection (the board receives).
     Interval(IntervalRecord),
 }
@@ -556,7 +558,7 @@ fn content_length(h: &ResponseHead) -> Option<u64> {
 }
 
 /// Split `size` bytes into `n` ranges as even as possible: (first, last) inclusive.
-pub fn split_ranges(size: u64, n: u32) -> Vec<(u64, u64)> {
+pub(crate) fn split_ranges(size: u64, n: u32) -> Vec<(u64, u64)> {
     let n = u64::from(n).clamp(1, size.max(1));
     let (base, extra) = (size.checked_div(n), size.checked_rem(n));
     let (Some(base), Some(extra)) = (base, extra) else {
@@ -701,7 +703,7 @@ async fn fetch_on(
 
 /// Download `spec.url` over `spec.connections` connections, sending an interval every second
 /// to `events`; `cancel` stops it (an aborted error with the partial figures).
-pub async fn get(
+pub(crate) async fn get(
     spec: GetSpec,
     events: Option<mpsc::UnboundedSender<GetEvent>>,
     cancel: Option<Arc<Notify>>,
@@ -720,7 +722,7 @@ pub async fn get(
         .await
         .map_err(GetError::new)?;
     if let Some(tx) = &events {
-        let _ = tx.send(GetEvent::Started { peer, local });
+        let _ = tx.send(GetEvent::Started { local });
     }
     let asked: Vec<(u64, u64)> = if ranges && size > 0 {
         split_ranges(size, spec.connections)
@@ -812,7 +814,7 @@ pub async fn get(
 
 /// The payload block that served bodies repeat: 1 MiB of xorshift64 bytes (not compressible,
 /// the same in every process, so any range can be checked against the full body).
-pub fn payload_block() -> Arc<[u8]> {
+pub(crate) fn payload_block() -> Arc<[u8]> {
     let mut v = Vec::with_capacity(BLOCK);
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
     while v.len() < BLOCK {
@@ -825,10 +827,10 @@ pub fn payload_block() -> Arc<[u8]> {
 }
 
 /// Size of [`payload_block`], bytes (1 MiB).
-pub const BLOCK: usize = 1 << 20;
+pub(crate) const BLOCK: usize = 1 << 20;
 
 /// Ip of a socket address as text (IPv4-mapped shown as IPv4).
-pub fn addr_ip(a: &SocketAddr) -> IpAddr {
+pub(crate) fn addr_ip(a: &SocketAddr) -> IpAddr {
     match a.ip() {
         IpAddr::V6(v6) => v6
             .to_ipv4_mapped()

@@ -25,12 +25,12 @@ use tokio::sync::mpsc;
 
 /// Bytes of our payload after the 8-byte ICMP header: a magic word (4), the 64-bit sequence
 /// number (8) and 4 bytes of padding; 24 bytes of ICMP, 52 bytes of IPv4 packet per probe.
-pub const PAYLOAD_LEN: usize = 16;
+pub(crate) const PAYLOAD_LEN: usize = 16;
 const MAGIC: [u8; 4] = *b"NPLt";
 /// Nice value the two probe threads ask for (as the UDP pacer's sender does): a thread that
 /// needs ~1 % of a core must not wait behind busy loops for a scheduler slice before it sends
 /// or timestamps a reply. Needs CAP_SYS_NICE; refused = the threads stay at nice 0.
-pub const PROBE_NICE: i32 = -10;
+pub(crate) const PROBE_NICE: i32 = -10;
 
 /// Give the calling thread [`PROBE_NICE`]; false when refused.
 fn boost() -> bool {
@@ -39,20 +39,19 @@ fn boost() -> bool {
 
 /// What to probe and how often.
 #[derive(Debug, Clone)]
-pub struct ProbeSpec {
+pub(crate) struct ProbeSpec {
     /// The peer's address (ICMP answered by its kernel).
     pub target: IpAddr,
     /// Time between probes (default 10 ms).
     pub interval: Duration,
-    /// A probe without a reply after this long is lost (default 1 s).
+    /// A probe without a reply after this long is lost (default 1 s). The board port the
+    /// probes leave from is the [`EchoSocket`]'s (bound when opened).
     pub timeout: Duration,
-    /// Board port (interface name) to bind the socket to (SO_BINDTODEVICE); `None` = routing.
-    pub bind_dev: Option<String>,
 }
 
 /// One probe's outcome.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Probe {
+pub(crate) struct Probe {
     /// Sequence number, from 0.
     pub seq: u64,
     /// When it was sent, seconds since the prober's `t0`.
@@ -63,7 +62,7 @@ pub struct Probe {
 
 /// What the prober did, when it stopped.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
-pub struct ProberStats {
+pub(crate) struct ProberStats {
     /// Probes sent.
     pub sent: u64,
     /// Slots skipped because the sender woke more than one interval late (not sent, not lost).
@@ -82,7 +81,7 @@ pub struct ProberStats {
 }
 
 /// An open ICMP echo socket.
-pub struct EchoSocket {
+pub(crate) struct EchoSocket {
     sock: UdpSocket,
     raw: bool,
     v6: bool,
@@ -93,7 +92,7 @@ impl EchoSocket {
     /// Open a ping socket for `target`'s family (raw socket when ping sockets are not
     /// allowed), bound to `bind_dev` when given. Errors: neither socket could be opened
     /// (no CAP_NET_RAW and ping_group_range excludes us), or the port does not exist.
-    pub fn open(target: IpAddr, bind_dev: Option<&str>) -> std::io::Result<EchoSocket> {
+    pub(crate) fn open(target: IpAddr, bind_dev: Option<&str>) -> std::io::Result<EchoSocket> {
         let v6 = target.is_ipv6();
         let (domain, proto) = if v6 {
             (Domain::IPV6, Protocol::ICMPV6)
@@ -131,23 +130,23 @@ impl EchoSocket {
     }
 
     /// The socket, to send echo requests to and receive replies from (read timeout 20 ms).
-    pub fn socket(&self) -> &UdpSocket {
+    pub(crate) fn socket(&self) -> &UdpSocket {
         &self.sock
     }
 
     /// True for a raw ICMP socket (IPv4 replies start with the IP header; the identifier is
     /// ours to fill and check), false for a ping socket.
-    pub fn is_raw(&self) -> bool {
+    pub(crate) fn is_raw(&self) -> bool {
         self.raw
     }
 
     /// The identifier our echo requests carry (a ping socket replaces it with its own).
-    pub fn ident(&self) -> u16 {
+    pub(crate) fn ident(&self) -> u16 {
         self.ident
     }
 
     /// "ping socket" or "raw socket".
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         if self.raw {
             "raw socket"
         } else {
@@ -162,7 +161,7 @@ fn next_prober() -> u32 {
 }
 
 /// The Internet checksum (RFC 1071) of `b`.
-pub fn inet_checksum(b: &[u8]) -> u16 {
+pub(crate) fn inet_checksum(b: &[u8]) -> u16 {
     let mut sum: u32 = 0;
     for c in b.chunks(2) {
         let w = if c.len() == 2 {
@@ -181,7 +180,7 @@ pub fn inet_checksum(b: &[u8]) -> u16 {
 /// An echo request: type 8 (ICMPv4) or 128 (ICMPv6), code 0, identifier, 16-bit sequence,
 /// then our payload with the 64-bit sequence. The checksum is filled for ICMPv4 (a ping
 /// socket overwrites it and the identifier anyway).
-pub fn echo_request(v6: bool, ident: u16, seq: u64) -> [u8; 8 + PAYLOAD_LEN] {
+pub(crate) fn echo_request(v6: bool, ident: u16, seq: u64) -> [u8; 8 + PAYLOAD_LEN] {
     let mut p = [0u8; 8 + PAYLOAD_LEN];
     p[0] = if v6 { 128 } else { 8 };
     p[4..6].copy_from_slice(&ident.to_be_bytes());
@@ -198,7 +197,7 @@ pub fn echo_request(v6: bool, ident: u16, seq: u64) -> [u8; 8 + PAYLOAD_LEN] {
 /// The 64-bit sequence of an echo reply in `buf` as received, or `None` when it is not a
 /// reply to us. `raw_v4`: the buffer starts with the IPv4 header; `ident`: checked only on raw
 /// sockets (a ping socket gets only its own replies).
-pub fn parse_reply(buf: &[u8], v6: bool, raw: bool, ident: u16) -> Option<u64> {
+pub(crate) fn parse_reply(buf: &[u8], v6: bool, raw: bool, ident: u16) -> Option<u64> {
     let icmp = if raw && !v6 {
         let ihl = (*buf.first()? & 0x0f) as usize * 4;
         if ihl < 20 {
@@ -250,7 +249,7 @@ struct Shared {
 type SenderEnd = (u64, u64, Vec<f64>, u64, bool);
 
 /// A running prober; [`Prober::stop`] ends it.
-pub struct Prober {
+pub(crate) struct Prober {
     shared: Arc<Shared>,
     sender: Option<JoinHandle<SenderEnd>>,
     receiver: Option<JoinHandle<(u64, u64, bool)>>,
@@ -260,7 +259,7 @@ pub struct Prober {
 /// Start probing: one [`Probe`] per probe sent goes to `tx` (replies as they come, losses
 /// after the timeout). `t0` is the time origin of [`Probe::t`]; the first probe leaves at once.
 /// Errors: the socket cannot be cloned or a thread cannot be started.
-pub fn start(
+pub(crate) fn start(
     spec: &ProbeSpec,
     sock: EchoSocket,
     t0: Instant,
@@ -400,7 +399,7 @@ pub fn start(
 impl Prober {
     /// Stop sending, wait until every probe sent is answered or timed out (at most the
     /// timeout), and return what the prober did. Blocking: call from a blocking context.
-    pub fn stop(mut self) -> ProberStats {
+    pub(crate) fn stop(mut self) -> ProberStats {
         self.shared.stop.store(true, Ordering::SeqCst);
         let mut st = ProberStats {
             socket: self.socket,
@@ -481,7 +480,6 @@ mod tests {
             target,
             interval: Duration::from_millis(10),
             timeout: Duration::from_millis(500),
-            bind_dev: None,
         };
         let (tx, mut rx) = mpsc::unbounded_channel();
         let p = start(&spec, sock, Instant::now(), tx).unwrap();

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 /// One connection's counter, shared between the task that moves the bytes and the meter.
 #[derive(Debug)]
-pub struct Counter {
+pub(crate) struct Counter {
     /// Stream id as shown in the interval table (1, 2, …).
     pub id: u32,
     /// Local socket number (file descriptor), shown as iperf3 does.
@@ -26,14 +26,14 @@ pub struct Counter {
 impl Counter {
     /// The connection finished a request (its last byte went out now): an interval that ends
     /// later is cut at this time, not at the interval tick.
-    pub fn request_done(&self) {
+    pub(crate) fn request_done(&self) {
         if let Ok(mut g) = self.idle_since.lock() {
             *g = Some(Instant::now());
         }
     }
 
     /// The connection started a new request.
-    pub fn request_started(&self) {
+    pub(crate) fn request_started(&self) {
         if let Ok(mut g) = self.idle_since.lock() {
             *g = None;
         }
@@ -47,17 +47,17 @@ impl Counter {
     }
 
     /// Count `n` more bytes moved.
-    pub fn add(&self, n: u64) {
+    pub(crate) fn add(&self, n: u64) {
         self.bytes.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Bytes moved so far.
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)
     }
 
     /// The connection has ended (idempotent; the first call fixes its end time).
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         if !self.closed.swap(true, Ordering::AcqRel) {
             if let Ok(mut g) = self.ended.lock() {
                 *g = Some(Instant::now());
@@ -66,12 +66,12 @@ impl Counter {
     }
 
     /// Whether [`Counter::close`] was called.
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
 
     /// Seconds from the connection's start to its end (or to now while it is open).
-    pub fn seconds(&self) -> f64 {
+    pub(crate) fn seconds(&self) -> f64 {
         let end = self
             .ended
             .lock()
@@ -84,7 +84,7 @@ impl Counter {
 
 /// Final figures of one connection.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct ConnTotals {
+pub(crate) struct ConnTotals {
     pub id: u32,
     /// Bytes moved over the connection's life.
     pub bytes: u64,
@@ -103,14 +103,14 @@ struct State {
 }
 
 /// The counters of one run and the cut of the last interval.
-pub struct Meter {
+pub(crate) struct Meter {
     t0: Instant,
     sender: bool,
     state: Mutex<State>,
 }
 
 /// bits/s of `bytes` over `secs`, never NaN (0 for a zero duration).
-pub fn bps(bytes: u64, secs: f64) -> f64 {
+pub(crate) fn bps(bytes: u64, secs: f64) -> f64 {
     if secs > 0.0 {
         bytes as f64 * 8.0 / secs
     } else {
@@ -121,7 +121,7 @@ pub fn bps(bytes: u64, secs: f64) -> f64 {
 impl Meter {
     /// A meter starting now. `sender`: the board sends on these connections (served
     /// downloads, TCP source) rather than receives (downloads, TCP sink).
-    pub fn new(sender: bool) -> Arc<Meter> {
+    pub(crate) fn new(sender: bool) -> Arc<Meter> {
         Arc::new(Meter {
             t0: Instant::now(),
             sender,
@@ -138,7 +138,7 @@ impl Meter {
     }
 
     /// Add a connection (socket number `socket`); its stream id is the next number from 1.
-    pub fn add_stream(&self, socket: i32) -> Arc<Counter> {
+    pub(crate) fn add_stream(&self, socket: i32) -> Arc<Counter> {
         let mut s = self.lock();
         let c = Arc::new(Counter {
             id: s.streams.len() as u32 + 1,
@@ -155,19 +155,19 @@ impl Meter {
     }
 
     /// When the meter started.
-    pub fn started(&self) -> Instant {
+    pub(crate) fn started(&self) -> Instant {
         self.t0
     }
 
     /// Seconds since the meter started.
-    pub fn elapsed(&self) -> f64 {
+    pub(crate) fn elapsed(&self) -> f64 {
         self.t0.elapsed().as_secs_f64()
     }
 
     /// Cut the interval from the last cut to now: one [`StreamInterval`] per connection that
     /// moved bytes in it or is still open. `None` when no connection qualifies or
     /// the interval is shorter than `min_secs`.
-    pub fn cut(&self, min_secs: f64) -> Option<IntervalRecord> {
+    pub(crate) fn cut(&self, min_secs: f64) -> Option<IntervalRecord> {
         let now = self.elapsed();
         let mut s = self.lock();
         let start = s.last_t;
@@ -220,7 +220,7 @@ impl Meter {
     }
 
     /// Totals: bytes of every connection, and per connection.
-    pub fn totals(&self) -> (u64, Vec<ConnTotals>) {
+    pub(crate) fn totals(&self) -> (u64, Vec<ConnTotals>) {
         let s = self.lock();
         let per: Vec<ConnTotals> = s
             .streams
@@ -236,11 +236,6 @@ impl Meter {
             })
             .collect();
         (per.iter().map(|c| c.bytes).sum(), per)
-    }
-
-    /// Number of connections so far.
-    pub fn streams(&self) -> usize {
-        self.lock().streams.len()
     }
 }
 

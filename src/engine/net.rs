@@ -41,7 +41,7 @@ pub struct SockOpts {
 
 /// Pace a TCP data stream at `rate_bps` bits/s with SO_MAX_PACING_RATE (iperf3's `--fq-rate`;
 /// 0 = leave it). A kernel that refuses is logged, not fatal (as stock iperf3 warns).
-pub fn set_fq_rate(s: &impl AsFd, rate_bps: u64) {
+pub(crate) fn set_fq_rate(s: &impl AsFd, rate_bps: u64) {
     if rate_bps == 0 {
         return;
     }
@@ -52,14 +52,14 @@ pub fn set_fq_rate(s: &impl AsFd, rate_bps: u64) {
 
 /// Whether `ip` is an IPv6 link-local address (fe80::/10): it means something only together
 /// with an interface (a scope id, `fe80::1%eth0`).
-pub fn is_link_local_v6(ip: IpAddr) -> bool {
+pub(crate) fn is_link_local_v6(ip: IpAddr) -> bool {
     matches!(ip, IpAddr::V6(v6) if (v6.segments()[0] & 0xffc0) == 0xfe80)
 }
 
 /// Resolve `host:port`, honouring the family restriction; the first address wins.
 /// `fe80::1%eth0` keeps its interface (as the scope id); a link-local address without one
 /// is an error that says so.
-pub fn resolve(host: &str, port: u16, family: Family) -> std::io::Result<SocketAddr> {
+pub(crate) fn resolve(host: &str, port: u16, family: Family) -> std::io::Result<SocketAddr> {
     let addrs = (host, port).to_socket_addrs()?;
     for a in addrs {
         if let SocketAddr::V6(v6) = a {
@@ -88,14 +88,17 @@ pub fn resolve(host: &str, port: u16, family: Family) -> std::io::Result<SocketA
 }
 
 /// Apply SO_BINDTODEVICE.
-pub fn bind_device(sock: &Socket, dev: &str) -> std::io::Result<()> {
+pub(crate) fn bind_device(sock: &Socket, dev: &str) -> std::io::Result<()> {
     sock.bind_device(Some(dev.as_bytes()))
         .map_err(|e| std::io::Error::new(e.kind(), format!("cannot bind to device '{dev}': {e}")))
 }
 
 /// A UDP socket bound to `local`, first bound to device `dev` when given (SO_BINDTODEVICE
 /// before bind, so the kernel picks the port's route and source for every datagram).
-pub fn udp_socket(local: SocketAddr, dev: Option<&str>) -> std::io::Result<std::net::UdpSocket> {
+pub(crate) fn udp_socket(
+    local: SocketAddr,
+    dev: Option<&str>,
+) -> std::io::Result<std::net::UdpSocket> {
     let sock = Socket::new(
         Domain::for_address(local),
         Type::DGRAM,
@@ -111,7 +114,7 @@ pub fn udp_socket(local: SocketAddr, dev: Option<&str>) -> std::io::Result<std::
 /// Create a TCP socket for `peer`, apply `opts` (and `cport`), connect within `timeout`.
 /// `data` applies the data-stream options (window, MSS, nodelay, TOS, congestion); the
 /// control connection gets only binding and TCP_NODELAY.
-pub fn connect_tcp(
+pub(crate) fn connect_tcp(
     peer: SocketAddr,
     opts: &SockOpts,
     cport: u16,
@@ -175,17 +178,17 @@ pub fn connect_tcp(
 }
 
 /// TCP_MAXSEG of a connected socket, bytes.
-pub fn mss(s: &TcpStream) -> u32 {
+pub(crate) fn mss(s: &TcpStream) -> u32 {
     socket2::SockRef::from(s).mss().unwrap_or(0)
 }
 
 /// TCP_USER_TIMEOUT: unacknowledged data older than this aborts the connection.
-pub fn user_timeout(s: &TcpStream, t: Duration) {
+pub(crate) fn user_timeout(s: &TcpStream, t: Duration) {
     let _ = socket2::SockRef::from(s).set_tcp_user_timeout(Some(t));
 }
 
 /// Text form of an IP for output: IPv4-mapped IPv6 shown as plain IPv4.
-pub fn ip_text(ip: IpAddr) -> String {
+pub(crate) fn ip_text(ip: IpAddr) -> String {
     match ip {
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
             Some(v4) => v4.to_string(),

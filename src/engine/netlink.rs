@@ -10,7 +10,7 @@ use rtnetlink::packet_route::RouteNetlinkMessage as M;
 use std::net::IpAddr;
 
 /// `major:minor` in hex as tc writes it (`8001:` when the minor is 0).
-pub fn tc_handle(major: u16, minor: u16) -> String {
+pub(crate) fn tc_handle(major: u16, minor: u16) -> String {
     if minor == 0 {
         format!("{major:x}:")
     } else {
@@ -19,7 +19,7 @@ pub fn tc_handle(major: u16, minor: u16) -> String {
 }
 
 /// `tc`'s name of a qdisc's or class's parent: `root`, `ingress`, or its `major:minor`.
-pub fn tc_parent(h: &TcHeader) -> String {
+pub(crate) fn tc_parent(h: &TcHeader) -> String {
     if h.parent.major == 0xffff && h.parent.minor == 0xffff {
         "root".to_string()
     } else if h.parent.major == 0xffff && h.parent.minor == 0xfff1 {
@@ -81,7 +81,7 @@ fn request(req: M, dump: bool, mut each: impl FnMut(M)) -> Option<()> {
 /// One netlink dump of the qdiscs (`class` false; every port with `index` 0) or of port
 /// `index`'s classes (`class` true), each message handed to `each`. `None` when netlink
 /// cannot be read or answers an error.
-pub fn tc_dump(class: bool, index: i32, mut each: impl FnMut(&TcMessage)) -> Option<()> {
+pub(crate) fn tc_dump(class: bool, index: i32, mut each: impl FnMut(&TcMessage)) -> Option<()> {
     let mut msg = TcMessage::default();
     msg.header.index = index;
     let req = if class {
@@ -99,7 +99,7 @@ pub fn tc_dump(class: bool, index: i32, mut each: impl FnMut(&TcMessage)) -> Opt
 /// The interface index a packet to `dst` leaves by (from `src` when given; `ip route get`),
 /// `None` when there is no route or netlink cannot be read. An IPv4-mapped IPv6 address is
 /// looked up as IPv4 (a dual-stack socket sends such packets as IPv4).
-pub fn route_oif(dst: IpAddr, src: Option<IpAddr>) -> Option<u32> {
+pub(crate) fn route_oif(dst: IpAddr, src: Option<IpAddr>) -> Option<u32> {
     use rtnetlink::packet_route::route::{RouteAddress, RouteAttribute, RouteMessage};
     use rtnetlink::packet_route::AddressFamily;
     let plain = |a: IpAddr| match a {
@@ -140,14 +140,14 @@ pub fn route_oif(dst: IpAddr, src: Option<IpAddr>) -> Option<u32> {
 /// One qdisc of a port as the pacing decision needs it: its kind (`fq`, `mq`, …), handle and
 /// parent in tc's words (see [`tc_handle`], [`tc_parent`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QdiscKind {
+pub(crate) struct QdiscKind {
     pub kind: String,
     pub handle: String,
     pub parent: String,
 }
 
 /// The qdiscs of port `index` (an empty list when netlink cannot be read).
-pub fn port_qdiscs(index: i32) -> Vec<QdiscKind> {
+pub(crate) fn port_qdiscs(index: i32) -> Vec<QdiscKind> {
     let mut out = Vec::new();
     let _ = tc_dump(false, 0, |m| {
         if m.header.index != index {
@@ -171,7 +171,7 @@ pub fn port_qdiscs(index: i32) -> Vec<QdiscKind> {
 /// queue, what `net.core.default_qdisc=fq` gives a multi-queue NIC) and each of its children
 /// is `fq`. Anything else (pfifo_fast, fq_codel, noqueue, a shaper with fq below it: its own
 /// rate decides, not the socket's) does not count. Pure.
-pub fn fq_paces(qdiscs: &[QdiscKind]) -> bool {
+pub(crate) fn fq_paces(qdiscs: &[QdiscKind]) -> bool {
     let Some(root) = qdiscs.iter().find(|q| q.parent == "root") else {
         return false;
     };
@@ -196,7 +196,7 @@ pub fn fq_paces(qdiscs: &[QdiscKind]) -> bool {
 /// passes fq there (see [`fq_paces`]): the port the socket is bound to (SO_BINDTODEVICE),
 /// else the route to its peer. `None`: no fq on that port, or it cannot be told (not
 /// connected, netlink unreadable).
-pub fn fq_egress(sock: &std::net::UdpSocket) -> Option<String> {
+pub(crate) fn fq_egress(sock: &std::net::UdpSocket) -> Option<String> {
     use std::os::fd::AsFd;
     let peer = sock.peer_addr().ok()?;
     let bound =

@@ -93,7 +93,7 @@ use std::time::{Duration, Instant};
 /// as a 1.9 ms burst that the receiver saw as 2.43 × in 1 ms). A debt beyond it also marks
 /// the host as loaded for a while (see [`LOADED_CREDIT`]), so a sender that keeps waking late
 /// repays its small debt too, not only what lies beyond 20 ms.
-pub const GENTLE_DEBT: Duration = Duration::from_millis(20);
+pub(crate) const GENTLE_DEBT: Duration = Duration::from_millis(20);
 
 /// Gentle repay's credit on a loaded host: 1.2 ms. Without it, a small debt is repaid one
 /// batch per wake-up at the catch-up rate counted from the wake-up itself, so a sender whose
@@ -106,7 +106,7 @@ pub const GENTLE_DEBT: Duration = Duration::from_millis(20);
 /// (1.2 ms × [`LOADED_CATCH_UP`] = 1.5 ms of traffic) leaves room under [`WINDOW_CAP`] for
 /// the next wake-up; with 2 ms a sender waking 1.5 ms late every time filled each window
 /// and waited out the next (69 % of the rate on the pacer's clock).
-pub const LOADED_CREDIT: Duration = Duration::from_micros(1200);
+pub(crate) const LOADED_CREDIT: Duration = Duration::from_micros(1200);
 
 /// The catch-up rate for small debts while the host is loaded: 1.25 × the rate. On a loaded
 /// host most wake-ups come on time and a few come milliseconds late; at 1.05 × the debt of
@@ -114,16 +114,16 @@ pub const LOADED_CREDIT: Duration = Duration::from_micros(1200);
 /// two busy loops on the sender's core still ended 20 ms short (98.9–99.1 %; 99.9–100.0 %
 /// with 1.25 ×). Batches then go 0.64 ms apart (0.54 ms with [`EARLY`]): still at most two in
 /// any 1 ms, 1.6 × the rate, and every send stays within [`WINDOW_CAP`].
-pub const LOADED_CATCH_UP: f64 = 1.25;
+pub(crate) const LOADED_CATCH_UP: f64 = 1.25;
 
 /// How long the host counts as loaded after a debt beyond [`GENTLE_DEBT`] (a sender that really
 /// lost the CPU), renewed by every debt beyond [`LOADED_CREDIT`] while loaded: 1 s. An idle
 /// host's one-off hiccup (under [`GENTLE_DEBT`]) never marks it, and is repaid gently.
-pub const LOADED_FOR: Duration = Duration::from_secs(1);
+pub(crate) const LOADED_FOR: Duration = Duration::from_secs(1);
 
 /// The catch-up rate for small debts (see [`GENTLE_DEBT`]): 1.05 × the rate, one batch at a
 /// time. A 20 ms debt is repaid within 400 ms.
-pub const GENTLE_CATCH_UP: f64 = 1.05;
+pub(crate) const GENTLE_CATCH_UP: f64 = 1.05;
 
 /// Length of the burst-limit window: 1.2 ms. Longer than the 1 ms the busiest-1-ms figure
 /// is taken over, so two full windows sent back to back are at least 0.2 ms apart and a
@@ -131,11 +131,11 @@ pub const GENTLE_CATCH_UP: f64 = 1.05;
 /// (A 1 ms window with a 1.8 ms cap was measured with three busy loops: the receiver saw
 /// 2.09 × and 3.59 × in two of three runs; 1.2 ms / 1.9 ms gave 1.85 × in three of three,
 /// each at 99.9 % of the rate.)
-pub const WINDOW: Duration = Duration::from_micros(1200);
+pub(crate) const WINDOW: Duration = Duration::from_micros(1200);
 
 /// Most traffic any [`WINDOW`] may carry, as time at the target rate: 1.9 ms, so the
 /// sender's busiest 1 ms stays below 2 × the rate.
-pub const WINDOW_CAP: Duration = Duration::from_micros(1900);
+pub(crate) const WINDOW_CAP: Duration = Duration::from_micros(1900);
 
 /// Traffic per wake-up of the sender at the target rate: 0.8 ms (see
 /// [`Pacer::batch_datagrams`]). Each wake-up (a sleep, a context switch and back) is the main
@@ -145,13 +145,13 @@ pub const WINDOW_CAP: Duration = Duration::from_micros(1900);
 /// [`EARLY`] for a wake-up a little early) put at most two batches into any 1 ms, 1.6 × the
 /// rate, and a window's cap admits a batch on time (two batches, 1.6 ms, within the 1.9 ms
 /// of [`WINDOW_CAP`]).
-pub const BATCH_TIME: Duration = Duration::from_micros(800);
+pub(crate) const BATCH_TIME: Duration = Duration::from_micros(800);
 
 /// How much before its booked time a send may go when the sleep woke a little early, rather
 /// than spinning or sleeping again: at most 0.1 ms (and at most the host's oversleep
 /// estimate). Less than the 0.2 ms by which [`WINDOW`] exceeds 1 ms, so the busiest 1 ms
 /// (on real send times) stays within [`WINDOW_CAP`].
-pub const EARLY: Duration = Duration::from_micros(100);
+pub(crate) const EARLY: Duration = Duration::from_micros(100);
 
 /// The window caps of the catch-up levels, as time at the target rate: level 0 is
 /// [`WINDOW_CAP`] (1.9 ms: busiest 1 ms < 2 ×), level 1 3.4 ms (< 3.4 ×), level 2 5.0 ms
@@ -164,7 +164,7 @@ pub const EARLY: Duration = Duration::from_micros(100);
 /// raises the level, so the pacer trades smoothness for the rate only as far as the CPU
 /// makes it, and stays within half of stock's busiest 1 ms. 5 ms repays a debt while
 /// L + 1.2 ms < 5 ms.
-pub const CATCH_UP_CAPS: [Duration; 3] = [
+pub(crate) const CATCH_UP_CAPS: [Duration; 3] = [
     WINDOW_CAP,
     Duration::from_micros(3400),
     Duration::from_micros(5000),
@@ -173,7 +173,7 @@ pub const CATCH_UP_CAPS: [Duration; 3] = [
 /// How much a large debt (beyond [`GENTLE_DEBT`]) must grow at one catch-up level before the
 /// next level is taken: 10 ms. A one-off stall on an idle host (debt that falls at once at
 /// level 0) keeps the 1.9 × bound.
-pub const ESCALATE_DEBT: Duration = Duration::from_millis(10);
+pub(crate) const ESCALATE_DEBT: Duration = Duration::from_millis(10);
 
 /// The catch-up levels are taken only after the host has been loaded this long without an
 /// idle second: 1 s. A one-off stall, or a loaded second (an RFC 2544 trial is 1 s long: its
@@ -182,42 +182,42 @@ pub const ESCALATE_DEBT: Duration = Duration::from_millis(10);
 /// Measured in `tests/rfc2544.rs` on a loaded machine: with levels from the first stall, trials
 /// lagging 20–56 ms burst into the 100 Mbit/s TBF and the 512-byte throughput came out at
 /// 19,304 frames/s (the shaper passes 24,606).
-pub const ESCALATE_AFTER: Duration = Duration::from_secs(1);
+pub(crate) const ESCALATE_AFTER: Duration = Duration::from_secs(1);
 
 /// While the host is loaded and a catch-up level above 0 is in force, debt beyond this is
 /// repaid at that level rather than by the gentle bucket: 4 ms (a few late wake-ups). Without
 /// it the debt of a CPU-short sender grows back to [`GENTLE_DEBT`] between repayments and the
 /// run ends up to 20 ms short.
-pub const CPU_SHORT_DEBT: Duration = Duration::from_millis(4);
+pub(crate) const CPU_SHORT_DEBT: Duration = Duration::from_millis(4);
 
 /// Debt older than this (a stopped process, a suspended VM) is written off rather than repaid;
 /// the run then shows a shortfall. 1 s.
-pub const MAX_DEBT: Duration = Duration::from_secs(1);
+pub(crate) const MAX_DEBT: Duration = Duration::from_secs(1);
 
 /// Traffic per wake-up when the kernel paces (fq, see the module docs): 8 ms. fq spreads it;
 /// the thread wakes 125 times a second instead of 1,250 ([`BATCH_TIME`]). (With 4 ms and
 /// 0.25 ms super-datagrams: 1.46 × iperf3 3.21 `--gsro`'s datagrams per CPU-second at
 /// `-b 1000M -l 1448`, `benches/udp.sh`.)
-pub const KERNEL_BATCH_TIME: Duration = Duration::from_millis(8);
+pub(crate) const KERNEL_BATCH_TIME: Duration = Duration::from_millis(8);
 
 /// fq's pacing rate over the asked rate under kernel pacing: 1.25 (as [`LOADED_CATCH_UP`]).
 /// The schedule (this pacer) keeps the average; fq's rate only spreads each batch, so it must
 /// exceed the rate (or fq's queue grows without end) and bounds the busiest 1 ms (1.25 × and
 /// one GSO super-datagram) and how fast a debt is repaid (the margin, 0.25 × the rate).
-pub const KERNEL_MARGIN: f64 = 1.25;
+pub(crate) const KERNEL_MARGIN: f64 = 1.25;
 
 /// Most traffic the pacer lets wait in fq's queue, as time at fq's pacing rate: 12 ms (a
 /// batch and a half). A sender that wakes up to ~5 ms late leaves no gap on the wire; fq's
 /// per-flow limit (100 skbs, one GSO super-datagram each) is far (12 ms is about 30
 /// super-datagrams), and the send buffer bounds the real queue (see
 /// `engine::udp::kernel_send_buffer`).
-pub const KERNEL_QUEUE: Duration = Duration::from_millis(12);
+pub(crate) const KERNEL_QUEUE: Duration = Duration::from_millis(12);
 
 /// Traffic per GSO super-datagram under kernel pacing: 0.5 ms. fq paces skbs, so one
 /// super-datagram leaves as one burst: 0.5 ms of traffic keeps the busiest 1 ms within about
 /// [`KERNEL_MARGIN`] + 0.5 × the rate (at 1 Gbit/s and 1448 bytes: 43 datagrams, 62 KB, as
 /// large as the user-space sender's).
-pub const KERNEL_SKB_TIME: Duration = Duration::from_micros(500);
+pub(crate) const KERNEL_SKB_TIME: Duration = Duration::from_micros(500);
 
 /// Catch-up rate of a kernel-paced sender with departure times (SO_TXTIME, see the module
 /// docs): 2 × the rate. fq trusts a timestamped skb's time and ignores the socket's pacing
@@ -226,26 +226,26 @@ pub const KERNEL_SKB_TIME: Duration = Duration::from_micros(500);
 /// super-datagram ([`KERNEL_SKB_TIME`]), 2.5 ×, half of stock iperf3's lowest busiest 1 ms
 /// after a stall (5–10 ×); a CPU-short sender is not the limit here (one wake-up carries
 /// [`KERNEL_BATCH_TIME`]).
-pub const KERNEL_CATCH_UP: f64 = 2.0;
+pub(crate) const KERNEL_CATCH_UP: f64 = 2.0;
 
 /// How long before its schedule a kernel-paced sender with departure times hands a batch
 /// over: 4 ms. fq holds it until its time, so a wake-up up to this late still leaves no gap
 /// on the wire and owes nothing.
-pub const TXTIME_LEAD: Duration = Duration::from_millis(4);
+pub(crate) const TXTIME_LEAD: Duration = Duration::from_millis(4);
 
 /// Furthest ahead of the hand-over a departure time is ever set: 50 ms. The schedule needs at
 /// most [`TXTIME_LEAD`] + [`KERNEL_BATCH_TIME`] + [`KERNEL_QUEUE`] (24 ms); fq drops (or
 /// with `horizon_drop` off, holds back to its horizon) an skb timed beyond its `horizon`
 /// (default 10 s), so a departure never comes near it unless an admin set the horizon below
 /// 50 ms.
-pub const TXTIME_MAX_AHEAD: Duration = Duration::from_millis(50);
+pub(crate) const TXTIME_MAX_AHEAD: Duration = Duration::from_millis(50);
 
 /// CLOCK_MONOTONIC nanoseconds of `at`, given one reading of both clocks (`base` and
 /// `base_ns`, taken together): `base_ns` ± the distance from `base` to `at`. Rust's `Instant`
 /// is CLOCK_MONOTONIC on Linux, so the distance is the same on both. `None` when the result
 /// does not fit a u64 (overflow checked: never a wrapped time, which fq would take as far in
 /// the past or beyond its horizon). Pure.
-pub fn txtime_ns(base_ns: u64, base: Instant, at: Instant) -> Option<u64> {
+pub(crate) fn txtime_ns(base_ns: u64, base: Instant, at: Instant) -> Option<u64> {
     if at >= base {
         let d = u64::try_from(at.duration_since(base).as_nanos()).ok()?;
         base_ns.checked_add(d)
@@ -426,7 +426,7 @@ impl PacedBy {
 /// when its root qdisc is fq (see [`crate::engine::netlink::fq_egress`]), `rate_set` whether
 /// the socket already carries a pacing rate (`--fq-rate`, the user's: left alone, and its
 /// rate, not the test's, is what fq enforces). Pure.
-pub fn decide_pacing(mode: PacingMode, fq_port: Option<&str>, rate_set: bool) -> PacedBy {
+pub(crate) fn decide_pacing(mode: PacingMode, fq_port: Option<&str>, rate_set: bool) -> PacedBy {
     let port = PortName::new(fq_port.unwrap_or(""));
     match mode {
         PacingMode::User => PacedBy::UserSpace {
@@ -449,18 +449,15 @@ pub fn decide_pacing(mode: PacingMode, fq_port: Option<&str>, rate_set: bool) ->
 
 /// Which pacing a sender used, reported in `-J` (`end.pacing`) and the run summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pacing {
-    /// Not paced (`-b 0`, or TCP without `-b`).
-    None,
+pub(crate) enum Pacing {
     /// This module's user-space token bucket.
     UserSpace,
 }
 
 impl Pacing {
     /// The word written into `-J` and the run record: "none", "user-space token bucket".
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
-            Pacing::None => "none",
             Pacing::UserSpace => "user-space token bucket",
         }
     }
@@ -469,7 +466,7 @@ impl Pacing {
 /// What a paced sender went through, for the run's report and verdict: why a rate was missed
 /// (a sender far behind its schedule did not get the CPU) and how bursty it sent.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct PacerStats {
+pub(crate) struct PacerStats {
     /// The largest lag behind the schedule seen when a send was asked for, ms: a thread that
     /// was off the CPU (or stopped) for that long.
     pub max_lag_ms: f64,
@@ -489,14 +486,15 @@ pub struct PacerStats {
 
 impl PacerStats {
     /// The burst bound of the highest catch-up level taken, × the rate (1.9, 3.4 or 5.0).
-    pub fn catch_up_bound(&self) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn catch_up_bound(&self) -> f64 {
         let i = usize::from(self.catch_up_level).min(CATCH_UP_CAPS.len() - 1);
         CATCH_UP_CAPS[i].as_secs_f64() * 1000.0
     }
 }
 
 /// A sender's pacer at a fixed rate (see the module docs for the two limits).
-pub struct Pacer {
+pub(crate) struct Pacer {
     /// Bytes per second.
     rate: f64,
     /// When the next byte is due at the target rate (may lie in the past: debt).
@@ -573,7 +571,7 @@ struct KernelQueue {
 impl Pacer {
     /// A pacer for `rate_bps` bits/s (> 0) that writes off debt beyond `max_debt`
     /// (normally [`MAX_DEBT`]) and repays smaller debt within the [`WINDOW`] limit.
-    pub fn new(rate_bps: u64, max_debt: Duration) -> Pacer {
+    pub(crate) fn new(rate_bps: u64, max_debt: Duration) -> Pacer {
         let now = Instant::now();
         let rate = (rate_bps as f64 / 8.0).max(1.0);
         Pacer {
@@ -610,7 +608,7 @@ impl Pacer {
     /// (`--udp-pacing kernel` without fq): nothing spreads a hand-over, and the busiest 1 ms
     /// is at least the largest one (a stock receiver lost 79 % of such batches while the figure
     /// said fq's 1.25 ×).
-    pub fn new_kernel(rate_bps: u64, max_debt: Duration, spread: bool) -> Pacer {
+    pub(crate) fn new_kernel(rate_bps: u64, max_debt: Duration, spread: bool) -> Pacer {
         let mut p = Pacer::new(rate_bps, max_debt);
         p.kernel = Some(KernelQueue {
             drain: p.rate * KERNEL_MARGIN,
@@ -629,7 +627,7 @@ impl Pacer {
     /// fq, and [`Pacer::plan_departures`] gives each message of `unit_bytes` (one GSO
     /// super-datagram, or one datagram) its departure: on its schedule, and what is owed at
     /// [`KERNEL_CATCH_UP`] × the rate.
-    pub fn new_kernel_txtime(rate_bps: u64, max_debt: Duration, unit_bytes: usize) -> Pacer {
+    pub(crate) fn new_kernel_txtime(rate_bps: u64, max_debt: Duration, unit_bytes: usize) -> Pacer {
         let mut p = Pacer::new_kernel(rate_bps, max_debt, true);
         if let Some(k) = p.kernel.as_mut() {
             k.drain = p.rate * KERNEL_CATCH_UP;
@@ -639,7 +637,7 @@ impl Pacer {
     }
 
     /// Whether this pacer plans departure times ([`Pacer::new_kernel_txtime`]).
-    pub fn plans_departures(&self) -> bool {
+    pub(crate) fn plans_departures(&self) -> bool {
         self.kernel
             .as_ref()
             .is_some_and(|k| k.txtime_unit.is_some())
@@ -653,7 +651,7 @@ impl Pacer {
     /// (one per message of the pacer's unit, the last one possibly shorter) stay available
     /// in [`Pacer::departures`] until the next call; the busiest 1 ms is counted on them.
     /// Empty when nothing is pending or the pacer plans no departures.
-    pub fn plan_departures(&mut self, now: Instant) -> &[Instant] {
+    pub(crate) fn plan_departures(&mut self, now: Instant) -> &[Instant] {
         let rate = self.rate;
         let Some(k) = self.kernel.as_mut() else {
             return &[];
@@ -691,12 +689,12 @@ impl Pacer {
     }
 
     /// The departure times [`Pacer::plan_departures`] gave the last batch.
-    pub fn departures(&self) -> &[Instant] {
+    pub(crate) fn departures(&self) -> &[Instant] {
         self.kernel.as_ref().map_or(&[], |k| &k.departs)
     }
 
     /// What this pacer's sender went through so far.
-    pub fn stats(&self) -> PacerStats {
+    pub(crate) fn stats(&self) -> PacerStats {
         let mut st = self.stats;
         // The debt at the last booking, not now: a sender that stopped asking (an RFC 2544
         // burst trial sends its burst and waits out the trial; `-n`/`-k` reached) owes
@@ -711,7 +709,7 @@ impl Pacer {
     /// ([`GENTLE_CATCH_UP`] × the rate) allows; in larger debt as soon as the last
     /// [`WINDOW`] leaves room for them under [`WINDOW_CAP`]. Debt beyond `max_debt` is
     /// written off first.
-    pub fn book(&mut self, n: usize, now: Instant) -> Instant {
+    pub(crate) fn book(&mut self, n: usize, now: Instant) -> Instant {
         let cost = Duration::from_secs_f64(n as f64 / self.rate);
         self.booked += n as u64;
         if !self.started {
@@ -868,7 +866,7 @@ impl Pacer {
     /// until its booked time wakes late on a loaded host, or up to [`EARLY`] before it), so
     /// the [`WINDOW`] counts it where it was sent; it then counts towards
     /// [`PacerStats::busiest_1ms_bytes`]. `t` is not before the previous send.
-    pub fn sent_at(&mut self, t: Instant) {
+    pub(crate) fn sent_at(&mut self, t: Instant) {
         if self.kernel.is_some() {
             return;
         }
@@ -928,7 +926,7 @@ impl Pacer {
     /// went, so the busiest 1 ms is counted on real times; an early send never moves the
     /// schedule (`next`), so the average rate is unchanged. The [`WINDOW`] is 0.2 ms longer
     /// than 1 ms and `EARLY` is below that, so the busiest 1 ms stays within [`WINDOW_CAP`].
-    pub fn take(&mut self, n: usize, stop: &dyn Fn() -> bool) -> bool {
+    pub(crate) fn take(&mut self, n: usize, stop: &dyn Fn() -> bool) -> bool {
         let at = self.book(n, Instant::now());
         loop {
             let now = Instant::now();
@@ -963,20 +961,21 @@ impl Pacer {
     /// Bytes booked so far (every [`Pacer::book`] and [`Pacer::take`]): what the schedule
     /// has been charged for. A sender that sends every booked byte has `booked_bytes` equal
     /// to its bytes sent.
-    pub fn booked_bytes(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn booked_bytes(&self) -> u64 {
         self.booked
     }
 
     /// Datagrams of `len` bytes per wake-up of a kernel-paced sender at `rate_bps` bits/s:
     /// about [`KERNEL_BATCH_TIME`] of traffic, 1..=`max`.
-    pub fn kernel_batch_datagrams(rate_bps: u64, len: usize, max: usize) -> usize {
+    pub(crate) fn kernel_batch_datagrams(rate_bps: u64, len: usize, max: usize) -> usize {
         let by_time = rate_bps as f64 / 8.0 * KERNEL_BATCH_TIME.as_secs_f64() / len.max(1) as f64;
         (by_time as usize).clamp(1, max.max(1))
     }
 
     /// Datagrams of `len` bytes per GSO super-datagram of a kernel-paced sender at
     /// `rate_bps` bits/s: about [`KERNEL_SKB_TIME`] of traffic, 1..=`max`.
-    pub fn kernel_skb_datagrams(rate_bps: u64, len: usize, max: usize) -> usize {
+    pub(crate) fn kernel_skb_datagrams(rate_bps: u64, len: usize, max: usize) -> usize {
         let by_time = rate_bps as f64 / 8.0 * KERNEL_SKB_TIME.as_secs_f64() / len.max(1) as f64;
         (by_time as usize).clamp(1, max.max(1))
     }
@@ -986,7 +985,7 @@ impl Pacer {
     /// never more bytes than one [`WINDOW_CAP`] at the rate (unless a single datagram is
     /// already more), so one send alone never exceeds the burst limit. `rate_bps` 0
     /// (unpaced): `max`.
-    pub fn batch_datagrams(rate_bps: u64, len: usize, max: usize) -> usize {
+    pub(crate) fn batch_datagrams(rate_bps: u64, len: usize, max: usize) -> usize {
         let max = max.max(1);
         if rate_bps == 0 {
             return max;
@@ -1813,7 +1812,6 @@ mod tests {
     #[test]
     fn pacing_words() {
         assert_eq!(Pacing::UserSpace.as_str(), "user-space token bucket");
-        assert_eq!(Pacing::None.as_str(), "none");
     }
 
     #[test]

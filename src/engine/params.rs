@@ -12,7 +12,7 @@ pub const DEFAULT_TCP_BLKSIZE: usize = 128 * 1024;
 
 /// Default UDP rate per stream, bits/s: iperf3's and iperf 2's 1 Mbit/s, counted as they
 /// count it (1024 × 1024 = 1,048,576).
-pub const DEFAULT_UDP_BITRATE: u64 = 1024 * 1024;
+pub(crate) const DEFAULT_UDP_BITRATE: u64 = 1024 * 1024;
 
 /// Transport protocol of a test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -24,13 +24,13 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
 /// First UDP port probed (traceroute's).
-pub const BASE_PORT: u16 = 33434;
+pub(crate) const BASE_PORT: u16 = 33434;
 /// Most hops a path follows.
-pub const MAX_HOPS: u8 = 30;
+pub(crate) const MAX_HOPS: u8 = 30;
 
 /// What to trace.
 #[derive(Debug, Clone)]
-pub struct PathSpec {
+pub(crate) struct PathSpec {
     /// The target (its port is ignored: probes go to [`BASE_PORT`]).
     pub target: SocketAddr,
     /// Most hops, 1..=[`MAX_HOPS`].
@@ -43,7 +43,7 @@ pub struct PathSpec {
 
 /// One hop.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Hop {
+pub(crate) struct Hop {
     /// TTL (hop limit) of the probe, from 1.
     pub ttl: u8,
     /// Who answered; `None` = no answer.
@@ -58,7 +58,7 @@ pub struct Hop {
 
 /// What a path trace found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PathResult {
+pub(crate) struct PathResult {
     pub target: String,
     pub hops: Vec<Hop>,
     /// Whether the target answered.
@@ -164,7 +164,7 @@ fn next_error(fd: BorrowedFd<'_>, limit: Duration) -> Option<Answer> {
 
 /// Trace the path to `spec.target`. Takes at most max_hops × 2 × timeout (plus resends for
 /// a shrinking MTU). Errors: the socket cannot be opened, bound to the port, or set up.
-pub fn trace(spec: &PathSpec) -> std::io::Result<PathResult> {
+pub(crate) fn trace(spec: &PathSpec) -> std::io::Result<PathResult> {
     use socket2::{Domain, Protocol, Socket, Type};
     let v6 = spec.target.is_ipv6();
     let s = Socket::new(

@@ -35,7 +35,7 @@ impl Sock {
 }
 
 /// One data connection (TCP) or flow (UDP) and what has been measured on it.
-pub struct DataStream {
+pub(crate) struct DataStream {
     /// iperf3 stream id (1, 3, 4, …).
     pub id: u32,
     /// True when this side writes on the stream.
@@ -91,7 +91,7 @@ pub struct DataStream {
 /// Fill `report` with what a finished data `phase` measured: this side's `cpu` (%), the
 /// stream summaries and intervals, and the first stream's `congestion` control as the
 /// sender's (when the phase saw retransmits: it sent TCP) or the receiver's.
-pub fn report_phase(
+pub(crate) fn report_phase(
     report: &mut Report,
     phase: &DataPhase,
     cpu: crate::engine::stats::CpuUtil,
@@ -109,7 +109,7 @@ pub fn report_phase(
 
 /// Fill `report`'s list of data connections (`start.connected`) and its socket buffer
 /// sizes (bytes, the first stream's) from the test's `streams`.
-pub fn describe_streams(report: &mut Report, streams: &[DataStream]) {
+pub(crate) fn describe_streams(report: &mut Report, streams: &[DataStream]) {
     report.connected = streams
         .iter()
         .map(|s| Connected {
@@ -174,7 +174,7 @@ impl DataStream {
     }
 
     /// Wrap a connected TCP socket (blocking mode is set here).
-    pub fn new(id: u32, sender: bool, sock: TcpStream) -> std::io::Result<DataStream> {
+    pub(crate) fn new(id: u32, sender: bool, sock: TcpStream) -> std::io::Result<DataStream> {
         sock.set_nonblocking(false)?;
         let local = sock.local_addr()?;
         let remote = sock.peer_addr()?;
@@ -189,7 +189,7 @@ impl DataStream {
     }
 
     /// Wrap a connected UDP socket; `wide` = 64-bit sequence numbers.
-    pub fn new_udp(
+    pub(crate) fn new_udp(
         id: u32,
         sender: bool,
         sock: UdpSocket,
@@ -215,7 +215,7 @@ impl DataStream {
 
     /// Wrap a connected UDP socket carrying iperf 2 datagrams; `wide` = 64-bit sequence
     /// numbers (HEADER_SEQNO64B).
-    pub fn new_udp_iperf2(
+    pub(crate) fn new_udp_iperf2(
         id: u32,
         sender: bool,
         sock: UdpSocket,
@@ -230,7 +230,7 @@ impl DataStream {
 
     /// Count a datagram that reached this receiving stream another way (the first datagram
     /// of an iperf 2 flow arrives on the listening socket). `arrival_us`: wall clock, µs.
-    pub fn feed_udp(&self, data: &[u8], arrival_us: i64) {
+    pub(crate) fn feed_udp(&self, data: &[u8], arrival_us: i64) {
         if let Some(st) = &self.udp_recv {
             if lock(st).on_datagram(data, arrival_us) {
                 self.counter.fetch_add(data.len() as u64, Relaxed);
@@ -240,7 +240,7 @@ impl DataStream {
 
     /// Measure the one-way transit of every datagram this receiving UDP stream counts
     /// (iperf 2 `--trip-times`); intervals and the end figures then carry the latency.
-    pub fn measure_transit(&self) {
+    pub(crate) fn measure_transit(&self) {
         if let Some(st) = &self.udp_recv {
             lock(st).measure_transit();
         }
@@ -250,7 +250,7 @@ impl DataStream {
     /// measures each one's one-way latency; a sending stream stamps every block with the
     /// client's `start` time (s, µs) and its own write time. Nothing on a UDP stream. Only
     /// before the phase starts.
-    pub fn trip_times(&mut self, start: (u32, u32)) {
+    pub(crate) fn trip_times(&mut self, start: (u32, u32)) {
         if matches!(self.sock, Sock::Tcp(_)) {
             self.trip = Some(if self.sender {
                 TripMode::Send(start)
@@ -261,7 +261,7 @@ impl DataStream {
     }
 
     /// A receiving `--trip-times` stream's figures so far (whole test and drop reasons).
-    pub fn trip_stats(&self) -> Option<TripStats> {
+    pub(crate) fn trip_stats(&self) -> Option<TripStats> {
         match &self.trip {
             Some(TripMode::Recv(st)) => Some(*st.lock().unwrap_or_else(|p| p.into_inner())),
             _ => None,
@@ -269,7 +269,7 @@ impl DataStream {
     }
 
     /// Another handle on a UDP stream's socket (for the iperf 2 FIN and report exchange).
-    pub fn try_clone_udp(&self) -> std::io::Result<UdpSocket> {
+    pub(crate) fn try_clone_udp(&self) -> std::io::Result<UdpSocket> {
         match &self.sock {
             Sock::Udp(u) => u.try_clone(),
             Sock::Tcp(_) => Err(std::io::Error::other("not a UDP stream")),
@@ -281,7 +281,7 @@ impl DataStream {
     /// `limit` reads, noting only their sequence numbers ([`UdpRecv::note_late`]). `len`:
     /// the datagram size (a GRO super-datagram is split by it). Returns the highest
     /// sequence number seen late, 0 when none.
-    pub fn read_late(&self, len: usize, limit: usize) -> u64 {
+    pub(crate) fn read_late(&self, len: usize, limit: usize) -> u64 {
         let (Sock::Udp(u), Some(st)) = (&self.sock, &self.udp_recv) else {
             return 0;
         };
@@ -302,17 +302,17 @@ impl DataStream {
     }
 
     /// A copy of a receiving UDP stream's accounting.
-    pub fn udp_stats(&self) -> Option<UdpRecv> {
+    pub(crate) fn udp_stats(&self) -> Option<UdpRecv> {
         self.udp_recv.as_ref().map(|st| lock(st).clone())
     }
 
     /// Datagrams a sending UDP stream has sent so far.
-    pub fn packets_sent(&self) -> u64 {
+    pub(crate) fn packets_sent(&self) -> u64 {
         self.packets.load(Relaxed)
     }
 
     /// Whether the stream's thread has ended (a TCP receiver saw EOF, or a socket failed).
-    pub fn thread_done(&self) -> bool {
+    pub(crate) fn thread_done(&self) -> bool {
         self.thread
             .as_ref()
             .map(|t| t.is_finished())
@@ -320,7 +320,7 @@ impl DataStream {
     }
 
     /// Congestion control algorithm in use on a TCP socket.
-    pub fn congestion(&self) -> Option<String> {
+    pub(crate) fn congestion(&self) -> Option<String> {
         match &self.sock {
             Sock::Tcp(s) => tcp_congestion(s.as_fd()),
             Sock::Udp(_) => None,
@@ -328,7 +328,7 @@ impl DataStream {
     }
 
     /// Actual SO_SNDBUF and SO_RCVBUF, bytes.
-    pub fn buffers(&self) -> (u32, u32) {
+    pub(crate) fn buffers(&self) -> (u32, u32) {
         let r = match &self.sock {
             Sock::Tcp(s) => socket2::SockRef::from(s),
             Sock::Udp(s) => socket2::SockRef::from(s),
@@ -340,13 +340,13 @@ impl DataStream {
     }
 
     /// Bytes moved so far (since start; the omit part included).
-    pub fn bytes_total(&self) -> u64 {
+    pub(crate) fn bytes_total(&self) -> u64 {
         self.counter.load(Relaxed)
     }
 
     /// A second handle on a TCP stream's socket (`None` for UDP, or when the kernel refuses
     /// the dup).
-    pub fn tcp_clone(&self) -> Option<TcpStream> {
+    pub(crate) fn tcp_clone(&self) -> Option<TcpStream> {
         match &self.sock {
             Sock::Tcp(t) => t.try_clone().ok(),
             Sock::Udp(_) => None,
@@ -368,7 +368,7 @@ fn lock(m: &Mutex<UdpRecv>) -> std::sync::MutexGuard<'_, UdpRecv> {
 }
 
 /// The running data phase of a test.
-pub struct DataPhase {
+pub(crate) struct DataPhase {
     pub params: Params,
     pub streams: Vec<DataStream>,
     pub shared: Arc<Shared>,
@@ -390,7 +390,7 @@ pub struct DataPhase {
 
 impl DataPhase {
     /// Prepare a data phase; nothing runs until [`DataPhase::start`]. `interval` in seconds.
-    pub fn new(params: Params, streams: Vec<DataStream>, interval: f64) -> DataPhase {
+    pub(crate) fn new(params: Params, streams: Vec<DataStream>, interval: f64) -> DataPhase {
         let shared = Arc::new(Shared {
             num: params.num,
             blockcount: params.blockcount,
@@ -421,20 +421,20 @@ impl DataPhase {
     /// Stop the sending streams after `datagrams` blocks over all streams (a `-k` kept on
     /// this side: the parameters the peer saw are unchanged). Only before [`DataPhase::start`];
     /// later (the streams hold the shared state) it changes nothing.
-    pub fn set_send_cap(&mut self, datagrams: u64) {
+    pub(crate) fn set_send_cap(&mut self, datagrams: u64) {
         if let Some(s) = Arc::get_mut(&mut self.shared) {
             s.blockcount = datagrams;
         }
     }
 
     /// True for a UDP test.
-    pub fn udp(&self) -> bool {
+    pub(crate) fn udp(&self) -> bool {
         self.params.protocol == Protocol::Udp
     }
 
     /// Start every stream's thread. `check_recv_limit`: wake on a received `-n`/`-k` target
     /// (the client in `-R`/`--bidir`).
-    pub fn start(&mut self, check_recv_limit: bool) -> std::io::Result<()> {
+    pub(crate) fn start(&mut self, check_recv_limit: bool) -> std::io::Result<()> {
         let now = Instant::now();
         self.started = now;
         self.t0 = now;
@@ -531,17 +531,17 @@ impl DataPhase {
     }
 
     /// True while inside the `-O` period.
-    pub fn omitting(&self) -> bool {
+    pub(crate) fn omitting(&self) -> bool {
         self.omitting
     }
 
     /// Seconds since TEST_START.
-    pub fn elapsed(&self) -> f64 {
+    pub(crate) fn elapsed(&self) -> f64 {
         self.started.elapsed().as_secs_f64()
     }
 
     /// Bytes received so far on this side's receiving streams (the omit part included).
-    pub fn received_total(&self) -> u64 {
+    pub(crate) fn received_total(&self) -> u64 {
         self.streams
             .iter()
             .filter(|s| !s.sender)
@@ -550,12 +550,12 @@ impl DataPhase {
     }
 
     /// Total bytes moved on all streams (progress for the watchdog).
-    pub fn progress(&self) -> u64 {
+    pub(crate) fn progress(&self) -> u64 {
         self.streams.iter().map(|s| s.bytes_total()).sum()
     }
 
     /// Take an interval sample now. Returns `None` for a zero-length interval.
-    pub fn sample(&mut self) -> Option<IntervalRecord> {
+    pub(crate) fn sample(&mut self) -> Option<IntervalRecord> {
         self.sample_at(Instant::now())
     }
 
@@ -659,7 +659,7 @@ impl DataPhase {
 
     /// The omit period is over: sample what is pending as omitted, then restart the clock and
     /// the baselines (bytes, retransmits, datagrams, `-n`/`-k` send totals) from now.
-    pub fn end_omit(&mut self) -> Option<IntervalRecord> {
+    pub(crate) fn end_omit(&mut self) -> Option<IntervalRecord> {
         let rec = self.sample();
         self.omitting = false;
         let now = Instant::now();
@@ -680,7 +680,7 @@ impl DataPhase {
 
     /// Stop the sending threads and wait for them (≤ the 200 ms poll period), so that the
     /// sent totals read next are exactly what was written.
-    pub async fn stop_senders(&mut self) {
+    pub(crate) async fn stop_senders(&mut self) {
         self.shared.stop_send.store(true, Relaxed);
         self.join(|s| s.sender).await;
     }
@@ -703,7 +703,7 @@ impl DataPhase {
     /// Stop the senders, then freeze the totals (bytes after this are not counted) and take
     /// the final partial interval if it is worth showing (≥ 10 % of an interval, or the only
     /// one). UDP receivers first read what is already queued, so it is not counted as lost.
-    pub async fn finish(&mut self) -> Option<IntervalRecord> {
+    pub(crate) async fn finish(&mut self) -> Option<IntervalRecord> {
         self.finish_at(Instant::now()).await
     }
 
@@ -711,7 +711,7 @@ impl DataPhase {
     /// server that read a `-n`/`-k` test to its end: the time its last byte arrived). A
     /// `t_end` before the last interval sample is taken as that sample's end, so the summary
     /// never ends before its intervals. Totals are frozen now, whatever `t_end` says.
-    pub async fn finish_at(&mut self, t_end: Instant) -> Option<IntervalRecord> {
+    pub(crate) async fn finish_at(&mut self, t_end: Instant) -> Option<IntervalRecord> {
         let t_end = t_end.max(self.last);
         self.stop_senders().await;
         if self.udp() {
@@ -739,7 +739,7 @@ impl DataPhase {
     }
 
     /// Bytes received after the omit period, summed over the receiving streams (bytes).
-    pub fn received_after_omit(&self) -> u64 {
+    pub(crate) fn received_after_omit(&self) -> u64 {
         self.streams
             .iter()
             .filter(|s| !s.sender)
@@ -749,7 +749,7 @@ impl DataPhase {
 
     /// Bytes received after the omit period on the receiving stream with iperf3 id `id`;
     /// `None` for a sending stream or an unknown id.
-    pub fn stream_received_after_omit(&self, id: u32) -> Option<u64> {
+    pub(crate) fn stream_received_after_omit(&self, id: u32) -> Option<u64> {
         self.streams
             .iter()
             .find(|s| s.id == id && !s.sender)
@@ -757,7 +757,7 @@ impl DataPhase {
     }
 
     /// Seconds of the measured period (omit excluded), up to `finish` (or now).
-    pub fn measured_seconds(&self) -> f64 {
+    pub(crate) fn measured_seconds(&self) -> f64 {
         self.end
             .unwrap_or_else(Instant::now)
             .duration_since(self.t0)
@@ -766,7 +766,7 @@ impl DataPhase {
 
     /// Stop all threads and close the sockets. Blocks up to ~200 ms (the loops' poll period);
     /// call from `spawn_blocking` or a non-async context.
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         self.shared.stop.store(true, Relaxed);
         for s in &self.streams {
             s.shutdown();
@@ -779,18 +779,18 @@ impl DataPhase {
     }
 
     /// Signal the threads to stop without waiting for them.
-    pub fn request_stop(&self) {
+    pub(crate) fn request_stop(&self) {
         self.shared.stop.store(true, Relaxed);
     }
 
     /// Kernel TIDs of the stream threads that have started (0 = not yet), in stream order.
-    pub fn stream_tids(&self) -> Vec<i32> {
+    pub(crate) fn stream_tids(&self) -> Vec<i32> {
         self.tids.iter().map(|t| t.load(Relaxed)).collect()
     }
 
     /// This side's summary of each stream: local totals filled in, the peer's side left
     /// empty (`receiver: None` for local senders, zero sender totals for local receivers).
-    pub fn local_summaries(&self) -> Vec<StreamSummary> {
+    pub(crate) fn local_summaries(&self) -> Vec<StreamSummary> {
         let secs = self.measured_seconds();
         let tids = self.stream_tids();
         let cpu = self.thread_cpu.result();
@@ -888,7 +888,7 @@ impl DataPhase {
     }
 
     /// This side's results document for the exchange (§9.2).
-    pub fn results(
+    pub(crate) fn results(
         &self,
         cpu: crate::engine::stats::CpuUtil,
         congestion: Option<String>,
@@ -953,7 +953,7 @@ impl DataPhase {
     /// [`DataStream::read_late`]) and raise each stream's `highest_seq` in `summaries` to
     /// the highest sequence number that arrived late, so that the loss after the last
     /// datagram received does not count what was in flight when the receiver stopped.
-    pub fn note_late_arrivals(&self, summaries: &mut [StreamSummary]) {
+    pub(crate) fn note_late_arrivals(&self, summaries: &mut [StreamSummary]) {
         if !self.udp() {
             return;
         }
@@ -976,7 +976,7 @@ impl DataPhase {
     }
 
     /// True when any stream sends TCP (and so reports TCP_INFO).
-    pub fn has_retransmits(&self) -> bool {
+    pub(crate) fn has_retransmits(&self) -> bool {
         !self.udp() && self.streams.iter().any(|s| s.sender)
     }
 }
@@ -994,7 +994,10 @@ impl Drop for DataPhase {
 /// sender the peer's received bytes, duration, and (UDP) expected/lost datagrams and jitter;
 /// for a local receiver the peer's sent bytes, duration, retransmits and datagrams sent.
 /// Errors on an id this side does not know (IESTREAMID).
-pub fn merge_remote(summaries: &mut [StreamSummary], remote: &Results) -> Result<(), String> {
+pub(crate) fn merge_remote(
+    summaries: &mut [StreamSummary],
+    remote: &Results,
+) -> Result<(), String> {
     // A stream named twice would be counted twice (the attacker tryout: its trailing loss
     // tripled); no iperf3 sends that.
     for (i, r) in remote.streams.iter().enumerate() {
@@ -1054,7 +1057,12 @@ pub fn merge_remote(summaries: &mut [StreamSummary], remote: &Results) -> Result
 /// [`crate::engine::udp::trailing_loss`]. `params`: the test's; with a bitrate (`-b`, per
 /// stream, bits/s) a peer's count above what that rate could number in `elapsed` (see
 /// [`credible_count`]) is not used either.
-pub fn count_trailing_loss(report: &mut Report, remote: &Results, elapsed: f64, params: &Params) {
+pub(crate) fn count_trailing_loss(
+    report: &mut Report,
+    remote: &Results,
+    elapsed: f64,
+    params: &Params,
+) {
     let most = credible_count(params, elapsed);
     for r in &remote.streams {
         let quiet = quiet_tail_s(&report.intervals, r.id);
@@ -1090,7 +1098,7 @@ pub fn count_trailing_loss(report: &mut Report, remote: &Results, elapsed: f64, 
 /// its last intervals with no bytes, added up backwards (0 when the last one had bytes, or
 /// the stream is not received here). Intervals shorter than a tenth of the interval are
 /// not sampled (see [`DataPhase::finish`]), so a sliver at the end does not count as quiet.
-pub fn quiet_tail_s(intervals: &[IntervalRecord], id: u32) -> f64 {
+pub(crate) fn quiet_tail_s(intervals: &[IntervalRecord], id: u32) -> f64 {
     let mut secs = 0.0;
     for rec in intervals.iter().rev() {
         let Some(s) = rec.streams.iter().find(|s| s.id == id && !s.sender) else {
@@ -1111,7 +1119,7 @@ pub fn quiet_tail_s(intervals: &[IntervalRecord], id: u32) -> f64 {
 /// bits/s; iperf3's `-b`) of `params.len`-byte datagrams can number in `elapsed` s (+1 s),
 /// with 25 % and 1,000 datagrams to spare (a sender catching up after a stall never exceeds
 /// its average); `None` without a bitrate (`-b 0`) or a length.
-pub fn credible_count(params: &Params, elapsed: f64) -> Option<u64> {
+pub(crate) fn credible_count(params: &Params, elapsed: f64) -> Option<u64> {
     if params.bandwidth == 0 || params.len == 0 {
         return None;
     }
@@ -1128,7 +1136,7 @@ pub fn credible_count(params: &Params, elapsed: f64) -> Option<u64> {
 /// This side's results document (`mine`, from [`DataPhase::results`]) with the datagrams
 /// its receiving streams lost after the last one received ([`count_trailing_loss`]) in
 /// their `errors` and `packets`, so that the peer (a stock client too) shows them.
-pub fn results_with_trailing_loss(mine: &mut Results, summaries: &[StreamSummary]) {
+pub(crate) fn results_with_trailing_loss(mine: &mut Results, summaries: &[StreamSummary]) {
     for r in &mut mine.streams {
         let Some(t) = summaries
             .iter()

@@ -8,7 +8,7 @@ use crate::engine::report::{Report, Role, StreamSummary};
 use serde::Serialize;
 
 /// A sender below this share of the asked rate fell short, percent.
-pub const SHORTFALL_PERCENT: f64 = 97.0;
+pub(crate) const SHORTFALL_PERCENT: f64 = 97.0;
 
 /// Target, sent and received rate of one paced direction of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -41,7 +41,7 @@ pub struct RateCheck {
 }
 
 /// A lag behind the schedule from this many ms is named as the reason of a shortfall.
-pub const STALL_MS: f64 = 10.0;
+pub(crate) const STALL_MS: f64 = 10.0;
 
 impl RateCheck {
     /// Check `sent_bps` (and `received_bps`) against `target_bps`, all bits/s. `None` when
@@ -178,7 +178,7 @@ impl RateCheck {
     /// The `-J` object (`end.shortfall`): target, sent, received (bits/s), sent_percent,
     /// short (bool), threshold_percent; when this end sent paced, `sender_max_lag_ms` and
     /// `sender_peak_1ms_bits_per_second` (with `sender_peak_1ms_ratio` to the target).
-    pub fn to_json(&self) -> serde_json::Value {
+    pub fn to_json(self) -> serde_json::Value {
         let mut v = serde_json::json!({
             "target_bits_per_second": self.target_bits_per_second,
             "sent_bits_per_second": self.sent_bits_per_second,
@@ -227,7 +227,7 @@ fn group_rates(ss: &[&StreamSummary]) -> (Option<f64>, Option<f64>) {
 /// The rate check of an iperf3 report's leg: `local_sender` picks the streams this end sends
 /// (true) or receives (false). `-b` is per stream (iperf3), so the target is `-b` × streams.
 /// `None` when the test was not paced or the leg has no streams.
-pub fn for_report_leg(report: &Report, local_sender: bool) -> Option<RateCheck> {
+pub(crate) fn for_report_leg(report: &Report, local_sender: bool) -> Option<RateCheck> {
     let ss: Vec<&StreamSummary> = report
         .streams
         .iter()
@@ -268,7 +268,7 @@ pub fn for_report_leg(report: &Report, local_sender: bool) -> Option<RateCheck> 
 
 /// The rate check of an iperf3 report's main leg: the client→server leg of a `--bidir` test,
 /// else the only leg.
-pub fn for_report(report: &Report) -> Option<RateCheck> {
+pub(crate) fn for_report(report: &Report) -> Option<RateCheck> {
     let leg = if report.params.direction == Direction::Bidir {
         report.role == Role::Client
     } else {

@@ -2,7 +2,7 @@
 //! process CPU time (getrusage), and the system identification string. Not for: deciding
 //! anything about a test; the session code does that.
 
-pub use super::sys::{set_tcp_congestion, tcp_congestion, tcp_info, TcpInfo};
+pub(crate) use super::sys::{set_tcp_congestion, tcp_congestion, tcp_info};
 use std::time::Instant;
 
 /// Process CPU utilisation over a wall-clock span, in % of one CPU (user + system; can exceed
@@ -16,7 +16,7 @@ pub struct CpuUtil {
 
 /// A CPU-time reading to compute [`CpuUtil`] from later.
 #[derive(Debug, Clone, Copy)]
-pub struct CpuMark {
+pub(crate) struct CpuMark {
     wall: Instant,
     user_us: i64,
     sys_us: i64,
@@ -48,7 +48,7 @@ fn rusage_us() -> (i64, i64) {
 
 impl CpuMark {
     /// Take a reading now.
-    pub fn now() -> CpuMark {
+    pub(crate) fn now() -> CpuMark {
         let (user_us, sys_us) = rusage_us();
         CpuMark {
             wall: Instant::now(),
@@ -58,7 +58,7 @@ impl CpuMark {
     }
 
     /// Utilisation since this reading, in percent. 0 for a zero-length span.
-    pub fn util_since(&self) -> CpuUtil {
+    pub(crate) fn util_since(&self) -> CpuUtil {
         let now = CpuMark::now();
         let wall_us = now.wall.duration_since(self.wall).as_micros() as f64;
         if wall_us <= 0.0 {
@@ -75,7 +75,7 @@ impl CpuMark {
 }
 
 /// `uname -a`-like text for `system_info`, e.g. "Linux board 6.1.55 #1 SMP aarch64".
-pub fn system_info() -> String {
+pub(crate) fn system_info() -> String {
     match nix::sys::utsname::uname() {
         Ok(u) => format!(
             "{} {} {} {} {}",

@@ -15,7 +15,9 @@ use tokio::task::JoinHandle;
 
 /// `tokio::spawn`, with the future boxed: runs `f` on the current runtime. Panics, as
 /// `tokio::spawn`, outside a runtime.
-pub fn spawn<T: Send + 'static>(f: impl Future<Output = T> + Send + 'static) -> JoinHandle<T> {
+pub(crate) fn spawn<T: Send + 'static>(
+    f: impl Future<Output = T> + Send + 'static,
+) -> JoinHandle<T> {
     let f: Pin<Box<dyn Future<Output = T> + Send>> = Box::pin(f);
     #[allow(clippy::disallowed_methods)] // the boxed-spawn helper itself
     tokio::spawn(f)
@@ -23,7 +25,7 @@ pub fn spawn<T: Send + 'static>(f: impl Future<Output = T> + Send + 'static) -> 
 
 /// `Handle::spawn`, with the future boxed: runs `f` on the runtime of `rt`, from any thread
 /// (inside that runtime or not).
-pub fn spawn_on<T: Send + 'static>(
+pub(crate) fn spawn_on<T: Send + 'static>(
     rt: &tokio::runtime::Handle,
     f: impl Future<Output = T> + Send + 'static,
 ) -> JoinHandle<T> {
@@ -34,7 +36,9 @@ pub fn spawn_on<T: Send + 'static>(
 
 /// `tokio::task::spawn_blocking`, with the closure boxed: runs `f` on the runtime's blocking
 /// thread pool.
-pub fn spawn_blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> JoinHandle<T> {
+pub(crate) fn spawn_blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> JoinHandle<T> {
     let f: Box<dyn FnOnce() -> T + Send> = Box::new(f);
     #[allow(clippy::disallowed_methods)] // the boxed-spawn helper itself
     tokio::task::spawn_blocking(f)

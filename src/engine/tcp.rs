@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 /// How long a blocked read/write waits before the loop checks the stop flag again.
-pub const POLL: Duration = Duration::from_millis(200);
+pub(crate) const POLL: Duration = Duration::from_millis(200);
 
 /// State shared by all stream threads of one test and its control task.
 #[derive(Debug, Default)]
-pub struct Shared {
+pub(crate) struct Shared {
     /// Set to stop every loop.
     pub stop: AtomicBool,
     /// Set to stop the sending loops only (the end of a test: senders stop first, then the
@@ -61,7 +61,7 @@ pub struct Shared {
 
 /// A monotonic time origin that defaults to the moment it is made.
 #[derive(Debug, Clone, Copy)]
-pub struct Epoch(pub Instant);
+pub(crate) struct Epoch(pub Instant);
 
 impl Default for Epoch {
     fn default() -> Self {
@@ -71,13 +71,13 @@ impl Default for Epoch {
 
 impl Shared {
     /// True when the sending side has written its `-n`/`-k` target.
-    pub fn send_limit_reached(&self) -> bool {
+    pub(crate) fn send_limit_reached(&self) -> bool {
         (self.num > 0 && self.sent_bytes.load(Relaxed) >= self.num)
             || (self.blockcount > 0 && self.sent_blocks.load(Relaxed) >= self.blockcount)
     }
 
     /// True when the receiving side has read the `-n`/`-k` target (blocks = bytes / len).
-    pub fn recv_limit_reached(&self) -> bool {
+    pub(crate) fn recv_limit_reached(&self) -> bool {
         let r = self.recv_bytes.load(Relaxed);
         (self.num > 0 && r >= self.num)
             || (self.blockcount > 0 && self.len > 0 && r / self.len >= self.blockcount)
@@ -93,14 +93,14 @@ impl Shared {
     }
 
     /// The first stream error, if any.
-    pub fn error(&self) -> Option<String> {
+    pub(crate) fn error(&self) -> Option<String> {
         self.error.lock().ok().and_then(|g| g.clone())
     }
 
     /// When the latest read on any TCP receiving stream returned data; `None` before the
     /// first one. The end of a receiver's measurement when it reads a test to its end
     /// (`docs/iperf3-wire.md` §8.4).
-    pub fn last_recv(&self) -> Option<Instant> {
+    pub(crate) fn last_recv(&self) -> Option<Instant> {
         match self.last_recv_ns.load(Relaxed) {
             0 => None,
             ns => Some(self.epoch.0 + Duration::from_nanos(ns)),
@@ -114,7 +114,7 @@ impl Shared {
 }
 
 /// A block of payload: random bytes, or iperf3's repeating "0123456789" pattern.
-pub fn payload(len: usize, repeating: bool) -> Vec<u8> {
+pub(crate) fn payload(len: usize, repeating: bool) -> Vec<u8> {
     let mut buf = vec![0u8; len];
     if repeating {
         for (i, b) in buf.iter_mut().enumerate() {
@@ -138,7 +138,7 @@ fn transient(e: &std::io::Error) -> bool {
 /// Write `buf` repeatedly until stopped, the `-n`/`-k` target is reached, or the socket fails.
 /// `rate` is the target in bits/s (0 = unlimited): the loop writes only while the average
 /// since its start is below it (iperf3's rule), sleeping until the next block is due.
-pub fn send_loop<B: AsRef<[u8]>>(
+pub(crate) fn send_loop<B: AsRef<[u8]>>(
     sock: TcpStream,
     buf: B,
     counter: Arc<AtomicU64>,
@@ -208,7 +208,7 @@ pub fn send_loop<B: AsRef<[u8]>>(
 
 /// How much data, in time at the stream's own rate, a TCP reader lets queue before it is
 /// woken (`ReadMark`): the most a reading can lag the wire at an interval's end or TEST_END.
-pub const READ_MARK_TIME: Duration = Duration::from_millis(2);
+pub(crate) const READ_MARK_TIME: Duration = Duration::from_millis(2);
 
 /// A TCP reader's receive low-water mark (`SO_RCVLOWAT`), kept at about
 /// [`READ_MARK_TIME`] of the stream's recent rate and at most one read buffer.
@@ -235,7 +235,7 @@ struct ReadMark<'a> {
 }
 
 /// How often a [`ReadMark`] measures its stream's rate again.
-pub const READ_MARK_RECHECK: Duration = Duration::from_millis(50);
+pub(crate) const READ_MARK_RECHECK: Duration = Duration::from_millis(50);
 
 impl<'a> ReadMark<'a> {
     fn new(fd: BorrowedFd<'a>, max: usize) -> ReadMark<'a> {
@@ -285,11 +285,11 @@ fn mark_for(bytes: u64, secs: f64, max: usize) -> usize {
 /// Largest receive buffer of one TCP stream, bytes (128 KiB). A larger `-l` (up to 1 MiB)
 /// is read in pieces: TCP has no message boundaries, so the byte counts are the same, and a
 /// client asking for `-P 128 -l 1M` cannot make the server hold 128 MiB of buffers.
-pub const MAX_RECV_BUF: usize = 128 * 1024;
+pub(crate) const MAX_RECV_BUF: usize = 128 * 1024;
 
 /// Read into a `len`-byte buffer (at most [`MAX_RECV_BUF`]) until stopped, EOF or a socket error. With `check_limit`
 /// (a `-R` client) it wakes the session when the `-n`/`-k` target has been received.
-pub fn recv_loop(
+pub(crate) fn recv_loop(
     sock: TcpStream,
     len: usize,
     counter: Arc<AtomicU64>,

@@ -1,15 +1,14 @@
 //! CPU time of netperfd's own stream threads, per thread, from `/proc/self/task/TID/stat`
 //! (fields 14 utime and 15 stime, in clock ticks; proc(5)). Each stream thread records its TID
-//! when it starts ([`register_current`]); the data phase samples them every interval, so a run
+//! when it starts ([`current_tid`]); the data phase samples them every interval, so a run
 //! can say whether the test tool itself used a full core (the "tool-bound" verdict).
 //! Not for: whole-core load (see [`crate::board::sampler`]).
 
 use serde::{Deserialize, Serialize};
-use std::sync::Mutex;
 use std::time::Instant;
 
 /// A thread busier than this share of one core counts as using a full core, percent.
-pub const FULL_CORE: f64 = 90.0;
+pub(crate) const FULL_CORE: f64 = 90.0;
 
 /// CPU of one stream thread over a run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -25,26 +24,27 @@ pub struct ThreadCpu {
 }
 
 /// The calling thread's kernel TID.
-pub fn current_tid() -> i32 {
+pub(crate) fn current_tid() -> i32 {
     crate::engine::sys::gettid()
 }
 
 /// Add the calling thread's TID to `tids` (a stream thread calls this first thing).
-pub fn register_current(tids: &Mutex<Vec<i32>>) {
+#[cfg(test)]
+pub(crate) fn register_current(tids: &std::sync::Mutex<Vec<i32>>) {
     if let Ok(mut g) = tids.lock() {
         g.push(current_tid());
     }
 }
 
 /// user + system ticks of `tid` of this process; `None` when the thread has gone.
-pub fn task_ticks(tid: i32) -> Option<u64> {
+pub(crate) fn task_ticks(tid: i32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
     parse_stat_ticks(&s)
 }
 
 /// utime + stime from a `stat` line. The command (field 2) is in parentheses and may hold
 /// spaces, so fields are counted after the last ')'.
-pub fn parse_stat_ticks(line: &str) -> Option<u64> {
+pub(crate) fn parse_stat_ticks(line: &str) -> Option<u64> {
     let rest = &line[line.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
     // rest starts at field 3 (state): utime is field 14 → index 11, stime 15 → index 12.
@@ -59,7 +59,7 @@ fn ticks_per_second() -> f64 {
 
 /// Per-thread sampler: call [`Sampler::sample`] once per interval with the TIDs to watch.
 #[derive(Debug, Default)]
-pub struct Sampler {
+pub(crate) struct Sampler {
     prev: Vec<(i32, u64)>,
     at: Option<Instant>,
     out: Vec<ThreadCpu>,
@@ -69,7 +69,7 @@ pub struct Sampler {
 impl Sampler {
     /// Read every thread in `tids` and book its share of one core since the previous call.
     /// Windows shorter than 0.2 s are skipped (ticks are 10 ms).
-    pub fn sample(&mut self, tids: &[i32]) {
+    pub(crate) fn sample(&mut self, tids: &[i32]) {
         let now = Instant::now();
         let cur: Vec<(i32, u64)> = tids
             .iter()
@@ -114,7 +114,7 @@ impl Sampler {
     }
 
     /// The figures so far, one per thread that was sampled at least once.
-    pub fn result(&self) -> Vec<ThreadCpu> {
+    pub(crate) fn result(&self) -> Vec<ThreadCpu> {
         self.out.clone()
     }
 }
@@ -134,7 +134,10 @@ mod tests {
 
     #[test]
     fn a_spinning_thread_reads_near_a_full_core() {
-        let (spinner, sleeper) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
+        let (spinner, sleeper) = (
+            std::sync::Mutex::new(Vec::new()),
+            std::sync::Mutex::new(Vec::new()),
+        );
         let stop = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
             s.spawn(|| {

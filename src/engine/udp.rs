@@ -15,13 +15,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The 4 bytes a client sends to open a UDP stream ("9876" on the wire, §7.3).
-pub const HELLO: [u8; 4] = *b"9876";
+pub(crate) const HELLO: [u8; 4] = *b"9876";
 /// The 4 bytes the server answers with ("6789").
-pub const REPLY: [u8; 4] = *b"6789";
+pub(crate) const REPLY: [u8; 4] = *b"6789";
 /// Largest UDP payload over IPv4, bytes (65535 − 20 − 8).
-pub const MAX_UDP_LEN_V4: usize = 65507;
+pub(crate) const MAX_UDP_LEN_V4: usize = 65507;
 /// Largest UDP payload over IPv6, bytes (65535 − 8; jumbograms aside).
-pub const MAX_UDP_LEN_V6: usize = 65527;
+pub(crate) const MAX_UDP_LEN_V6: usize = 65527;
 /// Most datagrams handed to the kernel in one call: one sendmmsg call, or one GSO
 /// super-datagram (older kernels refuse more than 64 segments with EINVAL, UDP_MAX_SEGMENTS).
 const MAX_BATCH: usize = 64;
@@ -31,7 +31,7 @@ const MAX_BATCH: usize = 64;
 const MAX_PACED_BATCH: usize = 256;
 /// The receive buffer of a stock receiver, bytes: Linux's `net.core.rmem_default` (212,992
 /// on common kernels), which `iperf3 -s` keeps for its UDP socket (it sets none).
-pub const STOCK_RCVBUF: usize = 212_992;
+pub(crate) const STOCK_RCVBUF: usize = 212_992;
 /// Most receive buffer (skb truesize, see [`rcv_truesize`]) one paced wake-up's datagrams may
 /// take at the receiver, bytes: three quarters of [`STOCK_RCVBUF`], 159,744. A batch sent
 /// back to back reaches a receiver on the same host (veth, loopback) at once, faster than it
@@ -40,7 +40,7 @@ pub const STOCK_RCVBUF: usize = 212_992;
 /// UdpRcvbufErrors (iperf3 3.21 `--gsro`'s largest batch, 127 datagrams, 171 KB: ~5 %). The
 /// quarter left covers what the receiver has not read yet of the previous batch. Over a wire
 /// no faster than the rate the batch arrives spread at line rate and the limit costs nothing.
-pub const BATCH_RCVBUF_BUDGET: usize = STOCK_RCVBUF / 4 * 3;
+pub(crate) const BATCH_RCVBUF_BUDGET: usize = STOCK_RCVBUF / 4 * 3;
 /// What one GSO segment costs a receiver's socket beyond its payload, bytes: 832 (the
 /// `sk_buff`, its shared info, headroom and headers; measured on Linux 6.18, veth and loopback:
 /// truesize = payload + 832 exactly for 18…1472-byte datagrams segmented from one GSO send).
@@ -53,7 +53,7 @@ const GSO_SEGMENT_OVERHEAD: usize = 832;
 /// plus 320 for the `sk_buff` (measured on Linux 6.18 over loopback: 832 up to 128 bytes, 1,280
 /// for 256–512, 2,304 for 700–1,472, 4,352 for 2,000; the estimate is never below these and at
 /// most 5 % above). A real NIC's driver sets its own truesize, but its wire spreads the batch.
-pub fn rcv_truesize(len: usize, gso: bool) -> usize {
+pub(crate) fn rcv_truesize(len: usize, gso: bool) -> usize {
     if gso {
         len.saturating_add(GSO_SEGMENT_OVERHEAD)
     } else {
@@ -76,7 +76,7 @@ const ETH_HEADER: usize = 14;
 
 /// Extend a 32-bit wire sequence number to 64 bits: the value ≡ `s32` (mod 2^32) closest to
 /// `reference` (the highest sequence seen so far). Correct across 2^31 and 2^32.
-pub fn extend_seq(s32: u32, reference: u64) -> u64 {
+pub(crate) fn extend_seq(s32: u32, reference: u64) -> u64 {
     let base = reference & !0xFFFF_FFFF;
     let cand = base | s32 as u64;
     let mut best = cand;
@@ -165,7 +165,7 @@ pub struct Transit {
 
 impl Transit {
     /// Add one transit time, seconds (may be negative when the clocks differ).
-    pub fn add(&mut self, secs: f64) {
+    pub(crate) fn add(&mut self, secs: f64) {
         self.count += 1;
         if self.count == 1 {
             self.min = secs;
@@ -181,7 +181,7 @@ impl Transit {
     }
 
     /// Sample standard deviation (n − 1), s; 0 below two values.
-    pub fn stdev(&self) -> f64 {
+    pub(crate) fn stdev(&self) -> f64 {
         if self.count < 2 {
             0.0
         } else {
@@ -190,7 +190,7 @@ impl Transit {
     }
 
     /// The figures in ms; `None` when nothing was measured.
-    pub fn to_ms(&self) -> Option<crate::engine::report::LatencyMs> {
+    pub(crate) fn to_ms(self) -> Option<crate::engine::report::LatencyMs> {
         (self.count > 0).then(|| crate::engine::report::LatencyMs {
             count: self.count,
             avg: self.mean * 1e3,
@@ -201,7 +201,7 @@ impl Transit {
     }
 
     /// Back from ms figures (sum = avg × count, M2 = stdev² × (count − 1)).
-    pub fn from_ms(l: &crate::engine::report::LatencyMs) -> Transit {
+    pub(crate) fn from_ms(l: &crate::engine::report::LatencyMs) -> Transit {
         Transit {
             count: l.count,
             min: l.min / 1e3,
@@ -244,13 +244,13 @@ impl UdpRecv {
 
     /// Measure every counted datagram's one-way transit (arrival − the sender's timestamp;
     /// iperf 2 `--trip-times`) from now on.
-    pub fn measure_transit(&mut self) {
+    pub(crate) fn measure_transit(&mut self) {
         self.transit.get_or_insert_with(Transit::default);
         self.transit_interval.get_or_insert_with(Transit::default);
     }
 
     /// The transit figures since the last call (interval), and a fresh start for the next.
-    pub fn take_transit_interval(&mut self) -> Option<Transit> {
+    pub(crate) fn take_transit_interval(&mut self) -> Option<Transit> {
         self.transit_interval.as_mut().map(std::mem::take)
     }
 
@@ -391,7 +391,7 @@ impl UdpRecv {
     /// only its sequence number is kept ([`UdpRecv::late_max_seq`]), so that the loss after
     /// the last datagram received ([`trailing_loss`]) does not count what was still in
     /// flight when the test ended. Figures, bytes and intervals do not change.
-    pub fn note_late(&mut self, data: &[u8]) {
+    pub(crate) fn note_late(&mut self, data: &[u8]) {
         let Some((_, wire_seq)) = read_header(data, self.wide) else {
             return;
         };
@@ -409,7 +409,7 @@ impl UdpRecv {
     }
 
     /// The omit period ends: later results exclude what came before; jitter restarts.
-    pub fn end_omit(&mut self) {
+    pub(crate) fn end_omit(&mut self) {
         self.omit_max_seq = self.max_seq;
         self.omit_unique = self.unique;
         self.unique_after_omit = 0;
@@ -441,14 +441,14 @@ impl UdpRecv {
 /// 100 Gbit/s port carries of the smallest iperf3 datagram). A sender's count at the end
 /// (it comes from the network) above this many per second of the test is not credible and
 /// is not used by [`trailing_loss`].
-pub const MAX_CREDIBLE_DATAGRAMS_PER_SEC: u64 = 200_000_000;
+pub(crate) const MAX_CREDIBLE_DATAGRAMS_PER_SEC: u64 = 200_000_000;
 
 /// How long the tail after the last datagram received must last, s, to count as lost
 /// ([`trailing_loss`]): 0.25 s of the sender's average rate. A shorter tail may still be in
 /// flight when the receiver stops counting — a queue on the path, or the control
 /// connection's TEST_END overtaking the data in another hardware queue — so it is left
 /// uncounted, as a gap-counting receiver (stock iperf3) leaves it.
-pub const TRAILING_LOSS_MIN_S: f64 = 0.25;
+pub(crate) const TRAILING_LOSS_MIN_S: f64 = 0.25;
 
 /// Datagrams lost after the last one the receiver saw: the sender's count of the datagrams
 /// it numbered over the whole test (`sender_numbered`, omitted seconds included: iperf3's
@@ -464,7 +464,7 @@ pub const TRAILING_LOSS_MIN_S: f64 = 0.25;
 /// duration the peer reports). `None` when the count cannot be believed: negative, or above
 /// [`MAX_CREDIBLE_DATAGRAMS_PER_SEC`] per second of the test (plus 2 s) — a peer's results
 /// come from the network.
-pub fn trailing_loss(sender_numbered: i64, highest_seen: u64, seconds: f64) -> Option<u64> {
+pub(crate) fn trailing_loss(sender_numbered: i64, highest_seen: u64, seconds: f64) -> Option<u64> {
     let sent = u64::try_from(sender_numbered).ok()?;
     let after = sent.saturating_sub(highest_seen);
     let secs = if seconds.is_finite() && seconds > 0.0 {
@@ -493,7 +493,7 @@ pub fn trailing_loss(sender_numbered: i64, highest_seen: u64, seconds: f64) -> O
 }
 
 /// Loss in percent of `expected`, clamped to 0..=100; 0 when nothing was expected (no NaN).
-pub fn loss_percent(lost: u64, expected: u64) -> f64 {
+pub(crate) fn loss_percent(lost: u64, expected: u64) -> f64 {
     if expected == 0 {
         0.0
     } else {
@@ -501,8 +501,8 @@ pub fn loss_percent(lost: u64, expected: u64) -> f64 {
     }
 }
 
-pub use super::pacer::{PacedBy, Pacer, PacerStats, PacingMode};
-pub use super::sys::{fine_timer_slack, mono_now};
+pub(crate) use super::pacer::{PacedBy, Pacer, PacerStats, PacingMode};
+pub(crate) use super::sys::{fine_timer_slack, mono_now};
 use super::sys::{
     getsockopt_int, recvmmsg, send, sendmmsg, sendmmsg_txtime, setsockopt_int, CmsgSlot,
 };
@@ -510,7 +510,7 @@ use super::sys::{
 /// Ask for a `bytes` receive buffer: SO_RCVBUFFORCE (above rmem_max, needs CAP_NET_ADMIN),
 /// else SO_RCVBUF (capped at rmem_max). A deep buffer keeps a briefly busy receiver from
 /// dropping datagrams at high rates.
-pub fn deep_recv_buffer(fd: BorrowedFd<'_>, bytes: usize) {
+pub(crate) fn deep_recv_buffer(fd: BorrowedFd<'_>, bytes: usize) {
     let v = bytes.min(i32::MAX as usize) as libc::c_int;
     if setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v).is_err() {
         let _ = setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, v);
@@ -518,7 +518,7 @@ pub fn deep_recv_buffer(fd: BorrowedFd<'_>, bytes: usize) {
 }
 
 /// Set IP_MTU_DISCOVER=DO (the DF bit) on an IPv4 UDP socket.
-pub fn set_dont_fragment(sock: &UdpSocket) -> std::io::Result<()> {
+pub(crate) fn set_dont_fragment(sock: &UdpSocket) -> std::io::Result<()> {
     setsockopt_int(
         sock.as_fd(),
         libc::IPPROTO_IP,
@@ -531,7 +531,7 @@ const UDP_SEGMENT: libc::c_int = 103;
 use super::sys::UDP_GRO;
 
 /// Turn on UDP GSO with segments of `len` bytes; false when the kernel does not offer it.
-pub fn enable_gso(sock: &UdpSocket, len: usize) -> bool {
+pub(crate) fn enable_gso(sock: &UdpSocket, len: usize) -> bool {
     setsockopt_int(sock.as_fd(), libc::SOL_UDP, UDP_SEGMENT, len as libc::c_int).is_ok()
 }
 
@@ -540,7 +540,7 @@ fn disable_gso(sock: &UdpSocket) {
 }
 
 /// Turn on UDP GRO; false when the kernel does not offer it.
-pub fn enable_gro(sock: &UdpSocket) -> bool {
+pub(crate) fn enable_gro(sock: &UdpSocket) -> bool {
     setsockopt_int(sock.as_fd(), libc::SOL_UDP, UDP_GRO, 1).is_ok()
 }
 
@@ -551,7 +551,7 @@ pub fn enable_gro(sock: &UdpSocket) -> bool {
 /// datagrams). ICMP errors the socket receives are then queued on its error queue (read with
 /// [`drain_error_queue`]) besides the pending error the next send returns. Errors: the
 /// kernel refused the option.
-pub fn enable_recverr(sock: &UdpSocket) -> std::io::Result<()> {
+pub(crate) fn enable_recverr(sock: &UdpSocket) -> std::io::Result<()> {
     let fd = sock.as_fd();
     match sock.local_addr()? {
         std::net::SocketAddr::V4(_) => setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_RECVERR, 1),
@@ -572,7 +572,7 @@ const ERRQUEUE_DRAIN: usize = 256;
 /// call returned was one of those, not this host refusing the send. The queue holds its
 /// entries in the socket's receive memory: left undrained it would fill to the receive
 /// buffer.
-pub fn drain_error_queue(fd: BorrowedFd<'_>) -> usize {
+pub(crate) fn drain_error_queue(fd: BorrowedFd<'_>) -> usize {
     use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags, SockaddrStorage};
     use std::os::fd::AsRawFd;
     let mut data = [0u8; 256];
@@ -606,7 +606,7 @@ pub fn drain_error_queue(fd: BorrowedFd<'_>) -> usize {
 
 /// Sender settings of one UDP stream.
 #[derive(Debug, Clone)]
-pub struct UdpSendCfg {
+pub(crate) struct UdpSendCfg {
     /// Datagram size in bytes (header included).
     pub len: usize,
     /// Target in bits/s; 0 = as fast as possible.
@@ -651,7 +651,7 @@ pub struct UdpSendCfg {
 
 /// How an iperf 2 sender lays out its datagrams (see `engine::iperf2::wire`).
 #[derive(Debug, Clone)]
-pub struct Iperf2Tx {
+pub(crate) struct Iperf2Tx {
     /// Bytes written at offset 16 of every datagram (the client header, or empty).
     pub header: Vec<u8>,
     /// Sequence number of the first datagram (0 suits 2.0.5 and 2.1 servers alike).
@@ -666,7 +666,7 @@ pub struct Iperf2Tx {
 /// sendmmsg call or in GSO super-datagrams of at most 64 datagrams and 65000 bytes. Unpaced:
 /// 64, one call. A sender in debt still sends several batches back to back as the pacer's
 /// window allows (its catch-up, see [`super::pacer`]).
-pub fn batch_size(rate_bps: u64, len: usize, gso: bool) -> usize {
+pub(crate) fn batch_size(rate_bps: u64, len: usize, gso: bool) -> usize {
     if rate_bps == 0 {
         return MAX_BATCH;
     }
@@ -676,7 +676,7 @@ pub fn batch_size(rate_bps: u64, len: usize, gso: bool) -> usize {
 
 /// Datagrams per wake-up of a kernel-paced sender (see [`super::pacer::KERNEL_BATCH_TIME`]):
 /// about 8 ms of traffic, 1..=4096 and at most 2 MiB.
-pub fn kernel_batch_size(rate_bps: u64, len: usize) -> usize {
+pub(crate) fn kernel_batch_size(rate_bps: u64, len: usize) -> usize {
     let max = (MAX_KERNEL_BATCH_BYTES / len.max(1)).clamp(1, MAX_KERNEL_BATCH);
     Pacer::kernel_batch_datagrams(rate_bps, len, max)
 }
@@ -685,7 +685,7 @@ pub fn kernel_batch_size(rate_bps: u64, len: usize) -> usize {
 /// of payload, bytes/s: fq counts every segment with its Ethernet, IP and UDP headers
 /// (`v6`: IPv6's), and paces at [`super::pacer::KERNEL_MARGIN`] × the rate so the schedule,
 /// not fq, sets the average (see the pacer's module docs). At least 1.
-pub fn kernel_pacing_rate(rate_bps: u64, len: usize, v6: bool) -> u64 {
+pub(crate) fn kernel_pacing_rate(rate_bps: u64, len: usize, v6: bool) -> u64 {
     pacing_rate_times(rate_bps, len, v6, super::pacer::KERNEL_MARGIN)
 }
 
@@ -693,7 +693,7 @@ pub fn kernel_pacing_rate(rate_bps: u64, len: usize, v6: bool) -> u64 {
 /// times (SO_TXTIME) the socket's pacing rate is [`super::pacer::KERNEL_CATCH_UP`] × the rate,
 /// the rate at which the pacer times what is owed (fq ignores the socket's rate for a
 /// timestamped skb; the option only bounds anything sent without a time).
-pub fn pacing_rate_times(rate_bps: u64, len: usize, v6: bool, times: f64) -> u64 {
+pub(crate) fn pacing_rate_times(rate_bps: u64, len: usize, v6: bool, times: f64) -> u64 {
     let hdr = ETH_HEADER + if v6 { V6_OVERHEAD } else { V4_OVERHEAD };
     let len = len.max(1) as f64;
     let wire = rate_bps as f64 / 8.0 * (len + hdr as f64) / len;
@@ -806,12 +806,12 @@ impl BatchTx for SockTx<'_> {
 }
 
 /// Bytes of the IPv4 header (no options) plus the UDP header.
-pub const V4_OVERHEAD: usize = 20 + 8;
+pub(crate) const V4_OVERHEAD: usize = 20 + 8;
 /// Bytes of the IPv6 header (no extension headers) plus the UDP header.
-pub const V6_OVERHEAD: usize = 40 + 8;
+pub(crate) const V6_OVERHEAD: usize = 40 + 8;
 /// The MTU assumed when the socket cannot tell its path's (not connected, an old kernel):
 /// Ethernet's, bytes. A smaller real MTU is caught at run time (see [`send_batch`]).
-pub const ASSUMED_MTU: usize = 1500;
+pub(crate) const ASSUMED_MTU: usize = 1500;
 /// Largest datagram put in a GSO batch, bytes: above it a batch is only a few datagrams and
 /// sendmmsg costs about the same.
 const GSO_MAX_LEN: usize = 16 * 1024;
@@ -847,7 +847,7 @@ impl GsoOff {
 
 /// How a sender hands its datagrams to the kernel, decided once per stream by [`gso_plan`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GsoPlan {
+pub(crate) struct GsoPlan {
     /// Send GSO super-datagrams (`UDP_SEGMENT` of the datagram length).
     pub gso: bool,
     /// Most datagrams per kernel call (one GSO super-datagram, or one sendmmsg call).
@@ -871,7 +871,13 @@ pub struct GsoPlan {
 /// (`len` + headers ≤ MTU: the kernel refuses a larger segment with EMSGSIZE, and a datagram
 /// that must be IP-fragmented is sent on its own), a batch has more than one datagram, `len`
 /// ≤ 16 KiB and `allowed` (the sender's setting). Pure: no socket, no kernel.
-pub fn gso_plan(len: usize, v6: bool, mtu: Option<usize>, batch: usize, allowed: bool) -> GsoPlan {
+pub(crate) fn gso_plan(
+    len: usize,
+    v6: bool,
+    mtu: Option<usize>,
+    batch: usize,
+    allowed: bool,
+) -> GsoPlan {
     let overhead = if v6 { V6_OVERHEAD } else { V4_OVERHEAD };
     let mtu = mtu.filter(|&m| m > overhead).unwrap_or(ASSUMED_MTU);
     let fits = len.checked_add(overhead).is_some_and(|l| l <= mtu);
@@ -887,7 +893,7 @@ pub fn gso_plan(len: usize, v6: bool, mtu: Option<usize>, batch: usize, allowed:
 
 /// The MTU of a connected UDP socket's path, bytes (IP_MTU / IPV6_MTU: the route's MTU,
 /// lowered by path-MTU discovery); `None` when the socket cannot tell (not connected).
-pub fn path_mtu(sock: &UdpSocket) -> Option<usize> {
+pub(crate) fn path_mtu(sock: &UdpSocket) -> Option<usize> {
     let fd = sock.as_fd();
     let v = match sock.local_addr().ok()? {
         std::net::SocketAddr::V4(_) => getsockopt_int(fd, libc::IPPROTO_IP, libc::IP_MTU),
@@ -985,7 +991,7 @@ fn send_batch(
 /// every datagram carries its own header and sequence number, so a receiver counts each one. `packets` counts datagrams sent, `bytes`
 /// their bytes. Every UDP sender goes through here: the iperf3 client, the server's `-R` /
 /// `--bidir` sending side and the iperf 2 paths (`cfg.iperf2`).
-pub fn udp_send_loop(
+pub(crate) fn udp_send_loop(
     sock: UdpSocket,
     cfg: UdpSendCfg,
     bytes: Arc<AtomicU64>,
@@ -1126,7 +1132,7 @@ const FQ_FLOW_LIMIT: usize = 100;
 /// bytes). The buffer is the real bound on fq's queue: where fq drains slower than its pacing
 /// rate (late timers: measured under TCG, where a modelled queue overflowed fq's limit and it
 /// dropped 1,023 of 2,688 datagrams), the sender blocks instead of fq dropping.
-pub fn kernel_send_buffer(pacing: u64, skb_bytes: usize) -> libc::c_int {
+pub(crate) fn kernel_send_buffer(pacing: u64, skb_bytes: usize) -> libc::c_int {
     let queue = super::pacer::KERNEL_BATCH_TIME + super::pacer::KERNEL_QUEUE;
     let want = (pacing as f64 * queue.as_secs_f64() * 2.0) as usize;
     let most = skb_bytes.max(1).saturating_mul(FQ_FLOW_LIMIT * 8 / 10);
@@ -1480,7 +1486,7 @@ fn send_error(e: &std::io::Error, len: usize) -> String {
 
 /// A UDP receiving socket with its recvmmsg buffers: each call reads a batch, splits GRO
 /// super-datagrams into their segments, and feeds every datagram to the accounting.
-pub struct Receiver {
+pub(crate) struct Receiver {
     sock: UdpSocket,
     slot: usize,
     n: usize,
@@ -1492,7 +1498,7 @@ pub struct Receiver {
 
 impl Receiver {
     /// Prepare a socket: deep receive buffer, kernel timestamps, GRO when offered.
-    pub fn new(
+    pub(crate) fn new(
         sock: UdpSocket,
         len: usize,
         stats: Arc<Mutex<UdpRecv>>,
@@ -1520,7 +1526,7 @@ impl Receiver {
 
     /// One recvmmsg call (`flags`: MSG_WAITFORONE to block for the first datagram,
     /// MSG_DONTWAIT to poll). Returns the payload bytes counted.
-    pub fn recv_once(&mut self, flags: libc::c_int) -> std::io::Result<u64> {
+    pub(crate) fn recv_once(&mut self, flags: libc::c_int) -> std::io::Result<u64> {
         let (slot, n) = (self.slot, self.n);
         let got = recvmmsg(
             self.sock.as_fd(),
@@ -1554,7 +1560,7 @@ impl Receiver {
 
     /// Read whatever is already queued (used at TEST_END, so datagrams that arrived but were
     /// not read yet are not counted as lost). Returns the bytes counted.
-    pub fn drain(&mut self) -> u64 {
+    pub(crate) fn drain(&mut self) -> u64 {
         let mut total = 0;
         for _ in 0..10_000 {
             match self.recv_once(libc::MSG_DONTWAIT) {
@@ -1571,7 +1577,7 @@ impl Receiver {
 /// (SO_TIMESTAMPNS), GRO super-datagrams split into their segments. Each datagram goes through
 /// the stream's [`UdpRecv`]; `bytes` counts payload bytes of counted datagrams. On stop, what
 /// is already queued is read too.
-pub fn udp_recv_loop(
+pub(crate) fn udp_recv_loop(
     sock: UdpSocket,
     len: usize,
     stats: Arc<Mutex<UdpRecv>>,

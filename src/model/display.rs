@@ -18,12 +18,12 @@
 //! scripts mirror this module in `static/units.js`.
 
 /// Bits/s → "941.5 Mbit/s" (decimal megabits per second, one scale for every value).
-pub fn rate(bps: f64) -> String {
+pub(crate) fn rate(bps: f64) -> String {
     format!("{} Mbit/s", scaled(bps / 1e6))
 }
 
 /// Bytes → "100.0 MB" (decimal megabytes, 10^6 bytes, one scale for every value).
-pub fn size(bytes: f64) -> String {
+pub(crate) fn size(bytes: f64) -> String {
     format!("{} MB", scaled(bytes / 1e6))
 }
 
@@ -40,13 +40,13 @@ fn scaled(v: f64) -> String {
 }
 
 /// A count with its thousands grouped: 12345 → "12,345".
-pub fn count(n: u64) -> String {
+pub(crate) fn count(n: u64) -> String {
     group(&n.to_string())
 }
 
 /// A change in ms with its sign and 1 decimal: +12.3 ms, -0.4 ms; a change that rounds to
 /// zero is "±0.0 ms" (never "-0.0 ms", which reads as a drop).
-pub fn delta_ms(v: f64) -> String {
+pub(crate) fn delta_ms(v: f64) -> String {
     if !v.is_finite() || v.abs() < 0.05 {
         "±0.0 ms".into()
     } else {
@@ -58,7 +58,7 @@ pub fn delta_ms(v: f64) -> String {
 /// spaces; invisible format characters that reorder or hide text (bidi overrides U+202A–
 /// U+202E and U+2066–U+2069, zero-width U+200B–U+200F, line/paragraph separators U+2028/
 /// U+2029, soft hyphen U+00AD, BOM U+FEFF) dropped; at most `max` characters, then "…".
-pub fn peer_text(s: &str, max: usize) -> String {
+pub(crate) fn peer_text(s: &str, max: usize) -> String {
     let hidden = |c: char| {
         matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
             | '\u{2028}' | '\u{2029}' | '\u{00AD}' | '\u{FEFF}')
@@ -76,7 +76,7 @@ pub fn peer_text(s: &str, max: usize) -> String {
 
 /// A non-negative figure rounded to a whole number, thousands grouped: 8,523.4 → "8,523" (RPM,
 /// frames per second). Not finite or below 0 → "0".
-pub fn whole(v: f64) -> String {
+pub(crate) fn whole(v: f64) -> String {
     if v.is_finite() && v > 0.0 {
         group(&format!("{:.0}", v))
     } else {

@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer};
 /// `#[serde(default, deserialize_with = "crate::model::input::opt_text")]`.
 ///
 /// Errors: any other JSON value ("expected a number or text, got true").
-pub fn opt_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+pub(crate) fn opt_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     match serde_json::Value::deserialize(d)? {
         serde_json::Value::Null => Ok(None),
         serde_json::Value::String(s) => Ok(Some(s)),

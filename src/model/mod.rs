@@ -3,15 +3,15 @@
 //! bitrates and sizes: `display`), checked names
 //! (`names`), token hashing (`secrets`) and percentiles (`stats`). Depends on nothing above the engine's formatting.
 
-pub mod display;
-pub mod figures;
-pub mod input;
+pub(crate) mod display;
+pub(crate) mod figures;
+pub(crate) mod input;
 pub mod kind;
-pub mod names;
+pub(crate) mod names;
 pub mod order;
-pub mod run;
-pub mod secrets;
-pub mod stats;
+pub(crate) mod run;
+pub(crate) mod secrets;
+pub(crate) mod stats;
 pub mod time;
 pub mod units;
 

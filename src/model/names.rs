@@ -2,7 +2,7 @@
 //! (interface) names.
 
 /// Whether `h` looks like a host name or an IP address (no spaces, URL parts or options).
-pub fn valid_host(h: &str) -> bool {
+pub(crate) fn valid_host(h: &str) -> bool {
     if h.parse::<std::net::IpAddr>().is_ok() {
         return true;
     }
@@ -27,7 +27,7 @@ pub fn valid_host(h: &str) -> bool {
 
 /// Whether `name` is a valid Linux interface name (1–15 bytes, no '/', no whitespace, not
 /// "." or "..").
-pub fn valid_ifname(name: &str) -> bool {
+pub(crate) fn valid_ifname(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 15
         && name != "."

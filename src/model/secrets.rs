@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// SHA-256 of a string, hex.
-pub fn sha256_hex(s: &str) -> String {
+pub(crate) fn sha256_hex(s: &str) -> String {
     Sha256::digest(s.as_bytes())
         .iter()
         .map(|x| format!("{x:02x}"))
@@ -16,7 +16,7 @@ pub fn sha256_hex(s: &str) -> String {
 }
 
 /// Compare two strings in time independent of where they differ.
-pub fn ct_eq(a: &str, b: &str) -> bool {
+pub(crate) fn ct_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     if a.len() != b.len() {
         return false;
@@ -26,7 +26,7 @@ pub fn ct_eq(a: &str, b: &str) -> bool {
 
 /// The token of an `Authorization: Bearer <token>` value; the scheme name is
 /// case-insensitive (RFC 9110 §11.1), spaces after it are skipped.
-pub fn bearer_token(h: &str) -> Option<&str> {
+pub(crate) fn bearer_token(h: &str) -> Option<&str> {
     let (scheme, rest) = h.trim_start().split_once(' ')?;
     if !scheme.eq_ignore_ascii_case("bearer") {
         return None;

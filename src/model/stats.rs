@@ -2,14 +2,14 @@
 //! delays, RFC 2544 latency trials).
 
 /// The finite values of `v`, sorted ascending: what [`percentile`] takes.
-pub fn sorted_finite(v: &[f64]) -> Vec<f64> {
+pub(crate) fn sorted_finite(v: &[f64]) -> Vec<f64> {
     let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
     super::order::sort_by(&mut s, f64::total_cmp);
     s
 }
 
 /// Nearest-rank percentile `p` (0..=100) of sorted `v`; `None` when `v` is empty.
-pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     if sorted.is_empty() {
         return None;
     }

@@ -8,7 +8,7 @@
 /// iperf3's `unit_snprintf` with adaptive units: bytes in powers of 1024 (`KBytes`…),
 /// bits in powers of 1000 (`Kbits`…), always 4 significant places. `bits` selects bits
 /// (the value is still given in bytes, as iperf3 does, and multiplied by 8).
-pub fn unit_format(value_bytes: f64, bits: bool) -> String {
+pub(crate) fn unit_format(value_bytes: f64, bits: bool) -> String {
     let labels_byte = ["Byte", "KByte", "MByte", "GByte", "TByte"];
     let labels_bit = ["bit", "Kbit", "Mbit", "Gbit", "Tbit"];
     let mut n = if value_bytes.is_finite() {
@@ -87,7 +87,7 @@ pub fn parse_suffixed(s: &str, rate: bool) -> Result<u64, String> {
 }
 
 /// Largest payload the server offers and a size the parsers accept: 100 GB (10^11 bytes).
-pub const MAX_PAYLOAD: u64 = 100_000_000_000;
+pub(crate) const MAX_PAYLOAD: u64 = 100_000_000_000;
 
 /// Parse a payload size: a number of bytes with an optional suffix. `K`, `M`, `G`, `T` are
 /// decimal (10^3…10^12, as disk and download sizes are quoted: "100M" = 100 000 000 bytes);

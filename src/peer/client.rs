@@ -25,26 +25,26 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Longest answer body accepted from an agent, bytes (64 KiB): what its info, a started
 /// test's id and a stop need, and the base of a poll's cap ([`poll_cap`]).
-pub const MAX_ANSWER: usize = 64 * 1024;
+pub(crate) const MAX_ANSWER: usize = 64 * 1024;
 /// What a poll's cap grows by per stream of the test, bytes (16 KiB: a stream's intervals of a
 /// few seconds and its final summaries, in both the report and iperf3's document).
-pub const PER_STREAM_ANSWER: usize = 16 * 1024;
+pub(crate) const PER_STREAM_ANSWER: usize = 16 * 1024;
 /// Longest status line + headers accepted, bytes.
 pub const MAX_HEAD: usize = 16 * 1024;
 /// Most header lines accepted.
 pub const MAX_HEADERS: usize = 64;
 /// Longest chunk-size line (with extensions) accepted, bytes.
-pub const MAX_CHUNK_LINE: usize = 1024;
+pub(crate) const MAX_CHUNK_LINE: usize = 1024;
 /// Longest time one call may take (connect, send, read the answer).
-pub const CALL_TIMEOUT: Duration = Duration::from_secs(15);
+pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 /// Most addresses of an agent's info kept.
-pub const MAX_INFO_ADDRESSES: usize = 16;
+pub(crate) const MAX_INFO_ADDRESSES: usize = 16;
 /// Longest text field of an agent's info kept (version, hostname, each address), characters.
-pub const MAX_INFO_TEXT: usize = 255;
+pub(crate) const MAX_INFO_TEXT: usize = 255;
 
 /// The cap on a poll's answer for a test of `spec`, bytes: [`MAX_ANSWER`] plus
 /// [`PER_STREAM_ANSWER`] per stream (parallel streams, twice for a bidirectional test).
-pub fn poll_cap(spec: &PeerTestSpec) -> usize {
+pub(crate) fn poll_cap(spec: &PeerTestSpec) -> usize {
     let parallel = spec.parallel.unwrap_or(1).clamp(1, 128) as usize;
     let streams = if spec.bidir { parallel * 2 } else { parallel };
     MAX_ANSWER.saturating_add(PER_STREAM_ANSWER.saturating_mul(streams))
@@ -137,7 +137,7 @@ impl PeerInfo {
 /// Whether `ip` is one of this board's own addresses: loopback, unspecified (0.0.0.0, ::,
 /// which reach the board itself), or an address of one of its ports (including IPv4-mapped
 /// IPv6 spellings of those).
-pub fn is_own_address(ip: IpAddr) -> bool {
+pub(crate) fn is_own_address(ip: IpAddr) -> bool {
     let ip = match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
         v4 => v4,
@@ -521,7 +521,7 @@ async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
 /// of the pinned certificate's key gets through. A different certificate is refused and its
 /// fingerprint kept for the error ([`PinnedVerifier::seen_other`]).
 #[derive(Debug)]
-pub struct PinnedVerifier {
+pub(crate) struct PinnedVerifier {
     pin: String,
     seen: Mutex<Option<String>>,
     provider: Arc<rustls::crypto::CryptoProvider>,
@@ -531,7 +531,7 @@ impl PinnedVerifier {
     /// A verifier accepting the certificate whose SHA-256 is `pin` (in
     /// [`crate::cert::fingerprint`]'s form; compared after [`crate::cert::parse_fingerprint`]
     /// when it parses).
-    pub fn new(pin: &str) -> PinnedVerifier {
+    pub(crate) fn new(pin: &str) -> PinnedVerifier {
         // See crate::cert::load: ring is the provider that builds in Yocto/Buildroot.
         #[allow(deprecated)]
         let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -543,7 +543,7 @@ impl PinnedVerifier {
     }
 
     /// The fingerprint of a certificate refused for not being the pinned one (the last).
-    pub fn seen_other(&self) -> Option<String> {
+    pub(crate) fn seen_other(&self) -> Option<String> {
         match self.seen.lock() {
             Ok(g) => g.clone(),
             Err(p) => p.into_inner().clone(),
@@ -552,7 +552,7 @@ impl PinnedVerifier {
 
     /// A rustls client configuration (TLS 1.2 and 1.3, ring) checking the agent's
     /// certificate with this verifier. Errors: rustls's, as text.
-    pub fn client_config(self: &Arc<Self>) -> Result<rustls::ClientConfig, String> {
+    pub(crate) fn client_config(self: &Arc<Self>) -> Result<rustls::ClientConfig, String> {
         Ok(
             rustls::ClientConfig::builder_with_provider(self.provider.clone())
                 .with_safe_default_protocol_versions()
@@ -622,13 +622,13 @@ impl rustls::client::danger::ServerCertVerifier for PinnedVerifier {
 }
 
 /// Longest error text of an agent's job kept in a run's error, characters.
-pub const MAX_AGENT_ERROR: usize = 300;
+pub(crate) const MAX_AGENT_ERROR: usize = 300;
 
 /// An agent job's own error text as a run keeps it: control characters (an ESC of a
 /// terminal sequence, newlines) as spaces, at most [`MAX_AGENT_ERROR`] characters and "…".
 /// A hostile agent's 5,045-character error with a raw ESC went into the run verbatim
 /// (issue 37's tryout).
-pub fn agent_error_text(e: &str) -> String {
+pub(crate) fn agent_error_text(e: &str) -> String {
     let mut out: String = e
         .chars()
         .take(MAX_AGENT_ERROR)
@@ -642,7 +642,7 @@ pub fn agent_error_text(e: &str) -> String {
 
 /// Whether two agent addresses (as [`PeerClient::parse`] reads them) name the same agent:
 /// same host (ASCII case ignored) and port. False when either does not parse.
-pub fn same_agent_url(a: &str, b: &str) -> bool {
+pub(crate) fn same_agent_url(a: &str, b: &str) -> bool {
     const T: &str = "comparison-only-token";
     match (PeerClient::parse(a, T), PeerClient::parse(b, T)) {
         (Ok(x), Ok(y)) => x.same_agent(&y),
@@ -652,7 +652,7 @@ pub fn same_agent_url(a: &str, b: &str) -> bool {
 
 /// The fixed reason the board gives for an agent's non-2xx status (never the agent's own
 /// text, which a hostile host could fill with anything).
-pub fn status_reason(status: u16) -> &'static str {
+pub(crate) fn status_reason(status: u16) -> &'static str {
     match status {
         400 => "the agent refused the request (a test it cannot run)",
         401 => "the agent refused the token",
@@ -1043,7 +1043,8 @@ pub fn parse_response_capped(raw: &[u8], cap: usize) -> Result<(u16, Vec<u8>), A
 }
 
 /// [`parse_response_capped`] with the cap of most calls, [`MAX_ANSWER`].
-pub fn parse_response(raw: &[u8]) -> Result<(u16, Vec<u8>), AnswerError> {
+#[cfg(test)]
+pub(crate) fn parse_response(raw: &[u8]) -> Result<(u16, Vec<u8>), AnswerError> {
     parse_response_capped(raw, MAX_ANSWER)
 }
 

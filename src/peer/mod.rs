@@ -12,7 +12,7 @@
 
 pub mod agent;
 pub mod client;
-pub mod spec;
+pub(crate) mod spec;
 
 pub use client::PeerClient;
 pub use spec::PeerTestSpec;

@@ -59,7 +59,7 @@ pub struct ProbeRequest {
 }
 
 /// How long the probes run before the test's traffic starts (the idle baseline).
-pub const PROBE_IDLE: std::time::Duration = std::time::Duration::from_millis(500);
+pub(crate) const PROBE_IDLE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Delays of a set of probes, ms: nearest-rank percentiles of the round trip without the far
 /// end's turnaround ((T4 − T1) − (T3 − T2), no clock synchronisation needed).

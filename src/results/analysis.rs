@@ -13,22 +13,22 @@ use serde::Serialize;
 
 /// Ethernet overhead per frame on the wire beyond the MTU-sized IP packet, bytes:
 /// preamble + SFD 8, MAC header 14, FCS 4, inter-frame gap 12 (IEEE 802.3). No VLAN tag.
-pub const ETH_OVERHEAD: u32 = 38;
+pub(crate) const ETH_OVERHEAD: u32 = 38;
 /// Smallest Ethernet payload, bytes (shorter packets are padded; IEEE 802.3).
-pub const ETH_MIN_PAYLOAD: u32 = 46;
+pub(crate) const ETH_MIN_PAYLOAD: u32 = 46;
 /// TCP timestamps option as sent on every segment (RFC 7323: 10 bytes + 2 NOP), bytes.
-pub const TCP_TIMESTAMPS: u32 = 12;
+pub(crate) const TCP_TIMESTAMPS: u32 = 12;
 
 /// Transport of a test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Transport {
+pub(crate) enum Transport {
     Tcp,
     Udp,
 }
 
 /// How payload is framed on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Framing {
+pub(crate) struct Framing {
     pub transport: Transport,
     pub ipv6: bool,
     /// IP MTU of the port, bytes (1500 standard, 9000 jumbo).
@@ -51,7 +51,7 @@ impl Framing {
     /// Share of the line rate that is payload (goodput / line rate), from header sizes:
     /// TCP: (MTU − IP − 20 − timestamps) / (MTU + 38); UDP: payload / wire bytes of the
     /// datagram, fragments included. `None` when the MTU cannot carry any payload.
-    pub fn payload_fraction(&self) -> Option<f64> {
+    pub(crate) fn payload_fraction(&self) -> Option<f64> {
         let ip = self.ip_header();
         match self.transport {
             Transport::Tcp => {
@@ -92,12 +92,12 @@ impl Framing {
     /// Ceiling, bits/s, for a link of `link_bps` bits/s: `link_bps × payload_fraction`.
     /// 1 GbE, MTU 1500: TCP/IPv4 with timestamps 941.48 Mbit/s, without 949.28, UDP/IPv4
     /// 957.09, TCP/IPv6 (timestamps) 928.48.
-    pub fn ceiling_bps(&self, link_bps: f64) -> Option<f64> {
+    pub(crate) fn ceiling_bps(&self, link_bps: f64) -> Option<f64> {
         self.payload_fraction().map(|f| f * link_bps)
     }
 
     /// "TCP/IPv4 with timestamps, MTU 1500".
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let ipv = if self.ipv6 { "IPv6" } else { "IPv4" };
         match self.transport {
             Transport::Tcp => format!(
@@ -120,7 +120,7 @@ impl Framing {
 /// What limited a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Above the ceiling: the reading cannot be right.
     MeasurementError,
     /// A paced test (`-b`) whose result reached ≥ 97 % of the rate asked for: the rate was
@@ -158,7 +158,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// Words for the UI.
-    pub fn text(self) -> &'static str {
+    pub(crate) fn text(self) -> &'static str {
         match self {
             Verdict::MeasurementError => "measurement error (above the ceiling)",
             Verdict::RateLimited => "reached the requested rate (rate-limited by request)",
@@ -178,7 +178,7 @@ impl Verdict {
 
     /// How the page colours it: "good" (link-bound, reached the rate), "warn" (a board core,
     /// the tool, loss on the way), "bad" (a measurement error) or "" (nothing to blame).
-    pub fn tone(self) -> &'static str {
+    pub(crate) fn tone(self) -> &'static str {
         match self {
             Verdict::LinkBound | Verdict::RateLimited => "good",
             Verdict::CoreSaturated
@@ -196,7 +196,7 @@ impl Verdict {
 
 /// Mean load of one core over a run, percent.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct CoreLoad {
+pub(crate) struct CoreLoad {
     /// Core index; -1 = all cores.
     pub cpu: i32,
     pub busy: f64,
@@ -209,12 +209,12 @@ pub struct CoreLoad {
 }
 
 /// Share of a core at which it counts as saturated, percent.
-pub const CORE_SATURATED: f64 = 90.0;
+pub(crate) const CORE_SATURATED: f64 = 90.0;
 /// Share of the ceiling at which a result counts as link-bound, percent.
-pub const LINK_BOUND: f64 = 95.0;
+pub(crate) const LINK_BOUND: f64 = 95.0;
 
 /// Mean per-core load over the samples (all-cores line first, then cores in order).
-pub fn core_loads(samples: &[CpuSampleRow]) -> Vec<CoreLoad> {
+pub(crate) fn core_loads(samples: &[CpuSampleRow]) -> Vec<CoreLoad> {
     let mut by: std::collections::BTreeMap<i32, Vec<&CpuSampleRow>> = Default::default();
     for s in samples {
         by.entry(s.cpu).or_default().push(s);
@@ -238,7 +238,7 @@ pub fn core_loads(samples: &[CpuSampleRow]) -> Vec<CoreLoad> {
 
 /// A result judged.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Analysis {
+pub(crate) struct Analysis {
     /// The bitrate judged (receiver goodput, else sender), bits/s.
     pub bitrate_bps: Option<f64>,
     /// Ceiling, bits/s; `None` when the link speed is unknown (veth, no carrier).
@@ -271,7 +271,7 @@ impl Analysis {
     /// The note under the target / sent / received card and its tone, from the same judgement
     /// as the verdict (issue 22 item 5: a green "reached" card never stands beside an amber
     /// verdict about the same loss). `None` for unpaced runs.
-    pub fn rate_note(&self) -> Option<(String, &'static str)> {
+    pub(crate) fn rate_note(&self) -> Option<(String, &'static str)> {
         let c = self.rate_check?;
         Some(if c.short {
             (
@@ -300,7 +300,7 @@ fn short_text(words: &str, p: f64) -> String {
 
 /// The verdict's words when the loss ledger put all the lost datagrams in a receiving
 /// socket's buffer (see [`Analysis::place_the_loss`]).
-pub const AT_THE_RECEIVER: &str = "lost at the receiver (its socket buffer)";
+pub(crate) const AT_THE_RECEIVER: &str = "lost at the receiver (its socket buffer)";
 
 impl Analysis {
     /// The verdict of a paced run whose receiver got less than was sent in full, told where
@@ -309,7 +309,7 @@ impl Analysis {
     /// lost on the way; all but 2 % in a receiving socket's buffer (`in_socket`, the board's
     /// or the peer's) — then they were lost at the receiver, not on the path. Other
     /// verdicts are left as they are.
-    pub fn place_the_loss(&mut self, on_board: bool, in_socket: bool) {
+    pub(crate) fn place_the_loss(&mut self, on_board: bool, in_socket: bool) {
         let Some(p) = self.received_percent_short else {
             return;
         };
@@ -332,7 +332,7 @@ impl Analysis {
 
 /// How `run`'s packets are framed on a port of MTU `mtu` (protocol, IP version from its
 /// addresses, UDP datagram size from its `len` parameter; `tcp_timestamps` as at its start).
-pub fn run_framing(run: &RunRow, mtu: u32, tcp_timestamps: bool) -> Framing {
+pub(crate) fn run_framing(run: &RunRow, mtu: u32, tcp_timestamps: bool) -> Framing {
     let udp = run.protocol.is_udp();
     Framing {
         transport: if udp { Transport::Udp } else { Transport::Tcp },
@@ -350,7 +350,7 @@ pub fn run_framing(run: &RunRow, mtu: u32, tcp_timestamps: bool) -> Framing {
 
 /// Ports without a physical link (veth, bridges, tunnels, loopback…): no `device` link in
 /// sysfs, or (when the port is gone) a name such ports get. `ifname` is not trusted as a path.
-pub fn port_is_virtual(ifname: &str) -> bool {
+pub(crate) fn port_is_virtual(ifname: &str) -> bool {
     const PREFIXES: [&str; 12] = [
         "veth", "lo", "br", "docker", "virbr", "tun", "tap", "wg", "vxlan", "dummy", "bond",
         "macvlan",
@@ -375,7 +375,8 @@ fn sample_count(samples: &[CpuSampleRow]) -> usize {
 
 /// Judge `run`'s result from the monitor samples taken during it, without thread CPU figures
 /// (see [`analyze_with`]).
-pub fn analyze(
+#[cfg(test)]
+pub(crate) fn analyze(
     run: &RunRow,
     cpus: &[CpuSampleRow],
     ports: &[PortSampleRow],
@@ -389,7 +390,8 @@ pub fn analyze(
 /// stream threads (`threads`, from the run's report). `port` picks the port samples that
 /// carried the run (default: the first port sampled). TCP timestamps are taken as
 /// `tcp_timestamps` (read `net.ipv4.tcp_timestamps` for the board's setting).
-pub fn analyze_with(
+#[cfg(test)]
+pub(crate) fn analyze_with(
     run: &RunRow,
     cpus: &[CpuSampleRow],
     ports: &[PortSampleRow],
@@ -404,7 +406,7 @@ pub fn analyze_with(
 /// another (`imported` true): an imported run is judged on its own samples only — this
 /// board's ports (whether its `eth0` is virtual, has a carrier) say nothing about the board
 /// that ran it (issue 22 item 11: imported runs were called "no carrier").
-pub fn analyze_recorded(
+pub(crate) fn analyze_recorded(
     run: &RunRow,
     cpus: &[CpuSampleRow],
     ports: &[PortSampleRow],

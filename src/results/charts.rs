@@ -9,14 +9,14 @@ use std::collections::BTreeMap;
 
 /// One line of a chart: `values[i]` belongs to the chart's `t[i]`; `null` = no value then.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Series {
+pub(crate) struct Series {
     pub label: String,
     pub values: Vec<Option<f64>>,
 }
 
 /// A chart: shared time axis `t` (seconds since the run started) and its lines.
 #[derive(Debug, Clone, Serialize, PartialEq, Default)]
-pub struct Chart {
+pub(crate) struct Chart {
     pub t: Vec<f64>,
     pub series: Vec<Series>,
 }
@@ -136,7 +136,7 @@ fn throughput_points(p: &mut Points, iv: &[IntervalRow], prefix: &str, per_strea
 
 /// The three charts of a run.
 #[derive(Debug, Clone, Serialize, PartialEq, Default)]
-pub struct RunCharts {
+pub(crate) struct RunCharts {
     /// Bits/s per stream / leg.
     pub throughput: Chart,
     /// Busy % per core (100 − idle − iowait), and softirq % of the all-cores line.
@@ -162,7 +162,7 @@ pub struct RunCharts {
 /// The board charts of a run's per-second series ([`RunCharts::drops`], `clock`,
 /// `temperature`): each chart only when it has something to show — a drop line only when it
 /// moved, clock and temperature only when the board has them.
-pub fn board_charts(s: &crate::board::counters::Series) -> (Chart, Chart, Chart) {
+pub(crate) fn board_charts(s: &crate::board::counters::Series) -> (Chart, Chart, Chart) {
     let t: Vec<f64> = s.t.clone();
     let n = t.len();
     let counts = |label: &str, v: &[u64]| {
@@ -208,7 +208,7 @@ pub fn board_charts(s: &crate::board::counters::Series) -> (Chart, Chart, Chart)
 
 /// Build a run's charts. `legs` are the legs of a multi-port run with their intervals (empty
 /// for other runs, whose own intervals are `iv`).
-pub fn build_charts(
+pub(crate) fn build_charts(
     iv: &[IntervalRow],
     legs: &[(RunRow, Vec<IntervalRow>)],
     cpus: &[CpuSampleRow],
@@ -271,7 +271,7 @@ pub fn build_charts(
 
 impl Chart {
     /// No time points.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.t.is_empty()
     }
 
@@ -283,7 +283,7 @@ impl Chart {
     /// figures and the verdict are computed from the stored data, not from the chart. A
     /// line with one value in a bucket shows it at both points, one with none has a gap.
     /// Charts with at most `max_points` points are returned as they are.
-    pub fn downsampled(self, max_points: usize) -> Chart {
+    pub(crate) fn downsampled(self, max_points: usize) -> Chart {
         let n = self.t.len();
         if n <= max_points.max(2) {
             return self;
@@ -343,11 +343,11 @@ impl Chart {
 }
 
 /// Most time points a chart of [`charts_of`] has (see [`Chart::downsampled`]).
-pub const MAX_CHART_POINTS: usize = 2000;
+pub(crate) const MAX_CHART_POINTS: usize = 2000;
 
 impl RunCharts {
     /// Every chart cut to at most `max_points` time points ([`Chart::downsampled`]).
-    pub fn downsampled(self, max_points: usize) -> RunCharts {
+    pub(crate) fn downsampled(self, max_points: usize) -> RunCharts {
         RunCharts {
             throughput: self.throughput.downsampled(max_points),
             cpu: self.cpu.downsampled(max_points),
@@ -363,7 +363,7 @@ impl RunCharts {
 /// The RTT chart of a latency run, ms on the run's time axis: one line for the ICMP probes
 /// (a lost probe is a gap) and one for the load's TCP RTT (TCP_INFO; the largest of the
 /// streams read at the same moment).
-pub fn rtt_chart(samples: &[crate::store::LatencySampleRow]) -> Chart {
+pub(crate) fn rtt_chart(samples: &[crate::store::LatencySampleRow]) -> Chart {
     let key = |t: f64| (t * 1000.0).round() as i64;
     let mut icmp: BTreeMap<i64, Option<f64>> = BTreeMap::new();
     let mut tcp: BTreeMap<i64, f64> = BTreeMap::new();
@@ -410,7 +410,7 @@ fn sample_source(run: &RunRow) -> (i64, Option<String>) {
 
 /// Ceiling and verdict for a run from its (or its parent's) samples. `None` for a multi-port
 /// run itself (each leg is judged on its own port).
-pub fn analyze_run(store: &Store, run: &RunRow) -> Option<Analysis> {
+pub(crate) fn analyze_run(store: &Store, run: &RunRow) -> Option<Analysis> {
     if run.kind.has_legs() {
         return None;
     }
@@ -554,7 +554,7 @@ fn timestamps_at_start(store: &Store, run: &RunRow) -> bool {
 /// All charts of run `id`, each with at most [`MAX_CHART_POINTS`] time points. Reads the
 /// run's intervals and samples (seconds for a long run): call it off the web server's
 /// workers.
-pub fn charts_of(store: &Store, run: &RunRow) -> RunCharts {
+pub(crate) fn charts_of(store: &Store, run: &RunRow) -> RunCharts {
     let iv = store.intervals(run.id).unwrap_or_default();
     let legs: Vec<(RunRow, Vec<IntervalRow>)> = if run.kind.has_legs() {
         store

@@ -10,11 +10,11 @@ use crate::store::Store;
 use serde::Serialize;
 
 /// Most columns one comparison may have.
-pub const MAX_COLUMNS: usize = 20;
+pub(crate) const MAX_COLUMNS: usize = 20;
 
 /// Why a comparison cannot be made.
 #[derive(Debug, Clone, PartialEq)]
-pub enum CompareError {
+pub(crate) enum CompareError {
     /// Nothing selected.
     Empty,
     /// Bad id list or too many ids.
@@ -39,7 +39,7 @@ impl std::fmt::Display for CompareError {
 }
 
 /// Parse "1,2,3" (spaces allowed) into ids, keeping order, dropping repeats.
-pub fn parse_ids(what: &str, s: &str) -> Result<Vec<i64>, CompareError> {
+pub(crate) fn parse_ids(what: &str, s: &str) -> Result<Vec<i64>, CompareError> {
     let mut out: Vec<i64> = Vec::new();
     for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let id: i64 = p
@@ -62,7 +62,7 @@ pub fn parse_ids(what: &str, s: &str) -> Result<Vec<i64>, CompareError> {
 
 /// One column of a comparison: a run or a suite.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Column {
+pub(crate) struct Column {
     /// "run" or "suite".
     pub kind: String,
     pub id: i64,
@@ -81,7 +81,7 @@ pub struct Column {
 
 impl Column {
     /// The header text: "Suite 4 · imx8 · 192.0.2.2 · 2026-11-30 12:00 UTC".
-    pub fn title(&self) -> String {
+    pub(crate) fn title(&self) -> String {
         let mut t = format!(
             "{} {}",
             if self.kind == "suite" { "Suite" } else { "Run" },
@@ -103,14 +103,14 @@ impl Column {
 
 /// One test row: its label and each column's figures (None where the column lacks it).
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct CompareRow {
+pub(crate) struct CompareRow {
     pub label: String,
     pub cells: Vec<Option<StepResult>>,
 }
 
 /// Runs or suites side by side.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Comparison {
+pub(crate) struct Comparison {
     /// "runs" or "suites".
     pub kind: String,
     pub columns: Vec<Column>,
@@ -124,7 +124,7 @@ fn minute(ms: i64) -> String {
 }
 
 /// Runs `ids` side by side (one test row per run label; the metric layout shows them).
-pub fn compare_runs(store: &Store, ids: &[i64]) -> Result<Comparison, CompareError> {
+pub(crate) fn compare_runs(store: &Store, ids: &[i64]) -> Result<Comparison, CompareError> {
     if ids.is_empty() {
         return Err(CompareError::Empty);
     }
@@ -160,7 +160,7 @@ pub fn compare_runs(store: &Store, ids: &[i64]) -> Result<Comparison, CompareErr
 }
 
 /// The column of one suite result.
-pub fn suite_column(r: &SuiteResult) -> Column {
+pub(crate) fn suite_column(r: &SuiteResult) -> Column {
     Column {
         kind: "suite".into(),
         id: r.suite.id,
@@ -175,7 +175,7 @@ pub fn suite_column(r: &SuiteResult) -> Column {
 
 /// Suites `ids` side by side: rows are the tests, matched by label (the n-th "TCP send" of
 /// one suite with the n-th of another), in the order they first appear.
-pub fn compare_suites(store: &Store, ids: &[i64]) -> Result<Comparison, CompareError> {
+pub(crate) fn compare_suites(store: &Store, ids: &[i64]) -> Result<Comparison, CompareError> {
     if ids.is_empty() {
         return Err(CompareError::Empty);
     }
@@ -191,7 +191,7 @@ pub fn compare_suites(store: &Store, ids: &[i64]) -> Result<Comparison, CompareE
 }
 
 /// Build the comparison of suite results already loaded.
-pub fn suites_side_by_side(results: &[SuiteResult]) -> Comparison {
+pub(crate) fn suites_side_by_side(results: &[SuiteResult]) -> Comparison {
     let mut keys: Vec<(String, usize)> = Vec::new();
     let mut rows: Vec<CompareRow> = Vec::new();
     for (c, r) in results.iter().enumerate() {
@@ -228,7 +228,7 @@ pub fn suites_side_by_side(results: &[SuiteResult]) -> Comparison {
 // ---------------------------------------------------------------- formatting
 
 /// Difference of `v` against `base` in percent, when `base` is positive.
-pub fn delta_percent(base: Option<f64>, v: Option<f64>) -> Option<f64> {
+pub(crate) fn delta_percent(base: Option<f64>, v: Option<f64>) -> Option<f64> {
     match (base, v) {
         (Some(b), Some(v)) if b > 0.0 => Some((v - b) / b * 100.0),
         _ => None,
@@ -282,7 +282,7 @@ fn retr_text(s: &StepResult) -> String {
 }
 
 /// " (+2.1 %)"; a change that rounds to zero shows as "+0.0" (never "-0.0").
-pub fn delta_text(d: Option<f64>) -> String {
+pub(crate) fn delta_text(d: Option<f64>) -> String {
     d.map(|d| {
         let d = if d.abs() < 0.05 { 0.0 } else { d };
         format!(" ({d:+.1} %)")
@@ -292,14 +292,14 @@ pub fn delta_text(d: Option<f64>) -> String {
 
 /// A table of text cells: what text, Markdown and HTML render.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Grid {
+pub(crate) struct Grid {
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
 }
 
 impl Grid {
     /// Rows become columns (the first header cell stays the corner).
-    pub fn transpose(&self) -> Grid {
+    pub(crate) fn transpose(&self) -> Grid {
         let ncol = self.header.len();
         let mut header = vec![self.header.first().cloned().unwrap_or_default()];
         header.extend(
@@ -322,7 +322,7 @@ impl Grid {
     }
 
     /// Aligned plain text (first column left, others right), one line per row.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let n = self.header.len();
         let mut w = vec![0usize; n];
         for r in std::iter::once(&self.header).chain(self.rows.iter()) {
@@ -354,7 +354,7 @@ impl Grid {
     }
 
     /// A GitHub-flavoured Markdown table (`|` in cells escaped, line breaks flattened).
-    pub fn markdown(&self) -> String {
+    pub(crate) fn markdown(&self) -> String {
         let row = |r: &Vec<String>| {
             let cells: Vec<String> = (0..self.header.len())
                 .map(|i| md_escape(r.get(i).map(String::as_str).unwrap_or("")))
@@ -374,7 +374,7 @@ impl Grid {
 }
 
 /// Escape a Markdown table cell.
-pub fn md_escape(s: &str) -> String {
+pub(crate) fn md_escape(s: &str) -> String {
     let s = s.replace('\\', "\\\\").replace('|', "\\|");
     s.split(['\r', '\n'])
         .filter(|l| !l.is_empty())
@@ -385,7 +385,7 @@ pub fn md_escape(s: &str) -> String {
 /// Quote a CSV field (RFC 4180): fields with a comma, quote or line break are quoted and
 /// quotes doubled; text starting with `=`, `+`, `-` or `@` gets a leading `'` so spreadsheets
 /// do not run it as a formula.
-pub fn csv_field(s: &str) -> String {
+pub(crate) fn csv_field(s: &str) -> String {
     let s = if s.starts_with(['=', '+', '-', '@']) {
         format!("'{s}")
     } else {
@@ -422,7 +422,7 @@ fn sent_text(s: &StepResult) -> String {
 
 /// One suite's own table, like seed 001's per-test results: test, target, sent, received
 /// (bitrate), retransmits, jitter, lost/total, loss, CPU (busiest core), status, run.
-pub fn suite_grid(r: &SuiteResult) -> Grid {
+pub(crate) fn suite_grid(r: &SuiteResult) -> Grid {
     let judged = r.steps.iter().any(|s| s.thresholds.is_some());
     let mut g = Grid {
         header: [
@@ -493,7 +493,7 @@ fn latency_text(s: &StepResult) -> String {
 /// The suite's verdict as lines for text and Markdown: "PASS: 8 of 8 tests passed the
 /// thresholds" or "FAIL: 1 of 8 tests failed" and one line per failing row with its reasons;
 /// empty without thresholds (or while running).
-pub fn verdict_lines(r: &SuiteResult) -> Vec<String> {
+pub(crate) fn verdict_lines(r: &SuiteResult) -> Vec<String> {
     let Some(v) = &r.verdict else {
         return Vec::new();
     };
@@ -516,7 +516,7 @@ pub fn verdict_lines(r: &SuiteResult) -> Vec<String> {
 
 /// Runs compared metric by metric: rows = metrics, columns = runs; the bitrate row shows
 /// the difference against the first run.
-pub fn metric_grid(c: &Comparison) -> Grid {
+pub(crate) fn metric_grid(c: &Comparison) -> Grid {
     let cells: Vec<Option<&StepResult>> = c
         .rows
         .first()
@@ -590,7 +590,7 @@ pub fn metric_grid(c: &Comparison) -> Grid {
 
 /// Suites compared test by test: rows = tests, columns = suites; each cell the bitrate (UDP:
 /// and loss), with the difference against the first suite.
-pub fn step_grid(c: &Comparison) -> Grid {
+pub(crate) fn step_grid(c: &Comparison) -> Grid {
     let mut header = vec!["Test".to_string()];
     header.extend(c.columns.iter().map(Column::title));
     let rows = c
@@ -654,7 +654,7 @@ fn ms_or_dash(v: Option<f64>) -> String {
 
 /// The grid a comparison is shown as: runs by metric; suites by test, or with
 /// `boards = true` one row per suite and one column per test (seed 001's summary layout).
-pub fn grid(c: &Comparison, boards: bool) -> Grid {
+pub(crate) fn grid(c: &Comparison, boards: bool) -> Grid {
     if c.kind == "runs" {
         metric_grid(c)
     } else if boards {
@@ -672,7 +672,7 @@ pub fn grid(c: &Comparison, boards: bool) -> Grid {
 /// idle_p50_ms, loaded_p50_ms, loaded_p99_ms, latency_increase_ms, rpm (empty otherwise),
 /// then lost_where (the loss ledger's headline, e.g. "board_qdisc eth0 12,001, unattributed
 /// 344"; empty for runs that lost nothing or have no ledger).
-pub fn csv(c: &Comparison) -> String {
+pub(crate) fn csv(c: &Comparison) -> String {
     let mut out = String::from("test,kind,id,board,peer,started,run_id,status,protocol,direction,target_bps,bitrate_bps,sender_bps,receiver_bps,retransmits,jitter_ms,lost,total,loss_percent,cpu_max_percent,delta_percent,verdict,reasons,idle_p50_ms,loaded_p50_ms,loaded_p99_ms,latency_increase_ms,rpm,lost_where\n");
     for r in &c.rows {
         let base = r
@@ -732,7 +732,7 @@ pub fn csv(c: &Comparison) -> String {
 }
 
 /// Markdown document of a comparison: a heading line and the table.
-pub fn markdown(c: &Comparison, boards: bool) -> String {
+pub(crate) fn markdown(c: &Comparison, boards: bool) -> String {
     let what = if c.kind == "runs" { "Runs" } else { "Suites" };
     let ids: Vec<String> = c.columns.iter().map(|x| x.id.to_string()).collect();
     format!(
@@ -743,7 +743,7 @@ pub fn markdown(c: &Comparison, boards: bool) -> String {
 }
 
 /// A suite's own table as Markdown, with a heading line (name, label, peer, date, status).
-pub fn suite_markdown(r: &SuiteResult) -> String {
+pub(crate) fn suite_markdown(r: &SuiteResult) -> String {
     let col = suite_column(r);
     let mut out = format!(
         "**{}** — {} ({})\n\n{}",
@@ -766,7 +766,7 @@ pub fn suite_markdown(r: &SuiteResult) -> String {
 }
 
 /// A suite's own table as CSV (the comparison CSV of this one suite).
-pub fn suite_csv(r: &SuiteResult) -> String {
+pub(crate) fn suite_csv(r: &SuiteResult) -> String {
     csv(&suites_side_by_side(std::slice::from_ref(r)))
 }
 

@@ -31,12 +31,13 @@ impl Evidence {
 }
 
 /// The header line of [`run_csv`].
-pub const CSV_HEADER: &str = "run_id,kind,stream,role,start,end,seconds,bytes,bits_per_second,retransmits,snd_cwnd,rtt_us,omitted,packets,lost,jitter_ms\n";
+pub(crate) const CSV_HEADER: &str = "run_id,kind,stream,role,start,end,seconds,bytes,bits_per_second,retransmits,snd_cwnd,rtt_us,omitted,packets,lost,jitter_ms\n";
 
 /// CSV of a run: one row per stream per interval, then the per-stream sender/receiver totals.
 /// Columns: kind, stream, role, start, end, seconds, bytes, bits_per_second, retransmits,
 /// snd_cwnd (bytes), rtt (µs), omitted.
-pub fn run_csv(run: &RunRow, intervals: &[IntervalRow], report: Option<&Report>) -> String {
+#[cfg(test)]
+pub(crate) fn run_csv(run: &RunRow, intervals: &[IntervalRow], report: Option<&Report>) -> String {
     match Evidence::of(run.kind) {
         Evidence::Trials => {
             return crate::results::rfc2544::trials_csv(
@@ -56,7 +57,7 @@ pub fn run_csv(run: &RunRow, intervals: &[IntervalRow], report: Option<&Report>)
 /// [`run_csv`] written to `w` with the intervals read one row at a time from `store`: memory
 /// stays bounded whatever the run's length. Errors: the store's, or `w`'s (e.g. the client
 /// went away), as text.
-pub fn write_run_csv(
+pub(crate) fn write_run_csv(
     w: &mut dyn Write,
     store: &Store,
     run: &RunRow,
@@ -170,7 +171,8 @@ fn rfc2544_json(run: &RunRow) -> serde_json::Value {
 
 /// The iperf3 `-J` document of a run: the stored report's, or (for a run that never got a
 /// report, e.g. cut by a restart) its stored intervals with the error.
-pub fn run_json(
+#[cfg(test)]
+pub(crate) fn run_json(
     run: &RunRow,
     intervals: &[IntervalRow],
     report: Option<&Report>,
@@ -200,7 +202,7 @@ pub fn run_json(
 /// its intervals read one row at a time from `store`, so memory stays bounded whatever the
 /// run's length (a run with a report holds it in memory already). Errors: the store's or
 /// `w`'s, as text.
-pub fn write_run_json(
+pub(crate) fn write_run_json(
     w: &mut dyn Write,
     store: &Store,
     run: &RunRow,

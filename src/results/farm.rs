@@ -19,7 +19,7 @@ use crate::results::verdict::step_word;
 /// Escape text for XML 1.0 attribute values and character data: `& < > " '` as entities,
 /// tabs / line breaks as character references (so attributes keep them), and characters XML
 /// 1.0 cannot carry at all (other C0 controls, U+FFFE, U+FFFF) replaced by U+FFFD.
-pub fn xml_escape(s: &str) -> String {
+pub(crate) fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -45,7 +45,7 @@ fn xml_text(s: &str) -> String {
 }
 
 /// A row passes when its verdict passes, or (no thresholds) when its test completed.
-pub fn row_passed(s: &StepResult) -> bool {
+pub(crate) fn row_passed(s: &StepResult) -> bool {
     match step_word(s) {
         "pass" => true,
         "fail" => false,
@@ -54,7 +54,7 @@ pub fn row_passed(s: &StepResult) -> bool {
 }
 
 /// Why a row failed, one sentence each (empty when it passed).
-pub fn row_reasons(s: &StepResult) -> Vec<String> {
+pub(crate) fn row_reasons(s: &StepResult) -> Vec<String> {
     if row_passed(s) {
         return Vec::new();
     }
@@ -76,7 +76,7 @@ fn seconds(s: &StepResult) -> f64 {
 }
 
 /// The measurements of a row as (key, value) in base units, the ones it has.
-pub fn measurements(s: &StepResult) -> Vec<(&'static str, String)> {
+pub(crate) fn measurements(s: &StepResult) -> Vec<(&'static str, String)> {
     let mut m = Vec::new();
     let mut put = |k: &'static str, v: Option<String>| {
         if let Some(v) = v {
@@ -122,7 +122,7 @@ pub fn measurements(s: &StepResult) -> Vec<(&'static str, String)> {
 
 /// The JUnit XML document of suite run `r`; `hostname` names the board (the testsuite's
 /// `hostname`). See the module doc for the layout.
-pub fn junit_xml(r: &SuiteResult, hostname: &str) -> String {
+pub(crate) fn junit_xml(r: &SuiteResult, hostname: &str) -> String {
     let failures = r.steps.iter().filter(|s| !row_passed(s)).count();
     let total: f64 = r.steps.iter().map(seconds).sum();
     let stamp = chrono::DateTime::from_timestamp_millis(r.suite.created_at)
@@ -219,7 +219,7 @@ pub fn junit_xml(r: &SuiteResult, hostname: &str) -> String {
 
 /// A LAVA test case id: only `A-Z a-z 0-9 _ . -`, other characters (spaces, ×) become `_`,
 /// runs of `_` collapse, at most 100 characters.
-pub fn test_id(s: &str) -> String {
+pub(crate) fn test_id(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars() {
         let c = if c.is_ascii_alphanumeric() || matches!(c, '.' | '-') {
@@ -236,7 +236,7 @@ pub fn test_id(s: &str) -> String {
 }
 
 /// One `<LAVA_SIGNAL_TESTCASE …>` line per row, in order.
-pub fn lava_lines(r: &SuiteResult) -> Vec<String> {
+pub(crate) fn lava_lines(r: &SuiteResult) -> Vec<String> {
     r.steps
         .iter()
         .map(|s| {

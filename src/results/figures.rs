@@ -7,7 +7,7 @@ use crate::model::RunFigures;
 
 /// The figures of an iperf 2 test for history: the main direction is the board's sending streams when
 /// there are any (iperf 2 clients' view), else its receiving ones.
-pub fn of_iperf2(o: &Outcome) -> RunFigures {
+pub(crate) fn of_iperf2(o: &Outcome) -> RunFigures {
     let send: Vec<&StreamResult> = o.streams.iter().filter(|s| s.sender).collect();
     let recv: Vec<&StreamResult> = o.streams.iter().filter(|s| !s.sender).collect();
     let main = if send.is_empty() { &recv } else { &send };
@@ -46,7 +46,7 @@ pub fn of_iperf2(o: &Outcome) -> RunFigures {
 /// has a receiver side), retransmits summed where known, UDP lost/total summed over streams
 /// with an expected count, loss % from those ([`crate::engine::udp::loss_percent`]) and jitter
 /// the streams' mean (ms).
-pub fn of_report(r: &Report) -> RunFigures {
+pub(crate) fn of_report(r: &Report) -> RunFigures {
     let mut f = RunFigures::default();
     let primary = r.streams.first().map(|s| s.local_sender).unwrap_or(true);
     let main: Vec<_> = r
@@ -113,7 +113,7 @@ pub fn of_report(r: &Report) -> RunFigures {
 /// Retransmits of a run from its stored intervals: the sum over the board's sending streams'
 /// intervals (each interval carries that stream's retransmits in it, from TCP_INFO); `None`
 /// when no interval carries a count (UDP, or a receiving side).
-pub fn retransmits_of(intervals: &[crate::store::IntervalRow]) -> Option<i64> {
+pub(crate) fn retransmits_of(intervals: &[crate::store::IntervalRow]) -> Option<i64> {
     let counts: Vec<i64> = intervals
         .iter()
         .filter(|i| i.sender)

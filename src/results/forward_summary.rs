@@ -29,7 +29,7 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Optio
 /// on once the test has ended.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct ForwardSummary {
+pub(crate) struct ForwardSummary {
     /// The peer agent on PC1 (its `/peer/v1/info` once it answered).
     pub peer: PeerRef,
     /// PC2: where the peer's test went.
@@ -71,12 +71,12 @@ pub struct ForwardSummary {
 
 impl ForwardSummary {
     /// A stored summary read back; the default when it is not one (`null`, a mistyped key).
-    pub fn of_summary(v: &serde_json::Value) -> ForwardSummary {
+    pub(crate) fn of_summary(v: &serde_json::Value) -> ForwardSummary {
         ForwardSummary::deserialize(v).unwrap_or_default()
     }
 
     /// The stored JSON (what `runs.summary_json` holds).
-    pub fn to_value(&self) -> serde_json::Value {
+    pub(crate) fn to_value(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
     }
 }
@@ -84,7 +84,7 @@ impl ForwardSummary {
 /// The whole summary of a monitor-only run (written once, when it ends).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct MonitorSummary {
+pub(crate) struct MonitorSummary {
     /// What was watched, free text.
     pub label: String,
     /// The seconds recorded, s.
@@ -102,12 +102,12 @@ pub struct MonitorSummary {
 
 impl MonitorSummary {
     /// A stored summary read back; the default when it is not one.
-    pub fn of_summary(v: &serde_json::Value) -> MonitorSummary {
+    pub(crate) fn of_summary(v: &serde_json::Value) -> MonitorSummary {
         MonitorSummary::deserialize(v).unwrap_or_default()
     }
 
     /// The stored JSON (what `runs.summary_json` holds).
-    pub fn to_value(&self) -> serde_json::Value {
+    pub(crate) fn to_value(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
     }
 }
@@ -115,7 +115,7 @@ impl MonitorSummary {
 /// The board's own figures of a forwarding or monitor-only run, as the pages and the text
 /// show them; empty for other kinds.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct BoardFigures {
+pub(crate) struct BoardFigures {
     /// Forwarded traffic per direction (forwarding runs).
     pub forwarded: Option<Forwarded>,
     /// Counter figures per port.
@@ -128,12 +128,12 @@ pub struct BoardFigures {
 
 impl BoardFigures {
     /// The board's figures of `run`, chosen by its kind.
-    pub fn of(run: &RunRow) -> BoardFigures {
+    pub(crate) fn of(run: &RunRow) -> BoardFigures {
         BoardFigures::of_summary(run.kind, &run.summary)
     }
 
     /// The board's figures of a run of `kind` whose stored summary is `summary`.
-    pub fn of_summary(kind: RunKind, summary: &serde_json::Value) -> BoardFigures {
+    pub(crate) fn of_summary(kind: RunKind, summary: &serde_json::Value) -> BoardFigures {
         match kind {
             RunKind::Forward => {
                 let s = ForwardSummary::of_summary(summary);
@@ -166,7 +166,7 @@ impl BoardFigures {
     }
 
     /// The peak conntrack count, when the kernel has conntrack.
-    pub fn conntrack_peak(&self) -> Option<i64> {
+    pub(crate) fn conntrack_peak(&self) -> Option<i64> {
         self.conntrack.as_ref().map(|c| c.peak)
     }
 }
@@ -174,7 +174,7 @@ impl BoardFigures {
 /// Counter deltas of one port over a run, and the rates they give.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct PortFigures {
+pub(crate) struct PortFigures {
     /// Bytes and packets received / sent over the run (as the kernel counts them: layer-2
     /// frames without FCS).
     pub rx_bytes: u64,
@@ -206,7 +206,7 @@ pub struct PortFigures {
 
 impl PortFigures {
     /// Fill the mean rates from the totals and `seconds` (0 when `seconds` is not positive).
-    pub fn fill_rates(&mut self) {
+    pub(crate) fn fill_rates(&mut self) {
         let per_s = |v: f64| {
             if self.seconds > 0.0 {
                 v / self.seconds
@@ -224,7 +224,7 @@ impl PortFigures {
 /// Forwarded traffic per direction, in the stored order: `"<ingress>-><egress>"` (PC1 → PC2)
 /// first, then the way back. Stored as a JSON object keyed by direction.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Forwarded(pub Vec<(String, ForwardedDir)>);
+pub(crate) struct Forwarded(pub Vec<(String, ForwardedDir)>);
 
 impl Serialize for Forwarded {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -260,7 +260,7 @@ impl<'de> Deserialize<'de> for Forwarded {
 /// `packets_per_second`, the peaks) and what came in on the near one (`received_*`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct ForwardedDir {
+pub(crate) struct ForwardedDir {
     pub bytes: u64,
     pub packets: u64,
     /// Bits/s and packets/s sent out of the far port, mean over the run.
@@ -282,7 +282,7 @@ pub struct ForwardedDir {
 /// and last readings (`None` without own readings).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Conntrack {
+pub(crate) struct Conntrack {
     pub peak: i64,
     pub samples: usize,
     pub start: Option<i64>,
@@ -292,7 +292,7 @@ pub struct Conntrack {
 /// One core's busy % (100 − idle − iowait) over the monitor's samples.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct CoreBusy {
+pub(crate) struct CoreBusy {
     pub cpu: i32,
     #[serde(deserialize_with = "f64_or_nan")]
     pub mean_busy_percent: f64,

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 /// with at least p % of the samples at or below it).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
 #[serde(default)]
-pub struct RttStats {
+pub(crate) struct RttStats {
     #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub p50: f64,
     #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
@@ -30,7 +30,7 @@ pub struct RttStats {
 
 impl RttStats {
     /// Statistics of `v` (any order); `None` when empty.
-    pub fn of(v: &[f64]) -> Option<RttStats> {
+    pub(crate) fn of(v: &[f64]) -> Option<RttStats> {
         let s = sorted_finite(v);
         Some(RttStats {
             p50: percentile(&s, 50.0)?,
@@ -46,7 +46,7 @@ impl RttStats {
 /// One phase of the run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(default)]
-pub struct Phase {
+pub(crate) struct Phase {
     /// "idle", "loaded" or "idle after".
     pub name: String,
     /// The load's direction in this phase: "none", "upload", "download" or "both".
@@ -86,7 +86,7 @@ pub struct Phase {
 /// receives); with load "both" the two legs of `iperf3 --bidir` apart.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(default)]
-pub struct DirectionLoad {
+pub(crate) struct DirectionLoad {
     /// Goodput, bits/s: the receiver's bytes over its time, summed over this direction's
     /// streams (the sender's where no receiver figures came).
     #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
@@ -102,7 +102,7 @@ pub struct DirectionLoad {
 /// Probe counts over the whole run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(default)]
-pub struct ProbeTotals {
+pub(crate) struct ProbeTotals {
     pub sent: u64,
     pub lost: u64,
     /// lost / sent, percent.
@@ -131,7 +131,7 @@ pub struct ProbeTotals {
 /// Lateness of the probe clock, µs.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
 #[serde(default)]
-pub struct LateStats {
+pub(crate) struct LateStats {
     #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub p50: f64,
     #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
@@ -144,7 +144,7 @@ pub struct LateStats {
 /// `runs::latency`, read back with [`LatencyResult::of_summary`]: the same bytes) and the
 /// `--json` document of `netperfd latency`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct LatencyResult {
+pub(crate) struct LatencyResult {
     /// Idle phase before the load.
     #[serde(default)]
     pub idle: Phase,
@@ -190,7 +190,7 @@ pub struct LatencyResult {
 /// The congestion control the load's sockets used, each side's (`null` when unknown).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(default)]
-pub struct Congestion {
+pub(crate) struct Congestion {
     pub sender: Option<String>,
     pub receiver: Option<String>,
 }
@@ -200,13 +200,13 @@ impl LatencyResult {
     /// not one (null: the run failed before it had a result; an object without `probes`:
     /// another kind's). Every other key defaults when absent (summaries stored before it was
     /// kept, partial ones); a NaN or infinite figure stored as `null` reads as NaN.
-    pub fn of_summary(v: &serde_json::Value) -> Option<LatencyResult> {
+    pub(crate) fn of_summary(v: &serde_json::Value) -> Option<LatencyResult> {
         LatencyResult::deserialize(v).ok()
     }
 }
 
 /// Inputs of [`summarize`].
-pub struct Inputs<'a> {
+pub(crate) struct Inputs<'a> {
     /// Every probe (answered and lost), any order.
     pub probes: &'a [Probe],
     /// TCP RTT samples of the load's sending streams: (seconds since start, ms).
@@ -276,7 +276,7 @@ fn phase(
 /// Where the queue a latency run implies sits, and its size.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(default)]
-pub struct QueueEstimate {
+pub(crate) struct QueueEstimate {
     /// Bytes queued at the loaded p50: Σ over the sized directions of delay growth (s) ×
     /// goodput (bits/s) ÷ 8.
     #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
@@ -312,7 +312,7 @@ const OWD_QUEUE_FLOOR_MS: f64 = 1.0;
 /// `increase_ms` is the ICMP p50 increase, `owd` the loaded − idle one-way delay p50s (ms),
 /// `up`/`down` each direction's goodput (bits/s), `total` the load's goodput. `None` when no
 /// increase or no goodput is known, or the increase is not positive.
-pub fn queue_estimate(
+pub(crate) fn queue_estimate(
     increase_ms: Option<f64>,
     owd: Option<&crate::results::owd::OwdIncrease>,
     direction: &str,
@@ -365,7 +365,7 @@ pub fn queue_estimate(
 
 /// The words for an increase: "latency under load grows by 98 ms (p50 0.05 → 98 ms): a
 /// 1.19 MB queue upstream at 95.1 Mbit/s".
-pub fn verdict(
+pub(crate) fn verdict(
     idle_p50: Option<f64>,
     loaded_p50: Option<f64>,
     queue: Option<&QueueEstimate>,
@@ -423,7 +423,7 @@ pub fn verdict(
 /// flat … no standing queue" becomes a caution when `notes` ([`fill_notes`]) say the load may
 /// not have filled the queue — a flat line is then not a pass. With its tone: "good" (under
 /// 5 ms and nothing speaks against the load), "warn" (30 ms and more), or "".
-pub fn headline(
+pub(crate) fn headline(
     verdict: &str,
     increase_ms: Option<f64>,
     notes: &[String],
@@ -445,7 +445,7 @@ pub fn headline(
 }
 
 /// Compute the result of a run.
-pub fn summarize(i: &Inputs<'_>) -> LatencyResult {
+pub(crate) fn summarize(i: &Inputs<'_>) -> LatencyResult {
     let idle = phase("idle", "none", 0.0, i.load_start, i, None);
     let loaded = phase(
         "loaded",
@@ -532,7 +532,7 @@ pub fn summarize(i: &Inputs<'_>) -> LatencyResult {
 /// A latency run's headline figures as suite and compare tables show them, read from the
 /// run's stored summary (a [`LatencyResult`]). All RTTs are ICMP echo RTTs, ms.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Default)]
-pub struct LatencyFigures {
+pub(crate) struct LatencyFigures {
     /// Idle phase (before the load) RTT p50, ms.
     pub idle_p50_ms: Option<f64>,
     /// Loaded phase RTT p50 and p99, ms.
@@ -552,12 +552,12 @@ pub struct LatencyFigures {
 impl LatencyFigures {
     /// The figures of a stored summary; `None` when it is not a latency result (e.g. the run
     /// is still running, or failed before it had one).
-    pub fn of_summary(v: &serde_json::Value) -> Option<LatencyFigures> {
+    pub(crate) fn of_summary(v: &serde_json::Value) -> Option<LatencyFigures> {
         LatencyResult::of_summary(v).map(|r| LatencyFigures::of(&r))
     }
 
     /// The figures of a latency result.
-    pub fn of(r: &LatencyResult) -> LatencyFigures {
+    pub(crate) fn of(r: &LatencyResult) -> LatencyFigures {
         LatencyFigures {
             idle_p50_ms: r.idle.rtt_ms.map(|s| s.p50),
             loaded_p50_ms: r.loaded.rtt_ms.map(|s| s.p50),
@@ -572,7 +572,7 @@ impl LatencyFigures {
 
     /// One line for tables: "idle p50 0.06 ms · loaded p50 83.0 ms, p99 104.2 ms · +82.9 ms ·
     /// RPM 722 · 95.3 Mbit/s"; "—" for a figure that is unknown.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let ms = |v: Option<f64>| match v {
             Some(v) if v.abs() < 10.0 => format!("{v:.2} ms"),
             Some(v) => format!("{v:.1} ms"),
@@ -598,7 +598,10 @@ impl LatencyFigures {
 /// The congestion control of a latency run's load in words: what was asked (`-C`) or, when
 /// nothing was, what the sending streams used (the run's `summary.congestion`, read from the
 /// sockets); `None` when neither is known (runs recorded before it was kept).
-pub fn congestion_text(used: Option<&Congestion>, params: &serde_json::Value) -> Option<String> {
+pub(crate) fn congestion_text(
+    used: Option<&Congestion>,
+    params: &serde_json::Value,
+) -> Option<String> {
     let sender = used
         .and_then(|c| c.sender.clone())
         .filter(|c| !c.is_empty());
@@ -629,7 +632,7 @@ pub fn congestion_text(used: Option<&Congestion>, params: &serde_json::Value) ->
 /// [`crate::spec::latency::FILLING_STREAMS`] streams per direction, BBR (which keeps queues
 /// short by design), a loaded phase under 5 s. From the run's `params` and the congestion
 /// control its load used (its summary's).
-pub fn fill_notes(used: Option<&Congestion>, params: &serde_json::Value) -> Vec<String> {
+pub(crate) fn fill_notes(used: Option<&Congestion>, params: &serde_json::Value) -> Vec<String> {
     let mut out = Vec::new();
     let streams = params["streams"].as_u64().unwrap_or(1);
     let want = crate::spec::latency::FILLING_STREAMS as u64;

@@ -25,18 +25,18 @@ use crate::model::RunDirection;
 use serde::{Deserialize, Serialize};
 
 /// The unit of a place that counts datagrams (see the module doc).
-pub const DATAGRAMS: &str = "datagrams";
+pub(crate) const DATAGRAMS: &str = "datagrams";
 /// The unit of a qdisc's drops: one skb is one datagram or a GSO batch of several.
-pub const SKBS: &str = "skbs";
+pub(crate) const SKBS: &str = "skbs";
 /// The unit of IP reassembly failures (`Ip ReasmFails` of `/proc/net/snmp`): the kernel
 /// counts one per fragment it could not queue (reassembly memory full) and one per datagram
 /// whose reassembly it gave up (a fragment missing at the timeout), so they are neither
 /// datagrams nor fragments and are not added up with the datagrams.
-pub const REASSEMBLY_FAILURES: &str = "reassembly failures";
+pub(crate) const REASSEMBLY_FAILURES: &str = "reassembly failures";
 
 /// Where datagrams were dropped, as counted by one counter.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Place {
+pub(crate) struct Place {
     /// `board_qdisc`, `board_nic`, `board_softnet`, `board_socket`, or the same of the
     /// peer (`peer_qdisc`, …).
     pub place: String,
@@ -64,14 +64,14 @@ pub struct Place {
 impl Place {
     /// Whether `packets` counts datagrams (ledgers stored before the unit was said count as
     /// they did then).
-    pub fn in_datagrams(&self) -> bool {
+    pub(crate) fn in_datagrams(&self) -> bool {
         self.unit != SKBS && self.unit != REASSEMBLY_FAILURES
     }
 }
 
 /// A run's lost datagrams and the places that account for them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LossLedger {
+pub(crate) struct LossLedger {
     /// Datagrams the receiver counted lost.
     pub lost: u64,
     /// The unit of `lost` and `unattributed`: [`DATAGRAMS`] (empty in ledgers stored before
@@ -99,7 +99,7 @@ fn is_zero(n: &u64) -> bool {
 
 impl LossLedger {
     /// Datagrams the places add up to (places still in skbs left out).
-    pub fn attributed(&self) -> u64 {
+    pub(crate) fn attributed(&self) -> u64 {
         self.places
             .iter()
             .filter(|p| p.in_datagrams())
@@ -109,7 +109,7 @@ impl LossLedger {
 
     /// Datagrams the places hold at least: [`LossLedger::attributed`] plus one per skb of the
     /// places still in skbs (a skb holds one datagram or more).
-    pub fn at_least(&self) -> u64 {
+    pub(crate) fn at_least(&self) -> u64 {
         self.places
             .iter()
             .filter(|p| p.unit != REASSEMBLY_FAILURES)
@@ -119,13 +119,13 @@ impl LossLedger {
 
     /// The places add up to more than the run lost (the counters are host-wide: other
     /// traffic ran at the same time and is in the figures); `unattributed` was clamped to 0.
-    pub fn overcounted(&self) -> bool {
+    pub(crate) fn overcounted(&self) -> bool {
         self.attributed() > self.lost
     }
 
     /// Some place is counted in skbs (its datagrams could not be told): part of
     /// `unattributed` may be in it.
-    pub fn has_skbs(&self) -> bool {
+    pub(crate) fn has_skbs(&self) -> bool {
         self.places.iter().any(|p| p.unit == SKBS)
     }
 }
@@ -133,7 +133,7 @@ impl LossLedger {
 /// Which of the board's places a run's datagrams passed: the board sent (its egress queues),
 /// received (NIC, softnet, socket), both, or forwarded them (everything but the socket).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Path {
+pub(crate) enum Path {
     Sent,
     Received,
     Both,
@@ -143,7 +143,7 @@ pub enum Path {
 impl Path {
     /// The path of a run from its direction (board's view: send / receive / bidir) and
     /// whether it was a forwarding run.
-    pub fn of(direction: &RunDirection, forwarding: bool) -> Path {
+    pub(crate) fn of(direction: &RunDirection, forwarding: bool) -> Path {
         match (forwarding, direction) {
             (true, _) => Path::Forwarded,
             (_, RunDirection::Send) => Path::Sent,
@@ -168,7 +168,7 @@ impl Path {
 
 /// What the ledger knows of a run's own datagrams, to turn a qdisc's skbs into datagrams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Flow {
+pub(crate) struct Flow {
     /// UDP payload bytes of one datagram (the run's `-l`); 0 = unknown (no conversion).
     pub payload: u64,
     /// Header bytes of one datagram as ports and qdiscs count them: link (Ethernet, 14) +
@@ -190,7 +190,7 @@ pub struct Flow {
 impl Flow {
     /// The flow of UDP datagrams of `payload` bytes over IPv4 or IPv6 on Ethernet ports,
     /// `sent` of them sent by this host (when it sent).
-    pub fn udp(payload: u64, ipv6: bool, sent: Option<u64>) -> Flow {
+    pub(crate) fn udp(payload: u64, ipv6: bool, sent: Option<u64>) -> Flow {
         Flow {
             payload,
             headers: 14 + if ipv6 { 40 } else { 20 } + 8,
@@ -201,13 +201,13 @@ impl Flow {
     }
 
     /// The flow with this host's sender's local refusals (see [`Flow::dropped_locally`]).
-    pub fn with_dropped_locally(mut self, n: Option<u64>) -> Flow {
+    pub(crate) fn with_dropped_locally(mut self, n: Option<u64>) -> Flow {
         self.dropped_locally = n;
         self
     }
 
     /// The flow with this host's receiver count (see [`Flow::received`]).
-    pub fn with_received(mut self, received: Option<u64>) -> Flow {
+    pub(crate) fn with_received(mut self, received: Option<u64>) -> Flow {
         self.received = received;
         self
     }
@@ -233,7 +233,7 @@ impl Flow {
 /// read (a row stored before they were kept), or a result below the qdisc's own skb count
 /// (every dropped skb holds at least one datagram: the figures do not add up, e.g. other
 /// traffic through the qdisc). At least the skb count, at most `entered`.
-pub fn qdisc_datagrams(q: &Qdisc, entered: u64, f: &Flow) -> Option<u64> {
+pub(crate) fn qdisc_datagrams(q: &Qdisc, entered: u64, f: &Flow) -> Option<u64> {
     let wire = i128::from(f.wire()?);
     if q.sent_bytes == 0 && q.sent_packets == 0 {
         return None;
@@ -258,7 +258,12 @@ pub fn qdisc_datagrams(q: &Qdisc, entered: u64, f: &Flow) -> Option<u64> {
 /// less those dropped before the socket (`before`: NIC and softnet drops). `None` when that
 /// cannot be told (no payload size or receiver count) or the figures do not add up (fewer
 /// than one datagram per skb, e.g. other traffic on the ports); at most what arrived.
-pub fn socket_datagrams(rcvbuf_errors: u64, rx: (u64, u64), before: u64, f: &Flow) -> Option<u64> {
+pub(crate) fn socket_datagrams(
+    rcvbuf_errors: u64,
+    rx: (u64, u64),
+    before: u64,
+    f: &Flow,
+) -> Option<u64> {
     let arrived = f.received(rx.0, rx.1)?;
     let lost = arrived.checked_sub(f.received?)?.saturating_sub(before);
     // Noise of a few datagrams (a control packet, rounding) below the skb count is allowed.
@@ -273,7 +278,13 @@ pub fn socket_datagrams(rcvbuf_errors: u64, rx: (u64, u64), before: u64, f: &Flo
 /// datagrams (see [`qdisc_datagrams`]): for a run this host sent (on one port) what entered
 /// the egress qdisc is `flow.sent`; for a forwarded run, the datagrams received on the run's
 /// other ports less softnet drops.
-pub fn ledger(lost: u64, path: Path, ports: &[String], d: &BoardDelta, flow: &Flow) -> LossLedger {
+pub(crate) fn ledger(
+    lost: u64,
+    path: Path,
+    ports: &[String],
+    d: &BoardDelta,
+    flow: &Flow,
+) -> LossLedger {
     let mut l = places_of(lost, path, ports, d, flow);
     if path != Path::Forwarded {
         l.dropped_locally = flow.dropped_locally.unwrap_or(0);
@@ -431,7 +442,7 @@ fn finish(lost: u64, mut places: Vec<Place>) -> LossLedger {
 /// qdisc's own skb count in `counted`) for the other side's ledger. `direction` is this
 /// side's (`send`, `receive`, `bidir`), `ports` the test's ports on this host, `flow` the
 /// test's datagrams (its `sent`: this side's own sender count).
-pub fn peer_drops(
+pub(crate) fn peer_drops(
     direction: &str,
     ports: &[String],
     d: &BoardDelta,
@@ -465,7 +476,7 @@ const PEER_TEXT: usize = 120;
 /// are left out. A peer that did not say its unit (netperfd before units were said) counted
 /// a qdisc's drops in skbs, everything else in datagrams; a unit other than those two is
 /// taken as skbs (not added up). `unattributed` is recomputed.
-pub fn with_peer(mut l: LossLedger, drops: &serde_json::Value) -> LossLedger {
+pub(crate) fn with_peer(mut l: LossLedger, drops: &serde_json::Value) -> LossLedger {
     let list = drops.as_array().map(Vec::as_slice).unwrap_or_default();
     for v in list.iter().take(PEER_PLACES) {
         let Ok(p) = serde_json::from_value::<Place>(v.clone()) else {
@@ -522,7 +533,7 @@ const FRAME_OVERHEAD: u64 = 90;
 /// count), the `headers` bytes each carries as ports count them (see [`Flow::headers`]), and
 /// where they passed: `path` on the board's `ports`.
 #[derive(Debug, Clone, Copy)]
-pub struct RunFrames<'a> {
+pub(crate) struct RunFrames<'a> {
     pub datagrams: u64,
     pub headers: u64,
     pub path: Path,
@@ -546,7 +557,7 @@ pub struct RunFrames<'a> {
 /// Without `frames` (TCP, whose segments and ACKs are not counted) [`FRAME_OVERHEAD`] is
 /// allowed per packet of every port. `Some(bytes)` when that is over 1 MiB and over 5 % of
 /// the run's own; `None` otherwise or when the ports' traffic was not read.
-pub fn other_traffic(
+pub(crate) fn other_traffic(
     d: &BoardDelta,
     run_bytes: u64,
     crossings: u64,
@@ -589,7 +600,7 @@ pub fn other_traffic(
 }
 
 /// The sentence of [`other_traffic`]: "Other traffic at the same time: …".
-pub fn other_traffic_sentence(extra: u64, run_bytes: u64) -> String {
+pub(crate) fn other_traffic_sentence(extra: u64, run_bytes: u64) -> String {
     format!(
         "Other traffic at the same time: the board's ports moved {} beyond the run's own {} — the counters here are host-wide and may include it",
         crate::model::display::size(extra as f64),
@@ -601,7 +612,7 @@ pub fn other_traffic_sentence(extra: u64, run_bytes: u64) -> String {
 /// and its datagrams (a place still in skbs says so), then what is unattributed —
 /// "board_qdisc eth0 12,001, unattributed 344", "board_qdisc eth0 884 skbs, unattributed
 /// 8,000", "not on the board: 500". `None` when nothing was lost.
-pub fn headline(l: &LossLedger) -> Option<String> {
+pub(crate) fn headline(l: &LossLedger) -> Option<String> {
     if l.lost == 0 {
         return None;
     }
@@ -681,7 +692,7 @@ fn trivial(packets: u64, lost: u64) -> bool {
 /// What the ledger and the board's counters say, one sentence per place that moved and per
 /// clock or temperature worth a word, with what to try. Empty when nothing was lost and
 /// nothing on the board is worth saying.
-pub fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
+pub(crate) fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
     let mut out = Vec::new();
     let lost = count(l.lost);
     // The datagrams this host refused its own sender: first when they outnumber the lost
@@ -865,7 +876,7 @@ pub fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
 /// Sentences about the board's state that stand whether or not datagrams were lost: softnet
 /// time_squeeze (and on which CPU the ports' IRQs ran), cores below their top clock, thermal
 /// zones at a trip point.
-pub fn board_notes(d: &BoardDelta) -> Vec<String> {
+pub(crate) fn board_notes(d: &BoardDelta) -> Vec<String> {
     let mut out = Vec::new();
     let squeezed: Vec<u32> = d
         .softnet

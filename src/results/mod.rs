@@ -4,25 +4,25 @@
 //! alike (`suite_notes`); PASS / FAIL of suite runs against their
 //! thresholds (`verdict`) and their JUnit / LAVA forms (`farm`). Reads the store; never measures or renders HTML.
 
-pub mod analysis;
-pub mod charts;
-pub mod compare;
-pub mod export;
-pub mod farm;
-pub mod figures;
-pub mod forward_summary;
-pub mod json;
-pub mod latency;
-pub mod ledger;
-pub mod multi_summary;
-pub mod owd;
-pub mod rfc2544;
-pub mod rfc2544_params;
-pub mod rfc2544_summary;
-pub mod shaper;
-pub mod shortfall;
-pub mod suite_notes;
-pub mod suite_table;
-pub mod text;
-pub mod verdict;
-pub mod view;
+pub(crate) mod analysis;
+pub(crate) mod charts;
+pub(crate) mod compare;
+pub(crate) mod export;
+pub(crate) mod farm;
+pub(crate) mod figures;
+pub(crate) mod forward_summary;
+pub(crate) mod json;
+pub(crate) mod latency;
+pub(crate) mod ledger;
+pub(crate) mod multi_summary;
+pub(crate) mod owd;
+pub(crate) mod rfc2544;
+pub(crate) mod rfc2544_params;
+pub(crate) mod rfc2544_summary;
+pub(crate) mod shaper;
+pub(crate) mod shortfall;
+pub(crate) mod suite_notes;
+pub(crate) mod suite_table;
+pub(crate) mod text;
+pub(crate) mod verdict;
+pub(crate) mod view;

@@ -13,7 +13,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 /// The whole summary of a multi-port run: each leg's result, and their sums.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct MultiSummary {
+pub(crate) struct MultiSummary {
     /// One row per leg, in the order the legs were given.
     pub legs: Vec<LegResult>,
     /// The sums over the legs (the board's aggregate).
@@ -22,12 +22,13 @@ pub struct MultiSummary {
 
 impl MultiSummary {
     /// A stored summary read back; the default when it is not one.
-    pub fn of_summary(v: &serde_json::Value) -> MultiSummary {
+    #[cfg(test)]
+    pub(crate) fn of_summary(v: &serde_json::Value) -> MultiSummary {
         MultiSummary::deserialize(v).unwrap_or_default()
     }
 
     /// The stored JSON (what `runs.summary_json` holds).
-    pub fn to_value(&self) -> serde_json::Value {
+    pub(crate) fn to_value(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
     }
 }
@@ -36,7 +37,7 @@ impl MultiSummary {
 /// failed (as a stored run whose status word does not read, `RunRow::invalid`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
-pub struct LegResult {
+pub(crate) struct LegResult {
     /// The leg's own run.
     pub id: i64,
     /// Board port (interface).
@@ -80,7 +81,7 @@ impl Default for LegResult {
 /// Sums over the legs; `None` (stored `null`) when a leg lacks the figure.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
-pub struct Aggregate {
+pub(crate) struct Aggregate {
     /// Bits/s.
     pub sender_bps: Option<f64>,
     /// Bits/s (goodput).
@@ -91,7 +92,7 @@ pub struct Aggregate {
 /// What a multi-port run was asked for (its stored `params`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct MultiParams {
+pub(crate) struct MultiParams {
     /// The longest leg's duration, s.
     pub time: u32,
     /// Streams over every leg.
@@ -102,12 +103,12 @@ pub struct MultiParams {
 
 impl MultiParams {
     /// Stored parameters read back; the default (no legs) when they are not these.
-    pub fn of_params(v: &serde_json::Value) -> MultiParams {
+    pub(crate) fn of_params(v: &serde_json::Value) -> MultiParams {
         MultiParams::deserialize(v).unwrap_or_default()
     }
 
     /// The stored JSON (what `runs.params_json` holds).
-    pub fn to_value(&self) -> serde_json::Value {
+    pub(crate) fn to_value(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
     }
 }
@@ -115,7 +116,7 @@ impl MultiParams {
 /// One leg as asked for.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct LegParams {
+pub(crate) struct LegParams {
     /// The board port the leg is bound to.
     pub port: Option<String>,
     /// The server's host and port.

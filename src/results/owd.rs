@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 /// p50 / p99 of a set of delays, ms (nearest rank, as the RTT statistics).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
 #[serde(default)]
-pub struct Pct {
+pub(crate) struct Pct {
     #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub p50: f64,
     #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
@@ -27,7 +27,7 @@ pub struct Pct {
 
 impl Pct {
     /// Of `v` (any order); `None` when empty.
-    pub fn of(v: &[f64]) -> Option<Pct> {
+    pub(crate) fn of(v: &[f64]) -> Option<Pct> {
         let s = sorted_finite(v);
         Some(Pct {
             p50: percentile(&s, 50.0)?,
@@ -42,7 +42,7 @@ impl Pct {
 /// turnaround, ms (absolute: comparable with the ICMP RTT).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
 #[serde(default)]
-pub struct PhaseOwd {
+pub(crate) struct PhaseOwd {
     pub up: Option<Pct>,
     pub down: Option<Pct>,
     pub rtt: Option<Pct>,
@@ -51,7 +51,7 @@ pub struct PhaseOwd {
 /// The increase of each direction's p50 under load (loaded − idle, ms).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
 #[serde(default)]
-pub struct OwdIncrease {
+pub(crate) struct OwdIncrease {
     #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub up: f64,
     #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
@@ -61,7 +61,7 @@ pub struct OwdIncrease {
 /// What became of the echo over the run (the result's `echo` key).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(default)]
-pub struct EchoSummary {
+pub(crate) struct EchoSummary {
     /// The peer's UDP echo port.
     pub port: u16,
     /// Whether the peer answered the echo.
@@ -82,7 +82,7 @@ pub struct EchoSummary {
 
 /// Idle-phase minimum of each direction, ns: `(up, down)`; `None` without an answered probe
 /// sent before `load_start` (s since the run started).
-pub fn bases(samples: &[EchoSample], load_start: f64) -> Option<(i64, i64)> {
+pub(crate) fn bases(samples: &[EchoSample], load_start: f64) -> Option<(i64, i64)> {
     let idle: Vec<&EchoSample> = samples.iter().filter(|s| s.t < load_start).collect();
     let up = idle.iter().map(|s| s.up_ns).min()?;
     let down = idle.iter().map(|s| s.down_ns).min()?;
@@ -90,7 +90,7 @@ pub fn bases(samples: &[EchoSample], load_start: f64) -> Option<(i64, i64)> {
 }
 
 /// One phase's delays: the samples sent in `[start, end)` s, relative to `base` (ns).
-pub fn phase(
+pub(crate) fn phase(
     samples: &[EchoSample],
     base: Option<(i64, i64)>,
     start: f64,
@@ -117,7 +117,7 @@ pub fn phase(
 }
 
 /// loaded p50 − idle p50 per direction; `None` when either phase lacks one.
-pub fn increase(idle: Option<&PhaseOwd>, loaded: Option<&PhaseOwd>) -> Option<OwdIncrease> {
+pub(crate) fn increase(idle: Option<&PhaseOwd>, loaded: Option<&PhaseOwd>) -> Option<OwdIncrease> {
     let (i, l) = (idle?, loaded?);
     Some(OwdIncrease {
         up: l.up?.p50 - i.up?.p50,
@@ -126,7 +126,7 @@ pub fn increase(idle: Option<&PhaseOwd>, loaded: Option<&PhaseOwd>) -> Option<Ow
 }
 
 /// The `echo` summary of a run from the prober's stats (`None`: the echo was not tried).
-pub fn summary(st: &EchoStats, base: Option<(i64, i64)>) -> EchoSummary {
+pub(crate) fn summary(st: &EchoStats, base: Option<(i64, i64)>) -> EchoSummary {
     let replies = st.samples.len() as u64;
     let answered = replies > 0;
     let note = if !answered {
@@ -157,7 +157,7 @@ pub fn summary(st: &EchoStats, base: Option<(i64, i64)>) -> EchoSummary {
 /// "One-way down (peer → board)" with p50 / p99 per phase (ms above the idle minimum) and the
 /// increase under load, the echo's round trip, or one "UDP echo" row saying why there are none.
 /// Empty when the run did not try the echo (older runs).
-pub fn facts(s: &serde_json::Value) -> Vec<(String, String)> {
+pub(crate) fn facts(s: &serde_json::Value) -> Vec<(String, String)> {
     let echo = &s["echo"];
     if !echo.is_object() {
         return Vec::new();

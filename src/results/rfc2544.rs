@@ -43,38 +43,38 @@
 use serde::{Deserialize, Serialize};
 
 /// A trial whose generator offered less than this share of the asked rate could not offer it.
-pub const GENERATOR_SHORT: f64 = 0.99;
+pub(crate) const GENERATOR_SHORT: f64 = 0.99;
 /// Frames missing after the last one the receiver saw are lost only beyond this much of the
 /// trial's rate, s (what may still be in flight at TEST_END).
-pub const TAIL_GRACE_S: f64 = 0.1;
+pub(crate) const TAIL_GRACE_S: f64 = 0.1;
 /// The smallest offered / asked share [`Search`] makes up by asking for more (a busy core's
 /// shortfall); below it the generator is at its ceiling.
-pub const MIN_GAIN: f64 = 0.9;
+pub(crate) const MIN_GAIN: f64 = 0.9;
 /// A generator that offers this much less than the search meant it to, and no more than the
 /// last pass, has met its ceiling at once (a busy core's wobble is 1–2 % in 1 s trials).
-pub const CEILING_MISS: f64 = 0.05;
+pub(crate) const CEILING_MISS: f64 = 0.05;
 /// Most trials one throughput search may run (a search to 0.01 % takes 14).
-pub const MAX_SEARCH_TRIALS: usize = 30;
+pub(crate) const MAX_SEARCH_TRIALS: usize = 30;
 /// A generator that fell further behind its schedule than this, ms, sent the frames it owed
 /// as a burst above the trial's rate (see the module doc). 5 ms: an unloaded PC's wake-ups
 /// are late by well under 1 ms and a loaded one's by a few ms, while a DUT is expected to
 /// hold at least a few ms of its own forwarding rate (the lab's 100 Mbit/s shaper holds
 /// 10.5 ms; Linux's default 1,000-packet queue 40 ms of 512-byte frames at 100 Mbit/s), so a
 /// lag below it does not explain a loss and is not worth a repeat.
-pub const LAG_LIMIT_MS: f64 = 5.0;
+pub(crate) const LAG_LIMIT_MS: f64 = 5.0;
 /// A lagged trial's loss is set against the generator's burst only when it is at most this
 /// many times the frames it owed at its largest lag (`lag × offered frames/s`): one stall is
 /// measured, a trial may hold two or so; a larger loss is the DUT's at that rate whatever the
 /// burst (the search far above the knee is not slowed by repeats).
-pub const LAG_LOSS_SHARE: f64 = 2.0;
+pub(crate) const LAG_LOSS_SHARE: f64 = 2.0;
 /// A failed trial whose generator lagged is run again at the same rate up to this many
 /// times; when every try lagged, the rate is the generator's limit (a lower bound).
-pub const LAG_REPEATS: u32 = 2;
+pub(crate) const LAG_REPEATS: u32 = 2;
 
 /// Whose limit a trial showed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Bound {
+pub(crate) enum Bound {
     /// The board (the device under test) dropped the frames.
     Dut,
     /// The generating PC could not offer the rate, or lost frames before the board.
@@ -84,17 +84,8 @@ pub enum Bound {
 }
 
 impl Bound {
-    /// Words for people: "the board", "the generating PC", "the receiving PC".
-    pub fn words(self) -> &'static str {
-        match self {
-            Bound::Dut => "the board",
-            Bound::Generator => "the generating PC",
-            Bound::Receiver => "the receiving PC",
-        }
-    }
-
     /// The stored word (serde's): "dut", "generator", "receiver".
-    pub fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Bound::Dut => "dut",
             Bound::Generator => "generator",
@@ -106,7 +97,7 @@ impl Bound {
 /// What one trial counted: the generator's and receiver's figures from the iperf3 test, and
 /// the board's port counters over it as frames (see the module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct TrialCounts {
+pub(crate) struct TrialCounts {
     /// Frames/s asked of the generator.
     pub target_fps: f64,
     /// Datagrams the generator sent.
@@ -134,7 +125,7 @@ pub struct TrialCounts {
 /// A judged trial: the evidence that is stored for every trial.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     /// Frames/s the generator actually sent (offered / seconds).
     pub offered_fps: f64,
     /// Frames counted lost (see the module doc).
@@ -157,7 +148,7 @@ pub struct Verdict {
 }
 
 /// Judge one trial's counts with `allowed` loss (fraction of frames).
-pub fn judge(c: &TrialCounts, allowed: f64) -> Verdict {
+pub(crate) fn judge(c: &TrialCounts, allowed: f64) -> Verdict {
     let offered_fps = if c.seconds > 0.0 {
         c.offered as f64 / c.seconds
     } else {
@@ -172,7 +163,7 @@ pub fn judge(c: &TrialCounts, allowed: f64) -> Verdict {
 
 /// Whether a generator that lagged `lag_ms` at `offered_fps` may have caused a loss of
 /// `lost` frames by its catch-up burst (see [`LAG_LIMIT_MS`], [`LAG_LOSS_SHARE`]).
-pub fn lag_explains(lag_ms: f64, offered_fps: f64, lost: u64) -> bool {
+pub(crate) fn lag_explains(lag_ms: f64, offered_fps: f64, lost: u64) -> bool {
     if !lag_ms.is_finite() || lag_ms <= LAG_LIMIT_MS || !offered_fps.is_finite() {
         return false;
     }
@@ -188,7 +179,7 @@ pub fn lag_explains(lag_ms: f64, offered_fps: f64, lost: u64) -> bool {
 /// [`B2B_MIN_LAG_MS`]), or that sent fewer frames than asked, did not arrive at the rate and
 /// is `generator_short`. Its `offered_fps` is `frames sent / (burst time at the rate + lag)`,
 /// the slowest the burst can have gone.
-pub fn judge_burst(c: &TrialCounts, burst: u64, lag_ms: f64) -> Verdict {
+pub(crate) fn judge_burst(c: &TrialCounts, burst: u64, lag_ms: f64) -> Verdict {
     let burst_s = if c.target_fps > 0.0 {
         burst as f64 / c.target_fps
     } else {
@@ -269,7 +260,7 @@ fn verdict(
 /// What a throughput search found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Limit {
+pub(crate) enum Limit {
     /// Every frame passed at the line rate.
     LineRate,
     /// The board dropped above the throughput: the DUT's throughput.
@@ -282,7 +273,7 @@ pub enum Limit {
 
 impl Limit {
     /// Whether the figure is the DUT's own throughput (not a lower bound set by a PC).
-    pub fn is_dut(self) -> bool {
+    pub(crate) fn is_dut(self) -> bool {
         matches!(self, Limit::LineRate | Limit::Dut)
     }
 }
@@ -297,7 +288,7 @@ impl Limit {
 /// much more it is asked for, has met its ceiling: the search ends there with
 /// [`Limit::Generator`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct Search {
+pub(crate) struct Search {
     top: f64,
     resolution: f64,
     /// Highest rate that passed, frames/s (0 = none yet).
@@ -322,7 +313,7 @@ pub struct Search {
 
 impl Search {
     /// A search below `top_fps` (the line rate) to `resolution` (fraction, e.g. 0.005).
-    pub fn new(top_fps: f64, resolution: f64) -> Search {
+    pub(crate) fn new(top_fps: f64, resolution: f64) -> Search {
         Search {
             top: top_fps,
             resolution: resolution.max(1e-4),
@@ -345,7 +336,7 @@ impl Search {
     }
 
     /// The rate the next trial should offer, frames/s; `None` when the search has ended.
-    pub fn next_rate(&self) -> Option<f64> {
+    pub(crate) fn next_rate(&self) -> Option<f64> {
         if self.done {
             None
         } else if let Some(r) = self.again {
@@ -358,7 +349,7 @@ impl Search {
     }
 
     /// What to ask the generator for so that it offers `rate` (its shortfall so far made up).
-    pub fn ask_rate(&self, rate: f64) -> f64 {
+    pub(crate) fn ask_rate(&self, rate: f64) -> f64 {
         rate / self.gain
     }
 
@@ -366,7 +357,7 @@ impl Search {
     /// trial that `lagged` is no evidence against the board: the same rate is tried again
     /// ([`Search::next_rate`]), and after [`LAG_REPEATS`] lagging repeats it is the
     /// generator's limit.
-    pub fn record(&mut self, asked: f64, v: &Verdict) {
+    pub(crate) fn record(&mut self, asked: f64, v: &Verdict) {
         self.trials += 1;
         // The rate the trial was meant to offer, and the one it tried: the one asked, or what
         // the generator managed.
@@ -438,12 +429,13 @@ impl Search {
 
     /// Whether the generator's lag set the limit: some rate above the result failed only in
     /// trials whose generator lagged (and no lower rate failed for the board).
-    pub fn lag_limited(&self) -> bool {
+    pub(crate) fn lag_limited(&self) -> bool {
         self.lag_limited && self.result().1 == Limit::Generator
     }
 
     /// The search will try the last rate again (its trial failed while the generator lagged).
-    pub fn repeating(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn repeating(&self) -> bool {
         self.again.is_some()
     }
 
@@ -454,7 +446,7 @@ impl Search {
     }
 
     /// The throughput found (frames/s, the highest rate that passed) and which limit it is.
-    pub fn result(&self) -> (f64, Limit) {
+    pub(crate) fn result(&self) -> (f64, Limit) {
         if self.lo >= self.top {
             return (self.top, Limit::LineRate);
         }
@@ -469,30 +461,30 @@ impl Search {
     }
 
     /// Trials recorded so far.
-    pub fn trials(&self) -> usize {
+    pub(crate) fn trials(&self) -> usize {
         self.trials
     }
 }
 
 /// The rates of the frame loss rate test (§26.3), as fractions of the line rate: 100 % down
 /// in 10 % steps. The test ends after two trials in a row without loss ([`loss_curve_done`]).
-pub const LOSS_STEPS: [f64; 10] = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1];
+pub(crate) const LOSS_STEPS: [f64; 10] = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1];
 
 /// Whether the frame-loss-rate test may stop: its last two trials lost nothing (§26.3).
-pub fn loss_curve_done(losses: &[u64]) -> bool {
+pub(crate) fn loss_curve_done(losses: &[u64]) -> bool {
     losses.len() >= 2 && losses[losses.len() - 2..].iter().all(|l| *l == 0)
 }
 
 /// Bytes of one packet's headers as a port counts them around the UDP payload: Ethernet 14 +
 /// IPv4 20 + UDP 8 (the kernel counts no FCS).
-pub const PORT_HEADER_BYTES: u64 = 42;
+pub(crate) const PORT_HEADER_BYTES: u64 = 42;
 
 /// Frames of `frame` bytes a port's counters moved by: `(bytes − 42 × packets) / (F − 46)`.
 /// A UDP GSO batch crosses a virtual port as one packet of one set of headers and many
 /// payloads, so neither `packets` nor `bytes / (F − 4)` counts its frames; the payload does
 /// (for plain frames the formula is `bytes / (F − 4)`). Other traffic on the port (the
 /// agent's HTTP) adds its payload share.
-pub fn port_frames(bytes: u64, packets: u64, frame: u32) -> u64 {
+pub(crate) fn port_frames(bytes: u64, packets: u64, frame: u32) -> u64 {
     let payload = u64::from(frame.saturating_sub(46).max(1));
     bytes.saturating_sub(PORT_HEADER_BYTES.saturating_mul(packets)) / payload
 }
@@ -501,28 +493,28 @@ pub fn port_frames(bytes: u64, packets: u64, frame: u32) -> u64 {
 
 /// Quiet time after a burst before the receiver's count ends, s: RFC 2544 §23's wait for
 /// residual frames, so a frame the board still held queued at the burst's end is counted.
-pub const B2B_QUIET_S: f64 = 2.0;
+pub(crate) const B2B_QUIET_S: f64 = 2.0;
 /// The longest burst tried, s at the line rate (RFC 9004 §5: a burst of 2 s is long enough
 /// for any buffer it is meant to find).
-pub const B2B_MAX_BURST_S: f64 = 2.0;
+pub(crate) const B2B_MAX_BURST_S: f64 = 2.0;
 /// The first burst, s at the line rate (1 ms); the search doubles it until the board drops.
-pub const B2B_FIRST_BURST_S: f64 = 0.001;
+pub(crate) const B2B_FIRST_BURST_S: f64 = 0.001;
 /// A burst's generator may lag its schedule by this share of the burst's time (or
 /// [`B2B_MIN_LAG_MS`], whichever is more) and still count as sent at the rate.
-pub const B2B_LAG_SHARE: f64 = 0.1;
+pub(crate) const B2B_LAG_SHARE: f64 = 0.1;
 /// See [`B2B_LAG_SHARE`], ms.
-pub const B2B_MIN_LAG_MS: f64 = 0.5;
+pub(crate) const B2B_MIN_LAG_MS: f64 = 0.5;
 /// A burst that passed while its generator fell short is tried again this many times before
 /// the generator is called the limit.
-pub const B2B_RETRIES: u32 = 3;
+pub(crate) const B2B_RETRIES: u32 = 3;
 /// Most trials one back-to-back search may run (doubling from 1 ms to 2 s takes 12, the
 /// halving to 0.5 % about 8 more).
-pub const MAX_B2B_TRIALS: usize = 40;
+pub(crate) const MAX_B2B_TRIALS: usize = 40;
 
 /// What a back-to-back search found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum BurstLimit {
+pub(crate) enum BurstLimit {
     /// The longest burst tried ([`B2B_MAX_BURST_S`]) passed: the board's buffer is at least
     /// that.
     Cap,
@@ -536,7 +528,7 @@ pub enum BurstLimit {
 
 impl BurstLimit {
     /// Whether the figure is the board's own (not a lower bound set by the burst cap or a PC).
-    pub fn is_dut(self) -> bool {
+    pub(crate) fn is_dut(self) -> bool {
         self == BurstLimit::Dut
     }
 }
@@ -547,7 +539,7 @@ impl BurstLimit {
 /// until they are within `resolution` of the failing one (and at least a frame apart).
 /// A PC's loss sets a tools' bound instead of the board's, as in [`Search`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct BurstSearch {
+pub(crate) struct BurstSearch {
     first: u64,
     max: u64,
     resolution: f64,
@@ -566,7 +558,7 @@ pub struct BurstSearch {
 
 impl BurstSearch {
     /// A search at `line_fps` (the line rate, frames/s) to `resolution` (fraction).
-    pub fn new(line_fps: f64, resolution: f64) -> BurstSearch {
+    pub(crate) fn new(line_fps: f64, resolution: f64) -> BurstSearch {
         let ok = line_fps.is_finite() && line_fps > 0.0;
         let max = if ok {
             (line_fps * B2B_MAX_BURST_S).ceil() as u64
@@ -601,7 +593,7 @@ impl BurstSearch {
     }
 
     /// Frames of the next burst; `None` when the search has ended.
-    pub fn next_burst(&self) -> Option<u64> {
+    pub(crate) fn next_burst(&self) -> Option<u64> {
         if self.done {
             return None;
         }
@@ -617,7 +609,7 @@ impl BurstSearch {
     }
 
     /// Take the verdict of a burst of `n` frames.
-    pub fn record(&mut self, n: u64, v: &Verdict) {
+    pub(crate) fn record(&mut self, n: u64, v: &Verdict) {
         self.trials += 1;
         self.again = None;
         if v.passed && v.generator_short {
@@ -655,7 +647,7 @@ impl BurstSearch {
     }
 
     /// The longest burst that passed, frames, and which limit stopped the search.
-    pub fn result(&self) -> (u64, BurstLimit) {
+    pub(crate) fn result(&self) -> (u64, BurstLimit) {
         if self.lo >= self.max && self.max > 0 {
             return (self.lo, BurstLimit::Cap);
         }
@@ -670,14 +662,15 @@ impl BurstSearch {
     }
 
     /// Trials recorded so far.
-    pub fn trials(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn trials(&self) -> usize {
         self.trials
     }
 }
 
 /// The implied DUT buffer time of RFC 9004 §5.4, s: the back-to-back frames as time at the
 /// line rate (`frames / line_fps`).
-pub fn implied_buffer_s(frames: f64, line_fps: f64) -> f64 {
+pub(crate) fn implied_buffer_s(frames: f64, line_fps: f64) -> f64 {
     if line_fps > 0.0 {
         frames / line_fps
     } else {
@@ -688,7 +681,7 @@ pub fn implied_buffer_s(frames: f64, line_fps: f64) -> f64 {
 /// The frames the board held at the end of a burst of `frames` at `line_fps` while it
 /// forwarded at its throughput `throughput_fps`: `frames − throughput_fps × frames /
 /// line_fps` (what came in, less what left during the burst; RFC 9004 §5.4's correction).
-pub fn buffered_frames(frames: f64, line_fps: f64, throughput_fps: f64) -> f64 {
+pub(crate) fn buffered_frames(frames: f64, line_fps: f64, throughput_fps: f64) -> f64 {
     if line_fps > 0.0 {
         (frames - throughput_fps * frames / line_fps).max(0.0)
     } else {
@@ -698,20 +691,18 @@ pub fn buffered_frames(frames: f64, line_fps: f64, throughput_fps: f64) -> f64 {
 
 /// The corrected DUT buffer time of RFC 9004 §5.4, s: [`buffered_frames`] as time at the line
 /// rate.
-pub fn corrected_buffer_s(frames: f64, line_fps: f64, throughput_fps: f64) -> f64 {
+pub(crate) fn corrected_buffer_s(frames: f64, line_fps: f64, throughput_fps: f64) -> f64 {
     implied_buffer_s(buffered_frames(frames, line_fps, throughput_fps), line_fps)
 }
 
 // ------------------------------------------------------------------ presentation
 
 use crate::model::display;
-pub use crate::results::rfc2544_summary::{
-    B2bRecord, LatencyRecord, Rfc2544Summary, ThroughputRecord, TrialRecord,
-};
+pub(crate) use crate::results::rfc2544_summary::{LatencyRecord, Rfc2544Summary, ThroughputRecord};
 
 /// One frame size's throughput as the run page, the CLI and the CSV show it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ThroughputRow {
+pub(crate) struct ThroughputRow {
     /// Frame size, bytes with FCS.
     pub frame: u64,
     /// Frames/s, with a "≥ " prefix when a PC set the limit (a lower bound).
@@ -737,7 +728,7 @@ fn fps_text(fps: f64) -> String {
 }
 
 /// The throughput table of a run's summary (one row per frame size, in the order tested).
-pub fn throughput_rows(summary: &Rfc2544Summary) -> Vec<ThroughputRow> {
+pub(crate) fn throughput_rows(summary: &Rfc2544Summary) -> Vec<ThroughputRow> {
     summary
         .throughput
         .iter()
@@ -822,7 +813,7 @@ pub fn throughput_rows(summary: &Rfc2544Summary) -> Vec<ThroughputRow> {
 
 /// What the user can do about the PCs' limits the run met, one sentence each: the receiving
 /// PC lost frames (a stock iperf3 receiver's socket), or the generator lagged.
-pub fn advice(summary: &Rfc2544Summary) -> Vec<String> {
+pub(crate) fn advice(summary: &Rfc2544Summary) -> Vec<String> {
     let sizes = |f: &dyn Fn(&ThroughputRecord) -> bool| {
         summary
             .throughput
@@ -852,7 +843,7 @@ pub fn advice(summary: &Rfc2544Summary) -> Vec<String> {
 
 /// One frame size's frame-loss-rate steps (§26.3): the loss at 100 %, 90 %, … of the line rate.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct LossRow {
+pub(crate) struct LossRow {
     pub frame: u64,
     /// One cell per step of [`LOSS_STEPS`] ("0 %", "12.4 %", "—" not run); a step whose
     /// generator could not offer the rate is marked "(PC offered 41 %)".
@@ -860,7 +851,7 @@ pub struct LossRow {
 }
 
 /// The frame-loss-rate table of a run's summary.
-pub fn loss_rows(summary: &Rfc2544Summary) -> Vec<LossRow> {
+pub(crate) fn loss_rows(summary: &Rfc2544Summary) -> Vec<LossRow> {
     summary
         .loss
         .iter()
@@ -900,7 +891,7 @@ pub fn loss_rows(summary: &Rfc2544Summary) -> Vec<LossRow> {
 /// the throughput found, through the board out (at that rate) and back (unloaded), without
 /// PC2's turnaround; ms as text ("0.214"), "—" when not measured.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct LatencyRow {
+pub(crate) struct LatencyRow {
     pub frame: u64,
     /// The rate of the trial, frames/s ("24,716").
     pub fps: String,
@@ -914,7 +905,7 @@ pub struct LatencyRow {
 }
 
 /// The latency table of a run's summary.
-pub fn latency_rows(summary: &Rfc2544Summary) -> Vec<LatencyRow> {
+pub(crate) fn latency_rows(summary: &Rfc2544Summary) -> Vec<LatencyRow> {
     let ms = |v: Option<f64>| v.map_or("—".to_string(), |x| format!("{x:.3}"));
     summary
         .latency
@@ -1025,7 +1016,7 @@ fn lag_limit_text(r: &ThroughputRecord) -> String {
 
 /// One frame size's back-to-back result (§26.4 / RFC 9004) as the page and the CLI show it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct B2bRow {
+pub(crate) struct B2bRow {
     pub frame: u64,
     /// Back-to-back frames (the mean of the searches), "≥ " when a PC or the 2 s cap set it;
     /// "—" when not measured.
@@ -1046,7 +1037,7 @@ pub struct B2bRow {
 }
 
 /// The back-to-back table of a run's summary.
-pub fn b2b_rows(summary: &Rfc2544Summary) -> Vec<B2bRow> {
+pub(crate) fn b2b_rows(summary: &Rfc2544Summary) -> Vec<B2bRow> {
     let ms = |v: Option<f64>| v.map_or("—".to_string(), |x| format!("{:.3}", x * 1e3));
     summary
         .back_to_back
@@ -1108,7 +1099,7 @@ const MAX_B2B_SHOWN: usize = 50;
 
 /// One frame size's figures a suite's thresholds check.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct SizeFigures {
+pub(crate) struct SizeFigures {
     /// Frame size, bytes with FCS.
     pub frame: u64,
     /// Throughput (§26.1), % of the line rate; `None` before the search ended.
@@ -1122,7 +1113,7 @@ pub struct SizeFigures {
 /// The figures of an RFC 2544 run a suite step's thresholds check
 /// (`min_throughput_percent`, `max_latency_ms`), per frame size in the order tested.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct Rfc2544Figures {
+pub(crate) struct Rfc2544Figures {
     pub sizes: Vec<SizeFigures>,
     /// The run measured latency (`--tests` held it).
     pub latency_tested: bool,
@@ -1130,12 +1121,12 @@ pub struct Rfc2544Figures {
 
 impl Rfc2544Figures {
     /// From a run's stored summary (`runs.summary_json`).
-    pub fn of_summary(summary: &serde_json::Value) -> Rfc2544Figures {
+    pub(crate) fn of_summary(summary: &serde_json::Value) -> Rfc2544Figures {
         Rfc2544Figures::of(&Rfc2544Summary::of_summary(summary))
     }
 
     /// From a run's summary.
-    pub fn of(summary: &Rfc2544Summary) -> Rfc2544Figures {
+    pub(crate) fn of(summary: &Rfc2544Summary) -> Rfc2544Figures {
         let sizes = summary
             .throughput
             .iter()
@@ -1162,7 +1153,7 @@ impl Rfc2544Figures {
 }
 
 /// The column headings of [`loss_rows`]: "100 %", "90 %", ….
-pub fn loss_headings() -> Vec<String> {
+pub(crate) fn loss_headings() -> Vec<String> {
     LOSS_STEPS
         .iter()
         .map(|s| format!("{:.0} %", s * 100.0))
@@ -1170,7 +1161,7 @@ pub fn loss_headings() -> Vec<String> {
 }
 
 /// The run's tables as text (the CLI's summary).
-pub fn text(summary: &Rfc2544Summary) -> String {
+pub(crate) fn text(summary: &Rfc2544Summary) -> String {
     let mut out = String::new();
     let rows = throughput_rows(summary);
     if !rows.is_empty() {
@@ -1230,7 +1221,7 @@ pub fn text(summary: &Rfc2544Summary) -> String {
 
 /// Every trial as CSV (the evidence): one line per trial with the rate asked and offered,
 /// frames offered / received / lost, loss ratio, verdict and whose limit.
-pub fn trials_csv(summary: &Rfc2544Summary) -> String {
+pub(crate) fn trials_csv(summary: &Rfc2544Summary) -> String {
     let mut out = String::from(
         "test,frame_bytes,target_fps,target_percent_line,offered_fps,offered,received,lost,loss_ratio,seconds,passed,generator_short,bound,board_kept,rtt_p50_ms,rtt_p99_ms,rtt_max_ms,burst_frames\n",
     );
@@ -1289,7 +1280,7 @@ fn decades(lo: f64, hi: f64) -> (i32, i32) {
 /// a log frames/s axis (6 k and 1.5 M frames/s both readable), the sizes tested evenly
 /// spaced. Points the board set are filled; a PC's lower bound is hollow; a size still
 /// searching is not drawn. Empty when nothing was measured yet.
-pub fn chart_svg(summary: &Rfc2544Summary) -> String {
+pub(crate) fn chart_svg(summary: &Rfc2544Summary) -> String {
     let mut pts: Vec<(f64, f64, bool)> = summary
         .throughput
         .iter()
@@ -1392,7 +1383,7 @@ pub fn chart_svg(summary: &Rfc2544Summary) -> String {
 /// The frame loss rate against the offered rate, one curve per frame size, from every
 /// throughput and frame-loss trial (offered frames/s on a log axis, loss 0–100 %), as an SVG
 /// element: where each size's loss begins (the knee) and how it grows. Empty without trials.
-pub fn loss_chart_svg(summary: &Rfc2544Summary) -> String {
+pub(crate) fn loss_chart_svg(summary: &Rfc2544Summary) -> String {
     // (frame, [(offered fps, loss %)]) in the order the sizes were tested.
     let mut sizes: Vec<(u64, Vec<(f64, f64)>)> = Vec::new();
     for t in summary.trials.iter().take(2000) {

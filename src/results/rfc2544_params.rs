@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 /// has one (port 5201, 10 s trials, 0.5 % resolution), else empty or 0.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Rfc2544Params {
+pub(crate) struct Rfc2544Params {
     /// The peer agent's URL (PC1, the generator).
     pub peer: String,
     /// PC2: the receiver's address and UDP port.
@@ -74,12 +74,12 @@ impl Default for Rfc2544Params {
 
 impl Rfc2544Params {
     /// Stored parameters read back; the default when they are not these.
-    pub fn of_params(v: &serde_json::Value) -> Rfc2544Params {
+    pub(crate) fn of_params(v: &serde_json::Value) -> Rfc2544Params {
         Rfc2544Params::deserialize(v).unwrap_or_default()
     }
 
     /// The stored JSON (what `runs.params_json` holds).
-    pub fn to_value(&self) -> serde_json::Value {
+    pub(crate) fn to_value(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
     }
 }

@@ -29,7 +29,7 @@ fn yes() -> bool {
 /// The whole summary of an RFC 2544 run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Rfc2544Summary {
+pub(crate) struct Rfc2544Summary {
     /// The peer agent on PC1.
     pub peer: PeerRef,
     /// PC2: the address and port the trials' UDP goes to.
@@ -79,17 +79,17 @@ pub struct Rfc2544Summary {
 impl Rfc2544Summary {
     /// A stored summary read back; the default (no rows) when it is not one (`null`: the run
     /// ended before its first store; a mistyped key).
-    pub fn of_summary(v: &serde_json::Value) -> Rfc2544Summary {
+    pub(crate) fn of_summary(v: &serde_json::Value) -> Rfc2544Summary {
         Rfc2544Summary::deserialize(v).unwrap_or_default()
     }
 
     /// The stored JSON (what `runs.summary_json` holds).
-    pub fn to_value(&self) -> serde_json::Value {
+    pub(crate) fn to_value(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
     }
 
     /// Frame size `frame`'s throughput row, if its search started.
-    pub fn throughput_of(&self, frame: u32) -> Option<&ThroughputRecord> {
+    pub(crate) fn throughput_of(&self, frame: u32) -> Option<&ThroughputRecord> {
         self.throughput.iter().find(|r| r.frame == frame)
     }
 }
@@ -98,7 +98,7 @@ impl Rfc2544Summary {
 /// it, capped by the peer client).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct PeerRef {
+pub(crate) struct PeerRef {
     pub url: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub info: Option<serde_json::Value>,
@@ -107,7 +107,7 @@ pub struct PeerRef {
 /// Where the trials' UDP goes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct TargetRef {
+pub(crate) struct TargetRef {
     pub host: String,
     pub port: u16,
 }
@@ -117,7 +117,7 @@ pub struct TargetRef {
 /// without NAT, and until each is known.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct NatRecord {
+pub(crate) struct NatRecord {
     pub requested: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enabled_by_run: Option<bool>,
@@ -130,7 +130,7 @@ pub struct NatRecord {
 /// One frame size's throughput search (§26.1).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct ThroughputRecord {
+pub(crate) struct ThroughputRecord {
     /// Frame size, bytes with FCS.
     pub frame: u32,
     /// The throughput (while searching: the best rate that passed so far), frames/s.
@@ -172,7 +172,7 @@ pub struct ThroughputRecord {
 /// probes' round trips; only `frame`, `fps` and `note` when nothing could be measured.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct LatencyRecord {
+pub(crate) struct LatencyRecord {
     pub frame: u32,
     /// The rate of the trial (the throughput found), frames/s.
     #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
@@ -213,12 +213,12 @@ pub struct LatencyRecord {
 
 impl LatencyRecord {
     /// The loaded round trips, when measured.
-    pub fn rtt(&self) -> Option<&Rtt> {
+    pub(crate) fn rtt(&self) -> Option<&Rtt> {
         self.rtt_ms.as_ref().and_then(Option::as_ref)
     }
 
     /// The idle round trips, when measured.
-    pub fn idle_rtt(&self) -> Option<&Rtt> {
+    pub(crate) fn idle_rtt(&self) -> Option<&Rtt> {
         self.idle_rtt_ms.as_ref().and_then(Option::as_ref)
     }
 }
@@ -226,7 +226,7 @@ impl LatencyRecord {
 /// Round trips of a set of probes, ms (the agent's `Delays`): nearest-rank percentiles.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Rtt {
+pub(crate) struct Rtt {
     pub min: f64,
     pub p50: f64,
     pub p99: f64,
@@ -238,7 +238,7 @@ pub struct Rtt {
 /// One frame size's frame-loss-rate steps (§26.3).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct LossRecord {
+pub(crate) struct LossRecord {
     pub frame: u32,
     pub steps: Vec<LossStep>,
 }
@@ -246,7 +246,7 @@ pub struct LossRecord {
 /// One step of the frame-loss-rate curve: the trial at `percent` of the line rate.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct LossStep {
+pub(crate) struct LossStep {
     #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub percent: f64,
     #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
@@ -266,7 +266,7 @@ pub struct LossStep {
 /// `corrected_s` on (the runner's stored order: `corrected_s` took `searching`'s place).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct B2bRecord {
+pub(crate) struct B2bRecord {
     pub frame: u32,
     #[serde(deserialize_with = "crate::results::json::f64_or_nan")]
     pub line_fps: f64,
@@ -304,7 +304,7 @@ pub struct B2bRecord {
 
 /// One back-to-back search's result: the longest burst that passed and what stopped it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct BurstResult {
+pub(crate) struct BurstResult {
     pub frames: u64,
     pub limit: BurstLimit,
 }
@@ -312,7 +312,7 @@ pub struct BurstResult {
 /// One trial as stored (the evidence of the search).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct TrialRecord {
+pub(crate) struct TrialRecord {
     /// "throughput", "latency", "loss" or "back-to-back".
     pub test: String,
     pub frame: u32,
@@ -359,7 +359,7 @@ pub struct TrialRecord {
 /// A latency trial's probes (the agent's `ProbeSummary`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct TrialProbes {
+pub(crate) struct TrialProbes {
     pub sent: u64,
     pub answered: u64,
     /// No reply came within the first second.

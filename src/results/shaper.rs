@@ -20,20 +20,20 @@ use std::collections::BTreeMap;
 
 /// Ethernet header the kernel counts in a packet's length on a shaper (MAC header, no FCS,
 /// no preamble), bytes.
-pub const L2_HEADER: u32 = 14;
+pub(crate) const L2_HEADER: u32 = 14;
 /// A run matches a shaper from this share of what the shaper passes, percent.
-pub const MATCH_LOW: f64 = 93.0;
+pub(crate) const MATCH_LOW: f64 = 93.0;
 /// … up to this share (a TBF's burst lets a little more through at the start), percent.
-pub const MATCH_HIGH: f64 = 103.0;
+pub(crate) const MATCH_HIGH: f64 = 103.0;
 
 /// The least share (%) of what a shaper passes a run must have got for the shaper's drops or
 /// overlimits to name it: below, something else held the run back.
-pub const HIT_LOW: f64 = 50.0;
+pub(crate) const HIT_LOW: f64 = 50.0;
 
 /// Share of what a shaper charges that is the run's payload: payload / (IP packet + 14 +
 /// `overhead`) per packet (IP fragments for UDP datagrams larger than the MTU: each charged
 /// its own headers). `None` when the MTU carries no payload.
-pub fn charged_fraction(f: &Framing, overhead: u32) -> Option<f64> {
+pub(crate) fn charged_fraction(f: &Framing, overhead: u32) -> Option<f64> {
     let ip: u32 = if f.ipv6 { 40 } else { 20 };
     let extra = L2_HEADER.checked_add(overhead)?;
     match f.transport {
@@ -68,7 +68,7 @@ pub fn charged_fraction(f: &Framing, overhead: u32) -> Option<f64> {
 
 /// A shaper the run met.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Finding {
+pub(crate) struct Finding {
     pub port: String,
     pub node: TcNode,
     /// The most payload the shaper passes for this run's packets, bits/s.
@@ -84,7 +84,7 @@ pub struct Finding {
 
 impl Finding {
     /// "tbf 100 Mbit/s on eth0" / "htb class 1:10 50 Mbit/s on eth1".
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         let what = if self.node.class {
             format!("{} class {}", self.node.kind, self.node.handle)
         } else {
@@ -98,7 +98,7 @@ impl Finding {
     }
 
     /// The evidence sentence: what the shaper passes, what the run got, what it dropped.
-    pub fn sentence(&self, bitrate_bps: f64) -> String {
+    pub(crate) fn sentence(&self, bitrate_bps: f64) -> String {
         use crate::model::display::{count, rate};
         format!(
             "the board's own shaper {} passes at most {} of this run's payload; the run got {} ({:.1} %){}; during the run its queue dropped {} skbs (a GSO batch of datagrams is one) and was over its limit {} times",
@@ -116,7 +116,7 @@ impl Finding {
 /// A configured rate as tc users write it, in the pages' unit: 100000000 → "100 Mbit/s",
 /// 2500000 → "2.5 Mbit/s", 1000000000 → "1,000 Mbit/s" (up to 3 decimals, trailing zeros
 /// dropped).
-pub fn setting(bps: u64) -> String {
+pub(crate) fn setting(bps: u64) -> String {
     let whole = bps / 1_000_000;
     let frac = (bps % 1_000_000) / 1000;
     let w = crate::model::display::count(whole);
@@ -132,7 +132,7 @@ pub fn setting(bps: u64) -> String {
 /// is replaced by each port's from `mtus`, when known), among `shapers` (by port) whose
 /// ports' counters during the run are in `delta`. `None` when none matched or was hit (see
 /// the module doc), or there is no bitrate.
-pub fn judge(
+pub(crate) fn judge(
     bitrate_bps: f64,
     framing: Framing,
     mtus: &BTreeMap<String, u32>,
@@ -196,7 +196,7 @@ pub fn judge(
 /// [`Verdict::ShaperBound`] worded "limited by the board's own shaper: tbf 100 Mbit/s on
 /// eth0" (what a paced run's receiver got follows it), and the shaper's sentence goes first
 /// in the evidence.
-pub fn lead(a: &mut Analysis, f: &Finding) {
+pub(crate) fn lead(a: &mut Analysis, f: &Finding) {
     if matches!(
         a.verdict,
         Verdict::NoResult | Verdict::MeasurementError | Verdict::RateLimited

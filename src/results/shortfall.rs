@@ -7,7 +7,7 @@ use crate::store::RunRow;
 /// The rate asked for by a stored run, bits/s (all streams): iperf3 `bandwidth` × `parallel`,
 /// iperf 2 `rate` × `parallel`, a forwarding run's `test.bitrate` × `test.parallel` (what
 /// the peer agent was asked to send through the board); `None` when unpaced.
-pub fn run_target_bps(run: &RunRow) -> Option<f64> {
+pub(crate) fn run_target_bps(run: &RunRow) -> Option<f64> {
     let p = &run.params;
     if run.kind.forwards() {
         let t = &p["test"];
@@ -30,7 +30,7 @@ pub fn run_target_bps(run: &RunRow) -> Option<f64> {
 
 /// The rate check of a stored run from its figures (sender and receiver bits/s of the main
 /// leg). `None` when the run was not paced or has no sender figure.
-pub fn for_run(run: &RunRow) -> Option<RateCheck> {
+pub(crate) fn for_run(run: &RunRow) -> Option<RateCheck> {
     let target = run_target_bps(run)?;
     RateCheck::new(target, run.sender_bps?, run.receiver_bps)
 }

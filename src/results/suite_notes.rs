@@ -11,7 +11,7 @@ use crate::results::suite_table::{StepResult, SuiteResult};
 /// " / " ("10 s / 30 s"). Steps without a known value (not run yet, no port) are left out of
 /// that property; a suite with none at all is not compared on it. Empty when fewer than two
 /// suites are given or all agree.
-pub fn suite_differences(results: &[SuiteResult]) -> Vec<String> {
+pub(crate) fn suite_differences(results: &[SuiteResult]) -> Vec<String> {
     if results.len() < 2 {
         return Vec::new();
     }

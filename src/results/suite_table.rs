@@ -8,7 +8,7 @@ use serde::Serialize;
 
 /// One test's figures as result tables show them (a suite step, or a run being compared).
 #[derive(Debug, Clone, Serialize, PartialEq, Default)]
-pub struct StepResult {
+pub(crate) struct StepResult {
     /// 1-based position in the suite (or in the comparison).
     pub index: usize,
     /// Row name: "TCP send", "UDP receive 400M".
@@ -76,7 +76,7 @@ pub struct StepResult {
 }
 
 /// Busiest core's highest busy %, over all of a run's samples.
-pub fn cpu_max(store: &Store, run_id: i64) -> Option<f64> {
+pub(crate) fn cpu_max(store: &Store, run_id: i64) -> Option<f64> {
     store
         .cpu_samples(run_id)
         .ok()?
@@ -87,7 +87,7 @@ pub fn cpu_max(store: &Store, run_id: i64) -> Option<f64> {
 }
 
 /// The default row name of a stored run ("TCP send", "UDP receive 400M", "Latency down").
-pub fn run_label(r: &RunRow) -> String {
+pub(crate) fn run_label(r: &RunRow) -> String {
     match r.kind {
         RunKind::Latency => {
             if let Ok(l) =
@@ -129,7 +129,7 @@ pub fn run_label(r: &RunRow) -> String {
 }
 
 /// A stored run's figures.
-pub fn run_result(store: &Store, index: usize, label: &str, r: &RunRow) -> StepResult {
+pub(crate) fn run_result(store: &Store, index: usize, label: &str, r: &RunRow) -> StepResult {
     StepResult {
         index,
         label: label.to_string(),
@@ -197,7 +197,7 @@ pub fn run_result(store: &Store, index: usize, label: &str, r: &RunRow) -> StepR
 
 /// A suite run with its result table.
 #[derive(Debug, Clone, Serialize)]
-pub struct SuiteResult {
+pub(crate) struct SuiteResult {
     pub suite: SuiteRow,
     /// Board / change label.
     pub label: String,
@@ -209,7 +209,7 @@ pub struct SuiteResult {
 }
 
 /// Load suite `sid` and build its table; `Ok(None)` if there is no such suite.
-pub fn suite_result(store: &Store, sid: i64) -> Result<Option<SuiteResult>, String> {
+pub(crate) fn suite_result(store: &Store, sid: i64) -> Result<Option<SuiteResult>, String> {
     let e = |e: crate::store::StoreError| e.to_string();
     let Some((suite, runs)) = store.suite(sid).map_err(e)? else {
         return Ok(None);

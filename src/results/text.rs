@@ -6,7 +6,7 @@ use crate::results::forward_summary::BoardFigures;
 use crate::store::RunRow;
 
 /// The run's summary as a few lines of text: status, peer figures, per-port rates.
-pub fn summary_text(run: &RunRow) -> String {
+pub(crate) fn summary_text(run: &RunRow) -> String {
     let s = &run.summary;
     // A stored `null` (NaN, an infinity) shows as nothing.
     let rate = |v: f64| {
@@ -87,7 +87,7 @@ fn or_zero(v: f64) -> f64 {
 
 /// For forwarding and monitor runs, the board's summary ([`summary_text`]) followed by `text`
 /// (the peer's iperf3 summary); other runs' `text` unchanged.
-pub fn board_text(run: &RunRow, text: Option<String>) -> Option<String> {
+pub(crate) fn board_text(run: &RunRow, text: Option<String>) -> Option<String> {
     if !run.kind.has_board_summary() || run.summary.is_null() {
         return text;
     }

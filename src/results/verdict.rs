@@ -19,7 +19,7 @@ use serde::Serialize;
 
 /// One limit checked against one row.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Check {
+pub(crate) struct Check {
     /// The threshold key, e.g. "min_ceiling_percent".
     pub key: &'static str,
     /// The measured figure in the unit of [`Check::units`] (`None` when unknown).
@@ -36,7 +36,7 @@ pub struct Check {
 
 /// A row's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StepVerdict {
+pub(crate) struct StepVerdict {
     pub pass: bool,
     /// Every limit checked (passed and failed), in [`crate::spec::thresholds::THRESHOLD_KEYS`]
     /// order.
@@ -47,7 +47,7 @@ pub struct StepVerdict {
 
 /// A failing row of a suite.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FailingRow {
+pub(crate) struct FailingRow {
     /// 1-based row number.
     pub index: usize,
     pub label: String,
@@ -56,7 +56,7 @@ pub struct FailingRow {
 
 /// A suite run's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SuiteVerdict {
+pub(crate) struct SuiteVerdict {
     /// "PASS" or "FAIL".
     pub result: &'static str,
     pub passed: usize,
@@ -66,7 +66,7 @@ pub struct SuiteVerdict {
 
 impl SuiteVerdict {
     /// True for PASS.
-    pub fn pass(&self) -> bool {
+    pub(crate) fn pass(&self) -> bool {
         self.result == "PASS"
     }
 }
@@ -117,7 +117,7 @@ fn check(
 }
 
 /// Judge one row against `th`. `None` while its test is pending or running.
-pub fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict> {
+pub(crate) fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict> {
     match s.status.as_str() {
         "pending" | "running" => return None,
         "completed" => {}
@@ -369,7 +369,7 @@ fn rfc2544_checks(
 
 /// Judge a suite from its rows (each row's `verdict` already set by [`judge_step`] where it
 /// has thresholds). `None` when no row has thresholds or a test is still pending or running.
-pub fn judge_suite(steps: &[StepResult]) -> Option<SuiteVerdict> {
+pub(crate) fn judge_suite(steps: &[StepResult]) -> Option<SuiteVerdict> {
     if !steps.iter().any(|s| s.thresholds.is_some()) {
         return None;
     }
@@ -405,7 +405,7 @@ pub fn judge_suite(steps: &[StepResult]) -> Option<SuiteVerdict> {
 }
 
 /// Set every row's verdict and the suite's (called when a suite result is built).
-pub fn judge(r: &mut SuiteResult) {
+pub(crate) fn judge(r: &mut SuiteResult) {
     for s in &mut r.steps {
         s.verdict = s.thresholds.as_ref().and_then(|t| judge_step(s, t));
     }
@@ -416,7 +416,10 @@ pub fn judge(r: &mut SuiteResult) {
 /// when the run started: an RFC 2544 run's `min_throughput_percent` / `max_latency_ms` /
 /// `max_cpu_percent`), by the same rules as a suite row ([`judge_step`]). `None` when the run
 /// was given no limits, belongs to a suite (the suite judges it), or is still running.
-pub fn judge_run(store: &crate::store::Store, run: &crate::store::RunRow) -> Option<StepVerdict> {
+pub(crate) fn judge_run(
+    store: &crate::store::Store,
+    run: &crate::store::RunRow,
+) -> Option<StepVerdict> {
     if run.suite_id.is_some() {
         return None;
     }
@@ -437,7 +440,7 @@ pub fn judge_run(store: &crate::store::Store, run: &crate::store::RunRow) -> Opt
 /// A standalone run's verdict in lines, for its page and the CLI: the headline ("PASS: all 7
 /// limits held" / "FAIL: 2 of 7 limits broken" / "FAIL: the test failed: …"), then every check
 /// as "pass: …" or "fail: …".
-pub fn run_verdict_lines(v: &StepVerdict) -> Vec<String> {
+pub(crate) fn run_verdict_lines(v: &StepVerdict) -> Vec<String> {
     let broken = v.checks.iter().filter(|c| !c.pass).count();
     let n = v.checks.len();
     let mut out = vec![match (v.pass, v.checks.is_empty()) {
@@ -461,7 +464,7 @@ pub fn run_verdict_lines(v: &StepVerdict) -> Vec<String> {
 }
 
 /// The row's verdict as one word for tables: "pass", "fail", or "" (no thresholds / not done).
-pub fn step_word(s: &StepResult) -> &'static str {
+pub(crate) fn step_word(s: &StepResult) -> &'static str {
     match &s.verdict {
         Some(v) if v.pass => "pass",
         Some(_) => "fail",

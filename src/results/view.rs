@@ -19,7 +19,7 @@ use serde_json::Value;
 /// when unknown), and a stable `id` the live page updates (`sum-sender`, `sum-receiver`,
 /// `sum-loss`, or a kind's own).
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Card {
+pub(crate) struct Card {
     pub id: String,
     pub label: String,
     pub value: String,
@@ -27,7 +27,7 @@ pub struct Card {
 
 /// How a run is shown.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct KindView {
+pub(crate) struct KindView {
     pub kind: RunKind,
     /// "iperf3", "iperf 2", "multi-port", …
     pub kind_label: &'static str,
@@ -148,7 +148,7 @@ fn transfer_cards(r: &RunRow) -> Vec<Card> {
 
 /// One stock iperf3 client option as a test's parameters spell it: `value` gives the text
 /// after the flag (`Some("")` for a bare flag), or `None` when the test did not use it.
-pub struct Iperf3Opt {
+pub(crate) struct Iperf3Opt {
     /// The flag as iperf3's `--help` spells it (`-b`, `--bidir`).
     pub flag: &'static str,
     /// The option's value in `p`, or `None` when it is absent (the stock default).
@@ -160,7 +160,7 @@ pub struct Iperf3Opt {
 /// round-trip test (`cmd::iperf`) parses each printed line with the real command line and
 /// must get the same parameters back. Left out on purpose: `--title`, `--extra-data` and
 /// `--get-server-output` (they change no number).
-pub const IPERF3_OPTS: &[Iperf3Opt] = &[
+pub(crate) const IPERF3_OPTS: &[Iperf3Opt] = &[
     Iperf3Opt {
         flag: "-u",
         value: |p| (p.protocol == Protocol::Udp).then(String::new),
@@ -264,7 +264,7 @@ pub const IPERF3_OPTS: &[Iperf3Opt] = &[
 ];
 
 /// The iperf3 flags of `p` after `-c HOST` (` -u -b 100M -l 1448`), from [`IPERF3_OPTS`].
-pub fn iperf3_flags(p: &Params) -> String {
+pub(crate) fn iperf3_flags(p: &Params) -> String {
     let mut c = String::new();
     for o in IPERF3_OPTS {
         if let Some(v) = (o.value)(p) {
@@ -282,7 +282,7 @@ pub fn iperf3_flags(p: &Params) -> String {
 /// A bitrate in bits/s as a user types it after iperf3's `-b` ([`crate::spec::suite::rate_word`]:
 /// iperf3 reads K/M/G as powers of 1000 for rates, so 100000000 is "100M"); 0 stays "0"
 /// (unlimited). iperf 2 lines keep bits/s: iperf 2 reads "M" as 2^20.
-pub fn iperf3_rate_arg(bits: u64) -> String {
+pub(crate) fn iperf3_rate_arg(bits: u64) -> String {
     if bits == 0 {
         return "0".into();
     }
@@ -337,7 +337,7 @@ fn iperf3_view(r: &RunRow) -> KindView {
 /// The board's ports of a run as every page shows them: a path through the board, in → out,
 /// for a forwarding or RFC 2544 run ("eth0 → eth1"), a list otherwise ("eth0, eth1" for a
 /// multi-port run's legs); `None` when the run was bound to none.
-pub fn board_ports(r: &RunRow) -> Option<String> {
+pub(crate) fn board_ports(r: &RunRow) -> Option<String> {
     let d = r.bind_dev.as_deref().filter(|d| !d.is_empty())?;
     let sep = match r.kind {
         RunKind::Forward | RunKind::Rfc2544 => " → ",
@@ -572,7 +572,7 @@ fn multi_view(r: &RunRow) -> KindView {
 /// Which way a forwarding run's traffic went through the board, in the page's terms: "PC1 →
 /// PC2", "PC2 → PC1" (`-R`), "PC1 ⇄ PC2" (`--bidir`). The run's own direction word is the
 /// peer agent's view ("receive" = PC1 received), which read as the board's (issue 22 item 11).
-pub fn forward_direction(r: &RunRow) -> &'static str {
+pub(crate) fn forward_direction(r: &RunRow) -> &'static str {
     match r.direction {
         RunDirection::Receive => "PC2 → PC1",
         RunDirection::Bidir => "PC1 ⇄ PC2",
@@ -777,7 +777,7 @@ fn iperf2_sum_facts(r: &RunRow, facts: &mut Vec<(String, String)>) {
     }
 }
 
-pub fn download_command(conns: u64, url: &str) -> String {
+pub(crate) fn download_command(conns: u64, url: &str) -> String {
     if conns > 1 {
         let name = url
             .rsplit('/')
@@ -1173,7 +1173,7 @@ fn latency_view(r: &RunRow) -> KindView {
 }
 
 /// The view of run `r`.
-pub fn view(r: &RunRow) -> KindView {
+pub(crate) fn view(r: &RunRow) -> KindView {
     match r.kind {
         RunKind::Iperf3 => iperf3_view(r),
         RunKind::Iperf2 => iperf2_view(r),
@@ -1328,7 +1328,7 @@ fn rfc2544_view(r: &RunRow) -> KindView {
 }
 
 /// The view as `netperfd runs show` prints it: title, who, peer, command lines, cards, facts.
-pub fn view_text(r: &RunRow) -> String {
+pub(crate) fn view_text(r: &RunRow) -> String {
     let v = view(r);
     let mut out = format!(
         "Run {} ({}): {} — {}\n",
@@ -1815,7 +1815,7 @@ mod tests {
 /// that say what to try; and its "Board during the run" section: the board's counters that
 /// moved, one (label, value) line each.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct BoardView {
+pub(crate) struct BoardView {
     /// Lost datagrams, grouped ("12,345"); `None` when the run has no ledger or lost none.
     pub lost: Option<String>,
     /// Place, port ("—" when none), the place's count (grouped), its unit (`datagrams`, or
@@ -1839,7 +1839,7 @@ pub struct BoardView {
 
 /// The board view of a run from its stored board counters and loss ledger (both JSON as
 /// `GET /api/runs/N` gives them; `None` for runs recorded before they were kept).
-pub fn board_view(board: Option<&Value>, ledger: Option<&Value>) -> BoardView {
+pub(crate) fn board_view(board: Option<&Value>, ledger: Option<&Value>) -> BoardView {
     use crate::board::counters::BoardDelta;
     use crate::results::ledger::{self, LossLedger};
     let d: Option<BoardDelta> = board.and_then(|b| serde_json::from_value(b.clone()).ok());

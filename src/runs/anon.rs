@@ -11,9 +11,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Runs one peer address may add per service per [`WINDOW`].
-pub const RUNS_PER_MINUTE: u32 = 5;
+pub(crate) const RUNS_PER_MINUTE: u32 = 5;
 /// The window of [`RUNS_PER_MINUTE`].
-pub const WINDOW: Duration = Duration::from_secs(60);
+pub(crate) const WINDOW: Duration = Duration::from_secs(60);
 
 /// What to do with a new connection's run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

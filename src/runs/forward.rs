@@ -22,7 +22,7 @@ use crate::board::links::Counters;
 use crate::board::netconfig::Change;
 use crate::model::{RunFigures, RunProtocol, RunRole, RunStatus};
 use crate::peer::{PeerClient, PeerTestSpec};
-pub use crate::results::forward_summary::PortFigures;
+pub(crate) use crate::results::forward_summary::PortFigures;
 use crate::results::forward_summary::{
     Conntrack, CoreBusy, ForwardSummary, Forwarded, ForwardedDir, MonitorSummary,
 };
@@ -39,21 +39,21 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 /// Settings key of the peer agent's token (the web form stores it; never shown back in full).
-pub const TOKEN_KEY: &str = "peer.token";
+pub(crate) const TOKEN_KEY: &str = "peer.token";
 /// Settings key of the last peer agent address used.
-pub const URL_KEY: &str = "peer.url";
+pub(crate) const URL_KEY: &str = "peer.url";
 /// How long past its duration a peer test may take before the board gives up, seconds.
-pub const GRACE_SECS: u64 = 45;
+pub(crate) const GRACE_SECS: u64 = 45;
 /// How long a running peer test may show no progress (no new interval that moved bytes)
 /// before the board stops it and ends the run (and the NAT it turned on), seconds.
-pub const STALL_SECS: u64 = 30;
+pub(crate) const STALL_SECS: u64 = 30;
 
 /// The stored agent token for a run to the agent at `peer`, with `given` the token the
 /// request names: `Ok(None)` when the request gives its own (or no token is stored), the
 /// stored token only when `peer` is the stored agent address (same host and port) — never
 /// to another address. Errors: a token is stored but `peer` is not the stored address and
 /// the request gives none (the sentence names the stored address, never the token).
-pub fn stored_token_for(
+pub(crate) fn stored_token_for(
     store: &crate::store::Store,
     peer: &str,
     given: Option<&str>,
@@ -78,7 +78,7 @@ pub fn stored_token_for(
 /// A forwarding run as the web form, the API and the CLI give it (strings, as forms send
 /// them; the API also takes numbers and booleans).
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct ForwardRequest {
+pub(crate) struct ForwardRequest {
     /// Peer agent address, `https://HOST:PORT#sha256=FINGERPRINT` (the agent's certificate
     /// pinned) or `http://HOST:PORT` (an agent with `--plain-http`); port default 5280.
     #[serde(default)]
@@ -129,7 +129,7 @@ fn opt(s: &Option<String>) -> Option<&str> {
 }
 
 /// A checkbox or boolean: on/true/1/yes.
-pub fn truthy(s: &Option<String>) -> bool {
+pub(crate) fn truthy(s: &Option<String>) -> bool {
     matches!(
         opt(s).map(|v| v.to_ascii_lowercase()).as_deref(),
         Some("on" | "true" | "1" | "yes")
@@ -138,7 +138,7 @@ pub fn truthy(s: &Option<String>) -> bool {
 
 /// Turn JSON numbers and booleans into strings (forms send strings; the API may not), and
 /// lists of strings or numbers into comma-separated text (`[64, 1518]` → `"64,1518"`).
-pub fn normalize(v: Value) -> Result<Value, String> {
+pub(crate) fn normalize(v: Value) -> Result<Value, String> {
     let Value::Object(m) = v else {
         return Err("expected a JSON object".into());
     };
@@ -166,7 +166,7 @@ pub fn normalize(v: Value) -> Result<Value, String> {
 
 /// A validated forwarding run.
 #[derive(Debug, Clone)]
-pub struct ForwardPlan {
+pub(crate) struct ForwardPlan {
     pub client: PeerClient,
     pub spec: PeerTestSpec,
     pub ingress: String,
@@ -192,7 +192,7 @@ fn check_port(name: &str, what: &str, ports: &[crate::board::Port]) -> Result<St
 /// the board. What [`ForwardRequest::plan`] and `netperfd forward` check first; a test to run
 /// along it makes the [`ForwardPlan`] ([`ForwardPath::plan`]).
 #[derive(Debug, Clone)]
-pub struct ForwardPath {
+pub(crate) struct ForwardPath {
     pub client: PeerClient,
     pub ingress: String,
     pub egress: String,
@@ -204,7 +204,7 @@ impl ForwardPath {
     /// ("the peer agent's token is missing (none stored yet)"), no address, the address or
     /// token malformed (`PeerClient::parse_remote`'s words), either port missing, the loopback
     /// or unusable in a rule, both the same port.
-    pub fn check(
+    pub(crate) fn check(
         peer: &str,
         token: Option<&str>,
         stored_token: Option<&str>,
@@ -245,7 +245,7 @@ impl ForwardPath {
     /// NAT turned on for the run when `nat`. Errors: the target is not a host name or
     /// address ("target 'a b' is not a host name or IP address"), else the test's own range
     /// errors ([`TestSpec::to_client_spec`](crate::spec::test::TestSpec::to_client_spec)).
-    pub fn plan(
+    pub(crate) fn plan(
         self,
         test: &crate::spec::test::TestSpec,
         nat: bool,
@@ -271,7 +271,7 @@ impl ForwardRequest {
     /// Validate against the board's ports; `stored_token` is used when no token is given:
     /// [`ForwardPath::check`], the test's fields read ([`TestRequest::parse`]
     /// (crate::spec::test::TestRequest::parse)), then [`ForwardPath::plan`].
-    pub fn plan(
+    pub(crate) fn plan(
         &self,
         ports: &[crate::board::Port],
         stored_token: Option<&str>,
@@ -302,7 +302,7 @@ impl ForwardRequest {
 
 /// Read the counters of `ports` (netlink, this process's network namespace); ports that are
 /// missing are left out.
-pub async fn read_counters(ports: &[String]) -> BTreeMap<String, Counters> {
+pub(crate) async fn read_counters(ports: &[String]) -> BTreeMap<String, Counters> {
     match crate::board::links::inventory().await {
         Ok(links) => links
             .into_iter()
@@ -318,7 +318,7 @@ pub async fn read_counters(ports: &[String]) -> BTreeMap<String, Counters> {
 
 /// Figures per port from two counter readings `seconds` apart (a counter that went backwards —
 /// the port was re-created — counts 0).
-pub fn figures_from_counters(
+pub(crate) fn figures_from_counters(
     start: &BTreeMap<String, Counters>,
     end: &BTreeMap<String, Counters>,
     seconds: f64,
@@ -348,7 +348,7 @@ pub fn figures_from_counters(
 
 /// Figures per port from the monitor's samples: sums of the deltas, mean over the sampled
 /// seconds, and the peak 1 s rates. Ports without samples are absent.
-pub fn figures_from_samples(samples: &[PortSampleRow]) -> BTreeMap<String, PortFigures> {
+pub(crate) fn figures_from_samples(samples: &[PortSampleRow]) -> BTreeMap<String, PortFigures> {
     let mut out: BTreeMap<String, PortFigures> = BTreeMap::new();
     let c = |v: i64| v.max(0) as u64;
     let mx = |a: Option<f64>, b: f64| Some(a.map_or(b, |a| a.max(b)));
@@ -377,7 +377,7 @@ pub fn figures_from_samples(samples: &[PortSampleRow]) -> BTreeMap<String, PortF
 /// Conntrack figures: the peak and last count over the monitor's samples and the readings
 /// the run took itself (at its start, each second of a forwarding run, at its end). `null`
 /// `None` (stored `null`) when the kernel has no conntrack.
-pub fn conntrack_summary(sys: &[SysSampleRow], own: &[i64]) -> Option<Conntrack> {
+pub(crate) fn conntrack_summary(sys: &[SysSampleRow], own: &[i64]) -> Option<Conntrack> {
     let sampled: Vec<i64> = sys.iter().filter_map(|s| s.conntrack).collect();
     let peak = *sampled.iter().chain(own).max()?;
     Some(Conntrack {
@@ -390,7 +390,7 @@ pub fn conntrack_summary(sys: &[SysSampleRow], own: &[i64]) -> Option<Conntrack>
 
 /// CPU per core from the monitor's samples: mean and peak busy % (100 − idle − iowait) per
 /// core, by core; `None` (stored `null`) without samples.
-pub fn cpu_summary(cpu: &[CpuSampleRow]) -> Option<Vec<CoreBusy>> {
+pub(crate) fn cpu_summary(cpu: &[CpuSampleRow]) -> Option<Vec<CoreBusy>> {
     let mut per: BTreeMap<i32, (f64, f64, usize)> = BTreeMap::new();
     for s in cpu {
         let e = per.entry(s.cpu).or_insert((0.0, 0.0, 0));
@@ -457,7 +457,7 @@ fn merge_figures(
 /// while it runs, so a daemon that restarts after a crash can undo it too).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Undo {
+pub(crate) enum Undo {
     /// Nothing (forwarding with NAT was on already, or not asked for).
     Nothing,
     /// Disable the forward the run enabled.
@@ -542,7 +542,7 @@ pub(crate) async fn undo_forwarding(
 /// Forwarding runs still marked running (left by a process that stopped mid-run) that had
 /// turned on forwarding: their ids, ports and what to undo. Call before
 /// `Store::abort_stale_runs`.
-pub fn stale_forwarding(store: &crate::store::Store) -> Vec<(i64, String, String, Undo)> {
+pub(crate) fn stale_forwarding(store: &crate::store::Store) -> Vec<(i64, String, String, Undo)> {
     let runs = store
         .list_runs(&crate::store::RunFilter {
             status: Some("running".into()),
@@ -566,7 +566,7 @@ pub fn stale_forwarding(store: &crate::store::Store) -> Vec<(i64, String, String
 /// cannot be written (e.g. a full disk: the controller changes the rules, then fails to keep
 /// the new configuration); those entries, and any the board refused, are returned, to be
 /// tried again once the store can write (the rules are then already as they should be).
-pub async fn undo_stale(
+pub(crate) async fn undo_stale(
     ctl: &Arc<Controller>,
     stale: Vec<(i64, String, String, Undo)>,
 ) -> Vec<(i64, String, String, Undo)> {
@@ -614,7 +614,7 @@ async fn undone_on_board(ctl: &Arc<Controller>, ingress: &str, egress: &str, und
 /// Try again what [`undo_stale`] could not finish: undo on the board what is still on, and
 /// store the board's forwarding as it is now. Errors: what is still not done, and why (e.g.
 /// the store's "database or disk is full").
-pub async fn retry_stale(
+pub(crate) async fn retry_stale(
     ctl: &Arc<Controller>,
     again: Vec<(i64, String, String, Undo)>,
 ) -> Result<(), (Vec<(i64, String, String, Undo)>, String)> {
@@ -648,7 +648,7 @@ pub async fn retry_stale(
 
 /// Record and start a forwarding run; returns its id at once and a handle that resolves when
 /// it has ended. `ctl` changes the board when the plan asks for NAT.
-pub fn start_forward(
+pub(crate) fn start_forward(
     hub: &Hub,
     ctl: Option<Arc<Controller>>,
     plan: ForwardPlan,
@@ -853,7 +853,7 @@ fn url_host(url: &str) -> &str {
 /// PC1's port>` on PC1 (and the way back on PC2 unless the run masquerades). `agent` is PC1's
 /// address (the agent URL's host), `target` PC2's; `ingress` and `egress` the board's
 /// addresses on PC1's and PC2's ports. `None` for any other error.
-pub fn route_hint(
+pub(crate) fn route_hint(
     msg: &str,
     agent: &str,
     target: &str,
@@ -907,7 +907,7 @@ pub fn route_hint(
 
 /// [`route_hint`] with the board's addresses on `ingress` and `egress` read now; `msg` as it
 /// is for any other error (or when the ports cannot be read).
-pub async fn explain_agent_error(
+pub(crate) async fn explain_agent_error(
     msg: String,
     agent_url: &str,
     target: &str,
@@ -940,7 +940,7 @@ pub async fn explain_agent_error(
 /// Forwarded traffic per direction: into `ingress` and out of `egress` (PC1 → PC2), and back.
 /// Bits/s and packets/s of the egress transmit (what left the board) and of the ingress
 /// receive. `None` (stored `null`) when a port's figures are missing.
-pub fn forwarded(
+pub(crate) fn forwarded(
     figs: &BTreeMap<String, PortFigures>,
     ingress: &str,
     egress: &str,
@@ -1124,7 +1124,7 @@ fn complete_view(
 
 /// A monitor-only run as the web form, the API and the CLI give it.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct MonitorRequest {
+pub(crate) struct MonitorRequest {
     /// Ports to watch, comma-separated (the API also takes a list).
     #[serde(default)]
     pub ports: String,
@@ -1141,7 +1141,7 @@ pub struct MonitorRequest {
 
 /// A validated monitor-only run.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MonitorPlan {
+pub(crate) struct MonitorPlan {
     pub ports: Vec<String>,
     pub label: String,
     /// None = until stopped.
@@ -1149,7 +1149,7 @@ pub struct MonitorPlan {
 }
 
 /// Longest monitor-only run with a set duration, s (a day).
-pub const MONITOR_MAX_S: u32 = 86_400;
+pub(crate) const MONITOR_MAX_S: u32 = 86_400;
 
 impl MonitorPlan {
     /// A monitor-only run of the comma-separated port names `watched` (checked against the
@@ -1158,7 +1158,7 @@ impl MonitorPlan {
     /// ("the board has no port 'eth9' (watched)"), none or more than 16 ports, a label over
     /// 100 characters or on more than one line, `seconds` outside 1..=[`MONITOR_MAX_S`]
     /// ("duration must be 1..86400 s, got '0'").
-    pub fn new(
+    pub(crate) fn new(
         watched: &str,
         label: Option<&str>,
         seconds: Option<u32>,
@@ -1199,7 +1199,7 @@ fn monitor_seconds_error(d: &str) -> String {
 impl MonitorRequest {
     /// Validate against the board's ports ([`MonitorPlan::new`], the duration read from its
     /// text).
-    pub fn plan(&self, ports: &[crate::board::Port]) -> Result<MonitorPlan, String> {
+    pub(crate) fn plan(&self, ports: &[crate::board::Port]) -> Result<MonitorPlan, String> {
         let plan = MonitorPlan::new(&self.ports, opt(&self.label), None, ports)?;
         let seconds = match opt(&self.duration) {
             None => None,
@@ -1216,7 +1216,7 @@ impl MonitorRequest {
 
 /// Record and start a monitor-only run; it ends when stopped (`Hub::stop`) or after its
 /// duration. Returns its id and a handle that resolves when it has ended.
-pub fn start_monitor(
+pub(crate) fn start_monitor(
     hub: &Hub,
     plan: MonitorPlan,
 ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {

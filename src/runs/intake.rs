@@ -9,15 +9,15 @@ use std::time::{Duration, Instant};
 
 /// Records accepted beyond one per elapsed second: the agent's test starts a little before
 /// our clock does and its first record may already be there.
-pub const SLACK_RECORDS: u64 = 2;
+pub(crate) const SLACK_RECORDS: u64 = 2;
 
 /// Streams one record may carry at most, whatever the spec says (iperf3's `-P` 128, both
 /// directions).
-pub const MAX_STREAMS: usize = 256;
+pub(crate) const MAX_STREAMS: usize = 256;
 
 /// The intake of one peer job's intervals; see the module text.
 #[derive(Debug)]
-pub struct IntervalBound {
+pub(crate) struct IntervalBound {
     t0: Instant,
     streams: usize,
     taken: u64,
@@ -27,7 +27,7 @@ pub struct IntervalBound {
 impl IntervalBound {
     /// For a job of `parallel` streams (default 1), both directions with `bidir`; the
     /// elapsed time counts from now (make it right after the agent accepted the job).
-    pub fn new(parallel: Option<u32>, bidir: bool) -> IntervalBound {
+    pub(crate) fn new(parallel: Option<u32>, bidir: bool) -> IntervalBound {
         let per_dir = usize::try_from(parallel.unwrap_or(1).max(1)).unwrap_or(MAX_STREAMS);
         let dirs = if bidir { 2 } else { 1 };
         IntervalBound {
@@ -40,12 +40,12 @@ impl IntervalBound {
 
     /// The part of a poll's new records this run keeps (see the module text); the rest is
     /// counted in [`IntervalBound::dropped`].
-    pub fn accept(&mut self, fresh: Vec<IntervalRecord>) -> Vec<IntervalRecord> {
+    pub(crate) fn accept(&mut self, fresh: Vec<IntervalRecord>) -> Vec<IntervalRecord> {
         self.accept_at(fresh, self.t0.elapsed())
     }
 
     /// [`IntervalBound::accept`] at `elapsed` since the job started.
-    pub fn accept_at(
+    pub(crate) fn accept_at(
         &mut self,
         fresh: Vec<IntervalRecord>,
         elapsed: Duration,
@@ -75,12 +75,14 @@ impl IntervalBound {
 
     /// Records and stream entries refused so far (records past the time allowance plus
     /// stream entries past the stream count).
-    pub fn dropped(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn dropped(&self) -> u64 {
         self.dropped
     }
 
     /// Streams one record may carry.
-    pub fn streams(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn streams(&self) -> usize {
         self.streams
     }
 }

@@ -34,7 +34,7 @@ fn new_run(info: &TestInfo) -> NewRun {
 /// The run's summary JSON: every stream's figures, the notes, and with several streams in a
 /// direction their [SUM] under "sum" → "receive" / "send" (the board's side; bytes, seconds,
 /// bits_per_second, UDP figures), as a stock iperf 2 prints it for `-P`.
-pub fn summary(o: &Outcome) -> serde_json::Value {
+pub(crate) fn summary(o: &Outcome) -> serde_json::Value {
     let mut v = serde_json::json!({
         "peer": "iperf 2",
         "streams": o.streams,
@@ -157,7 +157,7 @@ impl Hub {
 /// Start the built-in iperf 2 server on `ports` (TCP and UDP each), recording every test a
 /// peer runs as a run of kind "iperf2", until `shutdown` is notified. A port that cannot be
 /// bound is logged as an error; the appliance keeps running without the iperf 2 server.
-pub fn start_server(hub: &Hub, ports: &[u16], shutdown: Arc<Notify>) {
+pub(crate) fn start_server(hub: &Hub, ports: &[u16], shutdown: Arc<Notify>) {
     use crate::engine::iperf2::server::{self, Iperf2ServerConfig};
     let cfg = Iperf2ServerConfig {
         ports: ports.to_vec(),

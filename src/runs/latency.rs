@@ -20,11 +20,11 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Notify};
 
 /// A probe without a reply after this long is lost.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The load's goodput, bits/s: received bytes over the receiver's time, summed over every
 /// stream (both directions for `--bidir`); the sender's figures where no receiver side came.
-pub fn load_bits_per_second(r: &Report) -> Option<f64> {
+pub(crate) fn load_bits_per_second(r: &Report) -> Option<f64> {
     let v: Vec<f64> = r
         .streams
         .iter()
@@ -36,7 +36,7 @@ pub fn load_bits_per_second(r: &Report) -> Option<f64> {
 /// Goodput (bits/s, as [`load_bits_per_second`]) and stream count of the load's streams in one
 /// direction: `board_sends` = the streams this board sends on (up), else those it receives
 /// (down); `None` when there are none (e.g. no up streams in a download).
-pub fn direction_bits_per_second(r: &Report, board_sends: bool) -> Option<(f64, usize)> {
+pub(crate) fn direction_bits_per_second(r: &Report, board_sends: bool) -> Option<(f64, usize)> {
     let v: Vec<f64> = r
         .streams
         .iter()
@@ -133,7 +133,6 @@ async fn run(
         target: peer.ip(),
         interval: Duration::from_millis(spec.interval_ms as u64),
         timeout: PROBE_TIMEOUT,
-        bind_dev: spec.bind_dev.clone(),
     };
     let (ptx, mut prx) = mpsc::unbounded_channel::<Probe>();
     let prober = match probe::start(&pspec, sock, t0, ptx) {

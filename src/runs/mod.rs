@@ -4,16 +4,16 @@
 //! (`traffic`), iperf 2 served by the daemon (`iperf2`), and suites of steps (`suites`).
 //! Not for: measuring (engine), SQL (store), or showing (results, web).
 
-pub mod anon;
+pub(crate) mod anon;
 pub mod drops;
-pub mod forward;
-pub mod intake;
-pub mod iperf2;
-pub mod latency;
-pub mod live;
-pub mod multi;
-pub mod recorder;
-pub mod rfc2544;
-pub mod schedule;
-pub mod suites;
-pub mod traffic;
+pub(crate) mod forward;
+pub(crate) mod intake;
+pub(crate) mod iperf2;
+pub(crate) mod latency;
+pub(crate) mod live;
+pub(crate) mod multi;
+pub(crate) mod recorder;
+pub(crate) mod rfc2544;
+pub(crate) mod schedule;
+pub(crate) mod suites;
+pub(crate) mod traffic;

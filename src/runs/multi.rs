@@ -7,7 +7,7 @@
 use crate::engine::iperf3::client::{self, ClientSpec};
 use crate::engine::report::Role;
 use crate::model::{RunDirection, RunFigures, RunProtocol, RunRole, RunStatus};
-pub use crate::results::multi_summary::LegResult;
+pub(crate) use crate::results::multi_summary::LegResult;
 use crate::results::multi_summary::{Aggregate, LegParams, MultiParams, MultiSummary};
 use crate::runs::live::Hub;
 use crate::runs::recorder::{Ended, Measured, Sampling};
@@ -18,18 +18,18 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 /// Most legs in one run.
-pub const MAX_LEGS: usize = 8;
+pub(crate) const MAX_LEGS: usize = 8;
 
 /// A multi-port run as the web form and the API send it: one test request per leg,
 /// each with its board port (`bind`) set.
 #[derive(Debug, Clone, Deserialize, Default)]
-pub struct MultiRequest {
+pub(crate) struct MultiRequest {
     pub legs: Vec<TestRequest>,
 }
 
 /// The legs of a web form or an API request read into typed specs ([`TestRequest::parse`]);
 /// an error names the leg ("leg 2: …").
-pub fn parse_legs(legs: &[TestRequest]) -> Result<Vec<TestSpec>, String> {
+pub(crate) fn parse_legs(legs: &[TestRequest]) -> Result<Vec<TestSpec>, String> {
     legs.iter()
         .enumerate()
         .map(|(i, l)| l.parse().map_err(|e| format!("leg {}: {e}", i + 1)))
@@ -38,7 +38,10 @@ pub fn parse_legs(legs: &[TestRequest]) -> Result<Vec<TestSpec>, String> {
 
 /// Check the legs: 2..=8 legs, each valid and bound to a board port, no port used twice.
 /// Returns the client specs in order, or one message naming the leg at fault.
-pub fn specs(legs: &[TestSpec], ports: &[crate::board::Port]) -> Result<Vec<ClientSpec>, String> {
+pub(crate) fn specs(
+    legs: &[TestSpec],
+    ports: &[crate::board::Port],
+) -> Result<Vec<ClientSpec>, String> {
     if legs.len() < 2 {
         return Err(format!(
             "a multi-port run needs at least 2 legs, got {}",
@@ -107,7 +110,7 @@ fn leg_result(r: &RunRow) -> LegResult {
 /// when every leg completed; failed when any failed (its error named); else aborted. Bitrates
 /// and bytes are sums over the legs (the board's aggregate); a sum is `None` when a leg lacks
 /// the figure.
-pub fn aggregate(legs: &[RunRow]) -> (RunStatus, RunFigures, MultiSummary, Option<String>) {
+pub(crate) fn aggregate(legs: &[RunRow]) -> (RunStatus, RunFigures, MultiSummary, Option<String>) {
     let results: Vec<LegResult> = legs.iter().map(leg_result).collect();
     let sum_f = |f: fn(&LegResult) -> Option<f64>| -> Option<f64> {
         results.iter().map(f).sum::<Option<f64>>()
@@ -282,7 +285,7 @@ impl Hub {
 /// Parse a CLI leg: `PORT=HOST[:PEERPORT][,send|receive|bidir][,tcp|udp][,b=RATE][,P=N]`,
 /// e.g. `eth0=192.0.2.2`, `eth1=198.51.100.2:5202,receive,udp,b=100M`. Options not given come
 /// from `base` (the command's common flags, already typed); ranges are checked by [`specs`].
-pub fn parse_leg(s: &str, base: &TestSpec) -> Result<TestSpec, String> {
+pub(crate) fn parse_leg(s: &str, base: &TestSpec) -> Result<TestSpec, String> {
     let (port, rest) = s
         .split_once('=')
         .ok_or_else(|| format!("leg '{s}': expected PORT=HOST[,options]"))?;

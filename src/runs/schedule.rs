@@ -18,16 +18,16 @@ const TICK: Duration = Duration::from_secs(1);
 
 /// Most schedules the board keeps; creating one more is refused with a clear error (each
 /// firing is a suite run on this board: 100 is far more than a board can usefully run).
-pub const MAX_SCHEDULES: usize = 100;
+pub(crate) const MAX_SCHEDULES: usize = 100;
 
 /// Most suite runs started by schedules that run at once. A schedule due while this many
 /// run waits (it stays due and fires, oldest due first, when one has ended): 1,000 schedules
 /// due at the same second used to start 1,000 suites at once (520 threads, a stock 1 s test
 /// took 14 s).
-pub const MAX_SCHEDULED_RUNNING: usize = 2;
+pub(crate) const MAX_SCHEDULED_RUNNING: usize = 2;
 
 /// Start the scheduler in the background (daemon start): one task for every schedule.
-pub fn start(hub: Hub) {
+pub(crate) fn start(hub: Hub) {
     crate::engine::task::spawn(async move {
         let mut t = tokio::time::interval(TICK);
         t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -45,7 +45,7 @@ pub fn start(hub: Hub) {
 /// [`MAX_SCHEDULED_RUNNING`] suite runs of the scheduler (`running`, suite ids; ended ones
 /// are dropped from it here) are running; the others stay due. Returns how many suites were
 /// started.
-pub fn tick(hub: &Hub, now: i64, running: &mut Vec<i64>) -> Result<usize, String> {
+pub(crate) fn tick(hub: &Hub, now: i64, running: &mut Vec<i64>) -> Result<usize, String> {
     let store = hub.store();
     running.retain(|sid| store.suite_running(*sid).unwrap_or(false));
     if running.len() >= MAX_SCHEDULED_RUNNING {

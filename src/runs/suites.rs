@@ -3,10 +3,10 @@
 //! receiving, shown as bitrate, jitter and lost/total datagrams per test. Saved definitions,
 //! their runner and result tables are in [`def`] and [`run`].
 
-pub mod run;
+pub(crate) mod run;
 
 use crate::engine::iperf3::client::ClientSpec;
-use crate::engine::iperf3::wire::{Direction, Protocol};
+use crate::engine::iperf3::wire::Direction;
 use crate::spec::test::{TestDirection, TestSpec};
 use crate::store::RunRow;
 use serde::Serialize;
@@ -14,7 +14,7 @@ use serde::Serialize;
 /// The tests of a UDP ladder: for each rate (bits/s), the board sends, then receives (`-R`).
 /// `base` gives peer, port, duration, datagram size and board port (its protocol, streams,
 /// direction and bitrate are set here).
-pub fn ladder_specs(
+pub(crate) fn ladder_specs(
     base: &TestSpec,
     rates: &[u64],
     ports: &[crate::board::Port],
@@ -42,7 +42,7 @@ pub fn ladder_specs(
 
 /// One line of the ladder table.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct LadderRow {
+pub(crate) struct LadderRow {
     pub run_id: i64,
     /// Target bitrate, bits/s.
     pub target_bps: u64,
@@ -62,7 +62,7 @@ pub struct LadderRow {
 }
 
 /// The table rows of a suite's runs.
-pub fn ladder_rows(runs: &[RunRow]) -> Vec<LadderRow> {
+pub(crate) fn ladder_rows(runs: &[RunRow]) -> Vec<LadderRow> {
     runs.iter()
         .map(|r| LadderRow {
             run_id: r.id,
@@ -96,7 +96,7 @@ fn short_rate(bps: u64) -> String {
 
 /// The table as text, like the seed reports' (one line per test): target, direction, sent
 /// (marked "short" below 97 % of the target), received, jitter, lost/total, loss, status.
-pub fn ladder_text(rows: &[LadderRow]) -> String {
+pub(crate) fn ladder_text(rows: &[LadderRow]) -> String {
     let mut t = format!(
         "{:>7}  {:<9}  {:>22}  {:>16}  {:>10}  {:>17}  {:>8}  {}\n",
         "Target", "Direction", "Sent", "Received", "Jitter", "Lost/Total", "Loss", "Status"
@@ -135,8 +135,9 @@ pub fn ladder_text(rows: &[LadderRow]) -> String {
 }
 
 /// Whether this spec is a UDP test (for callers assembling suites).
-pub fn is_udp(s: &ClientSpec) -> bool {
-    s.params.protocol == Protocol::Udp
+#[cfg(test)]
+pub(crate) fn is_udp(s: &ClientSpec) -> bool {
+    s.params.protocol == crate::engine::iperf3::wire::Protocol::Udp
 }
 
 #[cfg(test)]

@@ -32,32 +32,32 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Notify};
 
 /// Most connections the payload server serves at once (more get 503).
-pub const MAX_HTTP_CONNECTIONS: usize = 64;
+pub(crate) const MAX_HTTP_CONNECTIONS: usize = 64;
 /// Most connections the TCP sink, and the TCP source, each serve at once (more are closed).
-pub const MAX_RAW_CONNECTIONS: usize = 32;
+pub(crate) const MAX_RAW_CONNECTIONS: usize = 32;
 /// A sink connection that brings no byte for this long is closed (aborted), seconds.
-pub const SINK_IDLE_SECS: u64 = 60;
+pub(crate) const SINK_IDLE_SECS: u64 = 60;
 /// A source or payload connection whose peer takes no byte for this long is closed, seconds.
-pub const STALL_SECS: u64 = 30;
+pub(crate) const STALL_SECS: u64 = 30;
 /// A request head (the first one, or the next on a kept-alive connection) must arrive whole
 /// within this many seconds of the connection being ready for it, seconds; a sink
 /// connection must bring its first byte as fast. Idle or trickling connections cannot hold
 /// the service's connection slots for long.
-pub const HEAD_TIMEOUT_SECS: u64 = 10;
+pub(crate) const HEAD_TIMEOUT_SECS: u64 = 10;
 /// Most connections one client address may hold on the payload server at once (a download
 /// manager uses up to 16); more get 503.
-pub const MAX_HTTP_PER_ADDRESS: usize = 16;
+pub(crate) const MAX_HTTP_PER_ADDRESS: usize = 16;
 /// Most connections one client address may hold on the TCP sink, and on the TCP source.
-pub const MAX_RAW_PER_ADDRESS: usize = 8;
+pub(crate) const MAX_RAW_PER_ADDRESS: usize = 8;
 /// Most connections one client address may hold on the payload server while they wait for
 /// a request (or idle between two); more get 503.
-pub const MAX_HTTP_PENDING_PER_ADDRESS: usize = 8;
+pub(crate) const MAX_HTTP_PENDING_PER_ADDRESS: usize = 8;
 /// Most idle connections (no byte yet, or moving less than [`SLOW_WINDOW_BYTES`] per
 /// [`SLOW_WINDOW_SECS`]) one client address may hold on the TCP sink, and on the TCP source.
-pub const MAX_RAW_PENDING_PER_ADDRESS: usize = 4;
+pub(crate) const MAX_RAW_PENDING_PER_ADDRESS: usize = 4;
 /// The parallel connections of one client for one payload form one run until none has been
 /// active for this long, ms.
-pub const GROUP_LINGER_MS: u64 = 1000;
+pub(crate) const GROUP_LINGER_MS: u64 = 1000;
 
 /// What each service listens on (0 = off), for the web page.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -71,7 +71,7 @@ pub struct Listening {
 
 /// Start the services the configuration turns on. A port that cannot be opened is logged and
 /// left out (the iperf3 server and the web UI still start); the result says what listens.
-pub fn start(hub: &Hub, cfg: &Config) -> Listening {
+pub(crate) fn start(hub: &Hub, cfg: &Config) -> Listening {
     let l = start_services(hub, cfg);
     hub.set_listening(l.clone());
     l
@@ -154,7 +154,7 @@ fn start_services(hub: &Hub, cfg: &Config) -> Listening {
 /// The payload server's admission caps: [`MAX_HTTP_CONNECTIONS`] in all,
 /// [`MAX_HTTP_PER_ADDRESS`] per client address, [`MAX_HTTP_PENDING_PER_ADDRESS`] of them
 /// waiting for a request.
-pub fn http_limits() -> Limits {
+pub(crate) fn http_limits() -> Limits {
     Limits {
         max: MAX_HTTP_CONNECTIONS,
         per_source: MAX_HTTP_PER_ADDRESS,
@@ -166,7 +166,7 @@ pub fn http_limits() -> Limits {
 
 /// The TCP sink's and the TCP source's admission caps: [`MAX_RAW_CONNECTIONS`] in all,
 /// [`MAX_RAW_PER_ADDRESS`] per client address, [`MAX_RAW_PENDING_PER_ADDRESS`] of them idle.
-pub fn raw_limits() -> Limits {
+pub(crate) fn raw_limits() -> Limits {
     Limits {
         max: MAX_RAW_CONNECTIONS,
         per_source: MAX_RAW_PER_ADDRESS,
@@ -210,13 +210,13 @@ async fn accept_loop<F, Fut>(
 /// A sink or source connection that moved no byte for this long counts as idle: while the
 /// service is full, a new client address may evict it (see [`crate::engine::admission`]),
 /// seconds.
-pub const IDLE_SECS: u64 = 2;
+pub(crate) const IDLE_SECS: u64 = 2;
 
 /// Bytes a TCP source connection's peer must take per [`SLOW_WINDOW_SECS`] window, or the
 /// connection is closed (a slow reader must not hold a slot indefinitely): 64 KiB.
-pub const SLOW_WINDOW_BYTES: u64 = 64 * 1024;
+pub(crate) const SLOW_WINDOW_BYTES: u64 = 64 * 1024;
 /// The window of [`SLOW_WINDOW_BYTES`], seconds.
-pub const SLOW_WINDOW_SECS: u64 = 10;
+pub(crate) const SLOW_WINDOW_SECS: u64 = 10;
 
 fn keepalive(c: &TcpStream) {
     let s = socket2::SockRef::from(c);
@@ -1285,7 +1285,7 @@ async fn raw_folded(mut c: TcpStream, source: bool, ticket: &Ticket) -> u64 {
 
 /// Record and start a download by the board; returns the run id and a handle that resolves
 /// when it has ended.
-pub fn start_http_get(
+pub(crate) fn start_http_get(
     hub: &Hub,
     spec: GetSpec,
 ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {

@@ -5,15 +5,15 @@
 use serde::{Deserialize, Serialize};
 
 /// Most TCP streams per direction of the load.
-pub const MAX_STREAMS: u32 = 32;
+pub(crate) const MAX_STREAMS: u32 = 32;
 /// Longest idle phase, s.
-pub const MAX_IDLE_S: u32 = 600;
+pub(crate) const MAX_IDLE_S: u32 = 600;
 /// Shortest and longest loaded phase, s.
-pub const MIN_LOADED_S: u32 = 1;
-pub const MAX_LOADED_S: u32 = 3600;
+pub(crate) const MIN_LOADED_S: u32 = 1;
+pub(crate) const MAX_LOADED_S: u32 = 3600;
 /// Probe interval bounds, ms.
-pub const MIN_INTERVAL_MS: u32 = 1;
-pub const MAX_INTERVAL_MS: u32 = 1000;
+pub(crate) const MIN_INTERVAL_MS: u32 = 1;
+pub(crate) const MAX_INTERVAL_MS: u32 = 1000;
 
 /// The load's direction. Default: both (RRUL-like, as [`DEFAULT_STREAMS`] per direction).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -30,9 +30,9 @@ pub enum Load {
 
 /// TCP streams per direction when none are asked for: 4, as RRUL loads a link (issue 22
 /// item 6: one stream raised a ~100 ms queue by 3.5 ms, four cubic streams by 42 ms).
-pub const DEFAULT_STREAMS: u32 = 4;
+pub(crate) const DEFAULT_STREAMS: u32 = 4;
 /// Below this many streams per direction a load may not fill the bottleneck's queue.
-pub const FILLING_STREAMS: u32 = 4;
+pub(crate) const FILLING_STREAMS: u32 = 4;
 
 impl Load {
     /// Parse "up" / "down" / "both" (also "upload", "download", "send", "receive", "bidir");
@@ -93,10 +93,10 @@ pub struct LatencySpec {
 
 /// The congestion control a latency load uses when none is asked for: loss-based, so the load
 /// fills the bottleneck's queue (the point of the test) even when a PC defaults to BBR.
-pub const DEFAULT_CONGESTION: &str = "cubic";
+pub(crate) const DEFAULT_CONGESTION: &str = "cubic";
 
 /// The `-C` value that keeps each host's own default congestion control.
-pub const HOSTS_CONGESTION: &str = "default";
+pub(crate) const HOSTS_CONGESTION: &str = "default";
 
 impl Default for LatencySpec {
     fn default() -> Self {
@@ -236,7 +236,7 @@ fn num(v: &Option<serde_json::Value>, name: &str, default: u32) -> Result<u32, S
 /// keys are refused).
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct LatencyForm {
+pub(crate) struct LatencyForm {
     #[serde(default, skip_serializing)]
     pub csrf: Option<String>,
     #[serde(default)]
@@ -268,7 +268,7 @@ pub struct LatencyForm {
 
 impl LatencyForm {
     /// Validate into a spec.
-    pub fn to_spec(&self) -> Result<LatencySpec, String> {
+    pub(crate) fn to_spec(&self) -> Result<LatencySpec, String> {
         let d = LatencySpec::default();
         let port = num(&self.port, "port", 5201)?;
         let spec = LatencySpec {

@@ -4,17 +4,17 @@
 //! limits of a suite step;
 //! `suite_latency` the suite step of kind `latency`.
 
-pub mod latency;
-pub mod rfc2544;
+pub(crate) mod latency;
+pub(crate) mod rfc2544;
 pub mod schedule;
 pub mod suite;
-pub mod suite_latency;
-pub mod test;
-pub mod thresholds;
+pub(crate) mod suite_latency;
+pub(crate) mod test;
+pub(crate) mod thresholds;
 
 /// `Err("unknown field `k`, expected one of …")` for the first of `keys` (a JSON request's)
 /// not in `fields`: the API refuses a misspelt key rather than run without it.
-pub fn check_keys<'a>(
+pub(crate) fn check_keys<'a>(
     keys: impl IntoIterator<Item = &'a String>,
     fields: &[&str],
 ) -> Result<(), String> {

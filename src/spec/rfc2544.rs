@@ -10,28 +10,28 @@
 //! 64-byte frames at 1 Gbit/s). Rates are given three ways: frames/s, L2 bit/s
 //! (`8 × F × fps`) and L1 bit/s (`8 × (F + 20) × fps`).
 
-pub use crate::board::PortFacts;
+pub(crate) use crate::board::PortFacts;
 use crate::model::RunDirection;
 use serde::Deserialize;
 
 /// The frame sizes RFC 2544 §9.1 lists for Ethernet, bytes with FCS.
-pub const DEFAULT_SIZES: [u32; 7] = [64, 128, 256, 512, 1024, 1280, 1518];
+pub(crate) const DEFAULT_SIZES: [u32; 7] = [64, 128, 256, 512, 1024, 1280, 1518];
 /// The smallest Ethernet frame, bytes with FCS.
-pub const MIN_FRAME: u32 = 64;
+pub(crate) const MIN_FRAME: u32 = 64;
 /// Headers a frame holds around the UDP payload: Ethernet 14 + FCS 4 + IPv4 20 + UDP 8 bytes.
-pub const FRAME_OVERHEAD: u32 = 46;
+pub(crate) const FRAME_OVERHEAD: u32 = 46;
 /// Preamble (7), start-of-frame delimiter (1) and the inter-frame gap (12), bytes.
-pub const L1_OVERHEAD: u32 = 20;
+pub(crate) const L1_OVERHEAD: u32 = 20;
 /// Most frame sizes one run may test.
-pub const MAX_SIZES: usize = 16;
+pub(crate) const MAX_SIZES: usize = 16;
 /// Longest trial, s (RFC 2544 asks for 60 s at least for the throughput test's final trials).
-pub const MAX_TRIAL_S: u32 = 600;
+pub(crate) const MAX_TRIAL_S: u32 = 600;
 /// Time between two latency probes of the latency test, ms (100 a second: a 10 s trial gives
 /// about 750 loaded round trips, enough for a p99).
-pub const PROBE_INTERVAL_MS: u32 = 10;
+pub(crate) const PROBE_INTERVAL_MS: u32 = 10;
 /// Most times one run repeats the back-to-back search of a frame size (RFC 2544 §26.4 asks
 /// for at least 50, averaged).
-pub const MAX_B2B_REPEAT: u32 = 50;
+pub(crate) const MAX_B2B_REPEAT: u32 = 50;
 
 /// The tests of RFC 2544 §26, in the order they run.
 #[derive(
@@ -77,28 +77,28 @@ impl Rfc2544Test {
 }
 
 /// Payload of the UDP datagrams that make frames of `frame` bytes (with FCS), bytes.
-pub fn payload(frame: u32) -> u32 {
+pub(crate) fn payload(frame: u32) -> u32 {
     frame.saturating_sub(FRAME_OVERHEAD)
 }
 
 /// Frames/s of a port of `line_bps` bit/s (L1) at frame size `frame` (RFC 2544 appendix C).
-pub fn line_rate_fps(line_bps: f64, frame: u32) -> f64 {
+pub(crate) fn line_rate_fps(line_bps: f64, frame: u32) -> f64 {
     line_bps / (8.0 * f64::from(frame + L1_OVERHEAD))
 }
 
 /// L2 bit/s of `fps` frames/s of `frame` bytes (the frame with FCS, no preamble or gap).
-pub fn l2_bps(fps: f64, frame: u32) -> f64 {
+pub(crate) fn l2_bps(fps: f64, frame: u32) -> f64 {
     fps * 8.0 * f64::from(frame)
 }
 
 /// L1 bit/s of `fps` frames/s of `frame` bytes (what the frames take on the wire).
-pub fn l1_bps(fps: f64, frame: u32) -> f64 {
+pub(crate) fn l1_bps(fps: f64, frame: u32) -> f64 {
     fps * 8.0 * f64::from(frame + L1_OVERHEAD)
 }
 
 /// The generator's `-b` for `fps` frames/s of `frame` bytes: UDP payload bit/s (iperf3's
 /// bitrate counts the payload only), rounded up so the pacer does not offer less.
-pub fn payload_bps(fps: f64, frame: u32) -> u64 {
+pub(crate) fn payload_bps(fps: f64, frame: u32) -> u64 {
     (fps * 8.0 * f64::from(payload(frame))).ceil() as u64
 }
 

@@ -7,10 +7,8 @@ use crate::spec::suite::RunTarget;
 use chrono::{NaiveDate, NaiveTime, TimeZone, Utc};
 use serde::Deserialize;
 
-/// Default shortest period, seconds (config key `schedule_min_period_s`).
-pub const DEFAULT_MIN_PERIOD_S: u64 = 60;
 /// Longest period, seconds (31 days).
-pub const MAX_PERIOD_S: u64 = 31 * 24 * 3600;
+pub(crate) const MAX_PERIOD_S: u64 = 31 * 24 * 3600;
 
 /// A schedule as the API and the form send it (all text fields may be numbers).
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -30,18 +30,18 @@ use crate::store::Store;
 use serde::{de::Error as _, Deserialize, Deserializer, Serialize};
 
 /// Most steps one definition may hold.
-pub const MAX_STEPS: usize = 50;
+pub(crate) const MAX_STEPS: usize = 50;
 /// Most tests a definition may expand to (a ladder step is two tests per rate).
-pub const MAX_TESTS: usize = 100;
+pub(crate) const MAX_TESTS: usize = 100;
 /// Name of the built-in definition that reproduces seed 001's result tables.
-pub const SEED_001: &str = "seed 001 table";
+pub(crate) const SEED_001: &str = "seed 001 table";
 /// Settings key set once the built-in definitions were seeded (so a deleted one stays gone).
 const SEEDED_KEY: &str = "suite_defs_seeded";
 
 /// The kind of a step: its stored `kind` word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum StepKind {
+pub(crate) enum StepKind {
     Tcp,
     Udp,
     UdpLadder,
@@ -51,7 +51,7 @@ pub enum StepKind {
 
 impl StepKind {
     /// Every kind, in declaration order (the editor's list; a unit test checks it is whole).
-    pub const ALL: [StepKind; 5] = [
+    pub(crate) const ALL: [StepKind; 5] = [
         StepKind::Tcp,
         StepKind::Udp,
         StepKind::UdpLadder,
@@ -60,7 +60,7 @@ impl StepKind {
     ];
 
     /// The stored word: tcp, udp, udp-ladder, latency, rfc2544.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             StepKind::Tcp => "tcp",
             StepKind::Udp => "udp",
@@ -71,12 +71,12 @@ impl StepKind {
     }
 
     /// Parse a stored word; `None` for an unknown one.
-    pub fn parse(s: &str) -> Option<StepKind> {
+    pub(crate) fn parse(s: &str) -> Option<StepKind> {
         StepKind::ALL.into_iter().find(|k| k.as_str() == s)
     }
 
     /// "tcp, udp, udp-ladder, latency, rfc2544".
-    pub fn words() -> String {
+    pub(crate) fn words() -> String {
         StepKind::ALL.map(StepKind::as_str).join(", ")
     }
 }
@@ -412,7 +412,7 @@ fn blank(v: &serde_json::Value) -> bool {
 
 impl Step {
     /// The step's kind.
-    pub fn kind(&self) -> StepKind {
+    pub(crate) fn kind(&self) -> StepKind {
         match self {
             Step::Tcp(_) => StepKind::Tcp,
             Step::Udp(_) => StepKind::Udp,
@@ -423,7 +423,7 @@ impl Step {
     }
 
     /// The row name the step sets, if any.
-    pub fn label(&self) -> Option<&String> {
+    pub(crate) fn label(&self) -> Option<&String> {
         match self {
             Step::Tcp(s) | Step::Udp(s) => s.label.as_ref(),
             Step::UdpLadder(s) => s.label.as_ref(),
@@ -433,7 +433,7 @@ impl Step {
     }
 
     /// The step's own thresholds (unchecked JSON), if any.
-    pub fn thresholds(&self) -> Option<&serde_json::Value> {
+    pub(crate) fn thresholds(&self) -> Option<&serde_json::Value> {
         match self {
             Step::Tcp(s) | Step::Udp(s) => s.thresholds.as_ref(),
             Step::UdpLadder(s) => s.thresholds.as_ref(),
@@ -446,7 +446,7 @@ impl Step {
     /// is refused naming the kinds that do ("step 2 (tcp): a tcp step has no 'load' (only
     /// latency steps have it)"), unless it is empty or null (as an editor leaves it), which
     /// is dropped. Errors: "step 1: unknown kind 'x' (known: tcp, …)", a field's error.
-    pub fn from_value(n: usize, v: serde_json::Value) -> Result<Step, String> {
+    pub(crate) fn from_value(n: usize, v: serde_json::Value) -> Result<Step, String> {
         let serde_json::Value::Object(mut m) = v else {
             return Err(format!(
                 "step {n}: a step is an object with a kind ({})",
@@ -565,7 +565,7 @@ pub struct SuiteDef {
 
 /// Where and how to run a definition (the run-time choices).
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct RunTarget {
+pub(crate) struct RunTarget {
     /// Peer host name or address.
     pub host: String,
     /// Overrides the definition's peer port.
@@ -716,7 +716,7 @@ fn opt(s: &Option<String>) -> Option<&str> {
 }
 
 /// "100M" for 100 000 000 bits/s (how the seed reports name their UDP tests).
-pub fn rate_word(bps: u64) -> String {
+pub(crate) fn rate_word(bps: u64) -> String {
     if bps == 0 {
         "unlimited".into()
     } else if bps % 1_000_000_000 == 0 && bps >= 10_000_000_000 {
@@ -731,7 +731,7 @@ pub fn rate_word(bps: u64) -> String {
 }
 
 /// The default row name of a test: "TCP send", "UDP receive 400M", "TCP bidir ×4".
-pub fn spec_label(s: &ClientSpec) -> String {
+pub(crate) fn spec_label(s: &ClientSpec) -> String {
     let dir = match s.params.direction {
         Direction::Send => "send",
         Direction::Receive => "receive",
@@ -779,7 +779,7 @@ impl SuiteDef {
 
     /// Check everything that does not depend on the board or peer: name, step count, kinds,
     /// every step's numbers. Errors name the step (1-based) and field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         let placeholder = RunTarget {
             host: "peer.invalid".into(),
             ..Default::default()
@@ -789,7 +789,7 @@ impl SuiteDef {
 
     /// The tests to run against `t`, checked, in order. `ports` are the board's ports (to
     /// check and resolve the board port).
-    pub fn plan(
+    pub(crate) fn plan(
         &self,
         t: &RunTarget,
         ports: &[crate::board::Port],
@@ -800,7 +800,7 @@ impl SuiteDef {
     /// The tests to run against `t`, checked, in order, without the board port: what the
     /// Suites page lists before a run, when the port is still to be picked (the saved one, or
     /// another in the run form). A saved port is checked against the board when it runs.
-    pub fn plan_any_port(&self, t: &RunTarget) -> Result<Vec<PlannedTest>, String> {
+    pub(crate) fn plan_any_port(&self, t: &RunTarget) -> Result<Vec<PlannedTest>, String> {
         self.plan_with(t, None)
     }
 
@@ -1023,7 +1023,7 @@ impl SuiteDef {
 }
 
 /// The definitions seeded on first start.
-pub fn builtin_defs() -> Vec<SuiteDef> {
+pub(crate) fn builtin_defs() -> Vec<SuiteDef> {
     let tcp = |d: &str| {
         Step::Tcp(Iperf3Step {
             direction: Some(d.into()),
@@ -1080,7 +1080,7 @@ pub fn builtin_defs() -> Vec<SuiteDef> {
 
 /// Store the built-in definitions the first time netperfd opens this history (a later
 /// deletion sticks); returns how many were added.
-pub fn seed_builtins(store: &Store) -> Result<usize, String> {
+pub(crate) fn seed_builtins(store: &Store) -> Result<usize, String> {
     let e = |e: crate::store::StoreError| e.to_string();
     if store.setting(SEEDED_KEY).map_err(e)?.is_some() {
         return Ok(0);
@@ -1098,7 +1098,7 @@ pub fn seed_builtins(store: &Store) -> Result<usize, String> {
 }
 
 /// Parse a stored definition (refusing one that no longer validates).
-pub fn from_row(r: &crate::store::SuiteDefRow) -> Result<SuiteDef, String> {
+pub(crate) fn from_row(r: &crate::store::SuiteDefRow) -> Result<SuiteDef, String> {
     let d: SuiteDef = serde_json::from_value(r.body.clone())
         .map_err(|e| format!("stored suite '{}' is invalid: {e}", r.name))?;
     Ok(SuiteDef {
@@ -1108,7 +1108,7 @@ pub fn from_row(r: &crate::store::SuiteDefRow) -> Result<SuiteDef, String> {
 }
 
 /// Find a definition by id ("12") or name.
-pub fn find(store: &Store, key: &str) -> Result<Option<crate::store::SuiteDefRow>, String> {
+pub(crate) fn find(store: &Store, key: &str) -> Result<Option<crate::store::SuiteDefRow>, String> {
     let e = |e: crate::store::StoreError| e.to_string();
     if let Some(r) = store.suite_def_by_name(key).map_err(e)? {
         return Ok(Some(r));
@@ -1120,7 +1120,7 @@ pub fn find(store: &Store, key: &str) -> Result<Option<crate::store::SuiteDefRow
 }
 
 /// Store a checked definition: new (`id` None) or replacing `id`. Names are unique.
-pub fn save(store: &Store, id: Option<i64>, d: &SuiteDef) -> Result<i64, String> {
+pub(crate) fn save(store: &Store, id: Option<i64>, d: &SuiteDef) -> Result<i64, String> {
     d.validate()?;
     let e = |e: crate::store::StoreError| e.to_string();
     let name = d.name.trim();
@@ -1147,10 +1147,10 @@ pub fn save(store: &Store, id: Option<i64>, d: &SuiteDef) -> Result<i64, String>
 }
 
 /// Name of the UDP ladder suite in history.
-pub const UDP_LADDER: &str = "udp-ladder";
+pub(crate) const UDP_LADDER: &str = "udp-ladder";
 
 /// Parse "100M,400M,1000M" into bits/s; 1 to 10 rates, each 1 kbit/s..100 Gbit/s.
-pub fn parse_rates(s: &str) -> Result<Vec<u64>, String> {
+pub(crate) fn parse_rates(s: &str) -> Result<Vec<u64>, String> {
     let rates: Vec<u64> = s
         .split(',')
         .map(str::trim)

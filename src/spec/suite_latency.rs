@@ -19,7 +19,7 @@ use crate::spec::test::TestRequest;
 /// run's). `run_time` is a run-time `time` override: it sets the loaded phase, s. `ports` are
 /// the board's ports when the board port is to be checked (empty when only validating).
 /// Errors name the field, as the API's do.
-pub fn plan_step(
+pub(crate) fn plan_step(
     st: &LatencyStep,
     base: &TestRequest,
     run_time: Option<&str>,
@@ -59,7 +59,7 @@ pub fn plan_step(
 }
 
 /// The board's view of the load as the run and the plan store it: send / receive / bidir.
-pub fn board_direction(l: Load) -> &'static str {
+pub(crate) fn board_direction(l: Load) -> &'static str {
     match l {
         Load::Up => "send",
         Load::Down => "receive",
@@ -68,7 +68,7 @@ pub fn board_direction(l: Load) -> &'static str {
 }
 
 /// The default row name of a latency step: "Latency down", "Latency both ×4".
-pub fn label(s: &LatencySpec) -> String {
+pub(crate) fn label(s: &LatencySpec) -> String {
     let mut l = format!("Latency {}", s.load.word());
     if s.streams > 1 {
         l.push_str(&format!(" ×{}", s.streams));

@@ -9,10 +9,10 @@ use serde::Deserialize;
 
 /// Highest bitrate a test may ask for, bits/s (100 Gbit/s, above any board's port): a value
 /// such as "100T" is a typo, not a test.
-pub const MAX_BITRATE: u64 = 100_000_000_000;
+pub(crate) const MAX_BITRATE: u64 = 100_000_000_000;
 
 /// Parse a bitrate ("500M", "1G", bits/s) up to [`MAX_BITRATE`].
-pub fn parse_bitrate(b: &str) -> Result<u64, String> {
+pub(crate) fn parse_bitrate(b: &str) -> Result<u64, String> {
     let r = parse_suffixed(b, true).map_err(|e| format!("bitrate: {e}"))?;
     if r > MAX_BITRATE {
         return Err(format!(
@@ -27,7 +27,7 @@ pub fn parse_bitrate(b: &str) -> Result<u64, String> {
 /// `duration` gets; blank text is the default, 10 s. Errors: "duration must be a whole
 /// number, got 'x'" for text that is not one, "duration must be 1..86400, got 0" for one out
 /// of range.
-pub fn parse_duration(text: &str) -> Result<u32, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<u32, String> {
     let max_s = crate::engine::iperf3::client::MAX_SECONDS;
     let v = num(&Some(text.to_string()), "duration")?;
     Ok(range(v, "duration", 10, 1, u64::from(max_s))? as u32)
@@ -459,7 +459,7 @@ impl TestSpec {
 }
 
 /// A type-of-service byte as typed: decimal ("16") or hex ("0x10"), 0..255 (`-S`).
-pub fn parse_tos(t: &str) -> Result<u32, String> {
+pub(crate) fn parse_tos(t: &str) -> Result<u32, String> {
     let v = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         Some(h) => u32::from_str_radix(h, 16),
         None => t.parse(),

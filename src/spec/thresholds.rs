@@ -26,7 +26,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// The threshold keys this build knows, in the order they are checked and shown.
-pub const THRESHOLD_KEYS: &[&str] = &[
+pub(crate) const THRESHOLD_KEYS: &[&str] = &[
     "min_bits_per_second",
     "min_ceiling_percent",
     "max_loss_percent",

@@ -38,7 +38,7 @@ CREATE UNIQUE INDEX runs_origin ON runs(origin_board, origin_id) WHERE origin_bo
 "#;
 
 /// Settings key of the board id.
-pub const BOARD_ID_KEY: &str = "board.id";
+pub(super) const BOARD_ID_KEY: &str = "board.id";
 
 /// Where an imported run or suite came from.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

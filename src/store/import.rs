@@ -35,13 +35,13 @@ use super::transfer::ImportSummary;
 pub const MIN_TIME_MS: i64 = 946_684_800_000;
 /// Longest `params_json` text of an imported run, bytes (a run's parameters: iperf3 caps its
 /// own at 8 KiB).
-pub const MAX_PARAMS_JSON: usize = 64 * 1024;
+pub(super) const MAX_PARAMS_JSON: usize = 64 * 1024;
 
 /// Longest `summary_json`, `board_json` and `loss_ledger_json` text of an imported run, bytes.
-pub const MAX_SUMMARY_JSON: usize = 1024 * 1024;
+pub(super) const MAX_SUMMARY_JSON: usize = 1024 * 1024;
 
 /// Longest board id and board label of a history file, characters.
-pub const MAX_BOARD_TEXT: usize = 200;
+pub(super) const MAX_BOARD_TEXT: usize = 200;
 
 /// The `board` object of a history file: only its id and label are read, and unknown keys are
 /// skipped without being kept (a `board` of 10 M empty arrays cost 726 MB when it was read

@@ -16,21 +16,21 @@ pub const DEFAULT_MAX_RUNS: u64 = 20_000;
 /// Default cap on the database's used size, bytes (512 MiB: an eighth of a 4 GB eMMC).
 pub const DEFAULT_MAX_BYTES: u64 = 512 * 1024 * 1024;
 /// Settings keys that override the caps (whole numbers).
-pub const MAX_RUNS_KEY: &str = "retention.max_runs";
-pub const MAX_BYTES_KEY: &str = "retention.max_bytes";
+pub(super) const MAX_RUNS_KEY: &str = "retention.max_runs";
+pub(super) const MAX_BYTES_KEY: &str = "retention.max_bytes";
 /// Bounds a user may set (Settings, API): runs kept.
-pub const MAX_RUNS_RANGE: std::ops::RangeInclusive<u64> = 100..=1_000_000;
+pub(super) const MAX_RUNS_RANGE: std::ops::RangeInclusive<u64> = 100..=1_000_000;
 /// Bounds a user may set (Settings, API): database size, MiB (16 MiB … 64 GiB).
-pub const MAX_MIB_RANGE: std::ops::RangeInclusive<u64> = 16..=65_536;
+pub(super) const MAX_MIB_RANGE: std::ops::RangeInclusive<u64> = 16..=65_536;
 /// Pruning runs after every this many new runs (and at daemon start).
-pub const PRUNE_EVERY: i64 = 50;
+pub(super) const PRUNE_EVERY: i64 = 50;
 /// Runs deleted per write while pruning (each write holds the writer for a short time).
-pub const PRUNE_BATCH: u64 = 100;
+pub(super) const PRUNE_BATCH: u64 = 100;
 
 /// Where a run came from. Retention gives each source a fair share of the runs kept
 /// ([`shares`]), so one source filling up history cannot evict another's runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub(super) enum Source {
     /// Made here by someone logged in (or with a token): client runs, suites run by hand,
     /// forwarding, monitor, latency runs. Weight 2.
     Own = 0,
@@ -45,7 +45,7 @@ pub enum Source {
 
 impl Source {
     /// Every source, in [`Source`] order.
-    pub const ALL: [Source; 4] = [
+    pub(super) const ALL: [Source; 4] = [
         Source::Own,
         Source::Scheduled,
         Source::Anonymous,
@@ -68,7 +68,7 @@ const PRUNABLE_SQL: &str = "(pinned = 0 AND status != 'running' AND (suite_id IS
 /// `room` runs may be kept in all: weighted max-min fair shares of the own (weight 2),
 /// scheduled (1) and anonymous (1) runs, so a source below its share loses nothing and what
 /// one leaves unused the others may fill; imported runs get only the room left over.
-pub fn shares(room: u64, prunable: [u64; 4]) -> [u64; 4] {
+pub(super) fn shares(room: u64, prunable: [u64; 4]) -> [u64; 4] {
     const W: [u64; 3] = [2, 1, 1];
     let local: u64 = prunable[..3].iter().sum();
     let mut keep = [0u64; 4];

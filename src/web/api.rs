@@ -18,7 +18,7 @@ use serde_json::json;
 use std::time::Duration;
 
 /// Register the API routes.
-pub fn configure(r: &mut Routes) {
+pub(crate) fn configure(r: &mut Routes) {
     r.get("/api/health", PUBLIC, health)
         .get("/api/runs", READ, list)
         .post("/api/runs", RUN, start)
@@ -380,7 +380,7 @@ fn sse(ev: &LiveEvent) -> web::Bytes {
 
 /// Sequence numbers of stored intervals a live-update stream sends on connect (the last ones;
 /// 10 minutes at 1 s intervals), so that a connection to a long run costs bounded memory.
-pub const LIVE_BACKLOG: i64 = 600;
+pub(crate) const LIVE_BACKLOG: i64 = 600;
 
 /// Server-sent events: the last [`LIVE_BACKLOG`] stored intervals first, then live ones,
 /// then `done`.

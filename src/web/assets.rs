@@ -52,7 +52,7 @@ const ASSETS: &[Asset] = &[
 ];
 
 /// Register `GET /static/{file}`.
-pub fn configure(r: &mut Routes) {
+pub(super) fn configure(r: &mut Routes) {
     r.get("/static/{file:.+}", PUBLIC, serve);
 }
 

@@ -29,7 +29,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 /// Register the Ports page, its form posts, the board API and `/static/board.js`.
-pub fn configure(r: &mut Routes) {
+pub(crate) fn configure(r: &mut Routes) {
     r.get("/ports", READ, ports_page)
         .post("/ports/change", ADMIN, change_form)
         .post("/ports/confirm", ADMIN, confirm_form)
@@ -66,7 +66,7 @@ fn controller(state: &AppState) -> Arc<Controller> {
 
 /// The board address the request came in on: the Host header's address when it is one,
 /// else the listener's address when it is a specific one.
-pub fn management_address(req: &HttpRequest) -> Option<IpAddr> {
+pub(crate) fn management_address(req: &HttpRequest) -> Option<IpAddr> {
     let host = req
         .headers()
         .get(header::HOST)
@@ -198,7 +198,7 @@ fn with_qdiscs(
 }
 
 /// Drops of a port's root qdisc (they include its children's), skbs.
-pub fn root_drops(nodes: &[TcNode]) -> u64 {
+pub(crate) fn root_drops(nodes: &[TcNode]) -> u64 {
     nodes
         .iter()
         .find(|n| n.is_root())
@@ -210,13 +210,13 @@ pub fn root_drops(nodes: &[TcNode]) -> u64 {
 /// a rate, each as ("tbf 100 Mbit/s", "backlog 0.003 MB (2 pkt) · drops 8,839 · overlimits
 /// 70,403"); a qdisc with no queue (`noqueue`) has no counters line.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct QdiscView {
+pub(crate) struct QdiscView {
     pub what: String,
     pub stats: String,
 }
 
 /// See [`QdiscView`].
-pub fn qdisc_views(nodes: &[TcNode]) -> Vec<QdiscView> {
+pub(crate) fn qdisc_views(nodes: &[TcNode]) -> Vec<QdiscView> {
     use crate::results::shaper::setting;
     nodes
         .iter()
@@ -718,13 +718,9 @@ async fn api_run_net_config(
 // ---------------------------------------------------------------- page
 
 /// One address as the page shows it.
-pub struct AddrView {
+pub(crate) struct AddrView {
     /// `192.0.2.1/24`.
     pub text: String,
-    /// The address part (for the delete form).
-    pub addr: String,
-    /// The prefix (for the delete form).
-    pub prefix: u8,
     /// netperfd may remove it (permanent, not link-local).
     pub managed: bool,
     /// Where it comes from when not managed.
@@ -751,7 +747,7 @@ fn expiry_text(at: i64, now: i64) -> String {
 /// only when the lease has it), and why the lease's router is not the default route — only
 /// while the board's IPv4 default route `gw` still leaves through another port (the note was
 /// shown after that route had gone, from the new-user tryout).
-pub fn lease_rows(
+pub(crate) fn lease_rows(
     l: &crate::board::dhcp::Lease,
     now: i64,
     gw: Option<&crate::board::addresses::Gateway>,
@@ -821,7 +817,10 @@ pub fn lease_rows(
 /// What the Ports page says on `port` when the board's IPv4 default route `gw` leaves
 /// through it: "default route via 192.0.2.1"; empty otherwise (no default route, another
 /// port's, or one without a port).
-pub fn default_route_mark(gw: Option<&crate::board::addresses::Gateway>, port: &str) -> String {
+pub(crate) fn default_route_mark(
+    gw: Option<&crate::board::addresses::Gateway>,
+    port: &str,
+) -> String {
     match gw {
         Some(g) if g.port.as_deref() == Some(port) => format!("default route via {}", g.via),
         _ => String::new(),
@@ -829,7 +828,7 @@ pub fn default_route_mark(gw: Option<&crate::board::addresses::Gateway>, port: &
 }
 
 /// One port as the page shows it.
-pub struct PortRow {
+pub(crate) struct PortRow {
     /// Interface name.
     pub name: String,
     /// Loopback (not changeable).
@@ -884,7 +883,10 @@ pub struct PortRow {
 
 /// The NIC facts panel of a port as (what, value) rows from what the driver gave and the
 /// link's speed/duplex text ("—" when unknown): facts the port lacks are left out.
-pub fn nic_fact_rows(f: &crate::board::counters::NicFacts, speed: &str) -> Vec<(String, String)> {
+pub(crate) fn nic_fact_rows(
+    f: &crate::board::counters::NicFacts,
+    speed: &str,
+) -> Vec<(String, String)> {
     let mut out = Vec::new();
     if let Some(d) = &f.driver {
         out.push(("Driver".to_string(), d.clone()));
@@ -1058,8 +1060,6 @@ fn port_rows(v: &BoardView, qd: &BTreeMap<i32, Vec<TcNode>>) -> Vec<PortRow> {
                     .iter()
                     .map(|a| AddrView {
                         text: a.address.to_string(),
-                        addr: a.address.addr.to_string(),
-                        prefix: a.address.prefix,
                         managed: a.permanent && !a.address.is_link_local() && !l.loopback,
                         note: if a.address.is_link_local() {
                             "link-local".into()

@@ -9,7 +9,7 @@ use actix_web::{http::StatusCode, web, HttpResponse};
 use serde_json::json;
 
 /// Register the chart routes (the chart scripts are served by `web::assets`).
-pub fn configure(r: &mut Routes) {
+pub(crate) fn configure(r: &mut Routes) {
     r.get("/api/runs/{id}/chart", READ, chart)
         .get("/api/runs/{id}/analysis", READ, analysis_api);
 }

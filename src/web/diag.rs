@@ -32,27 +32,27 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 /// Most echo requests one ping sends.
-pub const MAX_COUNT: u64 = 100;
+pub(crate) const MAX_COUNT: u64 = 100;
 /// Shortest time between echo requests, ms.
-pub const MIN_INTERVAL_MS: u64 = 200;
+pub(crate) const MIN_INTERVAL_MS: u64 = 200;
 /// Longest time between echo requests, ms.
-pub const MAX_INTERVAL_MS: u64 = 10_000;
+pub(crate) const MAX_INTERVAL_MS: u64 = 10_000;
 /// Longest a ping may send for (count × interval), ms.
-pub const MAX_PING_MS: u64 = 60_000;
+pub(crate) const MAX_PING_MS: u64 = 60_000;
 /// A request without a reply after this long is lost.
-pub const REPLY_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const REPLY_TIMEOUT: Duration = Duration::from_secs(2);
 /// Default count, interval (ms) and payload size (bytes), as `ping`'s.
-pub const DEFAULT_COUNT: u64 = 4;
-pub const DEFAULT_INTERVAL_MS: u64 = 1000;
-pub const DEFAULT_SIZE: u64 = 56;
+pub(crate) const DEFAULT_COUNT: u64 = 4;
+pub(crate) const DEFAULT_INTERVAL_MS: u64 = 1000;
+pub(crate) const DEFAULT_SIZE: u64 = 56;
 /// Log lines the page and `GET /api/diag/logs` show by default, and at most.
-pub const DEFAULT_LOG_LINES: usize = 200;
-pub const MAX_LOG_LINES: usize = crate::logging::RING_LINES;
+pub(crate) const DEFAULT_LOG_LINES: usize = 200;
+pub(crate) const MAX_LOG_LINES: usize = crate::logging::RING_LINES;
 /// Journal lines `GET /api/diag/journal.txt` returns by default.
-pub const DEFAULT_JOURNAL_LINES: u32 = 200;
+pub(crate) const DEFAULT_JOURNAL_LINES: u32 = 200;
 
 /// Register the routes.
-pub fn configure(r: &mut super::routes::Routes) {
+pub(crate) fn configure(r: &mut super::routes::Routes) {
     use super::routes::ADMIN;
     r.get("/diag", ADMIN, page)
         .post("/diag/ping", ADMIN, form_ping)
@@ -119,7 +119,7 @@ fn claim(auth: &Auth, kind: &'static str) -> Result<Slot, String> {
 /// A ping request as the API takes it (`port` = board port to send from, `df` = set DF).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PingRequest {
+pub(crate) struct PingRequest {
     pub host: String,
     pub count: Option<u64>,
     pub interval_ms: Option<u64>,
@@ -355,14 +355,14 @@ async fn form_ping(
 /// A path request: `max_hops` 1..=30 (default 30), `port` = board port to send from.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PathRequest {
+pub(crate) struct PathRequest {
     pub host: String,
     pub max_hops: Option<u64>,
     pub port: Option<String>,
 }
 
 /// How long a path probe waits for its answer (tried twice).
-pub const PATH_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const PATH_TIMEOUT: Duration = Duration::from_secs(1);
 
 async fn run_path(
     auth: &Auth,
@@ -734,40 +734,40 @@ async fn api_journal(
 // ---------------------------------------------------------------- packet capture
 
 /// Default length of a capture, seconds.
-pub const DEFAULT_CAPTURE_SECONDS: u64 = 10;
+pub(crate) const DEFAULT_CAPTURE_SECONDS: u64 = 10;
 /// Default packet cap of a capture.
-pub const DEFAULT_CAPTURE_PACKETS: u64 = 10_000;
+pub(crate) const DEFAULT_CAPTURE_PACKETS: u64 = 10_000;
 /// Default byte cap of a capture's pcap file (16 MiB).
-pub const DEFAULT_CAPTURE_BYTES: u64 = 16 * 1024 * 1024;
+pub(crate) const DEFAULT_CAPTURE_BYTES: u64 = 16 * 1024 * 1024;
 /// Captures running at once, server-wide.
-pub const MAX_RUNNING_CAPTURES: usize = 2;
+pub(crate) const MAX_RUNNING_CAPTURES: usize = 2;
 /// A finished capture's file is removed this long after it ended if nobody downloads it.
-pub const CAPTURE_RETENTION: Duration = Duration::from_secs(600);
+pub(crate) const CAPTURE_RETENTION: Duration = Duration::from_secs(600);
 /// A capture started with a run is kept this long after it ended, downloads included (it is
 /// part of the run's evidence; [`MAX_CAPTURES_KEPT`] and the disk budget bound the disk).
-pub const RUN_CAPTURE_RETENTION: Duration = Duration::from_secs(3600);
+pub(crate) const RUN_CAPTURE_RETENTION: Duration = Duration::from_secs(3600);
 /// Captures kept at once (running, or finished and within their retention time). A capture
 /// is never forgotten before its time: with this many kept a new one is refused (429) until
 /// one expires or an admin deletes one. Removed ones (downloaded, expired, deleted) are
 /// forgotten first.
-pub const MAX_CAPTURES_KEPT: usize = 16;
+pub(crate) const MAX_CAPTURES_KEPT: usize = 16;
 /// The disk budget of captures: a capture is refused (507) when the data file system would be
 /// left with less free space than the larger of this (bytes) …
-pub const CAPTURE_MIN_FREE_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const CAPTURE_MIN_FREE_BYTES: u64 = 64 * 1024 * 1024;
 /// … and this share of the file system's size, % — counting the new capture and every running
 /// one at their byte caps.
-pub const CAPTURE_MIN_FREE_PERCENT: u64 = 10;
+pub(crate) const CAPTURE_MIN_FREE_PERCENT: u64 = 10;
 /// Capture files downloaded at once, server-wide; beyond it a download is answered 503 with
 /// a reason and `Retry-After`. Each download streams the file in [`PCAP_CHUNK`] reads.
-pub const MAX_PCAP_DOWNLOADS: usize = 4;
+pub(crate) const MAX_PCAP_DOWNLOADS: usize = 4;
 /// Bytes of one read of a streamed capture download.
-pub const PCAP_CHUNK: usize = 64 * 1024;
+pub(crate) const PCAP_CHUNK: usize = 64 * 1024;
 
 /// A capture request (`max_bytes`: the pcap file's size cap), for `POST /api/diag/capture`
 /// and as the `capture` of a new run (`POST /api/runs`).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CaptureRequest {
+pub(crate) struct CaptureRequest {
     pub port: String,
     pub seconds: Option<u64>,
     pub max_packets: Option<u64>,
@@ -892,7 +892,7 @@ impl CaptureJob {
 
 /// The free space a capture must leave on a file system of `total` bytes: the larger of
 /// [`CAPTURE_MIN_FREE_BYTES`] and [`CAPTURE_MIN_FREE_PERCENT`] of `total`.
-pub fn capture_reserve(total: u64) -> u64 {
+pub(crate) fn capture_reserve(total: u64) -> u64 {
     CAPTURE_MIN_FREE_BYTES.max(total / 100 * CAPTURE_MIN_FREE_PERCENT)
 }
 
@@ -1014,14 +1014,14 @@ fn capture_dir(state: &AppState) -> std::path::PathBuf {
 }
 
 /// Where capture files are written: `DATA_DIR/captures`.
-pub fn captures_dir(data_dir: &std::path::Path) -> std::path::PathBuf {
+pub(crate) fn captures_dir(data_dir: &std::path::Path) -> std::path::PathBuf {
     data_dir.join("captures")
 }
 
 /// Remove the capture files a previous daemon left (the list of captures lives in memory, so
 /// after a restart nothing could download or expire them): how many, and their bytes. Called
 /// once at start, before the store is opened (on a full disk they are what frees it).
-pub fn remove_stale_captures(data_dir: &std::path::Path) -> (usize, u64) {
+pub(crate) fn remove_stale_captures(data_dir: &std::path::Path) -> (usize, u64) {
     let Ok(rd) = std::fs::read_dir(captures_dir(data_dir)) else {
         return (0, 0);
     };
@@ -1057,7 +1057,7 @@ pub(crate) fn kept_capture_bytes() -> (usize, u64) {
 /// request, 429 a capture of this user's or two in all are running, or 16 are kept, 507 not
 /// enough free space, 500 the board).
 #[derive(Debug)]
-pub struct RunCaptureError {
+pub(crate) struct RunCaptureError {
     pub status: StatusCode,
     pub error: String,
 }
@@ -1185,7 +1185,6 @@ fn start_capture(
         ),
     );
     let spec = capture::CaptureSpec {
-        ifindex,
         duration: Duration::from_secs(seconds),
         max_packets,
         max_bytes,

@@ -21,7 +21,7 @@ where
 }
 
 /// Register the extractor configurations (call from the app's `configure`).
-pub fn configure(cfg: &mut web::ServiceConfig) {
+pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
     cfg.app_data(
         web::QueryConfig::default()
             .error_handler(|e: QueryPayloadError, req| api_error(e, req, "query string")),
@@ -124,7 +124,7 @@ impl<B: ApiBody> actix_web::FromRequest for ApiWrite<B> {
 }
 
 /// Largest form body, bytes (16 KiB, actix-web's `web::Form` default).
-pub const FORM_LIMIT: usize = 16_384;
+pub(crate) const FORM_LIMIT: usize = 16_384;
 
 /// A page's url-encoded form body (`application/x-www-form-urlencoded`, UTF-8, at most
 /// [`FORM_LIMIT`] bytes) deserialized into `T` — actix-web's `web::Form` without its decoding
@@ -134,11 +134,11 @@ pub const FORM_LIMIT: usize = 16_384;
 /// [`UrlencodedError`]s, with their statuses: 415 for another content type or charset, 413
 /// above the limit, 411 for an unreadable length, 400 for a body that does not parse.
 #[derive(Debug)]
-pub struct Form<T>(pub T);
+pub(crate) struct Form<T>(pub T);
 
 impl<T> Form<T> {
     /// The deserialized form.
-    pub fn into_inner(self) -> T {
+    pub(crate) fn into_inner(self) -> T {
         self.0
     }
 }

@@ -138,7 +138,7 @@ fn write_issue(cfg: &Config, urls: &[String], code: &str, tls: &super::tls::Show
 /// Tell the setup code: the log line (WARN) with the board's real addresses (and the
 /// certificate's fingerprint, `tls`) and the login prompt's snippet. A failure to write the
 /// snippet is logged, never fatal.
-pub fn announce(cfg: &Config, code: &str, tls: &super::tls::Shown) {
+pub(crate) fn announce(cfg: &Config, code: &str, tls: &super::tls::Shown) {
     let urls = setup_urls(cfg);
     tracing::warn!("{}", log_text("no admin password yet", &urls, code, tls));
     write_issue(cfg, &urls, code, tls);
@@ -149,7 +149,7 @@ pub fn announce(cfg: &Config, code: &str, tls: &super::tls::Shown) {
 /// least every second as well, so a netlink failure only slows it down), log the new line
 /// and rewrite the login prompt's snippet. Runs on the current tokio runtime; ends once
 /// `state` has no setup code.
-pub fn keep_current(state: actix_web::web::Data<super::AppState>) {
+pub(crate) fn keep_current(state: actix_web::web::Data<super::AppState>) {
     let mut changes = match crate::board::links::port_changes() {
         Ok(rx) => Some(rx),
         Err(e) => {
@@ -190,12 +190,12 @@ pub fn keep_current(state: actix_web::web::Data<super::AppState>) {
 
 /// agetty's trigger file (util-linux `agetty --reload`): every running agetty that saw it
 /// at its start reprints its issue files and prompt when the file's times change.
-pub const AGETTY_RELOAD: &str = "/run/agetty.reload";
+pub(crate) const AGETTY_RELOAD: &str = "/run/agetty.reload";
 
 /// The password is set: take the code off the login prompt (removed; emptied when the
 /// directory does not let us remove it), then ask the running gettys to reprint the prompt
 /// so the spent code leaves the screen now, not at the next address change.
-pub fn withdraw(cfg: &Config) {
+pub(crate) fn withdraw(cfg: &Config) {
     let Some(path) = issue_path(cfg) else { return };
     let present = match std::fs::remove_file(path) {
         Ok(()) => true,
@@ -216,7 +216,7 @@ pub fn withdraw(cfg: &Config) {
 /// creates it (agetty watches it only when it existed at agetty's start; tmpfiles.d makes it
 /// at boot). False when it is missing or not ours to write (the code still left the issue
 /// file; the prompt then changes at the next address change or key press).
-pub fn reload_gettys(trigger: &std::path::Path) -> bool {
+pub(crate) fn reload_gettys(trigger: &std::path::Path) -> bool {
     use nix::sys::time::TimeSpec;
     // UTIME_NOW for both times, as futimens(fd, NULL): a file we may only write (group
     // netperfd, owner root) takes that; an explicit time needs its owner (EPERM in the

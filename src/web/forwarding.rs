@@ -26,7 +26,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 /// Register the routes.
-pub fn configure(r: &mut super::routes::Routes) {
+pub(crate) fn configure(r: &mut super::routes::Routes) {
     use super::routes::{ADMIN, READ, RUN};
     r.get("/forwarding", READ, page)
         .post("/forwarding/run", ADMIN, form_forward)

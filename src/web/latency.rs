@@ -18,7 +18,7 @@ use askama::Template;
 use serde_json::json;
 
 /// Register the routes (before `/api/runs/{id}`).
-pub fn configure(r: &mut Routes) {
+pub(crate) fn configure(r: &mut Routes) {
     r.get("/latency", READ, page)
         .post("/latency", ADMIN, start_form)
         .post("/api/runs/latency", RUN, start_api);

@@ -13,13 +13,13 @@ use std::sync::{Arc, LazyLock};
 
 /// Connections one actix worker serves at once (actix's `max_connections`, per worker; the
 /// daemon runs 2 workers): more wait in the listen backlog.
-pub const MAX_CONNECTIONS_PER_WORKER: usize = 1024;
+pub(crate) const MAX_CONNECTIONS_PER_WORKER: usize = 1024;
 /// TCP connections one client address may hold to the web UI; more are closed at once.
-pub const MAX_CONNECTIONS_PER_ADDRESS: usize = 128;
+pub(crate) const MAX_CONNECTIONS_PER_ADDRESS: usize = 128;
 /// Live-update streams (`/api/runs/{id}/events`) open at once, all addresses; more get 503.
-pub const MAX_LIVE_STREAMS: usize = 64;
+pub(crate) const MAX_LIVE_STREAMS: usize = 64;
 /// Live-update streams one client address may hold; more get 429.
-pub const MAX_LIVE_PER_ADDRESS: usize = 8;
+pub(crate) const MAX_LIVE_PER_ADDRESS: usize = 8;
 
 static CONNECTIONS: LazyLock<Arc<ConnLimit>> =
     LazyLock::new(|| ConnLimit::new(usize::MAX, MAX_CONNECTIONS_PER_ADDRESS));
@@ -29,10 +29,10 @@ static LIVE: LazyLock<Arc<ConnLimit>> =
 /// The board's own address of a web connection (its local address, IPv4-mapped IPv6
 /// spelled as IPv4): `req.conn_data::<LocalAddr>()` tells which port a request arrives on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LocalAddr(pub IpAddr);
+pub(crate) struct LocalAddr(pub IpAddr);
 
 /// A connection counted for its client address until dropped ([`admit`]).
-pub struct Admitted {
+pub(crate) struct Admitted {
     _held: Slot,
 }
 
@@ -40,7 +40,7 @@ pub struct Admitted {
 /// address already holds [`MAX_CONNECTIONS_PER_ADDRESS`] (logged at most once a minute): the
 /// caller closes it at once. The HTTPS listener calls this for each accepted TCP connection
 /// before its TLS handshake (`web::tls`), so that silent connections count too.
-pub fn admit(ip: IpAddr) -> Option<Admitted> {
+pub(crate) fn admit(ip: IpAddr) -> Option<Admitted> {
     let ip = ip.to_canonical();
     match CONNECTIONS.take(ip) {
         Ok(held) => Some(Admitted { _held: held }),
@@ -59,7 +59,7 @@ pub fn admit(ip: IpAddr) -> Option<Admitted> {
 /// accepted): note the connection's local address ([`LocalAddr`]); count the connection for
 /// its client address, or shut it down at once when that address already holds
 /// [`MAX_CONNECTIONS_PER_ADDRESS`] ([`admit`]).
-pub fn on_connect(conn: &dyn std::any::Any, ext: &mut actix_web::dev::Extensions) {
+pub(crate) fn on_connect(conn: &dyn std::any::Any, ext: &mut actix_web::dev::Extensions) {
     let Some(s) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() else {
         return;
     };
@@ -81,14 +81,14 @@ pub fn on_connect(conn: &dyn std::any::Any, ext: &mut actix_web::dev::Extensions
 
 /// One live-update stream counted for its address; uncounted when dropped (with the
 /// response body).
-pub struct LiveSlot {
+pub(crate) struct LiveSlot {
     _held: Slot,
 }
 
 /// Take a live-update stream slot for the client at `peer`, or the answer to give instead:
 /// 429 when the address holds [`MAX_LIVE_PER_ADDRESS`], 503 when [`MAX_LIVE_STREAMS`] are
 /// open (both with `Retry-After: 5` and a JSON error).
-pub fn live_slot(peer: Option<SocketAddr>) -> Result<LiveSlot, HttpResponse> {
+pub(crate) fn live_slot(peer: Option<SocketAddr>) -> Result<LiveSlot, HttpResponse> {
     let ip = peer
         .map(|p| p.ip().to_canonical())
         .unwrap_or(IpAddr::from([0u8, 0, 0, 0]));

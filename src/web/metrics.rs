@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Register `GET /metrics`.
-pub fn configure(r: &mut Routes) {
+pub(crate) fn configure(r: &mut Routes) {
     r.get("/metrics", READ, metrics);
 }
 

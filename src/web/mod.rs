@@ -3,32 +3,32 @@
 //! and extractors every handler shares in `respond.rs` and `extract.rs`.
 //! Not for: measuring or storing (engine, store, live).
 
-pub mod api;
+pub(crate) mod api;
 mod assets;
-pub mod audit;
+pub(crate) mod audit;
 pub mod auth;
-pub mod board;
-pub mod charts;
-pub mod diag;
-pub mod extract;
-pub mod first_run;
-pub mod forwarding;
-pub mod latency;
-pub mod limits;
-pub mod metrics;
-pub mod multi;
-pub mod pages;
+pub(crate) mod board;
+pub(crate) mod charts;
+pub(crate) mod diag;
+pub(crate) mod extract;
+pub(crate) mod first_run;
+pub(crate) mod forwarding;
+pub(crate) mod latency;
+pub(crate) mod limits;
+pub(crate) mod metrics;
+pub(crate) mod multi;
+pub(crate) mod pages;
 pub(crate) mod respond;
-pub mod retention;
-pub mod rfc2544;
+pub(crate) mod retention;
+pub(crate) mod rfc2544;
 pub mod routes;
-pub mod schedules;
-pub mod storage;
-pub mod stream;
-pub mod suites;
-pub mod tls;
-pub mod traffic;
-pub mod transfer;
+pub(crate) mod schedules;
+pub(crate) mod storage;
+pub(crate) mod stream;
+pub(crate) mod suites;
+pub(crate) mod tls;
+pub(crate) mod traffic;
+pub(crate) mod transfer;
 
 use crate::config::Config;
 use crate::runs::live::Hub;

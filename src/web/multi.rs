@@ -19,7 +19,7 @@ use std::collections::HashMap;
 const FORM_LEGS: usize = 4;
 
 /// Register the routes.
-pub fn configure(r: &mut Routes) {
+pub(crate) fn configure(r: &mut Routes) {
     r.get("/multi", READ, page)
         .post("/multi", ADMIN, start)
         .post("/api/runs/multi", RUN, api_start);

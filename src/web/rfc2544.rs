@@ -19,7 +19,7 @@ use askama::Template;
 use serde_json::json;
 
 /// Register the routes (before `/api/runs/{id}`).
-pub fn configure(r: &mut Routes) {
+pub(crate) fn configure(r: &mut Routes) {
     r.get("/rfc2544", READ, page)
         .post("/rfc2544", ADMIN, start_form)
         .post("/api/runs/rfc2544", RUN, start_api);

@@ -21,7 +21,7 @@ use askama::Template;
 use serde_json::json;
 
 /// Register the routes.
-pub fn configure(r: &mut Routes) {
+pub(crate) fn configure(r: &mut Routes) {
     r.get("/schedules", READ, page)
         .post("/schedules/save", ADMIN, save_form)
         .post("/schedules/{id}/delete", ADMIN, delete_form)

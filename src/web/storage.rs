@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 /// How often the daemon tries the start-up writes again while read-only.
-pub const RETRY: Duration = Duration::from_secs(10);
+pub(crate) const RETRY: Duration = Duration::from_secs(10);
 
 struct ReadOnly {
     data_dir: PathBuf,
@@ -25,7 +25,7 @@ fn lock() -> std::sync::MutexGuard<'static, Option<ReadOnly>> {
 }
 
 /// Say on every page that the history in `db` (under `data_dir`) cannot be written, and why.
-pub fn set_read_only(data_dir: &Path, db: &Path, reason: &str) {
+pub(crate) fn set_read_only(data_dir: &Path, db: &Path, reason: &str) {
     *lock() = Some(ReadOnly {
         data_dir: data_dir.to_path_buf(),
         db: db.to_path_buf(),
@@ -34,12 +34,13 @@ pub fn set_read_only(data_dir: &Path, db: &Path, reason: &str) {
 }
 
 /// The store can write again: the notice goes.
-pub fn clear() {
+pub(crate) fn clear() {
     *lock() = None;
 }
 
 /// Whether the daemon is read-only now.
-pub fn is_read_only() -> bool {
+#[cfg(test)]
+pub(crate) fn is_read_only() -> bool {
     lock().is_some()
 }
 
@@ -48,7 +49,7 @@ fn file_len(p: &Path) -> u64 {
 }
 
 /// The notice every page shows while read-only (plain text, one paragraph), else `None`.
-pub fn notice() -> Option<String> {
+pub(crate) fn notice() -> Option<String> {
     let (data_dir, db, reason) = {
         let g = lock();
         let r = g.as_ref()?;

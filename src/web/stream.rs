@@ -8,12 +8,12 @@ use actix_web::{web, HttpResponse, HttpResponseBuilder};
 use std::io::Write;
 
 /// Bytes per chunk sent to the client.
-pub const CHUNK: usize = 64 * 1024;
+pub(crate) const CHUNK: usize = 64 * 1024;
 /// Chunks queued before the writing job waits for the client.
 const QUEUE: usize = 4;
 
 /// A writer sending [`CHUNK`]-sized pieces down a channel.
-pub struct ChanWriter {
+pub(crate) struct ChanWriter {
     tx: tokio::sync::mpsc::Sender<web::Bytes>,
     buf: Vec<u8>,
 }
@@ -44,7 +44,11 @@ impl Write for ChanWriter {
 }
 
 /// Answer with `builder` and a body written by `job` on a blocking thread.
-pub fn streamed<F>(mut builder: HttpResponseBuilder, what: &'static str, job: F) -> HttpResponse
+pub(crate) fn streamed<F>(
+    mut builder: HttpResponseBuilder,
+    what: &'static str,
+    job: F,
+) -> HttpResponse
 where
     F: FnOnce(&mut ChanWriter) -> Result<(), String> + Send + 'static,
 {

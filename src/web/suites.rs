@@ -24,7 +24,7 @@ use askama::Template;
 use serde_json::json;
 
 /// Register the routes (before the pages' `/suites/{id}` catch-alls).
-pub fn configure(r: &mut Routes) {
+pub(crate) fn configure(r: &mut Routes) {
     r.get("/suites", READ, suites_page)
         .get("/suites/defs/new", READ, new_def)
         .post("/suites/defs/save", ADMIN, save_def)

@@ -39,20 +39,20 @@ pub struct Shown {
 }
 
 /// The warning logged and shown on every page when `plain_http` serves beyond loopback.
-pub const PLAIN_WARNING: &str = "This board's web UI is plain HTTP beyond loopback (plain_http = true in its config): the admin password, session cookies and API tokens cross the network in clear. Remove plain_http to serve HTTPS.";
+pub(crate) const PLAIN_WARNING: &str = "This board's web UI is plain HTTP beyond loopback (plain_http = true in its config): the admin password, session cookies and API tokens cross the network in clear. Remove plain_http to serve HTTPS.";
 
 /// Set once by the daemon when `plain_http` serves beyond loopback ([`notice`]).
 static PLAIN_BEYOND_LOOPBACK: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(false);
 
 /// Say [`PLAIN_WARNING`] on every page from now on (the daemon, at start).
-pub fn warn_on_every_page() {
+pub(crate) fn warn_on_every_page() {
     PLAIN_BEYOND_LOOPBACK.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// The warning every page shows (`templates/base.html`) while `plain_http` serves beyond
 /// loopback; `None` otherwise.
-pub fn notice() -> Option<&'static str> {
+pub(crate) fn notice() -> Option<&'static str> {
     PLAIN_BEYOND_LOOPBACK
         .load(std::sync::atomic::Ordering::Relaxed)
         .then_some(PLAIN_WARNING)
@@ -90,7 +90,7 @@ impl Shown {
 /// The web UI's certificate for `cfg`: the admin's own files when set ([`load`]), else the
 /// one in the data directory, made there at first start ([`generated`]). Errors: a clear
 /// sentence naming the file (the daemon stops with it).
-pub fn identity(cfg: &Config) -> Result<Identity, String> {
+pub(crate) fn identity(cfg: &Config) -> Result<Identity, String> {
     match (&cfg.tls_cert, &cfg.tls_key) {
         (Some(c), Some(k)) => {
             let id = load(c, k, false)?;
@@ -118,12 +118,12 @@ fn names(cfg: &Config) -> Names {
 
 /// How long an HTTPS connection may take from its accept to a finished TLS handshake;
 /// then it is closed (a silent connection holds its address's slot no longer).
-pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+pub(crate) const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// An HTTPS connection as actix-http serves it: the TLS stream, holding its slot in the
 /// per-address count ([`super::limits::admit`], given back when the connection ends) and the
 /// board's own address it came to.
-pub type Conn = crate::conn_limit::Counted<
+pub(crate) type Conn = crate::conn_limit::Counted<
     tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
     (super::limits::Admitted, Option<std::net::IpAddr>),
 >;
@@ -162,7 +162,7 @@ async fn handshake(
 /// connection is counted for its address before its handshake ([`handshake`]), so one
 /// address holding silent connections cannot fill the workers. Errors: the address cannot
 /// be bound.
-pub fn https_server(
+pub(crate) fn https_server(
     state: actix_web::web::Data<super::AppState>,
     listen: std::net::SocketAddr,
     workers: usize,
@@ -320,7 +320,7 @@ fn redirect_host(given: Option<&str>, local: Option<std::net::IpAddr>, hostname:
 /// never a redirect (a client would send the token again); a page (GET/HEAD) → 307 to the
 /// same path on `https://`; any other page request → 400 naming the HTTPS URL (a form posted
 /// there is not forwarded). The host: [`redirect_host`].
-pub async fn redirect(req: HttpRequest, https_port: u16) -> HttpResponse {
+pub(crate) async fn redirect(req: HttpRequest, https_port: u16) -> HttpResponse {
     let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let host = redirect_host(
         req.headers()

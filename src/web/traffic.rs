@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 /// Register the routes.
-pub fn configure(r: &mut Routes) {
+pub(crate) fn configure(r: &mut Routes) {
     r.get("/traffic", READ, page)
         .post("/traffic/http-get", ADMIN, start_form)
         .post("/api/http-get", RUN, start_api)
@@ -28,7 +28,7 @@ pub fn configure(r: &mut Routes) {
 
 /// The download form (also the JSON body of `POST /api/http-get`; numbers may be strings).
 #[derive(Deserialize, Debug, Clone, Default)]
-pub struct HttpGetForm {
+pub(crate) struct HttpGetForm {
     #[serde(default)]
     pub csrf: Option<String>,
     /// `http://host[:port]/path`.
@@ -62,7 +62,7 @@ fn num_field(v: &Option<serde_json::Value>, name: &str, default: u32) -> Result<
 
 impl HttpGetForm {
     /// Validate into a download spec (the port must be one of the board's).
-    pub fn to_spec(&self) -> Result<GetSpec, String> {
+    pub(crate) fn to_spec(&self) -> Result<GetSpec, String> {
         let bind = self
             .bind
             .as_deref()

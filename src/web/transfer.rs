@@ -29,7 +29,7 @@ fn spool_pid(name: &str) -> Option<u32> {
 /// Remove the import spool files (`import-PID-N.part` beside the database) a previous daemon
 /// left when it stopped mid-import: how many, and their bytes. Called once at start, before
 /// the store is opened (on a full disk they are part of what frees it).
-pub fn remove_stale_spools(data_dir: &std::path::Path) -> (usize, u64) {
+pub(crate) fn remove_stale_spools(data_dir: &std::path::Path) -> (usize, u64) {
     let me = std::process::id();
     let Ok(rd) = std::fs::read_dir(data_dir) else {
         return (0, 0);
@@ -93,7 +93,7 @@ impl Drop for Spool {
 }
 
 /// Register the routes.
-pub fn configure(r: &mut Routes) {
+pub(crate) fn configure(r: &mut Routes) {
     r.get("/transfer", READ, page)
         .get("/api/export", READ, export)
         .post("/api/import", ADMIN, import);

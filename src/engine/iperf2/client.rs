@@ -318,7 +318,7 @@ fn accept_back(
 /// The pause between the end of one iperf 2 UDP test and the start of the next to the same
 /// server (address and port): stock iperf 2.1.8's server dies when a new UDP flow starts right
 /// after the previous one ended (seen in the interop matrix with back-to-back steps).
-pub const UDP_GAP: Duration = Duration::from_secs(1);
+pub(crate) const UDP_GAP: Duration = Duration::from_secs(1);
 
 /// When the last UDP tests to each server ended (entries older than [`UDP_GAP`] are dropped).
 #[derive(Debug, Default)]
@@ -373,7 +373,7 @@ fn failed(msg: String) -> Outcome {
 
 /// Run one iperf 2 client test. Events go out as test 0 (`Started` once, intervals, and
 /// `Finished`); the outcome is also returned. `cancel` stops it early (status aborted).
-pub async fn run(
+pub(crate) async fn run(
     spec: Iperf2Spec,
     events: Option<mpsc::UnboundedSender<Event>>,
     cancel: Option<Arc<Notify>>,

@@ -5,9 +5,9 @@
 //! (`session::DataPhase`); this module drives them with iperf 2's framing and end rules.
 //! Not for: the iperf3 protocol (see `engine::iperf3`).
 
-pub mod client;
-pub mod server;
-pub mod trip;
+pub(crate) mod client;
+pub(crate) mod server;
+pub(crate) mod trip;
 pub mod wire;
 
 use crate::engine::iperf3::wire::{Params, Protocol};
@@ -22,9 +22,9 @@ use tokio::sync::{mpsc, Notify};
 use wire::{Layout, ServerReport};
 
 /// The exact words our iperf3 side uses when the peer speaks iperf 2 (issue B09).
-pub const LOOKS_LIKE_IPERF2: &str = "peer looks like iperf 2.x";
+pub(crate) const LOOKS_LIKE_IPERF2: &str = "peer looks like iperf 2.x";
 /// The words our iperf 2 side uses when the peer speaks iperf3.
-pub const LOOKS_LIKE_IPERF3: &str = "peer looks like iperf 3";
+pub(crate) const LOOKS_LIKE_IPERF3: &str = "peer looks like iperf 3";
 
 /// Who started the test, from the board's view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -38,7 +38,7 @@ pub enum Role {
 /// "send" / "receive" for a one-way test (`board_client`: the board ran the client, so it
 /// sent), "bidir" for `-d` (both legs at once, as iperf3's `--bidir`), "tradeoff" for `-r` (one
 /// leg, then the other: iperf 2's own word, the one the test form and API take for it).
-pub fn direction_word(ret: wire::Return, board_client: bool) -> RunDirection {
+pub(crate) fn direction_word(ret: wire::Return, board_client: bool) -> RunDirection {
     match ret {
         wire::Return::None if board_client => RunDirection::Send,
         wire::Return::None => RunDirection::Receive,
@@ -160,7 +160,7 @@ impl UdpFigures {
     }
 
     /// The report datagram fields for these figures.
-    pub fn to_report(&self) -> ServerReport {
+    pub fn to_report(self) -> ServerReport {
         let us = (self.seconds.max(0.0) * 1e6).round() as i64;
         let jus = (self.jitter_ms.max(0.0) * 1e3).round() as i64;
         ServerReport {
@@ -554,7 +554,13 @@ fn answer_fins(sock: &UdpSocket, report: &ServerReport, layout: Layout, len: usi
 /// Text of the interval and summary lines as iperf 2 prints them:
 /// `[  1] 0.0000-1.0000 sec  1.38 MBytes  11.5 Mbits/sec` (UDP receivers add jitter and
 /// lost/total).
-pub fn text_line(id: u32, start: f64, end: f64, bytes: u64, udp: Option<&UdpFigures>) -> String {
+pub(crate) fn text_line(
+    id: u32,
+    start: f64,
+    end: f64,
+    bytes: u64,
+    udp: Option<&UdpFigures>,
+) -> String {
     let secs = end - start;
     let bps = if secs > 0.0 { bytes as f64 / secs } else { 0.0 };
     let mut s = format!(
@@ -584,7 +590,7 @@ pub fn text_line(id: u32, start: f64, end: f64, bytes: u64, udp: Option<&UdpFigu
 /// The `--trip-times` columns as a stock iperf 2 server prints them after Lost/Total:
 /// ` 0.008/0.002/0.184/0.009 ms 895 pps` (latency avg/min/max/stdev, then the datagrams
 /// measured per second of `secs`); ` -/-/-/- ms 0 pps` when none arrived.
-pub fn latency_text(l: &crate::engine::report::LatencyMs, secs: f64) -> String {
+pub(crate) fn latency_text(l: &crate::engine::report::LatencyMs, secs: f64) -> String {
     let pps = if secs > 0.0 {
         l.count as f64 / secs
     } else {
@@ -604,7 +610,11 @@ pub fn latency_text(l: &crate::engine::report::LatencyMs, secs: f64) -> String {
 /// 2.1/2.2 server prints for TCP: ` 1.912/0.023/68.459/4.299 ms (22162/131072)` — burst
 /// latency avg/min/max/stdev in ms, then (bursts measured/bytes per burst, `bytes` ÷ count);
 /// ` -/-/-/- ms (0/0)` when none completed.
-pub fn with_burst_latency(line: &str, l: &crate::engine::report::LatencyMs, bytes: u64) -> String {
+pub(crate) fn with_burst_latency(
+    line: &str,
+    l: &crate::engine::report::LatencyMs,
+    bytes: u64,
+) -> String {
     let head = line.strip_suffix('\n').unwrap_or(line);
     if l.count == 0 {
         return format!("{head}  -/-/-/- ms (0/0)\n");
@@ -623,7 +633,7 @@ pub fn with_burst_latency(line: &str, l: &crate::engine::report::LatencyMs, byte
 /// The [SUM] of the streams the board sent on (`sender`) or received on, as a stock iperf 2
 /// prints it for `-P`: bytes added up, the longest stream's seconds; UDP figures added up
 /// (jitter: the streams' mean, ms). None unless there are at least two such streams.
-pub fn stream_sum(o: &Outcome, sender: bool) -> Option<StreamResult> {
+pub(crate) fn stream_sum(o: &Outcome, sender: bool) -> Option<StreamResult> {
     let v: Vec<&StreamResult> = o.streams.iter().filter(|s| s.sender == sender).collect();
     if v.len() < 2 {
         return None;
@@ -666,7 +676,7 @@ pub fn stream_sum(o: &Outcome, sender: bool) -> Option<StreamResult> {
 
 /// Text of an outcome's summary lines (per stream; UDP senders add the server report; a
 /// `[SUM]` line per direction with several streams).
-pub fn text_summary(o: &Outcome) -> String {
+pub(crate) fn text_summary(o: &Outcome) -> String {
     let mut t = String::new();
     for s in &o.streams {
         let ud = if s.sender { None } else { s.udp.as_ref() };
@@ -714,7 +724,7 @@ pub fn text_summary(o: &Outcome) -> String {
 /// (each client thread sends at it), so the target is `rate_bps` × streams; sent = bytes × 8
 /// over the longest stream time; received from the server reports when every stream has one
 /// (UDP). `None` when unpaced or nothing was sent.
-pub fn rate_check(
+pub(crate) fn rate_check(
     rate_bps: u64,
     streams: &[StreamResult],
 ) -> Option<crate::engine::shortfall::RateCheck> {

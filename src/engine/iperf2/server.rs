@@ -24,7 +24,7 @@ use tokio::sync::{mpsc, Notify};
 
 /// How the server runs.
 #[derive(Debug, Clone)]
-pub struct Iperf2ServerConfig {
+pub(crate) struct Iperf2ServerConfig {
     /// Ports (TCP and UDP each), default [5001].
     pub ports: Vec<u16>,
     /// Address to bind; default all (IPv6 dual-stack, else IPv4).
@@ -52,7 +52,7 @@ impl Default for Iperf2ServerConfig {
 
 /// Bind a UDP socket with SO_REUSEADDR (so per-flow sockets connected to one sender can share
 /// the port), optionally connected to `peer`.
-pub fn bind_udp(local: SocketAddr, peer: Option<SocketAddr>) -> std::io::Result<UdpSocket> {
+pub(crate) fn bind_udp(local: SocketAddr, peer: Option<SocketAddr>) -> std::io::Result<UdpSocket> {
     bind_udp_on(local, peer, None)
 }
 
@@ -60,7 +60,7 @@ pub fn bind_udp(local: SocketAddr, peer: Option<SocketAddr>) -> std::io::Result<
 /// wildcard `local` connected to `peer` takes `dev`'s source address and route, not the
 /// routed port's: a flow socket bound after its connect missed the datagrams sent to `dev`'s
 /// address).
-pub fn bind_udp_on(
+pub(crate) fn bind_udp_on(
     local: SocketAddr,
     peer: Option<SocketAddr>,
     dev: Option<&str>,
@@ -94,13 +94,13 @@ fn bind_udp_any(bind: Option<IpAddr>, port: u16) -> std::io::Result<UdpSocket> {
 }
 
 /// Bound sockets of one port, so a busy port is an error before serving starts.
-pub struct Listeners {
+pub(crate) struct Listeners {
     tcp: Vec<TcpListener>,
     udp: Vec<UdpSocket>,
 }
 
 /// Bind TCP and UDP on every port. Errors name the port.
-pub fn bind(cfg: &Iperf2ServerConfig) -> Result<Listeners, String> {
+pub(crate) fn bind(cfg: &Iperf2ServerConfig) -> Result<Listeners, String> {
     let mut l = Listeners {
         tcp: Vec::new(),
         udp: Vec::new(),
@@ -220,7 +220,7 @@ impl Inner {
 }
 
 /// Serve on bound listeners until `shutdown` is notified.
-pub async fn serve(
+pub(crate) async fn serve(
     l: Listeners,
     cfg: Iperf2ServerConfig,
     events: Option<mpsc::UnboundedSender<Event>>,
@@ -264,7 +264,7 @@ pub async fn serve(
 }
 
 /// Default most TCP connections served at once (each has a receiving thread).
-pub const MAX_TCP_CONNS: usize = 128;
+pub(crate) const MAX_TCP_CONNS: usize = 128;
 
 async fn accept_loop(inner: Arc<Inner>, l: TcpListener) {
     let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 /// A latency of more than this is not believed (a write time far in the past: garbage or a
 /// clock set back), µs: stock iperf 2's limit on a client's start time (600 s).
-pub const MAX_TRANSIT_US: i64 = wire::TRIP_MAX_CLOCK_DIFF_S * 1_000_000;
+pub(crate) const MAX_TRANSIT_US: i64 = wire::TRIP_MAX_CLOCK_DIFF_S * 1_000_000;
 
 /// Why a burst gave no latency figure (counts over the whole test).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -103,7 +103,7 @@ impl TripDrops {
 
 /// Add `o` into `t` (Welford's parallel form: count, min, max, sum, mean and M2 as if every
 /// value of `o` had been added to `t` one by one).
-pub fn merge_transit(t: &mut Transit, o: &Transit) {
+pub(crate) fn merge_transit(t: &mut Transit, o: &Transit) {
     if o.count == 0 {
         return;
     }
@@ -125,7 +125,7 @@ pub fn merge_transit(t: &mut Transit, o: &Transit) {
 /// What a receiving `--trip-times` stream measured: per-burst one-way latency (seconds) over
 /// the whole test and since the last interval sample, and why bursts gave none.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct TripStats {
+pub(crate) struct TripStats {
     pub total: Transit,
     pub interval: Transit,
     pub drops: TripDrops,
@@ -143,21 +143,21 @@ impl TripStats {
     }
 
     /// The interval's figures in ms (count 0 when no burst completed), and a fresh start.
-    pub fn take_interval(&mut self) -> LatencyMs {
+    pub(crate) fn take_interval(&mut self) -> LatencyMs {
         std::mem::take(&mut self.interval)
             .to_ms()
             .unwrap_or_default()
     }
 
     /// The whole test's figures in ms (count 0 when no burst completed).
-    pub fn total_ms(&self) -> LatencyMs {
+    pub(crate) fn total_ms(&self) -> LatencyMs {
         self.total.to_ms().unwrap_or_default()
     }
 }
 
 /// A stream's `--trip-times` role.
 #[derive(Debug, Clone)]
-pub enum TripMode {
+pub(crate) enum TripMode {
     /// Receiver: frame the bursts and measure into these figures.
     Recv(Arc<Mutex<TripStats>>),
     /// Sender: stamp every block; the client's start time (s, µs) goes in every burst header.
@@ -177,7 +177,7 @@ enum State {
 /// The burst framing of a `--trip-times` TCP stream, after the client header: fed with what
 /// each read returned, in order; bursts may span reads and a read may hold many bursts.
 #[derive(Debug, Clone)]
-pub struct BurstReader {
+pub(crate) struct BurstReader {
     state: State,
     hdr: [u8; TCP_BURST_HEADER_LEN],
     have: usize,
@@ -204,7 +204,7 @@ impl BurstReader {
     /// Take the bytes of one read. `now_us` is our wall clock in µs; it is called at most
     /// once, and only when a burst completes in `data` (the read's return is its arrival).
     /// Returns what completed: latencies (s) and drop reasons.
-    pub fn feed(&mut self, mut data: &[u8], now_us: impl FnOnce() -> i64) -> TripStats {
+    pub(crate) fn feed(&mut self, mut data: &[u8], now_us: impl FnOnce() -> i64) -> TripStats {
         let mut out = TripStats::default();
         let mut clock = Some(now_us);
         let mut now: Option<i64> = None;
@@ -295,7 +295,7 @@ impl BurstReader {
     }
 
     /// The stream ended: whether it ended inside a burst (a header begun or a body unread).
-    pub fn cut(&self) -> bool {
+    pub(crate) fn cut(&self) -> bool {
         match self.state {
             State::Header => self.have > 0,
             State::Body => true,
@@ -305,7 +305,7 @@ impl BurstReader {
 }
 
 /// Our wall clock, µs since 1970.
-pub fn wall_us() -> i64 {
+pub(crate) fn wall_us() -> i64 {
     let (s, us) = wire::wall_now();
     i64::from(s)
         .saturating_mul(1_000_000)
@@ -330,7 +330,7 @@ fn lock(m: &Mutex<TripStats>) -> std::sync::MutexGuard<'_, TripStats> {
 /// in `counter` and the bursts' latency in `stats` (locked once per read that completed a
 /// burst). No receive low-water mark (unlike `tcp::recv_loop`): a reader woken late would
 /// add up to its wake-up delay to every figure.
-pub fn recv_loop(
+pub(crate) fn recv_loop(
     sock: TcpStream,
     len: usize,
     counter: Arc<AtomicU64>,
@@ -377,7 +377,7 @@ pub fn recv_loop(
 /// the `-n` target, or a socket error; `rate` in bits/s (0 = unlimited) as in
 /// `tcp::send_loop`. A block begun is written to its end even when the senders are told to
 /// stop (a stock server warns about a burst cut inside its header), unless everything stops.
-pub fn send_loop(
+pub(crate) fn send_loop(
     sock: TcpStream,
     len: usize,
     counter: Arc<AtomicU64>,

@@ -15,46 +15,47 @@
 )]
 
 /// Default iperf 2 port (TCP and UDP).
-pub const DEFAULT_PORT: u16 = 5001;
+pub(crate) const DEFAULT_PORT: u16 = 5001;
 /// Size of the version-1 client header, bytes.
-pub const CLIENT_HEADER_LEN: usize = 24;
-/// Smallest UDP datagram we send, bytes (`engine::datagram::IPERF2_MIN_LEN`).
-pub use crate::engine::datagram::IPERF2_MIN_LEN as UDP_MIN_LEN;
+pub(crate) const CLIENT_HEADER_LEN: usize = 24;
 /// The datagram id (sequence number and sent time) and its clock: `engine::datagram`'s.
-pub use crate::engine::datagram::{read_udp_id, wall_now, write_udp_id};
+pub use crate::engine::datagram::read_udp_id;
+/// Smallest UDP datagram we send, bytes (`engine::datagram::IPERF2_MIN_LEN`).
+pub(crate) use crate::engine::datagram::IPERF2_MIN_LEN as UDP_MIN_LEN;
+pub(crate) use crate::engine::datagram::{wall_now, write_udp_id};
 /// Default UDP datagram size of iperf 2, bytes.
-pub const UDP_DEFAULT_LEN: usize = 1470;
+pub(crate) const UDP_DEFAULT_LEN: usize = 1470;
 /// Default UDP rate of iperf 2, bits/s.
-pub const UDP_DEFAULT_RATE: u64 = crate::engine::params::DEFAULT_UDP_BITRATE;
+pub(crate) const UDP_DEFAULT_RATE: u64 = crate::engine::params::DEFAULT_UDP_BITRATE;
 /// Default TCP write size of iperf 2.1 (2.0.5 used 8 KiB), bytes.
-pub const TCP_DEFAULT_LEN: usize = crate::engine::params::DEFAULT_TCP_BLKSIZE;
+pub(crate) const TCP_DEFAULT_LEN: usize = crate::engine::params::DEFAULT_TCP_BLKSIZE;
 
 /// "Run a return test" (`-r` / `-d`); in a server report: the report is valid.
-pub const HEADER_VERSION1: u32 = 0x8000_0000;
+pub(crate) const HEADER_VERSION1: u32 = 0x8000_0000;
 /// An extension follows the v1 fields (2.0.10+).
-pub const HEADER_EXTEND: u32 = 0x4000_0000;
+pub(crate) const HEADER_EXTEND: u32 = 0x4000_0000;
 /// UDP test settings present (2.1).
-pub const HEADER_UDPTESTS: u32 = 0x2000_0000;
+pub(crate) const HEADER_UDPTESTS: u32 = 0x2000_0000;
 /// A permit key follows (2.1 `--permit-key`).
-pub const HEADER_KEYCHECK: u32 = 0x1000_0000;
+pub(crate) const HEADER_KEYCHECK: u32 = 0x1000_0000;
 /// 64-bit UDP sequence numbers (high word at offset 12).
-pub const HEADER_SEQNO64B: u32 = 0x0800_0000;
+pub(crate) const HEADER_SEQNO64B: u32 = 0x0800_0000;
 /// Version-2 header (2.1).
-pub const HEADER_VERSION2: u32 = 0x0400_0000;
+pub(crate) const HEADER_VERSION2: u32 = 0x0400_0000;
 /// `-X` peer version detection (2.1).
-pub const HEADER_V2PEERDETECT: u32 = 0x0200_0000;
+pub(crate) const HEADER_V2PEERDETECT: u32 = 0x0200_0000;
 /// The header length is in bits 1..15 (as `len << 1`).
-pub const HEADER_LEN_BIT: u32 = 0x0001_0000;
+pub(crate) const HEADER_LEN_BIT: u32 = 0x0001_0000;
 /// With HEADER_VERSION1: run the return test at the same time (`-d`), not after (`-r`).
-pub const RUN_NOW: u32 = 0x0000_0001;
+pub(crate) const RUN_NOW: u32 = 0x0000_0001;
 /// Upper flag of the 2.1 header extension: the client asked for `--trip-times` (the server
 /// measures one-way latency from the datagrams' timestamps).
-pub const UPPER_TRIPTIME: u16 = 0x0010;
+pub(crate) const UPPER_TRIPTIME: u16 = 0x0010;
 
 /// The upper flags (high 16 bits of the word at extension offset 8) of a 2.1 client header
 /// with HEADER_EXTEND; `hdr` starts at the v1 flags. None without an extension or when
 /// the header is too short to hold that word.
-pub fn ext_upper_flags(hdr: &[u8]) -> Option<u16> {
+pub(crate) fn ext_upper_flags(hdr: &[u8]) -> Option<u16> {
     let h = ClientHeader::parse(hdr).ok()?;
     if h.flags & HEADER_EXTEND == 0 || hdr.len() < CLIENT_HEADER_LEN + 12 {
         return None;
@@ -63,28 +64,28 @@ pub fn ext_upper_flags(hdr: &[u8]) -> Option<u16> {
 }
 
 /// Whether a 2.1 client header (from the v1 flags on) asks for `--trip-times`.
-pub fn trip_times(hdr: &[u8]) -> bool {
+pub(crate) fn trip_times(hdr: &[u8]) -> bool {
     ext_upper_flags(hdr).is_some_and(|f| f & UPPER_TRIPTIME != 0)
 }
 
 /// Length of the TCP client header a 2.1/2.2 `--trip-times` client writes first, bytes: the
 /// v1 fields (24), the extension (36 in 2.1, 40 in 2.2) and the start time / fq-rate words;
 /// both versions put the start time at offset 64 (docs/iperf2-wire.md §3.1).
-pub const TCP_TRIP_HEADER_LEN: usize = 80;
+pub(crate) const TCP_TRIP_HEADER_LEN: usize = 80;
 const TCP_TRIP_HEADER_LEN_U32: u32 = 80;
 /// Offset of the start time (seconds, then microseconds) in a `--trip-times` TCP header.
 const TCP_TRIP_START_AT: usize = 64;
 /// Length of the header at the start of every write ("burst") of a TCP `--trip-times`
 /// client, bytes (iperf 2's `TCP_burst_payload`, 2.1 and 2.2 alike).
-pub const TCP_BURST_HEADER_LEN: usize = 96;
+pub(crate) const TCP_BURST_HEADER_LEN: usize = 96;
 /// A TCP header's start time more than this far from our clock makes a stock server ignore
 /// `--trip-times` (2.1/2.2 `MAXDIFFTIMESTAMPSECS`), seconds.
-pub const TRIP_MAX_CLOCK_DIFF_S: i64 = 600;
+pub(crate) const TRIP_MAX_CLOCK_DIFF_S: i64 = 600;
 
 /// Whether a TCP client header (from the v1 flags on, at least 36 bytes) asks for
 /// `--trip-times` in a form we can serve: HEADER_EXTEND, a LEN_BIT length that holds the
 /// start time (≥ 72 bytes), and the TRIPTIME upper flag. A 2.1/2.2 client's header is 80 bytes.
-pub fn tcp_trip_times(hdr: &[u8]) -> bool {
+pub(crate) fn tcp_trip_times(hdr: &[u8]) -> bool {
     let Ok(h) = ClientHeader::parse(hdr) else {
         return false;
     };
@@ -93,7 +94,7 @@ pub fn tcp_trip_times(hdr: &[u8]) -> bool {
 
 /// The start time (seconds, microseconds) of a `--trip-times` TCP header (the whole header,
 /// from the v1 flags on); None when it is too short or the microseconds are out of range.
-pub fn tcp_trip_start(hdr: &[u8]) -> Option<(u32, u32)> {
+pub(crate) fn tcp_trip_start(hdr: &[u8]) -> Option<(u32, u32)> {
     if hdr.len() < TCP_TRIP_START_AT + 8 {
         return None;
     }
@@ -105,7 +106,7 @@ pub fn tcp_trip_start(hdr: &[u8]) -> Option<(u32, u32)> {
 /// fields with HEADER_EXTEND | HEADER_LEN_BIT | (80 << 1) added, the extension with upper
 /// flag TRIPTIME and the 2.1.8 version words (rate, TOS, prefetch 0), then a zero word (2.1:
 /// reserved, 2.2: barrier µs) and the start time `start` = (s, µs) at offset 64.
-pub fn tcp_client_header_trip(h: &ClientHeader, start: (u32, u32)) -> Vec<u8> {
+pub(crate) fn tcp_client_header_trip(h: &ClientHeader, start: (u32, u32)) -> Vec<u8> {
     let mut v1 = *h;
     v1.flags |= HEADER_EXTEND | HEADER_LEN_BIT | (TCP_TRIP_HEADER_LEN_U32 << 1);
     let mut b = vec![0u8; TCP_TRIP_HEADER_LEN];
@@ -127,7 +128,7 @@ pub fn tcp_client_header_trip(h: &ClientHeader, start: (u32, u32)) -> Vec<u8> {
 /// 64-bit sequence at 52/56. The other words are stock bookkeeping, often stale bytes of the
 /// client's buffer, and are ignored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct BurstHeader {
+pub(crate) struct BurstHeader {
     /// Write time: seconds, microseconds (not checked here; see [`BurstHeader::write_us`]).
     pub write: (u32, u32),
     /// Burst id.
@@ -140,7 +141,7 @@ pub struct BurstHeader {
 
 impl BurstHeader {
     /// Parse the first [`TCP_BURST_HEADER_LEN`] bytes; None when fewer are given.
-    pub fn parse(b: &[u8]) -> Option<BurstHeader> {
+    pub(crate) fn parse(b: &[u8]) -> Option<BurstHeader> {
         if b.len() < TCP_BURST_HEADER_LEN {
             return None;
         }
@@ -153,7 +154,7 @@ impl BurstHeader {
     }
 
     /// The write time in µs since 1970, or None when the µs word is 1 000 000 or more.
-    pub fn write_us(&self) -> Option<i64> {
+    pub(crate) fn write_us(&self) -> Option<i64> {
         (self.write.1 < 1_000_000).then(|| {
             i64::from(self.write.0)
                 .saturating_mul(1_000_000)
@@ -163,7 +164,7 @@ impl BurstHeader {
 
     /// Write the fields into the first 96 bytes of `b` (a block of at least that size; a
     /// shorter one is left alone), with `start` (s, µs) at 12/16 and the other words 0.
-    pub fn write_into(&self, b: &mut [u8], start: (u32, u32)) {
+    pub(crate) fn write_into(&self, b: &mut [u8], start: (u32, u32)) {
         let Some(h) = b.get_mut(..TCP_BURST_HEADER_LEN) else {
             return;
         };
@@ -260,7 +261,7 @@ impl ClientHeader {
     }
 
     /// The 24 bytes on the wire.
-    pub fn to_bytes(&self) -> [u8; CLIENT_HEADER_LEN] {
+    pub fn to_bytes(self) -> [u8; CLIENT_HEADER_LEN] {
         let mut b = [0u8; CLIENT_HEADER_LEN];
         put32(&mut b, 0, self.flags);
         put32(&mut b, 4, self.num_threads as u32);
@@ -345,7 +346,7 @@ pub fn ext_rate(hdr: &[u8]) -> Option<u32> {
 
 /// Length of the UDP client header a 2.1 client sends (v1 fields + extension), bytes; the
 /// flags carry it as `len << 1` with HEADER_LEN_BIT (2.1.8: `0x…0098`).
-pub const UDP_EXT_HEADER_LEN: usize = 76;
+pub(crate) const UDP_EXT_HEADER_LEN: usize = 76;
 const UDP_EXT_HEADER_LEN_U32: u32 = 76;
 /// Version words a 2.1.8 client puts in the extension (2.1.8 = `0x00020001`, `0x00080003`).
 const EXT_VERSION: (u32, u32) = (0x0002_0001, 0x0008_0003);
@@ -357,7 +358,7 @@ const EXT_VERSION: (u32, u32) = (0x0002_0001, 0x0008_0003);
 /// << 8`, rate units 0 = bits/s), write-prefetch and the rest 0. 2.1+ servers take a UDP
 /// return test's rate from here (they ignore `mWinBand`); 2.0.10+ skip the extension by its
 /// length. Our datagrams carry the high id word at offset 12, as SEQNO64B says.
-pub fn udp_client_header_ext(h: &ClientHeader, rate_bps: u64) -> Vec<u8> {
+pub(crate) fn udp_client_header_ext(h: &ClientHeader, rate_bps: u64) -> Vec<u8> {
     let mut v1 = *h;
     v1.flags |= HEADER_EXTEND | HEADER_SEQNO64B | HEADER_LEN_BIT | (UDP_EXT_HEADER_LEN_U32 << 1);
     let mut b = vec![0u8; UDP_EXT_HEADER_LEN];
@@ -456,9 +457,9 @@ pub struct ServerReport {
 }
 
 /// Size of the v1 server report fields, bytes.
-pub const SERVER_REPORT_LEN: usize = 40;
+pub(crate) const SERVER_REPORT_LEN: usize = 40;
 /// Size of the 2.1 report extension (15 words) that follows the v1 fields, bytes.
-pub const SERVER_REPORT_EXT_LEN: usize = 60;
+pub(crate) const SERVER_REPORT_EXT_LEN: usize = 60;
 
 /// The 2.1 server report extension (`server_hdr_extension`, docs/iperf2-wire.md §4): one-way
 /// transit figures as (whole seconds, microseconds) pairs; M2 (sum of squared differences
@@ -735,13 +736,13 @@ pub fn looks_like_iperf3(first: &[u8]) -> bool {
 }
 
 /// Length of our iperf3 peer-type "auto" probe, bytes (`engine::iperf3::wire::probe_cookie`).
-pub const AUTO_PROBE_LEN: usize = 37;
+pub(crate) const AUTO_PROBE_LEN: usize = 37;
 
 /// True while `first` (the first bytes of a TCP connection) can still grow into the
 /// peer-type "auto" probe: four NUL bytes, 32 cookie characters (`a-z`, `2-7`), a NUL
 /// (docs/iperf2-wire.md §6). A stock iperf 2 header never looks like this: its second word
 /// (`numThreads`, `-P`) is small, never four letters.
-pub fn could_be_auto_probe(first: &[u8]) -> bool {
+pub(crate) fn could_be_auto_probe(first: &[u8]) -> bool {
     first.len() <= AUTO_PROBE_LEN
         && first.iter().enumerate().all(|(i, &c)| match i {
             0..=3 | 36 => c == 0,
@@ -751,7 +752,7 @@ pub fn could_be_auto_probe(first: &[u8]) -> bool {
 
 /// True when `first` is exactly the peer-type "auto" probe (37 bytes, see
 /// [`could_be_auto_probe`]): not the start of a test, so it is not recorded as one.
-pub fn is_auto_probe(first: &[u8]) -> bool {
+pub(crate) fn is_auto_probe(first: &[u8]) -> bool {
     first.len() == AUTO_PROBE_LEN && could_be_auto_probe(first)
 }
 

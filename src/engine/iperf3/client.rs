@@ -19,13 +19,13 @@ use tokio::sync::{mpsc, Notify};
 
 /// Longest test duration and omit period a client accepts, seconds (a day): the one
 /// bound the CLI, the web form, the API and suites share.
-pub const MAX_SECONDS: u32 = 86_400;
+pub(crate) const MAX_SECONDS: u32 = 86_400;
 
 /// Smallest socket buffer (`-w`) a test may ask for, bytes.
-pub const WINDOW_MIN: u32 = 1024;
+pub(crate) const WINDOW_MIN: u32 = 1024;
 /// Largest socket buffer (`-w`) a test may ask for, bytes (1 GiB − 1: the kernel doubles the
 /// value into an `int`). The web form, the API and the CLI use the same bounds.
-pub const WINDOW_MAX: u32 = i32::MAX as u32 / 2;
+pub(crate) const WINDOW_MAX: u32 = i32::MAX as u32 / 2;
 
 /// What to run: iperf3's client options.
 #[derive(Debug, Clone)]
@@ -104,7 +104,7 @@ impl IdleWatch {
 }
 
 /// The receive idle timeout of a client that receives, as stock iperf3 3.19+ (120 s).
-pub const DEFAULT_RCV_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_RCV_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Control connection keepalive (`--cntl-ka[=IDLE/INTERVAL/COUNT]`, seconds, seconds,
 /// probes), as stock iperf3 3.21: SO_KEEPALIVE on, and only the values given are set — a field
@@ -123,7 +123,7 @@ pub struct CntlKa {
 /// The keepalive of the board's own iperf3 runs (web, API, suites; not the iperf3 command
 /// line, which follows stock): first probe after 5 s idle, then every 2 s, 3 probes, so a
 /// server that vanishes without a FIN is noticed within 11 s.
-pub const BOARD_CNTL_KA: CntlKa = CntlKa {
+pub(crate) const BOARD_CNTL_KA: CntlKa = CntlKa {
     idle: Some(5),
     interval: Some(2),
     count: Some(3),
@@ -320,7 +320,7 @@ impl ClientSpec {
 
 /// Progress of a running client test.
 #[derive(Debug, Clone)]
-pub enum Event {
+pub(crate) enum Event {
     /// Streams are connected; the report so far (header fields only).
     Started(Box<Report>),
     /// One interval sample.
@@ -330,7 +330,7 @@ pub enum Event {
 /// A failed test: the message (iperf3's wording where there is one) and whatever report
 /// had been built so far.
 #[derive(Debug)]
-pub struct ClientError {
+pub(crate) struct ClientError {
     pub message: String,
     pub partial: Option<Box<Report>>,
     /// True when the user (or a signal) stopped the test.
@@ -341,7 +341,7 @@ pub struct ClientError {
 
 /// Kinds of [`ClientError`] a caller may act on; everything else is [`FailKind::Other`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailKind {
+pub(crate) enum FailKind {
     /// The control connection was refused (nothing listening) or reset by the server.
     RefusedOrReset,
     /// The server answered ACCESS_DENIED (iperf3's "the server is busy running a test").
@@ -394,7 +394,7 @@ impl ClientError {
 
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Silence after the cookie that marks the peer as an iperf 2 server.
-pub const IPERF2_SILENCE: Duration = Duration::from_secs(3);
+pub(crate) const IPERF2_SILENCE: Duration = Duration::from_secs(3);
 
 /// Whether `host:port` answers like an iperf3 server. Connects, sends the harmless
 /// [`wire::probe_cookie`], half-closes (FIN), and waits up to [`IPERF2_SILENCE`] for the first
@@ -407,7 +407,7 @@ pub const IPERF2_SILENCE: Duration = Duration::from_secs(3);
 /// to `spec.sock.bind` / `spec.sock.bind_dev` as the test's control connection is, so it leaves
 /// through the board port the test will use. Errors: the host does not resolve, or nothing
 /// listens (connect refused — [`ProbeError::refused`] — or timed out after 10 s).
-pub async fn probe_iperf3(spec: &ClientSpec) -> Result<bool, ProbeError> {
+pub(crate) async fn probe_iperf3(spec: &ClientSpec) -> Result<bool, ProbeError> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let other = |message: String| ProbeError {
         message,
@@ -469,7 +469,7 @@ pub async fn probe_iperf3(spec: &ClientSpec) -> Result<bool, ProbeError> {
 
 /// Why [`probe_iperf3`] could not tell.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProbeError {
+pub(crate) struct ProbeError {
     /// What went wrong, for the user.
     pub message: String,
     /// The TCP connection was refused: nothing listens on TCP there (a UDP-only iperf 2
@@ -552,7 +552,7 @@ async fn control_error(ctrl: &mut TcpStream, e: ControlError) -> ClientError {
 
 /// Run one test. `events` receives progress; `cancel` (when notified) stops the test early,
 /// telling the server CLIENT_TERMINATE. Returns the final report or an error.
-pub async fn run(
+pub(crate) async fn run(
     spec: ClientSpec,
     events: Option<mpsc::UnboundedSender<Event>>,
     cancel: Option<Arc<Notify>>,
@@ -1233,7 +1233,7 @@ async fn drive(
 }
 
 /// The direction as a word for tables and history: the local side sends, receives, or both.
-pub fn direction_word(d: Direction, role: Role) -> &'static str {
+pub(crate) fn direction_word(d: Direction, role: Role) -> &'static str {
     match run_direction(d, role) {
         RunDirection::Bidir => "bidir",
         RunDirection::Send => "send",
@@ -1243,7 +1243,7 @@ pub fn direction_word(d: Direction, role: Role) -> &'static str {
 
 /// The run's direction from this side's view, as the store keeps it: bidir, or send when
 /// this side sends, else receive ([`direction_word`] is its word).
-pub fn run_direction(d: Direction, role: Role) -> RunDirection {
+pub(crate) fn run_direction(d: Direction, role: Role) -> RunDirection {
     match (d, role) {
         (Direction::Bidir, _) => RunDirection::Bidir,
         (Direction::Send, Role::Client) | (Direction::Receive, Role::Server) => RunDirection::Send,

@@ -27,7 +27,7 @@ use super::wire::{ierr, ierr_text, State};
 
 /// Where one test's control flow stands; both ends pass through the same phases in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Server: waiting for the 37-byte cookie. Client: cookie sent, PARAM_EXCHANGE next.
     Cookie,
     /// PARAM_EXCHANGE said: the client's parameters (JSON), then CREATE_STREAMS.
@@ -52,7 +52,7 @@ pub enum Phase {
 
 /// The code and errno after a SERVER_ERROR byte (two 32-bit big-endian integers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ServerErrorCode {
+pub(crate) struct ServerErrorCode {
     /// iperf3's error number (`i_errno`, e.g. 109 IESTREAMCONNECT).
     pub code: i32,
     /// The server's `errno` at the time, 0 when none.
@@ -62,7 +62,7 @@ pub struct ServerErrorCode {
 /// Why a test's control flow ended before IPERF_DONE. The kind is what callers act on;
 /// [`ControlError::text`] gives iperf3's own wording for the user.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ControlError {
+pub(crate) enum ControlError {
     /// ACCESS_DENIED (−1): the server is busy with another test, or refused this one's set-up.
     AccessDenied,
     /// SERVER_ERROR (−2). `None` until the owner has read the 8 bytes that follow it
@@ -96,7 +96,7 @@ impl ControlError {
     }
 
     /// A SERVER_ERROR with the code and errno read after it; other errors unchanged.
-    pub fn with_code(self, code: i32, errno: i32) -> ControlError {
+    pub(crate) fn with_code(self, code: i32, errno: i32) -> ControlError {
         match self {
             ControlError::ServerError(_) => {
                 ControlError::ServerError(Some(ServerErrorCode { code, errno }))
@@ -106,7 +106,8 @@ impl ControlError {
     }
 
     /// The offending byte of [`ControlError::OutOfOrder`] and [`ControlError::NotAState`].
-    pub fn byte(&self) -> Option<u8> {
+    #[cfg(test)]
+    pub(crate) fn byte(&self) -> Option<u8> {
         match self {
             ControlError::OutOfOrder { byte, .. } | ControlError::NotAState(byte) => Some(*byte),
             _ => None,
@@ -115,7 +116,7 @@ impl ControlError {
 
     /// iperf3's words for it (`iperf_strerror`), e.g. "the server is busy running a test.
     /// try again later"; a protocol error names the byte ("… (got byte 0x10)").
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         match self {
             ControlError::AccessDenied => ierr_text(ierr::IEACCESSDENIED),
             ControlError::ServerError(None) => ierr_text(ierr::IEMESSAGE),
@@ -138,7 +139,7 @@ impl ControlError {
 
 /// What the client does on a state byte from the server ([`ClientControl::on_state`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClientStep {
+pub(crate) enum ClientStep {
     /// PARAM_EXCHANGE: send the parameters (JSON).
     SendParams,
     /// CREATE_STREAMS: connect the data streams.
@@ -173,7 +174,7 @@ fn refusal(
 
 /// The client's side of one test's control flow.
 #[derive(Debug, Clone)]
-pub struct ClientControl {
+pub(crate) struct ClientControl {
     phase: Phase,
 }
 
@@ -185,14 +186,15 @@ impl Default for ClientControl {
 
 impl ClientControl {
     /// A client that has just sent its cookie ([`Phase::Cookie`]).
-    pub fn new() -> ClientControl {
+    pub(crate) fn new() -> ClientControl {
         ClientControl {
             phase: Phase::Cookie,
         }
     }
 
     /// Where the test stands.
-    pub fn phase(&self) -> Phase {
+    #[cfg(test)]
+    pub(crate) fn phase(&self) -> Phase {
         self.phase
     }
 
@@ -202,7 +204,7 @@ impl ClientControl {
     /// in any phase; [`ControlError::OutOfOrder`] for a state the phase does not expect
     /// (any byte at all while data flows, or where JSON is due); [`ControlError::NotAState`].
     /// After an error the phase is [`Phase::Failed`], and every later byte is out of order.
-    pub fn on_state(&mut self, b: u8) -> Result<ClientStep, ControlError> {
+    pub(crate) fn on_state(&mut self, b: u8) -> Result<ClientStep, ControlError> {
         let next = match (self.phase, State::from_byte(b)) {
             (Phase::Cookie, Some(State::ParamExchange)) => {
                 Some((Phase::ParamExchange, ClientStep::SendParams))
@@ -251,7 +253,7 @@ impl ClientControl {
     /// A byte where the owner expects none (while data flows, during a drain, while streams
     /// are created): the machine's error for it, and the machine is then [`Phase::Failed`].
     /// A byte this phase would take is out of order all the same.
-    pub fn refuse(&mut self, b: u8) -> ControlError {
+    pub(crate) fn refuse(&mut self, b: u8) -> ControlError {
         let before = self.phase;
         let taken = self.on_state(b).map(|_| ());
         refusal(&mut self.phase, before, taken, b)
@@ -259,7 +261,7 @@ impl ClientControl {
 
     /// The client ends the data phase (its `-t` timer fired, or `-n`/`-k` was reached):
     /// the state to send, TEST_END. [`Phase::Running`] → [`Phase::TestEnd`].
-    pub fn end_test(&mut self) -> State {
+    pub(crate) fn end_test(&mut self) -> State {
         debug_assert_eq!(self.phase, Phase::Running);
         self.phase = Phase::TestEnd;
         State::TestEnd
@@ -267,14 +269,14 @@ impl ClientControl {
 
     /// The client gives up (the user stopped it, or its streams failed): the state to send,
     /// CLIENT_TERMINATE. The machine is then [`Phase::Failed`].
-    pub fn terminate(&mut self) -> State {
+    pub(crate) fn terminate(&mut self) -> State {
         self.phase = Phase::Failed;
         State::ClientTerminate
     }
 
     /// The server's results (JSON) were read. [`Phase::ExchangeResults`] →
     /// [`Phase::DisplayResults`].
-    pub fn on_results(&mut self) {
+    pub(crate) fn on_results(&mut self) {
         debug_assert_eq!(self.phase, Phase::ExchangeResults);
         self.phase = Phase::DisplayResults;
     }
@@ -282,7 +284,7 @@ impl ClientControl {
 
 /// What the server does on a state byte from the client ([`ServerControl::on_state`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ServerStep {
+pub(crate) enum ServerStep {
     /// TEST_END: stop counting, drain a `-n`/`-k` test, then [`ServerControl::exchange_results`].
     EndTest,
     /// A repeated TEST_START while data flows (harmless; ignored, as before).
@@ -293,7 +295,7 @@ pub enum ServerStep {
 
 /// The server's side of one test's control flow.
 #[derive(Debug, Clone)]
-pub struct ServerControl {
+pub(crate) struct ServerControl {
     phase: Phase,
 }
 
@@ -305,14 +307,14 @@ impl Default for ServerControl {
 
 impl ServerControl {
     /// A session waiting for its cookie ([`Phase::Cookie`]).
-    pub fn new() -> ServerControl {
+    pub(crate) fn new() -> ServerControl {
         ServerControl {
             phase: Phase::Cookie,
         }
     }
 
     /// Where the test stands.
-    pub fn phase(&self) -> Phase {
+    pub(crate) fn phase(&self) -> Phase {
         self.phase
     }
 
@@ -324,12 +326,12 @@ impl ServerControl {
     }
 
     /// The cookie arrived and the session was admitted: the state to send, PARAM_EXCHANGE.
-    pub fn on_cookie(&mut self) -> State {
+    pub(crate) fn on_cookie(&mut self) -> State {
         self.advance(Phase::Cookie, Phase::ParamExchange, State::ParamExchange)
     }
 
     /// The parameters were read and accepted: the state to send, CREATE_STREAMS.
-    pub fn on_params(&mut self) -> State {
+    pub(crate) fn on_params(&mut self) -> State {
         self.advance(
             Phase::ParamExchange,
             Phase::CreateStreams,
@@ -339,7 +341,7 @@ impl ServerControl {
 
     /// Every data stream is connected: the states to send in one write, TEST_START and
     /// TEST_RUNNING. [`Phase::CreateStreams`] → [`Phase::Running`].
-    pub fn streams_ready(&mut self) -> [State; 2] {
+    pub(crate) fn streams_ready(&mut self) -> [State; 2] {
         self.advance(Phase::CreateStreams, Phase::Running, ());
         [State::TestStart, State::TestRunning]
     }
@@ -350,7 +352,7 @@ impl ServerControl {
     /// for a state the phase does not expect (any byte while streams are created, after
     /// TEST_END, or where JSON is due); [`ControlError::NotAState`]. After an error the
     /// phase is [`Phase::Failed`].
-    pub fn on_state(&mut self, b: u8) -> Result<ServerStep, ControlError> {
+    pub(crate) fn on_state(&mut self, b: u8) -> Result<ServerStep, ControlError> {
         match (self.phase, State::from_byte(b)) {
             (Phase::Running, Some(State::TestEnd)) => {
                 self.phase = Phase::TestEnd;
@@ -375,7 +377,7 @@ impl ServerControl {
     /// A byte where the owner expects none (while data flows, during a drain, while streams
     /// are created): the machine's error for it, and the machine is then [`Phase::Failed`].
     /// A byte this phase would take is out of order all the same.
-    pub fn refuse(&mut self, b: u8) -> ControlError {
+    pub(crate) fn refuse(&mut self, b: u8) -> ControlError {
         let before = self.phase;
         let taken = self.on_state(b).map(|_| ());
         refusal(&mut self.phase, before, taken, b)
@@ -383,7 +385,7 @@ impl ServerControl {
 
     /// The test's totals are final (after a drain): the state to send, EXCHANGE_RESULTS.
     /// [`Phase::TestEnd`] → [`Phase::ExchangeResults`].
-    pub fn exchange_results(&mut self) -> State {
+    pub(crate) fn exchange_results(&mut self) -> State {
         self.advance(
             Phase::TestEnd,
             Phase::ExchangeResults,
@@ -393,7 +395,7 @@ impl ServerControl {
 
     /// The client's results were read; ours (JSON) go out, then the state this returns,
     /// DISPLAY_RESULTS. [`Phase::ExchangeResults`] → [`Phase::DisplayResults`].
-    pub fn on_results(&mut self) -> State {
+    pub(crate) fn on_results(&mut self) -> State {
         self.advance(
             Phase::ExchangeResults,
             Phase::DisplayResults,

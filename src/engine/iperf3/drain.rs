@@ -57,7 +57,7 @@ impl Drain {
     /// the server receives (client → server streams: normal mode and the client's leg of
     /// `--bidir`) and the client set `-n` (`num`, bytes) or `-k` (`blockcount` × `len`
     /// bytes), over all streams as iperf3 counts them; `None` otherwise.
-    pub(crate) fn new(params: &Params, test_end: Instant) -> Option<Drain> {
+    pub(super) fn new(params: &Params, test_end: Instant) -> Option<Drain> {
         if params.protocol != Protocol::Tcp || params.client_send_streams() == 0 {
             return None;
         }

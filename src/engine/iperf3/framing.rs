@@ -19,7 +19,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Read exactly `buf.len()` bytes within `limit`.
-pub async fn read_exact_timeout<R: AsyncRead + Unpin>(
+pub(crate) async fn read_exact_timeout<R: AsyncRead + Unpin>(
     r: &mut R,
     buf: &mut [u8],
     limit: Duration,
@@ -34,21 +34,27 @@ pub async fn read_exact_timeout<R: AsyncRead + Unpin>(
 }
 
 /// Read one state byte within `limit`.
-pub async fn read_state<R: AsyncRead + Unpin>(r: &mut R, limit: Duration) -> Result<u8, WireError> {
+pub(crate) async fn read_state<R: AsyncRead + Unpin>(
+    r: &mut R,
+    limit: Duration,
+) -> Result<u8, WireError> {
     let mut b = [0u8; 1];
     read_exact_timeout(r, &mut b, limit, "a control message").await?;
     Ok(b[0])
 }
 
 /// Write one state byte.
-pub async fn write_state<W: AsyncWrite + Unpin>(w: &mut W, s: State) -> Result<(), WireError> {
+pub(crate) async fn write_state<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    s: State,
+) -> Result<(), WireError> {
     w.write_all(&[s.byte()]).await?;
     Ok(())
 }
 
 /// Write `0xFE` + `i_errno` + `errno` (both 4-byte big-endian), as a stock server does on a
 /// setup failure.
-pub async fn write_server_error<W: AsyncWrite + Unpin>(
+pub(crate) async fn write_server_error<W: AsyncWrite + Unpin>(
     w: &mut W,
     i_errno: i32,
     errno: i32,
@@ -65,7 +71,7 @@ pub async fn write_server_error<W: AsyncWrite + Unpin>(
 /// length must be in `1..=max`; the whole message must arrive within `limit` (first byte
 /// included). Memory grows with the bytes that actually arrive (at most `max`), not with the
 /// announced length.
-pub async fn read_frame<R: AsyncRead + Unpin>(
+pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
     r: &mut R,
     max: u32,
     limit: Duration,
@@ -91,7 +97,7 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
 
 /// Read one length-prefixed JSON message (see [`read_frame`]) as a [`Value`]. Only for small
 /// documents (params, 8 KiB): a `Value` takes up to ~85 times the text's size.
-pub async fn read_json<R: AsyncRead + Unpin>(
+pub(crate) async fn read_json<R: AsyncRead + Unpin>(
     r: &mut R,
     max: u32,
     limit: Duration,
@@ -101,7 +107,10 @@ pub async fn read_json<R: AsyncRead + Unpin>(
 }
 
 /// Write a value as compact JSON with its 4-byte big-endian length.
-pub async fn write_json<W: AsyncWrite + Unpin>(w: &mut W, v: &Value) -> Result<(), WireError> {
+pub(crate) async fn write_json<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    v: &Value,
+) -> Result<(), WireError> {
     let body = serde_json::to_vec(v).map_err(|e| WireError::BadJson(e.to_string()))?;
     let len = u32::try_from(body.len())
         .map_err(|_| WireError::BadJson(format!("{} bytes of JSON", body.len())))?;

@@ -239,15 +239,15 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjOrNot<T> {
 }
 
 /// Most entries of a peer's `netperfd_drops` read; the rest are skipped unstored.
-pub const MAX_DROP_ENTRIES: usize = 16;
+pub(super) const MAX_DROP_ENTRIES: usize = 16;
 
 /// Longest text (place, port, counter) of a `netperfd_drops` entry kept, characters.
-pub const MAX_DROP_TEXT: usize = 120;
+pub(super) const MAX_DROP_TEXT: usize = 120;
 
 /// Longest congestion control name a peer's results may carry (Linux: 16 bytes).
-pub const MAX_CONGESTION_TEXT: usize = 32;
+pub(super) const MAX_CONGESTION_TEXT: usize = 32;
 /// Longest `netperfd_pacing` text kept from a peer, characters (ours are under 160).
-pub const MAX_PACING_TEXT: usize = 200;
+pub(super) const MAX_PACING_TEXT: usize = 200;
 
 /// One entry of `netperfd_drops` (see [`Results::netperfd_drops`]): only the keys we read.
 #[derive(Deserialize, Default)]
@@ -463,7 +463,7 @@ fn not_object(bytes: &[u8], e: serde_json::Error) -> WireError {
 /// Parse a results document from its bytes, as the server does with a client's: typed,
 /// bounded (see the module doc), `server_output_json` skipped. Same leniency and errors as
 /// [`Results::from_json`].
-pub fn results_from_slice(bytes: &[u8]) -> Result<Results, WireError> {
+pub(super) fn results_from_slice(bytes: &[u8]) -> Result<Results, WireError> {
     let w: WireResults<IgnoredAny> =
         serde_json::from_slice(bytes).map_err(|e| not_object(bytes, e))?;
     convert(WireResults {
@@ -482,7 +482,7 @@ pub fn results_from_slice(bytes: &[u8]) -> Result<Results, WireError> {
 
 /// Parse a results document from a `Value` (keeps `server_output_json`), as the client does
 /// with a server's.
-pub fn results_from_value(v: &serde_json::Value) -> Result<Results, WireError> {
+pub(super) fn results_from_value(v: &serde_json::Value) -> Result<Results, WireError> {
     if !v.is_object() {
         return Err(bad("results", "not a JSON object"));
     }

@@ -60,12 +60,12 @@ pub struct ServerConfig {
 
 /// What [`DropCounters`] is given when a test starts: the control connection's local
 /// address and this side's direction word (`send`, `receive`, `bidir`).
-pub type DropsBegin = dyn Fn(IpAddr, &'static str) -> DropsEnd + Send + Sync;
+pub(crate) type DropsBegin = dyn Fn(IpAddr, &'static str) -> DropsEnd + Send + Sync;
 
 /// The second half of a [`DropCounters`] hook: reads the counters again and gives what moved,
 /// given the test's own datagrams ([`TestFlow`], so a qdisc's skb drops can be turned into
 /// datagrams).
-pub type DropsEnd = Box<dyn FnOnce(TestFlow) -> Option<serde_json::Value> + Send>;
+pub(crate) type DropsEnd = Box<dyn FnOnce(TestFlow) -> Option<serde_json::Value> + Send>;
 
 /// A test's own datagrams as one side saw them, for its drop counters (see [`DropsEnd`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -152,7 +152,10 @@ impl DropCounters {
 
 /// Finish a [`DropCounters::begin`] reading on the blocking pool: the counters that moved
 /// over a test of `flow`.
-pub async fn drops_at_end(end: Option<DropsEnd>, flow: TestFlow) -> Option<serde_json::Value> {
+pub(crate) async fn drops_at_end(
+    end: Option<DropsEnd>,
+    flow: TestFlow,
+) -> Option<serde_json::Value> {
     let end = end?;
     crate::engine::task::spawn_blocking(move || end(flow))
         .await
@@ -222,27 +225,27 @@ struct UdpPending {
 /// after the fair admission of [`admission_limits`] found no pending session to evict.
 /// Each session holds at most ~1 MiB of control-message buffers ([`wire::MAX_CLIENT_RESULTS_JSON`])
 /// and one send block (≤ 1 MiB, shared by its streams).
-pub const MAX_SESSIONS: usize = 8;
+pub(crate) const MAX_SESSIONS: usize = 8;
 
 /// Sessions one client address may hold at once (running or not): 6 of the 8, so two slots
 /// always remain for other addresses.
-pub const MAX_SESSIONS_PER_SOURCE: usize = 6;
+pub(crate) const MAX_SESSIONS_PER_SOURCE: usize = 6;
 
 /// Sessions one client address may hold while *pending* (cookie sent, parameter exchange or
 /// stream set-up not finished).
-pub const MAX_PENDING_PER_SOURCE: usize = 4;
+pub(crate) const MAX_PENDING_PER_SOURCE: usize = 4;
 
 /// Connections one server keeps while they send their 37-byte cookie (each a file
 /// descriptor for up to [`ServerConfig::cookie_timeout`]).
-pub const MAX_GREETINGS: usize = 1024;
+pub(crate) const MAX_GREETINGS: usize = 1024;
 
 /// Of [`MAX_GREETINGS`], what one client address may hold: a `-P 128` client opens 129
 /// connections at once, twice that leaves room for a second test.
-pub const MAX_GREETINGS_PER_SOURCE: usize = 256;
+pub(crate) const MAX_GREETINGS_PER_SOURCE: usize = 256;
 
 /// Default [`ServerConfig::setup_timeout`]: 5 s from the cookie to the last announced stream
 /// (a stock client on a LAN needs a few ms).
-pub const SETUP_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const SETUP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The admission caps of the iperf3 server: [`MAX_SESSIONS`] slots, [`MAX_SESSIONS_PER_SOURCE`]
 /// and [`MAX_PENDING_PER_SOURCE`] per address; an address at its pending cap replaces its own
@@ -250,7 +253,7 @@ pub const SETUP_TIMEOUT: Duration = Duration::from_secs(5);
 /// ([`Limits::fair_share`]): while another address asks, an address that holds two or more
 /// tests more than it would gives up its newest running test (its client is told
 /// SERVER_TERMINATE), so 8 slots and 2 addresses settle at 4 + 4, 3 addresses at 3 + 3 + 2.
-pub fn admission_limits() -> Limits {
+pub(crate) fn admission_limits() -> Limits {
     Limits {
         max: MAX_SESSIONS,
         per_source: MAX_SESSIONS_PER_SOURCE,
@@ -264,13 +267,13 @@ pub fn admission_limits() -> Limits {
 /// a TCP stream costs [`crate::engine::tcp::MAX_RECV_BUF`] (128 KiB), a UDP stream
 /// [`UDP_STREAM_COST`]. A test that would exceed it is refused like a busy server. With
 /// [`MAX_SESSIONS`] this keeps the server's peak RSS under ~100 MB for any client input.
-pub const STREAM_BUDGET: u64 = 64 * 1024 * 1024;
+pub(crate) const STREAM_BUDGET: u64 = 64 * 1024 * 1024;
 
 /// Receive-buffer bytes one UDP stream may hold (GRO batch of 16 × 64 KiB).
-pub const UDP_STREAM_COST: u64 = 1024 * 1024;
+pub(crate) const UDP_STREAM_COST: u64 = 1024 * 1024;
 
 /// Bytes of [`STREAM_BUDGET`] a test with these params reserves.
-pub fn stream_cost(params: &Params) -> u64 {
+pub(crate) fn stream_cost(params: &Params) -> u64 {
     let per = if params.protocol == Protocol::Udp {
         UDP_STREAM_COST
     } else {
@@ -336,13 +339,13 @@ struct Inner {
 
 /// Bind a listening socket: `bind` or the IPv6 any-address in dual-stack mode (falling back
 /// to IPv4 when the host has no IPv6).
-pub fn bind_listener(bind: Option<IpAddr>, port: u16) -> std::io::Result<TcpListener> {
+pub(crate) fn bind_listener(bind: Option<IpAddr>, port: u16) -> std::io::Result<TcpListener> {
     bind_listener_dev(bind, None, port)
 }
 
 /// Like [`bind_listener`], listening only on interface `dev` when given (SO_BINDTODEVICE;
 /// errors with ENODEV, "No such device", when it does not exist).
-pub fn bind_listener_dev(
+pub(crate) fn bind_listener_dev(
     bind: Option<IpAddr>,
     dev: Option<&str>,
     port: u16,
@@ -377,7 +380,7 @@ pub fn bind_listener_dev(
 
 /// Serve until `shutdown` is notified (or after one test with `one_off`). Errors only when a
 /// listener cannot be bound.
-pub async fn serve(
+pub(crate) async fn serve(
     cfg: ServerConfig,
     events: Option<mpsc::UnboundedSender<ServerEvent>>,
     shutdown: Option<Arc<Notify>>,
@@ -393,7 +396,7 @@ pub async fn serve(
 }
 
 /// Like [`serve`], on listeners bound by the caller.
-pub async fn serve_listeners(
+pub(crate) async fn serve_listeners(
     listeners: Vec<TcpListener>,
     cfg: ServerConfig,
     events: Option<mpsc::UnboundedSender<ServerEvent>>,
@@ -1284,7 +1287,7 @@ impl Test<'_> {
 }
 
 /// The server's text for one test, as `--get-server-output` returns it.
-pub fn server_text(report: &Report) -> String {
+pub(crate) fn server_text(report: &Report) -> String {
     let mut t = report::text_header(report);
     for (i, rec) in report.intervals.iter().enumerate() {
         t.push_str(&report::text_interval(report, rec, i == 0));

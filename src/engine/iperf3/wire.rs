@@ -86,20 +86,20 @@ impl State {
 }
 
 /// iperf3 error codes (`i_errno`) we send or map to text.
-pub mod ierr {
-    pub const IEACCESSDENIED: i32 = 121;
-    pub const IESETBUF2: i32 = 141;
-    pub const IECTRLCLOSE: i32 = 109;
-    pub const IEMESSAGE: i32 = 110;
-    pub const IERECVMESSAGE: i32 = 112;
-    pub const IERECVPARAMS: i32 = 113;
-    pub const IERECVRESULTS: i32 = 117;
-    pub const IECLIENTTERM: i32 = 119;
-    pub const IESERVERTERM: i32 = 120;
-    pub const IEUNIMP: i32 = 126;
-    pub const IENOMSG: i32 = 144;
-    pub const IESTREAMCONNECT: i32 = 203;
-    pub const IESTREAMID: i32 = 208;
+pub(crate) mod ierr {
+    pub(crate) const IEACCESSDENIED: i32 = 121;
+    pub(crate) const IESETBUF2: i32 = 141;
+    pub(crate) const IECTRLCLOSE: i32 = 109;
+    pub(crate) const IEMESSAGE: i32 = 110;
+    pub(crate) const IERECVMESSAGE: i32 = 112;
+    pub(crate) const IERECVPARAMS: i32 = 113;
+    pub(crate) const IERECVRESULTS: i32 = 117;
+    pub(crate) const IECLIENTTERM: i32 = 119;
+    pub(crate) const IESERVERTERM: i32 = 120;
+    pub(crate) const IEUNIMP: i32 = 126;
+    pub(crate) const IENOMSG: i32 = 144;
+    pub(crate) const IESTREAMCONNECT: i32 = 203;
+    pub(crate) const IESTREAMID: i32 = 208;
 }
 
 /// The stock text for an iperf3 error code, as the stock client prints it.

@@ -42,7 +42,7 @@ struct IfReqData {
 
 /// Ring sizes of a port (`ethtool -g`), descriptors: current and the driver's maximum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Rings {
+pub(crate) struct Rings {
     pub rx: u32,
     pub rx_max: u32,
     pub tx: u32,
@@ -203,13 +203,13 @@ impl Drop for Guarded {
 /// (`ethtool -S`). Errors: the port does not exist (ENODEV), the driver has no statistics
 /// (EOPNOTSUPP, or an empty list), the driver's count kept changing between the calls
 /// (EAGAIN, after [`STATS_TRIES`] tries), or the ioctl is refused.
-pub fn stats(ifname: &str) -> std::io::Result<Vec<(String, u64)>> {
+pub(crate) fn stats(ifname: &str) -> std::io::Result<Vec<(String, u64)>> {
     let fd = socket()?;
     stats_with(&mut |buf| call(&fd, ifname, buf))
 }
 
 /// How often [`stats`] asks again when the driver's count changed between its calls.
-pub const STATS_TRIES: usize = 3;
+pub(crate) const STATS_TRIES: usize = 3;
 
 /// [`stats`] over `call` (one SIOCETHTOOL with the given command buffer), so a driver whose
 /// count changes can be played in a test.
@@ -286,7 +286,7 @@ fn count_changed(r: std::io::Result<()>) -> std::io::Result<bool> {
 
 /// Ring sizes of port `ifname` (`ethtool -g`). Errors: no such port, or the driver does not
 /// report rings (EOPNOTSUPP; veth does since Linux 5.x, many virtual ports do not).
-pub fn rings(ifname: &str) -> std::io::Result<Rings> {
+pub(crate) fn rings(ifname: &str) -> std::io::Result<Rings> {
     let fd = socket()?;
     // ethtool_ringparam: 9 × u32.
     let mut b = [0u64; 5];
@@ -308,7 +308,7 @@ fn c_text(field: &[u8]) -> String {
 
 /// Driver name and firmware version of a port (`ethtool -i`); the firmware is `None` when
 /// the driver gives none (empty or "N/A"). Errors: no such port, or no driver information.
-pub fn drvinfo(ifname: &str) -> std::io::Result<(String, Option<String>)> {
+pub(crate) fn drvinfo(ifname: &str) -> std::io::Result<(String, Option<String>)> {
     let fd = socket()?;
     // ethtool_drvinfo: cmd, driver[32], version[32], fw_version[32], bus_info[32],
     // erom_version[32], reserved2[12], 5 × u32 = 196 bytes.
@@ -328,7 +328,7 @@ pub fn drvinfo(ifname: &str) -> std::io::Result<(String, Option<String>)> {
 /// Offloads of a port that are on (`ethtool -k`'s legacy flags): each of rx-checksumming,
 /// tx-checksumming, scatter-gather, TSO, GSO, GRO as (name, on), for those the driver
 /// answers; empty when it answers none.
-pub fn offloads(ifname: &str) -> Vec<(&'static str, bool)> {
+pub(crate) fn offloads(ifname: &str) -> Vec<(&'static str, bool)> {
     let Ok(fd) = socket() else {
         return Vec::new();
     };

@@ -2,12 +2,12 @@
 //! call (or one family: sendmmsg/recvmmsg with their message headers, TCP_INFO) behind a safe
 //! signature whose buffers outlive the call; callers never see a raw pointer.
 
-pub mod ethtool;
+pub(crate) mod ethtool;
 
 use std::os::fd::{AsRawFd, BorrowedFd};
 
 /// UDP_GRO (linux/udp.h): the segment size of a GRO super-datagram, as a cmsg.
-pub const UDP_GRO: libc::c_int = 104;
+pub(crate) const UDP_GRO: libc::c_int = 104;
 
 /// Set this thread's timer slack to 1 ns (PR_SET_TIMERSLACK) for precise pacing sleeps.
 /// Returns the slack the kernel then reports (PR_GET_TIMERSLACK, ns), or the error.
@@ -16,7 +16,7 @@ pub const UDP_GRO: libc::c_int = 104;
 /// Passing `u64`s there (as this did until 2026-12) puts the value in a register pair on 32-bit
 /// ARM and the kernel read garbage (24,836,008 ns of slack: paced sends at 0.4–8 % of the rate),
 /// so every argument is a `c_ulong`.
-pub fn fine_timer_slack() -> std::io::Result<u64> {
+pub(crate) fn fine_timer_slack() -> std::io::Result<u64> {
     let one: libc::c_ulong = 1;
     let zero: libc::c_ulong = 0;
     // SAFETY: prctl(PR_SET_TIMERSLACK, unsigned long, …) reads integers only and affects only
@@ -29,7 +29,7 @@ pub fn fine_timer_slack() -> std::io::Result<u64> {
 }
 
 /// This thread's timer slack (PR_GET_TIMERSLACK), nanoseconds.
-pub fn timer_slack_ns() -> std::io::Result<u64> {
+pub(crate) fn timer_slack_ns() -> std::io::Result<u64> {
     let zero: libc::c_ulong = 0;
     // SAFETY: PR_GET_TIMERSLACK reads no memory; the unused arguments are c_ulong zeros.
     let rc = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, zero, zero, zero, zero) };
@@ -46,7 +46,7 @@ pub fn timer_slack_ns() -> std::io::Result<u64> {
 /// 10 MB at start, 110–127 MB after ten wrong passwords. Setting it also fixes the trim
 /// threshold (no dynamic adjustment). True when glibc took it; false elsewhere (musl returns
 /// large blocks to the kernel by itself).
-pub fn fix_mmap_threshold(bytes: usize) -> bool {
+pub(crate) fn fix_mmap_threshold(bytes: usize) -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         let Ok(v) = libc::c_int::try_from(bytes) else {
@@ -63,7 +63,7 @@ pub fn fix_mmap_threshold(bytes: usize) -> bool {
 }
 
 /// Monotonic clock as (seconds, microseconds), the sender timestamp iperf3 uses.
-pub fn mono_now() -> (u32, u32) {
+pub(crate) fn mono_now() -> (u32, u32) {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -75,7 +75,7 @@ pub fn mono_now() -> (u32, u32) {
     (ts.tv_sec as u32, (ts.tv_nsec / 1000) as u32)
 }
 
-pub fn setsockopt_int(
+pub(crate) fn setsockopt_int(
     fd: BorrowedFd<'_>,
     level: libc::c_int,
     name: libc::c_int,
@@ -99,7 +99,7 @@ pub fn setsockopt_int(
 }
 
 /// An integer socket option's value (`getsockopt`).
-pub fn getsockopt_int(
+pub(crate) fn getsockopt_int(
     fd: BorrowedFd<'_>,
     level: libc::c_int,
     name: libc::c_int,
@@ -127,7 +127,7 @@ pub fn getsockopt_int(
 /// SO_MAX_PACING_RATE of a socket, bytes/s (iperf3's `--fq-rate`): TCP paces itself to it
 /// (the kernel's own TCP pacing, with or without the fq qdisc); other sockets only under fq.
 /// Errors: the kernel's (e.g. ENOPROTOOPT on a kernel without it).
-pub fn set_max_pacing_rate(fd: BorrowedFd<'_>, bytes_per_s: u64) -> std::io::Result<()> {
+pub(crate) fn set_max_pacing_rate(fd: BorrowedFd<'_>, bytes_per_s: u64) -> std::io::Result<()> {
     // SAFETY: v is a valid u64 for the duration of the call; the kernel accepts 32 or 64 bits.
     let rc = unsafe {
         libc::setsockopt(
@@ -147,7 +147,7 @@ pub fn set_max_pacing_rate(fd: BorrowedFd<'_>, bytes_per_s: u64) -> std::io::Res
 
 /// recv(2) with MSG_TRUNC on a TCP socket: up to `buf.len()` bytes are taken from the socket
 /// and discarded, not copied into `buf` (tcp(7); iperf3's `--skip-rx-copy`); how many. 0 = EOF.
-pub fn recv_discard(fd: BorrowedFd<'_>, buf: &mut [u8]) -> std::io::Result<usize> {
+pub(crate) fn recv_discard(fd: BorrowedFd<'_>, buf: &mut [u8]) -> std::io::Result<usize> {
     // SAFETY: buf is writable for buf.len() bytes for the duration of the call (the kernel
     // does not write to it with MSG_TRUNC on TCP, but may on other socket types).
     let rc = unsafe {
@@ -168,7 +168,7 @@ pub fn recv_discard(fd: BorrowedFd<'_>, buf: &mut [u8]) -> std::io::Result<usize
 /// An anonymous in-memory file (memfd_create(2), close-on-exec) holding `data`, for
 /// [`sendfile`]: iperf3's `-Z` sends its block from a file instead of from user memory.
 /// Errors when the kernel has no memfd (before 3.17) or memory is short.
-pub fn memfd_with(data: &[u8]) -> std::io::Result<std::fs::File> {
+pub(crate) fn memfd_with(data: &[u8]) -> std::io::Result<std::fs::File> {
     use std::io::Write;
     use std::os::fd::FromRawFd;
     // SAFETY: the name is a NUL-terminated C string literal; the flags are plain bits.
@@ -184,7 +184,7 @@ pub fn memfd_with(data: &[u8]) -> std::io::Result<std::fs::File> {
 
 /// sendfile(2): up to `count` bytes of `file` from `offset` to the socket `out` without a
 /// copy through user space; the bytes sent (0 at the file's end).
-pub fn sendfile(
+pub(crate) fn sendfile(
     out: BorrowedFd<'_>,
     file: &std::fs::File,
     offset: u64,
@@ -203,7 +203,7 @@ pub fn sendfile(
 }
 
 /// send(2) of `buf` on a connected socket; the bytes sent.
-pub fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> std::io::Result<usize> {
+pub(crate) fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> std::io::Result<usize> {
     // SAFETY: buf is valid for buf.len() bytes for the duration of the call.
     let rc = unsafe {
         libc::send(
@@ -223,7 +223,12 @@ pub fn send(fd: BorrowedFd<'_>, buf: &[u8]) -> std::io::Result<usize> {
 /// sendmmsg(2) of `n` datagrams of `len` bytes each, laid end to end in `buf`; how many went.
 /// At most `buf.len() / len` datagrams are sent (the kernel never reads past `buf`; `n`
 /// beyond it is clamped, as [`recvmmsg`] clamps to its slots). `len` 0 sends empty datagrams.
-pub fn sendmmsg(fd: BorrowedFd<'_>, buf: &[u8], len: usize, n: usize) -> std::io::Result<usize> {
+pub(crate) fn sendmmsg(
+    fd: BorrowedFd<'_>,
+    buf: &[u8],
+    len: usize,
+    n: usize,
+) -> std::io::Result<usize> {
     let n = match buf.len().checked_div(len) {
         Some(fit) => n.min(fit),
         None => n,
@@ -255,7 +260,7 @@ pub fn sendmmsg(fd: BorrowedFd<'_>, buf: &[u8], len: usize, n: usize) -> std::io
 /// message with its earliest departure time, which the fq qdisc (Linux ≥ 4.20) honours and
 /// other qdiscs (except etf) ignore. Errors: the kernel's — ENOPROTOOPT on a kernel without
 /// the option (before 4.19), EINVAL where it refuses the clock or flags.
-pub fn enable_txtime(fd: BorrowedFd<'_>) -> std::io::Result<()> {
+pub(crate) fn enable_txtime(fd: BorrowedFd<'_>) -> std::io::Result<()> {
     let v = libc::sock_txtime {
         clockid: libc::CLOCK_MONOTONIC,
         flags: 0,
@@ -281,15 +286,15 @@ pub fn enable_txtime(fd: BorrowedFd<'_>) -> std::io::Result<()> {
 /// on 32-bit ones), aligned as the kernel's `struct cmsghdr` needs.
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(8))]
-pub struct TxtimeSlot([u8; 32]);
+pub(crate) struct TxtimeSlot([u8; 32]);
 
 /// Bytes of one SCM_TXTIME control message with its padding (`CMSG_SPACE(8)`).
 // SAFETY: CMSG_SPACE is arithmetic on its argument only.
-pub const TXTIME_CMSG_SPACE: usize = unsafe { libc::CMSG_SPACE(8) } as usize;
+pub(crate) const TXTIME_CMSG_SPACE: usize = unsafe { libc::CMSG_SPACE(8) } as usize;
 
 /// `CMSG_LEN(8)`: an SCM_TXTIME control message's `cmsg_len` (header and the u64, no padding).
 // SAFETY: CMSG_LEN is arithmetic on its argument only.
-pub const TXTIME_CMSG_LEN: usize = unsafe { libc::CMSG_LEN(8) } as usize;
+pub(crate) const TXTIME_CMSG_LEN: usize = unsafe { libc::CMSG_LEN(8) } as usize;
 
 const _: () = assert!(TXTIME_CMSG_SPACE <= std::mem::size_of::<TxtimeSlot>());
 const _: () = assert!(std::mem::align_of::<TxtimeSlot>() >= std::mem::align_of::<libc::cmsghdr>());
@@ -298,7 +303,7 @@ impl TxtimeSlot {
     /// Write the control message "depart not before `ns`" (SOL_SOCKET / SCM_TXTIME, a u64 of
     /// CLOCK_MONOTONIC nanoseconds, `cmsg_len` = `CMSG_LEN(8)`); the bytes to pass as
     /// `msg_controllen` ([`TXTIME_CMSG_SPACE`]).
-    pub fn set(&mut self, ns: u64) -> usize {
+    pub(crate) fn set(&mut self, ns: u64) -> usize {
         self.0 = [0; 32];
         // SAFETY: an all-zero cmsghdr is a valid value (integers and, on musl, padding).
         let mut h: libc::cmsghdr = unsafe { std::mem::zeroed() };
@@ -314,7 +319,8 @@ impl TxtimeSlot {
     }
 
     /// The slot's bytes (for tests and the parser).
-    pub fn bytes(&self) -> &[u8] {
+    #[cfg(test)]
+    pub(crate) fn bytes(&self) -> &[u8] {
         &self.0[..TXTIME_CMSG_SPACE]
     }
 }
@@ -323,7 +329,7 @@ impl TxtimeSlot {
 /// `buf`) carries an SCM_TXTIME control message of `times_ns[i]` (CLOCK_MONOTONIC ns; the
 /// socket needs [`enable_txtime`], else the kernel refuses the call with EINVAL). At most
 /// `min(n, buf.len() / len, times_ns.len())` messages; how many went.
-pub fn sendmmsg_txtime(
+pub(crate) fn sendmmsg_txtime(
     fd: BorrowedFd<'_>,
     buf: &[u8],
     len: usize,
@@ -370,7 +376,7 @@ pub fn sendmmsg_txtime(
 /// One datagram that [`recvmmsg`] read: its length in bytes (before truncation to the slot),
 /// the kernel's arrival time (µs since the epoch, SCM_TIMESTAMPNS) and the GRO segment size.
 #[derive(Debug, Clone, Copy)]
-pub struct RecvMsg {
+pub(crate) struct RecvMsg {
     pub len: usize,
     pub timestamp_us: Option<i64>,
     pub segment: Option<usize>,
@@ -382,7 +388,7 @@ pub struct RecvMsg {
 /// made.
 #[derive(Clone, Copy)]
 #[repr(C, align(8))]
-pub struct CmsgSlot([u8; 128]);
+pub(crate) struct CmsgSlot([u8; 128]);
 
 const _: () = assert!(std::mem::align_of::<CmsgSlot>() >= std::mem::align_of::<libc::cmsghdr>());
 
@@ -397,7 +403,7 @@ impl Default for CmsgSlot {
 /// MSG_DONTWAIT. Panics never; `bufs`/`ctrl` shorter than `n` slots read fewer datagrams.
 /// A datagram whose control messages do not parse ([`parse_cmsgs`]) is returned without a
 /// timestamp or segment size.
-pub fn recvmmsg(
+pub(crate) fn recvmmsg(
     fd: BorrowedFd<'_>,
     bufs: &mut [u8],
     slot: usize,
@@ -453,7 +459,7 @@ pub fn recvmmsg(
 
 /// What the control messages of one datagram said.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Cmsgs {
+pub(crate) struct Cmsgs {
     /// The kernel's arrival time, µs since the epoch (SCM_TIMESTAMPNS).
     pub timestamp_us: Option<i64>,
     /// The segment size of a GRO super-datagram, bytes (UDP_GRO; only a positive one).
@@ -463,7 +469,7 @@ pub struct Cmsgs {
 /// A control buffer that is not a well-formed sequence of cmsgs; `at` is the byte offset of
 /// the bad header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CmsgError {
+pub(crate) enum CmsgError {
     /// `cmsg_len` is below the header's own size (`CMSG_LEN(0)`), 0 included: the walk
     /// cannot step past it.
     LenTooSmall { at: usize, len: usize },
@@ -487,7 +493,7 @@ fn cmsg_align(len: usize) -> Option<usize> {
 /// either. A cmsg too short for the type its level and type name is skipped; fewer trailing
 /// bytes than a header end the walk (as `CMSG_NXTHDR`). Errors: a `cmsg_len` below the
 /// header size or past the buffer's end ([`CmsgError`]).
-pub fn parse_cmsgs(ctrl: &[u8]) -> Result<Cmsgs, CmsgError> {
+pub(crate) fn parse_cmsgs(ctrl: &[u8]) -> Result<Cmsgs, CmsgError> {
     const HDR: usize = std::mem::size_of::<libc::cmsghdr>();
     let mut out = Cmsgs::default();
     let mut at = 0usize;
@@ -545,7 +551,7 @@ fn read_int(data: &[u8]) -> Option<libc::c_int> {
 
 /// What iperf3 reports from TCP_INFO for a sending stream.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct TcpInfo {
+pub(crate) struct TcpInfo {
     /// Retransmitted segments since the connection started (`tcpi_total_retrans`).
     pub total_retrans: u64,
     /// Congestion window in bytes (`tcpi_snd_cwnd × tcpi_snd_mss`), as iperf3 computes it.
@@ -628,7 +634,7 @@ struct RawTcpInfo {
 }
 
 /// Read TCP_INFO of a TCP socket. Errors when `fd` is not a TCP socket.
-pub fn tcp_info(fd: BorrowedFd<'_>) -> std::io::Result<TcpInfo> {
+pub(crate) fn tcp_info(fd: BorrowedFd<'_>) -> std::io::Result<TcpInfo> {
     let mut raw = RawTcpInfo::default();
     let mut len = std::mem::size_of::<RawTcpInfo>() as libc::socklen_t;
     // SAFETY: raw is a plain repr(C) struct of integers, len is its size; the kernel writes
@@ -659,7 +665,7 @@ pub fn tcp_info(fd: BorrowedFd<'_>) -> std::io::Result<TcpInfo> {
 }
 
 /// Name of the congestion control algorithm in use on a TCP socket.
-pub fn tcp_congestion(fd: BorrowedFd<'_>) -> Option<String> {
+pub(crate) fn tcp_congestion(fd: BorrowedFd<'_>) -> Option<String> {
     let mut buf = [0u8; 32];
     let mut len = buf.len() as libc::socklen_t;
     // SAFETY: buf is writable for len bytes.
@@ -681,7 +687,7 @@ pub fn tcp_congestion(fd: BorrowedFd<'_>) -> Option<String> {
 }
 
 /// Set TCP_CONGESTION on a socket. Errors (ENOENT) when the algorithm is not available.
-pub fn set_tcp_congestion(fd: BorrowedFd<'_>, name: &str) -> std::io::Result<()> {
+pub(crate) fn set_tcp_congestion(fd: BorrowedFd<'_>, name: &str) -> std::io::Result<()> {
     // SAFETY: pointer and length describe name's bytes.
     let rc = unsafe {
         libc::setsockopt(
@@ -700,7 +706,7 @@ pub fn set_tcp_congestion(fd: BorrowedFd<'_>, name: &str) -> std::io::Result<()>
 
 /// CLOCK_MONOTONIC in nanoseconds (since an unspecified start, usually boot): the clock of
 /// the UDP echo's timestamps (never stepped by NTP or by hand, unlike CLOCK_REALTIME).
-pub fn mono_ns() -> u64 {
+pub(crate) fn mono_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -715,13 +721,13 @@ pub fn mono_ns() -> u64 {
 }
 
 /// The calling thread's kernel TID.
-pub fn gettid() -> i32 {
+pub(crate) fn gettid() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.
     unsafe { libc::gettid() }
 }
 
 /// Clock ticks per second of /proc's CPU times (sysconf _SC_CLK_TCK); 100 when unknown.
-pub fn clock_ticks_per_second() -> f64 {
+pub(crate) fn clock_ticks_per_second() -> f64 {
     // SAFETY: sysconf has no memory side effects.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if t > 0 {
@@ -732,7 +738,7 @@ pub fn clock_ticks_per_second() -> f64 {
 }
 
 /// Set thread `tid`'s nice value (setpriority PRIO_PROCESS on a TID); false when refused.
-pub fn set_thread_nice(tid: i32, nice: i32) -> bool {
+pub(crate) fn set_thread_nice(tid: i32, nice: i32) -> bool {
     // SAFETY: setpriority on a thread id; no memory is passed.
     unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) == 0 }
 }
@@ -742,7 +748,7 @@ pub fn set_thread_nice(tid: i32, nice: i32) -> bool {
 /// opened with protocol 0 (nothing received) and starts receiving only at the bind, so no
 /// frame of another port slips in. Errors: EPERM without CAP_NET_RAW, ENODEV for a port that
 /// does not exist.
-pub fn packet_socket(ifindex: u32) -> std::io::Result<std::os::fd::OwnedFd> {
+pub(crate) fn packet_socket(ifindex: u32) -> std::io::Result<std::os::fd::OwnedFd> {
     use std::os::fd::FromRawFd;
     // SAFETY: socket(2) with constant arguments; a valid result is owned at once below.
     let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };

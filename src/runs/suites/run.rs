@@ -19,7 +19,7 @@ use crate::store::{Store, SuiteExtra};
 const REARM_MS: u64 = 500;
 
 /// The board's host name (the default label of a suite run).
-pub fn board_label() -> String {
+pub(crate) fn board_label() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_default()
@@ -150,7 +150,11 @@ fn still_running(store: &Store, sid: i64) -> bool {
 }
 
 /// Check definition `row` against `t` and start it; returns the suite id.
-pub fn start_def(hub: &Hub, row: &crate::store::SuiteDefRow, t: &RunTarget) -> Result<i64, String> {
+pub(crate) fn start_def(
+    hub: &Hub,
+    row: &crate::store::SuiteDefRow,
+    t: &RunTarget,
+) -> Result<i64, String> {
     let d = crate::spec::suite::from_row(row)?;
     let tests = d.plan(t, &crate::board::ports())?;
     hub.start_planned(&d.name, Some(row.id), t.label.clone(), tests)

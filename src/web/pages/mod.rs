@@ -16,9 +16,9 @@ use runs::*;
 use session::*;
 use settings::*;
 
-pub use run_page::PAGE_INTERVALS;
+pub(crate) use run_page::PAGE_INTERVALS;
 pub(crate) use runs::{port_filter_addresses, port_options, query_value, PortOption};
-pub use runs::{LadderForm, RunView};
+pub(crate) use runs::{LadderForm, RunView};
 pub(crate) use settings::settings;
 
 use crate::engine::iperf3::wire::Params;
@@ -41,7 +41,7 @@ use askama::Template;
 use serde::Deserialize;
 
 /// Register the page routes.
-pub fn configure(r: &mut Routes) {
+pub(crate) fn configure(r: &mut Routes) {
     r.get("/", READ, index)
         .get("/login", PUBLIC, login_page)
         .post("/login", PUBLIC, login)

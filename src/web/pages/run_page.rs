@@ -410,7 +410,7 @@ pub(super) fn leg_intervals(state: &AppState, run: &RunRow) -> Vec<IntervalView>
 }
 
 /// Interval sequence numbers the run page shows (the last ones; the exports hold all).
-pub const PAGE_INTERVALS: i64 = 1000;
+pub(crate) const PAGE_INTERVALS: i64 = 1000;
 
 pub(super) fn load(
     state: &AppState,

@@ -4,14 +4,13 @@
 use super::*;
 
 /// A run as the tables show it.
-pub struct RunView {
+pub(crate) struct RunView {
     pub id: i64,
     /// The kind's label ("iperf3", "forwarding", …) and the run's one-line title.
     pub kind: String,
     pub title: String,
     pub when: String,
     pub role: String,
-    pub role_text: String,
     pub status: String,
     pub peer: String,
     pub local: String,
@@ -20,14 +19,8 @@ pub struct RunView {
     pub streams: u32,
     pub sender_rate: String,
     pub receiver_rate: String,
-    pub retransmits: String,
-    /// UDP: "lost/total (x %)"; TCP: empty.
-    pub loss: String,
-    /// UDP: receiver jitter "0.012 ms"; TCP: empty.
-    pub jitter: String,
     /// What the history's "Retr / Loss" column shows.
     pub retr_or_loss: String,
-    pub udp: bool,
     pub error: Option<String>,
     /// Imported runs: "imported from LABEL (its run N, board ID)"; empty for runs made here.
     pub origin: String,
@@ -89,7 +82,6 @@ pub(super) fn run_view(r: &RunRow) -> RunView {
         title: kv.title.clone(),
         when: fmt_time(r.started_at),
         role: r.role.to_string(),
-        role_text: kv.role_text.clone(),
         status: r.status.to_string(),
         peer: kv.peer,
         local: kv.local,
@@ -112,18 +104,6 @@ pub(super) fn run_view(r: &RunRow) -> RunView {
             .receiver_bps
             .map(display::rate)
             .unwrap_or_else(|| "—".into()),
-        retransmits: r
-            .retransmits
-            .map(|x| x.to_string())
-            .unwrap_or_else(|| "—".into()),
-        loss: match (r.lost_packets, r.total_packets, r.lost_percent) {
-            (Some(l), Some(t), Some(p)) => format!("{l}/{t} ({p:.2} %)"),
-            _ => String::new(),
-        },
-        jitter: r
-            .jitter_ms
-            .map(|j| format!("{j:.3} ms"))
-            .unwrap_or_default(),
         retr_or_loss: if r.protocol == RunProtocol::Udp {
             r.lost_percent
                 .map(|p| format!("{p:.2} % loss"))
@@ -133,7 +113,6 @@ pub(super) fn run_view(r: &RunRow) -> RunView {
                 .map(|x| x.to_string())
                 .unwrap_or_else(|| "—".into())
         },
-        udp: r.protocol == RunProtocol::Udp,
         error: r.error.clone(),
         invalid: r.invalid.join(", "),
         label: r.params["label"]
@@ -651,7 +630,7 @@ pub(super) async fn runs_page(
 
 /// The UDP ladder form (also the JSON body of `POST /api/suites/udp-ladder`).
 #[derive(Deserialize, Debug, Clone, Default)]
-pub struct LadderForm {
+pub(crate) struct LadderForm {
     #[serde(default)]
     pub csrf: Option<String>,
     pub host: String,
@@ -673,7 +652,7 @@ pub struct LadderForm {
 
 impl LadderForm {
     /// Validate and start the suite; returns its id.
-    pub fn start(&self, state: &AppState) -> Result<i64, String> {
+    pub(crate) fn start(&self, state: &AppState) -> Result<i64, String> {
         let rates =
             crate::spec::suite::parse_rates(self.rates.as_deref().unwrap_or("100M,400M,1000M"))?;
         let base = TestRequest {
