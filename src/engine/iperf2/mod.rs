@@ -243,30 +243,42 @@ struct Leg {
 /// queued and close ([`close_like_stock`]).
 const CLOSE_LIMIT: Duration = Duration::from_secs(10);
 
-/// End an iperf 2 TCP sending stream as a stock client does: shut down the writing side
-/// (the FIN goes after every byte still in the send buffer), then read and drop what the
-/// server writes (a 2.1 server answers a `--trip-times` header) until it closes, at most
-/// `limit`. Closing with unread bytes makes the kernel reset the connection and throw away
-/// what is still queued (the new-user tryout: 1.3 MB of 24.6 MB never reached a stock
-/// server behind a 50 Mbit/s link). True when the server closed.
-fn close_like_stock(mut s: std::net::TcpStream, limit: Duration) -> bool {
+/// End iperf 2 TCP sending streams as a stock client does: shut down the writing side of
+/// every stream first (each FIN goes after every byte still in its send buffer), then read and
+/// drop what the server writes (a 2.1 server answers a `--trip-times` header) until it closes
+/// each one, all within `limit`. Closing with unread bytes makes the kernel reset the
+/// connection and throw away what is still queued (the new-user tryout: 1.3 MB of 24.6 MB
+/// never reached a stock server behind a 50 Mbit/s link). All FINs go before any wait: a
+/// server that closes its streams together (ours does, at the end of the test) would
+/// otherwise wait for a FIN this loop had not sent yet, and `-P 2` hung for the whole
+/// `limit` (s51 tryout: 12.07 s for a 2 s test). Returns how many the server closed.
+fn close_like_stock(mut socks: Vec<std::net::TcpStream>, limit: Duration) -> usize {
     use std::io::Read;
-    let _ = s.set_nonblocking(false);
-    let _ = s.shutdown(std::net::Shutdown::Write);
+    for s in &mut socks {
+        let _ = s.set_nonblocking(false);
+        let _ = s.shutdown(std::net::Shutdown::Write);
+    }
     let end = Instant::now() + limit;
     let mut buf = [0u8; 4096];
-    loop {
-        let left = end.saturating_duration_since(Instant::now());
-        if left.is_zero() || s.set_read_timeout(Some(left)).is_err() {
-            return false;
-        }
-        match s.read(&mut buf) {
-            Ok(0) => return true,
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return false,
+    let mut closed = 0;
+    'streams: for mut s in socks {
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() || s.set_read_timeout(Some(left)).is_err() {
+                continue 'streams;
+            }
+            match s.read(&mut buf) {
+                Ok(0) => {
+                    closed += 1;
+                    continue 'streams;
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => continue 'streams,
+            }
         }
     }
+    closed
 }
 
 /// Drive a leg to its end, sending intervals as `test`; returns (stream results, error).
@@ -364,12 +376,8 @@ async fn drive(
             .filter_map(|s| s.tcp_clone())
             .collect();
         let t = Instant::now();
-        let _ = crate::engine::task::spawn_blocking(move || {
-            for s in socks {
-                close_like_stock(s, CLOSE_LIMIT);
-            }
-        })
-        .await;
+        let _ =
+            crate::engine::task::spawn_blocking(move || close_like_stock(socks, CLOSE_LIMIT)).await;
         closing_s = t.elapsed().as_secs_f64();
     }
     let secs = leg.phase.measured_seconds() + closing_s;
@@ -804,7 +812,40 @@ mod tests {
             }
         }
         assert!(written > 65_536, "{written}");
-        assert!(close_like_stock(c, Duration::from_secs(5)));
+        assert_eq!(close_like_stock(vec![c], Duration::from_secs(5)), 1);
         assert_eq!(server.join().expect("server"), written);
+    }
+
+    /// The s51 tryout: `-P 2` from our client to our server took 12 s for a 2 s test. Our
+    /// server closes a test's streams together once every one has ended, and the client
+    /// waited for stream 1 to close before it sent stream 2's FIN. Here the server reads
+    /// stream 2 to its end before stream 1 and closes both only then: every stream must be
+    /// closed by the server (the old order closed one and timed out on the other).
+    #[test]
+    fn parallel_tcp_senders_send_every_fin_before_waiting() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        let server = std::thread::spawn(move || {
+            let (mut a, _) = l.accept().expect("accept 1");
+            let (mut b, _) = l.accept().expect("accept 2");
+            let mut buf = [0u8; 1024];
+            let mut n = [0u64; 2];
+            for (i, s) in [&mut b, &mut a].into_iter().enumerate() {
+                loop {
+                    match s.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(k) => n[i] += k as u64,
+                        Err(e) => panic!("server read: {e}"),
+                    }
+                }
+            }
+            n
+        });
+        let mut c1 = std::net::TcpStream::connect(addr).expect("connect 1");
+        c1.write_all(&[1u8; 3000]).expect("write 1");
+        let mut c2 = std::net::TcpStream::connect(addr).expect("connect 2");
+        c2.write_all(&[2u8; 5000]).expect("write 2");
+        assert_eq!(close_like_stock(vec![c1, c2], Duration::from_secs(3)), 2);
+        assert_eq!(server.join().expect("server"), [5000, 3000]);
     }
 }
