@@ -838,12 +838,10 @@ async fn stop_suite(
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let id = path.into_inner();
-    Ok(
-        match crate::runs::suites::run::stop_suite(&state.runs, id) {
-            Ok(_) => redirect(&format!("/suites/{id}")),
-            Err(e) => message(StatusCode::NOT_FOUND, &auth, "No such suite", &e),
-        },
-    )
+    Ok(match run::stop_suite(&state.runs, id) {
+        Ok(_) => redirect(&format!("/suites/{id}")),
+        Err(e) => message(StatusCode::NOT_FOUND, &auth, "No such suite", &e),
+    })
 }
 
 fn download(ct: &str, name: String, body: String) -> HttpResponse {
@@ -1225,13 +1223,11 @@ async fn api_stop(
     path: web::Path<i64>,
 ) -> Result<HttpResponse, AuthError> {
     let id = path.into_inner();
-    Ok(
-        match crate::runs::suites::run::stop_suite(&state.runs, id) {
-            Ok(true) => HttpResponse::Accepted().json(json!({"id": id, "stopping": true})),
-            Ok(false) => api_error(StatusCode::CONFLICT, format!("suite {id} is not running")),
-            Err(e) => api_error(StatusCode::NOT_FOUND, e),
-        },
-    )
+    Ok(match run::stop_suite(&state.runs, id) {
+        Ok(true) => HttpResponse::Accepted().json(json!({"id": id, "stopping": true})),
+        Ok(false) => api_error(StatusCode::CONFLICT, format!("suite {id} is not running")),
+        Err(e) => api_error(StatusCode::NOT_FOUND, e),
+    })
 }
 
 async fn api_compare(
