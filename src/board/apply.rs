@@ -219,7 +219,7 @@ pub struct BoardView {
 }
 
 /// The board-control engine. The daemon makes one ([`start_daemon`]) and hands it to the web
-/// layer and the run hub; one-shot CLI commands make their own. It owns the board's 1 Hz
+/// layer and the run context; one-shot CLI commands make their own. It owns the board's 1 Hz
 /// sampler and the last configuration it read (for the network snapshot of each run).
 pub struct Controller {
     store: Option<Arc<Store>>,
@@ -306,7 +306,7 @@ impl Controller {
         })
     }
 
-    /// The board's 1 Hz sampler (the run hub samples runs with it; see
+    /// The board's 1 Hz sampler (the runs' monitor samples runs with it; see
     /// [`super::sampler::Sampler`]).
     pub fn sampler(&self) -> &Arc<super::sampler::Sampler> {
         &self.sampler

@@ -3,8 +3,8 @@
 //! conntrack entry count, and the fast board counters of a run's per-second series
 //! ([`crate::board::counters::FastReading`]: qdisc, NIC and softnet drops, clocks,
 //! temperatures). The board's one 1 Hz loop is [`Sampler`]: each second it takes a
-//! [`Snapshot`] (which the run hub, [`crate::runs::live::Hub`], turns into each active run's
-//! samples) and, on the daemon's board, reads the netlink port inventory whose rates the
+//! [`Snapshot`] (which the runs' monitor, [`crate::runs::monitor::Monitor`], turns into each
+//! active run's samples) and, on the daemon's board, reads the netlink port inventory whose rates the
 //! Ports page shows ([`PortSampler`]). Not for: deciding what the numbers mean (see
 //! [`crate::results::analysis`]).
 

@@ -4,7 +4,7 @@
 
 use crate::config::Config;
 use crate::engine::iperf3::server::{self, ServerConfig};
-use crate::runs::live::Hub;
+use crate::runs::context::RunContext;
 use crate::store::Store;
 use crate::web::{self, AppState};
 use actix_web::{App, HttpServer};
@@ -331,7 +331,7 @@ async fn run(cfg: Config) -> Result<(), String> {
             }
         });
     }
-    let hub = Hub::with_board(store.clone(), board.clone());
+    let hub = RunContext::with_board(store.clone(), board.clone());
     // Scheduled suite runs (due ones that were missed while netperfd was down fire once now).
     crate::runs::schedule::start(hub.clone());
     if let Err(e) = store.board_id() {
@@ -388,7 +388,7 @@ async fn run(cfg: Config) -> Result<(), String> {
         }
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let h = hub.clone();
-        crate::engine::task::spawn(async move { h.record_server(rx).await });
+        crate::engine::task::spawn(async move { crate::runs::iperf3::record_served(&h, rx).await });
         let scfg = ServerConfig {
             ports: cfg.iperf3_ports.clone(),
             drops: Some(crate::runs::drops::host_drops()),

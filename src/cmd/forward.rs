@@ -6,8 +6,8 @@
 use crate::board::apply::Controller;
 use crate::model::units::parse_suffixed;
 use crate::model::RunStatus;
+use crate::runs::context::RunContext;
 use crate::runs::forward;
-use crate::runs::live::Hub;
 use crate::spec::test::{parse_bitrate, TestDirection, TestSpec};
 use crate::store::Store;
 use std::path::PathBuf;
@@ -287,7 +287,7 @@ pub fn forward_main(a: ForwardArgs) -> i32 {
             }
         };
         let ctl = Controller::new(Some(store.clone()), Some(&a.data));
-        let hub = Hub::with_board(store.clone(), ctl.clone());
+        let hub = RunContext::with_board(store.clone(), ctl.clone());
         if !a.json {
             println!(
                 "Forwarding run: {} tests to {}:{} through {} → {}{} for {} s",
@@ -349,7 +349,7 @@ pub fn rfc2544_main(a: Rfc2544Args) -> i32 {
             }
         };
         let ctl = Controller::new(Some(store.clone()), Some(&a.data));
-        let hub = Hub::with_board(store.clone(), ctl.clone());
+        let hub = RunContext::with_board(store.clone(), ctl.clone());
         if !a.json {
             println!(
                 "RFC 2544: {} generates to {}:{} through {} → {}, frames {:?} B, {} s trials, line rate {} ({})",
@@ -405,7 +405,7 @@ pub fn monitor_main(a: MonitorArgs) -> i32 {
                 return 1;
             }
         };
-        let hub = Hub::new(store.clone());
+        let hub = RunContext::new(store.clone());
         if !a.json {
             match plan.seconds {
                 Some(s) => println!("Watching {} for {s} s", plan.ports.join(", ")),
@@ -425,7 +425,7 @@ pub fn monitor_main(a: MonitorArgs) -> i32 {
 
 /// Wait for the run (Ctrl-C or SIGTERM stops it), then print it.
 async fn finish(
-    hub: &Hub,
+    hub: &RunContext,
     store: &Store,
     id: i64,
     mut handle: tokio::task::JoinHandle<crate::model::RunStatus>,
@@ -448,7 +448,7 @@ async fn finish(
     tokio::select! {
         _ = &mut handle => {}
         _ = stop => {
-            hub.stop(id);
+            hub.registry().stop(id);
             let _ = (&mut handle).await;
         }
     }

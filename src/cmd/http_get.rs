@@ -4,7 +4,8 @@
 
 use crate::engine::http::GetSpec;
 use crate::model::display;
-use crate::runs::live::{Hub, LiveEvent};
+use crate::runs::context::RunContext;
+use crate::runs::registry::LiveEvent;
 use crate::store::Store;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,9 +47,9 @@ async fn run(a: HttpGetArgs) -> Result<i32, String> {
     // Refuse bad input before touching the history.
     spec.validate()?;
     let store = Arc::new(Store::open_dir(&a.data).map_err(|e| e.to_string())?);
-    let hub = Hub::new(store.clone());
+    let hub = RunContext::new(store.clone());
     let (id, handle) = crate::runs::traffic::start_http_get(&hub, spec)?;
-    let mut rx = hub.subscribe(id);
+    let mut rx = hub.registry().subscribe(id);
     if !a.json {
         println!("Downloading {} over {} connection(s)", a.url, a.connections);
     }

@@ -2,7 +2,7 @@
 //! bitrate, board sending then receiving — recorded in the history (`--data DIR`) as a suite
 //! and printed as one table.
 
-use crate::runs::live::Hub;
+use crate::runs::context::RunContext;
 use crate::spec::test::TestSpec;
 use crate::store::Store;
 use std::path::PathBuf;
@@ -56,7 +56,7 @@ async fn run(a: LadderArgs) -> Result<i32, String> {
     };
     let specs = crate::runs::suites::ladder_specs(&base, &rates, &crate::board::ports())?;
     let store = Arc::new(Store::open_dir(&a.data).map_err(|e| e.to_string())?);
-    let hub = Hub::new(store.clone());
+    let hub = RunContext::new(store.clone());
     let n = specs.len();
     if !a.json {
         println!(
@@ -64,7 +64,7 @@ async fn run(a: LadderArgs) -> Result<i32, String> {
             a.host, a.port, n, a.time
         );
     }
-    let sid = hub.start_suite(crate::spec::suite::UDP_LADDER, specs)?;
+    let sid = crate::runs::suites::run::start_suite(&hub, crate::spec::suite::UDP_LADDER, specs)?;
     loop {
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         let (s, _) = store

@@ -5,7 +5,8 @@
 //! (`--data DIR`). Exit code 0 only when the run completed.
 
 use crate::model::display;
-use crate::runs::live::{Hub, LiveEvent};
+use crate::runs::context::RunContext;
+use crate::runs::registry::LiveEvent;
 use crate::spec::latency::{LatencySpec, Load};
 use crate::store::Store;
 use std::path::PathBuf;
@@ -76,9 +77,9 @@ async fn run(a: LatencyArgs) -> Result<i32, String> {
     // Refuse bad input before touching the history.
     spec.validate()?;
     let store = Arc::new(Store::open_dir(&a.data).map_err(|e| e.to_string())?);
-    let hub = Hub::new(store.clone());
-    let (id, handle) = hub.start_latency(spec.clone(), None).await?;
-    let mut rx = hub.subscribe(id);
+    let hub = RunContext::new(store.clone());
+    let (id, handle) = crate::runs::latency::start_latency(&hub, spec.clone(), None).await?;
+    let mut rx = hub.registry().subscribe(id);
     if !a.json {
         println!(
             "Latency under load to {}: {} s idle, {} s {} load ({} stream(s)), {} s idle; ICMP every {} ms",

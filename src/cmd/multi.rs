@@ -6,7 +6,7 @@
 use crate::model::display;
 use crate::model::RunStatus;
 use crate::results::charts;
-use crate::runs::live::Hub;
+use crate::runs::context::RunContext;
 use crate::runs::multi;
 use crate::spec::test::{parse_bitrate, TestSpec};
 use crate::store::Store;
@@ -63,7 +63,7 @@ async fn run(a: MultiArgs) -> Result<i32, String> {
         .collect::<Result<Vec<_>, _>>()?;
     let specs = multi::specs(&legs, &crate::board::ports())?;
     let store = Arc::new(Store::open_dir(&a.data).map_err(|e| e.to_string())?);
-    let hub = Hub::new(store.clone());
+    let hub = RunContext::new(store.clone());
     if !a.json {
         println!(
             "Multi-port run: {} legs of {} s started together",
@@ -71,7 +71,7 @@ async fn run(a: MultiArgs) -> Result<i32, String> {
             a.time
         );
     }
-    let (id, handle) = hub.start_multi(specs, None)?;
+    let (id, handle) = crate::runs::multi::start_multi(&hub, specs, None)?;
     let _ = handle.await;
     let run = store
         .get_run(id)

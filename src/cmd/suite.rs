@@ -4,7 +4,7 @@
 //! daemon does.
 
 use crate::results::compare::{self, CompareError};
-use crate::runs::live::Hub;
+use crate::runs::context::RunContext;
 use crate::runs::suites::run;
 use crate::spec::suite as def;
 use crate::spec::suite::{PlannedRun, RunTarget, SuiteDef};
@@ -392,9 +392,9 @@ async fn run_suite(
         .is_ok_and(|d| d.steps.iter().any(|s| matches!(s, def::Step::Rfc2544(_))));
     let hub = if needs_board {
         let ctl = crate::board::apply::Controller::new(Some(store.clone()), Some(data));
-        Hub::with_board(store.clone(), ctl)
+        RunContext::with_board(store.clone(), ctl)
     } else {
-        Hub::new(store.clone())
+        RunContext::new(store.clone())
     };
     let sid = run::start_def(&hub, &row, &t)?;
     if format == Format::Text {
@@ -408,7 +408,7 @@ async fn run_suite(
         tokio::select! {
             _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => {}
             _ = tokio::signal::ctrl_c() => {
-                let _ = hub.stop_suite(sid);
+                let _ = crate::runs::suites::run::stop_suite(&hub, sid);
             }
         }
         let r =

@@ -11,8 +11,8 @@
 //!   records its ports until stopped (or for a set time) and summarises mean/peak rates per
 //!   port and the peak conntrack count.
 //!
-//! Both are tracked with `Hub::track`, so the 1 Hz monitor samples them (CPU per core, port
-//! counters, conntrack); the summaries prefer those samples and fall back to counter readings
+//! Both start through `RunContext::start` and are sampled by the 1 Hz monitor (CPU per core,
+//! port counters, conntrack); the summaries prefer those samples and fall back to counter readings
 //! at the start and end. Not for: the sampling itself (the monitor), the firewall rules
 //! (`system::forwarding`), the iperf3 test (the agent).
 
@@ -27,7 +27,7 @@ use crate::results::forward_summary::{
     Conntrack, CoreBusy, ForwardSummary, Forwarded, ForwardedDir, MonitorSummary,
 };
 use crate::results::rfc2544_summary::{NatRecord, PeerRef, TargetRef};
-use crate::runs::live::Hub;
+use crate::runs::context::RunContext;
 use crate::runs::recorder::{Ended, Measured, Recorder, Sampling};
 use crate::store::NewRun;
 use crate::store::{CpuSampleRow, PortSampleRow, SysSampleRow};
@@ -417,11 +417,11 @@ pub(crate) fn cpu_summary(cpu: &[CpuSampleRow]) -> Option<Vec<CoreBusy>> {
 /// ends), peaks from the monitor's samples (never below the mean). Without own readings (netlink failed), the samples'
 /// figures. Returns the figures and where they came from.
 fn port_figures(
-    hub: &Hub,
+    ctx: &RunContext,
     id: i64,
     own: BTreeMap<String, PortFigures>,
 ) -> (BTreeMap<String, PortFigures>, &'static str) {
-    let samples = hub.store().port_samples(id).unwrap_or_default();
+    let samples = ctx.store().port_samples(id).unwrap_or_default();
     merge_figures(own, figures_from_samples(&samples))
 }
 
@@ -648,11 +648,11 @@ pub(crate) async fn retry_stale(
 
 /// Record and start a forwarding run; returns its id at once and a handle that resolves when
 /// it has ended. `ctl` changes the board when the plan asks for NAT.
-pub(crate) fn start_forward(
-    hub: &Hub,
+pub fn start_forward(
+    ctx: &RunContext,
     ctl: Option<Arc<Controller>>,
     plan: ForwardPlan,
-) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
+) -> Result<crate::runs::context::Started, String> {
     if plan.nat && ctl.is_none() {
         return Err("no board controller to set up forwarding with".into());
     }
@@ -663,7 +663,8 @@ pub(crate) fn start_forward(
         "egress": plan.egress,
         "nat": plan.nat,
     });
-    hub.start_kind(
+    let cancel = Arc::new(Notify::new());
+    ctx.start(
         &NewRun {
             role: RunRole::Client,
             protocol: if plan.spec.udp {
@@ -682,9 +683,10 @@ pub(crate) fn start_forward(
             ..Default::default()
         },
         Sampling::Ports(vec![plan.ingress.clone(), plan.egress.clone()]),
-        move |hub, rec, cancel| async move {
+        Some(cancel.clone()),
+        move |ctx, rec| async move {
             let (status, summary, report, error) =
-                forward_task(&hub, rec.id(), &plan, ctl, cancel, &rec).await;
+                forward_task(&ctx, rec.id(), &plan, ctl, cancel, &rec).await;
             Ended {
                 status,
                 measured: Measured::Report(report),
@@ -703,7 +705,7 @@ type Outcome = (
 );
 
 async fn forward_task(
-    hub: &Hub,
+    ctx: &RunContext,
     id: i64,
     plan: &ForwardPlan,
     ctl: Option<Arc<Controller>>,
@@ -747,7 +749,7 @@ async fn forward_task(
             Ok(u) => {
                 summary.nat.enabled_by_run = Some(u != Undo::Nothing);
                 summary.nat.undo = Some(json!(u));
-                if let Err(e) = hub.store().set_run_summary(id, &summary.to_value()) {
+                if let Err(e) = ctx.store().set_run_summary(id, &summary.to_value()) {
                     tracing::warn!(run = id, "cannot store what to undo: {e}");
                 }
                 undo = u;
@@ -807,18 +809,18 @@ async fn forward_task(
         .filter(|s| *s > 0.0)
         .unwrap_or(wall);
     let own = figures_from_counters(&c0, &c1, secs);
-    let (figs, source) = port_figures(hub, id, own);
+    let (figs, source) = port_figures(ctx, id, own);
     summary.seconds = Some(secs);
     summary.wall_seconds = Some(wall);
     summary.port_source = Some(source.to_string());
     summary.forwarded = Some(forwarded(&figs, &plan.ingress, &plan.egress));
     summary.ports = Some(figs);
     summary.conntrack = Some(conntrack_summary(
-        &hub.store().sys_samples(id).unwrap_or_default(),
+        &ctx.store().sys_samples(id).unwrap_or_default(),
         &conntrack,
     ));
     summary.cpu = Some(cpu_summary(
-        &hub.store().cpu_samples(id).unwrap_or_default(),
+        &ctx.store().cpu_samples(id).unwrap_or_default(),
     ));
     summary.peer_report = Some(iperf3.unwrap_or(Value::Null));
     let mut error = job_error;
@@ -1214,13 +1216,14 @@ impl MonitorRequest {
     }
 }
 
-/// Record and start a monitor-only run; it ends when stopped (`Hub::stop`) or after its
+/// Record and start a monitor-only run; it ends when stopped (`RunRegistry::stop`) or after its
 /// duration. Returns its id and a handle that resolves when it has ended.
-pub(crate) fn start_monitor(
-    hub: &Hub,
+pub fn start_monitor(
+    ctx: &RunContext,
     plan: MonitorPlan,
-) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
-    hub.start_kind(
+) -> Result<crate::runs::context::Started, String> {
+    let cancel = Arc::new(Notify::new());
+    ctx.start(
         &NewRun {
             role: RunRole::Client,
             protocol: RunProtocol::Unset,
@@ -1231,7 +1234,8 @@ pub(crate) fn start_monitor(
             ..Default::default()
         },
         Sampling::Ports(plan.ports.clone()),
-        move |hub, rec, cancel| async move {
+        Some(cancel.clone()),
+        move |ctx, rec| async move {
             let id = rec.id();
             let c0 = read_counters(&plan.ports).await;
             let mut conntrack: Vec<i64> = crate::board::sampler::conntrack_count()
@@ -1252,17 +1256,17 @@ pub(crate) fn start_monitor(
             let c1 = read_counters(&plan.ports).await;
             conntrack.extend(crate::board::sampler::conntrack_count());
             let own = figures_from_counters(&c0, &c1, secs);
-            let (figs, source) = port_figures(&hub, id, own);
+            let (figs, source) = port_figures(&ctx, id, own);
             let summary = MonitorSummary {
                 label: plan.label.clone(),
                 seconds: secs,
                 port_source: source.to_string(),
                 ports: figs,
                 conntrack: conntrack_summary(
-                    &hub.store().sys_samples(id).unwrap_or_default(),
+                    &ctx.store().sys_samples(id).unwrap_or_default(),
                     &conntrack,
                 ),
-                cpu: cpu_summary(&hub.store().cpu_samples(id).unwrap_or_default()),
+                cpu: cpu_summary(&ctx.store().cpu_samples(id).unwrap_or_default()),
             };
             Ended {
                 status: RunStatus::Completed,
@@ -1955,9 +1959,9 @@ mod fake_agent_tests {
         }
     }
 
-    fn hub(name: &str) -> Hub {
+    fn ctx(name: &str) -> RunContext {
         let d = crate::scratch::dir(name);
-        Hub::new(Arc::new(crate::store::Store::open_dir(&d).unwrap()))
+        RunContext::new(Arc::new(crate::store::Store::open_dir(&d).unwrap()))
     }
 
     fn rt() -> tokio::runtime::Runtime {
@@ -2009,7 +2013,7 @@ mod fake_agent_tests {
         let rt = rt();
         for (what, answer) in huge {
             let (url, _) = fake_agent(answer);
-            let h = hub("fake-agent-huge");
+            let h = ctx("fake-agent-huge");
             let (id, done) = rt
                 .block_on(async { start_forward(&h, None, plan(&url)) })
                 .unwrap();
@@ -2072,7 +2076,7 @@ mod fake_agent_tests {
                     Some(start.clone())
                 }
             }));
-            let h = hub("fake-agent-foreign");
+            let h = ctx("fake-agent-foreign");
             let (id, done) = rt
                 .block_on(async { start_forward(&h, None, plan(&url)) })
                 .unwrap();

@@ -1,12 +1,13 @@
 //! iperf 2 runs in history: starts client tests for the web UI/API and records what the
-//! built-in iperf 2 server serves, as runs of kind "iperf2" through the [`Hub`] (followable,
-//! stoppable, intervals stored as they arrive, figures and a JSON summary at the end).
+//! built-in iperf 2 server serves, as runs of kind "iperf2" through [`RunContext::start`]
+//! (followable, stoppable, intervals stored as they arrive, figures and a JSON summary at the
+//! end).
 
 use crate::engine::iperf2::client::{self, Iperf2Spec};
 use crate::engine::iperf2::{Event, Outcome, TestInfo};
-use crate::model::{RunProtocol, RunRole, RunStatus};
-use crate::runs::live::Hub;
-use crate::runs::recorder::{Outcome as RecOutcome, Recorder, Sampling};
+use crate::model::{RunProtocol, RunRole};
+use crate::runs::context::RunContext;
+use crate::runs::recorder::{Ended, Measured, Recorder, Sampling, ServedRun};
 use crate::store::NewRun;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -62,43 +63,48 @@ pub(crate) fn summary(o: &Outcome) -> serde_json::Value {
     v
 }
 
-fn finish(rec: &Recorder, o: &Outcome) {
+/// How a test ended, to store: its figures (retransmits from the board's own TCP_INFO counts
+/// in the stored intervals, which iperf 2 does not report) and summary.
+fn ended(rec: &Recorder, o: &Outcome) -> Ended {
     let mut figures = crate::results::figures::of_iperf2(o);
     if figures.retransmits.is_none() {
         // iperf 2 reports no retransmits; the board's own TCP_INFO counts are in the intervals.
         let iv = rec.store_intervals();
         figures.retransmits = crate::results::figures::retransmits_of(&iv);
     }
-    rec.finish(
-        o.status,
-        RecOutcome::Figures(&figures, Some(&summary(o))),
-        o.error.as_deref(),
-    );
+    Ended {
+        status: o.status,
+        measured: Measured::Figures(figures),
+        summary: Some(summary(o)),
+        error: o.error.clone(),
+    }
 }
 
-impl Hub {
-    /// Record and start an iperf 2 client test; returns the run id at once.
-    pub fn start_iperf2_client(&self, spec: Iperf2Spec) -> Result<i64, String> {
-        spec.validate()?;
-        let run = NewRun {
-            role: RunRole::Client,
-            protocol: if spec.udp {
-                RunProtocol::Udp
-            } else {
-                RunProtocol::Tcp
-            },
-            peer_host: spec.host.clone(),
-            peer_port: spec.port,
-            local_host: spec.bind.map(|b| b.to_string()).unwrap_or_default(),
-            direction: crate::engine::iperf2::direction_word(spec.ret, true),
-            params: serde_json::to_value(&spec).unwrap_or_default(),
-            kind: crate::model::RunKind::Iperf2,
-            ..Default::default()
-        };
-        let cancel = Arc::new(Notify::new());
-        let rec = self.begin(&run, Some(cancel.clone()), Sampling::Ports(Vec::new()))?;
-        let id = rec.id();
-        self.spawn(async move {
+/// Record and start an iperf 2 client test; returns the run id at once.
+pub fn start_client(ctx: &RunContext, spec: Iperf2Spec) -> Result<i64, String> {
+    spec.validate()?;
+    let run = NewRun {
+        role: RunRole::Client,
+        protocol: if spec.udp {
+            RunProtocol::Udp
+        } else {
+            RunProtocol::Tcp
+        },
+        peer_host: spec.host.clone(),
+        peer_port: spec.port,
+        local_host: spec.bind.map(|b| b.to_string()).unwrap_or_default(),
+        direction: crate::engine::iperf2::direction_word(spec.ret, true),
+        params: serde_json::to_value(&spec).unwrap_or_default(),
+        kind: crate::model::RunKind::Iperf2,
+        ..Default::default()
+    };
+    let cancel = Arc::new(Notify::new());
+    let sampling = Sampling::Ports(Vec::new());
+    let (id, _) = ctx.start(
+        &run,
+        sampling,
+        Some(cancel.clone()),
+        move |_, rec| async move {
             let (etx, mut erx) = mpsc::unbounded_channel();
             let r2 = rec.clone();
             let forward = crate::engine::task::spawn(async move {
@@ -114,50 +120,49 @@ impl Hub {
             });
             let o = client::run(spec, Some(etx), Some(cancel)).await;
             let _ = forward.await;
-            finish(&rec, &o);
-        });
-        Ok(id)
-    }
+            ended(&rec, &o)
+        },
+    )?;
+    Ok(id)
+}
 
-    /// Record what the built-in iperf 2 server serves, until the channel closes.
-    pub async fn record_iperf2(&self, mut rx: mpsc::UnboundedReceiver<Event>) {
-        let mut map: HashMap<u64, Recorder> = HashMap::new();
-        while let Some(ev) = rx.recv().await {
-            match ev {
-                Event::Started { test, info } => {
-                    match self.begin(&new_run(&info), None, Sampling::Ports(Vec::new())) {
-                        Ok(rec) => {
-                            map.insert(test, rec);
-                        }
-                        Err(e) => tracing::error!("cannot record an iperf 2 test: {e}"),
+/// Record what the built-in iperf 2 server serves, until the channel closes: each test a run
+/// of its own (not stoppable here); a test not finished when the channel closes is stored
+/// aborted ("server stopped").
+pub async fn record_served(ctx: &RunContext, mut rx: mpsc::UnboundedReceiver<Event>) {
+    let mut map: HashMap<u64, ServedRun> = HashMap::new();
+    while let Some(ev) = rx.recv().await {
+        match ev {
+            Event::Started { test, info } => {
+                match ctx.start_served(&new_run(&info), Sampling::Ports(Vec::new()), None) {
+                    Ok(run) => {
+                        map.insert(test, run);
                     }
+                    Err(e) => tracing::error!("cannot record an iperf 2 test: {e}"),
                 }
-                Event::Interval { test, record } => {
-                    if let Some(rec) = map.get(&test) {
-                        rec.interval(record);
-                    }
+            }
+            Event::Interval { test, record } => {
+                if let Some(run) = map.get(&test) {
+                    run.recorder().interval(record);
                 }
-                Event::Finished { test, outcome } => {
-                    if let Some(rec) = map.remove(&test) {
-                        finish(&rec, &outcome);
-                    }
+            }
+            Event::Finished { test, outcome } => {
+                if let Some(run) = map.remove(&test) {
+                    let e = ended(run.recorder(), &outcome);
+                    run.end(e);
                 }
             }
         }
-        for (_, rec) in map {
-            rec.finish(
-                RunStatus::Aborted,
-                RecOutcome::Figures(&Default::default(), None),
-                Some("server stopped"),
-            );
-        }
+    }
+    for (_, run) in map {
+        run.end(Ended::aborted("server stopped"));
     }
 }
 
 /// Start the built-in iperf 2 server on `ports` (TCP and UDP each), recording every test a
 /// peer runs as a run of kind "iperf2", until `shutdown` is notified. A port that cannot be
 /// bound is logged as an error; the appliance keeps running without the iperf 2 server.
-pub(crate) fn start_server(hub: &Hub, ports: &[u16], shutdown: Arc<Notify>) {
+pub fn start_server(ctx: &RunContext, ports: &[u16], shutdown: Arc<Notify>) {
     use crate::engine::iperf2::server::{self, Iperf2ServerConfig};
     let cfg = Iperf2ServerConfig {
         ports: ports.to_vec(),
@@ -171,8 +176,8 @@ pub(crate) fn start_server(hub: &Hub, ports: &[u16], shutdown: Arc<Notify>) {
         }
     };
     let (tx, rx) = mpsc::unbounded_channel();
-    let h = hub.clone();
-    crate::engine::task::spawn(async move { h.record_iperf2(rx).await });
+    let c = ctx.clone();
+    crate::engine::task::spawn(async move { record_served(&c, rx).await });
     crate::engine::task::spawn(
         async move { server::serve(l, cfg, Some(tx), Some(shutdown)).await },
     );

@@ -2,14 +2,14 @@
 //! each bound to its own board port, started together as one run of kind "multi". Each leg
 //! is a run of its own (`parent_id` = the multi run) with its own intervals; the multi run
 //! carries the monitor samples (CPU per core, every leg's port) and the per-leg and aggregate
-//! results. Not for: one test on one port (see [`crate::runs::live::Hub::start_client`]).
+//! results. Not for: one test on one port (see [`crate::runs::iperf3::start_client`]).
 
 use crate::engine::iperf3::client::{self, ClientSpec};
 use crate::engine::report::Role;
 use crate::model::{RunDirection, RunFigures, RunProtocol, RunRole, RunStatus};
 pub(crate) use crate::results::multi_summary::LegResult;
 use crate::results::multi_summary::{Aggregate, LegParams, MultiParams, MultiSummary};
-use crate::runs::live::Hub;
+use crate::runs::context::{RunContext, Started};
 use crate::runs::recorder::{Ended, Measured, Sampling};
 use crate::spec::test::{parse_bitrate, TestDirection, TestRequest, TestSpec};
 use crate::store::{NewRun, RunRow};
@@ -163,123 +163,123 @@ pub(crate) fn aggregate(legs: &[RunRow]) -> (RunStatus, RunFigures, MultiSummary
     (status, figures, summary, error)
 }
 
-impl Hub {
-    /// Record and start a multi-port run: every leg starts at once, each bound to its port.
-    /// Returns the multi run's id and a handle that resolves when every leg has ended.
-    /// Stopping the multi run ([`Hub::stop`]) stops every leg.
-    pub fn start_multi(
-        &self,
-        legs: Vec<ClientSpec>,
-        suite_id: Option<i64>,
-    ) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
-        if legs.len() < 2 || legs.len() > MAX_LEGS {
-            return Err(format!(
-                "a multi-port run needs 2..{MAX_LEGS} legs, got {}",
-                legs.len()
-            ));
-        }
-        for (i, l) in legs.iter().enumerate() {
-            l.validate().map_err(|e| format!("leg {}: {e}", i + 1))?;
-        }
-        let ports: Vec<String> = legs
-            .iter()
-            .filter_map(|l| l.sock.bind_dev.clone())
-            .collect();
-        let mut peers: Vec<String> = legs.iter().map(|l| l.host.clone()).collect();
-        peers.dedup();
-        let params = MultiParams {
-            time: legs.iter().map(|l| l.params.time).max().unwrap_or(0),
-            parallel: legs.iter().map(|l| l.params.parallel).sum(),
-            legs: legs
-                .iter()
-                .map(|l| LegParams {
-                    port: l.sock.bind_dev.clone(),
-                    peer: l.host.clone(),
-                    peer_port: l.port,
-                    direction: client::run_direction(l.params.direction, Role::Client),
-                    params: Some(l.params.clone()),
-                })
-                .collect(),
-        };
-        self.start_kind(
-            &NewRun {
-                role: RunRole::Client,
-                protocol: same_or_mixed(
-                    legs.iter().map(|l| RunProtocol::from(l.params.protocol)),
-                    RunProtocol::Mixed,
-                ),
-                peer_host: peers.join(", "),
-                peer_port: legs[0].port,
-                local_host: String::new(),
-                local_port: 0,
-                bind_dev: Some(ports.join(",")),
-                direction: same_or_mixed(
-                    legs.iter()
-                        .map(|l| client::run_direction(l.params.direction, Role::Client)),
-                    RunDirection::Mixed,
-                ),
-                params: params.to_value(),
-                suite_id,
-                kind: crate::model::RunKind::Multi,
-                parent_id: None,
-            },
-            Sampling::Ports(ports),
-            // Legs start here, before the parent's task: a leg that cannot start stops the
-            // others and fails the run.
-            move |hub, rec, cancel| {
-                let id = rec.id();
-                let mut handles = Vec::new();
-                let mut leg_cancels = Vec::new();
-                let mut start_error = None;
-                for (i, spec) in legs.into_iter().enumerate() {
-                    let c = Arc::new(Notify::new());
-                    match hub.start_leg(spec, id, c.clone()) {
-                        Ok((_, h)) => {
-                            handles.push(h);
-                            leg_cancels.push(c);
-                        }
-                        Err(e) => {
-                            start_error = Some(format!("leg {}: {e}", i + 1));
-                            break;
-                        }
-                    }
-                }
-                if start_error.is_some() {
-                    for c in &leg_cancels {
-                        c.notify_one();
-                    }
-                }
-                async move {
-                    let stopper = {
-                        let cancel = cancel.clone();
-                        let leg_cancels = leg_cancels.clone();
-                        crate::engine::task::spawn(async move {
-                            cancel.notified().await;
-                            for c in &leg_cancels {
-                                c.notify_one();
-                            }
-                        })
-                    };
-                    for h in handles {
-                        let _ = h.await;
-                    }
-                    stopper.abort();
-                    let legs = hub.store().children(id).unwrap_or_default();
-                    let (mut status, figures, summary, mut error) = aggregate(&legs);
-                    if let Some(e) = start_error {
-                        status = RunStatus::Failed;
-                        error = Some(e);
-                    }
-                    Ended {
-                        status,
-                        measured: Measured::Figures(figures),
-                        summary: Some(summary.to_value()),
-                        error,
-                    }
-                }
-            },
-        )
+/// Record and start a multi-port run: every leg starts at once, each bound to its port.
+/// Returns the multi run's id and a handle that resolves when every leg has ended.
+/// Stopping the multi run ([`crate::runs::registry::RunRegistry::stop`]) stops every leg.
+pub fn start_multi(
+    ctx: &RunContext,
+    legs: Vec<ClientSpec>,
+    suite_id: Option<i64>,
+) -> Result<Started, String> {
+    if legs.len() < 2 || legs.len() > MAX_LEGS {
+        return Err(format!(
+            "a multi-port run needs 2..{MAX_LEGS} legs, got {}",
+            legs.len()
+        ));
     }
+    for (i, l) in legs.iter().enumerate() {
+        l.validate().map_err(|e| format!("leg {}: {e}", i + 1))?;
+    }
+    let ports: Vec<String> = legs
+        .iter()
+        .filter_map(|l| l.sock.bind_dev.clone())
+        .collect();
+    let mut peers: Vec<String> = legs.iter().map(|l| l.host.clone()).collect();
+    peers.dedup();
+    let params = MultiParams {
+        time: legs.iter().map(|l| l.params.time).max().unwrap_or(0),
+        parallel: legs.iter().map(|l| l.params.parallel).sum(),
+        legs: legs
+            .iter()
+            .map(|l| LegParams {
+                port: l.sock.bind_dev.clone(),
+                peer: l.host.clone(),
+                peer_port: l.port,
+                direction: client::run_direction(l.params.direction, Role::Client),
+                params: Some(l.params.clone()),
+            })
+            .collect(),
+    };
+    let cancel = Arc::new(Notify::new());
+    ctx.start(
+        &NewRun {
+            role: RunRole::Client,
+            protocol: same_or_mixed(
+                legs.iter().map(|l| RunProtocol::from(l.params.protocol)),
+                RunProtocol::Mixed,
+            ),
+            peer_host: peers.join(", "),
+            peer_port: legs[0].port,
+            local_host: String::new(),
+            local_port: 0,
+            bind_dev: Some(ports.join(",")),
+            direction: same_or_mixed(
+                legs.iter()
+                    .map(|l| client::run_direction(l.params.direction, Role::Client)),
+                RunDirection::Mixed,
+            ),
+            params: params.to_value(),
+            suite_id,
+            kind: crate::model::RunKind::Multi,
+            parent_id: None,
+        },
+        Sampling::Ports(ports),
+        Some(cancel.clone()),
+        // Legs start here, before the parent's task: a leg that cannot start stops the
+        // others and fails the run.
+        move |ctx, rec| {
+            let id = rec.id();
+            let mut handles = Vec::new();
+            let mut leg_cancels = Vec::new();
+            let mut start_error = None;
+            for (i, spec) in legs.into_iter().enumerate() {
+                let c = Arc::new(Notify::new());
+                match crate::runs::iperf3::start_leg(&ctx, spec, id, c.clone()) {
+                    Ok((_, h)) => {
+                        handles.push(h);
+                        leg_cancels.push(c);
+                    }
+                    Err(e) => {
+                        start_error = Some(format!("leg {}: {e}", i + 1));
+                        break;
+                    }
+                }
+            }
+            if start_error.is_some() {
+                for c in &leg_cancels {
+                    c.notify_one();
+                }
+            }
+            async move {
+                let stopper = {
+                    let cancel = cancel.clone();
+                    let leg_cancels = leg_cancels.clone();
+                    crate::engine::task::spawn(async move {
+                        cancel.notified().await;
+                        for c in &leg_cancels {
+                            c.notify_one();
+                        }
+                    })
+                };
+                for h in handles {
+                    let _ = h.await;
+                }
+                stopper.abort();
+                let legs = ctx.store().children(id).unwrap_or_default();
+                let (mut status, figures, summary, mut error) = aggregate(&legs);
+                if let Some(e) = start_error {
+                    status = RunStatus::Failed;
+                    error = Some(e);
+                }
+                Ended {
+                    status,
+                    measured: Measured::Figures(figures),
+                    summary: Some(summary.to_value()),
+                    error,
+                }
+            }
+        },
+    )
 }
 
 /// Parse a CLI leg: `PORT=HOST[:PEERPORT][,send|receive|bidir][,tcp|udp][,b=RATE][,P=N]`,

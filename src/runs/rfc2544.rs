@@ -20,8 +20,8 @@ use crate::results::rfc2544_summary::{
     B2bRecord, BurstResult, LatencyRecord, LossRecord, LossStep, NatRecord, PeerRef,
     Rfc2544Summary, Rtt, TargetRef, ThroughputRecord, TrialProbes, TrialRecord,
 };
+use crate::runs::context::RunContext;
 use crate::runs::forward::{enable_forwarding, run_peer_job, undo_forwarding, Undo};
-use crate::runs::live::Hub;
 use crate::runs::recorder::{Ended, Measured, Sampling};
 use crate::spec::rfc2544::{self as frames, Rfc2544Plan, Rfc2544Test};
 use crate::store::NewRun;
@@ -35,12 +35,12 @@ pub(crate) use crate::spec::rfc2544::PROBE_INTERVAL_MS;
 /// Record and start an RFC 2544 run; its id at once, and a handle that resolves when it has
 /// ended. `ctl` changes the board when the plan asks for NAT. Errors: the peer address does
 /// not parse, NAT without a controller, or the store could not record the run.
-pub(crate) fn start_rfc2544(
-    hub: &Hub,
+pub fn start_rfc2544(
+    ctx: &RunContext,
     ctl: Option<Arc<Controller>>,
     plan: Rfc2544Plan,
     suite_id: Option<i64>,
-) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
+) -> Result<crate::runs::context::Started, String> {
     let client = PeerClient::parse_remote(&plan.peer, &plan.token)?;
     if plan.nat && ctl.is_none() {
         return Err("no board controller to set up forwarding with".into());
@@ -65,7 +65,8 @@ pub(crate) fn start_rfc2544(
         thresholds: (!plan.thresholds.is_empty()).then_some(plan.thresholds),
     };
     let ports = vec![plan.ingress.clone(), plan.egress.clone()];
-    hub.start_kind(
+    let cancel = Arc::new(Notify::new());
+    ctx.start(
         &NewRun {
             role: RunRole::Client,
             protocol: RunProtocol::Udp,
@@ -79,10 +80,11 @@ pub(crate) fn start_rfc2544(
             ..Default::default()
         },
         Sampling::Ports(ports),
-        move |hub, rec, cancel| {
+        Some(cancel.clone()),
+        move |ctx, rec| {
             let mut r = Runner {
                 id: rec.id(),
-                hub,
+                ctx,
                 plan,
                 client,
                 cancel,
@@ -100,14 +102,14 @@ pub(crate) fn start_rfc2544(
 
 /// Start `req` as a step of suite `suite_id`: planned against the board's ports (MTU, link
 /// speed), with the stored agent token, and the stored agent address when the step names
-/// none (both the Forwarding page's); the hub's board controller turns on NAT when asked.
+/// none (both the Forwarding page's); the run context's board controller turns on NAT when asked.
 /// Errors: the plan's message, or no stored token or address.
-pub(crate) async fn start_request(
-    hub: &Hub,
+pub async fn start_request(
+    ctx: &RunContext,
     mut req: crate::spec::rfc2544::Rfc2544Request,
     suite_id: Option<i64>,
-) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
-    let setting = |k: &str| hub.store().setting(k).ok().flatten();
+) -> Result<crate::runs::context::Started, String> {
+    let setting = |k: &str| ctx.store().setting(k).ok().flatten();
     if req.peer.trim().is_empty() {
         req.peer = setting(crate::runs::forward::URL_KEY).ok_or(
             "no peer agent address: set the step's peer, or run a forwarding test first (its address is kept)",
@@ -115,9 +117,9 @@ pub(crate) async fn start_request(
     }
     // The stored token goes only to the stored agent address.
     let token =
-        crate::runs::forward::stored_token_for(hub.store(), &req.peer, req.token.as_deref())?;
+        crate::runs::forward::stored_token_for(ctx.store(), &req.peer, req.token.as_deref())?;
     let plan = req.plan(&crate::board::port_facts().await, token.as_deref())?;
-    start_rfc2544(hub, hub.board().cloned(), plan, suite_id)
+    start_rfc2544(ctx, ctx.board().cloned(), plan, suite_id)
 }
 
 /// The run's end once the forwarding it turned on is undone: its error (the tests' error, and
@@ -147,7 +149,7 @@ struct LagLimit {
 }
 
 struct Runner {
-    hub: Hub,
+    ctx: RunContext,
     id: i64,
     plan: Rfc2544Plan,
     client: PeerClient,
@@ -204,10 +206,94 @@ fn drops_sum(v: Option<&Value>) -> u64 {
         .unwrap_or(0)
 }
 
+/// The agent's test for one trial at `fps` frames/s of `frame` bytes (with `burst`: a burst
+/// of that many frames, then [`judge::B2B_QUIET_S`] of quiet).
+fn trial_spec(
+    p: &Rfc2544Plan,
+    frame: u32,
+    fps: f64,
+    probe: Option<crate::peer::spec::ProbeRequest>,
+    burst: Option<u64>,
+) -> PeerTestSpec {
+    let time = match burst {
+        Some(n) => (n as f64 / fps.max(1.0) + judge::B2B_QUIET_S).ceil() as u32,
+        None => p.trial_s,
+    };
+    PeerTestSpec {
+        host: p.target.clone(),
+        port: Some(p.port),
+        time: Some(time),
+        parallel: Some(1),
+        reverse: p.direction == RunDirection::Receive,
+        bidir: p.direction == RunDirection::Bidir,
+        udp: true,
+        bitrate: Some(frames::payload_bps(fps, frame).max(1)),
+        length: Some(frames::payload(frame)),
+        probe,
+        burst,
+    }
+}
+
+/// A trial's counts from the agent's `report` and the board's counters over the trial
+/// (`delta`), and the board's loss ledger of its lost datagrams.
+fn trial_counts(
+    p: &Rfc2544Plan,
+    report: &crate::engine::report::Report,
+    delta: &crate::board::counters::BoardDelta,
+    frame: u32,
+    fps: f64,
+) -> (TrialCounts, crate::results::ledger::LossLedger) {
+    let (mut offered, mut expected, mut lost, mut seconds) = (0u64, 0u64, 0u64, 0f64);
+    let mut lag_ms = 0f64;
+    for s in &report.streams {
+        if let Some(u) = &s.udp {
+            offered += u.sent_packets.unwrap_or(0);
+            expected += u.expected.unwrap_or(0);
+            lost += u.lost.unwrap_or(0);
+            lag_ms = lag_ms.max(u.sender_max_lag_ms.unwrap_or(0.0));
+        }
+        seconds = seconds.max(s.sender.seconds);
+    }
+    // The agent is PC1: in a `receive` test PC2 generates and PC1 receives.
+    let (receiver, generator) = if p.direction == RunDirection::Receive {
+        (&report.local_drops, &report.peer_drops)
+    } else {
+        (&report.peer_drops, &report.local_drops)
+    };
+    let (board_in, board_out) = port_frames(delta, &p.ingress, &p.egress, &p.direction, frame);
+    let flow = crate::results::ledger::Flow::udp(
+        u64::from(frames::payload(frame)),
+        p.target.contains(':'),
+        None,
+    );
+    let ports = vec![p.ingress.clone(), p.egress.clone()];
+    let ledger = crate::results::ledger::ledger(
+        lost,
+        crate::results::ledger::Path::Forwarded,
+        &ports,
+        delta,
+        &flow,
+    );
+    let counts = TrialCounts {
+        target_fps: fps,
+        offered,
+        expected,
+        lost,
+        seconds,
+        board_in,
+        board_out,
+        board_drops: ledger.at_least(),
+        receiver_drops: drops_sum(receiver.as_ref()),
+        generator_drops: drops_sum(generator.as_ref()),
+        lag_ms,
+    };
+    (counts, ledger)
+}
+
 impl Runner {
     fn store_summary(&self) {
         if let Err(e) = self
-            .hub
+            .ctx
             .store()
             .set_run_summary(self.id, &self.summary.to_value())
         {
@@ -576,25 +662,7 @@ impl Runner {
         probe: Option<crate::peer::spec::ProbeRequest>,
         burst: Option<u64>,
     ) -> Result<usize, (RunStatus, String)> {
-        let p = &self.plan;
-        let time = match burst {
-            Some(n) => (n as f64 / fps.max(1.0) + judge::B2B_QUIET_S).ceil() as u32,
-            None => p.trial_s,
-        };
-        let spec = PeerTestSpec {
-            host: p.target.clone(),
-            port: Some(p.port),
-            time: Some(time),
-            parallel: Some(1),
-            reverse: p.direction == RunDirection::Receive,
-            bidir: p.direction == RunDirection::Bidir,
-            udp: true,
-            bitrate: Some(frames::payload_bps(fps, frame).max(1)),
-            length: Some(frames::payload(frame)),
-            probe,
-            burst,
-        };
-        let ports = vec![p.ingress.clone(), p.egress.clone()];
+        let spec = trial_spec(&self.plan, frame, fps, probe, burst);
         if self.stopped {
             return Err(stopped());
         }
@@ -645,49 +713,16 @@ impl Runner {
                 format!("{frame}-byte trial: the agent sent no report"),
             ));
         };
-        let (mut offered, mut expected, mut lost, mut seconds) = (0u64, 0u64, 0u64, 0f64);
-        let mut lag_ms = 0f64;
-        for s in &report.streams {
-            if let Some(u) = &s.udp {
-                offered += u.sent_packets.unwrap_or(0);
-                expected += u.expected.unwrap_or(0);
-                lost += u.lost.unwrap_or(0);
-                lag_ms = lag_ms.max(u.sender_max_lag_ms.unwrap_or(0.0));
-            }
-            seconds = seconds.max(s.sender.seconds);
-        }
-        // The agent is PC1: in a `receive` test PC2 generates and PC1 receives.
-        let (receiver, generator) = if p.direction == RunDirection::Receive {
-            (&report.local_drops, &report.peer_drops)
-        } else {
-            (&report.peer_drops, &report.local_drops)
-        };
-        let (board_in, board_out) = port_frames(&delta, &p.ingress, &p.egress, &p.direction, frame);
-        let flow = crate::results::ledger::Flow::udp(
-            u64::from(frames::payload(frame)),
-            p.target.contains(':'),
-            None,
+        let p = &self.plan;
+        let (counts, ledger) = trial_counts(p, report, &delta, frame, fps);
+        let (offered, expected, lost, seconds, lag_ms) = (
+            counts.offered,
+            counts.expected,
+            counts.lost,
+            counts.seconds,
+            counts.lag_ms,
         );
-        let ledger = crate::results::ledger::ledger(
-            lost,
-            crate::results::ledger::Path::Forwarded,
-            &ports,
-            &delta,
-            &flow,
-        );
-        let counts = TrialCounts {
-            target_fps: fps,
-            offered,
-            expected,
-            lost,
-            seconds,
-            board_in,
-            board_out,
-            board_drops: ledger.at_least(),
-            receiver_drops: drops_sum(receiver.as_ref()),
-            generator_drops: drops_sum(generator.as_ref()),
-            lag_ms,
-        };
+        let (board_in, board_out) = (counts.board_in, counts.board_out);
         let verdict = match burst {
             Some(n) => judge::judge_burst(&counts, n, lag_ms),
             None => judge::judge(&counts, p.loss),
@@ -736,7 +771,7 @@ impl Runner {
 
     /// Mean busy % per core over the monitor's samples that ended within (start, end] s.
     fn cpu_between(&self, start: f64, end: f64) -> Vec<f64> {
-        let rows = self.hub.store().cpu_samples(self.id).unwrap_or_default();
+        let rows = self.ctx.store().cpu_samples(self.id).unwrap_or_default();
         let mut sums: Vec<(f64, u32)> = Vec::new();
         for r in rows
             .iter()

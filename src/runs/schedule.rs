@@ -7,7 +7,7 @@
 //! disabled.
 
 use crate::model::time::now_ms;
-use crate::runs::live::Hub;
+use crate::runs::context::RunContext;
 use crate::spec::schedule::{from_stored, next_after};
 use crate::spec::suite::RunTarget;
 use crate::store::ScheduleRow;
@@ -27,14 +27,14 @@ pub(crate) const MAX_SCHEDULES: usize = 100;
 pub(crate) const MAX_SCHEDULED_RUNNING: usize = 2;
 
 /// Start the scheduler in the background (daemon start): one task for every schedule.
-pub(crate) fn start(hub: Hub) {
+pub fn start(ctx: RunContext) {
     crate::engine::task::spawn(async move {
         let mut t = tokio::time::interval(TICK);
         t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut running = Vec::new();
         loop {
             t.tick().await;
-            if let Err(e) = tick(&hub, now_ms(), &mut running) {
+            if let Err(e) = tick(&ctx, now_ms(), &mut running) {
                 tracing::error!("scheduler: {e}");
             }
         }
@@ -45,8 +45,8 @@ pub(crate) fn start(hub: Hub) {
 /// [`MAX_SCHEDULED_RUNNING`] suite runs of the scheduler (`running`, suite ids; ended ones
 /// are dropped from it here) are running; the others stay due. Returns how many suites were
 /// started.
-pub(crate) fn tick(hub: &Hub, now: i64, running: &mut Vec<i64>) -> Result<usize, String> {
-    let store = hub.store();
+pub fn tick(ctx: &RunContext, now: i64, running: &mut Vec<i64>) -> Result<usize, String> {
+    let store = ctx.store();
     running.retain(|sid| store.suite_running(*sid).unwrap_or(false));
     if running.len() >= MAX_SCHEDULED_RUNNING {
         return Ok(0);
@@ -63,7 +63,7 @@ pub(crate) fn tick(hub: &Hub, now: i64, running: &mut Vec<i64>) -> Result<usize,
         if running.len() >= MAX_SCHEDULED_RUNNING {
             break;
         }
-        if let Some(sid) = fire(hub, &s, now)? {
+        if let Some(sid) = fire(ctx, &s, now)? {
             running.push(sid);
             started += 1;
         }
@@ -72,8 +72,8 @@ pub(crate) fn tick(hub: &Hub, now: i64, running: &mut Vec<i64>) -> Result<usize,
 }
 
 /// Fire one due schedule: the suite run's id when one started.
-fn fire(hub: &Hub, s: &ScheduleRow, now: i64) -> Result<Option<i64>, String> {
-    let store = hub.store();
+fn fire(ctx: &RunContext, s: &ScheduleRow, now: i64) -> Result<Option<i64>, String> {
+    let store = ctx.store();
     let e = |e: crate::store::StoreError| e.to_string();
     let record = |sid: Option<i64>, note: &str, next: Option<i64>| {
         store.schedule_fired(s.id, now, sid, note, next).map_err(e)
@@ -114,7 +114,7 @@ fn fire(hub: &Hub, s: &ScheduleRow, now: i64) -> Result<Option<i64>, String> {
     if let Err(x) = store.prune_scheduled(store.retention()) {
         tracing::warn!("history retention: {x}");
     }
-    match crate::runs::suites::run::start_def(hub, &row, &target) {
+    match crate::runs::suites::run::start_def(ctx, &row, &target) {
         Ok(sid) => {
             tracing::info!(
                 schedule = s.id,

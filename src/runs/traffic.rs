@@ -17,8 +17,8 @@ use crate::engine::http::{self, GetEvent, GetSpec, RangeAsk, RequestHead};
 use crate::engine::meter::{bps, Counter, Meter};
 use crate::engine::net;
 use crate::model::{RunDirection, RunFigures, RunProtocol, RunRole, RunStatus};
-use crate::runs::live::Hub;
-use crate::runs::recorder::{Outcome, Recorder, Sampling};
+use crate::runs::context::{RunContext, Started};
+use crate::runs::recorder::{Ended, Measured, Sampling, ServedRun};
 use crate::store::NewRun;
 use serde_json::json;
 use std::collections::HashMap;
@@ -71,13 +71,13 @@ pub struct Listening {
 
 /// Start the services the configuration turns on. A port that cannot be opened is logged and
 /// left out (the iperf3 server and the web UI still start); the result says what listens.
-pub(crate) fn start(hub: &Hub, cfg: &Config) -> Listening {
-    let l = start_services(hub, cfg);
-    hub.set_listening(l.clone());
+pub fn start(ctx: &RunContext, cfg: &Config) -> Listening {
+    let l = start_services(ctx, cfg);
+    ctx.set_listening(l.clone());
     l
 }
 
-fn start_services(hub: &Hub, cfg: &Config) -> Listening {
+fn start_services(ctx: &RunContext, cfg: &Config) -> Listening {
     let mut l = Listening::default();
     let mut open = |port: u16, what: &str| -> Option<TcpListener> {
         if port == 0 {
@@ -99,7 +99,7 @@ fn start_services(hub: &Hub, cfg: &Config) -> Listening {
     if let Some(s) = open(cfg.http_payload_port, "HTTP payload server") {
         l.http_port = Some(cfg.http_payload_port);
         let st = Arc::new(PayloadServer {
-            hub: hub.clone(),
+            ctx: ctx.clone(),
             block: http::payload_block(),
             groups: Mutex::new(HashMap::new()),
             port: cfg.http_payload_port,
@@ -117,7 +117,7 @@ fn start_services(hub: &Hub, cfg: &Config) -> Listening {
     }
     if let Some(s) = open(cfg.tcp_sink_port, "TCP sink") {
         l.sink_port = Some(cfg.tcp_sink_port);
-        let (h, port) = (hub.clone(), cfg.tcp_sink_port);
+        let (h, port) = (ctx.clone(), cfg.tcp_sink_port);
         let groups: Arc<RawGroups> = Arc::new(Mutex::new(HashMap::new()));
         crate::engine::task::spawn(accept_loop(
             s,
@@ -139,7 +139,7 @@ fn start_services(hub: &Hub, cfg: &Config) -> Listening {
     }
     if let Some(s) = open(cfg.tcp_source_port, "TCP source") {
         l.source_port = Some(cfg.tcp_source_port);
-        let (h, port) = (hub.clone(), cfg.tcp_source_port);
+        let (h, port) = (ctx.clone(), cfg.tcp_source_port);
         crate::engine::task::spawn(accept_loop(
             s,
             raw_limits(),
@@ -239,9 +239,9 @@ const FOLDED_SIZE: u64 = u64::MAX;
 
 struct Group {
     meter: Arc<Meter>,
-    /// The run's recorder (`None` when the store could not record it; the download is
-    /// served all the same).
-    rec: Option<Recorder>,
+    /// The run (`None` when the store could not record it; the download is served all the
+    /// same).
+    run: Option<ServedRun>,
     /// Notified by the run page's Stop button; `stopped` then cuts every transfer.
     cancel: Arc<Notify>,
     stopped: std::sync::atomic::AtomicBool,
@@ -312,7 +312,7 @@ struct Slot {
 }
 
 struct PayloadServer {
-    hub: Hub,
+    ctx: RunContext,
     block: Arc<[u8]>,
     groups: Mutex<HashMap<GroupKey, Slot>>,
     port: u16,
@@ -415,6 +415,92 @@ async fn write_payload(
     Ok(sent)
 }
 
+/// A payload request the server serves.
+struct PayloadAsk {
+    /// The response head to send.
+    head: Vec<u8>,
+    /// The payload's size, bytes.
+    size: u64,
+    /// The body's first byte in the payload and its length, bytes.
+    first: u64,
+    len: u64,
+    /// A HEAD request: no body.
+    head_only: bool,
+}
+
+/// What the payload server answers to `req`, or the whole response of a request it does not
+/// serve (the connection closes after it).
+fn payload_answer(req: &RequestHead) -> Result<PayloadAsk, Vec<u8>> {
+    let head_only = match req.method.as_str() {
+        "GET" => false,
+        "HEAD" => true,
+        _ => {
+            return Err(text_response(
+                405,
+                "Method Not Allowed",
+                "only GET and HEAD\n",
+                &[("Allow", "GET, HEAD".into())],
+            ));
+        }
+    };
+    let path = req.path();
+    if path == "/" {
+        return Err(text_response(200, "OK", HELP, &[]));
+    }
+    let Some(name) = path.strip_prefix("/payload/") else {
+        return Err(text_response(
+            404,
+            "Not Found",
+            "no such path: use /payload/<size>, e.g. /payload/100M\n",
+            &[],
+        ));
+    };
+    let name = name.strip_suffix(".bin").unwrap_or(name);
+    let size = match http::parse_size(name) {
+        Ok(s) => s,
+        Err(e) => {
+            return Err(text_response(400, "Bad Request", &format!("{e}\n"), &[]));
+        }
+    };
+    let ka = req.keep_alive();
+    let mut hs = vec![
+        ("Content-Type", "application/octet-stream".to_string()),
+        ("Accept-Ranges", "bytes".to_string()),
+        ("Cache-Control", "no-store".to_string()),
+    ];
+    let (status, reason, first, len) = match http::parse_range(req.header("range"), size) {
+        RangeAsk::Full => (200, "OK", 0, size),
+        RangeAsk::Part { first, last } => {
+            hs.push(("Content-Range", format!("bytes {first}-{last}/{size}")));
+            (206, "Partial Content", first, last - first + 1)
+        }
+        RangeAsk::Unsatisfiable => {
+            return Err(text_response(
+                416,
+                "Range Not Satisfiable",
+                &format!("the range is outside the {size} bytes of this payload\n"),
+                &[("Content-Range", format!("bytes */{size}"))],
+            ));
+        }
+        RangeAsk::Invalid => {
+            return Err(text_response(
+                400,
+                "Bad Request",
+                "malformed Range header: use bytes=FIRST-LAST, bytes=FIRST- or bytes=-SUFFIX\n",
+                &[],
+            ));
+        }
+    };
+    hs.push(("Content-Length", len.to_string()));
+    Ok(PayloadAsk {
+        head: response_head(status, reason, &hs, ka),
+        size,
+        first,
+        len,
+        head_only,
+    })
+}
+
 impl PayloadServer {
     async fn serve(self: Arc<Self>, mut c: TcpStream, peer: SocketAddr, ticket: Option<Ticket>) {
         let Some(ticket) = ticket else {
@@ -499,88 +585,32 @@ impl PayloadServer {
         local: Option<SocketAddr>,
         joined: &mut Option<(GroupKey, Arc<Group>, Arc<Counter>)>,
     ) -> Result<bool, String> {
-        let head_only = match req.method.as_str() {
-            "GET" => false,
-            "HEAD" => true,
-            _ => {
-                let r = text_response(
-                    405,
-                    "Method Not Allowed",
-                    "only GET and HEAD\n",
-                    &[("Allow", "GET, HEAD".into())],
-                );
-                c.write_all(&r).await.map_err(|e| e.to_string())?;
+        let ask = match payload_answer(req) {
+            Ok(a) => a,
+            Err(refusal) => {
+                c.write_all(&refusal).await.map_err(|e| e.to_string())?;
                 return Ok(false);
             }
         };
-        let path = req.path();
-        if path == "/" {
-            c.write_all(&text_response(200, "OK", HELP, &[]))
-                .await
-                .map_err(|e| e.to_string())?;
-            return Ok(false);
-        }
-        let Some(name) = path.strip_prefix("/payload/") else {
-            c.write_all(&text_response(
-                404,
-                "Not Found",
-                "no such path: use /payload/<size>, e.g. /payload/100M\n",
-                &[],
-            ))
-            .await
-            .map_err(|e| e.to_string())?;
-            return Ok(false);
-        };
-        let name = name.strip_suffix(".bin").unwrap_or(name);
-        let size = match http::parse_size(name) {
-            Ok(s) => s,
-            Err(e) => {
-                c.write_all(&text_response(400, "Bad Request", &format!("{e}\n"), &[]))
-                    .await
-                    .map_err(|e| e.to_string())?;
-                return Ok(false);
-            }
-        };
-        let ka = req.keep_alive();
-        let mut hs = vec![
-            ("Content-Type", "application/octet-stream".to_string()),
-            ("Accept-Ranges", "bytes".to_string()),
-            ("Cache-Control", "no-store".to_string()),
-        ];
-        let (status, reason, first, len) = match http::parse_range(req.header("range"), size) {
-            RangeAsk::Full => (200, "OK", 0, size),
-            RangeAsk::Part { first, last } => {
-                hs.push(("Content-Range", format!("bytes {first}-{last}/{size}")));
-                (206, "Partial Content", first, last - first + 1)
-            }
-            RangeAsk::Unsatisfiable => {
-                let r = text_response(
-                    416,
-                    "Range Not Satisfiable",
-                    &format!("the range is outside the {size} bytes of this payload\n"),
-                    &[("Content-Range", format!("bytes */{size}"))],
-                );
-                c.write_all(&r).await.map_err(|e| e.to_string())?;
-                return Ok(false);
-            }
-            RangeAsk::Invalid => {
-                let r = text_response(
-                    400,
-                    "Bad Request",
-                    "malformed Range header: use bytes=FIRST-LAST, bytes=FIRST- or bytes=-SUFFIX\n",
-                    &[],
-                );
-                c.write_all(&r).await.map_err(|e| e.to_string())?;
-                return Ok(false);
-            }
-        };
-        hs.push(("Content-Length", len.to_string()));
-        c.write_all(&response_head(status, reason, &hs, ka))
-            .await
-            .map_err(|e| e.to_string())?;
-        if head_only || len == 0 {
+        c.write_all(&ask.head).await.map_err(|e| e.to_string())?;
+        if ask.head_only || ask.len == 0 {
             return Ok(true);
         }
+        self.serve_body(c, req, peer, local, joined, &ask).await
+    }
+
+    /// Send the body `ask` asks for, counted in the run of this client for this payload
+    /// (joined, or one begun); Ok(true) when served to the end.
+    async fn serve_body(
+        self: &Arc<Self>,
+        c: &mut TcpStream,
+        req: &RequestHead,
+        peer: SocketAddr,
+        local: Option<SocketAddr>,
+        joined: &mut Option<(GroupKey, Arc<Group>, Arc<Counter>)>,
+        ask: &PayloadAsk,
+    ) -> Result<bool, String> {
+        let (size, first, len) = (ask.size, ask.first, ask.len);
         let ua: String = req
             .header("user-agent")
             .unwrap_or("")
@@ -592,7 +622,7 @@ impl PayloadServer {
             self.lock().contains_key(&key) || matches!(joined, Some((k, _, _)) if *k == key);
         if !known {
             if let crate::runs::anon::Record::Fold(_) = self
-                .hub
+                .ctx
                 .anon()
                 .decide(key.0, crate::model::RunKind::HttpServe)
             {
@@ -681,10 +711,8 @@ impl PayloadServer {
             ..Default::default()
         };
         let cancel = Arc::new(Notify::new());
-        let rec = match self
-            .hub
-            .begin(&run, Some(cancel.clone()), Sampling::Ports(Vec::new()))
-        {
+        let sampling = Sampling::Ports(Vec::new());
+        let run = match self.ctx.start_served(&run, sampling, Some(cancel.clone())) {
             Ok(r) => Some(r),
             Err(e) => {
                 tracing::error!("cannot record a download: {e}");
@@ -693,7 +721,7 @@ impl PayloadServer {
         };
         let g = Arc::new(Group {
             meter: Meter::new(true),
-            rec,
+            run,
             cancel,
             stopped: std::sync::atomic::AtomicBool::new(false),
             path,
@@ -742,8 +770,8 @@ impl PayloadServer {
         loop {
             tokio::select! {
                 _ = tick.tick() => {
-                    if let (Some(iv), Some(r)) = (g.meter.cut(0.0), &g.rec) {
-                        r.interval(iv);
+                    if let (Some(iv), Some(r)) = (g.meter.cut(0.0), &g.run) {
+                        r.recorder().interval(iv);
                     }
                 }
                 _ = g.cancel.notified() => {
@@ -768,77 +796,83 @@ impl PayloadServer {
                 break;
             }
         }
-        let Some(recorder) = &g.rec else {
+        let Some(run) = &g.run else {
             return;
         };
         if let Some(iv) = g.meter.cut(0.01) {
-            recorder.interval(iv);
+            run.recorder().interval(iv);
         }
-        let (bytes, per) = g.meter.totals();
-        let n = g.counts.lock().unwrap_or_else(|p| p.into_inner());
-        // Duration: from the first request to the last body byte handed to the kernel.
-        let seconds = n
-            .last_byte
-            .map(|t| t.saturating_duration_since(g.meter.started()).as_secs_f64())
-            .unwrap_or(0.0);
-        // Goodput counts the requests served to their end, plus what requests cut short
-        // delivered that no complete request delivered again (a range axel dropped and
-        // fetched the tail of anew): a request the peer dropped at once (axel's size probe)
-        // left bytes in socket buffers that it never read, and those overlap the ranges
-        // fetched later. When none ended (a dropped or stopped download), what was sent is
-        // the best figure there is.
-        let complete = n.requests - n.cut;
-        let counted = if complete > 0 {
-            n.delivered + cut_bytes_not_served_again(&n.cut_ranges, &n.done_ranges)
-        } else {
-            bytes
-        };
-        let goodput = bps(counted, seconds);
-        let (status, error) = if g.stopped.load(std::sync::atomic::Ordering::Relaxed) {
-            (RunStatus::Aborted, Some("stopped by the user".to_string()))
-        } else if complete == 0 && n.cut > 0 {
-            (
-                RunStatus::Aborted,
-                Some(format!(
-                    "the peer closed every request before its end ({bytes} of {} bytes sent)",
-                    n.asked
-                )),
-            )
-        } else {
-            (RunStatus::Completed, None)
-        };
-        let summary = json!({
-            "path": g.path,
-            "size": g.size,
-            "connections": n.peak,
-            "tcp_connections": per.len(),
-            "requests": n.requests,
-            "requests_cut_short": n.cut,
-            "requested_bytes": n.asked,
-            "bytes": counted,
-            "bytes_sent": bytes,
-            "seconds": seconds,
-            "bits_per_second": goodput,
-            "user_agent": g.user_agent,
-            "per_connection": per,
-        });
-        let figures = RunFigures {
-            sender_bps: Some(goodput),
-            bytes: Some(counted as i64),
-            ..Default::default()
-        };
-        recorder.finish(
-            status,
-            Outcome::Figures(&figures, Some(&summary)),
-            error.as_deref(),
-        );
+        run.end(payload_end(&g));
+    }
+}
+
+/// How a download run ended, from its group's counts: status, goodput and bytes, summary.
+fn payload_end(g: &Group) -> Ended {
+    let (bytes, per) = g.meter.totals();
+    let n = g.counts.lock().unwrap_or_else(|p| p.into_inner());
+    // Duration: from the first request to the last body byte handed to the kernel.
+    let seconds = n
+        .last_byte
+        .map(|t| t.saturating_duration_since(g.meter.started()).as_secs_f64())
+        .unwrap_or(0.0);
+    // Goodput counts the requests served to their end, plus what requests cut short
+    // delivered that no complete request delivered again (a range axel dropped and
+    // fetched the tail of anew): a request the peer dropped at once (axel's size probe)
+    // left bytes in socket buffers that it never read, and those overlap the ranges
+    // fetched later. When none ended (a dropped or stopped download), what was sent is
+    // the best figure there is.
+    let complete = n.requests - n.cut;
+    let counted = if complete > 0 {
+        n.delivered + cut_bytes_not_served_again(&n.cut_ranges, &n.done_ranges)
+    } else {
+        bytes
+    };
+    let goodput = bps(counted, seconds);
+    let (status, error) = if g.stopped.load(std::sync::atomic::Ordering::Relaxed) {
+        (RunStatus::Aborted, Some("stopped by the user".to_string()))
+    } else if complete == 0 && n.cut > 0 {
+        (
+            RunStatus::Aborted,
+            Some(format!(
+                "the peer closed every request before its end ({bytes} of {} bytes sent)",
+                n.asked
+            )),
+        )
+    } else {
+        (RunStatus::Completed, None)
+    };
+    let summary = json!({
+        "path": g.path,
+        "size": g.size,
+        "connections": n.peak,
+        "tcp_connections": per.len(),
+        "requests": n.requests,
+        "requests_cut_short": n.cut,
+        "requested_bytes": n.asked,
+        "bytes": counted,
+        "bytes_sent": bytes,
+        "seconds": seconds,
+        "bits_per_second": goodput,
+        "user_agent": g.user_agent,
+        "per_connection": per,
+    });
+    let figures = RunFigures {
+        sender_bps: Some(goodput),
+        bytes: Some(counted as i64),
+        ..Default::default()
+    };
+    Ended {
+        status,
+        measured: Measured::Figures(figures),
+        summary: Some(summary),
+        error,
     }
 }
 
 // ---------------------------------------------------------------- TCP sink and source
 
 async fn raw_conn(
-    hub: Hub,
+    ctx: RunContext,
     groups: Option<Arc<RawGroups>>,
     mut c: TcpStream,
     peer: SocketAddr,
@@ -853,13 +887,42 @@ async fn raw_conn(
     // A source is useful from its first byte on; a sink once its peer sends.
     ticket.set_pending(!source);
     keepalive(&c);
-    let local = c.local_addr().ok();
+    let run = raw_run(c.local_addr().ok(), peer, port, source);
+    // A stream joining the client's open sink run adds no run: the run budget is not asked.
+    let joins = groups.as_ref().is_some_and(|g| {
+        g.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(&peer.ip())
+    });
+    let record = if joins {
+        crate::runs::anon::Record::Own
+    } else {
+        ctx.anon().decide(peer.ip(), run.kind)
+    };
+    if let crate::runs::anon::Record::Fold(fold) = record {
+        raw_fold(&ctx, run, fold, c, peer, ticket).await;
+        return;
+    }
+    let Some((group, ctr)) = join_raw(&ctx, groups.as_deref(), &run, peer, c.as_raw_fd()) else {
+        return;
+    };
+    let (status, error) = raw_transfer(&mut c, source, &ticket, &group, &ctr).await;
+    ctr.close();
+    // Leave the run before the socket closes: a client that connects again once this one is
+    // closed (one after another, not in parallel) gets a run of its own.
+    leave_raw(&ctx, groups.as_deref(), &group, peer, (status, error)).await;
+    drop(c);
+    drop(ticket);
+}
+
+/// The run row of a sink (`source` false) or source connection from `peer` to `port`.
+fn raw_run(local: Option<SocketAddr>, peer: SocketAddr, port: u16, source: bool) -> NewRun {
     let kind = if source {
         crate::model::RunKind::TcpSource
     } else {
         crate::model::RunKind::TcpSink
     };
-    let run = NewRun {
+    NewRun {
         role: RunRole::Server,
         protocol: RunProtocol::Tcp,
         peer_host: net::ip_text(peer.ip()),
@@ -874,44 +937,53 @@ async fn raw_conn(
         params: json!({"port": port}),
         kind,
         ..Default::default()
-    };
-    // A stream joining the client's open sink run adds no run: the run budget is not asked.
-    let joins = groups.as_ref().is_some_and(|g| {
-        g.lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains_key(&peer.ip())
-    });
-    let record = if joins {
-        crate::runs::anon::Record::Own
-    } else {
-        hub.anon().decide(peer.ip(), kind)
-    };
-    if let crate::runs::anon::Record::Fold(fold) = record {
-        // Beyond the per-peer run budget: served, counted in one folded run.
-        let fold = match fold {
-            Some(f) => Some(f),
-            None => {
-                let mut r = run.clone();
-                r.params = json!({"port": port, "folded_connections": 0});
-                let f = hub.store().create_run(&r).ok();
-                if let Some(f) = f {
-                    hub.anon().set_fold(peer.ip(), kind, f);
-                }
-                f
-            }
-        };
-        let bytes = raw_folded(c, source, &ticket).await;
-        if let Some(f) = fold {
-            if let Err(e) = hub.store().fold_into(f, bytes) {
-                tracing::error!("cannot record a {kind} connection: {e}");
-            }
-        }
-        drop(ticket);
-        return;
     }
-    let Some((group, ctr)) = join_raw(&hub, groups.as_deref(), &run, peer, c.as_raw_fd()) else {
-        return;
+}
+
+/// Serve a connection beyond the per-peer run budget: counted in one folded run of the peer
+/// and minute (`fold`: its id once it exists; made here otherwise).
+async fn raw_fold(
+    ctx: &RunContext,
+    run: NewRun,
+    fold: Option<i64>,
+    c: TcpStream,
+    peer: SocketAddr,
+    ticket: Ticket,
+) {
+    let (kind, port, source) = (run.kind, run.local_port, run.kind.is_tcp_source());
+    // Beyond the per-peer run budget: served, counted in one folded run.
+    let fold = match fold {
+        Some(f) => Some(f),
+        None => {
+            let r = NewRun {
+                params: json!({"port": port, "folded_connections": 0}),
+                ..run
+            };
+            let f = ctx.store().create_run(&r).ok();
+            if let Some(f) = f {
+                ctx.anon().set_fold(peer.ip(), kind, f);
+            }
+            f
+        }
     };
+    let bytes = raw_folded(c, source, &ticket).await;
+    if let Some(f) = fold {
+        if let Err(e) = ctx.store().fold_into(f, bytes) {
+            tracing::error!("cannot record a {kind} connection: {e}");
+        }
+    }
+    drop(ticket);
+}
+
+/// Move the bytes of a sink or source connection of run `group` until the peer closes, the
+/// run is stopped, or a time limit closes it; how the connection ended.
+async fn raw_transfer(
+    c: &mut TcpStream,
+    source: bool,
+    ticket: &Ticket,
+    group: &RawRun,
+    ctr: &Counter,
+) -> (RunStatus, Option<String>) {
     let block = if source {
         http::payload_block()
     } else {
@@ -926,7 +998,7 @@ async fn raw_conn(
     let mut got_any = false;
     let mut check = tokio::time::interval(Duration::from_secs(1));
     let mut window = SlowWindow::new();
-    let (status, error): (RunStatus, Option<String>) = loop {
+    loop {
         tokio::select! {
             r = rd.read(&mut rbuf), if !peer_eof => match r {
                 Ok(0) => {
@@ -993,13 +1065,7 @@ async fn raw_conn(
             }
             _ = group.stop_all.notified() => break (RunStatus::Aborted, Some("stopped by the user".into())),
         }
-    };
-    ctr.close();
-    // Leave the run before the socket closes: a client that connects again once this one is
-    // closed (one after another, not in parallel) gets a run of its own.
-    leave_raw(&hub, groups.as_deref(), &group, peer, (status, error));
-    drop(c);
-    drop(ticket);
+    }
 }
 
 /// The run of raw TCP connections (sink or source) that are one client's streams: the sink's
@@ -1008,7 +1074,7 @@ async fn raw_conn(
 /// own.
 struct RawRun {
     meter: Arc<Meter>,
-    recorder: Recorder,
+    run: ServedRun,
     /// The run page's Stop button (notify_one); the ticker turns it into `stopped` and wakes
     /// every connection through `stop_all`.
     cancel: Arc<Notify>,
@@ -1032,7 +1098,7 @@ type RawGroups = Mutex<HashMap<IpAddr, Arc<RawRun>>>;
 /// Join the client's open sink run (when `groups` is given and one is open), or begin a run;
 /// returns it and this connection's counter. None when the store cannot record it (logged).
 fn join_raw(
-    hub: &Hub,
+    ctx: &RunContext,
     groups: Option<&RawGroups>,
     run: &NewRun,
     peer: SocketAddr,
@@ -1045,7 +1111,7 @@ fn join_raw(
         return Some((g, ctr));
     }
     let cancel = Arc::new(Notify::new());
-    let recorder = match hub.begin(run, Some(cancel.clone()), Sampling::Ports(Vec::new())) {
+    let served = match ctx.start_served(run, Sampling::Ports(Vec::new()), Some(cancel.clone())) {
         Ok(r) => r,
         Err(e) => {
             tracing::error!("cannot record a {} connection: {e}", run.kind);
@@ -1054,7 +1120,7 @@ fn join_raw(
     };
     let g = Arc::new(RawRun {
         meter: Meter::new(run.kind.is_tcp_source()),
-        recorder,
+        run: served,
         cancel,
         stopped: std::sync::atomic::AtomicBool::new(false),
         stop_all: Notify::new(),
@@ -1080,7 +1146,7 @@ fn join_raw(
             tokio::select! {
                 _ = tick.tick() => {
                     if let Some(iv) = t.meter.cut(0.0) {
-                        t.recorder.interval(iv);
+                        t.run.recorder().interval(iv);
                     }
                 }
                 _ = t.cancel.notified() => {
@@ -1097,8 +1163,8 @@ fn join_raw(
 /// A connection of `g` ended with `end`: when it was the last, end the run (figures, per
 /// stream and [SUM] with several streams; no run kept for a sink connection that brought no
 /// byte).
-fn leave_raw(
-    hub: &Hub,
+async fn leave_raw(
+    ctx: &RunContext,
     groups: Option<&RawGroups>,
     g: &Arc<RawRun>,
     peer: SocketAddr,
@@ -1119,7 +1185,7 @@ fn leave_raw(
     g.done.notify_one();
     let (kind, port, source) = (g.kind, g.port, g.source);
     if let Some(iv) = g.meter.cut(0.01) {
-        g.recorder.interval(iv);
+        g.run.recorder().interval(iv);
     }
     let (bytes, per) = g.meter.totals();
     let seconds = per.iter().map(|p| p.seconds).fold(0.0, f64::max);
@@ -1167,16 +1233,19 @@ fn leave_raw(
         }
     };
     let probe = !source && bytes == 0 && matches!(status, RunStatus::Completed);
-    g.recorder.finish(
-        status,
-        Outcome::Figures(&fig, Some(&summary)),
-        error.as_deref(),
-    );
+    g.run
+        .end_and_wait(Ended {
+            status,
+            measured: Measured::Figures(fig),
+            summary: Some(summary),
+            error,
+        })
+        .await;
     if probe {
         // Connected and closed without sending a byte (a port probe, a health check): no
         // run with a meaningless bitrate is kept.
-        let id = g.recorder.id();
-        if let Err(e) = hub.store().delete_run(id) {
+        let id = g.run.recorder().id();
+        if let Err(e) = ctx.store().delete_run(id) {
             tracing::warn!("cannot drop the empty {kind} run {id}: {e}");
         } else {
             crate::peer_info!(peer.ip(), %peer, port, "{kind} connection closed without data; no run kept");
@@ -1285,74 +1354,71 @@ async fn raw_folded(mut c: TcpStream, source: bool, ticket: &Ticket) -> u64 {
 
 /// Record and start a download by the board; returns the run id and a handle that resolves
 /// when it has ended.
-pub(crate) fn start_http_get(
-    hub: &Hub,
-    spec: GetSpec,
-) -> Result<(i64, tokio::task::JoinHandle<RunStatus>), String> {
+pub fn start_http_get(ctx: &RunContext, spec: GetSpec) -> Result<Started, String> {
     let u = spec.validate()?;
     let cancel = Arc::new(Notify::new());
-    let recorder = hub.begin(
-        &NewRun {
-            role: RunRole::Client,
-            protocol: RunProtocol::Http,
-            peer_host: u.host.clone(),
-            peer_port: u.port,
-            bind_dev: spec.bind_dev.clone(),
-            direction: RunDirection::Receive,
-            params: json!({"url": spec.url, "connections": spec.connections, "timeout": spec.timeout_secs}),
-            kind: crate::model::RunKind::HttpGet,
-            ..Default::default()
-        },
+    let run = NewRun {
+        role: RunRole::Client,
+        protocol: RunProtocol::Http,
+        peer_host: u.host.clone(),
+        peer_port: u.port,
+        bind_dev: spec.bind_dev.clone(),
+        direction: RunDirection::Receive,
+        params: json!({"url": spec.url, "connections": spec.connections, "timeout": spec.timeout_secs}),
+        kind: crate::model::RunKind::HttpGet,
+        ..Default::default()
+    };
+    let sampling = Sampling::Ports(Vec::new());
+    ctx.start(
+        &run,
+        sampling,
         Some(cancel.clone()),
-        Sampling::Ports(Vec::new()),
-    )?;
-    let id = recorder.id();
-    let handle = hub.spawn(async move {
-        let (etx, mut erx) = mpsc::unbounded_channel();
-        let r2 = recorder.clone();
-        let forward = crate::engine::task::spawn(async move {
-            while let Some(ev) = erx.recv().await {
-                match ev {
-                    GetEvent::Started { local, .. } => {
-                        r2.endpoints(&net::ip_text(local.ip()), local.port())
+        move |_, recorder| async move {
+            let (etx, mut erx) = mpsc::unbounded_channel();
+            let r2 = recorder.clone();
+            let forward = crate::engine::task::spawn(async move {
+                while let Some(ev) = erx.recv().await {
+                    match ev {
+                        GetEvent::Started { local, .. } => {
+                            r2.endpoints(&net::ip_text(local.ip()), local.port())
+                        }
+                        GetEvent::Interval(i) => r2.interval(i),
                     }
-                    GetEvent::Interval(i) => r2.interval(i),
+                }
+            });
+            let res = http::get(spec, Some(etx), Some(cancel)).await;
+            let _ = forward.await;
+            let fig = |r: &http::GetResult| RunFigures {
+                receiver_bps: Some(r.bits_per_second),
+                bytes: Some(r.bytes as i64),
+                ..Default::default()
+            };
+            match res {
+                Ok(r) => Ended {
+                    status: RunStatus::Completed,
+                    measured: Measured::Figures(fig(&r)),
+                    summary: Some(serde_json::to_value(&r).unwrap_or_default()),
+                    error: None,
+                },
+                Err(e) => {
+                    let (f, s) = match &e.partial {
+                        Some(p) => (fig(p), serde_json::to_value(p).ok()),
+                        None => (RunFigures::default(), None),
+                    };
+                    Ended {
+                        status: if e.aborted {
+                            RunStatus::Aborted
+                        } else {
+                            RunStatus::Failed
+                        },
+                        measured: Measured::Figures(f),
+                        summary: s,
+                        error: Some(e.message),
+                    }
                 }
             }
-        });
-        let res = http::get(spec, Some(etx), Some(cancel)).await;
-        let _ = forward.await;
-        let fig = |r: &http::GetResult| RunFigures {
-            receiver_bps: Some(r.bits_per_second),
-            bytes: Some(r.bytes as i64),
-            ..Default::default()
-        };
-        match res {
-            Ok(r) => {
-                let s = serde_json::to_value(&r).unwrap_or_default();
-                recorder.finish(
-                    RunStatus::Completed,
-                    Outcome::Figures(&fig(&r), Some(&s)),
-                    None,
-                );
-                RunStatus::Completed
-            }
-            Err(e) => {
-                let status = if e.aborted {
-                    RunStatus::Aborted
-                } else {
-                    RunStatus::Failed
-                };
-                let (f, s) = match &e.partial {
-                    Some(p) => (fig(p), serde_json::to_value(p).ok()),
-                    None => (RunFigures::default(), None),
-                };
-                recorder.finish(status, Outcome::Figures(&f, s.as_ref()), Some(&e.message));
-                status
-            }
-        }
-    });
-    Ok((id, handle))
+        },
+    )
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use super::extract::{invalid_body, ApiBody, ApiWrite};
 use super::routes::{Routes, ADMIN, PUBLIC, READ, RUN};
 use super::AppState;
 use crate::model::RunStatus;
-use crate::runs::live::LiveEvent;
+use crate::runs::registry::LiveEvent;
 use crate::spec::test::TestRequest;
 use crate::store::RunFilter;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -147,7 +147,7 @@ pub(super) async fn start_with_capture(
         ),
         None => None,
     };
-    match state.hub.start_request(tr, ports).await {
+    match crate::runs::iperf3::start_request(&state.runs, tr, ports).await {
         Ok(id) => {
             if let Some(c) = cap {
                 super::diag::link_capture(c, id);
@@ -237,7 +237,7 @@ async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> 
         Err(e) => return internal(e),
     };
     // Ended, but its end is not stored yet (e.g. the disk is full): say how it ended.
-    if let Some((status, error)) = state.hub.unsaved_end(id) {
+    if let Some((status, error)) = state.runs.registry().unsaved_end(id) {
         if run.status == RunStatus::Running {
             run.status = status;
             run.error = error;
@@ -255,7 +255,7 @@ async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> 
     let head = json!({
         "run": run,
         "view": view,
-        "live": state.hub.is_live(id),
+        "live": state.runs.registry().is_live(id),
         "pinned": state.store.is_pinned(id).ok().flatten().unwrap_or(false),
         "streams": streams,
         "analysis": analysis,
@@ -299,7 +299,7 @@ async fn delete(
     path: web::Path<i64>,
 ) -> Result<HttpResponse, AuthError> {
     let id = path.into_inner();
-    if state.hub.is_live(id) {
+    if state.runs.registry().is_live(id) {
         return Ok(error(
             actix_web::http::StatusCode::CONFLICT,
             "the run is active; stop it first",
@@ -318,7 +318,7 @@ async fn stop(
     path: web::Path<i64>,
 ) -> Result<HttpResponse, AuthError> {
     let id = path.into_inner();
-    Ok(if state.hub.stop(id) {
+    Ok(if state.runs.registry().stop(id) {
         HttpResponse::Accepted().json(json!({"id": id, "stopping": true}))
     } else {
         error(
@@ -402,7 +402,7 @@ async fn events(
         Err(e) => return internal(e),
     };
     // Subscribe before reading the stored intervals so none falls in between.
-    let live = state.hub.subscribe(id);
+    let live = state.runs.registry().subscribe(id);
     let mut first: Vec<web::Bytes> = Vec::new();
     let rows = state
         .store

@@ -147,7 +147,7 @@ fn start_forward(
     let plan = req.plan(&crate::board::ports(), stored.as_deref())?;
     check_nat_scope(auth, http, plan.nat, &plan.ingress, &plan.egress)?;
     let ctl = controller(state);
-    let (id, done) = forward::start_forward(&state.hub, Some(ctl), plan)?;
+    let (id, done) = forward::start_forward(&state.runs, Some(ctl), plan)?;
     remember_agent(state, auth, &req.peer, req.token.as_deref(), id, done);
     Ok(id)
 }
@@ -188,7 +188,7 @@ fn remember_pair(
 
 fn start_monitor(state: &AppState, req: &MonitorRequest) -> Result<i64, String> {
     let plan = req.plan(&crate::board::ports())?;
-    forward::start_monitor(&state.hub, plan).map(|(id, _)| id)
+    forward::start_monitor(&state.runs, plan).map(|(id, _)| id)
 }
 
 // ---------------------------------------------------------------- page
@@ -398,7 +398,7 @@ fn render(
         .filter(|r| r.kind.has_board_summary())
         .take(20)
         .map(|r| {
-            let live = state.hub.is_live(r.id);
+            let live = state.runs.registry().is_live(r.id);
             run_line(&r, live)
         })
         .collect();
@@ -481,7 +481,7 @@ async fn form_stop(
     form: Form<CsrfForm>,
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
-    state.hub.stop(path.into_inner());
+    state.runs.registry().stop(path.into_inner());
     Ok(super::respond::redirect("/forwarding"))
 }
 
@@ -544,7 +544,7 @@ async fn api_stop(
     path: web::Path<i64>,
 ) -> Result<HttpResponse, AuthError> {
     let id = path.into_inner();
-    Ok(if state.hub.stop(id) {
+    Ok(if state.runs.registry().stop(id) {
         HttpResponse::Accepted().json(json!({"id": id, "stopping": true}))
     } else {
         api_error(StatusCode::CONFLICT, format!("run {id} is not active here"))

@@ -143,7 +143,7 @@ async fn start_form(
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let res = match form.to_spec() {
-        Ok(s) => state.hub.start_latency(s, None).await,
+        Ok(s) => crate::runs::latency::start_latency(&state.runs, s, None).await,
         Err(e) => Err(e),
     };
     Ok(match res {
@@ -163,7 +163,7 @@ async fn start_api(
 ) -> Result<HttpResponse, AuthError> {
     let bad = |m: String| super::respond::json_error(StatusCode::BAD_REQUEST, m);
     let res = match form.to_spec() {
-        Ok(s) => state.hub.start_latency(s, None).await,
+        Ok(s) => crate::runs::latency::start_latency(&state.runs, s, None).await,
         Err(e) => Err(e),
     };
     Ok(match res {

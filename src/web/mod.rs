@@ -31,7 +31,7 @@ pub(crate) mod traffic;
 pub(crate) mod transfer;
 
 use crate::config::Config;
-use crate::runs::live::Hub;
+use crate::runs::context::RunContext;
 use crate::store::Store;
 use actix_web::web;
 use std::sync::{Arc, Mutex};
@@ -39,12 +39,13 @@ use std::sync::{Arc, Mutex};
 /// Everything the handlers share.
 pub struct AppState {
     pub store: Arc<Store>,
-    pub hub: Hub,
+    /// Where runs start and are followed (store, live registry, monitor, board).
+    pub runs: RunContext,
     pub config: Config,
     /// The one-time code that the first-run setup page requires (None once set up).
     pub setup_code: Mutex<Option<String>>,
     pub limiter: crate::model::secrets::LoginLimiter,
-    /// The board controller: the hub's, else one made for this state.
+    /// The board controller: the run context's, else one made for this state.
     pub board: Arc<crate::board::apply::Controller>,
     /// HTTPS as the pages and the login prompt show it (the daemon sets it at start).
     pub tls: tls::Shown,
@@ -52,14 +53,14 @@ pub struct AppState {
 
 impl AppState {
     /// State over a store; makes a setup code when no admin password exists yet.
-    pub fn new(store: Arc<Store>, hub: Hub, config: Config) -> AppState {
-        let board = hub.board().cloned().unwrap_or_else(|| {
+    pub fn new(store: Arc<Store>, runs: RunContext, config: Config) -> AppState {
+        let board = runs.board().cloned().unwrap_or_else(|| {
             crate::board::apply::Controller::new(Some(store.clone()), Some(&config.data_dir))
         });
         let s = AppState {
             board,
             store,
-            hub,
+            runs,
             config,
             setup_code: Mutex::new(None),
             tls: tls::Shown::default(),

@@ -132,7 +132,7 @@ async fn start(
     } else {
         multi::parse_legs(&legs).and_then(|legs| multi::specs(&legs, &crate::board::ports()))
     }
-    .and_then(|specs| state.hub.start_multi(specs, None));
+    .and_then(|specs| crate::runs::multi::start_multi(&state.runs, specs, None));
     Ok(match res {
         Ok((id, _)) => {
             super::audit::run_started(&state, &auth, &req, id);
@@ -167,7 +167,7 @@ async fn api_start(
     Ok(
         match multi::parse_legs(&mr.legs)
             .and_then(|legs| multi::specs(&legs, &crate::board::ports()))
-            .and_then(|s| state.hub.start_multi(s, None))
+            .and_then(|s| crate::runs::multi::start_multi(&state.runs, s, None))
         {
             Ok((id, _)) => HttpResponse::Created()
                 .insert_header(("Location", format!("/api/runs/{id}")))

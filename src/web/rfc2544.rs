@@ -203,7 +203,7 @@ async fn start(
     let plan = req.plan(&crate::board::port_facts().await, stored.as_deref())?;
     super::forwarding::check_nat_scope(auth, http, plan.nat, &plan.ingress, &plan.egress)?;
     let (id, done) =
-        crate::runs::rfc2544::start_rfc2544(&state.hub, Some(state.board.clone()), plan, None)?;
+        crate::runs::rfc2544::start_rfc2544(&state.runs, Some(state.board.clone()), plan, None)?;
     super::forwarding::remember_agent(state, auth, &req.peer, req.token.as_deref(), id, done);
     Ok(id)
 }

@@ -267,12 +267,12 @@ mod tests {
         store
             .create_session(&sha256_hex(SESSION), CSRF, 3_600_000)
             .expect("session");
-        let hub = crate::runs::live::Hub::new(store.clone());
+        let runs = crate::runs::context::RunContext::new(store.clone());
         let config = crate::config::Config {
             data_dir: d,
             ..Default::default()
         };
-        actix_web::web::Data::new(AppState::new(store, hub, config))
+        actix_web::web::Data::new(AppState::new(store, runs, config))
     }
 
     /// The scope rule before routes declared it (`Scope::needed` on the path, removed in
@@ -654,7 +654,7 @@ mod tests {
                 .is_some_and(|e| e.starts_with("invalid request body: ")),
             "{v}"
         );
-        // No body: stop answers from the hub.
+        // No body: stop answers from the run registry.
         let got = answer(at::call_service(&app, post("/api/runs/999/stop", false, "")).await).await;
         assert_eq!(got, (403, csrf));
         let got = answer(at::call_service(&app, post("/api/runs/999/stop", true, "")).await).await;

@@ -621,7 +621,7 @@ async fn run_def(
         Ok(r) => r,
         Err((s, e)) => return Ok(message(s, &auth, "No such suite", &e)),
     };
-    Ok(match run::start_def(&state.hub, &row, &form.target) {
+    Ok(match run::start_def(&state.runs, &row, &form.target) {
         Ok(sid) => {
             super::audit::suite_started(&auth, &req, sid, &row.name);
             redirect(&format!("/suites/{sid}"))
@@ -838,7 +838,7 @@ async fn stop_suite(
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let id = path.into_inner();
-    Ok(match state.hub.stop_suite(id) {
+    Ok(match run::stop_suite(&state.runs, id) {
         Ok(_) => redirect(&format!("/suites/{id}")),
         Err(e) => message(StatusCode::NOT_FOUND, &auth, "No such suite", &e),
     })
@@ -1206,7 +1206,7 @@ async fn api_run(
         Ok(r) => r,
         Err((s, e)) => return Ok(api_error(s, e)),
     };
-    Ok(match run::start_def(&state.hub, &row, &t) {
+    Ok(match run::start_def(&state.runs, &row, &t) {
         Ok(sid) => {
             super::audit::suite_started(&auth, &req, sid, &row.name);
             HttpResponse::Created()
@@ -1223,7 +1223,7 @@ async fn api_stop(
     path: web::Path<i64>,
 ) -> Result<HttpResponse, AuthError> {
     let id = path.into_inner();
-    Ok(match state.hub.stop_suite(id) {
+    Ok(match run::stop_suite(&state.runs, id) {
         Ok(true) => HttpResponse::Accepted().json(json!({"id": id, "stopping": true})),
         Ok(false) => api_error(StatusCode::CONFLICT, format!("suite {id} is not running")),
         Err(e) => api_error(StatusCode::NOT_FOUND, e),

@@ -144,7 +144,7 @@ fn build_page(
     form: Option<&HttpGetForm>,
     error: Option<String>,
 ) -> TrafficPage {
-    let l = state.hub.listening();
+    let l = state.runs.listening();
     let hosts = board_hosts(req);
     let host = hosts
         .first()
@@ -297,7 +297,7 @@ async fn start_form(
     auth.check_csrf(form.csrf.as_deref())?;
     let res = form
         .to_spec()
-        .and_then(|s| crate::runs::traffic::start_http_get(&state.hub, s));
+        .and_then(|s| crate::runs::traffic::start_http_get(&state.runs, s));
     Ok(match res {
         Ok((id, _)) => {
             super::audit::run_started(&state, &auth, &req, id);
@@ -324,7 +324,7 @@ async fn start_api(
     Ok(
         match form
             .to_spec()
-            .and_then(|s| crate::runs::traffic::start_http_get(&state.hub, s))
+            .and_then(|s| crate::runs::traffic::start_http_get(&state.runs, s))
         {
             Ok((id, _)) => {
                 super::audit::run_started(&state, &auth, &req, id);
@@ -338,5 +338,5 @@ async fn start_api(
 }
 
 async fn services_api(_auth: Auth, state: web::Data<AppState>) -> HttpResponse {
-    HttpResponse::Ok().json(state.hub.listening())
+    HttpResponse::Ok().json(state.runs.listening())
 }

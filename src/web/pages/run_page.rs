@@ -505,7 +505,7 @@ pub(super) async fn run_page(
         version: version_string(),
         col1: if udp { "Jitter" } else { "Retr" }.into(),
         col2: if udp { "Lost/Total" } else { "Cwnd" }.into(),
-        live: state.hub.is_live(id),
+        live: state.runs.registry().is_live(id),
         view,
         run: {
             let mut v = [run_view(&run)];
@@ -559,7 +559,7 @@ pub(super) async fn delete_run(
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let id = path.into_inner();
-    if state.hub.is_live(id) {
+    if state.runs.registry().is_live(id) {
         return Ok(message(
             actix_web::http::StatusCode::CONFLICT,
             Some(&auth),
@@ -587,7 +587,7 @@ pub(super) async fn stop_run(
 ) -> Result<HttpResponse, AuthError> {
     auth.check_csrf(form.csrf.as_deref())?;
     let id = path.into_inner();
-    Ok(if state.hub.stop(id) {
+    Ok(if state.runs.registry().stop(id) {
         redirect(&format!("/runs/{id}"))
     } else {
         message(

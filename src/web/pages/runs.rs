@@ -665,7 +665,7 @@ impl LadderForm {
         }
         .parse()?;
         let specs = crate::runs::suites::ladder_specs(&base, &rates, &crate::board::ports())?;
-        state.hub.start_suite(crate::spec::suite::UDP_LADDER, specs)
+        crate::runs::suites::run::start_suite(&state.runs, crate::spec::suite::UDP_LADDER, specs)
     }
 }
 
