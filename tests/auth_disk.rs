@@ -126,7 +126,16 @@ fn a_run_ending_on_a_full_disk_does_not_stay_running_and_login_says_why() {
     let r = http.api("POST", "/api/runs", &json!({"host": PC1_IP, "duration": 3}));
     assert!(r.status < 300, "{}", r.body);
     let id = r.json()["id"].as_i64().expect("run id");
-    std::thread::sleep(Duration::from_millis(800));
+    // The disk fills while the run is under way: once its first interval is stored.
+    wait_until(
+        Duration::from_secs(10),
+        "the run's first stored interval",
+        || {
+            http.get_json(&format!("/api/runs/{id}"))["intervals"]
+                .as_array()
+                .is_some_and(|a| !a.is_empty())
+        },
+    );
     fill(&data);
 
     // The run ends on the full disk: not "running", and stop is no 409.
@@ -244,6 +253,7 @@ fn logins_right_or_wrong_give_their_memory_back() {
     let pid = lab.pid(i);
     // The size before any password check, with the pages' code paths warm.
     assert_eq!(a.get("/api/health").status, 200);
+    // A settle time, not an event: the resident size has no sign of being done moving.
     std::thread::sleep(Duration::from_millis(500));
     let idle = vm_rss_kib(pid);
     set_up(&lab, &mut a);
@@ -262,6 +272,7 @@ fn logins_right_or_wrong_give_their_memory_back() {
             r.body
         );
     }
+    // A settle time, not an event: the resident size has no sign of being done moving.
     std::thread::sleep(Duration::from_millis(500));
     let after = vm_rss_kib(pid);
     let peak = vm_hwm_kib(pid);

@@ -193,16 +193,6 @@ fn observe(ns: &str) -> Observed {
     }
 }
 
-/// Poll until `f` holds (bounded); returns how long it took.
-fn wait_until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) -> Duration {
-    let t = Instant::now();
-    while !f() {
-        assert!(t.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    t.elapsed()
-}
-
 fn foreign_rules(ns: &str) {
     let ruleset = "table inet foreign {\n chain forward_foreign {\n  type filter hook forward priority 10; policy accept;\n  ip saddr 203.0.113.0/24 counter accept comment \"foreign\"\n }\n}\n";
     let mut c = Command::new("ip")
@@ -810,7 +800,7 @@ fn removing_the_browsers_address_warns_and_apply_unchecked_moves_it() {
         v["confirmed"]["ports"]["eth0"]["addresses"],
         json!(["192.0.2.10/24"])
     );
-    // The old address is gone for good (no roll-back comes).
+    // The old address is gone for good (no roll-back comes): a quiet second, not an event.
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(addrs(&board, "eth0"), vec!["192.0.2.10/24"]);
 }
@@ -960,6 +950,7 @@ fn inventory_live_rates_governor_and_the_config_each_run_ran_under() {
     );
     assert_eq!(r.status, 201, "{}", r.body);
     let id = r.json()["id"].as_i64().expect("run id");
+    // Traffic flows for 3 s (of the 5 s test) before the live rates are read: a duration.
     std::thread::sleep(Duration::from_millis(3000));
     let eth0 = find(&http.get("/api/ports").json(), "eth0");
     let tx = num(&eth0, "/rates/tx_bits_per_second");
@@ -1552,6 +1543,7 @@ fn seed_003_a_port_by_dhcp_from_the_page_and_back_to_static() {
     wait_until(Duration::from_secs(5), "the client's route", || {
         default_routes_v4(&board) == vec!["198.51.100.2 dev eth1 proto dhcp"]
     });
+    // And they stay so (no static route comes back beside it): a quiet second.
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(
         default_routes_v4(&board),
@@ -1591,7 +1583,11 @@ fn seed_003_a_port_by_dhcp_from_the_page_and_back_to_static() {
     wait_until(Duration::from_secs(5), "the release", || {
         dynamic_v4(&board, "eth1").is_empty()
     });
-    std::thread::sleep(Duration::from_millis(500));
+    wait_until(Duration::from_secs(5), "the lease's route to go", || {
+        !default_routes_v4(&board)
+            .iter()
+            .any(|r| r.contains("dev eth1"))
+    });
     assert_eq!(
         default_routes_v4(&board),
         vec!["192.0.2.2 dev eth0 proto boot metric 200"]
@@ -1871,6 +1867,7 @@ fn a_port_by_dhcp_keeps_its_lease_across_kill_9() {
         })
     };
     lab.kill(d);
+    // The address stays while no netperfd runs: a second without one, not an event.
     std::thread::sleep(Duration::from_secs(1));
     assert!(
         !dynamic_v4(&board, "eth1").is_empty(),
@@ -1889,6 +1886,7 @@ fn a_port_by_dhcp_keeps_its_lease_across_kill_9() {
         !dynamic_v4(&board, "eth1").is_empty()
             && default_routes_v4(&board) == vec!["198.51.100.2 dev eth1 proto dhcp"]
     });
+    // The sampler watches 2 s more of the new netperfd's lease: a duration.
     std::thread::sleep(Duration::from_secs(2));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let (longest, missing) = sampler.join().expect("sampler");

@@ -109,7 +109,8 @@ fn a_big_chart_does_not_hold_up_other_requests() {
             let _ = tx.send(("chart", r.status, points));
         });
     }
-    // Let both chart requests reach the workers, then ask for health.
+    // Let both chart requests reach the workers, then ask for health. A margin, not an
+    // event: nothing outside the daemon shows a request taken up by a worker.
     std::thread::sleep(Duration::from_millis(300));
     let h = http.clone();
     let txh = tx.clone();

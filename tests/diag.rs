@@ -297,10 +297,21 @@ fn ping_tables_system_and_hostile_input() {
 
     // One ping at a time per user: the second gets 429 while the first runs.
     let h2 = http.clone();
+    let logged = |lab: &Lab| {
+        lab.output("daemon")
+            .1
+            .matches("ran diagnostics: ping")
+            .count()
+    };
+    let pings = logged(&lab);
     let first = std::thread::spawn(move || {
         ping(&h2, json!({"host": PC1_IP, "count": 4, "interval_ms": 500}))
     });
-    std::thread::sleep(Duration::from_millis(500));
+    // The first ping holds the user's slot once it is logged (the log line comes after the
+    // claim).
+    wait_until(Duration::from_secs(10), "the first ping to start", || {
+        logged(&lab) > pings
+    });
     let (st, v) = ping(&http, json!({"host": PC1_IP, "count": 1}));
     assert_eq!(st, 429, "{v}");
     assert!(

@@ -89,7 +89,12 @@ fn a_full_disk_after_kill_9_mid_forwarding_run_comes_up_read_only_with_nat_off()
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    std::thread::sleep(Duration::from_millis(1500));
+    // What the run turned on is in its stored summary (what a restart undoes) before the kill.
+    wait_until(
+        Duration::from_secs(15),
+        "the run's stored forwarding change",
+        || !http.get_json(&format!("/api/runs/{id}"))["run"]["summary"]["nat"]["undo"].is_null(),
+    );
     // What a dead daemon leaves: a capture file and an import spool. The test keeps them
     // open, so removing them frees nothing: the store still cannot write after they go.
     std::fs::create_dir_all(data.join("captures")).expect("captures dir");
@@ -265,7 +270,8 @@ fn pcap_downloads_stream_in_bounded_memory_and_at_most_four_at_once() {
         r.body
     );
     drop(slow);
-    std::thread::sleep(Duration::from_millis(1000));
+    // The daemon has let go of the slow downloads (and their slots).
+    wait_conns_closed(&board, port, Duration::from_secs(10));
 
     // 10 whole downloads at once: each one the whole file or a 503; memory stays flat.
     let hs: Vec<_> = (0..10)

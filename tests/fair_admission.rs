@@ -138,7 +138,8 @@ fn idle_connections_from_several_addresses_do_not_lock_the_payload_sink_or_sourc
         let (src, refused) = idle_from(&addrs(10..14), SOURCE_PORT, 8);
         assert_eq!((src.len(), refused), (32, 0), "source: held, refused");
         held_raw.extend(src);
-        // The non-readers stall (a few s): then they count as idle.
+        // The non-readers stall (a few s): then they count as idle (a duration of the
+        // server's rule, not an event).
         std::thread::sleep(Duration::from_secs(4));
 
         // A new address is served by all three at once.
@@ -244,6 +245,8 @@ fn idle_web_connections_from_one_address_are_capped() {
     let board = lab.board.clone();
     let (held, closed, status) = in_ns(&board, || {
         let mut conns: Vec<TcpStream> = (0..300).map(|_| connect_from("127.0.0.2", 8080)).collect();
+        // A margin, not an event: the daemon closes the connections over the cap (nothing
+        // outside shows it has seen the last one).
         std::thread::sleep(Duration::from_millis(500));
         let (mut held, mut closed) = (0, 0);
         for s in &mut conns {

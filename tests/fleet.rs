@@ -381,6 +381,7 @@ fn schedule_fires_twice_skips_while_busy_and_survives_a_restart() {
     );
     assert_eq!(r.status, 200, "{}", r.body);
     let n = schedule_view(&http, id)["last_suite_id"].clone();
+    // A duration, not an event: no firing in 5 s (the period is 3 s).
     std::thread::sleep(Duration::from_secs(5));
     assert_eq!(schedule_view(&http, id)["last_suite_id"], n);
 }
@@ -416,6 +417,7 @@ fn schedules_are_capped_and_fire_a_few_at_a_time() {
         json!({"name": "tick", "time": 1, "steps": [{"kind": "tcp", "direction": "send"}]}),
     );
     let pid = lab.pid(d);
+    // A settle time, not an event: the daemon's thread count has no sign of being done.
     std::thread::sleep(Duration::from_millis(500));
     let before = threads(pid);
     let mut ids = Vec::new();

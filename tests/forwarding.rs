@@ -444,6 +444,8 @@ fn monitor_only_run_records_a_stock_iperf3_flow_through_the_board_until_stopped(
             "--json",
         ],
     );
+    // A duration, not an event: the monitor watches an idle link before the flow (its
+    // summary's seconds and a peak above the mean are checked).
     std::thread::sleep(Duration::from_millis(1500));
     let (code, out, err) = lab.run(
         &pc1,
@@ -455,6 +457,7 @@ fn monitor_only_run_records_a_stock_iperf3_flow_through_the_board_until_stopped(
     assert_eq!(code, Some(0), "{err}");
     let client = json(&out, "iperf3 -J");
     let sent = num(&client, "/end/sum_sent/bytes");
+    // And a quiet half second after it: a duration.
     std::thread::sleep(Duration::from_millis(500));
     // Stop it as a user would (Ctrl-C).
     let pid = lab.pid(mon).to_string();
@@ -699,6 +702,7 @@ fn web_and_api_one_click_forwarding_and_monitor_runs_stored_in_history() {
     );
     assert_eq!(st, 201, "{v}");
     let sid = v["id"].as_i64().unwrap();
+    // The stop comes mid-run, the peer's test under way: a duration into the run.
     std::thread::sleep(Duration::from_millis(2500));
     assert_eq!(ip_forward(&board), "1");
     let (st, _) = w.api("POST", &format!("/api/runs/{sid}/stop"), None);
@@ -717,6 +721,8 @@ fn web_and_api_one_click_forwarding_and_monitor_runs_stored_in_history() {
     );
     assert_eq!(st, 201, "{v}");
     let mid = v["id"].as_i64().unwrap();
+    // A duration, not an event: the monitor watches for a while (its summary's seconds are
+    // checked to be at least 1).
     std::thread::sleep(Duration::from_millis(1500));
     let (_, page) = w.get("/forwarding");
     assert!(
@@ -759,7 +765,15 @@ fn forwarding_turned_on_by_a_run_cut_short_by_kill_9_goes_off_at_the_next_start(
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    std::thread::sleep(Duration::from_millis(1500));
+    // What the run turned on is in its stored summary (what a restart undoes) before the kill.
+    wait_until(
+        Duration::from_secs(15),
+        "the run's stored forwarding change",
+        || {
+            !w.api("GET", &format!("/api/runs/{id}"), None).1["run"]["summary"]["nat"]["undo"]
+                .is_null()
+        },
+    );
     lab.kill(w.idx);
     assert_eq!(ip_forward(&board), "1", "still on after the crash");
     let data = data_dir(&lab);
@@ -937,7 +951,11 @@ fn a_run_token_neither_moves_the_stored_agent_nor_bridges_its_own_port() {
     assert_eq!(r.status, 201, "{}", r.body);
     let v = wait(r.json()["id"].as_i64().unwrap());
     assert_eq!(v["run"]["status"], "completed", "{v}");
-    std::thread::sleep(Duration::from_millis(500));
+    wait_until(
+        Duration::from_secs(10),
+        "the run's token to be stored",
+        || admin.get_json("/api/peer")["token_stored"] == json!(true),
+    );
     let p = admin.get_json("/api/peer");
     assert_eq!(
         (p["url"].as_str(), &p["token_stored"]),

@@ -46,7 +46,7 @@ fn ended(http: &Http, id: i64) -> Value {
 
 /// Fill the forwarding form (token as given, empty = use the stored one), start the run from
 /// the browser and wait for its end; (run id, the run page's status and error text).
-fn form_run(b: &Browser, http: &Http, token: &str) -> (i64, String, String) {
+fn form_run(lab: &Lab, b: &Browser, http: &Http, token: &str) -> (i64, String, String) {
     b.go("/forwarding");
     b.type_into("input[name=peer]", &format!("http://{PC1_IP}:5280"));
     b.type_into("input[name=token]", token);
@@ -72,8 +72,21 @@ fn form_run(b: &Browser, http: &Http, token: &str) -> (i64, String, String) {
         std::thread::sleep(Duration::from_millis(100));
     };
     ended(http, id);
-    // The token is stored by the run's end; give that write a moment before looking.
-    std::thread::sleep(Duration::from_millis(500));
+    // A token given is stored (or not) after the run's end: the daemon logs which.
+    if !token.is_empty() {
+        let said = [
+            format!("run {id} completed: its peer agent address and token are stored"),
+            format!("run {id} did not complete: the agent address and token given"),
+        ];
+        wait_until(
+            Duration::from_secs(10),
+            "the daemon's word on the token",
+            || {
+                let (_, log) = lab.output("daemon");
+                said.iter().any(|s| log.contains(s))
+            },
+        );
+    }
     b.go(&format!("/runs/{id}"));
     let status = b.wait_text("status", "");
     let error = b
@@ -141,7 +154,7 @@ fn a_mistyped_token_fails_the_run_and_the_good_stored_token_stays() {
     assert_eq!(token_field(&b).0, "no token stored yet");
 
     // 1. The good token: the run completes, the token is stored (its length shown, not it).
-    let (good, status, error) = form_run(&b, &http, TOKEN);
+    let (good, status, error) = form_run(&lab, &b, &http, TOKEN);
     assert_eq!(status, "completed", "run {good}: {error}");
     let (note, value) = token_field(&b);
     assert_eq!(
@@ -151,7 +164,7 @@ fn a_mistyped_token_fails_the_run_and_the_good_stored_token_stays() {
     assert_eq!(value, "", "the token field is sent back empty");
 
     // 2. A mistyped token (21 characters): the run fails and says why.
-    let (bad, status, error) = form_run(&b, &http, WRONG);
+    let (bad, status, error) = form_run(&lab, &b, &http, WRONG);
     b.screenshot(&shots, "forwarding-wrong-token-run");
     assert_eq!(status, "failed", "run {bad}");
     assert!(
@@ -182,7 +195,7 @@ fn a_mistyped_token_fails_the_run_and_the_good_stored_token_stays() {
     );
 
     // 3. The field left empty: the stored (good) token is used and the run completes.
-    let (again, status, error) = form_run(&b, &http, "");
+    let (again, status, error) = form_run(&lab, &b, &http, "");
     assert_eq!(status, "completed", "run {again}: {error}");
     let v = http.get_json(&format!("/api/runs/{again}"));
     assert!(

@@ -232,6 +232,7 @@ fn wrong_cookie_on_a_data_stream_leaves_the_session_alone() {
     c.read_exact(&mut st).expect("start");
     assert_eq!(st, [1, 2], "expected TEST_START and TEST_RUNNING");
     good.write_all(&vec![0u8; 65536]).expect("data");
+    // The test's running time (a duration, not an event).
     std::thread::sleep(Duration::from_millis(500));
     // End the test: TEST_END → EXCHANGE_RESULTS; send results; read the server's.
     c.write_all(&[4]).expect("TEST_END");
@@ -284,6 +285,7 @@ fn killed_client_frees_its_session_fast() {
     );
     lab.wait_port(&board, BOARD_IP, 5201);
     let cli = lab.spawn(&pc1, "iperf3-long", "iperf3", &["-c", BOARD_IP, "-t", "60"]);
+    // Killed mid-test: a duration into the 60 s test.
     std::thread::sleep(Duration::from_secs(2));
     lab.kill(cli);
     let t = Instant::now();
@@ -328,6 +330,7 @@ fn cable_pulled_mid_test_frees_the_session_within_15_s() {
         "iperf3",
         &["-c", BOARD_IP, "-t", "60", "-R"],
     );
+    // The cable goes mid-test: a duration into the 60 s test.
     std::thread::sleep(Duration::from_secs(2));
     // Pull the cable: the peer's port goes down, no FIN or RST ever reaches the board.
     let out = Command::new("ip")
@@ -373,6 +376,7 @@ fn up_to_results(port: u16, cookie: &[u8; 37]) -> TcpStream {
     c.read_exact(&mut st).expect("start");
     assert_eq!(st, [1, 2], "expected TEST_START and TEST_RUNNING");
     d.write_all(&vec![0u8; 65536]).expect("data");
+    // The test's running time (a duration, not an event).
     std::thread::sleep(Duration::from_millis(500));
     c.write_all(&[4]).expect("TEST_END");
     c.read_exact(&mut b).expect("state");
@@ -647,6 +651,8 @@ fn connections_without_cookie_are_capped_per_address() {
     let mut idle: Vec<TcpStream> = (0..300)
         .map(|_| connect_from("127.0.0.2", srv.port))
         .collect();
+    // A margin, not an event: the server closes the connections over its cap (nothing
+    // outside shows it has seen the last one).
     std::thread::sleep(Duration::from_millis(500));
     let mut closed = 0;
     for s in &mut idle {

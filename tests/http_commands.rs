@@ -174,8 +174,10 @@ fn the_pages_commands_work_as_shown_and_probes_leave_no_runs() {
         }
         let mut s = std::net::TcpStream::connect((BOARD_IP, 8088)).expect("connect");
         let _ = s.write_all(b"\x16\x03\x01garbage\r\n\r\n");
+        // The garbage reaches the server before the close (a margin, not an event).
         std::thread::sleep(Duration::from_millis(200));
     });
+    // A duration, not an event: that no run appears is checked after a while.
     std::thread::sleep(Duration::from_secs(2));
     let after: usize = ["tcp-sink", "http-serve"]
         .iter()

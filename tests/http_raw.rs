@@ -249,6 +249,7 @@ fn curl_and_axel_download_payloads_from_the_board() {
     );
     assert!(out.contains("Content-Length: 10000000000"), "{out}");
     assert!(out.contains("Accept-Ranges: bytes"), "{out}");
+    // A duration, not an event: that no run appears is checked after a while.
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(
         runs(&mut lab, &data).len(),
@@ -560,7 +561,11 @@ fn nc_into_the_sink_and_out_of_the_source() {
         "nc",
         &["-d", BOARD_IP, &SINK_PORT.to_string()],
     );
-    std::thread::sleep(Duration::from_millis(800));
+    wait_until(Duration::from_secs(10), "a live tcp-sink run", || {
+        runs(&mut lab, &data)
+            .iter()
+            .any(|r| r["kind"] == "tcp-sink" && r["status"] == "running")
+    });
     let live: Vec<Value> = runs(&mut lab, &data)
         .into_iter()
         .filter(|r| r["kind"] == "tcp-sink" && r["status"] == "running")
@@ -782,6 +787,7 @@ fn web_form_starts_a_download() {
             );
             std::thread::sleep(Duration::from_millis(200));
         };
+        // The stop comes mid-run: a duration into it.
         std::thread::sleep(Duration::from_millis(1200));
         let out = curl(
             &mut lab,
@@ -903,6 +909,8 @@ fn hostile_peers_do_not_wedge_the_services() {
             let s = std::net::TcpStream::connect((BOARD_IP, HTTP_PORT)).expect("connect");
             held.push(s);
         }
+        // A margin, not an event: the server answers the connections over its cap (nothing
+        // outside shows it has seen the last one).
         std::thread::sleep(Duration::from_millis(500));
         for s in &mut held {
             s.set_nonblocking(true).ok();
@@ -934,7 +942,12 @@ fn hostile_peers_do_not_wedge_the_services() {
             &url("/payload/1G"),
         ],
     );
-    std::thread::sleep(Duration::from_millis(1500));
+    // Killed mid-download: once its run is live.
+    wait_until(Duration::from_secs(10), "a live http-serve run", || {
+        runs(&mut lab, &data)
+            .iter()
+            .any(|r| r["kind"] == "http-serve" && r["status"] == "running")
+    });
     lab.kill(i);
     let r = ended(&mut lab, &data, "http-serve", 1, Duration::from_secs(40));
     assert_eq!(r[0]["status"], "aborted", "{:#}", r[0]);

@@ -506,7 +506,8 @@ fn silent_connections_from_one_address_do_not_starve_another() {
     );
     assert!(t0.elapsed() < std::time::Duration::from_millis(2900));
     assert!((100..=128).contains(&open), "{open}");
-    // … and closes those too when their handshake has not come within 3 s.
+    // … and closes those too when their handshake has not come within 3 s (a duration: the
+    // deadline is what is checked).
     std::thread::sleep(std::time::Duration::from_millis(3500));
     assert_eq!(still_open(&conns), 0);
     // And the address may connect again.

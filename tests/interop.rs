@@ -715,6 +715,7 @@ fn newest_stock_iperf3_options_and_keys() {
             "1000",
         ],
     );
+    // Stopped mid-test: a duration into the 30 s test.
     std::thread::sleep(Duration::from_millis(1500));
     let pid = lab.pid(s4).to_string();
     let st = std::process::Command::new("kill")

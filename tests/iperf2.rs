@@ -75,27 +75,6 @@ fn drop_20(port: u16) -> String {
     )
 }
 
-/// Wait until a UDP socket is bound on `port` in `ns`.
-fn wait_udp(ns: &str, port: u16) {
-    let ns = ns.to_string();
-    let ok = in_ns(&ns, move || {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let needle = format!(":{port:04X} ");
-        while Instant::now() < deadline {
-            for f in ["/proc/self/net/udp", "/proc/self/net/udp6"] {
-                let f = f.replace("self", &format!("self/task/{}", nix::unistd::gettid()));
-                let t = std::fs::read_to_string(&f).unwrap_or_default();
-                if t.lines().any(|l| l.contains(&needle)) {
-                    return true;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        false
-    });
-    assert!(ok, "nothing bound on UDP port {port}");
-}
-
 // ------------------------------------------------------------ our client → stock server
 
 #[test]
@@ -116,16 +95,23 @@ fn tcp_ours_to_stock_byte_counts_agree() {
     assert_eq!(doc["outcome"]["status"], "completed");
     let ours: Vec<Value> = streams(doc);
     assert_eq!(ours.len(), 2);
-    std::thread::sleep(Duration::from_millis(500));
-    let stock = csv(&lab.output("iperf-s").0);
-    for s in &ours {
-        let local_port = s["local"]
+    let local_port = |s: &Value| {
+        s["local"]
             .as_str()
             .unwrap()
             .rsplit(' ')
             .next()
             .unwrap()
-            .to_string();
+            .to_string()
+    };
+    let mut stock = Vec::new();
+    poll_until(Duration::from_secs(10), || {
+        stock = csv(&lab.output("iperf-s").0);
+        ours.iter()
+            .all(|s| stock.iter().any(|l| l[2] == local_port(s)))
+    });
+    for s in &ours {
+        let local_port = local_port(s);
         let line = stock
             .iter()
             .find(|l| l[2] == local_port)
@@ -148,7 +134,7 @@ fn udp_ours_to_stock_loss_from_the_server_report() {
     let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
     nft(&pc1, &drop_20(5001));
     lab.spawn(&pc1, "iperf-s", "iperf", &["-s", "-u", "-y", "C"]);
-    wait_udp(&pc1, 5001);
+    lab.wait_udp(&pc1, 5001);
     let (code, out, err) = lab.run(
         &board,
         "ours",
@@ -168,9 +154,12 @@ fn udp_ours_to_stock_loss_from_the_server_report() {
     );
     // ids 0..sent-1 and the FIN: the server counts ids 1.. and the FIN, i.e. `sent`.
     assert_eq!(total, sent, "server counted {total}, we sent {sent}");
-    // The stock server's own line says the same.
-    std::thread::sleep(Duration::from_millis(500));
-    let stock = csv(&lab.output("iperf-s").0);
+    // The stock server's own line says the same (it writes it as the test ends).
+    let mut stock = Vec::new();
+    poll_until(Duration::from_secs(10), || {
+        stock = csv(&lab.output("iperf-s").0);
+        !stock.is_empty()
+    });
     let line = stock.last().unwrap_or_else(|| panic!("no stock line"));
     assert_eq!(line[10].parse::<u64>().unwrap(), lost, "{line:?}");
     assert_eq!(line[11].parse::<u64>().unwrap(), total, "{line:?}");
@@ -184,7 +173,7 @@ fn tcp_and_udp_return_tests_ours_to_stock() {
     lab.spawn(&pc1, "iperf-s", "iperf", &["-s", "-y", "C"]);
     lab.spawn(&pc1, "iperf-su", "iperf", &["-s", "-u", "-y", "C"]);
     lab.wait_port(&pc1, PC1_IP, 5001);
-    wait_udp(&pc1, 5001);
+    lab.wait_udp(&pc1, 5001);
     // TCP -r: we send 2 s, then the stock server sends back 2 s to our port 5002.
     let (code, out, err) = lab.run(
         &board,
@@ -200,8 +189,12 @@ fn tcp_and_udp_return_tests_ours_to_stock() {
     assert_eq!(ss.len(), 2, "{out}");
     assert!(ss[0]["sender"].as_bool().unwrap() && !ss[1]["sender"].as_bool().unwrap());
     let back = u(&ss[1], "/bytes");
-    std::thread::sleep(Duration::from_millis(500));
-    let stock = csv(&lab.output("iperf-s").0);
+    // The stock server's lines of both legs (it writes each as the leg ends).
+    let mut stock = Vec::new();
+    poll_until(Duration::from_secs(10), || {
+        stock = csv(&lab.output("iperf-s").0);
+        stock.iter().any(|l| l[4] == "5002") && stock.iter().any(|l| l[4] != "5002")
+    });
     // The stock side's reverse line: its port 5002 side is ours.
     let rev = stock
         .iter()
@@ -280,7 +273,7 @@ fn udp_return_leg_with_bind_dev_only_arrives() {
         ],
     );
     lab.spawn(&pc2, "iperf-su", "iperf", &["-s", "-u", "-y", "C"]);
-    wait_udp(&pc2, 5001);
+    lab.wait_udp(&pc2, 5001);
     let (code, out, err) = lab.run(
         &board,
         "udp-r-dev",
@@ -326,7 +319,7 @@ fn start_ours(lab: &mut Lab) {
         &[("RUST_LOG", "info")],
     );
     lab.wait_port(&board, BOARD_IP, 5001);
-    wait_udp(&board, 5001);
+    lab.wait_udp(&board, 5001);
 }
 
 /// Wait for `n` JSON lines from our server.
@@ -607,8 +600,11 @@ fn iperf2_client_on_the_iperf3_port_is_named_in_the_log() {
         &["-c", BOARD_IP, "-p", "5201", "-t", "1"],
         T,
     );
-    std::thread::sleep(Duration::from_millis(300));
-    let (o, e) = lab.output("ours3");
+    let (o, e) = lab.wait_output(
+        "ours3",
+        "peer looks like iperf 2.x",
+        Duration::from_secs(10),
+    );
     assert!(
         format!("{o}{e}").contains("peer looks like iperf 2.x"),
         "{o}{e}"
@@ -623,8 +619,7 @@ fn iperf2_client_on_the_iperf3_port_is_named_in_the_log() {
         T,
     );
     assert_ne!(code, Some(0), "{out}{err}");
-    std::thread::sleep(Duration::from_millis(300));
-    let (o, e) = lab.output("ours-s");
+    let (o, e) = lab.wait_output("ours-s", "peer looks like iperf 3", Duration::from_secs(10));
     assert!(e.contains("peer looks like iperf 3"), "{o}{e}");
 }
 
@@ -662,7 +657,21 @@ fn hostile_iperf2_headers_do_not_stop_the_server() {
         d[..4].copy_from_slice(&(-5i32).to_be_bytes());
         let _ = u.send(&d);
     });
-    std::thread::sleep(Duration::from_millis(500));
+    // The server has taken all of it: each connection closed on its side too, no datagram
+    // left unread.
+    let board = lab.board.clone();
+    wait_until(
+        Duration::from_secs(10),
+        "the server to read the hostile input",
+        || {
+            !sockets(&board, "tcp")
+                .iter()
+                .any(|s| s.local_port == 5001 && s.state == TCP_CLOSE_WAIT)
+                && sockets(&board, "udp")
+                    .iter()
+                    .all(|s| s.local_port != 5001 || s.rx_queue == 0)
+        },
+    );
     // Still serving: a stock test goes through with full counts.
     let (code, out, err) = lab.run(
         &pc1,
@@ -712,7 +721,7 @@ fn daemon_serves_iperf2_on_5001_and_records_the_run() {
     );
     lab.wait_port(&board, BOARD_IP, 5001);
     lab.wait_port(&board, BOARD_IP, 5201);
-    wait_udp(&board, 5001);
+    lab.wait_udp(&board, 5001);
     let (code, out, err) = lab.run(
         &pc1,
         "iperf-c",
@@ -903,7 +912,7 @@ fn daemon_records_a_stock_udp_p3_client_as_one_run_with_a_sum() {
     let (_, mut http) = common::http::daemon(&mut lab, &board, 8144, &[]);
     common::http::set_up(&lab, &mut http);
     lab.wait_port(&board, BOARD_IP, 5001);
-    wait_udp(&board, 5001);
+    lab.wait_udp(&board, 5001);
     let before = iperf2_runs(&http).len();
     let (code, out, err) = lab.run(
         &pc1,
@@ -995,6 +1004,7 @@ fn daemon_does_not_record_the_auto_probe_as_a_run() {
         sent
     });
     assert_eq!(sent, [(37, Some(0)), (10, Some(0)), (23, Some(0))]);
+    // A duration, not an event: that no run appears is checked after a while.
     std::thread::sleep(Duration::from_secs(2));
     let runs = iperf2_runs(&http);
     assert_eq!(runs.len(), before, "the probe was recorded: {runs:?}");
@@ -1156,6 +1166,7 @@ fn hostile_trip_times_clients_are_counted_not_measured() {
         a.extend(trip_burst(1, 1000, (now, us)));
         s.write_all(&a).unwrap();
         drop(s);
+        // A gap between clients, as separate tests come (not a wait for an event).
         std::thread::sleep(Duration::from_millis(300));
         // 2. One good burst (1 ms old), one 5 s in the future, then a size of 50 (framing
         // lost), then garbage; written in pieces smaller than a header.
@@ -1175,6 +1186,7 @@ fn hostile_trip_times_clients_are_counted_not_measured() {
             s.write_all(c).unwrap();
         }
         drop(s);
+        // A gap between clients, as separate tests come (not a wait for an event).
         std::thread::sleep(Duration::from_millis(300));
         // 3. A good header, then a stream that ends inside a burst's header.
         let mut s = TcpStream::connect(&addr).unwrap();

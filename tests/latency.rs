@@ -610,9 +610,28 @@ fn api_and_web_page_in_chromium() {
             json!({"script": s, "args": []}),
         )
     };
+    // A script for polling: None when it could not run (the page was being replaced).
+    let try_js = |s: &str| -> Option<Value> {
+        let body = json!({"script": s, "args": []});
+        let r = w
+            .try_req(
+                "POST",
+                &format!("/session/{sess}/execute/sync"),
+                vec![],
+                Some(("application/json".into(), body.to_string())),
+            )
+            .ok()
+            .filter(|r| r.status == 200)?;
+        serde_json::from_str::<Value>(&r.body)
+            .ok()
+            .map(|v| v["value"].clone())
+    };
     go("/login");
     js("var f=document.querySelector('input[name=password]'); f.value='correct horse'; f.form.submit();");
-    std::thread::sleep(Duration::from_millis(500));
+    wait_until(Duration::from_secs(15), "the login to land", || {
+        try_js("return location.pathname;")
+            .is_some_and(|p| p.as_str().is_some_and(|p| p != "/login"))
+    });
     go(&format!("/runs/{id}"));
     let mut ok = Value::Null;
     for _ in 0..40 {
@@ -674,7 +693,10 @@ fn api_and_web_page_in_chromium() {
     let nav = js("return Array.from(document.querySelectorAll('nav a')).some(a => a.getAttribute('href')==='/latency' && a.textContent==='Latency');");
     assert_eq!(nav, true);
     js(&format!("var f=document.getElementById('latency-form'); f.host.value='{PC1_IP}'; f.streams.value='0'; f.submit();"));
-    std::thread::sleep(Duration::from_millis(700));
+    wait_until(Duration::from_secs(15), "the form's error", || {
+        try_js("return (document.getElementById('form-error')||{}).textContent;")
+            .is_some_and(|e| e.as_str().is_some_and(|e| !e.is_empty()))
+    });
     let err = js("return (document.getElementById('form-error')||{}).textContent;");
     assert!(
         err.as_str().unwrap_or("").contains("streams must be 1..32"),

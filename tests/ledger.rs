@@ -513,6 +513,7 @@ fn a_second_flow_beside_the_run_is_said_as_other_traffic() {
         "iperf3",
         &["-c", PC1_IP, "-p", "5302", "-u", "-b", "40M", "-t", "6"],
     );
+    // The other flow runs a second before the run starts (a duration: it is around the run).
     std::thread::sleep(Duration::from_millis(1000));
     // The run: 20 Mbit/s of UDP for 3 s, pc1 → the daemon.
     let (code, out, err) = lab.run(

@@ -125,7 +125,7 @@ fn a_sender_held_back_by_a_tbf_egress_is_a_shortfall() {
 fn server_bidir_json_layout_matches_stock_key_by_key() {
     let mut lab = Lab::new();
     let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
-    lab.spawn(&board, "ours-s", bin(), &["-s", "-1", "-J"]);
+    let srv = lab.spawn(&board, "ours-s", bin(), &["-s", "-1", "-J"]);
     lab.wait_port(&board, BOARD_IP, 5201);
     let (code, out, err) = lab.run(
         &pc1,
@@ -138,7 +138,11 @@ fn server_bidir_json_layout_matches_stock_key_by_key() {
     );
     assert_eq!(code, Some(0), "{err}{out}");
     let client = json(&out, "stock client -J");
-    std::thread::sleep(Duration::from_millis(500));
+    // The one-off server prints its document as it exits.
+    assert!(
+        lab.wait(srv, Duration::from_secs(10)).is_some(),
+        "our -1 server did not exit after the test"
+    );
     let ours = json(&lab.output("ours-s").0, "our server -J");
     let theirs = stock("server-output-bidir-P2.json");
     for ptr in ["/end", "/intervals/0", "/start/test_start"] {
@@ -239,7 +243,7 @@ fn iperf2_udp_return_legs_run_at_the_asked_rate() {
     let mut lab = Lab::new();
     let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
     let server = lab.spawn(&pc1, "iperf-su", "iperf", &["-s", "-u"]);
-    std::thread::sleep(Duration::from_millis(500));
+    lab.wait_udp(&pc1, 5001);
     for (mode, port) in [("-r", "5002"), ("-d", "5003")] {
         // A second apart, as a person starts the next test: once in a full run (with a
         // compile beside it) the stock 2.1.8 server answered nothing to a -d started at once

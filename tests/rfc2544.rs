@@ -819,6 +819,7 @@ fn a_generator_bound_search_is_a_lower_bound_on_the_page() {
     let r = http.api("POST", "/api/runs/rfc2544", &b);
     assert_eq!(r.status, 201, "{}", r.body);
     let id2 = r.json()["id"].as_i64().expect("id");
+    // The stop comes mid-search: a duration into the run (trials of 1 s).
     std::thread::sleep(Duration::from_secs(3));
     let t0 = std::time::Instant::now();
     assert_eq!(

@@ -375,6 +375,7 @@ fn every_kind_of_run_has_a_true_page() {
     );
     assert_eq!(r.status, 201, "{}", r.body);
     let mon = r.json()["id"].as_i64().expect("id");
+    // The flow starts inside the monitor's 3 s, not at its start: a duration.
     std::thread::sleep(Duration::from_millis(700));
     let (code, out, err) = lab.run(
         &pc1,

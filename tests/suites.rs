@@ -553,6 +553,7 @@ fn suite_editor_and_stop() {
         assert!(t.elapsed() < Duration::from_secs(10), "{v}");
         std::thread::sleep(Duration::from_millis(100));
     }
+    // The stop comes mid-test: a duration into the 10 s test.
     std::thread::sleep(Duration::from_secs(1));
     let r = http.call("POST", &format!("/api/suites/{sid}/stop"));
     assert_eq!(r.status, 202, "{}", r.body);

@@ -784,6 +784,7 @@ fn g_a_receiver_stall_overflows_its_socket_buffer() {
     let before = nstat(&pc1, "UdpRcvbufErrors");
     let pid = lab.pid(peer);
     let stop = std::thread::spawn(move || {
+        // The stall comes mid-run: a duration into the 3 s run.
         std::thread::sleep(Duration::from_millis(1200));
         stall(pid, 1200);
     });
@@ -818,6 +819,7 @@ fn g_a_receiver_stall_overflows_its_socket_buffer() {
     let before = nstat(&board, "UdpRcvbufErrors");
     let pid = lab.pid(d);
     let stop = std::thread::spawn(move || {
+        // The stall comes mid-run: a duration into the 3 s run.
         std::thread::sleep(Duration::from_millis(1200));
         stall(pid, 1200);
     });
@@ -1115,6 +1117,7 @@ fn i_other_traffic_beside_a_run() {
         let (pc1, len) = (pc1.clone(), len.clone());
         let dir = lab.dir().clone();
         std::thread::spawn(move || {
+            // The other flow starts inside the run: a duration into it.
             std::thread::sleep(Duration::from_millis(900));
             let out = std::fs::File::create(dir.join(format!("other-c{n}.out"))).expect("out");
             std::process::Command::new("ip")

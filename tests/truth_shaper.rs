@@ -137,8 +137,11 @@ fn runs_the_board_sends_into_its_own_tbf_name_it_and_the_ports_page_shows_its_dr
     eprintln!("UDP: {}", verdict(&udp));
     names_the_tbf(&udp, "UDP from the board");
 
-    // The Ports API: the qdisc with the kernel's own drop count (skbs), read independently.
-    std::thread::sleep(Duration::from_millis(300));
+    // The Ports API: the qdisc with the kernel's own drop count (skbs), read independently,
+    // once nothing is left in the TBF's queue (its counters are final).
+    wait_until(Duration::from_secs(10), "the TBF's queue to drain", || {
+        sh(&board, &["tc", "-s", "qdisc", "show", "dev", "eth0"]).contains("backlog 0b 0p")
+    });
     let tc = tc_drops(&board, "eth0");
     assert!(tc > 100, "the TBF dropped only {tc}");
     let ports = http.get_json("/api/ports");

@@ -371,6 +371,8 @@ fn crafted(order: &[u64], stamp: impl Fn(u64) -> i64) -> (Value, Value) {
         u.send(&d).expect("send");
         std::thread::sleep(Duration::from_micros(200));
     }
+    // A margin, not an event: the server has read and counted the last datagram before the
+    // test ends (its counting shows nowhere outside).
     std::thread::sleep(Duration::from_millis(300));
     ctrl.write_all(&[4]).expect("TEST_END");
     state(&mut ctrl, 13);
@@ -532,6 +534,7 @@ fn udp_reverse_to_a_pulled_cable_frees_the_session_and_the_server_stays_ready() 
         "iperf3",
         &["-c", BOARD_IP, "-u", "-b", "10M", "-t", "60", "-R"],
     );
+    // The cable goes mid-test: a duration into the 60 s test.
     std::thread::sleep(Duration::from_secs(2));
     let out = std::process::Command::new("ip")
         .args(["-n", &pc1, "link", "set", "eth0", "down"])
@@ -557,7 +560,9 @@ fn udp_reverse_to_a_pulled_cable_frees_the_session_and_the_server_stays_ready() 
         .output()
         .expect("ip");
     assert!(out.status.success());
-    std::thread::sleep(Duration::from_millis(500));
+    wait_until(Duration::from_secs(10), "pc1's link to come up", || {
+        link_up(&pc1, "eth0") && link_up(&board, "eth0")
+    });
     let (code, o, e) = lab.run(
         &pc1,
         "next",
@@ -600,9 +605,10 @@ fn a_stalled_sender_falls_short_and_says_why() {
         if port == 5201 {
             lab.wait_port(&pc1, PC1_IP, port);
         } else {
-            std::thread::sleep(Duration::from_millis(500));
+            lab.wait_udp(&pc1, port);
         }
         let c = lab.spawn(&board, "netperfd-c", bin(), &args);
+        // Stopped 1.6 s into the run, for 1.6 s: durations (the test's subject).
         std::thread::sleep(Duration::from_millis(1600));
         let pid = lab.pid(c).to_string();
         assert!(std::process::Command::new("kill")

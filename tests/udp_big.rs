@@ -208,7 +208,7 @@ fn big_datagrams_iperf2_to_stock_iperf() {
         "iperf",
         &["-s", "-u", "-l", "8000", "-y", "C"],
     );
-    std::thread::sleep(Duration::from_millis(500));
+    lab.wait_udp(&pc1, 5001);
     let args = [
         "-c", PC1_IP, "--iperf2", "-u", "-l", "8000", "-b", "200M", "-t", "1", "-J",
     ];
@@ -232,9 +232,13 @@ fn big_datagrams_iperf2_to_stock_iperf() {
         sent * 8000.0 * 8.0 >= 200e6 * 0.95,
         "sent {sent} datagrams of 8000 bytes in 1 s"
     );
-    // The stock server's own line: its bytes are the received datagrams' (total − lost).
-    std::thread::sleep(Duration::from_millis(500));
-    let text = lab.output("iperf-su").0;
+    // The stock server's own line: its bytes are the received datagrams' (total − lost). It
+    // writes it as the test ends.
+    let mut text = String::new();
+    poll_until(Duration::from_secs(10), || {
+        text = lab.output("iperf-su").0;
+        text.lines().any(|l| l.split(',').count() >= 12)
+    });
     let line: Vec<&str> = text
         .lines()
         .rfind(|l| l.split(',').count() >= 12)

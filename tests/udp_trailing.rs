@@ -57,6 +57,7 @@ fn run_with_tail_dropped(prog: &str, args: &[&str], port: u16) -> (serde_json::V
     let srv = lab.spawn(&pc1, "srv", bin(), &["-s", "-1", "-J", "-p", &p]);
     lab.wait_port(&pc1, PC1_IP, port);
     let cli = lab.spawn(&board, "cli", prog, args);
+    // The tail is dropped from 2 s into the 3 s run: a duration.
     std::thread::sleep(Duration::from_millis(2_000));
     let dport = port.to_string();
     iptables(
@@ -160,6 +161,7 @@ fn reverse_tail_is_lost_and_no_tail_is_not() {
     assert_eq!(num(&c, "/end/sum_received/lost_packets"), 0.0, "{out}");
     // The tail dropped at the client's INPUT.
     let cli = lab.spawn(&board, "cli", bin(), &args);
+    // The tail is dropped from 1.5 s into the 3 s run: a duration.
     std::thread::sleep(Duration::from_millis(1_500));
     iptables(
         &board,

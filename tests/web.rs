@@ -409,6 +409,22 @@ impl Driver {
             serde_json::json!({"script": script, "args": []}),
         )
     }
+    /// Like [`Driver::js`], with None when the script could not run (e.g. the page was
+    /// being replaced): for polling.
+    fn try_js(&self, script: &str) -> Option<Value> {
+        let url = format!("/session/{}/execute/sync", self.session);
+        let body = serde_json::json!({"script": script, "args": []});
+        let r = self.http.try_req(
+            "POST",
+            &url,
+            vec![],
+            Some(("application/json".into(), body.to_string())),
+        );
+        let r = r.ok().filter(|r| r.status == 200)?;
+        serde_json::from_str::<Value>(&r.body)
+            .ok()
+            .map(|v| v["value"].clone())
+    }
     fn go(&self, url: &str) {
         self.cmd("POST", "/url", serde_json::json!({"url": url}));
     }
@@ -472,8 +488,20 @@ fn browser_sees_the_live_run_page() {
     d.type_into("input[name=parallel]", "2");
     d.click("form.grid button[type=submit]");
     d.wait_path("/runs/", "the run form did not lead to a run page");
-    // Let intervals arrive over server-sent events, then look.
-    std::thread::sleep(Duration::from_millis(3500));
+    // Let intervals arrive over server-sent events (two intervals' rows) and the charts be
+    // drawn, then look.
+    wait_until(
+        Duration::from_secs(10),
+        "live interval rows and charts",
+        || {
+            let n = |css: &str| {
+                d.try_js(&format!("return document.querySelectorAll('{css}').length"))
+                    .and_then(|v| v.as_u64())
+                    .unwrap_or(0)
+            };
+            n("#intervals tr") >= 6 && n("#charts canvas") == 3
+        },
+    );
     let rows = d
         .js("return document.querySelectorAll('#intervals tr').length")
         .as_u64()
@@ -533,7 +561,17 @@ fn browser_sees_the_live_run_page() {
         png.len()
     );
     // At the end the page reloads itself with the summary.
-    std::thread::sleep(Duration::from_secs(5));
+    wait_until(
+        Duration::from_secs(20),
+        "the page with the run's summary",
+        || {
+            let body = d
+                .try_js("return document.body.innerText")
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            body.contains("completed") && body.contains("Receiver bitrate")
+        },
+    );
     let body = d
         .js("return document.body.innerText")
         .as_str()
@@ -659,8 +697,7 @@ fn iperf2_peer_from_the_form_and_auto_detection() {
     lab.spawn(&pc1, "iperf-su", "iperf", &["-s", "-u"]);
     lab.spawn(&pc1, "iperf-s", "iperf", &["-s"]);
     lab.wait_port(&pc1, PC1_IP, 5001);
-    // The UDP server has no TCP socket to wait for.
-    std::thread::sleep(Duration::from_millis(500));
+    lab.wait_udp(&pc1, 5001);
     let (_, mut http) = daemon(&mut lab, &board, 8083, &[]);
     set_up(&lab, &mut http);
     let csrf = http.page_csrf();

@@ -338,31 +338,142 @@ impl Lab {
     /// Wait until something listens on TCP `port` in `ns` (bounded). Reads the namespace's
     /// socket table instead of connecting, so a one-off (`-1`) server is not used up.
     pub fn wait_port(&self, ns: &str, _addr: &str, port: u16) {
-        let ns = ns.to_string();
-        let ok = in_ns(&ns, move || {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            let needle = format!(":{port:04X} ");
-            while Instant::now() < deadline {
-                for f in ["/proc/self/net/tcp", "/proc/self/net/tcp6"] {
-                    // /proc/self/net follows the reading thread's namespace only for the main
-                    // thread; read the task's own entry instead.
-                    let f = f.replace("self", &format!("self/task/{}", nix::unistd::gettid()));
-                    let t = std::fs::read_to_string(&f).unwrap_or_default();
-                    if t.lines().any(|l| {
-                        let cols: Vec<&str> = l.split_whitespace().collect();
-                        cols.len() > 3
-                            && format!("{} ", cols[1]).contains(&needle)
-                            && cols[3] == "0A"
-                    }) {
-                        return true;
-                    }
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            false
+        let found = poll_until(Duration::from_secs(10), || {
+            sockets(ns, "tcp")
+                .iter()
+                .any(|s| s.local_port == port && s.state == TCP_LISTEN)
         });
-        assert!(ok, "nothing listens on port {port} in {ns}");
+        assert!(found, "nothing listens on port {port} in {ns}");
     }
+
+    /// Wait until a UDP socket is bound on `port` in `ns` (bounded): a UDP server has no
+    /// listening socket to wait for.
+    pub fn wait_udp(&self, ns: &str, port: u16) {
+        let found = poll_until(Duration::from_secs(10), || {
+            sockets(ns, "udp").iter().any(|s| s.local_port == port)
+        });
+        assert!(found, "nothing bound on UDP port {port} in {ns}");
+    }
+
+    /// Wait until what process `name` wrote (stdout and stderr) contains `needle`; returns
+    /// both. Fails the test with the output after `limit`.
+    pub fn wait_output(&self, name: &str, needle: &str, limit: Duration) -> (String, String) {
+        let found = poll_until(limit, || {
+            let (o, e) = self.output(name);
+            o.contains(needle) || e.contains(needle)
+        });
+        let (o, e) = self.output(name);
+        assert!(
+            found,
+            "{name} did not write {needle:?} within {limit:?}:\n{o}{e}"
+        );
+        (o, e)
+    }
+}
+
+/// `st` of a listening TCP socket in /proc/net/tcp.
+pub const TCP_LISTEN: u8 = 0x0A;
+/// `st` of an established TCP connection.
+pub const TCP_ESTABLISHED: u8 = 0x01;
+/// `st` of a TCP connection the peer has closed and this end not yet.
+pub const TCP_CLOSE_WAIT: u8 = 0x08;
+
+/// One socket of a namespace's table (/proc/net/{tcp,tcp6,udp,udp6}): its local port, its
+/// state (`st`, e.g. [`TCP_LISTEN`]), and the bytes queued to send and to read (for a
+/// listening socket, `rx_queue` is the number of connections waiting to be accepted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sock {
+    pub local_port: u16,
+    pub remote_port: u16,
+    pub state: u8,
+    pub tx_queue: u64,
+    pub rx_queue: u64,
+}
+
+/// The TCP (`proto` "tcp") or UDP ("udp") sockets of namespace `ns`, IPv4 and IPv6.
+pub fn sockets(ns: &str, proto: &str) -> Vec<Sock> {
+    let proto = proto.to_string();
+    in_ns(ns, move || {
+        let mut out = Vec::new();
+        for f in [proto.clone(), format!("{proto}6")] {
+            // /proc/self/net follows the reading thread's namespace only for the main thread;
+            // read the task's own entry instead.
+            let f = format!("/proc/self/task/{}/net/{f}", nix::unistd::gettid());
+            let t = std::fs::read_to_string(&f).unwrap_or_default();
+            for l in t.lines().skip(1) {
+                let c: Vec<&str> = l.split_whitespace().collect();
+                if c.len() < 5 {
+                    continue;
+                }
+                let port = |a: &str| {
+                    a.rsplit(':')
+                        .next()
+                        .and_then(|p| u16::from_str_radix(p, 16).ok())
+                        .unwrap_or(0)
+                };
+                let (tx, rx) = c[4].split_once(':').unwrap_or(("0", "0"));
+                out.push(Sock {
+                    local_port: port(c[1]),
+                    remote_port: port(c[2]),
+                    state: u8::from_str_radix(c[3], 16).unwrap_or(0),
+                    tx_queue: u64::from_str_radix(tx, 16).unwrap_or(0),
+                    rx_queue: u64::from_str_radix(rx, 16).unwrap_or(0),
+                });
+            }
+        }
+        out
+    })
+}
+
+/// Wait (bounded) until no connection to local TCP `port` in `ns` is open on the server's
+/// side (established, or closed by the client and not yet by the server): the server has
+/// let go of every connection it had on that port.
+pub fn wait_conns_closed(ns: &str, port: u16, limit: Duration) {
+    wait_until(
+        limit,
+        &format!("the connections to port {port} in {ns} to close"),
+        || {
+            !sockets(ns, "tcp").iter().any(|s| {
+                s.local_port == port && matches!(s.state, TCP_ESTABLISHED | TCP_CLOSE_WAIT)
+            })
+        },
+    );
+}
+
+/// Poll `f` (every 50 ms) until it holds or `limit` has passed; whether it held.
+pub fn poll_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let t = Instant::now();
+    loop {
+        if f() {
+            return true;
+        }
+        if t.elapsed() >= limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Wait for an event: poll `f` (every 50 ms) until it holds; fails the test with "timed out
+/// after LIMIT waiting for WHAT" when it has not within `limit`. Returns how long it took.
+pub fn wait_until(limit: Duration, what: &str, f: impl FnMut() -> bool) -> Duration {
+    let t = Instant::now();
+    assert!(
+        poll_until(limit, f),
+        "timed out after {limit:?} waiting for {what}"
+    );
+    t.elapsed()
+}
+
+/// Whether `eth` in `ns` is up with its carrier (`ip link`'s LOWER_UP): a veth whose both
+/// ends are up.
+pub fn link_up(ns: &str, eth: &str) -> bool {
+    let out = Command::new("ip")
+        .args(["-n", ns, "link", "show", "dev", eth])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    out.contains("LOWER_UP") && out.contains("state UP")
 }
 
 impl Drop for Lab {
