@@ -202,7 +202,6 @@ fn start_probes(
         target: peer.ip(),
         interval: Duration::from_millis(spec.interval_ms as u64),
         timeout: PROBE_TIMEOUT,
-        bind_dev: spec.bind_dev.clone(),
     };
     let (ptx, prx) = mpsc::unbounded_channel::<Probe>();
     let prober = probe::start(&pspec, sock, t0, ptx)?;
