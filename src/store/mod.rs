@@ -80,10 +80,8 @@ impl StoreError {
 
 type Result<T> = std::result::Result<T, StoreError>;
 
-fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![
-        M::up(
-            r#"
+/// Migration 1: runs with their streams and intervals, settings, sessions, API tokens.
+const BASE_MIGRATION: &str = r#"
 CREATE TABLE runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     role TEXT NOT NULL CHECK (role IN ('client','server')),
@@ -151,11 +149,10 @@ CREATE TABLE api_tokens (
     token_hash TEXT NOT NULL UNIQUE,
     created_at INTEGER NOT NULL
 );
-"#,
-        ),
-        // 2: UDP figures (datagrams, loss, jitter) and suites (e.g. the UDP ladder).
-        M::up(
-            r#"
+"#;
+
+/// Migration 2: UDP figures (datagrams, loss, jitter) and suites (e.g. the UDP ladder).
+const UDP_SUITES_MIGRATION: &str = r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     name TEXT NOT NULL,
@@ -173,8 +170,13 @@ ALTER TABLE intervals ADD COLUMN packets INTEGER;
 ALTER TABLE intervals ADD COLUMN lost INTEGER;
 ALTER TABLE intervals ADD COLUMN jitter_ms REAL;
 ALTER TABLE intervals ADD COLUMN out_of_order INTEGER;
-"#,
-        ),
+"#;
+
+fn migrations() -> Migrations<'static> {
+    Migrations::new(vec![
+        M::up(BASE_MIGRATION),
+        // 2: UDP figures (datagrams, loss, jitter) and suites (e.g. the UDP ladder).
+        M::up(UDP_SUITES_MIGRATION),
         // 3: board control (system::apply): confirmed network config, change log, run net config.
         M::up(board::BOARD_MIGRATION),
         // 4: run kinds beyond iperf3 (legs of multi-port runs, forwarding, monitor-only, HTTP,
