@@ -24,7 +24,8 @@ use super::forwarding::{self, Backend, BackendChoice, Forward, Sysctls};
 use super::governor::{self, Core};
 use super::links::{self, netlink, Link};
 use super::netconfig::{
-    management_warning, port_state, validate, Change, DefaultRoute, FwState, NetState, Scope,
+    management_warning, port_state, validate, Change, DefaultRoute, FwState, NetState, PortState,
+    Scope,
 };
 use crate::store::{BoardLogRow, Store};
 use serde::{Deserialize, Serialize};
@@ -544,7 +545,7 @@ impl Controller {
                 )));
                 continue;
             };
-            let (i, n) = (l.index, name.as_str());
+            let n = name.as_str();
             let dhcp_on = self.dhcp.is_on(n);
             if !p.dhcp && dhcp_on {
                 if let Err(e) = self.dhcp.stop(n).await {
@@ -553,44 +554,42 @@ impl Controller {
             } else if p.dhcp && !dhcp_on {
                 dhcp_starts.push(n);
             }
-            if l.mtu != p.mtu {
-                if let Err(e) = addresses::set_mtu(&h, i, n, p.mtu).await {
-                    errors.push(e);
-                }
-            }
-            if p.up && !l.up {
-                if let Err(e) = addresses::set_up(&h, i, n, true).await {
-                    errors.push(e);
-                }
-            }
-            // Twice: removing a primary IPv4 address can take its secondaries along.
-            for _ in 0..2 {
-                let now = links::inventory().await?;
-                let cur = now
-                    .iter()
-                    .find(|x| x.index == i)
-                    .map(|x| x.managed_addresses())
-                    .unwrap_or_default();
-                for a in p.addresses.iter().filter(|a| !cur.contains(a)) {
-                    if let Err(e) = addresses::add_address(&h, i, n, *a).await {
-                        errors.push(e);
+            reconcile_port(&h, l, p, &mut errors).await?;
+        }
+        self.reconcile_routes(&h, s, &links, &dhcp_starts, &mut errors)
+            .await;
+        if !dhcp_starts.is_empty() {
+            match super::dhcp::detect() {
+                Ok(c) => {
+                    for n in dhcp_starts {
+                        if let Err(e) = self.dhcp.start(&c, n).await {
+                            errors.push(e);
+                        }
                     }
                 }
-                for a in cur.iter().filter(|a| !p.addresses.contains(a)) {
-                    if let Err(e) = addresses::del_address(&h, i, n, *a).await {
-                        errors.push(e);
-                    }
-                }
-                if !errors.is_empty() {
-                    break;
-                }
-            }
-            if !p.up && l.up {
-                if let Err(e) = addresses::set_up(&h, i, n, false).await {
-                    errors.push(e);
-                }
+                Err(e) => errors.push(BoardError::System(format!("DHCP: {e}"))),
             }
         }
+        if let Some(fw) = &s.forwarding {
+            self.reconcile_forwarding(fw, &mut errors).await;
+        }
+        match errors.into_iter().next() {
+            None => Ok(()),
+            Some(e) => Err(e),
+        }
+    }
+
+    /// The default routes as `s` has them, on the board's ports `links`. A default route
+    /// through a port by DHCP (whose client starts later if in `dhcp_starts`) is its client's.
+    /// Errors go to `errors`.
+    async fn reconcile_routes(
+        &self,
+        h: &rtnetlink::Handle,
+        s: &NetState,
+        links: &[Link],
+        dhcp_starts: &[&str],
+        errors: &mut Vec<BoardError>,
+    ) {
         for (r, v6) in [
             (&s.ipv4_default_route, false),
             (&s.ipv6_default_route, true),
@@ -608,7 +607,7 @@ impl Controller {
                     if dhcp_starts.contains(&pn) {
                         if let Some(l) = links.iter().find(|l| l.name == pn) {
                             if let Err(e) =
-                                addresses::del_default_routes_via(&h, false, l.index).await
+                                addresses::del_default_routes_via(h, false, l.index).await
                             {
                                 errors.push(e);
                             }
@@ -635,46 +634,32 @@ impl Controller {
                     Some((g.via, oif))
                 }
             };
-            if let Err(e) = addresses::set_default_route(&h, v6, target).await {
+            if let Err(e) = addresses::set_default_route(h, v6, target).await {
                 errors.push(e);
             }
         }
-        if !dhcp_starts.is_empty() {
-            match super::dhcp::detect() {
-                Ok(c) => {
-                    for n in dhcp_starts {
-                        if let Err(e) = self.dhcp.start(&c, n).await {
-                            errors.push(e);
-                        }
-                    }
+    }
+
+    /// The firewall's forwards and the kernel's forwarding switches as `fw` has them. Errors
+    /// go to `errors` (no firewall backend only when there is something to forward).
+    async fn reconcile_forwarding(&self, fw: &FwState, errors: &mut Vec<BoardError>) {
+        let forwards = fw.forwards.clone();
+        match self.backend() {
+            Ok(b) => {
+                let r =
+                    crate::engine::task::spawn_blocking(move || forwarding::write(b, &forwards))
+                        .await
+                        .map_err(|e| BoardError::System(format!("writing the firewall: {e}")))
+                        .and_then(|r| r);
+                if let Err(e) = r {
+                    errors.push(e);
                 }
-                Err(e) => errors.push(BoardError::System(format!("DHCP: {e}"))),
             }
+            Err(e) if !fw.forwards.is_empty() => errors.push(e),
+            Err(_) => {}
         }
-        if let Some(fw) = &s.forwarding {
-            let forwards = fw.forwards.clone();
-            match self.backend() {
-                Ok(b) => {
-                    let r = crate::engine::task::spawn_blocking(move || {
-                        forwarding::write(b, &forwards)
-                    })
-                    .await
-                    .map_err(|e| BoardError::System(format!("writing the firewall: {e}")))
-                    .and_then(|r| r);
-                    if let Err(e) = r {
-                        errors.push(e);
-                    }
-                }
-                Err(e) if !fw.forwards.is_empty() => errors.push(e),
-                Err(_) => {}
-            }
-            if let Err(e) = forwarding::write_sysctls(fw.sysctls) {
-                errors.push(e);
-            }
-        }
-        match errors.into_iter().next() {
-            None => Ok(()),
-            Some(e) => Err(e),
+        if let Err(e) = forwarding::write_sysctls(fw.sysctls) {
+            errors.push(e);
         }
     }
 
@@ -1168,6 +1153,56 @@ impl Controller {
             addressing,
         })
     }
+}
+
+/// Make port `l` match `p`: MTU, up before its addresses change, the static addresses
+/// (added and removed, twice: removing a primary IPv4 address can take its secondaries
+/// along), down after. Errors go to `errors`; reading the ports again failing ends it.
+async fn reconcile_port(
+    h: &rtnetlink::Handle,
+    l: &Link,
+    p: &PortState,
+    errors: &mut Vec<BoardError>,
+) -> Result<(), BoardError> {
+    let (i, n) = (l.index, l.name.as_str());
+    if l.mtu != p.mtu {
+        if let Err(e) = addresses::set_mtu(h, i, n, p.mtu).await {
+            errors.push(e);
+        }
+    }
+    if p.up && !l.up {
+        if let Err(e) = addresses::set_up(h, i, n, true).await {
+            errors.push(e);
+        }
+    }
+    // Twice: removing a primary IPv4 address can take its secondaries along.
+    for _ in 0..2 {
+        let now = links::inventory().await?;
+        let cur = now
+            .iter()
+            .find(|x| x.index == i)
+            .map(|x| x.managed_addresses())
+            .unwrap_or_default();
+        for a in p.addresses.iter().filter(|a| !cur.contains(a)) {
+            if let Err(e) = addresses::add_address(h, i, n, *a).await {
+                errors.push(e);
+            }
+        }
+        for a in cur.iter().filter(|a| !p.addresses.contains(a)) {
+            if let Err(e) = addresses::del_address(h, i, n, *a).await {
+                errors.push(e);
+            }
+        }
+        if !errors.is_empty() {
+            break;
+        }
+    }
+    if !p.up && l.up {
+        if let Err(e) = addresses::set_up(h, i, n, false).await {
+            errors.push(e);
+        }
+    }
+    Ok(())
 }
 
 fn failed(e: BoardError, undo: Option<BoardError>) -> BoardError {

@@ -552,79 +552,16 @@ impl BoardReading {
     }
 
     /// What moved from `before` to `self` over `seconds` (see [`BoardDelta`]).
-    pub(crate) fn since(&self, before: &BoardReading, seconds: f64) -> BoardDelta {
-        let d = |a: u64, b: u64| b.saturating_sub(a);
-        // A 32-bit kernel counter (a qdisc's sent packets) that wrapped once.
-        let d32 = |a: u64, b: u64| {
-            if b >= a {
-                b - a
-            } else if a <= u64::from(u32::MAX) && b <= u64::from(u32::MAX) {
-                (b + (1u64 << 32)) - a
-            } else {
-                0
-            }
-        };
-        let mut ports = BTreeMap::new();
-        for (name, p) in &self.ports {
-            let Some(b) = before.ports.get(name) else {
-                continue;
-            };
-            let old: BTreeMap<&str, u64> = b.nic.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-            let nic: BTreeMap<String, u64> = p
-                .nic
-                .iter()
-                .filter_map(|(k, v)| {
-                    let x = d(*old.get(k.as_str())?, *v);
-                    (x > 0).then(|| (k.clone(), x))
-                })
-                .collect();
-            let qdiscs =
-                p.qdiscs
-                    .iter()
-                    .map(|q| {
-                        let o = b.qdiscs.iter().find(|x| {
-                            x.handle == q.handle && x.kind == q.kind && x.parent == q.parent
-                        });
-                        match o {
-                            // A qdisc replaced during the run started from 0.
-                            None => q.clone(),
-                            Some(o) => Qdisc {
-                                drops: d(o.drops, q.drops),
-                                overlimits: d(o.overlimits, q.overlimits),
-                                requeues: d(o.requeues, q.requeues),
-                                sent_bytes: d(o.sent_bytes, q.sent_bytes),
-                                sent_packets: d32(o.sent_packets, q.sent_packets),
-                                backlog_start_bytes: o.backlog_bytes,
-                                ..q.clone()
-                            },
-                        }
-                    })
-                    .collect();
-            let dd = |a: Option<u64>, b: Option<u64>| Some(d(a?, b?));
-            ports.insert(
-                name.clone(),
-                PortDelta {
-                    nic,
-                    rings: p.rings,
-                    qdiscs,
-                    rx_dropped: dd(b.rx_dropped, p.rx_dropped),
-                    tx_dropped: dd(b.tx_dropped, p.tx_dropped),
-                    traffic: match (b.traffic, p.traffic) {
-                        (Some(o), Some(n)) => Some(Traffic {
-                            rx_bytes: d(o.rx_bytes, n.rx_bytes),
-                            rx_packets: d(o.rx_packets, n.rx_packets),
-                            tx_bytes: d(o.tx_bytes, n.tx_bytes),
-                            tx_packets: d(o.tx_packets, n.tx_packets),
-                        }),
-                        _ => None,
-                    },
-                },
-            );
-        }
+    pub fn since(&self, before: &BoardReading, seconds: f64) -> BoardDelta {
+        let ports = self
+            .ports
+            .iter()
+            .filter_map(|(name, p)| Some((name.clone(), p.since(before.ports.get(name)?))))
+            .collect();
         let snmp = self
             .snmp
             .iter()
-            .filter_map(|(k, v)| Some((k.clone(), d(*before.snmp.get(k)?, *v))))
+            .filter_map(|(k, v)| Some((k.clone(), diff(*before.snmp.get(k)?, *v))))
             .collect();
         let softnet = self
             .softnet
@@ -633,9 +570,9 @@ impl BoardReading {
                 let o = before.softnet.iter().find(|o| o.cpu == s.cpu)?;
                 Some(Softnet {
                     cpu: s.cpu,
-                    processed: d(o.processed, s.processed),
-                    dropped: d(o.dropped, s.dropped),
-                    time_squeeze: d(o.time_squeeze, s.time_squeeze),
+                    processed: diff(o.processed, s.processed),
+                    dropped: diff(o.dropped, s.dropped),
+                    time_squeeze: diff(o.time_squeeze, s.time_squeeze),
                 })
             })
             .collect();
@@ -648,7 +585,7 @@ impl BoardReading {
                     .per_cpu
                     .iter()
                     .enumerate()
-                    .map(|(i, n)| d(o.per_cpu.get(i).copied().unwrap_or(*n), *n))
+                    .map(|(i, n)| diff(o.per_cpu.get(i).copied().unwrap_or(*n), *n))
                     .collect();
                 Some(IrqLine {
                     irq: l.irq.clone(),
@@ -700,6 +637,78 @@ impl BoardReading {
             rmem_max: self.rmem_max,
             wmem_max: self.wmem_max,
             series: None,
+        }
+    }
+}
+
+/// How much a kernel counter grew from `a` to `b` (0 when it went back: reset).
+fn diff(a: u64, b: u64) -> u64 {
+    b.saturating_sub(a)
+}
+
+/// [`diff`] for a 32-bit kernel counter (a qdisc's sent packets) that may have wrapped once.
+fn diff32(a: u64, b: u64) -> u64 {
+    if b >= a {
+        b - a
+    } else if a <= u64::from(u32::MAX) && b <= u64::from(u32::MAX) {
+        (b + (1u64 << 32)) - a
+    } else {
+        0
+    }
+}
+
+impl PortReading {
+    /// What moved on this port since `b` (the same port's earlier reading): driver
+    /// statistics that grew, each qdisc's counters, drops and traffic.
+    fn since(&self, b: &PortReading) -> PortDelta {
+        let old: BTreeMap<&str, u64> = b.nic.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        let nic: BTreeMap<String, u64> = self
+            .nic
+            .iter()
+            .filter_map(|(k, v)| {
+                let x = diff(*old.get(k.as_str())?, *v);
+                (x > 0).then(|| (k.clone(), x))
+            })
+            .collect();
+        let qdiscs = self
+            .qdiscs
+            .iter()
+            .map(|q| {
+                let o = b
+                    .qdiscs
+                    .iter()
+                    .find(|x| x.handle == q.handle && x.kind == q.kind && x.parent == q.parent);
+                match o {
+                    // A qdisc replaced during the run started from 0.
+                    None => q.clone(),
+                    Some(o) => Qdisc {
+                        drops: diff(o.drops, q.drops),
+                        overlimits: diff(o.overlimits, q.overlimits),
+                        requeues: diff(o.requeues, q.requeues),
+                        sent_bytes: diff(o.sent_bytes, q.sent_bytes),
+                        sent_packets: diff32(o.sent_packets, q.sent_packets),
+                        backlog_start_bytes: o.backlog_bytes,
+                        ..q.clone()
+                    },
+                }
+            })
+            .collect();
+        let dd = |a: Option<u64>, b: Option<u64>| Some(diff(a?, b?));
+        PortDelta {
+            nic,
+            rings: self.rings,
+            qdiscs,
+            rx_dropped: dd(b.rx_dropped, self.rx_dropped),
+            tx_dropped: dd(b.tx_dropped, self.tx_dropped),
+            traffic: match (b.traffic, self.traffic) {
+                (Some(o), Some(n)) => Some(Traffic {
+                    rx_bytes: diff(o.rx_bytes, n.rx_bytes),
+                    rx_packets: diff(o.rx_packets, n.rx_packets),
+                    tx_bytes: diff(o.tx_bytes, n.tx_bytes),
+                    tx_packets: diff(o.tx_packets, n.tx_packets),
+                }),
+                _ => None,
+            },
         }
     }
 }

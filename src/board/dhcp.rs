@@ -963,6 +963,72 @@ fn overlap_elsewhere(links: &[super::links::Link], port: &str, a: IfAddr) -> Opt
         .map(|(other, b)| format!("{a} overlaps {b} on {other}: two ports cannot share a subnet"))
 }
 
+/// Put the leased address `a` on port `port` (interface `index`) with the lifetime `secs`
+/// (seconds; `u32::MAX` = forever), marked as DHCP's, replacing it if it is there.
+async fn add_leased(
+    h: &rtnetlink::Handle,
+    index: u32,
+    a: IfAddr,
+    secs: u32,
+    port: &str,
+) -> Result<(), BoardError> {
+    let mut req = h.address().add(index, a.addr, a.prefix).replace();
+    let attrs = &mut req.message_mut().attributes;
+    attrs.push(
+        rtnetlink::packet_route::address::AddressAttribute::CacheInfo({
+            let mut c = rtnetlink::packet_route::address::CacheInfo::default();
+            c.ifa_preferred = secs;
+            c.ifa_valid = secs;
+            c
+        }),
+    );
+    attrs.push(
+        rtnetlink::packet_route::address::AddressAttribute::Protocol(
+            super::links::DHCP_ADDR_PROTO.into(),
+        ),
+    );
+    req.execute()
+        .await
+        .map_err(|e| nl_error(&format!("adding the leased {a} to {port}"), e))?;
+    Ok(())
+}
+
+/// The lease's router `r` becomes the board's IPv4 default route through port `port`
+/// (interface `index`) unless another port holds the default route (then `lease` notes
+/// why not). `links` are the board's ports; `event` is udhcpc's, for the log.
+async fn lease_router(
+    h: &rtnetlink::Handle,
+    index: u32,
+    links: &[super::links::Link],
+    r: IpAddr,
+    event: &str,
+    port: &str,
+    lease: &mut Lease,
+) -> Result<(), BoardError> {
+    // The board's default route stays where it is when another port holds it
+    // (a static gateway, or a DHCP port that bound first).
+    let other = super::addresses::default_routes(h, false)
+        .await?
+        .into_iter()
+        .find(|(_, oif)| *oif != Some(index));
+    match other {
+        Some((via, oif)) => {
+            let name = oif
+                .and_then(|i| links.iter().find(|x| x.index == i))
+                .map(|x| x.name.clone())
+                .unwrap_or_else(|| "another port".into());
+            let note = format!("not the board's default route: it stays via {via} on {name}");
+            eprintln!("{HOOK_PREFIX} ({event}): {port}: router {r} {note}");
+            lease.route_note = Some(note);
+        }
+        None => match r {
+            IpAddr::V4(r4) => super::addresses::set_dhcp_default_route(h, r4, index).await?,
+            IpAddr::V6(_) => {}
+        },
+    }
+    Ok(())
+}
+
 async fn hook(event: &str, env: &HashMap<String, String>, dir: &Path) -> Result<(), BoardError> {
     let port = env
         .get("interface")
@@ -1025,49 +1091,9 @@ async fn hook(event: &str, env: &HashMap<String, String>, dir: &Path) -> Result<
                 super::addresses::del_address(&h, l.index, &port, old.address).await?;
             }
             let secs = address_lifetime(lease.lease_secs);
-            let mut req = h.address().add(l.index, a.addr, a.prefix).replace();
-            let attrs = &mut req.message_mut().attributes;
-            attrs.push(
-                rtnetlink::packet_route::address::AddressAttribute::CacheInfo({
-                    let mut c = rtnetlink::packet_route::address::CacheInfo::default();
-                    c.ifa_preferred = secs;
-                    c.ifa_valid = secs;
-                    c
-                }),
-            );
-            attrs.push(
-                rtnetlink::packet_route::address::AddressAttribute::Protocol(
-                    super::links::DHCP_ADDR_PROTO.into(),
-                ),
-            );
-            req.execute()
-                .await
-                .map_err(|e| nl_error(&format!("adding the leased {a} to {port}"), e))?;
+            add_leased(&h, l.index, a, secs, &port).await?;
             if let Some(r) = lease.router {
-                // The board's default route stays where it is when another port holds it
-                // (a static gateway, or a DHCP port that bound first).
-                let other = super::addresses::default_routes(&h, false)
-                    .await?
-                    .into_iter()
-                    .find(|(_, oif)| *oif != Some(l.index));
-                match other {
-                    Some((via, oif)) => {
-                        let name = oif
-                            .and_then(|i| links.iter().find(|x| x.index == i))
-                            .map(|x| x.name.clone())
-                            .unwrap_or_else(|| "another port".into());
-                        let note =
-                            format!("not the board's default route: it stays via {via} on {name}");
-                        eprintln!("{HOOK_PREFIX} ({event}): {port}: router {r} {note}");
-                        lease.route_note = Some(note);
-                    }
-                    None => match r {
-                        IpAddr::V4(r4) => {
-                            super::addresses::set_dhcp_default_route(&h, r4, l.index).await?
-                        }
-                        IpAddr::V6(_) => {}
-                    },
-                }
+                lease_router(&h, l.index, &links, r, event, &port, &mut lease).await?;
             }
             write_lease(&lease_file, &lease)
         }

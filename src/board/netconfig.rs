@@ -352,172 +352,29 @@ impl Change {
     /// half-changed: callers discard it).
     pub fn apply_to(&self, target: &mut NetState, links: &[Link]) -> Result<String, BoardError> {
         match self {
-            Change::AddAddress { port, address } => {
-                let a = IfAddr::parse(address).map_err(BoardError::Invalid)?;
-                let p = port_mut(target, links, port)?;
-                if p.addresses.contains(&a) {
-                    return invalid(format!("{a} is already on {port}"));
-                }
-                p.addresses.push(a);
-                crate::model::order::sort(&mut p.addresses);
-                Ok(format!("add {a} to {port}"))
-            }
-            Change::DelAddress { port, address } => {
-                let a = IfAddr::parse_any(address).map_err(BoardError::Invalid)?;
-                let l = not_loopback(links, port)?;
-                let p = port_mut(target, links, port)?;
-                if !p.addresses.contains(&a) {
-                    if l.addresses.iter().any(|x| x.address == a) {
-                        return invalid(format!(
-                            "{a} on {port} comes from DHCP/SLAAC or the kernel; netperfd leaves it alone"
-                        ));
-                    }
-                    let have: Vec<String> = p.addresses.iter().map(|x| x.to_string()).collect();
-                    return invalid(format!(
-                        "{a} is not on {port} (it has {})",
-                        if have.is_empty() {
-                            "no address".to_string()
-                        } else {
-                            have.join(", ")
-                        }
-                    ));
-                }
-                p.addresses.retain(|x| *x != a);
-                Ok(format!("remove {a} from {port}"))
-            }
-            Change::Link { port, up, mtu } => {
-                let l = not_loopback(links, port)?;
-                if up.is_none() && mtu.as_deref().map(str::trim).unwrap_or("").is_empty() {
-                    return invalid(format!(
-                        "nothing to change on {port}: give up/down or an MTU"
-                    ));
-                }
-                let mtu = match mtu.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-                    Some(m) => Some(parse_mtu(m, l)?),
-                    None => None,
-                };
-                let p = port_mut(target, links, port)?;
-                let mut what = Vec::new();
-                if let Some(u) = up {
-                    p.up = *u;
-                    what.push(if *u { "up" } else { "down" }.to_string());
-                }
-                if let Some(m) = mtu {
-                    if m < IPV6_MIN_MTU && p.addresses.iter().any(|a| !a.is_ipv4()) {
-                        return invalid(format!(
-                            "an MTU below {IPV6_MIN_MTU} would remove the IPv6 addresses of {port}; remove them first"
-                        ));
-                    }
-                    p.mtu = m;
-                    what.push(format!("MTU {m}"));
-                }
-                Ok(format!("set {port} {}", what.join(", ")))
-            }
-            Change::Gateway { via, port, family } => {
-                let via = via.as_deref().map(str::trim).filter(|s| !s.is_empty());
-                let port = port.as_deref().map(str::trim).filter(|s| !s.is_empty());
-                match via {
-                    None => {
-                        let v6 = match family.as_deref().map(str::trim) {
-                            Some("ipv6") => true,
-                            Some("ipv4") | None => false,
-                            Some(f) => {
-                                return invalid(format!("family must be ipv4 or ipv6, got '{f}'"))
-                            }
-                        };
-                        let r = Some(DefaultRoute { gateway: None });
-                        if v6 {
-                            target.ipv6_default_route = r;
-                        } else {
-                            target.ipv4_default_route = r;
-                        }
-                        Ok(format!("remove the {} default route", family_word(v6)))
-                    }
-                    Some(v) => {
-                        let ip: IpAddr = v.parse().map_err(|_| {
-                            BoardError::Invalid(format!(
-                                "gateway '{v}' is not an IPv4 or IPv6 address"
-                            ))
-                        })?;
-                        if ip.is_unspecified() || ip.is_multicast() || ip.is_loopback() {
-                            return invalid(format!("{ip} cannot be a gateway"));
-                        }
-                        if let Some(p) = port {
-                            not_loopback(links, p)?;
-                        }
-                        let g = Gateway {
-                            via: ip,
-                            port: port.map(String::from),
-                        };
-                        let desc = format!("set the default route {g}");
-                        let r = Some(DefaultRoute { gateway: Some(g) });
-                        if ip.is_ipv6() {
-                            target.ipv6_default_route = r;
-                        } else {
-                            target.ipv4_default_route = r;
-                        }
-                        Ok(desc)
-                    }
-                }
-            }
+            Change::AddAddress { port, address } => add_address(target, links, port, address),
+            Change::DelAddress { port, address } => del_address(target, links, port, address),
+            Change::Link { port, up, mtu } => set_link(target, links, port, *up, mtu.as_deref()),
+            Change::Gateway { via, port, family } => set_gateway(
+                target,
+                links,
+                via.as_deref(),
+                port.as_deref(),
+                family.as_deref(),
+            ),
             Change::ForwardEnable {
                 ingress,
                 egress,
                 nat,
                 ipv6,
             } => {
-                if ingress == egress {
-                    return invalid(format!(
-                        "forwarding needs two different ports; got {ingress} → {egress}"
-                    ));
-                }
-                for p in [ingress, egress] {
-                    not_loopback(links, p)?;
-                    if !rule_safe_name(p) {
-                        return invalid(format!(
-                            "port name '{p}' cannot be used in a firewall rule"
-                        ));
-                    }
-                }
-                let fw = target.forwarding.get_or_insert_with(|| FwState {
-                    forwards: Vec::new(),
-                    sysctls: super::forwarding::read_sysctls(),
-                    saved: None,
-                });
                 let f = Forward {
                     ingress: ingress.clone(),
                     egress: egress.clone(),
                     nat: *nat,
                     ipv6: *ipv6,
                 };
-                if fw.forwards.contains(&f) {
-                    return invalid(format!("forwarding {f} is already enabled"));
-                }
-                if let Some(other) = fw
-                    .forwards
-                    .iter()
-                    .find(|g| g.egress == f.egress && g.ingress != f.ingress && g.nat != f.nat)
-                {
-                    return invalid(format!(
-                        "NAT is per egress port: {} already forwards to {} {} NAT; enable this one {} NAT too",
-                        other.ingress,
-                        other.egress,
-                        if other.nat { "with" } else { "without" },
-                        if other.nat { "with" } else { "without" },
-                    ));
-                }
-                if fw.forwards.is_empty() && fw.saved.is_none() {
-                    fw.saved = Some(fw.sysctls);
-                }
-                fw.forwards
-                    .retain(|g| !(g.ingress == f.ingress && g.egress == f.egress));
-                fw.forwards.push(f.clone());
-                let saved6 = fw.saved.map(|s| s.ipv6).unwrap_or(fw.sysctls.ipv6);
-                fw.sysctls = Sysctls {
-                    ipv4: true,
-                    ipv6: fw.forwards.iter().any(|g| g.ipv6) || saved6,
-                };
-                Ok(format!("enable forwarding {f}"))
+                enable_forward(target, links, f)
             }
             Change::Addressing {
                 port,
@@ -528,114 +385,322 @@ impl Change {
                 let address = address.as_deref().map(str::trim).unwrap_or("");
                 let gateway = gateway.as_deref().map(str::trim).unwrap_or("");
                 match method.trim() {
-                    "dhcp" => {
-                        if !address.is_empty() || !gateway.is_empty() {
-                            return invalid(format!(
-                                "a port by DHCP takes its address and gateway from the lease; leave address and gateway out for {port}"
-                            ));
-                        }
-                        if !super::dhcp::safe_port(port) {
-                            not_loopback(links, port)?;
-                            return invalid(format!(
-                                "port name '{port}' cannot be handed to a DHCP client"
-                            ));
-                        }
-                        let p = port_mut(target, links, port)?;
-                        if p.dhcp {
-                            return invalid(format!("{port} is already by DHCP"));
-                        }
-                        p.dhcp = true;
-                        p.addresses.clear();
-                        // Only a default route through this port goes (the client sets its
-                        // own); another port's stays, and the client then leaves it alone.
-                        if via_port(target, port) {
-                            target.ipv4_default_route = Some(DefaultRoute { gateway: None });
-                        }
-                        Ok(format!("{port} by DHCP (IPv6 by SLAAC)"))
-                    }
-                    "static" => {
-                        let mut addrs = Vec::new();
-                        for w in address
-                            .split(|c: char| c == ',' || c.is_whitespace())
-                            .filter(|w| !w.is_empty())
-                        {
-                            let a = IfAddr::parse(w).map_err(BoardError::Invalid)?;
-                            if !addrs.contains(&a) {
-                                addrs.push(a);
-                            }
-                        }
-                        let gw = match gateway {
-                            "" => None,
-                            g => {
-                                let ip: std::net::Ipv4Addr = g.parse().map_err(|_| {
-                                    BoardError::Invalid(format!(
-                                        "gateway '{g}' is not an IPv4 address"
-                                    ))
-                                })?;
-                                if ip.is_unspecified() || ip.is_multicast() || ip.is_loopback() {
-                                    return invalid(format!("{ip} cannot be a gateway"));
-                                }
-                                Some(Gateway {
-                                    via: IpAddr::V4(ip),
-                                    port: Some(port.clone()),
-                                })
-                            }
-                        };
-                        let p = port_mut(target, links, port)?;
-                        if !p.dhcp {
-                            return invalid(format!(
-                                "{port} is already static; add or remove its addresses instead"
-                            ));
-                        }
-                        p.dhcp = false;
-                        crate::model::order::sort(&mut addrs);
-                        let list: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
-                        p.addresses = addrs;
-                        let mut desc = format!(
-                            "{port} static ({})",
-                            if list.is_empty() {
-                                "no address".to_string()
-                            } else {
-                                list.join(", ")
-                            }
-                        );
-                        if let Some(g) = &gw {
-                            desc.push_str(&format!(", default route {g}"));
-                        }
-                        // A gateway given replaces the board's default route; without one,
-                        // only the client's route through this port goes.
-                        if gw.is_some() || via_port(target, port) {
-                            target.ipv4_default_route = Some(DefaultRoute { gateway: gw });
-                        }
-                        Ok(desc)
-                    }
+                    "dhcp" => to_dhcp(target, links, port, address, gateway),
+                    "static" => to_static(target, links, port, address, gateway),
                     m => invalid(format!("method must be dhcp or static, got '{m}'")),
                 }
             }
-            Change::ForwardDisable { ingress, egress } => {
-                let Some(fw) = target.forwarding.as_mut() else {
-                    return invalid(format!("forwarding {ingress} → {egress} is not enabled"));
-                };
-                let Some(i) = fw
-                    .forwards
-                    .iter()
-                    .position(|g| &g.ingress == ingress && &g.egress == egress)
-                else {
-                    return invalid(format!("forwarding {ingress} → {egress} is not enabled"));
-                };
-                fw.forwards.remove(i);
-                if fw.forwards.is_empty() {
-                    if let Some(s) = fw.saved.take() {
-                        fw.sysctls = s;
-                    }
-                } else {
-                    let saved6 = fw.saved.map(|s| s.ipv6).unwrap_or(false);
-                    fw.sysctls.ipv6 = fw.forwards.iter().any(|g| g.ipv6) || saved6;
-                }
-                Ok(format!("disable forwarding {ingress} → {egress}"))
-            }
+            Change::ForwardDisable { ingress, egress } => disable_forward(target, ingress, egress),
         }
     }
+}
+
+/// [`Change::AddAddress`]: add `address` (`ADDRESS/PREFIX`) to `port`'s static addresses.
+fn add_address(
+    target: &mut NetState,
+    links: &[Link],
+    port: &str,
+    address: &str,
+) -> Result<String, BoardError> {
+    let a = IfAddr::parse(address).map_err(BoardError::Invalid)?;
+    let p = port_mut(target, links, port)?;
+    if p.addresses.contains(&a) {
+        return invalid(format!("{a} is already on {port}"));
+    }
+    p.addresses.push(a);
+    crate::model::order::sort(&mut p.addresses);
+    Ok(format!("add {a} to {port}"))
+}
+
+/// [`Change::DelAddress`]: remove `address` from `port`'s static addresses; one the kernel
+/// or a DHCP/SLAAC client put there is refused with a message saying so.
+fn del_address(
+    target: &mut NetState,
+    links: &[Link],
+    port: &str,
+    address: &str,
+) -> Result<String, BoardError> {
+    let a = IfAddr::parse_any(address).map_err(BoardError::Invalid)?;
+    let l = not_loopback(links, port)?;
+    let p = port_mut(target, links, port)?;
+    if !p.addresses.contains(&a) {
+        if l.addresses.iter().any(|x| x.address == a) {
+            return invalid(format!(
+                "{a} on {port} comes from DHCP/SLAAC or the kernel; netperfd leaves it alone"
+            ));
+        }
+        let have: Vec<String> = p.addresses.iter().map(|x| x.to_string()).collect();
+        return invalid(format!(
+            "{a} is not on {port} (it has {})",
+            if have.is_empty() {
+                "no address".to_string()
+            } else {
+                have.join(", ")
+            }
+        ));
+    }
+    p.addresses.retain(|x| *x != a);
+    Ok(format!("remove {a} from {port}"))
+}
+
+/// [`Change::Link`]: bring `port` up or down and/or set its MTU (bytes, as text).
+fn set_link(
+    target: &mut NetState,
+    links: &[Link],
+    port: &str,
+    up: Option<bool>,
+    mtu: Option<&str>,
+) -> Result<String, BoardError> {
+    let l = not_loopback(links, port)?;
+    if up.is_none() && mtu.map(str::trim).unwrap_or("").is_empty() {
+        return invalid(format!(
+            "nothing to change on {port}: give up/down or an MTU"
+        ));
+    }
+    let mtu = match mtu.map(str::trim).filter(|s| !s.is_empty()) {
+        Some(m) => Some(parse_mtu(m, l)?),
+        None => None,
+    };
+    let p = port_mut(target, links, port)?;
+    let mut what = Vec::new();
+    if let Some(u) = up {
+        p.up = u;
+        what.push(if u { "up" } else { "down" }.to_string());
+    }
+    if let Some(m) = mtu {
+        if m < IPV6_MIN_MTU && p.addresses.iter().any(|a| !a.is_ipv4()) {
+            return invalid(format!(
+                "an MTU below {IPV6_MIN_MTU} would remove the IPv6 addresses of {port}; remove them first"
+            ));
+        }
+        p.mtu = m;
+        what.push(format!("MTU {m}"));
+    }
+    Ok(format!("set {port} {}", what.join(", ")))
+}
+
+/// [`Change::Gateway`]: set the default route through `via` (optionally out of `port`), or
+/// with no `via` remove the default route of `family` (`ipv4`, the default, or `ipv6`).
+fn set_gateway(
+    target: &mut NetState,
+    links: &[Link],
+    via: Option<&str>,
+    port: Option<&str>,
+    family: Option<&str>,
+) -> Result<String, BoardError> {
+    let via = via.map(str::trim).filter(|s| !s.is_empty());
+    let port = port.map(str::trim).filter(|s| !s.is_empty());
+    let Some(v) = via else {
+        let v6 = match family.map(str::trim) {
+            Some("ipv6") => true,
+            Some("ipv4") | None => false,
+            Some(f) => return invalid(format!("family must be ipv4 or ipv6, got '{f}'")),
+        };
+        let r = Some(DefaultRoute { gateway: None });
+        if v6 {
+            target.ipv6_default_route = r;
+        } else {
+            target.ipv4_default_route = r;
+        }
+        return Ok(format!("remove the {} default route", family_word(v6)));
+    };
+    let ip: IpAddr = v.parse().map_err(|_| {
+        BoardError::Invalid(format!("gateway '{v}' is not an IPv4 or IPv6 address"))
+    })?;
+    if ip.is_unspecified() || ip.is_multicast() || ip.is_loopback() {
+        return invalid(format!("{ip} cannot be a gateway"));
+    }
+    if let Some(p) = port {
+        not_loopback(links, p)?;
+    }
+    let g = Gateway {
+        via: ip,
+        port: port.map(String::from),
+    };
+    let desc = format!("set the default route {g}");
+    let r = Some(DefaultRoute { gateway: Some(g) });
+    if ip.is_ipv6() {
+        target.ipv6_default_route = r;
+    } else {
+        target.ipv4_default_route = r;
+    }
+    Ok(desc)
+}
+
+/// [`Change::ForwardEnable`]: add forward `f` (replacing one between the same ports), saving
+/// the kernel's forwarding switches before the first and turning them on as needed.
+fn enable_forward(target: &mut NetState, links: &[Link], f: Forward) -> Result<String, BoardError> {
+    let (ingress, egress) = (&f.ingress, &f.egress);
+    if ingress == egress {
+        return invalid(format!(
+            "forwarding needs two different ports; got {ingress} → {egress}"
+        ));
+    }
+    for p in [ingress, egress] {
+        not_loopback(links, p)?;
+        if !rule_safe_name(p) {
+            return invalid(format!("port name '{p}' cannot be used in a firewall rule"));
+        }
+    }
+    let fw = target.forwarding.get_or_insert_with(|| FwState {
+        forwards: Vec::new(),
+        sysctls: super::forwarding::read_sysctls(),
+        saved: None,
+    });
+    if fw.forwards.contains(&f) {
+        return invalid(format!("forwarding {f} is already enabled"));
+    }
+    if let Some(other) = fw
+        .forwards
+        .iter()
+        .find(|g| g.egress == f.egress && g.ingress != f.ingress && g.nat != f.nat)
+    {
+        return invalid(format!(
+            "NAT is per egress port: {} already forwards to {} {} NAT; enable this one {} NAT too",
+            other.ingress,
+            other.egress,
+            if other.nat { "with" } else { "without" },
+            if other.nat { "with" } else { "without" },
+        ));
+    }
+    if fw.forwards.is_empty() && fw.saved.is_none() {
+        fw.saved = Some(fw.sysctls);
+    }
+    fw.forwards
+        .retain(|g| !(g.ingress == f.ingress && g.egress == f.egress));
+    fw.forwards.push(f.clone());
+    let saved6 = fw.saved.map(|s| s.ipv6).unwrap_or(fw.sysctls.ipv6);
+    fw.sysctls = Sysctls {
+        ipv4: true,
+        ipv6: fw.forwards.iter().any(|g| g.ipv6) || saved6,
+    };
+    Ok(format!("enable forwarding {f}"))
+}
+
+/// [`Change::Addressing`] to `dhcp`: hand `port` to the DHCP client (`address` and `gateway`
+/// are the request's, trimmed, and must be empty).
+fn to_dhcp(
+    target: &mut NetState,
+    links: &[Link],
+    port: &str,
+    address: &str,
+    gateway: &str,
+) -> Result<String, BoardError> {
+    if !address.is_empty() || !gateway.is_empty() {
+        return invalid(format!(
+            "a port by DHCP takes its address and gateway from the lease; leave address and gateway out for {port}"
+        ));
+    }
+    if !super::dhcp::safe_port(port) {
+        not_loopback(links, port)?;
+        return invalid(format!(
+            "port name '{port}' cannot be handed to a DHCP client"
+        ));
+    }
+    let p = port_mut(target, links, port)?;
+    if p.dhcp {
+        return invalid(format!("{port} is already by DHCP"));
+    }
+    p.dhcp = true;
+    p.addresses.clear();
+    // Only a default route through this port goes (the client sets its
+    // own); another port's stays, and the client then leaves it alone.
+    if via_port(target, port) {
+        target.ipv4_default_route = Some(DefaultRoute { gateway: None });
+    }
+    Ok(format!("{port} by DHCP (IPv6 by SLAAC)"))
+}
+
+/// [`Change::Addressing`] to `static`: `port` takes the addresses in `address` (separated by
+/// commas or spaces) and, if `gateway` is not empty, the IPv4 default route through it.
+fn to_static(
+    target: &mut NetState,
+    links: &[Link],
+    port: &str,
+    address: &str,
+    gateway: &str,
+) -> Result<String, BoardError> {
+    let mut addrs = Vec::new();
+    for w in address
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|w| !w.is_empty())
+    {
+        let a = IfAddr::parse(w).map_err(BoardError::Invalid)?;
+        if !addrs.contains(&a) {
+            addrs.push(a);
+        }
+    }
+    let gw = match gateway {
+        "" => None,
+        g => {
+            let ip: std::net::Ipv4Addr = g.parse().map_err(|_| {
+                BoardError::Invalid(format!("gateway '{g}' is not an IPv4 address"))
+            })?;
+            if ip.is_unspecified() || ip.is_multicast() || ip.is_loopback() {
+                return invalid(format!("{ip} cannot be a gateway"));
+            }
+            Some(Gateway {
+                via: IpAddr::V4(ip),
+                port: Some(port.to_string()),
+            })
+        }
+    };
+    let p = port_mut(target, links, port)?;
+    if !p.dhcp {
+        return invalid(format!(
+            "{port} is already static; add or remove its addresses instead"
+        ));
+    }
+    p.dhcp = false;
+    crate::model::order::sort(&mut addrs);
+    let list: Vec<String> = addrs.iter().map(|a| a.to_string()).collect();
+    p.addresses = addrs;
+    let mut desc = format!(
+        "{port} static ({})",
+        if list.is_empty() {
+            "no address".to_string()
+        } else {
+            list.join(", ")
+        }
+    );
+    if let Some(g) = &gw {
+        desc.push_str(&format!(", default route {g}"));
+    }
+    // A gateway given replaces the board's default route; without one,
+    // only the client's route through this port goes.
+    if gw.is_some() || via_port(target, port) {
+        target.ipv4_default_route = Some(DefaultRoute { gateway: gw });
+    }
+    Ok(desc)
+}
+
+/// [`Change::ForwardDisable`]: remove the forward `ingress` → `egress`; after the last one the
+/// kernel's forwarding switches go back to what they were before the first.
+fn disable_forward(
+    target: &mut NetState,
+    ingress: &str,
+    egress: &str,
+) -> Result<String, BoardError> {
+    let Some(fw) = target.forwarding.as_mut() else {
+        return invalid(format!("forwarding {ingress} → {egress} is not enabled"));
+    };
+    let Some(i) = fw
+        .forwards
+        .iter()
+        .position(|g| g.ingress == ingress && g.egress == egress)
+    else {
+        return invalid(format!("forwarding {ingress} → {egress} is not enabled"));
+    };
+    fw.forwards.remove(i);
+    if fw.forwards.is_empty() {
+        if let Some(s) = fw.saved.take() {
+            fw.sysctls = s;
+        }
+    } else {
+        let saved6 = fw.saved.map(|s| s.ipv6).unwrap_or(false);
+        fw.sysctls.ipv6 = fw.forwards.iter().any(|g| g.ipv6) || saved6;
+    }
+    Ok(format!("disable forwarding {ingress} → {egress}"))
 }
 
 /// Checks across the whole target that a single change cannot see: a new address must not

@@ -266,19 +266,8 @@ async fn run(cfg: Config) -> Result<(), String> {
     // 1. Files left by the last daemon go first (nothing is written before).
     remove_leftovers(&cfg.data_dir);
     // 2. The store; read-only when it cannot be opened for writing (e.g. a full partition).
-    let (store, mut read_only) = match Store::open_dir(&cfg.data_dir) {
-        Ok(s) => (s, None),
-        Err(e) => match Store::open_dir_read_only(&cfg.data_dir) {
-            Ok(s) => {
-                tracing::error!("cannot open the history for writing ({e}): read-only");
-                (s, Some(e.to_string()))
-            }
-            Err(_) => return Err(e.to_string()),
-        },
-    };
+    let (store, mut read_only) = open_store(&cfg)?;
     let opened_read_only = read_only.is_some();
-    private_data_dir(&cfg.data_dir, store.path());
-    let store = Arc::new(store);
     // 3. Forwarding turned on by a forwarding run that was cut short goes off again, before
     // anything is written to the store (and even when it cannot be).
     let stale_forwarding = crate::runs::forward::stale_forwarding(&store);
@@ -296,40 +285,7 @@ async fn run(cfg: Config) -> Result<(), String> {
         }
     }
     if let Some(reason) = &read_only {
-        tracing::error!(
-            "cannot write the history ({reason}): netperfd comes up read-only until there is room"
-        );
-        web::storage::set_read_only(&cfg.data_dir, store.path(), reason);
-        let (s, b, dir) = (store.clone(), board.clone(), cfg.data_dir.clone());
-        let reopen = opened_read_only;
-        crate::engine::task::spawn(async move {
-            loop {
-                tokio::time::sleep(web::storage::RETRY).await;
-                if reopen {
-                    // Opened read-only: a restart is what opens it for writing.
-                    if Store::open_dir(&dir).is_ok() {
-                        tracing::warn!(
-                            "the history can be written again: restart netperfd to leave read-only"
-                        );
-                        web::storage::set_read_only(
-                            &dir,
-                            s.path(),
-                            "opened read-only at start; there is room again: restart netperfd",
-                        );
-                        break;
-                    }
-                    continue;
-                }
-                match owed.finish(&s, &b).await {
-                    Ok(()) => {
-                        tracing::info!("the history can be written again: read-only ends");
-                        web::storage::clear();
-                        break;
-                    }
-                    Err(e) => web::storage::set_read_only(&dir, s.path(), &e),
-                }
-            }
-        });
+        come_up_read_only(&cfg, &store, &board, owed, opened_read_only, reason);
     }
     let hub = RunContext::with_board(store.clone(), board.clone());
     // Scheduled suite runs (due ones that were missed while netperfd was down fire once now).
@@ -339,69 +295,12 @@ async fn run(cfg: Config) -> Result<(), String> {
     }
     // HTTPS beyond loopback: the certificate (made at first start) before anything announces
     // the URLs; a bad own certificate stops the daemon here with the file named.
-    let tls = if cfg.tls_in_force() {
-        let id = web::tls::identity(&cfg)?;
-        tracing::info!(
-            "web UI certificate SHA-256 {} (public key sha256//{}; {}{})",
-            id.fingerprint,
-            id.spki_sha256,
-            id.cert_path.display(),
-            if id.made { ", made now" } else { "" }
-        );
-        if let Some(w) = id.validity_warning(chrono::Utc::now()) {
-            tracing::warn!("{w}");
-        }
-        Some(id)
-    } else {
-        None
-    };
-    let mut app_state = AppState::new(store.clone(), hub.clone(), cfg.clone());
-    app_state.tls = web::tls::Shown::new(&cfg, tls.as_ref());
-    if let Some(w) = &app_state.tls.plain_warning {
-        tracing::warn!("{w}");
-        web::tls::warn_on_every_page();
-    }
-    let state = actix_web::web::Data::new(app_state);
-    match state.setup_code() {
-        Some(code) => {
-            web::first_run::announce(&cfg, &code, &state.tls);
-            web::first_run::keep_current(state.clone());
-        }
-        None => web::first_run::withdraw(&cfg),
-    }
-    if cfg.setup_kmsg.is_some() {
-        tracing::warn!(
-            "setup_kmsg in the config file is no longer used (the unit hides /dev/kmsg; the \
-             setup code is on the login prompt through /etc/issue.d/netperfd.issue): remove it"
-        );
-    }
+    let tls = tls_identity(&cfg)?;
+    let state = web_state(&cfg, &store, &hub, tls.as_ref());
 
     // The iperf3 server: bind now so a busy port is a start-up error, not a silent gap.
     let shutdown = Arc::new(tokio::sync::Notify::new());
-    if !cfg.iperf3_ports.is_empty() {
-        let mut listeners = Vec::new();
-        for &p in &cfg.iperf3_ports {
-            listeners.push(
-                server::bind_listener(None, p)
-                    .map_err(|e| format!("cannot listen for iperf3 clients on port {p}: {e}"))?,
-            );
-        }
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let h = hub.clone();
-        crate::engine::task::spawn(async move { crate::runs::iperf3::record_served(&h, rx).await });
-        let scfg = ServerConfig {
-            ports: cfg.iperf3_ports.clone(),
-            drops: Some(crate::runs::drops::host_drops()),
-            ..ServerConfig::default()
-        };
-        let sd = shutdown.clone();
-        crate::engine::task::spawn(async move {
-            if let Err(e) = server::serve_listeners(listeners, scfg, Some(tx), Some(sd)).await {
-                tracing::error!("iperf3 server stopped: {e}");
-            }
-        });
-        tracing::info!(ports = ?cfg.iperf3_ports, "iperf3 server listening");
-    }
+    start_iperf3(&cfg, &hub, &shutdown)?;
 
     // The iperf 2 server (TCP and UDP): a busy port is logged, the appliance still starts.
     if !cfg.iperf2_ports.is_empty() {
@@ -410,7 +309,178 @@ async fn run(cfg: Config) -> Result<(), String> {
 
     // The UDP echo for latency runs of other boards: a busy port is logged, the appliance
     // still starts. Kept until the daemon ends.
-    let _echo = (cfg.echo_port != 0)
+    let _echo = start_echo(&cfg);
+
+    let (http, redirect) = web_servers(&cfg, &state, tls.as_ref())?;
+    // Payload server, TCP sink and source (after the web UI has its port; one that cannot
+    // listen is logged and left off).
+    let _ = crate::runs::traffic::start(&hub, &cfg);
+    tracing::info!(
+        "web UI on {}://{}/ (data in {})",
+        if tls.is_some() { "https" } else { "http" },
+        cfg.listen,
+        store.path().display()
+    );
+    notify_ready();
+    let r = serve(http, redirect).await;
+    shutdown.notify_one();
+    board.stop_dhcp_clients().await;
+    r
+}
+
+/// Open the history in `cfg.data_dir` (made private); when it cannot be opened for writing,
+/// read-only with the reason. Errors: it cannot be opened at all.
+fn open_store(cfg: &Config) -> Result<(Arc<Store>, Option<String>), String> {
+    let (store, read_only) = match Store::open_dir(&cfg.data_dir) {
+        Ok(s) => (s, None),
+        Err(e) => match Store::open_dir_read_only(&cfg.data_dir) {
+            Ok(s) => {
+                tracing::error!("cannot open the history for writing ({e}): read-only");
+                (s, Some(e.to_string()))
+            }
+            Err(_) => return Err(e.to_string()),
+        },
+    };
+    private_data_dir(&cfg.data_dir, store.path());
+    Ok((Arc::new(store), read_only))
+}
+
+/// The daemon comes up read-only for `reason`: said on every page, and a task tries again
+/// every [`web::storage::RETRY`] — the writes `owed`, or (`reopen`: the store was opened
+/// read-only) whether it could be opened for writing, which then asks for a restart.
+fn come_up_read_only(
+    cfg: &Config,
+    store: &Arc<Store>,
+    board: &Arc<crate::board::apply::Controller>,
+    mut owed: StartWrites,
+    reopen: bool,
+    reason: &str,
+) {
+    tracing::error!(
+        "cannot write the history ({reason}): netperfd comes up read-only until there is room"
+    );
+    web::storage::set_read_only(&cfg.data_dir, store.path(), reason);
+    let (s, b, dir) = (store.clone(), board.clone(), cfg.data_dir.clone());
+    crate::engine::task::spawn(async move {
+        loop {
+            tokio::time::sleep(web::storage::RETRY).await;
+            if reopen {
+                // Opened read-only: a restart is what opens it for writing.
+                if Store::open_dir(&dir).is_ok() {
+                    tracing::warn!(
+                        "the history can be written again: restart netperfd to leave read-only"
+                    );
+                    web::storage::set_read_only(
+                        &dir,
+                        s.path(),
+                        "opened read-only at start; there is room again: restart netperfd",
+                    );
+                    break;
+                }
+                continue;
+            }
+            match owed.finish(&s, &b).await {
+                Ok(()) => {
+                    tracing::info!("the history can be written again: read-only ends");
+                    web::storage::clear();
+                    break;
+                }
+                Err(e) => web::storage::set_read_only(&dir, s.path(), &e),
+            }
+        }
+    });
+}
+
+/// The web UI's certificate when HTTPS is in force (logged with its fingerprint and any
+/// validity warning); `None` for plain HTTP. Errors: a bad own certificate, the file named.
+fn tls_identity(cfg: &Config) -> Result<Option<crate::cert::Identity>, String> {
+    if !cfg.tls_in_force() {
+        return Ok(None);
+    }
+    let id = web::tls::identity(cfg)?;
+    tracing::info!(
+        "web UI certificate SHA-256 {} (public key sha256//{}; {}{})",
+        id.fingerprint,
+        id.spki_sha256,
+        id.cert_path.display(),
+        if id.made { ", made now" } else { "" }
+    );
+    if let Some(w) = id.validity_warning(chrono::Utc::now()) {
+        tracing::warn!("{w}");
+    }
+    Ok(Some(id))
+}
+
+/// The web UI's shared state; announces the first-run setup code (or withdraws it) and warns
+/// about plain HTTP beyond loopback and the retired `setup_kmsg`.
+fn web_state(
+    cfg: &Config,
+    store: &Arc<Store>,
+    hub: &Hub,
+    tls: Option<&crate::cert::Identity>,
+) -> actix_web::web::Data<AppState> {
+    let mut app_state = AppState::new(store.clone(), hub.clone(), cfg.clone());
+    app_state.tls = web::tls::Shown::new(cfg, tls);
+    if let Some(w) = &app_state.tls.plain_warning {
+        tracing::warn!("{w}");
+        web::tls::warn_on_every_page();
+    }
+    let state = actix_web::web::Data::new(app_state);
+    match state.setup_code() {
+        Some(code) => {
+            web::first_run::announce(cfg, &code, &state.tls);
+            web::first_run::keep_current(state.clone());
+        }
+        None => web::first_run::withdraw(cfg),
+    }
+    if cfg.setup_kmsg.is_some() {
+        tracing::warn!(
+            "setup_kmsg in the config file is no longer used (the unit hides /dev/kmsg; the \
+             setup code is on the login prompt through /etc/issue.d/netperfd.issue): remove it"
+        );
+    }
+    state
+}
+
+/// Start the iperf3 server on `cfg.iperf3_ports` (none: off), its tests recorded by `hub`,
+/// stopped by `shutdown`. Errors: a port that cannot be bound.
+fn start_iperf3(
+    cfg: &Config,
+    hub: &Hub,
+    shutdown: &Arc<tokio::sync::Notify>,
+) -> Result<(), String> {
+    if cfg.iperf3_ports.is_empty() {
+        return Ok(());
+    }
+    let mut listeners = Vec::new();
+    for &p in &cfg.iperf3_ports {
+        listeners.push(
+            server::bind_listener(None, p)
+                .map_err(|e| format!("cannot listen for iperf3 clients on port {p}: {e}"))?,
+        );
+    }
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let h = hub.clone();
+    crate::engine::task::spawn(async move { h.record_server(rx).await });
+    let scfg = ServerConfig {
+        ports: cfg.iperf3_ports.clone(),
+        drops: Some(crate::runs::drops::host_drops()),
+        ..ServerConfig::default()
+    };
+    let sd = shutdown.clone();
+    crate::engine::task::spawn(async move {
+        if let Err(e) = server::serve_listeners(listeners, scfg, Some(tx), Some(sd)).await {
+            tracing::error!("iperf3 server stopped: {e}");
+        }
+    });
+    tracing::info!(ports = ?cfg.iperf3_ports, "iperf3 server listening");
+    Ok(())
+}
+
+/// The UDP echo responder on `cfg.echo_port` (0: off); `None` when off or the port is busy
+/// (logged).
+fn start_echo(cfg: &Config) -> Option<crate::engine::echo::Responder> {
+    (cfg.echo_port != 0)
         .then(
             || match crate::engine::echo::Responder::start(cfg.echo_port) {
                 Ok(r) => {
@@ -426,12 +496,21 @@ async fn run(cfg: Config) -> Result<(), String> {
                 }
             },
         )
-        .flatten();
+        .flatten()
+}
 
+/// Bind the web UI (HTTPS with `tls`, else plain HTTP) and, with HTTPS and
+/// `cfg.http_redirect`, the plain-HTTP listener that sends pages to HTTPS. Errors: a port
+/// that cannot be bound.
+fn web_servers(
+    cfg: &Config,
+    state: &actix_web::web::Data<AppState>,
+    tls: Option<&crate::cert::Identity>,
+) -> Result<(actix_server::Server, Option<actix_server::Server>), String> {
     // Connections per worker, and per client address (web::limits): well below the unit's
     // LimitNOFILE (docs/hardening.md, file-descriptor budget). Over HTTPS the address is
     // counted before the TLS handshake (web::tls::https_server).
-    let http = match &tls {
+    let http = match tls {
         Some(id) => web::tls::https_server(
             state.clone(),
             cfg.listen,
@@ -451,7 +530,7 @@ async fn run(cfg: Config) -> Result<(), String> {
     }
     .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
     // The plain-HTTP listener that sends pages to HTTPS (web::tls::redirect).
-    let redirect = match (cfg.http_redirect, &tls) {
+    let redirect = match (cfg.http_redirect, tls) {
         (Some(addr), Some(_)) => {
             let port = cfg.listen.port();
             let server = HttpServer::new(move || {
@@ -475,15 +554,12 @@ async fn run(cfg: Config) -> Result<(), String> {
         }
         (None, _) => None,
     };
-    // Payload server, TCP sink and source (after the web UI has its port; one that cannot
-    // listen is logged and left off).
-    let _ = crate::runs::traffic::start(&hub, &cfg);
-    tracing::info!(
-        "web UI on {}://{}/ (data in {})",
-        if tls.is_some() { "https" } else { "http" },
-        cfg.listen,
-        store.path().display()
-    );
+    Ok((http, redirect))
+}
+
+/// Tell systemd the daemon is ready, and ping its watchdog at half the period when
+/// WatchdogSec is set.
+fn notify_ready() {
     let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
     if let Some(wd) = sd_notify::watchdog_enabled() {
         let period = (wd / 2).max(std::time::Duration::from_millis(100));
@@ -495,7 +571,14 @@ async fn run(cfg: Config) -> Result<(), String> {
             }
         });
     }
-    let r = match redirect {
+}
+
+/// Serve the web UI until it stops (the redirect listener, if any, stopped with it).
+async fn serve(
+    http: actix_server::Server,
+    redirect: Option<actix_server::Server>,
+) -> Result<(), String> {
+    match redirect {
         Some(redirect) => {
             let handle = redirect.handle();
             crate::engine::task::spawn(async move {
@@ -509,10 +592,7 @@ async fn run(cfg: Config) -> Result<(), String> {
         }
         None => http.await,
     }
-    .map_err(|e| e.to_string());
-    shutdown.notify_one();
-    board.stop_dhcp_clients().await;
-    r
+    .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

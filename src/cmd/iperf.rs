@@ -215,7 +215,15 @@ pub fn client_spec(a: &IperfArgs, host: &str) -> Result<ClientSpec, String> {
     if a.v4 && a.v6 {
         return Err("-4 and -6 exclude each other".into());
     }
-    let p = &mut spec.params;
+    set_params(a, &mut spec.params)?;
+    set_connection(a, &mut spec)?;
+    spec.validate()?;
+    Ok(spec)
+}
+
+/// The test's parameters from the flags (protocol, direction, amounts, socket and pacing
+/// options, title); the error names the flag that is wrong.
+fn set_params(a: &IperfArgs, p: &mut crate::engine::params::Params) -> Result<(), String> {
     p.protocol = if a.udp { Protocol::Udp } else { Protocol::Tcp };
     if a.udp {
         p.set_udp_defaults();
@@ -234,6 +242,30 @@ pub fn client_spec(a: &IperfArgs, host: &str) -> Result<ClientSpec, String> {
     };
     p.parallel = a.parallel;
     p.omit = a.omit;
+    set_amounts(a, p)?;
+    p.mss = a.mss;
+    p.nodelay = a.nodelay;
+    p.congestion = a.congestion.clone();
+    if let Some(r) = &a.fq_rate {
+        p.fq_rate = parse_suffixed(r, true).map_err(|e| format!("--fq-rate: {e}"))?;
+    }
+    if let Some(m) = &a.udp_pacing {
+        p.udp_pacing = crate::engine::pacer::PacingMode::parse(m)
+            .ok_or_else(|| format!("--udp-pacing: '{m}' is not auto, kernel or user"))?;
+    }
+    p.get_server_output = a.get_server_output;
+    p.title = a.title.clone();
+    p.extra_data = a.extra_data.clone();
+    p.tos = a.tos.unwrap_or(0);
+    if p.tos > 255 {
+        return Err("TOS must be 0..255 (-S)".into());
+    }
+    Ok(())
+}
+
+/// How much the test sends and how: the end condition (-t, -n or -k; only one), the rate
+/// and burst (-b), the block or datagram size (-l) and the window (-w).
+fn set_amounts(a: &IperfArgs, p: &mut crate::engine::params::Params) -> Result<(), String> {
     if let Some(n) = &a.bytes {
         p.num = parse_suffixed(n, false).map_err(|e| format!("-n: {e}"))?;
     }
@@ -293,23 +325,13 @@ pub fn client_spec(a: &IperfArgs, host: &str) -> Result<ClientSpec, String> {
         }
         p.window = Some(w as u32);
     }
-    p.mss = a.mss;
-    p.nodelay = a.nodelay;
-    p.congestion = a.congestion.clone();
-    if let Some(r) = &a.fq_rate {
-        p.fq_rate = parse_suffixed(r, true).map_err(|e| format!("--fq-rate: {e}"))?;
-    }
-    if let Some(m) = &a.udp_pacing {
-        p.udp_pacing = crate::engine::pacer::PacingMode::parse(m)
-            .ok_or_else(|| format!("--udp-pacing: '{m}' is not auto, kernel or user"))?;
-    }
-    p.get_server_output = a.get_server_output;
-    p.title = a.title.clone();
-    p.extra_data = a.extra_data.clone();
-    p.tos = a.tos.unwrap_or(0);
-    if p.tos > 255 {
-        return Err("TOS must be 0..255 (-S)".into());
-    }
+    Ok(())
+}
+
+/// The connection's options from the flags (already in `spec.params`: window, MSS, TOS…):
+/// interval, bind address and device, ports, timeouts, keepalive, address family.
+fn set_connection(a: &IperfArgs, spec: &mut ClientSpec) -> Result<(), String> {
+    let p = &spec.params;
     spec.interval = a.interval;
     spec.sock.window = p.window;
     spec.sock.mss = p.mss;
@@ -359,8 +381,7 @@ pub fn client_spec(a: &IperfArgs, host: &str) -> Result<ClientSpec, String> {
     } else {
         Family::Any
     };
-    spec.validate()?;
-    Ok(spec)
+    Ok(())
 }
 
 /// Resolves when the process gets SIGINT, SIGTERM or SIGHUP (what Ctrl-C, `kill`, `timeout`
@@ -446,7 +467,7 @@ pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
     // This host's drop counters go with its results: a netperfd server (the board) names
     // them in its loss ledger; a stock server ignores the key.
     spec.drops = Some(crate::runs::drops::host_drops());
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let cancel = std::sync::Arc::new(tokio::sync::Notify::new());
     let c2 = cancel.clone();
     crate::engine::task::spawn(async move {
@@ -462,50 +483,68 @@ pub async fn run_client(a: &IperfArgs, host: &str) -> i32 {
         timestamps: a.timestamps.clone(),
     };
     let put = move |t: &str| out(&prefix.apply(t));
-    let put2 = put.clone();
-    let printer = crate::engine::task::spawn(async move {
-        let out = put2;
-        let mut hdr: Option<Report> = None;
-        let mut first = true;
-        while let Some(ev) = rx.recv().await {
-            if stream {
-                // --json-stream: the start object, then each interval, as they happen.
-                match ev {
-                    Event::Started(r) => {
-                        out_event("start", &report::to_iperf3_json(&r)["start"]);
-                        hdr = Some(*r);
-                    }
-                    Event::Interval(rec) => {
-                        if let Some(h) = &hdr {
-                            let one = Report {
-                                intervals: vec![rec],
-                                ..h.clone()
-                            };
-                            out_event("interval", &report::to_iperf3_json(&one)["intervals"][0]);
-                        }
-                    }
-                }
-                continue;
-            }
-            if json {
-                continue;
-            }
+    let printer = crate::engine::task::spawn(print_client_events(rx, stream, json, put.clone()));
+    let res = client::run(spec, Some(tx), Some(cancel)).await;
+    let _ = printer.await;
+    print_client_end(res, stream, json, put)
+}
+
+/// Print a client's progress as it comes: with `stream` (--json-stream) the start and
+/// interval events, in text (not `json`) the header and interval lines through `out`.
+async fn print_client_events(
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<Event>,
+    stream: bool,
+    json: bool,
+    out: impl Fn(&str),
+) {
+    let mut hdr: Option<Report> = None;
+    let mut first = true;
+    while let Some(ev) = rx.recv().await {
+        if stream {
+            // --json-stream: the start object, then each interval, as they happen.
             match ev {
                 Event::Started(r) => {
-                    out(&report::text_header(&r));
+                    out_event("start", &report::to_iperf3_json(&r)["start"]);
                     hdr = Some(*r);
                 }
                 Event::Interval(rec) => {
                     if let Some(h) = &hdr {
-                        out(&report::text_interval(h, &rec, first));
-                        first = false;
+                        let one = Report {
+                            intervals: vec![rec],
+                            ..h.clone()
+                        };
+                        out_event("interval", &report::to_iperf3_json(&one)["intervals"][0]);
                     }
                 }
             }
+            continue;
         }
-    });
-    let res = client::run(spec, Some(tx), Some(cancel)).await;
-    let _ = printer.await;
+        if json {
+            continue;
+        }
+        match ev {
+            Event::Started(r) => {
+                out(&report::text_header(&r));
+                hdr = Some(*r);
+            }
+            Event::Interval(rec) => {
+                if let Some(h) = &hdr {
+                    out(&report::text_interval(h, &rec, first));
+                    first = false;
+                }
+            }
+        }
+    }
+}
+
+/// Print how a client test ended (the end event, the JSON document, or the text summary
+/// and server output through `put`); returns the exit code (0 done, 1 failed).
+fn print_client_end(
+    res: Result<Report, client::ClientError>,
+    stream: bool,
+    json: bool,
+    put: impl Fn(&str),
+) -> i32 {
     match res {
         Ok(r) => {
             if stream {
@@ -745,79 +784,22 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
         timestamps: a.timestamps.clone(),
     };
     let put = move |t: &str| out(&prefix.apply(t));
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     if !json {
         put(&banner(1, &cfg.ports));
     }
-    let ports = cfg.ports.clone();
-    let one_off = cfg.one_off;
     // The signal that stops the server, and whether a test's document already said so.
     let signalled: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
     let said = Arc::new(AtomicBool::new(false));
-    let (sig, said2) = (signalled.clone(), said.clone());
-    let printer = crate::engine::task::spawn(async move {
-        let out = put;
-        let mut reports: HashMap<u64, (Report, bool)> = HashMap::new();
-        let mut tests = 1;
-        while let Some(ev) = rx.recv().await {
-            match ev {
-                ServerEvent::Started { session, report } => {
-                    if stream {
-                        out_event("start", &report::to_iperf3_json(&report)["start"]);
-                    } else if !json {
-                        out(&report::text_header(&report));
-                    }
-                    reports.insert(session, (*report, true));
-                }
-                ServerEvent::Interval { session, record } => {
-                    match (stream, json, reports.get_mut(&session)) {
-                        (true, _, Some((r, _))) => {
-                            let one = Report {
-                                intervals: vec![record],
-                                ..r.clone()
-                            };
-                            out_event("interval", &report::to_iperf3_json(&one)["intervals"][0]);
-                        }
-                        (false, false, Some((r, first))) => {
-                            out(&report::text_interval(r, &record, *first));
-                            *first = false;
-                        }
-                        _ => {}
-                    }
-                }
-                ServerEvent::Finished {
-                    session,
-                    mut report,
-                    ..
-                } => {
-                    reports.remove(&session);
-                    let stopped = sig.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                    if let (Some(msg), Some(e)) = (stopped, report.error.as_mut()) {
-                        // A test cut short by the stop: its document carries stock iperf3's
-                        // error (3.19+), and the server prints no other.
-                        if *e == wire::ierr_text(wire::ierr::IESERVERTERM) {
-                            *e = msg;
-                            said2.store(true, Ordering::Relaxed);
-                        }
-                    }
-                    if stream {
-                        match &report.error {
-                            Some(e) => out_error_end(e, Some(&report)),
-                            None => out_event("end", &report::to_iperf3_json(&report)["end"]),
-                        }
-                    } else if json {
-                        out(&format!(
-                            "{}\n",
-                            json_text(&report::to_iperf3_json(&report))
-                        ));
-                    } else {
-                        tests += 1;
-                        out(&finished_text(&report, one_off, tests, &ports));
-                    }
-                }
-            }
-        }
-    });
+    let printer = ServerPrinter {
+        stream,
+        json,
+        one_off: cfg.one_off,
+        ports: cfg.ports.clone(),
+        signalled: signalled.clone(),
+        said: said.clone(),
+    };
+    let printer = crate::engine::task::spawn(printer.run(rx, put));
     let shutdown = std::sync::Arc::new(tokio::sync::Notify::new());
     let s2 = shutdown.clone();
     let sig = signalled.clone();
@@ -847,6 +829,99 @@ pub async fn run_server(a: &IperfArgs) -> i32 {
         }
     }
     0
+}
+
+/// Prints the server's tests as they go: --json-stream events (`stream`), one JSON document
+/// per test (`json`), or text.
+struct ServerPrinter {
+    stream: bool,
+    json: bool,
+    /// `-1`: the server ends after one test (said in the text after it).
+    one_off: bool,
+    /// The ports listened on (for the banner between tests).
+    ports: Vec<u16>,
+    /// The message of the signal that stops the server, once it came.
+    signalled: Arc<Mutex<Option<String>>>,
+    /// Set when a test's document carried that message.
+    said: Arc<AtomicBool>,
+}
+
+impl ServerPrinter {
+    /// Print every event from `rx` through `out` until the server drops its sender.
+    async fn run(
+        self,
+        mut rx: tokio::sync::mpsc::UnboundedReceiver<ServerEvent>,
+        out: impl Fn(&str),
+    ) {
+        let (stream, json) = (self.stream, self.json);
+        let mut reports: HashMap<u64, (Report, bool)> = HashMap::new();
+        let mut tests = 1;
+        while let Some(ev) = rx.recv().await {
+            match ev {
+                ServerEvent::Started { session, report } => {
+                    if stream {
+                        out_event("start", &report::to_iperf3_json(&report)["start"]);
+                    } else if !json {
+                        out(&report::text_header(&report));
+                    }
+                    reports.insert(session, (*report, true));
+                }
+                ServerEvent::Interval { session, record } => {
+                    match (stream, json, reports.get_mut(&session)) {
+                        (true, _, Some((r, _))) => {
+                            let one = Report {
+                                intervals: vec![record],
+                                ..r.clone()
+                            };
+                            out_event("interval", &report::to_iperf3_json(&one)["intervals"][0]);
+                        }
+                        (false, false, Some((r, first))) => {
+                            out(&report::text_interval(r, &record, *first));
+                            *first = false;
+                        }
+                        _ => {}
+                    }
+                }
+                ServerEvent::Finished {
+                    session, report, ..
+                } => {
+                    reports.remove(&session);
+                    self.finished(*report, &mut tests, &out);
+                }
+            }
+        }
+    }
+
+    /// Print a test's end; `tests` counts them for the text's next banner.
+    fn finished(&self, mut report: Report, tests: &mut u64, out: &impl Fn(&str)) {
+        let stopped = self
+            .signalled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let (Some(msg), Some(e)) = (stopped, report.error.as_mut()) {
+            // A test cut short by the stop: its document carries stock iperf3's
+            // error (3.19+), and the server prints no other.
+            if *e == wire::ierr_text(wire::ierr::IESERVERTERM) {
+                *e = msg;
+                self.said.store(true, Ordering::Relaxed);
+            }
+        }
+        if self.stream {
+            match &report.error {
+                Some(e) => out_error_end(e, Some(&report)),
+                None => out_event("end", &report::to_iperf3_json(&report)["end"]),
+            }
+        } else if self.json {
+            out(&format!(
+                "{}\n",
+                json_text(&report::to_iperf3_json(&report))
+            ));
+        } else {
+            *tests += 1;
+            out(&finished_text(&report, self.one_off, *tests, &self.ports));
+        }
+    }
 }
 
 /// The text server's banner before test `n` (1 for the first).

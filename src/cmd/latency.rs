@@ -8,7 +8,7 @@ use crate::model::display;
 use crate::runs::context::RunContext;
 use crate::runs::registry::LiveEvent;
 use crate::spec::latency::{LatencySpec, Load};
-use crate::store::Store;
+use crate::store::{RunRow, Store};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -93,112 +93,130 @@ async fn run(a: LatencyArgs) -> Result<i32, String> {
         );
     }
     if let Some(rx) = rx.as_mut() {
-        while let Ok(ev) = rx.recv().await {
-            match ev {
-                LiveEvent::Interval { record, .. } if !a.json => {
-                    let rate: f64 = record.streams.iter().map(|s| s.bits_per_second).sum();
-                    if let Some(s) = record.streams.first() {
-                        println!(
-                            "[load] {:6.2}-{:<6.2} sec  {:>16}",
-                            s.start,
-                            s.end,
-                            display::rate(rate)
-                        );
-                    }
-                }
-                LiveEvent::Done { .. } => break,
-                _ => {}
-            }
-        }
+        print_progress(rx, a.json).await;
     }
     let status = handle.await.map_err(|e| e.to_string())?;
     let run = store
         .get_run(id)
         .map_err(|e| e.to_string())?
         .ok_or("the run vanished")?;
-    let s = &run.summary;
     if a.json {
-        let mut doc = serde_json::json!({
-            "run_id": id,
-            "status": run.status,
-            "error": run.error,
-            "host": spec.host,
-        });
-        if let (Some(d), Some(m)) = (doc.as_object_mut(), s.as_object()) {
-            for (k, v) in m {
-                d.insert(k.clone(), v.clone());
-            }
-        }
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?
-        );
+        print_json(id, &run, &spec)?;
     } else {
-        println!("phase        probes  lost   p50 ms   p90 ms   p99 ms   max ms");
-        for (k, label) in [
-            ("idle", "idle"),
-            ("loaded", "loaded"),
-            ("idle_after", "idle after"),
-        ] {
-            let p = &s[k];
-            let r = &p["rtt_ms"];
-            println!(
-                "{label:<11} {:>7} {:>5} {:>8} {:>8} {:>8} {:>8}",
-                p["sent"].as_u64().unwrap_or(0),
-                p["lost"].as_u64().unwrap_or(0),
-                ms(&r["p50"]),
-                ms(&r["p90"]),
-                ms(&r["p99"]),
-                ms(&r["max"])
-            );
-        }
-        if let Some(b) = s["loaded"]["bits_per_second"].as_f64() {
-            println!("throughput under load: {}", display::rate(b));
-        }
-        if let (Some(u), Some(d)) = (
-            s["loaded"]["up"]["bits_per_second"].as_f64(),
-            s["loaded"]["down"]["bits_per_second"].as_f64(),
-        ) {
-            println!(
-                "  up (board sends): {}   down (board receives): {}",
-                display::rate(u),
-                display::rate(d)
-            );
-        }
-        if let Some(t) = s["loaded"]["tcp_rtt_ms"].as_object() {
-            println!(
-                "TCP RTT of the load (TCP_INFO): p50 {} ms, p99 {} ms",
-                ms(&t["p50"]),
-                ms(&t["p99"])
-            );
-        }
-        // The UDP echo's one-way delays (or why there are none), as on the run page.
-        for (label, value) in crate::results::owd::facts(s) {
-            println!("{label}: {value}");
-        }
-        println!(
-            "increase: {} ms   RPM: {}",
-            ms(&s["increase_ms"]),
-            s["rpm"]
-                .as_f64()
-                .map(|x| format!("{x:.0}"))
-                .unwrap_or_else(|| "—".into())
-        );
-        if let Some(v) = s["verdict"].as_str() {
-            println!("{v}");
-        }
-        if let Some(e) = &run.error {
-            println!("Error: {e}");
-        }
-        println!(
-            "Run {id} ({}) recorded in {}",
-            run.status,
-            store.path().display()
-        );
+        print_text(id, &run, &store);
     }
     Ok(if status == crate::model::RunStatus::Completed {
         0
     } else {
         1
     })
+}
+
+/// Print the load's intervals as they come (not with `json`), until the run is done.
+async fn print_progress(rx: &mut tokio::sync::broadcast::Receiver<LiveEvent>, json: bool) {
+    while let Ok(ev) = rx.recv().await {
+        match ev {
+            LiveEvent::Interval { record, .. } if !json => {
+                let rate: f64 = record.streams.iter().map(|s| s.bits_per_second).sum();
+                if let Some(s) = record.streams.first() {
+                    println!(
+                        "[load] {:6.2}-{:<6.2} sec  {:>16}",
+                        s.start,
+                        s.end,
+                        display::rate(rate)
+                    );
+                }
+            }
+            LiveEvent::Done { .. } => break,
+            _ => {}
+        }
+    }
+}
+
+/// `--json`: the run's id, status, error and host with its summary's keys.
+fn print_json(id: i64, run: &RunRow, spec: &LatencySpec) -> Result<(), String> {
+    let s = &run.summary;
+    let mut doc = serde_json::json!({
+        "run_id": id,
+        "status": run.status,
+        "error": run.error,
+        "host": spec.host,
+    });
+    if let (Some(d), Some(m)) = (doc.as_object_mut(), s.as_object()) {
+        for (k, v) in m {
+            d.insert(k.clone(), v.clone());
+        }
+    }
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?
+    );
+    Ok(())
+}
+
+/// The text summary: per phase the probes, lost and RTT percentiles, the load's throughput,
+/// TCP RTT and one-way delays, the increase and RPM, the verdict.
+fn print_text(id: i64, run: &RunRow, store: &Store) {
+    let s = &run.summary;
+    println!("phase        probes  lost   p50 ms   p90 ms   p99 ms   max ms");
+    for (k, label) in [
+        ("idle", "idle"),
+        ("loaded", "loaded"),
+        ("idle_after", "idle after"),
+    ] {
+        let p = &s[k];
+        let r = &p["rtt_ms"];
+        println!(
+            "{label:<11} {:>7} {:>5} {:>8} {:>8} {:>8} {:>8}",
+            p["sent"].as_u64().unwrap_or(0),
+            p["lost"].as_u64().unwrap_or(0),
+            ms(&r["p50"]),
+            ms(&r["p90"]),
+            ms(&r["p99"]),
+            ms(&r["max"])
+        );
+    }
+    if let Some(b) = s["loaded"]["bits_per_second"].as_f64() {
+        println!("throughput under load: {}", display::rate(b));
+    }
+    if let (Some(u), Some(d)) = (
+        s["loaded"]["up"]["bits_per_second"].as_f64(),
+        s["loaded"]["down"]["bits_per_second"].as_f64(),
+    ) {
+        println!(
+            "  up (board sends): {}   down (board receives): {}",
+            display::rate(u),
+            display::rate(d)
+        );
+    }
+    if let Some(t) = s["loaded"]["tcp_rtt_ms"].as_object() {
+        println!(
+            "TCP RTT of the load (TCP_INFO): p50 {} ms, p99 {} ms",
+            ms(&t["p50"]),
+            ms(&t["p99"])
+        );
+    }
+    // The UDP echo's one-way delays (or why there are none), as on the run page.
+    for (label, value) in crate::results::owd::facts(s) {
+        println!("{label}: {value}");
+    }
+    println!(
+        "increase: {} ms   RPM: {}",
+        ms(&s["increase_ms"]),
+        s["rpm"]
+            .as_f64()
+            .map(|x| format!("{x:.0}"))
+            .unwrap_or_else(|| "—".into())
+    );
+    if let Some(v) = s["verdict"].as_str() {
+        println!("{v}");
+    }
+    if let Some(e) = &run.error {
+        println!("Error: {e}");
+    }
+    println!(
+        "Run {id} ({}) recorded in {}",
+        run.status,
+        store.path().display()
+    );
 }

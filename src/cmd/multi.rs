@@ -5,11 +5,12 @@
 
 use crate::model::display;
 use crate::model::RunStatus;
+use crate::results::analysis::Analysis;
 use crate::results::charts;
 use crate::runs::context::RunContext;
 use crate::runs::multi;
 use crate::spec::test::{parse_bitrate, TestSpec};
-use crate::store::Store;
+use crate::store::{RunRow, Store};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -94,54 +95,60 @@ async fn run(a: MultiArgs) -> Result<i32, String> {
             serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
         );
     } else {
-        let r = |v: Option<f64>| v.map(display::rate).unwrap_or_else(|| "—".into());
-        println!(
-            "{:<4} {:<8} {:<22} {:<12} {:<10} {:>18} {:>18} {:>10}  Verdict",
-            "Leg", "Port", "Peer", "Test", "Status", "Sender", "Receiver", "% ceiling"
-        );
-        for (i, (l, j)) in legs.iter().zip(&judged).enumerate() {
-            println!(
-                "{:<4} {:<8} {:<22} {:<12} {:<10} {:>18} {:>18} {:>10}  {}",
-                i + 1,
-                l.bind_dev.clone().unwrap_or_default(),
-                format!("{}:{}", l.peer_host, l.peer_port),
-                format!("{} {}", l.protocol, l.direction),
-                l.status,
-                r(l.sender_bps),
-                r(l.receiver_bps),
-                j.as_ref()
-                    .and_then(|j| j.percent_of_ceiling)
-                    .map(|p| format!("{p:.1} %"))
-                    .unwrap_or_else(|| "unknown".into()),
-                j.as_ref().map(|j| j.verdict_text.as_str()).unwrap_or("")
-            );
-        }
-        println!(
-            "{:<4} {:<8} {:<22} {:<12} {:<10} {:>18} {:>18}",
-            "All",
-            "",
-            "",
-            "",
-            run.status,
-            r(run.sender_bps),
-            r(run.receiver_bps)
-        );
-        if let Some(j) = judged.iter().flatten().next() {
-            for c in j.cores.iter().filter(|c| c.cpu >= 0) {
-                println!(
-                    "cpu{}: {:.0} % busy (user {:.0} %, system {:.0} %, softirq {:.0} %), peak {:.0} %",
-                    c.cpu, c.busy, c.user, c.system, c.softirq, c.peak_busy
-                );
-            }
-        }
-        if let Some(e) = &run.error {
-            println!("error: {e}");
-        }
-        println!("Run {id} recorded in {}", store.path().display());
+        print_text(id, &run, &legs, &judged, &store);
     }
     Ok(if run.status == RunStatus::Completed {
         0
     } else {
         1
     })
+}
+
+/// The text result: one line per leg (port, peer, test, status, rates, % of the ceiling,
+/// verdict), the total, the cores of the first leg judged, the error.
+fn print_text(id: i64, run: &RunRow, legs: &[RunRow], judged: &[Option<Analysis>], store: &Store) {
+    let r = |v: Option<f64>| v.map(display::rate).unwrap_or_else(|| "—".into());
+    println!(
+        "{:<4} {:<8} {:<22} {:<12} {:<10} {:>18} {:>18} {:>10}  Verdict",
+        "Leg", "Port", "Peer", "Test", "Status", "Sender", "Receiver", "% ceiling"
+    );
+    for (i, (l, j)) in legs.iter().zip(judged).enumerate() {
+        println!(
+            "{:<4} {:<8} {:<22} {:<12} {:<10} {:>18} {:>18} {:>10}  {}",
+            i + 1,
+            l.bind_dev.clone().unwrap_or_default(),
+            format!("{}:{}", l.peer_host, l.peer_port),
+            format!("{} {}", l.protocol, l.direction),
+            l.status,
+            r(l.sender_bps),
+            r(l.receiver_bps),
+            j.as_ref()
+                .and_then(|j| j.percent_of_ceiling)
+                .map(|p| format!("{p:.1} %"))
+                .unwrap_or_else(|| "unknown".into()),
+            j.as_ref().map(|j| j.verdict_text.as_str()).unwrap_or("")
+        );
+    }
+    println!(
+        "{:<4} {:<8} {:<22} {:<12} {:<10} {:>18} {:>18}",
+        "All",
+        "",
+        "",
+        "",
+        run.status,
+        r(run.sender_bps),
+        r(run.receiver_bps)
+    );
+    if let Some(j) = judged.iter().flatten().next() {
+        for c in j.cores.iter().filter(|c| c.cpu >= 0) {
+            println!(
+                "cpu{}: {:.0} % busy (user {:.0} %, system {:.0} %, softirq {:.0} %), peak {:.0} %",
+                c.cpu, c.busy, c.user, c.system, c.softirq, c.peak_busy
+            );
+        }
+    }
+    if let Some(e) = &run.error {
+        println!("error: {e}");
+    }
+    println!("Run {id} recorded in {}", store.path().display());
 }

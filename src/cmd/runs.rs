@@ -90,165 +90,182 @@ fn run(a: RunsArgs) -> Result<(), String> {
             kind,
             limit,
         } => {
-            if let Some(k) = &kind {
-                if crate::model::RunKind::parse(k).is_none() {
-                    let words: Vec<&str> = crate::model::RunKind::ALL
-                        .iter()
-                        .map(|k| k.as_str())
-                        .collect();
-                    return Err(format!(
-                        "kind must be one of {}, got '{k}'",
-                        words.join(", ")
-                    ));
-                }
-            }
-            if let Some(s) = &status {
-                if crate::model::RunStatus::parse(s).is_none() {
-                    return Err(format!(
-                        "status must be running, completed, failed or aborted, got '{s}'"
-                    ));
-                }
-            }
-            let rows = store
-                .list_runs(&RunFilter {
-                    status,
-                    peer,
-                    port,
-                    kind,
-                    limit: Some(limit),
-                    ..Default::default()
-                })
-                .map_err(|e| e.to_string())?;
-            if a.json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?
-                );
-                return Ok(());
-            }
-            println!(
-                "{:>5}  {:<23}  {:<10}  {:<6}  {:<22}  {:<12}  {:>16}  {:>16}  {:>14}  STATUS",
-                "ID", "STARTED", "KIND", "ROLE", "PEER", "TEST", "SENDER", "RECEIVER", "RETR/LOSS"
-            );
-            for r in rows {
-                println!(
-                    "{:>5}  {:<23}  {:<10}  {:<6}  {:<22}  {:<8}  {:>16}  {:>16}  {:>5}  {}",
-                    r.id,
-                    fmt_time(r.started_at),
-                    r.kind.as_str(),
-                    r.role,
-                    format!("{}:{}", r.peer_host, r.peer_port),
-                    r.direction,
-                    r.sender_bps
-                        .map(display::rate)
-                        .unwrap_or_else(|| "-".into()),
-                    r.receiver_bps
-                        .map(display::rate)
-                        .unwrap_or_else(|| "-".into()),
-                    r.retransmits
-                        .map(|x| x.to_string())
-                        .unwrap_or_else(|| "-".into()),
-                    r.status
-                );
-            }
+            let filter = RunFilter {
+                status,
+                peer,
+                port,
+                kind,
+                limit: Some(limit),
+                ..Default::default()
+            };
+            list(&store, filter, a.json)?;
         }
-        RunsCmd::Show { id } => {
-            let run = store
-                .get_run(id)
-                .map_err(|e| e.to_string())?
-                .ok_or_else(|| format!("no run {id}"))?;
-            let rep = store.report(id).map_err(|e| e.to_string())?;
-            if a.json {
-                let (board, ledger) = store.run_board(id).map_err(|e| e.to_string())?;
-                let v = serde_json::json!({
-                    "run": run,
-                    "view": crate::results::view::view(&run),
-                    "loss_ledger": ledger,
-                    "board": board,
-                    "streams": store.streams(id).map_err(|e| e.to_string())?,
-                    "intervals": store.intervals(id).map_err(|e| e.to_string())?,
-                });
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
-                );
-                return Ok(());
-            }
-            print!("{}", crate::results::view::view_text(&run));
-            if run.kind.has_text_summary() && !run.summary.is_null() {
-                print!("{}", crate::results::text::summary_text(&run));
-            }
-            match rep {
-                Some(r) => {
-                    print!("{}", crate::engine::iperf3::server::server_text(&r));
-                }
-                None => {
-                    for i in store.intervals(id).map_err(|e| e.to_string())? {
-                        println!(
-                            "[{:3}] {:6.2}-{:<6.2} sec  {}  {}",
-                            i.socket,
-                            i.start,
-                            i.end,
-                            display::size(i.bytes as f64),
-                            display::rate(i.bits_per_second)
-                        );
-                    }
-                }
-            }
-        }
-        RunsCmd::Export { id, format } => {
-            let run = store
-                .get_run(id)
-                .map_err(|e| e.to_string())?
-                .ok_or_else(|| format!("no run {id}"))?;
-            let rep = store.report(id).map_err(|e| e.to_string())?;
-            // Streamed to stdout: the intervals are read one row at a time.
-            let out = std::io::stdout();
-            let mut w = std::io::BufWriter::new(out.lock());
-            match format.as_str() {
-                "json" => {
-                    write_run_json(&mut w, &store, &run, rep.as_ref(), true)?;
-                    writeln!(w).map_err(|e| e.to_string())?;
-                }
-                "csv" => write_run_csv(&mut w, &store, &run, rep.as_ref())?,
-                f => return Err(format!("format must be json or csv, got '{f}'")),
-            }
-            w.flush().map_err(|e| e.to_string())?;
-        }
-        RunsCmd::ExportHistory { file } => {
-            let label = crate::runs::suites::run::board_label();
-            if file.as_os_str() == "-" {
-                let out = std::io::stdout();
-                let mut w = std::io::BufWriter::new(out.lock());
-                store
-                    .export_history_to(&mut w, &label)
-                    .map_err(|e| e.to_string())?;
-            } else {
-                // Written beside the target and renamed: a failed export leaves no half file.
-                let tmp = file.with_extension("part");
-                let f = std::fs::File::create(&tmp)
-                    .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-                let mut w = std::io::BufWriter::new(f);
-                let r = store.export_history_to(&mut w, &label);
-                let (runs, suites) = match r {
-                    Ok(n) => n,
-                    Err(e) => {
-                        let _ = std::fs::remove_file(&tmp);
-                        return Err(format!("cannot write {}: {e}", file.display()));
-                    }
-                };
-                drop(w);
-                std::fs::rename(&tmp, &file)
-                    .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
-                let len = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
-                eprintln!(
-                    "wrote {} ({runs} runs, {suites} suite runs, {len} bytes)",
-                    file.display()
-                );
-            }
-        }
+        RunsCmd::Show { id } => show(&store, id, a.json)?,
+        RunsCmd::Export { id, format } => export(&store, id, &format)?,
+        RunsCmd::ExportHistory { file } => export_history(&store, &file)?,
         RunsCmd::ImportHistory { .. } => {}
     }
+    Ok(())
+}
+
+/// `runs list`: the runs `filter` picks (its kind and status checked first), newest first,
+/// as a table or (`json`) a JSON array.
+fn list(store: &Store, filter: RunFilter, json: bool) -> Result<(), String> {
+    if let Some(k) = &filter.kind {
+        if crate::model::RunKind::parse(k).is_none() {
+            let words: Vec<&str> = crate::model::RunKind::ALL
+                .iter()
+                .map(|k| k.as_str())
+                .collect();
+            return Err(format!(
+                "kind must be one of {}, got '{k}'",
+                words.join(", ")
+            ));
+        }
+    }
+    if let Some(s) = &filter.status {
+        if crate::model::RunStatus::parse(s).is_none() {
+            return Err(format!(
+                "status must be running, completed, failed or aborted, got '{s}'"
+            ));
+        }
+    }
+    let rows = store.list_runs(&filter).map_err(|e| e.to_string())?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?
+        );
+        return Ok(());
+    }
+    println!(
+        "{:>5}  {:<23}  {:<10}  {:<6}  {:<22}  {:<12}  {:>16}  {:>16}  {:>14}  STATUS",
+        "ID", "STARTED", "KIND", "ROLE", "PEER", "TEST", "SENDER", "RECEIVER", "RETR/LOSS"
+    );
+    for r in rows {
+        println!(
+            "{:>5}  {:<23}  {:<10}  {:<6}  {:<22}  {:<8}  {:>16}  {:>16}  {:>5}  {}",
+            r.id,
+            fmt_time(r.started_at),
+            r.kind.as_str(),
+            r.role,
+            format!("{}:{}", r.peer_host, r.peer_port),
+            r.direction,
+            r.sender_bps
+                .map(display::rate)
+                .unwrap_or_else(|| "-".into()),
+            r.receiver_bps
+                .map(display::rate)
+                .unwrap_or_else(|| "-".into()),
+            r.retransmits
+                .map(|x| x.to_string())
+                .unwrap_or_else(|| "-".into()),
+            r.status
+        );
+    }
+    Ok(())
+}
+
+/// `runs show ID`: the run's summary and intervals as text, or (`json`) the run, its view,
+/// board counters and loss ledger, streams and intervals.
+fn show(store: &Store, id: i64, json: bool) -> Result<(), String> {
+    let run = store
+        .get_run(id)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("no run {id}"))?;
+    let rep = store.report(id).map_err(|e| e.to_string())?;
+    if json {
+        let (board, ledger) = store.run_board(id).map_err(|e| e.to_string())?;
+        let v = serde_json::json!({
+            "run": run,
+            "view": crate::results::view::view(&run),
+            "loss_ledger": ledger,
+            "board": board,
+            "streams": store.streams(id).map_err(|e| e.to_string())?,
+            "intervals": store.intervals(id).map_err(|e| e.to_string())?,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
+        );
+        return Ok(());
+    }
+    print!("{}", crate::results::view::view_text(&run));
+    if run.kind.has_text_summary() && !run.summary.is_null() {
+        print!("{}", crate::results::text::summary_text(&run));
+    }
+    match rep {
+        Some(r) => {
+            print!("{}", crate::engine::iperf3::server::server_text(&r));
+        }
+        None => {
+            for i in store.intervals(id).map_err(|e| e.to_string())? {
+                println!(
+                    "[{:3}] {:6.2}-{:<6.2} sec  {}  {}",
+                    i.socket,
+                    i.start,
+                    i.end,
+                    display::size(i.bytes as f64),
+                    display::rate(i.bits_per_second)
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `runs export ID --format json|csv`: the run streamed to stdout as iperf3 JSON or CSV.
+fn export(store: &Store, id: i64, format: &str) -> Result<(), String> {
+    let run = store
+        .get_run(id)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("no run {id}"))?;
+    let rep = store.report(id).map_err(|e| e.to_string())?;
+    // Streamed to stdout: the intervals are read one row at a time.
+    let out = std::io::stdout();
+    let mut w = std::io::BufWriter::new(out.lock());
+    match format {
+        "json" => {
+            write_run_json(&mut w, store, &run, rep.as_ref(), true)?;
+            writeln!(w).map_err(|e| e.to_string())?;
+        }
+        "csv" => write_run_csv(&mut w, store, &run, rep.as_ref())?,
+        f => return Err(format!("format must be json or csv, got '{f}'")),
+    }
+    w.flush().map_err(|e| e.to_string())
+}
+
+/// `runs export-history FILE`: the ended history as one history file, to stdout for `-`.
+fn export_history(store: &Store, file: &std::path::Path) -> Result<(), String> {
+    let label = crate::runs::suites::run::board_label();
+    if file.as_os_str() == "-" {
+        let out = std::io::stdout();
+        let mut w = std::io::BufWriter::new(out.lock());
+        store
+            .export_history_to(&mut w, &label)
+            .map_err(|e| e.to_string())?;
+        return Ok(());
+    }
+    // Written beside the target and renamed: a failed export leaves no half file.
+    let tmp = file.with_extension("part");
+    let f =
+        std::fs::File::create(&tmp).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    let mut w = std::io::BufWriter::new(f);
+    let r = store.export_history_to(&mut w, &label);
+    let (runs, suites) = match r {
+        Ok(n) => n,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(format!("cannot write {}: {e}", file.display()));
+        }
+    };
+    drop(w);
+    std::fs::rename(&tmp, file).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+    let len = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+    eprintln!(
+        "wrote {} ({runs} runs, {suites} suite runs, {len} bytes)",
+        file.display()
+    );
     Ok(())
 }
 

@@ -396,114 +396,139 @@ pub(crate) fn start_prober(
     let rx_sock = tx_sock.try_clone()?;
     // t0 on the monotonic clock in ns: T1 − t0_ns is the send time on the run's axis.
     let t0_ns = crate::engine::sys::mono_ns().saturating_sub(t0.elapsed().as_nanos() as u64);
-    let stop = Arc::new(AtomicBool::new(false));
-    let sent = Arc::new(AtomicU64::new(0));
-    let answered = Arc::new(AtomicBool::new(false));
+    let flags = EchoFlags {
+        stop: Arc::new(AtomicBool::new(false)),
+        sent: Arc::new(AtomicU64::new(0)),
+        answered: Arc::new(AtomicBool::new(false)),
+        sender_done: Arc::new(AtomicBool::new(false)),
+    };
     let interval = interval.max(Duration::from_millis(1));
-    let sender_done = Arc::new(AtomicBool::new(false));
-    let (st, sn, an, sd) = (
-        stop.clone(),
-        sent.clone(),
-        answered.clone(),
-        sender_done.clone(),
-    );
+    let f = flags.clone();
     let sender = std::thread::Builder::new()
         .name("latency-echo-tx".into())
-        .spawn(move || {
-            let _ = crate::engine::sys::fine_timer_slack();
-            let start = Instant::now();
-            let mut k: u64 = 0;
-            let mut seq: u64 = 0;
-            let mut gave_up = false;
-            while !st.load(Ordering::SeqCst) {
-                let due = start + interval * (k as u32);
-                let now = Instant::now();
-                if due > now {
-                    std::thread::sleep(due - now);
-                }
-                let late = Instant::now().saturating_duration_since(due);
-                if late > interval {
-                    k += (late.as_nanos() / interval.as_nanos()) as u64;
-                    continue;
-                }
-                if st.load(Ordering::SeqCst) {
-                    break;
-                }
-                if !an.load(Ordering::SeqCst) && start.elapsed() >= ANSWER_WINDOW {
-                    gave_up = true;
-                    break;
-                }
-                let req = Request {
-                    seq,
-                    t1: crate::engine::sys::mono_ns(),
-                };
-                seq += 1;
-                // Counted before it leaves: its reply may come before the next line runs.
-                sn.store(seq, Ordering::SeqCst);
-                // A failed send (e.g. ECONNREFUSED after the peer's port unreachable) is a
-                // request without a reply.
-                let _ = tx_sock.send(&encode_request(&req));
-                k += 1;
-            }
-            sd.store(true, Ordering::SeqCst);
-            (seq, gave_up)
-        })?;
-    let (st, sn, an, sd) = (stop.clone(), sent.clone(), answered, sender_done.clone());
-    let timeout_ns = timeout.as_nanos() as u64;
+        .spawn(move || send_echoes(&tx_sock, interval, &f))?;
+    let f = flags.clone();
     let receiver = std::thread::Builder::new()
         .name("latency-echo-rx".into())
-        .spawn(move || {
-            let mut buf = [0u8; LEN + 1];
-            let mut samples = Vec::new();
-            let mut seen = HashSet::new();
-            let mut stray = 0u64;
-            let mut stop_seen: Option<Instant> = None;
-            loop {
-                if st.load(Ordering::SeqCst) && sd.load(Ordering::SeqCst) {
-                    let since = *stop_seen.get_or_insert_with(Instant::now);
-                    if since.elapsed() >= timeout || seen.len() as u64 >= sn.load(Ordering::SeqCst)
-                    {
-                        break;
-                    }
-                }
-                let n = match rx_sock.recv(&mut buf) {
-                    Ok(n) => n,
-                    Err(_) => continue,
-                };
-                let t4 = crate::engine::sys::mono_ns();
-                let Some(r) = parse_reply(&buf[..n]) else {
-                    stray += 1;
-                    continue;
-                };
-                let fresh = r.seq < sn.load(Ordering::SeqCst)
-                    && r.t1 <= t4
-                    && t4 - r.t1 <= timeout_ns
-                    && r.t3 >= r.t2
-                    && seen.insert(r.seq);
-                if !fresh {
-                    stray += 1;
-                    continue;
-                }
-                an.store(true, Ordering::SeqCst);
-                let turn = r.t3 - r.t2;
-                let rtt_ns = (t4 - r.t1).saturating_sub(turn);
-                samples.push(EchoSample {
-                    seq: r.seq,
-                    t: r.t1.saturating_sub(t0_ns) as f64 / 1e9,
-                    up_ns: r.t2.wrapping_sub(r.t1) as i64,
-                    down_ns: t4.wrapping_sub(r.t3) as i64,
-                    rtt_ms: rtt_ns as f64 / 1e6,
-                });
-            }
-            (samples, stray)
-        })?;
+        .spawn(move || receive_echoes(&rx_sock, &f, timeout, t0_ns))?;
     Ok(EchoProber {
-        stop,
-        sender_done,
+        stop: flags.stop,
+        sender_done: flags.sender_done,
         sender: Some(sender),
         receiver: Some(receiver),
         port: peer.port(),
     })
+}
+
+/// What an echo prober's two threads share.
+#[derive(Clone)]
+struct EchoFlags {
+    /// Set to stop sending (then receiving, once the last replies are in).
+    stop: Arc<AtomicBool>,
+    /// Requests sent (each counted before it leaves).
+    sent: Arc<AtomicU64>,
+    /// A reply came: the sender goes on past [`ANSWER_WINDOW`].
+    answered: Arc<AtomicBool>,
+    /// The sender ended.
+    sender_done: Arc<AtomicBool>,
+}
+
+/// The sending thread: request k leaves at start + k × `interval` (slots missed while not
+/// scheduled are skipped), until stopped or no reply came within [`ANSWER_WINDOW`]. Returns
+/// (requests sent, whether it gave up for want of a reply).
+fn send_echoes(tx_sock: &UdpSocket, interval: Duration, f: &EchoFlags) -> (u64, bool) {
+    let _ = crate::engine::sys::fine_timer_slack();
+    let start = Instant::now();
+    let mut k: u64 = 0;
+    let mut seq: u64 = 0;
+    let mut gave_up = false;
+    while !f.stop.load(Ordering::SeqCst) {
+        let due = start + interval * (k as u32);
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+        }
+        let late = Instant::now().saturating_duration_since(due);
+        if late > interval {
+            k += (late.as_nanos() / interval.as_nanos()) as u64;
+            continue;
+        }
+        if f.stop.load(Ordering::SeqCst) {
+            break;
+        }
+        if !f.answered.load(Ordering::SeqCst) && start.elapsed() >= ANSWER_WINDOW {
+            gave_up = true;
+            break;
+        }
+        let req = Request {
+            seq,
+            t1: crate::engine::sys::mono_ns(),
+        };
+        seq += 1;
+        // Counted before it leaves: its reply may come before the next line runs.
+        f.sent.store(seq, Ordering::SeqCst);
+        // A failed send (e.g. ECONNREFUSED after the peer's port unreachable) is a
+        // request without a reply.
+        let _ = tx_sock.send(&encode_request(&req));
+        k += 1;
+    }
+    f.sender_done.store(true, Ordering::SeqCst);
+    (seq, gave_up)
+}
+
+/// The receiving thread: each fresh reply (to a request sent, within `timeout`, not seen
+/// before) becomes a sample on the run's axis (`t0_ns`: its origin on the monotonic clock);
+/// after the stop it waits for the last replies (at most `timeout`). Returns the samples and
+/// the count of stray datagrams.
+fn receive_echoes(
+    rx_sock: &UdpSocket,
+    f: &EchoFlags,
+    timeout: Duration,
+    t0_ns: u64,
+) -> (Vec<EchoSample>, u64) {
+    let timeout_ns = timeout.as_nanos() as u64;
+    let mut buf = [0u8; LEN + 1];
+    let mut samples = Vec::new();
+    let mut seen = HashSet::new();
+    let mut stray = 0u64;
+    let mut stop_seen: Option<Instant> = None;
+    loop {
+        if f.stop.load(Ordering::SeqCst) && f.sender_done.load(Ordering::SeqCst) {
+            let since = *stop_seen.get_or_insert_with(Instant::now);
+            if since.elapsed() >= timeout || seen.len() as u64 >= f.sent.load(Ordering::SeqCst) {
+                break;
+            }
+        }
+        let n = match rx_sock.recv(&mut buf) {
+            Ok(n) => n,
+            Err(_) => continue,
+        };
+        let t4 = crate::engine::sys::mono_ns();
+        let Some(r) = parse_reply(&buf[..n]) else {
+            stray += 1;
+            continue;
+        };
+        let fresh = r.seq < f.sent.load(Ordering::SeqCst)
+            && r.t1 <= t4
+            && t4 - r.t1 <= timeout_ns
+            && r.t3 >= r.t2
+            && seen.insert(r.seq);
+        if !fresh {
+            stray += 1;
+            continue;
+        }
+        f.answered.store(true, Ordering::SeqCst);
+        let turn = r.t3 - r.t2;
+        let rtt_ns = (t4 - r.t1).saturating_sub(turn);
+        samples.push(EchoSample {
+            seq: r.seq,
+            t: r.t1.saturating_sub(t0_ns) as f64 / 1e9,
+            up_ns: r.t2.wrapping_sub(r.t1) as i64,
+            down_ns: t4.wrapping_sub(r.t3) as i64,
+            rtt_ms: rtt_ns as f64 / 1e6,
+        });
+    }
+    (samples, stray)
 }
 
 impl EchoProber {

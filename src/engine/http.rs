@@ -762,6 +762,43 @@ pub(crate) async fn get(
             ranges_asked: asked.clone(),
         }
     };
+    let failure = watch_fetches(
+        &mut set,
+        events.as_ref(),
+        &meter,
+        cancel.as_deref(),
+        deadline,
+        spec.timeout_secs,
+    )
+    .await;
+    set.abort_all();
+    while set.join_next().await.is_some() {}
+    if let (Some(tx), Some(rec)) = (&events, meter.cut(0.01)) {
+        let _ = tx.send(GetEvent::Interval(rec));
+    }
+    let r = result(&meter);
+    match failure {
+        None => Ok(r),
+        Some((message, aborted)) => Err(GetError {
+            message,
+            aborted,
+            partial: Some(r),
+        }),
+    }
+}
+
+/// Watch the connections' tasks in `set` until all are done, sending `meter`'s interval
+/// every second to `events`. Returns why it ended early (and whether by `cancel`): a
+/// connection failed, the `deadline` (`timeout_secs` after the start) passed, or the user
+/// stopped it.
+async fn watch_fetches(
+    set: &mut tokio::task::JoinSet<Result<u64, String>>,
+    events: Option<&mpsc::UnboundedSender<GetEvent>>,
+    meter: &Meter,
+    cancel: Option<&Notify>,
+    deadline: Instant,
+    timeout_secs: u32,
+) -> Option<(String, bool)> {
     let mut tick = tokio::time::interval_at(
         tokio::time::Instant::now()
             .checked_add(Duration::from_secs(1))
@@ -769,7 +806,7 @@ pub(crate) async fn get(
         Duration::from_secs(1),
     );
     let cancelled = async {
-        match &cancel {
+        match cancel {
             Some(c) => c.notified().await,
             None => std::future::pending().await,
         }
@@ -785,31 +822,18 @@ pub(crate) async fn get(
                 Some(Err(e)) => { failure = Some((format!("a connection task failed: {e}"), false)); break; }
             },
             _ = tick.tick() => {
-                if let (Some(tx), Some(rec)) = (&events, meter.cut(0.0)) {
+                if let (Some(tx), Some(rec)) = (events, meter.cut(0.0)) {
                     let _ = tx.send(GetEvent::Interval(rec));
                 }
             }
             _ = tokio::time::sleep_until(until) => {
-                failure = Some((format!("timeout: the download did not finish within {} s", spec.timeout_secs), false));
+                failure = Some((format!("timeout: the download did not finish within {} s", timeout_secs), false));
                 break;
             }
             _ = &mut cancelled => { failure = Some(("stopped by the user".into(), true)); break; }
         }
     }
-    set.abort_all();
-    while set.join_next().await.is_some() {}
-    if let (Some(tx), Some(rec)) = (&events, meter.cut(0.01)) {
-        let _ = tx.send(GetEvent::Interval(rec));
-    }
-    let r = result(&meter);
-    match failure {
-        None => Ok(r),
-        Some((message, aborted)) => Err(GetError {
-            message,
-            aborted,
-            partial: Some(r),
-        }),
-    }
+    failure
 }
 
 /// The payload block that served bodies repeat: 1 MiB of xorshift64 bytes (not compressible,

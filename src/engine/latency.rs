@@ -279,114 +279,19 @@ pub(crate) fn start(
     let sh = shared.clone();
     let sender = std::thread::Builder::new()
         .name("latency-probe-tx".into())
-        .spawn(move || {
-            let _ = crate::engine::sys::fine_timer_slack();
-            let boosted = boost();
-            let start = Instant::now();
-            let mut k: u64 = 0;
-            let mut seq: u64 = 0;
-            let mut skipped = 0u64;
-            let mut late = Vec::new();
-            while !sh.stop.load(Ordering::SeqCst) {
-                let due = start + Duration::from_nanos(interval.as_nanos() as u64 * k);
-                let now = Instant::now();
-                if due > now {
-                    std::thread::sleep(due - now);
-                }
-                let woke = Instant::now();
-                let lateness = woke.saturating_duration_since(due);
-                if lateness > interval {
-                    // Slots missed while we were not scheduled: skip to the next future slot.
-                    let missed = (lateness.as_nanos() / interval.as_nanos()) as u64;
-                    skipped += missed;
-                    k += missed;
-                    continue;
-                }
-                if sh.stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                let pkt = echo_request(v6, ident, seq);
-                let at = woke.duration_since(t0).as_secs_f64();
-                if let Ok(mut o) = sh.outstanding.lock() {
-                    o.insert(seq, (Instant::now(), at));
-                }
-                if sock.sock.send_to(&pkt, dest).is_err() {
-                    // Unreachable / no route: the probe is lost (the receiver times it out).
-                }
-                late.push(lateness.as_secs_f64() * 1e6);
-                seq += 1;
-                k += 1;
-            }
-            sh.sender_done.store(true, Ordering::SeqCst);
-            (seq, skipped, late, thread_cpu_us(), boosted)
-        })?;
+        .spawn(move || send_probes(&sh, &sock, dest, interval, t0))?;
     let sh = shared.clone();
     let receiver = std::thread::Builder::new()
         .name("latency-probe-rx".into())
         .spawn(move || {
-            let boosted = boost();
-            let mut buf = [0u8; 2048];
-            let mut late_replies = 0u64;
-            loop {
-                match rx_sock.recv_from(&mut buf) {
-                    Ok((n, from)) => {
-                        let now = Instant::now();
-                        if from.ip() != dest.ip() {
-                            continue;
-                        }
-                        if let Some(seq) = parse_reply(&buf[..n], v6, raw, ident) {
-                            let hit = sh.outstanding.lock().ok().and_then(|mut o| o.remove(&seq));
-                            match hit {
-                                Some((sent, at)) => {
-                                    let rtt =
-                                        now.saturating_duration_since(sent).as_secs_f64() * 1e3;
-                                    let _ = tx.send(Probe {
-                                        seq,
-                                        t: at,
-                                        rtt_ms: Some(rtt),
-                                    });
-                                }
-                                None => late_replies += 1,
-                            }
-                        }
-                    }
-                    Err(e)
-                        if e.kind() == std::io::ErrorKind::WouldBlock
-                            || e.kind() == std::io::ErrorKind::TimedOut
-                            || e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
-                }
-                // Time out probes without a reply.
-                let now = Instant::now();
-                let expired: Vec<(u64, f64)> = match sh.outstanding.lock() {
-                    Ok(mut o) => {
-                        let old: Vec<u64> = o
-                            .iter()
-                            .filter(|(_, (sent, _))| {
-                                now.saturating_duration_since(*sent) >= timeout
-                            })
-                            .map(|(s, _)| *s)
-                            .collect();
-                        old.into_iter()
-                            .filter_map(|s| o.remove(&s).map(|(_, at)| (s, at)))
-                            .collect()
-                    }
-                    Err(_) => Vec::new(),
-                };
-                for (seq, at) in expired {
-                    let _ = tx.send(Probe {
-                        seq,
-                        t: at,
-                        rtt_ms: None,
-                    });
-                }
-                if sh.sender_done.load(Ordering::SeqCst)
-                    && sh.outstanding.lock().map(|o| o.is_empty()).unwrap_or(true)
-                {
-                    break;
-                }
-            }
-            (late_replies, thread_cpu_us(), boosted)
+            let from = Replies {
+                sock: rx_sock,
+                dest,
+                v6,
+                raw,
+                ident,
+            };
+            from.receive(&sh, timeout, &tx)
         })?;
     Ok(Prober {
         shared,
@@ -394,6 +299,144 @@ pub(crate) fn start(
         receiver: Some(receiver),
         socket: kind,
     })
+}
+
+/// The sending thread: an echo request to `dest` every `interval` on a fixed schedule (slots
+/// missed while not scheduled are skipped, not sent late), each noted as outstanding with
+/// its time since `t0`, until stopped. Returns (probes sent, slots skipped, each probe's
+/// lateness in µs, the thread's CPU µs, whether its priority was raised).
+fn send_probes(
+    sh: &Shared,
+    sock: &EchoSocket,
+    dest: SocketAddr,
+    interval: Duration,
+    t0: Instant,
+) -> SenderEnd {
+    let (v6, ident) = (sock.v6, sock.ident);
+    let _ = crate::engine::sys::fine_timer_slack();
+    let boosted = boost();
+    let start = Instant::now();
+    let mut k: u64 = 0;
+    let mut seq: u64 = 0;
+    let mut skipped = 0u64;
+    let mut late = Vec::new();
+    while !sh.stop.load(Ordering::SeqCst) {
+        let due = start + Duration::from_nanos(interval.as_nanos() as u64 * k);
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+        }
+        let woke = Instant::now();
+        let lateness = woke.saturating_duration_since(due);
+        if lateness > interval {
+            // Slots missed while we were not scheduled: skip to the next future slot.
+            let missed = (lateness.as_nanos() / interval.as_nanos()) as u64;
+            skipped += missed;
+            k += missed;
+            continue;
+        }
+        if sh.stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let pkt = echo_request(v6, ident, seq);
+        let at = woke.duration_since(t0).as_secs_f64();
+        if let Ok(mut o) = sh.outstanding.lock() {
+            o.insert(seq, (Instant::now(), at));
+        }
+        if sock.sock.send_to(&pkt, dest).is_err() {
+            // Unreachable / no route: the probe is lost (the receiver times it out).
+        }
+        late.push(lateness.as_secs_f64() * 1e6);
+        seq += 1;
+        k += 1;
+    }
+    sh.sender_done.store(true, Ordering::SeqCst);
+    (seq, skipped, late, thread_cpu_us(), boosted)
+}
+
+/// Where the echo replies come from: the ping socket (a clone of the sender's), the target
+/// `dest`, and how to read a reply (family, raw socket, our identifier).
+struct Replies {
+    sock: UdpSocket,
+    dest: SocketAddr,
+    v6: bool,
+    raw: bool,
+    ident: u16,
+}
+
+impl Replies {
+    /// The receiving thread: each reply to an outstanding probe goes to `tx` with its RTT,
+    /// probes without a reply after `timeout` go as lost, until the sender is done and
+    /// nothing is outstanding. Returns (replies too late, the thread's CPU µs, whether its
+    /// priority was raised).
+    fn receive(
+        &self,
+        sh: &Shared,
+        timeout: Duration,
+        tx: &mpsc::UnboundedSender<Probe>,
+    ) -> (u64, u64, bool) {
+        let (rx_sock, dest) = (&self.sock, self.dest);
+        let boosted = boost();
+        let mut buf = [0u8; 2048];
+        let mut late_replies = 0u64;
+        loop {
+            match rx_sock.recv_from(&mut buf) {
+                Ok((n, from)) => {
+                    let now = Instant::now();
+                    if from.ip() != dest.ip() {
+                        continue;
+                    }
+                    if let Some(seq) = parse_reply(&buf[..n], self.v6, self.raw, self.ident) {
+                        let hit = sh.outstanding.lock().ok().and_then(|mut o| o.remove(&seq));
+                        match hit {
+                            Some((sent, at)) => {
+                                let rtt = now.saturating_duration_since(sent).as_secs_f64() * 1e3;
+                                let _ = tx.send(Probe {
+                                    seq,
+                                    t: at,
+                                    rtt_ms: Some(rtt),
+                                });
+                            }
+                            None => late_replies += 1,
+                        }
+                    }
+                }
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut
+                        || e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+            // Time out probes without a reply.
+            let now = Instant::now();
+            let expired: Vec<(u64, f64)> = match sh.outstanding.lock() {
+                Ok(mut o) => {
+                    let old: Vec<u64> = o
+                        .iter()
+                        .filter(|(_, (sent, _))| now.saturating_duration_since(*sent) >= timeout)
+                        .map(|(s, _)| *s)
+                        .collect();
+                    old.into_iter()
+                        .filter_map(|s| o.remove(&s).map(|(_, at)| (s, at)))
+                        .collect()
+                }
+                Err(_) => Vec::new(),
+            };
+            for (seq, at) in expired {
+                let _ = tx.send(Probe {
+                    seq,
+                    t: at,
+                    rtt_ms: None,
+                });
+            }
+            if sh.sender_done.load(Ordering::SeqCst)
+                && sh.outstanding.lock().map(|o| o.is_empty()).unwrap_or(true)
+            {
+                break;
+            }
+        }
+        (late_replies, thread_cpu_us(), boosted)
+    }
 }
 
 impl Prober {

@@ -164,7 +164,50 @@ fn next_error(fd: BorrowedFd<'_>, limit: Duration) -> Option<Answer> {
 
 /// Trace the path to `spec.target`. Takes at most max_hops × 2 × timeout (plus resends for
 /// a shrinking MTU). Errors: the socket cannot be opened, bound to the port, or set up.
-pub(crate) fn trace(spec: &PathSpec) -> std::io::Result<PathResult> {
+pub fn trace(spec: &PathSpec) -> std::io::Result<PathResult> {
+    let v6 = spec.target.is_ipv6();
+    let s = probe_socket(spec)?;
+    let hdr: u32 = if v6 { 48 } else { 28 };
+    let mut mtu: u32 = 65535;
+    let mut hops = Vec::new();
+    let mut reached = false;
+    let buf = vec![0u8; 65536];
+    for ttl in 1..=spec.max_hops.clamp(1, MAX_HOPS) {
+        if v6 {
+            s.set_unicast_hops_v6(ttl as u32)?;
+        } else {
+            s.set_ttl(ttl as u32)?;
+        }
+        let (hop, end) = probe_hop(&s, spec, ttl, hdr, &mut mtu, &buf);
+        hops.push(hop);
+        match end {
+            HopEnd::Next => {}
+            HopEnd::Reached => {
+                reached = true;
+                break;
+            }
+            HopEnd::Stop => break,
+        }
+    }
+    let n = hops.len();
+    let summary = format!(
+        "{n} hop{}, {}, path MTU {mtu}",
+        if n == 1 { "" } else { "s" },
+        if reached { "reached" } else { "not reached" }
+    );
+    Ok(PathResult {
+        target: crate::engine::ping::target_text(&spec.target),
+        hops,
+        reached,
+        path_mtu: mtu,
+        summary,
+    })
+}
+
+/// The UDP socket the probes go out on: bound to `spec.bind_dev` if set, ICMP errors queued
+/// (RECVERR), the DF bit set without the kernel's path MTU applied (PMTUDISC_PROBE),
+/// connected to the target's [`BASE_PORT`].
+fn probe_socket(spec: &PathSpec) -> std::io::Result<socket2::Socket> {
     use socket2::{Domain, Protocol, Socket, Type};
     let v6 = spec.target.is_ipv6();
     let s = Socket::new(
@@ -196,110 +239,102 @@ pub(crate) fn trace(spec: &PathSpec) -> std::io::Result<PathResult> {
     let mut dest = spec.target;
     dest.set_port(BASE_PORT);
     s.connect(&dest.into())?;
-    let hdr: u32 = if v6 { 48 } else { 28 };
-    let mut mtu: u32 = 65535;
-    let mut hops = Vec::new();
-    let mut reached = false;
-    let buf = vec![0u8; 65536];
-    'ttl: for ttl in 1..=spec.max_hops.clamp(1, MAX_HOPS) {
-        if v6 {
-            s.set_unicast_hops_v6(ttl as u32)?;
-        } else {
-            s.set_ttl(ttl as u32)?;
-        }
-        let mut hop = Hop {
-            ttl,
-            address: None,
-            rtt_ms: None,
-            mtu: None,
-            note: None,
-        };
-        let mut tries = 0u32;
-        let mut resends = 0u32;
-        loop {
-            let len = mtu.saturating_sub(hdr).max(8) as usize;
-            let t = Instant::now();
-            let sent = s.send(buf.get(..len).unwrap_or(&buf));
-            if let Err(e) = &sent {
-                if e.raw_os_error() != Some(libc::EMSGSIZE) {
-                    hop.note = Some(format!("cannot send: {e}"));
-                    hops.push(hop);
-                    break 'ttl;
-                }
+    Ok(s)
+}
+
+/// How probing a hop ended: go on to the next TTL, the target answered, or stop (the target
+/// unreachable, or a probe could not be sent).
+enum HopEnd {
+    Next,
+    Reached,
+    Stop,
+}
+
+/// Probe the hop at `ttl` (already set on `s`): probes of the path MTU `mtu` less the
+/// headers `hdr` (bytes from `buf`), resent smaller when a smaller MTU comes back (`mtu`
+/// lowered), twice without a reply.
+fn probe_hop(
+    s: &socket2::Socket,
+    spec: &PathSpec,
+    ttl: u8,
+    hdr: u32,
+    mtu: &mut u32,
+    buf: &[u8],
+) -> (Hop, HopEnd) {
+    let fd = s.as_fd();
+    let mut hop = Hop {
+        ttl,
+        address: None,
+        rtt_ms: None,
+        mtu: None,
+        note: None,
+    };
+    let mut tries = 0u32;
+    let mut resends = 0u32;
+    loop {
+        let len = mtu.saturating_sub(hdr).max(8) as usize;
+        let t = Instant::now();
+        let sent = s.send(buf.get(..len).unwrap_or(buf));
+        if let Err(e) = &sent {
+            if e.raw_os_error() != Some(libc::EMSGSIZE) {
+                hop.note = Some(format!("cannot send: {e}"));
+                return (hop, HopEnd::Stop);
             }
-            let wait = if sent.is_err() {
-                Duration::from_millis(50)
-            } else {
-                spec.timeout
-            };
-            match next_error(fd, wait) {
-                Some(Answer::Mtu(m, from)) if m >= 68 && m < mtu && resends < 16 => {
-                    mtu = m;
-                    hop.mtu = Some(m);
-                    if hop.address.is_none() {
-                        hop.address = from;
-                    }
+        }
+        let wait = if sent.is_err() {
+            Duration::from_millis(50)
+        } else {
+            spec.timeout
+        };
+        match next_error(fd, wait) {
+            Some(Answer::Mtu(m, from)) if m >= 68 && m < *mtu && resends < 16 => {
+                *mtu = m;
+                hop.mtu = Some(m);
+                if hop.address.is_none() {
+                    hop.address = from;
+                }
+                resends = resends.saturating_add(1);
+                continue;
+            }
+            Some(Answer::Hop(a)) => {
+                hop.address = Some(a);
+                hop.rtt_ms = Some(t.elapsed().as_secs_f64() * 1e3);
+                return (hop, HopEnd::Next);
+            }
+            Some(Answer::Reached(a)) => {
+                hop.address = Some(a);
+                hop.rtt_ms = Some(t.elapsed().as_secs_f64() * 1e3);
+                hop.note = Some("reached".into());
+                return (hop, HopEnd::Reached);
+            }
+            Some(Answer::Unreachable(a, why)) => {
+                hop.address = Some(a);
+                hop.rtt_ms = Some(t.elapsed().as_secs_f64() * 1e3);
+                hop.note = Some(why);
+                return (hop, HopEnd::Stop);
+            }
+            Some(Answer::Mtu(..)) | None => {
+                if sent.is_err() {
+                    // EMSGSIZE without a queued MTU: step down as tracepath does.
+                    *mtu = match *mtu {
+                        m if m > 1500 => 1500,
+                        m if m > 1280 => 1280,
+                        _ => 576,
+                    };
                     resends = resends.saturating_add(1);
-                    continue;
-                }
-                Some(Answer::Hop(a)) => {
-                    hop.address = Some(a);
-                    hop.rtt_ms = Some(t.elapsed().as_secs_f64() * 1e3);
-                    hops.push(hop);
-                    continue 'ttl;
-                }
-                Some(Answer::Reached(a)) => {
-                    hop.address = Some(a);
-                    hop.rtt_ms = Some(t.elapsed().as_secs_f64() * 1e3);
-                    hop.note = Some("reached".into());
-                    hops.push(hop);
-                    reached = true;
-                    break 'ttl;
-                }
-                Some(Answer::Unreachable(a, why)) => {
-                    hop.address = Some(a);
-                    hop.rtt_ms = Some(t.elapsed().as_secs_f64() * 1e3);
-                    hop.note = Some(why);
-                    hops.push(hop);
-                    break 'ttl;
-                }
-                Some(Answer::Mtu(..)) | None => {
-                    if sent.is_err() {
-                        // EMSGSIZE without a queued MTU: step down as tracepath does.
-                        mtu = match mtu {
-                            m if m > 1500 => 1500,
-                            m if m > 1280 => 1280,
-                            _ => 576,
-                        };
-                        resends = resends.saturating_add(1);
-                        if resends < 16 {
-                            continue;
-                        }
-                    }
-                    tries = tries.saturating_add(1);
-                    if tries < 2 {
+                    if resends < 16 {
                         continue;
                     }
-                    hop.note = Some("no reply".into());
-                    hops.push(hop);
-                    continue 'ttl;
                 }
+                tries = tries.saturating_add(1);
+                if tries < 2 {
+                    continue;
+                }
+                hop.note = Some("no reply".into());
+                return (hop, HopEnd::Next);
             }
         }
     }
-    let n = hops.len();
-    let summary = format!(
-        "{n} hop{}, {}, path MTU {mtu}",
-        if n == 1 { "" } else { "s" },
-        if reached { "reached" } else { "not reached" }
-    );
-    Ok(PathResult {
-        target: crate::engine::ping::target_text(&spec.target),
-        hops,
-        reached,
-        path_mtu: mtu,
-        summary,
-    })
 }
 
 #[cfg(test)]

@@ -143,43 +143,10 @@ pub fn ping(spec: &PingSpec) -> std::io::Result<PingResult> {
     let v6 = spec.target.is_ipv6();
     let es = EchoSocket::open(spec.target.ip(), spec.bind_dev.as_deref())?;
     let sock = es.socket();
-    let fd = sock.as_fd();
-    let (level, name, value) = match (v6, spec.dont_fragment) {
-        (false, true) => (
-            libc::IPPROTO_IP,
-            libc::IP_MTU_DISCOVER,
-            libc::IP_PMTUDISC_DO,
-        ),
-        (false, false) => (
-            libc::IPPROTO_IP,
-            libc::IP_MTU_DISCOVER,
-            libc::IP_PMTUDISC_DONT,
-        ),
-        (true, true) => (
-            libc::IPPROTO_IPV6,
-            libc::IPV6_MTU_DISCOVER,
-            libc::IPV6_PMTUDISC_DO,
-        ),
-        (true, false) => (
-            libc::IPPROTO_IPV6,
-            libc::IPV6_MTU_DISCOVER,
-            libc::IPV6_PMTUDISC_DONT,
-        ),
-    };
-    crate::engine::sys::setsockopt_int(fd, level, name, value)?;
+    set_dont_fragment(sock, v6, spec.dont_fragment)?;
     let (raw, ident) = (es.is_raw(), es.ident());
     let count = spec.count.max(1);
-    let mut replies: Vec<Reply> = (0..count)
-        .map(|seq| Reply {
-            seq,
-            rtt_ms: None,
-            bytes: None,
-            error: None,
-        })
-        .collect();
-    let mut sent_at: Vec<Option<Instant>> = vec![None; count as usize];
-    let mut sent = 0u32;
-    let mut received = 0u32;
+    let mut ex = Exchange::new(count);
     let mut next = 0u32;
     let mut last_send = Instant::now();
     let start = Instant::now();
@@ -195,29 +162,13 @@ pub fn ping(spec: &PingSpec) -> std::io::Result<PingResult> {
         if next < count && now >= due {
             let pkt = request(v6, ident, next, spec.size);
             let k = usize::try_from(next).unwrap_or(usize::MAX);
-            match sock.send_to(&pkt, spec.target) {
-                Ok(_) => {
-                    if let Some(t) = sent_at.get_mut(k) {
-                        *t = Some(Instant::now());
-                    }
-                    sent = sent.saturating_add(1);
-                }
-                Err(e) => {
-                    if let Some(r) = replies.get_mut(k) {
-                        r.error = Some(describe(&e, spec.dont_fragment));
-                    }
-                }
-            }
+            ex.sent_or_refused(k, sock.send_to(&pkt, spec.target), spec.dont_fragment);
             last_send = Instant::now();
             next = next.saturating_add(1);
             continue;
         }
-        let waiting = sent_at
-            .iter()
-            .zip(&replies)
-            .any(|(s, r)| s.is_some() && r.rtt_ms.is_none());
         let give_up = last_send.checked_add(spec.timeout).unwrap_or(last_send);
-        if next == count && (!waiting || now >= give_up) {
+        if next == count && (!ex.waiting() || now >= give_up) {
             break;
         }
         let until = if next < count { due } else { give_up };
@@ -246,24 +197,113 @@ pub fn ping(spec: &PingSpec) -> std::io::Result<PingResult> {
         let Some(seq) = parse_reply(got, v6, raw, ident) else {
             continue;
         };
-        let Some(i) = usize::try_from(seq).ok() else {
-            continue;
-        };
-        let (Some(Some(t)), Some(reply)) = (sent_at.get(i).copied(), replies.get_mut(i)) else {
-            continue;
-        };
-        if reply.rtt_ms.is_some() {
-            continue;
-        }
+        // An IPv4 raw socket hands over the IP header too: not counted in the reply's bytes.
         let ihl = match got.first() {
             Some(b) if raw && !v6 => usize::from(b & 0x0f).saturating_mul(4),
             _ => 0,
         };
-        reply.rtt_ms = Some(at.saturating_duration_since(t).as_secs_f64() * 1e3);
-        reply.bytes = Some(n.saturating_sub(ihl));
-        received = received.saturating_add(1);
+        ex.answered(seq, at, n.saturating_sub(ihl));
     }
-    Ok(finish(spec, es.kind(), sent, received, replies))
+    Ok(finish(spec, es.kind(), ex.sent, ex.received, ex.replies))
+}
+
+/// Set the DF bit on (`df`) or off for the ping socket `sock` (IPv6 when `v6`).
+fn set_dont_fragment(sock: &std::net::UdpSocket, v6: bool, df: bool) -> std::io::Result<()> {
+    let (level, name, value) = match (v6, df) {
+        (false, true) => (
+            libc::IPPROTO_IP,
+            libc::IP_MTU_DISCOVER,
+            libc::IP_PMTUDISC_DO,
+        ),
+        (false, false) => (
+            libc::IPPROTO_IP,
+            libc::IP_MTU_DISCOVER,
+            libc::IP_PMTUDISC_DONT,
+        ),
+        (true, true) => (
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU_DISCOVER,
+            libc::IPV6_PMTUDISC_DO,
+        ),
+        (true, false) => (
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU_DISCOVER,
+            libc::IPV6_PMTUDISC_DONT,
+        ),
+    };
+    crate::engine::sys::setsockopt_int(sock.as_fd(), level, name, value)
+}
+
+/// A ping's requests and what came back for each.
+struct Exchange {
+    /// One per request, by sequence number.
+    replies: Vec<Reply>,
+    /// When each request left (`None`: not sent, or refused).
+    sent_at: Vec<Option<Instant>>,
+    sent: u32,
+    received: u32,
+}
+
+impl Exchange {
+    fn new(count: u32) -> Exchange {
+        Exchange {
+            replies: (0..count)
+                .map(|seq| Reply {
+                    seq,
+                    rtt_ms: None,
+                    bytes: None,
+                    error: None,
+                })
+                .collect(),
+            sent_at: vec![None; count as usize],
+            sent: 0,
+            received: 0,
+        }
+    }
+
+    /// Request `k` was sent (`r` Ok) or refused by the kernel (its error kept, worded for
+    /// `df`).
+    fn sent_or_refused(&mut self, k: usize, r: std::io::Result<usize>, df: bool) {
+        match r {
+            Ok(_) => {
+                if let Some(t) = self.sent_at.get_mut(k) {
+                    *t = Some(Instant::now());
+                }
+                self.sent = self.sent.saturating_add(1);
+            }
+            Err(e) => {
+                if let Some(r) = self.replies.get_mut(k) {
+                    r.error = Some(describe(&e, df));
+                }
+            }
+        }
+    }
+
+    /// A request sent still has no reply.
+    fn waiting(&self) -> bool {
+        self.sent_at
+            .iter()
+            .zip(&self.replies)
+            .any(|(s, r)| s.is_some() && r.rtt_ms.is_none())
+    }
+
+    /// A reply of `bytes` to request `seq` came at `at`; ignored unless that request was
+    /// sent and not answered yet.
+    fn answered(&mut self, seq: u64, at: Instant, bytes: usize) {
+        let Some(i) = usize::try_from(seq).ok() else {
+            return;
+        };
+        let (Some(Some(t)), Some(reply)) = (self.sent_at.get(i).copied(), self.replies.get_mut(i))
+        else {
+            return;
+        };
+        if reply.rtt_ms.is_some() {
+            return;
+        }
+        reply.rtt_ms = Some(at.saturating_duration_since(t).as_secs_f64() * 1e3);
+        reply.bytes = Some(bytes);
+        self.received = self.received.saturating_add(1);
+    }
 }
 
 fn finish(

@@ -522,66 +522,8 @@ pub fn text_interval(report: &Report, rec: &IntervalRecord, first: bool) -> Stri
     } else if rec.streams.len() > 1 {
         out.push_str("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
     }
-    let omit_tag = |o: bool| if o { "(omitted)" } else { "" };
     for s in &rec.streams {
-        let tag = role_tag(report, s.sender);
-        let tr = unit_format(s.bytes as f64, false);
-        let br = unit_format(s.bits_per_second / 8.0, true);
-        if let Some(u) = s.udp {
-            if s.sender {
-                out.push_str(&format!(
-                    "{}{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {}  {}\n",
-                    sock_label(s.socket),
-                    tag,
-                    s.start,
-                    s.end,
-                    tr,
-                    br,
-                    u.packets,
-                    omit_tag(s.omitted)
-                ));
-            } else {
-                out.push_str(&format!(
-                    "{}{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {:5.3} ms  {}/{} ({}%)  {}\n",
-                    sock_label(s.socket),
-                    tag,
-                    s.start,
-                    s.end,
-                    tr,
-                    br,
-                    u.jitter_ms,
-                    u.lost,
-                    u.packets,
-                    g2(u.lost_percent()),
-                    omit_tag(s.omitted)
-                ));
-            }
-            continue;
-        }
-        match s.tcp {
-            Some(t) if s.sender => out.push_str(&format!(
-                "{}{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {:3}   {}s       {}\n",
-                sock_label(s.socket),
-                tag,
-                s.start,
-                s.end,
-                tr,
-                br,
-                t.retransmits,
-                unit_format(t.snd_cwnd as f64, false),
-                omit_tag(s.omitted)
-            )),
-            _ => out.push_str(&format!(
-                "{}{} {:6.2}-{:<6.2} sec  {}s  {}s/sec                  {}\n",
-                sock_label(s.socket),
-                tag,
-                s.start,
-                s.end,
-                tr,
-                br,
-                omit_tag(s.omitted)
-            )),
-        }
+        out.push_str(&interval_stream_line(report, s));
     }
     let groups: Vec<bool> = if report.params.direction == Direction::Bidir {
         vec![true, false]
@@ -595,83 +537,157 @@ pub fn text_interval(report: &Report, rec: &IntervalRecord, first: bool) -> Stri
             if ss.is_empty() {
                 continue;
             }
-            let bytes: u64 = ss.iter().map(|s| s.bytes).fold(0, u64::saturating_add);
-            let bps: f64 = ss.iter().map(|s| s.bits_per_second).sum();
-            let tag = role_tag(report, g);
-            let start = ss[0].start;
-            let end = ss[0].end;
-            let omitted = ss[0].omitted;
-            if is_udp(report) {
-                let pk: u64 = ss
-                    .iter()
-                    .filter_map(|s| s.udp.map(|u| u.packets))
-                    .fold(0, u64::saturating_add);
-                if g {
-                    out.push_str(&format!(
-                        "[SUM]{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {}  {}\n",
-                        tag,
-                        start,
-                        end,
-                        unit_format(bytes as f64, false),
-                        unit_format(bps / 8.0, true),
-                        pk,
-                        omit_tag(omitted)
-                    ));
-                } else {
-                    let lost: u64 = ss
-                        .iter()
-                        .filter_map(|s| s.udp.map(|u| u.lost))
-                        .fold(0, u64::saturating_add);
-                    let jit = ss
-                        .iter()
-                        .filter_map(|s| s.udp.map(|u| u.jitter_ms))
-                        .sum::<f64>()
-                        / ss.len() as f64;
-                    out.push_str(&format!(
-                        "[SUM]{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {:5.3} ms  {}/{} ({}%)  {}\n",
-                        tag,
-                        start,
-                        end,
-                        unit_format(bytes as f64, false),
-                        unit_format(bps / 8.0, true),
-                        jit,
-                        lost,
-                        pk,
-                        g2(crate::engine::udp::loss_percent(lost, pk)),
-                        omit_tag(omitted)
-                    ));
-                }
-                continue;
-            }
-            if g {
-                let retr: u64 = ss
-                    .iter()
-                    .filter_map(|s| s.tcp.map(|t| t.retransmits))
-                    .fold(0, u64::saturating_add);
-                out.push_str(&format!(
-                    "[SUM]{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {:3}             {}\n",
-                    tag,
-                    start,
-                    end,
-                    unit_format(bytes as f64, false),
-                    unit_format(bps / 8.0, true),
-                    retr,
-                    omit_tag(omitted)
-                ));
-            } else {
-                out.push_str(&format!(
-                    "[SUM]{} {:6.2}-{:<6.2} sec  {}s  {}s/sec                  {}\n",
-                    tag,
-                    start,
-                    end,
-                    unit_format(bytes as f64, false),
-                    unit_format(bps / 8.0, true),
-                    omit_tag(omitted)
-                ));
-            }
+            out.push_str(&interval_sum_line(report, g, &ss));
         }
     }
     out
+}
+
+/// One stream's line of an interval: transfer and bitrate, with the UDP datagrams (and at
+/// the receiver jitter and loss) or the TCP sender's retransmits and congestion window.
+fn interval_stream_line(report: &Report, s: &StreamInterval) -> String {
+    let tag = role_tag(report, s.sender);
+    let tr = unit_format(s.bytes as f64, false);
+    let br = unit_format(s.bits_per_second / 8.0, true);
+    if let Some(u) = s.udp {
+        if s.sender {
+            return format!(
+                "{}{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {}  {}\n",
+                sock_label(s.socket),
+                tag,
+                s.start,
+                s.end,
+                tr,
+                br,
+                u.packets,
+                omit_tag(s.omitted)
+            );
+        }
+        return format!(
+            "{}{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {:5.3} ms  {}/{} ({}%)  {}\n",
+            sock_label(s.socket),
+            tag,
+            s.start,
+            s.end,
+            tr,
+            br,
+            u.jitter_ms,
+            u.lost,
+            u.packets,
+            g2(u.lost_percent()),
+            omit_tag(s.omitted)
+        );
+    }
+    match s.tcp {
+        Some(t) if s.sender => format!(
+            "{}{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {:3}   {}s       {}\n",
+            sock_label(s.socket),
+            tag,
+            s.start,
+            s.end,
+            tr,
+            br,
+            t.retransmits,
+            unit_format(t.snd_cwnd as f64, false),
+            omit_tag(s.omitted)
+        ),
+        _ => format!(
+            "{}{} {:6.2}-{:<6.2} sec  {}s  {}s/sec                  {}\n",
+            sock_label(s.socket),
+            tag,
+            s.start,
+            s.end,
+            tr,
+            br,
+            omit_tag(s.omitted)
+        ),
+    }
+}
+
+/// The [SUM] line of an interval over the streams `ss` (not empty) of one direction (`g`:
+/// the senders).
+fn interval_sum_line(report: &Report, g: bool, ss: &[&StreamInterval]) -> String {
+    let bytes: u64 = ss.iter().map(|s| s.bytes).fold(0, u64::saturating_add);
+    let bps: f64 = ss.iter().map(|s| s.bits_per_second).sum();
+    let tag = role_tag(report, g);
+    let start = ss[0].start;
+    let end = ss[0].end;
+    let omitted = ss[0].omitted;
+    if is_udp(report) {
+        let pk: u64 = ss
+            .iter()
+            .filter_map(|s| s.udp.map(|u| u.packets))
+            .fold(0, u64::saturating_add);
+        if g {
+            return format!(
+                "[SUM]{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {}  {}\n",
+                tag,
+                start,
+                end,
+                unit_format(bytes as f64, false),
+                unit_format(bps / 8.0, true),
+                pk,
+                omit_tag(omitted)
+            );
+        }
+        let lost: u64 = ss
+            .iter()
+            .filter_map(|s| s.udp.map(|u| u.lost))
+            .fold(0, u64::saturating_add);
+        let jit = ss
+            .iter()
+            .filter_map(|s| s.udp.map(|u| u.jitter_ms))
+            .sum::<f64>()
+            / ss.len() as f64;
+        return format!(
+            "[SUM]{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {:5.3} ms  {}/{} ({}%)  {}\n",
+            tag,
+            start,
+            end,
+            unit_format(bytes as f64, false),
+            unit_format(bps / 8.0, true),
+            jit,
+            lost,
+            pk,
+            g2(crate::engine::udp::loss_percent(lost, pk)),
+            omit_tag(omitted)
+        );
+    }
+    if g {
+        let retr: u64 = ss
+            .iter()
+            .filter_map(|s| s.tcp.map(|t| t.retransmits))
+            .fold(0, u64::saturating_add);
+        format!(
+            "[SUM]{} {:6.2}-{:<6.2} sec  {}s  {}s/sec  {:3}             {}\n",
+            tag,
+            start,
+            end,
+            unit_format(bytes as f64, false),
+            unit_format(bps / 8.0, true),
+            retr,
+            omit_tag(omitted)
+        )
+    } else {
+        format!(
+            "[SUM]{} {:6.2}-{:<6.2} sec  {}s  {}s/sec                  {}\n",
+            tag,
+            start,
+            end,
+            unit_format(bytes as f64, false),
+            unit_format(bps / 8.0, true),
+            omit_tag(omitted)
+        )
+    }
+}
+
+/// The tag of an interval line in the omitted period.
+fn omit_tag(o: bool) -> &'static str {
+    if o {
+        "(omitted)"
+    } else {
+        ""
+    }
 }
 
 /// The summary block: separator, header, per-stream sender/receiver lines, [SUM] lines.
@@ -725,53 +741,60 @@ pub fn text_summary(report: &Report) -> String {
             }
         }
         if report.streams.len() / groups.len() > 1 && !ss.is_empty() {
-            let sent = SideTotals {
-                bytes: ss
-                    .iter()
-                    .map(|s| s.sender.bytes)
-                    .fold(0, u64::saturating_add),
-                seconds: ss.iter().map(|s| s.sender.seconds).fold(0.0, f64::max),
-            };
-            let recv = if ss.iter().all(|s| s.receiver.is_some()) {
-                Some(SideTotals {
-                    bytes: ss
-                        .iter()
-                        .filter_map(|s| s.receiver.map(|r| r.bytes))
-                        .fold(0, u64::saturating_add),
-                    seconds: ss
-                        .iter()
-                        .filter_map(|s| s.receiver.map(|r| r.seconds))
-                        .fold(0.0, f64::max),
-                })
-            } else {
-                None
-            };
-            let retr = if ss.iter().any(|s| s.retransmits >= 0) {
-                ss.iter()
-                    .map(|s| s.retransmits.max(0))
-                    .fold(0, i64::saturating_add)
-            } else {
-                -1
-            };
-            if udp {
-                out.push_str(&udp_pair(
-                    "[SUM]",
-                    role_tag(report, *g),
-                    &sent,
-                    recv.as_ref(),
-                    &udp_total(&ss),
-                ));
-                continue;
-            }
-            out.push_str(&summary_pair(
-                "[SUM]",
-                role_tag(report, *g),
-                &sent,
-                recv.as_ref(),
-                retr,
-            ));
+            out.push_str(&summary_sum(report, *g, &ss, udp));
         }
     }
+    out.push_str(&summary_notes(report));
+    out
+}
+
+/// The [SUM] lines of the summary over the streams `ss` (not empty) of one direction (`g`:
+/// the senders): totals of bytes, the longest time, retransmits or UDP figures.
+fn summary_sum(report: &Report, g: bool, ss: &[&StreamSummary], udp: bool) -> String {
+    let sent = SideTotals {
+        bytes: ss
+            .iter()
+            .map(|s| s.sender.bytes)
+            .fold(0, u64::saturating_add),
+        seconds: ss.iter().map(|s| s.sender.seconds).fold(0.0, f64::max),
+    };
+    let recv = if ss.iter().all(|s| s.receiver.is_some()) {
+        Some(SideTotals {
+            bytes: ss
+                .iter()
+                .filter_map(|s| s.receiver.map(|r| r.bytes))
+                .fold(0, u64::saturating_add),
+            seconds: ss
+                .iter()
+                .filter_map(|s| s.receiver.map(|r| r.seconds))
+                .fold(0.0, f64::max),
+        })
+    } else {
+        None
+    };
+    let retr = if ss.iter().any(|s| s.retransmits >= 0) {
+        ss.iter()
+            .map(|s| s.retransmits.max(0))
+            .fold(0, i64::saturating_add)
+    } else {
+        -1
+    };
+    if udp {
+        return udp_pair(
+            "[SUM]",
+            role_tag(report, g),
+            &sent,
+            recv.as_ref(),
+            &udp_total(ss),
+        );
+    }
+    summary_pair("[SUM]", role_tag(report, g), &sent, recv.as_ref(), retr)
+}
+
+/// The lines under the summary: the pacer, datagrams lost after the last one received, ICMP
+/// port unreachable, local drops, a rate shortfall, the GSO note, the error.
+fn summary_notes(report: &Report) -> String {
+    let mut out = String::new();
     // Who paced this end's paced UDP senders, always (before, only beside a lag line).
     if let Some(p) = pacer_line(report) {
         out.push_str(&p);
@@ -1102,6 +1125,40 @@ fn sum_json(ss: &[&StreamSummary], sending_side: bool, flag: bool, retransmits: 
 /// The iperf3 `-J` document for a report (one JSON object, no NaN/null numbers).
 pub fn to_iperf3_json(report: &Report) -> Value {
     let p = &report.params;
+    let start = start_json(report);
+    let intervals: Vec<Value> = report
+        .intervals
+        .iter()
+        .map(|rec| interval_json(report, rec))
+        .collect();
+    let end = end_json(report);
+
+    let mut top = Map::new();
+    top.insert("start".into(), Value::Object(start));
+    top.insert("intervals".into(), Value::Array(intervals));
+    top.insert("end".into(), Value::Object(end));
+    if let Some(t) = &p.title {
+        top.insert("title".into(), t.clone().into());
+    }
+    if let Some(t) = &p.extra_data {
+        top.insert("extra_data".into(), t.clone().into());
+    }
+    if let Some(t) = &report.server_output_text {
+        top.insert("server_output_text".into(), t.clone().into());
+    }
+    if let Some(j) = &report.server_output_json {
+        top.insert("server_output_json".into(), j.clone());
+    }
+    if let Some(e) = &report.error {
+        top.insert("error".into(), e.clone().into());
+    }
+    Value::Object(top)
+}
+
+/// The iperf3 JSON document's `start` object: connections, version, time, peer, cookie,
+/// socket options and the test's parameters.
+fn start_json(report: &Report) -> Map<String, Value> {
+    let p = &report.params;
     let mut start = Map::new();
     start.insert(
         "connected".into(),
@@ -1172,34 +1229,36 @@ pub fn to_iperf3_json(report: &Report) -> Value {
             "gro": 0,
         }),
     );
-    let bidir = p.direction == Direction::Bidir;
-    let intervals: Vec<Value> = report
-        .intervals
-        .iter()
-        .map(|rec| {
-            let mut m = Map::new();
-            m.insert(
-                "streams".into(),
-                Value::Array(rec.streams.iter().map(interval_stream_json).collect()),
-            );
-            if bidir {
-                // Stock iperf3 (client and server alike) puts the client→server leg in `sum`.
-                let fwd = forward_leg_sends(report);
-                let tx: Vec<&StreamInterval> =
-                    rec.streams.iter().filter(|s| s.sender == fwd).collect();
-                let rx: Vec<&StreamInterval> =
-                    rec.streams.iter().filter(|s| s.sender != fwd).collect();
-                m.insert("sum".into(), interval_sum_json(&tx, fwd));
-                m.insert("sum_bidir_reverse".into(), interval_sum_json(&rx, !fwd));
-            } else {
-                let all: Vec<&StreamInterval> = rec.streams.iter().collect();
-                let sender = all.first().map(|s| s.sender).unwrap_or(true);
-                m.insert("sum".into(), interval_sum_json(&all, sender));
-            }
-            Value::Object(m)
-        })
-        .collect();
+    start
+}
 
+/// One element of the iperf3 JSON document's `intervals`: each stream, then `sum` (and with
+/// --bidir `sum_bidir_reverse`).
+fn interval_json(report: &Report, rec: &IntervalRecord) -> Value {
+    let bidir = report.params.direction == Direction::Bidir;
+    let mut m = Map::new();
+    m.insert(
+        "streams".into(),
+        Value::Array(rec.streams.iter().map(interval_stream_json).collect()),
+    );
+    if bidir {
+        // Stock iperf3 (client and server alike) puts the client→server leg in `sum`.
+        let fwd = forward_leg_sends(report);
+        let tx: Vec<&StreamInterval> = rec.streams.iter().filter(|s| s.sender == fwd).collect();
+        let rx: Vec<&StreamInterval> = rec.streams.iter().filter(|s| s.sender != fwd).collect();
+        m.insert("sum".into(), interval_sum_json(&tx, fwd));
+        m.insert("sum_bidir_reverse".into(), interval_sum_json(&rx, !fwd));
+    } else {
+        let all: Vec<&StreamInterval> = rec.streams.iter().collect();
+        let sender = all.first().map(|s| s.sender).unwrap_or(true);
+        m.insert("sum".into(), interval_sum_json(&all, sender));
+    }
+    Value::Object(m)
+}
+
+/// The iperf3 JSON document's `end` object: per-stream and summed figures as the document's
+/// side measured them, rate checks, CPU utilization and congestion control.
+fn end_json(report: &Report) -> Map<String, Value> {
     let mut end = Map::new();
     // A server's document shows only what the server measured (stock: the client's side is
     // 0 bytes over the server's own seconds), though it knows the client's figures.
@@ -1228,27 +1287,7 @@ pub fn to_iperf3_json(report: &Report) -> Value {
     if let Some(c) = &report.receiver_congestion {
         end.insert("receiver_tcp_congestion".into(), c.clone().into());
     }
-
-    let mut top = Map::new();
-    top.insert("start".into(), Value::Object(start));
-    top.insert("intervals".into(), Value::Array(intervals));
-    top.insert("end".into(), Value::Object(end));
-    if let Some(t) = &p.title {
-        top.insert("title".into(), t.clone().into());
-    }
-    if let Some(t) = &p.extra_data {
-        top.insert("extra_data".into(), t.clone().into());
-    }
-    if let Some(t) = &report.server_output_text {
-        top.insert("server_output_text".into(), t.clone().into());
-    }
-    if let Some(j) = &report.server_output_json {
-        top.insert("server_output_json".into(), j.clone());
-    }
-    if let Some(e) = &report.error {
-        top.insert("error".into(), e.clone().into());
-    }
-    Value::Object(top)
+    end
 }
 
 /// A server's report as stock iperf3's server writes its `end` (3.12–3.22): the side of each

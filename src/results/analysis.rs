@@ -415,7 +415,228 @@ pub(crate) fn analyze_recorded(
     threads: &[ThreadCpu],
     imported: bool,
 ) -> Analysis {
-    let bitrate = run.receiver_bps.or(run.sender_bps).filter(|b| *b > 0.0);
+    let f = Facts::gather(run, cpus, ports, port, tcp_timestamps, threads, imported);
+    let evidence = f.evidence(run);
+    let (verdict, verdict_text, received_short) = f.judge(run);
+    Analysis {
+        bitrate_bps: f.bitrate,
+        ceiling_bps: f.ceiling,
+        ceiling_basis: f.basis,
+        percent_of_ceiling: f.pct,
+        verdict,
+        verdict_text,
+        evidence,
+        cores: f.cores,
+        rate_check: f.rate_check,
+        threads: threads.to_vec(),
+        received_percent_short: received_short,
+        board: Vec::new(),
+    }
+}
+
+/// What a run is judged from: its bitrate against the link's ceiling, the board's cores and
+/// netperfd's busiest stream thread during it, and the rate asked for.
+struct Facts {
+    /// The bitrate judged (receiver goodput, else sender), bits/s.
+    bitrate: Option<f64>,
+    transport: Transport,
+    /// The link's ceiling, bits/s, and how it was found (or why it is unknown).
+    ceiling: Option<f64>,
+    basis: String,
+    /// `bitrate` as % of `ceiling`.
+    pct: Option<f64>,
+    cores: Vec<CoreLoad>,
+    /// The busiest single core.
+    hottest: Option<CoreLoad>,
+    /// Every single core at least [`CORE_SATURATED`] busy.
+    all_saturated: bool,
+    /// Distinct CPU sample times.
+    n_samples: usize,
+    rate_check: Option<crate::engine::shortfall::RateCheck>,
+    busiest_thread: Option<ThreadCpu>,
+}
+
+impl Facts {
+    /// Gather the facts (arguments as [`analyze_recorded`]'s).
+    fn gather(
+        run: &RunRow,
+        cpus: &[CpuSampleRow],
+        ports: &[PortSampleRow],
+        port: Option<&str>,
+        tcp_timestamps: bool,
+        threads: &[ThreadCpu],
+        imported: bool,
+    ) -> Facts {
+        let bitrate = run.receiver_bps.or(run.sender_bps).filter(|b| *b > 0.0);
+        let transport = if run.protocol.is_udp() {
+            Transport::Udp
+        } else {
+            Transport::Tcp
+        };
+        let (ceiling, basis) = link_ceiling(run, ports, port, tcp_timestamps, imported, transport);
+        let pct = match (bitrate, ceiling) {
+            (Some(b), Some(c)) if c > 0.0 => Some(b * 100.0 / c),
+            _ => None,
+        };
+        let cores = core_loads(cpus);
+        let hottest = cores
+            .iter()
+            .filter(|c| c.cpu >= 0)
+            .max_by(|a, b| a.busy.total_cmp(&b.busy))
+            .copied();
+        let per_core: Vec<&CoreLoad> = cores.iter().filter(|c| c.cpu >= 0).collect();
+        let all_saturated =
+            !per_core.is_empty() && per_core.iter().all(|c| c.busy >= CORE_SATURATED);
+        let busiest_thread = threads
+            .iter()
+            .max_by(|a, b| a.mean_percent.total_cmp(&b.mean_percent))
+            .copied();
+        Facts {
+            bitrate,
+            transport,
+            ceiling,
+            basis,
+            pct,
+            hottest,
+            all_saturated,
+            n_samples: sample_count(cpus),
+            rate_check: crate::results::shortfall::for_run(run),
+            busiest_thread,
+            cores,
+        }
+    }
+
+    /// The facts behind the verdict, one sentence each.
+    fn evidence(&self, run: &RunRow) -> Vec<String> {
+        let mut evidence = Vec::new();
+        if let Some(c) = &self.rate_check {
+            evidence.push(c.sentence());
+        }
+        if let Some(p) = self.pct {
+            evidence.push(format!(
+                "{} is {:.1} % of the {} ceiling ({})",
+                crate::model::display::rate(self.bitrate.unwrap_or(0.0)),
+                p,
+                crate::model::display::rate(self.ceiling.unwrap_or(0.0)),
+                self.basis
+            ));
+        } else {
+            evidence.push(format!("ceiling unknown: {}", self.basis));
+        }
+        if let Some(h) = self.hottest {
+            evidence.push(format!(
+                "busiest core cpu{}: {:.0} % busy on average (user {:.0} %, system {:.0} %, irq {:.0} %, softirq {:.0} %), peak {:.0} %",
+                h.cpu, h.busy, h.user, h.system, h.irq, h.softirq, h.peak_busy
+            ));
+        } else {
+            evidence.push("no CPU samples".to_string());
+        }
+        let n_samples = self.n_samples;
+        if n_samples < 2 {
+            evidence.push(format!(
+                "{n_samples} CPU sample(s): the monitor samples once a second"
+            ));
+        }
+        if let Some(t) = self.busiest_thread {
+            evidence.push(format!(
+                "busiest netperfd stream thread (TID {}): {:.0} % of a core on average, peak {:.0} %, {} samples",
+                t.tid, t.mean_percent, t.peak_percent, t.samples
+            ));
+        }
+        if let Some(l) = run.lost_percent.filter(|l| *l > 0.0) {
+            evidence.push(format!("UDP loss {l:.2} %"));
+        }
+        if let Some(r) = run.retransmits.filter(|r| *r > 0) {
+            evidence.push(format!("{r} TCP retransmits"));
+        }
+        evidence
+    }
+
+    /// The verdict (first rule that matches), in words, and, when the sender reached the rate
+    /// asked for but the receiver got less, what it got as % of the target.
+    fn judge(&self, run: &RunRow) -> (Verdict, String, Option<f64>) {
+        let (rate_check, transport) = (self.rate_check, self.transport);
+        // Reached: what arrived (else what was sent) is ≥ 97 % of the rate asked for.
+        let reached = rate_check.filter(|c| {
+            c.reached()
+                && c.received_bits_per_second.unwrap_or(c.sent_bits_per_second) * 100.0
+                    >= crate::engine::shortfall::SHORTFALL_PERCENT * c.target_bits_per_second
+        });
+        let tool_bound = self
+            .busiest_thread
+            .is_some_and(|t| t.mean_percent >= FULL_CORE && t.samples > 0);
+        // The sender reached the rate but the receiver got less: received as % of the target.
+        let received_short = rate_check.filter(|c| c.reached()).and_then(|c| {
+            let p = c.received_bits_per_second? * 100.0 / c.target_bits_per_second;
+            (p < crate::engine::shortfall::SHORTFALL_PERCENT).then_some(p)
+        });
+        // A UDP sender other than the board fell short: nothing on the board slows a UDP sender.
+        let board_sent = run.direction == RunDirection::Send && !run.kind.forwards();
+        let sender_short = rate_check
+            .filter(|c| c.short && transport == Transport::Udp && !board_sent)
+            .map(|c| c.sent_percent);
+        // The board's own UDP sender fell short with no core of the board saturated: a share of
+        // a core too small (a CPU quota, a higher-priority task) — the truth set's case (h) read
+        // "limited elsewhere" while its pacer said it did not get the CPU.
+        let board_short = rate_check
+            .filter(|c| c.short && transport == Transport::Udp && board_sent)
+            .map(|c| c.sent_percent);
+        let mut verdict = match (self.bitrate, self.pct, self.hottest) {
+            (None, _, _) => Verdict::NoResult,
+            // Allow 0.1 % for rounding and clock differences before calling it impossible.
+            (_, Some(p), _) if p > 100.1 => Verdict::MeasurementError,
+            _ if reached.is_some() => Verdict::RateLimited,
+            _ if self.n_samples < 2 => Verdict::TooShort,
+            (_, Some(p), _) if p >= LINK_BOUND => Verdict::LinkBound,
+            _ if sender_short.is_some() => Verdict::SenderShort,
+            _ if tool_bound => Verdict::ToolBound,
+            (_, _, Some(h)) if h.busy >= CORE_SATURATED => {
+                if h.softirq + h.irq >= h.busy / 2.0 {
+                    Verdict::SoftirqBound
+                } else if self.all_saturated {
+                    Verdict::AllCoresSaturated
+                } else {
+                    Verdict::CoreSaturated
+                }
+            }
+            _ if board_short.is_some() => Verdict::SenderShort,
+            _ => Verdict::LimitedElsewhere,
+        };
+        let mut verdict_text = verdict.text().to_string();
+        if let (Verdict::SenderShort, Some(p)) = (verdict, sender_short.or(board_short)) {
+            verdict_text = format!("{verdict_text}: {p:.1} % of the rate asked");
+        }
+        if let Some(p) = received_short {
+            // Nothing on the board to blame, or the board sent it all (its own cores did not lose
+            // what went missing): lost on the way.
+            if verdict == Verdict::LimitedElsewhere
+                || (board_sent
+                    && matches!(
+                        verdict,
+                        Verdict::CoreSaturated
+                            | Verdict::AllCoresSaturated
+                            | Verdict::SoftirqBound
+                            | Verdict::ToolBound
+                    ))
+            {
+                verdict = Verdict::LostOnTheWay;
+            }
+            verdict_text = short_text(verdict.text(), p);
+        }
+        (verdict, verdict_text, received_short)
+    }
+}
+
+/// The ceiling (bits/s) of the link that carried `run` — `port`'s samples (default: the first
+/// port sampled) give its speed and MTU — and how it was computed, or why it is unknown.
+fn link_ceiling(
+    run: &RunRow,
+    ports: &[PortSampleRow],
+    port: Option<&str>,
+    tcp_timestamps: bool,
+    imported: bool,
+    transport: Transport,
+) -> (Option<f64>, String) {
     let port = port
         .map(str::to_string)
         .or_else(|| ports.first().map(|p| p.ifname.clone()));
@@ -426,19 +647,13 @@ pub(crate) fn analyze_recorded(
     let speed = mine.iter().filter_map(|p| p.speed_mbps).max();
     let mtu = mine.iter().filter_map(|p| p.mtu).max();
     let ipv6 = run.local_host.contains(':') || run.peer_host.contains(':');
-    let transport = if run.protocol.is_udp() {
-        Transport::Udp
-    } else {
-        Transport::Tcp
-    };
     let udp_payload = run
         .params
         .get("len")
         .and_then(|v| v.as_u64())
         .filter(|l| *l > 0)
         .and_then(|l| u32::try_from(l).ok());
-    let mut evidence = Vec::new();
-    let (ceiling, basis) = match (speed, mtu) {
+    match (speed, mtu) {
         (Some(s), Some(m)) if m > 0 => {
             let f = Framing {
                 transport,
@@ -479,142 +694,6 @@ pub(crate) fn analyze_recorded(
                 None => "no port samples (link speed unknown)".to_string(),
             },
         ),
-    };
-    let pct = match (bitrate, ceiling) {
-        (Some(b), Some(c)) if c > 0.0 => Some(b * 100.0 / c),
-        _ => None,
-    };
-    let cores = core_loads(cpus);
-    let hottest = cores
-        .iter()
-        .filter(|c| c.cpu >= 0)
-        .max_by(|a, b| a.busy.total_cmp(&b.busy))
-        .copied();
-    let per_core: Vec<&CoreLoad> = cores.iter().filter(|c| c.cpu >= 0).collect();
-    let all_saturated = !per_core.is_empty() && per_core.iter().all(|c| c.busy >= CORE_SATURATED);
-    let n_samples = sample_count(cpus);
-    let rate_check = crate::results::shortfall::for_run(run);
-    // Reached: what arrived (else what was sent) is ≥ 97 % of the rate asked for.
-    let reached = rate_check.filter(|c| {
-        c.reached()
-            && c.received_bits_per_second.unwrap_or(c.sent_bits_per_second) * 100.0
-                >= crate::engine::shortfall::SHORTFALL_PERCENT * c.target_bits_per_second
-    });
-    let busiest_thread = threads
-        .iter()
-        .max_by(|a, b| a.mean_percent.total_cmp(&b.mean_percent))
-        .copied();
-    if let Some(c) = &rate_check {
-        evidence.push(c.sentence());
-    }
-    if let Some(p) = pct {
-        evidence.push(format!(
-            "{} is {:.1} % of the {} ceiling ({})",
-            crate::model::display::rate(bitrate.unwrap_or(0.0)),
-            p,
-            crate::model::display::rate(ceiling.unwrap_or(0.0)),
-            basis
-        ));
-    } else {
-        evidence.push(format!("ceiling unknown: {basis}"));
-    }
-    if let Some(h) = hottest {
-        evidence.push(format!(
-            "busiest core cpu{}: {:.0} % busy on average (user {:.0} %, system {:.0} %, irq {:.0} %, softirq {:.0} %), peak {:.0} %",
-            h.cpu, h.busy, h.user, h.system, h.irq, h.softirq, h.peak_busy
-        ));
-    } else {
-        evidence.push("no CPU samples".to_string());
-    }
-    if n_samples < 2 {
-        evidence.push(format!(
-            "{n_samples} CPU sample(s): the monitor samples once a second"
-        ));
-    }
-    if let Some(t) = busiest_thread {
-        evidence.push(format!(
-            "busiest netperfd stream thread (TID {}): {:.0} % of a core on average, peak {:.0} %, {} samples",
-            t.tid, t.mean_percent, t.peak_percent, t.samples
-        ));
-    }
-    if let Some(l) = run.lost_percent.filter(|l| *l > 0.0) {
-        evidence.push(format!("UDP loss {l:.2} %"));
-    }
-    if let Some(r) = run.retransmits.filter(|r| *r > 0) {
-        evidence.push(format!("{r} TCP retransmits"));
-    }
-    let tool_bound = busiest_thread.is_some_and(|t| t.mean_percent >= FULL_CORE && t.samples > 0);
-    // The sender reached the rate but the receiver got less: received as % of the target.
-    let received_short = rate_check.filter(|c| c.reached()).and_then(|c| {
-        let p = c.received_bits_per_second? * 100.0 / c.target_bits_per_second;
-        (p < crate::engine::shortfall::SHORTFALL_PERCENT).then_some(p)
-    });
-    // A UDP sender other than the board fell short: nothing on the board slows a UDP sender.
-    let board_sent = run.direction == RunDirection::Send && !run.kind.forwards();
-    let sender_short = rate_check
-        .filter(|c| c.short && transport == Transport::Udp && !board_sent)
-        .map(|c| c.sent_percent);
-    // The board's own UDP sender fell short with no core of the board saturated: a share of
-    // a core too small (a CPU quota, a higher-priority task) — the truth set's case (h) read
-    // "limited elsewhere" while its pacer said it did not get the CPU.
-    let board_short = rate_check
-        .filter(|c| c.short && transport == Transport::Udp && board_sent)
-        .map(|c| c.sent_percent);
-    let mut verdict = match (bitrate, pct, hottest) {
-        (None, _, _) => Verdict::NoResult,
-        // Allow 0.1 % for rounding and clock differences before calling it impossible.
-        (_, Some(p), _) if p > 100.1 => Verdict::MeasurementError,
-        _ if reached.is_some() => Verdict::RateLimited,
-        _ if n_samples < 2 => Verdict::TooShort,
-        (_, Some(p), _) if p >= LINK_BOUND => Verdict::LinkBound,
-        _ if sender_short.is_some() => Verdict::SenderShort,
-        _ if tool_bound => Verdict::ToolBound,
-        (_, _, Some(h)) if h.busy >= CORE_SATURATED => {
-            if h.softirq + h.irq >= h.busy / 2.0 {
-                Verdict::SoftirqBound
-            } else if all_saturated {
-                Verdict::AllCoresSaturated
-            } else {
-                Verdict::CoreSaturated
-            }
-        }
-        _ if board_short.is_some() => Verdict::SenderShort,
-        _ => Verdict::LimitedElsewhere,
-    };
-    let mut verdict_text = verdict.text().to_string();
-    if let (Verdict::SenderShort, Some(p)) = (verdict, sender_short.or(board_short)) {
-        verdict_text = format!("{verdict_text}: {p:.1} % of the rate asked");
-    }
-    if let Some(p) = received_short {
-        // Nothing on the board to blame, or the board sent it all (its own cores did not lose
-        // what went missing): lost on the way.
-        if verdict == Verdict::LimitedElsewhere
-            || (board_sent
-                && matches!(
-                    verdict,
-                    Verdict::CoreSaturated
-                        | Verdict::AllCoresSaturated
-                        | Verdict::SoftirqBound
-                        | Verdict::ToolBound
-                ))
-        {
-            verdict = Verdict::LostOnTheWay;
-        }
-        verdict_text = short_text(verdict.text(), p);
-    }
-    Analysis {
-        bitrate_bps: bitrate,
-        ceiling_bps: ceiling,
-        ceiling_basis: basis,
-        percent_of_ceiling: pct,
-        verdict,
-        verdict_text,
-        evidence,
-        cores,
-        rate_check,
-        threads: threads.to_vec(),
-        received_percent_short: received_short,
-        board: Vec::new(),
     }
 }
 

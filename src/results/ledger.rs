@@ -297,49 +297,7 @@ fn places_of(lost: u64, path: Path, ports: &[String], d: &BoardDelta, flow: &Flo
     for name in ports {
         let Some(p) = d.ports.get(name) else { continue };
         if path.egress() {
-            if let Some(q) = p.root_qdisc().filter(|q| q.drops > 0) {
-                // (A qdisc whose drops were all this host's refusals of its own sender's
-                // datagrams is no place of the lost ones: see below.)
-                let entered = match path {
-                    Path::Forwarded => {
-                        let rx = ports
-                            .iter()
-                            .filter(|o| *o != name)
-                            .filter_map(|o| d.ports.get(o)?.traffic)
-                            .map(|t| flow.received(t.rx_bytes, t.rx_packets))
-                            .try_fold(0u64, |a, n| Some(a.saturating_add(n?)));
-                        rx.filter(|_| ports.len() > 1)
-                            .map(|n| n.saturating_sub(d.softnet_dropped()))
-                    }
-                    // What the sender sent and what this host refused it: both entered.
-                    _ => flow
-                        .sent
-                        .filter(|_| ports.len() == 1)
-                        .map(|n| n.saturating_add(flow.dropped_locally.unwrap_or(0))),
-                };
-                // The datagrams the sender was told of (ENOBUFS) are in `dropped_locally`, not
-                // in `lost`: the place keeps only the qdisc's other drops (a GSO batch it
-                // split and dropped in part, drops at dequeue), which the receiver did miss.
-                let told = if path == Path::Forwarded {
-                    0
-                } else {
-                    flow.dropped_locally.unwrap_or(0)
-                };
-                let datagrams = entered
-                    .and_then(|e| qdisc_datagrams(q, e, flow))
-                    .map(|n| n.saturating_sub(told));
-                if datagrams != Some(0) {
-                    places.push(Place {
-                        place: "board_qdisc".into(),
-                        port: Some(name.clone()),
-                        packets: datagrams.unwrap_or(q.drops),
-                        unit: if datagrams.is_some() { DATAGRAMS } else { SKBS }.into(),
-                        counted: Some(q.drops),
-                        counted_unit: Some(SKBS.into()),
-                        counter: format!("qdisc {} drops on {name}", q.kind),
-                    });
-                }
-            }
+            places.extend(qdisc_place(path, ports, name, p, d, flow));
         }
         if path.ingress() {
             if let Some((counter, n)) = p.nic_rx_drops() {
@@ -408,6 +366,60 @@ fn places_of(lost: u64, path: Path, ports: &[String], d: &BoardDelta, flow: &Flo
         }
     }
     finish(lost, places)
+}
+
+/// The place of the drops of port `name`'s (`p`'s) root egress qdisc on `path`, in datagrams
+/// when the datagrams that entered it can be told (see [`qdisc_datagrams`]), else in skbs.
+/// `None` when it dropped nothing, or only this host's refusals of its own sender's
+/// datagrams (they are no place of the lost ones).
+fn qdisc_place(
+    path: Path,
+    ports: &[String],
+    name: &str,
+    p: &crate::board::counters::PortDelta,
+    d: &BoardDelta,
+    flow: &Flow,
+) -> Option<Place> {
+    let q = p.root_qdisc().filter(|q| q.drops > 0)?;
+    // (A qdisc whose drops were all this host's refusals of its own sender's
+    // datagrams is no place of the lost ones: see below.)
+    let entered = match path {
+        Path::Forwarded => {
+            let rx = ports
+                .iter()
+                .filter(|o| *o != name)
+                .filter_map(|o| d.ports.get(o)?.traffic)
+                .map(|t| flow.received(t.rx_bytes, t.rx_packets))
+                .try_fold(0u64, |a, n| Some(a.saturating_add(n?)));
+            rx.filter(|_| ports.len() > 1)
+                .map(|n| n.saturating_sub(d.softnet_dropped()))
+        }
+        // What the sender sent and what this host refused it: both entered.
+        _ => flow
+            .sent
+            .filter(|_| ports.len() == 1)
+            .map(|n| n.saturating_add(flow.dropped_locally.unwrap_or(0))),
+    };
+    // The datagrams the sender was told of (ENOBUFS) are in `dropped_locally`, not
+    // in `lost`: the place keeps only the qdisc's other drops (a GSO batch it
+    // split and dropped in part, drops at dequeue), which the receiver did miss.
+    let told = if path == Path::Forwarded {
+        0
+    } else {
+        flow.dropped_locally.unwrap_or(0)
+    };
+    let datagrams = entered
+        .and_then(|e| qdisc_datagrams(q, e, flow))
+        .map(|n| n.saturating_sub(told));
+    (datagrams != Some(0)).then(|| Place {
+        place: "board_qdisc".into(),
+        port: Some(name.to_string()),
+        packets: datagrams.unwrap_or(q.drops),
+        unit: if datagrams.is_some() { DATAGRAMS } else { SKBS }.into(),
+        counted: Some(q.drops),
+        counted_unit: Some(SKBS.into()),
+        counter: format!("qdisc {} drops on {name}", q.kind),
+    })
 }
 
 fn datagram_place(place: &str, port: Option<String>, n: u64, counter: String) -> Place {
@@ -707,7 +719,6 @@ pub(crate) fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
     }
     for p in &l.places {
         let n = count(p.packets);
-        let port = p.port.as_deref().unwrap_or("");
         if trivial(p.packets, l.lost) {
             // Advice on 3 drops of 40,000 lost sends the user after the wrong thing.
             out.push(format!(
@@ -716,146 +727,11 @@ pub(crate) fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
             ));
             continue;
         }
-        out.push(match p.place.as_str() {
-            "board_qdisc" => {
-                let kind = p
-                    .counter
-                    .strip_prefix("qdisc ")
-                    .and_then(|c| c.split_once(' '))
-                    .map(|(k, _)| k)
-                    .unwrap_or("qdisc");
-                if p.in_datagrams() && p.packets > l.lost {
-                    // The queue's count is the sender's; the receiver's lost stops at the last
-                    // datagram it saw (the tryout's "87,559 of 87,520 lost").
-                    format!(
-                        "{n} lost datagrams were dropped by the board's own egress queue ({kind} on {port}){} — all of the {lost} the receiver counted, and {} after the last one it received, which it does not count: the sender outran the link — lower -b or raise the shaper",
-                        qdisc_counted(p),
-                        count(p.packets - l.lost)
-                    )
-                } else if p.in_datagrams() {
-                    format!(
-                        "{n} of {lost} lost datagrams were dropped by the board's own egress queue ({kind} on {port}){}: the sender outran the link — lower -b or raise the shaper",
-                        qdisc_counted(p)
-                    )
-                } else {
-                    format!(
-                        "the board's own egress queue ({kind} on {port}) dropped {n} skbs — its unit: a GSO batch of several datagrams is one skb, and its datagrams could not be told from the counters, so they hold {n} or more of the {lost} lost datagrams: the sender outran the link — lower -b or raise the shaper"
-                    )
-                }
-            }
-            "board_socket" => match d.rmem_max {
-                // A big buffer that still overflows: the reader is the limit, not the buffer.
-                Some(v) if v >= LARGE_RMEM => format!(
-                    "{}: the board's socket buffer overflowed although net.core.rmem_max is already {} — the receiving thread did not read fast enough: look at its core in CPU per core, or lower -b",
-                    rcvbuf_errors(p),
-                    crate::model::display::size(v as f64)
-                ),
-                // The board's receivers are netperfd's: they ask for 8 MiB whatever the
-                // client's -w (`engine::udp::deep_recv_buffer`), beyond net.core.rmem_max with
-                // CAP_NET_ADMIN (the unit grants it), capped by it without. "-w 4M" cannot
-                // help (the tryout's socket held 16 MiB while the page advised it).
-                rmem => format!(
-                    "{}: the board's socket buffer overflowed — its receiver asks for 8 MiB whatever -w says, so the receiving thread did not read fast enough: look at its core in CPU per core, or lower -b; a daemon without CAP_NET_ADMIN gets at most net.core.rmem_max{}: raise it",
-                    rcvbuf_errors(p),
-                    rmem.map(|v| format!(" (now {})", count(v))).unwrap_or_default()
-                ),
-            },
-            "board_nic" => {
-                let counter = p
-                    .counter
-                    .strip_suffix(&format!(" on {port}"))
-                    .unwrap_or(&p.counter);
-                let rings = d.ports.get(port).and_then(|x| x.rings);
-                match rings {
-                    Some(r) if r.rx_max > r.rx => format!(
-                        "{counter} +{n} on {port}: the NIC's ring ({} of max {}) overflowed — `ethtool -G {port} rx {}`",
-                        r.rx, r.rx_max, r.rx_max
-                    ),
-                    Some(r) => format!(
-                        "{counter} +{n} on {port}: the NIC dropped on receive with its ring at its maximum ({}) — spread the load (RSS, IRQ affinity) or lower -b",
-                        r.rx
-                    ),
-                    None => format!("{counter} +{n} on {port}: the NIC dropped on receive"),
-                }
-            }
-            "board_softnet" => format!(
-                "softnet dropped +{n} ({}): a CPU's receive backlog was full — raise net.core.netdev_max_backlog or spread the port's IRQs",
-                cpus_moved(d, |s| s.dropped)
-            ),
-            "peer_qdisc" => {
-                let kind = p
-                    .counter
-                    .strip_prefix("qdisc ")
-                    .and_then(|c| c.split_once(' '))
-                    .map(|(k, _)| k)
-                    .unwrap_or("qdisc");
-                if p.in_datagrams() {
-                    format!(
-                        "{n} of {lost} lost datagrams were dropped by the peer's own egress queue ({kind} on its {port}){}: the peer's sender outran its link — lower -b or raise the peer's shaper",
-                        qdisc_counted(p)
-                    )
-                } else {
-                    format!(
-                        "the peer's own egress queue ({kind} on its {port}) dropped {n} skbs — its unit: a GSO batch of several datagrams is one skb, so they hold {n} or more of the {lost} lost datagrams: the peer's sender outran its link — lower -b or raise the peer's shaper"
-                    )
-                }
-            }
-            // Only a netperfd receiver on the peer reports its drops, and it asks for 8 MiB
-            // whatever -w says (as the board's do): "-w 4M" cannot help (tryout, stop 46).
-            "peer_socket" => format!(
-                "the peer's {}: the peer's socket buffer overflowed — its netperfd receiver asks for 8 MiB whatever -w says, so its receiving thread did not read fast enough (a busy core on the peer), or the peer's net.core.rmem_max caps the buffer: raise it there, or lower -b",
-                rcvbuf_errors(p)
-            ),
-            "peer_nic" => format!(
-                "{} +{n} on the peer: the peer's NIC dropped on receive",
-                p.counter
-            ),
-            "peer_softnet" => format!(
-                "the peer's softnet dropped +{n}: a CPU's receive backlog on the peer was full"
-            ),
-            "board_reassembly" | "peer_reassembly" => format!(
-                "{}Ip ReasmFails +{n} (its unit: one per fragment the kernel could not queue, its reassembly memory full, and one per datagram it gave up on, a fragment missing): datagrams larger than the path MTU came in IP fragments and {} never put them back together — send datagrams that fit the MTU (a smaller -l), or raise net.ipv4.ipfrag_high_thresh{}",
-                if p.place == "peer_reassembly" { "the peer's " } else { "" },
-                if p.place == "peer_reassembly" { "the peer" } else { "the board" },
-                if p.place == "peer_reassembly" { " on the peer" } else { "" },
-            ),
-            _ => format!("{} +{n}", p.counter),
-        });
+        out.push(place_sentence(p, l, d));
     }
     let on_board = l.places.iter().any(|p| p.place.starts_with("board_"));
     let peer_told = l.places.iter().any(|p| p.place.starts_with("peer_"));
-    if l.lost > 0 && l.places.is_empty() {
-        out.push(format!(
-            "{lost} datagrams lost, not on the board: on the wire or at the peer (none of the board's drop counters moved)"
-        ));
-    } else if l.lost > 0 && !on_board {
-        out.push(format!(
-            "not on the board: none of the board's drop counters moved{}",
-            if l.unattributed > 0 {
-                format!(
-                    "; {} of {lost} lost datagrams are on neither side's counters: on the wire",
-                    count(l.unattributed)
-                )
-            } else {
-                String::new()
-            }
-        ));
-    } else if l.unattributed > 0 && l.has_skbs() {
-        out.push(format!(
-            "{} of {lost} lost datagrams are not on any counter in datagrams: part or all of them are in the skbs counted above, the rest on the wire",
-            count(l.unattributed)
-        ));
-    } else if l.unattributed > 0 && peer_told {
-        out.push(format!(
-            "{} of {lost} lost datagrams are on neither the board's nor the peer's counters: on the wire",
-            count(l.unattributed)
-        ));
-    } else if l.unattributed > 0 && !l.places.is_empty() {
-        out.push(format!(
-            "{} of {lost} lost datagrams are not on the board's counters: on the wire or at the peer",
-            count(l.unattributed)
-        ));
-    }
+    out.extend(unplaced_sentence(l, on_board, peer_told));
     // One queue whose datagrams exceed the lost count already says why (its tail).
     let tail_said =
         matches!(l.places.as_slice(), [p] if p.place == "board_qdisc" && p.in_datagrams());
@@ -871,6 +747,167 @@ pub(crate) fn sentences(l: &LossLedger, d: &BoardDelta) -> Vec<String> {
     }
     out.extend(board_notes(d));
     out
+}
+
+/// The sentence for one place the lost datagrams went (`p`, a place of `l`), with what to
+/// try; `d` gives the socket buffer limit and the NIC rings.
+fn place_sentence(p: &Place, l: &LossLedger, d: &BoardDelta) -> String {
+    let lost = count(l.lost);
+    let n = count(p.packets);
+    let port = p.port.as_deref().unwrap_or("");
+    match p.place.as_str() {
+        "board_qdisc" => board_qdisc_sentence(p, l),
+        "board_socket" => match d.rmem_max {
+            // A big buffer that still overflows: the reader is the limit, not the buffer.
+            Some(v) if v >= LARGE_RMEM => format!(
+                "{}: the board's socket buffer overflowed although net.core.rmem_max is already {} — the receiving thread did not read fast enough: look at its core in CPU per core, or lower -b",
+                rcvbuf_errors(p),
+                crate::model::display::size(v as f64)
+            ),
+            // The board's receivers are netperfd's: they ask for 8 MiB whatever the
+            // client's -w (`engine::udp::deep_recv_buffer`), beyond net.core.rmem_max with
+            // CAP_NET_ADMIN (the unit grants it), capped by it without. "-w 4M" cannot
+            // help (the tryout's socket held 16 MiB while the page advised it).
+            rmem => format!(
+                "{}: the board's socket buffer overflowed — its receiver asks for 8 MiB whatever -w says, so the receiving thread did not read fast enough: look at its core in CPU per core, or lower -b; a daemon without CAP_NET_ADMIN gets at most net.core.rmem_max{}: raise it",
+                rcvbuf_errors(p),
+                rmem.map(|v| format!(" (now {})", count(v))).unwrap_or_default()
+            ),
+        },
+        "board_nic" => {
+            let counter = p
+                .counter
+                .strip_suffix(&format!(" on {port}"))
+                .unwrap_or(&p.counter);
+            let rings = d.ports.get(port).and_then(|x| x.rings);
+            match rings {
+                Some(r) if r.rx_max > r.rx => format!(
+                    "{counter} +{n} on {port}: the NIC's ring ({} of max {}) overflowed — `ethtool -G {port} rx {}`",
+                    r.rx, r.rx_max, r.rx_max
+                ),
+                Some(r) => format!(
+                    "{counter} +{n} on {port}: the NIC dropped on receive with its ring at its maximum ({}) — spread the load (RSS, IRQ affinity) or lower -b",
+                    r.rx
+                ),
+                None => format!("{counter} +{n} on {port}: the NIC dropped on receive"),
+            }
+        }
+        "board_softnet" => format!(
+            "softnet dropped +{n} ({}): a CPU's receive backlog was full — raise net.core.netdev_max_backlog or spread the port's IRQs",
+            cpus_moved(d, |s| s.dropped)
+        ),
+        "peer_qdisc" => {
+            let kind = p
+                .counter
+                .strip_prefix("qdisc ")
+                .and_then(|c| c.split_once(' '))
+                .map(|(k, _)| k)
+                .unwrap_or("qdisc");
+            if p.in_datagrams() {
+                format!(
+                    "{n} of {lost} lost datagrams were dropped by the peer's own egress queue ({kind} on its {port}){}: the peer's sender outran its link — lower -b or raise the peer's shaper",
+                    qdisc_counted(p)
+                )
+            } else {
+                format!(
+                    "the peer's own egress queue ({kind} on its {port}) dropped {n} skbs — its unit: a GSO batch of several datagrams is one skb, so they hold {n} or more of the {lost} lost datagrams: the peer's sender outran its link — lower -b or raise the peer's shaper"
+                )
+            }
+        }
+        // Only a netperfd receiver on the peer reports its drops, and it asks for 8 MiB
+        // whatever -w says (as the board's do): "-w 4M" cannot help (tryout, stop 46).
+        "peer_socket" => format!(
+            "the peer's {}: the peer's socket buffer overflowed — its netperfd receiver asks for 8 MiB whatever -w says, so its receiving thread did not read fast enough (a busy core on the peer), or the peer's net.core.rmem_max caps the buffer: raise it there, or lower -b",
+            rcvbuf_errors(p)
+        ),
+        "peer_nic" => format!(
+            "{} +{n} on the peer: the peer's NIC dropped on receive",
+            p.counter
+        ),
+        "peer_softnet" => format!(
+            "the peer's softnet dropped +{n}: a CPU's receive backlog on the peer was full"
+        ),
+        "board_reassembly" | "peer_reassembly" => format!(
+            "{}Ip ReasmFails +{n} (its unit: one per fragment the kernel could not queue, its reassembly memory full, and one per datagram it gave up on, a fragment missing): datagrams larger than the path MTU came in IP fragments and {} never put them back together — send datagrams that fit the MTU (a smaller -l), or raise net.ipv4.ipfrag_high_thresh{}",
+            if p.place == "peer_reassembly" { "the peer's " } else { "" },
+            if p.place == "peer_reassembly" { "the peer" } else { "the board" },
+            if p.place == "peer_reassembly" { " on the peer" } else { "" },
+        ),
+        _ => format!("{} +{n}", p.counter),
+    }
+}
+
+/// The sentence for datagrams (or skbs) the board's own egress queue `p` dropped, against
+/// the ledger `l`'s lost count.
+fn board_qdisc_sentence(p: &Place, l: &LossLedger) -> String {
+    let lost = count(l.lost);
+    let n = count(p.packets);
+    let port = p.port.as_deref().unwrap_or("");
+    let kind = p
+        .counter
+        .strip_prefix("qdisc ")
+        .and_then(|c| c.split_once(' '))
+        .map(|(k, _)| k)
+        .unwrap_or("qdisc");
+    if p.in_datagrams() && p.packets > l.lost {
+        // The queue's count is the sender's; the receiver's lost stops at the last
+        // datagram it saw (the tryout's "87,559 of 87,520 lost").
+        format!(
+            "{n} lost datagrams were dropped by the board's own egress queue ({kind} on {port}){} — all of the {lost} the receiver counted, and {} after the last one it received, which it does not count: the sender outran the link — lower -b or raise the shaper",
+            qdisc_counted(p),
+            count(p.packets - l.lost)
+        )
+    } else if p.in_datagrams() {
+        format!(
+            "{n} of {lost} lost datagrams were dropped by the board's own egress queue ({kind} on {port}){}: the sender outran the link — lower -b or raise the shaper",
+            qdisc_counted(p)
+        )
+    } else {
+        format!(
+            "the board's own egress queue ({kind} on {port}) dropped {n} skbs — its unit: a GSO batch of several datagrams is one skb, and its datagrams could not be told from the counters, so they hold {n} or more of the {lost} lost datagrams: the sender outran the link — lower -b or raise the shaper"
+        )
+    }
+}
+
+/// The sentence for lost datagrams no counter of the board holds (`on_board`: a board place
+/// moved; `peer_told`: the peer reported its counters): on the wire or at the peer. `None`
+/// when every lost datagram has a place.
+fn unplaced_sentence(l: &LossLedger, on_board: bool, peer_told: bool) -> Option<String> {
+    let lost = count(l.lost);
+    if l.lost > 0 && l.places.is_empty() {
+        Some(format!(
+            "{lost} datagrams lost, not on the board: on the wire or at the peer (none of the board's drop counters moved)"
+        ))
+    } else if l.lost > 0 && !on_board {
+        Some(format!(
+            "not on the board: none of the board's drop counters moved{}",
+            if l.unattributed > 0 {
+                format!(
+                    "; {} of {lost} lost datagrams are on neither side's counters: on the wire",
+                    count(l.unattributed)
+                )
+            } else {
+                String::new()
+            }
+        ))
+    } else if l.unattributed > 0 && l.has_skbs() {
+        Some(format!(
+            "{} of {lost} lost datagrams are not on any counter in datagrams: part or all of them are in the skbs counted above, the rest on the wire",
+            count(l.unattributed)
+        ))
+    } else if l.unattributed > 0 && peer_told {
+        Some(format!(
+            "{} of {lost} lost datagrams are on neither the board's nor the peer's counters: on the wire",
+            count(l.unattributed)
+        ))
+    } else if l.unattributed > 0 && !l.places.is_empty() {
+        Some(format!(
+            "{} of {lost} lost datagrams are not on the board's counters: on the wire or at the peer",
+            count(l.unattributed)
+        ))
+    } else {
+        None
+    }
 }
 
 /// Sentences about the board's state that stand whether or not datagrams were lost: softnet

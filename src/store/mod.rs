@@ -6,6 +6,7 @@
 use crate::engine::report::{IntervalRecord, Report};
 use crate::model::time::now_ms;
 use crate::model::{RunDirection, RunFigures, RunKind, RunProtocol, RunRole, RunStatus};
+use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, OptionalExtension};
 use rusqlite_migration::{Migrations, M};
 use serde::Serialize;
@@ -79,10 +80,8 @@ impl StoreError {
 
 type Result<T> = std::result::Result<T, StoreError>;
 
-fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![
-        M::up(
-            r#"
+/// Migration 1: runs with their streams and intervals, settings, sessions, API tokens.
+const BASE_MIGRATION: &str = r#"
 CREATE TABLE runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     role TEXT NOT NULL CHECK (role IN ('client','server')),
@@ -150,11 +149,10 @@ CREATE TABLE api_tokens (
     token_hash TEXT NOT NULL UNIQUE,
     created_at INTEGER NOT NULL
 );
-"#,
-        ),
-        // 2: UDP figures (datagrams, loss, jitter) and suites (e.g. the UDP ladder).
-        M::up(
-            r#"
+"#;
+
+/// Migration 2: UDP figures (datagrams, loss, jitter) and suites (e.g. the UDP ladder).
+const UDP_SUITES_MIGRATION: &str = r#"
 CREATE TABLE suites (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     name TEXT NOT NULL,
@@ -172,8 +170,13 @@ ALTER TABLE intervals ADD COLUMN packets INTEGER;
 ALTER TABLE intervals ADD COLUMN lost INTEGER;
 ALTER TABLE intervals ADD COLUMN jitter_ms REAL;
 ALTER TABLE intervals ADD COLUMN out_of_order INTEGER;
-"#,
-        ),
+"#;
+
+fn migrations() -> Migrations<'static> {
+    Migrations::new(vec![
+        M::up(BASE_MIGRATION),
+        // 2: UDP figures (datagrams, loss, jitter) and suites (e.g. the UDP ladder).
+        M::up(UDP_SUITES_MIGRATION),
         // 3: board control (system::apply): confirmed network config, change log, run net config.
         M::up(board::BOARD_MIGRATION),
         // 4: run kinds beyond iperf3 (legs of multi-port runs, forwarding, monitor-only, HTTP,
@@ -386,131 +389,63 @@ pub struct Store {
 /// -5, text in a number column, JSON that does not parse) is shown empty and named in
 /// [`RunRow::invalid`]. Only a row without an id fails.
 pub(crate) fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
-    let mut invalid: Vec<String> = Vec::new();
-    let mut get = |name: &str| -> Option<rusqlite::types::Value> {
-        match r.get::<_, rusqlite::types::Value>(name) {
-            Ok(v) => Some(v),
-            Err(_) => {
-                invalid.push(name.to_string());
-                None
-            }
-        }
+    let mut c = Cells {
+        r,
+        invalid: Vec::new(),
+        bad: Vec::new(),
     };
-    use rusqlite::types::Value as V;
-    let mut bad: Vec<&'static str> = Vec::new();
-    macro_rules! field {
-        // A required integer of type $t.
-        ($name:literal, int $t:ty) => {
-            match get($name) {
-                Some(V::Integer(i)) => <$t>::try_from(i).unwrap_or_else(|_| {
-                    bad.push($name);
-                    <$t>::default()
-                }),
-                _ => {
-                    bad.push($name);
-                    <$t>::default()
-                }
-            }
-        };
-        ($name:literal, opt_int) => {
-            match get($name) {
-                Some(V::Integer(i)) => Some(i),
-                Some(V::Null) => None,
-                _ => {
-                    bad.push($name);
-                    None
-                }
-            }
-        };
-        ($name:literal, opt_real) => {
-            match get($name) {
-                Some(V::Real(f)) => Some(f),
-                Some(V::Integer(i)) => Some(i as f64),
-                Some(V::Null) => None,
-                _ => {
-                    bad.push($name);
-                    None
-                }
-            }
-        };
-        ($name:literal, text) => {
-            match get($name) {
-                Some(V::Text(t)) => t,
-                _ => {
-                    bad.push($name);
-                    String::new()
-                }
-            }
-        };
-        ($name:literal, opt_text) => {
-            match get($name) {
-                Some(V::Text(t)) => Some(t),
-                Some(V::Null) => None,
-                _ => {
-                    bad.push($name);
-                    None
-                }
-            }
-        };
-    }
     let id: i64 = r.get("id")?;
-    let params = field!("params_json", text);
+    let params = c.text("params_json");
     let params = match serde_json::from_str(&params) {
         Ok(v) => v,
         Err(_) => {
-            bad.push("params_json");
+            c.bad.push("params_json");
             serde_json::Value::Null
         }
     };
     // A closed word (kind, status, role) this netperfd does not know is named in `invalid`
-    // and shown as `$or` (an unreadable status as failed: not a result to trust); protocol
-    // and direction keep any word (`Other`).
-    macro_rules! word {
-        ($name:literal, $t:ty, $or:expr) => {{
-            let w = field!($name, text);
-            <$t>::parse(&w).unwrap_or_else(|| {
-                bad.push($name);
-                $or
-            })
-        }};
-    }
-    let kind = word!("kind", RunKind, RunKind::default());
-    let summary = match field!("summary_json", opt_text) {
+    // and shown as its default (an unreadable status as failed: not a result to trust);
+    // protocol and direction keep any word (`Other`).
+    let kind = c.word("kind", RunKind::parse, RunKind::default());
+    let summary = match c.opt_text("summary_json") {
         None => serde_json::Value::Null,
         Some(s) => serde_json::from_str(&s).unwrap_or_else(|_| {
-            bad.push("summary_json");
+            c.bad.push("summary_json");
             serde_json::Value::Null
         }),
     };
     let mut row = RunRow {
         id,
-        role: word!("role", RunRole, RunRole::Client),
-        protocol: RunProtocol::parse(&field!("protocol", text)),
-        status: word!("status", RunStatus, RunStatus::Failed),
-        peer_host: field!("peer_host", text),
-        peer_port: field!("peer_port", int u16),
-        local_host: field!("local_host", text),
-        local_port: field!("local_port", int u16),
-        bind_dev: field!("bind_dev", opt_text),
-        direction: RunDirection::parse(&field!("direction", text)),
+        role: c.word("role", RunRole::parse, RunRole::Client),
+        protocol: RunProtocol::parse(&c.text("protocol")),
+        status: c.word("status", RunStatus::parse, RunStatus::Failed),
+        peer_host: c.text("peer_host"),
+        peer_port: c.int("peer_port"),
+        local_host: c.text("local_host"),
+        local_port: c.int("local_port"),
+        bind_dev: c.opt_text("bind_dev"),
+        direction: RunDirection::parse(&c.text("direction")),
         params,
-        started_at: field!("started_at", int i64),
-        ended_at: field!("ended_at", opt_int),
-        error: field!("error", opt_text),
-        sender_bps: field!("sender_bps", opt_real),
-        receiver_bps: field!("receiver_bps", opt_real),
-        bytes: field!("bytes", opt_int),
-        retransmits: field!("retransmits", opt_int),
-        lost_packets: field!("lost_packets", opt_int),
-        total_packets: field!("total_packets", opt_int),
-        lost_percent: field!("lost_percent", opt_real),
-        jitter_ms: field!("jitter_ms", opt_real),
-        suite_id: field!("suite_id", opt_int),
+        started_at: c.int("started_at"),
+        ended_at: c.opt_int("ended_at"),
+        error: c.opt_text("error"),
+        sender_bps: c.opt_real("sender_bps"),
+        receiver_bps: c.opt_real("receiver_bps"),
+        bytes: c.opt_int("bytes"),
+        retransmits: c.opt_int("retransmits"),
+        lost_packets: c.opt_int("lost_packets"),
+        total_packets: c.opt_int("total_packets"),
+        lost_percent: c.opt_real("lost_percent"),
+        jitter_ms: c.opt_real("jitter_ms"),
+        suite_id: c.opt_int("suite_id"),
         kind,
-        parent_id: field!("parent_id", opt_int),
+        parent_id: c.opt_int("parent_id"),
         summary,
         invalid: Vec::new(),
     };
+    let Cells {
+        mut invalid, bad, ..
+    } = c;
     for b in bad {
         if !invalid.iter().any(|i| i == b) {
             invalid.push(b.to_string());
@@ -518,6 +453,100 @@ pub(crate) fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
     }
     row.invalid = invalid;
     Ok(row)
+}
+
+/// Reads the cells of a run's row for [`run_from_row`], an empty value for each that cannot
+/// be read or does not fit, noting its column.
+struct Cells<'a, 'r> {
+    r: &'a rusqlite::Row<'r>,
+    /// Columns that could not be read.
+    invalid: Vec<String>,
+    /// Columns whose value does not fit.
+    bad: Vec<&'static str>,
+}
+
+impl Cells<'_, '_> {
+    /// The column's value, `None` (noted) when it cannot be read.
+    fn get(&mut self, name: &str) -> Option<rusqlite::types::Value> {
+        match self.r.get::<_, rusqlite::types::Value>(name) {
+            Ok(v) => Some(v),
+            Err(_) => {
+                self.invalid.push(name.to_string());
+                None
+            }
+        }
+    }
+
+    /// A required integer of type `T` (0 when missing or out of range).
+    fn int<T: TryFrom<i64> + Default>(&mut self, name: &'static str) -> T {
+        match self.get(name) {
+            Some(SqlValue::Integer(i)) => T::try_from(i).unwrap_or_else(|_| {
+                self.bad.push(name);
+                T::default()
+            }),
+            _ => {
+                self.bad.push(name);
+                T::default()
+            }
+        }
+    }
+
+    /// An integer or NULL.
+    fn opt_int(&mut self, name: &'static str) -> Option<i64> {
+        match self.get(name) {
+            Some(SqlValue::Integer(i)) => Some(i),
+            Some(SqlValue::Null) => None,
+            _ => {
+                self.bad.push(name);
+                None
+            }
+        }
+    }
+
+    /// A number (real or integer) or NULL.
+    fn opt_real(&mut self, name: &'static str) -> Option<f64> {
+        match self.get(name) {
+            Some(SqlValue::Real(f)) => Some(f),
+            Some(SqlValue::Integer(i)) => Some(i as f64),
+            Some(SqlValue::Null) => None,
+            _ => {
+                self.bad.push(name);
+                None
+            }
+        }
+    }
+
+    /// Required text (empty when missing).
+    fn text(&mut self, name: &'static str) -> String {
+        match self.get(name) {
+            Some(SqlValue::Text(t)) => t,
+            _ => {
+                self.bad.push(name);
+                String::new()
+            }
+        }
+    }
+
+    /// Text or NULL.
+    fn opt_text(&mut self, name: &'static str) -> Option<String> {
+        match self.get(name) {
+            Some(SqlValue::Text(t)) => Some(t),
+            Some(SqlValue::Null) => None,
+            _ => {
+                self.bad.push(name);
+                None
+            }
+        }
+    }
+
+    /// A closed word read with `parse`; `or` (noted) when it is not one this netperfd knows.
+    fn word<T>(&mut self, name: &'static str, parse: impl Fn(&str) -> Option<T>, or: T) -> T {
+        let w = self.text(name);
+        parse(&w).unwrap_or_else(|| {
+            self.bad.push(name);
+            or
+        })
+    }
 }
 
 /// Rows of a query, skipping (with a warning) those holding a value that does not fit its

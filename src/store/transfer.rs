@@ -165,24 +165,7 @@ impl Store {
             serde_json::json!({"id": board, "label": board_label})
         )
         .map_err(io)?;
-        let mut l = List::open(w, "suite_defs")?;
-        each(
-            &tx,
-            "SELECT name, builtin, body_json FROM suite_defs ORDER BY id",
-            |mut m| {
-                let body = m
-                    .get("body_json")
-                    .and_then(Value::as_str)
-                    .and_then(|s| serde_json::from_str::<Value>(s).ok())
-                    .unwrap_or(Value::Null);
-                m.remove("body_json");
-                m.insert("body".into(), body);
-                let b = m.get("builtin").and_then(Value::as_i64).unwrap_or(0) != 0;
-                m.insert("builtin".into(), Value::Bool(b));
-                l.push(&m)
-            },
-        )?;
-        l.close()?;
+        write_suite_defs(&tx, w)?;
         let origin = |m: &mut Map<String, Value>| {
             if m.get("origin_board").is_none_or(Value::is_null) {
                 let id = m.get("id").cloned().unwrap_or(Value::Null);
@@ -224,34 +207,65 @@ impl Store {
             },
         )?;
         l.close()?;
-        w.write_all(b",\"run_data\":{").map_err(io)?;
-        for (i, t) in run_tables(&tx)?.iter().enumerate() {
-            if i > 0 {
-                w.write_all(b",").map_err(io)?;
-            }
-            write!(w, "{}:[", Value::from(t.as_str())).map_err(io)?;
-            let mut first = true;
-            each(
-                &tx,
-                &format!(
-                    "SELECT * FROM \"{t}\" WHERE run_id IN (SELECT id FROM runs WHERE {EXPORTED_RUNS}) ORDER BY rowid"
-                ),
-                |m| {
-                    if !first {
-                        w.write_all(b",").map_err(io)?;
-                    }
-                    first = false;
-                    serde_json::to_writer(&mut *w, &m)?;
-                    Ok(())
-                },
-            )?;
-            w.write_all(b"]").map_err(io)?;
-        }
+        write_run_data(&tx, w)?;
         w.write_all(b"}}").map_err(io)?;
         w.flush().map_err(io)?;
         tx.finish()?;
         Ok((nruns, nsuites))
     }
+}
+
+/// The export's `suite_defs` list: each definition with its body as an object and
+/// `builtin` as a boolean.
+fn write_suite_defs<W: Write>(tx: &Connection, w: &mut W) -> Result<()> {
+    let mut l = List::open(w, "suite_defs")?;
+    each(
+        tx,
+        "SELECT name, builtin, body_json FROM suite_defs ORDER BY id",
+        |mut m| {
+            let body = m
+                .get("body_json")
+                .and_then(Value::as_str)
+                .and_then(|s| serde_json::from_str::<Value>(s).ok())
+                .unwrap_or(Value::Null);
+            m.remove("body_json");
+            m.insert("body".into(), body);
+            let b = m.get("builtin").and_then(Value::as_i64).unwrap_or(0) != 0;
+            m.insert("builtin".into(), Value::Bool(b));
+            l.push(&m)
+        },
+    )?;
+    l.close()?;
+    Ok(())
+}
+
+/// The export's `run_data` object: per table of the runs' rows (intervals, streams, …) the
+/// rows of the exported runs, streamed one at a time.
+fn write_run_data<W: Write>(tx: &Connection, w: &mut W) -> Result<()> {
+    w.write_all(b",\"run_data\":{").map_err(io)?;
+    for (i, t) in run_tables(tx)?.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",").map_err(io)?;
+        }
+        write!(w, "{}:[", Value::from(t.as_str())).map_err(io)?;
+        let mut first = true;
+        each(
+            tx,
+            &format!(
+                "SELECT * FROM \"{t}\" WHERE run_id IN (SELECT id FROM runs WHERE {EXPORTED_RUNS}) ORDER BY rowid"
+            ),
+            |m| {
+                if !first {
+                    w.write_all(b",").map_err(io)?;
+                }
+                first = false;
+                serde_json::to_writer(&mut *w, &m)?;
+                Ok(())
+            },
+        )?;
+        w.write_all(b"]").map_err(io)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1103,16 +1103,13 @@ pub(crate) fn run_captures(run_id: i64) -> Vec<Value> {
         .collect()
 }
 
-/// Check a capture request, admit it (caps, kept list, disk budget: one step), open its
-/// socket and file and start it on its own thread; its id.
-fn start_capture(
-    state: &AppState,
-    auth: &Auth,
-    req: &HttpRequest,
-    r: &CaptureRequest,
-) -> Result<u64, PingError> {
-    use crate::engine::capture;
-    let c = &state.config;
+/// The port, seconds, most packets and most bytes of a capture request `r` (defaults put
+/// in), checked against the port list and the configuration's caps `c`. Errors: which one
+/// is wrong.
+fn capture_limits<'a>(
+    c: &crate::config::Config,
+    r: &'a CaptureRequest,
+) -> Result<(&'a str, u64, u64, u64), PingError> {
     let bad = |m: String| PingError::Bad(m);
     let port = r.port.trim();
     if !bd::valid_port_name(port) || !crate::board::ports().iter().any(|p| p.name == port) {
@@ -1148,6 +1145,20 @@ fn start_capture(
             c.capture_max_bytes
         )));
     }
+    Ok((port, seconds, max_packets, max_bytes))
+}
+
+/// Check a capture request, admit it (caps, kept list, disk budget: one step), open its
+/// socket and file and start it on its own thread; its id.
+fn start_capture(
+    state: &AppState,
+    auth: &Auth,
+    req: &HttpRequest,
+    r: &CaptureRequest,
+) -> Result<u64, PingError> {
+    use crate::engine::capture;
+    let bad = |m: String| PingError::Bad(m);
+    let (port, seconds, max_packets, max_bytes) = capture_limits(&state.config, r)?;
     let filter_text = r.filter.clone().unwrap_or_default().trim().to_string();
     let filter = capture::Filter::parse(&filter_text).map_err(bad)?;
     let slot = claim(auth, "capture").map_err(PingError::Busy)?;
@@ -1584,6 +1595,87 @@ fn uptime(s: f64) -> String {
 
 async fn build(state: &AppState, auth: &Auth, f: Inputs) -> DiagPage {
     let sys = bd::system(&state.config.data_dir);
+    let system = system_rows(&sys);
+    let cores = sys
+        .cores
+        .iter()
+        .map(|c| Row {
+            cells: vec![
+                format!("cpu{}", c.cpu),
+                opt(c.mhz.map(|m| format!("{m:.0} MHz"))),
+                opt(c.max_mhz.map(|m| format!("{m:.0} MHz"))),
+                c.governor.clone().unwrap_or_else(|| "—".into()),
+            ],
+        })
+        .collect();
+    let thermal = sys
+        .thermal
+        .iter()
+        .map(|t| Row {
+            cells: vec![
+                format!("thermal_zone{}", t.zone),
+                t.kind.clone(),
+                opt(t.temp_c.map(|c| format!("{c:.1} °C"))),
+            ],
+        })
+        .collect();
+    let config = config_json(state)
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| {
+                    let s = match v {
+                        Value::String(s) => s.clone(),
+                        v => v.to_string(),
+                    };
+                    (k.clone(), s)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let (neighbours, neighbours_error) = neighbour_rows().await;
+    let (routes, routes_error) = route_rows().await;
+    let lq = LogQuery {
+        level: Some(f.level.clone()),
+        q: Some(f.q.clone()),
+        ..LogQuery::default()
+    };
+    let (logs, logs_error) = match lq.select() {
+        Ok(l) => (l, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    let logs_query = format!(
+        "level={}&q={}",
+        super::pages::query_value(&f.level),
+        super::pages::query_value(&f.q)
+    );
+    expire_captures();
+    DiagPage {
+        captures: capture_rows(),
+        cap_max_seconds: state.config.capture_max_seconds,
+        nav: true,
+        csrf: auth.csrf().into(),
+        version: version_string(),
+        ports: crate::board::ports().into_iter().map(|p| p.name).collect(),
+        system,
+        cores,
+        thermal,
+        config,
+        neighbours,
+        neighbours_error,
+        routes,
+        routes_error,
+        logs,
+        logs_error,
+        logs_query,
+        journal: bd::journalctl().is_some(),
+        f,
+    }
+}
+
+/// The System table: (label, value) rows for the board, kernel, load, memory, data
+/// directory and netperfd's version.
+fn system_rows(sys: &bd::System) -> Vec<(String, String)> {
     let mut system = Vec::new();
     if let Some(m) = &sys.model {
         system.push(("Board model".to_string(), m.clone()));
@@ -1627,44 +1719,12 @@ async fn build(state: &AppState, auth: &Auth, f: Inputs) -> DiagPage {
         ));
     }
     system.push(("netperfd".into(), version_string()));
-    let cores = sys
-        .cores
-        .iter()
-        .map(|c| Row {
-            cells: vec![
-                format!("cpu{}", c.cpu),
-                opt(c.mhz.map(|m| format!("{m:.0} MHz"))),
-                opt(c.max_mhz.map(|m| format!("{m:.0} MHz"))),
-                c.governor.clone().unwrap_or_else(|| "—".into()),
-            ],
-        })
-        .collect();
-    let thermal = sys
-        .thermal
-        .iter()
-        .map(|t| Row {
-            cells: vec![
-                format!("thermal_zone{}", t.zone),
-                t.kind.clone(),
-                opt(t.temp_c.map(|c| format!("{c:.1} °C"))),
-            ],
-        })
-        .collect();
-    let config = config_json(state)
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| {
-                    let s = match v {
-                        Value::String(s) => s.clone(),
-                        v => v.to_string(),
-                    };
-                    (k.clone(), s)
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let (neighbours, neighbours_error) = match bd::neighbours().await {
+    system
+}
+
+/// The neighbour table's rows (port, address, MAC, state), or why it could not be read.
+async fn neighbour_rows() -> (Vec<Row>, Option<String>) {
+    match bd::neighbours().await {
         Ok(n) => (
             n.into_iter()
                 .map(|n| Row {
@@ -1679,8 +1739,13 @@ async fn build(state: &AppState, auth: &Auth, f: Inputs) -> DiagPage {
             None,
         ),
         Err(e) => (Vec::new(), Some(e.to_string())),
-    };
-    let (routes, routes_error) = match bd::routes().await {
+    }
+}
+
+/// The routing table's rows (destination, gateway, port, source, metric, protocol, scope,
+/// table), or why it could not be read.
+async fn route_rows() -> (Vec<Row>, Option<String>) {
+    match bd::routes().await {
         Ok(r) => (
             r.into_iter()
                 .map(|r| Row {
@@ -1703,23 +1768,13 @@ async fn build(state: &AppState, auth: &Auth, f: Inputs) -> DiagPage {
             None,
         ),
         Err(e) => (Vec::new(), Some(e.to_string())),
-    };
-    let lq = LogQuery {
-        level: Some(f.level.clone()),
-        q: Some(f.q.clone()),
-        ..LogQuery::default()
-    };
-    let (logs, logs_error) = match lq.select() {
-        Ok(l) => (l, None),
-        Err(e) => (Vec::new(), Some(e)),
-    };
-    let logs_query = format!(
-        "level={}&q={}",
-        super::pages::query_value(&f.level),
-        super::pages::query_value(&f.q)
-    );
-    expire_captures();
-    let captures = captures()
+    }
+}
+
+/// The captures' rows, newest first: id, port, filter, state, packets, size, and the links
+/// to download (when it ended) and delete (while its file is kept).
+fn capture_rows() -> Vec<Row> {
+    captures()
         .iter()
         .rev()
         .map(|j| {
@@ -1755,28 +1810,7 @@ async fn build(state: &AppState, auth: &Auth, f: Inputs) -> DiagPage {
                 ],
             }
         })
-        .collect();
-    DiagPage {
-        captures,
-        cap_max_seconds: state.config.capture_max_seconds,
-        nav: true,
-        csrf: auth.csrf().into(),
-        version: version_string(),
-        ports: crate::board::ports().into_iter().map(|p| p.name).collect(),
-        system,
-        cores,
-        thermal,
-        config,
-        neighbours,
-        neighbours_error,
-        routes,
-        routes_error,
-        logs,
-        logs_error,
-        logs_query,
-        journal: bd::journalctl().is_some(),
-        f,
-    }
+        .collect()
 }
 
 async fn page(

@@ -457,14 +457,48 @@ async fn save_def(
             }
         },
     };
+    let mut steps = step_forms(&f);
+    let action = pairs_get(&f, "action").unwrap_or("save");
+    let (save, note) = edit_steps(action, &mut steps);
+    let d = form_def(&f);
+    if !save {
+        return Ok(html(StatusCode::OK, &edit_form(&auth, id, &d, steps, note)));
+    }
+    let read: Result<Vec<Step>, String> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| s.to_step(i + 1))
+        .collect();
+    let saved = read.and_then(|read| {
+        def::save(
+            &state.store,
+            id,
+            &SuiteDef {
+                steps: read,
+                ..d.clone()
+            },
+        )
+    });
+    Ok(match saved {
+        Ok(_) => redirect("/suites"),
+        Err(e) => html(
+            StatusCode::BAD_REQUEST,
+            &edit_form(&auth, id, &d, steps, Some(e)),
+        ),
+    })
+}
+
+/// The step rows of the suite editor's form `f` (`s0_kind`, `s0_time`, … up to
+/// [`MAX_FORM_STEPS`]; the rows end at the first without a kind).
+fn step_forms(f: &[(String, String)]) -> Vec<StepForm> {
     let mut steps: Vec<StepForm> = Vec::new();
     for i in 0..MAX_FORM_STEPS {
         let g = |k: &str| {
-            pairs_get(&f, &format!("s{i}_{k}"))
+            pairs_get(f, &format!("s{i}_{k}"))
                 .unwrap_or_default()
                 .to_string()
         };
-        if pairs_get(&f, &format!("s{i}_kind")).is_none() {
+        if pairs_get(f, &format!("s{i}_kind")).is_none() {
             break;
         }
         steps.push(StepForm {
@@ -486,7 +520,13 @@ async fn save_def(
             rfc2544: g("rfc2544"),
         });
     }
-    let action = pairs_get(&f, "action").unwrap_or("save");
+    steps
+}
+
+/// Do the editor's `action` on `steps`: `save`, or `add`, `remove-N`, `up-N`, `down-N`
+/// (which edit the rows and show the form again). Returns whether to save, and a note for
+/// the form.
+fn edit_steps(action: &str, steps: &mut Vec<StepForm>) -> (bool, Option<String>) {
     let idx = |p: &str| {
         action
             .strip_prefix(p)
@@ -536,43 +576,23 @@ async fn save_def(
             false
         }
     };
-    let d = SuiteDef {
-        name: pairs_get(&f, "name").unwrap_or_default().trim().to_string(),
-        description: pairs_get(&f, "description")
+    (save, note)
+}
+
+/// The suite definition's fields from the editor's form `f` (its steps apart).
+fn form_def(f: &[(String, String)]) -> SuiteDef {
+    SuiteDef {
+        name: pairs_get(f, "name").unwrap_or_default().trim().to_string(),
+        description: pairs_get(f, "description")
             .unwrap_or_default()
             .trim()
             .to_string(),
-        port: nonempty(pairs_get(&f, "port")),
-        bind: nonempty(pairs_get(&f, "bind")),
-        time: nonempty(pairs_get(&f, "time")),
-        thresholds: thresholds_value(pairs_get(&f, "thresholds").unwrap_or_default()),
+        port: nonempty(pairs_get(f, "port")),
+        bind: nonempty(pairs_get(f, "bind")),
+        time: nonempty(pairs_get(f, "time")),
+        thresholds: thresholds_value(pairs_get(f, "thresholds").unwrap_or_default()),
         steps: Vec::new(),
-    };
-    if !save {
-        return Ok(html(StatusCode::OK, &edit_form(&auth, id, &d, steps, note)));
     }
-    let read: Result<Vec<Step>, String> = steps
-        .iter()
-        .enumerate()
-        .map(|(i, s)| s.to_step(i + 1))
-        .collect();
-    let saved = read.and_then(|read| {
-        def::save(
-            &state.store,
-            id,
-            &SuiteDef {
-                steps: read,
-                ..d.clone()
-            },
-        )
-    });
-    Ok(match saved {
-        Ok(_) => redirect("/suites"),
-        Err(e) => html(
-            StatusCode::BAD_REQUEST,
-            &edit_form(&auth, id, &d, steps, Some(e)),
-        ),
-    })
 }
 
 async fn delete_def(

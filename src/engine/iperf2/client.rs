@@ -396,24 +396,13 @@ async fn run_inner(
     if let Err(e) = spec.validate() {
         return failed(e);
     }
-    let peer = {
-        let (h, p) = (spec.host.clone(), spec.port);
-        match crate::engine::task::spawn_blocking(move || net::resolve(&h, p, Family::Any)).await {
-            Ok(Ok(a)) => a,
-            Ok(Err(e)) => return failed(format!("unable to resolve host '{}': {e}", spec.host)),
-            Err(e) => return failed(e.to_string()),
-        }
+    let peer = match resolve_peer(spec).await {
+        Ok(a) => a,
+        Err(e) => return failed(e),
     };
     // Back-to-back UDP tests: leave [`UDP_GAP`] after the last one to this server ended.
     let _udp_end = if spec.udp {
-        let wait = UDP_ENDS
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .left(peer, std::time::Instant::now());
-        if !wait.is_zero() {
-            tokio::time::sleep(wait).await;
-        }
-        Some(UdpEndMark(peer))
+        Some(wait_udp_gap(peer).await)
     } else {
         None
     };
@@ -434,6 +423,49 @@ async fn run_inner(
     let hdr = spec.header();
     // --trip-times (TCP): the 80-byte 2.1 header with the start time, then stamped blocks.
     let trip_start = (spec.trip_times && !spec.udp).then(wire::wall_now);
+    let (streams, udp_socks) = match open_streams(spec, peer, &hdr, trip_start).await {
+        Ok(s) => s,
+        Err(e) => return failed(e),
+    };
+    send_started(spec, peer, &streams[0], events.as_ref());
+    let out_leg = out_leg(spec, &hdr, len, trip_start, streams, udp_socks);
+    let ran = run_legs(spec, peer, len, out_leg, back, events, cancel).await;
+    conclude(spec, peer, ran)
+}
+
+/// Resolve the server's address (`-c` host, `-p` port); the error is the message the test
+/// fails with.
+async fn resolve_peer(spec: &Iperf2Spec) -> Result<SocketAddr, String> {
+    let (h, p) = (spec.host.clone(), spec.port);
+    match crate::engine::task::spawn_blocking(move || net::resolve(&h, p, Family::Any)).await {
+        Ok(Ok(a)) => Ok(a),
+        Ok(Err(e)) => Err(format!("unable to resolve host '{}': {e}", spec.host)),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Sleep until [`UDP_GAP`] has passed since the last UDP test to `peer` ended; the mark
+/// returned notes this test's end when dropped.
+async fn wait_udp_gap(peer: SocketAddr) -> UdpEndMark {
+    let wait = UDP_ENDS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .left(peer, std::time::Instant::now());
+    if !wait.is_zero() {
+        tokio::time::sleep(wait).await;
+    }
+    UdpEndMark(peer)
+}
+
+/// Open the test's `-P` sending streams to `peer` (TCP: connected, the header `hdr` written,
+/// with `trip_start` the --trip-times one); with them the UDP sockets' clones (empty for
+/// TCP). The error is the message the test fails with.
+async fn open_streams(
+    spec: &Iperf2Spec,
+    peer: SocketAddr,
+    hdr: &ClientHeader,
+    trip_start: Option<(u32, u32)>,
+) -> Result<(Vec<DataStream>, Vec<UdpSocket>), String> {
     let opts = SockOpts {
         bind: spec.bind,
         bind_dev: spec.bind_dev.clone(),
@@ -445,69 +477,82 @@ async fn run_inner(
     for i in 0..spec.parallel {
         let id = i + 1;
         if spec.udp {
-            let o = opts.clone();
-            let r = crate::engine::task::spawn_blocking(move || -> std::io::Result<UdpSocket> {
-                let local = SocketAddr::new(
-                    o.bind.unwrap_or(if peer.is_ipv4() {
-                        std::net::IpAddr::from([0u8, 0, 0, 0])
-                    } else {
-                        std::net::IpAddr::from([0u16; 8])
-                    }),
-                    0,
-                );
-                let s = net::udp_socket(local, o.bind_dev.as_deref())?;
-                if let Some(w) = o.window {
-                    let _ = socket2::SockRef::from(&s).set_send_buffer_size(w as usize);
-                }
-                s.connect(peer)?;
-                Ok(s)
-            })
-            .await;
-            let s = match r {
-                Ok(Ok(s)) => s,
-                Ok(Err(e)) => return failed(format!("unable to open a UDP socket to {peer}: {e}")),
-                Err(e) => return failed(e.to_string()),
-            };
-            match s.try_clone() {
-                Ok(c) => udp_socks.push(c),
-                Err(e) => return failed(e.to_string()),
-            }
-            match DataStream::new_udp_iperf2(id, true, s, false) {
-                Ok(d) => streams.push(d),
-                Err(e) => return failed(e.to_string()),
-            }
+            let s = open_udp(&opts, peer).await?;
+            udp_socks.push(s.try_clone().map_err(|e| e.to_string())?);
+            streams
+                .push(DataStream::new_udp_iperf2(id, true, s, false).map_err(|e| e.to_string())?);
         } else {
-            let o = opts.clone();
-            let ct = spec.connect_timeout;
             let bytes = match trip_start {
-                Some(st) => wire::tcp_client_header_trip(&hdr, st),
+                Some(st) => wire::tcp_client_header_trip(hdr, st),
                 None => hdr.to_bytes().to_vec(),
             };
-            let r = crate::engine::task::spawn_blocking(
-                move || -> std::io::Result<std::net::TcpStream> {
-                    let mut s = net::connect_tcp(peer, &o, 0, true, ct)?;
-                    use std::io::Write;
-                    s.write_all(&bytes)?;
-                    Ok(s)
-                },
-            )
-            .await;
-            match r {
-                Ok(Ok(s)) => match DataStream::new(id, true, s) {
-                    Ok(mut d) => {
-                        if let Some(st) = trip_start {
-                            d.trip_times(st);
-                        }
-                        streams.push(d)
-                    }
-                    Err(e) => return failed(e.to_string()),
-                },
-                Ok(Err(e)) => return failed(format!("unable to connect to {peer}: {e}")),
-                Err(e) => return failed(e.to_string()),
+            let s = open_tcp(&opts, peer, spec.connect_timeout, bytes).await?;
+            let mut d = DataStream::new(id, true, s).map_err(|e| e.to_string())?;
+            if let Some(st) = trip_start {
+                d.trip_times(st);
             }
+            streams.push(d);
         }
     }
-    let first = &streams[0];
+    Ok((streams, udp_socks))
+}
+
+/// One UDP sending socket, bound as `o` says and connected to `peer`.
+async fn open_udp(o: &SockOpts, peer: SocketAddr) -> Result<UdpSocket, String> {
+    let o = o.clone();
+    let r = crate::engine::task::spawn_blocking(move || -> std::io::Result<UdpSocket> {
+        let local = SocketAddr::new(
+            o.bind.unwrap_or(if peer.is_ipv4() {
+                std::net::IpAddr::from([0u8, 0, 0, 0])
+            } else {
+                std::net::IpAddr::from([0u16; 8])
+            }),
+            0,
+        );
+        let s = net::udp_socket(local, o.bind_dev.as_deref())?;
+        if let Some(w) = o.window {
+            let _ = socket2::SockRef::from(&s).set_send_buffer_size(w as usize);
+        }
+        s.connect(peer)?;
+        Ok(s)
+    })
+    .await;
+    match r {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => Err(format!("unable to open a UDP socket to {peer}: {e}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// One TCP sending stream: connected to `peer` within `ct`, the stream header `bytes` written.
+async fn open_tcp(
+    o: &SockOpts,
+    peer: SocketAddr,
+    ct: Duration,
+    bytes: Vec<u8>,
+) -> Result<std::net::TcpStream, String> {
+    let o = o.clone();
+    let r = crate::engine::task::spawn_blocking(move || -> std::io::Result<std::net::TcpStream> {
+        let mut s = net::connect_tcp(peer, &o, 0, true, ct)?;
+        use std::io::Write;
+        s.write_all(&bytes)?;
+        Ok(s)
+    })
+    .await;
+    match r {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => Err(format!("unable to connect to {peer}: {e}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Send `Started` (test 0) with the test's description; `first` is the first stream.
+fn send_started(
+    spec: &Iperf2Spec,
+    peer: SocketAddr,
+    first: &DataStream,
+    events: Option<&mpsc::UnboundedSender<Event>>,
+) {
     let info = TestInfo {
         role: Role::Client,
         protocol: if spec.udp {
@@ -522,12 +567,24 @@ async fn run_inner(
         direction: spec.direction(),
         params: serde_json::to_value(spec).unwrap_or_default(),
     };
-    if let Some(tx) = &events {
+    if let Some(tx) = events {
         let _ = tx.send(Event::Started {
             test: 0,
             info: Box::new(info),
         });
     }
+}
+
+/// The sending leg over the opened `streams` (`udp_socks`: the UDP sockets' clones): rate,
+/// byte target and time from `spec`, and the header bytes already written per stream.
+fn out_leg(
+    spec: &Iperf2Spec,
+    hdr: &ClientHeader,
+    len: usize,
+    trip_start: Option<(u32, u32)>,
+    streams: Vec<DataStream>,
+    udp_socks: Vec<UdpSocket>,
+) -> Leg {
     // With -n the target is per stream in iperf 2; the shared counter sums all streams.
     let rate = if spec.udp && spec.rate == 0 {
         wire::UDP_DEFAULT_RATE
@@ -542,7 +599,7 @@ async fn run_inner(
     if spec.udp {
         // 2.1+ servers take the rate of a UDP return test (-r/-d) from the header extension.
         phase.iperf2_tx = Some(crate::engine::udp::Iperf2Tx {
-            header: wire::udp_client_header_ext(&hdr, rate),
+            header: wire::udp_client_header_ext(hdr, rate),
             first_seq: 0,
         });
     }
@@ -553,7 +610,7 @@ async fn run_inner(
     } else {
         vec![wire::CLIENT_HEADER_LEN as u64; spec.parallel as usize]
     };
-    let out_leg = Leg {
+    Leg {
         phase,
         until: Until::Send {
             secs: if spec.bytes > 0 { 0.0 } else { spec.time },
@@ -562,7 +619,29 @@ async fn run_inner(
         pre,
         offset: 0.0,
         layout: Layout::V21,
-    };
+    }
+}
+
+/// What the legs of a client test gave: every stream's result, the first error, whether it
+/// was cancelled, and notes for the outcome.
+struct Ran {
+    results: Vec<StreamResult>,
+    error: Option<String>,
+    aborted: bool,
+    notes: Vec<String>,
+}
+
+/// Run the sending leg and, with `back` (`-d`: at the same time; `-r`: after it), the return
+/// streams the server opens to us.
+async fn run_legs(
+    spec: &Iperf2Spec,
+    peer: SocketAddr,
+    len: usize,
+    out_leg: Leg,
+    back: Option<Back>,
+    events: Option<mpsc::UnboundedSender<Event>>,
+    cancel: Option<Arc<Notify>>,
+) -> Ran {
     let interval = if spec.interval > 0.0 {
         spec.interval
     } else {
@@ -641,6 +720,23 @@ async fn run_inner(
             aborted = a;
         }
     }
+    Ran {
+        results,
+        error,
+        aborted,
+        notes,
+    }
+}
+
+/// The outcome from what ran: the missing UDP server report, nobody listening (ICMP port
+/// unreachable) and the rate check.
+fn conclude(spec: &Iperf2Spec, peer: SocketAddr, ran: Ran) -> Outcome {
+    let Ran {
+        results,
+        mut error,
+        aborted,
+        mut notes,
+    } = ran;
     let no_report = spec.udp && results.iter().any(|r| r.sender && r.udp.is_none()) && !aborted;
     if no_report {
         notes.push("no server report came back for the UDP FIN (10 tries)".into());

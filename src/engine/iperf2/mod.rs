@@ -289,8 +289,6 @@ async fn drive(
     events: Option<mpsc::UnboundedSender<Event>>,
     cancel: Option<Arc<Notify>>,
 ) -> (Vec<StreamResult>, Option<String>, bool) {
-    let mut aborted = false;
-    let mut error = None;
     if let Err(e) = leg.phase.start(false) {
         return (
             Vec::new(),
@@ -300,6 +298,47 @@ async fn drive(
     }
     let udp = leg.phase.udp();
     let send = matches!(leg.until, Until::Send { .. });
+    let (error, aborted) = watch(&mut leg, test, interval, &events, cancel).await;
+    if let Some(rec) = leg.phase.finish().await {
+        emit_interval(&events, test, rec, leg.offset);
+    }
+    // A TCP sending leg ends as a stock client's does: the FIN after every byte written,
+    // then what the server writes read until it closes; the time that takes is part of the
+    // test (a stock 2.1.8 client behind a 50 Mbit/s link: 4.33 s, 47.7 Mbit/s).
+    let mut closing_s = 0.0;
+    if send && !udp && !aborted && error.is_none() {
+        closing_s = close_senders(&leg).await;
+    }
+    let secs = leg.phase.measured_seconds() + closing_s;
+    let mut out = stream_results(&leg, udp, secs);
+    let len = leg.phase.params.len as usize;
+    let layout = leg.layout;
+    let socks = std::mem::take(&mut leg.udp);
+    crate::engine::task::spawn_blocking(move || leg.phase.stop())
+        .await
+        .ok();
+    if udp && !aborted {
+        exchange_reports(socks, &mut out, send, len, layout).await;
+    } else if udp && send {
+        for r in out.iter_mut() {
+            r.udp = None;
+        }
+    }
+    (out, error, aborted)
+}
+
+/// Wait until `leg` ends (a sender: its time or byte target; a receiver: every stream ended,
+/// or its limit or stall passed), fails or is cancelled, sending an interval as `test` every
+/// `interval` seconds (clamped to 0.1..60). Returns (error, aborted). Ticks at most every
+/// 50 ms: it only watches, the streams' threads move the data.
+async fn watch(
+    leg: &mut Leg,
+    test: u64,
+    interval: f64,
+    events: &Option<mpsc::UnboundedSender<Event>>,
+    cancel: Option<Arc<Notify>>,
+) -> (Option<String>, bool) {
+    let udp = leg.phase.udp();
     let tick = Duration::from_secs_f64(interval.clamp(0.1, 60.0));
     let mut next_tick = Instant::now() + tick;
     let mut last_progress = (leg.phase.progress(), Instant::now());
@@ -311,76 +350,85 @@ async fn drive(
             .min(Duration::from_millis(50));
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
-            _ = cancel.notified() => { aborted = true; break; }
+            _ = cancel.notified() => { return (None, true); }
             _ = leg.phase.shared.wake.notified() => {}
         }
         if let Some(e) = leg.phase.shared.error() {
-            error = Some(e);
-            break;
+            return (Some(e), false);
         }
         let el = leg.phase.elapsed();
-        let done = match leg.until {
+        match leg.until {
             Until::Send { secs } => {
-                (secs > 0.0 && el >= secs) || leg.phase.shared.send_limit_reached()
+                if (secs > 0.0 && el >= secs) || leg.phase.shared.send_limit_reached() {
+                    return (None, false);
+                }
             }
             Until::Recv { limit, stall } => {
                 let p = leg.phase.progress();
                 if p != last_progress.0 {
                     last_progress = (p, Instant::now());
                 }
-                let all = if udp {
-                    leg.phase
-                        .streams
-                        .iter()
-                        .all(|s| s.udp_stats().map(|u| u.fin.is_some()).unwrap_or(true))
-                } else {
-                    leg.phase.streams.iter().all(|s| s.thread_done())
-                };
+                let all = leg.streams_ended(udp);
                 if !all && el >= limit.as_secs_f64() {
-                    error = Some(format!(
+                    let e = format!(
                         "the peer's streams did not end within {} s",
                         limit.as_secs()
-                    ));
-                    true
+                    );
+                    return (Some(e), false);
                 } else if !all && last_progress.1.elapsed() >= stall {
-                    error = Some(format!("no data from the peer for {} s", stall.as_secs()));
-                    true
-                } else {
-                    all
+                    let e = format!("no data from the peer for {} s", stall.as_secs());
+                    return (Some(e), false);
+                } else if all {
+                    return (None, false);
                 }
             }
-        };
-        if done {
-            break;
         }
         if Instant::now() >= next_tick {
             next_tick += tick;
             if let Some(rec) = leg.phase.sample() {
-                emit_interval(&events, test, rec, leg.offset);
+                emit_interval(events, test, rec, leg.offset);
             }
         }
     }
-    if let Some(rec) = leg.phase.finish().await {
-        emit_interval(&events, test, rec, leg.offset);
+}
+
+impl Leg {
+    /// A receiving leg's streams all ended: the FIN seen (UDP) or the thread done at EOF (TCP).
+    fn streams_ended(&self, udp: bool) -> bool {
+        if udp {
+            self.phase
+                .streams
+                .iter()
+                .all(|s| s.udp_stats().map(|u| u.fin.is_some()).unwrap_or(true))
+        } else {
+            self.phase.streams.iter().all(|s| s.thread_done())
+        }
     }
-    // A TCP sending leg ends as a stock client's does: the FIN after every byte written,
-    // then what the server writes read until it closes; the time that takes is part of the
-    // test (a stock 2.1.8 client behind a 50 Mbit/s link: 4.33 s, 47.7 Mbit/s).
-    let mut closing_s = 0.0;
-    if send && !udp && !aborted && error.is_none() {
-        let socks: Vec<_> = leg
-            .phase
-            .streams
-            .iter()
-            .filter(|s| s.sender)
-            .filter_map(|s| s.tcp_clone())
-            .collect();
-        let t = Instant::now();
-        let _ =
-            crate::engine::task::spawn_blocking(move || close_like_stock(socks, CLOSE_LIMIT)).await;
-        closing_s = t.elapsed().as_secs_f64();
-    }
-    let secs = leg.phase.measured_seconds() + closing_s;
+}
+
+/// Close `leg`'s TCP sending streams as a stock client does ([`close_like_stock`]); returns
+/// the seconds that took.
+async fn close_senders(leg: &Leg) -> f64 {
+    let socks: Vec<_> = leg
+        .phase
+        .streams
+        .iter()
+        .filter(|s| s.sender)
+        .filter_map(|s| s.tcp_clone())
+        .collect();
+    let t = Instant::now();
+    let _ = crate::engine::task::spawn_blocking(move || {
+        for s in socks {
+            close_like_stock(s, CLOSE_LIMIT);
+        }
+    })
+    .await;
+    t.elapsed().as_secs_f64()
+}
+
+/// Each stream's result over `secs` seconds: bytes (with those read before the phase), UDP
+/// figures as this side counted them, trip-times latency.
+fn stream_results(leg: &Leg, udp: bool, secs: f64) -> Vec<StreamResult> {
     let sums = leg.phase.local_summaries();
     let mut out = Vec::new();
     for (i, s) in leg.phase.streams.iter().enumerate() {
@@ -441,53 +489,52 @@ async fn drive(
                 .and_then(|u| u.sender_port_unreachable),
         });
     }
-    let len = leg.phase.params.len as usize;
-    let layout = leg.layout;
-    let socks = std::mem::take(&mut leg.udp);
-    crate::engine::task::spawn_blocking(move || leg.phase.stop())
-        .await
-        .ok();
-    if udp && !aborted {
-        let results = out.clone();
-        // Every stream's exchange at once: with `-P`, each stock client thread waits for
-        // its own report (10 tries, 250 ms apart), so one stream must not wait for another.
-        let ex = crate::engine::task::spawn_blocking(move || {
-            std::thread::scope(|sc| {
-                let handles: Vec<_> = socks
-                    .iter()
-                    .zip(results.iter())
-                    .map(|(sock, r)| {
-                        sc.spawn(move || {
-                            if send {
-                                fin_exchange(sock, r.sent_datagrams.unwrap_or(0), len)
-                            } else {
-                                if let Some(u) = r.udp {
-                                    answer_fins(sock, &u.to_report(), layout, len);
-                                }
-                                None
+    out
+}
+
+/// The UDP end of a leg over its sockets `socks`: a sender sends each flow's FIN and takes
+/// the server's report into `out`; a receiver answers the FINs with its own figures.
+async fn exchange_reports(
+    socks: Vec<UdpSocket>,
+    out: &mut [StreamResult],
+    send: bool,
+    len: usize,
+    layout: Layout,
+) {
+    let results = out.to_vec();
+    // Every stream's exchange at once: with `-P`, each stock client thread waits for
+    // its own report (10 tries, 250 ms apart), so one stream must not wait for another.
+    let ex = crate::engine::task::spawn_blocking(move || {
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = socks
+                .iter()
+                .zip(results.iter())
+                .map(|(sock, r)| {
+                    sc.spawn(move || {
+                        if send {
+                            fin_exchange(sock, r.sent_datagrams.unwrap_or(0), len)
+                        } else {
+                            if let Some(u) = r.udp {
+                                answer_fins(sock, &u.to_report(), layout, len);
                             }
-                        })
+                            None
+                        }
                     })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().ok().flatten())
-                    .collect::<Vec<_>>()
-            })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().ok().flatten())
+                .collect::<Vec<_>>()
         })
-        .await
-        .unwrap_or_default();
-        if send {
-            for (r, rep) in out.iter_mut().zip(ex) {
-                r.udp = rep.map(|x| UdpFigures::from_report(&x));
-            }
-        }
-    } else if udp && send {
-        for r in out.iter_mut() {
-            r.udp = None;
+    })
+    .await
+    .unwrap_or_default();
+    if send {
+        for (r, rep) in out.iter_mut().zip(ex) {
+            r.udp = rep.map(|x| UdpFigures::from_report(&x));
         }
     }
-    (out, error, aborted)
 }
 
 fn emit_interval(

@@ -329,36 +329,10 @@ fn info(
 
 async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketAddr, slot: Slot) {
     let local = s.local_addr().unwrap_or(peer);
-    let mut first = [0u8; 37];
-    let mut got = 0;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    // Read the 24-byte header (37 bytes when it may be an iperf3 cookie or our peer-type
-    // "auto" probe; whatever comes first).
-    while got < wire::CLIENT_HEADER_LEN
-        || (got < 37
-            && (first[..got].iter().all(|c| c.is_ascii_alphanumeric())
-                || wire::could_be_auto_probe(&first[..got])))
-    {
-        match tokio::time::timeout_at(deadline, s.read(&mut first[got..])).await {
-            Ok(Ok(0)) | Ok(Err(_)) => break,
-            Ok(Ok(n)) => got += n,
-            Err(_) => break,
-        }
-    }
+    let (first, got) = read_opening(&mut s, deadline).await;
     if wire::looks_like_iperf3(&first[..got]) {
-        crate::peer_warn!(peer.ip(), %peer, "iperf 2 port: {LOOKS_LIKE_IPERF3} (sent an iperf3 cookie); closing");
-        report_refused(&inner, peer, local, false, LOOKS_LIKE_IPERF3);
-        // Stay silent a while: an iperf3 client then says the peer looks like iperf 2.x
-        // instead of a bare "control socket closed".
-        let mut sink = [0u8; 1024];
-        let _ = tokio::time::timeout(Duration::from_secs(10), async {
-            while let Ok(n) = s.read(&mut sink).await {
-                if n == 0 {
-                    break;
-                }
-            }
-        })
-        .await;
+        refuse_iperf3(&inner, s, peer, local).await;
         return;
     }
     let mut pre = got as u64;
@@ -385,32 +359,10 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
             return;
         }
     };
-    // A 2.1/2.2 header long enough to hold a start time may ask for --trip-times
-    // (docs/iperf2-wire.md §3.1): read all of it (≤ 256 bytes, stock's limit), so the
-    // client's first burst starts at our first data byte.
     let mut trip = Trip::No;
-    let full = hdr.tcp_len();
-    if hdr.flags & wire::HEADER_EXTEND != 0
-        && hdr.flags & wire::HEADER_LEN_BIT != 0
-        && (wire::TCP_TRIP_HEADER_LEN - 8..=256).contains(&full)
-        && got <= full
-    {
-        let mut whole = first[..got].to_vec();
-        whole.resize(full, 0);
-        let mut have = got;
-        while have < full {
-            match tokio::time::timeout_at(deadline, s.read(&mut whole[have..])).await {
-                Ok(Ok(n)) if n > 0 => have += n,
-                _ => break,
-            }
-        }
-        pre = have as u64;
-        if have == full && wire::tcp_trip_times(&whole) {
-            trip = trip_check(wire::tcp_trip_start(&whole), wire::wall_now().0);
-            if let Trip::Ignored(why) = &trip {
-                crate::peer_warn!(peer.ip(), %peer, "iperf 2 --trip-times ignored: {why}");
-            }
-        }
+    if let Some((have, t)) = read_trip_header(&mut s, deadline, &first[..got], &hdr, peer).await {
+        pre = have;
+        trip = t;
     }
     let mut members = vec![Member {
         s,
@@ -429,17 +381,122 @@ async fn tcp_test(inner: Arc<Inner>, mut s: tokio::net::TcpStream, peer: SocketA
         }
     }
     let test = inner.next.fetch_add(1, Ordering::Relaxed);
-    let ret = hdr.return_test();
-    let ret_ok = match ret {
+    let ret_ok = return_allowed(&inner, &hdr, peer, false);
+    serve_tcp(inner, test, members, peer, local, hdr, ret_ok).await;
+}
+
+/// Read a connection's opening bytes until `deadline`: the 24-byte header, or up to 37 bytes
+/// when they may be an iperf3 cookie or our peer-type "auto" probe (whatever comes first).
+/// Returns the buffer and how many bytes it holds.
+async fn read_opening(
+    s: &mut tokio::net::TcpStream,
+    deadline: tokio::time::Instant,
+) -> ([u8; 37], usize) {
+    let mut first = [0u8; 37];
+    let mut got = 0;
+    while got < wire::CLIENT_HEADER_LEN
+        || (got < 37
+            && (first[..got].iter().all(|c| c.is_ascii_alphanumeric())
+                || wire::could_be_auto_probe(&first[..got])))
+    {
+        match tokio::time::timeout_at(deadline, s.read(&mut first[got..])).await {
+            Ok(Ok(0)) | Ok(Err(_)) => break,
+            Ok(Ok(n)) => got += n,
+            Err(_) => break,
+        }
+    }
+    (first, got)
+}
+
+/// An iperf3 client on the iperf 2 port: recorded as a refused test, and the connection
+/// held silent a while before it closes.
+async fn refuse_iperf3(
+    inner: &Inner,
+    mut s: tokio::net::TcpStream,
+    peer: SocketAddr,
+    local: SocketAddr,
+) {
+    crate::peer_warn!(peer.ip(), %peer, "iperf 2 port: {LOOKS_LIKE_IPERF3} (sent an iperf3 cookie); closing");
+    report_refused(inner, peer, local, false, LOOKS_LIKE_IPERF3);
+    // Stay silent a while: an iperf3 client then says the peer looks like iperf 2.x
+    // instead of a bare "control socket closed".
+    let mut sink = [0u8; 1024];
+    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Ok(n) = s.read(&mut sink).await {
+            if n == 0 {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
+/// A 2.1/2.2 header long enough to hold a start time may ask for --trip-times
+/// (docs/iperf2-wire.md §3.1): read all of it (≤ 256 bytes, stock's limit) until `deadline`,
+/// so the client's first burst starts at our first data byte. `first` is what was read so
+/// far. `None` when the header is not such a one; else the bytes read of it and whether
+/// trip times are measured.
+async fn read_trip_header(
+    s: &mut tokio::net::TcpStream,
+    deadline: tokio::time::Instant,
+    first: &[u8],
+    hdr: &ClientHeader,
+    peer: SocketAddr,
+) -> Option<(u64, Trip)> {
+    let got = first.len();
+    let full = hdr.tcp_len();
+    if !(hdr.flags & wire::HEADER_EXTEND != 0
+        && hdr.flags & wire::HEADER_LEN_BIT != 0
+        && (wire::TCP_TRIP_HEADER_LEN - 8..=256).contains(&full)
+        && got <= full)
+    {
+        return None;
+    }
+    let mut whole = first.to_vec();
+    whole.resize(full, 0);
+    let mut have = got;
+    while have < full {
+        match tokio::time::timeout_at(deadline, s.read(&mut whole[have..])).await {
+            Ok(Ok(n)) if n > 0 => have += n,
+            _ => break,
+        }
+    }
+    let mut trip = Trip::No;
+    if have == full && wire::tcp_trip_times(&whole) {
+        trip = trip_check(wire::tcp_trip_start(&whole), wire::wall_now().0);
+        if let Trip::Ignored(why) = &trip {
+            crate::peer_warn!(peer.ip(), %peer, "iperf 2 --trip-times ignored: {why}");
+        }
+    }
+    Some((have as u64, trip))
+}
+
+/// Whether the return test `hdr` asks for (if any) is run: its header checks out and it is
+/// the first from `peer` for its port (`udp`: a UDP one).
+fn return_allowed(inner: &Inner, hdr: &ClientHeader, peer: SocketAddr, udp: bool) -> bool {
+    match hdr.return_test() {
         Return::None => false,
         _ => match hdr.check_return() {
-            Ok(()) => inner.first_return(peer.ip(), hdr.port, false),
+            Ok(()) => inner.first_return(peer.ip(), hdr.port, udp),
             Err(e) => {
                 crate::peer_warn!(peer.ip(), %peer, "iperf 2 return test refused: {e}");
                 false
             }
         },
-    };
+    }
+}
+
+/// Serve a TCP test over its connections `members` (one, or a `-P` client's): announce it
+/// as `test`, receive until the client's streams end, then the return leg if `ret_ok`.
+async fn serve_tcp(
+    inner: Arc<Inner>,
+    test: u64,
+    members: Vec<Member>,
+    peer: SocketAddr,
+    local: SocketAddr,
+    hdr: ClientHeader,
+    ret_ok: bool,
+) {
     let n = members.len();
     if n > 1 {
         tracing::debug!(%peer, streams = n, "iperf 2 -P client served as one test");
@@ -811,62 +868,11 @@ fn udp_loop(
             crate::peer_warn!(from.ip(), %from, "{running} iperf 2 UDP flows running; new flow ignored");
             continue;
         }
-        let (layout, wide, mut hdr) = wire::classify_udp(data);
-        if let Some(h) = hdr.as_mut() {
-            if h.win_band <= 0 {
-                h.win_band = wire::ext_rate(&data[layout.offset()..]).unwrap_or(0) as i32;
-            }
-        }
-        let flow = match bind_udp(local, Some(from)) {
-            Ok(s) => s,
-            Err(e) => {
-                crate::peer_warn!(from.ip(), %from, "cannot open the UDP flow socket: {e}");
-                continue;
-            }
+        let Some(mut group) = open_flow(local, from, data, &flows) else {
+            continue;
         };
-        let clone = match flow.try_clone() {
-            Ok(c) => c,
-            Err(e) => {
-                crate::peer_warn!(from.ip(), %from, "{e}");
-                continue;
-            }
-        };
-        let ds = match DataStream::new_udp_iperf2(1, false, flow, wide) {
-            Ok(d) => d,
-            Err(e) => {
-                crate::peer_warn!(from.ip(), %from, "{e}");
-                continue;
-            }
-        };
-        // --trip-times (2.1 clients): measure each datagram's one-way latency.
-        let trip_times = data.len() > layout.offset() && wire::trip_times(&data[layout.offset()..]);
-        if trip_times {
-            ds.measure_transit();
-        }
-        let (s, us) = wire::wall_now();
-        ds.feed_udp(data, s as i64 * 1_000_000 + us as i64);
-        if let Ok(mut m) = flows.lock() {
-            m.retain(|_, st| match st {
-                FlowState::Running(_) => true,
-                FlowState::Done(_, t) => t.elapsed() < Duration::from_secs(10),
-            });
-            m.insert(from, FlowState::Running(Instant::now()));
-        }
-        let member = UdpMember {
-            ds,
-            sock: clone,
-            from,
-            trip_times,
-        };
+        let (hdr, layout) = (group.hdr, group.layout);
         let hdr_v = hdr.unwrap_or_default();
-        let mut group = UdpGroup {
-            first: Instant::now(),
-            expected: 1,
-            layout,
-            hdr,
-            len: n,
-            members: vec![member],
-        };
         // A `-P` client: its flows send the same header from one address; collect them
         // (up to GROUP_WAIT) and serve them as one test, as for TCP.
         if hdr.is_some() && (2..=MAX_UDP_FLOWS as i32).contains(&hdr_v.num_threads) {
@@ -886,6 +892,68 @@ fn udp_loop(
         }
         launch_udp(&inner, &rt, &flows, group);
     }
+}
+
+/// A new flow from `from` to the listener on `local`, whose first datagram is `data`: a socket
+/// connected to the sender takes it over (the datagram counted there) and it is noted as
+/// running in `flows`. A group of this one flow; `None` (logged) when its socket cannot be
+/// made. Once per flow, not per datagram.
+fn open_flow(local: SocketAddr, from: SocketAddr, data: &[u8], flows: &Flows) -> Option<UdpGroup> {
+    let (layout, wide, mut hdr) = wire::classify_udp(data);
+    if let Some(h) = hdr.as_mut() {
+        if h.win_band <= 0 {
+            h.win_band = wire::ext_rate(&data[layout.offset()..]).unwrap_or(0) as i32;
+        }
+    }
+    let flow = match bind_udp(local, Some(from)) {
+        Ok(s) => s,
+        Err(e) => {
+            crate::peer_warn!(from.ip(), %from, "cannot open the UDP flow socket: {e}");
+            return None;
+        }
+    };
+    let clone = match flow.try_clone() {
+        Ok(c) => c,
+        Err(e) => {
+            crate::peer_warn!(from.ip(), %from, "{e}");
+            return None;
+        }
+    };
+    let ds = match DataStream::new_udp_iperf2(1, false, flow, wide) {
+        Ok(d) => d,
+        Err(e) => {
+            crate::peer_warn!(from.ip(), %from, "{e}");
+            return None;
+        }
+    };
+    // --trip-times (2.1 clients): measure each datagram's one-way latency.
+    let trip_times = data.len() > layout.offset() && wire::trip_times(&data[layout.offset()..]);
+    if trip_times {
+        ds.measure_transit();
+    }
+    let (s, us) = wire::wall_now();
+    ds.feed_udp(data, s as i64 * 1_000_000 + us as i64);
+    if let Ok(mut m) = flows.lock() {
+        m.retain(|_, st| match st {
+            FlowState::Running(_) => true,
+            FlowState::Done(_, t) => t.elapsed() < Duration::from_secs(10),
+        });
+        m.insert(from, FlowState::Running(Instant::now()));
+    }
+    let member = UdpMember {
+        ds,
+        sock: clone,
+        from,
+        trip_times,
+    };
+    Some(UdpGroup {
+        first: Instant::now(),
+        expected: 1,
+        layout,
+        hdr,
+        len: data.len(),
+        members: vec![member],
+    })
 }
 
 /// One UDP flow waiting to be served: its socket (connected to the sender) and a clone for
@@ -937,15 +1005,7 @@ fn launch_udp(inner: &Arc<Inner>, rt: &tokio::runtime::Handle, flows: &Flows, g:
     let (from, local, trip_times) = (lead.from, lead.ds.local, lead.trip_times);
     let test = inner.next.fetch_add(1, Ordering::Relaxed);
     let hdr_v = g.hdr.unwrap_or_default();
-    let ret = hdr_v.return_test();
-    let ret_ok = ret != Return::None
-        && match hdr_v.check_return() {
-            Ok(()) => inner.first_return(from.ip(), hdr_v.port, true),
-            Err(e) => {
-                crate::peer_warn!(from.ip(), %from, "iperf 2 return test refused: {e}");
-                false
-            }
-        };
+    let ret_ok = return_allowed(inner, &hdr_v, from, true);
     let n = g.members.len();
     if n > 1 {
         tracing::debug!(%from, streams = n, "iperf 2 UDP -P client served as one test");

@@ -830,6 +830,59 @@ async fn setup(
     if framing::write_state(ctrl, ctl.on_cookie()).await.is_err() {
         return Err(SetupEnd::Done);
     }
+    let params = read_params(inner, ctrl, peer, id).await?;
+    let Some(buffers) = reserve_buffers(inner, ticket, stream_cost(&params)).await else {
+        crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: {} streams would exceed the server's stream buffer budget ({} MiB)", params.total_streams(), STREAM_BUDGET >> 20);
+        let _ = framing::write_state(ctrl, State::AccessDenied).await;
+        return Err(SetupEnd::Done);
+    };
+    let total = params.total_streams() as usize;
+    let n_recv = params.client_send_streams() as usize;
+    let streams = if params.protocol == Protocol::Udp {
+        if !(16..=crate::engine::udp::MAX_UDP_LEN_V6 as u32).contains(&params.len) {
+            crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: UDP datagram size {} out of range", params.len);
+            let _ = framing::write_server_error(ctrl, ierr::IERECVPARAMS, 0).await;
+            return Err(SetupEnd::Done);
+        }
+        let Some(socks) = udp_streams(inner, ctrl, ctl, id, peer, local_port, total).await else {
+            return Err(SetupEnd::Done);
+        };
+        let mut streams = Vec::with_capacity(total);
+        for (i, s) in socks.into_iter().enumerate() {
+            // `--fq-rate` paces UDP streams too (stock iperf_udp_accept sets it).
+            net::set_fq_rate(&s, params.fq_rate);
+            match DataStream::new_udp(
+                wire::stream_id(i),
+                i >= n_recv,
+                s,
+                params.udp_counters_64bit,
+            ) {
+                Ok(d) => streams.push(d),
+                Err(e) => {
+                    tracing::warn!(session = id, "closing session: {e}");
+                    return Err(SetupEnd::Done);
+                }
+            }
+        }
+        streams
+    } else {
+        tcp_streams(inner, ctrl, ctl, peer, cookie, id, &params).await?
+    };
+    Ok(Setup {
+        params,
+        streams,
+        buffers,
+    })
+}
+
+/// Read the client's parameters (this server's own UDP pacing choice put in); a bad or
+/// SCTP one is answered with its error and ends the session.
+async fn read_params(
+    inner: &Arc<Inner>,
+    ctrl: &mut TcpStream,
+    peer: SocketAddr,
+    id: u64,
+) -> Result<Params, SetupEnd> {
     let params = match framing::read_json(ctrl, wire::MAX_PARAMS_JSON, Duration::from_secs(30))
         .await
         .map_err(|e| e.to_string())
@@ -851,103 +904,77 @@ async fn setup(
         let _ = framing::write_server_error(ctrl, ierr::IEUNIMP, 0).await;
         return Err(SetupEnd::Done);
     }
-    let Some(buffers) = reserve_buffers(inner, ticket, stream_cost(&params)).await else {
-        crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: {} streams would exceed the server's stream buffer budget ({} MiB)", params.total_streams(), STREAM_BUDGET >> 20);
-        let _ = framing::write_state(ctrl, State::AccessDenied).await;
-        return Err(SetupEnd::Done);
-    };
+    Ok(params)
+}
+
+/// The TCP streams of session `id`: registered under its `cookie` for the listener to hand
+/// over, CREATE_STREAMS sent, then every stream awaited (30 s at most; the client closing or
+/// refusing ends it), in the order the client opened them.
+async fn tcp_streams(
+    inner: &Arc<Inner>,
+    ctrl: &mut TcpStream,
+    ctl: &mut ServerControl,
+    peer: SocketAddr,
+    cookie: [u8; COOKIE_SIZE],
+    id: u64,
+    params: &Params,
+) -> Result<Vec<DataStream>, SetupEnd> {
     let total = params.total_streams() as usize;
     let n_recv = params.client_send_streams() as usize;
-    let udp_socks = if params.protocol == Protocol::Udp {
-        if !(16..=crate::engine::udp::MAX_UDP_LEN_V6 as u32).contains(&params.len) {
-            crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: UDP datagram size {} out of range", params.len);
-            let _ = framing::write_server_error(ctrl, ierr::IERECVPARAMS, 0).await;
-            return Err(SetupEnd::Done);
-        }
-        match udp_streams(inner, ctrl, ctl, id, peer, local_port, total).await {
-            Some(v) => Some(v),
-            None => return Err(SetupEnd::Done),
-        }
-    } else {
-        None
-    };
-    let mut streams = Vec::with_capacity(total);
-    if let Some(socks) = udp_socks {
-        for (i, s) in socks.into_iter().enumerate() {
-            // `--fq-rate` paces UDP streams too (stock iperf_udp_accept sets it).
-            net::set_fq_rate(&s, params.fq_rate);
-            match DataStream::new_udp(
-                wire::stream_id(i),
-                i >= n_recv,
-                s,
-                params.udp_counters_64bit,
-            ) {
-                Ok(d) => streams.push(d),
-                Err(e) => {
-                    tracing::warn!(session = id, "closing session: {e}");
-                    return Err(SetupEnd::Done);
-                }
-            }
-        }
-    } else {
-        let (tx, mut rx) = mpsc::channel::<(u64, TcpStream)>(total);
+    let (tx, mut rx) = mpsc::channel::<(u64, TcpStream)>(total);
+    if let Ok(mut m) = inner.pending.lock() {
+        m.insert(cookie, tx);
+    }
+    // Unregistered however the set-up ends (its future may be dropped at the deadline).
+    let registered = Unregister(|| {
         if let Ok(mut m) = inner.pending.lock() {
-            m.insert(cookie, tx);
+            m.remove(&cookie);
         }
-        // Unregistered however the set-up ends (its future may be dropped at the deadline).
-        let registered = Unregister(|| {
-            if let Ok(mut m) = inner.pending.lock() {
-                m.remove(&cookie);
+    });
+    if framing::write_state(ctrl, ctl.on_params()).await.is_err() {
+        return Err(SetupEnd::Done);
+    }
+    let mut socks = Vec::with_capacity(total);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut b = [0u8; 1];
+    while socks.len() < total {
+        tokio::select! {
+            s = rx.recv() => match s { Some(s) => socks.push(s), None => break },
+            r = ctrl.read(&mut b) => {
+                let why = match r { Ok(0) | Err(_) => "client closed the control connection while streams were being created".to_string(),
+                    Ok(_) => format!("{} while streams were being created", ctl.refuse(b[0]).text()) };
+                crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: {why}");
+                return Err(SetupEnd::Done);
             }
-        });
-        if framing::write_state(ctrl, ctl.on_params()).await.is_err() {
-            return Err(SetupEnd::Done);
-        }
-        let mut socks = Vec::with_capacity(total);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        let mut b = [0u8; 1];
-        while socks.len() < total {
-            tokio::select! {
-                s = rx.recv() => match s { Some(s) => socks.push(s), None => break },
-                r = ctrl.read(&mut b) => {
-                    let why = match r { Ok(0) | Err(_) => "client closed the control connection while streams were being created".to_string(),
-                        Ok(_) => format!("{} while streams were being created", ctl.refuse(b[0]).text()) };
-                    crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: {why}");
-                    return Err(SetupEnd::Done);
-                }
-                _ = tokio::time::sleep_until(deadline) => {
-                    crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: only {} of {total} streams arrived within 30 s", socks.len());
-                    return Err(SetupEnd::Done);
-                }
-            }
-        }
-        drop(registered);
-        drop(rx);
-        crate::model::order::sort_by_key(&mut socks, |(seq, _)| *seq);
-
-        for (i, (_, s)) in socks.into_iter().enumerate() {
-            let std = match s.into_std() {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!(session = id, "closing session: {e}");
-                    return Err(SetupEnd::Done);
-                }
-            };
-            apply_stream_opts(&std, &params);
-            match DataStream::new(wire::stream_id(i), i >= n_recv, std) {
-                Ok(d) => streams.push(d),
-                Err(e) => {
-                    tracing::warn!(session = id, "closing session: {e}");
-                    return Err(SetupEnd::Done);
-                }
+            _ = tokio::time::sleep_until(deadline) => {
+                crate::peer_warn!(peer.ip(), session = id, %peer, "closing session: only {} of {total} streams arrived within 30 s", socks.len());
+                return Err(SetupEnd::Done);
             }
         }
     }
-    Ok(Setup {
-        params,
-        streams,
-        buffers,
-    })
+    drop(registered);
+    drop(rx);
+    crate::model::order::sort_by_key(&mut socks, |(seq, _)| *seq);
+
+    let mut streams = Vec::with_capacity(total);
+    for (i, (_, s)) in socks.into_iter().enumerate() {
+        let std = match s.into_std() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(session = id, "closing session: {e}");
+                return Err(SetupEnd::Done);
+            }
+        };
+        apply_stream_opts(&std, params);
+        match DataStream::new(wire::stream_id(i), i >= n_recv, std) {
+            Ok(d) => streams.push(d),
+            Err(e) => {
+                tracing::warn!(session = id, "closing session: {e}");
+                return Err(SetupEnd::Done);
+            }
+        }
+    }
+    Ok(streams)
 }
 
 /// The set-up phase under its deadline (parameter exchange, stream buffers, streams): what
