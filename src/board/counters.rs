@@ -552,7 +552,7 @@ impl BoardReading {
     }
 
     /// What moved from `before` to `self` over `seconds` (see [`BoardDelta`]).
-    pub fn since(&self, before: &BoardReading, seconds: f64) -> BoardDelta {
+    pub(crate) fn since(&self, before: &BoardReading, seconds: f64) -> BoardDelta {
         let ports = self
             .ports
             .iter()

@@ -416,7 +416,7 @@ fn tls_identity(cfg: &Config) -> Result<Option<crate::cert::Identity>, String> {
 fn web_state(
     cfg: &Config,
     store: &Arc<Store>,
-    hub: &Hub,
+    hub: &RunContext,
     tls: Option<&crate::cert::Identity>,
 ) -> actix_web::web::Data<AppState> {
     let mut app_state = AppState::new(store.clone(), hub.clone(), cfg.clone());
@@ -446,7 +446,7 @@ fn web_state(
 /// stopped by `shutdown`. Errors: a port that cannot be bound.
 fn start_iperf3(
     cfg: &Config,
-    hub: &Hub,
+    hub: &RunContext,
     shutdown: &Arc<tokio::sync::Notify>,
 ) -> Result<(), String> {
     if cfg.iperf3_ports.is_empty() {
@@ -461,7 +461,7 @@ fn start_iperf3(
     }
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let h = hub.clone();
-    crate::engine::task::spawn(async move { h.record_server(rx).await });
+    crate::engine::task::spawn(async move { crate::runs::iperf3::record_served(&h, rx).await });
     let scfg = ServerConfig {
         ports: cfg.iperf3_ports.clone(),
         drops: Some(crate::runs::drops::host_drops()),

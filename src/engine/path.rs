@@ -164,7 +164,7 @@ fn next_error(fd: BorrowedFd<'_>, limit: Duration) -> Option<Answer> {
 
 /// Trace the path to `spec.target`. Takes at most max_hops × 2 × timeout (plus resends for
 /// a shrinking MTU). Errors: the socket cannot be opened, bound to the port, or set up.
-pub fn trace(spec: &PathSpec) -> std::io::Result<PathResult> {
+pub(crate) fn trace(spec: &PathSpec) -> std::io::Result<PathResult> {
     let v6 = spec.target.is_ipv6();
     let s = probe_socket(spec)?;
     let hdr: u32 = if v6 { 48 } else { 28 };

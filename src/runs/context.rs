@@ -22,7 +22,7 @@ use tokio::sync::Notify;
 
 /// A started run: its id in history and a handle resolving to its status once its end is
 /// stored.
-pub type Started = (i64, tokio::task::JoinHandle<RunStatus>);
+pub(crate) type Started = (i64, tokio::task::JoinHandle<RunStatus>);
 
 /// The run context (see the module doc). Cheap to clone; every clone shares the same store,
 /// registry, monitor and services.

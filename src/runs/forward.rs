@@ -648,7 +648,7 @@ pub(crate) async fn retry_stale(
 
 /// Record and start a forwarding run; returns its id at once and a handle that resolves when
 /// it has ended. `ctl` changes the board when the plan asks for NAT.
-pub fn start_forward(
+pub(crate) fn start_forward(
     ctx: &RunContext,
     ctl: Option<Arc<Controller>>,
     plan: ForwardPlan,
@@ -1218,7 +1218,7 @@ impl MonitorRequest {
 
 /// Record and start a monitor-only run; it ends when stopped (`RunRegistry::stop`) or after its
 /// duration. Returns its id and a handle that resolves when it has ended.
-pub fn start_monitor(
+pub(crate) fn start_monitor(
     ctx: &RunContext,
     plan: MonitorPlan,
 ) -> Result<crate::runs::context::Started, String> {

@@ -81,7 +81,7 @@ fn ended(rec: &Recorder, o: &Outcome) -> Ended {
 }
 
 /// Record and start an iperf 2 client test; returns the run id at once.
-pub fn start_client(ctx: &RunContext, spec: Iperf2Spec) -> Result<i64, String> {
+pub(crate) fn start_client(ctx: &RunContext, spec: Iperf2Spec) -> Result<i64, String> {
     spec.validate()?;
     let run = NewRun {
         role: RunRole::Client,
@@ -129,7 +129,7 @@ pub fn start_client(ctx: &RunContext, spec: Iperf2Spec) -> Result<i64, String> {
 /// Record what the built-in iperf 2 server serves, until the channel closes: each test a run
 /// of its own (not stoppable here); a test not finished when the channel closes is stored
 /// aborted ("server stopped").
-pub async fn record_served(ctx: &RunContext, mut rx: mpsc::UnboundedReceiver<Event>) {
+pub(crate) async fn record_served(ctx: &RunContext, mut rx: mpsc::UnboundedReceiver<Event>) {
     let mut map: HashMap<u64, ServedRun> = HashMap::new();
     while let Some(ev) = rx.recv().await {
         match ev {
@@ -162,7 +162,7 @@ pub async fn record_served(ctx: &RunContext, mut rx: mpsc::UnboundedReceiver<Eve
 /// Start the built-in iperf 2 server on `ports` (TCP and UDP each), recording every test a
 /// peer runs as a run of kind "iperf2", until `shutdown` is notified. A port that cannot be
 /// bound is logged as an error; the appliance keeps running without the iperf 2 server.
-pub fn start_server(ctx: &RunContext, ports: &[u16], shutdown: Arc<Notify>) {
+pub(crate) fn start_server(ctx: &RunContext, ports: &[u16], shutdown: Arc<Notify>) {
     use crate::engine::iperf2::server::{self, Iperf2ServerConfig};
     let cfg = Iperf2ServerConfig {
         ports: ports.to_vec(),

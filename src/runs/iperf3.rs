@@ -16,13 +16,13 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, Notify};
 
 /// Record and start a client test; returns the run id at once (the test runs on).
-pub fn start_client(ctx: &RunContext, spec: ClientSpec) -> Result<i64, String> {
+pub(crate) fn start_client(ctx: &RunContext, spec: ClientSpec) -> Result<i64, String> {
     start_client_in(ctx, spec, None).map(|(id, _)| id)
 }
 
 /// Like [`start_client`], as part of suite `suite_id`; also returns a handle that resolves
 /// when the run has ended.
-pub fn start_client_in(
+pub(crate) fn start_client_in(
     ctx: &RunContext,
     spec: ClientSpec,
     suite_id: Option<i64>,
@@ -32,7 +32,7 @@ pub fn start_client_in(
 
 /// Start a client test as a leg of multi-port run `parent_id` (not sampled on its own: the
 /// parent run is); `cancel` stops it.
-pub fn start_leg(
+pub(crate) fn start_leg(
     ctx: &RunContext,
     spec: ClientSpec,
     parent_id: i64,
@@ -115,7 +115,7 @@ fn launch_client(
 /// Record what the built-in iperf3 server reports, until the channel closes: each test a
 /// run of its own (not stoppable here: the client ends it); a test the server never finished
 /// is stored aborted when the channel closes.
-pub async fn record_served(ctx: &RunContext, mut rx: mpsc::UnboundedReceiver<ServerEvent>) {
+pub(crate) async fn record_served(ctx: &RunContext, mut rx: mpsc::UnboundedReceiver<ServerEvent>) {
     let mut map: HashMap<u64, ServedRun> = HashMap::new();
     while let Some(ev) = rx.recv().await {
         match ev {
@@ -166,7 +166,7 @@ pub async fn record_served(ctx: &RunContext, mut rx: mpsc::UnboundedReceiver<Ser
 
 /// Start the test this request describes (iperf3, iperf 2, or the one the peer speaks);
 /// returns the run id. Bad input starts nothing.
-pub async fn start_request(
+pub(crate) async fn start_request(
     ctx: &RunContext,
     req: &TestRequest,
     ports: &[crate::board::Port],

@@ -57,7 +57,7 @@ async fn pause(d: Duration, cancel: &Notify) -> bool {
 /// Check `spec`, resolve the peer, open the ICMP socket, record the run and start it;
 /// returns the run id and a handle that resolves when the run has ended. Errors (bad
 /// input, unknown host, no ICMP socket, the store) leave nothing recorded.
-pub async fn start_latency(
+pub(crate) async fn start_latency(
     ctx: &RunContext,
     mut spec: LatencySpec,
     suite_id: Option<i64>,

@@ -6,19 +6,19 @@
 //! load (`latency`), RFC 2544 (`rfc2544`), and suites of steps (`suites`).
 //! Not for: measuring (engine), SQL (store), or showing (results, web).
 
-pub mod anon;
-pub mod context;
+pub(crate) mod anon;
+pub(crate) mod context;
 pub mod drops;
-pub mod forward;
-pub mod intake;
-pub mod iperf2;
-pub mod iperf3;
-pub mod latency;
-pub mod monitor;
-pub mod multi;
-pub mod recorder;
-pub mod registry;
-pub mod rfc2544;
-pub mod schedule;
-pub mod suites;
-pub mod traffic;
+pub(crate) mod forward;
+pub(crate) mod intake;
+pub(crate) mod iperf2;
+pub(crate) mod iperf3;
+pub(crate) mod latency;
+pub(crate) mod monitor;
+pub(crate) mod multi;
+pub(crate) mod recorder;
+pub(crate) mod registry;
+pub(crate) mod rfc2544;
+pub(crate) mod schedule;
+pub(crate) mod suites;
+pub(crate) mod traffic;

@@ -35,7 +35,7 @@ struct Watch {
 const MIN_SAMPLE_SECS: f64 = 0.5;
 
 /// The monitor (see the module doc); one per run context, shared through an `Arc`.
-pub struct Monitor {
+pub(crate) struct Monitor {
     store: Arc<Store>,
     watches: Mutex<HashMap<i64, Watch>>,
     /// Whether the task that turns readings into samples is running.
@@ -48,7 +48,7 @@ pub struct Monitor {
 
 impl Monitor {
     /// A monitor storing samples in `store`, from `sampler`'s readings, its task on `rt`.
-    pub fn new(
+    pub(crate) fn new(
         store: Arc<Store>,
         sampler: Arc<Sampler>,
         rt: Option<tokio::runtime::Handle>,

@@ -166,7 +166,7 @@ pub(crate) fn aggregate(legs: &[RunRow]) -> (RunStatus, RunFigures, MultiSummary
 /// Record and start a multi-port run: every leg starts at once, each bound to its port.
 /// Returns the multi run's id and a handle that resolves when every leg has ended.
 /// Stopping the multi run ([`crate::runs::registry::RunRegistry::stop`]) stops every leg.
-pub fn start_multi(
+pub(crate) fn start_multi(
     ctx: &RunContext,
     legs: Vec<ClientSpec>,
     suite_id: Option<i64>,

@@ -35,7 +35,7 @@ pub(crate) use crate::spec::rfc2544::PROBE_INTERVAL_MS;
 /// Record and start an RFC 2544 run; its id at once, and a handle that resolves when it has
 /// ended. `ctl` changes the board when the plan asks for NAT. Errors: the peer address does
 /// not parse, NAT without a controller, or the store could not record the run.
-pub fn start_rfc2544(
+pub(crate) fn start_rfc2544(
     ctx: &RunContext,
     ctl: Option<Arc<Controller>>,
     plan: Rfc2544Plan,
@@ -104,7 +104,7 @@ pub fn start_rfc2544(
 /// speed), with the stored agent token, and the stored agent address when the step names
 /// none (both the Forwarding page's); the run context's board controller turns on NAT when asked.
 /// Errors: the plan's message, or no stored token or address.
-pub async fn start_request(
+pub(crate) async fn start_request(
     ctx: &RunContext,
     mut req: crate::spec::rfc2544::Rfc2544Request,
     suite_id: Option<i64>,

@@ -27,7 +27,7 @@ pub(crate) const MAX_SCHEDULES: usize = 100;
 pub(crate) const MAX_SCHEDULED_RUNNING: usize = 2;
 
 /// Start the scheduler in the background (daemon start): one task for every schedule.
-pub fn start(ctx: RunContext) {
+pub(crate) fn start(ctx: RunContext) {
     crate::engine::task::spawn(async move {
         let mut t = tokio::time::interval(TICK);
         t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -45,7 +45,7 @@ pub fn start(ctx: RunContext) {
 /// [`MAX_SCHEDULED_RUNNING`] suite runs of the scheduler (`running`, suite ids; ended ones
 /// are dropped from it here) are running; the others stay due. Returns how many suites were
 /// started.
-pub fn tick(ctx: &RunContext, now: i64, running: &mut Vec<i64>) -> Result<usize, String> {
+pub(crate) fn tick(ctx: &RunContext, now: i64, running: &mut Vec<i64>) -> Result<usize, String> {
     let store = ctx.store();
     running.retain(|sid| store.suite_running(*sid).unwrap_or(false));
     if running.len() >= MAX_SCHEDULED_RUNNING {

@@ -71,7 +71,7 @@ pub struct Listening {
 
 /// Start the services the configuration turns on. A port that cannot be opened is logged and
 /// left out (the iperf3 server and the web UI still start); the result says what listens.
-pub fn start(ctx: &RunContext, cfg: &Config) -> Listening {
+pub(crate) fn start(ctx: &RunContext, cfg: &Config) -> Listening {
     let l = start_services(ctx, cfg);
     ctx.set_listening(l.clone());
     l
@@ -1354,7 +1354,7 @@ async fn raw_folded(mut c: TcpStream, source: bool, ticket: &Ticket) -> u64 {
 
 /// Record and start a download by the board; returns the run id and a handle that resolves
 /// when it has ended.
-pub fn start_http_get(ctx: &RunContext, spec: GetSpec) -> Result<Started, String> {
+pub(crate) fn start_http_get(ctx: &RunContext, spec: GetSpec) -> Result<Started, String> {
     let u = spec.validate()?;
     let cancel = Arc::new(Notify::new());
     let run = NewRun {

@@ -38,7 +38,7 @@ pub(crate) fn parse_duration(text: &str) -> Result<u32, String> {
 /// a default test); the web form's own fields are all known, and its CSRF token is checked
 /// before anything else.
 #[derive(Debug, Clone, Deserialize, Default)]
-pub struct TestRequest {
+pub(crate) struct TestRequest {
     /// Peer host name or address.
     pub host: String,
     /// "tcp" (default) or "udp".
@@ -116,7 +116,7 @@ fn range(v: Option<u64>, name: &str, default: u64, lo: u64, hi: u64) -> Result<u
 
 impl TestRequest {
     /// Every key a request may have.
-    pub const FIELDS: [&'static str; 16] = [
+    pub(crate) const FIELDS: [&'static str; 16] = [
         "host",
         "protocol",
         "length",
@@ -137,14 +137,14 @@ impl TestRequest {
 
     /// `Err("unknown field `k`, expected one of …")` for the first key of `keys` that is not a
     /// request field.
-    pub fn check_keys<'a>(keys: impl IntoIterator<Item = &'a String>) -> Result<(), String> {
+    pub(crate) fn check_keys<'a>(keys: impl IntoIterator<Item = &'a String>) -> Result<(), String> {
         super::check_keys(keys, &Self::FIELDS)
     }
 
     /// The request's text read into a [`TestSpec`]: numbers, sizes ("128K"), bitrates
     /// ("500M"), words. Only the form of each value is checked here; the ranges, which depend
     /// on the peer type and protocol, are checked when the spec becomes a client's.
-    pub fn parse(&self) -> Result<TestSpec, String> {
+    pub(crate) fn parse(&self) -> Result<TestSpec, String> {
         let peer_type = self.peer_type()?;
         let udp = match opt(&self.protocol).unwrap_or("tcp") {
             "tcp" | "TCP" => false,
@@ -207,12 +207,12 @@ impl TestRequest {
     /// Validate into an iperf3 client spec ([`TestRequest::parse`], then
     /// [`TestSpec::to_client_spec`]). `ports` are the board's interfaces, to check `bind` and
     /// take its address from.
-    pub fn to_spec(&self, ports: &[crate::board::Port]) -> Result<ClientSpec, String> {
+    pub(crate) fn to_spec(&self, ports: &[crate::board::Port]) -> Result<ClientSpec, String> {
         self.parse()?.to_client_spec(ports)
     }
 
     /// The peer type field, checked (the other fields are not looked at).
-    pub fn peer_type(&self) -> Result<PeerType, String> {
+    pub(crate) fn peer_type(&self) -> Result<PeerType, String> {
         match opt(&self.peer_type).unwrap_or("iperf3") {
             "iperf3" => Ok(PeerType::Iperf3),
             "iperf2" => Ok(PeerType::Iperf2),
@@ -224,7 +224,7 @@ impl TestRequest {
     }
 
     /// Validate into an iperf 2 client spec ([`TestSpec::to_iperf2_spec`]).
-    pub fn to_iperf2_spec(
+    pub(crate) fn to_iperf2_spec(
         &self,
         ports: &[crate::board::Port],
     ) -> Result<crate::engine::iperf2::client::Iperf2Spec, String> {

@@ -417,12 +417,7 @@ async fn close_senders(leg: &Leg) -> f64 {
         .filter_map(|s| s.tcp_clone())
         .collect();
     let t = Instant::now();
-    let _ = crate::engine::task::spawn_blocking(move || {
-        for s in socks {
-            close_like_stock(s, CLOSE_LIMIT);
-        }
-    })
-    .await;
+    let _ = crate::engine::task::spawn_blocking(move || close_like_stock(socks, CLOSE_LIMIT)).await;
     t.elapsed().as_secs_f64()
 }
 

@@ -189,7 +189,7 @@ impl Default for ServerConfig {
 
 /// What the server reports about its sessions.
 #[derive(Debug, Clone)]
-pub enum ServerEvent {
+pub(crate) enum ServerEvent {
     /// Streams are up; the test starts now.
     Started { session: u64, report: Box<Report> },
     /// One interval of a running test.

@@ -27,7 +27,11 @@ pub(crate) fn board_label() -> String {
 
 /// Record suite `name` and run `specs` one after another in the background (the UDP
 /// ladder form). Returns the suite id at once.
-pub fn start_suite(ctx: &RunContext, name: &str, specs: Vec<ClientSpec>) -> Result<i64, String> {
+pub(crate) fn start_suite(
+    ctx: &RunContext,
+    name: &str,
+    specs: Vec<ClientSpec>,
+) -> Result<i64, String> {
     let tests = specs
         .into_iter()
         .enumerate()
@@ -44,7 +48,7 @@ pub fn start_suite(ctx: &RunContext, name: &str, specs: Vec<ClientSpec>) -> Resu
 /// Record a suite run of definition `def_id` (if any) labelled `label` (default: the
 /// board's host name) and run `tests` in order in the background; returns the suite id
 /// at once. See the module doc for failed and stopped tests.
-pub fn start_planned(
+pub(crate) fn start_planned(
     ctx: &RunContext,
     name: &str,
     def_id: Option<i64>,
@@ -129,7 +133,7 @@ pub fn start_planned(
 
 /// Stop suite `sid`: its current test is stopped and the rest skipped. `Ok(false)` when it
 /// is not running; an error when there is no such suite.
-pub fn stop_suite(ctx: &RunContext, sid: i64) -> Result<bool, String> {
+pub(crate) fn stop_suite(ctx: &RunContext, sid: i64) -> Result<bool, String> {
     let (s, runs) = ctx
         .store()
         .suite(sid)
@@ -152,7 +156,7 @@ fn still_running(store: &Store, sid: i64) -> bool {
 }
 
 /// Check definition `row` against `t` and start it; returns the suite id.
-pub fn start_def(
+pub(crate) fn start_def(
     ctx: &RunContext,
     row: &crate::store::SuiteDefRow,
     t: &RunTarget,
