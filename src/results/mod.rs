@@ -10,6 +10,7 @@ pub mod compare;
 pub mod export;
 pub mod farm;
 pub mod figures;
+pub mod forward_params;
 pub mod forward_summary;
 pub mod json;
 pub mod latency;

@@ -8,6 +8,7 @@ use crate::engine::iperf3::wire::{Direction, Params, Protocol, DEFAULT_TCP_BLKSI
 use crate::model::display;
 use crate::model::time::fmt_time;
 use crate::model::{RunDirection, RunKind, RunProtocol, RunRole};
+use crate::results::forward_params::{ForwardParams, MonitorParams};
 use crate::results::forward_summary::BoardFigures;
 use crate::results::multi_summary::MultiParams;
 use crate::results::rfc2544_params::Rfc2544Params;
@@ -585,40 +586,42 @@ pub fn forward_direction(r: &RunRow) -> &'static str {
 }
 
 fn forward_view(r: &RunRow) -> KindView {
-    let p = &r.params;
-    let t = &p["test"];
+    let p = ForwardParams::of_params(&r.params);
+    let t = p.test.as_ref();
+    let host = t.map_or(r.peer_host.as_str(), |t| t.host.as_str());
+    let peer = p.peer.as_deref().unwrap_or("?");
+    let ingress = p.ingress.as_deref().unwrap_or("?");
+    let egress = p.egress.as_deref().unwrap_or("?");
     let mut command = format!(
-        "netperfd forward --peer {} --token-file TOKEN --to {} --in {} --out {}",
-        p["peer"].as_str().unwrap_or("?"),
-        t["host"].as_str().unwrap_or(&r.peer_host),
-        p["ingress"].as_str().unwrap_or("?"),
-        p["egress"].as_str().unwrap_or("?")
+        "netperfd forward --peer {peer} --token-file TOKEN --to {host} --in {ingress} --out {egress}"
     );
-    if p["nat"].as_bool() == Some(true) {
+    if p.nat {
         command.push_str(" --nat");
     }
     let mut flags = String::new();
-    if let Some(x) = t["time"].as_u64() {
-        flags.push_str(&format!(" -t {x}"));
-    }
-    if let Some(x) = t["parallel"].as_u64().filter(|x| *x > 1) {
-        flags.push_str(&format!(" -P {x}"));
-    }
-    if t["reverse"].as_bool() == Some(true) {
-        flags.push_str(" -R");
-    }
-    if t["bidir"].as_bool() == Some(true) {
-        flags.push_str(" --bidir");
-    }
-    if t["udp"].as_bool() == Some(true) {
-        flags.push_str(" -u");
-    }
-    if let Some(b) = t["bitrate"].as_u64() {
-        flags.push_str(&format!(" -b {}", iperf3_rate_arg(b)));
+    if let Some(t) = t {
+        if let Some(x) = t.time {
+            flags.push_str(&format!(" -t {x}"));
+        }
+        if let Some(x) = t.parallel.filter(|x| *x > 1) {
+            flags.push_str(&format!(" -P {x}"));
+        }
+        if t.reverse {
+            flags.push_str(" -R");
+        }
+        if t.bidir {
+            flags.push_str(" --bidir");
+        }
+        if t.udp {
+            flags.push_str(" -u");
+        }
+        if let Some(b) = t.bitrate {
+            flags.push_str(&format!(" -b {}", iperf3_rate_arg(b)));
+        }
     }
     command.push_str(&flags);
-    let mut stock = format!("iperf3 -c {}", t["host"].as_str().unwrap_or(&r.peer_host));
-    if let Some(port) = t["port"].as_u64() {
+    let mut stock = format!("iperf3 -c {host}");
+    if let Some(port) = t.and_then(|t| t.port) {
         stock.push_str(&format!(" -p {port}"));
     }
     stock.push_str(&flags);
@@ -638,20 +641,15 @@ fn forward_view(r: &RunRow) -> KindView {
         (
             "Through the board".to_string(),
             format!(
-                "{} → {}{}",
-                p["ingress"].as_str().unwrap_or("?"),
-                p["egress"].as_str().unwrap_or("?"),
-                if p["nat"].as_bool() == Some(true) {
+                "{ingress} → {egress}{}",
+                if p.nat {
                     ", NAT (MASQUERADE on the egress port) for the run"
                 } else {
                     ""
                 }
             ),
         ),
-        (
-            "Peer agent".to_string(),
-            p["peer"].as_str().unwrap_or("?").to_string(),
-        ),
+        ("Peer agent".to_string(), peer.to_string()),
         (
             "Stock tool runs on".to_string(),
             "the first PC: the peer agent starts it there".to_string(),
@@ -680,20 +678,13 @@ fn forward_view(r: &RunRow) -> KindView {
 }
 
 fn monitor_view(r: &RunRow) -> KindView {
-    let p = &r.params;
-    let ports: Vec<String> = p["ports"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
+    let p = MonitorParams::of_params(&r.params);
+    let ports = &p.ports;
     let mut command = format!("netperfd monitor --ports {}", ports.join(","));
-    if let Some(t) = p["duration"].as_u64().filter(|t| *t > 0) {
+    if let Some(t) = p.duration.filter(|t| *t > 0) {
         command.push_str(&format!(" -t {t}"));
     }
-    let label = p["label"].as_str().unwrap_or("").trim().to_string();
+    let label = p.label.trim().to_string();
     if !label.is_empty() {
         command.push_str(&format!(" --label {label:?}"));
     }
