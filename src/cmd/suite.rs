@@ -3,6 +3,7 @@
 //! in `--data DIR`. `suite run` runs the tests in this process and records them like the
 //! daemon does.
 
+use crate::model::{RunStatus, StepStatus};
 use crate::results::compare::{self, CompareError};
 use crate::runs::live::Hub;
 use crate::runs::suites::run;
@@ -272,7 +273,11 @@ fn suite(a: SuiteArgs) -> Result<i32, String> {
             let r = crate::results::suite_table::suite_result(&store, id)?
                 .ok_or(format!("there is no suite {id}"))?;
             print_suite(&r, format);
-            Ok(if r.suite.status == "completed" { 0 } else { 1 })
+            Ok(if r.suite.status == RunStatus::Completed {
+                0
+            } else {
+                1
+            })
         }
         SuiteCmd::Run {
             name,
@@ -348,13 +353,15 @@ struct Outputs {
 /// completed — the peer was unreachable or refused), else 0 on PASS / 1 on FAIL, or without
 /// thresholds 0 when every test completed and 1 otherwise.
 pub(crate) fn exit_code(r: &crate::results::suite_table::SuiteResult) -> i32 {
-    if r.suite.status == "aborted" || !r.steps.iter().any(|s| s.status == "completed") {
+    if r.suite.status == RunStatus::Aborted
+        || !r.steps.iter().any(|s| s.status == StepStatus::Completed)
+    {
         return COULD_NOT_RUN;
     }
     match &r.verdict {
         Some(v) if v.pass() => 0,
         Some(_) => 1,
-        None if r.suite.status == "completed" => 0,
+        None if r.suite.status == RunStatus::Completed => 0,
         None => 1,
     }
 }
@@ -415,7 +422,7 @@ async fn run_suite(
             crate::results::suite_table::suite_result(&store, sid)?.ok_or("the suite vanished")?;
         if format == Format::Text {
             for s in r.steps.iter().skip(shown) {
-                if matches!(s.status.as_str(), "pending" | "running") {
+                if s.status.is_live() {
                     break;
                 }
                 println!(
@@ -424,15 +431,19 @@ async fn run_suite(
                     r.steps.len(),
                     s.label,
                     match s.bitrate_bps {
-                        Some(b) if s.status == "completed" => crate::model::display::rate(b),
-                        _ => s.status.clone(),
+                        Some(b) if s.status == StepStatus::Completed => {
+                            crate::model::display::rate(b)
+                        }
+                        _ => s.status.to_string(),
                     }
                 );
                 shown += 1;
             }
         }
         // The suite is over once no test of it is live any more.
-        if r.suite.status != "running" && !r.steps.iter().any(|s| s.status == "running") {
+        if r.suite.status != RunStatus::Running
+            && !r.steps.iter().any(|s| s.status == StepStatus::Running)
+        {
             print_suite(&r, format);
             if format == Format::Text {
                 println!("Recorded in {}", store.path().display());
@@ -445,7 +456,7 @@ async fn run_suite(
             if code == COULD_NOT_RUN {
                 eprintln!(
                     "netperfd: suite run {sid} could not run: {}",
-                    if r.suite.status == "aborted" {
+                    if r.suite.status == RunStatus::Aborted {
                         "it was stopped".to_string()
                     } else {
                         format!("no test completed (is iperf3 -s running on {}?)", t.host)

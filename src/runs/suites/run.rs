@@ -132,7 +132,7 @@ impl Hub {
             .suite(sid)
             .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("there is no suite {sid}"))?;
-        if s.status != "running" {
+        if s.status != RunStatus::Running {
             return Ok(false);
         }
         self.store()
@@ -146,7 +146,7 @@ impl Hub {
 }
 
 fn still_running(store: &Store, sid: i64) -> bool {
-    matches!(store.suite(sid), Ok(Some((s, _))) if s.status == "running")
+    matches!(store.suite(sid), Ok(Some((s, _))) if s.status == RunStatus::Running)
 }
 
 /// Check definition `row` against `t` and start it; returns the suite id.
