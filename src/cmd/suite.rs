@@ -159,78 +159,8 @@ pub fn main(a: SuiteArgs) -> i32 {
 fn suite(a: SuiteArgs) -> Result<i32, String> {
     let store = open(&a.data)?;
     match a.cmd {
-        SuiteCmd::List => {
-            let defs = store.suite_defs().map_err(|e| e.to_string())?;
-            if defs.is_empty() {
-                println!("No suite definitions.");
-            }
-            for r in defs {
-                let d = def::from_row(&r);
-                let (steps, tests) = match &d {
-                    Ok(d) => (
-                        d.steps.len().to_string(),
-                        d.plan(
-                            &RunTarget {
-                                host: "peer.invalid".into(),
-                                ..Default::default()
-                            },
-                            &[],
-                        )
-                        .map(|p| p.len().to_string())
-                        .unwrap_or_else(|_| "?".into()),
-                    ),
-                    Err(_) => ("?".into(), "?".into()),
-                };
-                println!(
-                    "{:>4}  {:<24}  {:>2} steps  {:>3} tests{}",
-                    r.id,
-                    r.name,
-                    steps,
-                    tests,
-                    if r.builtin { "  (built-in)" } else { "" }
-                );
-            }
-            Ok(0)
-        }
-        SuiteCmd::Show { name } => {
-            let r = need(&store, &name)?;
-            let d = def::from_row(&r)?;
-            println!(
-                "{} (id {}){}",
-                d.name,
-                r.id,
-                if r.builtin { ", built-in" } else { "" }
-            );
-            if !d.description.is_empty() {
-                println!("{}", d.description);
-            }
-            let t = RunTarget {
-                host: "PEER".into(),
-                ..Default::default()
-            };
-            for p in d.plan(&t, &[])? {
-                let how = match &p.spec {
-                    PlannedRun::Iperf3(c) => format!(
-                        "-t {}{}",
-                        c.params.time,
-                        match c.params.window {
-                            Some(w) => format!(" -w {w}"),
-                            None => String::new(),
-                        }
-                    ),
-                    PlannedRun::Latency(l) => l.command().replace("netperfd latency -c PEER ", ""),
-                    PlannedRun::Rfc2544(r) => format!(
-                        "rfc2544 --in {} --out {} --tests {} (about {} s)",
-                        r.ingress,
-                        r.egress,
-                        r.tests.as_deref().unwrap_or("throughput"),
-                        p.spec.seconds()
-                    ),
-                };
-                println!("  step {:>2}: {:<24} {how}", p.step, p.label);
-            }
-            Ok(0)
-        }
+        SuiteCmd::List => list(&store),
+        SuiteCmd::Show { name } => show(&store, &name),
         SuiteCmd::Delete { name } => {
             let r = need(&store, &name)?;
             store.delete_suite_def(r.id).map_err(|e| e.to_string())?;
@@ -246,29 +176,7 @@ fn suite(a: SuiteArgs) -> Result<i32, String> {
             );
             Ok(0)
         }
-        SuiteCmd::Import { file, replace } => {
-            let body = if file.as_os_str() == "-" {
-                let mut s = Vec::new();
-                std::io::Read::read_to_end(&mut std::io::stdin(), &mut s)
-                    .map_err(|e| e.to_string())?;
-                s
-            } else {
-                std::fs::read(&file).map_err(|e| format!("{}: {e}", file.display()))?
-            };
-            if body.len() > 256 * 1024 {
-                return Err("a suite definition file is at most 256 KiB".into());
-            }
-            let d = SuiteDef::from_json(&body)?;
-            let existing = store
-                .suite_def_by_name(d.name.trim())
-                .map_err(|e| e.to_string())?;
-            let id = match existing {
-                Some(r) if replace => def::save(&store, Some(r.id), &d)?,
-                _ => def::save(&store, None, &d)?,
-            };
-            println!("Stored suite definition '{}' (id {id}).", d.name.trim());
-            Ok(0)
-        }
+        SuiteCmd::Import { file, replace } => import(&store, &file, replace),
         SuiteCmd::Result { id, format } => {
             let r = crate::results::suite_table::suite_result(&store, id)?
                 .ok_or(format!("there is no suite {id}"))?;
@@ -315,6 +223,107 @@ fn suite(a: SuiteArgs) -> Result<i32, String> {
             rt.block_on(run_suite(store, row, t, out, &a.data))
         }
     }
+}
+
+/// `suite list`: one line per saved definition (its steps and the tests they expand to).
+fn list(store: &Store) -> Result<i32, String> {
+    let defs = store.suite_defs().map_err(|e| e.to_string())?;
+    if defs.is_empty() {
+        println!("No suite definitions.");
+    }
+    for r in defs {
+        let d = def::from_row(&r);
+        let (steps, tests) = match &d {
+            Ok(d) => (
+                d.steps.len().to_string(),
+                d.plan(
+                    &RunTarget {
+                        host: "peer.invalid".into(),
+                        ..Default::default()
+                    },
+                    &[],
+                )
+                .map(|p| p.len().to_string())
+                .unwrap_or_else(|_| "?".into()),
+            ),
+            Err(_) => ("?".into(), "?".into()),
+        };
+        println!(
+            "{:>4}  {:<24}  {:>2} steps  {:>3} tests{}",
+            r.id,
+            r.name,
+            steps,
+            tests,
+            if r.builtin { "  (built-in)" } else { "" }
+        );
+    }
+    Ok(0)
+}
+
+/// `suite show NAME`: the definition's steps, as the tests they expand to.
+fn show(store: &Store, name: &str) -> Result<i32, String> {
+    let r = need(store, name)?;
+    let d = def::from_row(&r)?;
+    println!(
+        "{} (id {}){}",
+        d.name,
+        r.id,
+        if r.builtin { ", built-in" } else { "" }
+    );
+    if !d.description.is_empty() {
+        println!("{}", d.description);
+    }
+    let t = RunTarget {
+        host: "PEER".into(),
+        ..Default::default()
+    };
+    for p in d.plan(&t, &[])? {
+        let how = match &p.spec {
+            PlannedRun::Iperf3(c) => format!(
+                "-t {}{}",
+                c.params.time,
+                match c.params.window {
+                    Some(w) => format!(" -w {w}"),
+                    None => String::new(),
+                }
+            ),
+            PlannedRun::Latency(l) => l.command().replace("netperfd latency -c PEER ", ""),
+            PlannedRun::Rfc2544(r) => format!(
+                "rfc2544 --in {} --out {} --tests {} (about {} s)",
+                r.ingress,
+                r.egress,
+                r.tests.as_deref().unwrap_or("throughput"),
+                p.spec.seconds()
+            ),
+        };
+        println!("  step {:>2}: {:<24} {how}", p.step, p.label);
+    }
+    Ok(0)
+}
+
+/// `suite import FILE`: store a definition from a JSON file ("-" = stdin), replacing one of the
+/// same name with `replace`.
+fn import(store: &Store, file: &std::path::Path, replace: bool) -> Result<i32, String> {
+    let body = if file.as_os_str() == "-" {
+        let mut s = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut s).map_err(|e| e.to_string())?;
+        s
+    } else {
+        std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?
+    };
+    if body.len() > 256 * 1024 {
+        return Err("a suite definition file is at most 256 KiB".into());
+    }
+    let d = SuiteDef::from_json(&body)?;
+    let existing = store
+        .suite_def_by_name(d.name.trim())
+        .map_err(|e| e.to_string())?;
+    let id = match existing {
+        Some(r) if replace => def::save(store, Some(r.id), &d)?,
+        _ => def::save(store, None, &d)?,
+    };
+    println!("Stored suite definition '{}' (id {id}).", d.name.trim());
+    Ok(0)
 }
 
 fn print_suite(r: &crate::results::suite_table::SuiteResult, format: Format) {

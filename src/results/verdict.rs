@@ -119,28 +119,9 @@ fn check(
 
 /// Judge one row against `th`. `None` while its test is pending or running.
 pub fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict> {
-    match s.status {
-        StepStatus::Pending | StepStatus::Running => return None,
-        StepStatus::Completed => {}
-        other @ (StepStatus::Failed | StepStatus::Aborted | StepStatus::Skipped) => {
-            let why = match other {
-                StepStatus::Skipped => "not run (the suite stopped before it)".to_string(),
-                StepStatus::Aborted => "the test was stopped".to_string(),
-                _ => match &s.error {
-                    Some(e) if !e.is_empty() => format!("the test failed: {e}"),
-                    _ => format!("the test ended {other}"),
-                },
-            };
-            return Some(StepVerdict {
-                pass: false,
-                checks: Vec::new(),
-                reasons: vec![why],
-            });
-        }
+    if let Some(v) = by_status(s) {
+        return v;
     }
-    let pct = |v: f64| format!("{} %", n(v));
-    let ms = |v: f64| format!("{v:.3} ms");
-    let count = |v: f64| format!("{v:.0}");
     let mut checks = Vec::new();
     if let Some(f) = &s.rfc2544 {
         // An RFC 2544 run: its own limits and the board's CPU; the iperf3 ones do not apply.
@@ -150,6 +131,38 @@ pub fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict> {
         }
         return Some(verdict_of(checks));
     }
+    rate_checks(&mut checks, s, th);
+    path_checks(&mut checks, s, th);
+    Some(verdict_of(checks))
+}
+
+/// The verdict a row gets from its status alone: `Some(None)` while its test is pending or
+/// running, `Some(Some(fail))` with the reason when it did not complete, `None` when it
+/// completed (its figures are judged).
+fn by_status(s: &StepResult) -> Option<Option<StepVerdict>> {
+    match s.status {
+        StepStatus::Pending | StepStatus::Running => Some(None),
+        StepStatus::Completed => None,
+        other @ (StepStatus::Failed | StepStatus::Aborted | StepStatus::Skipped) => {
+            let why = match other {
+                StepStatus::Skipped => "not run (the suite stopped before it)".to_string(),
+                StepStatus::Aborted => "the test was stopped".to_string(),
+                _ => match &s.error {
+                    Some(e) if !e.is_empty() => format!("the test failed: {e}"),
+                    _ => format!("the test ended {other}"),
+                },
+            };
+            Some(Some(StepVerdict {
+                pass: false,
+                checks: Vec::new(),
+                reasons: vec![why],
+            }))
+        }
+    }
+}
+
+/// The bitrate limits: a minimum, and a share of the port's ceiling.
+fn rate_checks(checks: &mut Vec<Check>, s: &StepResult, th: &Thresholds) {
     if let Some(min) = th.min_bits_per_second {
         checks.push(check(
             "min_bits_per_second",
@@ -195,6 +208,14 @@ pub fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict> {
             },
         });
     }
+}
+
+/// The path's limits: UDP loss and jitter, TCP retransmits, CPU, the sender's shortfall, the
+/// latency increase under load.
+fn path_checks(checks: &mut Vec<Check>, s: &StepResult, th: &Thresholds) {
+    let pct = |v: f64| format!("{} %", n(v));
+    let ms = |v: f64| format!("{v:.3} ms");
+    let count = |v: f64| format!("{v:.0}");
     if let Some(max) = th.max_loss_percent.filter(|_| is_udp(s)) {
         checks.push(check(
             "max_loss_percent",
@@ -263,7 +284,6 @@ pub fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict> {
             " (loaded p50 − idle p50)",
         ));
     }
-    Some(verdict_of(checks))
 }
 
 /// The verdict of `checks`: pass when none failed; the failed ones' words are the reasons.

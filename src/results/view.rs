@@ -962,36 +962,38 @@ fn tcp_raw_view(r: &RunRow, source: bool) -> KindView {
     }
 }
 
-fn latency_view(r: &RunRow) -> KindView {
-    let spec: crate::spec::latency::LatencySpec =
-        serde_json::from_value(r.params.clone()).unwrap_or_default();
-    let s = &r.summary;
-    let ms = |v: &Value| {
-        v.as_f64()
-            .map(|x| {
-                if x.abs() < 10.0 {
-                    format!("{x:.2} ms")
-                } else {
-                    format!("{x:.0} ms")
-                }
-            })
-            .unwrap_or_else(|| "—".into())
-    };
+/// A latency figure as the page shows it: "0.52 ms", "104 ms" (whole from 10 ms), "—" when
+/// `v` is not a number.
+fn ms_text(v: &Value) -> String {
+    v.as_f64()
+        .map(|x| {
+            if x.abs() < 10.0 {
+                format!("{x:.2} ms")
+            } else {
+                format!("{x:.0} ms")
+            }
+        })
+        .unwrap_or_else(|| "—".into())
+}
+
+/// A latency run's cards from its summary `s`: idle and loaded RTT, the increase, RPM,
+/// throughput (each direction's apart when the load ran both: `up`, `down`), probe loss.
+fn latency_cards(r: &RunRow, s: &Value, up: &Value, down: &Value) -> Vec<Card> {
     let cards = vec![
         card(
             "lat-idle-p50",
             "Idle RTT p50",
-            ms(&s["idle"]["rtt_ms"]["p50"]),
+            ms_text(&s["idle"]["rtt_ms"]["p50"]),
         ),
         card(
             "lat-loaded-p50",
             "Loaded RTT p50",
-            ms(&s["loaded"]["rtt_ms"]["p50"]),
+            ms_text(&s["loaded"]["rtt_ms"]["p50"]),
         ),
         card(
             "lat-loaded-p99",
             "Loaded RTT p99",
-            ms(&s["loaded"]["rtt_ms"]["p99"]),
+            ms_text(&s["loaded"]["rtt_ms"]["p99"]),
         ),
         card(
             "lat-increase",
@@ -1017,8 +1019,6 @@ fn latency_view(r: &RunRow) -> KindView {
     ];
     let mut cards = cards;
     // Load both: each direction's goodput apart (up = the board sends).
-    let up = &s["loaded"]["up"];
-    let down = &s["loaded"]["down"];
     if up.is_object() && down.is_object() {
         cards.push(card(
             "lat-up-bps",
@@ -1042,6 +1042,13 @@ fn latency_view(r: &RunRow) -> KindView {
             _ => "—".into(),
         },
     )]);
+    cards
+}
+
+/// A latency run's facts from its summary `s`: the verdict, each load direction (`up`,
+/// `down`), each phase's ICMP and TCP round trips, one-way delays, the implied queue, the
+/// prober.
+fn latency_facts(s: &Value, up: &Value, down: &Value) -> Vec<(String, String)> {
     let mut facts = Vec::new();
     if let Some(v) = s["verdict"].as_str() {
         facts.push(("Verdict".to_string(), v.to_string()));
@@ -1060,8 +1067,8 @@ fn latency_view(r: &RunRow) -> KindView {
             if tt.is_object() {
                 t.push_str(&format!(
                     " · TCP RTT p50 {} · p99 {}",
-                    ms(&tt["p50"]),
-                    ms(&tt["p99"])
+                    ms_text(&tt["p50"]),
+                    ms_text(&tt["p99"])
                 ));
             }
             facts.push((label.to_string(), t));
@@ -1079,10 +1086,10 @@ fn latency_view(r: &RunRow) -> KindView {
                 format!("{label} RTT (ICMP)"),
                 format!(
                     "p50 {} · p90 {} · p99 {} · max {} ({} probes, {} lost)",
-                    ms(&rt["p50"]),
-                    ms(&rt["p90"]),
-                    ms(&rt["p99"]),
-                    ms(&rt["max"]),
+                    ms_text(&rt["p50"]),
+                    ms_text(&rt["p90"]),
+                    ms_text(&rt["p99"]),
+                    ms_text(&rt["max"]),
                     ph["sent"].as_u64().unwrap_or(0),
                     ph["lost"].as_u64().unwrap_or(0)
                 ),
@@ -1094,9 +1101,9 @@ fn latency_view(r: &RunRow) -> KindView {
                 format!("{label} TCP RTT (TCP_INFO)"),
                 format!(
                     "p50 {} · p99 {} · max {}",
-                    ms(&tt["p50"]),
-                    ms(&tt["p99"]),
-                    ms(&tt["max"])
+                    ms_text(&tt["p50"]),
+                    ms_text(&tt["p99"]),
+                    ms_text(&tt["max"])
                 ),
             ));
         }
@@ -1142,6 +1149,16 @@ fn latency_view(r: &RunRow) -> KindView {
             ),
         ));
     }
+    facts
+}
+
+fn latency_view(r: &RunRow) -> KindView {
+    let spec: crate::spec::latency::LatencySpec =
+        serde_json::from_value(r.params.clone()).unwrap_or_default();
+    let s = &r.summary;
+    let (up, down) = (&s["loaded"]["up"], &s["loaded"]["down"]);
+    let cards = latency_cards(r, s, up, down);
+    let facts = latency_facts(s, up, down);
     KindView {
         kind: r.kind,
         kind_label: r.kind.label(),
