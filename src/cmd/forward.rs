@@ -804,6 +804,19 @@ mod tests {
                 "--trial",
                 "600",
             ][..],
+            // tests/rfc2544.rs's back-to-back run through a shaper.
+            &[
+                "--sizes",
+                "512,1518",
+                "--trial",
+                "1",
+                "--resolution",
+                "5",
+                "--line-rate",
+                "1G",
+                "--tests",
+                "back-to-back,throughput",
+            ][..],
         ] {
             assert_eq!(
                 rfc2544(&[], args),
