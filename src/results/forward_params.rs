@@ -7,7 +7,6 @@
 //! and written back is the same bytes), every key defaults when absent; a key the writer always
 //! writes but a page shows as "?" when missing is an `Option` left out when `None`.
 
-use crate::peer::spec::PeerTestSpec;
 use serde::{Deserialize, Serialize};
 
 /// What a forwarding run was asked for: the peer agent (PC1), the test it ran to PC2, the
@@ -20,7 +19,7 @@ pub struct ForwardParams {
     pub peer: Option<String>,
     /// The iperf3 test the agent ran (its host is PC2).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub test: Option<PeerTestSpec>,
+    pub test: Option<ForwardTest>,
     /// Board port the traffic came in on (PC1's side), and the one it left through.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ingress: Option<String>,
@@ -35,6 +34,39 @@ impl ForwardParams {
     pub fn of_params(v: &serde_json::Value) -> ForwardParams {
         ForwardParams::deserialize(v).unwrap_or_default()
     }
+}
+
+/// The test a forwarding run's agent ran, as stored: the shape of the agent's
+/// `peer::spec::PeerTestSpec` (what `runs::forward` writes; results do not reach up to `peer`),
+/// in its key order, keys it leaves out when `None` left out here too.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ForwardTest {
+    /// PC2 (`iperf3 -c HOST`).
+    pub host: String,
+    /// `-p`, `-t` (s), `-P`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel: Option<u32>,
+    /// `-R`, `--bidir`, `-u`.
+    #[serde(default)]
+    pub reverse: bool,
+    #[serde(default)]
+    pub bidir: bool,
+    #[serde(default)]
+    pub udp: bool,
+    /// `-b`, bits/s per stream; `-l`, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bitrate: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub length: Option<u32>,
+    /// RFC 2544 only (latency probes, back-to-back bursts); kept as stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u64>,
 }
 
 /// What a monitor-only run was asked for: the ports watched, its label and length.
