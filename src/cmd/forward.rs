@@ -5,8 +5,7 @@
 
 use crate::board::apply::Controller;
 use crate::model::units::parse_suffixed;
-use crate::model::RunStatus;
-use crate::runs::context::RunContext;
+use crate::model::{RunDirection, RunStatus};
 use crate::runs::forward;
 use crate::spec::test::{parse_bitrate, TestDirection, TestSpec};
 use crate::store::Store;
@@ -224,33 +223,32 @@ fn rfc2544_plan(
 ) -> Result<crate::spec::rfc2544::Rfc2544Plan, String> {
     let direction = match (a.reverse, a.bidir) {
         (true, true) => return Err("-R and --bidir exclude each other".into()),
-        (true, false) => "receive",
-        (false, true) => "bidir",
-        _ => "send",
+        (true, false) => RunDirection::Receive,
+        (false, true) => RunDirection::Bidir,
+        _ => RunDirection::Send,
     };
-    let req = crate::spec::rfc2544::Rfc2544Request {
+    crate::spec::rfc2544::Rfc2544Flags {
         peer: a.path.peer.clone(),
-        token: Some(token),
+        token,
         target: a.path.to.clone(),
-        port: Some(a.path.port.to_string()),
+        port: a.path.port,
         ingress: a.path.ingress.clone(),
         egress: a.path.egress.clone(),
-        nat: Some(a.path.nat.to_string()),
+        nat: a.path.nat,
         sizes: a.sizes.clone(),
-        trial: Some(a.trial.to_string()),
-        loss: Some(a.loss.clone()),
-        resolution: Some(a.resolution.clone()),
-        direction: Some(direction.into()),
-        tests: Some(a.tests.clone()),
-        b2b_repeat: Some(a.b2b_repeat.to_string()),
-        echo_port: Some(a.echo_port.to_string()),
+        trial: a.trial,
+        loss: a.loss.clone(),
+        resolution: a.resolution.clone(),
+        direction,
+        tests: a.tests.clone(),
+        b2b_repeat: a.b2b_repeat,
+        echo_port: a.echo_port,
         line_rate: a.line_rate.clone(),
         min_throughput_percent: a.min_throughput_percent.clone(),
         max_latency_ms: a.max_latency_ms.clone(),
         max_cpu_percent: a.max_cpu_percent.clone(),
-        csrf: None,
-    };
-    req.plan(ports, None)
+    }
+    .plan(ports)
 }
 
 /// Run `netperfd forward`; exit code 0 when the run completed.
@@ -682,6 +680,47 @@ mod tests {
         }
     }
 
+    /// The `Rfc2544Request` the command line used to be written into (its text), to compare.
+    fn as_rfc2544_request(
+        replace: &[(&str, &str)],
+        args: &[&str],
+    ) -> crate::spec::rfc2544::Rfc2544Request {
+        let a = Rfc2544::try_parse_from(argv(replace, args))
+            .expect("flags parse")
+            .a;
+        crate::spec::rfc2544::Rfc2544Request {
+            peer: a.path.peer.clone(),
+            token: Some(TOKEN.into()),
+            target: a.path.to.clone(),
+            port: Some(a.path.port.to_string()),
+            ingress: a.path.ingress.clone(),
+            egress: a.path.egress.clone(),
+            nat: Some(a.path.nat.to_string()),
+            sizes: a.sizes.clone(),
+            trial: Some(a.trial.to_string()),
+            loss: Some(a.loss.clone()),
+            resolution: Some(a.resolution.clone()),
+            direction: Some(
+                if a.reverse {
+                    "receive"
+                } else if a.bidir {
+                    "bidir"
+                } else {
+                    "send"
+                }
+                .into(),
+            ),
+            tests: Some(a.tests.clone()),
+            b2b_repeat: Some(a.b2b_repeat.to_string()),
+            echo_port: Some(a.echo_port.to_string()),
+            line_rate: a.line_rate.clone(),
+            min_throughput_percent: a.min_throughput_percent.clone(),
+            max_latency_ms: a.max_latency_ms.clone(),
+            max_cpu_percent: a.max_cpu_percent.clone(),
+            csrf: None,
+        }
+    }
+
     #[test]
     fn rfc2544_flags_become_the_plan() {
         use crate::spec::rfc2544::Rfc2544Test;
@@ -752,6 +791,38 @@ mod tests {
         for (flag, dir) in [("-R", "receive"), ("--bidir", "bidir")] {
             assert_eq!(rfc2544(&[], &[flag]).unwrap().direction.as_str(), dir);
         }
+        // The same plan as the request the command line was lowered into before.
+        for args in [
+            &[][..],
+            &["-R", "--sizes", "512", "--loss", "0.5%", "--nat"][..],
+            &[
+                "--tests",
+                "throughput,latency,loss",
+                "--max-latency-ms",
+                "2",
+                "--trial",
+                "600",
+            ][..],
+            // tests/rfc2544.rs's back-to-back run through a shaper.
+            &[
+                "--sizes",
+                "512,1518",
+                "--trial",
+                "1",
+                "--resolution",
+                "5",
+                "--line-rate",
+                "1G",
+                "--tests",
+                "back-to-back,throughput",
+            ][..],
+        ] {
+            assert_eq!(
+                rfc2544(&[], args),
+                as_rfc2544_request(&[], args).plan(&facts(), None),
+                "{args:?}"
+            );
+        }
     }
 
     #[test]
@@ -785,8 +856,16 @@ mod tests {
             (&[], &["--max-latency-ms", "3"], "a maximum latency needs the latency test"),
         ] {
             let got = rfc2544(replace, args).unwrap_err();
-            if got != want {
-                wrong.push(format!("{replace:?} {args:?}: {got:?}"));
+            // The same words as the request the command line was lowered into before.
+            let text = if args.contains(&"-R") && args.contains(&"--bidir") {
+                got.clone()
+            } else {
+                as_rfc2544_request(replace, args)
+                    .plan(&facts(), None)
+                    .unwrap_err()
+            };
+            if got != want || got != text {
+                wrong.push(format!("{replace:?} {args:?}: {got:?} (text: {text:?})"));
             }
         }
         assert!(wrong.is_empty(), "{wrong:#?}");

@@ -71,7 +71,7 @@ async fn run(a: LadderArgs) -> Result<i32, String> {
             .suite(sid)
             .map_err(|e| e.to_string())?
             .ok_or("the suite vanished")?;
-        if s.status != "running" {
+        if s.status != crate::model::RunStatus::Running {
             break;
         }
     }
@@ -93,5 +93,9 @@ async fn run(a: LadderArgs) -> Result<i32, String> {
             println!("run {}: {}", r.id, r.error.clone().unwrap_or_default());
         }
     }
-    Ok(if s.status == "completed" { 0 } else { 1 })
+    Ok(if s.status == crate::model::RunStatus::Completed {
+        0
+    } else {
+        1
+    })
 }

@@ -3,6 +3,7 @@
 //! in `--data DIR`. `suite run` runs the tests in this process and records them like the
 //! daemon does.
 
+use crate::model::{RunStatus, StepStatus};
 use crate::results::compare::{self, CompareError};
 use crate::runs::context::RunContext;
 use crate::runs::suites::run;
@@ -158,78 +159,8 @@ pub fn main(a: SuiteArgs) -> i32 {
 fn suite(a: SuiteArgs) -> Result<i32, String> {
     let store = open(&a.data)?;
     match a.cmd {
-        SuiteCmd::List => {
-            let defs = store.suite_defs().map_err(|e| e.to_string())?;
-            if defs.is_empty() {
-                println!("No suite definitions.");
-            }
-            for r in defs {
-                let d = def::from_row(&r);
-                let (steps, tests) = match &d {
-                    Ok(d) => (
-                        d.steps.len().to_string(),
-                        d.plan(
-                            &RunTarget {
-                                host: "peer.invalid".into(),
-                                ..Default::default()
-                            },
-                            &[],
-                        )
-                        .map(|p| p.len().to_string())
-                        .unwrap_or_else(|_| "?".into()),
-                    ),
-                    Err(_) => ("?".into(), "?".into()),
-                };
-                println!(
-                    "{:>4}  {:<24}  {:>2} steps  {:>3} tests{}",
-                    r.id,
-                    r.name,
-                    steps,
-                    tests,
-                    if r.builtin { "  (built-in)" } else { "" }
-                );
-            }
-            Ok(0)
-        }
-        SuiteCmd::Show { name } => {
-            let r = need(&store, &name)?;
-            let d = def::from_row(&r)?;
-            println!(
-                "{} (id {}){}",
-                d.name,
-                r.id,
-                if r.builtin { ", built-in" } else { "" }
-            );
-            if !d.description.is_empty() {
-                println!("{}", d.description);
-            }
-            let t = RunTarget {
-                host: "PEER".into(),
-                ..Default::default()
-            };
-            for p in d.plan(&t, &[])? {
-                let how = match &p.spec {
-                    PlannedRun::Iperf3(c) => format!(
-                        "-t {}{}",
-                        c.params.time,
-                        match c.params.window {
-                            Some(w) => format!(" -w {w}"),
-                            None => String::new(),
-                        }
-                    ),
-                    PlannedRun::Latency(l) => l.command().replace("netperfd latency -c PEER ", ""),
-                    PlannedRun::Rfc2544(r) => format!(
-                        "rfc2544 --in {} --out {} --tests {} (about {} s)",
-                        r.ingress,
-                        r.egress,
-                        r.tests.as_deref().unwrap_or("throughput"),
-                        p.spec.seconds()
-                    ),
-                };
-                println!("  step {:>2}: {:<24} {how}", p.step, p.label);
-            }
-            Ok(0)
-        }
+        SuiteCmd::List => list(&store),
+        SuiteCmd::Show { name } => show(&store, &name),
         SuiteCmd::Delete { name } => {
             let r = need(&store, &name)?;
             store.delete_suite_def(r.id).map_err(|e| e.to_string())?;
@@ -245,34 +176,16 @@ fn suite(a: SuiteArgs) -> Result<i32, String> {
             );
             Ok(0)
         }
-        SuiteCmd::Import { file, replace } => {
-            let body = if file.as_os_str() == "-" {
-                let mut s = Vec::new();
-                std::io::Read::read_to_end(&mut std::io::stdin(), &mut s)
-                    .map_err(|e| e.to_string())?;
-                s
-            } else {
-                std::fs::read(&file).map_err(|e| format!("{}: {e}", file.display()))?
-            };
-            if body.len() > 256 * 1024 {
-                return Err("a suite definition file is at most 256 KiB".into());
-            }
-            let d = SuiteDef::from_json(&body)?;
-            let existing = store
-                .suite_def_by_name(d.name.trim())
-                .map_err(|e| e.to_string())?;
-            let id = match existing {
-                Some(r) if replace => def::save(&store, Some(r.id), &d)?,
-                _ => def::save(&store, None, &d)?,
-            };
-            println!("Stored suite definition '{}' (id {id}).", d.name.trim());
-            Ok(0)
-        }
+        SuiteCmd::Import { file, replace } => import(&store, &file, replace),
         SuiteCmd::Result { id, format } => {
             let r = crate::results::suite_table::suite_result(&store, id)?
                 .ok_or(format!("there is no suite {id}"))?;
             print_suite(&r, format);
-            Ok(if r.suite.status == "completed" { 0 } else { 1 })
+            Ok(if r.suite.status == RunStatus::Completed {
+                0
+            } else {
+                1
+            })
         }
         SuiteCmd::Run {
             name,
@@ -312,6 +225,107 @@ fn suite(a: SuiteArgs) -> Result<i32, String> {
     }
 }
 
+/// `suite list`: one line per saved definition (its steps and the tests they expand to).
+fn list(store: &Store) -> Result<i32, String> {
+    let defs = store.suite_defs().map_err(|e| e.to_string())?;
+    if defs.is_empty() {
+        println!("No suite definitions.");
+    }
+    for r in defs {
+        let d = def::from_row(&r);
+        let (steps, tests) = match &d {
+            Ok(d) => (
+                d.steps.len().to_string(),
+                d.plan(
+                    &RunTarget {
+                        host: "peer.invalid".into(),
+                        ..Default::default()
+                    },
+                    &[],
+                )
+                .map(|p| p.len().to_string())
+                .unwrap_or_else(|_| "?".into()),
+            ),
+            Err(_) => ("?".into(), "?".into()),
+        };
+        println!(
+            "{:>4}  {:<24}  {:>2} steps  {:>3} tests{}",
+            r.id,
+            r.name,
+            steps,
+            tests,
+            if r.builtin { "  (built-in)" } else { "" }
+        );
+    }
+    Ok(0)
+}
+
+/// `suite show NAME`: the definition's steps, as the tests they expand to.
+fn show(store: &Store, name: &str) -> Result<i32, String> {
+    let r = need(store, name)?;
+    let d = def::from_row(&r)?;
+    println!(
+        "{} (id {}){}",
+        d.name,
+        r.id,
+        if r.builtin { ", built-in" } else { "" }
+    );
+    if !d.description.is_empty() {
+        println!("{}", d.description);
+    }
+    let t = RunTarget {
+        host: "PEER".into(),
+        ..Default::default()
+    };
+    for p in d.plan(&t, &[])? {
+        let how = match &p.spec {
+            PlannedRun::Iperf3(c) => format!(
+                "-t {}{}",
+                c.params.time,
+                match c.params.window {
+                    Some(w) => format!(" -w {w}"),
+                    None => String::new(),
+                }
+            ),
+            PlannedRun::Latency(l) => l.command().replace("netperfd latency -c PEER ", ""),
+            PlannedRun::Rfc2544(r) => format!(
+                "rfc2544 --in {} --out {} --tests {} (about {} s)",
+                r.ingress,
+                r.egress,
+                r.tests.as_deref().unwrap_or("throughput"),
+                p.spec.seconds()
+            ),
+        };
+        println!("  step {:>2}: {:<24} {how}", p.step, p.label);
+    }
+    Ok(0)
+}
+
+/// `suite import FILE`: store a definition from a JSON file ("-" = stdin), replacing one of the
+/// same name with `replace`.
+fn import(store: &Store, file: &std::path::Path, replace: bool) -> Result<i32, String> {
+    let body = if file.as_os_str() == "-" {
+        let mut s = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut s).map_err(|e| e.to_string())?;
+        s
+    } else {
+        std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?
+    };
+    if body.len() > 256 * 1024 {
+        return Err("a suite definition file is at most 256 KiB".into());
+    }
+    let d = SuiteDef::from_json(&body)?;
+    let existing = store
+        .suite_def_by_name(d.name.trim())
+        .map_err(|e| e.to_string())?;
+    let id = match existing {
+        Some(r) if replace => def::save(store, Some(r.id), &d)?,
+        _ => def::save(store, None, &d)?,
+    };
+    println!("Stored suite definition '{}' (id {id}).", d.name.trim());
+    Ok(0)
+}
+
 fn print_suite(r: &crate::results::suite_table::SuiteResult, format: Format) {
     match format {
         Format::Text => {
@@ -348,13 +362,15 @@ struct Outputs {
 /// completed — the peer was unreachable or refused), else 0 on PASS / 1 on FAIL, or without
 /// thresholds 0 when every test completed and 1 otherwise.
 pub(crate) fn exit_code(r: &crate::results::suite_table::SuiteResult) -> i32 {
-    if r.suite.status == "aborted" || !r.steps.iter().any(|s| s.status == "completed") {
+    if r.suite.status == RunStatus::Aborted
+        || !r.steps.iter().any(|s| s.status == StepStatus::Completed)
+    {
         return COULD_NOT_RUN;
     }
     match &r.verdict {
         Some(v) if v.pass() => 0,
         Some(_) => 1,
-        None if r.suite.status == "completed" => 0,
+        None if r.suite.status == RunStatus::Completed => 0,
         None => 1,
     }
 }
@@ -415,7 +431,7 @@ async fn run_suite(
             crate::results::suite_table::suite_result(&store, sid)?.ok_or("the suite vanished")?;
         if format == Format::Text {
             for s in r.steps.iter().skip(shown) {
-                if matches!(s.status.as_str(), "pending" | "running") {
+                if s.status.is_live() {
                     break;
                 }
                 println!(
@@ -424,15 +440,19 @@ async fn run_suite(
                     r.steps.len(),
                     s.label,
                     match s.bitrate_bps {
-                        Some(b) if s.status == "completed" => crate::model::display::rate(b),
-                        _ => s.status.clone(),
+                        Some(b) if s.status == StepStatus::Completed => {
+                            crate::model::display::rate(b)
+                        }
+                        _ => s.status.to_string(),
                     }
                 );
                 shown += 1;
             }
         }
         // The suite is over once no test of it is live any more.
-        if r.suite.status != "running" && !r.steps.iter().any(|s| s.status == "running") {
+        if r.suite.status != RunStatus::Running
+            && !r.steps.iter().any(|s| s.status == StepStatus::Running)
+        {
             print_suite(&r, format);
             if format == Format::Text {
                 println!("Recorded in {}", store.path().display());
@@ -445,7 +465,7 @@ async fn run_suite(
             if code == COULD_NOT_RUN {
                 eprintln!(
                     "netperfd: suite run {sid} could not run: {}",
-                    if r.suite.status == "aborted" {
+                    if r.suite.status == RunStatus::Aborted {
                         "it was stopped".to_string()
                     } else {
                         format!("no test completed (is iperf3 -s running on {}?)", t.host)

@@ -17,4 +17,4 @@ pub mod units;
 
 pub use figures::RunFigures;
 pub use kind::{RunKind, RunStatus};
-pub use run::{RunDirection, RunProtocol, RunRole};
+pub use run::{RunDirection, RunProtocol, RunRole, StepStatus};

@@ -48,6 +48,67 @@ impl std::fmt::Display for RunRole {
     }
 }
 
+/// A result table row's status (a suite's step, a compared run): its run's
+/// ([`crate::model::RunStatus`]), or `pending` / `skipped` for a planned test without a run
+/// (the suite is still running / it ended before the test started). Shown, exported and
+/// served as the word (`as_str`, serde).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepStatus {
+    /// Not started yet (the suite is running).
+    #[default]
+    Pending,
+    Running,
+    Completed,
+    Failed,
+    Aborted,
+    /// Never started: the suite ended first.
+    Skipped,
+}
+
+impl StepStatus {
+    /// The word: pending / running / completed / failed / aborted / skipped.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Pending => "pending",
+            StepStatus::Running => "running",
+            StepStatus::Completed => "completed",
+            StepStatus::Failed => "failed",
+            StepStatus::Aborted => "aborted",
+            StepStatus::Skipped => "skipped",
+        }
+    }
+
+    /// Whether the test is still to come or under way (pending or running).
+    pub fn is_live(self) -> bool {
+        match self {
+            StepStatus::Pending | StepStatus::Running => true,
+            StepStatus::Completed
+            | StepStatus::Failed
+            | StepStatus::Aborted
+            | StepStatus::Skipped => false,
+        }
+    }
+}
+
+impl From<crate::model::RunStatus> for StepStatus {
+    fn from(s: crate::model::RunStatus) -> StepStatus {
+        use crate::model::RunStatus;
+        match s {
+            RunStatus::Running => StepStatus::Running,
+            RunStatus::Completed => StepStatus::Completed,
+            RunStatus::Failed => StepStatus::Failed,
+            RunStatus::Aborted => StepStatus::Aborted,
+        }
+    }
+}
+
+impl std::fmt::Display for StepStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 /// Defines a word enum with fixed words plus an `Other(String)` keeping any other word.
 macro_rules! open_words {
     ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $v:ident => $w:literal,)* }) => {
@@ -192,6 +253,23 @@ mod tests {
             assert_eq!(serde_json::from_value::<RunDirection>(v).unwrap(), d);
         }
         assert_eq!(RunDirection::Unset.as_str(), "");
+        for (st, w) in [
+            (StepStatus::Pending, "pending"),
+            (StepStatus::Running, "running"),
+            (StepStatus::Completed, "completed"),
+            (StepStatus::Failed, "failed"),
+            (StepStatus::Aborted, "aborted"),
+            (StepStatus::Skipped, "skipped"),
+        ] {
+            assert_eq!(st.as_str(), w);
+            assert_eq!(serde_json::to_value(st).unwrap(), serde_json::json!(w));
+            assert_eq!(serde_json::from_value::<StepStatus>(w.into()).unwrap(), st);
+            assert_eq!(format!("{st:<10}|"), format!("{w:<10}|"));
+        }
+        assert_eq!(
+            StepStatus::from(crate::model::RunStatus::Aborted),
+            StepStatus::Aborted
+        );
         for r in [RunRole::Client, RunRole::Server] {
             assert_eq!(RunRole::parse(r.as_str()), Some(r));
             assert_eq!(

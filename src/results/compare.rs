@@ -5,6 +5,7 @@
 //! suites comparison with `layout = boards`.
 //! Not for: running anything (suites::run) or storing (store).
 
+use crate::model::{RunProtocol, StepStatus};
 use crate::results::suite_table::{run_label, run_result, suite_result, StepResult, SuiteResult};
 use crate::store::Store;
 use serde::Serialize;
@@ -167,7 +168,7 @@ pub(crate) fn suite_column(r: &SuiteResult) -> Column {
         board: r.label.clone(),
         peer: r.suite.peer_host.clone(),
         when: minute(r.suite.created_at),
-        status: r.suite.status.clone(),
+        status: r.suite.status.to_string(),
         name: r.suite.name.clone(),
         verdict: r.verdict.as_ref().map(|v| v.result.to_string()),
     }
@@ -242,13 +243,13 @@ fn or_dash(v: Option<String>) -> String {
 }
 
 fn finished(s: &StepResult) -> bool {
-    matches!(s.status.as_str(), "completed" | "running")
+    matches!(s.status, StepStatus::Completed | StepStatus::Running)
 }
 
 fn bitrate_text(s: &StepResult) -> String {
     match s.bitrate_bps {
         Some(b) if finished(s) || b > 0.0 => crate::model::display::rate(b),
-        _ => s.status.clone(),
+        _ => s.status.to_string(),
     }
 }
 
@@ -274,7 +275,7 @@ fn cpu_text(s: &StepResult) -> String {
 }
 
 fn retr_text(s: &StepResult) -> String {
-    if s.protocol == "UDP" {
+    if s.protocol == RunProtocol::Udp {
         DASH.into()
     } else {
         or_dash(s.retransmits.map(|r| r.to_string()))
@@ -454,7 +455,7 @@ pub(crate) fn suite_grid(r: &SuiteResult) -> Grid {
                     lost_total_text(s),
                     loss_text(s),
                     cpu_text(s),
-                    s.status.clone(),
+                    s.status.to_string(),
                     num(s.run_id),
                 ]
             })
@@ -543,7 +544,7 @@ pub(crate) fn metric_grid(c: &Comparison) -> Grid {
         ("Loss", |s, _, _| loss_text(s)),
         ("CPU (max core)", |s, _, _| cpu_text(s)),
         ("Target", |s, _, _| target_text(s)),
-        ("Status", |s, _, _| s.status.clone()),
+        ("Status", |s, _, _| s.status.to_string()),
     ];
     let latency: [Metric; 5] = [
         ("Idle RTT p50", |s, _, _| {
@@ -607,7 +608,7 @@ pub(crate) fn step_grid(c: &Comparison) -> Grid {
                 None => DASH.to_string(),
                 Some(s) => {
                     let mut t = bitrate_text(s);
-                    if s.protocol == "UDP" && s.loss_percent.is_some() {
+                    if s.protocol == RunProtocol::Udp && s.loss_percent.is_some() {
                         t.push_str(&format!(", {} loss", loss_text(s)));
                     }
                     if let Some(w) = &s.lost_where {
@@ -696,8 +697,8 @@ pub(crate) fn csv(c: &Comparison) -> String {
                 csv_field(&col.peer),
                 csv_field(&col.when),
                 num(s.run_id),
-                csv_field(&s.status),
-                s.protocol.clone(),
+                csv_field(s.status.as_str()),
+                s.protocol.to_string(),
                 s.direction.clone(),
                 s.target_bps.to_string(),
                 num(s.bitrate_bps),
@@ -778,8 +779,8 @@ mod tests {
     fn step(label: &str, proto: &str, bps: f64) -> StepResult {
         StepResult {
             label: label.into(),
-            status: "completed".into(),
-            protocol: proto.into(),
+            status: StepStatus::Completed,
+            protocol: RunProtocol::parse(proto),
             direction: "send".into(),
             bitrate_bps: Some(bps),
             receiver_bps: Some(bps),
@@ -794,7 +795,7 @@ mod tests {
                 id,
                 name: "seed 001 table".into(),
                 peer_host: "192.0.2.2".into(),
-                status: "completed".into(),
+                status: crate::model::RunStatus::Completed,
                 created_at: 1_764_504_000_000,
                 ended_at: None,
             },

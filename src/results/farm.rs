@@ -13,6 +13,7 @@
 //! MEASUREMENT=M UNITS=Mbit/s>`, the measurement being the receiver bitrate in Mbit/s (left
 //! out when there is none). TEST_CASE_ID keeps only `A-Z a-z 0-9 _ . -` (LAVA's rule).
 
+use crate::model::StepStatus;
 use crate::results::suite_table::{StepResult, SuiteResult};
 use crate::results::verdict::step_word;
 
@@ -49,7 +50,7 @@ pub(crate) fn row_passed(s: &StepResult) -> bool {
     match step_word(s) {
         "pass" => true,
         "fail" => false,
-        _ => s.status == "completed",
+        _ => s.status == StepStatus::Completed,
     }
 }
 
@@ -153,14 +154,14 @@ pub(crate) fn junit_xml(r: &SuiteResult, hostname: &str) -> String {
     prop(&mut x, "suite_id", &r.suite.id.to_string());
     prop(&mut x, "peer", &r.suite.peer_host);
     prop(&mut x, "label", &r.label);
-    prop(&mut x, "status", &r.suite.status);
+    prop(&mut x, "status", r.suite.status.as_str());
     if let Some(v) = &r.verdict {
         prop(&mut x, "verdict", v.result);
     }
     for s in &r.steps {
         let p = format!("step.{:02}", s.index);
         prop(&mut x, &format!("{p}.label"), &s.label);
-        prop(&mut x, &format!("{p}.status"), &s.status);
+        prop(&mut x, &format!("{p}.status"), s.status.as_str());
         for (k, v) in measurements(s) {
             prop(&mut x, &format!("{p}.{k}"), &v);
         }
@@ -182,7 +183,7 @@ pub(crate) fn junit_xml(r: &SuiteResult, hostname: &str) -> String {
         ));
         let reasons = row_reasons(s);
         if let Some(first) = reasons.first() {
-            let kind = if s.status == "completed" {
+            let kind = if s.status == StepStatus::Completed {
                 "threshold"
             } else {
                 "test"
@@ -265,8 +266,8 @@ mod tests {
             index: 1,
             label: "TCP send".into(),
             run_id: Some(7),
-            status: "completed".into(),
-            protocol: "TCP".into(),
+            status: StepStatus::Completed,
+            protocol: crate::model::RunProtocol::Tcp,
             bitrate_bps: Some(934.2e6),
             retransmits: Some(0),
             started_at: Some(1_764_504_000_000),
@@ -278,8 +279,8 @@ mod tests {
             index: 2,
             label: "UDP receive 400M ×2 <\"&'>".into(),
             run_id: Some(8),
-            status: "completed".into(),
-            protocol: "UDP".into(),
+            status: StepStatus::Completed,
+            protocol: crate::model::RunProtocol::Udp,
             bitrate_bps: Some(395.2e6),
             jitter_ms: Some(0.098),
             lost: Some(4374),
@@ -291,8 +292,8 @@ mod tests {
         let failed = StepResult {
             index: 3,
             label: "TCP receive".into(),
-            status: "failed".into(),
-            protocol: "TCP".into(),
+            status: StepStatus::Failed,
+            protocol: crate::model::RunProtocol::Tcp,
             error: Some("unable to connect\u{1}: refused".into()),
             ..Default::default()
         };
@@ -301,7 +302,7 @@ mod tests {
                 id: 12,
                 name: "seed 001 table".into(),
                 peer_host: "192.0.2.2".into(),
-                status: "failed".into(),
+                status: crate::model::RunStatus::Failed,
                 created_at: 1_764_504_000_000,
                 ended_at: None,
             },

@@ -107,8 +107,8 @@ mod tests {
     fn step(proto: &str, dir: &str, secs: f64, peer: &str, port: &str) -> StepResult {
         StepResult {
             label: format!("{proto} {dir}"),
-            status: "completed".into(),
-            protocol: proto.into(),
+            status: crate::model::StepStatus::Completed,
+            protocol: crate::model::RunProtocol::parse(proto),
             direction: dir.into(),
             duration_s: Some(secs),
             peer: peer.into(),
@@ -123,7 +123,7 @@ mod tests {
                 id,
                 name: "bench".into(),
                 peer_host: "192.0.2.2".into(),
-                status: "completed".into(),
+                status: crate::model::RunStatus::Completed,
                 created_at: 1_764_504_000_000,
                 ended_at: None,
             },
@@ -180,7 +180,7 @@ mod tests {
     fn steps_without_a_value_are_not_compared() {
         // Suite 6 has not run yet: its steps have no peer port and no board port.
         let mut pending = step("TCP", "send", 10.0, "192.0.2.2", "");
-        pending.status = "pending".into();
+        pending.status = crate::model::StepStatus::Pending;
         let s4 = suite(4, vec![step("TCP", "send", 10.0, "192.0.2.2:5201", "eth0")]);
         let s6 = suite(6, vec![pending]);
         assert!(suite_differences(&[s4, s6]).is_empty());

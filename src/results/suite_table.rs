@@ -1,7 +1,7 @@
 //! Result tables of suites and compared runs: one row of figures per test ([`StepResult`]),
 //! a suite's table ([`SuiteResult`]).
 
-use crate::model::{RunKind, RunProtocol};
+use crate::model::{RunKind, RunProtocol, RunStatus, StepStatus};
 use crate::spec::suite::PlanEntry;
 use crate::store::{RunRow, Store, SuiteRow};
 use serde::Serialize;
@@ -15,9 +15,9 @@ pub(crate) struct StepResult {
     pub label: String,
     pub run_id: Option<i64>,
     /// running / completed / failed / aborted, or pending / skipped for tests not run.
-    pub status: String,
-    /// "TCP" / "UDP".
-    pub protocol: String,
+    pub status: StepStatus,
+    /// "TCP" / "UDP" (the run's protocol word).
+    pub protocol: RunProtocol,
     /// send / receive / bidir (board's view).
     pub direction: String,
     /// Target bitrate per stream, bits/s (0 = unlimited).
@@ -134,8 +134,8 @@ pub(crate) fn run_result(store: &Store, index: usize, label: &str, r: &RunRow) -
         index,
         label: label.to_string(),
         run_id: Some(r.id),
-        status: r.status.to_string(),
-        protocol: r.protocol.to_string(),
+        status: r.status.into(),
+        protocol: r.protocol.clone(),
         direction: r.direction.to_string(),
         target_bps: r
             .params
@@ -245,13 +245,12 @@ pub(crate) fn suite_result(store: &Store, sid: i64) -> Result<Option<SuiteResult
                 StepResult {
                     index: i + 1,
                     label,
-                    status: if suite.status == "running" {
-                        "pending"
+                    status: if suite.status == RunStatus::Running {
+                        StepStatus::Pending
                     } else {
-                        "skipped"
-                    }
-                    .into(),
-                    protocol: p.protocol.clone(),
+                        StepStatus::Skipped
+                    },
+                    protocol: RunProtocol::parse(&p.protocol),
                     direction: p.direction.clone(),
                     target_bps: p.target_bps,
                     peer: suite.peer_host.clone(),

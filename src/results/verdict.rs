@@ -13,6 +13,7 @@
 //! * a suite with no thresholds on any row has no verdict; otherwise it passes when every row
 //!   passes (rows without thresholds pass when their test completed).
 
+use crate::model::{RunKind, StepStatus};
 use crate::results::suite_table::{StepResult, SuiteResult};
 use crate::spec::thresholds::Thresholds;
 use serde::Serialize;
@@ -78,7 +79,7 @@ fn n(v: f64) -> String {
 }
 
 fn is_udp(s: &StepResult) -> bool {
-    s.protocol.eq_ignore_ascii_case("UDP")
+    s.protocol.is_udp()
 }
 
 /// Check one minimum (`min = true`) or maximum: value against limit, with the words.
@@ -117,29 +118,10 @@ fn check(
 }
 
 /// Judge one row against `th`. `None` while its test is pending or running.
-pub(crate) fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict> {
-    match s.status.as_str() {
-        "pending" | "running" => return None,
-        "completed" => {}
-        other => {
-            let why = match other {
-                "skipped" => "not run (the suite stopped before it)".to_string(),
-                "aborted" => "the test was stopped".to_string(),
-                _ => match &s.error {
-                    Some(e) if !e.is_empty() => format!("the test failed: {e}"),
-                    _ => format!("the test ended {other}"),
-                },
-            };
-            return Some(StepVerdict {
-                pass: false,
-                checks: Vec::new(),
-                reasons: vec![why],
-            });
-        }
+pub fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict> {
+    if let Some(v) = by_status(s) {
+        return v;
     }
-    let pct = |v: f64| format!("{} %", n(v));
-    let ms = |v: f64| format!("{v:.3} ms");
-    let count = |v: f64| format!("{v:.0}");
     let mut checks = Vec::new();
     if let Some(f) = &s.rfc2544 {
         // An RFC 2544 run: its own limits and the board's CPU; the iperf3 ones do not apply.
@@ -149,6 +131,38 @@ pub(crate) fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict>
         }
         return Some(verdict_of(checks));
     }
+    rate_checks(&mut checks, s, th);
+    path_checks(&mut checks, s, th);
+    Some(verdict_of(checks))
+}
+
+/// The verdict a row gets from its status alone: `Some(None)` while its test is pending or
+/// running, `Some(Some(fail))` with the reason when it did not complete, `None` when it
+/// completed (its figures are judged).
+fn by_status(s: &StepResult) -> Option<Option<StepVerdict>> {
+    match s.status {
+        StepStatus::Pending | StepStatus::Running => Some(None),
+        StepStatus::Completed => None,
+        other @ (StepStatus::Failed | StepStatus::Aborted | StepStatus::Skipped) => {
+            let why = match other {
+                StepStatus::Skipped => "not run (the suite stopped before it)".to_string(),
+                StepStatus::Aborted => "the test was stopped".to_string(),
+                _ => match &s.error {
+                    Some(e) if !e.is_empty() => format!("the test failed: {e}"),
+                    _ => format!("the test ended {other}"),
+                },
+            };
+            Some(Some(StepVerdict {
+                pass: false,
+                checks: Vec::new(),
+                reasons: vec![why],
+            }))
+        }
+    }
+}
+
+/// The bitrate limits: a minimum, and a share of the port's ceiling.
+fn rate_checks(checks: &mut Vec<Check>, s: &StepResult, th: &Thresholds) {
     if let Some(min) = th.min_bits_per_second {
         checks.push(check(
             "min_bits_per_second",
@@ -194,6 +208,14 @@ pub(crate) fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict>
             },
         });
     }
+}
+
+/// The path's limits: UDP loss and jitter, TCP retransmits, CPU, the sender's shortfall, the
+/// latency increase under load.
+fn path_checks(checks: &mut Vec<Check>, s: &StepResult, th: &Thresholds) {
+    let pct = |v: f64| format!("{} %", n(v));
+    let ms = |v: f64| format!("{v:.3} ms");
+    let count = |v: f64| format!("{v:.0}");
     if let Some(max) = th.max_loss_percent.filter(|_| is_udp(s)) {
         checks.push(check(
             "max_loss_percent",
@@ -262,7 +284,6 @@ pub(crate) fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict>
             " (loaded p50 − idle p50)",
         ));
     }
-    Some(verdict_of(checks))
 }
 
 /// The verdict of `checks`: pass when none failed; the failed ones' words are the reasons.
@@ -373,10 +394,7 @@ pub(crate) fn judge_suite(steps: &[StepResult]) -> Option<SuiteVerdict> {
     if !steps.iter().any(|s| s.thresholds.is_some()) {
         return None;
     }
-    if steps
-        .iter()
-        .any(|s| matches!(s.status.as_str(), "pending" | "running"))
-    {
+    if steps.iter().any(|s| s.status.is_live()) {
         return None;
     }
     let mut failing = Vec::new();
@@ -384,7 +402,7 @@ pub(crate) fn judge_suite(steps: &[StepResult]) -> Option<SuiteVerdict> {
         let reasons = match &s.verdict {
             Some(v) if v.pass => continue,
             Some(v) => v.reasons.clone(),
-            None if s.status == "completed" => continue,
+            None if s.status == StepStatus::Completed => continue,
             None => vec![match &s.error {
                 Some(e) if !e.is_empty() => format!("the test failed: {e}"),
                 _ => format!("the test ended {}", s.status),
@@ -423,11 +441,24 @@ pub(crate) fn judge_run(
     if run.suite_id.is_some() {
         return None;
     }
-    let th = run
-        .params
-        .get("thresholds")
-        .and_then(|v| Thresholds::from_value(v).ok())
-        .filter(|t| !t.is_empty())?;
+    // Only an RFC 2544 run is given limits of its own (`netperfd rfc2544 --max-…`, the form's
+    // pass/fail fields), stored with its params.
+    let th = match run.kind {
+        RunKind::Rfc2544 => {
+            crate::results::rfc2544_params::Rfc2544Params::of_params(&run.params).thresholds
+        }
+        RunKind::Iperf3
+        | RunKind::Iperf2
+        | RunKind::Multi
+        | RunKind::Forward
+        | RunKind::Monitor
+        | RunKind::HttpServe
+        | RunKind::HttpGet
+        | RunKind::TcpSink
+        | RunKind::TcpSource
+        | RunKind::Latency => None,
+    }
+    .filter(|t| !t.is_empty())?;
     let row = crate::results::suite_table::run_result(
         store,
         1,
@@ -481,8 +512,8 @@ mod tests {
         StepResult {
             index: 1,
             label: "TCP send".into(),
-            status: "completed".into(),
-            protocol: "TCP".into(),
+            status: StepStatus::Completed,
+            protocol: crate::model::RunProtocol::Tcp,
             direction: "send".into(),
             bitrate_bps: Some(bps),
             receiver_bps: Some(bps),
@@ -497,8 +528,8 @@ mod tests {
         StepResult {
             index: 2,
             label: "UDP send 400M".into(),
-            status: "completed".into(),
-            protocol: "UDP".into(),
+            status: StepStatus::Completed,
+            protocol: crate::model::RunProtocol::Udp,
             direction: "send".into(),
             target_bps: target as u64,
             bitrate_bps: Some(got),
@@ -600,7 +631,7 @@ mod tests {
             ["PASS: the limit held", "pass: busiest core 63 % ≤ 70 %"]
         );
         let mut s = tcp(1.0);
-        s.status = "failed".into();
+        s.status = StepStatus::Failed;
         s.error = Some("the peer agent did not answer".into());
         let v = judge_step(&s, &t).unwrap();
         assert_eq!(
@@ -641,8 +672,8 @@ mod tests {
             latency_p99_ms: p99,
         };
         let row = |sizes: Vec<SizeFigures>, latency_tested| StepResult {
-            status: "completed".into(),
-            protocol: "UDP".into(),
+            status: StepStatus::Completed,
+            protocol: crate::model::RunProtocol::Udp,
             rfc2544: Some(Rfc2544Figures {
                 sizes,
                 latency_tested,
@@ -704,7 +735,7 @@ mod tests {
                 id: 1,
                 name: "s".into(),
                 peer_host: "192.0.2.2".into(),
-                status: "completed".into(),
+                status: crate::model::RunStatus::Completed,
                 created_at: 0,
                 ended_at: None,
             },
@@ -735,7 +766,7 @@ mod tests {
         assert!(r.verdict.as_ref().unwrap().pass());
         // A failed test fails the suite even without thresholds on its row.
         r.steps[1].thresholds = None;
-        r.steps[1].status = "failed".into();
+        r.steps[1].status = StepStatus::Failed;
         r.steps[1].error = Some("unable to connect to server: Connection refused".into());
         judge(&mut r);
         assert_eq!(
@@ -743,7 +774,7 @@ mod tests {
             ["the test failed: unable to connect to server: Connection refused"]
         );
         // Still running: no verdict yet.
-        r.steps[1].status = "running".into();
+        r.steps[1].status = StepStatus::Running;
         judge(&mut r);
         assert!(r.verdict.is_none());
     }

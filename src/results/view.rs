@@ -8,6 +8,7 @@ use crate::engine::iperf3::wire::{Direction, Params, Protocol, DEFAULT_TCP_BLKSI
 use crate::model::display;
 use crate::model::time::fmt_time;
 use crate::model::{RunDirection, RunKind, RunProtocol, RunRole};
+use crate::results::forward_params::{ForwardParams, MonitorParams};
 use crate::results::forward_summary::BoardFigures;
 use crate::results::multi_summary::MultiParams;
 use crate::results::rfc2544_params::Rfc2544Params;
@@ -585,40 +586,42 @@ pub(crate) fn forward_direction(r: &RunRow) -> &'static str {
 }
 
 fn forward_view(r: &RunRow) -> KindView {
-    let p = &r.params;
-    let t = &p["test"];
+    let p = ForwardParams::of_params(&r.params);
+    let t = p.test.as_ref();
+    let host = t.map_or(r.peer_host.as_str(), |t| t.host.as_str());
+    let peer = p.peer.as_deref().unwrap_or("?");
+    let ingress = p.ingress.as_deref().unwrap_or("?");
+    let egress = p.egress.as_deref().unwrap_or("?");
     let mut command = format!(
-        "netperfd forward --peer {} --token-file TOKEN --to {} --in {} --out {}",
-        p["peer"].as_str().unwrap_or("?"),
-        t["host"].as_str().unwrap_or(&r.peer_host),
-        p["ingress"].as_str().unwrap_or("?"),
-        p["egress"].as_str().unwrap_or("?")
+        "netperfd forward --peer {peer} --token-file TOKEN --to {host} --in {ingress} --out {egress}"
     );
-    if p["nat"].as_bool() == Some(true) {
+    if p.nat {
         command.push_str(" --nat");
     }
     let mut flags = String::new();
-    if let Some(x) = t["time"].as_u64() {
-        flags.push_str(&format!(" -t {x}"));
-    }
-    if let Some(x) = t["parallel"].as_u64().filter(|x| *x > 1) {
-        flags.push_str(&format!(" -P {x}"));
-    }
-    if t["reverse"].as_bool() == Some(true) {
-        flags.push_str(" -R");
-    }
-    if t["bidir"].as_bool() == Some(true) {
-        flags.push_str(" --bidir");
-    }
-    if t["udp"].as_bool() == Some(true) {
-        flags.push_str(" -u");
-    }
-    if let Some(b) = t["bitrate"].as_u64() {
-        flags.push_str(&format!(" -b {}", iperf3_rate_arg(b)));
+    if let Some(t) = t {
+        if let Some(x) = t.time {
+            flags.push_str(&format!(" -t {x}"));
+        }
+        if let Some(x) = t.parallel.filter(|x| *x > 1) {
+            flags.push_str(&format!(" -P {x}"));
+        }
+        if t.reverse {
+            flags.push_str(" -R");
+        }
+        if t.bidir {
+            flags.push_str(" --bidir");
+        }
+        if t.udp {
+            flags.push_str(" -u");
+        }
+        if let Some(b) = t.bitrate {
+            flags.push_str(&format!(" -b {}", iperf3_rate_arg(b)));
+        }
     }
     command.push_str(&flags);
-    let mut stock = format!("iperf3 -c {}", t["host"].as_str().unwrap_or(&r.peer_host));
-    if let Some(port) = t["port"].as_u64() {
+    let mut stock = format!("iperf3 -c {host}");
+    if let Some(port) = t.and_then(|t| t.port) {
         stock.push_str(&format!(" -p {port}"));
     }
     stock.push_str(&flags);
@@ -638,20 +641,15 @@ fn forward_view(r: &RunRow) -> KindView {
         (
             "Through the board".to_string(),
             format!(
-                "{} → {}{}",
-                p["ingress"].as_str().unwrap_or("?"),
-                p["egress"].as_str().unwrap_or("?"),
-                if p["nat"].as_bool() == Some(true) {
+                "{ingress} → {egress}{}",
+                if p.nat {
                     ", NAT (MASQUERADE on the egress port) for the run"
                 } else {
                     ""
                 }
             ),
         ),
-        (
-            "Peer agent".to_string(),
-            p["peer"].as_str().unwrap_or("?").to_string(),
-        ),
+        ("Peer agent".to_string(), peer.to_string()),
         (
             "Stock tool runs on".to_string(),
             "the first PC: the peer agent starts it there".to_string(),
@@ -680,20 +678,13 @@ fn forward_view(r: &RunRow) -> KindView {
 }
 
 fn monitor_view(r: &RunRow) -> KindView {
-    let p = &r.params;
-    let ports: Vec<String> = p["ports"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
+    let p = MonitorParams::of_params(&r.params);
+    let ports = &p.ports;
     let mut command = format!("netperfd monitor --ports {}", ports.join(","));
-    if let Some(t) = p["duration"].as_u64().filter(|t| *t > 0) {
+    if let Some(t) = p.duration.filter(|t| *t > 0) {
         command.push_str(&format!(" -t {t}"));
     }
-    let label = p["label"].as_str().unwrap_or("").trim().to_string();
+    let label = p.label.trim().to_string();
     if !label.is_empty() {
         command.push_str(&format!(" --label {label:?}"));
     }
@@ -971,36 +962,38 @@ fn tcp_raw_view(r: &RunRow, source: bool) -> KindView {
     }
 }
 
-fn latency_view(r: &RunRow) -> KindView {
-    let spec: crate::spec::latency::LatencySpec =
-        serde_json::from_value(r.params.clone()).unwrap_or_default();
-    let s = &r.summary;
-    let ms = |v: &Value| {
-        v.as_f64()
-            .map(|x| {
-                if x.abs() < 10.0 {
-                    format!("{x:.2} ms")
-                } else {
-                    format!("{x:.0} ms")
-                }
-            })
-            .unwrap_or_else(|| "—".into())
-    };
+/// A latency figure as the page shows it: "0.52 ms", "104 ms" (whole from 10 ms), "—" when
+/// `v` is not a number.
+fn ms_text(v: &Value) -> String {
+    v.as_f64()
+        .map(|x| {
+            if x.abs() < 10.0 {
+                format!("{x:.2} ms")
+            } else {
+                format!("{x:.0} ms")
+            }
+        })
+        .unwrap_or_else(|| "—".into())
+}
+
+/// A latency run's cards from its summary `s`: idle and loaded RTT, the increase, RPM,
+/// throughput (each direction's apart when the load ran both: `up`, `down`), probe loss.
+fn latency_cards(r: &RunRow, s: &Value, up: &Value, down: &Value) -> Vec<Card> {
     let cards = vec![
         card(
             "lat-idle-p50",
             "Idle RTT p50",
-            ms(&s["idle"]["rtt_ms"]["p50"]),
+            ms_text(&s["idle"]["rtt_ms"]["p50"]),
         ),
         card(
             "lat-loaded-p50",
             "Loaded RTT p50",
-            ms(&s["loaded"]["rtt_ms"]["p50"]),
+            ms_text(&s["loaded"]["rtt_ms"]["p50"]),
         ),
         card(
             "lat-loaded-p99",
             "Loaded RTT p99",
-            ms(&s["loaded"]["rtt_ms"]["p99"]),
+            ms_text(&s["loaded"]["rtt_ms"]["p99"]),
         ),
         card(
             "lat-increase",
@@ -1026,8 +1019,6 @@ fn latency_view(r: &RunRow) -> KindView {
     ];
     let mut cards = cards;
     // Load both: each direction's goodput apart (up = the board sends).
-    let up = &s["loaded"]["up"];
-    let down = &s["loaded"]["down"];
     if up.is_object() && down.is_object() {
         cards.push(card(
             "lat-up-bps",
@@ -1051,6 +1042,13 @@ fn latency_view(r: &RunRow) -> KindView {
             _ => "—".into(),
         },
     )]);
+    cards
+}
+
+/// A latency run's facts from its summary `s`: the verdict, each load direction (`up`,
+/// `down`), each phase's ICMP and TCP round trips, one-way delays, the implied queue, the
+/// prober.
+fn latency_facts(s: &Value, up: &Value, down: &Value) -> Vec<(String, String)> {
     let mut facts = Vec::new();
     if let Some(v) = s["verdict"].as_str() {
         facts.push(("Verdict".to_string(), v.to_string()));
@@ -1069,8 +1067,8 @@ fn latency_view(r: &RunRow) -> KindView {
             if tt.is_object() {
                 t.push_str(&format!(
                     " · TCP RTT p50 {} · p99 {}",
-                    ms(&tt["p50"]),
-                    ms(&tt["p99"])
+                    ms_text(&tt["p50"]),
+                    ms_text(&tt["p99"])
                 ));
             }
             facts.push((label.to_string(), t));
@@ -1088,10 +1086,10 @@ fn latency_view(r: &RunRow) -> KindView {
                 format!("{label} RTT (ICMP)"),
                 format!(
                     "p50 {} · p90 {} · p99 {} · max {} ({} probes, {} lost)",
-                    ms(&rt["p50"]),
-                    ms(&rt["p90"]),
-                    ms(&rt["p99"]),
-                    ms(&rt["max"]),
+                    ms_text(&rt["p50"]),
+                    ms_text(&rt["p90"]),
+                    ms_text(&rt["p99"]),
+                    ms_text(&rt["max"]),
                     ph["sent"].as_u64().unwrap_or(0),
                     ph["lost"].as_u64().unwrap_or(0)
                 ),
@@ -1103,9 +1101,9 @@ fn latency_view(r: &RunRow) -> KindView {
                 format!("{label} TCP RTT (TCP_INFO)"),
                 format!(
                     "p50 {} · p99 {} · max {}",
-                    ms(&tt["p50"]),
-                    ms(&tt["p99"]),
-                    ms(&tt["max"])
+                    ms_text(&tt["p50"]),
+                    ms_text(&tt["p99"]),
+                    ms_text(&tt["max"])
                 ),
             ));
         }
@@ -1151,6 +1149,16 @@ fn latency_view(r: &RunRow) -> KindView {
             ),
         ));
     }
+    facts
+}
+
+fn latency_view(r: &RunRow) -> KindView {
+    let spec: crate::spec::latency::LatencySpec =
+        serde_json::from_value(r.params.clone()).unwrap_or_default();
+    let s = &r.summary;
+    let (up, down) = (&s["loaded"]["up"], &s["loaded"]["down"]);
+    let cards = latency_cards(r, s, up, down);
+    let facts = latency_facts(s, up, down);
     KindView {
         kind: r.kind,
         kind_label: r.kind.label(),

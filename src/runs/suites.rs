@@ -58,7 +58,7 @@ pub(crate) struct LadderRow {
     pub lost: Option<i64>,
     pub total: Option<i64>,
     pub lost_percent: Option<f64>,
-    pub status: String,
+    pub status: crate::model::RunStatus,
 }
 
 /// The table rows of a suite's runs.
@@ -79,7 +79,7 @@ pub(crate) fn ladder_rows(runs: &[RunRow]) -> Vec<LadderRow> {
             lost: r.lost_packets,
             total: r.total_packets,
             lost_percent: r.lost_percent,
-            status: r.status.to_string(),
+            status: r.status,
         })
         .collect()
 }

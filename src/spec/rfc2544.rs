@@ -211,22 +211,290 @@ pub struct Rfc2544Plan {
     pub thresholds: crate::spec::thresholds::Thresholds,
 }
 
-fn opt(s: &Option<String>) -> Option<&str> {
-    s.as_deref().map(str::trim).filter(|s| !s.is_empty())
+/// A benchmark as `netperfd rfc2544` gives it: what clap types (ports, seconds, counts, the
+/// direction, NAT) goes in typed; the lists, percentages and rates are the flags' own text,
+/// read by the same readers as a request's fields. [`Rfc2544Flags::plan`] checks it in the
+/// order [`Rfc2544Request::plan`] checks a request, with the same words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rfc2544Flags {
+    /// Peer agent address on PC1 (see [`Rfc2544Request::peer`]).
+    pub peer: String,
+    /// The agent's token.
+    pub token: String,
+    /// PC2, running `iperf3 -s` or `netperfd -s`.
+    pub target: String,
+    /// PC2's iperf3 port (0 is refused).
+    pub port: u16,
+    /// Board port the frames come in on.
+    pub ingress: String,
+    /// Board port they leave through.
+    pub egress: String,
+    /// Forwarding with NAT for the run.
+    pub nat: bool,
+    /// Frame sizes, bytes with FCS, comma-separated; `None` = [`DEFAULT_SIZES`].
+    pub sizes: Option<String>,
+    /// Seconds per trial, 1..=[`MAX_TRIAL_S`].
+    pub trial: u32,
+    /// Loss allowed in the throughput test, % of frames ("0.1", "0.1%").
+    pub loss: String,
+    /// Throughput search resolution, % of the rate.
+    pub resolution: String,
+    /// Send, receive or bidir, from PC1's view.
+    pub direction: RunDirection,
+    /// Tests, comma-separated (see [`Rfc2544Test::parse`]).
+    pub tests: String,
+    /// Back-to-back searches per frame size, 1..=[`MAX_B2B_REPEAT`].
+    pub b2b_repeat: u32,
+    /// PC2's UDP echo port (0 is refused).
+    pub echo_port: u16,
+    /// The ports' line rate, bit/s with K/M/G; `None` = their link speed.
+    pub line_rate: Option<String>,
+    /// Pass/fail limits as [`Rfc2544Request`]'s (percent, ms, percent; `None` = not judged).
+    pub min_throughput_percent: Option<String>,
+    pub max_latency_ms: Option<String>,
+    pub max_cpu_percent: Option<String>,
 }
 
-fn number(s: &Option<String>, what: &str, default: f64, lo: f64, hi: f64) -> Result<f64, String> {
-    let Some(t) = opt(s) else {
+impl Rfc2544Flags {
+    /// Check the flags against the board's ports (MTU and link speed). Errors: as
+    /// [`Rfc2544Request::plan`]'s, word for word.
+    pub fn plan(&self, ports: &[PortFacts]) -> Result<Rfc2544Plan, String> {
+        plan_from(self, ports, None, None)
+    }
+}
+
+/// What a benchmark's settings are read from: a request's text or the command line's typed
+/// flags. [`plan_from`] reads each field where its check comes, so a settings' first error is
+/// the same whichever way they came. Text fields are returned as given (`None` = absent).
+trait Fields {
+    fn token(&self) -> Option<&str>;
+    fn peer(&self) -> &str;
+    fn target(&self) -> &str;
+    fn port(&self) -> Result<u16, String>;
+    fn ingress(&self) -> &str;
+    fn egress(&self) -> &str;
+    fn nat(&self) -> bool;
+    fn direction(&self) -> Result<RunDirection, String>;
+    fn tests(&self) -> Option<&str>;
+    fn b2b_repeat(&self) -> Result<u32, String>;
+    fn echo_port(&self) -> Result<u16, String>;
+    fn sizes(&self) -> Option<&str>;
+    fn trial(&self) -> Result<u32, String>;
+    fn loss(&self) -> Option<&str>;
+    fn resolution(&self) -> Option<&str>;
+    fn line_rate(&self) -> Option<&str>;
+    /// `min_throughput_percent`, `max_latency_ms`, `max_cpu_percent`.
+    fn limits(&self) -> [Option<&str>; 3];
+}
+
+fn opt(s: &Option<String>) -> Option<&str> {
+    trimmed(s.as_deref())
+}
+
+fn trimmed(s: Option<&str>) -> Option<&str> {
+    s.map(str::trim).filter(|s| !s.is_empty())
+}
+
+fn number(t: Option<&str>, what: &str, default: f64, lo: f64, hi: f64) -> Result<f64, String> {
+    let Some(t) = trimmed(t) else {
         return Ok(default);
     };
     let v: f64 = t
         .trim_end_matches('%')
         .parse()
         .map_err(|_| format!("{what} '{t}' is not a number"))?;
+    in_range(v, t, what, lo, hi)
+}
+
+/// `v` when it is finite and in `lo..=hi`; else the message naming `what` and `shown` (the
+/// value as given).
+fn in_range(v: f64, shown: &str, what: &str, lo: f64, hi: f64) -> Result<f64, String> {
     if !v.is_finite() || v < lo || v > hi {
-        return Err(format!("{what} {t} is out of range ({lo}..{hi})"));
+        return Err(format!("{what} {shown} is out of range ({lo}..{hi})"));
     }
     Ok(v)
+}
+
+/// A whole count of `what` in `1..=hi` from a request's text (`default` when absent);
+/// `fraction` words a number with a fraction.
+fn whole(
+    t: Option<&str>,
+    what: &str,
+    default: u32,
+    hi: u32,
+    fraction: impl Fn(f64) -> String,
+) -> Result<u32, String> {
+    let v = number(t, what, f64::from(default), 1.0, f64::from(hi))?;
+    if v.fract() != 0.0 {
+        return Err(fraction(v));
+    }
+    Ok(v as u32)
+}
+
+/// A typed count of `what` in `1..=hi`.
+fn whole_typed(n: u32, what: &str, hi: u32) -> Result<u32, String> {
+    in_range(f64::from(n), &n.to_string(), what, 1.0, f64::from(hi)).map(|_| n)
+}
+
+/// A port number from a request's text (`default` when absent); `what` names it.
+fn port_text(t: Option<&str>, what: &str, default: u16) -> Result<u16, String> {
+    match trimmed(t) {
+        None => Ok(default),
+        Some(p) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| format!("{what} '{p}' is not a port number (1..65535)")),
+    }
+}
+
+/// A typed port number (0 refused with the words of [`port_text`]).
+fn port_typed(p: u16, what: &str) -> Result<u16, String> {
+    if p == 0 {
+        return Err(format!("{what} '{p}' is not a port number (1..65535)"));
+    }
+    Ok(p)
+}
+
+/// A request's trial, whole seconds in 1..=[`MAX_TRIAL_S`] (default 10).
+fn trial_text(t: Option<&str>) -> Result<u32, String> {
+    whole(t, "trial (s)", 10, MAX_TRIAL_S, |v| {
+        format!("trial {v} s: give whole seconds")
+    })
+}
+
+impl Fields for Rfc2544Request {
+    fn token(&self) -> Option<&str> {
+        opt(&self.token)
+    }
+    fn peer(&self) -> &str {
+        &self.peer
+    }
+    fn target(&self) -> &str {
+        &self.target
+    }
+    fn port(&self) -> Result<u16, String> {
+        port_text(self.port.as_deref(), "port", 5201)
+    }
+    fn ingress(&self) -> &str {
+        &self.ingress
+    }
+    fn egress(&self) -> &str {
+        &self.egress
+    }
+    fn nat(&self) -> bool {
+        matches!(
+            opt(&self.nat).map(str::to_ascii_lowercase).as_deref(),
+            Some("on" | "true" | "1" | "yes")
+        )
+    }
+    fn direction(&self) -> Result<RunDirection, String> {
+        match opt(&self.direction).unwrap_or("send") {
+            "send" => Ok(RunDirection::Send),
+            "receive" | "reverse" => Ok(RunDirection::Receive),
+            "bidir" => Ok(RunDirection::Bidir),
+            d => Err(format!("direction '{d}': expected send, receive or bidir")),
+        }
+    }
+    fn tests(&self) -> Option<&str> {
+        self.tests.as_deref()
+    }
+    fn b2b_repeat(&self) -> Result<u32, String> {
+        whole(
+            self.b2b_repeat.as_deref(),
+            "back-to-back repeat",
+            1,
+            MAX_B2B_REPEAT,
+            |v| format!("back-to-back repeat {v}: give a whole number"),
+        )
+    }
+    fn echo_port(&self) -> Result<u16, String> {
+        port_text(
+            self.echo_port.as_deref(),
+            "echo port",
+            crate::engine::echo::DEFAULT_PORT,
+        )
+    }
+    fn sizes(&self) -> Option<&str> {
+        self.sizes.as_deref()
+    }
+    fn trial(&self) -> Result<u32, String> {
+        trial_text(self.trial.as_deref())
+    }
+    fn loss(&self) -> Option<&str> {
+        self.loss.as_deref()
+    }
+    fn resolution(&self) -> Option<&str> {
+        self.resolution.as_deref()
+    }
+    fn line_rate(&self) -> Option<&str> {
+        self.line_rate.as_deref()
+    }
+    fn limits(&self) -> [Option<&str>; 3] {
+        [
+            self.min_throughput_percent.as_deref(),
+            self.max_latency_ms.as_deref(),
+            self.max_cpu_percent.as_deref(),
+        ]
+    }
+}
+
+impl Fields for Rfc2544Flags {
+    fn token(&self) -> Option<&str> {
+        trimmed(Some(&self.token))
+    }
+    fn peer(&self) -> &str {
+        &self.peer
+    }
+    fn target(&self) -> &str {
+        &self.target
+    }
+    fn port(&self) -> Result<u16, String> {
+        port_typed(self.port, "port")
+    }
+    fn ingress(&self) -> &str {
+        &self.ingress
+    }
+    fn egress(&self) -> &str {
+        &self.egress
+    }
+    fn nat(&self) -> bool {
+        self.nat
+    }
+    fn direction(&self) -> Result<RunDirection, String> {
+        Ok(self.direction.clone())
+    }
+    fn tests(&self) -> Option<&str> {
+        Some(&self.tests)
+    }
+    fn b2b_repeat(&self) -> Result<u32, String> {
+        whole_typed(self.b2b_repeat, "back-to-back repeat", MAX_B2B_REPEAT)
+    }
+    fn echo_port(&self) -> Result<u16, String> {
+        port_typed(self.echo_port, "echo port")
+    }
+    fn sizes(&self) -> Option<&str> {
+        self.sizes.as_deref()
+    }
+    fn trial(&self) -> Result<u32, String> {
+        whole_typed(self.trial, "trial (s)", MAX_TRIAL_S)
+    }
+    fn loss(&self) -> Option<&str> {
+        Some(&self.loss)
+    }
+    fn resolution(&self) -> Option<&str> {
+        Some(&self.resolution)
+    }
+    fn line_rate(&self) -> Option<&str> {
+        self.line_rate.as_deref()
+    }
+    fn limits(&self) -> [Option<&str>; 3] {
+        [
+            self.min_throughput_percent.as_deref(),
+            self.max_latency_ms.as_deref(),
+            self.max_cpu_percent.as_deref(),
+        ]
+    }
 }
 
 fn port<'a>(ports: &'a [PortFacts], name: &str, what: &str) -> Result<&'a PortFacts, String> {
@@ -242,6 +510,278 @@ fn port<'a>(ports: &'a [PortFacts], name: &str, what: &str) -> Result<&'a PortFa
         Some(p) => Ok(p),
         None => Err(format!("the board has no port '{n}' ({what})")),
     }
+}
+
+/// Who takes part: the agent (address, token), PC2 (address, port).
+struct Ends {
+    peer: String,
+    token: String,
+    target: String,
+    port: u16,
+}
+
+fn ends(f: &impl Fields, stored_token: Option<&str>) -> Result<Ends, String> {
+    let token = match f.token().or(stored_token) {
+        Some(t) => t.to_string(),
+        None => return Err("the peer agent's token is missing (none stored yet)".into()),
+    };
+    if f.peer().trim().is_empty() {
+        return Err(
+            "the peer agent address is missing (https://PC1:5280#sha256=…, as `netperfd peer` prints it)"
+                .into(),
+        );
+    }
+    let target = f.target().trim();
+    if target.is_empty() {
+        return Err("the target (PC2, running iperf3 -s) is missing".into());
+    }
+    if target.starts_with('-')
+        || !target
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".-:_".contains(c))
+    {
+        return Err(format!("target '{target}' is not a host name or address"));
+    }
+    Ok(Ends {
+        peer: f.peer().trim().to_string(),
+        token,
+        target: target.to_string(),
+        port: f.port()?,
+    })
+}
+
+/// The board's two ports of the path, checked: present, not the loopback, two different ones.
+fn board_path<'a>(
+    f: &impl Fields,
+    ports: &'a [PortFacts],
+) -> Result<(&'a PortFacts, &'a PortFacts), String> {
+    let ingress = port(ports, f.ingress(), "ingress")?;
+    let egress = port(ports, f.egress(), "egress")?;
+    if ingress.name == egress.name {
+        return Err(format!(
+            "ingress and egress must be two different ports (both are {})",
+            ingress.name
+        ));
+    }
+    Ok((ingress, egress))
+}
+
+/// The tests chosen, in the RFC's order, and what they need: direction, back-to-back repeats,
+/// the echo port.
+struct Tests {
+    direction: RunDirection,
+    tests: Vec<Rfc2544Test>,
+    b2b_repeat: u32,
+    echo_port: u16,
+}
+
+fn tests(f: &impl Fields) -> Result<Tests, String> {
+    let direction = f.direction()?;
+    let mut tests = Vec::new();
+    for w in trimmed(f.tests())
+        .unwrap_or("throughput")
+        .split(',')
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+    {
+        let t = Rfc2544Test::parse(w).ok_or_else(|| {
+            format!("test '{w}': expected throughput, latency, loss or back-to-back")
+        })?;
+        if !tests.contains(&t) {
+            tests.push(t);
+        }
+    }
+    if tests.is_empty() {
+        return Err("choose at least one test".into());
+    }
+    crate::model::order::sort(&mut tests);
+    if tests.contains(&Rfc2544Test::Latency) && !tests.contains(&Rfc2544Test::Throughput) {
+        return Err("the latency test runs at the throughput found: choose throughput too".into());
+    }
+    if tests.contains(&Rfc2544Test::BackToBack) {
+        if !tests.contains(&Rfc2544Test::Throughput) {
+            return Err(
+                "the back-to-back test corrects for the throughput found: choose throughput too"
+                    .into(),
+            );
+        }
+        if direction != RunDirection::Send {
+            return Err(format!(
+                "the back-to-back test sends its bursts from PC1's agent: direction must be send, not {direction}"
+            ));
+        }
+    }
+    let b2b_repeat = f.b2b_repeat()?;
+    let echo_port = f.echo_port()?;
+    Ok(Tests {
+        direction,
+        tests,
+        b2b_repeat,
+        echo_port,
+    })
+}
+
+/// The frame sizes of `list` (default: the RFC's that fit), ascending, each once, each at
+/// least 64 bytes and at most what both ports carry.
+fn frame_sizes(
+    list: Option<&str>,
+    ingress: &PortFacts,
+    egress: &PortFacts,
+) -> Result<Vec<u32>, String> {
+    let mtu = ingress.mtu.min(egress.mtu);
+    let largest = mtu + 18;
+    let mut sizes = Vec::new();
+    match trimmed(list) {
+        None => sizes.extend(DEFAULT_SIZES.iter().copied().filter(|s| *s <= largest)),
+        Some(list) => {
+            for w in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+                let f: u32 = w
+                    .parse()
+                    .map_err(|_| format!("frame size '{w}' is not a whole number of bytes"))?;
+                if f < MIN_FRAME {
+                    return Err(format!(
+                        "frame size {f} is below Ethernet's minimum of {MIN_FRAME} bytes"
+                    ));
+                }
+                if f > largest {
+                    return Err(format!(
+                        "frame size {f} is beyond the MTU: {} and {} carry frames of at most {largest} bytes (MTU {mtu} + 18)",
+                        ingress.name, egress.name
+                    ));
+                }
+                sizes.push(f);
+            }
+        }
+    }
+    sizes.sort_unstable();
+    sizes.dedup();
+    if sizes.is_empty() {
+        return Err("choose at least one frame size".into());
+    }
+    if sizes.len() > MAX_SIZES {
+        return Err(format!(
+            "{} frame sizes: at most {MAX_SIZES} per run",
+            sizes.len()
+        ));
+    }
+    Ok(sizes)
+}
+
+/// The line rate, L1 bit/s, and where it came from: `given`, else the slower port's link speed.
+fn line_rate(
+    given: Option<&str>,
+    ingress: &PortFacts,
+    egress: &PortFacts,
+) -> Result<(f64, &'static str), String> {
+    if let Some(t) = trimmed(given) {
+        let v = crate::model::units::parse_suffixed(t, true)
+            .map_err(|e| format!("line rate '{t}': {e}"))?;
+        if !(1_000_000..=400_000_000_000).contains(&v) {
+            return Err(format!("line rate {t} is out of range (1M..400G bit/s)"));
+        }
+        return Ok((v as f64, "given"));
+    }
+    match (ingress.speed_mbps, egress.speed_mbps) {
+        (Some(a), Some(b)) if a > 0 && b > 0 => Ok((f64::from(a.min(b)) * 1e6, "link speed")),
+        _ => {
+            let which = if ingress.speed_mbps.is_none() {
+                &ingress.name
+            } else {
+                &egress.name
+            };
+            Err(format!(
+                "{which} reports no link speed: give the line rate (e.g. 1G)"
+            ))
+        }
+    }
+}
+
+/// The settings of `f` checked against the board's `ports`, in one order for every source
+/// (the first error is the one reported); `stored_token` is used when none is given;
+/// `own_trial` replaces `f`'s trial (a suite step's own, checked when a run overrides it).
+fn plan_from(
+    f: &impl Fields,
+    ports: &[PortFacts],
+    stored_token: Option<&str>,
+    own_trial: Option<&str>,
+) -> Result<Rfc2544Plan, String> {
+    let ends = ends(f, stored_token)?;
+    let (ingress, egress) = board_path(f, ports)?;
+    let tests = tests(f)?;
+    let sizes = frame_sizes(f.sizes(), ingress, egress)?;
+    let trial_s = match own_trial {
+        Some(t) => trial_text(Some(t))?,
+        None => f.trial()?,
+    };
+    let loss = number(f.loss(), "loss (%)", 0.0, 0.0, 100.0)?;
+    let resolution = number(f.resolution(), "resolution (%)", 0.5, 0.01, 50.0)?;
+    let (line_bps, line_source) = line_rate(f.line_rate(), ingress, egress)?;
+    let thresholds = limits(f.limits(), &tests.tests)?;
+    Ok(Rfc2544Plan {
+        peer: ends.peer,
+        token: ends.token,
+        target: ends.target,
+        port: ends.port,
+        ingress: ingress.name.clone(),
+        egress: egress.name.clone(),
+        nat: f.nat(),
+        sizes,
+        trial_s,
+        loss: loss / 100.0,
+        resolution: resolution / 100.0,
+        direction: tests.direction,
+        tests: tests.tests,
+        b2b_repeat: tests.b2b_repeat,
+        echo_port: tests.echo_port,
+        line_bps,
+        line_source,
+        thresholds,
+    })
+}
+
+/// The pass/fail limits given with the settings (`min_throughput_percent`, `max_latency_ms`,
+/// `max_cpu_percent`), checked as a suite's `thresholds` are
+/// ([`crate::spec::thresholds::Thresholds::from_value`]: numbers, percentages 0..100) and
+/// against the tests chosen: a throughput limit needs the throughput test, a latency limit the
+/// latency test. Errors name the field.
+fn limits(
+    given: [Option<&str>; 3],
+    tests: &[Rfc2544Test],
+) -> Result<crate::spec::thresholds::Thresholds, String> {
+    // Every given limit read first, then each checked (the order of the messages).
+    let mut read = Vec::new();
+    for ((key, what), v) in [
+        (
+            "min_throughput_percent",
+            "minimum throughput (% of the line rate)",
+        ),
+        ("max_latency_ms", "maximum latency (ms)"),
+        ("max_cpu_percent", "maximum CPU (%)"),
+    ]
+    .into_iter()
+    .zip(given)
+    {
+        let Some(t) = trimmed(v) else { continue };
+        let n: f64 = t
+            .trim_end_matches('%')
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n: &f64| n.is_finite())
+            .ok_or_else(|| format!("{what} '{t}' is not a number"))?;
+        read.push((key, n));
+    }
+    let mut th = crate::spec::thresholds::Thresholds::default();
+    for (key, n) in read {
+        th.set(key, n, "pass/fail limit: ")?;
+    }
+    if th.min_throughput_percent.is_some() && !tests.contains(&Rfc2544Test::Throughput) {
+        return Err("a minimum throughput needs the throughput test".into());
+    }
+    if th.max_latency_ms.is_some() && !tests.contains(&Rfc2544Test::Latency) {
+        return Err("a maximum latency needs the latency test".into());
+    }
+    Ok(th)
 }
 
 impl Rfc2544Request {
@@ -282,240 +822,7 @@ impl Rfc2544Request {
         ports: &[PortFacts],
         stored_token: Option<&str>,
     ) -> Result<Rfc2544Plan, String> {
-        let token = match opt(&self.token).or(stored_token) {
-            Some(t) => t.to_string(),
-            None => return Err("the peer agent's token is missing (none stored yet)".into()),
-        };
-        if self.peer.trim().is_empty() {
-            return Err(
-                "the peer agent address is missing (https://PC1:5280#sha256=…, as `netperfd peer` prints it)"
-                    .into(),
-            );
-        }
-        let target = self.target.trim();
-        if target.is_empty() {
-            return Err("the target (PC2, running iperf3 -s) is missing".into());
-        }
-        if target.starts_with('-')
-            || !target
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || ".-:_".contains(c))
-        {
-            return Err(format!("target '{target}' is not a host name or address"));
-        }
-        let port_no = match opt(&self.port) {
-            None => 5201,
-            Some(p) => p
-                .parse::<u16>()
-                .ok()
-                .filter(|p| *p > 0)
-                .ok_or_else(|| format!("port '{p}' is not a port number (1..65535)"))?,
-        };
-        let ingress = port(ports, &self.ingress, "ingress")?;
-        let egress = port(ports, &self.egress, "egress")?;
-        if ingress.name == egress.name {
-            return Err(format!(
-                "ingress and egress must be two different ports (both are {})",
-                ingress.name
-            ));
-        }
-        let direction = match opt(&self.direction).unwrap_or("send") {
-            "send" => RunDirection::Send,
-            "receive" | "reverse" => RunDirection::Receive,
-            "bidir" => RunDirection::Bidir,
-            d => return Err(format!("direction '{d}': expected send, receive or bidir")),
-        };
-        let mut tests = Vec::new();
-        for w in opt(&self.tests)
-            .unwrap_or("throughput")
-            .split(',')
-            .map(str::trim)
-            .filter(|w| !w.is_empty())
-        {
-            let t = Rfc2544Test::parse(w).ok_or_else(|| {
-                format!("test '{w}': expected throughput, latency, loss or back-to-back")
-            })?;
-            if !tests.contains(&t) {
-                tests.push(t);
-            }
-        }
-        if tests.is_empty() {
-            return Err("choose at least one test".into());
-        }
-        crate::model::order::sort(&mut tests);
-        if tests.contains(&Rfc2544Test::Latency) && !tests.contains(&Rfc2544Test::Throughput) {
-            return Err(
-                "the latency test runs at the throughput found: choose throughput too".into(),
-            );
-        }
-        if tests.contains(&Rfc2544Test::BackToBack) {
-            if !tests.contains(&Rfc2544Test::Throughput) {
-                return Err(
-                    "the back-to-back test corrects for the throughput found: choose throughput too"
-                        .into(),
-                );
-            }
-            if direction != RunDirection::Send {
-                return Err(format!(
-                    "the back-to-back test sends its bursts from PC1's agent: direction must be send, not {direction}"
-                ));
-            }
-        }
-        let b2b_repeat = number(
-            &self.b2b_repeat,
-            "back-to-back repeat",
-            1.0,
-            1.0,
-            f64::from(MAX_B2B_REPEAT),
-        )?;
-        if b2b_repeat.fract() != 0.0 {
-            return Err(format!(
-                "back-to-back repeat {b2b_repeat}: give a whole number"
-            ));
-        }
-        let echo_port = match opt(&self.echo_port) {
-            None => crate::engine::echo::DEFAULT_PORT,
-            Some(p) => p
-                .parse::<u16>()
-                .ok()
-                .filter(|p| *p > 0)
-                .ok_or_else(|| format!("echo port '{p}' is not a port number (1..65535)"))?,
-        };
-        let mtu = ingress.mtu.min(egress.mtu);
-        let largest = mtu + 18;
-        let mut sizes = Vec::new();
-        match opt(&self.sizes) {
-            None => sizes.extend(DEFAULT_SIZES.iter().copied().filter(|s| *s <= largest)),
-            Some(list) => {
-                for w in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
-                    let f: u32 = w
-                        .parse()
-                        .map_err(|_| format!("frame size '{w}' is not a whole number of bytes"))?;
-                    if f < MIN_FRAME {
-                        return Err(format!(
-                            "frame size {f} is below Ethernet's minimum of {MIN_FRAME} bytes"
-                        ));
-                    }
-                    if f > largest {
-                        return Err(format!(
-                            "frame size {f} is beyond the MTU: {} and {} carry frames of at most {largest} bytes (MTU {mtu} + 18)",
-                            ingress.name, egress.name
-                        ));
-                    }
-                    sizes.push(f);
-                }
-            }
-        }
-        sizes.sort_unstable();
-        sizes.dedup();
-        if sizes.is_empty() {
-            return Err("choose at least one frame size".into());
-        }
-        if sizes.len() > MAX_SIZES {
-            return Err(format!(
-                "{} frame sizes: at most {MAX_SIZES} per run",
-                sizes.len()
-            ));
-        }
-        let trial = number(&self.trial, "trial (s)", 10.0, 1.0, f64::from(MAX_TRIAL_S))?;
-        if trial.fract() != 0.0 {
-            return Err(format!("trial {trial} s: give whole seconds"));
-        }
-        let loss = number(&self.loss, "loss (%)", 0.0, 0.0, 100.0)?;
-        let resolution = number(&self.resolution, "resolution (%)", 0.5, 0.01, 50.0)?;
-        let (line_bps, line_source) = match opt(&self.line_rate) {
-            Some(t) => {
-                let v = crate::model::units::parse_suffixed(t, true)
-                    .map_err(|e| format!("line rate '{t}': {e}"))?;
-                if !(1_000_000..=400_000_000_000).contains(&v) {
-                    return Err(format!("line rate {t} is out of range (1M..400G bit/s)"));
-                }
-                (v as f64, "given")
-            }
-            None => match (ingress.speed_mbps, egress.speed_mbps) {
-                (Some(a), Some(b)) if a > 0 && b > 0 => (f64::from(a.min(b)) * 1e6, "link speed"),
-                _ => {
-                    let which = if ingress.speed_mbps.is_none() {
-                        &ingress.name
-                    } else {
-                        &egress.name
-                    };
-                    return Err(format!(
-                        "{which} reports no link speed: give the line rate (e.g. 1G)"
-                    ));
-                }
-            },
-        };
-        let thresholds = self.thresholds(&tests)?;
-        Ok(Rfc2544Plan {
-            peer: self.peer.trim().to_string(),
-            token,
-            target: target.to_string(),
-            port: port_no,
-            ingress: ingress.name.clone(),
-            egress: egress.name.clone(),
-            nat: matches!(
-                opt(&self.nat).map(str::to_ascii_lowercase).as_deref(),
-                Some("on" | "true" | "1" | "yes")
-            ),
-            sizes,
-            trial_s: trial as u32,
-            loss: loss / 100.0,
-            resolution: resolution / 100.0,
-            direction,
-            tests,
-            b2b_repeat: b2b_repeat as u32,
-            echo_port,
-            line_bps,
-            line_source,
-            thresholds,
-        })
-    }
-
-    /// The pass/fail limits given with the request, checked as a suite's `thresholds` are
-    /// ([`crate::spec::thresholds::Thresholds::from_value`]: numbers, percentages 0..100) and
-    /// against the tests chosen: a throughput limit needs the throughput test, a latency limit
-    /// the latency test. Errors name the field.
-    fn thresholds(
-        &self,
-        tests: &[Rfc2544Test],
-    ) -> Result<crate::spec::thresholds::Thresholds, String> {
-        // Every given limit read first, then each checked (the order of the messages).
-        let mut given = Vec::new();
-        for (key, what, v) in [
-            (
-                "min_throughput_percent",
-                "minimum throughput (% of the line rate)",
-                &self.min_throughput_percent,
-            ),
-            (
-                "max_latency_ms",
-                "maximum latency (ms)",
-                &self.max_latency_ms,
-            ),
-            ("max_cpu_percent", "maximum CPU (%)", &self.max_cpu_percent),
-        ] {
-            let Some(t) = opt(v) else { continue };
-            let n: f64 = t
-                .trim_end_matches('%')
-                .trim()
-                .parse()
-                .ok()
-                .filter(|n: &f64| n.is_finite())
-                .ok_or_else(|| format!("{what} '{t}' is not a number"))?;
-            given.push((key, n));
-        }
-        let mut th = crate::spec::thresholds::Thresholds::default();
-        for (key, n) in given {
-            th.set(key, n, "pass/fail limit: ")?;
-        }
-        if th.min_throughput_percent.is_some() && !tests.contains(&Rfc2544Test::Throughput) {
-            return Err("a minimum throughput needs the throughput test".into());
-        }
-        if th.max_latency_ms.is_some() && !tests.contains(&Rfc2544Test::Latency) {
-            return Err("a maximum latency needs the latency test".into());
-        }
-        Ok(th)
+        plan_from(self, ports, stored_token, None)
     }
 }
 
@@ -529,6 +836,22 @@ impl Rfc2544Request {
     /// it starts): every field's range, and the port names against `ports` when given (any
     /// name otherwise). The ports are taken as 1 Gbit/s with a 9000-byte MTU here.
     pub fn check_names(&self, ports: Option<&[crate::board::Port]>) -> Result<(), String> {
+        self.check_with(ports, None)
+    }
+
+    /// [`Rfc2544Request::check_names`] with `trial` in place of the request's own: a suite
+    /// step's trial, checked where a request's is (after the ports, tests and sizes, with the
+    /// port names taken as given) even when a run's time overrides it (a bad definition
+    /// stays bad).
+    pub fn check_step_trial(&self, trial: &str) -> Result<(), String> {
+        self.check_with(None, Some(trial))
+    }
+
+    fn check_with(
+        &self,
+        ports: Option<&[crate::board::Port]>,
+        own_trial: Option<&str>,
+    ) -> Result<(), String> {
         let fact = |name: &str, loopback: bool| PortFacts {
             name: name.to_string(),
             mtu: 9000,
@@ -548,7 +871,7 @@ impl Rfc2544Request {
         if r.peer.trim().is_empty() {
             r.peer = "http://peer.invalid:5280".into();
         }
-        r.plan(&facts, Some(PLACEHOLDER_TOKEN)).map(|_| ())
+        plan_from(&r, &facts, Some(PLACEHOLDER_TOKEN), own_trial).map(|_| ())
     }
 
     /// A rough length of the run, s, for plans and schedules: per frame size, about 10

@@ -748,16 +748,6 @@ pub(crate) fn spec_label(s: &ClientSpec) -> String {
     l
 }
 
-/// A step's own `trial` checked even when a run's time overrides it (a bad definition stays
-/// bad).
-fn check_trial(req: &crate::spec::rfc2544::Rfc2544Request, v: &str) -> Result<(), String> {
-    crate::spec::rfc2544::Rfc2544Request {
-        trial: Some(v.into()),
-        ..req.clone()
-    }
-    .check_names(None)
-}
-
 fn check_text(what: &str, s: &str, max: usize) -> Result<(), String> {
     if s.chars().count() > max {
         return Err(format!("{what} is longer than {max} characters"));
@@ -943,7 +933,7 @@ impl SuiteDef {
                         csrf: None,
                     };
                     if let Some(v) = opt(&r.trial) {
-                        check_trial(&req, v).map_err(e)?;
+                        req.check_step_trial(v).map_err(e)?;
                     }
                     req.check_names(if ports.is_empty() { None } else { Some(ports) })
                         .map_err(e)?;

@@ -255,7 +255,8 @@ pub struct SuiteRow {
     /// e.g. "udp-ladder".
     pub name: String,
     pub peer_host: String,
-    pub status: String,
+    /// running, then completed / failed / aborted (the `suites.status` column's words).
+    pub status: RunStatus,
     /// Unix ms.
     pub created_at: i64,
     pub ended_at: Option<i64>,

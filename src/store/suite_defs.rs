@@ -226,7 +226,10 @@ mod tests {
         assert!(!s
             .finish_suite_if_running(sid, crate::model::RunStatus::Completed)
             .unwrap());
-        assert_eq!(s.suite(sid).unwrap().unwrap().0.status, "aborted");
+        assert_eq!(
+            s.suite(sid).unwrap().unwrap().0.status,
+            crate::model::RunStatus::Aborted
+        );
         let _ = std::fs::remove_dir_all(d);
     }
 }

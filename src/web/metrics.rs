@@ -339,7 +339,11 @@ fn suite_families(state: &AppState) -> Result<Vec<Family>, String> {
                 s.loss_percent.map(|p| p / 100.0),
                 s.cpu_max_percent.map(|p| p / 100.0),
                 s.started_at.map(|t| t as f64 / 1000.0),
-                Some(if s.status == "completed" { 1.0 } else { 0.0 }),
+                Some(if s.status == crate::model::StepStatus::Completed {
+                    1.0
+                } else {
+                    0.0
+                }),
             ];
             for (fam, v) in f.iter_mut().zip(vals) {
                 if let Some(v) = v.filter(|v| v.is_finite()) {

@@ -188,7 +188,7 @@ fn suites_view(state: &AppState, auth: &Auth, error: Option<String>) -> SuitesPa
             name: s.name,
             peer: s.peer_host,
             when: crate::model::time::fmt_time(s.created_at),
-            status: s.status,
+            status: s.status.to_string(),
         })
         .collect();
     SuitesPage {
@@ -775,13 +775,12 @@ async fn suite_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>
         Err(e) => return message(StatusCode::INTERNAL_SERVER_ERROR, &auth, "Error", &e),
     };
     let grid = compare::suite_grid(&r);
-    let done = r
+    let done = r.steps.iter().filter(|s| !s.status.is_live()).count();
+    let current = r
         .steps
         .iter()
-        .filter(|s| !matches!(s.status.as_str(), "pending" | "running"))
-        .count();
-    let current = r.steps.iter().find(|s| s.status == "running");
-    let running = r.suite.status == "running" || current.is_some();
+        .find(|s| s.status == crate::model::StepStatus::Running);
+    let running = r.suite.status == crate::model::RunStatus::Running || current.is_some();
     let progress = match current {
         Some(c) => format!("test {} of {} running: {}", c.index, r.steps.len(), c.label),
         None if running => format!("{done} of {} tests done", r.steps.len()),
@@ -802,7 +801,7 @@ async fn suite_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>
             lost_total: g[6].clone(),
             loss: g[7].clone(),
             cpu: g[8].clone(),
-            status: s.status.clone(),
+            status: s.status.to_string(),
             run_id: s.run_id,
             error: s.error.clone().unwrap_or_default(),
             verdict: crate::results::verdict::step_word(s).into(),
@@ -830,7 +829,7 @@ async fn suite_page(auth: Auth, state: web::Data<AppState>, path: web::Path<i64>
             suite_id: r.suite.id,
             name: r.suite.name.clone(),
             label: r.label.clone(),
-            status: r.suite.status.clone(),
+            status: r.suite.status.to_string(),
             peer: r.suite.peer_host.clone(),
             when: crate::model::time::fmt_time(r.suite.created_at),
             running,

@@ -597,7 +597,7 @@ pub(super) async fn runs_page(
             name: s.name,
             peer: s.peer_host,
             when: fmt_time(s.created_at),
-            status: s.status,
+            status: s.status.to_string(),
         })
         .collect();
     ok(&RunsPage {
