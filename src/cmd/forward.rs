@@ -6,6 +6,7 @@
 use crate::board::apply::Controller;
 use crate::model::units::parse_suffixed;
 use crate::model::{RunDirection, RunStatus};
+use crate::runs::context::RunContext;
 use crate::runs::forward;
 use crate::spec::test::{parse_bitrate, TestDirection, TestSpec};
 use crate::store::Store;

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 /// board's two ports and whether the run turned on forwarding with NAT.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct ForwardParams {
+pub(crate) struct ForwardParams {
     /// The peer agent's URL (`http://HOST:PORT` or `https://HOST:PORT#sha256=…`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peer: Option<String>,
@@ -31,7 +31,7 @@ pub struct ForwardParams {
 
 impl ForwardParams {
     /// Stored parameters read back; the default (every field absent) when they are not these.
-    pub fn of_params(v: &serde_json::Value) -> ForwardParams {
+    pub(crate) fn of_params(v: &serde_json::Value) -> ForwardParams {
         ForwardParams::deserialize(v).unwrap_or_default()
     }
 }
@@ -40,7 +40,7 @@ impl ForwardParams {
 /// `peer::spec::PeerTestSpec` (what `runs::forward` writes; results do not reach up to `peer`),
 /// in its key order, keys it leaves out when `None` left out here too.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ForwardTest {
+pub(crate) struct ForwardTest {
     /// PC2 (`iperf3 -c HOST`).
     pub host: String,
     /// `-p`, `-t` (s), `-P`.
@@ -72,7 +72,7 @@ pub struct ForwardTest {
 /// What a monitor-only run was asked for: the ports watched, its label and length.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct MonitorParams {
+pub(crate) struct MonitorParams {
     /// Board ports watched, in the order given.
     pub ports: Vec<String>,
     /// What was being watched ("" = none).
@@ -84,7 +84,7 @@ pub struct MonitorParams {
 impl MonitorParams {
     /// Stored parameters read back; the default (no ports, no label, until stopped) when they
     /// are not these.
-    pub fn of_params(v: &serde_json::Value) -> MonitorParams {
+    pub(crate) fn of_params(v: &serde_json::Value) -> MonitorParams {
         MonitorParams::deserialize(v).unwrap_or_default()
     }
 }

@@ -118,7 +118,7 @@ fn check(
 }
 
 /// Judge one row against `th`. `None` while its test is pending or running.
-pub fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict> {
+pub(crate) fn judge_step(s: &StepResult, th: &Thresholds) -> Option<StepVerdict> {
     if let Some(v) = by_status(s) {
         return v;
     }

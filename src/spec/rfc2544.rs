@@ -216,7 +216,7 @@ pub struct Rfc2544Plan {
 /// read by the same readers as a request's fields. [`Rfc2544Flags::plan`] checks it in the
 /// order [`Rfc2544Request::plan`] checks a request, with the same words.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Rfc2544Flags {
+pub(crate) struct Rfc2544Flags {
     /// Peer agent address on PC1 (see [`Rfc2544Request::peer`]).
     pub peer: String,
     /// The agent's token.
@@ -258,7 +258,7 @@ pub struct Rfc2544Flags {
 impl Rfc2544Flags {
     /// Check the flags against the board's ports (MTU and link speed). Errors: as
     /// [`Rfc2544Request::plan`]'s, word for word.
-    pub fn plan(&self, ports: &[PortFacts]) -> Result<Rfc2544Plan, String> {
+    pub(crate) fn plan(&self, ports: &[PortFacts]) -> Result<Rfc2544Plan, String> {
         plan_from(self, ports, None, None)
     }
 }

@@ -131,24 +131,16 @@ pub(crate) fn start_planned(
     Ok(sid)
 }
 
-    /// Stop suite `sid`: its current test is stopped and the rest skipped. `Ok(false)` when it
-    /// is not running; an error when there is no such suite.
-    pub fn stop_suite(&self, sid: i64) -> Result<bool, String> {
-        let (s, runs) = self
-            .store()
-            .suite(sid)
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("there is no suite {sid}"))?;
-        if s.status != RunStatus::Running {
-            return Ok(false);
-        }
-        self.store()
-            .finish_suite_if_running(sid, RunStatus::Aborted)
-            .map_err(|e| e.to_string())?;
-        for r in runs.iter().filter(|r| r.status == RunStatus::Running) {
-            self.stop(r.id);
-        }
-        Ok(true)
+/// Stop suite `sid`: its current test is stopped and the rest skipped. `Ok(false)` when it
+/// is not running; an error when there is no such suite.
+pub(crate) fn stop_suite(ctx: &RunContext, sid: i64) -> Result<bool, String> {
+    let (s, runs) = ctx
+        .store()
+        .suite(sid)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("there is no suite {sid}"))?;
+    if s.status != RunStatus::Running {
+        return Ok(false);
     }
     ctx.store()
         .finish_suite_if_running(sid, RunStatus::Aborted)
