@@ -141,6 +141,16 @@ fn a_run_ending_on_a_full_disk_does_not_stay_running_and_login_says_why() {
     // The run ends on the full disk: not "running", and stop is no 409.
     let v = wait_run(&http, id, Duration::from_secs(20));
     assert_ne!(v["run"]["status"], "running", "{v}");
+    // The history says the same (s51 tryout: the run's API said completed, the list running).
+    let list = http.get_json("/api/runs");
+    let row = list
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["id"] == id).cloned());
+    assert!(
+        row.as_ref()
+            .is_some_and(|r| r["status"] == v["run"]["status"]),
+        "{row:?} vs {v}"
+    );
     let r = http.call("POST", &format!("/api/runs/{id}/stop"));
     assert_ne!(r.status, 409, "{}", r.body);
     // Login: a clear 503, no 500.
@@ -164,6 +174,18 @@ fn a_run_ending_on_a_full_disk_does_not_stay_running_and_login_says_why() {
         );
         std::thread::sleep(Duration::from_millis(500));
     }
+    // The stored end is the run's own, not the retry's (s51 tryout: a 5 s run showed 25 s):
+    // the retry comes at least 10 s after the end of this 3 s run.
+    let v = http.get_json(&format!("/api/runs/{id}"));
+    let (started, ended) = (
+        v["run"]["started_at"].as_i64(),
+        v["run"]["ended_at"].as_i64(),
+    );
+    let took = ended.zip(started).map(|(e, s)| e - s);
+    assert!(
+        took.is_some_and(|ms| (3_000..8_000).contains(&ms)),
+        "started {started:?}, ended {ended:?}: {v}"
+    );
     let b = log_in(&http);
     assert_eq!(b.get("/api/runs").status, 200);
 }

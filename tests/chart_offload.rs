@@ -62,8 +62,13 @@ fn big_run(data: &std::path::Path) -> i64 {
         };
         s.add_interval(id, k, &rec).expect("interval");
     }
-    s.mark_ended(id, netperfd::model::kind::RunStatus::Completed, None)
-        .expect("end");
+    s.mark_ended(
+        id,
+        netperfd::model::kind::RunStatus::Completed,
+        None,
+        netperfd::model::time::now_ms(),
+    )
+    .expect("end");
     id
 }
 

@@ -1311,10 +1311,11 @@ fn tcp_our_trip_times_client_to_stock_servers() {
     }
 }
 
-/// 2.0.14a knows no --trip-times: with the flag our client still runs a plain test there, as
-/// a stock 2.1.8 client does (the server counts every byte it got, less the header words).
+/// Our --trip-times client to a 2.0.14a server: it counts every byte it got, less the header
+/// words, as for a stock 2.1.8 client (2.0.14a reads the trip-times header; with `-e` it also
+/// prints the bursts' latency).
 #[test]
-fn tcp_trip_times_client_to_2_0_14_degrades_to_a_plain_test() {
+fn tcp_trip_times_client_to_2_0_14a_counts_every_byte() {
     let mut lab = Lab::new();
     let (pc1, board) = (lab.pc1.clone(), lab.board.clone());
     lab.spawn(&pc1, "old-s", IPERF_2014, &["-s", "-y", "C"]);

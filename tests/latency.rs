@@ -558,6 +558,13 @@ fn api_and_web_page_in_chromium() {
     let v = wait_run(&http, id, Duration::from_secs(40));
     assert_eq!(v["run"]["status"], "completed", "{v}");
     assert_eq!(v["run"]["kind"], "latency");
+    // Audited as every other start (s51 tryout: latency runs started by the API were not).
+    let (_, log) = lab.output("daemon");
+    assert_eq!(
+        log.matches(&format!("started run {id} (latency")).count(),
+        1,
+        "{log}"
+    );
     let s = &v["run"]["summary"];
     let growth = num(s, "/increase_ms");
     assert!(

@@ -59,8 +59,13 @@ fn run_words_are_stored_as_before_and_unknown_ones_are_kept() {
         words(("server", "UDP", "bidir", "running"))
     );
     assert_eq!(columns(&dir, monitor), words(("client", "", "", "running")));
-    s.mark_ended(served, RunStatus::Completed, None)
-        .expect("end");
+    s.mark_ended(
+        served,
+        RunStatus::Completed,
+        None,
+        netperfd::model::time::now_ms(),
+    )
+    .expect("end");
     assert_eq!(columns(&dir, served).3, "completed");
     let r = s.get_run(served).expect("read").expect("run");
     assert_eq!(

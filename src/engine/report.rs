@@ -154,6 +154,11 @@ pub struct UdpSummary {
     /// `netperfd_lost_after_last` beside the receiver's `lost_packets`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trailing_lost: Option<u64>,
+    /// A local receiver: seconds from the last datagram it counted to the end of the
+    /// measurement (both on this host's wall clock), for [`crate::engine::session::count_trailing_loss`];
+    /// `None` where this side did not receive or nothing arrived. Not stored, not on the wire.
+    #[serde(skip)]
+    pub quiet_end_s: Option<f64>,
 }
 
 impl UdpSummary {
@@ -906,6 +911,7 @@ fn udp_total(ss: &[&StreamSummary]) -> UdpSummary {
             .iter()
             .filter_map(|u| u.trailing_lost)
             .reduce(u64::saturating_add),
+        quiet_end_s: None,
     }
 }
 
@@ -1599,7 +1605,7 @@ pub fn port_unreachable_sentence(n: u64, peer: &str) -> String {
 fn lost_after_last_line(report: &Report) -> Option<String> {
     let n = lost_after_last(report)?;
     Some(format!(
-        "lost after the last datagram received: {} of the Lost (the sender's own count at the end says it sent them; no interval shows them)\n",
+        "lost after the last datagram received: {} of the Lost (the sender's own count at the end says it sent them; no interval shows them; datagrams a path held past the end count here too)\n",
         crate::model::display::count(n)
     ))
 }

@@ -380,6 +380,9 @@ pub(crate) struct DataPhase {
     omitting: bool,
     pub intervals: Vec<IntervalRecord>,
     end: Option<Instant>,
+    /// The end of the measurement on the wall clock, µs since the epoch (the clock UDP
+    /// arrival times are on), set with `end`.
+    end_wall_us: Option<i64>,
     /// iperf 2 UDP senders: the datagram layout (None = iperf3 datagrams).
     pub iperf2_tx: Option<crate::engine::udp::Iperf2Tx>,
     /// Kernel TID of each stream's thread (same order as `streams`; 0 until it started).
@@ -412,6 +415,7 @@ impl DataPhase {
             interval: if interval > 0.0 { interval } else { 1.0 },
             intervals: Vec::new(),
             end: None,
+            end_wall_us: None,
             iperf2_tx: None,
             tids: Vec::new(),
             thread_cpu: Default::default(),
@@ -726,6 +730,11 @@ impl DataPhase {
             None
         };
         self.end = Some(t_end);
+        let since_end = Instant::now().saturating_duration_since(t_end);
+        self.end_wall_us = Some(
+            crate::engine::udp::realtime_us()
+                .saturating_sub(i64::try_from(since_end.as_micros()).unwrap_or(i64::MAX)),
+        );
         for s in &mut self.streams {
             s.final_bytes = Some(s.counter.load(Relaxed));
             s.final_packets = Some(s.packets.load(Relaxed));
@@ -859,6 +868,9 @@ impl DataPhase {
                             paced_by: None,
                             highest_seq: Some(g.max_seq),
                             trailing_lost: None,
+                            quiet_end_s: self.end_wall_us.filter(|_| g.last_arrival_us > 0).map(
+                                |e| (e.saturating_sub(g.last_arrival_us) as f64 / 1e6).max(0.0),
+                            ),
                         }
                     }),
                     _ => None,
@@ -1046,7 +1058,8 @@ pub(crate) fn merge_remote(
 /// of what it sent (`packets`, over the whole test) less the highest sequence number this
 /// side saw (see [`crate::engine::udp::trailing_loss`]), only for a stream that received
 /// nothing in at least the last [`crate::engine::udp::TRAILING_LOSS_MIN_S`] of the test
-/// ([`quiet_tail_s`]): one that received until the end may have the rest still queued on
+/// (from its last datagram's arrival to the end of the measurement, `quiet_end_s`, or whole
+/// empty intervals, [`quiet_tail_s`]): one that received until the end may have the rest still queued on
 /// the path (the new-user tryout: a 3 MB queue in a router drained after TEST_END, and
 /// every datagram reached the receiver's socket). Streams this side sends (the peer's
 /// receiver's timing is not known here), streams the peer does not name and streams
@@ -1056,7 +1069,7 @@ pub(crate) fn merge_remote(
 /// start; never the peer's own times, which a hostile peer sets), for the bounds of
 /// [`crate::engine::udp::trailing_loss`]. `params`: the test's; with a bitrate (`-b`, per
 /// stream, bits/s) a peer's count above what that rate could number in `elapsed` (see
-/// [`credible_count`]) is not used either.
+/// [`credible_count`]) is not used either; without one, the rate is taken as 100 Gbit/s.
 pub(crate) fn count_trailing_loss(
     report: &mut Report,
     remote: &Results,
@@ -1065,7 +1078,7 @@ pub(crate) fn count_trailing_loss(
 ) {
     let most = credible_count(params, elapsed);
     for r in &remote.streams {
-        let quiet = quiet_tail_s(&report.intervals, r.id);
+        let by_intervals = quiet_tail_s(&report.intervals, r.id);
         let Some(s) = report.streams.iter_mut().find(|s| s.id == r.id) else {
             continue;
         };
@@ -1075,6 +1088,13 @@ pub(crate) fn count_trailing_loss(
             continue;
         }
         let Some(u) = s.udp.as_mut() else { continue };
+        // The quiet end: from the last datagram's arrival to the end of the measurement
+        // (a dark spell inside the last interval counts, s51 tryout: 0.9 s dark at the end of
+        // a 10 s test showed 0 lost), or whole empty intervals at the end, whichever is longer.
+        let quiet = u
+            .quiet_end_s
+            .filter(|q| q.is_finite())
+            .map_or(by_intervals, |q| q.min(elapsed.max(0.0)).max(by_intervals));
         if quiet < udp::TRAILING_LOSS_MIN_S {
             // Datagrams arrived until the end: what the sender numbered after the last one
             // may still be queued on the path (a deep queue drains after TEST_END), not lost.
@@ -1115,20 +1135,31 @@ pub(crate) fn quiet_tail_s(intervals: &[IntervalRecord], id: u32) -> f64 {
     secs
 }
 
+/// The bitrate an unpaced UDP sender (`-b 0`) is believed to reach at most, bits/s: 100
+/// Gbit/s, more than any port of the boards netperfd runs on (see [`credible_count`]).
+pub(crate) const UNPACED_CREDIBLE_BPS: u64 = 100_000_000_000;
+
 /// The most datagrams a sender paced at the test's bitrate (`params.bandwidth`, per stream,
 /// bits/s; iperf3's `-b`) of `params.len`-byte datagrams can number in `elapsed` s (+1 s),
 /// with 25 % and 1,000 datagrams to spare (a sender catching up after a stall never exceeds
-/// its average); `None` without a bitrate (`-b 0`) or a length.
+/// its average). Without a bitrate (`-b 0`) the sender is taken at [`UNPACED_CREDIBLE_BPS`]
+/// (s51 tryout: a hostile client that sent 1,780 datagrams claimed 999,000,000 at `-b 0`,
+/// and the run stored 99.9998 % loss). `None` without a length.
 pub(crate) fn credible_count(params: &Params, elapsed: f64) -> Option<u64> {
-    if params.bandwidth == 0 || params.len == 0 {
+    if params.len == 0 {
         return None;
     }
+    let bandwidth = if params.bandwidth == 0 {
+        UNPACED_CREDIBLE_BPS
+    } else {
+        params.bandwidth
+    };
     let secs = if elapsed.is_finite() && elapsed > 0.0 {
         elapsed.min(604_800.0)
     } else {
         0.0
     };
-    let per_s = params.bandwidth as f64 / 8.0 / f64::from(params.len);
+    let per_s = bandwidth as f64 / 8.0 / f64::from(params.len);
     // Saturating float → integer conversion.
     Some(((per_s * (secs + 1.0) * 1.25) as u64).saturating_add(1_000))
 }
@@ -1383,6 +1414,87 @@ mod tests {
             Err("stream id 1 appears twice in the results".to_string())
         );
         assert_eq!(r.streams[0].udp.unwrap().loss(), (0, 5));
+    }
+
+    /// The s51 tryout: a path dark for the last 0.9 s of a 10 s test at 1 s intervals hid the
+    /// loss (0/7,236 where the router dropped 801): the last interval had 0.1 s of datagrams,
+    /// so no whole interval was empty. The quiet end now runs from the last arrival; 0.2 s
+    /// (under the 0.25 s a queue may still hold) still counts nothing.
+    #[test]
+    fn a_dark_spell_inside_the_last_interval_counts() {
+        let receiving = |quiet_end_s| StreamSummary {
+            id: 1,
+            local_sender: false,
+            udp: Some(UdpSummary {
+                expected: Some(7_236),
+                lost: Some(0),
+                highest_seq: Some(7_236),
+                quiet_end_s,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let theirs = Results {
+            streams: vec![StreamResult {
+                id: 1,
+                packets: 8_037,
+                end_time: 10.0,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        // 800 a second at 1,000 B: 6.4 Mbit/s.
+        let params = udp_params(6_400_000);
+        // The intervals alone (the last one had bytes): nothing counted, as before.
+        let mut r = rep(vec![receiving(None)], 0.0);
+        count_trailing_loss(&mut r, &theirs, 10.0, &params);
+        assert_eq!(r.streams[0].udp.unwrap().loss(), (0, 7_236));
+        let mut r = rep(vec![receiving(Some(0.9))], 0.0);
+        count_trailing_loss(&mut r, &theirs, 10.0, &params);
+        let u = r.streams[0].udp.unwrap();
+        assert_eq!((u.loss(), u.trailing_lost), ((801, 8_037), Some(801)));
+        let mut r = rep(vec![receiving(Some(0.2))], 0.0);
+        count_trailing_loss(&mut r, &theirs, 10.0, &params);
+        assert_eq!(r.streams[0].udp.unwrap().loss(), (0, 7_236));
+        // A quiet end longer than the test (a clock step) is cut to the test.
+        let mut r = rep(vec![receiving(Some(f64::MAX))], 0.0);
+        count_trailing_loss(&mut r, &theirs, 10.0, &params);
+        assert_eq!(r.streams[0].udp.unwrap().loss(), (801, 8_037));
+    }
+
+    /// The s51 tryout's hostile client: 1,780 datagrams sent at `-b 0`, 999,000,000 claimed,
+    /// and 99.9998 % loss stored. Without a bitrate the count is held to 100 Gbit/s of the
+    /// test's datagrams: 12.5 M a second of 1,000 B, × (10 s + 1 s) × 1.25 + 1,000.
+    #[test]
+    fn an_unpaced_sender_s_count_is_held_to_100_gbit_s() {
+        assert_eq!(credible_count(&udp_params(0), 10.0), Some(171_876_000));
+        let receiving = StreamSummary {
+            id: 1,
+            local_sender: false,
+            udp: Some(UdpSummary {
+                expected: Some(1_780),
+                lost: Some(0),
+                highest_seq: Some(1_780),
+                quiet_end_s: Some(5.0),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let theirs = |packets| Results {
+            streams: vec![StreamResult {
+                id: 1,
+                packets,
+                end_time: 10.0,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let mut r = rep(vec![receiving.clone()], 0.0);
+        count_trailing_loss(&mut r, &theirs(999_000_000), 10.0, &udp_params(0));
+        assert_eq!(r.streams[0].udp.unwrap().loss(), (0, 1_780));
+        let mut r = rep(vec![receiving], 0.0);
+        count_trailing_loss(&mut r, &theirs(3_560), 10.0, &udp_params(0));
+        assert_eq!(r.streams[0].udp.unwrap().loss(), (1_780, 3_560));
     }
 
     /// Issue 38's attacker: a client's results with `packets` −2^63 and `omitted_packets`

@@ -132,6 +132,9 @@ pub struct UdpRecv {
     /// Highest sequence number among datagrams read after the receiver stopped counting
     /// ([`UdpRecv::note_late`]): they arrived late, not lost. 0 when none.
     pub late_max_seq: u64,
+    /// When the last datagram of this test arrived (wall clock, µs since the epoch, as
+    /// `arrival_us` of [`UdpRecv::on_datagram`]); 0 before the first.
+    pub last_arrival_us: i64,
     pub omit_unique: u64,
     /// Distinct datagrams above `omit_max_seq` (the ones the results count).
     pub unique_after_omit: u64,
@@ -232,6 +235,7 @@ impl UdpRecv {
             bitmap: vec![0; (DUP_WINDOW / 64) as usize],
             omit_max_seq: 0,
             late_max_seq: 0,
+            last_arrival_us: 0,
             omit_unique: 0,
             unique_after_omit: 0,
             peak_1ms_bps: 0.0,
@@ -303,6 +307,7 @@ impl UdpRecv {
             self.stray += 1;
             return false;
         }
+        self.last_arrival_us = self.last_arrival_us.max(arrival_us);
         if seq > self.max_seq {
             // Clear the bits of the sequence numbers we now expect.
             let gap = seq - self.max_seq;
@@ -1621,7 +1626,7 @@ pub(crate) fn udp_recv_loop(
     }
 }
 
-fn realtime_us() -> i64 {
+pub(crate) fn realtime_us() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_micros() as i64)

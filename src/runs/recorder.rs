@@ -245,13 +245,14 @@ impl Inner {
             .unwrap_or_default();
         self.monitor.board_end(id, &figures, report, None);
         let (rep, err) = (report.cloned(), error.map(String::from));
+        let ended = crate::model::time::now_ms();
         self.registry.store_end(
             &self.store,
             id,
-            status,
+            (status, ended),
             error,
             Box::new(move |s: &Store| {
-                s.finish_run(id, status, rep.as_ref(), &figures, err.as_deref())
+                s.finish_run_at(id, status, rep.as_ref(), &figures, err.as_deref(), ended)
             }),
         );
         self.untrack(status, error);
@@ -269,13 +270,14 @@ impl Inner {
         let id = self.id;
         self.monitor.board_end(id, figures, None, summary);
         let (fig, sum, err) = (figures.clone(), summary.cloned(), error.map(String::from));
+        let ended = crate::model::time::now_ms();
         self.registry.store_end(
             &self.store,
             id,
-            status,
+            (status, ended),
             error,
             Box::new(move |s: &Store| {
-                s.finish_run_with(id, status, &fig, sum.as_ref(), err.as_deref())
+                s.finish_run_with(id, status, &fig, sum.as_ref(), err.as_deref(), ended)
             }),
         );
         self.untrack(status, error);

@@ -101,6 +101,30 @@ impl RunRegistry {
         relock(&self.unsaved).get(&id).cloned()
     }
 
+    /// A stored row as the run is: a run still "running" in the store whose end is only in
+    /// memory (not stored yet, see [`RunRegistry::store_end`]) gets that status and error,
+    /// so the history, its API and the run page say what the run's own API says (s51
+    /// tryout: `/api/runs/9` said completed while the list and pages said running).
+    pub(crate) fn with_unsaved_end(&self, run: &mut crate::store::RunRow) {
+        if run.status != RunStatus::Running {
+            return;
+        }
+        if let Some((status, error)) = self.unsaved_end(run.id) {
+            run.status = status;
+            run.error = error;
+        }
+    }
+
+    /// [`RunRegistry::with_unsaved_end`] on every row.
+    pub(crate) fn with_unsaved_ends(&self, runs: &mut [crate::store::RunRow]) {
+        if relock(&self.unsaved).is_empty() {
+            return;
+        }
+        for r in runs {
+            self.with_unsaved_end(r);
+        }
+    }
+
     /// Make run `id` (already created in the store) live: subscribers can follow it and
     /// [`RunRegistry::stop`] notifies `cancel`. Returns the channel its events go out on.
     pub(super) fn register(
@@ -132,12 +156,14 @@ impl RunRegistry {
     /// Store a run's end with `write`; when that fails (e.g. the disk is full) mark the run
     /// ended with the least write there is ([`Store::mark_ended`]) so it never stays
     /// "running", remember its end in memory, and retry `write` every [`END_RETRY`] on a
-    /// thread of its own until it succeeds (or [`END_RETRIES`] times).
+    /// thread of its own until it succeeds (or [`END_RETRIES`] times). `ended_at`: when the
+    /// run ended, ms since the epoch, stored by every write (s51 tryout: a 5 s run whose end
+    /// was stored by a retry showed 25 s).
     pub(super) fn store_end(
         &self,
         store: &Arc<Store>,
         id: i64,
-        status: RunStatus,
+        (status, ended_at): (RunStatus, i64),
         error: Option<&str>,
         write: EndWrite,
     ) {
@@ -151,7 +177,7 @@ impl RunRegistry {
             "{}the end of the run could not be stored at first ({e})",
             error.map(|x| format!("{x}; ")).unwrap_or_default()
         );
-        let marked = store.mark_ended(id, status, Some(&why));
+        let marked = store.mark_ended(id, status, Some(&why), ended_at);
         relock(&self.unsaved).insert(id, (status, Some(why)));
         if let Err(e2) = &marked {
             tracing::error!(run = id, "cannot mark the run ended either: {e2}");
@@ -164,7 +190,7 @@ impl RunRegistry {
                     std::thread::sleep(END_RETRY);
                     // The full end first; else at least the status.
                     let ok = write(&store).is_ok();
-                    if ok || store.mark_ended(id, status, None).is_ok() {
+                    if ok || store.mark_ended(id, status, None, ended_at).is_ok() {
                         if ok {
                             tracing::info!(run = id, "the end of the run is stored now");
                         }

@@ -748,10 +748,18 @@ impl Store {
     /// streams), for when the full [`Store::finish_run`] cannot be written (e.g. the disk is
     /// full: this changes one existing row and needs almost no new space). Only a run still
     /// marked running is changed; returns whether one was.
-    pub fn mark_ended(&self, id: i64, status: RunStatus, error: Option<&str>) -> Result<bool> {
+    /// `ended_at`: when the run ended, ms since the epoch (a retry stores the real end, not
+    /// the time of the retry).
+    pub fn mark_ended(
+        &self,
+        id: i64,
+        status: RunStatus,
+        error: Option<&str>,
+        ended_at: i64,
+    ) -> Result<bool> {
         Ok(self.c().execute(
             "UPDATE runs SET status=?2, ended_at=?3, error=COALESCE(?4, error) WHERE id=?1 AND status='running'",
-            params![id, status.as_str(), now_ms(), error],
+            params![id, status.as_str(), ended_at, error],
         )? > 0)
     }
 
@@ -799,8 +807,7 @@ impl Store {
         Ok(())
     }
 
-    /// Close a run: status, error text, and (when there is one) the final report with its
-    /// per-stream summaries.
+    /// Close a run now: [`Store::finish_run_at`] with the current time.
     pub fn finish_run(
         &self,
         id: i64,
@@ -808,6 +815,21 @@ impl Store {
         report: Option<&Report>,
         f: &RunFigures,
         error: Option<&str>,
+    ) -> Result<()> {
+        self.finish_run_at(id, status, report, f, error, now_ms())
+    }
+
+    /// Close a run: status, error text, and (when there is one) the final report with its
+    /// per-stream summaries; `ended_at` ms since the epoch (when the run ended: a retry after
+    /// a full disk stores the real end, not the time of the retry).
+    pub(crate) fn finish_run_at(
+        &self,
+        id: i64,
+        status: RunStatus,
+        report: Option<&Report>,
+        f: &RunFigures,
+        error: Option<&str>,
+        ended_at: i64,
     ) -> Result<()> {
         let mut c = self.c();
         let tx = c.transaction()?;
@@ -830,7 +852,7 @@ impl Store {
         tx.execute(
             "UPDATE runs SET status=?2, ended_at=?3, error=?4, sender_bps=?5, receiver_bps=?6, bytes=?7, retransmits=?8, report_json=COALESCE(?9, report_json),
                  lost_packets=?10, total_packets=?11, lost_percent=?12, jitter_ms=?13 WHERE id=?1",
-            params![id, status.as_str(), now_ms(), error, f.sender_bps, f.receiver_bps, f.bytes, f.retransmits, report_json,
+            params![id, status.as_str(), ended_at, error, f.sender_bps, f.receiver_bps, f.bytes, f.retransmits, report_json,
                 f.lost_packets, f.total_packets, f.lost_percent, f.jitter_ms],
         )?;
         tx.commit()?;

@@ -261,6 +261,7 @@ impl Store {
         f: &RunFigures,
         summary: Option<&serde_json::Value>,
         error: Option<&str>,
+        ended_at: i64,
     ) -> Result<()> {
         let summary = match summary {
             Some(v) => Some(serde_json::to_string(v)?),
@@ -269,7 +270,7 @@ impl Store {
         self.c().execute(
             "UPDATE runs SET status=?2, ended_at=?3, error=?4, sender_bps=?5, receiver_bps=?6, bytes=?7, retransmits=?8,
                  lost_packets=?9, total_packets=?10, lost_percent=?11, jitter_ms=?12, summary_json=COALESCE(?13, summary_json) WHERE id=?1",
-            params![id, status.as_str(), now_ms(), error, f.sender_bps, f.receiver_bps, f.bytes, f.retransmits,
+            params![id, status.as_str(), ended_at, error, f.sender_bps, f.receiver_bps, f.bytes, f.retransmits,
                 f.lost_packets, f.total_packets, f.lost_percent, f.jitter_ms, summary],
         )?;
         Ok(())
@@ -373,10 +374,12 @@ mod tests {
             },
             Some(&serde_json::json!({"legs": 1})),
             None,
+            1_700_000_000_000,
         )
         .unwrap();
         let r = s.get_run(parent).unwrap().unwrap();
         assert_eq!(r.status, RunStatus::Completed);
+        assert_eq!(r.ended_at, Some(1_700_000_000_000));
         assert_eq!(r.receiver_bps, Some(9.5e8));
         assert_eq!(r.summary["legs"], 1);
         assert!(s.delete_run(parent).unwrap());

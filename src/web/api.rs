@@ -86,7 +86,10 @@ async fn list(_auth: Auth, state: web::Data<AppState>, q: web::Query<RunFilter>)
     let mut f = q.into_inner();
     super::pages::port_filter_addresses(&mut f);
     match state.store.list_runs(&f) {
-        Ok(r) => HttpResponse::Ok().json(r),
+        Ok(mut r) => {
+            state.runs.registry().with_unsaved_ends(&mut r);
+            HttpResponse::Ok().json(r)
+        }
         Err(crate::store::StoreError::Invalid(e)) => {
             super::respond::json_error(actix_web::http::StatusCode::BAD_REQUEST, e)
         }
@@ -189,14 +192,19 @@ pub(super) fn normalize(v: serde_json::Value) -> Result<serde_json::Value, Strin
 }
 
 async fn start_ladder(
+    req: actix_web::HttpRequest,
     ApiWrite {
+        auth,
         body: Normalized(form),
-        ..
     }: ApiWrite<Normalized<super::pages::LadderForm>>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AuthError> {
     Ok(match form.start(&state) {
-        Ok(id) => HttpResponse::Created().json(json!({"id": id, "url": format!("/suites/{id}")})),
+        Ok(id) => {
+            // Audited as the form's start is (s51 tryout: API-started ladders were not).
+            super::audit::suite_started(&auth, &req, id, crate::spec::suite::UDP_LADDER);
+            HttpResponse::Created().json(json!({"id": id, "url": format!("/suites/{id}")}))
+        }
         Err(e) => error(actix_web::http::StatusCode::BAD_REQUEST, e),
     })
 }
@@ -237,12 +245,7 @@ async fn show(_auth: Auth, state: web::Data<AppState>, path: web::Path<i64>) -> 
         Err(e) => return internal(e),
     };
     // Ended, but its end is not stored yet (e.g. the disk is full): say how it ended.
-    if let Some((status, error)) = state.runs.registry().unsaved_end(id) {
-        if run.status == RunStatus::Running {
-            run.status = status;
-            run.error = error;
-        }
-    }
+    state.runs.registry().with_unsaved_end(&mut run);
     let streams = state.store.streams(id).unwrap_or_default();
     let analysis = crate::results::charts::analyze_run(&state.store, &run);
     let legs = if run.kind.has_legs() {

@@ -137,6 +137,7 @@ async fn page(auth: Auth, state: web::Data<AppState>) -> HttpResponse {
 }
 
 async fn start_form(
+    req: actix_web::HttpRequest,
     auth: Auth,
     state: web::Data<AppState>,
     form: Form<LatencyForm>,
@@ -147,7 +148,10 @@ async fn start_form(
         Err(e) => Err(e),
     };
     Ok(match res {
-        Ok((id, _)) => redirect(&format!("/runs/{id}")),
+        Ok((id, _)) => {
+            super::audit::run_started(&state, &auth, &req, id);
+            redirect(&format!("/runs/{id}"))
+        }
         Err(e) => html(
             StatusCode::BAD_REQUEST,
             &build(&state, &auth, &form, Some(e)),
@@ -156,8 +160,10 @@ async fn start_form(
 }
 
 async fn start_api(
+    req: actix_web::HttpRequest,
     ApiWrite {
-        body: Json(form), ..
+        auth,
+        body: Json(form),
     }: ApiWrite<Json<LatencyForm>>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AuthError> {
@@ -167,9 +173,13 @@ async fn start_api(
         Err(e) => Err(e),
     };
     Ok(match res {
-        Ok((id, _)) => HttpResponse::Created()
-            .insert_header(("Location", format!("/api/runs/{id}")))
-            .json(json!({"id": id, "url": format!("/runs/{id}")})),
+        Ok((id, _)) => {
+            // Audited as every other start is (s51 tryout: latency runs were not).
+            super::audit::run_started(&state, &auth, &req, id);
+            HttpResponse::Created()
+                .insert_header(("Location", format!("/api/runs/{id}")))
+                .json(json!({"id": id, "url": format!("/runs/{id}")}))
+        }
         Err(e) => bad(e),
     })
 }

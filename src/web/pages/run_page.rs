@@ -437,7 +437,8 @@ pub(super) fn load_tail(
     tail: Option<i64>,
 ) -> Result<(RunRow, Vec<IntervalRow>, Option<Report>), HttpResponse> {
     match state.store.get_run(id) {
-        Ok(Some(r)) => {
+        Ok(Some(mut r)) => {
+            state.runs.registry().with_unsaved_end(&mut r);
             let iv = match tail {
                 Some(n) => state.store.intervals_tail(id, n),
                 None => state.store.intervals(id),

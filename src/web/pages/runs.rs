@@ -360,16 +360,15 @@ pub(super) fn index_page(
     error: Option<String>,
 ) -> IndexPage {
     let ports = port_options();
-    let runs = state
+    let mut rows = state
         .store
         .list_runs(&RunFilter {
             limit: Some(10),
             ..Default::default()
         })
-        .unwrap_or_default()
-        .iter()
-        .map(run_view)
-        .collect();
+        .unwrap_or_default();
+    state.runs.registry().with_unsaved_ends(&mut rows);
+    let runs = rows.iter().map(run_view).collect();
     let runs = with_suites(state, runs);
     IndexPage {
         nav: true,
@@ -566,7 +565,10 @@ pub(super) async fn runs_page(
     port_filter_addresses(&mut f);
     f.limit = Some(HISTORY_PAGE + 1);
     let (rows, error) = match state.store.list_runs(&f) {
-        Ok(r) => (r, None),
+        Ok(mut r) => {
+            state.runs.registry().with_unsaved_ends(&mut r);
+            (r, None)
+        }
         Err(crate::store::StoreError::Invalid(e)) => (Vec::new(), Some(e)),
         Err(e) => return internal(e),
     };
