@@ -1,7 +1,7 @@
 //! Monitor samples stored with a run (CPU per core, port counters, conntrack), run kinds other
 //! than iperf3 (their figures and JSON summary), and the legs of multi-port runs.
 
-use super::{now_ms, run_from_row, Result, RunRow, Store, RUN_COLS};
+use super::{run_from_row, Result, RunRow, Store, RUN_COLS};
 use crate::model::{RunFigures, RunStatus};
 use rusqlite::params;
 use serde::{Deserialize, Serialize};

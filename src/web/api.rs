@@ -7,7 +7,6 @@ use super::auth::{Auth, AuthError};
 use super::extract::{invalid_body, ApiBody, ApiWrite};
 use super::routes::{Routes, ADMIN, PUBLIC, READ, RUN};
 use super::AppState;
-use crate::model::RunStatus;
 use crate::runs::registry::LiveEvent;
 use crate::spec::test::TestRequest;
 use crate::store::RunFilter;
