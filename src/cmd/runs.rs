@@ -157,22 +157,11 @@ fn list(store: &Store, filter: RunFilter, json: bool) -> Result<(), String> {
             r.receiver_bps
                 .map(display::rate)
                 .unwrap_or_else(|| "-".into()),
-            retr_or_loss(&r),
+            crate::results::view::retr_or_loss(&r).unwrap_or_else(|| "-".into()),
             r.status
         );
     }
     Ok(())
-}
-
-/// The history's RETR/LOSS column: a UDP run's loss in percent ("0.25 % loss"), else its
-/// retransmits; "-" when not known (s51 tryout: UDP runs showed "-", their loss unread).
-fn retr_or_loss(r: &crate::store::RunRow) -> String {
-    let v = if r.protocol == crate::model::RunProtocol::Udp {
-        r.lost_percent.map(|p| format!("{p:.2} % loss"))
-    } else {
-        r.retransmits.map(|x| x.to_string())
-    };
-    v.unwrap_or_else(|| "-".into())
 }
 
 /// `runs show ID`: the run's summary and intervals as text, or (`json`) the run, its view,
@@ -310,55 +299,4 @@ fn import_history(
         );
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::{RunDirection, RunKind, RunProtocol, RunRole, RunStatus};
-    use crate::store::RunRow;
-    use serde_json::Value;
-
-    fn row(protocol: RunProtocol) -> RunRow {
-        RunRow {
-            id: 7,
-            role: RunRole::Client,
-            protocol,
-            status: RunStatus::Completed,
-            peer_host: "192.0.2.2".into(),
-            peer_port: 5201,
-            local_host: "192.0.2.1".into(),
-            local_port: 0,
-            bind_dev: None,
-            direction: RunDirection::Send,
-            params: Value::Null,
-            started_at: 0,
-            ended_at: Some(10_000),
-            error: None,
-            sender_bps: Some(1e8),
-            receiver_bps: Some(9.9e7),
-            bytes: Some(125_000_000),
-            retransmits: Some(3),
-            lost_packets: Some(86),
-            total_packets: Some(86_329),
-            lost_percent: Some(0.0996),
-            jitter_ms: Some(0.01),
-            suite_id: None,
-            kind: RunKind::Iperf3,
-            parent_id: None,
-            summary: Value::Null,
-            invalid: Vec::new(),
-        }
-    }
-
-    /// The s51 tryout: `netperfd runs list` showed "-" in RETR/LOSS for every UDP run (it
-    /// read the retransmits, which UDP has none of).
-    #[test]
-    fn the_history_column_shows_udp_loss_and_tcp_retransmits() {
-        assert_eq!(retr_or_loss(&row(RunProtocol::Udp)), "0.10 % loss");
-        assert_eq!(retr_or_loss(&row(RunProtocol::Tcp)), "3");
-        let mut r = row(RunProtocol::Udp);
-        r.lost_percent = None;
-        assert_eq!(retr_or_loss(&r), "-");
-    }
 }

@@ -570,6 +570,17 @@ fn multi_view(r: &RunRow) -> KindView {
     }
 }
 
+/// A history row's "Retr / Loss" figure: a UDP run's loss in percent ("0.25 % loss"), else its
+/// retransmits ("3"); `None` when the run did not store it (the caller shows its own dash).
+/// The History page and `netperfd runs list` both show this.
+pub(crate) fn retr_or_loss(r: &RunRow) -> Option<String> {
+    if r.protocol == RunProtocol::Udp {
+        r.lost_percent.map(|p| format!("{p:.2} % loss"))
+    } else {
+        r.retransmits.map(|x| x.to_string())
+    }
+}
+
 /// Which way a forwarding run's traffic went through the board, in the page's terms: "PC1 →
 /// PC2", "PC2 → PC1" (`-R`), "PC1 ⇄ PC2" (`--bidir`). The run's own direction word is the
 /// peer agent's view ("receive" = PC1 received), which read as the board's (issue 22 item 11).
@@ -1412,6 +1423,19 @@ mod tests {
             summary: Value::Null,
             invalid: Vec::new(),
         }
+    }
+
+    /// The s51 tryout: `netperfd runs list` showed "-" in RETR/LOSS for every UDP run (it
+    /// read the retransmits, which UDP has none of); it now shares the History page's figure.
+    #[test]
+    fn the_history_column_shows_udp_loss_and_tcp_retransmits() {
+        let mut r = row(RunKind::Iperf3);
+        assert_eq!(retr_or_loss(&r).as_deref(), Some("3"));
+        r.protocol = RunProtocol::Udp;
+        r.lost_percent = Some(0.0996);
+        assert_eq!(retr_or_loss(&r).as_deref(), Some("0.10 % loss"));
+        r.lost_percent = None;
+        assert_eq!(retr_or_loss(&r), None);
     }
 
     fn card_value<'a>(v: &'a KindView, label: &str) -> &'a str {

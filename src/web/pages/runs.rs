@@ -104,15 +104,7 @@ pub(super) fn run_view(r: &RunRow) -> RunView {
             .receiver_bps
             .map(display::rate)
             .unwrap_or_else(|| "—".into()),
-        retr_or_loss: if r.protocol == RunProtocol::Udp {
-            r.lost_percent
-                .map(|p| format!("{p:.2} % loss"))
-                .unwrap_or_else(|| "—".into())
-        } else {
-            r.retransmits
-                .map(|x| x.to_string())
-                .unwrap_or_else(|| "—".into())
-        },
+        retr_or_loss: crate::results::view::retr_or_loss(r).unwrap_or_else(|| "—".into()),
         error: r.error.clone(),
         invalid: r.invalid.join(", "),
         label: r.params["label"]
