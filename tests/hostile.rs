@@ -440,6 +440,25 @@ fn huge_results_documents_keep_the_server_small() {
     srv.normal_test();
 }
 
+/// The s51 tryout: a client that sent 64 KiB claimed 10^12 bytes in its results, and the
+/// served run was stored at 2.67 Tbit/s. The claim is refused: no results come back, the
+/// log gives the reason, and the next stock test passes.
+#[test]
+fn a_client_s_incredible_byte_claim_is_refused() {
+    let mut srv = Server::start();
+    let mut c = up_to_results(srv.port, b"incrediblebytesincrediblebytesincred\0");
+    c.write_all(&framed(br#"{"cpu_util_total":1,"cpu_util_user":0.5,"cpu_util_system":0.5,"sender_has_retransmits":0,"streams":[{"id":1,"bytes":1000000000000,"retransmits":0,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":3}]}"#))
+        .expect("results");
+    let answer = read_to_close(&mut c);
+    assert!(
+        !String::from_utf8_lossy(&answer).contains("cpu_util_total"),
+        "the server sent its results after an incredible claim: {answer:?}"
+    );
+    let log = srv.wait_log("not credible");
+    assert!(log.contains("claim 1000000000000 bytes"), "{log}");
+    srv.normal_test();
+}
+
 /// A raw `-n 10M` test that writes only 64 KiB and then sends TEST_END: the control
 /// connection after TEST_END.
 fn short_n_test(srv: &Server) -> (TcpStream, TcpStream) {

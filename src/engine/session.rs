@@ -5,7 +5,7 @@
 //! Not for: the control protocol (client.rs / server.rs).
 
 use crate::engine::iperf2::trip::{self, TripMode, TripStats};
-use crate::engine::params::{Params, Protocol, Results};
+use crate::engine::params::{Params, Protocol, Results, StreamResult};
 use crate::engine::report::{
     Connected, IntervalRecord, Report, SideTotals, StreamInterval, StreamSummary, TcpSample,
     UdpSample, UdpSummary,
@@ -1005,10 +1005,13 @@ impl Drop for DataPhase {
 /// Merge the peer's results into this side's summaries (matched by stream id): for a local
 /// sender the peer's received bytes, duration, and (UDP) expected/lost datagrams and jitter;
 /// for a local receiver the peer's sent bytes, duration, retransmits and datagrams sent.
-/// Errors on an id this side does not know (IESTREAMID).
+/// Errors on an id this side does not know (IESTREAMID), and on a stream whose claimed
+/// bytes or seconds no port could give in `elapsed` s of this side's clock (from the data
+/// phase's start; see [`credible_claim`]): nothing is merged then.
 pub(crate) fn merge_remote(
     summaries: &mut [StreamSummary],
     remote: &Results,
+    elapsed: f64,
 ) -> Result<(), String> {
     // A stream named twice would be counted twice (the attacker tryout: its trailing loss
     // tripled); no iperf3 sends that.
@@ -1016,6 +1019,9 @@ pub(crate) fn merge_remote(
         if remote.streams[..i].iter().any(|x| x.id == r.id) {
             return Err(format!("stream id {} appears twice in the results", r.id));
         }
+    }
+    for r in &remote.streams {
+        credible_claim(r, elapsed)?;
     }
     for r in &remote.streams {
         let Some(s) = summaries.iter_mut().find(|s| s.id == r.id) else {
@@ -1135,6 +1141,51 @@ pub(crate) fn quiet_tail_s(intervals: &[IntervalRecord], id: u32) -> f64 {
     secs
 }
 
+/// Check one stream's figures in a peer's results against what any port could carry: its
+/// bytes at most [`UNPACED_CREDIBLE_BPS`] over `elapsed` s (this side's clock, from the data
+/// phase's start) + 1 s with 25 % to spare; its seconds (`end_time` − `start_time`) at most
+/// `elapsed` + 10 % + 2 s; and its bytes over its own seconds at most 125 Gbit/s. A hostile
+/// client's claim of 10^12 bytes in a 3 s test was stored as 2.67 Tbit/s and judged "reached
+/// the requested rate" (s51 tryout); a stock iperf3 never comes near these bounds.
+/// Errors: the stream, its claim and the bound, in words.
+pub(crate) fn credible_claim(r: &StreamResult, elapsed: f64) -> Result<(), String> {
+    let elapsed = if elapsed.is_finite() && elapsed > 0.0 {
+        elapsed.min(604_800.0)
+    } else {
+        0.0
+    };
+    let most_bps = UNPACED_CREDIBLE_BPS as f64 * 1.25;
+    let most_bytes = most_bps / 8.0 * (elapsed + 1.0);
+    let bytes = r.bytes as f64;
+    let secs = r.end_time - r.start_time;
+    let refuse = |what: String| {
+        Err(format!(
+            "the peer's results for stream {} claim {what}: not credible, results refused",
+            r.id
+        ))
+    };
+    if bytes > most_bytes {
+        return refuse(format!(
+            "{} bytes in a test that has run {elapsed:.1} s (more than {} could carry)",
+            r.bytes,
+            crate::model::display::rate(most_bps)
+        ));
+    }
+    if secs.is_finite() && secs > elapsed * 1.1 + 2.0 {
+        return refuse(format!(
+            "{secs:.1} s of measurement in a test that has run {elapsed:.1} s"
+        ));
+    }
+    if secs.is_finite() && secs > 0.0 && bytes * 8.0 / secs > most_bps {
+        return refuse(format!(
+            "{} bytes in {secs} s ({}, more than any port carries)",
+            r.bytes,
+            crate::model::display::rate(bytes * 8.0 / secs)
+        ));
+    }
+    Ok(())
+}
+
 /// The bitrate an unpaced UDP sender (`-b 0`) is believed to reach at most, bits/s: 100
 /// Gbit/s, more than any port of the boards netperfd runs on (see [`credible_count`]).
 pub(crate) const UNPACED_CREDIBLE_BPS: u64 = 100_000_000_000;
@@ -1185,7 +1236,6 @@ pub(crate) fn results_with_trailing_loss(mine: &mut Results, summaries: &[Stream
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::params::StreamResult;
     use crate::engine::report::UdpSummary;
 
     /// A report whose streams are `streams` and whose stream 1 received 1,000 bytes in its
@@ -1265,7 +1315,7 @@ mod tests {
         };
         // 7 seen, none missing between, nothing in the last 9 s; the client numbered 9,378.
         let mut r = rep(vec![receiving(7, 0, 7)], 9.0);
-        merge_remote(&mut r.streams, &theirs(9_378, 0)).unwrap();
+        merge_remote(&mut r.streams, &theirs(9_378, 0), 10.0).unwrap();
         count_trailing_loss(&mut r, &theirs(9_378, 0), 10.0, &udp_params(0));
         let u = r.streams[0].udp.unwrap();
         assert_eq!(
@@ -1354,7 +1404,7 @@ mod tests {
             }],
             ..Default::default()
         };
-        merge_remote(&mut r.streams, &stock).unwrap();
+        merge_remote(&mut r.streams, &stock, 12.0).unwrap();
         count_trailing_loss(&mut r, &stock, 12.0, &udp_params(0));
         let u = r.streams[0].udp.unwrap();
         assert_eq!(
@@ -1410,7 +1460,7 @@ mod tests {
         // A stream named twice: refused before anything is counted.
         let mut r = rep(vec![receiving()], 0.5);
         assert_eq!(
-            merge_remote(&mut r.streams, &theirs(1_000, 3)),
+            merge_remote(&mut r.streams, &theirs(1_000, 3), 10.0),
             Err("stream id 1 appears twice in the results".to_string())
         );
         assert_eq!(r.streams[0].udp.unwrap().loss(), (0, 5));
@@ -1521,11 +1571,11 @@ mod tests {
             ..Default::default()
         };
         let mut receiver = [udp(false)];
-        merge_remote(&mut receiver, &hostile).unwrap();
+        merge_remote(&mut receiver, &hostile, 10.0).unwrap();
         assert_eq!(receiver[0].udp.unwrap().sent_packets, Some(0));
         assert_eq!(receiver[0].sender.seconds, 0.0);
         let mut sender = [udp(true)];
-        merge_remote(&mut sender, &hostile).unwrap();
+        merge_remote(&mut sender, &hostile, 10.0).unwrap();
         let u = sender[0].udp.unwrap();
         assert_eq!((u.expected, u.lost), (Some(0), Some(i64::MAX as u64)));
         // An honest peer: 1,000 sent after 10 omitted, 30 lost after 1 in the omit period.
@@ -1542,8 +1592,49 @@ mod tests {
             ..Default::default()
         };
         let mut s = [udp(true)];
-        merge_remote(&mut s, &honest).unwrap();
+        merge_remote(&mut s, &honest, 10.0).unwrap();
         let u = s[0].udp.unwrap();
         assert_eq!((u.expected, u.lost), (Some(1_000), Some(30)));
+    }
+
+    /// The s51 tryout: a hostile client's results claimed 10^12 bytes for a 3 s test, stored
+    /// as 2.67 Tbit/s and judged "reached the requested rate". Claims beyond what any port
+    /// carries in the time the test has run are refused (the session fails with the reason)
+    /// and merge nothing; an honest 940 Mbit/s stream and a stock receiver's 10.02 s pass.
+    #[test]
+    fn a_peer_s_incredible_bytes_or_seconds_are_refused() {
+        let tcp = |local_sender| StreamSummary {
+            id: 1,
+            local_sender,
+            ..Default::default()
+        };
+        let claim = |bytes, end_time| Results {
+            streams: vec![StreamResult {
+                id: 1,
+                bytes,
+                end_time,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let mut s = [tcp(false)];
+        let e = merge_remote(&mut s, &claim(1_000_000_000_000, 3.0), 3.1).unwrap_err();
+        assert!(e.contains("stream 1 claim 1000000000000 bytes"), "{e}");
+        assert_eq!(s[0].sender, SideTotals::default());
+        // The bound: 125 Gbit/s over the elapsed time + 1 s (3 s: 62,500,000,000 bytes).
+        assert!(merge_remote(&mut s, &claim(62_500_000_000, 0.0), 3.0).is_ok());
+        assert!(merge_remote(&mut s, &claim(62_500_000_001, 0.0), 3.0).is_err());
+        // Bytes within the elapsed bound but over the claimed seconds: 10 GB in 0.1 s.
+        let e = merge_remote(&mut s, &claim(10_000_000_000, 0.1), 3.1).unwrap_err();
+        assert!(e.contains("in 0.1 s (800"), "{e}");
+        // Seconds: a 3 s test cannot have measured for 60 s (3.41 + 2 s at most).
+        let mut r = [tcp(true)];
+        assert!(merge_remote(&mut r, &claim(1_000, 60.0), 3.1).is_err());
+        assert_eq!(r[0].receiver, None);
+        // Honest: 940 Mbit/s for 10.02 s on a test that has run 10.3 s.
+        let mut h = [tcp(false)];
+        merge_remote(&mut h, &claim(1_177_350_000, 10.02), 10.3).unwrap();
+        assert_eq!(h[0].sender.bytes, 1_177_350_000);
+        assert!((h[0].sender.bits_per_second() - 940e6).abs() < 1e6);
     }
 }

@@ -988,18 +988,14 @@ impl ClientTest<'_> {
             Err(e) => return Err(self.fail(format!("unable to receive results: {e}"))),
         };
         self.ctl.on_results();
-        if let Err(e) = merge_remote(&mut report.streams, &theirs) {
+        let elapsed = self.phase.started.elapsed().as_secs_f64();
+        if let Err(e) = merge_remote(&mut report.streams, &theirs, elapsed) {
             return Err(self.fail(e));
         }
         // What the server sent until our TEST_END reached it arrived after we stopped
         // counting: late, not lost.
         self.phase.note_late_arrivals(&mut report.streams);
-        count_trailing_loss(
-            report,
-            &theirs,
-            self.phase.started.elapsed().as_secs_f64(),
-            &self.phase.params,
-        );
+        count_trailing_loss(report, &theirs, elapsed, &self.phase.params);
         report.cpu_remote = CpuUtil {
             total: theirs.cpu_util_total,
             user: theirs.cpu_util_user,

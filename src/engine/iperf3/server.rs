@@ -1228,13 +1228,14 @@ impl Test<'_> {
             mine = Some(r);
         }
         let report = &mut self.report;
-        if let Err(e) = merge_remote(&mut report.streams, &theirs) {
+        let elapsed = started.map_or(0.0, |t| t.elapsed().as_secs_f64());
+        if let Err(e) = merge_remote(&mut report.streams, &theirs, elapsed) {
+            tracing::warn!(session = self.id, "client's results refused: {e}");
             let _ = framing::write_server_error(&mut self.ctrl, ierr::IESTREAMID, 0).await;
             return Err(stop(RunStatus::Failed, e));
         }
         // The client's datagram counts: what it sent after the last datagram that arrived
         // is lost too (a gap count never sees it), here and in the results it gets.
-        let elapsed = started.map_or(0.0, |t| t.elapsed().as_secs_f64());
         count_trailing_loss(report, &theirs, elapsed, params);
         report.cpu_remote = CpuUtil {
             total: theirs.cpu_util_total,
