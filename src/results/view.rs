@@ -1489,6 +1489,45 @@ mod tests {
             .unwrap_or_else(|| panic!("no card {label} in {:?}", v.cards))
     }
 
+    /// Issue 40 item 1: an iperf3 run's `bandwidth`, `parallel` and `time` in the result
+    /// tables are read once through the engine's `Params`; the label, target and duration
+    /// are those the keys gave. Params that are not a whole `Params` (a run written by hand)
+    /// still give their keys; a run without a duration (`-n`) has none.
+    #[test]
+    fn result_tables_read_an_iperf3_run_s_params_once() {
+        use crate::results::suite_table::{run_label, RowParams};
+        let mut r = row(RunKind::Iperf3);
+        r.protocol = RunProtocol::Udp;
+        r.params = serde_json::to_value(Params {
+            bandwidth: 400_000_000,
+            parallel: 4,
+            time: 30,
+            ..Params::default()
+        })
+        .unwrap();
+        let p = RowParams::of(&r);
+        assert_eq!(
+            (p.bandwidth, p.parallel, p.time_s),
+            (400_000_000, 4, Some(30.0))
+        );
+        assert_eq!(run_label(&r), "UDP send 400M ×4");
+        r.params = json!({"time": 10});
+        let p = RowParams::of(&r);
+        assert_eq!((p.bandwidth, p.parallel, p.time_s), (0, 1, Some(10.0)));
+        r.params = serde_json::to_value(Params {
+            time: 0,
+            num: 1 << 20,
+            ..Params::default()
+        })
+        .unwrap();
+        assert_eq!(RowParams::of(&r).time_s, None);
+        // Another kind's params are read by key as before (an iperf 2 run's seconds).
+        let mut r2 = row(RunKind::Iperf2);
+        r2.params = json!({"time": 2.5, "parallel": 2});
+        let p = RowParams::of(&r2);
+        assert_eq!((p.bandwidth, p.parallel, p.time_s), (0, 2, Some(2.5)));
+    }
+
     /// The run page's latency cards and facts as they were read by key before
     /// [`LatencyResult`] (kept to compare).
     mod by_key {
