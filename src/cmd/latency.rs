@@ -5,6 +5,7 @@
 //! (`--data DIR`). Exit code 0 only when the run completed.
 
 use crate::model::display;
+use crate::results::latency::{DirectionLoad, LatencyResult, Phase};
 use crate::runs::context::RunContext;
 use crate::runs::registry::LiveEvent;
 use crate::spec::latency::{LatencySpec, Load};
@@ -56,8 +57,9 @@ pub fn main(a: LatencyArgs) -> i32 {
     crate::cmd::iperf::run_command(run(a))
 }
 
-fn ms(v: &serde_json::Value) -> String {
-    v.as_f64()
+/// A figure in ms with two decimals ("0.52"); "—" when none or not a number.
+fn ms(v: Option<f64>) -> String {
+    v.filter(|x| x.is_finite())
         .map(|x| format!("{x:.2}"))
         .unwrap_or_else(|| "—".into())
 }
@@ -157,59 +159,25 @@ fn print_json(id: i64, run: &RunRow, spec: &LatencySpec) -> Result<(), String> {
 /// The text summary: per phase the probes, lost and RTT percentiles, the load's throughput,
 /// TCP RTT and one-way delays, the increase and RPM, the verdict.
 fn print_text(id: i64, run: &RunRow, store: &Store) {
-    let s = &run.summary;
-    println!("phase        probes  lost   p50 ms   p90 ms   p99 ms   max ms");
-    for (k, label) in [
-        ("idle", "idle"),
-        ("loaded", "loaded"),
-        ("idle_after", "idle after"),
-    ] {
-        let p = &s[k];
-        let r = &p["rtt_ms"];
-        println!(
-            "{label:<11} {:>7} {:>5} {:>8} {:>8} {:>8} {:>8}",
-            p["sent"].as_u64().unwrap_or(0),
-            p["lost"].as_u64().unwrap_or(0),
-            ms(&r["p50"]),
-            ms(&r["p90"]),
-            ms(&r["p99"]),
-            ms(&r["max"])
-        );
-    }
-    if let Some(b) = s["loaded"]["bits_per_second"].as_f64() {
-        println!("throughput under load: {}", display::rate(b));
-    }
-    if let (Some(u), Some(d)) = (
-        s["loaded"]["up"]["bits_per_second"].as_f64(),
-        s["loaded"]["down"]["bits_per_second"].as_f64(),
-    ) {
-        println!(
-            "  up (board sends): {}   down (board receives): {}",
-            display::rate(u),
-            display::rate(d)
-        );
-    }
-    if let Some(t) = s["loaded"]["tcp_rtt_ms"].as_object() {
-        println!(
-            "TCP RTT of the load (TCP_INFO): p50 {} ms, p99 {} ms",
-            ms(&t["p50"]),
-            ms(&t["p99"])
-        );
+    let s = LatencyResult::of_summary(&run.summary);
+    print_phases(s.as_ref());
+    if let Some(s) = &s {
+        print_load(&s.loaded);
     }
     // The UDP echo's one-way delays (or why there are none), as on the run page.
-    for (label, value) in crate::results::owd::facts(s) {
+    for (label, value) in crate::results::owd::facts(&run.summary) {
         println!("{label}: {value}");
     }
     println!(
         "increase: {} ms   RPM: {}",
-        ms(&s["increase_ms"]),
-        s["rpm"]
-            .as_f64()
+        ms(s.as_ref().and_then(|s| s.increase_ms)),
+        s.as_ref()
+            .and_then(|s| s.rpm)
             .map(|x| format!("{x:.0}"))
             .unwrap_or_else(|| "—".into())
     );
-    if let Some(v) = s["verdict"].as_str() {
-        println!("{v}");
+    if let Some(s) = s.as_ref().filter(|s| !s.verdict.is_empty()) {
+        println!("{}", s.verdict);
     }
     if let Some(e) = &run.error {
         println!("Error: {e}");
@@ -219,4 +187,52 @@ fn print_text(id: i64, run: &RunRow, store: &Store) {
         run.status,
         store.path().display()
     );
+}
+
+/// The phases' table: probes sent and lost, RTT p50/p90/p99/max (ms); zeros and "—" for a
+/// run without a summary `s`.
+fn print_phases(s: Option<&LatencyResult>) {
+    let none = Phase::default();
+    let (idle, loaded, after) = s.map_or((&none, &none, &none), |s| {
+        (&s.idle, &s.loaded, &s.idle_after)
+    });
+    println!("phase        probes  lost   p50 ms   p90 ms   p99 ms   max ms");
+    for (p, label) in [(idle, "idle"), (loaded, "loaded"), (after, "idle after")] {
+        let r = p.rtt_ms.as_ref();
+        println!(
+            "{label:<11} {:>7} {:>5} {:>8} {:>8} {:>8} {:>8}",
+            p.sent,
+            p.lost,
+            ms(r.map(|r| r.p50)),
+            ms(r.map(|r| r.p90)),
+            ms(r.map(|r| r.p99)),
+            ms(r.map(|r| r.max))
+        );
+    }
+}
+
+/// The loaded phase's goodput (bits/s; each direction's with load both) and its TCP RTT (ms).
+fn print_load(loaded: &Phase) {
+    if let Some(b) = loaded.bits_per_second {
+        println!("throughput under load: {}", display::rate(b));
+    }
+    let leg = |l: &Option<DirectionLoad>| {
+        l.as_ref()
+            .map(|l| l.bits_per_second)
+            .filter(|b| b.is_finite())
+    };
+    if let (Some(u), Some(d)) = (leg(&loaded.up), leg(&loaded.down)) {
+        println!(
+            "  up (board sends): {}   down (board receives): {}",
+            display::rate(u),
+            display::rate(d)
+        );
+    }
+    if let Some(t) = &loaded.tcp_rtt_ms {
+        println!(
+            "TCP RTT of the load (TCP_INFO): p50 {} ms, p99 {} ms",
+            ms(Some(t.p50)),
+            ms(Some(t.p99))
+        );
+    }
 }

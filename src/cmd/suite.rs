@@ -206,13 +206,11 @@ fn suite(a: SuiteArgs) -> Result<i32, String> {
                 (f, _) => Some(crate::peer::token_from(None, f.as_deref())?),
             };
             let t = RunTarget {
-                host: peer,
-                port: port.map(|p| p.to_string()),
                 bind: bind_dev,
-                time: time.map(|t| t.to_string()),
                 label,
                 agent,
                 agent_token,
+                ..run_target(peer, port, time)
             };
             let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
             let out = Outputs {
@@ -222,6 +220,17 @@ fn suite(a: SuiteArgs) -> Result<i32, String> {
             };
             rt.block_on(run_suite(store, row, t, out, &a.data))
         }
+    }
+}
+
+/// The target of `suite run -c PEER [-p PORT] [-t SECONDS]`: the port and seconds as clap
+/// read them, typed (the planner checks their range: 1..65535, 1..86400 s).
+fn run_target(peer: String, port: Option<u16>, time: Option<u32>) -> RunTarget {
+    RunTarget {
+        host: peer,
+        port,
+        time,
+        ..Default::default()
     }
 }
 
@@ -504,4 +513,65 @@ fn compare_cmd(a: CompareArgs) -> Result<i32, String> {
         ),
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: SuiteArgs,
+    }
+
+    /// The target of a `suite run` command line.
+    fn target(args: &[&str]) -> RunTarget {
+        let cli = Cli::try_parse_from(args).expect("flags");
+        let SuiteCmd::Run {
+            peer, port, time, ..
+        } = cli.a.cmd
+        else {
+            panic!("not suite run")
+        };
+        run_target(peer, port, time)
+    }
+
+    /// Issue 40 item 2: `suite run -p PORT -t SECONDS` hands its typed flags to the planner
+    /// as they are (no text in between): the planned tests carry them, and a value out of
+    /// range is refused in a test request's words.
+    #[test]
+    fn suite_run_passes_its_typed_port_and_time() {
+        let t = target(&[
+            "x",
+            "run",
+            "seed 001",
+            "-c",
+            "192.0.2.2",
+            "-p",
+            "5202",
+            "-t",
+            "2",
+        ]);
+        assert_eq!(
+            (t.host.as_str(), t.port, t.time),
+            ("192.0.2.2", Some(5202), Some(2))
+        );
+        let d = def::builtin_defs().remove(0);
+        let p = d.plan(&t, &[]).expect("plan");
+        assert!(p
+            .iter()
+            .all(|x| x.client().port == 5202 && x.client().params.time == 2));
+        let zero = target(&["x", "run", "s", "-c", "h", "-t", "0"]);
+        assert_eq!(
+            d.plan(&zero, &[]).unwrap_err(),
+            "duration must be 1..86400, got 0"
+        );
+        let port0 = target(&["x", "run", "s", "-c", "h", "-p", "0"]);
+        assert_eq!(
+            d.plan(&port0, &[]).unwrap_err(),
+            "port must be 1..65535, got 0"
+        );
+    }
 }

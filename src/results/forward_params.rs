@@ -1,6 +1,7 @@
 //! The stored parameters of a forwarding run and of a monitor-only run (`runs.params_json` of
 //! kinds `forward` and `monitor`), typed: written by `runs::forward` when the run starts
-//! (`start_forward`, `start_monitor`), read by the run page's command lines, title and facts
+//! (`start_forward`, `start_monitor`, through [`ForwardParams::to_value`] /
+//! [`MonitorParams::to_value`]), read by the run page's command lines, title and facts
 //! (`results::view`).
 //!
 //! As in [`crate::results::forward_summary`]: field order = stored key order (a stored row read
@@ -33,6 +34,11 @@ impl ForwardParams {
     /// Stored parameters read back; the default (every field absent) when they are not these.
     pub(crate) fn of_params(v: &serde_json::Value) -> ForwardParams {
         ForwardParams::deserialize(v).unwrap_or_default()
+    }
+
+    /// The stored JSON (what `runs.params_json` holds).
+    pub(crate) fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
     }
 }
 
@@ -86,6 +92,11 @@ impl MonitorParams {
     /// are not these.
     pub(crate) fn of_params(v: &serde_json::Value) -> MonitorParams {
         MonitorParams::deserialize(v).unwrap_or_default()
+    }
+
+    /// The stored JSON (what `runs.params_json` holds).
+    pub(crate) fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
     }
 }
 

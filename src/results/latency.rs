@@ -665,7 +665,7 @@ pub(crate) fn fill_notes(used: Option<&Congestion>, params: &serde_json::Value) 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Issue 22 item 6: the page says which congestion control loaded the path and when the
@@ -889,7 +889,27 @@ mod tests {
     /// A latency run's summary as stored (every key the runner writes, in its order: a
     /// loaded phase with one-way delays and both directions, the echo, the queue, a NaN
     /// figure stored as `null`, the load's congestion control last).
-    const STORED_SUMMARY: &str = r#"{"idle":{"name":"idle","direction":"none","start":0.0,"end":5.0,"rtt_ms":{"p50":0.5,"p90":0.5,"p99":0.61,"min":0.41,"max":0.7,"n":500},"tcp_rtt_ms":null,"sent":500,"lost":0,"bits_per_second":null,"owd_ms":{"up":{"p50":0.02,"p99":0.05,"n":500},"down":{"p50":0.01,"p99":0.04,"n":500},"rtt":{"p50":0.48,"p99":0.6,"n":500}}},"loaded":{"name":"loaded","direction":"both","start":5.0,"end":15.0,"rtt_ms":{"p50":100.5,"p90":101.0,"p99":104.24,"min":60.2,"max":110.0,"n":990},"tcp_rtt_ms":{"p50":101.0,"p90":101.0,"p99":101.0,"min":101.0,"max":101.0,"n":1},"sent":1000,"lost":10,"bits_per_second":95000000.0,"owd_ms":{"up":{"p50":12.4,"p99":14.0,"n":990},"down":{"p50":0.06,"p99":0.1,"n":990},"rtt":null},"owd_increase_ms":{"up":12.38,"down":0.05},"up":{"bits_per_second":5000000.0,"streams":1,"tcp_rtt_ms":{"p50":101.0,"p90":101.0,"p99":101.0,"min":101.0,"max":101.0,"n":1}},"down":{"bits_per_second":90000000.0,"streams":2}},"idle_after":{"name":"idle after","direction":"none","start":15.0,"end":20.0,"rtt_ms":{"p50":0.5,"p90":0.5,"p99":0.5,"min":0.5,"max":0.5,"n":500},"tcp_rtt_ms":null,"sent":500,"lost":0,"bits_per_second":null},"increase_ms":100.0,"rpm":597.0149253731344,"idle_rpm":120000.0,"queue_bytes":7750.0,"queue":{"bytes":7750.0,"place":"upstream","bits_per_second":5000000.0,"upper_bound":false,"from":"one-way delays (UDP echo)"},"probes":{"sent":2000,"lost":10,"lost_percent":0.5,"interval_ms":10.0,"socket":"raw socket","priority":"nice -10","late_us":{"p50":60.0,"p99":60.0,"max":60.0},"skipped":0,"late_replies":0,"cpu_ms":40.0,"cpu_percent":null},"echo":{"port":5299,"answered":true,"sent":2000,"replies":1990,"lost":10,"base_up_ms":3.25,"base_down_ms":-3.1,"clock":"CLOCK_MONOTONIC","note":null},"verdict":"latency under load grows by 100 ms: a 0.008 MB queue upstream at 5.0 Mbit/s","congestion":{"sender":"cubic","receiver":null}}"#;
+    /// A latency run's summary as the runner stored it.
+    pub(crate) const STORED_SUMMARY: &str = r#"{"idle":{"name":"idle","direction":"none","start":0.0,"end":5.0,"rtt_ms":{"p50":0.5,"p90":0.5,"p99":0.61,"min":0.41,"max":0.7,"n":500},"tcp_rtt_ms":null,"sent":500,"lost":0,"bits_per_second":null,"owd_ms":{"up":{"p50":0.02,"p99":0.05,"n":500},"down":{"p50":0.01,"p99":0.04,"n":500},"rtt":{"p50":0.48,"p99":0.6,"n":500}}},"loaded":{"name":"loaded","direction":"both","start":5.0,"end":15.0,"rtt_ms":{"p50":100.5,"p90":101.0,"p99":104.24,"min":60.2,"max":110.0,"n":990},"tcp_rtt_ms":{"p50":101.0,"p90":101.0,"p99":101.0,"min":101.0,"max":101.0,"n":1},"sent":1000,"lost":10,"bits_per_second":95000000.0,"owd_ms":{"up":{"p50":12.4,"p99":14.0,"n":990},"down":{"p50":0.06,"p99":0.1,"n":990},"rtt":null},"owd_increase_ms":{"up":12.38,"down":0.05},"up":{"bits_per_second":5000000.0,"streams":1,"tcp_rtt_ms":{"p50":101.0,"p90":101.0,"p99":101.0,"min":101.0,"max":101.0,"n":1}},"down":{"bits_per_second":90000000.0,"streams":2}},"idle_after":{"name":"idle after","direction":"none","start":15.0,"end":20.0,"rtt_ms":{"p50":0.5,"p90":0.5,"p99":0.5,"min":0.5,"max":0.5,"n":500},"tcp_rtt_ms":null,"sent":500,"lost":0,"bits_per_second":null},"increase_ms":100.0,"rpm":597.0149253731344,"idle_rpm":120000.0,"queue_bytes":7750.0,"queue":{"bytes":7750.0,"place":"upstream","bits_per_second":5000000.0,"upper_bound":false,"from":"one-way delays (UDP echo)"},"probes":{"sent":2000,"lost":10,"lost_percent":0.5,"interval_ms":10.0,"socket":"raw socket","priority":"nice -10","late_us":{"p50":60.0,"p99":60.0,"max":60.0},"skipped":0,"late_replies":0,"cpu_ms":40.0,"cpu_percent":null},"echo":{"port":5299,"answered":true,"sent":2000,"replies":1990,"lost":10,"base_up_ms":3.25,"base_down_ms":-3.1,"clock":"CLOCK_MONOTONIC","note":null},"verdict":"latency under load grows by 100 ms: a 0.008 MB queue upstream at 5.0 Mbit/s","congestion":{"sender":"cubic","receiver":null}}"#;
+
+    /// An early summary: none of the keys added since (verdict, queue, echo, congestion, the
+    /// probe clock's socket and priority).
+    pub(crate) fn early_summary() -> serde_json::Value {
+        serde_json::json!({
+            "idle": {"name": "idle", "direction": "none", "start": 0.0, "end": 5.0,
+                "rtt_ms": {"p50": 0.5, "p90": 0.5, "p99": 0.5, "min": 0.5, "max": 0.5, "n": 500},
+                "tcp_rtt_ms": null, "sent": 500, "lost": 0, "bits_per_second": null},
+            "loaded": {"name": "loaded", "direction": "download", "start": 5.0, "end": 15.0,
+                "rtt_ms": {"p50": 83.0, "p90": 90.0, "p99": 104.24, "min": 1.0, "max": 110.0, "n": 990},
+                "tcp_rtt_ms": null, "sent": 1000, "lost": 10, "bits_per_second": 95.3e6},
+            "idle_after": {"name": "idle after", "direction": "none", "start": 15.0, "end": 20.0,
+                "rtt_ms": null, "tcp_rtt_ms": null, "sent": 500, "lost": 0, "bits_per_second": null},
+            "increase_ms": 82.5, "rpm": 722.9, "idle_rpm": 120000.0, "queue_bytes": 982875.0,
+            "probes": {"sent": 2000, "lost": 10, "lost_percent": 0.5, "interval_ms": 10.0,
+                "late_us": {"p50": 60.0, "p99": 60.0, "max": 60.0}, "skipped": 0,
+                "late_replies": 0, "cpu_ms": 40.0, "cpu_percent": 0.2}
+        })
+    }
 
     /// Issue 40 item 1: a stored summary read through [`LatencyResult`] and written back is
     /// the same bytes (the `null` of a NaN figure included); the runner's typed `congestion`
@@ -929,20 +949,7 @@ mod tests {
         );
 
         // An early summary: none of the keys added since.
-        let old = serde_json::json!({
-            "idle": {"name": "idle", "direction": "none", "start": 0.0, "end": 5.0,
-                "rtt_ms": {"p50": 0.5, "p90": 0.5, "p99": 0.5, "min": 0.5, "max": 0.5, "n": 500},
-                "tcp_rtt_ms": null, "sent": 500, "lost": 0, "bits_per_second": null},
-            "loaded": {"name": "loaded", "direction": "download", "start": 5.0, "end": 15.0,
-                "rtt_ms": {"p50": 83.0, "p90": 90.0, "p99": 104.24, "min": 1.0, "max": 110.0, "n": 990},
-                "tcp_rtt_ms": null, "sent": 1000, "lost": 10, "bits_per_second": 95.3e6},
-            "idle_after": {"name": "idle after", "direction": "none", "start": 15.0, "end": 20.0,
-                "rtt_ms": null, "tcp_rtt_ms": null, "sent": 500, "lost": 0, "bits_per_second": null},
-            "increase_ms": 82.5, "rpm": 722.9, "idle_rpm": 120000.0, "queue_bytes": 982875.0,
-            "probes": {"sent": 2000, "lost": 10, "lost_percent": 0.5, "interval_ms": 10.0,
-                "late_us": {"p50": 60.0, "p99": 60.0, "max": 60.0}, "skipped": 0,
-                "late_replies": 0, "cpu_ms": 40.0, "cpu_percent": 0.2}
-        });
+        let old = early_summary();
         let r = LatencyResult::of_summary(&old).expect("an early summary reads");
         assert_eq!((r.verdict.as_str(), r.probes.socket.as_str()), ("", ""));
         assert!(r.echo.is_none() && r.queue.is_none() && r.congestion.is_none());

@@ -1,10 +1,11 @@
 //! Result tables of suites and compared runs: one row of figures per test ([`StepResult`]),
 //! a suite's table ([`SuiteResult`]).
 
+use crate::engine::params::Params;
 use crate::model::{RunKind, RunProtocol, RunStatus, StepStatus};
 use crate::spec::suite::PlanEntry;
 use crate::store::{RunRow, Store, SuiteRow};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One test's figures as result tables show them (a suite step, or a run being compared).
 #[derive(Debug, Clone, Serialize, PartialEq, Default)]
@@ -86,6 +87,73 @@ pub(crate) fn cpu_max(store: &Store, run_id: i64) -> Option<f64> {
         .fold(None, |m: Option<f64>, b| Some(m.map_or(b, |m| m.max(b))))
 }
 
+/// What a result row shows of a run's stored `params`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct RowParams {
+    /// Target bitrate per stream, bits/s (0 = unlimited or not said).
+    pub bandwidth: u64,
+    /// Streams (1 when not said).
+    pub parallel: u64,
+    /// Asked duration, s; `None` when not said or 0 (`-n`/`-k`).
+    pub time_s: Option<f64>,
+}
+
+impl RowParams {
+    /// `r.params` read once: an iperf3 run's through the engine's [`Params`] (by key when
+    /// they are not a whole `Params`), the other kinds' by key (a multi-port run's
+    /// `time` and `parallel`; an iperf 2 run's `time`, s, may be fractional).
+    pub(crate) fn of(r: &RunRow) -> RowParams {
+        match r.kind {
+            RunKind::Iperf3 => match Params::deserialize(&r.params) {
+                Ok(p) => RowParams {
+                    bandwidth: p.bandwidth,
+                    parallel: u64::from(p.parallel),
+                    time_s: Self::duration(f64::from(p.time)),
+                },
+                // Not a whole `Params` (a run written by hand, a partial import): its keys.
+                Err(_) => Self::by_key(&r.params),
+            },
+            RunKind::Multi
+            | RunKind::Iperf2
+            | RunKind::Forward
+            | RunKind::Monitor
+            | RunKind::HttpServe
+            | RunKind::HttpGet
+            | RunKind::TcpSink
+            | RunKind::TcpSource
+            | RunKind::Latency
+            | RunKind::Rfc2544 => Self::by_key(&r.params),
+        }
+    }
+
+    /// Nothing said: unlimited, one stream, no duration.
+    const NONE: RowParams = RowParams {
+        bandwidth: 0,
+        parallel: 1,
+        time_s: None,
+    };
+
+    /// A duration of `s` seconds; `None` for 0 (or not a number).
+    fn duration(s: f64) -> Option<f64> {
+        (s > 0.0).then_some(s)
+    }
+
+    /// Keys `bandwidth` (bits/s), `parallel` and `time` (s); each absent one as in [`Self::NONE`].
+    fn by_key(v: &serde_json::Value) -> RowParams {
+        RowParams {
+            bandwidth: v
+                .get("bandwidth")
+                .and_then(|b| b.as_u64())
+                .unwrap_or(Self::NONE.bandwidth),
+            parallel: v
+                .get("parallel")
+                .and_then(|b| b.as_u64())
+                .unwrap_or(Self::NONE.parallel),
+            time_s: v["time"].as_f64().and_then(Self::duration),
+        }
+    }
+}
+
 /// The default row name of a stored run ("TCP send", "UDP receive 400M", "Latency down").
 pub(crate) fn run_label(r: &RunRow) -> String {
     match r.kind {
@@ -107,16 +175,11 @@ pub(crate) fn run_label(r: &RunRow) -> String {
         | RunKind::TcpSource
         | RunKind::Rfc2544 => {}
     }
-    let bw = r
-        .params
-        .get("bandwidth")
-        .and_then(|b| b.as_u64())
-        .unwrap_or(0);
-    let par = r
-        .params
-        .get("parallel")
-        .and_then(|b| b.as_u64())
-        .unwrap_or(1);
+    let RowParams {
+        bandwidth: bw,
+        parallel: par,
+        ..
+    } = RowParams::of(r);
     let mut l = format!("{} {}", r.protocol, r.direction);
     if r.protocol == RunProtocol::Udp || bw > 0 {
         l.push(' ');
@@ -130,6 +193,7 @@ pub(crate) fn run_label(r: &RunRow) -> String {
 
 /// A stored run's figures.
 pub(crate) fn run_result(store: &Store, index: usize, label: &str, r: &RunRow) -> StepResult {
+    let params = RowParams::of(r);
     StepResult {
         index,
         label: label.to_string(),
@@ -137,11 +201,7 @@ pub(crate) fn run_result(store: &Store, index: usize, label: &str, r: &RunRow) -
         status: r.status.into(),
         protocol: r.protocol.clone(),
         direction: r.direction.to_string(),
-        target_bps: r
-            .params
-            .get("bandwidth")
-            .and_then(|b| b.as_u64())
-            .unwrap_or(0),
+        target_bps: params.bandwidth,
         bitrate_bps: r.receiver_bps.or(r.sender_bps),
         sender_bps: r.sender_bps,
         receiver_bps: r.receiver_bps,
@@ -161,7 +221,7 @@ pub(crate) fn run_result(store: &Store, index: usize, label: &str, r: &RunRow) -
             (None, true) => String::new(),
         },
         peer: format!("{}:{}", r.peer_host, r.peer_port),
-        duration_s: r.params["time"].as_f64().filter(|t| *t > 0.0),
+        duration_s: params.time_s,
         started_at: Some(r.started_at),
         ended_at: r.ended_at,
         error: r.error.clone(),

@@ -10,6 +10,7 @@ use crate::model::time::fmt_time;
 use crate::model::{RunDirection, RunKind, RunProtocol, RunRole};
 use crate::results::forward_params::{ForwardParams, MonitorParams};
 use crate::results::forward_summary::BoardFigures;
+use crate::results::latency::{LatencyResult, Phase, ProbeTotals, RttStats};
 use crate::results::multi_summary::MultiParams;
 use crate::results::rfc2544_params::Rfc2544Params;
 use crate::store::RunRow;
@@ -973,10 +974,10 @@ fn tcp_raw_view(r: &RunRow, source: bool) -> KindView {
     }
 }
 
-/// A latency figure as the page shows it: "0.52 ms", "104 ms" (whole from 10 ms), "—" when
-/// `v` is not a number.
-fn ms_text(v: &Value) -> String {
-    v.as_f64()
+/// A latency figure, ms, as the page shows it: "0.52 ms", "104 ms" (whole from 10 ms), "—"
+/// when there is none or it is not a number (a stored `null` reads as NaN).
+fn ms_text(v: Option<f64>) -> String {
+    v.and_then(finite)
         .map(|x| {
             if x.abs() < 10.0 {
                 format!("{x:.2} ms")
@@ -987,189 +988,231 @@ fn ms_text(v: &Value) -> String {
         .unwrap_or_else(|| "—".into())
 }
 
-/// A latency run's cards from its summary `s`: idle and loaded RTT, the increase, RPM,
-/// throughput (each direction's apart when the load ran both: `up`, `down`), probe loss.
-fn latency_cards(r: &RunRow, s: &Value, up: &Value, down: &Value) -> Vec<Card> {
-    let cards = vec![
+/// A word of a latency summary as the page shows it: "?" for the empty word (a key absent
+/// from summaries stored before it was kept).
+fn word_or_unknown(w: &str) -> &str {
+    if w.is_empty() {
+        "?"
+    } else {
+        w
+    }
+}
+
+/// Statistic `f` (ms) of the RTT set `t`, as [`ms_text`]; "—" without the set.
+fn rtt_text(t: Option<&RttStats>, f: fn(&RttStats) -> f64) -> String {
+    ms_text(t.map(f))
+}
+
+/// A latency run's cards from its summary `s` (`None`: none stored, the run failed first):
+/// idle and loaded RTT, the increase, RPM, throughput (each direction's apart when the load
+/// ran both), probe loss.
+fn latency_cards(r: &RunRow, s: Option<&LatencyResult>) -> Vec<Card> {
+    let none = Phase::default();
+    let (idle, loaded) = s.map_or((&none, &none), |s| (&s.idle, &s.loaded));
+    let dash = || "—".to_string();
+    let mut cards = vec![
         card(
             "lat-idle-p50",
             "Idle RTT p50",
-            ms_text(&s["idle"]["rtt_ms"]["p50"]),
+            rtt_text(idle.rtt_ms.as_ref(), |t| t.p50),
         ),
         card(
             "lat-loaded-p50",
             "Loaded RTT p50",
-            ms_text(&s["loaded"]["rtt_ms"]["p50"]),
+            rtt_text(loaded.rtt_ms.as_ref(), |t| t.p50),
         ),
         card(
             "lat-loaded-p99",
             "Loaded RTT p99",
-            ms_text(&s["loaded"]["rtt_ms"]["p99"]),
+            rtt_text(loaded.rtt_ms.as_ref(), |t| t.p99),
         ),
         card(
             "lat-increase",
             "Increase under load",
-            s["increase_ms"]
-                .as_f64()
-                .map(display::delta_ms)
-                .unwrap_or_else(|| "—".into()),
+            s.and_then(|s| s.increase_ms)
+                .map_or_else(dash, display::delta_ms),
         ),
         card(
             "lat-rpm",
             "RPM (loaded)",
-            s["rpm"]
-                .as_f64()
-                .map(display::whole)
-                .unwrap_or_else(|| "—".into()),
+            s.and_then(|s| s.rpm).map_or_else(dash, display::whole),
         ),
         card(
             "sum-receiver",
             "Throughput",
-            rate_or_dash(s["loaded"]["bits_per_second"].as_f64().or(r.receiver_bps)),
+            rate_or_dash(loaded.bits_per_second.or(r.receiver_bps)),
         ),
     ];
-    let mut cards = cards;
     // Load both: each direction's goodput apart (up = the board sends).
-    if up.is_object() && down.is_object() {
+    if let (Some(up), Some(down)) = (&loaded.up, &loaded.down) {
         cards.push(card(
             "lat-up-bps",
             "Up (board sends)",
-            rate_or_dash(up["bits_per_second"].as_f64()),
+            rate_or_dash(finite(up.bits_per_second)),
         ));
         cards.push(card(
             "lat-down-bps",
             "Down (board receives)",
-            rate_or_dash(down["bits_per_second"].as_f64()),
+            rate_or_dash(finite(down.bits_per_second)),
         ));
     }
-    cards.extend([card(
-        "lat-loss",
-        "Probe loss",
-        match (s["probes"]["lost"].as_u64(), s["probes"]["sent"].as_u64()) {
-            (Some(l), Some(n)) => format!(
-                "{l}/{n} ({:.2} %)",
-                s["probes"]["lost_percent"].as_f64().unwrap_or(0.0)
-            ),
-            _ => "—".into(),
-        },
-    )]);
+    let loss = s.map_or_else(dash, |s| {
+        let p = &s.probes;
+        let pct = finite(p.lost_percent).unwrap_or(0.0);
+        format!("{}/{} ({pct:.2} %)", p.lost, p.sent)
+    });
+    cards.push(card("lat-loss", "Probe loss", loss));
     cards
 }
 
-/// A latency run's facts from its summary `s`: the verdict, each load direction (`up`,
-/// `down`), each phase's ICMP and TCP round trips, one-way delays, the implied queue, the
-/// prober.
-fn latency_facts(s: &Value, up: &Value, down: &Value) -> Vec<(String, String)> {
+/// A latency run's facts from its summary `s` (`raw`: the same summary stored, for the
+/// one-way delay rows): the verdict, each load direction, each phase's ICMP and TCP round
+/// trips, one-way delays, the implied queue, the prober.
+fn latency_facts(s: &LatencyResult, raw: &Value) -> Vec<(String, String)> {
     let mut facts = Vec::new();
-    if let Some(v) = s["verdict"].as_str() {
-        facts.push(("Verdict".to_string(), v.to_string()));
+    if !s.verdict.is_empty() {
+        facts.push(("Verdict".to_string(), s.verdict.clone()));
     }
+    facts.extend(load_facts(&s.loaded));
+    for (ph, label) in [
+        (&s.idle, "Idle"),
+        (&s.loaded, "Loaded"),
+        (&s.idle_after, "Idle after"),
+    ] {
+        facts.extend(phase_facts(ph, label));
+    }
+    facts.extend(crate::results::owd::facts(raw));
+    facts.extend(queue_fact(s));
+    facts.push(probes_fact(&s.probes));
+    facts
+}
+
+/// The loaded phase's directions `loaded.up` (the board sends) and `loaded.down`: goodput
+/// (bits/s) over N streams, the sending streams' TCP RTT (ms).
+fn load_facts(loaded: &Phase) -> Vec<(String, String)> {
+    let mut facts = Vec::new();
     for (leg, label) in [
-        (up, "Load up (board sends)"),
-        (down, "Load down (board receives)"),
+        (&loaded.up, "Load up (board sends)"),
+        (&loaded.down, "Load down (board receives)"),
     ] {
-        if let Some(b) = leg["bits_per_second"].as_f64() {
-            let mut t = format!(
-                "{} over {}",
-                rate_or_dash(Some(b)),
-                plural(leg["streams"].as_u64().unwrap_or(0), "stream")
-            );
-            let tt = &leg["tcp_rtt_ms"];
-            if tt.is_object() {
-                t.push_str(&format!(
-                    " · TCP RTT p50 {} · p99 {}",
-                    ms_text(&tt["p50"]),
-                    ms_text(&tt["p99"])
-                ));
-            }
-            facts.push((label.to_string(), t));
-        }
-    }
-    for (key, label) in [
-        ("idle", "Idle"),
-        ("loaded", "Loaded"),
-        ("idle_after", "Idle after"),
-    ] {
-        let ph = &s[key];
-        let rt = &ph["rtt_ms"];
-        if rt.is_object() {
-            facts.push((
-                format!("{label} RTT (ICMP)"),
-                format!(
-                    "p50 {} · p90 {} · p99 {} · max {} ({} probes, {} lost)",
-                    ms_text(&rt["p50"]),
-                    ms_text(&rt["p90"]),
-                    ms_text(&rt["p99"]),
-                    ms_text(&rt["max"]),
-                    ph["sent"].as_u64().unwrap_or(0),
-                    ph["lost"].as_u64().unwrap_or(0)
-                ),
-            ));
-        }
-        let tt = &ph["tcp_rtt_ms"];
-        if tt.is_object() {
-            facts.push((
-                format!("{label} TCP RTT (TCP_INFO)"),
-                format!(
-                    "p50 {} · p99 {} · max {}",
-                    ms_text(&tt["p50"]),
-                    ms_text(&tt["p99"]),
-                    ms_text(&tt["max"])
-                ),
-            ));
-        }
-    }
-    facts.extend(crate::results::owd::facts(s));
-    if let Some(q) = s["queue_bytes"].as_f64() {
-        let e = &s["queue"];
-        let how = match (e["place"].as_str(), e["bits_per_second"].as_f64()) {
-            (Some(place), Some(bps)) => format!(
-                " {}{place} at {}, from {}{}",
-                if place == "the bottleneck" { "at " } else { "" },
-                display::rate(bps),
-                e["from"].as_str().unwrap_or("?"),
-                if e["upper_bound"].as_bool() == Some(true) {
-                    " — an upper bound: the round trip's growth may sit in either direction"
-                } else {
-                    ""
-                }
-            ),
-            _ => String::new(),
+        let Some((leg, b)) = leg
+            .as_ref()
+            .and_then(|l| finite(l.bits_per_second).map(|b| (l, b)))
+        else {
+            continue;
         };
+        let mut t = format!(
+            "{} over {}",
+            rate_or_dash(Some(b)),
+            plural(leg.streams as u64, "stream")
+        );
+        if let Some(tt) = &leg.tcp_rtt_ms {
+            t.push_str(&format!(
+                " · TCP RTT p50 {} · p99 {}",
+                ms_text(Some(tt.p50)),
+                ms_text(Some(tt.p99))
+            ));
+        }
+        facts.push((label.to_string(), t));
+    }
+    facts
+}
+
+/// One phase's ICMP round trips (ms, with its probes sent and lost) and its load's TCP round
+/// trips (ms), each where measured.
+fn phase_facts(ph: &Phase, label: &str) -> Vec<(String, String)> {
+    let mut facts = Vec::new();
+    if let Some(rt) = &ph.rtt_ms {
         facts.push((
-            "Implied queue".into(),
+            format!("{label} RTT (ICMP)"),
             format!(
-                "{}{how} ({} bytes)",
-                display::size(q),
-                display::count(q.round() as u64)
+                "p50 {} · p90 {} · p99 {} · max {} ({} probes, {} lost)",
+                ms_text(Some(rt.p50)),
+                ms_text(Some(rt.p90)),
+                ms_text(Some(rt.p99)),
+                ms_text(Some(rt.max)),
+                ph.sent,
+                ph.lost
             ),
         ));
     }
-    let pr = &s["probes"];
-    if pr.is_object() {
+    if let Some(tt) = &ph.tcp_rtt_ms {
         facts.push((
-            "Probes".into(),
+            format!("{label} TCP RTT (TCP_INFO)"),
             format!(
-                "ICMP echo every {} ms over a {} ({}); clock late p50 {:.0} µs, p99 {:.0} µs; prober CPU {:.2} % of a core",
-                pr["interval_ms"].as_f64().unwrap_or(0.0),
-                pr["socket"].as_str().unwrap_or("?"),
-                pr["priority"].as_str().unwrap_or("?"),
-                pr["late_us"]["p50"].as_f64().unwrap_or(0.0),
-                pr["late_us"]["p99"].as_f64().unwrap_or(0.0),
-                pr["cpu_percent"].as_f64().unwrap_or(0.0)
+                "p50 {} · p99 {} · max {}",
+                ms_text(Some(tt.p50)),
+                ms_text(Some(tt.p99)),
+                ms_text(Some(tt.max))
             ),
         ));
     }
     facts
 }
 
+/// The queue the increase implies: its size (bytes), where, at what goodput and from what;
+/// `None` when the summary has no size.
+fn queue_fact(s: &LatencyResult) -> Option<(String, String)> {
+    let q = s.queue_bytes?;
+    let how = match s
+        .queue
+        .as_ref()
+        .and_then(|e| finite(e.bits_per_second).map(|b| (e, b)))
+    {
+        Some((e, bps)) => format!(
+            " {}{} at {}, from {}{}",
+            if e.place == "the bottleneck" {
+                "at "
+            } else {
+                ""
+            },
+            e.place,
+            display::rate(bps),
+            word_or_unknown(&e.from),
+            if e.upper_bound {
+                " — an upper bound: the round trip's growth may sit in either direction"
+            } else {
+                ""
+            }
+        ),
+        None => String::new(),
+    };
+    Some((
+        "Implied queue".into(),
+        format!(
+            "{}{how} ({} bytes)",
+            display::size(q),
+            display::count(q.round() as u64)
+        ),
+    ))
+}
+
+/// The prober: interval (ms), socket, priority, clock lateness (µs) and CPU (% of a core).
+fn probes_fact(pr: &ProbeTotals) -> (String, String) {
+    let n = |x: f64| finite(x).unwrap_or(0.0);
+    (
+        "Probes".into(),
+        format!(
+            "ICMP echo every {} ms over a {} ({}); clock late p50 {:.0} µs, p99 {:.0} µs; prober CPU {:.2} % of a core",
+            n(pr.interval_ms),
+            word_or_unknown(&pr.socket),
+            word_or_unknown(&pr.priority),
+            n(pr.late_us.p50),
+            n(pr.late_us.p99),
+            n(pr.cpu_percent)
+        ),
+    )
+}
+
 fn latency_view(r: &RunRow) -> KindView {
     let spec: crate::spec::latency::LatencySpec =
         serde_json::from_value(r.params.clone()).unwrap_or_default();
-    let s = &r.summary;
-    let (up, down) = (&s["loaded"]["up"], &s["loaded"]["down"]);
-    let cards = latency_cards(r, s, up, down);
-    let facts = latency_facts(s, up, down);
+    let s = LatencyResult::of_summary(&r.summary);
+    let cards = latency_cards(r, s.as_ref());
+    let facts = s
+        .as_ref()
+        .map(|s| latency_facts(s, &r.summary))
+        .unwrap_or_default();
     KindView {
         kind: r.kind,
         kind_label: r.kind.label(),
@@ -1444,6 +1487,286 @@ mod tests {
             .find(|c| c.label == label)
             .map(|c| c.value.as_str())
             .unwrap_or_else(|| panic!("no card {label} in {:?}", v.cards))
+    }
+
+    /// Issue 40 item 1: an iperf3 run's `bandwidth`, `parallel` and `time` in the result
+    /// tables are read once through the engine's `Params`; the label, target and duration
+    /// are those the keys gave. Params that are not a whole `Params` (a run written by hand)
+    /// still give their keys; a run without a duration (`-n`) has none.
+    #[test]
+    fn result_tables_read_an_iperf3_run_s_params_once() {
+        use crate::results::suite_table::{run_label, RowParams};
+        let mut r = row(RunKind::Iperf3);
+        r.protocol = RunProtocol::Udp;
+        r.params = serde_json::to_value(Params {
+            bandwidth: 400_000_000,
+            parallel: 4,
+            time: 30,
+            ..Params::default()
+        })
+        .unwrap();
+        let p = RowParams::of(&r);
+        assert_eq!(
+            (p.bandwidth, p.parallel, p.time_s),
+            (400_000_000, 4, Some(30.0))
+        );
+        assert_eq!(run_label(&r), "UDP send 400M ×4");
+        r.params = json!({"time": 10});
+        let p = RowParams::of(&r);
+        assert_eq!((p.bandwidth, p.parallel, p.time_s), (0, 1, Some(10.0)));
+        r.params = serde_json::to_value(Params {
+            time: 0,
+            num: 1 << 20,
+            ..Params::default()
+        })
+        .unwrap();
+        assert_eq!(RowParams::of(&r).time_s, None);
+        // Another kind's params are read by key as before (an iperf 2 run's seconds).
+        let mut r2 = row(RunKind::Iperf2);
+        r2.params = json!({"time": 2.5, "parallel": 2});
+        let p = RowParams::of(&r2);
+        assert_eq!((p.bandwidth, p.parallel, p.time_s), (0, 2, Some(2.5)));
+    }
+
+    /// The run page's latency cards and facts as they were read by key before
+    /// [`LatencyResult`] (kept to compare).
+    mod by_key {
+        use super::super::{card, display, plural, rate_or_dash, Card, RunRow};
+        use serde_json::Value;
+
+        /// A latency figure as the page shows it: "0.52 ms", "104 ms" (whole from 10 ms), "—" when
+        /// `v` is not a number.
+        fn old_ms_text(v: &Value) -> String {
+            v.as_f64()
+                .map(|x| {
+                    if x.abs() < 10.0 {
+                        format!("{x:.2} ms")
+                    } else {
+                        format!("{x:.0} ms")
+                    }
+                })
+                .unwrap_or_else(|| "—".into())
+        }
+
+        /// A latency run's cards from its summary `s`: idle and loaded RTT, the increase, RPM,
+        /// throughput (each direction's apart when the load ran both: `up`, `down`), probe loss.
+        pub(super) fn old_latency_cards(
+            r: &RunRow,
+            s: &Value,
+            up: &Value,
+            down: &Value,
+        ) -> Vec<Card> {
+            let cards = vec![
+                card(
+                    "lat-idle-p50",
+                    "Idle RTT p50",
+                    old_ms_text(&s["idle"]["rtt_ms"]["p50"]),
+                ),
+                card(
+                    "lat-loaded-p50",
+                    "Loaded RTT p50",
+                    old_ms_text(&s["loaded"]["rtt_ms"]["p50"]),
+                ),
+                card(
+                    "lat-loaded-p99",
+                    "Loaded RTT p99",
+                    old_ms_text(&s["loaded"]["rtt_ms"]["p99"]),
+                ),
+                card(
+                    "lat-increase",
+                    "Increase under load",
+                    s["increase_ms"]
+                        .as_f64()
+                        .map(display::delta_ms)
+                        .unwrap_or_else(|| "—".into()),
+                ),
+                card(
+                    "lat-rpm",
+                    "RPM (loaded)",
+                    s["rpm"]
+                        .as_f64()
+                        .map(display::whole)
+                        .unwrap_or_else(|| "—".into()),
+                ),
+                card(
+                    "sum-receiver",
+                    "Throughput",
+                    rate_or_dash(s["loaded"]["bits_per_second"].as_f64().or(r.receiver_bps)),
+                ),
+            ];
+            let mut cards = cards;
+            // Load both: each direction's goodput apart (up = the board sends).
+            if up.is_object() && down.is_object() {
+                cards.push(card(
+                    "lat-up-bps",
+                    "Up (board sends)",
+                    rate_or_dash(up["bits_per_second"].as_f64()),
+                ));
+                cards.push(card(
+                    "lat-down-bps",
+                    "Down (board receives)",
+                    rate_or_dash(down["bits_per_second"].as_f64()),
+                ));
+            }
+            cards.extend([card(
+                "lat-loss",
+                "Probe loss",
+                match (s["probes"]["lost"].as_u64(), s["probes"]["sent"].as_u64()) {
+                    (Some(l), Some(n)) => format!(
+                        "{l}/{n} ({:.2} %)",
+                        s["probes"]["lost_percent"].as_f64().unwrap_or(0.0)
+                    ),
+                    _ => "—".into(),
+                },
+            )]);
+            cards
+        }
+
+        /// A latency run's facts from its summary `s`: the verdict, each load direction (`up`,
+        /// `down`), each phase's ICMP and TCP round trips, one-way delays, the implied queue, the
+        /// prober.
+        pub(super) fn old_latency_facts(
+            s: &Value,
+            up: &Value,
+            down: &Value,
+        ) -> Vec<(String, String)> {
+            let mut facts = Vec::new();
+            if let Some(v) = s["verdict"].as_str() {
+                facts.push(("Verdict".to_string(), v.to_string()));
+            }
+            for (leg, label) in [
+                (up, "Load up (board sends)"),
+                (down, "Load down (board receives)"),
+            ] {
+                if let Some(b) = leg["bits_per_second"].as_f64() {
+                    let mut t = format!(
+                        "{} over {}",
+                        rate_or_dash(Some(b)),
+                        plural(leg["streams"].as_u64().unwrap_or(0), "stream")
+                    );
+                    let tt = &leg["tcp_rtt_ms"];
+                    if tt.is_object() {
+                        t.push_str(&format!(
+                            " · TCP RTT p50 {} · p99 {}",
+                            old_ms_text(&tt["p50"]),
+                            old_ms_text(&tt["p99"])
+                        ));
+                    }
+                    facts.push((label.to_string(), t));
+                }
+            }
+            for (key, label) in [
+                ("idle", "Idle"),
+                ("loaded", "Loaded"),
+                ("idle_after", "Idle after"),
+            ] {
+                let ph = &s[key];
+                let rt = &ph["rtt_ms"];
+                if rt.is_object() {
+                    facts.push((
+                        format!("{label} RTT (ICMP)"),
+                        format!(
+                            "p50 {} · p90 {} · p99 {} · max {} ({} probes, {} lost)",
+                            old_ms_text(&rt["p50"]),
+                            old_ms_text(&rt["p90"]),
+                            old_ms_text(&rt["p99"]),
+                            old_ms_text(&rt["max"]),
+                            ph["sent"].as_u64().unwrap_or(0),
+                            ph["lost"].as_u64().unwrap_or(0)
+                        ),
+                    ));
+                }
+                let tt = &ph["tcp_rtt_ms"];
+                if tt.is_object() {
+                    facts.push((
+                        format!("{label} TCP RTT (TCP_INFO)"),
+                        format!(
+                            "p50 {} · p99 {} · max {}",
+                            old_ms_text(&tt["p50"]),
+                            old_ms_text(&tt["p99"]),
+                            old_ms_text(&tt["max"])
+                        ),
+                    ));
+                }
+            }
+            facts.extend(crate::results::owd::facts(s));
+            if let Some(q) = s["queue_bytes"].as_f64() {
+                let e = &s["queue"];
+                let how = match (e["place"].as_str(), e["bits_per_second"].as_f64()) {
+                    (Some(place), Some(bps)) => format!(
+                        " {}{place} at {}, from {}{}",
+                        if place == "the bottleneck" { "at " } else { "" },
+                        display::rate(bps),
+                        e["from"].as_str().unwrap_or("?"),
+                        if e["upper_bound"].as_bool() == Some(true) {
+                            " — an upper bound: the round trip's growth may sit in either direction"
+                        } else {
+                            ""
+                        }
+                    ),
+                    _ => String::new(),
+                };
+                facts.push((
+                    "Implied queue".into(),
+                    format!(
+                        "{}{how} ({} bytes)",
+                        display::size(q),
+                        display::count(q.round() as u64)
+                    ),
+                ));
+            }
+            let pr = &s["probes"];
+            if pr.is_object() {
+                facts.push((
+                "Probes".into(),
+                format!(
+                    "ICMP echo every {} ms over a {} ({}); clock late p50 {:.0} µs, p99 {:.0} µs; prober CPU {:.2} % of a core",
+                    pr["interval_ms"].as_f64().unwrap_or(0.0),
+                    pr["socket"].as_str().unwrap_or("?"),
+                    pr["priority"].as_str().unwrap_or("?"),
+                    pr["late_us"]["p50"].as_f64().unwrap_or(0.0),
+                    pr["late_us"]["p99"].as_f64().unwrap_or(0.0),
+                    pr["cpu_percent"].as_f64().unwrap_or(0.0)
+                ),
+            ));
+            }
+            facts
+        }
+    }
+
+    /// Issue 40 item 1: the latency run's page reads its summary once, typed, and shows what
+    /// the key reads showed: a stored summary (NaN CPU, echo, queue, both directions), an
+    /// early one without the keys added since, variants of the queue and the echo, none.
+    #[test]
+    fn latency_page_shows_what_the_key_reads_showed() {
+        let stored: Value =
+            serde_json::from_str(crate::results::latency::tests::STORED_SUMMARY).unwrap();
+        let mut bottleneck = stored.clone();
+        bottleneck["queue"]["place"] = json!("the bottleneck");
+        bottleneck["queue"]["upper_bound"] = json!(true);
+        bottleneck["echo"] = json!({"port": 5291, "note": "peer has no netperfd echo"});
+        let mut one_way = stored.clone();
+        one_way["loaded"].as_object_mut().unwrap().remove("down");
+        for s in [
+            stored,
+            crate::results::latency::tests::early_summary(),
+            bottleneck,
+            one_way,
+            Value::Null,
+        ] {
+            let mut r = row(RunKind::Latency);
+            r.summary = s;
+            let v = view(&r);
+            let (up, down) = (&r.summary["loaded"]["up"], &r.summary["loaded"]["down"]);
+            let cards = by_key::old_latency_cards(&r, &r.summary, up, down);
+            assert_eq!(v.cards, cards, "{}", r.summary);
+            assert_eq!(
+                v.facts,
+                by_key::old_latency_facts(&r.summary, up, down),
+                "{}",
+                r.summary
+            );
+        }
     }
 
     #[test]

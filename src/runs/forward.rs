@@ -22,6 +22,7 @@ use crate::board::links::Counters;
 use crate::board::netconfig::Change;
 use crate::model::{RunFigures, RunProtocol, RunRole, RunStatus};
 use crate::peer::{PeerClient, PeerTestSpec};
+use crate::results::forward_params::{ForwardParams, ForwardTest, MonitorParams};
 pub(crate) use crate::results::forward_summary::PortFigures;
 use crate::results::forward_summary::{
     Conntrack, CoreBusy, ForwardSummary, Forwarded, ForwardedDir, MonitorSummary,
@@ -173,6 +174,49 @@ pub(crate) struct ForwardPlan {
     pub egress: String,
     /// Set up forwarding + MASQUERADE for the run.
     pub nat: bool,
+}
+
+impl ForwardPlan {
+    /// The run's stored params: the agent's URL, its test, the two ports, NAT.
+    fn params(&self) -> ForwardParams {
+        ForwardParams {
+            peer: Some(self.client.url()),
+            test: Some(forward_test(&self.spec)),
+            ingress: Some(self.ingress.clone()),
+            egress: Some(self.egress.clone()),
+            nat: self.nat,
+        }
+    }
+}
+
+/// The agent's test as stored: every field of `s` as it is (the probe request as its JSON).
+fn forward_test(s: &PeerTestSpec) -> ForwardTest {
+    let PeerTestSpec {
+        host,
+        port,
+        time,
+        parallel,
+        reverse,
+        bidir,
+        udp,
+        bitrate,
+        length,
+        probe,
+        burst,
+    } = s;
+    ForwardTest {
+        host: host.clone(),
+        port: *port,
+        time: *time,
+        parallel: *parallel,
+        reverse: *reverse,
+        bidir: *bidir,
+        udp: *udp,
+        bitrate: *bitrate,
+        length: *length,
+        probe: probe.and_then(|p| serde_json::to_value(p).ok()),
+        burst: *burst,
+    }
 }
 
 fn check_port(name: &str, what: &str, ports: &[crate::board::Port]) -> Result<String, String> {
@@ -656,13 +700,7 @@ pub(crate) fn start_forward(
     if plan.nat && ctl.is_none() {
         return Err("no board controller to set up forwarding with".into());
     }
-    let params = json!({
-        "peer": plan.client.url(),
-        "test": plan.spec,
-        "ingress": plan.ingress,
-        "egress": plan.egress,
-        "nat": plan.nat,
-    });
+    let params = plan.params().to_value();
     let cancel = Arc::new(Notify::new());
     ctx.start(
         &NewRun {
@@ -1150,6 +1188,17 @@ pub(crate) struct MonitorPlan {
     pub seconds: Option<u32>,
 }
 
+impl MonitorPlan {
+    /// The run's stored params: the ports watched, the label, the length (s).
+    fn params(&self) -> MonitorParams {
+        MonitorParams {
+            ports: self.ports.clone(),
+            label: self.label.clone(),
+            duration: self.seconds,
+        }
+    }
+}
+
 /// Longest monitor-only run with a set duration, s (a day).
 pub(crate) const MONITOR_MAX_S: u32 = 86_400;
 
@@ -1229,7 +1278,7 @@ pub(crate) fn start_monitor(
             protocol: RunProtocol::Unset,
             peer_host: plan.label.clone(),
             bind_dev: Some(plan.ports.join(",")),
-            params: json!({"ports": plan.ports, "label": plan.label, "duration": plan.seconds}),
+            params: plan.params().to_value(),
             kind: crate::model::RunKind::Monitor,
             ..Default::default()
         },
@@ -1823,6 +1872,86 @@ mod tests {
         let cpu = cpu.expect("samples");
         assert_eq!(cpu[0].peak_busy_percent, 70.0);
         assert_eq!(cpu[0].mean_busy_percent, 50.0);
+    }
+}
+
+#[cfg(test)]
+mod params_tests {
+    use super::*;
+
+    /// Params of runs made by the binary before the typed writer (see
+    /// `results::forward_params`' round trip).
+    const FIXTURES: &str = include_str!("../../tests/data/forward_params.json");
+
+    /// The forwarding run's writer before [`ForwardParams`].
+    fn old_forward(plan: &ForwardPlan) -> Value {
+        json!({
+            "peer": plan.client.url(),
+            "test": plan.spec,
+            "ingress": plan.ingress,
+            "egress": plan.egress,
+            "nat": plan.nat,
+        })
+    }
+
+    /// The monitor run's writer before [`MonitorParams`].
+    fn old_monitor(plan: &MonitorPlan) -> Value {
+        json!({"ports": plan.ports, "label": plan.label, "duration": plan.seconds})
+    }
+
+    /// Same Value, same bytes (key order included), and the stored row when given.
+    fn same(new: Value, old: Value, stored: Option<&Value>) {
+        let bytes = serde_json::to_string(&new).unwrap();
+        assert_eq!(bytes, serde_json::to_string(&old).unwrap());
+        assert_eq!(new, old);
+        if let Some(s) = stored {
+            assert_eq!(bytes, serde_json::to_string(s).unwrap());
+        }
+    }
+
+    /// The plan a stored forwarding row was written from (an https agent gets a pin: the
+    /// stored URL leaves it out).
+    fn forward_plan(stored: &Value) -> ForwardPlan {
+        let mut url = stored["peer"].as_str().unwrap().to_string();
+        if url.starts_with("https") {
+            url.push_str(&format!("#sha256={}", "ab".repeat(32)));
+        }
+        let word = |k: &str| stored[k].as_str().unwrap().to_string();
+        ForwardPlan {
+            client: PeerClient::parse(&url, "s3cret-token-0123").unwrap(),
+            spec: serde_json::from_value(stored["test"].clone()).unwrap(),
+            ingress: word("ingress"),
+            egress: word("egress"),
+            nat: stored["nat"].as_bool().unwrap(),
+        }
+    }
+
+    /// Issue 40 item 1: forwarding and monitor params written through [`ForwardParams`] /
+    /// [`MonitorParams`] are the Value the `json!` writer gave, byte for byte: for the plans
+    /// of the stored rows and for an RFC 2544 test's probe and burst.
+    #[test]
+    fn typed_params_write_what_json_wrote() {
+        let rows: Value = serde_json::from_str(FIXTURES).unwrap();
+        let forward = rows["forward"].as_array().unwrap();
+        for stored in forward {
+            let plan = forward_plan(stored);
+            same(plan.params().to_value(), old_forward(&plan), Some(stored));
+        }
+        let mut plan = forward_plan(&forward[0]);
+        plan.spec.probe = Some(crate::peer::spec::ProbeRequest {
+            port: 5291,
+            interval_ms: 10,
+        });
+        plan.spec.burst = Some(1000);
+        same(plan.params().to_value(), old_forward(&plan), None);
+        for stored in rows["monitor"].as_array().unwrap() {
+            let plan = MonitorPlan {
+                ports: serde_json::from_value(stored["ports"].clone()).unwrap(),
+                label: stored["label"].as_str().unwrap().into(),
+                seconds: serde_json::from_value(stored["duration"].clone()).unwrap(),
+            };
+            same(plan.params().to_value(), old_monitor(&plan), Some(stored));
+        }
     }
 }
 

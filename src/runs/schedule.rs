@@ -9,7 +9,7 @@
 use crate::model::time::now_ms;
 use crate::runs::context::RunContext;
 use crate::spec::schedule::{from_stored, next_after};
-use crate::spec::suite::RunTarget;
+use crate::spec::suite::RunTargetForm;
 use crate::store::ScheduleRow;
 use std::time::Duration;
 
@@ -100,7 +100,7 @@ fn fire(ctx: &RunContext, s: &ScheduleRow, now: i64) -> Result<Option<i64>, Stri
         record(None, "disabled: its suite definition is gone", None)?;
         return Ok(None);
     };
-    let target: RunTarget = match serde_json::from_value(s.target.clone()) {
+    let target: RunTargetForm = match serde_json::from_value(s.target.clone()) {
         Ok(t) => t,
         Err(x) => {
             record(
@@ -114,7 +114,11 @@ fn fire(ctx: &RunContext, s: &ScheduleRow, now: i64) -> Result<Option<i64>, Stri
     if let Err(x) = store.prune_scheduled(store.retention()) {
         tracing::warn!("history retention: {x}");
     }
-    match crate::runs::suites::run::start_def(ctx, &row, &target) {
+    // The stored target's numbers are read here (a bad one: this firing cannot start).
+    let started = target
+        .to_target()
+        .and_then(|t| crate::runs::suites::run::start_def(ctx, &row, &t));
+    match started {
         Ok(sid) => {
             tracing::info!(
                 schedule = s.id,

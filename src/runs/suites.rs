@@ -66,11 +66,7 @@ pub(crate) fn ladder_rows(runs: &[RunRow]) -> Vec<LadderRow> {
     runs.iter()
         .map(|r| LadderRow {
             run_id: r.id,
-            target_bps: r
-                .params
-                .get("bandwidth")
-                .and_then(|b| b.as_u64())
-                .unwrap_or(0),
+            target_bps: crate::results::suite_table::RowParams::of(r).bandwidth,
             direction: r.direction.to_string(),
             bitrate_bps: r.receiver_bps,
             sender_bps: r.sender_bps,

@@ -3,7 +3,7 @@
 //! checked once; and when such a schedule fires next. Times of day and dates are UTC, like
 //! every time the UI shows.
 
-use crate::spec::suite::RunTarget;
+use crate::spec::suite::RunTargetForm;
 use chrono::{NaiveDate, NaiveTime, TimeZone, Utc};
 use serde::Deserialize;
 
@@ -164,7 +164,8 @@ impl ScheduleRequest {
             }
             None => None,
         };
-        let target = RunTarget {
+        // Stored as given (text); read into a typed target when it is checked or fires.
+        let target = RunTargetForm {
             host: host.to_string(),
             port: opt(&self.port).map(str::to_string),
             bind: opt(&self.bind).map(str::to_string),

@@ -563,9 +563,49 @@ pub struct SuiteDef {
     pub steps: Vec<Step>,
 }
 
-/// Where and how to run a definition (the run-time choices).
-#[derive(Debug, Clone, Default, Deserialize)]
+/// Where and how to run a definition (the run-time choices), typed: read once from the web
+/// form, the API or a stored schedule ([`RunTargetForm::to_target`]), or built by
+/// `netperfd suite run` from its flags.
+#[derive(Debug, Clone, Default)]
 pub(crate) struct RunTarget {
+    /// Peer host name or address.
+    pub host: String,
+    /// Overrides the definition's peer port (1..65535).
+    pub port: Option<u16>,
+    /// Overrides the definition's board port.
+    pub bind: Option<String>,
+    /// Overrides every step's seconds (e.g. a quick 2 s check of a 60 s suite), s
+    /// (1..=86400); a latency step's loaded phase, an RFC 2544 step's trial.
+    pub time: Option<u32>,
+    /// Board or change under test, shown in result tables (default: the board's host name).
+    pub label: Option<String>,
+    /// rfc2544 steps: the peer agent on PC1 (`https://HOST:PORT#sha256=…` or `http://HOST:PORT`) for steps that name none;
+    /// default: the stored one.
+    pub agent: Option<String>,
+    /// rfc2544 steps: the agent's token (`netperfd suite run --agent-token-file`); default:
+    /// the stored one. Never read from a request body (a token is not sent in a form).
+    pub agent_token: Option<String>,
+}
+
+impl RunTarget {
+    /// The typed values in range: `port` 1..65535, `time` 1..86400 s. Errors as a test
+    /// request's: "port must be 1..65535, got 0", "duration must be 1..86400, got 0".
+    fn check(&self) -> Result<(), String> {
+        if let Some(p) = self.port {
+            crate::spec::test::check_port(u64::from(p))?;
+        }
+        if let Some(s) = self.time {
+            crate::spec::test::check_duration(u64::from(s))?;
+        }
+        Ok(())
+    }
+}
+
+/// A suite run's target as the web form, the JSON API and a stored schedule give it
+/// (numbers may be text or JSON numbers; blank = not given). Stored schedules keep this
+/// shape (`spec::schedule`).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct RunTargetForm {
     /// Peer host name or address.
     pub host: String,
     /// Overrides the definition's peer port.
@@ -574,20 +614,37 @@ pub(crate) struct RunTarget {
     /// Overrides the definition's board port.
     #[serde(default, deserialize_with = "crate::model::input::opt_text")]
     pub bind: Option<String>,
-    /// Overrides every step's seconds (e.g. a quick 2 s check of a 60 s suite).
+    /// Overrides every step's seconds.
     #[serde(default, deserialize_with = "crate::model::input::opt_text")]
     pub time: Option<String>,
-    /// Board or change under test, shown in result tables (default: the board's host name).
+    /// Board or change under test.
     #[serde(default, deserialize_with = "crate::model::input::opt_text")]
     pub label: Option<String>,
-    /// rfc2544 steps: the peer agent on PC1 (`https://HOST:PORT#sha256=…` or `http://HOST:PORT`) for steps that name none;
-    /// default: the stored one.
+    /// rfc2544 steps: the peer agent on PC1.
     #[serde(default, deserialize_with = "crate::model::input::opt_text")]
     pub agent: Option<String>,
-    /// rfc2544 steps: the agent's token (`netperfd suite run --agent-token-file`); default:
-    /// the stored one. Never read from a request body (a token is not sent in a form).
-    #[serde(skip)]
-    pub agent_token: Option<String>,
+}
+
+impl RunTargetForm {
+    /// The target, its numbers read once: `port` 1..65535, `time` whole seconds 1..86400.
+    /// Errors in a test request's words: "port must be a whole number, got 'x'", "port must
+    /// be 1..65535, got 0", "duration must be a whole number, got 'x'", "duration must be
+    /// 1..86400, got 0".
+    pub(crate) fn to_target(&self) -> Result<RunTarget, String> {
+        Ok(RunTarget {
+            host: self.host.clone(),
+            port: opt(&self.port)
+                .map(crate::spec::test::parse_port)
+                .transpose()?,
+            bind: self.bind.clone(),
+            time: opt(&self.time)
+                .map(crate::spec::test::parse_duration)
+                .transpose()?,
+            label: self.label.clone(),
+            agent: self.agent.clone(),
+            agent_token: None,
+        })
+    }
 }
 
 /// What one planned test runs.
@@ -703,12 +760,24 @@ impl PlannedTest {
 
     /// The iperf3 spec of an iperf3 test (tests only; panics on a latency test).
     #[cfg(test)]
-    fn client(&self) -> &ClientSpec {
+    pub(crate) fn client(&self) -> &ClientSpec {
         match &self.spec {
             PlannedRun::Iperf3(c) => c,
             PlannedRun::Latency(_) | PlannedRun::Rfc2544(_) => panic!("not an iperf3 test"),
         }
     }
+}
+
+/// `spec` with the run's typed overrides `t`: the peer port and the seconds, checked again.
+fn with_target(mut spec: ClientSpec, t: &RunTarget) -> Result<ClientSpec, String> {
+    if let Some(p) = t.port {
+        spec.port = p;
+    }
+    if let Some(s) = t.time {
+        spec.params.time = s;
+    }
+    spec.validate()?;
+    Ok(spec)
 }
 
 fn opt(s: &Option<String>) -> Option<&str> {
@@ -818,20 +887,17 @@ impl SuiteDef {
             Some(_) => opt(&t.bind).or(opt(&self.bind)).map(String::from),
             None => None,
         };
+        t.check()?;
+        // The definition's own port; the run's (typed) replaces it in each planned test.
         let base = TestRequest {
             host: t.host.clone(),
-            port: opt(&t.port).or(opt(&self.port)).map(String::from),
+            port: opt(&self.port).map(String::from),
             bind,
             ..Default::default()
         };
         // The definition's own numbers are checked even when the run overrides them.
-        if let Some(p) = opt(&self.port) {
-            TestRequest {
-                port: Some(p.into()),
-                ..base.clone()
-            }
-            .to_spec(&[])
-            .map_err(|e| format!("port: {e}"))?;
+        if base.port.is_some() {
+            base.to_spec(&[]).map_err(|e| format!("port: {e}"))?;
         }
         let suite_th = match &self.thresholds {
             Some(v) => Some(Thresholds::from_value(v)?),
@@ -854,9 +920,9 @@ impl SuiteDef {
                 Some(v) => Some(Thresholds::from_value(v).map_err(e)?),
                 None => suite_th,
             };
-            // The iperf3 request of a step with these fields: the run's time, else the
-            // step's, else the definition's. The step's own time is checked too when a run
-            // overrides it (a bad definition stays bad).
+            // The iperf3 request of a step with these fields: the step's time, else the
+            // definition's (the run's, typed, replaces it: [`with_target`]). Both are checked
+            // when a run overrides them (a bad definition stays bad).
             let iperf3_req = |own_time: &Option<String>,
                               streams: &Option<String>,
                               length: &Option<String>,
@@ -868,10 +934,7 @@ impl SuiteDef {
                     }
                 }
                 Ok(TestRequest {
-                    duration: opt(&t.time)
-                        .or(opt(own_time))
-                        .or(opt(&self.time))
-                        .map(String::from),
+                    duration: opt(own_time).or(opt(&self.time)).map(String::from),
                     parallel: streams.clone(),
                     length: length.clone(),
                     window: window.clone(),
@@ -890,8 +953,8 @@ impl SuiteDef {
                     if let Some(v) = opt(&self.time) {
                         check_time(v).map_err(e)?;
                     }
-                    let spec = crate::spec::suite_latency::plan_step(l, &base, opt(&t.time), ports)
-                        .map_err(e)?;
+                    let spec =
+                        crate::spec::suite_latency::plan_step(l, &base, t, ports).map_err(e)?;
                     out.push(PlannedTest {
                         step: n,
                         label: label(crate::spec::suite_latency::label(&spec)),
@@ -910,15 +973,17 @@ impl SuiteDef {
                             .to_string(),
                         token: t.agent_token.clone(),
                         target: t.host.clone(),
-                        port: base.port.clone(),
+                        // The RFC 2544 request is still text, read when the run starts: the
+                        // run's typed port and seconds go in as their words.
+                        port: t.port.map(|p| p.to_string()).or(base.port.clone()),
                         ingress: r.ingress.clone().unwrap_or_default(),
                         egress: r.egress.clone().unwrap_or_default(),
                         nat: r.nat.clone(),
                         sizes: r.sizes.clone(),
-                        trial: opt(&t.time)
-                            .or(opt(&r.trial))
-                            .or(opt(&self.time))
-                            .map(String::from),
+                        trial: t
+                            .time
+                            .map(|s| s.to_string())
+                            .or(opt(&r.trial).or(opt(&self.time)).map(String::from)),
                         loss: r.loss.clone(),
                         resolution: r.resolution.clone(),
                         direction: r.direction.clone(),
@@ -960,7 +1025,7 @@ impl SuiteDef {
                         }
                         req.protocol = Some("udp".into());
                     }
-                    let spec = req.to_spec(ports).map_err(e)?;
+                    let spec = with_target(req.to_spec(ports).map_err(e)?, t).map_err(e)?;
                     out.push(PlannedTest {
                         step: n,
                         label: label(spec_label(&spec)),
@@ -981,7 +1046,7 @@ impl SuiteDef {
                     let mut probe = req.clone();
                     probe.protocol = Some("udp".into());
                     probe.bitrate = Some("1M".into());
-                    let spec = probe.to_spec(ports).map_err(e)?;
+                    let spec = with_target(probe.to_spec(ports).map_err(e)?, t).map_err(e)?;
                     for &r in &rates {
                         for d in [Direction::Send, Direction::Receive] {
                             let mut sp = spec.clone();
@@ -1197,10 +1262,7 @@ mod tests {
         assert_eq!(p[5].client().params.direction, Direction::Receive);
         assert!(p.iter().all(|x| x.client().params.time == 10));
         // A run-time override of the time applies to every test.
-        let quick = RunTarget {
-            time: Some("2".into()),
-            ..t
-        };
+        let quick = RunTarget { time: Some(2), ..t };
         assert!(d
             .plan(&quick, &[])
             .unwrap()
@@ -1332,7 +1394,7 @@ mod tests {
             .plan(
                 &RunTarget {
                     host: "192.0.2.2".into(),
-                    port: Some("5202".into()),
+                    port: Some(5202),
                     ..Default::default()
                 },
                 &[],
@@ -1552,7 +1614,7 @@ mod tests {
         .unwrap();
         let t = RunTarget {
             host: "198.51.100.2".into(),
-            port: Some("5202".into()),
+            port: Some(5202),
             ..Default::default()
         };
         let p = d.plan(&t, &[]).unwrap();
@@ -1580,7 +1642,7 @@ mod tests {
         );
         // A run's time sets the trials, as it sets every step's seconds.
         let quick = RunTarget {
-            time: Some("1".into()),
+            time: Some(1),
             ..t.clone()
         };
         let PlannedRun::Rfc2544(r) = &d.plan(&quick, &[]).unwrap()[0].spec else {

@@ -12,44 +12,42 @@
 //! latency step (and the latency fields on the other kinds), naming the step.
 
 use crate::spec::latency::{LatencyForm, LatencySpec, Load};
-use crate::spec::suite::LatencyStep;
+use crate::spec::suite::{LatencyStep, RunTarget};
 use crate::spec::test::TestRequest;
 
 /// The latency spec of step `st` against `base` (its `host`, `port` and `bind` are the suite
-/// run's). `run_time` is a run-time `time` override: it sets the loaded phase, s. `ports` are
-/// the board's ports when the board port is to be checked (empty when only validating).
-/// Errors name the field, as the API's do.
+/// run's, the port the definition's). `run` is the suite run's target: its typed port replaces
+/// the definition's, its seconds set the loaded phase, s. `ports` are the board's ports when
+/// the board port is to be checked (empty when only validating). Errors name the field, as
+/// the API's do.
 pub(crate) fn plan_step(
     st: &LatencyStep,
     base: &TestRequest,
-    run_time: Option<&str>,
+    run: &RunTarget,
     ports: &[crate::board::Port],
 ) -> Result<LatencySpec, String> {
     let text = |v: &Option<String>| v.clone().map(serde_json::Value::String);
-    let form = LatencyForm {
+    // The step's own fields, checked even when the run overrides its loaded phase.
+    let mut spec = LatencyForm {
         csrf: None,
         host: base.host.clone(),
         port: text(&base.port),
         load: st.load.clone(),
         streams: text(&st.streams),
         idle: text(&st.idle),
-        loaded: match run_time {
-            Some(t) => Some(serde_json::Value::String(t.to_string())),
-            None => text(&st.loaded),
-        },
+        loaded: text(&st.loaded),
         interval: text(&st.interval),
         bind: base.bind.clone(),
         congestion: st.congestion.clone(),
-    };
-    if run_time.is_some() {
-        // The step's own value is checked even when the run overrides it.
-        LatencyForm {
-            loaded: text(&st.loaded),
-            ..form.clone()
-        }
-        .to_spec()?;
     }
-    let spec = form.to_spec()?;
+    .to_spec()?;
+    if let Some(p) = run.port {
+        spec.port = p;
+    }
+    if let Some(s) = run.time {
+        spec.loaded_s = s;
+    }
+    spec.validate()?;
     if let Some(d) = &spec.bind_dev {
         if !ports.iter().any(|p| &p.name == d) {
             return Err(format!("the board has no port '{d}'"));
@@ -89,10 +87,10 @@ mod tests {
         )
     }
 
-    fn target(time: Option<&str>) -> RunTarget {
+    fn target(time: Option<u32>) -> RunTarget {
         RunTarget {
             host: "192.0.2.2".into(),
-            time: time.map(String::from),
+            time,
             ..Default::default()
         }
     }
@@ -126,7 +124,7 @@ mod tests {
         assert_eq!((e.direction.as_str(), e.time), ("bidir", 6));
         assert_eq!(e.thresholds.unwrap().max_latency_increase_ms, Some(30.0));
         // A run-time time override sets the loaded phase.
-        let q = d.plan(&target(Some("2")), &[]).unwrap();
+        let q = d.plan(&target(Some(2)), &[]).unwrap();
         let PlannedRun::Latency(l) = &q[1].spec else {
             panic!("step 2 is not a latency test")
         };
@@ -210,7 +208,7 @@ mod tests {
             ..Default::default()
         };
         assert!(d
-            .plan(&target(Some("2")), &[])
+            .plan(&target(Some(2)), &[])
             .unwrap_err()
             .contains("loaded phase"));
         // An unknown board port is refused when the run is planned on the board.

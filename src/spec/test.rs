@@ -22,6 +22,28 @@ pub(crate) fn parse_bitrate(b: &str) -> Result<u64, String> {
     Ok(r)
 }
 
+/// A peer port as typed (e.g. "5201", surrounding spaces allowed), 1..65535. Errors: "port
+/// must be a whole number, got 'x'", "port must be 1..65535, got 0".
+pub(crate) fn parse_port(text: &str) -> Result<u16, String> {
+    let p = num(&Some(text.to_string()), "port")?.unwrap_or(0);
+    check_port(p)
+}
+
+/// `p` as a peer port: 1..65535, else "port must be 1..65535, got 70000".
+pub(crate) fn check_port(p: u64) -> Result<u16, String> {
+    u16::try_from(p)
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| format!("port must be 1..65535, got {p}"))
+}
+
+/// `s` as a test's duration: whole seconds 1..=[`MAX_SECONDS`](crate::engine::iperf3::client::MAX_SECONDS),
+/// else "duration must be 1..86400, got 0".
+pub(crate) fn check_duration(s: u64) -> Result<u32, String> {
+    let max_s = crate::engine::iperf3::client::MAX_SECONDS;
+    Ok(range(Some(s), "duration", 10, 1, u64::from(max_s))? as u32)
+}
+
 /// A test's duration as typed (e.g. "10", surrounding spaces allowed), whole seconds
 /// 1..=[`MAX_SECONDS`](crate::engine::iperf3::client::MAX_SECONDS): the words a request's
 /// `duration` gets; blank text is the default, 10 s. Errors: "duration must be a whole
@@ -172,15 +194,7 @@ impl TestRequest {
                 .map(|v| parse_suffixed(v, false).map_err(|e| format!("{name}: {e}")))
                 .transpose()
         };
-        let port = match num(&self.port, "port")? {
-            Some(p) => Some(
-                u16::try_from(p)
-                    .ok()
-                    .filter(|p| *p > 0)
-                    .ok_or_else(|| format!("port must be 1..65535, got {p}"))?,
-            ),
-            None => None,
-        };
+        let port = opt(&self.port).map(parse_port).transpose()?;
         let mss = match (opt(&self.mss), num(&self.mss, "MSS")) {
             (Some(m), Err(e)) => return Err(format!("{e} bytes ('{m}')")),
             (_, r) => r?,

@@ -57,7 +57,7 @@ pub struct ScheduleRow {
     pub id: i64,
     /// The suite definition it runs.
     pub def_id: i64,
-    /// Where to run it (a `RunTarget` as JSON: host, port, bind, time, label).
+    /// Where to run it (a `RunTargetForm` as JSON: host, port, bind, time, label).
     pub target: serde_json::Value,
     /// Period, seconds (None for daily schedules).
     pub every_s: Option<i64>,

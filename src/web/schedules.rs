@@ -59,10 +59,11 @@ fn save(state: &AppState, id: Option<i64>, r: &ScheduleRequest) -> Result<i64, F
         .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e))?
         .ok_or_else(|| bad(format!("there is no suite definition '{}'", s.suite)))?;
     // The definition must plan against this target now (bad host, port, board port …).
-    let target: crate::spec::suite::RunTarget =
+    let target: crate::spec::suite::RunTargetForm =
         serde_json::from_value(s.target.clone()).map_err(|e| bad(e.to_string()))?;
+    let target = target.to_target();
     crate::spec::suite::from_row(&def)
-        .and_then(|d| d.plan(&target, &crate::board::ports()))
+        .and_then(|d| target.and_then(|t| d.plan(&t, &crate::board::ports())))
         .map_err(|e| bad(format!("suite '{}': {e}", def.name)))?;
     let next = sched::next_after(s.every, now, s.stop_at)
         .ok_or_else(|| bad("it would never fire before its stop date".into()))?;

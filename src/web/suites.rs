@@ -17,7 +17,7 @@ use crate::engine::report::version_string;
 use crate::results::compare::{self, CompareError, Comparison};
 use crate::runs::suites::run;
 use crate::spec::suite as def;
-use crate::spec::suite::{RunTarget, Step, SuiteDef};
+use crate::spec::suite::{RunTarget, RunTargetForm, Step, SuiteDef};
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -625,7 +625,7 @@ struct RunForm {
     #[serde(default)]
     csrf: Option<String>,
     #[serde(flatten)]
-    target: RunTarget,
+    target: RunTargetForm,
 }
 
 async fn run_def(
@@ -641,7 +641,12 @@ async fn run_def(
         Ok(r) => r,
         Err((s, e)) => return Ok(message(s, &auth, "No such suite", &e)),
     };
-    Ok(match run::start_def(&state.runs, &row, &form.target) {
+    // The target's numbers are read here, once; a bad one starts nothing.
+    let started = form
+        .target
+        .to_target()
+        .and_then(|t| run::start_def(&state.runs, &row, &t));
+    Ok(match started {
         Ok(sid) => {
             super::audit::suite_started(&auth, &req, sid, &row.name);
             redirect(&format!("/suites/{sid}"))
@@ -1217,7 +1222,7 @@ async fn api_run(
     ApiWrite {
         auth,
         body: Json(t),
-    }: ApiWrite<Json<RunTarget>>,
+    }: ApiWrite<Json<RunTargetForm>>,
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, AuthError> {
@@ -1225,7 +1230,11 @@ async fn api_run(
         Ok(r) => r,
         Err((s, e)) => return Ok(api_error(s, e)),
     };
-    Ok(match run::start_def(&state.runs, &row, &t) {
+    // The target's numbers are read here, once; a bad one starts nothing.
+    let started = t
+        .to_target()
+        .and_then(|t| run::start_def(&state.runs, &row, &t));
+    Ok(match started {
         Ok(sid) => {
             super::audit::suite_started(&auth, &req, sid, &row.name);
             HttpResponse::Created()
@@ -1321,5 +1330,54 @@ mod tests {
         .to_step(3)
         .unwrap_err();
         assert!(e.contains("a tcp step has no"), "{e}");
+    }
+
+    /// Issue 40 item 2: a suite run's target is read once, at the web edge: the form's and
+    /// the API's numbers become a typed `RunTarget` before anything is planned, and a bad one
+    /// is refused there in a test request's words (`run_def` answers 400 "Cannot run 'NAME':
+    /// …", `api_run` 400 `{"error": …}`, and nothing starts).
+    #[test]
+    fn the_run_form_and_api_read_the_target_once() {
+        let form = |body: &str| {
+            serde_urlencoded::from_str::<RunForm>(body)
+                .expect("form")
+                .target
+                .to_target()
+        };
+        let t = form("csrf=x&host=192.0.2.2&port=+5202+&time=2&label=DUT").unwrap();
+        assert_eq!(
+            (t.host.as_str(), t.port, t.time, t.label.as_deref()),
+            ("192.0.2.2", Some(5202), Some(2), Some("DUT"))
+        );
+        let blank = form("csrf=x&host=h&port=&time=+").unwrap();
+        assert_eq!((blank.port, blank.time), (None, None));
+        for (body, want) in [
+            ("host=h&port=70000", "port must be 1..65535, got 70000"),
+            ("host=h&port=0", "port must be 1..65535, got 0"),
+            ("host=h&port=x", "port must be a whole number, got 'x'"),
+            ("host=h&time=0", "duration must be 1..86400, got 0"),
+            (
+                "host=h&time=1.5",
+                "duration must be a whole number, got '1.5'",
+            ),
+        ] {
+            assert_eq!(form(body).unwrap_err(), want, "{body}");
+        }
+        // The API's JSON: numbers or text, the same words.
+        let api = |j: serde_json::Value| {
+            serde_json::from_value::<RunTargetForm>(j)
+                .expect("body")
+                .to_target()
+        };
+        let t = api(json!({"host": "h", "port": 5202, "time": "3"})).unwrap();
+        assert_eq!((t.port, t.time), (Some(5202), Some(3)));
+        assert_eq!(
+            api(json!({"host": "h", "time": 90000})).unwrap_err(),
+            "duration must be 1..86400, got 90000"
+        );
+        assert_eq!(
+            api(json!({"host": "h", "port": -1})).unwrap_err(),
+            "port must be a whole number, got '-1'"
+        );
     }
 }
