@@ -3,7 +3,10 @@
 # reads bytes from the network; the targets are in fuzz/fuzz_targets (see docs/fuzzing.md).
 #
 #   scripts/fuzz.sh                 1,000,000 runs of every target (the campaign)
-#   scripts/fuzz.sh --smoke [SECS]  SECS seconds (default 20) of every target (CI)
+#   scripts/fuzz.sh --smoke [SECS]  SECS seconds (default 20) of every target (CI), built
+#                                   with the dev profile (--dev: overflow checks and debug
+#                                   assertions on, a build about half as long; the campaign
+#                                   builds optimized)
 #   scripts/fuzz.sh TARGET...       only these targets (either mode)
 #
 # Corpora are seeded from tests/vectors (params, results, iperf 2 captures) and a few
@@ -114,13 +117,15 @@ status=0
 for t in "${TARGETS[@]}"; do
     if [[ $MODE == smoke ]]; then
         limit=(-max_total_time="$SECS")
+        profile=(--dev)
     else
         limit=(-runs="$RUNS")
+        profile=()
     fi
     log=fuzz/logs/$t.log
     start=$(date +%s)
     echo "=== fuzz $t (${limit[*]})"
-    if ! nice -n 10 cargo +nightly fuzz run --fuzz-dir fuzz "$t" "fuzz/corpus/$t" -- \
+    if ! nice -n 10 cargo +nightly fuzz run "${profile[@]}" --fuzz-dir fuzz "$t" "fuzz/corpus/$t" -- \
         "${limit[@]}" -rss_limit_mb=1024 -malloc_limit_mb=512 -timeout=10 -max_len=1048580 \
         -print_final_stats=1 >"$log" 2>&1; then
         echo "fuzz $t FAILED: see $ROOT/$log and fuzz/artifacts/$t" >&2
