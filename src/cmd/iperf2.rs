@@ -84,11 +84,12 @@ pub fn spec_from(a: &IperfArgs, host: &str) -> Result<Iperf2Spec, String> {
 /// The connection line and the column heads; a `--trip-times` client (UDP) adds
 /// "(trip-times)" and the latency and PPS columns, as a stock 2.1 server prints them.
 fn banner(info: &TestInfo) -> String {
-    let trip = info.params["trip_times"] == true;
+    let p = crate::results::iperf2_summary::Iperf2Params::of_params(&info.params);
+    let trip = p.trip_times;
     let recv = info.direction != RunDirection::Send;
     let udp_recv = info.protocol == RunProtocol::Udp && recv;
     // A stock server's words when it will not measure a --trip-times client.
-    let ignored = match info.params["trip_times_ignored"].as_str() {
+    let ignored = match p.trip_times_ignored.as_deref() {
         Some(why) => format!("WARN: ignore --trip-times because {why}\n"),
         None => String::new(),
     };

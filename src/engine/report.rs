@@ -62,6 +62,7 @@ pub struct UdpSample {
 /// minimum, maximum and sample standard deviation of their transit times, ms. They are only
 /// meaningful when the sender's and the receiver's clocks are synchronised.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LatencyMs {
     /// Datagrams measured.
     pub count: u64,

@@ -12,6 +12,7 @@ pub(crate) mod farm;
 pub(crate) mod figures;
 pub(crate) mod forward_params;
 pub(crate) mod forward_summary;
+pub(crate) mod iperf2_summary;
 pub(crate) mod json;
 pub(crate) mod latency;
 pub(crate) mod ledger;

@@ -10,6 +10,7 @@ use crate::model::time::fmt_time;
 use crate::model::{RunDirection, RunKind, RunProtocol, RunRole};
 use crate::results::forward_params::{ForwardParams, MonitorParams};
 use crate::results::forward_summary::BoardFigures;
+use crate::results::iperf2_summary::{Iperf2Params, Iperf2Summary};
 use crate::results::latency::{LatencyResult, Phase, ProbeTotals, RttStats};
 use crate::results::multi_summary::MultiParams;
 use crate::results::rfc2544_params::Rfc2544Params;
@@ -372,72 +373,26 @@ fn local_text(r: &RunRow) -> String {
     }
 }
 
-/// iperf 2 flags from the stored spec (client runs) or the client's header (served runs).
-fn iperf2_flags(r: &RunRow) -> String {
-    let p = &r.params;
-    let mut c = String::new();
-    if r.protocol == RunProtocol::Udp {
-        c.push_str(" -u");
-    }
-    if let Some(rate) = p["rate"].as_u64().filter(|b| *b > 0) {
-        c.push_str(&format!(" -b {rate}"));
-    }
-    if let Some(l) = p["len"].as_u64().filter(|l| *l > 0) {
-        c.push_str(&format!(" -l {l}"));
-    }
-    if let Some(t) = p["time"].as_f64().filter(|t| *t > 0.0) {
-        c.push_str(&format!(" -t {t}"));
-    }
-    if let Some(n) = p["bytes"].as_u64().filter(|n| *n > 0) {
-        c.push_str(&format!(" -n {n}"));
-    }
-    if let Some(n) = p["parallel"].as_u64().filter(|n| *n > 1) {
-        c.push_str(&format!(" -P {n}"));
-    }
-    match p["ret"].as_str().or(p["return"].as_str()) {
-        Some("tradeoff") => c.push_str(" -r"),
-        Some("dual") => c.push_str(" -d"),
-        _ => {}
-    }
-    if let Some(l) = p["listen_port"].as_u64().filter(|l| *l > 0) {
-        if c.contains(" -r") || c.contains(" -d") {
-            c.push_str(&format!(" -L {l}"));
-        }
-    }
-    if p["trip_times"] == true {
-        c.push_str(" --trip-times -e");
-    }
-    c
-}
-
 /// "One-way latency" facts of the receiving streams that measured it (iperf 2
-/// `--trip-times`: `udp.latency_ms` of a UDP stream, `latency_ms` of a TCP one, in the
-/// summary's streams), one per stream.
-fn iperf2_latency_facts(r: &RunRow, facts: &mut Vec<(String, String)>) {
-    let streams = r.summary["streams"].as_array().into_iter().flatten();
-    for s in streams.filter(|s| s["sender"] == false) {
+/// `--trip-times`: `udp.latency_ms` of a UDP stream, per datagram; `latency_ms` of a TCP one,
+/// per write), one per stream; avg/min/max/stdev in ms.
+fn iperf2_latency_facts(s: &Iperf2Summary, facts: &mut Vec<(String, String)>) {
+    for st in s.streams_of(false) {
         // UDP: per datagram, in the stream's UDP figures; TCP: per write (burst).
-        let (l, what) = if s["udp"]["latency_ms"].is_object() {
-            (&s["udp"]["latency_ms"], "datagrams")
-        } else {
-            (&s["latency_ms"], "writes")
-        };
-        let Some(n) = l["count"].as_u64() else {
+        let udp = st.udp.and_then(|u| u.latency_ms).map(|l| (l, "datagrams"));
+        let Some((l, what)) = udp.or(st.latency_ms.map(|l| (l, "writes"))) else {
             continue;
         };
-        let f = |k: &str| l[k].as_f64().unwrap_or(0.0);
+        let n = l.count;
         facts.push((
-            format!("One-way latency [{}]", s["id"]),
+            format!("One-way latency [{}]", st.id),
             if n == 0 {
                 format!("no {what} measured")
             } else {
                 format!(
                     "avg {:.3} ms, min {:.3}, max {:.3}, stdev {:.3} over {n} {what} \
                      (--trip-times: needs the two clocks in sync)",
-                    f("avg"),
-                    f("min"),
-                    f("max"),
-                    f("stdev")
+                    l.avg, l.min, l.max, l.stdev
                 )
             },
         ));
@@ -445,8 +400,15 @@ fn iperf2_latency_facts(r: &RunRow, facts: &mut Vec<(String, String)>) {
 }
 
 fn iperf2_view(r: &RunRow) -> KindView {
-    let flags = iperf2_flags(r);
-    let streams = r.params["parallel"].as_u64().unwrap_or(1).max(1);
+    let p = Iperf2Params::of_params(&r.params);
+    let s = Iperf2Summary::of_summary(&r.summary).unwrap_or_default();
+    let udp = if r.protocol == RunProtocol::Udp {
+        " -u"
+    } else {
+        ""
+    };
+    let flags = format!("{udp}{}", p.flags());
+    let streams = p.parallel.max(1);
     let (command, stock, role_text) = if r.role == RunRole::Server {
         (
             String::new(),
@@ -477,12 +439,10 @@ fn iperf2_view(r: &RunRow) -> KindView {
                 .to_string(),
         ));
     }
-    iperf2_sum_facts(r, &mut facts);
-    iperf2_latency_facts(r, &mut facts);
-    if let Some(notes) = r.summary["notes"].as_array() {
-        for n in notes.iter().filter_map(|n| n.as_str()) {
-            facts.push(("Note".to_string(), n.to_string()));
-        }
+    iperf2_sum_facts(&s, &mut facts);
+    iperf2_latency_facts(&s, &mut facts);
+    for n in &s.notes {
+        facts.push(("Note".to_string(), n.clone()));
     }
     KindView {
         kind: r.kind,
@@ -734,52 +694,42 @@ fn monitor_view(r: &RunRow) -> KindView {
     }
 }
 
-/// The stock command line that downloads `url` with `conns` connections: `axel` for several
-/// (into a scratch file under /tmp, removed with its `.st` state file afterwards — Debian 12's
-/// axel 2.17 cannot write to `/dev/null`: "No state file, cannot resume!"), `curl` for one.
 /// With several streams in a direction (`-P`): each stream's bytes and bitrate, and the
 /// [SUM] of them, as the stock tool prints it.
-fn iperf2_sum_facts(r: &RunRow, facts: &mut Vec<(String, String)>) {
-    let Some(sum) = r.summary["sum"].as_object() else {
+fn iperf2_sum_facts(s: &Iperf2Summary, facts: &mut Vec<(String, String)>) {
+    let Some(sum) = &s.sum else {
         return;
     };
-    for (dir, sender, word) in [("receive", false, "received"), ("send", true, "sent")] {
-        let Some(s) = sum.get(dir) else {
+    for (d, sender, word) in [(&sum.receive, false, "received"), (&sum.send, true, "sent")] {
+        let Some(d) = d else {
             continue;
         };
-        let per: Vec<String> = r.summary["streams"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|x| x["sender"].as_bool() == Some(sender))
+        let per: Vec<String> = s
+            .streams_of(sender)
             .map(|x| {
-                let b = x["bytes"].as_f64().unwrap_or(0.0);
-                let sec = x["seconds"].as_f64().unwrap_or(0.0);
-                let bps = if sec > 0.0 { b * 8.0 / sec } else { 0.0 };
-                format!(
-                    "[{}] {} at {}",
-                    x["id"],
-                    display::size(b),
-                    display::rate(bps)
-                )
+                let b = x.bytes as f64;
+                let rate = display::rate(x.bits_per_second());
+                format!("[{}] {} at {rate}", x.id, display::size(b))
             })
             .collect();
         facts.push((format!("Per stream ({word})"), per.join("; ")));
-        let b = s["bytes"].as_f64().unwrap_or(0.0);
         facts.push((
             format!("[SUM] {word}"),
             format!(
                 "{} streams: {} ({} bytes) in {:.2} s at {}",
-                s["streams"].as_u64().unwrap_or(0),
-                display::size(b),
-                b as u64,
-                s["seconds"].as_f64().unwrap_or(0.0),
-                display::rate(s["bits_per_second"].as_f64().unwrap_or(0.0))
+                d.streams,
+                display::size(d.bytes as f64),
+                d.bytes,
+                d.seconds,
+                display::rate(d.bits_per_second)
             ),
         ));
     }
 }
 
+/// The stock command line that downloads `url` with `conns` connections: `axel` for several
+/// (into a scratch file under /tmp, removed with its `.st` state file afterwards — Debian 12's
+/// axel 2.17 cannot write to `/dev/null`: "No state file, cannot resume!"), `curl` for one.
 pub(crate) fn download_command(conns: u64, url: &str) -> String {
     if conns > 1 {
         let name = url

@@ -6,6 +6,7 @@
 use crate::engine::iperf2::client::{self, Iperf2Spec};
 use crate::engine::iperf2::{Event, Outcome, TestInfo};
 use crate::model::{RunProtocol, RunRole};
+use crate::results::iperf2_summary::Iperf2Summary;
 use crate::runs::context::RunContext;
 use crate::runs::recorder::{Ended, Measured, Recorder, Sampling, ServedRun};
 use crate::store::NewRun;
@@ -32,35 +33,11 @@ fn new_run(info: &TestInfo) -> NewRun {
     }
 }
 
-/// The run's summary JSON: every stream's figures, the notes, and with several streams in a
-/// direction their [SUM] under "sum" → "receive" / "send" (the board's side; bytes, seconds,
-/// bits_per_second, UDP figures), as a stock iperf 2 prints it for `-P`.
+/// The run's summary JSON ([`Iperf2Summary`]): every stream's figures, the notes, and with
+/// several streams in a direction their [SUM] under "sum" → "receive" / "send" (the board's
+/// side; bytes, seconds, bits_per_second, UDP figures), as a stock iperf 2 prints it for `-P`.
 pub(crate) fn summary(o: &Outcome) -> serde_json::Value {
-    let mut v = serde_json::json!({
-        "peer": "iperf 2",
-        "streams": o.streams,
-        "notes": o.notes,
-    });
-    let mut sum = serde_json::Map::new();
-    for (key, sender) in [("receive", false), ("send", true)] {
-        if let Some(s) = crate::engine::iperf2::stream_sum(o, sender) {
-            let n = o.streams.iter().filter(|x| x.sender == sender).count();
-            sum.insert(
-                key.into(),
-                serde_json::json!({
-                    "streams": n,
-                    "bytes": s.bytes,
-                    "seconds": s.seconds,
-                    "bits_per_second": s.bits_per_second(),
-                    "udp": s.udp,
-                }),
-            );
-        }
-    }
-    if !sum.is_empty() {
-        v["sum"] = serde_json::Value::Object(sum);
-    }
-    v
+    Iperf2Summary::of_outcome(o).to_value()
 }
 
 /// How a test ended, to store: its figures (retransmits from the board's own TCP_INFO counts
@@ -182,4 +159,193 @@ pub(crate) fn start_server(ctx: &RunContext, ports: &[u16], shutdown: Arc<Notify
         async move { server::serve(l, cfg, Some(tx), Some(shutdown)).await },
     );
     tracing::info!(?ports, "iperf 2 server listening (TCP and UDP)");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::iperf2::{StreamResult, UdpFigures};
+    use crate::engine::report::LatencyMs;
+    use crate::model::RunStatus;
+
+    fn stream(id: u32, sender: bool, bytes: u64, seconds: f64) -> StreamResult {
+        StreamResult {
+            id,
+            local: format!("192.0.2.1 port {}", 45_000 + id),
+            remote: "192.0.2.2 port 5001".into(),
+            sender,
+            bytes,
+            seconds,
+            ..Default::default()
+        }
+    }
+
+    /// The board's TCP client, one stream, 10 s (no report comes back over TCP).
+    fn client_tcp() -> Outcome {
+        Outcome {
+            status: RunStatus::Completed,
+            error: None,
+            streams: vec![stream(1, true, 1_176_633_344, 10.000_412)],
+            notes: Vec::new(),
+            rate_check: None,
+        }
+    }
+
+    /// The board's UDP client at 100 Mbit/s with `--trip-times`: the peer's server report
+    /// with its latency extension, the pacer's figures.
+    fn client_udp_trip() -> Outcome {
+        let mut s = stream(1, true, 125_002_260, 10.000_087);
+        s.sent_datagrams = Some(85_036);
+        s.udp = Some(UdpFigures {
+            bytes: 124_986_090,
+            seconds: 10.000_913,
+            lost: 11,
+            total: 85_036,
+            out_of_order: 0,
+            jitter_ms: 0.012_831,
+            latency_ms: Some(LatencyMs {
+                count: 85_025,
+                avg: 0.183_214,
+                min: 0.061,
+                max: 2.417,
+                stdev: 0.052_911,
+            }),
+        });
+        s.sender_max_lag_ms = Some(0.412_5);
+        s.sender_peak_1ms_bps = Some(117_600_000.0);
+        Outcome {
+            status: RunStatus::Completed,
+            error: None,
+            streams: vec![s],
+            notes: Vec::new(),
+            rate_check: None,
+        }
+    }
+
+    /// A peer's TCP `-P 2 --trip-times` test against the board's server: two receiving
+    /// streams with write latency, their [SUM].
+    fn served_tcp_p2() -> Outcome {
+        let mut a = stream(1, false, 588_316_672, 10.002_118);
+        let mut b = stream(2, false, 590_413_824, 10.001_734);
+        a.latency_ms = Some(LatencyMs {
+            count: 4_488,
+            avg: 0.731_2,
+            min: 0.118,
+            max: 9.826,
+            stdev: 0.610_44,
+        });
+        b.latency_ms = Some(LatencyMs::default());
+        b.trip_drops = Some(crate::engine::iperf2::trip::TripDrops {
+            cut: 1,
+            ..Default::default()
+        });
+        Outcome {
+            status: RunStatus::Completed,
+            error: None,
+            streams: vec![a, b],
+            notes: Vec::new(),
+            rate_check: None,
+        }
+    }
+
+    /// A peer's UDP `-P 2 -d` test: two streams each way, UDP figures, a note, its [SUM]s.
+    fn served_udp_dual() -> Outcome {
+        let udp = |bytes, lost, total, jitter_ms| UdpFigures {
+            bytes,
+            seconds: 10.000_5,
+            lost,
+            total,
+            out_of_order: 1,
+            jitter_ms,
+            latency_ms: None,
+        };
+        let mut streams = Vec::new();
+        for (id, sender) in [(1, false), (2, false), (3, true), (4, true)] {
+            let mut s = stream(id, sender, 1_311_240, 10.010_2);
+            s.udp = Some(udp(
+                1_311_240 - 1_470 * u64::from(id),
+                u64::from(id),
+                893,
+                0.021 * f64::from(id),
+            ));
+            if sender {
+                s.sent_datagrams = Some(893);
+                s.sender_max_lag_ms = Some(0.2 * f64::from(id));
+                s.sender_peak_1ms_bps = Some(11_760_000.0);
+            }
+            streams.push(s);
+        }
+        streams[3].port_unreachable = Some(3);
+        Outcome {
+            status: RunStatus::Completed,
+            error: None,
+            streams,
+            notes: vec!["no server report came back for the UDP FIN (10 tries)".into()],
+            rate_check: None,
+        }
+    }
+
+    /// The board's TCP client with `-r` (tradeoff): its sending stream, then the server's.
+    fn client_tcp_tradeoff() -> Outcome {
+        Outcome {
+            status: RunStatus::Completed,
+            error: None,
+            streams: vec![
+                stream(1, true, 1_174_142_976, 10.000_233),
+                stream(2, false, 1_169_948_672, 10.012_871),
+            ],
+            notes: Vec::new(),
+            rate_check: None,
+        }
+    }
+
+    fn fixture(name: &str) -> serde_json::Value {
+        let path = format!(
+            "{}/tests/data/iperf2_{name}.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("json")
+    }
+
+    /// The summaries and client params in `tests/data/iperf2_*.json` are what the binary
+    /// stored before the summary was typed (its `json!` writer, on these outcomes): the typed
+    /// writer gives the same JSON, key order and number text included.
+    #[test]
+    fn typed_writer_stores_what_the_old_one_did() {
+        for (name, o) in [
+            ("client_tcp", client_tcp()),
+            ("client_udp_trip", client_udp_trip()),
+            ("client_tcp_tradeoff", client_tcp_tradeoff()),
+            ("served_tcp_p2", served_tcp_p2()),
+            ("served_udp_dual", served_udp_dual()),
+        ] {
+            let stored = fixture(name)["summary"].clone();
+            assert_eq!(summary(&o), stored, "{name}");
+            assert_eq!(
+                serde_json::to_string(&summary(&o)).expect("json"),
+                serde_json::to_string(&stored).expect("json"),
+                "{name}"
+            );
+        }
+        let mut spec = Iperf2Spec::new("192.0.2.2");
+        assert_eq!(
+            serde_json::to_value(&spec).ok(),
+            Some(fixture("client_tcp")["params"].clone())
+        );
+        spec.udp = true;
+        spec.rate = 100_000_000;
+        spec.len = 1470;
+        spec.trip_times = true;
+        spec.bind = "192.0.2.1".parse().ok();
+        spec.bind_dev = Some("eth1".into());
+        let stored = fixture("client_udp_trip")["params"].clone();
+        assert_eq!(serde_json::to_value(&spec).ok(), Some(stored));
+        let mut spec = Iperf2Spec::new("192.0.2.2");
+        spec.ret = crate::engine::iperf2::wire::Return::Tradeoff;
+        spec.listen_port = 5002;
+        spec.window = Some(262_144);
+        spec.time = 10.5;
+        let stored = fixture("client_tcp_tradeoff")["params"].clone();
+        assert_eq!(serde_json::to_value(&spec).ok(), Some(stored));
+    }
 }

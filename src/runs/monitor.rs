@@ -410,17 +410,7 @@ pub(crate) fn flow_of_streams(
     summary: &serde_json::Value,
     ipv6: bool,
 ) -> Option<crate::results::ledger::Flow> {
-    let (mut bytes, mut sent) = (0u64, 0u64);
-    for s in summary["streams"].as_array()? {
-        if s["sender"] != true {
-            continue;
-        }
-        let n = s["sent_datagrams"].as_u64()?;
-        sent = sent.checked_add(n)?;
-        bytes = bytes.checked_add(s["bytes"].as_u64()?)?;
-    }
-    let payload = bytes.checked_div(sent).filter(|p| *p > 0)?;
-    Some(crate::results::ledger::Flow::udp(payload, ipv6, Some(sent)))
+    crate::results::iperf2_summary::Iperf2Summary::of_summary(summary)?.sent_flow(ipv6)
 }
 
 /// A run's own bytes, to set against its ports' traffic: its bytes in the main direction

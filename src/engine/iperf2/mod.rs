@@ -14,7 +14,7 @@ use crate::engine::iperf3::wire::{Params, Protocol};
 use crate::engine::report::IntervalRecord;
 use crate::engine::session::DataPhase;
 use crate::model::{RunDirection, RunProtocol, RunStatus};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::net::UdpSocket;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -64,8 +64,70 @@ pub struct TestInfo {
     pub params: serde_json::Value,
 }
 
-/// Final figures of one stream.
-#[derive(Debug, Clone, Default, Serialize)]
+/// A served test's settings as the board stores them (a peer's test against the board's
+/// server: [`TestInfo::params`], then the run's `params_json`); field order = stored key order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ServedParams {
+    /// Always true: these are a served iperf 2 test's params.
+    pub iperf2: bool,
+    /// The client's header as it came; `None` (`null`) for a client that sent none.
+    pub header: Option<HeaderParams>,
+    /// The return test the header asks for.
+    #[serde(rename = "return")]
+    pub ret: wire::Return,
+    /// UDP: where the client's header sits; `None` (`null`) over TCP or before it is known.
+    pub layout: Option<Layout>,
+    /// Streams of the test (`-P`).
+    pub parallel: usize,
+    /// `--trip-times` asked for and measured.
+    pub trip_times: bool,
+    /// `--trip-times` asked for and not measured: why, in a stock server's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trip_times_ignored: Option<String>,
+}
+
+/// A client header's fields as stored with a served test (see [`wire::ClientHeader`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct HeaderParams {
+    /// Flag bits as hex text, "0x80000001".
+    pub flags: String,
+    /// `-P` of the return test.
+    pub num_threads: i32,
+    /// `-L`: the client's port for the return test.
+    pub port: i32,
+    /// `-l`, bytes; 0 = not given.
+    pub buffer_len: i32,
+    /// TCP: `-w`, bytes; UDP: `-b`, bits/s.
+    pub win_band: i32,
+    /// Negative: duration in 10 ms units; positive: byte count.
+    pub amount: i32,
+}
+
+impl HeaderParams {
+    /// The stored fields of header `h`.
+    pub(crate) fn of(h: &wire::ClientHeader) -> HeaderParams {
+        HeaderParams {
+            flags: format!("0x{:08x}", h.flags),
+            num_threads: h.num_threads,
+            port: h.port,
+            buffer_len: h.buffer_len,
+            win_band: h.win_band,
+            amount: h.amount,
+        }
+    }
+}
+
+impl ServedParams {
+    /// The stored JSON (what `TestInfo::params` and `runs.params_json` hold).
+    pub(crate) fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
+/// Final figures of one stream (as stored in an iperf 2 run's summary: read back with every
+/// key defaulting when absent).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct StreamResult {
     /// Stream number as printed (`[  1]`).
     pub id: u32,
@@ -114,7 +176,8 @@ impl StreamResult {
 }
 
 /// A UDP receiver's figures (iperf 2's "Server Report" fields).
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
 pub struct UdpFigures {
     /// Bytes received.
     pub bytes: u64,

@@ -9,6 +9,7 @@
 use super::wire::{self, ClientHeader, Layout, Return};
 use super::LOOKS_LIKE_IPERF3;
 use super::{drive, phase_params, Event, Leg, Outcome, Role, StreamResult, TestInfo, Until};
+use super::{HeaderParams, ServedParams};
 use crate::engine::net::{self, SockOpts};
 use crate::engine::session::{DataPhase, DataStream};
 use crate::model::{RunProtocol, RunStatus};
@@ -287,16 +288,27 @@ async fn accept_loop(inner: Arc<Inner>, l: TcpListener) {
     }
 }
 
-fn info(
-    udp: bool,
-    peer: SocketAddr,
-    local: SocketAddr,
+/// A served test's stored settings: the client's header (`None`: it sent none), the UDP
+/// header layout, `streams` streams, `--trip-times` measured.
+fn served_params(
     hdr: Option<&ClientHeader>,
     layout: Option<Layout>,
     streams: usize,
     trip_times: bool,
-) -> TestInfo {
-    let ret = hdr.map(|h| h.return_test()).unwrap_or(Return::None);
+) -> ServedParams {
+    ServedParams {
+        iperf2: true,
+        header: hdr.map(HeaderParams::of),
+        ret: hdr.map(|h| h.return_test()).unwrap_or(Return::None),
+        layout,
+        parallel: streams,
+        trip_times,
+        trip_times_ignored: None,
+    }
+}
+
+/// What a served test is, from the board's view (the direction from the return test in `p`).
+fn info(udp: bool, peer: SocketAddr, local: SocketAddr, p: &ServedParams) -> TestInfo {
     TestInfo {
         role: Role::Server,
         protocol: if udp {
@@ -308,22 +320,8 @@ fn info(
         peer_port: peer.port(),
         local_host: net::ip_text(local.ip()),
         local_port: local.port(),
-        direction: super::direction_word(ret, false),
-        params: serde_json::json!({
-            "iperf2": true,
-            "header": hdr.map(|h| serde_json::json!({
-                "flags": format!("0x{:08x}", h.flags),
-                "num_threads": h.num_threads,
-                "port": h.port,
-                "buffer_len": h.buffer_len,
-                "win_band": h.win_band,
-                "amount": h.amount,
-            })),
-            "return": ret,
-            "layout": layout,
-            "parallel": streams,
-            "trip_times": trip_times,
-        }),
+        direction: super::direction_word(p.ret, false),
+        params: p.to_value(),
     }
 }
 
@@ -531,19 +529,12 @@ async fn serve_tcp(
     inner.emit(Event::Started {
         test,
         info: Box::new({
-            let mut i = info(
-                false,
-                peer,
-                local,
-                Some(&hdr),
-                None,
-                streams.len(),
-                matches!(trip_asked, Some(Trip::Yes(_))),
-            );
+            let trip = matches!(trip_asked, Some(Trip::Yes(_)));
+            let mut p = served_params(Some(&hdr), None, streams.len(), trip);
             if let Some(Trip::Ignored(why)) = &trip_asked {
-                i.params["trip_times_ignored"] = serde_json::Value::String(why.clone());
+                p.trip_times_ignored = Some(why.clone());
             }
-            i
+            info(false, peer, local, &p)
         }),
     });
     let phase = DataPhase::new(
@@ -781,7 +772,7 @@ fn report_refused(inner: &Inner, peer: SocketAddr, local: SocketAddr, udp: bool,
     let test = inner.next.fetch_add(1, Ordering::Relaxed);
     inner.emit(Event::Started {
         test,
-        info: Box::new(info(udp, peer, local, None, None, 1, false)),
+        info: Box::new(info(udp, peer, local, &served_params(None, None, 1, false))),
     });
     inner.emit(Event::Finished {
         test,
@@ -1024,10 +1015,7 @@ fn launch_udp(inner: &Arc<Inner>, rt: &tokio::runtime::Handle, flows: &Flows, g:
             true,
             from,
             local,
-            g.hdr.as_ref(),
-            Some(g.layout),
-            n,
-            trip_times,
+            &served_params(g.hdr.as_ref(), Some(g.layout), n, trip_times),
         )),
     });
     let len = g.len.max(wire::UDP_MIN_LEN);
@@ -1128,6 +1116,60 @@ async fn run_test_udp(
 mod tests {
     use super::*;
 
+    /// Served tests' params as the binary stored them before they were typed
+    /// (`tests/data/iperf2_served_*.json`, `iperf2_params_served.json`): the typed writer
+    /// gives the same JSON for the same headers, and they read back byte for byte.
+    #[test]
+    fn served_params_are_stored_as_before() {
+        let peer: SocketAddr = "192.0.2.2:45001".parse().expect("addr");
+        let local: SocketAddr = "192.0.2.1:5001".parse().expect("addr");
+        let tcp = ClientHeader {
+            num_threads: 2,
+            port: 5001,
+            amount: -1000,
+            ..Default::default()
+        };
+        let udp = ClientHeader {
+            flags: wire::HEADER_VERSION1 | wire::RUN_NOW,
+            num_threads: 2,
+            port: 5002,
+            buffer_len: 1470,
+            win_band: 1_048_576,
+            amount: -1000,
+        };
+        let file = |name: &str| -> serde_json::Value {
+            let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+            serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("json")
+        };
+        let mut ignored = served_params(Some(&tcp), None, 1, false);
+        ignored.trip_times_ignored =
+            Some("the client's start time is 2000 s from our clock".into());
+        let cases = [
+            (
+                file("iperf2_served_tcp_p2.json")["params"].clone(),
+                served_params(Some(&tcp), None, 2, true),
+            ),
+            (
+                file("iperf2_served_udp_dual.json")["params"].clone(),
+                served_params(Some(&udp), Some(Layout::V21), 2, false),
+            ),
+            (file("iperf2_params_served.json")[0].clone(), ignored),
+            (
+                file("iperf2_params_served.json")[1].clone(),
+                served_params(None, None, 1, false),
+            ),
+        ];
+        for (stored, p) in cases {
+            assert_eq!(info(false, peer, local, &p).params, stored);
+            let back: ServedParams = serde_json::from_value(stored.clone()).expect("reads");
+            assert_eq!(back, p);
+            assert_eq!(
+                serde_json::to_string(&back.to_value()).expect("json"),
+                serde_json::to_string(&stored).expect("json")
+            );
+        }
+    }
+
     /// A `--trip-times` header's start time: within 600 s of our clock it is measured,
     /// beyond (either way) or missing it is ignored with the reason, as stock does.
     #[test]
@@ -1162,7 +1204,7 @@ mod tests {
                 flags,
                 ..Default::default()
             };
-            info(true, peer, local, Some(&h), None, 1, false)
+            info(true, peer, local, &served_params(Some(&h), None, 1, false))
                 .direction
                 .to_string()
         };
@@ -1170,7 +1212,7 @@ mod tests {
         assert_eq!(word(wire::HEADER_VERSION1 | wire::RUN_NOW), "bidir");
         assert_eq!(word(0), "receive");
         assert_eq!(
-            info(false, peer, local, None, None, 1, false)
+            info(false, peer, local, &served_params(None, None, 1, false))
                 .direction
                 .as_str(),
             "receive"

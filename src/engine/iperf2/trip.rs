@@ -33,7 +33,8 @@ use std::time::{Duration, Instant};
 pub(crate) const MAX_TRANSIT_US: i64 = wire::TRIP_MAX_CLOCK_DIFF_S * 1_000_000;
 
 /// Why a burst gave no latency figure (counts over the whole test).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct TripDrops {
     /// Burst headers whose size was below the 96 header bytes: the framing is lost at the
     /// first one, nothing after it is measured (the bytes are still counted).
