@@ -4,9 +4,10 @@
 
 use crate::engine::http::GetSpec;
 use crate::model::display;
+use crate::results::traffic_summary::HttpGetSummary;
 use crate::runs::context::RunContext;
 use crate::runs::registry::LiveEvent;
-use crate::store::Store;
+use crate::store::{RunRow, Store};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -86,27 +87,8 @@ async fn run(a: HttpGetArgs) -> Result<i32, String> {
             serde_json::to_string_pretty(&run).map_err(|e| e.to_string())?
         );
     } else {
-        if let Some(per) = run.summary["per_connection"].as_array() {
-            for c in per {
-                println!(
-                    "[{:>3}] {:>12}  {:>16}  in {:.2} s",
-                    c["id"].as_u64().unwrap_or(0),
-                    display::size(c["bytes"].as_f64().unwrap_or(0.0)),
-                    display::rate(c["bits_per_second"].as_f64().unwrap_or(0.0)),
-                    c["seconds"].as_f64().unwrap_or(0.0)
-                );
-            }
-        }
-        if !run.summary.is_null() {
-            println!(
-                "Total: {} of {} in {:.2} s, goodput {}",
-                display::size(run.bytes.unwrap_or(0) as f64),
-                display::size(run.summary["size"].as_f64().unwrap_or(0.0)),
-                run.summary["seconds"].as_f64().unwrap_or(0.0),
-                run.receiver_bps
-                    .map(display::rate)
-                    .unwrap_or_else(|| "—".into())
-            );
+        if let Some(s) = HttpGetSummary::of_summary(&run.summary) {
+            print_result(&run, &s);
         }
         if let Some(e) = &run.error {
             println!("Error: {e}");
@@ -122,4 +104,26 @@ async fn run(a: HttpGetArgs) -> Result<i32, String> {
     } else {
         1
     })
+}
+
+/// Print a download's result: each connection, then the total (bytes, size, seconds, goodput).
+fn print_result(run: &RunRow, s: &HttpGetSummary) {
+    for c in &s.per_connection {
+        println!(
+            "[{:>3}] {:>12}  {:>16}  in {:.2} s",
+            c.id,
+            display::size(c.bytes as f64),
+            display::rate(c.bits_per_second),
+            c.seconds
+        );
+    }
+    println!(
+        "Total: {} of {} in {:.2} s, goodput {}",
+        display::size(run.bytes.unwrap_or(0) as f64),
+        display::size(s.size.unwrap_or(0) as f64),
+        s.seconds.unwrap_or(0.0),
+        run.receiver_bps
+            .map(display::rate)
+            .unwrap_or_else(|| "—".into())
+    );
 }

@@ -82,8 +82,10 @@ impl Counter {
     }
 }
 
-/// Final figures of one connection.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+/// Final figures of one connection (as stored in a traffic run's summary, read back with every
+/// key defaulting).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub(crate) struct ConnTotals {
     pub id: u32,
     /// Bytes moved over the connection's life.

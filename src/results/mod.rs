@@ -26,5 +26,6 @@ pub(crate) mod shortfall;
 pub(crate) mod suite_notes;
 pub(crate) mod suite_table;
 pub(crate) mod text;
+pub(crate) mod traffic_summary;
 pub(crate) mod verdict;
 pub(crate) mod view;

@@ -14,6 +14,9 @@ use crate::results::iperf2_summary::{Iperf2Params, Iperf2Summary};
 use crate::results::latency::{LatencyResult, Phase, ProbeTotals, RttStats};
 use crate::results::multi_summary::MultiParams;
 use crate::results::rfc2544_params::Rfc2544Params;
+use crate::results::traffic_summary::{
+    HttpGetParams, HttpGetSummary, HttpServeParams, HttpServeSummary, TcpRawSummary, Transfer,
+};
 use crate::store::RunRow;
 use serde::Serialize;
 use serde_json::Value;
@@ -133,12 +136,10 @@ fn throughput_cards(r: &RunRow) -> Vec<Card> {
 }
 
 /// Cards of a transfer (HTTP, raw TCP): goodput and bytes.
-fn transfer_cards(r: &RunRow) -> Vec<Card> {
-    let bps = r
-        .receiver_bps
-        .or(r.sender_bps)
-        .or_else(|| r.summary["bits_per_second"].as_f64());
-    let bytes = r.bytes.map(|b| b as f64).or(r.summary["bytes"].as_f64());
+/// A traffic run's Goodput and Transfer cards: the row's figures, else its summary's `t`.
+fn transfer_cards(r: &RunRow, t: &Transfer) -> Vec<Card> {
+    let bps = r.receiver_bps.or(r.sender_bps).or(t.bits_per_second);
+    let bytes = r.bytes.map(|b| b as f64).or(t.bytes.map(|b| b as f64));
     vec![
         card("sum-receiver", "Goodput", rate_or_dash(bps)),
         card(
@@ -749,9 +750,10 @@ pub(crate) fn download_command(conns: u64, url: &str) -> String {
 }
 
 fn http_serve_view(r: &RunRow) -> KindView {
-    let s = &r.summary;
-    let conns = s["connections"].as_u64().unwrap_or(1).max(1);
-    let path = r.params["path"].as_str().unwrap_or("/");
+    let s = HttpServeSummary::of_summary(&r.summary).unwrap_or_default();
+    let p = HttpServeParams::of_params(&r.params);
+    let conns = s.connections.max(1);
+    let path = p.path.as_deref().unwrap_or("/");
     let url = format!("http://{}:{}{}", board_addr(r), r.local_port, path);
     let stock = download_command(conns, &url);
     let mut facts = vec![("Payload".to_string(), path.to_string())];
@@ -759,15 +761,16 @@ fn http_serve_view(r: &RunRow) -> KindView {
         "Connections".into(),
         format!(
             "{conns} at once ({} TCP connections, {} requests, {} cut short by the peer)",
-            s["tcp_connections"].as_u64().unwrap_or(conns),
-            s["requests"].as_u64().unwrap_or(0),
-            s["requests_cut_short"].as_u64().unwrap_or(0)
+            s.tcp_connections.unwrap_or(conns),
+            s.requests,
+            s.requests_cut_short
         ),
     ));
-    if let Some(ua) = s["user_agent"].as_str().filter(|u| !u.is_empty()) {
-        facts.push(("Client".into(), ua.to_string()));
+    if !s.user_agent.is_empty() {
+        facts.push(("Client".into(), s.user_agent.clone()));
     }
-    transfer_facts(r, &mut facts);
+    let t = s.transfer();
+    transfer_facts(&t, &mut facts);
     KindView {
         kind: r.kind,
         kind_label: r.kind.label(),
@@ -780,87 +783,77 @@ fn http_serve_view(r: &RunRow) -> KindView {
         local: local_text(r),
         command: String::new(),
         stock_command: Some(stock),
-        cards: transfer_cards(r),
+        cards: transfer_cards(r, &t),
         facts,
     }
 }
 
-/// Facts every transfer kind shares: bytes and seconds, goodput per connection, a note.
-fn transfer_facts(r: &RunRow, v: &mut Vec<(String, String)>) {
-    let s = &r.summary;
-    if let (Some(b), Some(sec)) = (s["bytes"].as_f64(), s["seconds"].as_f64()) {
+/// Facts every transfer kind shares: bytes and seconds, goodput per connection, the sum of
+/// several raw streams, a note.
+fn transfer_facts(t: &Transfer, v: &mut Vec<(String, String)>) {
+    if let (Some(b), Some(sec)) = (t.bytes, t.seconds) {
         v.push((
             "Transfer".into(),
-            format!("{} ({} bytes) in {sec:.2} s", display::size(b), b as u64),
+            format!("{} ({b} bytes) in {sec:.2} s", display::size(b as f64)),
         ));
     }
-    if let Some(per) = s["per_connection"].as_array().filter(|p| p.len() > 1) {
-        let text: Vec<String> = per
+    if t.per_connection.len() > 1 {
+        let text: Vec<String> = t
+            .per_connection
             .iter()
             .map(|c| {
                 format!(
                     "#{}: {} at {}",
-                    c["id"],
-                    display::size(c["bytes"].as_f64().unwrap_or(0.0)),
-                    display::rate(c["bits_per_second"].as_f64().unwrap_or(0.0))
+                    c.id,
+                    display::size(c.bytes as f64),
+                    display::rate(c.bits_per_second)
                 )
             })
             .collect();
         v.push(("Per connection".into(), text.join("; ")));
     }
-    if let Some(sum) = s["sum"].as_object() {
-        let b = sum.get("bytes").and_then(Value::as_f64).unwrap_or(0.0);
+    if let Some(sum) = t.sum {
         v.push((
             "[SUM]".into(),
             format!(
                 "{} streams: {} ({} bytes) in {:.2} s at {}",
-                sum.get("streams").and_then(Value::as_u64).unwrap_or(0),
-                display::size(b),
-                b as u64,
-                sum.get("seconds").and_then(Value::as_f64).unwrap_or(0.0),
-                display::rate(
-                    sum.get("bits_per_second")
-                        .and_then(Value::as_f64)
-                        .unwrap_or(0.0)
-                )
+                sum.streams,
+                display::size(sum.bytes as f64),
+                sum.bytes,
+                sum.seconds,
+                display::rate(sum.bits_per_second)
             ),
         ));
     }
-    if let Some(n) = s["note"].as_str() {
+    if let Some(n) = t.note {
         v.push(("Note".into(), n.to_string()));
     }
 }
 
 fn http_get_view(r: &RunRow) -> KindView {
-    let url = r.params["url"].as_str().unwrap_or("").to_string();
-    let conns = r.params["connections"].as_u64().unwrap_or(1).max(1);
+    let p = HttpGetParams::of_params(&r.params);
+    let s = HttpGetSummary::of_summary(&r.summary).unwrap_or_default();
+    let url = p.url;
+    let conns = u64::from(p.connections.max(1));
     // What the download really used (a server without ranges gets one connection), as the
     // result says; the request's number until there is a result.
-    let used = r.summary["connections"]
-        .as_u64()
+    let used = Some(s.connections)
         .filter(|n| *n > 0)
-        .or_else(|| {
-            r.summary["per_connection"]
-                .as_array()
-                .map(|a| a.len() as u64)
-                .filter(|n| *n > 0)
-        })
+        .or(Some(s.per_connection.len() as u64).filter(|n| *n > 0))
         .unwrap_or(conns);
     let bind = r
         .bind_dev
         .as_ref()
         .map(|d| format!(" --bind-dev {d}"))
         .unwrap_or_default();
-    let s = &r.summary;
     let mut facts = vec![("URL".to_string(), url.clone())];
-    if let Some(sz) = s["size"].as_f64() {
+    if let Some(sz) = s.size {
         facts.push((
             "Size".into(),
             format!(
-                "{} ({} bytes){}",
-                display::size(sz),
-                sz as u64,
-                if s["ranges"].as_bool() == Some(false) {
+                "{} ({sz} bytes){}",
+                display::size(sz as f64),
+                if s.ranges == Some(false) {
                     " — the server does not do ranges: one connection"
                 } else {
                     ""
@@ -876,7 +869,8 @@ fn http_get_view(r: &RunRow) -> KindView {
             format!("{used} used of the {conns} asked")
         },
     ));
-    transfer_facts(r, &mut facts);
+    let t = s.transfer();
+    transfer_facts(&t, &mut facts);
     KindView {
         kind: r.kind,
         kind_label: r.kind.label(),
@@ -889,19 +883,21 @@ fn http_get_view(r: &RunRow) -> KindView {
         local: local_text(r),
         command: format!("netperfd http-get {url} -n {conns}{bind}"),
         stock_command: Some(download_command(conns, &url)),
-        cards: transfer_cards(r),
+        cards: transfer_cards(r, &t),
         facts,
     }
 }
 
 fn tcp_raw_view(r: &RunRow, source: bool) -> KindView {
     let board = board_addr(r);
+    let s = TcpRawSummary::of_summary(&r.summary).unwrap_or_default();
+    let t = s.transfer();
     let mut facts = Vec::new();
-    transfer_facts(r, &mut facts);
+    transfer_facts(&t, &mut facts);
     KindView {
         kind: r.kind,
         kind_label: r.kind.label(),
-        title: match r.summary["streams"].as_u64().filter(|n| *n > 1) {
+        title: match s.streams.filter(|n| *n > 1) {
             Some(n) if !source => format!("{n} raw TCP streams into the board's TCP sink"),
             _ if source => "raw TCP stream out of the board's TCP source".into(),
             _ => "raw TCP stream into the board's TCP sink".into(),
@@ -919,7 +915,7 @@ fn tcp_raw_view(r: &RunRow, source: bool) -> KindView {
         } else {
             format!("nc {board} {} < /dev/zero", r.local_port)
         }),
-        cards: transfer_cards(r),
+        cards: transfer_cards(r, &t),
         facts,
     }
 }

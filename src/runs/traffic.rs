@@ -14,13 +14,16 @@
 use crate::config::Config;
 use crate::engine::admission::{Admission, Limits, Ticket};
 use crate::engine::http::{self, GetEvent, GetSpec, RangeAsk, RequestHead};
-use crate::engine::meter::{bps, Counter, Meter};
+use crate::engine::meter::{bps, ConnTotals, Counter, Meter};
 use crate::engine::net;
 use crate::model::{RunDirection, RunFigures, RunProtocol, RunRole, RunStatus};
+use crate::results::traffic_summary::{
+    HttpGetParams, HttpGetSummary, HttpServeParams, HttpServeSummary, StreamSum, TcpRawParams,
+    TcpRawSummary,
+};
 use crate::runs::context::{RunContext, Started};
 use crate::runs::recorder::{Ended, Measured, Sampling, ServedRun};
 use crate::store::NewRun;
-use serde_json::json;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
@@ -701,12 +704,7 @@ impl PayloadServer {
             local_host: local.map(|l| net::ip_text(l.ip())).unwrap_or_default(),
             local_port: self.port,
             direction: RunDirection::Send,
-            params: if key.1 == FOLDED_SIZE {
-                json!({"path": "(several)", "folded": true,
-                    "note": format!("requests beyond {} runs a minute from this peer, counted together", crate::runs::anon::RUNS_PER_MINUTE)})
-            } else {
-                json!({"path": path, "size": key.1})
-            },
+            params: payload_params(&path, key.1).to_value(),
             kind: crate::model::RunKind::HttpServe,
             ..Default::default()
         };
@@ -806,6 +804,54 @@ impl PayloadServer {
     }
 }
 
+/// The stored params of a download run of `path` (`size` bytes; [`FOLDED_SIZE`]: the folded
+/// run of a peer's requests beyond its run budget).
+fn payload_params(path: &str, size: u64) -> HttpServeParams {
+    if size == FOLDED_SIZE {
+        HttpServeParams {
+            path: Some("(several)".into()),
+            folded: true,
+            note: Some(format!(
+                "requests beyond {} runs a minute from this peer, counted together",
+                crate::runs::anon::RUNS_PER_MINUTE
+            )),
+            ..Default::default()
+        }
+    } else {
+        HttpServeParams {
+            path: Some(path.into()),
+            size: Some(size),
+            ..Default::default()
+        }
+    }
+}
+
+/// The stored summary of download run `g` with counts `n`: `per` its connections (`sent`
+/// bytes written in all), `counted` goodput bytes over `seconds`.
+fn payload_summary(
+    g: &Group,
+    n: &GroupCounts,
+    (sent, per): (u64, Vec<ConnTotals>),
+    counted: u64,
+    seconds: f64,
+) -> HttpServeSummary {
+    HttpServeSummary {
+        path: Some(g.path.clone()),
+        size: g.size,
+        connections: n.peak as u64,
+        tcp_connections: Some(per.len() as u64),
+        requests: n.requests,
+        requests_cut_short: n.cut,
+        requested_bytes: n.asked,
+        bytes: Some(counted),
+        bytes_sent: sent,
+        seconds: Some(seconds),
+        bits_per_second: Some(bps(counted, seconds)),
+        user_agent: g.user_agent.clone(),
+        per_connection: per,
+    }
+}
+
 /// How a download run ended, from its group's counts: status, goodput and bytes, summary.
 fn payload_end(g: &Group) -> Ended {
     let (bytes, per) = g.meter.totals();
@@ -841,21 +887,7 @@ fn payload_end(g: &Group) -> Ended {
     } else {
         (RunStatus::Completed, None)
     };
-    let summary = json!({
-        "path": g.path,
-        "size": g.size,
-        "connections": n.peak,
-        "tcp_connections": per.len(),
-        "requests": n.requests,
-        "requests_cut_short": n.cut,
-        "requested_bytes": n.asked,
-        "bytes": counted,
-        "bytes_sent": bytes,
-        "seconds": seconds,
-        "bits_per_second": goodput,
-        "user_agent": g.user_agent,
-        "per_connection": per,
-    });
+    let summary = payload_summary(g, &n, (bytes, per), counted, seconds).to_value();
     let figures = RunFigures {
         sender_bps: Some(goodput),
         bytes: Some(counted as i64),
@@ -934,7 +966,11 @@ fn raw_run(local: Option<SocketAddr>, peer: SocketAddr, port: u16, source: bool)
         } else {
             RunDirection::Receive
         },
-        params: json!({"port": port}),
+        params: TcpRawParams {
+            port,
+            folded_connections: None,
+        }
+        .to_value(),
         kind,
         ..Default::default()
     }
@@ -956,7 +992,11 @@ async fn raw_fold(
         Some(f) => Some(f),
         None => {
             let r = NewRun {
-                params: json!({"port": port, "folded_connections": 0}),
+                params: TcpRawParams {
+                    port,
+                    folded_connections: Some(0),
+                }
+                .to_value(),
                 ..run
             };
             let f = ctx.store().create_run(&r).ok();
@@ -1200,25 +1240,7 @@ async fn leave_raw(
             .cloned()
             .unwrap_or((RunStatus::Completed, None))
     };
-    let mut summary = json!({
-        "port": port,
-        "bytes": bytes,
-        "seconds": seconds,
-        "bits_per_second": rate,
-        "note": if source { "bytes the board wrote to the socket; the peer may have read fewer (in flight when it closed)" } else { "bytes the board read from the socket" },
-    });
-    if per.len() > 1 {
-        // Several streams at once (`nc` run in parallel): each, and their sum over the run's
-        // span (seed 003 reports the sum).
-        summary["streams"] = json!(per.len());
-        summary["per_connection"] = json!(per);
-        summary["sum"] = json!({
-            "streams": per.len(),
-            "bytes": bytes,
-            "seconds": seconds,
-            "bits_per_second": rate,
-        });
-    }
+    let summary = raw_summary(port, source, (bytes, per), seconds).to_value();
     let fig = if source {
         RunFigures {
             sender_bps: Some(rate),
@@ -1250,6 +1272,40 @@ async fn leave_raw(
         } else {
             crate::peer_info!(peer.ip(), %peer, port, "{kind} connection closed without data; no run kept");
         }
+    }
+}
+
+/// The stored summary of a sink (`source` false) or source run on `port`: `bytes` over its
+/// streams `per`, the longest stream's `seconds`.
+fn raw_summary(
+    port: u16,
+    source: bool,
+    (bytes, per): (u64, Vec<ConnTotals>),
+    seconds: f64,
+) -> TcpRawSummary {
+    let rate = bps(bytes, seconds);
+    let note = if source {
+        "bytes the board wrote to the socket; the peer may have read fewer (in flight when it closed)"
+    } else {
+        "bytes the board read from the socket"
+    };
+    // Several streams at once (`nc` run in parallel): each, and their sum over the run's
+    // span (seed 003 reports the sum).
+    let several = per.len() > 1;
+    TcpRawSummary {
+        port,
+        bytes: Some(bytes),
+        seconds: Some(seconds),
+        bits_per_second: Some(rate),
+        note: Some(note.into()),
+        streams: several.then_some(per.len() as u64),
+        sum: several.then_some(StreamSum {
+            streams: per.len() as u64,
+            bytes,
+            seconds,
+            bits_per_second: rate,
+        }),
+        per_connection: if several { per } else { Vec::new() },
     }
 }
 
@@ -1364,7 +1420,12 @@ pub(crate) fn start_http_get(ctx: &RunContext, spec: GetSpec) -> Result<Started,
         peer_port: u.port,
         bind_dev: spec.bind_dev.clone(),
         direction: RunDirection::Receive,
-        params: json!({"url": spec.url, "connections": spec.connections, "timeout": spec.timeout_secs}),
+        params: HttpGetParams {
+            url: spec.url.clone(),
+            connections: spec.connections,
+            timeout: spec.timeout_secs,
+        }
+        .to_value(),
         kind: crate::model::RunKind::HttpGet,
         ..Default::default()
     };
@@ -1397,12 +1458,12 @@ pub(crate) fn start_http_get(ctx: &RunContext, spec: GetSpec) -> Result<Started,
                 Ok(r) => Ended {
                     status: RunStatus::Completed,
                     measured: Measured::Figures(fig(&r)),
-                    summary: Some(serde_json::to_value(&r).unwrap_or_default()),
+                    summary: Some(HttpGetSummary::from(&r).to_value()),
                     error: None,
                 },
                 Err(e) => {
                     let (f, s) = match &e.partial {
-                        Some(p) => (fig(p), serde_json::to_value(p).ok()),
+                        Some(p) => (fig(p), Some(HttpGetSummary::from(p).to_value())),
                         None => (RunFigures::default(), None),
                     };
                     Ended {
@@ -1488,5 +1549,157 @@ mod tests {
         // After a stall longer than a window, the next window starts at the check.
         assert_eq!(w.check_at(at(65_000)), Some(true));
         assert_eq!(w.start, at(65_000));
+    }
+
+    /// `n` connections' figures as the meter gives them (odd bytes, fractional seconds).
+    fn conns(n: u32) -> Vec<ConnTotals> {
+        (1..=n)
+            .map(|id| {
+                let (bytes, seconds) = (25_000_017 * u64::from(id), 0.731_5 * f64::from(id));
+                ConnTotals {
+                    id,
+                    bytes,
+                    seconds,
+                    bits_per_second: bps(bytes, seconds),
+                }
+            })
+            .collect()
+    }
+
+    fn text(v: &serde_json::Value) -> String {
+        serde_json::to_string(v).unwrap()
+    }
+
+    /// Issue 40 item 1: the typed writers write the bytes the `json!` writers before them
+    /// wrote (those kept here as they were), for a payload run and a folded one, a sink and
+    /// a source with one and three streams, a download that worked and its params.
+    #[test]
+    fn typed_writers_write_what_the_json_writers_wrote() {
+        use serde_json::json;
+        let folded = json!({"path": "(several)", "folded": true,
+            "note": format!("requests beyond {} runs a minute from this peer, counted together", crate::runs::anon::RUNS_PER_MINUTE)});
+        assert_eq!(
+            text(&payload_params("/x", FOLDED_SIZE).to_value()),
+            text(&folded)
+        );
+        let one = json!({"path": "/payload/1G", "size": 1_000_000_000u64});
+        let p = payload_params("/payload/1G", 1_000_000_000).to_value();
+        assert_eq!(text(&p), text(&one));
+        for (size, ua) in [(1_000_000_000, "axel/2.17.11 (Linux)"), (FOLDED_SIZE, "")] {
+            let g = Group {
+                meter: Meter::new(true),
+                run: None,
+                cancel: Arc::new(Notify::new()),
+                stopped: std::sync::atomic::AtomicBool::new(false),
+                path: "/payload/1G".into(),
+                size,
+                user_agent: ua.into(),
+                counts: Mutex::new(GroupCounts::default()),
+            };
+            let n = GroupCounts {
+                requests: 9,
+                asked: 1_000_000_000,
+                cut: 2,
+                peak: 4,
+                ..Default::default()
+            };
+            let (per, bytes, counted, seconds) = (conns(5), 1_003_000_101u64, 999_999_999, 8.25);
+            let goodput = bps(counted, seconds);
+            let old = json!({
+                "path": g.path,
+                "size": g.size,
+                "connections": n.peak,
+                "tcp_connections": per.len(),
+                "requests": n.requests,
+                "requests_cut_short": n.cut,
+                "requested_bytes": n.asked,
+                "bytes": counted,
+                "bytes_sent": bytes,
+                "seconds": seconds,
+                "bits_per_second": goodput,
+                "user_agent": g.user_agent,
+                "per_connection": per,
+            });
+            let new = payload_summary(&g, &n, (bytes, per), counted, seconds).to_value();
+            assert_eq!(text(&new), text(&old));
+        }
+        for (source, streams) in [(false, 1), (false, 3), (true, 1), (true, 2)] {
+            let per = conns(streams);
+            let bytes: u64 = per.iter().map(|p| p.bytes).sum();
+            let seconds = per.iter().map(|p| p.seconds).fold(0.0, f64::max);
+            let new = raw_summary(5009, source, (bytes, per.clone()), seconds).to_value();
+            assert_eq!(
+                text(&new),
+                text(&old_raw_summary(5009, source, bytes, &per, seconds))
+            );
+        }
+        let port = 5019u16;
+        let raw = TcpRawParams {
+            port,
+            folded_connections: Some(0),
+        };
+        assert_eq!(
+            text(&raw.to_value()),
+            text(&json!({"port": port, "folded_connections": 0}))
+        );
+        let got = http::GetResult {
+            url: "http://192.0.2.7:8099/f.bin".into(),
+            peer: "192.0.2.7:8099".into(),
+            local: "192.0.2.1:40112".into(),
+            size: 5_000_000,
+            ranges: false,
+            connections: 1,
+            bytes: 5_000_000,
+            seconds: 0.043_2,
+            bits_per_second: bps(5_000_000, 0.043_2),
+            per_connection: conns(1),
+            ranges_asked: vec![(0, 4_999_999)],
+        };
+        let new = HttpGetSummary::from(&got).to_value();
+        assert_eq!(text(&new), text(&serde_json::to_value(&got).unwrap()));
+        let spec = GetSpec {
+            url: got.url.clone(),
+            connections: 4,
+            timeout_secs: 600,
+            bind_dev: None,
+        };
+        let old =
+            json!({"url": spec.url, "connections": spec.connections, "timeout": spec.timeout_secs});
+        let new = HttpGetParams {
+            url: spec.url.clone(),
+            connections: spec.connections,
+            timeout: spec.timeout_secs,
+        };
+        assert_eq!(text(&new.to_value()), text(&old));
+    }
+
+    /// The sink / source summary as `leave_raw` wrote it with `json!` before [`raw_summary`].
+    fn old_raw_summary(
+        port: u16,
+        source: bool,
+        bytes: u64,
+        per: &[ConnTotals],
+        seconds: f64,
+    ) -> serde_json::Value {
+        use serde_json::json;
+        let rate = bps(bytes, seconds);
+        let mut summary = json!({
+            "port": port,
+            "bytes": bytes,
+            "seconds": seconds,
+            "bits_per_second": rate,
+            "note": if source { "bytes the board wrote to the socket; the peer may have read fewer (in flight when it closed)" } else { "bytes the board read from the socket" },
+        });
+        if per.len() > 1 {
+            summary["streams"] = json!(per.len());
+            summary["per_connection"] = json!(per);
+            summary["sum"] = json!({
+                "streams": per.len(),
+                "bytes": bytes,
+                "seconds": seconds,
+                "bits_per_second": rate,
+            });
+        }
+        summary
     }
 }

@@ -12,6 +12,8 @@ use crate::engine::http::GetSpec;
 use crate::engine::report::version_string;
 use crate::model::display;
 use crate::model::time::fmt_time;
+use crate::model::RunKind;
+use crate::results::traffic_summary::{self, HttpGetParams, HttpServeParams, HttpServeSummary};
 use crate::store::{RunFilter, RunRow};
 use actix_web::{http::header, http::StatusCode, web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -212,8 +214,7 @@ fn build_page(
             kind: r.kind.as_str().to_string(),
             peer: format!("{}:{}", r.peer_host, r.peer_port),
             what: what(&r),
-            connections: r.summary["connections"]
-                .as_u64()
+            connections: traffic_summary::connections(&r)
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| {
                     if r.kind.is_one_connection() {
@@ -264,19 +265,26 @@ fn build_page(
     }
 }
 
+/// What a traffic run moved, for the Traffic page's list ("served /payload/1G").
 fn what(r: &RunRow) -> String {
-    match r.kind.as_str() {
-        "http-serve" => format!(
+    match r.kind {
+        RunKind::HttpServe => format!(
             "served {}",
-            r.summary["path"]
-                .as_str()
-                .or(r.params["path"].as_str())
-                .unwrap_or("")
+            HttpServeSummary::of_summary(&r.summary)
+                .and_then(|s| s.path)
+                .or(HttpServeParams::of_params(&r.params).path)
+                .unwrap_or_default()
         ),
-        "http-get" => format!("downloaded {}", r.params["url"].as_str().unwrap_or("")),
-        "tcp-sink" => format!("received on port {}", r.local_port),
-        "tcp-source" => format!("sent from port {}", r.local_port),
-        _ => String::new(),
+        RunKind::HttpGet => format!("downloaded {}", HttpGetParams::of_params(&r.params).url),
+        RunKind::TcpSink => format!("received on port {}", r.local_port),
+        RunKind::TcpSource => format!("sent from port {}", r.local_port),
+        RunKind::Iperf3
+        | RunKind::Iperf2
+        | RunKind::Multi
+        | RunKind::Forward
+        | RunKind::Monitor
+        | RunKind::Latency
+        | RunKind::Rfc2544 => String::new(),
     }
 }
 

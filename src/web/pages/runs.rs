@@ -94,7 +94,7 @@ pub(super) fn run_view(r: &RunRow) -> RunView {
         streams: p
             .as_ref()
             .map(|p| p.parallel)
-            .or_else(|| r.summary["connections"].as_u64().map(|c| c as u32))
+            .or_else(|| crate::results::traffic_summary::connections(r).map(|c| c as u32))
             .unwrap_or(1),
         sender_rate: r
             .sender_bps
