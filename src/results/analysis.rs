@@ -339,12 +339,9 @@ pub(crate) fn run_framing(run: &RunRow, mtu: u32, tcp_timestamps: bool) -> Frami
         ipv6: run.local_host.contains(':') || run.peer_host.contains(':'),
         mtu,
         tcp_timestamps,
-        udp_payload: run
-            .params
-            .get("len")
-            .and_then(|v| v.as_u64())
-            .filter(|l| *l > 0 && udp)
-            .and_then(|l| u32::try_from(l).ok()),
+        udp_payload: crate::results::asked::Asked::of(run)
+            .len
+            .filter(|_| udp),
     }
 }
 
@@ -647,12 +644,7 @@ fn link_ceiling(
     let speed = mine.iter().filter_map(|p| p.speed_mbps).max();
     let mtu = mine.iter().filter_map(|p| p.mtu).max();
     let ipv6 = run.local_host.contains(':') || run.peer_host.contains(':');
-    let udp_payload = run
-        .params
-        .get("len")
-        .and_then(|v| v.as_u64())
-        .filter(|l| *l > 0)
-        .and_then(|l| u32::try_from(l).ok());
+    let udp_payload = crate::results::asked::Asked::of(run).len;
     match (speed, mtu) {
         (Some(s), Some(m)) if m > 0 => {
             let f = Framing {

@@ -595,12 +595,52 @@ impl LatencyFigures {
     }
 }
 
+/// A latency run's stored `params`: its spec, and `congestion_default` (written only when
+/// netperfd chose the load's congestion control, [`crate::runs`]' latency launcher) after the
+/// spec's keys. Written whole by the runner; read back leniently (each key on its own,
+/// runs stored before a key was kept still read) as what the page's notes need.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct LatencyParams<'a> {
+    #[serde(flatten)]
+    pub spec: &'a crate::spec::latency::LatencySpec,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub congestion_default: bool,
+}
+
+impl LatencyParams<'_> {
+    /// The params as stored (an object; `Null` only if serialization failed, which a spec
+    /// of plain fields does not).
+    pub(crate) fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
+/// What the latency page's notes read of a stored run's `params` (see [`LatencyParams`]):
+/// `load` ("up", "down", "both"), `streams` per direction, `loaded_s` (s), the asked
+/// `congestion` and whether netperfd chose it. Missing or mistyped keys read as absent.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub(crate) struct StoredLatencyParams {
+    pub load: Option<String>,
+    pub streams: Option<u64>,
+    pub loaded_s: Option<u64>,
+    pub congestion: Option<String>,
+    pub congestion_default: Option<bool>,
+}
+
+impl StoredLatencyParams {
+    /// `params` read once; all absent when they are not an object of these keys.
+    pub(crate) fn of_params(params: &serde_json::Value) -> StoredLatencyParams {
+        StoredLatencyParams::deserialize(params).unwrap_or_default()
+    }
+}
+
 /// The congestion control of a latency run's load in words: what was asked (`-C`) or, when
 /// nothing was, what the sending streams used (the run's `summary.congestion`, read from the
 /// sockets); `None` when neither is known (runs recorded before it was kept).
 pub(crate) fn congestion_text(
     used: Option<&Congestion>,
-    params: &serde_json::Value,
+    params: &StoredLatencyParams,
 ) -> Option<String> {
     let sender = used
         .and_then(|c| c.sender.clone())
@@ -608,8 +648,8 @@ pub(crate) fn congestion_text(
     let receiver = used
         .and_then(|c| c.receiver.clone())
         .filter(|c| !c.is_empty());
-    if let Some(c) = params["congestion"].as_str().filter(|c| !c.is_empty()) {
-        if params["congestion_default"].as_bool() == Some(true) {
+    if let Some(c) = params.congestion.as_deref().filter(|c| !c.is_empty()) {
+        if params.congestion_default == Some(true) {
             return Some(format!(
                 "{c} on both hosts (netperfd's default for a latency load: a loss-based load fills the queue whatever the hosts' own default; -C default keeps theirs)"
             ));
@@ -632,9 +672,9 @@ pub(crate) fn congestion_text(
 /// [`crate::spec::latency::FILLING_STREAMS`] streams per direction, BBR (which keeps queues
 /// short by design), a loaded phase under 5 s. From the run's `params` and the congestion
 /// control its load used (its summary's).
-pub(crate) fn fill_notes(used: Option<&Congestion>, params: &serde_json::Value) -> Vec<String> {
+pub(crate) fn fill_notes(used: Option<&Congestion>, params: &StoredLatencyParams) -> Vec<String> {
     let mut out = Vec::new();
-    let streams = params["streams"].as_u64().unwrap_or(1);
+    let streams = params.streams.unwrap_or(1);
     let want = crate::spec::latency::FILLING_STREAMS as u64;
     if streams < want {
         out.push(format!(
@@ -647,7 +687,7 @@ pub(crate) fn fill_notes(used: Option<&Congestion>, params: &serde_json::Value) 
         ));
     }
     let cc = [
-        params["congestion"].as_str(),
+        params.congestion.as_deref(),
         used.and_then(|c| c.sender.as_deref()),
         used.and_then(|c| c.receiver.as_deref()),
     ];
@@ -656,7 +696,7 @@ pub(crate) fn fill_notes(used: Option<&Congestion>, params: &serde_json::Value) 
             "The load used BBR, which keeps queues short by design: the increase shows BBR's queue, not how deep the buffer is (use -C cubic to fill it).".into(),
         );
     }
-    if let Some(l) = params["loaded_s"].as_u64().filter(|l| *l < 5) {
+    if let Some(l) = params.loaded_s.filter(|l| *l < 5) {
         out.push(format!(
             "The loaded phase was {l} s: loss-based TCP may not have grown into the queue that soon."
         ));
@@ -666,6 +706,37 @@ pub(crate) fn fill_notes(used: Option<&Congestion>, params: &serde_json::Value) 
 
 #[cfg(test)]
 pub(crate) mod tests {
+
+    /// The typed writer of a latency run's params stores what the runner's `json!` edit
+    /// stored (the spec, then `congestion_default: true` only when netperfd chose), and the
+    /// page's reader reads both back.
+    #[test]
+    fn latency_params_are_stored_as_before() {
+        let spec = crate::spec::latency::LatencySpec {
+            host: "198.51.100.2".into(),
+            congestion: Some("cubic".into()),
+            bind_dev: Some("eth1".into()),
+            ..Default::default()
+        };
+        for chosen in [false, true] {
+            let mut old = serde_json::to_value(&spec).unwrap();
+            if chosen {
+                old.as_object_mut()
+                    .unwrap()
+                    .insert("congestion_default".into(), true.into());
+            }
+            let new = LatencyParams {
+                spec: &spec,
+                congestion_default: chosen,
+            }
+            .to_value();
+            assert_eq!(new.to_string(), old.to_string());
+            let back = StoredLatencyParams::of_params(&new);
+            assert_eq!(back.streams, Some(u64::from(spec.streams)));
+            assert_eq!(back.congestion.as_deref(), Some("cubic"));
+            assert_eq!(back.congestion_default, chosen.then_some(true));
+        }
+    }
     use super::*;
 
     /// Issue 22 item 6: the page says which congestion control loaded the path and when the
@@ -673,7 +744,8 @@ pub(crate) mod tests {
     #[test]
     fn congestion_and_fill_notes() {
         use serde_json::json;
-        let rrul = json!({"streams": 4, "loaded_s": 10, "load": "both"});
+        let p = |v: serde_json::Value| StoredLatencyParams::of_params(&v);
+        let rrul = p(json!({"streams": 4, "loaded_s": 10, "load": "both"}));
         let used = |v: serde_json::Value| -> Option<Congestion> {
             serde_json::from_value::<Congestion>(v["congestion"].clone()).ok()
         };
@@ -684,7 +756,7 @@ pub(crate) mod tests {
             Some("cubic (the hosts' default; none asked with -C)")
         );
         assert!(fill_notes(sum, &rrul).is_empty());
-        let one = json!({"streams": 1, "loaded_s": 3, "congestion": "bbr"});
+        let one = p(json!({"streams": 1, "loaded_s": 3, "congestion": "bbr"}));
         assert_eq!(
             congestion_text(sum, &one).as_deref(),
             Some("bbr (asked with -C, on both hosts)")
@@ -704,7 +776,7 @@ pub(crate) mod tests {
         assert_eq!(fill_notes(mixed, &rrul).len(), 1);
         assert_eq!(congestion_text(used(json!({})).as_ref(), &rrul), None);
         // Issue 38 item 4c: chosen by netperfd, not asked for.
-        let auto = json!({"streams": 4, "loaded_s": 10, "congestion": "cubic", "congestion_default": true});
+        let auto = p(json!({"streams": 4, "loaded_s": 10, "congestion": "cubic", "congestion_default": true}));
         assert!(congestion_text(sum, &auto)
             .unwrap()
             .starts_with("cubic on both hosts (netperfd's default for a latency load"));

@@ -5,6 +5,7 @@
 //! thresholds (`verdict`) and their JUnit / LAVA forms (`farm`). Reads the store; never measures or renders HTML.
 
 pub(crate) mod analysis;
+pub(crate) mod asked;
 pub(crate) mod charts;
 pub(crate) mod compare;
 pub(crate) mod export;

@@ -5,27 +5,11 @@ use crate::engine::shortfall::RateCheck;
 use crate::store::RunRow;
 
 /// The rate asked for by a stored run, bits/s (all streams): iperf3 `bandwidth` × `parallel`,
-/// iperf 2 `rate` × `parallel`, a forwarding run's `test.bitrate` × `test.parallel` (what
-/// the peer agent was asked to send through the board); `None` when unpaced.
+/// iperf 2 `rate` × `parallel`, a forwarding run's peer test `bitrate` × `parallel` (what
+/// the peer agent was asked to send through the board), read through the kind's typed params
+/// ([`crate::results::asked::Asked`]); `None` when unpaced.
 pub(crate) fn run_target_bps(run: &RunRow) -> Option<f64> {
-    let p = &run.params;
-    if run.kind.forwards() {
-        let t = &p["test"];
-        let per = t["bitrate"].as_u64().filter(|b| *b > 0)?;
-        let n = t["parallel"].as_u64().filter(|n| *n > 0).unwrap_or(1);
-        return Some(per as f64 * n as f64);
-    }
-    let per = p
-        .get("bandwidth")
-        .or_else(|| p.get("rate"))
-        .and_then(|v| v.as_u64())
-        .filter(|b| *b > 0)?;
-    let n = p
-        .get("parallel")
-        .and_then(|v| v.as_u64())
-        .filter(|n| *n > 0)
-        .unwrap_or(1);
-    Some(per as f64 * n as f64)
+    crate::results::asked::Asked::of(run).total_bps()
 }
 
 /// The rate check of a stored run from its figures (sender and receiver bits/s of the main
@@ -48,7 +32,7 @@ mod tests {
         let mut r = RunRow {
             kind: crate::model::RunKind::Forward,
             protocol: RunProtocol::Udp,
-            params: serde_json::json!({"test": {"udp": true, "bitrate": 100_000_000u64, "parallel": 2}}),
+            params: serde_json::json!({"test": {"host": "198.51.100.2", "udp": true, "bitrate": 100_000_000u64, "parallel": 2}, "nat": false}),
             sender_bps: Some(150e6),
             receiver_bps: Some(149e6),
             ..test_row()
@@ -56,7 +40,7 @@ mod tests {
         assert_eq!(run_target_bps(&r), Some(200e6));
         let c = for_run(&r).unwrap();
         assert!(c.short);
-        r.params = serde_json::json!({"test": {"udp": false}});
+        r.params = serde_json::json!({"test": {"host": "198.51.100.2", "udp": false}, "nat": false});
         assert_eq!(run_target_bps(&r), None);
     }
 

@@ -1,11 +1,10 @@
 //! Result tables of suites and compared runs: one row of figures per test ([`StepResult`]),
 //! a suite's table ([`SuiteResult`]).
 
-use crate::engine::params::Params;
 use crate::model::{RunKind, RunProtocol, RunStatus, StepStatus};
 use crate::spec::suite::PlanEntry;
 use crate::store::{RunRow, Store, SuiteRow};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// One test's figures as result tables show them (a suite step, or a run being compared).
 #[derive(Debug, Clone, Serialize, PartialEq, Default)]
@@ -99,30 +98,14 @@ pub(crate) struct RowParams {
 }
 
 impl RowParams {
-    /// `r.params` read once: an iperf3 run's through the engine's [`Params`] (by key when
-    /// they are not a whole `Params`), the other kinds' by key (a multi-port run's
-    /// `time` and `parallel`; an iperf 2 run's `time`, s, may be fractional).
+    /// `r.params` read once, through the kind's typed params
+    /// ([`crate::results::asked::Asked`]); what a kind does not say is as in [`Self::NONE`].
     pub(crate) fn of(r: &RunRow) -> RowParams {
-        match r.kind {
-            RunKind::Iperf3 => match Params::deserialize(&r.params) {
-                Ok(p) => RowParams {
-                    bandwidth: p.bandwidth,
-                    parallel: u64::from(p.parallel),
-                    time_s: Self::duration(f64::from(p.time)),
-                },
-                // Not a whole `Params` (a run written by hand, a partial import): its keys.
-                Err(_) => Self::by_key(&r.params),
-            },
-            RunKind::Multi
-            | RunKind::Iperf2
-            | RunKind::Forward
-            | RunKind::Monitor
-            | RunKind::HttpServe
-            | RunKind::HttpGet
-            | RunKind::TcpSink
-            | RunKind::TcpSource
-            | RunKind::Latency
-            | RunKind::Rfc2544 => Self::by_key(&r.params),
+        let a = crate::results::asked::Asked::of(r);
+        RowParams {
+            bandwidth: a.per_stream_bps.unwrap_or(Self::NONE.bandwidth),
+            parallel: a.parallel.unwrap_or(Self::NONE.parallel),
+            time_s: a.time_s,
         }
     }
 
@@ -132,26 +115,6 @@ impl RowParams {
         parallel: 1,
         time_s: None,
     };
-
-    /// A duration of `s` seconds; `None` for 0 (or not a number).
-    fn duration(s: f64) -> Option<f64> {
-        (s > 0.0).then_some(s)
-    }
-
-    /// Keys `bandwidth` (bits/s), `parallel` and `time` (s); each absent one as in [`Self::NONE`].
-    fn by_key(v: &serde_json::Value) -> RowParams {
-        RowParams {
-            bandwidth: v
-                .get("bandwidth")
-                .and_then(|b| b.as_u64())
-                .unwrap_or(Self::NONE.bandwidth),
-            parallel: v
-                .get("parallel")
-                .and_then(|b| b.as_u64())
-                .unwrap_or(Self::NONE.parallel),
-            time_s: v["time"].as_f64().and_then(Self::duration),
-        }
-    }
 }
 
 /// The default row name of a stored run ("TCP send", "UDP receive 400M", "Latency down").

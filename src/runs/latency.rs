@@ -118,11 +118,11 @@ fn congestion_params(spec: &mut LatencySpec) -> serde_json::Value {
         }
         _ => false,
     };
-    let mut params = serde_json::to_value(&*spec).unwrap_or_default();
-    if let Some(o) = params.as_object_mut().filter(|_| chosen_by_us) {
-        o.insert("congestion_default".into(), true.into());
+    crate::results::latency::LatencyParams {
+        spec,
+        congestion_default: chosen_by_us,
     }
-    params
+    .to_value()
 }
 
 /// The probes of a run: ICMP (always), the UDP echo (when it could start), and the task that

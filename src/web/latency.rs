@@ -86,11 +86,14 @@ fn build(state: &AppState, auth: &Auth, f: &LatencyForm, error: Option<String>) 
                 id: r.id,
                 when: fmt_time(r.started_at),
                 peer: r.peer_host.clone(),
-                load: format!(
-                    "{} × {}",
-                    r.params["load"].as_str().unwrap_or("?"),
-                    r.params["streams"].as_u64().unwrap_or(1)
-                ),
+                load: {
+                    let p = crate::results::latency::StoredLatencyParams::of_params(&r.params);
+                    format!(
+                        "{} × {}",
+                        p.load.as_deref().unwrap_or("?"),
+                        p.streams.unwrap_or(1)
+                    )
+                },
                 idle: ms(f.as_ref().and_then(|f| f.idle_p50_ms)),
                 loaded: ms(f.as_ref().and_then(|f| f.loaded_p50_ms)),
                 increase: ms(f.as_ref().and_then(|f| f.increase_ms)),

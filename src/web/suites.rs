@@ -1029,7 +1029,7 @@ fn run_differences(state: &AppState, ids: &[i64]) -> Vec<String> {
         .filter_map(|&id| state.store.get_run(id).ok().flatten())
         .collect();
     let duration = |r: &crate::store::RunRow| -> String {
-        match r.params["time"].as_f64().filter(|t| *t > 0.0) {
+        match crate::results::asked::Asked::of(r).time_s {
             Some(t) => format!("{t} s"),
             None => match r.ended_at {
                 Some(e) => format!("{:.0} s", (e - r.started_at) as f64 / 1000.0),

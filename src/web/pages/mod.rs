@@ -21,7 +21,6 @@ pub(crate) use runs::{port_filter_addresses, port_options, query_value, PortOpti
 pub(crate) use runs::{LadderForm, RunView};
 pub(crate) use settings::settings;
 
-use crate::engine::iperf3::wire::Params;
 use crate::engine::report::{self, version_string, Report};
 use crate::model::display;
 use crate::model::time::fmt_time;

@@ -221,12 +221,13 @@ impl LatencyHead {
         }
         let s = crate::results::latency::LatencyResult::of_summary(&run.summary)?;
         let used = s.congestion.as_ref();
-        let notes = crate::results::latency::fill_notes(used, &run.params);
+        let asked = crate::results::latency::StoredLatencyParams::of_params(&run.params);
+        let notes = crate::results::latency::fill_notes(used, &asked);
         let (verdict, class) = crate::results::latency::headline(&s.verdict, s.increase_ms, &notes);
         Some(LatencyHead {
             verdict,
             class: class.into(),
-            congestion: crate::results::latency::congestion_text(used, &run.params)
+            congestion: crate::results::latency::congestion_text(used, &asked)
                 .unwrap_or_else(|| "not recorded (each host's default)".into()),
             notes,
         })

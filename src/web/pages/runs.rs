@@ -69,12 +69,8 @@ pub(super) fn with_suites(state: &AppState, mut runs: Vec<RunView>) -> Vec<RunVi
     runs
 }
 
-pub(super) fn params_of(r: &RunRow) -> Option<Params> {
-    serde_json::from_value(r.params.clone()).ok()
-}
-
 pub(super) fn run_view(r: &RunRow) -> RunView {
-    let p = params_of(r);
+    let asked = crate::results::asked::Asked::of(r);
     let kv = crate::results::view::view(r);
     RunView {
         id: r.id,
@@ -91,10 +87,10 @@ pub(super) fn run_view(r: &RunRow) -> RunView {
             r.direction.to_string()
         },
         protocol: r.protocol.to_string(),
-        streams: p
-            .as_ref()
-            .map(|p| p.parallel)
-            .or_else(|| crate::results::traffic_summary::connections(r).map(|c| c as u32))
+        streams: asked
+            .parallel
+            .or_else(|| crate::results::traffic_summary::connections(r))
+            .and_then(|n| u32::try_from(n).ok())
             .unwrap_or(1),
         sender_rate: r
             .sender_bps
@@ -107,11 +103,7 @@ pub(super) fn run_view(r: &RunRow) -> RunView {
         retr_or_loss: crate::results::view::retr_or_loss(r).unwrap_or_else(|| "—".into()),
         error: r.error.clone(),
         invalid: r.invalid.join(", "),
-        label: r.params["label"]
-            .as_str()
-            .unwrap_or_default()
-            .trim()
-            .to_string(),
+        label: asked.label.unwrap_or_default(),
         suite_id: r.suite_id,
         suite_name: String::new(),
         origin: String::new(),
