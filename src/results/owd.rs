@@ -153,63 +153,91 @@ pub(crate) fn summary(st: &EchoStats, base: Option<(i64, i64)>) -> EchoSummary {
     }
 }
 
+/// One phase of a stored latency summary as far as the echo rows go: its one-way delays
+/// and (the loaded phase) their increase; each absent in runs stored without them.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+struct StoredPhase {
+    owd_ms: Option<PhaseOwd>,
+    owd_increase_ms: Option<OwdIncrease>,
+}
+
+/// What [`facts`] reads of a stored latency summary: the echo's summary and the three
+/// phases' one-way delays, read once (keys absent in older runs read as absent).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+struct StoredOwd {
+    echo: Option<EchoSummary>,
+    idle: Option<StoredPhase>,
+    loaded: Option<StoredPhase>,
+    idle_after: Option<StoredPhase>,
+}
+
+/// A delay as the rows show it, ms: two decimals under 10 ms, one above; "—" unknown.
+fn ms(v: Option<f64>) -> String {
+    match v.filter(|x| x.is_finite()) {
+        Some(x) if x.abs() < 10.0 => format!("{x:.2} ms"),
+        Some(x) => format!("{x:.1} ms"),
+        None => "—".into(),
+    }
+}
+
 /// The run page's rows for the echo, from a stored summary: "One-way up (board → peer)" and
 /// "One-way down (peer → board)" with p50 / p99 per phase (ms above the idle minimum) and the
 /// increase under load, the echo's round trip, or one "UDP echo" row saying why there are none.
-/// Empty when the run did not try the echo (older runs).
+/// Empty when the run did not try the echo (older runs) or the summary is not one.
 pub(crate) fn facts(s: &serde_json::Value) -> Vec<(String, String)> {
-    let echo = &s["echo"];
-    if !echo.is_object() {
+    let Ok(o) = StoredOwd::deserialize(s) else {
         return Vec::new();
-    }
-    let port = echo["port"].as_u64().unwrap_or(0);
-    if let Some(note) = echo["note"].as_str() {
+    };
+    let Some(echo) = &o.echo else {
+        return Vec::new();
+    };
+    let port = echo.port;
+    if let Some(note) = &echo.note {
         return vec![(
             "UDP echo".into(),
             format!("{note} (UDP port {port}): round trips from ICMP only"),
         )];
     }
-    let ms = |v: &serde_json::Value| match v.as_f64() {
-        Some(x) if x.abs() < 10.0 => format!("{x:.2} ms"),
-        Some(x) => format!("{x:.1} ms"),
-        None => "—".into(),
-    };
+    let owd = |p: &Option<StoredPhase>| p.as_ref().and_then(|p| p.owd_ms);
+    let increase = o.loaded.as_ref().and_then(|p| p.owd_increase_ms);
     let mut rows = Vec::new();
-    for (dir, label) in [
-        ("up", "One-way up (board → peer)"),
-        ("down", "One-way down (peer → board)"),
+    for (up, label) in [
+        (true, "One-way up (board → peer)"),
+        (false, "One-way down (peer → board)"),
     ] {
-        let cell = |phase: &str| {
-            let p = &s[phase]["owd_ms"][dir];
-            format!("p50 {} / p99 {}", ms(&p["p50"]), ms(&p["p99"]))
+        let cell = |phase: &Option<StoredPhase>| {
+            let p = owd(phase).and_then(|p| if up { p.up } else { p.down });
+            format!(
+                "p50 {} / p99 {}",
+                ms(p.map(|p| p.p50)),
+                ms(p.map(|p| p.p99))
+            )
         };
-        let inc = &s["loaded"]["owd_increase_ms"][dir];
+        let inc = increase.map(|i| if up { i.up } else { i.down });
         rows.push((
             label.to_string(),
             format!(
                 "idle {} · loaded {} · idle after {} · increase {}{}",
-                cell("idle"),
-                cell("loaded"),
-                cell("idle_after"),
-                if inc.as_f64().is_some_and(|x| x >= 0.0) {
-                    "+"
-                } else {
-                    ""
-                },
+                cell(&o.idle),
+                cell(&o.loaded),
+                cell(&o.idle_after),
+                if inc.is_some_and(|x| x >= 0.0) { "+" } else { "" },
                 ms(inc)
             ),
         ));
     }
-    let rtt = &s["loaded"]["owd_ms"]["rtt"];
+    let rtt = owd(&o.loaded).and_then(|p| p.rtt);
     rows.push((
         "UDP echo".into(),
         format!(
             "port {port}, {} of {} answered; one-way delays above each direction's idle minimum \
              (the clocks are not synchronised); loaded round trip without the peer's turnaround \
              p50 {} (= up + down)",
-            echo["replies"].as_u64().unwrap_or(0),
-            echo["sent"].as_u64().unwrap_or(0),
-            ms(&rtt["p50"])
+            echo.replies,
+            echo.sent,
+            ms(rtt.map(|r| r.p50))
         ),
     ));
     rows
@@ -219,6 +247,92 @@ pub(crate) fn facts(s: &serde_json::Value) -> Vec<(String, String)> {
 mod tests {
     use super::*;
 
+
+    /// The key-reading rows this module showed before the typed read, kept to check the
+    /// typed one against.
+    fn old_facts(s: &serde_json::Value) -> Vec<(String, String)> {
+        let echo = &s["echo"];
+        if !echo.is_object() {
+            return Vec::new();
+        }
+        let port = echo["port"].as_u64().unwrap_or(0);
+        if let Some(note) = echo["note"].as_str() {
+            return vec![(
+                "UDP echo".into(),
+                format!("{note} (UDP port {port}): round trips from ICMP only"),
+            )];
+        }
+        let ms = |v: &serde_json::Value| match v.as_f64() {
+            Some(x) if x.abs() < 10.0 => format!("{x:.2} ms"),
+            Some(x) => format!("{x:.1} ms"),
+            None => "—".into(),
+        };
+        let mut rows = Vec::new();
+        for (dir, label) in [
+            ("up", "One-way up (board → peer)"),
+            ("down", "One-way down (peer → board)"),
+        ] {
+            let cell = |phase: &str| {
+                let p = &s[phase]["owd_ms"][dir];
+                format!("p50 {} / p99 {}", ms(&p["p50"]), ms(&p["p99"]))
+            };
+            let inc = &s["loaded"]["owd_increase_ms"][dir];
+            rows.push((
+                label.to_string(),
+                format!(
+                    "idle {} · loaded {} · idle after {} · increase {}{}",
+                    cell("idle"),
+                    cell("loaded"),
+                    cell("idle_after"),
+                    if inc.as_f64().is_some_and(|x| x >= 0.0) {
+                        "+"
+                    } else {
+                        ""
+                    },
+                    ms(inc)
+                ),
+            ));
+        }
+        let rtt = &s["loaded"]["owd_ms"]["rtt"];
+        rows.push((
+            "UDP echo".into(),
+            format!(
+                "port {port}, {} of {} answered; one-way delays above each direction's idle minimum \
+                 (the clocks are not synchronised); loaded round trip without the peer's turnaround \
+                 p50 {} (= up + down)",
+                echo["replies"].as_u64().unwrap_or(0),
+                echo["sent"].as_u64().unwrap_or(0),
+                ms(&rtt["p50"])
+            ),
+        ));
+        rows
+    }
+
+    /// The typed read shows what the key reads showed: on a stored summary (loaded round
+    /// trip `null`), one whose echo did not answer (a note), one with an `idle_after` without
+    /// delays, and a summary with no echo (no rows).
+    #[test]
+    fn typed_rows_equal_the_key_read_rows() {
+        let stored: serde_json::Value =
+            serde_json::from_str(crate::results::latency::tests::STORED_SUMMARY).unwrap();
+        let mut noted = stored.clone();
+        noted["echo"]["note"] = "peer has no netperfd echo".into();
+        let mut early = stored.clone();
+        early.as_object_mut().unwrap().remove("idle_after");
+        early["loaded"].as_object_mut().unwrap().remove("owd_increase_ms");
+        let mut none = stored.clone();
+        none.as_object_mut().unwrap().remove("echo");
+        for s in [&stored, &noted, &early, &none] {
+            assert_eq!(facts(s), old_facts(s));
+        }
+        assert_eq!(facts(&stored).len(), 3);
+        assert!(
+            facts(&stored)[0].1.contains("loaded p50 12.4 ms / p99 14.0 ms"),
+            "{:?}",
+            facts(&stored)
+        );
+        assert!(facts(&none).is_empty());
+    }
     fn sample(seq: u64, t: f64, up_ms: f64, down_ms: f64, offset_ms: f64) -> EchoSample {
         EchoSample {
             seq,
