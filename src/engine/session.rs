@@ -1012,6 +1012,7 @@ pub(crate) fn merge_remote(
     summaries: &mut [StreamSummary],
     remote: &Results,
     elapsed: f64,
+    params: &Params,
 ) -> Result<(), String> {
     // A stream named twice would be counted twice (the attacker tryout: its trailing loss
     // tripled); no iperf3 sends that.
@@ -1021,7 +1022,7 @@ pub(crate) fn merge_remote(
         }
     }
     for r in &remote.streams {
-        credible_claim(r, elapsed)?;
+        credible_claim(r, elapsed, params)?;
     }
     for r in &remote.streams {
         let Some(s) = summaries.iter_mut().find(|s| s.id == r.id) else {
@@ -1143,12 +1144,20 @@ pub(crate) fn quiet_tail_s(intervals: &[IntervalRecord], id: u32) -> f64 {
 
 /// Check one stream's figures in a peer's results against what any port could carry: its
 /// bytes at most [`UNPACED_CREDIBLE_BPS`] over `elapsed` s (this side's clock, from the data
-/// phase's start) + 1 s with 25 % to spare; its seconds (`end_time` − `start_time`) at most
-/// `elapsed` + 10 % + 2 s; and its bytes over its own seconds at most 125 Gbit/s. A hostile
-/// client's claim of 10^12 bytes in a 3 s test was stored as 2.67 Tbit/s and judged "reached
-/// the requested rate" (s51 tryout); a stock iperf3 never comes near these bounds.
-/// Errors: the stream, its claim and the bound, in words.
-pub(crate) fn credible_claim(r: &StreamResult, elapsed: f64) -> Result<(), String> {
+/// phase's start) + 1 s with 25 % to spare, and with a bitrate (`params.bandwidth`, per
+/// stream, bits/s; iperf3's `-b`) at most that rate over the same time with the same spare
+/// and 1,000 blocks of `params.len` more (as [`credible_count`]); its seconds (`end_time` −
+/// `start_time`) at most `elapsed` + 10 % + 2 s; its bytes over its own seconds at most 125
+/// Gbit/s; its retransmits at most one per 40 bytes the bound allows (a retransmitted TCP
+/// segment is at least 41 bytes on the wire). A hostile client's claim of 10^12 bytes in a
+/// 3 s test was stored as 2.67 Tbit/s and judged "reached the requested rate" (s51 tryout),
+/// 10^12 retransmits were stored as they came (s52 tryout); a stock iperf3 never comes near
+/// these bounds. Errors: the stream, its claim and the bound, in words.
+pub(crate) fn credible_claim(
+    r: &StreamResult,
+    elapsed: f64,
+    params: &Params,
+) -> Result<(), String> {
     let elapsed = if elapsed.is_finite() && elapsed > 0.0 {
         elapsed.min(604_800.0)
     } else {
@@ -1156,6 +1165,9 @@ pub(crate) fn credible_claim(r: &StreamResult, elapsed: f64) -> Result<(), Strin
     };
     let most_bps = UNPACED_CREDIBLE_BPS as f64 * 1.25;
     let most_bytes = most_bps / 8.0 * (elapsed + 1.0);
+    let paced_bytes = (params.bandwidth > 0).then(|| {
+        params.bandwidth as f64 * 1.25 / 8.0 * (elapsed + 1.0) + 1_000.0 * f64::from(params.len)
+    });
     let bytes = r.bytes as f64;
     let secs = r.end_time - r.start_time;
     let refuse = |what: String| {
@@ -1169,6 +1181,19 @@ pub(crate) fn credible_claim(r: &StreamResult, elapsed: f64) -> Result<(), Strin
             "{} bytes in a test that has run {elapsed:.1} s (more than {} could carry)",
             r.bytes,
             crate::model::display::rate(most_bps)
+        ));
+    }
+    if let Some(most) = paced_bytes.filter(|m| bytes > *m) {
+        return refuse(format!(
+            "{} bytes in a test paced at {} that has run {elapsed:.1} s (at most {most:.0})",
+            r.bytes,
+            crate::model::display::rate(params.bandwidth as f64)
+        ));
+    }
+    if r.retransmits > 0 && r.retransmits as f64 > most_bytes / 40.0 {
+        return refuse(format!(
+            "{} retransmits in a test that has run {elapsed:.1} s",
+            r.retransmits
         ));
     }
     if secs.is_finite() && secs > elapsed * 1.1 + 2.0 {
@@ -1315,7 +1340,7 @@ mod tests {
         };
         // 7 seen, none missing between, nothing in the last 9 s; the client numbered 9,378.
         let mut r = rep(vec![receiving(7, 0, 7)], 9.0);
-        merge_remote(&mut r.streams, &theirs(9_378, 0), 10.0).unwrap();
+        merge_remote(&mut r.streams, &theirs(9_378, 0), 10.0, &Params::default()).unwrap();
         count_trailing_loss(&mut r, &theirs(9_378, 0), 10.0, &udp_params(0));
         let u = r.streams[0].udp.unwrap();
         assert_eq!(
@@ -1404,7 +1429,7 @@ mod tests {
             }],
             ..Default::default()
         };
-        merge_remote(&mut r.streams, &stock, 12.0).unwrap();
+        merge_remote(&mut r.streams, &stock, 12.0, &Params::default()).unwrap();
         count_trailing_loss(&mut r, &stock, 12.0, &udp_params(0));
         let u = r.streams[0].udp.unwrap();
         assert_eq!(
@@ -1460,7 +1485,7 @@ mod tests {
         // A stream named twice: refused before anything is counted.
         let mut r = rep(vec![receiving()], 0.5);
         assert_eq!(
-            merge_remote(&mut r.streams, &theirs(1_000, 3), 10.0),
+            merge_remote(&mut r.streams, &theirs(1_000, 3), 10.0, &Params::default()),
             Err("stream id 1 appears twice in the results".to_string())
         );
         assert_eq!(r.streams[0].udp.unwrap().loss(), (0, 5));
@@ -1571,11 +1596,11 @@ mod tests {
             ..Default::default()
         };
         let mut receiver = [udp(false)];
-        merge_remote(&mut receiver, &hostile, 10.0).unwrap();
+        merge_remote(&mut receiver, &hostile, 10.0, &Params::default()).unwrap();
         assert_eq!(receiver[0].udp.unwrap().sent_packets, Some(0));
         assert_eq!(receiver[0].sender.seconds, 0.0);
         let mut sender = [udp(true)];
-        merge_remote(&mut sender, &hostile, 10.0).unwrap();
+        merge_remote(&mut sender, &hostile, 10.0, &Params::default()).unwrap();
         let u = sender[0].udp.unwrap();
         assert_eq!((u.expected, u.lost), (Some(0), Some(i64::MAX as u64)));
         // An honest peer: 1,000 sent after 10 omitted, 30 lost after 1 in the omit period.
@@ -1592,7 +1617,7 @@ mod tests {
             ..Default::default()
         };
         let mut s = [udp(true)];
-        merge_remote(&mut s, &honest, 10.0).unwrap();
+        merge_remote(&mut s, &honest, 10.0, &Params::default()).unwrap();
         let u = s[0].udp.unwrap();
         assert_eq!((u.expected, u.lost), (Some(1_000), Some(30)));
     }
@@ -1618,23 +1643,64 @@ mod tests {
             ..Default::default()
         };
         let mut s = [tcp(false)];
-        let e = merge_remote(&mut s, &claim(1_000_000_000_000, 3.0), 3.1).unwrap_err();
+        let e = merge_remote(
+            &mut s,
+            &claim(1_000_000_000_000, 3.0),
+            3.1,
+            &Params::default(),
+        )
+        .unwrap_err();
         assert!(e.contains("stream 1 claim 1000000000000 bytes"), "{e}");
         assert_eq!(s[0].sender, SideTotals::default());
         // The bound: 125 Gbit/s over the elapsed time + 1 s (3 s: 62,500,000,000 bytes).
-        assert!(merge_remote(&mut s, &claim(62_500_000_000, 0.0), 3.0).is_ok());
-        assert!(merge_remote(&mut s, &claim(62_500_000_001, 0.0), 3.0).is_err());
+        assert!(merge_remote(&mut s, &claim(62_500_000_000, 0.0), 3.0, &Params::default()).is_ok());
+        assert!(
+            merge_remote(&mut s, &claim(62_500_000_001, 0.0), 3.0, &Params::default()).is_err()
+        );
         // Bytes within the elapsed bound but over the claimed seconds: 10 GB in 0.1 s.
-        let e = merge_remote(&mut s, &claim(10_000_000_000, 0.1), 3.1).unwrap_err();
+        let e =
+            merge_remote(&mut s, &claim(10_000_000_000, 0.1), 3.1, &Params::default()).unwrap_err();
         assert!(e.contains("in 0.1 s (800"), "{e}");
         // Seconds: a 3 s test cannot have measured for 60 s (3.41 + 2 s at most).
         let mut r = [tcp(true)];
-        assert!(merge_remote(&mut r, &claim(1_000, 60.0), 3.1).is_err());
+        assert!(merge_remote(&mut r, &claim(1_000, 60.0), 3.1, &Params::default()).is_err());
         assert_eq!(r[0].receiver, None);
         // Honest: 940 Mbit/s for 10.02 s on a test that has run 10.3 s.
         let mut h = [tcp(false)];
-        merge_remote(&mut h, &claim(1_177_350_000, 10.02), 10.3).unwrap();
+        merge_remote(
+            &mut h,
+            &claim(1_177_350_000, 10.02),
+            10.3,
+            &Params::default(),
+        )
+        .unwrap();
         assert_eq!(h[0].sender.bytes, 1_177_350_000);
         assert!((h[0].sender.bits_per_second() - 940e6).abs() < 1e6);
+        // s52 tryout: 10^12 retransmits were stored. At most one per 40 bytes the bound
+        // allows (3 s: 62.5 GB → 1,562,500,000).
+        let retr = |n| Results {
+            streams: vec![StreamResult {
+                id: 1,
+                bytes: 1_000_000,
+                retransmits: n,
+                end_time: 3.0,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let e = merge_remote(&mut h, &retr(1_000_000_000_000), 3.0, &Params::default());
+        assert!(e.unwrap_err().contains("1000000000000 retransmits"));
+        assert!(merge_remote(&mut h, &retr(1_562_500_000), 3.0, &Params::default()).is_ok());
+        // Paced at 10 Mbit/s (1,448-byte blocks): a claim of 100 × what a 3 s test sends is
+        // refused; the bound is 10 Mbit/s × 1.25 over 4 s + 1,000 blocks = 7,698,000 bytes.
+        let paced = udp_params(10_000_000);
+        let paced = Params {
+            len: 1_448,
+            ..paced
+        };
+        let mut u = [tcp(false)];
+        assert!(merge_remote(&mut u, &claim(375_000_000, 3.0), 3.0, &paced).is_err());
+        assert!(merge_remote(&mut u, &claim(7_698_000, 3.0), 3.0, &paced).is_ok());
+        assert!(merge_remote(&mut u, &claim(7_698_001, 3.0), 3.0, &paced).is_err());
     }
 }

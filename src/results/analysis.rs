@@ -339,9 +339,7 @@ pub(crate) fn run_framing(run: &RunRow, mtu: u32, tcp_timestamps: bool) -> Frami
         ipv6: run.local_host.contains(':') || run.peer_host.contains(':'),
         mtu,
         tcp_timestamps,
-        udp_payload: crate::results::asked::Asked::of(run)
-            .len
-            .filter(|_| udp),
+        udp_payload: crate::results::asked::Asked::of(run).len.filter(|_| udp),
     }
 }
 

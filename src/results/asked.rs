@@ -169,7 +169,12 @@ mod tests {
         assert_eq!(a.total_bps(), Some(400_000_000.0));
         let hand = Asked::of(&row(RunKind::Iperf3, json!({"time": 10})));
         assert_eq!(
-            (hand.per_stream_bps, hand.parallel, hand.time_s, hand.total_bps()),
+            (
+                hand.per_stream_bps,
+                hand.parallel,
+                hand.time_s,
+                hand.total_bps()
+            ),
             (None, None, Some(10.0), None)
         );
         let ip2 = Asked::of(&row(

@@ -776,7 +776,9 @@ pub(crate) mod tests {
         assert_eq!(fill_notes(mixed, &rrul).len(), 1);
         assert_eq!(congestion_text(used(json!({})).as_ref(), &rrul), None);
         // Issue 38 item 4c: chosen by netperfd, not asked for.
-        let auto = p(json!({"streams": 4, "loaded_s": 10, "congestion": "cubic", "congestion_default": true}));
+        let auto = p(
+            json!({"streams": 4, "loaded_s": 10, "congestion": "cubic", "congestion_default": true}),
+        );
         assert!(congestion_text(sum, &auto)
             .unwrap()
             .starts_with("cubic on both hosts (netperfd's default for a latency load"));

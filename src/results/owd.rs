@@ -223,7 +223,11 @@ pub(crate) fn facts(s: &serde_json::Value) -> Vec<(String, String)> {
                 cell(&o.idle),
                 cell(&o.loaded),
                 cell(&o.idle_after),
-                if inc.is_some_and(|x| x >= 0.0) { "+" } else { "" },
+                if inc.is_some_and(|x| x >= 0.0) {
+                    "+"
+                } else {
+                    ""
+                },
                 ms(inc)
             ),
         ));
@@ -246,7 +250,6 @@ pub(crate) fn facts(s: &serde_json::Value) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
 
     /// The key-reading rows this module showed before the typed read, kept to check the
     /// typed one against.
@@ -319,7 +322,10 @@ mod tests {
         noted["echo"]["note"] = "peer has no netperfd echo".into();
         let mut early = stored.clone();
         early.as_object_mut().unwrap().remove("idle_after");
-        early["loaded"].as_object_mut().unwrap().remove("owd_increase_ms");
+        early["loaded"]
+            .as_object_mut()
+            .unwrap()
+            .remove("owd_increase_ms");
         let mut none = stored.clone();
         none.as_object_mut().unwrap().remove("echo");
         for s in [&stored, &noted, &early, &none] {
@@ -327,7 +333,9 @@ mod tests {
         }
         assert_eq!(facts(&stored).len(), 3);
         assert!(
-            facts(&stored)[0].1.contains("loaded p50 12.4 ms / p99 14.0 ms"),
+            facts(&stored)[0]
+                .1
+                .contains("loaded p50 12.4 ms / p99 14.0 ms"),
             "{:?}",
             facts(&stored)
         );

@@ -40,7 +40,8 @@ mod tests {
         assert_eq!(run_target_bps(&r), Some(200e6));
         let c = for_run(&r).unwrap();
         assert!(c.short);
-        r.params = serde_json::json!({"test": {"host": "198.51.100.2", "udp": false}, "nat": false});
+        r.params =
+            serde_json::json!({"test": {"host": "198.51.100.2", "udp": false}, "nat": false});
         assert_eq!(run_target_bps(&r), None);
     }
 

@@ -989,7 +989,7 @@ impl ClientTest<'_> {
         };
         self.ctl.on_results();
         let elapsed = self.phase.started.elapsed().as_secs_f64();
-        if let Err(e) = merge_remote(&mut report.streams, &theirs, elapsed) {
+        if let Err(e) = merge_remote(&mut report.streams, &theirs, elapsed, &self.phase.params) {
             return Err(self.fail(e));
         }
         // What the server sent until our TEST_END reached it arrived after we stopped

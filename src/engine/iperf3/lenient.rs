@@ -413,9 +413,22 @@ fn convert(w: WireResults<serde_json::Value>) -> Result<Results, WireError> {
                 why: format!("{id} is not a stream id"),
             });
         }
+        // A byte count that is there must be one: a negative one (or an integer above
+        // i64, which the lenient read wraps) or a string was stored as 0 bytes (the s52
+        // tryout: 10^19, −5, "1e12"). Absent: 0, as before.
+        let bytes = match &s.bytes {
+            Loose::Other => 0,
+            b => b
+                .as_i64()
+                .and_then(|n| u64::try_from(n).ok())
+                .ok_or_else(|| WireError::BadField {
+                    key: "bytes",
+                    why: format!("stream {id}: not a byte count"),
+                })?,
+        };
         streams.push(StreamResult {
             id: id as u32,
-            bytes: s.bytes.as_i64().unwrap_or(0).max(0) as u64,
+            bytes,
             retransmits: s.retransmits.as_i64().unwrap_or(-1),
             jitter: s.jitter.as_f64().unwrap_or(0.0).max(0.0),
             errors: s.errors.as_i64().unwrap_or(0),

@@ -1229,7 +1229,7 @@ impl Test<'_> {
         }
         let report = &mut self.report;
         let elapsed = started.map_or(0.0, |t| t.elapsed().as_secs_f64());
-        if let Err(e) = merge_remote(&mut report.streams, &theirs, elapsed) {
+        if let Err(e) = merge_remote(&mut report.streams, &theirs, elapsed, params) {
             tracing::warn!(session = self.id, "client's results refused: {e}");
             let _ = framing::write_server_error(&mut self.ctrl, ierr::IESTREAMID, 0).await;
             return Err(stop(RunStatus::Failed, e));
