@@ -1200,6 +1200,113 @@ fn run_sender_mode(
     packets: &AtomicU64,
     shared: &Shared,
 ) -> Option<Pacer> {
+    // No priority boost for the sender thread: on one host (veth) a nice −10 sender delays
+    // the receiver's softirq and its arrival times bunch (measured: busiest 1 ms 1.9–2.5 ×).
+    let (mut s, mut pacer) = sender_setup(cfg, mode, gso);
+    let len = s.len;
+    let keep_stats = |p: &Option<Pacer>| {
+        if let (Some(p), Some(st)) = (p, &cfg.pacer_stats) {
+            if let Ok(mut g) = st.lock() {
+                *g = p.stats();
+            }
+        }
+    };
+    let mut batches: u32 = 0;
+    let mut refused: Option<GsoOff> = None;
+    let mut seq: u64 = cfg.iperf2.as_ref().map(|t| t.first_seq).unwrap_or(1);
+    let stopped = || send_stopped(shared);
+    loop {
+        if stopped() {
+            keep_stats(&pacer);
+            return pacer;
+        }
+        if shared.send_limit_reached() {
+            shared.wake.notify_one();
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        }
+        // Never past a -n/-k target by more than the other streams' share: the last batch
+        // is cut to what is left.
+        let batch = s.batch.min(left_to_send(shared, len));
+        if let Some(p) = pacer.as_mut() {
+            if !p.take(batch * len, &stopped) {
+                keep_stats(&pacer);
+                return pacer;
+            }
+            if s.txtime {
+                // Each datagram gets its message's departure (CLOCK_MONOTONIC ns; 0, no
+                // time, only where the sum would overflow a u64).
+                let d = p.departures();
+                let (unit, clock) = (s.unit, s.clock);
+                s.dg_times.clear();
+                s.dg_times.extend((0..batch).map(|i| {
+                    d.get(i / unit)
+                        .or(d.last())
+                        .and_then(|&at| super::pacer::txtime_ns(clock.1, clock.0, at))
+                        .unwrap_or(0)
+                }));
+            }
+            batches = batches.wrapping_add(1);
+            if batches % 64 == 0 {
+                keep_stats(&pacer);
+            }
+        }
+        let (sec, usec) = if cfg.iperf2.is_some() {
+            crate::engine::datagram::wall_now()
+        } else {
+            mono_now()
+        };
+        // Number the batch's datagrams from position `from` on, the first `first`.
+        let number = |buf: &mut [u8], from: usize, first: u64| {
+            for i in from..batch {
+                let s = first + (i - from) as u64;
+                if cfg.iperf2.is_some() {
+                    write_udp_id(&mut buf[i * len..], s as i64, sec, usec);
+                } else {
+                    write_header(&mut buf[i * len..], sec, usec, s, cfg.wide);
+                }
+            }
+        };
+        number(&mut s.buf, 0, seq);
+        let res = send_calls(tx, &mut gso, &mut refused, &mut s, cfg, batch, seq, &number);
+        if let AfterBatch::Stop = after_batch(res, tx, cfg, len, &mut seq, bytes, packets, shared) {
+            keep_stats(&pacer);
+            return pacer;
+        }
+    }
+}
+
+/// The sender is to stop: the test's end, or its sending side's.
+fn send_stopped(shared: &Shared) -> bool {
+    shared.stop.load(Relaxed) || shared.stop_send.load(Relaxed)
+}
+
+/// What [`run_sender_mode`] fixes once per test ([`sender_setup`]), with the buffers it reuses
+/// batch after batch.
+struct SendSetup {
+    /// Bytes per datagram ([`sender_len`]).
+    len: usize,
+    /// Paced by the kernel (fq), at a rate.
+    kernel: bool,
+    /// Paced by the kernel with a departure time per message (SO_TXTIME).
+    txtime: bool,
+    /// Datagrams per batch (one booking of the pacer), before a -n/-k target cuts the last.
+    batch: usize,
+    /// Datagrams per GSO super-datagram.
+    skb: usize,
+    /// Datagrams per message the pacer times: `skb` with GSO on at the start, else 1.
+    unit: usize,
+    /// The pacer's Instant and CLOCK_MONOTONIC ns read together (one reading of each).
+    clock: (std::time::Instant, u64),
+    /// `batch` datagrams' payload laid end to end (the headers are written per batch).
+    buf: Vec<u8>,
+    /// Under SO_TXTIME, each datagram's departure in the current batch (CLOCK_MONOTONIC ns).
+    dg_times: Vec<u64>,
+}
+
+/// The once-per-test part of [`run_sender_mode`] (its arguments' meaning): the batch sizes,
+/// the payload and the pacer (None unpaced).
+fn sender_setup(cfg: &UdpSendCfg, mode: Mode, gso: bool) -> (SendSetup, Option<Pacer>) {
     let len = sender_len(cfg);
     let kernel = mode != Mode::User && cfg.rate > 0;
     let mut batch = if kernel {
@@ -1228,17 +1335,14 @@ fn run_sender_mode(
     for _ in 0..batch {
         buf.extend_from_slice(&fill);
     }
-    // Lost time is repaid with at most 1.9 ms of traffic in any 1.2 ms (see engine::pacer);
-    // only debt beyond 1 s is written off.
-    // No priority boost for the sender thread: on one host (veth) a nice −10 sender delays
-    // the receiver's softirq and its arrival times bunch (measured: busiest 1 ms 1.9–2.5 ×).
     let txtime = kernel && mode == Mode::KernelTxtime;
     // Departure times: the pacer times each message (one super-datagram, or one datagram
     // without GSO); `clock` ties its Instants to CLOCK_MONOTONIC ns (one reading of each).
     let unit = if gso { skb } else { 1 };
     let clock = (std::time::Instant::now(), super::sys::mono_ns());
-    let mut dg_times: Vec<u64> = Vec::new();
-    let mut pacer = if txtime {
+    // Lost time is repaid with at most 1.9 ms of traffic in any 1.2 ms (see engine::pacer);
+    // only debt beyond 1 s is written off.
+    let pacer = if txtime {
         Some(Pacer::new_kernel_txtime(
             cfg.rate,
             super::pacer::MAX_DEBT,
@@ -1255,225 +1359,214 @@ fn run_sender_mode(
     } else {
         None
     };
-    let keep_stats = |p: &Option<Pacer>| {
-        if let (Some(p), Some(st)) = (p, &cfg.pacer_stats) {
-            if let Ok(mut g) = st.lock() {
-                *g = p.stats();
-            }
-        }
+    let s = SendSetup {
+        len,
+        kernel,
+        txtime,
+        batch,
+        skb,
+        unit,
+        clock,
+        buf,
+        dg_times: Vec::new(),
     };
-    let mut batches: u32 = 0;
-    let mut refused: Option<GsoOff> = None;
-    let mut seq: u64 = cfg.iperf2.as_ref().map(|t| t.first_seq).unwrap_or(1);
-    let stopped = || shared.stop.load(Relaxed) || shared.stop_send.load(Relaxed);
-    loop {
-        if stopped() {
-            keep_stats(&pacer);
-            return pacer;
+    (s, pacer)
+}
+
+/// Send the first `batch` datagrams of `s.buf` (numbered from `seq` by `number`, as in
+/// [`run_sender_mode`]) in as many calls as it takes; `gso` and `refused` as
+/// [`send_batch`] keeps them. Returns the datagrams sent, or the error of a batch that sent
+/// none; datagrams this host refused are counted in `cfg.dropped_locally`.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn send_calls(
+    tx: &mut impl BatchTx,
+    gso: &mut bool,
+    refused: &mut Option<GsoOff>,
+    s: &mut SendSetup,
+    cfg: &UdpSendCfg,
+    batch: usize,
+    seq: u64,
+    number: &impl Fn(&mut [u8], usize, u64),
+) -> std::io::Result<usize> {
+    let (len, skb, kernel, txtime) = (s.len, s.skb, s.kernel, s.txtime);
+    // The batch in calls of at most 64 datagrams (65000 bytes with GSO); a call that
+    // sends less than asked (or fails) ends the batch, and the next one numbers on from
+    // the last datagram that went. A message this host refused (ENOBUFS: its own queue
+    // dropped it) is counted apart and skipped: the rest of the batch is numbered again
+    // from the first refused sequence number and sent (what the pacer booked is sent or
+    // refused, never both, and the sequence has no gap for the receiver to count lost).
+    // `pos`: datagrams of the batch handed over (sent or refused); `went`: sent.
+    let (mut pos, mut went, mut dropped_here) = (0usize, 0usize, 0usize);
+    let res = loop {
+        let left = batch - pos;
+        let k = if kernel && *gso && left > skb {
+            // Whole super-datagrams in one sendmmsg call; the rest in the next call.
+            (left / skb).min(SENDMMSG_MAX) * skb
+        } else if kernel && *gso {
+            left
+        } else {
+            left.min(call_size(len, *gso))
+        };
+        let was_gso = *gso;
+        let times = txtime.then(|| s.dg_times.get(pos..).unwrap_or_default());
+        let sent = send_batch(tx, gso, refused, &s.buf[pos * len..], len, k, skb, times);
+        // Datagrams per message of this call: still `gso` after it, GSO super-datagrams
+        // of `per` datagrams each (several in one sendmmsg when kernel-paced), one skb
+        // each; else one datagram per message.
+        let per = match *gso {
+            true if skb > 0 && k > skb && k % skb == 0 => skb,
+            true => k.max(1),
+            false => 1,
+        };
+        if let (Ok(n), Some(skbs)) = (&sent, &cfg.skbs) {
+            skbs.fetch_add(n.div_ceil(per) as u64, Relaxed);
         }
-        if shared.send_limit_reached() {
-            shared.wake.notify_one();
-            std::thread::sleep(Duration::from_millis(20));
+        if was_gso && !*gso {
+            keep_gso_off(cfg, *refused);
+        }
+        // The datagrams of the message this host's queue refused: the first one of the
+        // call, or (a sendmmsg that sent some) the first that did not go, whose error the
+        // kernel keeps pending (taken here so that the next call does not fail with it).
+        let dropped = match &sent {
+            Ok(n) if *n < k => match tx.take_error() {
+                Some(libc::ENOBUFS) => per.min(k - n),
+                Some(e) => {
+                    if e == libc::ECONNREFUSED {
+                        if let Some(c) = &cfg.port_unreachable {
+                            c.fetch_add(1, Relaxed);
+                        }
+                    }
+                    // An ICMP error's entry on the error queue goes with it.
+                    tx.drain_errors();
+                    0
+                }
+                None => 0,
+            },
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => per.min(k),
+            _ => 0,
+        };
+        if let Ok(n) = sent {
+            pos += n;
+            went += n;
+        }
+        if dropped > 0 {
+            pos += dropped;
+            dropped_here += dropped;
+            if pos >= batch {
+                break Ok(went);
+            }
+            number(&mut s.buf, pos, seq + went as u64);
             continue;
         }
-        // Never past a -n/-k target by more than the other streams' share: the last batch
-        // is cut to what is left.
-        let batch = batch.min(left_to_send(shared, len));
-        if let Some(p) = pacer.as_mut() {
-            if !p.take(batch * len, &stopped) {
-                keep_stats(&pacer);
-                return pacer;
-            }
-            if txtime {
-                // Each datagram gets its message's departure (CLOCK_MONOTONIC ns; 0, no
-                // time, only where the sum would overflow a u64).
-                let d = p.departures();
-                dg_times.clear();
-                dg_times.extend((0..batch).map(|i| {
-                    d.get(i / unit)
-                        .or(d.last())
-                        .and_then(|&at| super::pacer::txtime_ns(clock.1, clock.0, at))
-                        .unwrap_or(0)
-                }));
-            }
-            batches = batches.wrapping_add(1);
-            if batches % 64 == 0 {
-                keep_stats(&pacer);
-            }
-        }
-        let (sec, usec) = if cfg.iperf2.is_some() {
-            crate::engine::datagram::wall_now()
-        } else {
-            mono_now()
-        };
-        // Number the batch's datagrams from position `from` on, the first `first`.
-        let number = |buf: &mut [u8], from: usize, first: u64| {
-            for i in from..batch {
-                let s = first + (i - from) as u64;
-                if cfg.iperf2.is_some() {
-                    write_udp_id(&mut buf[i * len..], s as i64, sec, usec);
-                } else {
-                    write_header(&mut buf[i * len..], sec, usec, s, cfg.wide);
-                }
-            }
-        };
-        number(&mut buf, 0, seq);
-        // The batch in calls of at most 64 datagrams (65000 bytes with GSO); a call that
-        // sends less than asked (or fails) ends the batch, and the next one numbers on from
-        // the last datagram that went. A message this host refused (ENOBUFS: its own queue
-        // dropped it) is counted apart and skipped: the rest of the batch is numbered again
-        // from the first refused sequence number and sent (what the pacer booked is sent or
-        // refused, never both, and the sequence has no gap for the receiver to count lost).
-        // `pos`: datagrams of the batch handed over (sent or refused); `went`: sent.
-        let (mut pos, mut went, mut dropped_here) = (0usize, 0usize, 0usize);
-        let res = loop {
-            let left = batch - pos;
-            let k = if kernel && gso && left > skb {
-                // Whole super-datagrams in one sendmmsg call; the rest in the next call.
-                (left / skb).min(SENDMMSG_MAX) * skb
-            } else if kernel && gso {
-                left
-            } else {
-                left.min(call_size(len, gso))
-            };
-            let was_gso = gso;
-            let times = txtime.then(|| dg_times.get(pos..).unwrap_or_default());
-            let sent = send_batch(
-                tx,
-                &mut gso,
-                &mut refused,
-                &buf[pos * len..],
-                len,
-                k,
-                skb,
-                times,
-            );
-            // Datagrams per message of this call: still `gso` after it, GSO super-datagrams
-            // of `per` datagrams each (several in one sendmmsg when kernel-paced), one skb
-            // each; else one datagram per message.
-            let per = match gso {
-                true if skb > 0 && k > skb && k % skb == 0 => skb,
-                true => k.max(1),
-                false => 1,
-            };
-            if let (Ok(n), Some(skbs)) = (&sent, &cfg.skbs) {
-                skbs.fetch_add(n.div_ceil(per) as u64, Relaxed);
-            }
-            if was_gso && !gso {
-                if let (Some(r), Some(slot)) = (refused, &cfg.gso_off) {
-                    if let Ok(mut g) = slot.lock() {
-                        *g = Some(r);
-                    }
-                }
-            }
-            // The datagrams of the message this host's queue refused: the first one of the
-            // call, or (a sendmmsg that sent some) the first that did not go, whose error the
-            // kernel keeps pending (taken here so that the next call does not fail with it).
-            let dropped = match &sent {
-                Ok(n) if *n < k => match tx.take_error() {
-                    Some(libc::ENOBUFS) => per.min(k - n),
-                    Some(e) => {
-                        if e == libc::ECONNREFUSED {
-                            if let Some(c) = &cfg.port_unreachable {
-                                c.fetch_add(1, Relaxed);
-                            }
-                        }
-                        // An ICMP error's entry on the error queue goes with it.
-                        tx.drain_errors();
-                        0
-                    }
-                    None => 0,
-                },
-                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => per.min(k),
-                _ => 0,
-            };
-            if let Ok(n) = sent {
-                pos += n;
-                went += n;
-            }
-            if dropped > 0 {
-                pos += dropped;
-                dropped_here += dropped;
-                if pos >= batch {
+        match sent {
+            Ok(n) => {
+                if n < k || pos >= batch {
                     break Ok(went);
                 }
-                number(&mut buf, pos, seq + went as u64);
-                continue;
             }
-            match sent {
-                Ok(n) => {
-                    if n < k || pos >= batch {
-                        break Ok(went);
-                    }
-                }
-                // What went counts; the error shows again on the next call if it lasts.
-                Err(_) if went > 0 => break Ok(went),
-                Err(e) => break Err(e),
-            }
-        };
-        if dropped_here > 0 {
-            if let Some(c) = &cfg.dropped_locally {
-                c.fetch_add(dropped_here as u64, Relaxed);
-            }
+            // What went counts; the error shows again on the next call if it lasts.
+            Err(_) if went > 0 => break Ok(went),
+            Err(e) => break Err(e),
         }
-        match res {
-            Ok(n) => {
-                seq += n as u64;
-                packets.fetch_add(n as u64, Relaxed);
-                bytes.fetch_add((n * len) as u64, Relaxed);
-                shared.sent_bytes.fetch_add((n * len) as u64, Relaxed);
-                shared.sent_blocks.fetch_add(n as u64, Relaxed);
-                if n == 0 && cfg.rate == 0 {
-                    // Unpaced, every datagram refused: let the queue drain a little.
-                    std::thread::yield_now();
-                }
-            }
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
-                // A local firewall dropped the first datagram of the batch: it was sent as far
-                // as the test is concerned (its sequence number is used), and lost.
-                seq += 1;
-                packets.fetch_add(1, Relaxed);
-                bytes.fetch_add(len as u64, Relaxed);
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::Interrupted
-                        | std::io::ErrorKind::TimedOut
-                ) || e.raw_os_error() == Some(libc::ENOBUFS) =>
-            {
-                // Queue full: try again (datagrams are not reused, so the sequence stays
-                // continuous).
-                std::thread::yield_now();
-            }
-            // An ICMP error the peer's host or a router sent back (port unreachable while the
-            // peer's socket is not open yet or already closed, a host unreachable that passed):
-            // the kernel returns it once on the next send, which sent nothing. Drained from
-            // the error queue (IP_RECVERR queues each one) and the test goes on. The same
-            // errno with no ICMP behind it (no route here) stops the test below.
-            Err(e) if tx.drain_errors() > 0 || e.raw_os_error() == Some(libc::ECONNREFUSED) => {
-                if e.raw_os_error() == Some(libc::ECONNREFUSED) {
-                    if let Some(c) = &cfg.port_unreachable {
-                        c.fetch_add(1, Relaxed);
-                    }
-                }
-                std::thread::yield_now();
-            }
-            Err(e) => {
-                if !stopped() {
-                    if let Ok(mut g) = shared.error.lock() {
-                        if g.is_none() {
-                            *g = Some(send_error(&e, len));
-                        }
-                    }
-                    shared.wake.notify_one();
-                }
-                keep_stats(&pacer);
-                return pacer;
-            }
+    };
+    if dropped_here > 0 {
+        if let Some(c) = &cfg.dropped_locally {
+            c.fetch_add(dropped_here as u64, Relaxed);
         }
     }
+    res
+}
+
+/// Keep why the kernel refused GSO (`refused`) in `cfg.gso_off`, for the run's report.
+fn keep_gso_off(cfg: &UdpSendCfg, refused: Option<GsoOff>) {
+    if let (Some(r), Some(slot)) = (refused, &cfg.gso_off) {
+        if let Ok(mut g) = slot.lock() {
+            *g = Some(r);
+        }
+    }
+}
+
+/// What [`run_sender_mode`]'s loop does after a batch.
+enum AfterBatch {
+    /// The next batch.
+    Next,
+    /// Stop the test's sending (the error, if any, is in `shared.error`).
+    Stop,
+}
+
+/// Count a batch's result `res` (datagrams of `len` bytes sent, or the error of a batch that
+/// sent none): move `seq` on, add to `packets`, `bytes` and `shared`'s totals; for errors,
+/// wait, go on or stop the test with its error. Returns what the loop does next.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn after_batch(
+    res: std::io::Result<usize>,
+    tx: &mut impl BatchTx,
+    cfg: &UdpSendCfg,
+    len: usize,
+    seq: &mut u64,
+    bytes: &AtomicU64,
+    packets: &AtomicU64,
+    shared: &Shared,
+) -> AfterBatch {
+    match res {
+        Ok(n) => {
+            *seq += n as u64;
+            packets.fetch_add(n as u64, Relaxed);
+            bytes.fetch_add((n * len) as u64, Relaxed);
+            shared.sent_bytes.fetch_add((n * len) as u64, Relaxed);
+            shared.sent_blocks.fetch_add(n as u64, Relaxed);
+            if n == 0 && cfg.rate == 0 {
+                // Unpaced, every datagram refused: let the queue drain a little.
+                std::thread::yield_now();
+            }
+        }
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+            // A local firewall dropped the first datagram of the batch: it was sent as far
+            // as the test is concerned (its sequence number is used), and lost.
+            *seq += 1;
+            packets.fetch_add(1, Relaxed);
+            bytes.fetch_add(len as u64, Relaxed);
+        }
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock
+                    | std::io::ErrorKind::Interrupted
+                    | std::io::ErrorKind::TimedOut
+            ) || e.raw_os_error() == Some(libc::ENOBUFS) =>
+        {
+            // Queue full: try again (datagrams are not reused, so the sequence stays
+            // continuous).
+            std::thread::yield_now();
+        }
+        // An ICMP error the peer's host or a router sent back (port unreachable while the
+        // peer's socket is not open yet or already closed, a host unreachable that passed):
+        // the kernel returns it once on the next send, which sent nothing. Drained from
+        // the error queue (IP_RECVERR queues each one) and the test goes on. The same
+        // errno with no ICMP behind it (no route here) stops the test below.
+        Err(e) if tx.drain_errors() > 0 || e.raw_os_error() == Some(libc::ECONNREFUSED) => {
+            if e.raw_os_error() == Some(libc::ECONNREFUSED) {
+                if let Some(c) = &cfg.port_unreachable {
+                    c.fetch_add(1, Relaxed);
+                }
+            }
+            std::thread::yield_now();
+        }
+        Err(e) => {
+            if !send_stopped(shared) {
+                if let Ok(mut g) = shared.error.lock() {
+                    if g.is_none() {
+                        *g = Some(send_error(&e, len));
+                    }
+                }
+                shared.wake.notify_one();
+            }
+            return AfterBatch::Stop;
+        }
+    }
+    AfterBatch::Next
 }
 
 /// The run's error for a send that failed for good: "UDP send failed: …", naming the datagram

@@ -868,21 +868,7 @@ impl SuiteDef {
         t: &RunTarget,
         ports: Option<&[crate::board::Port]>,
     ) -> Result<Vec<PlannedTest>, String> {
-        let name = self.name.trim();
-        if name.is_empty() {
-            return Err("a suite needs a name".into());
-        }
-        check_text("the name", name, 64)?;
-        check_text("the description", &self.description, 1000)?;
-        if self.steps.is_empty() {
-            return Err("a suite needs at least one step".into());
-        }
-        if self.steps.len() > MAX_STEPS {
-            return Err(format!(
-                "a suite has at most {MAX_STEPS} steps, got {}",
-                self.steps.len()
-            ));
-        }
+        self.check_head()?;
         let bind = match ports {
             Some(_) => opt(&t.bind).or(opt(&self.bind)).map(String::from),
             None => None,
@@ -903,170 +889,18 @@ impl SuiteDef {
             Some(v) => Some(Thresholds::from_value(v)?),
             None => None,
         };
-        let mut out = Vec::new();
-        let check_time = |v: &str| {
-            crate::spec::test::parse_duration(v)
-                .map(|_| ())
-                .map_err(|m| format!("time: {m}"))
+        let planner = StepPlanner {
+            def: self,
+            t,
+            ports: ports.unwrap_or(&[]),
+            base,
         };
-        let ports = ports.unwrap_or(&[]);
+        let mut out = Vec::new();
         for (i, st) in self.steps.iter().enumerate() {
             let n = i + 1;
-            let e = |m: String| format!("step {n} ({}): {m}", st.kind());
-            if let Some(l) = st.label() {
-                check_text("the label", l, 80).map_err(e)?;
-            }
-            let thresholds = match st.thresholds() {
-                Some(v) => Some(Thresholds::from_value(v).map_err(e)?),
-                None => suite_th,
-            };
-            // The iperf3 request of a step with these fields: the step's time, else the
-            // definition's (the run's, typed, replaces it: [`with_target`]). Both are checked
-            // when a run overrides them (a bad definition stays bad).
-            let iperf3_req = |own_time: &Option<String>,
-                              streams: &Option<String>,
-                              length: &Option<String>,
-                              window: &Option<String>|
-             -> Result<TestRequest, String> {
-                for v in [own_time, &self.time] {
-                    if let Some(v) = opt(v) {
-                        check_time(v).map_err(e)?;
-                    }
-                }
-                Ok(TestRequest {
-                    duration: opt(own_time).or(opt(&self.time)).map(String::from),
-                    parallel: streams.clone(),
-                    length: length.clone(),
-                    window: window.clone(),
-                    ..base.clone()
-                })
-            };
-            let label = |default: String| {
-                st.label()
-                    .map(|l| l.trim())
-                    .filter(|l| !l.is_empty())
-                    .map(String::from)
-                    .unwrap_or(default)
-            };
-            match st {
-                Step::Latency(l) => {
-                    if let Some(v) = opt(&self.time) {
-                        check_time(v).map_err(e)?;
-                    }
-                    let spec =
-                        crate::spec::suite_latency::plan_step(l, &base, t, ports).map_err(e)?;
-                    out.push(PlannedTest {
-                        step: n,
-                        label: label(crate::spec::suite_latency::label(&spec)),
-                        spec: PlannedRun::Latency(spec),
-                        thresholds,
-                    });
-                }
-                Step::Rfc2544(r) => {
-                    if let Some(v) = opt(&self.time) {
-                        check_time(v).map_err(e)?;
-                    }
-                    let req = crate::spec::rfc2544::Rfc2544Request {
-                        peer: opt(&r.peer)
-                            .or(opt(&t.agent))
-                            .unwrap_or_default()
-                            .to_string(),
-                        token: t.agent_token.clone(),
-                        target: t.host.clone(),
-                        // The RFC 2544 request is still text, read when the run starts: the
-                        // run's typed port and seconds go in as their words.
-                        port: t.port.map(|p| p.to_string()).or(base.port.clone()),
-                        ingress: r.ingress.clone().unwrap_or_default(),
-                        egress: r.egress.clone().unwrap_or_default(),
-                        nat: r.nat.clone(),
-                        sizes: r.sizes.clone(),
-                        trial: t
-                            .time
-                            .map(|s| s.to_string())
-                            .or(opt(&r.trial).or(opt(&self.time)).map(String::from)),
-                        loss: r.loss.clone(),
-                        resolution: r.resolution.clone(),
-                        direction: r.direction.clone(),
-                        tests: r.tests.clone(),
-                        b2b_repeat: r.b2b_repeat.clone(),
-                        echo_port: r.echo_port.clone(),
-                        line_rate: r.line_rate.clone(),
-                        // A suite judges its steps by its own thresholds.
-                        min_throughput_percent: None,
-                        max_latency_ms: None,
-                        max_cpu_percent: None,
-                        csrf: None,
-                    };
-                    if let Some(v) = opt(&r.trial) {
-                        req.check_step_trial(v).map_err(e)?;
-                    }
-                    req.check_names(if ports.is_empty() { None } else { Some(ports) })
-                        .map_err(e)?;
-                    out.push(PlannedTest {
-                        step: n,
-                        label: label(format!(
-                            "RFC 2544 {} → {}",
-                            req.ingress.trim(),
-                            req.egress.trim()
-                        )),
-                        spec: PlannedRun::Rfc2544(req),
-                        thresholds,
-                    });
-                }
-                Step::Tcp(s) | Step::Udp(s) => {
-                    let mut req = TestRequest {
-                        bitrate: s.bitrate.clone(),
-                        direction: s.direction.clone(),
-                        ..iperf3_req(&s.time, &s.streams, &s.length, &s.window)?
-                    };
-                    if let Step::Udp(_) = st {
-                        if opt(&s.bitrate).is_none() {
-                            return Err(e("a udp step needs a bitrate, e.g. 100M".into()));
-                        }
-                        req.protocol = Some("udp".into());
-                    }
-                    let spec = with_target(req.to_spec(ports).map_err(e)?, t).map_err(e)?;
-                    out.push(PlannedTest {
-                        step: n,
-                        label: label(spec_label(&spec)),
-                        spec: PlannedRun::Iperf3(spec),
-                        thresholds,
-                    });
-                }
-                Step::UdpLadder(s) => {
-                    if let Some(d) = opt(&s.direction).filter(|d| *d != "both") {
-                        return Err(e(format!(
-                            "a ladder runs both directions; direction must be empty or 'both', got '{d}'"
-                        )));
-                    }
-                    let req = iperf3_req(&s.time, &s.streams, &s.length, &s.window)?;
-                    let rates =
-                        parse_rates(opt(&s.rates).unwrap_or("100M,400M,1000M")).map_err(e)?;
-                    // Check the common fields once as UDP (parallel, window, length, time).
-                    let mut probe = req.clone();
-                    probe.protocol = Some("udp".into());
-                    probe.bitrate = Some("1M".into());
-                    let spec = with_target(probe.to_spec(ports).map_err(e)?, t).map_err(e)?;
-                    for &r in &rates {
-                        for d in [Direction::Send, Direction::Receive] {
-                            let mut sp = spec.clone();
-                            sp.params.bandwidth = r;
-                            sp.params.direction = d;
-                            sp.validate().map_err(e)?;
-                            let mut label = spec_label(&sp);
-                            if let Some(l) = opt(&s.label) {
-                                label = format!("{l} {}", label.trim_start_matches("UDP "));
-                            }
-                            out.push(PlannedTest {
-                                step: n,
-                                label,
-                                spec: PlannedRun::Iperf3(sp),
-                                thresholds,
-                            });
-                        }
-                    }
-                }
-            }
+            planner
+                .plan_step(n, st, suite_th, &mut out)
+                .map_err(|m| format!("step {n} ({}): {m}", st.kind()))?;
             if out.len() > MAX_TESTS {
                 return Err(format!(
                     "a suite runs at most {MAX_TESTS} tests; these steps make more"
@@ -1075,6 +909,231 @@ impl SuiteDef {
         }
         Ok(out)
     }
+
+    /// Check the definition's own text and step count (the first checks of a plan). Errors
+    /// name the field.
+    fn check_head(&self) -> Result<(), String> {
+        let name = self.name.trim();
+        if name.is_empty() {
+            return Err("a suite needs a name".into());
+        }
+        check_text("the name", name, 64)?;
+        check_text("the description", &self.description, 1000)?;
+        if self.steps.is_empty() {
+            return Err("a suite needs at least one step".into());
+        }
+        if self.steps.len() > MAX_STEPS {
+            return Err(format!(
+                "a suite has at most {MAX_STEPS} steps, got {}",
+                self.steps.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What every step of one plan reads: the definition, the run's typed overrides, the board's
+/// ports (empty when only validating) and the definition's own request (host, port, bind).
+struct StepPlanner<'a> {
+    def: &'a SuiteDef,
+    t: &'a RunTarget,
+    ports: &'a [crate::board::Port],
+    base: TestRequest,
+}
+
+impl StepPlanner<'_> {
+    /// Plan step `n` (1-based) `st` onto `out`: one test, or two per rate for a ladder. Its
+    /// thresholds are its own, else `suite_th`. Errors are the bare message (the field); the
+    /// caller names the step.
+    fn plan_step(
+        &self,
+        n: usize,
+        st: &Step,
+        suite_th: Option<Thresholds>,
+        out: &mut Vec<PlannedTest>,
+    ) -> Result<(), String> {
+        if let Some(l) = st.label() {
+            check_text("the label", l, 80)?;
+        }
+        let thresholds = match st.thresholds() {
+            Some(v) => Some(Thresholds::from_value(v)?),
+            None => suite_th,
+        };
+        let test = |label: String, spec: PlannedRun| PlannedTest {
+            step: n,
+            label,
+            spec,
+            thresholds,
+        };
+        match st {
+            Step::Latency(l) => {
+                self.check_def_time()?;
+                let spec =
+                    crate::spec::suite_latency::plan_step(l, &self.base, self.t, self.ports)?;
+                let label = step_label(st, crate::spec::suite_latency::label(&spec));
+                out.push(test(label, PlannedRun::Latency(spec)));
+            }
+            Step::Rfc2544(r) => {
+                self.check_def_time()?;
+                let req = self.rfc2544(r)?;
+                let label = step_label(
+                    st,
+                    format!("RFC 2544 {} → {}", req.ingress.trim(), req.egress.trim()),
+                );
+                out.push(test(label, PlannedRun::Rfc2544(req)));
+            }
+            Step::Tcp(s) | Step::Udp(s) => {
+                let spec = self.iperf3(s, matches!(st, Step::Udp(_)))?;
+                let label = step_label(st, spec_label(&spec));
+                out.push(test(label, PlannedRun::Iperf3(spec)));
+            }
+            Step::UdpLadder(s) => {
+                for (label, sp) in self.ladder(s)? {
+                    out.push(test(label, PlannedRun::Iperf3(sp)));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Check the definition's `time` (steps that take no other seconds of it check it too).
+    fn check_def_time(&self) -> Result<(), String> {
+        if let Some(v) = opt(&self.def.time) {
+            check_time(v)?;
+        }
+        Ok(())
+    }
+
+    /// The iperf3 request of a step with these fields: the step's time, else the
+    /// definition's (the run's, typed, replaces it: [`with_target`]). Both are checked
+    /// when a run overrides them (a bad definition stays bad).
+    fn iperf3_req(
+        &self,
+        own_time: &Option<String>,
+        streams: &Option<String>,
+        length: &Option<String>,
+        window: &Option<String>,
+    ) -> Result<TestRequest, String> {
+        for v in [own_time, &self.def.time] {
+            if let Some(v) = opt(v) {
+                check_time(v)?;
+            }
+        }
+        Ok(TestRequest {
+            duration: opt(own_time).or(opt(&self.def.time)).map(String::from),
+            parallel: streams.clone(),
+            length: length.clone(),
+            window: window.clone(),
+            ..self.base.clone()
+        })
+    }
+
+    /// The test of a `tcp` step, or of a `udp` one (`udp`: which needs a bitrate), with the
+    /// run's overrides.
+    fn iperf3(&self, s: &Iperf3Step, udp: bool) -> Result<ClientSpec, String> {
+        let mut req = TestRequest {
+            bitrate: s.bitrate.clone(),
+            direction: s.direction.clone(),
+            ..self.iperf3_req(&s.time, &s.streams, &s.length, &s.window)?
+        };
+        if udp {
+            if opt(&s.bitrate).is_none() {
+                return Err("a udp step needs a bitrate, e.g. 100M".into());
+            }
+            req.protocol = Some("udp".into());
+        }
+        with_target(req.to_spec(self.ports)?, self.t)
+    }
+
+    /// The tests of a `udp-ladder` step, (row name, test) in order: per rate, send then
+    /// receive.
+    fn ladder(&self, s: &LadderStep) -> Result<Vec<(String, ClientSpec)>, String> {
+        if let Some(d) = opt(&s.direction).filter(|d| *d != "both") {
+            return Err(format!(
+                "a ladder runs both directions; direction must be empty or 'both', got '{d}'"
+            ));
+        }
+        let req = self.iperf3_req(&s.time, &s.streams, &s.length, &s.window)?;
+        let rates = parse_rates(opt(&s.rates).unwrap_or("100M,400M,1000M"))?;
+        // Check the common fields once as UDP (parallel, window, length, time).
+        let mut probe = req.clone();
+        probe.protocol = Some("udp".into());
+        probe.bitrate = Some("1M".into());
+        let spec = with_target(probe.to_spec(self.ports)?, self.t)?;
+        let mut out = Vec::new();
+        for &r in &rates {
+            for d in [Direction::Send, Direction::Receive] {
+                let mut sp = spec.clone();
+                sp.params.bandwidth = r;
+                sp.params.direction = d;
+                sp.validate()?;
+                let mut label = spec_label(&sp);
+                if let Some(l) = opt(&s.label) {
+                    label = format!("{l} {}", label.trim_start_matches("UDP "));
+                }
+                out.push((label, sp));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The RFC 2544 request of an `rfc2544` step, its trial and names checked.
+    fn rfc2544(&self, r: &Rfc2544Step) -> Result<crate::spec::rfc2544::Rfc2544Request, String> {
+        let t = self.t;
+        let req = crate::spec::rfc2544::Rfc2544Request {
+            peer: opt(&r.peer)
+                .or(opt(&t.agent))
+                .unwrap_or_default()
+                .to_string(),
+            token: t.agent_token.clone(),
+            target: t.host.clone(),
+            // The RFC 2544 request is still text, read when the run starts: the
+            // run's typed port and seconds go in as their words.
+            port: t.port.map(|p| p.to_string()).or(self.base.port.clone()),
+            ingress: r.ingress.clone().unwrap_or_default(),
+            egress: r.egress.clone().unwrap_or_default(),
+            nat: r.nat.clone(),
+            sizes: r.sizes.clone(),
+            trial: t
+                .time
+                .map(|s| s.to_string())
+                .or(opt(&r.trial).or(opt(&self.def.time)).map(String::from)),
+            loss: r.loss.clone(),
+            resolution: r.resolution.clone(),
+            direction: r.direction.clone(),
+            tests: r.tests.clone(),
+            b2b_repeat: r.b2b_repeat.clone(),
+            echo_port: r.echo_port.clone(),
+            line_rate: r.line_rate.clone(),
+            // A suite judges its steps by its own thresholds.
+            min_throughput_percent: None,
+            max_latency_ms: None,
+            max_cpu_percent: None,
+            csrf: None,
+        };
+        if let Some(v) = opt(&r.trial) {
+            req.check_step_trial(v)?;
+        }
+        let ports = self.ports;
+        req.check_names(if ports.is_empty() { None } else { Some(ports) })?;
+        Ok(req)
+    }
+}
+
+/// A step's own row name when it has one (trimmed), else `default`.
+fn step_label(st: &Step, default: String) -> String {
+    st.label()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .unwrap_or(default)
+}
+
+/// Check seconds as a step's `time` takes them. Errors: "time: …".
+fn check_time(v: &str) -> Result<(), String> {
+    crate::spec::test::parse_duration(v)
+        .map(|_| ())
+        .map_err(|m| format!("time: {m}"))
 }
 
 /// The definitions seeded on first start.
