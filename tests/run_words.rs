@@ -127,3 +127,43 @@ fn run_words_are_stored_as_before_and_unknown_ones_are_kept() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// s52 tryout: `netperfd runs list | head` panicked ("failed printing to stdout: Broken
+/// pipe"; exit 101 with a backtrace). With its reader gone the command now ends as Unix
+/// tools do: killed by SIGPIPE, no panic.
+#[test]
+fn runs_list_into_a_closed_pipe_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tmp("pipe");
+    let s = Store::open_dir(&dir).expect("store");
+    for i in 0..200 {
+        s.create_run(&NewRun {
+            peer_host: format!("192.0.2.{}", i % 250 + 1),
+            peer_port: 5201,
+            params: json!({"time": 1}),
+            ..Default::default()
+        })
+        .expect("run");
+    }
+    drop(s);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_netperfd"))
+        .args(["runs", "--data"])
+        .arg(&dir)
+        .arg("list")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // The reader leaves before reading anything.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?} {err}",
+        out.status
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -62,6 +62,8 @@ pub enum RunsCmd {
 
 /// Run the command; returns the exit code.
 pub fn main(a: RunsArgs) -> i32 {
+    // Its output is often cut short (`netperfd runs list | head`): end quietly then.
+    crate::engine::sys::default_sigpipe();
     match run(a) {
         Ok(()) => 0,
         Err(e) => {

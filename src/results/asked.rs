@@ -41,8 +41,9 @@ struct Iperf3Asked {
 }
 
 impl Asked {
-    /// `r.params` read through its kind's typed params. The kinds that ask for none of these
-    /// (HTTP, sink/source, latency, RFC 2544) give all `None`.
+    /// `r.params` read through its kind's typed params (a latency run: its TCP streams per
+    /// direction). The kinds that ask for none of these (HTTP, sink/source, RFC 2544) give
+    /// all `None`.
     pub(crate) fn of(r: &RunRow) -> Asked {
         let nonzero = |n: u64| (n > 0).then_some(n);
         let secs = |t: f64| (t.is_finite() && t > 0.0).then_some(t);
@@ -92,11 +93,16 @@ impl Asked {
                     .filter(|l| !l.is_empty()),
                 ..Asked::default()
             },
+            RunKind::Latency => Asked {
+                parallel: crate::results::latency::StoredLatencyParams::of_params(&r.params)
+                    .streams
+                    .and_then(nonzero),
+                ..Asked::default()
+            },
             RunKind::HttpServe
             | RunKind::HttpGet
             | RunKind::TcpSink
             | RunKind::TcpSource
-            | RunKind::Latency
             | RunKind::Rfc2544 => Asked::default(),
         }
     }
@@ -206,6 +212,12 @@ mod tests {
             json!({"url": "http://198.51.100.2/f", "connections": 4, "time": 3}),
         ));
         assert_eq!(get, Asked::default());
+        // s52 tryout: History showed 1 stream for a latency run with 2 per direction.
+        let lat = Asked::of(&row(
+            RunKind::Latency,
+            json!({"host": "198.51.100.2", "port": 5201, "load": "both", "streams": 2, "idle_s": 5, "loaded_s": 10, "interval_ms": 10, "bind_dev": null}),
+        ));
+        assert_eq!((lat.parallel, lat.time_s), (Some(2), None));
         // Not the kind's shape at all: nothing asked, no panic.
         assert_eq!(
             Asked::of(&row(RunKind::Iperf2, json!("x"))),

@@ -62,6 +62,19 @@ pub(crate) fn fix_mmap_threshold(bytes: usize) -> bool {
     }
 }
 
+/// Give SIGPIPE its default action back (end the process quietly) for a command whose output
+/// may go to a pipe that closes early: Rust starts with SIGPIPE ignored, so a write to a closed
+/// pipe fails and `println!` panics, which under `panic = "abort"` is an abort with a
+/// backtrace (s52 tryout: `netperfd runs list | head`). Only for commands that print and end;
+/// never in the daemon or a server, where a peer closing a socket must not end the process.
+pub(crate) fn default_sigpipe() {
+    // SAFETY: signal(2) with SIG_DFL installs no handler; nothing else is in flight yet (it
+    // is called first thing in a printing command, before any thread starts).
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// Monotonic clock as (seconds, microseconds), the sender timestamp iperf3 uses.
 pub(crate) fn mono_now() -> (u32, u32) {
     let mut ts = libc::timespec {
