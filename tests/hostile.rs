@@ -482,14 +482,16 @@ fn short_n_test(srv: &Server) -> (TcpStream, TcpStream) {
 fn a_byte_limited_client_that_stops_short_and_lies_cannot_hold_its_session() {
     let mut srv = Server::start();
     // The drain after TEST_END waits for the 10 MiB promised and gives up after 250 ms without
-    // a byte; the client's results then claim 1 TiB, and still nothing comes (the drain is
-    // also bounded at 2 s after TEST_END): the server reports the 64 KiB it really received.
+    // a byte; the client's results then claim the 10 MiB it promised, and still nothing comes
+    // (the drain is also bounded at 2 s after TEST_END): the server reports the 64 KiB it
+    // really received. (A claim no port could carry, such as 1 TiB in this second, is refused
+    // outright: `a_client_s_incredible_byte_claim_is_refused`.)
     let (mut c, _data) = short_n_test(&srv);
     let t = Instant::now();
     let mut b = [0u8; 1];
     c.read_exact(&mut b).expect("state");
     assert_eq!(b[0], 13, "expected EXCHANGE_RESULTS");
-    c.write_all(&framed(br#"{"cpu_util_total":1,"cpu_util_user":0.5,"cpu_util_system":0.5,"sender_has_retransmits":0,"streams":[{"id":1,"bytes":1099511627776,"retransmits":-1,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":1}]}"#))
+    c.write_all(&framed(br#"{"cpu_util_total":1,"cpu_util_user":0.5,"cpu_util_system":0.5,"sender_has_retransmits":0,"streams":[{"id":1,"bytes":10485760,"retransmits":-1,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":1}]}"#))
         .expect("results");
     let mut len = [0u8; 4];
     c.read_exact(&mut len).expect("len");
