@@ -718,6 +718,8 @@ mod tests {
             min_throughput_percent: a.min_throughput_percent.clone(),
             max_latency_ms: a.max_latency_ms.clone(),
             max_cpu_percent: a.max_cpu_percent.clone(),
+            run_port: None,
+            run_trial: None,
             csrf: None,
         }
     }

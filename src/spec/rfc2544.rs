@@ -173,6 +173,15 @@ pub struct Rfc2544Request {
     /// CSRF token (forms only).
     #[serde(default)]
     pub csrf: Option<String>,
+    /// A suite run's own iperf3 port for PC2 (`netperfd suite run --port`, the run form's),
+    /// typed where it was read; in place of [`Self::port`]. Never read from or written to a
+    /// request's JSON.
+    #[serde(skip)]
+    pub run_port: Option<u16>,
+    /// A suite run's own seconds per trial (`--time`, the run form's), typed where it was
+    /// read; in place of [`Self::trial`]. Never read from or written to a request's JSON.
+    #[serde(skip)]
+    pub run_trial: Option<u32>,
 }
 
 /// A checked benchmark.
@@ -374,7 +383,10 @@ impl Fields for Rfc2544Request {
         &self.target
     }
     fn port(&self) -> Result<u16, String> {
-        port_text(self.port.as_deref(), "port", 5201)
+        match self.run_port {
+            Some(p) => port_typed(p, "port"),
+            None => port_text(self.port.as_deref(), "port", 5201),
+        }
     }
     fn ingress(&self) -> &str {
         &self.ingress
@@ -419,7 +431,10 @@ impl Fields for Rfc2544Request {
         self.sizes.as_deref()
     }
     fn trial(&self) -> Result<u32, String> {
-        trial_text(self.trial.as_deref())
+        match self.run_trial {
+            Some(t) => whole_typed(t, "trial (s)", MAX_TRIAL_S),
+            None => trial_text(self.trial.as_deref()),
+        }
     }
     fn loss(&self) -> Option<&str> {
         self.loss.as_deref()
@@ -882,8 +897,10 @@ impl Rfc2544Request {
             .map(|l| l.split(',').filter(|w| !w.trim().is_empty()).count())
             .unwrap_or(DEFAULT_SIZES.len())
             .clamp(1, MAX_SIZES) as u64;
-        let trial = opt(&self.trial)
-            .and_then(|t| t.parse::<u64>().ok())
+        let trial = self
+            .run_trial
+            .map(u64::from)
+            .or_else(|| opt(&self.trial).and_then(|t| t.parse::<u64>().ok()))
             .unwrap_or(10)
             .clamp(1, u64::from(MAX_TRIAL_S))
             + 1;

@@ -1087,17 +1087,16 @@ impl StepPlanner<'_> {
                 .to_string(),
             token: t.agent_token.clone(),
             target: t.host.clone(),
-            // The RFC 2544 request is still text, read when the run starts: the
-            // run's typed port and seconds go in as their words.
-            port: t.port.map(|p| p.to_string()).or(self.base.port.clone()),
+            // The step's words (the definition's text, read when the run starts); the
+            // run's own port and seconds stay typed beside them (`run_port`, `run_trial`).
+            port: self.base.port.clone(),
+            run_port: t.port,
             ingress: r.ingress.clone().unwrap_or_default(),
             egress: r.egress.clone().unwrap_or_default(),
             nat: r.nat.clone(),
             sizes: r.sizes.clone(),
-            trial: t
-                .time
-                .map(|s| s.to_string())
-                .or(opt(&r.trial).or(opt(&self.def.time)).map(String::from)),
+            trial: opt(&r.trial).or(opt(&self.def.time)).map(String::from),
+            run_trial: t.time,
             loss: r.loss.clone(),
             resolution: r.resolution.clone(),
             direction: r.direction.clone(),
@@ -1682,9 +1681,11 @@ mod tests {
         let PlannedRun::Rfc2544(r) = &p[0].spec else {
             panic!("not an rfc2544 test")
         };
+        // The run's port stays typed beside the step's words (issue 40 item 2: no typed →
+        // text → typed round trip).
         assert_eq!(
-            (r.target.as_str(), r.port.as_deref()),
-            ("198.51.100.2", Some("5202"))
+            (r.target.as_str(), r.port.as_deref(), r.run_port),
+            ("198.51.100.2", None, Some(5202))
         );
         assert_eq!((r.trial.as_deref(), r.token.as_deref()), (Some("2"), None));
         let th = p[0].thresholds.unwrap();
@@ -1707,7 +1708,26 @@ mod tests {
         let PlannedRun::Rfc2544(r) = &d.plan(&quick, &[]).unwrap()[0].spec else {
             panic!()
         };
-        assert_eq!(r.trial.as_deref(), Some("1"));
+        assert_eq!((r.trial.as_deref(), r.run_trial), (Some("2"), Some(1)));
+        // Two sizes: throughput 10 × 2 s + back-to-back 8 × 4 s each.
+        assert_eq!(
+            d.plan(&quick, &[]).unwrap()[0].spec.seconds(),
+            2 * (20 + 32)
+        );
+        // Planned when it starts: the run's port and seconds, typed, win.
+        let facts: Vec<crate::spec::rfc2544::PortFacts> = ["eth0", "eth1"]
+            .into_iter()
+            .map(|n| crate::spec::rfc2544::PortFacts {
+                name: n.into(),
+                mtu: 1500,
+                speed_mbps: Some(1000),
+                loopback: false,
+            })
+            .collect();
+        let mut started = r.clone();
+        started.peer = "http://198.51.100.1:5280".into();
+        let plan = started.plan(&facts, Some("token")).unwrap();
+        assert_eq!((plan.port, plan.trial_s), (5202, 1));
         let e = |steps: serde_json::Value| def(steps).unwrap_err();
         for (step, want) in [
             (
