@@ -185,7 +185,7 @@ impl Iperf2Params {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
@@ -197,7 +197,8 @@ mod tests {
         "served_udp_dual",
     ];
 
-    fn fixture(name: &str) -> serde_json::Value {
+    /// `tests/data/iperf2_{name}.json` read (the stored params and summary of one run).
+    pub(crate) fn fixture(name: &str) -> serde_json::Value {
         let path = format!(
             "{}/tests/data/iperf2_{name}.json",
             env!("CARGO_MANIFEST_DIR")

@@ -299,13 +299,7 @@ mod tests {
         }
     }
 
-    fn fixture(name: &str) -> serde_json::Value {
-        let path = format!(
-            "{}/tests/data/iperf2_{name}.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("json")
-    }
+    use crate::results::iperf2_summary::tests::fixture;
 
     /// The summaries and client params in `tests/data/iperf2_*.json` are what the binary
     /// stored before the summary was typed (its `json!` writer, on these outcomes): the typed
